@@ -19,6 +19,13 @@ uint64_t PairKey(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
 
+uint64_t TextHash(std::string_view s) {
+  // FNV-1a, 64-bit: tokens are short, and this is cheap and well spread.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
 uint64_t PairHash(uint64_t key) {
   // Fibonacci hashing with a final mix: ids are small and dense, so spread them over the table.
   key ^= key >> 29;
@@ -88,9 +95,11 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
     used[e.id] = true;
     bpe.id_to_token_[e.id] = std::string(token);
   }
-  bpe.token_to_id_.reserve(spec.vocab.size());
+  const size_t token_capacity = std::bit_ceil(std::max<size_t>(16, spec.vocab.size() * 2));
+  bpe.token_slots_.assign(token_capacity, TokenSlot{0, -1});
+  bpe.token_mask_ = token_capacity - 1;
   for (const auto& e : spec.vocab) {
-    if (!bpe.token_to_id_.emplace(bpe.id_to_token_[e.id], e.id).second) {
+    if (!bpe.InsertToken(e.id)) {
       return Status::DataLoss(fmt::format("model.vocab: token {} appears twice", Quote(bpe.id_to_token_[e.id])));
     }
   }
@@ -156,10 +165,27 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   return bpe;
 }
 
+bool Bpe::InsertToken(int32_t id) {
+  const std::string_view token = id_to_token_[id];
+  const uint64_t h = TextHash(token);
+  for (uint64_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
+    TokenSlot& slot = token_slots_[i];
+    if (slot.id < 0) {
+      slot = TokenSlot{static_cast<uint32_t>(h >> 32), id};
+      return true;
+    }
+    if (slot.hash == static_cast<uint32_t>(h >> 32) && id_to_token_[slot.id] == token) return false;
+  }
+}
+
 std::optional<int32_t> Bpe::TokenToId(std::string_view token) const {
-  auto it = token_to_id_.find(token);
-  if (it == token_to_id_.end()) return std::nullopt;
-  return it->second;
+  if (token_slots_.empty()) return std::nullopt;
+  const uint64_t h = TextHash(token);
+  for (uint64_t i = h & token_mask_;; i = (i + 1) & token_mask_) {
+    const TokenSlot& slot = token_slots_[i];
+    if (slot.id < 0) return std::nullopt;
+    if (slot.hash == static_cast<uint32_t>(h >> 32) && id_to_token_[slot.id] == token) return slot.id;
+  }
 }
 
 const Bpe::PairSlot* Bpe::FindPair(int32_t left, int32_t right) const {
@@ -248,13 +274,13 @@ void Bpe::MergeAll(BpeScratch& scratch) const {
   heap.clear();
   for (size_t i = 0; i + 1 < symbols.size(); ++i) {
     if (const PairSlot* p = FindPair(symbols[i].id, symbols[i + 1].id)) {
-      heap.push_back(BpeScratch::Merge{p->rank, static_cast<uint32_t>(i), p->new_id});
+      heap.push_back(BpeScratch::Merge{p->rank, static_cast<uint32_t>(i), symbols[i].id, symbols[i + 1].id, p->new_id});
     }
   }
   std::make_heap(heap.begin(), heap.end(), MergeAfter{});
 
-  auto push = [&heap](const PairSlot* p, int32_t pos) {
-    heap.push_back(BpeScratch::Merge{p->rank, static_cast<uint32_t>(pos), p->new_id});
+  auto push = [&heap](const PairSlot* p, int32_t pos, int32_t left, int32_t right) {
+    heap.push_back(BpeScratch::Merge{p->rank, static_cast<uint32_t>(pos), left, right, p->new_id});
     std::push_heap(heap.begin(), heap.end(), MergeAfter{});
   };
 
@@ -267,9 +293,10 @@ void Bpe::MergeAll(BpeScratch& scratch) const {
     if (left.len == 0 || left.next == -1) continue;  // merged away, or now the last symbol
     const int32_t right_pos = left.next;
     const BpeScratch::Symbol right = symbols[right_pos];
-    // A stale entry: the pair at this position changed since it was pushed.
-    const PairSlot* current = FindPair(left.id, right.id);
-    if (current == nullptr || current->new_id != top.new_id) continue;
+    // A stale entry: the pair at this position changed since it was pushed. tokenizers re-looks
+    // the pair up and compares the merged id; comparing the pair's ids is equivalent, because a
+    // symbol only changes by absorbing its right neighbour, which changes the pair's text.
+    if (left.id != top.left || right.id != top.right) continue;
 
     left.id = top.new_id;
     left.len += right.len;
@@ -278,10 +305,12 @@ void Bpe::MergeAll(BpeScratch& scratch) const {
     if (right.next != -1) symbols[right.next].prev = static_cast<int32_t>(top.pos);
 
     if (left.prev >= 0) {
-      if (const PairSlot* p = FindPair(symbols[left.prev].id, left.id)) push(p, left.prev);
+      const int32_t prev_id = symbols[left.prev].id;
+      if (const PairSlot* p = FindPair(prev_id, left.id)) push(p, left.prev, prev_id, left.id);
     }
     if (left.next >= 0) {
-      if (const PairSlot* p = FindPair(left.id, symbols[left.next].id)) push(p, static_cast<int32_t>(top.pos));
+      const int32_t next_id = symbols[left.next].id;
+      if (const PairSlot* p = FindPair(left.id, next_id)) push(p, static_cast<int32_t>(top.pos), left.id, next_id);
     }
   }
 }

@@ -39,6 +39,8 @@ struct BpeScratch {
   struct Merge {
     uint32_t rank;
     uint32_t pos;
+    int32_t left;   // the pair's ids when pushed: the entry is stale once they change
+    int32_t right;
     int32_t new_id;
   };
   std::vector<Symbol> symbols;
@@ -80,8 +82,18 @@ class Bpe {
   int32_t CharId(uint32_t codepoint) const;
   void MergeAll(BpeScratch& scratch) const;
 
+  // Token text -> id: open addressing over (hash, id) slots, the text compared in id_to_token_
+  // only when the hash matches. Loading looks up 1.5 million strings (three per merge), and a
+  // node-based unordered_map spent most of the load time chasing pointers.
+  struct TokenSlot {
+    uint32_t hash;
+    int32_t id;  // -1 when free
+  };
+  bool InsertToken(int32_t id);  // false if the text is already present
+
   std::vector<std::string> id_to_token_;
-  std::unordered_map<std::string_view, int32_t> token_to_id_;  // views into id_to_token_
+  std::vector<TokenSlot> token_slots_;
+  uint64_t token_mask_ = 0;
   // Open addressing, linear probing; the hot lookup of encoding.
   std::vector<PairSlot> pairs_;
   uint64_t pair_mask_ = 0;

@@ -27,9 +27,9 @@ void ReplaceAll(std::string_view in, std::string_view pattern, std::string_view 
   out.append(in.substr(pos));
 }
 
-void Normalize(const std::vector<NormalizerStep>& steps, std::string_view in, std::string& out) {
+// `tmp` is working memory, kept by the caller so that encoding allocates once per call, not per piece.
+void Normalize(const std::vector<NormalizerStep>& steps, std::string_view in, std::string& out, std::string& tmp) {
   out.assign(in);
-  std::string tmp;
   for (const auto& step : steps) {
     switch (step.kind) {
       case NormalizerStep::Kind::kReplace:
@@ -196,6 +196,12 @@ Result<Tokenizer> Tokenizer::FromFile(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) return Status::FromErrno(errno, fmt::format("opening tokenizer {}", path));
   std::string text;
+  // One read of the whole file when its size is known (33 MB for Gemma); chunks otherwise.
+  if (std::fseek(f.get(), 0, SEEK_END) == 0) {
+    const long size = std::ftell(f.get());
+    if (size > 0) text.reserve(static_cast<size_t>(size));
+    std::rewind(f.get());
+  }
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f.get())) > 0) text.append(buf, n);
@@ -213,7 +219,8 @@ Result<Tokenizer> Tokenizer::FromJson(std::string_view json) {
 Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
   TEMPER_ASSIGN_OR_RETURN(Bpe bpe, Bpe::Build(std::move(spec.model)));
   Tokenizer tok(std::move(bpe));
-  tok.id_to_token_ = tok.bpe_.id_to_token();
+  const std::vector<std::string>& vocab = tok.bpe_.id_to_token();
+  size_t id_limit = vocab.size();
 
   // Added tokens: a token also in the vocabulary must keep its vocabulary id, and an id may not
   // name two different tokens.
@@ -224,16 +231,15 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
       return Status::DataLoss(fmt::format("{}: id {} disagrees with the vocabulary's id {}", field, t.id, *id));
     }
     // Same density guard as the vocabulary's (bpe.cpp).
-    if (static_cast<size_t>(t.id) >= 2 * (tok.id_to_token_.size() + spec.added_tokens.size()) + 1024) {
+    if (static_cast<size_t>(t.id) >= 2 * (vocab.size() + spec.added_tokens.size()) + 1024) {
       return Status::DataLoss(fmt::format("{}: id {} is far beyond the vocabulary", field, t.id));
     }
-    if (static_cast<size_t>(t.id) >= tok.id_to_token_.size()) tok.id_to_token_.resize(t.id + 1);
-    std::string& slot = tok.id_to_token_[t.id];
-    if (!slot.empty() && slot != t.content) {
-      return Status::DataLoss(fmt::format("{}: id {} already belongs to {}", field, t.id, Quote(slot)));
+    if (static_cast<size_t>(t.id) < vocab.size() && !vocab[t.id].empty() && vocab[t.id] != t.content) {
+      return Status::DataLoss(fmt::format("{}: id {} already belongs to {}", field, t.id, Quote(vocab[t.id])));
     }
-    slot = t.content;
+    id_limit = std::max(id_limit, static_cast<size_t>(t.id) + 1);
     tok.added_by_content_.emplace_back(t.content, t.id);
+    tok.added_by_id_.emplace_back(t.id, t.content);
   }
   std::sort(tok.added_by_content_.begin(), tok.added_by_content_.end());
   for (size_t i = 1; i < tok.added_by_content_.size(); ++i) {
@@ -241,14 +247,23 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
       return Status::DataLoss(fmt::format("added_tokens: {} is listed twice", Quote(tok.added_by_content_[i].first)));
     }
   }
+  std::sort(tok.added_by_id_.begin(), tok.added_by_id_.end());
+  for (size_t i = 1; i < tok.added_by_id_.size(); ++i) {
+    if (tok.added_by_id_[i].first == tok.added_by_id_[i - 1].first) {
+      return Status::DataLoss(fmt::format("added_tokens: id {} is used by {} and {}", tok.added_by_id_[i].first,
+                                          Quote(tok.added_by_id_[i - 1].second), Quote(tok.added_by_id_[i].second)));
+    }
+  }
+  tok.id_limit_ = static_cast<int32_t>(id_limit);
 
-  tok.special_.assign(tok.id_to_token_.size(), false);
+  tok.special_.assign(id_limit, false);
   std::string normalized;
+  std::string tmp;
   for (const auto& t : spec.added_tokens) {
     tok.special_[t.id] = t.special;
     if (t.normalized) {
       // tokenizers matches these after normalization, so it normalizes their content too.
-      Normalize(spec.normalizer, t.content, normalized);
+      Normalize(spec.normalizer, t.content, normalized, tmp);
       tok.normalized_added_.Add(normalized, t.id, t.special);
     } else {
       tok.raw_added_.Add(t.content, t.id, t.special);
@@ -271,15 +286,14 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
 std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOptions& options) const {
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 4);
-  BpeScratch scratch;
-  std::string buffer;
+  Scratch scratch;
   if (!options.add_special_tokens || single_template_.empty()) {
-    EncodeText(text, options.match_special_tokens, out, scratch, buffer);
+    EncodeText(text, options.match_special_tokens, out, scratch);
     return out;
   }
   for (const auto& piece : single_template_) {
     if (piece.is_sequence) {
-      EncodeText(text, options.match_special_tokens, out, scratch, buffer);
+      EncodeText(text, options.match_special_tokens, out, scratch);
     } else {
       out.insert(out.end(), piece.ids.begin(), piece.ids.end());
     }
@@ -288,11 +302,11 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, const EncodeOption
 }
 
 void Tokenizer::EncodeText(std::string_view text, bool match_special, std::vector<int32_t>& out,
-                           BpeScratch& scratch, std::string& buffer) const {
+                           Scratch& scratch) const {
   auto flush = [&](size_t begin, size_t end) {
     if (end == begin) return;
-    Normalize(normalizer_, text.substr(begin, end - begin), buffer);
-    EncodeNormalized(buffer, match_special, out, scratch);
+    Normalize(normalizer_, text.substr(begin, end - begin), scratch.normalized, scratch.tmp);
+    EncodeNormalized(scratch.normalized, match_special, out, scratch.bpe);
   };
   size_t start = 0;  // first byte not yet encoded
   if (!raw_added_.empty()) {
@@ -355,8 +369,8 @@ Result<std::string> Tokenizer::Decode(std::span<const int32_t> ids, bool skip_sp
     const int32_t id = ids[i];
     auto token = IdToToken(id);
     if (!token) {
-      return Status::OutOfRange(fmt::format("ids[{}]: {} is not a token id (the vocabulary has ids 0..{})", i, id,
-                                            id_to_token_.size() - 1));
+      return Status::OutOfRange(
+          fmt::format("ids[{}]: {} is not a token id (the vocabulary has ids 0..{})", i, id, id_limit_ - 1));
     }
     if (skip_special_tokens && special_[id]) continue;
     tokens.emplace_back(*token);
@@ -389,8 +403,12 @@ Result<int32_t> Tokenizer::RequireToken(std::string_view token) const {
 }
 
 std::optional<std::string_view> Tokenizer::IdToToken(int32_t id) const {
-  if (id < 0 || static_cast<size_t>(id) >= id_to_token_.size() || id_to_token_[id].empty()) return std::nullopt;
-  return id_to_token_[id];
+  const std::vector<std::string>& vocab = bpe_.id_to_token();
+  if (id >= 0 && static_cast<size_t>(id) < vocab.size() && !vocab[id].empty()) return vocab[id];
+  auto it = std::lower_bound(added_by_id_.begin(), added_by_id_.end(), id,
+                             [](const std::pair<int32_t, std::string>& e, int32_t i) { return e.first < i; });
+  if (it != added_by_id_.end() && it->first == id) return it->second;
+  return std::nullopt;
 }
 
 bool Tokenizer::IsSpecial(int32_t id) const {

@@ -74,22 +74,29 @@ class Tokenizer {
   // True for added tokens marked special (those Decode(skip_special_tokens) drops).
   bool IsSpecial(int32_t id) const;
   // One past the largest id (Gemma 3: 262145, because `<image_soft_token>` is 262144).
-  int32_t id_limit() const { return static_cast<int32_t>(id_to_token_.size()); }
+  int32_t id_limit() const { return id_limit_; }
 
  private:
   Tokenizer(Bpe bpe) : bpe_(std::move(bpe)) {}
   static Result<Tokenizer> Build(TokenizerSpec spec);
 
-  void EncodeText(std::string_view text, bool match_special, std::vector<int32_t>& out, BpeScratch& scratch,
-                  std::string& buffer) const;
+  struct Scratch {
+    BpeScratch bpe;
+    std::string normalized;
+    std::string tmp;
+  };
+  void EncodeText(std::string_view text, bool match_special, std::vector<int32_t>& out, Scratch& scratch) const;
   void EncodeNormalized(std::string_view piece, bool match_special, std::vector<int32_t>& out,
                         BpeScratch& scratch) const;
   void PreTokenizeAndEncode(std::string_view piece, std::vector<int32_t>& out, BpeScratch& scratch) const;
 
   Bpe bpe_;
-  std::vector<std::string> id_to_token_;  // model vocabulary plus added tokens
-  std::vector<bool> special_;             // by id
-  std::vector<std::pair<std::string, int32_t>> added_by_content_;  // sorted, for TokenToId
+  int32_t id_limit_ = 0;
+  // Added tokens, sorted by content (TokenToId) and by id (IdToToken); most are also in the
+  // vocabulary under the same id, which Build() checks.
+  std::vector<std::pair<std::string, int32_t>> added_by_content_;
+  std::vector<std::pair<int32_t, std::string>> added_by_id_;
+  std::vector<bool> special_;  // by id
   AddedTokenTrie raw_added_;         // added tokens with normalized=false
   AddedTokenTrie normalized_added_;  // added tokens with normalized=true (content normalized)
   std::vector<NormalizerStep> normalizer_;
