@@ -30,6 +30,7 @@ class YamlNode {
   // Parses text; `source_name` stands for the file name in errors.
   static Result<YamlNode> LoadString(const std::string& text, const std::string& source_name);
 
+  const std::string& file() const { return file_; }  // the source file name
   const std::string& path() const { return path_; }  // dotted field path, "" for the document
   bool IsNull() const { return !node_.IsDefined() || node_.IsNull(); }
 
@@ -53,6 +54,9 @@ class YamlNode {
 
   // --- scalars ---
   Result<std::string> AsString() const;  // a non-empty string
+  // A file system path; a relative one is taken relative to the directory of the file it is in, so a
+  // config and the files it names can move together.
+  Result<std::string> AsPath() const;
   Result<bool> AsBool() const;
   Result<int64_t> AsInt(int64_t min, int64_t max) const;
   Result<double> AsDouble(double min, double max) const;
@@ -72,8 +76,5 @@ class YamlNode {
 
 // Parses a duration such as "1h30m" (units d, h, m, s); a bare integer means seconds.
 Result<std::chrono::seconds> ParseDuration(std::string_view text);
-
-// The candidate closest to `word` by edit distance, or "" when none is close enough to be a typo.
-std::string ClosestMatch(std::string_view word, const std::vector<std::string_view>& candidates);
 
 }  // namespace temper
