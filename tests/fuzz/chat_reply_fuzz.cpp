@@ -2,7 +2,7 @@
 //
 // A model's reply is untrusted (a sampled token sequence can be anything), and the roles act on the
 // tool calls parsed from it, so the parser must return a reply or a Status for every input.
-// Run: build-fuzz/tests/fuzz/chat_reply_fuzz CORPUS_DIR
+// Run: build-fuzz/tests/fuzz/fuzz_chat_reply CORPUS_DIR
 #include <cstddef>
 #include <cstdint>
 #include <fstream>

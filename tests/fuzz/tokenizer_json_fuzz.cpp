@@ -2,7 +2,7 @@
 //
 // tokenizer.json comes with whatever checkpoint a user points temper at, so the loader must turn
 // every malformed file into a Status: no crash, no hang, no unbounded allocation. Seeds:
-// tests/data/tokenizer/*.json. Run: build-fuzz/tests/fuzz/tokenizer_json_fuzz CORPUS_DIR
+// tests/data/tokenizer/*.json. Run: build-fuzz/tests/fuzz/fuzz_tokenizer_json CORPUS_DIR
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
