@@ -7,7 +7,9 @@
 //   * Google, "Thinking mode in Gemma", https://ai.google.dev/gemma/docs/capabilities/thinking
 //     (<|think|> at the top of the system turn; the model answers <|channel>thought\n...<channel|>);
 //   * the chat template shipped with the Gemma 4 checkpoints, as copied into llama.cpp
-//     (models/templates/gemma4.jinja) — the byte-exact reference for everything rendered here;
+//     (models/templates/gemma4.jinja) — the byte-exact reference for everything rendered here.
+//     Rendering that template with jinja2 (transformers' settings) gave output identical to
+//     Render() for every conversation in tests/engine/chat_format_test.cpp that it can express;
 //   * llama.cpp's models/templates/google-gemma-4-31B-it-interleaved.jinja (replaying a tool-calling
 //     turn's thinking) and vLLM's vllm/tool_parsers/gemma4_tool_parser.py (the argument grammar).
 //
