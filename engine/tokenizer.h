@@ -16,7 +16,8 @@
 // Special-token ids are never hard-coded: look them up by their text (TokenToId / RequireToken).
 //
 // Thread safety: immutable after loading; Encode and Decode are const and may run concurrently.
-// Ownership: a Tokenizer owns all its tables (~100 MB for Gemma's 262k vocabulary); move-only.
+// Ownership: a Tokenizer owns all its tables (about 35 MB resident for Gemma's 262k vocabulary);
+// move-only.
 #pragma once
 
 #include <cstdint>
