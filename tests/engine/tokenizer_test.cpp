@@ -183,6 +183,53 @@ TEST_CASE("normalizer, Split pre-tokenizer, Strip decoder and post-processor", "
   CHECK(Load(j).Encode("ab a") == std::vector<int32_t>{5, 4, 5});
 }
 
+TEST_CASE("Split pre-tokenizer behaviors and normalized added tokens", "[tokenizer]") {
+  // Merges by rank: (▁, a), (a, ▁), (▁, ▁). Which pieces Split makes decides which merges can apply.
+  const std::string sp = "\xE2\x96\x81";
+  json j = MiniTokenizer({"<unk>", "a", sp, sp + "a", "a" + sp, sp + sp}, {{sp, "a"}, {"a", sp}, {sp, sp}});
+  j["normalizer"] = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", sp}};
+  auto encode = [&](const char* behavior, const char* text) {
+    j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", sp}}}, {"behavior", behavior}, {"invert", false}};
+    return Load(j).Encode(text);
+  };
+  using Ids = std::vector<int32_t>;
+  CHECK(encode("Isolated", "a a") == Ids{1, 2, 1});
+  CHECK(encode("Removed", "a a") == Ids{1, 1});
+  CHECK(encode("MergedWithPrevious", "a a") == Ids{4, 1});
+  CHECK(encode("MergedWithNext", "a a") == Ids{1, 3});
+  CHECK(encode("Isolated", "a  a") == Ids{1, 2, 2, 1});
+  CHECK(encode("Contiguous", "a  a") == Ids{1, 5, 1});
+  CHECK(encode("MergedWithPrevious", "a  a") == Ids{4, 2, 1});
+  CHECK(encode("MergedWithNext", "a  a") == Ids{1, 2, 3});
+  j["pre_tokenizer"] = nullptr;
+  CHECK(Load(j).Encode("a a") == Ids{1, 3});  // one piece: (▁, a) outranks (a, ▁)
+
+  // An added token with normalized=true is matched in the normalized text, so "a b" (normalized to
+  // "a▁b") matches it and a literal "a▁b" does too.
+  j["added_tokens"] = {{{"id", 6}, {"content", "a b"}, {"special", false}, {"normalized", true}}};
+  const Tokenizer tok = Load(j);
+  CHECK(tok.Encode("a a b") == Ids{4, 6});
+  CHECK(tok.Encode("a" + sp + "b") == Ids{6});
+  CHECK(tok.Decode(Ids{4, 6}).value() == "a" + sp + "a b");  // the file's decoder is just Fuse
+}
+
+TEST_CASE("Tokenizer::FromFile loads a file and names the path in its errors", "[tokenizer]") {
+  Result<Tokenizer> tok = Tokenizer::FromFile(kDataDir + "/gemma4-chat-test-tokenizer.json");
+  REQUIRE(tok.ok());
+  CHECK(tok->Encode("user", EncodeOptions{.add_special_tokens = true}) ==
+        std::vector<int32_t>{tok->RequireToken("<bos>").value(), tok->RequireToken("user").value()});
+
+  Result<Tokenizer> bad = Tokenizer::FromFile(kDataDir + "/cases.jsonl");  // JSON lines, not one document
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == StatusCode::kDataLoss);
+  CHECK_THAT(bad.status().message(), Catch::StartsWith(kDataDir + "/cases.jsonl: JSON syntax error at byte"));
+
+  Result<Tokenizer> missing = Tokenizer::FromFile("/nonexistent/tokenizer.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().code() == StatusCode::kIOError);
+  CHECK_THAT(missing.status().message(), Catch::StartsWith("opening tokenizer /nonexistent/tokenizer.json"));
+}
+
 // Loads the file and returns the error message it must produce.
 std::string LoadErrorText(const std::string& text) {
   Result<Tokenizer> tok = Tokenizer::FromJson(text);
@@ -289,13 +336,6 @@ TEST_CASE("malformed tokenizer files get errors naming the problem", "[tokenizer
   j = good;
   j["model"]["dropout"] = 0.1;
   CHECK(LoadError(j) == "model.dropout: BPE dropout is not supported");
-}
-
-TEST_CASE("Tokenizer::FromFile names the path it cannot read", "[tokenizer]") {
-  Result<Tokenizer> tok = Tokenizer::FromFile("/nonexistent/tokenizer.json");
-  REQUIRE_FALSE(tok.ok());
-  CHECK(tok.status().code() == StatusCode::kIOError);
-  CHECK_THAT(tok.status().message(), Catch::StartsWith("opening tokenizer /nonexistent/tokenizer.json"));
 }
 
 }  // namespace
