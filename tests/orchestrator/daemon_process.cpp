@@ -96,8 +96,7 @@ DaemonProcess::~DaemonProcess() {
 
 Status DaemonProcess::Start() {
   std::string notify_path = dir_ / "notify.sock";
-  unlink(notify_path.c_str());
-  if (notify_fd_ < 0) {
+  if (notify_fd_ < 0) {  // bound once: every start of this daemon reports to the same socket
     notify_fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -120,10 +119,13 @@ Status DaemonProcess::Start() {
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
+  // Only this start's notifications count; earlier runs of the same harness sent READY=1 too.
+  size_t first_new = notifications_.size();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
-    for (const std::string& n : Notifications()) {
-      if (n.find("READY=1") != std::string::npos) return Status::OK();
+    std::vector<std::string> notes = Notifications();
+    for (size_t i = first_new; i < notes.size(); ++i) {
+      if (notes[i].find("READY=1") != std::string::npos) return Status::OK();
     }
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {

@@ -268,6 +268,7 @@ TEST_CASE("kill -9 loses nothing acknowledged and leaves a socket the next start
   struct stat st {};
   CHECK(lstat(daemon.socket_path().c_str(), &st) == 0);  // stale socket left behind
   REQUIRE(daemon.Start().ok());
+  INFO(daemon.Log());
   CHECK(daemon.Log().find("removing stale socket") != std::string::npos);
   auto events = ReadJournal(*daemon.Stub(), "1", 0);
   REQUIRE(events.size() == 1);
