@@ -23,9 +23,11 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
   if (!weights || weights->num_layers() != config.num_layers) {
     return Status::InvalidArgument("CPU backend: the weights do not belong to this config");
   }
-  if (options.max_context < 1 || options.max_context > config.max_position_embeddings) {
+  CpuBackendOptions opts = options;
+  if (opts.max_context == 0) opts.max_context = std::min<int64_t>(config.max_position_embeddings, 8192);
+  if (opts.max_context < 1 || opts.max_context > config.max_position_embeddings) {
     return Status::InvalidArgument(fmt::format("CPU backend: max_context {} is outside [1, max_position_embeddings = {}]",
-                                               options.max_context, config.max_position_embeddings));
+                                               opts.max_context, config.max_position_embeddings));
   }
   if (options.kv.max_sequences < 1 || options.kv.block_tokens < 1 || options.kv.max_tokens < 1) {
     return Status::InvalidArgument("CPU backend: KV cache options must be positive");
@@ -33,7 +35,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
   if (options.threads < 0) return Status::InvalidArgument("CPU backend: threads must be >= 0");
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, options.tp));
 
-  std::unique_ptr<CpuBackend> b(new CpuBackend(config, std::move(weights), options));
+  std::unique_ptr<CpuBackend> b(new CpuBackend(config, std::move(weights), opts));
   const int hw = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   const int threads = options.threads > 0 ? options.threads : hw;
   const int per_rank = std::max(1, threads / options.tp);
@@ -42,7 +44,7 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
     std::unique_ptr<cpu::RopeTable> sliding, full;
     for (int l = 0; l < config.num_layers; ++l) {
       auto& table = config.layers[l].kind == LayerKind::kSliding ? sliding : full;
-      if (!table) table = cpu::MakeRopeTable(config.layers[l], options.max_context);
+      if (!table) table = cpu::MakeRopeTable(config.layers[l], opts.max_context);
     }
     const ModelWeights& w = *b->weights_;
     for (const RankShard& shard : shards) {

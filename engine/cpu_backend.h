@@ -30,9 +30,9 @@ struct CpuBackendOptions {
   int tp = 1;
   // Threads in all (split evenly over the ranks, at least one each); 0: one per hardware thread.
   int threads = 0;
-  // Longest sequence a Forward may reach (bounded by max_position_embeddings); sizes the RoPE
-  // tables.
-  int64_t max_context = 8192;
+  // Longest sequence a Forward may reach (at most max_position_embeddings); sizes the RoPE
+  // tables. 0: min(max_position_embeddings, 8192).
+  int64_t max_context = 0;
   KvCacheOptions kv;
 };
 

@@ -241,10 +241,10 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
 
 // HF multiplies the embedding by `embed_scale.to(weight.dtype)`, so the scale is rounded to the
 // checkpoint's dtype: bf16(sqrt(5376)) = 73.5, not 73.3212.
-Result<float> EmbedScale(const ModelConfig& c, const KeyReader& r) {
+Result<float> EmbedScale(const ModelConfig& c, const KeyReader& r, std::string_view dtype_key) {
   const float exact = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
   if (c.dtype == "bfloat16") return RoundToBf16(exact);
-  return r.Refuse("dtype", fmt::format("is '{}': this engine loads bfloat16 checkpoints only", c.dtype));
+  return r.Refuse(dtype_key, fmt::format("is '{}': this engine loads bfloat16 checkpoints only", c.dtype));
 }
 
 }  // namespace
@@ -292,18 +292,20 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_vie
 
   // transformers 5 writes `dtype`; 4.x wrote `torch_dtype`. Multimodal checkpoints may carry it at
   // the top level, in text_config, or both.
-  std::string dtype;
+  std::string dtype, dtype_key = "dtype";
   const json* text_config = model_type == "gemma4" ? top.Find("text_config") : nullptr;
   for (const json* obj : {text_config, static_cast<const json*>(&root)}) {
     if (!obj || !dtype.empty()) continue;
-    KeyReader rr(*obj, std::string(source), obj == &root ? "" : "text_config.");
+    const std::string prefix = obj == &root ? "" : "text_config.";
+    KeyReader rr(*obj, std::string(source), prefix);
     for (const char* key : {"dtype", "torch_dtype"}) {
       if (!dtype.empty()) break;
       TEMPER_ASSIGN_OR_RETURN(dtype, rr.String(key, ""));
+      dtype_key = prefix + key;
     }
   }
   c.dtype = dtype.empty() ? "bfloat16" : dtype;
-  TEMPER_ASSIGN_OR_RETURN(c.embed_scale, EmbedScale(c, top));
+  TEMPER_ASSIGN_OR_RETURN(c.embed_scale, EmbedScale(c, top, dtype_key));
   return c;
 }
 
