@@ -33,12 +33,20 @@ typedef uint32_t U32x16 __attribute__((vector_size(64)));
   return (s4[0] + s4[2]) + (s4[1] + s4[3]);
 }
 
-// Output columns [o_begin, o_end) for every row of x.
+// Output columns [o_begin, o_end) for every row of x. Each dot product keeps two accumulators
+// (even and odd 16-wide chunks) so consecutive adds do not wait on each other; the single-row and
+// four-row paths sum in the same order, so a row's result does not depend on its neighbours.
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 void MatMulRange(const float* x, int64_t rows, int64_t x_stride, const Bf16Matrix& w, float* out, int64_t out_stride,
                  int64_t o_begin, int64_t o_end) {
   const int64_t n = w.cols;
-  const int64_t vec_end = n - n % 16;
+  const int64_t pair_end = n - n % 32, vec_end = n - n % 16;
+  auto tail = [&](const uint16_t* wr, const float* xr, F32x16 even, F32x16 odd) {
+    if (pair_end < vec_end) even += LoadBf16(wr + pair_end) * LoadF32(xr + pair_end);
+    float s = Sum(even + odd);
+    for (int64_t i = vec_end; i < n; ++i) s += std::bit_cast<float>(static_cast<uint32_t>(wr[i]) << 16) * xr[i];
+    return s;
+  };
   for (int64_t o = o_begin; o < o_end; ++o) {
     const uint16_t* wr = w.Row(static_cast<int>(o));
     int64_t r = 0;
@@ -47,34 +55,31 @@ void MatMulRange(const float* x, int64_t rows, int64_t x_stride, const Bf16Matri
       const float* x1 = x0 + x_stride;
       const float* x2 = x1 + x_stride;
       const float* x3 = x2 + x_stride;
-      F32x16 a0 = {}, a1 = {}, a2 = {}, a3 = {};
-      for (int64_t i = 0; i < vec_end; i += 16) {
-        const F32x16 wv = LoadBf16(wr + i);
-        a0 += wv * LoadF32(x0 + i);
-        a1 += wv * LoadF32(x1 + i);
-        a2 += wv * LoadF32(x2 + i);
-        a3 += wv * LoadF32(x3 + i);
+      F32x16 a0 = {}, a1 = {}, a2 = {}, a3 = {}, b0 = {}, b1 = {}, b2 = {}, b3 = {};
+      for (int64_t i = 0; i < pair_end; i += 32) {
+        const F32x16 wa = LoadBf16(wr + i), wb = LoadBf16(wr + i + 16);
+        a0 += wa * LoadF32(x0 + i);
+        b0 += wb * LoadF32(x0 + i + 16);
+        a1 += wa * LoadF32(x1 + i);
+        b1 += wb * LoadF32(x1 + i + 16);
+        a2 += wa * LoadF32(x2 + i);
+        b2 += wb * LoadF32(x2 + i + 16);
+        a3 += wa * LoadF32(x3 + i);
+        b3 += wb * LoadF32(x3 + i + 16);
       }
-      float s0 = Sum(a0), s1 = Sum(a1), s2 = Sum(a2), s3 = Sum(a3);
-      for (int64_t i = vec_end; i < n; ++i) {
-        const float wi = std::bit_cast<float>(static_cast<uint32_t>(wr[i]) << 16);
-        s0 += wi * x0[i];
-        s1 += wi * x1[i];
-        s2 += wi * x2[i];
-        s3 += wi * x3[i];
-      }
-      out[r * out_stride + o] = s0;
-      out[(r + 1) * out_stride + o] = s1;
-      out[(r + 2) * out_stride + o] = s2;
-      out[(r + 3) * out_stride + o] = s3;
+      out[r * out_stride + o] = tail(wr, x0, a0, b0);
+      out[(r + 1) * out_stride + o] = tail(wr, x1, a1, b1);
+      out[(r + 2) * out_stride + o] = tail(wr, x2, a2, b2);
+      out[(r + 3) * out_stride + o] = tail(wr, x3, a3, b3);
     }
     for (; r < rows; ++r) {
       const float* x0 = x + r * x_stride;
-      F32x16 a0 = {};
-      for (int64_t i = 0; i < vec_end; i += 16) a0 += LoadBf16(wr + i) * LoadF32(x0 + i);
-      float s0 = Sum(a0);
-      for (int64_t i = vec_end; i < n; ++i) s0 += std::bit_cast<float>(static_cast<uint32_t>(wr[i]) << 16) * x0[i];
-      out[r * out_stride + o] = s0;
+      F32x16 a0 = {}, b0 = {};
+      for (int64_t i = 0; i < pair_end; i += 32) {
+        a0 += LoadBf16(wr + i) * LoadF32(x0 + i);
+        b0 += LoadBf16(wr + i + 16) * LoadF32(x0 + i + 16);
+      }
+      out[r * out_stride + o] = tail(wr, x0, a0, b0);
     }
   }
 }
