@@ -12,7 +12,7 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang-16 libclang-rt-16-dev
   # API and daemon
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libyaml-cpp-dev libsqlite3-dev sqlite3 libfmt-dev catch2 nlohmann-json3-dev libcli11-dev
