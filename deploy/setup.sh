@@ -16,7 +16,7 @@ packages=(
   # API and daemon
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libyaml-cpp-dev libsqlite3-dev sqlite3 libfmt-dev catch2 nlohmann-json3-dev libcli11-dev
-  libsystemd-dev libcurl4-openssl-dev libssl-dev
+  libsystemd-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev
   # STIG evaluation and sandboxed targets
   libopenscap-dev openscap-scanner openscap-common
   ssg-base ssg-debian ssg-debderived ssg-nondebian
