@@ -35,6 +35,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# Hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the compiler cache.
+export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
+
 cuda_args=()
 if [ -z "${TEMPER_NO_CUDA:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
   cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
