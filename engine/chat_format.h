@@ -9,7 +9,8 @@
 //   * the chat template shipped with the Gemma 4 checkpoints, as copied into llama.cpp
 //     (models/templates/gemma4.jinja) — the byte-exact reference for everything rendered here.
 //     Rendering that template with jinja2 (transformers' settings) gave output identical to
-//     Render() for every conversation in tests/engine/chat_format_test.cpp that it can express;
+//     Render() for the conversations of tests/engine/chat_format_test.cpp, apart from the
+//     deliberate differences listed below;
 //   * llama.cpp's models/templates/google-gemma-4-31B-it-interleaved.jinja (replaying a tool-calling
 //     turn's thinking) and vLLM's vllm/tool_parsers/gemma4_tool_parser.py (the argument grammar).
 //
