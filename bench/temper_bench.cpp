@@ -8,6 +8,14 @@
 //
 //   temper-bench --model DIR | --synthetic CONFIG.json [--tp N] [--threads N]
 //                [--prompt-tokens 64] [--decode-tokens 32] [--copy-mib 1024]
+//
+// `--serving` measures the serving layer instead (engine/scheduler.h): time to first token of a
+// long prompt cold and again warm (resent with a new suffix, so the prefix cache supplies the
+// prompt), aggregate decode speed of N concurrent streams against one stream, and KV capacity in
+// tokens per GiB for this model and for `--kv-config` (e.g. the 31B shape, no weights needed).
+//
+//   temper-bench --serving --synthetic CONFIG.json [--threads N] [--serving-prompt 4096]
+//                [--serving-suffix 200] [--streams 8] [--stream-tokens 64] [--kv-config CONFIG.json]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,9 +28,13 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/log.h"
 #include "engine/cpu_backend.h"
+#include "engine/kv_cache.h"
 #include "engine/model_config.h"
 #include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "engine/tensor_parallel.h"
 #include "engine/thread_pool.h"
 #include "engine/weights.h"
 
@@ -39,6 +51,12 @@ struct Args {
   int prompt_tokens = 64;
   int decode_tokens = 32;
   int copy_mib = 1024;
+  bool serving = false;
+  int serving_prompt = 4096;
+  int serving_suffix = 200;
+  int streams = 8;
+  int stream_tokens = 64;
+  std::string kv_config;
 };
 
 // Best of five parallel copies of `mib` MiB, in GB/s counting read + write.
@@ -154,6 +172,110 @@ Status Run(const Args& a) {
   return Status::OK();
 }
 
+// ---- serving ----
+
+std::vector<int32_t> BenchPrompt(uint64_t seed, int n, int vocab) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int32_t& t : ids) t = static_cast<int32_t>(((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33) % static_cast<uint64_t>(vocab));
+  return ids;
+}
+
+// KV bytes per token of full-layer (paged) cache and per sequence of sliding-window state, as the
+// CPU backend stores them (fp32), for one tensor-parallel rank of tp = 1.
+Status ReportKvCapacity(const ModelConfig& config, const char* label) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, 1));
+  KvCacheOptions kv;
+  kv.max_tokens = kv.block_tokens;  // one block: only the geometry is needed
+  KvPager pager(kv);
+  CpuKvStore store(config, shards[0], pager);
+  const double per_token = static_cast<double>(store.block_bytes()) / kv.block_tokens;
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  std::printf("KV capacity (%s, fp32 as the CPU backend stores it): full layers %.0f B/token = %.0f tokens/GiB "
+              "(bf16 would be %.0f); sliding window state %.1f MiB per sequence (%d tokens)\n",
+              label, per_token, gib / per_token, 2 * gib / per_token, static_cast<double>(store.ring_bytes()) / (1 << 20),
+              config.sliding_window);
+  return Status::OK();
+}
+
+Status RunServing(const Args& a) {
+  if (a.synthetic.empty() && a.model_dir.empty()) return Status::InvalidArgument("give one of --model and --synthetic");
+  const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  ModelConfig config;
+  std::shared_ptr<const ModelWeights> weights;
+  if (!a.model_dir.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(std::filesystem::path(a.model_dir) / "config.json"));
+    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Load(a.model_dir, config));
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(a.synthetic));
+    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Synthetic(config, 1));
+  }
+  std::printf("model: %.3f B parameters, window %d, threads %d\n", config.ParameterCount() / 1e9, config.sliding_window, threads);
+  CpuBackendOptions options;
+  options.threads = threads;
+  options.max_context = std::min<int64_t>(config.max_position_embeddings, 2 * a.serving_prompt + 2 * a.serving_suffix + 64);
+  options.kv.max_sequences = std::max(a.streams, 2);
+  options.kv.max_tokens = 2 * options.max_context + int64_t{a.streams} * (a.stream_tokens + 64);
+  options.kv.max_snapshots = 8;
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
+  const Logger log(LogLevel::kWarning);
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*backend, SchedulerOptions{}, log));
+
+  auto run = [&](std::vector<int32_t> prompt, int max_tokens) -> Result<StreamEvent> {
+    GenerateRequest r;
+    r.prompt = std::move(prompt);
+    r.max_tokens = max_tokens;
+    TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler->Submit(std::move(r)));
+    StreamEvent e = stream->Wait();
+    if (e.finish == FinishReason::kError) return e.error;
+    return e;
+  };
+
+  // Warm vs cold time to first token.
+  const std::vector<int32_t> base = BenchPrompt(1, a.serving_prompt, config.vocab_size);
+  std::vector<int32_t> cold = base;
+  const std::vector<int32_t> s1 = BenchPrompt(2, a.serving_suffix, config.vocab_size);
+  const std::vector<int32_t> s2 = BenchPrompt(3, a.serving_suffix, config.vocab_size);
+  cold.insert(cold.end(), s1.begin(), s1.end());
+  // The first request pins its prompt's end; the second resends that prompt plus a new suffix.
+  TEMPER_ASSIGN_OR_RETURN(StreamEvent c, run(cold, 1));
+  std::vector<int32_t> resend = base;
+  resend.insert(resend.end(), s1.begin(), s1.end());
+  resend.insert(resend.end(), s2.begin(), s2.end());
+  TEMPER_ASSIGN_OR_RETURN(StreamEvent w, run(resend, 1));
+  std::printf("TTFT cold: %d + %d tokens in %.3f s; warm (same %d tokens resent + %d new): %.3f s, %lld tokens from cache "
+              "= %.1f%% of cold\n",
+              a.serving_prompt, a.serving_suffix, c.usage.ttft_seconds, a.serving_prompt + a.serving_suffix,
+              a.serving_suffix, w.usage.ttft_seconds, static_cast<long long>(w.usage.cached_prompt_tokens),
+              100.0 * w.usage.ttft_seconds / c.usage.ttft_seconds);
+
+  // One stream, then N at once: short prompts so the time is decode.
+  const auto t1 = Clock::now();
+  TEMPER_ASSIGN_OR_RETURN(StreamEvent one, run(BenchPrompt(10, 16, config.vocab_size), a.stream_tokens));
+  const double single = static_cast<double>(one.usage.completion_tokens) / Seconds(t1, Clock::now());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  const auto tn = Clock::now();
+  for (int i = 0; i < a.streams; ++i) {
+    GenerateRequest r;
+    r.prompt = BenchPrompt(20 + static_cast<uint64_t>(i), 16, config.vocab_size);
+    r.max_tokens = a.stream_tokens;
+    TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> s, scheduler->Submit(std::move(r)));
+    streams.push_back(s);
+  }
+  int64_t total = 0;
+  for (auto& s : streams) total += s->Wait().usage.completion_tokens;
+  const double aggregate = static_cast<double>(total) / Seconds(tn, Clock::now());
+  std::printf("decode (16-token prompts, %d tokens each): 1 stream %.1f tok/s; %d streams %.1f tok/s aggregate = %.2fx\n",
+              a.stream_tokens, single, a.streams, aggregate, aggregate / single);
+
+  TEMPER_RETURN_IF_ERROR(ReportKvCapacity(config, "this model"));
+  if (!a.kv_config.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(ModelConfig other, LoadModelConfig(a.kv_config));
+    TEMPER_RETURN_IF_ERROR(ReportKvCapacity(other, a.kv_config.c_str()));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 }  // namespace temper::engine
 
@@ -167,8 +289,14 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-tokens", a.prompt_tokens, "prefill length")->check(CLI::PositiveNumber);
   app.add_option("--decode-tokens", a.decode_tokens, "timed decode steps")->check(CLI::PositiveNumber);
   app.add_option("--copy-mib", a.copy_mib, "memcpy buffer size in MiB")->check(CLI::PositiveNumber);
+  app.add_flag("--serving", a.serving, "benchmark the serving layer (TTFT cold/warm, concurrent streams, KV capacity)");
+  app.add_option("--serving-prompt", a.serving_prompt, "long prompt for the TTFT test")->check(CLI::PositiveNumber);
+  app.add_option("--serving-suffix", a.serving_suffix, "new tokens after the resent prompt")->check(CLI::PositiveNumber);
+  app.add_option("--streams", a.streams, "concurrent streams")->check(CLI::PositiveNumber);
+  app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
+  app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
   CLI11_PARSE(app, argc, argv);
-  const temper::Status s = temper::engine::Run(a);
+  const temper::Status s = a.serving ? temper::engine::RunServing(a) : temper::engine::Run(a);
   if (!s.ok()) {
     std::fprintf(stderr, "temper-bench: %s\n", s.ToString().c_str());
     return 1;

@@ -6,6 +6,11 @@
 // calls) and decode (one token per item) are the same call, and both must give the logits a full
 // recompute would.
 //
+// For the prefix cache a backend also keeps snapshots: a snapshot pins a sequence's KV state at its
+// current length (full-layer pages shared by reference count, the sliding layers' last `window`
+// tokens copied), and a fork starts a new sequence from it, as if that prefix had been prefilled.
+// On a GPU the same operations are page-table edits plus device-to-device copies of the window.
+//
 // Thread safety: a Backend is driven by one thread at a time (the scheduler); it may use threads
 // of its own inside Forward.
 #pragma once
@@ -20,6 +25,20 @@
 namespace temper::engine {
 
 using SequenceId = int32_t;
+using SnapshotId = int32_t;
+
+// The KV memory a backend holds, for admission control, metrics and capacity reports.
+struct KvUsage {
+  int block_tokens = 0;
+  int64_t total_blocks = 0;
+  int64_t free_blocks = 0;  // not held by any sequence or snapshot
+  int live_sequences = 0;
+  int max_sequences = 0;
+  int live_snapshots = 0;
+  int max_snapshots = 0;
+  uint64_t block_bytes = 0;   // one block of full-layer KV, all ranks together
+  uint64_t window_bytes = 0;  // one sequence's (or snapshot's) sliding-window state, all ranks
+};
 
 struct ForwardItem {
   SequenceId seq = -1;
@@ -55,6 +74,18 @@ class Backend {
   virtual Status ReleaseSequence(SequenceId seq) = 0;
   // Tokens cached so far. NotFound if it is not live.
   virtual Result<int64_t> SequenceLength(SequenceId seq) const = 0;
+  // The longest a sequence may grow.
+  virtual int64_t context_limit() const = 0;
+  virtual KvUsage kv_usage() const = 0;
+
+  // Pins `seq`'s state at its current length. NotFound if it is not live; ResourceExhausted when
+  // no snapshot slot or memory is left.
+  virtual Result<SnapshotId> TakeSnapshot(SequenceId seq) = 0;
+  // A new sequence whose cache equals the snapshot's; the snapshot stays. NotFound for a dead
+  // snapshot; ResourceExhausted (nothing taken) when no sequence slot or block is free.
+  virtual Result<SequenceId> ForkSnapshot(SnapshotId snap) = 0;
+  // Unpins; pages still used by forks stay with them. NotFound if it is not live.
+  virtual Status ReleaseSnapshot(SnapshotId snap) = 0;
 
   // Runs one forward pass over `batch` (each sequence at most once). Errors (before any state
   // changes): NotFound for a dead sequence, InvalidArgument for an empty item, a repeated

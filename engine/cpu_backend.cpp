@@ -29,8 +29,9 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
     return Status::InvalidArgument(fmt::format("CPU backend: max_context {} is outside [1, max_position_embeddings = {}]",
                                                opts.max_context, config.max_position_embeddings));
   }
-  if (options.kv.max_sequences < 1 || options.kv.block_tokens < 1 || options.kv.max_tokens < 1) {
-    return Status::InvalidArgument("CPU backend: KV cache options must be positive");
+  if (options.kv.max_sequences < 1 || options.kv.block_tokens < 1 || options.kv.max_tokens < 1 ||
+      options.kv.max_snapshots < 0) {
+    return Status::InvalidArgument("CPU backend: KV cache options must be positive (max_snapshots may be 0)");
   }
   if (options.threads < 0) return Status::InvalidArgument("CPU backend: threads must be >= 0");
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, options.tp));
@@ -111,6 +112,56 @@ Status CpuBackend::ReleaseSequence(SequenceId seq) {
 Result<int64_t> CpuBackend::SequenceLength(SequenceId seq) const {
   if (!pager_.Live(seq)) return Status::NotFound(fmt::format("sequence {} is not live", seq));
   return pager_.Length(seq);
+}
+
+KvUsage CpuBackend::kv_usage() const {
+  KvUsage u;
+  u.block_tokens = pager_.block_tokens();
+  u.total_blocks = pager_.num_blocks();
+  u.free_blocks = pager_.free_blocks();
+  u.live_sequences = pager_.live_sequences();
+  u.max_sequences = pager_.max_sequences();
+  u.live_snapshots = pager_.live_snapshots();
+  u.max_snapshots = pager_.max_snapshots();
+  for (const auto& rank : ranks_) {
+    u.block_bytes += rank->kv->block_bytes();
+    u.window_bytes += rank->kv->ring_bytes();
+  }
+  return u;
+}
+
+Result<SnapshotId> CpuBackend::TakeSnapshot(SequenceId seq) {
+  TEMPER_ASSIGN_OR_RETURN(int snap, pager_.TakeSnapshot(seq));
+  for (auto& rank : ranks_) {
+    Status s = rank->kv->SaveRings(seq, snap);
+    if (!s.ok()) {
+      for (auto& r : ranks_) r->kv->DropSnapshot(snap);
+      (void)pager_.ReleaseSnapshot(snap);
+      return s;
+    }
+  }
+  return snap;
+}
+
+Result<SequenceId> CpuBackend::ForkSnapshot(SnapshotId snap) {
+  TEMPER_ASSIGN_OR_RETURN(KvFork fork, pager_.ForkSnapshot(snap));
+  for (auto& rank : ranks_) {
+    Status s = rank->kv->Attach(fork.seq);
+    if (!s.ok()) {
+      for (auto& r : ranks_) r->kv->Detach(fork.seq);
+      (void)pager_.Release(fork.seq);
+      return s;
+    }
+    rank->kv->LoadRings(snap, fork.seq);
+    if (fork.copy_from >= 0) rank->kv->CopyBlock(fork.copy_from, fork.copy_to);
+  }
+  return fork.seq;
+}
+
+Status CpuBackend::ReleaseSnapshot(SnapshotId snap) {
+  TEMPER_RETURN_IF_ERROR(pager_.ReleaseSnapshot(snap));
+  for (auto& rank : ranks_) rank->kv->DropSnapshot(snap);
+  return Status::OK();
 }
 
 Result<ForwardResult> CpuBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {

@@ -52,6 +52,11 @@ class CpuBackend final : public Backend {
   Result<SequenceId> AddSequence() override;
   Status ReleaseSequence(SequenceId seq) override;
   Result<int64_t> SequenceLength(SequenceId seq) const override;
+  int64_t context_limit() const override { return options_.max_context; }
+  KvUsage kv_usage() const override;
+  Result<SnapshotId> TakeSnapshot(SequenceId seq) override;
+  Result<SequenceId> ForkSnapshot(SnapshotId snap) override;
+  Status ReleaseSnapshot(SnapshotId snap) override;
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override;
 
   int tp() const { return static_cast<int>(ranks_.size()); }

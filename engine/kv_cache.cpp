@@ -10,7 +10,9 @@ namespace temper::engine {
 KvPager::KvPager(const KvCacheOptions& options)
     : options_(options),
       num_blocks_(static_cast<int>((options.max_tokens + options.block_tokens - 1) / options.block_tokens)),
-      seqs_(options.max_sequences) {
+      refs_(static_cast<size_t>(num_blocks_), 0),
+      seqs_(options.max_sequences),
+      snaps_(std::max(0, options.max_snapshots)) {
   free_.reserve(num_blocks_);
   for (int b = num_blocks_ - 1; b >= 0; --b) free_.push_back(b);
 }
@@ -27,11 +29,73 @@ Result<int> KvPager::AddSequence() {
 
 bool KvPager::Live(int seq) const { return seq >= 0 && seq < options_.max_sequences && seqs_[seq].live; }
 
+void KvPager::Unref(const std::vector<int32_t>& blocks) {
+  for (int32_t b : blocks) {
+    if (--refs_[b] == 0) free_.push_back(b);
+  }
+}
+
 Status KvPager::Release(int seq) {
   if (!Live(seq)) return Status::NotFound(fmt::format("KV-cache sequence {} is not live", seq));
-  for (int32_t b : seqs_[seq].blocks) free_.push_back(b);
+  Unref(seqs_[seq].blocks);
   seqs_[seq] = Sequence{};
   return Status::OK();
+}
+
+int KvPager::live_sequences() const {
+  return static_cast<int>(std::count_if(seqs_.begin(), seqs_.end(), [](const Sequence& s) { return s.live; }));
+}
+
+int KvPager::live_snapshots() const {
+  return static_cast<int>(std::count_if(snaps_.begin(), snaps_.end(), [](const Sequence& s) { return s.live; }));
+}
+
+bool KvPager::SnapshotLive(int snap) const {
+  return snap >= 0 && snap < static_cast<int>(snaps_.size()) && snaps_[snap].live;
+}
+
+Result<int> KvPager::TakeSnapshot(int seq) {
+  if (!Live(seq)) return Status::NotFound(fmt::format("KV-cache sequence {} is not live", seq));
+  for (size_t s = 0; s < snaps_.size(); ++s) {
+    if (snaps_[s].live) continue;
+    const Sequence& from = seqs_[seq];
+    const size_t used = static_cast<size_t>((from.length + options_.block_tokens - 1) / options_.block_tokens);
+    snaps_[s] = Sequence{true, from.length, {from.blocks.begin(), from.blocks.begin() + static_cast<long>(used)}};
+    for (int32_t b : snaps_[s].blocks) ++refs_[b];
+    return static_cast<int>(s);
+  }
+  return Status::ResourceExhausted(fmt::format("all {} KV-cache snapshot slots are in use", snaps_.size()));
+}
+
+Status KvPager::ReleaseSnapshot(int snap) {
+  if (!SnapshotLive(snap)) return Status::NotFound(fmt::format("KV-cache snapshot {} is not live", snap));
+  Unref(snaps_[snap].blocks);
+  snaps_[snap] = Sequence{};
+  return Status::OK();
+}
+
+Result<KvFork> KvPager::ForkSnapshot(int snap) {
+  if (!SnapshotLive(snap)) return Status::NotFound(fmt::format("KV-cache snapshot {} is not live", snap));
+  const Sequence& from = snaps_[snap];
+  const bool partial = from.length % options_.block_tokens != 0;
+  if (partial && free_.empty()) {
+    return Status::ResourceExhausted("KV cache full: no free block to fork a cached prefix into");
+  }
+  TEMPER_ASSIGN_OR_RETURN(int seq, AddSequence());
+  KvFork fork;
+  fork.seq = seq;
+  Sequence& to = seqs_[seq];
+  to.length = from.length;
+  to.blocks = from.blocks;
+  if (partial) {
+    // The last block receives the fork's next tokens: it gets a private copy.
+    fork.copy_from = to.blocks.back();
+    fork.copy_to = free_.back();
+    free_.pop_back();
+    to.blocks.back() = fork.copy_to;
+  }
+  for (int32_t b : to.blocks) ++refs_[b];
+  return fork;
 }
 
 Status KvPager::Reserve(int seq, int64_t length) {
@@ -44,13 +108,17 @@ Status KvPager::Reserve(int seq, int64_t length) {
           int64_t{num_blocks_} * options_.block_tokens));
     }
     s.blocks.push_back(free_.back());
+    refs_[free_.back()] = 1;
     free_.pop_back();
   }
   return Status::OK();
 }
 
 CpuKvStore::CpuKvStore(const ModelConfig& c, const RankShard& shard, const KvPager& pager)
-    : window_(c.sliding_window), block_tokens_(pager.block_tokens()), rings_(pager.max_sequences()) {
+    : window_(c.sliding_window),
+      block_tokens_(pager.block_tokens()),
+      rings_(pager.max_sequences()),
+      snap_rings_(std::max(0, pager.max_snapshots())) {
   int sliding = 0, full = 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerGeometry& g = c.layers[l];
@@ -82,6 +150,26 @@ Status CpuKvStore::Attach(int seq) {
 }
 
 void CpuKvStore::Detach(int seq) { std::vector<float>().swap(rings_[seq]); }
+
+Status CpuKvStore::SaveRings(int seq, int snap) {
+  try {
+    snap_rings_[snap] = rings_[seq];
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes for a sliding-window snapshot", ring_floats_ * 4));
+  }
+  return Status::OK();
+}
+
+void CpuKvStore::LoadRings(int snap, int seq) {
+  std::copy(snap_rings_[snap].begin(), snap_rings_[snap].end(), rings_[seq].begin());
+}
+
+void CpuKvStore::DropSnapshot(int snap) { std::vector<float>().swap(snap_rings_[snap]); }
+
+void CpuKvStore::CopyBlock(int32_t from, int32_t to) {
+  const float* src = pool_.data() + int64_t{from} * block_floats_;
+  std::copy(src, src + block_floats_, pool_.data() + int64_t{to} * block_floats_);
+}
 
 float* CpuKvStore::Cell(int seq, const LayerSlot& l, int64_t pos, std::span<const int32_t> blocks, bool value) {
   if (l.sliding) {

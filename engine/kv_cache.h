@@ -11,6 +11,15 @@
 // Every rank of a tensor-parallel group makes the same paging decisions (one KvPager), and stores
 // only its own KV heads.
 //
+// Snapshots serve the prefix cache. A snapshot pins a sequence's state at its current length L:
+// it shares the sequence's blocks (blocks carry reference counts and return to the pool when the
+// last holder lets go) and keeps a private copy of the sliding rings, the only state that is
+// overwritten as the sequence goes on. A fork is a new sequence that starts from a snapshot: it
+// shares the snapshot's full blocks and gets its own copy of the partly filled last block (the
+// block that receives its next tokens) and of the rings. Invariant that makes sharing safe: a
+// block is written only at rows >= the writer's length, and every other holder reads only rows
+// below its own length, so writers never touch rows a sharer reads.
+//
 // Thread safety: KvPager is used by the one thread that schedules a forward pass. CpuKvStore's
 // pointers may be written by its rank's threads for distinct (sequence, layer, position) cells.
 #pragma once
@@ -28,7 +37,16 @@ namespace temper::engine {
 struct KvCacheOptions {
   int max_sequences = 8;         // live sequences at once
   int block_tokens = 16;         // tokens per paged block (full layers)
-  int64_t max_tokens = 16384;    // paged capacity, summed over all live sequences
+  int64_t max_tokens = 16384;    // paged capacity, summed over all live sequences and snapshots
+  int max_snapshots = 0;         // sliding-window snapshots the prefix cache may pin
+};
+
+// What ForkSnapshot decided: the new sequence, and the block whose rows the storage must copy into
+// the sequence's private last block (copy_from < 0: the snapshot ends on a block boundary).
+struct KvFork {
+  int seq = -1;
+  int32_t copy_from = -1;
+  int32_t copy_to = -1;
 };
 
 class KvPager {
@@ -37,9 +55,20 @@ class KvPager {
 
   // A free sequence slot in [0, max_sequences). ResourceExhausted when all are taken.
   Result<int> AddSequence();
-  // Frees the slot and its blocks. NotFound if `seq` is not live.
+  // Frees the slot and drops its references to its blocks. NotFound if `seq` is not live.
   Status Release(int seq);
   bool Live(int seq) const;
+
+  // A snapshot slot holding a reference to each of `seq`'s blocks at its current length.
+  // NotFound if `seq` is not live; ResourceExhausted when all max_snapshots slots are taken.
+  Result<int> TakeSnapshot(int seq);
+  // Drops the snapshot's block references. NotFound if `snap` is not live.
+  Status ReleaseSnapshot(int snap);
+  bool SnapshotLive(int snap) const;
+  int64_t SnapshotLength(int snap) const { return snaps_[snap].length; }
+  // A new sequence of length SnapshotLength(snap), as the header describes. NotFound for a dead
+  // snapshot; ResourceExhausted (nothing taken) when no sequence slot or no block is free.
+  Result<KvFork> ForkSnapshot(int snap);
 
   // Makes the block table cover `length` tokens (allocating from the pool; never shrinks).
   // ResourceExhausted when the pool runs out; the blocks taken so far stay with the sequence.
@@ -52,6 +81,9 @@ class KvPager {
   int num_blocks() const { return num_blocks_; }
   int free_blocks() const { return static_cast<int>(free_.size()); }
   int max_sequences() const { return options_.max_sequences; }
+  int max_snapshots() const { return options_.max_snapshots; }
+  int live_sequences() const;
+  int live_snapshots() const;
 
  private:
   struct Sequence {
@@ -59,10 +91,14 @@ class KvPager {
     int64_t length = 0;
     std::vector<int32_t> blocks;
   };
+  void Unref(const std::vector<int32_t>& blocks);
+
   KvCacheOptions options_;
   int num_blocks_;
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  std::vector<int32_t> refs_;  // holders of each block (sequences and snapshots)
   std::vector<Sequence> seqs_;
+  std::vector<Sequence> snaps_;
 };
 
 // One rank's KV storage in fp32 (the CPU backend's reference precision).
@@ -78,6 +114,14 @@ class CpuKvStore {
   // Frees the rings of `seq`.
   void Detach(int seq);
 
+  // Copies `seq`'s rings into snapshot slot `snap` (allocating it) / snapshot `snap`'s rings into
+  // sequence `seq` (which must be attached). ResourceExhausted if the memory cannot be had.
+  Status SaveRings(int seq, int snap);
+  void LoadRings(int snap, int seq);
+  void DropSnapshot(int snap);
+  // Copies every full layer's rows of block `from` into block `to`.
+  void CopyBlock(int32_t from, int32_t to);
+
   // Whether layer `layer` stores K (false on k_eq_v layers, which store V only).
   bool StoresK(int layer) const { return layers_[layer].stores_k; }
   // [n_kv_local][head_dim] floats for the key / value at `pos` (K only when StoresK).
@@ -85,6 +129,8 @@ class CpuKvStore {
   float* V(int seq, int layer, int64_t pos, std::span<const int32_t> blocks);
 
   uint64_t paged_bytes() const { return pool_.size() * sizeof(float); }
+  uint64_t block_bytes() const { return static_cast<uint64_t>(block_floats_) * sizeof(float); }
+  uint64_t ring_bytes() const { return static_cast<uint64_t>(ring_floats_) * sizeof(float); }
 
  private:
   struct LayerSlot {
@@ -101,7 +147,8 @@ class CpuKvStore {
   std::vector<LayerSlot> layers_;
   int64_t ring_floats_ = 0;   // per sequence, all sliding layers, K and V
   int64_t block_floats_ = 0;  // per block, all full layers
-  std::vector<std::vector<float>> rings_;  // [max_sequences]
+  std::vector<std::vector<float>> rings_;      // [max_sequences]
+  std::vector<std::vector<float>> snap_rings_;  // [max_snapshots]
   std::vector<float> pool_;                // [num_blocks * block_floats_]
 };
 

@@ -11,9 +11,17 @@
 // first; with --chat it renders TEXT as one user turn of Gemma 4's chat format and also stops at the
 // format's stop tokens. With a tokenizer, generate prints the new ids' text on a second line.
 //
+//   temper-lm serve    --model DIR [--host H] [--port P] [--model-name NAME] [--context N]
+//                      [--kv-tokens N] [--max-sequences N] [--max-snapshots N] [--max-batch-tokens N]
+//                      (an OpenAI-compatible HTTP server, see engine/http_server.h; runs until
+//                      SIGINT or SIGTERM)
+//
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
 // shape (for benchmarks). Each subcommand is one function below; errors print one line to stderr
 // and exit with status 1.
+#include <pthread.h>
+#include <signal.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -32,11 +40,14 @@
 
 #include "common/status.h"
 #include "engine/chat_format.h"
+#include "common/log.h"
 #include "engine/cpu_backend.h"
+#include "engine/http_server.h"
 #include "engine/model_config.h"
 #include "engine/safetensors.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
+#include "engine/scheduler.h"
 #include "engine/weights.h"
 
 namespace temper::engine {
@@ -65,7 +76,8 @@ struct Loaded {
   std::unique_ptr<CpuBackend> backend;
 };
 
-Result<Loaded> Load(const ModelArgs& a, int64_t context) {
+// `kv` null: room for one sequence of `context` tokens.
+Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* kv = nullptr) {
   if (a.model_dir.empty() == a.synthetic_config.empty()) {
     return Status::InvalidArgument("give exactly one of --model DIR and --synthetic CONFIG.json");
   }
@@ -84,6 +96,7 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context) {
   options.max_context = std::min<int64_t>(out.config.max_position_embeddings, std::max<int64_t>(context, 1));
   options.kv.max_sequences = 1;
   options.kv.max_tokens = options.max_context;
+  if (kv != nullptr) options.kv = *kv;
   TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.config, std::move(weights), options));
   return out;
 }
@@ -259,6 +272,50 @@ Status RunGenerate(GenerateArgs a) {
   return Status::OK();
 }
 
+// ---- serve: the OpenAI-compatible HTTP server ----
+struct ServeArgs {
+  ModelArgs model;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string model_name;
+  int64_t context = 8192;
+  KvCacheOptions kv{.max_sequences = 16, .block_tokens = 16, .max_tokens = 65536, .max_snapshots = 64};
+  int64_t max_batch_tokens = 512;
+};
+
+Status RunServe(const ServeArgs& a) {
+  // Block the stop signals before any thread starts, so every thread inherits the mask and this
+  // one can wait for them with sigwait.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const Logger log(LogLevel::kInfo);
+  TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv));
+  SchedulerOptions sched;
+  sched.max_batch_tokens = a.max_batch_tokens;
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*m.backend, sched, log));
+  HttpServerOptions http;
+  http.host = a.host;
+  http.port = a.port;
+  http.model_name = a.model_name;
+  if (http.model_name.empty()) {
+    http.model_name = !a.model.model_dir.empty() ? std::filesystem::path(a.model.model_dir).filename().string()
+                                                 : std::filesystem::path(a.model.synthetic_config).stem().string();
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(*scheduler, http, log));
+  const KvUsage kv = m.backend->kv_usage();
+  log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes)", http.model_name, a.host,
+           server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots);
+  int signal = 0;
+  sigwait(&stop_signals, &signal);
+  log.Info("signal {}: stopping", signal);
+  server->Stop();
+  return Status::OK();
+}
+
 }  // namespace
 }  // namespace temper::engine
 
@@ -307,6 +364,19 @@ int main(int argc, char** argv) {
   dc->add_option("--tokenizer", dec.tokenizer, "tokenizer.json")->required();
   dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
   dc->callback([&] { run = [&] { return RunDecode(dec); }; });
+  ServeArgs serve;
+  CLI::App* sc = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/models, /health, /metrics)");
+  AddModelOptions(sc, &serve.model);
+  sc->add_option("--host", serve.host, "address to listen on");
+  sc->add_option("--port", serve.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
+  sc->add_option("--model-name", serve.model_name, "the model name clients send (default: the model directory's name)");
+  sc->add_option("--context", serve.context, "longest sequence, prompt plus output")->check(CLI::PositiveNumber);
+  sc->add_option("--kv-tokens", serve.kv.max_tokens, "paged KV pool size in tokens")->check(CLI::PositiveNumber);
+  sc->add_option("--max-sequences", serve.kv.max_sequences, "sequences decoded at once")->check(CLI::PositiveNumber);
+  sc->add_option("--max-snapshots", serve.kv.max_snapshots, "prefixes the prefix cache may pin (0: no cache)")
+      ->check(CLI::NonNegativeNumber);
+  sc->add_option("--max-batch-tokens", serve.max_batch_tokens, "tokens per forward pass")->check(CLI::PositiveNumber);
+  sc->callback([&] { run = [&] { return RunServe(serve); }; });
 
   try {
     app.parse(argc, argv);

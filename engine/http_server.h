@@ -1,0 +1,77 @@
+// HttpServer: an OpenAI-compatible HTTP front end to a Scheduler, so users can point their own
+// tools at the engine and the `openai` client has a real peer to test against.
+//
+// Endpoints:
+//   POST /v1/completions  OpenAI's completions API with `prompt` as token ids (an array of
+//                         integers, or a one-element array of one), `stream` with server-sent
+//                         events, `stop` strings (need a detokenizer), and the common extensions
+//                         `top_k`, `min_p`, `stop_token_ids`. Each choice also carries the
+//                         generated `token_ids`; usage reports `prompt_tokens_details.cached_tokens`.
+//   GET  /v1/models       the one model this server serves
+//   GET  /health          {"status":"ok"}
+//   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s
+// Bad requests get OpenAI-style JSON errors ({"error": {"message", "type", "param", "code"}}):
+// 400 for malformed JSON or invalid parameters (naming the parameter), 400 with code
+// `context_length_exceeded` for a prompt that cannot fit, 404 `model_not_found` for another model
+// name, 429 when the queue is full.
+//
+// Thread safety: the server runs its own threads; Stop may be called from any thread.
+// Ownership: borrows the scheduler and logger, which must outlive it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "engine/scheduler.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace temper::engine {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 0;             // 0: any free port
+  std::string model_name;   // the `model` clients must name
+  size_t max_body_bytes = size_t{64} << 20;
+  int threads = 32;  // connections served at once (a streaming response holds one)
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. InvalidArgument for an empty model name; Unavailable naming
+  // host:port when the address cannot be bound.
+  static Result<std::unique_ptr<HttpServer>> Start(Scheduler& scheduler, const HttpServerOptions& options,
+                                                   const Logger& log);
+  ~HttpServer();  // stops
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+  // Stops accepting, ends open streams' connections and joins the serving thread. Idempotent.
+  void Stop();
+
+ private:
+  HttpServer(Scheduler& scheduler, const HttpServerOptions& options, const Logger& log);
+  void Route();
+  // The stream's next event; nullopt once it ended, or (after cancelling it) when the server stops.
+  std::optional<StreamEvent> NextEvent(RequestStream& stream);
+
+  Scheduler& scheduler_;
+  HttpServerOptions options_;
+  const Logger& log_;
+  std::unique_ptr<httplib::Server> server_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<bool> stopping_{false};
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace temper::engine

@@ -1,0 +1,94 @@
+// Test helpers for the serving layer: the tiny Gemma 4 fixture behind a CPU backend with a chosen
+// KV pool, prompts drawn from a fixed generator, and a detokenizer for the fixture's 512-id
+// vocabulary (which has no tokenizer file): id i reads as two letters, so stop strings can start
+// in one token and end in the next.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/detokenizer.h"
+#include "engine/scheduler.h"
+#include "golden_fixture.h"
+
+namespace temper::engine::testing {
+
+inline std::unique_ptr<CpuBackend> ServingBackend(int64_t max_tokens = 1024, int max_sequences = 8, int max_snapshots = 16) {
+  CpuBackendOptions options;
+  options.threads = 2;
+  options.max_context = 256;
+  options.kv.max_tokens = max_tokens;
+  options.kv.block_tokens = 4;
+  options.kv.max_sequences = max_sequences;
+  options.kv.max_snapshots = max_snapshots;
+  auto backend = CpuBackend::Create(Tiny().config, Tiny().weights, options);
+  if (!backend.ok()) FAIL(backend.status().ToString());
+  return std::move(*backend);
+}
+
+// `n` ids in [3, vocab), the same for the same seed.
+inline std::vector<int32_t> RandomPrompt(uint64_t seed, int n) {
+  std::vector<int32_t> ids;
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int i = 0; i < n; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    ids.push_back(static_cast<int32_t>(3 + (x >> 33) % 509));
+  }
+  return ids;
+}
+
+inline std::string LetterText(int32_t id) {
+  return {static_cast<char>('a' + id % 26), static_cast<char>('a' + (id / 26) % 26)};
+}
+
+class LetterDetokenizer final : public Detokenizer {
+ public:
+  std::unique_ptr<TextStream> NewStream() const override {
+    class Stream final : public TextStream {
+     public:
+      Result<std::string> Push(int32_t id) override { return LetterText(id); }
+      Result<std::string> Finish() override { return std::string(); }
+    };
+    return std::make_unique<Stream>();
+  }
+};
+
+inline const Logger& QuietLog() {
+  static const Logger log(LogLevel::kWarning);
+  return log;
+}
+
+inline std::unique_ptr<Scheduler> MakeScheduler(Backend& backend, SchedulerOptions options = {}) {
+  auto s = Scheduler::Create(backend, options, QuietLog());
+  if (!s.ok()) FAIL(s.status().ToString());
+  return std::move(*s);
+}
+
+// The scheduler publishes metrics after each step, a moment after streams see their last event.
+template <typename Pred>
+SchedulerMetrics SettledMetrics(const Scheduler& scheduler, Pred done) {
+  SchedulerMetrics m = scheduler.metrics();
+  for (int i = 0; i < 300 && !done(m); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    m = scheduler.metrics();
+  }
+  return m;
+}
+
+inline StreamEvent RunOne(Scheduler& scheduler, GenerateRequest request) {
+  auto stream = scheduler.Submit(std::move(request));
+  if (!stream.ok()) FAIL(stream.status().ToString());
+  return (*stream)->Wait();
+}
+
+inline GenerateRequest Greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
+  GenerateRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  return r;
+}
+
+}  // namespace temper::engine::testing
