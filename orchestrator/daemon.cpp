@@ -69,7 +69,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_));
   TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
-  TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_));
+  TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
+  TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
   daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   return daemon;
@@ -144,6 +145,7 @@ void Daemon::Shutdown() {
   refusal_server_.reset();
   service_.reset();
   journal_.reset();
+  journal_files_.reset();
   store_.reset();
   log_.Info("shut down cleanly");
 }

@@ -48,6 +48,7 @@ class Daemon {
   DaemonConfig config_;
   const Logger& log_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<JournalFiles> journal_files_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<TemperService> service_;
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;

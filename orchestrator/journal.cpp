@@ -4,21 +4,25 @@
 
 namespace temper {
 
-Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store) {
+Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store, JournalFiles& files, const Logger& log) {
+  TEMPER_ASSIGN_OR_RETURN(uint64_t repaired, files.Reconcile(store));
+  if (repaired > 0) log.Info("journal files: re-appended {} events committed before the last stop", repaired);
   TEMPER_ASSIGN_OR_RETURN(uint64_t last, store.LastSeq());
-  return std::unique_ptr<Journal>(new Journal(store, last));
+  return std::unique_ptr<Journal>(new Journal(store, files, log, last));
 }
 
 Result<EventRecord> Journal::Append(const NewEvent& event) {
   TEMPER_ASSIGN_OR_RETURN(EventRecord stored, store_.AppendEvent(event));
-  Published(stored.seq);
+  Published(stored);
   return stored;
 }
 
-void Journal::Published(uint64_t seq) {
+void Journal::Published(const EventRecord& event) {
+  Status written = files_.Append(event);
+  if (!written.ok()) log_.Error("journal file for event {}: {}", event.seq, written.message());
   {
     std::lock_guard lock(mu_);
-    last_seq_ = std::max(last_seq_, seq);
+    last_seq_ = std::max(last_seq_, event.seq);
   }
   cv_.notify_all();
 }

@@ -31,7 +31,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
     return ToGrpcStatus(submitted.status());
   }
   if (submitted->event) {
-    journal_.Published(submitted->event->seq);
+    journal_.Published(*submitted->event);
     log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
               batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
   }
@@ -85,7 +85,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
   std::string reason = request->reason().empty() ? "cancelled by request" : request->reason();
   Result<StateStore::Cancelled> cancelled = store_.CancelBatch(*id, reason);
   if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
-  journal_.Published(cancelled->event.seq);
+  journal_.Published(cancelled->event);
   log_.Info("batch {} cancelled: {}", *id, reason);
   ToProto(cancelled->batch, response);
   return grpc::Status::OK;

@@ -257,6 +257,10 @@ TEST_CASE("a restart keeps every batch and event; seqs continue") {
   REQUIRE(events.size() == 3);
   CHECK(events[2].seq() == 3);
   CHECK(daemon.Stop() == 0);
+  // The JSON Lines mirror holds each batch's events too.
+  std::string file = ReadFileOrEmpty(dir / "state/journal/batch-3.jsonl");
+  CHECK(file.rfind("{\"batch_id\":\"3\"", 0) == 0);
+  CHECK(std::count(file.begin(), file.end(), '\n') == 1);
 }
 
 TEST_CASE("kill -9 loses nothing acknowledged and leaves a socket the next start replaces") {
