@@ -1,0 +1,67 @@
+// OverlaySnapshots: snapshot and revert of a root file system in milliseconds, with overlayfs.
+//
+// The loop snapshots the target before every attempt and reverts after every failed one, so both
+// must be cheap and exact. The tree is an overlayfs mount: the base root (read-only, shareable by
+// many targets) at the bottom, one frozen layer per snapshot above it, and a writable upper layer
+// on top. Snapshot freezes the upper layer (a rename) and mounts a fresh one; Revert(n) drops the
+// upper layer and every layer above snapshot n. Neither copies file data, so both cost a remount
+// plus the deletion of what changed; the kernel's overlayfs keeps owners, modes, xattrs, links and
+// deletions (whiteouts) exact.
+//
+// Layout of `dir`: layers/1..N (frozen), upper/, work/, merged/ (the mount point).
+// Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers; Snapshot
+// returns ResourceExhausted beyond kMaxLayers.
+// Thread safety: not thread-safe; one owner drives a target. The mount stays in the caller's mount
+// namespace until Close() or destruction.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace temper::stig {
+
+class OverlaySnapshots {
+ public:
+  static constexpr std::uint32_t kMaxLayers = 400;
+
+  // Opens (creating if needed) the stack in `dir` over `base`, and mounts it. Layers left by an
+  // earlier owner are kept: depth() counts them. Errors: NotFound when `base` is not a directory;
+  // IOError (with mount's message) when the mount fails.
+  static Result<std::unique_ptr<OverlaySnapshots>> Open(const std::string& dir, const std::string& base);
+  ~OverlaySnapshots();
+  OverlaySnapshots(const OverlaySnapshots&) = delete;
+  OverlaySnapshots& operator=(const OverlaySnapshots&) = delete;
+
+  // The merged tree, where commands, reads, writes and evaluations happen.
+  const std::string& merged() const { return merged_; }
+  // Snapshots taken (frozen layers); Snapshot() returns the new depth as the snapshot id.
+  std::uint32_t depth() const { return depth_; }
+
+  // Freezes the current state as snapshot depth()+1. Nothing running may hold files open in
+  // merged() (FailedPrecondition "busy" otherwise).
+  Result<std::uint32_t> Snapshot();
+  // Restores the state at snapshot `id` (0 = the base), dropping later snapshots and all changes
+  // since. OutOfRange when id > depth().
+  Status Revert(std::uint32_t id);
+  // Paths (relative to "/") changed, added or deleted since the last snapshot, sorted.
+  Result<std::vector<std::string>> ChangedPaths() const;
+  // Unmounts. Idempotent; also run by the destructor.
+  Status Close();
+
+ private:
+  OverlaySnapshots(std::string dir, std::string base, std::uint32_t depth);
+  Status Mount();
+  Status Unmount();
+
+  std::string dir_;
+  std::string base_;
+  std::string merged_;
+  std::uint32_t depth_;
+  bool mounted_ = false;
+};
+
+}  // namespace temper::stig
