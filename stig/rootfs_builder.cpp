@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the recipe below changes in a way the spec does not show.
-constexpr int kRecipeVersion = 1;
+constexpr int kRecipeVersion = 2;
 
 std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   std::string s;
@@ -138,7 +138,10 @@ Result<RootfsBuild> EnsureRootfs(const std::string& dir, const RootfsSpec& spec,
             // Keep apt's lists and cache so that fixes can install the cached packages offline.
             "--skip=cleanup/apt/lists,cleanup/apt/cache",
             "--customize-hook=chroot \"$1\" apt-get clean",
-            "--customize-hook=chroot \"$1\" apt-get install --download-only -y -q " + Join(spec.cached_packages, " "),
+            // With Recommends: the root's apt installs them (mmdebstrap's own apt does not), so a
+            // fix's `apt-get install aide` needs aide-common and the rest in the cache too.
+            "--customize-hook=chroot \"$1\" apt-get install --download-only -y -q -o APT::Install-Recommends=true " +
+                Join(spec.cached_packages, " "),
             spec.suite,
             tmp.string(),
             spec.mirror};

@@ -61,12 +61,12 @@ TEST_CASE("Evaluation is deterministic", "[stig][evaluator]") {
   ScopedTarget t("eval-determinism");
   Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
   EvaluationRequest req;
-  // 30 profile rules of every kind, evaluated three times on the same state.
+  // 30 profile rules of every kind, evaluated twice on the same state.
   const auto& ids = Ubuntu2004Stig().profile_rule_ids();
   req.rule_ids.assign(ids.begin(), ids.begin() + 30);
   auto first = t->Evaluate(ev, req);
   REQUIRE(first.ok());
-  for (int i = 0; i < 2; ++i) {
+  for (int i = 0; i < 1; ++i) {
     auto again = t->Evaluate(ev, req);
     REQUIRE(again.ok());
     REQUIRE(again->verdicts.size() == first->verdicts.size());
