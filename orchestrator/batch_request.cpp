@@ -1,0 +1,171 @@
+#include "orchestrator/batch_request.h"
+
+#include <charconv>
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/closest_match.h"
+
+namespace temper {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kMaxRules = 5000;
+constexpr size_t kMaxIdLength = 256;
+
+bool IsIdChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+}
+
+bool AllIdChars(std::string_view s) {
+  for (char c : s) {
+    if (!IsIdChar(c)) return false;
+  }
+  return !s.empty();
+}
+
+// XCCDF 1.2 ids are xccdf_<reverse-DNS namespace>_<kind>_<name>.
+bool IsXccdfId(std::string_view id, std::string_view kind) {
+  if (id.rfind("xccdf_", 0) != 0) return false;
+  std::string marker = fmt::format("_{}_", kind);
+  size_t at = id.find(marker, 6);
+  return at != std::string_view::npos && at > 6 && AllIdChars(id.substr(6, at - 6)) &&
+         AllIdChars(id.substr(at + marker.size()));
+}
+
+Result<std::string> ResolveDatastream(const std::string& name, const DaemonConfig& config) {
+  fs::path path(name);
+  if (path.is_relative()) {
+    if (name.find('/') != std::string::npos || name == "." || name == "..") {
+      return Status::InvalidArgument(fmt::format(
+          "datastream: '{}' must be a file name in the content directory or an absolute path", name));
+    }
+    path = fs::path(config.content_dir) / path;
+  }
+  std::error_code ec;
+  if (fs::is_regular_file(path, ec)) return path.string();
+  std::vector<std::string> available;
+  for (const auto& entry : fs::directory_iterator(config.content_dir, ec)) {
+    std::string file = entry.path().filename().string();
+    if (file.ends_with("-ds.xml")) available.push_back(file);
+  }
+  return Status::NotFound(fmt::format("datastream: {} does not exist{}", path.string(),
+                                      DidYouMean(path.filename().string(), available)));
+}
+
+Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
+  using R = BudgetRanges;
+  if (requested.max_attempts() != 0) {
+    if (requested.max_attempts() < R::kMinAttempts || requested.max_attempts() > R::kMaxAttempts) {
+      return Status::InvalidArgument(fmt::format("budgets.max_attempts: {} is out of range [{}, {}]",
+                                                 requested.max_attempts(), R::kMinAttempts, R::kMaxAttempts));
+    }
+    out.max_attempts = requested.max_attempts();
+  }
+  if (requested.wall_time_seconds() != 0) {
+    std::chrono::seconds wall(requested.wall_time_seconds());
+    if (wall < R::kMinWallTime || wall > R::kMaxWallTime) {
+      return Status::InvalidArgument(fmt::format("budgets.wall_time_seconds: {} is out of range [{}, {}]",
+                                                 wall.count(), R::kMinWallTime.count(), R::kMaxWallTime.count()));
+    }
+    out.wall_time = wall;
+  }
+  if (requested.max_tokens() != 0) {
+    if (requested.max_tokens() < R::kMinTokens || requested.max_tokens() > R::kMaxTokens) {
+      return Status::InvalidArgument(fmt::format("budgets.max_tokens: {} is out of range [{}, {}]",
+                                                 requested.max_tokens(), R::kMinTokens, R::kMaxTokens));
+    }
+    out.max_tokens = requested.max_tokens();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> NormalizeRuleId(std::string_view id) {
+  if (id.size() > kMaxIdLength) {
+    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdLength));
+  }
+  if (IsXccdfId(id, "rule")) return std::string(id);
+  if (id.rfind("xccdf_", 0) == 0) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not an XCCDF rule id (expected xccdf_<namespace>_rule_<name>)", id));
+  }
+  if (AllIdChars(id)) return fmt::format("{}{}", kSsgRulePrefix, id);
+  return Status::InvalidArgument(fmt::format(
+      "'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
+}
+
+Result<int64_t> ParseBatchId(std::string_view text) {
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+    return Status::InvalidArgument(fmt::format("'{}' is not a batch id (batch ids are positive numbers)", text));
+  }
+  return id;
+}
+
+Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
+                                       const DaemonConfig& config) {
+  NewBatch batch;
+  if (request.target().empty()) return Status::InvalidArgument("target: required");
+  if (config.FindTarget(request.target()) == nullptr) {
+    std::vector<std::string> names;
+    for (const TargetConfig& t : config.targets) names.push_back(t.name);
+    std::string known;
+    for (const std::string& n : names) known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
+    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})",
+                                        request.target(), config.source, DidYouMean(request.target(), names),
+                                        known.empty() ? "none" : known));
+  }
+  batch.target = request.target();
+
+  if (request.datastream().empty()) return Status::InvalidArgument("datastream: required");
+  TEMPER_ASSIGN_OR_RETURN(batch.datastream, ResolveDatastream(request.datastream(), config));
+
+  if (request.profile().empty()) return Status::InvalidArgument("profile: required");
+  if (!IsXccdfId(request.profile(), "profile") && !AllIdChars(request.profile())) {
+    return Status::InvalidArgument(fmt::format(
+        "profile: '{}' is neither an XCCDF profile id nor a profile name such as 'stig'", request.profile()));
+  }
+  batch.profile = request.profile();
+
+  if (request.whole_profile() == (request.rule_ids_size() > 0)) {
+    return Status::InvalidArgument(
+        "rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
+  }
+  batch.whole_profile = request.whole_profile();
+  if (static_cast<size_t>(request.rule_ids_size()) > kMaxRules) {
+    return Status::InvalidArgument(
+        fmt::format("rule_ids: {} rules; a batch holds at most {}", request.rule_ids_size(), kMaxRules));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < request.rule_ids_size(); ++i) {
+    Result<std::string> id = NormalizeRuleId(request.rule_ids(i));
+    if (!id.ok()) return id.status().WithContext(fmt::format("rule_ids[{}]", i));
+    if (!seen.insert(*id).second) {
+      return Status::InvalidArgument(fmt::format("rule_ids[{}]: '{}' is listed twice", i, request.rule_ids(i)));
+    }
+    batch.rule_ids.push_back(*id);
+  }
+
+  batch.budgets = config.default_budgets;
+  TEMPER_RETURN_IF_ERROR(CheckBudgets(request.budgets(), batch.budgets));
+
+  if (request.name().size() > 200) return Status::InvalidArgument("name: at most 200 characters");
+  batch.name = request.name();
+  if (request.request_id().size() > 128) return Status::InvalidArgument("request_id: at most 128 characters");
+  for (char c : request.request_id()) {
+    if (c < 0x21 || c > 0x7e) {
+      return Status::InvalidArgument("request_id: only printable ASCII characters without spaces");
+    }
+  }
+  batch.request_id = request.request_id();
+  return batch;
+}
+
+}  // namespace temper

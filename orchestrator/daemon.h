@@ -1,0 +1,53 @@
+// Daemon: temperd assembled. Start() opens the state store, builds the gRPC servers (the API with
+// health and reflection; a refusal server for peers the socket policy turns away), and starts the
+// listeners. Shutdown() stops accepting, ends watch streams, drains in-flight calls within the grace
+// period, and closes the store; everything already acknowledged to a client is on disk by then.
+//
+// Thread safety: Start and Shutdown are called from one (the main) thread.
+#pragma once
+
+#include <memory>
+
+#include <grpcpp/server.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/daemon_config.h"
+#include "orchestrator/journal.h"
+#include "orchestrator/state_store.h"
+#include "orchestrator/temper_service.h"
+#include "orchestrator/unix_listener.h"
+
+namespace temper {
+
+class Daemon {
+ public:
+  // `log` must outlive the daemon.
+  static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config, const Logger& log);
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+  ~Daemon();
+
+  // Idempotent.
+  void Shutdown();
+
+  // "unix:/run/temper/temper.sock, tcp 0.0.0.0:7443 (TLS)" for READY messages.
+  std::string DescribeListeners() const;
+
+ private:
+  Daemon(DaemonConfig config, const Logger& log) : config_(std::move(config)), log_(log) {}
+  Status StartServing();
+
+  DaemonConfig config_;
+  const Logger& log_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<TemperService> service_;
+  std::unique_ptr<grpc::CallbackGenericService> refusal_service_;
+  std::unique_ptr<grpc::Server> refusal_server_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<UnixSocketListener> unix_listener_;
+  bool shut_down_ = false;
+};
+
+}  // namespace temper

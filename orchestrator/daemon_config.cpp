@@ -1,0 +1,155 @@
+#include "orchestrator/daemon_config.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "orchestrator/yaml_reader.h"
+
+namespace temper {
+
+namespace {
+
+Status ParseUnix(const YamlNode& node, UnixListenConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"path", "group"}));
+  if (auto n = node.Find("path")) {
+    TEMPER_ASSIGN_OR_RETURN(out.path, n->AsPath());
+  }
+  if (auto n = node.Find("group")) {
+    TEMPER_ASSIGN_OR_RETURN(out.group, n->AsString());
+  }
+  // sockaddr_un holds 108 bytes including the terminating NUL.
+  if (out.path.size() > 107) {
+    return node.Error(fmt::format("socket path is {} bytes; unix sockets allow at most 107",
+                                  out.path.size()));
+  }
+  return Status::OK();
+}
+
+Status ParseTcp(const YamlNode& node, TcpListenConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"address", "tls_cert", "tls_key", "token_file"}));
+  TEMPER_ASSIGN_OR_RETURN(YamlNode address, node.Require("address"));
+  TEMPER_ASSIGN_OR_RETURN(out.address, address.AsString());
+  size_t colon = out.address.rfind(':');
+  if (colon == std::string::npos || colon + 1 == out.address.size()) {
+    return address.Error(fmt::format("'{}' is not host:port", out.address));
+  }
+  TEMPER_ASSIGN_OR_RETURN(YamlNode cert, node.Require("tls_cert"));
+  TEMPER_ASSIGN_OR_RETURN(out.tls_cert, cert.AsPath());
+  TEMPER_ASSIGN_OR_RETURN(YamlNode key, node.Require("tls_key"));
+  TEMPER_ASSIGN_OR_RETURN(out.tls_key, key.AsPath());
+  TEMPER_ASSIGN_OR_RETURN(YamlNode token, node.Require("token_file"));
+  TEMPER_ASSIGN_OR_RETURN(out.token_file, token.AsPath());
+  return Status::OK();
+}
+
+Status ParseBudgets(const YamlNode& node, Budgets& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"max_attempts", "wall_time", "max_tokens"}));
+  using R = BudgetRanges;
+  if (auto n = node.Find("max_attempts")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(R::kMinAttempts, R::kMaxAttempts));
+    out.max_attempts = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("wall_time")) {
+    TEMPER_ASSIGN_OR_RETURN(out.wall_time, n->AsDuration(R::kMinWallTime, R::kMaxWallTime));
+  }
+  if (auto n = node.Find("max_tokens")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(R::kMinTokens, R::kMaxTokens));
+    out.max_tokens = static_cast<uint64_t>(v);
+  }
+  return Status::OK();
+}
+
+Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMap());
+  for (const auto& [name, spec] : node.Entries()) {
+    bool valid_name = !name.empty() && name.size() <= 64;
+    for (char c : name) {
+      valid_name = valid_name && (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.');
+    }
+    if (!valid_name) {
+      return spec.Error("target names are 1-64 characters of letters, digits, '-', '_' and '.'");
+    }
+    TargetConfig target;
+    target.name = name;
+    TEMPER_RETURN_IF_ERROR(spec.ExpectMapWithKeys({"type", "path"}));
+    TEMPER_ASSIGN_OR_RETURN(YamlNode type, spec.Require("type"));
+    TEMPER_ASSIGN_OR_RETURN(target.type, type.AsString());
+    if (target.type != "rootfs") {
+      return type.Error(fmt::format("unknown target type '{}' (expected: rootfs)", target.type));
+    }
+    TEMPER_ASSIGN_OR_RETURN(YamlNode path, spec.Require("path"));
+    TEMPER_ASSIGN_OR_RETURN(target.path, path.AsPath());
+    out.push_back(std::move(target));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+const TargetConfig* DaemonConfig::FindTarget(const std::string& name) const {
+  for (const TargetConfig& t : targets) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+namespace {
+
+Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
+  DaemonConfig config;
+  config.source = root.file();
+  if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
+  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
+                                                 "models", "log_level", "shutdown_grace",
+                                                 "default_budgets", "targets"}));
+  if (auto listen = root.Find("listen")) {
+    TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
+    if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
+    if (auto n = listen->Find("tcp")) {
+      config.tcp.emplace();
+      TEMPER_RETURN_IF_ERROR(ParseTcp(*n, *config.tcp));
+    }
+  }
+  if (auto n = root.Find("state_dir")) {
+    TEMPER_ASSIGN_OR_RETURN(config.state_dir, n->AsPath());
+  }
+  if (auto n = root.Find("database")) {
+    TEMPER_ASSIGN_OR_RETURN(config.database, n->AsPath());
+  } else {
+    config.database = (std::filesystem::path(config.state_dir) / "temper.db").string();
+  }
+  if (auto n = root.Find("content_dir")) {
+    TEMPER_ASSIGN_OR_RETURN(config.content_dir, n->AsPath());
+  }
+  if (auto n = root.Find("models")) {
+    TEMPER_ASSIGN_OR_RETURN(config.models_file, n->AsPath());
+  }
+  if (auto n = root.Find("log_level")) {
+    TEMPER_ASSIGN_OR_RETURN(std::string name, n->AsString());
+    Result<LogLevel> level = ParseLogLevel(name);
+    if (!level.ok()) return n->Error(level.status().message());
+    config.log_level = *level;
+  }
+  if (auto n = root.Find("shutdown_grace")) {
+    TEMPER_ASSIGN_OR_RETURN(config.shutdown_grace,
+                            n->AsDuration(std::chrono::seconds(0), std::chrono::seconds(600)));
+  }
+  if (auto n = root.Find("default_budgets")) TEMPER_RETURN_IF_ERROR(ParseBudgets(*n, config.default_budgets));
+  if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
+  return config;
+}
+
+}  // namespace
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  TEMPER_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadFile(path));
+  return ParseDaemonConfigNode(root);
+}
+
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& source_name) {
+  TEMPER_ASSIGN_OR_RETURN(YamlNode root, YamlNode::LoadString(text, source_name));
+  return ParseDaemonConfigNode(root);
+}
+
+}  // namespace temper

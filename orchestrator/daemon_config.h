@@ -1,0 +1,57 @@
+// DaemonConfig: temperd.yaml, the daemon's own settings (where it listens, where it keeps state,
+// default budgets, the targets it may touch). Loaded once at start-up; a bad file stops the daemon
+// with an error naming file:line:column and the field, before anything is opened.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/budgets.h"
+
+namespace temper {
+
+struct UnixListenConfig {
+  std::string path = "/run/temper/temper.sock";
+  // Besides root (and the daemon's own user), members of this group may connect. Empty: root only.
+  std::string group = "temper";
+};
+
+// TCP is served only with TLS and a bearer token: never plaintext on the network.
+struct TcpListenConfig {
+  std::string address;    // host:port, e.g. 0.0.0.0:7443
+  std::string tls_cert;   // PEM certificate chain file
+  std::string tls_key;    // PEM private key file
+  std::string token_file; // file holding the bearer token clients must send
+};
+
+struct TargetConfig {
+  std::string name;
+  std::string type;  // "rootfs"
+  std::string path;  // rootfs: the directory holding the root
+};
+
+struct DaemonConfig {
+  std::string source;  // the file this was read from, for messages
+  UnixListenConfig unix_socket;
+  std::optional<TcpListenConfig> tcp;
+  std::string state_dir = "/var/lib/temper";
+  std::string database;  // default: <state_dir>/temper.db
+  std::string content_dir = "/usr/share/xml/scap/ssg/content";
+  std::string models_file;  // optional: models.yaml, validated at start-up when set
+  LogLevel log_level = LogLevel::kInfo;
+  std::chrono::seconds shutdown_grace{10};
+  Budgets default_budgets;
+  std::vector<TargetConfig> targets;
+
+  const TargetConfig* FindTarget(const std::string& name) const;
+};
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+// For tests and for `temperd --check-config`: parses text that stands for file `source_name`.
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& source_name);
+
+}  // namespace temper

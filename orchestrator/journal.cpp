@@ -1,0 +1,54 @@
+#include "orchestrator/journal.h"
+
+#include <algorithm>
+
+namespace temper {
+
+Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store) {
+  TEMPER_ASSIGN_OR_RETURN(uint64_t last, store.LastSeq());
+  return std::unique_ptr<Journal>(new Journal(store, last));
+}
+
+Result<EventRecord> Journal::Append(const NewEvent& event) {
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, store_.AppendEvent(event));
+  Published(stored.seq);
+  return stored;
+}
+
+void Journal::Published(uint64_t seq) {
+  {
+    std::lock_guard lock(mu_);
+    last_seq_ = std::max(last_seq_, seq);
+  }
+  cv_.notify_all();
+}
+
+bool Journal::WaitBeyond(uint64_t seq, std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  cv_.wait_until(lock, deadline, [&] { return closed_ || last_seq_ > seq; });
+  return last_seq_ > seq;
+}
+
+void Journal::Close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Journal::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+}  // namespace temper
+
+namespace temper {
+
+uint64_t Journal::last_seq() const {
+  std::lock_guard lock(mu_);
+  return last_seq_;
+}
+
+}  // namespace temper

@@ -1,0 +1,24 @@
+// Conversions between the state store's records and the temper.v1 wire messages, and from
+// temper::Status to grpc::Status. The only place that knows both shapes.
+#pragma once
+
+#include <grpcpp/support/status.h>
+
+#include "common/status.h"
+#include "orchestrator/records.h"
+#include "temper/v1/temper.pb.h"
+
+namespace temper {
+
+void ToProto(const BatchRecord& batch, temper::v1::Batch* out);
+void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
+void ToProto(const RuleMemoryRecord& memory, temper::v1::RuleMemory* out);
+
+temper::v1::BatchState ToProto(BatchState state);
+temper::v1::RuleState ToProto(RuleState state);
+// nullopt for BATCH_STATE_UNSPECIFIED and unknown numbers.
+std::optional<BatchState> FromProto(temper::v1::BatchState state);
+
+grpc::Status ToGrpcStatus(const Status& status);
+
+}  // namespace temper

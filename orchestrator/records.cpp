@@ -1,0 +1,50 @@
+#include "orchestrator/records.h"
+
+#include <chrono>
+
+namespace temper {
+
+TimeMs NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+constexpr std::string_view kBatchStateNames[] = {"queued", "running", "completed", "cancelled", "failed"};
+constexpr std::string_view kRuleStateNames[] = {"pending",   "running",   "fixed",     "already_passing",
+                                                "escalated", "skipped",   "cancelled", "error"};
+
+}  // namespace
+
+std::string_view BatchStateName(BatchState state) { return kBatchStateNames[static_cast<int>(state)]; }
+std::string_view RuleStateName(RuleState state) { return kRuleStateNames[static_cast<int>(state)]; }
+
+std::optional<BatchState> ParseBatchState(std::string_view name) {
+  for (size_t i = 0; i < std::size(kBatchStateNames); ++i) {
+    if (kBatchStateNames[i] == name) return static_cast<BatchState>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<RuleState> ParseRuleState(std::string_view name) {
+  for (size_t i = 0; i < std::size(kRuleStateNames); ++i) {
+    if (kRuleStateNames[i] == name) return static_cast<RuleState>(i);
+  }
+  return std::nullopt;
+}
+
+bool IsFinal(BatchState state) {
+  return state == BatchState::kCompleted || state == BatchState::kCancelled || state == BatchState::kFailed;
+}
+
+uint32_t BatchRecord::TotalRules() const {
+  uint32_t total = 0;
+  for (uint32_t c : rule_counts) total += c;
+  return total;
+}
+
+bool IsFinal(RuleState state) { return state != RuleState::kPending && state != RuleState::kRunning; }
+
+}  // namespace temper

@@ -1,0 +1,130 @@
+// The records the state store keeps: batches and their rules, attempts, lessons and journal events.
+// Plain values, independent of the wire format (proto_convert.h maps them to temper.v1 messages).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "orchestrator/budgets.h"
+
+namespace temper {
+
+// Milliseconds since the Unix epoch, UTC.
+using TimeMs = int64_t;
+TimeMs NowMs();
+
+enum class BatchState { kQueued, kRunning, kCompleted, kCancelled, kFailed };
+enum class RuleState { kPending, kRunning, kFixed, kAlreadyPassing, kEscalated, kSkipped, kCancelled, kError };
+
+// The names stored in the database ("queued", "already_passing", ...).
+std::string_view BatchStateName(BatchState state);
+std::string_view RuleStateName(RuleState state);
+std::optional<BatchState> ParseBatchState(std::string_view name);
+std::optional<RuleState> ParseRuleState(std::string_view name);
+bool IsFinal(BatchState state);
+bool IsFinal(RuleState state);
+
+struct TokenUsage {
+  uint64_t prompt_tokens = 0;
+  uint64_t completion_tokens = 0;
+  uint64_t cached_prompt_tokens = 0;
+};
+
+struct BatchRuleRecord {
+  std::string rule_id;
+  RuleState state = RuleState::kPending;
+  uint32_t attempts = 0;
+  uint64_t tokens_used = 0;
+  std::string detail;
+};
+
+// What SubmitBatch stores, once validated.
+struct NewBatch {
+  std::string name;
+  std::string target;
+  std::string datastream;  // absolute path
+  std::string profile;     // full XCCDF profile id or the suffix the user gave
+  bool whole_profile = false;
+  std::vector<std::string> rule_ids;  // full XCCDF ids, unique, in submission order
+  Budgets budgets;
+  std::string request_id;  // empty: no idempotency key
+};
+
+struct BatchRecord {
+  int64_t id = 0;
+  std::string name;
+  std::string target;
+  std::string datastream;
+  std::string profile;
+  bool whole_profile = false;
+  Budgets budgets;
+  BatchState state = BatchState::kQueued;
+  std::string error;
+  std::string request_id;
+  TimeMs created_at = 0;
+  TimeMs updated_at = 0;
+  uint32_t rule_counts[8] = {};        // indexed by RuleState; always filled
+  std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
+
+  uint32_t Count(RuleState s) const { return rule_counts[static_cast<int>(s)]; }
+  uint32_t TotalRules() const;
+};
+
+struct NewEvent {
+  std::optional<int64_t> batch_id;  // nullopt: a daemon-wide event
+  std::string target;
+  std::string rule_id;
+  std::string role;
+  std::string type;
+  std::string data_json = "{}";  // a JSON object
+  TokenUsage usage;
+};
+
+struct EventRecord {
+  uint64_t seq = 0;
+  TimeMs time = 0;
+  std::optional<int64_t> batch_id;
+  std::string target;
+  std::string rule_id;
+  std::string role;
+  std::string type;
+  std::string data_json;
+  TokenUsage usage;
+};
+
+struct AttemptRecord {
+  int64_t id = 0;  // assigned by the store
+  int64_t batch_id = 0;
+  std::string rule_id;
+  uint32_t number = 0;
+  std::string approach;
+  std::vector<std::string> commands;
+  std::string verdict;
+  std::string outcome;
+  std::string evidence;
+  std::string reflection;
+  TokenUsage usage;
+  TimeMs started_at = 0;
+  TimeMs finished_at = 0;
+};
+
+struct LessonRecord {
+  int64_t id = 0;  // assigned by the store
+  std::string rule_id;
+  std::optional<int64_t> batch_id;
+  std::string text;
+  double utility = 0.0;
+  TimeMs created_at = 0;
+  TimeMs updated_at = 0;
+};
+
+struct RuleMemoryRecord {
+  std::string rule_id;
+  std::vector<LessonRecord> lessons;    // newest first
+  std::vector<AttemptRecord> attempts;  // newest first
+};
+
+}  // namespace temper

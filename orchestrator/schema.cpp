@@ -1,0 +1,107 @@
+#include "orchestrator/schema.h"
+
+#include <fmt/format.h>
+
+namespace temper {
+
+namespace {
+
+// Never edit a migration that has shipped; append a new one.
+constexpr const char* kMigrations[] = {
+    // 1: batches, their rules, and the journal.
+    R"sql(
+CREATE TABLE batches(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL DEFAULT '',
+  target TEXT NOT NULL,
+  datastream TEXT NOT NULL,
+  profile TEXT NOT NULL,
+  whole_profile INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  wall_time_s INTEGER NOT NULL,
+  max_tokens INTEGER NOT NULL,
+  state TEXT NOT NULL CHECK(state IN ('queued','running','completed','cancelled','failed')),
+  error TEXT NOT NULL DEFAULT '',
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL);
+CREATE TABLE batch_rules(
+  batch_id INTEGER NOT NULL REFERENCES batches(id),
+  position INTEGER NOT NULL,
+  rule_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  tokens_used INTEGER NOT NULL DEFAULT 0,
+  detail TEXT NOT NULL DEFAULT '',
+  PRIMARY KEY(batch_id, rule_id));
+CREATE TABLE journal(
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  batch_id INTEGER REFERENCES batches(id),
+  target TEXT NOT NULL DEFAULT '',
+  rule_id TEXT NOT NULL DEFAULT '',
+  role TEXT NOT NULL DEFAULT '',
+  type TEXT NOT NULL,
+  data TEXT NOT NULL DEFAULT '{}',
+  prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0);
+CREATE INDEX journal_by_batch ON journal(batch_id, seq);
+)sql",
+    // 2: idempotent submission, cached-token accounting, and episodic memory (attempts, lessons).
+    R"sql(
+ALTER TABLE batches ADD COLUMN request_id TEXT;
+CREATE UNIQUE INDEX batches_by_request_id ON batches(request_id) WHERE request_id IS NOT NULL;
+ALTER TABLE journal ADD COLUMN cached_prompt_tokens INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE attempts(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  batch_id INTEGER NOT NULL REFERENCES batches(id),
+  rule_id TEXT NOT NULL,
+  number INTEGER NOT NULL,
+  approach TEXT NOT NULL DEFAULT '',
+  commands TEXT NOT NULL DEFAULT '[]',
+  verdict TEXT NOT NULL DEFAULT '',
+  outcome TEXT NOT NULL DEFAULT '',
+  evidence TEXT NOT NULL DEFAULT '',
+  reflection TEXT NOT NULL DEFAULT '',
+  prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  completion_tokens INTEGER NOT NULL DEFAULT 0,
+  cached_prompt_tokens INTEGER NOT NULL DEFAULT 0,
+  started_at_ms INTEGER NOT NULL,
+  finished_at_ms INTEGER NOT NULL,
+  UNIQUE(batch_id, rule_id, number));
+CREATE INDEX attempts_by_rule ON attempts(rule_id, id);
+CREATE TABLE lessons(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  rule_id TEXT NOT NULL,
+  batch_id INTEGER REFERENCES batches(id),
+  text TEXT NOT NULL,
+  utility REAL NOT NULL DEFAULT 0,
+  created_at_ms INTEGER NOT NULL,
+  updated_at_ms INTEGER NOT NULL);
+CREATE INDEX lessons_by_rule ON lessons(rule_id, id);
+)sql",
+};
+
+}  // namespace
+
+int CurrentSchemaVersion() { return static_cast<int>(std::size(kMigrations)); }
+
+Status MigrateSchema(sqlite::Database& db, int target_version) {
+  if (target_version < 0) target_version = CurrentSchemaVersion();
+  TEMPER_ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
+  if (version > CurrentSchemaVersion()) {
+    return Status::FailedPrecondition(fmt::format(
+        "{} has schema version {}, but this temper knows versions up to {}; it was written by a "
+        "newer temper: upgrade temper, or point `database:` at another file",
+        db.path(), version, CurrentSchemaVersion()));
+  }
+  for (int64_t v = version; v < target_version; ++v) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db));
+    Status s = db.Exec(kMigrations[v]);
+    if (s.ok()) s = db.Exec(fmt::format("PRAGMA user_version = {}", v + 1));
+    if (s.ok()) s = txn.Commit();
+    if (!s.ok()) return s.WithContext(fmt::format("migrating {} to schema version {}", db.path(), v + 1));
+  }
+  return Status::OK();
+}
+
+}  // namespace temper

@@ -1,0 +1,145 @@
+#include "orchestrator/temper_service.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "orchestrator/batch_request.h"
+#include "orchestrator/proto_convert.h"
+
+namespace temper {
+
+namespace {
+
+constexpr uint32_t kDefaultPageSize = 50;
+constexpr uint32_t kMaxPageSize = 1000;
+constexpr uint32_t kDefaultMemoryItems = 20;
+constexpr uint32_t kMaxMemoryItems = 500;
+constexpr uint32_t kWatchReadChunk = 256;
+// How often an idle watch stream re-checks whether its client is still there.
+constexpr std::chrono::milliseconds kWatchPollInterval{500};
+
+}  // namespace
+
+grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::SubmitBatchRequest* request,
+                                        temper::v1::Batch* response) {
+  Result<NewBatch> batch = ValidateSubmitRequest(*request, config_);
+  if (!batch.ok()) return ToGrpcStatus(batch.status());
+  Result<StateStore::Submitted> submitted = store_.SubmitBatch(*batch);
+  if (!submitted.ok()) {
+    log_.Error("SubmitBatch: {}", submitted.status().ToString());
+    return ToGrpcStatus(submitted.status());
+  }
+  if (submitted->event) {
+    journal_.Published(submitted->event->seq);
+    log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
+              batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
+  }
+  ToProto(submitted->batch, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::GetBatchRequest* request,
+                                     temper::v1::Batch* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  Result<BatchRecord> batch = store_.GetBatch(*id);
+  if (!batch.ok()) return ToGrpcStatus(batch.status());
+  ToProto(*batch, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::ListBatchesRequest* request,
+                                        temper::v1::ListBatchesResponse* response) {
+  uint32_t size = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
+  if (size > kMaxPageSize) {
+    return ToGrpcStatus(Status::InvalidArgument(
+        fmt::format("page_size: {} is above the maximum {}", size, kMaxPageSize)));
+  }
+  std::optional<int64_t> before;
+  if (!request->page_token().empty()) {
+    Result<int64_t> token = ParseBatchId(request->page_token());
+    if (!token.ok()) return ToGrpcStatus(Status::InvalidArgument("page_token: not a token this server issued"));
+    before = *token;
+  }
+  std::vector<BatchState> states;
+  for (int i = 0; i < request->states_size(); ++i) {
+    std::optional<BatchState> s = FromProto(request->states(i));
+    if (!s) {
+      return ToGrpcStatus(Status::InvalidArgument(fmt::format("states[{}]: {} is not a batch state", i,
+                                                              static_cast<int>(request->states(i)))));
+    }
+    states.push_back(*s);
+  }
+  Result<StateStore::BatchPage> page = store_.ListBatches(before, size, states);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (const BatchRecord& b : page->batches) ToProto(b, response->add_batches());
+  if (page->next_before_id) response->set_next_page_token(std::to_string(*page->next_before_id));
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::CancelBatchRequest* request,
+                                        temper::v1::Batch* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  std::string reason = request->reason().empty() ? "cancelled by request" : request->reason();
+  Result<StateStore::Cancelled> cancelled = store_.CancelBatch(*id, reason);
+  if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
+  journal_.Published(cancelled->event.seq);
+  log_.Info("batch {} cancelled: {}", *id, reason);
+  ToProto(cancelled->batch, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::WatchJournal(grpc::ServerContext* context,
+                                         const temper::v1::WatchJournalRequest* request,
+                                         grpc::ServerWriter<temper::v1::JournalEvent>* writer) {
+  std::optional<int64_t> batch_id;
+  if (!request->batch_id().empty()) {
+    Result<int64_t> id = ParseBatchId(request->batch_id());
+    if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+    Result<BatchRecord> batch = store_.GetBatch(*id);
+    if (!batch.ok()) return ToGrpcStatus(batch.status());
+    batch_id = *id;
+  }
+  uint64_t cursor = request->after_seq();
+  while (!context->IsCancelled()) {
+    // Everything up to `horizon` is committed, so the read below sees all of it that matches; waiting
+    // beyond `horizon` (not `cursor`) keeps a filtered watcher from spinning on others' events.
+    uint64_t horizon = journal_.last_seq();
+    Result<std::vector<EventRecord>> events = store_.ReadEvents(cursor, batch_id, kWatchReadChunk);
+    if (!events.ok()) return ToGrpcStatus(events.status());
+    for (const EventRecord& e : *events) {
+      temper::v1::JournalEvent out;
+      ToProto(e, &out);
+      if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
+      cursor = e.seq;
+    }
+    if (events->size() == kWatchReadChunk) continue;
+    if (!request->follow()) return grpc::Status::OK;
+    if (journal_.closed()) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                          fmt::format("temperd is shutting down; resume with after_seq={}", cursor));
+    }
+    journal_.WaitBeyond(std::max(horizon, cursor), std::chrono::steady_clock::now() + kWatchPollInterval);
+  }
+  return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client");
+}
+
+grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1::GetRuleMemoryRequest* request,
+                                          temper::v1::RuleMemory* response) {
+  Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
+  if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
+  uint32_t lessons = request->max_lessons() == 0 ? kDefaultMemoryItems : request->max_lessons();
+  uint32_t attempts = request->max_attempts() == 0 ? kDefaultMemoryItems : request->max_attempts();
+  if (lessons > kMaxMemoryItems || attempts > kMaxMemoryItems) {
+    return ToGrpcStatus(Status::InvalidArgument(
+        fmt::format("max_lessons and max_attempts are at most {}", kMaxMemoryItems)));
+  }
+  Result<RuleMemoryRecord> memory = store_.GetRuleMemory(*rule_id, lessons, attempts);
+  if (!memory.ok()) return ToGrpcStatus(memory.status());
+  ToProto(*memory, response);
+  return grpc::Status::OK;
+}
+
+}  // namespace temper

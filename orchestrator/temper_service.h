@@ -1,0 +1,41 @@
+// TemperService: the temper.v1.Temper gRPC service. It validates requests, reads and writes the state
+// store, and streams the journal; it runs no remediation itself (the loop does, in a later stage).
+//
+// Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
+#pragma once
+
+#include "common/log.h"
+#include "orchestrator/daemon_config.h"
+#include "orchestrator/journal.h"
+#include "orchestrator/state_store.h"
+#include "temper/v1/temper.grpc.pb.h"
+
+namespace temper {
+
+class TemperService final : public temper::v1::Temper::Service {
+ public:
+  // All references must outlive the service.
+  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, const Logger& log)
+      : config_(config), store_(store), journal_(journal), log_(log) {}
+
+  grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
+                           temper::v1::Batch* response) override;
+  grpc::Status GetBatch(grpc::ServerContext* context, const temper::v1::GetBatchRequest* request,
+                        temper::v1::Batch* response) override;
+  grpc::Status ListBatches(grpc::ServerContext* context, const temper::v1::ListBatchesRequest* request,
+                           temper::v1::ListBatchesResponse* response) override;
+  grpc::Status CancelBatch(grpc::ServerContext* context, const temper::v1::CancelBatchRequest* request,
+                           temper::v1::Batch* response) override;
+  grpc::Status WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
+                            grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
+  grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
+                             temper::v1::RuleMemory* response) override;
+
+ private:
+  const DaemonConfig& config_;
+  StateStore& store_;
+  Journal& journal_;
+  const Logger& log_;
+};
+
+}  // namespace temper
