@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "stig/close_matches.h"
+#include "common/closest_match.h"
 #include "stig/oscap_api.h"
 
 namespace temper::stig {

@@ -75,7 +75,7 @@ TEST_CASE("Unknown rule and profile ids are named with close matches", "[stig][c
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kNotFound);
   CHECK(r.status().message().find("\"sshd_disable_root_logins\"") != std::string::npos);
-  CHECK(r.status().message().find("did you mean sshd_disable_root_login") != std::string::npos);
+  CHECK(r.status().message().find("did you mean 'sshd_disable_root_login'") != std::string::npos);
 
   auto p = Content::Load(kUbuntu2004Datastream, "stgi");
   REQUIRE_FALSE(p.ok());
@@ -89,7 +89,7 @@ TEST_CASE("Unknown datastreams are named with close file names", "[stig][content
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kNotFound);
   CHECK(r.status().message().find("ssg-ubuntu2040-ds.xml") != std::string::npos);
-  CHECK(r.status().message().find("did you mean ssg-ubuntu2004-ds.xml") != std::string::npos);
+  CHECK(r.status().message().find("did you mean 'ssg-ubuntu2004-ds.xml'") != std::string::npos);
 }
 
 TEST_CASE("Malformed datastreams are DataLoss naming the file", "[stig][content]") {

@@ -129,7 +129,7 @@ TEST_CASE("Evaluator names unknown rules and a missing helper", "[stig][evaluato
   auto e = ev.Evaluate(testing::SharedRoot(), req);
   REQUIRE_FALSE(e.ok());
   CHECK(e.status().code() == StatusCode::kNotFound);
-  CHECK(e.status().message().find("did you mean sshd_disable_root_login") != std::string::npos);
+  CHECK(e.status().message().find("did you mean 'sshd_disable_root_login'") != std::string::npos);
 
   EvaluatorOptions opts;
   opts.helper_path = "/nonexistent/temper-stig-eval";
