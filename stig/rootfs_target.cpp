@@ -41,6 +41,12 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::Open(std::string name, const
   return std::unique_ptr<RootfsTarget>(new RootfsTarget(std::move(name), std::move(layers)));
 }
 
+Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name, const std::string& dir,
+                                                                const RootfsSpec& spec, const Logger& log) {
+  TEMPER_ASSIGN_OR_RETURN(RootfsBuild built, EnsureRootfs(dir, spec, log));
+  return Open(std::move(name), dir + "/state", built.root);
+}
+
 Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
 
 Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }

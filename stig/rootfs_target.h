@@ -11,7 +11,9 @@
 #include <memory>
 #include <string>
 
+#include "common/log.h"
 #include "stig/overlay_snapshots.h"
+#include "stig/rootfs_builder.h"
 #include "stig/target.h"
 
 namespace temper::stig {
@@ -22,6 +24,12 @@ class RootfsTarget : public Target {
   // root `base`; many targets may share one base. Errors as OverlaySnapshots::Open.
   static Result<std::unique_ptr<RootfsTarget>> Open(std::string name, const std::string& dir,
                                                     const std::string& base);
+
+  // The layout `temper target create` makes in a target directory: `dir`/root holds the built
+  // root (rootfs_builder.h) and `dir`/state the snapshot layers. Builds the root first when it is
+  // missing or its spec changed (so this may take minutes and needs network access).
+  static Result<std::unique_ptr<RootfsTarget>> CreateInDir(std::string name, const std::string& dir,
+                                                           const RootfsSpec& spec, const Logger& log);
 
   const std::string& name() const override { return name_; }
   Result<SnapshotId> Snapshot() override;
