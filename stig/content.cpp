@@ -64,13 +64,37 @@ std::string MarkupToText(std::string_view in) {
         }
       }
       if (done) continue;
+      // Numeric references (&#39; &#x27;) for ASCII characters.
+      std::size_t semi = in.find(';', i);
+      if (semi != std::string_view::npos && semi - i <= 8 && in.substr(i).starts_with("&#")) {
+        std::string_view num = in.substr(i + 2, semi - i - 2);
+        int base = 10;
+        if (!num.empty() && (num[0] == 'x' || num[0] == 'X')) {
+          base = 16;
+          num.remove_prefix(1);
+        }
+        char* end = nullptr;
+        std::string digits(num);
+        long code = std::strtol(digits.c_str(), &end, base);
+        if (!digits.empty() && end && *end == '\0' && code > 0 && code < 128) {
+          out += static_cast<char>(code);
+          i = semi + 1;
+          continue;
+        }
+      }
     }
     out += in[i++];
   }
-  // Trim surrounding whitespace.
-  std::size_t b = out.find_first_not_of(" \t\n");
-  std::size_t e = out.find_last_not_of(" \t\n");
-  return b == std::string::npos ? "" : out.substr(b, e - b + 1);
+  // Collapse the blank lines that dropped tags leave behind, and trim.
+  std::string text;
+  int newlines = 0;
+  for (char c : out) {
+    newlines = c == '\n' ? newlines + 1 : 0;
+    if (newlines <= 2) text += c;
+  }
+  std::size_t b = text.find_first_not_of(" \t\n");
+  std::size_t e = text.find_last_not_of(" \t\n");
+  return b == std::string::npos ? "" : text.substr(b, e - b + 1);
 }
 
 std::string FirstText(struct oscap_text_iterator* it) {
