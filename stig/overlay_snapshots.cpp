@@ -1,9 +1,11 @@
 #include "stig/overlay_snapshots.h"
 
 #include <sys/mount.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -22,13 +24,6 @@ Status EnsureDir(const fs::path& p) {
   return Status::OK();
 }
 
-Status RemoveTree(const fs::path& p) {
-  std::error_code ec;
-  fs::remove_all(p, ec);
-  if (ec) return Status::IOError("removing " + p.string() + ": " + ec.message());
-  return Status::OK();
-}
-
 }  // namespace
 
 OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base, std::uint32_t depth)
@@ -36,11 +31,39 @@ OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base, std::uint3
 
 OverlaySnapshots::~OverlaySnapshots() { (void)Close(); }
 
+Status OverlaySnapshots::Discard(const std::string& path) {
+  // Unique across owners too: trash left by an earlier process may still be there.
+  fs::path to = fs::path(dir_) / "trash" /
+                fmt::format("{}-{}-{}", ::getpid(), std::chrono::system_clock::now().time_since_epoch().count(), trash_seq_++);
+  std::error_code ec;
+  fs::rename(path, to, ec);
+  if (ec) return Status::IOError("moving " + path + " to the trash: " + ec.message());
+  return Status::OK();
+}
+
+void OverlaySnapshots::StartReaper() {
+  if (reaping_.load()) return;
+  if (reaper_.joinable()) reaper_.join();
+  reaping_ = true;
+  reaper_ = std::thread([trash = fs::path(dir_) / "trash", this] {
+    std::error_code ec;
+    for (bool found = true; found;) {
+      found = false;
+      for (const auto& e : fs::directory_iterator(trash, ec)) {
+        found = true;
+        fs::remove_all(e.path(), ec);
+      }
+      if (ec) break;
+    }
+    reaping_ = false;
+  });
+}
+
 Result<std::unique_ptr<OverlaySnapshots>> OverlaySnapshots::Open(const std::string& dir, const std::string& base) {
   std::error_code ec;
   if (!fs::is_directory(base, ec)) return Status::NotFound("snapshot base " + base + " is not a directory");
   fs::path d = fs::absolute(dir, ec);
-  for (const char* sub : {"layers", "upper", "work", "merged"}) TEMPER_RETURN_IF_ERROR(EnsureDir(d / sub));
+  for (const char* sub : {"layers", "upper", "work", "merged", "trash"}) TEMPER_RETURN_IF_ERROR(EnsureDir(d / sub));
   // Layers are numbered 1..N without gaps; a gap means a crash mid-revert, after which the layers
   // above it were already being dropped.
   std::uint32_t depth = 0;
@@ -50,6 +73,7 @@ Result<std::unique_ptr<OverlaySnapshots>> OverlaySnapshots::Open(const std::stri
   // A previous owner that died leaves its mount behind; take it down before mounting ours.
   ::umount2(s->merged_.c_str(), MNT_DETACH);
   TEMPER_RETURN_IF_ERROR(s->Mount());
+  s->StartReaper();  // whatever an earlier owner left in the trash
   return s;
 }
 
@@ -84,7 +108,11 @@ Status OverlaySnapshots::Unmount() {
   return Status::OK();
 }
 
-Status OverlaySnapshots::Close() { return Unmount(); }
+Status OverlaySnapshots::Close() {
+  Status s = Unmount();
+  if (reaper_.joinable()) reaper_.join();
+  return s;
+}
 
 Result<std::uint32_t> OverlaySnapshots::Snapshot() {
   if (depth_ >= kMaxLayers) {
@@ -101,10 +129,11 @@ Result<std::uint32_t> OverlaySnapshots::Snapshot() {
   }
   ++depth_;
   // The work directory belongs to the old upper layer; overlayfs wants an empty one for the new.
-  TEMPER_RETURN_IF_ERROR(RemoveTree(fs::path(dir_) / "work"));
+  TEMPER_RETURN_IF_ERROR(Discard((fs::path(dir_) / "work").string()));
   TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(dir_) / "work"));
   TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(dir_) / "upper"));
   TEMPER_RETURN_IF_ERROR(Mount());
+  StartReaper();
   return depth_;
 }
 
@@ -113,14 +142,16 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
   TEMPER_RETURN_IF_ERROR(Unmount());
   // Drop from the top down, so a crash leaves a gap-free prefix that Open() recovers.
   for (std::uint32_t i = depth_; i > id; --i) {
-    TEMPER_RETURN_IF_ERROR(RemoveTree(fs::path(dir_) / "layers" / std::to_string(i)));
+    TEMPER_RETURN_IF_ERROR(Discard((fs::path(dir_) / "layers" / std::to_string(i)).string()));
     depth_ = i - 1;
   }
   for (const char* sub : {"upper", "work"}) {
-    TEMPER_RETURN_IF_ERROR(RemoveTree(fs::path(dir_) / sub));
+    TEMPER_RETURN_IF_ERROR(Discard((fs::path(dir_) / sub).string()));
     TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(dir_) / sub));
   }
-  return Mount();
+  TEMPER_RETURN_IF_ERROR(Mount());
+  StartReaper();
+  return Status::OK();
 }
 
 Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {

@@ -4,20 +4,23 @@
 // must be cheap and exact. The tree is an overlayfs mount: the base root (read-only, shareable by
 // many targets) at the bottom, one frozen layer per snapshot above it, and a writable upper layer
 // on top. Snapshot freezes the upper layer (a rename) and mounts a fresh one; Revert(n) drops the
-// upper layer and every layer above snapshot n. Neither copies file data, so both cost a remount
-// plus the deletion of what changed; the kernel's overlayfs keeps owners, modes, xattrs, links and
-// deletions (whiteouts) exact.
+// upper layer and every layer above snapshot n. Neither copies file data: both cost a remount,
+// and the dropped layers are renamed into trash/ and deleted by a background thread afterwards
+// (deleting freshly written files can take seconds on a busy disk; the caller should not wait).
+// The kernel's overlayfs keeps owners, modes, xattrs, links and deletions (whiteouts) exact.
 //
-// Layout of `dir`: layers/1..N (frozen), upper/, work/, merged/ (the mount point).
+// Layout of `dir`: layers/1..N (frozen), upper/, work/, merged/ (the mount point), trash/.
 // Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers; Snapshot
 // returns ResourceExhausted beyond kMaxLayers.
 // Thread safety: not thread-safe; one owner drives a target. The mount stays in the caller's mount
 // namespace until Close() or destruction.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -49,19 +52,27 @@ class OverlaySnapshots {
   Status Revert(std::uint32_t id);
   // Paths (relative to "/") changed, added or deleted since the last snapshot, sorted.
   Result<std::vector<std::string>> ChangedPaths() const;
-  // Unmounts. Idempotent; also run by the destructor.
+  // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 
  private:
   OverlaySnapshots(std::string dir, std::string base, std::uint32_t depth);
   Status Mount();
   Status Unmount();
+  // Moves `path` into trash/ (a rename, so O(1)).
+  Status Discard(const std::string& path);
+  // Empties trash/ on the reaper thread unless a reaper is already running. Trash that arrives as
+  // a reaper finishes waits for the next call (or the next Open).
+  void StartReaper();
 
   std::string dir_;
   std::string base_;
   std::string merged_;
   std::uint32_t depth_;
   bool mounted_ = false;
+  std::uint64_t trash_seq_ = 0;
+  std::atomic<bool> reaping_{false};
+  std::thread reaper_;
 };
 
 }  // namespace temper::stig
