@@ -12,11 +12,11 @@ if [ "$(id -u)" -eq 0 ]; then sudo=""; else sudo="sudo"; fi
 
 packages=(
   # toolchain
-  build-essential cmake ninja-build ccache pkg-config git clang libclang-rt-14-dev
+  build-essential cmake ninja-build ccache pkg-config git clang-16 libclang-rt-16-dev
   # API and daemon
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libyaml-cpp-dev libsqlite3-dev sqlite3 libfmt-dev catch2 nlohmann-json3-dev libcli11-dev
-  libsystemd-dev libcurl4-openssl-dev libssl-dev
+  libsystemd-dev libcurl4-openssl-dev libssl-dev libcpp-httplib-dev zlib1g-dev
   # STIG evaluation and sandboxed targets
   libopenscap-dev openscap-scanner openscap-common
   ssg-base ssg-debian ssg-debderived ssg-nondebian
@@ -34,6 +34,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+# Hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the compiler cache.
+export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
 
 cuda_args=()
 if [ -z "${TEMPER_NO_CUDA:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then

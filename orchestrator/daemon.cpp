@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
@@ -59,7 +58,8 @@ Status PrepareStateDir(const DaemonConfig& config) {
 
 }  // namespace
 
-Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log) {
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log,
+                                              EnablePlugins enable_plugins) {
   if (!config.models_file.empty()) {
     Result<ModelsConfig> models = LoadModelsConfig(config.models_file);
     if (!models.ok()) return models.status().WithContext("models");
@@ -71,11 +71,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_));
   daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, log);
-  TEMPER_RETURN_IF_ERROR(daemon->StartServing());
+  TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   return daemon;
 }
 
-Status Daemon::StartServing() {
+Status Daemon::StartServing(EnablePlugins enable_plugins) {
   // Bind first: if another temperd is live on the socket, fail before touching anything else.
   TEMPER_ASSIGN_OR_RETURN(unix_listener_, UnixSocketListener::Bind(config_.unix_socket.path, log_));
 
@@ -85,8 +85,8 @@ Status Daemon::StartServing() {
     access = PeerAccess::RootOnly();
   }
 
-  // The refusal server is built before reflection is switched on, and without the health service,
-  // so a refused peer learns nothing about the API.
+  // The refusal server is built before the plugins (reflection) are switched on, and without the
+  // health service, so a refused peer learns nothing about the API.
   refusal_service_ = std::make_unique<RefusalService>(access->Describe());
   {
     grpc::ServerBuilder builder;
@@ -97,7 +97,7 @@ Status Daemon::StartServing() {
   }
 
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  if (enable_plugins != nullptr) enable_plugins();
   grpc::ServerBuilder builder;
   builder.RegisterService(service_.get());
   if (config_.tcp) {

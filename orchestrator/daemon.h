@@ -22,8 +22,15 @@ namespace temper {
 
 class Daemon {
  public:
+  // gRPC server plugins are process-global. temperd passes grpc::reflection's initializer here rather
+  // than this library linking it, so test binaries that link the library can carry their own
+  // reflection client messages. It runs after the refusal server is built: refused peers never get
+  // reflection.
+  using EnablePlugins = void (*)();
+
   // `log` must outlive the daemon.
-  static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config, const Logger& log);
+  static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config, const Logger& log,
+                                               EnablePlugins enable_plugins = nullptr);
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
   ~Daemon();
@@ -36,7 +43,7 @@ class Daemon {
 
  private:
   Daemon(DaemonConfig config, const Logger& log) : config_(std::move(config)), log_(log) {}
-  Status StartServing();
+  Status StartServing(EnablePlugins enable_plugins);
 
   DaemonConfig config_;
   const Logger& log_;

@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);  // 0 for --help, otherwise prints the usage error
+    return app.exit(e) == 0 ? 0 : 2;  // --help and --version exit 0; usage errors print and exit 2
   }
   if (!ctx.run) return 2;
   temper::Status status = ctx.run();

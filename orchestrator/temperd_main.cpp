@@ -7,6 +7,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <fmt/format.h>
 
 #include "common/log.h"
@@ -28,7 +29,7 @@ int Run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return app.exit(e) == 0 ? 0 : 2;
   }
 
   temper::Result<temper::DaemonConfig> config = temper::LoadDaemonConfig(config_path);
@@ -67,7 +68,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
-  temper::Result<std::unique_ptr<temper::Daemon>> daemon = temper::Daemon::Start(*config, log);
+  temper::Result<std::unique_ptr<temper::Daemon>> daemon = temper::Daemon::Start(*config, log, &grpc::reflection::InitProtoReflectionServerBuilderPlugin);
   if (!daemon.ok()) {
     log.Error("cannot start: {}", daemon.status().message());
     return 1;

@@ -1,5 +1,7 @@
 #include "stig/overlay_snapshots.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -29,7 +31,10 @@ Status EnsureDir(const fs::path& p) {
 OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base, std::uint32_t depth)
     : dir_(std::move(dir)), base_(std::move(base)), merged_(dir_ + "/merged"), depth_(depth) {}
 
-OverlaySnapshots::~OverlaySnapshots() { (void)Close(); }
+OverlaySnapshots::~OverlaySnapshots() {
+  (void)Close();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
 
 Status OverlaySnapshots::Discard(const std::string& path) {
   // Unique across owners too: trash left by an earlier process may still be there.
@@ -70,6 +75,11 @@ Result<std::unique_ptr<OverlaySnapshots>> OverlaySnapshots::Open(const std::stri
   while (fs::is_directory(d / "layers" / std::to_string(depth + 1), ec)) ++depth;
   auto s = std::unique_ptr<OverlaySnapshots>(
       new OverlaySnapshots(d.string(), fs::absolute(base, ec).string(), depth));
+  s->lock_fd_ = ::open((d / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (s->lock_fd_ < 0) return Status::FromErrno(errno, "opening " + (d / "lock").string());
+  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::Unavailable(fmt::format("target directory {} is in use by another process", d.string()));
+  }
   // A previous owner that died leaves its mount behind; take it down before mounting ours.
   ::umount2(s->merged_.c_str(), MNT_DETACH);
   TEMPER_RETURN_IF_ERROR(s->Mount());
@@ -111,6 +121,10 @@ Status OverlaySnapshots::Unmount() {
 Status OverlaySnapshots::Close() {
   Status s = Unmount();
   if (reaper_.joinable()) reaper_.join();
+  if (s.ok() && lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
   return s;
 }
 

@@ -12,8 +12,9 @@
 // Layout of `dir`: layers/1..N (frozen), upper/, work/, merged/ (the mount point), trash/.
 // Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers; Snapshot
 // returns ResourceExhausted beyond kMaxLayers.
-// Thread safety: not thread-safe; one owner drives a target. The mount stays in the caller's mount
-// namespace until Close() or destruction.
+// Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
+// (held until Close) makes a second Open of the same directory fail instead of pulling the mount
+// from under the first owner. The mount stays in the caller's mount namespace until Close().
 #pragma once
 
 #include <atomic>
@@ -70,6 +71,7 @@ class OverlaySnapshots {
   std::string merged_;
   std::uint32_t depth_;
   bool mounted_ = false;
+  int lock_fd_ = -1;
   std::uint64_t trash_seq_ = 0;
   std::atomic<bool> reaping_{false};
   std::thread reaper_;

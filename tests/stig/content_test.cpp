@@ -5,7 +5,7 @@
 namespace temper::stig {
 namespace {
 
-const std::string kData = TEMPER_STIG_TEST_DATA;
+const std::string kData = std::string(TEMPER_TEST_DATA_DIR) + "/stig";
 
 // One load per test process: catch_discover_tests runs each TEST_CASE in its own process anyway.
 const Content& Ubuntu2004Stig() {

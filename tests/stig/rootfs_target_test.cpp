@@ -173,6 +173,11 @@ TEST_CASE("Snapshots nest and survive reopening", "[stig][rootfs_target][snapsho
   CHECK(*s2 == *s1 + 1);
   REQUIRE(t->WriteFile("/etc/b", "B", 0644).ok());
 
+  // A second owner of the same directory is refused rather than unmounting the first one's tree.
+  auto second = RootfsTarget::Open("nest2", t.dir(), testing::SharedRoot());
+  CHECK(second.status().code() == StatusCode::kUnavailable);
+  CHECK(t->ReadFile("/etc/a", 10).ok());
+
   t.Reopen();
   CHECK(t->snapshots().depth() == *s2);
   CHECK(t->ReadFile("/etc/b", 10).ok());  // unsnapshotted changes persist across a reopen

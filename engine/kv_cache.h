@@ -1,0 +1,108 @@
+// The KV cache, in two parts: KvPager (which blocks and ring each sequence owns: bookkeeping every
+// backend shares) and CpuKvStore (the CPU backend's storage for one tensor-parallel rank).
+//
+// Layout, chosen for Gemma 4's two layer kinds:
+//  * sliding layers keep a ring of exactly `sliding_window` token slots per sequence
+//    (slot = position % window): a query never sees further back than that;
+//  * full layers use paged blocks of `block_tokens` tokens from a shared pool; a sequence's block
+//    table maps position p to block blocks[p / block_tokens], row p % block_tokens;
+//  * k_eq_v layers store one copy, V (= v_norm(raw k_proj output)); K is rebuilt from it as
+//    RoPE(V ⊙ k_norm.weight) at the key's position when it is read.
+// Every rank of a tensor-parallel group makes the same paging decisions (one KvPager), and stores
+// only its own KV heads.
+//
+// Thread safety: KvPager is used by the one thread that schedules a forward pass. CpuKvStore's
+// pointers may be written by its rank's threads for distinct (sequence, layer, position) cells.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/model_config.h"
+#include "engine/tensor_parallel.h"
+
+namespace temper::engine {
+
+struct KvCacheOptions {
+  int max_sequences = 8;         // live sequences at once
+  int block_tokens = 16;         // tokens per paged block (full layers)
+  int64_t max_tokens = 16384;    // paged capacity, summed over all live sequences
+};
+
+class KvPager {
+ public:
+  explicit KvPager(const KvCacheOptions& options);
+
+  // A free sequence slot in [0, max_sequences). ResourceExhausted when all are taken.
+  Result<int> AddSequence();
+  // Frees the slot and its blocks. NotFound if `seq` is not live.
+  Status Release(int seq);
+  bool Live(int seq) const;
+
+  // Makes the block table cover `length` tokens (allocating from the pool; never shrinks).
+  // ResourceExhausted when the pool runs out; the blocks taken so far stay with the sequence.
+  Status Reserve(int seq, int64_t length);
+  int64_t Length(int seq) const { return seqs_[seq].length; }
+  void SetLength(int seq, int64_t length) { seqs_[seq].length = length; }
+  std::span<const int32_t> Blocks(int seq) const { return seqs_[seq].blocks; }
+
+  int block_tokens() const { return options_.block_tokens; }
+  int num_blocks() const { return num_blocks_; }
+  int free_blocks() const { return static_cast<int>(free_.size()); }
+  int max_sequences() const { return options_.max_sequences; }
+
+ private:
+  struct Sequence {
+    bool live = false;
+    int64_t length = 0;
+    std::vector<int32_t> blocks;
+  };
+  KvCacheOptions options_;
+  int num_blocks_;
+  std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
+  std::vector<Sequence> seqs_;
+};
+
+// One rank's KV storage in fp32 (the CPU backend's reference precision).
+class CpuKvStore {
+ public:
+  CpuKvStore(const ModelConfig& config, const RankShard& shard, const KvPager& pager);
+  CpuKvStore(const CpuKvStore&) = delete;
+  CpuKvStore& operator=(const CpuKvStore&) = delete;
+
+  // Allocates (or clears) the sliding rings of sequence slot `seq`. ResourceExhausted if the
+  // memory cannot be had.
+  Status Attach(int seq);
+  // Frees the rings of `seq`.
+  void Detach(int seq);
+
+  // Whether layer `layer` stores K (false on k_eq_v layers, which store V only).
+  bool StoresK(int layer) const { return layers_[layer].stores_k; }
+  // [n_kv_local][head_dim] floats for the key / value at `pos` (K only when StoresK).
+  float* K(int seq, int layer, int64_t pos, std::span<const int32_t> blocks);
+  float* V(int seq, int layer, int64_t pos, std::span<const int32_t> blocks);
+
+  uint64_t paged_bytes() const { return pool_.size() * sizeof(float); }
+
+ private:
+  struct LayerSlot {
+    bool sliding = false;
+    bool stores_k = true;
+    int index = 0;            // among the sliding layers (ring) or the full layers (pool)
+    int64_t row_floats = 0;   // n_kv_local * head_dim
+    int64_t offset = 0;       // sliding: into a sequence's ring; full: into a block
+  };
+  float* Cell(int seq, const LayerSlot& l, int64_t pos, std::span<const int32_t> blocks, bool value);
+
+  int window_;
+  int block_tokens_;
+  std::vector<LayerSlot> layers_;
+  int64_t ring_floats_ = 0;   // per sequence, all sliding layers, K and V
+  int64_t block_floats_ = 0;  // per block, all full layers
+  std::vector<std::vector<float>> rings_;  // [max_sequences]
+  std::vector<float> pool_;                // [num_blocks * block_floats_]
+};
+
+}  // namespace temper::engine

@@ -1,0 +1,322 @@
+// temper-lm: runs the engine from the command line, for users and for tests.
+//
+//   temper-lm logits   --model DIR --ids 5,17,... [--tp N] --out FILE.safetensors
+//   temper-lm generate --model DIR (--ids 5,17,... | --prompt TEXT [--chat]) --max-new N
+//                      [--greedy | --temperature T --top-k K --top-p P --min-p M --seed S] [--tp N]
+//                      [--tokenizer FILE]
+//   temper-lm encode   --tokenizer FILE [--add-special-tokens]   (text on stdin, ids as JSON on stdout)
+//   temper-lm decode   --tokenizer FILE [--skip-special-tokens]  (ids as JSON on stdin, text on stdout)
+//
+// `generate --prompt` encodes TEXT with the tokenizer (DIR/tokenizer.json unless --tokenizer), <bos>
+// first; with --chat it renders TEXT as one user turn of Gemma 4's chat format and also stops at the
+// format's stop tokens. With a tokenizer, generate prints the new ids' text on a second line.
+//
+// `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
+// shape (for benchmarks). Each subcommand is one function below; errors print one line to stderr
+// and exit with status 1.
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "engine/chat_format.h"
+#include "engine/cpu_backend.h"
+#include "engine/model_config.h"
+#include "engine/safetensors.h"
+#include "engine/sampler.h"
+#include "engine/tokenizer.h"
+#include "engine/weights.h"
+
+namespace temper::engine {
+namespace {
+
+// Where the weights come from and how the backend runs.
+struct ModelArgs {
+  std::string model_dir;
+  std::string synthetic_config;
+  uint64_t weights_seed = 0;
+  int tp = 1;
+  int threads = 0;
+};
+
+void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
+  auto* model = cmd->add_option("--model", a->model_dir, "model directory (config.json + safetensors)");
+  auto* synthetic = cmd->add_option("--synthetic", a->synthetic_config, "config.json to fill with seeded random weights");
+  model->excludes(synthetic);
+  cmd->add_option("--weights-seed", a->weights_seed, "seed of the synthetic weights");
+  cmd->add_option("--tp", a->tp, "tensor-parallel ranks (threads on the CPU)")->check(CLI::Range(1, 64));
+  cmd->add_option("--threads", a->threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
+}
+
+struct Loaded {
+  ModelConfig config;
+  std::unique_ptr<CpuBackend> backend;
+};
+
+Result<Loaded> Load(const ModelArgs& a, int64_t context) {
+  if (a.model_dir.empty() == a.synthetic_config.empty()) {
+    return Status::InvalidArgument("give exactly one of --model DIR and --synthetic CONFIG.json");
+  }
+  Loaded out;
+  std::shared_ptr<const ModelWeights> weights;
+  if (!a.model_dir.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(out.config, LoadModelConfig(std::filesystem::path(a.model_dir) / "config.json"));
+    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Load(a.model_dir, out.config));
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(out.config, LoadModelConfig(a.synthetic_config));
+    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Synthetic(out.config, a.weights_seed));
+  }
+  CpuBackendOptions options;
+  options.tp = a.tp;
+  options.threads = a.threads;
+  options.max_context = std::min<int64_t>(out.config.max_position_embeddings, std::max<int64_t>(context, 1));
+  options.kv.max_sequences = 1;
+  options.kv.max_tokens = options.max_context;
+  TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.config, std::move(weights), options));
+  return out;
+}
+
+Result<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = std::min(text.find(',', pos), text.size());
+    const std::string item = text.substr(pos, comma - pos);
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX) {
+      return Status::InvalidArgument(fmt::format("--ids: '{}' (item {}) is not a token id", item, ids.size()));
+    }
+    ids.push_back(static_cast<int32_t>(v));
+    pos = comma + 1;
+  }
+  return ids;
+}
+
+// ---- logits: teacher-forced logits and hidden states of one prompt ----
+struct LogitsArgs {
+  ModelArgs model;
+  std::string ids;
+  std::string out;
+};
+
+Status RunLogits(const LogitsArgs& a) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<int32_t> ids, ParseIds(a.ids));
+  TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, static_cast<int64_t>(ids.size())));
+  TEMPER_ASSIGN_OR_RETURN(SequenceId seq, m.backend->AddSequence());
+  ForwardItem item{seq, ids, /*all_logits=*/true};
+  TEMPER_ASSIGN_OR_RETURN(ForwardResult r, m.backend->Forward({&item, 1}, ForwardOptions{.capture_hidden = true}));
+  const int64_t T = static_cast<int64_t>(ids.size());
+  auto bytes = [](const std::vector<float>& v) {
+    return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float));
+  };
+  const TensorToWrite tensors[] = {
+      {"logits", DType::kF32, {T, m.config.vocab_size}, bytes(r.logits)},
+      {"hidden", DType::kF32, {m.config.num_layers + 1, T, m.config.hidden_size}, bytes(r.hidden)},
+  };
+  return WriteSafetensors(a.out, tensors, {{"generator", "temper-lm logits"}});
+}
+
+// The whole of stdin.
+Result<std::string> ReadStdin() {
+  std::string text;
+  char buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) text.append(buf, n);
+  if (std::ferror(stdin)) return Status::FromErrno(errno, "reading stdin");
+  return text;
+}
+
+// ---- encode / decode: the tokenizer alone ----
+struct EncodeArgs {
+  std::string tokenizer;
+  bool add_special_tokens = false;
+};
+
+Status RunEncode(const EncodeArgs& a) {
+  TEMPER_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(a.tokenizer));
+  TEMPER_ASSIGN_OR_RETURN(std::string text, ReadStdin());
+  const std::vector<int32_t> ids = tok.Encode(text, EncodeOptions{.add_special_tokens = a.add_special_tokens});
+  std::printf("[%s]\n", fmt::format("{}", fmt::join(ids, ",")).c_str());
+  return Status::OK();
+}
+
+struct DecodeArgs {
+  std::string tokenizer;
+  bool skip_special_tokens = false;
+};
+
+Status RunDecode(const DecodeArgs& a) {
+  TEMPER_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(a.tokenizer));
+  TEMPER_ASSIGN_OR_RETURN(std::string input, ReadStdin());
+  const nlohmann::json j = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return Status::InvalidArgument("stdin: expected a JSON array of token ids, like [2,9259]");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < j.size(); ++i) {
+    if (!j[i].is_number_integer() || j[i].get<int64_t>() < 0 || j[i].get<int64_t>() > INT32_MAX) {
+      return Status::InvalidArgument(fmt::format("stdin: element {} ({}) is not a token id", i, j[i].dump()));
+    }
+    ids.push_back(static_cast<int32_t>(j[i].get<int64_t>()));
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::string text, tok.Decode(ids, a.skip_special_tokens));
+  std::fwrite(text.data(), 1, text.size(), stdout);  // exactly the text, so encode | decode round-trips
+  return Status::OK();
+}
+
+// ---- generate: prompt ids in, new ids out ----
+struct GenerateArgs {
+  ModelArgs model;
+  std::string ids;
+  std::string prompt;
+  bool chat = false;
+  std::string tokenizer;
+  int max_new = 0;
+  bool greedy = false;
+  bool ignore_eos = false;
+  std::string stop;
+  SamplingParams sampling;
+};
+
+Status RunGenerate(GenerateArgs a) {
+  using Clock = std::chrono::steady_clock;
+  if (a.ids.empty() == a.prompt.empty()) return Status::InvalidArgument("give exactly one of --ids and --prompt");
+  if (a.chat && a.prompt.empty()) return Status::InvalidArgument("--chat needs --prompt");
+  std::optional<Tokenizer> tok;
+  if (!a.prompt.empty() || !a.tokenizer.empty()) {
+    if (a.tokenizer.empty() && a.model.model_dir.empty()) {
+      return Status::InvalidArgument("--prompt with --synthetic needs --tokenizer FILE");
+    }
+    const std::string path =
+        a.tokenizer.empty() ? (std::filesystem::path(a.model.model_dir) / "tokenizer.json").string() : a.tokenizer;
+    TEMPER_ASSIGN_OR_RETURN(Tokenizer loaded, Tokenizer::FromFile(path));
+    tok.emplace(std::move(loaded));
+  }
+  std::vector<int32_t> ids;
+  std::vector<int32_t> chat_stops;
+  if (a.prompt.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(ids, ParseIds(a.ids));
+  } else if (a.chat) {
+    TEMPER_ASSIGN_OR_RETURN(ChatFormat format, ChatFormat::Create(*tok));
+    Conversation conversation;
+    conversation.messages.push_back(ChatMessage{.role = ChatRole::kUser, .content = a.prompt});
+    TEMPER_ASSIGN_OR_RETURN(RenderedPrompt rendered, format.Render(conversation));
+    ids = std::move(rendered.ids);
+    chat_stops = format.stop_ids();
+  } else {
+    ids = tok->Encode(a.prompt, EncodeOptions{.add_special_tokens = true});
+  }
+  TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, static_cast<int64_t>(ids.size()) + a.max_new));
+  if (a.greedy) a.sampling.temperature = 0;
+  if (!a.stop.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(a.sampling.stop_tokens, ParseIds(a.stop));
+  } else if (!a.ignore_eos) {
+    a.sampling.stop_tokens.assign(m.config.eos_token_ids.begin(), m.config.eos_token_ids.end());
+    a.sampling.stop_tokens.insert(a.sampling.stop_tokens.end(), chat_stops.begin(), chat_stops.end());
+  }
+  TEMPER_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(a.sampling));
+  TEMPER_ASSIGN_OR_RETURN(SequenceId seq, m.backend->AddSequence());
+
+  std::vector<int32_t> produced;
+  std::vector<int32_t> next = ids;
+  const auto start = Clock::now();
+  auto decode_start = start;
+  for (int k = 0; k < a.max_new; ++k) {
+    ForwardItem item{seq, next, false};
+    TEMPER_ASSIGN_OR_RETURN(ForwardResult r, m.backend->Forward({&item, 1}, {}));
+    if (k == 0) decode_start = Clock::now();
+    const int32_t token = sampler.Sample(r.logits);
+    produced.push_back(token);
+    if (sampler.IsStop(token)) break;
+    next = {token};
+  }
+  const auto end = Clock::now();
+  std::printf("%s\n", fmt::format("{}", fmt::join(produced, ",")).c_str());
+  if (tok) {
+    TEMPER_ASSIGN_OR_RETURN(std::string text, tok->Decode(produced));
+    std::printf("%s\n", text.c_str());
+  }
+  const double prefill_s = std::chrono::duration<double>(decode_start - start).count();
+  const double decode_s = std::chrono::duration<double>(end - decode_start).count();
+  std::fprintf(stderr, "temper-lm: prefill %zu tokens in %.1f ms; %zu new tokens, decode %.2f tok/s\n", ids.size(),
+               prefill_s * 1e3, produced.size(), produced.size() > 1 ? (produced.size() - 1) / decode_s : 0.0);
+  return Status::OK();
+}
+
+}  // namespace
+}  // namespace temper::engine
+
+int main(int argc, char** argv) {
+  using namespace temper::engine;
+  CLI::App app{"temper-lm: run the temper engine's Gemma 4 model on the CPU"};
+  app.require_subcommand(1);
+  std::function<temper::Status()> run;
+
+  LogitsArgs logits;
+  CLI::App* lc = app.add_subcommand("logits", "teacher-forced logits and hidden states to a safetensors file");
+  AddModelOptions(lc, &logits.model);
+  lc->add_option("--ids", logits.ids, "prompt token ids, comma-separated")->required();
+  lc->add_option("--out", logits.out, "output .safetensors (F32 logits [T, vocab], hidden [layers+1, T, hidden])")
+      ->required();
+  lc->callback([&] { run = [&] { return RunLogits(logits); }; });
+
+  GenerateArgs gen;
+  CLI::App* gc = app.add_subcommand("generate", "generate token ids after a prompt");
+  AddModelOptions(gc, &gen.model);
+  auto* gen_ids = gc->add_option("--ids", gen.ids, "prompt token ids, comma-separated");
+  auto* gen_prompt = gc->add_option("--prompt", gen.prompt, "prompt text, encoded with the tokenizer (<bos> first)");
+  gen_ids->excludes(gen_prompt);
+  gc->add_flag("--chat", gen.chat, "render --prompt as a user turn of Gemma 4's chat format");
+  gc->add_option("--tokenizer", gen.tokenizer, "tokenizer.json (default: DIR/tokenizer.json when a prompt is given)");
+  gc->add_option("--max-new", gen.max_new, "tokens to generate")->required()->check(CLI::PositiveNumber);
+  auto* greedy = gc->add_flag("--greedy", gen.greedy, "take the most likely token (the default)");
+  auto* temp = gc->add_option("--temperature", gen.sampling.temperature, "sampling temperature (0: greedy)");
+  greedy->excludes(temp);
+  gc->add_option("--top-k", gen.sampling.top_k, "keep the k most likely tokens (0: all)");
+  gc->add_option("--top-p", gen.sampling.top_p, "nucleus sampling mass");
+  gc->add_option("--min-p", gen.sampling.min_p, "drop tokens below min-p times the top probability");
+  gc->add_option("--seed", gen.sampling.seed, "sampling seed");
+  gc->add_option("--stop", gen.stop, "stop token ids, comma-separated (default: the config's eos_token_id)");
+  gc->add_flag("--ignore-eos", gen.ignore_eos, "do not stop at the config's eos_token_id");
+  gc->callback([&] { run = [&] { return RunGenerate(gen); }; });
+
+  EncodeArgs enc;
+  CLI::App* ec = app.add_subcommand("encode", "token ids of the text on stdin, as a JSON array");
+  ec->add_option("--tokenizer", enc.tokenizer, "tokenizer.json")->required();
+  ec->add_flag("--add-special-tokens", enc.add_special_tokens, "wrap as the post-processor does (Gemma: <bos> first)");
+  ec->callback([&] { run = [&] { return RunEncode(enc); }; });
+
+  DecodeArgs dec;
+  CLI::App* dc = app.add_subcommand("decode", "text of the JSON array of token ids on stdin");
+  dc->add_option("--tokenizer", dec.tokenizer, "tokenizer.json")->required();
+  dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
+  dc->callback([&] { run = [&] { return RunDecode(dec); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  const temper::Status status = run();
+  if (!status.ok()) {
+    std::fprintf(stderr, "temper-lm: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,98 @@
+// The `temper` CLI as users run it: the real binary against a real temperd.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "orchestrator/daemon_process.h"
+
+namespace temper::testing {
+namespace {
+
+ProcessResult Cli(const DaemonProcess& daemon, std::vector<std::string> args) {
+  args.insert(args.begin(), {TemperBinary(), "--socket", daemon.socket_path()});
+  return RunProcess(args);
+}
+
+TEST_CASE("temper submit, list, status, cancel and watch print for people") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+
+  ProcessResult submit = Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r",
+                                      "sshd_disable_root_login", "--name", "cli"});
+  INFO(submit.err);
+  CHECK(submit.exit_code == 0);
+  CHECK(submit.out == "batch 1 queued: 1 rule on target lab (profile stig)\n");
+
+  std::string batch_file = dir.Write("batch.yaml", "target: lab\ndatastream: ssg-test-ds.xml\nprofile: stig\n"
+                                                   "whole_profile: true\nbudgets: {max_attempts: 3}\n");
+  ProcessResult from_file = Cli(daemon, {"submit", "-f", batch_file});
+  CHECK(from_file.out == "batch 2 queued: every rule of the profile on target lab (profile stig)\n");
+
+  ProcessResult list = Cli(daemon, {"list"});
+  CHECK(list.exit_code == 0);
+  CHECK(list.out.rfind("ID  STATE   TARGET  PROFILE  RULES    FIXED  ESCALATED  LEFT  CREATED", 0) == 0);
+  CHECK(list.out.find("\n2   queued  lab     stig     profile  0") != std::string::npos);
+
+  ProcessResult status = Cli(daemon, {"status", "1"});
+  CHECK(status.out.find("batch 1 (cli)\n  state       queued\n") == 0);
+  CHECK(status.out.find("xccdf_org.ssgproject.content_rule_sshd_disable_root_login  pending") != std::string::npos);
+
+  ProcessResult json = Cli(daemon, {"status", "2", "--json"});
+  CHECK(json.out.find("\"whole_profile\":true") != std::string::npos);
+  CHECK(json.out.find("\"max_attempts\":3") != std::string::npos);
+
+  CHECK(Cli(daemon, {"cancel", "1", "--reason", "demo"}).out == "batch 1 cancelled (1 rules cancelled)\n");
+
+  ProcessResult watch = Cli(daemon, {"watch", "--no-follow"});
+  CHECK(watch.exit_code == 0);
+  CHECK(watch.out.find("batch 1  [daemon]  batch.submitted") != std::string::npos);
+  CHECK(watch.out.find("batch 1  [daemon]  batch.cancelled  {\"previous_state\":\"queued\",\"reason\":\"demo\"") !=
+        std::string::npos);
+
+  ProcessResult watch_json = Cli(daemon, {"watch", "1", "--after", "1", "--no-follow", "--json"});
+  CHECK(watch_json.out.rfind("{\"batch_id\":\"1\",\"data\":{\"previous_state\":\"queued\"", 0) == 0);
+  CHECK(watch_json.out.find("\"seq\":\"3\"") != std::string::npos);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("temper reports each error clearly and exits non-zero") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+
+  ProcessResult down = Cli(daemon, {"list"});
+  CHECK(down.exit_code == 1);
+  CHECK(down.err.rfind(fmt::format("temper: temperd is not answering on unix:{}", daemon.socket_path()), 0) == 0);
+  CHECK(down.err.find("Is it running?") != std::string::npos);
+
+  REQUIRE(daemon.Start().ok());
+  ProcessResult unknown = Cli(daemon, {"status", "42"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err == "temper: batch 42 does not exist\n");
+
+  ProcessResult not_a_number = Cli(daemon, {"cancel", "abc"});
+  CHECK(not_a_number.exit_code == 1);
+  CHECK(not_a_number.err == "temper: batch_id: 'abc' is not a batch id (batch ids are positive numbers)\n");
+
+  std::string bad_file = dir.Write("bad.yaml", "target: lab\nrules:\n  - a\n  - {b: c}\n");
+  ProcessResult bad = Cli(daemon, {"submit", "-f", bad_file});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err == fmt::format("temper: {}:4:5: rules[1]: expected a string, got a mapping\n", bad_file));
+
+  ProcessResult missing_file = Cli(daemon, {"submit", "-f", dir / "nope.yaml"});
+  CHECK(missing_file.err == fmt::format("temper: {}: no such file\n", dir / "nope.yaml"));
+
+  ProcessResult invalid = Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig"});
+  CHECK(invalid.exit_code == 1);
+  CHECK(invalid.err == "temper: rule_ids: give either explicit rule ids or whole_profile, exactly one of the two\n");
+
+  ProcessResult state = Cli(daemon, {"list", "--state", "done"});
+  CHECK(state.exit_code == 2);
+  CHECK(state.err.find("--state: 'done' is not a batch state") != std::string::npos);
+
+  ProcessResult usage = Cli(daemon, {"frobnicate"});
+  CHECK(usage.exit_code == 2);
+  CHECK(daemon.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace temper::testing

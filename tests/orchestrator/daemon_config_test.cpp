@@ -1,0 +1,72 @@
+#include "orchestrator/daemon_config.h"
+
+#include <catch2/catch.hpp>
+
+#include "orchestrator/temp_dir.h"
+
+namespace temper {
+namespace {
+
+TEST_CASE("the example temperd.yaml parses with every field") {
+  auto config = LoadDaemonConfig(std::string(TEMPER_SOURCE_DIR) + "/config/temperd.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->unix_socket.path == "/run/temper/temper.sock");
+  CHECK(config->unix_socket.group == "temper");
+  CHECK_FALSE(config->tcp.has_value());
+  CHECK(config->database == "/var/lib/temper/temper.db");
+  CHECK(config->default_budgets.max_attempts == 5);
+  CHECK(config->default_budgets.wall_time.count() == 1200);
+  CHECK(config->shutdown_grace.count() == 10);
+  REQUIRE(config->targets.size() == 1);
+  CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
+  CHECK(config->FindTarget("nope") == nullptr);
+}
+
+TEST_CASE("defaults apply to an empty mapping, and the database follows state_dir") {
+  auto config = ParseDaemonConfig("state_dir: /srv/t\n", "/etc/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->database == "/srv/t/temper.db");
+  CHECK(config->content_dir == "/usr/share/xml/scap/ssg/content");
+  CHECK(config->log_level == LogLevel::kInfo);
+}
+
+TEST_CASE("temperd.yaml errors name file, line, column and field") {
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
+                         "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
+                         "default_budgets, targets)"},
+      {"log_level: loud\n", "t.yaml:1:12: log_level: unknown log level 'loud' (expected debug, info, warning or error)"},
+      {"default_budgets:\n  max_attempts: 0\n", "t.yaml:2:17: default_budgets.max_attempts: 0 is out of range [1, 50]"},
+      {"default_budgets:\n  wall_time: 5s\n", "t.yaml:2:14: default_budgets.wall_time: duration 5s is out of range [10s, 86400s]"},
+      {"listen:\n  tcp:\n    address: 0.0.0.0:7443\n",
+       "t.yaml:3:5: listen.tcp: missing required key 'tls_cert'"},
+      {"listen:\n  tcp:\n    address: nowhere\n    tls_cert: c\n    tls_key: k\n    token_file: t\n",
+       "t.yaml:3:14: listen.tcp.address: 'nowhere' is not host:port"},
+      {"targets:\n  lab:\n    type: vm\n    path: /x\n", "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs)"},
+      {"targets:\n  bad name:\n    type: rootfs\n", "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
+      {"targets:\n  lab: {type: rootfs}\n", "t.yaml:2:8: targets.lab: missing required key 'path'"},
+      {"- a\n- b\n", "t.yaml:1:1: expected a mapping, got a sequence"},
+      {"", "t.yaml: the file is empty; see config/temperd.yaml for an example"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    auto config = ParseDaemonConfig(c.text, "t.yaml");
+    REQUIRE_FALSE(config.ok());
+    CHECK(config.status().code() == StatusCode::kInvalidArgument);
+    CHECK(config.status().message() == c.message);
+  }
+}
+
+TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {
+  std::string text = "listen:\n  unix:\n    path: /" + std::string(120, 'x') + "\n";
+  auto config = ParseDaemonConfig(text, "/t.yaml");
+  REQUIRE_FALSE(config.ok());
+  CHECK(config.status().message() == "/t.yaml:3:5: listen.unix: socket path is 121 bytes; unix sockets allow at most 107");
+}
+
+}  // namespace
+}  // namespace temper

@@ -1,0 +1,181 @@
+#include "orchestrator/daemon_process.h"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+
+namespace temper::testing {
+
+namespace {
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  for (const std::string& s : strings) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+std::string TemperdBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temperd"; }
+std::string TemperBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temper"; }
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, int run_as_gid) {
+  TempDir capture;
+  std::string out_path = capture / "out";
+  std::string err_path = capture / "err";
+  std::vector<char*> args = CStrings(argv);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY);
+    int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (run_as_uid >= 0) {
+      if (setgroups(0, nullptr) != 0 || setgid(static_cast<gid_t>(run_as_gid)) != 0 ||
+          setuid(static_cast<uid_t>(run_as_uid)) != 0) {
+        _exit(126);
+      }
+    }
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ProcessResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = ReadFileOrEmpty(out_path);
+  result.err = ReadFileOrEmpty(err_path);
+  return result;
+}
+
+DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) : dir_(dir) {
+  socket_path_ = dir / "run/temper.sock";
+  log_path_ = dir / "temperd.log";
+  dir.Write("content/ssg-test-ds.xml", "<placeholder datastream for validation tests/>\n");
+  std::string listen = fmt::format("listen:\n  unix:\n    path: {}\n", socket_path_);
+  if (!options.unix_group.empty()) listen += fmt::format("    group: {}\n", options.unix_group);
+  if (!options.tcp_yaml.empty()) {
+    listen += "  tcp:\n";
+    size_t start = 0;
+    while (start < options.tcp_yaml.size()) {
+      size_t end = options.tcp_yaml.find('\n', start);
+      if (end == std::string::npos) end = options.tcp_yaml.size();
+      listen += "    " + options.tcp_yaml.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
+  config_path_ = dir.Write("temperd.yaml", listen + R"(state_dir: state
+content_dir: content
+shutdown_grace: 2s
+log_level: debug
+targets:
+  lab:
+    type: rootfs
+    path: roots/lab
+)");
+}
+
+DaemonProcess::~DaemonProcess() {
+  if (pid_ > 0) Stop(SIGKILL);
+  if (notify_fd_ >= 0) close(notify_fd_);
+}
+
+Status DaemonProcess::Start() {
+  std::string notify_path = dir_ / "notify.sock";
+  if (notify_fd_ < 0) {  // bound once: every start of this daemon reports to the same socket
+    notify_fd_ = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, notify_path.c_str(), sizeof addr.sun_path - 1);
+    if (bind(notify_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return Status::FromErrno(errno, "binding the notify socket");
+    }
+  }
+  std::vector<std::string> argv = {TemperdBinary(), "--config", config_path_};
+  std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify_path, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  std::vector<char*> args = CStrings(argv);
+  std::vector<char*> envp = CStrings(env);
+  pid_ = fork();
+  if (pid_ == 0) {
+    int log = open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int in = open("/dev/null", O_RDONLY);
+    dup2(in, 0);
+    dup2(log, 1);
+    dup2(log, 2);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  // Only this start's notifications count; earlier runs of the same harness sent READY=1 too.
+  size_t first_new = notifications_.size();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::vector<std::string> notes = Notifications();
+    for (size_t i = first_new; i < notes.size(); ++i) {
+      if (notes[i].find("READY=1") != std::string::npos) return Status::OK();
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Status::Unavailable(fmt::format("temperd exited during start-up (status {}):\n{}", status, Log()));
+    }
+  }
+  return Status::DeadlineExceeded("temperd did not send READY=1 within 30 s:\n" + Log());
+}
+
+int DaemonProcess::Stop(int sig) {
+  if (pid_ <= 0) return -1;
+  kill(pid_, sig);
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  pid_ = -1;
+  Notifications();  // collect STOPPING=1
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::vector<std::string> DaemonProcess::Notifications() {
+  pollfd p{notify_fd_, POLLIN, 0};
+  while (notify_fd_ >= 0 && poll(&p, 1, 50) > 0) {
+    char buf[4096];
+    ssize_t n = recv(notify_fd_, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    notifications_.emplace_back(buf, static_cast<size_t>(n));
+  }
+  return notifications_;
+}
+
+std::string DaemonProcess::Log() const { return ReadFileOrEmpty(log_path_); }
+
+std::shared_ptr<grpc::Channel> DaemonProcess::Channel() const {
+  return grpc::CreateChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials());
+}
+
+std::unique_ptr<temper::v1::Temper::Stub> DaemonProcess::Stub() const {
+  return temper::v1::Temper::NewStub(Channel());
+}
+
+temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name) {
+  temper::v1::SubmitBatchRequest r;
+  r.set_name(name);
+  r.set_target("lab");
+  r.set_datastream("ssg-test-ds.xml");
+  r.set_profile("stig");
+  r.add_rule_ids("sshd_disable_root_login");
+  r.add_rule_ids("accounts_tmout");
+  return r;
+}
+
+}  // namespace temper::testing

@@ -1,0 +1,76 @@
+// Test harness: a real temperd process in a temporary directory, started from the built binary with
+// a config written for it, and reached over its real unix socket. Readiness is taken from the
+// daemon's own sd_notify READY=1 (NOTIFY_SOCKET points at a datagram socket the harness reads), so
+// the harness also checks what systemd would see.
+#pragma once
+
+#include <sys/types.h>
+
+#include <csignal>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "common/status.h"
+#include "orchestrator/temp_dir.h"
+#include "temper/v1/temper.grpc.pb.h"
+
+namespace temper::testing {
+
+struct ProcessResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs `argv` to completion (stdin closed), capturing its output. With `run_as_uid`, the child drops
+// to that uid and `run_as_gid` (no supplementary groups) before exec; the caller must be root.
+ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid = -1, int run_as_gid = -1);
+
+std::string TemperdBinary();
+std::string TemperBinary();
+
+struct DaemonOptions {
+  std::string unix_group;  // listen.unix.group; empty leaves the default
+  std::string tcp_yaml;    // the keys of listen.tcp, one per line without indentation; empty: no TCP
+};
+
+class DaemonProcess {
+ public:
+  // The config is `<dir>/temperd.yaml`: a socket, state and content under `dir`, one rootfs target
+  // "lab", and what `options` add.
+  explicit DaemonProcess(const TempDir& dir, const DaemonOptions& options = {});
+  ~DaemonProcess();
+
+  // Starts temperd and waits for READY=1. The Status carries the daemon's log on failure.
+  Status Start();
+  // Sends `sig` and waits; returns the exit status (or 128 + signal when killed).
+  int Stop(int sig = SIGTERM);
+  bool running() const { return pid_ > 0; }
+
+  // Every sd_notify message received so far, oldest first.
+  std::vector<std::string> Notifications();
+  std::string Log() const;
+
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& config_path() const { return config_path_; }
+  std::shared_ptr<grpc::Channel> Channel() const;
+  std::unique_ptr<temper::v1::Temper::Stub> Stub() const;
+
+ private:
+  const TempDir& dir_;
+  std::string config_path_;
+  std::string socket_path_;
+  std::string log_path_;
+  int notify_fd_ = -1;
+  pid_t pid_ = -1;
+  std::vector<std::string> notifications_;
+};
+
+// A SubmitBatchRequest valid for DaemonProcess's config.
+temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name = "test batch");
+
+}  // namespace temper::testing

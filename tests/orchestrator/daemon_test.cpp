@@ -1,0 +1,348 @@
+// The daemon end to end: the real temperd binary, its real unix socket, a real gRPC client.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
+#include "orchestrator/daemon_process.h"
+
+namespace temper::testing {
+namespace {
+
+using temper::v1::Batch;
+
+std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 10) {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return c;
+}
+
+Batch Submit(temper::v1::Temper::Stub& stub, const temper::v1::SubmitBatchRequest& r) {
+  Batch b;
+  grpc::Status s = stub.SubmitBatch(Ctx().get(), r, &b);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return b;
+}
+
+std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
+                                                  uint64_t after) {
+  temper::v1::WatchJournalRequest req;
+  req.set_batch_id(batch);
+  req.set_after_seq(after);
+  req.set_follow(false);
+  auto ctx = Ctx();
+  auto reader = stub.WatchJournal(ctx.get(), req);
+  std::vector<temper::v1::JournalEvent> events;
+  temper::v1::JournalEvent e;
+  while (reader->Read(&e)) events.push_back(e);
+  grpc::Status s = reader->Finish();
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return events;
+}
+
+TEST_CASE("submit, list, status and cancel over the unix socket") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+
+  Batch first = Submit(*stub, ValidSubmit("first"));
+  CHECK(first.id() == "1");
+  CHECK(first.state() == temper::v1::BATCH_STATE_QUEUED);
+  CHECK(first.counts().total() == 2);
+  CHECK(first.rules(0).rule_id() == "xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
+  CHECK(first.rules(0).state() == temper::v1::RULE_STATE_PENDING);
+  CHECK(first.budgets().max_attempts() == 5);
+  Batch second = Submit(*stub, ValidSubmit("second"));
+
+  temper::v1::ListBatchesRequest list_req;
+  temper::v1::ListBatchesResponse list;
+  REQUIRE(stub->ListBatches(Ctx().get(), list_req, &list).ok());
+  REQUIRE(list.batches_size() == 2);
+  CHECK(list.batches(0).id() == second.id());
+  CHECK(list.batches(0).rules_size() == 0);
+  CHECK(list.batches(0).counts().pending() == 2);
+
+  temper::v1::CancelBatchRequest cancel;
+  cancel.set_batch_id(first.id());
+  cancel.set_reason("wrong target");
+  Batch cancelled;
+  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &cancelled).ok());
+  CHECK(cancelled.state() == temper::v1::BATCH_STATE_CANCELLED);
+  CHECK(cancelled.error() == "wrong target");
+  CHECK(cancelled.counts().cancelled() == 2);
+  grpc::Status again = stub->CancelBatch(Ctx().get(), cancel, &cancelled);
+  CHECK(again.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+
+  temper::v1::GetBatchRequest get;
+  get.set_batch_id(first.id());
+  Batch fetched;
+  REQUIRE(stub->GetBatch(Ctx().get(), get, &fetched).ok());
+  CHECK(fetched.state() == temper::v1::BATCH_STATE_CANCELLED);
+  get.set_batch_id("99");
+  grpc::Status missing = stub->GetBatch(Ctx().get(), get, &fetched);
+  CHECK(missing.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(missing.error_message() == "batch 99 does not exist");
+
+  auto bad = ValidSubmit();
+  bad.set_target("prod");
+  Batch unused;
+  grpc::Status invalid = stub->SubmitBatch(Ctx().get(), bad, &unused);
+  CHECK(invalid.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(invalid.error_message().rfind("target: 'prod' is not configured", 0) == 0);
+
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("the journal streams in seq order, filters by batch, resumes from a seq and follows live") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  Batch a = Submit(*stub, ValidSubmit("a"));
+  Batch b = Submit(*stub, ValidSubmit("b"));
+  temper::v1::CancelBatchRequest cancel;
+  cancel.set_batch_id(a.id());
+  Batch unused;
+  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &unused).ok());
+
+  auto all = ReadJournal(*stub, "", 0);
+  REQUIRE(all.size() == 3);
+  CHECK(all[0].seq() == 1);
+  CHECK(all[0].type() == "batch.submitted");
+  CHECK(all[2].seq() == 3);
+  CHECK(all[2].type() == "batch.cancelled");
+  CHECK(all[2].batch_id() == a.id());
+  CHECK(all[2].data_json().find("\"rules_cancelled\":2") != std::string::npos);
+
+  auto resumed = ReadJournal(*stub, "", 1);
+  REQUIRE(resumed.size() == 2);
+  CHECK(resumed[0].seq() == 2);
+  auto only_a = ReadJournal(*stub, a.id(), 0);
+  REQUIRE(only_a.size() == 2);
+  CHECK(only_a[1].seq() == 3);
+
+  // Follow: a watcher of batch b sees nothing of a's, then b's new event as it is committed.
+  temper::v1::WatchJournalRequest follow;
+  follow.set_after_seq(3);
+  follow.set_follow(true);
+  auto ctx = Ctx(20);
+  auto reader = stub->WatchJournal(ctx.get(), follow);
+  std::atomic<uint64_t> seen{0};
+  std::thread watcher([&] {
+    temper::v1::JournalEvent e;
+    if (reader->Read(&e)) seen = e.seq();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(seen == 0);
+  cancel.set_batch_id(b.id());
+  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &unused).ok());
+  watcher.join();
+  CHECK(seen == 4);
+  ctx->TryCancel();
+  reader->Finish();
+
+  temper::v1::WatchJournalRequest unknown;
+  unknown.set_batch_id("77");
+  auto ctx2 = Ctx();
+  auto r2 = stub->WatchJournal(ctx2.get(), unknown);
+  temper::v1::JournalEvent e;
+  CHECK_FALSE(r2->Read(&e));
+  CHECK(r2->Finish().error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("health is SERVING and reflection lists temper.v1.Temper") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto channel = daemon.Channel();
+
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  for (const char* service : {"", "temper.v1.Temper"}) {
+    grpc::health::v1::HealthCheckRequest req;
+    req.set_service(service);
+    grpc::health::v1::HealthCheckResponse resp;
+    REQUIRE(health->Check(Ctx().get(), req, &resp).ok());
+    CHECK(resp.status() == grpc::health::v1::HealthCheckResponse::SERVING);
+  }
+
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
+  auto ctx = Ctx();
+  auto stream = reflection->ServerReflectionInfo(ctx.get());
+  grpc::reflection::v1alpha::ServerReflectionRequest list;
+  list.set_list_services("*");
+  REQUIRE(stream->Write(list));
+  grpc::reflection::v1alpha::ServerReflectionResponse resp;
+  REQUIRE(stream->Read(&resp));
+  std::vector<std::string> names;
+  for (const auto& s : resp.list_services_response().service()) names.push_back(s.name());
+  CHECK(std::find(names.begin(), names.end(), "temper.v1.Temper") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "grpc.health.v1.Health") != names.end());
+  grpc::reflection::v1alpha::ServerReflectionRequest describe;
+  describe.set_file_containing_symbol("temper.v1.Temper");
+  REQUIRE(stream->Write(describe));
+  REQUIRE(stream->Read(&resp));
+  CHECK(resp.file_descriptor_response().file_descriptor_proto_size() >= 1);
+  stream->WritesDone();
+  CHECK(stream->Finish().ok());
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("peer credentials decide who may use the socket") {
+  if (geteuid() != 0) {
+    WARN("skipped: needs root to run clients as other users");
+    return;
+  }
+  TempDir dir;
+  chmod(dir.path().c_str(), 0755);  // let the other users reach the socket file
+  // nogroup (65534) exists on every Debian system.
+  DaemonProcess daemon(dir, {.unix_group = "nogroup"});
+  REQUIRE(daemon.Start().ok());
+  chmod((dir / "run").c_str(), 0755);
+
+  ProcessResult member = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"}, 65534, 65534);
+  INFO(member.err);
+  CHECK(member.exit_code == 0);
+  CHECK(member.out == "no batches\n");
+
+  ProcessResult outsider = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"}, 65534, 2);
+  CHECK(outsider.exit_code == 1);
+  CHECK(outsider.err ==
+        "temper: temperd accepts only root, its own user and members of group 'nogroup' on this socket\n");
+  CHECK(daemon.Log().find("uid 65534") != std::string::npos);
+
+  ProcessResult root = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"});
+  CHECK(root.exit_code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("a restart keeps every batch and event; seqs continue") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  {
+    auto stub = daemon.Stub();
+    Submit(*stub, ValidSubmit("before restart"));
+    Submit(*stub, ValidSubmit("also before"));
+  }
+  CHECK(daemon.Stop(SIGTERM) == 0);
+  auto notes = daemon.Notifications();
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("READY=1") != std::string::npos; }));
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("STOPPING=1") != std::string::npos; }));
+  CHECK(daemon.Log().find("shut down cleanly") != std::string::npos);
+
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  temper::v1::ListBatchesResponse list;
+  REQUIRE(stub->ListBatches(Ctx().get(), {}, &list).ok());
+  REQUIRE(list.batches_size() == 2);
+  CHECK(list.batches(1).name() == "before restart");
+  Batch third = Submit(*stub, ValidSubmit("after restart"));
+  CHECK(third.id() == "3");
+  auto events = ReadJournal(*stub, "", 0);
+  REQUIRE(events.size() == 3);
+  CHECK(events[2].seq() == 3);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("kill -9 loses nothing acknowledged and leaves a socket the next start replaces") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  Submit(*daemon.Stub(), ValidSubmit("acknowledged"));
+  CHECK(daemon.Stop(SIGKILL) == 128 + SIGKILL);
+  struct stat st {};
+  CHECK(lstat(daemon.socket_path().c_str(), &st) == 0);  // stale socket left behind
+  REQUIRE(daemon.Start().ok());
+  INFO(daemon.Log());
+  CHECK(daemon.Log().find("removing stale socket") != std::string::npos);
+  auto events = ReadJournal(*daemon.Stub(), "1", 0);
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].type() == "batch.submitted");
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("a second daemon on a live socket refuses to start") {
+  TempDir dir;
+  DaemonProcess first(dir);
+  REQUIRE(first.Start().ok());
+  ProcessResult second = RunProcess({TemperdBinary(), "--config", first.config_path()});
+  CHECK(second.exit_code == 1);
+  CHECK(second.err.find("another temperd is already serving on " + first.socket_path()) != std::string::npos);
+  CHECK(first.Stop() == 0);
+}
+
+TEST_CASE("a bad config stops temperd before it opens anything, naming file and line") {
+  TempDir dir;
+  std::string config = dir.Write("bad.yaml", "state_dir: s\nlisten:\n  unix:\n    pth: /x\n");
+  ProcessResult r = RunProcess({TemperdBinary(), "--config", config});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == fmt::format("temperd: {}:4:5: listen.unix.pth: unknown key (did you mean 'path'?) "
+                             "(valid keys here: path, group)\n", config));
+  CHECK_FALSE(std::filesystem::exists(dir / "s"));
+  ProcessResult check = RunProcess({TemperdBinary(), "--check-config", "--config", config});
+  CHECK(check.exit_code == 1);
+}
+
+TEST_CASE("TCP serves only with TLS and the right bearer token") {
+  TempDir dir;
+  ProcessResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                                  "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                                  "-keyout", dir / "key.pem", "-out", dir / "cert.pem"});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  std::string token_file = dir.Write("token", "s3cret-token\n");
+  chmod(token_file.c_str(), 0600);
+  // A free port: bind to 0, note the port, release it.
+  int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+  close(probe);
+
+  DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
+                                                      "tls_key: key.pem\ntoken_file: token", port)});
+  REQUIRE(daemon.Start().ok());
+
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFileOrEmpty(dir / "cert.pem");
+  std::string target = fmt::format("localhost:{}", port);
+  auto call = [&](std::shared_ptr<grpc::ChannelCredentials> creds) {
+    auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(target, creds));
+    temper::v1::ListBatchesResponse list;
+    return stub->ListBatches(Ctx().get(), {}, &list);
+  };
+  CHECK(call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"))).ok());
+  grpc::Status wrong = call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("guess")));
+  CHECK(wrong.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(wrong.error_message() == "the bearer token was not accepted");
+  CHECK(call(grpc::SslCredentials(ssl)).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  CHECK_FALSE(call(grpc::InsecureChannelCredentials()).ok());
+
+  ProcessResult cli = RunProcess({TemperBinary(), "--address", target, "--tls-ca", dir / "cert.pem",
+                                  "--token-file", token_file, "list"});
+  INFO(cli.err);
+  CHECK(cli.exit_code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace temper::testing

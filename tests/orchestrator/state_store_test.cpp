@@ -1,0 +1,231 @@
+#include "orchestrator/state_store.h"
+
+#include <catch2/catch.hpp>
+
+#include "orchestrator/schema.h"
+#include "orchestrator/temp_dir.h"
+
+namespace temper {
+namespace {
+
+using testing::TempDir;
+
+NewBatch SampleBatch(std::string request_id = "") {
+  NewBatch b;
+  b.name = "sample";
+  b.target = "lab";
+  b.datastream = "/usr/share/xml/scap/ssg/content/ssg-ubuntu2004-ds.xml";
+  b.profile = "stig";
+  b.rule_ids = {"xccdf_org.ssgproject.content_rule_a", "xccdf_org.ssgproject.content_rule_b"};
+  b.request_id = std::move(request_id);
+  return b;
+}
+
+TEST_CASE("a new file is migrated to the current schema") {
+  TempDir dir;
+  auto store = StateStore::Open(dir / "t.db");
+  REQUIRE(store.ok());
+  CHECK((*store)->schema_version() == CurrentSchemaVersion());
+  CHECK(*(*store)->LastSeq() == 0);
+}
+
+TEST_CASE("a database of the previous schema is migrated with its data intact") {
+  TempDir dir;
+  std::string path = dir / "v1.db";
+  {
+    auto db = sqlite::Database::Open(path);
+    REQUIRE(db.ok());
+    REQUIRE(MigrateSchema(*db, 1).ok());
+    REQUIRE(db->Exec("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
+                     "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms) "
+                     "VALUES('old', 'lab', '/ds.xml', 'stig', 0, 3, 600, 5000, 'queued', 1000, 1000);"
+                     "INSERT INTO batch_rules(batch_id, position, rule_id, state) VALUES(1, 0, 'xccdf_a_rule_r', 'pending');"
+                     "INSERT INTO journal(time_ms, batch_id, type, data) VALUES(1000, 1, 'batch.submitted', '{}');")
+                .ok());
+    CHECK(*db->QueryInt("PRAGMA user_version") == 1);
+  }
+  auto store = StateStore::Open(path);
+  REQUIRE(store.ok());
+  CHECK((*store)->schema_version() == CurrentSchemaVersion());
+  auto batch = (*store)->GetBatch(1);
+  REQUIRE(batch.ok());
+  CHECK(batch->name == "old");
+  CHECK(batch->budgets.max_attempts == 3);
+  CHECK(batch->request_id.empty());
+  REQUIRE(batch->rules.size() == 1);
+  CHECK(batch->rules[0].rule_id == "xccdf_a_rule_r");
+  auto events = (*store)->ReadEvents(0, std::nullopt, 10);
+  REQUIRE(events->size() == 1);
+  CHECK((*events)[0].usage.cached_prompt_tokens == 0);
+  // New seqs continue after the migrated ones.
+  auto next = (*store)->AppendEvent(NewEvent{.type = "daemon.started"});
+  REQUIRE(next.ok());
+  CHECK(next->seq == 2);
+}
+
+TEST_CASE("a database from a newer temper is refused, not touched") {
+  TempDir dir;
+  std::string path = dir / "new.db";
+  {
+    auto db = sqlite::Database::Open(path);
+    REQUIRE(db->Exec("PRAGMA user_version = 99").ok());
+  }
+  auto store = StateStore::Open(path);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(store.status().message().find("schema version 99") != std::string::npos);
+  auto db = sqlite::Database::Open(path);
+  CHECK(*db->QueryInt("PRAGMA user_version") == 99);
+}
+
+TEST_CASE("a file that is not a database is named as such") {
+  TempDir dir;
+  std::string path = dir.Write("junk.db", std::string(4096, 'x'));
+  auto store = StateStore::Open(path);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == StatusCode::kDataLoss);
+  CHECK(store.status().message().find(path + " is not a temper state database") == 0);
+}
+
+TEST_CASE("submit stores the batch, its rules and one event atomically") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  auto submitted = store->SubmitBatch(SampleBatch());
+  REQUIRE(submitted.ok());
+  const BatchRecord& b = submitted->batch;
+  CHECK(b.id == 1);
+  CHECK(b.state == BatchState::kQueued);
+  CHECK(b.TotalRules() == 2);
+  CHECK(b.Count(RuleState::kPending) == 2);
+  REQUIRE(b.rules.size() == 2);
+  CHECK(b.rules[1].rule_id == "xccdf_org.ssgproject.content_rule_b");
+  REQUIRE(submitted->event.has_value());
+  CHECK(submitted->event->type == "batch.submitted");
+  CHECK(submitted->event->batch_id == 1);
+  CHECK(*store->LastSeq() == submitted->event->seq);
+}
+
+TEST_CASE("a repeated request_id returns the first batch and stores nothing new") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  auto first = store->SubmitBatch(SampleBatch("key-1"));
+  auto again = store->SubmitBatch(SampleBatch("key-1"));
+  REQUIRE(again.ok());
+  CHECK(again->batch.id == first->batch.id);
+  CHECK_FALSE(again->event.has_value());
+  CHECK(store->ReadEvents(0, std::nullopt, 100)->size() == 1);
+  auto other = store->SubmitBatch(SampleBatch("key-2"));
+  CHECK(other->batch.id == first->batch.id + 1);
+}
+
+TEST_CASE("listing pages newest first and filters by state") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  for (int i = 0; i < 5; ++i) REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+  REQUIRE(store->CancelBatch(2, "test").ok());
+  auto page1 = store->ListBatches(std::nullopt, 2, {});
+  REQUIRE(page1->batches.size() == 2);
+  CHECK(page1->batches[0].id == 5);
+  CHECK(page1->batches[1].id == 4);
+  CHECK(page1->batches[0].rules.empty());
+  CHECK(page1->batches[0].TotalRules() == 2);
+  REQUIRE(page1->next_before_id == 4);
+  auto page2 = store->ListBatches(4, 2, {});
+  CHECK(page2->batches[0].id == 3);
+  auto last = store->ListBatches(2, 2, {});
+  CHECK(last->batches.size() == 1);
+  CHECK_FALSE(last->next_before_id.has_value());
+  auto cancelled = store->ListBatches(std::nullopt, 10, {BatchState::kCancelled});
+  REQUIRE(cancelled->batches.size() == 1);
+  CHECK(cancelled->batches[0].id == 2);
+  CHECK(cancelled->batches[0].Count(RuleState::kCancelled) == 2);
+}
+
+TEST_CASE("cancel ends a queued batch once; unknown batches are NotFound") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+  auto cancelled = store->CancelBatch(1, "operator asked");
+  REQUIRE(cancelled.ok());
+  CHECK(cancelled->batch.state == BatchState::kCancelled);
+  CHECK(cancelled->batch.error == "operator asked");
+  CHECK(cancelled->event.type == "batch.cancelled");
+  auto twice = store->CancelBatch(1, "again");
+  CHECK(twice.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(twice.status().message() == "batch 1 already ended (cancelled); nothing to cancel");
+  CHECK(store->CancelBatch(42, "x").status().message() == "batch 42 does not exist");
+  CHECK(store->GetBatch(42).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("journal seqs increase, filter by batch, and survive reopening") {
+  TempDir dir;
+  std::string path = dir / "t.db";
+  {
+    auto store = *StateStore::Open(path);
+    REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+    REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+    REQUIRE(store->AppendEvent(NewEvent{.batch_id = 1, .rule_id = "r", .role = "worker", .type = "tool.call",
+                                        .data_json = R"({"command":"ls"})", .usage = {10, 5, 2}})
+                .ok());
+    REQUIRE(store->AppendEvent(NewEvent{.type = "daemon.note"}).ok());
+  }
+  auto store = *StateStore::Open(path);
+  auto all = *store->ReadEvents(0, std::nullopt, 100);
+  REQUIRE(all.size() == 4);
+  for (size_t i = 0; i < all.size(); ++i) CHECK(all[i].seq == i + 1);
+  CHECK(all[2].usage.prompt_tokens == 10);
+  CHECK(all[2].usage.cached_prompt_tokens == 2);
+  CHECK_FALSE(all[3].batch_id.has_value());
+  auto batch1 = *store->ReadEvents(0, 1, 100);
+  REQUIRE(batch1.size() == 2);
+  CHECK(batch1[1].data_json == R"({"command":"ls"})");
+  CHECK(store->ReadEvents(3, std::nullopt, 100)->size() == 1);
+  CHECK(store->ReadEvents(0, std::nullopt, 2)->size() == 2);
+}
+
+TEST_CASE("an event whose data is not a JSON object is refused") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  auto r = store->AppendEvent(NewEvent{.type = "x", .data_json = "[1,2]"});
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r.status().message() == "journal event 'x': data is not a JSON object");
+  CHECK(*store->LastSeq() == 0);
+}
+
+TEST_CASE("rule memory returns lessons and attempts newest first, with utility updates") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+  const std::string rule = "xccdf_org.ssgproject.content_rule_a";
+  AttemptRecord a{.batch_id = 1, .rule_id = rule, .number = 1, .approach = "edit sshd_config",
+                  .commands = {"sed -i s/x/y/ /etc/ssh/sshd_config", "sshd -t"}, .verdict = "fail",
+                  .outcome = "reverted", .evidence = "PermitRootLogin yes", .reflection = "use a drop-in",
+                  .usage = {100, 20, 0}, .started_at = 1, .finished_at = 2};
+  REQUIRE(store->RecordAttempt(a).ok());
+  a.number = 2;
+  a.verdict = "pass";
+  a.outcome = "kept";
+  REQUIRE(store->RecordAttempt(a).ok());
+  auto dup = store->RecordAttempt(a);
+  CHECK(dup.status().code() == StatusCode::kAlreadyExists);
+  auto lesson1 = store->AddLesson(LessonRecord{.rule_id = rule, .batch_id = 1, .text = "first"});
+  auto lesson2 = store->AddLesson(LessonRecord{.rule_id = rule, .text = "second"});
+  REQUIRE(store->AdjustLessonUtility(*lesson1, 1.5).ok());
+  CHECK(store->AdjustLessonUtility(999, 1.0).code() == StatusCode::kNotFound);
+  REQUIRE(store->AddLesson(LessonRecord{.rule_id = "other", .text = "unrelated"}).ok());
+
+  auto memory = store->GetRuleMemory(rule, 10, 1);
+  REQUIRE(memory.ok());
+  REQUIRE(memory->lessons.size() == 2);
+  CHECK(memory->lessons[0].id == *lesson2);
+  CHECK(memory->lessons[1].utility == Approx(1.5));
+  CHECK(memory->lessons[1].batch_id == 1);
+  REQUIRE(memory->attempts.size() == 1);
+  CHECK(memory->attempts[0].number == 2);
+  CHECK(memory->attempts[0].commands.size() == 2);
+  CHECK(memory->attempts[0].commands[1] == "sshd -t");
+  CHECK(memory->attempts[0].usage.prompt_tokens == 100);
+}
+
+}  // namespace
+}  // namespace temper
