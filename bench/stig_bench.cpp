@@ -1,0 +1,154 @@
+// stig_bench: the speeds the loop depends on, measured on the real rootfs target and content.
+//
+//   stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR]
+//
+// Prints, in milliseconds: one-rule evaluation (load + evaluate, median of N), a whole-profile
+// scan (Ubuntu 20.04 STIG, 191 rules), snapshot, and revert after a small change (one file) and
+// after a large one (packages installed offline). With --baseline it also runs the SSG
+// remediation baseline on a fresh target and prints its report (see bench/RESULTS.md).
+// Needs root (overlayfs, sandbox) and builds the rootfs into DIR on first use (mmdebstrap).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "stig/baseline.h"
+#include "stig/content.h"
+#include "stig/evaluator.h"
+#include "stig/rootfs_builder.h"
+#include "stig/rootfs_target.h"
+
+namespace {
+
+using namespace temper;
+using namespace temper::stig;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "stig_bench: %s\n", s.ToString().c_str());
+  return 1;
+}
+
+std::uint64_t TreeBytes(const std::string& root) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string rootfs_dir = "build/stig-rootfs";
+  std::string work = "build/stig-bench";
+  std::string baseline_out;
+  int reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--rootfs") rootfs_dir = argv[i + 1];
+    else if (k == "--work") work = argv[i + 1];
+    else if (k == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
+    else if (k == "--baseline") baseline_out = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR]\n");
+      return 2;
+    }
+  }
+  Logger log(LogLevel::kInfo);
+  auto built = EnsureRootfs(rootfs_dir, RootfsSpec{}, log);
+  if (!built.ok()) return Fail(built.status());
+  auto t0 = Clock::now();
+  auto content = Content::Load(kUbuntu2004Datastream, "stig");
+  if (!content.ok()) return Fail(content.status());
+  double load_ms = Ms(t0, Clock::now());
+  Evaluator ev(*content, {}, log);
+
+  std::filesystem::remove_all(work);
+  auto target = RootfsTarget::Open("bench", work + "/target", built->root);
+  if (!target.ok()) return Fail(target.status());
+  RootfsTarget& t = **target;
+  fmt::print("rootfs: {} ({:.0f} MB of file data)\n", built->root, TreeBytes(built->root) / 1e6);
+  fmt::print("content load (parent, metadata only): {:.0f} ms\n", load_ms);
+
+  std::vector<double> one;
+  EvaluationRequest req;
+  req.rule_ids = {"sshd_disable_root_login"};
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    auto e = t.Evaluate(ev, req);
+    if (!e.ok()) return Fail(e.status());
+    one.push_back(Ms(a, Clock::now()));
+  }
+  fmt::print("one-rule evaluation (child process, load + eval): median {:.0f} ms over {}\n", Median(one), reps);
+
+  std::vector<double> whole;
+  EvaluationRequest all;
+  Evaluation last;
+  for (int i = 0; i < std::min(reps, 3); ++i) {
+    auto a = Clock::now();
+    auto e = t.Evaluate(ev, all);
+    if (!e.ok()) return Fail(e.status());
+    whole.push_back(Ms(a, Clock::now()));
+    last = *e;
+  }
+  std::string counts;
+  for (const auto& [v, n] : last.Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
+  fmt::print("whole-profile scan ({} rules): median {:.0f} ms;{}\n", last.verdicts.size(), Median(whole), counts);
+
+  std::vector<double> snap, revert_small, revert_large;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    auto s = t.Snapshot();
+    if (!s.ok()) return Fail(s.status());
+    snap.push_back(Ms(a, Clock::now()));
+    if (auto w = t.WriteFile("/etc/ssh/sshd_config.d/bench.conf", "PermitRootLogin no\n", 0644); !w.ok()) return Fail(w);
+    a = Clock::now();
+    if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
+    revert_small.push_back(Ms(a, Clock::now()));
+  }
+  fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms\n", Median(snap),
+             Median(revert_small));
+  for (int i = 0; i < std::min(reps, 3); ++i) {
+    auto s = t.Snapshot();
+    if (!s.ok()) return Fail(s.status());
+    auto inst = t.Run("apt-get install -y -q apparmor chrony ufw vlock >/dev/null 2>&1",
+                      SandboxLimits{});
+    if (!inst.ok()) return Fail(inst.status());
+    auto changed = t.snapshots().ChangedPaths();
+    auto a = Clock::now();
+    if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
+    revert_large.push_back(Ms(a, Clock::now()));
+    if (i == 0) fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());
+  }
+  fmt::print("revert after installing 4 packages: median {:.1f} ms\n", Median(revert_large));
+
+  if (!baseline_out.empty()) {
+    if (auto r = t.Revert(0); !r.ok()) return Fail(r);
+    BaselineOptions opts;
+    opts.output_dir = baseline_out;
+    auto report = RunBaseline(t, ev, opts, log);
+    if (!report.ok()) return Fail(report.status());
+    fmt::print("\n{}", report->ToText());
+    std::ofstream(baseline_out + "/report.json") << report->ToJson() << "\n";
+  }
+  target->reset();
+  std::filesystem::remove_all(work);
+  return 0;
+}

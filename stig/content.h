@@ -1,0 +1,99 @@
+// Content: one SCAP source datastream (ssg-*-ds.xml) with one profile chosen, read through
+// libopenscap into plain values.
+//
+// The roles need a rule's title, description, rationale, check and fix text; reports need its
+// STIG id, CCIs and SRGs; the evaluator needs to know which ids exist. Content::Load parses the
+// datastream once (about 1 s for the 11 MB Ubuntu 20.04 content) and keeps only C++ values, so no
+// libopenscap object outlives the call and a Content can be shared freely.
+//
+// Fix text is the SCAP Security Guide bash remediation ("urn:xccdf:fix:script:sh") with its
+// <sub idref="var_..."/> placeholders replaced by the values the chosen profile selects.
+//
+// Thread safety: Load uses libopenscap, whose initialisation and error state are process-global;
+// do not run two Loads at once. A loaded Content is immutable and safe to read from any thread.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "stig/classification.h"
+
+namespace temper::stig {
+
+// The Debian 12 package ssg-debderived installs the Ubuntu 20.04 STIG content here.
+inline constexpr std::string_view kDefaultContentDir = "/usr/share/xml/scap/ssg/content";
+inline constexpr std::string_view kUbuntu2004Datastream = "ssg-ubuntu2004-ds.xml";
+inline constexpr std::string_view kStigProfile = "xccdf_org.ssgproject.content_profile_stig";
+// SCAP Security Guide ids are "<prefix><name>"; users may type just the name.
+inline constexpr std::string_view kRulePrefix = "xccdf_org.ssgproject.content_rule_";
+inline constexpr std::string_view kProfilePrefix = "xccdf_org.ssgproject.content_profile_";
+
+struct ProfileInfo {
+  std::string id;
+  std::string title;
+  std::string description;
+};
+
+struct RuleInfo {
+  std::string id;  // full XCCDF id, xccdf_org.ssgproject.content_rule_...
+  std::string title;
+  std::string severity;  // "high", "medium", "low", "info" or "unknown"
+  std::string description;  // XHTML markup reduced to text
+  std::string rationale;
+  // The OVAL definition the check runs, its title, and the OVAL test types reachable from it
+  // ("oval:ssg-sshd_disable_root_login:def:1", ...). Empty for rules with no OVAL check.
+  std::string oval_definition_id;
+  std::string check_summary;
+  std::vector<std::string> oval_test_types;
+  // Bash fix with profile values substituted; empty when SSG ships none.
+  std::string fix_bash;
+  bool fix_needs_reboot = false;
+  // References: STIG ids (UBTU-20-010047), CCIs (CCI-000366), SRGs (SRG-OS-000480-GPOS-00227).
+  std::vector<std::string> stig_ids;
+  std::vector<std::string> ccis;
+  std::vector<std::string> srgs;
+  Classification classification;
+};
+
+class Content {
+ public:
+  // Loads `datastream` (a path, or a file name in `content_dir`) and selects `profile` (a full id,
+  // or its suffix after "_profile_", e.g. "stig").
+  // Errors: NotFound for a missing datastream (listing close file names in its directory) or an
+  // unknown profile (listing close profile ids); DataLoss when the file is not a well-formed SCAP
+  // source datastream, with libopenscap's message and the file name.
+  static Result<Content> Load(std::string_view datastream, std::string_view profile,
+                              std::string_view content_dir = kDefaultContentDir);
+
+  const std::string& datastream_path() const { return path_; }
+  const std::string& benchmark_id() const { return benchmark_id_; }
+  const std::vector<ProfileInfo>& profiles() const { return profiles_; }
+  const ProfileInfo& profile() const { return profile_; }
+  // The rules the chosen profile selects, in benchmark order.
+  const std::vector<std::string>& profile_rule_ids() const { return profile_rule_ids_; }
+
+  // Resolves a full rule id or an SSG short name ("sshd_disable_root_login") to a full id of a rule
+  // in the benchmark. NotFound names the id and lists close matches.
+  Result<std::string> ResolveRuleId(std::string_view id) const;
+  // The rule with a full or short id; NotFound as for ResolveRuleId.
+  Result<const RuleInfo*> Rule(std::string_view id) const;
+  // Every rule in the benchmark (selected by the profile or not), by full id.
+  const std::map<std::string, RuleInfo>& rules() const { return rules_; }
+
+ private:
+  std::string path_;
+  std::string benchmark_id_;
+  std::vector<ProfileInfo> profiles_;
+  ProfileInfo profile_;
+  std::vector<std::string> profile_rule_ids_;
+  std::map<std::string, RuleInfo> rules_;
+};
+
+// Resolves a datastream argument as Content::Load does, without loading it. NotFound lists close
+// file names in the directory.
+Result<std::string> ResolveDatastreamPath(std::string_view datastream, std::string_view content_dir);
+
+}  // namespace temper::stig

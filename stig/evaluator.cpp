@@ -1,0 +1,149 @@
+#include "stig/evaluator.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "stig/process.h"
+
+namespace temper::stig {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Removes a scratch directory when the evaluation ends, however it ends.
+class ScratchDir {
+ public:
+  static Result<ScratchDir> Create(const std::string& parent) {
+    fs::path base = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
+    std::string tmpl = (base / "temper-eval-XXXXXX").string();
+    if (!::mkdtemp(tmpl.data())) return Status::FromErrno(errno, "creating a scratch directory in " + base.string());
+    return ScratchDir(tmpl);
+  }
+  ScratchDir(ScratchDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ScratchDir& operator=(ScratchDir&&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit ScratchDir(std::string p) : path_(std::move(p)) {}
+  std::string path_;
+};
+
+}  // namespace
+
+std::string DefaultEvalHelperPath() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    fs::path beside = self.parent_path() / "temper-stig-eval";
+    if (fs::exists(beside, ec)) return beside.string();
+  }
+  return TEMPER_STIG_EVAL_BUILD_PATH;
+}
+
+Result<Verdict> Evaluation::VerdictOf(const std::string& rule_id) const {
+  for (const auto& v : verdicts) {
+    if (v.rule_id == rule_id) return v.verdict;
+  }
+  return Status::NotFound("rule " + rule_id + " was not evaluated");
+}
+
+std::map<Verdict, int> Evaluation::Counts() const {
+  std::map<Verdict, int> counts;
+  for (const auto& v : verdicts) counts[v.verdict]++;
+  return counts;
+}
+
+Evaluator::Evaluator(const Content& content, EvaluatorOptions options, const Logger& log)
+    : content_(content), options_(std::move(options)), log_(log) {
+  if (options_.helper_path.empty()) options_.helper_path = DefaultEvalHelperPath();
+}
+
+Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const EvaluationRequest& request) const {
+  if (request.write_fix_script && request.output_dir.empty()) {
+    return Status::InvalidArgument("evaluation: write_fix_script needs an output_dir");
+  }
+  std::vector<std::string> rules;
+  for (const auto& id : request.rule_ids) {
+    TEMPER_ASSIGN_OR_RETURN(std::string full, content_.ResolveRuleId(id));
+    rules.push_back(std::move(full));
+  }
+  std::error_code ec;
+  if (!fs::is_directory(root_dir, ec)) return Status::NotFound("evaluation root " + root_dir + " is not a directory");
+  if (::access(options_.helper_path.c_str(), X_OK) != 0) {
+    return Status::Unavailable("the evaluation helper " + options_.helper_path + " is missing or not executable");
+  }
+  TEMPER_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Create(options_.scratch_dir));
+
+  ProcessSpec spec;
+  spec.argv = {options_.helper_path, "--datastream", content_.datastream_path(), "--profile",
+               content_.profile().id, "--root", root_dir, "--workdir", scratch.path()};
+  for (const auto& r : rules) {
+    spec.argv.push_back("--rule");
+    spec.argv.push_back(r);
+  }
+  Evaluation out;
+  if (!request.output_dir.empty()) {
+    fs::create_directories(request.output_dir, ec);
+    if (ec) return Status::IOError("creating " + request.output_dir + ": " + ec.message());
+    out.results_path = (fs::path(request.output_dir) / "results.xml").string();
+    out.arf_path = (fs::path(request.output_dir) / "arf.xml").string();
+    spec.argv.insert(spec.argv.end(), {"--results", out.results_path, "--arf", out.arf_path});
+    if (request.write_fix_script) {
+      out.fix_script_path = (fs::path(request.output_dir) / "fix.sh").string();
+      spec.argv.insert(spec.argv.end(), {"--fix", out.fix_script_path});
+    }
+  }
+  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + scratch.path(), "LC_ALL=C"};
+  spec.timeout = options_.timeout;
+  spec.memory_limit_bytes = options_.memory_limit_bytes;
+  spec.max_output_bytes = 64 << 20;
+
+  log_.Debug("evaluating {} rule(s) of {} on {}", rules.empty() ? content_.profile_rule_ids().size() : rules.size(),
+             content_.profile().id, root_dir);
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult pr, RunProcess(spec));
+  out.seconds = pr.seconds;
+  if (pr.timed_out) {
+    return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", root_dir, pr.Describe()));
+  }
+  if (!pr.Succeeded()) {
+    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", root_dir, pr.Describe(), pr.err));
+  }
+
+  std::map<std::string, Verdict> got;
+  std::istringstream lines(pr.out);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(lines, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("rule") || !j.contains("result") || !j["rule"].is_string() ||
+        !j["result"].is_string()) {
+      return Status::Internal(fmt::format("evaluation helper output line {} is malformed: {}", line_no, line));
+    }
+    TEMPER_ASSIGN_OR_RETURN(Verdict v, ParseVerdict(j["result"].get<std::string>()));
+    got[j["rule"].get<std::string>()] = v;
+  }
+  const std::vector<std::string>& wanted = rules.empty() ? content_.profile_rule_ids() : rules;
+  for (const auto& r : wanted) {
+    auto it = got.find(r);
+    if (it == got.end()) {
+      return Status::Internal(fmt::format("OpenSCAP returned no verdict for {} on {}: {}", r, root_dir, pr.err));
+    }
+    out.verdicts.push_back({r, it->second});
+  }
+  return out;
+}
+
+}  // namespace temper::stig

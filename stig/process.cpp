@@ -1,0 +1,246 @@
+#include "stig/process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace temper::stig {
+namespace {
+
+constexpr int kUserNamespaceIdCount = 65536;  // covers nobody/nogroup (65534)
+
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd& operator=(Fd&& o) noexcept {
+    if (this != &o) { Reset(); fd_ = o.fd_; o.fd_ = -1; }
+    return *this;
+  }
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  void Reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+Status MakePipe(Fd& read_end, Fd& write_end) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe2");
+  read_end = Fd(fds[0]);
+  write_end = Fd(fds[1]);
+  return Status::OK();
+}
+
+// Child side after fork: only async-signal-safe calls from here to execve.
+[[noreturn]] void ChildExec(const ProcessSpec& spec, char* const* argv, char* const* envp, int in_fd,
+                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd) {
+  auto fail = [&](int stage) {
+    int e = errno;
+    int msg[2] = {stage, e};
+    (void)!::write(report_fd, msg, sizeof msg);
+    ::_exit(127);
+  };
+  ::setpgid(0, 0);
+  if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(1);
+  if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2);
+  if (spec.memory_limit_bytes > 0) {
+    struct rlimit lim{spec.memory_limit_bytes, spec.memory_limit_bytes};
+    if (::setrlimit(RLIMIT_AS, &lim) != 0) fail(3);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (spec.new_user_namespace) {
+    if (::unshare(CLONE_NEWUSER) != 0) fail(4);
+    char one = 1;
+    if (::write(sync_write, &one, 1) != 1) fail(5);  // the parent now writes our id maps
+    if (::read(go_read, &one, 1) != 1 || one != 1) fail(6);
+  }
+  ::execvpe(argv[0], argv, envp);
+  fail(7);
+  ::_exit(127);
+}
+
+const char* StageName(int stage) {
+  switch (stage) {
+    case 1: return "redirecting stdio";
+    case 2: return "changing directory";
+    case 3: return "setting the memory limit";
+    case 4: return "creating a user namespace";
+    case 5: case 6: return "synchronising the user namespace setup";
+    default: return "executing";
+  }
+}
+
+Status WriteIdMap(pid_t pid, const char* file) {
+  std::string path = fmt::format("/proc/{}/{}", pid, file);
+  std::string line = fmt::format("0 0 {}\n", kUserNamespaceIdCount);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "opening " + path);
+  ssize_t n = ::write(fd, line.data(), line.size());
+  int e = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size())) return Status::FromErrno(e, "writing " + path);
+  return Status::OK();
+}
+
+}  // namespace
+
+std::string ProcessResult::Describe() const {
+  if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);
+  if (term_signal != 0) return fmt::format("killed by signal {} ({})", term_signal, strsignal(term_signal));
+  return fmt::format("exit {}", exit_code);
+}
+
+Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
+  if (spec.argv.empty()) return Status::InvalidArgument("RunProcess: empty argv");
+
+  // Everything the child touches is prepared before fork.
+  std::vector<char*> argv;
+  for (const auto& a : spec.argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  static const std::string kDefaultPath = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
+  std::vector<char*> envp;
+  if (spec.env.empty()) envp.push_back(const_cast<char*>(kDefaultPath.c_str()));
+  for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+
+  Fd in_r, in_w, out_r, out_w, err_r, err_w, sync_r, sync_w, go_r, go_w, rep_r, rep_w;
+  TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(sync_r, sync_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(go_r, go_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(rep_r, rep_w));
+
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::FromErrno(errno, "fork for " + spec.argv[0]);
+  if (pid == 0) {
+    ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(),
+              go_r.get(), rep_w.get());
+  }
+  ::setpgid(pid, pid);  // also done in the child; whichever runs first wins, both are harmless
+  in_r.Reset();
+  out_w.Reset();
+  err_w.Reset();
+  sync_w.Reset();
+  go_r.Reset();
+  rep_w.Reset();
+
+  auto kill_and_reap = [&]() {
+    ::kill(-pid, SIGKILL);
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+  };
+
+  if (spec.new_user_namespace) {
+    char one = 0;
+    ssize_t n = ::read(sync_r.get(), &one, 1);
+    Status s;
+    if (n == 1) {
+      s = WriteIdMap(pid, "uid_map");
+      if (s.ok()) s = WriteIdMap(pid, "gid_map");
+    }
+    char go = s.ok() && n == 1 ? 1 : 0;
+    (void)!::write(go_w.get(), &go, 1);
+    if (!s.ok()) {
+      kill_and_reap();
+      return s.WithContext("setting up the user namespace for " + spec.argv[0]);
+    }
+  }
+  go_w.Reset();
+
+  // Feed stdin and drain both outputs together, so neither side can block the other.
+  ProcessResult result;
+  std::size_t in_off = 0;
+  if (spec.stdin_data.empty()) in_w.Reset();
+  if (in_w.get() >= 0) ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
+  auto deadline = start + spec.timeout;
+  char buf[65536];
+  while (out_r.get() >= 0 || err_r.get() >= 0 || in_w.get() >= 0) {
+    pollfd fds[3];
+    int nfds = 0;
+    int idx_out = -1, idx_err = -1, idx_in = -1;
+    if (out_r.get() >= 0) { idx_out = nfds; fds[nfds++] = {out_r.get(), POLLIN, 0}; }
+    if (err_r.get() >= 0) { idx_err = nfds; fds[nfds++] = {err_r.get(), POLLIN, 0}; }
+    if (in_w.get() >= 0) { idx_in = nfds; fds[nfds++] = {in_w.get(), POLLOUT, 0}; }
+    int wait_ms = -1;
+    if (spec.timeout.count() > 0) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        result.timed_out = true;
+        break;
+      }
+      wait_ms = static_cast<int>(std::min<long long>(left.count(), 1000));
+    }
+    int r = ::poll(fds, nfds, wait_ms);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      int e = errno;
+      kill_and_reap();
+      return Status::FromErrno(e, "poll on the output of " + spec.argv[0]);
+    }
+    auto drain = [&](int idx, Fd& fd, std::string& sink, bool& truncated) {
+      if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
+      ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) return;
+        fd.Reset();
+        return;
+      }
+      std::size_t room = spec.max_output_bytes > sink.size() ? spec.max_output_bytes - sink.size() : 0;
+      std::size_t keep = std::min<std::size_t>(room, static_cast<std::size_t>(n));
+      sink.append(buf, keep);
+      if (keep < static_cast<std::size_t>(n)) truncated = true;
+    };
+    drain(idx_out, out_r, result.out, result.out_truncated);
+    drain(idx_err, err_r, result.err, result.err_truncated);
+    if (idx_in >= 0 && (fds[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
+      ssize_t n = ::write(in_w.get(), spec.stdin_data.data() + in_off, spec.stdin_data.size() - in_off);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) in_w.Reset();
+      if (n > 0) in_off += static_cast<std::size_t>(n);
+      if (in_off == spec.stdin_data.size()) in_w.Reset();
+    }
+  }
+  if (result.timed_out) {
+    kill_and_reap();
+    result.term_signal = SIGKILL;
+  } else {
+    int st = 0;
+    while (::waitpid(pid, &st, 0) < 0) {
+      if (errno != EINTR) return Status::FromErrno(errno, "waitpid for " + spec.argv[0]);
+    }
+    // A sandbox may leave daemons behind in the group when it has no pid namespace of its own.
+    ::kill(-pid, SIGKILL);
+    if (WIFEXITED(st)) result.exit_code = WEXITSTATUS(st);
+    if (WIFSIGNALED(st)) result.term_signal = WTERMSIG(st);
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  int report[2];
+  if (::read(rep_r.get(), report, sizeof report) == static_cast<ssize_t>(sizeof report)) {
+    return Status::FromErrno(report[1], fmt::format("starting {} ({})", spec.argv[0], StageName(report[0])));
+  }
+  return result;
+}
+
+}  // namespace temper::stig

@@ -1,0 +1,63 @@
+// Process: runs one child process to completion with bounded time, memory and output.
+//
+// Everything stig/ does outside its own address space goes through here: the OpenSCAP evaluation
+// child, bubblewrap sandboxes, mmdebstrap. One runner keeps the limits, the kill-on-timeout and
+// the output caps in one place, so no caller can forget them.
+//
+// The child gets its own process group; on timeout the whole group is killed with SIGKILL (a
+// bubblewrap child with --unshare-pid then takes every process of its sandbox with it).
+// Thread safety: RunProcess is reentrant; it forks with only async-signal-safe calls in the child.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace temper::stig {
+
+struct ProcessSpec {
+  // argv[0] is the program: an absolute path, or a name searched in PATH of the parent.
+  std::vector<std::string> argv;
+  // The child's whole environment as KEY=VALUE. Empty means "PATH=/usr/sbin:/usr/bin:/sbin:/bin".
+  std::vector<std::string> env;
+  // Working directory; empty keeps the parent's.
+  std::string cwd;
+  // Written to the child's stdin, which is then closed.
+  std::string stdin_data;
+  // Zero means no limit.
+  std::chrono::milliseconds timeout{0};
+  // Bytes kept per stream; the rest is read and dropped (so the child never blocks on a full pipe).
+  std::size_t max_output_bytes = 1 << 20;
+  // RLIMIT_AS for the child and everything it starts; zero means unlimited.
+  std::uint64_t memory_limit_bytes = 0;
+  // Start the child in a new user namespace whose ids 0..65535 map to the same ids outside (the
+  // caller must be root). It is root there with capabilities only over namespaces it creates:
+  // file ownership stays exact, while host-wide privileged operations (sysctl, mounts of host
+  // file systems, module loading, device nodes) are refused by the kernel.
+  bool new_user_namespace = false;
+};
+
+struct ProcessResult {
+  int exit_code = -1;    // valid when term_signal == 0
+  int term_signal = 0;   // the signal that ended the child, 0 when it exited
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+  bool out_truncated = false;
+  bool err_truncated = false;
+  double seconds = 0;
+
+  bool Succeeded() const { return !timed_out && term_signal == 0 && exit_code == 0; }
+  // "exit 2", "killed by signal 9", "timed out after 5.0 s".
+  std::string Describe() const;
+};
+
+// Runs `spec` and waits for it. Errors: InvalidArgument for an empty argv, IOError when the child
+// cannot be started (fork, pipes, exec of a missing program: the message names argv[0]). A child
+// that runs and fails is not an error: inspect the ProcessResult.
+Result<ProcessResult> RunProcess(const ProcessSpec& spec);
+
+}  // namespace temper::stig

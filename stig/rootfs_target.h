@@ -1,0 +1,54 @@
+// RootfsTarget: a Target that is a root file system in a directory, changed only through a
+// bubblewrap sandbox and snapshotted with overlayfs.
+//
+// It stands in for a host during development, tests and the baseline: a Debian 12 root (built by
+// rootfs_builder.h) presented as Ubuntu 20.04, so SSG's Ubuntu 20.04 STIG content applies. Reads
+// and writes resolve paths with openat2(RESOLVE_IN_ROOT), so a symlink inside the target can never
+// lead outside it.
+// Requires root on the host (overlayfs mounts, the sandbox's id map).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/log.h"
+#include "stig/overlay_snapshots.h"
+#include "stig/rootfs_builder.h"
+#include "stig/target.h"
+
+namespace temper::stig {
+
+class RootfsTarget : public Target {
+ public:
+  // Opens the target `name` whose state lives in `dir` (layers, mount point) over the read-only
+  // root `base`; many targets may share one base. Errors as OverlaySnapshots::Open.
+  static Result<std::unique_ptr<RootfsTarget>> Open(std::string name, const std::string& dir,
+                                                    const std::string& base);
+
+  // The layout `temper target create` makes in a target directory: `dir`/root holds the built
+  // root (rootfs_builder.h) and `dir`/state the snapshot layers. Builds the root first when it is
+  // missing or its spec changed (so this may take minutes and needs network access).
+  static Result<std::unique_ptr<RootfsTarget>> CreateInDir(std::string name, const std::string& dir,
+                                                           const RootfsSpec& spec, const Logger& log);
+
+  const std::string& name() const override { return name_; }
+  Result<SnapshotId> Snapshot() override;
+  Status Revert(SnapshotId id) override;
+  Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
+  Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) override;
+  Status WriteFile(const std::string& path, std::string_view content, mode_t mode) override;
+  Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) override;
+
+  // The merged tree on the host (for evaluation and inspection; never write to it directly).
+  const std::string& root() const { return layers_->merged(); }
+  OverlaySnapshots& snapshots() { return *layers_; }
+
+ private:
+  RootfsTarget(std::string name, std::unique_ptr<OverlaySnapshots> layers)
+      : name_(std::move(name)), layers_(std::move(layers)) {}
+
+  std::string name_;
+  std::unique_ptr<OverlaySnapshots> layers_;
+};
+
+}  // namespace temper::stig

@@ -1,0 +1,46 @@
+// Target: the machine the loop hardens, as the Worker's tools and the evaluator see it.
+//
+// The orchestrator drives every target through these operations alone, so a rootfs sandbox
+// (rootfs_target.h) and, later, an SSH host are interchangeable. Paths are absolute paths inside
+// the target. Commands run as the target's root, confined to the target.
+// Thread safety: implementations are not thread-safe; one owner drives a target at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+
+#include "common/status.h"
+#include "stig/evaluator.h"
+#include "stig/process.h"
+#include "stig/sandbox.h"
+
+namespace temper::stig {
+
+using SnapshotId = std::uint32_t;
+
+class Target {
+ public:
+  virtual ~Target() = default;
+
+  virtual const std::string& name() const = 0;
+
+  // Records the current state; Revert(id) returns to it.
+  virtual Result<SnapshotId> Snapshot() = 0;
+  // Restores the exact state of snapshot `id` (0 = as created), discarding later snapshots.
+  virtual Status Revert(SnapshotId id) = 0;
+
+  // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with
+  // its exit code, not an error.
+  virtual Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) = 0;
+  // Reads at most `max_bytes` of a regular file (OutOfRange when larger). NotFound when missing.
+  virtual Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) = 0;
+  // Creates or replaces a file, owned by root, with `mode`. NotFound when the parent is missing.
+  virtual Status WriteFile(const std::string& path, std::string_view content, mode_t mode) = 0;
+
+  // OpenSCAP verdicts for the request on the target's current state.
+  virtual Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) = 0;
+};
+
+}  // namespace temper::stig

@@ -1,0 +1,60 @@
+// The one Debian 12 root the stig suite shares, and per-test targets layered over it.
+//
+// The root is built once per build tree by the hidden test case "[.rootfs_build]", which ctest
+// runs as the FIXTURES_SETUP of every other case (see CMakeLists.txt), and rebuilt only when its
+// spec changes. Each test case opens its own RootfsTarget over that root in a fresh directory,
+// so cases can run in parallel without seeing each other's changes.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <catch2/catch.hpp>
+
+#include "stig/rootfs_target.h"
+
+namespace temper::stig::testing {
+
+inline std::string RootfsDir() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs"; }
+inline std::string SharedRoot() { return RootfsDir() + "/root"; }
+
+// A target over the shared root in a directory of its own, removed at the end of the test.
+class ScopedTarget {
+ public:
+  explicit ScopedTarget(const std::string& name) {
+    REQUIRE(std::filesystem::is_directory(SharedRoot()));
+    dir_ = std::string(TEMPER_BINARY_DIR) + "/stig-targets/" + name + "-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir_);
+    auto t = RootfsTarget::Open(name, dir_, SharedRoot());
+    REQUIRE(t.ok());
+    target_ = std::move(*t);
+  }
+  ~ScopedTarget() {
+    target_.reset();  // unmounts
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  ScopedTarget(const ScopedTarget&) = delete;
+  ScopedTarget& operator=(const ScopedTarget&) = delete;
+
+  RootfsTarget& operator*() { return *target_; }
+  RootfsTarget* operator->() { return target_.get(); }
+  const std::string& dir() const { return dir_; }
+  // Re-opens the target from its directory, as a restarted daemon would.
+  void Reopen() {
+    std::string name = target_->name();
+    target_.reset();
+    auto t = RootfsTarget::Open(name, dir_, SharedRoot());
+    REQUIRE(t.ok());
+    target_ = std::move(*t);
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<RootfsTarget> target_;
+};
+
+}  // namespace temper::stig::testing
