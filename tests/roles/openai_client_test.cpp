@@ -3,6 +3,8 @@
 // truncated streams, malformed bodies, and the API key's handling.
 #include "roles/openai_client.h"
 
+#include "roles/local_server.h"
+
 #include <httplib.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,30 +21,11 @@
 #include <nlohmann/json.hpp>
 
 using namespace temper;
+using temper::testing::LocalServer;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A server on an ephemeral port, accepting from the moment it is constructed.
-class LocalServer {
- public:
-  explicit LocalServer(httplib::Server::Handler handler) {
-    server_.Post("/v1/chat/completions", std::move(handler));
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~LocalServer() {
-    server_.stop();
-    thread_.join();
-  }
-  std::string base_url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1"; }
-
- private:
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
 
 // A Logger writing to a temporary file, to check what reaches the log.
 struct CapturedLog {
