@@ -1,0 +1,138 @@
+#include "roles/architect.h"
+
+#include <fmt/format.h>
+
+#include "common/closest_match.h"
+#include "roles/tool_call_parser.h"
+
+namespace temper {
+
+using nlohmann::json;
+
+Result<json> AnswerObject(const ChatResponse& response) {
+  TEMPER_ASSIGN_OR_RETURN(std::string text, ExtractJsonObject(response.text));
+  return json::parse(text);  // ExtractJsonObject only returns text that parses
+}
+
+Result<std::string> RequiredString(const json& answer, const char* key) {
+  auto it = answer.find(key);
+  if (it == answer.end()) return Status::InvalidArgument(fmt::format("the answer lacks the field \"{}\"", key));
+  if (!it->is_string()) return Status::InvalidArgument(fmt::format("the field \"{}\" must be a string", key));
+  std::string v = it->get<std::string>();
+  if (v.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Status::InvalidArgument(fmt::format("the field \"{}\" is empty", key));
+  }
+  return v;
+}
+
+Result<RolePrompt> AssembleRolePrompt(const RoleConfig& config, const TokenEstimator& estimator,
+                                      const std::string& system, std::vector<PromptSection> sections) {
+  const size_t window = config.context_tokens > config.max_output_tokens ? config.context_tokens - config.max_output_tokens : 0;
+  const size_t system_tokens = estimator.Count(system) + 2 * kPerMessageOverheadTokens;
+  if (system_tokens >= window) {
+    return Status::ResourceExhausted(fmt::format(
+        "the {} instructions alone need {} tokens but the prompt budget is {} (context_tokens {} − max_output_tokens {})",
+        config.role, system_tokens, window, config.context_tokens, config.max_output_tokens));
+  }
+  auto assembled = AssemblePrompt(sections, window - system_tokens, estimator);
+  if (!assembled.ok()) return assembled.status().WithContext(fmt::format("building the {} prompt", config.role));
+  RolePrompt p;
+  p.request.role_name = config.role;
+  p.request.sampling = config.sampling;
+  p.request.max_tokens = config.max_output_tokens;
+  p.request.messages = {{ChatRole::kSystem, system}, {ChatRole::kUser, assembled->text}};
+  p.trimmed = std::move(assembled->trimmed);
+  return p;
+}
+
+Result<RolePrompt> Architect::Assemble(const std::string& system, std::vector<PromptSection> sections) const {
+  return AssembleRolePrompt(config_, estimator_, system, std::move(sections));
+}
+
+Result<RolePrompt> Architect::BuildPick(const ArchitectInput& input) const {
+  if (input.candidates.empty()) return Status::InvalidArgument("the Architect needs at least one candidate rule");
+  TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("architect"));
+  std::vector<PromptSection> sections;
+  sections.push_back(BatchSection(input.batch, 950));
+  std::string ids = "## Candidate rules\n";
+  for (const RuleInfo& r : input.candidates) ids += fmt::format("- {} ({}): {}\n", r.id, r.severity, r.title);
+  sections.push_back({"candidate list", ids, 0, true});
+  for (size_t i = 0; i < input.candidates.size(); ++i) {
+    for (PromptSection s : RuleSections(input.candidates[i])) {
+      // Later candidates' details matter less than the first's.
+      if (!s.required) s.priority -= static_cast<int>(i) * 10;
+      s.required = false;
+      s.truncatable = true;
+      sections.push_back(std::move(s));
+    }
+  }
+  for (PromptSection& s : LessonSections(input.lessons)) sections.push_back(std::move(s));
+  for (PromptSection& s : AttemptSections(input.prior_attempts, 400)) sections.push_back(std::move(s));
+  return Assemble(system, std::move(sections));
+}
+
+Result<ArchitectPick> Architect::ParsePick(const ChatResponse& response, const ArchitectInput& input) const {
+  TEMPER_ASSIGN_OR_RETURN(json answer, AnswerObject(response));
+  TEMPER_ASSIGN_OR_RETURN(std::string decision, RequiredString(answer, "decision"));
+  TEMPER_ASSIGN_OR_RETURN(std::string rule_id, RequiredString(answer, "rule_id"));
+  std::vector<std::string> ids;
+  bool known = false;
+  for (const RuleInfo& r : input.candidates) {
+    ids.push_back(r.id);
+    known = known || r.id == rule_id;
+  }
+  if (!known) {
+    return Status::InvalidArgument(fmt::format("\"rule_id\" '{}' is not a candidate{}; the candidates are {}",
+                                               rule_id, DidYouMean(rule_id, ids), fmt::join(ids, ", ")));
+  }
+  ArchitectPick pick;
+  pick.rule_id = rule_id;
+  if (decision == "attempt") {
+    pick.kind = ArchitectPick::Kind::kAttempt;
+    TEMPER_ASSIGN_OR_RETURN(pick.approach, RequiredString(answer, "approach"));
+  } else if (decision == "skip") {
+    pick.kind = ArchitectPick::Kind::kSkip;
+    TEMPER_ASSIGN_OR_RETURN(pick.reason, RequiredString(answer, "reason"));
+  } else {
+    return Status::InvalidArgument(fmt::format("\"decision\" must be \"attempt\" or \"skip\", not \"{}\"", decision));
+  }
+  return pick;
+}
+
+Result<RolePrompt> Architect::BuildReengage(const RuleInfo& rule, const std::string& current_plan,
+                                            const std::vector<AttemptRecord>& attempts,
+                                            const std::vector<Lesson>& lessons) const {
+  TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("architect_reengage"));
+  std::vector<PromptSection> sections = RuleSections(rule);
+  sections.push_back({"current plan", "## Current plan\n" + current_plan, 0, true});
+  for (PromptSection& s : AttemptSections(attempts, 880)) sections.push_back(std::move(s));
+  for (PromptSection& s : LessonSections(lessons)) sections.push_back(std::move(s));
+  return Assemble(system, std::move(sections));
+}
+
+Result<ReengageDecision> Architect::ParseReengage(const ChatResponse& response) const {
+  TEMPER_ASSIGN_OR_RETURN(json answer, AnswerObject(response));
+  TEMPER_ASSIGN_OR_RETURN(std::string verdict, RequiredString(answer, "verdict"));
+  ReengageDecision d;
+  TEMPER_ASSIGN_OR_RETURN(d.reasoning, RequiredString(answer, "reasoning"));
+  std::string v;
+  for (char c : verdict) v.push_back(static_cast<char>(std::toupper(static_cast<unsigned char>(c))));
+  if (v == "CONTINUE") {
+    d.verdict = ReengageVerdict::kContinue;
+  } else if (v == "PIVOT") {
+    d.verdict = ReengageVerdict::kPivot;
+    TEMPER_ASSIGN_OR_RETURN(d.plan, RequiredString(answer, "plan"));
+  } else if (v == "ESCALATE") {
+    d.verdict = ReengageVerdict::kEscalate;
+  } else {
+    return Status::InvalidArgument(fmt::format(
+        "\"verdict\" must be CONTINUE, PIVOT or ESCALATE, not \"{}\"{}", verdict,
+        DidYouMean(v, {"CONTINUE", "PIVOT", "ESCALATE"})));
+  }
+  if (d.verdict != ReengageVerdict::kPivot) {
+    if (auto p = answer.find("plan"); p != answer.end() && p->is_string()) d.plan = p->get<std::string>();
+  }
+  return d;
+}
+
+}  // namespace temper

@@ -1,0 +1,35 @@
+// Renders rule metadata, batch state, lessons and attempts as prompt sections with the priorities
+// every role uses: the rule's identity is required; its check and fix text come next (truncatable);
+// lessons for this rule outrank lessons from similar rules, and higher utility outranks lower; the
+// newest attempts outrank older ones. Shared by the Architect, Worker and Reflector so memory is
+// trimmed the same way everywhere.
+// Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "roles/model_client.h"
+#include "roles/prompt_assembly.h"
+#include "roles/rule_context.h"
+
+namespace temper {
+
+// The rule's id, title and severity (required) and its details (truncatable, priority 900).
+std::vector<PromptSection> RuleSections(const RuleInfo& rule);
+PromptSection BatchSection(const BatchState& batch, int priority);
+// One section per lesson; priority 500..800 by same_rule and utility.
+std::vector<PromptSection> LessonSections(const std::vector<Lesson>& lessons);
+// One truncatable section per attempt; newest highest, from `top_priority` down.
+std::vector<PromptSection> AttemptSections(const std::vector<AttemptRecord>& attempts, int top_priority);
+
+// The tokens a chat request will cost beyond its message texts (role markers, turn delimiters).
+constexpr size_t kPerMessageOverheadTokens = 8;
+
+// A ready-to-send request for a role, plus what was trimmed to fit (for the journal).
+struct RolePrompt {
+  ChatRequest request;
+  std::vector<TrimmedSection> trimmed;
+};
+
+}  // namespace temper

@@ -1,0 +1,45 @@
+// What the roles are told about a rule and its history: the rule's SCAP metadata, the batch's
+// progress, lessons from memory and the attempts made so far. Plain values the orchestrator fills
+// from the datastream and the state store; roles only render them into prompts.
+// Thread safety: plain values.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace temper {
+
+struct RuleInfo {
+  std::string id;        // xccdf_org.ssgproject.content_rule_...
+  std::string title;
+  std::string severity;  // high, medium, low, unknown
+  std::string description;
+  std::string rationale;
+  std::string check_text;
+  std::string fix_text;
+  std::vector<std::string> references;  // STIG ids, CCIs, NIST controls
+};
+
+struct Lesson {
+  std::string rule_id;     // the rule it was learnt on
+  std::string text;
+  double utility = 0.5;    // 0..1, rises and falls with later outcomes
+  bool same_rule = false;  // learnt on the rule at hand (else on a similar rule)
+};
+
+struct AttemptRecord {
+  int number = 0;
+  std::string approach;
+  std::string actions;     // the commands run and files written, summarised
+  std::string verdict;     // pass, fail, regression, unhealthy, error
+  std::string evidence;    // the evaluator's evidence (OVAL results, health check output)
+  std::string lesson;      // the Reflector's lesson, if any
+};
+
+struct BatchState {
+  size_t total = 0, passed = 0, failed = 0, escalated = 0, skipped = 0, pending = 0;
+  std::vector<std::string> recent_events;  // newest last: "rule X passed on attempt 2"
+};
+
+}  // namespace temper

@@ -1,0 +1,249 @@
+#include "roles/worker.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "roles/architect.h"
+#include "roles/command_policy.h"
+#include "roles/tool_calls.h"
+
+namespace temper {
+
+using nlohmann::json;
+
+namespace {
+
+bool IsContinuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+bool ToolErrorIsForTheModel(StatusCode code) {
+  return code == StatusCode::kInvalidArgument || code == StatusCode::kNotFound ||
+         code == StatusCode::kPermissionDenied || code == StatusCode::kFailedPrecondition ||
+         code == StatusCode::kIOError || code == StatusCode::kAlreadyExists || code == StatusCode::kOutOfRange;
+}
+
+// Shell scripts written with write_file run later; the policy checks their text now.
+bool LooksLikeShellScript(const std::string& path, const std::string& content) {
+  if (path.ends_with(".sh") || path.ends_with(".bash")) return true;
+  if (content.rfind("#!", 0) != 0) return false;
+  std::string first = content.substr(0, content.find('\n'));
+  return first.find("sh") != std::string::npos;
+}
+
+std::string OneLine(const std::string& s, size_t max) {
+  std::string out = s.substr(0, max);
+  std::replace(out.begin(), out.end(), '\n', ' ');
+  return s.size() > max ? out + "…" : out;
+}
+
+}  // namespace
+
+std::string_view WorkerOutcomeName(WorkerOutcome outcome) {
+  switch (outcome) {
+    case WorkerOutcome::kFinished: return "finished";
+    case WorkerOutcome::kStepBudget: return "step_budget";
+    case WorkerOutcome::kTokenBudget: return "token_budget";
+    case WorkerOutcome::kUnusableAnswers: return "unusable_answers";
+  }
+  return "finished";
+}
+
+std::string TruncateOutput(const std::string& text, size_t max_bytes) {
+  if (text.size() <= max_bytes) return text;
+  const size_t note_reserve = 64;
+  const size_t keep = max_bytes > note_reserve ? max_bytes - note_reserve : 0;
+  size_t head = keep * 2 / 3;
+  while (head > 0 && head < text.size() && IsContinuation(static_cast<unsigned char>(text[head]))) --head;
+  size_t tail_start = text.size() - (keep - std::min(keep, head));
+  while (tail_start < text.size() && IsContinuation(static_cast<unsigned char>(text[tail_start]))) ++tail_start;
+  return text.substr(0, head) +
+         fmt::format("\n[… output truncated: {} of {} bytes left out …]\n", tail_start - head, text.size()) +
+         text.substr(tail_start);
+}
+
+std::vector<ToolDeclaration> Worker::Tools() {
+  return {
+      {"run_command", "Run one shell command line on the target as root (/bin/sh -c). Returns the exit status and output.",
+       json::parse(R"({"type": "object", "properties": {"command": {"type": "string", "description": "the command line"}},
+                       "required": ["command"], "additionalProperties": false})")},
+      {"read_file", "Read a file on the target.",
+       json::parse(R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"}},
+                       "required": ["path"], "additionalProperties": false})")},
+      {"write_file", "Create or replace a file on the target with the given content.",
+       json::parse(R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"},
+                       "content": {"type": "string", "description": "the whole new content"}},
+                       "required": ["path", "content"], "additionalProperties": false})")},
+      {"finish", "End the attempt. The evaluator then checks the rule.",
+       json::parse(R"({"type": "object", "properties": {"summary": {"type": "string",
+                       "description": "what you changed and how you verified it"}},
+                       "required": ["summary"], "additionalProperties": false})")},
+  };
+}
+
+Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
+  TEMPER_ASSIGN_OR_RETURN(std::string system,
+                          prompts_.Render("worker", {{"max_steps", std::to_string(budget_.max_steps)},
+                                                     {"max_tokens", std::to_string(budget_.max_tokens)}}));
+  std::vector<PromptSection> sections = RuleSections(task.rule);
+  sections.push_back({"approach", "## Approach (from the Architect)\n" + task.approach, 0, true});
+  for (PromptSection& s : LessonSections(task.lessons)) sections.push_back(std::move(s));
+  for (PromptSection& s : AttemptSections(task.prior_attempts, 450)) sections.push_back(std::move(s));
+  // Leave room in the window for the tool loop's own turns: the first prompt takes at most half.
+  RoleConfig half = config_;
+  half.context_tokens = config_.max_output_tokens + (config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens)) / 2;
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt p, AssembleRolePrompt(half, estimator_, system, std::move(sections)));
+  p.request.max_tokens = config_.max_output_tokens;
+  p.request.tools = Tools();
+  return p;
+}
+
+Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const WorkerTask& task,
+                                 const std::function<void(const WorkerEvent&)>& on_event) const {
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, BuildPrompt(task));
+  ChatRequest request = std::move(prompt.request);
+  WorkerResult result;
+  result.trimmed = std::move(prompt.trimmed);
+  const PolicyContext policy{IsBootloaderRule(task.rule.id, task.rule.title)};
+  const size_t window = config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens);
+  auto emit = [&](WorkerEvent e) {
+    if (on_event) on_event(e);
+    result.events.push_back(std::move(e));
+  };
+  auto tokens_used = [&] { return result.usage.prompt_tokens + result.usage.completion_tokens; };
+  uint32_t unusable = 0;
+  size_t next_to_elide = 2;  // messages 0 and 1 are the system prompt and the task
+
+  for (;;) {
+    if (result.steps >= budget_.max_steps) {
+      result.outcome = WorkerOutcome::kStepBudget;
+      result.summary = fmt::format("stopped: the step budget of {} tool calls is spent", budget_.max_steps);
+      return result;
+    }
+    if (tokens_used() >= budget_.max_tokens) {
+      result.outcome = WorkerOutcome::kTokenBudget;
+      result.summary = fmt::format("stopped: the token budget of {} is spent", budget_.max_tokens);
+      return result;
+    }
+    // Fit the conversation in the window, eliding the oldest tool outputs first.
+    auto conversation_tokens = [&] {
+      size_t t = 0;
+      for (const ChatMessage& m : request.messages) {
+        t += estimator_.Count(m.content) + kPerMessageOverheadTokens;
+        for (const ToolCall& c : m.tool_calls) t += estimator_.Count(c.arguments) + estimator_.Count(c.name);
+      }
+      return t;
+    };
+    while (conversation_tokens() > window && next_to_elide < request.messages.size()) {
+      ChatMessage& m = request.messages[next_to_elide++];
+      if (m.role != ChatRole::kTool || m.content.size() < 200) continue;
+      emit({WorkerEvent::Kind::kElided, m.name, json(), fmt::format("{} bytes of {} output", m.content.size(), m.name)});
+      m.content = fmt::format("[{} output elided to fit the context window]", m.name);
+    }
+    if (conversation_tokens() > window) {
+      result.outcome = WorkerOutcome::kTokenBudget;
+      result.summary = "stopped: the conversation no longer fits the context window";
+      return result;
+    }
+    request.max_tokens = static_cast<uint32_t>(std::min<uint64_t>(config_.max_output_tokens, budget_.max_tokens - tokens_used()));
+
+    TEMPER_ASSIGN_OR_RETURN(ChatResponse response, client.Chat(request, nullptr));
+    ++result.model_calls;
+    if (response.usage.prompt_tokens == 0 && response.usage.completion_tokens == 0) {
+      response.usage.prompt_tokens = conversation_tokens();  // the server did not say: estimate
+      response.usage.completion_tokens = estimator_.Count(response.text);
+    }
+    result.usage.prompt_tokens += response.usage.prompt_tokens;
+    result.usage.completion_tokens += response.usage.completion_tokens;
+    result.usage.cached_prompt_tokens += response.usage.cached_prompt_tokens;
+    emit({WorkerEvent::Kind::kModelCall, "", json(), std::string(FinishReasonName(response.finish_reason)),
+          response.usage, response.latency});
+
+    auto calls = ResolveToolCalls(response, request.tools);
+    std::string problem;
+    if (!calls.ok()) problem = calls.status().message();
+    else if (calls->empty()) problem = "the answer holds no tool call; call a tool, or finish with a summary";
+    if (!problem.empty()) {
+      emit({WorkerEvent::Kind::kUnusableAnswer, "", json(), problem});
+      if (++unusable > budget_.max_format_retries) {
+        result.outcome = WorkerOutcome::kUnusableAnswers;
+        result.summary = fmt::format("stopped after {} unusable answers in a row; last: {}", unusable, problem);
+        return result;
+      }
+      request.messages.push_back({ChatRole::kAssistant, response.text});
+      request.messages.push_back({ChatRole::kUser, fmt::format(
+          "Your answer could not be used: {}. ({} more unusable answers end the attempt.)", problem,
+          budget_.max_format_retries - unusable + 1)});
+      continue;
+    }
+    unusable = 0;
+    ChatMessage assistant{ChatRole::kAssistant, response.text};
+    for (const ResolvedCall& c : *calls) assistant.tool_calls.push_back({c.id, c.name, c.arguments.dump()});
+    request.messages.push_back(std::move(assistant));
+
+    for (const ResolvedCall& call : *calls) {
+      std::string output;
+      if (call.name == "finish") {
+        result.outcome = WorkerOutcome::kFinished;
+        result.summary = call.arguments["summary"].get<std::string>();
+        emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, result.summary});
+        return result;
+      }
+      if (result.steps >= budget_.max_steps) {
+        output = "not run: the step budget is spent";
+      } else {
+        ++result.steps;
+        Status refusal;
+        if (call.name == "run_command") {
+          refusal = CheckCommand(call.arguments["command"].get<std::string>(), policy);
+        } else if (call.name == "write_file") {
+          const std::string path = call.arguments["path"], content = call.arguments["content"];
+          refusal = CheckWritePath(path, policy);
+          if (refusal.ok() && LooksLikeShellScript(path, content)) refusal = CheckCommand(content, policy);
+        }
+        if (!refusal.ok()) {
+          output = refusal.message();
+          emit({WorkerEvent::Kind::kRefused, call.name, call.arguments, output});
+        } else if (call.name == "run_command") {
+          const std::string command = call.arguments["command"];
+          auto r = tools.RunCommand(command, budget_.command_timeout);
+          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
+          if (!r.ok()) {
+            output = "error: " + r.status().message();
+          } else {
+            output = fmt::format("exit status {}{}\n{}", r->exit_status,
+                                 r->timed_out ? fmt::format(" (killed after the {} s timeout)", budget_.command_timeout.count()) : "",
+                                 TruncateOutput(r->output, budget_.max_output_bytes));
+            result.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
+          }
+        } else if (call.name == "read_file") {
+          const std::string path = call.arguments["path"];
+          auto r = tools.ReadFile(path, budget_.max_output_bytes + 1);
+          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("reading a file for the Worker");
+          if (!r.ok()) output = "error: " + r.status().message();
+          else if (r->size() > budget_.max_output_bytes)
+            output = r->substr(0, budget_.max_output_bytes) +
+                     fmt::format("\n[… truncated: only the first {} bytes are shown; use run_command with grep or sed -n to see more]",
+                                 budget_.max_output_bytes);
+          else output = *r;
+        } else if (call.name == "write_file") {
+          const std::string path = call.arguments["path"], content = call.arguments["content"];
+          Status s = tools.WriteFile(path, content);
+          if (!s.ok() && !ToolErrorIsForTheModel(s.code())) return s.WithContext("writing a file for the Worker");
+          output = s.ok() ? fmt::format("wrote {} bytes to {}", content.size(), path) : "error: " + s.message();
+          if (s.ok()) result.actions += fmt::format("write {} ({} bytes)\n", path, content.size());
+        }
+        if (output.find("refused by policy") == std::string::npos) {
+          emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, OneLine(output, 500)});
+        }
+      }
+      output += fmt::format("\n[budget left: {} tool calls, {} tokens]", budget_.max_steps - std::min(budget_.max_steps, result.steps),
+                            budget_.max_tokens - std::min<uint64_t>(budget_.max_tokens, tokens_used()));
+      ChatMessage tool_message{ChatRole::kTool, std::move(output)};
+      tool_message.tool_call_id = call.id;
+      tool_message.name = call.name;
+      request.messages.push_back(std::move(tool_message));
+    }
+  }
+}
+
+}  // namespace temper

@@ -1,0 +1,93 @@
+// The Worker: a bounded tool loop that applies one rule's fix on a target through WorkerTools.
+//
+// Each turn the model answers with tool calls (OpenAI tool_calls, or calls written in its text —
+// see tool_calls.h); each call is checked against its JSON schema and, for run_command and
+// write_file, against the dangerous-command policy before it reaches the target. Every tool result
+// ends with the budget left (steps, tokens), and long outputs are cut with a note saying how much
+// was left out. Unusable answers (malformed calls, unknown tools, wrong argument types, no call at
+// all) are explained back to the model, up to max_format_retries in a row. When the conversation
+// outgrows the context window, the oldest tool outputs are elided (and reported) first.
+//
+// Run() returns the outcome with a journal of events; it fails only when the model endpoint or the
+// target fails (see WorkerTools for which target errors end the attempt).
+// Thread safety: Run() is const; concurrent runs need distinct clients' or tools' thread safety.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/status.h"
+#include "roles/endpoint_config.h"
+#include "roles/model_client.h"
+#include "roles/prompt_library.h"
+#include "roles/prompt_sections.h"
+#include "roles/rule_context.h"
+#include "roles/token_estimator.h"
+#include "roles/worker_tools.h"
+
+namespace temper {
+
+struct WorkerBudget {
+  uint32_t max_steps = 30;            // tool calls per attempt
+  uint64_t max_tokens = 200000;       // prompt + completion tokens over all model calls
+  size_t max_output_bytes = 8192;     // per tool result shown to the model
+  uint32_t max_format_retries = 3;    // unusable answers in a row before giving up
+  std::chrono::seconds command_timeout{300};
+};
+
+struct WorkerTask {
+  RuleInfo rule;
+  std::string approach;  // the Architect's plan
+  std::vector<Lesson> lessons;
+  std::vector<AttemptRecord> prior_attempts;
+};
+
+enum class WorkerOutcome { kFinished, kStepBudget, kTokenBudget, kUnusableAnswers };
+std::string_view WorkerOutcomeName(WorkerOutcome outcome);
+
+struct WorkerEvent {
+  enum class Kind { kModelCall, kToolCall, kRefused, kUnusableAnswer, kElided } kind;
+  std::string tool;             // kToolCall / kRefused
+  nlohmann::json arguments;     // kToolCall / kRefused
+  std::string detail;           // result excerpt, refusal or error message
+  TokenUsage usage;             // kModelCall
+  std::chrono::milliseconds latency{0};  // kModelCall
+};
+
+struct WorkerResult {
+  WorkerOutcome outcome = WorkerOutcome::kFinished;
+  std::string summary;          // from finish, or why the loop stopped
+  std::string actions;          // one line per command run / file written, for the attempt record
+  uint32_t steps = 0;
+  uint32_t model_calls = 0;
+  TokenUsage usage;
+  std::vector<TrimmedSection> trimmed;  // from the initial prompt assembly
+  std::vector<WorkerEvent> events;
+};
+
+class Worker {
+ public:
+  Worker(const PromptLibrary& prompts, RoleConfig config, const TokenEstimator& estimator, WorkerBudget budget)
+      : prompts_(prompts), config_(std::move(config)), estimator_(estimator), budget_(budget) {}
+
+  static std::vector<ToolDeclaration> Tools();
+  Result<RolePrompt> BuildPrompt(const WorkerTask& task) const;
+  Result<WorkerResult> Run(ModelClient& client, WorkerTools& tools, const WorkerTask& task,
+                           const std::function<void(const WorkerEvent&)>& on_event = {}) const;
+
+ private:
+  const PromptLibrary& prompts_;
+  const RoleConfig config_;
+  const TokenEstimator& estimator_;
+  const WorkerBudget budget_;
+};
+
+// Cuts `text` to at most `max_bytes`, keeping the head and the tail (where errors usually are) at
+// UTF-8 character boundaries, with a note saying how many bytes were left out.
+std::string TruncateOutput(const std::string& text, size_t max_bytes);
+
+}  // namespace temper

@@ -1,0 +1,260 @@
+// The Worker's tool loop end to end: a scripted model behind a real HTTP server (through
+// OpenAIClient) drives real commands and files in a temporary directory standing in for the target.
+// Checks what the model is told at each turn (errors, refusals, truncation, budgets) and where the
+// loop stops.
+#include "roles/worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "roles/local_server.h"
+#include "roles/openai_client.h"
+
+using namespace temper;
+using nlohmann::json;
+using temper::testing::LocalServer;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A target that is a directory: absolute paths map under it, commands run there with /bin/sh.
+class DirectoryTools final : public WorkerTools {
+ public:
+  DirectoryTools() {
+    char tmpl[] = "/tmp/temper-worker-XXXXXX";
+    root_ = mkdtemp(tmpl);
+  }
+  ~DirectoryTools() override { fs::remove_all(root_); }
+  const std::string& root() const { return root_; }
+
+  Result<CommandResult> RunCommand(const std::string& command, std::chrono::seconds timeout) override {
+    int out[2];
+    if (pipe(out) != 0) return Status::FromErrno(errno, "pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(out[1], 1);
+      dup2(out[1], 2);
+      close(out[0]);
+      if (chdir(root_.c_str()) != 0) _exit(127);
+      execl("/bin/sh", "sh", "-c", command.c_str(), nullptr);
+      _exit(127);
+    }
+    close(out[1]);
+    CommandResult r;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    char buf[4096];
+    for (;;) {
+      pollfd p{out[0], POLLIN, 0};
+      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) { kill(pid, SIGKILL); r.timed_out = true; break; }
+      if (poll(&p, 1, left) <= 0) continue;
+      ssize_t n = read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      r.output.append(buf, static_cast<size_t>(n));
+    }
+    close(out[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    r.exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return r;
+  }
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
+    std::ifstream in(root_ + path);
+    if (!in) return Status::NotFound(path + " does not exist");
+    std::string s(max_bytes, '\0');
+    in.read(s.data(), static_cast<std::streamsize>(max_bytes));
+    s.resize(static_cast<size_t>(in.gcount()));
+    return s;
+  }
+  Status WriteFile(const std::string& path, const std::string& content) override {
+    fs::create_directories(fs::path(root_ + path).parent_path());
+    std::ofstream(root_ + path) << content;
+    return Status::OK();
+  }
+
+ private:
+  std::string root_;
+};
+
+json ToolCallsReply(std::vector<std::pair<std::string, json>> calls) {
+  json tc = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    tc.push_back({{"id", "call_" + std::to_string(i)}, {"type", "function"},
+                  {"function", {{"name", calls[i].first}, {"arguments", calls[i].second.dump()}}}});
+  }
+  return {{"choices", {{{"finish_reason", "tool_calls"}, {"message", {{"content", nullptr}, {"tool_calls", tc}}}}}},
+          {"usage", {{"prompt_tokens", 500}, {"completion_tokens", 40}}}};
+}
+
+json TextReply(const std::string& text) {
+  return {{"choices", {{{"finish_reason", "stop"}, {"message", {{"content", text}}}}}},
+          {"usage", {{"prompt_tokens", 500}, {"completion_tokens", 40}}}};
+}
+
+WorkerTask Task() {
+  WorkerTask t;
+  t.rule = {"xccdf_org.ssgproject.content_rule_banner_etc_issue", "Modify the System Login Banner", "medium",
+            "", "", "cat /etc/issue", "echo 'Authorized use only' > /etc/issue", {}};
+  t.approach = "Write the banner to /etc/issue and read it back.";
+  return t;
+}
+
+RoleConfig Config() {
+  RoleConfig c;
+  c.role = "worker";
+  c.context_tokens = 32768;
+  c.max_output_tokens = 1024;
+  return c;
+}
+
+struct Harness {
+  Logger logger{LogLevel::kError};
+  PromptLibrary prompts = PromptLibrary::Embedded();
+  BytesTokenEstimator estimator;
+  DirectoryTools tools;
+};
+
+}  // namespace
+
+TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then finish") {
+  std::mutex mu;
+  std::vector<json> seen;  // each request's messages
+  json first_tools;
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    json body = json::parse(req.body);
+    seen.push_back(body["messages"]);
+    if (seen.size() == 1) first_tools = body["tools"];
+    json reply;
+    switch (seen.size()) {
+      case 1: reply = TextReply("<think>Write the banner.</think>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"echo hi\""); break;
+      case 2: reply = ToolCallsReply({{"run_command", {{"command", "cd / && sudo reboot"}}}}); break;
+      case 3: reply = ToolCallsReply({{"run_command", {{"command", "seq 1 3000"}}},
+                                      {"write_file", {{"path", "/etc/issue"}, {"content", "Authorized use only\n"}}}}); break;
+      case 4: reply = TextReply("Now I read it back.\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"/etc/issue\"}}\n```"); break;
+      default: reply = ToolCallsReply({{"finish", {{"summary", "Banner written to /etc/issue and verified."}}}}); break;
+    }
+    res.set_content(reply.dump(), "application/json");
+  });
+  Harness h;
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  WorkerBudget budget;
+  budget.max_output_bytes = 1000;
+  Worker worker(h.prompts, Config(), h.estimator, budget);
+  std::vector<WorkerEvent> streamed;
+  auto r = worker.Run(**client, h.tools, Task(), [&](const WorkerEvent& e) { streamed.push_back(e); });
+  REQUIRE(r.ok());
+  CHECK(r->outcome == WorkerOutcome::kFinished);
+  CHECK(r->summary == "Banner written to /etc/issue and verified.");
+  CHECK(r->model_calls == 5);
+  CHECK(r->steps == 4);  // the refused reboot counts
+  CHECK(r->usage.prompt_tokens == 2500);
+  CHECK(streamed.size() == r->events.size());
+  REQUIRE(seen.size() == 5);
+  // Turn 2 was told why turn 1 was unusable.
+  CHECK_THAT(seen[1].back()["content"].get<std::string>(), Catch::Contains("ends before its closing bracket"));
+  // Turn 3 was told the reboot was refused, and nothing ran.
+  CHECK(seen[2].back()["role"] == "tool");
+  CHECK_THAT(seen[2].back()["content"].get<std::string>(), Catch::Contains("refused by policy: 'reboot' would take the host down"));
+  // Turn 4 got both results: the long output truncated with a note, then the write; budgets at the end.
+  const json& m4 = seen[3];
+  std::string seq_out = m4[m4.size() - 2]["content"], write_out = m4.back()["content"];
+  CHECK_THAT(seq_out, Catch::StartsWith("exit status 0\n1\n2\n"));
+  CHECK_THAT(seq_out, Catch::Contains("output truncated"));
+  CHECK_THAT(seq_out, Catch::Contains("3000\n"));  // the tail is kept
+  CHECK(seq_out.size() < 1200);
+  CHECK_THAT(write_out, Catch::Contains("wrote 20 bytes to /etc/issue"));
+  CHECK_THAT(write_out, Catch::Contains("[budget left: 27 tool calls,"));
+  // Turn 5 read the file back, through a call written in text.
+  CHECK_THAT(seen[4].back()["content"].get<std::string>(), Catch::StartsWith("Authorized use only\n"));
+  std::ifstream issue(h.tools.root() + "/etc/issue");
+  std::string line;
+  std::getline(issue, line);
+  CHECK(line == "Authorized use only");
+  CHECK_THAT(r->actions, Catch::Contains("$ seq 1 3000 → exit 0"));
+  CHECK_THAT(r->actions, Catch::Contains("write /etc/issue (20 bytes)"));
+  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 1);
+  // The first request declared the four tools with their schemas.
+  REQUIRE(first_tools.size() == 4);
+  CHECK(first_tools[0]["function"]["name"] == "run_command");
+  CHECK(first_tools[3]["function"]["parameters"]["required"] == json::array({"summary"}));
+}
+
+TEST_CASE("the loop stops at the step budget, the token budget, and after repeated unusable answers") {
+  Harness h;
+  std::string mode;
+  LocalServer server([&](const httplib::Request&, httplib::Response& res) {
+    json reply = mode == "prose" ? TextReply("I think the banner is fine as it is.")
+                                 : ToolCallsReply({{"run_command", {{"command", "true"}}}});
+    res.set_content(reply.dump(), "application/json");
+  });
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+
+  mode = "tools";
+  WorkerBudget steps;
+  steps.max_steps = 3;
+  auto a = Worker(h.prompts, Config(), h.estimator, steps).Run(**client, h.tools, Task());
+  REQUIRE(a.ok());
+  CHECK(a->outcome == WorkerOutcome::kStepBudget);
+  CHECK(a->steps == 3);
+
+  WorkerBudget tokens;
+  tokens.max_tokens = 1500;  // each reply reports 540 tokens
+  auto b = Worker(h.prompts, Config(), h.estimator, tokens).Run(**client, h.tools, Task());
+  REQUIRE(b.ok());
+  CHECK(b->outcome == WorkerOutcome::kTokenBudget);
+  CHECK(b->model_calls == 3);
+
+  mode = "prose";
+  WorkerBudget retries;
+  retries.max_format_retries = 2;
+  auto c = Worker(h.prompts, Config(), h.estimator, retries).Run(**client, h.tools, Task());
+  REQUIRE(c.ok());
+  CHECK(c->outcome == WorkerOutcome::kUnusableAnswers);
+  CHECK(c->model_calls == 3);
+  CHECK_THAT(c->summary, Catch::Contains("holds no tool call"));
+}
+
+TEST_CASE("scripts written with write_file are checked by the policy too") {
+  Harness h;
+  std::atomic<int> n{0};
+  std::string last_tool;
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body);
+    if (body["messages"].back()["role"] == "tool") last_tool = body["messages"].back()["content"];
+    json reply = ++n == 1 ? ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\nsystemctl mask sshd\n"}}}})
+                          : ToolCallsReply({{"finish", {{"summary", "gave up"}}}});
+    res.set_content(reply.dump(), "application/json");
+  });
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
+  REQUIRE(r.ok());
+  CHECK_THAT(last_tool, Catch::Contains("would cut off remote access"));
+  CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
+}
+
+TEST_CASE("output truncation keeps head and tail on character boundaries") {
+  CHECK(TruncateOutput("short", 100) == "short");
+  std::string big;
+  for (int i = 0; i < 1000; ++i) big += "é";  // two bytes each
+  std::string cut = TruncateOutput(big, 301);
+  CHECK(cut.size() <= 301 + 64);
+  CHECK_THAT(cut, Catch::Contains("bytes left out"));
+  std::string head = cut.substr(0, cut.find("\n[…"));
+  CHECK(head.size() % 2 == 0);  // never half a character
+  std::string tail = cut.substr(cut.find("…]\n") + std::string("…]\n").size());
+  CHECK(tail.size() % 2 == 0);
+}
