@@ -124,6 +124,15 @@ class ChatFormat::Builder {
     return std::move(prompt_);
   }
 
+  // Marks a message boundary at the current end (see RenderedPrompt::message_ends). Callers mark
+  // only where the next thing rendered is a control token or the end, so flushing here encodes the
+  // pending text exactly as the next Control() would.
+  void MessageEnd() {
+    FlushText();
+    const auto at = static_cast<int64_t>(prompt_.ids.size());
+    if (prompt_.message_ends.empty() || prompt_.message_ends.back() < at) prompt_.message_ends.push_back(at);
+  }
+
   // The template's format_argument.
   void Argument(const json& v, bool escape_keys) {
     if (v.is_string()) {
@@ -360,6 +369,7 @@ Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
     }
     b.Control(kTurnClose);
     b.Text("\n");
+    b.MessageEnd();
   }
 
   bool turn_open = false;  // a model turn that tool responses left open
@@ -369,6 +379,7 @@ Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
     if (turn_open && !model) {
       b.Control(kTurnClose);
       b.Text("\n");
+      b.MessageEnd();
       turn_open = false;
     }
     if (!turn_open) {
@@ -428,6 +439,7 @@ Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
       b.Text("\n");
       turn_open = false;
     }
+    b.MessageEnd();
   }
 
   if (c.add_generation_prompt) {

@@ -97,6 +97,12 @@ struct Conversation {
 struct RenderedPrompt {
   std::string text;          // the template's output, "<bos>" included
   std::vector<int32_t> ids;  // what the model is fed (<bos> first)
+  // Offsets into `ids` where a turn ends (after its <turn|>\n: the system turn, each message) or
+  // where tool responses leave a model turn open, ascending, each in (0, ids.size()]. A later prompt
+  // of the same conversation repeats everything before each of them, so the serving layer pins the
+  // prefix cache there. Cutting the ids there never changes how text is tokenized: each offset sits
+  // between a control token or newline and the next control token.
+  std::vector<int64_t> message_ends;
 };
 
 // What the model generated, split apart.

@@ -1,6 +1,8 @@
 #include "engine/http_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -57,13 +59,60 @@ std::optional<ApiError> ReadNumber(const json& body, const char* key, T& out) {
   return std::nullopt;
 }
 
+// Sampling parameters, `n` and `stop_token_ids`, shared by both APIs.
+std::optional<ApiError> ReadSampling(const json& body, SamplingParams& sampling) {
+  if (auto e = ReadNumber(body, "temperature", sampling.temperature)) return e;
+  if (auto e = ReadNumber(body, "top_p", sampling.top_p)) return e;
+  if (auto e = ReadNumber(body, "top_k", sampling.top_k)) return e;
+  if (auto e = ReadNumber(body, "min_p", sampling.min_p)) return e;
+  if (auto e = ReadNumber(body, "seed", sampling.seed)) return e;
+  int64_t n = 1;
+  if (auto e = ReadNumber(body, "n", n)) return e;
+  if (n != 1) return ApiError{400, fmt::format("'n' must be 1, got {}", n), "invalid_request_error", "n"};
+  if (sampling.temperature > 2) {
+    return ApiError{400, fmt::format("'temperature' must be in [0, 2], got {}", sampling.temperature), "invalid_request_error", "temperature"};
+  }
+  if (auto s = body.find("stop_token_ids"); s != body.end() && !s->is_null()) {
+    if (!s->is_array() || !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number_integer(); })) {
+      return ApiError{400, "'stop_token_ids' must be an array of integers", "invalid_request_error", "stop_token_ids"};
+    }
+    for (const json& x : *s) sampling.stop_tokens.push_back(x.get<int32_t>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStops(const json& body, std::vector<std::string>& stops) {
+  if (auto s = body.find("stop"); s != body.end() && !s->is_null()) {
+    if (s->is_string()) {
+      stops.push_back(s->get<std::string>());
+    } else if (s->is_array() && s->size() <= 4 && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
+      for (const json& x : *s) stops.push_back(x.get<std::string>());
+    } else {
+      return ApiError{400, "'stop' must be a string or an array of at most 4 strings", "invalid_request_error", "stop"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStreamFlags(const json& body, bool& stream, bool& include_usage) {
+  if (auto s = body.find("stream"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) return ApiError{400, "'stream' must be a boolean", "invalid_request_error", "stream"};
+    stream = s->get<bool>();
+  }
+  if (auto s = body.find("stream_options"); s != body.end() && s->is_object()) {
+    include_usage = s->value("include_usage", false);
+  }
+  return std::nullopt;
+}
+
 struct ParsedRequest {
   GenerateRequest request;
   bool stream = false;
   bool include_usage = false;
 };
 
-std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
+// The model check, shared by both APIs.
+std::optional<ApiError> CheckModel(const json& body, const std::string& model) {
   if (!body.is_object()) return ApiError{400, "the request body must be a JSON object"};
   auto m = body.find("model");
   if (m == body.end() || !m->is_string()) return ApiError{400, "'model' is required and must be a string", "invalid_request_error", "model"};
@@ -71,6 +120,37 @@ std::optional<ApiError> ParseCompletion(const json& body, const std::string& mod
     return ApiError{404, fmt::format("The model '{}' does not exist; this server serves '{}'", m->get<std::string>(), model),
                     "invalid_request_error", "model", "model_not_found"};
   }
+  return std::nullopt;
+}
+
+ApiError BadParam(std::string param, std::string message) {
+  return ApiError{400, std::move(message), "invalid_request_error", std::move(param)};
+}
+
+// A message's `content`: a string, null, or an array of text parts.
+std::optional<ApiError> ReadContent(const json& message, const std::string& field, std::string& out) {
+  auto c = message.find("content");
+  if (c == message.end() || c->is_null()) return std::nullopt;
+  if (c->is_string()) {
+    out = c->get<std::string>();
+    return std::nullopt;
+  }
+  if (c->is_array()) {
+    for (size_t i = 0; i < c->size(); ++i) {
+      const json& part = (*c)[i];
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        return BadParam(fmt::format("{}.content[{}]", field, i), fmt::format("'{}.content[{}]' must be a text part "
+                                                                            "({{\"type\": \"text\", \"text\": ...}}); this model reads text only", field, i));
+      }
+      out += part["text"].get<std::string>();
+    }
+    return std::nullopt;
+  }
+  return BadParam(field + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", field));
+}
+
+std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
+  if (auto e = CheckModel(body, model)) return e;
   auto prompt = body.find("prompt");
   if (prompt == body.end()) return ApiError{400, "'prompt' is required", "invalid_request_error", "prompt"};
   const json* ids = &*prompt;
@@ -92,39 +172,132 @@ std::optional<ApiError> ParseCompletion(const json& body, const std::string& mod
   r.max_tokens = 16;  // OpenAI's default for completions
   r.sampling.temperature = 1.0f;
   if (auto e = ReadNumber(body, "max_tokens", r.max_tokens)) return e;
-  if (auto e = ReadNumber(body, "temperature", r.sampling.temperature)) return e;
-  if (auto e = ReadNumber(body, "top_p", r.sampling.top_p)) return e;
-  if (auto e = ReadNumber(body, "top_k", r.sampling.top_k)) return e;
-  if (auto e = ReadNumber(body, "min_p", r.sampling.min_p)) return e;
-  if (auto e = ReadNumber(body, "seed", r.sampling.seed)) return e;
-  int64_t n = 1;
-  if (auto e = ReadNumber(body, "n", n)) return e;
-  if (n != 1) return ApiError{400, fmt::format("'n' must be 1, got {}", n), "invalid_request_error", "n"};
-  if (r.sampling.temperature > 2) {
-    return ApiError{400, fmt::format("'temperature' must be in [0, 2], got {}", r.sampling.temperature), "invalid_request_error", "temperature"};
+  if (auto e = ReadSampling(body, r.sampling)) return e;
+  if (auto e = ReadStops(body, r.stop_strings)) return e;
+  if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
+  return std::nullopt;
+}
+
+struct ParsedChat {
+  ChatRequest request;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+std::optional<ApiError> ParseChat(const json& body, const std::string& model, ParsedChat& p) {
+  if (auto e = CheckModel(body, model)) return e;
+  Conversation& conv = p.request.conversation;
+  auto messages = body.find("messages");
+  if (messages == body.end() || !messages->is_array() || messages->empty()) {
+    return BadParam("messages", "'messages' is required and must be a non-empty array");
   }
-  if (auto s = body.find("stop"); s != body.end() && !s->is_null()) {
-    if (s->is_string()) {
-      r.stop_strings.push_back(s->get<std::string>());
-    } else if (s->is_array() && s->size() <= 4 && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
-      for (const json& x : *s) r.stop_strings.push_back(x.get<std::string>());
+  std::map<std::string, std::string> call_names;  // tool_call_id -> function name
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return BadParam(field, fmt::format("'{}' must be an object", field));
+    const std::string role = m.value("role", "");
+    ChatMessage msg;
+    if (auto e = ReadContent(m, field, msg.content)) return e;
+    if (role == "system" || role == "developer") {
+      msg.role = ChatRole::kSystem;
+      if (i != 0) return BadParam(field + ".role", fmt::format("'{}': a system message must come first", field));
+    } else if (role == "user") {
+      msg.role = ChatRole::kUser;
+    } else if (role == "assistant") {
+      msg.role = ChatRole::kModel;
+      if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string()) msg.thinking = r->get<std::string>();
+      if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+        if (!calls->is_array()) return BadParam(field + ".tool_calls", fmt::format("'{}.tool_calls' must be an array", field));
+        for (size_t j = 0; j < calls->size(); ++j) {
+          const json& c = (*calls)[j];
+          const std::string cf = fmt::format("{}.tool_calls[{}]", field, j);
+          if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+              !c["function"].contains("name") || !c["function"]["name"].is_string()) {
+            return BadParam(cf, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"arguments\": ...}}}}", cf));
+          }
+          ToolCall call;
+          call.name = c["function"]["name"].get<std::string>();
+          const json& args = c["function"].value("arguments", json("{}"));
+          if (args.is_string()) {
+            call.arguments = json::parse(args.get<std::string>(), nullptr, false);
+            if (call.arguments.is_discarded() || !call.arguments.is_object()) {
+              return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+            }
+          } else if (args.is_object()) {
+            call.arguments = args;
+          } else {
+            return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+          }
+          if (c.contains("id") && c["id"].is_string()) call_names[c["id"].get<std::string>()] = call.name;
+          msg.tool_calls.push_back(std::move(call));
+        }
+      }
+    } else if (role == "tool") {
+      // A tool result belongs to the model turn that called it (Gemma renders it there).
+      if (conv.messages.empty() || conv.messages.back().role != ChatRole::kModel || conv.messages.back().tool_calls.empty()) {
+        return BadParam(field, fmt::format("'{}': a tool message must follow an assistant message with tool_calls", field));
+      }
+      ChatMessage& caller = conv.messages.back();
+      ToolResponse response;
+      const std::string id = m.value("tool_call_id", "");
+      if (auto it = call_names.find(id); it != call_names.end()) {
+        response.name = it->second;
+      } else if (m.contains("name") && m["name"].is_string()) {
+        response.name = m["name"].get<std::string>();
+      } else {
+        return BadParam(field + ".tool_call_id", fmt::format("'{}.tool_call_id' '{}' names no tool call of the assistant message before it", field, id));
+      }
+      json parsed = json::parse(msg.content, nullptr, false);
+      response.response = !parsed.is_discarded() && parsed.is_object() ? parsed : json(msg.content);
+      caller.tool_responses.push_back(std::move(response));
+      continue;
     } else {
-      return ApiError{400, "'stop' must be a string or an array of at most 4 strings", "invalid_request_error", "stop"};
+      return BadParam(field + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", field, role));
+    }
+    conv.messages.push_back(std::move(msg));
+  }
+
+  bool tools_allowed = true;
+  if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
+    if (*tc == "none") {
+      tools_allowed = false;
+    } else if (*tc != "auto") {
+      return BadParam("tool_choice", fmt::format("'tool_choice' must be \"auto\" or \"none\", got {}", tc->dump()));
     }
   }
-  if (auto s = body.find("stop_token_ids"); s != body.end() && !s->is_null()) {
-    if (!s->is_array() || !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number_integer(); })) {
-      return ApiError{400, "'stop_token_ids' must be an array of integers", "invalid_request_error", "stop_token_ids"};
+  if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) return BadParam("tools", "'tools' must be an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const std::string field = fmt::format("tools[{}]", i);
+      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+          !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        return BadParam(field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field));
+      }
+      const json& f = t["function"];
+      ToolDeclaration d;
+      d.name = f["name"].get<std::string>();
+      if (auto desc = f.find("description"); desc != f.end() && desc->is_string()) d.description = desc->get<std::string>();
+      d.parameters = f.value("parameters", json(nullptr));
+      if (tools_allowed) conv.tools.push_back(std::move(d));
     }
-    for (const json& x : *s) r.sampling.stop_tokens.push_back(x.get<int32_t>());
   }
-  if (auto s = body.find("stream"); s != body.end() && !s->is_null()) {
-    if (!s->is_boolean()) return ApiError{400, "'stream' must be a boolean", "invalid_request_error", "stream"};
-    p.stream = s->get<bool>();
+
+  ChatRequest& r = p.request;
+  r.max_tokens = 0;  // up to the context limit, as OpenAI does
+  r.sampling.temperature = 1.0f;
+  if (auto e = ReadNumber(body, "max_completion_tokens", r.max_tokens)) return e;
+  if (auto e = ReadNumber(body, "max_tokens", r.max_tokens)) return e;
+  if (body.contains("max_tokens") || body.contains("max_completion_tokens")) {
+    if (r.max_tokens < 1) {
+      const char* key = body.contains("max_tokens") ? "max_tokens" : "max_completion_tokens";
+      return BadParam(key, fmt::format("'{}' must be at least 1, got {}", key, r.max_tokens));
+    }
   }
-  if (auto s = body.find("stream_options"); s != body.end() && s->is_object()) {
-    p.include_usage = s->value("include_usage", false);
-  }
+  if (auto e = ReadSampling(body, r.sampling)) return e;
+  if (auto e = ReadStops(body, r.stop_strings)) return e;
+  if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
   return std::nullopt;
 }
 
@@ -136,6 +309,22 @@ json UsageJson(const RequestUsage& u) {
 }
 
 json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
+
+
+json ToolCallJson(const ToolCall& call, const std::string& id, size_t index, bool with_index) {
+  json j = {{"id", id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
+  if (with_index) j["index"] = index;
+  return j;
+}
+
+// A reply the chat format could not parse is the model's failure, not the client's.
+ApiError ChatError(const ChatEvent& e) {
+  if (e.finish == ChatFinish::kCancelled) return ApiError{503, "the request was cancelled", "server_error"};
+  if (e.error.code() == StatusCode::kInvalidArgument) {
+    return ApiError{500, e.error.message(), "server_error", "", "invalid_model_output"};
+  }
+  return FromStatus(e.error);
+}
 
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -200,6 +389,143 @@ std::optional<StreamEvent> HttpServer::NextEvent(RequestStream& stream) {
       return std::nullopt;
     }
   }
+}
+
+std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream) {
+  while (true) {
+    std::optional<ChatEvent> e = stream.NextFor(std::chrono::milliseconds(100));
+    if (!e || !e->empty()) return e;
+    if (stopping_.load()) {
+      stream.Cancel();
+      return std::nullopt;
+    }
+  }
+}
+
+void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
+  if (options_.chat == nullptr) {
+    SendError(res, {501, "/v1/chat/completions needs a tokenizer, and this server has none: start `temper-lm serve` with a "
+                         "model directory holding tokenizer.json, or pass --tokenizer FILE (/v1/completions takes token ids)",
+                    "server_error", "", "no_tokenizer"});
+    return;
+  }
+  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) {
+    SendError(res, {400, "malformed JSON in the request body"});
+    return;
+  }
+  ParsedChat parsed;
+  if (std::optional<ApiError> e = ParseChat(body, options_.model_name, parsed)) {
+    SendError(res, *e);
+    return;
+  }
+  Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
+  if (!submitted.ok()) {
+    ApiError e = FromStatus(submitted.status());
+    if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("messages")) {
+      e.param = "messages";
+    } else if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("tools")) {
+      e.param = "tools";
+    } else if (submitted.status().code() == StatusCode::kOutOfRange) {
+      e.param = "messages";
+    }
+    SendError(res, e);
+    return;
+  }
+  std::shared_ptr<ChatStream> stream = *submitted;
+  const uint64_t number = next_id_.fetch_add(1);
+  const std::string id = fmt::format("chatcmpl-{}", number);
+  const int64_t created = UnixNow();
+  const std::string model = options_.model_name;
+  auto call_id = [number](size_t i) { return fmt::format("call_{}_{}", number, i); };
+
+  if (!parsed.stream) {
+    ChatEvent all;
+    while (std::optional<ChatEvent> e = NextChatEvent(*stream)) {
+      all.content += e->content;
+      all.thinking += e->thinking;
+      for (ToolCall& c : e->tool_calls) all.tool_calls.push_back(std::move(c));
+      if (e->finish != ChatFinish::kNone) {
+        all.finish = e->finish;
+        all.error = e->error;
+        all.usage = e->usage;
+      }
+    }
+    if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
+    if (all.finish == ChatFinish::kError || all.finish == ChatFinish::kCancelled) {
+      SendError(res, ChatError(all));
+      return;
+    }
+    json message = {{"role", "assistant"}, {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
+    if (!all.thinking.empty()) message["reasoning_content"] = all.thinking;
+    if (!all.tool_calls.empty()) {
+      json calls = json::array();
+      for (size_t i = 0; i < all.tool_calls.size(); ++i) calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
+      message["tool_calls"] = std::move(calls);
+    }
+    json out = {{"id", id},
+                {"object", "chat.completion"},
+                {"created", created},
+                {"model", model},
+                {"choices", json::array({{{"index", 0}, {"message", std::move(message)}, {"logprobs", nullptr},
+                                          {"finish_reason", ChatFinishName(all.finish)}}})},
+                {"usage", UsageJson(all.usage)}};
+    res.set_content(out.dump(), "application/json");
+    return;
+  }
+
+  // Server-sent events in OpenAI's chunk format: a first chunk with the role, one per batch of new
+  // text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
+  // then `data: [DONE]`.
+  const bool include_usage = parsed.include_usage;
+  auto chunk = [id, created, model](json delta, json finish) {
+    json c = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+              {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}}})}};
+    return "data: " + c.dump() + "\n\n";
+  };
+  auto started = std::make_shared<bool>(false);
+  auto calls_sent = std::make_shared<size_t>(0);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, stream, id, created, model, include_usage, chunk, started, calls_sent, call_id](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!*started) {
+          *started = true;
+          out += chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
+        }
+        std::optional<ChatEvent> e = NextChatEvent(*stream);
+        if (!e) {
+          if (!out.empty()) sink.write(out.data(), out.size());
+          sink.done();
+          return true;
+        }
+        if (!e->thinking.empty()) out += chunk({{"reasoning_content", e->thinking}}, nullptr);
+        if (!e->content.empty()) out += chunk({{"content", e->content}}, nullptr);
+        for (const ToolCall& call : e->tool_calls) {
+          const size_t index = (*calls_sent)++;
+          out += chunk({{"tool_calls", json::array({ToolCallJson(call, call_id(index), index, true)})}}, nullptr);
+        }
+        if (e->finish == ChatFinish::kError || e->finish == ChatFinish::kCancelled) {
+          out += "data: " + ErrorJson(ChatError(*e)).dump() + "\n\ndata: [DONE]\n\n";
+        } else if (e->finish != ChatFinish::kNone) {
+          out += chunk(json::object(), ChatFinishName(e->finish));
+          if (include_usage) {
+            json usage = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+                          {"choices", json::array()}, {"usage", UsageJson(e->usage)}};
+            out += "data: " + usage.dump() + "\n\n";
+          }
+          out += "data: [DONE]\n\n";
+        }
+        if (out.empty()) return true;
+        // A failed write means the client went away: stop generating for it.
+        if (!sink.write(out.data(), out.size())) {
+          stream->Cancel();
+          return false;
+        }
+        return true;
+      },
+      [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
 }
 
 void HttpServer::Stop() {
@@ -324,6 +650,8 @@ void HttpServer::Route() {
         },
         [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
   });
+
+  srv.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req.body, res); });
 
   srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";

@@ -7,6 +7,16 @@
 //                         events, `stop` strings (need a detokenizer), and the common extensions
 //                         `top_k`, `min_p`, `stop_token_ids`. Each choice also carries the
 //                         generated `token_ids`; usage reports `prompt_tokens_details.cached_tokens`.
+//   POST /v1/chat/completions  OpenAI's chat API over the ChatEngine (needs one, i.e. a tokenizer):
+//                         `messages` (system/developer, user, assistant with `tool_calls`, tool
+//                         results as `tool` messages), `tools` (function tools with JSON-schema
+//                         parameters), `tool_choice` "auto" or "none", sampling as above,
+//                         `max_tokens`/`max_completion_tokens` (default: what the context leaves),
+//                         `stop`, `stream` with `stream_options.include_usage`. Streamed chunks carry
+//                         `delta.content`, `delta.reasoning_content` (thinking), and each tool call
+//                         whole in one `delta.tool_calls` entry (index, id, function name, arguments)
+//                         once the model has closed it. A malformed tool call from the model is a 500
+//                         `invalid_model_output` error naming it (mid-stream: an error event).
 //   GET  /v1/models       the one model this server serves
 //   GET  /health          {"status":"ok"}
 //   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s
@@ -28,10 +38,12 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "engine/chat_engine.h"
 #include "engine/scheduler.h"
 
 namespace httplib {
 class Server;
+struct Response;
 }
 
 namespace temper::engine {
@@ -42,6 +54,9 @@ struct HttpServerOptions {
   std::string model_name;   // the `model` clients must name
   size_t max_body_bytes = size_t{64} << 20;
   int threads = 32;  // connections served at once (a streaming response holds one)
+  // Serves /v1/chat/completions; null (no tokenizer) answers it with an error saying so. Borrowed:
+  // must outlive the server, and its scheduler should be the one passed to Start.
+  ChatEngine* chat = nullptr;
 };
 
 class HttpServer {
@@ -63,6 +78,8 @@ class HttpServer {
   void Route();
   // The stream's next event; nullopt once it ended, or (after cancelling it) when the server stops.
   std::optional<StreamEvent> NextEvent(RequestStream& stream);
+  std::optional<ChatEvent> NextChatEvent(ChatStream& stream);
+  void ServeChat(const std::string& body, httplib::Response& res);
 
   Scheduler& scheduler_;
   HttpServerOptions options_;

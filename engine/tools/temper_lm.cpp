@@ -13,8 +13,11 @@
 //
 //   temper-lm serve    --model DIR [--host H] [--port P] [--model-name NAME] [--context N]
 //                      [--kv-tokens N] [--max-sequences N] [--max-snapshots N] [--max-batch-tokens N]
+//                      [--tokenizer FILE]
 //                      (an OpenAI-compatible HTTP server, see engine/http_server.h; runs until
-//                      SIGINT or SIGTERM)
+//                      SIGINT or SIGTERM). /v1/chat/completions needs a tokenizer: --tokenizer FILE,
+//                      or DIR/tokenizer.json when it exists; without one only /v1/completions
+//                      (token ids) is served.
 //
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
 // shape (for benchmarks). Each subcommand is one function below; errors print one line to stderr
@@ -39,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "engine/chat_engine.h"
 #include "engine/chat_format.h"
 #include "common/log.h"
 #include "engine/cpu_backend.h"
@@ -278,6 +282,7 @@ struct ServeArgs {
   std::string host = "127.0.0.1";
   int port = 8000;
   std::string model_name;
+  std::string tokenizer;
   int64_t context = 8192;
   KvCacheOptions kv{.max_sequences = 16, .block_tokens = 16, .max_tokens = 65536, .max_snapshots = 64};
   int64_t max_batch_tokens = 512;
@@ -296,8 +301,29 @@ Status RunServe(const ServeArgs& a) {
   TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv));
   SchedulerOptions sched;
   sched.max_batch_tokens = a.max_batch_tokens;
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*m.backend, sched, log));
+  std::string tokenizer_path = a.tokenizer;
+  if (tokenizer_path.empty() && !a.model.model_dir.empty()) {
+    const std::filesystem::path in_dir = std::filesystem::path(a.model.model_dir) / "tokenizer.json";
+    if (std::filesystem::exists(in_dir)) tokenizer_path = in_dir.string();
+  }
+  // With a tokenizer the chat engine owns the scheduler; without one there is only the token API.
+  std::optional<Tokenizer> tokenizer;
+  std::unique_ptr<ChatEngine> chat;
+  std::unique_ptr<Scheduler> own_scheduler;
+  Scheduler* scheduler = nullptr;
+  if (!tokenizer_path.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(Tokenizer loaded, Tokenizer::FromFile(tokenizer_path));
+    tokenizer.emplace(std::move(loaded));
+    TEMPER_ASSIGN_OR_RETURN(chat, ChatEngine::Create(*m.backend, *tokenizer, sched, log));
+    scheduler = &chat->scheduler();
+    log.Info("tokenizer {}: /v1/chat/completions enabled", tokenizer_path);
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(own_scheduler, Scheduler::Create(*m.backend, sched, log));
+    scheduler = own_scheduler.get();
+    log.Warning("no tokenizer (no DIR/tokenizer.json, no --tokenizer): /v1/chat/completions will answer with an error");
+  }
   HttpServerOptions http;
+  http.chat = chat.get();
   http.host = a.host;
   http.port = a.port;
   http.model_name = a.model_name;
@@ -365,7 +391,7 @@ int main(int argc, char** argv) {
   dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
   dc->callback([&] { run = [&] { return RunDecode(dec); }; });
   ServeArgs serve;
-  CLI::App* sc = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/completions, /v1/models, /health, /metrics)");
+  CLI::App* sc = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");
   AddModelOptions(sc, &serve.model);
   sc->add_option("--host", serve.host, "address to listen on");
   sc->add_option("--port", serve.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
@@ -375,6 +401,7 @@ int main(int argc, char** argv) {
   sc->add_option("--max-sequences", serve.kv.max_sequences, "sequences decoded at once")->check(CLI::PositiveNumber);
   sc->add_option("--max-snapshots", serve.kv.max_snapshots, "prefixes the prefix cache may pin (0: no cache)")
       ->check(CLI::NonNegativeNumber);
+  sc->add_option("--tokenizer", serve.tokenizer, "tokenizer.json for /v1/chat/completions (default: DIR/tokenizer.json if present)");
   sc->add_option("--max-batch-tokens", serve.max_batch_tokens, "tokens per forward pass")->check(CLI::PositiveNumber);
   sc->callback([&] { run = [&] { return RunServe(serve); }; });
 

@@ -1,5 +1,6 @@
 #include "engine/chat_format.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -255,6 +256,41 @@ TEST_CASE("schemas render byte for byte as the published template renders them",
       "<|tool>declaration:list_rules{description:<|\"|>List the batch's rules<|\"|>}<tool|><turn|>\n"
       "<|turn>user\nCheck sshd.<turn|>\n<|turn>model\n");
   CheckIdsMatchText(p);
+}
+
+TEST_CASE("message boundaries are offsets the next turn's prompt repeats", "[chat_format]") {
+  const ChatFormat format = Format();
+  Conversation first;
+  first.tools.push_back({"run", "Runs a command.", json{{"type", "object"}}});
+  first.messages.push_back({.role = ChatRole::kSystem, .content = "Be brief."});
+  first.messages.push_back({.role = ChatRole::kUser, .content = "Check sshd."});
+  first.messages.push_back({.role = ChatRole::kModel,
+                            .tool_calls = {{"run", json{{"cmd", "sshd -t"}}}},
+                            .tool_responses = {{"run", json{{"exit", 0}}}}});
+  Conversation second = first;
+  second.messages.push_back({.role = ChatRole::kModel, .content = "It is fine."});
+  second.messages.push_back({.role = ChatRole::kUser, .content = "Thanks."});
+  Result<RenderedPrompt> a = format.Render(first);
+  Result<RenderedPrompt> b = format.Render(second);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // The system turn, the user message, and the model turn left open by the tool response.
+  REQUIRE(a->message_ends.size() == 3);
+  const int32_t turn_close = *TestTokenizer().TokenToId("<turn|>");
+  const int32_t response_close = *TestTokenizer().TokenToId("<tool_response|>");
+  CHECK(a->ids[static_cast<size_t>(a->message_ends[0]) - 2] == turn_close);  // ... <turn|> \n
+  CHECK(a->ids[static_cast<size_t>(a->message_ends[1]) - 2] == turn_close);
+  CHECK(a->ids[static_cast<size_t>(a->message_ends[2]) - 1] == response_close);
+  for (int64_t end : a->message_ends) {
+    INFO("boundary " << end);
+    REQUIRE(end <= static_cast<int64_t>(b->ids.size()));
+    CHECK(std::equal(a->ids.begin(), a->ids.begin() + end, b->ids.begin()));
+  }
+  // The second prompt has the first's boundaries and ones for each later message.
+  CHECK(b->message_ends.size() == 5);
+  CHECK(std::equal(a->message_ends.begin(), a->message_ends.end(), b->message_ends.begin()));
+  CHECK(std::is_sorted(b->message_ends.begin(), b->message_ends.end()));
+  CHECK(b->message_ends.back() < static_cast<int64_t>(b->ids.size()));  // the generation prompt follows
 }
 
 TEST_CASE("untrusted text cannot forge control tokens", "[chat_format]") {

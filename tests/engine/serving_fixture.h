@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/detokenizer.h"
+#include "engine/tokenizer.h"
 #include "engine/scheduler.h"
 #include "golden_fixture.h"
 
@@ -55,6 +56,17 @@ class LetterDetokenizer final : public Detokenizer {
     return std::make_unique<Stream>();
   }
 };
+
+// A tokenizer with Gemma 4's control tokens whose 512 ids match the tiny model's vocabulary (see
+// tests/data/tokenizer/README.md), so every id the model generates decodes.
+inline const Tokenizer& ChatTokenizer() {
+  static const Tokenizer tokenizer = [] {
+    auto t = Tokenizer::FromFile(std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-tiny-tokenizer.json");
+    if (!t.ok()) FAIL(t.status().ToString());
+    return std::move(*t);
+  }();
+  return tokenizer;
+}
 
 inline const Logger& QuietLog() {
   static const Logger log(LogLevel::kWarning);
