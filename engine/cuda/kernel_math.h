@@ -1,0 +1,85 @@
+// The scalar math of the CUDA kernels, compiled for both host and device so that the CPU tests
+// (tests/engine/cuda_kernel_math_test.cpp) check the exact functions the kernels call against the
+// CPU reference forward (engine/cpu/forward.cpp): KV addressing in the sliding ring and the paged
+// pool, the window bounds, the split-KV ranges and the merge of partial softmaxes, RoPE pairs,
+// GELU-tanh, the RMSNorm scale and the final softcap.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define TEMPER_HD __host__ __device__ __forceinline__
+#else
+#define TEMPER_HD inline
+#endif
+
+namespace temper::engine::cuda::math {
+
+TEMPER_HD float Bf16ToFloat(uint16_t h) {
+  const uint32_t u = static_cast<uint32_t>(h) << 16;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+// Point 2 of the fixture README: x · (mean(x²) + eps)^-½.
+TEMPER_HD float RmsScale(float sum_sq, int n, float eps) { return 1.0f / sqrtf(sum_sq / static_cast<float>(n) + eps); }
+
+// Point 10: gelu_pytorch_tanh.
+TEMPER_HD float GeluTanh(float x) {
+  const float k = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+// Point 8: rotate_half on the pair (j, j + head_dim/2).
+TEMPER_HD void RopePair(float& x1, float& x2, float c, float s) {
+  const float a = x1, b = x2;
+  x1 = a * c - b * s;
+  x2 = b * c + a * s;
+}
+
+TEMPER_HD float Softcap(float x, float cap) { return cap > 0 ? cap * tanhf(x / cap) : x; }
+
+// Point 7: the first position a query at `pos` sees (the window is strict).
+TEMPER_HD int64_t WindowStart(int64_t pos, int window, bool sliding) {
+  return sliding && pos - window + 1 > 0 ? pos - window + 1 : 0;
+}
+
+// Row of the cache holding `pos`: the sequence's ring slot on sliding layers, else the paged row
+// blocks[pos / block_tokens] * block_tokens + pos % block_tokens.
+TEMPER_HD int64_t KvRow(int64_t pos, bool sliding, int window, int ring_slot, const int32_t* blocks,
+                        int block_tokens) {
+  if (sliding) return static_cast<int64_t>(ring_slot) * window + pos % window;
+  return static_cast<int64_t>(blocks[pos / block_tokens]) * block_tokens + pos % block_tokens;
+}
+
+// Split `i` of `splits` over n keys: [begin, end), contiguous, sizes differ by at most one.
+struct SplitSpan {
+  int64_t begin, end;
+};
+TEMPER_HD SplitSpan SplitKeys(int64_t n, int splits, int i) { return {n * i / splits, n * (i + 1) / splits}; }
+
+// Online softmax state of one split: the largest score seen and Σ exp(score - max). An empty
+// split has max = -inf and sum = 0 and contributes nothing to a merge.
+struct SoftmaxState {
+  float max;
+  float sum;
+};
+// Folds `b` into `a`; returns the factors to scale a's and b's value accumulators by.
+TEMPER_HD void MergeSoftmax(SoftmaxState& a, const SoftmaxState& b, float& scale_a, float& scale_b) {
+  const float m = a.max > b.max ? a.max : b.max;
+  scale_a = a.sum > 0 ? expf(a.max - m) : 0.0f;
+  scale_b = b.sum > 0 ? expf(b.max - m) : 0.0f;
+  a.sum = a.sum * scale_a + b.sum * scale_b;
+  a.max = m;
+}
+
+}  // namespace temper::engine::cuda::math

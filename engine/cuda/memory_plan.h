@@ -1,0 +1,64 @@
+// GpuMemoryPlan: how one GPU's memory is divided among the tensor-parallel ranks it hosts.
+//
+// Order of claims (the reference deployment's vLLM ran out of memory capturing graphs on a 24 GB
+// card because buffers were allocated after the KV pool took "the rest"): first the weights of every
+// rank on the device, then every activation buffer and graph workspace for the largest batch and
+// prefill chunk (allocated once at start-up, never during a forward pass), then the sliding-window
+// rings of every sequence and snapshot slot, and only then the paged KV pool, sized as a configured
+// fraction of what is left. KV is stored in bf16; k_eq_v layers store V only.
+//
+// Pure host arithmetic, so it is unit-tested everywhere (tests/engine/cuda_memory_plan_test.cpp).
+// Thread safety: values only.
+#pragma once
+
+#include <cstdint>
+
+#include "common/status.h"
+#include "engine/model_config.h"
+#include "engine/tensor_parallel.h"
+
+namespace temper::engine::cuda {
+
+struct MemoryPlanInput {
+  uint64_t free_bytes = 0;       // cudaMemGetInfo's free memory before anything is allocated
+  double kv_fraction = 0.9;      // share of the memory left after weights, workspace and rings
+  int ranks_on_device = 1;       // ranks sharing this GPU (tp 2/4 tested on one device)
+  int max_batch = 8;             // largest decode batch (largest graph bucket)
+  int max_prefill_tokens = 2048;  // largest prefill chunk
+  int max_sequences = 8;
+  int max_snapshots = 0;
+  int block_tokens = 16;
+  int attention_splits = 16;     // split-KV partitions per (row, head) in decode attention
+};
+
+// Bytes of one rank (all per rank; multiply by ranks_on_device for the GPU).
+struct RankBytes {
+  uint64_t weights = 0;
+  uint64_t workspace = 0;      // activations, split-KV partials, logits, sampling scratch
+  uint64_t ring_per_seq = 0;   // all sliding layers' K and V rings of one sequence
+  uint64_t block = 0;          // one paged block, all full layers
+  uint64_t kv_per_token = 0;   // full layers only: block / block_tokens
+};
+
+struct GpuMemoryPlan {
+  RankBytes rank;
+  int ranks_on_device = 1;
+  uint64_t weight_bytes = 0;     // whole GPU
+  uint64_t workspace_bytes = 0;  // whole GPU
+  uint64_t ring_bytes = 0;       // whole GPU: sequence and snapshot rings
+  uint64_t kv_pool_bytes = 0;    // whole GPU: paged blocks
+  int64_t num_blocks = 0;        // paged blocks per rank (every rank has the same count)
+  int64_t kv_capacity_tokens = 0;  // num_blocks * block_tokens
+};
+
+// Bytes of `shard`'s weights (its views of the bf16 checkpoint; norms replicated).
+uint64_t RankWeightBytes(const ModelConfig& config, const RankShard& shard);
+// Bytes of one rank's start-up buffers for `input`'s batch limits.
+uint64_t RankWorkspaceBytes(const ModelConfig& config, const RankShard& shard, const MemoryPlanInput& input);
+
+// Errors: InvalidArgument for a fraction outside (0, 1] or non-positive limits; ResourceExhausted
+// (naming the bytes wanted and free) when the weights, workspace and rings do not fit, or not even
+// one block per sequence fits in the pool.
+Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& config, const RankShard& shard, const MemoryPlanInput& input);
+
+}  // namespace temper::engine::cuda
