@@ -14,9 +14,9 @@ void PrefixCache::Touch(Node* node) {
   lru_[node->last_used] = node;
 }
 
-PrefixCache::Match PrefixCache::Lookup(std::span<const int32_t> tokens, int64_t max_length) {
+template <typename Visit>
+std::pair<PrefixCache::Node*, size_t> PrefixCache::Descend(std::span<const int32_t> tokens, Visit visit) {
   Node* node = &root_;
-  Node* best = nullptr;
   size_t pos = 0;
   while (pos < tokens.size()) {
     auto it = node->children.find(tokens[pos]);
@@ -26,11 +26,20 @@ PrefixCache::Match PrefixCache::Lookup(std::span<const int32_t> tokens, int64_t 
         !std::equal(child->edge.begin(), child->edge.end(), tokens.begin() + static_cast<long>(pos))) {
       break;
     }
+    if (!visit(child, pos + child->edge.size())) break;
     pos += child->edge.size();
-    if (static_cast<int64_t>(pos) > max_length) break;
     node = child;
-    if (node->snapshot >= 0) best = node;
   }
+  return {node, pos};
+}
+
+PrefixCache::Match PrefixCache::Lookup(std::span<const int32_t> tokens, int64_t max_length) {
+  Node* best = nullptr;
+  Descend(tokens, [&](Node* node, size_t matched) {
+    if (static_cast<int64_t>(matched) > max_length) return false;
+    if (node->snapshot >= 0) best = node;
+    return true;
+  });
   if (best == nullptr) return {};
   Touch(best);
   int64_t length = 0;
@@ -43,19 +52,7 @@ Result<bool> PrefixCache::Insert(std::span<const int32_t> tokens, SequenceId seq
   // Already cached? (Checked before taking a snapshot, and the tree is changed only after, because
   // evicting to make room prunes nodes.)
   {
-    Node* node = &root_;
-    size_t pos = 0;
-    while (pos < tokens.size()) {
-      auto it = node->children.find(tokens[pos]);
-      if (it == node->children.end()) break;
-      Node* child = it->second.get();
-      if (pos + child->edge.size() > tokens.size() ||
-          !std::equal(child->edge.begin(), child->edge.end(), tokens.begin() + static_cast<long>(pos))) {
-        break;
-      }
-      pos += child->edge.size();
-      node = child;
-    }
+    auto [node, pos] = Descend(tokens, [](Node*, size_t) { return true; });
     if (pos == tokens.size() && node->snapshot >= 0) {
       Touch(node);
       return false;

@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -57,6 +58,11 @@ class PrefixCache {
     uint64_t last_used = 0;  // key in lru_ while snapshot >= 0
   };
   void Touch(Node* node);
+  // Follows the edges that `tokens` match whole, from the root. For each node reached, calls
+  // visit(node, tokens matched so far); stops before a node for which it returns false. Returns the
+  // last node reached (the root when none) and the tokens matched up to it.
+  template <typename Visit>
+  std::pair<Node*, size_t> Descend(std::span<const int32_t> tokens, Visit visit);
   // Removes `node` if it holds nothing, and merges a lone child into a parent that holds nothing.
   void Prune(Node* node);
 

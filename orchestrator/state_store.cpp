@@ -55,6 +55,17 @@ EventRecord ReadEventRow(const sqlite::Statement& row) {
   return e;
 }
 
+// An event the daemon itself records about a batch (submitted, cancelled).
+NewEvent DaemonEvent(int64_t batch_id, const std::string& target, std::string type, const nlohmann::json& data) {
+  NewEvent event;
+  event.batch_id = batch_id;
+  event.target = target;
+  event.role = "daemon";
+  event.type = std::move(type);
+  event.data_json = data.dump();
+  return event;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
@@ -123,13 +134,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
                            {"max_tokens", nb.budgets.max_tokens}}}};
-  NewEvent event;
-  event.batch_id = id;
-  event.target = nb.target;
-  event.role = "daemon";
-  event.type = "batch.submitted";
-  event.data_json = data.dump();
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, nb.target, "batch.submitted", data)));
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
   return Submitted{std::move(batch), std::move(stored)};
@@ -237,13 +242,8 @@ Result<StateStore::Cancelled> StateStore::CancelBatch(int64_t id, const std::str
   int rules_cancelled = db_.Changes();
   nlohmann::json data = {{"reason", reason}, {"previous_state", BatchStateName(before.state)},
                          {"rules_cancelled", rules_cancelled}};
-  NewEvent event;
-  event.batch_id = id;
-  event.target = before.target;
-  event.role = "daemon";
-  event.type = "batch.cancelled";
-  event.data_json = data.dump();
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
+                          AppendEventLocked(DaemonEvent(id, before.target, "batch.cancelled", data)));
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord after, LoadBatchLocked(id, true));
   return Cancelled{std::move(after), std::move(stored)};
