@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "orchestrator/budgets.h"
+#include "roles/token_usage.h"
 
 namespace temper {
 
@@ -26,12 +27,6 @@ std::optional<BatchState> ParseBatchState(std::string_view name);
 std::optional<RuleState> ParseRuleState(std::string_view name);
 bool IsFinal(BatchState state);
 bool IsFinal(RuleState state);
-
-struct TokenUsage {
-  uint64_t prompt_tokens = 0;
-  uint64_t completion_tokens = 0;
-  uint64_t cached_prompt_tokens = 0;
-};
 
 struct BatchRuleRecord {
   std::string rule_id;

@@ -28,6 +28,7 @@
 
 #include "common/status.h"
 #include "roles/endpoint_config.h"
+#include "roles/token_usage.h"
 
 namespace temper {
 
@@ -68,12 +69,6 @@ struct ChatRequest {
 
 enum class FinishReason { kStop, kLength, kToolCalls, kContentFilter, kOther };
 std::string_view FinishReasonName(FinishReason reason);
-
-struct TokenUsage {
-  uint64_t prompt_tokens = 0;
-  uint64_t completion_tokens = 0;
-  uint64_t cached_prompt_tokens = 0;  // of prompt_tokens, served from a prefix cache
-};
 
 struct ChatResponse {
   std::string text;
