@@ -7,13 +7,14 @@
 #include <fmt/format.h>
 
 namespace temper::engine {
-namespace {
 
-std::string Quote(std::string_view s) {
+std::string QuoteToken(std::string_view text) {
   constexpr size_t kMax = 40;
-  if (s.size() <= kMax) return fmt::format("'{}'", s);
-  return fmt::format("'{}...'", s.substr(0, kMax));
+  if (text.size() <= kMax) return fmt::format("'{}'", text);
+  return fmt::format("'{}...'", text.substr(0, kMax));
 }
+
+namespace {
 
 uint64_t PairKey(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
@@ -89,8 +90,8 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   for (const auto& e : spec.vocab) {
     std::string_view token = spec.View(e.token);
     if (used[e.id]) {
-      return Status::DataLoss(fmt::format("model.vocab[{}]: id {} is already used by {}", Quote(token), e.id,
-                                          Quote(bpe.id_to_token_[e.id])));
+      return Status::DataLoss(fmt::format("model.vocab[{}]: id {} is already used by {}", QuoteToken(token), e.id,
+                                          QuoteToken(bpe.id_to_token_[e.id])));
     }
     used[e.id] = true;
     bpe.id_to_token_[e.id] = std::string(token);
@@ -100,7 +101,7 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   bpe.token_mask_ = token_capacity - 1;
   for (const auto& e : spec.vocab) {
     if (!bpe.InsertToken(e.id)) {
-      return Status::DataLoss(fmt::format("model.vocab: token {} appears twice", Quote(bpe.id_to_token_[e.id])));
+      return Status::DataLoss(fmt::format("model.vocab: token {} appears twice", QuoteToken(bpe.id_to_token_[e.id])));
     }
   }
 
@@ -115,15 +116,15 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
     std::string_view left = spec.View(m.left);
     std::string_view right = spec.View(m.right);
     auto l = bpe.TokenToId(left);
-    if (!l) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, Quote(left)));
+    if (!l) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(left)));
     auto r = bpe.TokenToId(right);
-    if (!r) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, Quote(right)));
+    if (!r) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(right)));
     merged.assign(left);
     merged.append(right);
     auto n = bpe.TokenToId(merged);
     if (!n) {
       return Status::DataLoss(
-          fmt::format("model.merges[{}]: merged token {} is not in the vocabulary", rank, Quote(merged)));
+          fmt::format("model.merges[{}]: merged token {} is not in the vocabulary", rank, QuoteToken(merged)));
     }
     bpe.InsertPair(*l, *r, static_cast<uint32_t>(rank), *n);
   }
@@ -155,7 +156,7 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   }
   if (spec.unk_token) {
     auto id = bpe.TokenToId(*spec.unk_token);
-    if (!id) return Status::DataLoss(fmt::format("model.unk_token: {} is not in the vocabulary", Quote(*spec.unk_token)));
+    if (!id) return Status::DataLoss(fmt::format("model.unk_token: {} is not in the vocabulary", QuoteToken(*spec.unk_token)));
     bpe.unk_id_ = *id;
   } else if (!all_bytes) {
     return Status::DataLoss(

@@ -28,6 +28,9 @@
 
 namespace temper::engine {
 
+// A token's text for an error message: quoted, and cut after 40 characters.
+std::string QuoteToken(std::string_view text);
+
 // Working memory EncodeWord reuses from one word to the next.
 struct BpeScratch {
   struct Symbol {

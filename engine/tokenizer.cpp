@@ -11,12 +11,6 @@
 namespace temper::engine {
 namespace {
 
-std::string Quote(std::string_view s) {
-  constexpr size_t kMax = 40;
-  if (s.size() <= kMax) return fmt::format("'{}'", s);
-  return fmt::format("'{}...'", s.substr(0, kMax));
-}
-
 void ReplaceAll(std::string_view in, std::string_view pattern, std::string_view content, std::string& out) {
   out.clear();
   size_t pos = 0;
@@ -226,7 +220,7 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
   // name two different tokens.
   for (size_t i = 0; i < spec.added_tokens.size(); ++i) {
     const auto& t = spec.added_tokens[i];
-    const std::string field = fmt::format("added_tokens[{}] ({})", i, Quote(t.content));
+    const std::string field = fmt::format("added_tokens[{}] ({})", i, QuoteToken(t.content));
     if (auto id = tok.bpe_.TokenToId(t.content); id && *id != t.id) {
       return Status::DataLoss(fmt::format("{}: id {} disagrees with the vocabulary's id {}", field, t.id, *id));
     }
@@ -235,7 +229,7 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
       return Status::DataLoss(fmt::format("{}: id {} is far beyond the vocabulary", field, t.id));
     }
     if (static_cast<size_t>(t.id) < vocab.size() && !vocab[t.id].empty() && vocab[t.id] != t.content) {
-      return Status::DataLoss(fmt::format("{}: id {} already belongs to {}", field, t.id, Quote(vocab[t.id])));
+      return Status::DataLoss(fmt::format("{}: id {} already belongs to {}", field, t.id, QuoteToken(vocab[t.id])));
     }
     id_limit = std::max(id_limit, static_cast<size_t>(t.id) + 1);
     tok.added_by_content_.emplace_back(t.content, t.id);
@@ -244,14 +238,14 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
   std::sort(tok.added_by_content_.begin(), tok.added_by_content_.end());
   for (size_t i = 1; i < tok.added_by_content_.size(); ++i) {
     if (tok.added_by_content_[i].first == tok.added_by_content_[i - 1].first) {
-      return Status::DataLoss(fmt::format("added_tokens: {} is listed twice", Quote(tok.added_by_content_[i].first)));
+      return Status::DataLoss(fmt::format("added_tokens: {} is listed twice", QuoteToken(tok.added_by_content_[i].first)));
     }
   }
   std::sort(tok.added_by_id_.begin(), tok.added_by_id_.end());
   for (size_t i = 1; i < tok.added_by_id_.size(); ++i) {
     if (tok.added_by_id_[i].first == tok.added_by_id_[i - 1].first) {
       return Status::DataLoss(fmt::format("added_tokens: id {} is used by {} and {}", tok.added_by_id_[i].first,
-                                          Quote(tok.added_by_id_[i - 1].second), Quote(tok.added_by_id_[i].second)));
+                                          QuoteToken(tok.added_by_id_[i - 1].second), QuoteToken(tok.added_by_id_[i].second)));
     }
   }
   tok.id_limit_ = static_cast<int32_t>(id_limit);
@@ -399,7 +393,7 @@ std::optional<int32_t> Tokenizer::TokenToId(std::string_view token) const {
 
 Result<int32_t> Tokenizer::RequireToken(std::string_view token) const {
   if (auto id = TokenToId(token)) return *id;
-  return Status::NotFound(fmt::format("tokenizer has no token {}", Quote(token)));
+  return Status::NotFound(fmt::format("tokenizer has no token {}", QuoteToken(token)));
 }
 
 std::optional<std::string_view> Tokenizer::IdToToken(int32_t id) const {

@@ -2,17 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include "rootfs_fixture.h"
+
 namespace temper::stig {
 namespace {
 
-const std::string kData = std::string(TEMPER_TEST_DATA_DIR) + "/stig";
+using testing::Ubuntu2004Stig;
 
-// One load per test process: catch_discover_tests runs each TEST_CASE in its own process anyway.
-const Content& Ubuntu2004Stig() {
-  static const Result<Content> content = Content::Load(kUbuntu2004Datastream, "stig");
-  REQUIRE(content.ok());
-  return *content;
-}
+const std::string kData = std::string(TEMPER_TEST_DATA_DIR) + "/stig";
 
 TEST_CASE("Content loads the Ubuntu 20.04 STIG profile with its rules", "[stig][content]") {
   const Content& c = Ubuntu2004Stig();

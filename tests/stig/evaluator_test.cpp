@@ -11,18 +11,9 @@
 namespace temper::stig {
 namespace {
 
+using testing::QuietLog;
 using testing::ScopedTarget;
-
-const Content& Ubuntu2004Stig() {
-  static const Result<Content> content = Content::Load(kUbuntu2004Datastream, "stig");
-  REQUIRE(content.ok());
-  return *content;
-}
-
-const Logger& QuietLog() {
-  static const Logger log(LogLevel::kWarning);
-  return log;
-}
+using testing::Ubuntu2004Stig;
 
 std::string Full(const std::string& name) { return std::string(kRulePrefix) + name; }
 

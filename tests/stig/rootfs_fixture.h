@@ -3,7 +3,8 @@
 // The root is built once per build tree by the hidden test case "[.rootfs_build]", which ctest
 // runs as the FIXTURES_SETUP of every other case (see CMakeLists.txt), and rebuilt only when its
 // spec changes. Each test case opens its own RootfsTarget over that root in a fresh directory,
-// so cases can run in parallel without seeing each other's changes.
+// so cases can run in parallel without seeing each other's changes. Also the content and logger the
+// suite's cases share.
 #pragma once
 
 #include <unistd.h>
@@ -14,9 +15,23 @@
 
 #include <catch2/catch.hpp>
 
+#include "common/log.h"
+#include "stig/content.h"
 #include "stig/rootfs_target.h"
 
 namespace temper::stig::testing {
+
+// The Ubuntu 20.04 STIG profile of Debian 12's SSG content, loaded once per test process.
+inline const Content& Ubuntu2004Stig() {
+  static const Result<Content> content = Content::Load(kUbuntu2004Datastream, "stig");
+  REQUIRE(content.ok());
+  return *content;
+}
+
+inline const Logger& QuietLog() {
+  static const Logger log(LogLevel::kWarning);
+  return log;
+}
 
 inline std::string RootfsDir() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs"; }
 inline std::string SharedRoot() { return RootfsDir() + "/root"; }

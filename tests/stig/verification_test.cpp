@@ -7,18 +7,9 @@
 namespace temper::stig {
 namespace {
 
+using testing::QuietLog;
 using testing::ScopedTarget;
-
-const Content& Ubuntu2004Stig() {
-  static const Result<Content> content = Content::Load(kUbuntu2004Datastream, "stig");
-  REQUIRE(content.ok());
-  return *content;
-}
-
-const Logger& QuietLog() {
-  static const Logger log(LogLevel::kWarning);
-  return log;
-}
+using testing::Ubuntu2004Stig;
 
 Status ApplyFix(Target& t, const std::string& rule) {
   const RuleInfo* info = *Ubuntu2004Stig().Rule(rule);
