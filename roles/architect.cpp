@@ -100,7 +100,7 @@ Result<ArchitectPick> Architect::ParsePick(const ChatResponse& response, const A
 }
 
 Result<RolePrompt> Architect::BuildReengage(const RuleInfo& rule, const std::string& current_plan,
-                                            const std::vector<AttemptRecord>& attempts,
+                                            const std::vector<PastAttempt>& attempts,
                                             const std::vector<Lesson>& lessons) const {
   TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("architect_reengage"));
   std::vector<PromptSection> sections = RuleSections(rule);

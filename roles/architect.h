@@ -24,10 +24,10 @@
 namespace temper {
 
 struct ArchitectInput {
-  BatchState batch;
+  BatchProgress batch;
   std::vector<RuleInfo> candidates;       // the rules it may pick from, in default order
   std::vector<Lesson> lessons;            // for the candidates and similar rules
-  std::vector<AttemptRecord> prior_attempts;  // on the candidates, from earlier runs
+  std::vector<PastAttempt> prior_attempts;  // on the candidates, from earlier runs
 };
 
 struct ArchitectPick {
@@ -54,7 +54,7 @@ class Architect {
   Result<ArchitectPick> ParsePick(const ChatResponse& response, const ArchitectInput& input) const;
 
   Result<RolePrompt> BuildReengage(const RuleInfo& rule, const std::string& current_plan,
-                                   const std::vector<AttemptRecord>& attempts,
+                                   const std::vector<PastAttempt>& attempts,
                                    const std::vector<Lesson>& lessons) const;
   Result<ReengageDecision> ParseReengage(const ChatResponse& response) const;
 

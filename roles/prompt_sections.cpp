@@ -22,7 +22,7 @@ std::vector<PromptSection> RuleSections(const RuleInfo& r) {
   return out;
 }
 
-PromptSection BatchSection(const BatchState& b, int priority) {
+PromptSection BatchSection(const BatchProgress& b, int priority) {
   std::string text = fmt::format(
       "## Batch\n{} rules: {} passed, {} failed, {} escalated, {} skipped, {} pending", b.total, b.passed,
       b.failed, b.escalated, b.skipped, b.pending);
@@ -43,10 +43,10 @@ std::vector<PromptSection> LessonSections(const std::vector<Lesson>& lessons) {
   return out;
 }
 
-std::vector<PromptSection> AttemptSections(const std::vector<AttemptRecord>& attempts, int top_priority) {
+std::vector<PromptSection> AttemptSections(const std::vector<PastAttempt>& attempts, int top_priority) {
   std::vector<PromptSection> out;
   for (size_t i = 0; i < attempts.size(); ++i) {
-    const AttemptRecord& a = attempts[i];
+    const PastAttempt& a = attempts[i];
     std::string text = fmt::format("## Attempt {} — {}\nApproach: {}\n", a.number, a.verdict, a.approach);
     if (!a.lesson.empty()) text += "Lesson: " + a.lesson + "\n";
     if (!a.actions.empty()) text += "Actions:\n" + a.actions + "\n";

@@ -8,8 +8,8 @@ namespace temper {
 
 using nlohmann::json;
 
-Result<RolePrompt> Reflector::Build(const RuleInfo& rule, const AttemptRecord& failed,
-                                    const std::vector<AttemptRecord>& earlier,
+Result<RolePrompt> Reflector::Build(const RuleInfo& rule, const PastAttempt& failed,
+                                    const std::vector<PastAttempt>& earlier,
                                     const std::vector<Lesson>& lessons) const {
   TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("reflector"));
   std::vector<PromptSection> sections = RuleSections(rule);

@@ -28,7 +28,7 @@ struct Lesson {
   bool same_rule = false;  // learnt on the rule at hand (else on a similar rule)
 };
 
-struct AttemptRecord {
+struct PastAttempt {
   int number = 0;
   std::string approach;
   std::string actions;     // the commands run and files written, summarised
@@ -37,7 +37,7 @@ struct AttemptRecord {
   std::string lesson;      // the Reflector's lesson, if any
 };
 
-struct BatchState {
+struct BatchProgress {
   size_t total = 0, passed = 0, failed = 0, escalated = 0, skipped = 0, pending = 0;
   std::vector<std::string> recent_events;  // newest last: "rule X passed on attempt 2"
 };

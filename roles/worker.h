@@ -43,7 +43,7 @@ struct WorkerTask {
   RuleInfo rule;
   std::string approach;  // the Architect's plan
   std::vector<Lesson> lessons;
-  std::vector<AttemptRecord> prior_attempts;
+  std::vector<PastAttempt> prior_attempts;
 };
 
 enum class WorkerOutcome { kFinished, kStepBudget, kTokenBudget, kUnusableAnswers };

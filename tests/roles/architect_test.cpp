@@ -138,7 +138,7 @@ TEST_CASE("re-engagement: PIVOT needs a plan, and prose is never read as CONTINU
   PromptLibrary lib = PromptLibrary::Embedded();
   BytesTokenEstimator est;
   Architect a(lib, Config(16384, 2048), est);
-  std::vector<AttemptRecord> attempts = {{1, "sed sshd_config", "sed -i ...", "fail", "permitrootlogin yes", "drop-ins win"},
+  std::vector<PastAttempt> attempts = {{1, "sed sshd_config", "sed -i ...", "fail", "permitrootlogin yes", "drop-ins win"},
                                          {2, "sed again", "", "fail", "permitrootlogin yes", ""}};
   auto p = a.BuildReengage(SshRule(), "Edit sshd_config", attempts, {});
   REQUIRE(p.ok());
@@ -162,7 +162,7 @@ TEST_CASE("the Reflector keeps the failed attempt's evidence and checks its less
   RoleConfig c = Config(4096, 1024);
   c.role = "reflector";
   Reflector r(lib, c, est);
-  AttemptRecord failed{3, "sed on sshd_config", std::string(20000, 'a') + "\n", "fail",
+  PastAttempt failed{3, "sed on sshd_config", std::string(20000, 'a') + "\n", "fail",
                        "oval:ssg-test_sshd_permitrootlogin:tst:1 false: PermitRootLogin yes in 50-cloud-init.conf", ""};
   auto p = r.Build(SshRule(), failed, {}, {});
   REQUIRE(p.ok());
