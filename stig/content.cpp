@@ -268,13 +268,15 @@ void FillFix(struct xccdf_rule* rule, struct xccdf_policy* policy, RuleInfo& inf
   if (it) xccdf_fix_iterator_free(it);
 }
 
+// `group` is the id of the innermost XCCDF Group holding `items` (empty at the benchmark's top).
 Status CollectRules(OscapSession& s, struct xccdf_item_iterator* items, struct xccdf_policy* policy,
-                    const std::string& path, std::map<std::string, RuleInfo>& rules,
+                    const std::string& path, const std::string& group, std::map<std::string, RuleInfo>& rules,
                     std::vector<std::string>& order) {
   while (items && xccdf_item_iterator_has_more(items)) {
     struct xccdf_item* item = xccdf_item_iterator_next(items);
     if (xccdf_item_get_type(item) == XCCDF_GROUP) {
-      Status st = CollectRules(s, xccdf_item_get_content(item), policy, path, rules, order);
+      const char* group_id = xccdf_item_get_id(item);
+      Status st = CollectRules(s, xccdf_item_get_content(item), policy, path, group_id ? group_id : group, rules, order);
       if (!st.ok()) {
         xccdf_item_iterator_free(items);
         return st;
@@ -286,6 +288,7 @@ Status CollectRules(OscapSession& s, struct xccdf_item_iterator* items, struct x
     RuleInfo info;
     info.id = xccdf_rule_get_id(rule) ? xccdf_rule_get_id(rule) : "";
     if (info.id.empty()) continue;
+    info.group_id = group;
     info.title = MarkupToText(Owned(xccdf_policy_get_readable_item_title(policy, item, nullptr)));
     info.description =
         MarkupToText(Owned(xccdf_policy_get_readable_item_description(policy, item, nullptr)));
@@ -382,7 +385,7 @@ Result<Content> Content::Load(std::string_view datastream, std::string_view prof
   }
 
   std::vector<std::string> order;
-  TEMPER_RETURN_IF_ERROR(CollectRules(s, xccdf_benchmark_get_content(s.benchmark), policy, path, c.rules_, order));
+  TEMPER_RETURN_IF_ERROR(CollectRules(s, xccdf_benchmark_get_content(s.benchmark), policy, path, "", c.rules_, order));
   for (const auto& id : order) {
     if (xccdf_policy_is_item_selected(policy, id.c_str())) c.profile_rule_ids_.push_back(id);
   }

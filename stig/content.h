@@ -41,6 +41,9 @@ struct RuleInfo {
   std::string id;  // full XCCDF id, xccdf_org.ssgproject.content_rule_...
   std::string title;
   std::string severity;  // "high", "medium", "low", "info" or "unknown"
+  // The innermost XCCDF Group holding the rule ("xccdf_org.ssgproject.content_group_sshd"): rules
+  // in one group configure one component, so lessons learnt on one help its neighbours.
+  std::string group_id;
   std::string description;  // XHTML markup reduced to text
   std::string rationale;
   // The OVAL definition the check runs, its title, and the OVAL test types reachable from it

@@ -25,6 +25,9 @@ TEST_CASE("Content loads the Ubuntu 20.04 STIG profile with its rules", "[stig][
   CHECK(r.id == "xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
   CHECK(r.title == "Disable SSH Root Login");
   CHECK(r.severity == "medium");
+  CHECK(r.group_id == "xccdf_org.ssgproject.content_group_ssh_server");
+  CHECK(c.Rule("sshd_set_idle_timeout").value()->group_id == r.group_id);
+  CHECK(c.Rule("package_aide_installed").value()->group_id != r.group_id);
   CHECK(r.description.find("PermitRootLogin no") != std::string::npos);
   CHECK(r.description.find("<") == std::string::npos);  // markup reduced to text
   CHECK(r.rationale.find("accountability") != std::string::npos);
