@@ -34,6 +34,8 @@ struct BatchRuleRecord {
   uint32_t attempts = 0;
   uint64_t tokens_used = 0;
   std::string detail;
+  std::string before_verdict;  // OpenSCAP's verdict when the batch started; empty until evaluated
+  std::string after_verdict;   // after the loop finished with the rule
 };
 
 // What SubmitBatch stores, once validated.
@@ -61,6 +63,8 @@ struct BatchRecord {
   std::string request_id;
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
+  std::optional<uint32_t> good_snapshot;  // the target's last known-good state for this batch
+  std::string results_dir;                // OpenSCAP results of the batch's last evaluation
   uint32_t rule_counts[8] = {};        // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
 
@@ -109,11 +113,45 @@ struct AttemptRecord {
 struct LessonRecord {
   int64_t id = 0;  // assigned by the store
   std::string rule_id;
+  std::string group_id;  // the rule's XCCDF group, for retrieval by neighbouring rules
   std::optional<int64_t> batch_id;
   std::string text;
   double utility = 0.0;
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
+};
+
+// One step of the loop, committed in one transaction: a crash leaves all of it or none of it. Rule
+// and batch state changes are not applied once the batch has ended (a cancel that raced the step);
+// the attempt, lesson and events still are, since they happened.
+struct RuleUpdate {
+  std::string rule_id;
+  std::optional<RuleState> state;
+  std::optional<std::string> detail;
+  std::optional<std::string> before_verdict;
+  std::optional<std::string> after_verdict;
+  uint32_t add_attempts = 0;
+  uint64_t add_tokens = 0;
+};
+
+struct LoopStep {
+  int64_t batch_id = 0;
+  std::vector<std::string> add_rules;  // a whole-profile batch's rules, once expanded, as pending
+  std::vector<RuleUpdate> rules;
+  std::optional<BatchState> batch_state;
+  std::string batch_error;  // with batch_state
+  std::optional<uint32_t> good_snapshot;
+  std::optional<std::string> results_dir;
+  std::optional<AttemptRecord> attempt;
+  std::optional<LessonRecord> lesson;
+  std::vector<std::pair<int64_t, double>> utility_changes;  // lesson id, delta
+  std::vector<NewEvent> events;
+};
+
+struct StepCommitted {
+  std::vector<EventRecord> events;
+  std::optional<int64_t> lesson_id;
+  bool batch_ended = false;  // the batch was already final: its states were left alone
 };
 
 struct RuleMemoryRecord {

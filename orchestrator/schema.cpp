@@ -79,6 +79,17 @@ CREATE TABLE lessons(
   updated_at_ms INTEGER NOT NULL);
 CREATE INDEX lessons_by_rule ON lessons(rule_id, id);
 )sql",
+    // 3: what the loop needs to resume and report: the target's last known-good snapshot, where the
+    // batch's OpenSCAP results are, each rule's verdicts before and after, and lessons by XCCDF
+    // group so neighbouring rules can learn from each other.
+    R"sql(
+ALTER TABLE batches ADD COLUMN good_snapshot INTEGER;
+ALTER TABLE batches ADD COLUMN results_dir TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_rules ADD COLUMN before_verdict TEXT NOT NULL DEFAULT '';
+ALTER TABLE batch_rules ADD COLUMN after_verdict TEXT NOT NULL DEFAULT '';
+ALTER TABLE lessons ADD COLUMN group_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX lessons_by_group ON lessons(group_id, utility);
+)sql",
 };
 
 }  // namespace

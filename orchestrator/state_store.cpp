@@ -11,7 +11,7 @@ namespace {
 
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
-    "state, error, created_at_ms, updated_at_ms, request_id";
+    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir";
 
 Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   BatchRecord b;
@@ -32,6 +32,8 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   b.created_at = row.ColumnInt(11);
   b.updated_at = row.ColumnInt(12);
   b.request_id = row.ColumnText(13);
+  if (!row.ColumnIsNull(14)) b.good_snapshot = static_cast<uint32_t>(row.ColumnInt(14));
+  b.results_dir = row.ColumnText(15);
   return b;
 }
 
@@ -53,6 +55,57 @@ EventRecord ReadEventRow(const sqlite::Statement& row) {
   e.usage.completion_tokens = static_cast<uint64_t>(row.ColumnInt(9));
   e.usage.cached_prompt_tokens = static_cast<uint64_t>(row.ColumnInt(10));
   return e;
+}
+
+constexpr const char* kLessonColumns = "id, rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms";
+
+Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
+  std::vector<LessonRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    LessonRecord l;
+    l.id = q.ColumnInt(0);
+    l.rule_id = q.ColumnText(1);
+    l.group_id = q.ColumnText(2);
+    if (!q.ColumnIsNull(3)) l.batch_id = q.ColumnInt(3);
+    l.text = q.ColumnText(4);
+    l.utility = q.ColumnDouble(5);
+    l.created_at = q.ColumnInt(6);
+    l.updated_at = q.ColumnInt(7);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+constexpr const char* kAttemptColumns =
+    "id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, reflection, "
+    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms";
+
+Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
+  AttemptRecord a;
+  a.id = q.ColumnInt(0);
+  a.batch_id = q.ColumnInt(1);
+  a.rule_id = q.ColumnText(2);
+  a.number = static_cast<uint32_t>(q.ColumnInt(3));
+  a.approach = q.ColumnText(4);
+  nlohmann::json commands = nlohmann::json::parse(q.ColumnText(5), nullptr, /*allow_exceptions=*/false);
+  if (!commands.is_array()) {
+    return Status::DataLoss(fmt::format("attempt {}: stored commands are not a JSON array", a.id));
+  }
+  for (const auto& c : commands) {
+    if (c.is_string()) a.commands.push_back(c.get<std::string>());
+  }
+  a.verdict = q.ColumnText(6);
+  a.outcome = q.ColumnText(7);
+  a.evidence = q.ColumnText(8);
+  a.reflection = q.ColumnText(9);
+  a.usage.prompt_tokens = static_cast<uint64_t>(q.ColumnInt(10));
+  a.usage.completion_tokens = static_cast<uint64_t>(q.ColumnInt(11));
+  a.usage.cached_prompt_tokens = static_cast<uint64_t>(q.ColumnInt(12));
+  a.started_at = q.ColumnInt(13);
+  a.finished_at = q.ColumnInt(14);
+  return a;
 }
 
 // An event the daemon itself records about a batch (submitted, cancelled).
@@ -156,8 +209,8 @@ Result<BatchRecord> StateStore::LoadBatchLocked(int64_t id, bool with_rules) {
   if (!with_rules) return batch;
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement rules,
-      db_.Prepare("SELECT rule_id, state, attempts, tokens_used, detail FROM batch_rules "
-                  "WHERE batch_id = ? ORDER BY position"));
+      db_.Prepare("SELECT rule_id, state, attempts, tokens_used, detail, before_verdict, after_verdict "
+                  "FROM batch_rules WHERE batch_id = ? ORDER BY position"));
   rules.Bind(1, id);
   while (true) {
     TEMPER_ASSIGN_OR_RETURN(bool row, rules.Step());
@@ -173,6 +226,8 @@ Result<BatchRecord> StateStore::LoadBatchLocked(int64_t id, bool with_rules) {
     r.attempts = static_cast<uint32_t>(rules.ColumnInt(2));
     r.tokens_used = static_cast<uint64_t>(rules.ColumnInt(3));
     r.detail = rules.ColumnText(4);
+    r.before_verdict = rules.ColumnText(5);
+    r.after_verdict = rules.ColumnText(6);
     batch.rules.push_back(std::move(r));
   }
   return batch;
@@ -312,6 +367,10 @@ Result<uint64_t> StateStore::LastSeq() {
 
 Result<int64_t> StateStore::RecordAttempt(const AttemptRecord& a) {
   std::lock_guard lock(mu_);
+  return RecordAttemptLocked(a);
+}
+
+Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
       db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
@@ -333,24 +392,32 @@ Result<int64_t> StateStore::RecordAttempt(const AttemptRecord& a) {
 
 Result<int64_t> StateStore::AddLesson(const LessonRecord& l) {
   std::lock_guard lock(mu_);
+  return AddLessonLocked(l);
+}
+
+Result<int64_t> StateStore::AddLessonLocked(const LessonRecord& l) {
   TimeMs now = NowMs();
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
-      db_.Prepare("INSERT INTO lessons(rule_id, batch_id, text, utility, created_at_ms, updated_at_ms) "
-                  "VALUES(?, ?, ?, ?, ?, ?)"));
-  q.Bind(1, l.rule_id);
+      db_.Prepare("INSERT INTO lessons(rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms) "
+                  "VALUES(?, ?, ?, ?, ?, ?, ?)"));
+  q.Bind(1, l.rule_id).Bind(2, l.group_id);
   if (l.batch_id) {
-    q.Bind(2, *l.batch_id);
+    q.Bind(3, *l.batch_id);
   } else {
-    q.BindNull(2);
+    q.BindNull(3);
   }
-  q.Bind(3, l.text).Bind(4, l.utility).Bind(5, now).Bind(6, now);
+  q.Bind(4, l.text).Bind(5, l.utility).Bind(6, now).Bind(7, now);
   TEMPER_RETURN_IF_ERROR(q.Run());
   return db_.LastInsertRowId();
 }
 
 Status StateStore::AdjustLessonUtility(int64_t lesson_id, double delta) {
   std::lock_guard lock(mu_);
+  return AdjustLessonUtilityLocked(lesson_id, delta);
+}
+
+Status StateStore::AdjustLessonUtilityLocked(int64_t lesson_id, double delta) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
       db_.Prepare("UPDATE lessons SET utility = utility + ?, updated_at_ms = ? WHERE id = ?"));
@@ -366,58 +433,156 @@ Result<RuleMemoryRecord> StateStore::GetRuleMemory(const std::string& rule_id, u
   RuleMemoryRecord memory;
   memory.rule_id = rule_id;
   TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement lessons,
-      db_.Prepare("SELECT id, rule_id, batch_id, text, utility, created_at_ms, updated_at_ms "
-                  "FROM lessons WHERE rule_id = ? ORDER BY id DESC LIMIT ?"));
-  lessons.Bind(1, rule_id).Bind(2, max_lessons);
-  while (true) {
-    TEMPER_ASSIGN_OR_RETURN(bool row, lessons.Step());
-    if (!row) break;
-    LessonRecord l;
-    l.id = lessons.ColumnInt(0);
-    l.rule_id = lessons.ColumnText(1);
-    if (!lessons.ColumnIsNull(2)) l.batch_id = lessons.ColumnInt(2);
-    l.text = lessons.ColumnText(3);
-    l.utility = lessons.ColumnDouble(4);
-    l.created_at = lessons.ColumnInt(5);
-    l.updated_at = lessons.ColumnInt(6);
-    memory.lessons.push_back(std::move(l));
-  }
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement attempts,
-      db_.Prepare("SELECT id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, "
-                  "reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, "
-                  "finished_at_ms FROM attempts WHERE rule_id = ? ORDER BY id DESC LIMIT ?"));
-  attempts.Bind(1, rule_id).Bind(2, max_attempts);
-  while (true) {
-    TEMPER_ASSIGN_OR_RETURN(bool row, attempts.Step());
-    if (!row) break;
-    AttemptRecord a;
-    a.id = attempts.ColumnInt(0);
-    a.batch_id = attempts.ColumnInt(1);
-    a.rule_id = attempts.ColumnText(2);
-    a.number = static_cast<uint32_t>(attempts.ColumnInt(3));
-    a.approach = attempts.ColumnText(4);
-    std::string commands = attempts.ColumnText(5);
-    nlohmann::json parsed = nlohmann::json::parse(commands, nullptr, /*allow_exceptions=*/false);
-    if (!parsed.is_array()) {
-      return Status::DataLoss(fmt::format("attempt {}: stored commands are not a JSON array", a.id));
-    }
-    for (const auto& c : parsed) {
-      if (c.is_string()) a.commands.push_back(c.get<std::string>());
-    }
-    a.verdict = attempts.ColumnText(6);
-    a.outcome = attempts.ColumnText(7);
-    a.evidence = attempts.ColumnText(8);
-    a.reflection = attempts.ColumnText(9);
-    a.usage.prompt_tokens = static_cast<uint64_t>(attempts.ColumnInt(10));
-    a.usage.completion_tokens = static_cast<uint64_t>(attempts.ColumnInt(11));
-    a.usage.cached_prompt_tokens = static_cast<uint64_t>(attempts.ColumnInt(12));
-    a.started_at = attempts.ColumnInt(13);
-    a.finished_at = attempts.ColumnInt(14);
-    memory.attempts.push_back(std::move(a));
-  }
+      memory.lessons,
+      QueryLessonsLocked("WHERE rule_id = ? ORDER BY id DESC LIMIT ?", {rule_id}, max_lessons));
+  TEMPER_ASSIGN_OR_RETURN(memory.attempts,
+                          QueryAttemptsLocked("WHERE rule_id = ? ORDER BY id DESC LIMIT ?", rule_id, max_attempts));
   return memory;
+}
+
+Result<std::vector<LessonRecord>> StateStore::GroupLessons(const std::string& group_id, const std::string& except_rule,
+                                                           uint32_t limit) {
+  std::lock_guard lock(mu_);
+  if (group_id.empty()) return std::vector<LessonRecord>{};
+  return QueryLessonsLocked("WHERE group_id = ? AND rule_id != ? ORDER BY utility DESC, id DESC LIMIT ?",
+                            {group_id, except_rule}, limit);
+}
+
+Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id) {
+  std::lock_guard lock(mu_);
+  return QueryAttemptsLocked("WHERE batch_id = ? ORDER BY id LIMIT ?", batch_id, UINT32_MAX);
+}
+
+Result<std::vector<LessonRecord>> StateStore::BatchLessons(int64_t batch_id) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM lessons WHERE batch_id = ? ORDER BY id", kLessonColumns)));
+  q.Bind(1, batch_id);
+  return ReadLessons(q);
+}
+
+Result<std::vector<LessonRecord>> StateStore::QueryLessonsLocked(const std::string& where,
+                                                                 const std::vector<std::string>& texts, uint32_t limit) {
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM lessons {}", kLessonColumns, where)));
+  int param = 1;
+  for (const std::string& t : texts) q.Bind(param++, t);
+  q.Bind(param, limit);
+  return ReadLessons(q);
+}
+
+template <typename Key>
+Result<std::vector<AttemptRecord>> StateStore::QueryAttemptsLocked(const std::string& where, const Key& key,
+                                                                   uint32_t limit) {
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM attempts {}", kAttemptColumns, where)));
+  q.Bind(1, key).Bind(2, limit);
+  std::vector<AttemptRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    TEMPER_ASSIGN_OR_RETURN(AttemptRecord a, ReadAttemptRow(q));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+Result<std::optional<BatchRecord>> StateStore::NextBatchForTarget(const std::string& target) {
+  std::lock_guard lock(mu_);
+  // A running batch is one a crash interrupted: it resumes before anything queued behind it.
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND state IN ('running', 'queued') "
+                  "ORDER BY state = 'running' DESC, id LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<BatchRecord>{};
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(q.ColumnInt(0), true));
+  return std::optional<BatchRecord>(std::move(batch));
+}
+
+Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(step.batch_id, false));
+  StepCommitted out;
+  out.batch_ended = IsFinal(batch.state);
+  TimeMs now = NowMs();
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  if (!out.batch_ended) {
+    if (!step.add_rules.empty()) {
+      TEMPER_ASSIGN_OR_RETURN(int64_t next, db_.QueryInt(fmt::format(
+          "SELECT COALESCE(MAX(position) + 1, 0) FROM batch_rules WHERE batch_id = {}", step.batch_id)));
+      TEMPER_ASSIGN_OR_RETURN(
+          sqlite::Statement add,
+          db_.Prepare("INSERT OR IGNORE INTO batch_rules(batch_id, position, rule_id, state) VALUES(?, ?, ?, 'pending')"));
+      for (const std::string& rule_id : step.add_rules) {
+        add.Reset();
+        add.Bind(1, step.batch_id).Bind(2, next++).Bind(3, rule_id);
+        TEMPER_RETURN_IF_ERROR(add.Run());
+      }
+    }
+    for (const RuleUpdate& r : step.rules) {
+      TEMPER_ASSIGN_OR_RETURN(
+          sqlite::Statement u,
+          db_.Prepare("UPDATE batch_rules SET state = COALESCE(?, state), detail = COALESCE(?, detail), "
+                      "before_verdict = COALESCE(?, before_verdict), after_verdict = COALESCE(?, after_verdict), "
+                      "attempts = attempts + ?, tokens_used = tokens_used + ? WHERE batch_id = ? AND rule_id = ?"));
+      auto bind_optional = [&u](int index, const std::optional<std::string>& value) {
+        if (value) {
+          u.Bind(index, *value);
+        } else {
+          u.BindNull(index);
+        }
+      };
+      bind_optional(1, r.state ? std::optional<std::string>(std::string(RuleStateName(*r.state))) : std::nullopt);
+      bind_optional(2, r.detail);
+      bind_optional(3, r.before_verdict);
+      bind_optional(4, r.after_verdict);
+      u.Bind(5, r.add_attempts).Bind(6, r.add_tokens).Bind(7, step.batch_id).Bind(8, r.rule_id);
+      TEMPER_RETURN_IF_ERROR(u.Run());
+      if (db_.Changes() == 0) {
+        return Status::NotFound(fmt::format("batch {} has no rule {}", step.batch_id, r.rule_id));
+      }
+    }
+    if (step.batch_state || step.good_snapshot || step.results_dir) {
+      TEMPER_ASSIGN_OR_RETURN(
+          sqlite::Statement b,
+          db_.Prepare("UPDATE batches SET state = COALESCE(?, state), error = CASE WHEN ? IS NULL THEN error ELSE ? END, "
+                      "good_snapshot = COALESCE(?, good_snapshot), results_dir = COALESCE(?, results_dir), "
+                      "updated_at_ms = ? WHERE id = ?"));
+      if (step.batch_state) {
+        b.Bind(1, BatchStateName(*step.batch_state)).Bind(2, 1).Bind(3, step.batch_error);
+      } else {
+        b.BindNull(1).BindNull(2).BindNull(3);
+      }
+      if (step.good_snapshot) {
+        b.Bind(4, *step.good_snapshot);
+      } else {
+        b.BindNull(4);
+      }
+      if (step.results_dir) {
+        b.Bind(5, *step.results_dir);
+      } else {
+        b.BindNull(5);
+      }
+      b.Bind(6, now).Bind(7, step.batch_id);
+      TEMPER_RETURN_IF_ERROR(b.Run());
+    }
+  }
+  if (step.attempt) TEMPER_RETURN_IF_ERROR(RecordAttemptLocked(*step.attempt).status());
+  if (step.lesson) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t lesson_id, AddLessonLocked(*step.lesson));
+    out.lesson_id = lesson_id;
+  }
+  for (const auto& [lesson_id, delta] : step.utility_changes) {
+    TEMPER_RETURN_IF_ERROR(AdjustLessonUtilityLocked(lesson_id, delta));
+  }
+  for (const NewEvent& event : step.events) {
+    TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
+    out.events.push_back(std::move(stored));
+  }
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  return out;
 }
 
 }  // namespace temper

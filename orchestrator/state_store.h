@@ -71,6 +71,18 @@ class StateStore {
   Status AdjustLessonUtility(int64_t lesson_id, double delta);
   Result<RuleMemoryRecord> GetRuleMemory(const std::string& rule_id, uint32_t max_lessons,
                                          uint32_t max_attempts);
+  // Lessons learnt on other rules of XCCDF group `group_id`, most useful first.
+  Result<std::vector<LessonRecord>> GroupLessons(const std::string& group_id, const std::string& except_rule,
+                                                 uint32_t limit);
+  // Every attempt and lesson of a batch, oldest first: what its report shows.
+  Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id);
+  Result<std::vector<LessonRecord>> BatchLessons(int64_t batch_id);
+
+  // The loop's work queue for a target: an interrupted (running) batch first, then the oldest
+  // queued one; nullopt when there is none.
+  Result<std::optional<BatchRecord>> NextBatchForTarget(const std::string& target);
+  // Applies one loop step atomically (see LoopStep). NotFound for an unknown batch or rule.
+  Result<StepCommitted> CommitStep(const LoopStep& step);
 
   int schema_version() const { return schema_version_; }
   const std::string& path() const { return db_.path(); }
@@ -82,6 +94,15 @@ class StateStore {
   Result<BatchRecord> LoadBatchLocked(int64_t id, bool with_rules);
   Result<EventRecord> AppendEventLocked(const NewEvent& event);
   Status FillRuleCountsLocked(BatchRecord& batch);
+  Result<int64_t> RecordAttemptLocked(const AttemptRecord& attempt);
+  Result<int64_t> AddLessonLocked(const LessonRecord& lesson);
+  Status AdjustLessonUtilityLocked(int64_t lesson_id, double delta);
+  // `where` binds `texts` in order, then the limit.
+  Result<std::vector<LessonRecord>> QueryLessonsLocked(const std::string& where, const std::vector<std::string>& texts,
+                                                       uint32_t limit);
+  // `where` binds `key`, then the limit.
+  template <typename Key>
+  Result<std::vector<AttemptRecord>> QueryAttemptsLocked(const std::string& where, const Key& key, uint32_t limit);
 
   std::mutex mu_;
   sqlite::Database db_;

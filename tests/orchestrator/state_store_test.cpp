@@ -227,5 +227,120 @@ TEST_CASE("rule memory returns lessons and attempts newest first, with utility u
   CHECK(memory->attempts[0].usage.prompt_tokens == 100);
 }
 
+TEST_CASE("a loop step commits rule, batch, attempt, lesson and events together") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  NewBatch nb = SampleBatch();
+  nb.whole_profile = true;
+  nb.rule_ids.clear();
+  int64_t id = store->SubmitBatch(nb)->batch.id;
+
+  auto next = store->NextBatchForTarget("lab");
+  REQUIRE(next.ok());
+  REQUIRE(next->has_value());
+  CHECK((*next)->id == id);
+  CHECK(store->NextBatchForTarget("elsewhere")->has_value() == false);
+
+  LoopStep start;
+  start.batch_id = id;
+  start.batch_state = BatchState::kRunning;
+  start.add_rules = {"xccdf_org.ssgproject.content_rule_a", "xccdf_org.ssgproject.content_rule_b"};
+  start.good_snapshot = 3;
+  start.results_dir = "/var/lib/temper/results/batch-1";
+  start.events.push_back({id, "lab", "", "daemon", "batch.started", "{}", {}});
+  auto started = store->CommitStep(start);
+  REQUIRE(started.ok());
+  CHECK(started->events.size() == 1);
+  CHECK_FALSE(started->batch_ended);
+
+  LoopStep step;
+  step.batch_id = id;
+  step.rules.push_back({"xccdf_org.ssgproject.content_rule_a", RuleState::kFixed, std::string("fixed on attempt 1"),
+                        std::string("fail"), std::string("pass"), 1, 1234});
+  AttemptRecord attempt;
+  attempt.batch_id = id;
+  attempt.rule_id = "xccdf_org.ssgproject.content_rule_a";
+  attempt.number = 1;
+  attempt.commands = {"sysctl -w a=1"};
+  attempt.verdict = "pass";
+  attempt.outcome = "kept";
+  step.attempt = attempt;
+  LessonRecord lesson;
+  lesson.rule_id = attempt.rule_id;
+  lesson.group_id = "xccdf_org.ssgproject.content_group_g";
+  lesson.batch_id = id;
+  lesson.text = "use /etc/sysctl.d";
+  lesson.utility = 0.5;
+  step.lesson = lesson;
+  step.events.push_back({id, "lab", attempt.rule_id, "evaluator", "attempt.kept", "{}", {}});
+  step.events.push_back({id, "lab", attempt.rule_id, "daemon", "rule.fixed", "{}", {}});
+  auto committed = store->CommitStep(step);
+  REQUIRE(committed.ok());
+  REQUIRE(committed->lesson_id.has_value());
+  CHECK(committed->events.size() == 2);
+  CHECK(committed->events[1].seq == committed->events[0].seq + 1);
+
+  BatchRecord b = *store->GetBatch(id);
+  CHECK(b.state == BatchState::kRunning);
+  CHECK(b.good_snapshot == 3u);
+  CHECK(b.results_dir == "/var/lib/temper/results/batch-1");
+  REQUIRE(b.rules.size() == 2);
+  CHECK(b.rules[0].state == RuleState::kFixed);
+  CHECK(b.rules[0].attempts == 1);
+  CHECK(b.rules[0].tokens_used == 1234);
+  CHECK(b.rules[0].before_verdict == "fail");
+  CHECK(b.rules[0].after_verdict == "pass");
+  CHECK(b.rules[1].state == RuleState::kPending);
+  CHECK(store->BatchAttempts(id)->size() == 1);
+  CHECK(store->BatchLessons(id)->size() == 1);
+
+  // Neighbouring rules find the lesson through its group; the rule itself through its id.
+  auto group = store->GroupLessons("xccdf_org.ssgproject.content_group_g", "xccdf_org.ssgproject.content_rule_b", 5);
+  REQUIRE(group->size() == 1);
+  CHECK((*group)[0].text == "use /etc/sysctl.d");
+  CHECK(store->GroupLessons("xccdf_org.ssgproject.content_group_g", attempt.rule_id, 5)->empty());
+
+  // A step that fails part-way stores nothing: the duplicate attempt aborts the whole transaction.
+  LoopStep dup = step;
+  dup.lesson.reset();
+  dup.rules[0].add_attempts = 5;
+  auto failed = store->CommitStep(dup);
+  CHECK(failed.status().code() == StatusCode::kAlreadyExists);
+  CHECK(store->GetBatch(id)->rules[0].attempts == 1);
+  CHECK(*store->LastSeq() == committed->events[1].seq);
+
+  // After a cancel, states stay cancelled, but the attempt that finished is still recorded.
+  REQUIRE(store->CancelBatch(id, "operator").ok());
+  LoopStep late;
+  late.batch_id = id;
+  late.rules.push_back({"xccdf_org.ssgproject.content_rule_b", RuleState::kFixed, {}, {}, {}, 1, 0});
+  late.attempt = attempt;
+  late.attempt->rule_id = "xccdf_org.ssgproject.content_rule_b";
+  auto after_cancel = store->CommitStep(late);
+  REQUIRE(after_cancel.ok());
+  CHECK(after_cancel->batch_ended);
+  CHECK(store->GetBatch(id)->rules[1].state == RuleState::kCancelled);
+  CHECK(store->BatchAttempts(id)->size() == 2);
+
+  LoopStep unknown;
+  unknown.batch_id = id + 100;
+  CHECK(store->CommitStep(unknown).status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("an interrupted batch is resumed before queued ones") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  int64_t first = store->SubmitBatch(SampleBatch())->batch.id;
+  int64_t second = store->SubmitBatch(SampleBatch())->batch.id;
+  LoopStep run;
+  run.batch_id = second;
+  run.batch_state = BatchState::kRunning;
+  REQUIRE(store->CommitStep(run).ok());
+  CHECK((*store->NextBatchForTarget("lab"))->id == second);
+  run.batch_state = BatchState::kCompleted;
+  REQUIRE(store->CommitStep(run).ok());
+  CHECK((*store->NextBatchForTarget("lab"))->id == first);
+}
+
 }  // namespace
 }  // namespace temper
