@@ -60,19 +60,23 @@ Status PrepareStateDir(const DaemonConfig& config) {
 
 Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log,
                                               EnablePlugins enable_plugins) {
-  if (!config.models_file.empty()) {
-    Result<ModelsConfig> models = LoadModelsConfig(config.models_file);
-    if (!models.ok()) return models.status().WithContext("models");
-    log.Info("models: {} endpoints from {}", models->endpoints.size(), config.models_file);
-  }
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), log));
+  if (!daemon->config_.models_file.empty()) {
+    Result<ModelsConfig> models = LoadModelsConfig(daemon->config_.models_file);
+    if (!models.ok()) return models.status().WithContext("models");
+    TEMPER_ASSIGN_OR_RETURN(daemon->models_, RoleModels::Create(*models, log));
+    log.Info("models: {} endpoints from {}", models->endpoints.size(), daemon->config_.models_file);
+  }
   TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_));
   TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
-  daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, log);
+  daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log);
+  daemon->service_ =
+      std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, *daemon->runner_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
+  daemon->runner_->Start();
   return daemon;
 }
 
@@ -136,6 +140,8 @@ void Daemon::Shutdown() {
   shut_down_ = true;
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
   if (unix_listener_) unix_listener_->Stop();
+  // Each loop finishes its current step; its batch stays running and resumes at the next start.
+  if (runner_) runner_->Stop();
   // Watch streams end at once with UNAVAILABLE and the seq to resume from; other calls get the grace.
   if (journal_) journal_->Close();
   auto deadline = std::chrono::system_clock::now() + config_.shutdown_grace;
@@ -144,6 +150,7 @@ void Daemon::Shutdown() {
   server_.reset();
   refusal_server_.reset();
   service_.reset();
+  runner_.reset();
   journal_.reset();
   journal_files_.reset();
   store_.reset();

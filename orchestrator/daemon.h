@@ -14,6 +14,8 @@
 #include "common/status.h"
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
+#include "orchestrator/loop_runner.h"
+#include "orchestrator/role_models.h"
 #include "orchestrator/state_store.h"
 #include "orchestrator/temper_service.h"
 #include "orchestrator/unix_listener.h"
@@ -50,6 +52,8 @@ class Daemon {
   std::unique_ptr<StateStore> store_;
   std::unique_ptr<JournalFiles> journal_files_;
   std::unique_ptr<Journal> journal_;
+  std::unique_ptr<RoleModels> models_;
+  std::unique_ptr<LoopRunner> runner_;
   std::unique_ptr<TemperService> service_;
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;
   std::unique_ptr<grpc::Server> refusal_server_;

@@ -17,6 +17,12 @@ Result<EventRecord> Journal::Append(const NewEvent& event) {
   return stored;
 }
 
+Result<StepCommitted> Journal::Commit(const LoopStep& step) {
+  TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, store_.CommitStep(step));
+  for (const EventRecord& event : committed.events) Published(event);
+  return committed;
+}
+
 void Journal::Published(const EventRecord& event) {
   Status written = files_.Append(event);
   if (!written.ok()) log_.Error("journal file for event {}: {}", event.seq, written.message());

@@ -30,6 +30,8 @@ class Journal {
 
   // Commits the event, writes its file line, then wakes watchers.
   Result<EventRecord> Append(const NewEvent& event);
+  // Commits a loop step (StateStore::CommitStep), then publishes its events.
+  Result<StepCommitted> Commit(const LoopStep& step);
   // Writes the file line and wakes watchers for an event the store committed as part of a larger
   // transaction (StateStore::SubmitBatch, CancelBatch). Call only after that commit. A failed file
   // write is logged, not returned: the event is committed, and the next start-up re-appends it.

@@ -84,6 +84,8 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
     rule->set_attempts(r.attempts);
     rule->set_tokens_used(r.tokens_used);
     rule->set_detail(r.detail);
+    rule->set_before_verdict(r.before_verdict);
+    rule->set_after_verdict(r.after_verdict);
   }
   out->set_error(b.error);
   out->set_request_id(b.request_id);
@@ -101,34 +103,36 @@ void ToProto(const EventRecord& e, temper::v1::JournalEvent* out) {
   ToProto(e.usage, out->mutable_usage());
 }
 
+void ToProto(const LessonRecord& l, temper::v1::Lesson* lesson) {
+  lesson->set_id(l.id);
+  lesson->set_rule_id(l.rule_id);
+  if (l.batch_id) lesson->set_batch_id(std::to_string(*l.batch_id));
+  lesson->set_text(l.text);
+  lesson->set_utility(l.utility);
+  SetTime(l.created_at, lesson->mutable_created_at());
+  SetTime(l.updated_at, lesson->mutable_updated_at());
+}
+
+void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
+  attempt->set_id(a.id);
+  attempt->set_batch_id(std::to_string(a.batch_id));
+  attempt->set_rule_id(a.rule_id);
+  attempt->set_number(a.number);
+  attempt->set_approach(a.approach);
+  for (const std::string& c : a.commands) attempt->add_commands(c);
+  attempt->set_verdict(a.verdict);
+  attempt->set_outcome(a.outcome);
+  attempt->set_evidence(a.evidence);
+  attempt->set_reflection(a.reflection);
+  ToProto(a.usage, attempt->mutable_usage());
+  SetTime(a.started_at, attempt->mutable_started_at());
+  SetTime(a.finished_at, attempt->mutable_finished_at());
+}
+
 void ToProto(const RuleMemoryRecord& m, temper::v1::RuleMemory* out) {
   out->set_rule_id(m.rule_id);
-  for (const LessonRecord& l : m.lessons) {
-    temper::v1::Lesson* lesson = out->add_lessons();
-    lesson->set_id(l.id);
-    lesson->set_rule_id(l.rule_id);
-    if (l.batch_id) lesson->set_batch_id(std::to_string(*l.batch_id));
-    lesson->set_text(l.text);
-    lesson->set_utility(l.utility);
-    SetTime(l.created_at, lesson->mutable_created_at());
-    SetTime(l.updated_at, lesson->mutable_updated_at());
-  }
-  for (const AttemptRecord& a : m.attempts) {
-    temper::v1::Attempt* attempt = out->add_attempts();
-    attempt->set_id(a.id);
-    attempt->set_batch_id(std::to_string(a.batch_id));
-    attempt->set_rule_id(a.rule_id);
-    attempt->set_number(a.number);
-    attempt->set_approach(a.approach);
-    for (const std::string& c : a.commands) attempt->add_commands(c);
-    attempt->set_verdict(a.verdict);
-    attempt->set_outcome(a.outcome);
-    attempt->set_evidence(a.evidence);
-    attempt->set_reflection(a.reflection);
-    ToProto(a.usage, attempt->mutable_usage());
-    SetTime(a.started_at, attempt->mutable_started_at());
-    SetTime(a.finished_at, attempt->mutable_finished_at());
-  }
+  for (const LessonRecord& l : m.lessons) ToProto(l, out->add_lessons());
+  for (const AttemptRecord& a : m.attempts) ToProto(a, out->add_attempts());
 }
 
 grpc::Status ToGrpcStatus(const Status& status) {

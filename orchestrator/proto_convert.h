@@ -12,6 +12,8 @@ namespace temper {
 
 void ToProto(const BatchRecord& batch, temper::v1::Batch* out);
 void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
+void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
+void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);
 void ToProto(const RuleMemoryRecord& memory, temper::v1::RuleMemory* out);
 
 temper::v1::BatchState ToProto(BatchState state);

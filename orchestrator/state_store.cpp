@@ -420,7 +420,7 @@ Status StateStore::AdjustLessonUtility(int64_t lesson_id, double delta) {
 Status StateStore::AdjustLessonUtilityLocked(int64_t lesson_id, double delta) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
-      db_.Prepare("UPDATE lessons SET utility = utility + ?, updated_at_ms = ? WHERE id = ?"));
+      db_.Prepare("UPDATE lessons SET utility = MIN(1.0, MAX(0.0, utility + ?)), updated_at_ms = ? WHERE id = ?"));
   q.Bind(1, delta).Bind(2, NowMs()).Bind(3, lesson_id);
   TEMPER_RETURN_IF_ERROR(q.Run());
   if (db_.Changes() == 0) return Status::NotFound(fmt::format("lesson {} does not exist", lesson_id));

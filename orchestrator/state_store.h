@@ -68,6 +68,7 @@ class StateStore {
   // Episodic memory. Both return the new row's id.
   Result<int64_t> RecordAttempt(const AttemptRecord& attempt);
   Result<int64_t> AddLesson(const LessonRecord& lesson);
+  // Moves a lesson's utility by `delta`, kept within [0, 1].
   Status AdjustLessonUtility(int64_t lesson_id, double delta);
   Result<RuleMemoryRecord> GetRuleMemory(const std::string& rule_id, uint32_t max_lessons,
                                          uint32_t max_attempts);

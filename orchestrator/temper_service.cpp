@@ -32,6 +32,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
   }
   if (submitted->event) {
     journal_.Published(*submitted->event);
+    runner_.Wake();
     log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
               batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
   }
@@ -86,6 +87,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
   Result<StateStore::Cancelled> cancelled = store_.CancelBatch(*id, reason);
   if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
   journal_.Published(cancelled->event);
+  runner_.Cancel(*id);
   log_.Info("batch {} cancelled: {}", *id, reason);
   ToProto(cancelled->batch, response);
   return grpc::Status::OK;
@@ -139,6 +141,23 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1
   Result<RuleMemoryRecord> memory = store_.GetRuleMemory(*rule_id, lessons, attempts);
   if (!memory.ok()) return ToGrpcStatus(memory.status());
   ToProto(*memory, response);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v1::GetBatchReportRequest* request,
+                                           temper::v1::BatchReport* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  Result<BatchRecord> batch = store_.GetBatch(*id);
+  if (!batch.ok()) return ToGrpcStatus(batch.status());
+  Result<std::vector<AttemptRecord>> attempts = store_.BatchAttempts(*id);
+  if (!attempts.ok()) return ToGrpcStatus(attempts.status());
+  Result<std::vector<LessonRecord>> lessons = store_.BatchLessons(*id);
+  if (!lessons.ok()) return ToGrpcStatus(lessons.status());
+  ToProto(*batch, response->mutable_batch());
+  for (const AttemptRecord& a : *attempts) ToProto(a, response->add_attempts());
+  for (const LessonRecord& l : *lessons) ToProto(l, response->add_lessons());
+  response->set_results_dir(batch->results_dir);
   return grpc::Status::OK;
 }
 

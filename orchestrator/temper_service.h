@@ -1,5 +1,6 @@
 // TemperService: the temper.v1.Temper gRPC service. It validates requests, reads and writes the state
-// store, and streams the journal; it runs no remediation itself (the loop does, in a later stage).
+// store, and streams the journal; it runs no remediation itself, but tells the loop runner when a
+// batch arrives or is cancelled.
 //
 // Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
 #pragma once
@@ -7,6 +8,7 @@
 #include "common/log.h"
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
+#include "orchestrator/loop_runner.h"
 #include "orchestrator/state_store.h"
 #include "temper/v1/temper.grpc.pb.h"
 
@@ -15,8 +17,9 @@ namespace temper {
 class TemperService final : public temper::v1::Temper::Service {
  public:
   // All references must outlive the service.
-  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, const Logger& log)
-      : config_(config), store_(store), journal_(journal), log_(log) {}
+  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner,
+                const Logger& log)
+      : config_(config), store_(store), journal_(journal), runner_(runner), log_(log) {}
 
   grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                            temper::v1::Batch* response) override;
@@ -30,11 +33,14 @@ class TemperService final : public temper::v1::Temper::Service {
                             grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
   grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
                              temper::v1::RuleMemory* response) override;
+  grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
+                              temper::v1::BatchReport* response) override;
 
  private:
   const DaemonConfig& config_;
   StateStore& store_;
   Journal& journal_;
+  LoopRunner& runner_;
   const Logger& log_;
 };
 

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,7 +51,7 @@ Status MakePipe(Fd& read_end, Fd& write_end) {
 
 // Child side after fork: only async-signal-safe calls from here to execve.
 [[noreturn]] void ChildExec(const ProcessSpec& spec, char* const* argv, char* const* envp, int in_fd,
-                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd) {
+                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd, pid_t parent) {
   auto fail = [&](int stage) {
     int e = errno;
     int msg[2] = {stage, e};
@@ -58,6 +59,9 @@ Status MakePipe(Fd& read_end, Fd& write_end) {
     ::_exit(127);
   };
   ::setpgid(0, 0);
+  // A child outliving a killed temperd would keep reading a target that the restarted daemon is
+  // about to revert; it dies with its parent instead (checked again in case the parent is gone).
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
   if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(1);
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2);
   if (spec.memory_limit_bytes > 0) {
@@ -131,11 +135,12 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   TEMPER_RETURN_IF_ERROR(MakePipe(rep_r, rep_w));
 
   auto start = std::chrono::steady_clock::now();
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno(errno, "fork for " + spec.argv[0]);
   if (pid == 0) {
     ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(),
-              go_r.get(), rep_w.get());
+              go_r.get(), rep_w.get(), parent);
   }
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins, both are harmless
   in_r.Reset();

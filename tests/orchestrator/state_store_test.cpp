@@ -210,7 +210,8 @@ TEST_CASE("rule memory returns lessons and attempts newest first, with utility u
   CHECK(dup.status().code() == StatusCode::kAlreadyExists);
   auto lesson1 = store->AddLesson(LessonRecord{.rule_id = rule, .batch_id = 1, .text = "first"});
   auto lesson2 = store->AddLesson(LessonRecord{.rule_id = rule, .text = "second"});
-  REQUIRE(store->AdjustLessonUtility(*lesson1, 1.5).ok());
+  REQUIRE(store->AdjustLessonUtility(*lesson1, 0.4).ok());
+  REQUIRE(store->AdjustLessonUtility(*lesson2, -0.3).ok());  // utility stays within [0, 1]
   CHECK(store->AdjustLessonUtility(999, 1.0).code() == StatusCode::kNotFound);
   REQUIRE(store->AddLesson(LessonRecord{.rule_id = "other", .text = "unrelated"}).ok());
 
@@ -218,7 +219,8 @@ TEST_CASE("rule memory returns lessons and attempts newest first, with utility u
   REQUIRE(memory.ok());
   REQUIRE(memory->lessons.size() == 2);
   CHECK(memory->lessons[0].id == *lesson2);
-  CHECK(memory->lessons[1].utility == Approx(1.5));
+  CHECK(memory->lessons[0].utility == Approx(0.0));
+  CHECK(memory->lessons[1].utility == Approx(0.4));
   CHECK(memory->lessons[1].batch_id == 1);
   REQUIRE(memory->attempts.size() == 1);
   CHECK(memory->attempts[0].number == 2);

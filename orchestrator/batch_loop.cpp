@@ -1,0 +1,559 @@
+#include "orchestrator/batch_loop.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "orchestrator/target_tools.h"
+#include "roles/structured_answer.h"
+#include "stig/verification.h"
+
+namespace temper {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t Total(const TokenUsage& u) { return u.prompt_tokens + u.completion_tokens; }
+
+void Add(TokenUsage& into, const TokenUsage& u) {
+  into.prompt_tokens += u.prompt_tokens;
+  into.completion_tokens += u.completion_tokens;
+  into.cached_prompt_tokens += u.cached_prompt_tokens;
+}
+
+TokenUsage UsageOf(const StructuredCall& call) {
+  TokenUsage u;
+  for (const ChatResponse& r : call.responses) Add(u, r.usage);
+  return u;
+}
+
+std::string ShortRuleName(const std::string& id) {
+  size_t at = id.find(stig::kRulePrefix);
+  return at == std::string::npos ? id : id.substr(at + stig::kRulePrefix.size());
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// What the Reflector and later attempts are told about a rejected change.
+std::string Evidence(const stig::VerificationReport& report, const stig::RuleInfo& rule) {
+  std::string out = fmt::format("Evaluator: {}\n", report.Summary());
+  for (const stig::RuleVerdict& v : report.rules) {
+    out += fmt::format("OpenSCAP {} = {}\n", v.rule_id, stig::VerdictName(v.verdict));
+  }
+  for (const stig::RuleVerdict& v : report.regressions) {
+    out += fmt::format("Regression: {} passed before this attempt, now {}\n", v.rule_id, stig::VerdictName(v.verdict));
+  }
+  for (const stig::HealthResult& h : report.health.results) {
+    if (std::find(report.broken_health.begin(), report.broken_health.end(), h.name) == report.broken_health.end()) continue;
+    out += fmt::format("Health check {} (`{}`) now fails: {}\n", h.name, h.command, h.detail);
+  }
+  if (!rule.check_summary.empty()) out += fmt::format("The check: {}\n", rule.check_summary);
+  return out;
+}
+
+std::string ReflectionText(const Reflection& r) {
+  std::string out = fmt::format("Tried: {}\nWhy it failed: {}\nNext: {}", r.tried, r.why_failed, r.next);
+  if (!r.never.empty()) out += fmt::format("\nNever again: {}", fmt::join(r.never, "; "));
+  return out;
+}
+
+}  // namespace
+
+struct BatchLoop::RuleRun {
+  const stig::RuleInfo& rule;
+  std::string approach;
+  std::vector<PastAttempt> attempts;  // this batch's, oldest first
+  uint32_t attempts_made = 0;         // as stored for the rule (survives a resume)
+  uint64_t tokens_used = 0;
+  Clock::time_point started = Clock::now();
+  std::string last_verdict;
+};
+
+BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping)
+    : s_(std::move(services)),
+      target_(target),
+      batch_(std::move(batch)),
+      stopping_(std::move(stopping)),
+      memory_(s_.journal.store()) {}
+
+NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, const std::string& type,
+                          const nlohmann::json& data, TokenUsage usage) const {
+  NewEvent e;
+  e.batch_id = batch_.id;
+  e.target = target_.name();
+  e.rule_id = rule_id;
+  e.role = role;
+  e.type = type;
+  e.data_json = data.dump();
+  e.usage = usage;
+  return e;
+}
+
+Result<StepCommitted> BatchLoop::Commit(LoopStep step) {
+  step.batch_id = batch_.id;
+  TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, s_.journal.Commit(step));
+  if (committed.batch_ended) cancelled_ = true;
+  return committed;
+}
+
+Status BatchLoop::RefreshBatch() {
+  TEMPER_ASSIGN_OR_RETURN(batch_, s_.journal.store().GetBatch(batch_.id));
+  if (batch_.state == BatchState::kCancelled) cancelled_ = true;
+  return Status::OK();
+}
+
+bool BatchLoop::Interrupted() { return cancel_requested_ || cancelled_ || stopping_(); }
+
+std::string BatchLoop::ResultsDir(const std::string& leaf) const {
+  return fmt::format("{}/batch-{}/{}", s_.results_root, batch_.id, leaf);
+}
+
+Status BatchLoop::JournalTrimmed(const std::string& rule_id, const std::string& role,
+                                 const std::vector<TrimmedSection>& trimmed) {
+  if (trimmed.empty()) return Status::OK();
+  nlohmann::json sections = nlohmann::json::array();
+  for (const TrimmedSection& t : trimmed) {
+    sections.push_back({{"name", t.name}, {"tokens", t.tokens}, {"kept_tokens", t.kept_tokens}});
+  }
+  return s_.journal.Append(Event(rule_id, role, "prompt.trimmed", {{"sections", sections}})).status();
+}
+
+BatchProgress BatchLoop::Progress() const {
+  BatchProgress p;
+  p.total = batch_.TotalRules();
+  p.passed = batch_.Count(RuleState::kFixed) + batch_.Count(RuleState::kAlreadyPassing);
+  p.failed = batch_.Count(RuleState::kError);
+  p.escalated = batch_.Count(RuleState::kEscalated);
+  p.skipped = batch_.Count(RuleState::kSkipped);
+  p.pending = batch_.Count(RuleState::kPending) + batch_.Count(RuleState::kRunning);
+  size_t from = recent_.size() > 8 ? recent_.size() - 8 : 0;
+  p.recent_events.assign(recent_.begin() + static_cast<ptrdiff_t>(from), recent_.end());
+  return p;
+}
+
+std::vector<std::string> BatchLoop::PassingRules() const {
+  std::vector<std::string> out;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing) out.push_back(r.rule_id);
+  }
+  return out;
+}
+
+Status BatchLoop::Run() {
+  TEMPER_RETURN_IF_ERROR(Start());
+  TEMPER_RETURN_IF_ERROR(EvaluateBefore());
+  TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
+                          stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
+  health_ = std::move(health);
+  while (true) {
+    TEMPER_RETURN_IF_ERROR(RefreshBatch());
+    if (Interrupted()) return Status::OK();
+    if (batch_.Count(RuleState::kPending) == 0) break;
+    TEMPER_RETURN_IF_ERROR(PickAndRun());
+  }
+  return EvaluateAfterAndComplete();
+}
+
+Status BatchLoop::Start() {
+  LoopStep step;
+  nlohmann::json data = {{"target", target_.name()}};
+  if (batch_.state == BatchState::kQueued) {
+    step.batch_state = BatchState::kRunning;
+    step.events.push_back(Event("", "daemon", "batch.started", data));
+  } else {
+    // Resuming after a crash or a restart: whatever an interrupted attempt did is reverted below,
+    // and its rule is picked again.
+    std::vector<std::string> interrupted;
+    for (const BatchRuleRecord& r : batch_.rules) {
+      if (r.state != RuleState::kRunning) continue;
+      interrupted.push_back(r.rule_id);
+      step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
+    }
+    data["interrupted_rules"] = interrupted;
+    data["good_snapshot"] = batch_.good_snapshot ? nlohmann::json(*batch_.good_snapshot) : nlohmann::json();
+    step.events.push_back(Event("", "daemon", "batch.resumed", data));
+  }
+  if (batch_.whole_profile && batch_.rules.empty()) {
+    step.add_rules = s_.content.profile_rule_ids();
+    step.events.push_back(Event("", "daemon", "batch.expanded", {{"profile", s_.content.profile().id},
+                                                                 {"rules", step.add_rules.size()}}));
+  }
+  if (batch_.good_snapshot) {
+    TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.good_snapshot));
+    good_snapshot_ = *batch_.good_snapshot;
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, target_.Snapshot());
+    step.good_snapshot = good_snapshot_;
+  }
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return RefreshBatch();
+}
+
+Status BatchLoop::EvaluateBefore() {
+  LoopStep step;
+  std::vector<std::string> ids;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (IsFinal(r.state) || !r.before_verdict.empty()) continue;
+    if (!s_.content.Rule(r.rule_id).ok()) {
+      step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kError,
+                            .detail = fmt::format("not a rule of {}", s_.content.datastream_path())});
+      continue;
+    }
+    ids.push_back(r.rule_id);
+  }
+  if (ids.empty() && step.rules.empty()) return Status::OK();
+  std::map<std::string, int> counts;
+  std::string results_dir = ResultsDir("before");
+  if (!ids.empty()) {
+    std::filesystem::create_directories(results_dir);
+    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
+                            target_.Evaluate(s_.evaluator, {.rule_ids = ids, .output_dir = results_dir}));
+    for (const stig::RuleVerdict& v : eval.verdicts) {
+      std::string name(stig::VerdictName(v.verdict));
+      ++counts[name];
+      RuleUpdate u{.rule_id = v.rule_id, .before_verdict = name};
+      if (stig::IsPassing(v.verdict)) {
+        u.state = RuleState::kAlreadyPassing;
+        u.after_verdict = name;
+      } else if (v.verdict == stig::Verdict::kError || v.verdict == stig::Verdict::kUnknown) {
+        u.state = RuleState::kError;
+        u.detail = fmt::format("OpenSCAP could not decide the rule before any change ({})", name);
+      } else if (v.verdict != stig::Verdict::kFail) {
+        u.state = RuleState::kSkipped;
+        u.detail = fmt::format("OpenSCAP verdict before any change is {}: nothing to fix on this target", name);
+      }
+      step.rules.push_back(std::move(u));
+    }
+  }
+  step.events.push_back(Event("", "evaluator", "evaluation.before",
+                              {{"rules", ids.size()}, {"verdicts", counts}, {"results_dir", results_dir}}));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return RefreshBatch();
+}
+
+Status BatchLoop::PickAndRun() {
+  ArchitectInput input;
+  input.batch = Progress();
+  std::vector<const stig::RuleInfo*> candidates;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state != RuleState::kPending) continue;
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(r.rule_id));
+    candidates.push_back(rule);
+    input.candidates.push_back(ToRoleRule(*rule));
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(*rule, batch_.id));
+    for (Lesson& l : memory.lessons) input.lessons.push_back(std::move(l));
+    for (PastAttempt& a : memory.earlier_attempts) input.prior_attempts.push_back(std::move(a));
+    if (candidates.size() == kCandidates) break;
+  }
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
+  ArchitectPick pick;
+  StructuredCall call;
+  Status asked = AskStructured(
+      s_.models.architect_client(), prompt.request,
+      [&](const ChatResponse& r) -> Status {
+        TEMPER_ASSIGN_OR_RETURN(pick, s_.models.architect().ParsePick(r, input));
+        return Status::OK();
+      },
+      kMaxCorrections, &call);
+  TokenUsage usage = UsageOf(call);
+  if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("architect");
+  if (!asked.ok()) {
+    // The Architect only orders the work; without a usable answer the batch goes on in order, with
+    // SSG's fix text as the plan, and the journal says so.
+    pick = {ArchitectPick::Kind::kAttempt, candidates.front()->id,
+            "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.", ""};
+    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(pick.rule_id, "architect", "architect.fallback",
+                                                   {{"error", asked.message()}, {"corrections", call.corrections}},
+                                                   usage)).status());
+    usage = {};
+  }
+  const stig::RuleInfo* rule = *s_.content.Rule(pick.rule_id);
+  if (pick.kind == ArchitectPick::Kind::kSkip) {
+    LoopStep step;
+    step.rules.push_back({.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason,
+                          .add_tokens = Total(usage)});
+    step.events.push_back(Event(rule->id, "architect", "architect.skip", {{"reason", pick.reason}}, usage));
+    recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
+    return Commit(std::move(step)).status();
+  }
+  if (asked.ok()) {
+    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", "architect.pick",
+                                                   {{"approach", pick.approach}, {"corrections", call.corrections}},
+                                                   usage)).status());
+  }
+  return RunRule(*rule, pick.approach, usage);
+}
+
+Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage) {
+  RuleRun run{.rule = rule, .approach = std::move(approach)};
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.rule_id != rule.id) continue;
+    run.attempts_made = r.attempts;
+    run.tokens_used = r.tokens_used + Total(pick_usage);
+  }
+  uint32_t failures_in_a_row = 0;
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> stored, s_.journal.store().BatchAttempts(batch_.id));
+  for (const AttemptRecord& a : stored) {
+    if (a.rule_id != rule.id) continue;
+    run.attempts.push_back(ToPastAttempt(a));
+    failures_in_a_row = a.outcome == "kept" ? 0 : failures_in_a_row + 1;
+  }
+  {
+    LoopStep step;
+    step.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
+    step.events.push_back(Event(rule.id, "daemon", "rule.started",
+                                {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  }
+  const Budgets& budget = batch_.budgets;
+  while (true) {
+    if (Interrupted()) return Status::OK();
+    if (run.attempts_made >= budget.max_attempts) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
+    }
+    if (run.tokens_used >= budget.max_tokens) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("token budget spent: {} of {} tokens", run.tokens_used, budget.max_tokens));
+    }
+    auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - run.started);
+    if (elapsed >= budget.wall_time) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
+    }
+
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
+    if (failures_in_a_row >= kReengageAfter) {
+      failures_in_a_row = 0;
+      TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(
+                                                     ToRoleRule(rule), run.approach, run.attempts, memory.lessons));
+      TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "architect", prompt.trimmed));
+      ReengageDecision decision;
+      StructuredCall call;
+      Status asked = AskStructured(
+          s_.models.architect_client(), prompt.request,
+          [&](const ChatResponse& r) -> Status {
+            TEMPER_ASSIGN_OR_RETURN(decision, s_.models.architect().ParseReengage(r));
+            return Status::OK();
+          },
+          kMaxCorrections, &call);
+      TokenUsage usage = UsageOf(call);
+      run.tokens_used += Total(usage);
+      if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("architect");
+      if (!asked.ok()) {
+        // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
+        decision = {ReengageVerdict::kEscalate, "no usable re-engagement answer: " + asked.message(), ""};
+      }
+      static constexpr const char* kVerdictNames[] = {"CONTINUE", "PIVOT", "ESCALATE"};
+      LoopStep step;
+      step.rules.push_back({.rule_id = rule.id, .add_tokens = Total(usage)});
+      step.events.push_back(Event(rule.id, "architect", "architect.reengage",
+                                  {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
+                                   {"reasoning", decision.reasoning},
+                                   {"plan", decision.plan}},
+                                  usage));
+      TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+      if (decision.verdict == ReengageVerdict::kEscalate) {
+        return FinishRule(run, RuleState::kEscalated, "the Architect escalated: " + decision.reasoning);
+      }
+      if (decision.verdict == ReengageVerdict::kPivot) run.approach = decision.plan;
+    }
+
+    // One attempt: the Worker changes the target from the known-good state.
+    AttemptRecord attempt;
+    attempt.batch_id = batch_.id;
+    attempt.rule_id = rule.id;
+    attempt.number = run.attempts_made + 1;
+    attempt.approach = run.approach;
+    attempt.started_at = NowMs();
+    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", "attempt.started",
+                                                   {{"number", attempt.number}, {"approach", run.approach}})).status());
+    WorkerBudget worker_budget;
+    worker_budget.max_tokens = std::min(worker_budget.max_tokens, budget.max_tokens - run.tokens_used);
+    Worker worker = s_.models.MakeWorker(worker_budget);
+    WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+    task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
+    TargetTools tools(target_, [this] { return Interrupted(); });
+    Status journal_error;
+    auto on_event = [&](const WorkerEvent& e) {
+      static constexpr const char* kKinds[] = {"worker.model_call", "worker.tool_call", "worker.refused",
+                                               "worker.unusable_answer", "worker.elided"};
+      nlohmann::json data = {{"attempt", attempt.number}};
+      if (!e.tool.empty()) data["tool"] = e.tool;
+      if (!e.arguments.is_null()) data["arguments"] = e.arguments;
+      if (!e.detail.empty()) data["detail"] = e.detail;
+      if (e.kind == WorkerEvent::Kind::kModelCall) data["latency_ms"] = e.latency.count();
+      Result<EventRecord> appended =
+          s_.journal.Append(Event(rule.id, "worker", kKinds[static_cast<int>(e.kind)], data, e.usage));
+      if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
+    };
+    Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
+    if (!worked.ok() || !journal_error.ok()) {
+      TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+      if (!journal_error.ok()) return journal_error;
+      if (worked.status().code() == StatusCode::kCancelled) return Status::OK();
+      return worked.status().WithContext(fmt::format("worker on {}", rule.id));
+    }
+    TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
+    attempt.usage = worked->usage;
+    attempt.commands = Lines(worked->actions);
+
+    // The evaluator's judgement: the rule, every rule that passed before, and the health checks.
+    stig::VerificationRequest request;
+    request.rule_ids = {rule.id};
+    request.previously_passing = PassingRules();
+    request.health_before = &*health_;
+    Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
+    bool accepted = report.ok() && report->accepted();
+    if (report.ok()) {
+      Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
+      attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
+      attempt.outcome = accepted                             ? "kept"
+                        : !report->broken_health.empty()     ? "unhealthy"
+                        : !report->regressions.empty()       ? "regression"
+                                                             : "reverted";
+      attempt.evidence = Evidence(*report, rule);
+    } else {
+      attempt.verdict = "error";
+      attempt.outcome = "reverted";
+      attempt.evidence = "The evaluator failed: " + report.status().ToString();
+    }
+    run.last_verdict = attempt.verdict;
+    nlohmann::json evaluated = {{"number", attempt.number},
+                                {"worker_outcome", WorkerOutcomeName(worked->outcome)},
+                                {"worker_summary", worked->summary},
+                                {"verdict", attempt.verdict},
+                                {"outcome", attempt.outcome},
+                                {"summary", report.ok() ? report->Summary() : report.status().message()}};
+
+    LoopStep step;
+    if (accepted) {
+      TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
+      attempt.finished_at = NowMs();
+      step.good_snapshot = snapshot;
+      step.attempt = attempt;
+      std::string detail = fmt::format("fixed on attempt {}", attempt.number);
+      step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed, .detail = detail,
+                            .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+      for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
+      step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
+      step.events.push_back(Event(rule.id, "daemon", "rule.fixed",
+                                  {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
+                                   {"commands", attempt.commands}}));
+      TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+      good_snapshot_ = snapshot;
+      health_ = std::move(report->health);
+      recent_.push_back(fmt::format("{} fixed on attempt {}", ShortRuleName(rule.id), attempt.number));
+      return Status::OK();
+    }
+
+    TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+    step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
+    // The Reflector turns the failure into a lesson for the next attempt and for memory.
+    TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
+                                                                         run.attempts, memory.lessons));
+    TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
+    Reflection reflection;
+    StructuredCall call;
+    Status asked = AskStructured(
+        s_.models.reflector_client(), prompt.request,
+        [&](const ChatResponse& r) -> Status {
+          TEMPER_ASSIGN_OR_RETURN(reflection, s_.models.reflector().Parse(r));
+          return Status::OK();
+        },
+        kMaxCorrections, &call);
+    TokenUsage reflect_usage = UsageOf(call);
+    if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("reflector");
+    Add(attempt.usage, reflect_usage);
+    if (asked.ok()) {
+      attempt.reflection = ReflectionText(reflection);
+      step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
+                                 .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
+      step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
+                                  {{"number", attempt.number}, {"lesson", reflection.lesson},
+                                   {"why_failed", reflection.why_failed}, {"next", reflection.next},
+                                   {"never", reflection.never}},
+                                  reflect_usage));
+    } else {
+      step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
+                                  {{"number", attempt.number}, {"error", asked.message()}}, reflect_usage));
+    }
+    attempt.finished_at = NowMs();
+    step.attempt = attempt;
+    step.rules.push_back({.rule_id = rule.id, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+    for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnFail});
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    ++run.attempts_made;
+    run.tokens_used += Total(attempt.usage);
+    run.attempts.push_back(ToPastAttempt(attempt));
+    ++failures_in_a_row;
+    recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, attempt.outcome));
+  }
+}
+
+Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& detail) {
+  LoopStep step;
+  RuleUpdate update{.rule_id = run.rule.id, .state = state, .detail = detail};
+  if (!run.last_verdict.empty()) update.after_verdict = run.last_verdict;
+  step.rules.push_back(std::move(update));
+  step.events.push_back(Event(run.rule.id, "daemon", fmt::format("rule.{}", RuleStateName(state)),
+                              {{"detail", detail}, {"attempts", run.attempts_made}, {"tokens", run.tokens_used}}));
+  recent_.push_back(fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(state), detail));
+  return Commit(std::move(step)).status();
+}
+
+Status BatchLoop::EvaluateAfterAndComplete() {
+  std::vector<std::string> ids;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
+  }
+  LoopStep step;
+  std::string results_dir = ResultsDir("after");
+  std::map<std::string, int> counts;
+  if (!ids.empty()) {
+    std::filesystem::create_directories(results_dir);
+    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
+                            target_.Evaluate(s_.evaluator, {.rule_ids = ids, .output_dir = results_dir}));
+    for (const stig::RuleVerdict& v : eval.verdicts) {
+      std::string name(stig::VerdictName(v.verdict));
+      ++counts[name];
+      step.rules.push_back({.rule_id = v.rule_id, .after_verdict = name});
+    }
+    step.results_dir = results_dir;
+  }
+  step.batch_state = BatchState::kCompleted;
+  nlohmann::json rules = nlohmann::json::object();
+  for (int s = 0; s <= static_cast<int>(RuleState::kError); ++s) {
+    rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
+  }
+  step.events.push_back(Event("", "daemon", "batch.completed",
+                              {{"rules", rules}, {"verdicts_after", counts}, {"results_dir", results_dir}}));
+  return Commit(std::move(step)).status();
+}
+
+void BatchLoop::Fail(const Status& error) {
+  Status reverted = target_.Revert(good_snapshot_);
+  if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_.id, target_.name(), reverted.ToString());
+  LoopStep step;
+  step.batch_state = BatchState::kFailed;
+  step.batch_error = error.ToString();
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state == RuleState::kRunning) step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
+  }
+  step.events.push_back(Event("", "daemon", "batch.failed", {{"error", error.ToString()}}));
+  Result<StepCommitted> committed = Commit(std::move(step));
+  if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_.id, committed.status().ToString());
+}
+
+}  // namespace temper

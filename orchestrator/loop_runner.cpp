@@ -1,0 +1,142 @@
+#include "orchestrator/loop_runner.h"
+
+#include <fmt/format.h>
+
+#include "stig/rootfs_target.h"
+
+namespace temper {
+
+namespace {
+// Idle threads also look at the store this often, in case a wake-up was missed.
+constexpr auto kIdlePoll = std::chrono::seconds(5);
+}  // namespace
+
+LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log)
+    : config_(config), journal_(journal), models_(models), log_(log) {}
+
+LoopRunner::~LoopRunner() { Stop(); }
+
+void LoopRunner::Start() {
+  if (models_ == nullptr) {
+    log_.Warning("{} names no models file (models:): batches are accepted and queued, and run once temperd "
+                 "starts with one",
+                 config_.source);
+    return;
+  }
+  for (const TargetConfig& target : config_.targets) {
+    threads_.emplace_back([this, &target] { TargetThread(target); });
+  }
+}
+
+void LoopRunner::Wake() {
+  if (models_ == nullptr) {
+    log_.Warning("the batch stays queued: no models file (models:) is configured in {}", config_.source);
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++wake_count_;
+  }
+  wake_.notify_all();
+}
+
+void LoopRunner::Cancel(int64_t batch_id) {
+  std::lock_guard lock(mu_);
+  auto it = running_.find(batch_id);
+  if (it != running_.end()) it->second->RequestCancel();
+}
+
+void LoopRunner::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+void LoopRunner::TargetThread(const TargetConfig& config) {
+  std::unique_ptr<stig::Target> target;  // opened with the first batch, kept for the next ones
+  while (true) {
+    uint64_t seen;
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return;
+      seen = wake_count_;
+    }
+    Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
+    if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
+    if (next.ok() && next->has_value()) {
+      RunBatch(config, target, std::move(**next));
+      continue;
+    }
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
+  }
+}
+
+void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch) {
+  Result<const LoadedContent*> content = ContentFor(batch);
+  if (!content.ok()) return FailBatch(batch, content.status());
+  if (!target) {
+    // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
+    Result<std::unique_ptr<stig::RootfsTarget>> opened =
+        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root");
+    if (!opened.ok()) {
+      return FailBatch(batch, opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path)));
+    }
+    target = std::move(*opened);
+  }
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
+                        config_.state_dir + "/results"};
+  BatchLoop loop(std::move(services), *target, batch, [this] {
+    std::lock_guard lock(mu_);
+    return stopping_;
+  });
+  {
+    std::lock_guard lock(mu_);
+    running_[batch.id] = &loop;
+  }
+  log_.Info("batch {}: running on target {}", batch.id, config.name);
+  Status ran = loop.Run();
+  {
+    std::lock_guard lock(mu_);
+    running_.erase(batch.id);
+  }
+  if (!ran.ok()) {
+    log_.Error("batch {}: {}", batch.id, ran.ToString());
+    loop.Fail(ran);
+  }
+}
+
+Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {
+  std::lock_guard lock(content_mu_);
+  auto key = std::make_pair(batch.datastream, batch.profile);
+  auto it = contents_.find(key);
+  if (it != contents_.end()) return it->second.get();
+  Result<stig::Content> loaded = stig::Content::Load(batch.datastream, batch.profile, config_.content_dir);
+  if (!loaded.ok()) return loaded.status().WithContext(fmt::format("batch {}", batch.id));
+  auto entry = std::make_unique<LoadedContent>(LoadedContent{std::move(*loaded), nullptr});
+  entry->evaluator = std::make_unique<stig::Evaluator>(entry->content, stig::EvaluatorOptions{}, log_);
+  return (contents_[key] = std::move(entry)).get();
+}
+
+void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
+  log_.Error("batch {}: {}", batch.id, error.ToString());
+  LoopStep step;
+  step.batch_id = batch.id;
+  step.batch_state = BatchState::kFailed;
+  step.batch_error = error.ToString();
+  NewEvent event;
+  event.batch_id = batch.id;
+  event.target = batch.target;
+  event.role = "daemon";
+  event.type = "batch.failed";
+  event.data_json = nlohmann::json{{"error", error.ToString()}}.dump();
+  step.events.push_back(std::move(event));
+  Result<StepCommitted> committed = journal_.Commit(step);
+  if (!committed.ok()) log_.Error("batch {}: recording its failure: {}", batch.id, committed.status().ToString());
+}
+
+}  // namespace temper

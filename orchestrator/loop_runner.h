@@ -1,0 +1,80 @@
+// LoopRunner: temperd's workers. One thread per configured target runs that target's batches one
+// at a time (an interrupted batch first, then the oldest queued), so batches on different targets
+// run in parallel and their role calls reach the model endpoints concurrently.
+//
+// Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
+// start with models. A batch that cannot start (a datastream that does not load, a target that does
+// not open) or whose loop fails (a model endpoint down after its retries, a target that cannot run
+// commands) is marked failed with the error; the thread goes on with the next batch. Stop() lets
+// each loop finish its current step and leaves its batch running, to be resumed by the next start.
+//
+// Thread safety: Wake, Cancel and Stop may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/batch_loop.h"
+#include "orchestrator/daemon_config.h"
+#include "orchestrator/journal.h"
+#include "orchestrator/role_models.h"
+#include "stig/content.h"
+#include "stig/evaluator.h"
+
+namespace temper {
+
+class LoopRunner {
+ public:
+  // `models` may be null (no models.yaml). Everything referenced must outlive the runner.
+  LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log);
+  ~LoopRunner();
+  LoopRunner(const LoopRunner&) = delete;
+  LoopRunner& operator=(const LoopRunner&) = delete;
+
+  // Starts one thread per target.
+  void Start();
+  // A batch was submitted: idle targets look for work now.
+  void Wake();
+  // The batch was cancelled in the store: its loop stops at its next step.
+  void Cancel(int64_t batch_id);
+  // Idempotent; joins the threads.
+  void Stop();
+
+ private:
+  struct LoadedContent {
+    stig::Content content;
+    std::unique_ptr<stig::Evaluator> evaluator;
+  };
+
+  void TargetThread(const TargetConfig& target);
+  void RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch);
+  Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
+  // Marks a batch that never started failed.
+  void FailBatch(const BatchRecord& batch, const Status& error);
+
+  const DaemonConfig& config_;
+  Journal& journal_;
+  const RoleModels* models_;
+  const Logger& log_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  uint64_t wake_count_ = 0;
+  bool stopping_ = false;
+  std::map<int64_t, BatchLoop*> running_;  // by batch id, while their loops run
+
+  std::mutex content_mu_;  // also serialises Content::Load, which libopenscap requires
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
+
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace temper

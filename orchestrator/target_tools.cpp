@@ -1,0 +1,53 @@
+#include "orchestrator/target_tools.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace temper {
+
+namespace {
+// Larger files (logs, databases) are not configuration a STIG fix edits through read_file.
+constexpr size_t kLargestReadableFile = size_t{64} << 20;
+}  // namespace
+
+Status TargetTools::CheckCancelled() const {
+  if (cancelled_ && cancelled_()) {
+    return Status::Cancelled(fmt::format("target {}: the batch was cancelled or temperd is stopping", target_.name()));
+  }
+  return Status::OK();
+}
+
+Result<CommandResult> TargetTools::RunCommand(const std::string& command, std::chrono::seconds timeout) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  stig::SandboxLimits limits;
+  limits.timeout = timeout;
+  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult run, target_.Run(command, limits));
+  CommandResult out;
+  out.timed_out = run.timed_out;
+  out.exit_status = run.term_signal != 0 ? 128 + run.term_signal : run.exit_code;
+  out.output = std::move(run.out);
+  if (run.out_truncated) out.output += "\n[stdout cut by the sandbox's output limit]\n";
+  out.output += run.err;
+  if (run.err_truncated) out.output += "\n[stderr cut by the sandbox's output limit]\n";
+  return out;
+}
+
+Result<std::string> TargetTools::ReadFile(const std::string& path, size_t max_bytes) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  Result<std::string> text = target_.ReadFile(path, max_bytes);
+  // The Worker asks for at most what it will show; a larger file is shown cut, not refused.
+  if (text.status().code() == StatusCode::kOutOfRange) {
+    text = target_.ReadFile(path, kLargestReadableFile);
+    if (text.ok()) text->resize(std::min(text->size(), max_bytes));
+  }
+  return text;
+}
+
+Status TargetTools::WriteFile(const std::string& path, const std::string& content) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  mode_t mode = content.starts_with("#!") ? 0755 : 0644;
+  return target_.WriteFile(path, content, mode);
+}
+
+}  // namespace temper
