@@ -157,9 +157,6 @@ Status ReadWorkerCalls(const json& messages, ReadRequest* out) {
         PastToolCall call;
         call.id = StringOr(c, "id");
         call.name = (*fn)["name"].get<std::string>();
-        if (auto a = fn->find("arguments"); a != fn->end()) {
-          call.arguments = a->is_string() ? json::parse(a->get<std::string>(), nullptr, false) : *a;
-        }
         out->calls.push_back(std::move(call));
       }
     } else if (role == "tool") {

@@ -38,9 +38,8 @@ struct PromptRule {
 struct PastToolCall {
   std::string id;
   std::string name;
-  nlohmann::json arguments;  // discarded JSON when the arguments were not JSON
-  std::string result;        // the tool message's content
-  bool answered = false;     // a tool message answered it
+  std::string result;     // the tool message's content
+  bool answered = false;  // a tool message answered it
 };
 
 struct ReadRequest {

@@ -71,7 +71,6 @@ class ScriptedModelServer {
   // "http://127.0.0.1:N/v1", for OpenAIEndpoint::base_url.
   std::string base_url() const;
   int port() const { return port_; }
-  const ModelScript& script() const { return script_; }
 
   // A copy of every chat request so far, in arrival order.
   std::vector<RecordedRequest> requests() const;

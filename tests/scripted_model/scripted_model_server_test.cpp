@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -396,6 +397,34 @@ TEST_CASE("a rule without fix text: the Worker changes nothing and says so at on
   CHECK(tools.commands.empty());
   CHECK(tools.files.empty());
   CHECK_THAT(r.summary, Contains("the prompt has no SCAP Security Guide fix text") && Contains("A human has to decide"));
+}
+
+TEST_CASE("a fix cut short by the prompt budget is not run: the Worker says so and changes nothing") {
+  Harness h;
+  const RuleInfo rule = SyncookiesRule();
+  // The smallest Worker context that keeps part of the rule's details: its fix is then truncated.
+  std::optional<Worker> tight;
+  for (uint32_t context = 1100; context < 8192 && !tight; context += 32) {
+    RoleConfig config = Role("worker");
+    config.max_output_tokens = 1024;
+    config.context_tokens = context;
+    Worker candidate(h.prompts, config, h.estimator, WorkerBudget{});
+    auto prompt = candidate.BuildPrompt(Task(rule));
+    if (!prompt.ok()) continue;
+    for (const TrimmedSection& t : prompt->trimmed) {
+      if (t.name == "rule details " + rule.id && t.kept_tokens > 0 &&
+          prompt->request.messages[1].content.find("### Fix (SCAP Security Guide)") != std::string::npos) {
+        tight.emplace(h.prompts, config, h.estimator, WorkerBudget{});
+      }
+    }
+  }
+  REQUIRE(tight);
+  RecordingTools tools;
+  auto r = tight->Run(*h.client, tools, Task(rule));
+  REQUIRE(r.ok());
+  CHECK(tools.files.empty());
+  CHECK(tools.commands.empty());
+  CHECK_THAT(r->summary, Contains("the SCAP Security Guide fix text was cut short by the prompt budget"));
 }
 
 TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoting the refusal") {
