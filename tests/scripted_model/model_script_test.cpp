@@ -100,7 +100,7 @@ TEST_CASE("script errors name the file, line, column and field") {
   CHECK_THAT(ErrorOf("rules:\n  x: {wrong_first: 1\n"), Catch::StartsWith("script.yaml:3:"));  // a syntax error
 }
 
-TEST_CASE("a script file is read from disk; a missing one is NotFound naming it") {
+TEST_CASE("a script file is read from disk, a missing one is NotFound naming it") {
   char path[] = "/tmp/temper-model-script-XXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);

@@ -233,7 +233,7 @@ std::string RunFixCommand(const std::string& path) { return "bash " + path + "; 
 
 }  // namespace
 
-TEST_CASE("the Worker writes the rule's fix script, runs it and finishes; every turn is recorded") {
+TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every turn is recorded") {
   Harness h;
   RecordingTools tools;
   const RuleInfo rule = SyncookiesRule();
@@ -274,7 +274,7 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes; every 
   CHECK(r.usage.completion_tokens > kSyncookiesFix.size() / 4);
 }
 
-TEST_CASE("wrong_first: attempt 1 is a harmless wrong write; its lesson reaches attempt 2, which fixes") {
+TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches attempt 2, which fixes") {
   ModelScript script;
   script.rules["sysctl_net_ipv4_tcp_syncookies"].wrong_first = 1;
   Harness h(script);
@@ -325,7 +325,7 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write; its lesson reaches 
   CHECK_THAT(UserText(worker_requests[0]), !Contains("LESSON-"));
 }
 
-TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check; attempt 2 only fixes") {
+TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check, attempt 2 only fixes") {
   ModelScript script;
   script.rules["package_aide_installed"].regress_first = 1;
   Harness h(script);
@@ -592,7 +592,7 @@ TEST_CASE("Worker loops on several threads at once are all answered and recorded
   for (size_t i = 0; i < requests.size(); ++i) CHECK(requests[i].seq == i + 1);
 }
 
-TEST_CASE("requests it cannot read are answered 400 naming the problem; /v1/models lists the model") {
+TEST_CASE("requests it cannot read are answered 400 naming the problem, /v1/models lists the model") {
   Harness h;
   httplib::Client http("127.0.0.1", h.server->port());
   auto not_json = http.Post("/v1/chat/completions", "{not json", "application/json");
