@@ -9,6 +9,9 @@ using nlohmann::json;
 namespace {
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+std::string DumpOrdered(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
 
 uint64_t Tokens(size_t bytes) { return (bytes + kBytesPerToken - 1) / kBytesPerToken; }
 
@@ -48,7 +51,7 @@ json UsageJson(Usage u) {
 
 Usage EstimateUsage(size_t prompt_bytes, const ScriptedAnswer& answer) {
   size_t answer_bytes = answer.content.size();
-  for (const ScriptedCall& c : answer.tool_calls) answer_bytes += c.name.size() + Dump(c.arguments).size();
+  for (const ScriptedCall& c : answer.tool_calls) answer_bytes += c.name.size() + DumpOrdered(c.arguments).size();
   return {Tokens(prompt_bytes), Tokens(answer_bytes)};
 }
 
@@ -58,7 +61,7 @@ json AssistantMessage(const ScriptedAnswer& answer) {
     json calls = json::array();
     for (const ScriptedCall& c : answer.tool_calls) {
       calls.push_back({{"id", c.id}, {"type", "function"},
-                       {"function", {{"name", c.name}, {"arguments", Dump(c.arguments)}}}});
+                       {"function", {{"name", c.name}, {"arguments", DumpOrdered(c.arguments)}}}});
     }
     message["tool_calls"] = std::move(calls);
   }
@@ -88,7 +91,7 @@ std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const st
     const ScriptedCall& c = answer.tool_calls[i];
     events.push_back(Event(Chunk(id, model, Delta({{"tool_calls", json::array({{{"index", i}, {"id", c.id},
         {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}}})}}))));
-    const std::string args = Dump(c.arguments);
+    const std::string args = DumpOrdered(c.arguments);
     for (std::string_view piece : Pieces(args, piece_bytes)) {
       events.push_back(Event(Chunk(id, model, Delta({{"tool_calls", json::array({{{"index", i},
           {"function", {{"arguments", piece}}}}})}}))));

@@ -119,7 +119,7 @@ Result<RuleScript> ParseRule(const Reader& r, const YAML::Node& node, const std:
 
 Result<FaultScript> ParseFaults(const Reader& r, const YAML::Node& node) {
   FaultScript f;
-  TEMPER_ASSIGN_OR_RETURN(auto entries, r.Map(node, "faults", {"fail_first", "fail_status", "retry_after_seconds", "cut_streams_first"}));
+  TEMPER_ASSIGN_OR_RETURN(auto entries, r.Map(node, "faults", {"fail_first", "fail_status", "retry_after_seconds", "cut_streams_first", "cut_after_text"}));
   for (const auto& [key, value] : entries) {
     const std::string where = "faults." + key;
     if (key == "fail_first") {
@@ -131,8 +131,10 @@ Result<FaultScript> ParseFaults(const Reader& r, const YAML::Node& node) {
       }
     } else if (key == "retry_after_seconds") {
       TEMPER_ASSIGN_OR_RETURN(f.retry_after_seconds, r.Int(value, where, 0, 3600));
-    } else {
+    } else if (key == "cut_streams_first") {
       TEMPER_ASSIGN_OR_RETURN(f.cut_streams_first, r.Int(value, where, 0, 1000000));
+    } else {
+      TEMPER_ASSIGN_OR_RETURN(f.cut_after_text, r.Bool(value, where));
     }
   }
   return f;

@@ -18,7 +18,8 @@
 //     fail_first: 2             # answer the first 2 chat requests with fail_status ...
 //     fail_status: 429          # 429, 500, 502 or 503
 //     retry_after_seconds: 1    # sent as Retry-After with 429 and 503
-//     cut_streams_first: 1      # close the first streamed reply after its first chunk
+//     cut_streams_first: 1      # close the first streamed reply after its first chunk ...
+//     cut_after_text: false     # ... or, when true, after its first piece of text
 //   rules:                      # keys: full XCCDF ids or SSG short names
 //     package_aide_installed: fix
 //     sysctl_kernel_randomize_va_space: wrong_first        # = {wrong_first: 1}
@@ -65,6 +66,7 @@ struct FaultScript {
   int fail_status = 500;
   int retry_after_seconds = 1;
   int cut_streams_first = 0;
+  bool cut_after_text = false;
 };
 
 struct ModelScript {

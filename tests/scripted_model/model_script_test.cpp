@@ -22,6 +22,7 @@ faults:
   fail_status: 429
   retry_after_seconds: 3
   cut_streams_first: 1
+  cut_after_text: true
 rules:
   package_aide_installed: fix
   sysctl_net_ipv4_tcp_syncookies: wrong_first
@@ -61,6 +62,7 @@ TEST_CASE("every key of the YAML form is read, and rules are found by full or sh
   CHECK(s->faults.fail_status == 429);
   CHECK(s->faults.retry_after_seconds == 3);
   CHECK(s->faults.cut_streams_first == 1);
+  CHECK(s->faults.cut_after_text);
 
   const std::string prefix(kRulePrefix);
   CHECK(s->KindOf(prefix + "package_aide_installed", 1) == AttemptKind::kFix);
@@ -115,4 +117,15 @@ TEST_CASE("a script file is read from disk, a missing one is NotFound naming it"
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/script.yaml"));
+}
+
+TEST_CASE("the example script in tests/data parses") {
+  auto s = LoadModelScript(TEMPER_TEST_DATA_DIR "/scripted_model/example.yaml");
+  REQUIRE(s.ok());
+  CHECK(s->faults.fail_status == 503);
+  CHECK(s->KindOf("sysctl_net_ipv4_tcp_syncookies", 1) == AttemptKind::kWrong);
+  CHECK(s->KindOf("accounts_tmout", 1) == AttemptKind::kFixAndRegress);
+  CHECK(s->For("grub2_audit_argument").unfixable);
+  CHECK(s->For("partition_for_tmp").skip);
+  CHECK(s->For("sshd_set_idle_timeout").reengage == Reengage::kPivot);
 }

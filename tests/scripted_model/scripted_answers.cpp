@@ -6,7 +6,8 @@
 
 namespace temper::scripted {
 
-using nlohmann::json;
+// Keys in the order a model writes them ("decision" before "approach").
+using json = nlohmann::ordered_json;
 
 namespace {
 

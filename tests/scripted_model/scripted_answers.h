@@ -34,7 +34,7 @@ namespace temper::scripted {
 struct ScriptedCall {
   std::string id;
   std::string name;
-  nlohmann::json arguments;  // an object
+  nlohmann::ordered_json arguments;  // an object, keys in the order a model writes them
 };
 
 struct ScriptedAnswer {

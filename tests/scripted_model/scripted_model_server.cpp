@@ -128,14 +128,16 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
     std::lock_guard<std::mutex> lock(mu_);
     cut = ++streams_arrived_ <= static_cast<uint64_t>(script_.faults.cut_streams_first);
   }
-  if (cut) rec.error = "scripted fault: the stream is cut after its first chunk";
+  // The first event only says "assistant"; the second carries the first piece of the answer.
+  const size_t cut_after = !cut ? 0 : script_.faults.cut_after_text ? 2 : 1;
+  if (cut) rec.error = fmt::format("scripted fault: the stream is cut after its {}", cut_after == 1 ? "first chunk" : "first piece of text");
   auto events = std::make_shared<std::vector<std::string>>(
       CompletionEvents(*answer, id, model, usage, read->include_usage));
-  res.set_chunked_content_provider("text/event-stream", [events, cut](size_t, httplib::DataSink& sink) {
+  res.set_chunked_content_provider("text/event-stream", [events, cut_after](size_t, httplib::DataSink& sink) {
     for (size_t i = 0; i < events->size(); ++i) {
       const std::string& e = (*events)[i];
       if (!sink.write(e.data(), e.size())) return false;
-      if (cut) return false;  // closes the connection with the stream unfinished
+      if (i + 1 == cut_after) return false;  // closes the connection with the stream unfinished
     }
     sink.done();
     return true;

@@ -9,7 +9,8 @@
 // error body naming the problem. The script's faults apply in arrival order: the first
 // `fail_first` chat requests get `fail_status` (with Retry-After for 429 and 503); the first
 // `cut_streams_first` streamed replies are cut after their first chunk (before any text, so the
-// client may retry).
+// client may retry), or with `cut_after_text` after their first piece of text or arguments (a
+// client that has shown text must not retry).
 //
 // Every chat request is recorded (role, rule, attempt, the messages as sent, the answer), for
 // tests to assert on what each role was shown.

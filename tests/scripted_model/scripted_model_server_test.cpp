@@ -487,7 +487,7 @@ TEST_CASE("tool_calls: text writes each call as JSON in the content, and the Wor
   REQUIRE(requests.size() == 3);
   for (const RecordedRequest& req : requests) {
     CHECK_FALSE(req.answer.contains("tool_calls"));
-    CHECK_THAT(req.answer["content"].get<std::string>(), Contains("```json\n{\"arguments\":"));
+    CHECK_THAT(req.answer["content"].get<std::string>(), Contains("```json\n{\"name\":"));
   }
   CHECK(requests[2].turn == 3);  // the turn is read from the Worker's echo of the calls it resolved
 }
@@ -564,8 +564,24 @@ TEST_CASE("scripted faults: 429 with Retry-After, 500, and a cut stream are retr
     CHECK(text == r.text);
     const auto requests = h.server->requests();
     REQUIRE(requests.size() == 2);
-    CHECK_THAT(requests[0].error, Contains("cut"));
+    CHECK_THAT(requests[0].error, Contains("cut after its first chunk"));
     CHECK(requests[1].error.empty());
+  }
+  SECTION("a stream cut after text was shown is not retried") {
+    ModelScript script;
+    script.faults.cut_streams_first = 1;
+    script.faults.cut_after_text = true;
+    Harness h(script);
+    StreamCallbacks callbacks;
+    std::string text;
+    callbacks.on_text = [&](std::string_view t) { text += t; };
+    auto prompt = h.architect.BuildPick(input);
+    REQUIRE(prompt.ok());
+    auto r = h.client->Chat(prompt->request, &callbacks);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+    CHECK_THAT(text, StartsWith("{\"decision\":\"attempt\""));
+    CHECK(h.server->requests().size() == 1);
   }
 }
 
