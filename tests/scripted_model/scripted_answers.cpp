@@ -62,9 +62,12 @@ ScriptedAnswer ArchitectPick(const ReadRequest& r, const ModelScript& script) {
       approach += fmt::format(" The fix starts with: {}", Cut(first, 160));
     }
   } else {
+    // With many candidates the prompt budget may have dropped this rule's details: say nothing
+    // about its fix that the prompt does not show.
     approach = fmt::format(
-        "There is no usable SCAP Security Guide fix text for {} ({}); read the rule's check, change nothing you "
-        "cannot verify, and finish saying what a human must decide.", short_name, c.title);
+        "Apply the SCAP Security Guide fix for {} ({}) if the rule has a usable one: write it to {}, run it with bash, "
+        "then finish. If it has none, change nothing and finish saying what a human must decide.",
+        short_name, c.title, FixScriptPath(c.id));
   }
   return ObjectAnswer({{"decision", "attempt"}, {"rule_id", c.id}, {"approach", approach}});
 }
