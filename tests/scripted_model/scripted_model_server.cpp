@@ -1,0 +1,148 @@
+#include "scripted_model/scripted_model_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "scripted_model/completion_wire.h"
+#include "scripted_model/prompt_reading.h"
+#include "scripted_model/scripted_answers.h"
+
+namespace temper::scripted {
+
+using nlohmann::json;
+
+Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScript script, ScriptedModelOptions options) {
+  if (options.port < 0 || options.port > 65535) {
+    return Status::InvalidArgument(fmt::format("port {} is outside [0, 65535]", options.port));
+  }
+  if (options.threads == 0) return Status::InvalidArgument("the scripted model server needs at least one thread");
+  std::unique_ptr<ScriptedModelServer> s(new ScriptedModelServer(std::move(script), std::move(options)));
+  const ScriptedModelOptions& o = s->options_;
+  s->port_ = o.port == 0 ? s->server_->bind_to_any_port(o.host) : (s->server_->bind_to_port(o.host, o.port) ? o.port : -1);
+  if (s->port_ <= 0) {
+    return Status::Unavailable(fmt::format("the scripted model server cannot listen on {}:{} (in use, or not an "
+                                           "address of this host)", o.host, o.port));
+  }
+  // The socket already listens, so clients may connect before the accept loop runs.
+  ScriptedModelServer* raw = s.get();
+  s->thread_ = std::thread([raw] { raw->server_->listen_after_bind(); });
+  return s;
+}
+
+ScriptedModelServer::ScriptedModelServer(ModelScript script, ScriptedModelOptions options)
+    : script_(std::move(script)), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+  const size_t threads = options_.threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->Post("/v1/chat/completions",
+                [this](const httplib::Request& req, httplib::Response& res) { HandleChat(req, res); });
+  server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json body = {{"object", "list"},
+                 {"data", json::array({{{"id", options_.model}, {"object", "model"}, {"owned_by", "temper"}}})}};
+    res.set_content(body.dump(), "application/json");
+  });
+}
+
+ScriptedModelServer::~ScriptedModelServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string ScriptedModelServer::base_url() const {
+  const std::string host = options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host;
+  return fmt::format("http://{}:{}/v1", host, port_);
+}
+
+std::vector<RecordedRequest> ScriptedModelServer::requests() const {
+  std::vector<RecordedRequest> out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    out = requests_;
+  }
+  std::sort(out.begin(), out.end(), [](const RecordedRequest& a, const RecordedRequest& b) { return a.seq < b.seq; });
+  return out;
+}
+
+void ScriptedModelServer::Record(RecordedRequest r) {
+  if (options_.logger) {
+    options_.logger->Info("scripted model: #{} {} {} attempt {} turn {} → {}{}", r.seq, r.role.empty() ? "?" : r.role,
+                          r.rule_id.empty() ? "-" : ShortRuleName(r.rule_id), r.attempt, r.turn, r.http_status,
+                          r.error.empty() ? "" : " (" + r.error + ")");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  requests_.push_back(std::move(r));
+}
+
+void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Response& res) {
+  RecordedRequest rec;
+  bool fail = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    rec.seq = ++arrived_;
+    fail = rec.seq <= static_cast<uint64_t>(script_.faults.fail_first);
+  }
+  auto reject = [&](int status, const std::string& message, const char* type) {
+    rec.http_status = status;
+    rec.error = message;
+    res.status = status;
+    res.set_content(ErrorBody(message, type), "application/json");
+    Record(std::move(rec));
+  };
+
+  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (body.is_object() && body.contains("messages")) rec.messages = body["messages"];
+  Result<ReadRequest> read = body.is_discarded() ? Result<ReadRequest>(Status::InvalidArgument("the body is not JSON"))
+                                                 : ReadChatRequest(body);
+  if (read.ok()) {
+    rec.role = std::string(RoleName(read->role));
+    rec.rule_id = read->role == ScriptedRole::kArchitectPick ? read->candidates.front().id : read->rule.id;
+    rec.attempt = read->attempt;
+    rec.turn = read->role == ScriptedRole::kWorker ? static_cast<int>(read->calls.size()) + 1 : 0;
+    rec.stream = read->stream;
+  }
+  if (fail) {
+    const int status = script_.faults.fail_status;
+    if (status == 429 || status == 503) res.set_header("Retry-After", std::to_string(script_.faults.retry_after_seconds));
+    reject(status, fmt::format("scripted fault: request {} of the first {} fails with {}", rec.seq,
+                               script_.faults.fail_first, status),
+           status == 429 ? "rate_limit_exceeded" : "server_error");
+    return;
+  }
+  if (!read.ok()) return reject(400, read.status().message(), "invalid_request_error");
+  Result<ScriptedAnswer> answer = Answer(*read, script_);
+  if (!answer.ok()) return reject(400, answer.status().message(), "invalid_request_error");
+
+  rec.answer = AssistantMessage(*answer);
+  const Usage usage = EstimateUsage(PromptBytes(body), *answer);
+  const std::string id = fmt::format("chatcmpl-scripted-{}", rec.seq);
+  const std::string model = read->model.empty() ? options_.model : read->model;
+  if (!read->stream) {
+    res.set_content(CompletionBody(*answer, id, model, usage), "application/json");
+    Record(std::move(rec));
+    return;
+  }
+  bool cut = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cut = ++streams_arrived_ <= static_cast<uint64_t>(script_.faults.cut_streams_first);
+  }
+  // The first event only says "assistant"; the second carries the first piece of the answer.
+  const size_t cut_after = !cut ? 0 : script_.faults.cut_after_text ? 2 : 1;
+  if (cut) rec.error = fmt::format("scripted fault: the stream is cut after its {}", cut_after == 1 ? "first chunk" : "first piece of text");
+  auto events = std::make_shared<std::vector<std::string>>(
+      CompletionEvents(*answer, id, model, usage, read->include_usage));
+  res.set_chunked_content_provider("text/event-stream", [events, cut_after](size_t, httplib::DataSink& sink) {
+    for (size_t i = 0; i < events->size(); ++i) {
+      const std::string& e = (*events)[i];
+      if (!sink.write(e.data(), e.size())) return false;
+      if (i + 1 == cut_after) return false;  // closes the connection with the stream unfinished
+    }
+    sink.done();
+    return true;
+  });
+  Record(std::move(rec));
+}
+
+}  // namespace temper::scripted

@@ -1,0 +1,647 @@
+// The scripted model server driven by the real roles: prompts built by Architect, Worker and
+// Reflector for rules with real SCAP Security Guide fix texts, sent by the real OpenAIClient over
+// HTTP (whole and SSE), answers parsed by the roles' own parsers, and the Worker's tool loop run
+// against a target double that records what it was asked to do. Checks that each role's answer
+// follows the script (fix, wrong first, regress, unfixable, skip, no fix text), that lessons reach
+// the next prompt, that faults are retried, and that every request is recorded.
+#include "scripted_model/scripted_model_server.h"
+
+#include <httplib.h>
+
+#include <map>
+#include <optional>
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "roles/architect.h"
+#include "roles/openai_client.h"
+#include "roles/reflector.h"
+#include "roles/worker.h"
+#include "scripted_model/prompt_reading.h"
+#include "scripted_model/scripted_answers.h"
+
+using namespace temper;
+using namespace temper::scripted;
+using Catch::Contains;
+using Catch::StartsWith;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+// From ssg-ubuntu2004-ds.xml (Debian 12 ssg-debderived), STIG profile, values substituted.
+const std::string kSyncookiesFix = R"FIX(# Remediation is applicable only in certain platforms
+if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then
+
+# Comment out any occurrences of net.ipv4.tcp_syncookies from /etc/sysctl.d/*.conf files
+
+for f in /etc/sysctl.d/*.conf /run/sysctl.d/*.conf /usr/local/lib/sysctl.d/*.conf /usr/lib/sysctl.d/*.conf; do
+
+  matching_list=$(grep -P '^(?!#).*[\s]*net.ipv4.tcp_syncookies.*$' $f | uniq )
+  if ! test -z "$matching_list"; then
+    while IFS= read -r entry; do
+      escaped_entry=$(sed -e 's|/|\\/|g' <<< "$entry")
+      # comment out "net.ipv4.tcp_syncookies" matches to preserve user data
+      sed -i "s/^${escaped_entry}$/# &/g" $f
+    done <<< "$matching_list"
+  fi
+done
+sysctl_net_ipv4_tcp_syncookies_value='1'
+
+#
+# Set runtime for net.ipv4.tcp_syncookies
+#
+/sbin/sysctl -q -n -w net.ipv4.tcp_syncookies="$sysctl_net_ipv4_tcp_syncookies_value"
+
+#
+# If net.ipv4.tcp_syncookies present in /etc/sysctl.conf, change value to appropriate value
+#	else, add "net.ipv4.tcp_syncookies = value" to /etc/sysctl.conf
+#
+# Test if the config_file is a symbolic link. If so, use --follow-symlinks with sed.
+# Otherwise, regular sed command will do.
+sed_command=('sed' '-i')
+if test -L "/etc/sysctl.conf"; then
+    sed_command+=('--follow-symlinks')
+fi
+
+# Strip any search characters in the key arg so that the key can be replaced without
+# adding any search characters to the config file.
+stripped_key=$(sed 's/[\^=\$,;+]*//g' <<< "^net.ipv4.tcp_syncookies")
+
+# shellcheck disable=SC2059
+printf -v formatted_output "%s = %s" "$stripped_key" "$sysctl_net_ipv4_tcp_syncookies_value"
+
+# If the key exists, change it. Otherwise, add it to the config_file.
+# We search for the key string followed by a word boundary (matched by \>),
+# so if we search for 'setting', 'setting2' won't match.
+if LC_ALL=C grep -q -m 1 -i -e "^net.ipv4.tcp_syncookies\\>" "/etc/sysctl.conf"; then
+    escaped_formatted_output=$(sed -e 's|/|\\/|g' <<< "$formatted_output")
+    "${sed_command[@]}" "s/^net.ipv4.tcp_syncookies\\>.*/$escaped_formatted_output/gi" "/etc/sysctl.conf"
+else
+    # \n is precaution for case where file ends without trailing newline
+    
+    printf '%s\n' "$formatted_output" >> "/etc/sysctl.conf"
+fi
+
+else
+    >&2 echo 'Remediation is not applicable, nothing was done'
+fi)FIX";
+
+const std::string kAideFix = R"FIX(# Remediation is applicable only in certain platforms
+if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then
+
+DEBIAN_FRONTEND=noninteractive apt-get install -y "aide"
+
+else
+    >&2 echo 'Remediation is not applicable, nothing was done'
+fi)FIX";
+
+// Refused by the command policy on purpose: it takes the network down.
+const std::string kWirelessFix = R"FIX(if
+    rpm -q NetworkManager
+then
+    nmcli radio all off
+else
+    echo "NetworkManager package not installed" >&2
+fi)FIX";
+
+RuleInfo SyncookiesRule() {
+  RuleInfo r;
+  r.id = "xccdf_org.ssgproject.content_rule_sysctl_net_ipv4_tcp_syncookies";
+  r.title = "Enable Kernel Parameter to Use TCP Syncookies on Network Interfaces";
+  r.severity = "medium";
+  r.check_text = "The kernel parameter net.ipv4.tcp_syncookies is set to 1 at runtime and in /etc/sysctl.conf or /etc/sysctl.d.";
+  r.fix_text = kSyncookiesFix;
+  r.references = {"UBTU-20-010412", "CCI-001095"};
+  return r;
+}
+
+RuleInfo AideRule() {
+  RuleInfo r;
+  r.id = "xccdf_org.ssgproject.content_rule_package_aide_installed";
+  r.title = "Install AIDE";
+  r.severity = "medium";
+  r.check_text = "The package aide is installed.";
+  r.fix_text = kAideFix;
+  r.references = {"UBTU-20-010450"};
+  return r;
+}
+
+// SSG ships no bash fix for this rule.
+RuleInfo McAfeeRule() {
+  RuleInfo r;
+  r.id = "xccdf_org.ssgproject.content_rule_package_mcafeetp_installed";
+  r.title = "Install McAfee Endpoint Security for Linux (ENSL)";
+  r.severity = "medium";
+  r.check_text = "The package mcafeetp is installed.";
+  return r;
+}
+
+// The target as the Worker sees it, in memory: a test double recording what it is asked to do
+// (this suite is about the model server; real targets are tested in tests/stig).
+class RecordingTools final : public WorkerTools {
+ public:
+  std::vector<std::string> commands;
+  std::map<std::string, std::string> files;
+
+  Result<CommandResult> RunCommand(const std::string& command, std::chrono::seconds) override {
+    commands.push_back(command);
+    return CommandResult{0, "", false};
+  }
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
+    auto it = files.find(path);
+    if (it == files.end()) return Status::NotFound(path + " does not exist");
+    return it->second.substr(0, max_bytes);
+  }
+  Status WriteFile(const std::string& path, const std::string& content) override {
+    files[path] = content;
+    return Status::OK();
+  }
+};
+
+RoleConfig Role(const char* name) {
+  RoleConfig c;
+  c.role = name;
+  c.endpoint = "scripted";
+  c.max_output_tokens = 2048;
+  c.context_tokens = 32768;
+  return c;
+}
+
+// A scripted server, a real OpenAIClient pointed at it (recording its waits instead of sleeping),
+// and the three roles.
+struct Harness {
+  Logger logger{LogLevel::kError};
+  PromptLibrary prompts = PromptLibrary::Embedded();
+  BytesTokenEstimator estimator;
+  Architect architect{prompts, Role("architect"), estimator};
+  Worker worker{prompts, Role("worker"), estimator, WorkerBudget{}};
+  Reflector reflector{prompts, Role("reflector"), estimator};
+  std::vector<std::chrono::milliseconds> sleeps;
+  std::unique_ptr<ScriptedModelServer> server;
+  std::unique_ptr<OpenAIClient> client;
+
+  explicit Harness(ModelScript script = {}) {
+    auto s = ScriptedModelServer::Start(std::move(script));
+    REQUIRE(s.ok());
+    server = std::move(*s);
+    OpenAIEndpoint endpoint;
+    endpoint.base_url = server->base_url();
+    endpoint.model = "gemma-scripted";
+    OpenAIClientOptions options;
+    options.sleep = [this](std::chrono::milliseconds d) { sleeps.push_back(d); };
+    auto c = OpenAIClient::Create("scripted", endpoint, logger, options);
+    REQUIRE(c.ok());
+    client = std::move(*c);
+  }
+
+  ChatResponse Ask(const Result<RolePrompt>& prompt, const StreamCallbacks* stream = nullptr) {
+    REQUIRE(prompt.ok());
+    auto r = client->Chat(prompt->request, stream);
+    REQUIRE(r.ok());
+    return *r;
+  }
+
+  WorkerResult Attempt(RecordingTools& tools, const WorkerTask& task) {
+    auto r = worker.Run(*client, tools, task);
+    REQUIRE(r.ok());
+    return *r;
+  }
+
+  std::vector<RecordedRequest> Requests(std::string_view role) const {
+    std::vector<RecordedRequest> out;
+    for (RecordedRequest& r : server->requests()) {
+      if (r.role == role) out.push_back(std::move(r));
+    }
+    return out;
+  }
+};
+
+WorkerTask Task(RuleInfo rule, std::vector<PastAttempt> prior = {}, std::vector<Lesson> lessons = {}) {
+  WorkerTask t;
+  t.rule = std::move(rule);
+  t.approach = "Apply the SCAP Security Guide fix as given.";
+  t.prior_attempts = std::move(prior);
+  t.lessons = std::move(lessons);
+  return t;
+}
+
+std::string UserText(const RecordedRequest& r) { return r.messages.at(1).at("content").get<std::string>(); }
+
+std::string RunFixCommand(const std::string& path) { return "bash " + path + "; status=$?; rm -f " + path + "; exit $status"; }
+
+}  // namespace
+
+TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every turn is recorded") {
+  Harness h;
+  RecordingTools tools;
+  const RuleInfo rule = SyncookiesRule();
+  const WorkerResult r = h.Attempt(tools, Task(rule));
+  CHECK(r.outcome == WorkerOutcome::kFinished);
+  const std::string path = "/root/temper-fix-sysctl_net_ipv4_tcp_syncookies.sh";
+  CHECK(FixScriptPath(rule.id) == path);
+  REQUIRE(tools.files.count(path) == 1);
+  CHECK(tools.files[path] == kSyncookiesFix + "\n");
+  CHECK(tools.commands == std::vector<std::string>{RunFixCommand(path)});
+  CHECK_THAT(r.summary, StartsWith("Applied the SCAP Security Guide fix for sysctl_net_ipv4_tcp_syncookies") &&
+                            Contains("(exit status 0)"));
+  CHECK(r.steps == 2);
+  CHECK(r.model_calls == 3);
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  uint64_t prompt_tokens = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CHECK(requests[i].seq == i + 1);
+    CHECK(requests[i].role == "worker");
+    CHECK(requests[i].rule_id == rule.id);
+    CHECK(requests[i].attempt == 1);
+    CHECK(requests[i].turn == static_cast<int>(i) + 1);
+    CHECK(requests[i].http_status == 200);
+    CHECK_FALSE(requests[i].stream);
+    prompt_tokens += (PromptBytes(json{{"messages", requests[i].messages}}) + 3) / 4;
+  }
+  CHECK_THAT(UserText(requests[0]), Contains("### Fix (SCAP Security Guide)\n" + kSyncookiesFix.substr(0, 60)));
+  CHECK(requests[0].answer["tool_calls"][0]["function"]["name"] == "write_file");
+  CHECK(requests[1].answer["tool_calls"][0]["function"]["name"] == "run_command");
+  CHECK(requests[2].answer["tool_calls"][0]["function"]["name"] == "finish");
+  // The last turn was shown the fix script's result.
+  CHECK(requests[2].messages.back()["role"] == "tool");
+  CHECK_THAT(requests[2].messages.back()["content"].get<std::string>(), StartsWith("exit status 0"));
+  // Usage is the server's estimate (4 bytes a token), which the Worker sums.
+  CHECK(r.usage.prompt_tokens == prompt_tokens);
+  CHECK(r.usage.completion_tokens > kSyncookiesFix.size() / 4);
+}
+
+TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches attempt 2, which fixes") {
+  ModelScript script;
+  script.rules["sysctl_net_ipv4_tcp_syncookies"].wrong_first = 1;
+  Harness h(script);
+  const RuleInfo rule = SyncookiesRule();
+
+  RecordingTools first;
+  const WorkerResult a1 = h.Attempt(first, Task(rule));
+  CHECK(a1.outcome == WorkerOutcome::kFinished);
+  CHECK(first.files.empty());
+  REQUIRE(first.commands.size() == 1);
+  CHECK_THAT(first.commands[0], StartsWith("echo ") && Contains(">> /root/temper-wrong-sysctl_net_ipv4_tcp_syncookies.txt"));
+  CHECK_THAT(a1.summary, Contains("deliberately wrong attempt"));
+
+  PastAttempt failed;
+  failed.number = 1;
+  failed.approach = "Apply the SCAP Security Guide fix as given.";
+  failed.actions = a1.actions;
+  failed.verdict = "fail";
+  failed.evidence = "oval:ssg-sysctl_net_ipv4_tcp_syncookies:def:1 false\n"
+                    "  sysctl runtime: net.ipv4.tcp_syncookies = 0 (expected 1)";
+  const auto reflection = h.reflector.Parse(h.Ask(h.reflector.Build(rule, failed, {}, {})));
+  REQUIRE(reflection.ok());
+  CHECK(LessonMarker(rule.id, 1) == "LESSON-sysctl_net_ipv4_tcp_syncookies-1");
+  CHECK_THAT(reflection->lesson, StartsWith("LESSON-sysctl_net_ipv4_tcp_syncookies-1: "));
+  CHECK(reflection->lesson.size() <= Reflector::kMaxLessonChars);
+  CHECK_THAT(reflection->why_failed, Contains("\"oval:ssg-sysctl_net_ipv4_tcp_syncookies:def:1 false\""));
+  CHECK_THAT(reflection->tried, StartsWith("$ echo "));
+  CHECK(reflection->never == std::vector<std::string>{reflection->tried});
+  const auto reflector_requests = h.Requests("reflector");
+  REQUIRE(reflector_requests.size() == 1);
+  CHECK(reflector_requests[0].attempt == 1);
+  CHECK(reflector_requests[0].rule_id == rule.id);
+
+  failed.lesson = reflection->lesson;
+  RecordingTools second;
+  const WorkerResult a2 =
+      h.Attempt(second, Task(rule, {failed}, {Lesson{rule.id, reflection->lesson, 0.5, true}}));
+  CHECK(a2.outcome == WorkerOutcome::kFinished);
+  CHECK(second.files.count(FixScriptPath(rule.id)) == 1);
+  CHECK(second.commands == std::vector<std::string>{RunFixCommand(FixScriptPath(rule.id))});
+
+  const auto worker_requests = h.Requests("worker");
+  REQUIRE(worker_requests.size() == 5);  // 2 turns, then 3
+  CHECK(worker_requests[1].attempt == 1);
+  CHECK(worker_requests[2].attempt == 2);
+  CHECK(worker_requests[2].turn == 1);
+  CHECK_THAT(UserText(worker_requests[2]), Contains("## Attempt 1 — fail") && Contains("LESSON-sysctl_net_ipv4_tcp_syncookies-1"));
+  CHECK_THAT(UserText(worker_requests[0]), !Contains("LESSON-"));
+}
+
+TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check, attempt 2 only fixes") {
+  ModelScript script;
+  script.rules["package_aide_installed"].regress_first = 1;
+  Harness h(script);
+  const RuleInfo rule = AideRule();
+  const std::string path = FixScriptPath(rule.id);
+
+  RecordingTools first;
+  const WorkerResult a1 = h.Attempt(first, Task(rule));
+  CHECK(first.files[path] == kAideFix + "\n");
+  CHECK(DefaultRegressCommand(rule.id) == "printf 'exit 1\\n' > /etc/profile.d/zz-temper-regress-package_aide_installed.sh");
+  CHECK(first.commands == std::vector<std::string>{RunFixCommand(path), DefaultRegressCommand(rule.id)});
+  CHECK_THAT(a1.summary, Contains("deliberate regression"));
+
+  PastAttempt unhealthy{1, "Apply the fix.", a1.actions, "unhealthy", "health check login-shell failed: exit 1", ""};
+  RecordingTools second;
+  h.Attempt(second, Task(rule, {unhealthy}));
+  CHECK(second.files[path] == kAideFix + "\n");
+  CHECK(second.commands == std::vector<std::string>{RunFixCommand(path)});
+}
+
+TEST_CASE("re-engagement: CONTINUE by default, ESCALATE for unfixable rules and rules without fix text, PIVOT when scripted") {
+  ModelScript script;
+  script.rules["sysctl_net_ipv4_tcp_syncookies"].unfixable = true;
+  script.rules["package_aide_installed"].reengage = Reengage::kPivot;
+  Harness h(script);
+  const std::vector<PastAttempt> attempts = {{1, "Apply the fix.", "", "fail", "def:1 false", "LESSON-x-1"},
+                                             {2, "Apply the fix.", "", "fail", "def:1 false", "LESSON-x-2"}};
+  auto decide = [&](const RuleInfo& rule) {
+    auto d = h.architect.ParseReengage(h.Ask(h.architect.BuildReengage(rule, "Apply the fix.", attempts, {})));
+    REQUIRE(d.ok());
+    return *d;
+  };
+
+  const ReengageDecision unfixable = decide(SyncookiesRule());
+  CHECK(unfixable.verdict == ReengageVerdict::kEscalate);
+  CHECK_THAT(unfixable.reasoning, Contains("2 attempts at sysctl_net_ipv4_tcp_syncookies have failed (last verdict: fail)"));
+
+  const ReengageDecision pivot = decide(AideRule());
+  CHECK(pivot.verdict == ReengageVerdict::kPivot);
+  CHECK_THAT(pivot.plan, Contains(FixScriptPath(AideRule().id)));
+
+  RuleInfo other = SyncookiesRule();
+  other.id = "xccdf_org.ssgproject.content_rule_sysctl_net_ipv4_conf_all_accept_redirects";
+  CHECK(decide(other).verdict == ReengageVerdict::kContinue);
+
+  const ReengageDecision no_fix = decide(McAfeeRule());
+  CHECK(no_fix.verdict == ReengageVerdict::kEscalate);
+  CHECK_THAT(no_fix.reasoning, Contains("no usable fix text for package_mcafeetp_installed"));
+
+  const auto requests = h.Requests("architect_reengage");
+  REQUIRE(requests.size() == 4);
+  CHECK(requests[0].rule_id == SyncookiesRule().id);
+  CHECK(requests[0].attempt == 2);
+
+  // Unfixable: every attempt is the wrong one, however many came before.
+  RecordingTools third;
+  h.Attempt(third, Task(SyncookiesRule(), attempts));
+  CHECK(third.files.empty());
+  REQUIRE(third.commands.size() == 1);
+  CHECK_THAT(third.commands[0], Contains("attempt 3") && Contains(WrongNotePath(SyncookiesRule().id)));
+}
+
+TEST_CASE("a rule without fix text: the Worker changes nothing and says so at once") {
+  Harness h;
+  RecordingTools tools;
+  const WorkerResult r = h.Attempt(tools, Task(McAfeeRule()));
+  CHECK(r.outcome == WorkerOutcome::kFinished);
+  CHECK(r.model_calls == 1);
+  CHECK(tools.commands.empty());
+  CHECK(tools.files.empty());
+  CHECK_THAT(r.summary, Contains("the prompt has no SCAP Security Guide fix text") && Contains("A human has to decide"));
+}
+
+TEST_CASE("a fix cut short by the prompt budget is not run: the Worker says so and changes nothing") {
+  Harness h;
+  const RuleInfo rule = SyncookiesRule();
+  // The smallest Worker context that keeps part of the rule's details: its fix is then truncated.
+  std::optional<Worker> tight;
+  for (uint32_t context = 1100; context < 8192 && !tight; context += 32) {
+    RoleConfig config = Role("worker");
+    config.max_output_tokens = 1024;
+    config.context_tokens = context;
+    Worker candidate(h.prompts, config, h.estimator, WorkerBudget{});
+    auto prompt = candidate.BuildPrompt(Task(rule));
+    if (!prompt.ok()) continue;
+    for (const TrimmedSection& t : prompt->trimmed) {
+      if (t.name == "rule details " + rule.id && t.kept_tokens > 0 &&
+          prompt->request.messages[1].content.find("### Fix (SCAP Security Guide)") != std::string::npos) {
+        tight.emplace(h.prompts, config, h.estimator, WorkerBudget{});
+      }
+    }
+  }
+  REQUIRE(tight);
+  RecordingTools tools;
+  auto r = tight->Run(*h.client, tools, Task(rule));
+  REQUIRE(r.ok());
+  CHECK(tools.files.empty());
+  CHECK(tools.commands.empty());
+  CHECK_THAT(r->summary, Contains("the SCAP Security Guide fix text was cut short by the prompt budget"));
+}
+
+TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoting the refusal") {
+  Harness h;
+  RecordingTools tools;
+  RuleInfo rule;
+  rule.id = "xccdf_org.ssgproject.content_rule_wireless_disable_interfaces";
+  rule.title = "Deactivate Wireless Network Interfaces";
+  rule.fix_text = kWirelessFix;
+  const WorkerResult r = h.Attempt(tools, Task(rule));
+  CHECK(r.outcome == WorkerOutcome::kFinished);
+  CHECK(tools.files.empty());
+  CHECK(tools.commands.empty());
+  CHECK_THAT(r.summary, StartsWith("Stopped: the policy refused my write_file call: refused by policy: 'nmcli radio all off'"));
+}
+
+TEST_CASE("the Architect picks the first candidate with an approach naming its fix, and skips scripted skips") {
+  ArchitectInput input;
+  input.batch.total = input.batch.pending = 2;
+  input.candidates = {AideRule(), SyncookiesRule()};
+  {
+    Harness h;
+    const auto pick = h.architect.ParsePick(h.Ask(h.architect.BuildPick(input)), input);
+    REQUIRE(pick.ok());
+    CHECK(pick->kind == ArchitectPick::Kind::kAttempt);
+    CHECK(pick->rule_id == AideRule().id);
+    CHECK_THAT(pick->approach, Contains(FixScriptPath(AideRule().id)) &&
+                                   Contains("The fix starts with: if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then"));
+    const auto requests = h.Requests("architect");
+    REQUIRE(requests.size() == 1);
+    CHECK(requests[0].rule_id == AideRule().id);
+    CHECK(requests[0].attempt == 0);
+  }
+  ModelScript script;
+  script.rules["package_aide_installed"].skip = true;
+  Harness h(script);
+  const auto skip = h.architect.ParsePick(h.Ask(h.architect.BuildPick(input)), input);
+  REQUIRE(skip.ok());
+  CHECK(skip->kind == ArchitectPick::Kind::kSkip);
+  CHECK(skip->rule_id == AideRule().id);
+  CHECK_THAT(skip->reason, Contains("package_aide_installed is left to a human"));
+  input.candidates = {SyncookiesRule()};  // the orchestrator drops the skipped rule and asks again
+  const auto next = h.architect.ParsePick(h.Ask(h.architect.BuildPick(input)), input);
+  REQUIRE(next.ok());
+  CHECK(next->kind == ArchitectPick::Kind::kAttempt);
+  CHECK(next->rule_id == SyncookiesRule().id);
+}
+
+TEST_CASE("tool_calls: text writes each call as JSON in the content, and the Worker resolves it the same") {
+  ModelScript script;
+  script.tool_calls = ToolCallStyle::kText;
+  Harness h(script);
+  RecordingTools tools;
+  const RuleInfo rule = SyncookiesRule();
+  const WorkerResult r = h.Attempt(tools, Task(rule));
+  CHECK(r.outcome == WorkerOutcome::kFinished);
+  CHECK(tools.files[FixScriptPath(rule.id)] == kSyncookiesFix + "\n");
+  CHECK(tools.commands == std::vector<std::string>{RunFixCommand(FixScriptPath(rule.id))});
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  for (const RecordedRequest& req : requests) {
+    CHECK_FALSE(req.answer.contains("tool_calls"));
+    CHECK_THAT(req.answer["content"].get<std::string>(), Contains("```json\n{\"name\":"));
+  }
+  CHECK(requests[2].turn == 3);  // the turn is read from the Worker's echo of the calls it resolved
+}
+
+TEST_CASE("streamed replies (SSE) carry the same answers in pieces, with usage") {
+  Harness h;
+  ArchitectInput input;
+  input.candidates = {SyncookiesRule()};
+  const auto prompt = h.architect.BuildPick(input);
+  const ChatResponse whole = h.Ask(prompt);
+  std::vector<std::string> pieces;
+  StreamCallbacks callbacks;
+  callbacks.on_text = [&](std::string_view t) { pieces.emplace_back(t); };
+  const ChatResponse streamed = h.Ask(prompt, &callbacks);
+  CHECK(streamed.text == whole.text);
+  CHECK(pieces.size() > 2);
+  CHECK(streamed.finish_reason == FinishReason::kStop);
+  CHECK(streamed.usage.prompt_tokens == whole.usage.prompt_tokens);
+  CHECK(streamed.usage.completion_tokens == (whole.text.size() + 3) / 4);
+  CHECK(streamed.usage.prompt_tokens > 0);
+
+  // A Worker turn streams its tool call's arguments in pieces.
+  const auto worker_prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));
+  const ChatResponse call = h.Ask(worker_prompt, &callbacks);
+  CHECK(call.finish_reason == FinishReason::kToolCalls);
+  REQUIRE(call.tool_calls.size() == 1);
+  CHECK(call.tool_calls[0].name == "write_file");
+  CHECK(call.tool_calls[0].id == "call-1-1");
+  CHECK(json::parse(call.tool_calls[0].arguments)["content"] == kSyncookiesFix + "\n");
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  CHECK_FALSE(requests[0].stream);
+  CHECK(requests[1].stream);
+  CHECK(requests[2].stream);
+}
+
+TEST_CASE("scripted faults: 429 with Retry-After, 500, and a cut stream are retried by the client") {
+  ArchitectInput input;
+  input.candidates = {AideRule()};
+  SECTION("429 with Retry-After") {
+    ModelScript script;
+    script.faults = {.fail_first = 2, .fail_status = 429, .retry_after_seconds = 3};
+    Harness h(script);
+    const ChatResponse r = h.Ask(h.architect.BuildPick(input));
+    CHECK(r.attempts == 3);
+    CHECK(h.sleeps == std::vector<std::chrono::milliseconds>{3000ms, 3000ms});
+    const auto requests = h.server->requests();
+    REQUIRE(requests.size() == 3);
+    CHECK(requests[0].http_status == 429);
+    CHECK_THAT(requests[0].error, Contains("scripted fault"));
+    CHECK(requests[1].http_status == 429);
+    CHECK(requests[2].http_status == 200);
+    CHECK(requests[0].role == "architect");  // faults are recorded with what was asked
+  }
+  SECTION("500") {
+    ModelScript script;
+    script.faults = {.fail_first = 1, .fail_status = 500};
+    Harness h(script);
+    const ChatResponse r = h.Ask(h.architect.BuildPick(input));
+    CHECK(r.attempts == 2);
+    CHECK(h.sleeps.size() == 1);  // the client's own backoff: no Retry-After with 500
+    CHECK(h.server->requests()[0].http_status == 500);
+  }
+  SECTION("a stream cut before any text") {
+    ModelScript script;
+    script.faults.cut_streams_first = 1;
+    Harness h(script);
+    StreamCallbacks callbacks;
+    std::string text;
+    callbacks.on_text = [&](std::string_view t) { text += t; };
+    const ChatResponse r = h.Ask(h.architect.BuildPick(input), &callbacks);
+    CHECK(r.attempts == 2);
+    CHECK(text == r.text);
+    const auto requests = h.server->requests();
+    REQUIRE(requests.size() == 2);
+    CHECK_THAT(requests[0].error, Contains("cut after its first chunk"));
+    CHECK(requests[1].error.empty());
+  }
+  SECTION("a stream cut after text was shown is not retried") {
+    ModelScript script;
+    script.faults.cut_streams_first = 1;
+    script.faults.cut_after_text = true;
+    Harness h(script);
+    StreamCallbacks callbacks;
+    std::string text;
+    callbacks.on_text = [&](std::string_view t) { text += t; };
+    auto prompt = h.architect.BuildPick(input);
+    REQUIRE(prompt.ok());
+    auto r = h.client->Chat(prompt->request, &callbacks);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == StatusCode::kDataLoss);
+    CHECK_THAT(text, StartsWith("{\"decision\":\"attempt\""));
+    CHECK(h.server->requests().size() == 1);
+  }
+}
+
+TEST_CASE("Worker loops on several threads at once are all answered and recorded") {
+  Harness h;
+  constexpr int kThreads = 6;
+  std::vector<RecordingTools> tools(kThreads);
+  std::vector<Result<WorkerResult>> results(kThreads, Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      results[i] = h.worker.Run(*h.client, tools[i], Task(i % 2 ? AideRule() : SyncookiesRule()));
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (int i = 0; i < kThreads; ++i) {
+    REQUIRE(results[i].ok());
+    CHECK(results[i]->outcome == WorkerOutcome::kFinished);
+    const RuleInfo rule = i % 2 ? AideRule() : SyncookiesRule();
+    CHECK(tools[i].files[FixScriptPath(rule.id)] == rule.fix_text + "\n");
+  }
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3 * kThreads);
+  for (size_t i = 0; i < requests.size(); ++i) CHECK(requests[i].seq == i + 1);
+}
+
+TEST_CASE("requests it cannot read are answered 400 naming the problem, /v1/models lists the model") {
+  Harness h;
+  httplib::Client http("127.0.0.1", h.server->port());
+  auto not_json = http.Post("/v1/chat/completions", "{not json", "application/json");
+  REQUIRE(not_json);
+  CHECK(not_json->status == 400);
+  CHECK(json::parse(not_json->body)["error"]["message"] == "the body is not JSON");
+
+  json body = {{"model", "m"},
+               {"messages", {{{"role", "system"}, {"content", "You are a helpful assistant.\nBe brief."}},
+                             {{"role", "user"}, {"content", "hello"}}}}};
+  auto no_role = http.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(no_role);
+  CHECK(no_role->status == 400);
+  CHECK_THAT(json::parse(no_role->body)["error"]["message"].get<std::string>(),
+             Contains("first line 'You are a helpful assistant.' names no role"));
+
+  body["messages"][0]["content"] = "You are the Worker of temper.";
+  auto no_rule = http.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(no_rule);
+  CHECK(no_rule->status == 400);
+  CHECK_THAT(no_rule->body, Contains("no \\\"## Rule\\\" section"));
+
+  auto models = http.Get("/v1/models");
+  REQUIRE(models);
+  CHECK(models->status == 200);
+  CHECK(json::parse(models->body)["data"][0]["id"] == "temper-scripted");
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  for (const RecordedRequest& r : requests) {
+    CHECK(r.http_status == 400);
+    CHECK_FALSE(r.error.empty());
+    CHECK(r.answer.is_null());
+  }
+  CHECK(requests[2].messages.size() == 2);
+}
