@@ -37,7 +37,7 @@ TEST_CASE("greedy takes the argmax, lowest id on ties", "[engine][sampler]") {
   CHECK(s.Sample(std::vector<float>{-5.0f}) == 0);
 }
 
-TEST_CASE("a seed reproduces the draws; another seed changes them", "[engine][sampler]") {
+TEST_CASE("a seed reproduces the draws, and another seed changes them", "[engine][sampler]") {
   std::vector<float> logits(64);
   for (int i = 0; i < 64; ++i) logits[i] = static_cast<float>(std::sin(i * 1.7));
   auto draw = [&](uint64_t seed) {

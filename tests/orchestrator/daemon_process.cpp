@@ -78,15 +78,18 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
       start = end + 1;
     }
   }
-  config_path_ = dir.Write("temperd.yaml", listen + R"(state_dir: state
-content_dir: content
-shutdown_grace: 2s
-log_level: debug
-targets:
-  lab:
-    type: rootfs
-    path: roots/lab
-)");
+  std::string models;
+  if (!options.models_yaml.empty()) {
+    dir.Write("models.yaml", options.models_yaml);
+    models = "models: models.yaml\n";
+  }
+  config_path_ = dir.Write(
+      "temperd.yaml",
+      listen + models +
+          fmt::format("state_dir: state\ncontent_dir: {}\nshutdown_grace: 2s\nlog_level: debug\n"
+                      "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
+                      options.content_dir.empty() ? "content" : options.content_dir,
+                      options.lab_path.empty() ? "roots/lab" : options.lab_path));
 }
 
 DaemonProcess::~DaemonProcess() {

@@ -36,6 +36,9 @@ std::string TemperBinary();
 struct DaemonOptions {
   std::string unix_group;  // listen.unix.group; empty leaves the default
   std::string tcp_yaml;    // the keys of listen.tcp, one per line without indentation; empty: no TCP
+  std::string models_yaml;  // written to <dir>/models.yaml and named by `models:`; empty: no models
+  std::string content_dir;  // empty: <dir>/content with a placeholder datastream (validation only)
+  std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
 };
 
 class DaemonProcess {

@@ -230,7 +230,7 @@ TEST_CASE("peer credentials decide who may use the socket") {
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("a restart keeps every batch and event; seqs continue") {
+TEST_CASE("a restart keeps every batch and event, and seqs continue") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());

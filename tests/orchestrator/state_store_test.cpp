@@ -141,7 +141,7 @@ TEST_CASE("listing pages newest first and filters by state") {
   CHECK(cancelled->batches[0].Count(RuleState::kCancelled) == 2);
 }
 
-TEST_CASE("cancel ends a queued batch once; unknown batches are NotFound") {
+TEST_CASE("cancel ends a queued batch once, and unknown batches are NotFound") {
   TempDir dir;
   auto store = *StateStore::Open(dir / "t.db");
   REQUIRE(store->SubmitBatch(SampleBatch()).ok());

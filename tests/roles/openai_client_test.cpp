@@ -219,7 +219,7 @@ TEST_CASE("retries stop at max_retries and the error says how many attempts were
   CHECK(f.sleeps == std::vector<std::chrono::milliseconds>{100ms, 200ms});
 }
 
-TEST_CASE("a Retry-After beyond the cap is clamped; client errors are not retried") {
+TEST_CASE("a Retry-After beyond the cap is clamped, and client errors are not retried") {
   std::atomic<int> calls{0};
   LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
     ++calls;

@@ -124,7 +124,7 @@ TEST_CASE("a request that was never recorded is an error naming it") {
   CHECK_THAT(m, Catch::Contains(tape.path));
 }
 
-TEST_CASE("malformed transcripts are errors with file and line; missing files too") {
+TEST_CASE("malformed transcripts are errors with file and line, and missing files too") {
   TempFile tape;
   std::ofstream(tape.path) << "\n{\"request\": {}, \"response\": {\"text\": \"ok\"}}\n{\"request\": {}, \"response\": {\"text\": 5}}\n";
   auto bad = ReplayClient::Open("tape", tape.path);
