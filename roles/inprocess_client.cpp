@@ -114,7 +114,9 @@ std::vector<ToolCall> ToolCallsFromEngine(std::span<const engine::ToolCall> call
   std::vector<ToolCall> out;
   out.reserve(calls.size());
   for (size_t i = 0; i < calls.size(); ++i) {
-    out.push_back({fmt::format("call_{}", i), calls[i].name, calls[i].arguments.dump()});
+    // A model can write bytes that are not UTF-8 into an argument; dump() would throw on them.
+    std::string arguments = calls[i].arguments.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.push_back({fmt::format("call_{}", i), calls[i].name, std::move(arguments)});
   }
   return out;
 }

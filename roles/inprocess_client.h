@@ -98,7 +98,7 @@ class InprocessClient final : public ModelClient {
 Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset);
 
 // The roles' form of the tool calls the engine parsed: ids "call_0", "call_1", ... in order, and
-// the arguments as compact JSON text.
+// the arguments as compact JSON text (bytes that are not UTF-8 become U+FFFD).
 std::vector<ToolCall> ToolCallsFromEngine(std::span<const engine::ToolCall> calls);
 
 }  // namespace temper

@@ -293,6 +293,9 @@ TEST_CASE("tool calls the engine parsed become the roles' tool calls, ids and JS
   CHECK(calls[0].arguments == R"({"command":"grep -n PermitRootLogin /etc/ssh/sshd_config"})");
   CHECK(json::parse(calls[1].arguments) == parsed[1].arguments);
   CHECK(ToolCallsFromEngine({}).empty());
+  // A model can put bytes that are not UTF-8 in an argument: replaced, never thrown on.
+  const std::vector<engine::ToolCall> binary = {{"write_file", json{{"content", std::string("a\xff")}}}};
+  CHECK(ToolCallsFromEngine(binary)[0].arguments == "{\"content\":\"a\xEF\xBF\xBD\"}");
 
   // The Worker resolves them like any server's tool calls, and they round-trip into the next
   // request's assistant message.
