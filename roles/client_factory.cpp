@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "roles/inprocess_client.h"
 #include "roles/openai_client.h"
 #include "roles/replay_client.h"
 
@@ -19,9 +20,8 @@ Result<std::unique_ptr<ModelClient>> MakeModelClient(const EndpointConfig& endpo
     }
     TEMPER_ASSIGN_OR_RETURN(client, ReplayClient::Open(endpoint.name, r->transcript));
   } else {
-    return Status::Unimplemented(fmt::format(
-        "endpoint '{}' is type inprocess, but this build has no in-process serving API yet; serve the model "
-        "with an OpenAI-compatible server (vLLM, llama.cpp) and use an openai endpoint", endpoint.name));
+    const auto& inprocess = std::get<InprocessEndpoint>(endpoint.spec);
+    TEMPER_ASSIGN_OR_RETURN(client, InprocessClient::Create(endpoint.name, inprocess, logger));
   }
   if (record_to.empty()) return client;
   TEMPER_ASSIGN_OR_RETURN(auto recording, RecordingClient::Create(std::move(client), record_to));

@@ -1,8 +1,12 @@
 // Builds the model client a models.yaml endpoint describes: `openai` → OpenAIClient, `replay` →
-// ReplayClient. `inprocess` needs the engine's in-process serving API, which is not part of this
-// build yet: asking for it is an Unimplemented error that says what to use instead.
+// ReplayClient, `inprocess` → InprocessClient (which loads the model and owns the engine serving it).
 // With `record_to` non-empty, the client is wrapped in a RecordingClient appending to that file.
-// Thread safety: the factory is a pure function; see each client for its own.
+//
+// Call it once per endpoint name and share the client among every role mapped to that endpoint:
+// each call for an inprocess endpoint loads the model again, with its own weights, KV cache and
+// scheduler, and every client serves concurrent Chat() calls (the in-process one batches them).
+// Thread safety: the factory holds no state; see each client for its own. The logger is borrowed by
+// the client and must outlive it.
 #pragma once
 
 #include <memory>

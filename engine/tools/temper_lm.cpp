@@ -32,7 +32,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,12 +46,12 @@
 #include "common/log.h"
 #include "engine/cpu_backend.h"
 #include "engine/http_server.h"
+#include "engine/loaded_model.h"
 #include "engine/model_config.h"
 #include "engine/safetensors.h"
 #include "engine/sampler.h"
 #include "engine/tokenizer.h"
 #include "engine/scheduler.h"
-#include "engine/weights.h"
 
 namespace temper::engine {
 namespace {
@@ -75,33 +74,36 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--threads", a->threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
 }
 
+ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNeed need) {
+  return ModelSource{.dir = a.model_dir,
+                     .synthetic_config = a.synthetic_config,
+                     .synthetic_seed = a.weights_seed,
+                     .tokenizer = tokenizer,
+                     .tokenizer_need = need};
+}
+
 struct Loaded {
-  ModelConfig config;
+  LoadedModel model;
   std::unique_ptr<CpuBackend> backend;
 };
 
-// `kv` null: room for one sequence of `context` tokens.
-Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* kv = nullptr) {
+// `kv` null: room for one sequence of `context` tokens. The tokenizer per `need` (--tokenizer FILE
+// or DIR/tokenizer.json) lands in model.tokenizer.
+Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* kv = nullptr,
+                    const std::string& tokenizer = "", TokenizerNeed need = TokenizerNeed::kNone) {
   if (a.model_dir.empty() == a.synthetic_config.empty()) {
     return Status::InvalidArgument("give exactly one of --model DIR and --synthetic CONFIG.json");
   }
   Loaded out;
-  std::shared_ptr<const ModelWeights> weights;
-  if (!a.model_dir.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(out.config, LoadModelConfig(std::filesystem::path(a.model_dir) / "config.json"));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Load(a.model_dir, out.config));
-  } else {
-    TEMPER_ASSIGN_OR_RETURN(out.config, LoadModelConfig(a.synthetic_config));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Synthetic(out.config, a.weights_seed));
-  }
+  TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
   CpuBackendOptions options;
   options.tp = a.tp;
   options.threads = a.threads;
-  options.max_context = std::min<int64_t>(out.config.max_position_embeddings, std::max<int64_t>(context, 1));
+  options.max_context = std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
   options.kv.max_sequences = 1;
   options.kv.max_tokens = options.max_context;
   if (kv != nullptr) options.kv = *kv;
-  TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.config, std::move(weights), options));
+  TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.model.config, out.model.weights, options));
   return out;
 }
 
@@ -145,8 +147,8 @@ Status RunLogits(const LogitsArgs& a) {
     return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float));
   };
   const TensorToWrite tensors[] = {
-      {"logits", DType::kF32, {T, m.config.vocab_size}, bytes(r.logits)},
-      {"hidden", DType::kF32, {m.config.num_layers + 1, T, m.config.hidden_size}, bytes(r.hidden)},
+      {"logits", DType::kF32, {T, m.model.config.vocab_size}, bytes(r.logits)},
+      {"hidden", DType::kF32, {m.model.config.num_layers + 1, T, m.model.config.hidden_size}, bytes(r.hidden)},
   };
   return WriteSafetensors(a.out, tensors, {{"generator", "temper-lm logits"}});
 }
@@ -215,15 +217,14 @@ Status RunGenerate(GenerateArgs a) {
   using Clock = std::chrono::steady_clock;
   if (a.ids.empty() == a.prompt.empty()) return Status::InvalidArgument("give exactly one of --ids and --prompt");
   if (a.chat && a.prompt.empty()) return Status::InvalidArgument("--chat needs --prompt");
-  std::optional<Tokenizer> tok;
+  // The tokenizer comes first: the prompt's length sizes the backend.
+  const ModelSource tokenizer_source = Source(a.model, a.tokenizer, TokenizerNeed::kRequired);
+  std::unique_ptr<const Tokenizer> tok;
   if (!a.prompt.empty() || !a.tokenizer.empty()) {
     if (a.tokenizer.empty() && a.model.model_dir.empty()) {
       return Status::InvalidArgument("--prompt with --synthetic needs --tokenizer FILE");
     }
-    const std::string path =
-        a.tokenizer.empty() ? (std::filesystem::path(a.model.model_dir) / "tokenizer.json").string() : a.tokenizer;
-    TEMPER_ASSIGN_OR_RETURN(Tokenizer loaded, Tokenizer::FromFile(path));
-    tok.emplace(std::move(loaded));
+    TEMPER_ASSIGN_OR_RETURN(tok, LoadModelTokenizer(tokenizer_source));
   }
   std::vector<int32_t> ids;
   std::vector<int32_t> chat_stops;
@@ -240,11 +241,14 @@ Status RunGenerate(GenerateArgs a) {
     ids = tok->Encode(a.prompt, EncodeOptions{.add_special_tokens = true});
   }
   TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, static_cast<int64_t>(ids.size()) + a.max_new));
+  if (tok) {
+    TEMPER_RETURN_IF_ERROR(CheckTokenizerFitsModel(*tok, m.model.config, ModelTokenizerPath(tokenizer_source)));
+  }
   if (a.greedy) a.sampling.temperature = 0;
   if (!a.stop.empty()) {
     TEMPER_ASSIGN_OR_RETURN(a.sampling.stop_tokens, ParseIds(a.stop));
   } else if (!a.ignore_eos) {
-    a.sampling.stop_tokens.assign(m.config.eos_token_ids.begin(), m.config.eos_token_ids.end());
+    a.sampling.stop_tokens.assign(m.model.config.eos_token_ids.begin(), m.model.config.eos_token_ids.end());
     a.sampling.stop_tokens.insert(a.sampling.stop_tokens.end(), chat_stops.begin(), chat_stops.end());
   }
   TEMPER_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(a.sampling));
@@ -298,25 +302,17 @@ Status RunServe(const ServeArgs& a) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   const Logger log(LogLevel::kInfo);
-  TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv));
+  TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv, a.tokenizer, TokenizerNeed::kIfPresent));
   SchedulerOptions sched;
   sched.max_batch_tokens = a.max_batch_tokens;
-  std::string tokenizer_path = a.tokenizer;
-  if (tokenizer_path.empty() && !a.model.model_dir.empty()) {
-    const std::filesystem::path in_dir = std::filesystem::path(a.model.model_dir) / "tokenizer.json";
-    if (std::filesystem::exists(in_dir)) tokenizer_path = in_dir.string();
-  }
   // With a tokenizer the chat engine owns the scheduler; without one there is only the token API.
-  std::optional<Tokenizer> tokenizer;
   std::unique_ptr<ChatEngine> chat;
   std::unique_ptr<Scheduler> own_scheduler;
   Scheduler* scheduler = nullptr;
-  if (!tokenizer_path.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(Tokenizer loaded, Tokenizer::FromFile(tokenizer_path));
-    tokenizer.emplace(std::move(loaded));
-    TEMPER_ASSIGN_OR_RETURN(chat, ChatEngine::Create(*m.backend, *tokenizer, sched, log));
+  if (m.model.tokenizer != nullptr) {
+    TEMPER_ASSIGN_OR_RETURN(chat, ChatEngine::Create(*m.backend, *m.model.tokenizer, sched, log));
     scheduler = &chat->scheduler();
-    log.Info("tokenizer {}: /v1/chat/completions enabled", tokenizer_path);
+    log.Info("tokenizer {}: /v1/chat/completions enabled", ModelTokenizerPath(Source(a.model, a.tokenizer, TokenizerNeed::kIfPresent)));
   } else {
     TEMPER_ASSIGN_OR_RETURN(own_scheduler, Scheduler::Create(*m.backend, sched, log));
     scheduler = own_scheduler.get();

@@ -83,7 +83,11 @@ TEST_CASE("temper-lm generate is reproducible with a seed", "[engine][temper-lm]
 TEST_CASE("temper-lm reports bad input and exits non-zero", "[engine][temper-lm]") {
   Run missing = TemperLm("generate --model /nonexistent --ids 1 --max-new 2");
   CHECK(missing.exit_code == 1);
-  CHECK(missing.output.find("/nonexistent/config.json") != std::string::npos);
+  CHECK(missing.output.find("model directory /nonexistent does not exist") != std::string::npos);
+  TempDir empty;
+  Run no_config = TemperLm(fmt::format("generate --model {} --ids 1 --max-new 2", empty.path().string()));
+  CHECK(no_config.exit_code == 1);
+  CHECK(no_config.output.find((empty.path() / "config.json").string()) != std::string::npos);
   Run bad_ids = TemperLm(fmt::format("logits --model {} --ids 1,,2 --out /dev/null", TinyDir().string()));
   CHECK(bad_ids.exit_code == 1);
   CHECK(bad_ids.output.find("--ids") != std::string::npos);

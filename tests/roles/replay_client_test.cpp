@@ -142,10 +142,10 @@ TEST_CASE("malformed transcripts are errors with file and line, and missing file
 
 TEST_CASE("the factory refuses what it cannot build, with a reason") {
   Logger logger(LogLevel::kError);
-  auto inprocess = MakeModelClient({"local", InprocessEndpoint{.model_dir = "/m"}}, logger);
+  auto inprocess = MakeModelClient({"local", InprocessEndpoint{.model_dir = "/nonexistent/m"}}, logger);
   REQUIRE_FALSE(inprocess.ok());
-  CHECK(inprocess.status().code() == StatusCode::kUnimplemented);
-  CHECK_THAT(inprocess.status().message(), Catch::Contains("'local'"));
+  CHECK(inprocess.status().code() == StatusCode::kNotFound);
+  CHECK_THAT(inprocess.status().message(), Catch::Contains("'local'") && Catch::Contains("/nonexistent/m"));
   auto loop = MakeModelClient({"tape", ReplayEndpoint{"/tmp/x.jsonl"}}, logger, "/tmp/x.jsonl");
   REQUIRE_FALSE(loop.ok());
   CHECK_THAT(loop.status().message(), Catch::Contains("cannot record into the transcript"));

@@ -1,0 +1,104 @@
+// InprocessClient: a ModelClient served by temper's own Gemma 4 engine in this process — the
+// `inprocess` endpoint of models.yaml. It loads the model directory once (engine/loaded_model.h),
+// runs it on the CPU backend, and answers every Chat() through one engine::ChatEngine, whose
+// scheduler batches concurrent requests and whose prefix cache serves the part of a prompt an
+// earlier request of the same conversation already computed (reported as cached prompt tokens).
+//
+// One client per endpoint: the client owns the loaded weights, the KV cache and the scheduler, so
+// the orchestrator builds it once per endpoint name and shares it among every role mapped to that
+// endpoint (a second client of the same endpoint would load a second copy of the model).
+//
+// Request conversion (ToEngineRequest): system, user and assistant messages map one to one; an
+// assistant message's tool calls keep their arguments (JSON text that must hold an object); a
+// tool message becomes a tool response on the assistant message whose call it answers (found by
+// tool_call_id, else by name), its content a JSON object when it parses as one and text otherwise —
+// Gemma renders tool results inside the model turn that asked for them. Errors from rendering
+// that name `messages[N]` count such an assistant message and its tool results as one message.
+// Thinking is off (the roles' protocol has no place for it). A request without a sampling seed
+// gets a fresh random one per call.
+//
+// Reply conversion: visible text and thinking stream to StreamCallbacks as the engine produces
+// them; tool calls arrive already parsed from Gemma's native format and get ids "call_0",
+// "call_1", ... within the response (ToolCallsFromEngine); finish reasons stop / length /
+// tool_calls map one to one; usage carries the prompt, cached prompt and completion tokens.
+//
+// Errors name the endpoint and the role: "endpoint 'local' (inprocess, worker role): ...". A reply
+// the chat format cannot parse (a malformed native tool call) is InvalidArgument "malformed model
+// reply: ..." with the byte offset — the model's failure, not the transport's; a cancelled request
+// is Cancelled; engine failures keep the engine's code.
+//
+// Thread safety: Chat() may be called from any number of threads at once; each call blocks until
+// its request finishes, and the scheduler runs the calls in one batch. Callbacks run on the
+// calling thread. Ownership: the client owns the model, backend and engine and borrows the logger;
+// it must outlive every Chat() call (destruction cancels requests still queued).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "engine/chat_engine.h"
+#include "engine/cpu_backend.h"
+#include "engine/loaded_model.h"
+#include "roles/endpoint_config.h"
+#include "roles/model_client.h"
+
+namespace temper {
+
+// How the CPU backend and scheduler are sized. models.yaml does not set these; the defaults suit
+// the roles' load (a few rules in flight, each with an Architect, Worker and Reflector).
+struct InprocessClientOptions {
+  int cpu_threads = 0;             // in all, split over the tp ranks; 0: one per hardware thread
+  int max_sequences = 8;           // requests decoded at once; the rest wait in the scheduler's queue
+  int max_snapshots = 32;          // conversation prefixes the prefix cache may pin
+  int64_t kv_tokens = 0;           // paged KV pool in tokens; 0: 4 × the context limit
+  int64_t max_batch_tokens = 512;  // tokens per forward pass
+};
+
+class InprocessClient final : public ModelClient {
+ public:
+  // Loads `endpoint.model_dir` (config.json, safetensors, tokenizer.json) and starts the engine,
+  // with `endpoint.max_context` as the longest sequence (lowered, with a warning, to the model's
+  // max_position_embeddings) and `endpoint.tp` CPU tensor-parallel ranks.
+  // Errors, each naming the endpoint: Unimplemented when `gpus` is set (this build has no CUDA
+  // backend); InvalidArgument for an empty model_dir or a max_context of 0; LoadModel's errors
+  // naming the file (missing directory, config.json, tokenizer.json, weights; a tokenizer of
+  // another model); CpuBackend::Create's (a tp that cannot split the heads); ChatEngine::Create's
+  // (a tokenizer without Gemma 4's control tokens).
+  static Result<std::unique_ptr<InprocessClient>> Create(std::string endpoint_name, const InprocessEndpoint& endpoint,
+                                                         const Logger& logger, InprocessClientOptions options = {});
+  InprocessClient(const InprocessClient&) = delete;
+  InprocessClient& operator=(const InprocessClient&) = delete;
+
+  Result<ChatResponse> Chat(const ChatRequest& request, const StreamCallbacks* stream) override;
+  const std::string& endpoint_name() const override { return name_; }
+
+  // For prompt token counts (RenderPrompt) and serving metrics (KV use, prefix-cache hit rate).
+  const engine::ChatEngine& engine() const { return *engine_; }
+
+ private:
+  InprocessClient(std::string name, std::string model_name, engine::LoadedModel model, const Logger& logger);
+
+  const std::string name_;
+  const std::string model_name_;  // the model directory's name, reported as ChatResponse::model
+  const Logger& logger_;
+  engine::LoadedModel model_;                    // config, weights and the tokenizer the engine borrows
+  std::unique_ptr<engine::CpuBackend> backend_;  // borrowed by the engine
+  std::unique_ptr<engine::ChatEngine> engine_;   // last: destroyed first, while what it borrows lives
+};
+
+// The engine's form of `request`. `seed_if_unset` seeds sampling when request.sampling.seed is
+// empty. Errors: InvalidArgument naming the message, e.g. "messages[3] (tool): tool_call_id 'x'
+// names no tool call of the assistant message before it", "messages[2] (assistant).tool_calls[0]
+// 'run_command': arguments are not a JSON object".
+Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset);
+
+// The roles' form of the tool calls the engine parsed: ids "call_0", "call_1", ... in order, and
+// the arguments as compact JSON text (bytes that are not UTF-8 become U+FFFD).
+std::vector<ToolCall> ToolCallsFromEngine(std::span<const engine::ToolCall> calls);
+
+}  // namespace temper
