@@ -32,8 +32,6 @@ Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
       return gpus->Error(fmt::format("lists {} GPUs but tp is {}; give one GPU per rank",
                                      e.gpus.size(), e.tp));
     }
-  } else {
-    for (uint32_t i = 0; i < e.tp; ++i) e.gpus.push_back(i);
   }
   if (auto n = node.Find("kv_memory_fraction")) {
     TEMPER_ASSIGN_OR_RETURN(e.kv_memory_fraction, n->AsDouble(0.05, 0.98));

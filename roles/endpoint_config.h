@@ -18,7 +18,7 @@ namespace temper {
 struct InprocessEndpoint {
   std::string model_dir;
   uint32_t tp = 1;                 // tensor-parallel ranks
-  std::vector<uint32_t> gpus;      // CUDA device ordinals, one per rank; may repeat for testing
+  std::vector<uint32_t> gpus;      // CUDA device ordinals, one per rank (may repeat for testing); empty: CPU
   double kv_memory_fraction = 0.9; // of the memory left after weights, for the KV pool
   uint32_t max_context = 32768;    // tokens per sequence
 };

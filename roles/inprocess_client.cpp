@@ -226,7 +226,11 @@ Result<ChatResponse> InprocessClient::Chat(const ChatRequest& request, const Str
     case engine::ChatFinish::kCancelled:
       return Status::Cancelled(fmt::format("{}: the engine cancelled the request (it is shutting down)", who));
     case engine::ChatFinish::kError:
-      return error.WithContext(who);
+      // InvalidArgument is the reply parser's verdict on what the model wrote; anything else is
+      // the engine failing.
+      if (error.code() != StatusCode::kInvalidArgument) return error.WithContext(who);
+      out.malformed_reply = error.message();
+      break;
     case engine::ChatFinish::kNone:
       return Status::Internal(fmt::format("{}: the engine's stream ended without a finish reason", who));
   }

@@ -74,6 +74,10 @@ struct ChatResponse {
   std::string text;
   std::string reasoning;  // thinking text the server separated from the answer, if any
   std::vector<ToolCall> tool_calls;
+  // Set when the model's reply broke its own format (a native tool call that does not parse): why,
+  // with where. The roles explain it back to the model like any unusable answer, rather than
+  // ending the conversation; `text` holds what was readable before it.
+  std::string malformed_reply;
   FinishReason finish_reason = FinishReason::kOther;
   TokenUsage usage;
   std::string model;      // as the server named it

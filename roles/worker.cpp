@@ -160,7 +160,8 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
 
     auto calls = ResolveToolCalls(response, request.tools);
     std::string problem;
-    if (!calls.ok()) problem = calls.status().message();
+    if (!response.malformed_reply.empty()) problem = "your reply could not be parsed: " + response.malformed_reply;
+    else if (!calls.ok()) problem = calls.status().message();
     else if (calls->empty()) problem = "the answer holds no tool call; call a tool, or finish with a summary";
     if (!problem.empty()) {
       emit({WorkerEvent::Kind::kUnusableAnswer, "", json(), problem});

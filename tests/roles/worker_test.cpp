@@ -258,3 +258,37 @@ TEST_CASE("output truncation keeps head and tail on character boundaries") {
   std::string tail = cut.substr(cut.find("…]\n") + std::string("…]\n").size());
   CHECK(tail.size() % 2 == 0);
 }
+
+// The in-process engine reports a native tool call it could not parse as malformed_reply; the
+// random test model never writes one, so this client stands in for the engine at its boundary.
+class MalformedThenFinish final : public ModelClient {
+ public:
+  Result<ChatResponse> Chat(const ChatRequest& request, const StreamCallbacks*) override {
+    requests.push_back(request);
+    ChatResponse r;
+    r.usage = {100, 10, 0};
+    if (requests.size() == 1) {
+      r.text = "Let me check.";
+      r.malformed_reply = "reply at byte 14: unexpected '}' in a tool call";
+      return r;
+    }
+    r.tool_calls.push_back({"call_0", "finish", R"({"summary": "nothing to change"})"});
+    r.finish_reason = FinishReason::kToolCalls;
+    return r;
+  }
+  const std::string& endpoint_name() const override { return name; }
+  std::string name = "local";
+  std::vector<ChatRequest> requests;
+};
+
+TEST_CASE("a reply the engine could not parse is explained back to the model, not fatal") {
+  Harness h;
+  MalformedThenFinish client;
+  Worker worker(h.prompts, Config(), h.estimator, WorkerBudget{});
+  auto r = worker.Run(client, h.tools, Task());
+  REQUIRE(r.ok());
+  CHECK(r->outcome == WorkerOutcome::kFinished);
+  REQUIRE(client.requests.size() == 2);
+  CHECK_THAT(client.requests[1].messages.back().content,
+             Catch::Contains("could not be parsed: reply at byte 14: unexpected '}'"));
+}
