@@ -16,6 +16,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+int64_t Ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
 uint64_t Total(const TokenUsage& u) { return u.prompt_tokens + u.completion_tokens; }
 
 void Add(TokenUsage& into, const TokenUsage& u) {
@@ -398,7 +400,9 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
           s_.journal.Append(Event(rule.id, "worker", kKinds[static_cast<int>(e.kind)], data, e.usage));
       if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
     };
+    Clock::time_point worker_start = Clock::now();
     Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
+    Clock::time_point worker_end = Clock::now();
     if (!worked.ok() || !journal_error.ok()) {
       TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
       if (!journal_error.ok()) return journal_error;
@@ -415,6 +419,7 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
     request.previously_passing = PassingRules();
     request.health_before = &*health_;
     Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
+    Clock::time_point verify_end = Clock::now();
     bool accepted = report.ok() && report->accepted();
     if (report.ok()) {
       Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
@@ -435,11 +440,14 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
                                 {"worker_summary", worked->summary},
                                 {"verdict", attempt.verdict},
                                 {"outcome", attempt.outcome},
-                                {"summary", report.ok() ? report->Summary() : report.status().message()}};
+                                {"summary", report.ok() ? report->Summary() : report.status().message()},
+                                {"worker_ms", Ms(worker_end - worker_start)},
+                                {"verify_ms", Ms(verify_end - worker_end)}};
 
     LoopStep step;
     if (accepted) {
       TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
+      evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
       attempt.finished_at = NowMs();
       step.good_snapshot = snapshot;
       step.attempt = attempt;
@@ -459,6 +467,7 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
     }
 
     TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+    evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
     step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
     // The Reflector turns the failure into a lesson for the next attempt and for memory.
     TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
