@@ -1,0 +1,111 @@
+#!/bin/bash
+# The loop on the whole Ubuntu 20.04 STIG profile, side by side with SCAP Security Guide's own
+# remediation (`temper baseline`) on the same root in the same run (issue 9's benchmark).
+#
+# temperd runs a whole-profile batch on a fresh rootfs target whose roles are served by the scripted
+# model server (tests/scripted_model: answers derived from each rule's SSG fix text), then
+# `temper baseline` runs SSG's generated fix.sh on another fresh target over the same root. Reports:
+# fix rate of the rules failing before (all, and rootfs-decidable), wall time, and the harness time
+# per attempt (verify + snapshot or revert, from the attempt events).
+#
+# Usage (as root, after a build that ran the stig tests, so build/stig-rootfs holds the root):
+#   bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
+set -euo pipefail
+
+build=$(realpath "${1:-build}")
+out=${2:-$(mktemp -d /tmp/temper-loop-bench-XXXXXX)}
+script=${3:-}
+rootfs=$build/stig-rootfs
+[ -d "$rootfs/root" ] || { echo "no root at $rootfs/root: run the stig tests first" >&2; exit 2; }
+mkdir -p "$out"
+out=$(realpath "$out")
+
+# Two targets over the one root: the loop's and the baseline's.
+for t in loop base; do
+  rm -rf "${out:?}/$t"
+  mkdir -p "$out/$t"
+  ln -s "$rootfs/root" "$out/$t/root"
+  cp "$rootfs/stamp.json" "$out/$t/stamp.json"
+done
+
+model_args=(--listen 127.0.0.1:0)
+[ -n "$script" ] && model_args+=(--script "$script")
+"$build/tests/scripted_model/temper-scripted-model" "${model_args[@]}" >"$out/model.url" 2>"$out/model.log" &
+model_pid=$!
+temperd_pid=
+cleanup() {
+  [ -n "$temperd_pid" ] && kill "$temperd_pid" 2>/dev/null && wait "$temperd_pid" 2>/dev/null
+  kill "$model_pid" 2>/dev/null && wait "$model_pid" 2>/dev/null
+  return 0
+}
+trap cleanup EXIT
+for _ in $(seq 50); do [ -s "$out/model.url" ] && break; sleep 0.1; done
+url=$(head -n1 "$out/model.url")
+
+cat >"$out/models.yaml" <<EOF
+endpoints:
+  scripted: {type: openai, base_url: "$url", model: temper-scripted, timeout: 120s}
+roles:
+  architect: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
+  worker: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
+  reflector: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}
+EOF
+cat >"$out/temperd.yaml" <<EOF
+listen: {unix: {path: $out/temper.sock}}
+state_dir: $out/state
+models: $out/models.yaml
+log_level: info
+targets:
+  loop: {type: rootfs, path: $out/loop}
+EOF
+temper=("$build/orchestrator/temper" --socket "$out/temper.sock")
+
+start=$(date +%s.%N)
+"$build/orchestrator/temperd" --config "$out/temperd.yaml" 2>"$out/temperd.log" &
+temperd_pid=$!
+for _ in $(seq 100); do [ -S "$out/temper.sock" ] && break; sleep 0.1; done
+batch=$("${temper[@]}" submit -t loop -d ssg-ubuntu2004-ds.xml -p stig --whole-profile --max-attempts 3 \
+          --name loop-bench --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+while :; do
+  state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  case $state in *COMPLETED*|*FAILED*|*CANCELLED*|completed|failed|cancelled) break ;; esac
+  sleep 5
+done
+loop_seconds=$(python3 -c "import time; print(round(time.time() - $start, 1))")
+"${temper[@]}" report "$batch" --format json >"$out/loop-report.json"
+"${temper[@]}" watch "$batch" --no-follow --json >"$out/journal.jsonl"
+kill "$temperd_pid"; wait "$temperd_pid" || true; temperd_pid=
+
+base_start=$(date +%s.%N)
+"$build/orchestrator/temper" baseline base --dir "$out/base" --out "$out/baseline" --json >"$out/baseline.json"
+base_seconds=$(python3 -c "import time; print(round(time.time() - $base_start, 1))")
+
+python3 - "$out" "$loop_seconds" "$base_seconds" <<'EOF'
+import json, statistics, sys
+out, loop_s, base_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+base = json.load(open(f"{out}/baseline.json"))
+rootfs = {r["rule"] for r in base["rules"] if r["decidability"] == "rootfs"}
+report = json.load(open(f"{out}/loop-report.json"))
+rules = report["rules"] if "rules" in report else report["batch"]["rules"]
+def rid(r): return r.get("rule_id") or r.get("rule")
+failing = [r for r in rules if r.get("before_verdict") == "fail"]
+fixed = [r for r in failing if r.get("after_verdict") == "pass"]
+failing_rootfs = [r for r in failing if rid(r) in rootfs]
+fixed_rootfs = [r for r in fixed if rid(r) in rootfs]
+harness, verify = [], []
+for line in open(f"{out}/journal.jsonl"):
+    e = json.loads(line)
+    if e.get("type") not in ("attempt.kept", "attempt.reverted"): continue
+    d = json.loads(e["data_json"]) if isinstance(e.get("data_json"), str) else e.get("data", {})
+    verify.append(d["verify_ms"])
+    harness.append(d["verify_ms"] + d.get("snapshot_ms", 0) + d.get("revert_ms", 0))
+def pct(a, b): return f"{a}/{b} ({100.0 * a / b:.1f}%)" if b else "0/0"
+print(f"loop:     fixed {pct(len(fixed), len(failing))}; rootfs-decidable {pct(len(fixed_rootfs), len(failing_rootfs))}; "
+      f"{len(harness)} attempts; wall {loop_s:.0f} s")
+if harness:
+    print(f"          harness per attempt (verify + snapshot/revert): median {statistics.median(harness)/1000:.2f} s, "
+          f"p90 {sorted(harness)[int(0.9 * (len(harness) - 1))]/1000:.2f} s; verify median {statistics.median(verify)/1000:.2f} s")
+print(f"baseline: fixed {pct(base['fixed'], base['failing_before'])}; rootfs-decidable "
+      f"{pct(base['fixed_rootfs'], base['failing_before_rootfs'])}; wall {base_s:.0f} s")
+EOF
+echo "artifacts in $out"
