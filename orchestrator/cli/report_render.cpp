@@ -80,7 +80,7 @@ std::string RulesLine(const temper::v1::Batch& b, const ReportSummary& s) {
 }
 
 std::string FixRateLine(const ReportSummary& s) {
-  if (!s.fix_rate) return s.has_run ? "- (no rule failed before)" : "- (not evaluated yet)";
+  if (!s.fix_rate) return s.evaluated ? "- (no rule failed before)" : "- (no rule evaluated yet)";
   return fmt::format("{} of {} rule{} that failed before ({})", s.fixed, s.failed_before,
                      s.failed_before == 1 ? "" : "s", Percent(*s.fix_rate));
 }
@@ -90,12 +90,12 @@ std::string NotRunNote(const temper::v1::Batch& b, const ReportSummary& s) {
   if (!s.has_run) {
     return "the batch has not run yet (queued): no verdicts, attempts or results so far";
   }
-  bool evaluated = std::any_of(b.rules().begin(), b.rules().end(),
-                               [](const temper::v1::BatchRule& r) { return !r.before_verdict().empty(); });
-  if (evaluated || s.attempts > 0) return "";
-  return b.state() == temper::v1::BATCH_STATE_RUNNING ? "no rule has been evaluated yet"
-                                                       : fmt::format("the batch {} before any rule was evaluated",
-                                                                     StateName(b.state()));
+  if (s.evaluated || s.attempts > 0) return "";
+  switch (b.state()) {
+    case temper::v1::BATCH_STATE_RUNNING: return "no rule has been evaluated yet";
+    case temper::v1::BATCH_STATE_CANCELLED: return "the batch was cancelled before any rule was evaluated";
+    default: return fmt::format("the batch {} before any rule was evaluated", StateName(b.state()));
+  }
 }
 
 std::string Title(const temper::v1::Batch& b) {
@@ -171,6 +171,7 @@ ReportSummary SummarizeReport(const temper::v1::BatchReport& report) {
     s.rules.push_back({.rule = &r});
     Tally(r.state(), s.counts);
     s.tokens += r.tokens_used();
+    if (!r.before_verdict().empty()) s.evaluated = true;
     if (r.before_verdict() == "fail") {
       ++s.failed_before;
       if (r.state() == temper::v1::RULE_STATE_FIXED) ++s.fixed;
@@ -261,7 +262,7 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   out += fmt::format("| Target | {} |\n", Cell(b.target()));
   out += fmt::format("| Profile | {} |\n", Code(b.profile()));
   out += fmt::format("| Datastream | {} |\n", Code(b.datastream()));
-  if (!b.error().empty()) out += fmt::format("| Error | {} |\n", Cell(b.error()));
+  if (!b.error().empty()) out += fmt::format("| Reason | {} |\n", Cell(b.error()));
   out += fmt::format("| Rules | {} |\n", Cell(RulesLine(b, s)));
   out += fmt::format("| Fix rate | {} |\n", Cell(FixRateLine(s)));
   out += fmt::format("| Tokens | {} in {} attempt{} |\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");

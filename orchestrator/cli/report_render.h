@@ -34,6 +34,7 @@ struct ReportSummary {
   uint32_t attempts = 0;
   int64_t wall_seconds = 0;       // batch created_at → updated_at
   bool has_run = false;           // false while queued: nothing evaluated or tried yet
+  bool evaluated = false;         // some rule has a verdict from before the batch changed anything
   std::vector<RuleReport> rules;  // in the batch's order
 };
 

@@ -231,7 +231,7 @@ TEST_CASE("a queued batch's report says it has not run yet, in every format") {
   INFO(text);
   CHECK(text.find("  status      the batch has not run yet (queued): no verdicts, attempts or results so far\n") !=
         std::string::npos);
-  CHECK(text.find("  fix rate    - (not evaluated yet)\n") != std::string::npos);
+  CHECK(text.find("  fix rate    - (no rule evaluated yet)\n") != std::string::npos);
   CHECK(text.find("  results     - (written when the batch completes)\n") != std::string::npos);
   CHECK(text.find("sshd_disable_root_login  -       -      pending  0         0\n") != std::string::npos);
 
@@ -243,6 +243,13 @@ TEST_CASE("a queued batch's report says it has not run yet, in every format") {
   CHECK(j["results"].is_null());
   CHECK(j["rules"][0]["state"] == "pending");
   CHECK(j["rules"][0]["before_verdict"] == "");
+
+  report.mutable_batch()->set_state(temper::v1::BATCH_STATE_CANCELLED);
+  report.mutable_batch()->set_error("not today");
+  text = RenderReportText(report);
+  CHECK(text.find("  status      the batch was cancelled before any rule was evaluated\n"
+                  "  reason      not today\n") != std::string::npos);
+  CHECK(RenderReportMarkdown(report).find("| Reason | not today |\n") != std::string::npos);
 }
 
 TEST_CASE("a Markdown code block survives commands holding backticks") {
