@@ -12,7 +12,8 @@
 namespace temper::cli {
 
 const char* const kReportJsonFields = R"(JSON output (--format json): one object.
-  batch_id, name, target, datastream, profile, whole_profile, state, error,
+  batch_id, name, target, datastream, profile, whole_profile, state,
+  error (why the batch failed, or the reason it was cancelled with),
   created_at, updated_at (RFC 3339 or null), budgets {max_attempts, wall_time_seconds, max_tokens},
   results_dir ("" until the batch completed), results {xccdf, arf} (paths, or null),
   summary {has_run, rules, pending, running, fixed, already_passing, escalated, skipped,
