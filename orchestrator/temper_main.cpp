@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   temper::cli::AddStatusCommand(app, ctx);
   temper::cli::AddCancelCommand(app, ctx);
   temper::cli::AddWatchCommand(app, ctx);
+  temper::cli::AddReportCommand(app, ctx);
   temper::cli::AddTargetCommand(app, ctx);
   temper::cli::AddBaselineCommand(app, ctx);
 

@@ -1,6 +1,7 @@
 #include "orchestrator/cli/render.h"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 #include <fmt/format.h>
@@ -17,14 +18,59 @@ std::string Lower(std::string s) {
   return s;
 }
 
-std::string Time(const google::protobuf::Timestamp& t) {
+bool IsContinuationByte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
+}  // namespace
+
+std::string FormatTime(const google::protobuf::Timestamp& t) {
+  if (t.seconds() == 0 && t.nanos() == 0) return "-";
   std::string iso = google::protobuf::util::TimeUtil::ToString(t);  // 2026-11-22T21:50:01.123Z
   if (iso.size() > 19) iso = iso.substr(0, 19) + "Z";
   std::replace(iso.begin(), iso.end(), 'T', ' ');
   return iso;
 }
 
-// Left-aligned columns, as wide as their widest cell.
+std::string FormatDuration(int64_t seconds) {
+  if (seconds < 0) seconds = 0;
+  if (seconds < 60) return fmt::format("{}s", seconds);
+  if (seconds < 3600) return fmt::format("{}m {:02}s", seconds / 60, seconds % 60);
+  return fmt::format("{}h {:02}m {:02}s", seconds / 3600, seconds / 60 % 60, seconds % 60);
+}
+
+std::string ShortRuleName(const std::string& rule_id) {
+  static constexpr std::string_view kMarker = "_rule_";
+  size_t at = rule_id.find(kMarker);
+  return at == std::string::npos ? rule_id : rule_id.substr(at + kMarker.size());
+}
+
+std::string FitWidth(const std::string& text, size_t max_chars) {
+  size_t chars = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (IsContinuationByte(text[i])) continue;
+    if (chars == max_chars) return text.substr(0, i);
+    ++chars;
+  }
+  return text;
+}
+
+std::string OneLine(const std::string& text, size_t max_chars) {
+  std::string flat;
+  bool space = false;
+  for (char c : text) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !flat.empty();
+      continue;
+    }
+    if (space) flat += ' ';
+    space = false;
+    flat += c;
+  }
+  if (FitWidth(flat, max_chars).size() == flat.size()) return flat;
+  std::string cut = FitWidth(flat, max_chars > 0 ? max_chars - 1 : 0);
+  while (!cut.empty() && cut.back() == ' ') cut.pop_back();
+  return cut + "…";
+}
+
 std::string Table(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& row : rows) {
@@ -41,8 +87,6 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string StateName(temper::v1::BatchState state) {
   return Lower(temper::v1::BatchState_Name(state).substr(std::string("BATCH_STATE_").size()));
@@ -61,7 +105,7 @@ std::string RenderBatchTable(const temper::v1::ListBatchesResponse& list) {
     rows.push_back({b.id(), StateName(b.state()), b.target(), b.profile(),
                     b.whole_profile() && c.total() == 0 ? "profile" : std::to_string(c.total()),
                     std::to_string(c.fixed()), std::to_string(c.escalated()),
-                    std::to_string(c.pending() + c.running()), Time(b.created_at()), b.name()});
+                    std::to_string(c.pending() + c.running()), FormatTime(b.created_at()), b.name()});
   }
   std::string out = Table(rows);
   if (!list.next_page_token().empty()) out += fmt::format("(more: --page-token {})\n", list.next_page_token());
@@ -79,8 +123,8 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
   out += fmt::format("  profile     {}{}\n", b.profile(), b.whole_profile() ? " (every rule)" : "");
   out += fmt::format("  budgets     {} attempts, {}s, {} tokens per rule\n", b.budgets().max_attempts(),
                      b.budgets().wall_time_seconds(), b.budgets().max_tokens());
-  out += fmt::format("  created     {}\n", Time(b.created_at()));
-  out += fmt::format("  updated     {}\n", Time(b.updated_at()));
+  out += fmt::format("  created     {}\n", FormatTime(b.created_at()));
+  out += fmt::format("  updated     {}\n", FormatTime(b.updated_at()));
   out += fmt::format("  rules       {} total: {} fixed, {} already passing, {} escalated, {} skipped, "
                      "{} error, {} cancelled, {} left\n",
                      c.total(), c.fixed(), c.already_passing(), c.escalated(), c.skipped(), c.error(),
@@ -94,19 +138,6 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
     out += "\n" + Table(rows);
   }
   return out;
-}
-
-std::string RenderEvent(const temper::v1::JournalEvent& e) {
-  std::string out = fmt::format("{:>6}  {}  ", e.seq(), Time(e.time()));
-  out += e.batch_id().empty() ? "-" : "batch " + e.batch_id();
-  if (!e.rule_id().empty()) out += "  " + e.rule_id();
-  if (!e.role().empty()) out += "  [" + e.role() + "]";
-  out += "  " + e.type();
-  if (!e.data_json().empty() && e.data_json() != "{}") out += "  " + e.data_json();
-  if (e.usage().prompt_tokens() + e.usage().completion_tokens() > 0) {
-    out += fmt::format("  ({} + {} tokens)", e.usage().prompt_tokens(), e.usage().completion_tokens());
-  }
-  return out + "\n";
 }
 
 std::string RenderJson(const google::protobuf::Message& message) {

@@ -1,10 +1,14 @@
-// Human-readable output of the `temper` CLI: tables of batches, a batch's detail, journal events.
+// Human-readable output of the `temper` CLI: tables of batches, a batch's detail, and the small text
+// helpers the other renderers (report, events, progress) share so that all commands print alike.
 // Machine-readable output (--json) is protobuf's canonical JSON, one object per line.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <google/protobuf/message.h>
+#include <google/protobuf/timestamp.pb.h>
 
 #include "temper/v1/temper.pb.h"
 
@@ -12,7 +16,6 @@ namespace temper::cli {
 
 std::string RenderBatchTable(const temper::v1::ListBatchesResponse& list);
 std::string RenderBatchDetail(const temper::v1::Batch& batch);
-std::string RenderEvent(const temper::v1::JournalEvent& event);
 // One line of protobuf JSON, with the .proto field names (snake_case) so scripts match the API docs.
 std::string RenderJson(const google::protobuf::Message& message);
 // An event as one JSON line, with its data as a nested object ("data") rather than a string.
@@ -21,5 +24,19 @@ std::string RenderEventJson(const temper::v1::JournalEvent& event);
 // "queued", "already_passing", ...
 std::string StateName(temper::v1::BatchState state);
 std::string StateName(temper::v1::RuleState state);
+
+// "2026-11-22 21:50:01Z" (UTC, whole seconds); "-" for an unset timestamp.
+std::string FormatTime(const google::protobuf::Timestamp& t);
+// "12s", "4m 05s", "2h 03m 04s".
+std::string FormatDuration(int64_t seconds);
+// The name after "_rule_" of an SSG rule id (sshd_disable_root_login); other ids unchanged.
+std::string ShortRuleName(const std::string& rule_id);
+// `text` on one line: runs of whitespace (newlines included) become one space, and text longer than
+// `max_chars` characters (UTF-8 code points) is cut with "…".
+std::string OneLine(const std::string& text, size_t max_chars);
+// `text` cut to at most `max_chars` UTF-8 code points (no marker); for lines that must fit a terminal.
+std::string FitWidth(const std::string& text, size_t max_chars);
+// Left-aligned columns, as wide as their widest cell, two spaces apart; one line per row.
+std::string Table(const std::vector<std::vector<std::string>>& rows);
 
 }  // namespace temper::cli

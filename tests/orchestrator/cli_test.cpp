@@ -1,6 +1,7 @@
 // The `temper` CLI as users run it: the real binary against a real temperd.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/daemon_process.h"
 
@@ -46,12 +47,70 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   ProcessResult watch = Cli(daemon, {"watch", "--no-follow"});
   CHECK(watch.exit_code == 0);
   CHECK(watch.out.find("batch 1  [daemon]  batch.submitted") != std::string::npos);
-  CHECK(watch.out.find("batch 1  [daemon]  batch.cancelled  {\"previous_state\":\"queued\",\"reason\":\"demo\"") !=
-        std::string::npos);
+  CHECK(watch.out.find("batch 1  [daemon]  batch.cancelled (was queued, 1 rule cancelled): demo\n") != std::string::npos);
+  // Off a terminal, a batch's progress line follows an event that changed its counts.
+  CHECK(watch.out.find("batch.submitted: 1 rule on target lab (profile stig)\n"
+                       "batch 1  [----------] 0/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 1  "
+                       "▸ queued\n") != std::string::npos);
+  CHECK(watch.out.find("\nbatch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
+                       "cancelled 1 · left 0  ✖ cancelled\n") != std::string::npos);
+  CHECK(watch.out.find("\nbatch 2  [----------] 0/?  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left ?  "
+                       "▸ queued\n") != std::string::npos);
+
+  // Resuming one batch past its events: the progress comes from GetBatch.
+  ProcessResult resumed = Cli(daemon, {"watch", "1", "--after", "3", "--no-follow"});
+  CHECK(resumed.exit_code == 0);
+  CHECK(resumed.out == "batch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
+                       "cancelled 1 · left 0  ✖ cancelled\n");
 
   ProcessResult watch_json = Cli(daemon, {"watch", "1", "--after", "1", "--no-follow", "--json"});
   CHECK(watch_json.out.rfind("{\"batch_id\":\"1\",\"data\":{\"previous_state\":\"queued\"", 0) == 0);
   CHECK(watch_json.out.find("\"seq\":\"3\"") != std::string::npos);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("temper report on a batch that has not run, and its errors") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "sshd_disable_root_login",
+                       "--name", "report"}).exit_code == 0);
+
+  ProcessResult text = Cli(daemon, {"report", "1"});
+  INFO(text.err);
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.rfind("batch 1 (report): queued on target lab\n"
+                       "  status      the batch has not run yet (queued): no verdicts, attempts or results so far\n", 0) == 0);
+  CHECK(text.out.find("sshd_disable_root_login  -       -      pending  0         0\n") != std::string::npos);
+
+  ProcessResult md = Cli(daemon, {"report", "1", "--format", "markdown"});
+  CHECK(md.exit_code == 0);
+  CHECK(md.out.find("| `sshd_disable_root_login` | - | - | pending | 0 | 0 |  |\n") != std::string::npos);
+
+  ProcessResult json = Cli(daemon, {"report", "1", "--format", "json"});
+  CHECK(json.exit_code == 0);
+  nlohmann::json j = nlohmann::json::parse(json.out, nullptr, /*allow_exceptions=*/false);
+  REQUIRE(j.is_object());
+  CHECK(j["batch_id"] == "1");
+  CHECK(j["state"] == "queued");
+  CHECK(j["summary"]["has_run"] == false);
+  CHECK(j["rules"][0]["rule_id"] == "xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
+  CHECK(j["rules"][0]["state"] == "pending");
+
+  ProcessResult no_results = Cli(daemon, {"report", "1", "--results-to", dir / "out"});
+  CHECK(no_results.exit_code == 1);
+  CHECK(no_results.err == "temper: --results-to: batch 1 has no results files yet (they are written when the batch "
+                          "completes; it is queued)\n");
+  CHECK(no_results.out.empty());
+
+  ProcessResult unknown = Cli(daemon, {"report", "42"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err == "temper: batch 42 does not exist\n");
+
+  ProcessResult format = Cli(daemon, {"report", "1", "--format", "yaml"});
+  CHECK(format.exit_code == 2);
+  CHECK(format.err.find("--format: yaml not in {text,markdown,json}") != std::string::npos);
+  CHECK(Cli(daemon, {"report"}).exit_code == 2);
   CHECK(daemon.Stop() == 0);
 }
 

@@ -1,0 +1,269 @@
+#include "orchestrator/cli/watch_progress.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/cli/render.h"
+
+namespace temper::cli {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kBarWidth = 10;
+// Erase the whole line, and move up one line: enough of ANSI to redraw lines in place.
+constexpr const char* kEraseLine = "\033[2K";
+constexpr const char* kCursorUp = "\033[1A";
+
+uint32_t Count(const json& counts, const char* key) {
+  auto it = counts.find(key);
+  return it != counts.end() && it->is_number_integer() && it->get<int64_t>() > 0
+             ? static_cast<uint32_t>(it->get<int64_t>())
+             : 0;
+}
+
+}  // namespace
+
+void BatchProgressModel::SetFinal(const std::string& rule_id, Final state) {
+  if (!rule_id.empty()) finals_[rule_id] = state;
+}
+
+void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
+  if (!batch.whole_profile() || batch.rules_size() > 0) total_ = static_cast<uint32_t>(batch.rules_size());
+  for (const temper::v1::BatchRule& r : batch.rules()) {
+    if (!r.before_verdict().empty()) seed_had_verdicts_ = true;
+    switch (r.state()) {
+      case temper::v1::RULE_STATE_FIXED: SetFinal(r.rule_id(), Final::kFixed); break;
+      case temper::v1::RULE_STATE_ALREADY_PASSING: SetFinal(r.rule_id(), Final::kAlreadyPassing); break;
+      case temper::v1::RULE_STATE_ESCALATED: SetFinal(r.rule_id(), Final::kEscalated); break;
+      case temper::v1::RULE_STATE_SKIPPED: SetFinal(r.rule_id(), Final::kSkipped); break;
+      case temper::v1::RULE_STATE_CANCELLED: SetFinal(r.rule_id(), Final::kCancelled); break;
+      case temper::v1::RULE_STATE_ERROR: SetFinal(r.rule_id(), Final::kFailed); break;
+      case temper::v1::RULE_STATE_RUNNING: rule_ = r.rule_id(); break;
+      default: break;
+    }
+  }
+  switch (batch.state()) {
+    case temper::v1::BATCH_STATE_QUEUED: phase_ = Phase::kQueued; break;
+    case temper::v1::BATCH_STATE_RUNNING: phase_ = Phase::kRunning; break;
+    case temper::v1::BATCH_STATE_COMPLETED: phase_ = Phase::kCompleted; break;
+    case temper::v1::BATCH_STATE_CANCELLED: phase_ = Phase::kCancelled; break;
+    case temper::v1::BATCH_STATE_FAILED:
+      phase_ = Phase::kFailed;
+      error_ = batch.error();
+      break;
+    default: break;
+  }
+}
+
+void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
+  if (e.batch_id() != batch_id_) return;
+  rule_ = e.rule_id();
+  role_ = e.role();
+  json d = json::parse(e.data_json().empty() ? "{}" : e.data_json(), nullptr, /*allow_exceptions=*/false);
+  if (!d.is_object()) d = json::object();
+  const std::string& type = e.type();
+
+  if (type == "batch.submitted") {
+    phase_ = Phase::kQueued;
+    auto whole = d.find("whole_profile");
+    if (!(whole != d.end() && whole->is_boolean() && whole->get<bool>())) total_ = Count(d, "rules");
+  } else if (type == "batch.started" || type == "batch.resumed") {
+    phase_ = Phase::kRunning;
+    error_.clear();
+  } else if (type == "batch.expanded") {
+    total_ = Count(d, "rules");
+  } else if (type == "batch.completed") {
+    phase_ = Phase::kCompleted;
+    auto rules = d.find("rules");
+    if (rules != d.end() && rules->is_object()) {
+      ProgressCounts c;
+      c.fixed = Count(*rules, "fixed");
+      c.already_passing = Count(*rules, "already_passing");
+      c.failed = Count(*rules, "error");
+      c.escalated = Count(*rules, "escalated");
+      c.skipped = Count(*rules, "skipped");
+      c.cancelled = Count(*rules, "cancelled");
+      c.total_known = true;
+      c.total = c.done() + Count(*rules, "pending") + Count(*rules, "running");
+      completed_ = c;
+    }
+  } else if (type == "batch.failed") {
+    phase_ = Phase::kFailed;
+    auto error = d.find("error");
+    error_ = error != d.end() && error->is_string() ? error->get<std::string>() : "";
+  } else if (type == "batch.cancelled") {
+    phase_ = Phase::kCancelled;
+  } else if (type == "evaluation.before") {
+    auto verdicts = d.find("verdicts");
+    if (verdicts != d.end() && verdicts->is_object()) {
+      // As the loop classifies them: pass/fixed are already passing, fail is left to fix, error and
+      // unknown could not be decided, anything else (notapplicable, ...) is skipped.
+      ProgressCounts b;
+      for (const auto& [verdict, n] : verdicts->items()) {
+        uint32_t count = Count(*verdicts, verdict.c_str());
+        if (verdict == "pass" || verdict == "fixed") b.already_passing += count;
+        else if (verdict == "error" || verdict == "unknown") b.failed += count;
+        else if (verdict != "fail") b.skipped += count;
+      }
+      before_ = b;
+    }
+  } else if (type == "rule.fixed") {
+    SetFinal(e.rule_id(), Final::kFixed);
+  } else if (type == "rule.escalated") {
+    SetFinal(e.rule_id(), Final::kEscalated);
+  } else if (type == "rule.skipped" || type == "architect.skip") {
+    SetFinal(e.rule_id(), Final::kSkipped);
+  } else if (type == "rule.error") {
+    SetFinal(e.rule_id(), Final::kFailed);
+  } else if (type == "rule.cancelled") {
+    SetFinal(e.rule_id(), Final::kCancelled);
+  }
+  if (phase_ == Phase::kUnknown || (phase_ == Phase::kQueued && type != "batch.submitted")) {
+    if (type != "batch.cancelled" && type != "batch.failed" && type != "batch.completed") phase_ = Phase::kRunning;
+  }
+}
+
+ProgressCounts BatchProgressModel::counts() const {
+  if (completed_) return *completed_;
+  ProgressCounts c;
+  if (!seed_had_verdicts_) c = before_;
+  c.total_known = total_.has_value();
+  c.total = total_.value_or(0);
+  for (const auto& [rule, state] : finals_) {
+    switch (state) {
+      case Final::kFixed: ++c.fixed; break;
+      case Final::kAlreadyPassing: ++c.already_passing; break;
+      case Final::kFailed: ++c.failed; break;
+      case Final::kEscalated: ++c.escalated; break;
+      case Final::kSkipped: ++c.skipped; break;
+      case Final::kCancelled: ++c.cancelled; break;
+    }
+  }
+  // Cancelling a batch cancels every rule not yet final.
+  if (phase_ == Phase::kCancelled) c.cancelled += c.left();
+  return c;
+}
+
+std::string BatchProgressModel::ChangeKey() const {
+  ProgressCounts c = counts();
+  return fmt::format("{}/{} {} {} {} {} {} {} phase {} {}", c.total_known ? std::to_string(c.total) : "?", c.done(),
+                     c.fixed, c.already_passing, c.failed, c.escalated, c.skipped, c.cancelled,
+                     static_cast<int>(phase_), error_);
+}
+
+std::string BatchProgressModel::Line() const {
+  ProgressCounts c = counts();
+  size_t filled = c.total_known && c.total > 0 ? std::min<size_t>(kBarWidth, c.done() * kBarWidth / c.total) : 0;
+  std::string out = fmt::format("batch {}  [{}{}] {}/{}  ", batch_id_, std::string(filled, '#'),
+                                std::string(kBarWidth - filled, '-'), c.done(),
+                                c.total_known ? std::to_string(c.total) : "?");
+  out += fmt::format("fixed {} · already {} · failed {} · escalated {} · skipped {}", c.fixed, c.already_passing,
+                     c.failed, c.escalated, c.skipped);
+  if (c.cancelled > 0) out += fmt::format(" · cancelled {}", c.cancelled);
+  out += fmt::format(" · left {}", c.total_known ? std::to_string(c.left()) : "?");
+  switch (phase_) {
+    case Phase::kCompleted: return out + "  ✔ completed";
+    case Phase::kCancelled: return out + "  ✖ cancelled";
+    case Phase::kFailed: return out + "  ✖ failed" + (error_.empty() ? "" : ": " + OneLine(error_, 200));
+    case Phase::kQueued: return out + "  ▸ queued";
+    case Phase::kUnknown:
+    case Phase::kRunning: break;
+  }
+  if (!rule_.empty()) return out + "  ▸ " + ShortRuleName(rule_) + (role_.empty() ? "" : " (" + role_ + ")");
+  return out + "  ▸ " + (role_.empty() ? "running" : "(" + role_ + ")");
+}
+
+const BatchProgressModel* ProgressBoard::Find(const std::string& batch_id) const {
+  for (const BatchProgressModel& m : models_) {
+    if (m.batch_id() == batch_id) return &m;
+  }
+  return nullptr;
+}
+
+BatchProgressModel& ProgressBoard::Model(const std::string& batch_id) {
+  for (BatchProgressModel& m : models_) {
+    if (m.batch_id() == batch_id) return m;
+  }
+  models_.emplace_back(batch_id);
+  if (tty_) live_.push_back(batch_id);
+  return models_.back();
+}
+
+bool ProgressBoard::WantsSeed(const temper::v1::JournalEvent& event) const {
+  return !event.batch_id().empty() && event.type() != "batch.submitted" && Find(event.batch_id()) == nullptr;
+}
+
+std::string ProgressBoard::Fit(const std::string& line) const {
+  // One column short of the width: writing the last column makes some terminals wrap, and a wrapped
+  // line would no longer be erased by the redraw.
+  return width_ > 1 ? FitWidth(line, width_ - 1) : line;
+}
+
+std::string ProgressBoard::Clear() {
+  if (!tty_ || drawn_ == 0) return "";
+  std::string out = std::string("\r") + kEraseLine;
+  for (size_t i = 1; i < drawn_; ++i) out += std::string(kCursorUp) + kEraseLine;
+  drawn_ = 0;
+  return out;
+}
+
+std::string ProgressBoard::Draw() {
+  std::string out;
+  for (const std::string& id : live_) {
+    if (drawn_ > 0) out += "\n";
+    out += Fit(Find(id)->Line());
+    ++drawn_;
+  }
+  return out;
+}
+
+void ProgressBoard::Seed(const temper::v1::Batch& batch) { Model(batch.id()).Seed(batch); }
+
+std::string ProgressBoard::Refresh() {
+  if (tty_) return Clear() + Draw();
+  std::string out;
+  for (const BatchProgressModel& model : models_) {
+    std::string key = model.ChangeKey();
+    if (printed_[model.batch_id()] == key) continue;
+    printed_[model.batch_id()] = key;
+    out += model.Line() + "\n";
+  }
+  return out;
+}
+
+std::string ProgressBoard::Show(const temper::v1::JournalEvent& event, const std::string& line) {
+  std::string out = Clear() + line;
+  if (!event.batch_id().empty()) {
+    BatchProgressModel& model = Model(event.batch_id());
+    bool was_ended = model.ended();
+    model.Apply(event);
+    if (tty_) {
+      // A batch that just ended leaves its last line in the scrollback and leaves the live area.
+      if (!was_ended && model.ended()) {
+        out += Fit(model.Line()) + "\n";
+        live_.erase(std::remove(live_.begin(), live_.end(), model.batch_id()), live_.end());
+      } else if (std::find(live_.begin(), live_.end(), model.batch_id()) == live_.end()) {
+        live_.push_back(model.batch_id());
+      }
+    } else {
+      std::string key = model.ChangeKey();
+      if (printed_[model.batch_id()] != key) {
+        printed_[model.batch_id()] = key;
+        out += model.Line() + "\n";
+      }
+    }
+  }
+  return tty_ ? out + Draw() : out;
+}
+
+std::string ProgressBoard::Finish() {
+  if (!tty_ || drawn_ == 0) return "";
+  drawn_ = 0;
+  return "\n";
+}
+
+}  // namespace temper::cli

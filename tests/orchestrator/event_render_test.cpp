@@ -1,0 +1,100 @@
+// `temper watch`'s event lines for people: the loop's event types as short sentences, anything else
+// generic.
+#include "orchestrator/cli/event_render.h"
+
+#include <catch2/catch.hpp>
+#include <google/protobuf/util/time_util.h>
+
+namespace temper::cli {
+namespace {
+
+temper::v1::JournalEvent Ev(const std::string& type, const std::string& role, const std::string& rule,
+                            const std::string& data) {
+  temper::v1::JournalEvent e;
+  e.set_seq(42);
+  *e.mutable_time() = google::protobuf::util::TimeUtil::SecondsToTimestamp(1'800'000'000);
+  e.set_batch_id("3");
+  e.set_target("lab");
+  e.set_rule_id(rule.empty() ? "" : "xccdf_org.ssgproject.content_rule_" + rule);
+  e.set_role(role);
+  e.set_type(type);
+  e.set_data_json(data);
+  return e;
+}
+
+TEST_CASE("an event line has seq, time, batch, role, a short sentence and the tokens") {
+  temper::v1::JournalEvent e = Ev("rule.fixed", "daemon", "sysctl_kernel_dmesg_restrict",
+                                  R"({"attempts":2,"tokens":1234,"commands":["$ sysctl -w kernel.dmesg_restrict=1 → exit 0"]})");
+  CHECK(RenderEvent(e) ==
+        "    42  2027-01-15 08:00:00Z  batch 3  [daemon]  rule.fixed sysctl_kernel_dmesg_restrict after 2 attempts "
+        "(1234 tokens)\n");
+  temper::v1::JournalEvent call = Ev("worker.model_call", "worker", "accounts_tmout", R"({"attempt":1,"latency_ms":2350})");
+  call.mutable_usage()->set_prompt_tokens(900);
+  call.mutable_usage()->set_completion_tokens(40);
+  CHECK(RenderEvent(call) ==
+        "    42  2027-01-15 08:00:00Z  batch 3  [worker]  worker.model_call accounts_tmout #1 (2.4 s)  (900 + 40 tokens)\n");
+}
+
+TEST_CASE("the loop's event types read as sentences") {
+  CHECK(DescribeEvent(Ev("batch.submitted", "daemon", "",
+                         R"({"rules":2,"whole_profile":false,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
+        "batch.submitted: 2 rules on target lab (profile stig)");
+  CHECK(DescribeEvent(Ev("batch.submitted", "daemon", "", R"({"rules":0,"whole_profile":true,"profile":"stig"})")) ==
+        "batch.submitted: every rule of the profile on target lab (profile stig)");
+  CHECK(DescribeEvent(Ev("batch.expanded", "daemon", "", R"({"rules":152,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
+        "batch.expanded to 152 rules of profile stig");
+  CHECK(DescribeEvent(Ev("batch.resumed", "daemon", "",
+                         R"({"interrupted_rules":["xccdf_org.ssgproject.content_rule_accounts_tmout"]})")) ==
+        "batch.resumed on target lab, interrupted work reverted on accounts_tmout");
+  CHECK(DescribeEvent(Ev("evaluation.before", "evaluator", "", R"({"rules":5,"verdicts":{"fail":3,"pass":2}})")) ==
+        "evaluation.before of 5 rules: 3 fail, 2 pass");
+  CHECK(DescribeEvent(Ev("batch.completed", "daemon", "", R"({"rules":{"pending":0,"fixed":2,"escalated":1}})")) ==
+        "batch.completed: 2 fixed, 1 escalated");
+  CHECK(DescribeEvent(Ev("batch.cancelled", "daemon", "", R"({"previous_state":"queued","reason":"demo","rules_cancelled":1})")) ==
+        "batch.cancelled (was queued, 1 rule cancelled): demo");
+  CHECK(DescribeEvent(Ev("architect.skip", "architect", "grub2_password", R"({"reason":"needs the boot loader"})")) ==
+        "architect.skip grub2_password: needs the boot loader");
+  CHECK(DescribeEvent(Ev("architect.reengage", "architect", "accounts_tmout",
+                         R"({"verdict":"PIVOT","reasoning":"profile.d is not read","plan":"use /etc/bash.bashrc"})")) ==
+        "architect.reengage accounts_tmout PIVOT: profile.d is not read");
+  CHECK(DescribeEvent(Ev("rule.escalated", "daemon", "accounts_tmout", R"({"detail":"attempt budget spent: 3 attempts failed"})")) ==
+        "rule.escalated accounts_tmout: attempt budget spent: 3 attempts failed");
+  CHECK(DescribeEvent(Ev("attempt.started", "worker", "accounts_tmout", R"({"number":2,"approach":"set TMOUT\nin profile.d"})")) ==
+        "attempt.started accounts_tmout #2: set TMOUT in profile.d");
+  CHECK(DescribeEvent(Ev("worker.tool_call", "worker", "accounts_tmout",
+                         R"({"attempt":2,"tool":"run_command","arguments":{"command":"grep TMOUT /etc/profile"},"detail":"exit status 1\n"})")) ==
+        "worker.tool_call accounts_tmout #2 run_command: grep TMOUT /etc/profile → exit status 1");
+  CHECK(DescribeEvent(Ev("worker.tool_call", "worker", "accounts_tmout",
+                         R"({"attempt":2,"tool":"write_file","arguments":{"path":"/etc/profile.d/tmout.sh","content":"TMOUT=600\n"},"detail":"wrote 10 bytes"})")) ==
+        "worker.tool_call accounts_tmout #2 write_file: /etc/profile.d/tmout.sh (10 bytes) → wrote 10 bytes");
+  CHECK(DescribeEvent(Ev("worker.refused", "worker", "accounts_tmout",
+                         R"({"attempt":2,"tool":"run_command","arguments":{"command":"reboot"},"detail":"refused by policy: reboot"})")) ==
+        "worker.refused accounts_tmout #2 run_command: reboot — refused by policy: reboot");
+  CHECK(DescribeEvent(Ev("attempt.reverted", "evaluator", "accounts_tmout",
+                         R"({"number":2,"verdict":"fail","outcome":"regression","summary":"1 regression"})")) ==
+        "attempt.reverted accounts_tmout #2: regression, rule fail: 1 regression");
+  CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout", R"({"number":3,"verdict":"pass","outcome":"kept"})")) ==
+        "attempt.kept accounts_tmout #3: kept, rule pass");
+  CHECK(DescribeEvent(Ev("reflector.lesson", "reflector", "accounts_tmout", R"({"number":2,"lesson":"bash reads /etc/profile.d only for login shells"})")) ==
+        "reflector.lesson accounts_tmout #2: bash reads /etc/profile.d only for login shells");
+  CHECK(DescribeEvent(Ev("prompt.trimmed", "architect", "", R"({"sections":[{"name":"memory","tokens":1200,"kept_tokens":300}]})")) ==
+        "prompt.trimmed: memory 1200→300 tokens");
+}
+
+TEST_CASE("long text is cut to one line, and unknown or malformed events stay generic") {
+  std::string approach(400, 'x');
+  std::string line = DescribeEvent(Ev("architect.pick", "architect", "r", R"({"approach":")" + approach + R"("})"));
+  CHECK(line.rfind("architect.pick r: xxx", 0) == 0);
+  CHECK(line.ends_with("x…"));
+  CHECK(line.size() == std::string("architect.pick r: ").size() + 159 + std::string("…").size());
+
+  CHECK(DescribeEvent(Ev("custom.thing", "daemon", "r", R"({"a":1})")) ==
+        "custom.thing xccdf_org.ssgproject.content_rule_r  {\"a\":1}");
+  CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", "not json")) ==
+        "rule.fixed xccdf_org.ssgproject.content_rule_r  not json");
+  // Fields of the wrong type read as missing rather than throwing.
+  CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", R"({"attempts":"two","tokens":-1})")) == "rule.fixed r (0 tokens)");
+}
+
+}  // namespace
+}  // namespace temper::cli

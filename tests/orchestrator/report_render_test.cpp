@@ -1,0 +1,265 @@
+// temper report's renderers on hand-built reports: a finished batch with a fixed rule (two attempts,
+// the second kept), an escalated rule, an already passing rule, a skipped rule; and a queued batch.
+#include "orchestrator/cli/report_render.h"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <google/protobuf/util/time_util.h>
+#include <nlohmann/json.hpp>
+
+namespace temper::cli {
+namespace {
+
+using google::protobuf::util::TimeUtil;
+
+constexpr const char* kPrefix = "xccdf_org.ssgproject.content_rule_";
+
+void AddRule(temper::v1::BatchReport& r, const std::string& name, temper::v1::RuleState state,
+             const std::string& before, const std::string& after, uint32_t attempts, uint64_t tokens,
+             const std::string& detail) {
+  temper::v1::BatchRule* rule = r.mutable_batch()->add_rules();
+  rule->set_rule_id(kPrefix + name);
+  rule->set_state(state);
+  rule->set_before_verdict(before);
+  rule->set_after_verdict(after);
+  rule->set_attempts(attempts);
+  rule->set_tokens_used(tokens);
+  rule->set_detail(detail);
+}
+
+temper::v1::Attempt* AddAttempt(temper::v1::BatchReport& r, const std::string& name, uint32_t number,
+                                const std::string& outcome, const std::string& verdict,
+                                std::vector<std::string> commands) {
+  temper::v1::Attempt* a = r.add_attempts();
+  a->set_batch_id("7");
+  a->set_rule_id(kPrefix + name);
+  a->set_number(number);
+  a->set_approach(fmt::format("approach {} for {}", number, name));
+  for (const std::string& c : commands) a->add_commands(c);
+  a->set_verdict(verdict);
+  a->set_outcome(outcome);
+  a->set_evidence("Evaluator: rule " + verdict);
+  a->mutable_usage()->set_prompt_tokens(1000);
+  a->mutable_usage()->set_completion_tokens(200);
+  *a->mutable_started_at() = TimeUtil::SecondsToTimestamp(1'800'000'010);
+  *a->mutable_finished_at() = TimeUtil::SecondsToTimestamp(1'800'000'050);
+  return a;
+}
+
+temper::v1::BatchReport FinishedReport() {
+  temper::v1::BatchReport r;
+  temper::v1::Batch* b = r.mutable_batch();
+  b->set_id("7");
+  b->set_name("demo");
+  b->set_target("lab");
+  b->set_datastream("ssg-ubuntu2004-ds.xml");
+  b->set_profile("xccdf_org.ssgproject.content_profile_stig");
+  b->set_state(temper::v1::BATCH_STATE_COMPLETED);
+  b->mutable_budgets()->set_max_attempts(3);
+  *b->mutable_created_at() = TimeUtil::SecondsToTimestamp(1'800'000'000);
+  *b->mutable_updated_at() = TimeUtil::SecondsToTimestamp(1'800'000'245);  // 4m 05s later
+  AddRule(r, "sshd_disable_root_login", temper::v1::RULE_STATE_FIXED, "fail", "pass", 2, 2400, "fixed on attempt 2");
+  AddRule(r, "accounts_tmout", temper::v1::RULE_STATE_ESCALATED, "fail", "fail", 3, 3600,
+          "attempt budget spent: 3 attempts failed");
+  AddRule(r, "sysctl_kernel_dmesg_restrict", temper::v1::RULE_STATE_ALREADY_PASSING, "pass", "pass", 0, 0, "");
+  AddRule(r, "partition_for_tmp", temper::v1::RULE_STATE_SKIPPED, "notapplicable", "notapplicable", 0, 0,
+          "nothing to fix | not applicable here");
+  AddRule(r, "package_aide_installed", temper::v1::RULE_STATE_FIXED, "fail", "pass", 1, 1200, "fixed on attempt 1");
+  AddAttempt(r, "sshd_disable_root_login", 1, "reverted", "fail",
+             {"$ echo 'PermitRootLogin no' >> /etc/ssh/sshd_config → exit 0"});
+  AddAttempt(r, "sshd_disable_root_login", 2, "kept", "pass",
+             {"$ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0",
+              "write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)"});
+  for (uint32_t n = 1; n <= 3; ++n) AddAttempt(r, "accounts_tmout", n, "reverted", "fail", {"$ echo TMOUT=600 → exit 0"});
+  AddAttempt(r, "package_aide_installed", 1, "kept", "pass", {"$ apt-get install -y aide → exit 0"});
+  temper::v1::Lesson* l = r.add_lessons();
+  l->set_id(11);
+  l->set_rule_id(std::string(kPrefix) + "sshd_disable_root_login");
+  l->set_batch_id("7");
+  l->set_text("sshd uses the first PermitRootLogin it reads; appending a second one changes nothing.");
+  l->set_utility(0.5);
+  r.set_results_dir("/var/lib/temper/results/batch-7/after");
+  return r;
+}
+
+temper::v1::BatchReport QueuedReport() {
+  temper::v1::BatchReport r;
+  temper::v1::Batch* b = r.mutable_batch();
+  b->set_id("8");
+  b->set_target("lab");
+  b->set_profile("stig");
+  b->set_state(temper::v1::BATCH_STATE_QUEUED);
+  AddRule(r, "sshd_disable_root_login", temper::v1::RULE_STATE_PENDING, "", "", 0, 0, "");
+  return r;
+}
+
+TEST_CASE("the report summary counts states, the fix rate, tokens and wall time") {
+  temper::v1::BatchReport report = FinishedReport();
+  ReportSummary s = SummarizeReport(report);
+  CHECK(s.counts.total() == 5);
+  CHECK(s.counts.fixed() == 2);
+  CHECK(s.counts.escalated() == 1);
+  CHECK(s.counts.already_passing() == 1);
+  CHECK(s.counts.skipped() == 1);
+  CHECK(s.failed_before == 3);
+  CHECK(s.fixed == 2);
+  REQUIRE(s.fix_rate.has_value());
+  CHECK(*s.fix_rate == Approx(2.0 / 3.0));
+  CHECK(s.tokens == 2400 + 3600 + 1200);
+  CHECK(s.attempts == 6);
+  CHECK(s.wall_seconds == 245);
+  CHECK(s.has_run);
+  REQUIRE(s.rules.size() == 5);
+  CHECK(s.rules[0].attempts.size() == 2);
+  REQUIRE(s.rules[0].fixed_by != nullptr);
+  CHECK(s.rules[0].fixed_by->number() == 2);
+  CHECK(s.rules[0].lessons.size() == 1);
+  CHECK(s.rules[1].fixed_by == nullptr);
+  CHECK(s.rules[1].attempts.size() == 3);
+}
+
+TEST_CASE("the text report gives the summary, a row per rule and each rule's story") {
+  std::string text = RenderReportText(FinishedReport());
+  INFO(text);
+  CHECK(text.rfind("batch 7 (demo): completed on target lab\n", 0) == 0);
+  CHECK(text.find("  rules       5: 2 fixed, 1 already passing, 1 escalated, 1 skipped\n") != std::string::npos);
+  CHECK(text.find("  fix rate    2 of 3 rules that failed before (67%)\n") != std::string::npos);
+  CHECK(text.find("  tokens      7200 in 6 attempts\n") != std::string::npos);
+  CHECK(text.find("  wall time   4m 05s (2027-01-15 08:00:00Z → 2027-01-15 08:04:05Z)\n") != std::string::npos);
+  CHECK(text.find("  results     /var/lib/temper/results/batch-7/after (results.xml, arf.xml)\n") != std::string::npos);
+  CHECK(text.find("has not run") == std::string::npos);
+  // The rule table: aligned columns, short names, "-" for no verdict.
+  CHECK(text.find("RULE                          BEFORE         AFTER          STATE            ATTEMPTS  TOKENS\n") !=
+        std::string::npos);
+  CHECK(text.find("sshd_disable_root_login       fail           pass           fixed            2         2400\n") !=
+        std::string::npos);
+  CHECK(text.find("sysctl_kernel_dmesg_restrict  pass           pass           already_passing  0         0\n") !=
+        std::string::npos);
+  // The fixed rule's section: the kept attempt's commands, not the reverted one's.
+  size_t sshd = text.find("\nsshd_disable_root_login: fixed, fail → pass, 2 attempts, 2400 tokens\n");
+  REQUIRE(sshd != std::string::npos);
+  CHECK(text.find("  fixed by attempt 2: approach 2 for sshd_disable_root_login\n"
+                  "    $ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0\n"
+                  "    write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)\n",
+                  sshd) != std::string::npos);
+  CHECK(text.find("    #1  reverted  fail  1200 tokens  approach 1 for sshd_disable_root_login\n", sshd) != std::string::npos);
+  CHECK(text.find("  lessons:\n    - sshd uses the first PermitRootLogin it reads", sshd) != std::string::npos);
+  // The escalated rule says why; the already passing rule has no section.
+  CHECK(text.find("\naccounts_tmout: escalated, fail → fail, 3 attempts, 3600 tokens\n"
+                  "  reason: attempt budget spent: 3 attempts failed\n") != std::string::npos);
+  CHECK(text.find("\nsysctl_kernel_dmesg_restrict:") == std::string::npos);
+  CHECK(text.find("  reason: nothing to fix | not applicable here\n") != std::string::npos);
+}
+
+TEST_CASE("the Markdown report has a table row per rule and sections with commands and reasons") {
+  std::string md = RenderReportMarkdown(FinishedReport());
+  INFO(md);
+  CHECK(md.rfind("# temper report: batch 7 (demo), completed\n", 0) == 0);
+  CHECK(md.find("| Fix rate | 2 of 3 rules that failed before (67%) |\n") != std::string::npos);
+  CHECK(md.find("| Wall time | 4m 05s (") != std::string::npos);
+  CHECK(md.find("| Results | `/var/lib/temper/results/batch-7/after` (`results.xml`, `arf.xml`) |\n") != std::string::npos);
+  CHECK(md.find("| Rule | Before | After | State | Attempts | Tokens | Note |\n|---|---|---|---|---:|---:|---|\n") !=
+        std::string::npos);
+  CHECK(md.find("| `sshd_disable_root_login` | fail | pass | fixed | 2 | 2400 | fixed on attempt 2 |\n") != std::string::npos);
+  CHECK(md.find("| `accounts_tmout` | fail | fail | escalated | 3 | 3600 | attempt budget spent: 3 attempts failed |\n") !=
+        std::string::npos);
+  CHECK(md.find("| `sysctl_kernel_dmesg_restrict` | pass | pass | already_passing | 0 | 0 |  |\n") != std::string::npos);
+  // A '|' in a cell is escaped so the row keeps its columns.
+  CHECK(md.find("| `partition_for_tmp` | notapplicable | notapplicable | skipped | 0 | 0 | nothing to fix \\| not applicable here |\n") !=
+        std::string::npos);
+  size_t rows = 0;
+  for (size_t at = md.find("\n| `"); at != std::string::npos; at = md.find("\n| `", at + 1)) ++rows;
+  CHECK(rows == 5);
+  CHECK(md.find("## `sshd_disable_root_login`: fixed\n") != std::string::npos);
+  CHECK(md.find("Fixed by attempt 2 (approach 2 for sshd_disable_root_login):\n\n```sh\n"
+                "$ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0\n"
+                "write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)\n```\n") != std::string::npos);
+  CHECK(md.find("**Why escalated:** attempt budget spent: 3 attempts failed\n") != std::string::npos);
+  CHECK(md.find("- sshd uses the first PermitRootLogin it reads") != std::string::npos);
+  CHECK(md.find("| 1 | reverted | fail | 1200 | approach 1 for sshd_disable_root_login |\n") != std::string::npos);
+}
+
+TEST_CASE("the JSON report is one object with stable field names") {
+  std::string out = RenderReportJson(FinishedReport());
+  REQUIRE(out.back() == '\n');
+  CHECK(std::count(out.begin(), out.end(), '\n') == 1);
+  nlohmann::json j = nlohmann::json::parse(out, nullptr, /*allow_exceptions=*/false);
+  REQUIRE(j.is_object());
+  CHECK(j["batch_id"] == "7");
+  CHECK(j["state"] == "completed");
+  CHECK(j["created_at"] == "2027-01-15T08:00:00Z");
+  CHECK(j["results"]["xccdf"] == "/var/lib/temper/results/batch-7/after/results.xml");
+  CHECK(j["results"]["arf"] == "/var/lib/temper/results/batch-7/after/arf.xml");
+  const nlohmann::json& s = j["summary"];
+  CHECK(s["has_run"] == true);
+  CHECK(s["rules"] == 5);
+  CHECK(s["fixed"] == 2);
+  CHECK(s["escalated"] == 1);
+  CHECK(s["already_passing"] == 1);
+  CHECK(s["failed_before"] == 3);
+  CHECK(s["fix_rate"].get<double>() == Approx(2.0 / 3.0));
+  CHECK(s["tokens"] == 7200);
+  CHECK(s["attempts"] == 6);
+  CHECK(s["wall_time_seconds"] == 245);
+  REQUIRE(j["rules"].size() == 5);
+  const nlohmann::json& sshd = j["rules"][0];
+  CHECK(sshd["name"] == "sshd_disable_root_login");
+  CHECK(sshd["rule_id"] == std::string(kPrefix) + "sshd_disable_root_login");
+  CHECK(sshd["before_verdict"] == "fail");
+  CHECK(sshd["after_verdict"] == "pass");
+  CHECK(sshd["fix_commands"] ==
+        nlohmann::json::array({"$ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0",
+                               "write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)"}));
+  REQUIRE(sshd["history"].size() == 2);
+  CHECK(sshd["history"][0]["outcome"] == "reverted");
+  CHECK(sshd["history"][1]["usage"]["prompt_tokens"] == 1000);
+  CHECK(sshd["lessons"][0]["id"] == 11);
+  const nlohmann::json& tmout = j["rules"][1];
+  CHECK(tmout["state"] == "escalated");
+  CHECK(tmout["detail"] == "attempt budget spent: 3 attempts failed");
+  CHECK(tmout["fix_commands"].empty());
+  CHECK(tmout["history"].size() == 3);
+}
+
+TEST_CASE("a queued batch's report says it has not run yet, in every format") {
+  temper::v1::BatchReport report = QueuedReport();
+  ReportSummary s = SummarizeReport(report);
+  CHECK_FALSE(s.has_run);
+  CHECK_FALSE(s.fix_rate.has_value());
+
+  std::string text = RenderReportText(report);
+  INFO(text);
+  CHECK(text.find("  status      the batch has not run yet (queued): no verdicts, attempts or results so far\n") !=
+        std::string::npos);
+  CHECK(text.find("  fix rate    - (no rule evaluated yet)\n") != std::string::npos);
+  CHECK(text.find("  results     - (written when the batch completes)\n") != std::string::npos);
+  CHECK(text.find("sshd_disable_root_login  -       -      pending  0         0\n") != std::string::npos);
+
+  CHECK(RenderReportMarkdown(report).find("> **Note:** the batch has not run yet (queued)") != std::string::npos);
+
+  nlohmann::json j = nlohmann::json::parse(RenderReportJson(report));
+  CHECK(j["summary"]["has_run"] == false);
+  CHECK(j["summary"]["fix_rate"].is_null());
+  CHECK(j["results"].is_null());
+  CHECK(j["rules"][0]["state"] == "pending");
+  CHECK(j["rules"][0]["before_verdict"] == "");
+
+  report.mutable_batch()->set_state(temper::v1::BATCH_STATE_CANCELLED);
+  report.mutable_batch()->set_error("not today");
+  text = RenderReportText(report);
+  CHECK(text.find("  status      the batch was cancelled before any rule was evaluated\n"
+                  "  reason      not today\n") != std::string::npos);
+  CHECK(RenderReportMarkdown(report).find("| Reason | not today |\n") != std::string::npos);
+}
+
+TEST_CASE("a Markdown code block survives commands holding backticks") {
+  temper::v1::BatchReport report = QueuedReport();
+  report.mutable_batch()->set_state(temper::v1::BATCH_STATE_COMPLETED);
+  report.mutable_batch()->mutable_rules(0)->set_state(temper::v1::RULE_STATE_FIXED);
+  AddAttempt(report, "sshd_disable_root_login", 1, "kept", "pass", {"$ echo ```x``` → exit 0"});
+  std::string md = RenderReportMarkdown(report);
+  CHECK(md.find("````sh\n$ echo ```x``` → exit 0\n````\n") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace temper::cli
