@@ -93,24 +93,13 @@ size_t SkipOptions(const std::vector<std::string>& w, size_t i, std::string_view
 
 Status ParseScript(std::string_view script, int depth, const std::string& where, std::vector<SimpleCommand>* out);
 
-// Turns the words of one simple command into a SimpleCommand (peeling wrappers) and appends it,
-// then the commands of the script it hands to a shell, eval or find -exec. `reads_stdin_script`
-// (may be null) is set when the program is a shell that reads its script from standard input,
-// so that here-documents and here-strings given to it are parsed as commands.
-Status Finish(std::vector<std::string> words, std::vector<Redirect> redirects, bool piped, int depth,
-              std::vector<SimpleCommand>* out, bool* reads_stdin_script) {
-  SimpleCommand cmd;
-  cmd.redirects = std::move(redirects);
-  // `< <(…)`: standard input is a pipe from another command, as with `|`.
-  cmd.stdin_from_pipe = piped;
-  for (const Redirect& r : cmd.redirects) {
-    if ((r.op == "<" || r.op == "0<") && r.target.starts_with("<(")) cmd.stdin_from_pipe = true;
-  }
-  for (size_t k = 0; k < words.size(); ++k) cmd.text += (k ? " " : "") + words[k];
+// Peels the assignments and wrappers before the program (recording the wrappers in
+// cmd->prefixes); returns the index of the program's word, or words.size() when there is none.
+size_t PeelWrappers(const std::vector<std::string>& words, SimpleCommand* cmd) {
   size_t i = 0;
   for (;;) {
     while (i < words.size() && IsAssignment(words[i])) ++i;
-    if (i >= words.size()) break;
+    if (i >= words.size()) return i;
     const std::string prog = Basename(words[i]);
     size_t next = i;
     if (prog == "sudo" || prog == "doas") next = SkipOptions(words, i + 1, "ugpChDrtUT");
@@ -125,73 +114,99 @@ Status Finish(std::vector<std::string> words, std::vector<Redirect> redirects, b
     else if (prog == "command" && !(i + 1 < words.size() && (words[i + 1] == "-v" || words[i + 1] == "-V"))) next = SkipOptions(words, i + 1, "");
     else if (prog == "timeout") { next = SkipOptions(words, i + 1, "sk"); if (next < words.size()) ++next; }
     else if (prog == "chroot") { next = SkipOptions(words, i + 1, ""); if (next < words.size()) ++next; }
-    if (next == i) break;
-    cmd.prefixes.push_back(prog);
+    if (next == i) return i;
+    cmd->prefixes.push_back(prog);
     i = next;
   }
-  if (i >= words.size() && cmd.redirects.empty()) return Status::OK();  // only assignments
-  if (i < words.size()) {
-    cmd.program = Basename(words[i]);
-    cmd.args.assign(words.begin() + static_cast<std::ptrdiff_t>(i) + 1, words.end());
-  }
-  // Scripts handed to a shell, su or eval run too: parse them as well.
+}
+
+bool IsShell(const std::string& program) {
   static constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "su", "runuser"};
-  bool is_shell = false;
-  for (std::string_view s : kShells) is_shell = is_shell || cmd.program == s;
-  std::string script;
-  bool has_script = false;
-  if (is_shell) {
-    for (size_t k = 0; k + 1 < cmd.args.size(); ++k) {
-      const std::string& a = cmd.args[k];
-      if (a == "-c" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.back() == 'c')) {
-        script = cmd.args[k + 1];
-        has_script = true;
-        break;
-      }
-    }
-  } else if (cmd.program == "eval") {
-    for (size_t k = 0; k < cmd.args.size(); ++k) script += (k ? " " : "") + cmd.args[k];
-    has_script = true;
+  return std::find(std::begin(kShells), std::end(kShells), program) != std::end(kShells);
+}
+
+// The script a shell's -c (or eval) runs; false when there is none.
+bool InlineScript(const SimpleCommand& cmd, std::string* script) {
+  if (cmd.program == "eval") {
+    for (size_t k = 0; k < cmd.args.size(); ++k) *script += (k ? " " : "") + cmd.args[k];
+    return true;
   }
-  if (reads_stdin_script != nullptr && is_shell && !has_script) {
-    // su and runuser take a user name, not a script file; a shell reads standard input when no
-    // script file is named (or -s says so). -o/-O take a value.
-    bool reads = true;
-    if (cmd.program != "su" && cmd.program != "runuser") {
-      for (size_t k = 0; k < cmd.args.size(); ++k) {
-        const std::string& a = cmd.args[k];
-        if (a == "-s") break;
-        if (a == "-o" || a == "+o" || a == "-O" || a == "+O") { ++k; continue; }
-        if (a == "--") { reads = k + 1 >= cmd.args.size(); break; }
-        if (a.empty() || (a[0] != '-' && a[0] != '+')) { reads = false; break; }
-      }
+  if (!IsShell(cmd.program)) return false;
+  for (size_t k = 0; k + 1 < cmd.args.size(); ++k) {
+    const std::string& a = cmd.args[k];
+    if (a == "-c" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.back() == 'c')) {
+      *script = cmd.args[k + 1];
+      return true;
     }
-    *reads_stdin_script = reads;
   }
-  // find runs the command of each -exec/-execdir/-ok/-okdir, up to ";" (or "{} +").
+  return false;
+}
+
+// A shell with no -c reads its script from standard input unless it names a script file (-s
+// says it reads stdin whatever follows; -o/-O take a value). su and runuser take a user name,
+// not a script file.
+bool ReadsScriptFromStdin(const SimpleCommand& cmd) {
+  if (!IsShell(cmd.program)) return false;
+  if (cmd.program == "su" || cmd.program == "runuser") return true;
+  for (size_t k = 0; k < cmd.args.size(); ++k) {
+    const std::string& a = cmd.args[k];
+    if (a == "-s") return true;
+    if (a == "-o" || a == "+o" || a == "-O" || a == "+O") { ++k; continue; }
+    if (a == "--") return k + 1 >= cmd.args.size();
+    if (a.empty() || (a[0] != '-' && a[0] != '+')) return false;
+  }
+  return true;
+}
+
+// The commands find runs: each -exec/-execdir/-ok/-okdir up to ";" (or "{} +").
+std::vector<std::vector<std::string>> FindExecs(const SimpleCommand& cmd) {
   std::vector<std::vector<std::string>> execs;
-  if (cmd.program == "find") {
-    for (size_t k = 0; k < cmd.args.size(); ++k) {
-      const std::string& a = cmd.args[k];
-      if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
-      std::vector<std::string> exec;
-      size_t j = k + 1;
-      for (; j < cmd.args.size(); ++j) {
-        if (cmd.args[j] == ";" || (cmd.args[j] == "+" && !exec.empty() && exec.back() == "{}")) break;
-        exec.push_back(cmd.args[j]);
-      }
-      if (!exec.empty()) execs.push_back(std::move(exec));
-      k = j;
+  if (cmd.program != "find") return execs;
+  for (size_t k = 0; k < cmd.args.size(); ++k) {
+    const std::string& a = cmd.args[k];
+    if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
+    std::vector<std::string> exec;
+    size_t j = k + 1;
+    for (; j < cmd.args.size(); ++j) {
+      if (cmd.args[j] == ";" || (cmd.args[j] == "+" && !exec.empty() && exec.back() == "{}")) break;
+      exec.push_back(cmd.args[j]);
     }
+    if (!exec.empty()) execs.push_back(std::move(exec));
+    k = j;
   }
-  const std::string program = cmd.program;
+  return execs;
+}
+
+// Turns the words of one simple command into a SimpleCommand and appends it, then the commands
+// of the script it hands to a shell or eval and those of find -exec. `reads_stdin_script` (may be
+// null) is set when the program is a shell without -c reading its script from standard input,
+// so that the caller parses the here-documents and here-strings given to it as commands.
+Status Finish(std::vector<std::string> words, std::vector<Redirect> redirects, bool piped, int depth,
+              std::vector<SimpleCommand>* out, bool* reads_stdin_script) {
+  SimpleCommand cmd;
+  cmd.redirects = std::move(redirects);
+  // `< <(…)`: standard input is a pipe from another command, as with `|`.
+  cmd.stdin_from_pipe = piped;
+  for (const Redirect& r : cmd.redirects) {
+    if ((r.op == "<" || r.op == "0<") && r.target.starts_with("<(")) cmd.stdin_from_pipe = true;
+  }
+  for (size_t k = 0; k < words.size(); ++k) cmd.text += (k ? " " : "") + words[k];
+  const size_t program = PeelWrappers(words, &cmd);
+  if (program >= words.size() && cmd.redirects.empty()) return Status::OK();  // only assignments
+  if (program < words.size()) {
+    cmd.program = Basename(words[program]);
+    cmd.args.assign(words.begin() + static_cast<std::ptrdiff_t>(program) + 1, words.end());
+  }
+  std::string script;
+  const bool has_script = InlineScript(cmd, &script);
+  if (reads_stdin_script != nullptr) *reads_stdin_script = !has_script && ReadsScriptFromStdin(cmd);
+  std::vector<std::vector<std::string>> execs = FindExecs(cmd);
+  const std::string where = fmt::format(" of the script given to {}", cmd.program);
   out->push_back(std::move(cmd));
-  if (has_script || !execs.empty()) {
-    if (depth + 1 > kMaxDepth) return Status::InvalidArgument("cannot parse the command: scripts nest too deeply");
+  if ((has_script || !execs.empty()) && depth + 1 > kMaxDepth) {
+    return Status::InvalidArgument("cannot parse the command: scripts nest too deeply");
   }
-  if (has_script) {
-    TEMPER_RETURN_IF_ERROR(ParseScript(script, depth + 1, fmt::format(" of the script given to {}", program), out));
-  }
+  if (has_script) TEMPER_RETURN_IF_ERROR(ParseScript(script, depth + 1, where, out));
   for (std::vector<std::string>& exec : execs) {
     TEMPER_RETURN_IF_ERROR(Finish(std::move(exec), {}, false, depth + 1, out, nullptr));
   }
@@ -239,9 +254,15 @@ class Parser {
   };
 
   // Leaves one level of nesting when it goes out of scope.
-  struct NestGuard {
-    int* nest;
-    ~NestGuard() { --*nest; }
+  class NestGuard {
+   public:
+    explicit NestGuard(int* nest) : nest_(nest) {}
+    ~NestGuard() { --*nest_; }
+    NestGuard(const NestGuard&) = delete;
+    NestGuard& operator=(const NestGuard&) = delete;
+
+   private:
+    int* nest_;
   };
 
   char Peek(size_t k) const { return i_ + k < s_.size() ? s_[i_ + k] : '\0'; }
@@ -318,8 +339,11 @@ class Parser {
       } else if (c == ';') {
         TEMPER_RETURN_IF_ERROR(EndCommand(false));
         if (Peek(1) == ';' || Peek(1) == '&') {  // ;; ;& ;;& end a case item
-          if (frames_.empty() || frames_.back().kind != Frame::kCase) return Error("';;' outside a case statement", i_);
-          i_ += Peek(1) == ';' && Peek(2) == '&' ? 3 : 2;
+          const size_t size = Peek(1) == ';' && Peek(2) == '&' ? 3 : 2;
+          if (frames_.empty() || frames_.back().kind != Frame::kCase) {
+            return Error(fmt::format("'{}' outside a case statement", s_.substr(i_, size)), i_);
+          }
+          i_ += size;
           TEMPER_RETURN_IF_ERROR(ReadCasePatterns());
         } else {
           ++i_;
@@ -626,7 +650,7 @@ class Parser {
   // "NAME=(" … ")": the elements are words (data, but their substitutions run).
   Status ReadArrayLiteral(std::string* word) {
     TEMPER_RETURN_IF_ERROR(Enter(i_));
-    NestGuard guard{&nest_};
+    NestGuard guard(&nest_);
     const size_t open = i_++;
     for (;;) {
       SkipBlanks();
@@ -719,7 +743,7 @@ class Parser {
   // then bash reads a subshell, and so does the caller.
   Result<bool> ReadArithmetic(std::string* expression) {
     TEMPER_RETURN_IF_ERROR(Enter(i_));
-    NestGuard guard{&nest_};
+    NestGuard guard(&nest_);
     const size_t start = i_;
     const size_t emitted = out_->size();
     const size_t pending = heredocs_.size();
@@ -813,7 +837,7 @@ class Parser {
   // its $(…), `…` and nested ${…} run.
   Status ReadBrace(std::string* word, bool in_dquote) {
     TEMPER_RETURN_IF_ERROR(Enter(i_));
-    NestGuard guard{&nest_};
+    NestGuard guard(&nest_);
     const size_t start = i_;
     i_ += 2;
     for (;;) {
@@ -949,12 +973,14 @@ class Parser {
         if (h.strip_tabs) {
           while (!line.empty() && line.front() == '\t') line.remove_prefix(1);
         }
-        if (line == h.delimiter || !h.expands) {
-          i_ = nl == std::string_view::npos ? s_.size() : nl + 1;
-          if (line == h.delimiter) {
-            body_end = line_begin;
-            break;
-          }
+        const size_t next_line = nl == std::string_view::npos ? s_.size() : nl + 1;
+        if (line == h.delimiter) {
+          body_end = line_begin;
+          i_ = next_line;
+          break;
+        }
+        if (!h.expands) {
+          i_ = next_line;
           continue;
         }
         while (i_ < s_.size() && s_[i_] != '\n') {  // a substitution may run past this line
