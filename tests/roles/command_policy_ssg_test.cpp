@@ -2,6 +2,8 @@
 // profile: the Worker writes such a script with write_file and runs it, and the policy checks the
 // script's text as it is written. A policy that refuses SSG's own fixes blocks the baseline the
 // loop is measured against, so every fix must pass except the few that are refused by design.
+// (Before shell_split read bash's process substitutions, 69 of the 170 were refused: 68 could
+// not be parsed.)
 //
 // This test joins roles/ (the policy) and stig/ (the content). The two libraries never depend on
 // each other, so it has an executable of its own (temper_roles_ssg_tests): temper_roles_tests stays
