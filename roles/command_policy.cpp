@@ -274,12 +274,22 @@ std::optional<Refusal> Judge(const SimpleCommand& c, const PolicyContext& ctx) {
   if (p == "nft" && Contains(a, "flush") && Contains(a, "ruleset")) {
     return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
   }
-  if ((p == "sh" || p == "bash" || p == "dash" || p == "zsh" || p == "ksh") && c.stdin_from_pipe) {
+  const bool shell = p == "sh" || p == "bash" || p == "dash" || p == "zsh" || p == "ksh";
+  if (shell && c.stdin_from_pipe) {
     bool has_script = false;
     for (const std::string& w : a) has_script = has_script || w == "-c" || !StartsWith(w, "-");
     if (!has_script) {
       return Refusal{fmt::format("'{}' runs a script piped in, which the policy cannot inspect", c.text),
                      "write the commands themselves, or write a script with write_file and run it"};
+    }
+  }
+  // `bash <(curl …)`, `source <(…)`: a script another command produces, like `curl … | bash`.
+  if ((shell && !Contains(a, "-c")) || p == "source" || p == ".") {
+    for (const std::string& w : a) {
+      if (StartsWith(w, "<(")) {
+        return Refusal{fmt::format("'{}' runs a script another command produces, which the policy cannot inspect", c.text),
+                       "write the commands themselves, or write a script with write_file and run it"};
+      }
     }
   }
   return std::nullopt;

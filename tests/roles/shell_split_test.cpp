@@ -10,11 +10,37 @@ namespace {
 
 std::vector<std::string> Programs(std::string_view line) {
   auto cmds = SplitShellCommand(line);
-  REQUIRE(cmds.ok());
+  INFO(line);
+  if (!cmds.ok()) FAIL(cmds.status().message());
   std::vector<std::string> out;
   for (const SimpleCommand& c : *cmds) out.push_back(c.program);
   return out;
 }
+
+// The one command named `program` in `line`.
+SimpleCommand Command(std::string_view line, std::string_view program) {
+  auto cmds = SplitShellCommand(line);
+  INFO(line);
+  if (!cmds.ok()) FAIL(cmds.status().message());
+  const SimpleCommand* found = nullptr;
+  for (const SimpleCommand& c : *cmds) {
+    if (c.program != program) continue;
+    REQUIRE(found == nullptr);
+    found = &c;
+  }
+  REQUIRE(found != nullptr);
+  return *found;
+}
+
+std::string ErrorOf(std::string_view line) {
+  auto cmds = SplitShellCommand(line);
+  INFO(line);
+  REQUIRE_FALSE(cmds.ok());
+  CHECK(cmds.status().code() == StatusCode::kInvalidArgument);
+  return cmds.status().message();
+}
+
+using Words = std::vector<std::string>;
 
 }  // namespace
 
@@ -94,4 +120,149 @@ TEST_CASE("what a shell would reject is an error with the column") {
   auto e = SplitShellCommand(deep);
   REQUIRE_FALSE(e.ok());
   CHECK_THAT(e.status().message(), Catch::Contains("nest too deeply"));
+}
+
+TEST_CASE("process substitutions are parsed like $(…) and keep their text") {
+  CHECK(Programs("readarray -t a < <(sed -n p /etc/x)") == Words{"sed", "readarray"});
+  SimpleCommand r = Command("readarray -t a < <(sed -n p /etc/x)", "readarray");
+  REQUIRE(r.redirects.size() == 1);
+  CHECK(r.redirects[0].op == "<");
+  CHECK(r.redirects[0].target == "<(sed -n p /etc/x)");
+  CHECK(r.stdin_from_pipe);  // < <(…) feeds another command's output, as | does
+  CHECK(Programs("diff <(ls /a) >(tee /b)") == Words{"ls", "tee", "diff"});
+  CHECK(Command("diff <(ls /a) >(tee /b)", "diff").args == Words{"<(ls /a)", ">(tee /b)"});
+  CHECK(Programs("cat <(grep x <(reboot))") == Words{"reboot", "grep", "cat"});
+  CHECK(Command("echo a<(true)", "echo").args == Words{"a<(true)"});  // bash substitutes mid-word too
+  // SSG's dconf fixes: a pipeline continued over lines inside <(…).
+  CHECK(Programs("readarray -t F < <(grep -r \"x\" \"/etc/dconf/db/\" \\\n | grep -v 'distro' | cut -d: -f1)") ==
+        Words{"grep", "grep", "cut", "readarray"});
+  CHECK_THAT(ErrorOf("cat <(ls"), Catch::Contains("an unterminated <( at column 5"));
+}
+
+TEST_CASE("[[ ]] holds regexes, < and > as data and still runs its substitutions") {
+  CHECK(Programs("[[ $x =~ ^(a|b)[0-9]+$ ]] && echo y") == Words{"[[", "echo"});
+  CHECK(Command("[[ $x =~ ^(a|b)[0-9]+$ ]] && echo y", "[[").args == Words{"$x", "=~", "^(a|b)[0-9]+$"});
+  CHECK(Programs("[[ $a < $b || -n $(pidof sshd) ]]; reboot") == Words{"pidof", "[[", "reboot"});
+  CHECK(Programs("if [[ \"$x\" == ']]' ]]; then ls; fi") == Words{"[[", "ls"});
+  CHECK(Programs("x=$([[ $A ]] && echo \" $A\") || /bin/true") == Words{"[[", "echo", "true"});
+  CHECK(Programs("[[ -f a &&\n -f b ]]") == Words{"[["});
+  CHECK_THAT(ErrorOf("[[ -n x"), Catch::Contains("an unterminated '[[' at column 1"));
+  CHECK_THAT(ErrorOf("echo; [[ -n x]]"), Catch::Contains("an unterminated '[[' at column 7"));
+}
+
+TEST_CASE("arithmetic is data, but $(…) inside it runs") {
+  CHECK(Programs("echo $(( 1 + (2 * 3) ))") == Words{"echo"});
+  CHECK(Command("echo $(( 1 + (2 * 3) ))", "echo").args == Words{"$(( 1 + (2 * 3) ))"});
+  CHECK(Programs("(( n++ )) && ls") == Words{"((", "ls"});
+  CHECK(Programs("echo $(( $(reboot) + 1 ))") == Words{"reboot", "echo"});
+  CHECK(Programs("(( $(halt) ))") == Words{"halt", "(("});
+  CHECK(Programs("for ((i = 0; i < 3; i++)); do reboot; done") == Words{"reboot"});
+  // "$((" that does not close with "))" is a command substitution holding a subshell, as in bash.
+  CHECK(Programs("echo $((cd /tmp; ls) )") == Words{"cd", "ls", "echo"});
+  CHECK(Programs("((cd /tmp; ls) )") == Words{"cd", "ls"});
+  CHECK_THAT(ErrorOf("for ((i = 0; i < 3; i++); do ls; done"), Catch::Contains("without '))'"));
+}
+
+TEST_CASE("parameter expansions keep }, ) and quotes inside them") {
+  const std::string line = "echo ${x//\\//_} ${y:-)} \"${z:-\"a b\"}\" ${w// /} \"${v:-'}'}\"";
+  CHECK(Command(line, "echo").args == Words{"${x//\\//_}", "${y:-)}", "${z:-\"a b\"}", "${w// /}", "${v:-'}'}"});
+  CHECK(Programs("echo ${w:-$(reboot)} \"${#a[@]}\"") == Words{"reboot", "echo"});
+  CHECK(Programs("echo \"${x:-`halt`}\"") == Words{"halt", "echo"});
+  CHECK_THAT(ErrorOf("echo ${x:-a"), Catch::Contains("an unterminated ${ at column 6"));
+}
+
+TEST_CASE("here-document bodies and here-strings are data") {
+  // An audit rule that names /sbin/reboot is written, not run.
+  auto audit = SplitShellCommand(
+      "cat >> /etc/audit/rules.d/stig.rules <<EOF\n-w /sbin/reboot -p x -k power\nshutdown now\nEOF\naugenrules --load");
+  REQUIRE(audit.ok());
+  REQUIRE(audit->size() == 2);
+  CHECK((*audit)[0].program == "cat");
+  CHECK((*audit)[1].program == "augenrules");
+  CHECK(Programs("cat <<-'EOF'\n\treboot\n\tEOF\nls") == Words{"cat", "ls"});
+  CHECK(Programs("cat <<A <<B\nreboot\nA\nhalt\nB\nls") == Words{"cat", "ls"});
+  CHECK(Programs("grep -q reboot <<< \"$x\"; read -a a <<< $y") == Words{"grep", "read"});
+  CHECK(Command("grep -q reboot <<< \"$x\"", "grep").redirects[0].op == "<<<");
+  // A heredoc inside $(…), with a ) and a quote in its body.
+  CHECK(Programs("x=$(cat <<EOF\nreboot ) don't\nEOF\n)\nls") == Words{"cat", "ls"});
+  // Started inside $(…) on one line: bash reads the body after that line.
+  CHECK(Programs("echo $(cat <<EOF) x\nreboot\nEOF\nls") == Words{"cat", "echo", "ls"});
+  // An unquoted delimiter's body expands: its substitutions run; a quoted one's do not.
+  CHECK(Programs("cat <<EOF\nkeep $(reboot) and `halt` but \\$(not)\nEOF") == Words{"cat", "reboot", "halt"});
+  CHECK(Programs("cat <<'EOF'\n$(reboot)\nEOF") == Words{"cat"});
+  CHECK(Programs("cat <<\\EOF\n$(reboot)\nEOF") == Words{"cat"});
+}
+
+TEST_CASE("a here-document or here-string given to a shell is its script") {
+  CHECK(Programs("bash <<'EOF'\necho hi\nsystemctl stop sshd\nEOF\nls") == Words{"bash", "echo", "systemctl", "ls"});
+  CHECK(Programs("sudo bash -s <<< 'reboot'") == Words{"bash", "reboot"});
+  CHECK(Programs("bash -o pipefail <<EOF\nhalt\nEOF") == Words{"bash", "halt"});
+  CHECK(Programs("su - root <<EOF\npoweroff\nEOF") == Words{"su", "poweroff"});
+  // A shell that runs a named script reads the heredoc as that script's input: data.
+  CHECK(Programs("bash /tmp/fix.sh <<EOF\nreboot\nEOF") == Words{"bash"});
+  CHECK_THAT(ErrorOf("bash <<EOF\necho 'x\nEOF"), Catch::Contains("an unterminated ' quote at column 6 of the here-document at column 12"));
+}
+
+TEST_CASE("case items run their commands; patterns are data") {
+  CHECK(Programs("case \"$1\" in start|stop) systemctl $1 x;; *) reboot;; esac") == Words{"systemctl", "reboot"});
+  CHECK(Programs("case x in\n  (a) ls ;&\n  b) pwd ;;&\n  reboot) echo no\nesac; date") == Words{"ls", "pwd", "echo", "date"});
+  CHECK(Programs("echo $(case a in a) hostname;; esac)") == Words{"hostname", "echo"});
+  CHECK(Programs("case $(uname) in Linux) ;; esac") == Words{"uname"});
+  CHECK_THAT(ErrorOf("case x in a ls;; esac"), Catch::Contains("a case pattern without ')' at column 13"));
+  CHECK_THAT(ErrorOf("case x in a) ls;;"), Catch::Contains("a 'case' without 'esac' at column 1"));
+  CHECK_THAT(ErrorOf("case x a) ls;; esac"), Catch::Contains("a 'case' without 'in' at column 8"));
+  CHECK_THAT(ErrorOf("ls;; pwd"), Catch::Contains("';;' outside a case statement at column 3"));
+}
+
+TEST_CASE("function bodies and if/while/until/for bodies are commands") {
+  CHECK(Programs("f() { reboot; }; f") == Words{"reboot", "f"});
+  CHECK(Programs("replace_or_append() {\n  sed -i s/a/b/ \"$1\"\n}\n") == Words{"sed"});
+  CHECK(Programs("function g { halt; }") == Words{"halt"});
+  CHECK(Programs("function h() (poweroff)") == Words{"poweroff"});
+  CHECK(Programs("if true; then reboot; elif false; then halt; else poweroff; fi") ==
+        Words{"true", "reboot", "false", "halt", "poweroff"});
+  CHECK(Programs("if ! grep -q x /etc/y; then echo x >> /etc/y; fi") == Words{"grep", "echo"});
+  CHECK(Programs("while read -r l; do echo \"$l\"; done < /etc/x") == Words{"read", "echo", ""});
+  CHECK(Programs("until false; do :; done") == Words{"false", ":"});
+  CHECK(Programs("for f in /etc/*.conf; do chmod 0600 \"$f\"; done") == Words{"chmod"});
+  CHECK(Programs("for x in $(reboot); do :; done") == Words{"reboot", ":"});
+  CHECK(Programs("select x in a b; do break; done") == Words{"break"});
+  CHECK(Programs("{ time -p { reboot; }; } 2>/dev/null") == Words{"reboot", ""});
+  CHECK(Programs("coproc NAME { halt; }") == Words{"halt"});
+  CHECK(Programs("coproc reboot") == Words{"reboot"});
+  CHECK(Programs("'if' x") == Words{"if"});  // quoted: a program named if, not the keyword
+  CHECK(Programs("echo if then fi done") == Words{"echo"});
+  CHECK_THAT(ErrorOf("if true; then ls"), Catch::Contains("an 'if' without 'fi' at column 1"));
+  CHECK_THAT(ErrorOf("ls; fi"), Catch::Contains("'fi' without a matching 'if' at column 5"));
+  CHECK_THAT(ErrorOf("while true; do ls"), Catch::Contains("a loop without 'done' at column 1"));
+  CHECK_THAT(ErrorOf("ls; done"), Catch::Contains("'done' without a matching loop at column 5"));
+  CHECK_THAT(ErrorOf("then ls"), Catch::Contains("'then' outside an 'if' at column 1"));
+  CHECK_THAT(ErrorOf("{ ls;"), Catch::Contains("a '{' without '}' at column 1"));
+  CHECK_THAT(ErrorOf("(ls"), Catch::Contains("a '(' without ')' at column 1"));
+  CHECK_THAT(ErrorOf("echo )"), Catch::Contains("a ')' without a matching '(' at column 6"));
+  CHECK_THAT(ErrorOf("echo (x)"), Catch::Contains("an unexpected '(' at column 6"));
+  CHECK_THAT(ErrorOf("echo $(if true; then ls)"), Catch::Contains("an 'if' without 'fi' at column 8"));
+}
+
+TEST_CASE("comments, continuations, arrays, ANSI-C quotes and find -exec") {
+  CHECK(Command("echo a#b # reboot", "echo").args == Words{"a#b"});
+  CHECK(Programs("ls; # reboot\nhalt #") == Words{"ls", "halt"});
+  CHECK(Programs("sys\\\ntemctl stop sshd") == Words{"systemctl"});
+  CHECK(Command("echo a \\\n  b", "echo").args == Words{"a", "b"});
+  CHECK(Programs("a=(x \"$(reboot)\" y); a+=(z)\nb=(\n  1 # one\n  2\n)") == Words{"reboot"});
+  CHECK(Programs("$'\\x72eboot' now; $'\\162\\145boot'; $'\\u0068alt'") == Words{"reboot", "reboot", "halt"});
+  CHECK(Programs("find /etc -type f -exec chmod 0600 {} + -exec reboot \\;") == Words{"find", "chmod", "reboot"});
+  CHECK(Programs("find / -xdev -perm -4000 -type f") == Words{"find"});
+  auto fd = SplitShellCommand("exec 3>&- {lock}>/run/x.lock");
+  REQUIRE(fd.ok());
+  REQUIRE(fd->size() == 1);
+  REQUIRE((*fd)[0].redirects.size() == 2);
+  CHECK((*fd)[0].redirects[0].op == "3>&");
+  CHECK((*fd)[0].redirects[0].target == "-");
+  CHECK((*fd)[0].redirects[1].op == "{lock}>");
+  CHECK((*fd)[0].redirects[1].target == "/run/x.lock");
+  CHECK_THAT(ErrorOf("echo $'abc"), Catch::Contains("an unterminated $' quote at column 6"));
+  CHECK_THAT(ErrorOf("a=(x; y)"), Catch::Contains("an unexpected ';' in an array at column 5"));
+  CHECK_THAT(ErrorOf("echo `ls '`"), Catch::Contains("an unterminated ' quote at column 4 of the `…` at column 6"));
+  CHECK_THAT(ErrorOf("bash -c 'if x; then y'"), Catch::Contains("an 'if' without 'fi' at column 1 of the script given to bash"));
 }
