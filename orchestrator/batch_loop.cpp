@@ -237,8 +237,15 @@ Status BatchLoop::EvaluateBefore() {
       step.rules.push_back(std::move(u));
     }
   }
+  std::vector<std::string> unknown;
+  for (const RuleUpdate& u : step.rules) {
+    if (!u.before_verdict) unknown.push_back(u.rule_id);
+  }
+  // Until the batch completes, its results are these: a cancelled batch still has them to show.
+  if (!ids.empty()) step.results_dir = results_dir;
   step.events.push_back(Event("", "evaluator", "evaluation.before",
-                              {{"rules", ids.size()}, {"verdicts", counts}, {"results_dir", results_dir}}));
+                              {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
+                               {"results_dir", results_dir}}));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
 }

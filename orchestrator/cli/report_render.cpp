@@ -15,7 +15,7 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
   batch_id, name, target, datastream, profile, whole_profile, state,
   error (why the batch failed, or the reason it was cancelled with),
   created_at, updated_at (RFC 3339 or null), budgets {max_attempts, wall_time_seconds, max_tokens},
-  results_dir ("" until the batch completed), results {xccdf, arf} (paths, or null),
+  results_dir (the last evaluation's: before the fixes until the batch completes), results {xccdf, arf} (paths, or null),
   summary {has_run, rules, pending, running, fixed, already_passing, escalated, skipped,
            cancelled, error, failed_before, fix_rate (fixed / failed_before, null when none
            failed), tokens, attempts, wall_time_seconds},

@@ -109,6 +109,9 @@ void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
         else if (verdict == "error" || verdict == "unknown") b.failed += count;
         else if (verdict != "fail") b.skipped += count;
       }
+      // Rule ids the datastream does not hold end as errors without a verdict.
+      auto unknown = d.find("not_in_datastream");
+      if (unknown != d.end() && unknown->is_array()) b.failed += static_cast<uint32_t>(unknown->size());
       before_ = b;
     }
   } else if (type == "rule.fixed") {

@@ -205,6 +205,15 @@ TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson,
   CHECK(std::filesystem::exists(report.results_dir() + "/results.xml"));
   CHECK(std::filesystem::exists(report.results_dir() + "/arf.xml"));
 
+  // The same report through the CLI, as people read it.
+  ProcessResult cli = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "report", id, "--format", "json",
+                                  "--results-to", loop.dir / "results"});
+  REQUIRE(cli.exit_code == 0);
+  nlohmann::json summary = nlohmann::json::parse(cli.out)["summary"];
+  CHECK(summary["fixed"] == 3);
+  CHECK(summary["failed_before"] == 5);
+  CHECK(std::filesystem::exists(loop.dir / "results/results.xml"));
+
   // The journal: ordered, and every step is there.
   auto events = Events(daemon, id);
   CheckJournalIsOrdered(events);
