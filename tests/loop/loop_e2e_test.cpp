@@ -35,21 +35,28 @@ roles:
                      server.base_url());
 }
 
-// A daemon whose target "lab" is a fresh overlay over the stig suite's shared root.
+// A daemon whose targets ("lab", and `more` others) are fresh overlays over the stig suite's shared
+// root.
 struct LoopDaemon {
-  explicit LoopDaemon(const ScriptedModelServer& server) {
+  explicit LoopDaemon(const ScriptedModelServer& server, const std::vector<std::string>& more = {}) {
     REQUIRE(std::filesystem::is_directory(SharedRoot()));
-    std::filesystem::create_directories(dir / "lab");
-    std::filesystem::create_directory_symlink(SharedRoot(), dir / "lab/root");
     DaemonOptions options;
+    for (const std::string& name : more) options.more_targets.push_back({name, MakeTargetDir(name)});
     options.models_yaml = ModelsYaml(server);
     options.content_dir = "/usr/share/xml/scap/ssg/content";
-    options.lab_path = dir / "lab";
+    options.lab_path = MakeTargetDir("lab");
     daemon = std::make_unique<DaemonProcess>(dir, options);
     REQUIRE(daemon->Start().ok());
   }
-  // What the target looks like now (the overlay is mounted while temperd runs).
-  bool TargetHas(const std::string& path) const { return std::filesystem::exists(dir / ("lab/state/merged" + path)); }
+  std::string MakeTargetDir(const std::string& name) const {
+    std::filesystem::create_directories(dir / name);
+    std::filesystem::create_directory_symlink(SharedRoot(), dir / (name + "/root"));
+    return dir / name;
+  }
+  // What a target looks like now (the overlay is mounted while temperd runs).
+  bool TargetHas(const std::string& path, const std::string& target = "lab") const {
+    return std::filesystem::exists(dir / (target + "/state/merged" + path));
+  }
 
   TempDir dir;
   std::unique_ptr<DaemonProcess> daemon;
@@ -61,10 +68,11 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
   return ctx;
 }
 
-std::string Submit(const DaemonProcess& daemon, const std::vector<std::string>& rules, uint32_t max_attempts) {
+std::string Submit(const DaemonProcess& daemon, const std::vector<std::string>& rules, uint32_t max_attempts,
+                   const std::string& target = "lab") {
   temper::v1::SubmitBatchRequest req;
   req.set_name("e2e");
-  req.set_target("lab");
+  req.set_target(target);
   req.set_datastream("ssg-ubuntu2004-ds.xml");
   req.set_profile("stig");
   for (const std::string& r : rules) req.add_rule_ids(r);
@@ -270,6 +278,37 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
   // The wrong attempts' traces were reverted away.
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net")));
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "accounts_tmout")));
+}
+
+TEST_CASE("batches on two targets run at the same time, each on its own target") {
+  ModelScript script;
+  script.rules["banner_etc_issue_net"].wrong_first = 1;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {"lab2"});
+  const DaemonProcess& daemon = *loop.daemon;
+  std::string first = Submit(daemon, {"banner_etc_issue_net", "accounts_tmout"}, 3, "lab");
+  std::string second = Submit(daemon, {"banner_etc_issue_net", "accounts_tmout"}, 3, "lab2");
+  temper::v1::Batch a = WaitUntilEnded(daemon, first), b = WaitUntilEnded(daemon, second);
+  INFO(daemon.Log());
+  REQUIRE(a.state() == temper::v1::BATCH_STATE_COMPLETED);
+  REQUIRE(b.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(a.counts().fixed() == 2);
+  CHECK(b.counts().fixed() == 2);
+  // Overlapping in time: each batch started before the other completed.
+  auto time_of = [&](const std::string& batch, const std::string& type) {
+    for (const auto& e : Events(daemon, batch)) {
+      if (e.type() == type) return e.seq();
+    }
+    return uint64_t{0};
+  };
+  CHECK(time_of(first, "batch.started") < time_of(second, "batch.completed"));
+  CHECK(time_of(second, "batch.started") < time_of(first, "batch.completed"));
+  // Each target holds its own fixes, and no trace of a wrong attempt.
+  for (const char* t : {"lab", "lab2"}) {
+    CHECK(loop.TargetHas("/etc/profile.d/tmout.sh", t));
+    CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net"), t));
+  }
 }
 
 }  // namespace

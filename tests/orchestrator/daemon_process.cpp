@@ -26,6 +26,14 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return out;
 }
 
+std::string MoreTargets(const DaemonOptions& options) {
+  std::string out;
+  for (const auto& [name, path] : options.more_targets) {
+    out += fmt::format("  {}:\n    type: rootfs\n    path: {}\n", name, path);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string TemperdBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temperd"; }
@@ -89,7 +97,8 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
           fmt::format("state_dir: state\ncontent_dir: {}\nshutdown_grace: 2s\nlog_level: debug\n"
                       "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
                       options.content_dir.empty() ? "content" : options.content_dir,
-                      options.lab_path.empty() ? "roots/lab" : options.lab_path));
+                      options.lab_path.empty() ? "roots/lab" : options.lab_path) +
+          MoreTargets(options));
 }
 
 DaemonProcess::~DaemonProcess() {

@@ -39,6 +39,7 @@ struct DaemonOptions {
   std::string models_yaml;  // written to <dir>/models.yaml and named by `models:`; empty: no models
   std::string content_dir;  // empty: <dir>/content with a placeholder datastream (validation only)
   std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
+  std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
 };
 
 class DaemonProcess {
