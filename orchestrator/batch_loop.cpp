@@ -78,6 +78,7 @@ struct BatchLoop::RuleRun {
   uint32_t attempts_made = 0;         // as stored for the rule (survives a resume)
   uint64_t tokens_used = 0;
   Clock::time_point started = Clock::now();
+  uint32_t failures_in_a_row = 0;
   std::string last_verdict;
 };
 
@@ -250,6 +251,22 @@ Status BatchLoop::EvaluateBefore() {
   return RefreshBatch();
 }
 
+template <typename Answer, typename Parse>
+BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer) {
+  StructuredCall call;
+  Asked out;
+  out.status = AskStructured(
+      client, prompt.request,
+      [&](const ChatResponse& r) -> Status {
+        TEMPER_ASSIGN_OR_RETURN(answer, parse(r));
+        return Status::OK();
+      },
+      kMaxCorrections, &call);
+  out.usage = UsageOf(call);
+  out.corrections = std::move(call.corrections);
+  return out;
+}
+
 Status BatchLoop::PickAndRun() {
   ArchitectInput input;
   input.batch = Progress();
@@ -267,41 +284,31 @@ Status BatchLoop::PickAndRun() {
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
   ArchitectPick pick;
-  StructuredCall call;
-  Status asked = AskStructured(
-      s_.models.architect_client(), prompt.request,
-      [&](const ChatResponse& r) -> Status {
-        TEMPER_ASSIGN_OR_RETURN(pick, s_.models.architect().ParsePick(r, input));
-        return Status::OK();
-      },
-      kMaxCorrections, &call);
-  TokenUsage usage = UsageOf(call);
-  if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("architect");
-  if (!asked.ok()) {
+  Asked asked = Ask(s_.models.architect_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.architect().ParsePick(r, input); }, pick);
+  if (asked.transport_failed()) return asked.status.WithContext("architect");
+  if (!asked.status.ok()) {
     // The Architect only orders the work; without a usable answer the batch goes on in order, with
     // SSG's fix text as the plan, and the journal says so.
     pick = {ArchitectPick::Kind::kAttempt, candidates.front()->id,
             "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.", ""};
-    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(pick.rule_id, "architect", "architect.fallback",
-                                                   {{"error", asked.message()}, {"corrections", call.corrections}},
-                                                   usage)).status());
-    usage = {};
   }
   const stig::RuleInfo* rule = *s_.content.Rule(pick.rule_id);
+  nlohmann::json data = {{"corrections", asked.corrections}};
+  if (!asked.status.ok()) data["error"] = asked.status.message();
   if (pick.kind == ArchitectPick::Kind::kSkip) {
+    data["reason"] = pick.reason;
     LoopStep step;
     step.rules.push_back({.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason,
-                          .add_tokens = Total(usage)});
-    step.events.push_back(Event(rule->id, "architect", "architect.skip", {{"reason", pick.reason}}, usage));
+                          .add_tokens = Total(asked.usage)});
+    step.events.push_back(Event(rule->id, "architect", "architect.skip", data, asked.usage));
     recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
     return Commit(std::move(step)).status();
   }
-  if (asked.ok()) {
-    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", "architect.pick",
-                                                   {{"approach", pick.approach}, {"corrections", call.corrections}},
-                                                   usage)).status());
-  }
-  return RunRule(*rule, pick.approach, usage);
+  data["approach"] = pick.approach;
+  const char* type = asked.status.ok() ? "architect.pick" : "architect.fallback";
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", type, data, asked.usage)).status());
+  return RunRule(*rule, pick.approach, asked.usage);
 }
 
 Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage) {
@@ -311,23 +318,21 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
     run.attempts_made = r.attempts;
     run.tokens_used = r.tokens_used + Total(pick_usage);
   }
-  uint32_t failures_in_a_row = 0;
+  // After a resume, this batch's attempts so far (and whether they failed in a row) are stored.
   TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> stored, s_.journal.store().BatchAttempts(batch_.id));
   for (const AttemptRecord& a : stored) {
     if (a.rule_id != rule.id) continue;
     run.attempts.push_back(ToPastAttempt(a));
-    failures_in_a_row = a.outcome == "kept" ? 0 : failures_in_a_row + 1;
+    run.failures_in_a_row = a.outcome == "kept" ? 0 : run.failures_in_a_row + 1;
   }
-  {
-    LoopStep step;
-    step.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
-    step.events.push_back(Event(rule.id, "daemon", "rule.started",
-                                {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
-    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
-  }
+  LoopStep started;
+  started.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
+  started.events.push_back(Event(rule.id, "daemon", "rule.started",
+                                 {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
+
   const Budgets& budget = batch_.budgets;
-  while (true) {
-    if (Interrupted()) return Status::OK();
+  while (!Interrupted()) {
     if (run.attempts_made >= budget.max_attempts) {
       return FinishRule(run, RuleState::kEscalated,
                         fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
@@ -341,181 +346,188 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
       return FinishRule(run, RuleState::kEscalated,
                         fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
     }
-
     TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
-    if (failures_in_a_row >= kReengageAfter) {
-      failures_in_a_row = 0;
-      TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(
-                                                     ToRoleRule(rule), run.approach, run.attempts, memory.lessons));
-      TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "architect", prompt.trimmed));
-      ReengageDecision decision;
-      StructuredCall call;
-      Status asked = AskStructured(
-          s_.models.architect_client(), prompt.request,
-          [&](const ChatResponse& r) -> Status {
-            TEMPER_ASSIGN_OR_RETURN(decision, s_.models.architect().ParseReengage(r));
-            return Status::OK();
-          },
-          kMaxCorrections, &call);
-      TokenUsage usage = UsageOf(call);
-      run.tokens_used += Total(usage);
-      if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("architect");
-      if (!asked.ok()) {
-        // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
-        decision = {ReengageVerdict::kEscalate, "no usable re-engagement answer: " + asked.message(), ""};
-      }
-      static constexpr const char* kVerdictNames[] = {"CONTINUE", "PIVOT", "ESCALATE"};
-      LoopStep step;
-      step.rules.push_back({.rule_id = rule.id, .add_tokens = Total(usage)});
-      step.events.push_back(Event(rule.id, "architect", "architect.reengage",
-                                  {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
-                                   {"reasoning", decision.reasoning},
-                                   {"plan", decision.plan}},
-                                  usage));
-      TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    if (run.failures_in_a_row >= kReengageAfter) {
+      run.failures_in_a_row = 0;
+      TEMPER_ASSIGN_OR_RETURN(ReengageDecision decision, Reengage(run, memory));
       if (decision.verdict == ReengageVerdict::kEscalate) {
         return FinishRule(run, RuleState::kEscalated, "the Architect escalated: " + decision.reasoning);
       }
       if (decision.verdict == ReengageVerdict::kPivot) run.approach = decision.plan;
     }
-
-    // One attempt: the Worker changes the target from the known-good state.
-    AttemptRecord attempt;
-    attempt.batch_id = batch_.id;
-    attempt.rule_id = rule.id;
-    attempt.number = run.attempts_made + 1;
-    attempt.approach = run.approach;
-    attempt.started_at = NowMs();
-    TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", "attempt.started",
-                                                   {{"number", attempt.number}, {"approach", run.approach}})).status());
-    WorkerBudget worker_budget;
-    worker_budget.max_tokens = std::min(worker_budget.max_tokens, budget.max_tokens - run.tokens_used);
-    Worker worker = s_.models.MakeWorker(worker_budget);
-    WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
-    task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
-    TargetTools tools(target_, [this] { return Interrupted(); });
-    Status journal_error;
-    auto on_event = [&](const WorkerEvent& e) {
-      static constexpr const char* kKinds[] = {"worker.model_call", "worker.tool_call", "worker.refused",
-                                               "worker.unusable_answer", "worker.elided"};
-      nlohmann::json data = {{"attempt", attempt.number}};
-      if (!e.tool.empty()) data["tool"] = e.tool;
-      if (!e.arguments.is_null()) data["arguments"] = e.arguments;
-      if (!e.detail.empty()) data["detail"] = e.detail;
-      if (e.kind == WorkerEvent::Kind::kModelCall) data["latency_ms"] = e.latency.count();
-      Result<EventRecord> appended =
-          s_.journal.Append(Event(rule.id, "worker", kKinds[static_cast<int>(e.kind)], data, e.usage));
-      if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
-    };
-    Clock::time_point worker_start = Clock::now();
-    Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
-    Clock::time_point worker_end = Clock::now();
-    if (!worked.ok() || !journal_error.ok()) {
-      TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-      if (!journal_error.ok()) return journal_error;
-      if (worked.status().code() == StatusCode::kCancelled) return Status::OK();
-      return worked.status().WithContext(fmt::format("worker on {}", rule.id));
-    }
-    TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
-    attempt.usage = worked->usage;
-    attempt.commands = Lines(worked->actions);
-
-    // The evaluator's judgement: the rule, every rule that passed before, and the health checks.
-    stig::VerificationRequest request;
-    request.rule_ids = {rule.id};
-    request.previously_passing = PassingRules();
-    request.health_before = &*health_;
-    Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
-    Clock::time_point verify_end = Clock::now();
-    bool accepted = report.ok() && report->accepted();
-    if (report.ok()) {
-      Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
-      attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
-      attempt.outcome = accepted                             ? "kept"
-                        : !report->broken_health.empty()     ? "unhealthy"
-                        : !report->regressions.empty()       ? "regression"
-                                                             : "reverted";
-      attempt.evidence = Evidence(*report, rule);
-    } else {
-      attempt.verdict = "error";
-      attempt.outcome = "reverted";
-      attempt.evidence = "The evaluator failed: " + report.status().ToString();
-    }
-    run.last_verdict = attempt.verdict;
-    nlohmann::json evaluated = {{"number", attempt.number},
-                                {"worker_outcome", WorkerOutcomeName(worked->outcome)},
-                                {"worker_summary", worked->summary},
-                                {"verdict", attempt.verdict},
-                                {"outcome", attempt.outcome},
-                                {"summary", report.ok() ? report->Summary() : report.status().message()},
-                                {"worker_ms", Ms(worker_end - worker_start)},
-                                {"verify_ms", Ms(verify_end - worker_end)}};
-
-    LoopStep step;
-    if (accepted) {
-      TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
-      evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
-      attempt.finished_at = NowMs();
-      step.good_snapshot = snapshot;
-      step.attempt = attempt;
-      std::string detail = fmt::format("fixed on attempt {}", attempt.number);
-      step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed, .detail = detail,
-                            .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
-      for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
-      step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
-      step.events.push_back(Event(rule.id, "daemon", "rule.fixed",
-                                  {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
-                                   {"commands", attempt.commands}}));
-      TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
-      good_snapshot_ = snapshot;
-      health_ = std::move(report->health);
-      recent_.push_back(fmt::format("{} fixed on attempt {}", ShortRuleName(rule.id), attempt.number));
-      return Status::OK();
-    }
-
-    TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-    evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
-    step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
-    // The Reflector turns the failure into a lesson for the next attempt and for memory.
-    TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
-                                                                         run.attempts, memory.lessons));
-    TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
-    Reflection reflection;
-    StructuredCall call;
-    Status asked = AskStructured(
-        s_.models.reflector_client(), prompt.request,
-        [&](const ChatResponse& r) -> Status {
-          TEMPER_ASSIGN_OR_RETURN(reflection, s_.models.reflector().Parse(r));
-          return Status::OK();
-        },
-        kMaxCorrections, &call);
-    TokenUsage reflect_usage = UsageOf(call);
-    if (!asked.ok() && asked.code() != StatusCode::kInvalidArgument) return asked.WithContext("reflector");
-    Add(attempt.usage, reflect_usage);
-    if (asked.ok()) {
-      attempt.reflection = ReflectionText(reflection);
-      step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
-                                 .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
-      step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
-                                  {{"number", attempt.number}, {"lesson", reflection.lesson},
-                                   {"why_failed", reflection.why_failed}, {"next", reflection.next},
-                                   {"never", reflection.never}},
-                                  reflect_usage));
-    } else {
-      step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
-                                  {{"number", attempt.number}, {"error", asked.message()}}, reflect_usage));
-    }
-    attempt.finished_at = NowMs();
-    step.attempt = attempt;
-    step.rules.push_back({.rule_id = rule.id, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
-    for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnFail});
-    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
-    ++run.attempts_made;
-    run.tokens_used += Total(attempt.usage);
-    run.attempts.push_back(ToPastAttempt(attempt));
-    ++failures_in_a_row;
-    recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, attempt.outcome));
+    TEMPER_ASSIGN_OR_RETURN(AttemptEnd end, Attempt(run, memory));
+    if (end == AttemptEnd::kKept) return Status::OK();
   }
+  return Status::OK();
+}
+
+Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory& memory) {
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(ToRoleRule(run.rule), run.approach,
+                                                                               run.attempts, memory.lessons));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(run.rule.id, "architect", prompt.trimmed));
+  ReengageDecision decision;
+  Asked asked = Ask(s_.models.architect_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.architect().ParseReengage(r); }, decision);
+  if (asked.transport_failed()) return asked.status.WithContext("architect");
+  if (!asked.status.ok()) {
+    // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
+    decision = {ReengageVerdict::kEscalate, "no usable re-engagement answer: " + asked.status.message(), ""};
+  }
+  run.tokens_used += Total(asked.usage);
+  static constexpr const char* kVerdictNames[] = {"CONTINUE", "PIVOT", "ESCALATE"};
+  LoopStep step;
+  step.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(asked.usage)});
+  step.events.push_back(Event(run.rule.id, "architect", "architect.reengage",
+                              {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
+                               {"reasoning", decision.reasoning},
+                               {"plan", decision.plan},
+                               {"corrections", asked.corrections}},
+                              asked.usage));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return decision;
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord attempt;
+  attempt.batch_id = batch_.id;
+  attempt.rule_id = rule.id;
+  attempt.number = run.attempts_made + 1;
+  attempt.approach = run.approach;
+  attempt.started_at = NowMs();
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", "attempt.started",
+                                                 {{"number", attempt.number}, {"approach", run.approach}})).status());
+
+  // The Worker changes the target, starting from the known-good state.
+  WorkerBudget worker_budget;
+  worker_budget.max_tokens = std::min(worker_budget.max_tokens, batch_.budgets.max_tokens - run.tokens_used);
+  Worker worker = s_.models.MakeWorker(worker_budget);
+  WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+  task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
+  TargetTools tools(target_, [this] { return Interrupted(); });
+  Status journal_error;
+  auto on_event = [&](const WorkerEvent& e) {
+    static constexpr const char* kKinds[] = {"worker.model_call", "worker.tool_call", "worker.refused",
+                                             "worker.unusable_answer", "worker.elided"};
+    nlohmann::json data = {{"attempt", attempt.number}};
+    if (!e.tool.empty()) data["tool"] = e.tool;
+    if (!e.arguments.is_null()) data["arguments"] = e.arguments;
+    if (!e.detail.empty()) data["detail"] = e.detail;
+    if (e.kind == WorkerEvent::Kind::kModelCall) data["latency_ms"] = e.latency.count();
+    Result<EventRecord> appended =
+        s_.journal.Append(Event(rule.id, "worker", kKinds[static_cast<int>(e.kind)], data, e.usage));
+    if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
+  };
+  Clock::time_point worker_start = Clock::now();
+  Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
+  Clock::time_point worker_end = Clock::now();
+  if (!worked.ok() || !journal_error.ok()) {
+    TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+    if (!journal_error.ok()) return journal_error;
+    if (worked.status().code() == StatusCode::kCancelled) return AttemptEnd::kInterrupted;
+    return worked.status().WithContext(fmt::format("worker on {}", rule.id));
+  }
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
+  attempt.usage = worked->usage;
+  attempt.commands = Lines(worked->actions);
+
+  // The evaluator's judgement: the rule, every rule that passed before, and the health checks.
+  stig::VerificationRequest request;
+  request.rule_ids = {rule.id};
+  request.previously_passing = PassingRules();
+  request.health_before = &*health_;
+  Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
+  Clock::time_point verify_end = Clock::now();
+  bool accepted = report.ok() && report->accepted();
+  if (report.ok()) {
+    Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
+    attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
+    attempt.outcome = accepted                             ? "kept"
+                      : !report->broken_health.empty()     ? "unhealthy"
+                      : !report->regressions.empty()       ? "regression"
+                                                           : "reverted";
+    attempt.evidence = Evidence(*report, rule);
+  } else {
+    attempt.verdict = "error";
+    attempt.outcome = "reverted";
+    attempt.evidence = "The evaluator failed: " + report.status().ToString();
+  }
+  run.last_verdict = attempt.verdict;
+  nlohmann::json evaluated = {{"number", attempt.number},
+                              {"worker_outcome", WorkerOutcomeName(worked->outcome)},
+                              {"worker_summary", worked->summary},
+                              {"verdict", attempt.verdict},
+                              {"outcome", attempt.outcome},
+                              {"summary", report.ok() ? report->Summary() : report.status().message()},
+                              {"worker_ms", Ms(worker_end - worker_start)},
+                              {"verify_ms", Ms(verify_end - worker_end)}};
+
+  LoopStep step;
+  if (accepted) {
+    // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
+    TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
+    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
+    attempt.finished_at = NowMs();
+    step.good_snapshot = snapshot;
+    step.attempt = attempt;
+    step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed,
+                          .detail = fmt::format("fixed on attempt {}", attempt.number),
+                          .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+    for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
+    step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
+    step.events.push_back(Event(rule.id, "daemon", "rule.fixed",
+                                {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
+                                 {"commands", attempt.commands}}));
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    good_snapshot_ = snapshot;
+    health_ = std::move(report->health);
+    recent_.push_back(fmt::format("{} fixed on attempt {}", ShortRuleName(rule.id), attempt.number));
+    return AttemptEnd::kKept;
+  }
+
+  // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
+  TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
+  step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
+  TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
+  attempt.finished_at = NowMs();
+  step.attempt = attempt;
+  step.rules.push_back({.rule_id = rule.id, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+  for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnFail});
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  ++run.attempts_made;
+  ++run.failures_in_a_row;
+  run.tokens_used += Total(attempt.usage);
+  run.attempts.push_back(ToPastAttempt(attempt));
+  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, attempt.outcome));
+  return AttemptEnd::kReverted;
+}
+
+Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step) {
+  const stig::RuleInfo& rule = run.rule;
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
+                                                                       run.attempts, memory.lessons));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
+  Reflection reflection;
+  Asked asked = Ask(s_.models.reflector_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.reflector().Parse(r); }, reflection);
+  if (asked.transport_failed()) return asked.status.WithContext("reflector");
+  Add(attempt.usage, asked.usage);
+  if (!asked.status.ok()) {
+    // The attempt is recorded without a lesson; the next one still sees its evidence.
+    step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
+                                {{"number", attempt.number}, {"error", asked.status.message()}}, asked.usage));
+    return Status::OK();
+  }
+  attempt.reflection = ReflectionText(reflection);
+  step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
+                             .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
+  step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
+                              {{"number", attempt.number}, {"lesson", reflection.lesson},
+                               {"why_failed", reflection.why_failed}, {"next", reflection.next},
+                               {"never", reflection.never}},
+                              asked.usage));
+  return Status::OK();
 }
 
 Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& detail) {

@@ -71,11 +71,26 @@ class BatchLoop {
 
  private:
   struct RuleRun;  // one rule's attempts in this batch
+  enum class AttemptEnd { kKept, kReverted, kInterrupted };
+  // A role's structured answer: OK, InvalidArgument when it stayed unusable after the corrections
+  // (the caller decides the fallback), or the endpoint's error.
+  struct Asked {
+    Status status;
+    TokenUsage usage;
+    std::vector<std::string> corrections;
+    bool transport_failed() const { return !status.ok() && status.code() != StatusCode::kInvalidArgument; }
+  };
 
   Status Start();
   Status EvaluateBefore();
   Status PickAndRun();
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
+  Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);
+  Result<AttemptEnd> Attempt(RuleRun& run, const RecalledMemory& memory);
+  // Adds the Reflector's lesson (or why there is none) to the failed attempt and its step.
+  Status Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step);
+  template <typename Answer, typename Parse>
+  Asked Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer);
   Status FinishRule(RuleRun& run, RuleState state, const std::string& detail);
   Status EvaluateAfterAndComplete();
 
