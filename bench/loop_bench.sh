@@ -17,8 +17,11 @@ out=${2:-$(mktemp -d /tmp/temper-loop-bench-XXXXXX)}
 script=${3:-}
 rootfs=$build/stig-rootfs
 [ -d "$rootfs/root" ] || { echo "no root at $rootfs/root: run the stig tests first" >&2; exit 2; }
-mkdir -p "$out"
+mkdir -p "$out/bin"
 out=$(realpath "$out")
+# Run copies of the binaries, so a rebuild during the (long) run cannot pull them away.
+cp "$build/orchestrator/temperd" "$build/orchestrator/temper" "$build/stig/temper-stig-eval" \
+   "$build/tests/scripted_model/temper-scripted-model" "$out/bin/"
 
 # Two targets over the one root: the loop's and the baseline's.
 for t in loop base; do
@@ -30,7 +33,7 @@ done
 
 model_args=(--listen 127.0.0.1:0)
 [ -n "$script" ] && model_args+=(--script "$script")
-"$build/tests/scripted_model/temper-scripted-model" "${model_args[@]}" >"$out/model.url" 2>"$out/model.log" &
+"$out/bin/temper-scripted-model" "${model_args[@]}" >"$out/model.url" 2>"$out/model.log" &
 model_pid=$!
 temperd_pid=
 cleanup() {
@@ -58,16 +61,16 @@ log_level: info
 targets:
   loop: {type: rootfs, path: $out/loop}
 EOF
-temper=("$build/orchestrator/temper" --socket "$out/temper.sock")
+temper=("$out/bin/temper" --socket "$out/temper.sock")
 
 start=$(date +%s.%N)
-"$build/orchestrator/temperd" --config "$out/temperd.yaml" 2>"$out/temperd.log" &
+"$out/bin/temperd" --config "$out/temperd.yaml" 2>"$out/temperd.log" &
 temperd_pid=$!
 for _ in $(seq 100); do [ -S "$out/temper.sock" ] && break; sleep 0.1; done
 batch=$("${temper[@]}" submit -t loop -d ssg-ubuntu2004-ds.xml -p stig --whole-profile --max-attempts 3 \
           --name loop-bench --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 while :; do
-  state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')
+  state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])') || state=unknown
   case $state in *COMPLETED*|*FAILED*|*CANCELLED*|completed|failed|cancelled) break ;; esac
   sleep 5
 done
@@ -77,7 +80,7 @@ loop_seconds=$(python3 -c "import time; print(round(time.time() - $start, 1))")
 kill "$temperd_pid"; wait "$temperd_pid" || true; temperd_pid=
 
 base_start=$(date +%s.%N)
-"$build/orchestrator/temper" baseline base --dir "$out/base" --out "$out/baseline" --json >"$out/baseline.json"
+"$out/bin/temper" baseline base --dir "$out/base" --out "$out/baseline" --json >"$out/baseline.json"
 base_seconds=$(python3 -c "import time; print(round(time.time() - $base_start, 1))")
 
 python3 - "$out" "$loop_seconds" "$base_seconds" <<'EOF'
