@@ -263,6 +263,7 @@ BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, P
       },
       kMaxCorrections, &call);
   out.usage = UsageOf(call);
+  for (const ChatResponse& r : call.responses) out.latency += r.latency;
   out.corrections = std::move(call.corrections);
   return out;
 }
@@ -294,7 +295,7 @@ Status BatchLoop::PickAndRun() {
             "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.", ""};
   }
   const stig::RuleInfo* rule = *s_.content.Rule(pick.rule_id);
-  nlohmann::json data = {{"corrections", asked.corrections}};
+  nlohmann::json data = {{"corrections", asked.corrections}, {"latency_ms", asked.latency.count()}};
   if (!asked.status.ok()) data["error"] = asked.status.message();
   if (pick.kind == ArchitectPick::Kind::kSkip) {
     data["reason"] = pick.reason;
@@ -381,7 +382,8 @@ Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory&
                               {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
                                {"reasoning", decision.reasoning},
                                {"plan", decision.plan},
-                               {"corrections", asked.corrections}},
+                               {"corrections", asked.corrections},
+                               {"latency_ms", asked.latency.count()}},
                               asked.usage));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return decision;
@@ -516,7 +518,9 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   if (!asked.status.ok()) {
     // The attempt is recorded without a lesson; the next one still sees its evidence.
     step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
-                                {{"number", attempt.number}, {"error", asked.status.message()}}, asked.usage));
+                                {{"number", attempt.number}, {"error", asked.status.message()},
+                                 {"latency_ms", asked.latency.count()}},
+                                asked.usage));
     return Status::OK();
   }
   attempt.reflection = ReflectionText(reflection);
@@ -525,7 +529,7 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
                               {{"number", attempt.number}, {"lesson", reflection.lesson},
                                {"why_failed", reflection.why_failed}, {"next", reflection.next},
-                               {"never", reflection.never}},
+                               {"never", reflection.never}, {"latency_ms", asked.latency.count()}},
                               asked.usage));
   return Status::OK();
 }

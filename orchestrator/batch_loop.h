@@ -77,6 +77,7 @@ class BatchLoop {
   struct Asked {
     Status status;
     TokenUsage usage;
+    std::chrono::milliseconds latency{0};  // of every call, corrections included
     std::vector<std::string> corrections;
     bool transport_failed() const { return !status.ok() && status.code() != StatusCode::kInvalidArgument; }
   };
