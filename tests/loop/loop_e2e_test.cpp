@@ -280,6 +280,25 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "accounts_tmout")));
 }
 
+TEST_CASE("a model endpoint that stays down fails the batch with its error; the next batch runs") {
+  ModelScript script;
+  script.faults.fail_first = 3;  // the first pick and both of the client's retries
+  script.faults.fail_status = 500;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server);
+  const DaemonProcess& daemon = *loop.daemon;
+  std::string first = Submit(daemon, {"accounts_tmout"}, 2);
+  temper::v1::Batch failed = WaitUntilEnded(daemon, first);
+  INFO(daemon.Log());
+  CHECK(failed.state() == temper::v1::BATCH_STATE_FAILED);
+  CHECK_THAT(failed.error(), Catch::Contains("architect") && Catch::Contains("500"));
+  CHECK(RulesByShortName(failed)["accounts_tmout"].state() == temper::v1::RULE_STATE_PENDING);
+  // The endpoint is back: the next batch on the target runs normally.
+  std::string second = Submit(daemon, {"accounts_tmout"}, 2);
+  CHECK(WaitUntilEnded(daemon, second).counts().fixed() == 1);
+}
+
 TEST_CASE("batches on two targets run at the same time, each on its own target") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
