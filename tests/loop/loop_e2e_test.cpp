@@ -246,9 +246,12 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
   DaemonProcess& daemon = *loop.daemon;
   std::string id = Submit(daemon, {"banner_etc_issue_net", "accounts_tmout", "accounts_umask_etc_login_defs"}, 4);
 
-  // Mid-Worker (a tool has run on the target), right after a revert, and right after a kept fix.
+  // Before the first evaluation, after a pick, mid-Worker (a tool has run on the target), right
+  // after a revert, and right after a kept fix.
   uint64_t after = 0;
-  for (const char* kill_at : {"worker.tool_call", "attempt.reverted", "rule.fixed"}) {
+  const std::vector<std::string> kill_points = {"batch.started", "architect.pick", "worker.tool_call",
+                                                "attempt.reverted", "rule.fixed"};
+  for (const std::string& kill_at : kill_points) {
     after = WaitForEvent(daemon, id, kill_at, after);
     CHECK(daemon.Stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(daemon.Start().ok());
@@ -269,7 +272,7 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
     if (e.type() == "batch.resumed") ++resumed;
     if (e.type() == "attempt.kept" || e.type() == "attempt.reverted") ++evaluated;
   }
-  CHECK(resumed == 3);
+  CHECK(resumed == kill_points.size());
   // Every attempt that was evaluated is recorded once, and none that was not.
   temper::v1::BatchReport report = Report(daemon, id);
   CHECK(static_cast<size_t>(report.attempts_size()) == evaluated);
