@@ -325,6 +325,8 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
     if (a.rule_id != rule.id) continue;
     run.attempts.push_back(ToPastAttempt(a));
     run.failures_in_a_row = a.outcome == "kept" ? 0 : run.failures_in_a_row + 1;
+    // The wall-time budget counts the recorded attempts' time too, so a restart does not renew it.
+    run.started -= std::chrono::milliseconds(std::max<TimeMs>(0, a.finished_at - a.started_at));
   }
   LoopStep started;
   started.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
