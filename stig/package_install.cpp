@@ -164,4 +164,26 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
   return PackageChange{ChangedLines(output), std::move(output), sim.seconds + r.seconds};
 }
 
+std::vector<std::string> PackagesInstalledBy(std::string_view script) {
+  std::vector<std::string> out;
+  for (const std::string& line : Lines(std::string(script))) {
+    for (std::string_view tool : {"apt-get install ", "apt install "}) {
+      for (std::size_t at = line.find(tool); at != std::string::npos; at = line.find(tool, at + 1)) {
+        // Inside a quoted string (an echo, a message) it is text, not a command.
+        if (std::count(line.begin(), line.begin() + static_cast<std::ptrdiff_t>(at), '"') % 2 == 1) continue;
+        // The words up to the end of this command.
+        std::string rest = line.substr(at + tool.size());
+        rest = rest.substr(0, rest.find_first_of(";&|)<>#`"));
+        std::istringstream words(rest);
+        for (std::string w; words >> w;) {
+          w.erase(std::remove_if(w.begin(), w.end(), [](char c) { return c == '"' || c == '\''; }), w.end());
+          if (w.starts_with("-") || !IsPackageName(w)) continue;
+          if (std::find(out.begin(), out.end(), w) == out.end()) out.push_back(w);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace temper::stig

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -42,5 +43,10 @@ Result<PackageChange> InstallPackages(Target& target, const std::vector<std::str
 // failing maintainer scripts; InvalidArgument for a bad name.
 Result<PackageChange> RemovePackages(Target& target, const std::vector<std::string>& packages, bool purge,
                                      const SandboxLimits& limits);
+
+// The packages a shell script installs with `apt-get install` / `apt install` (quoted or not,
+// options skipped, names built from variables left out), in order, each once. For the baseline,
+// which prepares them before running SSG's fix script.
+std::vector<std::string> PackagesInstalledBy(std::string_view script);
 
 }  // namespace temper::stig

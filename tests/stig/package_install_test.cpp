@@ -134,5 +134,46 @@ TEST_CASE("Removals take only the packages named", "[stig][package_install]") {
   CHECK(Shell(*t, "dpkg-query -W -f '${Status}' bash") == "install ok installed");
 }
 
+TEST_CASE("The packages a fix script installs are read from its apt-get lines", "[stig][package_install]") {
+  // As SSG 0.1.65's generated fix.sh writes them, and as people do.
+  const char* script = R"(if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then
+DEBIAN_FRONTEND=noninteractive apt-get install -y "aide"
+fi
+DEBIAN_FRONTEND=noninteractive apt-get install -y "vlock"
+apt-get install -y -q chrony ufw && systemctl enable ufw  # and again: apt-get install aide
+apt install --no-install-recommends 'opensc-pkcs11'; apt-get remove -y telnetd
+apt-get install -y "$pkg" ${OTHER}
+echo "apt-get install is what fixes use")";
+  CHECK(PackagesInstalledBy(script) ==
+        std::vector<std::string>{"aide", "vlock", "chrony", "ufw", "opensc-pkcs11"});
+}
+
+// With systemd not running, systemctl still enables, disables and masks units by their symlinks,
+// as on a host (`systemctl --root` style): what SSG's service fixes and the Worker rely on. Only
+// the runtime verbs (start, --now) fail, saying so.
+TEST_CASE("Units are enabled and masked by their symlinks with systemd not running", "[stig][package_install][services]") {
+  RepoCache cache("services");
+  ScopedTarget t("pkg-services", cache.options);
+  REQUIRE(InstallPackages(*t, {"temper-test-service"}, Limits()).ok());
+  // Installing does not enable it (the package has no maintainer scripts that would).
+  CHECK(Shell(*t, "systemctl is-enabled temper-test.service") == "disabled\n");
+
+  CHECK(Shell(*t, "systemctl enable temper-test.service >/dev/null 2>&1; echo $?") == "0\n");
+  CHECK(fs::read_symlink(t->root() + "/etc/systemd/system/multi-user.target.wants/temper-test.service") ==
+        "/lib/systemd/system/temper-test.service");
+  CHECK(Shell(*t, "systemctl is-enabled temper-test.service") == "enabled\n");
+
+  CHECK(Shell(*t, "systemctl mask ctrl-alt-del.target >/dev/null 2>&1; echo $?") == "0\n");
+  CHECK(fs::read_symlink(t->root() + "/etc/systemd/system/ctrl-alt-del.target") == "/dev/null");
+
+  CHECK(Shell(*t, "systemctl disable temper-test.service >/dev/null 2>&1; echo $?") == "0\n");
+  CHECK_FALSE(fs::exists(t->root() + "/etc/systemd/system/multi-user.target.wants/temper-test.service"));
+
+  auto start = t->Run("systemctl start temper-test.service", Limits());
+  REQUIRE(start.ok());
+  CHECK_FALSE(start->Succeeded());
+  CHECK(start->err.find("System has not been booted with systemd") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace temper::stig
