@@ -326,6 +326,12 @@ Status UpdateLocked(const PackageCacheOptions& o) {
     if (r.timed_out || IsNetworkFailure(why)) return Status::Unavailable("no network to the package sources: " + msg);
     return Status::FailedPrecondition(msg);
   }
+  // Drop the files of versions the archive no longer has, so the cache does not grow forever.
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult clean, RunApt(o, {"autoclean", "-q"}));
+  if (!clean.Succeeded()) {
+    return Status::Internal(fmt::format("apt-get autoclean in {} failed ({}): {}", o.dir, clean.Describe(),
+                                        AptExplanation(clean)));
+  }
   return WriteText(fs::path(o.dir) / "indexes.stamp", SourcesText(o));
 }
 

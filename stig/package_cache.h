@@ -17,7 +17,8 @@
 // text, copied into work/.
 //
 // Thread safety: every operation holds an flock on `dir`/lock, so any number of PackageCache
-// objects, in one process or several (temperd, `temper baseline`), may share a directory.
+// objects, in one process or several (temperd, `temper baseline`), may share a directory, given
+// the same sources (Open writes them; the last one opened wins).
 #pragma once
 
 #include <chrono>
@@ -84,7 +85,8 @@ class PackageCache {
   //   IOError / Internal  the cache directory or apt itself failed
   Result<ResolvedPackages> Fetch(std::string_view dpkg_status, const std::vector<std::string>& packages) const;
 
-  // Refreshes the indexes now (`apt-get update`). Unavailable when a source cannot be reached.
+  // Refreshes the indexes now (`apt-get update`), then drops cached files of versions no source
+  // lists any more (`apt-get autoclean`). Unavailable when a source cannot be reached.
   Status Update() const;
 
   // The mounts and environment under which a target's own apt installs `resolved` with no
