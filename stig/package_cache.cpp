@@ -273,6 +273,7 @@ Result<PackageCache> PackageCache::Open(PackageCacheOptions options) {
   TEMPER_RETURN_IF_ERROR(WriteText(d / "sources.list", Join(options.sources, "\n") + "\n"));
   const std::string dir = d.string();
   // Nothing of the host's apt configuration: its sources, proxies, hooks and pins are not ours.
+  // One retry (apt's default is three, with back-off): an offline host answers in about a second.
   TEMPER_RETURN_IF_ERROR(WriteText(d / "apt.conf", fmt::format(R"(// Written by temper (stig/package_cache.cpp).
 Dir::Etc::Parts "{0}/empty.d";
 Dir::Etc::SourceList "{0}/sources.list";
@@ -285,6 +286,7 @@ Dir::Cache "{0}/apt-cache";
 Dir::Cache::Archives "{0}/archives";
 Dir::Log "{0}/log";
 Acquire::Languages "none";
+Acquire::Retries "1";
 APT::Install-Recommends "true";
 APT::Install-Suggests "false";
 )", dir)));
