@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -81,6 +82,12 @@ Result<ResolvedPackages> RootfsTarget::PreparePackages(const std::vector<std::st
 Result<ProcessResult> RootfsTarget::RunWithPackages(const std::string& command, const SandboxLimits& limits,
                                                     const ResolvedPackages& prepared) {
   TEMPER_ASSIGN_OR_RETURN(const PackageCache* cache, Packages());
+  // The cache is mounted over it; a missing one would be made in the tree (and apt is not there).
+  std::error_code ec;
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(root() + "/var/cache/apt", ec))) {
+    return Status::FailedPrecondition(
+        fmt::format("target {} has no directory /var/cache/apt, so its apt cannot install from the package cache", name_));
+  }
   TEMPER_ASSIGN_OR_RETURN(SandboxExtras extras, cache->SandboxFor(prepared));
   return RunInSandbox(root(), command, limits, extras);
 }
