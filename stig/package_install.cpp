@@ -40,7 +40,7 @@ Status CheckNames(const std::vector<std::string>& packages) {
   return Status::OK();
 }
 
-// apt's and dpkg's output less the boilerplate and progress lines, at most the last ~4 KB.
+// apt's and dpkg's output less the boilerplate and progress lines.
 std::string CleanOutput(const ProcessResult& r) {
   std::string out;
   for (const std::string& line : Lines(r.out + "\n" + r.err)) {
@@ -50,8 +50,12 @@ std::string CleanOutput(const ProcessResult& r) {
     }
     out += line + "\n";
   }
-  if (out.size() > 4000) out = "…" + out.substr(out.size() - 4000);
   return out;
+}
+
+// The last ~4 KB, where apt and dpkg say what went wrong (aide-common alone prints ~40 KB).
+std::string Tail(std::string text) {
+  return text.size() > 4000 ? "…" + text.substr(text.size() - 4000) : text;
 }
 
 std::vector<std::string> ChangedLines(const std::string& output) {
@@ -65,9 +69,10 @@ std::vector<std::string> ChangedLines(const std::string& output) {
   return out;
 }
 
-// Why an apt-get run inside the target failed, as a named error.
+// Why an apt-get run inside the target failed, as a named error; `full` is its cleaned output.
 Status AptFailure(std::string_view what, const std::vector<std::string>& packages, const ProcessResult& r,
-                  const std::string& output) {
+                  const std::string& full) {
+  const std::string output = Tail(full);
   const std::string names = Join(packages, " ");
   if (r.timed_out) {
     return Status::FailedPrecondition(fmt::format("{} {} timed out ({}); the target may be left half-configured:\n{}",
@@ -75,10 +80,9 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
   }
   std::vector<std::string> unknown;
   std::string scripts;
-  for (const std::string& line : Lines(output)) {
+  for (const std::string& line : Lines(full)) {
     if (line.starts_with("E: Unable to locate package ")) unknown.push_back(line.substr(28));
-    if (line.starts_with("dpkg: error processing") || Contains(line, "script subprocess returned error exit status") ||
-        Contains(line, "subprocess returned error exit status")) {
+    if (line.starts_with("dpkg: error processing") || Contains(line, "subprocess returned error exit status")) {
       scripts += line + "\n";
     }
   }
@@ -91,11 +95,11 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
         "{} {}: a maintainer script failed ({}); the target may be left half-configured:\n{}\n--- apt output ---\n{}",
         what, names, r.Describe(), scripts, output));
   }
-  if (Contains(output, "unmet dependencies") || Contains(output, "Unable to correct problems")) {
+  if (Contains(full, "unmet dependencies") || Contains(full, "Unable to correct problems")) {
     return Status::FailedPrecondition(
         fmt::format("{} {}: the dependencies cannot be satisfied on this target:\n{}", what, names, output));
   }
-  if (Contains(output, "Essential packages were removed") || Contains(output, "essential packages will be removed")) {
+  if (Contains(full, "Essential packages were removed") || Contains(full, "essential packages will be removed")) {
     return Status::FailedPrecondition(fmt::format("{} {} would remove essential packages:\n{}", what, names, output));
   }
   return Status::FailedPrecondition(fmt::format("{} {} failed ({}):\n{}", what, names, r.Describe(), output));
@@ -123,7 +127,7 @@ Result<PackageChange> InstallPackages(Target& target, const std::vector<std::str
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, target.RunWithPackages(command, limits, *prepared));
   std::string output = CleanOutput(r);
   if (!r.Succeeded()) return AptFailure("installing", packages, r, output);
-  PackageChange change{ChangedLines(output), std::move(output), r.seconds};
+  PackageChange change{ChangedLines(output), Tail(output), r.seconds};
   if (!prepared->notes.empty()) change.output = prepared->notes + "\n" + change.output;
   return change;
 }
@@ -135,7 +139,7 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
   const std::string what = purge ? "purging" : "removing";
   // A dry run first: apt names every package the removal would take with it.
   TEMPER_ASSIGN_OR_RETURN(ProcessResult sim, target.Run(fmt::format("apt-get {} -s -q {}", verb, Join(packages, " ")), limits));
-  std::string sim_output = CleanOutput(sim);
+  std::string sim_output = Tail(CleanOutput(sim));
   if (!sim.Succeeded()) return AptFailure(what, packages, sim, sim_output);
   if (Contains(sim_output, "essential packages will be removed")) {
     return Status::FailedPrecondition(fmt::format("{} {} would remove essential packages:\n{}", what,
@@ -161,7 +165,7 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, target.Run(fmt::format("apt-get {} {} {}", verb, kAptOptions, Join(packages, " ")), limits));
   std::string output = CleanOutput(r);
   if (!r.Succeeded()) return AptFailure(what, packages, r, output);
-  return PackageChange{ChangedLines(output), std::move(output), sim.seconds + r.seconds};
+  return PackageChange{ChangedLines(output), Tail(output), sim.seconds + r.seconds};
 }
 
 std::vector<std::string> PackagesInstalledBy(std::string_view script) {
