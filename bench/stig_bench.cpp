@@ -1,11 +1,15 @@
 // stig_bench: the speeds the loop depends on, measured on the real rootfs target and content.
 //
 //   stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR]
+//              [--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]
 //
 // Prints, in milliseconds: one-rule evaluation (load + evaluate, median of N), a whole-profile
 // scan (Ubuntu 20.04 STIG, 191 rules), snapshot, and revert after a small change (one file) and
-// after a large one (packages installed offline). With --baseline it also runs the SSG
-// remediation baseline on a fresh target and prints its report (see bench/RESULTS.md).
+// after a large one (packages installed offline). With --packages the target gets that package
+// cache (Debian's archive): each --install package is timed (the first fetch into the cache, then
+// installs from it, reverted each time), and the baseline installs from it. With --baseline it
+// also runs the SSG remediation baseline on a fresh target and prints its report (see
+// bench/RESULTS.md). --install-only skips the evaluation and snapshot timings.
 // Needs root (overlayfs, sandbox) and builds the rootfs into DIR on first use (mmdebstrap).
 #include <unistd.h>
 
@@ -22,6 +26,7 @@
 #include "stig/baseline.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
+#include "stig/package_install.h"
 #include "stig/rootfs_builder.h"
 #include "stig/rootfs_target.h"
 
@@ -53,12 +58,71 @@ std::uint64_t TreeBytes(const std::string& root) {
   return total;
 }
 
+// One-rule evaluation, whole-profile scan, snapshot, and revert after small and large changes.
+Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps) {
+  std::vector<double> one;
+  EvaluationRequest req;
+  req.rule_ids = {"sshd_disable_root_login"};
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    auto e = t.Evaluate(ev, req);
+    if (!e.ok()) return e.status();
+    one.push_back(Ms(a, Clock::now()));
+  }
+  fmt::print("one-rule evaluation (child process, load + eval): median {:.0f} ms over {}\n", Median(one), reps);
+
+  std::vector<double> whole;
+  EvaluationRequest all;
+  Evaluation last;
+  for (int i = 0; i < std::min(reps, 3); ++i) {
+    auto a = Clock::now();
+    auto e = t.Evaluate(ev, all);
+    if (!e.ok()) return e.status();
+    whole.push_back(Ms(a, Clock::now()));
+    last = *e;
+  }
+  std::string counts;
+  for (const auto& [v, n] : last.Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
+  fmt::print("whole-profile scan ({} rules): median {:.0f} ms;{}\n", last.verdicts.size(), Median(whole), counts);
+
+  std::vector<double> snap, revert_small, revert_large;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    auto s = t.Snapshot();
+    if (!s.ok()) return s.status();
+    snap.push_back(Ms(a, Clock::now()));
+    if (auto w = t.WriteFile("/etc/ssh/sshd_config.d/bench.conf", "PermitRootLogin no\n", 0644); !w.ok()) return w;
+    a = Clock::now();
+    if (auto r = t.Revert(*s); !r.ok()) return r;
+    revert_small.push_back(Ms(a, Clock::now()));
+  }
+  fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms\n", Median(snap),
+             Median(revert_small));
+  for (int i = 0; i < std::min(reps, 3); ++i) {
+    auto s = t.Snapshot();
+    if (!s.ok()) return s.status();
+    auto inst = t.Run("apt-get install -y -q apparmor chrony ufw vlock >/dev/null 2>&1",
+                      SandboxLimits{});
+    if (!inst.ok()) return inst.status();
+    auto changed = t.snapshots().ChangedPaths();
+    auto a = Clock::now();
+    if (auto r = t.Revert(*s); !r.ok()) return r;
+    revert_large.push_back(Ms(a, Clock::now()));
+    if (i == 0) fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());
+  }
+  fmt::print("revert after installing 4 packages: median {:.1f} ms\n", Median(revert_large));
+  return Status::OK();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string rootfs_dir = "build/stig-rootfs";
   std::string work = "build/stig-bench";
   std::string baseline_out;
+  std::string package_dir;
+  std::vector<std::string> install = {"vlock", "aide"};
+  bool install_only = false;
   int reps = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
@@ -66,8 +130,19 @@ int main(int argc, char** argv) {
     else if (k == "--work") work = argv[i + 1];
     else if (k == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
     else if (k == "--baseline") baseline_out = argv[i + 1];
-    else {
-      std::fprintf(stderr, "usage: stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR]\n");
+    else if (k == "--packages") package_dir = std::filesystem::absolute(argv[i + 1]).string();
+    else if (k == "--install-only") install_only = std::string(argv[i + 1]) == "1";
+    else if (k == "--install") {
+      install.clear();
+      std::string list = argv[i + 1];
+      for (std::size_t at = 0; at <= list.size();) {
+        std::size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) install.push_back(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR] "
+                           "[--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]\n");
       return 2;
     }
   }
@@ -81,63 +156,48 @@ int main(int argc, char** argv) {
   Evaluator ev(*content, {}, log);
 
   std::filesystem::remove_all(work);
-  auto target = RootfsTarget::Open("bench", work + "/target", built->root);
+  PackageCacheOptions packages;
+  packages.dir = package_dir;
+  auto target = RootfsTarget::Open("bench", work + "/target", built->root, packages);
   if (!target.ok()) return Fail(target.status());
   RootfsTarget& t = **target;
   fmt::print("rootfs: {} ({:.0f} MB of file data)\n", built->root, TreeBytes(built->root) / 1e6);
   fmt::print("content load (parent, metadata only): {:.0f} ms\n", load_ms);
+  if (!package_dir.empty()) {
+    // The first fetch downloads into the cache; then each install resolves again (the cache is
+    // warm) and installs in the sandbox, and the target is reverted.
+    for (const std::string& name : install) {
+      auto a = Clock::now();
+      auto first = t.PreparePackages({name});
+      if (!first.ok()) return Fail(first.status());
+      double fetch_ms = Ms(a, Clock::now());
+      std::uint64_t bytes = 0;
+      for (const auto& f : first->files) bytes += f.size;
+      std::vector<double> prepare, total;
+      std::size_t changed = 0;
+      for (int i = 0; i < std::min(reps, 3); ++i) {
+        auto s = t.Snapshot();
+        if (!s.ok()) return Fail(s.status());
+        a = Clock::now();
+        auto warm = t.PreparePackages({name});
+        if (!warm.ok()) return Fail(warm.status());
+        prepare.push_back(Ms(a, Clock::now()));
+        auto done = InstallPackages(t, {name}, SandboxLimits{std::chrono::minutes(30)});
+        if (!done.ok()) return Fail(done.status());
+        total.push_back(Ms(a, Clock::now()));
+        changed = done->changed.size();
+        if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
+      }
+      fmt::print("install {} ({} packages, {} files, {:.1f} MB): first fetch into the cache {:.0f} ms; "
+                 "resolve from the warm cache median {:.0f} ms; resolve + install median {:.0f} ms over {}\n",
+                 name, changed, first->files.size(), bytes / 1e6, fetch_ms, Median(prepare), Median(total),
+                 total.size());
+    }
+  }
 
-  std::vector<double> one;
-  EvaluationRequest req;
-  req.rule_ids = {"sshd_disable_root_login"};
-  for (int i = 0; i < reps; ++i) {
-    auto a = Clock::now();
-    auto e = t.Evaluate(ev, req);
-    if (!e.ok()) return Fail(e.status());
-    one.push_back(Ms(a, Clock::now()));
+  if (!install_only) {
+    if (Status timed = TimeEvaluationAndSnapshots(t, ev, reps); !timed.ok()) return Fail(timed);
   }
-  fmt::print("one-rule evaluation (child process, load + eval): median {:.0f} ms over {}\n", Median(one), reps);
-
-  std::vector<double> whole;
-  EvaluationRequest all;
-  Evaluation last;
-  for (int i = 0; i < std::min(reps, 3); ++i) {
-    auto a = Clock::now();
-    auto e = t.Evaluate(ev, all);
-    if (!e.ok()) return Fail(e.status());
-    whole.push_back(Ms(a, Clock::now()));
-    last = *e;
-  }
-  std::string counts;
-  for (const auto& [v, n] : last.Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
-  fmt::print("whole-profile scan ({} rules): median {:.0f} ms;{}\n", last.verdicts.size(), Median(whole), counts);
-
-  std::vector<double> snap, revert_small, revert_large;
-  for (int i = 0; i < reps; ++i) {
-    auto a = Clock::now();
-    auto s = t.Snapshot();
-    if (!s.ok()) return Fail(s.status());
-    snap.push_back(Ms(a, Clock::now()));
-    if (auto w = t.WriteFile("/etc/ssh/sshd_config.d/bench.conf", "PermitRootLogin no\n", 0644); !w.ok()) return Fail(w);
-    a = Clock::now();
-    if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
-    revert_small.push_back(Ms(a, Clock::now()));
-  }
-  fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms\n", Median(snap),
-             Median(revert_small));
-  for (int i = 0; i < std::min(reps, 3); ++i) {
-    auto s = t.Snapshot();
-    if (!s.ok()) return Fail(s.status());
-    auto inst = t.Run("apt-get install -y -q apparmor chrony ufw vlock >/dev/null 2>&1",
-                      SandboxLimits{});
-    if (!inst.ok()) return Fail(inst.status());
-    auto changed = t.snapshots().ChangedPaths();
-    auto a = Clock::now();
-    if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
-    revert_large.push_back(Ms(a, Clock::now()));
-    if (i == 0) fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());
-  }
-  fmt::print("revert after installing 4 packages: median {:.1f} ms\n", Median(revert_large));
 
   if (!baseline_out.empty()) {
     if (auto r = t.Revert(0); !r.ok()) return Fail(r);

@@ -60,6 +60,37 @@ Status ParseBudgets(const YamlNode& node, Budgets& out) {
   return Status::OK();
 }
 
+Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"enabled", "dir", "sources", "max_index_age"}));
+  if (auto n = node.Find("enabled")) {
+    TEMPER_ASSIGN_OR_RETURN(bool enabled, n->AsBool());
+    if (!enabled) {
+      out.dir.clear();
+      return Status::OK();
+    }
+  }
+  if (auto n = node.Find("dir")) {
+    TEMPER_ASSIGN_OR_RETURN(out.dir, n->AsPath());
+  }
+  if (auto n = node.Find("sources")) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<YamlNode> items, n->Items());
+    if (items.empty()) return n->Error("give at least one apt source, e.g. 'deb http://deb.debian.org/debian bookworm main'");
+    out.sources.clear();
+    for (const YamlNode& item : items) {
+      TEMPER_ASSIGN_OR_RETURN(std::string line, item.AsString());
+      Status valid = stig::ValidateAptSource(line);
+      if (!valid.ok()) return item.Error(valid.message());
+      out.sources.push_back(std::move(line));
+    }
+  }
+  if (auto n = node.Find("max_index_age")) {
+    TEMPER_ASSIGN_OR_RETURN(out.max_index_age, n->AsDuration(std::chrono::seconds(0), std::chrono::hours(24 * 365)));
+  }
+  Status valid = out.Validate();
+  if (!valid.ok()) return node.Error(valid.message());
+  return Status::OK();
+}
+
 Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMap());
   for (const auto& [name, spec] : node.Entries()) {
@@ -102,7 +133,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "targets"}));
+                                                 "default_budgets", "package_cache", "targets"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -136,6 +167,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
                             n->AsDuration(std::chrono::seconds(0), std::chrono::seconds(600)));
   }
   if (auto n = root.Find("default_budgets")) TEMPER_RETURN_IF_ERROR(ParseBudgets(*n, config.default_budgets));
+  config.package_cache.dir = (std::filesystem::path(config.state_dir) / "packages").string();
+  if (auto n = root.Find("package_cache")) TEMPER_RETURN_IF_ERROR(ParsePackageCache(*n, config.package_cache));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
   return config;
 }

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/budgets.h"
+#include "stig/package_cache.h"
 
 namespace temper {
 
@@ -45,6 +46,9 @@ struct DaemonConfig {
   LogLevel log_level = LogLevel::kInfo;
   std::chrono::seconds shutdown_grace{10};
   Budgets default_budgets;
+  // Where rootfs targets install packages from (stig/package_cache.h). Default: <state_dir>/packages
+  // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
+  stig::PackageCacheOptions package_cache;
   std::vector<TargetConfig> targets;
 
   const TargetConfig* FindTarget(const std::string& name) const;

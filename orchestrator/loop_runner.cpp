@@ -82,7 +82,7 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
   if (!target) {
     // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
     Result<std::unique_ptr<stig::RootfsTarget>> opened =
-        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root");
+        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root", config_.package_cache);
     if (!opened.ok()) {
       return FailBatch(batch, opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path)));
     }

@@ -4,11 +4,19 @@
 
 #include <fmt/format.h>
 
+#include "stig/package_install.h"
+
 namespace temper {
 
 namespace {
 // Larger files (logs, databases) are not configuration a STIG fix edits through read_file.
 constexpr size_t kLargestReadableFile = size_t{64} << 20;
+
+std::string Report(const stig::PackageChange& change, std::string_view verb) {
+  std::string out = change.changed.empty() ? fmt::format("nothing {}\n", verb) : "";
+  for (const std::string& line : change.changed) out += line + "\n";
+  return out + fmt::format("({:.1f} s)\n--- apt output ---\n{}", change.seconds, change.output);
+}
 }  // namespace
 
 Status TargetTools::CheckCancelled() const {
@@ -48,6 +56,23 @@ Status TargetTools::WriteFile(const std::string& path, const std::string& conten
   TEMPER_RETURN_IF_ERROR(CheckCancelled());
   mode_t mode = content.starts_with("#!") ? 0755 : 0644;
   return target_.WriteFile(path, content, mode);
+}
+
+Result<std::string> TargetTools::InstallPackages(const std::vector<std::string>& names, std::chrono::seconds timeout) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  stig::SandboxLimits limits;
+  limits.timeout = timeout;
+  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::InstallPackages(target_, names, limits));
+  return Report(change, "installed (already present)");
+}
+
+Result<std::string> TargetTools::RemovePackages(const std::vector<std::string>& names, bool purge,
+                                                std::chrono::seconds timeout) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  stig::SandboxLimits limits;
+  limits.timeout = timeout;
+  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::RemovePackages(target_, names, purge, limits));
+  return Report(change, "removed");
 }
 
 }  // namespace temper

@@ -25,6 +25,9 @@ class TargetTools final : public WorkerTools {
   Result<CommandResult> RunCommand(const std::string& command, std::chrono::seconds timeout) override;
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override;
   Status WriteFile(const std::string& path, const std::string& content) override;
+  Result<std::string> InstallPackages(const std::vector<std::string>& names, std::chrono::seconds timeout) override;
+  Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge,
+                                     std::chrono::seconds timeout) override;
 
  private:
   Status CheckCancelled() const;

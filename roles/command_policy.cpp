@@ -107,10 +107,36 @@ bool IsNetworkUnit(std::string_view raw) {
          u == "wicked" || u == "firewalld";
 }
 
+// Packages whose removal cuts off logins or remote access, takes the network down, or leaves the
+// host unable to boot or to install packages again.
+bool IsProtectedPackage(std::string_view raw) {
+  std::string n = Lower(raw);
+  if (size_t colon = n.find(':'); colon != std::string::npos) n.resize(colon);  // libpam0g:amd64
+  static constexpr std::string_view kNames[] = {
+      "openssh-server", "openssh-sftp-server", "sudo", "systemd", "systemd-sysv", "init", "sysvinit-core",
+      "libpam-modules", "libpam-modules-bin", "libpam-runtime", "libpam0g", "login", "passwd", "apt", "dpkg",
+      "ifupdown", "netplan.io", "network-manager", "iproute2", "systemd-resolved", "initramfs-tools"};
+  for (std::string_view p : kNames) {
+    if (n == p) return true;
+  }
+  return StartsWith(n, "linux-image") || StartsWith(n, "grub");
+}
+
 struct Refusal {
   std::string why;
   std::string instead;
 };
+
+std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (IsProtectedPackage(n)) {
+      return Refusal{fmt::format("removing the package {} would cut off access to the host or leave it unable to "
+                                 "boot, log in or install packages", n),
+                     "keep it and change its configuration; STIG rules never require removing it"};
+    }
+  }
+  return std::nullopt;
+}
 
 std::optional<Refusal> Judge(const SimpleCommand& c, const PolicyContext& ctx) {
   const std::string& p = c.program;
@@ -161,6 +187,25 @@ std::optional<Refusal> Judge(const SimpleCommand& c, const PolicyContext& ctx) {
       }
     }
     return std::nullopt;
+  }
+  if (p == "apt-get" || p == "apt" || p == "aptitude") {
+    // apt-get [options] remove|purge NAME...
+    std::vector<std::string> words;
+    for (const std::string& w : a) if (!StartsWith(w, "-")) words.push_back(w);
+    if (!words.empty() && (words[0] == "remove" || words[0] == "purge")) {
+      return JudgeRemoval(std::vector<std::string>(words.begin() + 1, words.end()));
+    }
+    return std::nullopt;
+  }
+  if (p == "dpkg") {
+    bool removing = false;
+    for (const std::string& w : a) {
+      removing = removing || w == "-r" || w == "-P" || w == "--remove" || w == "--purge";
+    }
+    if (!removing) return std::nullopt;
+    std::vector<std::string> names;
+    for (const std::string& w : a) if (!StartsWith(w, "-")) names.push_back(w);
+    return JudgeRemoval(names);
   }
   if (p == "kill" || p == "pkill" || p == "killall" || p == "skill") {
     for (const std::string& w : a) {
@@ -322,6 +367,13 @@ Status CheckCommand(std::string_view command_line, const PolicyContext& context)
     if (auto r = Judge(c, context)) {
       return Status::PermissionDenied(fmt::format("refused by policy: {}. Instead: {}. Nothing was run.", r->why, r->instead));
     }
+  }
+  return Status::OK();
+}
+
+Status CheckPackageRemoval(const std::vector<std::string>& names) {
+  if (auto r = JudgeRemoval(names)) {
+    return Status::PermissionDenied(fmt::format("refused by policy: {}. Instead: {}. Nothing was removed.", r->why, r->instead));
   }
   return Status::OK();
 }

@@ -2,8 +2,8 @@
 // command reaches it, whatever the model says. The aim is that no fix can lock the operator out
 // or destroy the host: no reboot or shutdown, no stopping/disabling/killing sshd, no deleting or
 // recursively re-owning system directories, no formatting or raw writes to block devices, no
-// taking the network down, and no bootloader edits unless the rule being fixed is about the
-// bootloader.
+// taking the network down, no removing the packages that keep it reachable or bootable, and no
+// bootloader edits unless the rule being fixed is about the bootloader.
 //
 // Commands are split with roles/shell_split, so `true && sudo reboot`, `$(shutdown -h now)`,
 // `bash -c 'systemctl stop sshd'` and `nohup env X=1 halt` are all seen; look-alikes that only
@@ -15,7 +15,9 @@
 // do instead. Thread safety: pure functions.
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -31,6 +33,11 @@ struct PolicyContext {
 bool IsBootloaderRule(std::string_view rule_id, std::string_view title);
 
 Status CheckCommand(std::string_view command_line, const PolicyContext& context);
+
+// For remove_package (and, inside CheckCommand, apt-get/apt/aptitude remove|purge and dpkg -r|-P):
+// refuses packages whose removal cuts off access or leaves the host unbootable (openssh-server,
+// sudo, systemd, PAM, login, apt, dpkg, network managers, kernels, grub).
+Status CheckPackageRemoval(const std::vector<std::string>& names);
 
 // For write_file: refuses bootloader files (unless allowed), block devices and /proc, /sys.
 Status CheckWritePath(std::string_view path, const PolicyContext& context);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "roles/architect.h"
 #include "roles/command_policy.h"
@@ -28,6 +29,21 @@ bool LooksLikeShellScript(const std::string& path, const std::string& content) {
   if (content.rfind("#!", 0) != 0) return false;
   std::string first = content.substr(0, content.find('\n'));
   return first.find("sh") != std::string::npos;
+}
+
+// The "packages" argument of install_package / remove_package: a non-empty array of strings.
+Result<std::vector<std::string>> PackageNames(const json& arguments, const std::string& tool) {
+  const json& list = arguments["packages"];
+  std::vector<std::string> names;
+  for (const json& n : list) {
+    if (!n.is_string() || n.get<std::string>().empty()) {
+      return Status::InvalidArgument(fmt::format("{}: every entry of 'packages' must be a package name (a string), not {}",
+                                                 tool, n.dump()));
+    }
+    names.push_back(n.get<std::string>());
+  }
+  if (names.empty()) return Status::InvalidArgument(tool + ": 'packages' is empty; name at least one package");
+  return names;
 }
 
 std::string OneLine(const std::string& s, size_t max) {
@@ -73,6 +89,19 @@ std::vector<ToolDeclaration> Worker::Tools() {
        json::parse(R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"},
                        "content": {"type": "string", "description": "the whole new content"}},
                        "required": ["path", "content"], "additionalProperties": false})")},
+      {"install_package",
+       "Install Debian packages, and what they depend on, on the target with its own apt, from the package source "
+       "temper keeps for it (the target has no network of its own, so apt-get through run_command cannot download). "
+       "Returns what was set up, or why it failed (unknown package, conflicts, a failing maintainer script).",
+       json::parse(R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+                       "description": "package names, e.g. [\"aide\"]"}},
+                       "required": ["packages"], "additionalProperties": false})")},
+      {"remove_package",
+       "Remove Debian packages from the target. Packages that depend on them are not removed along: name them too.",
+       json::parse(R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+                       "description": "package names"},
+                       "purge": {"type": "boolean", "description": "also delete their configuration files"}},
+                       "required": ["packages"], "additionalProperties": false})")},
       {"finish", "End the attempt. The evaluator then checks the rule.",
        json::parse(R"({"type": "object", "properties": {"summary": {"type": "string",
                        "description": "what you changed and how you verified it"}},
@@ -194,14 +223,20 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
       } else {
         ++result.steps;
         Status refusal;
+        Result<std::vector<std::string>> packages = std::vector<std::string>{};
         if (call.name == "run_command") {
           refusal = CheckCommand(call.arguments["command"].get<std::string>(), policy);
         } else if (call.name == "write_file") {
           const std::string path = call.arguments["path"], content = call.arguments["content"];
           refusal = CheckWritePath(path, policy);
           if (refusal.ok() && LooksLikeShellScript(path, content)) refusal = CheckCommand(content, policy);
+        } else if (call.name == "install_package" || call.name == "remove_package") {
+          packages = PackageNames(call.arguments, call.name);
+          if (packages.ok() && call.name == "remove_package") refusal = CheckPackageRemoval(*packages);
         }
-        if (!refusal.ok()) {
+        if (!packages.ok()) {
+          output = "error: " + packages.status().message();
+        } else if (!refusal.ok()) {
           output = refusal.message();
           emit({WorkerEvent::Kind::kRefused, call.name, call.arguments, output});
         } else if (call.name == "run_command") {
@@ -232,6 +267,17 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
           if (!s.ok() && !ToolErrorIsForTheModel(s.code())) return s.WithContext("writing a file for the Worker");
           output = s.ok() ? fmt::format("wrote {} bytes to {}", content.size(), path) : "error: " + s.message();
           if (s.ok()) result.actions += fmt::format("write {} ({} bytes)\n", path, content.size());
+        } else if (call.name == "install_package" || call.name == "remove_package") {
+          const bool install = call.name == "install_package";
+          const bool purge = call.arguments.contains("purge") && call.arguments["purge"].get<bool>();
+          auto r = install ? tools.InstallPackages(*packages, budget_.command_timeout)
+                           : tools.RemovePackages(*packages, purge, budget_.command_timeout);
+          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
+            return r.status().WithContext(install ? "installing packages for the Worker" : "removing packages for the Worker");
+          }
+          output = r.ok() ? TruncateOutput(*r, budget_.max_output_bytes) : "error: " + TruncateOutput(r.status().message(), budget_.max_output_bytes);
+          result.actions += fmt::format("{} {} → {}\n", install ? "install" : (purge ? "purge" : "remove"),
+                                        fmt::join(*packages, " "), r.ok() ? "ok" : "failed");
         }
         if (output.find("refused by policy") == std::string::npos) {
           emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, OneLine(output, 500)});

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -32,6 +33,16 @@ class WorkerTools {
   virtual Result<std::string> ReadFile(const std::string& path, size_t max_bytes) = 0;
   // Creates or replaces the file.
   virtual Status WriteFile(const std::string& path, const std::string& content) = 0;
+  // Installs Debian packages and what they depend on with the target's own package manager, from
+  // the package source the daemon keeps for the target (targets may have no network). Returns the
+  // report to show the model (what was set up). `names` are package names the Worker has checked
+  // to be non-empty strings; NotFound for a package not in the archive, FailedPrecondition for
+  // conflicts, failing maintainer scripts or a target that cannot install packages.
+  virtual Result<std::string> InstallPackages(const std::vector<std::string>& names, std::chrono::seconds timeout) = 0;
+  // Removes packages (`purge`: with their configuration files); the policy has approved the names.
+  // FailedPrecondition when the removal would take other packages along (they are named).
+  virtual Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge,
+                                             std::chrono::seconds timeout) = 0;
 };
 
 }  // namespace temper

@@ -1,11 +1,15 @@
 #include "stig/baseline.h"
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "stig/package_install.h"
 
 namespace temper::stig {
 namespace {
@@ -28,6 +32,31 @@ Status Spit(const std::string& path, const std::string& data) {
   f.close();
   if (!f) return Status::IOError("writing " + path);
   return Status::OK();
+}
+
+std::string FirstLine(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Fetches each package on its own (SSG installs alternatives, e.g. chrony and ntp, which conflict
+// with each other), merging the files into one set for the fix script's run.
+ResolvedPackages PrepareEach(Target& target, const std::vector<std::string>& packages, BaselineReport& report,
+                             const Logger& log) {
+  ResolvedPackages all;
+  for (const std::string& name : packages) {
+    Result<ResolvedPackages> one = target.PreparePackages({name});
+    if (!one.ok()) {
+      log.Warning("baseline: the package cache cannot serve {}: {}", name, one.status().message());
+      report.packages_unavailable.push_back(name + ": " + FirstLine(one.status().message()));
+      continue;
+    }
+    report.packages_prepared.push_back(name);
+    all.requested.push_back(name);
+    for (PackageFile& f : one->files) {
+      bool seen = false;
+      for (const PackageFile& g : all.files) seen = seen || g.file_name == f.file_name;
+      if (!seen) all.files.push_back(std::move(f));
+    }
+  }
+  return all;
 }
 
 std::string ShortId(const std::string& id) {
@@ -84,6 +113,12 @@ std::string BaselineReport::ToText() const {
                      100 * FixRate(true), Broken());
   out += fmt::format("time: scan {:.1f} s, fix {:.1f} s ({}), rescan {:.1f} s\n", scan_before_seconds, fix_seconds,
                      fix_outcome, scan_after_seconds);
+  if (!packages_prepared.empty() || !packages_unavailable.empty()) {
+    std::string prepared;
+    for (const auto& p : packages_prepared) prepared += (prepared.empty() ? "" : " ") + p;
+    out += fmt::format("packages from the cache ({:.1f} s): {}\n", prepare_seconds, prepared.empty() ? "none" : prepared);
+    for (const auto& p : packages_unavailable) out += fmt::format("  not available: {}\n", p);
+  }
   auto broken_health = health_after.BrokenSince(&health_before);
   std::string hb;
   for (const auto& h : broken_health) hb += (hb.empty() ? "" : ", ") + h;
@@ -110,6 +145,7 @@ std::string BaselineReport::ToJson() const {
   j["broken"] = Broken();
   j["seconds"] = {{"scan_before", scan_before_seconds}, {"fix", fix_seconds}, {"scan_after", scan_after_seconds}};
   j["fix_outcome"] = fix_outcome;
+  j["packages"] = {{"prepared", packages_prepared}, {"unavailable", packages_unavailable}, {"seconds", prepare_seconds}};
   j["health_broken"] = health_after.BrokenSince(&health_before);
   nlohmann::json rs = nlohmann::json::array();
   for (const auto& r : rules) {
@@ -145,10 +181,18 @@ Result<BaselineReport> RunBaseline(Target& target, const Evaluator& evaluator, c
   TEMPER_ASSIGN_OR_RETURN(std::string fix, Slurp(before.fix_script_path));
   TEMPER_RETURN_IF_ERROR(Spit((fs::path(options.output_dir) / "fix.sh").string(), fix));
   TEMPER_RETURN_IF_ERROR(target.WriteFile(kFixPathInTarget, fix, 0700));
+  const std::string run_fix = fmt::format("bash {0}; rc=$?; rm -f {0}; exit $rc", kFixPathInTarget);
+  std::optional<ResolvedPackages> packages;
+  if (options.use_package_cache && target.CanInstallPackages()) {
+    std::vector<std::string> wanted = PackagesInstalledBy(fix);
+    log.Info("baseline: preparing {} package(s) the fixes install in the package cache", wanted.size());
+    auto start = std::chrono::steady_clock::now();
+    packages = PrepareEach(target, wanted, report, log);
+    report.prepare_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
   log.Info("baseline: running SSG's remediation for {} failing rule(s)", before.Counts()[Verdict::kFail]);
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult fixed,
-                          target.Run(fmt::format("bash {0}; rc=$?; rm -f {0}; exit $rc", kFixPathInTarget),
-                                     options.fix_limits));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult fixed, packages ? target.RunWithPackages(run_fix, options.fix_limits, *packages)
+                                                        : target.Run(run_fix, options.fix_limits));
   report.fix_seconds = fixed.seconds;
   report.fix_outcome = fixed.Describe();
   TEMPER_RETURN_IF_ERROR(Spit((fs::path(options.output_dir) / "fix.log").string(),

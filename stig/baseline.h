@@ -4,7 +4,10 @@
 // and the fix rate, overall and over the rules a rootfs can decide.
 //
 // The fix script is written into the target and run there with bash, in the sandbox, with no
-// network: packages it installs must come from the target's apt cache (see rootfs_builder.h).
+// network. When the target has a package cache (package_cache.h), the packages the script
+// `apt-get install`s are fetched into it first and the script runs with the target's apt able to
+// install them offline, as the Worker's install_package does; without one, they can only come
+// from the target's own apt cache (see rootfs_builder.h).
 // Thread safety: as Target (single owner).
 #pragma once
 
@@ -27,6 +30,8 @@ struct BaselineOptions {
   std::string output_dir;
   SandboxLimits fix_limits{std::chrono::minutes(30), std::uint64_t{4} << 30, 16 << 20};
   std::vector<HealthCheck> health_checks = DefaultHealthChecks();
+  // Install the fix script's packages from the target's package cache when it has one.
+  bool use_package_cache = true;
 };
 
 struct BaselineRule {
@@ -48,6 +53,12 @@ struct BaselineReport {
   double fix_seconds = 0;
   double scan_after_seconds = 0;
   std::string fix_outcome;  // ProcessResult::Describe() of the fix script
+  // The packages the fix script installs, as prepared in the package cache: those it could serve
+  // and, with the reason, those it could not (e.g. "mfetp: not in the archive"). Both empty when
+  // no package cache was used.
+  std::vector<std::string> packages_prepared;
+  std::vector<std::string> packages_unavailable;
+  double prepare_seconds = 0;
   HealthReport health_before;
   HealthReport health_after;
 

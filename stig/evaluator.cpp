@@ -104,7 +104,11 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
       spec.argv.insert(spec.argv.end(), {"--fix", out.fix_script_path});
     }
   }
-  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + scratch.path(), "LC_ALL=C"};
+  // The systemdunit* probes ask systemd over the system D-Bus, which is the HOST's bus, not the
+  // target's: point libdbus at no bus, so a service rule on a root is "unknown" on every host
+  // instead of reporting the host's own units.
+  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + scratch.path(), "LC_ALL=C",
+              "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/temper-no-system-bus"};
   spec.timeout = options_.timeout;
   spec.memory_limit_bytes = options_.memory_limit_bytes;
   spec.max_output_bytes = 64 << 20;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -36,9 +37,14 @@ Result<int> OpenInRoot(const std::string& root, const std::string& path, int fla
 }  // namespace
 
 Result<std::unique_ptr<RootfsTarget>> RootfsTarget::Open(std::string name, const std::string& dir,
-                                                         const std::string& base) {
+                                                         const std::string& base, PackageCacheOptions packages) {
+  std::optional<PackageCache> cache;
+  if (!packages.dir.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(PackageCache opened, PackageCache::Open(std::move(packages)));
+    cache.emplace(std::move(opened));
+  }
   TEMPER_ASSIGN_OR_RETURN(auto layers, OverlaySnapshots::Open(dir, base));
-  return std::unique_ptr<RootfsTarget>(new RootfsTarget(std::move(name), std::move(layers)));
+  return std::unique_ptr<RootfsTarget>(new RootfsTarget(std::move(name), std::move(layers), std::move(cache)));
 }
 
 Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name, const std::string& dir,
@@ -53,6 +59,37 @@ Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
 
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {
   return RunInSandbox(root(), command, limits);
+}
+
+Result<const PackageCache*> RootfsTarget::Packages() const {
+  if (!packages_) {
+    return Status::FailedPrecondition(fmt::format(
+        "target {} has no package cache, so it cannot install packages (configure package_cache for temperd)", name_));
+  }
+  return &*packages_;
+}
+
+Result<ResolvedPackages> RootfsTarget::PreparePackages(const std::vector<std::string>& packages) {
+  TEMPER_ASSIGN_OR_RETURN(const PackageCache* cache, Packages());
+  // Read through the target's own resolution rules: a symlink planted there stays inside it.
+  Result<std::string> status = ReadFile("/var/lib/dpkg/status", std::size_t{256} << 20);
+  if (!status.ok()) return status.status().WithContext("target " + name_ + ": reading its dpkg status");
+  Result<ResolvedPackages> resolved = cache->Fetch(*status, packages);
+  if (!resolved.ok()) return resolved.status().WithContext("target " + name_);
+  return resolved;
+}
+
+Result<ProcessResult> RootfsTarget::RunWithPackages(const std::string& command, const SandboxLimits& limits,
+                                                    const ResolvedPackages& prepared) {
+  TEMPER_ASSIGN_OR_RETURN(const PackageCache* cache, Packages());
+  // The cache is mounted over it; a missing one would be made in the tree (and apt is not there).
+  std::error_code ec;
+  if (!std::filesystem::is_directory(std::filesystem::symlink_status(root() + "/var/cache/apt", ec))) {
+    return Status::FailedPrecondition(
+        fmt::format("target {} has no directory /var/cache/apt, so its apt cannot install from the package cache", name_));
+  }
+  TEMPER_ASSIGN_OR_RETURN(SandboxExtras extras, cache->SandboxFor(prepared));
+  return RunInSandbox(root(), command, limits, extras);
 }
 
 Result<std::string> RootfsTarget::ReadFile(const std::string& path, std::size_t max_bytes) {

@@ -9,10 +9,12 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/log.h"
 #include "stig/overlay_snapshots.h"
+#include "stig/package_cache.h"
 #include "stig/rootfs_builder.h"
 #include "stig/target.h"
 
@@ -21,9 +23,10 @@ namespace temper::stig {
 class RootfsTarget : public Target {
  public:
   // Opens the target `name` whose state lives in `dir` (layers, mount point) over the read-only
-  // root `base`; many targets may share one base. Errors as OverlaySnapshots::Open.
+  // root `base`; many targets may share one base, and one package cache (`packages.dir` empty: the
+  // target cannot install packages). Errors as OverlaySnapshots::Open and PackageCache::Open.
   static Result<std::unique_ptr<RootfsTarget>> Open(std::string name, const std::string& dir,
-                                                    const std::string& base);
+                                                    const std::string& base, PackageCacheOptions packages = {});
 
   // The layout `temper target create` makes in a target directory: `dir`/root holds the built
   // root (rootfs_builder.h) and `dir`/state the snapshot layers. Builds the root first when it is
@@ -35,6 +38,10 @@ class RootfsTarget : public Target {
   Result<SnapshotId> Snapshot() override;
   Status Revert(SnapshotId id) override;
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
+  bool CanInstallPackages() const override { return packages_.has_value(); }
+  Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) override;
+  Result<ProcessResult> RunWithPackages(const std::string& command, const SandboxLimits& limits,
+                                        const ResolvedPackages& prepared) override;
   Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) override;
   Status WriteFile(const std::string& path, std::string_view content, mode_t mode) override;
   Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) override;
@@ -44,11 +51,14 @@ class RootfsTarget : public Target {
   OverlaySnapshots& snapshots() { return *layers_; }
 
  private:
-  RootfsTarget(std::string name, std::unique_ptr<OverlaySnapshots> layers)
-      : name_(std::move(name)), layers_(std::move(layers)) {}
+  RootfsTarget(std::string name, std::unique_ptr<OverlaySnapshots> layers, std::optional<PackageCache> packages)
+      : name_(std::move(name)), layers_(std::move(layers)), packages_(std::move(packages)) {}
+
+  Result<const PackageCache*> Packages() const;
 
   std::string name_;
   std::unique_ptr<OverlaySnapshots> layers_;
+  std::optional<PackageCache> packages_;
 };
 
 }  // namespace temper::stig

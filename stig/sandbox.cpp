@@ -7,7 +7,7 @@
 namespace temper::stig {
 
 std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command,
-                                     const std::vector<SandboxMount>& read_only_mounts) {
+                                     const SandboxExtras& extras) {
   std::vector<std::string> argv = {
       "/usr/bin/bwrap",
       "--bind", root, "/",
@@ -36,22 +36,23 @@ std::vector<std::string> SandboxArgv(const std::string& root, const std::string&
                           "CAP_SYS_CHROOT", "CAP_SETFCAP", "CAP_AUDIT_WRITE"}) {
     argv.insert(argv.end(), {"--cap-add", cap});
   }
-  for (const auto& m : read_only_mounts) {
-    argv.insert(argv.end(), {"--ro-bind", m.host_path, m.sandbox_path});
-  }
+  for (const auto& path : extras.tmpfs) argv.insert(argv.end(), {"--tmpfs", path});
+  for (const auto& path : extras.dirs) argv.insert(argv.end(), {"--dir", path});
+  for (const auto& m : extras.read_only_mounts) argv.insert(argv.end(), {"--ro-bind", m.host_path, m.sandbox_path});
+  for (const auto& [name, value] : extras.env) argv.insert(argv.end(), {"--setenv", name, value});
   argv.insert(argv.end(), {"/bin/sh", "-c", command});
   return argv;
 }
 
 Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& command, const SandboxLimits& limits,
-                                   const std::vector<SandboxMount>& read_only_mounts) {
+                                   const SandboxExtras& extras) {
   if (::geteuid() != 0) {
     return Status::FailedPrecondition("the rootfs sandbox needs root on the host to map the id range");
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) return Status::NotFound("sandbox root " + root + " is not a directory");
   ProcessSpec spec;
-  spec.argv = SandboxArgv(root, command, read_only_mounts);
+  spec.argv = SandboxArgv(root, command, extras);
   spec.timeout = limits.timeout;
   spec.memory_limit_bytes = limits.memory_limit_bytes;
   spec.max_output_bytes = limits.max_output_bytes;

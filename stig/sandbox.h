@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -31,18 +32,30 @@ struct SandboxLimits {
 };
 
 struct SandboxMount {
-  std::string host_path;
+  std::string host_path;     // a file or directory; symlinks are followed
   std::string sandbox_path;  // read-only inside
+};
+
+// What one command sees besides the target's tree, e.g. the host's package cache (package_cache.h).
+// Applied in this order: each `tmpfs` path gets an empty tmpfs, `dirs` are made, then the read-only
+// mounts are bound. A path that does not exist in the target would be created in the target's tree
+// as the mount point, so the tmpfs paths must exist there, and `dirs` and mounts must lie inside a
+// tmpfs; then the command leaves no trace of them in the target.
+struct SandboxExtras {
+  std::vector<std::string> tmpfs;
+  std::vector<std::string> dirs;
+  std::vector<SandboxMount> read_only_mounts;
+  std::vector<std::pair<std::string, std::string>> env;  // set after the sandbox's own variables
 };
 
 // The bwrap argv that RunInSandbox executes (for logs and tests).
 std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command,
-                                     const std::vector<SandboxMount>& read_only_mounts = {});
+                                     const SandboxExtras& extras = {});
 
 // Runs `/bin/sh -c command` in the sandbox over `root`. A command that fails is not an error (see
 // ProcessResult); errors are IOError/Unavailable when the sandbox cannot start, NotFound when
 // `root` is not a directory, and FailedPrecondition when not running as root.
 Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& command, const SandboxLimits& limits,
-                                   const std::vector<SandboxMount>& read_only_mounts = {});
+                                   const SandboxExtras& extras = {});
 
 }  // namespace temper::stig

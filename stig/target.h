@@ -10,9 +10,11 @@
 #include <string>
 #include <string_view>
 #include <sys/types.h>
+#include <vector>
 
 #include "common/status.h"
 #include "stig/evaluator.h"
+#include "stig/package_cache.h"
 #include "stig/process.h"
 #include "stig/sandbox.h"
 
@@ -34,6 +36,17 @@ class Target {
   // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with
   // its exit code, not an error.
   virtual Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) = 0;
+  // True when the target has a package cache, so PreparePackages can succeed.
+  virtual bool CanInstallPackages() const = 0;
+  // Makes `packages` (Debian package names) and what they depend on installable by the target's
+  // own apt without network, fetching them into the host-side package cache; the target itself is
+  // not changed. Errors as PackageCache::Fetch, and FailedPrecondition when the target has no
+  // package cache.
+  virtual Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) = 0;
+  // Runs `command` as Run does, with the target's apt able to install `prepared` offline (e.g.
+  // `apt-get install -y aide`, or a script that does). Errors as Run.
+  virtual Result<ProcessResult> RunWithPackages(const std::string& command, const SandboxLimits& limits,
+                                                const ResolvedPackages& prepared) = 0;
   // Reads at most `max_bytes` of a regular file (OutOfRange when larger). NotFound when missing.
   virtual Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) = 0;
   // Creates or replaces a file, owned by root, with `mode`. NotFound when the parent is missing.

@@ -21,6 +21,8 @@ namespace {
 // Where `temper target create NAME` puts a target unless --dir says otherwise; temperd.yaml's
 // rootfs targets point at such a directory.
 constexpr const char* kTargetsDir = "/var/lib/temper/targets";
+// temperd's default package cache (<state_dir>/packages), so the baseline and the loop share it.
+constexpr const char* kPackageCacheDir = "/var/lib/temper/packages";
 
 void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
 
@@ -78,7 +80,9 @@ void AddBaselineCommand(CLI::App& app, CommandContext& ctx) {
     std::string target, dir, datastream = std::string(stig::kUbuntu2004Datastream), profile = "stig";
     std::string content_dir = std::string(stig::kDefaultContentDir), out;
     std::vector<std::string> rules;
-    bool json = false, keep = false;
+    std::string package_cache = kPackageCacheDir;
+    std::vector<std::string> package_sources;
+    bool json = false, keep = false, no_package_cache = false;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -91,6 +95,13 @@ void AddBaselineCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-r,--rule", opt->rules, "only these rules (id or name); repeat for several. Default: the profile");
   cmd->add_option("-o,--out", opt->out, "directory for results.xml/arf.xml before and after, fix.sh, fix.log (default: a new temp dir)");
   cmd->add_flag("--keep", opt->keep, "keep the remediated state (default: revert the target afterwards)");
+  cmd->add_option("--package-cache", opt->package_cache,
+                  "where the packages the fixes install are fetched to (temperd's default cache)")
+      ->capture_default_str();
+  cmd->add_option("--package-source", opt->package_sources,
+                  "apt source line for the package cache; repeat for several (default: Debian 12's archive)");
+  cmd->add_flag("--no-package-cache", opt->no_package_cache,
+                "install only what the target's own apt cache holds (no network, no host-side cache)");
   cmd->add_flag("--json", opt->json, "print the report as JSON");
   cmd->callback([&ctx, opt] {
     ctx.run = [opt]() -> Status {
@@ -103,7 +114,13 @@ void AddBaselineCommand(CLI::App& app, CommandContext& ctx) {
       Logger log(LogLevel::kInfo);
       TEMPER_ASSIGN_OR_RETURN(stig::Content content, stig::Content::Load(opt->datastream, opt->profile, opt->content_dir));
       stig::Evaluator evaluator(content, {}, log);
-      TEMPER_ASSIGN_OR_RETURN(auto target, stig::RootfsTarget::Open(opt->target, dir + "/state", dir + "/root"));
+      stig::PackageCacheOptions packages;
+      if (!opt->no_package_cache) {
+        packages.dir = std::filesystem::absolute(opt->package_cache).lexically_normal().string();
+        if (!opt->package_sources.empty()) packages.sources = opt->package_sources;
+      }
+      TEMPER_ASSIGN_OR_RETURN(auto target,
+                              stig::RootfsTarget::Open(opt->target, dir + "/state", dir + "/root", packages));
       std::string out = opt->out;
       if (out.empty()) {
         std::string tmpl = (std::filesystem::temp_directory_path() / "temper-baseline-XXXXXX").string();

@@ -28,6 +28,23 @@ TEST_CASE("defaults apply to an empty mapping, and the database follows state_di
   CHECK(config->database == "/srv/t/temper.db");
   CHECK(config->content_dir == "/usr/share/xml/scap/ssg/content");
   CHECK(config->log_level == LogLevel::kInfo);
+  CHECK(config->package_cache.dir == "/srv/t/packages");
+  CHECK(config->package_cache.sources == std::vector<std::string>{"deb http://deb.debian.org/debian bookworm main"});
+}
+
+TEST_CASE("the package cache takes a directory, apt sources and an index age, or is turned off") {
+  auto config = ParseDaemonConfig(
+      "package_cache:\n  dir: cache\n  sources:\n    - deb [trusted=yes] file:/srv/debs ./\n"
+      "    - deb http://mirror.example/debian bookworm main contrib\n  max_index_age: 2h\n",
+      "/etc/temper/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->package_cache.dir == "/etc/temper/cache");
+  CHECK(config->package_cache.sources == std::vector<std::string>{"deb [trusted=yes] file:/srv/debs ./",
+                                                                   "deb http://mirror.example/debian bookworm main contrib"});
+  CHECK(config->package_cache.max_index_age.count() == 7200);
+  auto off = ParseDaemonConfig("package_cache:\n  enabled: false\n", "/etc/temper/t.yaml");
+  REQUIRE(off.ok());
+  CHECK(off->package_cache.dir.empty());
 }
 
 TEST_CASE("temperd.yaml errors name file, line, column and field") {
@@ -38,7 +55,14 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, targets)"},
+                         "default_budgets, package_cache, targets)"},
+      {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
+       "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
+       "source (\"deb [options] URI SUITE [COMPONENT...]\")"},
+      {"package_cache:\n  sources: []\n", "t.yaml:2:12: package_cache.sources: give at least one apt source, e.g. "
+                                          "'deb http://deb.debian.org/debian bookworm main'"},
+      {"package_cache:\n  mirror: /srv\n", "t.yaml:2:3: package_cache.mirror: unknown key (valid keys here: enabled, "
+                                           "dir, sources, max_index_age)"},
       {"log_level: loud\n", "t.yaml:1:12: log_level: unknown log level 'loud' (expected debug, info, warning or error)"},
       {"default_budgets:\n  max_attempts: 0\n", "t.yaml:2:17: default_budgets.max_attempts: 0 is out of range [1, 50]"},
       {"default_budgets:\n  wall_time: 5s\n", "t.yaml:2:14: default_budgets.wall_time: duration 5s is out of range [10s, 86400s]"},

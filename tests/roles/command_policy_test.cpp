@@ -130,3 +130,25 @@ TEST_CASE("write_file paths: devices, kernel interfaces and the bootloader") {
   CHECK(CheckWritePath("/etc/../boot/grub2/grub.cfg", {}).code() == StatusCode::kPermissionDenied);
   CHECK(CheckWritePath("/etc/default/grub", {.bootloader_rule = true}).ok());
 }
+
+TEST_CASE("removing the packages that keep the host reachable is refused, in commands and remove_package") {
+  const PolicyContext ctx;
+  for (const char* cmd : {"apt-get remove -y openssh-server", "DEBIAN_FRONTEND=noninteractive apt-get purge -y sudo",
+                          "apt remove --purge systemd", "dpkg -P libpam-modules", "dpkg --remove login",
+                          "apt-get -y remove telnetd linux-image-amd64", "aptitude purge grub-pc"}) {
+    INFO(cmd);
+    Status s = CheckCommand(cmd, ctx);
+    CHECK(s.code() == StatusCode::kPermissionDenied);
+    CHECK_THAT(s.message(), Catch::Contains("refused by policy: removing the package"));
+  }
+  for (const char* cmd : {"apt-get remove -y telnetd rsh-server", "apt-get install -y sudo openssh-server",
+                          "dpkg -s openssh-server", "dpkg -l sudo", "apt-cache policy systemd", "apt-get purge -y nis"}) {
+    INFO(cmd);
+    CHECK(CheckCommand(cmd, ctx).ok());
+  }
+  CHECK(CheckPackageRemoval({"telnetd", "nis"}).ok());
+  Status s = CheckPackageRemoval({"telnetd", "openssh-server"});
+  CHECK(s.code() == StatusCode::kPermissionDenied);
+  CHECK_THAT(s.message(), Catch::Contains("openssh-server") && Catch::Contains("Nothing was removed"));
+  CHECK(CheckPackageRemoval({"libpam0g:amd64"}).code() == StatusCode::kPermissionDenied);
+}

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -81,6 +82,27 @@ class DirectoryTools final : public WorkerTools {
     std::ofstream(root_ + path) << content;
     return Status::OK();
   }
+  // A package manager in memory: "aide" and "aide-common" exist, nothing else does.
+  Result<std::string> InstallPackages(const std::vector<std::string>& names, std::chrono::seconds) override {
+    std::string report;
+    for (const std::string& n : names) {
+      if (n != "aide" && n != "aide-common") return Status::NotFound(n + " is not in the archive");
+    }
+    for (const std::string& n : names) {
+      installed.insert(n);
+      report += "Setting up " + n + " (1.0)\n";
+    }
+    return report;
+  }
+  Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge, std::chrono::seconds) override {
+    std::string report;
+    for (const std::string& n : names) {
+      if (installed.erase(n)) report += (purge ? "Purging configuration files for " : "Removing ") + n + " (1.0)\n";
+    }
+    return report.empty() ? "nothing removed\n" : report;
+  }
+
+  std::set<std::string> installed;
 
  private:
   std::string root_;
@@ -185,10 +207,11 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
   CHECK_THAT(r->actions, Catch::Contains("$ seq 1 3000 → exit 0"));
   CHECK_THAT(r->actions, Catch::Contains("write /etc/issue (20 bytes)"));
   CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 1);
-  // The first request declared the four tools with their schemas.
-  REQUIRE(first_tools.size() == 4);
+  // The first request declared the six tools with their schemas.
+  REQUIRE(first_tools.size() == 6);
   CHECK(first_tools[0]["function"]["name"] == "run_command");
-  CHECK(first_tools[3]["function"]["parameters"]["required"] == json::array({"summary"}));
+  CHECK(first_tools[3]["function"]["name"] == "install_package");
+  CHECK(first_tools[5]["function"]["parameters"]["required"] == json::array({"summary"}));
 }
 
 TEST_CASE("the loop stops at the step budget, the token budget, and after repeated unusable answers") {
@@ -244,6 +267,45 @@ TEST_CASE("scripts written with write_file are checked by the policy too") {
   REQUIRE(r.ok());
   CHECK_THAT(last_tool, Catch::Contains("would cut off remote access"));
   CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
+}
+
+TEST_CASE("install_package and remove_package reach the tools; bad names and protected removals are explained") {
+  Harness h;
+  std::vector<std::string> results;  // each tool result the model was shown
+  std::atomic<int> n{0};
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body);
+    if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
+    json reply;
+    switch (++n) {
+      case 1: reply = ToolCallsReply({{"install_package", {{"packages", {"aide", "aide-common"}}}}}); break;
+      case 2: reply = ToolCallsReply({{"install_package", {{"packages", {"aide-ng"}}}}}); break;
+      case 3: reply = ToolCallsReply({{"install_package", {{"packages", {"aide", 7}}}}}); break;
+      case 4: reply = ToolCallsReply({{"remove_package", {{"packages", {"openssh-server"}}}}}); break;
+      case 5: reply = ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get -y purge sudo"}}}}); break;
+      case 6: reply = ToolCallsReply({{"remove_package", {{"packages", {"aide-common"}}, {"purge", true}}}}); break;
+      case 7: reply = ToolCallsReply({{"remove_package", {{"packages", json::array()}}}}); break;
+      default: reply = ToolCallsReply({{"finish", {{"summary", "aide installed"}}}}); break;
+    }
+    res.set_content(reply.dump(), "application/json");
+  });
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
+  REQUIRE(r.ok());
+  REQUIRE(results.size() == 7);
+  CHECK_THAT(results[0], Catch::StartsWith("Setting up aide (1.0)\nSetting up aide-common (1.0)\n"));
+  CHECK_THAT(results[1], Catch::StartsWith("error: aide-ng is not in the archive"));
+  CHECK_THAT(results[2], Catch::StartsWith("error: install_package: every entry of 'packages' must be a package name"));
+  CHECK_THAT(results[3], Catch::Contains("refused by policy: removing the package openssh-server"));
+  CHECK_THAT(results[4], Catch::Contains("refused by policy: removing the package sudo"));
+  CHECK_THAT(results[5], Catch::StartsWith("Purging configuration files for aide-common (1.0)"));
+  CHECK_THAT(results[6], Catch::Contains("'packages' is empty"));
+  CHECK(h.tools.installed == std::set<std::string>{"aide"});
+  CHECK_THAT(r->actions, Catch::Contains("install aide aide-common → ok"));
+  CHECK_THAT(r->actions, Catch::Contains("install aide-ng → failed"));
+  CHECK_THAT(r->actions, Catch::Contains("purge aide-common → ok"));
+  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 2);
 }
 
 TEST_CASE("output truncation keeps head and tail on character boundaries") {

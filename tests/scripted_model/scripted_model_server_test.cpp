@@ -158,6 +158,13 @@ class RecordingTools final : public WorkerTools {
     files[path] = content;
     return Status::OK();
   }
+  // The scripted model fixes through run_command alone.
+  Result<std::string> InstallPackages(const std::vector<std::string>&, std::chrono::seconds) override {
+    return Status::FailedPrecondition("the recording target has no package manager");
+  }
+  Result<std::string> RemovePackages(const std::vector<std::string>&, bool, std::chrono::seconds) override {
+    return Status::FailedPrecondition("the recording target has no package manager");
+  }
 };
 
 RoleConfig Role(const char* name) {

@@ -39,11 +39,12 @@ inline std::string SharedRoot() { return RootfsDir() + "/root"; }
 // A target over the shared root in a directory of its own, removed at the end of the test.
 class ScopedTarget {
  public:
-  explicit ScopedTarget(const std::string& name) {
+  explicit ScopedTarget(const std::string& name, PackageCacheOptions packages = {}) : packages_(std::move(packages)) {
     REQUIRE(std::filesystem::is_directory(SharedRoot()));
     dir_ = std::string(TEMPER_BINARY_DIR) + "/stig-targets/" + name + "-" + std::to_string(::getpid());
     std::filesystem::remove_all(dir_);
-    auto t = RootfsTarget::Open(name, dir_, SharedRoot());
+    auto t = RootfsTarget::Open(name, dir_, SharedRoot(), packages_);
+    INFO(t.status().ToString());
     REQUIRE(t.ok());
     target_ = std::move(*t);
   }
@@ -62,12 +63,13 @@ class ScopedTarget {
   void Reopen() {
     std::string name = target_->name();
     target_.reset();
-    auto t = RootfsTarget::Open(name, dir_, SharedRoot());
+    auto t = RootfsTarget::Open(name, dir_, SharedRoot(), packages_);
     REQUIRE(t.ok());
     target_ = std::move(*t);
   }
 
  private:
+  PackageCacheOptions packages_;
   std::string dir_;
   std::unique_ptr<RootfsTarget> target_;
 };
