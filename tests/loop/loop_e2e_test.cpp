@@ -255,6 +255,8 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
     after = WaitForEvent(daemon, id, kill_at, after);
     CHECK(daemon.Stop(SIGKILL) == 128 + SIGKILL);
     REQUIRE(daemon.Start().ok());
+    // The next kill point counts from the resumed run, not from events the killed run got to.
+    after = WaitForEvent(daemon, id, "batch.resumed", after);
   }
   temper::v1::Batch batch = WaitUntilEnded(daemon, id);
   INFO(daemon.Log());
