@@ -121,6 +121,17 @@ std::string BatchLoop::ResultsDir(const std::string& leaf) const {
   return fmt::format("{}/batch-{}/{}", s_.results_root, batch_.id, leaf);
 }
 
+Result<stig::Evaluation> BatchLoop::EvaluateWithResults(const std::vector<std::string>& rule_ids,
+                                                        const std::string& results_dir, std::map<std::string, int>& counts) {
+  std::error_code ec;
+  std::filesystem::create_directories(results_dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create {}: {}", results_dir, ec.message()));
+  TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
+                          target_.Evaluate(s_.evaluator, {.rule_ids = rule_ids, .output_dir = results_dir}));
+  for (const stig::RuleVerdict& v : eval.verdicts) ++counts[std::string(stig::VerdictName(v.verdict))];
+  return eval;
+}
+
 Status BatchLoop::JournalTrimmed(const std::string& rule_id, const std::string& role,
                                  const std::vector<TrimmedSection>& trimmed) {
   if (trimmed.empty()) return Status::OK();
@@ -218,12 +229,9 @@ Status BatchLoop::EvaluateBefore() {
   std::map<std::string, int> counts;
   std::string results_dir = ResultsDir("before");
   if (!ids.empty()) {
-    std::filesystem::create_directories(results_dir);
-    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
-                            target_.Evaluate(s_.evaluator, {.rule_ids = ids, .output_dir = results_dir}));
+    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
     for (const stig::RuleVerdict& v : eval.verdicts) {
       std::string name(stig::VerdictName(v.verdict));
-      ++counts[name];
       RuleUpdate u{.rule_id = v.rule_id, .before_verdict = name};
       if (stig::IsPassing(v.verdict)) {
         u.state = RuleState::kAlreadyPassing;
@@ -556,13 +564,9 @@ Status BatchLoop::EvaluateAfterAndComplete() {
   std::string results_dir = ResultsDir("after");
   std::map<std::string, int> counts;
   if (!ids.empty()) {
-    std::filesystem::create_directories(results_dir);
-    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
-                            target_.Evaluate(s_.evaluator, {.rule_ids = ids, .output_dir = results_dir}));
+    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
     for (const stig::RuleVerdict& v : eval.verdicts) {
-      std::string name(stig::VerdictName(v.verdict));
-      ++counts[name];
-      step.rules.push_back({.rule_id = v.rule_id, .after_verdict = name});
+      step.rules.push_back({.rule_id = v.rule_id, .after_verdict = std::string(stig::VerdictName(v.verdict))});
     }
     step.results_dir = results_dir;
   }

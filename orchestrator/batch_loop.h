@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -94,6 +95,9 @@ class BatchLoop {
   Asked Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer);
   Status FinishRule(RuleRun& run, RuleState state, const std::string& detail);
   Status EvaluateAfterAndComplete();
+  // Evaluates the rules with OpenSCAP's results files written to `results_dir`, counting verdicts.
+  Result<stig::Evaluation> EvaluateWithResults(const std::vector<std::string>& rule_ids, const std::string& results_dir,
+                                               std::map<std::string, int>& counts);
 
   // True when the batch was cancelled (by request or in the store) or temperd is stopping.
   bool Interrupted();

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/apt_output.h"
+
 #include "stig/process.h"
 
 namespace temper::stig {
@@ -117,21 +119,13 @@ class StatusCopy {
   std::string path_;
 };
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 // apt's own explanation: its E:/W:/Err: lines (with an Err line's indented detail) and the
 // unmet-dependency report, at most ~2 KB.
 std::string AptExplanation(const ProcessResult& r) {
   std::string out;
   bool in_report = false, after_err = false;
-  for (const std::string& line : Lines(r.out + "\n" + r.err)) {
+  for (const std::string& line : OutputLines(r.out + "\n" + r.err)) {
     if (Contains(line, "The following packages have unmet dependencies")) in_report = true;
     bool detail = after_err && line.starts_with("  ");
     after_err = line.starts_with("Err:") || detail;
@@ -158,7 +152,7 @@ bool IsNetworkFailure(const std::string& text) {
 // Names the packages apt could not find, if that is why it failed.
 std::vector<std::string> UnknownPackages(const std::string& text) {
   std::vector<std::string> out;
-  for (const std::string& line : Lines(text)) {
+  for (const std::string& line : OutputLines(text)) {
     for (std::string_view prefix : {"E: Unable to locate package ", "E: Package '"}) {
       if (!line.starts_with(prefix)) continue;
       std::string rest = line.substr(prefix.size());
@@ -196,7 +190,7 @@ struct PrintedUri {
 
 std::vector<PrintedUri> ParsePrintUris(const std::string& out) {
   std::vector<PrintedUri> uris;
-  for (const std::string& line : Lines(out)) {
+  for (const std::string& line : OutputLines(out)) {
     if (!line.starts_with("'")) continue;
     std::size_t close = line.find('\'', 1);
     if (close == std::string::npos) continue;

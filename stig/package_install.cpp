@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/apt_output.h"
+
 namespace temper::stig {
 namespace {
 
@@ -20,14 +22,6 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   return s;
 }
 
-std::vector<std::string> Lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) out.push_back(line);
-  return out;
-}
-
-bool Contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 Status CheckNames(const std::vector<std::string>& packages) {
   if (packages.empty()) return Status::InvalidArgument("no package names given");
@@ -43,7 +37,7 @@ Status CheckNames(const std::vector<std::string>& packages) {
 // apt's and dpkg's output less the boilerplate and progress lines.
 std::string CleanOutput(const ProcessResult& r) {
   std::string out;
-  for (const std::string& line : Lines(r.out + "\n" + r.err)) {
+  for (const std::string& line : OutputLines(r.out + "\n" + r.err)) {
     if (line.empty() || line.starts_with("(Reading database") || line == "Reading package lists..." ||
         line == "Building dependency tree..." || line == "Reading state information...") {
       continue;
@@ -60,7 +54,7 @@ std::string Tail(std::string text) {
 
 std::vector<std::string> ChangedLines(const std::string& output) {
   std::vector<std::string> out;
-  for (const std::string& line : Lines(output)) {
+  for (const std::string& line : OutputLines(output)) {
     if (line.starts_with("Setting up ") || line.starts_with("Removing ") ||
         line.starts_with("Purging configuration files for ")) {
       out.push_back(line.ends_with(" ...") ? line.substr(0, line.size() - 4) : line);
@@ -80,7 +74,7 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
   }
   std::vector<std::string> unknown;
   std::string scripts;
-  for (const std::string& line : Lines(full)) {
+  for (const std::string& line : OutputLines(full)) {
     if (line.starts_with("E: Unable to locate package ")) unknown.push_back(line.substr(28));
     if (line.starts_with("dpkg: error processing") || Contains(line, "subprocess returned error exit status")) {
       scripts += line + "\n";
@@ -147,7 +141,7 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
   }
   const std::set<std::string> named(packages.begin(), packages.end());
   std::vector<std::string> going, extra;
-  for (const std::string& line : Lines(sim.out)) {
+  for (const std::string& line : OutputLines(sim.out)) {
     if (!line.starts_with("Remv ") && !line.starts_with("Purg ")) continue;
     std::string name = ShortName(line.substr(5, line.find(' ', 5) - 5));
     going.push_back(name);
@@ -170,7 +164,7 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
 
 std::vector<std::string> PackagesInstalledBy(std::string_view script) {
   std::vector<std::string> out;
-  for (const std::string& line : Lines(std::string(script))) {
+  for (const std::string& line : OutputLines(std::string(script))) {
     for (std::string_view tool : {"apt-get install ", "apt install "}) {
       for (std::size_t at = line.find(tool); at != std::string::npos; at = line.find(tool, at + 1)) {
         // Inside a quoted string (an echo, a message) it is text, not a command.
