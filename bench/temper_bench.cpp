@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "engine/cpu_backend.h"
+#include "engine/loaded_model.h"
 #include "engine/kv_cache.h"
 #include "engine/model_config.h"
 #include "engine/sampler.h"
@@ -132,6 +133,14 @@ uint64_t HashLogits(const std::vector<float>& v) {
   return h;
 }
 
+// The model under test: a directory, or seeded random weights (seed 1) of a config's shapes.
+Result<LoadedModel> LoadBenchModel(const Args& a) {
+  return LoadModel(ModelSource{.dir = a.model_dir,
+                               .synthetic_config = a.synthetic,
+                               .synthetic_seed = 1,
+                               .tokenizer_need = TokenizerNeed::kNone});
+}
+
 Status Run(const Args& a) {
   if (a.model_dir.empty() == a.synthetic.empty()) return Status::InvalidArgument("give one of --model and --synthetic");
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -141,15 +150,9 @@ Status Run(const Args& a) {
   std::printf("memcpy bandwidth: %.2f GB/s (read + write); read-only bandwidth %.2f GB/s\n", copy, read);
 
   const auto t0 = Clock::now();
-  ModelConfig config;
-  std::shared_ptr<const ModelWeights> weights;
-  if (!a.model_dir.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(std::filesystem::path(a.model_dir) / "config.json"));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Load(a.model_dir, config));
-  } else {
-    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(a.synthetic));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Synthetic(config, 1));
-  }
+  TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
+  const ModelConfig& config = model.config;
+  std::shared_ptr<const ModelWeights> weights = model.weights;
   CpuBackendOptions options;
   options.tp = a.tp;
   options.threads = threads;
@@ -237,15 +240,9 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
 Status RunServing(const Args& a) {
   if (a.synthetic.empty() && a.model_dir.empty()) return Status::InvalidArgument("give one of --model and --synthetic");
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  ModelConfig config;
-  std::shared_ptr<const ModelWeights> weights;
-  if (!a.model_dir.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(std::filesystem::path(a.model_dir) / "config.json"));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Load(a.model_dir, config));
-  } else {
-    TEMPER_ASSIGN_OR_RETURN(config, LoadModelConfig(a.synthetic));
-    TEMPER_ASSIGN_OR_RETURN(weights, ModelWeights::Synthetic(config, 1));
-  }
+  TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
+  const ModelConfig& config = model.config;
+  std::shared_ptr<const ModelWeights> weights = model.weights;
   std::printf("model: %.3f B parameters, window %d, threads %d\n", config.ParameterCount() / 1e9, config.sliding_window, threads);
   CpuBackendOptions options;
   options.threads = threads;

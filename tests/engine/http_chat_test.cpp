@@ -8,6 +8,7 @@
 
 #include "engine/chat_engine.h"
 #include "engine/http_server.h"
+#include "http_test_support.h"
 #include "serving_fixture.h"
 
 namespace temper::engine::testing {
@@ -30,11 +31,7 @@ struct ChatServed {
     if (!s.ok()) FAIL(s.status().ToString());
     server = std::move(*s);
   }
-  httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", server->port());
-    c.set_read_timeout(60, 0);
-    return c;
-  }
+  httplib::Client Client() const { return LocalClient(server->port()); }
 };
 
 json ToolsJson() {
@@ -71,22 +68,6 @@ ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
   auto s = engine.Submit(r);
   if (!s.ok()) FAIL(s.status().ToString());
   return (*s)->Wait();
-}
-
-// Splits a server-sent-events body into its `data:` payloads, checking the framing.
-std::vector<std::string> SseData(const std::string& sse) {
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < sse.size()) {
-    const size_t end = sse.find("\n\n", pos);
-    REQUIRE(end != std::string::npos);  // every event ends with a blank line
-    const std::string event = sse.substr(pos, end - pos);
-    REQUIRE(event.rfind("data: ", 0) == 0);
-    REQUIRE(event.find('\n') == std::string::npos);  // one line per event
-    out.push_back(event.substr(6));
-    pos = end + 2;
-  }
-  return out;
 }
 
 TEST_CASE("chat completions over HTTP: whole and streamed replies equal the in-process engine's", "[engine][http][chat]") {
@@ -187,19 +168,7 @@ TEST_CASE("bad chat requests get OpenAI-style errors naming the parameter", "[en
   ChatServed s;
   httplib::Client c = s.Client();
   auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& param,
-                    const std::string& text) {
-    auto res = c.Post("/v1/chat/completions", body, "application/json");
-    REQUIRE(res);
-    INFO(body << " -> " << res->body);
-    CHECK(res->status == status);
-    const json e = json::parse(res->body, nullptr, false);
-    REQUIRE(e.is_object());
-    REQUIRE(e.contains("error"));
-    CHECK(e["error"]["type"].is_string());
-    CHECK_THAT(e["error"]["message"].get<std::string>(), Catch::Contains(text));
-    CHECK(e["error"]["code"] == (code.empty() ? json(nullptr) : json(code)));
-    CHECK(e["error"]["param"] == (param.empty() ? json(nullptr) : json(param)));
-  };
+                    const std::string& text) { CheckOpenAIError(c, "/v1/chat/completions", body, status, code, param, text); };
   expect(R"({"model": "gemma4-tiny", "messages": [)", 400, "", "", "malformed JSON");
   expect(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", 404, "model_not_found", "model", "'gpt-4' does not exist");
   expect(R"({"model": "gemma4-tiny"})", 400, "", "messages", "'messages' is required");

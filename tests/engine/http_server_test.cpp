@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/http_server.h"
+#include "http_test_support.h"
 #include "serving_fixture.h"
 
 namespace temper::engine::testing {
@@ -28,11 +29,7 @@ struct Served {
     if (!s.ok()) FAIL(s.status().ToString());
     server = std::move(*s);
   }
-  httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", server->port());
-    c.set_read_timeout(60, 0);
-    return c;
-  }
+  httplib::Client Client() const { return LocalClient(server->port()); }
 };
 
 json Completion(const std::vector<int32_t>& prompt, int max_tokens) {
@@ -85,20 +82,13 @@ TEST_CASE("completions over HTTP give the golden greedy tokens, whole and stream
   CHECK_THAT(streamed->get_header_value("Content-Type"), Catch::StartsWith("text/event-stream"));
   std::vector<json> chunks;
   bool done = false;
-  size_t pos = 0;
-  const std::string& sse = streamed->body;
-  while (pos < sse.size()) {
-    const size_t end = sse.find("\n\n", pos);
-    REQUIRE(end != std::string::npos);  // every event ends with a blank line
-    const std::string event = sse.substr(pos, end - pos);
-    REQUIRE(event.rfind("data: ", 0) == 0);
+  for (const std::string& data : SseData(streamed->body)) {
     CHECK_FALSE(done);  // nothing after [DONE]
-    if (event == "data: [DONE]") {
+    if (data == "[DONE]") {
       done = true;
     } else {
-      chunks.push_back(json::parse(event.substr(6)));
+      chunks.push_back(json::parse(data));
     }
-    pos = end + 2;
   }
   CHECK(done);
   REQUIRE(chunks.size() >= 3);
@@ -123,19 +113,7 @@ TEST_CASE("bad requests get OpenAI-style errors", "[engine][http]") {
   Served s;
   httplib::Client c = s.Client();
   auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& param,
-                    const std::string& text) {
-    auto res = c.Post("/v1/completions", body, "application/json");
-    REQUIRE(res);
-    INFO(body << " -> " << res->body);
-    CHECK(res->status == status);
-    const json e = json::parse(res->body, nullptr, false);
-    REQUIRE(e.is_object());
-    REQUIRE(e.contains("error"));
-    CHECK(e["error"]["type"].is_string());
-    CHECK_THAT(e["error"]["message"].get<std::string>(), Catch::Contains(text));
-    CHECK(e["error"]["code"] == (code.empty() ? json(nullptr) : json(code)));
-    CHECK(e["error"]["param"] == (param.empty() ? json(nullptr) : json(param)));
-  };
+                    const std::string& text) { CheckOpenAIError(c, "/v1/completions", body, status, code, param, text); };
   expect("{\"model\": \"gemma4-tiny\", \"prompt\": [1, 2", 400, "", "", "malformed JSON");
   expect("[1, 2]", 400, "", "", "JSON object");
   expect(R"({"model": "gpt-4", "prompt": [5]})", 404, "model_not_found", "model", "'gpt-4' does not exist");

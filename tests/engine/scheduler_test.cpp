@@ -25,6 +25,18 @@ std::vector<GenerateRequest> MixedRequests() {
   return out;
 }
 
+// Each request's tokens when it runs by itself on a fresh scheduler without a prefix cache: the
+// reference that batching, chunking and preemption must reproduce.
+std::vector<std::vector<int32_t>> TokensAlone(const std::vector<GenerateRequest>& requests) {
+  auto backend = ServingBackend();
+  SchedulerOptions options;
+  options.prefix_cache = false;
+  auto scheduler = MakeScheduler(*backend, options);
+  std::vector<std::vector<int32_t>> alone;
+  for (const GenerateRequest& r : requests) alone.push_back(RunOne(*scheduler, r).tokens);
+  return alone;
+}
+
 TEST_CASE("the scheduler reproduces the golden greedy tokens", "[engine][scheduler]") {
   auto backend = ServingBackend();
   auto scheduler = MakeScheduler(*backend);
@@ -38,14 +50,7 @@ TEST_CASE("the scheduler reproduces the golden greedy tokens", "[engine][schedul
 
 TEST_CASE("concurrent requests give the same tokens as each request alone", "[engine][scheduler]") {
   const std::vector<GenerateRequest> requests = MixedRequests();
-  std::vector<std::vector<int32_t>> alone;
-  {
-    auto backend = ServingBackend();
-    SchedulerOptions options;
-    options.prefix_cache = false;
-    auto scheduler = MakeScheduler(*backend, options);
-    for (const GenerateRequest& r : requests) alone.push_back(RunOne(*scheduler, r).tokens);
-  }
+  const std::vector<std::vector<int32_t>> alone = TokensAlone(requests);
   // Small batches force chunked prefill to interleave with other requests' decoding.
   for (int64_t batch_tokens : {int64_t{7}, int64_t{512}}) {
     auto backend = ServingBackend();
@@ -72,14 +77,7 @@ TEST_CASE("concurrent requests give the same tokens as each request alone", "[en
 
 TEST_CASE("a full KV pool queues and preempts instead of failing", "[engine][scheduler]") {
   const std::vector<GenerateRequest> requests = MixedRequests();
-  std::vector<std::vector<int32_t>> alone;
-  {
-    auto backend = ServingBackend();
-    SchedulerOptions options;
-    options.prefix_cache = false;
-    auto scheduler = MakeScheduler(*backend, options);
-    for (const GenerateRequest& r : requests) alone.push_back(RunOne(*scheduler, r).tokens);
-  }
+  const std::vector<std::vector<int32_t>> alone = TokensAlone(requests);
   // 64 tokens of pool: the longest request (40 + 17) barely fits alone, the six together need 300.
   auto backend = ServingBackend(/*max_tokens=*/64, /*max_sequences=*/4, /*max_snapshots=*/2);
   SchedulerOptions options;

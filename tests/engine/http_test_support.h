@@ -1,0 +1,54 @@
+// What the HTTP serving tests share: a client for the server under test, the `data:` payloads of a
+// server-sent-events body (with its framing checked), and the check of an OpenAI-style error reply.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+namespace temper::engine::testing {
+
+inline httplib::Client LocalClient(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(60, 0);
+  return c;
+}
+
+// Splits a server-sent-events body into its `data:` payloads, checking the framing.
+inline std::vector<std::string> SseData(const std::string& sse) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos < sse.size()) {
+    const size_t end = sse.find("\n\n", pos);
+    REQUIRE(end != std::string::npos);  // every event ends with a blank line
+    const std::string event = sse.substr(pos, end - pos);
+    REQUIRE(event.rfind("data: ", 0) == 0);
+    REQUIRE(event.find('\n') == std::string::npos);  // one line per event
+    out.push_back(event.substr(6));
+    pos = end + 2;
+  }
+  return out;
+}
+
+// POSTs `body` to `path` and checks the reply is an OpenAI error with this status, code and param
+// (empty: null) whose message contains `text`.
+inline void CheckOpenAIError(httplib::Client& c, const std::string& path, const std::string& body, int status,
+                             const std::string& code, const std::string& param, const std::string& text) {
+  using nlohmann::json;
+  auto res = c.Post(path, body, "application/json");
+  REQUIRE(res);
+  INFO(body << " -> " << res->body);
+  CHECK(res->status == status);
+  const json e = json::parse(res->body, nullptr, false);
+  REQUIRE(e.is_object());
+  REQUIRE(e.contains("error"));
+  CHECK(e["error"]["type"].is_string());
+  CHECK_THAT(e["error"]["message"].get<std::string>(), Catch::Contains(text));
+  CHECK(e["error"]["code"] == (code.empty() ? json(nullptr) : json(code)));
+  CHECK(e["error"]["param"] == (param.empty() ? json(nullptr) : json(param)));
+}
+
+}  // namespace temper::engine::testing
