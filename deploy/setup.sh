@@ -22,7 +22,7 @@ packages=(
   ssg-base ssg-debian ssg-debderived ssg-nondebian
   mmdebstrap debootstrap bubblewrap uidmap fakeroot
   # SSH targets
-  libssh-dev openssh-client
+  libssh-dev openssh-client iproute2
 )
 
 missing=()

@@ -6,6 +6,11 @@
 //
 //   temper-stig-eval --datastream DS --profile ID --root DIR --workdir DIR
 //                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]
+//   temper-stig-eval --read-results FILE --profile ID --workdir DIR [--rule ID]...
+//
+// The second form reads the verdicts of an evaluation made elsewhere (OpenSCAP on an SSH host
+// writes results.xml there; it is copied back) from its XCCDF TestResult, so remote verdicts come
+// from libopenscap's own parser and are printed and checked exactly like local ones.
 //
 // Output: one JSON object per line, {"rule": ID, "result": TOKEN} for each evaluated rule, where
 // TOKEN is libopenscap's own xccdf_test_result_type_get_text. Exit 0 when the evaluation ran
@@ -15,6 +20,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,7 +44,7 @@ int Fail(const std::string& what) {
 }
 
 struct Args {
-  std::string datastream, profile, root, workdir, results, arf, fix;
+  std::string datastream, profile, root, workdir, results, arf, fix, read_results;
   std::vector<std::string> rules;
 };
 
@@ -55,8 +61,10 @@ bool Parse(int argc, char** argv, Args& a) {
     else if (k == "--results") a.results = v;
     else if (k == "--arf") a.arf = v;
     else if (k == "--fix") a.fix = v;
+    else if (k == "--read-results") a.read_results = v;
     else return false;
   }
+  if (!a.read_results.empty()) return !a.profile.empty() && !a.workdir.empty() && a.datastream.empty() && a.root.empty();
   return !a.datastream.empty() && !a.profile.empty() && !a.root.empty() && !a.workdir.empty();
 }
 
@@ -71,6 +79,54 @@ bool WriteAptConfig(const std::string& workdir, std::string& path) {
   return std::fclose(f) == 0;
 }
 
+// One JSON line per rule the result covers (only those in `only`, when given), in the result's order.
+void PrintVerdicts(struct xccdf_result* result, const std::set<std::string>& only = {}) {
+  struct xccdf_rule_result_iterator* it = xccdf_result_get_rule_results(result);
+  while (xccdf_rule_result_iterator_has_more(it)) {
+    struct xccdf_rule_result* rr = xccdf_rule_result_iterator_next(it);
+    xccdf_test_result_type_t verdict = xccdf_rule_result_get_result(rr);
+    if (verdict == XCCDF_RESULT_NOT_SELECTED) continue;
+    if (!only.empty() && !only.count(xccdf_rule_result_get_idref(rr))) continue;
+    nlohmann::json line = {{"rule", xccdf_rule_result_get_idref(rr)},
+                           {"result", xccdf_test_result_type_get_text(verdict)}};
+    std::printf("%s\n", line.dump().c_str());
+  }
+  xccdf_rule_result_iterator_free(it);
+}
+
+// The last TestResult of a results file (`oscap xccdf eval --results` writes the benchmark with
+// the evaluation's TestResult appended).
+int ReadResults(const Args& a) {
+  oscap_init();
+  struct oscap_source* source = oscap_source_new_from_file(a.read_results.c_str());
+  struct xccdf_benchmark* benchmark = source ? xccdf_benchmark_import_source(source) : nullptr;
+  if (!benchmark) {
+    if (source) oscap_source_free(source);
+    return Fail("cannot read " + a.read_results + " as XCCDF results: " + OscapError());
+  }
+  struct xccdf_result* last = nullptr;
+  struct xccdf_result_iterator* results = xccdf_benchmark_get_results(benchmark);
+  while (xccdf_result_iterator_has_more(results)) last = xccdf_result_iterator_next(results);
+  xccdf_result_iterator_free(results);
+  int rc = 0;
+  if (!last) {
+    rc = Fail(a.read_results + " holds no TestResult");
+  } else {
+    const char* profile = xccdf_result_get_profile(last);
+    if (!profile || a.profile != profile) {
+      rc = Fail(a.read_results + ": its TestResult is for profile " + (profile ? profile : "(none)") + ", not " +
+                a.profile);
+    } else {
+      PrintVerdicts(last, std::set<std::string>(a.rules.begin(), a.rules.end()));
+    }
+  }
+  std::fflush(stdout);
+  xccdf_benchmark_free(benchmark);
+  oscap_source_free(source);
+  oscap_cleanup();
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,9 +134,11 @@ int main(int argc, char** argv) {
   if (!Parse(argc, argv, a)) {
     std::fprintf(stderr,
                  "usage: temper-stig-eval --datastream DS --profile ID --root DIR --workdir DIR "
-                 "[--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]\n");
+                 "[--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]\n"
+                 "       temper-stig-eval --read-results FILE --profile ID --workdir DIR [--rule ID]...\n");
     return 2;
   }
+  if (!a.read_results.empty()) return ReadResults(a);
   std::string apt_config;
   if (!WriteAptConfig(a.workdir, apt_config)) return Fail("cannot write " + a.workdir + "/apt.conf");
   setenv("APT_CONFIG", apt_config.c_str(), 1);
@@ -103,16 +161,7 @@ int main(int argc, char** argv) {
   struct xccdf_policy* policy = xccdf_session_get_xccdf_policy(s);
   struct xccdf_result* result = xccdf_policy_get_result_by_id(policy, xccdf_session_get_result_id(s));
   if (!result) return Fail("evaluation produced no TestResult: " + OscapError());
-  struct xccdf_rule_result_iterator* it = xccdf_result_get_rule_results(result);
-  while (xccdf_rule_result_iterator_has_more(it)) {
-    struct xccdf_rule_result* rr = xccdf_rule_result_iterator_next(it);
-    xccdf_test_result_type_t verdict = xccdf_rule_result_get_result(rr);
-    if (verdict == XCCDF_RESULT_NOT_SELECTED) continue;
-    nlohmann::json line = {{"rule", xccdf_rule_result_get_idref(rr)},
-                           {"result", xccdf_test_result_type_get_text(verdict)}};
-    std::printf("%s\n", line.dump().c_str());
-  }
-  xccdf_rule_result_iterator_free(it);
+  PrintVerdicts(result);
 
   if (!a.results.empty() || !a.arf.empty()) {
     if (xccdf_session_export_oval(s) != 0 || xccdf_session_export_xccdf(s) != 0 ||

@@ -9,37 +9,11 @@
 #include <nlohmann/json.hpp>
 
 #include "stig/process.h"
+#include "stig/scratch_dir.h"
 
 namespace temper::stig {
-namespace {
 
 namespace fs = std::filesystem;
-
-// Removes a scratch directory when the evaluation ends, however it ends.
-class ScratchDir {
- public:
-  static Result<ScratchDir> Create(const std::string& parent) {
-    fs::path base = parent.empty() ? fs::temp_directory_path() : fs::path(parent);
-    std::string tmpl = (base / "temper-eval-XXXXXX").string();
-    if (!::mkdtemp(tmpl.data())) return Status::FromErrno(errno, "creating a scratch directory in " + base.string());
-    return ScratchDir(tmpl);
-  }
-  ScratchDir(ScratchDir&& o) noexcept : path_(std::move(o.path_)) { o.path_.clear(); }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ScratchDir& operator=(ScratchDir&&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  explicit ScratchDir(std::string p) : path_(std::move(p)) {}
-  std::string path_;
-};
-
-}  // namespace
 
 std::string DefaultEvalHelperPath() {
   std::error_code ec;
@@ -69,40 +43,26 @@ Evaluator::Evaluator(const Content& content, EvaluatorOptions options, const Log
   if (options_.helper_path.empty()) options_.helper_path = DefaultEvalHelperPath();
 }
 
-Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const EvaluationRequest& request) const {
-  if (request.write_fix_script && request.output_dir.empty()) {
-    return Status::InvalidArgument("evaluation: write_fix_script needs an output_dir");
-  }
+Result<std::vector<std::string>> Evaluator::ResolveRules(const std::vector<std::string>& rule_ids) const {
   std::vector<std::string> rules;
-  for (const auto& id : request.rule_ids) {
+  for (const auto& id : rule_ids) {
     TEMPER_ASSIGN_OR_RETURN(std::string full, content_.ResolveRuleId(id));
     rules.push_back(std::move(full));
   }
-  std::error_code ec;
-  if (!fs::is_directory(root_dir, ec)) return Status::NotFound("evaluation root " + root_dir + " is not a directory");
+  return rules;
+}
+
+Result<std::vector<RuleVerdict>> Evaluator::RunHelper(ProcessSpec spec, const std::vector<std::string>& rules,
+                                                      const std::string& where, double* seconds) const {
   if (::access(options_.helper_path.c_str(), X_OK) != 0) {
     return Status::Unavailable("the evaluation helper " + options_.helper_path + " is missing or not executable");
   }
   TEMPER_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Create(options_.scratch_dir));
-
-  ProcessSpec spec;
-  spec.argv = {options_.helper_path, "--datastream", content_.datastream_path(), "--profile",
-               content_.profile().id, "--root", root_dir, "--workdir", scratch.path()};
+  spec.argv.insert(spec.argv.begin(), options_.helper_path);
+  spec.argv.insert(spec.argv.end(), {"--workdir", scratch.path()});
   for (const auto& r : rules) {
     spec.argv.push_back("--rule");
     spec.argv.push_back(r);
-  }
-  Evaluation out;
-  if (!request.output_dir.empty()) {
-    fs::create_directories(request.output_dir, ec);
-    if (ec) return Status::IOError("creating " + request.output_dir + ": " + ec.message());
-    out.results_path = (fs::path(request.output_dir) / "results.xml").string();
-    out.arf_path = (fs::path(request.output_dir) / "arf.xml").string();
-    spec.argv.insert(spec.argv.end(), {"--results", out.results_path, "--arf", out.arf_path});
-    if (request.write_fix_script) {
-      out.fix_script_path = (fs::path(request.output_dir) / "fix.sh").string();
-      spec.argv.insert(spec.argv.end(), {"--fix", out.fix_script_path});
-    }
   }
   // The systemdunit* probes ask systemd over the system D-Bus, which is the HOST's bus, not the
   // target's: point libdbus at no bus, so a service rule on a root is "unknown" on every host
@@ -113,15 +73,13 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
   spec.memory_limit_bytes = options_.memory_limit_bytes;
   spec.max_output_bytes = 64 << 20;
 
-  log_.Debug("evaluating {} rule(s) of {} on {}", rules.empty() ? content_.profile_rule_ids().size() : rules.size(),
-             content_.profile().id, root_dir);
   TEMPER_ASSIGN_OR_RETURN(ProcessResult pr, RunProcess(spec));
-  out.seconds = pr.seconds;
+  if (seconds) *seconds = pr.seconds;
   if (pr.timed_out) {
-    return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", root_dir, pr.Describe()));
+    return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", where, pr.Describe()));
   }
   if (!pr.Succeeded()) {
-    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", root_dir, pr.Describe(), pr.err));
+    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", where, pr.Describe(), pr.err));
   }
 
   std::map<std::string, Verdict> got;
@@ -139,15 +97,52 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
     TEMPER_ASSIGN_OR_RETURN(Verdict v, ParseVerdict(j["result"].get<std::string>()));
     got[j["rule"].get<std::string>()] = v;
   }
+  std::vector<RuleVerdict> out;
   const std::vector<std::string>& wanted = rules.empty() ? content_.profile_rule_ids() : rules;
   for (const auto& r : wanted) {
     auto it = got.find(r);
     if (it == got.end()) {
-      return Status::Internal(fmt::format("OpenSCAP returned no verdict for {} on {}: {}", r, root_dir, pr.err));
+      return Status::Internal(fmt::format("OpenSCAP returned no verdict for {} on {}: {}", r, where, pr.err));
     }
-    out.verdicts.push_back({r, it->second});
+    out.push_back({r, it->second});
   }
   return out;
+}
+
+Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const EvaluationRequest& request) const {
+  if (request.write_fix_script && request.output_dir.empty()) {
+    return Status::InvalidArgument("evaluation: write_fix_script needs an output_dir");
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> rules, ResolveRules(request.rule_ids));
+  std::error_code ec;
+  if (!fs::is_directory(root_dir, ec)) return Status::NotFound("evaluation root " + root_dir + " is not a directory");
+
+  ProcessSpec spec;
+  spec.argv = {"--datastream", content_.datastream_path(), "--profile", content_.profile().id, "--root", root_dir};
+  Evaluation out;
+  if (!request.output_dir.empty()) {
+    fs::create_directories(request.output_dir, ec);
+    if (ec) return Status::IOError("creating " + request.output_dir + ": " + ec.message());
+    out.results_path = (fs::path(request.output_dir) / "results.xml").string();
+    out.arf_path = (fs::path(request.output_dir) / "arf.xml").string();
+    spec.argv.insert(spec.argv.end(), {"--results", out.results_path, "--arf", out.arf_path});
+    if (request.write_fix_script) {
+      out.fix_script_path = (fs::path(request.output_dir) / "fix.sh").string();
+      spec.argv.insert(spec.argv.end(), {"--fix", out.fix_script_path});
+    }
+  }
+  log_.Debug("evaluating {} rule(s) of {} on {}", rules.empty() ? content_.profile_rule_ids().size() : rules.size(),
+             content_.profile().id, root_dir);
+  TEMPER_ASSIGN_OR_RETURN(out.verdicts, RunHelper(std::move(spec), rules, root_dir, &out.seconds));
+  return out;
+}
+
+Result<std::vector<RuleVerdict>> Evaluator::ReadResults(const std::string& results_path,
+                                                        const std::vector<std::string>& rule_ids) const {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> rules, ResolveRules(rule_ids));
+  ProcessSpec spec;
+  spec.argv = {"--read-results", results_path, "--profile", content_.profile().id};
+  return RunHelper(std::move(spec), rules, results_path, nullptr);
 }
 
 }  // namespace temper::stig

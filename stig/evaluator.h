@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "stig/content.h"
+#include "stig/process.h"
 #include "stig/verdict.h"
 
 namespace temper::stig {
@@ -75,7 +76,24 @@ class Evaluator {
   // DeadlineExceeded past the timeout.
   Result<Evaluation> Evaluate(const std::string& root_dir, const EvaluationRequest& request) const;
 
+  // The verdicts of an XCCDF results file that OpenSCAP wrote elsewhere (`oscap xccdf eval
+  // --results` on an SSH host), read by the same helper and checked by the same code as Evaluate's,
+  // so both give the same verdicts for the same evaluation. `rule_ids` as in EvaluationRequest.
+  // Errors: NotFound for an unknown rule id; Unavailable when the helper is missing; Internal when
+  // the file cannot be read, holds no TestResult of this profile, or lacks a requested rule.
+  Result<std::vector<RuleVerdict>> ReadResults(const std::string& results_path,
+                                               const std::vector<std::string>& rule_ids) const;
+  // The full ids of `rule_ids` (short names after "_rule_" expanded), in order. NotFound (with
+  // close matches) for an id that is not in the content.
+  Result<std::vector<std::string>> ResolveRules(const std::vector<std::string>& rule_ids) const;
+  const EvaluatorOptions& options() const { return options_; }
+
  private:
+  // Runs the helper (`spec` without its environment) and checks its verdict lines against `rules`
+  // (the profile's rules when empty); `where` names the evaluated tree or file in errors.
+  Result<std::vector<RuleVerdict>> RunHelper(ProcessSpec spec, const std::vector<std::string>& rules,
+                                             const std::string& where, double* seconds) const;
+
   const Content& content_;
   EvaluatorOptions options_;
   const Logger& log_;

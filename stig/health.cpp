@@ -42,6 +42,9 @@ Result<HealthReport> CheckHealth(Target& target, const std::vector<HealthCheck>&
     if (output.size() > 500) output = output.substr(output.size() - 500);
     report.results.push_back({c.name, c.command, r->Succeeded(), r->Describe() + (output.empty() ? "" : ": " + output)});
   }
+  Result<std::vector<AccessCheck>> access = target.CheckAccess();
+  if (!access.ok()) return access.status().WithContext("access check");
+  for (AccessCheck& a : *access) report.results.push_back({a.name, a.method, a.ok, a.ok ? "ok" : a.detail});
   return report;
 }
 

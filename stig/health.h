@@ -40,8 +40,8 @@ struct HealthReport {
   std::vector<std::string> BrokenSince(const HealthReport* before) const;
 };
 
-// Runs every check in the target. A check that fails is a result, not an error; errors mean the
-// target could not run commands at all.
+// Runs every check in the target, then the target's own access checks (Target::CheckAccess). A
+// check that fails is a result, not an error; errors mean the target could not run commands at all.
 Result<HealthReport> CheckHealth(Target& target, const std::vector<HealthCheck>& checks, const SandboxLimits& limits);
 
 }  // namespace temper::stig

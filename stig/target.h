@@ -1,7 +1,7 @@
 // Target: the machine the loop hardens, as the Worker's tools and the evaluator see it.
 //
 // The orchestrator drives every target through these operations alone, so a rootfs sandbox
-// (rootfs_target.h) and, later, an SSH host are interchangeable. Paths are absolute paths inside
+// (rootfs_target.h) and an SSH host (ssh_target.h) are interchangeable. Paths are absolute paths inside
 // the target. Commands run as the target's root, confined to the target.
 // Thread safety: implementations are not thread-safe; one owner drives a target at a time.
 #pragma once
@@ -21,6 +21,14 @@
 namespace temper::stig {
 
 using SnapshotId = std::uint32_t;
+
+// One check of how the daemon reaches the target (see Target::CheckAccess).
+struct AccessCheck {
+  std::string name;    // e.g. "fresh-ssh-login"
+  std::string method;  // what was done, for people
+  bool ok = false;
+  std::string detail;  // why it failed; empty when ok
+};
 
 class Target {
  public:
@@ -54,6 +62,12 @@ class Target {
 
   // OpenSCAP verdicts for the request on the target's current state.
   virtual Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) = 0;
+
+  // Checks that the daemon can still reach and control the target as it could before a change
+  // (an SSH host: a new login on a fresh connection, then sudo), run with the health checks. A
+  // failing check is a result; errors mean the checks could not run. None by default (a rootfs
+  // target is reached through the file system).
+  virtual Result<std::vector<AccessCheck>> CheckAccess() { return std::vector<AccessCheck>{}; }
 };
 
 }  // namespace temper::stig

@@ -1,0 +1,34 @@
+// LoginGuard: refuses the Worker's changes that would lock temper out of an SSH host.
+//
+// temper reaches the host as one login user on one port. A STIG fix that locks, expires or deletes
+// that user, changes its shell to nologin, takes it out of the sudo group, rewrites its
+// authorized_keys or makes the firewall drop the SSH port would cut the daemon off mid-batch, and
+// the revert would have no way in. These are refused before they run, with the reason, so the
+// model can choose another way (rules that really require them are left to a human).
+//
+// This is a textual check of the command (split at shell operators, prefixes such as sudo/env
+// peeled off), in addition to the Worker's general command policy. It cannot see every way to
+// lock a host; the real verification is the health check after every change (a fresh SSH login
+// and sudo on a new connection while the old one stays open), which reverts what slipped past.
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace temper::stig {
+
+struct LoginIdentity {
+  std::string user;          // the login user (root included)
+  std::string home;          // its home directory on the host
+  std::uint16_t port = 22;   // the SSH port temper connects to
+};
+
+// Why `command` could lock `login` out, or "" when nothing in it does.
+std::string LockoutRisk(std::string_view command, const LoginIdentity& login);
+
+// Why writing `path` could lock `login` out (its authorized_keys), or "".
+std::string WriteLockoutRisk(std::string_view path, const LoginIdentity& login);
+
+}  // namespace temper::stig

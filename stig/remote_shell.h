@@ -1,0 +1,54 @@
+// RemoteShell: runs programs as root on another machine, and moves files over the same channel.
+//
+// The undo journal, the remote OpenSCAP run and the SSH target only need "run this argv as root
+// there, with these bytes on its stdin, and give me its exit status, stdout and stderr"; the
+// transport (ssh_connection.h) is behind this seam. Files travel as plain bytes on stdin/stdout of
+// `cat`-like commands (no base64), bounded in size on both sides.
+// Thread safety: implementations are single-owner, like Target.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+#include "common/status.h"
+#include "stig/process.h"
+#include "stig/sandbox.h"
+
+namespace temper::stig {
+
+class RemoteShell {
+ public:
+  virtual ~RemoteShell() = default;
+
+  // The host as messages name it (user@host:port).
+  virtual const std::string& host_name() const = 0;
+
+  // Runs `argv` (argv[0] found in the host's standard PATH) as root on the host with `stdin_data`
+  // on its stdin. `limits` bound it on the host too: its time (timed_out is set), its address
+  // space (0: unlimited) and the output kept. A program that fails is a ProcessResult, not an
+  // error; errors are transport failures (see SshConnection for their codes).
+  virtual Result<ProcessResult> Exec(const std::vector<std::string>& argv, std::string_view stdin_data,
+                                     const SandboxLimits& limits) = 0;
+};
+
+// `text` quoted for a POSIX shell: 'text', with each ' written as '\''.
+std::string ShellQuote(std::string_view text);
+
+// Reads at most `max_bytes` of the regular file `path` on the host (symlinks followed).
+// Errors: NotFound when missing, InvalidArgument when not a regular file, OutOfRange when larger
+// than `max_bytes` (also when it grows past it while read), Internal when the read fails, and the
+// shell's transport errors.
+Result<std::string> RemoteReadFile(RemoteShell& shell, const std::string& path, std::size_t max_bytes);
+
+// Creates or replaces `path` on the host with `content`, owned by root:root with `mode`. The bytes
+// go to a temporary file beside it, which is checked for the full length and renamed over `path`,
+// so a connection lost mid-transfer never leaves a cut file. A symlink is replaced at its target.
+// Errors: InvalidArgument for a relative path or a directory, NotFound when the parent directory is
+// missing, OutOfRange above kMaxRemoteWriteBytes, Internal when the host refuses the write, and the
+// shell's transport errors.
+constexpr std::size_t kMaxRemoteWriteBytes = std::size_t{256} << 20;
+Status RemoteWriteFile(RemoteShell& shell, const std::string& path, std::string_view content, mode_t mode);
+
+}  // namespace temper::stig

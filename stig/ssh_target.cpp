@@ -1,0 +1,191 @@
+#include "stig/ssh_target.h"
+
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "stig/apt_output.h"
+
+namespace temper::stig {
+namespace {
+
+SandboxLimits Setup() {
+  SandboxLimits l;
+  l.timeout = std::chrono::minutes(2);
+  l.memory_limit_bytes = 0;
+  return l;
+}
+
+// The login user's home directory on the host, from its passwd entry.
+std::string HomeOf(SshConnection& c, const std::string& user) {
+  std::string fallback = user == "root" ? "/root" : "/home/" + user;
+  Result<ProcessResult> r = c.Exec({"getent", "passwd", user}, {}, Setup());
+  if (!r.ok() || !r->Succeeded()) return fallback;
+  std::vector<std::string> fields;
+  std::istringstream in(r->out.substr(0, r->out.find('\n')));
+  for (std::string f; std::getline(in, f, ':');) fields.push_back(f);
+  return fields.size() >= 6 && fields[5].starts_with("/") ? fields[5] : fallback;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SshTarget>> SshTarget::Open(SshTargetOptions options, const Logger& log) {
+  if (options.name.empty()) return Status::InvalidArgument("ssh target: empty name");
+  if (options.host_dir.empty() || options.host_dir[0] != '/') {
+    return Status::InvalidArgument(fmt::format("ssh target {}: host_dir '{}' must be absolute", options.name, options.host_dir));
+  }
+  const std::string context = fmt::format("target {}", options.name);
+  Result<std::unique_ptr<SshConnection>> connection = SshConnection::Open(options.ssh, log);
+  if (!connection.ok()) return connection.status().WithContext(context);
+  SshConnection& c = **connection;
+
+  LoginIdentity login{options.ssh.endpoint.user, HomeOf(c, options.ssh.endpoint.user), options.ssh.endpoint.port};
+  std::vector<std::string> roots = options.undo_roots;
+  if (login.user != "root") roots.push_back(login.home + "/.ssh");
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult made,
+                          c.Exec({"/bin/sh", "-c", "umask 077; mkdir -p -- \"$1\" && chmod 0700 -- \"$1\"", "mkdir",
+                                  options.host_dir},
+                                 {}, Setup()));
+  if (!made.Succeeded()) {
+    return Status::Internal(fmt::format("{}: creating {} on {} failed ({}): {}", context, options.host_dir, c.host_name(),
+                                        made.Describe(), made.err));
+  }
+  UndoJournalOptions journal{options.host_dir + "/undo/" + options.name, roots, options.keep_snapshots};
+  Result<UndoJournal> opened = UndoJournal::Open(c, std::move(journal), log);
+  if (!opened.ok()) return opened.status().WithContext(context);
+
+  std::unique_ptr<SshTarget> t(new SshTarget(std::move(options), std::move(*connection), std::move(login), log));
+  t->journal_.emplace(std::move(*opened));
+  t->oscap_.emplace(*t->connection_, t->options_.host_dir, log);
+  return t;
+}
+
+Status SshTarget::MarkNeedsHuman(const Status& why) {
+  needs_human_ = why.ToString();
+  log_.Error("target {} ({}) needs a human: {}", options_.name, connection_->host_name(), *needs_human_);
+  return why.WithContext(fmt::format("target {} needs a human", options_.name));
+}
+
+Status SshTarget::Ready(bool changes) {
+  if (needs_human_) {
+    return Status::FailedPrecondition(fmt::format("target {} ({}) needs a human since a revert failed: {}", options_.name,
+                                                  connection_->host_name(), *needs_human_));
+  }
+  if (!connection_->MasterAlive()) {
+    if (dirty_) {
+      return Status::Aborted(fmt::format("ssh {}: \"connection lost\" after a change to the host; only a revert (through "
+                                         "a fresh connection) may follow",
+                                         connection_->host_name()));
+    }
+    TEMPER_RETURN_IF_ERROR(connection_->Reconnect());
+  }
+  if (changes) dirty_ = true;
+  return Status::OK();
+}
+
+Result<SnapshotId> SshTarget::Snapshot() {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  TEMPER_ASSIGN_OR_RETURN(std::uint32_t id, journal_->Snapshot());
+  dirty_ = false;
+  return id;
+}
+
+Status SshTarget::Revert(SnapshotId id) {
+  if (needs_human_) return Ready(false);
+  for (int round = 0;; ++round) {
+    if (!connection_->MasterAlive()) {
+      log_.Warning("target {}: the connection to {} was lost; reverting to snapshot {} through a fresh connection",
+                   options_.name, connection_->host_name(), id);
+      Status reconnected = connection_->Reconnect();
+      if (!reconnected.ok()) return MarkNeedsHuman(reconnected.WithContext(fmt::format("reconnecting to revert to snapshot {}", id)));
+    }
+    Result<RevertReport> r = journal_->Revert(id);
+    if (r.ok()) {
+      dirty_ = false;
+      log_.Info("target {}: reverted to snapshot {} in {:.1f} s ({} path(s) removed, {} package(s) purged, {} reinstalled)",
+                options_.name, id, r->seconds, r->paths_removed, r->packages_purged.size(), r->packages_installed.size());
+      return Status::OK();
+    }
+    // Lost mid-revert: one more try through another fresh connection.
+    if (r.status().code() == StatusCode::kAborted && round == 0) continue;
+    return MarkNeedsHuman(r.status());
+  }
+}
+
+Result<ProcessResult> SshTarget::Run(const std::string& command, const SandboxLimits& limits) {
+  std::string why = LockoutRisk(command, login_);
+  if (!why.empty()) return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
+  TEMPER_RETURN_IF_ERROR(Ready(true));
+  return connection_->Exec({"/bin/sh", "-c", command}, {}, limits);
+}
+
+Result<ResolvedPackages> SshTarget::PreparePackages(const std::vector<std::string>& packages) {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  std::vector<std::string> argv = {"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "--download-only",
+                                   "-y", "-q", "-o", "Dpkg::Use-Pty=0"};
+  argv.insert(argv.end(), packages.begin(), packages.end());
+  SandboxLimits limits;
+  limits.timeout = std::chrono::minutes(15);
+  limits.memory_limit_bytes = 0;
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, connection_->Exec(argv, {}, limits));
+  if (!r.Succeeded()) {
+    const std::string output = r.out + "\n" + r.err;
+    const std::string tail = output.size() > 3000 ? "…" + output.substr(output.size() - 3000) : output;
+    std::vector<std::string> unknown;
+    for (const std::string& line : OutputLines(output)) {
+      if (line.starts_with("E: Unable to locate package ")) unknown.push_back(line.substr(28));
+    }
+    if (!unknown.empty()) {
+      return Status::NotFound(fmt::format("{} unknown to the apt of {}:\n{}", fmt::join(unknown, ", "),
+                                          connection_->host_name(), tail));
+    }
+    if (Contains(output, "Failed to fetch") || Contains(output, "Temporary failure resolving") ||
+        Contains(output, "Could not resolve") || Contains(output, "Unable to fetch")) {
+      return Status::Unavailable(fmt::format("{} could not download {} from its apt sources:\n{}", connection_->host_name(),
+                                             fmt::join(packages, " "), tail));
+    }
+    return Status::FailedPrecondition(fmt::format("downloading {} on {} failed ({}):\n{}", fmt::join(packages, " "),
+                                                  connection_->host_name(), r.Describe(), tail));
+  }
+  ResolvedPackages out;
+  out.requested = packages;
+  return out;
+}
+
+Result<ProcessResult> SshTarget::RunWithPackages(const std::string& command, const SandboxLimits& limits,
+                                                 const ResolvedPackages&) {
+  return Run(command, limits);
+}
+
+Result<std::string> SshTarget::ReadFile(const std::string& path, std::size_t max_bytes) {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  return RemoteReadFile(*connection_, path, max_bytes);
+}
+
+Status SshTarget::WriteFile(const std::string& path, std::string_view content, mode_t mode) {
+  std::string why = WriteLockoutRisk(path, login_);
+  if (!why.empty()) return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
+  if (path.empty() || path[0] != '/') return Status::InvalidArgument("target path must be absolute: \"" + path + "\"");
+  TEMPER_RETURN_IF_ERROR(Ready(true));
+  if (!journal_->Covers(path)) TEMPER_RETURN_IF_ERROR(journal_->Track(path));
+  return RemoteWriteFile(*connection_, path, content, mode);
+}
+
+Result<Evaluation> SshTarget::Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  return oscap_->Evaluate(evaluator, request);
+}
+
+Result<std::vector<AccessCheck>> SshTarget::CheckAccess() {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  AccessCheck check;
+  check.name = "fresh-ssh-login";
+  check.method = fmt::format("a new SSH login as {} on port {} (not through the open connection){}", login_.user,
+                             login_.port, login_.user == "root" ? "" : ", then sudo -n true");
+  Status s = connection_->CheckFreshLogin();
+  check.ok = s.ok();
+  if (!s.ok()) check.detail = s.message();
+  return std::vector<AccessCheck>{check};
+}
+
+}  // namespace temper::stig
