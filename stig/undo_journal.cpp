@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -24,6 +25,12 @@ manifest() {
   else
     printf unchecked > "$1.xattr"
   fi
+}
+# emit FILE...: each file as its size in bytes on a line, then its bytes; -1 for a missing file.
+emit() {
+  for f; do
+    if [ -f "$f" ]; then stat -c %s -- "$f" && cat -- "$f" || return 1; else echo -1; fi
+  done
 }
 # existing LIST...: the paths of the NUL-separated lists that exist now.
 existing() {
@@ -63,8 +70,17 @@ rm -f -- "$t"/*.err
 mv -- "$t" "$s" || exit 15
 )SH";
 
-// $1 snapshot dir: "type<TAB>path" NUL records of what now exists under its roots.
-constexpr const char* kListScript = R"SH(existing "$1/roots" "$1/absent" | xargs -0 -r sh -c 'exec find "$@" -xdev -printf "%y\t%p\0"' list
+// $1 dir, $2 snapshot dir: emits the snapshot's manifest.find and "type<TAB>path" NUL records of
+// what now exists under its roots.
+constexpr const char* kListScript = R"SH(existing "$2/roots" "$2/absent" | xargs -0 -r sh -c 'exec find "$@" -xdev -printf "%y\t%p\0"' list > "$1/now.list" || exit 17
+emit "$2/manifest.find" "$1/now.list"
+)SH";
+
+// $1 dir, $2 snapshot dir: emits the snapshot's package list (-1 without dpkg) and the host's now.
+constexpr const char* kPackagesScript = R"SH(if [ -f "$2/packages" ]; then
+  dpkg-query -W -f '${binary:Package}\t${Version}\t${db:Status-Abbrev}\n' > "$1/now.packages" || exit 14
+fi
+emit "$2/packages" "$1/now.packages"
 )SH";
 
 // $1 snapshot dir: extracts its archives over /.
@@ -74,9 +90,11 @@ constexpr const char* kExtractScript = R"SH(for f in "$1"/files.tar.gz "$1"/extr
 done
 )SH";
 
-// $1 dir, $2 snapshot dir: the manifest of what now exists under its roots, into $1/check.*.
+// $1 dir, $2 snapshot dir: the manifest of what now exists under its roots, into $1/check.*;
+// emits the snapshot's manifest and then that one (.find, .sha, .xattr each).
 constexpr const char* kCheckScript = R"SH(existing "$2/roots" "$2/absent" > "$1/check.list" || exit 17
 manifest "$1/check" "$1/check.list" || exit 17
+emit "$2/manifest.find" "$2/manifest.sha" "$2/manifest.xattr" "$1/check.find" "$1/check.sha" "$1/check.xattr"
 )SH";
 
 // $1 dir, $2 path: records the path's current state into every snapshot and tracks it from now on.
@@ -116,7 +134,6 @@ SandboxLimits JournalLimits() {
   return l;
 }
 
-constexpr std::size_t kMaxManifestBytes = std::size_t{256} << 20;
 constexpr std::size_t kMaxReportedProblems = 40;
 
 std::string Tail(const std::string& s, std::size_t n = 1500) {
@@ -141,6 +158,30 @@ std::string JoinNul(const std::vector<std::string>& items) {
   return out;
 }
 
+// The files a script emitted (see `emit`), in order; nullopt for a missing one.
+Result<std::vector<std::optional<std::string>>> SplitEmitted(const std::string& out, std::size_t count) {
+  std::vector<std::optional<std::string>> files;
+  std::size_t pos = 0;
+  while (files.size() < count) {
+    std::size_t nl = out.find('\n', pos);
+    if (nl == std::string::npos) return Status::Internal(fmt::format("undo journal: the host sent {} of {} files", files.size(), count));
+    const std::string size = out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (size == "-1") {
+      files.emplace_back(std::nullopt);
+      continue;
+    }
+    if (size.empty() || size.size() > 12 || !std::all_of(size.begin(), size.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      return Status::Internal("undo journal: malformed size line from the host: " + size.substr(0, 40));
+    }
+    std::size_t n = std::stoull(size);
+    if (n > out.size() - pos) return Status::Internal("undo journal: the host's answer was cut short");
+    files.emplace_back(out.substr(pos, n));
+    pos += n;
+  }
+  return files;
+}
+
 // getfattr writes "\ooo" for bytes it cannot print in a path.
 std::string UnescapeOctal(const std::string& s) {
   std::string out;
@@ -156,7 +197,8 @@ std::string UnescapeOctal(const std::string& s) {
 }
 
 struct Manifest {
-  std::map<std::string, std::string> paths;  // path -> its description
+  std::map<std::string, std::string> paths;  // path -> its description, xattrs included
+  std::map<std::string, std::set<std::string>> xattrs;  // path -> its "name=value" lines
   bool xattrs_checked = true;
 };
 
@@ -189,21 +231,18 @@ Result<Manifest> ParseManifest(const std::string& find, const std::string& sha, 
     return m;
   }
   std::istringstream lines(xattr);
-  std::map<std::string, std::set<std::string>> attrs;
   std::string current;
   for (std::string line; std::getline(lines, line);) {
     if (line.starts_with("# file: ")) {
       current = UnescapeOctal(line.substr(8));
-    } else if (!line.empty() && !current.empty()) {
-      attrs[current].insert(line);
+    } else if (!line.empty() && !current.empty() && m.paths.count(current)) {
+      m.xattrs[current].insert(line);
     }
   }
-  for (const auto& [path, set] : attrs) {
-    auto it = m.paths.find(path);
-    if (it == m.paths.end()) continue;
+  for (const auto& [path, set] : m.xattrs) {
     std::string list;
     for (const std::string& a : set) list += (list.empty() ? "" : ",") + a;
-    it->second += " xattrs=" + list;
+    m.paths[path] += " xattrs=" + list;
   }
   return m;
 }
@@ -381,16 +420,18 @@ Result<std::uint32_t> UndoJournal::Snapshot() {
 }
 
 Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report, std::vector<std::string>& problems) {
-  Result<std::string> before_text = RemoteReadFile(*shell_, snap + "/packages", kMaxManifestBytes);
-  if (before_text.status().code() == StatusCode::kNotFound) return Status::OK();  // no dpkg on the host
-  if (!before_text.ok()) return before_text.status();
-  std::vector<std::string> query = {"dpkg-query", "-W", "-f", kPackageFormat};
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult now_run, shell_->Exec(query, {}, JournalLimits()));
-  if (!now_run.Succeeded()) {
-    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), now_run.Describe(), Tail(now_run.err)));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kPackagesScript, {options_.dir, snap}));
+  if (!listed.Succeeded()) {
+    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
   }
+  TEMPER_ASSIGN_OR_RETURN(auto lists, SplitEmitted(listed.out, 2));
+  if (!lists[0]) return Status::OK();  // the host had no dpkg at the snapshot
+  if (!lists[1]) return Status::Internal(fmt::format("{}: dpkg-query wrote no package list", shell_->host_name()));
+  const std::vector<std::string> query = {"dpkg-query", "-W", "-f", kPackageFormat};
+  const std::optional<std::string>& before_text = lists[0];
+  const std::optional<std::string>& now_text = lists[1];
   const auto before = ParsePackages(*before_text);
-  const auto now = ParsePackages(now_run.out);
+  const auto now = ParsePackages(*now_text);
 
   std::vector<std::string> install, purge, remove;
   for (const auto& [name, b] : before) {
@@ -464,9 +505,15 @@ Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report
 }
 
 Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
-  TEMPER_ASSIGN_OR_RETURN(std::string snap_find, RemoteReadFile(*shell_, snap + "/manifest.find", kMaxManifestBytes));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kListScript, {options_.dir, snap}));
+  if (!listed.Succeeded()) {
+    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), listed.Describe(),
+                                        Tail(listed.err)));
+  }
+  TEMPER_ASSIGN_OR_RETURN(auto files, SplitEmitted(listed.out, 2));
+  if (!files[0] || !files[1]) return Status::Internal(fmt::format("{}: snapshot {} has no manifest", shell_->host_name(), snap));
   std::map<std::string, std::string> kept;  // path -> type at the snapshot
-  for (const std::string& rec : SplitNul(snap_find)) {
+  for (const std::string& rec : SplitNul(*files[0])) {
     std::size_t pos = 0;
     for (int i = 0; i < 6 && pos != std::string::npos; ++i) {
       pos = rec.find('\t', pos);
@@ -475,13 +522,8 @@ Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
     if (pos == std::string::npos) return Status::Internal("malformed manifest record in " + snap + ": " + rec);
     kept[rec.substr(pos)] = rec.substr(0, rec.find('\t'));
   }
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kListScript, {snap}));
-  if (!listed.Succeeded()) {
-    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), listed.Describe(),
-                                        Tail(listed.err)));
-  }
   std::vector<std::string> doomed;
-  for (const std::string& rec : SplitNul(listed.out)) {
+  for (const std::string& rec : SplitNul(*files[1])) {
     std::size_t tab = rec.find('\t');
     if (tab == std::string::npos) continue;
     const std::string type = rec.substr(0, tab), path = rec.substr(tab + 1);
@@ -510,19 +552,37 @@ Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
 }
 
 Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::string>& problems) {
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kCheckScript, {options_.dir, snap}));
-  if (!r.Succeeded()) {
-    return Status::Internal(fmt::format("{}: listing the restored roots failed ({}): {}", shell_->host_name(), r.Describe(),
-                                        Tail(r.err)));
+  Manifest want, have;
+  for (int round = 0; round < 2; ++round) {
+    TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kCheckScript, {options_.dir, snap}));
+    if (!r.Succeeded()) {
+      return Status::Internal(fmt::format("{}: listing the restored roots failed ({}): {}", shell_->host_name(),
+                                          r.Describe(), Tail(r.err)));
+    }
+    TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 6));
+    for (const auto& p : parts) {
+      if (!p) return Status::Internal(fmt::format("{}: a manifest of {} is missing", shell_->host_name(), snap));
+    }
+    TEMPER_ASSIGN_OR_RETURN(want, ParseManifest(*parts[0], *parts[1], *parts[2]));
+    TEMPER_ASSIGN_OR_RETURN(have, ParseManifest(*parts[3], *parts[4], *parts[5]));
+    // tar sets the archived xattrs on a directory it finds in place but leaves any others there:
+    // remove those (once) and look again.
+    std::string extra;
+    for (const auto& [path, lines] : have.xattrs) {
+      auto w = want.xattrs.find(path);
+      for (const std::string& line : lines) {
+        std::string name = line.substr(0, line.find('='));
+        bool wanted = w != want.xattrs.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& l) {
+                        return l.substr(0, l.find('=')) == name;
+                      });
+        if (!wanted && want.paths.count(path)) extra += name + '\0' + path + '\0';
+      }
+    }
+    if (extra.empty() || round == 1) break;
+    TEMPER_ASSIGN_OR_RETURN(ProcessResult x, shell_->Exec({"xargs", "-0", "-r", "-n", "2", "setfattr", "-h", "-x"}, extra,
+                                                          JournalLimits()));
+    if (!x.Succeeded()) problems.push_back(fmt::format("removing xattrs added since the snapshot failed: {}", Tail(x.err)));
   }
-  std::string parts[2][3];
-  const char* suffix[3] = {".find", ".sha", ".xattr"};
-  for (int i = 0; i < 3; ++i) {
-    TEMPER_ASSIGN_OR_RETURN(parts[0][i], RemoteReadFile(*shell_, snap + "/manifest" + suffix[i], kMaxManifestBytes));
-    TEMPER_ASSIGN_OR_RETURN(parts[1][i], RemoteReadFile(*shell_, options_.dir + "/check" + suffix[i], kMaxManifestBytes));
-  }
-  TEMPER_ASSIGN_OR_RETURN(Manifest want, ParseManifest(parts[0][0], parts[0][1], parts[0][2]));
-  TEMPER_ASSIGN_OR_RETURN(Manifest have, ParseManifest(parts[1][0], parts[1][1], parts[1][2]));
   std::set<std::string> paths;
   for (const auto& [p, d] : want.paths) paths.insert(p);
   for (const auto& [p, d] : have.paths) paths.insert(p);

@@ -96,6 +96,8 @@ class UndoJournal {
   Status Drop(const std::vector<std::uint32_t>& ids);
   Status RevertPackages(const std::string& snap, RevertReport& report, std::vector<std::string>& problems);
   Status RevertFiles(const std::string& snap, RevertReport& report);
+  // Compares what now lies under the snapshot's roots with its manifest (removing xattrs added
+  // since, which tar leaves on directories it finds in place); each difference is a problem.
   Status CompareFiles(const std::string& snap, std::vector<std::string>& problems);
 
   RemoteShell* shell_;
