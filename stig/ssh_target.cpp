@@ -1,6 +1,7 @@
 #include "stig/ssh_target.h"
 
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -15,6 +16,20 @@ SandboxLimits Setup() {
   l.memory_limit_bytes = 0;
   return l;
 }
+
+// After a revert sshd must run the restored configuration, not one a failed attempt loaded.
+// Exit 30: the restored configuration does not pass `sshd -t`.
+constexpr const char* kReloadSshdScript = R"SH(sshd=$(command -v sshd || echo /usr/sbin/sshd)
+[ -x "$sshd" ] || exit 0
+"$sshd" -t || exit 30
+if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+  for unit in ssh sshd; do
+    if systemctl is-active --quiet "$unit"; then systemctl reload "$unit"; exit $?; fi
+  done
+fi
+if [ -f /run/sshd.pid ]; then kill -HUP "$(cat /run/sshd.pid)"; exit $?; fi
+exit 0
+)SH";
 
 // The login user's home directory on the host, from its passwd entry.
 std::string HomeOf(SshConnection& c, const std::string& user) {
@@ -101,15 +116,33 @@ Status SshTarget::Revert(SnapshotId id) {
     }
     Result<RevertReport> r = journal_->Revert(id);
     if (r.ok()) {
-      dirty_ = false;
       log_.Info("target {}: reverted to snapshot {} in {:.1f} s ({} path(s) removed, {} package(s) purged, {} reinstalled)",
                 options_.name, id, r->seconds, r->paths_removed, r->packages_purged.size(), r->packages_installed.size());
+      Status access = ReloadSshdAndCheckAccess();
+      if (!access.ok()) return MarkNeedsHuman(access.WithContext(fmt::format("after reverting to snapshot {}", id)));
+      dirty_ = false;
       return Status::OK();
     }
     // Lost mid-revert: one more try through another fresh connection.
     if (r.status().code() == StatusCode::kAborted && round == 0) continue;
     return MarkNeedsHuman(r.status());
   }
+}
+
+Status SshTarget::ReloadSshdAndCheckAccess() {
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, connection_->Exec({"/bin/sh", "-c", kReloadSshdScript}, {}, Setup()));
+  if (r.exit_code == 30) {
+    return Status::FailedPrecondition(fmt::format("the restored sshd configuration fails `sshd -t`: {}", r.err));
+  }
+  if (!r.Succeeded()) return Status::Internal(fmt::format("reloading sshd failed ({}): {}", r.Describe(), r.err + r.out));
+  // sshd re-executes itself on reload and does not listen for a moment.
+  Status login;
+  for (int i = 0; i < 10; ++i) {
+    login = connection_->CheckFreshLogin();
+    if (login.ok()) return login;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return login;
 }
 
 Result<ProcessResult> SshTarget::Run(const std::string& command, const SandboxLimits& limits) {

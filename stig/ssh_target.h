@@ -54,8 +54,9 @@ class SshTarget final : public Target {
   const std::string& name() const override { return options_.name; }
   // The journal's next snapshot. Errors as UndoJournal::Snapshot, and as Run when disconnected.
   Result<SnapshotId> Snapshot() override;
-  // Restores snapshot `id` through the current connection, or a fresh one when it was lost.
-  // Any failure marks the target as needing a human (see above).
+  // Restores snapshot `id` through the current connection, or a fresh one when it was lost, then
+  // reloads sshd (so it runs the restored configuration) and proves a fresh login works. Any
+  // failure marks the target as needing a human (see above).
   Status Revert(SnapshotId id) override;
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   // The host installs with its own apt and sources.
@@ -89,6 +90,8 @@ class SshTarget final : public Target {
   // is gone with nothing changed. `changes`: the operation may change the host.
   Status Ready(bool changes);
   Status MarkNeedsHuman(const Status& why);
+  // Makes sshd run the (restored) configuration and proves a fresh login works.
+  Status ReloadSshdAndCheckAccess();
 
   SshTargetOptions options_;
   std::unique_ptr<SshConnection> connection_;

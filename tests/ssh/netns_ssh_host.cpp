@@ -148,12 +148,12 @@ Status NetnsSshHost::StartSshd() {
   StopSshd();
   const std::string log = dir_ + "/files/sshd.log";
   // Not bubblewrap: it always sets no_new_privs, and sudo (setuid) must work for the logins. A
-  // mount and pid namespace of its own, /proc mounted in the tree, and sshd chrooted into it as the
+  // mount, pid and uts namespace of its own (hostname temper-test-host, which the layer's /etc/hosts names), /proc mounted in the tree, and sshd chrooted into it as the
   // namespace's init: killing `unshare` (--kill-child) takes sshd and every session with it.
   std::vector<std::string> argv = {
       "/usr/sbin/ip", "netns", "exec", netns_, "/usr/bin/unshare", "--mount", "--propagation", "private", "--pid",
-      "--fork", "--kill-child", "/bin/sh", "-c",
-      "mount -t proc proc \"$1/proc\" && exec chroot \"$1\" /usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
+      "--uts", "--fork", "--kill-child", "/bin/sh", "-c",
+      "hostname temper-test-host && mount -t proc proc \"$1/proc\" && exec chroot \"$1\" /usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
       "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
       "sshd-host", merged_, address_};
   std::vector<char*> args;

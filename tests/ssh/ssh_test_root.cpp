@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the script below changes.
-constexpr int kRecipe = 1;
+constexpr int kRecipe = 2;
 
 // $1 base, $2 upper, $3 work, $4 merged, $5 key directory. Runs in a private mount namespace, so
 // every mount it makes goes away with it.
@@ -47,6 +47,9 @@ for u in root admin clerk; do
   chmod 0600 "$m$home/.ssh/authorized_keys"
   chroot "$m" chown -R "$u:" "$home/.ssh"
 done
+# The hosts' name (netns_ssh_host.h sets it), so sudo resolves it.
+echo temper-test-host > "$m/etc/hostname"
+printf '127.0.0.1 localhost\n127.0.1.1 temper-test-host\n' > "$m/etc/hosts"
 # sshd's privilege separation directory, made at boot on a real host.
 mkdir -p "$m/run/sshd"
 umount "$m"
