@@ -1,5 +1,6 @@
 #include "orchestrator/batch_request.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <set>
@@ -110,12 +111,14 @@ Result<int64_t> ParseBatchId(std::string_view text) {
 }
 
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
-                                       const DaemonConfig& config) {
+                                       const DaemonConfig& config, const std::vector<std::string>& more_targets) {
   NewBatch batch;
   if (request.target().empty()) return Status::InvalidArgument("target: required");
-  if (config.FindTarget(request.target()) == nullptr) {
+  bool more = std::find(more_targets.begin(), more_targets.end(), request.target()) != more_targets.end();
+  if (config.FindTarget(request.target()) == nullptr && !more) {
     std::vector<std::string> names;
     for (const TargetConfig& t : config.targets) names.push_back(t.name);
+    names.insert(names.end(), more_targets.begin(), more_targets.end());
     std::string known;
     for (const std::string& n : names) known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
     return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})",

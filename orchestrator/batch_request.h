@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 #include "orchestrator/daemon_config.h"
@@ -18,10 +19,11 @@ inline constexpr std::string_view kSsgRulePrefix = "xccdf_org.ssgproject.content
 // XCCDF 1.2 rule ids (xccdf_<namespace>_rule_<name>) pass unchanged. InvalidArgument otherwise.
 Result<std::string> NormalizeRuleId(std::string_view id);
 
-// Checks `request` against the daemon's configuration and fills in default budgets. Errors:
+// Checks `request` against the daemon's configuration and fills in default budgets. `more_targets`
+// are valid target names besides the configured ones (SSH hosts named on submit). Errors:
 // InvalidArgument for malformed fields, NotFound for an unknown target or datastream.
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
-                                       const DaemonConfig& config);
+                                       const DaemonConfig& config, const std::vector<std::string>& more_targets = {});
 
 // Parses a batch id as the API carries it (decimal). InvalidArgument names the bad text.
 Result<int64_t> ParseBatchId(std::string_view text);

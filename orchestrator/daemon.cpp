@@ -72,9 +72,11 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
-  daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log);
-  daemon->service_ =
-      std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, *daemon->runner_, log);
+  TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_));
+  daemon->runner_ =
+      std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log, daemon->hosts_.get());
+  daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
+                                                     *daemon->runner_, *daemon->hosts_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   daemon->runner_->Start();
   return daemon;
@@ -151,6 +153,7 @@ void Daemon::Shutdown() {
   refusal_server_.reset();
   service_.reset();
   runner_.reset();
+  hosts_.reset();
   journal_.reset();
   journal_files_.reset();
   store_.reset();

@@ -16,6 +16,7 @@
 #include "orchestrator/journal.h"
 #include "orchestrator/loop_runner.h"
 #include "orchestrator/role_models.h"
+#include "orchestrator/ssh_hosts.h"
 #include "orchestrator/state_store.h"
 #include "orchestrator/temper_service.h"
 #include "orchestrator/unix_listener.h"
@@ -53,6 +54,7 @@ class Daemon {
   std::unique_ptr<JournalFiles> journal_files_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<RoleModels> models_;
+  std::unique_ptr<SshHosts> hosts_;
   std::unique_ptr<LoopRunner> runner_;
   std::unique_ptr<TemperService> service_;
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;

@@ -5,10 +5,13 @@
 #include <fmt/format.h>
 
 #include "orchestrator/yaml_reader.h"
+#include "stig/ssh_connection.h"
 
 namespace temper {
 
 namespace {
+
+constexpr std::size_t kMaxSshControlDir = 70;
 
 Status ParseUnix(const YamlNode& node, UnixListenConfig& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"path", "group"}));
@@ -91,6 +94,51 @@ Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
   return Status::OK();
 }
 
+Status ParseSshTarget(const YamlNode& spec, TargetConfig& target) {
+  if (auto n = spec.Find("path")) return n->Error("ssh targets have no path (use host: user@name[:port])");
+  TEMPER_ASSIGN_OR_RETURN(YamlNode host, spec.Require("host"));
+  TEMPER_ASSIGN_OR_RETURN(target.host, host.AsString());
+  Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(target.host);
+  if (!endpoint.ok()) return host.Error(endpoint.status().message());
+  if (auto n = spec.Find("key_file")) {
+    TEMPER_ASSIGN_OR_RETURN(target.key_file, n->AsPath());
+  }
+  if (auto n = spec.Find("known_hosts")) {
+    TEMPER_ASSIGN_OR_RETURN(target.known_hosts, n->AsPath());
+  }
+  if (auto n = spec.Find("sudo")) {
+    TEMPER_ASSIGN_OR_RETURN(target.sudo, n->AsBool());
+    if (!target.sudo && endpoint->user != "root") {
+      return n->Error(fmt::format("without sudo, {} cannot run fixes as root: log in as root or allow sudo",
+                                  endpoint->user));
+    }
+  }
+  return Status::OK();
+}
+
+Status ParseSsh(const YamlNode& node, SshConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"known_hosts", "key_file", "control_dir", "connect_timeout", "host_dir"}));
+  if (auto n = node.Find("known_hosts")) {
+    TEMPER_ASSIGN_OR_RETURN(out.known_hosts, n->AsPath());
+  }
+  if (auto n = node.Find("key_file")) {
+    TEMPER_ASSIGN_OR_RETURN(out.key_file, n->AsPath());
+  }
+  if (auto n = node.Find("control_dir")) {
+    TEMPER_ASSIGN_OR_RETURN(out.control_dir, n->AsPath());
+  }
+  if (auto n = node.Find("connect_timeout")) {
+    TEMPER_ASSIGN_OR_RETURN(out.connect_timeout, n->AsDuration(std::chrono::seconds(1), std::chrono::seconds(300)));
+  }
+  if (auto n = node.Find("host_dir")) {
+    TEMPER_ASSIGN_OR_RETURN(out.host_dir, n->AsString());
+    if (out.host_dir.empty() || out.host_dir[0] != '/' || out.host_dir == "/") {
+      return n->Error("the directory on the hosts must be absolute and not /");
+    }
+  }
+  return Status::OK();
+}
+
 Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMap());
   for (const auto& [name, spec] : node.Entries()) {
@@ -103,14 +151,20 @@ Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
     }
     TargetConfig target;
     target.name = name;
-    TEMPER_RETURN_IF_ERROR(spec.ExpectMapWithKeys({"type", "path"}));
+    TEMPER_RETURN_IF_ERROR(spec.ExpectMapWithKeys({"type", "path", "host", "key_file", "known_hosts", "sudo"}));
     TEMPER_ASSIGN_OR_RETURN(YamlNode type, spec.Require("type"));
     TEMPER_ASSIGN_OR_RETURN(target.type, type.AsString());
-    if (target.type != "rootfs") {
-      return type.Error(fmt::format("unknown target type '{}' (expected: rootfs)", target.type));
+    if (target.type == "rootfs") {
+      for (const char* key : {"host", "key_file", "known_hosts", "sudo"}) {
+        if (auto n = spec.Find(key)) return n->Error("only ssh targets take this key");
+      }
+      TEMPER_ASSIGN_OR_RETURN(YamlNode path, spec.Require("path"));
+      TEMPER_ASSIGN_OR_RETURN(target.path, path.AsPath());
+    } else if (target.type == "ssh") {
+      TEMPER_RETURN_IF_ERROR(ParseSshTarget(spec, target));
+    } else {
+      return type.Error(fmt::format("unknown target type '{}' (expected: rootfs, ssh)", target.type));
     }
-    TEMPER_ASSIGN_OR_RETURN(YamlNode path, spec.Require("path"));
-    TEMPER_ASSIGN_OR_RETURN(target.path, path.AsPath());
     out.push_back(std::move(target));
   }
   return Status::OK();
@@ -133,7 +187,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "targets"}));
+                                                 "default_budgets", "package_cache", "ssh", "targets"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -169,6 +223,17 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (auto n = root.Find("default_budgets")) TEMPER_RETURN_IF_ERROR(ParseBudgets(*n, config.default_budgets));
   config.package_cache.dir = (std::filesystem::path(config.state_dir) / "packages").string();
   if (auto n = root.Find("package_cache")) TEMPER_RETURN_IF_ERROR(ParsePackageCache(*n, config.package_cache));
+  const std::filesystem::path ssh_dir = std::filesystem::path(config.state_dir) / "ssh";
+  config.ssh.known_hosts = (ssh_dir / "known_hosts").string();
+  config.ssh.control_dir = (ssh_dir / "control").string();
+  if (auto n = root.Find("ssh")) TEMPER_RETURN_IF_ERROR(ParseSsh(*n, config.ssh));
+  // The masters' sockets are <control_dir>/m-<16 hex> plus ssh's own 17-byte suffix, in 108 bytes.
+  if (config.ssh.control_dir.size() > kMaxSshControlDir) {
+    YamlNode at = root.Find("ssh") ? *root.Find("ssh") : root;
+    return at.Error(fmt::format("ssh control_dir {} is {} bytes; socket paths allow at most {} (set ssh.control_dir, "
+                                "e.g. /run/temper/ssh)",
+                                config.ssh.control_dir, config.ssh.control_dir.size(), kMaxSshControlDir));
+  }
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
   return config;
 }

@@ -31,8 +31,23 @@ struct TcpListenConfig {
 
 struct TargetConfig {
   std::string name;
-  std::string type;  // "rootfs"
+  std::string type;  // "rootfs" or "ssh"
   std::string path;  // rootfs: the directory holding the root
+  // ssh: user@name[:port]; the key file and known_hosts when not the `ssh:` section's; sudo -n
+  // is how a login other than root runs commands as root (false only with a root login).
+  std::string host;
+  std::string key_file;
+  std::string known_hosts;
+  bool sudo = true;
+};
+
+// How temperd reaches SSH hosts (targets of type ssh, and hosts named on submit).
+struct SshConfig {
+  std::string known_hosts;  // temperd's own; default <state_dir>/ssh/known_hosts
+  std::string key_file;     // default: none, the agent at $SSH_AUTH_SOCK
+  std::string control_dir;  // the masters' sockets; default <state_dir>/ssh/control
+  std::chrono::seconds connect_timeout{10};
+  std::string host_dir = "/var/lib/temper";  // temper's root-only directory on each host
 };
 
 struct DaemonConfig {
@@ -49,6 +64,7 @@ struct DaemonConfig {
   // Where rootfs targets install packages from (stig/package_cache.h). Default: <state_dir>/packages
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
+  SshConfig ssh;
   std::vector<TargetConfig> targets;
 
   const TargetConfig* FindTarget(const std::string& name) const;

@@ -2,7 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "stig/rootfs_target.h"
+#include "orchestrator/target_factory.h"
+#include "stig/ssh_target.h"
 
 namespace temper {
 
@@ -11,8 +12,9 @@ namespace {
 constexpr auto kIdlePoll = std::chrono::seconds(5);
 }  // namespace
 
-LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log)
-    : config_(config), journal_(journal), models_(models), log_(log) {}
+LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
+                       SshHosts* hosts)
+    : config_(config), journal_(journal), models_(models), log_(log), hosts_(hosts) {}
 
 LoopRunner::~LoopRunner() { Stop(); }
 
@@ -23,9 +25,27 @@ void LoopRunner::Start() {
                  config_.source);
     return;
   }
+  std::lock_guard lock(mu_);
+  started_ = true;
   for (const TargetConfig& target : config_.targets) {
     threads_.emplace_back([this, &target] { TargetThread(target); });
   }
+  if (hosts_) {
+    for (TargetConfig& target : hosts_->Submitted()) {
+      const TargetConfig& kept = added_.emplace_back(std::move(target));
+      threads_.emplace_back([this, &kept] { TargetThread(kept); });
+    }
+  }
+}
+
+void LoopRunner::AddTarget(const TargetConfig& target) {
+  std::lock_guard lock(mu_);
+  if (!started_ || stopping_ || models_ == nullptr) return;  // Start picks it up from SshHosts
+  for (const TargetConfig& t : added_) {
+    if (t.name == target.name) return;
+  }
+  const TargetConfig& kept = added_.emplace_back(target);
+  threads_.emplace_back([this, &kept] { TargetThread(kept); });
 }
 
 void LoopRunner::Wake() {
@@ -47,13 +67,14 @@ void LoopRunner::Cancel(int64_t batch_id) {
 }
 
 void LoopRunner::Stop() {
+  std::vector<std::thread> threads;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
+    threads.swap(threads_);
   }
   wake_.notify_all();
-  for (std::thread& t : threads_) t.join();
-  threads_.clear();
+  for (std::thread& t : threads) t.join();
 }
 
 void LoopRunner::TargetThread(const TargetConfig& config) {
@@ -79,15 +100,24 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
 void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch) {
   Result<const LoadedContent*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
+  const bool ssh = config.type == "ssh" && hosts_ != nullptr;
+  if (ssh) {
+    std::optional<SshHostState> host = hosts_->Find(config.name);
+    if (host && host->state == "needs_human") {
+      return FailBatch(batch, Status::FailedPrecondition(fmt::format(
+                                  "host {} needs a human: {} (once it has been checked, `temper hosts clear {}`)",
+                                  config.name, host->detail, config.name)));
+    }
+  }
   if (!target) {
-    // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
-    Result<std::unique_ptr<stig::RootfsTarget>> opened =
-        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root", config_.package_cache);
+    Result<std::unique_ptr<stig::Target>> opened = OpenTarget(config, config_, log_);
     if (!opened.ok()) {
-      return FailBatch(batch, opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path)));
+      if (ssh) (void)hosts_->SetState(config.name, "idle", opened.status().ToString(), batch.id);
+      return FailBatch(batch, opened.status());
     }
     target = std::move(*opened);
   }
+  if (ssh) (void)hosts_->SetState(config.name, "running", "", batch.id);
   LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
                         config_.state_dir + "/results"};
   BatchLoop loop(std::move(services), *target, batch, [this] {
@@ -108,6 +138,28 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
     log_.Error("batch {}: {}", batch.id, ran.ToString());
     loop.Fail(ran);
   }
+  if (ssh) RecordHost(config, target, batch, ran);
+}
+
+void LoopRunner::RecordHost(const TargetConfig& config, std::unique_ptr<stig::Target>& target, const BatchRecord& batch,
+                            const Status& ran) {
+  auto* host = dynamic_cast<stig::SshTarget*>(target.get());
+  Status recorded;
+  if (host && host->needs_human()) {
+    recorded = hosts_->SetState(config.name, "needs_human", *host->needs_human(), batch.id);
+    target.reset();  // a person decides what happens next; the next batch opens it afresh
+  } else {
+    bool stopping;
+    {
+      std::lock_guard lock(mu_);
+      stopping = stopping_;
+    }
+    std::string detail = !ran.ok()  ? fmt::format("batch {} failed: {}", batch.id, ran.ToString())
+                         : stopping ? fmt::format("batch {} paused: temperd stopped", batch.id)
+                                    : fmt::format("batch {} ended", batch.id);
+    recorded = hosts_->SetState(config.name, "idle", detail, batch.id);
+  }
+  if (!recorded.ok()) log_.Error("host {}: recording its state: {}", config.name, recorded.ToString());
 }
 
 Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {

@@ -1,6 +1,10 @@
-// LoopRunner: temperd's workers. One thread per configured target runs that target's batches one
-// at a time (an interrupted batch first, then the oldest queued), so batches on different targets
-// run in parallel and their role calls reach the model endpoints concurrently.
+// LoopRunner: temperd's workers. One thread per target (configured, or an SSH host named on submit,
+// added with AddTarget) runs that target's batches one at a time (an interrupted batch first, then
+// the oldest queued), so batches on different targets run in parallel and their role calls reach
+// the model endpoints concurrently.
+//
+// SSH hosts: a host whose revert failed (stig/ssh_target.h) is marked needs_human in SshHosts and
+// its batches fail at once, saying so, until a person clears it; its connection is dropped.
 //
 // Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
 // start with models. A batch that cannot start (a datastream that does not load, a target that does
@@ -12,6 +16,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +31,7 @@
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
 #include "orchestrator/role_models.h"
+#include "orchestrator/ssh_hosts.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
 
@@ -33,14 +39,18 @@ namespace temper {
 
 class LoopRunner {
  public:
-  // `models` may be null (no models.yaml). Everything referenced must outlive the runner.
-  LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log);
+  // `models` and `hosts` may be null (no models.yaml; no SSH hosts registry). Everything referenced
+  // must outlive the runner.
+  LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
+             SshHosts* hosts = nullptr);
   ~LoopRunner();
   LoopRunner(const LoopRunner&) = delete;
   LoopRunner& operator=(const LoopRunner&) = delete;
 
   // Starts one thread per target.
   void Start();
+  // A target that was not there at Start (an SSH host named on submit): its thread starts now.
+  void AddTarget(const TargetConfig& target);
   // A batch was submitted: idle targets look for work now.
   void Wake();
   // The batch was cancelled in the store: its loop stops at its next step.
@@ -60,10 +70,15 @@ class LoopRunner {
   // Marks a batch that never started failed.
   void FailBatch(const BatchRecord& batch, const Status& error);
 
+  // After a batch on an SSH host: its state for `temper hosts`; drops a target that needs a human.
+  void RecordHost(const TargetConfig& config, std::unique_ptr<stig::Target>& target, const BatchRecord& batch,
+                  const Status& ran);
+
   const DaemonConfig& config_;
   Journal& journal_;
   const RoleModels* models_;
   const Logger& log_;
+  SshHosts* hosts_;
 
   std::mutex mu_;
   std::condition_variable wake_;
@@ -74,6 +89,8 @@ class LoopRunner {
   std::mutex content_mu_;  // also serialises Content::Load, which libopenscap requires
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
 
+  bool started_ = false;
+  std::list<TargetConfig> added_;  // AddTarget's targets (stable addresses for their threads)
   std::vector<std::thread> threads_;
 };
 

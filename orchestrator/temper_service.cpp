@@ -6,6 +6,7 @@
 
 #include "orchestrator/batch_request.h"
 #include "orchestrator/proto_convert.h"
+#include "stig/ssh_connection.h"
 
 namespace temper {
 
@@ -23,8 +24,30 @@ constexpr std::chrono::milliseconds kWatchPollInterval{500};
 
 grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::SubmitBatchRequest* request,
                                         temper::v1::Batch* response) {
-  Result<NewBatch> batch = ValidateSubmitRequest(*request, config_);
+  // A host named on submit becomes a target of its own (registered once the request is valid).
+  temper::v1::SubmitBatchRequest checked = *request;
+  std::vector<std::string> hosts;
+  for (const SshHostState& h : hosts_.List()) hosts.push_back(h.target.name);
+  if (!request->host().empty()) {
+    if (!request->target().empty()) {
+      return ToGrpcStatus(Status::InvalidArgument("host: give either target or host, not both"));
+    }
+    Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(request->host());
+    if (!endpoint.ok()) return ToGrpcStatus(endpoint.status().WithContext("host"));
+    checked.set_target(SshHosts::NameFor(request->host()));
+    hosts.push_back(checked.target());
+  }
+  Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
+  if (!request->host().empty()) {
+    bool created = false;
+    Result<TargetConfig> target = hosts_.FromSubmit(request->host(), &created);
+    if (!target.ok()) return ToGrpcStatus(target.status());
+    if (created) {
+      log_.Info("SSH host {} ({}) registered as a target", target->name, target->host);
+      runner_.AddTarget(*target);
+    }
+  }
   Result<StateStore::Submitted> submitted = store_.SubmitBatch(*batch);
   if (!submitted.ok()) {
     log_.Error("SubmitBatch: {}", submitted.status().ToString());

@@ -9,6 +9,7 @@
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
 #include "orchestrator/loop_runner.h"
+#include "orchestrator/ssh_hosts.h"
 #include "orchestrator/state_store.h"
 #include "temper/v1/temper.grpc.pb.h"
 
@@ -18,8 +19,8 @@ class TemperService final : public temper::v1::Temper::Service {
  public:
   // All references must outlive the service.
   TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner,
-                const Logger& log)
-      : config_(config), store_(store), journal_(journal), runner_(runner), log_(log) {}
+                SshHosts& hosts, const Logger& log)
+      : config_(config), store_(store), journal_(journal), runner_(runner), hosts_(hosts), log_(log) {}
 
   grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                            temper::v1::Batch* response) override;
@@ -35,12 +36,20 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::RuleMemory* response) override;
   grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
                               temper::v1::BatchReport* response) override;
+  // SSH hosts (host_service.cpp).
+  grpc::Status ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
+                         temper::v1::ListHostsResponse* response) override;
+  grpc::Status AcceptHostKey(grpc::ServerContext* context, const temper::v1::AcceptHostKeyRequest* request,
+                             temper::v1::AcceptHostKeyResponse* response) override;
+  grpc::Status ClearHost(grpc::ServerContext* context, const temper::v1::ClearHostRequest* request,
+                         temper::v1::Host* response) override;
 
  private:
   const DaemonConfig& config_;
   StateStore& store_;
   Journal& journal_;
   LoopRunner& runner_;
+  SshHosts& hosts_;
   const Logger& log_;
 };
 

@@ -334,6 +334,11 @@ bool SshConnection::MasterAlive() const {
   return alive;
 }
 
+bool SshConnection::MasterExpired() const {
+  auto idle = std::chrono::steady_clock::now() - last_used_;
+  return !MasterAlive() && idle >= options_.control_persist - std::chrono::seconds(5);
+}
+
 Status SshConnection::Reconnect() {
   log_.Info("ssh {}: opening a fresh connection", name_);
   return StartMaster();
@@ -357,8 +362,7 @@ Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, 
   if (!MasterAlive()) {
     // An idle master ends by itself after control_persist; only a master that died while in use
     // is a lost connection.
-    auto idle = std::chrono::steady_clock::now() - last_used_;
-    if (idle < options_.control_persist - std::chrono::seconds(5)) {
+    if (!MasterExpired()) {
       return Status::Aborted(fmt::format("ssh {}: \"connection lost\": the master connection is gone", name_));
     }
     TEMPER_RETURN_IF_ERROR(StartMaster());

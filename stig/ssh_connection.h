@@ -97,6 +97,8 @@ class SshConnection final : public RemoteShell {
 
   // True while the master answers (a local socket query; no network round trip).
   bool MasterAlive() const;
+  // True when the master is gone because it sat idle for control_persist (not a lost connection).
+  bool MasterExpired() const;
   // Drops the current master (if any) and opens a fresh one. Errors as Open.
   Status Reconnect();
   // A login on a new connection that bypasses the master, then `sudo -n true` when the login is not

@@ -87,7 +87,7 @@ Status SshTarget::Ready(bool changes) {
                                                   connection_->host_name(), *needs_human_));
   }
   if (!connection_->MasterAlive()) {
-    if (dirty_) {
+    if (dirty_ && !connection_->MasterExpired()) {
       return Status::Aborted(fmt::format("ssh {}: \"connection lost\" after a change to the host; only a revert (through "
                                          "a fresh connection) may follow",
                                          connection_->host_name()));
@@ -111,7 +111,7 @@ Status SshTarget::Revert(SnapshotId id) {
     if (!connection_->MasterAlive()) {
       log_.Warning("target {}: the connection to {} was lost; reverting to snapshot {} through a fresh connection",
                    options_.name, connection_->host_name(), id);
-      Status reconnected = connection_->Reconnect();
+      Status reconnected = ReconnectPatiently();
       if (!reconnected.ok()) return MarkNeedsHuman(reconnected.WithContext(fmt::format("reconnecting to revert to snapshot {}", id)));
     }
     Result<RevertReport> r = journal_->Revert(id);
@@ -127,6 +127,19 @@ Status SshTarget::Revert(SnapshotId id) {
     if (r.status().code() == StatusCode::kAborted && round == 0) continue;
     return MarkNeedsHuman(r.status());
   }
+}
+
+Status SshTarget::ReconnectPatiently() {
+  Status s;
+  const int tries = std::max(1, options_.reconnect_tries);
+  for (int i = 0; i < tries; ++i) {
+    if (i > 0) std::this_thread::sleep_for(options_.reconnect_pause);
+    s = connection_->Reconnect();
+    // A refused key or host key will not change by waiting; a host that is coming back may.
+    if (s.ok() || (s.code() != StatusCode::kUnavailable && s.code() != StatusCode::kDeadlineExceeded)) return s;
+    log_.Warning("target {}: {} (try {} of {})", options_.name, s.message(), i + 1, tries);
+  }
+  return s;
 }
 
 Status SshTarget::ReloadSshdAndCheckAccess() {

@@ -7,9 +7,10 @@
 //
 // Lost connections. Whether a lost connection is harmless depends on what happened since the last
 // snapshot or revert: with no change made (`dirty` false), the next operation simply opens a fresh
-// connection (an idle master also ends by itself). After a change, every operation but Revert
+// connection (as it does when the master ended after sitting idle). After a change, every operation but Revert
 // fails with "connection lost" (Aborted): the change may have cut the host off, and the only safe
-// next step is Revert, which opens a second, fresh connection and restores the snapshot. A revert
+// next step is Revert, which opens a second, fresh connection (retrying while the host refuses or
+// does not answer; see reconnect_tries) and restores the snapshot. A revert
 // that fails (no way back in, or the journal cannot make the host exact) marks the target as
 // needing a human: from then on every operation fails with FailedPrecondition saying why, until a
 // person has looked at the host and the target is opened again.
@@ -21,6 +22,7 @@
 // Thread safety: single owner (as Target).
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +45,10 @@ struct SshTargetOptions {
   // For a host without a journal yet; the login user's ~/.ssh is added when it is not root.
   std::vector<std::string> undo_roots = DefaultUndoRoots();
   std::uint32_t keep_snapshots = 8;
+  // A host whose connection dropped may be restarting sshd: a revert tries this many fresh
+  // connections, this far apart, before handing the host to a human (about 20 s by default).
+  int reconnect_tries = 6;
+  std::chrono::seconds reconnect_pause{4};
 };
 
 class SshTarget final : public Target {
@@ -90,6 +96,8 @@ class SshTarget final : public Target {
   // is gone with nothing changed. `changes`: the operation may change the host.
   Status Ready(bool changes);
   Status MarkNeedsHuman(const Status& why);
+  // Reconnects, retrying for a while when the host refuses or does not answer (it may be restarting).
+  Status ReconnectPatiently();
   // Makes sshd run the (restored) configuration and proves a fresh login works.
   Status ReloadSshdAndCheckAccess();
 

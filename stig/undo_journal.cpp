@@ -307,7 +307,7 @@ std::vector<std::string> DefaultUndoRoots() {
   return {"/etc",
           "/boot/grub",
           "/boot/grub2",
-          "/root/.ssh",
+          "/root",
           "/usr/share/pam-configs",
           "/var/spool/cron",
           "/var/lib/dpkg/statoverride",

@@ -2,7 +2,7 @@
 //
 // A real host cannot be remounted like a rootfs target, so a snapshot records, on the host, the
 // state of the paths STIG fixes change (the roots: /etc with PAM, audit, sudoers, sshd and
-// systemd's unit links; grub's configuration; cron; root's ssh keys; dpkg's statoverride,
+// systemd's unit links; grub's configuration; cron; root's home with its ssh keys; dpkg's statoverride,
 // diversions and alternatives) plus any path the Worker wrote outside them (Track), and the
 // installed package list:
 //   - a tar of the roots with owners (numeric), modes, xattrs and ACLs;
@@ -38,7 +38,7 @@
 
 namespace temper::stig {
 
-// /etc, /boot/grub, /boot/grub2, /root/.ssh, /usr/share/pam-configs, /var/spool/cron and dpkg's
+// /etc, /boot/grub, /boot/grub2, /root, /usr/share/pam-configs, /var/spool/cron and dpkg's
 // statoverride, diversions and alternatives.
 std::vector<std::string> DefaultUndoRoots();
 

@@ -19,7 +19,7 @@ void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), s
 
 void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   struct Options {
-    std::string file, target, datastream, profile, name, request_id;
+    std::string file, target, host, datastream, profile, name, request_id;
     std::vector<std::string> rules;
     bool whole_profile = false;
     uint32_t max_attempts = 0, max_tokens_k = 0;
@@ -30,6 +30,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("submit", "submit a batch of STIG rules for remediation");
   cmd->add_option("-f,--file", opt->file, "batch YAML file (flags override its fields)");
   cmd->add_option("-t,--target", opt->target, "target name from temperd.yaml");
+  cmd->add_option("--host", opt->host, "an SSH host, user@name[:port], instead of --target (accept its key first: temper hosts accept)");
   cmd->add_option("-d,--datastream", opt->datastream, "SCAP datastream file name or absolute path");
   cmd->add_option("-p,--profile", opt->profile, "profile id or name (e.g. stig)");
   cmd->add_option("-r,--rule", opt->rules, "rule id or name; repeat for several");
@@ -47,6 +48,10 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
         TEMPER_ASSIGN_OR_RETURN(request, LoadBatchFile(opt->file));
       }
       if (!opt->target.empty()) request.set_target(opt->target);
+      if (!opt->host.empty()) {
+        request.set_host(opt->host);
+        request.clear_target();
+      }
       if (!opt->datastream.empty()) request.set_datastream(opt->datastream);
       if (!opt->profile.empty()) request.set_profile(opt->profile);
       if (!opt->name.empty()) request.set_name(opt->name);

@@ -8,6 +8,7 @@
 
 #include "common/status.h"
 #include "orchestrator/cli/connection.h"
+#include "temper/v1/temper.pb.h"
 
 namespace temper::cli {
 
@@ -22,8 +23,12 @@ void AddStatusCommand(CLI::App& app, CommandContext& ctx);
 void AddCancelCommand(CLI::App& app, CommandContext& ctx);
 void AddWatchCommand(CLI::App& app, CommandContext& ctx);
 void AddReportCommand(CLI::App& app, CommandContext& ctx);
+void AddHostsCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);
 void AddBaselineCommand(CLI::App& app, CommandContext& ctx);
+
+// The `temper hosts` table (host_commands.cpp).
+std::string RenderHostTable(const temper::v1::ListHostsResponse& list);
 
 }  // namespace temper::cli

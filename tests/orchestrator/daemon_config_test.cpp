@@ -55,7 +55,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, targets)"},
+                         "default_budgets, package_cache, ssh, targets)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},
@@ -70,7 +70,15 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "t.yaml:3:5: listen.tcp: missing required key 'tls_cert'"},
       {"listen:\n  tcp:\n    address: nowhere\n    tls_cert: c\n    tls_key: k\n    token_file: t\n",
        "t.yaml:3:14: listen.tcp.address: 'nowhere' is not host:port"},
-      {"targets:\n  lab:\n    type: vm\n    path: /x\n", "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs)"},
+      {"targets:\n  lab:\n    type: vm\n    path: /x\n", "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs, ssh)"},
+      {"targets:\n  web:\n    type: ssh\n    host: web1\n",
+       "t.yaml:4:11: targets.web.host: host 'web1' must be user@name[:port]"},
+      {"targets:\n  web:\n    type: ssh\n    host: admin@web1\n    sudo: false\n",
+       "t.yaml:5:11: targets.web.sudo: without sudo, admin cannot run fixes as root: log in as root or allow sudo"},
+      {"targets:\n  web:\n    type: ssh\n    host: root@web1\n    path: /x\n",
+       "t.yaml:5:11: targets.web.path: ssh targets have no path (use host: user@name[:port])"},
+      {"targets:\n  lab:\n    type: rootfs\n    path: /x\n    host: root@web1\n",
+       "t.yaml:5:11: targets.lab.host: only ssh targets take this key"},
       {"targets:\n  bad name:\n    type: rootfs\n", "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
       {"targets:\n  lab: {type: rootfs}\n", "t.yaml:2:8: targets.lab: missing required key 'path'"},
       {"- a\n- b\n", "t.yaml:1:1: expected a mapping, got a sequence"},
@@ -83,6 +91,36 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
     CHECK(config.status().code() == StatusCode::kInvalidArgument);
     CHECK(config.status().message() == c.message);
   }
+}
+
+TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo; the ssh section sets the defaults") {
+  auto config = ParseDaemonConfig(
+      "state_dir: /srv/t\nssh:\n  key_file: keys/temper\n  connect_timeout: 20s\n  host_dir: /var/lib/temper-x\n"
+      "targets:\n  web1:\n    type: ssh\n    host: admin@web1.example.org:2222\n"
+      "  db1:\n    type: ssh\n    host: root@10.0.0.7\n    key_file: /etc/temper/db.key\n    known_hosts: kh\n"
+      "    sudo: false\n",
+      "/etc/temper/t.yaml");
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  CHECK(config->ssh.key_file == "/etc/temper/keys/temper");
+  CHECK(config->ssh.known_hosts == "/srv/t/ssh/known_hosts");
+  CHECK(config->ssh.control_dir == "/srv/t/ssh/control");
+  CHECK(config->ssh.connect_timeout.count() == 20);
+  CHECK(config->ssh.host_dir == "/var/lib/temper-x");
+  const TargetConfig* web = config->FindTarget("web1");
+  REQUIRE(web != nullptr);
+  CHECK(web->type == "ssh");
+  CHECK(web->host == "admin@web1.example.org:2222");
+  CHECK(web->sudo);
+  const TargetConfig* db = config->FindTarget("db1");
+  REQUIRE(db != nullptr);
+  CHECK(db->key_file == "/etc/temper/db.key");
+  CHECK(db->known_hosts == "/etc/temper/kh");
+  CHECK_FALSE(db->sudo);
+  // The masters' sockets must fit sockaddr_un.
+  auto deep = ParseDaemonConfig("state_dir: /" + std::string(80, 'd') + "\n", "/t.yaml");
+  REQUIRE_FALSE(deep.ok());
+  CHECK_THAT(deep.status().message(), Catch::Contains("socket paths allow at most 70"));
 }
 
 TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {

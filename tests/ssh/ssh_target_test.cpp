@@ -30,6 +30,8 @@ struct TargetHost {
     stig::SshTargetOptions o;
     o.name = name;
     o.ssh = TestSshOptions(host->Endpoint(user), TestRoot().client_key, AcceptedKnownHosts(*host), control.path());
+    o.reconnect_tries = 2;
+    o.reconnect_pause = std::chrono::seconds(1);
     auto t = SshTarget::Open(o, QuietSshLog());
     INFO(t.status().ToString());
     REQUIRE(t.ok());
