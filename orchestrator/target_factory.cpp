@@ -22,7 +22,7 @@ Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, con
   if (target.type == "ssh") {
     TEMPER_ASSIGN_OR_RETURN(stig::SshTargetOptions options, SshTargetOptionsFor(target, config));
     Result<std::unique_ptr<stig::SshTarget>> opened = stig::SshTarget::Open(std::move(options), log);
-    if (!opened.ok()) return opened.status().WithContext(fmt::format("target {} ({})", target.name, target.host));
+    if (!opened.ok()) return opened.status();  // names the target and the host already
     return std::unique_ptr<stig::Target>(std::move(*opened));
   }
   // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.

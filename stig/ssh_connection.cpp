@@ -161,7 +161,9 @@ Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, c
   std::error_code ec;
   if (!fs::is_regular_file(options.known_hosts, ec)) {
     return Status::FailedPrecondition(fmt::format(
-        "ssh {}: temper's known_hosts file {} does not exist; record the host's key first (temper hosts accept)", name,
+        "ssh {}: \"host key unknown\": temper's known_hosts file {} does not exist yet; check the host's fingerprint "
+        "and accept it (temper hosts accept)",
+        name,
         options.known_hosts));
   }
   if (!options.identity_file.empty() && ::access(options.identity_file.c_str(), R_OK) != 0) {

@@ -86,6 +86,17 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
       start = end + 1;
     }
   }
+  std::string ssh;
+  if (!options.ssh_yaml.empty()) {
+    ssh = "ssh:\n";
+    size_t start = 0;
+    while (start < options.ssh_yaml.size()) {
+      size_t end = options.ssh_yaml.find('\n', start);
+      if (end == std::string::npos) end = options.ssh_yaml.size();
+      ssh += "  " + options.ssh_yaml.substr(start, end - start) + "\n";
+      start = end + 1;
+    }
+  }
   std::string models;
   if (!options.models_yaml.empty()) {
     dir.Write("models.yaml", options.models_yaml);
@@ -93,7 +104,7 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
   }
   config_path_ = dir.Write(
       "temperd.yaml",
-      listen + models +
+      listen + models + ssh +
           fmt::format("state_dir: state\ncontent_dir: {}\nshutdown_grace: 2s\nlog_level: debug\n"
                       "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
                       options.content_dir.empty() ? "content" : options.content_dir,
