@@ -117,7 +117,8 @@ Status ParseSshTarget(const YamlNode& spec, TargetConfig& target) {
 }
 
 Status ParseSsh(const YamlNode& node, SshConfig& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"known_hosts", "key_file", "control_dir", "connect_timeout", "host_dir"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
+      {"known_hosts", "key_file", "control_dir", "connect_timeout", "host_dir", "reconnect_tries", "reconnect_pause"}));
   if (auto n = node.Find("known_hosts")) {
     TEMPER_ASSIGN_OR_RETURN(out.known_hosts, n->AsPath());
   }
@@ -129,6 +130,13 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   }
   if (auto n = node.Find("connect_timeout")) {
     TEMPER_ASSIGN_OR_RETURN(out.connect_timeout, n->AsDuration(std::chrono::seconds(1), std::chrono::seconds(300)));
+  }
+  if (auto n = node.Find("reconnect_tries")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, 100));
+    out.reconnect_tries = static_cast<int>(v);
+  }
+  if (auto n = node.Find("reconnect_pause")) {
+    TEMPER_ASSIGN_OR_RETURN(out.reconnect_pause, n->AsDuration(std::chrono::seconds(1), std::chrono::seconds(300)));
   }
   if (auto n = node.Find("host_dir")) {
     TEMPER_ASSIGN_OR_RETURN(out.host_dir, n->AsString());

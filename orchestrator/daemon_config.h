@@ -48,6 +48,9 @@ struct SshConfig {
   std::string control_dir;  // the masters' sockets; default <state_dir>/ssh/control
   std::chrono::seconds connect_timeout{10};
   std::string host_dir = "/var/lib/temper";  // temper's root-only directory on each host
+  // A revert after a lost connection tries this many fresh connections, this far apart.
+  int reconnect_tries = 6;
+  std::chrono::seconds reconnect_pause{4};
 };
 
 struct DaemonConfig {

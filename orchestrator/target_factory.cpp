@@ -15,6 +15,8 @@ Result<stig::SshTargetOptions> SshTargetOptionsFor(const TargetConfig& target, c
   o.ssh.control_dir = config.ssh.control_dir;
   o.ssh.connect_timeout = config.ssh.connect_timeout;
   o.host_dir = config.ssh.host_dir;
+  o.reconnect_tries = config.ssh.reconnect_tries;
+  o.reconnect_pause = config.ssh.reconnect_pause;
   return o;
 }
 

@@ -96,6 +96,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
 TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo; the ssh section sets the defaults") {
   auto config = ParseDaemonConfig(
       "state_dir: /srv/t\nssh:\n  key_file: keys/temper\n  connect_timeout: 20s\n  host_dir: /var/lib/temper-x\n"
+      "  reconnect_tries: 2\n  reconnect_pause: 3s\n"
       "targets:\n  web1:\n    type: ssh\n    host: admin@web1.example.org:2222\n"
       "  db1:\n    type: ssh\n    host: root@10.0.0.7\n    key_file: /etc/temper/db.key\n    known_hosts: kh\n"
       "    sudo: false\n",
@@ -107,6 +108,8 @@ TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo; the ssh se
   CHECK(config->ssh.control_dir == "/srv/t/ssh/control");
   CHECK(config->ssh.connect_timeout.count() == 20);
   CHECK(config->ssh.host_dir == "/var/lib/temper-x");
+  CHECK(config->ssh.reconnect_tries == 2);
+  CHECK(config->ssh.reconnect_pause.count() == 3);
   const TargetConfig* web = config->FindTarget("web1");
   REQUIRE(web != nullptr);
   CHECK(web->type == "ssh");

@@ -36,12 +36,13 @@ roles:
 
 // temperd whose ssh section uses the test key; its rootfs "lab" target is unused here.
 struct SshLoopDaemon {
-  SshLoopDaemon(const ScriptedModelServer& server) {
+  explicit SshLoopDaemon(const ScriptedModelServer& server) {
     std::filesystem::create_directories(dir / "roots/lab");
     DaemonOptions options;
     options.models_yaml = ModelsYaml(server);
     options.content_dir = "/usr/share/xml/scap/ssg/content";
-    options.ssh_yaml = fmt::format("key_file: {}\nconnect_timeout: 5s", TestRoot().client_key);
+    options.ssh_yaml = fmt::format("key_file: {}\nconnect_timeout: 5s\nreconnect_tries: 3\nreconnect_pause: 1s",
+                                   TestRoot().client_key);
     daemon = std::make_unique<DaemonProcess>(dir, options);
     REQUIRE(daemon->Start().ok());
   }
