@@ -81,9 +81,7 @@ Result<TargetConfig> SshHosts::FromSubmit(const std::string& spec, bool* created
   const std::string name = NameFor(spec);
   std::lock_guard lock(mu_);
   if (created) *created = false;
-  for (const SshHostState& h : hosts_) {
-    if (h.target.name == name) return h.target;
-  }
+  if (const SshHostState* h = FindLocked(name, *endpoint)) return h->target;
   if (const TargetConfig* t = config_.FindTarget(name)) {
     return Status::AlreadyExists(fmt::format("host: target '{}' is configured in {} as a {} target", name, config_.source, t->type));
   }
@@ -96,6 +94,24 @@ Result<TargetConfig> SshHosts::FromSubmit(const std::string& spec, bool* created
   TEMPER_RETURN_IF_ERROR(SaveLocked());
   if (created) *created = true;
   return s.target;
+}
+
+// The same machine and login is the same target, however it was named: one journal, one loop.
+const SshHostState* SshHosts::FindLocked(const std::string& name, const stig::SshEndpoint& endpoint) const {
+  for (const SshHostState& h : hosts_) {
+    Result<stig::SshEndpoint> known = stig::SshEndpoint::Parse(h.target.host);
+    if (h.target.name == name || (known.ok() && known->ToString() == endpoint.ToString())) return &h;
+  }
+  return nullptr;
+}
+
+std::string SshHosts::TargetNameFor(const std::string& spec) const {
+  Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(spec);
+  const std::string name = NameFor(spec);
+  if (!endpoint.ok()) return name;
+  std::lock_guard lock(mu_);
+  const SshHostState* h = FindLocked(name, *endpoint);
+  return h ? h->target.name : name;
 }
 
 std::vector<SshHostState> SshHosts::List() const {

@@ -19,6 +19,7 @@
 #include "common/status.h"
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/records.h"
+#include "stig/ssh_connection.h"
 
 namespace temper {
 
@@ -37,10 +38,13 @@ class SshHosts {
   // DataLoss for a file that does not parse, naming it.
   static Result<std::unique_ptr<SshHosts>> Open(const DaemonConfig& config);
 
-  // The target for `spec` (user@name[:port]), registering it on first use; `created` tells which.
+  // The target for `spec` (user@name[:port]): the known host with that login, name and port
+  // (configured ones included), else a new one registered now; `created` tells which.
   // InvalidArgument for a malformed spec; AlreadyExists when its name is a configured target that
   // is not this host.
   Result<TargetConfig> FromSubmit(const std::string& spec, bool* created = nullptr);
+  // The target name a batch for `spec` goes to: the known host's, else NameFor(spec).
+  std::string TargetNameFor(const std::string& spec) const;
   std::vector<SshHostState> List() const;
   std::optional<SshHostState> Find(const std::string& name) const;
   // Targets named on submit (configured ones are in the config).
@@ -56,6 +60,7 @@ class SshHosts {
  private:
   explicit SshHosts(const DaemonConfig& config) : config_(config) {}
   Status SaveLocked() const;
+  const SshHostState* FindLocked(const std::string& name, const stig::SshEndpoint& endpoint) const;
 
   const DaemonConfig& config_;
   std::string path_;

@@ -34,7 +34,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
     }
     Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(request->host());
     if (!endpoint.ok()) return ToGrpcStatus(endpoint.status().WithContext("host"));
-    checked.set_target(SshHosts::NameFor(request->host()));
+    checked.set_target(hosts_.TargetNameFor(request->host()));
     hosts.push_back(checked.target());
   }
   Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);

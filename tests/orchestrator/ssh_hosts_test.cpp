@@ -37,6 +37,11 @@ TEST_CASE("SSH hosts: configured and submitted ones, their states kept across re
     CHECK((*hosts)->FromSubmit("root@10.0.0.9:2222", &created)->name == t->name);
     CHECK_FALSE(created);
     CHECK(SshHosts::NameFor("ops@db1") == "ops@db1");
+    // The configured target for the same login and host, whatever its name.
+    CHECK((*hosts)->TargetNameFor("admin@web1:22") == "web1");
+    CHECK((*hosts)->TargetNameFor("ops@web2") == "ops@web2");
+    CHECK((*hosts)->FromSubmit("admin@web1:22", &created)->name == "web1");
+    CHECK_FALSE(created);
     CHECK((*hosts)->FromSubmit("web1").status().code() == StatusCode::kInvalidArgument);
     REQUIRE((*hosts)->SetState("web1", "running", "", 4).ok());
     REQUIRE((*hosts)->SetState(t->name, "needs_human", "revert failed: connection refused", 5).ok());
