@@ -50,6 +50,10 @@ temper::v1::RuleState ToProto(RuleState state) {
     case RuleState::kSkipped: return temper::v1::RULE_STATE_SKIPPED;
     case RuleState::kCancelled: return temper::v1::RULE_STATE_CANCELLED;
     case RuleState::kError: return temper::v1::RULE_STATE_ERROR;
+    case RuleState::kWaived: return temper::v1::RULE_STATE_WAIVED;
+    case RuleState::kManual: return temper::v1::RULE_STATE_MANUAL;
+    case RuleState::kRebootPending: return temper::v1::RULE_STATE_REBOOT_PENDING;
+    case RuleState::kHeld: return temper::v1::RULE_STATE_HELD;
   }
   return temper::v1::RULE_STATE_UNSPECIFIED;
 }
@@ -77,6 +81,10 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   c->set_skipped(b.Count(RuleState::kSkipped));
   c->set_cancelled(b.Count(RuleState::kCancelled));
   c->set_error(b.Count(RuleState::kError));
+  c->set_waived(b.Count(RuleState::kWaived));
+  c->set_manual(b.Count(RuleState::kManual));
+  c->set_reboot_pending(b.Count(RuleState::kRebootPending));
+  c->set_held(b.Count(RuleState::kHeld));
   for (const BatchRuleRecord& r : b.rules) {
     temper::v1::BatchRule* rule = out->add_rules();
     rule->set_rule_id(r.rule_id);
@@ -89,6 +97,15 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   }
   out->set_error(b.error);
   out->set_request_id(b.request_id);
+  for (const Waiver& w : b.options.waivers) {
+    temper::v1::Waiver* waiver = out->add_waivers();
+    waiver->set_rule_id(w.rule_id);
+    waiver->set_reason(w.reason);
+    waiver->set_owner(w.owner);
+    if (w.expires_at) SetTime(*w.expires_at, waiver->mutable_expires_at());
+  }
+  out->set_allow_disruptive(b.options.allow_disruptive);
+  out->set_plan_only(b.options.plan_only);
 }
 
 void ToProto(const EventRecord& e, temper::v1::JournalEvent* out) {
@@ -124,6 +141,7 @@ void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
   attempt->set_outcome(a.outcome);
   attempt->set_evidence(a.evidence);
   attempt->set_reflection(a.reflection);
+  attempt->set_changes_json(a.changes_json);
   ToProto(a.usage, attempt->mutable_usage());
   SetTime(a.started_at, attempt->mutable_started_at());
   SetTime(a.finished_at, attempt->mutable_finished_at());

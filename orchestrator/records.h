@@ -18,7 +18,21 @@ using TimeMs = int64_t;
 TimeMs NowMs();
 
 enum class BatchState { kQueued, kRunning, kCompleted, kCancelled, kFailed };
-enum class RuleState { kPending, kRunning, kFixed, kAlreadyPassing, kEscalated, kSkipped, kCancelled, kError };
+enum class RuleState {
+  kPending,
+  kRunning,
+  kFixed,
+  kAlreadyPassing,
+  kEscalated,
+  kSkipped,
+  kCancelled,
+  kError,
+  kWaived,         // a waiver kept the rule out of remediation; never counted as pass
+  kManual,         // no automated check; a person reviews it; never counted as pass
+  kRebootPending,  // the fix is staged and takes effect after a reboot
+  kHeld,           // disruptive, and the batch did not opt in
+};
+inline constexpr int kRuleStateCount = 12;
 
 // The names stored in the database ("queued", "already_passing", ...).
 std::string_view BatchStateName(BatchState state);
@@ -38,6 +52,23 @@ struct BatchRuleRecord {
   std::string after_verdict;   // after the loop finished with the rule
 };
 
+// An accepted risk: the rule is not remediated and is reported as waived until `expires_at`.
+struct Waiver {
+  std::string rule_id;  // full XCCDF id
+  std::string reason;
+  std::string owner;
+  std::optional<TimeMs> expires_at;  // nullopt: no expiry
+
+  bool ExpiredAt(TimeMs now) const { return expires_at && *expires_at <= now; }
+};
+
+// How the loop treats the batch's rules beyond the budgets.
+struct BatchOptions {
+  std::vector<Waiver> waivers;  // the batch's and the configured ones, one per rule
+  bool allow_disruptive = false;
+  bool plan_only = false;
+};
+
 // What SubmitBatch stores, once validated.
 struct NewBatch {
   std::string name;
@@ -47,6 +78,7 @@ struct NewBatch {
   bool whole_profile = false;
   std::vector<std::string> rule_ids;  // full XCCDF ids, unique, in submission order
   Budgets budgets;
+  BatchOptions options;
   std::string request_id;  // empty: no idempotency key
 };
 
@@ -58,6 +90,7 @@ struct BatchRecord {
   std::string profile;
   bool whole_profile = false;
   Budgets budgets;
+  BatchOptions options;
   BatchState state = BatchState::kQueued;
   std::string error;
   std::string request_id;
@@ -65,7 +98,7 @@ struct BatchRecord {
   TimeMs updated_at = 0;
   std::optional<uint32_t> good_snapshot;  // the target's last known-good state for this batch
   std::string results_dir;                // OpenSCAP results of the batch's last evaluation
-  uint32_t rule_counts[8] = {};        // indexed by RuleState; always filled
+  uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
 
   uint32_t Count(RuleState s) const { return rule_counts[static_cast<int>(s)]; }
@@ -105,6 +138,7 @@ struct AttemptRecord {
   std::string outcome;
   std::string evidence;
   std::string reflection;
+  std::string changes_json;  // what the attempt changed on the target (stig::ChangeSet as JSON)
   TokenUsage usage;
   TimeMs started_at = 0;
   TimeMs finished_at = 0;

@@ -90,6 +90,12 @@ ALTER TABLE batch_rules ADD COLUMN after_verdict TEXT NOT NULL DEFAULT '';
 ALTER TABLE lessons ADD COLUMN group_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX lessons_by_group ON lessons(group_id, utility);
 )sql",
+    // 4: what assessors and operators ask for: a batch's waivers and opt-ins (JSON, as
+    // BatchOptions), and what each attempt changed on the target (JSON, as stig::ChangeSet).
+    R"sql(
+ALTER TABLE batches ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE attempts ADD COLUMN changes TEXT NOT NULL DEFAULT '';
+)sql",
 };
 
 }  // namespace

@@ -11,7 +11,45 @@ namespace {
 
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
-    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir";
+    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options";
+
+std::string OptionsToJson(const BatchOptions& options) {
+  nlohmann::json waivers = nlohmann::json::array();
+  for (const Waiver& w : options.waivers) {
+    nlohmann::json j = {{"rule_id", w.rule_id}, {"reason", w.reason}, {"owner", w.owner}};
+    if (w.expires_at) j["expires_at_ms"] = *w.expires_at;
+    waivers.push_back(std::move(j));
+  }
+  return nlohmann::json{{"waivers", waivers},
+                        {"allow_disruptive", options.allow_disruptive},
+                        {"plan_only", options.plan_only}}
+      .dump();
+}
+
+Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto corrupt = [&](std::string_view what) {
+    return Status::DataLoss(fmt::format("batch {}: stored options: {}", batch_id, what));
+  };
+  if (!j.is_object()) return corrupt("not a JSON object");
+  BatchOptions options;
+  options.allow_disruptive = j.value("allow_disruptive", false);
+  options.plan_only = j.value("plan_only", false);
+  const nlohmann::json& waivers = j.contains("waivers") ? j["waivers"] : nlohmann::json::array();
+  if (!waivers.is_array()) return corrupt("waivers is not an array");
+  for (const nlohmann::json& w : waivers) {
+    if (!w.is_object() || !w.contains("rule_id") || !w["rule_id"].is_string()) return corrupt("a waiver has no rule_id");
+    Waiver waiver;
+    waiver.rule_id = w["rule_id"].get<std::string>();
+    waiver.reason = w.value("reason", "");
+    waiver.owner = w.value("owner", "");
+    if (w.contains("expires_at_ms") && w["expires_at_ms"].is_number_integer()) {
+      waiver.expires_at = w["expires_at_ms"].get<TimeMs>();
+    }
+    options.waivers.push_back(std::move(waiver));
+  }
+  return options;
+}
 
 Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   BatchRecord b;
@@ -34,6 +72,7 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   b.request_id = row.ColumnText(13);
   if (!row.ColumnIsNull(14)) b.good_snapshot = static_cast<uint32_t>(row.ColumnInt(14));
   b.results_dir = row.ColumnText(15);
+  TEMPER_ASSIGN_OR_RETURN(b.options, OptionsFromJson(b.id, row.ColumnText(16)));
   return b;
 }
 
@@ -80,7 +119,7 @@ Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
 
 constexpr const char* kAttemptColumns =
     "id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, reflection, "
-    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms";
+    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms, changes";
 
 Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   AttemptRecord a;
@@ -105,6 +144,7 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   a.usage.cached_prompt_tokens = static_cast<uint64_t>(q.ColumnInt(12));
   a.started_at = q.ColumnInt(13);
   a.finished_at = q.ColumnInt(14);
+  a.changes_json = q.ColumnText(15);
   return a;
 }
 
@@ -155,8 +195,8 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement insert,
       db_.Prepare("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
-                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id, options) "
+                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
   insert.Bind(1, nb.name).Bind(2, nb.target).Bind(3, nb.datastream).Bind(4, nb.profile);
   insert.Bind(5, nb.whole_profile ? 1 : 0).Bind(6, nb.budgets.max_attempts);
   insert.Bind(7, nb.budgets.wall_time.count()).Bind(8, nb.budgets.max_tokens);
@@ -166,6 +206,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   } else {
     insert.Bind(11, nb.request_id);
   }
+  insert.Bind(12, OptionsToJson(nb.options));
   TEMPER_RETURN_IF_ERROR(insert.Run());
   int64_t id = db_.LastInsertRowId();
 
@@ -183,6 +224,9 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                          {"profile", nb.profile},
                          {"whole_profile", nb.whole_profile},
                          {"rules", nb.rule_ids.size()},
+                         {"waivers", nb.options.waivers.size()},
+                         {"allow_disruptive", nb.options.allow_disruptive},
+                         {"plan_only", nb.options.plan_only},
                          {"budgets",
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
@@ -375,12 +419,12 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
       sqlite::Statement q,
       db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
                   "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
-                  "started_at_ms, finished_at_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                  "started_at_ms, finished_at_ms, changes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
   q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, a.outcome);
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
   q.Bind(11, a.usage.completion_tokens).Bind(12, a.usage.cached_prompt_tokens);
-  q.Bind(13, a.started_at).Bind(14, a.finished_at);
+  q.Bind(13, a.started_at).Bind(14, a.finished_at).Bind(15, a.changes_json);
   Status s = q.Run();
   if (s.code() == StatusCode::kAlreadyExists) {
     return Status::AlreadyExists(fmt::format("attempt {} of rule {} in batch {} is already recorded",

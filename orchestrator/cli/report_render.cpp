@@ -55,6 +55,10 @@ void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
     case temper::v1::RULE_STATE_SKIPPED: c.set_skipped(c.skipped() + 1); break;
     case temper::v1::RULE_STATE_CANCELLED: c.set_cancelled(c.cancelled() + 1); break;
     case temper::v1::RULE_STATE_ERROR: c.set_error(c.error() + 1); break;
+    case temper::v1::RULE_STATE_WAIVED: c.set_waived(c.waived() + 1); break;
+    case temper::v1::RULE_STATE_MANUAL: c.set_manual(c.manual() + 1); break;
+    case temper::v1::RULE_STATE_REBOOT_PENDING: c.set_reboot_pending(c.reboot_pending() + 1); break;
+    case temper::v1::RULE_STATE_HELD: c.set_held(c.held() + 1); break;
     default: break;
   }
   c.set_total(c.total() + 1);
@@ -64,6 +68,10 @@ void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
 std::string CountsSentence(const temper::v1::RuleCounts& c) {
   const std::pair<uint32_t, const char*> parts[] = {
       {c.fixed(), "fixed"},         {c.already_passing(), "already passing"}, {c.escalated(), "escalated"},
+      {c.reboot_pending(), "reboot pending"},
+      {c.waived(), "waived"},
+      {c.held(), "held (disruptive)"},
+      {c.manual(), "manual"},
       {c.skipped(), "skipped"},     {c.error(), "error"},                     {c.cancelled(), "cancelled"},
       {c.running(), "running"},     {c.pending(), "pending"}};
   std::string out;
@@ -358,6 +366,10 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                   {"skipped", c.skipped()},
                   {"cancelled", c.cancelled()},
                   {"error", c.error()},
+                  {"waived", c.waived()},
+                  {"manual", c.manual()},
+                  {"reboot_pending", c.reboot_pending()},
+                  {"held", c.held()},
                   {"failed_before", s.failed_before},
                   {"fix_rate", s.fix_rate ? ordered_json(*s.fix_rate) : ordered_json(nullptr)},
                   {"tokens", s.tokens},

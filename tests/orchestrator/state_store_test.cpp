@@ -52,6 +52,8 @@ TEST_CASE("a database of the previous schema is migrated with its data intact") 
   CHECK(batch->name == "old");
   CHECK(batch->budgets.max_attempts == 3);
   CHECK(batch->request_id.empty());
+  CHECK(batch->options.waivers.empty());
+  CHECK_FALSE(batch->options.plan_only);
   REQUIRE(batch->rules.size() == 1);
   CHECK(batch->rules[0].rule_id == "xccdf_a_rule_r");
   auto events = (*store)->ReadEvents(0, std::nullopt, 10);
@@ -103,6 +105,37 @@ TEST_CASE("submit stores the batch, its rules and one event atomically") {
   CHECK(submitted->event->type == "batch.submitted");
   CHECK(submitted->event->batch_id == 1);
   CHECK(*store->LastSeq() == submitted->event->seq);
+}
+
+TEST_CASE("a batch's waivers and opt-ins, and an attempt's changes, are stored and read back") {
+  TempDir dir;
+  auto opened = StateStore::Open(dir / "t.db");
+  REQUIRE(opened.ok());
+  StateStore* store = opened->get();
+  NewBatch nb = SampleBatch();
+  nb.options.waivers = {Waiver{"xccdf_org.ssgproject.content_rule_a", "kiosk", "secops", int64_t{1900000000000}},
+                        Waiver{"xccdf_org.ssgproject.content_rule_b", "legacy app", "app team", std::nullopt}};
+  nb.options.allow_disruptive = true;
+  nb.options.plan_only = true;
+  REQUIRE(store->SubmitBatch(nb).ok());
+  auto b = store->GetBatch(1);
+  REQUIRE(b.ok());
+  REQUIRE(b->options.waivers.size() == 2);
+  CHECK(b->options.waivers[0].owner == "secops");
+  CHECK(b->options.waivers[0].expires_at == int64_t{1900000000000});
+  CHECK_FALSE(b->options.waivers[1].expires_at.has_value());
+  CHECK(b->options.waivers[1].ExpiredAt(NowMs()) == false);
+  CHECK(b->options.waivers[0].ExpiredAt(int64_t{1900000000000}));
+  CHECK(b->options.allow_disruptive);
+  CHECK(b->options.plan_only);
+
+  AttemptRecord a{.batch_id = 1, .rule_id = "xccdf_org.ssgproject.content_rule_a", .number = 1};
+  a.changes_json = R"({"files":[{"path":"/etc/issue","change":"modified"}]})";
+  REQUIRE(store->RecordAttempt(a).ok());
+  auto attempts = store->BatchAttempts(1);
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 1);
+  CHECK((*attempts)[0].changes_json == a.changes_json);
 }
 
 TEST_CASE("a repeated request_id returns the first batch and stores nothing new") {
