@@ -473,12 +473,24 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"summary", report.ok() ? report->Summary() : report.status().message()},
                               {"worker_ms", Ms(worker_end - worker_start)},
                               {"verify_ms", Ms(verify_end - worker_end)}};
+  // What the attempt changed, kept or not: the evidence of what a fix applied or tried.
+  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  if (changes.ok()) {
+    attempt.changes_json = changes->ToJson();
+    evaluated["changes"] = changes->Summary();
+  } else if (changes.status().code() == StatusCode::kUnimplemented) {
+    evaluated["changes_error"] = changes.status().message();
+  } else {
+    return changes.status();
+  }
+  Clock::time_point listed_end = Clock::now();
+  evaluated["changes_ms"] = Ms(listed_end - verify_end);
 
   LoopStep step;
   if (accepted) {
     // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
     TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
-    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
+    evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
     step.attempt = attempt;
@@ -499,7 +511,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
   TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
+  evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
   step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();

@@ -88,8 +88,7 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
     }
     target = std::move(*opened);
   }
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
-                        config_.state_dir + "/results"};
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root()};
   BatchLoop loop(std::move(services), *target, batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
@@ -120,6 +119,11 @@ Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecor
   auto entry = std::make_unique<LoadedContent>(LoadedContent{std::move(*loaded), nullptr});
   entry->evaluator = std::make_unique<stig::Evaluator>(entry->content, stig::EvaluatorOptions{}, log_);
   return (contents_[key] = std::move(entry)).get();
+}
+
+Result<const stig::Content*> LoopRunner::ContentOf(const BatchRecord& batch) {
+  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* loaded, ContentFor(batch));
+  return &loaded->content;
 }
 
 void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {

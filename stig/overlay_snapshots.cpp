@@ -93,9 +93,11 @@ Status OverlaySnapshots::Mount() {
   std::string lower;
   for (std::uint32_t i = depth_; i >= 1; --i) lower += fmt::format("layers/{}:", i);
   lower += base_;
+  // No directory redirects: a renamed directory is copied up whole, so each layer holds whole
+  // directories and what changed is readable from the layers alone (overlay_changes.h).
   ProcessSpec spec;
   spec.argv = {"/bin/mount", "-t", "overlay", "overlay", "-o",
-               fmt::format("lowerdir={},upperdir=upper,workdir=work", lower), "merged"};
+               fmt::format("lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower), "merged"};
   spec.cwd = dir_;
   spec.timeout = std::chrono::seconds(30);
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
@@ -166,6 +168,13 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
   TEMPER_RETURN_IF_ERROR(Mount());
   StartReaper();
   return Status::OK();
+}
+
+OverlayLayers OverlaySnapshots::layers() const {
+  OverlayLayers out{.upper = dir_ + "/upper", .lowers = {}, .merged = merged_};
+  for (std::uint32_t i = depth_; i >= 1; --i) out.lowers.push_back(fmt::format("{}/layers/{}", dir_, i));
+  out.lowers.push_back(base_);
+  return out;
 }
 
 Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {

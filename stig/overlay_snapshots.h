@@ -28,6 +28,14 @@
 
 namespace temper::stig {
 
+// The directories of a mounted stack as overlayfs resolves them: `upper` over `lowers` (topmost
+// first: the newest frozen layer, ..., layer 1, the base), seen merged at `merged`.
+struct OverlayLayers {
+  std::string upper;
+  std::vector<std::string> lowers;
+  std::string merged;
+};
+
 class OverlaySnapshots {
  public:
   static constexpr std::uint32_t kMaxLayers = 400;
@@ -53,6 +61,8 @@ class OverlaySnapshots {
   Status Revert(std::uint32_t id);
   // Paths (relative to "/") changed, added or deleted since the last snapshot, sorted.
   Result<std::vector<std::string>> ChangedPaths() const;
+  // The stack as mounted now, for reading what changed since the last snapshot (overlay_changes.h).
+  OverlayLayers layers() const;
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 

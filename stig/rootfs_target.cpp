@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/overlay_changes.h"
+
 namespace temper::stig {
 namespace {
 
@@ -56,6 +58,12 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name
 Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
 
 Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
+
+Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
+  Result<ChangeSet> changes = OverlayChanges(layers_->layers());
+  if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
+  return changes;
+}
 
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {
   return RunInSandbox(root(), command, limits);

@@ -37,6 +37,8 @@ class RootfsTarget : public Target {
   const std::string& name() const override { return name_; }
   Result<SnapshotId> Snapshot() override;
   Status Revert(SnapshotId id) override;
+  // Read from the overlay layers (overlay_changes.h).
+  Result<ChangeSet> ChangesSinceSnapshot() override;
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   bool CanInstallPackages() const override { return packages_.has_value(); }
   Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) override;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "stig/change_set.h"
 #include "stig/evaluator.h"
 #include "stig/package_cache.h"
 #include "stig/process.h"
@@ -32,6 +33,12 @@ class Target {
   virtual Result<SnapshotId> Snapshot() = 0;
   // Restores the exact state of snapshot `id` (0 = as created), discarding later snapshots.
   virtual Status Revert(SnapshotId id) = 0;
+  // What changed since the last Snapshot (or since the last Revert, whose snapshot is then the
+  // last): files, packages and services, for the record of an attempt. Unimplemented for a kind
+  // of target that cannot tell (this default); other errors are the target's.
+  virtual Result<ChangeSet> ChangesSinceSnapshot() {
+    return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
+  }
 
   // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with
   // its exit code, not an error.
