@@ -57,6 +57,13 @@ Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
 
 Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
 
+Result<std::vector<SnapshotOverlap>> RootfsTarget::OverlapsAbove(SnapshotId id) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<LayerOverlap> layers, layers_->OverlapsAbove(id));
+  std::vector<SnapshotOverlap> out;
+  for (LayerOverlap& l : layers) out.push_back({l.layer, std::move(l.paths)});
+  return out;
+}
+
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {
   return RunInSandbox(root(), command, limits);
 }
