@@ -270,6 +270,36 @@ Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAbove(std::uint32_t 
   return out;
 }
 
+Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
+  if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
+  fs::path scratch = fs::path(dir_) / "scratch";
+  std::error_code ec;
+  if (fs::exists(scratch, ec)) {  // left by an owner that died with a view mounted
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+    TEMPER_RETURN_IF_ERROR(Discard(scratch.string()));
+  }
+  for (const char* sub : {"upper", "work", "merged"}) TEMPER_RETURN_IF_ERROR(EnsureDir(scratch / sub));
+  ProcessSpec spec;
+  spec.argv = {"/bin/mount", "-t", "overlay", "overlay", "-o",
+               fmt::format("lowerdir={},upperdir=upper,workdir=work", merged_), "merged"};
+  spec.cwd = scratch.string();
+  spec.timeout = std::chrono::seconds(30);
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
+  if (!r.Succeeded()) {
+    return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", merged_, r.Describe(), r.err));
+  }
+  Status ran = fn((scratch / "merged").string());
+  Status unmounted;
+  if (::umount2((scratch / "merged").c_str(), 0) != 0) {
+    unmounted = Status::FromErrno(errno, "unmounting the scratch view " + (scratch / "merged").string());
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+  }
+  Status discarded = Discard(scratch.string());
+  StartReaper();
+  if (!ran.ok()) return ran;
+  return unmounted.ok() ? discarded : unmounted;
+}
+
 Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {
   std::vector<std::string> out;
   fs::path upper = fs::path(dir_) / "upper";

@@ -17,7 +17,7 @@
 // leaves the layer either in the stack or in the trash, never half-moved.
 //
 // Layout of `dir`: layers/<id> (frozen), last_layer, upper/, work/, merged/ (the mount point),
-// trash/. Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers;
+// trash/, and scratch/ while a scratch view is mounted. Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers;
 // Snapshot returns ResourceExhausted beyond kMaxLayers.
 // Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
 // (held until Close) makes a second Open of the same directory fail instead of pulling the mount
@@ -86,6 +86,12 @@ class OverlaySnapshots {
   Result<std::vector<std::string>> LayerChanges(std::uint32_t id) const;
   // Paths (absolute in the target) changed, added or deleted since the last snapshot, sorted.
   Result<std::vector<std::string>> ChangedPaths() const;
+  // Runs `fn` with a throwaway writable view of the current state mounted at the path it is
+  // given: reads see exactly merged(), writes land in a scratch layer that goes to the trash
+  // afterwards. For programs that must leave no trace although they write (OpenSCAP's package
+  // probe rebuilds apt's package cache in the tree it reads when it finds the cache stale).
+  // Nothing may change merged() while the view is mounted. Errors: the mount's, else fn's.
+  Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 

@@ -147,7 +147,14 @@ Status RootfsTarget::WriteFile(const std::string& path, std::string_view content
 }
 
 Result<Evaluation> RootfsTarget::Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) {
-  return evaluator.Evaluate(root(), request);
+  // OpenSCAP writes into the tree it evaluates (its package probe rebuilds a stale apt cache), so
+  // it reads a throwaway view: a verdict never changes the target, nor what a revert restores.
+  Result<Evaluation> out = Status::Internal("the scratch view ran no evaluation");
+  TEMPER_RETURN_IF_ERROR(layers_->WithScratchView([&](const std::string& view) {
+    out = evaluator.Evaluate(view, request);
+    return Status::OK();
+  }));
+  return out;
 }
 
 }  // namespace temper::stig

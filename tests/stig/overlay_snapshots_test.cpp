@@ -250,5 +250,32 @@ TEST_CASE("A crash during Revert or Snapshot leaves a whole stack", "[stig][over
   CHECK(*t.s().Snapshot() == 5);
 }
 
+TEST_CASE("A scratch view reads the current state and leaves no trace of what is written there", "[stig][overlay]") {
+  Scratch t("scratch");
+  OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+  REQUIRE(*s.Snapshot() == 1);
+  Scratch::Write(t.At("/etc/unsnapshotted"), "u\n");
+  const Listing before = t.Tree();
+  std::string seen;
+  Status ran = s.WithScratchView([&](const std::string& root) {
+    std::ifstream in(root + "/etc/login.defs");
+    std::getline(in, seen);
+    CHECK(fs::exists(root + "/etc/unsnapshotted"));
+    Scratch::Write(root + "/etc/login.defs", "rewritten\n");
+    Scratch::Write(root + "/var-cache-rebuilt", "x\n");
+    fs::remove(root + "/etc/issue");
+    return Status::OK();
+  });
+  REQUIRE(ran.ok());
+  CHECK(seen == "PASS_MAX_DAYS 60");
+  CHECK(t.Tree() == before);
+  CHECK(*s.ChangedPaths() == std::vector<std::string>{"/etc", "/etc/unsnapshotted"});
+  CHECK(s.WithScratchView([](const std::string&) { return Status::Aborted("the program failed"); }).code() ==
+        StatusCode::kAborted);
+  CHECK(t.Tree() == before);
+  REQUIRE(*s.Snapshot() == 2);  // the target's own mount was never held busy
+}
+
 }  // namespace
 }  // namespace temper::stig
