@@ -63,6 +63,15 @@ std::string Evidence(const stig::VerificationReport& report, const stig::RuleInf
   return out;
 }
 
+// Where a new batch starts: the latest snapshot when nothing changed since it, so a batch that
+// changes nothing adds no layer to the target; else a new snapshot of the current state.
+Result<stig::SnapshotId> StartingSnapshot(stig::Target& target) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedPathsSinceSnapshot());
+  if (!changed.empty()) return target.Snapshot();
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
+  return held.empty() ? stig::SnapshotId{0} : held.back();
+}
+
 std::string ReflectionText(const Reflection& r) {
   std::string out = fmt::format("Tried: {}\nWhy it failed: {}\nNext: {}", r.tried, r.why_failed, r.next);
   if (!r.never.empty()) out += fmt::format("\nNever again: {}", fmt::join(r.never, "; "));
@@ -165,17 +174,23 @@ std::vector<std::string> BatchLoop::PassingRules() const {
 
 Status BatchLoop::Run() {
   TEMPER_RETURN_IF_ERROR(Start());
+  // A restart after the last rescan (a plan-only batch's revert was under way) only completes.
+  if (!batch_.fixpoint.empty() && batch_.fixpoint.back().final) return Complete();
   TEMPER_RETURN_IF_ERROR(EvaluateBefore());
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
   health_ = std::move(health);
   while (true) {
     TEMPER_RETURN_IF_ERROR(RefreshBatch());
-    if (Interrupted()) return Status::OK();
-    if (batch_.Count(RuleState::kPending) == 0) break;
+    if (Interrupted()) return Interrupt();
+    if (batch_.Count(RuleState::kPending) == 0) {
+      TEMPER_ASSIGN_OR_RETURN(bool settled, Rescan());
+      if (settled) break;
+      continue;
+    }
     TEMPER_RETURN_IF_ERROR(PickAndRun());
   }
-  return EvaluateAfterAndComplete();
+  return Complete();
 }
 
 Status BatchLoop::Start() {
@@ -206,8 +221,9 @@ Status BatchLoop::Start() {
     TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.good_snapshot));
     good_snapshot_ = *batch_.good_snapshot;
   } else {
-    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, target_.Snapshot());
+    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, StartingSnapshot(target_));
     step.good_snapshot = good_snapshot_;
+    step.start_snapshot = good_snapshot_;
   }
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
@@ -493,6 +509,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
+    attempt.snapshot = snapshot;
     step.attempt = attempt;
     step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed,
                           .detail = fmt::format("fixed on attempt {}", attempt.number),
@@ -567,33 +584,99 @@ Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& d
   return Commit(std::move(step)).status();
 }
 
-Status BatchLoop::EvaluateAfterAndComplete() {
+Result<bool> BatchLoop::Rescan() {
+  const uint32_t pass_number = static_cast<uint32_t>(batch_.fixpoint.size()) + 1;
   std::vector<std::string> ids;
   for (const BatchRuleRecord& r : batch_.rules) {
     if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
   }
-  LoopStep step;
-  std::string results_dir = ResultsDir("after");
+  std::string results_dir = ResultsDir(pass_number == 1 ? "after" : fmt::format("after-pass-{}", pass_number));
   std::map<std::string, int> counts;
+  stig::Evaluation eval;
   if (!ids.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
-    for (const stig::RuleVerdict& v : eval.verdicts) {
-      step.rules.push_back({.rule_id = v.rule_id, .after_verdict = std::string(stig::VerdictName(v.verdict))});
-    }
-    step.results_dir = results_dir;
+    TEMPER_ASSIGN_OR_RETURN(eval, EvaluateWithResults(ids, results_dir, counts));
+  }
+  // This pass's attempts: the batch's so far, less those of the passes before.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_.id));
+  uint32_t made = static_cast<uint32_t>(attempts.size()), kept = 0;
+  for (const AttemptRecord& a : attempts) kept += a.outcome == "kept" ? 1 : 0;
+  for (const FixpointPass& p : batch_.fixpoint) {
+    made -= p.attempts;
+    kept -= p.fixed;
+  }
+  FixpointDecision d = DecidePass(batch_, eval, pass_number, s_.fixpoint_passes, made, kept);
+
+  LoopStep step;
+  step.rules = std::move(d.updates);
+  if (!ids.empty()) step.results_dir = results_dir;
+  nlohmann::json flipped = nlohmann::json::array();
+  for (const FlippedRule& f : d.flips) {
+    flipped.push_back({{"rule_id", f.rule_id}, {"was", f.was}, {"now", f.now}, {"reason", f.reason}});
+  }
+  step.events.push_back(Event("", "evaluator", "fixpoint.pass",
+                              {{"pass", pass_number}, {"max_passes", s_.fixpoint_passes}, {"final", d.pass.final},
+                               {"verdicts", counts}, {"attempts", made}, {"fixed", kept}, {"flipped", flipped},
+                               {"requeued", d.pass.requeued}, {"escalated", d.pass.escalated},
+                               {"results_dir", results_dir}}));
+  for (const RuleUpdate& u : step.rules) {
+    if (!u.state) continue;
+    const char* type = *u.state == RuleState::kPending ? "rule.requeued" : "rule.escalated";
+    step.events.push_back(Event(u.rule_id, "daemon", type, {{"detail", *u.detail}, {"pass", pass_number}}));
+    recent_.push_back(fmt::format("{} {}", ShortRuleName(u.rule_id), *u.detail));
+  }
+  // A plan-only batch goes back to where it started next: a resume from here must not redo its fixes.
+  if (d.pass.final && batch_.options.plan_only) step.good_snapshot = batch_.start_snapshot;
+  step.fixpoint_pass = std::move(d.pass);
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  TEMPER_RETURN_IF_ERROR(RefreshBatch());
+  return !batch_.fixpoint.empty() && batch_.fixpoint.back().final;
+}
+
+Status BatchLoop::Complete() {
+  LoopStep step;
+  if (batch_.options.plan_only) {
+    TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+    step.events.push_back(Event("", "daemon", "batch.plan_reverted", reverted));
   }
   step.batch_state = BatchState::kCompleted;
   nlohmann::json rules = nlohmann::json::object();
-  for (int s = 0; s <= static_cast<int>(RuleState::kError); ++s) {
+  for (int s = 0; s < kRuleStateCount; ++s) {
     rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
   }
+  const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
   step.events.push_back(Event("", "daemon", "batch.completed",
-                              {{"rules", rules}, {"verdicts_after", counts}, {"results_dir", results_dir}}));
+                              {{"rules", rules},
+                               {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
+                               {"fixpoint_passes", batch_.fixpoint.size()},
+                               {"plan_only", batch_.options.plan_only},
+                               {"results_dir", batch_.results_dir}}));
   return Commit(std::move(step)).status();
 }
 
+Result<nlohmann::json> BatchLoop::RevertPlan() {
+  if (!batch_.start_snapshot) {
+    return Status::FailedPrecondition(
+        fmt::format("plan-only batch {} has no recorded start snapshot to revert to", batch_.id));
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> before, target_.Snapshots());
+  TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.start_snapshot));
+  good_snapshot_ = *batch_.start_snapshot;
+  size_t dropped = 0;
+  for (stig::SnapshotId id : before) dropped += id > *batch_.start_snapshot ? 1 : 0;
+  return nlohmann::json{{"start_snapshot", *batch_.start_snapshot}, {"snapshots_dropped", dropped}};
+}
+
+Status BatchLoop::Interrupt() {
+  if (!batch_.options.plan_only || !(cancelled_ || cancel_requested_)) return Status::OK();
+  // Cancelled: the plan's changes go now. (Stopping: they stay, and the batch resumes.)
+  TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+  return s_.journal.Append(Event("", "daemon", "batch.plan_reverted", reverted)).status();
+}
+
 void BatchLoop::Fail(const Status& error) {
-  Status reverted = target_.Revert(good_snapshot_);
+  // A plan-only batch leaves nothing behind, even when it fails.
+  const bool plan = batch_.options.plan_only && batch_.start_snapshot;
+  Status reverted = target_.Revert(plan ? *batch_.start_snapshot : good_snapshot_);
   if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_.id, target_.name(), reverted.ToString());
   LoopStep step;
   step.batch_state = BatchState::kFailed;

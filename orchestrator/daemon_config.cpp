@@ -91,6 +91,15 @@ Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
   return Status::OK();
 }
 
+Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes"}));
+  if (auto n = node.Find("fixpoint_passes")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxFixpointPasses));
+    out.fixpoint_passes = static_cast<uint32_t>(v);
+  }
+  return Status::OK();
+}
+
 Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMap());
   for (const auto& [name, spec] : node.Entries()) {
@@ -133,7 +142,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "targets"}));
+                                                 "default_budgets", "package_cache", "targets", "loop"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -170,6 +179,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   config.package_cache.dir = (std::filesystem::path(config.state_dir) / "packages").string();
   if (auto n = root.Find("package_cache")) TEMPER_RETURN_IF_ERROR(ParsePackageCache(*n, config.package_cache));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
+  if (auto n = root.Find("loop")) TEMPER_RETURN_IF_ERROR(ParseLoop(*n, config));
   return config;
 }
 

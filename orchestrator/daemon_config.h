@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/budgets.h"
+#include "orchestrator/fixpoint.h"
 #include "stig/package_cache.h"
 
 namespace temper {
@@ -49,6 +50,8 @@ struct DaemonConfig {
   // Where rootfs targets install packages from (stig/package_cache.h). Default: <state_dir>/packages
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
+  // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
+  uint32_t fixpoint_passes = kDefaultFixpointPasses;
   std::vector<TargetConfig> targets;
 
   const TargetConfig* FindTarget(const std::string& name) const;

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "stig/rootfs_target.h"
 
 namespace temper {
 
@@ -12,7 +11,7 @@ constexpr auto kIdlePoll = std::chrono::seconds(5);
 }  // namespace
 
 LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log)
-    : config_(config), journal_(journal), models_(models), log_(log) {}
+    : config_(config), journal_(journal), models_(models), log_(log), slots_(config, journal, log) {}
 
 LoopRunner::~LoopRunner() { Stop(); }
 
@@ -57,7 +56,6 @@ void LoopRunner::Stop() {
 }
 
 void LoopRunner::TargetThread(const TargetConfig& config) {
-  std::unique_ptr<stig::Target> target;  // opened with the first batch, kept for the next ones
   while (true) {
     uint64_t seen;
     {
@@ -68,7 +66,7 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
     Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
     if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
     if (next.ok() && next->has_value()) {
-      RunBatch(config, target, std::move(**next));
+      RunBatch(config, std::move(**next));
       continue;
     }
     std::unique_lock lock(mu_);
@@ -76,20 +74,14 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
   }
 }
 
-void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch) {
+void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   Result<const LoadedContent*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
-  if (!target) {
-    // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
-    Result<std::unique_ptr<stig::RootfsTarget>> opened =
-        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root", config_.package_cache);
-    if (!opened.ok()) {
-      return FailBatch(batch, opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path)));
-    }
-    target = std::move(*opened);
-  }
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root()};
-  BatchLoop loop(std::move(services), *target, batch, [this] {
+  Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("batch {}", batch.id));
+  if (!lease.ok()) return FailBatch(batch, lease.status());
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
+                        results_root(), config_.fixpoint_passes};
+  BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
   });
@@ -124,6 +116,26 @@ Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecor
 Result<const stig::Content*> LoopRunner::ContentOf(const BatchRecord& batch) {
   TEMPER_ASSIGN_OR_RETURN(const LoadedContent* loaded, ContentFor(batch));
   return &loaded->content;
+}
+
+Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, journal_.store().GetBatch(request.batch_id));
+  // A batch left running by a restart resumes from its own snapshots: nothing may move them.
+  TEMPER_ASSIGN_OR_RETURN(std::optional<int64_t> running, journal_.store().RunningBatch(batch.target));
+  if (running) {
+    return Status::FailedPrecondition(fmt::format(
+        "batch {} is running on target {}: a revert must wait until it ends (or cancel it with `temper cancel {}`)",
+        *running, batch.target, *running));
+  }
+  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
+  TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
+                          slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));
+  RevertServices services{journal_, content->content, *content->evaluator, results_root()};
+  Result<RevertOutcome> out = RevertBatch(services, lease.target(), request);
+  if (out.ok()) {
+    log_.Info("batch {}: reverted {}", batch.id, request.rule_id.empty() ? "the whole batch" : request.rule_id);
+  }
+  return out;
 }
 
 void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {

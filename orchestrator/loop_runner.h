@@ -8,7 +8,10 @@
 // commands) is marked failed with the error; the thread goes on with the next batch. Stop() lets
 // each loop finish its current step and leaves its batch running, to be resumed by the next start.
 //
-// Thread safety: Wake, Cancel and Stop may be called from any thread.
+// Between batches a target may be used for other work, such as `temper revert` (Revert), which
+// takes the target only when no batch holds it (TargetSlots).
+//
+// Thread safety: Wake, Cancel, Revert and Stop may be called from any thread.
 #pragma once
 
 #include <condition_variable>
@@ -23,9 +26,11 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/batch_loop.h"
+#include "orchestrator/batch_revert.h"
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
 #include "orchestrator/role_models.h"
+#include "orchestrator/target_slots.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
 
@@ -47,6 +52,9 @@ class LoopRunner {
   void Cancel(int64_t batch_id);
   // Idempotent; joins the threads.
   void Stop();
+  // `temper revert` (batch_revert.h) on the batch's target. FailedPrecondition when a batch is
+  // running on that target or the target is in use; otherwise as RevertBatch.
+  Result<RevertOutcome> Revert(const RevertRequest& request);
 
   // The content `batch`'s datastream and profile load to, shared with its loop (loaded once;
   // Content::Load is serialised here, as libopenscap requires). Errors as Content::Load.
@@ -61,7 +69,7 @@ class LoopRunner {
   };
 
   void TargetThread(const TargetConfig& target);
-  void RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch);
+  void RunBatch(const TargetConfig& config, BatchRecord batch);
   Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
   // Marks a batch that never started failed.
   void FailBatch(const BatchRecord& batch, const Status& error);
@@ -80,6 +88,7 @@ class LoopRunner {
   std::mutex content_mu_;  // also serialises Content::Load, which libopenscap requires
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
 
+  TargetSlots slots_;
   std::vector<std::thread> threads_;
 };
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,8 +32,9 @@ enum class RuleState {
   kManual,         // no automated check; a person reviews it; never counted as pass
   kRebootPending,  // the fix is staged and takes effect after a reboot
   kHeld,           // disruptive, and the batch did not opt in
+  kReverted,       // fixed, then its fix was taken back out by `temper revert`
 };
-inline constexpr int kRuleStateCount = 12;
+inline constexpr int kRuleStateCount = 13;
 
 // The names stored in the database ("queued", "already_passing", ...).
 std::string_view BatchStateName(BatchState state);
@@ -82,6 +84,20 @@ struct NewBatch {
   std::string request_id;  // empty: no idempotency key
 };
 
+// One pass of the fixpoint: the loop ran until no rule was pending, then rescanned every rule of
+// the batch. Rules that flipped (passing or not applicable before, failing now) are re-queued for
+// the next pass, or escalated when the bound is reached.
+struct FixpointPass {
+  uint32_t pass = 0;       // 1-based
+  bool final = false;      // the rescan was the batch's "after" evaluation: nothing re-queued
+  std::map<std::string, uint32_t> verdicts;  // OpenSCAP verdict -> rules, in the rescan
+  uint32_t attempts = 0;   // attempts made during this pass
+  uint32_t fixed = 0;      // of those, kept
+  std::vector<std::string> flipped;    // rule ids the rescan found flipped
+  std::vector<std::string> requeued;   // of those, made pending for the next pass
+  std::vector<std::string> escalated;  // of those, escalated: still flipping at the bound
+};
+
 struct BatchRecord {
   int64_t id = 0;
   std::string name;
@@ -97,6 +113,9 @@ struct BatchRecord {
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
   std::optional<uint32_t> good_snapshot;  // the target's last known-good state for this batch
+  std::optional<uint32_t> start_snapshot;  // the target's state when the batch started
+  std::vector<FixpointPass> fixpoint;      // the passes so far, oldest first
+  std::optional<TimeMs> reverted_at;       // when `temper revert BATCH` took its changes out
   std::string results_dir;                // OpenSCAP results of the batch's last evaluation
   uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
@@ -139,6 +158,8 @@ struct AttemptRecord {
   std::string evidence;
   std::string reflection;
   std::string changes_json;  // what the attempt changed on the target (stig::ChangeSet as JSON)
+  std::optional<uint32_t> snapshot;    // a kept attempt: the target snapshot holding its change
+  std::optional<TimeMs> reverted_at;   // when `temper revert` took that change back out
   TokenUsage usage;
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
@@ -175,6 +196,8 @@ struct LoopStep {
   std::optional<BatchState> batch_state;
   std::string batch_error;  // with batch_state
   std::optional<uint32_t> good_snapshot;
+  std::optional<uint32_t> start_snapshot;
+  std::optional<FixpointPass> fixpoint_pass;  // appended to the batch's passes
   std::optional<std::string> results_dir;
   std::optional<AttemptRecord> attempt;
   std::optional<LessonRecord> lesson;
@@ -186,6 +209,16 @@ struct StepCommitted {
   std::vector<EventRecord> events;
   std::optional<int64_t> lesson_id;
   bool batch_ended = false;  // the batch was already final: its states were left alone
+};
+
+// What `temper revert` changes in the store, in one transaction, on a batch that has ended.
+struct RevertStep {
+  int64_t batch_id = 0;
+  std::vector<RuleUpdate> rules;         // only state, detail and after_verdict are applied
+  std::vector<int64_t> reverted_attempts;  // attempt ids whose change is gone
+  bool batch_reverted = false;           // the whole batch: sets its reverted_at
+  std::optional<std::string> results_dir;
+  std::vector<NewEvent> events;
 };
 
 struct RuleMemoryRecord {

@@ -96,6 +96,17 @@ CREATE INDEX lessons_by_group ON lessons(group_id, utility);
 ALTER TABLE batches ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE attempts ADD COLUMN changes TEXT NOT NULL DEFAULT '';
 )sql",
+    // 5: undo and fixpoint: the target snapshot each batch started from and each kept fix made, so
+    // `temper revert` can take a batch or one rule back out (and when it did), and the fixpoint's
+    // passes (JSON, as FixpointPass).
+    R"sql(
+ALTER TABLE batches ADD COLUMN start_snapshot INTEGER;
+ALTER TABLE batches ADD COLUMN fixpoint TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE batches ADD COLUMN reverted_at_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN snapshot INTEGER;
+ALTER TABLE attempts ADD COLUMN reverted_at_ms INTEGER;
+CREATE INDEX batches_by_target ON batches(target, id);
+)sql",
 };
 
 }  // namespace

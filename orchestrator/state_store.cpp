@@ -11,7 +11,8 @@ namespace {
 
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
-    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options";
+    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options, "
+    "start_snapshot, fixpoint, reverted_at_ms";
 
 std::string OptionsToJson(const BatchOptions& options) {
   nlohmann::json waivers = nlohmann::json::array();
@@ -51,6 +52,42 @@ Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) 
   return options;
 }
 
+nlohmann::json FixpointPassToJson(const FixpointPass& p) {
+  return {{"pass", p.pass},         {"final", p.final},       {"verdicts", p.verdicts},
+          {"attempts", p.attempts}, {"fixed", p.fixed},       {"flipped", p.flipped},
+          {"requeued", p.requeued}, {"escalated", p.escalated}};
+}
+
+Result<std::vector<FixpointPass>> FixpointFromJson(int64_t batch_id, const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", batch_id));
+  std::vector<FixpointPass> out;
+  for (const nlohmann::json& p : j) {
+    if (!p.is_object() || !p.contains("pass") || !p["pass"].is_number_unsigned()) {
+      return Status::DataLoss(fmt::format("batch {}: a stored fixpoint pass has no pass number", batch_id));
+    }
+    FixpointPass pass;
+    pass.pass = p["pass"].get<uint32_t>();
+    pass.final = p.value("final", false);
+    pass.attempts = p.value("attempts", 0u);
+    pass.fixed = p.value("fixed", 0u);
+    if (p.contains("verdicts") && p["verdicts"].is_object()) {
+      for (const auto& [verdict, n] : p["verdicts"].items()) {
+        if (n.is_number_unsigned()) pass.verdicts[verdict] = n.get<uint32_t>();
+      }
+    }
+    for (auto [key, into] : {std::pair{"flipped", &pass.flipped}, std::pair{"requeued", &pass.requeued},
+                             std::pair{"escalated", &pass.escalated}}) {
+      if (!p.contains(key) || !p[key].is_array()) continue;
+      for (const nlohmann::json& id : p[key]) {
+        if (id.is_string()) into->push_back(id.get<std::string>());
+      }
+    }
+    out.push_back(std::move(pass));
+  }
+  return out;
+}
+
 Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   BatchRecord b;
   b.id = row.ColumnInt(0);
@@ -73,6 +110,9 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   if (!row.ColumnIsNull(14)) b.good_snapshot = static_cast<uint32_t>(row.ColumnInt(14));
   b.results_dir = row.ColumnText(15);
   TEMPER_ASSIGN_OR_RETURN(b.options, OptionsFromJson(b.id, row.ColumnText(16)));
+  if (!row.ColumnIsNull(17)) b.start_snapshot = static_cast<uint32_t>(row.ColumnInt(17));
+  TEMPER_ASSIGN_OR_RETURN(b.fixpoint, FixpointFromJson(b.id, row.ColumnText(18)));
+  if (!row.ColumnIsNull(19)) b.reverted_at = row.ColumnInt(19);
   return b;
 }
 
@@ -119,7 +159,8 @@ Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
 
 constexpr const char* kAttemptColumns =
     "id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, reflection, "
-    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms, changes";
+    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms, changes, snapshot, "
+    "reverted_at_ms";
 
 Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   AttemptRecord a;
@@ -145,6 +186,8 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   a.started_at = q.ColumnInt(13);
   a.finished_at = q.ColumnInt(14);
   a.changes_json = q.ColumnText(15);
+  if (!q.ColumnIsNull(16)) a.snapshot = static_cast<uint32_t>(q.ColumnInt(16));
+  if (!q.ColumnIsNull(17)) a.reverted_at = q.ColumnInt(17);
   return a;
 }
 
@@ -419,12 +462,17 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
       sqlite::Statement q,
       db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
                   "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
-                  "started_at_ms, finished_at_ms, changes) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                  "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
   q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, a.outcome);
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
   q.Bind(11, a.usage.completion_tokens).Bind(12, a.usage.cached_prompt_tokens);
   q.Bind(13, a.started_at).Bind(14, a.finished_at).Bind(15, a.changes_json);
+  if (a.snapshot) {
+    q.Bind(16, *a.snapshot);
+  } else {
+    q.BindNull(16);
+  }
   Status s = q.Run();
   if (s.code() == StatusCode::kAlreadyExists) {
     return Status::AlreadyExists(fmt::format("attempt {} of rule {} in batch {} is already recorded",
@@ -612,6 +660,7 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
       b.Bind(6, now).Bind(7, step.batch_id);
       TEMPER_RETURN_IF_ERROR(b.Run());
     }
+    TEMPER_RETURN_IF_ERROR(CommitUndoFieldsLocked(step));
   }
   if (step.attempt) TEMPER_RETURN_IF_ERROR(RecordAttemptLocked(*step.attempt).status());
   if (step.lesson) {
@@ -621,6 +670,152 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   for (const auto& [lesson_id, delta] : step.utility_changes) {
     TEMPER_RETURN_IF_ERROR(AdjustLessonUtilityLocked(lesson_id, delta));
   }
+  for (const NewEvent& event : step.events) {
+    TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
+    out.events.push_back(std::move(stored));
+  }
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+Status StateStore::CommitUndoFieldsLocked(const LoopStep& step) {
+  if (step.start_snapshot) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u, db_.Prepare("UPDATE batches SET start_snapshot = ? WHERE id = ?"));
+    u.Bind(1, *step.start_snapshot).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+  }
+  if (step.fixpoint_pass) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q, db_.Prepare("SELECT fixpoint FROM batches WHERE id = ?"));
+    q.Bind(1, step.batch_id);
+    TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+    if (!found) return Status::NotFound(fmt::format("batch {} does not exist", step.batch_id));
+    nlohmann::json passes = nlohmann::json::parse(q.ColumnText(0), nullptr, /*allow_exceptions=*/false);
+    if (!passes.is_array()) {
+      return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", step.batch_id));
+    }
+    passes.push_back(FixpointPassToJson(*step.fixpoint_pass));
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u, db_.Prepare("UPDATE batches SET fixpoint = ? WHERE id = ?"));
+    u.Bind(1, passes.dump()).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+  }
+  return Status::OK();
+}
+
+Result<StateStore::SnapshotOwners> StateStore::TargetSnapshotOwners(const std::string& target) {
+  std::lock_guard lock(mu_);
+  SnapshotOwners out;
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement b,
+      db_.Prepare("SELECT id, state, options, start_snapshot, reverted_at_ms FROM batches "
+                  "WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id"));
+  b.Bind(1, target);
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, b.Step());
+    if (!row) break;
+    SnapshotOwners::Batch batch;
+    batch.id = b.ColumnInt(0);
+    std::optional<BatchState> state = ParseBatchState(b.ColumnText(1));
+    if (!state) return Status::DataLoss(fmt::format("batch {} has unknown state '{}'", batch.id, b.ColumnText(1)));
+    batch.state = *state;
+    TEMPER_ASSIGN_OR_RETURN(BatchOptions options, OptionsFromJson(batch.id, b.ColumnText(2)));
+    batch.plan_only = options.plan_only;
+    batch.start_snapshot = static_cast<uint32_t>(b.ColumnInt(3));
+    if (!b.ColumnIsNull(4)) batch.reverted_at = b.ColumnInt(4);
+    out.batches.push_back(std::move(batch));
+  }
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement f,
+      db_.Prepare("SELECT a.id, a.batch_id, a.rule_id, a.number, a.snapshot, a.reverted_at_ms FROM attempts a "
+                  "JOIN batches b ON b.id = a.batch_id WHERE b.target = ? AND a.snapshot IS NOT NULL ORDER BY a.id"));
+  f.Bind(1, target);
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, f.Step());
+    if (!row) break;
+    SnapshotOwners::Fix fix;
+    fix.attempt_id = f.ColumnInt(0);
+    fix.batch_id = f.ColumnInt(1);
+    fix.rule_id = f.ColumnText(2);
+    fix.number = static_cast<uint32_t>(f.ColumnInt(3));
+    fix.snapshot = static_cast<uint32_t>(f.ColumnInt(4));
+    if (!f.ColumnIsNull(5)) fix.reverted_at = f.ColumnInt(5);
+    out.fixes.push_back(std::move(fix));
+  }
+  return out;
+}
+
+Result<std::optional<BatchRecord>> StateStore::LastStartedBatch(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id DESC LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<BatchRecord>{};
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(q.ColumnInt(0), true));
+  return std::optional<BatchRecord>(std::move(batch));
+}
+
+Result<std::optional<int64_t>> StateStore::RunningBatch(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare("SELECT id FROM batches WHERE target = ? AND state = 'running' ORDER BY id LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<int64_t>{};
+  return std::optional<int64_t>(q.ColumnInt(0));
+}
+
+Result<StepCommitted> StateStore::CommitRevert(const RevertStep& step) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(step.batch_id, false));
+  TimeMs now = NowMs();
+  StepCommitted out;
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  for (const RuleUpdate& r : step.rules) {
+    TEMPER_ASSIGN_OR_RETURN(
+        sqlite::Statement u,
+        db_.Prepare("UPDATE batch_rules SET state = COALESCE(?, state), detail = COALESCE(?, detail), "
+                    "after_verdict = COALESCE(?, after_verdict) WHERE batch_id = ? AND rule_id = ?"));
+    if (r.state) {
+      u.Bind(1, RuleStateName(*r.state));
+    } else {
+      u.BindNull(1);
+    }
+    if (r.detail) {
+      u.Bind(2, *r.detail);
+    } else {
+      u.BindNull(2);
+    }
+    if (r.after_verdict) {
+      u.Bind(3, *r.after_verdict);
+    } else {
+      u.BindNull(3);
+    }
+    u.Bind(4, step.batch_id).Bind(5, r.rule_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+    if (db_.Changes() == 0) return Status::NotFound(fmt::format("batch {} has no rule {}", step.batch_id, r.rule_id));
+  }
+  for (int64_t attempt : step.reverted_attempts) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u,
+                            db_.Prepare("UPDATE attempts SET reverted_at_ms = ? WHERE id = ? AND batch_id = ?"));
+    u.Bind(1, now).Bind(2, attempt).Bind(3, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+    if (db_.Changes() == 0) {
+      return Status::NotFound(fmt::format("batch {} has no attempt with id {}", step.batch_id, attempt));
+    }
+  }
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement b,
+      db_.Prepare("UPDATE batches SET reverted_at_ms = CASE WHEN ? THEN ? ELSE reverted_at_ms END, "
+                  "results_dir = COALESCE(?, results_dir), updated_at_ms = ? WHERE id = ?"));
+  b.Bind(1, step.batch_reverted ? 1 : 0).Bind(2, now);
+  if (step.results_dir) {
+    b.Bind(3, *step.results_dir);
+  } else {
+    b.BindNull(3);
+  }
+  b.Bind(4, now).Bind(5, batch.id);
+  TEMPER_RETURN_IF_ERROR(b.Run());
   for (const NewEvent& event : step.events) {
     TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
     out.events.push_back(std::move(stored));

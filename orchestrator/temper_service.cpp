@@ -162,6 +162,31 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v
   for (const AttemptRecord& a : *attempts) ToProto(a, response->add_attempts());
   for (const LessonRecord& l : *lessons) ToProto(l, response->add_lessons());
   response->set_results_dir(batch->results_dir);
+  for (const FixpointPass& p : batch->fixpoint) ToProto(p, response->add_fixpoint_passes());
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::RevertBatchRequest* request,
+                                        temper::v1::RevertBatchResponse* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  RevertRequest revert{.batch_id = *id};
+  if (!request->rule_id().empty()) {
+    Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
+    if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
+    revert.rule_id = *rule_id;
+  }
+  Result<RevertOutcome> out = runner_.Revert(revert);
+  if (!out.ok()) {
+    log_.Info("RevertBatch {}{}: {}", *id, revert.rule_id.empty() ? "" : " " + revert.rule_id, out.status().ToString());
+    return ToGrpcStatus(out.status());
+  }
+  ToProto(out->batch, response->mutable_batch());
+  for (const std::string& r : out->reverted_rules) response->add_reverted_rules(r);
+  for (stig::SnapshotId s : out->dropped_snapshots) response->add_dropped_snapshots(s);
+  if (out->restored_snapshot) response->set_restored_snapshot(*out->restored_snapshot);
+  for (const std::string& r : out->now_failing) response->add_now_failing(r);
+  response->set_results_dir(out->results_dir);
   return grpc::Status::OK;
 }
 

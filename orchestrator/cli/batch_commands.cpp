@@ -22,6 +22,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
     std::string file, target, datastream, profile, name, request_id;
     std::vector<std::string> rules;
     bool whole_profile = false;
+    bool plan_only = false;
     uint32_t max_attempts = 0, max_tokens_k = 0;
     std::string wall_time;
     bool json = false;
@@ -34,6 +35,8 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-p,--profile", opt->profile, "profile id or name (e.g. stig)");
   cmd->add_option("-r,--rule", opt->rules, "rule id or name; repeat for several");
   cmd->add_flag("--whole-profile", opt->whole_profile, "remediate every rule the profile selects");
+  cmd->add_flag("--plan-only", opt->plan_only,
+                "run the loop, then revert everything: report what would change and which rules could be fixed");
   cmd->add_option("--max-attempts", opt->max_attempts, "attempts per rule");
   cmd->add_option("--wall-time", opt->wall_time, "wall time per rule (e.g. 20m)");
   cmd->add_option("--max-ktokens", opt->max_tokens_k, "thousands of tokens per rule");
@@ -56,6 +59,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
         for (const std::string& r : opt->rules) request.add_rule_ids(r);
       }
       if (opt->whole_profile) request.set_whole_profile(true);
+      if (opt->plan_only) request.set_plan_only(true);
       if (opt->max_attempts != 0) request.mutable_budgets()->set_max_attempts(opt->max_attempts);
       if (opt->max_tokens_k != 0) request.mutable_budgets()->set_max_tokens(uint64_t{opt->max_tokens_k} * 1000);
       if (!opt->wall_time.empty()) {

@@ -23,6 +23,7 @@ void AddCancelCommand(CLI::App& app, CommandContext& ctx);
 void AddWatchCommand(CLI::App& app, CommandContext& ctx);
 void AddReportCommand(CLI::App& app, CommandContext& ctx);
 void AddExportCommand(CLI::App& app, CommandContext& ctx);
+void AddRevertCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);
 void AddBaselineCommand(CLI::App& app, CommandContext& ctx);

@@ -188,6 +188,23 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
   if (type == "reflector.failed") {
     return fmt::format("{} {}{}", type, rule, AttemptTag(d, "number")) + Colon(Str(d, "error"));
   }
+  if (type == "rule.requeued") return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
+  if (type == "fixpoint.pass") {
+    std::string out = fmt::format("{} {} of at most {}: {}", type, Num(d, "pass").value_or(0),
+                                  Num(d, "max_passes").value_or(0), Counts(d.contains("verdicts") ? d["verdicts"] : json()));
+    size_t requeued = d.contains("requeued") && d["requeued"].is_array() ? d["requeued"].size() : 0;
+    size_t escalated = d.contains("escalated") && d["escalated"].is_array() ? d["escalated"].size() : 0;
+    if (requeued > 0) out += fmt::format("; {} re-queued", Plural(requeued, "rule"));
+    if (escalated > 0) out += fmt::format("; {} escalated, still flipping", Plural(escalated, "rule"));
+    return out;
+  }
+  if (type == "batch.plan_reverted") {
+    return fmt::format("{}: plan only, target back at snapshot {}", type, Num(d, "start_snapshot").value_or(0));
+  }
+  if (type == "batch.reverted") {
+    return fmt::format("{}: target back at snapshot {}", type, Num(d, "restored_snapshot").value_or(0));
+  }
+  if (type == "rule.reverted") return fmt::format("{} {}: now {}", type, rule, Str(d, "verdict"));
   if (type == "prompt.trimmed") {
     std::string sections;
     auto it = d.find("sections");

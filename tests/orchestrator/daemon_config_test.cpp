@@ -17,6 +17,7 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.max_attempts == 5);
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
+  CHECK(config->fixpoint_passes == 3);
   REQUIRE(config->targets.size() == 1);
   CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
   CHECK(config->FindTarget("nope") == nullptr);
@@ -47,6 +48,13 @@ TEST_CASE("the package cache takes a directory, apt sources and an index age, or
   CHECK(off->package_cache.dir.empty());
 }
 
+TEST_CASE("the fixpoint's bound on passes comes from loop.fixpoint_passes") {
+  auto config = ParseDaemonConfig("loop:\n  fixpoint_passes: 5\n", "/etc/temper/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->fixpoint_passes == 5);
+  CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->fixpoint_passes == kDefaultFixpointPasses);
+}
+
 TEST_CASE("temperd.yaml errors name file, line, column and field") {
   struct Case {
     const char* text;
@@ -55,7 +63,9 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, targets)"},
+                         "default_budgets, package_cache, targets, loop)"},
+      {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
+      {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},

@@ -50,6 +50,13 @@ TEST_CASE("the loop's event types read as sentences") {
         "evaluation.before of 5 rules: 3 fail, 2 pass");
   CHECK(DescribeEvent(Ev("batch.completed", "daemon", "", R"({"rules":{"pending":0,"fixed":2,"escalated":1}})")) ==
         "batch.completed: 2 fixed, 1 escalated");
+  CHECK(DescribeEvent(Ev("fixpoint.pass", "evaluator", "",
+                         R"({"pass":1,"max_passes":3,"verdicts":{"pass":3,"fail":1},"requeued":["r"],"escalated":[]})")) ==
+        "fixpoint.pass 1 of at most 3: 3 pass, 1 fail; 1 rule re-queued");
+  CHECK(DescribeEvent(Ev("batch.plan_reverted", "daemon", "", R"({"start_snapshot":4})")) ==
+        "batch.plan_reverted: plan only, target back at snapshot 4");
+  CHECK(DescribeEvent(Ev("rule.reverted", "daemon", "accounts_tmout", R"({"verdict":"fail"})")) ==
+        "rule.reverted accounts_tmout: now fail");
   CHECK(DescribeEvent(Ev("batch.cancelled", "daemon", "", R"({"previous_state":"queued","reason":"demo","rules_cancelled":1})")) ==
         "batch.cancelled (was queued, 1 rule cancelled): demo");
   CHECK(DescribeEvent(Ev("architect.skip", "architect", "grub2_password", R"({"reason":"needs the boot loader"})")) ==

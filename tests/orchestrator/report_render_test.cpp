@@ -261,5 +261,46 @@ TEST_CASE("a Markdown code block survives commands holding backticks") {
   CHECK(md.find("````sh\n$ echo ```x``` → exit 0\n````\n") != std::string::npos);
 }
 
+TEST_CASE("plan-only and reverted batches say so, reverted rules are counted, and fixpoint passes are shown") {
+  temper::v1::BatchReport r = FinishedReport();
+  r.mutable_batch()->set_plan_only(true);
+  r.mutable_batch()->mutable_rules(0)->set_state(temper::v1::RULE_STATE_REVERTED);
+  temper::v1::FixpointPass* p1 = r.add_fixpoint_passes();
+  p1->set_pass(1);
+  p1->set_attempts(3);
+  p1->set_fixed(1);
+  p1->set_rescanned(4);
+  p1->set_passing(2);
+  p1->set_failing(2);
+  p1->add_flipped(std::string(kPrefix) + "accounts_tmout");
+  p1->add_requeued(std::string(kPrefix) + "accounts_tmout");
+  temper::v1::FixpointPass* p2 = r.add_fixpoint_passes();
+  p2->set_pass(2);
+  p2->set_final(true);
+  p2->set_rescanned(4);
+  p2->set_passing(3);
+  p2->set_failing(1);
+
+  CHECK(SummarizeReport(r).counts.reverted() == 1);
+  std::string text = RenderReportText(r);
+  CHECK_THAT(text, Catch::Contains("plan only: every change was reverted"));
+  CHECK_THAT(text, Catch::Contains("1 reverted"));
+  CHECK_THAT(text, Catch::Contains("fixpoint    2 passes: #1 3 attempts (1 kept), rescanned 4 (2 passing, 2 failing), "
+                                   "re-queued 1; #2 0 attempts (0 kept), rescanned 4 (3 passing, 1 failing)"));
+  CHECK_THAT(RenderReportMarkdown(r), Catch::Contains("| Fixpoint | 2 passes") && Catch::Contains("| Note | plan only"));
+  nlohmann::json j = nlohmann::json::parse(RenderReportJson(r));
+  CHECK(j["plan_only"] == true);
+  CHECK(j["reverted_at"].is_null());
+  CHECK(j["summary"]["reverted"] == 1);
+  REQUIRE(j["fixpoint"].size() == 2);
+  CHECK(j["fixpoint"][0]["requeued"] == nlohmann::json::array({std::string(kPrefix) + "accounts_tmout"}));
+  CHECK(j["fixpoint"][1]["final"] == true);
+
+  r.mutable_batch()->set_plan_only(false);
+  *r.mutable_batch()->mutable_reverted_at() = TimeUtil::SecondsToTimestamp(1'800'000'300);
+  CHECK_THAT(RenderReportText(r), Catch::Contains("reverted at 2027-01-15 08:05:00Z: the batch's fixes were taken back out"));
+  CHECK(nlohmann::json::parse(RenderReportJson(r))["reverted_at"] == "2027-01-15T08:05:00Z");
+}
+
 }  // namespace
 }  // namespace temper::cli

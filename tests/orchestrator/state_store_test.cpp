@@ -377,5 +377,129 @@ TEST_CASE("an interrupted batch is resumed before queued ones") {
   CHECK((*store->NextBatchForTarget("lab"))->id == first);
 }
 
+TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and reverts are stored per target") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  const std::string a = "xccdf_org.ssgproject.content_rule_a", b = "xccdf_org.ssgproject.content_rule_b";
+  int64_t first = store->SubmitBatch(SampleBatch())->batch.id;
+  NewBatch plan = SampleBatch();
+  plan.options.plan_only = true;
+  int64_t second = store->SubmitBatch(plan)->batch.id;
+  NewBatch elsewhere = SampleBatch();
+  elsewhere.target = "other";
+  int64_t third = store->SubmitBatch(elsewhere)->batch.id;
+  CHECK_FALSE(store->GetBatch(first)->start_snapshot.has_value());
+  CHECK_FALSE(store->LastStartedBatch("lab")->has_value());
+
+  LoopStep start;
+  start.batch_id = first;
+  start.batch_state = BatchState::kRunning;
+  start.good_snapshot = 0;
+  start.start_snapshot = 0;
+  REQUIRE(store->CommitStep(start).ok());
+  CHECK(*store->RunningBatch("lab") == first);
+  CHECK_FALSE(store->RunningBatch("other")->has_value());
+
+  AttemptRecord kept;
+  kept.batch_id = first;
+  kept.rule_id = a;
+  kept.number = 1;
+  kept.outcome = "kept";
+  kept.snapshot = 1;
+  LoopStep fix;
+  fix.batch_id = first;
+  fix.attempt = kept;
+  fix.rules.push_back({.rule_id = a, .state = RuleState::kFixed});
+  REQUIRE(store->CommitStep(fix).ok());
+  AttemptRecord reverted = kept;
+  reverted.rule_id = b;
+  reverted.outcome = "reverted";
+  reverted.snapshot.reset();
+  LoopStep pass1;
+  pass1.batch_id = first;
+  pass1.attempt = reverted;
+  pass1.fixpoint_pass = FixpointPass{.pass = 1, .verdicts = {{"pass", 1}, {"fail", 1}}, .attempts = 2, .fixed = 1,
+                                     .flipped = {b}, .requeued = {b}};
+  REQUIRE(store->CommitStep(pass1).ok());
+  LoopStep pass2;
+  pass2.batch_id = first;
+  pass2.batch_state = BatchState::kCompleted;
+  pass2.fixpoint_pass = FixpointPass{.pass = 2, .final = true, .verdicts = {{"pass", 2}}};
+  REQUIRE(store->CommitStep(pass2).ok());
+
+  BatchRecord batch = *store->GetBatch(first);
+  CHECK(batch.start_snapshot == 0u);
+  REQUIRE(batch.fixpoint.size() == 2);
+  CHECK(batch.fixpoint[0].pass == 1);
+  CHECK_FALSE(batch.fixpoint[0].final);
+  CHECK(batch.fixpoint[0].verdicts == std::map<std::string, uint32_t>{{"fail", 1}, {"pass", 1}});
+  CHECK(batch.fixpoint[0].attempts == 2);
+  CHECK(batch.fixpoint[0].fixed == 1);
+  CHECK(batch.fixpoint[0].requeued == std::vector<std::string>{b});
+  CHECK(batch.fixpoint[1].final);
+  auto attempts = *store->BatchAttempts(first);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0].snapshot == 1u);
+  CHECK_FALSE(attempts[1].snapshot.has_value());
+
+  LoopStep plan_start;
+  plan_start.batch_id = second;
+  plan_start.batch_state = BatchState::kRunning;
+  plan_start.start_snapshot = 1;
+  plan_start.attempt = kept;
+  plan_start.attempt->batch_id = second;
+  plan_start.attempt->snapshot = 2;
+  REQUIRE(store->CommitStep(plan_start).ok());
+  CHECK((*store->LastStartedBatch("lab"))->id == second);
+  CHECK_FALSE(store->LastStartedBatch("other")->has_value());
+  (void)third;
+
+  auto owners = store->TargetSnapshotOwners("lab");
+  REQUIRE(owners.ok());
+  REQUIRE(owners->batches.size() == 2);
+  CHECK(owners->batches[0].id == first);
+  CHECK(owners->batches[0].start_snapshot == 0);
+  CHECK_FALSE(owners->batches[0].plan_only);
+  CHECK(owners->batches[1].plan_only);
+  CHECK(owners->batches[1].state == BatchState::kRunning);
+  REQUIRE(owners->fixes.size() == 2);  // the reverted attempt made no snapshot
+  CHECK(owners->fixes[0].batch_id == first);
+  CHECK(owners->fixes[0].rule_id == a);
+  CHECK(owners->fixes[0].snapshot == 1);
+  CHECK(owners->fixes[1].snapshot == 2);
+  CHECK(store->TargetSnapshotOwners("other")->fixes.empty());
+
+  // A revert of the ended batch: its rule and attempt are marked, its verdicts refreshed.
+  RevertStep revert;
+  revert.batch_id = first;
+  revert.rules.push_back({.rule_id = a, .state = RuleState::kReverted, .detail = std::string("reverted"),
+                          .after_verdict = std::string("fail")});
+  revert.rules.push_back({.rule_id = b, .after_verdict = std::string("fail")});
+  revert.reverted_attempts = {attempts[0].id};
+  revert.batch_reverted = true;
+  revert.results_dir = "/results/revert";
+  revert.events.push_back({first, "lab", "", "daemon", "batch.reverted", "{}", {}});
+  auto committed = store->CommitRevert(revert);
+  REQUIRE(committed.ok());
+  CHECK(committed->events.size() == 1);
+  batch = *store->GetBatch(first);
+  CHECK(batch.reverted_at.has_value());
+  CHECK(batch.results_dir == "/results/revert");
+  CHECK(batch.rules[0].state == RuleState::kReverted);
+  CHECK(batch.rules[0].detail == "reverted");
+  CHECK(batch.rules[0].after_verdict == "fail");
+  CHECK(batch.Count(RuleState::kReverted) == 1);
+  CHECK(store->BatchAttempts(first)->at(0).reverted_at.has_value());
+  CHECK(store->TargetSnapshotOwners("lab")->fixes[0].reverted_at.has_value());
+
+  // A revert naming a rule the batch lacks changes nothing.
+  RevertStep wrong;
+  wrong.batch_id = second;
+  wrong.batch_reverted = true;
+  wrong.rules.push_back({.rule_id = "xccdf_org.ssgproject.content_rule_zzz", .state = RuleState::kReverted});
+  CHECK(store->CommitRevert(wrong).status().code() == StatusCode::kNotFound);
+  CHECK_FALSE(store->GetBatch(second)->reverted_at.has_value());
+}
+
 }  // namespace
 }  // namespace temper
