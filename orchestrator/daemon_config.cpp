@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/waivers.h"
 #include "orchestrator/yaml_reader.h"
 
 namespace temper {
@@ -133,7 +134,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "targets"}));
+                                                 "default_budgets", "package_cache", "targets", "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -170,6 +171,9 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   config.package_cache.dir = (std::filesystem::path(config.state_dir) / "packages").string();
   if (auto n = root.Find("package_cache")) TEMPER_RETURN_IF_ERROR(ParsePackageCache(*n, config.package_cache));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
+  if (auto n = root.Find("waivers")) {
+    TEMPER_ASSIGN_OR_RETURN(config.waivers, ParseWaiverList(*n));
+  }
   return config;
 }
 

@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/budgets.h"
+#include "orchestrator/records.h"
 #include "stig/package_cache.h"
 
 namespace temper {
@@ -50,6 +51,9 @@ struct DaemonConfig {
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
   std::vector<TargetConfig> targets;
+  // Site-wide accepted risks (orchestrator/waivers.h), full rule ids; a batch's own waiver for a
+  // rule replaces the configured one.
+  std::vector<Waiver> waivers;
 
   const TargetConfig* FindTarget(const std::string& name) const;
 };

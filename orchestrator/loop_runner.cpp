@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/reboot_verification.h"
 #include "stig/rootfs_target.h"
 
 namespace temper {
@@ -65,11 +66,20 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       if (stopping_) return;
       seen = wake_count_;
     }
-    Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
-    if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
-    if (next.ok() && next->has_value()) {
-      RunBatch(config, target, std::move(**next));
-      continue;
+    Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
+    if (!reboot.ok()) log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
+    if (reboot.ok() && reboot->has_value()) {
+      Status verified = VerifyReboot(config, target, **reboot);
+      if (verified.ok()) continue;
+      // Not retried at once: a store that cannot record the outcome waits like an idle thread.
+      log_.Error("batch {}: verifying after the reboot: {}", (*reboot)->id, verified.ToString());
+    } else {
+      Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
+      if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
+      if (next.ok() && next->has_value()) {
+        RunBatch(config, target, std::move(**next));
+        continue;
+      }
     }
     std::unique_lock lock(mu_);
     wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
@@ -79,15 +89,8 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
 void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch) {
   Result<const LoadedContent*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
-  if (!target) {
-    // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
-    Result<std::unique_ptr<stig::RootfsTarget>> opened =
-        stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root", config_.package_cache);
-    if (!opened.ok()) {
-      return FailBatch(batch, opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path)));
-    }
-    target = std::move(*opened);
-  }
+  Status opened = OpenTarget(config, target);
+  if (!opened.ok()) return FailBatch(batch, opened);
   LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
                         config_.state_dir + "/results"};
   BatchLoop loop(std::move(services), *target, batch, [this] {
@@ -108,6 +111,25 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
     log_.Error("batch {}: {}", batch.id, ran.ToString());
     loop.Fail(ran);
   }
+}
+
+Status LoopRunner::OpenTarget(const TargetConfig& config, std::unique_ptr<stig::Target>& target) {
+  if (target) return Status::OK();
+  // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
+  Result<std::unique_ptr<stig::RootfsTarget>> opened =
+      stig::RootfsTarget::Open(config.name, config.path + "/state", config.path + "/root", config_.package_cache);
+  if (!opened.ok()) return opened.status().WithContext(fmt::format("target {} ({})", config.name, config.path));
+  target = std::move(*opened);
+  return Status::OK();
+}
+
+Status LoopRunner::VerifyReboot(const TargetConfig& config, std::unique_ptr<stig::Target>& target,
+                                const BatchRecord& batch) {
+  Result<const LoadedContent*> content = ContentFor(batch);
+  Status ready = content.ok() ? OpenTarget(config, target) : content.status();
+  if (!ready.ok()) return AbandonRebootVerification(journal_, batch, ready);
+  log_.Info("batch {}: verifying its reboot_pending rules on target {} after the reboot", batch.id, config.name);
+  return VerifyAfterReboot(journal_, *target, *(*content)->evaluator, config_.state_dir + "/results", batch);
 }
 
 Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {

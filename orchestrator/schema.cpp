@@ -96,6 +96,11 @@ CREATE INDEX lessons_by_group ON lessons(group_id, utility);
 ALTER TABLE batches ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
 ALTER TABLE attempts ADD COLUMN changes TEXT NOT NULL DEFAULT '';
 )sql",
+    // 5: the operator said the host of a completed batch rebooted (temper rebooted): the seq of that
+    // "reboot.confirmed" event until the batch's reboot_pending rules are verified again.
+    R"sql(
+ALTER TABLE batches ADD COLUMN reboot_confirmed_seq INTEGER;
+)sql",
 };
 
 }  // namespace

@@ -35,6 +35,8 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::RuleMemory* response) override;
   grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
                               temper::v1::BatchReport* response) override;
+  grpc::Status ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
+                             temper::v1::ConfirmRebootResponse* response) override;
 
  private:
   const DaemonConfig& config_;
