@@ -22,7 +22,7 @@ TEST_CASE("expiry dates are UTC days, checked against the calendar") {
   CHECK(FormatExpiry(1801353600000 + 3723000) == "2027-01-31 01:02:03Z");
 }
 
-TEST_CASE("--waive reads RULE:REASON:OWNER[:YYYY-MM-DD], the reason may hold colons") {
+TEST_CASE("the --waive flag reads RULE:REASON:OWNER[:YYYY-MM-DD], the reason may hold colons") {
   auto w = ParseWaiverFlag("accounts_tmout:kiosk sessions: no timeout (SEC-1):alice@example.com:2027-01-31");
   REQUIRE(w.ok());
   CHECK(w->rule_id == kPrefix + "accounts_tmout");
