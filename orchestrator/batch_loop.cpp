@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/rule_policy.h"
 #include "orchestrator/target_tools.h"
 #include "roles/structured_answer.h"
 #include "stig/verification.h"
@@ -167,7 +168,9 @@ BatchProgress BatchLoop::Progress() const {
 std::vector<std::string> BatchLoop::PassingRules() const {
   std::vector<std::string> out;
   for (const BatchRuleRecord& r : batch_.rules) {
-    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing) out.push_back(r.rule_id);
+    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing || r.state == RuleState::kRebootPending) {
+      out.push_back(r.rule_id);
+    }
   }
   return out;
 }
@@ -244,6 +247,7 @@ Status BatchLoop::EvaluateBefore() {
   if (ids.empty() && step.rules.empty()) return Status::OK();
   std::map<std::string, int> counts;
   std::string results_dir = ResultsDir("before");
+  std::vector<NewEvent> decided;  // the rule policy's events, journalled after the evaluation's
   if (!ids.empty()) {
     TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
     for (const stig::RuleVerdict& v : eval.verdicts) {
@@ -259,6 +263,7 @@ Status BatchLoop::EvaluateBefore() {
         u.state = RuleState::kSkipped;
         u.detail = fmt::format("OpenSCAP verdict before any change is {}: nothing to fix on this target", name);
       }
+      ApplyRulePolicy(v, u, decided);
       step.rules.push_back(std::move(u));
     }
   }
@@ -268,9 +273,12 @@ Status BatchLoop::EvaluateBefore() {
   }
   // Until the batch completes, its results are these: a cancelled batch still has them to show.
   if (!ids.empty()) step.results_dir = results_dir;
+  std::map<std::string, int> states;
+  for (const RuleUpdate& u : step.rules) ++states[std::string(RuleStateName(u.state.value_or(RuleState::kPending)))];
   step.events.push_back(Event("", "evaluator", "evaluation.before",
                               {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
-                               {"results_dir", results_dir}}));
+                               {"results_dir", results_dir}, {"states", states}}));
+  step.events.insert(step.events.end(), decided.begin(), decided.end());
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
 }
@@ -290,6 +298,16 @@ BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, P
   for (const ChatResponse& r : call.responses) out.latency += r.latency;
   out.corrections = std::move(call.corrections);
   return out;
+}
+
+void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
+                                std::vector<NewEvent>& events) const {
+  PolicyDecision decision = DecideRule(**s_.content.Rule(before.rule_id), before.verdict, batch_.options, NowMs());
+  if (decision.state) {
+    update.state = decision.state;
+    update.detail = decision.detail;
+  }
+  for (const PolicyEvent& e : decision.events) events.push_back(Event(before.rule_id, "daemon", e.type, e.data));
 }
 
 Status BatchLoop::PickAndRun() {
@@ -431,6 +449,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   worker_budget.max_tokens = std::min(worker_budget.max_tokens, batch_.budgets.max_tokens - run.tokens_used);
   Worker worker = s_.models.MakeWorker(worker_budget);
   WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+  task.allow_package_removal = batch_.options.allow_disruptive;
   task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
   TargetTools tools(target_, [this] { return Interrupted(); });
   Status journal_error;
@@ -511,18 +530,24 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     step.good_snapshot = snapshot;
     attempt.snapshot = snapshot;
     step.attempt = attempt;
-    step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed,
-                          .detail = fmt::format("fixed on attempt {}", attempt.number),
+    // A fix that takes effect only after a reboot stays staged until `temper rebooted` verifies it.
+    const RuleState kept = KeptFixState(rule);
+    std::string detail = fmt::format("fixed on attempt {}", attempt.number);
+    if (kept == RuleState::kRebootPending) {
+      detail += fmt::format(", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
+                            "verifies it", batch_.id);
+    }
+    step.rules.push_back({.rule_id = rule.id, .state = kept, .detail = detail,
                           .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
     for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
     step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
-    step.events.push_back(Event(rule.id, "daemon", "rule.fixed",
+    step.events.push_back(Event(rule.id, "daemon", fmt::format("rule.{}", RuleStateName(kept)),
                                 {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
     good_snapshot_ = snapshot;
     health_ = std::move(report->health);
-    recent_.push_back(fmt::format("{} fixed on attempt {}", ShortRuleName(rule.id), attempt.number));
+    recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
     return AttemptEnd::kKept;
   }
 

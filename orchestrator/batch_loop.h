@@ -90,6 +90,9 @@ class BatchLoop {
 
   Status Start();
   Status EvaluateBefore();
+  // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
+  void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
+                       std::vector<NewEvent>& events) const;
   Status PickAndRun();
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
   Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "orchestrator/waivers.h"
 
 namespace temper {
 
@@ -72,8 +73,9 @@ Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrFiel
     }
     if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
     if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
-    if (w.reason().size() > 2000 || w.owner().size() > 200) {
-      return Status::InvalidArgument(where + ": reason at most 2000 characters, owner at most 200");
+    if (w.reason().size() > kMaxWaiverReason || w.owner().size() > kMaxWaiverOwner) {
+      return Status::InvalidArgument(fmt::format("{}: reason at most {} characters, owner at most {}", where,
+                                                 kMaxWaiverReason, kMaxWaiverOwner));
     }
     Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
     if (w.has_expires_at()) {
@@ -196,7 +198,8 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   }
   batch.request_id = request.request_id();
 
-  TEMPER_ASSIGN_OR_RETURN(batch.options.waivers, CheckWaivers(request.waivers()));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers()));
+  batch.options.waivers = MergeWaivers(config.waivers, waivers, batch.rule_ids, batch.whole_profile);
   batch.options.allow_disruptive = request.allow_disruptive();
   batch.options.plan_only = request.plan_only();
   return batch;

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/waivers.h"
 #include "orchestrator/yaml_reader.h"
 
 namespace temper {
@@ -142,7 +143,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "targets", "loop"}));
+                                                 "default_budgets", "package_cache", "targets", "loop",
+                                                 "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -180,6 +182,9 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (auto n = root.Find("package_cache")) TEMPER_RETURN_IF_ERROR(ParsePackageCache(*n, config.package_cache));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
   if (auto n = root.Find("loop")) TEMPER_RETURN_IF_ERROR(ParseLoop(*n, config));
+  if (auto n = root.Find("waivers")) {
+    TEMPER_ASSIGN_OR_RETURN(config.waivers, ParseWaiverList(*n));
+  }
   return config;
 }
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/reboot_verification.h"
 
 namespace temper {
 
@@ -63,11 +64,20 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       if (stopping_) return;
       seen = wake_count_;
     }
-    Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
-    if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
-    if (next.ok() && next->has_value()) {
-      RunBatch(config, std::move(**next));
-      continue;
+    Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
+    if (!reboot.ok()) log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
+    if (reboot.ok() && reboot->has_value()) {
+      Status verified = VerifyReboot(config, **reboot);
+      if (verified.ok()) continue;
+      // Not retried at once: a store that cannot record the outcome waits like an idle thread.
+      log_.Error("batch {}: verifying after the reboot: {}", (*reboot)->id, verified.ToString());
+    } else {
+      Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
+      if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
+      if (next.ok() && next->has_value()) {
+        RunBatch(config, std::move(**next));
+        continue;
+      }
     }
     std::unique_lock lock(mu_);
     wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
@@ -99,6 +109,15 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
     log_.Error("batch {}: {}", batch.id, ran.ToString());
     loop.Fail(ran);
   }
+}
+
+Status LoopRunner::VerifyReboot(const TargetConfig& config, const BatchRecord& batch) {
+  Result<const LoadedContent*> content = ContentFor(batch);
+  if (!content.ok()) return AbandonRebootVerification(journal_, batch, content.status());
+  Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("the reboot check of batch {}", batch.id));
+  if (!lease.ok()) return AbandonRebootVerification(journal_, batch, lease.status());
+  log_.Info("batch {}: verifying its reboot_pending rules on target {} after the reboot", batch.id, config.name);
+  return VerifyAfterReboot(journal_, lease->target(), *(*content)->evaluator, results_root(), batch);
 }
 
 Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {

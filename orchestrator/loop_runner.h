@@ -2,6 +2,9 @@
 // at a time (an interrupted batch first, then the oldest queued), so batches on different targets
 // run in parallel and their role calls reach the model endpoints concurrently.
 //
+// Between batches a target's thread also verifies the batches whose host the operator said rebooted
+// (reboot_verification.h), before queued batches change the target.
+//
 // Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
 // start with models. A batch that cannot start (a datastream that does not load, a target that does
 // not open) or whose loop fails (a model endpoint down after its retries, a target that cannot run
@@ -70,6 +73,8 @@ class LoopRunner {
 
   void TargetThread(const TargetConfig& target);
   void RunBatch(const TargetConfig& config, BatchRecord batch);
+  // Errors only when the outcome could not be recorded.
+  Status VerifyReboot(const TargetConfig& config, const BatchRecord& batch);
   Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
   // Marks a batch that never started failed.
   void FailBatch(const BatchRecord& batch, const Status& error);

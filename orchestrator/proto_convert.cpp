@@ -99,15 +99,10 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   }
   out->set_error(b.error);
   out->set_request_id(b.request_id);
-  for (const Waiver& w : b.options.waivers) {
-    temper::v1::Waiver* waiver = out->add_waivers();
-    waiver->set_rule_id(w.rule_id);
-    waiver->set_reason(w.reason);
-    waiver->set_owner(w.owner);
-    if (w.expires_at) SetTime(*w.expires_at, waiver->mutable_expires_at());
-  }
+  for (const Waiver& w : b.options.waivers) ToProto(w, out->add_waivers());
   out->set_allow_disruptive(b.options.allow_disruptive);
   out->set_plan_only(b.options.plan_only);
+  if (b.reboot_confirmed_seq) out->set_reboot_confirmed_seq(*b.reboot_confirmed_seq);
   if (b.start_snapshot) out->set_start_snapshot(*b.start_snapshot);
   if (b.reverted_at) SetTime(*b.reverted_at, out->mutable_reverted_at());
 }
@@ -129,6 +124,13 @@ void ToProto(const FixpointPass& p, temper::v1::FixpointPass* out) {
   for (const std::string& id : p.flipped) out->add_flipped(id);
   for (const std::string& id : p.requeued) out->add_requeued(id);
   for (const std::string& id : p.escalated) out->add_escalated(id);
+}
+
+void ToProto(const Waiver& w, temper::v1::Waiver* out) {
+  out->set_rule_id(w.rule_id);
+  out->set_reason(w.reason);
+  out->set_owner(w.owner);
+  if (w.expires_at) SetTime(*w.expires_at, out->mutable_expires_at());
 }
 
 void ToProto(const EventRecord& e, temper::v1::JournalEvent* out) {

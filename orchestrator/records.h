@@ -117,6 +117,8 @@ struct BatchRecord {
   std::vector<FixpointPass> fixpoint;      // the passes so far, oldest first
   std::optional<TimeMs> reverted_at;       // when `temper revert BATCH` took its changes out
   std::string results_dir;                // OpenSCAP results of the batch's last evaluation
+  // The seq of a "reboot.confirmed" event whose re-verification has not run yet (temper rebooted).
+  std::optional<uint64_t> reboot_confirmed_seq;
   uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
 
@@ -203,6 +205,9 @@ struct LoopStep {
   std::optional<LessonRecord> lesson;
   std::vector<std::pair<int64_t, double>> utility_changes;  // lesson id, delta
   std::vector<NewEvent> events;
+  // The re-verification after a confirmed reboot: its rule updates apply although the batch has
+  // completed, and the batch's reboot confirmation is cleared.
+  bool reboot_verified = false;
 };
 
 struct StepCommitted {

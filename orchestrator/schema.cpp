@@ -107,6 +107,11 @@ ALTER TABLE attempts ADD COLUMN snapshot INTEGER;
 ALTER TABLE attempts ADD COLUMN reverted_at_ms INTEGER;
 CREATE INDEX batches_by_target ON batches(target, id);
 )sql",
+    // 6: the operator said the host of a completed batch rebooted (temper rebooted): the seq of that
+    // "reboot.confirmed" event until the batch's reboot_pending rules are verified again.
+    R"sql(
+ALTER TABLE batches ADD COLUMN reboot_confirmed_seq INTEGER;
+)sql",
 };
 
 }  // namespace

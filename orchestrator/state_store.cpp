@@ -12,7 +12,7 @@ namespace {
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
     "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options, "
-    "start_snapshot, fixpoint, reverted_at_ms";
+    "start_snapshot, fixpoint, reverted_at_ms, reboot_confirmed_seq";
 
 std::string OptionsToJson(const BatchOptions& options) {
   nlohmann::json waivers = nlohmann::json::array();
@@ -113,6 +113,7 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   if (!row.ColumnIsNull(17)) b.start_snapshot = static_cast<uint32_t>(row.ColumnInt(17));
   TEMPER_ASSIGN_OR_RETURN(b.fixpoint, FixpointFromJson(b.id, row.ColumnText(18)));
   if (!row.ColumnIsNull(19)) b.reverted_at = row.ColumnInt(19);
+  if (!row.ColumnIsNull(20)) b.reboot_confirmed_seq = static_cast<uint64_t>(row.ColumnInt(20));
   return b;
 }
 
@@ -579,6 +580,45 @@ Result<std::vector<AttemptRecord>> StateStore::QueryAttemptsLocked(const std::st
   return out;
 }
 
+Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const std::string& note) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
+  if (batch.state != BatchState::kCompleted) {
+    return Status::FailedPrecondition(fmt::format(
+        "batch {} is {}: only a completed batch has fixes staged for a reboot", id, BatchStateName(batch.state)));
+  }
+  std::vector<std::string> pending;
+  for (const BatchRuleRecord& r : batch.rules) {
+    if (r.state == RuleState::kRebootPending) pending.push_back(r.rule_id);
+  }
+  if (pending.empty()) {
+    return Status::FailedPrecondition(fmt::format("batch {} has no rule waiting for a reboot (reboot_pending)", id));
+  }
+  if (batch.reboot_confirmed_seq) return RebootConfirmed{batch, *batch.reboot_confirmed_seq, std::nullopt};
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, batch.target, "reboot.confirmed",
+                                                                            {{"rules", pending}, {"note", note}})));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
+      "UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));
+  b.Bind(1, static_cast<int64_t>(stored.seq)).Bind(2, NowMs()).Bind(3, id);
+  TEMPER_RETURN_IF_ERROR(b.Run());
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord after, LoadBatchLocked(id, true));
+  return RebootConfirmed{std::move(after), stored.seq, std::move(stored)};
+}
+
+Result<std::optional<BatchRecord>> StateStore::NextRebootCheckForTarget(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND reboot_confirmed_seq IS NOT NULL ORDER BY id LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<BatchRecord>{};
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(q.ColumnInt(0), true));
+  return std::optional<BatchRecord>(std::move(batch));
+}
+
 Result<std::optional<BatchRecord>> StateStore::NextBatchForTarget(const std::string& target) {
   std::lock_guard lock(mu_);
   // A running batch is one a crash interrupted: it resumes before anything queued behind it.
@@ -600,7 +640,13 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   out.batch_ended = IsFinal(batch.state);
   TimeMs now = NowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
-  if (!out.batch_ended) {
+  if (step.reboot_verified) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement c, db_.Prepare(
+        "UPDATE batches SET reboot_confirmed_seq = NULL, updated_at_ms = ? WHERE id = ?"));
+    c.Bind(1, now).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(c.Run());
+  }
+  if (!out.batch_ended || step.reboot_verified) {
     if (!step.add_rules.empty()) {
       TEMPER_ASSIGN_OR_RETURN(int64_t next, db_.QueryInt(fmt::format(
           "SELECT COALESCE(MAX(position) + 1, 0) FROM batch_rules WHERE batch_id = {}", step.batch_id)));

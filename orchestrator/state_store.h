@@ -58,6 +58,18 @@ class StateStore {
   // FailedPrecondition when the batch already ended; NotFound when it does not exist.
   Result<Cancelled> CancelBatch(int64_t id, const std::string& reason);
 
+  struct RebootConfirmed {
+    BatchRecord batch;
+    uint64_t seq = 0;                  // of the batch's pending "reboot.confirmed" event
+    std::optional<EventRecord> event;  // that event; nullopt when a confirmation was already pending
+  };
+  // Records that the host of completed batch `id` rebooted, so its reboot_pending rules are verified
+  // again (NextRebootCheckForTarget). Confirming again while one is pending returns that one.
+  // FailedPrecondition when the batch has not completed or has no reboot_pending rule; NotFound.
+  Result<RebootConfirmed> ConfirmReboot(int64_t id, const std::string& note);
+  // The oldest batch on `target` with a confirmed reboot not verified yet; nullopt when none.
+  Result<std::optional<BatchRecord>> NextRebootCheckForTarget(const std::string& target);
+
   Result<EventRecord> AppendEvent(const NewEvent& event);
   // Events with seq > after_seq, oldest first, at most `limit`; only `batch_id`'s when given.
   Result<std::vector<EventRecord>> ReadEvents(uint64_t after_seq, std::optional<int64_t> batch_id,

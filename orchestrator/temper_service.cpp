@@ -222,4 +222,21 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
   return grpc::Status::OK;
 }
 
+grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1::ConfirmRebootRequest* request,
+                                          temper::v1::ConfirmRebootResponse* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  if (request->note().size() > 2000) return ToGrpcStatus(Status::InvalidArgument("note: at most 2000 characters"));
+  Result<StateStore::RebootConfirmed> confirmed = store_.ConfirmReboot(*id, request->note());
+  if (!confirmed.ok()) return ToGrpcStatus(confirmed.status());
+  if (confirmed->event) {
+    journal_.Published(*confirmed->event);
+    runner_.Wake();
+    log_.Info("batch {}: reboot confirmed; its reboot_pending rules will be verified", *id);
+  }
+  ToProto(confirmed->batch, response->mutable_batch());
+  response->set_confirmed_seq(confirmed->seq);
+  return grpc::Status::OK;
+}
+
 }  // namespace temper

@@ -39,6 +39,8 @@ class TemperService final : public temper::v1::Temper::Service {
                            grpc::ServerWriter<temper::v1::ExportChunk>* writer) override;
   grpc::Status RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
                            temper::v1::RevertBatchResponse* response) override;
+  grpc::Status ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
+                             temper::v1::ConfirmRebootResponse* response) override;
 
  private:
   const DaemonConfig& config_;

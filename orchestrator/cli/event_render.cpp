@@ -116,7 +116,8 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
   if (type == "batch.completed") {
     return fmt::format("{}: {}", type,
                        Counts(d.contains("rules") ? d["rules"] : json(),
-                              {"fixed", "already_passing", "escalated", "skipped", "error", "cancelled", "running", "pending"}));
+                              {"fixed", "already_passing", "escalated", "reboot_pending", "waived", "held", "manual",
+                               "skipped", "error", "cancelled", "running", "pending"}));
   }
   if (type == "batch.failed") return type + Colon(Str(d, "error"));
   if (type == "batch.cancelled") {
@@ -144,12 +145,32 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
     uint64_t made = Num(d, "attempts_made").value_or(0);
     return fmt::format("{} {}{}", type, rule, made > 0 ? fmt::format(" ({} made before)", Plural(made, "attempt")) : "");
   }
-  if (type == "rule.fixed") {
+  if (type == "rule.fixed" && Flag(d, "after_reboot")) {
+    return fmt::format("{} {} after the reboot (OpenSCAP: {})", type, rule, Str(d, "verdict"));
+  }
+  if (type == "rule.fixed" || type == "rule.reboot_pending") {
     std::string out = fmt::format("{} {}", type, rule);
     if (std::optional<uint64_t> n = Num(d, "attempts")) out += " after " + Plural(*n, "attempt");
     if (std::optional<uint64_t> t = Num(d, "tokens")) out += fmt::format(" ({} tokens)", *t);
+    if (type == "rule.reboot_pending") out += ": staged until the host reboots (temper rebooted)";
     return out;
   }
+  if (type == "rule.waived") {
+    std::string expires = Str(d, "expires");
+    return fmt::format("{} {} by {}{}", type, rule, Str(d, "owner"), expires.empty() ? "" : " until " + expires) +
+           Colon(Str(d, "reason"));
+  }
+  if (type == "waiver.expired" || type == "rule.held") return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
+  if (type == "rule.manual") return fmt::format("{} {}: no automated check; a person must review it", type, rule);
+  if (type == "reboot.confirmed") {
+    auto it = d.find("rules");
+    size_t n = it != d.end() && it->is_array() ? it->size() : 0;
+    return fmt::format("{}: {} to verify", type, Plural(n, "rule")) + Colon(Str(d, "note"));
+  }
+  if (type == "reboot.verified") {
+    return fmt::format("{}: {} fixed, {} escalated", type, Num(d, "fixed").value_or(0), Num(d, "escalated").value_or(0));
+  }
+  if (type == "reboot.verification_failed") return type + Colon(Str(d, "error"));
   if (type == "rule.escalated" || type == "rule.skipped" || type == "rule.error" || type == "rule.cancelled") {
     return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
   }

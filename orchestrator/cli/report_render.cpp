@@ -16,9 +16,12 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
   error (why the batch failed, or the reason it was cancelled with),
   created_at, updated_at (RFC 3339 or null), budgets {max_attempts, wall_time_seconds, max_tokens},
   results_dir (the last evaluation's: before the fixes until the batch completes), results {xccdf, arf} (paths, or null),
+  allow_disruptive, plan_only,
+  waivers [{rule_id, name, reason, owner, expires_at (RFC 3339 or null),
+            status (applied, expired: the rule was remediated as usual, pending, not_in_batch)}],
   summary {has_run, rules, pending, running, fixed, already_passing, escalated, skipped,
-           cancelled, error, reverted, failed_before, fix_rate (fixed / failed_before, null when none
-           failed), tokens, attempts, wall_time_seconds},
+           cancelled, error, waived, manual, reboot_pending, held, reverted, failed_before, fix_rate
+           (fixed / failed_before, null when none failed), tokens, attempts, wall_time_seconds},
   rules [{rule_id, name, state, before_verdict, after_verdict, attempts, tokens, detail,
           fix_commands (the kept attempt's commands, [] when not fixed),
           lessons [{id, text, utility, created_at}],
@@ -28,7 +31,11 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
   plan_only (every change was reverted at the end), reverted_at (RFC 3339 or null),
   fixpoint [{pass, final, attempts, fixed, rescanned, passing, failing, flipped, requeued, escalated}]
 Verdicts are OpenSCAP's (pass, fail, error, notapplicable, ...; "" when not evaluated); states
-are pending, running, fixed, already_passing, escalated, skipped, cancelled, error, reverted.)";
+are pending, running, fixed, already_passing, escalated, skipped, cancelled, error, reverted (a
+fix `temper revert` took back out), and
+waived (a waiver kept it out of remediation), manual (no automated check), held (disruptive and the
+batch did not allow disruptive changes), reboot_pending (fixed, staged until `temper rebooted`);
+none of these four counts as pass.)";
 
 namespace {
 
@@ -132,6 +139,21 @@ std::string UndoNote(const temper::v1::Batch& b) {
   }
   if (b.has_reverted_at()) return fmt::format("reverted at {}: the batch's fixes were taken back out", FormatTime(b.reverted_at()));
   return "";
+}
+
+std::string OptionsText(const temper::v1::Batch& b) {
+  std::string line = OptionsLine(b);
+  return line.empty() ? "none (disruptive rules are held)" : line;
+}
+
+const char* WaiverStatusName(WaiverStatus::Kind kind) {
+  switch (kind) {
+    case WaiverStatus::Kind::kApplied: return "applied";
+    case WaiverStatus::Kind::kExpired: return "expired";
+    case WaiverStatus::Kind::kPending: return "pending";
+    case WaiverStatus::Kind::kNotInBatch: return "not_in_batch";
+  }
+  return "?";
 }
 
 std::string Title(const temper::v1::Batch& b) {
@@ -242,6 +264,7 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
   out += fmt::format("  profile     {} (datastream {})\n", b.profile(), b.datastream());
   out += fmt::format("  rules       {}\n", RulesLine(b, s));
   out += fmt::format("  fix rate    {}\n", FixRateLine(s));
+  out += fmt::format("  options     {}\n", OptionsText(b));
   out += fmt::format("  tokens      {} in {} attempt{}\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
   out += fmt::format("  wall time   {} ({} → {})\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
@@ -249,6 +272,15 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
                                                ? "- (written when the batch completes)"
                                                : report.results_dir() + " (results.xml, arf.xml)");
   if (!report.fixpoint_passes().empty()) out += fmt::format("  fixpoint    {}\n", FixpointLine(report));
+  if (b.waivers_size() > 0) {
+    out += "\nwaivers:\n";
+    std::vector<std::vector<std::string>> waivers;
+    for (const WaiverStatus& w : WaiverStatuses(b)) {
+      waivers.push_back({"  " + ShortRuleName(w.waiver->rule_id()), w.Describe(), w.waiver->owner(),
+                         ExpiryText(*w.waiver), OneLine(w.waiver->reason(), kLineChars)});
+    }
+    out += Table(waivers);
+  }
   if (s.rules.empty()) return out;
 
   std::vector<std::vector<std::string>> rows = {{"RULE", "BEFORE", "AFTER", "STATE", "ATTEMPTS", "TOKENS"}};
@@ -304,6 +336,7 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   if (std::string undo = UndoNote(b); !undo.empty()) out += fmt::format("| Note | {} |\n", Cell(undo));
   out += fmt::format("| Rules | {} |\n", Cell(RulesLine(b, s)));
   out += fmt::format("| Fix rate | {} |\n", Cell(FixRateLine(s)));
+  out += fmt::format("| Options | {} |\n", Cell(OptionsText(b)));
   out += fmt::format("| Tokens | {} in {} attempt{} |\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
   out += fmt::format("| Wall time | {} ({} → {}) |\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
@@ -311,6 +344,15 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
                                                ? "written when the batch completes"
                                                : Code(report.results_dir()) + " (`results.xml`, `arf.xml`)");
   if (!report.fixpoint_passes().empty()) out += fmt::format("| Fixpoint | {} |\n", Cell(FixpointLine(report)));
+  if (b.waivers_size() > 0) {
+    out += "\n## Waivers\n\n| Rule | Status | Owner | Expiry | Reason |\n|---|---|---|---|---|\n";
+    for (const WaiverStatus& w : WaiverStatuses(b)) {
+      std::string status = w.Describe();
+      if (w.kind == WaiverStatus::Kind::kExpired) status = "**" + status + "**";
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(ShortRuleName(w.waiver->rule_id())), Cell(status),
+                         Cell(w.waiver->owner()), ExpiryText(*w.waiver), Cell(w.waiver->reason()));
+    }
+  }
   if (s.rules.empty()) return out;
 
   out += "\n## Rules\n\n| Rule | Before | After | State | Attempts | Tokens | Note |\n"
@@ -381,6 +423,19 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
   j["budgets"] = {{"max_attempts", b.budgets().max_attempts()},
                   {"wall_time_seconds", b.budgets().wall_time_seconds()},
                   {"max_tokens", b.budgets().max_tokens()}};
+  j["allow_disruptive"] = b.allow_disruptive();
+  j["plan_only"] = b.plan_only();
+  ordered_json waivers = ordered_json::array();
+  for (const WaiverStatus& w : WaiverStatuses(b)) {
+    waivers.push_back({{"rule_id", w.waiver->rule_id()},
+                       {"name", ShortRuleName(w.waiver->rule_id())},
+                       {"reason", w.waiver->reason()},
+                       {"owner", w.waiver->owner()},
+                       {"expires_at", w.waiver->has_expires_at() ? TimeJson(w.waiver->expires_at())
+                                                                 : ordered_json(nullptr)},
+                       {"status", WaiverStatusName(w.kind)}});
+  }
+  j["waivers"] = std::move(waivers);
   j["results_dir"] = report.results_dir();
   j["results"] = report.results_dir().empty()
                      ? ordered_json(nullptr)

@@ -137,6 +137,34 @@ TEST_CASE("waivers are normalized, checked field by field, and carried with the 
   CHECK(f.Error(bad) == "waivers[0].expires_at: not a valid time after 1970");
 }
 
+TEST_CASE("configured waivers join the batch's, which win for the same rule; others' rules are left out") {
+  Fixture f;
+  const std::string p = "xccdf_org.ssgproject.content_rule_";
+  f.config.waivers = {{p + "accounts_tmout", "site: kiosks", "ops", std::nullopt},
+                      {p + "sshd_disable_root_login", "site: console", "ops", int64_t{1} * 1000},
+                      {p + "banner_etc_issue_net", "not in this batch", "ops", std::nullopt}};
+  auto r = f.Valid();
+  temper::v1::Waiver* w = r.add_waivers();
+  w->set_rule_id("accounts_tmout");
+  w->set_reason("batch: this kiosk");
+  w->set_owner("alice");
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->options.waivers.size() == 2);
+  CHECK(batch->options.waivers[0].rule_id == p + "accounts_tmout");
+  CHECK(batch->options.waivers[0].owner == "alice");  // the batch's, not the configured one
+  CHECK(batch->options.waivers[1].rule_id == p + "sshd_disable_root_login");
+  CHECK(batch->options.waivers[1].reason == "site: console");
+
+  // A whole-profile batch may hold any rule: every configured waiver applies.
+  auto whole = f.Valid();
+  whole.clear_rule_ids();
+  whole.set_whole_profile(true);
+  auto profile_batch = ValidateSubmitRequest(whole, f.config);
+  REQUIRE(profile_batch.ok());
+  CHECK(profile_batch->options.waivers.size() == 3);
+}
+
 TEST_CASE("batch ids are positive decimal numbers") {
   CHECK(*ParseBatchId("17") == 17);
   CHECK(ParseBatchId("0").status().message() == "'0' is not a batch id (batch ids are positive numbers)");

@@ -63,7 +63,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, targets, loop)"},
+                         "default_budgets, package_cache, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
@@ -83,6 +83,21 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
       {"targets:\n  lab:\n    type: vm\n    path: /x\n", "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs)"},
       {"targets:\n  bad name:\n    type: rootfs\n", "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
       {"targets:\n  lab: {type: rootfs}\n", "t.yaml:2:8: targets.lab: missing required key 'path'"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r}\n", "t.yaml:2:5: waivers[0]: missing required key 'owner'"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, expires: 2027-02-30}\n",
+       "t.yaml:2:58: waivers[0].expires: '2027-02-30' is not a calendar date after 1970"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, expires: next week}\n",
+       "t.yaml:2:58: waivers[0].expires: 'next week' is not a date: expected YYYY-MM-DD, e.g. 2027-01-31"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o}\n"
+       "  - {rule: xccdf_org.ssgproject.content_rule_accounts_tmout, reason: r, owner: o}\n",
+       "t.yaml:3:12: waivers[1].rule: 'xccdf_org.ssgproject.content_rule_accounts_tmout' is already waived by "
+       "waivers[0]"},
+      {"waivers:\n  - {rule: 'no spaces', reason: r, owner: o}\n",
+       "t.yaml:2:12: waivers[0].rule: 'no spaces' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. "
+       "sshd_disable_root_login)"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, until: 2027-01-01}\n",
+       "t.yaml:2:49: waivers[0].until: unknown key (valid keys here: rule, reason, owner, expires)"},
+      {"waivers: accounts_tmout\n", "t.yaml:1:10: waivers: expected a sequence, got a scalar"},
       {"- a\n- b\n", "t.yaml:1:1: expected a mapping, got a sequence"},
       {"", "t.yaml: the file is empty; see config/temperd.yaml for an example"},
   };
@@ -93,6 +108,22 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
     CHECK(config.status().code() == StatusCode::kInvalidArgument);
     CHECK(config.status().message() == c.message);
   }
+}
+
+TEST_CASE("configured waivers are read with full rule ids and expiry days") {
+  auto config = ParseDaemonConfig(
+      "waivers:\n"
+      "  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n    owner: ops@example.com\n"
+      "  - rule: xccdf_org.ssgproject.content_rule_banner_etc_issue_net\n    reason: \"legal: banner: pending\"\n"
+      "    owner: legal\n    expires: 2027-01-31\n",
+      "t.yaml");
+  REQUIRE(config.ok());
+  REQUIRE(config->waivers.size() == 2);
+  CHECK(config->waivers[0].rule_id == "xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(config->waivers[0].owner == "ops@example.com");
+  CHECK_FALSE(config->waivers[0].expires_at.has_value());
+  CHECK(config->waivers[1].reason == "legal: banner: pending");
+  CHECK(config->waivers[1].expires_at == 1801353600000);  // 2027-01-31T00:00:00Z
 }
 
 TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {

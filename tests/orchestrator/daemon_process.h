@@ -40,6 +40,7 @@ struct DaemonOptions {
   std::string content_dir;  // empty: <dir>/content with a placeholder datastream (validation only)
   std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
+  std::string extra_yaml;   // more top-level keys for temperd.yaml (e.g. "waivers:\n  - ..."), as written
 };
 
 class DaemonProcess {

@@ -106,5 +106,30 @@ TEST_CASE("long text is cut to one line, and unknown or malformed events stay ge
   CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", R"({"attempts":"two","tokens":-1})")) == "rule.fixed r (0 tokens)");
 }
 
+TEST_CASE("the rule policy's and the reboot verification's events read as sentences") {
+  CHECK(DescribeEvent(Ev("rule.waived", "daemon", "accounts_tmout",
+                         R"({"owner":"alice","reason":"kiosk sessions","expires":"2027-01-31","before_verdict":"fail"})")) ==
+        "rule.waived accounts_tmout by alice until 2027-01-31: kiosk sessions");
+  CHECK(DescribeEvent(Ev("waiver.expired", "daemon", "banner_etc_issue_net",
+                         R"({"detail":"the waiver by bob expired on 2020-01-01: the rule is remediated as usual"})")) ==
+        "waiver.expired banner_etc_issue_net: the waiver by bob expired on 2020-01-01: the rule is remediated as usual");
+  CHECK(DescribeEvent(Ev("rule.manual", "daemon", "installed_os_is_vendor_supported", "{}")) ==
+        "rule.manual installed_os_is_vendor_supported: no automated check; a person must review it");
+  CHECK(DescribeEvent(Ev("rule.held", "daemon", "package_telnet_removed", R"({"detail":"held, not changed"})")) ==
+        "rule.held package_telnet_removed: held, not changed");
+  CHECK(DescribeEvent(Ev("rule.reboot_pending", "daemon", "kernel_module_cramfs_disabled", R"({"attempts":1})")) ==
+        "rule.reboot_pending kernel_module_cramfs_disabled after 1 attempt: staged until the host reboots (temper "
+        "rebooted)");
+  CHECK(DescribeEvent(Ev("reboot.confirmed", "daemon", "", R"({"rules":["a","b"],"note":"CHG-7"})")) ==
+        "reboot.confirmed: 2 rules to verify: CHG-7");
+  CHECK(DescribeEvent(Ev("rule.fixed", "evaluator", "kernel_module_cramfs_disabled",
+                         R"({"after_reboot":true,"verdict":"pass"})")) ==
+        "rule.fixed kernel_module_cramfs_disabled after the reboot (OpenSCAP: pass)");
+  CHECK(DescribeEvent(Ev("reboot.verified", "evaluator", "", R"({"fixed":1,"escalated":0})")) ==
+        "reboot.verified: 1 fixed, 0 escalated");
+  CHECK(DescribeEvent(Ev("reboot.verification_failed", "evaluator", "", R"({"error":"target lab: cannot mount"})")) ==
+        "reboot.verification_failed: target lab: cannot mount");
+}
+
 }  // namespace
 }  // namespace temper::cli

@@ -1,6 +1,7 @@
 #include "orchestrator/state_store.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/schema.h"
 #include "orchestrator/temp_dir.h"
@@ -499,6 +500,76 @@ TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and rev
   wrong.rules.push_back({.rule_id = "xccdf_org.ssgproject.content_rule_zzz", .state = RuleState::kReverted});
   CHECK(store->CommitRevert(wrong).status().code() == StatusCode::kNotFound);
   CHECK_FALSE(store->GetBatch(second)->reverted_at.has_value());
+}
+
+TEST_CASE("a confirmed reboot queues one verification of the completed batch's reboot_pending rules") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  int64_t id = store->SubmitBatch(SampleBatch())->batch.id;
+  const std::string a = "xccdf_org.ssgproject.content_rule_a", b = "xccdf_org.ssgproject.content_rule_b";
+  CHECK(store->ConfirmReboot(id, "").status().message() ==
+        "batch 1 is queued: only a completed batch has fixes staged for a reboot");
+  LoopStep done;
+  done.batch_id = id;
+  done.batch_state = BatchState::kCompleted;
+  done.rules.push_back({a, RuleState::kFixed, {}, {}, {}, 1, 0});
+  done.rules.push_back({b, RuleState::kFixed, {}, {}, {}, 1, 0});
+  REQUIRE(store->CommitStep(done).ok());
+  Result<StateStore::RebootConfirmed> none = store->ConfirmReboot(id, "");
+  CHECK(none.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(none.status().message() == "batch 1 has no rule waiting for a reboot (reboot_pending)");
+  CHECK(store->ConfirmReboot(id + 7, "").status().code() == StatusCode::kNotFound);
+
+  // A completed batch with one rule staged for a reboot (set directly: the loop's own steps cannot
+  // change a completed batch).
+  LoopStep staged;
+  staged.batch_id = id;
+  staged.reboot_verified = true;
+  staged.rules.push_back({b, RuleState::kRebootPending, std::string("staged"), {}, {}, 0, 0});
+  REQUIRE(store->CommitStep(staged).ok());
+  CHECK_FALSE(store->NextRebootCheckForTarget("lab")->has_value());
+
+  auto confirmed = store->ConfirmReboot(id, "rebooted by alice, CHG-7");
+  REQUIRE(confirmed.ok());
+  REQUIRE(confirmed->event.has_value());
+  CHECK(confirmed->event->type == "reboot.confirmed");
+  CHECK(nlohmann::json::parse(confirmed->event->data_json) ==
+        nlohmann::json{{"rules", {b}}, {"note", "rebooted by alice, CHG-7"}});
+  CHECK(confirmed->seq == confirmed->event->seq);
+  CHECK(confirmed->batch.reboot_confirmed_seq == confirmed->seq);
+  // Again before the verification ran: the same confirmation, no second event.
+  auto again = store->ConfirmReboot(id, "twice");
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->event.has_value());
+  CHECK(again->seq == confirmed->seq);
+  CHECK(*store->LastSeq() == confirmed->seq);
+
+  auto next = store->NextRebootCheckForTarget("lab");
+  REQUIRE(next.ok());
+  REQUIRE(next->has_value());
+  CHECK((*next)->id == id);
+  CHECK_FALSE(store->NextRebootCheckForTarget("elsewhere")->has_value());
+
+  // The verification's step changes the completed batch's rule and clears the confirmation.
+  LoopStep verified;
+  verified.batch_id = id;
+  verified.reboot_verified = true;
+  verified.rules.push_back({b, RuleState::kFixed, std::string("verified after the reboot"), {}, std::string("pass"), 0, 0});
+  verified.events.push_back({id, "lab", "", "evaluator", "reboot.verified", "{}", {}});
+  auto committed = store->CommitStep(verified);
+  REQUIRE(committed.ok());
+  BatchRecord after = *store->GetBatch(id);
+  CHECK(after.state == BatchState::kCompleted);
+  CHECK(after.rules[1].state == RuleState::kFixed);
+  CHECK(after.rules[1].after_verdict == "pass");
+  CHECK_FALSE(after.reboot_confirmed_seq.has_value());
+  CHECK_FALSE(store->NextRebootCheckForTarget("lab")->has_value());
+  // A plain step still cannot change the completed batch.
+  LoopStep late;
+  late.batch_id = id;
+  late.rules.push_back({b, RuleState::kEscalated, {}, {}, {}, 0, 0});
+  REQUIRE(store->CommitStep(late).ok());
+  CHECK(store->GetBatch(id)->rules[1].state == RuleState::kFixed);
 }
 
 }  // namespace
