@@ -36,7 +36,8 @@ std::string FindingDetails(const RuleEvidence& r) {
 }
 
 std::string Comments(const RuleEvidence& r) {
-  std::string out = fmt::format("temper: {}", RuleStateName(r.rule.state));
+  std::string out = r.plan_only ? "temper (plan only: every change was reverted; this is what it would do): " : "temper: ";
+  out += RuleStateName(r.rule.state);
   if (!r.rule.detail.empty()) out += ": " + r.rule.detail;
   out += "\n";
   if (r.waiver) {

@@ -43,6 +43,11 @@ TEST_CASE("Checklist statuses never claim more than OpenSCAP and the loop showed
   r.rule.state = RuleState::kError;
   r.rule.after_verdict = "error";
   CHECK(ChecklistStatusOf(r) == ChecklistStatus::kNotReviewed);
+  // Plan only: the fix was reverted with everything else, so the rule is as it was before.
+  RuleEvidence planned = f.report.rules[0];
+  CHECK(ChecklistStatusOf(planned) == ChecklistStatus::kNotAFinding);
+  planned.plan_only = true;
+  CHECK(ChecklistStatusOf(planned) == ChecklistStatus::kOpen);
   r.rule.state = RuleState::kPending;
   r.rule.after_verdict = "";
   r.rule.before_verdict = "";
