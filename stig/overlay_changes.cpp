@@ -24,7 +24,7 @@ namespace {
 
 // Diff text kept per change set: a fix that rewrites hundreds of text files (a package's docs)
 // should not turn one attempt's record into tens of megabytes.
-constexpr std::uint64_t kMaxDiffBytesTotal = 8 << 20;
+constexpr std::uint64_t kMaxDiffBytesTotal = 2 << 20;
 // git's heuristic: a NUL byte in the first 8000 bytes makes a file binary.
 constexpr std::size_t kBinarySniffBytes = 8000;
 constexpr std::string_view kDpkgStatus = "/var/lib/dpkg/status";
@@ -120,6 +120,34 @@ Result<bool> SameContent(const std::string& a, const std::string& b) {
     if (fa.gcount() == 0) return true;
     if (std::memcmp(ba, bb, static_cast<std::size_t>(fa.gcount())) != 0) return false;
   }
+}
+
+// What `diff -u --label a/REL --label b/REL` prints for a file that is all added (or all
+// deleted): every line on one side, one hunk, and diff's note for a last line without a newline.
+// Empty content has no diff, as with diff.
+std::string OneSidedDiff(const std::string& rel, const std::string& content, bool added) {
+  if (content.empty()) return "";
+  std::size_t lines = static_cast<std::size_t>(std::count(content.begin(), content.end(), '\n'));
+  bool no_newline_at_end = content.back() != '\n';
+  if (no_newline_at_end) ++lines;
+  std::string range = lines == 1 ? "1" : fmt::format("1,{}", lines);
+  std::string out = fmt::format("--- a/{}\n+++ b/{}\n@@ {} @@\n", rel, rel,
+                                added ? "-0,0 +" + range : "-" + range + " +0,0");
+  out.reserve(out.size() + content.size() + lines + 32);
+  char sign = added ? '+' : '-';
+  std::size_t at = 0;
+  while (at < content.size()) {
+    std::size_t end = content.find('\n', at);
+    out += sign;
+    if (end == std::string::npos) {
+      out.append(content, at, std::string::npos);
+      out += "\n\\ No newline at end of file\n";
+      break;
+    }
+    out.append(content, at, end + 1 - at);
+    at = end + 1;
+  }
+  return out;
 }
 
 // A tree the change set reads paths from: the lower layers as overlayfs would merge them, or the
@@ -318,12 +346,15 @@ class Collector {
   // that side has none).
   Status Diff(FileChange& c, const std::string& before, const std::string& after) {
     bool large = false;
-    for (const auto& [host, state] : {std::pair{before, c.before}, std::pair{after, c.after}}) {
+    std::string text[2];  // the sides' contents, when they are small enough to diff
+    const std::pair<const std::string&, const std::optional<FileState>&> sides[] = {{before, c.before}, {after, c.after}};
+    for (int i = 0; i < 2; ++i) {
+      const auto& [host, state] = sides[i];
       if (host.empty()) continue;
       bool big = state->size > kMaxDiffFileBytes;
       large = large || big;
-      TEMPER_ASSIGN_OR_RETURN(std::string head, ReadHead(host, big ? kBinarySniffBytes : kMaxDiffFileBytes));
-      if (head.find('\0') != std::string::npos) c.binary = true;
+      TEMPER_ASSIGN_OR_RETURN(text[i], ReadHead(host, big ? kBinarySniffBytes : kMaxDiffFileBytes));
+      if (text[i].find('\0') != std::string::npos) c.binary = true;
     }
     if (c.binary) return Status::OK();
     if (large) {
@@ -335,21 +366,27 @@ class Collector {
       return Status::OK();
     }
     std::string rel = c.path.substr(1);
-    ProcessSpec spec;
-    spec.argv = {"diff", "-u", "--label", "a/" + rel, "--label", "b/" + rel, before.empty() ? "/dev/null" : before,
-                 after.empty() ? "/dev/null" : after};
-    spec.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
-    spec.timeout = std::chrono::seconds(30);
-    spec.max_output_bytes = 4 * kMaxDiffFileBytes + 4096;
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
-    // diff exits 0 when the files are the same, 1 when they differ, 2 on trouble.
-    if (r.timed_out || r.term_signal != 0 || r.exit_code > 1) {
-      return Status::IOError(fmt::format("diff of {} failed ({}): {}", c.path, r.Describe(), r.err));
+    if (before.empty() || after.empty()) {
+      // A file added or deleted whole: the diff is every line on one side, written here rather than
+      // by a diff process per file (a package install adds thousands).
+      c.diff = OneSidedDiff(rel, before.empty() ? text[1] : text[0], /*added=*/before.empty());
+    } else {
+      ProcessSpec spec;
+      spec.argv = {"diff", "-u", "--label", "a/" + rel, "--label", "b/" + rel, before, after};
+      spec.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
+      spec.timeout = std::chrono::seconds(30);
+      spec.max_output_bytes = 4 * kMaxDiffFileBytes + 4096;
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
+      // diff exits 0 when the files are the same, 1 when they differ, 2 on trouble.
+      if (r.timed_out || r.term_signal != 0 || r.exit_code > 1) {
+        return Status::IOError(fmt::format("diff of {} failed ({}): {}", c.path, r.Describe(), r.err));
+      }
+      c.diff = std::move(r.out);
     }
-    c.diff = std::move(r.out);
     diff_bytes_ += c.diff.size();
     return Status::OK();
   }
+
 
   Status Packages() {
     auto changed = std::find_if(out_.files.begin(), out_.files.end(),

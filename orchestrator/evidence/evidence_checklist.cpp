@@ -36,7 +36,8 @@ std::string FindingDetails(const RuleEvidence& r) {
 }
 
 std::string Comments(const RuleEvidence& r) {
-  std::string out = fmt::format("temper: {}", RuleStateName(r.rule.state));
+  std::string out = r.plan_only ? "temper (plan only: every change was reverted; this is what it would do): " : "temper: ";
+  out += RuleStateName(r.rule.state);
   if (!r.rule.detail.empty()) out += ": " + r.rule.detail;
   out += "\n";
   if (r.waiver) {
@@ -111,8 +112,7 @@ Checklist EvidenceChecklist(const EvidenceReport& report) {
                              : "");
     add("IA_Controls", "");
     add("Check_Content", info && !info->oval_definition_id.empty()
-                             ? fmt::format("Automated: OpenSCAP evaluates OVAL definition {} ({}).",
-                                           info->oval_definition_id, info->check_summary)
+                             ? "Automated check by OpenSCAP: " + info->check_summary
                              : "No automated check: review manually.");
     add("Fix_Text", info ? info->fix_bash : "");
     for (const char* empty : {"False_Positives", "False_Negatives"}) add(empty, "");

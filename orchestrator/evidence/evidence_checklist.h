@@ -11,6 +11,8 @@
 //                                             a risk accepted and tracked on the POA&M, not a fix,
 //                                             so it is never NotAFinding
 //   reboot pending, held                   -> Open: the fix is not in effect
+// The verdict is the one the target stands at (RuleEvidence::latest_verdict): for a plan-only
+// batch, which reverted everything, the verdict before the batch.
 // FINDING_DETAILS carries the verdicts with OpenSCAP's OVAL evidence and the change set that was
 // applied; COMMENTS the loop's account: the state and its reason (why temper gave up on an
 // escalated rule), the waiver, and every attempt with its approach, outcome and reflection. Each is

@@ -84,6 +84,7 @@ Result<EvidenceReport> CollectEvidence(StateStore& store, const stig::Content& c
       }
       e.attempts.push_back(std::move(ae));
     }
+    e.plan_only = report.batch.options.plan_only;
     for (const Waiver& w : report.batch.options.waivers) {
       if (w.rule_id == r.rule_id) e.waiver = w;
     }

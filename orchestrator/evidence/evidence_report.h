@@ -37,9 +37,14 @@ struct RuleEvidence {
   std::optional<stig::RuleEvidence> after;      // at the end of the batch
   std::vector<AttemptEvidence> attempts;        // oldest first
   std::optional<Waiver> waiver;                 // the batch's waiver for the rule, if any
+  // A plan-only batch reverted every change: the target stands where it stood before.
+  bool plan_only = false;
 
-  // The verdict the rule stands at: after the batch if evaluated then, else before.
-  const std::string& latest_verdict() const { return rule.after_verdict.empty() ? rule.before_verdict : rule.after_verdict; }
+  // The verdict the target stands at: before the batch for a plan-only batch, else after the batch
+  // if evaluated then, else before.
+  const std::string& latest_verdict() const {
+    return plan_only || rule.after_verdict.empty() ? rule.before_verdict : rule.after_verdict;
+  }
   // The kept attempt (the fix that stayed), or null.
   const AttemptEvidence* kept() const;
 };
@@ -61,7 +66,7 @@ struct EvidenceReport {
   std::string after_arf;
   std::vector<RuleEvidence> rules;  // in the batch's order
   Score before;
-  Score after;
+  Score after;  // where the target stands (for a plan-only batch, as before)
   TimeMs generated_at = 0;
 };
 

@@ -150,6 +150,10 @@ std::string ExportHtml(const EvidenceReport& report) {
       E(report.benchmark_id), E(b.datastream), BatchStateName(b.state), IsoTime(b.created_at), IsoTime(b.updated_at),
       IsoTime(report.generated_at));
   if (!b.error.empty()) out += fmt::format("<p>The batch failed: {}</p>\n", E(b.error));
+  if (b.options.plan_only) {
+    out += "<p><b>Plan only:</b> every change was reverted; the attempts show what temper would change, and the "
+           "target still stands where it stood before.</p>\n";
+  }
   out += fmt::format("<p class=\"score\">Score before: <b>{}</b> · after: <b>{}</b></p>\n", ScoreText(report.before),
                      ScoreText(report.after));
   out += "<p class=\"meta\">Score: rules OpenSCAP passed out of those it passed or failed; rules not applicable, "

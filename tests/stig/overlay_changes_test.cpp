@@ -40,6 +40,15 @@ std::map<std::string, FileChange> ByPath(const ChangeSet& cs) {
   return out;
 }
 
+// GNU diff's own output, for comparing with the diffs the change set writes itself.
+std::string GnuDiff(const std::string& path, const std::string& before, const std::string& after) {
+  ProcessSpec p;
+  p.argv = {"diff", "-u", "--label", "a" + path, "--label", "b" + path, before, after};
+  auto r = RunProcess(p);
+  REQUIRE(r.ok());
+  return r->out;
+}
+
 ChangeSet Changes(RootfsTarget& t) {
   auto cs = t.ChangesSinceSnapshot();
   INFO(cs.status().ToString());
@@ -80,6 +89,7 @@ TEST_CASE("File changes since the last snapshot, resolved through frozen layers"
         "rm -r /etc/cron.weekly; mkdir /etc/cron.weekly; echo new > /etc/cron.weekly/new; "  // opaque dir
         "ln -sfn /etc/issue.net /etc/temper-link; ln -s ../usr/bin /etc/temper-link2; "     // symlinks
         "printf 'ELF\\000\\001\\002' > /etc/temper.bin; "                                   // binary
+        "printf 'a\\nno newline' > /etc/temper-nonl; : > /etc/temper-empty; "                // edge cases of diff
         "yes temper | head -c 300000 > /etc/temper-big.txt; "                               // too large to diff
         "echo back > /etc/debian_version; "                                                 // deleted below, back
         "cat /etc/profile > /etc/profile.new && cat /etc/profile.new > /etc/profile && rm /etc/profile.new; "
@@ -167,6 +177,14 @@ TEST_CASE("File changes since the last snapshot, resolved through frozen layers"
   CHECK(big.diff.empty());
   CHECK(big.diff_skipped == "larger than 256 KiB");
   CHECK(big.after->size == 300000);
+
+  // Diffs of whole files added or deleted are diff's own, byte for byte.
+  CHECK(files.at("/etc/temper-nonl").diff == GnuDiff("/etc/temper-nonl", "/dev/null", t->root() + "/etc/temper-nonl"));
+  CHECK(files.at("/etc/temper-nonl").diff.ends_with("+no newline\n\\ No newline at end of file\n"));
+  CHECK(files.at("/etc/temper-empty").change == FileChangeKind::kAdded);
+  CHECK(files.at("/etc/temper-empty").diff.empty());
+  CHECK(issue.diff == GnuDiff("/etc/issue", testing::SharedRoot() + "/etc/issue", "/dev/null"));
+  CHECK(added.diff == GnuDiff("/etc/temper-new.conf", "/dev/null", t->root() + "/etc/temper-new.conf"));
 
   // Whited out in layer 1, so "added" now.
   CHECK(files.at("/etc/debian_version").change == FileChangeKind::kAdded);

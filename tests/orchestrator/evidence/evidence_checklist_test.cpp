@@ -43,6 +43,11 @@ TEST_CASE("Checklist statuses never claim more than OpenSCAP and the loop showed
   r.rule.state = RuleState::kError;
   r.rule.after_verdict = "error";
   CHECK(ChecklistStatusOf(r) == ChecklistStatus::kNotReviewed);
+  // Plan only: the fix was reverted with everything else, so the rule is as it was before.
+  RuleEvidence planned = f.report.rules[0];
+  CHECK(ChecklistStatusOf(planned) == ChecklistStatus::kNotAFinding);
+  planned.plan_only = true;
+  CHECK(ChecklistStatusOf(planned) == ChecklistStatus::kOpen);
   r.rule.state = RuleState::kPending;
   r.rule.after_verdict = "";
   r.rule.before_verdict = "";
@@ -60,7 +65,8 @@ TEST_CASE("Each VULN carries the rule's metadata, the evidence and the loop's ac
   CHECK(AttributeOf(fixed.data, "Group_Title") == "SRG-OS-000480-GPOS-00227");
   CHECK(AttributesOf(fixed.data, "CCI_REF") == std::vector<std::string>{"CCI-000366", "CCI-001384"});
   CHECK(AttributeOf(fixed.data, "Fix_Text") == "echo fix accounts_tmout");
-  CHECK_THAT(AttributeOf(fixed.data, "Check_Content"), Catch::Contains("oval:ssg-accounts_tmout:def:1"));
+  CHECK(AttributeOf(fixed.data, "Check_Content") == "Automated check by OpenSCAP: checks accounts_tmout");
+  CHECK(AttributeOf(fixed.data, "Check_Content_Ref") == "oval:ssg-accounts_tmout:def:1");
   CHECK_THAT(fixed.finding_details, Catch::Contains("OpenSCAP verdict before: fail; after: pass"));
   CHECK_THAT(fixed.finding_details, Catch::Contains("Applied by temper (attempt 2): 1 file (1 added)"));
   CHECK_THAT(fixed.finding_details, Catch::Contains("+declare -xr TMOUT=600"));
