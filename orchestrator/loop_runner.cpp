@@ -122,6 +122,7 @@ Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
         "batch {} is running on target {}: a revert must wait until it ends (or cancel it with `temper cancel {}`)",
         *running, batch.target, *running));
   }
+  TEMPER_RETURN_IF_ERROR(CheckRevertRequest(batch, request));
   TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
   TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
                           slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));
