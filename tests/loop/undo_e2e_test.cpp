@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -119,6 +120,17 @@ struct UndoDaemon {
     return types;
   }
 
+  // Waits up to 10 minutes for the batch's first event of `type`.
+  bool WaitForEvent(const std::string& id, const std::string& type) const {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto types = EventTypes(id);
+      if (std::find(types.begin(), types.end(), type) != types.end()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
   std::string Merged() const { return dir / "lab/state/merged"; }
   Listing Tree() const { return stig::testing::TreeListing(Merged()); }
   bool Has(const std::string& path) const { return std::filesystem::exists(Merged() + path); }
@@ -197,6 +209,20 @@ TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothin
   ProcessResult refused = lab.Cli({"revert", plan.id()});
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::Contains("plan-only"));
+
+  // Killed after a kept fix, the plan resumes at the next start and still leaves nothing behind.
+  std::string killed = lab.Submit(rules, /*plan_only=*/true);
+  REQUIRE(lab.WaitForEvent(killed, "rule.fixed"));
+  CHECK(lab.daemon->Stop(SIGKILL) == 128 + SIGKILL);
+  REQUIRE(lab.daemon->Start().ok());
+  temper::v1::Batch resumed = lab.WaitUntilEnded(killed);
+  CHECK(resumed.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(resumed.counts().fixed() == 2);
+  auto resumed_events = lab.EventTypes(killed);
+  CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.resumed") == 1);
+  CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.plan_reverted") == 1);
+  CheckSameTree(base, lab.Tree());
+  CHECK(lab.Layers().empty());
 
   // For real: both fixes stay.
   temper::v1::Batch real = lab.Run(rules);
@@ -298,14 +324,7 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
 
   // While a batch runs on the target, nothing is reverted there.
   std::string running = lab.Submit({"accounts_umask_etc_login_defs"});
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  bool started = false;
-  while (!started && std::chrono::steady_clock::now() < deadline) {
-    auto types = lab.EventTypes(running);
-    started = std::find(types.begin(), types.end(), "batch.started") != types.end();
-    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(started);
+  REQUIRE(lab.WaitForEvent(running, "batch.started"));
   ProcessResult busy = lab.Cli({"revert", upper.id()});
   CHECK(busy.exit_code == 1);
   CHECK_THAT(busy.err, Catch::Contains("batch " + running + " is running on target lab"));
