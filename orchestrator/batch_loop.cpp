@@ -66,7 +66,7 @@ std::string Evidence(const stig::VerificationReport& report, const stig::RuleInf
 // Where a new batch starts: the latest snapshot when nothing changed since it, so a batch that
 // changes nothing adds no layer to the target; else a new snapshot of the current state.
 Result<stig::SnapshotId> StartingSnapshot(stig::Target& target) {
-  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedSinceSnapshot());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if (!changed.empty()) return target.Snapshot();
   TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
   return held.empty() ? stig::SnapshotId{0} : held.back();
@@ -489,12 +489,24 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"summary", report.ok() ? report->Summary() : report.status().message()},
                               {"worker_ms", Ms(worker_end - worker_start)},
                               {"verify_ms", Ms(verify_end - worker_end)}};
+  // What the attempt changed, kept or not: the evidence of what a fix applied or tried.
+  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  if (changes.ok()) {
+    attempt.changes_json = changes->ToJson();
+    evaluated["changes"] = changes->Summary();
+  } else if (changes.status().code() == StatusCode::kUnimplemented) {
+    evaluated["changes_error"] = changes.status().message();
+  } else {
+    return changes.status();
+  }
+  Clock::time_point listed_end = Clock::now();
+  evaluated["changes_ms"] = Ms(listed_end - verify_end);
 
   LoopStep step;
   if (accepted) {
     // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
     TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
-    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
+    evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
     attempt.snapshot = snapshot;
@@ -516,7 +528,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
   TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
+  evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
   step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();
@@ -578,7 +590,9 @@ Result<bool> BatchLoop::Rescan() {
   for (const BatchRuleRecord& r : batch_.rules) {
     if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
   }
-  std::string results_dir = ResultsDir(pass_number == 1 ? "after" : fmt::format("after-pass-{}", pass_number));
+  // Each rescan's results stay in pass-N; the final one is moved to "after", where the batch's
+  // final evaluation is read from (report, exports).
+  std::string results_dir = ResultsDir(fmt::format("pass-{}", pass_number));
   std::map<std::string, int> counts;
   stig::Evaluation eval;
   if (!ids.empty()) {
@@ -593,6 +607,14 @@ Result<bool> BatchLoop::Rescan() {
     kept -= p.fixed;
   }
   FixpointDecision d = DecidePass(batch_, eval, pass_number, s_.fixpoint_passes, made, kept);
+  if (d.pass.final && !ids.empty()) {
+    const std::string after = ResultsDir("after");
+    std::error_code ec;
+    std::filesystem::remove_all(after, ec);  // a resumed batch's earlier try at this pass
+    std::filesystem::rename(results_dir, after, ec);
+    if (ec) return Status::IOError(fmt::format("moving {} to {}: {}", results_dir, after, ec.message()));
+    results_dir = after;
+  }
 
   LoopStep step;
   step.rules = std::move(d.updates);

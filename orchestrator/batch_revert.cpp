@@ -74,7 +74,7 @@ Status CheckRevertible(const BatchRecord& batch) {
 }
 
 Status CheckNoLooseChanges(stig::Target& target) {
-  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedSinceSnapshot());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if (changed.empty()) return Status::OK();
   return Refuse(fmt::format("target {} has {} changed path{} that no snapshot holds ({}); they belong to no batch and "
                             "a revert would discard them: find out what changed the target outside temper first",

@@ -79,8 +79,8 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   if (!content.ok()) return FailBatch(batch, content.status());
   Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("batch {}", batch.id));
   if (!lease.ok()) return FailBatch(batch, lease.status());
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
-                        config_.state_dir + "/results", config_.fixpoint_passes};
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root(),
+                        config_.fixpoint_passes};
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
@@ -126,12 +126,17 @@ Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
   TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
   TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
                           slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));
-  RevertServices services{journal_, content->content, *content->evaluator, config_.state_dir + "/results"};
+  RevertServices services{journal_, content->content, *content->evaluator, results_root()};
   Result<RevertOutcome> out = RevertBatch(services, lease.target(), request);
   if (out.ok()) {
     log_.Info("batch {}: reverted {}", batch.id, request.rule_id.empty() ? "the whole batch" : request.rule_id);
   }
   return out;
+}
+
+Result<const stig::Content*> LoopRunner::ContentOf(const BatchRecord& batch) {
+  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* loaded, ContentFor(batch));
+  return &loaded->content;
 }
 
 void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {

@@ -56,6 +56,12 @@ class LoopRunner {
   // running on that target or the target is in use; otherwise as RevertBatch.
   Result<RevertOutcome> Revert(const RevertRequest& request);
 
+  // The content `batch`'s datastream and profile load to, shared with its loop (loaded once;
+  // Content::Load is serialised here, as libopenscap requires). Errors as Content::Load.
+  Result<const stig::Content*> ContentOf(const BatchRecord& batch);
+  // Where loops keep OpenSCAP's results (LoopServices::results_root).
+  std::string results_root() const { return config_.state_dir + "/results"; }
+
  private:
   struct LoadedContent {
     stig::Content content;

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   temper::cli::AddCancelCommand(app, ctx);
   temper::cli::AddWatchCommand(app, ctx);
   temper::cli::AddReportCommand(app, ctx);
+  temper::cli::AddExportCommand(app, ctx);
   temper::cli::AddRevertCommand(app, ctx);
   temper::cli::AddTargetCommand(app, ctx);
   temper::cli::AddBaselineCommand(app, ctx);

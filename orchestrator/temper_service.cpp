@@ -1,10 +1,12 @@
 #include "orchestrator/temper_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "orchestrator/batch_request.h"
+#include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/proto_convert.h"
 
 namespace temper {
@@ -16,6 +18,8 @@ constexpr uint32_t kMaxPageSize = 1000;
 constexpr uint32_t kDefaultMemoryItems = 20;
 constexpr uint32_t kMaxMemoryItems = 500;
 constexpr uint32_t kWatchReadChunk = 256;
+// Export chunks stay well under gRPC's default 4 MiB message limit.
+constexpr size_t kExportChunkBytes = 1 << 20;
 // How often an idle watch stream re-checks whether its client is still there.
 constexpr std::chrono::milliseconds kWatchPollInterval{500};
 
@@ -183,6 +187,38 @@ grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::
   if (out->restored_snapshot) response->set_restored_snapshot(*out->restored_snapshot);
   for (const std::string& r : out->now_failing) response->add_now_failing(r);
   response->set_results_dir(out->results_dir);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
+                                        grpc::ServerWriter<temper::v1::ExportChunk>* writer) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  Result<evidence::ExportFormat> format = evidence::ParseExportFormat(request->format());
+  if (!format.ok()) return ToGrpcStatus(format.status());
+  evidence::ExportSources sources{store_, [this](const BatchRecord& b) { return runner_.ContentOf(b); },
+                                  runner_.results_root()};
+  Result<evidence::ExportedFile> file = evidence::ExportBatch(sources, *id, *format);
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound && file.status().code() != StatusCode::kFailedPrecondition) {
+      log_.Error("ExportBatch {} {}: {}", *id, request->format(), file.status().ToString());
+    }
+    return ToGrpcStatus(file.status());
+  }
+  size_t offset = 0;
+  do {
+    temper::v1::ExportChunk chunk;
+    if (offset == 0) {
+      chunk.set_file_name(file->file_name);
+      chunk.set_media_type(file->media_type);
+      chunk.set_total_bytes(file->content.size());
+    }
+    chunk.set_offset(offset);
+    size_t n = std::min(kExportChunkBytes, file->content.size() - offset);
+    chunk.set_data(file->content.substr(offset, n));
+    if (context->IsCancelled() || !writer->Write(chunk)) return grpc::Status::OK;  // the client went away
+    offset += n;
+  } while (offset < file->content.size());
   return grpc::Status::OK;
 }
 

@@ -35,6 +35,8 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::RuleMemory* response) override;
   grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
                               temper::v1::BatchReport* response) override;
+  grpc::Status ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
+                           grpc::ServerWriter<temper::v1::ExportChunk>* writer) override;
   grpc::Status RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
                            temper::v1::RevertBatchResponse* response) override;
 

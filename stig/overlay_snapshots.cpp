@@ -134,9 +134,11 @@ Status OverlaySnapshots::Mount() {
   std::string lower;
   for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) lower += fmt::format("layers/{}:", *it);
   lower += base_;
+  // No directory redirects: a renamed directory is copied up whole, so each layer holds whole
+  // directories and what changed is readable from the layers alone (overlay_changes.h).
   ProcessSpec spec;
   spec.argv = {"/bin/mount", "-t", "overlay", "overlay", "-o",
-               fmt::format("lowerdir={},upperdir=upper,workdir=work", lower), "merged"};
+               fmt::format("lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower), "merged"};
   spec.cwd = dir_;
   spec.timeout = std::chrono::seconds(30);
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
@@ -298,6 +300,13 @@ Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::s
   StartReaper();
   if (!ran.ok()) return ran;
   return unmounted.ok() ? discarded : unmounted;
+}
+
+OverlayLayers OverlaySnapshots::layers() const {
+  OverlayLayers out{.upper = dir_ + "/upper", .lowers = {}, .merged = merged_};
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) out.lowers.push_back(LayerDir(*it));
+  out.lowers.push_back(base_);
+  return out;
 }
 
 Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {

@@ -43,6 +43,14 @@ struct LayerOverlap {
   std::vector<std::string> paths;   // absolute paths in the target, sorted
 };
 
+// The directories of a mounted stack as overlayfs resolves them: `upper` over `lowers` (topmost
+// first: the newest frozen layer, ..., the oldest, the base), seen merged at `merged`.
+struct OverlayLayers {
+  std::string upper;
+  std::vector<std::string> lowers;
+  std::string merged;
+};
+
 class OverlaySnapshots {
  public:
   static constexpr std::uint32_t kMaxLayers = 400;
@@ -60,7 +68,7 @@ class OverlaySnapshots {
   // Frozen layers in the stack.
   std::uint32_t depth() const { return static_cast<std::uint32_t>(layers_.size()); }
   // The ids of the frozen layers, bottom first (ascending).
-  const std::vector<std::uint32_t>& layers() const { return layers_; }
+  const std::vector<std::uint32_t>& layer_ids() const { return layers_; }
   // The id of the top frozen layer; 0 (the base) when there is none.
   std::uint32_t top() const { return layers_.empty() ? 0 : layers_.back(); }
 
@@ -92,6 +100,8 @@ class OverlaySnapshots {
   // probe rebuilds apt's package cache in the tree it reads when it finds the cache stale).
   // Nothing may change merged() while the view is mounted. Errors: the mount's, else fn's.
   Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
+  // The stack as mounted now, for reading what changed since the last snapshot (overlay_changes.h).
+  OverlayLayers layers() const;
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/overlay_changes.h"
+
 namespace temper::stig {
 namespace {
 
@@ -62,6 +64,12 @@ Result<std::vector<SnapshotOverlap>> RootfsTarget::OverlapsAbove(SnapshotId id) 
   std::vector<SnapshotOverlap> out;
   for (LayerOverlap& l : layers) out.push_back({l.layer, std::move(l.paths)});
   return out;
+}
+
+Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
+  Result<ChangeSet> changes = OverlayChanges(layers_->layers());
+  if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
+  return changes;
 }
 
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {

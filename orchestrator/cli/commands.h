@@ -22,6 +22,7 @@ void AddStatusCommand(CLI::App& app, CommandContext& ctx);
 void AddCancelCommand(CLI::App& app, CommandContext& ctx);
 void AddWatchCommand(CLI::App& app, CommandContext& ctx);
 void AddReportCommand(CLI::App& app, CommandContext& ctx);
+void AddExportCommand(CLI::App& app, CommandContext& ctx);
 void AddRevertCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);

@@ -160,7 +160,9 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
     std::string verdict = Str(d, "verdict"), outcome = Str(d, "outcome");
     std::string what = type == "attempt.kept" ? "kept" : outcome.empty() ? "reverted" : outcome;
     if (!verdict.empty()) what += ", rule " + verdict;
-    return fmt::format("{} {}{}: {}", type, rule, AttemptTag(d, "number"), what) + Colon(Str(d, "summary"));
+    std::string changes = Str(d, "changes");
+    return fmt::format("{} {}{}: {}", type, rule, AttemptTag(d, "number"), what) + Colon(Str(d, "summary")) +
+           (changes.empty() ? "" : " [changed: " + changes + "]");
   }
   if (type == "worker.model_call") {
     std::optional<uint64_t> ms = Num(d, "latency_ms");

@@ -120,6 +120,20 @@ struct UndoDaemon {
     return types;
   }
 
+  // How many rules of the batch's CKLB checklist (`temper export`) have each status.
+  std::map<std::string, int> CklbStatuses(const std::string& id) const {
+    const std::string file = dir / ("batch-" + id + ".cklb");
+    ProcessResult r = Cli({"export", id, "--format", "cklb", "-o", file});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, int> out;
+    const nlohmann::json cklb = nlohmann::json::parse(ReadFileOrEmpty(file));
+    for (const auto& stig : cklb["stigs"]) {
+      for (const auto& rule : stig["rules"]) ++out[rule["status"].get<std::string>()];
+    }
+    return out;
+  }
+
   // Waits up to 10 minutes for the batch's first event of `type`.
   bool WaitForEvent(const std::string& id, const std::string& type) const {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
@@ -206,6 +220,8 @@ TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothin
   CHECK(lab.Layers().empty());
   auto plan_events = lab.EventTypes(plan.id());
   CHECK(std::count(plan_events.begin(), plan_events.end(), "batch.plan_reverted") == 1);
+  // Its checklist states the target as it is (what it was before), not what the plan reached.
+  CHECK(lab.CklbStatuses(plan.id()) == std::map<std::string, int>{{"open", 2}, {"not_a_finding", 1}});
   ProcessResult refused = lab.Cli({"revert", plan.id()});
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::Contains("plan-only"));
@@ -232,6 +248,7 @@ TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothin
   const Listing fixed = lab.Tree();
   const std::set<std::string> layers = lab.Layers();
   CHECK(layers.size() == 2);  // one per kept fix: nothing changed before the batch started
+  CHECK(lab.CklbStatuses(real.id()) == std::map<std::string, int>{{"not_a_finding", 3}});
 
   // The same batch again on the now compliant target: no attempt, no layer, not a byte changed.
   temper::v1::Batch again = lab.Run(rules);

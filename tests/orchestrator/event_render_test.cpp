@@ -82,6 +82,9 @@ TEST_CASE("the loop's event types read as sentences") {
         "attempt.reverted accounts_tmout #2: regression, rule fail: 1 regression");
   CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout", R"({"number":3,"verdict":"pass","outcome":"kept"})")) ==
         "attempt.kept accounts_tmout #3: kept, rule pass");
+  CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout",
+                         R"j({"number":3,"verdict":"pass","outcome":"kept","changes":"1 file (1 added)"})j")) ==
+        "attempt.kept accounts_tmout #3: kept, rule pass [changed: 1 file (1 added)]");
   CHECK(DescribeEvent(Ev("reflector.lesson", "reflector", "accounts_tmout", R"({"number":2,"lesson":"bash reads /etc/profile.d only for login shells"})")) ==
         "reflector.lesson accounts_tmout #2: bash reads /etc/profile.d only for login shells");
   CHECK(DescribeEvent(Ev("prompt.trimmed", "architect", "", R"({"sections":[{"name":"memory","tokens":1200,"kept_tokens":300}]})")) ==
