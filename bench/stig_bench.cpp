@@ -6,7 +6,8 @@
 // Prints, in milliseconds: one-rule evaluation (load + evaluate, median of N), a whole-profile
 // scan (Ubuntu 20.04 STIG, 191 rules) and reading its OVAL evidence back from the ARF, snapshot,
 // and revert and change-set listing after a small change (one file) and after a large one
-// (packages installed offline). With --packages the target gets that package
+// (packages installed offline), the scratch view evaluations read, and taking one fix's snapshot
+// out of the middle of the stack (the overlap check and the drop). With --packages the target gets that package
 // cache (Debian's archive): each --install package is timed (the first fetch into the cache, then
 // installs from it, reverted each time), and the baseline installs from it. With --baseline it
 // also runs the SSG remediation baseline on a fresh target and prints its report (see
@@ -114,6 +115,34 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
   }
   fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms; its change set: median {:.1f} ms\n",
              Median(snap), Median(revert_small), Median(changes_small));
+
+  // Undo (`temper revert BATCH RULE`): three fixes as three snapshots, the middle one checked for
+  // later overlaps and dropped; and the scratch view every evaluation reads.
+  std::vector<double> scratch, overlaps, drop;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    if (auto v = t.snapshots().WithScratchView([](const std::string&) { return Status::OK(); }); !v.ok()) return v;
+    scratch.push_back(Ms(a, Clock::now()));
+    auto base = t.Snapshot();
+    if (!base.ok()) return base.status();
+    std::vector<SnapshotId> fixes;
+    for (const char* file : {"/etc/issue.net", "/etc/profile.d/tmout.sh", "/etc/ssh/sshd_config.d/bench.conf"}) {
+      if (auto w = t.WriteFile(file, "bench\n", 0644); !w.ok()) return w;
+      auto s = t.Snapshot();
+      if (!s.ok()) return s.status();
+      fixes.push_back(*s);
+    }
+    a = Clock::now();
+    auto o = t.OverlapsAbove(fixes[1]);
+    if (!o.ok()) return o.status();
+    overlaps.push_back(Ms(a, Clock::now()));
+    a = Clock::now();
+    if (auto d = t.DropSnapshot(fixes[1]); !d.ok()) return d;
+    drop.push_back(Ms(a, Clock::now()));
+    if (auto r = t.Revert(*base); !r.ok()) return r;
+  }
+  fmt::print("scratch view (mount + unmount): median {:.1f} ms; undo one of three fixes: overlap check median "
+             "{:.1f} ms, drop median {:.1f} ms\n", Median(scratch), Median(overlaps), Median(drop));
   for (int i = 0; i < std::min(reps, 3); ++i) {
     auto s = t.Snapshot();
     if (!s.ok()) return s.status();

@@ -67,7 +67,7 @@ std::string Evidence(const stig::VerificationReport& report, const stig::RuleInf
 // Where a new batch starts: the latest snapshot when nothing changed since it, so a batch that
 // changes nothing adds no layer to the target; else a new snapshot of the current state.
 Result<stig::SnapshotId> StartingSnapshot(stig::Target& target) {
-  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedPathsSinceSnapshot());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if (!changed.empty()) return target.Snapshot();
   TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
   return held.empty() ? stig::SnapshotId{0} : held.back();
@@ -615,7 +615,9 @@ Result<bool> BatchLoop::Rescan() {
   for (const BatchRuleRecord& r : batch_.rules) {
     if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
   }
-  std::string results_dir = ResultsDir(pass_number == 1 ? "after" : fmt::format("after-pass-{}", pass_number));
+  // Each rescan's results stay in pass-N; the final one is moved to "after", where the batch's
+  // final evaluation is read from (report, exports).
+  std::string results_dir = ResultsDir(fmt::format("pass-{}", pass_number));
   std::map<std::string, int> counts;
   stig::Evaluation eval;
   if (!ids.empty()) {
@@ -630,6 +632,14 @@ Result<bool> BatchLoop::Rescan() {
     kept -= p.fixed;
   }
   FixpointDecision d = DecidePass(batch_, eval, pass_number, s_.fixpoint_passes, made, kept);
+  if (d.pass.final && !ids.empty()) {
+    const std::string after = ResultsDir("after");
+    std::error_code ec;
+    std::filesystem::remove_all(after, ec);  // a resumed batch's earlier try at this pass
+    std::filesystem::rename(results_dir, after, ec);
+    if (ec) return Status::IOError(fmt::format("moving {} to {}: {}", results_dir, after, ec.message()));
+    results_dir = after;
+  }
 
   LoopStep step;
   step.rules = std::move(d.updates);

@@ -62,6 +62,10 @@ Status CheckRevertible(const BatchRecord& batch) {
     return Refuse(fmt::format("batch {} was plan-only: it left nothing on target {} to revert", batch.id, batch.target));
   }
   if (batch.reverted_at) return Refuse(fmt::format("batch {} was already reverted", batch.id));
+  if (!batch.start_snapshot && !batch.good_snapshot) {
+    return Refuse(fmt::format("batch {} never started on target {} ({}): it changed nothing to revert", batch.id,
+                              batch.target, BatchStateName(batch.state)));
+  }
   if (!batch.start_snapshot) {
     return Refuse(fmt::format("batch {} recorded no start snapshot (it ran before temper could revert batches)",
                               batch.id));
@@ -70,7 +74,7 @@ Status CheckRevertible(const BatchRecord& batch) {
 }
 
 Status CheckNoLooseChanges(stig::Target& target) {
-  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedPathsSinceSnapshot());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if (changed.empty()) return Status::OK();
   return Refuse(fmt::format("target {} has {} changed path{} that no snapshot holds ({}); they belong to no batch and "
                             "a revert would discard them: find out what changed the target outside temper first",
@@ -193,16 +197,6 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
 
 Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, const BatchRecord& batch,
                                  const Owners& owners, const std::string& rule_id) {
-  auto rule = std::find_if(batch.rules.begin(), batch.rules.end(),
-                           [&](const BatchRuleRecord& r) { return r.rule_id == rule_id; });
-  if (rule == batch.rules.end()) return Status::NotFound(fmt::format("batch {} has no rule {}", batch.id, rule_id));
-  if (rule->state == RuleState::kReverted) {
-    return Refuse(fmt::format("rule {} of batch {} was already reverted", Short(rule_id), batch.id));
-  }
-  if (rule->state != RuleState::kFixed) {
-    return Refuse(fmt::format("rule {} of batch {} is {}, not fixed: it left no change to revert", Short(rule_id),
-                              batch.id, RuleStateName(rule->state)));
-  }
   std::vector<const Owners::Fix*> fixes;
   std::set<stig::SnapshotId> own;
   for (const Owners::Fix& f : owners.fixes) {
@@ -288,12 +282,30 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
 
 }  // namespace
 
+Status CheckRevertRequest(const BatchRecord& batch, const RevertRequest& request) {
+  TEMPER_RETURN_IF_ERROR(CheckRevertible(batch));
+  if (request.rule_id.empty()) return Status::OK();
+  auto rule = std::find_if(batch.rules.begin(), batch.rules.end(),
+                           [&](const BatchRuleRecord& r) { return r.rule_id == request.rule_id; });
+  if (rule == batch.rules.end()) {
+    return Status::NotFound(fmt::format("batch {} has no rule {}", batch.id, request.rule_id));
+  }
+  if (rule->state == RuleState::kReverted) {
+    return Refuse(fmt::format("rule {} of batch {} was already reverted", Short(request.rule_id), batch.id));
+  }
+  if (rule->state != RuleState::kFixed) {
+    return Refuse(fmt::format("rule {} of batch {} is {}, not fixed: it left no change to revert",
+                              Short(request.rule_id), batch.id, RuleStateName(rule->state)));
+  }
+  return Status::OK();
+}
+
 Result<RevertOutcome> RevertBatch(const RevertServices& s, stig::Target& target, const RevertRequest& request) {
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, s.journal.store().GetBatch(request.batch_id));
   if (batch.target != target.name()) {
     return Status::Internal(fmt::format("batch {} ran on target {}, not {}", batch.id, batch.target, target.name()));
   }
-  TEMPER_RETURN_IF_ERROR(CheckRevertible(batch));
+  TEMPER_RETURN_IF_ERROR(CheckRevertRequest(batch, request));
   TEMPER_ASSIGN_OR_RETURN(Owners owners, s.journal.store().TargetSnapshotOwners(batch.target));
   if (request.rule_id.empty()) return RevertWholeBatch(s, target, batch, owners);
   return RevertRule(s, target, batch, owners, request.rule_id);

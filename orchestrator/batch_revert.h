@@ -55,6 +55,11 @@ struct RevertOutcome {
   std::string results_dir;
 };
 
+// The checks that need neither the target nor the content: the batch has run, has ended, was not
+// plan-only or reverted already; a rule is the batch's and was fixed. NotFound or FailedPrecondition
+// as RevertBatch.
+Status CheckRevertRequest(const BatchRecord& batch, const RevertRequest& request);
+
 // Errors: NotFound (no such batch, or rule in it); FailedPrecondition with what is in the way (the
 // batch is queued, running, plan-only or already reverted, a later batch or rule is on top, the
 // target has unsnapshotted changes); the target's and the evaluator's errors.

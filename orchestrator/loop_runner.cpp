@@ -89,8 +89,8 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   if (!content.ok()) return FailBatch(batch, content.status());
   Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("batch {}", batch.id));
   if (!lease.ok()) return FailBatch(batch, lease.status());
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
-                        results_root(), config_.fixpoint_passes};
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root(),
+                        config_.fixpoint_passes};
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
@@ -146,6 +146,7 @@ Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
         "batch {} is running on target {}: a revert must wait until it ends (or cancel it with `temper cancel {}`)",
         *running, batch.target, *running));
   }
+  TEMPER_RETURN_IF_ERROR(CheckRevertRequest(batch, request));
   TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
   TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
                           slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));

@@ -10,7 +10,7 @@ Result<bool> RevertEndedPlan(Journal& journal, stig::Target& target, const std::
   if (!last || !last->options.plan_only || !IsFinal(last->state) || !last->start_snapshot) return false;
   const stig::SnapshotId start = *last->start_snapshot;
   TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
-  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.ChangedPathsSinceSnapshot());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if ((held.empty() || held.back() <= start) && changed.empty()) return false;
   TEMPER_RETURN_IF_ERROR(target.Revert(start));
   NewEvent event;

@@ -204,13 +204,6 @@ Status OverlaySnapshots::ResetUpperAndMount() {
   return Status::OK();
 }
 
-OverlayLayers OverlaySnapshots::layer_dirs() const {
-  OverlayLayers out{.upper = dir_ + "/upper", .lowers = {}, .merged = merged_};
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) out.lowers.push_back(LayerDir(*it));
-  out.lowers.push_back(base_);
-  return out;
-}
-
 Result<std::uint32_t> OverlaySnapshots::Snapshot() {
   if (depth() >= kMaxLayers) {
     return Status::ResourceExhausted(fmt::format("{} snapshots at {}: overlayfs stacks at most {} here", depth(),
@@ -307,6 +300,13 @@ Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::s
   StartReaper();
   if (!ran.ok()) return ran;
   return unmounted.ok() ? discarded : unmounted;
+}
+
+OverlayLayers OverlaySnapshots::layers() const {
+  OverlayLayers out{.upper = dir_ + "/upper", .lowers = {}, .merged = merged_};
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) out.lowers.push_back(LayerDir(*it));
+  out.lowers.push_back(base_);
+  return out;
 }
 
 Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {

@@ -37,18 +37,18 @@
 
 namespace temper::stig {
 
+// What a later snapshot changed of the paths an earlier one changed (see OverlapsAbove).
+struct LayerOverlap {
+  std::uint32_t layer = 0;          // the later snapshot
+  std::vector<std::string> paths;   // absolute paths in the target, sorted
+};
+
 // The directories of a mounted stack as overlayfs resolves them: `upper` over `lowers` (topmost
 // first: the newest frozen layer, ..., the oldest, the base), seen merged at `merged`.
 struct OverlayLayers {
   std::string upper;
   std::vector<std::string> lowers;
   std::string merged;
-};
-
-// What a later snapshot changed of the paths an earlier one changed (see OverlapsAbove).
-struct LayerOverlap {
-  std::uint32_t layer = 0;          // the later snapshot
-  std::vector<std::string> paths;   // absolute paths in the target, sorted
 };
 
 class OverlaySnapshots {
@@ -68,7 +68,7 @@ class OverlaySnapshots {
   // Frozen layers in the stack.
   std::uint32_t depth() const { return static_cast<std::uint32_t>(layers_.size()); }
   // The ids of the frozen layers, bottom first (ascending).
-  const std::vector<std::uint32_t>& layers() const { return layers_; }
+  const std::vector<std::uint32_t>& layer_ids() const { return layers_; }
   // The id of the top frozen layer; 0 (the base) when there is none.
   std::uint32_t top() const { return layers_.empty() ? 0 : layers_.back(); }
 
@@ -94,15 +94,14 @@ class OverlaySnapshots {
   Result<std::vector<std::string>> LayerChanges(std::uint32_t id) const;
   // Paths (absolute in the target) changed, added or deleted since the last snapshot, sorted.
   Result<std::vector<std::string>> ChangedPaths() const;
-  // The stack's directories as mounted now, for reading what changed since the last snapshot
-  // (overlay_changes.h).
-  OverlayLayers layer_dirs() const;
   // Runs `fn` with a throwaway writable view of the current state mounted at the path it is
   // given: reads see exactly merged(), writes land in a scratch layer that goes to the trash
   // afterwards. For programs that must leave no trace although they write (OpenSCAP's package
   // probe rebuilds apt's package cache in the tree it reads when it finds the cache stale).
   // Nothing may change merged() while the view is mounted. Errors: the mount's, else fn's.
   Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
+  // The stack as mounted now, for reading what changed since the last snapshot (overlay_changes.h).
+  OverlayLayers layers() const;
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 

@@ -59,17 +59,17 @@ Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
 
 Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
 
-Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
-  Result<ChangeSet> changes = OverlayChanges(layers_->layer_dirs());
-  if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
-  return changes;
-}
-
 Result<std::vector<SnapshotOverlap>> RootfsTarget::OverlapsAbove(SnapshotId id) {
   TEMPER_ASSIGN_OR_RETURN(std::vector<LayerOverlap> layers, layers_->OverlapsAbove(id));
   std::vector<SnapshotOverlap> out;
   for (LayerOverlap& l : layers) out.push_back({l.layer, std::move(l.paths)});
   return out;
+}
+
+Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
+  Result<ChangeSet> changes = OverlayChanges(layers_->layers());
+  if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
+  return changes;
 }
 
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {

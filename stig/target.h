@@ -41,16 +41,10 @@ class Target {
   // Restores the exact state of snapshot `id` (0 = as created), discarding later snapshots and
   // changes since the latest one. For an id DropSnapshot removed: the state of the ones below it.
   virtual Status Revert(SnapshotId id) = 0;
-  // What changed since the last Snapshot (or since the last Revert, whose snapshot is then the
-  // last): files, packages and services, for the record of an attempt. Unimplemented for a kind
-  // of target that cannot tell (this default); other errors are the target's.
-  virtual Result<ChangeSet> ChangesSinceSnapshot() {
-    return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
-  }
   // The snapshots the target holds, oldest first (ascending ids).
   virtual Result<std::vector<SnapshotId>> Snapshots() = 0;
   // Paths changed since the latest snapshot, sorted; empty when the state is that snapshot's.
-  virtual Result<std::vector<std::string>> ChangedPathsSinceSnapshot() = 0;
+  virtual Result<std::vector<std::string>> UnsnapshottedPaths() = 0;
   // Paths snapshot `id` changed over the snapshots below it, sorted. NotFound when not held.
   virtual Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) = 0;
   // Takes the changes snapshot `id` recorded (over the one below it) out of the target, keeping
@@ -61,6 +55,12 @@ class Target {
   // For each later snapshot, the paths `id` changed that it also holds (rewrote, deleted, or
   // created something under); empty when `id` can be dropped alone. NotFound as DropSnapshot.
   virtual Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) = 0;
+  // What changed since the last Snapshot (or since the last Revert, whose snapshot is then the
+  // last): files, packages and services, for the record of an attempt. Unimplemented for a kind
+  // of target that cannot tell (this default); other errors are the target's.
+  virtual Result<ChangeSet> ChangesSinceSnapshot() {
+    return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
+  }
 
   // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with
   // its exit code, not an error.

@@ -70,6 +70,9 @@ Result<EvidenceReport> CollectEvidence(StateStore& store, const stig::Content& c
   for (const BatchRuleRecord& r : report.batch.rules) {
     RuleEvidence e;
     e.rule = r;
+    // A plan-only batch reverted everything it did: the target stands at its verdicts before, and
+    // the after evidence (the plan's own rescan) only says what the plan would reach.
+    if (report.batch.options.plan_only) e.rule.after_verdict.clear();
     if (Result<const stig::RuleInfo*> info = content.Rule(r.rule_id); info.ok()) e.info = *info;
     if (auto it = before.find(r.rule_id); it != before.end()) e.before = it->second;
     if (auto it = after.find(r.rule_id); it != after.end()) e.after = it->second;

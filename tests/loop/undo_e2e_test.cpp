@@ -6,8 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -119,6 +120,31 @@ struct UndoDaemon {
     return types;
   }
 
+  // How many rules of the batch's CKLB checklist (`temper export`) have each status.
+  std::map<std::string, int> CklbStatuses(const std::string& id) const {
+    const std::string file = dir / ("batch-" + id + ".cklb");
+    ProcessResult r = Cli({"export", id, "--format", "cklb", "-o", file});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    std::map<std::string, int> out;
+    const nlohmann::json cklb = nlohmann::json::parse(ReadFileOrEmpty(file));
+    for (const auto& stig : cklb["stigs"]) {
+      for (const auto& rule : stig["rules"]) ++out[rule["status"].get<std::string>()];
+    }
+    return out;
+  }
+
+  // Waits up to 10 minutes for the batch's first event of `type`.
+  bool WaitForEvent(const std::string& id, const std::string& type) const {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+    while (std::chrono::steady_clock::now() < deadline) {
+      auto types = EventTypes(id);
+      if (std::find(types.begin(), types.end(), type) != types.end()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+
   std::string Merged() const { return dir / "lab/state/merged"; }
   Listing Tree() const { return stig::testing::TreeListing(Merged()); }
   bool Has(const std::string& path) const { return std::filesystem::exists(Merged() + path); }
@@ -194,9 +220,25 @@ TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothin
   CHECK(lab.Layers().empty());
   auto plan_events = lab.EventTypes(plan.id());
   CHECK(std::count(plan_events.begin(), plan_events.end(), "batch.plan_reverted") == 1);
+  // Its checklist states the target as it is (what it was before), not what the plan reached.
+  CHECK(lab.CklbStatuses(plan.id()) == std::map<std::string, int>{{"open", 2}, {"not_a_finding", 1}});
   ProcessResult refused = lab.Cli({"revert", plan.id()});
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::Contains("plan-only"));
+
+  // Killed after a kept fix, the plan resumes at the next start and still leaves nothing behind.
+  std::string killed = lab.Submit(rules, /*plan_only=*/true);
+  REQUIRE(lab.WaitForEvent(killed, "rule.fixed"));
+  CHECK(lab.daemon->Stop(SIGKILL) == 128 + SIGKILL);
+  REQUIRE(lab.daemon->Start().ok());
+  temper::v1::Batch resumed = lab.WaitUntilEnded(killed);
+  CHECK(resumed.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(resumed.counts().fixed() == 2);
+  auto resumed_events = lab.EventTypes(killed);
+  CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.resumed") == 1);
+  CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.plan_reverted") == 1);
+  CheckSameTree(base, lab.Tree());
+  CHECK(lab.Layers().empty());
 
   // For real: both fixes stay.
   temper::v1::Batch real = lab.Run(rules);
@@ -206,6 +248,7 @@ TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothin
   const Listing fixed = lab.Tree();
   const std::set<std::string> layers = lab.Layers();
   CHECK(layers.size() == 2);  // one per kept fix: nothing changed before the batch started
+  CHECK(lab.CklbStatuses(real.id()) == std::map<std::string, int>{{"not_a_finding", 3}});
 
   // The same batch again on the now compliant target: no attempt, no layer, not a byte changed.
   temper::v1::Batch again = lab.Run(rules);
@@ -298,14 +341,7 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
 
   // While a batch runs on the target, nothing is reverted there.
   std::string running = lab.Submit({"accounts_umask_etc_login_defs"});
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
-  bool started = false;
-  while (!started && std::chrono::steady_clock::now() < deadline) {
-    auto types = lab.EventTypes(running);
-    started = std::find(types.begin(), types.end(), "batch.started") != types.end();
-    if (!started) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(started);
+  REQUIRE(lab.WaitForEvent(running, "batch.started"));
   ProcessResult busy = lab.Cli({"revert", upper.id()});
   CHECK(busy.exit_code == 1);
   CHECK_THAT(busy.err, Catch::Contains("batch " + running + " is running on target lab"));

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "orchestrator/daemon_process.h"
 
 namespace temper::testing {
@@ -159,6 +161,28 @@ TEST_CASE("temper report on a batch that has not run, and its errors") {
   CHECK(format.exit_code == 2);
   CHECK(format.err.find("--format: yaml not in {text,markdown,json}") != std::string::npos);
   CHECK(Cli(daemon, {"report"}).exit_code == 2);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("temper revert refuses what it cannot revert, naming why, before it touches a target") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
+  REQUIRE(Cli(daemon, {"cancel", "2"}).exit_code == 0);
+
+  ProcessResult queued = Cli(daemon, {"revert", "1"});
+  CHECK(queued.exit_code == 1);
+  CHECK(queued.err == "temper: batch 1 has not run yet: it changed nothing to revert\n");
+  ProcessResult cancelled = Cli(daemon, {"revert", "2", "accounts_tmout"});
+  CHECK(cancelled.exit_code == 1);
+  CHECK(cancelled.err == "temper: batch 2 never started on target lab (cancelled): it changed nothing to revert\n");
+  CHECK(Cli(daemon, {"revert", "42"}).err == "temper: batch 42 does not exist\n");
+  CHECK(Cli(daemon, {"revert", "1", "no such rule"}).err.rfind("temper: rule_id: ", 0) == 0);
+  CHECK(Cli(daemon, {"revert"}).exit_code == 2);
+  // Nothing was mounted or created for the target.
+  CHECK_FALSE(std::filesystem::exists(dir / "roots/lab/state"));
   CHECK(daemon.Stop() == 0);
 }
 

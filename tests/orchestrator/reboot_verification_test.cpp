@@ -28,7 +28,7 @@ class VerdictTarget final : public stig::Target {
   Result<stig::SnapshotId> Snapshot() override { return Unused(); }
   Status Revert(stig::SnapshotId) override { return Unused(); }
   Result<std::vector<stig::SnapshotId>> Snapshots() override { return Unused(); }
-  Result<std::vector<std::string>> ChangedPathsSinceSnapshot() override { return Unused(); }
+  Result<std::vector<std::string>> UnsnapshottedPaths() override { return Unused(); }
   Result<std::vector<std::string>> SnapshotChanges(stig::SnapshotId) override { return Unused(); }
   Status DropSnapshot(stig::SnapshotId) override { return Unused(); }
   Result<std::vector<stig::SnapshotOverlap>> OverlapsAbove(stig::SnapshotId) override { return Unused(); }

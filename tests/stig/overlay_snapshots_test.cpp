@@ -103,10 +103,10 @@ TEST_CASE("Snapshot ids grow, survive reopening and are never reused after a rev
   REQUIRE(*s.Snapshot() == 1);
   REQUIRE(*s.Snapshot() == 2);
   REQUIRE(s.Revert(1).ok());
-  CHECK(s.layers() == std::vector<std::uint32_t>{1});
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
   CHECK(*s.Snapshot() == 3);  // not 2 again: a stored 2 must never name other changes
   OverlaySnapshots& reopened = t.Open();
-  CHECK(reopened.layers() == std::vector<std::uint32_t>{1, 3});
+  CHECK(reopened.layer_ids() == std::vector<std::uint32_t>{1, 3});
   CHECK(*reopened.Snapshot() == 4);
   REQUIRE(reopened.Revert(0).ok());
   CHECK(reopened.depth() == 0);
@@ -128,7 +128,7 @@ TEST_CASE("DropLayer takes one snapshot's changes out of the middle and keeps th
   Scratch::Write(t.At("/etc/unsnapshotted"), "x\n");
 
   REQUIRE(t.s().DropLayer(2).ok());
-  CHECK(t.s().layers() == std::vector<std::uint32_t>{1, 3});
+  CHECK(t.s().layer_ids() == std::vector<std::uint32_t>{1, 3});
   CHECK(t.Tree() == WithoutLayer2());  // /etc/b gone, /etc/issue back, 1 and 3 kept; upper dropped
   CHECK(fs::exists(t.At("/etc/issue")));
   CHECK_FALSE(fs::exists(t.At("/etc/b")));
@@ -139,7 +139,7 @@ TEST_CASE("DropLayer takes one snapshot's changes out of the middle and keeps th
   REQUIRE(t.s().Revert(3).ok());
   CHECK(t.Tree() == WithoutLayer2());
   REQUIRE(t.s().Revert(2).ok());
-  CHECK(t.s().layers() == std::vector<std::uint32_t>{1});
+  CHECK(t.s().layer_ids() == std::vector<std::uint32_t>{1});
   CHECK(t.Tree() == states[1]);
   CHECK(*t.s().Snapshot() == 4);
 }
@@ -208,10 +208,10 @@ TEST_CASE("A crash at any step of DropLayer leaves the stack as before or as aft
 
       OverlaySnapshots& s = t.Open();
       if (c.dropped) {
-        CHECK(s.layers() == std::vector<std::uint32_t>{1, 3});
+        CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 3});
         CHECK(t.Tree() == WithoutLayer2());
       } else {
-        CHECK(s.layers() == std::vector<std::uint32_t>{1, 2, 3});
+        CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2, 3});
         CHECK(t.Tree() == states[3]);
         REQUIRE(s.DropLayer(2).ok());  // the operation, run again, completes
         CHECK(t.Tree() == WithoutLayer2());
@@ -232,7 +232,7 @@ TEST_CASE("A crash during Revert or Snapshot leaves a whole stack", "[stig][over
   CHECK(t.s().Revert(0).code() == StatusCode::kAborted);  // layer 3 is out, 2 and 1 are not
   t.s().set_step_hook(nullptr);
   t.Crash();
-  CHECK(t.Open().layers() == std::vector<std::uint32_t>{1, 2});
+  CHECK(t.Open().layer_ids() == std::vector<std::uint32_t>{1, 2});
   CHECK(t.Tree() == states[2]);
 
   for (const char* step : {"record-id", "freeze-upper"}) {
@@ -243,7 +243,7 @@ TEST_CASE("A crash during Revert or Snapshot leaves a whole stack", "[stig][over
     t.s().set_step_hook(nullptr);
     t.Crash();
     OverlaySnapshots& s = t.Open();
-    CHECK(s.layers() == std::vector<std::uint32_t>{1, 2});  // the change is still unsnapshotted
+    CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2});  // the change is still unsnapshotted
     CHECK(t.Tree() == changed);
   }
   // The id the crash before freeze-upper had recorded (4) is skipped, never handed out twice.
