@@ -69,6 +69,7 @@ roles:
     req.add_rule_ids(r);
   }
   req.mutable_budgets()->set_max_attempts(2);
+  req.set_allow_disruptive(true);  // FIPS mode is disruptive: without the opt-in it would be held, not tried
   temper::v1::Batch batch;
   REQUIRE(daemon.Stub()->SubmitBatch(Ctx().get(), req, &batch).ok());
   std::string id = batch.id();
