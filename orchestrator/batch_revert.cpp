@@ -20,6 +20,9 @@ std::string Short(const std::string& id) {
 
 bool Passing(const std::string& verdict) { return verdict == "pass" || verdict == "fixed"; }
 
+// States whose rule kept a change on the target: fixed, or staged until a reboot.
+bool KeptAChange(RuleState s) { return s == RuleState::kFixed || s == RuleState::kRebootPending; }
+
 std::string List(const std::vector<std::string>& items, size_t at_most = 8) {
   std::string out;
   for (size_t i = 0; i < items.size() && i < at_most; ++i) out += (i == 0 ? "" : ", ") + items[i];
@@ -153,7 +156,7 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
 
   std::set<std::string> reverted;
   for (const BatchRuleRecord& r : batch.rules) {
-    if (r.state == RuleState::kFixed) reverted.insert(r.rule_id);
+    if (KeptAChange(r.state)) reverted.insert(r.rule_id);
   }
   TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, "", "batch.revert_started",
                                                 {{"restore_snapshot", start},
@@ -293,7 +296,7 @@ Status CheckRevertRequest(const BatchRecord& batch, const RevertRequest& request
   if (rule->state == RuleState::kReverted) {
     return Refuse(fmt::format("rule {} of batch {} was already reverted", Short(request.rule_id), batch.id));
   }
-  if (rule->state != RuleState::kFixed) {
+  if (!KeptAChange(rule->state)) {
     return Refuse(fmt::format("rule {} of batch {} is {}, not fixed: it left no change to revert",
                               Short(request.rule_id), batch.id, RuleStateName(rule->state)));
   }

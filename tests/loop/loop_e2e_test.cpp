@@ -286,7 +286,7 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "accounts_tmout")));
 }
 
-TEST_CASE("a model endpoint that stays down fails the batch with its error; the next batch runs") {
+TEST_CASE("a model endpoint that stays down fails the batch with its error, the next batch runs") {
   ModelScript script;
   script.faults.fail_first = 3;  // the first pick and both of the client's retries
   script.faults.fail_status = 500;

@@ -194,7 +194,7 @@ std::set<std::string> Diff(const Listing& a, const Listing& b) {
   return out;
 }
 
-TEST_CASE("plan-only leaves the root byte-identical; a second run changes nothing; revert RULE takes out that "
+TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothing, revert RULE takes out that "
           "rule's fix only, and revert BATCH restores the exact tree") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());

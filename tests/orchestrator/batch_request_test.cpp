@@ -137,7 +137,7 @@ TEST_CASE("waivers are normalized, checked field by field, and carried with the 
   CHECK(f.Error(bad) == "waivers[0].expires_at: not a valid time after 1970");
 }
 
-TEST_CASE("configured waivers join the batch's, which win for the same rule; others' rules are left out") {
+TEST_CASE("configured waivers join the batch's, which win for the same rule, others' rules are left out") {
   Fixture f;
   const std::string p = "xccdf_org.ssgproject.content_rule_";
   f.config.waivers = {{p + "accounts_tmout", "site: kiosks", "ops", std::nullopt},

@@ -71,7 +71,7 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("temper submit takes waivers and the opt-ins; status shows them; rebooted wants a completed batch") {
+TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, rebooted wants a completed batch") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());

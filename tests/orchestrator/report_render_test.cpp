@@ -302,7 +302,7 @@ TEST_CASE("plan-only and reverted batches say so, reverted rules are counted, an
   CHECK(nlohmann::json::parse(RenderReportJson(r))["reverted_at"] == "2027-01-15T08:05:00Z");
 }
 
-TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, never as pass; expired waivers flagged") {
+TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, never as pass, expired waivers flagged") {
   temper::v1::BatchReport r;
   temper::v1::Batch* b = r.mutable_batch();
   b->set_id("9");

@@ -271,7 +271,7 @@ TEST_CASE("scripts written with write_file are checked by the policy too") {
   CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
 }
 
-TEST_CASE("install_package and remove_package reach the tools; bad names and protected removals are explained") {
+TEST_CASE("install_package and remove_package reach the tools, bad names and protected removals are explained") {
   Harness h;
   std::vector<std::string> results;  // each tool result the model was shown
   std::atomic<int> n{0};
