@@ -67,8 +67,9 @@ start=$(date +%s.%N)
 "$out/bin/temperd" --config "$out/temperd.yaml" 2>"$out/temperd.log" &
 temperd_pid=$!
 for _ in $(seq 100); do [ -S "$out/temper.sock" ] && break; sleep 0.1; done
+# --allow-disruptive: the baseline (SSG's own fix scripts) remediates every rule, so the loop does too.
 batch=$("${temper[@]}" submit -t loop -d ssg-ubuntu2004-ds.xml -p stig --whole-profile --max-attempts 3 \
-          --name loop-bench --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+          --allow-disruptive --name loop-bench --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 while :; do
   state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])') || state=unknown
   case $state in *COMPLETED*|*FAILED*|*CANCELLED*|completed|failed|cancelled) break ;; esac

@@ -4,8 +4,10 @@
 //              [--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]
 //
 // Prints, in milliseconds: one-rule evaluation (load + evaluate, median of N), a whole-profile
-// scan (Ubuntu 20.04 STIG, 191 rules), snapshot, and revert after a small change (one file) and
-// after a large one (packages installed offline). With --packages the target gets that package
+// scan (Ubuntu 20.04 STIG, 191 rules) and reading its OVAL evidence back from the ARF, snapshot,
+// and revert and change-set listing after a small change (one file) and after a large one
+// (packages installed offline), the scratch view evaluations read, and taking one fix's snapshot
+// out of the middle of the stack (the overlap check and the drop). With --packages the target gets that package
 // cache (Debian's archive): each --install package is timed (the first fetch into the cache, then
 // installs from it, reverted each time), and the baseline installs from it. With --baseline it
 // also runs the SSG remediation baseline on a fresh target and prints its report (see
@@ -26,6 +28,7 @@
 #include "stig/baseline.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
+#include "stig/oval_evidence.h"
 #include "stig/package_install.h"
 #include "stig/rootfs_builder.h"
 #include "stig/rootfs_target.h"
@@ -85,7 +88,18 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
   for (const auto& [v, n] : last.Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
   fmt::print("whole-profile scan ({} rules): median {:.0f} ms;{}\n", last.verdicts.size(), Median(whole), counts);
 
-  std::vector<double> snap, revert_small, revert_large;
+  // OpenSCAP's evidence for every rule, read back from the whole-profile ARF file.
+  EvaluationRequest with_files;
+  with_files.output_dir = std::filesystem::absolute("build/stig-bench-results").string();
+  auto scanned = t.Evaluate(ev, with_files);
+  if (!scanned.ok()) return scanned.status();
+  auto a0 = Clock::now();
+  auto evidence = ReadOvalEvidence(scanned->arf_path);
+  if (!evidence.ok()) return evidence.status();
+  fmt::print("OVAL evidence of the whole-profile ARF ({:.1f} MB, {} rules): {:.0f} ms\n",
+             std::filesystem::file_size(scanned->arf_path) / 1e6, evidence->size(), Ms(a0, Clock::now()));
+
+  std::vector<double> snap, revert_small, revert_large, changes_small;
   for (int i = 0; i < reps; ++i) {
     auto a = Clock::now();
     auto s = t.Snapshot();
@@ -93,11 +107,42 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
     snap.push_back(Ms(a, Clock::now()));
     if (auto w = t.WriteFile("/etc/ssh/sshd_config.d/bench.conf", "PermitRootLogin no\n", 0644); !w.ok()) return w;
     a = Clock::now();
+    if (auto c = t.ChangesSinceSnapshot(); !c.ok()) return c.status();
+    changes_small.push_back(Ms(a, Clock::now()));
+    a = Clock::now();
     if (auto r = t.Revert(*s); !r.ok()) return r;
     revert_small.push_back(Ms(a, Clock::now()));
   }
-  fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms\n", Median(snap),
-             Median(revert_small));
+  fmt::print("snapshot: median {:.1f} ms; revert after one file: median {:.1f} ms; its change set: median {:.1f} ms\n",
+             Median(snap), Median(revert_small), Median(changes_small));
+
+  // Undo (`temper revert BATCH RULE`): three fixes as three snapshots, the middle one checked for
+  // later overlaps and dropped; and the scratch view every evaluation reads.
+  std::vector<double> scratch, overlaps, drop;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    if (auto v = t.snapshots().WithScratchView([](const std::string&) { return Status::OK(); }); !v.ok()) return v;
+    scratch.push_back(Ms(a, Clock::now()));
+    auto base = t.Snapshot();
+    if (!base.ok()) return base.status();
+    std::vector<SnapshotId> fixes;
+    for (const char* file : {"/etc/issue.net", "/etc/profile.d/tmout.sh", "/etc/ssh/sshd_config.d/bench.conf"}) {
+      if (auto w = t.WriteFile(file, "bench\n", 0644); !w.ok()) return w;
+      auto s = t.Snapshot();
+      if (!s.ok()) return s.status();
+      fixes.push_back(*s);
+    }
+    a = Clock::now();
+    auto o = t.OverlapsAbove(fixes[1]);
+    if (!o.ok()) return o.status();
+    overlaps.push_back(Ms(a, Clock::now()));
+    a = Clock::now();
+    if (auto d = t.DropSnapshot(fixes[1]); !d.ok()) return d;
+    drop.push_back(Ms(a, Clock::now()));
+    if (auto r = t.Revert(*base); !r.ok()) return r;
+  }
+  fmt::print("scratch view (mount + unmount): median {:.1f} ms; undo one of three fixes: overlap check median "
+             "{:.1f} ms, drop median {:.1f} ms\n", Median(scratch), Median(overlaps), Median(drop));
   for (int i = 0; i < std::min(reps, 3); ++i) {
     auto s = t.Snapshot();
     if (!s.ok()) return s.status();
@@ -106,6 +151,16 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
     if (!inst.ok()) return inst.status();
     auto changed = t.snapshots().ChangedPaths();
     auto a = Clock::now();
+    auto changes = t.ChangesSinceSnapshot();
+    if (!changes.ok()) return changes.status();
+    double changes_ms = Ms(a, Clock::now());
+    if (i == 0) {
+      std::size_t diffs = 0;
+      for (const FileChange& f : changes->files) diffs += f.diff.empty() ? 0 : 1;
+      fmt::print("its change set: {:.0f} ms; {}; {} diffs; {:.1f} MB as JSON\n", changes_ms, changes->Summary(), diffs,
+                 changes->ToJson().size() / 1e6);
+    }
+    a = Clock::now();
     if (auto r = t.Revert(*s); !r.ok()) return r;
     revert_large.push_back(Ms(a, Clock::now()));
     if (i == 0) fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());

@@ -21,6 +21,8 @@ packages=(
   libopenscap-dev openscap-scanner openscap-common
   ssg-base ssg-debian ssg-debderived ssg-nondebian
   mmdebstrap debootstrap bubblewrap uidmap fakeroot
+  # evidence: reading ARF/OVAL results, checking exported checklists against their schema
+  libxml2-dev libxml2-utils
   # SSH targets
   libssh-dev openssh-client iproute2
 )

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/rule_policy.h"
 #include "orchestrator/target_tools.h"
 #include "roles/structured_answer.h"
 #include "stig/verification.h"
@@ -61,6 +62,15 @@ std::string Evidence(const stig::VerificationReport& report, const stig::RuleInf
   }
   if (!rule.check_summary.empty()) out += fmt::format("The check: {}\n", rule.check_summary);
   return out;
+}
+
+// Where a new batch starts: the latest snapshot when nothing changed since it, so a batch that
+// changes nothing adds no layer to the target; else a new snapshot of the current state.
+Result<stig::SnapshotId> StartingSnapshot(stig::Target& target) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
+  if (!changed.empty()) return target.Snapshot();
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
+  return held.empty() ? stig::SnapshotId{0} : held.back();
 }
 
 std::string ReflectionText(const Reflection& r) {
@@ -158,24 +168,32 @@ BatchProgress BatchLoop::Progress() const {
 std::vector<std::string> BatchLoop::PassingRules() const {
   std::vector<std::string> out;
   for (const BatchRuleRecord& r : batch_.rules) {
-    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing) out.push_back(r.rule_id);
+    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing || r.state == RuleState::kRebootPending) {
+      out.push_back(r.rule_id);
+    }
   }
   return out;
 }
 
 Status BatchLoop::Run() {
   TEMPER_RETURN_IF_ERROR(Start());
+  // A restart after the last rescan (a plan-only batch's revert was under way) only completes.
+  if (!batch_.fixpoint.empty() && batch_.fixpoint.back().final) return Complete();
   TEMPER_RETURN_IF_ERROR(EvaluateBefore());
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
   health_ = std::move(health);
   while (true) {
     TEMPER_RETURN_IF_ERROR(RefreshBatch());
-    if (Interrupted()) return Status::OK();
-    if (batch_.Count(RuleState::kPending) == 0) break;
+    if (Interrupted()) return Interrupt();
+    if (batch_.Count(RuleState::kPending) == 0) {
+      TEMPER_ASSIGN_OR_RETURN(bool settled, Rescan());
+      if (settled) break;
+      continue;
+    }
     TEMPER_RETURN_IF_ERROR(PickAndRun());
   }
-  return EvaluateAfterAndComplete();
+  return Complete();
 }
 
 Status BatchLoop::Start() {
@@ -206,8 +224,9 @@ Status BatchLoop::Start() {
     TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.good_snapshot));
     good_snapshot_ = *batch_.good_snapshot;
   } else {
-    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, target_.Snapshot());
+    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, StartingSnapshot(target_));
     step.good_snapshot = good_snapshot_;
+    step.start_snapshot = good_snapshot_;
   }
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
@@ -228,6 +247,7 @@ Status BatchLoop::EvaluateBefore() {
   if (ids.empty() && step.rules.empty()) return Status::OK();
   std::map<std::string, int> counts;
   std::string results_dir = ResultsDir("before");
+  std::vector<NewEvent> decided;  // the rule policy's events, journalled after the evaluation's
   if (!ids.empty()) {
     TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
     for (const stig::RuleVerdict& v : eval.verdicts) {
@@ -243,6 +263,7 @@ Status BatchLoop::EvaluateBefore() {
         u.state = RuleState::kSkipped;
         u.detail = fmt::format("OpenSCAP verdict before any change is {}: nothing to fix on this target", name);
       }
+      ApplyRulePolicy(v, u, decided);
       step.rules.push_back(std::move(u));
     }
   }
@@ -252,9 +273,12 @@ Status BatchLoop::EvaluateBefore() {
   }
   // Until the batch completes, its results are these: a cancelled batch still has them to show.
   if (!ids.empty()) step.results_dir = results_dir;
+  std::map<std::string, int> states;
+  for (const RuleUpdate& u : step.rules) ++states[std::string(RuleStateName(u.state.value_or(RuleState::kPending)))];
   step.events.push_back(Event("", "evaluator", "evaluation.before",
                               {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
-                               {"results_dir", results_dir}}));
+                               {"results_dir", results_dir}, {"states", states}}));
+  step.events.insert(step.events.end(), decided.begin(), decided.end());
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
 }
@@ -274,6 +298,16 @@ BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, P
   for (const ChatResponse& r : call.responses) out.latency += r.latency;
   out.corrections = std::move(call.corrections);
   return out;
+}
+
+void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
+                                std::vector<NewEvent>& events) const {
+  PolicyDecision decision = DecideRule(**s_.content.Rule(before.rule_id), before.verdict, batch_.options, NowMs());
+  if (decision.state) {
+    update.state = decision.state;
+    update.detail = decision.detail;
+  }
+  for (const PolicyEvent& e : decision.events) events.push_back(Event(before.rule_id, "daemon", e.type, e.data));
 }
 
 Status BatchLoop::PickAndRun() {
@@ -415,6 +449,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   worker_budget.max_tokens = std::min(worker_budget.max_tokens, batch_.budgets.max_tokens - run.tokens_used);
   Worker worker = s_.models.MakeWorker(worker_budget);
   WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+  task.allow_package_removal = batch_.options.allow_disruptive;
   task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
   TargetTools tools(target_, [this] { return Interrupted(); });
   Status journal_error;
@@ -473,33 +508,52 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"summary", report.ok() ? report->Summary() : report.status().message()},
                               {"worker_ms", Ms(worker_end - worker_start)},
                               {"verify_ms", Ms(verify_end - worker_end)}};
+  // What the attempt changed, kept or not: the evidence of what a fix applied or tried.
+  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  if (changes.ok()) {
+    attempt.changes_json = changes->ToJson();
+    evaluated["changes"] = changes->Summary();
+  } else if (changes.status().code() == StatusCode::kUnimplemented) {
+    evaluated["changes_error"] = changes.status().message();
+  } else {
+    return changes.status();
+  }
+  Clock::time_point listed_end = Clock::now();
+  evaluated["changes_ms"] = Ms(listed_end - verify_end);
 
   LoopStep step;
   if (accepted) {
     // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
     TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
-    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
+    evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
+    attempt.snapshot = snapshot;
     step.attempt = attempt;
-    step.rules.push_back({.rule_id = rule.id, .state = RuleState::kFixed,
-                          .detail = fmt::format("fixed on attempt {}", attempt.number),
+    // A fix that takes effect only after a reboot stays staged until `temper rebooted` verifies it.
+    const RuleState kept = KeptFixState(rule);
+    std::string detail = fmt::format("fixed on attempt {}", attempt.number);
+    if (kept == RuleState::kRebootPending) {
+      detail += fmt::format(", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
+                            "verifies it", batch_.id);
+    }
+    step.rules.push_back({.rule_id = rule.id, .state = kept, .detail = detail,
                           .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
     for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
     step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
-    step.events.push_back(Event(rule.id, "daemon", "rule.fixed",
+    step.events.push_back(Event(rule.id, "daemon", fmt::format("rule.{}", RuleStateName(kept)),
                                 {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
     good_snapshot_ = snapshot;
     health_ = std::move(report->health);
-    recent_.push_back(fmt::format("{} fixed on attempt {}", ShortRuleName(rule.id), attempt.number));
+    recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
     return AttemptEnd::kKept;
   }
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
   TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
+  evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
   step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();
@@ -555,33 +609,109 @@ Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& d
   return Commit(std::move(step)).status();
 }
 
-Status BatchLoop::EvaluateAfterAndComplete() {
+Result<bool> BatchLoop::Rescan() {
+  const uint32_t pass_number = static_cast<uint32_t>(batch_.fixpoint.size()) + 1;
   std::vector<std::string> ids;
   for (const BatchRuleRecord& r : batch_.rules) {
     if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
   }
-  LoopStep step;
-  std::string results_dir = ResultsDir("after");
+  // Each rescan's results stay in pass-N; the final one is moved to "after", where the batch's
+  // final evaluation is read from (report, exports).
+  std::string results_dir = ResultsDir(fmt::format("pass-{}", pass_number));
   std::map<std::string, int> counts;
+  stig::Evaluation eval;
   if (!ids.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
-    for (const stig::RuleVerdict& v : eval.verdicts) {
-      step.rules.push_back({.rule_id = v.rule_id, .after_verdict = std::string(stig::VerdictName(v.verdict))});
-    }
-    step.results_dir = results_dir;
+    TEMPER_ASSIGN_OR_RETURN(eval, EvaluateWithResults(ids, results_dir, counts));
+  }
+  // This pass's attempts: the batch's so far, less those of the passes before.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_.id));
+  uint32_t made = static_cast<uint32_t>(attempts.size()), kept = 0;
+  for (const AttemptRecord& a : attempts) kept += a.outcome == "kept" ? 1 : 0;
+  for (const FixpointPass& p : batch_.fixpoint) {
+    made -= p.attempts;
+    kept -= p.fixed;
+  }
+  FixpointDecision d = DecidePass(batch_, eval, pass_number, s_.fixpoint_passes, made, kept);
+  if (d.pass.final && !ids.empty()) {
+    const std::string after = ResultsDir("after");
+    std::error_code ec;
+    std::filesystem::remove_all(after, ec);  // a resumed batch's earlier try at this pass
+    std::filesystem::rename(results_dir, after, ec);
+    if (ec) return Status::IOError(fmt::format("moving {} to {}: {}", results_dir, after, ec.message()));
+    results_dir = after;
+  }
+
+  LoopStep step;
+  step.rules = std::move(d.updates);
+  if (!ids.empty()) step.results_dir = results_dir;
+  nlohmann::json flipped = nlohmann::json::array();
+  for (const FlippedRule& f : d.flips) {
+    flipped.push_back({{"rule_id", f.rule_id}, {"was", f.was}, {"now", f.now}, {"reason", f.reason}});
+  }
+  step.events.push_back(Event("", "evaluator", "fixpoint.pass",
+                              {{"pass", pass_number}, {"max_passes", s_.fixpoint_passes}, {"final", d.pass.final},
+                               {"verdicts", counts}, {"attempts", made}, {"fixed", kept}, {"flipped", flipped},
+                               {"requeued", d.pass.requeued}, {"escalated", d.pass.escalated},
+                               {"results_dir", results_dir}}));
+  for (const RuleUpdate& u : step.rules) {
+    if (!u.state) continue;
+    const char* type = *u.state == RuleState::kPending ? "rule.requeued" : "rule.escalated";
+    step.events.push_back(Event(u.rule_id, "daemon", type, {{"detail", *u.detail}, {"pass", pass_number}}));
+    recent_.push_back(fmt::format("{} {}", ShortRuleName(u.rule_id), *u.detail));
+  }
+  // A plan-only batch goes back to where it started next: a resume from here must not redo its fixes.
+  if (d.pass.final && batch_.options.plan_only) step.good_snapshot = batch_.start_snapshot;
+  step.fixpoint_pass = std::move(d.pass);
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  TEMPER_RETURN_IF_ERROR(RefreshBatch());
+  return !batch_.fixpoint.empty() && batch_.fixpoint.back().final;
+}
+
+Status BatchLoop::Complete() {
+  LoopStep step;
+  if (batch_.options.plan_only) {
+    TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+    step.events.push_back(Event("", "daemon", "batch.plan_reverted", reverted));
   }
   step.batch_state = BatchState::kCompleted;
   nlohmann::json rules = nlohmann::json::object();
-  for (int s = 0; s <= static_cast<int>(RuleState::kError); ++s) {
+  for (int s = 0; s < kRuleStateCount; ++s) {
     rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
   }
+  const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
   step.events.push_back(Event("", "daemon", "batch.completed",
-                              {{"rules", rules}, {"verdicts_after", counts}, {"results_dir", results_dir}}));
+                              {{"rules", rules},
+                               {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
+                               {"fixpoint_passes", batch_.fixpoint.size()},
+                               {"plan_only", batch_.options.plan_only},
+                               {"results_dir", batch_.results_dir}}));
   return Commit(std::move(step)).status();
 }
 
+Result<nlohmann::json> BatchLoop::RevertPlan() {
+  if (!batch_.start_snapshot) {
+    return Status::FailedPrecondition(
+        fmt::format("plan-only batch {} has no recorded start snapshot to revert to", batch_.id));
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> before, target_.Snapshots());
+  TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.start_snapshot));
+  good_snapshot_ = *batch_.start_snapshot;
+  size_t dropped = 0;
+  for (stig::SnapshotId id : before) dropped += id > *batch_.start_snapshot ? 1 : 0;
+  return nlohmann::json{{"start_snapshot", *batch_.start_snapshot}, {"snapshots_dropped", dropped}};
+}
+
+Status BatchLoop::Interrupt() {
+  if (!batch_.options.plan_only || !(cancelled_ || cancel_requested_)) return Status::OK();
+  // Cancelled: the plan's changes go now. (Stopping: they stay, and the batch resumes.)
+  TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+  return s_.journal.Append(Event("", "daemon", "batch.plan_reverted", reverted)).status();
+}
+
 void BatchLoop::Fail(const Status& error) {
-  Status reverted = target_.Revert(good_snapshot_);
+  // A plan-only batch leaves nothing behind, even when it fails.
+  const bool plan = batch_.options.plan_only && batch_.start_snapshot;
+  Status reverted = target_.Revert(plan ? *batch_.start_snapshot : good_snapshot_);
   if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_.id, target_.name(), reverted.ToString());
   LoopStep step;
   step.batch_state = BatchState::kFailed;

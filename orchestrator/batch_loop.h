@@ -10,7 +10,10 @@
 //        rejected ─▶ revert; Reflector's lesson stored; lessons shown lose utility; after
 //                    kReengageAfter failures in a row the Architect rules CONTINUE / PIVOT / ESCALATE
 //     budgets (attempts, wall time, tokens per rule) spent ─▶ escalated, with the attempt history
-//   evaluate every rule once more ("after", with OpenSCAP's results files) ─▶ completed
+//   no rule pending ─▶ fixpoint: evaluate every rule again; rules a later fix broke or un-gated
+//     are re-queued and the loop goes on (fixpoint.h), up to the configured passes; the last
+//     rescan is the "after" evaluation, with OpenSCAP's results files
+//   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
 // Crash safety: the known-good snapshot id is stored with each kept fix, in the same transaction
 // as the attempt and the rule's new state. A kill at any point leaves either the old state (the
@@ -34,6 +37,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/episodic_memory.h"
+#include "orchestrator/fixpoint.h"
 #include "orchestrator/journal.h"
 #include "orchestrator/records.h"
 #include "orchestrator/role_models.h"
@@ -51,6 +55,7 @@ struct LoopServices {
   const stig::Evaluator& evaluator;
   const Logger& log;
   std::string results_root;  // OpenSCAP results go to <results_root>/batch-<id>/...
+  uint32_t fixpoint_passes = kDefaultFixpointPasses;
 };
 
 class BatchLoop {
@@ -85,6 +90,9 @@ class BatchLoop {
 
   Status Start();
   Status EvaluateBefore();
+  // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
+  void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
+                       std::vector<NewEvent>& events) const;
   Status PickAndRun();
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
   Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);
@@ -94,7 +102,14 @@ class BatchLoop {
   template <typename Answer, typename Parse>
   Asked Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer);
   Status FinishRule(RuleRun& run, RuleState state, const std::string& detail);
-  Status EvaluateAfterAndComplete();
+  // The fixpoint's rescan once no rule is pending: true when the batch settled (nothing re-queued).
+  Result<bool> Rescan();
+  // Plan-only: back to the start snapshot; then the batch is completed.
+  Status Complete();
+  // The loop stopped before the end: a cancelled plan-only batch still reverts.
+  Status Interrupt();
+  // Reverts a plan-only batch's target to its start snapshot; what to journal about it.
+  Result<nlohmann::json> RevertPlan();
   // Evaluates the rules with OpenSCAP's results files written to `results_dir`, counting verdicts.
   Result<stig::Evaluation> EvaluateWithResults(const std::vector<std::string>& rule_ids, const std::string& results_dir,
                                                std::map<std::string, int>& counts);

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "orchestrator/waivers.h"
 
 namespace temper {
 
@@ -56,6 +57,37 @@ Result<std::string> ResolveDatastream(const std::string& name, const DaemonConfi
   }
   return Status::NotFound(fmt::format("datastream: {} does not exist{}", path.string(),
                                       DidYouMean(path.filename().string(), available)));
+}
+
+// An expired waiver is accepted (the report flags it and the rule is remediated as usual), so a
+// batch file reused after its waivers lapsed still runs.
+Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrField<temper::v1::Waiver>& waivers) {
+  std::vector<Waiver> out;
+  std::set<std::string> seen;
+  for (int i = 0; i < waivers.size(); ++i) {
+    const temper::v1::Waiver& w = waivers[i];
+    std::string where = fmt::format("waivers[{}]", i);
+    Result<std::string> id = NormalizeRuleId(w.rule_id());
+    if (!id.ok()) return id.status().WithContext(where + ".rule_id");
+    if (!seen.insert(*id).second) {
+      return Status::InvalidArgument(fmt::format("{}.rule_id: '{}' is waived twice", where, w.rule_id()));
+    }
+    if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
+    if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
+    if (w.reason().size() > kMaxWaiverReason || w.owner().size() > kMaxWaiverOwner) {
+      return Status::InvalidArgument(fmt::format("{}: reason at most {} characters, owner at most {}", where,
+                                                 kMaxWaiverReason, kMaxWaiverOwner));
+    }
+    Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
+    if (w.has_expires_at()) {
+      if (w.expires_at().seconds() <= 0 || w.expires_at().nanos() < 0 || w.expires_at().nanos() > 999999999) {
+        return Status::InvalidArgument(where + ".expires_at: not a valid time after 1970");
+      }
+      waiver.expires_at = w.expires_at().seconds() * 1000 + w.expires_at().nanos() / 1000000;
+    }
+    out.push_back(std::move(waiver));
+  }
+  return out;
 }
 
 Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
@@ -168,6 +200,11 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
     }
   }
   batch.request_id = request.request_id();
+
+  TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers()));
+  batch.options.waivers = MergeWaivers(config.waivers, waivers, batch.rule_ids, batch.whole_profile);
+  batch.options.allow_disruptive = request.allow_disruptive();
+  batch.options.plan_only = request.plan_only();
   return batch;
 }
 

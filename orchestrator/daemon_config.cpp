@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/waivers.h"
 #include "orchestrator/yaml_reader.h"
 #include "stig/ssh_connection.h"
 
@@ -147,6 +148,15 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   return Status::OK();
 }
 
+Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes"}));
+  if (auto n = node.Find("fixpoint_passes")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxFixpointPasses));
+    out.fixpoint_passes = static_cast<uint32_t>(v);
+  }
+  return Status::OK();
+}
+
 Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMap());
   for (const auto& [name, spec] : node.Entries()) {
@@ -195,7 +205,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "ssh", "targets"}));
+                                                 "default_budgets", "package_cache", "ssh", "targets", "loop",
+                                                 "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -243,6 +254,10 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
                                 config.ssh.control_dir, config.ssh.control_dir.size(), kMaxSshControlDir));
   }
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
+  if (auto n = root.Find("loop")) TEMPER_RETURN_IF_ERROR(ParseLoop(*n, config));
+  if (auto n = root.Find("waivers")) {
+    TEMPER_ASSIGN_OR_RETURN(config.waivers, ParseWaiverList(*n));
+  }
   return config;
 }
 

@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/budgets.h"
+#include "orchestrator/fixpoint.h"
+#include "orchestrator/records.h"
 #include "stig/package_cache.h"
 
 namespace temper {
@@ -68,7 +70,12 @@ struct DaemonConfig {
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
   SshConfig ssh;
+  // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
+  uint32_t fixpoint_passes = kDefaultFixpointPasses;
   std::vector<TargetConfig> targets;
+  // Site-wide accepted risks (orchestrator/waivers.h), full rule ids; a batch's own waiver for a
+  // rule replaces the configured one.
+  std::vector<Waiver> waivers;
 
   const TargetConfig* FindTarget(const std::string& name) const;
 };

@@ -23,6 +23,12 @@ Result<StepCommitted> Journal::Commit(const LoopStep& step) {
   return committed;
 }
 
+Result<StepCommitted> Journal::CommitRevert(const RevertStep& step) {
+  TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, store_.CommitRevert(step));
+  for (const EventRecord& event : committed.events) Published(event);
+  return committed;
+}
+
 void Journal::Published(const EventRecord& event) {
   Status written = files_.Append(event);
   if (!written.ok()) log_.Error("journal file for event {}: {}", event.seq, written.message());

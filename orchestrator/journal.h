@@ -32,6 +32,8 @@ class Journal {
   Result<EventRecord> Append(const NewEvent& event);
   // Commits a loop step (StateStore::CommitStep), then publishes its events.
   Result<StepCommitted> Commit(const LoopStep& step);
+  // Commits a revert (StateStore::CommitRevert), then publishes its events.
+  Result<StepCommitted> CommitRevert(const RevertStep& step);
   // Writes the file line and wakes watchers for an event the store committed as part of a larger
   // transaction (StateStore::SubmitBatch, CancelBatch). Call only after that commit. A failed file
   // write is logged, not returned: the event is committed, and the next start-up re-appends it.

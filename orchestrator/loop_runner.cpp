@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "orchestrator/target_factory.h"
+#include "orchestrator/reboot_verification.h"
 #include "stig/ssh_target.h"
 
 namespace temper {
@@ -14,7 +14,12 @@ constexpr auto kIdlePoll = std::chrono::seconds(5);
 
 LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
                        SshHosts* hosts)
-    : config_(config), journal_(journal), models_(models), log_(log), hosts_(hosts) {}
+    : config_(config), journal_(journal), models_(models), log_(log), hosts_(hosts), slots_(config, journal, log) {
+  // Hosts named on submit by an earlier daemon: their batches (and reverts) find their slots.
+  if (hosts_) {
+    for (const TargetConfig& target : hosts_->Submitted()) slots_.Add(target);
+  }
+}
 
 LoopRunner::~LoopRunner() { Stop(); }
 
@@ -27,25 +32,16 @@ void LoopRunner::Start() {
   }
   std::lock_guard lock(mu_);
   started_ = true;
-  for (const TargetConfig& target : config_.targets) {
-    threads_.emplace_back([this, &target] { TargetThread(target); });
-  }
-  if (hosts_) {
-    for (TargetConfig& target : hosts_->Submitted()) {
-      const TargetConfig& kept = added_.emplace_back(std::move(target));
-      threads_.emplace_back([this, &kept] { TargetThread(kept); });
-    }
+  for (const TargetConfig* target : slots_.Targets()) {
+    threads_.emplace_back([this, target] { TargetThread(*target); });
   }
 }
 
 void LoopRunner::AddTarget(const TargetConfig& target) {
+  auto [kept, added] = slots_.Add(target);
   std::lock_guard lock(mu_);
-  if (!started_ || stopping_ || models_ == nullptr) return;  // Start picks it up from SshHosts
-  for (const TargetConfig& t : added_) {
-    if (t.name == target.name) return;
-  }
-  const TargetConfig& kept = added_.emplace_back(target);
-  threads_.emplace_back([this, &kept] { TargetThread(kept); });
+  if (!added || !started_ || stopping_) return;  // not started: Start runs every slot's thread
+  threads_.emplace_back([this, kept] { TargetThread(*kept); });
 }
 
 void LoopRunner::Wake() {
@@ -78,7 +74,6 @@ void LoopRunner::Stop() {
 }
 
 void LoopRunner::TargetThread(const TargetConfig& config) {
-  std::unique_ptr<stig::Target> target;  // opened with the first batch, kept for the next ones
   while (true) {
     uint64_t seen;
     {
@@ -86,18 +81,27 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       if (stopping_) return;
       seen = wake_count_;
     }
-    Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
-    if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
-    if (next.ok() && next->has_value()) {
-      RunBatch(config, target, std::move(**next));
-      continue;
+    Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
+    if (!reboot.ok()) log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
+    if (reboot.ok() && reboot->has_value()) {
+      Status verified = VerifyReboot(config, **reboot);
+      if (verified.ok()) continue;
+      // Not retried at once: a store that cannot record the outcome waits like an idle thread.
+      log_.Error("batch {}: verifying after the reboot: {}", (*reboot)->id, verified.ToString());
+    } else {
+      Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
+      if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
+      if (next.ok() && next->has_value()) {
+        RunBatch(config, std::move(**next));
+        continue;
+      }
     }
     std::unique_lock lock(mu_);
     wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
   }
 }
 
-void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch) {
+void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   Result<const LoadedContent*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
   const bool ssh = config.type == "ssh" && hosts_ != nullptr;
@@ -109,18 +113,15 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
                                   config.name, host->detail, config.name)));
     }
   }
-  if (!target) {
-    Result<std::unique_ptr<stig::Target>> opened = OpenTarget(config, config_, log_);
-    if (!opened.ok()) {
-      if (ssh) (void)hosts_->SetState(config.name, "idle", opened.status().ToString(), batch.id);
-      return FailBatch(batch, opened.status());
-    }
-    target = std::move(*opened);
+  Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("batch {}", batch.id));
+  if (!lease.ok()) {
+    if (ssh) (void)hosts_->SetState(config.name, "idle", lease.status().ToString(), batch.id);
+    return FailBatch(batch, lease.status());
   }
   if (ssh) (void)hosts_->SetState(config.name, "running", "", batch.id);
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_,
-                        config_.state_dir + "/results"};
-  BatchLoop loop(std::move(services), *target, batch, [this] {
+  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root(),
+                        config_.fixpoint_passes};
+  BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
   });
@@ -138,16 +139,16 @@ void LoopRunner::RunBatch(const TargetConfig& config, std::unique_ptr<stig::Targ
     log_.Error("batch {}: {}", batch.id, ran.ToString());
     loop.Fail(ran);
   }
-  if (ssh) RecordHost(config, target, batch, ran);
+  if (ssh) RecordHost(config, *lease, batch, ran);
 }
 
-void LoopRunner::RecordHost(const TargetConfig& config, std::unique_ptr<stig::Target>& target, const BatchRecord& batch,
+void LoopRunner::RecordHost(const TargetConfig& config, TargetSlots::Lease& lease, const BatchRecord& batch,
                             const Status& ran) {
-  auto* host = dynamic_cast<stig::SshTarget*>(target.get());
+  auto* host = dynamic_cast<stig::SshTarget*>(&lease.target());
   Status recorded;
   if (host && host->needs_human()) {
     recorded = hosts_->SetState(config.name, "needs_human", *host->needs_human(), batch.id);
-    target.reset();  // a person decides what happens next; the next batch opens it afresh
+    lease.CloseTarget();  // a person decides what happens next; the next batch opens it afresh
   } else {
     bool stopping;
     {
@@ -162,6 +163,15 @@ void LoopRunner::RecordHost(const TargetConfig& config, std::unique_ptr<stig::Ta
   if (!recorded.ok()) log_.Error("host {}: recording its state: {}", config.name, recorded.ToString());
 }
 
+Status LoopRunner::VerifyReboot(const TargetConfig& config, const BatchRecord& batch) {
+  Result<const LoadedContent*> content = ContentFor(batch);
+  if (!content.ok()) return AbandonRebootVerification(journal_, batch, content.status());
+  Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("the reboot check of batch {}", batch.id));
+  if (!lease.ok()) return AbandonRebootVerification(journal_, batch, lease.status());
+  log_.Info("batch {}: verifying its reboot_pending rules on target {} after the reboot", batch.id, config.name);
+  return VerifyAfterReboot(journal_, lease->target(), *(*content)->evaluator, results_root(), batch);
+}
+
 Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {
   std::lock_guard lock(content_mu_);
   auto key = std::make_pair(batch.datastream, batch.profile);
@@ -172,6 +182,32 @@ Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecor
   auto entry = std::make_unique<LoadedContent>(LoadedContent{std::move(*loaded), nullptr});
   entry->evaluator = std::make_unique<stig::Evaluator>(entry->content, stig::EvaluatorOptions{}, log_);
   return (contents_[key] = std::move(entry)).get();
+}
+
+Result<const stig::Content*> LoopRunner::ContentOf(const BatchRecord& batch) {
+  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* loaded, ContentFor(batch));
+  return &loaded->content;
+}
+
+Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, journal_.store().GetBatch(request.batch_id));
+  // A batch left running by a restart resumes from its own snapshots: nothing may move them.
+  TEMPER_ASSIGN_OR_RETURN(std::optional<int64_t> running, journal_.store().RunningBatch(batch.target));
+  if (running) {
+    return Status::FailedPrecondition(fmt::format(
+        "batch {} is running on target {}: a revert must wait until it ends (or cancel it with `temper cancel {}`)",
+        *running, batch.target, *running));
+  }
+  TEMPER_RETURN_IF_ERROR(CheckRevertRequest(batch, request));
+  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
+  TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
+                          slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));
+  RevertServices services{journal_, content->content, *content->evaluator, results_root()};
+  Result<RevertOutcome> out = RevertBatch(services, lease.target(), request);
+  if (out.ok()) {
+    log_.Info("batch {}: reverted {}", batch.id, request.rule_id.empty() ? "the whole batch" : request.rule_id);
+  }
+  return out;
 }
 
 void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {

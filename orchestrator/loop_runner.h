@@ -6,17 +6,22 @@
 // SSH hosts: a host whose revert failed (stig/ssh_target.h) is marked needs_human in SshHosts and
 // its batches fail at once, saying so, until a person clears it; its connection is dropped.
 //
+// Between batches a target's thread also verifies the batches whose host the operator said rebooted
+// (reboot_verification.h), before queued batches change the target.
+//
 // Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
 // start with models. A batch that cannot start (a datastream that does not load, a target that does
 // not open) or whose loop fails (a model endpoint down after its retries, a target that cannot run
 // commands) is marked failed with the error; the thread goes on with the next batch. Stop() lets
 // each loop finish its current step and leaves its batch running, to be resumed by the next start.
 //
-// Thread safety: Wake, Cancel and Stop may be called from any thread.
+// Between batches a target may be used for other work, such as `temper revert` (Revert), which
+// takes the target only when no batch holds it (TargetSlots).
+//
+// Thread safety: AddTarget, Wake, Cancel, Revert and Stop may be called from any thread.
 #pragma once
 
 #include <condition_variable>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -28,10 +33,12 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/batch_loop.h"
+#include "orchestrator/batch_revert.h"
 #include "orchestrator/daemon_config.h"
 #include "orchestrator/journal.h"
 #include "orchestrator/role_models.h"
 #include "orchestrator/ssh_hosts.h"
+#include "orchestrator/target_slots.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
 
@@ -57,6 +64,15 @@ class LoopRunner {
   void Cancel(int64_t batch_id);
   // Idempotent; joins the threads.
   void Stop();
+  // `temper revert` (batch_revert.h) on the batch's target. FailedPrecondition when a batch is
+  // running on that target or the target is in use; otherwise as RevertBatch.
+  Result<RevertOutcome> Revert(const RevertRequest& request);
+
+  // The content `batch`'s datastream and profile load to, shared with its loop (loaded once;
+  // Content::Load is serialised here, as libopenscap requires). Errors as Content::Load.
+  Result<const stig::Content*> ContentOf(const BatchRecord& batch);
+  // Where loops keep OpenSCAP's results (LoopServices::results_root).
+  std::string results_root() const { return config_.state_dir + "/results"; }
 
  private:
   struct LoadedContent {
@@ -65,10 +81,14 @@ class LoopRunner {
   };
 
   void TargetThread(const TargetConfig& target);
-  void RunBatch(const TargetConfig& config, std::unique_ptr<stig::Target>& target, BatchRecord batch);
+  void RunBatch(const TargetConfig& config, BatchRecord batch);
+  // Errors only when the outcome could not be recorded.
+  Status VerifyReboot(const TargetConfig& config, const BatchRecord& batch);
   Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
   // Marks a batch that never started failed.
   void FailBatch(const BatchRecord& batch, const Status& error);
+  // After a batch on an SSH host: its state for `temper hosts`; closes a target that needs a human.
+  void RecordHost(const TargetConfig& config, TargetSlots::Lease& lease, const BatchRecord& batch, const Status& ran);
 
   // After a batch on an SSH host: its state for `temper hosts`; drops a target that needs a human.
   void RecordHost(const TargetConfig& config, std::unique_ptr<stig::Target>& target, const BatchRecord& batch,
@@ -90,7 +110,7 @@ class LoopRunner {
   std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
 
   bool started_ = false;
-  std::list<TargetConfig> added_;  // AddTarget's targets (stable addresses for their threads)
+  TargetSlots slots_;
   std::vector<std::thread> threads_;
 };
 

@@ -50,6 +50,11 @@ temper::v1::RuleState ToProto(RuleState state) {
     case RuleState::kSkipped: return temper::v1::RULE_STATE_SKIPPED;
     case RuleState::kCancelled: return temper::v1::RULE_STATE_CANCELLED;
     case RuleState::kError: return temper::v1::RULE_STATE_ERROR;
+    case RuleState::kWaived: return temper::v1::RULE_STATE_WAIVED;
+    case RuleState::kManual: return temper::v1::RULE_STATE_MANUAL;
+    case RuleState::kRebootPending: return temper::v1::RULE_STATE_REBOOT_PENDING;
+    case RuleState::kHeld: return temper::v1::RULE_STATE_HELD;
+    case RuleState::kReverted: return temper::v1::RULE_STATE_REVERTED;
   }
   return temper::v1::RULE_STATE_UNSPECIFIED;
 }
@@ -77,6 +82,11 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   c->set_skipped(b.Count(RuleState::kSkipped));
   c->set_cancelled(b.Count(RuleState::kCancelled));
   c->set_error(b.Count(RuleState::kError));
+  c->set_waived(b.Count(RuleState::kWaived));
+  c->set_manual(b.Count(RuleState::kManual));
+  c->set_reboot_pending(b.Count(RuleState::kRebootPending));
+  c->set_held(b.Count(RuleState::kHeld));
+  c->set_reverted(b.Count(RuleState::kReverted));
   for (const BatchRuleRecord& r : b.rules) {
     temper::v1::BatchRule* rule = out->add_rules();
     rule->set_rule_id(r.rule_id);
@@ -89,6 +99,38 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   }
   out->set_error(b.error);
   out->set_request_id(b.request_id);
+  for (const Waiver& w : b.options.waivers) ToProto(w, out->add_waivers());
+  out->set_allow_disruptive(b.options.allow_disruptive);
+  out->set_plan_only(b.options.plan_only);
+  if (b.reboot_confirmed_seq) out->set_reboot_confirmed_seq(*b.reboot_confirmed_seq);
+  if (b.start_snapshot) out->set_start_snapshot(*b.start_snapshot);
+  if (b.reverted_at) SetTime(*b.reverted_at, out->mutable_reverted_at());
+}
+
+void ToProto(const FixpointPass& p, temper::v1::FixpointPass* out) {
+  out->set_pass(p.pass);
+  out->set_final(p.final);
+  uint32_t rescanned = 0;
+  for (const auto& [verdict, n] : p.verdicts) rescanned += n;
+  auto count = [&](const char* verdict) {
+    auto it = p.verdicts.find(verdict);
+    return it == p.verdicts.end() ? 0u : it->second;
+  };
+  out->set_rescanned(rescanned);
+  out->set_passing(count("pass") + count("fixed"));
+  out->set_failing(count("fail"));
+  out->set_attempts(p.attempts);
+  out->set_fixed(p.fixed);
+  for (const std::string& id : p.flipped) out->add_flipped(id);
+  for (const std::string& id : p.requeued) out->add_requeued(id);
+  for (const std::string& id : p.escalated) out->add_escalated(id);
+}
+
+void ToProto(const Waiver& w, temper::v1::Waiver* out) {
+  out->set_rule_id(w.rule_id);
+  out->set_reason(w.reason);
+  out->set_owner(w.owner);
+  if (w.expires_at) SetTime(*w.expires_at, out->mutable_expires_at());
 }
 
 void ToProto(const EventRecord& e, temper::v1::JournalEvent* out) {
@@ -124,6 +166,9 @@ void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
   attempt->set_outcome(a.outcome);
   attempt->set_evidence(a.evidence);
   attempt->set_reflection(a.reflection);
+  attempt->set_changes_json(a.changes_json);
+  if (a.snapshot) attempt->set_snapshot(*a.snapshot);
+  if (a.reverted_at) SetTime(*a.reverted_at, attempt->mutable_reverted_at());
   ToProto(a.usage, attempt->mutable_usage());
   SetTime(a.started_at, attempt->mutable_started_at());
   SetTime(a.finished_at, attempt->mutable_finished_at());

@@ -15,6 +15,8 @@ void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
 void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
 void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);
 void ToProto(const RuleMemoryRecord& memory, temper::v1::RuleMemory* out);
+void ToProto(const FixpointPass& pass, temper::v1::FixpointPass* out);
+void ToProto(const Waiver& waiver, temper::v1::Waiver* out);
 
 temper::v1::BatchState ToProto(BatchState state);
 temper::v1::RuleState ToProto(RuleState state);

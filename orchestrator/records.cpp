@@ -13,8 +13,10 @@ TimeMs NowMs() {
 namespace {
 
 constexpr std::string_view kBatchStateNames[] = {"queued", "running", "completed", "cancelled", "failed"};
-constexpr std::string_view kRuleStateNames[] = {"pending",   "running",   "fixed",     "already_passing",
-                                                "escalated", "skipped",   "cancelled", "error"};
+constexpr std::string_view kRuleStateNames[] = {"pending", "running",   "fixed",  "already_passing",
+                                                "escalated", "skipped", "cancelled", "error", "waived",
+                                                "manual",    "reboot_pending", "held", "reverted"};
+static_assert(std::size(kRuleStateNames) == kRuleStateCount);
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,7 +19,22 @@ using TimeMs = int64_t;
 TimeMs NowMs();
 
 enum class BatchState { kQueued, kRunning, kCompleted, kCancelled, kFailed };
-enum class RuleState { kPending, kRunning, kFixed, kAlreadyPassing, kEscalated, kSkipped, kCancelled, kError };
+enum class RuleState {
+  kPending,
+  kRunning,
+  kFixed,
+  kAlreadyPassing,
+  kEscalated,
+  kSkipped,
+  kCancelled,
+  kError,
+  kWaived,         // a waiver kept the rule out of remediation; never counted as pass
+  kManual,         // no automated check; a person reviews it; never counted as pass
+  kRebootPending,  // the fix is staged and takes effect after a reboot
+  kHeld,           // disruptive, and the batch did not opt in
+  kReverted,       // fixed, then its fix was taken back out by `temper revert`
+};
+inline constexpr int kRuleStateCount = 13;
 
 // The names stored in the database ("queued", "already_passing", ...).
 std::string_view BatchStateName(BatchState state);
@@ -38,6 +54,23 @@ struct BatchRuleRecord {
   std::string after_verdict;   // after the loop finished with the rule
 };
 
+// An accepted risk: the rule is not remediated and is reported as waived until `expires_at`.
+struct Waiver {
+  std::string rule_id;  // full XCCDF id
+  std::string reason;
+  std::string owner;
+  std::optional<TimeMs> expires_at;  // nullopt: no expiry
+
+  bool ExpiredAt(TimeMs now) const { return expires_at && *expires_at <= now; }
+};
+
+// How the loop treats the batch's rules beyond the budgets.
+struct BatchOptions {
+  std::vector<Waiver> waivers;  // the batch's and the configured ones, one per rule
+  bool allow_disruptive = false;
+  bool plan_only = false;
+};
+
 // What SubmitBatch stores, once validated.
 struct NewBatch {
   std::string name;
@@ -47,7 +80,22 @@ struct NewBatch {
   bool whole_profile = false;
   std::vector<std::string> rule_ids;  // full XCCDF ids, unique, in submission order
   Budgets budgets;
+  BatchOptions options;
   std::string request_id;  // empty: no idempotency key
+};
+
+// One pass of the fixpoint: the loop ran until no rule was pending, then rescanned every rule of
+// the batch. Rules that flipped (passing or not applicable before, failing now) are re-queued for
+// the next pass, or escalated when the bound is reached.
+struct FixpointPass {
+  uint32_t pass = 0;       // 1-based
+  bool final = false;      // the rescan was the batch's "after" evaluation: nothing re-queued
+  std::map<std::string, uint32_t> verdicts;  // OpenSCAP verdict -> rules, in the rescan
+  uint32_t attempts = 0;   // attempts made during this pass
+  uint32_t fixed = 0;      // of those, kept
+  std::vector<std::string> flipped;    // rule ids the rescan found flipped
+  std::vector<std::string> requeued;   // of those, made pending for the next pass
+  std::vector<std::string> escalated;  // of those, escalated: still flipping at the bound
 };
 
 struct BatchRecord {
@@ -58,14 +106,20 @@ struct BatchRecord {
   std::string profile;
   bool whole_profile = false;
   Budgets budgets;
+  BatchOptions options;
   BatchState state = BatchState::kQueued;
   std::string error;
   std::string request_id;
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
   std::optional<uint32_t> good_snapshot;  // the target's last known-good state for this batch
+  std::optional<uint32_t> start_snapshot;  // the target's state when the batch started
+  std::vector<FixpointPass> fixpoint;      // the passes so far, oldest first
+  std::optional<TimeMs> reverted_at;       // when `temper revert BATCH` took its changes out
   std::string results_dir;                // OpenSCAP results of the batch's last evaluation
-  uint32_t rule_counts[8] = {};        // indexed by RuleState; always filled
+  // The seq of a "reboot.confirmed" event whose re-verification has not run yet (temper rebooted).
+  std::optional<uint64_t> reboot_confirmed_seq;
+  uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
 
   uint32_t Count(RuleState s) const { return rule_counts[static_cast<int>(s)]; }
@@ -105,6 +159,9 @@ struct AttemptRecord {
   std::string outcome;
   std::string evidence;
   std::string reflection;
+  std::string changes_json;  // what the attempt changed on the target (stig::ChangeSet as JSON)
+  std::optional<uint32_t> snapshot;    // a kept attempt: the target snapshot holding its change
+  std::optional<TimeMs> reverted_at;   // when `temper revert` took that change back out
   TokenUsage usage;
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
@@ -141,17 +198,32 @@ struct LoopStep {
   std::optional<BatchState> batch_state;
   std::string batch_error;  // with batch_state
   std::optional<uint32_t> good_snapshot;
+  std::optional<uint32_t> start_snapshot;
+  std::optional<FixpointPass> fixpoint_pass;  // appended to the batch's passes
   std::optional<std::string> results_dir;
   std::optional<AttemptRecord> attempt;
   std::optional<LessonRecord> lesson;
   std::vector<std::pair<int64_t, double>> utility_changes;  // lesson id, delta
   std::vector<NewEvent> events;
+  // The re-verification after a confirmed reboot: its rule updates apply although the batch has
+  // completed, and the batch's reboot confirmation is cleared.
+  bool reboot_verified = false;
 };
 
 struct StepCommitted {
   std::vector<EventRecord> events;
   std::optional<int64_t> lesson_id;
   bool batch_ended = false;  // the batch was already final: its states were left alone
+};
+
+// What `temper revert` changes in the store, in one transaction, on a batch that has ended.
+struct RevertStep {
+  int64_t batch_id = 0;
+  std::vector<RuleUpdate> rules;         // only state, detail and after_verdict are applied
+  std::vector<int64_t> reverted_attempts;  // attempt ids whose change is gone
+  bool batch_reverted = false;           // the whole batch: sets its reverted_at
+  std::optional<std::string> results_dir;
+  std::vector<NewEvent> events;
 };
 
 struct RuleMemoryRecord {

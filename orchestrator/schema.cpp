@@ -90,6 +90,28 @@ ALTER TABLE batch_rules ADD COLUMN after_verdict TEXT NOT NULL DEFAULT '';
 ALTER TABLE lessons ADD COLUMN group_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX lessons_by_group ON lessons(group_id, utility);
 )sql",
+    // 4: what assessors and operators ask for: a batch's waivers and opt-ins (JSON, as
+    // BatchOptions), and what each attempt changed on the target (JSON, as stig::ChangeSet).
+    R"sql(
+ALTER TABLE batches ADD COLUMN options TEXT NOT NULL DEFAULT '{}';
+ALTER TABLE attempts ADD COLUMN changes TEXT NOT NULL DEFAULT '';
+)sql",
+    // 5: undo and fixpoint: the target snapshot each batch started from and each kept fix made, so
+    // `temper revert` can take a batch or one rule back out (and when it did), and the fixpoint's
+    // passes (JSON, as FixpointPass).
+    R"sql(
+ALTER TABLE batches ADD COLUMN start_snapshot INTEGER;
+ALTER TABLE batches ADD COLUMN fixpoint TEXT NOT NULL DEFAULT '[]';
+ALTER TABLE batches ADD COLUMN reverted_at_ms INTEGER;
+ALTER TABLE attempts ADD COLUMN snapshot INTEGER;
+ALTER TABLE attempts ADD COLUMN reverted_at_ms INTEGER;
+CREATE INDEX batches_by_target ON batches(target, id);
+)sql",
+    // 6: the operator said the host of a completed batch rebooted (temper rebooted): the seq of that
+    // "reboot.confirmed" event until the batch's reboot_pending rules are verified again.
+    R"sql(
+ALTER TABLE batches ADD COLUMN reboot_confirmed_seq INTEGER;
+)sql",
 };
 
 }  // namespace

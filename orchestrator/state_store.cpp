@@ -11,7 +11,82 @@ namespace {
 
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
-    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir";
+    "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options, "
+    "start_snapshot, fixpoint, reverted_at_ms, reboot_confirmed_seq";
+
+std::string OptionsToJson(const BatchOptions& options) {
+  nlohmann::json waivers = nlohmann::json::array();
+  for (const Waiver& w : options.waivers) {
+    nlohmann::json j = {{"rule_id", w.rule_id}, {"reason", w.reason}, {"owner", w.owner}};
+    if (w.expires_at) j["expires_at_ms"] = *w.expires_at;
+    waivers.push_back(std::move(j));
+  }
+  return nlohmann::json{{"waivers", waivers},
+                        {"allow_disruptive", options.allow_disruptive},
+                        {"plan_only", options.plan_only}}
+      .dump();
+}
+
+Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  auto corrupt = [&](std::string_view what) {
+    return Status::DataLoss(fmt::format("batch {}: stored options: {}", batch_id, what));
+  };
+  if (!j.is_object()) return corrupt("not a JSON object");
+  BatchOptions options;
+  options.allow_disruptive = j.value("allow_disruptive", false);
+  options.plan_only = j.value("plan_only", false);
+  const nlohmann::json& waivers = j.contains("waivers") ? j["waivers"] : nlohmann::json::array();
+  if (!waivers.is_array()) return corrupt("waivers is not an array");
+  for (const nlohmann::json& w : waivers) {
+    if (!w.is_object() || !w.contains("rule_id") || !w["rule_id"].is_string()) return corrupt("a waiver has no rule_id");
+    Waiver waiver;
+    waiver.rule_id = w["rule_id"].get<std::string>();
+    waiver.reason = w.value("reason", "");
+    waiver.owner = w.value("owner", "");
+    if (w.contains("expires_at_ms") && w["expires_at_ms"].is_number_integer()) {
+      waiver.expires_at = w["expires_at_ms"].get<TimeMs>();
+    }
+    options.waivers.push_back(std::move(waiver));
+  }
+  return options;
+}
+
+nlohmann::json FixpointPassToJson(const FixpointPass& p) {
+  return {{"pass", p.pass},         {"final", p.final},       {"verdicts", p.verdicts},
+          {"attempts", p.attempts}, {"fixed", p.fixed},       {"flipped", p.flipped},
+          {"requeued", p.requeued}, {"escalated", p.escalated}};
+}
+
+Result<std::vector<FixpointPass>> FixpointFromJson(int64_t batch_id, const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array()) return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", batch_id));
+  std::vector<FixpointPass> out;
+  for (const nlohmann::json& p : j) {
+    if (!p.is_object() || !p.contains("pass") || !p["pass"].is_number_unsigned()) {
+      return Status::DataLoss(fmt::format("batch {}: a stored fixpoint pass has no pass number", batch_id));
+    }
+    FixpointPass pass;
+    pass.pass = p["pass"].get<uint32_t>();
+    pass.final = p.value("final", false);
+    pass.attempts = p.value("attempts", 0u);
+    pass.fixed = p.value("fixed", 0u);
+    if (p.contains("verdicts") && p["verdicts"].is_object()) {
+      for (const auto& [verdict, n] : p["verdicts"].items()) {
+        if (n.is_number_unsigned()) pass.verdicts[verdict] = n.get<uint32_t>();
+      }
+    }
+    for (auto [key, into] : {std::pair{"flipped", &pass.flipped}, std::pair{"requeued", &pass.requeued},
+                             std::pair{"escalated", &pass.escalated}}) {
+      if (!p.contains(key) || !p[key].is_array()) continue;
+      for (const nlohmann::json& id : p[key]) {
+        if (id.is_string()) into->push_back(id.get<std::string>());
+      }
+    }
+    out.push_back(std::move(pass));
+  }
+  return out;
+}
 
 Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   BatchRecord b;
@@ -34,6 +109,11 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   b.request_id = row.ColumnText(13);
   if (!row.ColumnIsNull(14)) b.good_snapshot = static_cast<uint32_t>(row.ColumnInt(14));
   b.results_dir = row.ColumnText(15);
+  TEMPER_ASSIGN_OR_RETURN(b.options, OptionsFromJson(b.id, row.ColumnText(16)));
+  if (!row.ColumnIsNull(17)) b.start_snapshot = static_cast<uint32_t>(row.ColumnInt(17));
+  TEMPER_ASSIGN_OR_RETURN(b.fixpoint, FixpointFromJson(b.id, row.ColumnText(18)));
+  if (!row.ColumnIsNull(19)) b.reverted_at = row.ColumnInt(19);
+  if (!row.ColumnIsNull(20)) b.reboot_confirmed_seq = static_cast<uint64_t>(row.ColumnInt(20));
   return b;
 }
 
@@ -80,7 +160,8 @@ Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
 
 constexpr const char* kAttemptColumns =
     "id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, reflection, "
-    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms";
+    "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms, changes, snapshot, "
+    "reverted_at_ms";
 
 Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   AttemptRecord a;
@@ -105,6 +186,9 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   a.usage.cached_prompt_tokens = static_cast<uint64_t>(q.ColumnInt(12));
   a.started_at = q.ColumnInt(13);
   a.finished_at = q.ColumnInt(14);
+  a.changes_json = q.ColumnText(15);
+  if (!q.ColumnIsNull(16)) a.snapshot = static_cast<uint32_t>(q.ColumnInt(16));
+  if (!q.ColumnIsNull(17)) a.reverted_at = q.ColumnInt(17);
   return a;
 }
 
@@ -155,8 +239,8 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement insert,
       db_.Prepare("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
-                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?)"));
+                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id, options) "
+                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
   insert.Bind(1, nb.name).Bind(2, nb.target).Bind(3, nb.datastream).Bind(4, nb.profile);
   insert.Bind(5, nb.whole_profile ? 1 : 0).Bind(6, nb.budgets.max_attempts);
   insert.Bind(7, nb.budgets.wall_time.count()).Bind(8, nb.budgets.max_tokens);
@@ -166,6 +250,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   } else {
     insert.Bind(11, nb.request_id);
   }
+  insert.Bind(12, OptionsToJson(nb.options));
   TEMPER_RETURN_IF_ERROR(insert.Run());
   int64_t id = db_.LastInsertRowId();
 
@@ -183,6 +268,9 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                          {"profile", nb.profile},
                          {"whole_profile", nb.whole_profile},
                          {"rules", nb.rule_ids.size()},
+                         {"waivers", nb.options.waivers.size()},
+                         {"allow_disruptive", nb.options.allow_disruptive},
+                         {"plan_only", nb.options.plan_only},
                          {"budgets",
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
@@ -375,12 +463,17 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
       sqlite::Statement q,
       db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
                   "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
-                  "started_at_ms, finished_at_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                  "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
   q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, a.outcome);
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
   q.Bind(11, a.usage.completion_tokens).Bind(12, a.usage.cached_prompt_tokens);
-  q.Bind(13, a.started_at).Bind(14, a.finished_at);
+  q.Bind(13, a.started_at).Bind(14, a.finished_at).Bind(15, a.changes_json);
+  if (a.snapshot) {
+    q.Bind(16, *a.snapshot);
+  } else {
+    q.BindNull(16);
+  }
   Status s = q.Run();
   if (s.code() == StatusCode::kAlreadyExists) {
     return Status::AlreadyExists(fmt::format("attempt {} of rule {} in batch {} is already recorded",
@@ -487,6 +580,45 @@ Result<std::vector<AttemptRecord>> StateStore::QueryAttemptsLocked(const std::st
   return out;
 }
 
+Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const std::string& note) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
+  if (batch.state != BatchState::kCompleted) {
+    return Status::FailedPrecondition(fmt::format(
+        "batch {} is {}: only a completed batch has fixes staged for a reboot", id, BatchStateName(batch.state)));
+  }
+  std::vector<std::string> pending;
+  for (const BatchRuleRecord& r : batch.rules) {
+    if (r.state == RuleState::kRebootPending) pending.push_back(r.rule_id);
+  }
+  if (pending.empty()) {
+    return Status::FailedPrecondition(fmt::format("batch {} has no rule waiting for a reboot (reboot_pending)", id));
+  }
+  if (batch.reboot_confirmed_seq) return RebootConfirmed{batch, *batch.reboot_confirmed_seq, std::nullopt};
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, batch.target, "reboot.confirmed",
+                                                                            {{"rules", pending}, {"note", note}})));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
+      "UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));
+  b.Bind(1, static_cast<int64_t>(stored.seq)).Bind(2, NowMs()).Bind(3, id);
+  TEMPER_RETURN_IF_ERROR(b.Run());
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord after, LoadBatchLocked(id, true));
+  return RebootConfirmed{std::move(after), stored.seq, std::move(stored)};
+}
+
+Result<std::optional<BatchRecord>> StateStore::NextRebootCheckForTarget(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND reboot_confirmed_seq IS NOT NULL ORDER BY id LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<BatchRecord>{};
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(q.ColumnInt(0), true));
+  return std::optional<BatchRecord>(std::move(batch));
+}
+
 Result<std::optional<BatchRecord>> StateStore::NextBatchForTarget(const std::string& target) {
   std::lock_guard lock(mu_);
   // A running batch is one a crash interrupted: it resumes before anything queued behind it.
@@ -508,7 +640,13 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   out.batch_ended = IsFinal(batch.state);
   TimeMs now = NowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
-  if (!out.batch_ended) {
+  if (step.reboot_verified) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement c, db_.Prepare(
+        "UPDATE batches SET reboot_confirmed_seq = NULL, updated_at_ms = ? WHERE id = ?"));
+    c.Bind(1, now).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(c.Run());
+  }
+  if (!out.batch_ended || step.reboot_verified) {
     if (!step.add_rules.empty()) {
       TEMPER_ASSIGN_OR_RETURN(int64_t next, db_.QueryInt(fmt::format(
           "SELECT COALESCE(MAX(position) + 1, 0) FROM batch_rules WHERE batch_id = {}", step.batch_id)));
@@ -568,6 +706,7 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
       b.Bind(6, now).Bind(7, step.batch_id);
       TEMPER_RETURN_IF_ERROR(b.Run());
     }
+    TEMPER_RETURN_IF_ERROR(CommitUndoFieldsLocked(step));
   }
   if (step.attempt) TEMPER_RETURN_IF_ERROR(RecordAttemptLocked(*step.attempt).status());
   if (step.lesson) {
@@ -577,6 +716,152 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   for (const auto& [lesson_id, delta] : step.utility_changes) {
     TEMPER_RETURN_IF_ERROR(AdjustLessonUtilityLocked(lesson_id, delta));
   }
+  for (const NewEvent& event : step.events) {
+    TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
+    out.events.push_back(std::move(stored));
+  }
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  return out;
+}
+
+Status StateStore::CommitUndoFieldsLocked(const LoopStep& step) {
+  if (step.start_snapshot) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u, db_.Prepare("UPDATE batches SET start_snapshot = ? WHERE id = ?"));
+    u.Bind(1, *step.start_snapshot).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+  }
+  if (step.fixpoint_pass) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q, db_.Prepare("SELECT fixpoint FROM batches WHERE id = ?"));
+    q.Bind(1, step.batch_id);
+    TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+    if (!found) return Status::NotFound(fmt::format("batch {} does not exist", step.batch_id));
+    nlohmann::json passes = nlohmann::json::parse(q.ColumnText(0), nullptr, /*allow_exceptions=*/false);
+    if (!passes.is_array()) {
+      return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", step.batch_id));
+    }
+    passes.push_back(FixpointPassToJson(*step.fixpoint_pass));
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u, db_.Prepare("UPDATE batches SET fixpoint = ? WHERE id = ?"));
+    u.Bind(1, passes.dump()).Bind(2, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+  }
+  return Status::OK();
+}
+
+Result<StateStore::SnapshotOwners> StateStore::TargetSnapshotOwners(const std::string& target) {
+  std::lock_guard lock(mu_);
+  SnapshotOwners out;
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement b,
+      db_.Prepare("SELECT id, state, options, start_snapshot, reverted_at_ms FROM batches "
+                  "WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id"));
+  b.Bind(1, target);
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, b.Step());
+    if (!row) break;
+    SnapshotOwners::Batch batch;
+    batch.id = b.ColumnInt(0);
+    std::optional<BatchState> state = ParseBatchState(b.ColumnText(1));
+    if (!state) return Status::DataLoss(fmt::format("batch {} has unknown state '{}'", batch.id, b.ColumnText(1)));
+    batch.state = *state;
+    TEMPER_ASSIGN_OR_RETURN(BatchOptions options, OptionsFromJson(batch.id, b.ColumnText(2)));
+    batch.plan_only = options.plan_only;
+    batch.start_snapshot = static_cast<uint32_t>(b.ColumnInt(3));
+    if (!b.ColumnIsNull(4)) batch.reverted_at = b.ColumnInt(4);
+    out.batches.push_back(std::move(batch));
+  }
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement f,
+      db_.Prepare("SELECT a.id, a.batch_id, a.rule_id, a.number, a.snapshot, a.reverted_at_ms FROM attempts a "
+                  "JOIN batches b ON b.id = a.batch_id WHERE b.target = ? AND a.snapshot IS NOT NULL ORDER BY a.id"));
+  f.Bind(1, target);
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, f.Step());
+    if (!row) break;
+    SnapshotOwners::Fix fix;
+    fix.attempt_id = f.ColumnInt(0);
+    fix.batch_id = f.ColumnInt(1);
+    fix.rule_id = f.ColumnText(2);
+    fix.number = static_cast<uint32_t>(f.ColumnInt(3));
+    fix.snapshot = static_cast<uint32_t>(f.ColumnInt(4));
+    if (!f.ColumnIsNull(5)) fix.reverted_at = f.ColumnInt(5);
+    out.fixes.push_back(std::move(fix));
+  }
+  return out;
+}
+
+Result<std::optional<BatchRecord>> StateStore::LastStartedBatch(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id DESC LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<BatchRecord>{};
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(q.ColumnInt(0), true));
+  return std::optional<BatchRecord>(std::move(batch));
+}
+
+Result<std::optional<int64_t>> StateStore::RunningBatch(const std::string& target) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare("SELECT id FROM batches WHERE target = ? AND state = 'running' ORDER BY id LIMIT 1"));
+  q.Bind(1, target);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return std::optional<int64_t>{};
+  return std::optional<int64_t>(q.ColumnInt(0));
+}
+
+Result<StepCommitted> StateStore::CommitRevert(const RevertStep& step) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(step.batch_id, false));
+  TimeMs now = NowMs();
+  StepCommitted out;
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  for (const RuleUpdate& r : step.rules) {
+    TEMPER_ASSIGN_OR_RETURN(
+        sqlite::Statement u,
+        db_.Prepare("UPDATE batch_rules SET state = COALESCE(?, state), detail = COALESCE(?, detail), "
+                    "after_verdict = COALESCE(?, after_verdict) WHERE batch_id = ? AND rule_id = ?"));
+    if (r.state) {
+      u.Bind(1, RuleStateName(*r.state));
+    } else {
+      u.BindNull(1);
+    }
+    if (r.detail) {
+      u.Bind(2, *r.detail);
+    } else {
+      u.BindNull(2);
+    }
+    if (r.after_verdict) {
+      u.Bind(3, *r.after_verdict);
+    } else {
+      u.BindNull(3);
+    }
+    u.Bind(4, step.batch_id).Bind(5, r.rule_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+    if (db_.Changes() == 0) return Status::NotFound(fmt::format("batch {} has no rule {}", step.batch_id, r.rule_id));
+  }
+  for (int64_t attempt : step.reverted_attempts) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u,
+                            db_.Prepare("UPDATE attempts SET reverted_at_ms = ? WHERE id = ? AND batch_id = ?"));
+    u.Bind(1, now).Bind(2, attempt).Bind(3, step.batch_id);
+    TEMPER_RETURN_IF_ERROR(u.Run());
+    if (db_.Changes() == 0) {
+      return Status::NotFound(fmt::format("batch {} has no attempt with id {}", step.batch_id, attempt));
+    }
+  }
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement b,
+      db_.Prepare("UPDATE batches SET reverted_at_ms = CASE WHEN ? THEN ? ELSE reverted_at_ms END, "
+                  "results_dir = COALESCE(?, results_dir), updated_at_ms = ? WHERE id = ?"));
+  b.Bind(1, step.batch_reverted ? 1 : 0).Bind(2, now);
+  if (step.results_dir) {
+    b.Bind(3, *step.results_dir);
+  } else {
+    b.BindNull(3);
+  }
+  b.Bind(4, now).Bind(5, batch.id);
+  TEMPER_RETURN_IF_ERROR(b.Run());
   for (const NewEvent& event : step.events) {
     TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(event));
     out.events.push_back(std::move(stored));

@@ -58,6 +58,18 @@ class StateStore {
   // FailedPrecondition when the batch already ended; NotFound when it does not exist.
   Result<Cancelled> CancelBatch(int64_t id, const std::string& reason);
 
+  struct RebootConfirmed {
+    BatchRecord batch;
+    uint64_t seq = 0;                  // of the batch's pending "reboot.confirmed" event
+    std::optional<EventRecord> event;  // that event; nullopt when a confirmation was already pending
+  };
+  // Records that the host of completed batch `id` rebooted, so its reboot_pending rules are verified
+  // again (NextRebootCheckForTarget). Confirming again while one is pending returns that one.
+  // FailedPrecondition when the batch has not completed or has no reboot_pending rule; NotFound.
+  Result<RebootConfirmed> ConfirmReboot(int64_t id, const std::string& note);
+  // The oldest batch on `target` with a confirmed reboot not verified yet; nullopt when none.
+  Result<std::optional<BatchRecord>> NextRebootCheckForTarget(const std::string& target);
+
   Result<EventRecord> AppendEvent(const NewEvent& event);
   // Events with seq > after_seq, oldest first, at most `limit`; only `batch_id`'s when given.
   Result<std::vector<EventRecord>> ReadEvents(uint64_t after_seq, std::optional<int64_t> batch_id,
@@ -85,6 +97,38 @@ class StateStore {
   // Applies one loop step atomically (see LoopStep). NotFound for an unknown batch or rule.
   Result<StepCommitted> CommitStep(const LoopStep& step);
 
+  // Undo (`temper revert`), plan-only and the fixpoint.
+
+  // Who made the snapshots a target holds: the batches on `target` that recorded the snapshot
+  // they started from, and their kept attempts with the snapshot each made. Oldest first.
+  struct SnapshotOwners {
+    struct Batch {
+      int64_t id = 0;
+      BatchState state = BatchState::kQueued;
+      bool plan_only = false;
+      uint32_t start_snapshot = 0;
+      std::optional<TimeMs> reverted_at;
+    };
+    struct Fix {
+      int64_t attempt_id = 0;
+      int64_t batch_id = 0;
+      std::string rule_id;
+      uint32_t number = 0;
+      uint32_t snapshot = 0;
+      std::optional<TimeMs> reverted_at;
+    };
+    std::vector<Batch> batches;
+    std::vector<Fix> fixes;
+  };
+  Result<SnapshotOwners> TargetSnapshotOwners(const std::string& target);
+  // The batch on `target` that started last (the highest id with a start snapshot), with its
+  // rules; nullopt when none did.
+  Result<std::optional<BatchRecord>> LastStartedBatch(const std::string& target);
+  // The batch running on `target` (started, not ended: it resumes at the next start), if any.
+  Result<std::optional<int64_t>> RunningBatch(const std::string& target);
+  // Applies a revert to a batch that has ended, atomically. NotFound for an unknown batch or rule.
+  Result<StepCommitted> CommitRevert(const RevertStep& step);
+
   int schema_version() const { return schema_version_; }
   const std::string& path() const { return db_.path(); }
 
@@ -96,6 +140,8 @@ class StateStore {
   Result<EventRecord> AppendEventLocked(const NewEvent& event);
   Status FillRuleCountsLocked(BatchRecord& batch);
   Result<int64_t> RecordAttemptLocked(const AttemptRecord& attempt);
+  // CommitStep's start snapshot and fixpoint pass.
+  Status CommitUndoFieldsLocked(const LoopStep& step);
   Result<int64_t> AddLessonLocked(const LessonRecord& lesson);
   Status AdjustLessonUtilityLocked(int64_t lesson_id, double delta);
   // `where` binds `texts` in order, then the limit.

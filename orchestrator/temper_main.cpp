@@ -28,9 +28,12 @@ int main(int argc, char** argv) {
   temper::cli::AddListCommand(app, ctx);
   temper::cli::AddStatusCommand(app, ctx);
   temper::cli::AddCancelCommand(app, ctx);
+  temper::cli::AddRebootedCommand(app, ctx);
   temper::cli::AddWatchCommand(app, ctx);
   temper::cli::AddReportCommand(app, ctx);
   temper::cli::AddHostsCommand(app, ctx);
+  temper::cli::AddExportCommand(app, ctx);
+  temper::cli::AddRevertCommand(app, ctx);
   temper::cli::AddTargetCommand(app, ctx);
   temper::cli::AddBaselineCommand(app, ctx);
 

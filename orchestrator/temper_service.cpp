@@ -1,10 +1,12 @@
 #include "orchestrator/temper_service.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include <fmt/format.h>
 
 #include "orchestrator/batch_request.h"
+#include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/proto_convert.h"
 #include "stig/ssh_connection.h"
 
@@ -17,6 +19,8 @@ constexpr uint32_t kMaxPageSize = 1000;
 constexpr uint32_t kDefaultMemoryItems = 20;
 constexpr uint32_t kMaxMemoryItems = 500;
 constexpr uint32_t kWatchReadChunk = 256;
+// Export chunks stay well under gRPC's default 4 MiB message limit.
+constexpr size_t kExportChunkBytes = 1 << 20;
 // How often an idle watch stream re-checks whether its client is still there.
 constexpr std::chrono::milliseconds kWatchPollInterval{500};
 
@@ -181,6 +185,80 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v
   for (const AttemptRecord& a : *attempts) ToProto(a, response->add_attempts());
   for (const LessonRecord& l : *lessons) ToProto(l, response->add_lessons());
   response->set_results_dir(batch->results_dir);
+  for (const FixpointPass& p : batch->fixpoint) ToProto(p, response->add_fixpoint_passes());
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::RevertBatchRequest* request,
+                                        temper::v1::RevertBatchResponse* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  RevertRequest revert{.batch_id = *id};
+  if (!request->rule_id().empty()) {
+    Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
+    if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
+    revert.rule_id = *rule_id;
+  }
+  Result<RevertOutcome> out = runner_.Revert(revert);
+  if (!out.ok()) {
+    log_.Info("RevertBatch {}{}: {}", *id, revert.rule_id.empty() ? "" : " " + revert.rule_id, out.status().ToString());
+    return ToGrpcStatus(out.status());
+  }
+  ToProto(out->batch, response->mutable_batch());
+  for (const std::string& r : out->reverted_rules) response->add_reverted_rules(r);
+  for (stig::SnapshotId s : out->dropped_snapshots) response->add_dropped_snapshots(s);
+  if (out->restored_snapshot) response->set_restored_snapshot(*out->restored_snapshot);
+  for (const std::string& r : out->now_failing) response->add_now_failing(r);
+  response->set_results_dir(out->results_dir);
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
+                                        grpc::ServerWriter<temper::v1::ExportChunk>* writer) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  Result<evidence::ExportFormat> format = evidence::ParseExportFormat(request->format());
+  if (!format.ok()) return ToGrpcStatus(format.status());
+  evidence::ExportSources sources{store_, [this](const BatchRecord& b) { return runner_.ContentOf(b); },
+                                  runner_.results_root()};
+  Result<evidence::ExportedFile> file = evidence::ExportBatch(sources, *id, *format);
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound && file.status().code() != StatusCode::kFailedPrecondition) {
+      log_.Error("ExportBatch {} {}: {}", *id, request->format(), file.status().ToString());
+    }
+    return ToGrpcStatus(file.status());
+  }
+  size_t offset = 0;
+  do {
+    temper::v1::ExportChunk chunk;
+    if (offset == 0) {
+      chunk.set_file_name(file->file_name);
+      chunk.set_media_type(file->media_type);
+      chunk.set_total_bytes(file->content.size());
+    }
+    chunk.set_offset(offset);
+    size_t n = std::min(kExportChunkBytes, file->content.size() - offset);
+    chunk.set_data(file->content.substr(offset, n));
+    if (context->IsCancelled() || !writer->Write(chunk)) return grpc::Status::OK;  // the client went away
+    offset += n;
+  } while (offset < file->content.size());
+  return grpc::Status::OK;
+}
+
+grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1::ConfirmRebootRequest* request,
+                                          temper::v1::ConfirmRebootResponse* response) {
+  Result<int64_t> id = ParseBatchId(request->batch_id());
+  if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  if (request->note().size() > 2000) return ToGrpcStatus(Status::InvalidArgument("note: at most 2000 characters"));
+  Result<StateStore::RebootConfirmed> confirmed = store_.ConfirmReboot(*id, request->note());
+  if (!confirmed.ok()) return ToGrpcStatus(confirmed.status());
+  if (confirmed->event) {
+    journal_.Published(*confirmed->event);
+    runner_.Wake();
+    log_.Info("batch {}: reboot confirmed; its reboot_pending rules will be verified", *id);
+  }
+  ToProto(confirmed->batch, response->mutable_batch());
+  response->set_confirmed_seq(confirmed->seq);
   return grpc::Status::OK;
 }
 

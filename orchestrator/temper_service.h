@@ -43,6 +43,12 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::AcceptHostKeyResponse* response) override;
   grpc::Status ClearHost(grpc::ServerContext* context, const temper::v1::ClearHostRequest* request,
                          temper::v1::Host* response) override;
+  grpc::Status ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
+                           grpc::ServerWriter<temper::v1::ExportChunk>* writer) override;
+  grpc::Status RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
+                           temper::v1::RevertBatchResponse* response) override;
+  grpc::Status ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
+                             temper::v1::ConfirmRebootResponse* response) override;
 
  private:
   const DaemonConfig& config_;

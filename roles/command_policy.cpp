@@ -127,7 +127,12 @@ struct Refusal {
   std::string instead;
 };
 
-std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names) {
+std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const PolicyContext& ctx) {
+  if (!ctx.allow_package_removal && !names.empty()) {
+    return Refusal{fmt::format("removing packages ({}) is a disruptive change and this batch does not allow disruptive "
+                               "changes", fmt::join(names, ", ")),
+                   "change nothing and finish, saying the rule needs a batch submitted with --allow-disruptive"};
+  }
   for (const std::string& n : names) {
     if (IsProtectedPackage(n)) {
       return Refusal{fmt::format("removing the package {} would cut off access to the host or leave it unable to "
@@ -193,7 +198,7 @@ std::optional<Refusal> Judge(const SimpleCommand& c, const PolicyContext& ctx) {
     std::vector<std::string> words;
     for (const std::string& w : a) if (!StartsWith(w, "-")) words.push_back(w);
     if (!words.empty() && (words[0] == "remove" || words[0] == "purge")) {
-      return JudgeRemoval(std::vector<std::string>(words.begin() + 1, words.end()));
+      return JudgeRemoval(std::vector<std::string>(words.begin() + 1, words.end()), ctx);
     }
     return std::nullopt;
   }
@@ -205,7 +210,7 @@ std::optional<Refusal> Judge(const SimpleCommand& c, const PolicyContext& ctx) {
     if (!removing) return std::nullopt;
     std::vector<std::string> names;
     for (const std::string& w : a) if (!StartsWith(w, "-")) names.push_back(w);
-    return JudgeRemoval(names);
+    return JudgeRemoval(names, ctx);
   }
   if (p == "kill" || p == "pkill" || p == "killall" || p == "skill") {
     for (const std::string& w : a) {
@@ -371,8 +376,8 @@ Status CheckCommand(std::string_view command_line, const PolicyContext& context)
   return Status::OK();
 }
 
-Status CheckPackageRemoval(const std::vector<std::string>& names) {
-  if (auto r = JudgeRemoval(names)) {
+Status CheckPackageRemoval(const std::vector<std::string>& names, const PolicyContext& context) {
+  if (auto r = JudgeRemoval(names, context)) {
     return Status::PermissionDenied(fmt::format("refused by policy: {}. Instead: {}. Nothing was removed.", r->why, r->instead));
   }
   return Status::OK();

@@ -132,7 +132,8 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
   ChatRequest request = std::move(prompt.request);
   WorkerResult result;
   result.trimmed = std::move(prompt.trimmed);
-  const PolicyContext policy{IsBootloaderRule(task.rule.id, task.rule.title)};
+  const PolicyContext policy{.bootloader_rule = IsBootloaderRule(task.rule.id, task.rule.title),
+                             .allow_package_removal = task.allow_package_removal};
   const size_t window = config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens);
   auto emit = [&](WorkerEvent e) {
     if (on_event) on_event(e);
@@ -232,7 +233,7 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
           if (refusal.ok() && LooksLikeShellScript(path, content)) refusal = CheckCommand(content, policy);
         } else if (call.name == "install_package" || call.name == "remove_package") {
           packages = PackageNames(call.arguments, call.name);
-          if (packages.ok() && call.name == "remove_package") refusal = CheckPackageRemoval(*packages);
+          if (packages.ok() && call.name == "remove_package") refusal = CheckPackageRemoval(*packages, policy);
         }
         if (!packages.ok()) {
           output = "error: " + packages.status().message();

@@ -44,6 +44,8 @@ struct WorkerTask {
   std::string approach;  // the Architect's plan
   std::vector<Lesson> lessons;
   std::vector<PastAttempt> prior_attempts;
+  // The batch allows disruptive changes: package removals pass the command policy (command_policy.h).
+  bool allow_package_removal = false;
 };
 
 enum class WorkerOutcome { kFinished, kStepBudget, kTokenBudget, kUnusableAnswers };

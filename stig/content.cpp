@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -252,20 +253,66 @@ void FillReferences(struct xccdf_rule* rule, RuleInfo& info) {
   if (it) oscap_reference_iterator_free(it);
 }
 
+std::string FixLevelName(xccdf_level_t level) {
+  switch (level) {
+    case XCCDF_UNKNOWN: return "unknown";
+    case XCCDF_INFO: return "info";
+    case XCCDF_LOW: return "low";
+    case XCCDF_MEDIUM: return "medium";
+    case XCCDF_HIGH: return "high";
+    default: return "";
+  }
+}
+
+std::string StrategyName(xccdf_strategy_t strategy) {
+  switch (strategy) {
+    case XCCDF_STRATEGY_CONFIGURE: return "configure";
+    case XCCDF_STRATEGY_DISABLE: return "disable";
+    case XCCDF_STRATEGY_ENABLE: return "enable";
+    case XCCDF_STRATEGY_PATCH: return "patch";
+    case XCCDF_STRATEGY_POLICY: return "policy";
+    case XCCDF_STRATEGY_RESTRICT: return "restrict";
+    case XCCDF_STRATEGY_UPDATE: return "update";
+    case XCCDF_STRATEGY_COMBINATION: return "combination";
+    default: return "";
+  }
+}
+
+// libopenscap reads an absent attribute as false / not defined / unknown, so a fix that sets none
+// of the four reads as all defaults.
+FixMetadata MetadataOf(struct xccdf_fix* fix, const char* system) {
+  FixMetadata m;
+  m.reboot = xccdf_fix_get_reboot(fix);
+  m.disruption = FixLevelName(xccdf_fix_get_disruption(fix));
+  m.complexity = FixLevelName(xccdf_fix_get_complexity(fix));
+  m.strategy = StrategyName(xccdf_fix_get_strategy(fix));
+  m.declared = m.reboot || !m.disruption.empty() || !m.complexity.empty() || !m.strategy.empty();
+  if (m.declared) m.system = system;
+  return m;
+}
+
 void FillFix(struct xccdf_rule* rule, struct xccdf_policy* policy, RuleInfo& info) {
+  std::optional<FixMetadata> bash, other;
   struct xccdf_fix_iterator* it = xccdf_rule_get_fixes(rule);
   while (it && xccdf_fix_iterator_has_more(it)) {
     struct xccdf_fix* fix = xccdf_fix_iterator_next(it);
     const char* system = xccdf_fix_get_system(fix);
-    if (!system || kBashFixSystem != system) continue;
+    if (!system) continue;
+    FixMetadata m = MetadataOf(fix, system);
+    if (kBashFixSystem != system) {
+      if (!other && m.declared) other = std::move(m);
+      continue;
+    }
+    if (bash) continue;  // the first bash fix is the one shown
     const char* raw = xccdf_fix_get_content(fix);
     if (!raw) continue;
     std::string resolved = Owned(xccdf_policy_substitute(raw, policy));
     info.fix_bash = MarkupToText(resolved.empty() ? std::string(raw) : resolved);
-    info.fix_needs_reboot = xccdf_fix_get_reboot(fix);
-    break;
+    bash = std::move(m);
   }
   if (it) xccdf_fix_iterator_free(it);
+  if (bash && bash->declared) info.fix_metadata = std::move(*bash);
+  else if (other) info.fix_metadata = std::move(*other);
 }
 
 // `group` is the id of the innermost XCCDF Group holding `items` (empty at the benchmark's top).

@@ -37,6 +37,20 @@ struct ProfileInfo {
   std::string description;
 };
 
+// What SCAP Security Guide says about a rule's fix in the attributes of its XCCDF <fix> element:
+// whether it needs a reboot to take effect, how disruptive and complex it is, and its strategy.
+// SSG 0.1.65 sets them on some fix systems only (for Ubuntu 20.04, 258 of 429 bash fixes; e.g. the
+// audit rules' bash fixes carry none while their Ansible fixes do), so they are read from the bash
+// fix when it declares any, else from the first other fix of the rule that does.
+struct FixMetadata {
+  bool declared = false;   // some fix of the rule declares these attributes
+  std::string system;      // the fix they were read from ("urn:xccdf:fix:script:sh", ...); "" when not declared
+  bool reboot = false;     // the fix takes effect only after a reboot
+  std::string disruption;  // "low", "medium", "high"; "" when not declared
+  std::string complexity;  // as disruption
+  std::string strategy;    // "configure", "disable", "enable", "restrict", "patch", ...; "" when not declared
+};
+
 struct RuleInfo {
   std::string id;  // full XCCDF id, xccdf_org.ssgproject.content_rule_...
   std::string title;
@@ -53,7 +67,7 @@ struct RuleInfo {
   std::vector<std::string> oval_test_types;
   // Bash fix with profile values substituted; empty when SSG ships none.
   std::string fix_bash;
-  bool fix_needs_reboot = false;
+  FixMetadata fix_metadata;
   // References: STIG ids (UBTU-20-010047), CCIs (CCI-000366), SRGs (SRG-OS-000480-GPOS-00227).
   std::vector<std::string> stig_ids;
   std::vector<std::string> ccis;

@@ -9,9 +9,16 @@
 // (deleting freshly written files can take seconds on a busy disk; the caller should not wait).
 // The kernel's overlayfs keeps owners, modes, xattrs, links and deletions (whiteouts) exact.
 //
-// Layout of `dir`: layers/1..N (frozen), upper/, work/, merged/ (the mount point), trash/.
-// Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers; Snapshot
-// returns ResourceExhausted beyond kMaxLayers.
+// Snapshot ids are stable: each snapshot's layer is layers/<id>, ids only ever grow (the highest
+// one handed out is kept in last_layer, so an id is never reused, even after a revert), and the
+// stack is the existing layers in id order. So DropLayer can take one snapshot's changes out of
+// the middle of the stack without renumbering the ones above: ids that callers stored (a batch's
+// start, a fix's layer) keep naming the same changes, and dropping is one rename, so a crash
+// leaves the layer either in the stack or in the trash, never half-moved.
+//
+// Layout of `dir`: layers/<id> (frozen), last_layer, upper/, work/, merged/ (the mount point),
+// trash/, and scratch/ while a scratch view is mounted. Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers;
+// Snapshot returns ResourceExhausted beyond kMaxLayers.
 // Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
 // (held until Close) makes a second Open of the same directory fail instead of pulling the mount
 // from under the first owner. The mount stays in the caller's mount namespace until Close().
@@ -19,8 +26,10 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -28,13 +37,27 @@
 
 namespace temper::stig {
 
+// What a later snapshot changed of the paths an earlier one changed (see OverlapsAbove).
+struct LayerOverlap {
+  std::uint32_t layer = 0;          // the later snapshot
+  std::vector<std::string> paths;   // absolute paths in the target, sorted
+};
+
+// The directories of a mounted stack as overlayfs resolves them: `upper` over `lowers` (topmost
+// first: the newest frozen layer, ..., the oldest, the base), seen merged at `merged`.
+struct OverlayLayers {
+  std::string upper;
+  std::vector<std::string> lowers;
+  std::string merged;
+};
+
 class OverlaySnapshots {
  public:
   static constexpr std::uint32_t kMaxLayers = 400;
 
   // Opens (creating if needed) the stack in `dir` over `base`, and mounts it. Layers left by an
-  // earlier owner are kept: depth() counts them. Errors: NotFound when `base` is not a directory;
-  // IOError (with mount's message) when the mount fails.
+  // earlier owner are kept. Errors: NotFound when `base` is not a directory; IOError (with mount's
+  // message) when the mount fails; DataLoss when last_layer is unreadable.
   static Result<std::unique_ptr<OverlaySnapshots>> Open(const std::string& dir, const std::string& base);
   ~OverlaySnapshots();
   OverlaySnapshots(const OverlaySnapshots&) = delete;
@@ -42,24 +65,62 @@ class OverlaySnapshots {
 
   // The merged tree, where commands, reads, writes and evaluations happen.
   const std::string& merged() const { return merged_; }
-  // Snapshots taken (frozen layers); Snapshot() returns the new depth as the snapshot id.
-  std::uint32_t depth() const { return depth_; }
+  // Frozen layers in the stack.
+  std::uint32_t depth() const { return static_cast<std::uint32_t>(layers_.size()); }
+  // The ids of the frozen layers, bottom first (ascending).
+  const std::vector<std::uint32_t>& layer_ids() const { return layers_; }
+  // The id of the top frozen layer; 0 (the base) when there is none.
+  std::uint32_t top() const { return layers_.empty() ? 0 : layers_.back(); }
 
-  // Freezes the current state as snapshot depth()+1. Nothing running may hold files open in
-  // merged() (FailedPrecondition "busy" otherwise).
+  // Freezes the current state as a new snapshot and returns its id, greater than every id handed
+  // out before. Nothing running may hold files open in merged() (FailedPrecondition "busy").
   Result<std::uint32_t> Snapshot();
-  // Restores the state at snapshot `id` (0 = the base), dropping later snapshots and all changes
-  // since. OutOfRange when id > depth().
+  // Restores the state at snapshot `id` (0 = the base): drops every layer above `id` and all
+  // changes since the last snapshot. An id that DropLayer removed still works: the state is the
+  // layers below it. OutOfRange when `id` was never handed out.
   Status Revert(std::uint32_t id);
-  // Paths (relative to "/") changed, added or deleted since the last snapshot, sorted.
+  // Takes snapshot `id`'s changes out of the stack, keeping the layers above it (with their ids),
+  // and drops the changes since the last snapshot. What a layer above wrote over the same paths
+  // stays: callers check OverlapsAbove first. NotFound when `id` is not in the stack.
+  Status DropLayer(std::uint32_t id);
+  // For each layer above `id`, the paths that `id` changed and that layer also holds (it rewrote,
+  // deleted or copied them up, or created something inside a directory `id` created): dropping `id`
+  // alone would leave those as the later layer has them. Layers with no such path are left out.
+  // NotFound when `id` is not in the stack.
+  Result<std::vector<LayerOverlap>> OverlapsAbove(std::uint32_t id) const;
+  // Absolute paths (in the target) that snapshot `id` changed over the layers below it, sorted:
+  // files, links and deletions it holds, and directories it created or whose owner, mode or
+  // xattrs it changed. NotFound when `id` is not in the stack.
+  Result<std::vector<std::string>> LayerChanges(std::uint32_t id) const;
+  // Paths (absolute in the target) changed, added or deleted since the last snapshot, sorted.
   Result<std::vector<std::string>> ChangedPaths() const;
+  // Runs `fn` with a throwaway writable view of the current state mounted at the path it is
+  // given: reads see exactly merged(), writes land in a scratch layer that goes to the trash
+  // afterwards. For programs that must leave no trace although they write (OpenSCAP's package
+  // probe rebuilds apt's package cache in the tree it reads when it finds the cache stale).
+  // Nothing may change merged() while the view is mounted. Errors: the mount's, else fn's.
+  Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
+  // The stack as mounted now, for reading what changed since the last snapshot (overlay_changes.h).
+  OverlayLayers layers() const;
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 
+  // Fault seam for crash tests: called before each step that changes `dir` ("record-id",
+  // "unmount", "freeze-upper", "discard-layer", "reset-upper", "mount"). An error it returns ends
+  // the operation there with that error and no clean-up, as a crash at that point would.
+  using StepHook = std::function<Status(std::string_view step)>;
+  void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
+
  private:
-  OverlaySnapshots(std::string dir, std::string base, std::uint32_t depth);
+  OverlaySnapshots(std::string dir, std::string base, std::vector<std::uint32_t> layers, std::uint32_t last_id);
+  Status Step(std::string_view name) const { return step_hook_ ? step_hook_(name) : Status::OK(); }
   Status Mount();
   Status Unmount();
+  std::string LayerDir(std::uint32_t id) const;
+  // Writes last_layer (atomically: a new file renamed over the old).
+  Status RecordLastId(std::uint32_t id);
+  // A fresh upper and work directory (the old ones to the trash), then the mount.
+  Status ResetUpperAndMount();
   // Moves `path` into trash/ (a rename, so O(1)).
   Status Discard(const std::string& path);
   // Empties trash/ on the reaper thread unless a reaper is already running. Trash that arrives as
@@ -69,12 +130,14 @@ class OverlaySnapshots {
   std::string dir_;
   std::string base_;
   std::string merged_;
-  std::uint32_t depth_;
+  std::vector<std::uint32_t> layers_;  // ascending
+  std::uint32_t last_id_;              // the highest id ever handed out
   bool mounted_ = false;
   int lock_fd_ = -1;
   std::uint64_t trash_seq_ = 0;
   std::atomic<bool> reaping_{false};
   std::thread reaper_;
+  StepHook step_hook_;
 };
 
 }  // namespace temper::stig

@@ -63,6 +63,10 @@ Status MakePipe(Fd& read_end, Fd& write_end) {
   // about to revert; it dies with its parent instead (checked again in case the parent is gone).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent) ::_exit(127);
   if (::dup2(in_fd, 0) < 0 || ::dup2(out_fd, 1) < 0 || ::dup2(err_fd, 2) < 0) fail(1);
+  // Other threads open files without O_CLOEXEC (iostreams do): a descriptor inherited into a
+  // long-lived child, say one inside another target's overlay, keeps that mount busy and its
+  // snapshot or revert fails with EBUSY. Nothing but stdio crosses the exec.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(8);
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2);
   if (spec.memory_limit_bytes > 0) {
     struct rlimit lim{spec.memory_limit_bytes, spec.memory_limit_bytes};
@@ -89,6 +93,7 @@ const char* StageName(int stage) {
     case 3: return "setting the memory limit";
     case 4: return "creating a user namespace";
     case 5: case 6: return "synchronising the user namespace setup";
+    case 8: return "closing inherited descriptors";
     default: return "executing";
   }
 }

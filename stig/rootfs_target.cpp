@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/overlay_changes.h"
+
 namespace temper::stig {
 namespace {
 
@@ -56,6 +58,19 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name
 Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
 
 Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
+
+Result<std::vector<SnapshotOverlap>> RootfsTarget::OverlapsAbove(SnapshotId id) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<LayerOverlap> layers, layers_->OverlapsAbove(id));
+  std::vector<SnapshotOverlap> out;
+  for (LayerOverlap& l : layers) out.push_back({l.layer, std::move(l.paths)});
+  return out;
+}
+
+Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
+  Result<ChangeSet> changes = OverlayChanges(layers_->layers());
+  if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
+  return changes;
+}
 
 Result<ProcessResult> RootfsTarget::Run(const std::string& command, const SandboxLimits& limits) {
   return RunInSandbox(root(), command, limits);
@@ -140,7 +155,14 @@ Status RootfsTarget::WriteFile(const std::string& path, std::string_view content
 }
 
 Result<Evaluation> RootfsTarget::Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) {
-  return evaluator.Evaluate(root(), request);
+  // OpenSCAP writes into the tree it evaluates (its package probe rebuilds a stale apt cache), so
+  // it reads a throwaway view: a verdict never changes the target, nor what a revert restores.
+  Result<Evaluation> out = Status::Internal("the scratch view ran no evaluation");
+  TEMPER_RETURN_IF_ERROR(layers_->WithScratchView([&](const std::string& view) {
+    out = evaluator.Evaluate(view, request);
+    return Status::OK();
+  }));
+  return out;
 }
 
 }  // namespace temper::stig

@@ -37,6 +37,13 @@ class RootfsTarget : public Target {
   const std::string& name() const override { return name_; }
   Result<SnapshotId> Snapshot() override;
   Status Revert(SnapshotId id) override;
+  Result<std::vector<SnapshotId>> Snapshots() override { return layers_->layer_ids(); }
+  Result<std::vector<std::string>> UnsnapshottedPaths() override { return layers_->ChangedPaths(); }
+  Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) override { return layers_->LayerChanges(id); }
+  Status DropSnapshot(SnapshotId id) override { return layers_->DropLayer(id); }
+  Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
+  // Read from the overlay layers (overlay_changes.h).
+  Result<ChangeSet> ChangesSinceSnapshot() override;
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   bool CanInstallPackages() const override { return packages_.has_value(); }
   Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) override;

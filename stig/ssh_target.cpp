@@ -1,5 +1,7 @@
 #include "stig/ssh_target.h"
 
+#include <algorithm>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -127,6 +129,67 @@ Status SshTarget::Revert(SnapshotId id) {
     if (r.status().code() == StatusCode::kAborted && round == 0) continue;
     return MarkNeedsHuman(r.status());
   }
+}
+
+Result<std::vector<SnapshotId>> SshTarget::Snapshots() {
+  std::vector<SnapshotId> out;
+  for (std::uint32_t id : journal_->snapshots()) {
+    if (id != 0) out.push_back(id);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> SshTarget::UnsnapshottedPaths() {
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  return journal_->ChangedSince(journal_->depth());
+}
+
+Result<SnapshotId> SshTarget::SnapshotBelow(SnapshotId id) const {
+  const std::vector<std::uint32_t>& held = journal_->snapshots();
+  auto it = std::find(held.begin(), held.end(), id);
+  if (id == 0 || it == held.end()) {
+    return Status::NotFound(fmt::format("target {} holds no snapshot {} (held: {})", options_.name, id, fmt::join(held, ", ")));
+  }
+  return *std::prev(it);  // snapshot 0 is always held, below every other
+}
+
+Result<std::vector<std::string>> SshTarget::SnapshotChanges(SnapshotId id) {
+  TEMPER_ASSIGN_OR_RETURN(SnapshotId below, SnapshotBelow(id));
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  return journal_->Difference(below, id);
+}
+
+Status SshTarget::DropSnapshot(SnapshotId id) {
+  TEMPER_ASSIGN_OR_RETURN(SnapshotId below, SnapshotBelow(id));
+  std::vector<SnapshotId> later;
+  for (std::uint32_t s : journal_->snapshots()) {
+    if (s > id) later.push_back(s);
+  }
+  if (!later.empty()) {
+    return Status::FailedPrecondition(fmt::format(
+        "target {} is an SSH host: its undo journal cannot take snapshot {} out from under later snapshot(s) {}, whose "
+        "archives hold its changes too; revert those first, or revert the whole batch",
+        options_.name, id, fmt::join(later, ", ")));
+  }
+  return Revert(below);
+}
+
+Result<std::vector<SnapshotOverlap>> SshTarget::OverlapsAbove(SnapshotId id) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, SnapshotChanges(id));
+  std::vector<SnapshotOverlap> out;
+  for (std::uint32_t above : journal_->snapshots()) {
+    if (above <= id) continue;
+    TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> held, SnapshotChanges(above));
+    SnapshotOverlap overlap{above, {}};
+    for (const std::string& p : changed) {
+      bool touched = std::any_of(held.begin(), held.end(), [&](const std::string& q) {
+        return q == p || (q.size() > p.size() && q.starts_with(p) && q[p.size()] == '/');
+      });
+      if (touched) overlap.paths.push_back(p);
+    }
+    if (!overlap.paths.empty()) out.push_back(std::move(overlap));
+  }
+  return out;
 }
 
 Status SshTarget::ReconnectPatiently() {

@@ -44,7 +44,7 @@ struct SshTargetOptions {
   std::string host_dir = "/var/lib/temper";
   // For a host without a journal yet; the login user's ~/.ssh is added when it is not root.
   std::vector<std::string> undo_roots = DefaultUndoRoots();
-  std::uint32_t keep_snapshots = 8;
+  std::uint32_t keep_snapshots = 64;  // the journal keeps snapshot 0 and this many newest
   // A host whose connection dropped may be restarting sshd: a revert tries this many fresh
   // connections, this far apart, before handing the host to a human (about 20 s by default).
   int reconnect_tries = 6;
@@ -64,6 +64,20 @@ class SshTarget final : public Target {
   // reloads sshd (so it runs the restored configuration) and proves a fresh login works. Any
   // failure marks the target as needing a human (see above).
   Status Revert(SnapshotId id) override;
+  // The journal's snapshots but 0, the host as temper found it (what Revert(0) restores, as a
+  // rootfs target's base).
+  Result<std::vector<SnapshotId>> Snapshots() override;
+  // Read from the host: what differs from the newest snapshot (UndoJournal::ChangedSince).
+  Result<std::vector<std::string>> UnsnapshottedPaths() override;
+  // What snapshot `id` recorded differently from the snapshot below it.
+  Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) override;
+  // The newest snapshot only: dropping it is a revert to the one below. A snapshot with later ones
+  // above is FailedPrecondition, naming them: its changes are in their archives too, so the
+  // journal cannot take them out alone (revert the whole batch instead).
+  Status DropSnapshot(SnapshotId id) override;
+  // From the snapshots' records: a later snapshot overlaps where it changed a path `id` changed,
+  // or something under one.
+  Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   // The host installs with its own apt and sources.
   bool CanInstallPackages() const override { return true; }
@@ -96,6 +110,8 @@ class SshTarget final : public Target {
   // is gone with nothing changed. `changes`: the operation may change the host.
   Status Ready(bool changes);
   Status MarkNeedsHuman(const Status& why);
+  // The held snapshot just below `id`; NotFound when `id` is 0 or not held.
+  Result<SnapshotId> SnapshotBelow(SnapshotId id) const;
   // Reconnects, retrying for a while when the host refuses or does not answer (it may be restarting).
   Status ReconnectPatiently();
   // Makes sshd run the (restored) configuration and proves a fresh login works.

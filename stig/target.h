@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "stig/change_set.h"
 #include "stig/evaluator.h"
 #include "stig/package_cache.h"
 #include "stig/process.h"
@@ -30,16 +31,44 @@ struct AccessCheck {
   std::string detail;  // why it failed; empty when ok
 };
 
+// Paths that a later snapshot holds of those an earlier one changed (see Target::OverlapsAbove).
+struct SnapshotOverlap {
+  SnapshotId later = 0;
+  std::vector<std::string> paths;  // absolute in the target, sorted
+};
+
 class Target {
  public:
   virtual ~Target() = default;
 
   virtual const std::string& name() const = 0;
 
-  // Records the current state; Revert(id) returns to it.
+  // Records the current state; Revert(id) returns to it. Ids grow with every snapshot and are
+  // never reused, so a stored id always names the same recorded changes.
   virtual Result<SnapshotId> Snapshot() = 0;
-  // Restores the exact state of snapshot `id` (0 = as created), discarding later snapshots.
+  // Restores the exact state of snapshot `id` (0 = as created), discarding later snapshots and
+  // changes since the latest one. For an id DropSnapshot removed: the state of the ones below it.
   virtual Status Revert(SnapshotId id) = 0;
+  // The snapshots the target holds, oldest first (ascending ids).
+  virtual Result<std::vector<SnapshotId>> Snapshots() = 0;
+  // Paths changed since the latest snapshot, sorted; empty when the state is that snapshot's.
+  virtual Result<std::vector<std::string>> UnsnapshottedPaths() = 0;
+  // Paths snapshot `id` changed over the snapshots below it, sorted. NotFound when not held.
+  virtual Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) = 0;
+  // Takes the changes snapshot `id` recorded (over the one below it) out of the target, keeping
+  // the later snapshots and their ids, and discards changes since the latest snapshot. What a
+  // later snapshot changed on the same paths stays: check OverlapsAbove first. NotFound when the
+  // target does not hold `id`.
+  virtual Status DropSnapshot(SnapshotId id) = 0;
+  // For each later snapshot, the paths `id` changed that it also holds (rewrote, deleted, or
+  // created something under); empty when `id` can be dropped alone. NotFound as DropSnapshot.
+  virtual Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) = 0;
+  // What changed since the last Snapshot (or since the last Revert, whose snapshot is then the
+  // last): files, packages and services, for the record of an attempt. Unimplemented for a kind
+  // of target that cannot tell (this default); other errors are the target's.
+  virtual Result<ChangeSet> ChangesSinceSnapshot() {
+    return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
+  }
 
   // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with
   // its exit code, not an error.

@@ -10,6 +10,13 @@
 #include <fmt/format.h>
 
 namespace temper::stig {
+
+struct UndoManifest {
+  std::map<std::string, std::string> paths;  // path -> its description, xattrs included
+  std::map<std::string, std::set<std::string>> xattrs;  // path -> its "name=value" lines
+  bool xattrs_checked = true;
+};
+
 namespace {
 
 // Shared by the scripts: `manifest OUT LIST` writes OUT.find (type, mode, owner, group, size,
@@ -51,12 +58,15 @@ rm -rf -- "$dir"/*.tmp
 if command -v getfattr >/dev/null 2>&1; then echo xattrs=yes; else echo xattrs=no; fi
 if command -v dpkg-query >/dev/null 2>&1; then echo dpkg=yes; else echo dpkg=no; fi
 for s in "$dir"/snap.*; do [ -d "$s" ] && echo "snapshot=${s##*/snap.}"; done
+[ -f "$dir/last_id" ] && echo "last_id=$(cat -- "$dir/last_id")"
 echo tracked
 cat -- "$dir/tracked"
 )SH";
 
 // $1 dir, $2 id.
+// The id is recorded before the snapshot exists: a failure costs an unused id, never a reused one.
 constexpr const char* kSnapshotScript = R"SH(dir=$1; s="$dir/snap.$2"; t="$s.tmp"
+printf '%s\n' "$2" > "$dir/last_id.tmp" && mv -- "$dir/last_id.tmp" "$dir/last_id" || exit 10
 rm -rf -- "$t" && mkdir -- "$t" || exit 10
 fail() { cat -- "$t"/*.err >&2 2>/dev/null; rm -rf -- "$t"; exit "$1"; }
 : > "$t/roots"; : > "$t/absent"
@@ -97,6 +107,12 @@ manifest "$1/check" "$1/check.list" || exit 17
 emit "$2/manifest.find" "$2/manifest.sha" "$2/manifest.xattr" "$1/check.find" "$1/check.sha" "$1/check.xattr"
 )SH";
 
+// $1 older snapshot dir, $2 newer: emits each one's manifest (.find, .sha, .xattr) and packages.
+constexpr const char* kPairScript = R"SH(for s in "$1" "$2"; do
+  emit "$s/manifest.find" "$s/manifest.sha" "$s/manifest.xattr" "$s/packages" || exit 17
+done
+)SH";
+
 // $1 dir, $2 path: records the path's current state into every snapshot and tracks it from now on.
 constexpr const char* kTrackScript = R"SH(dir=$1; p=$2; t="$dir/late.tmp"
 rm -rf -- "$t" && mkdir -- "$t" || exit 18
@@ -135,6 +151,7 @@ SandboxLimits JournalLimits() {
 }
 
 constexpr std::size_t kMaxReportedProblems = 40;
+constexpr const char* kDpkgStatus = "/var/lib/dpkg/status";
 
 std::string Tail(const std::string& s, std::size_t n = 1500) {
   return s.size() > n ? "…" + s.substr(s.size() - n) : s;
@@ -196,14 +213,9 @@ std::string UnescapeOctal(const std::string& s) {
   return out;
 }
 
-struct Manifest {
-  std::map<std::string, std::string> paths;  // path -> its description, xattrs included
-  std::map<std::string, std::set<std::string>> xattrs;  // path -> its "name=value" lines
-  bool xattrs_checked = true;
-};
 
-Result<Manifest> ParseManifest(const std::string& find, const std::string& sha, const std::string& xattr) {
-  Manifest m;
+Result<UndoManifest> ParseManifest(const std::string& find, const std::string& sha, const std::string& xattr) {
+  UndoManifest m;
   for (const std::string& rec : SplitNul(find)) {
     std::vector<std::string> f;
     std::size_t pos = 0;
@@ -270,6 +282,29 @@ std::map<std::string, PackageState> ParsePackages(const std::string& text) {
     out[line.substr(0, a)] = p;
   }
   return out;
+}
+
+// Paths whose recorded state differs between two manifests, sorted; dpkg's status file stands for
+// a package list that differs.
+std::vector<std::string> DifferingPaths(const UndoManifest& a, const UndoManifest& b, const std::optional<std::string>& packages_a,
+                                        const std::optional<std::string>& packages_b) {
+  std::set<std::string> out;
+  for (const auto& [path, desc] : a.paths) {
+    auto it = b.paths.find(path);
+    if (it == b.paths.end() || it->second != desc) out.insert(path);
+  }
+  for (const auto& [path, desc] : b.paths) {
+    if (!a.paths.count(path)) out.insert(path);
+  }
+  auto described = [](const std::optional<std::string>& text) {
+    std::map<std::string, std::string> m;
+    if (text) {
+      for (const auto& [name, p] : ParsePackages(*text)) m[name] = p.Describe();
+    }
+    return m;
+  };
+  if (described(packages_a) != described(packages_b)) out.insert(kDpkgStatus);
+  return {out.begin(), out.end()};
 }
 
 std::string WantWord(char want) {
@@ -360,6 +395,13 @@ Status UndoJournal::Load() {
   for (std::string line; std::getline(lines, line);) {
     if (line == "xattrs=no") xattrs_checked_ = false;
     if (line == "dpkg=no") dpkg = false;
+    if (line.starts_with("last_id=")) {
+      const std::string id = line.substr(8);
+      if (id.empty() || id.size() > 9 || !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        return Status::DataLoss(fmt::format("{}: {}/last_id holds '{}', not a snapshot id", shell_->host_name(), options_.dir, id));
+      }
+      last_id_ = static_cast<std::uint32_t>(std::stoul(id));
+    }
     if (line.starts_with("snapshot=")) {
       const std::string id = line.substr(9);
       if (!id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
@@ -369,6 +411,7 @@ Status UndoJournal::Load() {
   }
   std::sort(ids_.begin(), ids_.end());
   depth_ = ids_.empty() ? 0 : ids_.back();
+  last_id_ = std::max(last_id_, depth_);
   if (!xattrs_checked_) {
     log_->Warning("{}: no getfattr on the host (apt-get install attr): reverts restore xattrs and ACLs but cannot check them",
                   shell_->host_name());
@@ -404,7 +447,8 @@ Status UndoJournal::Drop(const std::vector<std::uint32_t>& ids) {
 }
 
 Result<std::uint32_t> UndoJournal::Snapshot() {
-  const std::uint32_t id = depth_ + 1;
+  const std::uint32_t id = last_id_ + 1;
+  last_id_ = id;  // TakeSnapshot records it on the host first
   TEMPER_RETURN_IF_ERROR(TakeSnapshot(id));
   ids_.push_back(id);
   depth_ = id;
@@ -551,20 +595,40 @@ Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
   return Status::OK();
 }
 
+Status UndoJournal::CheckHeld(std::uint32_t id) const {
+  if (id > last_id_) {
+    return Status::OutOfRange(fmt::format("{}: undo snapshot {} does not exist (the latest taken is {})", shell_->host_name(),
+                                          id, last_id_));
+  }
+  if (std::find(ids_.begin(), ids_.end(), id) == ids_.end()) {
+    return Status::NotFound(fmt::format("{}: undo snapshot {} is gone: a revert went below it, or the journal dropped it "
+                                        "(it keeps 0 and the newest {}; held: {})",
+                                        shell_->host_name(), id, options_.keep_recent, fmt::join(ids_, ", ")));
+  }
+  return Status::OK();
+}
+
+Result<std::pair<UndoManifest, UndoManifest>> UndoJournal::SnapshotAndNow(const std::string& snap) {
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kCheckScript, {options_.dir, snap}));
+  if (!r.Succeeded()) {
+    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), r.Describe(),
+                                        Tail(r.err)));
+  }
+  TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 6));
+  for (const auto& p : parts) {
+    if (!p) return Status::Internal(fmt::format("{}: a manifest of {} is missing", shell_->host_name(), snap));
+  }
+  TEMPER_ASSIGN_OR_RETURN(UndoManifest want, ParseManifest(*parts[0], *parts[1], *parts[2]));
+  TEMPER_ASSIGN_OR_RETURN(UndoManifest have, ParseManifest(*parts[3], *parts[4], *parts[5]));
+  return std::make_pair(std::move(want), std::move(have));
+}
+
 Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::string>& problems) {
-  Manifest want, have;
+  UndoManifest want, have;
   for (int round = 0; round < 2; ++round) {
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kCheckScript, {options_.dir, snap}));
-    if (!r.Succeeded()) {
-      return Status::Internal(fmt::format("{}: listing the restored roots failed ({}): {}", shell_->host_name(),
-                                          r.Describe(), Tail(r.err)));
-    }
-    TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 6));
-    for (const auto& p : parts) {
-      if (!p) return Status::Internal(fmt::format("{}: a manifest of {} is missing", shell_->host_name(), snap));
-    }
-    TEMPER_ASSIGN_OR_RETURN(want, ParseManifest(*parts[0], *parts[1], *parts[2]));
-    TEMPER_ASSIGN_OR_RETURN(have, ParseManifest(*parts[3], *parts[4], *parts[5]));
+    TEMPER_ASSIGN_OR_RETURN(auto manifests, SnapshotAndNow(snap));
+    want = std::move(manifests.first);
+    have = std::move(manifests.second);
     // tar sets the archived xattrs on a directory it finds in place but leaves any others there:
     // remove those (once) and look again.
     std::string extra;
@@ -597,14 +661,7 @@ Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::strin
 }
 
 Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
-  if (id > depth_) {
-    return Status::OutOfRange(fmt::format("{}: undo snapshot {} does not exist (newest is {})", shell_->host_name(), id, depth_));
-  }
-  if (std::find(ids_.begin(), ids_.end(), id) == ids_.end()) {
-    return Status::NotFound(fmt::format("{}: undo snapshot {} was dropped (the journal keeps 0 and the newest {}: {})",
-                                        shell_->host_name(), id, options_.keep_recent,
-                                        fmt::join(ids_, ", ")));
-  }
+  TEMPER_RETURN_IF_ERROR(CheckHeld(id));
   auto start = std::chrono::steady_clock::now();
   const std::string snap = fmt::format("{}/snap.{}", options_.dir, id);
   RevertReport report;
@@ -630,6 +687,39 @@ Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
   TEMPER_RETURN_IF_ERROR(Drop(later));
   depth_ = id;
   return report;
+}
+
+Result<std::vector<std::string>> UndoJournal::ChangedSince(std::uint32_t id) {
+  TEMPER_RETURN_IF_ERROR(CheckHeld(id));
+  const std::string snap = fmt::format("{}/snap.{}", options_.dir, id);
+  TEMPER_ASSIGN_OR_RETURN(auto manifests, SnapshotAndNow(snap));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kPackagesScript, {options_.dir, snap}));
+  if (!listed.Succeeded()) {
+    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
+  }
+  TEMPER_ASSIGN_OR_RETURN(auto packages, SplitEmitted(listed.out, 2));
+  return DifferingPaths(manifests.first, manifests.second, packages[0], packages[1]);
+}
+
+Result<std::vector<std::string>> UndoJournal::Difference(std::uint32_t older, std::uint32_t newer) {
+  TEMPER_RETURN_IF_ERROR(CheckHeld(older));
+  TEMPER_RETURN_IF_ERROR(CheckHeld(newer));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kPairScript, {fmt::format("{}/snap.{}", options_.dir, older),
+                                                               fmt::format("{}/snap.{}", options_.dir, newer)}));
+  if (!r.Succeeded()) {
+    return Status::Internal(fmt::format("{}: reading undo snapshots {} and {} failed ({}): {}", shell_->host_name(), older,
+                                        newer, r.Describe(), Tail(r.err)));
+  }
+  TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 8));
+  for (int i : {0, 1, 2, 4, 5, 6}) {
+    if (!parts[i]) {
+      return Status::Internal(fmt::format("{}: a manifest of undo snapshot {} is missing", shell_->host_name(),
+                                          i < 4 ? older : newer));
+    }
+  }
+  TEMPER_ASSIGN_OR_RETURN(UndoManifest a, ParseManifest(*parts[0], *parts[1], *parts[2]));
+  TEMPER_ASSIGN_OR_RETURN(UndoManifest b, ParseManifest(*parts[4], *parts[5], *parts[6]));
+  return DifferingPaths(a, b, parts[3], parts[7]);
 }
 
 Status UndoJournal::Track(const std::string& path) {

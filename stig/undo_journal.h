@@ -21,15 +21,18 @@
 // maintainer scripts leave outside the roots. Packages are tracked with dpkg; a host without
 // dpkg-query gets only its files restored (Open logs this).
 //
-// Storage: `dir` (root-only, 0700) holds tracked (the roots), snap.<id>/ per snapshot. Snapshot 0
-// is taken when the journal is first opened on the host; Revert(n) deletes the snapshots after n,
-// and Snapshot keeps 0 and the newest `keep_recent`, so reverting to a dropped id is NotFound.
+// Storage: `dir` (root-only, 0700) holds tracked (the roots), last_id, snap.<id>/ per snapshot.
+// Snapshot 0 is taken when the journal is first opened on the host; ids grow with every snapshot
+// and are never reused (last_id survives reverts and restarts), so a stored id always names the
+// same recorded state. Revert(n) deletes the snapshots after n, and Snapshot keeps 0 and the
+// newest `keep_recent`, so reverting to a dropped id is NotFound.
 // A journal left by an earlier daemon is picked up as it is, like OverlaySnapshots' layers.
 // Thread safety: single owner (as Target); the shell must outlive the journal.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -42,11 +45,13 @@ namespace temper::stig {
 // statoverride, diversions and alternatives.
 std::vector<std::string> DefaultUndoRoots();
 
+struct UndoManifest;  // one state of the roots, as recorded or as found
+
 struct UndoJournalOptions {
   std::string dir;  // on the host, absolute; e.g. /var/lib/temper/undo/<target>
   // Used when the host has no journal yet; an existing journal keeps its own (and its Tracked paths).
   std::vector<std::string> roots = DefaultUndoRoots();
-  std::uint32_t keep_recent = 8;
+  std::uint32_t keep_recent = 64;
 };
 
 struct RevertReport {
@@ -63,7 +68,7 @@ class UndoJournal {
   // gzip, find, sha256sum or xargs; Internal when the host refuses; the shell's transport errors.
   static Result<UndoJournal> Open(RemoteShell& shell, UndoJournalOptions options, const Logger& log);
 
-  // The newest snapshot's id.
+  // The newest snapshot the journal holds (after Revert(n): n).
   std::uint32_t depth() const { return depth_; }
   // The snapshot ids on the host, ascending.
   const std::vector<std::uint32_t>& snapshots() const { return ids_; }
@@ -72,13 +77,19 @@ class UndoJournal {
   // cannot be compared afterwards.
   bool xattrs_checked() const { return xattrs_checked_; }
 
-  // Records the current state as snapshot depth()+1 and returns its id. Internal (with tar's or
+  // Records the current state as a new snapshot and returns its id, one above every id taken. Internal (with tar's or
   // find's message) when the host could not record it; nothing half-written is kept.
   Result<std::uint32_t> Snapshot();
   // Restores snapshot `id` exactly (see above) and deletes the snapshots after it. OutOfRange when
-  // id > depth(); NotFound when it was dropped; DataLoss, listing every path and package that could
+  // id was never taken; NotFound when it is no longer held; DataLoss, listing every path and package that could
   // not be restored, when the host does not match the snapshot afterwards.
   Result<RevertReport> Revert(std::uint32_t id);
+  // Paths under the roots whose state now differs from snapshot `id` (type, mode, owners, size,
+  // link, SHA-256, xattrs), sorted, and /var/lib/dpkg/status when the packages differ. Errors as
+  // Revert's for the id, Internal when the host cannot list them.
+  Result<std::vector<std::string>> ChangedSince(std::uint32_t id);
+  // The same between two held snapshots, from what they recorded.
+  Result<std::vector<std::string>> Difference(std::uint32_t older, std::uint32_t newer);
   // Makes `path` (absolute) part of every snapshot from now on, and records its current state into
   // every existing snapshot, as the state it had there: call it before the first change to a path
   // outside the roots. A path under a root is already covered (no-op).
@@ -91,6 +102,10 @@ class UndoJournal {
       : shell_(&shell), options_(std::move(options)), log_(&log) {}
 
   Status Load();
+  // OutOfRange for an id never taken, NotFound for one no longer held.
+  Status CheckHeld(std::uint32_t id) const;
+  // Snapshot `snap`'s recorded manifest and the one of what now lies under its roots.
+  Result<std::pair<UndoManifest, UndoManifest>> SnapshotAndNow(const std::string& snap);
   Result<ProcessResult> Script(const char* script, std::vector<std::string> args, std::string_view stdin_data = {});
   Status TakeSnapshot(std::uint32_t id);
   Status Drop(const std::vector<std::uint32_t>& ids);
@@ -106,6 +121,7 @@ class UndoJournal {
   std::vector<std::string> roots_;
   std::vector<std::uint32_t> ids_;
   std::uint32_t depth_ = 0;
+  std::uint32_t last_id_ = 0;
   bool xattrs_checked_ = true;
 };
 

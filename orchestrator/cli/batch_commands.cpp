@@ -1,12 +1,16 @@
-// temper submit | list | status | cancel
+// temper submit | list | status | cancel | rebooted
 #include <cstdio>
 #include <memory>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/cli/batch_file.h"
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/proto_convert.h"
+#include "orchestrator/waivers.h"
 #include "orchestrator/yaml_reader.h"
 
 namespace temper::cli {
@@ -24,6 +28,8 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
     bool whole_profile = false;
     uint32_t max_attempts = 0, max_tokens_k = 0;
     std::string wall_time;
+    std::vector<std::string> waive;
+    bool allow_disruptive = false, plan_only = false;
     bool json = false;
   };
   auto opt = std::make_shared<Options>();
@@ -35,11 +41,20 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-p,--profile", opt->profile, "profile id or name (e.g. stig)");
   cmd->add_option("-r,--rule", opt->rules, "rule id or name; repeat for several");
   cmd->add_flag("--whole-profile", opt->whole_profile, "remediate every rule the profile selects");
+  cmd->add_flag("--plan-only", opt->plan_only,
+                "run the loop, then revert everything: report what would change and which rules could be fixed");
   cmd->add_option("--max-attempts", opt->max_attempts, "attempts per rule");
   cmd->add_option("--wall-time", opt->wall_time, "wall time per rule (e.g. 20m)");
   cmd->add_option("--max-ktokens", opt->max_tokens_k, "thousands of tokens per rule");
   cmd->add_option("--name", opt->name, "a label for people");
   cmd->add_option("--request-id", opt->request_id, "idempotency key: re-submitting it returns the same batch");
+  cmd->add_option("--waive", opt->waive,
+                  "RULE:REASON:OWNER[:YYYY-MM-DD]: keep RULE out of remediation, reported as waived (never as "
+                  "pass), until that day (UTC); repeat for several; replaces the batch file's or temperd.yaml's "
+                  "waiver for RULE");
+  cmd->add_flag("--allow-disruptive", opt->allow_disruptive,
+                "also remediate disruptive rules (FIPS mode, usbguard, fapolicyd, noexec/nosuid mounts, package "
+                "removal, kernel modules, boot settings, fixes that need a reboot); without it they are held");
   cmd->add_flag("--json", opt->json, "print the batch as JSON");
   cmd->callback([&ctx, opt] {
     ctx.run = [&ctx, opt]() -> Status {
@@ -68,6 +83,19 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
         if (!wall.ok()) return wall.status().WithContext("--wall-time");
         request.mutable_budgets()->set_wall_time_seconds(static_cast<uint32_t>(wall->count()));
       }
+      for (const std::string& spec : opt->waive) {
+        TEMPER_ASSIGN_OR_RETURN(Waiver waiver, ParseWaiverFlag(spec));
+        auto* waivers = request.mutable_waivers();
+        for (int i = 0; i < waivers->size(); ++i) {
+          if ((*waivers)[i].rule_id() == waiver.rule_id) {  // both normalized (waivers.h)
+            waivers->DeleteSubrange(i, 1);
+            break;
+          }
+        }
+        ToProto(waiver, request.add_waivers());
+      }
+      if (opt->allow_disruptive) request.set_allow_disruptive(true);
+      if (opt->plan_only) request.set_plan_only(true);
       TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
       temper::v1::Batch batch;
       grpc::Status status = conn.stub().SubmitBatch(conn.NewContext().get(), request, &batch);
@@ -79,6 +107,8 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
         Print(fmt::format("batch {} {}: {} on target {} (profile {})\n", batch.id(), StateName(batch.state()),
                           batch.whole_profile() ? "every rule of the profile" : fmt::format("{} rule{}", rules, rules == 1 ? "" : "s"),
                           batch.target(), batch.profile()));
+        std::string options = OptionsLine(batch);
+        if (!options.empty()) Print("  " + options + "\n");
       }
       return Status::OK();
     };
@@ -164,6 +194,70 @@ void AddCancelCommand(CLI::App& app, CommandContext& ctx) {
       grpc::Status status = conn.stub().CancelBatch(conn.NewContext().get(), request, &batch);
       if (!status.ok()) return conn.Explain(status);
       Print(fmt::format("batch {} cancelled ({} rules cancelled)\n", batch.id(), batch.counts().cancelled()));
+      return Status::OK();
+    };
+  });
+}
+
+void AddRebootedCommand(CLI::App& app, CommandContext& ctx) {
+  struct Options {
+    std::string batch, note;
+    bool no_wait = false;
+    int wait_seconds = 1800;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "rebooted", "the host rebooted: verify the batch's reboot_pending rules (pass → fixed, else escalated)");
+  cmd->add_option("batch", opt->batch, "batch id")->required();
+  cmd->add_option("--note", opt->note, "recorded in the journal (who rebooted, a ticket)");
+  cmd->add_flag("--no-wait", opt->no_wait, "return once the reboot is recorded; the verification follows");
+  cmd->add_option("--wait", opt->wait_seconds, "seconds to wait for the verification")->capture_default_str();
+  cmd->callback([&ctx, opt] {
+    ctx.run = [&ctx, opt]() -> Status {
+      TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
+      temper::v1::ConfirmRebootRequest request;
+      request.set_batch_id(opt->batch);
+      request.set_note(opt->note);
+      temper::v1::ConfirmRebootResponse response;
+      grpc::Status status = conn.stub().ConfirmReboot(conn.NewContext().get(), request, &response);
+      if (!status.ok()) return conn.Explain(status);
+      const uint64_t seq = response.confirmed_seq();
+      Print(fmt::format("batch {}: reboot confirmed (journal seq {}); {} rule{} to verify on target {}\n",
+                        response.batch().id(), seq, response.batch().counts().reboot_pending(),
+                        response.batch().counts().reboot_pending() == 1 ? "" : "s", response.batch().target()));
+      if (opt->no_wait) return Status::OK();
+      // The verification runs on the target's thread, after the batch running there: follow the
+      // journal from the confirmation to its outcome.
+      temper::v1::WatchJournalRequest watch;
+      watch.set_batch_id(opt->batch);
+      watch.set_after_seq(seq);
+      watch.set_follow(true);
+      std::unique_ptr<grpc::ClientContext> context = conn.NewContext(/*with_deadline=*/false);
+      context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(opt->wait_seconds));
+      auto reader = conn.stub().WatchJournal(context.get(), watch);
+      temper::v1::JournalEvent event;
+      std::string outcome, error;
+      while (outcome.empty() && reader->Read(&event)) {
+        if (event.type().rfind("rule.", 0) == 0) Print(RenderEvent(event));
+        if (event.type() == "reboot.verified" || event.type() == "reboot.verification_failed") {
+          Print(RenderEvent(event));
+          outcome = event.type();
+          nlohmann::json data = nlohmann::json::parse(event.data_json(), nullptr, /*allow_exceptions=*/false);
+          if (data.is_object() && data.contains("error") && data["error"].is_string()) {
+            error = data["error"].get<std::string>();
+          }
+        }
+      }
+      context->TryCancel();
+      if (outcome.empty()) {
+        return Status::DeadlineExceeded(fmt::format(
+            "no verification within {} s (it runs once target {} is free); follow it with `temper watch {} --after {}`",
+            opt->wait_seconds, response.batch().target(), opt->batch, seq));
+      }
+      if (outcome == "reboot.verification_failed") {
+        return Status::Unavailable(fmt::format("batch {}: the verification failed: {}; the rules stay reboot_pending",
+                                               opt->batch, error));
+      }
       return Status::OK();
     };
   });

@@ -1,6 +1,8 @@
 #include "orchestrator/cli/batch_file.h"
 
 #include "orchestrator/budgets.h"
+#include "orchestrator/proto_convert.h"
+#include "orchestrator/waivers.h"
 #include "orchestrator/yaml_reader.h"
 
 namespace temper::cli {
@@ -10,7 +12,8 @@ namespace {
 Result<temper::v1::SubmitBatchRequest> ParseBatchNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the batch file is empty");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys(
-      {"name", "target", "datastream", "profile", "rules", "whole_profile", "budgets", "request_id"}));
+      {"name", "target", "datastream", "profile", "rules", "whole_profile", "budgets", "request_id", "waivers",
+       "allow_disruptive", "plan_only"}));
   temper::v1::SubmitBatchRequest request;
   auto string_field = [&](std::string_view key, std::string* out) -> Status {
     if (auto n = root.Find(key)) {
@@ -33,6 +36,18 @@ Result<temper::v1::SubmitBatchRequest> ParseBatchNode(const YamlNode& root) {
   if (auto whole = root.Find("whole_profile")) {
     TEMPER_ASSIGN_OR_RETURN(bool value, whole->AsBool());
     request.set_whole_profile(value);
+  }
+  if (auto waivers = root.Find("waivers")) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> list, ParseWaiverList(*waivers));
+    for (const Waiver& w : list) ToProto(w, request.add_waivers());
+  }
+  if (auto flag = root.Find("allow_disruptive")) {
+    TEMPER_ASSIGN_OR_RETURN(bool value, flag->AsBool());
+    request.set_allow_disruptive(value);
+  }
+  if (auto flag = root.Find("plan_only")) {
+    TEMPER_ASSIGN_OR_RETURN(bool value, flag->AsBool());
+    request.set_plan_only(value);
   }
   if (auto budgets = root.Find("budgets")) {
     TEMPER_RETURN_IF_ERROR(budgets->ExpectMapWithKeys({"max_attempts", "wall_time", "max_tokens"}));

@@ -21,9 +21,13 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx);
 void AddListCommand(CLI::App& app, CommandContext& ctx);
 void AddStatusCommand(CLI::App& app, CommandContext& ctx);
 void AddCancelCommand(CLI::App& app, CommandContext& ctx);
+// temper rebooted BATCH: the host rebooted; verify the batch's reboot_pending rules (batch_commands.cpp).
+void AddRebootedCommand(CLI::App& app, CommandContext& ctx);
 void AddWatchCommand(CLI::App& app, CommandContext& ctx);
 void AddReportCommand(CLI::App& app, CommandContext& ctx);
 void AddHostsCommand(CLI::App& app, CommandContext& ctx);
+void AddExportCommand(CLI::App& app, CommandContext& ctx);
+void AddRevertCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);
 void AddBaselineCommand(CLI::App& app, CommandContext& ctx);

@@ -116,7 +116,8 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
   if (type == "batch.completed") {
     return fmt::format("{}: {}", type,
                        Counts(d.contains("rules") ? d["rules"] : json(),
-                              {"fixed", "already_passing", "escalated", "skipped", "error", "cancelled", "running", "pending"}));
+                              {"fixed", "already_passing", "escalated", "reboot_pending", "waived", "held", "manual",
+                               "skipped", "error", "cancelled", "running", "pending"}));
   }
   if (type == "batch.failed") return type + Colon(Str(d, "error"));
   if (type == "batch.cancelled") {
@@ -144,12 +145,32 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
     uint64_t made = Num(d, "attempts_made").value_or(0);
     return fmt::format("{} {}{}", type, rule, made > 0 ? fmt::format(" ({} made before)", Plural(made, "attempt")) : "");
   }
-  if (type == "rule.fixed") {
+  if (type == "rule.fixed" && Flag(d, "after_reboot")) {
+    return fmt::format("{} {} after the reboot (OpenSCAP: {})", type, rule, Str(d, "verdict"));
+  }
+  if (type == "rule.fixed" || type == "rule.reboot_pending") {
     std::string out = fmt::format("{} {}", type, rule);
     if (std::optional<uint64_t> n = Num(d, "attempts")) out += " after " + Plural(*n, "attempt");
     if (std::optional<uint64_t> t = Num(d, "tokens")) out += fmt::format(" ({} tokens)", *t);
+    if (type == "rule.reboot_pending") out += ": staged until the host reboots (temper rebooted)";
     return out;
   }
+  if (type == "rule.waived") {
+    std::string expires = Str(d, "expires");
+    return fmt::format("{} {} by {}{}", type, rule, Str(d, "owner"), expires.empty() ? "" : " until " + expires) +
+           Colon(Str(d, "reason"));
+  }
+  if (type == "waiver.expired" || type == "rule.held") return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
+  if (type == "rule.manual") return fmt::format("{} {}: no automated check; a person must review it", type, rule);
+  if (type == "reboot.confirmed") {
+    auto it = d.find("rules");
+    size_t n = it != d.end() && it->is_array() ? it->size() : 0;
+    return fmt::format("{}: {} to verify", type, Plural(n, "rule")) + Colon(Str(d, "note"));
+  }
+  if (type == "reboot.verified") {
+    return fmt::format("{}: {} fixed, {} escalated", type, Num(d, "fixed").value_or(0), Num(d, "escalated").value_or(0));
+  }
+  if (type == "reboot.verification_failed") return type + Colon(Str(d, "error"));
   if (type == "rule.escalated" || type == "rule.skipped" || type == "rule.error" || type == "rule.cancelled") {
     return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
   }
@@ -160,7 +181,9 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
     std::string verdict = Str(d, "verdict"), outcome = Str(d, "outcome");
     std::string what = type == "attempt.kept" ? "kept" : outcome.empty() ? "reverted" : outcome;
     if (!verdict.empty()) what += ", rule " + verdict;
-    return fmt::format("{} {}{}: {}", type, rule, AttemptTag(d, "number"), what) + Colon(Str(d, "summary"));
+    std::string changes = Str(d, "changes");
+    return fmt::format("{} {}{}: {}", type, rule, AttemptTag(d, "number"), what) + Colon(Str(d, "summary")) +
+           (changes.empty() ? "" : " [changed: " + changes + "]");
   }
   if (type == "worker.model_call") {
     std::optional<uint64_t> ms = Num(d, "latency_ms");
@@ -186,6 +209,23 @@ std::optional<std::string> Describe(const temper::v1::JournalEvent& e, const jso
   if (type == "reflector.failed") {
     return fmt::format("{} {}{}", type, rule, AttemptTag(d, "number")) + Colon(Str(d, "error"));
   }
+  if (type == "rule.requeued") return fmt::format("{} {}", type, rule) + Colon(Str(d, "detail"));
+  if (type == "fixpoint.pass") {
+    std::string out = fmt::format("{} {} of at most {}: {}", type, Num(d, "pass").value_or(0),
+                                  Num(d, "max_passes").value_or(0), Counts(d.contains("verdicts") ? d["verdicts"] : json()));
+    size_t requeued = d.contains("requeued") && d["requeued"].is_array() ? d["requeued"].size() : 0;
+    size_t escalated = d.contains("escalated") && d["escalated"].is_array() ? d["escalated"].size() : 0;
+    if (requeued > 0) out += fmt::format("; {} re-queued", Plural(requeued, "rule"));
+    if (escalated > 0) out += fmt::format("; {} escalated, still flipping", Plural(escalated, "rule"));
+    return out;
+  }
+  if (type == "batch.plan_reverted") {
+    return fmt::format("{}: plan only, target back at snapshot {}", type, Num(d, "start_snapshot").value_or(0));
+  }
+  if (type == "batch.reverted") {
+    return fmt::format("{}: target back at snapshot {}", type, Num(d, "restored_snapshot").value_or(0));
+  }
+  if (type == "rule.reverted") return fmt::format("{} {}: now {}", type, rule, Str(d, "verdict"));
   if (type == "prompt.trimmed") {
     std::string sections;
     auto it = d.find("sections");

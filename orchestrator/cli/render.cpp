@@ -9,6 +9,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
+#include "orchestrator/waivers.h"
+
 namespace temper::cli {
 
 namespace {
@@ -88,6 +90,53 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
+std::string WaiverStatus::Describe() const {
+  switch (kind) {
+    case Kind::kApplied: return "applied";
+    case Kind::kExpired: return "EXPIRED: remediated as usual";
+    case Kind::kPending: return "not evaluated yet";
+    case Kind::kNotInBatch: return "rule not in this batch";
+  }
+  return "?";
+}
+
+std::vector<WaiverStatus> WaiverStatuses(const temper::v1::Batch& batch) {
+  std::vector<WaiverStatus> out;
+  for (const temper::v1::Waiver& w : batch.waivers()) {
+    // A whole-profile batch holds its rules once the profile is expanded.
+    bool unexpanded = batch.whole_profile() && batch.rules().empty();
+    WaiverStatus s{.waiver = &w, .kind = unexpanded ? WaiverStatus::Kind::kPending : WaiverStatus::Kind::kNotInBatch};
+    for (const temper::v1::BatchRule& r : batch.rules()) {
+      if (r.rule_id() != w.rule_id()) continue;
+      s.kind = r.state() == temper::v1::RULE_STATE_WAIVED ? WaiverStatus::Kind::kApplied
+               : r.before_verdict().empty()                ? WaiverStatus::Kind::kPending
+                                                           : WaiverStatus::Kind::kExpired;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::string ExpiryText(const temper::v1::Waiver& w) {
+  if (!w.has_expires_at()) return "no expiry";
+  return "until " + FormatExpiry(w.expires_at().seconds() * 1000 + w.expires_at().nanos() / 1000000);
+}
+
+std::string OptionsLine(const temper::v1::Batch& b) {
+  std::vector<std::string> parts;
+  if (b.allow_disruptive()) parts.push_back("disruptive changes allowed");
+  if (b.plan_only()) parts.push_back("plan only");
+  if (b.waivers_size() > 0) {
+    size_t expired = 0;
+    for (const WaiverStatus& s : WaiverStatuses(b)) expired += s.kind == WaiverStatus::Kind::kExpired;
+    parts.push_back(fmt::format("{} waiver{}{}", b.waivers_size(), b.waivers_size() == 1 ? "" : "s",
+                                expired ? fmt::format(" ({} EXPIRED)", expired) : ""));
+  }
+  std::string out;
+  for (const std::string& p : parts) out += (out.empty() ? "" : " · ") + p;
+  return out;
+}
+
 std::string StateName(temper::v1::BatchState state) {
   return Lower(temper::v1::BatchState_Name(state).substr(std::string("BATCH_STATE_").size()));
 }
@@ -129,6 +178,27 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
                      "{} error, {} cancelled, {} left\n",
                      c.total(), c.fixed(), c.already_passing(), c.escalated(), c.skipped(), c.error(),
                      c.cancelled(), c.pending() + c.running());
+  std::string policy;
+  for (const auto& [n, name] : {std::pair{c.reboot_pending(), "reboot pending"}, std::pair{c.waived(), "waived"},
+                                std::pair{c.held(), "held (disruptive)"}, std::pair{c.manual(), "manual"}}) {
+    if (n > 0) policy += fmt::format("{}{} {}", policy.empty() ? "" : ", ", n, name);
+  }
+  if (!policy.empty()) out += fmt::format("              {} (none of these counts as pass)\n", policy);
+  out += fmt::format("  options     {}\n", b.allow_disruptive() || b.plan_only() || b.waivers_size() > 0
+                                               ? OptionsLine(b)
+                                               : "none (disruptive rules are held)");
+  if (b.reboot_confirmed_seq() != 0) {
+    out += fmt::format("  reboot      confirmed (journal seq {}): the reboot_pending rules are being verified\n",
+                       b.reboot_confirmed_seq());
+  }
+  if (b.waivers_size() > 0) {
+    std::vector<std::vector<std::string>> rows = {{"  WAIVED RULE", "STATUS", "OWNER", "EXPIRY", "REASON"}};
+    for (const WaiverStatus& s : WaiverStatuses(b)) {
+      rows.push_back({"  " + ShortRuleName(s.waiver->rule_id()), s.Describe(), s.waiver->owner(), ExpiryText(*s.waiver),
+                      OneLine(s.waiver->reason(), 100)});
+    }
+    out += "\n" + Table(rows);
+  }
   if (b.rules_size() > 0) {
     std::vector<std::vector<std::string>> rows = {{"  RULE", "STATE", "ATTEMPTS", "TOKENS", "DETAIL"}};
     for (const temper::v1::BatchRule& r : b.rules()) {

@@ -21,6 +21,21 @@ std::string RenderJson(const google::protobuf::Message& message);
 // An event as one JSON line, with its data as a nested object ("data") rather than a string.
 std::string RenderEventJson(const temper::v1::JournalEvent& event);
 
+// What became of each of the batch's waivers, read from its rules' states: a waiver is applied when
+// its rule is waived; a rule that was evaluated but not waived had its waiver expired (the loop
+// flagged it and remediated the rule as usual).
+struct WaiverStatus {
+  const temper::v1::Waiver* waiver = nullptr;  // points into the batch
+  enum class Kind { kApplied, kExpired, kPending, kNotInBatch } kind = Kind::kPending;
+  std::string Describe() const;  // "applied", "EXPIRED: remediated as usual", ...
+};
+std::vector<WaiverStatus> WaiverStatuses(const temper::v1::Batch& batch);
+// "until 2027-01-31" (the expiry day, as written), or "no expiry".
+std::string ExpiryText(const temper::v1::Waiver& waiver);
+// The batch's opt-ins and waivers in one line: "disruptive changes allowed · 2 waivers (1 expired)";
+// "" for a batch with neither.
+std::string OptionsLine(const temper::v1::Batch& batch);
+
 // "queued", "already_passing", ...
 std::string StateName(temper::v1::BatchState state);
 std::string StateName(temper::v1::RuleState state);

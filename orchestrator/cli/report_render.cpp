@@ -16,17 +16,26 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
   error (why the batch failed, or the reason it was cancelled with),
   created_at, updated_at (RFC 3339 or null), budgets {max_attempts, wall_time_seconds, max_tokens},
   results_dir (the last evaluation's: before the fixes until the batch completes), results {xccdf, arf} (paths, or null),
+  allow_disruptive, plan_only,
+  waivers [{rule_id, name, reason, owner, expires_at (RFC 3339 or null),
+            status (applied, expired: the rule was remediated as usual, pending, not_in_batch)}],
   summary {has_run, rules, pending, running, fixed, already_passing, escalated, skipped,
-           cancelled, error, failed_before, fix_rate (fixed / failed_before, null when none
-           failed), tokens, attempts, wall_time_seconds},
+           cancelled, error, waived, manual, reboot_pending, held, reverted, failed_before, fix_rate
+           (fixed / failed_before, null when none failed), tokens, attempts, wall_time_seconds},
   rules [{rule_id, name, state, before_verdict, after_verdict, attempts, tokens, detail,
           fix_commands (the kept attempt's commands, [] when not fixed),
           lessons [{id, text, utility, created_at}],
           history [{number, approach, commands, verdict, outcome, evidence, reflection,
                     usage {prompt_tokens, completion_tokens, cached_prompt_tokens},
-                    started_at, finished_at}]}]
+                    started_at, finished_at}]}],
+  plan_only (every change was reverted at the end), reverted_at (RFC 3339 or null),
+  fixpoint [{pass, final, attempts, fixed, rescanned, passing, failing, flipped, requeued, escalated}]
 Verdicts are OpenSCAP's (pass, fail, error, notapplicable, ...; "" when not evaluated); states
-are pending, running, fixed, already_passing, escalated, skipped, cancelled, error.)";
+are pending, running, fixed, already_passing, escalated, skipped, cancelled, error, reverted (a
+fix `temper revert` took back out), and
+waived (a waiver kept it out of remediation), manual (no automated check), held (disruptive and the
+batch did not allow disruptive changes), reboot_pending (fixed, staged until `temper rebooted`);
+none of these four counts as pass.)";
 
 namespace {
 
@@ -55,6 +64,11 @@ void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
     case temper::v1::RULE_STATE_SKIPPED: c.set_skipped(c.skipped() + 1); break;
     case temper::v1::RULE_STATE_CANCELLED: c.set_cancelled(c.cancelled() + 1); break;
     case temper::v1::RULE_STATE_ERROR: c.set_error(c.error() + 1); break;
+    case temper::v1::RULE_STATE_WAIVED: c.set_waived(c.waived() + 1); break;
+    case temper::v1::RULE_STATE_MANUAL: c.set_manual(c.manual() + 1); break;
+    case temper::v1::RULE_STATE_REBOOT_PENDING: c.set_reboot_pending(c.reboot_pending() + 1); break;
+    case temper::v1::RULE_STATE_HELD: c.set_held(c.held() + 1); break;
+    case temper::v1::RULE_STATE_REVERTED: c.set_reverted(c.reverted() + 1); break;
     default: break;
   }
   c.set_total(c.total() + 1);
@@ -64,6 +78,11 @@ void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
 std::string CountsSentence(const temper::v1::RuleCounts& c) {
   const std::pair<uint32_t, const char*> parts[] = {
       {c.fixed(), "fixed"},         {c.already_passing(), "already passing"}, {c.escalated(), "escalated"},
+      {c.reboot_pending(), "reboot pending"},
+      {c.waived(), "waived"},
+      {c.held(), "held (disruptive)"},
+      {c.manual(), "manual"},
+      {c.reverted(), "reverted"},
       {c.skipped(), "skipped"},     {c.error(), "error"},                     {c.cancelled(), "cancelled"},
       {c.running(), "running"},     {c.pending(), "pending"}};
   std::string out;
@@ -97,6 +116,44 @@ std::string NotRunNote(const temper::v1::Batch& b, const ReportSummary& s) {
     case temper::v1::BATCH_STATE_CANCELLED: return "the batch was cancelled before any rule was evaluated";
     default: return fmt::format("the batch {} before any rule was evaluated", StateName(b.state()));
   }
+}
+
+// "2 passes: #1 rescanned 5 (4 passing, 1 failing), re-queued 1; #2 rescanned 5 (5 passing)".
+std::string FixpointLine(const temper::v1::BatchReport& report) {
+  std::string out = fmt::format("{} pass{}", report.fixpoint_passes_size(), report.fixpoint_passes_size() == 1 ? "" : "es");
+  const char* separator = ": ";
+  for (const temper::v1::FixpointPass& p : report.fixpoint_passes()) {
+    out += fmt::format("{}#{} {} attempt{} ({} kept), rescanned {} ({} passing, {} failing)", separator, p.pass(),
+                       p.attempts(), p.attempts() == 1 ? "" : "s", p.fixed(), p.rescanned(), p.passing(), p.failing());
+    if (!p.requeued().empty()) out += fmt::format(", re-queued {}", p.requeued_size());
+    if (!p.escalated().empty()) out += fmt::format(", escalated {} still flipping", p.escalated_size());
+    separator = "; ";
+  }
+  return out;
+}
+
+// Plan-only and reverted batches changed nothing that stays; say so before the numbers.
+std::string UndoNote(const temper::v1::Batch& b) {
+  if (b.plan_only()) {
+    return "plan only: every change was reverted when the batch ended; \"fixed\" means the loop could fix it";
+  }
+  if (b.has_reverted_at()) return fmt::format("reverted at {}: the batch's fixes were taken back out", FormatTime(b.reverted_at()));
+  return "";
+}
+
+std::string OptionsText(const temper::v1::Batch& b) {
+  std::string line = OptionsLine(b);
+  return line.empty() ? "none (disruptive rules are held)" : line;
+}
+
+const char* WaiverStatusName(WaiverStatus::Kind kind) {
+  switch (kind) {
+    case WaiverStatus::Kind::kApplied: return "applied";
+    case WaiverStatus::Kind::kExpired: return "expired";
+    case WaiverStatus::Kind::kPending: return "pending";
+    case WaiverStatus::Kind::kNotInBatch: return "not_in_batch";
+  }
+  return "?";
 }
 
 std::string Title(const temper::v1::Batch& b) {
@@ -203,15 +260,27 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
   std::string note = NotRunNote(b, s);
   if (!note.empty()) out += fmt::format("  status      {}\n", note);
   if (!b.error().empty()) out += fmt::format("  reason      {}\n", b.error());
+  if (std::string undo = UndoNote(b); !undo.empty()) out += fmt::format("  note        {}\n", undo);
   out += fmt::format("  profile     {} (datastream {})\n", b.profile(), b.datastream());
   out += fmt::format("  rules       {}\n", RulesLine(b, s));
   out += fmt::format("  fix rate    {}\n", FixRateLine(s));
+  out += fmt::format("  options     {}\n", OptionsText(b));
   out += fmt::format("  tokens      {} in {} attempt{}\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
   out += fmt::format("  wall time   {} ({} → {})\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
   out += fmt::format("  results     {}\n", report.results_dir().empty()
                                                ? "- (written when the batch completes)"
                                                : report.results_dir() + " (results.xml, arf.xml)");
+  if (!report.fixpoint_passes().empty()) out += fmt::format("  fixpoint    {}\n", FixpointLine(report));
+  if (b.waivers_size() > 0) {
+    out += "\nwaivers:\n";
+    std::vector<std::vector<std::string>> waivers;
+    for (const WaiverStatus& w : WaiverStatuses(b)) {
+      waivers.push_back({"  " + ShortRuleName(w.waiver->rule_id()), w.Describe(), w.waiver->owner(),
+                         ExpiryText(*w.waiver), OneLine(w.waiver->reason(), kLineChars)});
+    }
+    out += Table(waivers);
+  }
   if (s.rules.empty()) return out;
 
   std::vector<std::vector<std::string>> rows = {{"RULE", "BEFORE", "AFTER", "STATE", "ATTEMPTS", "TOKENS"}};
@@ -264,14 +333,26 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   out += fmt::format("| Profile | {} |\n", Code(b.profile()));
   out += fmt::format("| Datastream | {} |\n", Code(b.datastream()));
   if (!b.error().empty()) out += fmt::format("| Reason | {} |\n", Cell(b.error()));
+  if (std::string undo = UndoNote(b); !undo.empty()) out += fmt::format("| Note | {} |\n", Cell(undo));
   out += fmt::format("| Rules | {} |\n", Cell(RulesLine(b, s)));
   out += fmt::format("| Fix rate | {} |\n", Cell(FixRateLine(s)));
+  out += fmt::format("| Options | {} |\n", Cell(OptionsText(b)));
   out += fmt::format("| Tokens | {} in {} attempt{} |\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
   out += fmt::format("| Wall time | {} ({} → {}) |\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
   out += fmt::format("| Results | {} |\n", report.results_dir().empty()
                                                ? "written when the batch completes"
                                                : Code(report.results_dir()) + " (`results.xml`, `arf.xml`)");
+  if (!report.fixpoint_passes().empty()) out += fmt::format("| Fixpoint | {} |\n", Cell(FixpointLine(report)));
+  if (b.waivers_size() > 0) {
+    out += "\n## Waivers\n\n| Rule | Status | Owner | Expiry | Reason |\n|---|---|---|---|---|\n";
+    for (const WaiverStatus& w : WaiverStatuses(b)) {
+      std::string status = w.Describe();
+      if (w.kind == WaiverStatus::Kind::kExpired) status = "**" + status + "**";
+      out += fmt::format("| {} | {} | {} | {} | {} |\n", Code(ShortRuleName(w.waiver->rule_id())), Cell(status),
+                         Cell(w.waiver->owner()), ExpiryText(*w.waiver), Cell(w.waiver->reason()));
+    }
+  }
   if (s.rules.empty()) return out;
 
   out += "\n## Rules\n\n| Rule | Before | After | State | Attempts | Tokens | Note |\n"
@@ -342,6 +423,19 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
   j["budgets"] = {{"max_attempts", b.budgets().max_attempts()},
                   {"wall_time_seconds", b.budgets().wall_time_seconds()},
                   {"max_tokens", b.budgets().max_tokens()}};
+  j["allow_disruptive"] = b.allow_disruptive();
+  j["plan_only"] = b.plan_only();
+  ordered_json waivers = ordered_json::array();
+  for (const WaiverStatus& w : WaiverStatuses(b)) {
+    waivers.push_back({{"rule_id", w.waiver->rule_id()},
+                       {"name", ShortRuleName(w.waiver->rule_id())},
+                       {"reason", w.waiver->reason()},
+                       {"owner", w.waiver->owner()},
+                       {"expires_at", w.waiver->has_expires_at() ? TimeJson(w.waiver->expires_at())
+                                                                 : ordered_json(nullptr)},
+                       {"status", WaiverStatusName(w.kind)}});
+  }
+  j["waivers"] = std::move(waivers);
   j["results_dir"] = report.results_dir();
   j["results"] = report.results_dir().empty()
                      ? ordered_json(nullptr)
@@ -358,6 +452,11 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                   {"skipped", c.skipped()},
                   {"cancelled", c.cancelled()},
                   {"error", c.error()},
+                  {"waived", c.waived()},
+                  {"manual", c.manual()},
+                  {"reboot_pending", c.reboot_pending()},
+                  {"held", c.held()},
+                  {"reverted", c.reverted()},
                   {"failed_before", s.failed_before},
                   {"fix_rate", s.fix_rate ? ordered_json(*s.fix_rate) : ordered_json(nullptr)},
                   {"tokens", s.tokens},
@@ -399,6 +498,16 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                      {"history", std::move(history)}});
   }
   j["rules"] = std::move(rules);
+  j["plan_only"] = b.plan_only();
+  j["reverted_at"] = TimeJson(b.reverted_at());
+  ordered_json passes = ordered_json::array();
+  for (const temper::v1::FixpointPass& p : report.fixpoint_passes()) {
+    passes.push_back({{"pass", p.pass()}, {"final", p.final()}, {"attempts", p.attempts()}, {"fixed", p.fixed()},
+                      {"rescanned", p.rescanned()}, {"passing", p.passing()}, {"failing", p.failing()},
+                      {"flipped", Strings(p.flipped())}, {"requeued", Strings(p.requeued())},
+                      {"escalated", Strings(p.escalated())}});
+  }
+  j["fixpoint"] = std::move(passes);
   // Replace, not throw, should a byte sequence not be UTF-8 (protobuf strings should be, but this
   // output must never fail half-way).
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";

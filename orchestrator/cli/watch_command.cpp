@@ -62,7 +62,8 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--reconnect", opt->reconnect, "when temperd restarts, wait for it and resume");
   cmd->footer(
       "Progress: [#####-----] done/total  fixed · already (passing before) · failed (the evaluator could not "
-      "decide) · escalated · skipped · left  ▸ current rule (role). On a terminal the progress lines are "
+      "decide) · escalated · skipped (· reboot pending · waived · held · manual, when any) · left  ▸ current rule "
+      "(role). On a terminal the progress lines are "
       "redrawn under the events; otherwise a batch's line is printed when its counts change.");
   cmd->callback([&ctx, opt] {
     ctx.run = [&ctx, opt]() -> Status {

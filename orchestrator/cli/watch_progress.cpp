@@ -28,7 +28,16 @@ uint32_t Count(const json& counts, const char* key) {
 }  // namespace
 
 void BatchProgressModel::SetFinal(const std::string& rule_id, Final state) {
-  if (!rule_id.empty()) finals_[rule_id] = state;
+  if (rule_id.empty()) return;
+  auto it = finals_.find(rule_id);
+  // A reboot verification after batch.completed moves a reboot_pending rule on, and the completed
+  // counts with it.
+  if (completed_ && it != finals_.end() && it->second == Final::kRebootPending && completed_->reboot_pending > 0 &&
+      (state == Final::kFixed || state == Final::kEscalated)) {
+    --completed_->reboot_pending;
+    ++(state == Final::kFixed ? completed_->fixed : completed_->escalated);
+  }
+  finals_[rule_id] = state;
 }
 
 void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
@@ -42,6 +51,10 @@ void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
       case temper::v1::RULE_STATE_SKIPPED: SetFinal(r.rule_id(), Final::kSkipped); break;
       case temper::v1::RULE_STATE_CANCELLED: SetFinal(r.rule_id(), Final::kCancelled); break;
       case temper::v1::RULE_STATE_ERROR: SetFinal(r.rule_id(), Final::kFailed); break;
+      case temper::v1::RULE_STATE_WAIVED: SetFinal(r.rule_id(), Final::kWaived); break;
+      case temper::v1::RULE_STATE_MANUAL: SetFinal(r.rule_id(), Final::kManual); break;
+      case temper::v1::RULE_STATE_HELD: SetFinal(r.rule_id(), Final::kHeld); break;
+      case temper::v1::RULE_STATE_REBOOT_PENDING: SetFinal(r.rule_id(), Final::kRebootPending); break;
       case temper::v1::RULE_STATE_RUNNING: rule_ = r.rule_id(); break;
       default: break;
     }
@@ -87,6 +100,10 @@ void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
       c.escalated = Count(*rules, "escalated");
       c.skipped = Count(*rules, "skipped");
       c.cancelled = Count(*rules, "cancelled");
+      c.waived = Count(*rules, "waived");
+      c.manual = Count(*rules, "manual");
+      c.held = Count(*rules, "held");
+      c.reboot_pending = Count(*rules, "reboot_pending");
       c.total_known = true;
       c.total = c.done() + Count(*rules, "pending") + Count(*rules, "running");
       completed_ = c;
@@ -99,7 +116,15 @@ void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
     phase_ = Phase::kCancelled;
   } else if (type == "evaluation.before") {
     auto verdicts = d.find("verdicts");
-    if (verdicts != d.end() && verdicts->is_object()) {
+    auto states = d.find("states");
+    if (states != d.end() && states->is_object()) {
+      // The states the evaluation decided; the rule policy's own (waived, ...) come as rule events.
+      ProgressCounts b;
+      b.already_passing = Count(*states, "already_passing");
+      b.failed = Count(*states, "error");
+      b.skipped = Count(*states, "skipped");
+      before_ = b;
+    } else if (verdicts != d.end() && verdicts->is_object()) {
       // As the loop classifies them: pass/fixed are already passing, fail is left to fix, error and
       // unknown could not be decided, anything else (notapplicable, ...) is skipped.
       ProgressCounts b;
@@ -118,6 +143,14 @@ void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
     SetFinal(e.rule_id(), Final::kFixed);
   } else if (type == "rule.escalated") {
     SetFinal(e.rule_id(), Final::kEscalated);
+  } else if (type == "rule.waived") {
+    SetFinal(e.rule_id(), Final::kWaived);
+  } else if (type == "rule.manual") {
+    SetFinal(e.rule_id(), Final::kManual);
+  } else if (type == "rule.held") {
+    SetFinal(e.rule_id(), Final::kHeld);
+  } else if (type == "rule.reboot_pending") {
+    SetFinal(e.rule_id(), Final::kRebootPending);
   } else if (type == "rule.skipped" || type == "architect.skip") {
     SetFinal(e.rule_id(), Final::kSkipped);
   } else if (type == "rule.error") {
@@ -144,6 +177,10 @@ ProgressCounts BatchProgressModel::counts() const {
       case Final::kEscalated: ++c.escalated; break;
       case Final::kSkipped: ++c.skipped; break;
       case Final::kCancelled: ++c.cancelled; break;
+      case Final::kWaived: ++c.waived; break;
+      case Final::kManual: ++c.manual; break;
+      case Final::kHeld: ++c.held; break;
+      case Final::kRebootPending: ++c.reboot_pending; break;
     }
   }
   // Cancelling a batch cancels every rule not yet final.
@@ -153,9 +190,9 @@ ProgressCounts BatchProgressModel::counts() const {
 
 std::string BatchProgressModel::ChangeKey() const {
   ProgressCounts c = counts();
-  return fmt::format("{}/{} {} {} {} {} {} {} phase {} {}", c.total_known ? std::to_string(c.total) : "?", c.done(),
-                     c.fixed, c.already_passing, c.failed, c.escalated, c.skipped, c.cancelled,
-                     static_cast<int>(phase_), error_);
+  return fmt::format("{}/{} {} {} {} {} {} {} {} {} {} {} phase {} {}", c.total_known ? std::to_string(c.total) : "?",
+                     c.done(), c.fixed, c.already_passing, c.failed, c.escalated, c.skipped, c.cancelled, c.waived,
+                     c.manual, c.held, c.reboot_pending, static_cast<int>(phase_), error_);
 }
 
 std::string BatchProgressModel::Line() const {
@@ -166,7 +203,12 @@ std::string BatchProgressModel::Line() const {
                                 c.total_known ? std::to_string(c.total) : "?");
   out += fmt::format("fixed {} · already {} · failed {} · escalated {} · skipped {}", c.fixed, c.already_passing,
                      c.failed, c.escalated, c.skipped);
-  if (c.cancelled > 0) out += fmt::format(" · cancelled {}", c.cancelled);
+  // The rule policy's states only when they occur, so a batch without them keeps a short line.
+  for (const auto& [n, name] : {std::pair{c.reboot_pending, "reboot pending"}, std::pair{c.waived, "waived"},
+                                std::pair{c.held, "held"}, std::pair{c.manual, "manual"},
+                                std::pair{c.cancelled, "cancelled"}}) {
+    if (n > 0) out += fmt::format(" · {} {}", name, n);
+  }
   out += fmt::format(" · left {}", c.total_known ? std::to_string(c.left()) : "?");
   switch (phase_) {
     case Phase::kCompleted: return out + "  ✔ completed";

@@ -1,6 +1,6 @@
 // Live progress for `temper watch`: per batch, how many rules are fixed, already passing, failed,
-// escalated, skipped and left, and what the loop is doing now, kept up to date from the journal
-// events the watch prints anyway, so progress costs no extra polling.
+// escalated, skipped, waived, manual, held, reboot pending and left, and what the loop is doing now,
+// kept up to date from the journal events the watch prints anyway, so progress costs no extra polling.
 //
 // BatchProgressModel is one batch's tally; ProgressBoard turns events into the text to write: on a
 // terminal the progress lines stay under the event lines and are redrawn in place (ANSI erase line),
@@ -29,8 +29,14 @@ struct ProgressCounts {
   uint32_t escalated = 0;
   uint32_t skipped = 0;
   uint32_t cancelled = 0;
+  uint32_t waived = 0;          // rule policy (orchestrator/rule_policy.h): never counted as pass
+  uint32_t manual = 0;
+  uint32_t held = 0;
+  uint32_t reboot_pending = 0;  // fixed, staged until `temper rebooted`
 
-  uint32_t done() const { return fixed + already_passing + failed + escalated + skipped + cancelled; }
+  uint32_t done() const {
+    return fixed + already_passing + failed + escalated + skipped + cancelled + waived + manual + held + reboot_pending;
+  }
   // Rules not in a final state; 0 while the total is unknown.
   uint32_t left() const { return total_known && total > done() ? total - done() : 0; }
   bool operator==(const ProgressCounts&) const = default;
@@ -38,8 +44,11 @@ struct ProgressCounts {
 
 // One batch's progress. Events are applied idempotently per rule (a rule's final state is kept by
 // rule id), so seeding from GetBatch and then replaying older events of the same batch does not count
-// a rule twice. evaluation.before carries counts, not rule ids; it is ignored when the seed already
-// had before-verdicts. batch.completed's own counts, when seen, are taken as they are.
+// a rule twice. evaluation.before carries counts, not rule ids (the states it decided, or in older
+// journals the verdicts); it is ignored when the seed already had before-verdicts. Rules the rule
+// policy decided have their own events (rule.waived, ...). batch.completed's own counts, when seen,
+// are taken as they are; a reboot verification after it (rule.fixed / rule.escalated of a
+// reboot_pending rule) moves them on.
 class BatchProgressModel {
  public:
   explicit BatchProgressModel(std::string batch_id) : batch_id_(std::move(batch_id)) {}
@@ -65,7 +74,9 @@ class BatchProgressModel {
   std::string ChangeKey() const;
 
  private:
-  enum class Final { kFixed, kAlreadyPassing, kFailed, kEscalated, kSkipped, kCancelled };
+  enum class Final {
+    kFixed, kAlreadyPassing, kFailed, kEscalated, kSkipped, kCancelled, kWaived, kManual, kHeld, kRebootPending
+  };
   enum class Phase { kUnknown, kQueued, kRunning, kCompleted, kFailed, kCancelled };
 
   void SetFinal(const std::string& rule_id, Final state);

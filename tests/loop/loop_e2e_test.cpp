@@ -69,7 +69,7 @@ std::unique_ptr<grpc::ClientContext> Ctx() {
 }
 
 std::string Submit(const DaemonProcess& daemon, const std::vector<std::string>& rules, uint32_t max_attempts,
-                   const std::string& target = "lab") {
+                   const std::string& target = "lab", bool allow_disruptive = false) {
   temper::v1::SubmitBatchRequest req;
   req.set_name("e2e");
   req.set_target(target);
@@ -77,6 +77,7 @@ std::string Submit(const DaemonProcess& daemon, const std::vector<std::string>& 
   req.set_profile("stig");
   for (const std::string& r : rules) req.add_rule_ids(r);
   req.mutable_budgets()->set_max_attempts(max_attempts);
+  req.set_allow_disruptive(allow_disruptive);
   temper::v1::Batch batch;
   grpc::Status s = daemon.Stub()->SubmitBatch(Ctx().get(), req, &batch);
   REQUIRE(s.ok());
@@ -164,7 +165,7 @@ TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson,
   std::string id = Submit(daemon,
                           {"accounts_tmout", "banner_etc_issue_net", "accounts_umask_etc_login_defs",
                            "is_fips_mode_enabled", "accounts_maximum_age_login_defs", "no_duplicate_uids"},
-                          3);
+                          3, "lab", /*allow_disruptive=*/true);  // FIPS mode is disruptive (stig/rule_risk.h)
   temper::v1::Batch batch = WaitUntilEnded(daemon, id);
   INFO(daemon.Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
@@ -285,7 +286,7 @@ TEST_CASE("kill -9 at several points of a batch: each restart reverts the target
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kPrefix) + "accounts_tmout")));
 }
 
-TEST_CASE("a model endpoint that stays down fails the batch with its error; the next batch runs") {
+TEST_CASE("a model endpoint that stays down fails the batch with its error, the next batch runs") {
   ModelScript script;
   script.faults.fail_first = 3;  // the first pick and both of the client's retries
   script.faults.fail_status = 500;

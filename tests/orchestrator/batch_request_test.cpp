@@ -101,6 +101,70 @@ TEST_CASE("each invalid field is named") {
   CHECK(f.Error(r) == "target: required");
 }
 
+TEST_CASE("waivers are normalized, checked field by field, and carried with the opt-ins") {
+  Fixture f;
+  auto r = f.Valid();
+  temper::v1::Waiver* w = r.add_waivers();
+  w->set_rule_id("accounts_tmout");
+  w->set_reason("kiosk sessions must not time out");
+  w->set_owner("secops@example.com");
+  w->mutable_expires_at()->set_seconds(1900000000);
+  r.set_allow_disruptive(true);
+  r.set_plan_only(true);
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->options.waivers.size() == 1);
+  CHECK(batch->options.waivers[0].rule_id == "xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(batch->options.waivers[0].expires_at == int64_t{1900000000} * 1000);
+  CHECK(batch->options.allow_disruptive);
+  CHECK(batch->options.plan_only);
+
+  auto bad = r;
+  bad.mutable_waivers(0)->set_owner("");
+  CHECK(f.Error(bad) == "waivers[0].owner: required (who accepted the risk)");
+  bad = r;
+  bad.mutable_waivers(0)->set_reason("");
+  CHECK(f.Error(bad) == "waivers[0].reason: required (why the risk is accepted)");
+  bad = r;
+  *bad.add_waivers() = r.waivers(0);
+  bad.mutable_waivers(1)->set_rule_id("xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(f.Error(bad) == "waivers[1].rule_id: 'xccdf_org.ssgproject.content_rule_accounts_tmout' is waived twice");
+  bad = r;
+  bad.mutable_waivers(0)->set_rule_id("no such rule!");
+  CHECK(f.Error(bad).rfind("waivers[0].rule_id: 'no such rule!' is not a rule id", 0) == 0);
+  bad = r;
+  bad.mutable_waivers(0)->mutable_expires_at()->set_seconds(-5);
+  CHECK(f.Error(bad) == "waivers[0].expires_at: not a valid time after 1970");
+}
+
+TEST_CASE("configured waivers join the batch's, which win for the same rule, others' rules are left out") {
+  Fixture f;
+  const std::string p = "xccdf_org.ssgproject.content_rule_";
+  f.config.waivers = {{p + "accounts_tmout", "site: kiosks", "ops", std::nullopt},
+                      {p + "sshd_disable_root_login", "site: console", "ops", int64_t{1} * 1000},
+                      {p + "banner_etc_issue_net", "not in this batch", "ops", std::nullopt}};
+  auto r = f.Valid();
+  temper::v1::Waiver* w = r.add_waivers();
+  w->set_rule_id("accounts_tmout");
+  w->set_reason("batch: this kiosk");
+  w->set_owner("alice");
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->options.waivers.size() == 2);
+  CHECK(batch->options.waivers[0].rule_id == p + "accounts_tmout");
+  CHECK(batch->options.waivers[0].owner == "alice");  // the batch's, not the configured one
+  CHECK(batch->options.waivers[1].rule_id == p + "sshd_disable_root_login");
+  CHECK(batch->options.waivers[1].reason == "site: console");
+
+  // A whole-profile batch may hold any rule: every configured waiver applies.
+  auto whole = f.Valid();
+  whole.clear_rule_ids();
+  whole.set_whole_profile(true);
+  auto profile_batch = ValidateSubmitRequest(whole, f.config);
+  REQUIRE(profile_batch.ok());
+  CHECK(profile_batch->options.waivers.size() == 3);
+}
+
 TEST_CASE("batch ids are positive decimal numbers") {
   CHECK(*ParseBatchId("17") == 17);
   CHECK(ParseBatchId("0").status().message() == "'0' is not a batch id (batch ids are positive numbers)");

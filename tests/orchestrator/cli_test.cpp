@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+
 #include "orchestrator/daemon_process.h"
 
 namespace temper::testing {
@@ -69,6 +71,54 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, rebooted wants a completed batch") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  std::string batch_file = dir.Write(
+      "batch.yaml",
+      "target: lab\ndatastream: ssg-test-ds.xml\nprofile: stig\nrules: [accounts_tmout, banner_etc_issue_net]\n"
+      "waivers:\n  - {rule: accounts_tmout, reason: from the file, owner: carol}\n"
+      "  - {rule: banner_etc_issue_net, reason: legal review, owner: bob, expires: 2027-01-31}\n");
+  // The flag's waiver replaces the file's for the same rule.
+  ProcessResult submit = Cli(daemon, {"submit", "-f", batch_file, "--waive",
+                                      "accounts_tmout:kiosk sessions: no timeout:alice@example.com",
+                                      "--allow-disruptive", "--plan-only"});
+  INFO(submit.err);
+  REQUIRE(submit.exit_code == 0);
+  CHECK(submit.out == "batch 1 queued: 2 rules on target lab (profile stig)\n"
+                      "  disruptive changes allowed · plan only · 2 waivers\n");
+
+  nlohmann::json batch = nlohmann::json::parse(Cli(daemon, {"status", "1", "--json"}).out);
+  CHECK(batch["allow_disruptive"] == true);
+  CHECK(batch["plan_only"] == true);
+  REQUIRE(batch["waivers"].size() == 2);
+  CHECK(batch["waivers"][0]["rule_id"] == "xccdf_org.ssgproject.content_rule_banner_etc_issue_net");
+  CHECK(batch["waivers"][0]["expires_at"] == "2027-01-31T00:00:00Z");
+  CHECK(batch["waivers"][1]["owner"] == "alice@example.com");
+  CHECK(batch["waivers"][1]["reason"] == "kiosk sessions: no timeout");
+
+  ProcessResult status = Cli(daemon, {"status", "1"});
+  INFO(status.out);
+  CHECK(status.out.find("  options     disruptive changes allowed · plan only · 2 waivers\n") != std::string::npos);
+  CHECK(status.out.find("  WAIVED RULE           STATUS             OWNER              EXPIRY            REASON\n"
+                        "  banner_etc_issue_net  not evaluated yet  bob                until 2027-01-31  legal review\n"
+                        "  accounts_tmout        not evaluated yet  alice@example.com  no expiry         kiosk sessions: "
+                        "no timeout\n") != std::string::npos);
+
+  ProcessResult bad = Cli(daemon, {"submit", "-f", batch_file, "--waive", "accounts_tmout:no owner"});
+  CHECK(bad.exit_code == 2);
+  CHECK(bad.err == "temper: --waive 'accounts_tmout:no owner': no owner (expected RULE:REASON:OWNER[:YYYY-MM-DD])\n");
+
+  ProcessResult queued = Cli(daemon, {"rebooted", "1"});
+  CHECK(queued.exit_code == 1);
+  CHECK(queued.err == "temper: batch 1 is queued: only a completed batch has fixes staged for a reboot\n");
+  ProcessResult unknown = Cli(daemon, {"rebooted", "9"});
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err == "temper: batch 9 does not exist\n");
+  CHECK(daemon.Stop() == 0);
+}
+
 TEST_CASE("temper report on a batch that has not run, and its errors") {
   TempDir dir;
   DaemonProcess daemon(dir);
@@ -111,6 +161,28 @@ TEST_CASE("temper report on a batch that has not run, and its errors") {
   CHECK(format.exit_code == 2);
   CHECK(format.err.find("--format: yaml not in {text,markdown,json}") != std::string::npos);
   CHECK(Cli(daemon, {"report"}).exit_code == 2);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("temper revert refuses what it cannot revert, naming why, before it touches a target") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
+  REQUIRE(Cli(daemon, {"cancel", "2"}).exit_code == 0);
+
+  ProcessResult queued = Cli(daemon, {"revert", "1"});
+  CHECK(queued.exit_code == 1);
+  CHECK(queued.err == "temper: batch 1 has not run yet: it changed nothing to revert\n");
+  ProcessResult cancelled = Cli(daemon, {"revert", "2", "accounts_tmout"});
+  CHECK(cancelled.exit_code == 1);
+  CHECK(cancelled.err == "temper: batch 2 never started on target lab (cancelled): it changed nothing to revert\n");
+  CHECK(Cli(daemon, {"revert", "42"}).err == "temper: batch 42 does not exist\n");
+  CHECK(Cli(daemon, {"revert", "1", "no such rule"}).err.rfind("temper: rule_id: ", 0) == 0);
+  CHECK(Cli(daemon, {"revert"}).exit_code == 2);
+  // Nothing was mounted or created for the target.
+  CHECK_FALSE(std::filesystem::exists(dir / "roots/lab/state"));
   CHECK(daemon.Stop() == 0);
 }
 

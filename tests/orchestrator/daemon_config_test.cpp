@@ -17,6 +17,7 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.max_attempts == 5);
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
+  CHECK(config->fixpoint_passes == 3);
   REQUIRE(config->targets.size() == 1);
   CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
   CHECK(config->FindTarget("nope") == nullptr);
@@ -47,6 +48,13 @@ TEST_CASE("the package cache takes a directory, apt sources and an index age, or
   CHECK(off->package_cache.dir.empty());
 }
 
+TEST_CASE("the fixpoint's bound on passes comes from loop.fixpoint_passes") {
+  auto config = ParseDaemonConfig("loop:\n  fixpoint_passes: 5\n", "/etc/temper/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->fixpoint_passes == 5);
+  CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->fixpoint_passes == kDefaultFixpointPasses);
+}
+
 TEST_CASE("temperd.yaml errors name file, line, column and field") {
   struct Case {
     const char* text;
@@ -55,7 +63,9 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, ssh, targets)"},
+                         "default_budgets, package_cache, ssh, targets, loop, waivers)"},
+      {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
+      {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},
@@ -81,6 +91,21 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "t.yaml:5:11: targets.lab.host: only ssh targets take this key"},
       {"targets:\n  bad name:\n    type: rootfs\n", "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
       {"targets:\n  lab: {type: rootfs}\n", "t.yaml:2:8: targets.lab: missing required key 'path'"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r}\n", "t.yaml:2:5: waivers[0]: missing required key 'owner'"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, expires: 2027-02-30}\n",
+       "t.yaml:2:58: waivers[0].expires: '2027-02-30' is not a calendar date after 1970"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, expires: next week}\n",
+       "t.yaml:2:58: waivers[0].expires: 'next week' is not a date: expected YYYY-MM-DD, e.g. 2027-01-31"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o}\n"
+       "  - {rule: xccdf_org.ssgproject.content_rule_accounts_tmout, reason: r, owner: o}\n",
+       "t.yaml:3:12: waivers[1].rule: 'xccdf_org.ssgproject.content_rule_accounts_tmout' is already waived by "
+       "waivers[0]"},
+      {"waivers:\n  - {rule: 'no spaces', reason: r, owner: o}\n",
+       "t.yaml:2:12: waivers[0].rule: 'no spaces' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. "
+       "sshd_disable_root_login)"},
+      {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, until: 2027-01-01}\n",
+       "t.yaml:2:49: waivers[0].until: unknown key (valid keys here: rule, reason, owner, expires)"},
+      {"waivers: accounts_tmout\n", "t.yaml:1:10: waivers: expected a sequence, got a scalar"},
       {"- a\n- b\n", "t.yaml:1:1: expected a mapping, got a sequence"},
       {"", "t.yaml: the file is empty; see config/temperd.yaml for an example"},
   };
@@ -124,6 +149,22 @@ TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo; the ssh se
   auto deep = ParseDaemonConfig("state_dir: /" + std::string(80, 'd') + "\n", "/t.yaml");
   REQUIRE_FALSE(deep.ok());
   CHECK_THAT(deep.status().message(), Catch::Contains("socket paths allow at most 70"));
+}
+
+TEST_CASE("configured waivers are read with full rule ids and expiry days") {
+  auto config = ParseDaemonConfig(
+      "waivers:\n"
+      "  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n    owner: ops@example.com\n"
+      "  - rule: xccdf_org.ssgproject.content_rule_banner_etc_issue_net\n    reason: \"legal: banner: pending\"\n"
+      "    owner: legal\n    expires: 2027-01-31\n",
+      "t.yaml");
+  REQUIRE(config.ok());
+  REQUIRE(config->waivers.size() == 2);
+  CHECK(config->waivers[0].rule_id == "xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(config->waivers[0].owner == "ops@example.com");
+  CHECK_FALSE(config->waivers[0].expires_at.has_value());
+  CHECK(config->waivers[1].reason == "legal: banner: pending");
+  CHECK(config->waivers[1].expires_at == 1801353600000);  // 2027-01-31T00:00:00Z
 }
 
 TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {

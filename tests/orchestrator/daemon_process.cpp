@@ -109,7 +109,7 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
                       "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
                       options.content_dir.empty() ? "content" : options.content_dir,
                       options.lab_path.empty() ? "roots/lab" : options.lab_path) +
-          MoreTargets(options));
+          MoreTargets(options) + options.extra_yaml);
 }
 
 DaemonProcess::~DaemonProcess() {

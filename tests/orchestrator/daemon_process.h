@@ -41,6 +41,7 @@ struct DaemonOptions {
   std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
   std::string ssh_yaml;     // the keys of the ssh section, one per line without indentation; empty: none
+  std::string extra_yaml;   // more top-level keys for temperd.yaml (e.g. "waivers:\n  - ..."), as written
 };
 
 class DaemonProcess {

@@ -50,6 +50,13 @@ TEST_CASE("the loop's event types read as sentences") {
         "evaluation.before of 5 rules: 3 fail, 2 pass");
   CHECK(DescribeEvent(Ev("batch.completed", "daemon", "", R"({"rules":{"pending":0,"fixed":2,"escalated":1}})")) ==
         "batch.completed: 2 fixed, 1 escalated");
+  CHECK(DescribeEvent(Ev("fixpoint.pass", "evaluator", "",
+                         R"({"pass":1,"max_passes":3,"verdicts":{"pass":3,"fail":1},"requeued":["r"],"escalated":[]})")) ==
+        "fixpoint.pass 1 of at most 3: 3 pass, 1 fail; 1 rule re-queued");
+  CHECK(DescribeEvent(Ev("batch.plan_reverted", "daemon", "", R"({"start_snapshot":4})")) ==
+        "batch.plan_reverted: plan only, target back at snapshot 4");
+  CHECK(DescribeEvent(Ev("rule.reverted", "daemon", "accounts_tmout", R"({"verdict":"fail"})")) ==
+        "rule.reverted accounts_tmout: now fail");
   CHECK(DescribeEvent(Ev("batch.cancelled", "daemon", "", R"({"previous_state":"queued","reason":"demo","rules_cancelled":1})")) ==
         "batch.cancelled (was queued, 1 rule cancelled): demo");
   CHECK(DescribeEvent(Ev("architect.skip", "architect", "grub2_password", R"({"reason":"needs the boot loader"})")) ==
@@ -75,6 +82,9 @@ TEST_CASE("the loop's event types read as sentences") {
         "attempt.reverted accounts_tmout #2: regression, rule fail: 1 regression");
   CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout", R"({"number":3,"verdict":"pass","outcome":"kept"})")) ==
         "attempt.kept accounts_tmout #3: kept, rule pass");
+  CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout",
+                         R"j({"number":3,"verdict":"pass","outcome":"kept","changes":"1 file (1 added)"})j")) ==
+        "attempt.kept accounts_tmout #3: kept, rule pass [changed: 1 file (1 added)]");
   CHECK(DescribeEvent(Ev("reflector.lesson", "reflector", "accounts_tmout", R"({"number":2,"lesson":"bash reads /etc/profile.d only for login shells"})")) ==
         "reflector.lesson accounts_tmout #2: bash reads /etc/profile.d only for login shells");
   CHECK(DescribeEvent(Ev("prompt.trimmed", "architect", "", R"({"sections":[{"name":"memory","tokens":1200,"kept_tokens":300}]})")) ==
@@ -94,6 +104,31 @@ TEST_CASE("long text is cut to one line, and unknown or malformed events stay ge
         "rule.fixed xccdf_org.ssgproject.content_rule_r  not json");
   // Fields of the wrong type read as missing rather than throwing.
   CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", R"({"attempts":"two","tokens":-1})")) == "rule.fixed r (0 tokens)");
+}
+
+TEST_CASE("the rule policy's and the reboot verification's events read as sentences") {
+  CHECK(DescribeEvent(Ev("rule.waived", "daemon", "accounts_tmout",
+                         R"({"owner":"alice","reason":"kiosk sessions","expires":"2027-01-31","before_verdict":"fail"})")) ==
+        "rule.waived accounts_tmout by alice until 2027-01-31: kiosk sessions");
+  CHECK(DescribeEvent(Ev("waiver.expired", "daemon", "banner_etc_issue_net",
+                         R"({"detail":"the waiver by bob expired on 2020-01-01: the rule is remediated as usual"})")) ==
+        "waiver.expired banner_etc_issue_net: the waiver by bob expired on 2020-01-01: the rule is remediated as usual");
+  CHECK(DescribeEvent(Ev("rule.manual", "daemon", "installed_os_is_vendor_supported", "{}")) ==
+        "rule.manual installed_os_is_vendor_supported: no automated check; a person must review it");
+  CHECK(DescribeEvent(Ev("rule.held", "daemon", "package_telnet_removed", R"({"detail":"held, not changed"})")) ==
+        "rule.held package_telnet_removed: held, not changed");
+  CHECK(DescribeEvent(Ev("rule.reboot_pending", "daemon", "kernel_module_cramfs_disabled", R"({"attempts":1})")) ==
+        "rule.reboot_pending kernel_module_cramfs_disabled after 1 attempt: staged until the host reboots (temper "
+        "rebooted)");
+  CHECK(DescribeEvent(Ev("reboot.confirmed", "daemon", "", R"({"rules":["a","b"],"note":"CHG-7"})")) ==
+        "reboot.confirmed: 2 rules to verify: CHG-7");
+  CHECK(DescribeEvent(Ev("rule.fixed", "evaluator", "kernel_module_cramfs_disabled",
+                         R"({"after_reboot":true,"verdict":"pass"})")) ==
+        "rule.fixed kernel_module_cramfs_disabled after the reboot (OpenSCAP: pass)");
+  CHECK(DescribeEvent(Ev("reboot.verified", "evaluator", "", R"({"fixed":1,"escalated":0})")) ==
+        "reboot.verified: 1 fixed, 0 escalated");
+  CHECK(DescribeEvent(Ev("reboot.verification_failed", "evaluator", "", R"({"error":"target lab: cannot mount"})")) ==
+        "reboot.verification_failed: target lab: cannot mount");
 }
 
 }  // namespace

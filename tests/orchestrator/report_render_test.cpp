@@ -261,5 +261,113 @@ TEST_CASE("a Markdown code block survives commands holding backticks") {
   CHECK(md.find("````sh\n$ echo ```x``` → exit 0\n````\n") != std::string::npos);
 }
 
+TEST_CASE("plan-only and reverted batches say so, reverted rules are counted, and fixpoint passes are shown") {
+  temper::v1::BatchReport r = FinishedReport();
+  r.mutable_batch()->set_plan_only(true);
+  r.mutable_batch()->mutable_rules(0)->set_state(temper::v1::RULE_STATE_REVERTED);
+  temper::v1::FixpointPass* p1 = r.add_fixpoint_passes();
+  p1->set_pass(1);
+  p1->set_attempts(3);
+  p1->set_fixed(1);
+  p1->set_rescanned(4);
+  p1->set_passing(2);
+  p1->set_failing(2);
+  p1->add_flipped(std::string(kPrefix) + "accounts_tmout");
+  p1->add_requeued(std::string(kPrefix) + "accounts_tmout");
+  temper::v1::FixpointPass* p2 = r.add_fixpoint_passes();
+  p2->set_pass(2);
+  p2->set_final(true);
+  p2->set_rescanned(4);
+  p2->set_passing(3);
+  p2->set_failing(1);
+
+  CHECK(SummarizeReport(r).counts.reverted() == 1);
+  std::string text = RenderReportText(r);
+  CHECK_THAT(text, Catch::Contains("plan only: every change was reverted"));
+  CHECK_THAT(text, Catch::Contains("1 reverted"));
+  CHECK_THAT(text, Catch::Contains("fixpoint    2 passes: #1 3 attempts (1 kept), rescanned 4 (2 passing, 2 failing), "
+                                   "re-queued 1; #2 0 attempts (0 kept), rescanned 4 (3 passing, 1 failing)"));
+  CHECK_THAT(RenderReportMarkdown(r), Catch::Contains("| Fixpoint | 2 passes") && Catch::Contains("| Note | plan only"));
+  nlohmann::json j = nlohmann::json::parse(RenderReportJson(r));
+  CHECK(j["plan_only"] == true);
+  CHECK(j["reverted_at"].is_null());
+  CHECK(j["summary"]["reverted"] == 1);
+  REQUIRE(j["fixpoint"].size() == 2);
+  CHECK(j["fixpoint"][0]["requeued"] == nlohmann::json::array({std::string(kPrefix) + "accounts_tmout"}));
+  CHECK(j["fixpoint"][1]["final"] == true);
+
+  r.mutable_batch()->set_plan_only(false);
+  *r.mutable_batch()->mutable_reverted_at() = TimeUtil::SecondsToTimestamp(1'800'000'300);
+  CHECK_THAT(RenderReportText(r), Catch::Contains("reverted at 2027-01-15 08:05:00Z: the batch's fixes were taken back out"));
+  CHECK(nlohmann::json::parse(RenderReportJson(r))["reverted_at"] == "2027-01-15T08:05:00Z");
+}
+
+TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, never as pass, expired waivers flagged") {
+  temper::v1::BatchReport r;
+  temper::v1::Batch* b = r.mutable_batch();
+  b->set_id("9");
+  b->set_target("lab");
+  b->set_profile("stig");
+  b->set_state(temper::v1::BATCH_STATE_COMPLETED);
+  AddRule(r, "accounts_tmout", temper::v1::RULE_STATE_WAIVED, "fail", "fail", 0, 0,
+          "waived by alice: kiosk sessions (until 2027-01-31)");
+  AddRule(r, "banner_etc_issue_net", temper::v1::RULE_STATE_FIXED, "fail", "pass", 1, 900, "fixed on attempt 1");
+  AddRule(r, "installed_os_is_vendor_supported", temper::v1::RULE_STATE_MANUAL, "notchecked", "notchecked", 0, 0,
+          "manual: SCAP Security Guide has no automated check for this rule");
+  AddRule(r, "kernel_module_usb-storage_disabled", temper::v1::RULE_STATE_HELD, "fail", "fail", 0, 0,
+          "held, not changed: disruptive (...). To remediate it, submit it again allowing disruptive changes");
+  AddRule(r, "kernel_module_cramfs_disabled", temper::v1::RULE_STATE_REBOOT_PENDING, "fail", "pass", 1, 800,
+          "fixed on attempt 1, staged: it takes effect after a reboot");
+  AddAttempt(r, "kernel_module_cramfs_disabled", 1, "kept", "pass", {"$ bash /root/fix.sh → exit 0"});
+  temper::v1::Waiver* w = b->add_waivers();
+  w->set_rule_id(std::string(kPrefix) + "accounts_tmout");
+  w->set_reason("kiosk sessions");
+  w->set_owner("alice");
+  *w->mutable_expires_at() = TimeUtil::SecondsToTimestamp(1801353600);  // 2027-01-31
+  w = b->add_waivers();
+  w->set_rule_id(std::string(kPrefix) + "banner_etc_issue_net");
+  w->set_reason("legal review");
+  w->set_owner("bob");
+  *w->mutable_expires_at() = TimeUtil::SecondsToTimestamp(1577836800);  // 2020-01-01
+
+  ReportSummary s = SummarizeReport(r);
+  CHECK(s.counts.waived() == 1);
+  CHECK(s.counts.manual() == 1);
+  CHECK(s.counts.held() == 1);
+  CHECK(s.counts.reboot_pending() == 1);
+  CHECK(s.fixed == 1);  // only the rule fixed for good counts
+  CHECK(s.failed_before == 4);
+
+  std::string text = RenderReportText(r);
+  INFO(text);
+  CHECK(text.find("  rules       5: 1 fixed, 1 reboot pending, 1 waived, 1 held (disruptive), 1 manual\n") !=
+        std::string::npos);
+  CHECK(text.find("  options     2 waivers (1 EXPIRED)\n") != std::string::npos);
+  CHECK(text.find("\nwaivers:\n  accounts_tmout        applied                       alice  until 2027-01-31  kiosk sessions\n"
+                  "  banner_etc_issue_net  EXPIRED: remediated as usual  bob    until 2020-01-01  legal review\n") !=
+        std::string::npos);
+  CHECK(text.find("accounts_tmout: waived, fail → fail, 0 attempts, 0 tokens\n"
+                  "  reason: waived by alice: kiosk sessions (until 2027-01-31)\n") != std::string::npos);
+  CHECK(text.find("  reason: held, not changed: disruptive") != std::string::npos);
+  CHECK(text.find("kernel_module_cramfs_disabled: reboot_pending, fail → pass") != std::string::npos);
+
+  std::string md = RenderReportMarkdown(r);
+  CHECK(md.find("| Options | 2 waivers (1 EXPIRED) |\n") != std::string::npos);
+  CHECK(md.find("| `banner_etc_issue_net` | **EXPIRED: remediated as usual** | bob | until 2020-01-01 | legal review |\n") !=
+        std::string::npos);
+  CHECK(md.find("| `installed_os_is_vendor_supported` | notchecked | notchecked | manual |") != std::string::npos);
+
+  nlohmann::json j = nlohmann::json::parse(RenderReportJson(r));
+  CHECK(j["allow_disruptive"] == false);
+  REQUIRE(j["waivers"].size() == 2);
+  CHECK(j["waivers"][0]["status"] == "applied");
+  CHECK(j["waivers"][0]["expires_at"] == "2027-01-31T00:00:00Z");
+  CHECK(j["waivers"][1]["status"] == "expired");
+  CHECK(j["summary"]["waived"] == 1);
+  CHECK(j["summary"]["held"] == 1);
+  CHECK(j["summary"]["reboot_pending"] == 1);
+  CHECK(j["rules"][3]["state"] == "held");
+}
+
 }  // namespace
 }  // namespace temper::cli

@@ -1,6 +1,7 @@
 #include "orchestrator/state_store.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/schema.h"
 #include "orchestrator/temp_dir.h"
@@ -52,6 +53,8 @@ TEST_CASE("a database of the previous schema is migrated with its data intact") 
   CHECK(batch->name == "old");
   CHECK(batch->budgets.max_attempts == 3);
   CHECK(batch->request_id.empty());
+  CHECK(batch->options.waivers.empty());
+  CHECK_FALSE(batch->options.plan_only);
   REQUIRE(batch->rules.size() == 1);
   CHECK(batch->rules[0].rule_id == "xccdf_a_rule_r");
   auto events = (*store)->ReadEvents(0, std::nullopt, 10);
@@ -103,6 +106,37 @@ TEST_CASE("submit stores the batch, its rules and one event atomically") {
   CHECK(submitted->event->type == "batch.submitted");
   CHECK(submitted->event->batch_id == 1);
   CHECK(*store->LastSeq() == submitted->event->seq);
+}
+
+TEST_CASE("a batch's waivers and opt-ins, and an attempt's changes, are stored and read back") {
+  TempDir dir;
+  auto opened = StateStore::Open(dir / "t.db");
+  REQUIRE(opened.ok());
+  StateStore* store = opened->get();
+  NewBatch nb = SampleBatch();
+  nb.options.waivers = {Waiver{"xccdf_org.ssgproject.content_rule_a", "kiosk", "secops", int64_t{1900000000000}},
+                        Waiver{"xccdf_org.ssgproject.content_rule_b", "legacy app", "app team", std::nullopt}};
+  nb.options.allow_disruptive = true;
+  nb.options.plan_only = true;
+  REQUIRE(store->SubmitBatch(nb).ok());
+  auto b = store->GetBatch(1);
+  REQUIRE(b.ok());
+  REQUIRE(b->options.waivers.size() == 2);
+  CHECK(b->options.waivers[0].owner == "secops");
+  CHECK(b->options.waivers[0].expires_at == int64_t{1900000000000});
+  CHECK_FALSE(b->options.waivers[1].expires_at.has_value());
+  CHECK(b->options.waivers[1].ExpiredAt(NowMs()) == false);
+  CHECK(b->options.waivers[0].ExpiredAt(int64_t{1900000000000}));
+  CHECK(b->options.allow_disruptive);
+  CHECK(b->options.plan_only);
+
+  AttemptRecord a{.batch_id = 1, .rule_id = "xccdf_org.ssgproject.content_rule_a", .number = 1};
+  a.changes_json = R"({"files":[{"path":"/etc/issue","change":"modified"}]})";
+  REQUIRE(store->RecordAttempt(a).ok());
+  auto attempts = store->BatchAttempts(1);
+  REQUIRE(attempts.ok());
+  REQUIRE(attempts->size() == 1);
+  CHECK((*attempts)[0].changes_json == a.changes_json);
 }
 
 TEST_CASE("a repeated request_id returns the first batch and stores nothing new") {
@@ -342,6 +376,200 @@ TEST_CASE("an interrupted batch is resumed before queued ones") {
   run.batch_state = BatchState::kCompleted;
   REQUIRE(store->CommitStep(run).ok());
   CHECK((*store->NextBatchForTarget("lab"))->id == first);
+}
+
+TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and reverts are stored per target") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  const std::string a = "xccdf_org.ssgproject.content_rule_a", b = "xccdf_org.ssgproject.content_rule_b";
+  int64_t first = store->SubmitBatch(SampleBatch())->batch.id;
+  NewBatch plan = SampleBatch();
+  plan.options.plan_only = true;
+  int64_t second = store->SubmitBatch(plan)->batch.id;
+  NewBatch elsewhere = SampleBatch();
+  elsewhere.target = "other";
+  int64_t third = store->SubmitBatch(elsewhere)->batch.id;
+  CHECK_FALSE(store->GetBatch(first)->start_snapshot.has_value());
+  CHECK_FALSE(store->LastStartedBatch("lab")->has_value());
+
+  LoopStep start;
+  start.batch_id = first;
+  start.batch_state = BatchState::kRunning;
+  start.good_snapshot = 0;
+  start.start_snapshot = 0;
+  REQUIRE(store->CommitStep(start).ok());
+  CHECK(*store->RunningBatch("lab") == first);
+  CHECK_FALSE(store->RunningBatch("other")->has_value());
+
+  AttemptRecord kept;
+  kept.batch_id = first;
+  kept.rule_id = a;
+  kept.number = 1;
+  kept.outcome = "kept";
+  kept.snapshot = 1;
+  LoopStep fix;
+  fix.batch_id = first;
+  fix.attempt = kept;
+  fix.rules.push_back({.rule_id = a, .state = RuleState::kFixed});
+  REQUIRE(store->CommitStep(fix).ok());
+  AttemptRecord reverted = kept;
+  reverted.rule_id = b;
+  reverted.outcome = "reverted";
+  reverted.snapshot.reset();
+  LoopStep pass1;
+  pass1.batch_id = first;
+  pass1.attempt = reverted;
+  pass1.fixpoint_pass = FixpointPass{.pass = 1, .verdicts = {{"pass", 1}, {"fail", 1}}, .attempts = 2, .fixed = 1,
+                                     .flipped = {b}, .requeued = {b}};
+  REQUIRE(store->CommitStep(pass1).ok());
+  LoopStep pass2;
+  pass2.batch_id = first;
+  pass2.batch_state = BatchState::kCompleted;
+  pass2.fixpoint_pass = FixpointPass{.pass = 2, .final = true, .verdicts = {{"pass", 2}}};
+  REQUIRE(store->CommitStep(pass2).ok());
+
+  BatchRecord batch = *store->GetBatch(first);
+  CHECK(batch.start_snapshot == 0u);
+  REQUIRE(batch.fixpoint.size() == 2);
+  CHECK(batch.fixpoint[0].pass == 1);
+  CHECK_FALSE(batch.fixpoint[0].final);
+  CHECK(batch.fixpoint[0].verdicts == std::map<std::string, uint32_t>{{"fail", 1}, {"pass", 1}});
+  CHECK(batch.fixpoint[0].attempts == 2);
+  CHECK(batch.fixpoint[0].fixed == 1);
+  CHECK(batch.fixpoint[0].requeued == std::vector<std::string>{b});
+  CHECK(batch.fixpoint[1].final);
+  auto attempts = *store->BatchAttempts(first);
+  REQUIRE(attempts.size() == 2);
+  CHECK(attempts[0].snapshot == 1u);
+  CHECK_FALSE(attempts[1].snapshot.has_value());
+
+  LoopStep plan_start;
+  plan_start.batch_id = second;
+  plan_start.batch_state = BatchState::kRunning;
+  plan_start.start_snapshot = 1;
+  plan_start.attempt = kept;
+  plan_start.attempt->batch_id = second;
+  plan_start.attempt->snapshot = 2;
+  REQUIRE(store->CommitStep(plan_start).ok());
+  CHECK((*store->LastStartedBatch("lab"))->id == second);
+  CHECK_FALSE(store->LastStartedBatch("other")->has_value());
+  (void)third;
+
+  auto owners = store->TargetSnapshotOwners("lab");
+  REQUIRE(owners.ok());
+  REQUIRE(owners->batches.size() == 2);
+  CHECK(owners->batches[0].id == first);
+  CHECK(owners->batches[0].start_snapshot == 0);
+  CHECK_FALSE(owners->batches[0].plan_only);
+  CHECK(owners->batches[1].plan_only);
+  CHECK(owners->batches[1].state == BatchState::kRunning);
+  REQUIRE(owners->fixes.size() == 2);  // the reverted attempt made no snapshot
+  CHECK(owners->fixes[0].batch_id == first);
+  CHECK(owners->fixes[0].rule_id == a);
+  CHECK(owners->fixes[0].snapshot == 1);
+  CHECK(owners->fixes[1].snapshot == 2);
+  CHECK(store->TargetSnapshotOwners("other")->fixes.empty());
+
+  // A revert of the ended batch: its rule and attempt are marked, its verdicts refreshed.
+  RevertStep revert;
+  revert.batch_id = first;
+  revert.rules.push_back({.rule_id = a, .state = RuleState::kReverted, .detail = std::string("reverted"),
+                          .after_verdict = std::string("fail")});
+  revert.rules.push_back({.rule_id = b, .after_verdict = std::string("fail")});
+  revert.reverted_attempts = {attempts[0].id};
+  revert.batch_reverted = true;
+  revert.results_dir = "/results/revert";
+  revert.events.push_back({first, "lab", "", "daemon", "batch.reverted", "{}", {}});
+  auto committed = store->CommitRevert(revert);
+  REQUIRE(committed.ok());
+  CHECK(committed->events.size() == 1);
+  batch = *store->GetBatch(first);
+  CHECK(batch.reverted_at.has_value());
+  CHECK(batch.results_dir == "/results/revert");
+  CHECK(batch.rules[0].state == RuleState::kReverted);
+  CHECK(batch.rules[0].detail == "reverted");
+  CHECK(batch.rules[0].after_verdict == "fail");
+  CHECK(batch.Count(RuleState::kReverted) == 1);
+  CHECK(store->BatchAttempts(first)->at(0).reverted_at.has_value());
+  CHECK(store->TargetSnapshotOwners("lab")->fixes[0].reverted_at.has_value());
+
+  // A revert naming a rule the batch lacks changes nothing.
+  RevertStep wrong;
+  wrong.batch_id = second;
+  wrong.batch_reverted = true;
+  wrong.rules.push_back({.rule_id = "xccdf_org.ssgproject.content_rule_zzz", .state = RuleState::kReverted});
+  CHECK(store->CommitRevert(wrong).status().code() == StatusCode::kNotFound);
+  CHECK_FALSE(store->GetBatch(second)->reverted_at.has_value());
+}
+
+TEST_CASE("a confirmed reboot queues one verification of the completed batch's reboot_pending rules") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  int64_t id = store->SubmitBatch(SampleBatch())->batch.id;
+  const std::string a = "xccdf_org.ssgproject.content_rule_a", b = "xccdf_org.ssgproject.content_rule_b";
+  CHECK(store->ConfirmReboot(id, "").status().message() ==
+        "batch 1 is queued: only a completed batch has fixes staged for a reboot");
+  LoopStep done;
+  done.batch_id = id;
+  done.batch_state = BatchState::kCompleted;
+  done.rules.push_back({a, RuleState::kFixed, {}, {}, {}, 1, 0});
+  done.rules.push_back({b, RuleState::kFixed, {}, {}, {}, 1, 0});
+  REQUIRE(store->CommitStep(done).ok());
+  Result<StateStore::RebootConfirmed> none = store->ConfirmReboot(id, "");
+  CHECK(none.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(none.status().message() == "batch 1 has no rule waiting for a reboot (reboot_pending)");
+  CHECK(store->ConfirmReboot(id + 7, "").status().code() == StatusCode::kNotFound);
+
+  // A completed batch with one rule staged for a reboot (set directly: the loop's own steps cannot
+  // change a completed batch).
+  LoopStep staged;
+  staged.batch_id = id;
+  staged.reboot_verified = true;
+  staged.rules.push_back({b, RuleState::kRebootPending, std::string("staged"), {}, {}, 0, 0});
+  REQUIRE(store->CommitStep(staged).ok());
+  CHECK_FALSE(store->NextRebootCheckForTarget("lab")->has_value());
+
+  auto confirmed = store->ConfirmReboot(id, "rebooted by alice, CHG-7");
+  REQUIRE(confirmed.ok());
+  REQUIRE(confirmed->event.has_value());
+  CHECK(confirmed->event->type == "reboot.confirmed");
+  CHECK(nlohmann::json::parse(confirmed->event->data_json) ==
+        nlohmann::json{{"rules", {b}}, {"note", "rebooted by alice, CHG-7"}});
+  CHECK(confirmed->seq == confirmed->event->seq);
+  CHECK(confirmed->batch.reboot_confirmed_seq == confirmed->seq);
+  // Again before the verification ran: the same confirmation, no second event.
+  auto again = store->ConfirmReboot(id, "twice");
+  REQUIRE(again.ok());
+  CHECK_FALSE(again->event.has_value());
+  CHECK(again->seq == confirmed->seq);
+  CHECK(*store->LastSeq() == confirmed->seq);
+
+  auto next = store->NextRebootCheckForTarget("lab");
+  REQUIRE(next.ok());
+  REQUIRE(next->has_value());
+  CHECK((*next)->id == id);
+  CHECK_FALSE(store->NextRebootCheckForTarget("elsewhere")->has_value());
+
+  // The verification's step changes the completed batch's rule and clears the confirmation.
+  LoopStep verified;
+  verified.batch_id = id;
+  verified.reboot_verified = true;
+  verified.rules.push_back({b, RuleState::kFixed, std::string("verified after the reboot"), {}, std::string("pass"), 0, 0});
+  verified.events.push_back({id, "lab", "", "evaluator", "reboot.verified", "{}", {}});
+  auto committed = store->CommitStep(verified);
+  REQUIRE(committed.ok());
+  BatchRecord after = *store->GetBatch(id);
+  CHECK(after.state == BatchState::kCompleted);
+  CHECK(after.rules[1].state == RuleState::kFixed);
+  CHECK(after.rules[1].after_verdict == "pass");
+  CHECK_FALSE(after.reboot_confirmed_seq.has_value());
+  CHECK_FALSE(store->NextRebootCheckForTarget("lab")->has_value());
+  // A plain step still cannot change the completed batch.
+  LoopStep late;
+  late.batch_id = id;
+  late.rules.push_back({b, RuleState::kEscalated, {}, {}, {}, 0, 0});
+  REQUIRE(store->CommitStep(late).ok());
+  CHECK(store->GetBatch(id)->rules[1].state == RuleState::kFixed);
 }
 
 }  // namespace

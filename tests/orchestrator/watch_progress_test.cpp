@@ -189,5 +189,34 @@ TEST_CASE("the board asks for a seed only for a batch first met mid-way") {
   CHECK(board.Refresh().empty());
 }
 
+TEST_CASE("progress counts waived, manual, held and reboot-pending rules, and the reboot verification after") {
+  BatchProgressModel m("3");
+  m.Apply(Ev("batch.submitted", "daemon", "", R"({"rules":5,"whole_profile":false})"));
+  m.Apply(Ev("batch.started", "daemon"));
+  // The states the evaluation decided; a waived rule that passed is not "already passing".
+  m.Apply(Ev("evaluation.before", "evaluator", "",
+             R"({"rules":5,"verdicts":{"pass":1,"fail":3,"notchecked":1},"states":{"pending":2,"waived":1,"manual":1,"held":1}})"));
+  m.Apply(Ev("rule.waived", "daemon", "accounts_tmout", R"({"owner":"alice"})"));
+  m.Apply(Ev("rule.manual", "daemon", "installed_os_is_vendor_supported"));
+  m.Apply(Ev("rule.held", "daemon", "kernel_module_usb-storage_disabled"));
+  CHECK(m.counts().already_passing == 0);
+  CHECK(m.counts().skipped == 0);
+  CHECK(m.counts().left() == 2);
+  m.Apply(Ev("rule.fixed", "daemon", "banner_etc_issue_net", R"({"attempts":1})"));
+  m.Apply(Ev("rule.reboot_pending", "daemon", "kernel_module_cramfs_disabled", R"({"attempts":1})"));
+  CHECK(m.Line() == "batch 3  [##########] 5/5  fixed 1 · already 0 · failed 0 · escalated 0 · skipped 0 · reboot "
+                    "pending 1 · waived 1 · held 1 · manual 1 · left 0  ▸ kernel_module_cramfs_disabled (daemon)");
+  m.Apply(Ev("batch.completed", "daemon", "",
+             R"({"rules":{"fixed":1,"waived":1,"manual":1,"held":1,"reboot_pending":1}})"));
+  CHECK(m.counts().reboot_pending == 1);
+  CHECK(m.counts().total == 5);
+  // `temper rebooted`: the staged rule is verified after the batch completed.
+  m.Apply(Ev("reboot.confirmed", "daemon", "", R"({"rules":["x"]})"));
+  m.Apply(Ev("rule.fixed", "evaluator", "kernel_module_cramfs_disabled", R"({"after_reboot":true,"verdict":"pass"})"));
+  CHECK(m.counts().reboot_pending == 0);
+  CHECK(m.counts().fixed == 2);
+  CHECK(m.ended());
+}
+
 }  // namespace
 }  // namespace temper::cli

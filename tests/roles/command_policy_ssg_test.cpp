@@ -10,6 +10,7 @@
 // free of libopenscap, and this suite does not need the stig suite's rootfs fixture. It reads
 // the content Debian 12's ssg-debderived installs (deploy/setup.sh), as the stig suite does.
 #include <map>
+#include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -40,7 +41,9 @@ TEST_CASE("the policy accepts every SSG bash fix of the Ubuntu 20.04 STIG profil
     const stig::RuleInfo& rule = **content->Rule(id);
     if (rule.fix_bash.empty()) continue;
     ++fixes;
-    const PolicyContext context{IsBootloaderRule(rule.id, rule.title)};
+    // SSG's package removals run only in batches that allow disruptive changes; the test below
+    // checks what the policy does without that opt-in.
+    const PolicyContext context{.bootloader_rule = IsBootloaderRule(rule.id, rule.title), .allow_package_removal = true};
     Status s = CheckCommand(rule.fix_bash, context);
     if (!s.ok()) refused[id.substr(stig::kRulePrefix.size())] = s.message();
   }
@@ -57,6 +60,22 @@ TEST_CASE("the policy accepts every SSG bash fix of the Ubuntu 20.04 STIG profil
     INFO(rule << " must be refused (" << why << ")");
     CHECK(refused.count(rule) == 1);
   }
+}
+
+TEST_CASE("without the opt-in exactly the profile's package removal fixes are refused") {
+  auto content = stig::Content::Load(stig::kUbuntu2004Datastream, "stig");
+  REQUIRE(content.ok());
+  std::set<std::string> refused, removal_rules;
+  for (const std::string& id : content->profile_rule_ids()) {
+    const stig::RuleInfo& rule = **content->Rule(id);
+    if (rule.fix_bash.empty()) continue;
+    std::string name = id.substr(stig::kRulePrefix.size());
+    if (name.starts_with("package_") && name.ends_with("_removed")) removal_rules.insert(name);
+    Status s = CheckCommand(rule.fix_bash, PolicyContext{.bootloader_rule = IsBootloaderRule(rule.id, rule.title)});
+    if (!s.ok() && s.message().find("is a disruptive change") != std::string::npos) refused.insert(name);
+  }
+  CHECK(refused == removal_rules);
+  CHECK(removal_rules.count("package_telnetd_removed") == 1);
 }
 
 }  // namespace

@@ -132,7 +132,7 @@ TEST_CASE("write_file paths: devices, kernel interfaces and the bootloader") {
 }
 
 TEST_CASE("removing the packages that keep the host reachable is refused, in commands and remove_package") {
-  const PolicyContext ctx;
+  const PolicyContext ctx{.allow_package_removal = true};
   for (const char* cmd : {"apt-get remove -y openssh-server", "DEBIAN_FRONTEND=noninteractive apt-get purge -y sudo",
                           "apt remove --purge systemd", "dpkg -P libpam-modules", "dpkg --remove login",
                           "apt-get -y remove telnetd linux-image-amd64", "aptitude purge grub-pc"}) {
@@ -146,9 +146,32 @@ TEST_CASE("removing the packages that keep the host reachable is refused, in com
     INFO(cmd);
     CHECK(CheckCommand(cmd, ctx).ok());
   }
-  CHECK(CheckPackageRemoval({"telnetd", "nis"}).ok());
-  Status s = CheckPackageRemoval({"telnetd", "openssh-server"});
+  CHECK(CheckPackageRemoval({"telnetd", "nis"}, ctx).ok());
+  Status s = CheckPackageRemoval({"telnetd", "openssh-server"}, ctx);
   CHECK(s.code() == StatusCode::kPermissionDenied);
   CHECK_THAT(s.message(), Catch::Contains("openssh-server") && Catch::Contains("Nothing was removed"));
-  CHECK(CheckPackageRemoval({"libpam0g:amd64"}).code() == StatusCode::kPermissionDenied);
+  CHECK(CheckPackageRemoval({"libpam0g:amd64"}, ctx).code() == StatusCode::kPermissionDenied);
+}
+
+TEST_CASE("without the batch's opt-in (allow_disruptive) every package removal is refused") {
+  const PolicyContext ctx;
+  for (const char* cmd : {"apt-get remove -y telnetd", "DEBIAN_FRONTEND=noninteractive apt-get purge -y nis",
+                          "apt remove --purge rsh-server", "aptitude purge talk", "dpkg -r telnetd", "dpkg --purge nis",
+                          "true && apt-get -y remove telnet", "bash -c 'apt-get remove -y telnet'"}) {
+    INFO(cmd);
+    Status s = CheckCommand(cmd, ctx);
+    CHECK(s.code() == StatusCode::kPermissionDenied);
+    CHECK_THAT(s.message(), Catch::Contains("is a disruptive change and this batch does not allow disruptive changes") &&
+                                Catch::Contains("--allow-disruptive"));
+  }
+  // Installing, querying and listing stay allowed.
+  for (const char* cmd : {"apt-get install -y aide", "dpkg -s telnetd", "dpkg -l", "apt-get autoclean"}) {
+    INFO(cmd);
+    CHECK(CheckCommand(cmd, ctx).ok());
+  }
+  Status s = CheckPackageRemoval({"telnetd", "nis"}, ctx);
+  CHECK(s.code() == StatusCode::kPermissionDenied);
+  CHECK(s.message() == "refused by policy: removing packages (telnetd, nis) is a disruptive change and this batch does "
+                       "not allow disruptive changes. Instead: change nothing and finish, saying the rule needs a batch "
+                       "submitted with --allow-disruptive. Nothing was removed.");
 }

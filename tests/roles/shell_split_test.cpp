@@ -203,7 +203,7 @@ TEST_CASE("a here-document or here-string given to a shell is its script") {
   CHECK_THAT(ErrorOf("bash <<EOF\necho 'x\nEOF"), Catch::Contains("an unterminated ' quote at column 6 of the here-document at column 12"));
 }
 
-TEST_CASE("case items run their commands; patterns are data") {
+TEST_CASE("case items run their commands, patterns are data") {
   CHECK(Programs("case \"$1\" in start|stop) systemctl $1 x;; *) reboot;; esac") == Words{"systemctl", "reboot"});
   CHECK(Programs("case x in\n  (a) ls ;&\n  b) pwd ;;&\n  reboot) echo no\nesac; date") == Words{"ls", "pwd", "echo", "date"});
   CHECK(Programs("echo $(case a in a) hostname;; esac)") == Words{"hostname", "echo"});

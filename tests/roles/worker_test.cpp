@@ -95,6 +95,7 @@ class DirectoryTools final : public WorkerTools {
     return report;
   }
   Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge, std::chrono::seconds) override {
+    ++remove_calls;
     std::string report;
     for (const std::string& n : names) {
       if (installed.erase(n)) report += (purge ? "Purging configuration files for " : "Removing ") + n + " (1.0)\n";
@@ -103,6 +104,7 @@ class DirectoryTools final : public WorkerTools {
   }
 
   std::set<std::string> installed;
+  int remove_calls = 0;
 
  private:
   std::string root_;
@@ -269,7 +271,7 @@ TEST_CASE("scripts written with write_file are checked by the policy too") {
   CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
 }
 
-TEST_CASE("install_package and remove_package reach the tools; bad names and protected removals are explained") {
+TEST_CASE("install_package and remove_package reach the tools, bad names and protected removals are explained") {
   Harness h;
   std::vector<std::string> results;  // each tool result the model was shown
   std::atomic<int> n{0};
@@ -291,7 +293,9 @@ TEST_CASE("install_package and remove_package reach the tools; bad names and pro
   });
   auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
-  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
+  WorkerTask task = Task();
+  task.allow_package_removal = true;  // the batch allows disruptive changes
+  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, task);
   REQUIRE(r.ok());
   REQUIRE(results.size() == 7);
   CHECK_THAT(results[0], Catch::StartsWith("Setting up aide (1.0)\nSetting up aide-common (1.0)\n"));
@@ -306,6 +310,36 @@ TEST_CASE("install_package and remove_package reach the tools; bad names and pro
   CHECK_THAT(r->actions, Catch::Contains("install aide-ng → failed"));
   CHECK_THAT(r->actions, Catch::Contains("purge aide-common → ok"));
   CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 2);
+}
+
+TEST_CASE("without the batch's opt-in every package removal is refused, by the tool and in commands") {
+  Harness h;
+  std::vector<std::string> results;
+  std::atomic<int> n{0};
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body);
+    if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
+    json reply;
+    switch (++n) {
+      case 1: reply = ToolCallsReply({{"remove_package", {{"packages", {"telnet"}}}}}); break;
+      case 2: reply = ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get remove -y telnet"}}}}); break;
+      case 3: reply = ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\ndpkg --purge telnet\n"}}}}); break;
+      default: reply = ToolCallsReply({{"finish", {{"summary", "needs --allow-disruptive"}}}}); break;
+    }
+    res.set_content(reply.dump(), "application/json");
+  });
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
+  REQUIRE(r.ok());
+  REQUIRE(results.size() == 3);
+  for (const std::string& result : results) {
+    CHECK_THAT(result, Catch::Contains("refused by policy: removing packages (telnet) is a disruptive change") &&
+                           Catch::Contains("--allow-disruptive"));
+  }
+  CHECK(h.tools.remove_calls == 0);
+  CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
+  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 3);
 }
 
 TEST_CASE("output truncation keeps head and tail on character boundaries") {

@@ -76,6 +76,61 @@ TEST_CASE("An SSH target runs, reads and writes as root and journals what the Wo
   CHECK(h.target->journal().Covers("/home/admin/.ssh/authorized_keys"));
 }
 
+TEST_CASE("An SSH target's history: unsnapshotted paths, each snapshot's changes, overlaps, and dropping the newest",
+          "[ssh][ssh_target]") {
+  TEMPER_SKIP_WITHOUT_SSH_HOSTS();
+  TargetHost h("target-history");
+  auto Paths = [](Result<std::vector<std::string>> r) {
+    INFO(r.status().ToString());
+    REQUIRE(r.ok());
+    return *r;
+  };
+  CHECK(Paths(h.target->UnsnapshottedPaths()).empty());
+  REQUIRE(h.target->Run("echo 'PASS_MAX_DAYS 60' >> /etc/login.defs", Limits()).ok());
+  CHECK(Paths(h.target->UnsnapshottedPaths()) == std::vector<std::string>{"/etc/login.defs"});
+  auto first = h.target->Snapshot();
+  REQUIRE(first.ok());
+  CHECK(Paths(h.target->UnsnapshottedPaths()).empty());
+  REQUIRE(h.target->Run("echo banner > /etc/issue.net; chmod 0600 /etc/motd", Limits()).ok());
+  auto second = h.target->Snapshot();
+  REQUIRE(second.ok());
+  REQUIRE(h.target->Run("echo 'PASS_MIN_DAYS 1' >> /etc/login.defs", Limits()).ok());
+  auto third = h.target->Snapshot();
+  REQUIRE(third.ok());
+
+  auto held = h.target->Snapshots();
+  REQUIRE(held.ok());
+  CHECK(*held == std::vector<stig::SnapshotId>{*first, *second, *third});
+  CHECK(Paths(h.target->SnapshotChanges(*first)) == std::vector<std::string>{"/etc/login.defs"});
+  CHECK(Paths(h.target->SnapshotChanges(*second)) == std::vector<std::string>{"/etc/issue.net", "/etc/motd"});
+  CHECK(h.target->SnapshotChanges(0).status().code() == StatusCode::kNotFound);
+
+  // The third rewrote what the first changed; nothing above the second touched its paths.
+  auto overlaps = h.target->OverlapsAbove(*first);
+  REQUIRE(overlaps.ok());
+  REQUIRE(overlaps->size() == 1);
+  CHECK((*overlaps)[0].later == *third);
+  CHECK((*overlaps)[0].paths == std::vector<std::string>{"/etc/login.defs"});
+  auto clear = h.target->OverlapsAbove(*second);
+  REQUIRE(clear.ok());
+  CHECK(clear->empty());
+
+  // Only the newest snapshot can go alone; the second's changes are in the third's archive too.
+  Status refused = h.target->DropSnapshot(*second);
+  CHECK(refused.code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(refused.message(), Catch::Contains("revert the whole batch"));
+  REQUIRE(h.target->DropSnapshot(*third).ok());
+  CHECK(Slurp(h.Tree("/etc/login.defs")).find("PASS_MIN_DAYS 1") == std::string::npos);
+  CHECK(Slurp(h.Tree("/etc/issue.net")) == "banner\n");
+  held = h.target->Snapshots();
+  REQUIRE(held.ok());
+  CHECK(*held == std::vector<stig::SnapshotId>{*first, *second});
+  // Ids are never reused: the next snapshot is not the dropped one's.
+  auto fourth = h.target->Snapshot();
+  REQUIRE(fourth.ok());
+  CHECK(*fourth > *third);
+}
+
 TEST_CASE("Packages install with the host's apt and a revert removes them", "[ssh][ssh_target]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   TargetHost h("target-packages");

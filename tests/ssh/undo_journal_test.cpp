@@ -112,7 +112,7 @@ ln /etc/login.defs /etc/login.defs.hardlink
   CHECK(after == before);
 }
 
-TEST_CASE("The undo journal keeps snapshot 0 and the newest ones, and drops those after a revert", "[ssh][undo_journal]") {
+TEST_CASE("The undo journal keeps snapshot 0 and the newest ones, drops those after a revert, and never reuses an id", "[ssh][undo_journal]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   JournalHost h;
   UndoJournal journal = h.Open(/*keep=*/2);
@@ -138,11 +138,16 @@ TEST_CASE("The undo journal keeps snapshot 0 and the newest ones, and drops thos
   CHECK_FALSE(std::filesystem::exists(h.host->tree() + "/etc/temper-step"));
   CHECK(journal.snapshots() == std::vector<std::uint32_t>{0});
 
-  // A journal left on the host is picked up as it is.
+  // Ids are never reused, also across a reopen: a stored id always names the same state.
   h.Sh("echo again > /etc/temper-step");
-  REQUIRE(journal.Snapshot().ok());
+  auto fifth = journal.Snapshot();
+  REQUIRE(fifth.ok());
+  CHECK(*fifth == 5);
   UndoJournal reopened = h.Open(2);
-  CHECK(reopened.snapshots() == std::vector<std::uint32_t>{0, 1});
+  CHECK(reopened.snapshots() == std::vector<std::uint32_t>{0, 5});
+  auto sixth = reopened.Snapshot();
+  REQUIRE(sixth.ok());
+  CHECK(*sixth == 6);
   REQUIRE(reopened.Revert(0).ok());
   CHECK_FALSE(std::filesystem::exists(h.host->tree() + "/etc/temper-step"));
 }

@@ -1,6 +1,11 @@
 #include "stig/process.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <set>
+#include <sstream>
+#include <string>
 
 #include <catch2/catch.hpp>
 
@@ -50,6 +55,28 @@ TEST_CASE("RunProcess names a program that cannot start", "[stig][process]") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().message().find("/nonexistent/program") != std::string::npos);
   CHECK_FALSE(RunProcess(ProcessSpec{}).ok());
+}
+
+TEST_CASE("a child inherits only stdio, not descriptors the daemon opened without O_CLOEXEC", "[stig][process]") {
+  // What iostreams do: a descriptor that would otherwise cross fork+exec and pin its mount.
+  // Numbered high, so the directory ls opens to list them cannot take its number.
+  int opened = ::open("/proc/self/status", O_RDONLY);
+  REQUIRE(opened > 2);
+  int leaky = ::dup2(opened, 100);
+  ::close(opened);
+  REQUIRE(leaky == 100);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "ls /proc/self/fd"};
+  auto r = RunProcess(spec);
+  ::close(leaky);
+  REQUIRE(r.ok());
+  REQUIRE(r->Succeeded());
+  std::set<std::string> fds;
+  std::istringstream lines(r->out);
+  for (std::string fd; std::getline(lines, fd);) fds.insert(fd);
+  // 0-2, and the directory ls itself has open to list.
+  CHECK(fds.size() == 4);
+  CHECK(fds.count(std::to_string(leaky)) == 0);
 }
 
 TEST_CASE("RunProcess can start a child in an identity-mapped user namespace", "[stig][process]") {

@@ -193,5 +193,20 @@ TEST_CASE("Snapshots nest and survive reopening", "[stig][rootfs_target][snapsho
   CHECK(t->snapshots().depth() == 0);
 }
 
+TEST_CASE("Evaluating leaves the target as it was, though OpenSCAP rebuilds apt's cache as it reads",
+          "[stig][rootfs_target][snapshot]") {
+  ScopedTarget t("eval-trace");
+  Evaluator ev(testing::Ubuntu2004Stig(), {}, testing::QuietLog());
+  // A rule gated on the login package: its dpkginfo probe opens apt's cache, which the rootfs
+  // ships stale, and rebuilds it in the tree it reads.
+  const std::string rule = "xccdf_org.ssgproject.content_rule_accounts_minimum_age_login_defs";
+  auto eval = t->Evaluate(ev, {.rule_ids = {rule}});
+  REQUIRE(eval.ok());
+  CHECK(*eval->VerdictOf(rule) == Verdict::kFail);
+  auto changed = t->snapshots().ChangedPaths();
+  REQUIRE(changed.ok());
+  CHECK(changed->empty());
+}
+
 }  // namespace
 }  // namespace temper::stig

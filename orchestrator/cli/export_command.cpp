@@ -1,0 +1,96 @@
+// temper export BATCH --format arf|ckl|cklb|html [-o FILE]: a batch's evidence as a file for an
+// assessor's tool. temperd makes the file (it holds the results and the content), so this works
+// against a daemon on another machine too; the CLI only receives and writes it.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "orchestrator/cli/commands.h"
+
+namespace temper::cli {
+namespace {
+
+// Writes `content` to `path` through a temporary file in the same directory, so a failed or
+// interrupted export never leaves half a file under the final name.
+Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  std::string tmp = path + ".part";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::IOError(fmt::format("-o: cannot create {}", tmp));
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    if (!out) return Status::IOError(fmt::format("-o: writing {} failed", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Status::IOError(fmt::format("-o: cannot rename {} to {}", tmp, path));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+void AddExportCommand(CLI::App& app, CommandContext& ctx) {
+  struct Options {
+    std::string batch;
+    std::string format;
+    std::string output;
+  };
+  auto opt = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "export", "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3) "
+                "or a self-contained HTML report with the before/after score, every attempt and the diffs applied");
+  cmd->add_option("batch", opt->batch, "batch id")->required();
+  cmd->add_option("--format", opt->format, "arf, ckl, cklb or html")
+      ->required()
+      ->check(CLI::IsMember({"arf", "ckl", "cklb", "html"}));
+  cmd->add_option("-o,--output", opt->output,
+                  "file to write; \"-\" writes to stdout; default: the name temperd suggests, in the current directory");
+  cmd->callback([&ctx, opt] {
+    ctx.run = [&ctx, opt]() -> Status {
+      TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
+      temper::v1::ExportBatchRequest request;
+      request.set_batch_id(opt->batch);
+      request.set_format(opt->format);
+      // Large exports take longer than a quick call: no deadline, the stream ends when the file does.
+      auto context = conn.NewContext(/*with_deadline=*/false);
+      auto reader = conn.stub().ExportBatch(context.get(), request);
+      std::string content, file_name;
+      uint64_t total = 0;
+      temper::v1::ExportChunk chunk;
+      bool first = true;
+      while (reader->Read(&chunk)) {
+        if (first) {
+          file_name = chunk.file_name();
+          total = chunk.total_bytes();
+          content.reserve(total);
+          first = false;
+        }
+        if (chunk.offset() != content.size()) {
+          return Status::DataLoss(fmt::format("temperd sent bytes at offset {} after {} bytes", chunk.offset(), content.size()));
+        }
+        content += chunk.data();
+      }
+      grpc::Status status = reader->Finish();
+      if (!status.ok()) return conn.Explain(status);
+      if (first || content.size() != total) {
+        return Status::DataLoss(fmt::format("the export ended after {} of {} bytes", content.size(), total));
+      }
+      if (opt->output == "-") {
+        std::fwrite(content.data(), 1, content.size(), stdout);
+        return Status::OK();
+      }
+      std::string path = opt->output.empty() ? std::filesystem::path(file_name).filename().string() : opt->output;
+      TEMPER_RETURN_IF_ERROR(WriteFileAtomically(path, content));
+      std::fprintf(stderr, "temper: wrote %s (%zu bytes)\n", path.c_str(), content.size());
+      return Status::OK();
+    };
+  });
+}
+
+}  // namespace temper::cli
