@@ -118,7 +118,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   }
 }
 
-TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo; the ssh section sets the defaults") {
+TEST_CASE("ssh targets take a host, a key file, known_hosts and sudo, the ssh section sets the defaults") {
   auto config = ParseDaemonConfig(
       "state_dir: /srv/t\nssh:\n  key_file: keys/temper\n  connect_timeout: 20s\n  host_dir: /var/lib/temper-x\n"
       "  reconnect_tries: 2\n  reconnect_pause: 3s\n"

@@ -221,7 +221,7 @@ TEST_CASE("Host keys enter known_hosts only with the fingerprint the operator ap
   CHECK(stig::RecordedHostKeys(known, host->Endpoint("root"))->size() == 1);
 }
 
-TEST_CASE("sshd killed mid-command is a lost connection; a fresh one works after it restarts", "[ssh][ssh_connection]") {
+TEST_CASE("sshd killed mid-command is a lost connection, a fresh one works after it restarts", "[ssh][ssh_connection]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   auto host = StartHost("lost");
   ScopedControlDir control;
