@@ -139,7 +139,7 @@ TEST_CASE("process substitutions are parsed like $(…) and keep their text") {
   CHECK_THAT(ErrorOf("cat <(ls"), Catch::Contains("an unterminated <( at column 5"));
 }
 
-TEST_CASE("[[ ]] holds regexes, < and > as data and still runs its substitutions") {
+TEST_CASE("double brackets ([[ ]]) hold regexes, < and > as data and still run their substitutions") {
   CHECK(Programs("[[ $x =~ ^(a|b)[0-9]+$ ]] && echo y") == Words{"[[", "echo"});
   CHECK(Command("[[ $x =~ ^(a|b)[0-9]+$ ]] && echo y", "[[").args == Words{"$x", "=~", "^(a|b)[0-9]+$"});
   CHECK(Programs("[[ $a < $b || -n $(pidof sshd) ]]; reboot") == Words{"pidof", "[[", "reboot"});
