@@ -309,7 +309,7 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
 }
 
 TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, and a batch under a later "
-          "batch's fixes, are refused with what is in the way; no revert while a batch runs") {
+          "batch's fixes, are refused with what is in the way, and no revert while a batch runs") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());
   UndoDaemon lab(**server);
@@ -363,7 +363,7 @@ constexpr const char* kInstallGdm =
     "Description: stand-in entry of the fixpoint test\\n' >> /var/lib/dpkg/status";
 
 TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by the rescan, re-queued and fixed in "
-          "a second pass; with a bound of one pass it is escalated instead") {
+          "a second pass, and with a bound of one pass it is escalated instead") {
   ModelScript script;
   // Attempts 1 and 2: the Worker numbers its attempt after those it is shown, and the second batch
   // below shows it the first batch's.
