@@ -24,7 +24,7 @@ packages=(
   # evidence: reading ARF/OVAL results, checking exported checklists against their schema
   libxml2-dev libxml2-utils
   # SSH targets
-  libssh-dev openssh-client iproute2
+  openssh-client iproute2
 )
 
 missing=()
