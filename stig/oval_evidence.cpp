@@ -1,8 +1,5 @@
 #include "stig/oval_evidence.h"
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -12,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "stig/xml_nodes.h"
+
 namespace temper::stig {
 namespace {
 
@@ -19,14 +18,11 @@ constexpr std::string_view kArfNs = "http://scap.nist.gov/schema/asset-reporting
 constexpr std::string_view kXccdfNs = "http://checklists.nist.gov/xccdf/1.2";
 constexpr std::string_view kOvalDefsSystem = "http://oval.mitre.org/XMLSchema/oval-definitions-5";
 
-struct DocFree {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
-struct CtxtFree {
-  void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
-};
-
-std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+using xml::Child;
+using xml::Children;
+using xml::CtxtFree;
+using xml::DocFree;
+using xml::Name;
 
 std::string_view Ns(const xmlNode* n) {
   return n->ns && n->ns->href ? std::string_view(reinterpret_cast<const char*>(n->ns->href)) : std::string_view();
@@ -56,21 +52,6 @@ std::string Capped(std::string v) {
   size_t dropped = v.size() - cut;
   v.resize(cut);
   return v + fmt::format("… ({} more bytes)", dropped);
-}
-
-std::vector<const xmlNode*> Children(const xmlNode* n) {
-  std::vector<const xmlNode*> out;
-  for (const xmlNode* c = n ? n->children : nullptr; c; c = c->next) {
-    if (c->type == XML_ELEMENT_NODE) out.push_back(c);
-  }
-  return out;
-}
-
-const xmlNode* Child(const xmlNode* n, std::string_view name) {
-  for (const xmlNode* c : Children(n)) {
-    if (Name(c) == name) return c;
-  }
-  return nullptr;
 }
 
 // Every element named `name` below `n` (not descending into matches).

@@ -1,14 +1,12 @@
 #include "orchestrator/evidence/checklist_ckl.h"
 
-#include <libxml/parser.h>
-#include <libxml/tree.h>
-
 #include <memory>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "orchestrator/evidence/markup_escape.h"
+#include "stig/xml_nodes.h"
 
 namespace temper::evidence {
 namespace {
@@ -32,29 +30,11 @@ void Close(std::string& out, int depth, std::string_view name) {
 
 // ---- reading ----
 
-struct DocFree {
-  void operator()(xmlDoc* d) const { xmlFreeDoc(d); }
-};
-struct CtxtFree {
-  void operator()(xmlParserCtxt* c) const { xmlFreeParserCtxt(c); }
-};
-
-std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
-
-std::vector<const xmlNode*> Children(const xmlNode* n) {
-  std::vector<const xmlNode*> out;
-  for (const xmlNode* c = n ? n->children : nullptr; c; c = c->next) {
-    if (c->type == XML_ELEMENT_NODE) out.push_back(c);
-  }
-  return out;
-}
-
-const xmlNode* Child(const xmlNode* n, std::string_view name) {
-  for (const xmlNode* c : Children(n)) {
-    if (Name(c) == name) return c;
-  }
-  return nullptr;
-}
+using stig::xml::Child;
+using stig::xml::Children;
+using stig::xml::CtxtFree;
+using stig::xml::DocFree;
+using stig::xml::Name;
 
 std::string Text(const xmlNode* n) {
   if (!n) return "";
