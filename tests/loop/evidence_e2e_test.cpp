@@ -4,18 +4,14 @@
 // format, each then read by a reader that is not ours: oscap for ARF, xmllint with DISA's schema
 // for CKL, a JSON parser for CKLB.
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <map>
-#include <thread>
 
-#include "orchestrator/daemon_process.h"
+#include "loop/loop_harness.h"
 #include "orchestrator/evidence/checklist_ckl.h"
 #include "scripted_model/scripted_answers.h"
-#include "scripted_model/scripted_model_server.h"
 #include "stig/change_set.h"
 
 namespace temper::testing {
@@ -24,18 +20,7 @@ namespace {
 using scripted::ModelScript;
 using scripted::ScriptedModelServer;
 
-constexpr const char* kPrefix = "xccdf_org.ssgproject.content_rule_";
-
-std::string SharedRoot() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs/root"; }
 std::string DataFile(const std::string& name) { return std::string(TEMPER_TEST_DATA_DIR) + "/checklist/" + name; }
-
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  return ctx;
-}
-
-std::string ShortName(const std::string& id) { return id.substr(std::string(kPrefix).size()); }
 
 TEST_CASE("a batch's evidence: change sets for kept and reverted attempts, and exports in ARF, CKL, CKLB and HTML "
           "that independent readers accept") {
@@ -43,60 +28,26 @@ TEST_CASE("a batch's evidence: change sets for kept and reverted attempts, and e
   script.rules["banner_etc_issue_net"].wrong_first = 1;
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  TempDir dir;
-  std::filesystem::create_directories(dir / "lab");
-  std::filesystem::create_directory_symlink(SharedRoot(), dir / "lab/root");
-  DaemonOptions options;
-  options.models_yaml = fmt::format(R"(endpoints:
-  scripted: {{type: openai, base_url: "{}", model: temper-scripted, timeout: 60s, max_retries: 2}}
-roles:
-  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
-)",
-                                    (*server)->base_url());
-  options.content_dir = "/usr/share/xml/scap/ssg/content";
-  options.lab_path = dir / "lab";
-  DaemonProcess daemon(dir, options);
-  REQUIRE(daemon.Start().ok());
+  LoopDaemon loop(**server);
+  const TempDir& dir = loop.dir;
 
-  temper::v1::SubmitBatchRequest req;
-  req.set_name("evidence");
-  req.set_target("lab");
-  req.set_datastream("ssg-ubuntu2004-ds.xml");
-  req.set_profile("stig");
-  for (const char* r : {"accounts_tmout", "banner_etc_issue_net", "is_fips_mode_enabled", "no_duplicate_uids"}) {
-    req.add_rule_ids(r);
-  }
-  req.mutable_budgets()->set_max_attempts(2);
-  req.set_allow_disruptive(true);  // FIPS mode is disruptive: without the opt-in it would be held, not tried
-  temper::v1::Batch batch;
-  REQUIRE(daemon.Stub()->SubmitBatch(Ctx().get(), req, &batch).ok());
-  std::string id = batch.id();
-
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
-  temper::v1::GetBatchRequest get;
-  get.set_batch_id(id);
-  while (std::chrono::steady_clock::now() < deadline) {
-    REQUIRE(daemon.Stub()->GetBatch(Ctx().get(), get, &batch).ok());
-    if (batch.state() == temper::v1::BATCH_STATE_COMPLETED || batch.state() == temper::v1::BATCH_STATE_FAILED) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  INFO(daemon.Log());
+  std::string id = loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "is_fips_mode_enabled", "no_duplicate_uids"},
+                                .max_attempts = 2,
+                                .allow_disruptive = true,  // FIPS mode is disruptive: without it, held, not tried
+                                .name = "evidence"});
+  temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
 
   // Every evaluated attempt, kept or reverted, says what it changed.
-  temper::v1::GetBatchReportRequest report_req;
-  report_req.set_batch_id(id);
-  temper::v1::BatchReport report;
-  REQUIRE(daemon.Stub()->GetBatchReport(Ctx().get(), report_req, &report).ok());
+  temper::v1::BatchReport report = loop.Report(id);
   std::map<std::string, std::vector<std::pair<std::string, stig::ChangeSet>>> attempts;
   for (const auto& a : report.attempts()) {
     INFO(a.rule_id() << " attempt " << a.number());
     REQUIRE_FALSE(a.changes_json().empty());
     auto changes = stig::ChangeSet::FromJson(a.changes_json());
     REQUIRE(changes.ok());
-    attempts[ShortName(a.rule_id())].emplace_back(a.outcome(), *changes);
+    attempts[ShortRuleName(a.rule_id())].emplace_back(a.outcome(), *changes);
   }
   REQUIRE(attempts["accounts_tmout"].size() == 1);
   const stig::ChangeSet& tmout = attempts["accounts_tmout"][0].second;
@@ -110,37 +61,28 @@ roles:
   CHECK(profile_d);
   REQUIRE(attempts["banner_etc_issue_net"].size() == 2);
   CHECK(attempts["banner_etc_issue_net"][0].first == "reverted");
-  std::string wrong_note = scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net");
+  std::string wrong_note = scripted::WrongNotePath(std::string(kSsgRulePrefix) + "banner_etc_issue_net");
   bool recorded_wrong = false;
   for (const stig::FileChange& f : attempts["banner_etc_issue_net"][0].second.files) {
     recorded_wrong = recorded_wrong || f.path == wrong_note;
   }
   CHECK(recorded_wrong);  // what the rejected attempt tried, though it was reverted
-  CHECK_FALSE(std::filesystem::exists(dir / ("lab/state/merged" + wrong_note)));
+  CHECK_FALSE(loop.TargetHas(wrong_note));
   // The journal times the listing.
-  temper::v1::WatchJournalRequest watch;
-  watch.set_batch_id(id);
-  watch.set_follow(false);
-  auto ctx = Ctx();
-  auto stub = daemon.Stub();
-  auto reader = stub->WatchJournal(ctx.get(), watch);
-  temper::v1::JournalEvent e;
   int timed = 0;
-  while (reader->Read(&e)) {
+  for (const temper::v1::JournalEvent& e : loop.JournalEvents(id)) {
     if (e.type() != "attempt.kept" && e.type() != "attempt.reverted") continue;
     nlohmann::json data = nlohmann::json::parse(e.data_json());
     CHECK(data.contains("changes_ms"));
     CHECK(data.contains("changes"));
     ++timed;
   }
-  REQUIRE(reader->Finish().ok());
   CHECK(timed == report.attempts_size());
 
   // One batch, every format: blocks rather than Catch sections, which would rerun the batch each.
-  auto cli = [&](const std::vector<std::string>& args) {
-    std::vector<std::string> argv = {TemperBinary(), "--socket", daemon.socket_path(), "export", id};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return RunProcess(argv);
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"export", id});
+    return loop.Cli(args);
   };
 
   {  // ARF: OpenSCAP's own file, valid to oscap
@@ -201,8 +143,7 @@ roles:
     CHECK(r.out.find("Why temper gave up") != std::string::npos);
   }
   {  // errors name the problem
-    ProcessResult unknown = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "export", "999", "--format", "ckl",
-                                        "-o", dir / "none.ckl"});
+    ProcessResult unknown = loop.Cli({"export", "999", "--format", "ckl", "-o", dir / "none.ckl"});
     CHECK(unknown.exit_code == 1);
     CHECK_THAT(unknown.err, Catch::Contains("999"));
     CHECK_FALSE(std::filesystem::exists(dir / "none.ckl"));

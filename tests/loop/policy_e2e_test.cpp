@@ -4,17 +4,12 @@
 // One daemon and one target for the whole story, so the second batch starts from the first one's
 // end state, as it would on a host.
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <filesystem>
 #include <map>
-#include <set>
-#include <thread>
 
-#include "orchestrator/daemon_process.h"
-#include "scripted_model/scripted_model_server.h"
+#include "loop/loop_harness.h"
 #include "stig/tree_listing.h"
 
 namespace temper::testing {
@@ -23,7 +18,6 @@ namespace {
 using scripted::ModelScript;
 using scripted::ScriptedModelServer;
 
-constexpr const char* kPrefix = "xccdf_org.ssgproject.content_rule_";
 // No OVAL check in SSG (OCIL only): a person reviews it.
 constexpr const char* kManualRule = "account_temp_expire_date";
 // SSG: its Ansible fix says reboot="true" (a locked audit configuration loads new rules at boot);
@@ -31,99 +25,10 @@ constexpr const char* kManualRule = "account_temp_expire_date";
 constexpr const char* kRebootRule = "audit_rules_dac_modification_chmod";
 constexpr const char* kRebootRuleFile = "/etc/audit/rules.d/perm_mod.rules";
 
-std::string SharedRoot() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs/root"; }
-
-std::string ModelsYaml(const ScriptedModelServer& server) {
-  return fmt::format(R"(endpoints:
-  scripted: {{type: openai, base_url: "{}", model: temper-scripted, timeout: 60s, max_retries: 2}}
-roles:
-  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
-)",
-                     server.base_url());
-}
-
-struct PolicyDaemon {
-  explicit PolicyDaemon(const ScriptedModelServer& server) {
-    REQUIRE(std::filesystem::is_directory(SharedRoot()));
-    std::filesystem::create_directories(dir / "lab");
-    std::filesystem::create_directory_symlink(SharedRoot(), dir / "lab/root");
-    DaemonOptions options;
-    options.models_yaml = ModelsYaml(server);
-    options.content_dir = "/usr/share/xml/scap/ssg/content";
-    options.lab_path = dir / "lab";
-    options.extra_yaml =
-        "waivers:\n  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n"
-        "    owner: ops@example.com\n";
-    daemon = std::make_unique<DaemonProcess>(dir, options);
-    REQUIRE(daemon->Start().ok());
-  }
-  ProcessResult Cli(std::vector<std::string> args) const {
-    args.insert(args.begin(), {TemperBinary(), "--socket", daemon->socket_path()});
-    return RunProcess(args);
-  }
-  nlohmann::json Json(const std::vector<std::string>& args) const {
-    ProcessResult r = Cli(args);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out);
-  }
-  // The target as temperd sees it (its overlay is mounted while temperd runs).
-  std::string Merged(const std::string& path) const { return dir / ("lab/state/merged" + path); }
-
-  TempDir dir;
-  std::unique_ptr<DaemonProcess> daemon;
-};
-
-temper::v1::Batch GetBatch(const DaemonProcess& daemon, const std::string& id) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  temper::v1::GetBatchRequest req;
-  req.set_batch_id(id);
-  temper::v1::Batch b;
-  REQUIRE(daemon.Stub()->GetBatch(&ctx, req, &b).ok());
-  return b;
-}
-
-temper::v1::Batch WaitUntilEnded(const DaemonProcess& daemon, const std::string& id) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    temper::v1::Batch b = GetBatch(daemon, id);
-    if (b.state() == temper::v1::BATCH_STATE_COMPLETED || b.state() == temper::v1::BATCH_STATE_FAILED ||
-        b.state() == temper::v1::BATCH_STATE_CANCELLED) {
-      return b;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  FAIL("batch " << id << " did not end in 20 minutes:\n" << daemon.Log());
-  return {};
-}
-
-std::map<std::string, temper::v1::BatchRule> RulesByShortName(const temper::v1::Batch& b) {
-  std::map<std::string, temper::v1::BatchRule> out;
-  for (const auto& r : b.rules()) out[r.rule_id().substr(std::string(kPrefix).size())] = r;
-  return out;
-}
-
-// Event types of the batch, in journal order, read back through `temper watch --json`.
-std::vector<nlohmann::json> Events(const PolicyDaemon& d, const std::string& id) {
-  ProcessResult r = d.Cli({"watch", id, "--no-follow", "--json"});
-  REQUIRE(r.exit_code == 0);
-  std::vector<nlohmann::json> out;
-  size_t start = 0;
-  while (start < r.out.size()) {
-    size_t end = r.out.find('\n', start);
-    out.push_back(nlohmann::json::parse(r.out.substr(start, end - start)));
-    start = end + 1;
-  }
-  return out;
-}
-
 const nlohmann::json* FindEvent(const std::vector<nlohmann::json>& events, const std::string& type,
                                 const std::string& rule = "") {
   for (const nlohmann::json& e : events) {
-    if (e["type"] == type && (rule.empty() || e.value("rule_id", "") == kPrefix + rule)) return &e;
+    if (e["type"] == type && (rule.empty() || e.value("rule_id", "") == kSsgRulePrefix + rule)) return &e;
   }
   return nullptr;
 }
@@ -132,8 +37,8 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   ModelScript script;  // every rule the loop works on is fixed on its first attempt
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  PolicyDaemon d(**server);
-  const DaemonProcess& daemon = *d.daemon;
+  LoopDaemon d(**server, {.extra_yaml = "waivers:\n  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n"
+                                        "    owner: ops@example.com\n"});
 
   // What accounts_tmout's fix would change: /etc/profile and /etc/profile.d/*.sh.
   const auto profile_d = stig::testing::TreeListing(SharedRoot() + "/etc/profile.d");
@@ -141,14 +46,14 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
 
   // Batch 1, no opt-in: accounts_tmout is waived by temperd.yaml; banner_etc_issue_net's waiver on the
   // command line expired in 2020; the reboot rule is disruptive; the manual rule has no check.
-  nlohmann::json submitted = d.Json({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r",
-                                     "accounts_tmout", "-r", "banner_etc_issue_net", "-r", kRebootRule, "-r", kManualRule,
-                                     "--waive", "banner_etc_issue_net:legal: banner text under review:bob@example.com:2020-01-01",
-                                     "--json"});
+  nlohmann::json submitted = d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r",
+                                        "accounts_tmout", "-r", "banner_etc_issue_net", "-r", kRebootRule, "-r", kManualRule,
+                                        "--waive", "banner_etc_issue_net:legal: banner text under review:bob@example.com:2020-01-01",
+                                        "--json"});
   const std::string first = submitted["id"];
   CHECK(submitted["waivers"].size() == 2);
-  temper::v1::Batch batch = WaitUntilEnded(daemon, first);
-  INFO(daemon.Log());
+  temper::v1::Batch batch = d.WaitUntilEnded(first);
+  INFO(d.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
   auto rules = RulesByShortName(batch);
 
@@ -159,8 +64,8 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   CHECK(waived.before_verdict() == "fail");
   CHECK(waived.attempts() == 0);
   CHECK_THAT(waived.detail(), Catch::Contains("ops@example.com") && Catch::Contains("kiosk sessions"));
-  CHECK(stig::testing::TreeListing(d.Merged("/etc/profile.d")) == profile_d);
-  CHECK(stig::testing::ContentDigest(d.Merged("/etc/profile")) == profile);
+  CHECK(stig::testing::TreeListing(d.TargetPath("/etc/profile.d")) == profile_d);
+  CHECK(stig::testing::ContentDigest(d.TargetPath("/etc/profile")) == profile);
   // The expired waiver did not hold the rule back.
   CHECK(rules["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
   CHECK(rules["banner_etc_issue_net"].after_verdict() == "pass");
@@ -168,7 +73,7 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   CHECK(rules[kRebootRule].state() == temper::v1::RULE_STATE_HELD);
   CHECK(rules[kRebootRule].before_verdict() == "fail");
   CHECK_THAT(rules[kRebootRule].detail(), Catch::Contains("reboot") && Catch::Contains("--allow-disruptive"));
-  CHECK_FALSE(std::filesystem::exists(d.Merged(kRebootRuleFile)));
+  CHECK_FALSE(std::filesystem::exists(d.TargetPath(kRebootRuleFile)));
   CHECK(rules[kManualRule].state() == temper::v1::RULE_STATE_MANUAL);
   CHECK(rules[kManualRule].before_verdict() == "notchecked");
   CHECK(batch.counts().fixed() == 1);
@@ -178,12 +83,12 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   for (const scripted::RecordedRequest& r : (*server)->requests()) {
     for (const char* name : {"accounts_tmout", kRebootRule, kManualRule}) {
       INFO(r.role << " request " << r.seq << " mentions " << name);
-      CHECK(r.rule_id != kPrefix + std::string(name));
-      if (r.role == "architect") CHECK(r.messages.dump().find(kPrefix + std::string(name)) == std::string::npos);
+      CHECK(r.rule_id != kSsgRulePrefix + std::string(name));
+      if (r.role == "architect") CHECK(r.messages.dump().find(kSsgRulePrefix + std::string(name)) == std::string::npos);
     }
   }
 
-  std::vector<nlohmann::json> events = Events(d, first);
+  std::vector<nlohmann::json> events = d.WatchedEvents(first);
   CHECK(FindEvent(events, "rule.waived", "accounts_tmout") != nullptr);
   const nlohmann::json* expired = FindEvent(events, "waiver.expired", "banner_etc_issue_net");
   REQUIRE(expired != nullptr);
@@ -193,7 +98,7 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   CHECK(FindEvent(events, "rule.manual", kManualRule) != nullptr);
 
   // The report: waived, held and manual are never pass; the expired waiver is flagged.
-  nlohmann::json report = d.Json({"report", first, "--format", "json"});
+  nlohmann::json report = d.ReportJson(first);
   const nlohmann::json& summary = report["summary"];
   CHECK(summary["fixed"] == 1);
   CHECK(summary["already_passing"] == 0);
@@ -225,17 +130,17 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   // Batch 2 opts in: the held rule is remediated, and since its fix takes effect at the next boot it
   // ends reboot_pending with the change staged on the target.
   nlohmann::json second_submitted =
-      d.Json({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", kRebootRule,
-              "--allow-disruptive", "--json"});
+      d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", kRebootRule,
+                 "--allow-disruptive", "--json"});
   const std::string second = second_submitted["id"];
   CHECK(second_submitted["allow_disruptive"] == true);
-  batch = WaitUntilEnded(daemon, second);
+  batch = d.WaitUntilEnded(second);
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
   const temper::v1::BatchRule staged = RulesByShortName(batch)[kRebootRule];
   CHECK(staged.state() == temper::v1::RULE_STATE_REBOOT_PENDING);
   CHECK(staged.after_verdict() == "pass");
   CHECK_THAT(staged.detail(), Catch::Contains("temper rebooted " + second));
-  CHECK(std::filesystem::exists(d.Merged(kRebootRuleFile)));
+  CHECK(std::filesystem::exists(d.TargetPath(kRebootRuleFile)));
   CHECK(batch.counts().fixed() == 0);
   CHECK(batch.counts().reboot_pending() == 1);
 
@@ -244,12 +149,12 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   INFO(rebooted.out << rebooted.err);
   REQUIRE(rebooted.exit_code == 0);
   CHECK_THAT(rebooted.out, Catch::Contains("reboot confirmed") && Catch::Contains("reboot.verified: 1 fixed, 0 escalated"));
-  batch = GetBatch(daemon, second);
+  batch = d.GetBatch(second);
   const temper::v1::BatchRule verified = RulesByShortName(batch)[kRebootRule];
   CHECK(verified.state() == temper::v1::RULE_STATE_FIXED);
   CHECK_THAT(verified.detail(), Catch::Contains("verified after the reboot"));
   CHECK(batch.reboot_confirmed_seq() == 0);
-  events = Events(d, second);
+  events = d.WatchedEvents(second);
   const nlohmann::json* confirmed = FindEvent(events, "reboot.confirmed");
   REQUIRE(confirmed != nullptr);
   CHECK(confirmed->at("data")["note"] == "rebooted by the e2e test");

@@ -3,20 +3,16 @@
 // and the target's tree compared byte for byte (owners, modes, xattrs, content hashes) with
 // tests/stig/tree_listing.h.
 #include <catch2/catch.hpp>
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
-#include <thread>
 
-#include "orchestrator/daemon_process.h"
-#include "scripted_model/scripted_model_server.h"
+#include "loop/loop_harness.h"
 #include "stig/tree_listing.h"
 
 namespace temper::testing {
@@ -26,144 +22,47 @@ using scripted::ModelScript;
 using scripted::ScriptedModelServer;
 using Listing = std::map<std::string, std::string>;
 
-constexpr const char* kPrefix = "xccdf_org.ssgproject.content_rule_";
+// Every batch of these cases allows two attempts a rule.
+constexpr uint32_t kMaxAttempts = 2;
 
-std::string SharedRoot() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs/root"; }
-
-std::string ModelsYaml(const ScriptedModelServer& server) {
-  return fmt::format(R"(endpoints:
-  scripted: {{type: openai, base_url: "{}", model: temper-scripted, timeout: 60s, max_retries: 2}}
-roles:
-  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
-)",
-                     server.base_url());
+// Submits through `temper submit`, waits, and REQUIREs the batch completed.
+temper::v1::Batch Run(const LoopDaemon& lab, const std::vector<std::string>& rules, bool plan_only = false) {
+  temper::v1::Batch b =
+      lab.WaitUntilEnded(lab.SubmitWithCli({.rules = rules, .max_attempts = kMaxAttempts, .plan_only = plan_only}));
+  INFO(lab.daemon->Log());
+  REQUIRE(b.state() == temper::v1::BATCH_STATE_COMPLETED);
+  return b;
 }
 
-// temperd with one rootfs target "lab", a fresh overlay over the stig suite's shared root, driven
-// with the temper CLI.
-struct UndoDaemon {
-  explicit UndoDaemon(const ScriptedModelServer& server) {
-    REQUIRE(std::filesystem::is_directory(SharedRoot()));
-    std::filesystem::create_directories(dir / "lab");
-    std::filesystem::create_directory_symlink(SharedRoot(), dir / "lab/root");
-    DaemonOptions options;
-    options.models_yaml = ModelsYaml(server);
-    options.content_dir = "/usr/share/xml/scap/ssg/content";
-    options.lab_path = dir / "lab";
-    daemon = std::make_unique<DaemonProcess>(dir, options);
-    REQUIRE(daemon->Start().ok());
+std::vector<std::string> EventTypes(const LoopDaemon& lab, const std::string& id) {
+  std::vector<std::string> types;
+  for (const nlohmann::json& e : lab.WatchedEvents(id)) types.push_back(e["type"].get<std::string>());
+  return types;
+}
+
+// How many rules of the batch's CKLB checklist (`temper export`) have each status.
+std::map<std::string, int> CklbStatuses(const LoopDaemon& lab, const std::string& id) {
+  const std::string file = lab.dir / ("batch-" + id + ".cklb");
+  ProcessResult r = lab.Cli({"export", id, "--format", "cklb", "-o", file});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::map<std::string, int> out;
+  const nlohmann::json cklb = nlohmann::json::parse(ReadFileOrEmpty(file));
+  for (const auto& stig : cklb["stigs"]) {
+    for (const auto& rule : stig["rules"]) ++out[rule["status"].get<std::string>()];
   }
+  return out;
+}
 
-  ProcessResult Cli(std::vector<std::string> args) const {
-    args.insert(args.begin(), {TemperBinary(), "--socket", daemon->socket_path()});
-    return RunProcess(args);
+// The target "lab" as temperd sees it now.
+Listing Tree(const LoopDaemon& lab) { return stig::testing::TreeListing(lab.TargetPath("")); }
+
+// The target's snapshot layers, by id.
+std::set<std::string> Layers(const LoopDaemon& lab) {
+  std::set<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(lab.dir / "lab/state/layers")) {
+    out.insert(e.path().filename().string());
   }
-
-  // Submits through `temper submit` and returns the batch id.
-  std::string Submit(const std::vector<std::string>& rules, bool plan_only = false) const {
-    std::vector<std::string> args = {"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig",
-                                     "--max-attempts", "2", "--json"};
-    for (const std::string& r : rules) args.insert(args.end(), {"-r", r});
-    if (plan_only) args.push_back("--plan-only");
-    ProcessResult r = Cli(args);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out)["id"].get<std::string>();
-  }
-
-  temper::v1::Batch WaitUntilEnded(const std::string& id) const {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(20);
-    temper::v1::GetBatchRequest req;
-    req.set_batch_id(id);
-    temper::v1::Batch b;
-    while (std::chrono::steady_clock::now() < deadline) {
-      grpc::ClientContext ctx;
-      REQUIRE(daemon->Stub()->GetBatch(&ctx, req, &b).ok());
-      if (b.state() == temper::v1::BATCH_STATE_COMPLETED || b.state() == temper::v1::BATCH_STATE_FAILED ||
-          b.state() == temper::v1::BATCH_STATE_CANCELLED) {
-        return b;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-    FAIL("batch " << id << " did not end in 20 minutes:\n" << daemon->Log());
-    return b;
-  }
-
-  // Runs a batch to completion and returns it.
-  temper::v1::Batch Run(const std::vector<std::string>& rules, bool plan_only = false) const {
-    temper::v1::Batch b = WaitUntilEnded(Submit(rules, plan_only));
-    INFO(daemon->Log());
-    REQUIRE(b.state() == temper::v1::BATCH_STATE_COMPLETED);
-    return b;
-  }
-
-  nlohmann::json Report(const std::string& id) const {
-    ProcessResult r = Cli({"report", id, "--format", "json"});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    return nlohmann::json::parse(r.out);
-  }
-
-  std::vector<std::string> EventTypes(const std::string& id) const {
-    ProcessResult r = Cli({"watch", id, "--json", "--no-follow"});
-    std::vector<std::string> types;
-    size_t start = 0;
-    while (start < r.out.size()) {
-      size_t end = r.out.find('\n', start);
-      if (end == std::string::npos) end = r.out.size();
-      nlohmann::json e = nlohmann::json::parse(r.out.substr(start, end - start), nullptr, false);
-      if (e.is_object() && e.contains("type")) types.push_back(e["type"].get<std::string>());
-      start = end + 1;
-    }
-    return types;
-  }
-
-  // How many rules of the batch's CKLB checklist (`temper export`) have each status.
-  std::map<std::string, int> CklbStatuses(const std::string& id) const {
-    const std::string file = dir / ("batch-" + id + ".cklb");
-    ProcessResult r = Cli({"export", id, "--format", "cklb", "-o", file});
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    std::map<std::string, int> out;
-    const nlohmann::json cklb = nlohmann::json::parse(ReadFileOrEmpty(file));
-    for (const auto& stig : cklb["stigs"]) {
-      for (const auto& rule : stig["rules"]) ++out[rule["status"].get<std::string>()];
-    }
-    return out;
-  }
-
-  // Waits up to 10 minutes for the batch's first event of `type`.
-  bool WaitForEvent(const std::string& id, const std::string& type) const {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto types = EventTypes(id);
-      if (std::find(types.begin(), types.end(), type) != types.end()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-
-  std::string Merged() const { return dir / "lab/state/merged"; }
-  Listing Tree() const { return stig::testing::TreeListing(Merged()); }
-  bool Has(const std::string& path) const { return std::filesystem::exists(Merged() + path); }
-  // The target's snapshot layers, by id.
-  std::set<std::string> Layers() const {
-    std::set<std::string> out;
-    for (const auto& e : std::filesystem::directory_iterator(dir / "lab/state/layers")) {
-      out.insert(e.path().filename().string());
-    }
-    return out;
-  }
-
-  TempDir dir;
-  std::unique_ptr<DaemonProcess> daemon;
-};
-
-std::map<std::string, temper::v1::BatchRule> Rules(const temper::v1::Batch& b) {
-  std::map<std::string, temper::v1::BatchRule> out;
-  for (const auto& r : b.rules()) out[r.rule_id().substr(std::string(kPrefix).size())] = r;
   return out;
 }
 
@@ -198,17 +97,17 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
           "rule's fix only, and revert BATCH restores the exact tree") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());
-  UndoDaemon lab(**server);
+  LoopDaemon lab(**server);
   const Listing base = stig::testing::TreeListing(SharedRoot());
   const std::vector<std::string> rules = {"accounts_tmout", "banner_etc_issue_net", "no_duplicate_uids"};
 
   // Plan only: the loop fixes what it can, reports it, and reverts everything.
-  temper::v1::Batch plan = lab.Run(rules, /*plan_only=*/true);
+  temper::v1::Batch plan = Run(lab, rules, /*plan_only=*/true);
   CHECK(plan.plan_only());
-  CHECK(Rules(plan)["accounts_tmout"].state() == temper::v1::RULE_STATE_FIXED);
-  CHECK(Rules(plan)["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
-  CHECK(Rules(plan)["no_duplicate_uids"].state() == temper::v1::RULE_STATE_ALREADY_PASSING);
-  nlohmann::json plan_report = lab.Report(plan.id());
+  CHECK(RulesByShortName(plan)["accounts_tmout"].state() == temper::v1::RULE_STATE_FIXED);
+  CHECK(RulesByShortName(plan)["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
+  CHECK(RulesByShortName(plan)["no_duplicate_uids"].state() == temper::v1::RULE_STATE_ALREADY_PASSING);
+  nlohmann::json plan_report = lab.ReportJson(plan.id());
   CHECK(plan_report["plan_only"] == true);
   CHECK(plan_report["summary"]["fixed"] == 2);
   size_t kept = 0;
@@ -216,55 +115,55 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
     for (const auto& a : r["history"]) kept += a["outcome"] == "kept" ? 1 : 0;
   }
   CHECK(kept == 2);
-  CheckSameTree(base, lab.Tree());
-  CHECK(lab.Layers().empty());
-  auto plan_events = lab.EventTypes(plan.id());
+  CheckSameTree(base, Tree(lab));
+  CHECK(Layers(lab).empty());
+  auto plan_events = EventTypes(lab, plan.id());
   CHECK(std::count(plan_events.begin(), plan_events.end(), "batch.plan_reverted") == 1);
   // Its checklist states the target as it is (what it was before), not what the plan reached.
-  CHECK(lab.CklbStatuses(plan.id()) == std::map<std::string, int>{{"open", 2}, {"not_a_finding", 1}});
+  CHECK(CklbStatuses(lab, plan.id()) == std::map<std::string, int>{{"open", 2}, {"not_a_finding", 1}});
   ProcessResult refused = lab.Cli({"revert", plan.id()});
   CHECK(refused.exit_code == 1);
   CHECK_THAT(refused.err, Catch::Contains("plan-only"));
 
   // Killed after a kept fix, the plan resumes at the next start and still leaves nothing behind.
-  std::string killed = lab.Submit(rules, /*plan_only=*/true);
-  REQUIRE(lab.WaitForEvent(killed, "rule.fixed"));
+  std::string killed = lab.SubmitWithCli({.rules = rules, .max_attempts = kMaxAttempts, .plan_only = true});
+  lab.WaitForEvent(killed, "rule.fixed");
   CHECK(lab.daemon->Stop(SIGKILL) == 128 + SIGKILL);
   REQUIRE(lab.daemon->Start().ok());
   temper::v1::Batch resumed = lab.WaitUntilEnded(killed);
   CHECK(resumed.state() == temper::v1::BATCH_STATE_COMPLETED);
   CHECK(resumed.counts().fixed() == 2);
-  auto resumed_events = lab.EventTypes(killed);
+  auto resumed_events = EventTypes(lab, killed);
   CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.resumed") == 1);
   CHECK(std::count(resumed_events.begin(), resumed_events.end(), "batch.plan_reverted") == 1);
-  CheckSameTree(base, lab.Tree());
-  CHECK(lab.Layers().empty());
+  CheckSameTree(base, Tree(lab));
+  CHECK(Layers(lab).empty());
 
   // For real: both fixes stay.
-  temper::v1::Batch real = lab.Run(rules);
+  temper::v1::Batch real = Run(lab, rules);
   CHECK(real.counts().fixed() == 2);
   CHECK(real.has_start_snapshot());
-  CHECK(lab.Has("/etc/profile.d/tmout.sh"));
-  const Listing fixed = lab.Tree();
-  const std::set<std::string> layers = lab.Layers();
+  CHECK(lab.TargetHas("/etc/profile.d/tmout.sh"));
+  const Listing fixed = Tree(lab);
+  const std::set<std::string> layers = Layers(lab);
   CHECK(layers.size() == 2);  // one per kept fix: nothing changed before the batch started
-  CHECK(lab.CklbStatuses(real.id()) == std::map<std::string, int>{{"not_a_finding", 3}});
+  CHECK(CklbStatuses(lab, real.id()) == std::map<std::string, int>{{"not_a_finding", 3}});
 
   // The same batch again on the now compliant target: no attempt, no layer, not a byte changed.
-  temper::v1::Batch again = lab.Run(rules);
+  temper::v1::Batch again = Run(lab, rules);
   CHECK(again.counts().already_passing() == 3);
-  nlohmann::json again_report = lab.Report(again.id());
+  nlohmann::json again_report = lab.ReportJson(again.id());
   CHECK(again_report["summary"]["attempts"] == 0);
   CHECK(again_report["fixpoint"].size() == 1);
-  CHECK(lab.Layers() == layers);
-  CheckSameTree(fixed, lab.Tree());
+  CHECK(Layers(lab) == layers);
+  CheckSameTree(fixed, Tree(lab));
 
   // One rule's fix out of the middle: exactly its paths go back to the base, the rest stays.
   ProcessResult rule = lab.Cli({"revert", real.id(), "accounts_tmout"});
   INFO(rule.err);
   REQUIRE(rule.exit_code == 0);
   CHECK_THAT(rule.out, Catch::Contains("reverted rule accounts_tmout"));
-  const Listing after_rule = lab.Tree();
+  const Listing after_rule = Tree(lab);
   std::set<std::string> changed_back = Diff(fixed, after_rule);
   CHECK(changed_back.count("etc/profile.d/tmout.sh") == 1);
   for (const std::string& path : changed_back) {
@@ -274,16 +173,10 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
   }
   CHECK(after_rule.at("etc/issue.net") == fixed.at("etc/issue.net"));
   CHECK(after_rule.at("etc/issue.net") != base.at("etc/issue.net"));
-  temper::v1::GetBatchRequest get;
-  get.set_batch_id(real.id());
-  temper::v1::Batch stored;
-  {
-    grpc::ClientContext ctx;
-    REQUIRE(lab.daemon->Stub()->GetBatch(&ctx, get, &stored).ok());
-  }
-  CHECK(Rules(stored)["accounts_tmout"].state() == temper::v1::RULE_STATE_REVERTED);
-  CHECK(Rules(stored)["accounts_tmout"].after_verdict() == "fail");
-  CHECK(Rules(stored)["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
+  const temper::v1::Batch stored = lab.GetBatch(real.id());
+  CHECK(RulesByShortName(stored)["accounts_tmout"].state() == temper::v1::RULE_STATE_REVERTED);
+  CHECK(RulesByShortName(stored)["accounts_tmout"].after_verdict() == "fail");
+  CHECK(RulesByShortName(stored)["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
   ProcessResult twice = lab.Cli({"revert", real.id(), "accounts_tmout"});
   CHECK(twice.exit_code == 1);
   CHECK_THAT(twice.err, Catch::Contains("already reverted"));
@@ -294,12 +187,12 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
   REQUIRE(whole.exit_code == 0);
   nlohmann::json response = nlohmann::json::parse(whole.out);
   CHECK(response["reverted_rules"].size() == 1);  // banner; accounts_tmout was already out
-  CheckSameTree(base, lab.Tree());
-  CHECK(lab.Layers().empty());
-  nlohmann::json reverted_report = lab.Report(real.id());
+  CheckSameTree(base, Tree(lab));
+  CHECK(Layers(lab).empty());
+  nlohmann::json reverted_report = lab.ReportJson(real.id());
   CHECK(reverted_report["summary"]["reverted"] == 2);
   CHECK_FALSE(reverted_report["reverted_at"].is_null());
-  auto events = lab.EventTypes(real.id());
+  auto events = EventTypes(lab, real.id());
   for (const char* t : {"rule.revert_started", "rule.reverted", "batch.revert_started", "batch.reverted"}) {
     CHECK(std::count(events.begin(), events.end(), t) == 1);
   }
@@ -312,11 +205,11 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
           "batch's fixes, are refused with what is in the way, and no revert while a batch runs") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());
-  UndoDaemon lab(**server);
+  LoopDaemon lab(**server);
   const Listing base = stig::testing::TreeListing(SharedRoot());
 
   // Both rules edit /etc/login.defs, in batch order.
-  temper::v1::Batch both = lab.Run({"accounts_minimum_age_login_defs", "accounts_maximum_age_login_defs"});
+  temper::v1::Batch both = Run(lab, {"accounts_minimum_age_login_defs", "accounts_maximum_age_login_defs"});
   REQUIRE(both.counts().fixed() == 2);
   ProcessResult first = lab.Cli({"revert", both.id(), "accounts_minimum_age_login_defs"});
   CHECK(first.exit_code == 1);
@@ -326,11 +219,11 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
                             Catch::Contains("temper revert " + both.id() + " accounts_maximum_age_login_defs"));
   REQUIRE(lab.Cli({"revert", both.id(), "accounts_maximum_age_login_defs"}).exit_code == 0);
   REQUIRE(lab.Cli({"revert", both.id(), "accounts_minimum_age_login_defs"}).exit_code == 0);
-  CheckSameTree(base, lab.Tree());
+  CheckSameTree(base, Tree(lab));
 
   // A batch with a later batch's fix on top is refused; newest first works.
-  temper::v1::Batch lower = lab.Run({"accounts_tmout"});
-  temper::v1::Batch upper = lab.Run({"banner_etc_issue_net"});
+  temper::v1::Batch lower = Run(lab, {"accounts_tmout"});
+  temper::v1::Batch upper = Run(lab, {"banner_etc_issue_net"});
   REQUIRE(lower.counts().fixed() == 1);
   REQUIRE(upper.counts().fixed() == 1);
   ProcessResult under = lab.Cli({"revert", lower.id()});
@@ -340,8 +233,8 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
                             Catch::Contains("revert batch " + upper.id() + " first"));
 
   // While a batch runs on the target, nothing is reverted there.
-  std::string running = lab.Submit({"accounts_umask_etc_login_defs"});
-  REQUIRE(lab.WaitForEvent(running, "batch.started"));
+  std::string running = lab.SubmitWithCli({.rules = {"accounts_umask_etc_login_defs"}, .max_attempts = kMaxAttempts});
+  lab.WaitForEvent(running, "batch.started");
   ProcessResult busy = lab.Cli({"revert", upper.id()});
   CHECK(busy.exit_code == 1);
   CHECK_THAT(busy.err, Catch::Contains("batch " + running + " is running on target lab"));
@@ -350,7 +243,7 @@ TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, 
   REQUIRE(lab.Cli({"revert", running}).exit_code == 0);
   REQUIRE(lab.Cli({"revert", upper.id()}).exit_code == 0);
   REQUIRE(lab.Cli({"revert", lower.id()}).exit_code == 0);
-  CheckSameTree(base, lab.Tree());
+  CheckSameTree(base, Tree(lab));
 }
 
 // What a fix that installs a package does to a rule gated on that package (oscap#1880, #8487): the
@@ -371,11 +264,11 @@ TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by t
   script.regress_command = kInstallGdm;
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  UndoDaemon lab(**server);
+  LoopDaemon lab(**server);
   const std::vector<std::string> rules = {"accounts_tmout", "dconf_gnome_login_banner_text"};
 
-  temper::v1::Batch b = lab.Run(rules);
-  auto states = Rules(b);
+  temper::v1::Batch b = Run(lab, rules);
+  auto states = RulesByShortName(b);
   CHECK(states["accounts_tmout"].state() == temper::v1::RULE_STATE_FIXED);
   const temper::v1::BatchRule& gated = states["dconf_gnome_login_banner_text"];
   CHECK(gated.before_verdict() == "notapplicable");
@@ -383,10 +276,10 @@ TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by t
   CHECK(gated.after_verdict() == "pass");
   CHECK(gated.attempts() == 1);
 
-  nlohmann::json report = lab.Report(b.id());
+  nlohmann::json report = lab.ReportJson(b.id());
   REQUIRE(report["fixpoint"].size() == 2);
   const nlohmann::json& pass1 = report["fixpoint"][0];
-  const std::string gated_id = std::string(kPrefix) + "dconf_gnome_login_banner_text";
+  const std::string gated_id = std::string(kSsgRulePrefix) + "dconf_gnome_login_banner_text";
   CHECK(pass1["final"] == false);
   CHECK(pass1["attempts"] == 1);
   CHECK(pass1["fixed"] == 1);
@@ -399,7 +292,7 @@ TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by t
   CHECK(pass2["fixed"] == 1);
   CHECK(pass2["passing"] == 2);
   CHECK(pass2["flipped"].empty());
-  auto events = lab.EventTypes(b.id());
+  auto events = EventTypes(lab, b.id());
   CHECK(std::count(events.begin(), events.end(), "fixpoint.pass") == 2);
   CHECK(std::count(events.begin(), events.end(), "rule.requeued") == 1);
   ProcessResult text = lab.Cli({"report", b.id()});
@@ -410,20 +303,20 @@ TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by t
   ProcessResult reverted = lab.Cli({"revert", b.id()});
   INFO(reverted.err);
   REQUIRE(reverted.exit_code == 0);
-  CHECK_FALSE(lab.Has("/etc/profile.d/tmout.sh"));
+  CHECK_FALSE(lab.TargetHas("/etc/profile.d/tmout.sh"));
   REQUIRE(lab.daemon->Stop() == 0);
   {
     std::ofstream config(lab.daemon->config_path(), std::ios::app);
     config << "loop:\n  fixpoint_passes: 1\n";
   }
   REQUIRE(lab.daemon->Start().ok());
-  temper::v1::Batch bounded = lab.Run(rules);
-  const temper::v1::BatchRule escalated = Rules(bounded)["dconf_gnome_login_banner_text"];
+  temper::v1::Batch bounded = Run(lab, rules);
+  const temper::v1::BatchRule escalated = RulesByShortName(bounded)["dconf_gnome_login_banner_text"];
   CHECK(escalated.state() == temper::v1::RULE_STATE_ESCALATED);
   CHECK(escalated.attempts() == 0);
   CHECK_THAT(escalated.detail(), Catch::Contains("still flipping after 1 fixpoint pass (the bound)") &&
                                      Catch::Contains("notapplicable before, fail at the rescan"));
-  nlohmann::json bounded_report = lab.Report(bounded.id());
+  nlohmann::json bounded_report = lab.ReportJson(bounded.id());
   REQUIRE(bounded_report["fixpoint"].size() == 1);
   CHECK(bounded_report["fixpoint"][0]["escalated"] == nlohmann::json::array({gated_id}));
   CHECK(bounded_report["fixpoint"][0]["final"] == true);
