@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/fnv1a.h"
 #include "stig/process.h"
 
 namespace temper::stig {
@@ -26,16 +27,6 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   std::string s;
   for (const auto& x : v) s += (s.empty() ? "" : std::string(sep)) + x;
   return s;
-}
-
-// FNV-1a 64: a stable digest for the cache key (std::hash may differ between builds).
-std::string Fnv1a(std::string_view data) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
 }
 
 // Runs on the finished root, given as $1.
@@ -95,7 +86,7 @@ std::vector<std::string> RootfsSpec::DefaultCachedPackages() {
 }
 
 std::string RootfsSpec::Key() const {
-  return Fnv1a(fmt::format("{}|{}|{}|{}|{}|{}", kRecipeVersion, suite, mirror, Join(packages, ","),
+  return Fnv1aHex(fmt::format("{}|{}|{}|{}|{}|{}", kRecipeVersion, suite, mirror, Join(packages, ","),
                            Join(cached_packages, ","), CustomizeScript()));
 }
 

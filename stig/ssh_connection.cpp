@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "common/fnv1a.h"
+
 namespace temper::stig {
 namespace {
 
@@ -29,16 +31,6 @@ std::string Trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
   if (text.size() > 800) text = "…" + text.substr(text.size() - 800);
   return text;
-}
-
-// FNV-1a 64: a short, stable socket name per endpoint.
-std::string Fnv1a(std::string_view data) {
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : data) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return fmt::format("{:016x}", h);
 }
 
 Status PrepareControlDir(const std::string& dir) {
@@ -171,7 +163,7 @@ Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, c
         fmt::format("ssh {}: the key file {} cannot be read: {}", name, options.identity_file, std::strerror(errno)));
   }
   TEMPER_RETURN_IF_ERROR(PrepareControlDir(options.control_dir));
-  std::string control_path = options.control_dir + "/m-" + Fnv1a(name);
+  std::string control_path = options.control_dir + "/m-" + Fnv1aHex(name);
   if (control_path.size() > kMaxControlPath) {
     return Status::InvalidArgument(fmt::format("ssh control directory {} is too long for a socket path ({} bytes at most)",
                                                options.control_dir, kMaxControlPath - 19));
