@@ -10,17 +10,6 @@
 namespace temper::testing {
 namespace {
 
-std::string ModelsYaml(const scripted::ScriptedModelServer& server) {
-  return fmt::format(R"(endpoints:
-  scripted: {{type: openai, base_url: "{}", model: temper-scripted, timeout: 60s, max_retries: 2}}
-roles:
-  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
-)",
-                     server.base_url());
-}
-
 // A fresh target directory <dir>/<name> whose root is the shared root: temperd mounts its overlay.
 std::string MakeTargetDir(const TempDir& dir, const std::string& name) {
   std::filesystem::create_directories(dir / name);
@@ -51,7 +40,7 @@ LoopDaemon::LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDa
   for (const std::string& name : options.more_targets) {
     daemon_options.more_targets.push_back({name, MakeTargetDir(dir, name)});
   }
-  daemon_options.models_yaml = ModelsYaml(server);
+  daemon_options.models_yaml = server.ModelsYaml();
   daemon_options.content_dir = "/usr/share/xml/scap/ssg/content";
   daemon_options.lab_path = MakeTargetDir(dir, "lab");
   daemon_options.extra_yaml = options.extra_yaml;

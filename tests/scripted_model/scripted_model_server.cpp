@@ -55,6 +55,17 @@ std::string ScriptedModelServer::base_url() const {
   return fmt::format("http://{}:{}/v1", host, port_);
 }
 
+std::string ScriptedModelServer::ModelsYaml() const {
+  return fmt::format(R"(endpoints:
+  scripted: {{type: openai, base_url: "{}", model: {}, timeout: 60s, max_retries: 2}}
+roles:
+  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
+  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
+  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
+)",
+                     base_url(), options_.model);
+}
+
 std::vector<RecordedRequest> ScriptedModelServer::requests() const {
   std::vector<RecordedRequest> out;
   {

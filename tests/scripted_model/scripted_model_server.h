@@ -71,6 +71,8 @@ class ScriptedModelServer {
 
   // "http://127.0.0.1:N/v1", for OpenAIEndpoint::base_url.
   std::string base_url() const;
+  // temperd's models.yaml with every role on this server (generous limits, two retries).
+  std::string ModelsYaml() const;
   int port() const { return port_; }
 
   // A copy of every chat request so far, in arrival order.

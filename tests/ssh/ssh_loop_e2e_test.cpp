@@ -23,23 +23,12 @@ using scripted::ScriptedModelServer;
 
 constexpr const char* kPrefix = "xccdf_org.ssgproject.content_rule_";
 
-std::string ModelsYaml(const ScriptedModelServer& server) {
-  return fmt::format(R"(endpoints:
-  scripted: {{type: openai, base_url: "{}", model: temper-scripted, timeout: 60s, max_retries: 2}}
-roles:
-  architect: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  worker: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}}
-  reflector: {{endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}}
-)",
-                     server.base_url());
-}
-
 // temperd whose ssh section uses the test key; its rootfs "lab" target is unused here.
 struct SshLoopDaemon {
   explicit SshLoopDaemon(const ScriptedModelServer& server) {
     std::filesystem::create_directories(dir / "roots/lab");
     DaemonOptions options;
-    options.models_yaml = ModelsYaml(server);
+    options.models_yaml = server.ModelsYaml();
     options.content_dir = "/usr/share/xml/scap/ssg/content";
     options.ssh_yaml = fmt::format("key_file: {}\nconnect_timeout: 5s\nreconnect_tries: 3\nreconnect_pause: 1s",
                                    TestRoot().client_key);
