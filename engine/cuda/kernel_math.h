@@ -48,6 +48,30 @@ TEMPER_HD void RopePair(float& x1, float& x2, float c, float s) {
 
 TEMPER_HD float Softcap(float x, float cap) { return cap > 0 ? cap * tanhf(x / cap) : x; }
 
+// engine/bf16.h's FloatToBf16 for device code too (round to nearest even, NaN stays NaN): what the
+// KV cache and the GEMM operands hold.
+TEMPER_HD uint16_t FloatToBf16(float x) {
+  uint32_t u;
+#if defined(__CUDA_ARCH__)
+  u = __float_as_uint(x);
+#else
+  std::memcpy(&u, &x, sizeof u);
+#endif
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+TEMPER_HD float RoundToBf16(float x) { return Bf16ToFloat(FloatToBf16(x)); }
+
+// A uniform draw in [0, 1) for element i of a synthetic tensor: splitmix64 of (seed, i), so any
+// thread computes any element without shared generator state.
+TEMPER_HD float SyntheticUniform(uint64_t seed, uint64_t i) {
+  uint64_t z = seed * 0x9e3779b97f4a7c15ull + i + 1;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+}
+
 // Point 7: the first position a query at `pos` sees (the window is strict).
 TEMPER_HD int64_t WindowStart(int64_t pos, int window, bool sliding) {
   return sliding && pos - window + 1 > 0 ? pos - window + 1 : 0;

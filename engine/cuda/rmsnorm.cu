@@ -26,15 +26,16 @@ __device__ float BlockSum(float v, float* shared) {
   return s;
 }
 
-__global__ void NormRopeKernel(const float* x, float* out, const uint16_t* w, int n, float eps, const float* cos,
-                               const float* sin, int angles, const int64_t* positions, int rows_per_position) {
+__global__ void NormRopeKernel(const float* x, float* out, const uint16_t* w, int n, float eps, RopeView rope,
+                               const int64_t* positions, int rows_per_position) {
   __shared__ float shared[kThreads / 32];
   const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
   float* outr = out + static_cast<int64_t>(blockIdx.x) * n;
   float sum_sq = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += xr[i] * xr[i];
   const float scale = math::RmsScale(BlockSum(sum_sq, shared), n, eps);
-  if (cos == nullptr) {
+  const int64_t pos = rope.cos ? positions[blockIdx.x / rows_per_position] : -1;
+  if (pos < 0) {  // no RoPE, or a padding row
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const float v = xr[i] * scale;
       outr[i] = w ? v * math::Bf16ToFloat(w[i]) : v;
@@ -43,14 +44,13 @@ __global__ void NormRopeKernel(const float* x, float* out, const uint16_t* w, in
   }
   // RoPE: each thread owns whole pairs (j, j + n/2), so in-place is safe.
   const int half = n / 2;
-  const int64_t pos = positions[blockIdx.x / rows_per_position];
   for (int j = threadIdx.x; j < half; j += blockDim.x) {
     float a = xr[j] * scale, b = xr[j + half] * scale;
     if (w) {
       a *= math::Bf16ToFloat(w[j]);
       b *= math::Bf16ToFloat(w[j + half]);
     }
-    if (j < angles) math::RopePair(a, b, cos[pos * angles + j], sin[pos * angles + j]);
+    if (j < rope.angles) math::RopePair(a, b, rope.cos[pos * rope.angles + j], rope.sin[pos * rope.angles + j]);
     outr[j] = a;
     outr[j + half] = b;
   }
@@ -70,13 +70,14 @@ __global__ void NormResidualKernel(float* x, const float* branch, const uint16_t
 
 }  // namespace
 
-Status LaunchNormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, const float* cos,
-                      const float* sin, int angles, const int64_t* positions, int rows_per_position,
-                      cudaStream_t stream) {
-  if (rows < 1 || n < 1 || (cos && (n % 2 != 0 || angles > n / 2 || !sin || !positions || rows_per_position < 1))) {
-    return Status::InvalidArgument("RMSNorm/RoPE: rows " + S(rows) + ", n " + S(n) + ", angles " + S(angles) + " are not a valid shape");
+Status LaunchNormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, const RopeView& rope,
+                      const int64_t* positions, int rows_per_position, cudaStream_t stream) {
+  if (rows < 1 || n < 1 ||
+      (rope.cos && (n % 2 != 0 || rope.angles > n / 2 || !rope.sin || !positions || rows_per_position < 1))) {
+    return Status::InvalidArgument("RMSNorm/RoPE: rows " + S(rows) + ", n " + S(n) + ", angles " + S(rope.angles) +
+                                   " are not a valid shape");
   }
-  NormRopeKernel<<<rows, kThreads, 0, stream>>>(x, out, w, n, eps, cos, sin, angles, positions, rows_per_position);
+  NormRopeKernel<<<rows, kThreads, 0, stream>>>(x, out, w, n, eps, rope, positions, rows_per_position);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }

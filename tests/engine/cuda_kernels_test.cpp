@@ -117,8 +117,8 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
   DeviceVec dc(cos);
   DeviceVec ds(sin);
   DeviceVec dp(pos);
-  REQUIRE(LaunchNormRope(dx.get(), dx.get(), dw.get(), positions_n * heads, hd, 1e-6f, dc.get(), ds.get(), angles,
-                         dp.get(), heads, nullptr).ok());
+  REQUIRE(LaunchNormRope(dx.get(), dx.get(), dw.get(), positions_n * heads, hd, 1e-6f,
+                         RopeView{dc.get(), ds.get(), angles}, dp.get(), heads, nullptr).ok());
   Near(dx.Read(), want, 1e-5f, 1e-5f);
 
   const auto res = Random(x.size(), 5), branch = Random(x.size(), 6, 10.0f);
@@ -194,16 +194,24 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
   DeviceVec dq(q);
   DeviceVec dc(cos);
   DeviceVec ds(sin);
-  DeviceVec dbl(blocks);
+  // Slot 1's block table is the second of two rows.
+  std::vector<int32_t> tables(8, 0);
+  std::copy(blocks.begin(), blocks.end(), tables.begin() + 4);
+  DeviceVec dbl(tables);
   DeviceVec dsl(slots);
   DeviceVec dpos(std::vector<int64_t>{pos});
+  DeviceVec dstart(std::vector<int64_t>{pos + 1});  // every key from the cache
+  DeviceVec dfirst(std::vector<int32_t>{0});
+  DeviceVec dend(std::vector<int64_t>{pos + 1});
   DeviceVec dout(std::vector<float>(q.size()));
   DeviceVec dpart(std::vector<float>(size_t(q_heads) * splits * (hd + 2)));
   KvLayerView kv{.k = sliding ? dk.get() : nullptr, .v = dv.get(), .k_norm = dkn.get(), .sliding = sliding,
-                 .window = window, .kv_heads = kv_heads, .head_dim = hd, .block_tokens = bt, .cos = dc.get(),
-                 .sin = ds.get(), .angles = angles};
-  REQUIRE(LaunchAttentionDecode(kv, dq.get(), dout.get(), 1, q_heads, 0, group, 0, dpos.get(), dsl.get(), dbl.get(),
-                                4, splits, dpart.get(), nullptr).ok());
+                 .window = window, .kv_heads = kv_heads, .head_dim = hd, .block_tokens = bt,
+                 .rope = RopeView{dc.get(), ds.get(), angles}};
+  const RowTables t{.positions = dpos.get(), .slots = dsl.get(), .chunk_start = dstart.get(), .first_row = dfirst.get(),
+                    .chunk_end = dend.get(), .blocks = dbl.get(), .max_blocks = 4};
+  REQUIRE(LaunchAttention(kv, dq.get(), nullptr, nullptr, dout.get(), 1, t, HeadRange{q_heads, 0, group, 0}, splits,
+                          dpart.get(), nullptr).ok());
   Near(dout.Read(), want, 1e-4f, 1e-3f);
 }
 
