@@ -88,6 +88,8 @@ class RankOps {
   virtual Status CopyRowsToDevice(void* dst, const void* host, size_t host_pitch, size_t row_bytes, size_t rows) = 0;
   // Device to host; `host` holds the data after Synchronize().
   virtual Status CopyToHost(void* host, const void* src, size_t bytes) = 0;
+  // `rows` packed device rows of `row_bytes` to host rows `host_pitch` bytes apart; as CopyToHost.
+  virtual Status CopyRowsToHost(void* host, size_t host_pitch, const void* src, size_t row_bytes, size_t rows) = 0;
   virtual Status CopyOnDevice(void* dst, const void* src, size_t bytes) = 0;
   // Waits for everything enqueued so far.
   virtual Status Synchronize() = 0;

@@ -26,6 +26,7 @@ class ReferenceOps final : public RankOps {
   Status CopyToDevice(void* dst, const void* host, size_t bytes) override;
   Status CopyRowsToDevice(void* dst, const void* host, size_t host_pitch, size_t row_bytes, size_t rows) override;
   Status CopyToHost(void* host, const void* src, size_t bytes) override;
+  Status CopyRowsToHost(void* host, size_t host_pitch, const void* src, size_t row_bytes, size_t rows) override;
   Status CopyOnDevice(void* dst, const void* src, size_t bytes) override;
   Status Synchronize() override { return Status::OK(); }
 

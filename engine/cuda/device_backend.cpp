@@ -1,0 +1,356 @@
+#include "engine/cuda/device_backend.h"
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "engine/cuda/graph_buckets.h"
+#include "engine/tensor_parallel.h"
+
+namespace temper::engine::cuda {
+
+// One pass as the host prepares it: the bytes of its inputs (PassInputLayout), and what maps its
+// rows back to the batch.
+struct DeviceBackend::Pass {
+  PassShape shape;
+  std::vector<char> inputs;
+  std::vector<int> seqs;             // sequences with rows in this pass (their block tables go up)
+  std::vector<int64_t> batch_token;  // pass row -> index among the batch's tokens (for hidden states)
+  int graph_bucket = -1;             // >= 0: run as that bucket's captured graph
+};
+
+DeviceBackend::DeviceBackend(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
+                             const DeviceBackendOptions& options)
+    : config_(config), weights_(std::move(weights)), options_(options), pager_(options.kv) {}
+
+DeviceBackend::~DeviceBackend() = default;
+
+Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& config,
+                                                             std::shared_ptr<const ModelWeights> weights,
+                                                             std::vector<std::unique_ptr<RankOps>> ops,
+                                                             const DeviceBackendOptions& options) {
+  if (weights && weights->num_layers() != config.num_layers) {
+    return Status::InvalidArgument("device backend: the weights do not belong to this config");
+  }
+  DeviceBackendOptions opts = options;
+  if (opts.max_context == 0) opts.max_context = std::min<int64_t>(config.max_position_embeddings, 8192);
+  if (opts.max_context < 1 || opts.max_context > config.max_position_embeddings) {
+    return Status::InvalidArgument(fmt::format("device backend: max_context {} is outside [1, max_position_embeddings = {}]",
+                                               opts.max_context, config.max_position_embeddings));
+  }
+  const KvCacheOptions& kv = opts.kv;
+  if (kv.max_sequences < 1 || kv.block_tokens < 1 || kv.max_tokens < kv.block_tokens || kv.max_snapshots < 0) {
+    return Status::InvalidArgument(fmt::format(
+        "device backend: KV options must be positive and hold one block (max_sequences {}, block_tokens {}, "
+        "max_tokens {}, max_snapshots {})",
+        kv.max_sequences, kv.block_tokens, kv.max_tokens, kv.max_snapshots));
+  }
+  if (opts.max_batch < 1 || opts.max_rows < opts.max_batch || opts.decode_splits < 1 || opts.top_candidates < 0 ||
+      opts.top_candidates > 256) {
+    return Status::InvalidArgument(fmt::format(
+        "device backend: max_batch {} must be >= 1 and <= max_rows {}, decode_splits {} >= 1, top_candidates {} in "
+        "[0, 256]",
+        opts.max_batch, opts.max_rows, opts.decode_splits, opts.top_candidates));
+  }
+  if (ops.empty()) return Status::InvalidArgument("device backend: no ranks");
+  const int tp = static_cast<int>(ops.size());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, tp));
+  for (const RankShard& s : shards) {
+    if (opts.top_candidates > s.vocab.size()) {
+      return Status::InvalidArgument(fmt::format("device backend: top_candidates {} exceeds rank {}'s {} vocabulary rows",
+                                                 opts.top_candidates, s.rank, s.vocab.size()));
+    }
+  }
+
+  std::unique_ptr<DeviceBackend> b(new DeviceBackend(config, std::move(weights), opts));
+  b->buckets_ = GraphBuckets(opts.max_batch);
+  RankLimits limits;
+  limits.max_rows = opts.max_rows;
+  limits.max_out_rows = std::max(kv.max_sequences, opts.max_batch);
+  limits.max_sequences = kv.max_sequences;
+  limits.max_snapshots = kv.max_snapshots;
+  limits.max_context = opts.max_context;
+  limits.block_tokens = kv.block_tokens;
+  limits.num_blocks = b->pager_.num_blocks();
+  limits.decode_splits = opts.decode_splits;
+  limits.top_candidates = opts.top_candidates;
+  for (int r = 0; r < tp; ++r) {
+    auto rank = std::make_unique<DeviceRank>();
+    rank->config = &b->config_;
+    rank->shard = shards[r];
+    rank->limits = limits;
+    rank->ops = std::move(ops[r]);
+    b->ranks_.push_back(std::move(rank));
+  }
+  b->rank_threads_ = std::make_unique<WorkerGroup>(tp);
+  const ModelWeights* host = b->weights_.get();
+  TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) { return BuildDeviceRank(d, host, opts.synthetic_seed); }));
+  return b;
+}
+
+Status DeviceBackend::OnRanks(const std::function<Status(DeviceRank&)>& fn) {
+  std::vector<Status> status(ranks_.size());
+  rank_threads_->Run([&](int r) { status[r] = fn(*ranks_[r]); });
+  for (size_t r = 0; r < status.size(); ++r) {
+    if (!status[r].ok()) return status[r].WithContext(fmt::format("rank {}", r));
+  }
+  return Status::OK();
+}
+
+Result<SequenceId> DeviceBackend::AddSequence() { return pager_.AddSequence(); }
+
+Status DeviceBackend::ReleaseSequence(SequenceId seq) { return pager_.Release(seq); }
+
+Result<int64_t> DeviceBackend::SequenceLength(SequenceId seq) const {
+  if (!pager_.Live(seq)) return Status::NotFound(fmt::format("sequence {} is not live", seq));
+  return pager_.Length(seq);
+}
+
+KvUsage DeviceBackend::kv_usage() const {
+  KvUsage u;
+  u.block_tokens = pager_.block_tokens();
+  u.total_blocks = pager_.num_blocks();
+  u.free_blocks = pager_.free_blocks();
+  u.live_sequences = pager_.live_sequences();
+  u.max_sequences = pager_.max_sequences();
+  u.live_snapshots = pager_.live_snapshots();
+  u.max_snapshots = pager_.max_snapshots();
+  for (const auto& rank : ranks_) {
+    for (int l = 0; l < config_.num_layers; ++l) {
+      const DeviceLayer& dl = rank->layers[l];
+      const uint64_t row = sizeof(uint16_t) * static_cast<uint64_t>(dl.kv_width) * (dl.k_eq_v ? 1 : 2);
+      if (dl.kv.sliding) {
+        u.window_bytes += row * static_cast<uint64_t>(config_.sliding_window);
+      } else {
+        u.block_bytes += row * static_cast<uint64_t>(pager_.block_tokens());
+      }
+    }
+  }
+  return u;
+}
+
+DeviceMemoryReport DeviceBackend::memory() const {
+  const DeviceRank& r = *ranks_[0];
+  return {r.weight_bytes, r.kv_bytes, r.workspace_bytes, static_cast<int64_t>(pager_.num_blocks()) * pager_.block_tokens()};
+}
+
+namespace {
+
+// Copies the sliding rings of ring slot `from` in `src` to slot `to` in `dst` (K and V), per
+// sliding layer, on every layer of `d`.
+Status CopyRings(DeviceRank& d, bool to_snapshot, int seq, int snap) {
+  const int window = d.config->sliding_window;
+  for (DeviceLayer& l : d.layers) {
+    if (!l.kv.sliding) continue;
+    const size_t bytes = sizeof(uint16_t) * static_cast<size_t>(window) * l.kv_width;
+    const size_t seq_off = static_cast<size_t>(seq) * window * l.kv_width;
+    const size_t snap_off = static_cast<size_t>(snap) * window * l.kv_width;
+    auto copy = [&](uint16_t* ring, uint16_t* snaps) {
+      return to_snapshot ? d.ops->CopyOnDevice(snaps + snap_off, ring + seq_off, bytes)
+                         : d.ops->CopyOnDevice(ring + seq_off, snaps + snap_off, bytes);
+    };
+    TEMPER_RETURN_IF_ERROR(copy(l.kv.v, l.snap_v));
+    if (l.kv.k) TEMPER_RETURN_IF_ERROR(copy(l.kv.k, l.snap_k));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<SnapshotId> DeviceBackend::TakeSnapshot(SequenceId seq) {
+  TEMPER_ASSIGN_OR_RETURN(int snap, pager_.TakeSnapshot(seq));
+  Status s = OnRanks([&](DeviceRank& d) { return CopyRings(d, /*to_snapshot=*/true, seq, snap); });
+  if (!s.ok()) {
+    (void)pager_.ReleaseSnapshot(snap);
+    return s;
+  }
+  return snap;
+}
+
+Result<SequenceId> DeviceBackend::ForkSnapshot(SnapshotId snap) {
+  TEMPER_ASSIGN_OR_RETURN(KvFork fork, pager_.ForkSnapshot(snap));
+  Status s = OnRanks([&](DeviceRank& d) -> Status {
+    TEMPER_RETURN_IF_ERROR(CopyRings(d, /*to_snapshot=*/false, fork.seq, snap));
+    if (fork.copy_from < 0) return Status::OK();
+    // The fork's private copy of the snapshot's partly filled last block, on every full layer.
+    for (DeviceLayer& l : d.layers) {
+      if (l.kv.sliding) continue;
+      const size_t block = static_cast<size_t>(d.limits.block_tokens) * l.kv_width;
+      const size_t bytes = sizeof(uint16_t) * block;
+      TEMPER_RETURN_IF_ERROR(d.ops->CopyOnDevice(l.kv.v + fork.copy_to * block, l.kv.v + fork.copy_from * block, bytes));
+      if (l.kv.k) {
+        TEMPER_RETURN_IF_ERROR(d.ops->CopyOnDevice(l.kv.k + fork.copy_to * block, l.kv.k + fork.copy_from * block, bytes));
+      }
+    }
+    return Status::OK();
+  });
+  if (!s.ok()) {
+    (void)pager_.Release(fork.seq);
+    return s;
+  }
+  return fork.seq;
+}
+
+Status DeviceBackend::ReleaseSnapshot(SnapshotId snap) { return pager_.ReleaseSnapshot(snap); }
+
+Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hidden) {
+  return OnRanks([&](DeviceRank& d) -> Status {
+    const PassInputLayout layout(d.limits);
+    TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(d.pass_inputs, pass.inputs.data(), layout.bytes));
+    const int max_blocks = d.limits.max_blocks();
+    for (int seq : pass.seqs) {
+      std::span<const int32_t> blocks = pager_.Blocks(seq);
+      const size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(max_blocks));
+      if (n > 0) {
+        TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(d.block_tables + int64_t{seq} * max_blocks, blocks.data(),
+                                                   sizeof(int32_t) * n));
+      }
+    }
+    if (pass.graph_bucket < 0) return RunPass(d, pass.shape, PassOutput{logits, hidden});
+    // A captured step may read per-step values only from device memory: the shape is the
+    // bucket's, fixed at capture, and everything else was just uploaded.
+    DeviceRank* rank = &d;
+    const PassShape shape = pass.shape;
+    TEMPER_RETURN_IF_ERROR(d.ops->RunCaptured(pass.graph_bucket, [rank, shape] { return RunPass(*rank, shape, {}); }));
+    if (!logits) return Status::OK();
+    // Only the real rows' logits (the leading ones) leave the device.
+    const int real = static_cast<int>(pass.seqs.size());
+    const int vocab = d.vocab_rows();
+    return d.ops->CopyRowsToHost(logits + d.shard.vocab.begin, sizeof(float) * config_.vocab_size, d.logits,
+                                 sizeof(float) * vocab, real);
+  });
+}
+
+Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
+  // Validate everything before touching any state.
+  std::set<SequenceId> seen;
+  int64_t total_tokens = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const ForwardItem& item = batch[i];
+    if (!pager_.Live(item.seq)) return Status::NotFound(fmt::format("batch item {}: sequence {} is not live", i, item.seq));
+    if (!seen.insert(item.seq).second) {
+      return Status::InvalidArgument(fmt::format("batch item {}: sequence {} appears twice", i, item.seq));
+    }
+    if (item.tokens.empty()) return Status::InvalidArgument(fmt::format("batch item {}: no tokens", i));
+    for (size_t t = 0; t < item.tokens.size(); ++t) {
+      if (item.tokens[t] < 0 || item.tokens[t] >= config_.vocab_size) {
+        return Status::InvalidArgument(fmt::format("batch item {}: token {} is id {}, outside the vocabulary [0, {})", i,
+                                                   t, item.tokens[t], config_.vocab_size));
+      }
+    }
+    const int64_t end = pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size());
+    if (end > options_.max_context) {
+      return Status::OutOfRange(fmt::format("batch item {}: sequence {} would reach {} tokens, past the context limit {}",
+                                            i, item.seq, end, options_.max_context));
+    }
+    total_tokens += static_cast<int64_t>(item.tokens.size());
+  }
+  for (const ForwardItem& item : batch) {
+    TEMPER_RETURN_IF_ERROR(pager_.Reserve(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size())));
+  }
+
+  // Cut the batch into passes: items in order, each taking what room is left, so an item's
+  // logit rows (all its tokens, or its last) come out in batch order across passes.
+  const RankLimits& limits = ranks_[0]->limits;
+  const PassInputLayout layout(limits);
+  std::vector<Pass> passes;
+  std::vector<int64_t> done(batch.size(), 0);
+  std::vector<int64_t> token_base(batch.size(), 0);
+  for (size_t i = 1; i < batch.size(); ++i) token_base[i] = token_base[i - 1] + static_cast<int64_t>(batch[i - 1].tokens.size());
+  int64_t out_rows = 0;
+  for (bool more = true; more;) {
+    Pass pass;
+    pass.inputs.assign(layout.bytes, 0);
+    char* in = pass.inputs.data();
+    auto at = [&](size_t offset, int row, auto value) {
+      std::memcpy(in + offset + row * sizeof(value), &value, sizeof(value));
+    };
+    int rows = 0, logit_rows = 0;
+    bool single_tokens = true;
+    pass.shape.out_begin = static_cast<int>(out_rows);
+    for (size_t i = 0; i < batch.size() && rows < limits.max_rows; ++i) {
+      const ForwardItem& item = batch[i];
+      const int64_t n = static_cast<int64_t>(item.tokens.size());
+      if (done[i] == n) continue;
+      const int64_t take = std::min<int64_t>(n - done[i], limits.max_rows - rows);
+      const int64_t start = pager_.Length(item.seq) + done[i];
+      const int first_row = rows;
+      single_tokens = single_tokens && take == 1 && !item.all_logits;
+      pass.seqs.push_back(item.seq);
+      for (int64_t t = 0; t < take; ++t, ++rows) {
+        at(layout.tokens, rows, item.tokens[done[i] + t]);
+        at(layout.positions, rows, start + t);
+        at(layout.slots, rows, static_cast<int32_t>(item.seq));
+        at(layout.chunk_start, rows, start);
+        at(layout.first_row, rows, static_cast<int32_t>(first_row));
+        at(layout.chunk_end, rows, start + take);
+        pass.batch_token.push_back(token_base[i] + done[i] + t);
+        if (item.all_logits || done[i] + t == n - 1) {
+          at(layout.logit_index, logit_rows, static_cast<int32_t>(rows));
+          at(layout.temperatures, static_cast<int>((out_rows + logit_rows) % limits.max_out_rows), 1.0f);
+          ++logit_rows;
+        }
+      }
+      done[i] += take;
+    }
+    out_rows += logit_rows;
+    pass.shape.rows = rows;
+    pass.shape.logit_rows = logit_rows;
+    pass.shape.splits = single_tokens && rows <= limits.max_out_rows ? limits.decode_splits : 1;
+    passes.push_back(std::move(pass));
+    more = false;
+    for (size_t i = 0; i < batch.size(); ++i) more = more || done[i] < static_cast<int64_t>(batch[i].tokens.size());
+  }
+
+  // A forward that is one decode step runs as its bucket's graph, padded to the bucket's rows.
+  if (options_.graphs && passes.size() == 1 && !options.capture_hidden && passes[0].shape.splits > 1) {
+    Pass& p = passes[0];
+    const int bucket = SelectGraphBucket(buckets_, p.shape.rows);
+    if (bucket >= 0) {
+      char* in = p.inputs.data();
+      for (int r = p.shape.rows; r < buckets_[bucket]; ++r) {
+        const int64_t none = -1, zero = 0;
+        const int32_t token = 0, slot = 0, row = r;
+        std::memcpy(in + layout.tokens + r * 4, &token, 4);
+        std::memcpy(in + layout.positions + r * 8, &none, 8);
+        std::memcpy(in + layout.slots + r * 4, &slot, 4);
+        std::memcpy(in + layout.chunk_start + r * 8, &zero, 8);
+        std::memcpy(in + layout.first_row + r * 4, &row, 4);
+        std::memcpy(in + layout.chunk_end + r * 8, &zero, 8);
+        std::memcpy(in + layout.logit_index + r * 4, &row, 4);
+      }
+      p.shape.rows = p.shape.logit_rows = buckets_[bucket];
+      p.graph_bucket = bucket;
+    }
+  }
+
+  ForwardResult result;
+  result.rows = out_rows;
+  result.logits.resize(static_cast<size_t>(out_rows * config_.vocab_size));
+  const int64_t H = config_.hidden_size, layers = config_.num_layers;
+  if (options.capture_hidden) result.hidden.resize(static_cast<size_t>((layers + 1) * total_tokens * H));
+  std::vector<float> staging;
+  for (const Pass& pass : passes) {
+    const bool hidden = options.capture_hidden;
+    if (hidden) staging.assign(static_cast<size_t>((layers + 1) * pass.shape.rows * H), 0.0f);
+    TEMPER_RETURN_IF_ERROR(RunPassOnRanks(pass, result.logits.data(), hidden ? staging.data() : nullptr));
+    if (pass.graph_bucket >= 0) ++graph_steps_;
+    if (!hidden) continue;
+    TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
+    for (int64_t l = 0; l <= layers; ++l) {
+      for (int r = 0; r < pass.shape.rows; ++r) {
+        std::memcpy(result.hidden.data() + (l * total_tokens + pass.batch_token[r]) * H,
+                    staging.data() + (l * pass.shape.rows + r) * H, sizeof(float) * H);
+      }
+    }
+  }
+  TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
+  for (const ForwardItem& item : batch) {
+    pager_.SetLength(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size()));
+  }
+  return result;
+}
+
+}  // namespace temper::engine::cuda

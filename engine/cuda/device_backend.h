@@ -1,0 +1,94 @@
+// DeviceBackend: the Backend of the tensor-parallel device path, over one RankOps per rank. With
+// CudaOps it is the CUDA backend (cuda_backend.h builds it: one GPU, or several, per rank); with
+// ReferenceOps it runs the very same host logic on the CPU, which is how that logic is tested.
+//
+// A Forward call is cut into passes of at most `max_rows` tokens: each item contributes a chunk,
+// earlier items first, and an item longer than what is left goes on in the next pass (attention
+// over the cache plus the chunk makes chunked prefill equal to a whole one). A pass whose items
+// are all single tokens with no more rows than the largest graph bucket is a decode step: it runs
+// as the bucket's captured graph (RankOps::RunCaptured), its spare rows padded with rows that
+// write nothing; other passes run eagerly.
+//
+// Sequence and block bookkeeping is KvPager's, exactly as in the CPU backend, so both backends
+// make the same paging decisions; snapshots copy the sliding rings and share full-layer blocks.
+//
+// Ownership: shares the host weights (null for synthetic weights); owns the ranks' ops.
+// Thread safety: as Backend (one driving thread); the ranks run in threads of their own.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "engine/backend.h"
+#include "engine/cuda/device_rank.h"
+#include "engine/kv_cache.h"
+#include "engine/thread_pool.h"
+#include "engine/weights.h"
+
+namespace temper::engine::cuda {
+
+struct DeviceBackendOptions {
+  int64_t max_context = 0;      // 0: min(max_position_embeddings, 8192)
+  KvCacheOptions kv;            // kv.max_tokens: the paged pool, in tokens (a multiple of block_tokens)
+  int max_batch = 8;            // largest decode step run as a graph (graph buckets up to it)
+  int max_rows = 512;           // tokens per pass
+  int decode_splits = 16;       // split-KV parts of a decode row
+  int top_candidates = 64;      // sampling candidates per row and rank; 0: always full logits
+  bool graphs = true;           // decode steps as captured graphs
+  uint64_t synthetic_seed = 1;  // for weights == null
+};
+
+// The per-rank and per-device memory DeviceBackend holds, for `temper-bench` and logs.
+struct DeviceMemoryReport {
+  uint64_t weight_bytes = 0, kv_bytes = 0, workspace_bytes = 0;  // one rank
+  int64_t kv_capacity_tokens = 0;
+};
+
+class DeviceBackend final : public Backend {
+ public:
+  // `ops[r]` is rank r's; every rank's shard follows PlanShards(config, ops.size()). `weights`
+  // null: seeded synthetic weights (options.synthetic_seed). Errors: InvalidArgument for options
+  // that do not fit the model; ResourceExhausted when a rank's memory does not hold it all.
+  static Result<std::unique_ptr<DeviceBackend>> Create(const ModelConfig& config,
+                                                       std::shared_ptr<const ModelWeights> weights,
+                                                       std::vector<std::unique_ptr<RankOps>> ops,
+                                                       const DeviceBackendOptions& options);
+  ~DeviceBackend() override;
+  DeviceBackend(const DeviceBackend&) = delete;
+  DeviceBackend& operator=(const DeviceBackend&) = delete;
+
+  const ModelConfig& config() const override { return config_; }
+  Result<SequenceId> AddSequence() override;
+  Status ReleaseSequence(SequenceId seq) override;
+  Result<int64_t> SequenceLength(SequenceId seq) const override;
+  int64_t context_limit() const override { return options_.max_context; }
+  KvUsage kv_usage() const override;
+  Result<SnapshotId> TakeSnapshot(SequenceId seq) override;
+  Result<SequenceId> ForkSnapshot(SnapshotId snap) override;
+  Status ReleaseSnapshot(SnapshotId snap) override;
+  Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override;
+
+  int tp() const { return static_cast<int>(ranks_.size()); }
+  DeviceMemoryReport memory() const;
+  // Decode steps served by a captured graph so far (for tests and the bench).
+  int64_t graph_steps() const { return graph_steps_; }
+
+ private:
+  struct Pass;
+  DeviceBackend(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
+                const DeviceBackendOptions& options);
+  // Runs fn(rank) on every rank's thread; the first error, naming the rank.
+  Status OnRanks(const std::function<Status(DeviceRank&)>& fn);
+  Status RunPassOnRanks(const Pass& pass, float* logits, float* hidden);
+
+  ModelConfig config_;
+  std::shared_ptr<const ModelWeights> weights_;
+  DeviceBackendOptions options_;
+  KvPager pager_;
+  std::vector<int> buckets_;
+  std::vector<std::unique_ptr<DeviceRank>> ranks_;
+  std::unique_ptr<WorkerGroup> rank_threads_;
+  int64_t graph_steps_ = 0;
+};
+
+}  // namespace temper::engine::cuda

@@ -1,0 +1,140 @@
+// The Gemma 4 text decoder on one tensor-parallel rank of the device backend, read top to bottom
+// like llama2.c's forward(): the same steps as the CPU reference (engine/cpu/forward.cpp), as ops
+// on the rank's device buffers. The numbered points are those of the golden fixture README.
+//
+// Per layer (HF Gemma4TextDecoderLayer):
+//   h   = x + post_attention_norm(attention(input_norm(x)))
+//   out = (h + post_feedforward_norm(mlp(pre_feedforward_norm(h)))) * layer_scalar
+// with the attention's o_proj and the MLP's down_proj summed over ranks by an all-reduce.
+//
+// Precision: the residual stream and every activation are fp32; weights and the KV cache bf16.
+// Decode rows (at most 8) multiply fp32 activations by the weights (GEMV); prefill passes round
+// the activations to bf16 for the tensor-core GEMM.
+#include "engine/cuda/device_rank.h"
+
+#include <algorithm>
+
+namespace temper::engine::cuda {
+namespace {
+
+constexpr int kMaxGemvRows = 8;
+
+// y[rows][out] = x[rows][in] · Wᵀ, W packed [out][in].
+Status Linear(DeviceRank& d, const float* x, int rows, int in, const uint16_t* w, int out, float* y) {
+  if (rows <= kMaxGemvRows) return d.ops->Gemv(x, in, w, in, y, out, rows, in, out);
+  TEMPER_RETURN_IF_ERROR(d.ops->ToBf16(x, d.operand, int64_t{rows} * in));
+  return d.ops->Gemm(d.operand, in, w, in, y, out, rows, in, out);
+}
+
+Status Layer(DeviceRank& d, const DeviceLayer& l, const PassShape& s) {
+  const ModelConfig& c = *d.config;
+  const int H = c.hidden_size, rows = s.rows, hd = l.head_dim;
+  const float eps = c.rms_norm_eps;
+  RankOps& ops = *d.ops;
+  const int64_t* positions = d.tables.positions;
+
+  // ---- attention ----
+  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, l.input_norm, rows, H, eps, {}, nullptr, 1));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.q, l.q_width, d.q));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.k, l.kv_width, d.k));
+  // Point 3: per-head q_norm and k_norm, then RoPE; v_norm has no weight and V is not rotated.
+  const int q_heads = l.q_width / hd, kv_heads = l.kv_width / hd;
+  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.q, d.q, l.q_norm, rows * q_heads, hd, eps, l.rope, positions, q_heads));
+  if (l.k_eq_v) {
+    // Point 6: V = v_norm(raw k_proj output). The cache keeps V only and the attention rebuilds
+    // K = RoPE(V ⊙ k_norm) for cached and fresh keys alike, so K itself is never stored.
+    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.k, d.v, nullptr, rows * kv_heads, hd, eps, {}, nullptr, 1));
+  } else {
+    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.v, l.kv_width, d.v));
+    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.k, d.k, l.k_norm, rows * kv_heads, hd, eps, l.rope, positions, kv_heads));
+    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.v, d.v, nullptr, rows * kv_heads, hd, eps, {}, nullptr, 1));
+  }
+  // Points 4, 7, 9: scale 1, the strict window, grouped heads. Keys of this pass come from d.k /
+  // d.v, older ones from the cache; the pass's keys are stored only after every row attended.
+  TEMPER_RETURN_IF_ERROR(ops.Attention(l.kv, d.q, d.k, d.v, d.att, rows, d.tables, l.heads, s.splits, d.partials));
+  TEMPER_RETURN_IF_ERROR(ops.KvWrite(l.kv, d.k, d.v, rows, d.tables));
+  // Row-parallel o_proj: partial sums over this rank's heads, completed by the all-reduce.
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.att, rows, l.q_width, l.o, H, d.proj));
+  TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.proj, static_cast<size_t>(rows) * H));
+  // Point 10: the sandwich norm on the branch, then the residual add.
+  TEMPER_RETURN_IF_ERROR(ops.NormResidual(d.x, d.proj, l.post_attention_norm, rows, H, eps, 1.0f));
+
+  // ---- MLP: down(gelu_tanh(gate(x)) · up(x)) ----
+  const int ffn = d.shard.ffn.size();
+  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, l.pre_feedforward_norm, rows, H, eps, {}, nullptr, 1));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.gate, ffn, d.gate));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.up, ffn, d.up));
+  TEMPER_RETURN_IF_ERROR(ops.Geglu(d.gate, d.up, int64_t{rows} * ffn));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.gate, rows, ffn, l.down, H, d.proj));
+  TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.proj, static_cast<size_t>(rows) * H));
+  // Point 11: layer_scalar scales the residual stream itself, after both residual adds.
+  return ops.NormResidual(d.x, d.proj, l.post_feedforward_norm, rows, H, eps, l.layer_scalar);
+}
+
+// The head over logit rows [first, first + n) of the pass, which are output rows
+// out_begin + first ... (point 12: final norm, tied embedding, softcap), then the sampling
+// candidates of those rows, or the copy of this rank's columns to the host.
+Status Head(DeviceRank& d, const PassShape& s, int first, int n, float* host_logits) {
+  const ModelConfig& c = *d.config;
+  const int H = c.hidden_size, vocab = d.vocab_rows();
+  const int slot = (s.out_begin + first) % d.limits.max_out_rows;
+  float* logits = d.logits + int64_t{slot} * vocab;
+  RankOps& ops = *d.ops;
+  TEMPER_RETURN_IF_ERROR(ops.GatherRows(d.x, H, d.logit_index + first, n, d.head_in));
+  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.head_in, d.head_in, d.final_norm, n, H, c.rms_norm_eps, {}, nullptr, 1));
+  TEMPER_RETURN_IF_ERROR(Linear(d, d.head_in, n, H, d.lm_head, vocab, logits));
+  if (c.final_logit_softcapping > 0) {
+    TEMPER_RETURN_IF_ERROR(ops.Softcap(logits, vocab, n, vocab, c.final_logit_softcapping));
+  }
+  if (host_logits) {
+    const int64_t out_row = s.out_begin + first;
+    TEMPER_RETURN_IF_ERROR(ops.CopyRowsToHost(host_logits + out_row * c.vocab_size + d.shard.vocab.begin,
+                                              sizeof(float) * c.vocab_size, logits, sizeof(float) * vocab, n));
+  }
+  if (!s.candidates) return Status::OK();
+  const int k = d.limits.top_candidates;
+  return ops.TopCandidates(logits, vocab, n, vocab, k, d.shard.vocab.begin, d.temperatures + slot,
+                           d.cand_vals + int64_t{slot} * k, d.cand_ids + int64_t{slot} * k, d.cand_max + slot,
+                           d.cand_mass + slot, d.cand_scratch);
+}
+
+}  // namespace
+
+Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
+  const ModelConfig& c = *d.config;
+  const int H = c.hidden_size;
+  RankOps& ops = *d.ops;
+  const bool capture = out.hidden != nullptr && d.shard.rank == 0;
+  auto capture_hidden = [&](int index, const float* src) -> Status {
+    if (!capture) return Status::OK();
+    return ops.CopyToHost(out.hidden + int64_t{index} * s.rows * H, src, sizeof(float) * s.rows * H);
+  };
+
+  // Point 1: embedding × bf16(sqrt(hidden)), vocab-parallel, assembled by the all-reduce.
+  TEMPER_RETURN_IF_ERROR(ops.Embed(d.tokens, s.rows, d.embed, d.shard.vocab.begin, d.shard.vocab.end, H, c.embed_scale,
+                                   d.x));
+  if (d.shard.tp > 1) TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.x, static_cast<size_t>(s.rows) * H));
+  TEMPER_RETURN_IF_ERROR(capture_hidden(0, d.x));
+
+  for (int l = 0; l < c.num_layers; ++l) {
+    TEMPER_RETURN_IF_ERROR(Layer(d, d.layers[l], s));
+    if (l + 1 < c.num_layers) TEMPER_RETURN_IF_ERROR(capture_hidden(l + 1, d.x));
+  }
+  // Point 13: the last hidden state is the final-norm output.
+  if (capture) {
+    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, d.final_norm, s.rows, H, c.rms_norm_eps, {}, nullptr, 1));
+    TEMPER_RETURN_IF_ERROR(capture_hidden(c.num_layers, d.xn));
+  }
+
+  // The head, in runs of output rows that do not wrap around the resident logits buffer (each run
+  // is copied out before the next one overwrites it).
+  for (int first = 0; first < s.logit_rows;) {
+    const int slot = (s.out_begin + first) % d.limits.max_out_rows;
+    const int n = std::min(s.logit_rows - first, d.limits.max_out_rows - slot);
+    TEMPER_RETURN_IF_ERROR(Head(d, s, first, n, out.logits));
+    first += n;
+  }
+  return Status::OK();
+}
+
+}  // namespace temper::engine::cuda

@@ -1,0 +1,289 @@
+#include "engine/cuda/reference_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "engine/cuda/kernel_math.h"
+
+namespace temper::engine::cuda {
+
+using math::Bf16ToFloat;
+
+ReferenceOps::ReferenceOps(Communicator& comm, int rank, size_t memory_limit)
+    : comm_(comm), rank_(rank), memory_limit_(memory_limit) {}
+
+ReferenceOps::~ReferenceOps() {
+  for (auto& [p, bytes] : blocks_) std::free(p);
+}
+
+Result<void*> ReferenceOps::Alloc(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 255) / 256 * 256;
+  if (allocated_ + rounded > memory_limit_) {
+    return Status::ResourceExhausted(fmt::format("reference device {}: {} B wanted, {} B of {} B left", rank_, rounded,
+                                                 memory_limit_ - allocated_, memory_limit_));
+  }
+  void* p = std::aligned_alloc(256, rounded);
+  if (!p) return Status::ResourceExhausted(fmt::format("reference device {}: host allocation of {} B failed", rank_, rounded));
+  // Fresh device memory holds garbage, never zeros: poison it so a read of unwritten memory shows.
+  std::memset(p, 0xff, rounded);
+  blocks_[p] = rounded;
+  allocated_ += rounded;
+  return p;
+}
+
+void ReferenceOps::Free(void* p) {
+  auto it = blocks_.find(p);
+  if (it == blocks_.end()) return;
+  allocated_ -= it->second;
+  std::free(p);
+  blocks_.erase(it);
+}
+
+Status ReferenceOps::CopyToDevice(void* dst, const void* host, size_t bytes) {
+  std::memcpy(dst, host, bytes);
+  return Status::OK();
+}
+
+Status ReferenceOps::CopyRowsToDevice(void* dst, const void* host, size_t host_pitch, size_t row_bytes, size_t rows) {
+  for (size_t r = 0; r < rows; ++r) {
+    std::memcpy(static_cast<char*>(dst) + r * row_bytes, static_cast<const char*>(host) + r * host_pitch, row_bytes);
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::CopyToHost(void* host, const void* src, size_t bytes) {
+  std::memcpy(host, src, bytes);
+  return Status::OK();
+}
+
+Status ReferenceOps::CopyRowsToHost(void* host, size_t host_pitch, const void* src, size_t row_bytes, size_t rows) {
+  for (size_t r = 0; r < rows; ++r) {
+    std::memcpy(static_cast<char*>(host) + r * host_pitch, static_cast<const char*>(src) + r * row_bytes, row_bytes);
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::CopyOnDevice(void* dst, const void* src, size_t bytes) {
+  std::memmove(dst, src, bytes);
+  return Status::OK();
+}
+
+Status ReferenceOps::FillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth) {
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = math::FloatToBf16(mean + halfwidth * (2.0f * math::SyntheticUniform(seed, static_cast<uint64_t>(i)) - 1.0f));
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::Embed(const int32_t* tokens, int rows, const uint16_t* table, int vocab_begin, int vocab_end,
+                           int hidden, float scale, float* x) {
+  for (int r = 0; r < rows; ++r) {
+    float* xr = x + int64_t{r} * hidden;
+    if (tokens[r] >= vocab_begin && tokens[r] < vocab_end) {
+      const uint16_t* e = table + int64_t{tokens[r] - vocab_begin} * hidden;
+      for (int i = 0; i < hidden; ++i) xr[i] = Bf16ToFloat(e[i]) * scale;
+    } else {
+      std::fill(xr, xr + hidden, 0.0f);
+    }
+  }
+  return Status::OK();
+}
+
+namespace {
+
+float RmsScaleOf(const float* x, int n, float eps) {
+  float sum_sq = 0;
+  for (int i = 0; i < n; ++i) sum_sq += x[i] * x[i];
+  return math::RmsScale(sum_sq, n, eps);
+}
+
+}  // namespace
+
+Status ReferenceOps::NormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                              const RopeView& rope, const int64_t* positions, int rows_per_position) {
+  for (int r = 0; r < rows; ++r) {
+    const float* xr = x + int64_t{r} * n;
+    float* o = out + int64_t{r} * n;
+    const float scale = RmsScaleOf(xr, n, eps);
+    for (int i = 0; i < n; ++i) {
+      const float v = xr[i] * scale;
+      o[i] = w ? v * Bf16ToFloat(w[i]) : v;
+    }
+    const int64_t pos = rope.cos ? positions[r / rows_per_position] : -1;
+    if (pos < 0) continue;
+    const float* c = rope.cos + pos * rope.angles;
+    const float* s = rope.sin + pos * rope.angles;
+    for (int j = 0; j < rope.angles; ++j) math::RopePair(o[j], o[j + n / 2], c[j], s[j]);
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
+                                  float scale) {
+  for (int r = 0; r < rows; ++r) {
+    float* xr = x + int64_t{r} * n;
+    const float* br = branch + int64_t{r} * n;
+    const float inv = RmsScaleOf(br, n, eps);
+    for (int i = 0; i < n; ++i) xr[i] = (xr[i] + (br[i] * inv) * Bf16ToFloat(w[i])) * scale;
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::Geglu(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) gate[i] = math::GeluTanh(gate[i]) * up[i];
+  return Status::OK();
+}
+
+Status ReferenceOps::Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
+                          int64_t y_stride, int rows, int in, int out) {
+  if (rows < 1 || rows > 8) return Status::InvalidArgument(fmt::format("GEMV: {} rows (1-8)", rows));
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      const uint16_t* wr = w + int64_t{o} * w_stride;
+      const float* xr = x + int64_t{r} * x_stride;
+      float s = 0;
+      for (int i = 0; i < in; ++i) s += xr[i] * Bf16ToFloat(wr[i]);
+      y[int64_t{r} * y_stride + o] = s;
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::ToBf16(const float* x, uint16_t* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = math::FloatToBf16(x[i]);
+  return Status::OK();
+}
+
+Status ReferenceOps::Gemm(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
+                          int rows, int in, int out) {
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      const uint16_t* xr = x + int64_t{r} * ldx;
+      const uint16_t* wr = w + int64_t{o} * ldw;
+      float s = 0;
+      for (int i = 0; i < in; ++i) s += Bf16ToFloat(xr[i]) * Bf16ToFloat(wr[i]);
+      y[int64_t{r} * ldy + o] = s;
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::GatherRows(const float* x, int64_t width, const int32_t* index, int n, float* out) {
+  for (int i = 0; i < n; ++i) std::memcpy(out + i * width, x + int64_t{index[i]} * width, width * sizeof(float));
+  return Status::OK();
+}
+
+Status ReferenceOps::Softcap(float* y, int64_t ld, int rows, int n, float cap) {
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < n; ++i) y[r * ld + i] = math::Softcap(y[r * ld + i], cap);
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::KvWrite(const KvLayerView& kv, const float* k, const float* v, int rows, const RowTables& t) {
+  const int width = kv.kv_heads * kv.head_dim;
+  for (int r = 0; r < rows; ++r) {
+    const int64_t pos = t.positions[r];
+    if (pos < 0 || (kv.sliding && pos < t.chunk_end[r] - kv.window)) continue;
+    const int slot = t.slots[r];
+    const int64_t row = math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks,
+                                    kv.block_tokens);
+    for (int i = 0; i < width; ++i) {
+      kv.v[row * width + i] = math::FloatToBf16(v[int64_t{r} * width + i]);
+      if (kv.k) kv.k[row * width + i] = math::FloatToBf16(k[int64_t{r} * width + i]);
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+                               int rows, const RowTables& t, const HeadRange& heads, int splits, float* /*partials*/) {
+  const int hd = kv.head_dim;
+  const int width = kv.kv_heads * hd;
+  std::vector<float> key(hd), val(hd), acc(hd);
+  for (int r = 0; r < rows; ++r) {
+    const int64_t pos = t.positions[r];
+    for (int h = 0; h < heads.q_heads; ++h) {
+      float* o = out + (int64_t{r} * heads.q_heads + h) * hd;
+      if (pos < 0) {
+        std::fill(o, o + hd, 0.0f);
+        continue;
+      }
+      const int kvh = (heads.q_head_begin + h) / heads.group - heads.kv_head_begin;
+      const float* qh = q + (int64_t{r} * heads.q_heads + h) * hd;
+      const int slot = t.slots[r];
+      const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
+      const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
+      // The splits are merged exactly as the kernels merge them, so the reference follows the
+      // same arithmetic path.
+      math::SoftmaxState total{-INFINITY, 0.0f};
+      std::vector<float> total_acc(hd, 0.0f);
+      for (int split = 0; split < splits; ++split) {
+        const math::SplitSpan span = math::SplitKeys(pos - lo + 1, splits, split);
+        math::SoftmaxState state{-INFINITY, 0.0f};
+        std::fill(acc.begin(), acc.end(), 0.0f);
+        for (int64_t p = lo + span.begin; p < lo + span.end; ++p) {
+          const int64_t offset = int64_t{kvh} * hd;
+          if (p >= t.chunk_start[r]) {
+            const int64_t fr = t.first_row[r] + (p - t.chunk_start[r]);
+            for (int d = 0; d < hd; ++d) {
+              val[d] = math::RoundToBf16(v[fr * width + offset + d]);
+              if (kv.k) key[d] = math::RoundToBf16(k[fr * width + offset + d]);
+            }
+          } else {
+            const int64_t row = math::KvRow(p, kv.sliding, kv.window, slot, table, kv.block_tokens);
+            for (int d = 0; d < hd; ++d) {
+              val[d] = Bf16ToFloat(kv.v[row * width + offset + d]);
+              if (kv.k) key[d] = Bf16ToFloat(kv.k[row * width + offset + d]);
+            }
+          }
+          if (!kv.k) {
+            for (int d = 0; d < hd; ++d) key[d] = val[d] * Bf16ToFloat(kv.k_norm[d]);
+            const float* c = kv.rope.cos + p * kv.rope.angles;
+            const float* s = kv.rope.sin + p * kv.rope.angles;
+            for (int j = 0; j < kv.rope.angles; ++j) math::RopePair(key[j], key[j + hd / 2], c[j], s[j]);
+          }
+          float dot = 0;
+          for (int d = 0; d < hd; ++d) dot += qh[d] * key[d];
+          float sa, sb;
+          math::MergeSoftmax(state, math::SoftmaxState{dot, 1.0f}, sa, sb);
+          for (int d = 0; d < hd; ++d) acc[d] = acc[d] * sa + val[d] * sb;
+        }
+        float sa, sb;
+        math::MergeSoftmax(total, state, sa, sb);
+        for (int d = 0; d < hd; ++d) total_acc[d] = total_acc[d] * sa + acc[d] * sb;
+      }
+      for (int d = 0; d < hd; ++d) o[d] = total.sum > 0 ? total_acc[d] / total.sum : 0.0f;
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::TopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,
+                                   const float* temperatures, float* out_vals, int32_t* out_ids, float* out_max,
+                                   float* out_mass, void* /*scratch*/) {
+  if (rows < 1 || k < 1 || k > n || k > 256) {
+    return Status::InvalidArgument(fmt::format("top candidates: rows {}, n {}, k {} (1 <= k <= min(n, 256))", rows, n, k));
+  }
+  ReferenceTopCandidates(logits, ld, rows, n, k, index_offset, temperatures, out_vals, out_ids, out_max, out_mass);
+  return Status::OK();
+}
+
+Status ReferenceOps::AllReduceSum(float* data, size_t n) {
+  comm_.AllReduceSum(rank_, data, n);
+  return Status::OK();
+}
+
+Status ReferenceOps::RunCaptured(int key, const std::function<Status()>& step) {
+  // Like a graph: the first step is kept and replayed; later steps passed in are not looked at.
+  auto it = captured_.find(key);
+  if (it == captured_.end()) it = captured_.emplace(key, step).first;
+  return it->second();
+}
+
+}  // namespace temper::engine::cuda

@@ -1,0 +1,304 @@
+// The device backend's host side — sharding, weight upload, KV layout in bf16, chunked passes,
+// graph buckets and their padding rows, snapshots — run on ReferenceOps, the CPU twin of every
+// CUDA kernel, against the golden fixture. The tolerances are the fixture README's for a bf16
+// engine with an fp32 residual stream: max |Δlogit| <= 1.0, top-1 equal wherever the reference's
+// margin exceeds 1.0, hidden states within 0.05 of max |ref|. Every structural bug in the README's
+// table moves the logits by >= 4.8, so each fails here; on a GPU, CudaOps replaces ReferenceOps
+// and each kernel is held to its twin (cuda_kernels_test.cpp).
+#include <cstdio>
+
+#include <catch2/catch.hpp>
+
+#include "engine/cuda/device_backend.h"
+#include "engine/cuda/reference_ops.h"
+#include "golden_fixture.h"
+
+namespace temper::engine::cuda {
+namespace {
+
+using testing::ArgMax;
+using testing::MaxAbs;
+using testing::MaxAbsDiff;
+using testing::Reference;
+using testing::TeacherForcedIds;
+using testing::Tiny;
+
+// A device backend on `tp` reference ranks (each with its own "device" of `memory` bytes).
+struct ReferenceDevice {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<DeviceBackend> backend;
+};
+
+Result<ReferenceDevice> MakeDevice(int tp, DeviceBackendOptions options = {}, size_t memory = 64 << 20,
+                                   bool synthetic = false) {
+  ReferenceDevice d;
+  d.comm = std::make_unique<Communicator>(tp);
+  std::vector<std::unique_ptr<RankOps>> ops;
+  for (int r = 0; r < tp; ++r) ops.push_back(std::make_unique<ReferenceOps>(*d.comm, r, memory));
+  if (options.max_context == 0) options.max_context = 256;
+  if (options.kv.max_tokens == 16384) options.kv.max_tokens = 512;
+  options.kv.block_tokens = 4;  // small blocks, so a prompt spans several
+  options.top_candidates = 0;
+  TEMPER_ASSIGN_OR_RETURN(d.backend, DeviceBackend::Create(Tiny().config, synthetic ? nullptr : Tiny().weights,
+                                                            std::move(ops), options));
+  return d;
+}
+
+ReferenceDevice Device(int tp, DeviceBackendOptions options = {}) {
+  auto d = MakeDevice(tp, options);
+  if (!d.ok()) FAIL(d.status().ToString());
+  return std::move(*d);
+}
+
+// Teacher-forced logits of `ids` in one Forward.
+std::vector<float> TeacherForced(DeviceBackend& b, const std::vector<int32_t>& ids, std::vector<float>* hidden = nullptr) {
+  auto seq = b.AddSequence();
+  REQUIRE(seq.ok());
+  ForwardItem item{*seq, ids, /*all_logits=*/true};
+  auto out = b.Forward({&item, 1}, ForwardOptions{.capture_hidden = hidden != nullptr});
+  REQUIRE(out.ok());
+  REQUIRE(out->rows == static_cast<int64_t>(ids.size()));
+  REQUIRE(b.ReleaseSequence(*seq).ok());
+  if (hidden) *hidden = out->hidden;
+  return out->logits;
+}
+
+void CheckAgainstGolden(int tp, int max_rows) {
+  const ModelConfig& c = Tiny().config;
+  const int V = c.vocab_size, H = c.hidden_size;
+  DeviceBackendOptions options;
+  options.max_rows = max_rows;
+  options.max_batch = std::min(max_rows, 8);
+  auto dev = Device(tp, options);
+  for (int prompt : {0, 1}) {
+    const std::string j = std::to_string(prompt);
+    const std::vector<int32_t> ids = TeacherForcedIds(prompt);
+    const int64_t T = static_cast<int64_t>(Reference<int32_t>("input_ids_" + j).size());
+    std::vector<float> hidden;
+    const std::vector<float> logits = TeacherForced(*dev.backend, ids, &hidden);
+
+    const std::vector<float> ref = Reference<float>("logits_" + j);
+    const float d_logits = MaxAbsDiff(logits.data(), ref.data(), ref.size());
+    const std::vector<float> greedy_logits = Reference<float>("greedy_logits_" + j);
+    const float d_greedy = MaxAbsDiff(logits.data() + (T - 1) * V, greedy_logits.data(), greedy_logits.size());
+    std::printf("device tp %d, %d rows/pass, prompt %d: max |dlogit| %.3f (prompt), %.3f (greedy rows)\n", tp,
+                max_rows, prompt, d_logits, d_greedy);
+    CHECK(d_logits <= 1.0f);
+    CHECK(d_greedy <= 1.0f);
+    const std::vector<int32_t> greedy = Reference<int32_t>("greedy_" + j);
+    const std::vector<float> margin = Reference<float>("greedy_margin_" + j);
+    for (size_t k = 0; k < greedy.size(); ++k) {
+      if (margin[k] <= 1.0f) continue;
+      INFO("prompt " << prompt << " greedy step " << k);
+      CHECK(ArgMax(logits.data() + (T - 1 + static_cast<int64_t>(k)) * V, V) == greedy[k]);
+    }
+    const std::vector<float> ref_hidden = Reference<float>("hidden_" + j);
+    const int64_t rows = static_cast<int64_t>(ids.size());
+    for (int layer = 0; layer <= c.num_layers; ++layer) {
+      const float* want = ref_hidden.data() + layer * T * H;
+      const float rel = MaxAbsDiff(hidden.data() + layer * rows * H, want, T * H) / MaxAbs(want, T * H);
+      INFO("prompt " << prompt << " hidden layer " << layer);
+      CHECK(rel <= 0.05f);
+    }
+  }
+}
+
+TEST_CASE("device backend on reference ops matches the golden fixture at tp 1", "[engine][device]") {
+  CheckAgainstGolden(1, 512);
+}
+
+TEST_CASE("device backend matches the golden fixture at tp 2 and 4, in passes of 5 and 64 rows", "[engine][device]") {
+  CheckAgainstGolden(2, 5);
+  CheckAgainstGolden(4, 64);
+}
+
+TEST_CASE("device backend: tp 1, 2 and 4 give the same logits", "[engine][device]") {
+  const std::vector<int32_t> ids = TeacherForcedIds(0);
+  auto one = Device(1);
+  const std::vector<float> want = TeacherForced(*one.backend, ids);
+  for (int tp : {2, 4}) {
+    auto dev = Device(tp);
+    const std::vector<float> got = TeacherForced(*dev.backend, ids);
+    const float d = MaxAbsDiff(got.data(), want.data(), want.size());
+    std::printf("device tp %d vs tp 1: max |dlogit| %.3g\n", tp, d);
+    INFO("tp " << tp);
+    // Only the summation order over shards differs (1e-6 relative), but a value that lands on
+    // the other side of a bf16 rounding boundary in the cache or a GEMM operand moves by 0.4%, and
+    // the random fixture model amplifies that: the agreement is bf16's, well inside the fixture's
+    // bf16 tolerance and far below the 4.8 of the smallest structural bug.
+    CHECK(d <= 0.25f);
+  }
+}
+
+// Prefill in chunks, then decode token by token (as graph steps), against one teacher-forced pass.
+TEST_CASE("device backend: chunked prefill and graph decode match a full recompute", "[engine][device]") {
+  const ModelConfig& c = Tiny().config;
+  const int V = c.vocab_size;
+  const std::vector<int32_t> ids = TeacherForcedIds(1);  // 13 prompt + 15 greedy tokens
+  auto full = Device(2);
+  const std::vector<float> want = TeacherForced(*full.backend, ids);
+
+  for (int chunk : {1, 5, 13}) {
+    auto dev = Device(2);
+    auto seq = dev.backend->AddSequence();
+    REQUIRE(seq.ok());
+    std::vector<float> got;
+    for (size_t at = 0; at < ids.size();) {
+      const size_t n = at < 13 ? std::min<size_t>(chunk, 13 - at) : 1;
+      ForwardItem item{*seq, std::span<const int32_t>(ids).subspan(at, n), /*all_logits=*/true};
+      auto out = dev.backend->Forward({&item, 1}, {});
+      REQUIRE(out.ok());
+      got.insert(got.end(), out->logits.begin(), out->logits.end());
+      at += n;
+    }
+    REQUIRE(got.size() == want.size());
+    // Decode steps with all_logits are single rows but not graph steps; compare them, then the
+    // graph path below.
+    const float d = MaxAbsDiff(got.data(), want.data(), want.size());
+    std::printf("device chunk %d then decode vs full: max |dlogit| %.3g\n", chunk, d);
+    INFO("chunk " << chunk);
+    // Decode rows multiply fp32 activations, prefill rows bf16-rounded ones: within bf16 noise.
+    CHECK(d <= 0.5f);
+    for (size_t row = 12; row < ids.size(); ++row) {
+      if (Reference<float>("greedy_margin_1")[row - 12] <= 1.0f) continue;
+      CHECK(ArgMax(got.data() + row * V, V) == ArgMax(want.data() + row * V, V));
+    }
+  }
+}
+
+TEST_CASE("device backend: graph decode steps equal eager ones, bit for bit, padding rows included",
+          "[engine][device]") {
+  const ModelConfig& c = Tiny().config;
+  const int V = c.vocab_size;
+  DeviceBackendOptions eager_options;
+  eager_options.graphs = false;
+  auto eager = Device(2, eager_options);
+  auto graphs = Device(2);
+  // Three sequences decode together: bucket 4, one padding row.
+  const std::vector<std::vector<int32_t>> prompts = {Reference<int32_t>("input_ids_0"), Reference<int32_t>("input_ids_1"),
+                                                     {7, 8, 9}};
+  for (DeviceBackend* b : {eager.backend.get(), graphs.backend.get()}) {
+    for (const auto& p : prompts) {
+      auto seq = b->AddSequence();
+      REQUIRE(seq.ok());
+      ForwardItem item{*seq, p, false};
+      REQUIRE(b->Forward({&item, 1}, {}).ok());
+    }
+  }
+  std::vector<int32_t> next = {11, 22, 33};
+  for (int step = 0; step < 6; ++step) {
+    std::vector<float> rows[2];
+    int i = 0;
+    for (DeviceBackend* b : {eager.backend.get(), graphs.backend.get()}) {
+      std::vector<ForwardItem> items;
+      for (int s = 0; s < 3; ++s) items.push_back({s, {&next[s], 1}, false});
+      auto out = b->Forward(items, {});
+      REQUIRE(out.ok());
+      REQUIRE(out->rows == 3);
+      rows[i++] = out->logits;
+    }
+    INFO("step " << step);
+    REQUIRE(rows[0] == rows[1]);
+    for (int s = 0; s < 3; ++s) next[s] = ArgMax(rows[0].data() + s * V, V);
+  }
+  CHECK(graphs.backend->graph_steps() == 6);
+  CHECK(eager.backend->graph_steps() == 0);
+
+  // A sequence decoding alone (bucket 1) gives the same logits as in the padded bucket of 4.
+  auto alone = Device(2);
+  auto seq = alone.backend->AddSequence();
+  REQUIRE(seq.ok());
+  ForwardItem item{*seq, prompts[2], false};
+  REQUIRE(alone.backend->Forward({&item, 1}, {}).ok());
+  auto together = Device(2);
+  std::vector<SequenceId> seqs;
+  for (const auto& p : prompts) {
+    auto s = together.backend->AddSequence();
+    REQUIRE(s.ok());
+    seqs.push_back(*s);
+    ForwardItem it{*s, p, false};
+    REQUIRE(together.backend->Forward({&it, 1}, {}).ok());
+  }
+  const int32_t token = 42;
+  ForwardItem one{*seq, {&token, 1}, false};
+  auto a = alone.backend->Forward({&one, 1}, {});
+  std::vector<ForwardItem> three;
+  for (SequenceId s : seqs) three.push_back({s, {&token, 1}, false});
+  auto b = together.backend->Forward(three, {});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(std::vector<float>(b->logits.begin() + 2 * V, b->logits.begin() + 3 * V) == a->logits);
+}
+
+TEST_CASE("device backend: a fork of a snapshot continues exactly like the original", "[engine][device]") {
+  DeviceBackendOptions options;
+  options.kv.max_snapshots = 2;
+  auto dev = Device(2, options);
+  DeviceBackend& b = *dev.backend;
+  const std::vector<int32_t> ids = TeacherForcedIds(0);  // 24 + 15 tokens, past the window of 8
+  auto seq = b.AddSequence();
+  REQUIRE(seq.ok());
+  ForwardItem prefix{*seq, std::span<const int32_t>(ids).subspan(0, 18), false};  // 18: mid-block
+  REQUIRE(b.Forward({&prefix, 1}, {}).ok());
+  auto snap = b.TakeSnapshot(*seq);
+  REQUIRE(snap.ok());
+  ForwardItem rest{*seq, std::span<const int32_t>(ids).subspan(18), true};
+  auto original = b.Forward({&rest, 1}, {});
+  REQUIRE(original.ok());
+  auto fork = b.ForkSnapshot(*snap);
+  REQUIRE(fork.ok());
+  CHECK(*b.SequenceLength(*fork) == 18);
+  ForwardItem again{*fork, std::span<const int32_t>(ids).subspan(18), true};
+  auto forked = b.Forward({&again, 1}, {});
+  REQUIRE(forked.ok());
+  CHECK(forked->logits == original->logits);
+}
+
+TEST_CASE("device backend refuses bad batches and options with named errors", "[engine][device]") {
+  auto dev = Device(1);
+  DeviceBackend& b = *dev.backend;
+  auto seq = b.AddSequence();
+  REQUIRE(seq.ok());
+  const std::vector<int32_t> ok = {1, 2, 3}, bad = {1, 512};
+  ForwardItem dead{*seq + 1, ok, false};
+  CHECK(b.Forward({&dead, 1}, {}).status().code() == StatusCode::kNotFound);
+  ForwardItem twice[2] = {{*seq, ok, false}, {*seq, ok, false}};
+  CHECK(b.Forward(twice, {}).status().code() == StatusCode::kInvalidArgument);
+  ForwardItem empty{*seq, {}, false};
+  CHECK(b.Forward({&empty, 1}, {}).status().code() == StatusCode::kInvalidArgument);
+  ForwardItem outside{*seq, bad, false};
+  const Status s = b.Forward({&outside, 1}, {}).status();
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("id 512"));
+  std::vector<int32_t> long_ids(300, 1);
+  ForwardItem too_long{*seq, long_ids, false};
+  CHECK(b.Forward({&too_long, 1}, {}).status().code() == StatusCode::kOutOfRange);
+  CHECK(*b.SequenceLength(*seq) == 0);  // nothing was stored
+
+  DeviceBackendOptions options;
+  options.max_batch = 600;  // more than max_rows
+  CHECK(MakeDevice(1, options).status().code() == StatusCode::kInvalidArgument);
+  const Status small = MakeDevice(1, {}, /*memory=*/1 << 20).status();
+  CHECK(small.code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(small.message(), Catch::Contains("rank 0"));
+}
+
+TEST_CASE("device backend: synthetic weights are seeded", "[engine][device]") {
+  const std::vector<int32_t> ids = {5, 6, 7, 8};
+  auto logits = [&](int tp, uint64_t seed) {
+    DeviceBackendOptions options;
+    options.synthetic_seed = seed;
+    auto dev = MakeDevice(tp, options, 64 << 20, /*synthetic=*/true);
+    REQUIRE(dev.ok());
+    return TeacherForced(*dev->backend, ids);
+  };
+  for (int tp : {1, 2}) {
+    const std::vector<float> a = logits(tp, 1);
+    CHECK(a == logits(tp, 1));
+    CHECK(a != logits(tp, 2));
+    for (float v : a) REQUIRE(std::isfinite(v));
+  }
+}
+
+}  // namespace
+}  // namespace temper::engine::cuda
