@@ -13,6 +13,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/cpu_backend.h"
+#include "engine/cuda/cuda_backend.h"
+
 namespace temper {
 
 namespace {
@@ -129,12 +132,6 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
                                                                  const InprocessEndpoint& endpoint,
                                                                  const Logger& logger, InprocessClientOptions options) {
   const std::string who = fmt::format("endpoint '{}' (inprocess)", endpoint_name);
-  if (!endpoint.gpus.empty()) {
-    return Status::Unimplemented(fmt::format(
-        "{}: gpus [{}] asks for the CUDA backend, which this build does not have; inprocess endpoints run on the "
-        "CPU backend here (leave gpus empty, and use tp for CPU tensor-parallel ranks)",
-        who, fmt::join(endpoint.gpus, ", ")));
-  }
   if (endpoint.model_dir.empty()) return Status::InvalidArgument(fmt::format("{}: model_dir is empty", who));
   if (endpoint.max_context == 0) return Status::InvalidArgument(fmt::format("{}: max_context must be at least 1", who));
 
@@ -144,28 +141,51 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   if (!loaded.ok()) return loaded.status().WithContext(who);
   const engine::ModelConfig& config = loaded->config;
 
-  engine::CpuBackendOptions backend;
-  backend.tp = static_cast<int>(endpoint.tp);
-  backend.threads = options.cpu_threads;
-  backend.max_context = endpoint.max_context;
-  if (backend.max_context > config.max_position_embeddings) {
+  int64_t max_context = endpoint.max_context;
+  if (max_context > config.max_position_embeddings) {
     logger.Warning("{}: max_context {} is beyond the model's {} positions (config.json max_position_embeddings); "
                    "sequences are limited to {} tokens",
                    who, endpoint.max_context, config.max_position_embeddings, config.max_position_embeddings);
-    backend.max_context = config.max_position_embeddings;
+    max_context = config.max_position_embeddings;
   }
-  backend.kv.max_sequences = options.max_sequences;
-  backend.kv.max_snapshots = options.max_snapshots;
-  backend.kv.max_tokens = options.kv_tokens > 0 ? options.kv_tokens : 4 * backend.max_context;
+  engine::KvCacheOptions kv;
+  kv.max_sequences = options.max_sequences;
+  kv.max_snapshots = options.max_snapshots;
+  kv.max_tokens = options.kv_tokens > 0 ? options.kv_tokens : 4 * max_context;
 
   const std::string model_name = std::filesystem::path(endpoint.model_dir).lexically_normal().filename().string();
   std::unique_ptr<InprocessClient> client(
       new InprocessClient(std::move(endpoint_name), model_name.empty() ? endpoint.model_dir : model_name,
                           std::move(*loaded), logger));
-  Result<std::unique_ptr<engine::CpuBackend>> cpu =
-      engine::CpuBackend::Create(client->model_.config, client->model_.weights, backend);
-  if (!cpu.ok()) return cpu.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
-  client->backend_ = std::move(*cpu);
+  std::string where;
+  if (endpoint.gpus.empty()) {
+    engine::CpuBackendOptions backend;
+    backend.tp = static_cast<int>(endpoint.tp);
+    backend.threads = options.cpu_threads;
+    backend.max_context = max_context;
+    backend.kv = kv;
+    Result<std::unique_ptr<engine::CpuBackend>> cpu =
+        engine::CpuBackend::Create(client->model_.config, client->model_.weights, backend);
+    if (!cpu.ok()) return cpu.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
+    client->backend_ = std::move(*cpu);
+    where = fmt::format("the CPU backend (tp {})", endpoint.tp);
+  } else {
+    engine::cuda::CudaBackendOptions backend;
+    backend.devices.assign(endpoint.gpus.begin(), endpoint.gpus.end());
+    backend.kv_memory_fraction = endpoint.kv_memory_fraction;
+    backend.backend.max_context = max_context;
+    backend.backend.kv = kv;  // max_tokens: the memory plan decides
+    backend.backend.max_rows = static_cast<int>(options.max_batch_tokens);
+    backend.backend.max_batch = std::min(options.max_sequences, backend.backend.max_rows);
+    Result<std::unique_ptr<engine::cuda::DeviceBackend>> gpu =
+        engine::cuda::CreateCudaBackend(client->model_.config, client->model_.weights, backend);
+    if (!gpu.ok()) {
+      return gpu.status().WithContext(
+          fmt::format("{}: model {} on gpus [{}]", who, endpoint.model_dir, fmt::join(endpoint.gpus, ", ")));
+    }
+    client->backend_ = std::move(*gpu);
+    where = fmt::format("the CUDA backend (gpus [{}])", fmt::join(endpoint.gpus, ", "));
+  }
   engine::SchedulerOptions scheduler;
   scheduler.max_batch_tokens = options.max_batch_tokens;
   Result<std::unique_ptr<engine::ChatEngine>> chat =
@@ -173,13 +193,13 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   if (!chat.ok()) return chat.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
   client->engine_ = std::move(*chat);
 
-  const engine::KvUsage kv = client->backend_->kv_usage();
-  logger.Info("{}: loaded {} on the CPU backend in {:.1f} s (tp {}, context {} tokens, KV pool {} tokens for {} "
-              "sequences, {} cached prefixes; kv_memory_fraction applies to GPUs only)",
-              who, endpoint.model_dir,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), endpoint.tp,
-              client->backend_->context_limit(), kv.total_blocks * kv.block_tokens, kv.max_sequences,
-              kv.max_snapshots);
+  const engine::KvUsage usage = client->backend_->kv_usage();
+  logger.Info("{}: loaded {} on {} in {:.1f} s (context {} tokens, KV pool {} tokens for {} sequences, {} cached "
+              "prefixes)",
+              who, endpoint.model_dir, where,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              client->backend_->context_limit(), usage.total_blocks * usage.block_tokens, usage.max_sequences,
+              usage.max_snapshots);
   return client;
 }
 

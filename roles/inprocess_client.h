@@ -42,20 +42,21 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/chat_engine.h"
-#include "engine/cpu_backend.h"
+#include "engine/backend.h"
 #include "engine/loaded_model.h"
 #include "roles/endpoint_config.h"
 #include "roles/model_client.h"
 
 namespace temper {
 
-// How the CPU backend and scheduler are sized. models.yaml does not set these; the defaults suit
-// the roles' load (a few rules in flight, each with an Architect, Worker and Reflector).
+// How the backend and scheduler are sized. models.yaml does not set these; the defaults suit the
+// roles' load (a few rules in flight, each with an Architect, Worker and Reflector).
 struct InprocessClientOptions {
-  int cpu_threads = 0;             // in all, split over the tp ranks; 0: one per hardware thread
+  int cpu_threads = 0;             // CPU backend: in all, split over the tp ranks; 0: one per hardware thread
   int max_sequences = 8;           // requests decoded at once; the rest wait in the scheduler's queue
   int max_snapshots = 32;          // conversation prefixes the prefix cache may pin
-  int64_t kv_tokens = 0;           // paged KV pool in tokens; 0: 4 × the context limit
+  int64_t kv_tokens = 0;           // CPU backend: paged KV pool in tokens; 0: 4 × the context limit (on GPUs
+                                   // the memory plan sizes it from kv_memory_fraction)
   int64_t max_batch_tokens = 512;  // tokens per forward pass
 };
 
@@ -63,12 +64,13 @@ class InprocessClient final : public ModelClient {
  public:
   // Loads `endpoint.model_dir` (config.json, safetensors, tokenizer.json) and starts the engine,
   // with `endpoint.max_context` as the longest sequence (lowered, with a warning, to the model's
-  // max_position_embeddings) and `endpoint.tp` CPU tensor-parallel ranks.
-  // Errors, each naming the endpoint: Unimplemented when `gpus` is set (this build has no CUDA
-  // backend); InvalidArgument for an empty model_dir or a max_context of 0; LoadModel's errors
-  // naming the file (missing directory, config.json, tokenizer.json, weights; a tokenizer of
-  // another model); CpuBackend::Create's (a tp that cannot split the heads); ChatEngine::Create's
-  // (a tokenizer without Gemma 4's control tokens).
+  // max_position_embeddings): on the CUDA backend, one rank per GPU of `endpoint.gpus`, or with
+  // none listed on `endpoint.tp` CPU tensor-parallel ranks.
+  // Errors, each naming the endpoint: InvalidArgument for an empty model_dir or a max_context of
+  // 0; LoadModel's errors naming the file (missing directory, config.json, tokenizer.json,
+  // weights; a tokenizer of another model); CpuBackend::Create's (a tp that cannot split the
+  // heads); CreateCudaBackend's, naming the GPUs (Unimplemented in a build without CUDA, no such
+  // GPU, out of memory); ChatEngine::Create's (a tokenizer without Gemma 4's control tokens).
   static Result<std::unique_ptr<InprocessClient>> Create(std::string endpoint_name, const InprocessEndpoint& endpoint,
                                                          const Logger& logger, InprocessClientOptions options = {});
   InprocessClient(const InprocessClient&) = delete;
@@ -87,7 +89,7 @@ class InprocessClient final : public ModelClient {
   const std::string model_name_;  // the model directory's name, reported as ChatResponse::model
   const Logger& logger_;
   engine::LoadedModel model_;                    // config, weights and the tokenizer the engine borrows
-  std::unique_ptr<engine::CpuBackend> backend_;  // borrowed by the engine
+  std::unique_ptr<engine::Backend> backend_;     // borrowed by the engine
   std::unique_ptr<engine::ChatEngine> engine_;   // last: destroyed first, while what it borrows lives
 };
 

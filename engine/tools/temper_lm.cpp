@@ -20,8 +20,9 @@
 //                      (token ids) is served.
 //
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
-// shape (for benchmarks). Each subcommand is one function below; errors print one line to stderr
-// and exit with status 1.
+// shape (for benchmarks). `--gpus 0,1,2,3` runs the model on the CUDA backend, one rank per listed
+// GPU (an ordinal may repeat); without it the CPU backend runs `--tp` ranks. Each subcommand is one
+// function below; errors print one line to stderr and exit with status 1.
 #include <pthread.h>
 #include <signal.h>
 
@@ -45,6 +46,7 @@
 #include "engine/chat_format.h"
 #include "common/log.h"
 #include "engine/cpu_backend.h"
+#include "engine/cuda/cuda_backend.h"
 #include "engine/http_server.h"
 #include "engine/loaded_model.h"
 #include "engine/model_config.h"
@@ -63,6 +65,7 @@ struct ModelArgs {
   uint64_t weights_seed = 0;
   int tp = 1;
   int threads = 0;
+  std::string gpus;  // comma-separated CUDA ordinals, one per rank; empty: CPU
 };
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
@@ -72,6 +75,7 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--weights-seed", a->weights_seed, "seed of the synthetic weights");
   cmd->add_option("--tp", a->tp, "tensor-parallel ranks (threads on the CPU)")->check(CLI::Range(1, 64));
   cmd->add_option("--threads", a->threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--gpus", a->gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0,1,2,3 (may repeat)");
 }
 
 ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNeed need) {
@@ -84,8 +88,10 @@ ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNe
 
 struct Loaded {
   LoadedModel model;
-  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<Backend> backend;
 };
+
+Result<std::vector<int32_t>> ParseIds(const std::string& text, const char* flag = "--ids");
 
 // `kv` null: room for one sequence of `context` tokens. The tokenizer per `need` (--tokenizer FILE
 // or DIR/tokenizer.json) lands in model.tokenizer.
@@ -96,18 +102,34 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
   }
   Loaded out;
   TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
+  const int64_t max_context = std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
+  KvCacheOptions kv_options;
+  kv_options.max_sequences = 1;
+  kv_options.max_tokens = max_context;
+  if (kv != nullptr) kv_options = *kv;
+  if (!a.gpus.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<int32_t> gpus, ParseIds(a.gpus, "--gpus"));
+    cuda::CudaBackendOptions options;
+    options.devices.assign(gpus.begin(), gpus.end());
+    options.backend.max_context = max_context;
+    options.backend.kv = kv_options;
+    options.backend.max_batch = std::min(kv_options.max_sequences, options.backend.max_rows);
+    Result<std::unique_ptr<cuda::DeviceBackend>> backend =
+        cuda::CreateCudaBackend(out.model.config, out.model.weights, options);
+    if (!backend.ok()) return backend.status().WithContext(fmt::format("--gpus {}", a.gpus));
+    out.backend = std::move(*backend);
+    return out;
+  }
   CpuBackendOptions options;
   options.tp = a.tp;
   options.threads = a.threads;
-  options.max_context = std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
-  options.kv.max_sequences = 1;
-  options.kv.max_tokens = options.max_context;
-  if (kv != nullptr) options.kv = *kv;
+  options.max_context = max_context;
+  options.kv = kv_options;
   TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.model.config, out.model.weights, options));
   return out;
 }
 
-Result<std::vector<int32_t>> ParseIds(const std::string& text) {
+Result<std::vector<int32_t>> ParseIds(const std::string& text, const char* flag) {
   std::vector<int32_t> ids;
   size_t pos = 0;
   while (pos <= text.size()) {
@@ -121,7 +143,7 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text) {
       used = 0;
     }
     if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX) {
-      return Status::InvalidArgument(fmt::format("--ids: '{}' (item {}) is not a token id", item, ids.size()));
+      return Status::InvalidArgument(fmt::format("{}: '{}' (item {}) is not a non-negative integer", flag, item, ids.size()));
     }
     ids.push_back(static_cast<int32_t>(v));
     pos = comma + 1;
@@ -246,7 +268,7 @@ Status RunGenerate(GenerateArgs a) {
   }
   if (a.greedy) a.sampling.temperature = 0;
   if (!a.stop.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(a.sampling.stop_tokens, ParseIds(a.stop));
+    TEMPER_ASSIGN_OR_RETURN(a.sampling.stop_tokens, ParseIds(a.stop, "--stop"));
   } else if (!a.ignore_eos) {
     a.sampling.stop_tokens.assign(m.model.config.eos_token_ids.begin(), m.model.config.eos_token_ids.end());
     a.sampling.stop_tokens.insert(a.sampling.stop_tokens.end(), chat_stops.begin(), chat_stops.end());
