@@ -44,17 +44,33 @@ struct ForwardItem {
   SequenceId seq = -1;
   std::span<const int32_t> tokens;  // at least one; appended at the sequence's current length
   bool all_logits = false;          // logits for every token (teacher forcing), else only the last
+  float temperature = 1;            // the sampling temperature of its row, for candidates' tail mass
 };
 
 struct ForwardOptions {
   // Also return the hidden states in Hugging Face's `output_hidden_states` convention.
   bool capture_hidden = false;
+  // Sampling candidates instead of full rows, where the backend can (sample_candidates() > 0) and
+  // no item asks for all_logits; otherwise full rows.
+  bool candidates = false;
+};
+
+// The largest logits of one row, enough to sample from it without the whole row (Sampler).
+struct LogitCandidates {
+  // After the softcap, descending; ties in id order. At most the backend's sample_candidates().
+  std::vector<float> logits;
+  std::vector<int32_t> ids;
+  // Σ exp((l − logits[0]) / T) over the vocabulary entries NOT among the candidates, at the item's
+  // temperature T (1 when it is 0).
+  double tail_mass = 0;
+  int32_t vocab_size = 0;
 };
 
 struct ForwardResult {
   // Rows in batch order: every token of an item with all_logits, else its last token only.
-  // [rows][vocab_size], after the final softcap.
+  // [rows][vocab_size], after the final softcap. Empty when `candidates` holds the rows.
   std::vector<float> logits;
+  std::vector<LogitCandidates> candidates;  // one per row, when asked for and given
   int64_t rows = 0;
   // With capture_hidden: [num_layers + 1][batch tokens][hidden_size], batch tokens in item order.
   // [0] is the scaled embedding, [i] the output of layer i-1 (after layer_scalar), and the last
@@ -92,6 +108,15 @@ class Backend {
   // sequence or a token id outside the vocabulary, OutOfRange past the backend's context limit,
   // ResourceExhausted when the KV cache is full.
   virtual Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) = 0;
+
+  // How many sampling candidates a row can come back as (ForwardOptions::candidates); 0: full
+  // rows only.
+  virtual int sample_candidates() const { return 0; }
+  // The full logits of row `row` of the last Forward that returned candidates (a sampler whose
+  // draw falls beyond them finishes on the row). FailedPrecondition when the row is not held.
+  virtual Result<std::vector<float>> LogitsRow(int64_t /*row*/) const {
+    return Status::FailedPrecondition("this backend returns full logit rows and keeps none of its own");
+  }
 };
 
 }  // namespace temper::engine

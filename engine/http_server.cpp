@@ -352,6 +352,8 @@ std::string Prometheus(const SchedulerMetrics& m) {
   metric("generated_tokens_per_second", "gauge", "Generation rate over the last ten seconds.", m.generated_tokens_per_second);
   metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).", static_cast<double>(m.preemptions));
   metric("forward_passes_total", "counter", "Batched forward passes run.", static_cast<double>(m.forward_passes));
+  metric("full_row_samples_total", "counter", "Sampling draws that needed a full logit row beyond the device's candidates.",
+         static_cast<double>(m.full_row_samples));
   return out;
 }
 

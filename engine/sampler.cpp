@@ -79,7 +79,8 @@ int32_t Sampler::Sample(std::span<const float> logits) {
     std::sort(candidates_.begin(), candidates_.end(), better);
   }
   // Softmax of logits / temperature over the kept candidates, in double.
-  std::vector<double> probs(keep);
+  std::vector<double>& probs = probs_;
+  probs.assign(keep, 0.0);
   const double max = candidates_[0].first / params_.temperature;
   double sum = 0;
   for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(candidates_[i].first / params_.temperature - max);
@@ -103,13 +104,82 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   }
   double total = 0;
   for (size_t i = 0; i < keep; ++i) total += probs[i];
-  const double u = NextUniform() * total;
+  const double u = TakeUniform() * total;
   double acc = 0;
   for (size_t i = 0; i < keep; ++i) {
     acc += probs[i];
     if (u < acc) return candidates_[i].second;
   }
   return candidates_[keep - 1].second;
+}
+
+double Sampler::TakeUniform() {
+  if (!pending_uniform_) return NextUniform();
+  const double u = *pending_uniform_;
+  pending_uniform_.reset();
+  return u;
+}
+
+Sampler::Outcome Sampler::Sample(const LogitCandidates& c) {
+  const size_t k = c.logits.size();
+  if (k == 0) return {.needs_full_row = true};
+  if (params_.temperature == 0) return {.token = c.ids[0]};
+  const size_t n = static_cast<size_t>(c.vocab_size);
+  const bool topk_inside = params_.top_k > 0 && static_cast<size_t>(params_.top_k) <= k;
+  const bool all_vocab = params_.top_k == 0 || static_cast<size_t>(params_.top_k) >= n;
+  // A top-k between the candidates and the whole vocabulary needs the mass of entries we do not see.
+  if (!topk_inside && !all_vocab) return {.needs_full_row = true};
+
+  // As Sample(full row): softmax in double; the tail joins the denominator when the cut is the
+  // whole vocabulary.
+  const size_t seen = topk_inside ? static_cast<size_t>(params_.top_k) : k;
+  std::vector<double>& probs = probs_;
+  probs.assign(seen, 0.0);
+  const double max = c.logits[0] / params_.temperature;
+  double sum = 0;
+  for (size_t i = 0; i < seen; ++i) sum += probs[i] = std::exp(c.logits[i] / params_.temperature - max);
+  if (!topk_inside) sum += c.tail_mass;
+  for (double& p : probs) p /= sum;
+  const double tail = topk_inside ? 0.0 : c.tail_mass / sum;
+  // The cuts, as long as they fall among the candidates.
+  size_t keep = seen;
+  bool cut = topk_inside;
+  if (params_.top_p < 1) {
+    double mass = 0;
+    size_t at = 0;
+    while (at < seen) {
+      mass += probs[at++];
+      if (mass >= params_.top_p) break;
+    }
+    if (mass >= params_.top_p || topk_inside) {
+      keep = at;
+      cut = true;
+    }
+  }
+  if (params_.min_p > 0) {
+    const double floor = params_.min_p * probs[0];
+    size_t at = 1;
+    while (at < keep && probs[at] >= floor) ++at;
+    if (at < keep || cut) {
+      keep = at;
+      cut = true;
+    }
+  }
+  if (!cut && (params_.top_p < 1 || params_.min_p > 0)) return {.needs_full_row = true};
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += probs[i];
+  if (!cut) total += tail;  // no cut: the whole vocabulary stays
+  const double uniform = NextUniform();
+  const double u = uniform * total;
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += probs[i];
+    if (u < acc) return {.token = c.ids[i]};
+  }
+  if (cut) return {.token = c.ids[keep - 1]};
+  // The draw fell among the entries beyond the candidates: finish on the full row with it.
+  pending_uniform_ = uniform;
+  return {.needs_full_row = true};
 }
 
 }  // namespace temper::engine

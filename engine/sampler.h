@@ -7,14 +7,23 @@
 // feeding xoshiro256**), not from <random>'s distributions whose output differs between standard
 // libraries, so a seed gives the same tokens on every platform.
 //
+// A row may also come as its largest logits only (LogitCandidates, from a backend that samples on
+// its devices): the same algorithm then runs on the candidates, with the rest of the vocabulary
+// summed into the softmax's denominator, and is exact whenever every decision (the top-k, top-p
+// and min-p cuts and the draw) falls among the candidates. When one would fall beyond them the
+// sampler asks for the full row, and the full-row call finishes with the uniform already drawn, so
+// a seed gives the same tokens either way (up to the rounding of the normalisation).
+//
 // Thread safety: a Sampler holds its generator's state; use one per sequence.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "common/status.h"
+#include "engine/backend.h"
 
 namespace temper::engine {
 
@@ -34,16 +43,28 @@ class Sampler {
 
   // The next token id from `logits` (one row, vocab entries).
   int32_t Sample(std::span<const float> logits);
+
+  struct Outcome {
+    int32_t token = -1;
+    bool needs_full_row = false;  // then call Sample(full row) for this same step
+  };
+  // The next token from a row's candidates, or the request for its full row.
+  Outcome Sample(const LogitCandidates& candidates);
+
   bool IsStop(int32_t token) const;
   const SamplingParams& params() const { return params_; }
 
  private:
   explicit Sampler(const SamplingParams& params);
   double NextUniform();  // [0, 1)
+  // The draw of this step: the one a candidates call left pending, else a fresh one.
+  double TakeUniform();
 
   SamplingParams params_;
   uint64_t state_[4];
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
+  std::vector<double> probs_;                          // scratch
+  std::optional<double> pending_uniform_;
 };
 
 }  // namespace temper::engine

@@ -364,9 +364,12 @@ Status Scheduler::RunBatch() {
     std::vector<ForwardItem> batch;
     batch.reserve(items.size());
     for (const Item& it : items) {
-      batch.push_back({it.r->seq, std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)), false});
+      batch.push_back({it.r->seq,
+                       std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
+                       false, it.r->sampler->params().temperature});
     }
-    out = backend_.Forward(batch, {});
+    // A backend that samples on its devices sends each row's candidates, not the whole row.
+    out = backend_.Forward(batch, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
     if (out.ok()) break;
     if (out.status().code() != StatusCode::kResourceExhausted) {
       for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
@@ -399,8 +402,22 @@ Status Scheduler::RunBatch() {
     }
     if (r.fed == r.prompt_len) PinPrefix(r, r.fed);
     if (items[i].n > 1) counters_.prefilled_tokens += items[i].n;
-    const int32_t token =
-        r.sampler->Sample(std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+    int32_t token;
+    if (out->candidates.empty()) {
+      token = r.sampler->Sample(std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+    } else {
+      const Sampler::Outcome picked = r.sampler->Sample(out->candidates[i]);
+      token = picked.token;
+      if (picked.needs_full_row) {
+        Result<std::vector<float>> row = backend_.LogitsRow(static_cast<int64_t>(i));
+        if (!row.ok()) {
+          Finish(r, FinishReason::kError, row.status());
+          continue;
+        }
+        ++counters_.full_row_samples;
+        token = r.sampler->Sample(*row);
+      }
+    }
     Emit(r, token);
   }
   return Status::OK();

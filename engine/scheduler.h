@@ -123,6 +123,7 @@ struct SchedulerMetrics {
   int64_t finished_requests = 0;
   int64_t preemptions = 0;
   int64_t forward_passes = 0;
+  int64_t full_row_samples = 0;  // draws that fell beyond a device-sampled row's candidates
   double generated_tokens_per_second = 0;  // over the last ten seconds
   double cache_hit_rate() const {
     return prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens) / static_cast<double>(prompt_tokens) : 0;

@@ -90,9 +90,7 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
 
   std::shared_ptr<DeviceAllReduce> all_reduce;
   if (tp > 1) {
-    DeviceAllReduce::Options ar;
-    ar.max_bytes = sizeof(float) * static_cast<uint64_t>(b.max_rows) * static_cast<uint64_t>(config.hidden_size);
-    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<DeviceAllReduce> made, DeviceAllReduce::Create(devices, ar));
+    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<DeviceAllReduce> made, DeviceAllReduce::Create(devices, {}));
     all_reduce = std::move(made);
   }
   std::vector<std::unique_ptr<RankOps>> ops;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "engine/cuda/graph_buckets.h"
+#include "engine/logit_candidates.h"
 #include "engine/tensor_parallel.h"
 
 namespace temper::engine::cuda {
@@ -210,10 +211,12 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
     }
     if (pass.graph_bucket < 0) return RunPass(d, pass.shape, PassOutput{logits, hidden});
     // A captured step may read per-step values only from device memory: the shape is the
-    // bucket's, fixed at capture, and everything else was just uploaded.
+    // bucket's, fixed at capture, and everything else was just uploaded. A bucket has one graph
+    // with candidates and one without.
     DeviceRank* rank = &d;
     const PassShape shape = pass.shape;
-    TEMPER_RETURN_IF_ERROR(d.ops->RunCaptured(pass.graph_bucket, [rank, shape] { return RunPass(*rank, shape, {}); }));
+    const int key = 2 * pass.graph_bucket + (shape.candidates ? 1 : 0);
+    TEMPER_RETURN_IF_ERROR(d.ops->RunCaptured(key, [rank, shape] { return RunPass(*rank, shape, {}); }));
     if (!logits) return Status::OK();
     // Only the real rows' logits (the leading ones) leave the device.
     const int real = static_cast<int>(pass.seqs.size());
@@ -250,6 +253,11 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
   for (const ForwardItem& item : batch) {
     TEMPER_RETURN_IF_ERROR(pager_.Reserve(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size())));
   }
+
+  // Candidates instead of full rows when asked, when this backend makes them, and when every
+  // output row stays in the devices' logits buffers (no teacher forcing).
+  bool candidates = options.candidates && options_.top_candidates > 0;
+  for (const ForwardItem& item : batch) candidates = candidates && !item.all_logits;
 
   // Cut the batch into passes: items in order, each taking what room is left, so an item's
   // logit rows (all its tokens, or its last) come out in batch order across passes.
@@ -289,13 +297,14 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
         pass.batch_token.push_back(token_base[i] + done[i] + t);
         if (item.all_logits || done[i] + t == n - 1) {
           at(layout.logit_index, logit_rows, static_cast<int32_t>(rows));
-          at(layout.temperatures, static_cast<int>((out_rows + logit_rows) % limits.max_out_rows), 1.0f);
+          at(layout.temperatures, static_cast<int>((out_rows + logit_rows) % limits.max_out_rows), item.temperature);
           ++logit_rows;
         }
       }
       done[i] += take;
     }
     out_rows += logit_rows;
+    pass.shape.candidates = candidates;
     pass.shape.rows = rows;
     pass.shape.logit_rows = logit_rows;
     pass.shape.splits = single_tokens && rows <= limits.max_out_rows ? limits.decode_splits : 1;
@@ -328,14 +337,15 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
 
   ForwardResult result;
   result.rows = out_rows;
-  result.logits.resize(static_cast<size_t>(out_rows * config_.vocab_size));
+  if (!candidates) result.logits.resize(static_cast<size_t>(out_rows * config_.vocab_size));
+  float* logits = candidates ? nullptr : result.logits.data();
   const int64_t H = config_.hidden_size, layers = config_.num_layers;
   if (options.capture_hidden) result.hidden.resize(static_cast<size_t>((layers + 1) * total_tokens * H));
   std::vector<float> staging;
   for (const Pass& pass : passes) {
     const bool hidden = options.capture_hidden;
     if (hidden) staging.assign(static_cast<size_t>((layers + 1) * pass.shape.rows * H), 0.0f);
-    TEMPER_RETURN_IF_ERROR(RunPassOnRanks(pass, result.logits.data(), hidden ? staging.data() : nullptr));
+    TEMPER_RETURN_IF_ERROR(RunPassOnRanks(pass, logits, hidden ? staging.data() : nullptr));
     if (pass.graph_bucket >= 0) ++graph_steps_;
     if (!hidden) continue;
     TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
@@ -346,11 +356,68 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
       }
     }
   }
-  TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
+  resident_rows_ = out_rows <= limits.max_out_rows ? out_rows : 0;
+  if (candidates) {
+    TEMPER_ASSIGN_OR_RETURN(result.candidates, GatherCandidates(batch, out_rows));
+  } else {
+    TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
+  }
   for (const ForwardItem& item : batch) {
     pager_.SetLength(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size()));
   }
   return result;
+}
+
+Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<const ForwardItem> batch, int64_t rows) {
+  const int k = options_.top_candidates;
+  const size_t tp = ranks_.size();
+  // Per rank: [rows][k] values and ids, then [rows] maxima and masses.
+  std::vector<std::vector<float>> vals(tp), max(tp), mass(tp);
+  std::vector<std::vector<int32_t>> ids(tp);
+  const Status copied = OnRanks([&](DeviceRank& d) -> Status {
+    const size_t r = static_cast<size_t>(d.shard.rank);
+    vals[r].resize(static_cast<size_t>(rows * k));
+    ids[r].resize(vals[r].size());
+    max[r].resize(static_cast<size_t>(rows));
+    mass[r].resize(max[r].size());
+    TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(vals[r].data(), d.cand_vals, sizeof(float) * vals[r].size()));
+    TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(ids[r].data(), d.cand_ids, sizeof(int32_t) * ids[r].size()));
+    TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(max[r].data(), d.cand_max, sizeof(float) * max[r].size()));
+    TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(mass[r].data(), d.cand_mass, sizeof(float) * mass[r].size()));
+    return d.ops->Synchronize();
+  });
+  TEMPER_RETURN_IF_ERROR(copied);
+  std::vector<LogitCandidates> out;
+  std::vector<RankCandidates> per_rank(tp);
+  for (int64_t row = 0; row < rows; ++row) {
+    for (size_t r = 0; r < tp; ++r) {
+      per_rank[r] = RankCandidates{std::span<const float>(vals[r]).subspan(row * k, k),
+                                   std::span<const int32_t>(ids[r]).subspan(row * k, k), max[r][row], mass[r][row]};
+    }
+    // Output row `row` is item `row`'s last token (no item asked for all its logits).
+    out.push_back(MergeRankCandidates(per_rank, k, batch[row].temperature, config_.vocab_size));
+  }
+  return out;
+}
+
+Result<std::vector<float>> DeviceBackend::LogitsRow(int64_t row) const {
+  if (row < 0 || row >= resident_rows_) {
+    return Status::FailedPrecondition(fmt::format(
+        "logit row {} of the last forward pass is not held on the devices (it held rows [0, {}))", row, resident_rows_));
+  }
+  std::vector<float> out(static_cast<size_t>(config_.vocab_size));
+  std::vector<Status> status(ranks_.size());
+  rank_threads_->Run([&](int r) {
+    DeviceRank& d = *ranks_[r];
+    const int64_t slot = row % d.limits.max_out_rows;
+    status[r] = d.ops->CopyToHost(out.data() + d.shard.vocab.begin, d.logits + slot * d.vocab_rows(),
+                                  sizeof(float) * d.vocab_rows());
+    if (status[r].ok()) status[r] = d.ops->Synchronize();
+  });
+  for (size_t r = 0; r < status.size(); ++r) {
+    if (!status[r].ok()) return status[r].WithContext(fmt::format("rank {}", r));
+  }
+  return out;
 }
 
 }  // namespace temper::engine::cuda

@@ -67,6 +67,8 @@ class DeviceBackend final : public Backend {
   Result<SequenceId> ForkSnapshot(SnapshotId snap) override;
   Status ReleaseSnapshot(SnapshotId snap) override;
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override;
+  int sample_candidates() const override { return options_.top_candidates; }
+  Result<std::vector<float>> LogitsRow(int64_t row) const override;
 
   int tp() const { return static_cast<int>(ranks_.size()); }
   DeviceMemoryReport memory() const;
@@ -80,6 +82,8 @@ class DeviceBackend final : public Backend {
   // Runs fn(rank) on every rank's thread; the first error, naming the rank.
   Status OnRanks(const std::function<Status(DeviceRank&)>& fn);
   Status RunPassOnRanks(const Pass& pass, float* logits, float* hidden);
+  // Each rank's candidates of output rows [0, rows), merged per row.
+  Result<std::vector<LogitCandidates>> GatherCandidates(std::span<const ForwardItem> batch, int64_t rows);
 
   ModelConfig config_;
   std::shared_ptr<const ModelWeights> weights_;
@@ -89,6 +93,8 @@ class DeviceBackend final : public Backend {
   std::vector<std::unique_ptr<DeviceRank>> ranks_;
   std::unique_ptr<WorkerGroup> rank_threads_;
   int64_t graph_steps_ = 0;
+  // Output rows of the last Forward still held in every rank's logits buffer (LogitsRow).
+  int64_t resident_rows_ = 0;
 };
 
 }  // namespace temper::engine::cuda

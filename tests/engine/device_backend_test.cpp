@@ -5,6 +5,8 @@
 // margin exceeds 1.0, hidden states within 0.05 of max |ref|. Every structural bug in the README's
 // table moves the logits by >= 4.8, so each fails here; on a GPU, CudaOps replaces ReferenceOps
 // and each kernel is held to its twin (cuda_kernels_test.cpp).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include <catch2/catch.hpp>
@@ -12,6 +14,7 @@
 #include "engine/cuda/device_backend.h"
 #include "engine/cuda/reference_ops.h"
 #include "golden_fixture.h"
+#include "serving_fixture.h"
 
 namespace temper::engine::cuda {
 namespace {
@@ -38,7 +41,6 @@ Result<ReferenceDevice> MakeDevice(int tp, DeviceBackendOptions options = {}, si
   if (options.max_context == 0) options.max_context = 256;
   if (options.kv.max_tokens == 16384) options.kv.max_tokens = 512;
   options.kv.block_tokens = 4;  // small blocks, so a prompt spans several
-  options.top_candidates = 0;
   TEMPER_ASSIGN_OR_RETURN(d.backend, DeviceBackend::Create(Tiny().config, synthetic ? nullptr : Tiny().weights,
                                                             std::move(ops), options));
   return d;
@@ -297,6 +299,83 @@ TEST_CASE("device backend: synthetic weights are seeded", "[engine][device]") {
     CHECK(a == logits(tp, 1));
     CHECK(a != logits(tp, 2));
     for (float v : a) REQUIRE(std::isfinite(v));
+  }
+}
+
+TEST_CASE("device backend: candidates are the rows' top logits, and the rows stay on the devices", "[engine][device]") {
+  const int V = Tiny().config.vocab_size;
+  DeviceBackendOptions options;
+  options.top_candidates = 16;
+  auto dev = Device(2, options);
+  DeviceBackend& b = *dev.backend;
+  CHECK(b.sample_candidates() == 16);
+  std::vector<SequenceId> seqs;
+  std::vector<ForwardItem> items;
+  const std::vector<int32_t> prompts[2] = {Reference<int32_t>("input_ids_0"), Reference<int32_t>("input_ids_1")};
+  for (int s = 0; s < 2; ++s) {
+    auto seq = b.AddSequence();
+    REQUIRE(seq.ok());
+    seqs.push_back(*seq);
+    items.push_back({*seq, prompts[s], false, s == 0 ? 1.0f : 0.5f});
+  }
+  auto out = b.Forward(items, ForwardOptions{.candidates = true});
+  REQUIRE(out.ok());
+  CHECK(out->logits.empty());
+  REQUIRE(out->candidates.size() == 2);
+  for (int64_t row = 0; row < 2; ++row) {
+    auto full = b.LogitsRow(row);
+    REQUIRE(full.ok());
+    const LogitCandidates& c = out->candidates[row];
+    REQUIRE(c.ids.size() == 16);
+    CHECK(c.vocab_size == V);
+    std::vector<int32_t> order(V);
+    for (int i = 0; i < V; ++i) order[i] = i;
+    const std::vector<float>& l = *full;
+    std::sort(order.begin(), order.end(), [&](int a, int z) { return l[a] > l[z] || (l[a] == l[z] && a < z); });
+    double tail = 0;
+    const double t = items[row].temperature;
+    for (int i = 16; i < V; ++i) tail += std::exp((l[order[i]] - l[order[0]]) / t);
+    INFO("row " << row);
+    for (int i = 0; i < 16; ++i) {
+      CHECK(c.ids[i] == order[i]);
+      CHECK(c.logits[i] == l[order[i]]);
+    }
+    // The device sums the whole shard's mass in fp32 and the candidates' share is taken off it:
+    // the tail is exact to a few 1e-8 of the row's whole mass (about 1 here).
+    CHECK(c.tail_mass == Approx(tail).epsilon(1e-4).margin(1e-6));
+  }
+  CHECK(b.LogitsRow(2).status().code() == StatusCode::kFailedPrecondition);
+  // Teacher forcing always returns full rows.
+  const int32_t token = 5;
+  ForwardItem all{seqs[0], {&token, 1}, true};
+  auto forced = b.Forward({&all, 1}, ForwardOptions{.candidates = true});
+  REQUIRE(forced.ok());
+  CHECK(forced->candidates.empty());
+  CHECK(forced->logits.size() == static_cast<size_t>(V));
+}
+
+// The scheduler on a device backend that sends candidates generates what it generates from full rows.
+TEST_CASE("device backend: the scheduler samples from candidates as from full rows", "[engine][device]") {
+  auto tokens = [](int top_candidates, GenerateRequest request) {
+    DeviceBackendOptions options;
+    options.top_candidates = top_candidates;
+    auto dev = Device(2, options);
+    auto scheduler = testing::MakeScheduler(*dev.backend);
+    const StreamEvent out = testing::RunOne(*scheduler, std::move(request));
+    REQUIRE(out.error.ok());
+    const SchedulerMetrics settled =
+        testing::SettledMetrics(*scheduler, [](const SchedulerMetrics& m) { return m.finished_requests == 1; });
+    return std::make_pair(out.tokens, settled.full_row_samples);
+  };
+  for (float temperature : {0.0f, 0.8f, 1.5f}) {
+    GenerateRequest r = testing::Greedy(testing::RandomPrompt(3, 20), 24);
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 11;
+    const auto [want, none] = tokens(0, r);
+    const auto [got, full_rows] = tokens(16, r);
+    INFO("temperature " << temperature << ": " << full_rows << " draws needed the full row");
+    CHECK(got == want);
+    CHECK(none == 0);
   }
 }
 

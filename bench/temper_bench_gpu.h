@@ -1,0 +1,26 @@
+// temper-bench's GPU part (temper_bench_gpu.cpp, built only with CUDA): the CUDA backend's speed
+// and memory on synthetic weights of a config's shape.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace temper::engine::bench {
+
+struct GpuBenchArgs {
+  std::string config;                        // config.json of the shape to build
+  std::vector<int> devices;                  // one GPU per rank (may repeat)
+  std::vector<int> prefill_tokens = {2048, 8192};
+  std::vector<int> decode_tokens = {128, 256, 512};
+  int context_tokens = 1024;                 // prompt before the decode runs
+  int max_batch = 8;
+  int max_rows = 2048;                       // tokens per prefill pass
+  double kv_fraction = 0.9;
+  int all_reduce_ranks = 4;                  // ranks in the all-reduce microbenchmark (repeating GPUs)
+};
+
+Status RunGpuBench(const GpuBenchArgs& args);
+
+}  // namespace temper::engine::bench

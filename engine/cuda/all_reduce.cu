@@ -1,0 +1,338 @@
+// DeviceAllReduce (all_reduce.h): the one-shot kernels, the P2P transfer test and NCCL loaded at
+// run time.
+//
+// One-shot protocol, per block b of a call (the message is cut into gridDim.x contiguous chunks;
+// every rank cuts it the same way because every rank passes the same n):
+//   seq = counters[b] + 1, parity = seq & 1
+//   push:  write my chunk into slot[parity][me] of every receive buffer (host-staged: the one
+//          shared buffer), fence, then flag[parity][me][b] = seq there (st.release.sys)
+//   wait:  until flag[parity][s][b] >= seq in my buffer, for every sender s (ld.acquire.sys)
+//   sum:   chunk = Σ_{s = 0..tp-1} slot[parity][s] (loads that bypass L1), in rank order
+//   counters[b] = seq
+// Why two parities are enough: rank r writes slot[p] of call k into rank q's buffer only after its
+// call k-1 saw q's flag of call k-1, and q raised that flag inside its call k-1, which its stream
+// started after its call k-2 (the last reader of slot[p]) had finished. Each block counts its own
+// calls, so no block waits on another block of its own kernel, and a replayed graph sees fresh
+// numbers. The kernels of all ranks must run at once: grids are small (at most kMaxBlocks blocks
+// of 256 threads per rank), so even 8 ranks on one GPU are co-resident. A spin that outlasts 20 s
+// traps (a lost peer kills the context rather than hanging the GPU for ever).
+#include "engine/cuda/all_reduce.h"
+
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/cuda/cuda_status.h"
+
+namespace temper::engine::cuda {
+namespace {
+
+using detail::S;
+
+constexpr int kMaxRanks = 8;
+constexpr int kMaxBlocks = 32;
+constexpr int kThreads = 256;
+constexpr int kHostStagedCounters = kMaxBlocks;  // counters[0..31]: P2P, [32..63]: host-staged
+
+struct OneShotArgs {
+  float* slots[kMaxRanks];     // every rank's receive slots [2][tp][slot_floats]; host-staged: all the same
+  uint32_t* flags[kMaxRanks];  // every rank's flags [2][tp][kMaxBlocks]; host-staged: all the same
+  uint32_t* counters;          // this rank's per-block call counters
+  float* data;
+  int64_t n;
+  int64_t slot_floats;
+  int rank;
+  int tp;
+  bool shared;  // host-staged: one buffer that every rank writes once and reads whole
+};
+
+__device__ __forceinline__ void StoreRelease(uint32_t* p, uint32_t v) {
+  asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint32_t LoadAcquire(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint64_t NowNs() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__global__ void OneShotKernel(OneShotArgs a) {
+  const int b = blockIdx.x;
+  const int64_t begin = a.n * b / gridDim.x, end = a.n * (b + 1) / gridDim.x;
+  __shared__ uint32_t seq_shared;
+  if (threadIdx.x == 0) seq_shared = a.counters[b] + 1;
+  __syncthreads();
+  const uint32_t seq = seq_shared;
+  const int parity = static_cast<int>(seq & 1u);
+  const int64_t my_slot = (int64_t{parity} * a.tp + a.rank) * a.slot_floats;
+
+  // Push my chunk.
+  const int receivers = a.shared ? 1 : a.tp;
+  for (int q = 0; q < receivers; ++q) {
+    float* dst = a.slots[q] + my_slot;
+    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) dst[i] = a.data[i];
+  }
+  __threadfence_system();
+  __syncthreads();
+  if (threadIdx.x < receivers) {
+    StoreRelease(a.flags[threadIdx.x] + (int64_t{parity} * a.tp + a.rank) * kMaxBlocks + b, seq);
+  }
+
+  // Wait for every sender's chunk in my buffer.
+  float* mine = a.slots[a.shared ? 0 : a.rank];
+  uint32_t* my_flags = a.flags[a.shared ? 0 : a.rank];
+  if (threadIdx.x < a.tp) {
+    const uint32_t* flag = my_flags + (int64_t{parity} * a.tp + threadIdx.x) * kMaxBlocks + b;
+    const uint64_t start = NowNs();
+    // Wrap-safe "flag < seq": counters wrap after 2^32 calls.
+    while (static_cast<int32_t>(LoadAcquire(flag) - seq) < 0) {
+      if (NowNs() - start > 20'000'000'000ull) __trap();
+    }
+  }
+  __syncthreads();
+
+  // Sum in rank order, reading around L1 (a line could hold the slot's previous contents).
+  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+    float acc = 0;
+    for (int s = 0; s < a.tp; ++s) acc += __ldcv(mine + (int64_t{parity} * a.tp + s) * a.slot_floats + i);
+    a.data[i] = acc;
+  }
+  if (threadIdx.x == 0) a.counters[b] = seq;
+}
+
+__global__ void WritePatternKernel(uint32_t* dst, int64_t n, uint32_t salt) {
+  for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
+    dst[i] = static_cast<uint32_t>(i) * 2654435761u ^ salt;
+  }
+}
+
+// Whether device `from` can really write into device `to`'s memory: enable access, write a
+// pattern with a kernel on `from`, read it back from `to`.
+Result<bool> TransferTest(int from, int to) {
+  int can = 0;
+  TEMPER_CUDA_TRY(cudaDeviceCanAccessPeer(&can, from, to));
+  if (!can) return false;
+  TEMPER_CUDA_TRY(cudaSetDevice(from));
+  const cudaError_t enabled = cudaDeviceEnablePeerAccess(to, 0);
+  if (enabled != cudaSuccess && enabled != cudaErrorPeerAccessAlreadyEnabled) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  (void)cudaGetLastError();
+  constexpr int64_t kWords = 1 << 20;
+  TEMPER_CUDA_TRY(cudaSetDevice(to));
+  uint32_t* buffer = nullptr;
+  TEMPER_CUDA_TRY(cudaMalloc(&buffer, kWords * sizeof(uint32_t)));
+  TEMPER_CUDA_TRY(cudaMemset(buffer, 0, kWords * sizeof(uint32_t)));
+  TEMPER_CUDA_TRY(cudaDeviceSynchronize());
+  TEMPER_CUDA_TRY(cudaSetDevice(from));
+  const uint32_t salt = 0x9e3779b9u ^ static_cast<uint32_t>(from * 131 + to);
+  WritePatternKernel<<<64, kThreads>>>(buffer, kWords, salt);
+  const cudaError_t wrote = cudaDeviceSynchronize();
+  std::vector<uint32_t> back(kWords);
+  TEMPER_CUDA_TRY(cudaSetDevice(to));
+  const cudaError_t read = cudaMemcpy(back.data(), buffer, kWords * sizeof(uint32_t), cudaMemcpyDeviceToHost);
+  cudaFree(buffer);
+  if (wrote != cudaSuccess || read != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  for (int64_t i = 0; i < kWords; ++i) {
+    if (back[i] != (static_cast<uint32_t>(i) * 2654435761u ^ salt)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// NCCL, loaded with dlopen so that a build needs no NCCL and a machine without it still runs (the
+// GPU machines keep it wherever their CUDA stack put it). These entry points and enum values are
+// NCCL's stable C ABI (nccl.h): ncclFloat32 = 7, ncclSum = 0, ncclSuccess = 0.
+struct DeviceAllReduce::Nccl {
+  using Comm = void*;
+  using InitAll = int (*)(Comm*, int, const int*);
+  using AllReduce = int (*)(const void*, void*, size_t, int, int, Comm, cudaStream_t);
+  using Destroy = int (*)(Comm);
+  using ErrorString = const char* (*)(int);
+  static constexpr int kFloat32 = 7, kSum = 0;
+
+  void* library = nullptr;
+  InitAll init_all = nullptr;
+  AllReduce all_reduce = nullptr;
+  Destroy destroy = nullptr;
+  ErrorString error_string = nullptr;
+  std::vector<Comm> comms;
+
+  ~Nccl() {
+    for (Comm c : comms) {
+      if (c) destroy(c);
+    }
+    if (library) dlclose(library);
+  }
+
+  // NCCL on `devices`, or the reason it is not there.
+  static Result<std::unique_ptr<Nccl>> Load(const std::vector<int>& devices) {
+    auto n = std::make_unique<Nccl>();
+    const char* env = std::getenv("TEMPER_NCCL_LIBRARY");
+    const std::string name = env && *env ? env : "libnccl.so.2";
+    n->library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!n->library) return Status::NotFound("NCCL: cannot load " + name + ": " + dlerror());
+    n->init_all = reinterpret_cast<InitAll>(dlsym(n->library, "ncclCommInitAll"));
+    n->all_reduce = reinterpret_cast<AllReduce>(dlsym(n->library, "ncclAllReduce"));
+    n->destroy = reinterpret_cast<Destroy>(dlsym(n->library, "ncclCommDestroy"));
+    n->error_string = reinterpret_cast<ErrorString>(dlsym(n->library, "ncclGetErrorString"));
+    if (!n->init_all || !n->all_reduce || !n->destroy || !n->error_string) {
+      return Status::NotFound("NCCL: " + name + " lacks ncclCommInitAll, ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
+    }
+    n->comms.assign(devices.size(), nullptr);
+    const int r = n->init_all(n->comms.data(), static_cast<int>(devices.size()), devices.data());
+    if (r != 0) {
+      n->comms.assign(devices.size(), nullptr);
+      return Status::Unavailable(std::string("NCCL: ncclCommInitAll failed: ") + n->error_string(r));
+    }
+    return Result<std::unique_ptr<Nccl>>(std::move(n));  // nvcc's front end does not move implicitly
+  }
+};
+
+DeviceAllReduce::~DeviceAllReduce() {
+  nccl_.reset();
+  for (const RankBuffers& r : ranks_) {
+    if (cudaSetDevice(r.device) != cudaSuccess) continue;
+    cudaFree(r.slots);
+    cudaFree(r.flags);
+    cudaFree(r.counters);
+  }
+  if (host_slots_) cudaFreeHost(host_slots_);
+  if (host_flags_) cudaFreeHost(host_flags_);
+}
+
+Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const int> devices, const Options& options) {
+  const int tp = static_cast<int>(devices.size());
+  if (tp < 1 || tp > kMaxRanks) {
+    return Status::InvalidArgument("all-reduce: " + S(tp) + " ranks (1-" + S(kMaxRanks) + ")");
+  }
+  if (options.slot_bytes < 4 * 1024) return Status::InvalidArgument("all-reduce: slots must hold at least 4 KiB");
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    return Status::FailedPrecondition(std::string("all-reduce: no CUDA device is usable (") +
+                                      (e == cudaSuccess ? "none present" : cudaGetErrorString(e)) + ")");
+  }
+  for (int d : devices) {
+    if (d < 0 || d >= count) return Status::InvalidArgument("all-reduce: GPU " + S(d) + " does not exist");
+  }
+  std::unique_ptr<DeviceAllReduce> ar(new DeviceAllReduce());
+  ar->options_ = options;
+  ar->topology_.tp = tp;
+  ar->topology_.one_shot_max_bytes = options.one_shot_max_bytes;
+  ar->slot_floats_ = options.slot_bytes / sizeof(float);
+
+  // P2P: every ordered pair of distinct devices must pass the transfer test.
+  const std::set<int> distinct(devices.begin(), devices.end());
+  bool p2p = options.allow_p2p;
+  for (int from : distinct) {
+    for (int to : distinct) {
+      if (!p2p || from == to) continue;
+      TEMPER_ASSIGN_OR_RETURN(bool ok, TransferTest(from, to));
+      p2p = ok;
+    }
+  }
+  ar->topology_.p2p_ok = p2p;
+
+  const size_t slot_bytes = sizeof(float) * 2 * tp * ar->slot_floats_;
+  const size_t flag_bytes = sizeof(uint32_t) * 2 * tp * kMaxBlocks;
+  for (int r = 0; r < tp; ++r) {
+    RankBuffers b;
+    b.device = devices[r];
+    TEMPER_CUDA_TRY(cudaSetDevice(b.device));
+    if (p2p) {
+      TEMPER_CUDA_TRY(cudaMalloc(&b.slots, slot_bytes));
+      TEMPER_CUDA_TRY(cudaMalloc(&b.flags, flag_bytes));
+      TEMPER_CUDA_TRY(cudaMemset(b.flags, 0, flag_bytes));
+    }
+    TEMPER_CUDA_TRY(cudaMalloc(&b.counters, sizeof(uint32_t) * 2 * kMaxBlocks));
+    TEMPER_CUDA_TRY(cudaMemset(b.counters, 0, sizeof(uint32_t) * 2 * kMaxBlocks));
+    TEMPER_CUDA_TRY(cudaDeviceSynchronize());
+    ar->ranks_.push_back(b);
+  }
+  void* host = nullptr;
+  TEMPER_CUDA_TRY(cudaHostAlloc(&host, sizeof(float) * 2 * tp * ar->slot_floats_, cudaHostAllocMapped | cudaHostAllocPortable));
+  ar->host_slots_ = static_cast<float*>(host);
+  TEMPER_CUDA_TRY(cudaHostAlloc(&host, flag_bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  ar->host_flags_ = static_cast<uint32_t*>(host);
+  std::fill(ar->host_flags_, ar->host_flags_ + 2 * tp * kMaxBlocks, 0u);
+
+  if (options.allow_nccl && tp > 1 && static_cast<int>(distinct.size()) == tp) {
+    Result<std::unique_ptr<Nccl>> nccl = Nccl::Load(std::vector<int>(devices.begin(), devices.end()));
+    if (nccl.ok()) ar->nccl_ = std::move(*nccl);
+  }
+  ar->topology_.nccl_available = ar->nccl_ != nullptr;
+  return Result<std::unique_ptr<DeviceAllReduce>>(std::move(ar));
+}
+
+Status DeviceAllReduce::AllReduceSum(int rank, float* data, size_t n, cudaStream_t stream) {
+  const AllReduceAlgo algo = ChooseAllReduce(topology_, sizeof(float) * n);
+  if (algo == AllReduceAlgo::kNone) return Status::OK();
+  return AllReduceSumWith(algo, rank, data, n, stream);
+}
+
+Status DeviceAllReduce::AllReduceSumWith(AllReduceAlgo algo, int rank, float* data, size_t n, cudaStream_t stream) {
+  if (rank < 0 || rank >= topology_.tp) return Status::InvalidArgument("all-reduce: rank " + S(rank) + " out of range");
+  if (n == 0) return Status::OK();
+  switch (algo) {
+    case AllReduceAlgo::kNone:
+      if (topology_.tp > 1) return Status::FailedPrecondition("all-reduce: 'none' only serves tp 1");
+      return Status::OK();
+    case AllReduceAlgo::kOneShotP2p:
+      if (!topology_.p2p_ok) {
+        return Status::FailedPrecondition("all-reduce: one-shot P2P is not available (peer access absent, refused, or "
+                                          "the transfer test failed)");
+      }
+      return OneShot(/*host_staged=*/false, rank, data, n, stream);
+    case AllReduceAlgo::kHostStaged:
+      return OneShot(/*host_staged=*/true, rank, data, n, stream);
+    case AllReduceAlgo::kNccl: {
+      if (!nccl_) {
+        return Status::FailedPrecondition("all-reduce: NCCL is not up (it needs one GPU per rank and libnccl.so.2, "
+                                          "or TEMPER_NCCL_LIBRARY)");
+      }
+      const int r = nccl_->all_reduce(data, data, n, Nccl::kFloat32, Nccl::kSum, nccl_->comms[rank], stream);
+      if (r != 0) return Status::Internal(std::string("NCCL: ncclAllReduce failed: ") + nccl_->error_string(r));
+      return Status::OK();
+    }
+  }
+  return Status::InvalidArgument("all-reduce: unknown algorithm");
+}
+
+Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t n, cudaStream_t stream) {
+  OneShotArgs a{};
+  for (int r = 0; r < topology_.tp; ++r) {
+    a.slots[r] = host_staged ? host_slots_ : ranks_[r].slots;
+    a.flags[r] = host_staged ? host_flags_ : ranks_[r].flags;
+  }
+  a.counters = ranks_[rank].counters + (host_staged ? kHostStagedCounters : 0);
+  a.slot_floats = static_cast<int64_t>(slot_floats_);
+  a.rank = rank;
+  a.tp = topology_.tp;
+  a.shared = host_staged;
+  // Messages larger than a slot go in rounds; each round is a whole protocol.
+  for (size_t offset = 0; offset < n; offset += slot_floats_) {
+    a.data = data + offset;
+    a.n = static_cast<int64_t>(std::min(slot_floats_, n - offset));
+    const int blocks = static_cast<int>(std::clamp<int64_t>((a.n + 2047) / 2048, 1, kMaxBlocks));
+    OneShotKernel<<<blocks, kThreads, 0, stream>>>(a);
+    TEMPER_CUDA_TRY(cudaGetLastError());
+  }
+  return Status::OK();
+}
+
+}  // namespace temper::engine::cuda

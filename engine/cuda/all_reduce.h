@@ -1,0 +1,86 @@
+// DeviceAllReduce: the sum over tensor-parallel ranks of one fp32 buffer per rank, for the CUDA
+// backend's ranks, which live in one process: one host thread and one stream per rank, several
+// ranks possibly on one GPU (that is how tp 2/4 are tested on a single card).
+//
+// Algorithms (all_reduce_plan.h picks one per message size):
+//  * one-shot push over P2P: each rank writes its data into a slot reserved for it in every rank's
+//    receive buffer (peer stores; plain stores when the ranks share a GPU), raises a flag there,
+//    waits for every rank's flag in its own buffer, and sums the tp slots in rank order. Posted
+//    writes and local polling only: "pull" variants are reported to hang over PCIe.
+//  * host-staged, where P2P is absent or failed the start-up transfer test: the same protocol
+//    through pinned host memory, each rank writing its slot once and reading all of them.
+//  * NCCL, for large messages, when every rank has its own GPU and libnccl loads (at run time:
+//    the library is found where the machine has it, and a build needs no NCCL).
+// Every algorithm sums in rank order 0..tp-1, so all ranks hold bitwise identical results.
+//
+// The custom algorithms are one kernel per call that keeps its state on the device (per-block
+// call counters; flags carry the counter value; slots alternate by its parity), so a call can be
+// captured in a CUDA graph and replayed. Messages larger than a slot go in several rounds.
+//
+// Built only with nvcc. Thread safety: AllReduceSum is called by each rank's own thread, with the
+// rank's device current; every rank makes the same sequence of calls with the same n.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/cuda/all_reduce_plan.h"
+
+namespace temper::engine::cuda {
+
+class DeviceAllReduce {
+ public:
+  struct Options {
+    uint64_t slot_bytes = 1 << 20;              // one rank's slot; larger messages take several rounds
+    uint64_t one_shot_max_bytes = 256 * 1024;   // above this, NCCL where it is up
+    bool allow_p2p = true;
+    bool allow_nccl = true;
+  };
+
+  // devices[r]: CUDA ordinal of rank r (may repeat). Enables peer access between distinct devices
+  // and runs a real transfer test on every ordered pair (a kernel on one device writes a pattern
+  // into the other's memory, which is read back bit-exact): drivers can over-report P2P. Brings up
+  // NCCL when all devices are distinct and the library loads. Allocates every buffer now.
+  // Errors name the device and the failing call.
+  static Result<std::unique_ptr<DeviceAllReduce>> Create(std::span<const int> devices, const Options& options);
+  ~DeviceAllReduce();
+  DeviceAllReduce(const DeviceAllReduce&) = delete;
+  DeviceAllReduce& operator=(const DeviceAllReduce&) = delete;
+
+  const AllReduceTopology& topology() const { return topology_; }
+  int tp() const { return topology_.tp; }
+
+  // Enqueues on `stream` the in-place sum over all ranks of the n floats at `data` (rank `rank`'s
+  // device memory), with the algorithm ChooseAllReduce picks for n · 4 bytes.
+  Status AllReduceSum(int rank, float* data, size_t n, cudaStream_t stream);
+  // The same with a given algorithm (tests, the microbenchmark): FailedPrecondition naming why it
+  // is not available.
+  Status AllReduceSumWith(AllReduceAlgo algo, int rank, float* data, size_t n, cudaStream_t stream);
+
+ private:
+  struct Nccl;
+  struct RankBuffers {
+    int device = 0;
+    float* slots = nullptr;        // P2P: [2 parities][tp senders][slot floats], on this rank's device
+    uint32_t* flags = nullptr;     // P2P: [2][tp][blocks], on this rank's device
+    uint32_t* counters = nullptr;  // [2 algorithms][blocks]: calls made, per block
+  };
+  DeviceAllReduce() = default;
+  Status OneShot(bool host_staged, int rank, float* data, size_t n, cudaStream_t stream);
+
+  AllReduceTopology topology_;
+  Options options_;
+  size_t slot_floats_ = 0;
+  std::vector<RankBuffers> ranks_;
+  // Host-staged: pinned, mapped host memory shared by all ranks.
+  float* host_slots_ = nullptr;     // [2][tp][slot floats]
+  uint32_t* host_flags_ = nullptr;  // [2][tp][blocks]
+  std::unique_ptr<Nccl> nccl_;
+};
+
+}  // namespace temper::engine::cuda

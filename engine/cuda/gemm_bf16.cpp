@@ -1,0 +1,136 @@
+#include "engine/cuda/gemm_bf16.h"
+
+#include <cublasLt.h>
+
+#include <string>
+
+#include "engine/cuda/cuda_status.h"
+
+namespace temper::engine::cuda {
+namespace {
+
+// cuBLAS's own status names live in libcublas, which is not linked; these are cublas_api.h's.
+const char* StatusName(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS status";
+  }
+}
+
+Status LtStatus(cublasStatus_t s, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::OK();
+  return Status::Internal(std::string("cuBLASLt: ") + what + " failed: " + StatusName(s) + " (" +
+                          std::to_string(static_cast<int>(s)) + ")");
+}
+
+#define TEMPER_LT_TRY(expr)                                 \
+  do {                                                      \
+    const cublasStatus_t temper_lt_status_ = (expr);        \
+    if (temper_lt_status_ != CUBLAS_STATUS_SUCCESS) {       \
+      return LtStatus(temper_lt_status_, #expr);            \
+    }                                                       \
+  } while (0)
+
+// The largest power of two, up to 256, that divides the address: cuBLASLt picks kernels by the
+// alignment it is promised, so the plan records what each pointer actually has.
+int Alignment(const void* p) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  int align = 256;
+  while (align > 1 && a % align != 0) align /= 2;
+  return align;
+}
+
+}  // namespace
+
+// Descriptors and the chosen algorithm of one cached shape.
+struct GemmBf16::Plan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+Result<std::unique_ptr<GemmBf16>> GemmBf16::Create(size_t workspace_bytes) {
+  std::unique_ptr<GemmBf16> g(new GemmBf16());
+  cublasLtHandle_t handle = nullptr;
+  TEMPER_LT_TRY(cublasLtCreate(&handle));
+  g->handle_ = handle;
+  if (workspace_bytes > 0) TEMPER_CUDA_TRY(cudaMalloc(&g->workspace_, workspace_bytes));
+  g->workspace_bytes_ = workspace_bytes;
+  return g;
+}
+
+GemmBf16::~GemmBf16() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
+}
+
+Result<const GemmBf16::Plan*> GemmBf16::PlanFor(const Key& key) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second.get();
+  const auto [rows, in, out, ldx, ldw, ldy, align_x, align_w, align_y] = key;
+  auto plan = std::make_unique<Plan>();
+  TEMPER_LT_TRY(cublasLtMatmulDescCreate(&plan->op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t transpose = CUBLAS_OP_T, none = CUBLAS_OP_N;
+  TEMPER_LT_TRY(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof transpose));
+  TEMPER_LT_TRY(cublasLtMatmulDescSetAttribute(plan->op, CUBLASLT_MATMUL_DESC_TRANSB, &none, sizeof none));
+  // Column-major views: w is in × out (ld ldw), x is in × rows (ld ldx), yᵀ is out × rows (ld ldy).
+  TEMPER_LT_TRY(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, in, out, ldw));
+  TEMPER_LT_TRY(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, in, rows, ldx));
+  TEMPER_LT_TRY(cublasLtMatrixLayoutCreate(&plan->c, CUDA_R_32F, out, rows, ldy));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  TEMPER_LT_TRY(cublasLtMatmulPreferenceCreate(&pref));
+  const uint64_t ws = workspace_bytes_;
+  const uint32_t ax = static_cast<uint32_t>(align_x), aw = static_cast<uint32_t>(align_w),
+                 ay = static_cast<uint32_t>(align_y);
+  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay);
+  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (s == CUBLAS_STATUS_SUCCESS) {
+    s = cublasLtMatmulAlgoGetHeuristic(static_cast<cublasLtHandle_t>(handle_), plan->op, plan->a, plan->b, plan->c,
+                                       plan->c, pref, 1, &result, &found);
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  TEMPER_LT_TRY(s);
+  if (found == 0) {
+    return Status::NotFound("cuBLASLt has no bf16 algorithm for " + std::to_string(rows) + " x " + std::to_string(in) +
+                            " -> " + std::to_string(out) + " (leading dimensions " + std::to_string(ldx) + ", " +
+                            std::to_string(ldw) + ", " + std::to_string(ldy) + ")");
+  }
+  plan->algo = result.algo;
+  return plans_.emplace(key, std::move(plan)).first->second.get();
+}
+
+Status GemmBf16::Run(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy, int rows,
+                     int in, int out, cudaStream_t stream) {
+  if (rows < 1 || in < 1 || out < 1 || ldx < in || ldw < in || ldy < out) {
+    return Status::InvalidArgument("GEMM: " + std::to_string(rows) + " x " + std::to_string(in) + " -> " +
+                                   std::to_string(out) + " with leading dimensions " + std::to_string(ldx) + ", " +
+                                   std::to_string(ldw) + ", " + std::to_string(ldy) + " is not a valid shape");
+  }
+  TEMPER_ASSIGN_OR_RETURN(const Plan* plan,
+                          PlanFor(Key{rows, in, out, ldx, ldw, ldy, Alignment(x), Alignment(w), Alignment(y)}));
+  const float alpha = 1.0f, beta = 0.0f;
+  TEMPER_LT_TRY(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), plan->op, &alpha, w, plan->a, x, plan->b, &beta,
+                               y, plan->c, y, plan->c, &plan->algo, workspace_, workspace_bytes_, stream));
+  return Status::OK();
+}
+
+}  // namespace temper::engine::cuda
