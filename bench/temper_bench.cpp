@@ -17,6 +17,12 @@
 //
 //   temper-bench --serving --synthetic CONFIG.json [--threads N] [--serving-prompt 4096]
 //                [--serving-suffix 200] [--streams 8] [--stream-tokens 64] [--kv-config CONFIG.json]
+//
+// `--gpus 0[,0,...]` measures the CUDA backend instead (bench/temper_bench_gpu.h), one rank per
+// listed GPU, on synthetic weights of --synthetic's shape:
+//
+//   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
+//                [--gpu-prefill 2048,8192] [--gpu-decode 128,256,512] [--gpu-context 1024]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -40,6 +46,10 @@
 #include "engine/tensor_parallel.h"
 #include "engine/thread_pool.h"
 #include "engine/weights.h"
+
+#if TEMPER_HAVE_CUDA
+#include "bench/temper_bench_gpu.h"
+#endif
 
 namespace temper::engine {
 namespace {
@@ -328,8 +338,28 @@ int main(int argc, char** argv) {
   app.add_option("--streams", a.streams, "concurrent streams")->check(CLI::PositiveNumber);
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
+  std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {128, 256, 512};
+  int gpu_context = 1024;
+  app.add_option("--gpus", gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0 or 0,0,0,0")->delimiter(',');
+  app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
+  app.add_option("--gpu-decode", gpu_decode, "CUDA: decode token counts")->delimiter(',');
+  app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
-  const temper::Status s = a.serving ? temper::engine::RunServing(a) : temper::engine::Run(a);
+  temper::Status s;
+  if (!gpus.empty()) {
+#if TEMPER_HAVE_CUDA
+    if (a.synthetic.empty()) {
+      s = temper::Status::InvalidArgument("--gpus measures synthetic weights: give --synthetic CONFIG.json");
+    } else {
+      s = temper::engine::bench::RunGpuBench({.config = a.synthetic, .devices = gpus, .prefill_tokens = gpu_prefill,
+                                              .decode_tokens = gpu_decode, .context_tokens = gpu_context});
+    }
+#else
+    s = temper::Status::Unimplemented("--gpus: this build has no CUDA backend (nvcc was not found when it was configured)");
+#endif
+  } else {
+    s = a.serving ? temper::engine::RunServing(a) : temper::engine::Run(a);
+  }
   if (!s.ok()) {
     std::fprintf(stderr, "temper-bench: %s\n", s.ToString().c_str());
     return 1;
