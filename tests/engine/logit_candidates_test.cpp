@@ -1,10 +1,15 @@
 // Sampling from a row's candidates (what a device backend sends) against sampling from the whole
-// row: the ranks' candidates merge into the row's exact top k and tail mass, and for every sampling
-// setting the two paths give the same tokens from the same seed, the candidates path asking for
-// the full row exactly when a decision falls beyond its candidates.
+// row: ReferenceTopCandidates (the CPU twin of the device kernel) against its definition, the
+// ranks' candidates merging into the row's exact top k and tail mass, the two sampling paths
+// giving the same tokens from the same seed (the candidates path asking for the full row when a
+// decision falls beyond its candidates).
+//
+// Every case's name starts with "logit candidates:" so `ctest -R logit` runs them all.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <numeric>
 #include <random>
 #include <vector>
 
@@ -17,9 +22,11 @@
 namespace temper::engine {
 namespace {
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
 // A row's candidates as `tp` device ranks would send them: each rank's shard reduced by the
 // reference of the device kernel, then merged.
-LogitCandidates Candidates(const std::vector<float>& row, int tp, int k, float temperature) {
+LogitCandidates Candidates(std::span<const float> row, int tp, int k, float temperature) {
   const int n = static_cast<int>(row.size());
   std::vector<std::vector<float>> vals(tp), max(tp, std::vector<float>(1)), mass(tp, std::vector<float>(1));
   std::vector<std::vector<int32_t>> ids(tp);
@@ -44,31 +51,104 @@ std::vector<float> Row(int n, uint32_t seed, float scale) {
   return row;
 }
 
-TEST_CASE("merged rank candidates are the row's top k and its tail mass", "[engine][sampling]") {
-  std::vector<float> row = Row(1000, 1, 3.0f);
-  row[10] = row[700] = 9.5f;  // a tie across ranks, at the top: the lower id first
-  for (int tp : {1, 2, 4}) {
-    for (float t : {1.0f, 0.5f, 0.0f}) {
-      INFO("tp " << tp << ", temperature " << t);
-      const LogitCandidates c = Candidates(row, tp, 64, t);
-      std::vector<int32_t> order(row.size());
-      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-      std::sort(order.begin(), order.end(), [&](int a, int b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
-      REQUIRE(c.ids.size() == 64);
-      for (int i = 0; i < 64; ++i) {
-        CHECK(c.ids[i] == order[i]);
-        CHECK(c.logits[i] == row[order[i]]);
+// Ids of `row` by the candidates' order: value descending, ties to the lower id.
+std::vector<int32_t> Order(std::span<const float> row) {
+  std::vector<int32_t> order(row.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+  return order;
+}
+
+TEST_CASE("logit candidates: ReferenceTopCandidates is its definition (ties, k = n, -inf, row stride)",
+          "[engine][sampling]") {
+  // Rows of n entries in a buffer of stride ld; the padding between rows is +inf, which no row
+  // may read.
+  const int n = 200, ld = 207, rows = 5;
+  std::vector<float> logits(static_cast<size_t>(rows) * ld, kInf);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> level(-4, 4);
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < n; ++i) {
+      float& x = logits[static_cast<size_t>(r) * ld + i];
+      switch (r) {
+        case 0: x = std::normal_distribution<float>(0.0f, 2.0f)(rng); break;
+        case 1: x = 0.5f * static_cast<float>(level(rng)); break;       // nine values: ties everywhere
+        case 2: x = i % 3 == 0 ? -kInf : 0.25f * static_cast<float>(level(rng)); break;
+        case 3: x = 1.0f; break;                                         // all equal
+        case 4: x = -kInf; break;                                        // all -inf
       }
-      const double tt = t > 0 ? t : 1.0;
-      double tail = 0;
-      for (size_t i = 64; i < order.size(); ++i) tail += std::exp((row[order[i]] - row[order[0]]) / tt);
-      CHECK(c.tail_mass == Approx(tail).epsilon(1e-4));
-      CHECK(c.vocab_size == 1000);
+    }
+  }
+  const std::vector<float> temperatures = {1.0f, 0.0f, 0.7f, 1.5f, 1.0f};
+  for (int k : {1, 17, n - 1, n}) {
+    INFO("k " << k);
+    std::vector<float> vals(static_cast<size_t>(rows) * k), max(rows), mass(rows);
+    std::vector<int32_t> ids(vals.size());
+    cuda::ReferenceTopCandidates(logits.data(), ld, rows, n, k, 1000, temperatures.data(), vals.data(), ids.data(),
+                                 max.data(), mass.data());
+    for (int r = 0; r < rows; ++r) {
+      INFO("row " << r);
+      const std::span<const float> row(logits.data() + static_cast<size_t>(r) * ld, n);
+      const std::vector<int32_t> order = Order(row);
+      for (int i = 0; i < k; ++i) {
+        REQUIRE(ids[static_cast<size_t>(r) * k + i] == order[i] + 1000);
+        REQUIRE(vals[static_cast<size_t>(r) * k + i] == row[order[i]]);
+      }
+      CHECK(max[r] == row[order[0]]);
+      // Σ exp((l − max) / T), T = 0 counting as 1; an entry equal to the max weighs 1, so a row of
+      // -inf counts its entries.
+      const double t = temperatures[r] > 0 ? temperatures[r] : 1.0;
+      double want = 0;
+      for (float l : row) want += l == max[r] ? 1.0 : std::exp((l - max[r]) / t);
+      CHECK(mass[r] == Approx(want).epsilon(1e-6));
+      CHECK(std::isfinite(mass[r]));
+    }
+    CHECK(mass[4] == static_cast<float>(n));
+  }
+}
+
+TEST_CASE("logit candidates: merged rank candidates are the row's top k and its tail mass", "[engine][sampling]") {
+  for (int n : {1000, 262144}) {
+    std::vector<float> row = Row(n, 1, 3.0f);
+    row[10] = row[n - 300] = 9.5f;  // a tie across ranks, at the top: the lower id first
+    for (int i = 0; i < 40; ++i) row[100 + 7 * i] = row[n / 2 + 5 * i] = 7.25f;  // ties across the k-th place
+    for (int tp : {1, 2, 4}) {
+      for (float t : {1.0f, 0.5f, 0.0f, 1.5f}) {
+        for (int k : {1, 64, 256}) {
+          INFO("n " << n << ", tp " << tp << ", temperature " << t << ", k " << k);
+          const LogitCandidates c = Candidates(row, tp, k, t);
+          const std::vector<int32_t> order = Order(row);
+          REQUIRE(c.ids.size() == static_cast<size_t>(k));
+          for (int i = 0; i < k; ++i) {
+            REQUIRE(c.ids[i] == order[i]);
+            REQUIRE(c.logits[i] == row[order[i]]);
+          }
+          const double tt = t > 0 ? t : 1.0;
+          double tail = 0;
+          for (size_t i = static_cast<size_t>(k); i < order.size(); ++i) tail += std::exp((row[order[i]] - row[order[0]]) / tt);
+          // The ranks' masses come as fp32: the tail is exact to a few 1e-8 of the row's mass.
+          double whole = tail;
+          for (int i = 0; i < k; ++i) whole += std::exp((row[order[i]] - row[order[0]]) / tt);
+          CHECK(std::abs(c.tail_mass - tail) <= 1e-6 * whole);
+          CHECK(c.vocab_size == n);
+        }
+      }
     }
   }
 }
 
-TEST_CASE("sampling from candidates gives the full row's tokens, asking for the row when it must", "[engine][sampling]") {
+TEST_CASE("logit candidates: a shard of -inf adds nothing to the tail", "[engine][sampling]") {
+  std::vector<float> row = Row(512, 2, 1.0f);
+  std::fill(row.begin() + 256, row.end(), -kInf);  // ranks 2 and 3 of 4 hold only -inf
+  const LogitCandidates c = Candidates(row, 4, 16, 1.0f);
+  double tail = 0;
+  const std::vector<int32_t> order = Order(row);
+  for (size_t i = 16; i < order.size(); ++i) tail += std::exp(row[order[i]] - row[order[0]]);
+  REQUIRE(std::isfinite(c.tail_mass));
+  CHECK(c.tail_mass == Approx(tail).epsilon(1e-6));
+}
+
+TEST_CASE("logit candidates: sampling from candidates gives the full row's tokens, asking for the row when it must", "[engine][sampling]") {
   struct Setting {
     float temperature;
     int top_k;
