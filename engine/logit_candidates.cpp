@@ -24,12 +24,14 @@ LogitCandidates MergeRankCandidates(std::span<const RankCandidates> ranks, int k
     out.ids.push_back(all[i].second);
   }
   if (keep == 0) return out;
-  // Every rank's mass rescaled to the top logit, minus the candidates' own share.
+  // Every rank's mass rescaled to the top logit, minus the candidates' own share. A logit equal to
+  // the top weighs exactly 1, written out so that infinite logits (−inf − −inf) stay numbers.
   const double t = temperature > 0 ? temperature : 1.0;
   const double top = out.logits[0];
+  auto weight = [&](double l) { return l == top ? 1.0 : std::exp((l - top) / t); };
   double mass = 0;
-  for (const RankCandidates& r : ranks) mass += static_cast<double>(r.mass) * std::exp((r.max - top) / t);
-  for (float l : out.logits) mass -= std::exp((l - top) / t);
+  for (const RankCandidates& r : ranks) mass += static_cast<double>(r.mass) * weight(r.max);
+  for (float l : out.logits) mass -= weight(l);
   out.tail_mass = std::max(mass, 0.0);
   return out;
 }

@@ -17,6 +17,54 @@ uint64_t SplitMix64(uint64_t& x) {
 
 uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
+// How far a device's tail mass may be off, as a fraction of the row's whole softmax mass. Each
+// rank sums exp over its shard in fp32 (engine/cuda/top_candidates.cu: one block of 1024 threads,
+// each adding up to 256 terms sequentially for a 262,144-entry shard, then a 10-level tree), so
+// the rounding is at most about (256 + 10) · 2^-24 ≈ 1.6e-5 of the mass, and expf adds a couple
+// of ulps per term; the merge recomputes the candidates' share in double. 1e-4 covers that with
+// room; a decision near a bound then goes to the full row, which costs a copy, never a token.
+constexpr double kTailSlack = 1e-4;
+
+// The index drawn among the `keep` largest logits of a row, logit(0) ≥ logit(1) ≥ ...: softmax
+// at the temperature in double, top_p, min_p, renormalise, then the first entry whose running
+// probability passes uniform · total (the last kept one if rounding leaves none). Sample(full
+// row) after its top_k cut, and Sample(candidates) when every kept entry is a candidate: the same
+// arithmetic on the same values, hence the same index.
+template <typename LogitAt>
+size_t DrawSorted(const SamplingParams& p, size_t keep, LogitAt logit, double uniform, std::vector<double>& probs) {
+  probs.assign(keep, 0.0);
+  const double max = logit(0) / p.temperature;
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(logit(i) / p.temperature - max);
+  for (double& x : probs) x /= sum;
+  // top_p: the smallest prefix whose mass reaches top_p (always at least one token).
+  if (p.top_p < 1) {
+    double mass = 0;
+    size_t cut = 0;
+    while (cut < keep) {
+      mass += probs[cut++];
+      if (mass >= p.top_p) break;
+    }
+    keep = cut;
+  }
+  // min_p: drop tokens below min_p times the most likely one.
+  if (p.min_p > 0) {
+    const double floor = p.min_p * probs[0];
+    size_t cut = 1;
+    while (cut < keep && probs[cut] >= floor) ++cut;
+    keep = cut;
+  }
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += probs[i];
+  const double u = uniform * total;
+  double acc = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    acc += probs[i];
+    if (u < acc) return i;
+  }
+  return keep - 1;
+}
+
 }  // namespace
 
 Result<Sampler> Sampler::Create(const SamplingParams& p) {
@@ -78,39 +126,8 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   } else {
     std::sort(candidates_.begin(), candidates_.end(), better);
   }
-  // Softmax of logits / temperature over the kept candidates, in double.
-  std::vector<double>& probs = probs_;
-  probs.assign(keep, 0.0);
-  const double max = candidates_[0].first / params_.temperature;
-  double sum = 0;
-  for (size_t i = 0; i < keep; ++i) sum += probs[i] = std::exp(candidates_[i].first / params_.temperature - max);
-  for (double& p : probs) p /= sum;
-  // top_p: the smallest prefix whose mass reaches top_p (always at least one token).
-  if (params_.top_p < 1) {
-    double mass = 0;
-    size_t cut = 0;
-    while (cut < keep) {
-      mass += probs[cut++];
-      if (mass >= params_.top_p) break;
-    }
-    keep = cut;
-  }
-  // min_p: drop tokens below min_p times the most likely one.
-  if (params_.min_p > 0) {
-    const double floor = params_.min_p * probs[0];
-    size_t cut = 1;
-    while (cut < keep && probs[cut] >= floor) ++cut;
-    keep = cut;
-  }
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += probs[i];
-  const double u = TakeUniform() * total;
-  double acc = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    acc += probs[i];
-    if (u < acc) return candidates_[i].second;
-  }
-  return candidates_[keep - 1].second;
+  const size_t i = DrawSorted(params_, keep, [&](size_t j) { return candidates_[j].first; }, TakeUniform(), probs_);
+  return candidates_[i].second;
 }
 
 double Sampler::TakeUniform() {
@@ -121,63 +138,104 @@ double Sampler::TakeUniform() {
 }
 
 Sampler::Outcome Sampler::Sample(const LogitCandidates& c) {
-  const size_t k = c.logits.size();
+  const size_t k = std::min(c.logits.size(), c.ids.size());
   if (k == 0) return {.needs_full_row = true};
   if (params_.temperature == 0) return {.token = c.ids[0]};
-  const size_t n = static_cast<size_t>(c.vocab_size);
-  const bool topk_inside = params_.top_k > 0 && static_cast<size_t>(params_.top_k) <= k;
-  const bool all_vocab = params_.top_k == 0 || static_cast<size_t>(params_.top_k) >= n;
-  // A top-k between the candidates and the whole vocabulary needs the mass of entries we do not see.
-  if (!topk_inside && !all_vocab) return {.needs_full_row = true};
-
-  // As Sample(full row): softmax in double; the tail joins the denominator when the cut is the
-  // whole vocabulary.
-  const size_t seen = topk_inside ? static_cast<size_t>(params_.top_k) : k;
-  std::vector<double>& probs = probs_;
-  probs.assign(seen, 0.0);
-  const double max = c.logits[0] / params_.temperature;
-  double sum = 0;
-  for (size_t i = 0; i < seen; ++i) sum += probs[i] = std::exp(c.logits[i] / params_.temperature - max);
-  if (!topk_inside) sum += c.tail_mass;
-  for (double& p : probs) p /= sum;
-  const double tail = topk_inside ? 0.0 : c.tail_mass / sum;
-  // The cuts, as long as they fall among the candidates.
-  size_t keep = seen;
-  bool cut = topk_inside;
-  if (params_.top_p < 1) {
-    double mass = 0;
-    size_t at = 0;
-    while (at < seen) {
-      mass += probs[at++];
-      if (mass >= params_.top_p) break;
-    }
-    if (mass >= params_.top_p || topk_inside) {
-      keep = at;
-      cut = true;
-    }
-  }
-  if (params_.min_p > 0) {
-    const double floor = params_.min_p * probs[0];
-    size_t at = 1;
-    while (at < keep && probs[at] >= floor) ++at;
-    if (at < keep || cut) {
-      keep = at;
-      cut = true;
-    }
-  }
-  if (!cut && (params_.top_p < 1 || params_.min_p > 0)) return {.needs_full_row = true};
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += probs[i];
-  if (!cut) total += tail;  // no cut: the whole vocabulary stays
+  // Every non-greedy step takes exactly one uniform, on whichever path decides it.
+  pending_uniform_.reset();
   const double uniform = NextUniform();
-  const double u = uniform * total;
-  double acc = 0;
-  for (size_t i = 0; i < keep; ++i) {
-    acc += probs[i];
-    if (u < acc) return {.token = c.ids[i]};
+  const size_t top_k = static_cast<size_t>(params_.top_k);
+  const bool whole_row = c.vocab_size > 0 && k >= static_cast<size_t>(c.vocab_size);
+  if (whole_row || (top_k > 0 && top_k <= k)) {
+    // Every kept entry is a candidate: the full row's arithmetic on the same values, so the same
+    // token to the bit.
+    const size_t keep = top_k > 0 ? std::min(top_k, k) : k;
+    return {.token = c.ids[DrawSorted(params_, keep, [&](size_t j) { return c.logits[j]; }, uniform, probs_)]};
   }
-  if (cut) return {.token = c.ids[keep - 1]};
-  // The draw fell among the entries beyond the candidates: finish on the full row with it.
+  // A top_k beyond the candidates in a vocabulary of unknown size, or a tail mass that is no
+  // number: nothing to bound with.
+  if ((top_k > 0 && c.vocab_size <= 0) || !std::isfinite(c.tail_mass)) {
+    pending_uniform_ = uniform;
+    return {.needs_full_row = true};
+  }
+
+  // The kept entries may reach beyond the candidates. Work in weights relative to the top entry,
+  // w_i = exp(l_i / T − l_0 / T) (the full row's probabilities times its softmax denominator D),
+  // and their running sums a_i. What the candidates do not tell is bounded instead:
+  //   D, the sum over the top_k entries (all when top_k is 0 or ≥ vocab): seen + tail_mass
+  //     exactly, or with a top_k beyond the candidates, seen plus the top_k − k largest tail
+  //     entries, which hold at least their share of the tail and each at most w_{k−1};
+  //   T, the weight of the entries kept after the top_p and min_p cuts, which fixes the draw
+  //     u · T against the running sums.
+  // A decision is taken here only when it holds across those bounds (widened by the tail mass's
+  // own error, kTailSlack); then it is the full row's decision, up to rounding. Otherwise the
+  // caller finishes on the full row with this same uniform.
+  std::vector<double>& w = weights_;
+  std::vector<double>& a = probs_;
+  w.resize(k);
+  a.resize(k);
+  const double max = c.logits[0] / params_.temperature;
+  double seen = 0;
+  for (size_t i = 0; i < k; ++i) {
+    w[i] = std::exp(c.logits[i] / params_.temperature - max);
+    a[i] = seen += w[i];
+  }
+  const double tail = std::max(c.tail_mass, 0.0);
+  const double slack = kTailSlack * (seen + tail);
+  double d_lo = seen + tail, d_hi = seen + tail;
+  if (top_k > 0 && top_k < static_cast<size_t>(c.vocab_size)) {
+    const double unseen_kept = static_cast<double>(top_k - k);
+    d_lo = seen + tail * unseen_kept / static_cast<double>(static_cast<size_t>(c.vocab_size) - k);
+    d_hi = seen + std::min(tail, unseen_kept * w[k - 1]);
+  }
+  d_lo = std::max(seen, d_lo - slack);
+  d_hi += slack;
+
+  // Cuts as the number of entries kept; k + 1 stands for "more than the candidates".
+  const size_t beyond = k + 1;
+  auto reach = [&](double mass) {  // the shortest prefix of the candidates holding `mass`
+    const size_t at = static_cast<size_t>(std::lower_bound(a.begin(), a.end(), mass) - a.begin());
+    return at < k ? at + 1 : beyond;
+  };
+  // top_p: the shortest prefix reaching top_p · D; D's bounds give the shortest and longest.
+  size_t p_lo = beyond, p_hi = beyond;
+  if (params_.top_p < 1) {
+    p_lo = reach(params_.top_p * d_lo);
+    p_hi = reach(params_.top_p * d_hi);
+  }
+  // min_p: keeps the entries with w_i ≥ min_p · w_0, which D does not change.
+  size_t m = beyond;
+  if (params_.min_p > 0) {
+    for (size_t i = 1; i < k; ++i) {
+      if (w[i] < params_.min_p * w[0]) {
+        m = i;
+        break;
+      }
+    }
+  }
+  const size_t keep_lo = std::min(p_lo, m), keep_hi = std::min(p_hi, m);
+  // Bounds on T. Kept within the candidates: their running sum. Kept beyond them: more than the
+  // candidates' weight, and without min_p at least top_p · D (the top_p cut reaches it, and a
+  // top_k cut keeps all of D); at most D, and with top_p less than top_p · D plus the last kept
+  // entry, a tail entry (the cut stops at the first entry reaching top_p · D).
+  double t_lo, t_hi;
+  if (keep_lo <= k) {
+    t_lo = a[keep_lo - 1];
+  } else {
+    t_lo = params_.min_p > 0 ? seen : std::max(seen, params_.top_p * d_lo);
+  }
+  if (keep_hi <= k) {
+    t_hi = a[keep_hi - 1];
+  } else {
+    t_hi = params_.top_p < 1 ? std::min(d_hi, params_.top_p * d_hi + w[k - 1]) : d_hi;
+  }
+  // The draw: the first entry whose running sum passes u · T, for T anywhere in [t_lo, t_hi].
+  auto drawn = [&](double total) {
+    return static_cast<size_t>(std::upper_bound(a.begin(), a.end(), uniform * total) - a.begin());
+  };
+  const size_t at_lo = drawn(t_lo), at_hi = drawn(t_hi);
+  if (keep_lo == keep_hi && keep_lo <= k) return {.token = c.ids[std::min(at_lo, keep_lo - 1)]};
+  if (at_hi < k && at_lo == at_hi) return {.token = c.ids[at_hi]};
   pending_uniform_ = uniform;
   return {.needs_full_row = true};
 }

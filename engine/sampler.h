@@ -8,11 +8,18 @@
 // libraries, so a seed gives the same tokens on every platform.
 //
 // A row may also come as its largest logits only (LogitCandidates, from a backend that samples on
-// its devices): the same algorithm then runs on the candidates, with the rest of the vocabulary
-// summed into the softmax's denominator, and is exact whenever every decision (the top-k, top-p
-// and min-p cuts and the draw) falls among the candidates. When one would fall beyond them the
-// sampler asks for the full row, and the full-row call finishes with the uniform already drawn, so
-// a seed gives the same tokens either way (up to the rounding of the normalisation).
+// its devices). When every entry the cuts keep is a candidate (top_k ≤ the candidates, or the
+// candidates are the whole vocabulary) the same arithmetic runs on the same values, so the token
+// is the full row's to the bit. Otherwise the rest of the vocabulary is known only as its summed
+// softmax weight (tail_mass): that fixes the softmax denominator when top_k is 0 or covers the
+// vocabulary, and bounds it when top_k reaches past the candidates (the unseen kept entries hold
+// at least their share of the tail and each at most the last candidate's weight). The top-p cut
+// and the draw are taken from the candidates only when they come out the same for every
+// denominator and kept mass those bounds allow, with the tail mass anywhere within 1e-4 of the
+// row's mass of the value sent (which covers the device's fp32 sums); the token is then the full
+// row's, up to double rounding. Else the sampler asks for the full row, and Sample(full row)
+// finishes the step with the uniform this call drew, so a seed gives the same tokens whichever
+// path each step took.
 //
 // Thread safety: a Sampler holds its generator's state; use one per sequence.
 #pragma once
@@ -46,9 +53,14 @@ class Sampler {
 
   struct Outcome {
     int32_t token = -1;
-    bool needs_full_row = false;  // then call Sample(full row) for this same step
+    // Then the next call must be Sample(full row) of this same row: it reuses the uniform this
+    // call drew (a later Sample(candidates) drops it).
+    bool needs_full_row = false;
   };
-  // The next token from a row's candidates, or the request for its full row.
+  // The next token from a row's candidates (descending, ties to the lower id, as
+  // MergeRankCandidates gives them), or the request for its full row. Greedy takes the first
+  // candidate. A non-greedy step draws exactly one uniform whichever path decides it, so the
+  // generator stays in step with a sampler fed full rows.
   Outcome Sample(const LogitCandidates& candidates);
 
   bool IsStop(int32_t token) const;
@@ -64,6 +76,7 @@ class Sampler {
   uint64_t state_[4];
   std::vector<std::pair<float, int32_t>> candidates_;  // scratch
   std::vector<double> probs_;                          // scratch
+  std::vector<double> weights_;                        // scratch
   std::optional<double> pending_uniform_;
 };
 

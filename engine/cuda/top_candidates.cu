@@ -96,8 +96,10 @@ __global__ void MassKernel(const float* logits, int64_t ld, int n, const float* 
   for (int i = threadIdx.x; i < n; i += blockDim.x) m = fmaxf(m, row[i]);
   m = BlockReduce(m, /*max=*/true, shared);
   const float t = temperatures[blockIdx.x] > 0 ? temperatures[blockIdx.x] : 1.0f;
+  // An entry equal to the max weighs exactly 1 (expf(0) for a finite max), written out so that a
+  // shard of -inf (or a +inf max) gives its count of such entries, not NaN.
   float s = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s += expf((row[i] - m) / t);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += row[i] == m ? 1.0f : expf((row[i] - m) / t);
   s = BlockReduce(s, /*max=*/false, shared);
   if (threadIdx.x == 0) {
     out_max[blockIdx.x] = m;

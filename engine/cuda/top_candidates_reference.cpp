@@ -32,7 +32,8 @@ void ReferenceTopCandidates(const float* logits, int64_t ld, int rows, int n, in
     const float max = row[order[0]];
     const double t = temperatures[r] > 0 ? temperatures[r] : 1.0;
     double mass = 0;
-    for (int i = 0; i < n; ++i) mass += std::exp((row[i] - max) / t);
+    // An entry equal to the max weighs exactly 1, also when the max is infinite (see the kernel).
+    for (int i = 0; i < n; ++i) mass += row[i] == max ? 1.0 : std::exp((row[i] - max) / t);
     out_max[r] = max;
     out_mass[r] = static_cast<float>(mass);
   }

@@ -5,13 +5,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "engine/bf16.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/reference_ops.h"
 
 namespace temper::engine::cuda {
 namespace {
@@ -223,6 +226,73 @@ TEST_CASE("split-KV decode attention: sliding ring with K, and global layers reb
     CheckDecodeAttention(false, 64, 20, splits);
     CheckDecodeAttention(false, 512, 31, splits);
   }
+}
+
+// Sampling candidates: the chunk sorts must give exactly the reference's (value, id) lists, also
+// where ties straddle the k-th place across chunks and rounds, with -inf entries and rows, row
+// lengths that are not a multiple of the chunk, k = n, and a row stride past n (whose padding,
+// +inf, must never be read); max exactly, mass within fp32 summation.
+TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths, k = n)") {
+  if (!HaveGpu()) return;
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Shape {
+    int n, k;
+  };
+  for (const Shape s : {Shape{65536, 1}, Shape{65536, 64}, Shape{65536, 256}, Shape{262144, 64}, Shape{512, 7},
+                        Shape{512, 256}, Shape{5000, 100}, Shape{2049, 64}, Shape{200, 200}}) {
+    for (int pattern = 0; pattern < 3; ++pattern) {
+      INFO("n " << s.n << ", k " << s.k << ", pattern " << pattern);
+      const int rows = 5;
+      const int64_t ld = s.n + 3;
+      std::vector<float> host(static_cast<size_t>(rows * ld), inf);
+      std::mt19937 rng(40 + pattern);
+      std::normal_distribution<float> normal(0.0f, 3.0f);
+      std::uniform_int_distribution<int> level(-6, 6);
+      for (int r = 0; r < rows; ++r) {
+        for (int i = 0; i < s.n; ++i) {
+          float& x = host[static_cast<size_t>(r * ld + i)];
+          if (pattern == 0) x = normal(rng);                                // distinct values
+          if (pattern == 1) x = 0.5f * static_cast<float>(level(rng));      // 13 values: ties everywhere
+          if (pattern == 2) x = i % 4 == 1 || r == 4 ? -inf : normal(rng);  // -inf entries, row 4 all -inf
+        }
+      }
+      const std::vector<float> temperatures = {1.0f, 0.0f, 0.7f, 1.5f, 1.0f};
+      std::vector<float> want_vals(static_cast<size_t>(rows * s.k)), want_max(rows), want_mass(rows);
+      std::vector<int32_t> want_ids(want_vals.size());
+      ReferenceTopCandidates(host.data(), ld, rows, s.n, s.k, 777, temperatures.data(), want_vals.data(),
+                             want_ids.data(), want_max.data(), want_mass.data());
+      DeviceVec logits(host);
+      DeviceVec temps(temperatures);
+      DeviceVec vals(std::vector<float>(want_vals.size(), 12345.0f));  // poisoned
+      DeviceVec ids(std::vector<int32_t>(want_ids.size(), -7));
+      DeviceVec max(std::vector<float>(rows, 12345.0f));
+      DeviceVec mass(std::vector<float>(rows, 12345.0f));
+      DeviceVec scratch(std::vector<char>(std::max<size_t>(1, TopCandidatesScratchBytes(rows, s.n, s.k))));
+      REQUIRE(LaunchTopCandidates(logits.get(), ld, rows, s.n, s.k, 777, temps.get(), vals.get(), ids.get(), max.get(),
+                                  mass.get(), scratch.get(), nullptr)
+                  .ok());
+      CHECK(vals.Read() == want_vals);
+      CHECK(ids.Read() == want_ids);
+      CHECK(max.Read() == want_max);
+      Near(mass.Read(), want_mass, 0, 1e-4f);
+    }
+  }
+}
+
+TEST_CASE("top candidates refuse k beyond 256 or n") {
+  if (!HaveGpu()) return;
+  DeviceVec logits(std::vector<float>(600, 1.0f));
+  DeviceVec temps(std::vector<float>{1.0f});
+  DeviceVec vals(std::vector<float>(600));
+  DeviceVec ids(std::vector<int32_t>(600));
+  DeviceVec one(std::vector<float>(1));
+  DeviceVec scratch(std::vector<char>(TopCandidatesScratchBytes(1, 600, 300)));
+  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 600, 257, 0, temps.get(), vals.get(), ids.get(), one.get(),
+                            one.get(), scratch.get(), nullptr)
+            .code() == StatusCode::kInvalidArgument);
+  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 100, 101, 0, temps.get(), vals.get(), ids.get(), one.get(),
+                            one.get(), scratch.get(), nullptr)
+            .code() == StatusCode::kInvalidArgument);
 }
 
 }  // namespace
