@@ -8,7 +8,7 @@
 // counts bytes read plus bytes written, as STREAM's Copy does.
 //
 //   temper-bench --model DIR | --synthetic CONFIG.json [--tp N] [--threads N]
-//                [--prompt-tokens 64] [--decode-tokens 32] [--copy-mib 1024]
+//                [--prompt-tokens 64] [--rounds 5] [--decode-tokens 8] [--copy-mib 1024]
 //
 // `--serving` measures the serving layer instead (engine/scheduler.h): time to first token of a
 // long prompt cold and again warm (resent with a new suffix, so the prefix cache supplies the
@@ -62,7 +62,8 @@ struct Args {
   int tp = 1;
   int threads = 0;
   int prompt_tokens = 64;
-  int decode_tokens = 32;
+  int decode_tokens = 8;  // per round
+  int rounds = 5;
   int copy_mib = 1024;
   bool serving = false;
   int serving_prompt = 4096;
@@ -72,50 +73,78 @@ struct Args {
   std::string kv_config;
 };
 
-// Best of five parallel copies of `mib` MiB, in GB/s counting read + write.
-double CopyBandwidth(int threads, int mib) {
-  const size_t bytes = size_t(mib) << 20;
-  std::vector<char> src(bytes, 1), dst(bytes, 0);
-  WorkerGroup pool(threads);
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
-    pool.ParallelFor(static_cast<int64_t>(bytes), 1 << 20, [&](int64_t b, int64_t e) {
-      std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b));
+// The machine's memory bandwidth, measured with the decode's own thread count: a parallel
+// memcpy (GB/s counting read + write, as STREAM's Copy does) and a parallel read-only sum (the
+// fair yardstick for decode, which only reads). Buffers are allocated and touched once, so a
+// measurement is a pass over memory and nothing else.
+class Yardsticks {
+ public:
+  Yardsticks(int threads, int mib)
+      : pool_(threads), bytes_(size_t(mib) << 20), src_(bytes_, 1), dst_(bytes_, 0), words_(bytes_ / 8, 1) {}
+
+  // Median of `reps` copies of the whole buffer.
+  double Copy(int reps) {
+    return Median(reps, [&] {
+      const auto t0 = Clock::now();
+      pool_.ParallelFor(static_cast<int64_t>(bytes_), 1 << 20, [&](int64_t b, int64_t e) {
+        std::memcpy(dst_.data() + b, src_.data() + b, static_cast<size_t>(e - b));
+      });
+      return 2.0 * bytes_ / Seconds(t0, Clock::now()) / 1e9;
     });
-    best = std::max(best, 2.0 * bytes / Seconds(t0, Clock::now()) / 1e9);
   }
-  return best;
+
+  // Median of `reps` reads of the whole buffer. Each thread sums its chunks with four independent
+  // accumulators, which the compiler vectorises, so the loop is bound by memory, not by adds; the
+  // sums are kept so the reads cannot be optimised away.
+  double Read(int reps) {
+    return Median(reps, [&] {
+      std::atomic<uint64_t> total{0};
+      const auto t0 = Clock::now();
+      pool_.ParallelFor(static_cast<int64_t>(words_.size()), 1 << 17, [&](int64_t b, int64_t e) {
+        uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int64_t i = b;
+        for (; i + 4 <= e; i += 4) {
+          s0 += words_[i];
+          s1 += words_[i + 1];
+          s2 += words_[i + 2];
+          s3 += words_[i + 3];
+        }
+        for (; i < e; ++i) s0 += words_[i];
+        total += s0 + s1 + s2 + s3;
+      });
+      const double gbs = double(words_.size() * sizeof(uint64_t)) / Seconds(t0, Clock::now()) / 1e9;
+      if (total.load() != words_.size()) std::fprintf(stderr, "read bandwidth: wrong sum\n");
+      return gbs;
+    });
+  }
+
+ private:
+  template <typename Sample>
+  static double Median(int reps, Sample sample) {
+    std::vector<double> v;
+    for (int i = 0; i < reps; ++i) v.push_back(sample());
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+
+  WorkerGroup pool_;
+  size_t bytes_;
+  std::vector<char> src_, dst_;
+  std::vector<uint64_t> words_;
+};
+
+double LoadAverage() {
+  double load = -1;
+  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load) != 1) load = -1;
+    std::fclose(f);
+  }
+  return load;
 }
 
-// Best of five parallel reads of `mib` MiB, in GB/s of bytes read: the yardstick decode is judged
-// by, since a decode step only reads its weights. Each thread sums its slice with four
-// independent accumulators, which the compiler vectorises, so the loop is bound by memory, not by
-// adds; the sums are kept so the reads cannot be optimised away.
-double ReadBandwidth(int threads, int mib) {
-  const size_t words = (size_t(mib) << 20) / sizeof(uint64_t);
-  std::vector<uint64_t> src(words, 1);
-  WorkerGroup pool(threads);
-  double best = 0;
-  std::atomic<uint64_t> total{0};
-  for (int rep = 0; rep < 5; ++rep) {
-    const auto t0 = Clock::now();
-    pool.ParallelFor(static_cast<int64_t>(words), 1 << 17, [&](int64_t b, int64_t e) {
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      int64_t i = b;
-      for (; i + 4 <= e; i += 4) {
-        s0 += src[i];
-        s1 += src[i + 1];
-        s2 += src[i + 2];
-        s3 += src[i + 3];
-      }
-      for (; i < e; ++i) s0 += src[i];
-      total += s0 + s1 + s2 + s3;
-    });
-    best = std::max(best, double(words * sizeof(uint64_t)) / Seconds(t0, Clock::now()) / 1e9);
-  }
-  if (total.load() != 5 * words) std::fprintf(stderr, "read bandwidth: wrong sum\n");
-  return best;
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // Bytes one decode step reads at context length `ctx`: every layer's weights, the LM head, one
@@ -151,13 +180,14 @@ Result<LoadedModel> LoadBenchModel(const Args& a) {
                                .tokenizer_need = TokenizerNeed::kNone});
 }
 
+// On a shared machine bandwidth moves from second to second, so the decode is not judged against
+// a best-ever yardstick measured at another moment: each of `rounds` rounds measures the
+// yardsticks (median of three passes) and then decodes, and the ratios are taken round by round.
 Status Run(const Args& a) {
   if (a.model_dir.empty() == a.synthetic.empty()) return Status::InvalidArgument("give one of --model and --synthetic");
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  std::printf("threads %d, tp %d\n", threads, a.tp);
-  const double copy = CopyBandwidth(threads, a.copy_mib);
-  const double read = ReadBandwidth(threads, a.copy_mib);
-  std::printf("memcpy bandwidth: %.2f GB/s (read + write); read-only bandwidth %.2f GB/s\n", copy, read);
+  std::printf("threads %d, tp %d, load average %.2f\n", threads, a.tp, LoadAverage());
+  Yardsticks yardsticks(threads, a.copy_mib);
 
   const auto t0 = Clock::now();
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
@@ -166,7 +196,8 @@ Status Run(const Args& a) {
   CpuBackendOptions options;
   options.tp = a.tp;
   options.threads = threads;
-  options.max_context = std::min<int64_t>(config.max_position_embeddings, a.prompt_tokens + a.decode_tokens + 1);
+  const int decoded = a.rounds * a.decode_tokens + 1;
+  options.max_context = std::min<int64_t>(config.max_position_embeddings, a.prompt_tokens + decoded);
   options.kv.max_sequences = 1;
   options.kv.max_tokens = options.max_context;
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
@@ -193,30 +224,32 @@ Status Run(const Args& a) {
     TEMPER_ASSIGN_OR_RETURN(r, backend->Forward({&step, 1}, {}));
     token = sampler.Sample(r.logits);
   }
-  const int64_t ctx0 = a.prompt_tokens + 1;
-  const auto d0 = Clock::now();
-  for (int k = 0; k < a.decode_tokens; ++k) {
-    ForwardItem step{seq, {&token, 1}, false};
-    TEMPER_ASSIGN_OR_RETURN(r, backend->Forward({&step, 1}, {}));
-    token = sampler.Sample(r.logits);
+  int64_t ctx = a.prompt_tokens + 1;
+  std::vector<double> tok_s, read_ratio, copy_ratio;
+  std::printf("round  read-only GB/s  memcpy GB/s (r+w)  decode tok/s  decode GB/s  %% of read-only  %% of memcpy (r+w)\n");
+  for (int round = 0; round < a.rounds; ++round) {
+    const double read = yardsticks.Read(3);
+    const double copy = yardsticks.Copy(3);
+    const auto d0 = Clock::now();
+    for (int k = 0; k < a.decode_tokens; ++k) {
+      ForwardItem step{seq, {&token, 1}, false};
+      TEMPER_ASSIGN_OR_RETURN(r, backend->Forward({&step, 1}, {}));
+      token = sampler.Sample(r.logits);
+    }
+    const double rate = a.decode_tokens / Seconds(d0, Clock::now());
+    const double gbs = DecodeBytes(config, ctx + a.decode_tokens / 2) * rate / 1e9;
+    ctx += a.decode_tokens;
+    tok_s.push_back(rate);
+    read_ratio.push_back(gbs / read);
+    copy_ratio.push_back(gbs / copy);
+    std::printf("%5d  %14.2f  %17.2f  %12.2f  %11.2f  %13.0f%%  %17.0f%%\n", round + 1, read, copy, rate, gbs,
+                100 * gbs / read, 100 * gbs / copy);
   }
-  const double decode_s = Seconds(d0, Clock::now());
-  const double tok_s = a.decode_tokens / decode_s;
-  const double bytes = DecodeBytes(config, ctx0 + a.decode_tokens / 2);
-  const double gbs = bytes * tok_s / 1e9;
-  std::printf("decode: %d tokens at %.2f tok/s, %.1f ms/token\n", a.decode_tokens, tok_s, 1e3 / tok_s);
-  // Measured again after the decode; on a shared machine the two differ, and the higher one is
-  // the fairer yardstick.
-  const double copy_after = CopyBandwidth(threads, a.copy_mib);
-  const double read_after = ReadBandwidth(threads, a.copy_mib);
-  const double yardstick = std::max(copy, copy_after);
-  const double read_yardstick = std::max(read, read_after);
-  std::printf("after decode: memcpy %.2f GB/s, read-only %.2f GB/s\n", copy_after, read_after);
-  // A copy moves each byte twice (read, then write); decode only reads. All three ratios are printed.
-  std::printf("decode reads %.1f MB/token -> %.2f GB/s = %.0f%% of read-only bandwidth (%.2f GB/s); "
-              "%.0f%% of memcpy bandwidth (%.2f GB/s read + write), %.0f%% of its read half\n",
-              bytes / 1e6, gbs, 100.0 * gbs / read_yardstick, read_yardstick, 100.0 * gbs / yardstick, yardstick,
-              200.0 * gbs / yardstick);
+  const double bytes = DecodeBytes(config, ctx);
+  std::printf("decode reads %.1f MB/token; median over %d rounds: %.2f tok/s (%.1f ms/token) = %.0f%% of read-only "
+              "bandwidth, %.0f%% of memcpy bandwidth counted read + write (%.0f%% of its read half); load average %.2f\n",
+              bytes / 1e6, a.rounds, MedianOf(tok_s), 1e3 / MedianOf(tok_s), 100 * MedianOf(read_ratio),
+              100 * MedianOf(copy_ratio), 200 * MedianOf(copy_ratio), LoadAverage());
   std::printf("last logits hash %016llx\n", static_cast<unsigned long long>(HashLogits(r.logits)));
   return Status::OK();
 }
@@ -330,7 +363,8 @@ int main(int argc, char** argv) {
   app.add_option("--tp", a.tp, "tensor-parallel ranks")->check(CLI::Range(1, 64));
   app.add_option("--threads", a.threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
   app.add_option("--prompt-tokens", a.prompt_tokens, "prefill length")->check(CLI::PositiveNumber);
-  app.add_option("--decode-tokens", a.decode_tokens, "timed decode steps")->check(CLI::PositiveNumber);
+  app.add_option("--decode-tokens", a.decode_tokens, "timed decode steps per round")->check(CLI::PositiveNumber);
+  app.add_option("--rounds", a.rounds, "rounds of yardsticks then decode")->check(CLI::PositiveNumber);
   app.add_option("--copy-mib", a.copy_mib, "memcpy buffer size in MiB")->check(CLI::PositiveNumber);
   app.add_flag("--serving", a.serving, "benchmark the serving layer (TTFT cold/warm, concurrent streams, KV capacity)");
   app.add_option("--serving-prompt", a.serving_prompt, "long prompt for the TTFT test")->check(CLI::PositiveNumber);

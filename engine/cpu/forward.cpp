@@ -256,7 +256,10 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
     for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, w.pre_feedforward_norm, H, eps);
     MatMulBf16(*rank.pool, xn, rows, H, rl.gate_proj, rank.gate.data(), ffn);
     MatMulBf16(*rank.pool, xn, rows, H, rl.up_proj, rank.up.data(), ffn);
-    for (int64_t i = 0; i < rows * ffn; ++i) rank.gate[i] = GeluTanh(rank.gate[i]) * rank.up[i];
+    // tanh costs as much as a few thousand weights' worth of bandwidth per channel: split it too.
+    rank.pool->ParallelFor(rows * ffn, 2048, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) rank.gate[i] = GeluTanh(rank.gate[i]) * rank.up[i];
+    });
     MatMulBf16(*rank.pool, rank.gate.data(), rows, ffn, rl.down_proj, proj, H);
     comm.AllReduceSum(rank.shard.rank, proj, rows * H);
     // Point 11: layer_scalar scales the residual stream itself, after both residual adds.
@@ -284,11 +287,15 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
   float* out = plan.logits + rank.shard.vocab.begin;
   MatMulBf16(*rank.pool, rank.head_in.data(), n_logits, H, rank.lm_head, out, vocab);
   if (c.final_logit_softcapping > 0) {
+    // A tanh per vocabulary entry: 262,144 of them take milliseconds on one thread.
     const float cap = c.final_logit_softcapping;
-    for (int64_t i = 0; i < n_logits; ++i) {
-      float* row = out + i * vocab;
-      for (int j = 0; j < rank.shard.vocab.size(); ++j) row[j] = cap * std::tanh(row[j] / cap);
-    }
+    const int64_t width = rank.shard.vocab.size();
+    rank.pool->ParallelFor(n_logits * width, 4096, [&](int64_t begin, int64_t end) {
+      for (int64_t k = begin; k < end; ++k) {
+        float& v = out[(k / width) * vocab + k % width];
+        v = cap * std::tanh(v / cap);
+      }
+    });
   }
 }
 
