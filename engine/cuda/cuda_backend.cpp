@@ -83,6 +83,8 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     in.max_snapshots = b.kv.max_snapshots;
     in.block_tokens = b.kv.block_tokens;
     in.attention_splits = b.decode_splits;
+    in.max_context = b.max_context > 0 ? b.max_context : std::min<int64_t>(config.max_position_embeddings, 8192);
+    in.top_candidates = b.top_candidates;
     Result<GpuMemoryPlan> plan = PlanGpuMemory(config, shards[r], in);
     if (!plan.ok()) return plan.status().WithContext(fmt::format("GPU {} ({})", g.device, g.name));
     blocks = blocks < 0 ? plan->num_blocks : std::min(blocks, plan->num_blocks);

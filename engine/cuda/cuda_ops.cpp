@@ -4,6 +4,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/memory_plan.h"
 
 namespace temper::engine::cuda {
 
@@ -11,7 +12,7 @@ Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shar
   std::unique_ptr<CudaOps> ops(new CudaOps(device, rank, std::move(all_reduce)));
   TEMPER_RETURN_IF_ERROR(ops->Bind());
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
-  TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create());
+  TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
   return ops;
 }
 
@@ -23,6 +24,9 @@ CudaOps::~CudaOps() {
 }
 
 Status CudaOps::Bind() const {
+  // Only when needed: a captured step calls every op, and the capture is already on this device.
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == device_) return Status::OK();
   const cudaError_t e = cudaSetDevice(device_);
   if (e != cudaSuccess) {
     return CudaStatus(e, "cudaSetDevice", __FILE__, __LINE__).WithContext("CUDA device " + std::to_string(device_));

@@ -167,54 +167,105 @@ Result<RopeView> UploadRope(DeviceRank& d, const LayerGeometry& g) {
   return RopeView{static_cast<const float*>(c), static_cast<const float*>(s), g.rope_angles};
 }
 
-Status AllocWorkspace(DeviceRank& d) {
-  const ModelConfig& c = *d.config;
-  const RankLimits& lim = d.limits;
+// Every workspace buffer of a rank, in allocation order: DeviceRankWorkspaceBytes sums them and
+// AllocWorkspace allocates them, so the memory plan reserves exactly what is taken.
+struct WorkspaceSizes {
+  int64_t x, q, kv, ffn, operand, partials, head_in, logits;  // floats (operand: bf16 elements)
+  int64_t cand_k = 0, cand_scratch = 0;                       // per-row candidates; scratch bytes
+  size_t pass_inputs = 0, block_tables = 0;                    // bytes
+  std::vector<int64_t> rope;                                   // floats per table (cos and sin each)
+};
+
+WorkspaceSizes SizesFor(const ModelConfig& c, const RankShard& shard, const RankLimits& lim) {
   const int64_t R = lim.max_rows, L = lim.max_out_rows, H = c.hidden_size;
-  const int64_t ffn = d.shard.ffn.size(), vocab = d.vocab_rows();
+  const int64_t ffn = shard.ffn.size(), vocab = shard.vocab.size();
   int64_t q_width = 0, kv_width = 0, q_heads = 0, max_hd = 0;
-  for (const DeviceLayer& l : d.layers) {
-    q_width = std::max<int64_t>(q_width, l.q_width);
-    kv_width = std::max<int64_t>(kv_width, l.kv_width);
-    q_heads = std::max<int64_t>(q_heads, l.heads.q_heads);
-    max_hd = std::max<int64_t>(max_hd, l.head_dim);
+  bool sliding_rope = false, full_rope = false;
+  WorkspaceSizes w{};
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerGeometry& g = c.layers[l];
+    const LayerShard& ls = shard.layers[l];
+    q_width = std::max<int64_t>(q_width, int64_t{ls.q_heads.size()} * g.head_dim);
+    kv_width = std::max<int64_t>(kv_width, int64_t{ls.kv_heads.size()} * g.head_dim);
+    q_heads = std::max<int64_t>(q_heads, ls.q_heads.size());
+    max_hd = std::max<int64_t>(max_hd, g.head_dim);
+    bool& seen = g.kind == LayerKind::kSliding ? sliding_rope : full_rope;
+    if (!seen) w.rope.push_back(std::max<int64_t>(lim.max_context * g.rope_angles, 1));
+    seen = true;
   }
+  w.x = R * H;
+  w.q = R * q_width;
+  w.kv = R * kv_width;
+  w.ffn = R * ffn;
+  w.operand = R * std::max({H, q_width, ffn});
+  // Split-KV partials: decode passes (several splits) have at most max_out_rows rows.
+  w.partials = L * q_heads * lim.decode_splits * (max_hd + 2);
+  w.head_in = L * H;
+  w.logits = L * vocab;
+  if (lim.top_candidates > 0) {
+    w.cand_k = lim.top_candidates;
+    w.cand_scratch = static_cast<int64_t>(
+        TopCandidatesScratchBytes(static_cast<int>(L), static_cast<int>(vocab), lim.top_candidates));
+  }
+  w.pass_inputs = PassInputLayout(lim).bytes;
+  w.block_tables = sizeof(int32_t) * static_cast<size_t>(lim.max_sequences) * lim.max_blocks();
+  return w;
+}
+
+uint64_t Rounded(uint64_t bytes) { return (std::max<uint64_t>(bytes, 1) + 255) / 256 * 256; }
+
+}  // namespace
+
+uint64_t DeviceRankWorkspaceBytes(const ModelConfig& c, const RankShard& shard, const RankLimits& lim) {
+  const WorkspaceSizes w = SizesFor(c, shard, lim);
+  const uint64_t f = sizeof(float), L = static_cast<uint64_t>(lim.max_out_rows);
+  uint64_t b = 0;
+  for (int64_t t : w.rope) b += 2 * Rounded(f * t);
+  b += 3 * Rounded(f * w.x) + 2 * Rounded(f * w.q) + 2 * Rounded(f * w.kv) + 2 * Rounded(f * w.ffn);
+  b += Rounded(sizeof(uint16_t) * w.operand) + Rounded(f * w.partials) + Rounded(f * w.head_in) + Rounded(f * w.logits);
+  if (w.cand_k > 0) {
+    b += 2 * Rounded(f * L * w.cand_k) + 2 * Rounded(f * L) + Rounded(w.cand_scratch);
+  }
+  b += Rounded(w.pass_inputs) + Rounded(w.block_tables);
+  return b;
+}
+
+namespace {
+
+Status AllocWorkspace(DeviceRank& d) {
+  const WorkspaceSizes w = SizesFor(*d.config, d.shard, d.limits);
+  const int64_t L = d.limits.max_out_rows;
   uint64_t* acct = &d.workspace_bytes;
   auto floats = [&](int64_t n) -> Result<float*> {
     TEMPER_ASSIGN_OR_RETURN(void* p, d.Alloc(sizeof(float) * n, acct));
     return static_cast<float*>(p);
   };
-  TEMPER_ASSIGN_OR_RETURN(d.x, floats(R * H));
-  TEMPER_ASSIGN_OR_RETURN(d.xn, floats(R * H));
-  TEMPER_ASSIGN_OR_RETURN(d.proj, floats(R * H));
-  TEMPER_ASSIGN_OR_RETURN(d.q, floats(R * q_width));
-  TEMPER_ASSIGN_OR_RETURN(d.att, floats(R * q_width));
-  TEMPER_ASSIGN_OR_RETURN(d.k, floats(R * kv_width));
-  TEMPER_ASSIGN_OR_RETURN(d.v, floats(R * kv_width));
-  TEMPER_ASSIGN_OR_RETURN(d.gate, floats(R * ffn));
-  TEMPER_ASSIGN_OR_RETURN(d.up, floats(R * ffn));
-  TEMPER_ASSIGN_OR_RETURN(void* operand, d.Alloc(sizeof(uint16_t) * R * std::max({H, q_width, ffn}), acct));
+  TEMPER_ASSIGN_OR_RETURN(d.x, floats(w.x));
+  TEMPER_ASSIGN_OR_RETURN(d.xn, floats(w.x));
+  TEMPER_ASSIGN_OR_RETURN(d.proj, floats(w.x));
+  TEMPER_ASSIGN_OR_RETURN(d.q, floats(w.q));
+  TEMPER_ASSIGN_OR_RETURN(d.att, floats(w.q));
+  TEMPER_ASSIGN_OR_RETURN(d.k, floats(w.kv));
+  TEMPER_ASSIGN_OR_RETURN(d.v, floats(w.kv));
+  TEMPER_ASSIGN_OR_RETURN(d.gate, floats(w.ffn));
+  TEMPER_ASSIGN_OR_RETURN(d.up, floats(w.ffn));
+  TEMPER_ASSIGN_OR_RETURN(void* operand, d.Alloc(sizeof(uint16_t) * w.operand, acct));
   d.operand = static_cast<uint16_t*>(operand);
-  // Split-KV partials: decode passes (several splits) have at most max_out_rows rows.
-  TEMPER_ASSIGN_OR_RETURN(d.partials, floats(L * q_heads * lim.decode_splits * (max_hd + 2)));
-  TEMPER_ASSIGN_OR_RETURN(d.head_in, floats(L * H));
-  TEMPER_ASSIGN_OR_RETURN(d.logits, floats(L * vocab));
-  if (lim.top_candidates > 0) {
-    const int64_t k = lim.top_candidates;
-    TEMPER_ASSIGN_OR_RETURN(d.cand_vals, floats(L * k));
-    TEMPER_ASSIGN_OR_RETURN(void* ids, d.Alloc(sizeof(int32_t) * L * k, acct));
+  TEMPER_ASSIGN_OR_RETURN(d.partials, floats(w.partials));
+  TEMPER_ASSIGN_OR_RETURN(d.head_in, floats(w.head_in));
+  TEMPER_ASSIGN_OR_RETURN(d.logits, floats(w.logits));
+  if (w.cand_k > 0) {
+    TEMPER_ASSIGN_OR_RETURN(d.cand_vals, floats(L * w.cand_k));
+    TEMPER_ASSIGN_OR_RETURN(void* ids, d.Alloc(sizeof(int32_t) * L * w.cand_k, acct));
     d.cand_ids = static_cast<int32_t*>(ids);
     TEMPER_ASSIGN_OR_RETURN(d.cand_max, floats(L));
     TEMPER_ASSIGN_OR_RETURN(d.cand_mass, floats(L));
-    TEMPER_ASSIGN_OR_RETURN(d.cand_scratch,
-                            d.Alloc(TopCandidatesScratchBytes(static_cast<int>(L), static_cast<int>(vocab),
-                                                              static_cast<int>(k)),
-                                    acct));
+    TEMPER_ASSIGN_OR_RETURN(d.cand_scratch, d.Alloc(static_cast<size_t>(w.cand_scratch), acct));
   }
 
-  const PassInputLayout layout(lim);
-  TEMPER_ASSIGN_OR_RETURN(d.pass_inputs, d.Alloc(layout.bytes, acct));
-  TEMPER_ASSIGN_OR_RETURN(void* tables, d.Alloc(sizeof(int32_t) * lim.max_sequences * lim.max_blocks(), acct));
+  const PassInputLayout layout(d.limits);
+  TEMPER_ASSIGN_OR_RETURN(d.pass_inputs, d.Alloc(w.pass_inputs, acct));
+  TEMPER_ASSIGN_OR_RETURN(void* tables, d.Alloc(w.block_tables, acct));
   d.block_tables = static_cast<int32_t*>(tables);
   char* base = static_cast<char*>(d.pass_inputs);
   d.tokens = reinterpret_cast<const int32_t*>(base + layout.tokens);
@@ -226,7 +277,7 @@ Status AllocWorkspace(DeviceRank& d) {
                        .first_row = reinterpret_cast<const int32_t*>(base + layout.first_row),
                        .chunk_end = reinterpret_cast<const int64_t*>(base + layout.chunk_end),
                        .blocks = d.block_tables,
-                       .max_blocks = lim.max_blocks()};
+                       .max_blocks = d.limits.max_blocks()};
   return Status::OK();
 }
 

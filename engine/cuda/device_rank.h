@@ -115,6 +115,11 @@ struct DeviceRank {
 // RoPE tables, KV cache and workspace. Errors: ResourceExhausted naming what did not fit.
 Status BuildDeviceRank(DeviceRank& rank, const ModelWeights* weights, uint64_t seed);
 
+// The bytes BuildDeviceRank allocates besides weights and KV (activations, RoPE tables, logits,
+// candidates, pass inputs), each buffer rounded to 256 as Alloc rounds it: what the memory plan
+// reserves before it sizes the KV pool.
+uint64_t DeviceRankWorkspaceBytes(const ModelConfig& config, const RankShard& shard, const RankLimits& limits);
+
 // Host memory a pass copies its results to (valid after Synchronize()); null members are skipped.
 struct PassOutput {
   // [output rows][vocab_size]: each rank copies its vocabulary columns of the pass's logit rows.

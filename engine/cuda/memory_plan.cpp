@@ -1,5 +1,7 @@
 #include "engine/cuda/memory_plan.h"
 
+#include "engine/cuda/device_rank.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -18,15 +20,17 @@ uint64_t Align(uint64_t n) { return (n + 255) / 256 * 256; }
 uint64_t RankWeightBytes(const ModelConfig& c, const RankShard& shard) {
   const uint64_t H = static_cast<uint64_t>(c.hidden_size);
   uint64_t total = 0;
+  // One allocation per tensor, as DeviceRank uploads them.
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerGeometry& g = c.layers[l];
     const uint64_t hd = static_cast<uint64_t>(g.head_dim);
     const uint64_t q = static_cast<uint64_t>(shard.layers[l].q_heads.size()) * hd;
     const uint64_t kv = static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * hd;
     const uint64_t ffn = static_cast<uint64_t>(shard.ffn.size());
-    uint64_t elems = q * H + kv * H * (g.k_eq_v ? 1 : 2) + H * q + 3 * ffn * H;
-    elems += 2 * hd + 4 * H;  // q_norm, k_norm, four sandwich norms
-    total += Align(elems * kBf16);
+    total += 2 * Align(q * H * kBf16);                         // q_proj, o_proj
+    total += Align(kv * H * kBf16) * (g.k_eq_v ? 1 : 2);        // k_proj (and v_proj)
+    total += 3 * Align(ffn * H * kBf16);                       // gate, up, down
+    total += 2 * Align(hd * kBf16) + 4 * Align(H * kBf16);      // q/k norms, four sandwich norms
   }
   const uint64_t vocab = static_cast<uint64_t>(shard.vocab.size());
   total += Align(vocab * H * kBf16) * (c.tie_word_embeddings ? 1 : 2);
@@ -35,32 +39,16 @@ uint64_t RankWeightBytes(const ModelConfig& c, const RankShard& shard) {
 }
 
 uint64_t RankWorkspaceBytes(const ModelConfig& c, const RankShard& shard, const MemoryPlanInput& in) {
-  const uint64_t rows = static_cast<uint64_t>(std::max(in.max_batch, in.max_prefill_tokens));
-  const uint64_t H = static_cast<uint64_t>(c.hidden_size);
-  uint64_t q_width = 0, kv_width = 0, max_hd = 0;
-  for (int l = 0; l < c.num_layers; ++l) {
-    const uint64_t hd = static_cast<uint64_t>(c.layers[l].head_dim);
-    q_width = std::max(q_width, static_cast<uint64_t>(shard.layers[l].q_heads.size()) * hd);
-    kv_width = std::max(kv_width, static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * hd);
-    max_hd = std::max(max_hd, hd);
-  }
-  const uint64_t ffn = static_cast<uint64_t>(shard.ffn.size());
-  uint64_t b = 0;
-  b += 3 * Align(rows * H * kF32);                     // residual x, normed xn, projection partial sum
-  b += Align(rows * H * kBf16);                        // bf16 copy of xn for the matrix products
-  b += Align(rows * q_width * kF32) * 2;               // q, attention output
-  b += Align(rows * q_width * kBf16);                  // bf16 attention output for o_proj
-  b += Align(rows * kv_width * kF32) * 2;              // fresh k, v
-  b += Align(rows * ffn * kF32) * 2;                   // gate, up
-  b += Align(rows * ffn * kBf16);                      // bf16 GeGLU output for down_proj
-  // Split-KV partials: per (decode row, local head, split) a max, a sum and a head_dim accumulator.
-  const uint64_t heads = q_width / std::max<uint64_t>(1, max_hd) + 1;
-  b += Align(static_cast<uint64_t>(in.max_batch) * heads * static_cast<uint64_t>(in.attention_splits) * (max_hd + 2) *
-             kF32);
-  b += Align(static_cast<uint64_t>(in.max_batch) * static_cast<uint64_t>(shard.vocab.size()) * kF32);  // logits
-  b += Align(rows * 4 * 8);                            // row tables (positions, slots, token ids)
-  b += Align(static_cast<uint64_t>(in.max_sequences) * 4 * 1024);  // block tables on the device
-  return b;
+  RankLimits limits;
+  limits.max_rows = std::max(in.max_batch, in.max_prefill_tokens);
+  limits.max_out_rows = std::max(in.max_sequences, in.max_batch);
+  limits.max_sequences = in.max_sequences;
+  limits.max_snapshots = in.max_snapshots;
+  limits.max_context = in.max_context;
+  limits.block_tokens = in.block_tokens;
+  limits.decode_splits = in.attention_splits;
+  limits.top_candidates = std::min(in.top_candidates, shard.vocab.size());
+  return DeviceRankWorkspaceBytes(c, shard, limits) + kGemmWorkspaceBytes;
 }
 
 Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard, const MemoryPlanInput& in) {
@@ -68,9 +56,10 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
     return Status::InvalidArgument(fmt::format("GPU memory plan: kv_fraction {} is outside (0, 1]", in.kv_fraction));
   }
   if (in.ranks_on_device < 1 || in.max_batch < 1 || in.max_prefill_tokens < 1 || in.max_sequences < 1 ||
-      in.max_snapshots < 0 || in.block_tokens < 1 || in.attention_splits < 1) {
-    return Status::InvalidArgument("GPU memory plan: ranks, batch, prefill, sequences, block_tokens and splits must be "
-                                   "positive (max_snapshots may be 0)");
+      in.max_snapshots < 0 || in.block_tokens < 1 || in.attention_splits < 1 || in.max_context < 1 ||
+      in.top_candidates < 0) {
+    return Status::InvalidArgument("GPU memory plan: ranks, batch, prefill, sequences, block_tokens, splits and context "
+                                   "must be positive (max_snapshots and top_candidates may be 0)");
   }
   GpuMemoryPlan p;
   p.ranks_on_device = in.ranks_on_device;

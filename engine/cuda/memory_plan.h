@@ -29,12 +29,17 @@ struct MemoryPlanInput {
   int max_snapshots = 0;
   int block_tokens = 16;
   int attention_splits = 16;     // split-KV partitions per (row, head) in decode attention
+  int64_t max_context = 8192;    // positions the RoPE and block tables cover
+  int top_candidates = 64;       // sampling candidates per row (their buffers and sort scratch)
 };
+
+// The cuBLASLt workspace each rank allocates for prefill GEMMs.
+constexpr uint64_t kGemmWorkspaceBytes = 32ull << 20;
 
 // Bytes of one rank (all per rank; multiply by ranks_on_device for the GPU).
 struct RankBytes {
   uint64_t weights = 0;
-  uint64_t workspace = 0;      // activations, split-KV partials, logits, sampling scratch
+  uint64_t workspace = 0;      // activations, RoPE tables, split-KV partials, logits, candidates, GEMM workspace
   uint64_t ring_per_seq = 0;   // all sliding layers' K and V rings of one sequence
   uint64_t block = 0;          // one paged block, all full layers
   uint64_t kv_per_token = 0;   // full layers only: block / block_tokens
@@ -53,7 +58,8 @@ struct GpuMemoryPlan {
 
 // Bytes of `shard`'s weights (its views of the bf16 checkpoint; norms replicated).
 uint64_t RankWeightBytes(const ModelConfig& config, const RankShard& shard);
-// Bytes of one rank's start-up buffers for `input`'s batch limits.
+// Bytes of one rank's start-up buffers for `input`'s limits: what DeviceRank allocates besides
+// weights and KV (DeviceRankWorkspaceBytes), and the GEMM workspace.
 uint64_t RankWorkspaceBytes(const ModelConfig& config, const RankShard& shard, const MemoryPlanInput& input);
 
 // Errors: InvalidArgument for a fraction outside (0, 1] or non-positive limits; ResourceExhausted

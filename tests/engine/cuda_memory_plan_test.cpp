@@ -23,7 +23,7 @@ TEST_CASE("tp 1 weight bytes are the parameter count in bf16, plus alignment") {
   const uint64_t want = static_cast<uint64_t>(c.ParameterCount()) * 2;
   const uint64_t got = RankWeightBytes(c, (*shards)[0]);
   CHECK(got >= want);
-  CHECK(got - want < 256 * static_cast<uint64_t>(c.num_layers + 3));
+  CHECK(got - want < 256 * static_cast<uint64_t>(13 * c.num_layers + 3));  // each of 13 tensors a layer rounded
 }
 
 TEST_CASE("31B at tp 4: 10,240 KV bytes per token per rank, over 10x vLLM's tokens per GiB") {
@@ -56,7 +56,7 @@ TEST_CASE("ranks sharing a GPU multiply the weights and split the pool") {
   auto shards = PlanShards(c, 2);
   REQUIRE(shards.ok());
   MemoryPlanInput in;
-  in.free_bytes = 64ull << 20;
+  in.free_bytes = 256ull << 20;  // each rank also takes a 32 MiB GEMM workspace
   auto one = PlanGpuMemory(c, (*shards)[0], in);
   in.ranks_on_device = 2;
   auto two = PlanGpuMemory(c, (*shards)[0], in);

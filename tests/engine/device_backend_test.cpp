@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/cuda/device_backend.h"
+#include "engine/cuda/memory_plan.h"
 #include "engine/cuda/reference_ops.h"
 #include "golden_fixture.h"
 #include "serving_fixture.h"
@@ -283,6 +284,29 @@ TEST_CASE("device backend refuses bad batches and options with named errors", "[
   const Status small = MakeDevice(1, {}, /*memory=*/1 << 20).status();
   CHECK(small.code() == StatusCode::kResourceExhausted);
   CHECK_THAT(small.message(), Catch::Contains("rank 0"));
+}
+
+TEST_CASE("the memory plan reserves exactly the workspace a rank allocates", "[engine][device]") {
+  for (int tp : {1, 2}) {
+    DeviceBackendOptions options;
+    options.max_rows = 40;
+    options.max_batch = 4;
+    options.kv.max_sequences = 6;
+    options.top_candidates = 16;
+    auto dev = Device(tp, options);
+    auto shards = PlanShards(Tiny().config, tp);
+    REQUIRE(shards.ok());
+    MemoryPlanInput in;
+    in.max_batch = 4;
+    in.max_prefill_tokens = 40;
+    in.max_sequences = 6;
+    in.block_tokens = 4;
+    in.max_context = 256;
+    in.top_candidates = 16;
+    INFO("tp " << tp);
+    CHECK(RankWorkspaceBytes(Tiny().config, (*shards)[0], in) == dev.backend->memory().workspace_bytes + kGemmWorkspaceBytes);
+    CHECK(RankWeightBytes(Tiny().config, (*shards)[0]) == dev.backend->memory().weight_bytes);
+  }
 }
 
 TEST_CASE("device backend: synthetic weights are seeded", "[engine][device]") {
