@@ -11,7 +11,7 @@ TEST_CASE("the example models.yaml maps every role to a defined endpoint") {
   REQUIRE(config->endpoints.size() == 3);
   const auto& local = std::get<InprocessEndpoint>(config->endpoints.at("local").spec);
   CHECK(local.tp == 4);
-  CHECK(local.gpus.empty());  // the CPU backend: this build has no CUDA backend
+  CHECK(local.gpus == std::vector<uint32_t>{0, 1, 2, 3});  // the reference box: 4 GPUs, one rank each
   const auto& vllm = std::get<OpenAIEndpoint>(config->endpoints.at("vllm").spec);
   CHECK(vllm.base_url == "http://127.0.0.1:8000/v1");
   CHECK(vllm.api_key_env == "TEMPER_VLLM_API_KEY");
