@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <new>
-#include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "engine/cpu/rank.h"
+#include "engine/forward_batch.h"
 
 namespace temper::engine {
 
@@ -109,20 +109,10 @@ Status CpuBackend::ReleaseSequence(SequenceId seq) {
   return Status::OK();
 }
 
-Result<int64_t> CpuBackend::SequenceLength(SequenceId seq) const {
-  if (!pager_.Live(seq)) return Status::NotFound(fmt::format("sequence {} is not live", seq));
-  return pager_.Length(seq);
-}
+Result<int64_t> CpuBackend::SequenceLength(SequenceId seq) const { return pager_.LiveLength(seq); }
 
 KvUsage CpuBackend::kv_usage() const {
-  KvUsage u;
-  u.block_tokens = pager_.block_tokens();
-  u.total_blocks = pager_.num_blocks();
-  u.free_blocks = pager_.free_blocks();
-  u.live_sequences = pager_.live_sequences();
-  u.max_sequences = pager_.max_sequences();
-  u.live_snapshots = pager_.live_snapshots();
-  u.max_snapshots = pager_.max_snapshots();
+  KvUsage u = pager_.Usage();
   for (const auto& rank : ranks_) {
     u.block_bytes += rank->kv->block_bytes();
     u.window_bytes += rank->kv->ring_bytes();
@@ -165,30 +155,7 @@ Status CpuBackend::ReleaseSnapshot(SnapshotId snap) {
 }
 
 Result<ForwardResult> CpuBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
-  // Validate everything before touching any state.
-  std::set<SequenceId> seen;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const ForwardItem& item = batch[i];
-    if (!pager_.Live(item.seq)) return Status::NotFound(fmt::format("batch item {}: sequence {} is not live", i, item.seq));
-    if (!seen.insert(item.seq).second) {
-      return Status::InvalidArgument(fmt::format("batch item {}: sequence {} appears twice", i, item.seq));
-    }
-    if (item.tokens.empty()) return Status::InvalidArgument(fmt::format("batch item {}: no tokens", i));
-    for (size_t t = 0; t < item.tokens.size(); ++t) {
-      if (item.tokens[t] < 0 || item.tokens[t] >= config_.vocab_size) {
-        return Status::InvalidArgument(fmt::format("batch item {}: token {} is id {}, outside the vocabulary [0, {})", i,
-                                                   t, item.tokens[t], config_.vocab_size));
-      }
-    }
-    const int64_t end = pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size());
-    if (end > options_.max_context) {
-      return Status::OutOfRange(fmt::format("batch item {}: sequence {} would reach {} tokens, past the context limit {}",
-                                            i, item.seq, end, options_.max_context));
-    }
-  }
-  for (const ForwardItem& item : batch) {
-    TEMPER_RETURN_IF_ERROR(pager_.Reserve(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size())));
-  }
+  TEMPER_RETURN_IF_ERROR(ReserveForwardBatch(batch, pager_, config_.vocab_size, options_.max_context));
 
   cpu::BatchPlan plan;
   plan.blocks.resize(pager_.max_sequences());

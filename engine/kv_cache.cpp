@@ -190,4 +190,21 @@ float* CpuKvStore::V(int seq, int layer, int64_t pos, std::span<const int32_t> b
   return Cell(seq, layers_[layer], pos, blocks, /*value=*/true);
 }
 
+Result<int64_t> KvPager::LiveLength(int seq) const {
+  if (!Live(seq)) return Status::NotFound(fmt::format("sequence {} is not live", seq));
+  return Length(seq);
+}
+
+KvUsage KvPager::Usage() const {
+  KvUsage u;
+  u.block_tokens = block_tokens();
+  u.total_blocks = num_blocks();
+  u.free_blocks = free_blocks();
+  u.live_sequences = live_sequences();
+  u.max_sequences = max_sequences();
+  u.live_snapshots = live_snapshots();
+  u.max_snapshots = max_snapshots();
+  return u;
+}
+
 }  // namespace temper::engine

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "engine/backend.h"
 #include "engine/model_config.h"
 #include "engine/tensor_parallel.h"
 
@@ -74,6 +75,8 @@ class KvPager {
   // ResourceExhausted when the pool runs out; the blocks taken so far stay with the sequence.
   Status Reserve(int seq, int64_t length);
   int64_t Length(int seq) const { return seqs_[seq].length; }
+  // Length(seq), or NotFound if `seq` is not live.
+  Result<int64_t> LiveLength(int seq) const;
   void SetLength(int seq, int64_t length) { seqs_[seq].length = length; }
   std::span<const int32_t> Blocks(int seq) const { return seqs_[seq].blocks; }
 
@@ -84,6 +87,8 @@ class KvPager {
   int max_snapshots() const { return options_.max_snapshots; }
   int live_sequences() const;
   int live_snapshots() const;
+  // The counts of a backend's KvUsage (its byte sizes are the backend's to fill in).
+  KvUsage Usage() const;
 
  private:
   struct Sequence {

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include <fmt/format.h>
 
 #include "engine/cuda/graph_buckets.h"
+#include "engine/forward_batch.h"
 #include "engine/logit_candidates.h"
 #include "engine/tensor_parallel.h"
 
@@ -104,20 +104,10 @@ Result<SequenceId> DeviceBackend::AddSequence() { return pager_.AddSequence(); }
 
 Status DeviceBackend::ReleaseSequence(SequenceId seq) { return pager_.Release(seq); }
 
-Result<int64_t> DeviceBackend::SequenceLength(SequenceId seq) const {
-  if (!pager_.Live(seq)) return Status::NotFound(fmt::format("sequence {} is not live", seq));
-  return pager_.Length(seq);
-}
+Result<int64_t> DeviceBackend::SequenceLength(SequenceId seq) const { return pager_.LiveLength(seq); }
 
 KvUsage DeviceBackend::kv_usage() const {
-  KvUsage u;
-  u.block_tokens = pager_.block_tokens();
-  u.total_blocks = pager_.num_blocks();
-  u.free_blocks = pager_.free_blocks();
-  u.live_sequences = pager_.live_sequences();
-  u.max_sequences = pager_.max_sequences();
-  u.live_snapshots = pager_.live_snapshots();
-  u.max_snapshots = pager_.max_snapshots();
+  KvUsage u = pager_.Usage();
   for (const auto& rank : ranks_) {
     for (int l = 0; l < config_.num_layers; ++l) {
       const DeviceLayer& dl = rank->layers[l];
@@ -227,32 +217,9 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
 }
 
 Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
-  // Validate everything before touching any state.
-  std::set<SequenceId> seen;
+  TEMPER_RETURN_IF_ERROR(ReserveForwardBatch(batch, pager_, config_.vocab_size, options_.max_context));
   int64_t total_tokens = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    const ForwardItem& item = batch[i];
-    if (!pager_.Live(item.seq)) return Status::NotFound(fmt::format("batch item {}: sequence {} is not live", i, item.seq));
-    if (!seen.insert(item.seq).second) {
-      return Status::InvalidArgument(fmt::format("batch item {}: sequence {} appears twice", i, item.seq));
-    }
-    if (item.tokens.empty()) return Status::InvalidArgument(fmt::format("batch item {}: no tokens", i));
-    for (size_t t = 0; t < item.tokens.size(); ++t) {
-      if (item.tokens[t] < 0 || item.tokens[t] >= config_.vocab_size) {
-        return Status::InvalidArgument(fmt::format("batch item {}: token {} is id {}, outside the vocabulary [0, {})", i,
-                                                   t, item.tokens[t], config_.vocab_size));
-      }
-    }
-    const int64_t end = pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size());
-    if (end > options_.max_context) {
-      return Status::OutOfRange(fmt::format("batch item {}: sequence {} would reach {} tokens, past the context limit {}",
-                                            i, item.seq, end, options_.max_context));
-    }
-    total_tokens += static_cast<int64_t>(item.tokens.size());
-  }
-  for (const ForwardItem& item : batch) {
-    TEMPER_RETURN_IF_ERROR(pager_.Reserve(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size())));
-  }
+  for (const ForwardItem& item : batch) total_tokens += static_cast<int64_t>(item.tokens.size());
 
   // Candidates instead of full rows when asked, when this backend makes them, and when every
   // output row stays in the devices' logits buffers (no teacher forcing).

@@ -12,26 +12,14 @@
 #include <vector>
 
 #include "engine/cuda/all_reduce.h"
+#include "cuda_test_support.h"
 
 namespace temper::engine::cuda {
 namespace {
 
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    WARN("SKIPPED: no CUDA device present");
-    return false;
-  }
-  return true;
-}
+using testing::HaveGpu;
 
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> Random(size_t n, uint32_t seed) { return testing::RandomFloats(n, seed); }
 
 // Runs `fn(rank)` on tp threads at once, each with device 0 current; returns each rank's status.
 std::vector<Status> OnThreads(int tp, const std::function<Status(int)>& fn) {

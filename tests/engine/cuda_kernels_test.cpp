@@ -14,19 +14,15 @@
 #include "engine/bf16.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
+#include "cuda_test_support.h"
 #include "engine/cuda/reference_ops.h"
 
 namespace temper::engine::cuda {
 namespace {
 
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    WARN("SKIPPED: no CUDA device present");
-    return false;
-  }
-  return true;
-}
+using testing::HaveGpu;
+using testing::Near;
+using testing::RandomBf16;
 
 // Device copy of a host vector, freed with the object.
 template <typename T>
@@ -52,25 +48,7 @@ class DeviceVec {
   T* ptr_ = nullptr;
 };
 
-std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::vector<uint16_t> v;
-  for (float x : Random(n, seed, scale)) v.push_back(FloatToBf16(x));
-  return v;
-}
-void Near(const std::vector<float>& got, const std::vector<float>& want, float abs, float rel) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    REQUIRE(std::abs(got[i] - want[i]) <= abs + rel * std::abs(want[i]));
-  }
-}
+std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) { return testing::RandomFloats(n, seed, scale); }
 
 TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unaligned)") {
   if (!HaveGpu()) return;

@@ -17,32 +17,16 @@
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/reference_ops.h"
+#include "cuda_test_support.h"
 #include "golden_fixture.h"
 
 namespace temper::engine::cuda {
 namespace {
 
-bool HaveGpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    WARN("SKIPPED: no CUDA device present");
-    return false;
-  }
-  return true;
-}
-
-std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::vector<uint16_t> v;
-  for (float x : RandomFloats(n, seed, scale)) v.push_back(FloatToBf16(x));
-  return v;
-}
+using testing::HaveGpu;
+using testing::Near;
+using testing::RandomBf16;
+using testing::RandomFloats;
 
 // The same buffer on both sides.
 template <typename T>
@@ -109,15 +93,6 @@ class Twins {
   std::unique_ptr<CudaOps> gpu_;
   std::vector<std::pair<void*, void*>> owned_;
 };
-
-void Near(const std::vector<float>& got, const std::vector<float>& want, float abs, float rel) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i << ": gpu " << got[i] << ", reference " << want[i]);
-    REQUIRE(std::isfinite(got[i]));
-    REQUIRE(std::abs(got[i] - want[i]) <= abs + rel * std::abs(want[i]));
-  }
-}
 
 TEST_CASE("twin: synthetic fill and bf16 rounding are bit-exact", "[gpu]") {
   if (!HaveGpu()) return;
@@ -318,7 +293,7 @@ TEST_CASE("twin: sampling candidates", "[gpu]") {
 TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, graph decode and eager alike",
           "[gpu]") {
   if (!HaveGpu()) return;
-  using testing::Tiny;
+  using temper::engine::testing::Tiny;
   const ModelConfig& c = Tiny().config;
   const int V = c.vocab_size;
   for (int tp : {1, 2, 4}) {
@@ -334,11 +309,11 @@ TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, 
       for (int prompt : {0, 1}) {
         const std::string j = std::to_string(prompt);
         INFO("tp " << tp << ", graphs " << graphs << ", prompt " << prompt);
-        const std::vector<int32_t> ids = testing::TeacherForcedIds(prompt);
-        const std::vector<int32_t> input = testing::Reference<int32_t>("input_ids_" + j);
-        const std::vector<int32_t> greedy = testing::Reference<int32_t>("greedy_" + j);
-        const std::vector<float> margin = testing::Reference<float>("greedy_margin_" + j);
-        const std::vector<float> greedy_logits = testing::Reference<float>("greedy_logits_" + j);
+        const std::vector<int32_t> ids = temper::engine::testing::TeacherForcedIds(prompt);
+        const std::vector<int32_t> input = temper::engine::testing::Reference<int32_t>("input_ids_" + j);
+        const std::vector<int32_t> greedy = temper::engine::testing::Reference<int32_t>("greedy_" + j);
+        const std::vector<float> margin = temper::engine::testing::Reference<float>("greedy_margin_" + j);
+        const std::vector<float> greedy_logits = temper::engine::testing::Reference<float>("greedy_logits_" + j);
         // Prefill the prompt, then decode the greedy tokens one step at a time (graph steps).
         auto seq = (*backend)->AddSequence();
         REQUIRE(seq.ok());
@@ -346,10 +321,10 @@ TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, 
         auto out = (*backend)->Forward({&item, 1}, {});
         REQUIRE(out.ok());
         for (size_t k = 0; k < greedy.size(); ++k) {
-          const float d = testing::MaxAbsDiff(out->logits.data(), greedy_logits.data() + k * V, V);
+          const float d = temper::engine::testing::MaxAbsDiff(out->logits.data(), greedy_logits.data() + k * V, V);
           INFO("greedy step " << k << " max |dlogit| " << d);
           CHECK(d <= 1.0f);
-          if (margin[k] > 1.0f) CHECK(testing::ArgMax(out->logits.data(), V) == greedy[k]);
+          if (margin[k] > 1.0f) CHECK(temper::engine::testing::ArgMax(out->logits.data(), V) == greedy[k]);
           ForwardItem step{*seq, {&greedy[k], 1}, false};
           out = (*backend)->Forward({&step, 1}, {});
           REQUIRE(out.ok());

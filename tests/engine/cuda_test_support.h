@@ -1,0 +1,52 @@
+// Helpers the GPU test suites share: the skip when no CUDA device is present (so CI without a GPU
+// stays green), seeded random inputs (never zeros), and the element-wise tolerance check.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "engine/bf16.h"
+
+namespace temper::engine::cuda::testing {
+
+// False, with a warning that the case was skipped, when no CUDA device is usable.
+inline bool HaveGpu() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    WARN("SKIPPED: no CUDA device present");
+    return false;
+  }
+  return true;
+}
+
+inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+inline std::vector<uint16_t> RandomBf16(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::vector<uint16_t> v;
+  for (float x : RandomFloats(n, seed, scale)) v.push_back(FloatToBf16(x));
+  return v;
+}
+
+// |got − want| <= abs + rel · |want| element by element, and every value finite.
+inline void Near(const std::vector<float>& got, const std::vector<float>& want, float abs, float rel) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    REQUIRE(std::isfinite(got[i]));
+    REQUIRE(std::abs(got[i] - want[i]) <= abs + rel * std::abs(want[i]));
+  }
+}
+
+}  // namespace temper::engine::cuda::testing
