@@ -20,6 +20,8 @@ namespace temper {
 
 namespace {
 
+constexpr int kGpuMaxSnapshots = 8;
+
 using nlohmann::json;
 
 // A tool call's arguments as the engine wants them: an object. Accepts JSON text encoded once
@@ -175,6 +177,9 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
     backend.kv_memory_fraction = endpoint.kv_memory_fraction;
     backend.backend.max_context = max_context;
     backend.backend.kv = kv;  // max_tokens: the memory plan decides
+    // A pinned prefix copies every sliding layer's window: 210 MB per snapshot per GPU for the
+    // 31B model at tp 4, so an L4 holds a handful next to the weights, not the CPU's 32.
+    backend.backend.kv.max_snapshots = std::min(kv.max_snapshots, kGpuMaxSnapshots);
     backend.backend.max_rows = static_cast<int>(options.max_batch_tokens);
     backend.backend.max_batch = std::min(options.max_sequences, backend.backend.max_rows);
     Result<std::unique_ptr<engine::cuda::DeviceBackend>> gpu =

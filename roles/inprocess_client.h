@@ -54,7 +54,8 @@ namespace temper {
 struct InprocessClientOptions {
   int cpu_threads = 0;             // CPU backend: in all, split over the tp ranks; 0: one per hardware thread
   int max_sequences = 8;           // requests decoded at once; the rest wait in the scheduler's queue
-  int max_snapshots = 32;          // conversation prefixes the prefix cache may pin
+  int max_snapshots = 32;          // conversation prefixes the prefix cache may pin (at most 8 on GPUs,
+                                   // where each holds a copy of every sliding layer's window)
   int64_t kv_tokens = 0;           // CPU backend: paged KV pool in tokens; 0: 4 × the context limit (on GPUs
                                    // the memory plan sizes it from kv_memory_fraction)
   int64_t max_batch_tokens = 512;  // tokens per forward pass
