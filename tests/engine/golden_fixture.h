@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -19,7 +20,14 @@
 
 namespace temper::engine::testing {
 
-inline std::filesystem::path TinyDir() { return std::filesystem::path(TEMPER_TEST_DATA_DIR) / "gemma4-tiny"; }
+// tests/data, or the directory $TEMPER_TEST_DATA names: binaries built here and run on another
+// machine (a lent GPU, bench/gpu_bundle.sh) find their fixtures there.
+inline std::filesystem::path TestDataDir() {
+  const char* moved = std::getenv("TEMPER_TEST_DATA");
+  return moved && *moved ? std::filesystem::path(moved) : std::filesystem::path(TEMPER_TEST_DATA_DIR);
+}
+
+inline std::filesystem::path TinyDir() { return TestDataDir() / "gemma4-tiny"; }
 
 struct TinyModel {
   ModelConfig config;
