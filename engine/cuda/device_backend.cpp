@@ -216,25 +216,18 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
   });
 }
 
-Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
-  TEMPER_RETURN_IF_ERROR(ReserveForwardBatch(batch, pager_, config_.vocab_size, options_.max_context));
-  int64_t total_tokens = 0;
-  for (const ForwardItem& item : batch) total_tokens += static_cast<int64_t>(item.tokens.size());
-
-  // Candidates instead of full rows when asked, when this backend makes them, and when every
-  // output row stays in the devices' logits buffers (no teacher forcing).
-  bool candidates = options.candidates && options_.top_candidates > 0;
-  for (const ForwardItem& item : batch) candidates = candidates && !item.all_logits;
-
-  // Cut the batch into passes: items in order, each taking what room is left, so an item's
-  // logit rows (all its tokens, or its last) come out in batch order across passes.
+// Cuts `batch` into passes of at most max_rows tokens: items in order, each taking what room is
+// left, so an item's logit rows (all its tokens, or its last) come out in batch order across
+// passes (an item starts in a pass only when every earlier one ends there). Sets *out_rows.
+std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const ForwardItem> batch, bool candidates,
+                                                              int64_t* out_rows) const {
   const RankLimits& limits = ranks_[0]->limits;
   const PassInputLayout layout(limits);
   std::vector<Pass> passes;
   std::vector<int64_t> done(batch.size(), 0);
   std::vector<int64_t> token_base(batch.size(), 0);
   for (size_t i = 1; i < batch.size(); ++i) token_base[i] = token_base[i - 1] + static_cast<int64_t>(batch[i - 1].tokens.size());
-  int64_t out_rows = 0;
+  *out_rows = 0;
   for (bool more = true; more;) {
     Pass pass;
     pass.inputs.assign(layout.bytes, 0);
@@ -244,7 +237,7 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
     };
     int rows = 0, logit_rows = 0;
     bool single_tokens = true;
-    pass.shape.out_begin = static_cast<int>(out_rows);
+    pass.shape.out_begin = static_cast<int>(*out_rows);
     for (size_t i = 0; i < batch.size() && rows < limits.max_rows; ++i) {
       const ForwardItem& item = batch[i];
       const int64_t n = static_cast<int64_t>(item.tokens.size());
@@ -264,13 +257,13 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
         pass.batch_token.push_back(token_base[i] + done[i] + t);
         if (item.all_logits || done[i] + t == n - 1) {
           at(layout.logit_index, logit_rows, static_cast<int32_t>(rows));
-          at(layout.temperatures, static_cast<int>((out_rows + logit_rows) % limits.max_out_rows), item.temperature);
+          at(layout.temperatures, static_cast<int>((*out_rows + logit_rows) % limits.max_out_rows), item.temperature);
           ++logit_rows;
         }
       }
       done[i] += take;
     }
-    out_rows += logit_rows;
+    *out_rows += logit_rows;
     pass.shape.candidates = candidates;
     pass.shape.rows = rows;
     pass.shape.logit_rows = logit_rows;
@@ -279,28 +272,50 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
     more = false;
     for (size_t i = 0; i < batch.size(); ++i) more = more || done[i] < static_cast<int64_t>(batch[i].tokens.size());
   }
+  return passes;
+}
 
-  // A forward that is one decode step runs as its bucket's graph, padded to the bucket's rows.
-  if (options_.graphs && passes.size() == 1 && !options.capture_hidden && passes[0].shape.splits > 1) {
-    Pass& p = passes[0];
-    const int bucket = SelectGraphBucket(buckets_, p.shape.rows);
-    if (bucket >= 0) {
-      char* in = p.inputs.data();
-      for (int r = p.shape.rows; r < buckets_[bucket]; ++r) {
-        const int64_t none = -1, zero = 0;
-        const int32_t token = 0, slot = 0, row = r;
-        std::memcpy(in + layout.tokens + r * 4, &token, 4);
-        std::memcpy(in + layout.positions + r * 8, &none, 8);
-        std::memcpy(in + layout.slots + r * 4, &slot, 4);
-        std::memcpy(in + layout.chunk_start + r * 8, &zero, 8);
-        std::memcpy(in + layout.first_row + r * 4, &row, 4);
-        std::memcpy(in + layout.chunk_end + r * 8, &zero, 8);
-        std::memcpy(in + layout.logit_index + r * 4, &row, 4);
-      }
-      p.shape.rows = p.shape.logit_rows = buckets_[bucket];
-      p.graph_bucket = bucket;
-    }
+// Makes a decode pass its bucket's graph step: rows up to the bucket's size are padding (position
+// -1: they write nothing and attend to nothing), every row a logit row. A pass no bucket holds
+// stays eager.
+void DeviceBackend::PadToBucket(Pass& p) const {
+  const int bucket = SelectGraphBucket(buckets_, p.shape.rows);
+  if (bucket < 0) return;
+  const PassInputLayout layout(ranks_[0]->limits);
+  char* in = p.inputs.data();
+  for (int r = p.shape.rows; r < buckets_[bucket]; ++r) {
+    const int64_t none = -1, zero = 0;
+    const int32_t token = 0, slot = 0, row = r;
+    std::memcpy(in + layout.tokens + r * 4, &token, 4);
+    std::memcpy(in + layout.positions + r * 8, &none, 8);
+    std::memcpy(in + layout.slots + r * 4, &slot, 4);
+    std::memcpy(in + layout.chunk_start + r * 8, &zero, 8);
+    std::memcpy(in + layout.first_row + r * 4, &row, 4);
+    std::memcpy(in + layout.chunk_end + r * 8, &zero, 8);
+    std::memcpy(in + layout.logit_index + r * 4, &row, 4);
   }
+  p.shape.rows = p.shape.logit_rows = buckets_[bucket];
+  p.graph_bucket = bucket;
+}
+
+Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
+  TEMPER_RETURN_IF_ERROR(ReserveForwardBatch(batch, pager_, config_.vocab_size, options_.max_context));
+  resident_rows_ = 0;  // this pass overwrites the devices' logits
+  int64_t total_tokens = 0;
+  for (const ForwardItem& item : batch) total_tokens += static_cast<int64_t>(item.tokens.size());
+
+  // Candidates instead of full rows when asked, when this backend makes them, and when every
+  // output row stays in the devices' logits buffers (no teacher forcing).
+  bool candidates = options.candidates && options_.top_candidates > 0;
+  for (const ForwardItem& item : batch) candidates = candidates && !item.all_logits;
+
+  int64_t out_rows = 0;
+  std::vector<Pass> passes = CutIntoPasses(batch, candidates, &out_rows);
+  // A forward that is one decode step runs as its bucket's graph.
+  if (options_.graphs && passes.size() == 1 && !options.capture_hidden && passes[0].shape.splits > 1) {
+    PadToBucket(passes[0]);
+  }
+  const RankLimits& limits = ranks_[0]->limits;
 
   ForwardResult result;
   result.rows = out_rows;

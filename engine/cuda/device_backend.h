@@ -81,6 +81,8 @@ class DeviceBackend final : public Backend {
                 const DeviceBackendOptions& options);
   // Runs fn(rank) on every rank's thread; the first error, naming the rank.
   Status OnRanks(const std::function<Status(DeviceRank&)>& fn);
+  std::vector<Pass> CutIntoPasses(std::span<const ForwardItem> batch, bool candidates, int64_t* out_rows) const;
+  void PadToBucket(Pass& pass) const;
   Status RunPassOnRanks(const Pass& pass, float* logits, float* hidden);
   // Each rank's candidates of output rows [0, rows), merged per row.
   Result<std::vector<LogitCandidates>> GatherCandidates(std::span<const ForwardItem> batch, int64_t rows);
