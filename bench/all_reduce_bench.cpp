@@ -2,11 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <chrono>
 #include <functional>
 #include <thread>
 
+#include "bench/bench_timing.h"
 #include "engine/cuda/all_reduce.h"
 #include "engine/cuda/cuda_status.h"
 
@@ -88,14 +87,12 @@ Result<std::vector<AllReduceTiming>> BenchAllReduce(std::span<const int> devices
         TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Replay(ranks[r]); }));  // warm-up
         std::vector<double> samples;
         for (int rep = 0; rep < 5; ++rep) {
-          const auto t0 = std::chrono::steady_clock::now();
+          const auto t0 = ::temper::bench::Clock::now();
           TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Replay(ranks[r]); }));
-          samples.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
-                            iterations);
+          samples.push_back(1e3 * ::temper::bench::Ms(t0, ::temper::bench::Clock::now()) / iterations);
         }
-        std::sort(samples.begin(), samples.end());
         t.available = true;
-        t.median_us = samples[samples.size() / 2];
+        t.median_us = ::temper::bench::Median(std::move(samples));
         for (Rank& rank : ranks) {
           cudaGraphExecDestroy(rank.graph);
           rank.graph = nullptr;

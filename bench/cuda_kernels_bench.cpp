@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "bench/bench_timing.h"
 #include "engine/bf16.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemm_bf16.h"
@@ -72,8 +73,7 @@ Result<double> TimeMs(Launch launch) {
   }
   cudaEventDestroy(a);
   cudaEventDestroy(b);
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return ::temper::bench::Median(std::move(ms));
 }
 
 struct Shape {

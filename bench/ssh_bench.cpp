@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_timing.h"
 #include "ssh/netns_ssh_host.h"
 #include "ssh/ssh_test_root.h"
 #include "stig/content.h"
@@ -30,14 +31,9 @@ namespace {
 
 using namespace temper;
 using namespace temper::stig;
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::Median;
+using bench::Ms;
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "ssh_bench: %s\n", s.ToString().c_str());

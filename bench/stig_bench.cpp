@@ -25,6 +25,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/bench_timing.h"
 #include "stig/baseline.h"
 #include "stig/content.h"
 #include "stig/evaluator.h"
@@ -37,14 +38,9 @@ namespace {
 
 using namespace temper;
 using namespace temper::stig;
-using Clock = std::chrono::steady_clock;
-
-double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Clock;
+using bench::Median;
+using bench::Ms;
 
 int Fail(const Status& s) {
   std::fprintf(stderr, "stig_bench: %s\n", s.ToString().c_str());

@@ -36,6 +36,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "bench/bench_timing.h"
 #include "common/log.h"
 #include "engine/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
@@ -55,8 +56,9 @@
 namespace temper::engine {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+using ::temper::bench::Clock;
+using ::temper::bench::Median;
+using ::temper::bench::Seconds;
 
 struct Args {
   std::string model_dir, synthetic;
@@ -85,7 +87,7 @@ class Yardsticks {
 
   // Median of `reps` copies of the whole buffer.
   double Copy(int reps) {
-    return Median(reps, [&] {
+    return MedianOfRuns(reps, [&] {
       const auto t0 = Clock::now();
       pool_.ParallelFor(static_cast<int64_t>(bytes_), 1 << 20, [&](int64_t b, int64_t e) {
         std::memcpy(dst_.data() + b, src_.data() + b, static_cast<size_t>(e - b));
@@ -98,7 +100,7 @@ class Yardsticks {
   // accumulators, which the compiler vectorises, so the loop is bound by memory, not by adds; the
   // sums are kept so the reads cannot be optimised away.
   double Read(int reps) {
-    return Median(reps, [&] {
+    return MedianOfRuns(reps, [&] {
       std::atomic<uint64_t> total{0};
       const auto t0 = Clock::now();
       pool_.ParallelFor(static_cast<int64_t>(words_.size()), 1 << 17, [&](int64_t b, int64_t e) {
@@ -121,11 +123,10 @@ class Yardsticks {
 
  private:
   template <typename Sample>
-  static double Median(int reps, Sample sample) {
+  static double MedianOfRuns(int reps, Sample sample) {
     std::vector<double> v;
     for (int i = 0; i < reps; ++i) v.push_back(sample());
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
+    return Median(std::move(v));
   }
 
   WorkerGroup pool_;
@@ -141,11 +142,6 @@ double LoadAverage() {
     std::fclose(f);
   }
   return load;
-}
-
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
 }
 
 // Bytes one decode step reads at context length `ctx`: every layer's weights, the LM head, one
@@ -249,8 +245,8 @@ Status Run(const Args& a) {
   const double bytes = DecodeBytes(config, ctx);
   std::printf("decode reads %.1f MB/token; median over %d rounds: %.2f tok/s (%.1f ms/token) = %.0f%% of read-only "
               "bandwidth, %.0f%% of memcpy bandwidth counted read + write (%.0f%% of its read half); load average %.2f\n",
-              bytes / 1e6, a.rounds, MedianOf(tok_s), 1e3 / MedianOf(tok_s), 100 * MedianOf(read_ratio),
-              100 * MedianOf(copy_ratio), 200 * MedianOf(copy_ratio), LoadAverage());
+              bytes / 1e6, a.rounds, Median(tok_s), 1e3 / Median(tok_s), 100 * Median(read_ratio),
+              100 * Median(copy_ratio), 200 * Median(copy_ratio), LoadAverage());
   std::printf("last logits hash %016llx\n", static_cast<unsigned long long>(HashLogits(r.logits)));
   return Status::OK();
 }

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "bench/all_reduce_bench.h"
+#include "bench/bench_timing.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/memory_plan.h"
@@ -34,8 +35,9 @@
 namespace temper::engine::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double Seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+using ::temper::bench::Clock;
+using ::temper::bench::Median;
+using ::temper::bench::Seconds;
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 // Median of `reps` device-to-device copies of `bytes`, timed with events, in GB/s of read + write.
@@ -62,8 +64,7 @@ Result<double> CopyBandwidth(int device, size_t bytes, int reps) {
   cudaEventDestroy(stop);
   cudaFree(src);
   cudaFree(dst);
-  std::sort(gbs.begin(), gbs.end());
-  return gbs[gbs.size() / 2];
+  return Median(std::move(gbs));
 }
 
 std::vector<int32_t> Prompt(uint64_t seed, int n, int vocab) {
@@ -124,8 +125,7 @@ Result<DecodeRun> Decode(cuda::DeviceBackend& b, int batch, int context, int tok
   DecodeRun run;
   double sum = 0;
   for (double s : steps) sum += s;
-  std::sort(steps.begin(), steps.end());
-  run.step_s = steps[steps.size() / 2];
+  run.step_s = Median(steps);
   run.tpot_tok_s = batch * tokens / sum;
   run.e2e_tok_s = batch * tokens / total;
   return run;

@@ -14,15 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/bench_timing.h"
 #include "engine/tokenizer.h"
 
-namespace {
-
-double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
-}
-
-}  // namespace
+using temper::bench::Clock;
+using temper::bench::Seconds;
 
 int main(int argc, char** argv) {
   if (argc != 3) {
@@ -34,9 +30,9 @@ int main(int argc, char** argv) {
   double best_load = 1e9;
   std::optional<Tokenizer> tok;
   for (int i = 0; i < 3; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = Clock::now();
     auto loaded = Tokenizer::FromFile(argv[1]);
-    const double s = Seconds(t0);
+    const double s = Seconds(t0, Clock::now());
     if (!loaded.ok()) {
       std::fprintf(stderr, "%s\n", loaded.status().ToString().c_str());
       return 1;
@@ -74,18 +70,18 @@ int main(int argc, char** argv) {
   size_t tokens = 0;
   for (int round = 0; round < 3; ++round) {
     tokens = 0;
-    auto t0 = std::chrono::steady_clock::now();
+    auto t0 = Clock::now();
     for (std::string_view chunk : chunks) tokens += tok->Encode(chunk).size();
-    best_encode = std::min(best_encode, Seconds(t0));
+    best_encode = std::min(best_encode, Seconds(t0, Clock::now()));
   }
   const double mb = static_cast<double>(corpus.size()) / 1e6;
   std::printf("encode: %.1f MB in %zu chunks, %zu tokens: best of 3 %.3f s = %.1f MB/s, %.2f M tokens/s\n", mb,
               chunks.size(), tokens, best_encode, mb / best_encode, static_cast<double>(tokens) / best_encode / 1e6);
 
   std::vector<int32_t> ids = tok->Encode(corpus);
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   auto text = tok->Decode(ids);
-  const double decode_s = Seconds(t0);
+  const double decode_s = Seconds(t0, Clock::now());
   // Exact except for literal U+2581 "▁", which decodes as a space (two of the cases hold one).
   std::string expected;
   for (size_t pos = 0; pos < corpus.size();) {
