@@ -12,6 +12,9 @@
 namespace temper::engine::bench {
 namespace {
 
+using ::temper::bench::Clock;
+using ::temper::bench::Median;
+using ::temper::bench::Seconds;
 using cuda::AllReduceAlgo;
 
 // One rank's part: its buffer, stream and captured graph.
@@ -87,12 +90,12 @@ Result<std::vector<AllReduceTiming>> BenchAllReduce(std::span<const int> devices
         TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Replay(ranks[r]); }));  // warm-up
         std::vector<double> samples;
         for (int rep = 0; rep < 5; ++rep) {
-          const auto t0 = ::temper::bench::Clock::now();
+          const auto t0 = Clock::now();
           TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Replay(ranks[r]); }));
-          samples.push_back(1e3 * ::temper::bench::Ms(t0, ::temper::bench::Clock::now()) / iterations);
+          samples.push_back(1e6 * Seconds(t0, Clock::now()) / iterations);
         }
         t.available = true;
-        t.median_us = ::temper::bench::Median(std::move(samples));
+        t.median_us = Median(std::move(samples));
         for (Rank& rank : ranks) {
           cudaGraphExecDestroy(rank.graph);
           rank.graph = nullptr;
