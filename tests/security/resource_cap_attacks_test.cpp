@@ -54,18 +54,19 @@ TEST_CASE("a fork bomb in the sandbox hits the pids cap: the host can still fork
     }
   });
   auto start = security::Clock::now();
-  auto bomb = tools.RunCommand("f(){ f|f& };f", 30s);
+  // The shell must outlive its first fork: the sandbox (its pid namespace) ends with it.
+  auto bomb = tools.RunCommand("f(){ f|f& };f; sleep 25", 30s);
   auto took = security::Clock::now() - start;
   std::this_thread::sleep_for(1500ms);  // the host keeps forking a little after the bomb too
   bombing = false;
   host.join();
 
+  CHECK(host_fork_failures == 0);
+  CHECK(host_forks > 0);
+  CHECK(took < 25s);
   REQUIRE_FALSE(bomb.ok());
   CHECK(bomb.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(bomb.status().message(), Catch::StartsWith("the command hit the sandbox's pids cap of 512"));
-  CHECK(took < 30s);
-  CHECK(host_fork_failures == 0);
-  CHECK(host_forks > 0);
   ExpectNextCommandRuns(tools);
 }
 
@@ -127,7 +128,7 @@ TEST_CASE("filling the writable layer to the last block ends with 'full', the ta
   REQUIRE(tools.WriteFile("/etc/after-revert", std::string(1 << 20, 'x')).ok());
 }
 
-// This process's oom_score_adj, and a guard that puts it back.
+// This process's oom_score_adj.
 int OwnOomScoreAdj() {
   std::ifstream in("/proc/self/oom_score_adj");
   int v = 0;
@@ -135,11 +136,16 @@ int OwnOomScoreAdj() {
   return v;
 }
 
-void SetOwnOomScoreAdj(int v) { std::ofstream("/proc/self/oom_score_adj") << v; }
+// False when the kernel refuses (lowering it takes CAP_SYS_RESOURCE, which some containers lack).
+bool SetOwnOomScoreAdj(int v) {
+  std::ofstream out("/proc/self/oom_score_adj");
+  out << v << std::flush;
+  return out.good() && OwnOomScoreAdj() == v;
+}
 
-TEST_CASE("children of an OOM-shielded daemon do not inherit its shield") {
+TEST_CASE("sandboxed commands are the OOM killer's first choice, and never inherit a shielded daemon's score") {
   const int before = OwnOomScoreAdj();
-  SetOwnOomScoreAdj(-900);
+  const bool can_shield = SetOwnOomScoreAdj(-900);
   stig::ProcessSpec spec;
   spec.argv = {"/bin/cat", "/proc/self/oom_score_adj"};
   spec.timeout = 10s;
@@ -148,9 +154,14 @@ TEST_CASE("children of an OOM-shielded daemon do not inherit its shield") {
   auto sandboxed = target->Run("cat /proc/self/oom_score_adj", stig::SandboxLimits{});
   SetOwnOomScoreAdj(before);
   REQUIRE(child.ok());
-  CHECK(child->out == "0\n");
+  if (can_shield) {
+    CHECK(child->out == "0\n");
+  } else {
+    WARN("this process cannot lower its oom_score_adj (no CAP_SYS_RESOURCE): the reset of a shielded parent's "
+         "score in its children is not exercised here");
+  }
   REQUIRE(sandboxed.ok());
-  CHECK(sandboxed->out == "0\n");
+  CHECK(sandboxed->out == "1000\n");
 }
 
 }  // namespace

@@ -56,11 +56,11 @@ inline void OpenBothEnds(const std::string& host_path) {
   }
 }
 
-// Bytes available to root on the file system holding `path`.
+// Bytes available to unprivileged writers on the file system holding `path`.
 inline std::uint64_t FreeBytes(const std::string& path) {
   struct statvfs s {};
   if (::statvfs(path.c_str(), &s) != 0) return 0;
-  return static_cast<std::uint64_t>(s.f_bfree) * s.f_frsize;
+  return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
 }
 
 // Detaches every mount at or below `dir`, deepest first (a daemon killed with -9 leaves its

@@ -103,6 +103,7 @@ TEST_CASE("write_file through a final symlink to a device node is refused") {
   // The sandbox cannot make device nodes (no CAP_MKNOD), but a target's tree may hold some (its
   // base, a package): one is planted from the host, /dev/null's numbers so nothing can go wrong.
   REQUIRE(::mknod((target->root() + "/root/nulldev").c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0);
+  REQUIRE(::chmod((target->root() + "/root/nulldev").c_str(), 0666) == 0);
   Sandboxed(*target, "ln -s /root/nulldev /etc/devlink && mkfifo /root/fifo && ln -s ../root/fifo /etc/fifolink");
 
   Status through_link = target->WriteFile("/etc/devlink", "overwrite\n", 0644);

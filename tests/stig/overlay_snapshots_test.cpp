@@ -113,8 +113,9 @@ TEST_CASE("Snapshot ids grow, survive reopening and are never reused after a rev
   CHECK(*t.Open().Snapshot() == 5);
   CHECK(t.s().Revert(6).code() == StatusCode::kOutOfRange);
 
+  // last_layer lives on the target's disk image, mounted while the stack is open.
+  Scratch::Write(t.stack() + "/disk/last_layer", "five\n");
   t.Crash();
-  Scratch::Write(t.stack() + "/last_layer", "five\n");
   auto corrupt = OverlaySnapshots::Open(t.stack(), t.base());
   CHECK(corrupt.status().code() == StatusCode::kDataLoss);
   CHECK_THAT(corrupt.status().message(), Catch::Contains("last_layer") && Catch::Contains("five"));
