@@ -133,6 +133,21 @@ std::optional<std::uint64_t> StartTime(long pid) {
   return start;
 }
 
+// Whether `pid` is this process or was started by it (directly or not).
+bool IsOursOrDescendant(long pid) {
+  const long self = static_cast<long>(::getpid());
+  for (int depth = 0; depth < 64 && pid > 1; ++depth) {
+    if (pid == self) return true;
+    Result<std::string> stat = ReadText(fmt::format("/proc/{}/stat", pid));
+    if (!stat.ok()) return false;
+    std::size_t close = stat->rfind(')');
+    long parent = 0;
+    if (close == std::string::npos || std::sscanf(stat->c_str() + close + 1, " %*c %ld", &parent) != 1) return false;
+    pid = parent;
+  }
+  return false;
+}
+
 std::vector<std::string> Subdirectories(const std::string& dir) {
   std::vector<std::string> out;
   DIR* d = ::opendir(dir.c_str());
@@ -235,17 +250,25 @@ Result<Base> V2Base(const std::map<std::string, std::string>& mounts, const std:
   if (dir.ends_with(std::string("/") + kSelfLeaf)) return Base{2, {parent}, cpu};
   // The root cgroup may hold processes and hand out controllers at once.
   if (path->second != "/") {
+    // This process and what it started (an evaluation running for another target) move into the
+    // leaf; anybody else's process means the cgroup is not ours to rearrange.
     TEMPER_ASSIGN_OR_RETURN(std::string procs, ReadText(dir + "/cgroup.procs"));
+    std::vector<long> ours;
     for (const std::string& pid : Words(procs, '\n')) {
-      if (std::stol(pid) != static_cast<long>(::getpid())) {
+      long p = std::stol(pid);
+      if (!IsOursOrDescendant(p)) {
         return Status::FailedPrecondition(fmt::format(
-            "cgroup v2 at {} holds other processes than this one (pid {}), so its controllers cannot be handed to "
-            "sandboxes; run temperd in a cgroup of its own (systemd: Delegate=yes)", dir, pid));
+            "cgroup v2 at {} holds processes that are not this one's (pid {}), so its controllers cannot be handed to "
+            "sandboxes; run temperd in a cgroup of its own (systemd: Delegate=yes)", dir, p));
       }
+      ours.push_back(p);
     }
     std::string leaf = dir + "/" + kSelfLeaf;
     if (::mkdir(leaf.c_str(), 0755) != 0 && errno != EEXIST) return Status::FromErrno(errno, "creating " + leaf);
-    TEMPER_RETURN_IF_ERROR(WriteText(leaf + "/cgroup.procs", std::to_string(::getpid())));
+    for (long p : ours) {
+      Status moved = WriteText(leaf + "/cgroup.procs", std::to_string(p));
+      if (!moved.ok() && StartTime(p)) return moved;  // one that exited meanwhile is no matter
+    }
   }
   TEMPER_RETURN_IF_ERROR(WriteText(dir + "/cgroup.subtree_control", wanted));
   return Base{2, {dir}, cpu};

@@ -6,9 +6,10 @@
 // Two kernel interfaces, one layout:
 //   - cgroup v2 where its memory and pids controllers are available (Debian 12 and every systemd
 //     host with the unified hierarchy). The controllers can be handed to children only by a cgroup
-//     without processes of its own, so the process moves itself into a leaf "temper-self" of its
-//     cgroup first (under systemd: give temperd's unit Delegate=yes); a cgroup that holds other
-//     processes as well is not ours to rearrange, and v2 is then unavailable.
+//     without processes of its own, so the process moves itself (and what it started) into a leaf
+//     "temper-self" of its cgroup first (under systemd: give temperd's unit Delegate=yes); a
+//     cgroup that holds anybody else's processes is not ours to rearrange, and v2 is then
+//     unavailable.
 //   - cgroup v1 memory, pids (and cpu, when mounted) hierarchies otherwise (hybrid hosts and
 //     containers), each under this process's own cgroup in that hierarchy.
 // Under the base: temper-<pid>-<start time>-<n>/ per CgroupTree (one per target), cmd-<seq>/ per

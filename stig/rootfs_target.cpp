@@ -155,6 +155,15 @@ Status RootfsTarget::WriteFile(const std::string& path, std::string_view content
   return Status::OK();
 }
 
+Result<std::vector<AccessCheck>> RootfsTarget::CheckAccess() {
+  AccessCheck room{.name = "writable-layer-room",
+                   .method = fmt::format("free space on the target's disk image (cap {})", FormatBytes(caps_.disk_bytes)),
+                   .ok = !layers_->DiskFull(),
+                   .detail = ""};
+  if (!room.ok) room.detail = fmt::format("{}: {} free", CapHitMessage(CapKind::kDisk, caps_), FormatBytes(layers_->FreeBytes()));
+  return std::vector<AccessCheck>{room};
+}
+
 Result<Evaluation> RootfsTarget::Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) {
   // OpenSCAP writes into the tree it evaluates (its package probe rebuilds a stale apt cache), so
   // it reads a throwaway view: a verdict never changes the target, nor what a revert restores.

@@ -62,6 +62,10 @@ class RootfsTarget : public Target {
   Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) override;
   Status WriteFile(const std::string& path, std::string_view content, mode_t mode) override;
   Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) override;
+  // "writable-layer-room": the layer has room for the sandbox's next write and the next snapshot.
+  // A change that fills the target's disk fails it, so the loop reverts that change (and with it
+  // the space) instead of keeping a target that nothing can be done on.
+  Result<std::vector<AccessCheck>> CheckAccess() override;
 
   // The merged tree on the host (for evaluation and inspection; never write to it directly).
   const std::string& root() const { return layers_->merged(); }
