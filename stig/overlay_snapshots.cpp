@@ -13,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -79,22 +78,6 @@ Status MakeRootOnly(const fs::path& dir) {
     if (::chmod(dir.c_str(), 0700) != 0) return Status::FromErrno(errno, "making " + dir.string() + " root-only (0700)");
   }
   return Status::OK();
-}
-
-// The device a mount point's file system comes from, from /proc/self/mountinfo.
-std::string MountSource(const std::string& point) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::string found;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, at, options, field;
-    f >> id >> parent >> dev >> root >> at >> options;
-    if (at != point) continue;
-    while (f >> field && field != "-") {}
-    std::string fstype;
-    f >> fstype >> found;
-  }
-  return found;
 }
 
 // Bytes in use under `dir` on its file system.
@@ -202,20 +185,25 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
     }
     const std::uint64_t size = fs::file_size(image, ec);
     if (ec) return Status::IOError("reading the size of " + image.string() + ": " + ec.message());
-    const bool grow = size < bytes;
-    if (grow && ::truncate(image.c_str(), static_cast<off_t>(bytes)) != 0) {
-      return Status::FromErrno(errno, fmt::format("growing {} to {}", image.string(), FormatBytes(bytes)));
-    }
-    TEMPER_RETURN_IF_ERROR(MountDisk(image.string()));
-    if (grow) {
-      TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Run({"resize2fs", MountSource(disk_)}));
-      if (!r.Succeeded()) {
+    if (size < bytes) {
+      // Offline, before it is mounted: an online resize takes CAP_SYS_RESOURCE, and resize2fs wants
+      // a freshly checked file system (e2fsck exits 1 when it fixed something, still fine).
+      if (::truncate(image.c_str(), static_cast<off_t>(bytes)) != 0) {
+        return Status::FromErrno(errno, fmt::format("growing {} to {}", image.string(), FormatBytes(bytes)));
+      }
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult checked, Run({"e2fsck", "-f", "-p", image.string()}, "", std::chrono::minutes(10)));
+      if (checked.timed_out || checked.term_signal != 0 || checked.exit_code > 1) {
+        return Status::IOError(fmt::format("checking {} before growing it ({}): {}{}", image.string(), checked.Describe(),
+                                           checked.out, checked.err));
+      }
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult grown, Run({"resize2fs", image.string()}, "", std::chrono::minutes(10)));
+      if (!grown.Succeeded()) {
         return Status::IOError(fmt::format("growing the file system of {} to {} ({}): {}", image.string(),
-                                           FormatBytes(bytes), r.Describe(), r.err));
+                                           FormatBytes(bytes), grown.Describe(), grown.err));
       }
     }
     disk_bytes_ = std::max(size, bytes);
-    return Status::OK();
+    return MountDisk(image.string());
   }
   // A new image, made under a temporary name and renamed once whole: a crash leaves none or all.
   const fs::path fresh = fs::path(dir_) / (std::string(kImage) + ".new");

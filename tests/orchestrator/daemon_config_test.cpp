@@ -78,8 +78,8 @@ TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and r
       {"sandbox:\n  disk: 10MiB\n", "t.yaml:2:3: sandbox: sandbox disk cap 10 MiB is under the minimum 64 MiB"},
       {"sandbox:\n  pids: 4\n", "t.yaml:2:3: sandbox: sandbox pids cap 4 is under the minimum 16"},
       {"sandbox:\n  cpu_weight: 20000\n", "t.yaml:2:3: sandbox: sandbox cpu_weight 20000 is outside 1..10000"},
-      {"sandbox:\n  procs: 5\n",
-       "t.yaml:2:3: sandbox.procs: unknown key (did you mean 'pids'?) (valid keys here: pids, memory, cpu_weight, disk)"},
+      {"sandbox:\n  pid: 5\n",
+       "t.yaml:2:3: sandbox.pid: unknown key (did you mean 'pids'?) (valid keys here: pids, memory, cpu_weight, disk)"},
   };
   for (const Case& c : cases) {
     INFO(c.text);
