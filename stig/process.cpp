@@ -199,6 +199,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   if (spec.stdin_data.empty()) in_w.Reset();
   if (in_w.get() >= 0) ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
   auto deadline = start + spec.timeout;
+  auto next_stop_check = start;
   char buf[65536];
   while (out_r.get() >= 0 || err_r.get() >= 0 || in_w.get() >= 0) {
     pollfd fds[3];
@@ -218,11 +219,17 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
       wait_ms = static_cast<int>(std::min<long long>(left.count(), 1000));
     }
     if (spec.stop_when) {
-      if (spec.stop_when()) {
-        result.stopped = true;
-        break;
+      // Asked once per stop_poll, however much output wakes the loop up in between.
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_stop_check) {
+        if (spec.stop_when()) {
+          result.stopped = true;
+          break;
+        }
+        next_stop_check = now + spec.stop_poll;
       }
-      long long poll_ms = std::max<long long>(1, spec.stop_poll.count());
+      long long poll_ms = std::max<long long>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(next_stop_check - now).count());
       wait_ms = wait_ms < 0 ? static_cast<int>(poll_ms) : static_cast<int>(std::min<long long>(wait_ms, poll_ms));
     }
     int r = ::poll(fds, nfds, wait_ms);

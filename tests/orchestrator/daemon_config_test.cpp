@@ -18,6 +18,10 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
   CHECK(config->fixpoint_passes == 3);
+  CHECK(config->sandbox.pids == 512);
+  CHECK(config->sandbox.memory_bytes == std::uint64_t{2} << 30);
+  CHECK(config->sandbox.cpu_weight == 50);
+  CHECK(config->sandbox.disk_bytes == std::uint64_t{8} << 30);
   REQUIRE(config->targets.size() == 1);
   CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
   CHECK(config->FindTarget("nope") == nullptr);

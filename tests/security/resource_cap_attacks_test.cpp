@@ -70,6 +70,17 @@ TEST_CASE("a fork bomb in the sandbox hits the pids cap: the host can still fork
   ExpectNextCommandRuns(tools);
 }
 
+TEST_CASE("a command that closes its output and runs on is still killed at its timeout") {
+  ScopedTarget target("closed-output");
+  TargetTools tools(*target, [] { return false; });
+  auto start = security::Clock::now();
+  auto run = tools.RunCommand("exec >/dev/null 2>&1; sleep 600", 2s);
+  CHECK(security::Clock::now() - start < 10s);
+  REQUIRE(run.ok());
+  CHECK(run->timed_out);
+  ExpectNextCommandRuns(tools);
+}
+
 TEST_CASE("a memory hog in the sandbox hits the memory cap and ends with a named error") {
   ScopedTarget target("memory-hog");
   TargetTools tools(*target, [] { return false; });
