@@ -25,9 +25,14 @@
 // scratch views' leftovers (both on the host's file system, so an evaluation still works when the
 // target's disk is full). A directory in the layout before disk images (layers/ and upper/ right
 // in `dir`) is moved into a new image at Open. The image's root reserve belongs to no uid the
-// sandbox maps, so the daemon (with CAP_SYS_RESOURCE) can still snapshot and revert a target the
-// sandbox filled. Requires CAP_SYS_ADMIN (root) to mount, mkfs.ext4 and loop devices. Overlayfs
-// stacks at most 500 lower layers; Snapshot returns ResourceExhausted beyond kMaxLayers.
+// sandbox maps, so a daemon with CAP_SYS_RESOURCE can still snapshot and revert a target the
+// sandbox filled; without it (some containers) the trash is reaped first when the disk is full,
+// and a snapshot that still finds no room is ResourceExhausted, naming the cap.
+// Why an image and not project quotas: quotas need a host file system made and mounted for them
+// (ext4's quota feature with prjquota, XFS with pquota), which Debian's default install is not;
+// an image works on any file system, and its size is the cap whatever the host's quota setup.
+// Requires CAP_SYS_ADMIN (root) to mount, mkfs.ext4, e2fsck/resize2fs to grow, and loop devices.
+// Overlayfs stacks at most 500 lower layers; Snapshot returns ResourceExhausted beyond kMaxLayers.
 // Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
 // (held until Close) makes a second Open of the same directory fail instead of pulling the mount
 // from under the first owner. The mounts stay in the caller's mount namespace until Close().
