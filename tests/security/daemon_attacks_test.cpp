@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -455,11 +456,13 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
                                   "-keyout", dir / "key.pem", "-out", dir / "cert.pem"});
   INFO(gen.err);
   REQUIRE(gen.exit_code == 0);
-  dir.Write("token", "s3cret-token\n");
+  chmod(dir.Write("token", "s3cret-token\n").c_str(), 0600);
   int port = FreePort();
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
                                                       "tls_key: key.pem\ntoken_file: token", port)});
-  REQUIRE(daemon.Start().ok());
+  Status started = daemon.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = ReadFileOrEmpty(dir / "cert.pem");
   auto creds = grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"));

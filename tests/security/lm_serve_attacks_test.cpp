@@ -236,7 +236,9 @@ void CheckEngineStopped(const LmServeProcess& lm) {
 TEST_CASE("client disconnect: a non-streaming client that hangs up stops the engine generating for it") {
   TempDir dir;
   LmServeProcess lm(dir, {"--synthetic", SlowModelConfig(dir)});
-  REQUIRE(lm.Start().ok());
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
   HangUpMidGeneration(lm, /*stream=*/false);
   CheckEngineStopped(lm);
   CHECK(lm.Alive());
@@ -245,7 +247,9 @@ TEST_CASE("client disconnect: a non-streaming client that hangs up stops the eng
 TEST_CASE("client disconnect: a streaming client that hangs up stops the engine generating for it") {
   TempDir dir;
   LmServeProcess lm(dir, {"--synthetic", SlowModelConfig(dir)});
-  REQUIRE(lm.Start().ok());
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
   HangUpMidGeneration(lm, /*stream=*/true);
   CheckEngineStopped(lm);
   CHECK(lm.Alive());

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <regex>
 #include <thread>
@@ -28,8 +29,10 @@ LmServeProcess::~LmServeProcess() {
 }
 
 Status LmServeProcess::Start() {
-  std::vector<std::string> argv = {std::string(TEMPER_BINARY_DIR) + "/engine/tools/temper-lm", "serve", "--model",
-                                   std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-tiny", "--port", "0"};
+  std::vector<std::string> argv = {std::string(TEMPER_BINARY_DIR) + "/engine/tools/temper-lm", "serve", "--port", "0"};
+  if (std::find(flags_.begin(), flags_.end(), "--synthetic") == flags_.end()) {
+    argv.insert(argv.end(), {"--model", std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-tiny"});
+  }
   argv.insert(argv.end(), flags_.begin(), flags_.end());
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());

@@ -16,8 +16,8 @@ namespace temper::testing {
 
 class LmServeProcess {
  public:
-  // `flags` are added to `temper-lm serve --model <tiny fixture> --port 0`; the log goes to a file
-  // in `dir`.
+  // `flags` are added to `temper-lm serve --port 0 --model <tiny fixture>` (without --model when
+  // they hold --synthetic); the log goes to a file in `dir`.
   LmServeProcess(const TempDir& dir, std::vector<std::string> flags = {});
   ~LmServeProcess();
   LmServeProcess(const LmServeProcess&) = delete;
