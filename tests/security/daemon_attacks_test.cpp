@@ -339,6 +339,7 @@ TEST_CASE("journal brick: a 2 MiB cancel reason does not stop temperd's next sta
   Status restarted = daemon.Start();
   INFO(restarted.message().substr(0, 2000));
   REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   CHECK(WatchSeqs(daemon, batch) == Seqs(events));
   for (const std::string& line : Lines(ReadFileOrEmpty(dir / fmt::format("state/journal/batch-{}.jsonl", batch)))) {
@@ -363,6 +364,7 @@ TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not st
   Status restarted = daemon.Start();
   INFO(restarted.message().substr(0, 2000));
   REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   REQUIRE(events.size() == 2);
   CHECK(events[1].seq() == legacy.seq);
@@ -387,6 +389,7 @@ TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cu
   Status restarted = daemon.Start();
   INFO(restarted.message().substr(0, 2000));
   REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   REQUIRE(events.size() == 2);
   CHECK(FileSeqs(file) == Seqs(events));
@@ -417,6 +420,7 @@ TEST_CASE("journal brick: garbage in a journal file is reported with file and li
   Status restarted = daemon.Start();
   INFO(restarted.message().substr(0, 2000));
   REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
   std::string log = daemon.Log();
   INFO(log);
   CHECK_THAT(log, Catch::Contains(dir / name + ":2:") && Catch::Contains(dir / name + ":4:"));
