@@ -4,10 +4,12 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <thread>
@@ -240,6 +242,53 @@ TEST_CASE("with an API key: Bearer in any case is accepted, /health needs none, 
   close(fd);
   CHECK(Responses(replies, "HTTP/1.1 401") == 1);
   CHECK(Responses(replies, "HTTP/1.1 200 OK") == 1);
+}
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+TEST_CASE("out of descriptors, the listener neither spins nor stops, and serves once they free up", "[engine][http]") {
+  Served s;
+  rlimit saved{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  size_t open_now = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++open_now;
+  rlimit tight = saved;
+  tight.rlim_cur = open_now + 24;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  // Each connection costs this process two descriptors (both ends): the server's accepts fail
+  // first, with connections still waiting in its backlog.
+  std::vector<int> hogs;
+  for (int i = 0; i < 64; ++i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(s.server->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd);
+      break;
+    }
+    hogs.push_back(fd);
+  }
+  std::this_thread::sleep_for(300ms);
+  const double before = CpuSeconds();
+  std::this_thread::sleep_for(1s);
+  const double cpu = CpuSeconds() - before;
+  for (int fd : hogs) close(fd);
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  INFO(hogs.size() << " connections; CPU " << cpu << " s in 1 s");
+  CHECK(hogs.size() > 8);
+  CHECK(cpu < 0.3);  // a loop spinning on accept burns the whole second
+  httplib::Client c = LocalClient(s.server->port());
+  c.set_connection_timeout(3, 0);
+  auto health = c.Get("/health");
+  REQUIRE(health);
+  CHECK(health->status == 200);
 }
 
 }  // namespace
