@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "orchestrator/journal_event_bounds.h"
+
 namespace temper {
 
 Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store, JournalFiles& files, const Logger& log) {
@@ -14,6 +16,10 @@ Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store, JournalFiles& 
     for (const JournalLineProblem& p : r.problems) {
       log.Warning("{}:{}: {} (byte {}, {} bytes); left in place, the state store holds every committed event",
                   r.path, p.line, p.what, p.offset, p.bytes);
+    }
+    if (r.longest_line > kMaxJournalLineBytes) {
+      log.Info("journal file {}: holds a line of {} bytes, over today's bound of {} (written by an older temperd); read whole",
+               r.path, r.longest_line, kMaxJournalLineBytes);
     }
     if (r.problem_count > r.problems.size()) {
       log.Warning("journal file {}: {} more lines are not journal events", r.path, r.problem_count - r.problems.size());

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/journal_event_bounds.h"
+
 namespace temper {
 
 namespace {
@@ -99,6 +101,7 @@ Result<JournalFileScan> JournalFiles::ScanLocked(const std::string& path, FileRe
   }
   repair.problems = scan->problems;
   repair.problem_count = scan->problem_count;
+  repair.longest_line = scan->longest_line;
   return scan;
 }
 
@@ -117,7 +120,9 @@ Result<JournalFiles::Reconciled> JournalFiles::Reconcile(StateStore& store) {
       if (it == last_seq.end()) {
         FileRepair repair;
         TEMPER_ASSIGN_OR_RETURN(JournalFileScan scan, ScanLocked(path, repair));
-        if (repair.torn_bytes > 0 || repair.problem_count > 0) out.repairs.push_back(std::move(repair));
+        if (repair.torn_bytes > 0 || repair.problem_count > 0 || repair.longest_line > kMaxJournalLineBytes) {
+          out.repairs.push_back(std::move(repair));
+        }
         it = last_seq.emplace(path, scan.last_seq).first;
       }
       if (e.seq <= it->second) continue;

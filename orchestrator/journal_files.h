@@ -39,10 +39,11 @@ class JournalFiles {
     uint64_t torn_offset = 0;  // where it started
     std::vector<JournalLineProblem> problems;  // lines left in place (the first kMaxReportedProblems)
     uint64_t problem_count = 0;
+    uint64_t longest_line = 0;  // reported when over kMaxJournalLineBytes: written before lines were bounded
   };
   struct Reconciled {
     uint64_t appended = 0;  // events appended in all
-    std::vector<FileRepair> repairs;  // one per file with a torn tail or problem lines
+    std::vector<FileRepair> repairs;  // one per file with a torn tail, problem lines or an oversized line
   };
 
   // Appends one line for `event` to its file and flushes it to the disk.

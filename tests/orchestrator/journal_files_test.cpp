@@ -141,7 +141,9 @@ TEST_CASE("a line of several megabytes is read whole, and its seq counts") {
   auto reconciled = f.files->Reconcile(*f.store);
   REQUIRE(reconciled.ok());
   CHECK(reconciled->appended == 1);
-  CHECK(reconciled->repairs.empty());
+  REQUIRE(reconciled->repairs.size() == 1);  // reported for its size alone
+  CHECK(reconciled->repairs[0].longest_line == JournalFiles::ToJsonLine(big).size());
+  CHECK(reconciled->repairs[0].problem_count == 0);
   CHECK(Lines(f.files->PathFor(1)).back()["seq"] == second.seq);
 }
 
