@@ -433,25 +433,26 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(Scheduler& scheduler, cons
 int HttpServer::port() const { return listener_->port(); }
 
 std::optional<StreamEvent> HttpServer::NextEvent(RequestStream& stream, const HttpConnection* client) {
-  // Poll, so that neither Stop nor a client that hung up waits on a long generation.
+  // Checked before every wait, tokens or not (a steady stream of tokens never leaves a wait empty),
+  // and the wait is short, so neither Stop nor a client that hung up waits on a long generation.
   while (true) {
-    std::optional<StreamEvent> e = stream.NextFor(std::chrono::milliseconds(100));
-    if (!e || e->finish != FinishReason::kNone || !e->tokens.empty()) return e;
     if (stopping_.load() || (client != nullptr && client->ClientGone())) {
       stream.Cancel();
       return std::nullopt;
     }
+    std::optional<StreamEvent> e = stream.NextFor(std::chrono::milliseconds(100));
+    if (!e || e->finish != FinishReason::kNone || !e->tokens.empty()) return e;
   }
 }
 
 std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream, const HttpConnection* client) {
   while (true) {
-    std::optional<ChatEvent> e = stream.NextFor(std::chrono::milliseconds(100));
-    if (!e || !e->empty()) return e;
     if (stopping_.load() || (client != nullptr && client->ClientGone())) {
       stream.Cancel();
       return std::nullopt;
     }
+    std::optional<ChatEvent> e = stream.NextFor(std::chrono::milliseconds(100));
+    if (!e || !e->empty()) return e;
   }
 }
 
