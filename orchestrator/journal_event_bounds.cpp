@@ -1,9 +1,11 @@
 #include "orchestrator/journal_event_bounds.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/text_cut.h"
@@ -17,6 +19,10 @@ using nlohmann::json;
 
 // Below this the halving stops: shorter cuts would be mostly marker.
 constexpr size_t kMinStringCut = 128;
+// Lists are cut to at most this many items, halving down to kMinArrayItems, when cutting strings
+// is not enough.
+constexpr size_t kMaxArrayItems = 1024;
+constexpr size_t kMinArrayItems = 4;
 // What the last-resort replacement keeps of the original data.
 constexpr size_t kPrefixBytes = 4096;
 
@@ -62,6 +68,23 @@ void CutStrings(json& data, size_t cap) {
   }
 }
 
+// Cuts every array below `data` longer than `max_items` to its first items and a marker string.
+void CutArrays(json& data, size_t max_items) {
+  std::vector<json*> todo{&data};
+  while (!todo.empty()) {
+    json* j = todo.back();
+    todo.pop_back();
+    if (j->is_array() && j->size() > max_items) {
+      const size_t total = j->size();
+      j->erase(j->begin() + static_cast<std::ptrdiff_t>(max_items), j->end());
+      j->push_back(fmt::format("…[cut by temper: {} of {} items left out]", total - max_items, total));
+    }
+    if (j->is_structured()) {
+      for (json& item : *j) todo.push_back(&item);
+    }
+  }
+}
+
 }  // namespace
 
 NewEvent BoundJournalEvent(NewEvent event) {
@@ -76,6 +99,17 @@ NewEvent BoundJournalEvent(NewEvent event) {
   for (size_t cap = kMaxEventStringBytes; cap >= kMinStringCut; cap /= 2) {
     json cut = data;
     CutStrings(cut, cap);
+    std::string dumped = Dump(cut);
+    if (dumped.size() <= budget) {
+      event.data_json = std::move(dumped);
+      return event;
+    }
+  }
+  // Short strings, but too many of them (or of anything): lists keep their first items.
+  CutStrings(data, kMinStringCut);
+  for (size_t items = kMaxArrayItems; items >= kMinArrayItems; items /= 2) {
+    json cut = data;
+    CutArrays(cut, items);
     std::string dumped = Dump(cut);
     if (dumped.size() <= budget) {
       event.data_json = std::move(dumped);

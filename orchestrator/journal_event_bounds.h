@@ -9,9 +9,11 @@
 //   - each string inside the event's data is cut to kMaxEventStringBytes at a UTF-8 character
 //     boundary, ending in a visible marker that says how much was cut: "…[cut by temper: 1048576 of
 //     1064960 bytes left out]";
-//   - if the data is still too big (many strings, long arrays), the per-string cut is halved until
-//     it fits; if even short strings do not fit, the data becomes {"truncated": {"original_bytes":
-//     N, "prefix": "<the first bytes of the original JSON>"}};
+//   - if the data is still too big (many strings), the per-string cut is halved until it fits; then
+//     lists keep their first 1024 items, halving down to 4, with a last item saying how many were
+//     left out ("…[cut by temper: 3000 of 4024 items left out]"); data even that cannot shrink
+//     (an object of many keys) becomes {"truncated": {"original_bytes": N, "prefix": "<the first
+//     bytes of the original JSON>"}};
 //   - target, rule id, role and type are cut to kMaxEventFieldBytes the same way.
 //
 // The documented bound: a bounded event's line in a journal file (JournalFiles::ToJsonLine) is at

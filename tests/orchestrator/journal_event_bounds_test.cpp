@@ -62,15 +62,28 @@ TEST_CASE("strings that escape to six bytes each still fit the line") {
   CHECK(LineBytes(bounded) <= kMaxJournalLineBytes);
 }
 
-TEST_CASE("data that no string cut can shrink enough becomes a truncation note with its prefix") {
+TEST_CASE("long lists keep their first items and say how many were left out") {
   json many = json::array();
-  for (int i = 0; i < 100000; ++i) many.push_back(i);
-  NewEvent e = WithData({{"numbers", many}});
+  for (int i = 0; i < 100000; ++i) many.push_back(fmt::format("xccdf_org.ssgproject.content_rule_{}", i));
+  NewEvent bounded = BoundJournalEvent(WithData({{"not_in_datastream", many}, {"rules", 100000}}));
+  CHECK(LineBytes(bounded) <= kMaxJournalLineBytes);
+  json data = json::parse(bounded.data_json);
+  CHECK(data["rules"] == 100000);
+  const json& kept = data["not_in_datastream"];
+  REQUIRE(kept.size() >= 5);
+  CHECK(kept[0] == "xccdf_org.ssgproject.content_rule_0");
+  CHECK(kept.back() == fmt::format("…[cut by temper: {} of 100000 items left out]", 100000 - (kept.size() - 1)));
+}
+
+TEST_CASE("data that neither cut can shrink enough becomes a truncation note with its prefix") {
+  json wide = json::object();
+  for (int i = 0; i < 20000; ++i) wide[fmt::format("key{}", i)] = i;
+  NewEvent e = WithData({{"wide", wide}});
   NewEvent bounded = BoundJournalEvent(e);
   CHECK(LineBytes(bounded) <= kMaxJournalLineBytes);
   json data = json::parse(bounded.data_json);
   CHECK(data["truncated"]["original_bytes"] == e.data_json.size());
-  CHECK_THAT(data["truncated"]["prefix"].get<std::string>(), Catch::StartsWith("{\"numbers\":[0,1,2,"));
+  CHECK_THAT(data["truncated"]["prefix"].get<std::string>(), Catch::StartsWith("{\"wide\":{\"key0\":0,"));
 }
 
 TEST_CASE("long object keys and envelope fields are cut too") {
