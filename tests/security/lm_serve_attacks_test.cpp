@@ -217,8 +217,7 @@ void HangUpMidGeneration(const LmServeProcess& lm, bool stream) {
   double generated = WaitMetric(lm.port(), "generated_tokens_total", 30s, [](double v) { return v >= 8; });
   REQUIRE(generated >= 8);
   if (stream) {
-    std::string first = ReadResponse(fd, 5s);
-    REQUIRE(first.find("data: ") != std::string::npos);
+    REQUIRE(ReadUntil(fd, "data: ", 5s).find("data: ") != std::string::npos);
   }
   close(fd);
 }

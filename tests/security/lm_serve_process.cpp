@@ -135,6 +135,22 @@ std::string ReadResponse(int fd, std::chrono::milliseconds timeout) {
   return got;
 }
 
+std::string ReadUntil(int fd, const std::string& needle, std::chrono::milliseconds timeout) {
+  std::string got;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (got.find(needle) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+    char buf[4096];
+    ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
 int StatusOf(const std::string& response) {
   std::smatch m;
   static const std::regex status_line(R"(^HTTP/1\.[01] ([0-9]{3}))");

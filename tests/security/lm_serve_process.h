@@ -49,6 +49,8 @@ bool SendAll(int fd, const std::string& bytes);
 // Reads until the peer closes, a whole HTTP response (head + Content-Length body) has arrived, or
 // `timeout` passes; returns what arrived.
 std::string ReadResponse(int fd, std::chrono::milliseconds timeout);
+// Reads until what arrived contains `needle`, the peer closes, or `timeout` passes.
+std::string ReadUntil(int fd, const std::string& needle, std::chrono::milliseconds timeout);
 // The status code of a raw HTTP response ("HTTP/1.1 413 ..." -> 413), 0 when there is none.
 int StatusOf(const std::string& response);
 // The body of a raw HTTP response (after the blank line).
