@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "orchestrator/request_bounds.h"
 #include "orchestrator/waivers.h"
 
 namespace temper {
@@ -17,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kMaxRules = 5000;
-constexpr size_t kMaxIdLength = 256;
 
 bool IsIdChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
@@ -74,10 +74,6 @@ Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrFiel
     }
     if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
     if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
-    if (w.reason().size() > kMaxWaiverReason || w.owner().size() > kMaxWaiverOwner) {
-      return Status::InvalidArgument(fmt::format("{}: reason at most {} characters, owner at most {}", where,
-                                                 kMaxWaiverReason, kMaxWaiverOwner));
-    }
     Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
     if (w.has_expires_at()) {
       if (w.expires_at().seconds() <= 0 || w.expires_at().nanos() < 0 || w.expires_at().nanos() > 999999999) {
@@ -120,8 +116,8 @@ Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
 }  // namespace
 
 Result<std::string> NormalizeRuleId(std::string_view id) {
-  if (id.size() > kMaxIdLength) {
-    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdLength));
+  if (id.size() > kMaxIdentifierBytes) {
+    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdentifierBytes));
   }
   if (IsXccdfId(id, "rule")) return std::string(id);
   if (id.rfind("xccdf_", 0) == 0) {
@@ -144,6 +140,7 @@ Result<int64_t> ParseBatchId(std::string_view text) {
 
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
                                        const DaemonConfig& config, const std::vector<std::string>& more_targets) {
+  TEMPER_RETURN_IF_ERROR(CheckRequestBounds(request));
   NewBatch batch;
   if (request.target().empty()) return Status::InvalidArgument("target: required");
   bool more = std::find(more_targets.begin(), more_targets.end(), request.target()) != more_targets.end();
@@ -191,9 +188,7 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   batch.budgets = config.default_budgets;
   TEMPER_RETURN_IF_ERROR(CheckBudgets(request.budgets(), batch.budgets));
 
-  if (request.name().size() > 200) return Status::InvalidArgument("name: at most 200 characters");
   batch.name = request.name();
-  if (request.request_id().size() > 128) return Status::InvalidArgument("request_id: at most 128 characters");
   for (char c : request.request_id()) {
     if (c < 0x21 || c > 0x7e) {
       return Status::InvalidArgument("request_id: only printable ASCII characters without spaces");

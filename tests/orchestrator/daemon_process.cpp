@@ -169,6 +169,15 @@ int DaemonProcess::Stop(int sig) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+bool DaemonProcess::Alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  pid_ = -1;
+  return false;
+}
+
 std::vector<std::string> DaemonProcess::Notifications() {
   pollfd p{notify_fd_, POLLIN, 0};
   while (notify_fd_ >= 0 && poll(&p, 1, 50) > 0) {

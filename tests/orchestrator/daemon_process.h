@@ -56,6 +56,12 @@ class DaemonProcess {
   // Sends `sig` and waits; returns the exit status (or 128 + signal when killed).
   int Stop(int sig = SIGTERM);
   bool running() const { return pid_ > 0; }
+  // The daemon's pid while it runs (-1 before Start and after Stop).
+  pid_t pid() const { return pid_; }
+  // False once the process has exited (it is reaped then; Stop returns -1 afterwards).
+  bool Alive();
+  // How the process ended, once Alive() saw it exit: the exit status, or 128 + signal.
+  int exit_status() const { return exit_status_; }
 
   // Every sd_notify message received so far, oldest first.
   std::vector<std::string> Notifications();
@@ -73,6 +79,7 @@ class DaemonProcess {
   std::string log_path_;
   int notify_fd_ = -1;
   pid_t pid_ = -1;
+  int exit_status_ = -1;
   std::vector<std::string> notifications_;
 };
 
