@@ -6,6 +6,23 @@
 
 using namespace temper;
 
+namespace {
+
+// A target with no files: every script a command runs is missing.
+Result<std::string> NoFiles(const std::string& path, size_t) { return Status::NotFound(path + " does not exist"); }
+
+// A target holding one harmless fix script.
+Result<std::string> FixScript(const std::string& path, size_t max_bytes) {
+  if (path == "/tmp/fix.sh") return std::string("sysctl -w net.ipv4.ip_forward=0\n").substr(0, max_bytes);
+  return NoFiles(path, max_bytes);
+}
+
+Status Check(std::string_view command, const PolicyContext& context) { return CheckCommand(command, context, FixScript); }
+
+Status CheckWritePath(std::string_view path, const PolicyContext& context) { return CheckWrite(path, "", context, NoFiles); }
+
+}  // namespace
+
 TEST_CASE("commands that take the host down or lock the operator out are refused") {
   const PolicyContext ctx;
   const char* refused[] = {
@@ -27,7 +44,7 @@ TEST_CASE("commands that take the host down or lock the operator out are refused
   };
   for (const char* cmd : refused) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::StartsWith("refused by policy"));
   }
@@ -51,7 +68,7 @@ TEST_CASE("safe look-alikes pass") {
   };
   for (const char* cmd : allowed) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.ok());
     if (!s.ok()) WARN(s.message());
   }
@@ -72,7 +89,7 @@ TEST_CASE("dangerous commands inside bash constructs are refused") {
   };
   for (const char* cmd : refused) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::StartsWith("refused by policy"));
   }
@@ -90,7 +107,7 @@ TEST_CASE("data inside bash constructs is not a command") {
   };
   for (const char* cmd : allowed) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.ok());
     if (!s.ok()) WARN(s.message());
   }
@@ -98,10 +115,10 @@ TEST_CASE("data inside bash constructs is not a command") {
 
 TEST_CASE("bootloader edits are allowed only for bootloader rules") {
   PolicyContext grub{.bootloader_rule = true};
-  CHECK(CheckCommand("sed -i 's/quiet/quiet audit=1/' /etc/default/grub", grub).ok());
-  CHECK(CheckCommand("grub2-mkconfig -o /boot/grub2/grub.cfg", grub).ok());
-  CHECK(CheckCommand("grubby --update-kernel=ALL --args=audit_backlog_limit=8192", grub).ok());
-  CHECK(CheckCommand("reboot", grub).code() == StatusCode::kPermissionDenied);  // still not a reboot
+  CHECK(Check("sed -i 's/quiet/quiet audit=1/' /etc/default/grub", grub).ok());
+  CHECK(Check("grub2-mkconfig -o /boot/grub2/grub.cfg", grub).ok());
+  CHECK(Check("grubby --update-kernel=ALL --args=audit_backlog_limit=8192", grub).ok());
+  CHECK(Check("reboot", grub).code() == StatusCode::kPermissionDenied);  // still not a reboot
   CHECK(IsBootloaderRule("xccdf_org.ssgproject.content_rule_grub2_audit_argument", ""));
   CHECK(IsBootloaderRule("xccdf_org.ssgproject.content_rule_grub2_password", ""));
   CHECK(IsBootloaderRule("some_rule", "Set the Boot Loader Password"));
@@ -110,14 +127,14 @@ TEST_CASE("bootloader edits are allowed only for bootloader rules") {
 }
 
 TEST_CASE("refusals explain what to do instead") {
-  Status s = CheckCommand("systemctl stop sshd", {});
+  Status s = Check("systemctl stop sshd", {});
   CHECK_THAT(s.message(), Catch::Contains("would cut off remote access"));
   CHECK_THAT(s.message(), Catch::Contains("sshd -t"));
   CHECK_THAT(s.message(), Catch::Contains("Nothing was run"));
-  Status r = CheckCommand("cd /tmp && sudo reboot", {});
+  Status r = Check("cd /tmp && sudo reboot", {});
   CHECK_THAT(r.message(), Catch::Contains("'reboot' would take the host down"));
   CHECK_THAT(r.message(), Catch::Contains("pending reboot"));
-  Status u = CheckCommand("echo \"oops", {});
+  Status u = Check("echo \"oops", {});
   CHECK_THAT(u.message(), Catch::Contains("cannot parse"));
 }
 
@@ -137,14 +154,14 @@ TEST_CASE("removing the packages that keep the host reachable is refused, in com
                           "apt remove --purge systemd", "dpkg -P libpam-modules", "dpkg --remove login",
                           "apt-get -y remove telnetd linux-image-amd64", "aptitude purge grub-pc"}) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::Contains("refused by policy: removing the package"));
   }
   for (const char* cmd : {"apt-get remove -y telnetd rsh-server", "apt-get install -y sudo openssh-server",
                           "dpkg -s openssh-server", "dpkg -l sudo", "apt-cache policy systemd", "apt-get purge -y nis"}) {
     INFO(cmd);
-    CHECK(CheckCommand(cmd, ctx).ok());
+    CHECK(Check(cmd, ctx).ok());
   }
   CHECK(CheckPackageRemoval({"telnetd", "nis"}, ctx).ok());
   Status s = CheckPackageRemoval({"telnetd", "openssh-server"}, ctx);
@@ -159,7 +176,7 @@ TEST_CASE("without the batch's opt-in (allow_disruptive) every package removal i
                           "apt remove --purge rsh-server", "aptitude purge talk", "dpkg -r telnetd", "dpkg --purge nis",
                           "true && apt-get -y remove telnet", "bash -c 'apt-get remove -y telnet'"}) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::Contains("is a disruptive change and this batch does not allow disruptive changes") &&
                                 Catch::Contains("--allow-disruptive"));
@@ -167,7 +184,7 @@ TEST_CASE("without the batch's opt-in (allow_disruptive) every package removal i
   // Installing, querying and listing stay allowed.
   for (const char* cmd : {"apt-get install -y aide", "dpkg -s telnetd", "dpkg -l", "apt-get autoclean"}) {
     INFO(cmd);
-    CHECK(CheckCommand(cmd, ctx).ok());
+    CHECK(Check(cmd, ctx).ok());
   }
   Status s = CheckPackageRemoval({"telnetd", "nis"}, ctx);
   CHECK(s.code() == StatusCode::kPermissionDenied);
