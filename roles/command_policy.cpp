@@ -14,7 +14,7 @@
 #include "roles/command_rules.h"
 #include "roles/execution_paths.h"
 #include "roles/sed_script.h"
-#include "roles/shell_variables.h"
+#include "common/shell_variables.h"
 
 namespace temper {
 

@@ -15,7 +15,7 @@
 //     `busybox reboot` are all seen; look-alikes that only mention a word (`grep reboot /etc/x`,
 //     `systemctl status sshd`, `man shutdown`) are allowed;
 //   - a program named by a variable is judged by the literal values the script gives that
-//     variable (roles/shell_variables.h); one computed at run time (`$(cat x)`, `eval "$v"`,
+//     variable (common/shell_variables.h); one computed at run time (`$(cat x)`, `eval "$v"`,
 //     `bash <<< "$x"`, `xargs sudo`) is refused;
 //   - scripts are judged when they run, by their content read from the target (`bash /tmp/x`,
 //     `sh x`, `./x`, `. x`, `source x`, a program outside the system's program directories); a

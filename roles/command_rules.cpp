@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/lexical_path.h"
 #include "roles/execution_paths.h"
 #include "roles/sed_script.h"
 
@@ -290,29 +291,6 @@ std::optional<Refusal> JudgeSed(const SimpleCommand& c) {
 }
 
 }  // namespace
-
-std::string NormalizePath(std::string_view p) {
-  std::string out;
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < p.size()) {
-    size_t j = p.find('/', i);
-    std::string_view part = p.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
-    if (part == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!part.empty() && part != ".") {
-      parts.emplace_back(part);
-    }
-    if (j == std::string_view::npos) break;
-    i = j + 1;
-  }
-  if (p.empty() || p[0] != '/') {
-    for (size_t k = 0; k < parts.size(); ++k) out += (k ? "/" : "") + parts[k];
-    return out;
-  }
-  for (const std::string& part : parts) out += "/" + part;
-  return out.empty() ? "/" : out;
-}
 
 bool IsBlockDevice(std::string_view raw) {
   std::string p = NormalizePath(raw);

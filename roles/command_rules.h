@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/lexical_path.h"
 #include "common/shell_split.h"
 #include "roles/command_policy.h"
 
@@ -36,10 +37,6 @@ std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const
 // Writing `path` (normalized) would take the host down: /proc/sysrq-trigger, /sys/power, the
 // kernel's helper programs, binfmt_misc, device removal, EFI variables. Empty when it would not.
 std::string HostKillingKnob(std::string_view path);
-
-// "/etc/", "/etc/." and "//etc" all name /etc; ".." is resolved lexically. A relative path stays
-// relative.
-std::string NormalizePath(std::string_view path);
 
 bool IsBlockDevice(std::string_view path);
 bool IsBootloaderPath(std::string_view path);

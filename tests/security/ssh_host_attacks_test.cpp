@@ -80,7 +80,7 @@ TEST_CASE("write_file changes temper's undo journal on the host", "[security][ss
   const std::string last_id = Slurp(h.Tree(h.Journal() + "/last_id"));
   REQUIRE_FALSE(last_id.empty());
   h.CheckWriteRefused(h.Journal() + "/last_id");
-  h.CheckWriteRefused(h.Journal() + "/snap.0/manifest");
+  h.CheckWriteRefused(h.Journal() + "/snap.0/manifest.find");
   h.CheckWriteRefused("/var/lib/temper/planted");
   h.CheckWriteRefused("/var/lib/../lib/temper/undo/x");
   CHECK(Slurp(h.Tree(h.Journal() + "/last_id")) == last_id);
@@ -100,7 +100,7 @@ TEST_CASE("commands change temper's undo journal on the host", "[security][ssh]"
   h.CheckCommandRefused("tar -xf /tmp/x.tar -C /var/lib/temper");
   h.CheckCommandRefused("sed -i s/0/9/ " + h.Journal() + "/last_id");
   h.CheckCommandRefused("bash -c 'rm -rf /var/lib/temper/undo'");
-  CHECK(fs::exists(h.Tree(h.Journal() + "/snap.0/manifest")));
+  CHECK(fs::exists(h.Tree(h.Journal() + "/snap.0/manifest.find")));
   // The journal still reverts the host.
   REQUIRE(h.target->Run("echo changed > /etc/issue", Limits()).ok());
   REQUIRE(h.target->Revert(*id).ok());
@@ -121,7 +121,7 @@ TEST_CASE("a write through a symlink changes temper's undo journal", "[security]
   h.CheckCommandRefused("rm -rf /tmp/vl/temper");
   h.CheckCommandRefused("cp /etc/hostname /tmp/j");
   CHECK(Slurp(h.Tree(h.Journal() + "/last_id")) == last_id);
-  CHECK(fs::exists(h.Tree(h.Journal() + "/snap.0/manifest")));
+  CHECK(fs::exists(h.Tree(h.Journal() + "/snap.0/manifest.find")));
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "roles/shell_variables.h"
+#include "common/shell_variables.h"
 
 #include <cctype>
 
