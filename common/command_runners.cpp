@@ -43,6 +43,9 @@ struct OptionSpelling {
   std::vector<std::string_view> long_with_value;
   // -N (a number) is an option, as in `nice -10 cmd`.
   bool numeric_option = false;
+  // Long flags that a value-taking option's name starts with (--start beside --startas): an exact
+  // name is that flag, not an abbreviation.
+  std::vector<std::string_view> long_flags = {};
 };
 
 struct ParsedOptions {
@@ -74,7 +77,9 @@ ParsedOptions ParseOptions(const std::vector<ShellWord>& w, size_t from, const O
       std::string name = word.substr(0, eq);
       std::string full = name;
       bool takes = false;
-      for (std::string_view l : spelling.long_with_value) {
+      const bool flag = std::any_of(spelling.long_flags.begin(), spelling.long_flags.end(),
+                                    [&](std::string_view f) { return name == "--" + std::string(f); });
+      for (std::string_view l : flag ? std::vector<std::string_view>{} : spelling.long_with_value) {
         const std::string candidate = "--" + std::string(l);
         if (name.size() > 3 && candidate.starts_with(name)) {
           full = candidate;
@@ -279,7 +284,8 @@ RunnerStep Ssh(const std::vector<ShellWord>& w) {
 RunnerStep StartStopDaemon(const std::vector<ShellWord>& w) {
   ParsedOptions o = ParseOptions(w, 1, {"xaunpgcrNPIkdsR", {"exec", "startas", "name", "pidfile", "user", "group",
                                                            "chuid", "chroot", "chdir", "nicelevel", "procsched",
-                                                           "iosched", "umask", "signal", "retry", "output"}});
+                                                           "iosched", "umask", "signal", "retry", "output"},
+                                      false, {"start", "stop", "status", "test"}});
   if (!o.Has("-S", "--start")) return Of(RunnerStep::Kind::kNothing);
   std::string program = o.Has("-a", "--startas") ? o.Value("-a", "--startas") : o.Value("-x", "--exec");
   if (program.empty()) return Of(RunnerStep::Kind::kNothing);

@@ -725,23 +725,29 @@ class CommandJudge {
     if (p == "hash" && std::find(c.args.begin(), c.args.end(), "-p") != c.args.end()) {
       return Refusal{fmt::format("'{}' makes a program's name run another file", c.text), "run programs by their names"};
     }
-    // sysctl -p FILE loads the file's settings now.
+    // sysctl -p FILE loads the file's settings now. A file in sysctl's own directories is judged
+    // whenever it is written (this command line's writes included), so only others are read.
     if (p == "sysctl") {
       for (size_t k = 0; k + 1 < c.args.size(); ++k) {
         if (c.args[k] != "-p" && c.args[k] != "--load") continue;
         std::optional<std::string> path = PathOf(c.args[k + 1], c.args_expanded[k + 1], w);
         if (!path) return Refusal{fmt::format("'{}' loads settings from a file whose path is not known", c.text), "name the file"};
+        if (ClassifyPath(*path).kind == FileKind::kSysctl) continue;
+        if (auto r = Stale(*path, w, c)) return r;
         Result<std::string> content = ReadForJudging(*path);
         if (!content.ok()) return Refusal{fmt::format("'{}' loads {}, which the policy cannot read ({})", c.text, *path, content.status().message()), "write the settings with write_file first"};
         if (auto r = LaterFile({FileKind::kSysctl, "a sysctl configuration"}, *path, *content, w.depth)) return r;
       }
     }
-    // systemctl link PATH / enable PATH: a unit file outside the unit directories.
+    // systemctl link PATH / enable PATH: a unit file outside the unit directories (those inside
+    // are judged whenever they are written).
     if (p == "systemctl") {
       for (size_t k = 0; k < c.args.size(); ++k) {
         if (c.args[k].find('/') == std::string::npos || StartsWith(c.args[k], "-")) continue;
         std::optional<std::string> path = PathOf(c.args[k], c.args_expanded[k], w);
         if (!path) return Refusal{fmt::format("'{}' names a unit file whose path is not known", c.text), "name the unit"};
+        if (ClassifyPath(*path).kind == FileKind::kSystemdUnit) continue;
+        if (auto r = Stale(*path, w, c)) return r;
         Result<std::string> content = ReadForJudging(*path);
         if (!content.ok()) return Refusal{fmt::format("'{}' uses the unit file {}, which the policy cannot read ({})", c.text, *path, content.status().message()), "write the unit with write_file first"};
         if (auto r = LaterFile({FileKind::kSystemdUnit, "a systemd unit"}, *path, *content, w.depth)) return r;

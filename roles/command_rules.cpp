@@ -374,7 +374,11 @@ std::optional<Refusal> JudgeSimpleCommand(const SimpleCommand& c, const PolicyCo
     return Refusal{fmt::format("'{} {}' changes the runlevel and takes the host down", p, a[0]), kInsteadReboot};
   }
   if (p == "systemctl" || p == "service") return JudgeSystemctl(c);
-  if (p == "systemd-run" || p == "at" || p == "batch" || p == "atrun") {
+  // at -l/-r/-d/-c list, remove or show jobs (as atq and atrm do): nothing is scheduled.
+  const bool at_query = p == "at" && std::any_of(a.begin(), a.end(), [](const std::string& w) {
+    return w == "-l" || w == "-r" || w == "-d" || w == "-c";
+  });
+  if (p == "systemd-run" || (p == "at" && !at_query) || p == "batch" || p == "atrun") {
     return Refusal{fmt::format("'{}' schedules a command to run later, outside the command the policy judges", p),
                    kInsteadLater};
   }

@@ -267,3 +267,81 @@ TEST_CASE("comments, continuations, arrays, ANSI-C quotes and find -exec") {
   CHECK_THAT(ErrorOf("echo `ls '`"), Catch::Contains("an unterminated ' quote at column 4 of the `…` at column 6"));
   CHECK_THAT(ErrorOf("bash -c 'if x; then y'"), Catch::Contains("an 'if' without 'fi' at column 1 of the script given to bash"));
 }
+
+TEST_CASE("runners are peeled, and the command lines they hand to a shell are parsed") {
+  CHECK(Programs("env -S 'systemctl stop ssh'") == Words{"env", "systemctl"});
+  CHECK(Programs("flock /run/x -c 'reboot'") == Words{"flock", "reboot"});
+  CHECK(Programs("watch -n 1 busybox reboot") == Words{"watch", "reboot"});
+  CHECK(Programs("unshare -m setsid -f chrt -f 1 taskset -c 0 reboot") == Words{"reboot"});
+  CHECK(Command("unshare -m setsid -f chrt -f 1 taskset -c 0 reboot", "reboot").prefixes ==
+        Words{"unshare", "setsid", "chrt", "taskset"});
+  CHECK(Command("env -i X=1 /sbin/reboot", "reboot").program_word == "/sbin/reboot");
+  CHECK(Command("env -i X=1 /sbin/reboot", "reboot").environment[0].name == "X");
+  CHECK_THAT(Command("echo x | xargs sudo", "xargs").unjudgeable, Catch::Contains("from its input"));
+  CHECK_THAT(Command("find / -exec {} \\;", "{}").unjudgeable, Catch::Contains("runs the files it finds"));
+  CHECK(Programs("trap 'reboot' EXIT; alias ll='halt'") == Words{"trap", "reboot", "alias", "halt"});
+}
+
+TEST_CASE("assignments are listed, with their values and whether they are computed") {
+  auto parsed = SplitShellCommand("A=/usr/bin/x; B=(sed -i); B+=(-E); C=$(date); for f in a b; do :; done; "
+                                  "read -r D; export E=1; X=1 ls");
+  REQUIRE(parsed.ok());
+  const auto& a = parsed->assignments;
+  REQUIRE(a.size() == 7);
+  CHECK((a[0].name == "A" && a[0].values == Words{"/usr/bin/x"} && !a[0].computed));
+  CHECK((a[1].name == "B" && a[1].values == Words{"sed", "-i"}));
+  CHECK((a[2].name == "B" && a[2].append && a[2].values == Words{"-E"}));
+  CHECK((a[3].name == "C" && a[3].computed));
+  CHECK((a[4].name == "f" && a[4].alternatives && a[4].values == Words{"a", "b"}));
+  CHECK((a[5].name == "D" && a[5].computed));
+  CHECK((a[6].name == "E" && a[6].values == Words{"1"}));
+  // X=1 belongs to ls's environment, not to the shell.
+  CHECK(Command("X=1 ls", "ls").environment.size() == 1);
+}
+
+TEST_CASE("computed words, async commands, function bodies and pipes are marked") {
+  SimpleCommand c = Command("\"$X\" stop ssh", "$X");
+  CHECK(c.program_computed);
+  CHECK(Command("'$X' stop", "$X").program_computed == false);  // single quotes: a literal name
+  CHECK(Command("echo a \"$b\" 'c'", "echo").args_expanded == std::vector<bool>{false, true, false});
+  auto bomb = SplitShellCommand("f(){ f | f & }; f");
+  REQUIRE(bomb.ok());
+  REQUIRE(bomb->commands.size() == 3);
+  CHECK((bomb->commands[0].function == "f" && bomb->commands[0].async));
+  CHECK((bomb->commands[1].function == "f" && bomb->commands[1].async));
+  CHECK((bomb->commands[2].function.empty() && !bomb->commands[2].async));
+  auto group = SplitShellCommand("g() { { g; } & }; function h { (h) | cat; }");
+  REQUIRE(group.ok());
+  CHECK((group->commands[0].program == "g" && group->commands[0].function == "g" && group->commands[0].async));
+  CHECK((group->commands[1].program == "h" && group->commands[1].function == "h" && group->commands[1].async));
+  auto pipe = SplitShellCommand("echo x | tee /etc/y; { echo a; } | tee /etc/z");
+  REQUIRE(pipe.ok());
+  CHECK(pipe->commands[1].piped_from == std::optional<size_t>(0));
+  CHECK_FALSE(pipe->commands[3].piped_from.has_value());  // a group's output: not one command's
+}
+
+TEST_CASE("here-document and here-string bodies stay with their redirection") {
+  SimpleCommand c = Command("cat > /etc/cron.d/x <<-'EOF'\n\t* * * * * root ls\nEOF\n", "cat");
+  REQUIRE(c.redirects.size() == 2);
+  CHECK(c.redirects[1].body == "* * * * * root ls\n");
+  CHECK_FALSE(c.redirects[1].body_expanded);
+  SimpleCommand e = Command("cat <<EOF\n$x\nEOF", "cat");
+  CHECK(e.redirects[0].body_expanded);
+  SimpleCommand s = Command("tee /etc/x <<< \"$y\"", "tee");
+  CHECK(s.redirects[0].body == "$y");
+  CHECK(s.redirects[0].body_expanded);
+  CHECK(Command("echo > \"$F\"", "echo").redirects[0].target_expanded);
+}
+
+TEST_CASE("a shell's script file, and a program named by a variable respelled") {
+  CHECK(ShellScriptFile(Command("bash -e -o pipefail /tmp/x a", "bash")) == std::optional<std::string>("/tmp/x"));
+  CHECK(ShellScriptFile(Command("sh -- x", "sh")) == std::optional<std::string>("x"));
+  CHECK_FALSE(ShellScriptFile(Command("bash -s x", "bash")).has_value());
+  CHECK_FALSE(ShellScriptFile(Command("bash -c 'ls'", "bash")).has_value());
+  CHECK_FALSE(ShellScriptFile(Command("ls /tmp/x", "ls")).has_value());
+  auto respelt = Respell(Command("\"$S\" reboot", "$S"), {"sudo", "-u", "root"});
+  REQUIRE(respelt.ok());
+  REQUIRE(respelt->commands.size() == 1);
+  CHECK(respelt->commands[0].program == "reboot");
+  CHECK(respelt->commands[0].prefixes == Words{"sudo"});
+}
