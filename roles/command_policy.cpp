@@ -153,9 +153,15 @@ class CommandJudge {
     return std::nullopt;
   }
 
-  // A file written to `path`, whose content runs later as `where` says.
-  std::optional<Refusal> LaterFile(const ExecutionPath& where, const std::string& path, std::string_view content, int depth) {
+  // A file written to `path`, whose content runs later as `where` says. `fragment`: the content is
+  // part of a line (a sed replacement), so text that is not of the file's format is judged as the
+  // command it may complete.
+  std::optional<Refusal> LaterFile(const ExecutionPath& where, const std::string& path, std::string_view content, int depth,
+                                   bool fragment = false) {
     Result<std::vector<LaterCommand>> commands = CommandsInFile(where.kind, path, content);
+    if (!commands.ok() && fragment && commands.status().code() == StatusCode::kInvalidArgument) {
+      commands = std::vector<LaterCommand>{{std::string(content), "edited text"}};
+    }
     if (!commands.ok()) {
       return Refusal{fmt::format("it writes {}, {} whose content runs later, and {}", path, where.what,
                                  commands.status().message()),
@@ -267,6 +273,10 @@ class CommandJudge {
       text = (*values)[0][0];
     }
     if (text.empty()) return std::nullopt;
+    // ~ is the home of whoever runs the command (root, or the SSH login through sudo): judged as
+    // root's, since every home's start-up files are judged alike.
+    if (text == "~" || text.starts_with("~/")) text = "/root" + text.substr(1);
+    else if (text[0] == '~') text = "/home/" + text.substr(1);
     if (text[0] != '/') {
       if (!w.cwd) return std::nullopt;
       text = *w.cwd + "/" + text;
@@ -550,8 +560,10 @@ class CommandJudge {
                                  c.text, what, path, where.what),
                      instead};
     };
-    auto judge = [&](std::string_view content) -> std::optional<Refusal> {
-      if (auto r = LaterFile(where, path, content, w.depth)) return Refusal{fmt::format("'{}': {}", c.text, r->why), r->instead};
+    auto judge = [&](std::string_view content, bool fragment = false) -> std::optional<Refusal> {
+      if (auto r = LaterFile(where, path, content, w.depth, fragment)) {
+        return Refusal{fmt::format("'{}': {}", c.text, r->why), r->instead};
+      }
       return std::nullopt;
     };
     switch (wr.source) {
@@ -599,7 +611,7 @@ class CommandJudge {
           Result<SedEffects> effects = ReadSedScript(script);
           if (!effects.ok()) return invisible("an edit");
           for (const std::string& text : effects->inserted) {
-            if (auto r = judge(text)) return r;
+            if (auto r = judge(text, true)) return r;
           }
         }
         return std::nullopt;

@@ -92,6 +92,11 @@ Status Denied(std::string_view path, size_t line, std::string_view why) {
   return Status::PermissionDenied(fmt::format("{} line {}: {}", path, line, why));
 }
 
+// A line the policy cannot read as its file's format.
+Status Malformed(std::string_view path, size_t line, std::string_view why) {
+  return Status::InvalidArgument(fmt::format("{} line {}: {}", path, line, why));
+}
+
 bool IsShellInterpreter(std::string_view program) {
   return program == "sh" || program == "bash" || program == "dash" || program == "zsh" || program == "ksh" ||
          program == "mksh" || program == "ash";
@@ -116,7 +121,7 @@ Result<std::vector<LaterCommand>> ProgramFile(std::string_view path, std::string
   } else if (content.starts_with("\x7f" "ELF") || content.find('\0') != std::string_view::npos) {
     return Denied(path, 1, "it would be a binary program, which the policy cannot judge");
   }
-  return std::vector<LaterCommand>{{std::string(content), "the script"}};
+  return std::vector<LaterCommand>{{std::string(content), "content"}};
 }
 
 // Cron runs the text up to the first unescaped % (the rest is its input).
@@ -157,7 +162,7 @@ Result<std::vector<LaterCommand>> CronTable(std::string_view path, std::string_v
     // @reboot/@daily/... take one schedule field, the rest five.
     const size_t schedule = line[0] == '@' ? 1 : 5;
     const size_t skip = schedule + fields_before_command;
-    if (f.size() <= skip) return Denied(path, number, "a schedule line without a command");
+    if (f.size() <= skip) return Malformed(path, number, "a schedule line without a command");
     out.push_back({CronCommand(AfterFields(line, skip)), fmt::format("line {}", number)});
   }
   return out;
@@ -173,7 +178,7 @@ Result<std::vector<LaterCommand>> Anacrontab(std::string_view path, std::string_
       if (f[0].starts_with("SHELL=") && !IsStandardShell(f[0].substr(6))) return Denied(path, number, "SHELL= names a program that would run every job");
       continue;
     }
-    if (f.size() <= 3) return Denied(path, number, "a job line without a command");
+    if (f.size() <= 3) return Malformed(path, number, "a job line without a command");
     out.push_back({std::string(AfterFields(line, 3)), fmt::format("line {}", number)});
   }
   return out;
@@ -272,7 +277,7 @@ Result<std::vector<LaterCommand>> PamFile(std::string_view path, std::string_vie
       }
       std::string command;
       for (size_t a = c; a < f.size(); ++a) command += (command.empty() ? "" : " ") + f[a];
-      if (command.empty()) return Denied(path, number, "pam_exec.so without a command");
+      if (command.empty()) return Malformed(path, number, "pam_exec.so without a command");
       out.push_back({command, fmt::format("line {} (pam_exec)", number)});
       break;
     }
@@ -416,7 +421,7 @@ Result<std::vector<LaterCommand>> AptConf(std::string_view path, std::string_vie
         if (content[i] == '}' && --depth <= 0) break;
         if (content[i] != '"') continue;
         const size_t end = content.find('"', i + 1);
-        if (end == std::string_view::npos) return Denied(path, line_of(i), "an unterminated string");
+        if (end == std::string_view::npos) return Malformed(path, line_of(i), "an unterminated string");
         out.push_back({std::string(content.substr(i + 1, end - i - 1)), fmt::format("line {} ({})", line_of(i), hook)});
         i = end;
         if (!block) break;
@@ -553,7 +558,7 @@ ExecutionPath ClassifyPath(std::string_view p) {
 Result<std::vector<LaterCommand>> CommandsInFile(FileKind kind, std::string_view path, std::string_view content) {
   switch (kind) {
     case FileKind::kData: return std::vector<LaterCommand>{};
-    case FileKind::kShellScript: return std::vector<LaterCommand>{{std::string(content), "the script"}};
+    case FileKind::kShellScript: return std::vector<LaterCommand>{{std::string(content), "content"}};
     case FileKind::kProgram: return ProgramFile(path, content);
     case FileKind::kCronTable: return CronTable(path, content, 1);
     case FileKind::kUserCronTable: return CronTable(path, content, 0);

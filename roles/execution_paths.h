@@ -63,7 +63,8 @@ struct LaterCommand {
 // PermissionDenied for a line whose directive itself takes the host down or hands it to a program
 // the policy cannot judge (OnFailure=reboot.target, FailureAction=reboot, kernel.core_pattern=|…,
 // a PAM module loaded from outside the system's library directories, Dir::Bin::dpkg, a program
-// file that is not a shell script, ld.so.preload).
+// file that is not a shell script, ld.so.preload); InvalidArgument for a line that is not of the
+// file's format (a cron schedule without a command, pam_exec.so without one).
 Result<std::vector<LaterCommand>> CommandsInFile(FileKind kind, std::string_view path, std::string_view content);
 
 }  // namespace temper

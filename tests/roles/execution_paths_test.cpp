@@ -96,7 +96,11 @@ TEST_CASE("lines that take the host down or hand it to unjudged code are refused
   CHECK_THAT(Refusal(FileKind::kSysctl, "kernel/modprobe=/tmp/m\n"), Catch::Contains("kernel.modprobe"));
   CHECK_THAT(Refusal(FileKind::kSysctl, "kernel.sysrq=1\n"), Catch::Contains("sysrq"));
   CHECK_THAT(Refusal(FileKind::kCronTable, "SHELL=/tmp/sh\n* * * * * root ls\n"), Catch::Contains("SHELL"));
-  CHECK_THAT(Refusal(FileKind::kCronTable, "* * * * *\n"), Catch::Contains("without a command"));
+  // A line that is not of the file's format is InvalidArgument, not a danger: the policy refuses a
+  // whole file it cannot read, and judges a sed edit's fragment as the command it may complete.
+  auto malformed = CommandsInFile(FileKind::kCronTable, "/etc/cron.d/x", "# c\n* * * * *\n");
+  CHECK(malformed.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(malformed.status().message(), Catch::Contains("/etc/cron.d/x line 2: a schedule line without a command"));
   CHECK_THAT(Refusal(FileKind::kSudoers, "#includedir /tmp/sudo\n"), Catch::Contains("/tmp/sudo"));
   CHECK_THAT(Refusal(FileKind::kSudoers, "Defaults secure_path=/tmp:/usr/bin\n"), Catch::Contains("/tmp"));
   CHECK_THAT(Refusal(FileKind::kAptConf, "Dir::Bin::dpkg \"/tmp/dpkg\";\n"), Catch::Contains("Dir::Bin"));
