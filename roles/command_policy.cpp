@@ -72,7 +72,10 @@ bool LeavesContentAlone(const std::string& p) {
       "netstat", "iptables", "ip6tables", "nft", "firewall-cmd", "readarray", "mapfile", "read", "shopt", "set",
       "unset", "export", "declare", "local", "readonly", "typeset", "return", "exit", "break", "continue", "shift",
       "eval", "exec", "trap", "alias", "cd", "pushd", "popd", "dirs", "umask", "ulimit", "getopts", "let",
-      "(("};
+      "((", "ldd", "getcap", "setcap", "readelf", "objdump", "nm", "lsof", "fuser", "debsums", "namei", "chsh",
+      "groupadd", "groupmod", "userdel", "gpasswd", "journalctl", "systemd-escape", "apparmor_parser",
+      "aa-enforce", "aa-complain", "aa-status", "tree", "mountpoint", "faillock", "pam_tally2", "last",
+      "lastlog", "who", "w", "ssh-keygen", "dpkg-reconfigure", "update-initramfs", "needrestart"};
   return std::find(std::begin(kPrograms), std::end(kPrograms), p) != std::end(kPrograms);
 }
 
