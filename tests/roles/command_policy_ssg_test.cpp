@@ -1,9 +1,9 @@
 // The command policy over every bash fix SCAP Security Guide ships for the Ubuntu 20.04 STIG
-// profile: the Worker writes such a script with write_file and runs it, and the policy checks the
-// script's text as it is written. A policy that refuses SSG's own fixes blocks the baseline the
-// loop is measured against, so every fix must pass except the few that are refused by design.
+// profile: the Worker writes such a script with write_file and runs it, and the policy judges the
+// script's text when it runs. A policy that refuses SSG's own fixes blocks the baseline the loop is
+// measured against, so every fix must pass except the few that are refused by design (2 of 170).
 // (Before shell_split read bash's process substitutions, 69 of the 170 were refused: 68 could
-// not be parsed.)
+// not be parsed. Before the policy judged files copied where they run later, 1.)
 //
 // This test joins roles/ (the policy) and stig/ (the content). The two libraries never depend on
 // each other, so it has an executable of its own (temper_roles_ssg_tests): temper_roles_tests stays
