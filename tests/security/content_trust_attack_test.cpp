@@ -89,11 +89,10 @@ TEST_CASE("SCE datastream given to temper-stig-eval directly: refused, the scrip
   TempDir dir;
   std::string ds = dir.Write("sce-ds.xml", SceDatastream(marker.path));
   fs::create_directories(dir / "root/etc");
-  fs::create_directories(dir / "work");
   const std::string rule = std::string(kSsgRulePrefix) + kSceRule;
   ProcessResult r = RunProcess({std::string(TEMPER_BINARY_DIR) + "/stig/temper-stig-eval", "--datastream", ds,
                                 "--profile", "xccdf_org.ssgproject.content_profile_stig", "--root", dir / "root",
-                                "--workdir", dir / "work", "--rule", rule});
+                                "--rule", rule});
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find(rule) != std::string::npos);
