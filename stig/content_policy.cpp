@@ -69,9 +69,12 @@ class PolicyScan {
     if (!reader) return Status::DataLoss(fmt::format("{}: cannot open it as XML", path_));
     std::string xml_error;
     xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordError, &xml_error);
-    int rc;
-    while ((rc = xmlTextReaderRead(reader.get())) == 1) {
+    int rc = 0;
+    while (not_datastream_.empty() && (rc = xmlTextReaderRead(reader.get())) == 1) {
       if (xmlTextReaderNodeType(reader.get()) == XML_READER_TYPE_ELEMENT) Element(reader.get());
+    }
+    if (!not_datastream_.empty()) {
+      return Status::DataLoss(fmt::format("{}: not a SCAP source datastream ({})", path_, not_datastream_));
     }
     if (rc != 0 || !xml_error.empty()) {
       return Status::DataLoss(fmt::format("{}: not well-formed XML: {}", path_,
@@ -116,8 +119,8 @@ class PolicyScan {
     if (!saw_root_) {
       saw_root_ = true;
       if (ns != kDsNs || name != "data-stream-collection") {
-        Violation(line, fmt::format("the document is <{}> ({}), not a SCAP source datastream", name,
-                                    ns.empty() ? "no namespace" : ns));
+        not_datastream_ = fmt::format("the document is <{}> ({})", name, ns.empty() ? "no namespace" : ns);
+        return;
       }
     }
     const bool xccdf = ns == kXccdf12Ns || ns == kXccdf11Ns;
@@ -159,6 +162,7 @@ class PolicyScan {
 
   const std::string& path_;
   bool saw_root_ = false;
+  std::string not_datastream_;  // why the root element is not a datastream's, once seen
   std::vector<std::string> context_;  // per element depth: what the element at that depth names
   std::set<std::string> catalog_names_;
   std::vector<PendingHref> hrefs_;

@@ -37,7 +37,7 @@ inline constexpr std::string_view kOcilCheckSystem20 = "http://scap.nist.gov/sch
 // OK when the datastream at `path` keeps to the policy above. Errors: PermissionDenied listing
 // each violation (at most the first 10, and how many there were) with its line, the rule id and
 // the check system or href; NotFound when the file is missing; DataLoss when it is not well-formed
-// XML (libxml2's message and line).
+// XML (libxml2's message and line) or not a SCAP source datastream.
 Status CheckContentPolicy(const std::string& path);
 
 }  // namespace temper::stig

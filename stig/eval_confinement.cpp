@@ -109,6 +109,11 @@ Status ForbidNewCode() {
 #endif
   p.JumpIf(BPF_JEQ, __NR_execve, Bpf::kDeny);
   p.JumpIf(BPF_JEQ, __NR_execveat, Bpf::kDeny);
+  // Other ways to executable memory: writing another process's code pages (ptrace pokes ignore
+  // page protections), and READ_IMPLIES_EXEC, which makes every readable mapping executable.
+  p.JumpIf(BPF_JEQ, __NR_ptrace, Bpf::kDeny);
+  p.JumpIf(BPF_JEQ, __NR_process_vm_writev, Bpf::kDeny);
+  p.JumpIf(BPF_JEQ, __NR_personality, Bpf::kDeny);
   p.JumpIf(BPF_JEQ, __NR_mmap, Bpf::kCheckProt);
   p.JumpIf(BPF_JEQ, __NR_mprotect, Bpf::kCheckProt);
   p.JumpIf(BPF_JEQ, __NR_pkey_mprotect, Bpf::kCheckProt);

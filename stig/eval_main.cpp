@@ -96,7 +96,8 @@ void PrintVerdicts(struct xccdf_result* result, const std::set<std::string>& onl
 }
 
 // The last TestResult of a results file (`oscap xccdf eval --results` writes the benchmark with
-// the evaluation's TestResult appended).
+// the evaluation's TestResult appended). The file comes from another host: no new code may enter
+// the process before it is parsed.
 int ReadResults(const Args& a) {
   if (temper::Status s = temper::stig::ForbidNewCode(); !s.ok()) return Fail(s.message());
   oscap_init();

@@ -49,7 +49,7 @@ TEST_CASE("the package cache takes a directory, apt sources and an index age, or
   CHECK(off->package_cache.dir.empty());
 }
 
-TEST_CASE("content_dirs is a list of directories; an older content_dir is read as a list of one") {
+TEST_CASE("content_dirs is a list of directories, and an older content_dir is read as a list of one") {
   auto list = ParseDaemonConfig("content_dirs:\n  - /usr/share/xml/scap/ssg/content\n  - site\n", "/etc/temper/t.yaml");
   REQUIRE(list.ok());
   CHECK(list->content_dirs == std::vector<std::string>{"/usr/share/xml/scap/ssg/content", "/etc/temper/site"});

@@ -43,7 +43,7 @@ struct Dirs {
   std::string listed() const { return "content_dirs: " + a + ", " + b; }
 };
 
-TEST_CASE("A bare name is found in the content directories in order; a path inside one is taken", "[stig][content_trust]") {
+TEST_CASE("A bare name is found in the content directories in order, and a path inside one is taken", "[stig][content_trust]") {
   Dirs d;
   auto two = ResolveTrustedDatastream("ssg-two-ds.xml", d.dirs());
   INFO(two.status().ToString());
