@@ -7,9 +7,10 @@
 //   - an absolute path is taken as given; anything else (a relative path) is refused;
 //   - the result, with every symlink resolved (realpath), must be a regular file inside one of the
 //     content directories (also resolved), and no file or directory on its path may be writable by
-//     anyone but root: not owned by another user, not group- or world-writable (a group-writable
-//     directory owned by group root is allowed), no POSIX ACL entry granting write; a sticky
-//     directory (/tmp) counts as safe for an entry root owns, since only root may then replace it.
+//     anyone but root: not owned by another user, not group- or world-writable (whatever the
+//     group: its members need not be root), no POSIX ACL entry granting write to a user or group
+//     other than root; a root-owned sticky directory (/tmp) counts as safe for an entry root
+//     owns, since only root may then rename or remove it.
 // The daemon resolves at submit and again whenever it loads the content (the file may have changed
 // between the two). What a datastream may ask of OpenSCAP is the other half (content_policy.h).
 // Thread safety: reentrant; reads the file system only.
