@@ -38,10 +38,11 @@ struct ReaderDeleter {
   void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
 };
 
-// The first error libxml2 reports while reading, with its line.
+// The first error libxml2 reports while reading, with its line (warnings do not make a document
+// malformed).
 void RecordError(void* arg, xmlErrorPtr error) {
   auto* out = static_cast<std::string*>(arg);
-  if (!out->empty() || !error) return;
+  if (!out->empty() || !error || error->level < XML_ERR_ERROR) return;
   std::string message = error->message ? error->message : "malformed XML";
   while (!message.empty() && message.back() == '\n') message.pop_back();
   *out = fmt::format("line {}: {}", error->line, message);
