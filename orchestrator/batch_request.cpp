@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -10,12 +9,11 @@
 #include "common/closest_match.h"
 #include "orchestrator/request_bounds.h"
 #include "orchestrator/waivers.h"
+#include "stig/content_trust.h"
 
 namespace temper {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr size_t kMaxRules = 5000;
 
@@ -37,26 +35,6 @@ bool IsXccdfId(std::string_view id, std::string_view kind) {
   size_t at = id.find(marker, 6);
   return at != std::string_view::npos && at > 6 && AllIdChars(id.substr(6, at - 6)) &&
          AllIdChars(id.substr(at + marker.size()));
-}
-
-Result<std::string> ResolveDatastream(const std::string& name, const DaemonConfig& config) {
-  fs::path path(name);
-  if (path.is_relative()) {
-    if (name.find('/') != std::string::npos || name == "." || name == "..") {
-      return Status::InvalidArgument(fmt::format(
-          "datastream: '{}' must be a file name in the content directory or an absolute path", name));
-    }
-    path = fs::path(config.content_dir) / path;
-  }
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return path.string();
-  std::vector<std::string> available;
-  for (const auto& entry : fs::directory_iterator(config.content_dir, ec)) {
-    std::string file = entry.path().filename().string();
-    if (file.ends_with("-ds.xml")) available.push_back(file);
-  }
-  return Status::NotFound(fmt::format("datastream: {} does not exist{}", path.string(),
-                                      DidYouMean(path.filename().string(), available)));
 }
 
 // An expired waiver is accepted (the report flags it and the rule is remediated as usual), so a
@@ -157,7 +135,8 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   batch.target = request.target();
 
   if (request.datastream().empty()) return Status::InvalidArgument("datastream: required");
-  TEMPER_ASSIGN_OR_RETURN(batch.datastream, ResolveDatastream(request.datastream(), config));
+  // Only from the content directories; the loop checks again when it loads the file.
+  TEMPER_ASSIGN_OR_RETURN(batch.datastream, stig::ResolveTrustedDatastream(request.datastream(), config.content_dirs));
 
   if (request.profile().empty()) return Status::InvalidArgument("profile: required");
   if (!IsXccdfId(request.profile(), "profile") && !AllIdChars(request.profile())) {

@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace temper::testing {
 
@@ -105,9 +106,9 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
   config_path_ = dir.Write(
       "temperd.yaml",
       listen + models + ssh +
-          fmt::format("state_dir: state\ncontent_dir: {}\nshutdown_grace: 2s\nlog_level: debug\n"
+          fmt::format("state_dir: state\ncontent_dirs: [{}]\nshutdown_grace: 2s\nlog_level: debug\n"
                       "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
-                      options.content_dir.empty() ? "content" : options.content_dir,
+                      options.content_dirs.empty() ? "content" : fmt::format("{}", fmt::join(options.content_dirs, ", ")),
                       options.lab_path.empty() ? "roots/lab" : options.lab_path) +
           MoreTargets(options) + options.extra_yaml);
 }
