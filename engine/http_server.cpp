@@ -1,6 +1,8 @@
 #include "engine/http_server.h"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -8,6 +10,9 @@
 #include <fmt/format.h>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+
+#include "engine/http_listener.h"
+#include "engine/json_depth.h"
 
 namespace temper::engine {
 
@@ -339,6 +344,8 @@ std::string Prometheus(const SchedulerMetrics& m) {
   metric("requests_waiting", "gauge", "Requests queued for admission.", static_cast<double>(m.waiting));
   metric("requests_running", "gauge", "Requests being prefilled or decoded.", static_cast<double>(m.running));
   metric("requests_finished_total", "counter", "Requests that ended, for any reason.", static_cast<double>(m.finished_requests));
+  metric("requests_cancelled_total", "counter", "Requests cancelled before they ended (a client that hung up, a stop).",
+         static_cast<double>(m.cancelled_requests));
   metric("kv_blocks_total", "gauge", "Paged KV blocks in the pool.", static_cast<double>(m.kv.total_blocks));
   metric("kv_blocks_used", "gauge", "KV blocks held by sequences or cached prefixes.", used);
   metric("kv_block_tokens", "gauge", "Tokens per KV block.", m.kv.block_tokens);
@@ -357,63 +364,108 @@ std::string Prometheus(const SchedulerMetrics& m) {
   return out;
 }
 
+// Parses a request body after checking its nesting depth, so nothing deeper than `max_depth` is
+// ever built.
+std::optional<ApiError> ParseBody(const std::string& text, int max_depth, json& body) {
+  if (std::optional<size_t> at = FindNestingBeyond(text, max_depth)) {
+    return ApiError{400, fmt::format("the request body nests JSON deeper than {} levels (at byte {}); this server accepts at most {}",
+                                     max_depth, *at, max_depth),
+                    "invalid_request_error", "", "json_too_deep"};
+  }
+  body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return ApiError{400, "malformed JSON in the request body"};
+  return std::nullopt;
+}
+
+// Equal keys, in a time that depends on the expected key's length only, not on how much of the
+// given one matches (a byte-by-byte early exit would let a client find the key byte by byte).
+bool SameKey(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
+// The key of an "Authorization: Bearer <key>" header; empty when there is none.
+std::string_view BearerKey(const std::string& header) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() <= kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  }
+  std::string_view key(header);
+  key.remove_prefix(kScheme.size());
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  return key;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(Scheduler& scheduler, const HttpServerOptions& options, const Logger& log)
-    : scheduler_(scheduler), options_(options), log_(log), server_(std::make_unique<httplib::Server>()) {}
+    : scheduler_(scheduler), options_(options), log_(log), router_(std::make_unique<HttpRouter>()) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
 Result<std::unique_ptr<HttpServer>> HttpServer::Start(Scheduler& scheduler, const HttpServerOptions& options,
                                                       const Logger& log) {
   if (options.model_name.empty()) return Status::InvalidArgument("HTTP server: the model name is empty");
+  if (options.max_json_depth < 1) return Status::InvalidArgument("HTTP server: max_json_depth must be at least 1");
   std::unique_ptr<HttpServer> s(new HttpServer(scheduler, options, log));
   s->Route();
-  if (options.port == 0) {
-    s->port_ = s->server_->bind_to_any_port(options.host);
-  } else {
-    s->port_ = s->server_->bind_to_port(options.host, options.port) ? options.port : -1;
-  }
-  if (s->port_ <= 0) {
-    return Status::Unavailable(fmt::format("HTTP server: cannot bind {}:{}", options.host, options.port));
-  }
-  s->thread_ = std::thread([p = s.get()] { p->server_->listen_after_bind(); });
+  HttpListenerOptions listen;
+  listen.host = options.host;
+  listen.port = options.port;
+  listen.workers = options.threads;
+  listen.max_connections = options.max_connections;
+  listen.max_body_bytes = options.max_body_bytes;
+  listen.header_timeout = options.header_timeout;
+  listen.body_timeout = options.body_timeout;
+  listen.idle_timeout = options.idle_timeout;
+  listen.write_timeout = options.write_timeout;
+  listen.error_body = [](int status, const std::string& message) {
+    return ErrorJson({status, message, status == 503 ? "server_error" : "invalid_request_error"}).dump();
+  };
+  TEMPER_ASSIGN_OR_RETURN(s->listener_, HttpListener::Start(*s->router_, std::move(listen), log));
   return s;
 }
 
-std::optional<StreamEvent> HttpServer::NextEvent(RequestStream& stream) {
-  // Poll, so that Stop never waits on a long generation.
+int HttpServer::port() const { return listener_->port(); }
+
+std::optional<StreamEvent> HttpServer::NextEvent(RequestStream& stream, const HttpConnection* client) {
+  // Checked before every wait, tokens or not (a steady stream of tokens never leaves a wait empty),
+  // and the wait is short, so neither Stop nor a client that hung up waits on a long generation.
   while (true) {
+    if (stopping_.load() || (client != nullptr && client->ClientGone())) {
+      stream.Cancel();
+      return std::nullopt;
+    }
     std::optional<StreamEvent> e = stream.NextFor(std::chrono::milliseconds(100));
     if (!e || e->finish != FinishReason::kNone || !e->tokens.empty()) return e;
-    if (stopping_.load()) {
-      stream.Cancel();
-      return std::nullopt;
-    }
   }
 }
 
-std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream) {
+std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream, const HttpConnection* client) {
   while (true) {
+    if (stopping_.load() || (client != nullptr && client->ClientGone())) {
+      stream.Cancel();
+      return std::nullopt;
+    }
     std::optional<ChatEvent> e = stream.NextFor(std::chrono::milliseconds(100));
     if (!e || !e->empty()) return e;
-    if (stopping_.load()) {
-      stream.Cancel();
-      return std::nullopt;
-    }
   }
 }
 
-void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
+void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) {
   if (options_.chat == nullptr) {
     SendError(res, {501, "/v1/chat/completions needs a tokenizer, and this server has none: start `temper-lm serve` with a "
                          "model directory holding tokenizer.json, or pass --tokenizer FILE (/v1/completions takes token ids)",
                     "server_error", "", "no_tokenizer"});
     return;
   }
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) {
-    SendError(res, {400, "malformed JSON in the request body"});
+  json body;
+  if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
+    SendError(res, *e);
     return;
   }
   ParsedChat parsed;
@@ -435,6 +487,7 @@ void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
     return;
   }
   std::shared_ptr<ChatStream> stream = *submitted;
+  std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
   const uint64_t number = next_id_.fetch_add(1);
   const std::string id = fmt::format("chatcmpl-{}", number);
   const int64_t created = UnixNow();
@@ -443,7 +496,7 @@ void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
 
   if (!parsed.stream) {
     ChatEvent all;
-    while (std::optional<ChatEvent> e = NextChatEvent(*stream)) {
+    while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) {
       all.content += e->content;
       all.thinking += e->thinking;
       for (ToolCall& c : e->tool_calls) all.tool_calls.push_back(std::move(c));
@@ -490,13 +543,13 @@ void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, stream, id, created, model, include_usage, chunk, started, calls_sent, call_id](size_t, httplib::DataSink& sink) {
+      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id](size_t, httplib::DataSink& sink) {
         std::string out;
         if (!*started) {
           *started = true;
           out += chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
         }
-        std::optional<ChatEvent> e = NextChatEvent(*stream);
+        std::optional<ChatEvent> e = NextChatEvent(*stream, client.get());
         if (!e) {
           if (!out.empty()) sink.write(out.data(), out.size());
           sink.done();
@@ -531,17 +584,40 @@ void HttpServer::ServeChat(const std::string& text, httplib::Response& res) {
 }
 
 void HttpServer::Stop() {
-  if (!thread_.joinable()) return;
   stopping_.store(true);
-  server_->stop();
-  thread_.join();
+  if (listener_) listener_->Stop();
 }
 
 void HttpServer::Route() {
-  httplib::Server& srv = *server_;
+  httplib::Server& srv = *router_;
   srv.set_payload_max_length(options_.max_body_bytes);
-  const int threads = std::max(1, options_.threads);
-  srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+
+  // Before any route and before the body is read: the API key, then the body's declared size.
+  srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.api_key.empty() && req.path != "/health") {
+      const std::string header = req.get_header_value("Authorization");
+      if (header.empty() || !SameKey(BearerKey(header), options_.api_key)) {
+        SendError(res, {401,
+                        header.empty() ? "no API key: send it as 'Authorization: Bearer <key>'"
+                                       : "the API key in the Authorization header is not valid",
+                        "invalid_request_error", "", "invalid_api_key"});
+        res.set_header("WWW-Authenticate", "Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    const std::string length = req.get_header_value("Content-Length");
+    if (!length.empty()) {
+      size_t bytes = 0;
+      auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), bytes);
+      if (ec == std::errc() && end == length.data() + length.size() && bytes > options_.max_body_bytes) {
+        SendError(res, {413, fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
+                                         options_.max_body_bytes),
+                        "invalid_request_error", "", "request_too_large"});
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
 
   srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(R"({"status":"ok"})", "application/json");
@@ -558,9 +634,9 @@ void HttpServer::Route() {
   });
 
   srv.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-    if (body.is_discarded()) {
-      SendError(res, {400, "malformed JSON in the request body"});
+    json body;
+    if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
+      SendError(res, *e);
       return;
     }
     ParsedRequest parsed;
@@ -574,12 +650,13 @@ void HttpServer::Route() {
       return;
     }
     std::shared_ptr<RequestStream> stream = *submitted;
+    std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
     const std::string id = fmt::format("cmpl-{}", next_id_.fetch_add(1));
     const int64_t created = UnixNow();
 
     if (!parsed.stream) {
       StreamEvent all;
-      while (std::optional<StreamEvent> e = NextEvent(*stream)) {
+      while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) {
         all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
         all.text += e->text;
         all.finish = e->finish;
@@ -612,8 +689,8 @@ void HttpServer::Route() {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, stream, id, created, model, include_usage](size_t, httplib::DataSink& sink) {
-          std::optional<StreamEvent> e = NextEvent(*stream);
+        [this, stream, client, id, created, model, include_usage](size_t, httplib::DataSink& sink) {
+          std::optional<StreamEvent> e = NextEvent(*stream, client.get());
           if (!e) {
             sink.done();
             return true;
@@ -653,7 +730,7 @@ void HttpServer::Route() {
         [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
   });
 
-  srv.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req.body, res); });
+  srv.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
 
   srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";

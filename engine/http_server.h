@@ -25,16 +25,25 @@
 // `context_length_exceeded` for a prompt that cannot fit, 404 `model_not_found` for another model
 // name, 429 when the queue is full.
 //
+// Limits, because anyone who can reach the port can send anything (engine/http_listener.h does the
+// connection handling): a body over max_body_bytes gets 413 without being read; a body nesting JSON
+// deeper than max_json_depth gets 400 `json_too_deep` before it is parsed; a request head or body
+// that does not arrive in time gets 408, so slow clients cannot hold the workers; with an api_key,
+// every endpoint but /health needs "Authorization: Bearer <key>" (compared in constant time, never
+// logged) and answers 401 `invalid_api_key` without it. A client that hangs up, streaming or not,
+// has its generation cancelled: the scheduler stops decoding for it within ~100 ms
+// (temper_engine_requests_cancelled_total counts it).
+//
 // Thread safety: the server runs its own threads; Stop may be called from any thread.
 // Ownership: borrows the scheduler and logger, which must outlive it.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "common/log.h"
 #include "common/status.h"
@@ -42,18 +51,30 @@
 #include "engine/scheduler.h"
 
 namespace httplib {
-class Server;
+struct Request;
 struct Response;
 }
 
 namespace temper::engine {
 
+class HttpConnection;
+class HttpListener;
+class HttpRouter;
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;             // 0: any free port
   std::string model_name;   // the `model` clients must name
-  size_t max_body_bytes = size_t{64} << 20;
-  int threads = 32;  // connections served at once (a streaming response holds one)
+  size_t max_body_bytes = size_t{8} << 20;
+  int max_json_depth = 64;  // tool schemas nest a few levels; nothing a client needs nests 64
+  int threads = 32;  // requests served at once (a streaming response holds one)
+  size_t max_connections = 1024;
+  std::chrono::milliseconds header_timeout{10000};  // a request's head, from its first byte (or the accept)
+  std::chrono::milliseconds body_timeout{30000};    // its body, from the end of its head
+  std::chrono::milliseconds idle_timeout{60000};    // a kept-alive connection between requests
+  std::chrono::milliseconds write_timeout{30000};   // a client that stops reading the reply
+  // Clients must send "Authorization: Bearer <api_key>" (every endpoint but /health); empty: no key.
+  std::string api_key;
   // Serves /v1/chat/completions; null (no tokenizer) answers it with an error saying so. Borrowed:
   // must outlive the server, and its scheduler should be the one passed to Start.
   ChatEngine* chat = nullptr;
@@ -69,26 +90,26 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  int port() const { return port_; }
-  // Stops accepting, ends open streams' connections and joins the serving thread. Idempotent.
+  int port() const;
+  // Stops accepting, ends open streams' connections and joins the serving threads. Idempotent.
   void Stop();
 
  private:
   HttpServer(Scheduler& scheduler, const HttpServerOptions& options, const Logger& log);
   void Route();
-  // The stream's next event; nullopt once it ended, or (after cancelling it) when the server stops.
-  std::optional<StreamEvent> NextEvent(RequestStream& stream);
-  std::optional<ChatEvent> NextChatEvent(ChatStream& stream);
-  void ServeChat(const std::string& body, httplib::Response& res);
+  // The stream's next event; nullopt once it ended, or (after cancelling it) when the server stops
+  // or `client` has hung up.
+  std::optional<StreamEvent> NextEvent(RequestStream& stream, const HttpConnection* client);
+  std::optional<ChatEvent> NextChatEvent(ChatStream& stream, const HttpConnection* client);
+  void ServeChat(const httplib::Request& req, httplib::Response& res);
 
   Scheduler& scheduler_;
   HttpServerOptions options_;
   const Logger& log_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<HttpRouter> router_;
+  std::unique_ptr<HttpListener> listener_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<bool> stopping_{false};
-  int port_ = 0;
-  std::thread thread_;
 };
 
 }  // namespace temper::engine

@@ -528,6 +528,7 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   r.usage.total_seconds = Seconds(r.submitted, Clock::now());
   event.usage = r.usage;
   ++counters_.finished_requests;
+  if (reason == FinishReason::kCancelled) ++counters_.cancelled_requests;
   r.stream->Push(std::move(event));
 }
 

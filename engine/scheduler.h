@@ -121,6 +121,7 @@ struct SchedulerMetrics {
   int64_t prefilled_tokens = 0;
   int64_t generated_tokens = 0;
   int64_t finished_requests = 0;
+  int64_t cancelled_requests = 0;  // of those, ended by RequestStream::Cancel (or destruction)
   int64_t preemptions = 0;
   int64_t forward_passes = 0;
   int64_t full_row_samples = 0;  // draws that fell beyond a device-sampled row's candidates

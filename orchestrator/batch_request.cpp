@@ -2,22 +2,20 @@
 
 #include <algorithm>
 #include <charconv>
-#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "orchestrator/request_bounds.h"
 #include "orchestrator/waivers.h"
+#include "stig/content_trust.h"
 
 namespace temper {
 
 namespace {
 
-namespace fs = std::filesystem;
-
 constexpr size_t kMaxRules = 5000;
-constexpr size_t kMaxIdLength = 256;
 
 bool IsIdChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
@@ -39,26 +37,6 @@ bool IsXccdfId(std::string_view id, std::string_view kind) {
          AllIdChars(id.substr(at + marker.size()));
 }
 
-Result<std::string> ResolveDatastream(const std::string& name, const DaemonConfig& config) {
-  fs::path path(name);
-  if (path.is_relative()) {
-    if (name.find('/') != std::string::npos || name == "." || name == "..") {
-      return Status::InvalidArgument(fmt::format(
-          "datastream: '{}' must be a file name in the content directory or an absolute path", name));
-    }
-    path = fs::path(config.content_dir) / path;
-  }
-  std::error_code ec;
-  if (fs::is_regular_file(path, ec)) return path.string();
-  std::vector<std::string> available;
-  for (const auto& entry : fs::directory_iterator(config.content_dir, ec)) {
-    std::string file = entry.path().filename().string();
-    if (file.ends_with("-ds.xml")) available.push_back(file);
-  }
-  return Status::NotFound(fmt::format("datastream: {} does not exist{}", path.string(),
-                                      DidYouMean(path.filename().string(), available)));
-}
-
 // An expired waiver is accepted (the report flags it and the rule is remediated as usual), so a
 // batch file reused after its waivers lapsed still runs.
 Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrField<temper::v1::Waiver>& waivers) {
@@ -74,10 +52,6 @@ Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrFiel
     }
     if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
     if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
-    if (w.reason().size() > kMaxWaiverReason || w.owner().size() > kMaxWaiverOwner) {
-      return Status::InvalidArgument(fmt::format("{}: reason at most {} characters, owner at most {}", where,
-                                                 kMaxWaiverReason, kMaxWaiverOwner));
-    }
     Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
     if (w.has_expires_at()) {
       if (w.expires_at().seconds() <= 0 || w.expires_at().nanos() < 0 || w.expires_at().nanos() > 999999999) {
@@ -120,8 +94,8 @@ Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
 }  // namespace
 
 Result<std::string> NormalizeRuleId(std::string_view id) {
-  if (id.size() > kMaxIdLength) {
-    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdLength));
+  if (id.size() > kMaxIdentifierBytes) {
+    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdentifierBytes));
   }
   if (IsXccdfId(id, "rule")) return std::string(id);
   if (id.rfind("xccdf_", 0) == 0) {
@@ -144,6 +118,7 @@ Result<int64_t> ParseBatchId(std::string_view text) {
 
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
                                        const DaemonConfig& config, const std::vector<std::string>& more_targets) {
+  TEMPER_RETURN_IF_ERROR(CheckRequestBounds(request));
   NewBatch batch;
   if (request.target().empty()) return Status::InvalidArgument("target: required");
   bool more = std::find(more_targets.begin(), more_targets.end(), request.target()) != more_targets.end();
@@ -160,7 +135,8 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   batch.target = request.target();
 
   if (request.datastream().empty()) return Status::InvalidArgument("datastream: required");
-  TEMPER_ASSIGN_OR_RETURN(batch.datastream, ResolveDatastream(request.datastream(), config));
+  // Only from the content directories; the loop checks again when it loads the file.
+  TEMPER_ASSIGN_OR_RETURN(batch.datastream, stig::ResolveTrustedDatastream(request.datastream(), config.content_dirs));
 
   if (request.profile().empty()) return Status::InvalidArgument("profile: required");
   if (!IsXccdfId(request.profile(), "profile") && !AllIdChars(request.profile())) {
@@ -191,9 +167,7 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   batch.budgets = config.default_budgets;
   TEMPER_RETURN_IF_ERROR(CheckBudgets(request.budgets(), batch.budgets));
 
-  if (request.name().size() > 200) return Status::InvalidArgument("name: at most 200 characters");
   batch.name = request.name();
-  if (request.request_id().size() > 128) return Status::InvalidArgument("request_id: at most 128 characters");
   for (char c : request.request_id()) {
     if (c < 0x21 || c > 0x7e) {
       return Status::InvalidArgument("request_id: only printable ASCII characters without spaces");

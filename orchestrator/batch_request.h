@@ -21,7 +21,8 @@ Result<std::string> NormalizeRuleId(std::string_view id);
 
 // Checks `request` against the daemon's configuration and fills in default budgets. `more_targets`
 // are valid target names besides the configured ones (SSH hosts named on submit). Errors:
-// InvalidArgument for malformed fields, NotFound for an unknown target or datastream.
+// InvalidArgument for malformed fields and strings over their bounds (request_bounds.h), NotFound for
+// an unknown target or datastream.
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
                                        const DaemonConfig& config, const std::vector<std::string>& more_targets = {});
 

@@ -116,18 +116,17 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
     TEMPER_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(tcp.token_file));
     std::shared_ptr<grpc::ServerCredentials> creds = grpc::SslServerCredentials(ssl);
     creds->SetAuthMetadataProcessor(std::make_shared<TokenAuthProcessor>(std::move(token)));
-    int bound_port = 0;
-    builder.AddListeningPort(tcp.address, creds, &bound_port);
-    server_ = builder.BuildAndStart();
-    if (server_ && bound_port == 0) {
-      return Status::Unavailable(fmt::format("listen.tcp.address: cannot listen on {}", tcp.address));
-    }
-  } else {
-    server_ = builder.BuildAndStart();
+    Result<std::unique_ptr<TcpListener>> tcp_listener = TcpListener::Bind(tcp.address, log_);
+    if (!tcp_listener.ok()) return tcp_listener.status().WithContext("listen.tcp.address");
+    tcp_listener_ = std::move(*tcp_listener);
+    tcp_acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+        grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   }
+  server_ = builder.BuildAndStart();
   if (!server_) return Status::Internal("could not start the gRPC server");
   server_->GetHealthCheckService()->SetServingStatus("temper.v1.Temper", true);
   unix_listener_->Start(*access, server_.get(), refusal_server_.get());
+  if (tcp_listener_) tcp_listener_->Start(tcp_acceptor_.get());
   return Status::OK();
 }
 
@@ -142,6 +141,7 @@ void Daemon::Shutdown() {
   shut_down_ = true;
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
   if (unix_listener_) unix_listener_->Stop();
+  if (tcp_listener_) tcp_listener_->Stop();
   // Each loop finishes its current step; its batch stays running and resumes at the next start.
   if (runner_) runner_->Stop();
   // Watch streams end at once with UNAVAILABLE and the seq to resume from; other calls get the grace.
@@ -150,6 +150,7 @@ void Daemon::Shutdown() {
   if (server_) server_->Shutdown(deadline);
   if (refusal_server_) refusal_server_->Shutdown(deadline);
   server_.reset();
+  tcp_acceptor_.reset();
   refusal_server_.reset();
   service_.reset();
   runner_.reset();

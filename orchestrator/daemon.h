@@ -1,6 +1,7 @@
 // Daemon: temperd assembled. Start() opens the state store, builds the gRPC servers (the API with
 // health and reflection; a refusal server for peers the socket policy turns away), and starts the
-// listeners. Shutdown() stops accepting, ends watch streams, drains in-flight calls within the grace
+// listeners; temperd accepts every connection itself (UnixSocketListener, TcpListener) and hands it
+// to gRPC, so running out of descriptors pauses accepting instead of stopping it. Shutdown() stops accepting, ends watch streams, drains in-flight calls within the grace
 // period, and closes the store; everything already acknowledged to a client is on disk by then.
 //
 // Thread safety: Start and Shutdown are called from one (the main) thread.
@@ -18,6 +19,7 @@
 #include "orchestrator/role_models.h"
 #include "orchestrator/ssh_hosts.h"
 #include "orchestrator/state_store.h"
+#include "orchestrator/tcp_listener.h"
 #include "orchestrator/temper_service.h"
 #include "orchestrator/unix_listener.h"
 
@@ -61,6 +63,9 @@ class Daemon {
   std::unique_ptr<grpc::Server> refusal_server_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<UnixSocketListener> unix_listener_;
+  std::unique_ptr<TcpListener> tcp_listener_;
+  // Where tcp_listener_ hands its connections: TLS and the token check run in gRPC as on its own port.
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> tcp_acceptor_;
   bool shut_down_ = false;
 };
 

@@ -214,6 +214,28 @@ Status ParseTargets(const YamlNode& node, std::vector<TargetConfig>& out) {
   return Status::OK();
 }
 
+// `content_dirs: [DIR, ...]`, or `content_dir: DIR` as written by configs older than the list.
+Status ParseContentDirs(const YamlNode& root, std::vector<std::string>& out) {
+  std::optional<YamlNode> list = root.Find("content_dirs");
+  std::optional<YamlNode> single = root.Find("content_dir");
+  if (list && single) {
+    return single->Error("give content_dirs (a list) or content_dir (one directory), not both");
+  }
+  if (single) {
+    TEMPER_ASSIGN_OR_RETURN(std::string dir, single->AsPath());
+    out = {dir};
+  } else if (list) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<YamlNode> items, list->Items());
+    if (items.empty()) return list->Error("give at least one directory, e.g. /usr/share/xml/scap/ssg/content");
+    out.clear();
+    for (const YamlNode& item : items) {
+      TEMPER_ASSIGN_OR_RETURN(std::string dir, item.AsPath());
+      out.push_back(std::move(dir));
+    }
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 const TargetConfig* DaemonConfig::FindTarget(const std::string& name) const {
@@ -229,7 +251,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   DaemonConfig config;
   config.source = root.file();
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
-  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dir",
+  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
                                                  "default_budgets", "package_cache", "ssh", "sandbox", "targets",
                                                  "loop", "waivers"}));
@@ -249,9 +271,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   } else {
     config.database = (std::filesystem::path(config.state_dir) / "temper.db").string();
   }
-  if (auto n = root.Find("content_dir")) {
-    TEMPER_ASSIGN_OR_RETURN(config.content_dir, n->AsPath());
-  }
+  TEMPER_RETURN_IF_ERROR(ParseContentDirs(root, config.content_dirs));
   if (auto n = root.Find("models")) {
     TEMPER_ASSIGN_OR_RETURN(config.models_file, n->AsPath());
   }

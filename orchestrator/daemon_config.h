@@ -62,7 +62,9 @@ struct DaemonConfig {
   std::optional<TcpListenConfig> tcp;
   std::string state_dir = "/var/lib/temper";
   std::string database;  // default: <state_dir>/temper.db
-  std::string content_dir = "/usr/share/xml/scap/ssg/content";
+  // The only places datastreams are taken from (stig/content_trust.h), searched in this order for
+  // a bare file name. temperd.yaml's `content_dirs:`; the older `content_dir: DIR` reads as {DIR}.
+  std::vector<std::string> content_dirs = {"/usr/share/xml/scap/ssg/content"};
   std::string models_file;  // optional: models.yaml, validated at start-up when set
   LogLevel log_level = LogLevel::kInfo;
   std::chrono::seconds shutdown_grace{10};

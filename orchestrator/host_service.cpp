@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/proto_convert.h"
+#include "orchestrator/request_bounds.h"
 #include "orchestrator/temper_service.h"
 #include "stig/ssh_known_hosts.h"
 
@@ -42,14 +43,16 @@ void ToProto(const SshHostState& h, const DaemonConfig& config, temper::v1::Host
 
 }  // namespace
 
-grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::ListHostsRequest*,
+grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::ListHostsRequest* request,
                                       temper::v1::ListHostsResponse* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   for (const SshHostState& h : hosts_.List()) ToProto(h, config_, response->add_hosts());
   return grpc::Status::OK;
 }
 
 grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1::AcceptHostKeyRequest* request,
                                           temper::v1::AcceptHostKeyResponse* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   if (request->host().empty()) return ToGrpcStatus(Status::InvalidArgument("host: required (a target or user@name[:port])"));
   // A known host by its target name, else an address (which need not be registered yet).
   TargetConfig target;
@@ -89,6 +92,7 @@ grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1
 
 grpc::Status TemperService::ClearHost(grpc::ServerContext*, const temper::v1::ClearHostRequest* request,
                                       temper::v1::Host* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<SshHostState> cleared = hosts_.Clear(request->target());
   if (!cleared.ok()) return ToGrpcStatus(cleared.status().WithContext("target"));
   log_.Info("host {} cleared by a person", request->target());

@@ -6,10 +6,13 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "orchestrator/journal_event_bounds.h"
 
 namespace temper {
 
@@ -59,7 +62,8 @@ std::string JournalFiles::ToJsonLine(const EventRecord& e) {
        {{"prompt_tokens", e.usage.prompt_tokens},
         {"completion_tokens", e.usage.completion_tokens},
         {"cached_prompt_tokens", e.usage.cached_prompt_tokens}}}};
-  return line.dump();
+  // Replace, not throw, should a field hold bytes that are not UTF-8: the line is written either way.
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Status JournalFiles::Append(const EventRecord& event) {
@@ -76,49 +80,35 @@ Status JournalFiles::AppendLocked(const EventRecord& event) {
   return s;
 }
 
-Result<uint64_t> JournalFiles::LastSeqLocked(const std::string& path) {
-  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return uint64_t{0};
+Result<JournalFileScan> JournalFiles::ScanLocked(const std::string& path, FileRepair& repair) {
+  repair.path = path;
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return JournalFileScan{};
     return Status::FromErrno(errno, fmt::format("opening {}", path));
   }
-  struct stat st {};
-  fstat(fd, &st);
-  // Lines are short (events carry summaries, not transcripts): the tail holds the last two.
-  const off_t tail = std::min<off_t>(st.st_size, 1 << 20);
-  std::string buf(static_cast<size_t>(tail), '\0');
-  ssize_t n = pread(fd, buf.data(), buf.size(), st.st_size - tail);
-  if (n != tail) {
-    close(fd);
-    return Status::IOError(fmt::format("reading the end of {}", path));
-  }
-  size_t end = buf.size();
-  if (end > 0 && buf[end - 1] != '\n') {
-    // A torn line: cut it so the next append starts cleanly; Reconcile re-appends its event.
-    size_t last_nl = buf.rfind('\n');
-    off_t keep = last_nl == std::string::npos ? st.st_size - tail : st.st_size - tail + static_cast<off_t>(last_nl + 1);
-    if (ftruncate(fd, keep) != 0) {
-      int err = errno;
-      close(fd);
-      return Status::FromErrno(err, fmt::format("truncating the torn last line of {}", path));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::IOError(fmt::format("cannot open {}", path));
+  Result<JournalFileScan> scan = ScanJournal(in);
+  if (!scan.ok()) return scan.status().WithContext(path);
+  in.close();
+  if (scan->torn_bytes > 0) {
+    if (truncate(path.c_str(), static_cast<off_t>(scan->complete_bytes)) != 0) {
+      return Status::FromErrno(errno, fmt::format("cutting the torn last line of {}", path));
     }
-    end = last_nl == std::string::npos ? 0 : last_nl + 1;
+    repair.torn_bytes = scan->torn_bytes;
+    repair.torn_offset = scan->complete_bytes;
   }
-  close(fd);
-  if (end == 0) return uint64_t{0};
-  size_t start = buf.rfind('\n', end - 2);
-  start = start == std::string::npos ? 0 : start + 1;
-  nlohmann::json line = nlohmann::json::parse(buf.substr(start, end - 1 - start), nullptr, false);
-  if (line.is_discarded() || !line.contains("seq") || !line["seq"].is_number_unsigned()) {
-    return Status::DataLoss(fmt::format("{}: the last line is not a journal event", path));
-  }
-  return line["seq"].get<uint64_t>();
+  repair.problems = scan->problems;
+  repair.problem_count = scan->problem_count;
+  repair.longest_line = scan->longest_line;
+  return scan;
 }
 
-Result<uint64_t> JournalFiles::Reconcile(StateStore& store) {
+Result<JournalFiles::Reconciled> JournalFiles::Reconcile(StateStore& store) {
   std::lock_guard lock(mu_);
   std::map<std::string, uint64_t> last_seq;  // per file, read once
-  uint64_t appended = 0;
+  Reconciled out;
   uint64_t cursor = 0;
   while (true) {
     TEMPER_ASSIGN_OR_RETURN(std::vector<EventRecord> events, store.ReadEvents(cursor, std::nullopt, 1024));
@@ -128,16 +118,20 @@ Result<uint64_t> JournalFiles::Reconcile(StateStore& store) {
       std::string path = PathFor(e.batch_id);
       auto it = last_seq.find(path);
       if (it == last_seq.end()) {
-        TEMPER_ASSIGN_OR_RETURN(uint64_t seq, LastSeqLocked(path));
-        it = last_seq.emplace(path, seq).first;
+        FileRepair repair;
+        TEMPER_ASSIGN_OR_RETURN(JournalFileScan scan, ScanLocked(path, repair));
+        if (repair.torn_bytes > 0 || repair.problem_count > 0 || repair.longest_line > kMaxJournalLineBytes) {
+          out.repairs.push_back(std::move(repair));
+        }
+        it = last_seq.emplace(path, scan.last_seq).first;
       }
       if (e.seq <= it->second) continue;
       TEMPER_RETURN_IF_ERROR(AppendLocked(e));
       it->second = e.seq;
-      ++appended;
+      ++out.appended;
     }
   }
-  return appended;
+  return out;
 }
 
 }  // namespace temper

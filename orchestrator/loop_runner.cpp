@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/reboot_verification.h"
+#include "stig/content_trust.h"
 #include "stig/ssh_target.h"
 
 namespace temper {
@@ -173,11 +174,14 @@ Status LoopRunner::VerifyReboot(const TargetConfig& config, const BatchRecord& b
 }
 
 Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {
+  // The file was trusted at submit; check again, since its directory or mode may have changed since.
+  Result<std::string> path = stig::ResolveTrustedDatastream(batch.datastream, config_.content_dirs);
+  if (!path.ok()) return path.status().WithContext(fmt::format("batch {}", batch.id));
   std::lock_guard lock(content_mu_);
-  auto key = std::make_pair(batch.datastream, batch.profile);
+  auto key = std::make_pair(*path, batch.profile);
   auto it = contents_.find(key);
   if (it != contents_.end()) return it->second.get();
-  Result<stig::Content> loaded = stig::Content::Load(batch.datastream, batch.profile, config_.content_dir);
+  Result<stig::Content> loaded = stig::Content::Load(*path, batch.profile);
   if (!loaded.ok()) return loaded.status().WithContext(fmt::format("batch {}", batch.id));
   auto entry = std::make_unique<LoadedContent>(LoadedContent{std::move(*loaded), nullptr});
   entry->evaluator = std::make_unique<stig::Evaluator>(entry->content, stig::EvaluatorOptions{}, log_);

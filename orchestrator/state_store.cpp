@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/journal_event_bounds.h"
 #include "orchestrator/schema.h"
 
 namespace temper {
@@ -400,10 +401,12 @@ Result<EventRecord> StateStore::AppendEvent(const NewEvent& event) {
   return stored;
 }
 
-Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& event) {
-  if (!nlohmann::json::accept(event.data_json) || !nlohmann::json::parse(event.data_json).is_object()) {
-    return Status::InvalidArgument(fmt::format("journal event '{}': data is not a JSON object", event.type));
+Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& unbounded) {
+  if (!nlohmann::json::accept(unbounded.data_json) || !nlohmann::json::parse(unbounded.data_json).is_object()) {
+    return Status::InvalidArgument(fmt::format("journal event '{}': data is not a JSON object", unbounded.type));
   }
+  // Every event enters the journal here, so this is where each one is bounded (journal_event_bounds.h).
+  const NewEvent event = BoundJournalEvent(unbounded);
   EventRecord e{.time = NowMs(), .batch_id = event.batch_id, .target = event.target,
                 .rule_id = event.rule_id, .role = event.role, .type = event.type,
                 .data_json = event.data_json, .usage = event.usage};

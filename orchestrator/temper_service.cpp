@@ -8,6 +8,7 @@
 #include "orchestrator/batch_request.h"
 #include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/proto_convert.h"
+#include "orchestrator/request_bounds.h"
 #include "stig/ssh_connection.h"
 
 namespace temper {
@@ -28,6 +29,7 @@ constexpr std::chrono::milliseconds kWatchPollInterval{500};
 
 grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::SubmitBatchRequest* request,
                                         temper::v1::Batch* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   // A host named on submit becomes a target of its own (registered once the request is valid).
   temper::v1::SubmitBatchRequest checked = *request;
   std::vector<std::string> hosts;
@@ -69,6 +71,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
 
 grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::GetBatchRequest* request,
                                      temper::v1::Batch* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<BatchRecord> batch = store_.GetBatch(*id);
@@ -79,6 +82,7 @@ grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::Get
 
 grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::ListBatchesRequest* request,
                                         temper::v1::ListBatchesResponse* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   uint32_t size = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
   if (size > kMaxPageSize) {
     return ToGrpcStatus(Status::InvalidArgument(
@@ -108,6 +112,7 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
 
 grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::CancelBatchRequest* request,
                                         temper::v1::Batch* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   std::string reason = request->reason().empty() ? "cancelled by request" : request->reason();
@@ -123,6 +128,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
 grpc::Status TemperService::WatchJournal(grpc::ServerContext* context,
                                          const temper::v1::WatchJournalRequest* request,
                                          grpc::ServerWriter<temper::v1::JournalEvent>* writer) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   std::optional<int64_t> batch_id;
   if (!request->batch_id().empty()) {
     Result<int64_t> id = ParseBatchId(request->batch_id());
@@ -157,6 +163,7 @@ grpc::Status TemperService::WatchJournal(grpc::ServerContext* context,
 
 grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1::GetRuleMemoryRequest* request,
                                           temper::v1::RuleMemory* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
   if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
   uint32_t lessons = request->max_lessons() == 0 ? kDefaultMemoryItems : request->max_lessons();
@@ -173,6 +180,7 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1
 
 grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v1::GetBatchReportRequest* request,
                                            temper::v1::BatchReport* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<BatchRecord> batch = store_.GetBatch(*id);
@@ -191,6 +199,7 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v
 
 grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::RevertBatchRequest* request,
                                         temper::v1::RevertBatchResponse* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   RevertRequest revert{.batch_id = *id};
@@ -215,6 +224,7 @@ grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::
 
 grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
                                         grpc::ServerWriter<temper::v1::ExportChunk>* writer) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<evidence::ExportFormat> format = evidence::ParseExportFormat(request->format());
@@ -247,9 +257,9 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
 
 grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1::ConfirmRebootRequest* request,
                                           temper::v1::ConfirmRebootResponse* response) {
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
-  if (request->note().size() > 2000) return ToGrpcStatus(Status::InvalidArgument("note: at most 2000 characters"));
   Result<StateStore::RebootConfirmed> confirmed = store_.ConfirmReboot(*id, request->note());
   if (!confirmed.ok()) return ToGrpcStatus(confirmed.status());
   if (confirmed->event) {

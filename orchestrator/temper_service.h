@@ -1,6 +1,7 @@
 // TemperService: the temper.v1.Temper gRPC service. It validates requests, reads and writes the state
 // store, and streams the journal; it runs no remediation itself, but tells the loop runner when a
-// batch arrives or is cancelled.
+// batch arrives or is cancelled. Every call first checks its request's string fields against their
+// bounds (request_bounds.h), so no client string of any size reaches the store, a log or the journal.
 //
 // Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
 #pragma once

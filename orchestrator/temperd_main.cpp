@@ -1,5 +1,6 @@
 // temperd: the temper daemon. Serves temper.v1 on a unix socket (and TCP with TLS when configured),
 // tells systemd when it is ready and when it stops, and shuts down cleanly on SIGTERM or SIGINT.
+// SIGPIPE is ignored: a peer that went away is an EPIPE for the code that wrote to it.
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
@@ -68,6 +69,10 @@ int Run(int argc, char** argv) {
   }
   temper::Logger log(config->log_level);
 
+  // A write to a pipe or socket whose reader is gone (a child that exited before reading its stdin,
+  // a client that hung up) must fail with EPIPE where it happens, not end the daemon: SIGPIPE's
+  // default action is to terminate.
+  signal(SIGPIPE, SIG_IGN);
   // Signals are taken synchronously by the main thread (sigwait); every thread started after this
   // inherits the mask, so no handler ever runs on a gRPC thread.
   sigset_t signals;

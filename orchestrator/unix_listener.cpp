@@ -1,7 +1,5 @@
 #include "orchestrator/unix_listener.h"
 
-#include <poll.h>
-#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -70,7 +68,7 @@ Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::
     return Status::FromErrno(err, fmt::format("binding {}", path));
   }
   // Anyone may connect at the file-system level so that a refused user gets a clear PERMISSION_DENIED
-  // from the credential check instead of a bare EACCES; the check in AcceptLoop is the access control.
+  // from the credential check instead of a bare EACCES; the check in Start() is the access control.
   chmod(path.c_str(), 0666);
   if (listen(fd, 128) != 0) {
     int err = errno;
@@ -78,64 +76,37 @@ Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::
     unlink(path.c_str());
     return Status::FromErrno(err, fmt::format("listening on {}", path));
   }
-  int wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (wake < 0) {
-    int err = errno;
-    close(fd);
+  Result<std::unique_ptr<AcceptLoop>> loop = AcceptLoop::Create(fd, "unix socket " + path, log);
+  if (!loop.ok()) {
     unlink(path.c_str());
-    return Status::FromErrno(err, "eventfd");
+    return loop.status();
   }
-  return std::unique_ptr<UnixSocketListener>(new UnixSocketListener(path, fd, wake, log));
+  return std::unique_ptr<UnixSocketListener>(new UnixSocketListener(path, std::move(*loop), log));
 }
 
-UnixSocketListener::~UnixSocketListener() {
-  Stop();
-  close(listen_fd_);
-  close(wake_fd_);
-}
+UnixSocketListener::~UnixSocketListener() { Stop(); }
 
 void UnixSocketListener::Start(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server) {
-  thread_ = std::thread([this, access, server, refusal_server] { AcceptLoop(access, server, refusal_server); });
-}
-
-void UnixSocketListener::Stop() {
-  if (stopped_.exchange(true)) return;
-  uint64_t one = 1;
-  ssize_t ignored = write(wake_fd_, &one, sizeof one);
-  (void)ignored;
-  if (thread_.joinable()) thread_.join();
-  unlink(path_.c_str());
-}
-
-void UnixSocketListener::AcceptLoop(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server) {
-  pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {wake_fd_, POLLIN, 0}};
-  while (!stopped_.load()) {
-    int ready = poll(fds, 2, -1);
-    if (ready < 0) {
-      if (errno == EINTR) continue;
-      log_.Error("unix socket {}: poll failed: {}", path_, std::strerror(errno));
-      return;
-    }
-    if (fds[1].revents != 0) return;
-    if ((fds[0].revents & POLLIN) == 0) continue;
-    // gRPC drives the connection with its event engine, which expects a non-blocking fd.
-    int conn = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (conn < 0) {
-      if (errno != EINTR && errno != EAGAIN && errno != ECONNABORTED) {
-        log_.Warning("unix socket {}: accept failed: {}", path_, std::strerror(errno));
-      }
-      continue;
-    }
+  loop_->Start([this, access, server, refusal_server](int conn) {
     Result<PeerCredentials> peer = ReadPeerCredentials(conn);
     Status allowed = peer.ok() ? access.Check(*peer) : peer.status();
+    // gRPC drives the connection with its event engine (AcceptLoop made it non-blocking), and owns
+    // `conn` from here on.
     if (allowed.ok()) {
       log_.Debug("unix socket: accepted uid {} pid {}", peer->uid, peer->pid);
-      grpc::AddInsecureChannelFromFd(server, conn);  // gRPC owns `conn` from here on
+      grpc::AddInsecureChannelFromFd(server, conn);
     } else {
       log_.Warning("unix socket: {}", allowed.message());
       grpc::AddInsecureChannelFromFd(refusal_server, conn);
     }
-  }
+  });
+}
+
+void UnixSocketListener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  loop_->Stop();
+  unlink(path_.c_str());
 }
 
 }  // namespace temper

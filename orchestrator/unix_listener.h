@@ -2,19 +2,19 @@
 // connection itself, checks the peer's credentials, and only then hands the connection to gRPC:
 // allowed peers to the API server, refused peers to a server that answers every call with
 // PERMISSION_DENIED and a message saying who may connect (so `temper` can tell the user why).
+// Accepting goes through AcceptLoop: out of descriptors, it pauses instead of spinning or stopping.
 //
 // Thread safety: Start and Stop are called from one thread; the accept loop runs on its own thread.
 #pragma once
 
-#include <atomic>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include <grpcpp/server.h>
 
 #include "common/log.h"
 #include "common/status.h"
+#include "orchestrator/accept_loop.h"
 #include "orchestrator/peer_access.h"
 
 namespace temper {
@@ -38,16 +38,13 @@ class UnixSocketListener {
   const std::string& path() const { return path_; }
 
  private:
-  UnixSocketListener(std::string path, int listen_fd, int wake_fd, const Logger& log)
-      : path_(std::move(path)), listen_fd_(listen_fd), wake_fd_(wake_fd), log_(log) {}
-  void AcceptLoop(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server);
+  UnixSocketListener(std::string path, std::unique_ptr<AcceptLoop> loop, const Logger& log)
+      : path_(std::move(path)), loop_(std::move(loop)), log_(log) {}
 
   const std::string path_;
-  int listen_fd_;
-  int wake_fd_;  // an eventfd that interrupts the accept loop's poll
+  std::unique_ptr<AcceptLoop> loop_;
   const Logger& log_;
-  std::thread thread_;
-  std::atomic<bool> stopped_{false};
+  bool stopped_ = false;
 };
 
 }  // namespace temper

@@ -23,14 +23,6 @@ bool ToolErrorIsForTheModel(StatusCode code) {
          code == StatusCode::kIOError || code == StatusCode::kAlreadyExists || code == StatusCode::kOutOfRange;
 }
 
-// Shell scripts written with write_file run later; the policy checks their text now.
-bool LooksLikeShellScript(const std::string& path, const std::string& content) {
-  if (path.ends_with(".sh") || path.ends_with(".bash")) return true;
-  if (content.rfind("#!", 0) != 0) return false;
-  std::string first = content.substr(0, content.find('\n'));
-  return first.find("sh") != std::string::npos;
-}
-
 // The "packages" argument of install_package / remove_package: a non-empty array of strings.
 Result<std::vector<std::string>> PackageNames(const json& arguments, const std::string& tool) {
   const json& list = arguments["packages"];
@@ -134,6 +126,11 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
   result.trimmed = std::move(prompt.trimmed);
   const PolicyContext policy{.bootloader_rule = IsBootloaderRule(task.rule.id, task.rule.title),
                              .allow_package_removal = task.allow_package_removal};
+  // The policy reads the scripts a command runs, and the files it copies where they run later,
+  // from the target itself.
+  const TargetFileReader read_target = [&tools](const std::string& path, size_t max_bytes) {
+    return tools.ReadFile(path, max_bytes);
+  };
   const size_t window = config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens);
   auto emit = [&](WorkerEvent e) {
     if (on_event) on_event(e);
@@ -226,11 +223,10 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
         Status refusal;
         Result<std::vector<std::string>> packages = std::vector<std::string>{};
         if (call.name == "run_command") {
-          refusal = CheckCommand(call.arguments["command"].get<std::string>(), policy);
+          refusal = CheckCommand(call.arguments["command"].get<std::string>(), policy, read_target);
         } else if (call.name == "write_file") {
           const std::string path = call.arguments["path"], content = call.arguments["content"];
-          refusal = CheckWritePath(path, policy);
-          if (refusal.ok() && LooksLikeShellScript(path, content)) refusal = CheckCommand(content, policy);
+          refusal = CheckWrite(path, content, policy, read_target);
         } else if (call.name == "install_package" || call.name == "remove_package") {
           packages = PackageNames(call.arguments, call.name);
           if (packages.ok() && call.name == "remove_package") refusal = CheckPackageRemoval(*packages, policy);

@@ -2,7 +2,9 @@
 //
 // Each turn the model answers with tool calls (OpenAI tool_calls, or calls written in its text —
 // see tool_calls.h); each call is checked against its JSON schema and, for run_command and
-// write_file, against the dangerous-command policy before it reaches the target. Every tool result
+// write_file, against the dangerous-command policy before it reaches the target. The policy reads
+// the scripts a command runs (and the files it copies where their content runs later) from the
+// target through WorkerTools::ReadFile, so a script is judged by its content when it runs. Every tool result
 // ends with the budget left (steps, tokens), and long outputs are cut with a note saying how much
 // was left out. Unusable answers (malformed calls, unknown tools, wrong argument types, no call at
 // all) are explained back to the model, up to max_format_retries in a row. When the conversation

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "stig/content_policy.h"
 #include "stig/oscap_api.h"
 
 namespace temper::stig {
@@ -17,7 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr std::string_view kOvalSystem = "http://oval.mitre.org/XMLSchema/oval-definitions-5";
 constexpr std::string_view kBashFixSystem = "urn:xccdf:fix:script:sh";
 
 // Takes libopenscap's pending error text (and clears it); "" when none.
@@ -208,7 +208,7 @@ Status FillCheck(OscapSession& s, struct xccdf_rule* rule, RuleInfo& info, const
   while (checks && xccdf_check_iterator_has_more(checks)) {
     struct xccdf_check* check = xccdf_check_iterator_next(checks);
     const char* system = xccdf_check_get_system(check);
-    if (!system || kOvalSystem != system) continue;
+    if (!system || kOvalCheckSystem != system) continue;
     struct xccdf_check_content_ref_iterator* refs = xccdf_check_get_content_refs(check);
     if (refs && xccdf_check_content_ref_iterator_has_more(refs)) {
       struct xccdf_check_content_ref* ref = xccdf_check_content_ref_iterator_next(refs);
@@ -376,6 +376,7 @@ Result<std::string> ResolveDatastreamPath(std::string_view datastream, std::stri
 Result<Content> Content::Load(std::string_view datastream, std::string_view profile,
                               std::string_view content_dir) {
   TEMPER_ASSIGN_OR_RETURN(std::string path, ResolveDatastreamPath(datastream, content_dir));
+  TEMPER_RETURN_IF_ERROR(CheckContentPolicy(path));
   OscapSession s;
   s.source = oscap_source_new_from_file(path.c_str());
   oscap_document_type_t type = oscap_source_get_scap_type(s.source);

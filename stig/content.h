@@ -78,9 +78,12 @@ struct RuleInfo {
 class Content {
  public:
   // Loads `datastream` (a path, or a file name in `content_dir`) and selects `profile` (a full id,
-  // or its suffix after "_profile_", e.g. "stig").
+  // or its suffix after "_profile_", e.g. "stig"). The datastream must keep to the content policy
+  // (content_policy.h: OVAL and OCIL checks only, nothing outside the datastream). Where a
+  // datastream may come from is the caller's to check (content_trust.h).
   // Errors: NotFound for a missing datastream (listing close file names in its directory) or an
-  // unknown profile (listing close profile ids); DataLoss when the file is not a well-formed SCAP
+  // unknown profile (listing close profile ids); PermissionDenied for content the policy refuses
+  // (naming each rule and check system or href); DataLoss when the file is not a well-formed SCAP
   // source datastream, with libopenscap's message and the file name.
   static Result<Content> Load(std::string_view datastream, std::string_view profile,
                               std::string_view content_dir = kDefaultContentDir);

@@ -2,11 +2,21 @@
 //
 // libopenscap keeps its probe root (OSCAP_PROBE_ROOT) process-wide and its chroot-mode probes
 // chroot(2) the whole process, so an evaluation cannot share a process with anything else: the
-// Evaluator starts this program once per batch of rules and reads its verdicts from stdout.
+// Evaluator starts this program once per batch of rules, inside its own sandbox (eval_sandbox.h),
+// and reads its verdicts from stdout.
 //
-//   temper-stig-eval --datastream DS --profile ID --root DIR --workdir DIR
+//   temper-stig-eval --datastream DS --profile ID --root DIR
 //                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]
-//   temper-stig-eval --read-results FILE --profile ID --workdir DIR [--rule ID]...
+//   temper-stig-eval --read-results FILE --profile ID [--rule ID]...
+//
+// An evaluation keeps the target's files data (eval_confinement.h): it preloads what glibc would
+// load lazily, forbids itself any new code (seccomp), refuses content that is not OVAL/OCIL from
+// inside the datastream (content_policy.h) and loads no check-engine plugin (SCE) whatever the
+// content says. It reads the benchmark from the host, then chroot(2)s into DIR, where it starts
+// the OVAL probes (OSCAP_PROBE_ROOT "/.") and evaluates, so every path and symlink resolves inside
+// the target, and leaves the chroot to write the results where the caller reads them. It needs
+// CAP_SYS_CHROOT. What some libraries would read from the target as their own configuration (the
+// mount table, rpm's macros) it answers itself (eval_overrides.cpp).
 //
 // The second form reads the verdicts of an evaluation made elsewhere (OpenSCAP on an SSH host
 // writes results.xml there; it is copied back) from its XCCDF TestResult, so remote verdicts come
@@ -14,7 +24,8 @@
 //
 // Output: one JSON object per line, {"rule": ID, "result": TOKEN} for each evaluated rule, where
 // TOKEN is libopenscap's own xccdf_test_result_type_get_text. Exit 0 when the evaluation ran
-// (whatever the verdicts), 1 with a message on stderr when it could not run, 2 for bad arguments.
+// (whatever the verdicts), 1 with a message on stderr when it could not run or the content was
+// refused, 2 for bad arguments.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,6 +37,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "stig/content_policy.h"
+#include "stig/eval_confinement.h"
 #include "stig/oscap_api.h"
 
 namespace {
@@ -44,7 +57,7 @@ int Fail(const std::string& what) {
 }
 
 struct Args {
-  std::string datastream, profile, root, workdir, results, arf, fix, read_results;
+  std::string datastream, profile, root, results, arf, fix, read_results;
   std::vector<std::string> rules;
 };
 
@@ -56,7 +69,6 @@ bool Parse(int argc, char** argv, Args& a) {
     if (k == "--datastream") a.datastream = v;
     else if (k == "--profile") a.profile = v;
     else if (k == "--root") a.root = v;
-    else if (k == "--workdir") a.workdir = v;
     else if (k == "--rule") a.rules.push_back(v);
     else if (k == "--results") a.results = v;
     else if (k == "--arf") a.arf = v;
@@ -64,19 +76,8 @@ bool Parse(int argc, char** argv, Args& a) {
     else if (k == "--read-results") a.read_results = v;
     else return false;
   }
-  if (!a.read_results.empty()) return !a.profile.empty() && !a.workdir.empty() && a.datastream.empty() && a.root.empty();
-  return !a.datastream.empty() && !a.profile.empty() && !a.root.empty() && !a.workdir.empty();
-}
-
-// libapt-pkg, which the dpkginfo probe uses with RootDir set to the probe root, still reads the
-// host's /etc/apt/apt.conf.d (OpenSCAP 1.3.7; fixed in 1.3.10). Host settings there can make
-// dpkginfo fail outright, which flips package rules. Point apt at an empty parts directory.
-bool WriteAptConfig(const std::string& workdir, std::string& path) {
-  path = workdir + "/apt.conf";
-  FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) return false;
-  std::fputs("Dir::Etc::Parts \"/nonexistent\";\n", f);
-  return std::fclose(f) == 0;
+  if (!a.read_results.empty()) return !a.profile.empty() && a.datastream.empty() && a.root.empty();
+  return !a.datastream.empty() && !a.profile.empty() && !a.root.empty();
 }
 
 // One JSON line per rule the result covers (only those in `only`, when given), in the result's order.
@@ -95,8 +96,10 @@ void PrintVerdicts(struct xccdf_result* result, const std::set<std::string>& onl
 }
 
 // The last TestResult of a results file (`oscap xccdf eval --results` writes the benchmark with
-// the evaluation's TestResult appended).
+// the evaluation's TestResult appended). The file comes from another host: no new code may enter
+// the process before it is parsed.
 int ReadResults(const Args& a) {
+  if (temper::Status s = temper::stig::ForbidNewCode(); !s.ok()) return Fail(s.message());
   oscap_init();
   struct oscap_source* source = oscap_source_new_from_file(a.read_results.c_str());
   struct xccdf_benchmark* benchmark = source ? xccdf_benchmark_import_source(source) : nullptr;
@@ -127,23 +130,21 @@ int ReadResults(const Args& a) {
   return rc;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Args a;
-  if (!Parse(argc, argv, a)) {
-    std::fprintf(stderr,
-                 "usage: temper-stig-eval --datastream DS --profile ID --root DIR --workdir DIR "
-                 "[--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]\n"
-                 "       temper-stig-eval --read-results FILE --profile ID --workdir DIR [--rule ID]...\n");
-    return 2;
-  }
-  if (!a.read_results.empty()) return ReadResults(a);
-  std::string apt_config;
-  if (!WriteAptConfig(a.workdir, apt_config)) return Fail("cannot write " + a.workdir + "/apt.conf");
-  setenv("APT_CONFIG", apt_config.c_str(), 1);
-  setenv("OSCAP_PROBE_ROOT", a.root.c_str(), 1);
+// An evaluation of the tree at a.root, confined as the header says.
+int Evaluate(const Args& a) {
+  using temper::Status;
+  if (Status s = temper::stig::PreloadLazyLibraries(); !s.ok()) return Fail(s.message());
+  if (Status s = temper::stig::ForbidNewCode(); !s.ok()) return Fail(s.message());
+  if (Status s = temper::stig::CheckContentPolicy(a.datastream); !s.ok()) return Fail(s.message());
+  // Probes run in their offline modes over the root directory, which is the target once inside
+  // the chroot. Spelt "/.", not "/": probes strip strlen(root) characters off the paths they find
+  // (oval_fts.c), so "/" would turn "/etc/issue" into "etc/issue", which matches no object.
+  setenv("OSCAP_PROBE_ROOT", "/.", 1);
   setenv("OSCAP_EVALUATION_TARGET", ("chroot://" + a.root).c_str(), 1);
+  // The systemdunit* probes ask systemd over the system D-Bus, which a tree does not have: point
+  // libdbus at an abstract socket of this process's own network namespace, where nothing
+  // listens, so a service rule is "unknown" on every host instead of reporting anyone's units.
+  setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:abstract=temper-eval-no-system-bus", 1);
 
   oscap_init();
   struct xccdf_session* s = xccdf_session_new(a.datastream.c_str());
@@ -152,32 +153,72 @@ int main(int argc, char** argv) {
   for (const auto& r : a.rules) xccdf_session_add_rule(s, r.c_str());
   if (!a.results.empty()) xccdf_session_set_xccdf_export(s, a.results.c_str());
   if (!a.arf.empty()) xccdf_session_set_arf_export(s, a.arf.c_str());
-  if (xccdf_session_load(s) != 0) return Fail("cannot load " + a.datastream + ": " + OscapError());
+  // xccdf_session_load in two halves, leaving out XCCDF_SESSION_LOAD_CHECK_ENGINE_PLUGINS: the SCE
+  // plugin (libopenscap_sce.so) runs scripts, and no content may bring it in. The XCCDF benchmark
+  // and the CPE dictionaries (the datastream's, and OpenSCAP's own from /usr/share/openscap/cpe)
+  // are read here, from the host; the OVAL half below starts the probe sessions, whose first act
+  // is to collect the system's facts (os-release, host name), so it runs inside the target.
+  if (xccdf_session_load_xccdf(s) != 0 || xccdf_session_load_cpe(s) != 0) {
+    return Fail("cannot load " + a.datastream + ": " + OscapError());
+  }
   if (!xccdf_session_set_profile_id(s, a.profile.c_str())) {
     return Fail("no profile " + a.profile + " in " + a.datastream);
   }
-  if (xccdf_session_evaluate(s) != 0) return Fail("evaluation failed: " + OscapError());
 
-  struct xccdf_policy* policy = xccdf_session_get_xccdf_policy(s);
-  struct xccdf_result* result = xccdf_policy_get_result_by_id(policy, xccdf_session_get_result_id(s));
-  if (!result) return Fail("evaluation produced no TestResult: " + OscapError());
+  // The fix script is written inside the target too: choosing each rule's fixes evaluates their
+  // platforms (CPE applicability), which must be the target's. Its file is opened out here.
+  int fix_fd = -1;
+  if (!a.fix.empty()) {
+    fix_fd = ::open(a.fix.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fix_fd < 0) return Fail("cannot create " + a.fix);
+  }
+  temper::stig::TargetRoot target;
+  if (Status st = target.Enter(a.root); !st.ok()) return Fail(st.message());
+  std::string failed;
+  struct xccdf_policy* policy = nullptr;
+  struct xccdf_result* result = nullptr;
+  if (xccdf_session_load_oval(s) != 0) {
+    failed = "cannot load the OVAL checks of " + a.datastream + ": " + OscapError();
+  } else if (xccdf_session_evaluate(s) != 0) {
+    failed = "evaluation failed: " + OscapError();
+  } else {
+    policy = xccdf_session_get_xccdf_policy(s);
+    result = xccdf_policy_get_result_by_id(policy, xccdf_session_get_result_id(s));
+    if (!result) failed = "evaluation produced no TestResult: " + OscapError();
+  }
+  if (failed.empty() && fix_fd >= 0 && xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", fix_fd) != 0) {
+    failed = "generating the fix script failed: " + OscapError();
+  }
+  if (fix_fd >= 0) ::close(fix_fd);
+  if (Status st = target.Leave(); !st.ok()) return Fail(st.message());
+  if (!failed.empty()) return Fail(failed);
   PrintVerdicts(result);
 
+  // Exports only serialise what the evaluation collected; they run outside the target so that
+  // they can write where the caller reads them (libopenscap takes paths, not descriptors).
   if (!a.results.empty() || !a.arf.empty()) {
     if (xccdf_session_export_oval(s) != 0 || xccdf_session_export_xccdf(s) != 0 ||
         xccdf_session_export_arf(s) != 0) {
       return Fail("writing results failed: " + OscapError());
     }
   }
-  if (!a.fix.empty()) {
-    int fd = ::open(a.fix.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return Fail("cannot create " + a.fix);
-    int rc = xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", fd);
-    ::close(fd);
-    if (rc != 0) return Fail("generating the fix script failed: " + OscapError());
-  }
   std::fflush(stdout);
   xccdf_session_free(s);
   oscap_cleanup();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  if (!Parse(argc, argv, a)) {
+    std::fprintf(stderr,
+                 "usage: temper-stig-eval --datastream DS --profile ID --root DIR "
+                 "[--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]\n"
+                 "       temper-stig-eval --read-results FILE --profile ID [--rule ID]...\n");
+    return 2;
+  }
+  if (!a.read_results.empty()) return ReadResults(a);
+  return Evaluate(a);
 }

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stig/eval_sandbox.h"
 #include "stig/process.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 
@@ -41,6 +41,10 @@ std::map<Verdict, int> Evaluation::Counts() const {
 Evaluator::Evaluator(const Content& content, EvaluatorOptions options, const Logger& log)
     : content_(content), options_(std::move(options)), log_(log) {
   if (options_.helper_path.empty()) options_.helper_path = DefaultEvalHelperPath();
+  // The sandbox starts the helper from "/", and binds it at the path it has here.
+  std::error_code ec;
+  fs::path absolute = fs::absolute(options_.helper_path, ec);
+  if (!ec) options_.helper_path = absolute.string();
 }
 
 Result<std::vector<std::string>> Evaluator::ResolveRules(const std::vector<std::string>& rule_ids) const {
@@ -52,23 +56,25 @@ Result<std::vector<std::string>> Evaluator::ResolveRules(const std::vector<std::
   return rules;
 }
 
-Result<std::vector<RuleVerdict>> Evaluator::RunHelper(ProcessSpec spec, const std::vector<std::string>& rules,
-                                                      const std::string& where, double* seconds) const {
+Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> args, EvalSandboxPaths paths,
+                                                      const std::vector<std::string>& rules, const std::string& where,
+                                                      double* seconds) const {
   if (::access(options_.helper_path.c_str(), X_OK) != 0) {
     return Status::Unavailable("the evaluation helper " + options_.helper_path + " is missing or not executable");
   }
-  TEMPER_ASSIGN_OR_RETURN(ScratchDir scratch, ScratchDir::Create(options_.scratch_dir));
-  spec.argv.insert(spec.argv.begin(), options_.helper_path);
-  spec.argv.insert(spec.argv.end(), {"--workdir", scratch.path()});
-  for (const auto& r : rules) {
-    spec.argv.push_back("--rule");
-    spec.argv.push_back(r);
+  if (::geteuid() != 0) {
+    return Status::FailedPrecondition("the evaluator's sandbox needs root on the host to map the id range");
   }
-  // The systemdunit* probes ask systemd over the system D-Bus, which is the HOST's bus, not the
-  // target's: point libdbus at no bus, so a service rule on a root is "unknown" on every host
-  // instead of reporting the host's own units.
-  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + scratch.path(), "LC_ALL=C",
-              "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/temper-no-system-bus"};
+  for (const auto& r : rules) {
+    args.push_back("--rule");
+    args.push_back(r);
+  }
+  paths.helper = options_.helper_path;
+  ProcessSpec spec;
+  // TZ as a POSIX rule, so no zone file is read (the target's /etc/localtime would be): UTC times.
+  spec.argv = EvalSandboxArgv(
+      paths, {{"PATH", "/usr/sbin:/usr/bin:/sbin:/bin"}, {"HOME", "/tmp"}, {"LC_ALL", "C"}, {"TZ", "UTC0"}}, args);
+  spec.new_user_namespace = true;
   spec.timeout = options_.timeout;
   spec.memory_limit_bytes = options_.memory_limit_bytes;
   spec.max_output_bytes = 64 << 20;
@@ -117,32 +123,37 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
   std::error_code ec;
   if (!fs::is_directory(root_dir, ec)) return Status::NotFound("evaluation root " + root_dir + " is not a directory");
 
-  ProcessSpec spec;
-  spec.argv = {"--datastream", content_.datastream_path(), "--profile", content_.profile().id, "--root", root_dir};
+  const std::string root = fs::absolute(root_dir, ec).string();
+  const std::string datastream = fs::absolute(content_.datastream_path(), ec).string();
+  std::vector<std::string> args = {"--datastream", datastream, "--profile", content_.profile().id, "--root", root};
+  EvalSandboxPaths paths{.read_only = {datastream}, .target = root};
   Evaluation out;
   if (!request.output_dir.empty()) {
-    fs::create_directories(request.output_dir, ec);
+    const fs::path dir = fs::absolute(request.output_dir, ec);
+    fs::create_directories(dir, ec);
     if (ec) return Status::IOError("creating " + request.output_dir + ": " + ec.message());
-    out.results_path = (fs::path(request.output_dir) / "results.xml").string();
-    out.arf_path = (fs::path(request.output_dir) / "arf.xml").string();
-    spec.argv.insert(spec.argv.end(), {"--results", out.results_path, "--arf", out.arf_path});
+    paths.writable.push_back(dir.string());
+    out.results_path = (dir / "results.xml").string();
+    out.arf_path = (dir / "arf.xml").string();
+    args.insert(args.end(), {"--results", out.results_path, "--arf", out.arf_path});
     if (request.write_fix_script) {
-      out.fix_script_path = (fs::path(request.output_dir) / "fix.sh").string();
-      spec.argv.insert(spec.argv.end(), {"--fix", out.fix_script_path});
+      out.fix_script_path = (dir / "fix.sh").string();
+      args.insert(args.end(), {"--fix", out.fix_script_path});
     }
   }
   log_.Debug("evaluating {} rule(s) of {} on {}", rules.empty() ? content_.profile_rule_ids().size() : rules.size(),
              content_.profile().id, root_dir);
-  TEMPER_ASSIGN_OR_RETURN(out.verdicts, RunHelper(std::move(spec), rules, root_dir, &out.seconds));
+  TEMPER_ASSIGN_OR_RETURN(out.verdicts, RunHelper(std::move(args), std::move(paths), rules, root_dir, &out.seconds));
   return out;
 }
 
 Result<std::vector<RuleVerdict>> Evaluator::ReadResults(const std::string& results_path,
                                                         const std::vector<std::string>& rule_ids) const {
   TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> rules, ResolveRules(rule_ids));
-  ProcessSpec spec;
-  spec.argv = {"--read-results", results_path, "--profile", content_.profile().id};
-  return RunHelper(std::move(spec), rules, results_path, nullptr);
+  std::error_code ec;
+  const std::string file = std::filesystem::absolute(results_path, ec).string();
+  return RunHelper({"--read-results", file, "--profile", content_.profile().id}, EvalSandboxPaths{.read_only = {file}},
+                   rules, results_path, nullptr);
 }
 
 }  // namespace temper::stig

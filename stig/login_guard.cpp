@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstring>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,53 +10,6 @@ namespace temper::stig {
 namespace {
 
 using Words = std::vector<std::string>;
-
-// The simple commands of a command line: words with quotes removed, split at ; & | ( ) ` < > $(
-// and newlines. A redirection target comes out as a command of its own, so `> file` names file.
-std::vector<Words> SimpleCommands(std::string_view s) {
-  std::vector<Words> cmds(1);
-  std::string word;
-  bool in_word = false;
-  char quote = 0;
-  auto end_word = [&] {
-    if (in_word) cmds.back().push_back(word);
-    word.clear();
-    in_word = false;
-  };
-  auto end_cmd = [&] {
-    end_word();
-    if (!cmds.back().empty()) cmds.emplace_back();
-  };
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    char c = s[i];
-    if (quote) {
-      if (c == quote) quote = 0;
-      else if (c == '\\' && quote == '"' && i + 1 < s.size()) word += s[++i];
-      else word += c;
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-      in_word = true;
-    } else if (c == '\\' && i + 1 < s.size()) {
-      word += s[++i];
-      in_word = true;
-    } else if (c == ' ' || c == '\t') {
-      end_word();
-    } else if (std::strchr(";&|()`<>\n", c)) {
-      end_cmd();
-    } else if (c == '$' && i + 1 < s.size() && s[i + 1] == '(') {
-      end_cmd();
-      ++i;
-    } else {
-      word += c;
-      in_word = true;
-    }
-  }
-  end_cmd();
-  cmds.pop_back();
-  return cmds;
-}
 
 std::string Base(const std::string& w) {
   std::size_t slash = w.rfind('/');
@@ -95,12 +47,6 @@ bool ClosingShell(const Words& a) {
   });
 }
 
-bool ReadOnly(const std::string& program) {
-  static const char* kReaders[] = {"cat",  "grep", "egrep",     "fgrep",  "ls",   "stat", "head", "tail", "wc",
-                                   "test", "[",    "sha256sum", "md5sum", "file", "less", "diff", "ssh-keygen"};
-  return std::any_of(std::begin(kReaders), std::end(kReaders), [&](const char* r) { return program == r; });
-}
-
 // `word` names the SSH port: 22, 22/tcp, ssh, OpenSSH.
 bool SshPort(const std::string& word, std::uint16_t port) {
   std::string p = std::to_string(port);
@@ -120,70 +66,34 @@ bool HasWord(const Words& a, std::initializer_list<std::string_view> words) {
   });
 }
 
-std::string Check(const Words& words, const LoginIdentity& login, int depth);
+bool IsNologin(const std::string& path) { return path == "/etc/nologin" || path == "/run/nologin"; }
 
-std::string CheckText(std::string_view text, const LoginIdentity& login, int depth) {
-  if (depth > 4) return "";
-  for (const Words& cmd : SimpleCommands(text)) {
-    std::string why = Check(cmd, login, depth);
-    if (!why.empty()) return why;
-  }
-  return "";
-}
-
-std::string Check(const Words& words, const LoginIdentity& login, int depth) {
-  // Peel prefixes that only change how the program runs.
-  std::size_t k = 0;
-  while (k < words.size()) {
-    const std::string p = Base(words[k]);
-    static const char* kPrefixes[] = {"sudo", "env",   "nohup",   "nice",    "timeout", "command",
-                                      "exec", "time",  "stdbuf",  "ionice",  "xargs",   "builtin"};
-    bool prefix = std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](const char* x) { return p == x; });
-    if (prefix) {
-      ++k;
-      while (k < words.size() && (words[k].starts_with("-") || words[k].find('=') != std::string::npos ||
-                                  ((p == "timeout" || p == "nice" || p == "ionice") && !words[k].empty() &&
-                                   std::isdigit(static_cast<unsigned char>(words[k][0]))))) {
-        ++k;
-      }
-      continue;
-    }
-    if (words[k].find('=') != std::string::npos && words[k].find('/') == std::string::npos) {
-      ++k;  // VAR=value before the program
-      continue;
-    }
-    break;
-  }
-  if (k >= words.size()) return "";
-  const std::string program = Base(words[k]);
-  const Words args(words.begin() + static_cast<std::ptrdiff_t>(k) + 1, words.end());
+std::string Check(const SimpleCommand& c, const LoginIdentity& login) {
+  const std::string& program = c.program;
+  const Words& args = c.args;
   const std::string& user = login.user;
   const bool root = user == "root";
-  const std::string line = [&] {
-    std::string s;
-    for (std::size_t i = k; i < words.size(); ++i) s += (s.empty() ? "" : " ") + words[i];
-    return s;
-  }();
+  const std::string& line = c.text;
   auto refuse = [&](std::string_view what) {
     return fmt::format("'{}' {}; temper logs in to this host as {} on port {} and would be locked out. Leave this "
                        "change to a human, or make it for other accounts only",
                        line, what, user, login.port);
   };
-
-  if (program == "sh" || program == "bash" || program == "dash" || program == "zsh" || program == "eval" ||
-      program == "su") {
-    for (const std::string& a : args) {
-      std::string why = CheckText(a, login, depth + 1);
-      if (!why.empty()) return why;
-    }
-    return "";
+  for (const Redirect& r : c.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    if (r.target.find("authorized_keys") != std::string::npos) return refuse("writes an authorized_keys file");
+    if (!root && IsNologin(r.target)) return refuse("creates a nologin file, which makes sshd refuse every login but root's");
   }
+  if (program.empty()) return "";
   if (program.find("authorized_keys") != std::string::npos) {
     return refuse("writes an authorized_keys file");
   }
   for (const std::string& a : args) {
-    if (a.find("authorized_keys") != std::string::npos && !ReadOnly(program)) {
+    if (a.find("authorized_keys") != std::string::npos && !OnlyReads(c)) {
       return refuse("changes an authorized_keys file, which holds the key temper logs in with");
+    }
+    if (!root && IsNologin(a) && !OnlyReads(c)) {
+      return refuse("creates a nologin file, which makes sshd refuse every login but root's");
     }
   }
   const bool targets_login = Names(args, user) || (root && NoOperand(args));
@@ -240,11 +150,52 @@ std::string Check(const Words& words, const LoginIdentity& login, int depth) {
 
 }  // namespace
 
-std::string LockoutRisk(std::string_view command, const LoginIdentity& login) { return CheckText(command, login, 0); }
+bool OnlyReads(const SimpleCommand& c) {
+  static constexpr std::string_view kReaders[] = {
+      "cat", "grep", "egrep", "fgrep", "zgrep", "ls", "stat", "head", "tail", "wc", "test", "[", "[[", "sha256sum",
+      "sha1sum", "sha512sum", "md5sum", "cksum", "file", "less", "more", "diff", "cmp", "ssh-keygen", "readlink",
+      "realpath", "dirname", "basename", "lsattr", "getfacl", "echo", "printf", "cut", "uniq", "tr", "id", "getent",
+      "true", "false", ":"};
+  const std::string& p = c.program;
+  if (p == "ssh-keygen") {
+    // -l and -F only read; -R and -f with a key type write.
+    return std::find(c.args.begin(), c.args.end(), "-l") != c.args.end() ||
+           std::find(c.args.begin(), c.args.end(), "-F") != c.args.end() ||
+           std::find(c.args.begin(), c.args.end(), "-lf") != c.args.end();
+  }
+  if (p == "sort") return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) { return a.starts_with("-o"); });
+  if (p == "sed") {
+    return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) {
+      return a.starts_with("-i") || a.starts_with("--in-place") ||
+             (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos && a.find('e') == std::string::npos);
+    });
+  }
+  if (p == "find") {
+    return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) {
+      return a == "-delete" || a.starts_with("-exec") || a.starts_with("-ok") || a.starts_with("-fprint") || a == "-fls";
+    });
+  }
+  return std::find(std::begin(kReaders), std::end(kReaders), p) != std::end(kReaders);
+}
+
+std::string LockoutRisk(std::string_view command, const LoginIdentity& login) {
+  Result<ParsedShell> parsed = SplitShellCommand(command);
+  if (!parsed.ok()) return fmt::format("the lock-out guard cannot read it ({})", parsed.status().message());
+  for (const SimpleCommand& c : parsed->commands) {
+    std::string why = Check(c, login);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
 
 std::string WriteLockoutRisk(std::string_view path, const LoginIdentity& login) {
   std::string p(path);
   std::string name = Base(p);
+  if (login.user != "root" && IsNologin(p)) {
+    return fmt::format("writing {} makes sshd refuse every login but root's, and temper logs in as {}; leave this "
+                       "change to a human",
+                       p, login.user);
+  }
   if (!name.starts_with("authorized_keys")) return "";
   bool home = !login.home.empty() && p.starts_with(login.home + "/.ssh/");
   bool system = p.starts_with("/etc/ssh/");

@@ -6,16 +6,20 @@
 // the revert would have no way in. These are refused before they run, with the reason, so the
 // model can choose another way (rules that really require them are left to a human).
 //
-// This is a textual check of the command (split at shell operators, prefixes such as sudo/env
-// peeled off), in addition to the Worker's general command policy. It cannot see every way to
-// lock a host; the real verification is the health check after every change (a fresh SSH login
-// and sudo on a new connection while the old one stays open), which reverts what slipped past.
+// Commands are read with common/shell_split (runners such as sudo, env -S and flock peeled, the
+// scripts of bash -c and eval parsed), in addition to the Worker's general command policy. Paths
+// are judged as written; SshTarget resolves them on the host (symlinks followed) and asks again
+// with what they resolve to. It cannot see every way to lock a host; the real verification is the
+// health check after every change (a fresh SSH login and sudo on a new connection while the old
+// one stays open), which reverts what slipped past.
 // Thread safety: pure functions.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "common/shell_split.h"
 
 namespace temper::stig {
 
@@ -25,10 +29,16 @@ struct LoginIdentity {
   std::uint16_t port = 22;   // the SSH port temper connects to
 };
 
-// Why `command` could lock `login` out, or "" when nothing in it does.
+// Why `command` could lock `login` out, or "" when nothing in it does. A command the guard cannot
+// parse is refused (the reason says so).
 std::string LockoutRisk(std::string_view command, const LoginIdentity& login);
 
-// Why writing `path` could lock `login` out (its authorized_keys), or "".
+// Why writing `path` could lock `login` out (its authorized_keys; /etc/nologin for a login other
+// than root), or "".
 std::string WriteLockoutRisk(std::string_view path, const LoginIdentity& login);
+
+// True when `c` only reads the files it names (cat, grep, ls, stat, sed without -i, find without
+// -delete/-exec, ...): a guarded path among its words is not a change.
+bool OnlyReads(const SimpleCommand& c);
 
 }  // namespace temper::stig

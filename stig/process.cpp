@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -115,6 +116,29 @@ Status WriteIdMap(pid_t pid, const char* file) {
   ::close(fd);
   if (n != static_cast<ssize_t>(line.size())) return Status::FromErrno(e, "writing " + path);
   return Status::OK();
+}
+
+// write(2) to the child's stdin pipe without raising SIGPIPE in this process when the child has
+// gone: SIGPIPE is blocked for this thread around the call and, if the write raised one, taken
+// back (unless one was already pending), so EPIPE comes back as an ordinary error. This holds
+// whatever the process's disposition for SIGPIPE is.
+ssize_t WriteWithoutSigpipe(int fd, const char* data, std::size_t size) {
+  sigset_t pipe_only, old_mask, pending;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  ::pthread_sigmask(SIG_BLOCK, &pipe_only, &old_mask);
+  sigemptyset(&pending);
+  ::sigpending(&pending);
+  const bool was_pending = sigismember(&pending, SIGPIPE) == 1;
+  ssize_t n = ::write(fd, data, size);
+  const int err = errno;
+  if (n < 0 && err == EPIPE && !was_pending) {
+    const timespec no_wait{0, 0};
+    while (::sigtimedwait(&pipe_only, nullptr, &no_wait) < 0 && errno == EINTR) {}
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  errno = err;
+  return n;
 }
 
 }  // namespace
@@ -255,8 +279,11 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
     drain(idx_out, out_r, result.out, result.out_truncated);
     drain(idx_err, err_r, result.err, result.err_truncated);
     if (idx_in >= 0 && (fds[idx_in].revents & (POLLOUT | POLLERR | POLLHUP))) {
-      ssize_t n = ::write(in_w.get(), spec.stdin_data.data() + in_off, spec.stdin_data.size() - in_off);
-      if (n < 0 && errno != EAGAIN && errno != EINTR) in_w.Reset();
+      ssize_t n = WriteWithoutSigpipe(in_w.get(), spec.stdin_data.data() + in_off, spec.stdin_data.size() - in_off);
+      if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        result.stdin_cut_short = errno == EPIPE;
+        in_w.Reset();
+      }
       if (n > 0) in_off += static_cast<std::size_t>(n);
       if (in_off == spec.stdin_data.size()) in_w.Reset();
     }

@@ -6,6 +6,8 @@
 //
 // The child gets its own process group; on timeout the whole group is killed with SIGKILL (a
 // bubblewrap child with --unshare-pid then takes every process of its sandbox with it).
+// A child that exits (or closes its stdin) before taking all of stdin_data is a result
+// (stdin_cut_short), never a SIGPIPE for the caller's process, whatever its signal disposition.
 // Thread safety: RunProcess is reentrant; it forks with only async-signal-safe calls in the child.
 #pragma once
 
@@ -62,6 +64,8 @@ struct ProcessResult {
   std::string err;
   bool out_truncated = false;
   bool err_truncated = false;
+  // The child closed its stdin (or exited) before taking all of stdin_data: the write got EPIPE.
+  bool stdin_cut_short = false;
   double seconds = 0;
   // Killed because ProcessSpec::stop_when asked for it.
   bool stopped = false;

@@ -38,6 +38,14 @@ chown 0:0 -- "$t" && chmod "$2" -- "$t" && mv -f -- "$t" "$f" || exit 6
 trap - EXIT
 )SH";
 
+// $@ paths; each resolved path followed by a NUL. Exit 9: neither realpath -m nor readlink -m.
+constexpr const char* kResolveScript = R"SH(for p; do
+r=$(realpath -m -- "$p" 2>/dev/null || readlink -m -- "$p" 2>/dev/null) || exit 9
+printf '%s\0' "$r"
+done
+)SH";
+constexpr int kNoResolver = 9;
+
 std::string Tail(const std::string& s) { return s.size() > 600 ? "…" + s.substr(s.size() - 600) : s; }
 
 }  // namespace
@@ -74,6 +82,43 @@ Result<std::string> RemoteReadFile(RemoteShell& shell, const std::string& path, 
     return Status::OutOfRange(fmt::format("{} grew past the {} bytes allowed while it was read", where, max_bytes));
   }
   return std::move(r.out);
+}
+
+Result<std::vector<std::string>> RemoteResolvePaths(RemoteShell& shell, const std::vector<std::string>& paths) {
+  if (paths.empty()) return std::vector<std::string>{};
+  if (paths.size() > kMaxResolvedPaths) {
+    return Status::InvalidArgument(fmt::format("{} paths to resolve on {}, more than the {} allowed", paths.size(),
+                                               shell.host_name(), kMaxResolvedPaths));
+  }
+  std::vector<std::string> argv = {"/bin/sh", "-c", kResolveScript, "temper-resolve"};
+  for (const std::string& p : paths) {
+    if (p.empty() || p[0] != '/' || p.find('\n') != std::string::npos || p.find('\0') != std::string::npos) {
+      return Status::InvalidArgument(fmt::format("cannot resolve \"{}\" on {}: not an absolute path on one line", p,
+                                                 shell.host_name()));
+    }
+    argv.push_back(p);
+  }
+  SandboxLimits limits;
+  limits.timeout = std::chrono::minutes(1);
+  limits.memory_limit_bytes = 0;
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell.Exec(argv, {}, limits));
+  if (r.term_signal == 0 && r.exit_code == kNoResolver) {
+    return Status::FailedPrecondition(fmt::format("{} has neither `realpath -m` nor `readlink -m` to resolve paths with",
+                                                  shell.host_name()));
+  }
+  if (!r.Succeeded()) return Status::Internal(fmt::format("resolving paths on {} failed ({}): {}", shell.host_name(), r.Describe(), Tail(r.err)));
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < r.out.size()) {
+    size_t nul = r.out.find('\0', i);
+    if (nul == std::string::npos) break;
+    out.push_back(r.out.substr(i, nul - i));
+    i = nul + 1;
+  }
+  if (out.size() != paths.size()) {
+    return Status::Internal(fmt::format("resolving {} paths on {} gave {} answers", paths.size(), shell.host_name(), out.size()));
+  }
+  return out;
 }
 
 Status RemoteWriteFile(RemoteShell& shell, const std::string& path, std::string_view content, mode_t mode) {

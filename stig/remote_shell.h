@@ -42,6 +42,14 @@ std::string ShellQuote(std::string_view text);
 // shell's transport errors.
 Result<std::string> RemoteReadFile(RemoteShell& shell, const std::string& path, std::size_t max_bytes);
 
+// Each of `paths` (absolute) as the host resolves it: every symlink followed and "."/".." removed,
+// with parts that do not exist yet kept as written (`realpath -m`, or `readlink -m` where realpath
+// lacks -m), in the same order. At most kMaxResolvedPaths per call. Errors: InvalidArgument for a
+// relative path, one holding a newline or NUL, or too many paths; FailedPrecondition when the host
+// has neither program; Internal when the answer does not match; the shell's transport errors.
+constexpr std::size_t kMaxResolvedPaths = 512;
+Result<std::vector<std::string>> RemoteResolvePaths(RemoteShell& shell, const std::vector<std::string>& paths);
+
 // Creates or replaces `path` on the host with `content`, owned by root:root with `mode`. The bytes
 // go to a temporary file beside it, which is checked for the full length and renamed over `path`,
 // so a connection lost mid-transfer never leaves a cut file. A symlink is replaced at its target.

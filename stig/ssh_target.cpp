@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "common/lexical_path.h"
 #include "stig/apt_output.h"
+#include "stig/host_paths.h"
 
 namespace temper::stig {
 namespace {
@@ -221,9 +223,37 @@ Status SshTarget::ReloadSshdAndCheckAccess() {
   return login;
 }
 
+Status SshTarget::GuardCommand(const std::string& command) {
+  auto refuse = [&](const std::string& why) {
+    return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
+  };
+  if (std::string why = LockoutRisk(command, login_); !why.empty()) return refuse(why);
+  Result<std::vector<NamedPath>> named = PathsNamedBy(command);
+  if (!named.ok()) return refuse(fmt::format("the guards cannot read the command ({})", named.status().message()));
+  std::vector<NamedPath> changed;
+  for (const NamedPath& n : *named) {
+    if (std::string why = HostDirRisk(n, options_.host_dir); !why.empty()) return refuse(why);
+    if (n.changes) changed.push_back(n);
+  }
+  if (changed.empty()) return Status::OK();
+  // Where the changes land once the host follows its symlinks.
+  std::vector<std::string> paths;
+  for (const NamedPath& n : changed) paths.push_back(n.path);
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> resolved, RemoteResolvePaths(*connection_, paths));
+  for (size_t k = 0; k < changed.size(); ++k) {
+    if (resolved[k] == changed[k].path) continue;
+    NamedPath landing = changed[k];
+    landing.path = resolved[k];
+    std::string why = HostDirRisk(landing, options_.host_dir);
+    if (why.empty()) why = WriteLockoutRisk(resolved[k], login_);
+    if (!why.empty()) return refuse(fmt::format("{} is a symlink to {} on this host: {}", changed[k].path, resolved[k], why));
+  }
+  return Status::OK();
+}
+
 Result<ProcessResult> SshTarget::Run(const std::string& command, const SandboxLimits& limits) {
-  std::string why = LockoutRisk(command, login_);
-  if (!why.empty()) return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
+  TEMPER_RETURN_IF_ERROR(GuardCommand(command));
   TEMPER_RETURN_IF_ERROR(Ready(true));
   return connection_->Exec({"/bin/sh", "-c", command}, {}, limits);
 }
@@ -272,12 +302,25 @@ Result<std::string> SshTarget::ReadFile(const std::string& path, std::size_t max
 }
 
 Status SshTarget::WriteFile(const std::string& path, std::string_view content, mode_t mode) {
-  std::string why = WriteLockoutRisk(path, login_);
-  if (!why.empty()) return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
   if (path.empty() || path[0] != '/') return Status::InvalidArgument("target path must be absolute: \"" + path + "\"");
+  auto guard = [&](const std::string& p) {
+    std::string why = WriteLockoutRisk(p, login_);
+    if (why.empty()) why = HostDirRisk({p, true, false, fmt::format("write_file {}", path)}, options_.host_dir);
+    return why;
+  };
+  if (std::string why = guard(NormalizePath(path)); !why.empty()) {
+    return Status::PermissionDenied(fmt::format("refused on {}: {}", options_.name, why));
+  }
+  TEMPER_RETURN_IF_ERROR(Ready(false));
+  // The write lands where the host's symlinks lead: judge, journal and write that path.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> resolved, RemoteResolvePaths(*connection_, {path}));
+  const std::string& target = resolved[0];
+  if (std::string why = guard(target); !why.empty()) {
+    return Status::PermissionDenied(fmt::format("refused on {}: {} leads to {} on this host: {}", options_.name, path, target, why));
+  }
   TEMPER_RETURN_IF_ERROR(Ready(true));
-  if (!journal_->Covers(path)) TEMPER_RETURN_IF_ERROR(journal_->Track(path));
-  return RemoteWriteFile(*connection_, path, content, mode);
+  if (!journal_->Covers(target)) TEMPER_RETURN_IF_ERROR(journal_->Track(target));
+  return RemoteWriteFile(*connection_, target, content, mode);
 }
 
 Result<Evaluation> SshTarget::Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) {

@@ -15,10 +15,13 @@
 // needing a human: from then on every operation fails with FailedPrecondition saying why, until a
 // person has looked at the host and the target is opened again.
 //
-// Lock-out guard: Run and WriteFile refuse (PermissionDenied, with the reason, for the Worker to
-// read) what login_guard.h recognises as locking out the login user; CheckAccess logs in on a fresh
-// connection (and runs sudo), so the health check after every change catches the rest while the
-// old connection is still open to revert it.
+// Guards: Run and WriteFile refuse (PermissionDenied, with the reason, for the Worker to read) what
+// login_guard.h recognises as locking out the login user, and any change to temper's own directory
+// on the host (host_dir: the undo journal; host_paths.h). Both judge a path where the host's
+// symlinks lead, not only as written: the paths a command may change, and write_file's path, are
+// resolved on the host first (one round trip), and write_file writes (and journals) the resolved
+// path. CheckAccess logs in on a fresh connection (and runs sudo), so the health check after every
+// change catches the rest while the old connection is still open to revert it.
 // Thread safety: single owner (as Target).
 #pragma once
 
@@ -78,6 +81,7 @@ class SshTarget final : public Target {
   // From the snapshots' records: a later snapshot overlaps where it changed a path `id` changed,
   // or something under one.
   Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
+  // Refused (PermissionDenied) by the guards above before anything runs.
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   // The host installs with its own apt and sources.
   bool CanInstallPackages() const override { return true; }
@@ -88,7 +92,8 @@ class SshTarget final : public Target {
   Result<ProcessResult> RunWithPackages(const std::string& command, const SandboxLimits& limits,
                                         const ResolvedPackages& prepared) override;
   Result<std::string> ReadFile(const std::string& path, std::size_t max_bytes) override;
-  // A path outside the journal's roots is added to the journal before it is written.
+  // Writes where `path` resolves on the host (symlinks followed), after the guards; a path outside
+  // the journal's roots is added to the journal before it is written.
   Status WriteFile(const std::string& path, std::string_view content, mode_t mode) override;
   Result<Evaluation> Evaluate(const Evaluator& evaluator, const EvaluationRequest& request) override;
   // One check, "fresh-ssh-login": a new connection (not the master) logs in and runs sudo -n.
@@ -110,6 +115,9 @@ class SshTarget final : public Target {
   // is gone with nothing changed. `changes`: the operation may change the host.
   Status Ready(bool changes);
   Status MarkNeedsHuman(const Status& why);
+  // The guards for a command: lock-out, temper's directory, and both again where the paths it may
+  // change resolve on the host. PermissionDenied with the reason.
+  Status GuardCommand(const std::string& command);
   // The held snapshot just below `id`; NotFound when `id` is 0 or not held.
   Result<SnapshotId> SnapshotBelow(SnapshotId id) const;
   // Reconnects, retrying for a while when the host refuses or does not answer (it may be restarting).

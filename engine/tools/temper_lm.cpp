@@ -13,11 +13,15 @@
 //
 //   temper-lm serve    --model DIR [--host H] [--port P] [--model-name NAME] [--context N]
 //                      [--kv-tokens N] [--max-sequences N] [--max-snapshots N] [--max-batch-tokens N]
-//                      [--tokenizer FILE]
+//                      [--tokenizer FILE] [--api-key KEY | --api-key-file FILE]
+//                      [--max-body-bytes N] [--max-json-depth N] [--header-timeout S]
+//                      [--body-timeout S] [--idle-timeout S] [--max-connections N] [--http-threads N]
 //                      (an OpenAI-compatible HTTP server, see engine/http_server.h; runs until
 //                      SIGINT or SIGTERM). /v1/chat/completions needs a tokenizer: --tokenizer FILE,
 //                      or DIR/tokenizer.json when it exists; without one only /v1/completions
-//                      (token ids) is served.
+//                      (token ids) is served. With an API key (prefer --api-key-file: argv is visible
+//                      to every user in ps), clients send "Authorization: Bearer KEY"; the key is
+//                      never logged.
 //
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
 // shape (for benchmarks). `--gpus 0,1,2,3` runs the model on the CUDA backend, one rank per listed
@@ -312,7 +316,22 @@ struct ServeArgs {
   int64_t context = 8192;
   KvCacheOptions kv{.max_sequences = 16, .block_tokens = 16, .max_tokens = 65536, .max_snapshots = 64};
   int64_t max_batch_tokens = 512;
+  std::string api_key;
+  std::string api_key_file;
+  HttpServerOptions http;  // the limits; host, port, model and chat are filled in from the rest
 };
+
+// The key in `path`: its first line, trimmed. InvalidArgument naming the file when it is empty.
+Result<std::string> ReadKeyFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return Status::FromErrno(errno, "--api-key-file " + path);
+  std::string key;
+  for (int c = std::fgetc(f); c != EOF && c != '\n'; c = std::fgetc(f)) key.push_back(static_cast<char>(c));
+  std::fclose(f);
+  while (!key.empty() && (key.back() == '\r' || key.back() == ' ' || key.back() == '\t')) key.pop_back();
+  if (key.empty()) return Status::InvalidArgument(fmt::format("--api-key-file {}: the file holds no key", path));
+  return key;
+}
 
 Status RunServe(const ServeArgs& a) {
   // Block the stop signals before any thread starts, so every thread inherits the mask and this
@@ -322,6 +341,8 @@ Status RunServe(const ServeArgs& a) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // A client that hangs up is an EPIPE for the write to it, never the end of the server.
+  signal(SIGPIPE, SIG_IGN);
 
   const Logger log(LogLevel::kInfo);
   TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv, a.tokenizer, TokenizerNeed::kIfPresent));
@@ -340,7 +361,12 @@ Status RunServe(const ServeArgs& a) {
     scheduler = own_scheduler.get();
     log.Warning("no tokenizer (no DIR/tokenizer.json, no --tokenizer): /v1/chat/completions will answer with an error");
   }
-  HttpServerOptions http;
+  HttpServerOptions http = a.http;
+  if (!a.api_key_file.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(http.api_key, ReadKeyFile(a.api_key_file));
+  } else {
+    http.api_key = a.api_key;
+  }
   http.chat = chat.get();
   http.host = a.host;
   http.port = a.port;
@@ -351,8 +377,9 @@ Status RunServe(const ServeArgs& a) {
   }
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(*scheduler, http, log));
   const KvUsage kv = m.backend->kv_usage();
-  log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes)", http.model_name, a.host,
-           server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots);
+  log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes; {})", http.model_name, a.host,
+           server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots,
+           http.api_key.empty() ? "no API key: anyone who reaches the port may use it" : "API key required");
   int signal = 0;
   sigwait(&stop_signals, &signal);
   log.Info("signal {}: stopping", signal);
@@ -421,6 +448,26 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   sc->add_option("--tokenizer", serve.tokenizer, "tokenizer.json for /v1/chat/completions (default: DIR/tokenizer.json if present)");
   sc->add_option("--max-batch-tokens", serve.max_batch_tokens, "tokens per forward pass")->check(CLI::PositiveNumber);
+  auto* key = sc->add_option("--api-key", serve.api_key, "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");
+  auto* key_file = sc->add_option("--api-key-file", serve.api_key_file, "file whose first line is the API key");
+  key->excludes(key_file);
+  sc->add_option("--max-body-bytes", serve.http.max_body_bytes, "larger request bodies get 413 without being read")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  sc->add_option("--max-json-depth", serve.http.max_json_depth, "request bodies nesting JSON deeper get 400")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  auto seconds = [](std::chrono::milliseconds* out) {
+    return [out](double s) { *out = std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
+  };
+  sc->add_option_function<double>("--header-timeout", seconds(&serve.http.header_timeout),
+                                  "seconds for a request's line and headers to arrive (default 10)")->check(CLI::PositiveNumber);
+  sc->add_option_function<double>("--body-timeout", seconds(&serve.http.body_timeout),
+                                  "seconds for a request's body to arrive after its headers (default 30)")->check(CLI::PositiveNumber);
+  sc->add_option_function<double>("--idle-timeout", seconds(&serve.http.idle_timeout),
+                                  "seconds a kept-alive connection may wait for its next request (default 60)")->check(CLI::PositiveNumber);
+  sc->add_option("--max-connections", serve.http.max_connections, "connections open at once; more get 503")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  sc->add_option("--http-threads", serve.http.threads, "requests processed at once (a streaming reply holds one)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   sc->callback([&] { run = [&] { return RunServe(serve); }; });
 
   try {

@@ -37,7 +37,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-f,--file", opt->file, "batch YAML file (flags override its fields)");
   cmd->add_option("-t,--target", opt->target, "target name from temperd.yaml");
   cmd->add_option("--host", opt->host, "an SSH host, user@name[:port], instead of --target (accept its key first: temper hosts accept)");
-  cmd->add_option("-d,--datastream", opt->datastream, "SCAP datastream file name or absolute path");
+  cmd->add_option("-d,--datastream", opt->datastream, "SCAP datastream: a file name in one of temperd's content_dirs, or an absolute path inside one");
   cmd->add_option("-p,--profile", opt->profile, "profile id or name (e.g. stig)");
   cmd->add_option("-r,--rule", opt->rules, "rule id or name; repeat for several");
   cmd->add_flag("--whole-profile", opt->whole_profile, "remediate every rule the profile selects");

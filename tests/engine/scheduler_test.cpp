@@ -137,6 +137,7 @@ TEST_CASE("cancellation ends the stream and frees the pages", "[engine][schedule
   const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 2; });
   CHECK(m.kv.live_sequences == 0);
   CHECK(m.kv.free_blocks == before.total_blocks);
+  CHECK(m.cancelled_requests == 2);
 }
 
 TEST_CASE("stop strings cut the text even across token boundaries", "[engine][scheduler]") {

@@ -100,6 +100,20 @@ TEST_CASE("temper-lm reports bad input and exits non-zero", "[engine][temper-lm]
   CHECK(TemperLm("frobnicate").exit_code != 0);
 }
 
+TEST_CASE("temper-lm serve refuses an API key file it cannot use, naming it, and never prints a key", "[engine][temper-lm]") {
+  TempDir dir;
+  const std::string empty = dir.Write("empty-key", "\n").string();
+  Run blank = TemperLm(fmt::format("serve --model {} --port 0 --api-key-file {}", TinyDir().string(), empty));
+  CHECK(blank.exit_code == 1);
+  CHECK(blank.output.find("--api-key-file " + empty + ": the file holds no key") != std::string::npos);
+  Run missing = TemperLm(fmt::format("serve --model {} --port 0 --api-key-file {}/none", TinyDir().string(), dir.path().string()));
+  CHECK(missing.exit_code == 1);
+  CHECK(missing.output.find("--api-key-file " + dir.path().string() + "/none") != std::string::npos);
+  Run both = TemperLm(fmt::format("serve --model {} --port 0 --api-key sk-1 --api-key-file {}", TinyDir().string(), empty));
+  CHECK(both.exit_code != 0);
+  CHECK(both.output.find("sk-1") == std::string::npos);
+}
+
 TEST_CASE("temper-lm runs synthetic weights of a config", "[engine][temper-lm]") {
   Run r = TemperLm(fmt::format("generate --synthetic {}/config.json --ids 1,2,3 --max-new 3 --ignore-eos", TinyDir().string()));
   INFO(r.output);

@@ -41,7 +41,8 @@ LoopDaemon::LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDa
     daemon_options.more_targets.push_back({name, MakeTargetDir(dir, name)});
   }
   daemon_options.models_yaml = server.ModelsYaml();
-  daemon_options.content_dir = "/usr/share/xml/scap/ssg/content";
+  daemon_options.content_dirs = options.content_dirs;
+  if (daemon_options.content_dirs.empty()) daemon_options.content_dirs = {"/usr/share/xml/scap/ssg/content"};
   daemon_options.lab_path = MakeTargetDir(dir, "lab");
   daemon_options.extra_yaml = options.extra_yaml;
   daemon = std::make_unique<DaemonProcess>(dir, daemon_options);

@@ -35,6 +35,8 @@ struct LoopDaemonOptions {
   std::vector<std::string> more_targets;
   // More top-level temperd.yaml keys, as written (DaemonOptions::extra_yaml).
   std::string extra_yaml;
+  // Where temperd takes datastreams from; empty: SCAP Security Guide's system directory.
+  std::vector<std::string> content_dirs;
 };
 
 // What a test asks of a batch, over gRPC (Submit) or through `temper submit` (SubmitWithCli).

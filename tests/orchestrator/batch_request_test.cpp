@@ -14,7 +14,7 @@ struct Fixture {
   DaemonConfig config;
   Fixture() {
     config.source = "/etc/temper/temperd.yaml";
-    config.content_dir = dir.path();
+    config.content_dirs = {dir.path()};
     dir.Write("ssg-test-ds.xml", "<xml/>");
     config.targets.push_back(TargetConfig{.name = "lab", .type = "rootfs", .path = "/r"});
   }
@@ -62,10 +62,16 @@ TEST_CASE("each invalid field is named") {
   CHECK(f.Error(r) == "target: 'lba' is not configured in /etc/temper/temperd.yaml (did you mean 'lab'?) (configured: lab)");
   r = f.Valid();
   r.set_datastream("ssg-tset-ds.xml");
-  CHECK(f.Error(r) == "datastream: " + f.dir / "ssg-tset-ds.xml" + " does not exist (did you mean 'ssg-test-ds.xml'?)");
+  CHECK(f.Error(r) == "datastream 'ssg-tset-ds.xml' is in no content directory (content_dirs: " + f.dir.path() +
+                          ") (did you mean 'ssg-test-ds.xml'?)");
   r = f.Valid();
   r.set_datastream("../etc/passwd");
-  CHECK(f.Error(r) == "datastream: '../etc/passwd' must be a file name in the content directory or an absolute path");
+  CHECK(f.Error(r) == "datastream: '../etc/passwd' must be a file name in a content directory or an absolute path "
+                      "(content_dirs: " + f.dir.path() + ")");
+  r = f.Valid();
+  r.set_datastream("/etc/passwd");
+  CHECK(f.Error(r) == "datastream /etc/passwd is not inside a content directory (content_dirs: " + f.dir.path() +
+                          "): temperd loads datastreams only from there");
   r = f.Valid();
   r.set_profile("st ig");
   CHECK(f.Error(r) == "profile: 'st ig' is neither an XCCDF profile id nor a profile name such as 'stig'");

@@ -22,6 +22,7 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->sandbox.memory_bytes == std::uint64_t{2} << 30);
   CHECK(config->sandbox.cpu_weight == 50);
   CHECK(config->sandbox.disk_bytes == std::uint64_t{8} << 30);
+  CHECK(config->content_dirs == std::vector<std::string>{"/usr/share/xml/scap/ssg/content"});
   REQUIRE(config->targets.size() == 1);
   CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
   CHECK(config->FindTarget("nope") == nullptr);
@@ -31,7 +32,7 @@ TEST_CASE("defaults apply to an empty mapping, and the database follows state_di
   auto config = ParseDaemonConfig("state_dir: /srv/t\n", "/etc/t.yaml");
   REQUIRE(config.ok());
   CHECK(config->database == "/srv/t/temper.db");
-  CHECK(config->content_dir == "/usr/share/xml/scap/ssg/content");
+  CHECK(config->content_dirs == std::vector<std::string>{"/usr/share/xml/scap/ssg/content"});
   CHECK(config->log_level == LogLevel::kInfo);
   CHECK(config->package_cache.dir == "/srv/t/packages");
   CHECK(config->package_cache.sources == std::vector<std::string>{"deb http://deb.debian.org/debian bookworm main"});
@@ -50,6 +51,19 @@ TEST_CASE("the package cache takes a directory, apt sources and an index age, or
   auto off = ParseDaemonConfig("package_cache:\n  enabled: false\n", "/etc/temper/t.yaml");
   REQUIRE(off.ok());
   CHECK(off->package_cache.dir.empty());
+}
+
+TEST_CASE("content_dirs is a list of directories, and an older content_dir is read as a list of one") {
+  auto list = ParseDaemonConfig("content_dirs:\n  - /usr/share/xml/scap/ssg/content\n  - site\n", "/etc/temper/t.yaml");
+  REQUIRE(list.ok());
+  CHECK(list->content_dirs == std::vector<std::string>{"/usr/share/xml/scap/ssg/content", "/etc/temper/site"});
+  auto single = ParseDaemonConfig("content_dir: /srv/scap\n", "/etc/temper/t.yaml");
+  REQUIRE(single.ok());
+  CHECK(single->content_dirs == std::vector<std::string>{"/srv/scap"});
+  CHECK(ParseDaemonConfig("content_dirs: []\n", "t.yaml").status().message() ==
+        "t.yaml:1:15: content_dirs: give at least one directory, e.g. /usr/share/xml/scap/ssg/content");
+  CHECK(ParseDaemonConfig("content_dirs: [/a]\ncontent_dir: /b\n", "t.yaml").status().message() ==
+        "t.yaml:2:14: content_dir: give content_dirs (a list) or content_dir (one directory), not both");
 }
 
 TEST_CASE("the fixpoint's bound on passes comes from loop.fixpoint_passes") {
@@ -101,7 +115,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   };
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
-                         "listen, state_dir, database, content_dir, models, log_level, shutdown_grace, "
+                         "listen, state_dir, database, content_dirs, content_dir, models, log_level, shutdown_grace, "
                          "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},

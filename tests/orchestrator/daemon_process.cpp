@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace temper::testing {
 
@@ -106,9 +107,9 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
   config_path_ = dir.Write(
       "temperd.yaml",
       listen + models + ssh +
-          fmt::format("state_dir: state\ncontent_dir: {}\nshutdown_grace: 2s\nlog_level: debug\n"
+          fmt::format("state_dir: state\ncontent_dirs: [{}]\nshutdown_grace: 2s\nlog_level: debug\n"
                       "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
-                      options.content_dir.empty() ? "content" : options.content_dir,
+                      options.content_dirs.empty() ? "content" : fmt::format("{}", fmt::join(options.content_dirs, ", ")),
                       options.lab_path.empty() ? "roots/lab" : options.lab_path) +
           MoreTargets(options) + options.extra_yaml);
 }
@@ -185,6 +186,15 @@ std::optional<int> DaemonProcess::StopWithin(int sig, std::chrono::milliseconds 
   pid_ = -1;
   Notifications();
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+bool DaemonProcess::Alive() {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (waitpid(pid_, &status, WNOHANG) != pid_) return true;
+  exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  pid_ = -1;
+  return false;
 }
 
 std::vector<std::string> DaemonProcess::Notifications() {

@@ -40,7 +40,7 @@ struct DaemonOptions {
   std::string unix_group;  // listen.unix.group; empty leaves the default
   std::string tcp_yaml;    // the keys of listen.tcp, one per line without indentation; empty: no TCP
   std::string models_yaml;  // written to <dir>/models.yaml and named by `models:`; empty: no models
-  std::string content_dir;  // empty: <dir>/content with a placeholder datastream (validation only)
+  std::vector<std::string> content_dirs;  // empty: <dir>/content with a placeholder datastream (validation only)
   std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
   std::string ssh_yaml;     // the keys of the ssh section, one per line without indentation; empty: none
@@ -62,7 +62,12 @@ class DaemonProcess {
   // running then (it is killed with SIGKILL, so the harness never hangs on a stuck daemon).
   std::optional<int> StopWithin(int sig, std::chrono::milliseconds limit);
   bool running() const { return pid_ > 0; }
+  // The daemon's pid while it runs (-1 before Start and after Stop).
   pid_t pid() const { return pid_; }
+  // False once the process has exited (it is reaped then; Stop returns -1 afterwards).
+  bool Alive();
+  // How the process ended, once Alive() saw it exit: the exit status, or 128 + signal.
+  int exit_status() const { return exit_status_; }
 
   // Every sd_notify message received so far, oldest first.
   std::vector<std::string> Notifications();
@@ -80,6 +85,7 @@ class DaemonProcess {
   std::string log_path_;
   int notify_fd_ = -1;
   pid_t pid_ = -1;
+  int exit_status_ = -1;
   std::vector<std::string> notifications_;
 };
 

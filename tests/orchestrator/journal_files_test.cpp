@@ -66,11 +66,11 @@ TEST_CASE("reconcile appends exactly the committed events a crash kept out of th
   REQUIRE(f.files->Append(*f.store->ReadEvents(0, std::nullopt, 1)->begin()).ok());
   REQUIRE(f.files->Append(second).ok());
   f.Commit(std::nullopt, "c");
-  CHECK(*f.files->Reconcile(*f.store) == 2);  // third, and the daemon-wide one
+  CHECK(f.files->Reconcile(*f.store)->appended == 2);  // third, and the daemon-wide one
   auto lines = Lines(f.files->PathFor(1));
   REQUIRE(lines.size() == 3);
   CHECK(lines[2]["seq"] == third.seq);
-  CHECK(*f.files->Reconcile(*f.store) == 0);  // idempotent
+  CHECK(f.files->Reconcile(*f.store)->appended == 0);  // idempotent
   CHECK(Lines(f.files->PathFor(1)).size() == 3);
 }
 
@@ -82,21 +82,69 @@ TEST_CASE("a torn last line is cut and its event re-appended") {
   std::string first_line = JournalFiles::ToJsonLine(all[0]) + "\n";
   std::string torn = JournalFiles::ToJsonLine(second).substr(0, 20);
   f.dir.Write("journal/batch-1.jsonl", first_line + torn);
-  CHECK(*f.files->Reconcile(*f.store) == 1);
+  auto reconciled = f.files->Reconcile(*f.store);
+  REQUIRE(reconciled.ok());
+  CHECK(reconciled->appended == 1);
+  REQUIRE(reconciled->repairs.size() == 1);
+  CHECK(reconciled->repairs[0].path == f.files->PathFor(1));
+  CHECK(reconciled->repairs[0].torn_bytes == 20);
+  CHECK(reconciled->repairs[0].torn_offset == first_line.size());
   auto lines = Lines(f.files->PathFor(1));
   REQUIRE(lines.size() == 2);
   CHECK(lines[1]["seq"] == second.seq);
 }
 
-TEST_CASE("a file whose last line is not an event is reported, not overwritten") {
+TEST_CASE("a file that is nothing but a torn line is emptied and rebuilt from the store") {
   Fixture f;
   REQUIRE(f.store->SubmitBatch(Batch()).ok());
-  f.dir.Write("journal/batch-1.jsonl", "not json\n");
-  auto r = f.files->Reconcile(*f.store);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.status().code() == StatusCode::kDataLoss);
-  CHECK(r.status().message() == f.dir / "journal/batch-1.jsonl" + ": the last line is not a journal event");
-  CHECK(ReadFileOrEmpty(f.files->PathFor(1)) == "not json\n");
+  f.dir.Write("journal/batch-1.jsonl", "{\"seq\":1,\"ty");
+  auto reconciled = f.files->Reconcile(*f.store);
+  REQUIRE(reconciled.ok());
+  CHECK(reconciled->appended == 1);
+  CHECK(reconciled->repairs.at(0).torn_offset == 0);
+  CHECK(Lines(f.files->PathFor(1)).size() == 1);
+}
+
+TEST_CASE("lines that are not events are reported with line and offset, left in place, and the events after them appended") {
+  Fixture f;
+  REQUIRE(f.store->SubmitBatch(Batch()).ok());
+  EventRecord second = f.Commit(1, "a");
+  auto all = *f.store->ReadEvents(0, std::nullopt, 10);
+  const std::string first_line = JournalFiles::ToJsonLine(all[0]) + "\n";
+  const std::string text = first_line + "not json\n" + "{\"no\": \"seq\"}\n";
+  f.dir.Write("journal/batch-1.jsonl", text);
+  auto reconciled = f.files->Reconcile(*f.store);
+  REQUIRE(reconciled.ok());
+  CHECK(reconciled->appended == 1);  // `second`: the file's last event was seq 1
+  REQUIRE(reconciled->repairs.size() == 1);
+  const auto& problems = reconciled->repairs[0].problems;
+  REQUIRE(problems.size() == 2);
+  CHECK(problems[0].line == 2);
+  CHECK(problems[0].offset == first_line.size());
+  CHECK(problems[0].bytes == 8);
+  CHECK_THAT(problems[0].what, Catch::StartsWith("not JSON: "));
+  CHECK(problems[1].line == 3);
+  CHECK(problems[1].what == "not a journal event (no positive top-level \"seq\")");
+  const std::string after = ReadFileOrEmpty(f.files->PathFor(1));
+  CHECK(after.rfind(text, 0) == 0);  // nothing before the append changed
+  CHECK(nlohmann::json::parse(after.substr(text.size()))["seq"] == second.seq);
+}
+
+TEST_CASE("a line of several megabytes is read whole, and its seq counts") {
+  Fixture f;
+  REQUIRE(f.store->SubmitBatch(Batch()).ok());
+  auto all = *f.store->ReadEvents(0, std::nullopt, 10);
+  EventRecord big = all[0];
+  big.data_json = nlohmann::json{{"text", std::string(5 << 20, 'x')}}.dump();  // as an older temperd wrote it
+  f.dir.Write("journal/batch-1.jsonl", JournalFiles::ToJsonLine(big) + "\n");
+  EventRecord second = f.Commit(1, "a");
+  auto reconciled = f.files->Reconcile(*f.store);
+  REQUIRE(reconciled.ok());
+  CHECK(reconciled->appended == 1);
+  REQUIRE(reconciled->repairs.size() == 1);  // reported for its size alone
+  CHECK(reconciled->repairs[0].longest_line == JournalFiles::ToJsonLine(big).size());
+  CHECK(reconciled->repairs[0].problem_count == 0);
+  CHECK(Lines(f.files->PathFor(1)).back()["seq"] == second.seq);
 }
 
 }  // namespace

@@ -2,9 +2,28 @@
 // look-alikes that must pass.
 #include "roles/command_policy.h"
 
+#include <map>
+
 #include <catch2/catch.hpp>
 
 using namespace temper;
+
+namespace {
+
+// A target with no files: every script a command runs is missing.
+Result<std::string> NoFiles(const std::string& path, size_t) { return Status::NotFound(path + " does not exist"); }
+
+// A target holding one harmless fix script.
+Result<std::string> FixScript(const std::string& path, size_t max_bytes) {
+  if (path == "/tmp/fix.sh") return std::string("sysctl -w net.ipv4.ip_forward=0\n").substr(0, max_bytes);
+  return NoFiles(path, max_bytes);
+}
+
+Status Check(std::string_view command, const PolicyContext& context) { return CheckCommand(command, context, FixScript); }
+
+Status CheckWritePath(std::string_view path, const PolicyContext& context) { return CheckWrite(path, "", context, NoFiles); }
+
+}  // namespace
 
 TEST_CASE("commands that take the host down or lock the operator out are refused") {
   const PolicyContext ctx;
@@ -27,7 +46,7 @@ TEST_CASE("commands that take the host down or lock the operator out are refused
   };
   for (const char* cmd : refused) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::StartsWith("refused by policy"));
   }
@@ -51,7 +70,7 @@ TEST_CASE("safe look-alikes pass") {
   };
   for (const char* cmd : allowed) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.ok());
     if (!s.ok()) WARN(s.message());
   }
@@ -72,7 +91,7 @@ TEST_CASE("dangerous commands inside bash constructs are refused") {
   };
   for (const char* cmd : refused) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::StartsWith("refused by policy"));
   }
@@ -90,7 +109,7 @@ TEST_CASE("data inside bash constructs is not a command") {
   };
   for (const char* cmd : allowed) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.ok());
     if (!s.ok()) WARN(s.message());
   }
@@ -98,10 +117,10 @@ TEST_CASE("data inside bash constructs is not a command") {
 
 TEST_CASE("bootloader edits are allowed only for bootloader rules") {
   PolicyContext grub{.bootloader_rule = true};
-  CHECK(CheckCommand("sed -i 's/quiet/quiet audit=1/' /etc/default/grub", grub).ok());
-  CHECK(CheckCommand("grub2-mkconfig -o /boot/grub2/grub.cfg", grub).ok());
-  CHECK(CheckCommand("grubby --update-kernel=ALL --args=audit_backlog_limit=8192", grub).ok());
-  CHECK(CheckCommand("reboot", grub).code() == StatusCode::kPermissionDenied);  // still not a reboot
+  CHECK(Check("sed -i 's/quiet/quiet audit=1/' /etc/default/grub", grub).ok());
+  CHECK(Check("grub2-mkconfig -o /boot/grub2/grub.cfg", grub).ok());
+  CHECK(Check("grubby --update-kernel=ALL --args=audit_backlog_limit=8192", grub).ok());
+  CHECK(Check("reboot", grub).code() == StatusCode::kPermissionDenied);  // still not a reboot
   CHECK(IsBootloaderRule("xccdf_org.ssgproject.content_rule_grub2_audit_argument", ""));
   CHECK(IsBootloaderRule("xccdf_org.ssgproject.content_rule_grub2_password", ""));
   CHECK(IsBootloaderRule("some_rule", "Set the Boot Loader Password"));
@@ -110,14 +129,14 @@ TEST_CASE("bootloader edits are allowed only for bootloader rules") {
 }
 
 TEST_CASE("refusals explain what to do instead") {
-  Status s = CheckCommand("systemctl stop sshd", {});
+  Status s = Check("systemctl stop sshd", {});
   CHECK_THAT(s.message(), Catch::Contains("would cut off remote access"));
   CHECK_THAT(s.message(), Catch::Contains("sshd -t"));
   CHECK_THAT(s.message(), Catch::Contains("Nothing was run"));
-  Status r = CheckCommand("cd /tmp && sudo reboot", {});
+  Status r = Check("cd /tmp && sudo reboot", {});
   CHECK_THAT(r.message(), Catch::Contains("'reboot' would take the host down"));
   CHECK_THAT(r.message(), Catch::Contains("pending reboot"));
-  Status u = CheckCommand("echo \"oops", {});
+  Status u = Check("echo \"oops", {});
   CHECK_THAT(u.message(), Catch::Contains("cannot parse"));
 }
 
@@ -137,14 +156,14 @@ TEST_CASE("removing the packages that keep the host reachable is refused, in com
                           "apt remove --purge systemd", "dpkg -P libpam-modules", "dpkg --remove login",
                           "apt-get -y remove telnetd linux-image-amd64", "aptitude purge grub-pc"}) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::Contains("refused by policy: removing the package"));
   }
   for (const char* cmd : {"apt-get remove -y telnetd rsh-server", "apt-get install -y sudo openssh-server",
                           "dpkg -s openssh-server", "dpkg -l sudo", "apt-cache policy systemd", "apt-get purge -y nis"}) {
     INFO(cmd);
-    CHECK(CheckCommand(cmd, ctx).ok());
+    CHECK(Check(cmd, ctx).ok());
   }
   CHECK(CheckPackageRemoval({"telnetd", "nis"}, ctx).ok());
   Status s = CheckPackageRemoval({"telnetd", "openssh-server"}, ctx);
@@ -159,7 +178,7 @@ TEST_CASE("without the batch's opt-in (allow_disruptive) every package removal i
                           "apt remove --purge rsh-server", "aptitude purge talk", "dpkg -r telnetd", "dpkg --purge nis",
                           "true && apt-get -y remove telnet", "bash -c 'apt-get remove -y telnet'"}) {
     INFO(cmd);
-    Status s = CheckCommand(cmd, ctx);
+    Status s = Check(cmd, ctx);
     CHECK(s.code() == StatusCode::kPermissionDenied);
     CHECK_THAT(s.message(), Catch::Contains("is a disruptive change and this batch does not allow disruptive changes") &&
                                 Catch::Contains("--allow-disruptive"));
@@ -167,11 +186,109 @@ TEST_CASE("without the batch's opt-in (allow_disruptive) every package removal i
   // Installing, querying and listing stay allowed.
   for (const char* cmd : {"apt-get install -y aide", "dpkg -s telnetd", "dpkg -l", "apt-get autoclean"}) {
     INFO(cmd);
-    CHECK(CheckCommand(cmd, ctx).ok());
+    CHECK(Check(cmd, ctx).ok());
   }
   Status s = CheckPackageRemoval({"telnetd", "nis"}, ctx);
   CHECK(s.code() == StatusCode::kPermissionDenied);
   CHECK(s.message() == "refused by policy: removing packages (telnetd, nis) is a disruptive change and this batch does "
                        "not allow disruptive changes. Instead: change nothing and finish, saying the rule needs a batch "
                        "submitted with --allow-disruptive. Nothing was removed.");
+}
+
+namespace {
+
+// A target with a few files, for the cases where the policy reads what a command runs or copies.
+Result<std::string> SomeFiles(const std::string& path, size_t max_bytes) {
+  static const std::map<std::string, std::string> kFiles = {
+      {"/root/fix.sh", "#!/bin/bash\nsed -i 's/^#\\?PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config\n"},
+      {"/root/bad.sh", "echo start\n. /root/worse.sh\n"},
+      {"/root/worse.sh", "systemctl stop ssh\n"},
+      {"/root/self.sh", "bash /root/self.sh &\n"},
+      {"/root/tool.py", "print('hi')\n"},
+      {"/usr/share/aide/config/cron.daily/aide", "#!/bin/sh\n/usr/bin/aide.wrapper --check\n"},
+      {"/tmp/evil", "#!/bin/sh\nreboot\n"},
+      {"/tmp/unit.service", "[Service]\nExecStart=/sbin/reboot\n"},
+      {"/opt/elf", std::string("\x7f" "ELF\x02\x01\x01", 7)},
+  };
+  auto it = kFiles.find(path);
+  if (it == kFiles.end()) return Status::NotFound(path + " does not exist");
+  return it->second.substr(0, max_bytes);
+}
+
+Status Judge(std::string_view command) { return CheckCommand(command, {}, SomeFiles); }
+
+}  // namespace
+
+TEST_CASE("what STIG fixes and a careful model write still passes") {
+  const char* allowed[] = {
+      "bash /root/fix.sh", "/root/fix.sh", "cd /root && ./fix.sh", ". /root/fix.sh",
+      "cp -f /usr/share/aide/config/cron.daily/aide /etc/cron.weekly/",
+      "echo 'declare -xr TMOUT=900' >> /etc/profile.d/tmout.sh",
+      "printf '%s\\n' '* * * * * root /usr/bin/aide.wrapper --check' > /etc/cron.d/aide",
+      "cat > /etc/systemd/system/auditd.service.d/override.conf <<'EOF'\n[Service]\nExecStartPost=-/sbin/augenrules --load\nEOF",
+      "echo 'install usb-storage /bin/true' > /etc/modprobe.d/usb-storage.conf",
+      "echo 'kernel.dmesg_restrict = 1' > /etc/sysctl.d/99-stig.conf && sysctl -p /etc/sysctl.d/99-stig.conf",
+      "sed -i '$a auth required pam_faillock.so preauth' /etc/pam.d/common-auth",
+      "SYSTEMCTL_EXEC='/usr/bin/systemctl'; \"$SYSTEMCTL_EXEC\" mask --now ctrl-alt-del.target",
+      "sed_command=('sed' '-i'); \"${sed_command[@]}\" 's/^A=.*/A=1/' /etc/x.conf",
+      "systemctl restart auditd", "systemctl isolate-help 2>/dev/null || true", "find / -xdev -perm -0002 -type f -exec chmod o-w {} \\;",
+      "awk -F: '$3 == 0 {print $1}' /etc/passwd", "sed -n '/^PASS_MAX_DAYS/p' /etc/login.defs",
+      "echo 0 > /proc/sys/net/ipv4/ip_forward", "sysctl -w kernel.sysrq=0", "python3 --version",
+      "xargs -0 -r chmod 0640 < /tmp/list", "timeout 10 sshd -t", "env LANG=C grep -c x /etc/y",
+      "f() { grep -q x \"$1\" || echo x >> \"$1\"; }; f /etc/y", "crontab -l", "at -l 2>/dev/null; true",
+  };
+  for (const char* cmd : allowed) {
+    INFO(cmd);
+    Status s = Judge(cmd);
+    if (!s.ok()) WARN(s.message());
+    CHECK(s.ok());
+  }
+}
+
+TEST_CASE("refusals name the script, the file and the line that would run") {
+  CHECK_THAT(Judge("bash /root/bad.sh").message(),
+             Catch::Contains("'systemctl stop ssh' would cut off remote access") &&
+                 Catch::Contains("in the script /root/worse.sh") && Catch::Contains("in the script /root/bad.sh"));
+  CHECK_THAT(Judge("bash /root/missing.sh").message(),
+             Catch::Contains("/root/missing.sh, which the policy cannot read to judge (/root/missing.sh does not exist)"));
+  CHECK_THAT(Judge("/root/self.sh").message(), Catch::Contains("the script /root/self.sh runs itself"));
+  CHECK_THAT(Judge("python3 /root/tool.py").message(), Catch::Contains("runs python3 code"));
+  CHECK_THAT(Judge("/opt/elf").message(), Catch::Contains("binary program"));
+  CHECK_THAT(Judge("bash x.sh").message(), Catch::Contains("whose path is not known"));
+  CHECK_THAT(Judge("cp /tmp/evil /etc/cron.hourly/x").message(),
+             Catch::Contains("/etc/cron.hourly/x, a periodic cron job") && Catch::Contains("'reboot' would take the host down"));
+  CHECK_THAT(Judge("ln -s /tmp/evil /usr/local/bin/ls").message(), Catch::Contains("'reboot' would take the host down"));
+  CHECK_THAT(Judge("systemctl link /tmp/unit.service").message(), Catch::Contains("line 2 (ExecStart)"));
+  CHECK_THAT(Judge("echo '* * * * * root reboot' > /tmp/c; cp /tmp/c /etc/cron.d/c").message(),
+             Catch::Contains("which this command line also writes"));
+  CHECK_THAT(Judge("cp /root/missing /etc/cron.d/c").message(), Catch::Contains("cannot read it to judge"));
+  CHECK_THAT(Judge("grep x /etc/y > /etc/cron.d/x").message(),
+             Catch::Contains("writes the output of 'grep x /etc/y' into /etc/cron.d/x"));
+  CHECK_THAT(Judge("sed -i '1e reboot' /etc/issue").message(), Catch::Contains("sed's e command"));
+  CHECK_THAT(Judge("sed -i 's/^/reboot;/' /etc/rc.local").message(), Catch::Contains("/etc/rc.local"));
+  CHECK_THAT(Judge("awk 'BEGIN{system(\"reboot\")}'").message(), Catch::Contains("system()"));
+  CHECK_THAT(Judge("PATH=/tmp:$PATH ls").message(), Catch::Contains("puts /tmp among the system's programs"));
+  CHECK_THAT(Judge("LD_PRELOAD=/tmp/x.so ls").message(), Catch::Contains("LD_PRELOAD"));
+  CHECK_THAT(Judge("mount --bind /tmp/x /etc/cron.d").message(), Catch::Contains("never judged"));
+  CHECK_THAT(Judge("dpkg -i /tmp/x.deb").message(), Catch::Contains("install_package"));
+  CHECK_THAT(Judge("X=$(cat /tmp/y); $X").message(), Catch::Contains("computed when it runs"));
+  CHECK_THAT(Judge("f(){ f | f & }; f").message(), Catch::Contains("a fork bomb"));
+  CHECK_THAT(Judge("echo reboot | at now").message(), Catch::Contains("schedules a command"));
+  CHECK_THAT(Judge("systemctl start reboot.target").message(), Catch::Contains("switches the system's state"));
+  CHECK_THAT(Judge("tee /proc/sysrq-trigger <<< b").message(), Catch::Contains("/proc/sysrq-trigger"));
+}
+
+TEST_CASE("write_file: content written where it runs later is judged as the commands it becomes") {
+  const PolicyContext ctx;
+  CHECK(CheckWrite("/etc/cron.d/aide", "0 5 * * * root /usr/bin/aide.wrapper --check\n", ctx, SomeFiles).ok());
+  CHECK(CheckWrite("/etc/issue", "reboot\n", ctx, SomeFiles).ok());  // data
+  CHECK(CheckWrite("/tmp/fix.sh", "systemctl stop ssh\n", ctx, SomeFiles).ok());  // judged when it runs
+  Status s = CheckWrite("/etc/cron.d/x", "# m h dom mon dow user command\n* * * * * root systemctl stop ssh\n", ctx, SomeFiles);
+  CHECK(s.code() == StatusCode::kPermissionDenied);
+  CHECK_THAT(s.message(), Catch::Contains("/etc/cron.d/x, a cron table whose line 2 would run later") &&
+                              Catch::Contains("Nothing was written"));
+  Status u = CheckWrite("/etc/systemd/system/x.service", "[Service]\nExecStart=/tmp/evil\n", ctx, SomeFiles);
+  CHECK_THAT(u.message(), Catch::Contains("in the script /tmp/evil"));
+  Status b = CheckWrite("/usr/local/sbin/helper", std::string("\x7f" "ELF", 4), ctx, SomeFiles);
+  CHECK_THAT(b.message(), Catch::Contains("binary program"));
 }

@@ -252,23 +252,35 @@ TEST_CASE("the loop stops at the step budget, the token budget, and after repeat
   CHECK_THAT(c->summary, Catch::Contains("holds no tool call"));
 }
 
-TEST_CASE("scripts written with write_file are checked by the policy too") {
+TEST_CASE("scripts are judged when they run, by their content read from the target") {
   Harness h;
+  std::vector<std::string> results;
   std::atomic<int> n{0};
-  std::string last_tool;
   LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
     json body = json::parse(req.body);
-    if (body["messages"].back()["role"] == "tool") last_tool = body["messages"].back()["content"];
-    json reply = ++n == 1 ? ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\nsystemctl mask sshd\n"}}}})
-                          : ToolCallsReply({{"finish", {{"summary", "gave up"}}}});
+    if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
+    json reply;
+    switch (++n) {
+      case 1: reply = ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\nsystemctl mask sshd\n"}}}}); break;
+      case 2: reply = ToolCallsReply({{"run_command", {{"command", "bash /root/fix.sh"}}}}); break;
+      case 3: reply = ToolCallsReply({{"write_file", {{"path", "/root/ok.sh"}, {"content", "echo fixed\n"}}}}); break;
+      case 4: reply = ToolCallsReply({{"run_command", {{"command", "sh /root/ok.sh"}}}}); break;
+      default: reply = ToolCallsReply({{"finish", {{"summary", "gave up"}}}}); break;
+    }
     res.set_content(reply.dump(), "application/json");
   });
   auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
   REQUIRE(r.ok());
-  CHECK_THAT(last_tool, Catch::Contains("would cut off remote access"));
-  CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
+  REQUIRE(results.size() == 4);
+  CHECK_THAT(results[0], Catch::StartsWith("wrote 32 bytes to /root/fix.sh"));  // writing a script is not running it
+  CHECK_THAT(results[1], Catch::Contains("would cut off remote access") && Catch::Contains("in the script /root/fix.sh"));
+  // The harmless script reached the target (whose /bin/sh runs it in a scratch directory, where
+  // /root/ok.sh is not: what matters here is that the policy let it through).
+  CHECK_THAT(results[3], Catch::StartsWith("exit status"));
+  CHECK_THAT(r->actions, Catch::Contains("$ sh /root/ok.sh"));
+  CHECK(r->actions.find("bash /root/fix.sh") == std::string::npos);
 }
 
 TEST_CASE("install_package and remove_package reach the tools, bad names and protected removals are explained") {
@@ -324,6 +336,7 @@ TEST_CASE("without the batch's opt-in every package removal is refused, by the t
       case 1: reply = ToolCallsReply({{"remove_package", {{"packages", {"telnet"}}}}}); break;
       case 2: reply = ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get remove -y telnet"}}}}); break;
       case 3: reply = ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\ndpkg --purge telnet\n"}}}}); break;
+      case 4: reply = ToolCallsReply({{"run_command", {{"command", "/root/fix.sh"}}}}); break;
       default: reply = ToolCallsReply({{"finish", {{"summary", "needs --allow-disruptive"}}}}); break;
     }
     res.set_content(reply.dump(), "application/json");
@@ -332,13 +345,14 @@ TEST_CASE("without the batch's opt-in every package removal is refused, by the t
   REQUIRE(client.ok());
   auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
   REQUIRE(r.ok());
-  REQUIRE(results.size() == 3);
+  REQUIRE(results.size() == 4);
+  CHECK_THAT(results[2], Catch::StartsWith("wrote 32 bytes to /root/fix.sh"));
+  results.erase(results.begin() + 2);
   for (const std::string& result : results) {
     CHECK_THAT(result, Catch::Contains("refused by policy: removing packages (telnet) is a disruptive change") &&
                            Catch::Contains("--allow-disruptive"));
   }
   CHECK(h.tools.remove_calls == 0);
-  CHECK_FALSE(fs::exists(h.tools.root() + "/root/fix.sh"));
   CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 3);
 }
 

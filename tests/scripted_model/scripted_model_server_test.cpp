@@ -443,9 +443,10 @@ TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoti
   rule.fix_text = kWirelessFix;
   const WorkerResult r = h.Attempt(tools, Task(rule));
   CHECK(r.outcome == WorkerOutcome::kFinished);
-  CHECK(tools.files.empty());
+  // Writing the script is allowed; running it is judged by its content, and refused.
+  CHECK(tools.files.size() == 1);
   CHECK(tools.commands.empty());
-  CHECK_THAT(r.summary, StartsWith("Stopped: the policy refused my write_file call: refused by policy: 'nmcli radio all off'"));
+  CHECK_THAT(r.summary, StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
 }
 
 TEST_CASE("the Architect picks the first candidate with an approach naming its fix, and skips scripted skips") {

@@ -29,7 +29,7 @@ struct SshLoopDaemon {
     std::filesystem::create_directories(dir / "roots/lab");
     DaemonOptions options;
     options.models_yaml = server.ModelsYaml();
-    options.content_dir = "/usr/share/xml/scap/ssg/content";
+    options.content_dirs = {"/usr/share/xml/scap/ssg/content"};
     options.ssh_yaml = fmt::format("key_file: {}\nconnect_timeout: 5s\nreconnect_tries: 3\nreconnect_pause: 1s",
                                    TestRoot().client_key);
     daemon = std::make_unique<DaemonProcess>(dir, options);

@@ -76,6 +76,25 @@ TEST_CASE("An SSH target runs, reads and writes as root and journals what the Wo
   CHECK(h.target->journal().Covers("/home/admin/.ssh/authorized_keys"));
 }
 
+TEST_CASE("write_file through a symlink writes and journals where the link leads", "[ssh][ssh_target]") {
+  TEMPER_SKIP_WITHOUT_SSH_HOSTS();
+  TargetHost h("target-link");
+  std::filesystem::create_directories(h.Tree("/opt/app"));
+  { std::ofstream(h.Tree("/opt/app/app.conf")) << "setting=0\n"; }
+  std::filesystem::create_symlink("/opt/app/app.conf", h.Tree("/tmp/app.conf"));
+  auto id = h.target->Snapshot();
+  REQUIRE(id.ok());
+  REQUIRE(h.target->WriteFile("/tmp/app.conf", "setting=1\n", 0644).ok());
+  CHECK(std::filesystem::is_symlink(h.Tree("/tmp/app.conf")));  // the link stays a link
+  CHECK(Slurp(h.Tree("/opt/app/app.conf")) == "setting=1\n");
+  // /opt/app/app.conf (outside the journal's roots) was tracked, so the revert restores it.
+  REQUIRE(h.target->Revert(*id).ok());
+  CHECK(Slurp(h.Tree("/opt/app/app.conf")) == "setting=0\n");
+  // Commands pay one round trip to resolve the paths they may change; reads and data pass.
+  CHECK(h.target->Run("echo x > /tmp/plain && cat /tmp/app.conf", Limits()).ok());
+  CHECK(h.target->Run("sed -i s/0/2/ /tmp/app.conf", Limits()).ok());
+}
+
 TEST_CASE("An SSH target's history: unsnapshotted paths, each snapshot's changes, overlaps, and dropping the newest",
           "[ssh][ssh_target]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();

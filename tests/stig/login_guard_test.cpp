@@ -16,7 +16,9 @@ TEST_CASE("The login guard refuses what locks the login user out", "[stig][login
                         "echo ssh-ed25519 AAAA > /home/admin/.ssh/authorized_keys", "rm -f ~/.ssh/authorized_keys",
                         "sed -i d /etc/ssh/authorized_keys/admin", "ufw deny 22/tcp", "ufw delete allow ssh",
                         "iptables -A INPUT -p tcp --dport 22 -j DROP", "iptables -P INPUT DROP",
-                        "firewall-cmd --permanent --remove-service=ssh", "nft add rule inet filter input tcp dport 22 drop"}) {
+                        "firewall-cmd --permanent --remove-service=ssh", "nft add rule inet filter input tcp dport 22 drop",
+                        "env -S 'usermod -L admin'", "flock /run/x -c 'passwd -l admin'", "busybox passwd -l admin",
+                        "touch /etc/nologin", "echo maintenance > /run/nologin"}) {
     INFO(c);
     std::string why = LockoutRisk(c, kAdmin);
     CHECK_FALSE(why.empty());
@@ -46,6 +48,13 @@ TEST_CASE("The login guard refuses writes to the login's authorized_keys", "[sti
   CHECK(WriteLockoutRisk("/home/clerk/.ssh/authorized_keys", kAdmin).empty());
   CHECK(WriteLockoutRisk("/etc/ssh/sshd_config", kAdmin).empty());
   CHECK_FALSE(WriteLockoutRisk("/root/.ssh/authorized_keys", kRoot).empty());
+  // /etc/nologin keeps every login but root's out.
+  CHECK_FALSE(WriteLockoutRisk("/etc/nologin", kAdmin).empty());
+  CHECK(WriteLockoutRisk("/etc/nologin", kRoot).empty());
+}
+
+TEST_CASE("The login guard refuses what it cannot parse", "[stig][login_guard]") {
+  CHECK_THAT(LockoutRisk("echo 'unterminated", kAdmin), Catch::Contains("cannot read it"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "stig/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <set>
@@ -23,6 +24,31 @@ TEST_CASE("RunProcess captures output, stdin and exit codes", "[stig][process]")
   CHECK(r->exit_code == 3);
   CHECK_FALSE(r->Succeeded());
   CHECK(r->Describe() == "exit 3");
+}
+
+TEST_CASE("RunProcess: a child that exits before reading its stdin is stdin_cut_short, not a SIGPIPE", "[stig][process]") {
+  // This test process keeps SIGPIPE's default action (terminate): a raised SIGPIPE would end it.
+  struct sigaction current {};
+  REQUIRE(sigaction(SIGPIPE, nullptr, &current) == 0);
+  REQUIRE(current.sa_handler == SIG_DFL);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "exec 0<&-; echo gone"};
+  spec.stdin_data = std::string(4 << 20, 'x');  // far more than a pipe holds
+  auto r = RunProcess(spec);
+  REQUIRE(r.ok());
+  CHECK(r->Succeeded());
+  CHECK(r->out == "gone\n");
+  CHECK(r->stdin_cut_short);
+  sigset_t pending;
+  sigpending(&pending);
+  CHECK_FALSE(sigismember(&pending, SIGPIPE));  // taken back, not left for a later unblock
+
+  spec.argv = {"/bin/cat"};
+  spec.stdin_data = "all of it";
+  r = RunProcess(spec);
+  REQUIRE(r.ok());
+  CHECK(r->out == "all of it");
+  CHECK_FALSE(r->stdin_cut_short);
 }
 
 TEST_CASE("RunProcess enforces the timeout and output cap", "[stig][process]") {

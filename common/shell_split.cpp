@@ -1,8 +1,9 @@
-#include "roles/shell_split.h"
+#include "common/shell_split.h"
 
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -81,55 +82,75 @@ std::string Basename(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Skips a wrapper's options; `with_value` lists the short options that take the next word.
-size_t SkipOptions(const std::vector<std::string>& w, size_t i, std::string_view with_value) {
-  while (i < w.size() && w[i].size() > 1 && w[i][0] == '-') {
-    if (w[i] == "--") return i + 1;
-    bool takes = w[i].size() == 2 && with_value.find(w[i][1]) != std::string_view::npos;
-    i += takes ? 2 : 1;
+// One word as the parser read it: its text, whether it held an expansion, and an array
+// literal's elements (`a=(x y)`).
+struct Word {
+  std::string text;
+  bool expanded = false;
+  bool array = false;
+  std::vector<ShellWord> elements;
+};
+
+// NAME=value / NAME+=value / NAME=(…) as an assignment.
+ShellAssignment ToAssignment(const Word& w) {
+  ShellAssignment a;
+  const size_t eq = w.text.find('=');
+  std::string lhs = w.text.substr(0, eq);
+  if (!lhs.empty() && lhs.back() == '+') {
+    a.append = true;
+    lhs.pop_back();
   }
-  return i;
+  a.name = lhs.substr(0, lhs.find('['));
+  if (w.array) {
+    for (const ShellWord& e : w.elements) {
+      a.values.push_back(e.text);
+      a.computed = a.computed || e.expanded;
+    }
+  } else {
+    a.values.push_back(w.text.substr(eq + 1));
+    a.computed = w.expanded;
+  }
+  return a;
 }
 
-Status ParseScript(std::string_view script, int depth, const std::string& where, std::vector<SimpleCommand>* out);
-
-// Peels the assignments and wrappers before the program (recording the wrappers in
-// cmd->prefixes); returns the index of the program's word, or words.size() when there is none.
-size_t PeelWrappers(const std::vector<std::string>& words, SimpleCommand* cmd) {
-  size_t i = 0;
-  for (;;) {
-    while (i < words.size() && IsAssignment(words[i])) ++i;
-    if (i >= words.size()) return i;
-    const std::string prog = Basename(words[i]);
-    size_t next = i;
-    if (prog == "sudo" || prog == "doas") next = SkipOptions(words, i + 1, "ugpChDrtUT");
-    else if (prog == "env") next = SkipOptions(words, i + 1, "uCS");
-    else if (prog == "nohup" || prog == "builtin" || prog == "setsid" || prog == "unbuffer") next = i + 1;
-    else if (prog == "exec") next = SkipOptions(words, i + 1, "a");
-    else if (prog == "time") next = SkipOptions(words, i + 1, "fo");
-    else if (prog == "nice") next = SkipOptions(words, i + 1, "n");
-    else if (prog == "ionice") next = SkipOptions(words, i + 1, "cnpt");
-    else if (prog == "stdbuf") next = SkipOptions(words, i + 1, "ioe");
-    else if (prog == "xargs") next = SkipOptions(words, i + 1, "IinPLdEsa");
-    else if (prog == "command" && !(i + 1 < words.size() && (words[i + 1] == "-v" || words[i + 1] == "-V"))) next = SkipOptions(words, i + 1, "");
-    else if (prog == "timeout") { next = SkipOptions(words, i + 1, "sk"); if (next < words.size()) ++next; }
-    else if (prog == "chroot") { next = SkipOptions(words, i + 1, ""); if (next < words.size()) ++next; }
-    if (next == i) return i;
-    cmd->prefixes.push_back(prog);
-    i = next;
-  }
+ShellAssignment Computed(const std::string& name) {
+  ShellAssignment a;
+  a.name = name;
+  a.computed = true;
+  return a;
 }
+
+Status ParseScript(std::string_view script, int depth, const std::string& where, ParsedShell* out);
 
 bool IsShell(const std::string& program) {
-  static constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "su", "runuser"};
+  static constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"};
   return std::find(std::begin(kShells), std::end(kShells), program) != std::end(kShells);
 }
 
-// The script a shell's -c (or eval) runs; false when there is none.
+// The script a shell's -c, eval, trap or alias runs; false when there is none.
 bool InlineScript(const SimpleCommand& cmd, std::string* script) {
   if (cmd.program == "eval") {
     for (size_t k = 0; k < cmd.args.size(); ++k) *script += (k ? " " : "") + cmd.args[k];
     return true;
+  }
+  // trap ACTION SIGNAL...: the action runs when the signal comes (EXIT: when the shell ends).
+  if (cmd.program == "trap") {
+    size_t k = 0;
+    if (k < cmd.args.size() && cmd.args[k] == "--") ++k;
+    if (k + 1 >= cmd.args.size() || cmd.args[k].starts_with("-")) return false;
+    *script = cmd.args[k];
+    return true;
+  }
+  // alias NAME=VALUE...: with expand_aliases on, NAME runs VALUE.
+  if (cmd.program == "alias") {
+    bool any = false;
+    for (const std::string& a : cmd.args) {
+      const size_t eq = a.find('=');
+      if (eq == std::string::npos) continue;
+      *script += (any ? "\n" : "") + a.substr(eq + 1);
+      any = true;
+    }
+    return any;
   }
   if (!IsShell(cmd.program)) return false;
   for (size_t k = 0; k + 1 < cmd.args.size(); ++k) {
@@ -142,34 +163,18 @@ bool InlineScript(const SimpleCommand& cmd, std::string* script) {
   return false;
 }
 
-// A shell with no -c reads its script from standard input unless it names a script file (-s
-// says it reads stdin whatever follows; -o/-O take a value). su and runuser take a user name,
-// not a script file.
-bool ReadsScriptFromStdin(const SimpleCommand& cmd) {
-  if (!IsShell(cmd.program)) return false;
-  if (cmd.program == "su" || cmd.program == "runuser") return true;
-  for (size_t k = 0; k < cmd.args.size(); ++k) {
-    const std::string& a = cmd.args[k];
-    if (a == "-s") return true;
-    if (a == "-o" || a == "+o" || a == "-O" || a == "+O") { ++k; continue; }
-    if (a == "--") return k + 1 >= cmd.args.size();
-    if (a.empty() || (a[0] != '-' && a[0] != '+')) return false;
-  }
-  return true;
-}
-
 // The commands find runs: each -exec/-execdir/-ok/-okdir up to ";" (or "{} +").
-std::vector<std::vector<std::string>> FindExecs(const SimpleCommand& cmd) {
-  std::vector<std::vector<std::string>> execs;
+std::vector<std::vector<Word>> FindExecs(const SimpleCommand& cmd) {
+  std::vector<std::vector<Word>> execs;
   if (cmd.program != "find") return execs;
   for (size_t k = 0; k < cmd.args.size(); ++k) {
     const std::string& a = cmd.args[k];
     if (a != "-exec" && a != "-execdir" && a != "-ok" && a != "-okdir") continue;
-    std::vector<std::string> exec;
+    std::vector<Word> exec;
     size_t j = k + 1;
     for (; j < cmd.args.size(); ++j) {
-      if (cmd.args[j] == ";" || (cmd.args[j] == "+" && !exec.empty() && exec.back() == "{}")) break;
-      exec.push_back(cmd.args[j]);
+      if (cmd.args[j] == ";" || (cmd.args[j] == "+" && !exec.empty() && exec.back().text == "{}")) break;
+      exec.push_back({cmd.args[j], cmd.args_expanded[j], false, {}});
     }
     if (!exec.empty()) execs.push_back(std::move(exec));
     k = j;
@@ -177,38 +182,131 @@ std::vector<std::vector<std::string>> FindExecs(const SimpleCommand& cmd) {
   return execs;
 }
 
+// The shell variables a builtin sets from what it reads or computes: read, mapfile/readarray,
+// printf -v, getopts. Their values are not in the text.
+std::vector<ShellAssignment> VariablesSetBy(const SimpleCommand& cmd) {
+  std::vector<ShellAssignment> out;
+  const std::vector<std::string>& a = cmd.args;
+  if (cmd.program == "read") {
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (a[k] == "-a" && k + 1 < a.size()) out.push_back(Computed(a[++k]));
+      else if (a[k].size() == 2 && a[k][0] == '-' && std::string_view("dnNptui").find(a[k][1]) != std::string_view::npos) ++k;
+      else if (IsName(a[k])) out.push_back(Computed(a[k]));
+    }
+    if (out.empty()) out.push_back(Computed("REPLY"));
+  } else if (cmd.program == "mapfile" || cmd.program == "readarray") {
+    std::string name = "MAPFILE";
+    for (size_t k = 0; k < a.size(); ++k) {
+      if (a[k].size() == 2 && a[k][0] == '-' && std::string_view("dnOsuCc").find(a[k][1]) != std::string_view::npos) ++k;
+      else if (IsName(a[k])) name = a[k];
+    }
+    out.push_back(Computed(name));
+  } else if (cmd.program == "printf") {
+    for (size_t k = 0; k + 1 < a.size(); ++k) {
+      if (a[k] == "-v") out.push_back(Computed(a[k + 1].substr(0, a[k + 1].find('['))));
+    }
+  } else if (cmd.program == "getopts" && a.size() >= 2) {
+    out.push_back(Computed(a[1]));
+  }
+  return out;
+}
+
+bool IsDeclarationBuiltin(const std::string& program) {
+  return program == "export" || program == "declare" || program == "typeset" || program == "local" ||
+         program == "readonly";
+}
+
+// What Finish made of one simple command.
+struct Finished {
+  size_t index = 0;            // of the command in out->commands (valid when emitted)
+  bool emitted = false;
+  bool reads_stdin_script = false;  // a shell reading its script from standard input
+};
+
 // Turns the words of one simple command into a SimpleCommand and appends it, then the commands
-// of the script it hands to a shell or eval and those of find -exec. `reads_stdin_script` (may be
-// null) is set when the program is a shell without -c reading its script from standard input,
-// so that the caller parses the here-documents and here-strings given to it as commands.
-Status Finish(std::vector<std::string> words, std::vector<Redirect> redirects, bool piped, int depth,
-              std::vector<SimpleCommand>* out, bool* reads_stdin_script) {
+// of the script it hands to a shell or eval and those of find -exec. `finished.reads_stdin_script`
+// is set when the program is a shell without -c reading its script from standard input, so that
+// the caller parses the here-documents and here-strings given to it as commands. `function`: the
+// function whose body holds the command.
+Status Finish(std::vector<Word> words, std::vector<Redirect> redirects, bool piped, std::optional<size_t> piped_from,
+              int depth, const std::string& function, ParsedShell* out, Finished* finished) {
   SimpleCommand cmd;
+  cmd.piped_from = piped_from;
   cmd.redirects = std::move(redirects);
+  cmd.function = function;
   // `< <(…)`: standard input is a pipe from another command, as with `|`.
   cmd.stdin_from_pipe = piped;
   for (const Redirect& r : cmd.redirects) {
     if ((r.op == "<" || r.op == "0<") && r.target.starts_with("<(")) cmd.stdin_from_pipe = true;
   }
-  for (size_t k = 0; k < words.size(); ++k) cmd.text += (k ? " " : "") + words[k];
-  const size_t program = PeelWrappers(words, &cmd);
-  if (program >= words.size() && cmd.redirects.empty()) return Status::OK();  // only assignments
-  if (program < words.size()) {
-    cmd.program = Basename(words[program]);
-    cmd.args.assign(words.begin() + static_cast<std::ptrdiff_t>(program) + 1, words.end());
+  for (size_t k = 0; k < words.size(); ++k) cmd.text += (k ? " " : "") + words[k].text;
+
+  // Assignments, then runners, until the program.
+  std::vector<ShellWord> rest;
+  size_t at = 0;
+  for (; at < words.size() && IsAssignment(words[at].text); ++at) cmd.environment.push_back(ToAssignment(words[at]));
+  const bool only_assignments = at >= words.size();
+  for (size_t k = at; k < words.size(); ++k) rest.push_back({words[k].text, words[k].expanded});
+  std::optional<std::string> runner_script;
+  bool runner_stdin_shell = false;
+  for (int peeled = 0; !rest.empty(); ++peeled) {
+    if (peeled > 16) return Status::InvalidArgument("cannot parse the command: runners nest too deeply");
+    std::optional<RunnerStep> step = PeelRunner(rest);
+    if (!step) break;
+    if (step->kind == RunnerStep::Kind::kCommand) {
+      cmd.prefixes.push_back(Basename(rest[0].text));
+      rest = std::move(step->rest);
+      size_t k = 0;
+      for (; k < rest.size() && IsAssignment(rest[k].text); ++k) {
+        cmd.environment.push_back(ToAssignment({rest[k].text, rest[k].expanded, false, {}}));
+      }
+      rest.erase(rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(k));
+      continue;
+    }
+    // The runner itself is the program: it runs a script, a shell on its input, or nothing.
+    if (step->kind == RunnerStep::Kind::kScript) runner_script = step->script;
+    runner_stdin_shell = step->kind == RunnerStep::Kind::kStdinShell;
+    if (step->kind == RunnerStep::Kind::kUnjudgeable) cmd.unjudgeable = step->why;
+    break;
   }
+  if (only_assignments && cmd.redirects.empty()) {
+    for (Word& w : words) out->assignments.push_back(ToAssignment(w));
+    return Status::OK();
+  }
+  if (!rest.empty()) {
+    cmd.program = Basename(rest[0].text);
+    cmd.program_word = rest[0].text;
+    cmd.program_computed = rest[0].expanded;
+    for (size_t k = 1; k < rest.size(); ++k) {
+      cmd.args.push_back(rest[k].text);
+      cmd.args_expanded.push_back(rest[k].expanded);
+    }
+  }
+  if (IsDeclarationBuiltin(cmd.program)) {
+    for (size_t k = 0; k < cmd.args.size(); ++k) {
+      if (IsAssignment(cmd.args[k])) out->assignments.push_back(ToAssignment({cmd.args[k], cmd.args_expanded[k], false, {}}));
+    }
+  }
+  for (ShellAssignment& a : VariablesSetBy(cmd)) out->assignments.push_back(std::move(a));
   std::string script;
-  const bool has_script = InlineScript(cmd, &script);
-  if (reads_stdin_script != nullptr) *reads_stdin_script = !has_script && ReadsScriptFromStdin(cmd);
-  std::vector<std::vector<std::string>> execs = FindExecs(cmd);
+  const bool has_script = runner_script ? (script = *runner_script, true) : InlineScript(cmd, &script);
+  finished->reads_stdin_script =
+      !has_script && (runner_stdin_shell || (IsShell(cmd.program) && !ShellScriptFile(cmd).has_value()));
+  std::vector<std::vector<Word>> execs = FindExecs(cmd);
   const std::string where = fmt::format(" of the script given to {}", cmd.program);
-  out->push_back(std::move(cmd));
+  finished->index = out->commands.size();
+  finished->emitted = true;
+  out->commands.push_back(std::move(cmd));
   if ((has_script || !execs.empty()) && depth + 1 > kMaxDepth) {
     return Status::InvalidArgument("cannot parse the command: scripts nest too deeply");
   }
   if (has_script) TEMPER_RETURN_IF_ERROR(ParseScript(script, depth + 1, where, out));
-  for (std::vector<std::string>& exec : execs) {
-    TEMPER_RETURN_IF_ERROR(Finish(std::move(exec), {}, false, depth + 1, out, nullptr));
+  for (std::vector<Word>& exec : execs) {
+    // `find … -exec {} \;` runs the files it finds.
+    const bool runs_found = exec[0].text.find("{}") != std::string::npos;
+    Finished inner;
+    TEMPER_RETURN_IF_ERROR(Finish(std::move(exec), {}, false, std::nullopt, depth + 1, function, out, &inner));
+    if (runs_found && inner.emitted) out->commands[inner.index].unjudgeable = "find runs the files it finds";
   }
   return Status::OK();
 }
@@ -218,14 +316,19 @@ struct Heredoc {
   bool strip_tabs = false;  // <<-
   bool expands = true;      // unquoted delimiter: $(…) and `…` in the body run
   bool script = false;      // given to a shell that runs it: the body is commands, not data
+  // Where the body goes: the command (in out->commands) and its redirection, once emitted.
+  std::optional<size_t> command;
+  size_t redirect = 0;
 };
 
 // A compound command that is open, with the position of the word that opened it.
 struct Frame {
   enum Kind { kSubshell, kGroup, kIf, kLoop, kCase } kind;
   size_t at;
+  size_t first_command = 0;  // out->commands.size() when it opened
+  bool piped_in = false;     // it reads a pipe: the right side of `a | { …; }`
+  std::string function;      // the function whose body it is ("" when it is not a body)
 };
-
 // Parses one command list of `s` from a position: the whole input, or (for $(…), <(…), >(…))
 // up to the ")" that closes it. Nested lists get a Parser of their own over the same text, so
 // positions in errors are columns of the line the caller gave.
@@ -233,8 +336,9 @@ class Parser {
  public:
   // `where` ends every error message, naming the script the columns count in when that is not the
   // caller's line (" of the script given to bash").
-  Parser(std::string_view s, size_t begin, int depth, std::string where, std::vector<SimpleCommand>* out)
-      : s_(s), i_(begin), depth_(depth), where_(std::move(where)), out_(out) {}
+  // `function`: the function whose body holds this text ("" at a script's top level).
+  Parser(std::string_view s, size_t begin, int depth, std::string where, std::string function, ParsedShell* out)
+      : s_(s), i_(begin), depth_(depth), where_(std::move(where)), outer_function_(std::move(function)), out_(out) {}
 
   Status ParseAll() { return ParseList(false, "", 0); }
   // The list inside `opener` (at `opened_at`); pos() is then just after its ")".
@@ -246,9 +350,10 @@ class Parser {
 
  private:
   struct Command {
-    std::vector<std::string> words;
+    std::vector<Word> words;
     std::vector<Redirect> redirects;
     bool piped = false;
+    std::optional<size_t> piped_from;  // the simple command piped into it
     bool data = false;  // a for/select header: its words are not a command
     std::vector<size_t> heredocs;  // its here-documents, as indices in heredocs_
   };
@@ -303,7 +408,7 @@ class Parser {
     if (frames_.empty() || frames_.back().kind != kind) {
       return Error(fmt::format("'{}' without a matching {}", word, opener), at);
     }
-    frames_.pop_back();
+    Pop();
     return Status::OK();
   }
 
@@ -334,10 +439,10 @@ class Parser {
       if (c == '#') {
         SkipComment();
       } else if (c == '\n') {
-        TEMPER_RETURN_IF_ERROR(EndCommand(false));
+        TEMPER_RETURN_IF_ERROR(EndCommand(false, false));
         TEMPER_RETURN_IF_ERROR(Newline());
       } else if (c == ';') {
-        TEMPER_RETURN_IF_ERROR(EndCommand(false));
+        TEMPER_RETURN_IF_ERROR(EndCommand(false, false));
         if (Peek(1) == ';' || Peek(1) == '&') {  // ;; ;& ;;& end a case item
           const size_t size = Peek(1) == ';' && Peek(2) == '&' ? 3 : 2;
           if (frames_.empty() || frames_.back().kind != Frame::kCase) {
@@ -352,12 +457,13 @@ class Parser {
         TEMPER_RETURN_IF_ERROR(ReadRedirect(""));
       } else if (c == '&' || c == '|') {
         const bool pipe = c == '|' && Peek(1) != '|';
+        const bool background = c == '&' && Peek(1) != '&';
         i_ += Peek(1) == c || (c == '|' && Peek(1) == '&') ? 2 : 1;
-        TEMPER_RETURN_IF_ERROR(EndCommand(pipe));
+        TEMPER_RETURN_IF_ERROR(EndCommand(pipe, pipe || background));
       } else if (c == ')') {
-        TEMPER_RETURN_IF_ERROR(EndCommand(false));
+        TEMPER_RETURN_IF_ERROR(EndCommand(false, false));
         if (!frames_.empty() && frames_.back().kind == Frame::kSubshell) {
-          frames_.pop_back();
+          Pop();
           ++i_;
         } else if (until_paren && frames_.empty()) {
           ++i_;
@@ -375,33 +481,95 @@ class Parser {
         TEMPER_RETURN_IF_ERROR(ReadCommandWord());
       }
     }
-    TEMPER_RETURN_IF_ERROR(EndCommand(false));
+    TEMPER_RETURN_IF_ERROR(EndCommand(false, false));
     if (!frames_.empty()) return Unclosed(frames_.back());
     if (until_paren) return Error(fmt::format("an unterminated {}", opener), opened_at);
     return Status::OK();
   }
 
-  Status EndCommand(bool next_piped) {
-    if (cmd_.data) cmd_.words.clear();
+  // Ends the command being read. `next_piped`: a `|` follows, so the next command reads this one's
+  // output; `async`: a `|` or `&` follows, so this one runs beside the shell.
+  Status EndCommand(bool next_piped, bool async) {
+    if (cmd_.data) {
+      ForLoopVariable();
+      cmd_.words.clear();
+    }
+    async = async || cmd_.piped;
+    // `{ …; } &`, `done | sort`: the compound command just closed is what runs beside the shell.
+    const bool after_compound = last_closed_.has_value() && cmd_.words.empty();
+    if (async && after_compound) MarkAsync(last_closed_->first, last_closed_->second);
+    last_closed_.reset();
+    std::optional<size_t> source;
     if (!cmd_.words.empty() || !cmd_.redirects.empty()) {
       std::vector<std::string> here_strings;
       for (const Redirect& r : cmd_.redirects) {
         if (r.op.ends_with("<<<")) here_strings.push_back(r.target);
       }
-      bool reads_stdin_script = false;
-      TEMPER_RETURN_IF_ERROR(Finish(std::move(cmd_.words), std::move(cmd_.redirects), cmd_.piped, depth_, out_,
-                                    &reads_stdin_script));
-      if (reads_stdin_script) {
+      const size_t first = out_->commands.size();
+      Finished finished;
+      TEMPER_RETURN_IF_ERROR(Finish(std::move(cmd_.words), std::move(cmd_.redirects), cmd_.piped, cmd_.piped_from, depth_,
+                                    CurrentFunction(), out_, &finished));
+      if (next_piped && finished.emitted && !after_compound) source = finished.index;
+      for (size_t k : cmd_.heredocs) {
+        if (finished.emitted) heredocs_[k].command = finished.index;
+      }
+      if (finished.reads_stdin_script) {
         if (depth_ + 1 > kMaxDepth) return Error("scripts nest too deeply", i_);
         for (const std::string& h : here_strings) {
           TEMPER_RETURN_IF_ERROR(ParseScript(h, depth_ + 1, " of the here-string given to a shell", out_));
         }
         for (size_t k : cmd_.heredocs) heredocs_[k].script = true;
       }
+      if (async) MarkAsync(first, out_->commands.size());
     }
     cmd_ = Command{};
     cmd_.piped = next_piped;
+    cmd_.piped_from = source;
     return Status::OK();
+  }
+
+  // `for NAME in WORDS`: NAME takes each word in turn (without `in`, each argument: "$@").
+  void ForLoopVariable() {
+    if (cmd_.words.empty() || !IsName(cmd_.words[0].text)) return;
+    ShellAssignment a;
+    a.name = cmd_.words[0].text;
+    a.alternatives = true;
+    if (cmd_.words.size() >= 2 && cmd_.words[1].text == "in") {
+      for (size_t k = 2; k < cmd_.words.size(); ++k) {
+        a.values.push_back(cmd_.words[k].text);
+        a.computed = a.computed || cmd_.words[k].expanded;
+      }
+    } else {
+      a.computed = true;
+    }
+    out_->assignments.push_back(std::move(a));
+  }
+
+  void MarkAsync(size_t first, size_t last) {
+    for (size_t k = first; k < last && k < out_->commands.size(); ++k) out_->commands[k].async = true;
+  }
+
+  // The function whose body is being read: the innermost body open here, else the one around
+  // this text.
+  std::string CurrentFunction() const {
+    for (auto f = frames_.rbegin(); f != frames_.rend(); ++f) {
+      if (!f->function.empty()) return f->function;
+    }
+    return outer_function_;
+  }
+
+  // Opens a compound command; the first one after `name()` is that function's body.
+  void Open(Frame::Kind kind, size_t at) {
+    frames_.push_back({kind, at, out_->commands.size(), cmd_.piped, std::move(pending_function_)});
+    pending_function_.clear();
+  }
+
+  // Closes the innermost compound command (the caller checked its kind).
+  void Pop() {
+    const Frame f = frames_.back();
+    frames_.pop_back();
+    if (f.piped_in) MarkAsync(f.first_command, out_->commands.size());
+    last_closed_ = std::make_pair(f.first_command, out_->commands.size());
   }
 
   // A '(' : a subshell or (( arithmetic )) where a command starts, or the "()" of `name()`.
@@ -411,12 +579,12 @@ class Parser {
         std::string expression;
         TEMPER_ASSIGN_OR_RETURN(bool arithmetic, ReadArithmetic(&expression));
         if (arithmetic) {
-          cmd_.words.push_back("((");
-          cmd_.words.push_back(std::move(expression));
+          cmd_.words.push_back({"((", false, false, {}});
+          cmd_.words.push_back({std::move(expression), false, false, {}});
           return Status::OK();
         }
       }
-      frames_.push_back({Frame::kSubshell, i_});
+      Open(Frame::kSubshell, i_);
       ++i_;
       return Status::OK();
     }
@@ -425,6 +593,7 @@ class Parser {
       while (j < s_.size() && IsBlank(s_[j])) ++j;
       if (j < s_.size() && s_[j] == ')') {  // a function definition: its body is the next command
         i_ = j + 1;
+        pending_function_ = cmd_.words[0].text;
         cmd_.words.clear();
         return Status::OK();
       }
@@ -436,6 +605,8 @@ class Parser {
     const size_t start = i_;
     std::string word;
     bool quoted = false;
+    expanded_ = false;
+    array_.reset();
     TEMPER_RETURN_IF_ERROR(ReadWord(&word, &quoted, false));
     if (i_ == start) return Error(fmt::format("an unexpected '{}'", s_[i_]), i_);
     const std::string_view raw = s_.substr(start, i_ - start);
@@ -446,7 +617,10 @@ class Parser {
       TEMPER_ASSIGN_OR_RETURN(bool reserved, ReservedWord(word, start));
       if (reserved) return Status::OK();
     }
-    cmd_.words.push_back(std::move(word));
+    pending_function_.clear();  // a body must be a compound command
+    Word w{std::move(word), expanded_, array_.has_value(), {}};
+    if (array_) w.elements = std::move(*array_);
+    cmd_.words.push_back(std::move(w));
     return Status::OK();
   }
 
@@ -458,17 +632,17 @@ class Parser {
       if (LooksAt("-p")) i_ += 2;
       return true;
     }
-    if (word == "{") { frames_.push_back({Frame::kGroup, at}); return true; }
+    if (word == "{") { Open(Frame::kGroup, at); return true; }
     if (word == "}") { TEMPER_RETURN_IF_ERROR(Close(Frame::kGroup, word, "'{'", at)); return true; }
-    if (word == "if") { frames_.push_back({Frame::kIf, at}); return true; }
+    if (word == "if") { Open(Frame::kIf, at); return true; }
     if (word == "then" || word == "elif" || word == "else") {
       TEMPER_RETURN_IF_ERROR(Inside(Frame::kIf, word, "an 'if'", at));
       return true;
     }
     if (word == "fi") { TEMPER_RETURN_IF_ERROR(Close(Frame::kIf, word, "'if'", at)); return true; }
-    if (word == "while" || word == "until") { frames_.push_back({Frame::kLoop, at}); return true; }
+    if (word == "while" || word == "until") { Open(Frame::kLoop, at); return true; }
     if (word == "for" || word == "select") {
-      frames_.push_back({Frame::kLoop, at});
+      Open(Frame::kLoop, at);
       SkipBlanks();
       if (word == "for" && Peek(0) == '(' && Peek(1) == '(') {
         std::string expression;
@@ -489,6 +663,7 @@ class Parser {
       bool quoted = false;
       TEMPER_RETURN_IF_ERROR(ReadWord(&name, &quoted, false));
       if (i_ == name_at) return Error("a 'function' without a name", at);
+      pending_function_ = name;
       SkipBlanks();
       if (Peek(0) == '(') {
         size_t j = i_ + 1;
@@ -510,7 +685,7 @@ class Parser {
       if (Peek(0) == '(' || LooksAt("{")) return true;  // it was the NAME
       i_ = after;
       if (i_ == name_at) return true;
-      cmd_.words.push_back(std::move(name));
+      cmd_.words.push_back({std::move(name), false, false, {}});
       return true;
     }
     if (word == "[[") { TEMPER_RETURN_IF_ERROR(ReadConditional(at)); return true; }
@@ -532,7 +707,7 @@ class Parser {
     }
     if (!LooksAt("in")) return Error("a 'case' without 'in'", i_);
     i_ += 2;
-    frames_.push_back({Frame::kCase, at});
+    Open(Frame::kCase, at);
     return ReadCasePatterns();
   }
 
@@ -551,7 +726,7 @@ class Parser {
     }
     if (LooksAt("esac")) {
       i_ += 4;
-      frames_.pop_back();
+      Pop();
       return Status::OK();
     }
     if (s_[i_] == '(') ++i_;
@@ -577,7 +752,7 @@ class Parser {
   // After `[[`: words up to `]]`. Inside, < > ( ) | & are operators of the test, not of the
   // shell, and a regex after =~ may hold any of them unquoted.
   Status ReadConditional(size_t at) {
-    cmd_.words.push_back("[[");
+    cmd_.words.push_back({"[[", false, false, {}});
     for (;;) {
       SkipBlanks();
       if (AtEnd()) return Error("an unterminated '[['", at);
@@ -591,8 +766,9 @@ class Parser {
       }
       std::string word;
       bool quoted = false;
+      expanded_ = false;
       TEMPER_RETURN_IF_ERROR(ReadWord(&word, &quoted, true));
-      cmd_.words.push_back(std::move(word));
+      cmd_.words.push_back({std::move(word), expanded_, false, {}});
     }
   }
 
@@ -604,6 +780,7 @@ class Parser {
       const char c = s_[i_];
       if ((c == '<' || c == '>') && Peek(1) == '(') {
         TEMPER_RETURN_IF_ERROR(ReadSubstitution(word, c == '<' ? "<(" : ">("));
+        expanded_ = true;
         continue;
       }
       if (conditional) {
@@ -652,6 +829,7 @@ class Parser {
     TEMPER_RETURN_IF_ERROR(Enter(i_));
     NestGuard guard(&nest_);
     const size_t open = i_++;
+    std::vector<ShellWord> elements;
     for (;;) {
       SkipBlanks();
       if (AtEnd()) return Error("an array '(' without ')'", open);
@@ -671,10 +849,15 @@ class Parser {
       const size_t at = i_;
       std::string element;
       bool quoted = false;
+      const bool outer_expanded = expanded_;
+      expanded_ = false;
       TEMPER_RETURN_IF_ERROR(ReadWord(&element, &quoted, false));
       if (i_ == at) return Error(fmt::format("an unexpected '{}' in an array", c), at);
+      elements.push_back({std::move(element), expanded_});
+      expanded_ = outer_expanded;
     }
     word->append(s_.substr(open, i_ - open));
+    array_ = std::move(elements);
     return Status::OK();
   }
 
@@ -711,6 +894,10 @@ class Parser {
   // At a '$': $((…)), $(…), ${…}, $'…', $"…" or a plain '$'.
   Status ReadDollar(std::string* word, bool* quoted, bool in_dquote) {
     const char next = Peek(1);
+    if (next == '(' || next == '{' || std::isalnum(static_cast<unsigned char>(next)) || next == '_' ||
+        std::string_view("@*#?$!-").find(next) != std::string_view::npos) {
+      expanded_ = true;  // $(…), $((…)), ${…}, $name, $1, $@ and the other special parameters
+    }
     if (next == '(') {
       if (Peek(2) == '(') {
         const size_t dollar = i_++;
@@ -745,7 +932,8 @@ class Parser {
     TEMPER_RETURN_IF_ERROR(Enter(i_));
     NestGuard guard(&nest_);
     const size_t start = i_;
-    const size_t emitted = out_->size();
+    const size_t emitted = out_->commands.size();
+    const size_t assigned = out_->assignments.size();
     const size_t pending = heredocs_.size();
     i_ += 2;
     int parens = 0;
@@ -783,7 +971,8 @@ class Parser {
     // Not arithmetic (or not well formed as such): the caller parses it again as commands, which
     // reports any real error.
     i_ = start;
-    out_->resize(emitted);
+    out_->commands.resize(emitted);
+    out_->assignments.resize(assigned);
     heredocs_.resize(pending);
     return false;
   }
@@ -792,7 +981,7 @@ class Parser {
   Status ReadSubstitution(std::string* word, std::string_view opener) {
     const size_t start = i_;
     if (depth_ + nest_ + 1 > kMaxDepth) return Error("substitutions nest too deeply", start);
-    Parser inner(s_, i_ + opener.size(), depth_ + nest_ + 1, where_, out_);
+    Parser inner(s_, i_ + opener.size(), depth_ + nest_ + 1, where_, CurrentFunction(), out_);
     TEMPER_RETURN_IF_ERROR(inner.ParseUntilParen(opener, start));
     for (Heredoc& h : inner.TakeHeredocs()) heredocs_.push_back(std::move(h));
     i_ = inner.pos();
@@ -804,6 +993,7 @@ class Parser {
   // quotes) unescaped first, as bash does.
   Status ReadBacktick(std::string* word, bool in_dquote) {
     const size_t start = i_;
+    expanded_ = true;
     std::string script;
     size_t j = i_ + 1;
     for (;;) {
@@ -827,7 +1017,8 @@ class Parser {
     word->append(s_.substr(start, j + 1 - start));
     i_ = j + 1;
     if (depth_ + nest_ + 1 > kMaxDepth) return Error("substitutions nest too deeply", start);
-    Parser inner(script, 0, depth_ + nest_ + 1, fmt::format(" of the `…` at column {}{}", start + 1, where_), out_);
+    Parser inner(script, 0, depth_ + nest_ + 1, fmt::format(" of the `…` at column {}{}", start + 1, where_),
+                 CurrentFunction(), out_);
     TEMPER_RETURN_IF_ERROR(inner.ParseAll());
     for (Heredoc& h : inner.TakeHeredocs()) heredocs_.push_back(std::move(h));
     return Status::OK();
@@ -945,13 +1136,18 @@ class Parser {
     const size_t target_at = i_;
     std::string target;
     bool quoted = false;
+    expanded_ = false;
     TEMPER_RETURN_IF_ERROR(ReadWord(&target, &quoted, false));
     if (i_ == target_at) return Error(fmt::format("a redirection '{}{}' without a target", fd, op), start);
     if (op == "<<" || op == "<<-") {
       cmd_.heredocs.push_back(heredocs_.size());
-      heredocs_.push_back({target, op == "<<-", !quoted, false});
+      Heredoc h{target, op == "<<-", !quoted, false, std::nullopt, cmd_.redirects.size()};
+      heredocs_.push_back(std::move(h));
     }
-    cmd_.redirects.push_back({fd + std::string(op), std::move(target)});
+    const bool heredoc = op == "<<" || op == "<<-";
+    Redirect r{fd + std::string(op), std::move(target), "", heredoc ? !quoted : expanded_, expanded_ && !heredoc};
+    if (op == "<<<") r.body = r.target;
+    cmd_.redirects.push_back(std::move(r));
     return Status::OK();
   }
 
@@ -999,6 +1195,20 @@ class Parser {
         }
         if (i_ < s_.size()) ++i_;
       }
+      if (h.command) {
+        std::string body(s_.substr(body_begin, body_end - body_begin));
+        if (h.strip_tabs) {
+          std::string stripped;
+          bool line_start = true;
+          for (char ch : body) {
+            if (line_start && ch == '\t') continue;
+            stripped.push_back(ch);
+            line_start = ch == '\n';
+          }
+          body = std::move(stripped);
+        }
+        out_->commands[*h.command].redirects[h.redirect].body = std::move(body);
+      }
       if (h.script) {
         if (depth_ + 1 > kMaxDepth) return Error("scripts nest too deeply", body_begin);
         TEMPER_RETURN_IF_ERROR(ParseScript(s_.substr(body_begin, body_end - body_begin), depth_ + 1,
@@ -1014,21 +1224,57 @@ class Parser {
   int depth_;  // parsers and scripts this one is nested in
   int nest_ = 0;  // ${…}, $((…)) and arrays open inside this parser
   std::string where_;
-  std::vector<SimpleCommand>* out_;
+  std::string outer_function_;
+  ParsedShell* out_;
   Command cmd_;
   std::vector<Frame> frames_;
+  std::string pending_function_;  // `name()` was read: the next compound command is its body
+  std::optional<std::pair<size_t, size_t>> last_closed_;  // commands of the compound command that just closed
+  bool expanded_ = false;  // the word being read held an expansion
+  std::optional<std::vector<ShellWord>> array_;  // the word being read was an array literal: its elements
   std::vector<Heredoc> heredocs_;  // introduced on the current line, bodies not read yet
 };
 
-Status ParseScript(std::string_view script, int depth, const std::string& where, std::vector<SimpleCommand>* out) {
-  Parser parser(script, 0, depth, where, out);
+Status ParseScript(std::string_view script, int depth, const std::string& where, ParsedShell* out) {
+  Parser parser(script, 0, depth, where, "", out);
   return parser.ParseAll();
 }
 
 }  // namespace
 
-Result<std::vector<SimpleCommand>> SplitShellCommand(std::string_view line) {
-  std::vector<SimpleCommand> out;
+std::optional<std::string> ShellScriptFile(const SimpleCommand& cmd) {
+  if (!IsShell(cmd.program)) return std::nullopt;
+  for (size_t k = 0; k < cmd.args.size(); ++k) {
+    const std::string& a = cmd.args[k];
+    if (a == "-s") return std::nullopt;
+    if (a == "-c" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.back() == 'c')) return std::nullopt;
+    if (a == "-o" || a == "+o" || a == "-O" || a == "+O") {
+      ++k;
+      continue;
+    }
+    if (a == "--") return k + 1 < cmd.args.size() ? std::optional<std::string>(cmd.args[k + 1]) : std::nullopt;
+    if (a.empty() || (a[0] != '-' && a[0] != '+')) return a;
+  }
+  return std::nullopt;
+}
+
+Result<ParsedShell> Respell(const SimpleCommand& c, const std::vector<std::string>& program_words) {
+  std::vector<Word> words;
+  for (const std::string& w : program_words) words.push_back({w, false, false, {}});
+  for (size_t k = 0; k < c.args.size(); ++k) words.push_back({c.args[k], c.args_expanded[k], false, {}});
+  ParsedShell out;
+  Finished finished;
+  TEMPER_RETURN_IF_ERROR(Finish(std::move(words), c.redirects, c.stdin_from_pipe, c.piped_from, 1, c.function, &out, &finished));
+  for (SimpleCommand& respelled : out.commands) respelled.async = c.async;
+  if (finished.emitted) {
+    std::vector<ShellAssignment>& env = out.commands[finished.index].environment;
+    env.insert(env.begin(), c.environment.begin(), c.environment.end());
+  }
+  return out;
+}
+
+Result<ParsedShell> SplitShellCommand(std::string_view line) {
+  ParsedShell out;
   TEMPER_RETURN_IF_ERROR(ParseScript(line, 0, "", &out));
   return out;
 }

@@ -1,6 +1,6 @@
 // Splitting command lines into the programs they run: separators, substitutions, shells' -c
 // scripts, wrappers peeled off, redirections and here-documents.
-#include "roles/shell_split.h"
+#include "common/shell_split.h"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +13,7 @@ std::vector<std::string> Programs(std::string_view line) {
   INFO(line);
   if (!cmds.ok()) FAIL(cmds.status().message());
   std::vector<std::string> out;
-  for (const SimpleCommand& c : *cmds) out.push_back(c.program);
+  for (const SimpleCommand& c : cmds->commands) out.push_back(c.program);
   return out;
 }
 
@@ -23,7 +23,7 @@ SimpleCommand Command(std::string_view line, std::string_view program) {
   INFO(line);
   if (!cmds.ok()) FAIL(cmds.status().message());
   const SimpleCommand* found = nullptr;
-  for (const SimpleCommand& c : *cmds) {
+  for (const SimpleCommand& c : cmds->commands) {
     if (c.program != program) continue;
     REQUIRE(found == nullptr);
     found = &c;
@@ -49,16 +49,17 @@ TEST_CASE("separators, pipes and groups each start a command") {
   CHECK(Programs("(cd /etc && ls) ; { echo x; }") == std::vector<std::string>{"cd", "ls", "echo"});
   auto cmds = SplitShellCommand("cat /etc/passwd | grep root");
   REQUIRE(cmds.ok());
-  CHECK_FALSE((*cmds)[0].stdin_from_pipe);
-  CHECK((*cmds)[1].stdin_from_pipe);
-  CHECK((*cmds)[1].args == std::vector<std::string>{"root"});
+  CHECK_FALSE(cmds->commands[0].stdin_from_pipe);
+  CHECK(cmds->commands[1].stdin_from_pipe);
+  CHECK(cmds->commands[1].args == std::vector<std::string>{"root"});
 }
 
 TEST_CASE("substitutions and scripts given to shells are parsed too") {
   CHECK(Programs("echo $(pidof sshd)") == std::vector<std::string>{"pidof", "echo"});
   CHECK(Programs("echo \"now `date`\"") == std::vector<std::string>{"date", "echo"});
   CHECK(Programs("bash -c 'systemctl stop sshd; true'") == std::vector<std::string>{"bash", "systemctl", "true"});
-  CHECK(Programs("su -c \"halt\" root") == std::vector<std::string>{"su", "halt"});
+  // su hands -c's command line to the login shell.
+  CHECK(Programs("su -c \"halt\" root") == std::vector<std::string>{"sh", "halt"});
   CHECK(Programs("eval reboot now") == std::vector<std::string>{"eval", "reboot"});
   CHECK(Programs("echo $((1 + 2))") == std::vector<std::string>{"echo"});
   CHECK(Programs("echo '$(reboot)'") == std::vector<std::string>{"echo"});  // single quotes: literal
@@ -67,10 +68,10 @@ TEST_CASE("substitutions and scripts given to shells are parsed too") {
 TEST_CASE("wrappers are peeled to find the program that runs") {
   auto cmds = SplitShellCommand("sudo -u root -E env LANG=C nohup nice -n 5 timeout -s KILL 10 /usr/sbin/reboot -f");
   REQUIRE(cmds.ok());
-  REQUIRE(cmds->size() == 1);
-  CHECK((*cmds)[0].program == "reboot");
-  CHECK((*cmds)[0].args == std::vector<std::string>{"-f"});
-  CHECK((*cmds)[0].prefixes == std::vector<std::string>{"sudo", "env", "nohup", "nice", "timeout"});
+  REQUIRE(cmds->commands.size() == 1);
+  CHECK(cmds->commands[0].program == "reboot");
+  CHECK(cmds->commands[0].args == std::vector<std::string>{"-f"});
+  CHECK(cmds->commands[0].prefixes == std::vector<std::string>{"sudo", "env", "nohup", "nice", "timeout"});
   CHECK(Programs("FOO=1 BAR=2 command systemctl status") == std::vector<std::string>{"systemctl"});
   CHECK(Programs("command -v reboot") == std::vector<std::string>{"command"});  // a lookup, not a run
   CHECK(Programs("find /etc -name '*.conf' | xargs -0 -I{} grep -l x {}") == std::vector<std::string>{"find", "grep"});
@@ -79,26 +80,26 @@ TEST_CASE("wrappers are peeled to find the program that runs") {
 TEST_CASE("quotes, escapes, redirections and here-documents") {
   auto cmds = SplitShellCommand("echo \"a b\" 'c d' e\\ f > /etc/issue 2>&1");
   REQUIRE(cmds.ok());
-  REQUIRE(cmds->size() == 1);
-  CHECK((*cmds)[0].args == std::vector<std::string>{"a b", "c d", "e f"});
-  REQUIRE((*cmds)[0].redirects.size() == 2);
-  CHECK((*cmds)[0].redirects[0].op == ">");
-  CHECK((*cmds)[0].redirects[0].target == "/etc/issue");
-  CHECK((*cmds)[0].redirects[1].op == "2>&");
-  CHECK((*cmds)[0].redirects[1].target == "1");
+  REQUIRE(cmds->commands.size() == 1);
+  CHECK(cmds->commands[0].args == std::vector<std::string>{"a b", "c d", "e f"});
+  REQUIRE(cmds->commands[0].redirects.size() == 2);
+  CHECK(cmds->commands[0].redirects[0].op == ">");
+  CHECK(cmds->commands[0].redirects[0].target == "/etc/issue");
+  CHECK(cmds->commands[0].redirects[1].op == "2>&");
+  CHECK(cmds->commands[0].redirects[1].target == "1");
 
   // The body of a here-document is data: "reboot" inside it is not a command.
   auto h = SplitShellCommand("cat > /etc/motd <<'EOF'\nreboot\nshutdown now\nEOF\nls");
   REQUIRE(h.ok());
-  REQUIRE(h->size() == 2);
-  CHECK((*h)[0].program == "cat");
-  CHECK((*h)[1].program == "ls");
+  REQUIRE(h->commands.size() == 2);
+  CHECK(h->commands[0].program == "cat");
+  CHECK(h->commands[1].program == "ls");
 
   auto only = SplitShellCommand("> /dev/sda");
   REQUIRE(only.ok());
-  REQUIRE(only->size() == 1);
-  CHECK((*only)[0].program.empty());
-  CHECK((*only)[0].redirects[0].target == "/dev/sda");
+  REQUIRE(only->commands.size() == 1);
+  CHECK(only->commands[0].program.empty());
+  CHECK(only->commands[0].redirects[0].target == "/dev/sda");
   CHECK(Programs("ls # ; reboot") == std::vector<std::string>{"ls"});
 }
 
@@ -176,9 +177,9 @@ TEST_CASE("here-document bodies and here-strings are data") {
   auto audit = SplitShellCommand(
       "cat >> /etc/audit/rules.d/stig.rules <<EOF\n-w /sbin/reboot -p x -k power\nshutdown now\nEOF\naugenrules --load");
   REQUIRE(audit.ok());
-  REQUIRE(audit->size() == 2);
-  CHECK((*audit)[0].program == "cat");
-  CHECK((*audit)[1].program == "augenrules");
+  REQUIRE(audit->commands.size() == 2);
+  CHECK(audit->commands[0].program == "cat");
+  CHECK(audit->commands[1].program == "augenrules");
   CHECK(Programs("cat <<-'EOF'\n\treboot\n\tEOF\nls") == Words{"cat", "ls"});
   CHECK(Programs("cat <<A <<B\nreboot\nA\nhalt\nB\nls") == Words{"cat", "ls"});
   CHECK(Programs("grep -q reboot <<< \"$x\"; read -a a <<< $y") == Words{"grep", "read"});
@@ -197,7 +198,7 @@ TEST_CASE("a here-document or here-string given to a shell is its script") {
   CHECK(Programs("bash <<'EOF'\necho hi\nsystemctl stop sshd\nEOF\nls") == Words{"bash", "echo", "systemctl", "ls"});
   CHECK(Programs("sudo bash -s <<< 'reboot'") == Words{"bash", "reboot"});
   CHECK(Programs("bash -o pipefail <<EOF\nhalt\nEOF") == Words{"bash", "halt"});
-  CHECK(Programs("su - root <<EOF\npoweroff\nEOF") == Words{"su", "poweroff"});
+  CHECK(Programs("su - root <<EOF\npoweroff\nEOF") == Words{"sh", "poweroff"});
   // A shell that runs a named script reads the heredoc as that script's input: data.
   CHECK(Programs("bash /tmp/fix.sh <<EOF\nreboot\nEOF") == Words{"bash"});
   CHECK_THAT(ErrorOf("bash <<EOF\necho 'x\nEOF"), Catch::Contains("an unterminated ' quote at column 6 of the here-document at column 12"));
@@ -255,14 +256,92 @@ TEST_CASE("comments, continuations, arrays, ANSI-C quotes and find -exec") {
   CHECK(Programs("find / -xdev -perm -4000 -type f") == Words{"find"});
   auto fd = SplitShellCommand("exec 3>&- {lock}>/run/x.lock");
   REQUIRE(fd.ok());
-  REQUIRE(fd->size() == 1);
-  REQUIRE((*fd)[0].redirects.size() == 2);
-  CHECK((*fd)[0].redirects[0].op == "3>&");
-  CHECK((*fd)[0].redirects[0].target == "-");
-  CHECK((*fd)[0].redirects[1].op == "{lock}>");
-  CHECK((*fd)[0].redirects[1].target == "/run/x.lock");
+  REQUIRE(fd->commands.size() == 1);
+  REQUIRE(fd->commands[0].redirects.size() == 2);
+  CHECK(fd->commands[0].redirects[0].op == "3>&");
+  CHECK(fd->commands[0].redirects[0].target == "-");
+  CHECK(fd->commands[0].redirects[1].op == "{lock}>");
+  CHECK(fd->commands[0].redirects[1].target == "/run/x.lock");
   CHECK_THAT(ErrorOf("echo $'abc"), Catch::Contains("an unterminated $' quote at column 6"));
   CHECK_THAT(ErrorOf("a=(x; y)"), Catch::Contains("an unexpected ';' in an array at column 5"));
   CHECK_THAT(ErrorOf("echo `ls '`"), Catch::Contains("an unterminated ' quote at column 4 of the `…` at column 6"));
   CHECK_THAT(ErrorOf("bash -c 'if x; then y'"), Catch::Contains("an 'if' without 'fi' at column 1 of the script given to bash"));
+}
+
+TEST_CASE("runners are peeled, and the command lines they hand to a shell are parsed") {
+  CHECK(Programs("env -S 'systemctl stop ssh'") == Words{"env", "systemctl"});
+  CHECK(Programs("flock /run/x -c 'reboot'") == Words{"flock", "reboot"});
+  CHECK(Programs("watch -n 1 busybox reboot") == Words{"watch", "reboot"});
+  CHECK(Programs("unshare -m setsid -f chrt -f 1 taskset -c 0 reboot") == Words{"reboot"});
+  CHECK(Command("unshare -m setsid -f chrt -f 1 taskset -c 0 reboot", "reboot").prefixes ==
+        Words{"unshare", "setsid", "chrt", "taskset"});
+  CHECK(Command("env -i X=1 /sbin/reboot", "reboot").program_word == "/sbin/reboot");
+  CHECK(Command("env -i X=1 /sbin/reboot", "reboot").environment[0].name == "X");
+  CHECK_THAT(Command("echo x | xargs sudo", "xargs").unjudgeable, Catch::Contains("from its input"));
+  CHECK_THAT(Command("find / -exec {} \\;", "{}").unjudgeable, Catch::Contains("runs the files it finds"));
+  CHECK(Programs("trap 'reboot' EXIT; alias ll='halt'") == Words{"trap", "reboot", "alias", "halt"});
+}
+
+TEST_CASE("assignments are listed, with their values and whether they are computed") {
+  auto parsed = SplitShellCommand("A=/usr/bin/x; B=(sed -i); B+=(-E); C=$(date); for f in a b; do :; done; "
+                                  "read -r D; export E=1; X=1 ls");
+  REQUIRE(parsed.ok());
+  const auto& a = parsed->assignments;
+  REQUIRE(a.size() == 7);
+  CHECK((a[0].name == "A" && a[0].values == Words{"/usr/bin/x"} && !a[0].computed));
+  CHECK((a[1].name == "B" && a[1].values == Words{"sed", "-i"}));
+  CHECK((a[2].name == "B" && a[2].append && a[2].values == Words{"-E"}));
+  CHECK((a[3].name == "C" && a[3].computed));
+  CHECK((a[4].name == "f" && a[4].alternatives && a[4].values == Words{"a", "b"}));
+  CHECK((a[5].name == "D" && a[5].computed));
+  CHECK((a[6].name == "E" && a[6].values == Words{"1"}));
+  // X=1 belongs to ls's environment, not to the shell.
+  CHECK(Command("X=1 ls", "ls").environment.size() == 1);
+}
+
+TEST_CASE("computed words, async commands, function bodies and pipes are marked") {
+  SimpleCommand c = Command("\"$X\" stop ssh", "$X");
+  CHECK(c.program_computed);
+  CHECK(Command("'$X' stop", "$X").program_computed == false);  // single quotes: a literal name
+  CHECK(Command("echo a \"$b\" 'c'", "echo").args_expanded == std::vector<bool>{false, true, false});
+  auto bomb = SplitShellCommand("f(){ f | f & }; f");
+  REQUIRE(bomb.ok());
+  REQUIRE(bomb->commands.size() == 3);
+  CHECK((bomb->commands[0].function == "f" && bomb->commands[0].async));
+  CHECK((bomb->commands[1].function == "f" && bomb->commands[1].async));
+  CHECK((bomb->commands[2].function.empty() && !bomb->commands[2].async));
+  auto group = SplitShellCommand("g() { { g; } & }; function h { (h) | cat; }");
+  REQUIRE(group.ok());
+  CHECK((group->commands[0].program == "g" && group->commands[0].function == "g" && group->commands[0].async));
+  CHECK((group->commands[1].program == "h" && group->commands[1].function == "h" && group->commands[1].async));
+  auto pipe = SplitShellCommand("echo x | tee /etc/y; { echo a; } | tee /etc/z");
+  REQUIRE(pipe.ok());
+  CHECK(pipe->commands[1].piped_from == std::optional<size_t>(0));
+  CHECK_FALSE(pipe->commands[3].piped_from.has_value());  // a group's output: not one command's
+}
+
+TEST_CASE("here-document and here-string bodies stay with their redirection") {
+  SimpleCommand c = Command("cat > /etc/cron.d/x <<-'EOF'\n\t* * * * * root ls\nEOF\n", "cat");
+  REQUIRE(c.redirects.size() == 2);
+  CHECK(c.redirects[1].body == "* * * * * root ls\n");
+  CHECK_FALSE(c.redirects[1].body_expanded);
+  SimpleCommand e = Command("cat <<EOF\n$x\nEOF", "cat");
+  CHECK(e.redirects[0].body_expanded);
+  SimpleCommand s = Command("tee /etc/x <<< \"$y\"", "tee");
+  CHECK(s.redirects[0].body == "$y");
+  CHECK(s.redirects[0].body_expanded);
+  CHECK(Command("echo > \"$F\"", "echo").redirects[0].target_expanded);
+}
+
+TEST_CASE("a shell's script file, and a program named by a variable respelled") {
+  CHECK(ShellScriptFile(Command("bash -e -o pipefail /tmp/x a", "bash")) == std::optional<std::string>("/tmp/x"));
+  CHECK(ShellScriptFile(Command("sh -- x", "sh")) == std::optional<std::string>("x"));
+  CHECK_FALSE(ShellScriptFile(Command("bash -s x", "bash")).has_value());
+  CHECK_FALSE(ShellScriptFile(Command("bash -c 'ls'", "bash")).has_value());
+  CHECK_FALSE(ShellScriptFile(Command("ls /tmp/x", "ls")).has_value());
+  auto respelt = Respell(Command("\"$S\" reboot", "$S"), {"sudo", "-u", "root"});
+  REQUIRE(respelt.ok());
+  REQUIRE(respelt->commands.size() == 1);
+  CHECK(respelt->commands[0].program == "reboot");
+  CHECK(respelt->commands[0].prefixes == Words{"sudo"});
 }

@@ -1,0 +1,496 @@
+// Attacks on temperd itself (issue 20, part D): a signal whose default action kills, client strings
+// of any size, journal files that would stop the next start, and a process out of file descriptors.
+// Every case runs the real temperd binary over its real socket (tests/orchestrator/daemon_process.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <sstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/message.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/daemon_process.h"
+#include "orchestrator/journal_files.h"
+#include "orchestrator/sqlite.h"
+#include "stig/process.h"
+
+namespace temper::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using google::protobuf::Descriptor;
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+
+// The documented bound on one journal line (orchestrator/journal_event_bounds.h): 64 KiB.
+constexpr size_t kJournalLineBound = 64 << 10;
+
+std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 10) {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return c;
+}
+
+std::string SubmitOne(temper::v1::Temper::Stub& stub) {
+  temper::v1::Batch b;
+  grpc::Status s = stub.SubmitBatch(Ctx().get(), ValidSubmit(), &b);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return b.id();
+}
+
+std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch) {
+  temper::v1::WatchJournalRequest req;
+  req.set_batch_id(batch);
+  req.set_follow(false);
+  auto ctx = Ctx();
+  auto reader = stub.WatchJournal(ctx.get(), req);
+  std::vector<temper::v1::JournalEvent> events;
+  temper::v1::JournalEvent e;
+  while (reader->Read(&e)) events.push_back(e);
+  grpc::Status s = reader->Finish();
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return events;
+}
+
+std::vector<uint64_t> Seqs(const std::vector<temper::v1::JournalEvent>& events) {
+  std::vector<uint64_t> out;
+  for (const auto& e : events) out.push_back(e.seq());
+  return out;
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+// What `temper watch BATCH --no-follow --json` prints: one event per line; their seqs.
+std::vector<uint64_t> WatchSeqs(const DaemonProcess& daemon, const std::string& batch) {
+  ProcessResult r = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "watch", batch, "--no-follow", "--json"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  std::vector<uint64_t> seqs;
+  for (const std::string& line : Lines(r.out)) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    REQUIRE(e.is_object());
+    seqs.push_back(e["seq"].is_string() ? std::stoull(e["seq"].get<std::string>()) : e["seq"].get<uint64_t>());
+  }
+  return seqs;
+}
+
+// The seqs of a journal file's lines, each of which must be a whole JSON event.
+std::vector<uint64_t> FileSeqs(const std::string& path) {
+  std::vector<uint64_t> seqs;
+  std::string text = ReadFileOrEmpty(path);
+  REQUIRE((text.empty() || text.back() == '\n'));
+  for (const std::string& line : Lines(text)) {
+    nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    INFO(path << ": " << line.substr(0, 200));
+    REQUIRE(e.is_object());
+    seqs.push_back(e["seq"].get<uint64_t>());
+  }
+  return seqs;
+}
+
+// A committed event as an older temperd, which bounded nothing, stored it: `data_bytes` of reason.
+EventRecord InsertLegacyEvent(const std::string& db_path, int64_t batch_id, size_t data_bytes) {
+  Result<sqlite::Database> db = sqlite::Database::Open(db_path);
+  REQUIRE(db.ok());
+  EventRecord e{.time = 1700000000000, .batch_id = batch_id, .target = "lab", .role = "daemon", .type = "batch.note"};
+  e.data_json = nlohmann::json{{"reason", std::string(data_bytes, 'r')}}.dump();
+  Result<sqlite::Statement> insert = db->Prepare(
+      "INSERT INTO journal(time_ms, batch_id, target, rule_id, role, type, data) VALUES(?, ?, ?, '', ?, ?, ?)");
+  REQUIRE(insert.ok());
+  insert->Bind(1, e.time).Bind(2, batch_id).Bind(3, e.target).Bind(4, e.role).Bind(5, e.type).Bind(6, e.data_json);
+  REQUIRE(insert->Run().ok());
+  e.seq = static_cast<uint64_t>(db->LastInsertRowId());
+  return e;
+}
+
+double CpuSeconds(pid_t pid) {
+  std::string stat = ReadFileOrEmpty(fmt::format("/proc/{}/stat", pid));
+  std::istringstream in(stat.substr(stat.rfind(')') + 2));
+  std::vector<std::string> fields;
+  for (std::string f; in >> f;) fields.push_back(f);
+  REQUIRE(fields.size() > 12);
+  // Fields 14 and 15 of /proc/PID/stat (utime, stime); `fields` starts at field 3.
+  return (std::stod(fields[11]) + std::stod(fields[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+size_t OpenFds(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(fmt::format("/proc/{}/fd", pid))) ++n;
+  return n;
+}
+
+// Lowers temperd's descriptor limit to a few above what it holds now.
+void SqueezeDescriptors(pid_t pid) {
+  rlimit lim{};
+  lim.rlim_cur = lim.rlim_max = OpenFds(pid) + 8;
+  REQUIRE(prlimit(pid, RLIMIT_NOFILE, &lim, nullptr) == 0);
+}
+
+int ConnectUnix(const std::string& path) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+int ConnectTcp(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
+}
+
+int FreePort() {
+  int probe = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(probe);
+  return ntohs(addr.sin_port);
+}
+
+// Connections that hold temperd's descriptors until the object dies.
+struct Hogs {
+  std::vector<int> fds;
+  ~Hogs() { Release(); }
+  void Release() {
+    for (int fd : fds) close(fd);
+    fds.clear();
+  }
+};
+
+// While temperd has no descriptor to spare: it must neither die, nor spin on the pending connection,
+// nor flood its log.
+void CheckQuietWhileOutOfDescriptors(DaemonProcess& daemon) {
+  std::this_thread::sleep_for(500ms);
+  size_t log_before = daemon.Log().size();
+  double cpu_before = CpuSeconds(daemon.pid());
+  std::this_thread::sleep_for(2s);
+  REQUIRE(daemon.Alive());
+  double cpu = CpuSeconds(daemon.pid()) - cpu_before;
+  size_t logged = daemon.Log().size() - log_before;
+  INFO("CPU " << cpu << " s in 2 s; " << logged << " bytes logged");
+  CHECK(cpu < 0.5);        // a loop spinning on accept burns all of the 2 s
+  CHECK(logged < 2048);    // one line when it starts, not one per attempt
+}
+
+TEST_CASE("SIGPIPE: a signal that kills by default does not stop temperd") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  REQUIRE(kill(daemon.pid(), SIGPIPE) == 0);
+  std::this_thread::sleep_for(300ms);
+  REQUIRE(daemon.Alive());
+  temper::v1::ListBatchesResponse list;
+  CHECK(daemon.Stub()->ListBatches(Ctx().get(), {}, &list).ok());
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("SIGPIPE: a child that exits before reading its stdin is a result of the process runner, not a crash") {
+  // In a fresh process that has not ignored SIGPIPE, as any program linking stig/ might be.
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    stig::ProcessSpec spec;
+    spec.argv = {"/bin/true"};
+    spec.stdin_data = std::string(4 << 20, 'x');  // far more than a pipe holds
+    spec.timeout = 10s;
+    Result<stig::ProcessResult> r = stig::RunProcess(spec);
+    _exit(r.ok() && r->Succeeded() ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  INFO("status " << status << (WIFSIGNALED(status) ? fmt::format(" (killed by signal {})", WTERMSIG(status)) : ""));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+}
+
+// One string field of a request message, reached through `chain` (the last one is the string).
+struct StringField {
+  std::string method;
+  std::string path;  // as errors name it: "waivers[0].reason"
+  std::vector<const FieldDescriptor*> chain;
+};
+
+void CollectStrings(const std::string& method, const Descriptor* d, const std::string& prefix,
+                    std::vector<const FieldDescriptor*> chain, std::vector<StringField>& out) {
+  for (int i = 0; i < d->field_count(); ++i) {
+    const FieldDescriptor* f = d->field(i);
+    std::string path = prefix + f->name() + (f->is_repeated() ? "[0]" : "");
+    std::vector<const FieldDescriptor*> here = chain;
+    here.push_back(f);
+    if (f->type() == FieldDescriptor::TYPE_STRING || f->type() == FieldDescriptor::TYPE_BYTES) {
+      out.push_back({method, path, here});
+    } else if (f->type() == FieldDescriptor::TYPE_MESSAGE) {
+      CollectStrings(method, f->message_type(), path + ".", here, out);
+    }
+  }
+}
+
+void SetString(Message& m, const std::vector<const FieldDescriptor*>& chain, const std::string& value) {
+  Message* at = &m;
+  for (size_t i = 0; i + 1 < chain.size(); ++i) {
+    const FieldDescriptor* f = chain[i];
+    at = f->is_repeated() ? at->GetReflection()->AddMessage(at, f) : at->GetReflection()->MutableMessage(at, f);
+  }
+  const FieldDescriptor* last = chain.back();
+  if (last->is_repeated()) {
+    at->GetReflection()->AddString(at, last, value);
+  } else {
+    at->GetReflection()->SetString(at, last, value);
+  }
+}
+
+grpc::Status CallRaw(grpc::GenericStub& stub, const std::string& method, const Message& request) {
+  std::string bytes = request.SerializeAsString();
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer send(&slice, 1);
+  grpc::ByteBuffer reply;
+  auto ctx = Ctx(30);
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(ctx.get(), method, {}, &send, &reply, [&](grpc::Status s) { done.set_value(std::move(s)); });
+  return done.get_future().get();
+}
+
+TEST_CASE("client strings: every string field of every request is bounded, and the error names the field and the limit") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  const google::protobuf::ServiceDescriptor* service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName("temper.v1.Temper");
+  REQUIRE(service != nullptr);
+  std::vector<StringField> fields;
+  for (int i = 0; i < service->method_count(); ++i) {
+    CollectStrings(service->method(i)->name(), service->method(i)->input_type(), "", {}, fields);
+  }
+  REQUIRE(fields.size() >= 20);
+  grpc::GenericStub stub(daemon.Channel());
+  const std::string huge(1 << 20, 'a');  // 1 MiB: far beyond any field's use, well within gRPC's 4 MiB
+  for (const StringField& f : fields) {
+    const Descriptor* type = service->FindMethodByName(f.method)->input_type();
+    std::unique_ptr<Message> request(
+        google::protobuf::MessageFactory::generated_factory()->GetPrototype(type)->New());
+    SetString(*request, f.chain, huge);
+    grpc::Status s = CallRaw(stub, "/temper.v1.Temper/" + f.method, *request);
+    INFO(f.method << " " << f.path << " -> " << s.error_code() << ": " << s.error_message().substr(0, 300));
+    CHECK(s.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(s.error_message().rfind(f.path + ":", 0) == 0);
+    CHECK_THAT(s.error_message(), Catch::Contains("at most"));
+    CHECK(s.error_message().size() < 512);  // it names the problem; it does not echo the input
+  }
+  REQUIRE(daemon.Alive());
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("journal brick: a 2 MiB cancel reason does not stop temperd's next start") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  std::string batch = SubmitOne(*stub);
+  temper::v1::CancelBatchRequest cancel;
+  cancel.set_batch_id(batch);
+  cancel.set_reason(std::string(2 << 20, 'x'));
+  temper::v1::Batch cancelled;
+  grpc::Status refused = stub->CancelBatch(Ctx().get(), cancel, &cancelled);
+  INFO(refused.error_message().substr(0, 300));
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  REQUIRE(daemon.Stop() == 0);
+
+  Status restarted = daemon.Start();
+  INFO(restarted.message().substr(0, 2000));
+  REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
+  CHECK(WatchSeqs(daemon, batch) == Seqs(events));
+  for (const std::string& line : Lines(ReadFileOrEmpty(dir / fmt::format("state/journal/batch-{}.jsonl", batch)))) {
+    CHECK(line.size() <= kJournalLineBound);
+  }
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not stop the start, and its event is still served") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  std::string batch = SubmitOne(*stub);
+  REQUIRE(daemon.Stop() == 0);
+  // What an older temperd left: a committed 2 MiB event, whole in the store and in the file.
+  EventRecord legacy = InsertLegacyEvent(dir / "state/temper.db", std::stoll(batch), 2 << 20);
+  std::string file = dir / fmt::format("state/journal/batch-{}.jsonl", batch);
+  dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch),
+            ReadFileOrEmpty(file) + JournalFiles::ToJsonLine(legacy) + "\n");
+
+  Status restarted = daemon.Start();
+  INFO(restarted.message().substr(0, 2000));
+  REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
+  REQUIRE(events.size() == 2);
+  CHECK(events[1].seq() == legacy.seq);
+  CHECK(WatchSeqs(daemon, batch) == Seqs(events));
+  CHECK(FileSeqs(file) == Seqs(events));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cut, and the file keeps every event once") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  std::string batch = SubmitOne(*stub);
+  REQUIRE(daemon.Stop() == 0);
+  // A 3 MiB event was committed, and the crash came halfway through appending its line.
+  EventRecord legacy = InsertLegacyEvent(dir / "state/temper.db", std::stoll(batch), 3 << 20);
+  std::string file = dir / fmt::format("state/journal/batch-{}.jsonl", batch);
+  std::string line = JournalFiles::ToJsonLine(legacy);
+  dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch), ReadFileOrEmpty(file) + line.substr(0, line.size() / 2));
+
+  Status restarted = daemon.Start();
+  INFO(restarted.message().substr(0, 2000));
+  REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
+  REQUIRE(events.size() == 2);
+  CHECK(FileSeqs(file) == Seqs(events));
+  CHECK(WatchSeqs(daemon, batch) == Seqs(events));
+  INFO(daemon.Log());
+  CHECK_THAT(daemon.Log(), Catch::Contains(file) && Catch::Contains("torn"));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("journal brick: garbage in a journal file is reported with file and line, and temperd starts with every event") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  std::string batch = SubmitOne(*stub);
+  temper::v1::CancelBatchRequest cancel;
+  cancel.set_batch_id(batch);
+  cancel.set_reason("a reason");
+  temper::v1::Batch cancelled;
+  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &cancelled).ok());
+  REQUIRE(daemon.Stop() == 0);
+  std::string name = fmt::format("state/journal/batch-{}.jsonl", batch);
+  std::vector<std::string> lines = Lines(ReadFileOrEmpty(dir / name));
+  REQUIRE(lines.size() == 2);
+  // Line 2 is garbage in the middle; line 4, the last, is JSON but no event.
+  dir.Write(name, lines[0] + "\n" + "\x01garbage\xff in the middle\n" + lines[1] + "\n" + "{\"not\": \"an event\"}\n");
+
+  Status restarted = daemon.Start();
+  INFO(restarted.message().substr(0, 2000));
+  REQUIRE(restarted.ok());
+  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  std::string log = daemon.Log();
+  INFO(log);
+  CHECK_THAT(log, Catch::Contains(dir / name + ":2:") && Catch::Contains(dir / name + ":4:"));
+  std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
+  CHECK(events.size() == 2);
+  CHECK(WatchSeqs(daemon, batch) == Seqs(events));
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("EMFILE: temperd out of descriptors on its unix socket neither spins nor dies, and serves once they free up") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  temper::v1::ListBatchesResponse list;
+  REQUIRE(daemon.Stub()->ListBatches(Ctx().get(), {}, &list).ok());
+  SqueezeDescriptors(daemon.pid());
+  Hogs hogs;
+  for (int i = 0; i < 48; ++i) {
+    int fd = ConnectUnix(daemon.socket_path());
+    if (fd >= 0) hogs.fds.push_back(fd);
+  }
+  REQUIRE(hogs.fds.size() > 16);
+  CheckQuietWhileOutOfDescriptors(daemon);
+  hogs.Release();
+  auto ctx = Ctx(10);
+  ctx->set_wait_for_ready(true);
+  grpc::Status served = daemon.Stub()->ListBatches(ctx.get(), {}, &list);
+  INFO(served.error_message());
+  CHECK(served.ok());
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening and serves once they free up") {
+  TempDir dir;
+  ProcessResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                                  "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                                  "-keyout", dir / "key.pem", "-out", dir / "cert.pem"});
+  INFO(gen.err);
+  REQUIRE(gen.exit_code == 0);
+  chmod(dir.Write("token", "s3cret-token\n").c_str(), 0600);
+  int port = FreePort();
+  DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
+                                                      "tls_key: key.pem\ntoken_file: token", port)});
+  Status started = daemon.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFileOrEmpty(dir / "cert.pem");
+  auto creds = grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"));
+  auto list = [&] {
+    auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(fmt::format("localhost:{}", port), creds));
+    temper::v1::ListBatchesResponse out;
+    return stub->ListBatches(Ctx(10).get(), {}, &out);
+  };
+  REQUIRE(list().ok());
+  SqueezeDescriptors(daemon.pid());
+  Hogs hogs;
+  for (int i = 0; i < 48; ++i) {
+    int fd = ConnectTcp(port);
+    if (fd >= 0) hogs.fds.push_back(fd);
+  }
+  REQUIRE(hogs.fds.size() > 16);
+  CheckQuietWhileOutOfDescriptors(daemon);
+  hogs.Release();
+  std::this_thread::sleep_for(1s);
+  grpc::Status served = list();
+  INFO(served.error_message());
+  CHECK(served.ok());
+  CHECK(daemon.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace temper::testing
