@@ -38,15 +38,6 @@ std::vector<nlohmann::json> ToolCalls(const LoopDaemon& d, const std::string& ba
   return out;
 }
 
-// Removes what a daemon that had to be killed left mounted, at the end of the test whatever happened.
-struct UnmountAtEnd {
-  const LoopDaemon& d;
-  ~UnmountAtEnd() {
-    d.daemon->StopWithin(SIGKILL, 10s);
-    security::UnmountUnder(d.dir.path());
-  }
-};
-
 TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at once, cancel and shutdown finish") {
   ModelScript script;
   // Whichever rule the Architect takes first, its last command turns both rules' fix script paths
@@ -55,8 +46,7 @@ TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at onc
   script.regress_command = fmt::format("mkfifo {} {}", scripted::FixScriptPath(kRuleA), scripted::FixScriptPath(kRuleB));
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  LoopDaemon d(**server);
-  UnmountAtEnd cleanup{d};
+  LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
   const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
 
   // The second rule's write_file meets the FIFO: it must come back with an error naming it.
@@ -93,8 +83,7 @@ TEST_CASE("fallocate -l 100G by the Worker through temperd hits the writable lay
   script.regress_command = "fallocate -l 100G /big";
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  LoopDaemon d(**server);
-  UnmountAtEnd cleanup{d};
+  LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
   const std::uint64_t host_free_before = security::FreeBytes(d.dir.path());
   const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
   temper::v1::Batch batch = d.WaitUntilEnded(id);

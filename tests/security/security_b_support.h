@@ -1,23 +1,17 @@
 // What the target-safety attack cases (part B) share: running a call that may block forever with a
-// deadline and a way to free it, the free space of the file system holding a path, and removing
-// every mount a killed daemon left under a directory.
+// deadline and a way to free it, and the free space of the file system holding a path.
 #pragma once
 
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <functional>
 #include <future>
-#include <sstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace temper::security {
 
@@ -61,21 +55,6 @@ inline std::uint64_t FreeBytes(const std::string& path) {
   struct statvfs s {};
   if (::statvfs(path.c_str(), &s) != 0) return 0;
   return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
-}
-
-// Detaches every mount at or below `dir`, deepest first (a daemon killed with -9 leaves its
-// overlays and disk images mounted).
-inline void UnmountUnder(const std::string& dir) {
-  std::ifstream in("/proc/self/mountinfo");
-  std::vector<std::string> points;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::string id, parent, dev, root, point;
-    fields >> id >> parent >> dev >> root >> point;
-    if (point == dir || point.rfind(dir + "/", 0) == 0) points.push_back(point);
-  }
-  std::sort(points.begin(), points.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
-  for (const std::string& p : points) ::umount2(p.c_str(), MNT_DETACH);
 }
 
 }  // namespace temper::security
