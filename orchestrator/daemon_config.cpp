@@ -148,6 +148,32 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   return Status::OK();
 }
 
+Status ParseSandbox(const YamlNode& node, stig::SandboxCaps& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"pids", "memory", "cpu_weight", "disk"}));
+  auto bytes = [](const YamlNode& n) -> Result<uint64_t> {
+    TEMPER_ASSIGN_OR_RETURN(std::string text, n.AsString());
+    Result<uint64_t> v = stig::ParseBytes(text);
+    if (!v.ok()) return n.Error(v.status().message());
+    return v;
+  };
+  if (auto n = node.Find("pids")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, INT32_MAX));
+    out.pids = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("memory")) {
+    TEMPER_ASSIGN_OR_RETURN(out.memory_bytes, bytes(*n));
+  }
+  if (auto n = node.Find("cpu_weight")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, INT32_MAX));
+    out.cpu_weight = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("disk")) {
+    TEMPER_ASSIGN_OR_RETURN(out.disk_bytes, bytes(*n));
+  }
+  if (Status s = out.Validate(); !s.ok()) return node.Error(s.message());
+  return Status::OK();
+}
+
 Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes"}));
   if (auto n = node.Find("fixpoint_passes")) {
@@ -227,8 +253,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir",
                                                  "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "ssh", "targets", "loop",
-                                                 "waivers"}));
+                                                 "default_budgets", "package_cache", "ssh", "sandbox", "targets",
+                                                 "loop", "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -273,6 +299,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
                                 "e.g. /run/temper/ssh)",
                                 config.ssh.control_dir, config.ssh.control_dir.size(), kMaxSshControlDir));
   }
+  if (auto n = root.Find("sandbox")) TEMPER_RETURN_IF_ERROR(ParseSandbox(*n, config.sandbox));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
   if (auto n = root.Find("loop")) TEMPER_RETURN_IF_ERROR(ParseLoop(*n, config));
   if (auto n = root.Find("waivers")) {

@@ -14,6 +14,7 @@
 #include "orchestrator/fixpoint.h"
 #include "orchestrator/records.h"
 #include "stig/package_cache.h"
+#include "stig/sandbox_caps.h"
 
 namespace temper {
 
@@ -72,6 +73,9 @@ struct DaemonConfig {
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
   SshConfig ssh;
+  // sandbox: what each rootfs target's sandboxed commands may take of the host (pids, memory,
+  // cpu_weight per command; disk for all the target's layers). Defaults in stig/sandbox_caps.h.
+  stig::SandboxCaps sandbox;
   // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
   uint32_t fixpoint_passes = kDefaultFixpointPasses;
   std::vector<TargetConfig> targets;

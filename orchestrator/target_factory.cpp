@@ -29,7 +29,8 @@ Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, con
   }
   // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
   Result<std::unique_ptr<stig::RootfsTarget>> opened =
-      stig::RootfsTarget::Open(target.name, target.path + "/state", target.path + "/root", config.package_cache);
+      stig::RootfsTarget::Open(target.name, target.path + "/state", target.path + "/root", config.package_cache,
+                               config.sandbox);
   if (!opened.ok()) return opened.status().WithContext(fmt::format("target {} ({})", target.name, target.path));
   return std::unique_ptr<stig::Target>(std::move(*opened));
 }

@@ -26,18 +26,32 @@ Status TargetTools::CheckCancelled() const {
   return Status::OK();
 }
 
-Result<CommandResult> TargetTools::RunCommand(const std::string& command, std::chrono::seconds timeout) {
-  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+stig::SandboxLimits TargetTools::Limits(std::chrono::seconds timeout) const {
   stig::SandboxLimits limits;
   limits.timeout = timeout;
-  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult run, target_.Run(command, limits));
+  limits.memory_limit_bytes = 0;  // the target's own cap (temperd.yaml sandbox.memory)
+  limits.stop_requested = cancelled_;
+  return limits;
+}
+
+Result<CommandResult> TargetTools::RunCommand(const std::string& command, std::chrono::seconds timeout) {
+  TEMPER_RETURN_IF_ERROR(CheckCancelled());
+  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult run, target_.Run(command, Limits(timeout)));
+  std::string output = std::move(run.out);
+  if (run.out_truncated) output += "\n[stdout cut by the sandbox's output limit]\n";
+  output += run.err;
+  if (run.err_truncated) output += "\n[stderr cut by the sandbox's output limit]\n";
+  if (!run.cap_hit.empty()) {
+    return Status::FailedPrecondition(fmt::format("{}; its output:\n{}", run.Describe(), output));
+  }
+  if (run.stopped) {  // by `cancelled_`, the only other reason the sandbox stops a command
+    return Status::Cancelled(fmt::format("target {}: the batch was cancelled or temperd is stopping; the command was {}",
+                                         target_.name(), run.Describe()));
+  }
   CommandResult out;
   out.timed_out = run.timed_out;
   out.exit_status = run.term_signal != 0 ? 128 + run.term_signal : run.exit_code;
-  out.output = std::move(run.out);
-  if (run.out_truncated) out.output += "\n[stdout cut by the sandbox's output limit]\n";
-  out.output += run.err;
-  if (run.err_truncated) out.output += "\n[stderr cut by the sandbox's output limit]\n";
+  out.output = std::move(output);
   return out;
 }
 
@@ -60,18 +74,14 @@ Status TargetTools::WriteFile(const std::string& path, const std::string& conten
 
 Result<std::string> TargetTools::InstallPackages(const std::vector<std::string>& names, std::chrono::seconds timeout) {
   TEMPER_RETURN_IF_ERROR(CheckCancelled());
-  stig::SandboxLimits limits;
-  limits.timeout = timeout;
-  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::InstallPackages(target_, names, limits));
+  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::InstallPackages(target_, names, Limits(timeout)));
   return Report(change, "installed (already present)");
 }
 
 Result<std::string> TargetTools::RemovePackages(const std::vector<std::string>& names, bool purge,
                                                 std::chrono::seconds timeout) {
   TEMPER_RETURN_IF_ERROR(CheckCancelled());
-  stig::SandboxLimits limits;
-  limits.timeout = timeout;
-  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::RemovePackages(target_, names, purge, limits));
+  TEMPER_ASSIGN_OR_RETURN(stig::PackageChange change, stig::RemovePackages(target_, names, purge, Limits(timeout)));
   return Report(change, "removed");
 }
 

@@ -2,7 +2,10 @@
 // stig/ and the target never sees a model.
 //
 // Every call first asks `cancelled()`: once the batch is cancelled or the daemon stops, the tools
-// answer Cancelled, which ends the Worker's attempt at its next step instead of after its budget.
+// answer Cancelled, which ends the Worker's attempt at its next step instead of after its budget;
+// a command (or package install) running then is stopped within about 100 ms, not at its timeout.
+// A command that hits one of the sandbox's caps (pids, memory, the writable layer's size) is a
+// FailedPrecondition naming the cap, followed by its output, which the model is shown.
 // Files are written root-owned, mode 0644, or 0755 when they start with "#!" (scripts the model
 // writes to run next). Command output is stdout followed by stderr: the sandbox captures them on
 // separate pipes, so their interleaving is not kept.
@@ -31,6 +34,8 @@ class TargetTools final : public WorkerTools {
 
  private:
   Status CheckCancelled() const;
+  // Limits of a Worker's command: `timeout`, the target's memory cap, stopped by `cancelled_`.
+  stig::SandboxLimits Limits(std::chrono::seconds timeout) const;
 
   stig::Target& target_;
   std::function<bool()> cancelled_;

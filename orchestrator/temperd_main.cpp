@@ -4,7 +4,9 @@
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +19,25 @@
 #include "orchestrator/models_config.h"
 
 namespace {
+
+// temperd's oom_score_adj: when the host runs out of memory, the daemon that can stop and revert
+// what runs in its sandboxes (whose processes are the first choice, at 1000: stig/sandbox.h) is
+// among the last to go. Not -1000, which would make it unkillable even when it is the leak.
+constexpr int kOomScoreAdj = -900;
+
+// Lowering the score takes CAP_SYS_RESOURCE; without it temperd runs unshielded and says so.
+void ShieldFromOomKiller(const temper::Logger& log) {
+  FILE* f = std::fopen("/proc/self/oom_score_adj", "we");
+  bool ok = f != nullptr && std::fprintf(f, "%d", kOomScoreAdj) > 0;
+  int e = errno;
+  if (f != nullptr && std::fclose(f) != 0) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    log.Warning("temperd cannot shield itself from the OOM killer (oom_score_adj {}): {}", kOomScoreAdj, std::strerror(e));
+  }
+}
 
 int Run(int argc, char** argv) {
   CLI::App app("temperd: hardens hosts against STIG rules with an LLM remediation loop", "temperd");
@@ -73,6 +94,7 @@ int Run(int argc, char** argv) {
     return 0;
   }
 
+  ShieldFromOomKiller(log);
   temper::Result<std::unique_ptr<temper::Daemon>> daemon = temper::Daemon::Start(*config, log, &grpc::reflection::InitProtoReflectionServerBuilderPlugin);
   if (!daemon.ok()) {
     log.Error("cannot start: {}", daemon.status().message());

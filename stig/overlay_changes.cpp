@@ -1,6 +1,7 @@
 #include "stig/overlay_changes.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -9,7 +10,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -18,6 +18,8 @@
 
 #include "stig/dpkg_status.h"
 #include "stig/process.h"
+#include "stig/scratch_dir.h"
+#include "stig/target_file.h"
 
 namespace temper::stig {
 namespace {
@@ -39,8 +41,11 @@ std::string Parent(const std::string& path) {
 
 std::string Base(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// A path as it is found in one tree: where it lives on the host, and its lstat.
+// A path as it is found in one tree: the tree (a layer directory or the merged mount) and the
+// path in it, where that is on the host, and its lstat.
 struct Found {
+  std::string tree;
+  std::string path;
   std::string host_path;
   struct stat st;
 };
@@ -96,30 +101,32 @@ Result<FileState> StateOf(const Found& f) {
   return s;
 }
 
-// Up to `max` bytes of a host file.
-Result<std::string> ReadHead(const std::string& host_path, std::size_t max) {
-  std::ifstream in(host_path, std::ios::binary);
-  if (!in) return Status::IOError("opening " + host_path);
-  std::string out(max, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(max));
-  if (in.bad()) return Status::IOError("reading " + host_path);
-  out.resize(static_cast<std::size_t>(in.gcount()));
-  return out;
+// Up to `max` bytes of a regular file a tree holds, opened without following a link and checked
+// to be a regular file before it is opened (target_file.h): a FIFO swapped in never blocks us.
+Result<std::string> ReadHead(const Found& f, std::size_t max) {
+  TEMPER_ASSIGN_OR_RETURN(UniqueFd fd, OpenLayerFile(f.tree, f.path));
+  return ReadUpTo(fd.get(), max, f.host_path);
 }
 
-Result<bool> SameContent(const std::string& a, const std::string& b) {
-  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
-  if (!fa) return Status::IOError("opening " + a);
-  if (!fb) return Status::IOError("opening " + b);
-  char ba[65536], bb[65536];
+Result<bool> SameContent(const Found& a, const Found& b) {
+  TEMPER_ASSIGN_OR_RETURN(UniqueFd fa, OpenLayerFile(a.tree, a.path));
+  TEMPER_ASSIGN_OR_RETURN(UniqueFd fb, OpenLayerFile(b.tree, b.path));
+  constexpr std::size_t kChunk = 65536;
   while (true) {
-    fa.read(ba, sizeof ba);
-    fb.read(bb, sizeof bb);
-    if (fa.bad() || fb.bad()) return Status::IOError("reading " + a + " and " + b);
-    if (fa.gcount() != fb.gcount()) return false;
-    if (fa.gcount() == 0) return true;
-    if (std::memcmp(ba, bb, static_cast<std::size_t>(fa.gcount())) != 0) return false;
+    TEMPER_ASSIGN_OR_RETURN(std::string ca, ReadUpTo(fa.get(), kChunk, a.host_path));
+    TEMPER_ASSIGN_OR_RETURN(std::string cb, ReadUpTo(fb.get(), kChunk, b.host_path));
+    if (ca != cb) return false;
+    if (ca.size() < kChunk) return true;
   }
+}
+
+Status WriteWhole(const std::string& path, const std::string& text) {
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd.valid()) return Status::FromErrno(errno, "creating " + path);
+  if (::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    return Status::FromErrno(errno, "writing " + path);
+  }
+  return Status::OK();
 }
 
 // What `diff -u --label a/REL --label b/REL` prints for a file that is all added (or all
@@ -167,7 +174,7 @@ class MergedReader : public TreeReader {
     std::string host = merged_ + path;
     TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(host));
     if (!st) return std::optional<Found>();
-    return std::optional<Found>(Found{host, *st});
+    return std::optional<Found>(Found{merged_, path, host, *st});
   }
   Result<std::vector<std::string>> List(const std::string& path) override {
     TEMPER_ASSIGN_OR_RETURN(std::optional<Found> f, Find(path));
@@ -188,29 +195,29 @@ class LowerReader : public TreeReader {
     if (path == "/") {
       TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(lowers_.front()));
       if (!st) return Status::IOError("the lower layer " + lowers_.front() + " is missing");
-      return std::optional<Found>(Found{lowers_.front(), *st});
+      return std::optional<Found>(Found{lowers_.front(), "/", lowers_.front(), *st});
     }
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<std::string>* parents, DirLayers(Parent(path)));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<LayerDir>* parents, DirLayers(Parent(path)));
     std::string name = Base(path);
-    for (const std::string& dir : *parents) {
-      std::string host = dir + "/" + name;
+    for (const LayerDir& dir : *parents) {
+      std::string host = dir.host + "/" + name;
       TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(host));
       if (!st) continue;
       if (IsWhiteout(*st)) return std::optional<Found>();
-      return std::optional<Found>(Found{host, *st});  // a directory's own metadata is the topmost's
+      return std::optional<Found>(Found{dir.layer, path, host, *st});  // a directory's own metadata is the topmost's
     }
     return std::optional<Found>();
   }
 
   Result<std::vector<std::string>> List(const std::string& path) override {
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<std::string>* layers, DirLayers(path));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<LayerDir>* layers, DirLayers(path));
     std::set<std::string> seen;
     std::vector<std::string> out;
-    for (const std::string& dir : *layers) {
-      TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> names, HostEntries(dir));
+    for (const LayerDir& dir : *layers) {
+      TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> names, HostEntries(dir.host));
       for (const std::string& name : names) {
         if (!seen.insert(name).second) continue;  // a layer above decided this name
-        TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(dir + "/" + name));
+        TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(dir.host + "/" + name));
         if (st && !IsWhiteout(*st)) out.push_back(name);
       }
     }
@@ -219,23 +226,29 @@ class LowerReader : public TreeReader {
   }
 
  private:
+  // One layer's directory for a path: the layer, and the directory on the host.
+  struct LayerDir {
+    std::string layer;
+    std::string host;
+  };
+
   // The layer directories whose contents make up directory `path`, topmost first: the topmost
   // layer's directory, then the same directory in each layer below, down to an opaque one or to a
   // layer where the name is a whiteout or not a directory. Empty when `path` is not a directory.
-  Result<const std::vector<std::string>*> DirLayers(const std::string& path) {
+  Result<const std::vector<LayerDir>*> DirLayers(const std::string& path) {
     if (auto it = dirs_.find(path); it != dirs_.end()) return &it->second;
-    std::vector<std::string> out;
+    std::vector<LayerDir> out;
     if (path == "/") {
-      out = lowers_;
+      for (const std::string& l : lowers_) out.push_back({l, l});
     } else {
-      TEMPER_ASSIGN_OR_RETURN(const std::vector<std::string>* parents, DirLayers(Parent(path)));
+      TEMPER_ASSIGN_OR_RETURN(const std::vector<LayerDir>* parents, DirLayers(Parent(path)));
       std::string name = Base(path);
-      for (const std::string& dir : *parents) {
-        std::string host = dir + "/" + name;
+      for (const LayerDir& dir : *parents) {
+        std::string host = dir.host + "/" + name;
         TEMPER_ASSIGN_OR_RETURN(std::optional<struct stat> st, Lstat(host));
         if (!st) continue;
         if (!S_ISDIR(st->st_mode)) break;  // a whiteout or a non-directory hides what is below
-        out.push_back(host);
+        out.push_back({dir.layer, host});
         if (IsOpaque(host)) break;
       }
     }
@@ -243,7 +256,7 @@ class LowerReader : public TreeReader {
   }
 
   std::vector<std::string> lowers_;
-  std::map<std::string, std::vector<std::string>> dirs_;
+  std::map<std::string, std::vector<LayerDir>> dirs_;
 };
 
 class Collector {
@@ -299,7 +312,7 @@ class Collector {
   Status Deleted(const std::string& path, const Found& before) {
     FileChange c{.path = path, .change = FileChangeKind::kDeleted};
     TEMPER_ASSIGN_OR_RETURN(c.before, StateOf(before));
-    if (S_ISREG(before.st.st_mode)) TEMPER_RETURN_IF_ERROR(Diff(c, before.host_path, ""));
+    if (S_ISREG(before.st.st_mode)) TEMPER_RETURN_IF_ERROR(Diff(c, &before, nullptr));
     out_.files.push_back(std::move(c));
     if (!S_ISDIR(before.st.st_mode)) return Status::OK();
     TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> children, lower_.List(path));
@@ -323,7 +336,7 @@ class Collector {
       } else if (c.after->type == FileType::kFile) {
         content_changed = c.before->size != c.after->size;
         if (!content_changed) {
-          TEMPER_ASSIGN_OR_RETURN(bool same, SameContent(before->host_path, after.host_path));
+          TEMPER_ASSIGN_OR_RETURN(bool same, SameContent(*before, after));
           content_changed = !same;
         }
         c.change = content_changed ? FileChangeKind::kModified : FileChangeKind::kMetadata;
@@ -336,24 +349,24 @@ class Collector {
     bool before_file = before && S_ISREG(before->st.st_mode);
     bool after_file = S_ISREG(after.st.st_mode);
     if (content_changed && (before_file || after_file)) {
-      TEMPER_RETURN_IF_ERROR(Diff(c, before_file ? before->host_path : "", after_file ? after.host_path : ""));
+      TEMPER_RETURN_IF_ERROR(Diff(c, before_file ? &*before : nullptr, after_file ? &after : nullptr));
     }
     out_.files.push_back(std::move(c));
     return Status::OK();
   }
 
-  // Fills c.diff, c.binary or c.diff_skipped for regular-file content at the host paths (empty:
-  // that side has none).
-  Status Diff(FileChange& c, const std::string& before, const std::string& after) {
+  // Fills c.diff, c.binary or c.diff_skipped for the regular files `before` and `after` (null: that
+  // side has none).
+  Status Diff(FileChange& c, const Found* before, const Found* after) {
     bool large = false;
     std::string text[2];  // the sides' contents, when they are small enough to diff
-    const std::pair<const std::string&, const std::optional<FileState>&> sides[] = {{before, c.before}, {after, c.after}};
+    const std::pair<const Found*, const std::optional<FileState>&> sides[] = {{before, c.before}, {after, c.after}};
     for (int i = 0; i < 2; ++i) {
-      const auto& [host, state] = sides[i];
-      if (host.empty()) continue;
+      const auto& [found, state] = sides[i];
+      if (found == nullptr) continue;
       bool big = state->size > kMaxDiffFileBytes;
       large = large || big;
-      TEMPER_ASSIGN_OR_RETURN(text[i], ReadHead(host, big ? kBinarySniffBytes : kMaxDiffFileBytes));
+      TEMPER_ASSIGN_OR_RETURN(text[i], ReadHead(*found, big ? kBinarySniffBytes : kMaxDiffFileBytes));
       if (text[i].find('\0') != std::string::npos) c.binary = true;
     }
     if (c.binary) return Status::OK();
@@ -366,13 +379,22 @@ class Collector {
       return Status::OK();
     }
     std::string rel = c.path.substr(1);
-    if (before.empty() || after.empty()) {
+    if (before == nullptr || after == nullptr) {
       // A file added or deleted whole: the diff is every line on one side, written here rather than
       // by a diff process per file (a package install adds thousands).
-      c.diff = OneSidedDiff(rel, before.empty() ? text[1] : text[0], /*added=*/before.empty());
+      c.diff = OneSidedDiff(rel, before == nullptr ? text[1] : text[0], /*added=*/before == nullptr);
     } else {
+      // diff reads the copies read here, never the layers: nothing in them is opened by a program
+      // that follows links or blocks on FIFOs.
+      if (!copies_) {
+        TEMPER_ASSIGN_OR_RETURN(ScratchDir made, ScratchDir::Create("", "diff"));
+        copies_.emplace(std::move(made));
+      }
+      const std::string a = copies_->path() + "/a", b = copies_->path() + "/b";
+      TEMPER_RETURN_IF_ERROR(WriteWhole(a, text[0]));
+      TEMPER_RETURN_IF_ERROR(WriteWhole(b, text[1]));
       ProcessSpec spec;
-      spec.argv = {"diff", "-u", "--label", "a/" + rel, "--label", "b/" + rel, before, after};
+      spec.argv = {"diff", "-u", "--label", "a/" + rel, "--label", "b/" + rel, a, b};
       spec.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
       spec.timeout = std::chrono::seconds(30);
       spec.max_output_bytes = 4 * kMaxDiffFileBytes + 4096;
@@ -387,7 +409,6 @@ class Collector {
     return Status::OK();
   }
 
-
   Status Packages() {
     auto changed = std::find_if(out_.files.begin(), out_.files.end(),
                                 [](const FileChange& f) { return f.path == kDpkgStatus; });
@@ -397,7 +418,7 @@ class Collector {
                                 std::pair<TreeReader*, std::map<std::string, std::string>*>{&merged_, &after}}) {
       TEMPER_ASSIGN_OR_RETURN(std::optional<Found> f, reader->Find(std::string(kDpkgStatus)));
       if (!f || !S_ISREG(f->st.st_mode)) continue;
-      TEMPER_ASSIGN_OR_RETURN(std::string text, ReadHead(f->host_path, static_cast<std::size_t>(f->st.st_size)));
+      TEMPER_ASSIGN_OR_RETURN(std::string text, ReadHead(*f, static_cast<std::size_t>(f->st.st_size)));
       *into = InstalledPackages(text);
     }
     out_.packages = ComparePackages(before, after);
@@ -456,6 +477,7 @@ class Collector {
   MergedReader merged_;
   ChangeSet out_;
   std::uint64_t diff_bytes_ = 0;
+  std::optional<ScratchDir> copies_;  // the two sides of the diff being made
 };
 
 }  // namespace

@@ -16,12 +16,26 @@
 // start, a fix's layer) keep naming the same changes, and dropping is one rename, so a crash
 // leaves the layer either in the stack or in the trash, never half-moved.
 //
-// Layout of `dir`: layers/<id> (frozen), last_layer, upper/, work/, merged/ (the mount point),
-// trash/, and scratch/ while a scratch view is mounted. Requires CAP_SYS_ADMIN (root) to mount. Overlayfs stacks at most 500 lower layers;
-// Snapshot returns ResourceExhausted beyond kMaxLayers.
+// Layout of `dir` (mode 0700, root's: the layers hold whatever the sandbox made, setuid-root
+// files included, so no other user may reach them): lock; layers.img, a file system image of the
+// target's disk cap mounted at disk/ (nosuid, nodev), which holds layers/<id> (frozen), last_layer,
+// upper/, work/ and trash/, so that everything the target writes, frozen snapshots included, is
+// bounded by the image's size and a renamed layer never leaves its file system; merged/ (the
+// overlay, mounted nosuid,nodev); scratch/ while a scratch view is mounted, and trash/ for the
+// scratch views' leftovers (both on the host's file system, so an evaluation still works when the
+// target's disk is full). A directory in the layout before disk images (layers/ and upper/ right
+// in `dir`) is moved into a new image at Open. The image's root reserve belongs to no uid the
+// sandbox maps, so a daemon with CAP_SYS_RESOURCE can still snapshot and revert a target the
+// sandbox filled; without it (some containers) the trash is reaped first when the disk is full,
+// and a snapshot that still finds no room is ResourceExhausted, naming the cap.
+// Why an image and not project quotas: quotas need a host file system made and mounted for them
+// (ext4's quota feature with prjquota, XFS with pquota), which Debian's default install is not;
+// an image works on any file system, and its size is the cap whatever the host's quota setup.
+// Requires CAP_SYS_ADMIN (root) to mount, mkfs.ext4, e2fsck/resize2fs to grow, and loop devices.
+// Overlayfs stacks at most 500 lower layers; Snapshot returns ResourceExhausted beyond kMaxLayers.
 // Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
 // (held until Close) makes a second Open of the same directory fail instead of pulling the mount
-// from under the first owner. The mount stays in the caller's mount namespace until Close().
+// from under the first owner. The mounts stay in the caller's mount namespace until Close().
 #pragma once
 
 #include <atomic>
@@ -34,6 +48,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "stig/sandbox_caps.h"
 
 namespace temper::stig {
 
@@ -55,16 +70,25 @@ class OverlaySnapshots {
  public:
   static constexpr std::uint32_t kMaxLayers = 400;
 
-  // Opens (creating if needed) the stack in `dir` over `base`, and mounts it. Layers left by an
-  // earlier owner are kept. Errors: NotFound when `base` is not a directory; IOError (with mount's
-  // message) when the mount fails; DataLoss when last_layer is unreadable.
-  static Result<std::unique_ptr<OverlaySnapshots>> Open(const std::string& dir, const std::string& base);
+  // Opens (creating if needed) the stack in `dir` over `base`, and mounts it, with a disk image of
+  // `disk_bytes` (an existing smaller image grows to it; a larger one keeps its size). Layers left
+  // by an earlier owner are kept. Errors: NotFound when `base` is not a directory; IOError (with
+  // mkfs's or mount's message) when the image cannot be made or mounted; ResourceExhausted when
+  // the layers of an older layout do not fit the image; DataLoss when last_layer is unreadable.
+  static Result<std::unique_ptr<OverlaySnapshots>> Open(const std::string& dir, const std::string& base,
+                                                        std::uint64_t disk_bytes = SandboxCaps{}.disk_bytes);
   ~OverlaySnapshots();
   OverlaySnapshots(const OverlaySnapshots&) = delete;
   OverlaySnapshots& operator=(const OverlaySnapshots&) = delete;
 
   // The merged tree, where commands, reads, writes and evaluations happen.
   const std::string& merged() const { return merged_; }
+  // The size of the disk image: what all the target's layers together may hold.
+  std::uint64_t disk_bytes() const { return disk_bytes_; }
+  // Bytes the sandbox may still write (the image's root reserve is not the sandbox's).
+  std::uint64_t FreeBytes() const;
+  // True when the sandbox cannot write even a few more blocks or files.
+  bool DiskFull() const;
   // Frozen layers in the stack.
   std::uint32_t depth() const { return static_cast<std::uint32_t>(layers_.size()); }
   // The ids of the frozen layers, bottom first (ascending).
@@ -112,8 +136,14 @@ class OverlaySnapshots {
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
  private:
-  OverlaySnapshots(std::string dir, std::string base, std::vector<std::uint32_t> layers, std::uint32_t last_id);
+  OverlaySnapshots(std::string dir, std::string base);
   Status Step(std::string_view name) const { return step_hook_ ? step_hook_(name) : Status::OK(); }
+  // Makes (or grows, or moves an older layout into) the disk image and mounts it at disk/.
+  Status OpenDisk(std::uint64_t bytes);
+  Status MountDisk(const std::string& image);
+  Status UnmountDisk();
+  // Reads the stack (layers/, last_layer) from the mounted disk.
+  Status LoadStack();
   Status Mount();
   Status Unmount();
   std::string LayerDir(std::uint32_t id) const;
@@ -121,18 +151,23 @@ class OverlaySnapshots {
   Status RecordLastId(std::uint32_t id);
   // A fresh upper and work directory (the old ones to the trash), then the mount.
   Status ResetUpperAndMount();
-  // Moves `path` into trash/ (a rename, so O(1)).
+  // Moves `path` into the trash of its file system (a rename, so O(1)).
   Status Discard(const std::string& path);
-  // Empties trash/ on the reaper thread unless a reaper is already running. Trash that arrives as
-  // a reaper finishes waits for the next call (or the next Open).
+  // Empties the trash directories on the reaper thread unless a reaper is already running. Trash
+  // that arrives as a reaper finishes waits for the next call (or the next Open).
   void StartReaper();
+  // Empties the trash now (a full disk needs the space before the next command).
+  void ReapNow();
 
   std::string dir_;
   std::string base_;
+  std::string disk_;    // dir_/disk, where the image is mounted
   std::string merged_;
   std::vector<std::uint32_t> layers_;  // ascending
-  std::uint32_t last_id_;              // the highest id ever handed out
+  std::uint32_t last_id_ = 0;          // the highest id ever handed out
+  std::uint64_t disk_bytes_ = 0;
   bool mounted_ = false;
+  bool disk_mounted_ = false;
   int lock_fd_ = -1;
   std::uint64_t trash_seq_ = 0;
   std::atomic<bool> reaping_{false};

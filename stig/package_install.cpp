@@ -68,6 +68,14 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
                   const std::string& full) {
   const std::string output = Tail(full);
   const std::string names = Join(packages, " ");
+  if (!r.cap_hit.empty()) {
+    return Status::FailedPrecondition(fmt::format("{} {}: {}; the target may be left half-configured:\n{}", what, names,
+                                                  r.Describe(), output));
+  }
+  if (r.stopped) {
+    return Status::Cancelled(fmt::format("{} {} was stopped ({}): the batch was cancelled or temperd is stopping", what,
+                                         names, r.Describe()));
+  }
   if (r.timed_out) {
     return Status::FailedPrecondition(fmt::format("{} {} timed out ({}); the target may be left half-configured:\n{}",
                                                   what, names, r.Describe(), output));

@@ -12,53 +12,58 @@
 
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include <fmt/format.h>
+
+#include "stig/unique_fd.h"
 
 namespace temper::stig {
 namespace {
 
 constexpr int kUserNamespaceIdCount = 65536;  // covers nobody/nogroup (65534)
+// How often a child that closed its output is checked for having exited: commands seldom do that
+// (daemons), so the cost of polling stays small.
+constexpr auto kExitPoll = std::chrono::milliseconds(20);
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) { Reset(); fd_ = o.fd_; o.fd_ = -1; }
-    return *this;
-  }
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  void Reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
-Status MakePipe(Fd& read_end, Fd& write_end) {
+Status MakePipe(UniqueFd& read_end, UniqueFd& write_end) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe2");
-  read_end = Fd(fds[0]);
-  write_end = Fd(fds[1]);
+  read_end = UniqueFd(fds[0]);
+  write_end = UniqueFd(fds[1]);
   return Status::OK();
+}
+
+// What the child writes to /proc/self/oom_score_adj, prepared before fork: "" leaves it alone.
+std::string OomScoreText(const ProcessSpec& spec) {
+  if (spec.oom_score_adj) return std::to_string(*spec.oom_score_adj);
+  int fd = ::open("/proc/self/oom_score_adj", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  char buf[16] = {};
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  return n > 0 && buf[0] == '-' ? "0" : "";
 }
 
 // Child side after fork: only async-signal-safe calls from here to execve.
 [[noreturn]] void ChildExec(const ProcessSpec& spec, char* const* argv, char* const* envp, int in_fd,
-                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd, pid_t parent) {
+                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd, pid_t parent,
+                            const std::string& oom_score) {
   auto fail = [&](int stage) {
     int e = errno;
     int msg[2] = {stage, e};
     (void)!::write(report_fd, msg, sizeof msg);
     ::_exit(127);
   };
+  // Into the command's cgroups before anything else, so nothing it starts escapes them.
+  for (int fd : spec.join_cgroup_fds) {
+    if (::write(fd, "0", 1) != 1) fail(9);
+  }
+  if (!oom_score.empty()) {
+    int fd = ::open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, oom_score.data(), oom_score.size()) != static_cast<ssize_t>(oom_score.size())) fail(10);
+    ::close(fd);
+  }
   ::setpgid(0, 0);
   // A child outliving a killed temperd would keep reading a target that the restarted daemon is
   // about to revert; it dies with its parent instead (checked again in case the parent is gone).
@@ -95,6 +100,8 @@ const char* StageName(int stage) {
     case 4: return "creating a user namespace";
     case 5: case 6: return "synchronising the user namespace setup";
     case 8: return "closing inherited descriptors";
+    case 9: return "joining the command's cgroups";
+    case 10: return "setting its OOM score";
     default: return "executing";
   }
 }
@@ -137,7 +144,13 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, std::size_t size) {
 }  // namespace
 
 std::string ProcessResult::Describe() const {
+  if (!cap_hit.empty()) {
+    ProcessResult ended = *this;
+    ended.cap_hit.clear();
+    return fmt::format("{} ({})", cap_hit, ended.Describe());
+  }
   if (timed_out) return fmt::format("timed out after {:.1f} s", seconds);
+  if (stopped) return fmt::format("stopped after {:.1f} s", seconds);
   if (term_signal != 0) return fmt::format("killed by signal {} ({})", term_signal, strsignal(term_signal));
   return fmt::format("exit {}", exit_code);
 }
@@ -155,7 +168,9 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   for (const auto& e : spec.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
 
-  Fd in_r, in_w, out_r, out_w, err_r, err_w, sync_r, sync_w, go_r, go_w, rep_r, rep_w;
+  const std::string oom_score = OomScoreText(spec);
+
+  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, sync_r, sync_w, go_r, go_w, rep_r, rep_w;
   TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
   TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
   TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
@@ -169,7 +184,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   if (pid < 0) return Status::FromErrno(errno, "fork for " + spec.argv[0]);
   if (pid == 0) {
     ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(),
-              go_r.get(), rep_w.get(), parent);
+              go_r.get(), rep_w.get(), parent, oom_score);
   }
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins, both are harmless
   in_r.Reset();
@@ -208,6 +223,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   if (spec.stdin_data.empty()) in_w.Reset();
   if (in_w.get() >= 0) ::fcntl(in_w.get(), F_SETFL, O_NONBLOCK);
   auto deadline = start + spec.timeout;
+  auto next_stop_check = start;
   char buf[65536];
   while (out_r.get() >= 0 || err_r.get() >= 0 || in_w.get() >= 0) {
     pollfd fds[3];
@@ -226,6 +242,20 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
       }
       wait_ms = static_cast<int>(std::min<long long>(left.count(), 1000));
     }
+    if (spec.stop_when) {
+      // Asked once per stop_poll, however much output wakes the loop up in between.
+      auto now = std::chrono::steady_clock::now();
+      if (now >= next_stop_check) {
+        if (spec.stop_when()) {
+          result.stopped = true;
+          break;
+        }
+        next_stop_check = now + spec.stop_poll;
+      }
+      long long poll_ms = std::max<long long>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(next_stop_check - now).count());
+      wait_ms = wait_ms < 0 ? static_cast<int>(poll_ms) : static_cast<int>(std::min<long long>(wait_ms, poll_ms));
+    }
     int r = ::poll(fds, nfds, wait_ms);
     if (r < 0) {
       if (errno == EINTR) continue;
@@ -233,7 +263,7 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
       kill_and_reap();
       return Status::FromErrno(e, "poll on the output of " + spec.argv[0]);
     }
-    auto drain = [&](int idx, Fd& fd, std::string& sink, bool& truncated) {
+    auto drain = [&](int idx, UniqueFd& fd, std::string& sink, bool& truncated) {
       if (idx < 0 || !(fds[idx].revents & (POLLIN | POLLHUP | POLLERR))) return;
       ssize_t n = ::read(fd.get(), buf, sizeof buf);
       if (n <= 0) {
@@ -258,14 +288,28 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
       if (in_off == spec.stdin_data.size()) in_w.Reset();
     }
   }
-  if (result.timed_out) {
+  // A child may close its output and run on: the timeout and stop_when hold until it exits.
+  int st = 0;
+  while (!result.timed_out && !result.stopped) {
+    pid_t waited = ::waitpid(pid, &st, WNOHANG);
+    if (waited == pid) break;
+    if (waited < 0 && errno != EINTR) {
+      int e = errno;
+      kill_and_reap();
+      return Status::FromErrno(e, "waitpid for " + spec.argv[0]);
+    }
+    if (spec.timeout.count() > 0 && std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+    } else if (spec.stop_when && spec.stop_when()) {
+      result.stopped = true;
+    } else {
+      std::this_thread::sleep_for(kExitPoll);
+    }
+  }
+  if (result.timed_out || result.stopped) {
     kill_and_reap();
     result.term_signal = SIGKILL;
   } else {
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0) {
-      if (errno != EINTR) return Status::FromErrno(errno, "waitpid for " + spec.argv[0]);
-    }
     // A sandbox may leave daemons behind in the group when it has no pid namespace of its own.
     ::kill(-pid, SIGKILL);
     if (WIFEXITED(st)) result.exit_code = WEXITSTATUS(st);

@@ -13,6 +13,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,18 @@ struct ProcessSpec {
   // file ownership stays exact, while host-wide privileged operations (sysctl, mounts of host
   // file systems, module loading, device nodes) are refused by the kernel.
   bool new_user_namespace = false;
+  // Descriptors of cgroup.procs files (stig/cgroup.h) the child writes "0" to first thing after
+  // fork, so it and everything it starts run in those cgroups from their first instruction. The
+  // caller keeps them open until RunProcess returns.
+  std::vector<int> join_cgroup_fds;
+  // The child's oom_score_adj. Unset: inherited, except that a negative score (a daemon shielding
+  // itself from the OOM killer) becomes 0, so no child is shielded by accident.
+  std::optional<int> oom_score_adj;
+  // Asked every `stop_poll` while the child runs; when it answers true, the child's process group
+  // is killed and the result says `stopped` (a cap was hit, the batch was cancelled). Called on
+  // the thread that called RunProcess.
+  std::function<bool()> stop_when;
+  std::chrono::milliseconds stop_poll{100};
 };
 
 struct ProcessResult {
@@ -53,9 +67,15 @@ struct ProcessResult {
   // The child closed its stdin (or exited) before taking all of stdin_data: the write got EPIPE.
   bool stdin_cut_short = false;
   double seconds = 0;
+  // Killed because ProcessSpec::stop_when asked for it.
+  bool stopped = false;
+  // Set by the sandbox (sandbox.h, rootfs_target.h) when the command hit one of its caps: the
+  // named error, e.g. "the command hit the sandbox's pids cap of 512". Empty otherwise.
+  std::string cap_hit;
 
-  bool Succeeded() const { return !timed_out && term_signal == 0 && exit_code == 0; }
-  // "exit 2", "killed by signal 9", "timed out after 5.0 s".
+  bool Succeeded() const { return !timed_out && !stopped && term_signal == 0 && exit_code == 0 && cap_hit.empty(); }
+  // "exit 2", "killed by signal 9", "timed out after 5.0 s", "stopped after 0.4 s", or the cap
+  // hit followed by how the command ended.
   std::string Describe() const;
 };
 

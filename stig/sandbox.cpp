@@ -2,9 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace temper::stig {
+namespace {
+
+// The OOM killer's score adjustment of every sandboxed process: the most it can be. When the host
+// runs out of memory, what a target runs is what should go first (never temperd, never sshd).
+constexpr int kSandboxOomScoreAdj = 1000;
+
+}  // namespace
 
 std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command,
                                      const SandboxExtras& extras) {
@@ -45,20 +53,35 @@ std::vector<std::string> SandboxArgv(const std::string& root, const std::string&
 }
 
 Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& command, const SandboxLimits& limits,
-                                   const SandboxExtras& extras) {
+                                   CgroupTree& cgroups, const SandboxCaps& caps, const SandboxExtras& extras) {
   if (::geteuid() != 0) {
     return Status::FailedPrecondition("the rootfs sandbox needs root on the host to map the id range");
   }
   std::error_code ec;
   if (!std::filesystem::is_directory(root, ec)) return Status::NotFound("sandbox root " + root + " is not a directory");
+  SandboxCaps effective = caps;
+  if (limits.memory_limit_bytes > 0) effective.memory_bytes = std::min(caps.memory_bytes, limits.memory_limit_bytes);
+  Result<std::unique_ptr<CommandCgroup>> cgroup = cgroups.NewCommand(effective);
+  if (!cgroup.ok()) return Status::Unavailable(cgroup.status().message()).WithContext("making the sandbox's cgroup");
+  CommandCgroup& cg = **cgroup;
   ProcessSpec spec;
   spec.argv = SandboxArgv(root, command, extras);
   spec.timeout = limits.timeout;
-  spec.memory_limit_bytes = limits.memory_limit_bytes;
+  // The cgroup caps the memory of the whole command; a per-process address-space limit would only
+  // make a single large process fail before the cap could name what happened.
+  spec.memory_limit_bytes = 0;
   spec.max_output_bytes = limits.max_output_bytes;
   spec.new_user_namespace = true;
+  spec.join_cgroup_fds = cg.join_fds();
+  spec.oom_score_adj = kSandboxOomScoreAdj;
+  spec.stop_when = [&] { return (limits.stop_requested && limits.stop_requested()) || cg.CapHit().has_value(); };
   Result<ProcessResult> r = RunProcess(spec);
+  if (r.ok()) {
+    if (std::optional<CapKind> hit = cg.CapHit()) r->cap_hit = CapHitMessage(*hit, effective);
+  }
+  Status removed = cg.Remove();
   if (!r.ok()) return r.status().WithContext("starting the sandbox over " + root);
+  if (!removed.ok()) return Status::Unavailable(removed.message()).WithContext("ending the sandbox over " + root);
   return r;
 }
 

@@ -7,28 +7,43 @@
 // uid (sysctl files do), the model is Docker's: /proc/sys is bound read-only, and capabilities
 // are cut to Docker's default set less NET_RAW and MKNOD, so without CAP_SYS_ADMIN nothing can be
 // remounted writable, and the user namespace gives no capability over host resources. The network
-// namespace has only a loopback that is down, so the network is unreachable. Time, memory (RLIMIT_AS) and output are bounded by the
-// process runner, and killing bubblewrap (the pid namespace's init) ends every process inside.
+// namespace has only a loopback that is down, so the network is unreachable.
 //
-// Requires root on the host (to map the id range) and /usr/bin/bwrap.
-// Thread safety: RunInSandbox is reentrant.
+// What the command may take of the host is capped by the kernel: it runs in a cgroup of its own
+// (stig/cgroup.h) with the target's pids, memory and CPU caps (sandbox_caps.h), made before it
+// starts and removed, with anything left in it, after it ends; hitting a cap ends the command at
+// once and the result names the cap (ProcessResult::cap_hit). Its processes are the OOM killer's
+// first choice on the host (oom_score_adj 1000). Time and output are bounded by the process
+// runner, and killing bubblewrap (the pid namespace's init) ends every process inside.
+//
+// Requires root on the host (to map the id range, to make cgroups) and /usr/bin/bwrap.
+// Thread safety: RunInSandbox is reentrant (the CgroupTree may be shared).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "common/status.h"
+#include "stig/cgroup.h"
 #include "stig/process.h"
+#include "stig/sandbox_caps.h"
 
 namespace temper::stig {
 
 struct SandboxLimits {
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
+  // The memory the command may use. In a rootfs sandbox: all its processes together (its cgroup's
+  // memory cap), never more than the target's SandboxCaps::memory_bytes; 0 means that cap. On an
+  // SSH host: each process's address space (ulimit -v); 0 means unlimited.
   std::uint64_t memory_limit_bytes = std::uint64_t{2} << 30;
   std::size_t max_output_bytes = 1 << 20;
+  // Asked about every 100 ms while a rootfs sandbox's command runs: true ends it at once (the
+  // result is `stopped`), e.g. when the batch is cancelled or temperd stops. Empty: never.
+  std::function<bool()> stop_requested;
 };
 
 struct SandboxMount {
@@ -52,10 +67,12 @@ struct SandboxExtras {
 std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command,
                                      const SandboxExtras& extras = {});
 
-// Runs `/bin/sh -c command` in the sandbox over `root`. A command that fails is not an error (see
-// ProcessResult); errors are IOError/Unavailable when the sandbox cannot start, NotFound when
-// `root` is not a directory, and FailedPrecondition when not running as root.
+// Runs `/bin/sh -c command` in the sandbox over `root`, in a new cgroup under `cgroups` with
+// `caps` (memory lowered to limits.memory_limit_bytes when that is smaller). A command that fails
+// or hits a cap is not an error (see ProcessResult: cap_hit, stopped); errors are IOError/
+// Unavailable when the sandbox or its cgroup cannot be made or emptied, NotFound when `root` is
+// not a directory, and FailedPrecondition when not running as root.
 Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& command, const SandboxLimits& limits,
-                                   const SandboxExtras& extras = {});
+                                   CgroupTree& cgroups, const SandboxCaps& caps, const SandboxExtras& extras = {});
 
 }  // namespace temper::stig

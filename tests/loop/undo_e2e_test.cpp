@@ -57,10 +57,10 @@ std::map<std::string, int> CklbStatuses(const LoopDaemon& lab, const std::string
 // The target "lab" as temperd sees it now.
 Listing Tree(const LoopDaemon& lab) { return stig::testing::TreeListing(lab.TargetPath("")); }
 
-// The target's snapshot layers, by id.
+// The target's snapshot layers, by id (on its disk image, mounted while temperd runs).
 std::set<std::string> Layers(const LoopDaemon& lab) {
   std::set<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(lab.dir / "lab/state/layers")) {
+  for (const auto& e : std::filesystem::directory_iterator(lab.dir / "lab/state/disk/layers")) {
     out.insert(e.path().filename().string());
   }
   return out;

@@ -18,6 +18,10 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
   CHECK(config->fixpoint_passes == 3);
+  CHECK(config->sandbox.pids == 512);
+  CHECK(config->sandbox.memory_bytes == std::uint64_t{2} << 30);
+  CHECK(config->sandbox.cpu_weight == 50);
+  CHECK(config->sandbox.disk_bytes == std::uint64_t{8} << 30);
   CHECK(config->content_dirs == std::vector<std::string>{"/usr/share/xml/scap/ssg/content"});
   REQUIRE(config->targets.size() == 1);
   CHECK(config->FindTarget("lab")->path == "/var/lib/temper/targets/lab");
@@ -69,6 +73,41 @@ TEST_CASE("the fixpoint's bound on passes comes from loop.fixpoint_passes") {
   CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->fixpoint_passes == kDefaultFixpointPasses);
 }
 
+TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and refuse what cannot work") {
+  auto defaults = ParseDaemonConfig("state_dir: /x\n", "/t.yaml");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->sandbox.pids == 512);
+  CHECK(defaults->sandbox.memory_bytes == std::uint64_t{2} << 30);
+  CHECK(defaults->sandbox.cpu_weight == 50);
+  CHECK(defaults->sandbox.disk_bytes == std::uint64_t{8} << 30);
+  auto config = ParseDaemonConfig("sandbox:\n  pids: 256\n  memory: 512MiB\n  cpu_weight: 20\n  disk: 20 GiB\n", "/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->sandbox.pids == 256);
+  CHECK(config->sandbox.memory_bytes == std::uint64_t{512} << 20);
+  CHECK(config->sandbox.cpu_weight == 20);
+  CHECK(config->sandbox.disk_bytes == std::uint64_t{20} << 30);
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"sandbox:\n  memory: 2GB\n",
+       "t.yaml:2:11: sandbox.memory: '2GB' is not a size (write it as 8GiB, 512MiB, 64KiB or a number of bytes)"},
+      {"sandbox:\n  disk: 10MiB\n", "t.yaml:2:3: sandbox: sandbox disk cap 10 MiB is under the minimum 64 MiB"},
+      {"sandbox:\n  pids: 4\n", "t.yaml:2:3: sandbox: sandbox pids cap 4 is under the minimum 16"},
+      {"sandbox:\n  cpu_weight: 20000\n", "t.yaml:2:3: sandbox: sandbox cpu_weight 20000 is outside 1..10000"},
+      {"sandbox:\n  pid: 5\n",
+       "t.yaml:2:3: sandbox.pid: unknown key (did you mean 'pids'?) (valid keys here: pids, memory, cpu_weight, disk)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    auto bad = ParseDaemonConfig(c.text, "t.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+    CHECK(bad.status().message() == c.message);
+  }
+}
+
 TEST_CASE("temperd.yaml errors name file, line, column and field") {
   struct Case {
     const char* text;
@@ -77,7 +116,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
                          "listen, state_dir, database, content_dirs, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, ssh, targets, loop, waivers)"},
+                         "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",

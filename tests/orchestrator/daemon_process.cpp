@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -167,6 +168,23 @@ int DaemonProcess::Stop(int sig) {
   waitpid(pid_, &status, 0);
   pid_ = -1;
   Notifications();  // collect STOPPING=1
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::optional<int> DaemonProcess::StopWithin(int sig, std::chrono::milliseconds limit) {
+  if (pid_ <= 0) return std::nullopt;
+  kill(pid_, sig);
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (waitpid(pid_, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      Stop(SIGKILL);
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  pid_ = -1;
+  Notifications();
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

@@ -8,6 +8,9 @@
 
 #include <csignal>
 
+#include <chrono>
+#include <optional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +58,9 @@ class DaemonProcess {
   Status Start();
   // Sends `sig` and waits; returns the exit status (or 128 + signal when killed).
   int Stop(int sig = SIGTERM);
+  // Sends `sig` and waits at most `limit`: the exit status, or nullopt when temperd was still
+  // running then (it is killed with SIGKILL, so the harness never hangs on a stuck daemon).
+  std::optional<int> StopWithin(int sig, std::chrono::milliseconds limit);
   bool running() const { return pid_ > 0; }
   // The daemon's pid while it runs (-1 before Start and after Stop).
   pid_t pid() const { return pid_; }

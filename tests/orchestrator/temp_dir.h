@@ -1,4 +1,5 @@
-// TempDir: a fresh directory under /tmp for one test, removed with everything in it afterwards.
+// TempDir: a fresh directory under /tmp for one test, removed with everything in it afterwards,
+// mounts left in it (by a killed temperd) detached first.
 // Short paths on purpose: unix socket paths must fit in 107 bytes.
 #pragma once
 

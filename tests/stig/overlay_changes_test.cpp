@@ -4,9 +4,13 @@
 // resolved it.
 #include "stig/overlay_changes.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <map>
 
 #include <catch2/catch.hpp>
@@ -201,6 +205,35 @@ TEST_CASE("File changes since the last snapshot, resolved through frozen layers"
   // After the revert to the last snapshot nothing has changed.
   REQUIRE(t->Revert(t->snapshots().depth()).ok());
   CHECK(Changes(*t).empty());
+}
+
+TEST_CASE("FIFOs and device nodes in the layers are listed as changes and never opened", "[stig][overlay_changes]") {
+  ScopedTarget t("changes-fifo");
+  REQUIRE(t->Snapshot().ok());
+  // A regular file replaced by a FIFO, a new FIFO, and a device node (planted from the host: the
+  // sandbox has no CAP_MKNOD) where a file was.
+  Shell(*t, "rm /etc/issue.net && mkfifo /etc/issue.net /etc/temper-fifo && rm /etc/motd");
+  REQUIRE(::mknod((t->root() + "/etc/motd").c_str(), S_IFCHR | 0644, makedev(1, 3)) == 0);
+  auto pending = std::async(std::launch::async, [&] { return t->ChangesSinceSnapshot(); });
+  if (pending.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    // Blocked on a FIFO: open the other end so the test can end, and fail.
+    for (const char* fifo : {"/etc/issue.net", "/etc/temper-fifo"}) {
+      int fd = ::open((t->root() + fifo).c_str(), O_RDWR | O_NONBLOCK);
+      if (fd >= 0) ::close(fd);
+    }
+    FAIL("the change set blocked on a FIFO in the upper layer");
+  }
+  Result<ChangeSet> cs = pending.get();
+  REQUIRE(cs.ok());
+  auto files = ByPath(*cs);
+  const FileChange& replaced = files.at("/etc/issue.net");
+  CHECK(replaced.change == FileChangeKind::kModified);
+  CHECK(replaced.before->type == FileType::kFile);
+  CHECK(replaced.after->type == FileType::kOther);
+  CHECK(replaced.diff.starts_with("--- a/etc/issue.net\n+++ b/etc/issue.net\n@@ -1"));  // the file's side only
+  CHECK(files.at("/etc/temper-fifo").after->type == FileType::kOther);
+  CHECK(files.at("/etc/temper-fifo").diff.empty());
+  CHECK(files.at("/etc/motd").after->type == FileType::kOther);
 }
 
 TEST_CASE("Packages and services in a change set come from dpkg's database and systemd's links",

@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
 
 #include <filesystem>
 #include <fstream>
@@ -44,9 +46,9 @@ class Scratch {
 
   std::string base() const { return dir_ + "/base"; }
   std::string stack() const { return dir_ + "/stack"; }
-  OverlaySnapshots& Open() {
+  OverlaySnapshots& Open(std::uint64_t disk_bytes = SandboxCaps{}.disk_bytes) {
     snapshots_.reset();
-    auto opened = OverlaySnapshots::Open(stack(), base());
+    auto opened = OverlaySnapshots::Open(stack(), base(), disk_bytes);
     INFO(opened.status().ToString());
     REQUIRE(opened.ok());
     snapshots_ = std::move(*opened);
@@ -113,11 +115,61 @@ TEST_CASE("Snapshot ids grow, survive reopening and are never reused after a rev
   CHECK(*t.Open().Snapshot() == 5);
   CHECK(t.s().Revert(6).code() == StatusCode::kOutOfRange);
 
+  // last_layer lives on the target's disk image, mounted while the stack is open.
+  Scratch::Write(t.stack() + "/disk/last_layer", "five\n");
   t.Crash();
-  Scratch::Write(t.stack() + "/last_layer", "five\n");
   auto corrupt = OverlaySnapshots::Open(t.stack(), t.base());
   CHECK(corrupt.status().code() == StatusCode::kDataLoss);
   CHECK_THAT(corrupt.status().message(), Catch::Contains("last_layer") && Catch::Contains("five"));
+}
+
+TEST_CASE("A stack in the layout before disk images is moved into one, whole, at Open", "[stig][overlay]") {
+  Scratch t("migrate");
+  // As an older temperd left it: layers/1 edits login.defs and deletes /etc/issue (a whiteout),
+  // the upper layer holds an unsnapshotted file, ids up to 3 were handed out.
+  const std::string old = t.stack();
+  fs::create_directories(old + "/layers/1/etc");
+  fs::create_directories(old + "/upper/etc");
+  fs::create_directories(old + "/upper/srv/data");
+  Scratch::Write(old + "/layers/1/etc/login.defs", "PASS_MAX_DAYS 60\n");
+  REQUIRE(::mknod((old + "/layers/1/etc/issue").c_str(), S_IFCHR | 0000, makedev(0, 0)) == 0);
+  Scratch::Write(old + "/upper/etc/unsnapshotted", "x\n");
+  // An opaque directory: the base's /srv/data/file is hidden by it.
+  REQUIRE(::setxattr((old + "/upper/srv/data").c_str(), "trusted.overlay.opaque", "y", 1, 0) == 0);
+  Scratch::Write(old + "/last_layer", "3\n");
+
+  OverlaySnapshots& s = t.Open();
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  {
+    std::ifstream defs(t.At("/etc/login.defs"));  // closed before the next snapshot
+    std::string line;
+    std::getline(defs, line);
+    CHECK(line == "PASS_MAX_DAYS 60");
+  }
+  CHECK_FALSE(fs::exists(t.At("/etc/issue")));
+  CHECK(fs::exists(t.At("/etc/unsnapshotted")));
+  CHECK_FALSE(fs::exists(t.At("/srv/data/file")));
+  CHECK(fs::exists(t.At("/etc/ssh/sshd_config")));
+  for (const char* gone : {"/layers", "/upper", "/work", "/last_layer"}) CHECK_FALSE(fs::exists(old + gone));
+  auto next = s.Snapshot();
+  INFO(next.status().ToString());
+  REQUIRE(next.ok());
+  CHECK(*next == 4);  // the ids handed out before are never reused
+  CHECK(t.Open().layer_ids() == std::vector<std::uint32_t>{1, 4});
+}
+
+TEST_CASE("The disk image grows to a larger cap and keeps what it holds", "[stig][overlay]") {
+  Scratch t("grow");
+  OverlaySnapshots& small = t.Open(64 << 20);
+  CHECK(small.disk_bytes() == 64 << 20);
+  const std::uint64_t free_small = small.FreeBytes();
+  Scratch::Write(t.At("/etc/kept"), "kept\n");
+  OverlaySnapshots& large = t.Open(256 << 20);
+  CHECK(large.disk_bytes() == 256 << 20);
+  CHECK(large.FreeBytes() > free_small + (128 << 20));
+  CHECK(fs::exists(t.At("/etc/kept")));
+  // A smaller cap later applies to new targets only: this one keeps its image.
+  CHECK(t.Open(64 << 20).disk_bytes() == 256 << 20);
 }
 
 TEST_CASE("DropLayer takes one snapshot's changes out of the middle and keeps the ids above", "[stig][overlay]") {

@@ -64,6 +64,58 @@ TEST_CASE("RunProcess enforces the timeout and output cap", "[stig][process]") {
   CHECK(r->out_truncated);
 }
 
+TEST_CASE("RunProcess holds the timeout and stop_when after a child closes its output", "[stig][process]") {
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "exec >/dev/null 2>&1; sleep 30"};
+  spec.timeout = std::chrono::seconds(1);
+  auto timed = RunProcess(spec);
+  REQUIRE(timed.ok());
+  CHECK(timed->timed_out);
+  CHECK(timed->seconds < 5);
+
+  spec.timeout = std::chrono::seconds(60);
+  auto start = std::chrono::steady_clock::now();
+  int asked = 0;
+  spec.stop_when = [&] {
+    ++asked;
+    return std::chrono::steady_clock::now() - start > std::chrono::milliseconds(300);
+  };
+  auto stopped = RunProcess(spec);
+  REQUIRE(stopped.ok());
+  CHECK(stopped->stopped);
+  CHECK_FALSE(stopped->timed_out);
+  CHECK_FALSE(stopped->Succeeded());
+  CHECK(stopped->seconds < 5);
+  CHECK_THAT(stopped->Describe(), Catch::StartsWith("stopped after"));
+
+  // A chatty child does not make the runner ask more often than every stop_poll.
+  spec.argv = {"/bin/sh", "-c", "yes | head -c 50000000 > /dev/stderr"};
+  spec.max_output_bytes = 16;
+  asked = 0;
+  start = std::chrono::steady_clock::now();
+  spec.stop_when = [&] {
+    ++asked;
+    return false;
+  };
+  auto chatty = RunProcess(spec);
+  REQUIRE(chatty.ok());
+  CHECK(chatty->Succeeded());
+  CHECK(asked <= 2 + static_cast<int>(chatty->seconds * 1000 / 100) * 2);
+}
+
+TEST_CASE("a child gets the OOM score asked for, and never a shielded parent's", "[stig][process]") {
+  ProcessSpec spec;
+  spec.argv = {"/bin/cat", "/proc/self/oom_score_adj"};
+  spec.oom_score_adj = 500;
+  auto r = RunProcess(spec);
+  REQUIRE(r.ok());
+  CHECK(r->out == "500\n");
+  spec.oom_score_adj.reset();
+  r = RunProcess(spec);
+  REQUIRE(r.ok());
+  CHECK(r->out == "0\n");
+}
+
 TEST_CASE("RunProcess enforces the memory limit", "[stig][process]") {
   ProcessSpec spec;
   // dd allocates its 512 MiB block up front, which a 64 MiB address-space limit refuses.

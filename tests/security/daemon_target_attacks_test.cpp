@@ -1,0 +1,133 @@
+// The target-side attacks (issue 20, part B) through the real temperd and its loop: the scripted
+// model's Worker plants a FIFO or fills the disk with an ordinary run_command, as a misled model
+// would, and the daemon must stay in control (cancel and shutdown finish; the batch goes on) while
+// the host keeps its disk. Also temperd's own shield against the OOM killer.
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "loop/loop_harness.h"
+#include "scripted_model/scripted_answers.h"
+#include "security/security_b_support.h"
+
+namespace temper::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using scripted::ModelScript;
+using scripted::ScriptedModelServer;
+
+// Both fail on the shared root and are fixed by their SSG fix text in one attempt.
+constexpr const char* kRuleA = "banner_etc_issue_net";
+constexpr const char* kRuleB = "accounts_tmout";
+
+// Worker tool calls of the batch so far, as the journal holds them.
+std::vector<nlohmann::json> ToolCalls(const LoopDaemon& d, const std::string& batch_id) {
+  std::vector<nlohmann::json> out;
+  for (const auto& e : d.JournalEvents(batch_id)) {
+    if (e.type() != "worker.tool_call") continue;
+    nlohmann::json data = nlohmann::json::parse(e.data_json());
+    data["rule_id"] = e.rule_id();
+    out.push_back(std::move(data));
+  }
+  return out;
+}
+
+TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at once, cancel and shutdown finish") {
+  ModelScript script;
+  // Whichever rule the Architect takes first, its last command turns both rules' fix script paths
+  // into FIFOs; the other rule's Worker then writes its fix script there and runs it.
+  for (const char* rule : {kRuleA, kRuleB}) script.rules[rule].regress_first = 1;
+  script.regress_command = fmt::format("mkfifo {} {}", scripted::FixScriptPath(kRuleA), scripted::FixScriptPath(kRuleB));
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
+  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
+
+  // The second rule's write_file meets the FIFO: it must come back with an error naming it.
+  nlohmann::json refused;
+  for (auto deadline = security::Clock::now() + 4min; refused.is_null() && security::Clock::now() < deadline;) {
+    for (const nlohmann::json& call : ToolCalls(d, id)) {
+      if (call.value("tool", "") == "write_file" && call.value("detail", "").find("FIFO") != std::string::npos) refused = call;
+    }
+    if (refused.is_null()) std::this_thread::sleep_for(200ms);
+  }
+  INFO(d.daemon->Log());
+  REQUIRE_FALSE(refused.is_null());
+  CHECK_THAT(refused["detail"].get<std::string>(), Catch::Contains("is a FIFO in the target, not a regular file"));
+
+  // The Worker goes on to run its script, which reads the FIFO inside the sandbox: cancel ends it.
+  ProcessResult cancel = d.Cli({"cancel", id});
+  CHECK(cancel.exit_code == 0);
+  temper::v1::Batch batch;
+  for (auto deadline = security::Clock::now() + 30s; security::Clock::now() < deadline;) {
+    batch = d.GetBatch(id);
+    if (batch.state() == temper::v1::BATCH_STATE_CANCELLED) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  CHECK(batch.state() == temper::v1::BATCH_STATE_CANCELLED);
+  // shutdown_grace is 2 s in the harness's config; a stuck thread would hold temperd past it.
+  std::optional<int> stopped = d.daemon->StopWithin(SIGTERM, 20s);
+  REQUIRE(stopped.has_value());
+  CHECK(*stopped == 0);
+}
+
+TEST_CASE("fallocate -l 100G by the Worker through temperd hits the writable layer's cap and the batch goes on") {
+  ModelScript script;
+  script.rules[kRuleA].regress_first = 1;  // its one attempt also runs the regress command
+  script.regress_command = "fallocate -l 100G /big";
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
+  const std::uint64_t host_free_before = security::FreeBytes(d.dir.path());
+  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
+  temper::v1::Batch batch = d.WaitUntilEnded(id);
+  const std::uint64_t host_free_after = security::FreeBytes(d.dir.path());
+  INFO(d.daemon->Log());
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  auto rules = RulesByShortName(batch);
+  CHECK(rules[kRuleA].state() == temper::v1::RULE_STATE_FIXED);
+  CHECK(rules[kRuleB].state() == temper::v1::RULE_STATE_FIXED);
+  bool named = false;
+  for (const nlohmann::json& call : ToolCalls(d, id)) {
+    const std::string detail = call.value("detail", "");
+    if (call.value("tool", "") == "run_command" && detail.find("the target's writable layer") != std::string::npos) {
+      CHECK_THAT(detail, Catch::Contains("(cap 8 GiB)"));
+      named = true;
+    }
+  }
+  CHECK(named);
+  CHECK(host_free_after + (std::uint64_t{8} << 30) >= host_free_before);
+}
+
+TEST_CASE("temperd shields itself from the OOM killer") {
+  // Lowering a score takes CAP_SYS_RESOURCE; where this process (and so temperd) lacks it, temperd
+  // must say that it runs unshielded.
+  bool can_shield = false;
+  {
+    std::ofstream probe("/proc/self/oom_score_adj");
+    probe << -1 << std::flush;
+    can_shield = probe.good();
+  }
+  std::ofstream("/proc/self/oom_score_adj") << 0;
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  std::ifstream in(fmt::format("/proc/{}/oom_score_adj", daemon.pid()));
+  int adj = 0;
+  in >> adj;
+  if (can_shield) {
+    CHECK(adj <= -500);
+  } else {
+    CHECK_THAT(daemon.Log(), Catch::Contains("cannot shield itself from the OOM killer"));
+  }
+  CHECK(daemon.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace temper::testing
