@@ -56,14 +56,6 @@ bool IsBareVariable(std::string_view raw) {
   return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
-bool IsSshUnit(std::string_view raw) {
-  std::string u = Lower(raw);
-  for (std::string_view suffix : {".service", ".socket"}) {
-    if (u.size() > suffix.size() && u.ends_with(suffix)) u.resize(u.size() - suffix.size());
-  }
-  return u == "sshd" || u == "ssh" || u == "openssh-server" || u == "sshd@*";
-}
-
 bool IsNetworkUnit(std::string_view raw) {
   std::string u = Lower(raw);
   if (u.ends_with(".service")) u.resize(u.size() - 8);
@@ -76,21 +68,6 @@ bool IsCoreUnit(std::string_view raw) {
   std::string u = Lower(raw);
   return u == "init.scope" || u == "-.slice" || u == "system.slice" || u == "user.slice" || u == "dbus" ||
          u == "dbus.service" || u == "dbus.socket" || u == "systemd-journald" || u == "systemd-journald.service";
-}
-
-// Units whose start switches the host's state: power, kexec, rescue and emergency, sleep.
-bool IsStateUnit(std::string_view raw) {
-  std::string u = Lower(raw);
-  if (u.find('.') == std::string::npos) u += ".service";
-  static constexpr std::string_view kUnits[] = {
-      "reboot.target", "poweroff.target", "halt.target", "kexec.target", "soft-reboot.target", "ctrl-alt-del.target",
-      "rescue.target", "emergency.target", "shutdown.target", "final.target", "exit.target", "sleep.target",
-      "suspend.target", "hibernate.target", "hybrid-sleep.target", "suspend-then-hibernate.target",
-      "systemd-reboot.service", "systemd-poweroff.service", "systemd-halt.service", "systemd-kexec.service",
-      "systemd-soft-reboot.service", "systemd-suspend.service", "systemd-hibernate.service",
-      "systemd-hybrid-sleep.service", "systemd-suspend-then-hibernate.service", "rescue.service",
-      "emergency.service", "systemd-exit.service"};
-  return std::find(std::begin(kUnits), std::end(kUnits), u) != std::end(kUnits);
 }
 
 // Packages whose removal cuts off logins or remote access, takes the network down, or leaves the
@@ -291,6 +268,28 @@ std::optional<Refusal> JudgeSed(const SimpleCommand& c) {
 }
 
 }  // namespace
+
+bool IsSshUnit(std::string_view raw) {
+  std::string u = Lower(raw);
+  for (std::string_view suffix : {".service", ".socket"}) {
+    if (u.size() > suffix.size() && u.ends_with(suffix)) u.resize(u.size() - suffix.size());
+  }
+  return u == "sshd" || u == "ssh" || u == "openssh-server" || u == "sshd@*";
+}
+
+bool IsStateUnit(std::string_view raw) {
+  std::string u = Lower(raw);
+  if (u.find('.') == std::string::npos) u += ".service";
+  static constexpr std::string_view kUnits[] = {
+      "reboot.target", "poweroff.target", "halt.target", "kexec.target", "soft-reboot.target", "ctrl-alt-del.target",
+      "rescue.target", "emergency.target", "shutdown.target", "final.target", "exit.target", "sleep.target",
+      "suspend.target", "hibernate.target", "hybrid-sleep.target", "suspend-then-hibernate.target",
+      "systemd-reboot.service", "systemd-poweroff.service", "systemd-halt.service", "systemd-kexec.service",
+      "systemd-soft-reboot.service", "systemd-suspend.service", "systemd-hibernate.service",
+      "systemd-hybrid-sleep.service", "systemd-suspend-then-hibernate.service", "rescue.service",
+      "emergency.service", "systemd-exit.service"};
+  return std::find(std::begin(kUnits), std::end(kUnits), u) != std::end(kUnits);
+}
 
 bool IsBlockDevice(std::string_view raw) {
   std::string p = NormalizePath(raw);

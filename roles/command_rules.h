@@ -34,6 +34,12 @@ std::optional<Refusal> JudgeSimpleCommand(const SimpleCommand& c, const PolicyCo
 // reachable and bootable.
 std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const PolicyContext& context);
 
+// `unit` (".service" when it has no suffix) is sshd's service or socket, under any of its names.
+bool IsSshUnit(std::string_view unit);
+// Starting `unit` (".service" when it has no suffix) switches the host's state: power, kexec, rescue
+// and emergency, sleep.
+bool IsStateUnit(std::string_view unit);
+
 // Writing `path` (normalized) would take the host down: /proc/sysrq-trigger, /sys/power, the
 // kernel's helper programs, binfmt_misc, device removal, EFI variables. Empty when it would not.
 std::string HostKillingKnob(std::string_view path);

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "roles/command_rules.h"
+
 namespace temper {
 
 namespace {
@@ -184,20 +186,6 @@ Result<std::vector<LaterCommand>> Anacrontab(std::string_view path, std::string_
   return out;
 }
 
-// Units whose start switches the host's state (power, rescue, sleep) or cuts access.
-bool IsStateUnit(std::string_view unit) {
-  std::string u = Lower(unit);
-  static constexpr std::string_view kUnits[] = {
-      "reboot.target", "poweroff.target", "halt.target", "kexec.target", "soft-reboot.target", "ctrl-alt-del.target",
-      "rescue.target", "emergency.target", "shutdown.target", "final.target", "exit.target", "sleep.target",
-      "suspend.target", "hibernate.target", "hybrid-sleep.target", "suspend-then-hibernate.target",
-      "systemd-reboot.service", "systemd-poweroff.service", "systemd-halt.service", "systemd-kexec.service",
-      "systemd-soft-reboot.service", "systemd-suspend.service", "systemd-hibernate.service",
-      "systemd-hybrid-sleep.service", "systemd-suspend-then-hibernate.service", "rescue.service",
-      "emergency.service", "ssh.service", "sshd.service", "ssh.socket"};
-  return std::find(std::begin(kUnits), std::end(kUnits), u) != std::end(kUnits);
-}
-
 Result<std::vector<LaterCommand>> SystemdUnit(std::string_view path, std::string_view content) {
   static constexpr std::string_view kExec[] = {"ExecStart", "ExecStartPre", "ExecStartPost", "ExecStop", "ExecStopPost",
                                                "ExecReload", "ExecCondition"};
@@ -221,7 +209,7 @@ Result<std::vector<LaterCommand>> SystemdUnit(std::string_view path, std::string
     }
     if (std::find(std::begin(kDependencies), std::end(kDependencies), key) != std::end(kDependencies)) {
       for (const std::string& unit : Fields(value)) {
-        if (IsStateUnit(unit)) {
+        if (IsStateUnit(unit) || IsSshUnit(unit)) {
           return Denied(path, number, fmt::format("{}={} would start or stop {}, which takes the host down or cuts off "
                                                   "access",
                                                   key, unit, unit));

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -40,6 +41,24 @@ std::string MoreTargets(const DaemonOptions& options) {
 
 std::string TemperdBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temperd"; }
 std::string TemperBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temper"; }
+
+std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
+                                                  uint64_t after_seq) {
+  temper::v1::WatchJournalRequest req;
+  req.set_batch_id(batch);
+  req.set_after_seq(after_seq);
+  req.set_follow(false);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  auto reader = stub.WatchJournal(&ctx, req);
+  std::vector<temper::v1::JournalEvent> events;
+  temper::v1::JournalEvent e;
+  while (reader->Read(&e)) events.push_back(e);
+  grpc::Status s = reader->Finish();
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return events;
+}
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, int run_as_gid) {
   TempDir capture;

@@ -36,6 +36,11 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid = 
 std::string TemperdBinary();
 std::string TemperBinary();
 
+// The journal events of `batch` ("" for every event) after `after_seq`, read without following.
+// A call that fails fails the test case, with gRPC's message.
+std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
+                                                  uint64_t after_seq = 0);
+
 struct DaemonOptions {
   std::string unix_group;  // listen.unix.group; empty leaves the default
   std::string tcp_yaml;    // the keys of listen.tcp, one per line without indentation; empty: no TCP

@@ -38,23 +38,6 @@ Batch Submit(temper::v1::Temper::Stub& stub, const temper::v1::SubmitBatchReques
   return b;
 }
 
-std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
-                                                  uint64_t after) {
-  temper::v1::WatchJournalRequest req;
-  req.set_batch_id(batch);
-  req.set_after_seq(after);
-  req.set_follow(false);
-  auto ctx = Ctx();
-  auto reader = stub.WatchJournal(ctx.get(), req);
-  std::vector<temper::v1::JournalEvent> events;
-  temper::v1::JournalEvent e;
-  while (reader->Read(&e)) events.push_back(e);
-  grpc::Status s = reader->Finish();
-  INFO(s.error_message());
-  REQUIRE(s.ok());
-  return events;
-}
-
 TEST_CASE("submit, list, status and cancel over the unix socket") {
   TempDir dir;
   DaemonProcess daemon(dir);

@@ -30,6 +30,7 @@
 #include "orchestrator/daemon_process.h"
 #include "orchestrator/journal_files.h"
 #include "orchestrator/sqlite.h"
+#include "security/lm_serve_process.h"
 #include "stig/process.h"
 
 namespace temper::testing {
@@ -55,21 +56,6 @@ std::string SubmitOne(temper::v1::Temper::Stub& stub) {
   INFO(s.error_message());
   REQUIRE(s.ok());
   return b.id();
-}
-
-std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch) {
-  temper::v1::WatchJournalRequest req;
-  req.set_batch_id(batch);
-  req.set_follow(false);
-  auto ctx = Ctx();
-  auto reader = stub.WatchJournal(ctx.get(), req);
-  std::vector<temper::v1::JournalEvent> events;
-  temper::v1::JournalEvent e;
-  while (reader->Read(&e)) events.push_back(e);
-  grpc::Status s = reader->Finish();
-  INFO(s.error_message());
-  REQUIRE(s.ok());
-  return events;
 }
 
 std::vector<uint64_t> Seqs(const std::vector<temper::v1::JournalEvent>& events) {
@@ -156,17 +142,6 @@ int ConnectUnix(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
-  if (fd >= 0) close(fd);
-  return -1;
-}
-
-int ConnectTcp(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
   if (fd >= 0) close(fd);
   return -1;
@@ -479,7 +454,7 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   SqueezeDescriptors(daemon.pid());
   Hogs hogs;
   for (int i = 0; i < 48; ++i) {
-    int fd = ConnectTcp(port);
+    int fd = ConnectLoopback(port);
     if (fd >= 0) hogs.fds.push_back(fd);
   }
   REQUIRE(hogs.fds.size() > 16);
