@@ -2,6 +2,7 @@
 // tokens: what it streams must be the reply parsed from exactly the tokens the scheduler generates
 // for the rendered prompt, concurrency and the prefix cache must not change any output, and a
 // conversation's next turn must reuse the cached prefix up to a message boundary.
+#include <algorithm>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -50,21 +51,31 @@ TEST_CASE("a chat request streams the reply parsed from the greedy tokens of its
   raw.sampling.stop_tokens = Format().stop_ids();
   const StreamEvent expected = RunOne(engine->scheduler(), raw);
 
-  auto stream = engine->Submit(request);
-  REQUIRE(stream.ok());
+  // The stream merges tokens the reader has not taken yet into one event, so a reader that the
+  // machine's load keeps off the CPU while all 16 tokens decode sees one event. Streaming shows as
+  // more than one event in at least one of a few runs; every run must give the same reply.
   std::vector<int32_t> tokens;
   std::string content, thinking;
   ChatEvent last;
-  int events = 0;
-  while (auto e = (*stream)->Next()) {
-    ++events;
-    tokens.insert(tokens.end(), e->tokens.begin(), e->tokens.end());
-    content += e->content;
-    thinking += e->thinking;
-    last = *e;
+  int most_events = 0;
+  for (int run = 0; run < 8 && most_events < 2; ++run) {
+    auto stream = engine->Submit(request);
+    REQUIRE(stream.ok());
+    tokens.clear();
+    content.clear();
+    thinking.clear();
+    int events = 0;
+    while (auto e = (*stream)->Next()) {
+      ++events;
+      tokens.insert(tokens.end(), e->tokens.begin(), e->tokens.end());
+      content += e->content;
+      thinking += e->thinking;
+      last = *e;
+    }
+    REQUIRE(tokens == expected.tokens);
+    most_events = std::max(most_events, events);
   }
-  CHECK(tokens == expected.tokens);
-  CHECK(events > 1);  // streamed, not one event at the end
+  CHECK(most_events > 1);  // streamed, not one event at the end
   // Decoding the tokens and parsing the whole reply gives what was streamed.
   auto decoded = ChatTokenizer().Decode(tokens);
   REQUIRE(decoded.ok());
