@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -358,12 +359,17 @@ Status OverlaySnapshots::Mount() {
 Status OverlaySnapshots::Unmount() {
   if (!mounted_) return Status::OK();
   TEMPER_RETURN_IF_ERROR(Step("unmount"));
-  if (::umount2(merged_.c_str(), 0) != 0) {
-    if (errno == EBUSY) {
-      return Status::FailedPrecondition("the target at " + merged_ + " is busy: a process still uses it");
-    }
-    return Status::FromErrno(errno, "unmounting " + merged_);
+  // A sandbox's killed processes may still be exiting, holding the tree as their root for a moment:
+  // wait for them, a bounded while, before calling the target busy.
+  int e = 0;
+  for (int wait = 0; ::umount2(merged_.c_str(), 0) != 0; ++wait) {
+    e = errno;
+    if (e != EBUSY || wait == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    e = 0;
   }
+  if (e == EBUSY) return Status::FailedPrecondition("the target at " + merged_ + " is busy: a process still uses it");
+  if (e != 0) return Status::FromErrno(e, "unmounting " + merged_);
   mounted_ = false;
   return Status::OK();
 }
@@ -420,18 +426,22 @@ Status OverlaySnapshots::ResetUpperAndMount() {
     std::error_code ec;
     if (fs::exists(p, ec)) TEMPER_RETURN_IF_ERROR(Discard(p.string()));
   }
-  auto make = [&]() -> Status {
+  // A command that filled the disk left what it wrote in the layers just discarded: the new upper
+  // layer and overlayfs's work directory (made at mount) need room, so give it back first.
+  if (DiskFull()) ReapNow();
+  auto make_and_mount = [&]() -> Status {
     for (const char* sub : {"upper", "work"}) TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(disk_) / sub));
-    return Status::OK();
+    return Mount();
   };
-  Status made = make();
-  // A command filled the disk (or its inodes) and the discarded layers still hold it.
-  if (!made.ok()) {
+  Status mounted = make_and_mount();
+  // The blocks of a deleted file come back only when the last process holding it open is gone, and
+  // the sandbox's killed processes may still be exiting: wait for them, a bounded while.
+  for (int wait = 0; !mounted.ok() && DiskFull() && wait < 40; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ReapNow();
-    made = make();
+    mounted = make_and_mount();
   }
-  TEMPER_RETURN_IF_ERROR(made);
-  TEMPER_RETURN_IF_ERROR(Mount());
+  TEMPER_RETURN_IF_ERROR(mounted);
   // The next command should find the space a revert gave back, not wait for the reaper.
   if (DiskFull()) {
     ReapNow();

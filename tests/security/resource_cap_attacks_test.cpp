@@ -135,7 +135,9 @@ TEST_CASE("filling the writable layer to the last block ends with 'full', the ta
   CHECK(FreeBytes(host_dir) + kDefaultDiskCap >= host_free_before);
   ExpectNextCommandRuns(tools);
   // The attempt is reverted and the space comes back for the next one.
-  REQUIRE(target->Revert(*base).ok());
+  Status reverted = target->Revert(*base);
+  INFO(reverted.ToString());
+  REQUIRE(reverted.ok());
   REQUIRE(tools.WriteFile("/etc/after-revert", std::string(1 << 20, 'x')).ok());
 }
 
