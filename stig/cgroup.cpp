@@ -312,43 +312,56 @@ Status CommandCgroup::Remove() {
   return s;
 }
 
-Result<std::unique_ptr<CgroupTree>> CgroupTree::Open() {
+namespace {
+
+// Where this process makes its trees: v2 when it can, v1 otherwise.
+Result<Base> FindBase() {
   TEMPER_ASSIGN_OR_RETURN(auto mounts, CgroupMounts());
   TEMPER_ASSIGN_OR_RETURN(auto own, OwnCgroups());
   Result<Base> base = V2Base(mounts, own);
-  if (!base.ok()) {
-    Result<Base> v1 = V1Base(mounts, own);
-    if (!v1.ok()) {
-      return Status::FailedPrecondition(fmt::format(
-          "no cgroup controllers to cap sandboxed commands with: {}; and {}", base.status().message(), v1.status().message()));
-    }
-    base = std::move(v1);
+  if (base.ok()) return base;
+  Result<Base> v1 = V1Base(mounts, own);
+  if (!v1.ok()) {
+    return Status::FailedPrecondition(fmt::format(
+        "no cgroup controllers to cap sandboxed commands with: {}; and {}", base.status().message(), v1.status().message()));
   }
-  RemoveStaleTrees(base->dirs, base->version);
+  return v1;
+}
+
+}  // namespace
+
+void CgroupTree::RemoveStale() {
+  Result<Base> base = FindBase();
+  if (base.ok()) RemoveStaleTrees(base->dirs, base->version);
+}
+
+Result<std::unique_ptr<CgroupTree>> CgroupTree::Open() {
+  TEMPER_ASSIGN_OR_RETURN(Base base, FindBase());
+  RemoveStaleTrees(base.dirs, base.version);
   std::optional<std::uint64_t> start = StartTime(::getpid());
   if (!start) return Status::IOError("reading this process's start time from /proc/self/stat");
   // The first free <n> in the first hierarchy names the tree in all of them.
   for (unsigned n = 0;; ++n) {
     std::string name = fmt::format("temper-{}-{}-{}", ::getpid(), *start, n);
-    std::string first = base->dirs.front() + "/" + name;
+    std::string first = base.dirs.front() + "/" + name;
     if (::mkdir(first.c_str(), 0755) != 0) {
       if (errno == EEXIST) continue;
       return Status::FromErrno(errno, "creating the cgroup " + first);
     }
     std::vector<std::string> dirs{first};
-    auto tree = std::unique_ptr<CgroupTree>(new CgroupTree(base->version, {}, base->has_cpu));
-    for (std::size_t i = 1; i < base->dirs.size(); ++i) {
-      std::string d = base->dirs[i] + "/" + name;
+    auto tree = std::unique_ptr<CgroupTree>(new CgroupTree(base.version, {}, base.has_cpu));
+    for (std::size_t i = 1; i < base.dirs.size(); ++i) {
+      std::string d = base.dirs[i] + "/" + name;
       if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
         Status s = Status::FromErrno(errno, "creating the cgroup " + d);
-        (void)KillAndRemove(dirs, base->version);
+        (void)KillAndRemove(dirs, base.version);
         return s;
       }
       dirs.push_back(d);
     }
     tree->dirs_ = std::move(dirs);
-    if (base->version == 2) {
-      TEMPER_RETURN_IF_ERROR(WriteText(first + "/cgroup.subtree_control", base->has_cpu ? "+memory +pids +cpu" : "+memory +pids"));
+    if (base.version == 2) {
+      TEMPER_RETURN_IF_ERROR(WriteText(first + "/cgroup.subtree_control", base.has_cpu ? "+memory +pids +cpu" : "+memory +pids"));
     }
     return tree;
   }

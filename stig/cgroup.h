@@ -68,6 +68,9 @@ class CgroupTree {
   // interface offers both memory and pids controllers (then no sandbox can be capped, and none
   // may run); IOError naming the path when cgroupfs refuses a write.
   static Result<std::unique_ptr<CgroupTree>> Open();
+  // Removes the trees whose owner process is gone (what Open does first), killing what still runs
+  // in them: for whoever reaps a killed daemon. Errors are ignored; the next Open tries again.
+  static void RemoveStale();
   // Removes the tree (commands must be removed first; anything left is killed).
   ~CgroupTree();
   CgroupTree(const CgroupTree&) = delete;

@@ -18,6 +18,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "stig/cgroup.h"
+
 namespace temper::testing {
 
 namespace {
@@ -135,6 +137,9 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
 
 DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) Stop(SIGKILL);
+  // A daemon killed with -9 (here or by the test) leaves its sandboxes' cgroup tree; the next
+  // daemon would remove it, but no cgroup may outlive the test.
+  stig::CgroupTree::RemoveStale();
   if (notify_fd_ >= 0) close(notify_fd_);
 }
 
