@@ -44,15 +44,28 @@ std::string MoreTargets(const DaemonOptions& options) {
 std::string TemperdBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temperd"; }
 std::string TemperBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temper"; }
 
+std::unique_ptr<grpc::ClientContext> CallContext(int seconds) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
+  return ctx;
+}
+
+temper::v1::Batch SubmitOk(temper::v1::Temper::Stub& stub, const temper::v1::SubmitBatchRequest& request) {
+  temper::v1::Batch b;
+  grpc::Status s = stub.SubmitBatch(CallContext().get(), request, &b);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  return b;
+}
+
 std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
                                                   uint64_t after_seq) {
   temper::v1::WatchJournalRequest req;
   req.set_batch_id(batch);
   req.set_after_seq(after_seq);
   req.set_follow(false);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  auto reader = stub.WatchJournal(&ctx, req);
+  auto ctx = CallContext();
+  auto reader = stub.WatchJournal(ctx.get(), req);
   std::vector<temper::v1::JournalEvent> events;
   temper::v1::JournalEvent e;
   while (reader->Read(&e)) events.push_back(e);

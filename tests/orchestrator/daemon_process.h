@@ -36,6 +36,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid = 
 std::string TemperdBinary();
 std::string TemperBinary();
 
+// A context for one call to the daemon, with a deadline `seconds` from now.
+std::unique_ptr<grpc::ClientContext> CallContext(int seconds = 10);
+
+// Submits `request`; a refusal fails the test case, with gRPC's message.
+temper::v1::Batch SubmitOk(temper::v1::Temper::Stub& stub, const temper::v1::SubmitBatchRequest& request);
+
 // The journal events of `batch` ("" for every event) after `after_seq`, read without following.
 // A call that fails fails the test case, with gRPC's message.
 std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,

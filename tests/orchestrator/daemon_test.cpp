@@ -24,38 +24,24 @@ namespace {
 
 using temper::v1::Batch;
 
-std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 10) {
-  auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-  return c;
-}
-
-Batch Submit(temper::v1::Temper::Stub& stub, const temper::v1::SubmitBatchRequest& r) {
-  Batch b;
-  grpc::Status s = stub.SubmitBatch(Ctx().get(), r, &b);
-  INFO(s.error_message());
-  REQUIRE(s.ok());
-  return b;
-}
-
 TEST_CASE("submit, list, status and cancel over the unix socket") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
 
-  Batch first = Submit(*stub, ValidSubmit("first"));
+  Batch first = SubmitOk(*stub, ValidSubmit("first"));
   CHECK(first.id() == "1");
   CHECK(first.state() == temper::v1::BATCH_STATE_QUEUED);
   CHECK(first.counts().total() == 2);
   CHECK(first.rules(0).rule_id() == "xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
   CHECK(first.rules(0).state() == temper::v1::RULE_STATE_PENDING);
   CHECK(first.budgets().max_attempts() == 5);
-  Batch second = Submit(*stub, ValidSubmit("second"));
+  Batch second = SubmitOk(*stub, ValidSubmit("second"));
 
   temper::v1::ListBatchesRequest list_req;
   temper::v1::ListBatchesResponse list;
-  REQUIRE(stub->ListBatches(Ctx().get(), list_req, &list).ok());
+  REQUIRE(stub->ListBatches(CallContext().get(), list_req, &list).ok());
   REQUIRE(list.batches_size() == 2);
   CHECK(list.batches(0).id() == second.id());
   CHECK(list.batches(0).rules_size() == 0);
@@ -65,27 +51,27 @@ TEST_CASE("submit, list, status and cancel over the unix socket") {
   cancel.set_batch_id(first.id());
   cancel.set_reason("wrong target");
   Batch cancelled;
-  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &cancelled).ok());
+  REQUIRE(stub->CancelBatch(CallContext().get(), cancel, &cancelled).ok());
   CHECK(cancelled.state() == temper::v1::BATCH_STATE_CANCELLED);
   CHECK(cancelled.error() == "wrong target");
   CHECK(cancelled.counts().cancelled() == 2);
-  grpc::Status again = stub->CancelBatch(Ctx().get(), cancel, &cancelled);
+  grpc::Status again = stub->CancelBatch(CallContext().get(), cancel, &cancelled);
   CHECK(again.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
 
   temper::v1::GetBatchRequest get;
   get.set_batch_id(first.id());
   Batch fetched;
-  REQUIRE(stub->GetBatch(Ctx().get(), get, &fetched).ok());
+  REQUIRE(stub->GetBatch(CallContext().get(), get, &fetched).ok());
   CHECK(fetched.state() == temper::v1::BATCH_STATE_CANCELLED);
   get.set_batch_id("99");
-  grpc::Status missing = stub->GetBatch(Ctx().get(), get, &fetched);
+  grpc::Status missing = stub->GetBatch(CallContext().get(), get, &fetched);
   CHECK(missing.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(missing.error_message() == "batch 99 does not exist");
 
   auto bad = ValidSubmit();
   bad.set_target("prod");
   Batch unused;
-  grpc::Status invalid = stub->SubmitBatch(Ctx().get(), bad, &unused);
+  grpc::Status invalid = stub->SubmitBatch(CallContext().get(), bad, &unused);
   CHECK(invalid.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(invalid.error_message().rfind("target: 'prod' is not configured", 0) == 0);
 
@@ -97,12 +83,12 @@ TEST_CASE("the journal streams in seq order, filters by batch, resumes from a se
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
-  Batch a = Submit(*stub, ValidSubmit("a"));
-  Batch b = Submit(*stub, ValidSubmit("b"));
+  Batch a = SubmitOk(*stub, ValidSubmit("a"));
+  Batch b = SubmitOk(*stub, ValidSubmit("b"));
   temper::v1::CancelBatchRequest cancel;
   cancel.set_batch_id(a.id());
   Batch unused;
-  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &unused).ok());
+  REQUIRE(stub->CancelBatch(CallContext().get(), cancel, &unused).ok());
 
   auto all = ReadJournal(*stub, "", 0);
   REQUIRE(all.size() == 3);
@@ -124,7 +110,7 @@ TEST_CASE("the journal streams in seq order, filters by batch, resumes from a se
   temper::v1::WatchJournalRequest follow;
   follow.set_after_seq(3);
   follow.set_follow(true);
-  auto ctx = Ctx(20);
+  auto ctx = CallContext(20);
   auto reader = stub->WatchJournal(ctx.get(), follow);
   std::atomic<uint64_t> seen{0};
   std::thread watcher([&] {
@@ -134,7 +120,7 @@ TEST_CASE("the journal streams in seq order, filters by batch, resumes from a se
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(seen == 0);
   cancel.set_batch_id(b.id());
-  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &unused).ok());
+  REQUIRE(stub->CancelBatch(CallContext().get(), cancel, &unused).ok());
   watcher.join();
   CHECK(seen == 4);
   ctx->TryCancel();
@@ -142,7 +128,7 @@ TEST_CASE("the journal streams in seq order, filters by batch, resumes from a se
 
   temper::v1::WatchJournalRequest unknown;
   unknown.set_batch_id("77");
-  auto ctx2 = Ctx();
+  auto ctx2 = CallContext();
   auto r2 = stub->WatchJournal(ctx2.get(), unknown);
   temper::v1::JournalEvent e;
   CHECK_FALSE(r2->Read(&e));
@@ -161,12 +147,12 @@ TEST_CASE("health is SERVING and reflection lists temper.v1.Temper") {
     grpc::health::v1::HealthCheckRequest req;
     req.set_service(service);
     grpc::health::v1::HealthCheckResponse resp;
-    REQUIRE(health->Check(Ctx().get(), req, &resp).ok());
+    REQUIRE(health->Check(CallContext().get(), req, &resp).ok());
     CHECK(resp.status() == grpc::health::v1::HealthCheckResponse::SERVING);
   }
 
   auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(channel);
-  auto ctx = Ctx();
+  auto ctx = CallContext();
   auto stream = reflection->ServerReflectionInfo(ctx.get());
   grpc::reflection::v1alpha::ServerReflectionRequest list;
   list.set_list_services("*");
@@ -221,8 +207,8 @@ TEST_CASE("a restart keeps every batch and event, and seqs continue") {
   REQUIRE(daemon.Start().ok());
   {
     auto stub = daemon.Stub();
-    Submit(*stub, ValidSubmit("before restart"));
-    Submit(*stub, ValidSubmit("also before"));
+    SubmitOk(*stub, ValidSubmit("before restart"));
+    SubmitOk(*stub, ValidSubmit("also before"));
   }
   CHECK(daemon.Stop(SIGTERM) == 0);
   auto notes = daemon.Notifications();
@@ -233,10 +219,10 @@ TEST_CASE("a restart keeps every batch and event, and seqs continue") {
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
   temper::v1::ListBatchesResponse list;
-  REQUIRE(stub->ListBatches(Ctx().get(), {}, &list).ok());
+  REQUIRE(stub->ListBatches(CallContext().get(), {}, &list).ok());
   REQUIRE(list.batches_size() == 2);
   CHECK(list.batches(1).name() == "before restart");
-  Batch third = Submit(*stub, ValidSubmit("after restart"));
+  Batch third = SubmitOk(*stub, ValidSubmit("after restart"));
   CHECK(third.id() == "3");
   auto events = ReadJournal(*stub, "", 0);
   REQUIRE(events.size() == 3);
@@ -252,7 +238,7 @@ TEST_CASE("kill -9 loses nothing acknowledged and leaves a socket the next start
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
-  Submit(*daemon.Stub(), ValidSubmit("acknowledged"));
+  SubmitOk(*daemon.Stub(), ValidSubmit("acknowledged"));
   CHECK(daemon.Stop(SIGKILL) == 128 + SIGKILL);
   struct stat st {};
   CHECK(lstat(daemon.socket_path().c_str(), &st) == 0);  // stale socket left behind
@@ -274,7 +260,7 @@ TEST_CASE("kill -9 while journal lines are being appended: the next start serves
     auto stub = daemon.Stub();
     while (!stop.load()) {
       Batch b;
-      auto ctx = Ctx(2);
+      auto ctx = CallContext(2);
       if (!stub->SubmitBatch(ctx.get(), ValidSubmit("busy"), &b).ok()) return;  // the daemon died
     }
   });
@@ -297,7 +283,7 @@ TEST_CASE("kill -9 while journal lines are being appended: the next start serves
   temper::v1::ListBatchesRequest all;
   all.set_page_size(1000);
   temper::v1::ListBatchesResponse list;
-  REQUIRE(stub->ListBatches(Ctx().get(), all, &list).ok());
+  REQUIRE(stub->ListBatches(CallContext().get(), all, &list).ok());
   REQUIRE(list.batches_size() >= 2);
   for (const Batch& b : list.batches()) {
     std::vector<uint64_t> served;
@@ -364,7 +350,7 @@ TEST_CASE("TCP serves only with TLS and the right bearer token") {
   auto call = [&](std::shared_ptr<grpc::ChannelCredentials> creds) {
     auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(target, creds));
     temper::v1::ListBatchesResponse list;
-    return stub->ListBatches(Ctx().get(), {}, &list);
+    return stub->ListBatches(CallContext().get(), {}, &list);
   };
   CHECK(call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"))).ok());
   grpc::Status wrong = call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("guess")));

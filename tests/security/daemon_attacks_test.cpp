@@ -44,18 +44,13 @@ using google::protobuf::Message;
 // The documented bound on one journal line (orchestrator/journal_event_bounds.h): 64 KiB.
 constexpr size_t kJournalLineBound = 64 << 10;
 
-std::unique_ptr<grpc::ClientContext> Ctx(int seconds = 10) {
-  auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(seconds));
-  return c;
-}
-
-std::string SubmitOne(temper::v1::Temper::Stub& stub) {
-  temper::v1::Batch b;
-  grpc::Status s = stub.SubmitBatch(Ctx().get(), ValidSubmit(), &b);
-  INFO(s.error_message());
-  REQUIRE(s.ok());
-  return b.id();
+// Starts the stopped `daemon` again over what it left; the start must succeed. A fresh channel:
+// the old one saw the daemon go.
+std::unique_ptr<temper::v1::Temper::Stub> Restart(DaemonProcess& daemon) {
+  Status restarted = daemon.Start();
+  INFO(restarted.message().substr(0, 2000));
+  REQUIRE(restarted.ok());
+  return daemon.Stub();
 }
 
 std::vector<uint64_t> Seqs(const std::vector<temper::v1::JournalEvent>& events) {
@@ -192,7 +187,7 @@ TEST_CASE("SIGPIPE: a signal that kills by default does not stop temperd") {
   std::this_thread::sleep_for(300ms);
   REQUIRE(daemon.Alive());
   temper::v1::ListBatchesResponse list;
-  CHECK(daemon.Stub()->ListBatches(Ctx().get(), {}, &list).ok());
+  CHECK(daemon.Stub()->ListBatches(CallContext().get(), {}, &list).ok());
   CHECK(daemon.Stop() == 0);
 }
 
@@ -260,7 +255,7 @@ grpc::Status CallRaw(grpc::GenericStub& stub, const std::string& method, const M
   grpc::Slice slice(bytes);
   grpc::ByteBuffer send(&slice, 1);
   grpc::ByteBuffer reply;
-  auto ctx = Ctx(30);
+  auto ctx = CallContext(30);
   std::promise<grpc::Status> done;
   stub.UnaryCall(ctx.get(), method, {}, &send, &reply, [&](grpc::Status s) { done.set_value(std::move(s)); });
   return done.get_future().get();
@@ -301,20 +296,17 @@ TEST_CASE("journal brick: a 2 MiB cancel reason does not stop temperd's next sta
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
-  std::string batch = SubmitOne(*stub);
+  std::string batch = SubmitOk(*stub, ValidSubmit()).id();
   temper::v1::CancelBatchRequest cancel;
   cancel.set_batch_id(batch);
   cancel.set_reason(std::string(2 << 20, 'x'));
   temper::v1::Batch cancelled;
-  grpc::Status refused = stub->CancelBatch(Ctx().get(), cancel, &cancelled);
+  grpc::Status refused = stub->CancelBatch(CallContext().get(), cancel, &cancelled);
   INFO(refused.error_message().substr(0, 300));
   CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   REQUIRE(daemon.Stop() == 0);
 
-  Status restarted = daemon.Start();
-  INFO(restarted.message().substr(0, 2000));
-  REQUIRE(restarted.ok());
-  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  stub = Restart(daemon);
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   CHECK(WatchSeqs(daemon, batch) == Seqs(events));
   for (const std::string& line : Lines(ReadFileOrEmpty(dir / fmt::format("state/journal/batch-{}.jsonl", batch)))) {
@@ -328,7 +320,7 @@ TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not st
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
-  std::string batch = SubmitOne(*stub);
+  std::string batch = SubmitOk(*stub, ValidSubmit()).id();
   REQUIRE(daemon.Stop() == 0);
   // What an older temperd left: a committed 2 MiB event, whole in the store and in the file.
   EventRecord legacy = InsertLegacyEvent(dir / "state/temper.db", std::stoll(batch), 2 << 20);
@@ -336,10 +328,7 @@ TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not st
   dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch),
             ReadFileOrEmpty(file) + JournalFiles::ToJsonLine(legacy) + "\n");
 
-  Status restarted = daemon.Start();
-  INFO(restarted.message().substr(0, 2000));
-  REQUIRE(restarted.ok());
-  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  stub = Restart(daemon);
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   REQUIRE(events.size() == 2);
   CHECK(events[1].seq() == legacy.seq);
@@ -353,7 +342,7 @@ TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cu
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
-  std::string batch = SubmitOne(*stub);
+  std::string batch = SubmitOk(*stub, ValidSubmit()).id();
   REQUIRE(daemon.Stop() == 0);
   // A 3 MiB event was committed, and the crash came halfway through appending its line.
   EventRecord legacy = InsertLegacyEvent(dir / "state/temper.db", std::stoll(batch), 3 << 20);
@@ -361,10 +350,7 @@ TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cu
   std::string line = JournalFiles::ToJsonLine(legacy);
   dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch), ReadFileOrEmpty(file) + line.substr(0, line.size() / 2));
 
-  Status restarted = daemon.Start();
-  INFO(restarted.message().substr(0, 2000));
-  REQUIRE(restarted.ok());
-  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  stub = Restart(daemon);
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
   REQUIRE(events.size() == 2);
   CHECK(FileSeqs(file) == Seqs(events));
@@ -379,12 +365,12 @@ TEST_CASE("journal brick: garbage in a journal file is reported with file and li
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   auto stub = daemon.Stub();
-  std::string batch = SubmitOne(*stub);
+  std::string batch = SubmitOk(*stub, ValidSubmit()).id();
   temper::v1::CancelBatchRequest cancel;
   cancel.set_batch_id(batch);
   cancel.set_reason("a reason");
   temper::v1::Batch cancelled;
-  REQUIRE(stub->CancelBatch(Ctx().get(), cancel, &cancelled).ok());
+  REQUIRE(stub->CancelBatch(CallContext().get(), cancel, &cancelled).ok());
   REQUIRE(daemon.Stop() == 0);
   std::string name = fmt::format("state/journal/batch-{}.jsonl", batch);
   std::vector<std::string> lines = Lines(ReadFileOrEmpty(dir / name));
@@ -392,10 +378,7 @@ TEST_CASE("journal brick: garbage in a journal file is reported with file and li
   // Line 2 is garbage in the middle; line 4, the last, is JSON but no event.
   dir.Write(name, lines[0] + "\n" + "\x01garbage\xff in the middle\n" + lines[1] + "\n" + "{\"not\": \"an event\"}\n");
 
-  Status restarted = daemon.Start();
-  INFO(restarted.message().substr(0, 2000));
-  REQUIRE(restarted.ok());
-  stub = daemon.Stub();  // a fresh channel: the old one saw the daemon go
+  stub = Restart(daemon);
   std::string log = daemon.Log();
   INFO(log);
   CHECK_THAT(log, Catch::Contains(dir / name + ":2:") && Catch::Contains(dir / name + ":4:"));
@@ -410,7 +393,7 @@ TEST_CASE("EMFILE: temperd out of descriptors on its unix socket neither spins n
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   temper::v1::ListBatchesResponse list;
-  REQUIRE(daemon.Stub()->ListBatches(Ctx().get(), {}, &list).ok());
+  REQUIRE(daemon.Stub()->ListBatches(CallContext().get(), {}, &list).ok());
   SqueezeDescriptors(daemon.pid());
   Hogs hogs;
   for (int i = 0; i < 48; ++i) {
@@ -420,7 +403,7 @@ TEST_CASE("EMFILE: temperd out of descriptors on its unix socket neither spins n
   REQUIRE(hogs.fds.size() > 16);
   CheckQuietWhileOutOfDescriptors(daemon);
   hogs.Release();
-  auto ctx = Ctx(10);
+  auto ctx = CallContext(10);
   ctx->set_wait_for_ready(true);
   grpc::Status served = daemon.Stub()->ListBatches(ctx.get(), {}, &list);
   INFO(served.error_message());
@@ -448,7 +431,7 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   auto list = [&] {
     auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(fmt::format("localhost:{}", port), creds));
     temper::v1::ListBatchesResponse out;
-    return stub->ListBatches(Ctx(10).get(), {}, &out);
+    return stub->ListBatches(CallContext(10).get(), {}, &out);
   };
   REQUIRE(list().ok());
   SqueezeDescriptors(daemon.pid());

@@ -51,12 +51,6 @@ struct SshLoopDaemon {
   std::unique_ptr<DaemonProcess> daemon;
 };
 
-std::unique_ptr<grpc::ClientContext> Ctx() {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  return ctx;
-}
-
 // Submits with `temper submit --host` and returns the batch id.
 std::string SubmitToHost(const SshLoopDaemon& d, const std::string& host, const std::vector<std::string>& rules,
                          int max_attempts) {
@@ -75,7 +69,7 @@ temper::v1::Batch WaitUntilEnded(const DaemonProcess& daemon, const std::string&
   req.set_batch_id(batch);
   temper::v1::Batch b;
   while (std::chrono::steady_clock::now() < deadline) {
-    REQUIRE(daemon.Stub()->GetBatch(Ctx().get(), req, &b).ok());
+    REQUIRE(daemon.Stub()->GetBatch(CallContext(30).get(), req, &b).ok());
     if (b.state() == temper::v1::BATCH_STATE_COMPLETED || b.state() == temper::v1::BATCH_STATE_FAILED ||
         b.state() == temper::v1::BATCH_STATE_CANCELLED) {
       return b;
@@ -90,7 +84,7 @@ bool HasEvent(const DaemonProcess& daemon, const std::string& batch, const std::
   temper::v1::WatchJournalRequest req;
   req.set_batch_id(batch);
   req.set_follow(false);
-  auto ctx = Ctx();
+  auto ctx = CallContext(30);
   auto stub = daemon.Stub();
   auto reader = stub->WatchJournal(ctx.get(), req);
   temper::v1::JournalEvent e;
@@ -161,7 +155,7 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
   temper::v1::GetBatchReportRequest req;
   req.set_batch_id(id);
   temper::v1::BatchReport report;
-  REQUIRE(d.daemon->Stub()->GetBatchReport(Ctx().get(), req, &report).ok());
+  REQUIRE(d.daemon->Stub()->GetBatchReport(CallContext(30).get(), req, &report).ok());
   CHECK(std::filesystem::exists(report.results_dir() + "/arf.xml"));
 
   nlohmann::json hosts = d.Hosts();
