@@ -1,7 +1,14 @@
-// What the HTTP serving tests share: a client for the server under test, the `data:` payloads of a
-// server-sent-events body (with its framing checked), and the check of an OpenAI-style error reply.
+// What the HTTP serving tests share: a client for the server under test, a raw connection to it, the
+// `data:` payloads of a server-sent-events body (with its framing checked), and the check of an
+// OpenAI-style error reply.
 #pragma once
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +22,18 @@ inline httplib::Client LocalClient(int port) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(60, 0);
   return c;
+}
+
+// A TCP connection to 127.0.0.1:`port`, for requests no client library would send; -1 when it fails.
+inline int ConnectLoopback(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
+  if (fd >= 0) close(fd);
+  return -1;
 }
 
 // Splits a server-sent-events body into its `data:` payloads, checking the framing.

@@ -82,17 +82,6 @@ bool LmServeProcess::Alive() {
 
 std::string LmServeProcess::Log() const { return ReadFileOrEmpty(log_path_); }
 
-int ConnectLoopback(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
-  if (fd >= 0) close(fd);
-  return -1;
-}
-
 bool SendAll(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {

@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "common/status.h"
+#include "engine/http_test_support.h"
 #include "orchestrator/temp_dir.h"
 
 namespace temper::testing {
+
+using engine::testing::ConnectLoopback;
 
 class LmServeProcess {
  public:
@@ -42,8 +45,6 @@ class LmServeProcess {
   int port_ = 0;
 };
 
-// A TCP connection to 127.0.0.1:`port` (-1 when refused).
-int ConnectLoopback(int port);
 // Sends all of `bytes` (false when the peer is gone).
 bool SendAll(int fd, const std::string& bytes);
 // Reads until the peer closes, a whole HTTP response (head + Content-Length body) has arrived, or
