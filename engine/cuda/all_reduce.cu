@@ -1,21 +1,12 @@
-// DeviceAllReduce (all_reduce.h): the one-shot kernels, the P2P transfer test and NCCL loaded at
+// DeviceAllReduce (all_reduce.h): the one-shot kernel, the P2P transfer test and NCCL loaded at
 // run time.
 //
-// One-shot protocol, per block b of a call (the message is cut into gridDim.x contiguous chunks;
-// every rank cuts it the same way because every rank passes the same n):
-//   seq = counters[b] + 1, parity = seq & 1
-//   push:  write my chunk into slot[parity][me] of every receive buffer (host-staged: the one
-//          shared buffer), fence, then flag[parity][me][b] = seq there (st.release.sys)
-//   wait:  until flag[parity][s][b] >= seq in my buffer, for every sender s (ld.acquire.sys)
-//   sum:   chunk = Σ_{s = 0..tp-1} slot[parity][s] (loads that bypass L1), in rank order
-//   counters[b] = seq
-// Why two parities are enough: rank r writes slot[p] of call k into rank q's buffer only after its
-// call k-1 saw q's flag of call k-1, and q raised that flag inside its call k-1, which its stream
-// started after its call k-2 (the last reader of slot[p]) had finished. Each block counts its own
-// calls, so no block waits on another block of its own kernel, and a replayed graph sees fresh
-// numbers. The kernels of all ranks must run at once: grids are small (at most kMaxBlocks blocks
-// of 256 threads per rank), so even 8 ranks on one GPU are co-resident. A spin that outlasts 20 s
-// traps (a lost peer kills the context rather than hanging the GPU for ever).
+// The one-shot kernel follows all_reduce_protocol.h step by step (push, wait, sum, end), which is
+// also where the argument for its correctness lives; tests/engine/all_reduce_protocol_test.cpp runs
+// the same rules with threads on the host. The kernels of all ranks must run at once: grids are small
+// (at most kMaxBlocks blocks of kThreads threads per rank), so even 8 ranks on one GPU are
+// co-resident. A spin that outlasts 20 s traps (a lost peer kills the context rather than hanging the
+// GPU for ever).
 #include "engine/cuda/all_reduce.h"
 
 #include <cuda_runtime.h>
@@ -27,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cuda/all_reduce_protocol.h"
 #include "engine/cuda/cuda_status.h"
 
 namespace temper::engine::cuda {
@@ -34,15 +26,15 @@ namespace {
 
 using detail::S;
 
-constexpr int kMaxRanks = 8;
-constexpr int kMaxBlocks = 32;
-constexpr int kThreads = 256;
-constexpr int kHostStagedCounters = kMaxBlocks;  // counters[0..31]: P2P, [32..63]: host-staged
+using all_reduce::CallState;
+using all_reduce::kMaxBlocks;
+using all_reduce::kMaxRanks;
+using all_reduce::kThreads;
 
 struct OneShotArgs {
   float* slots[kMaxRanks];     // every rank's receive slots [2][tp][slot_floats]; host-staged: all the same
   uint32_t* flags[kMaxRanks];  // every rank's flags [2][tp][kMaxBlocks]; host-staged: all the same
-  uint32_t* counters;          // this rank's per-block call counters
+  CallState* state;            // this rank's call counters for this algorithm
   float* data;
   int64_t n;
   int64_t slot_floats;
@@ -65,48 +57,51 @@ __device__ __forceinline__ uint64_t NowNs() {
   return t;
 }
 
-__global__ void OneShotKernel(OneShotArgs a) {
+__global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
   const int b = blockIdx.x;
-  const int64_t begin = a.n * b / gridDim.x, end = a.n * (b + 1) / gridDim.x;
+  const all_reduce::Chunk chunk = all_reduce::OneShotChunk(a.n, gridDim.x, b);
   __shared__ uint32_t seq_shared;
-  if (threadIdx.x == 0) seq_shared = a.counters[b] + 1;
+  // The call's sequence: `calls` changes only at the end of the previous call (stream order).
+  if (threadIdx.x == 0) seq_shared = __ldcg(&a.state->calls) + 1;
   __syncthreads();
   const uint32_t seq = seq_shared;
-  const int parity = static_cast<int>(seq & 1u);
-  const int64_t my_slot = (int64_t{parity} * a.tp + a.rank) * a.slot_floats;
+  const int64_t my_slot = all_reduce::SlotOffset(seq, a.tp, a.rank, a.slot_floats);
 
   // Push my chunk.
   const int receivers = a.shared ? 1 : a.tp;
   for (int q = 0; q < receivers; ++q) {
     float* dst = a.slots[q] + my_slot;
-    for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) dst[i] = a.data[i];
+    for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) dst[i] = a.data[i];
   }
   __threadfence_system();
   __syncthreads();
-  if (threadIdx.x < receivers) {
-    StoreRelease(a.flags[threadIdx.x] + (int64_t{parity} * a.tp + a.rank) * kMaxBlocks + b, seq);
-  }
+  if (threadIdx.x < receivers) StoreRelease(a.flags[threadIdx.x] + all_reduce::FlagOffset(seq, a.tp, a.rank, b), seq);
 
   // Wait for every sender's chunk in my buffer.
   float* mine = a.slots[a.shared ? 0 : a.rank];
   uint32_t* my_flags = a.flags[a.shared ? 0 : a.rank];
   if (threadIdx.x < a.tp) {
-    const uint32_t* flag = my_flags + (int64_t{parity} * a.tp + threadIdx.x) * kMaxBlocks + b;
+    const uint32_t* flag = my_flags + all_reduce::FlagOffset(seq, a.tp, threadIdx.x, b);
     const uint64_t start = NowNs();
-    // Wrap-safe "flag < seq": counters wrap after 2^32 calls.
-    while (static_cast<int32_t>(LoadAcquire(flag) - seq) < 0) {
+    while (!all_reduce::FlagReached(LoadAcquire(flag), seq)) {
       if (NowNs() - start > 20'000'000'000ull) __trap();
     }
   }
   __syncthreads();
 
   // Sum in rank order, reading around L1 (a line could hold the slot's previous contents).
-  for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) {
+  for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
     float acc = 0;
-    for (int s = 0; s < a.tp; ++s) acc += __ldcv(mine + (int64_t{parity} * a.tp + s) * a.slot_floats + i);
+    for (int s = 0; s < a.tp; ++s) acc += __ldcv(mine + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i);
     a.data[i] = acc;
   }
-  if (threadIdx.x == 0) a.counters[b] = seq;
+
+  // End: the last block of the call moves the call count on, for the next call on this stream.
+  __syncthreads();
+  if (threadIdx.x == 0 && all_reduce::LastToArrive(atomicAdd(&a.state->arrivals, 1u), gridDim.x)) {
+    a.state->arrivals = 0;
+    a.state->calls = seq;
+  }
 }
 
 __global__ void WritePatternKernel(uint32_t* dst, int64_t n, uint32_t salt) {
@@ -209,7 +204,7 @@ DeviceAllReduce::~DeviceAllReduce() {
     if (cudaSetDevice(r.device) != cudaSuccess) continue;
     cudaFree(r.slots);
     cudaFree(r.flags);
-    cudaFree(r.counters);
+    cudaFree(r.calls);
   }
   if (host_slots_) cudaFreeHost(host_slots_);
   if (host_flags_) cudaFreeHost(host_flags_);
@@ -259,8 +254,8 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
       TEMPER_CUDA_TRY(cudaMalloc(&b.flags, flag_bytes));
       TEMPER_CUDA_TRY(cudaMemset(b.flags, 0, flag_bytes));
     }
-    TEMPER_CUDA_TRY(cudaMalloc(&b.counters, sizeof(uint32_t) * 2 * kMaxBlocks));
-    TEMPER_CUDA_TRY(cudaMemset(b.counters, 0, sizeof(uint32_t) * 2 * kMaxBlocks));
+    TEMPER_CUDA_TRY(cudaMalloc(&b.calls, sizeof(CallState) * 2));
+    TEMPER_CUDA_TRY(cudaMemset(b.calls, 0, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaDeviceSynchronize());
     ar->ranks_.push_back(b);
   }
@@ -319,7 +314,7 @@ Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t 
     a.slots[r] = host_staged ? host_slots_ : ranks_[r].slots;
     a.flags[r] = host_staged ? host_flags_ : ranks_[r].flags;
   }
-  a.counters = ranks_[rank].counters + (host_staged ? kHostStagedCounters : 0);
+  a.state = ranks_[rank].calls + (host_staged ? 1 : 0);
   a.slot_floats = static_cast<int64_t>(slot_floats_);
   a.rank = rank;
   a.tp = topology_.tp;
@@ -328,8 +323,7 @@ Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t 
   for (size_t offset = 0; offset < n; offset += slot_floats_) {
     a.data = data + offset;
     a.n = static_cast<int64_t>(std::min(slot_floats_, n - offset));
-    const int blocks = static_cast<int>(std::clamp<int64_t>((a.n + 2047) / 2048, 1, kMaxBlocks));
-    OneShotKernel<<<blocks, kThreads, 0, stream>>>(a);
+    OneShotKernel<<<all_reduce::OneShotGrid(a.n), kThreads, 0, stream>>>(a);
     TEMPER_CUDA_TRY(cudaGetLastError());
   }
   return Status::OK();

@@ -13,9 +13,10 @@
 //    the library is found where the machine has it, and a build needs no NCCL).
 // Every algorithm sums in rank order 0..tp-1, so all ranks hold bitwise identical results.
 //
-// The custom algorithms are one kernel per call that keeps its state on the device (per-block
-// call counters; flags carry the counter value; slots alternate by its parity), so a call can be
-// captured in a CUDA graph and replayed. Messages larger than a slot go in several rounds.
+// The custom algorithms are one kernel per call that keeps its state on the device (a call count per
+// rank; flags carry the call's number; slots alternate by its parity: all_reduce_protocol.h), so a
+// call can be captured in a CUDA graph and replayed. Messages larger than a slot go in several
+// rounds, each a call of its own.
 //
 // Built only with nvcc. Thread safety: AllReduceSum is called by each rank's own thread, with the
 // rank's device current; every rank makes the same sequence of calls with the same n.
@@ -30,6 +31,7 @@
 
 #include "common/status.h"
 #include "engine/cuda/all_reduce_plan.h"
+#include "engine/cuda/all_reduce_protocol.h"
 
 namespace temper::engine::cuda {
 
@@ -67,8 +69,8 @@ class DeviceAllReduce {
   struct RankBuffers {
     int device = 0;
     float* slots = nullptr;        // P2P: [2 parities][tp senders][slot floats], on this rank's device
-    uint32_t* flags = nullptr;     // P2P: [2][tp][blocks], on this rank's device
-    uint32_t* counters = nullptr;  // [2 algorithms][blocks]: calls made, per block
+    uint32_t* flags = nullptr;     // P2P: [2][tp][kMaxBlocks], on this rank's device
+    all_reduce::CallState* calls = nullptr;  // [2]: the P2P and the host-staged call counts
   };
   DeviceAllReduce() = default;
   Status OneShot(bool host_staged, int rank, float* data, size_t n, cudaStream_t stream);

@@ -14,10 +14,10 @@ std::string_view AllReduceAlgoName(AllReduceAlgo a) {
 
 AllReduceAlgo ChooseAllReduce(const AllReduceTopology& t, uint64_t bytes) {
   if (t.tp <= 1) return AllReduceAlgo::kNone;
-  const bool small = bytes <= t.one_shot_max_bytes;
-  if (t.p2p_ok && (small || !t.nccl_available)) return AllReduceAlgo::kOneShotP2p;
-  if (t.nccl_available) return AllReduceAlgo::kNccl;
-  return AllReduceAlgo::kHostStaged;
+  // NCCL only for large messages: decode's small ones stay on our own kernel, which is also what
+  // runs inside captured graphs.
+  if (t.nccl_available && bytes > t.one_shot_max_bytes) return AllReduceAlgo::kNccl;
+  return t.p2p_ok ? AllReduceAlgo::kOneShotP2p : AllReduceAlgo::kHostStaged;
 }
 
 }  // namespace temper::engine::cuda

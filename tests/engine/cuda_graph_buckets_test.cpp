@@ -34,8 +34,10 @@ TEST_CASE("all-reduce selection follows the measured topology and the message si
   CHECK(ChooseAllReduce(t, 21504) == AllReduceAlgo::kOneShotP2p);
   CHECK(ChooseAllReduce(t, 8 * 21504) == AllReduceAlgo::kOneShotP2p);
   CHECK(ChooseAllReduce(t, 2048 * 21504) == AllReduceAlgo::kNccl);
-  t.p2p_ok = false;  // the L4 box without peer access
-  CHECK(ChooseAllReduce(t, 21504) == AllReduceAlgo::kNccl);
+  t.p2p_ok = false;  // the L4 box without peer access: small messages through host memory, not NCCL
+  CHECK(ChooseAllReduce(t, 21504) == AllReduceAlgo::kHostStaged);
+  CHECK(ChooseAllReduce(t, 8 * 21504) == AllReduceAlgo::kHostStaged);
+  CHECK(ChooseAllReduce(t, 2048 * 21504) == AllReduceAlgo::kNccl);
   t.nccl_available = false;
   CHECK(ChooseAllReduce(t, 21504) == AllReduceAlgo::kHostStaged);
   CHECK(ChooseAllReduce(t, 2048 * 21504) == AllReduceAlgo::kHostStaged);

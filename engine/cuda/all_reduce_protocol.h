@@ -1,0 +1,82 @@
+// The one-shot all-reduce's protocol: which block sums which elements, where a sender's data and
+// flag go, and which sequence number a call carries. Compiled for host and device, so the kernel
+// (all_reduce.cu) and the host model that checks the protocol with threads
+// (tests/engine/all_reduce_protocol_test.cpp) follow the very same rules.
+//
+// A call on one rank is one kernel of OneShotGrid(n) blocks; block b owns OneShotChunk(n, grid, b)
+// (every rank cuts the message alike: every rank passes the same n). With seq = the rank's calls + 1,
+// the same for every block of the call:
+//   push:  write my chunk into slot[parity(seq)][me] of every receiver, fence, then raise
+//          flag[parity(seq)][me][b] = seq there (release)
+//   wait:  until FlagReached(flag[parity(seq)][s][b], seq) in my buffer, for every sender s (acquire)
+//   sum:   chunk = Σ_{s = 0..tp-1} slot[parity(seq)][s], in rank order
+//   end:   each block counts its arrival; the last one (LastToArrive) stores calls = seq
+//
+// Why two parities are enough whatever the message sizes: rank r writes slot[p] in call k only after
+// its call k-1 ended, and every block of that call saw peer q's flag of call k-1. q raised it inside
+// its call k-1, which q's stream began only after q's call k-2, the last one to read slot[p], ended.
+// That argument needs ONE sequence per call. The first protocol counted calls per block: when the grid
+// changed with the message size, blocks that sat out a call fell behind, blocks of one call disagreed
+// on the parity, and a block could write a range that a peer's other block was still summing in the
+// call before (the host model shows the corruption).
+//
+// Thread safety: pure functions and constants.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define TEMPER_AR_HD __host__ __device__ __forceinline__
+#else
+#define TEMPER_AR_HD inline
+#endif
+
+namespace temper::engine::cuda::all_reduce {
+
+constexpr int kMaxRanks = 8;
+// Grids stay small so that the kernels of every rank are resident at once (a rank spins until its
+// peers' blocks have pushed): 8 ranks × 32 blocks of 256 threads fit even one L4.
+constexpr int kMaxBlocks = 32;
+constexpr int kThreads = 256;
+constexpr int64_t kFloatsPerBlock = 2048;
+
+// A call's counters on one rank: `calls` made so far, and the blocks of the running call that ended.
+struct CallState {
+  uint32_t calls;
+  uint32_t arrivals;
+};
+
+struct Chunk {
+  int64_t begin, end;
+};
+
+TEMPER_AR_HD int OneShotGrid(int64_t n) {
+  const int64_t blocks = (n + kFloatsPerBlock - 1) / kFloatsPerBlock;
+  return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+TEMPER_AR_HD Chunk OneShotChunk(int64_t n, int grid, int block) {
+  return {n * block / grid, n * (block + 1) / grid};
+}
+
+TEMPER_AR_HD int Parity(uint32_t seq) { return static_cast<int>(seq & 1u); }
+
+// Offset, in floats, of `sender`'s slot of parity(seq) in a receive buffer [2][tp][slot_floats].
+TEMPER_AR_HD int64_t SlotOffset(uint32_t seq, int tp, int sender, int64_t slot_floats) {
+  return (int64_t{Parity(seq)} * tp + sender) * slot_floats;
+}
+
+// Offset of `sender`'s flag for `block` of parity(seq) in a flag array [2][tp][kMaxBlocks].
+TEMPER_AR_HD int64_t FlagOffset(uint32_t seq, int tp, int sender, int block) {
+  return (int64_t{Parity(seq)} * tp + sender) * kMaxBlocks + block;
+}
+
+// Whether a flag holding `flag` shows call `seq` (or a later one), wrap-safe: calls wrap after 2^32.
+TEMPER_AR_HD bool FlagReached(uint32_t flag, uint32_t seq) { return static_cast<int32_t>(flag - seq) >= 0; }
+
+// Whether the block whose arrival found `arrived_before` blocks already ended is the call's last.
+TEMPER_AR_HD bool LastToArrive(uint32_t arrived_before, int grid) {
+  return arrived_before + 1 == static_cast<uint32_t>(grid);
+}
+
+}  // namespace temper::engine::cuda::all_reduce
