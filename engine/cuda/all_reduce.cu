@@ -20,6 +20,7 @@
 
 #include "engine/cuda/all_reduce_protocol.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/kernel_loading.h"
 
 namespace temper::engine::cuda {
 namespace {
@@ -254,6 +255,9 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
       TEMPER_CUDA_TRY(cudaMalloc(&b.flags, flag_bytes));
       TEMPER_CUDA_TRY(cudaMemset(b.flags, 0, flag_bytes));
     }
+    // Loaded now, on every rank's device: a lazy load at the first call could wait for a peer's
+    // spinning all-reduce (kernel_loading.h).
+    TEMPER_RETURN_IF_ERROR(LoadKernelCode(OneShotKernel, "OneShotKernel"));
     TEMPER_CUDA_TRY(cudaMalloc(&b.calls, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaMemset(b.calls, 0, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaDeviceSynchronize());

@@ -14,6 +14,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -214,6 +215,17 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
     MergeKernel<<<dim3(heads.q_heads, rows), 256, 0, stream>>>(partials, out, heads.q_heads, kv.head_dim, splits);
     TEMPER_CUDA_TRY(cudaGetLastError());
   }
+  return Status::OK();
+}
+
+Status LoadAttentionKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<1>, "SplitKernel<1>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<2>, "SplitKernel<2>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<4>, "SplitKernel<4>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<8>, "SplitKernel<8>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<16>, "SplitKernel<16>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MergeKernel, "MergeKernel"));
   return Status::OK();
 }
 

@@ -13,6 +13,9 @@ Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shar
   TEMPER_RETURN_IF_ERROR(ops->Bind());
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
   TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
+  // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
+  Status loaded = LoadAllKernels();
+  if (!loaded.ok()) return loaded.WithContext("CUDA device " + std::to_string(device));
   return ops;
 }
 
@@ -169,25 +172,36 @@ Status CudaOps::AllReduceSum(float* data, size_t n) {
   return all_reduce_->AllReduceSum(rank_, data, n, stream_);
 }
 
-Status CudaOps::RunCaptured(int key, const std::function<Status()>& step) {
+Status CudaOps::Capture(int key, const std::function<Status()>& step) {
+  TEMPER_RETURN_IF_ERROR(Bind());
+  if (graphs_.count(key)) return Status::AlreadyExists("graph " + std::to_string(key) + " is already captured");
+  TEMPER_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  const Status recorded = step();
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  if (!recorded.ok()) {
+    if (graph) cudaGraphDestroy(graph);
+    return recorded.WithContext("capturing graph " + std::to_string(key));
+  }
+  TEMPER_CUDA_TRY(ended);
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  TEMPER_CUDA_TRY(made);
+  // Uploaded now, so the first replay does no set-up work of its own while peers' replays spin.
+  const cudaError_t uploaded = cudaGraphUpload(exec, stream_);
+  if (uploaded != cudaSuccess) {
+    cudaGraphExecDestroy(exec);
+    TEMPER_CUDA_TRY(uploaded);
+  }
+  graphs_.emplace(key, exec);
+  return Status::OK();
+}
+
+Status CudaOps::Replay(int key) {
   TEMPER_RETURN_IF_ERROR(Bind());
   auto it = graphs_.find(key);
-  if (it == graphs_.end()) {
-    TEMPER_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    const Status recorded = step();
-    cudaGraph_t graph = nullptr;
-    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-    if (!recorded.ok()) {
-      if (graph) cudaGraphDestroy(graph);
-      return recorded.WithContext("capturing graph " + std::to_string(key));
-    }
-    TEMPER_CUDA_TRY(ended);
-    cudaGraphExec_t exec = nullptr;
-    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);
-    TEMPER_CUDA_TRY(made);
-    it = graphs_.emplace(key, exec).first;
-  }
+  if (it == graphs_.end()) return Status::NotFound("graph " + std::to_string(key) + " was never captured");
   TEMPER_CUDA_TRY(cudaGraphLaunch(it->second, stream_));
   return Status::OK();
 }

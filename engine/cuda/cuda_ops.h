@@ -1,8 +1,8 @@
 // CudaOps: RankOps on one GPU. Every op is enqueued on the rank's own stream; memory is
 // cudaMalloc'd; kernels are kernels.h's; GEMMs go through the rank's cuBLASLt handle; the
-// all-reduce is the group's DeviceAllReduce; RunCaptured records a CUDA graph per key on first use
-// (thread-local capture mode, so the ranks of one process capture at once, each in its thread)
-// and replays it afterwards.
+// all-reduce is the group's DeviceAllReduce; Capture records a CUDA graph per key (thread-local
+// capture mode, so the ranks of one process capture at once, each in its thread) and Replay
+// launches it. Create loads every kernel's code on the device (kernel_loading.h).
 //
 // Built only with nvcc (TEMPER_HAVE_CUDA). Thread safety: as RankOps. Each call makes the rank's
 // device current on the calling thread (ranks run in a WorkerGroup whose worker 0 is whichever
@@ -60,7 +60,8 @@ class CudaOps final : public RankOps {
                        const float* temperatures, float* out_vals, int32_t* out_ids, float* out_max, float* out_mass,
                        void* scratch) override;
   Status AllReduceSum(float* data, size_t n) override;
-  Status RunCaptured(int key, const std::function<Status()>& step) override;
+  Status Capture(int key, const std::function<Status()>& step) override;
+  Status Replay(int key) override;
 
   int device() const { return device_; }
 

@@ -88,6 +88,11 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& 
   b->rank_threads_ = std::make_unique<WorkerGroup>(tp);
   const ModelWeights* host = b->weights_.get();
   TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) { return BuildDeviceRank(d, host, opts.synthetic_seed); }));
+  // Every GEMM kernel a pass can launch, loaded before the first all-reduce (device_rank.h).
+  TEMPER_RETURN_IF_ERROR(b->OnRanks([](DeviceRank& d) -> Status {
+    const Status warmed = WarmGemms(d);
+    return warmed.ok() ? d.ops->Synchronize() : warmed;
+  }));
   return b;
 }
 
@@ -187,6 +192,19 @@ Result<SequenceId> DeviceBackend::ForkSnapshot(SnapshotId snap) {
 Status DeviceBackend::ReleaseSnapshot(SnapshotId snap) { return pager_.ReleaseSnapshot(snap); }
 
 Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hidden) {
+  // A decode step's graph is captured on every rank before any rank replays it (RankOps::Capture).
+  // A captured step may read per-step values only from device memory: the shape is the bucket's,
+  // fixed at capture, and everything else is uploaded before each replay. A bucket has one graph
+  // with candidates and one without.
+  const int key = 2 * pass.graph_bucket + (pass.shape.candidates ? 1 : 0);
+  if (pass.graph_bucket >= 0 && !captured_steps_.count(key)) {
+    const PassShape shape = pass.shape;
+    TEMPER_RETURN_IF_ERROR(OnRanks([&](DeviceRank& d) {
+      DeviceRank* rank = &d;
+      return d.ops->Capture(key, [rank, shape] { return RunPass(*rank, shape, {}); });
+    }));
+    captured_steps_.insert(key);
+  }
   return OnRanks([&](DeviceRank& d) -> Status {
     const PassInputLayout layout(d.limits);
     TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(d.pass_inputs, pass.inputs.data(), layout.bytes));
@@ -200,13 +218,7 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
       }
     }
     if (pass.graph_bucket < 0) return RunPass(d, pass.shape, PassOutput{logits, hidden});
-    // A captured step may read per-step values only from device memory: the shape is the
-    // bucket's, fixed at capture, and everything else was just uploaded. A bucket has one graph
-    // with candidates and one without.
-    DeviceRank* rank = &d;
-    const PassShape shape = pass.shape;
-    const int key = 2 * pass.graph_bucket + (shape.candidates ? 1 : 0);
-    TEMPER_RETURN_IF_ERROR(d.ops->RunCaptured(key, [rank, shape] { return RunPass(*rank, shape, {}); }));
+    TEMPER_RETURN_IF_ERROR(d.ops->Replay(key));
     if (!logits) return Status::OK();
     // Only the real rows' logits (the leading ones) leave the device.
     const int real = static_cast<int>(pass.seqs.size());

@@ -6,8 +6,10 @@
 // earlier items first, and an item longer than what is left goes on in the next pass (attention
 // over the cache plus the chunk makes chunked prefill equal to a whole one). A pass whose items
 // are all single tokens with no more rows than the largest graph bucket is a decode step: it runs
-// as the bucket's captured graph (RankOps::RunCaptured), its spare rows padded with rows that
-// write nothing; other passes run eagerly.
+// as the bucket's captured graph (RankOps::Capture on every rank first, then Replay), its spare
+// rows padded with rows that write nothing; other passes run eagerly. Creation runs every GEMM
+// shape a pass can use on every rank (WarmGemms), so no pass loads a kernel for the first time
+// while a peer's all-reduce spins.
 //
 // Sequence and block bookkeeping is KvPager's, exactly as in the CPU backend, so both backends
 // make the same paging decisions; snapshots copy the sliding rings and share full-layer blocks.
@@ -17,6 +19,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <vector>
 
 #include "engine/backend.h"
@@ -95,6 +98,7 @@ class DeviceBackend final : public Backend {
   std::vector<std::unique_ptr<DeviceRank>> ranks_;
   std::unique_ptr<WorkerGroup> rank_threads_;
   int64_t graph_steps_ = 0;
+  std::set<int> captured_steps_;  // graph keys every rank has captured
   // Output rows of the last Forward still held in every rank's logits buffer (LogitsRow).
   int64_t resident_rows_ = 0;
 };

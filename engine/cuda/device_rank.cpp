@@ -177,7 +177,8 @@ struct WorkspaceSizes {
 };
 
 WorkspaceSizes SizesFor(const ModelConfig& c, const RankShard& shard, const RankLimits& lim) {
-  const int64_t R = lim.max_rows, L = lim.max_out_rows, H = c.hidden_size;
+  // Row buffers hold the GEMM buckets' padding rows too (device_rank.h).
+  const int64_t R = RowCapacity(lim.max_rows), L = lim.max_out_rows, H = c.hidden_size;
   const int64_t ffn = shard.ffn.size(), vocab = shard.vocab.size();
   int64_t q_width = 0, kv_width = 0, q_heads = 0, max_hd = 0;
   bool sliding_rope = false, full_rope = false;
@@ -197,11 +198,11 @@ WorkspaceSizes SizesFor(const ModelConfig& c, const RankShard& shard, const Rank
   w.q = R * q_width;
   w.kv = R * kv_width;
   w.ffn = R * ffn;
-  w.operand = R * std::max({H, q_width, ffn});
+  w.operand = std::max<int64_t>(R, RowCapacity(lim.max_out_rows)) * std::max({H, q_width, ffn});
   // Split-KV partials: decode passes (several splits) have at most max_out_rows rows.
   w.partials = L * q_heads * lim.decode_splits * (max_hd + 2);
   w.head_in = L * H;
-  w.logits = L * vocab;
+  w.logits = int64_t{LogitRowCapacity(lim.max_out_rows)} * vocab;
   if (lim.top_candidates > 0) {
     w.cand_k = lim.top_candidates;
     w.cand_scratch = static_cast<int64_t>(

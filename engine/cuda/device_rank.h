@@ -94,14 +94,14 @@ struct DeviceRank {
   const int32_t* logit_index = nullptr;
   const float* temperatures = nullptr;
 
-  // Activations, fp32 unless noted: [max_rows][width].
+  // Activations, fp32 unless noted: [RowCapacity(max_rows)][width].
   float *x = nullptr, *xn = nullptr, *proj = nullptr;
   float *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
   float *gate = nullptr, *up = nullptr;
-  uint16_t* operand = nullptr;  // bf16 GEMM operand, [max_rows][max(hidden, q_width, ffn)]
+  uint16_t* operand = nullptr;  // bf16 GEMM operand, [RowCapacity(max(max_rows, max_out_rows))][max(hidden, q_width, ffn)]
   float* partials = nullptr;    // split-KV partials of decode rows
   float* head_in = nullptr;     // [max_out_rows][hidden]
-  float* logits = nullptr;      // [max_out_rows][vocab shard], output row r at r % max_out_rows
+  float* logits = nullptr;      // [LogitRowCapacity(max_out_rows)][vocab shard], output row r at r % max_out_rows
   float *cand_vals = nullptr, *cand_max = nullptr, *cand_mass = nullptr;  // [max_out_rows][k], [max_out_rows]
   int32_t* cand_ids = nullptr;
   void* cand_scratch = nullptr;
@@ -128,6 +128,25 @@ struct PassOutput {
   // after each layer but the last, then the final-norm output (HF's output_hidden_states).
   float* hidden = nullptr;
 };
+
+// Decode products of up to kMaxGemvRows rows are our GEMV kernel; larger ones go through cuBLASLt,
+// whose kernel for a shape it has not run yet loads at that shape's first launch. Such a load may
+// wait for the device to drain, which it never does while a peer's all-reduce spins there waiting
+// for this rank: a deadlock. So GEMM rows come in buckets (GemmRows: 16, 32, 64, then multiples of
+// 64), padded with rows that compute values nothing reads (an output row depends on its own input
+// row only), and WarmGemms runs every bucket's shapes on every rank at start-up, before the first
+// all-reduce: after it, no pass launches a GEMM kernel for the first time.
+constexpr int kMaxGemvRows = 8;
+// The bucket of a product of `rows` > kMaxGemvRows rows.
+int GemmRows(int rows);
+// Rows a buffer needs for passes of up to `rows` rows, bucket padding included.
+int RowCapacity(int rows);
+// Rows the logits buffer needs: max_out_rows, plus what the head's padding writes past a run that
+// ends at the buffer's end.
+int LogitRowCapacity(int max_out_rows);
+// Runs every GEMM shape a pass can use (each bucket of every layer's products and of the head, at
+// every alignment of the head's output rows), on the rank's own buffers.
+Status WarmGemms(DeviceRank& rank);
 
 // Enqueues one pass on the rank's ops (rank_forward.cpp): embedding, every layer (writing the
 // rows' keys and values to the cache), and the head over the logit rows into `logits` (and the

@@ -4,6 +4,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -59,6 +60,13 @@ Status LaunchSoftcap(float* y, int64_t ld, int rows, int n, float cap, cudaStrea
   const int x_blocks = GridFor(n) < 128 ? GridFor(n) : 128;
   SoftcapKernel<<<dim3(x_blocks, rows), kThreads, 0, stream>>>(y, ld, n, cap);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadElementwiseKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ToBf16Kernel, "ToBf16Kernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GatherRowsKernel, "GatherRowsKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SoftcapKernel, "SoftcapKernel"));
   return Status::OK();
 }
 

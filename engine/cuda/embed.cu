@@ -4,6 +4,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -31,6 +32,11 @@ Status LaunchEmbed(const int32_t* tokens, int rows, const uint16_t* table, int v
   }
   EmbedKernel<<<rows, 256, 0, stream>>>(tokens, table, vocab_begin, vocab_end, hidden, scale, x);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadEmbedKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(EmbedKernel, "EmbedKernel"));
   return Status::OK();
 }
 

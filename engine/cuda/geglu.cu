@@ -4,6 +4,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -25,6 +26,11 @@ Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream)
   const int64_t blocks = (n + 4 * 256 - 1) / (4 * 256);
   GegluKernel<<<static_cast<int>(blocks < 65535 ? blocks : 65535), 256, 0, stream>>>(gate, up, n);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadGegluKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GegluKernel, "GegluKernel"));
   return Status::OK();
 }
 

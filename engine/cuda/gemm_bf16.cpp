@@ -37,15 +37,6 @@ Status LtStatus(cublasStatus_t s, const char* what) {
     }                                                       \
   } while (0)
 
-// The largest power of two, up to 256, that divides the address: cuBLASLt picks kernels by the
-// alignment it is promised, so the plan records what each pointer actually has.
-int Alignment(const void* p) {
-  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  int align = 256;
-  while (align > 1 && a % align != 0) align /= 2;
-  return align;
-}
-
 }  // namespace
 
 // Descriptors and the chosen algorithm of one cached shape.
@@ -77,7 +68,7 @@ GemmBf16::~GemmBf16() {
   if (handle_) cublasLtDestroy(static_cast<cublasLtHandle_t>(handle_));
 }
 
-Result<const GemmBf16::Plan*> GemmBf16::PlanFor(const Key& key) {
+Result<const GemmBf16::Plan*> GemmBf16::PlanFor(const GemmShape& key) {
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
   const auto [rows, in, out, ldx, ldw, ldy, align_x, align_w, align_y] = key;
@@ -126,7 +117,7 @@ Status GemmBf16::Run(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t 
                                    std::to_string(ldw) + ", " + std::to_string(ldy) + " is not a valid shape");
   }
   TEMPER_ASSIGN_OR_RETURN(const Plan* plan,
-                          PlanFor(Key{rows, in, out, ldx, ldw, ldy, Alignment(x), Alignment(w), Alignment(y)}));
+                          PlanFor(GemmShapeOf(x, ldx, w, ldw, y, ldy, rows, in, out)));
   const float alpha = 1.0f, beta = 0.0f;
   TEMPER_LT_TRY(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), plan->op, &alpha, w, plan->a, x, plan->b, &beta,
                                y, plan->c, y, plan->c, &plan->algo, workspace_, workspace_bytes_, stream));

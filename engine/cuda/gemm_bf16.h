@@ -3,8 +3,9 @@
 // accumulation and fp32 y. Row-major y = x·wᵀ is column-major yᵀ = w·xᵀ, so cuBLASLt sees
 // A = w (transposed), B = x, C = yᵀ.
 //
-// The heuristic's choice is cached per shape, leading dimensions and pointer alignment, so a
-// repeated shape costs one cublasLtMatmul call. The workspace is allocated at creation.
+// The heuristic's choice is cached per GemmShape (shape, leading dimensions and pointer alignment,
+// rank_ops.h), so a repeated shape costs one cublasLtMatmul call. The workspace is allocated at
+// creation.
 //
 // Built only with nvcc. Thread safety: one per rank; not thread-safe (its cache and workspace).
 #pragma once
@@ -14,9 +15,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <tuple>
 
 #include "common/status.h"
+#include "engine/cuda/rank_ops.h"
 
 namespace temper::engine::cuda {
 
@@ -35,15 +36,13 @@ class GemmBf16 {
 
  private:
   struct Plan;
-  // rows, in, out, ldx, ldw, ldy, and the alignment of x, w and y.
-  using Key = std::tuple<int, int, int, int64_t, int64_t, int64_t, int, int, int>;
   GemmBf16() = default;
-  Result<const Plan*> PlanFor(const Key& key);
+  Result<const Plan*> PlanFor(const GemmShape& shape);
 
   void* handle_ = nullptr;  // cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
-  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<GemmShape, std::unique_ptr<Plan>> plans_;
 };
 
 }  // namespace temper::engine::cuda

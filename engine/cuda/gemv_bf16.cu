@@ -13,6 +13,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -109,6 +110,18 @@ Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64
     default: Launch<8>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadGemvKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<1>, "GemvKernel<1>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<2>, "GemvKernel<2>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<3>, "GemvKernel<3>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<4>, "GemvKernel<4>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<5>, "GemvKernel<5>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<6>, "GemvKernel<6>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<7>, "GemvKernel<7>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<8>, "GemvKernel<8>"));
   return Status::OK();
 }
 

@@ -16,6 +16,24 @@
 
 namespace temper::engine::cuda {
 
+// Each file's kernels (every instantiation a launcher can pick), loaded on the current device now
+// (kernel_loading.h says why). CudaOps::Create calls LoadAllKernels.
+Status LoadAttentionKernels();
+Status LoadElementwiseKernels();
+Status LoadEmbedKernels();
+Status LoadGegluKernels();
+Status LoadGemvKernels();
+Status LoadNormKernels();
+Status LoadSyntheticKernels();
+Status LoadTopCandidatesKernels();
+inline Status LoadAllKernels() {
+  for (Status (*load)() : {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels,
+                           LoadGemvKernels, LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
+    TEMPER_RETURN_IF_ERROR(load());
+  }
+  return Status::OK();
+}
+
 // synthetic.cu
 Status LaunchFillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth, cudaStream_t stream);
 

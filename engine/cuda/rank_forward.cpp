@@ -13,17 +13,18 @@
 #include "engine/cuda/device_rank.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace temper::engine::cuda {
 namespace {
 
-constexpr int kMaxGemvRows = 8;
-
-// y[rows][out] = x[rows][in] · Wᵀ, W packed [out][in].
+// y[rows][out] = x[rows][in] · Wᵀ, W packed [out][in]. Products of more than kMaxGemvRows rows run
+// GemmRows(rows) rows (device_rank.h: the rows after `rows` are padding nothing reads).
 Status Linear(DeviceRank& d, const float* x, int rows, int in, const uint16_t* w, int out, float* y) {
   if (rows <= kMaxGemvRows) return d.ops->Gemv(x, in, w, in, y, out, rows, in, out);
   TEMPER_RETURN_IF_ERROR(d.ops->ToBf16(x, d.operand, int64_t{rows} * in));
-  return d.ops->Gemm(d.operand, in, w, in, y, out, rows, in, out);
+  const int padded = GemmRows(rows);
+  return d.ops->Gemm(d.operand, in, w, in, y, out, padded, in, out);
 }
 
 Status Layer(DeviceRank& d, const DeviceLayer& l, const PassShape& s) {
@@ -99,6 +100,62 @@ Status Head(DeviceRank& d, const PassShape& s, int first, int n, float* host_log
 }
 
 }  // namespace
+
+int GemmRows(int rows) {
+  if (rows <= 16) return 16;
+  if (rows <= 32) return 32;
+  return (rows + 63) / 64 * 64;
+}
+
+int RowCapacity(int rows) { return rows <= kMaxGemvRows ? rows : GemmRows(rows); }
+
+int LogitRowCapacity(int max_out_rows) {
+  int rows = max_out_rows;
+  for (int n = kMaxGemvRows + 1; n <= max_out_rows; ++n) rows = std::max(rows, max_out_rows - n + GemmRows(n));
+  return rows;
+}
+
+Status WarmGemms(DeviceRank& d) {
+  const ModelConfig& c = *d.config;
+  const int H = c.hidden_size, ffn = d.shard.ffn.size(), vocab = d.vocab_rows();
+  RankOps& ops = *d.ops;
+  // One product per distinct shape: weights and buffers are all 256-byte aligned, so (in, out)
+  // decides the kernel; running every layer would cost a whole forward pass per bucket.
+  struct Product {
+    int in, out;
+    const uint16_t* w;
+    float* y;
+  };
+  std::vector<Product> products;
+  auto add = [&](int in, int out, const uint16_t* w, float* y) {
+    for (const Product& p : products) {
+      if (p.in == in && p.out == out) return;
+    }
+    products.push_back({in, out, w, y});
+  };
+  for (const DeviceLayer& l : d.layers) {
+    add(H, l.q_width, l.q, d.q);
+    add(H, l.kv_width, l.k, d.k);
+    add(l.q_width, H, l.o, d.proj);
+    add(H, ffn, l.gate, d.gate);
+    add(ffn, H, l.down, d.proj);
+  }
+  for (int rows = GemmRows(kMaxGemvRows + 1); rows <= RowCapacity(d.limits.max_rows); rows = GemmRows(rows + 1)) {
+    for (const Product& p : products) {
+      TEMPER_RETURN_IF_ERROR(ops.Gemm(d.operand, p.in, p.w, p.in, p.y, p.out, rows, p.in, p.out));
+    }
+  }
+  // The head writes output rows from any slot, whose address decides the kernel's alignment; the
+  // alignment of slot s * vocab floats repeats every 4 slots (GemmShape caps it at 16 bytes).
+  const int L = d.limits.max_out_rows;
+  for (int rows = GemmRows(kMaxGemvRows + 1); rows <= GemmRows(std::max(L, kMaxGemvRows + 1)); rows = GemmRows(rows + 1)) {
+    for (int slot = 0; slot < std::min(L, 4); ++slot) {
+      if (L - slot <= kMaxGemvRows || GemmRows(L - slot) < rows) continue;  // no run this long starts there
+      TEMPER_RETURN_IF_ERROR(ops.Gemm(d.operand, H, d.lm_head, H, d.logits + int64_t{slot} * vocab, vocab, rows, H, vocab));
+    }
+  }
+  return Status::OK();
+}
 
 Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
   const ModelConfig& c = *d.config;

@@ -155,12 +155,28 @@ class RankOps {
   virtual Status AllReduceSum(float* data, size_t n) = 0;
 
   // ---- captured steps ----
-  // The first call for `key` records what `step` enqueues and runs it; later calls replay that
-  // recording without calling `step` again, so a step may read per-call values only from memory
-  // that the caller rewrites before each call (as a CUDA graph reads its buffers). ReferenceOps
-  // keeps the first `step` and calls it again on each replay, which has the same meaning.
-  virtual Status RunCaptured(int key, const std::function<Status()>& step) = 0;
+  // Records what `step` enqueues as step `key`, without running it. Replay(key) then runs the
+  // recording, which reads per-call values only from memory the caller rewrites before each replay
+  // (as a CUDA graph reads its buffers). The device backend has every rank capture a step before
+  // any rank replays it: a replayed all-reduce spins until every peer's has begun, which a peer
+  // still capturing could not do. ReferenceOps keeps `step` and calls it on each replay, which has
+  // the same meaning. Replay of a key never captured: NotFound.
+  virtual Status Capture(int key, const std::function<Status()>& step) = 0;
+  virtual Status Replay(int key) = 0;
 };
+
+// What selects a GEMM kernel: the product's shape, its leading dimensions and the alignment of
+// each operand (the largest power of two dividing its address, capped at 16 bytes: no kernel asks
+// for more). GemmBf16 plans one kernel per GemmShape; ReferenceOps records the shapes it ran, so a
+// test can show that no pass runs a shape the start-up warm-up did not (device_rank.h, WarmGemms).
+struct GemmShape {
+  int rows = 0, in = 0, out = 0;
+  int64_t ldx = 0, ldw = 0, ldy = 0;
+  int align_x = 0, align_w = 0, align_y = 0;
+  auto operator<=>(const GemmShape&) const = default;
+};
+GemmShape GemmShapeOf(const void* x, int64_t ldx, const void* w, int64_t ldw, const void* y, int64_t ldy, int rows,
+                      int in, int out);
 
 // Bytes of scratch TopCandidates needs.
 size_t TopCandidatesScratchBytes(int rows, int n, int k);

@@ -161,6 +161,8 @@ Status ReferenceOps::ToBf16(const float* x, uint16_t* y, int64_t n) {
 
 Status ReferenceOps::Gemm(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
                           int rows, int in, int out) {
+  const GemmShape shape = GemmShapeOf(x, ldx, w, ldw, y, ldy, rows, in, out);
+  if (std::find(gemm_shapes_.begin(), gemm_shapes_.end(), shape) == gemm_shapes_.end()) gemm_shapes_.push_back(shape);
   for (int r = 0; r < rows; ++r) {
     for (int o = 0; o < out; ++o) {
       const uint16_t* xr = x + int64_t{r} * ldx;
@@ -279,10 +281,18 @@ Status ReferenceOps::AllReduceSum(float* data, size_t n) {
   return Status::OK();
 }
 
-Status ReferenceOps::RunCaptured(int key, const std::function<Status()>& step) {
-  // Like a graph: the first step is kept and replayed; later steps passed in are not looked at.
+Status ReferenceOps::Capture(int key, const std::function<Status()>& step) {
+  if (!captured_.emplace(key, step).second) {
+    return Status::AlreadyExists(fmt::format("reference device {}: step {} is already captured", rank_, key));
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::Replay(int key) {
   auto it = captured_.find(key);
-  if (it == captured_.end()) it = captured_.emplace(key, step).first;
+  if (it == captured_.end()) {
+    return Status::NotFound(fmt::format("reference device {}: step {} was never captured", rank_, key));
+  }
   return it->second();
 }
 

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <vector>
 
 #include "engine/cuda/rank_ops.h"
 #include "engine/tensor_parallel.h"
@@ -52,7 +53,12 @@ class ReferenceOps final : public RankOps {
                        const float* temperatures, float* out_vals, int32_t* out_ids, float* out_max, float* out_mass,
                        void* scratch) override;
   Status AllReduceSum(float* data, size_t n) override;
-  Status RunCaptured(int key, const std::function<Status()>& step) override;
+  Status Capture(int key, const std::function<Status()>& step) override;
+  Status Replay(int key) override;
+
+  // Every GEMM shape this rank has run, in order of first use (tests check that passes run only
+  // shapes that the start-up warm-up ran).
+  const std::vector<GemmShape>& gemm_shapes() const { return gemm_shapes_; }
 
  private:
   Communicator& comm_;
@@ -61,6 +67,7 @@ class ReferenceOps final : public RankOps {
   size_t allocated_ = 0;
   std::map<void*, size_t> blocks_;
   std::map<int, std::function<Status()>> captured_;
+  std::vector<GemmShape> gemm_shapes_;
 };
 
 // The reference of TopCandidates (top_candidates_reference.cpp), shared by ReferenceOps and the

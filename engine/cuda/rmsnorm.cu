@@ -6,6 +6,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -89,6 +90,12 @@ Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int 
   }
   NormResidualKernel<<<rows, kThreads, 0, stream>>>(x, branch, w, n, eps, scale);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadNormKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormRopeKernel, "NormRopeKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormResidualKernel, "NormResidualKernel"));
   return Status::OK();
 }
 

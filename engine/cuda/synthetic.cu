@@ -5,6 +5,7 @@
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -26,6 +27,11 @@ Status LaunchFillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, 
   if (n < 1) return Status::InvalidArgument("synthetic fill: " + S(n) + " elements");
   FillSyntheticKernel<<<1024, 256, 0, stream>>>(dst, n, seed, mean, halfwidth);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadSyntheticKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(FillSyntheticKernel, "FillSyntheticKernel"));
   return Status::OK();
 }
 

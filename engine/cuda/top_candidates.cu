@@ -11,6 +11,7 @@
 #include <climits>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/top_candidates_plan.h"
 
@@ -143,6 +144,12 @@ Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int
   }
   MassKernel<<<rows, kMassThreads, 0, stream>>>(logits, ld, n, temperatures, out_max, out_mass);
   TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LoadTopCandidatesKernels() {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ChunkTopKernel, "ChunkTopKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MassKernel, "MassKernel"));
   return Status::OK();
 }
 
