@@ -199,6 +199,12 @@ struct DeviceAllReduce::Nccl {
   }
 };
 
+int RequestQueueConnections() {
+  setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
+  const int connections = std::atoi(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS"));
+  return connections > 0 ? connections : 8;
+}
+
 DeviceAllReduce::~DeviceAllReduce() {
   nccl_.reset();
   for (const RankBuffers& r : ranks_) {
@@ -217,6 +223,16 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
     return Status::InvalidArgument("all-reduce: " + S(tp) + " ranks (1-" + S(kMaxRanks) + ")");
   }
   if (options.slot_bytes < 4 * 1024) return Status::InvalidArgument("all-reduce: slots must hold at least 4 KiB");
+  const int connections = RequestQueueConnections();
+  for (int d : devices) {
+    const int sharing = static_cast<int>(std::count(devices.begin(), devices.end(), d));
+    if (sharing > connections) {
+      return Status::InvalidArgument("all-reduce: " + S(sharing) + " ranks share GPU " + S(d) +
+                                     ", more than its " + S(connections) +
+                                     " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): a rank could wait behind a "
+                                     "peer's spinning all-reduce");
+    }
+  }
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {

@@ -35,10 +35,17 @@
 
 namespace temper::engine::cuda {
 
+// Asks the CUDA driver for 32 hardware queues per device instead of its default 8
+// (CUDA_DEVICE_MAX_CONNECTIONS, unless the environment already sets it): streams beyond the queue
+// count share one, and a rank's kernel queued behind a peer's spinning all-reduce on a shared queue
+// never starts. The driver reads it when it creates a device's context, so the CUDA backend calls
+// this before its first CUDA call. Returns the count in effect for contexts created from now on.
+int RequestQueueConnections();
+
 class DeviceAllReduce {
  public:
   struct Options {
-    uint64_t slot_bytes = 1 << 20;              // one rank's slot; larger messages take several rounds
+    uint64_t slot_bytes = all_reduce::kDefaultSlotBytes;  // one rank's slot; larger messages take rounds
     uint64_t one_shot_max_bytes = 256 * 1024;   // above this, NCCL where it is up
     bool allow_p2p = true;
     bool allow_nccl = true;
@@ -48,7 +55,8 @@ class DeviceAllReduce {
   // and runs a real transfer test on every ordered pair (a kernel on one device writes a pattern
   // into the other's memory, which is read back bit-exact): drivers can over-report P2P. Brings up
   // NCCL when all devices are distinct and the library loads. Allocates every buffer now.
-  // Errors name the device and the failing call.
+  // Errors name the device and the failing call; InvalidArgument when more ranks share a device
+  // than it has hardware queues (RequestQueueConnections).
   static Result<std::unique_ptr<DeviceAllReduce>> Create(std::span<const int> devices, const Options& options);
   ~DeviceAllReduce();
   DeviceAllReduce(const DeviceAllReduce&) = delete;

@@ -40,6 +40,9 @@ constexpr int kMaxBlocks = 32;
 constexpr int kThreads = 256;
 constexpr int64_t kFloatsPerBlock = 2048;
 
+// One rank's slot in a receive buffer, by default; larger messages go in rounds.
+constexpr uint64_t kDefaultSlotBytes = 1 << 20;
+
 // A call's counters on one rank: `calls` made so far, and the blocks of the running call that ended.
 struct CallState {
   uint32_t calls;
@@ -77,6 +80,16 @@ TEMPER_AR_HD bool FlagReached(uint32_t flag, uint32_t seq) { return static_cast<
 // Whether the block whose arrival found `arrived_before` blocks already ended is the call's last.
 TEMPER_AR_HD bool LastToArrive(uint32_t arrived_before, int grid) {
   return arrived_before + 1 == static_cast<uint32_t>(grid);
+}
+
+// Device bytes one rank's all-reduce buffers take on its GPU where P2P is up (host-staged uses
+// pinned host memory): receive slots [2][tp][slot], flags [2][tp][kMaxBlocks], two CallStates, each
+// allocation rounded to cudaMalloc's 512 bytes.
+inline uint64_t DeviceBytesPerRank(int tp, uint64_t slot_bytes) {
+  auto rounded = [](uint64_t b) { return (b + 511) / 512 * 512; };
+  const uint64_t ranks = static_cast<uint64_t>(tp);
+  return rounded(2 * ranks * slot_bytes) + rounded(2 * ranks * kMaxBlocks * sizeof(uint32_t)) +
+         rounded(2 * sizeof(CallState));
 }
 
 }  // namespace temper::engine::cuda::all_reduce

@@ -37,6 +37,7 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
                                                          const CudaBackendOptions& options, CudaBackendInfo* info) {
   const std::vector<int>& devices = options.devices;
   if (devices.empty()) return Status::InvalidArgument("CUDA backend: no GPUs given (one ordinal per rank)");
+  RequestQueueConnections();  // before the first CUDA call creates a context
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -70,7 +71,9 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
 
   // The paged pool gets the same number of blocks on every rank: the smallest any GPU can hold.
   const DeviceBackendOptions& b = options.backend;
+  const bool one_gpu_per_rank = gpus.size() == devices.size();
   int64_t blocks = -1;
+  std::map<int, GpuMemoryPlan> plans;  // per GPU, before the pool was cut to the smallest
   for (int r = 0; r < tp; ++r) {
     const CudaBackendInfo::Gpu& g = gpus[devices[r]];
     MemoryPlanInput in;
@@ -85,9 +88,12 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     in.attention_splits = b.decode_splits;
     in.max_context = b.max_context > 0 ? b.max_context : std::min<int64_t>(config.max_position_embeddings, 8192);
     in.top_candidates = b.top_candidates;
+    in.tp = tp;
+    in.nccl = tp > 1 && one_gpu_per_rank;  // where NCCL may come up (it serves prefill's large messages)
     Result<GpuMemoryPlan> plan = PlanGpuMemory(config, shards[r], in);
     if (!plan.ok()) return plan.status().WithContext(fmt::format("GPU {} ({})", g.device, g.name));
     blocks = blocks < 0 ? plan->num_blocks : std::min(blocks, plan->num_blocks);
+    plans[devices[r]] = *plan;
   }
 
   std::shared_ptr<DeviceAllReduce> all_reduce;
@@ -109,9 +115,19 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     *info = CudaBackendInfo{};
     const DeviceMemoryReport m = made->memory();
     for (auto& [d, g] : gpus) {
+      const GpuMemoryPlan& plan = plans[d];
       g.weight_bytes = m.weight_bytes * g.ranks;
       g.kv_bytes = m.kv_bytes * g.ranks;
       g.workspace_bytes = m.workspace_bytes * g.ranks;
+      g.all_reduce_bytes = plan.all_reduce_bytes;
+      g.reserve_bytes = plan.reserve_bytes;
+      // The pool may be smaller than this GPU's plan (every rank takes the smallest): the rest adds
+      // to the margin.
+      g.margin_bytes = plan.margin_bytes + plan.kv_pool_bytes - static_cast<uint64_t>(blocks) * plan.rank.block * g.ranks;
+      TEMPER_CUDA_TRY(cudaSetDevice(d));
+      size_t free = 0, total = 0;
+      TEMPER_CUDA_TRY(cudaMemGetInfo(&free, &total));
+      g.free_after = free;
       info->gpus.push_back(g);
     }
     info->kv_capacity_tokens = m.kv_capacity_tokens;

@@ -36,7 +36,10 @@ struct CudaBackendInfo {
     std::string name;
     int ranks = 0;
     uint64_t free_before = 0;  // cudaMemGetInfo before anything was allocated
-    uint64_t weight_bytes = 0, kv_bytes = 0, workspace_bytes = 0;
+    uint64_t weight_bytes = 0, kv_bytes = 0, workspace_bytes = 0, all_reduce_bytes = 0;
+    uint64_t reserve_bytes = 0;  // kept for CUDA's (and NCCL's) own memory: an estimate (memory_plan.h)
+    uint64_t margin_bytes = 0;   // planned to stay free beyond the reserve
+    uint64_t free_after = 0;     // cudaMemGetInfo once the backend is up: what the reserve really left
   };
   std::vector<Gpu> gpus;
   std::string all_reduce;        // the algorithm a decode step's all-reduce takes, and why

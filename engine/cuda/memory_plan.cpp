@@ -57,14 +57,15 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   }
   if (in.ranks_on_device < 1 || in.max_batch < 1 || in.max_prefill_tokens < 1 || in.max_sequences < 1 ||
       in.max_snapshots < 0 || in.block_tokens < 1 || in.attention_splits < 1 || in.max_context < 1 ||
-      in.top_candidates < 0) {
-    return Status::InvalidArgument("GPU memory plan: ranks, batch, prefill, sequences, block_tokens, splits and context "
-                                   "must be positive (max_snapshots and top_candidates may be 0)");
+      in.top_candidates < 0 || in.tp < 1) {
+    return Status::InvalidArgument("GPU memory plan: ranks, batch, prefill, sequences, block_tokens, splits, context "
+                                   "and tp must be positive (max_snapshots and top_candidates may be 0)");
   }
   GpuMemoryPlan p;
   p.ranks_on_device = in.ranks_on_device;
   p.rank.weights = RankWeightBytes(c, shard);
   p.rank.workspace = RankWorkspaceBytes(c, shard, in);
+  p.rank.all_reduce = in.tp > 1 ? all_reduce::DeviceBytesPerRank(in.tp, in.all_reduce_slot_bytes) : 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerGeometry& g = c.layers[l];
     const uint64_t row = static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * static_cast<uint64_t>(g.head_dim) *
@@ -80,12 +81,16 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   const uint64_t n = static_cast<uint64_t>(in.ranks_on_device);
   p.weight_bytes = p.rank.weights * n;
   p.workspace_bytes = p.rank.workspace * n;
+  p.all_reduce_bytes = p.rank.all_reduce * n;
   p.ring_bytes = p.rank.ring_per_seq * static_cast<uint64_t>(in.max_sequences + in.max_snapshots) * n;
-  const uint64_t fixed = p.weight_bytes + p.workspace_bytes + p.ring_bytes;
+  p.reserve_bytes = kCudaRuntimeReserveBytes + (in.nccl ? kNcclReserveBytes : 0);
+  const uint64_t fixed = p.weight_bytes + p.workspace_bytes + p.all_reduce_bytes + p.ring_bytes + p.reserve_bytes;
   if (fixed > in.free_bytes) {
     return Status::ResourceExhausted(fmt::format(
-        "GPU memory plan: weights {} B + workspace {} B + sliding rings {} B for {} rank(s) exceed the {} B free",
-        p.weight_bytes, p.workspace_bytes, p.ring_bytes, n, in.free_bytes));
+        "GPU memory plan: weights {} B + workspace {} B + all-reduce buffers {} B + sliding rings {} B for {} rank(s), "
+        "and {} B kept for CUDA{}, exceed the {} B free",
+        p.weight_bytes, p.workspace_bytes, p.all_reduce_bytes, p.ring_bytes, n, p.reserve_bytes,
+        in.nccl ? " and NCCL" : "", in.free_bytes));
   }
   if (p.rank.block == 0) {
     return Status::InvalidArgument("GPU memory plan: the model has no full-attention layer to page");
@@ -99,6 +104,7 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   }
   p.kv_pool_bytes = static_cast<uint64_t>(p.num_blocks) * p.rank.block * n;
   p.kv_capacity_tokens = p.num_blocks * in.block_tokens;
+  p.margin_bytes = in.free_bytes - fixed - p.kv_pool_bytes;
   return p;
 }
 

@@ -5,7 +5,8 @@
 // rank on the device, then every activation buffer and graph workspace for the largest batch and
 // prefill chunk (allocated once at start-up, never during a forward pass), then the sliding-window
 // rings of every sequence and snapshot slot, and only then the paged KV pool, sized as a configured
-// fraction of what is left. KV is stored in bf16; k_eq_v layers store V only.
+// fraction of what is left after a reserve for what CUDA allocates on its own. KV is stored in bf16;
+// k_eq_v layers store V only. What the pool leaves of the rest is the plan's margin, reported.
 //
 // Pure host arithmetic, so it is unit-tested everywhere (tests/engine/cuda_memory_plan_test.cpp).
 // Thread safety: values only.
@@ -14,6 +15,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "engine/cuda/all_reduce_protocol.h"
 #include "engine/model_config.h"
 #include "engine/tensor_parallel.h"
 
@@ -31,15 +33,27 @@ struct MemoryPlanInput {
   int attention_splits = 16;     // split-KV partitions per (row, head) in decode attention
   int64_t max_context = 8192;    // positions the RoPE and block tables cover
   int top_candidates = 64;       // sampling candidates per row (their buffers and sort scratch)
+  int tp = 1;                    // ranks in the group: each rank's all-reduce buffers hold tp slots
+  uint64_t all_reduce_slot_bytes = all_reduce::kDefaultSlotBytes;
+  bool nccl = false;             // NCCL runs on this GPU (tp > 1, one GPU per rank)
 };
 
 // The cuBLASLt workspace each rank allocates for prefill GEMMs.
 constexpr uint64_t kGemmWorkspaceBytes = 32ull << 20;
+// What CUDA takes on a GPU after start-up measured its free memory, none of it through our
+// allocations: the code of every kernel the ranks load (ours, and cuBLASLt's for every GEMM bucket:
+// WarmGemms), cuBLASLt's handles and the decode graphs. An estimate, per GPU, to check against the
+// free memory left once the backend is up (CudaBackendInfo::Gpu::free_after).
+constexpr uint64_t kCudaRuntimeReserveBytes = 256ull << 20;
+// NCCL's own buffers where it runs: by default 4 MiB per channel, peer and protocol (NCCL_BUFFSIZE),
+// a few channels over PCIe. An estimate, per GPU, checked the same way.
+constexpr uint64_t kNcclReserveBytes = 512ull << 20;
 
 // Bytes of one rank (all per rank; multiply by ranks_on_device for the GPU).
 struct RankBytes {
   uint64_t weights = 0;
   uint64_t workspace = 0;      // activations, RoPE tables, split-KV partials, logits, candidates, GEMM workspace
+  uint64_t all_reduce = 0;     // receive slots and flags (tp > 1)
   uint64_t ring_per_seq = 0;   // all sliding layers' K and V rings of one sequence
   uint64_t block = 0;          // one paged block, all full layers
   uint64_t kv_per_token = 0;   // full layers only: block / block_tokens
@@ -50,10 +64,13 @@ struct GpuMemoryPlan {
   int ranks_on_device = 1;
   uint64_t weight_bytes = 0;     // whole GPU
   uint64_t workspace_bytes = 0;  // whole GPU
+  uint64_t all_reduce_bytes = 0;  // whole GPU
   uint64_t ring_bytes = 0;       // whole GPU: sequence and snapshot rings
+  uint64_t reserve_bytes = 0;    // whole GPU: CUDA's own (kCudaRuntimeReserveBytes), NCCL's where it runs
   uint64_t kv_pool_bytes = 0;    // whole GPU: paged blocks
   int64_t num_blocks = 0;        // paged blocks per rank (every rank has the same count)
   int64_t kv_capacity_tokens = 0;  // num_blocks * block_tokens
+  uint64_t margin_bytes = 0;     // whole GPU: free memory no claim above takes
 };
 
 // Bytes of `shard`'s weights (its views of the bf16 checkpoint; norms replicated).
@@ -63,8 +80,8 @@ uint64_t RankWeightBytes(const ModelConfig& config, const RankShard& shard);
 uint64_t RankWorkspaceBytes(const ModelConfig& config, const RankShard& shard, const MemoryPlanInput& input);
 
 // Errors: InvalidArgument for a fraction outside (0, 1] or non-positive limits; ResourceExhausted
-// (naming the bytes wanted and free) when the weights, workspace and rings do not fit, or not even
-// one block per sequence fits in the pool.
+// (naming the bytes wanted and free) when the weights, workspace, all-reduce buffers, rings and
+// reserve do not fit, or not even one block per sequence fits in the pool.
 Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& config, const RankShard& shard, const MemoryPlanInput& input);
 
 }  // namespace temper::engine::cuda
