@@ -124,6 +124,60 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
   }
 }
 
+// The sequence that broke the first protocol (per-block call counts): the grid changes at almost
+// every call, with odd counts of decode-sized calls and messages in rounds (the host model of
+// all_reduce_protocol_test.cpp runs the same sequences without a GPU).
+TEST_CASE("all-reduce stays exact when the message size and so the grid change every call", "[gpu]") {
+  if (!HaveGpu()) return;
+  const std::vector<size_t> sizes = {5376, 43008, 1, 12347, 5376, 5376, 5376, 65537, 2049, 200000, 31, 43008, 5376};
+  for (int tp : {2, 4}) {
+    const std::vector<int> devices(static_cast<size_t>(tp), 0);
+    DeviceAllReduce::Options options;
+    options.slot_bytes = 65536 * sizeof(float);  // 65,537 and 200,000 floats go in rounds
+    auto ar = DeviceAllReduce::Create(devices, options);
+    if (!ar.ok()) FAIL(ar.status().ToString());
+    for (AllReduceAlgo algo : {AllReduceAlgo::kOneShotP2p, AllReduceAlgo::kHostStaged}) {
+      INFO("tp " << tp << ", " << AllReduceAlgoName(algo));
+      std::vector<std::vector<float*>> data(tp);
+      std::vector<std::vector<std::vector<float>>> inputs(tp);
+      std::vector<cudaStream_t> streams(tp, nullptr);
+      for (int r = 0; r < tp; ++r) {
+        REQUIRE(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) == cudaSuccess);
+        for (size_t c = 0; c < sizes.size(); ++c) {
+          float* d = nullptr;
+          REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), sizeof(float) * sizes[c]) == cudaSuccess);
+          inputs[r].push_back(Random(sizes[c], static_cast<uint32_t>(100 * r + c)));
+          REQUIRE(cudaMemcpy(d, inputs[r][c].data(), sizeof(float) * sizes[c], cudaMemcpyHostToDevice) == cudaSuccess);
+          data[r].push_back(d);
+        }
+      }
+      const std::vector<Status> status = OnThreads(tp, [&](int r) -> Status {
+        for (size_t c = 0; c < sizes.size(); ++c) {
+          Status s = (*ar)->AllReduceSumWith(algo, r, data[r][c], sizes[c], streams[r]);
+          if (!s.ok()) return s;
+        }
+        return cudaStreamSynchronize(streams[r]) == cudaSuccess ? Status::OK() : Status::Internal("synchronize");
+      });
+      for (int r = 0; r < tp; ++r) REQUIRE(status[r].ok());
+      for (size_t c = 0; c < sizes.size(); ++c) {
+        std::vector<float> want(sizes[c], 0.0f);
+        for (int r = 0; r < tp; ++r)
+          for (size_t i = 0; i < sizes[c]; ++i) want[i] += inputs[r][c][i];
+        for (int r = 0; r < tp; ++r) {
+          std::vector<float> got(sizes[c]);
+          REQUIRE(cudaMemcpy(got.data(), data[r][c], sizeof(float) * sizes[c], cudaMemcpyDeviceToHost) == cudaSuccess);
+          INFO("call " << c << " (" << sizes[c] << " floats), rank " << r);
+          REQUIRE(std::memcmp(got.data(), want.data(), sizeof(float) * sizes[c]) == 0);
+        }
+      }
+      for (int r = 0; r < tp; ++r) {
+        for (float* d : data[r]) cudaFree(d);
+        cudaStreamDestroy(streams[r]);
+      }
+    }
+  }
+}
+
 TEST_CASE("all-reduce refuses bad device lists and says when no GPU is usable", "[engine][cuda]") {
   int count = 0;
   const bool gpu = cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
