@@ -145,12 +145,14 @@ Status WarmGemms(DeviceRank& d) {
       TEMPER_RETURN_IF_ERROR(ops.Gemm(d.operand, p.in, p.w, p.in, p.y, p.out, rows, p.in, p.out));
     }
   }
-  // The head writes output rows from any slot, whose address decides the kernel's alignment; the
-  // alignment of slot s * vocab floats repeats every 4 slots (GemmShape caps it at 16 bytes).
+  // The head writes a run of n output rows from any slot s with s + n <= max_out_rows; the slot's
+  // address decides the kernel's alignment, which repeats every 4 slots (GemmShape caps it at 16
+  // bytes), so slots 0-3 stand for all: each runs every bucket a run starting there can need.
   const int L = d.limits.max_out_rows;
-  for (int rows = GemmRows(kMaxGemvRows + 1); rows <= GemmRows(std::max(L, kMaxGemvRows + 1)); rows = GemmRows(rows + 1)) {
-    for (int slot = 0; slot < std::min(L, 4); ++slot) {
-      if (L - slot <= kMaxGemvRows || GemmRows(L - slot) < rows) continue;  // no run this long starts there
+  for (int slot = 0; slot < std::min(L, 4); ++slot) {
+    const int longest = L - slot;
+    if (longest <= kMaxGemvRows) continue;
+    for (int rows = GemmRows(kMaxGemvRows + 1); rows <= GemmRows(longest); rows = GemmRows(rows + 1)) {
       TEMPER_RETURN_IF_ERROR(ops.Gemm(d.operand, H, d.lm_head, H, d.logits + int64_t{slot} * vocab, vocab, rows, H, vocab));
     }
   }

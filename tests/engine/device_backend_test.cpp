@@ -315,87 +315,107 @@ TEST_CASE("the memory plan reserves exactly the workspace a rank allocates", "[e
 // sequences' last tokens at once, teacher forcing longer than the logits buffer, a decode batch
 // larger than the graphs) must run no shape the warm-up did not.
 TEST_CASE("device backend: no pass runs a GEMM shape that creation did not warm", "[engine][device]") {
-  for (int tp : {1, 2}) {
-    INFO("tp " << tp);
-    Communicator comm(tp);
-    std::vector<std::unique_ptr<RankOps>> ops;
-    std::vector<ReferenceOps*> refs;
-    for (int r = 0; r < tp; ++r) {
-      auto rank = std::make_unique<ReferenceOps>(comm, r, size_t{64} << 20);
-      refs.push_back(rank.get());
-      ops.push_back(std::move(rank));
-    }
-    DeviceBackendOptions options;
-    options.max_context = 256;
-    options.max_rows = 100;  // not a bucket: GEMMs of a full pass run 128 rows
-    options.max_batch = 4;
-    options.kv.max_sequences = 12;  // more logit rows than a GEMV takes: the head runs GEMMs too
-    options.kv.max_tokens = 2048;
-    options.kv.block_tokens = 4;
-    auto made = DeviceBackend::Create(Tiny().config, Tiny().weights, std::move(ops), options);
-    REQUIRE(made.ok());
-    DeviceBackend& b = **made;
-    std::vector<size_t> warmed;
-    for (ReferenceOps* r : refs) warmed.push_back(r->gemm_shapes().size());
-    CHECK(warmed[0] > 0);
-
-    auto prompt = [](int n, int salt) {
-      std::vector<int32_t> ids;
-      for (int i = 0; i < n; ++i) ids.push_back((i * 37 + salt * 11) % 500 + 3);
-      return ids;
-    };
-    std::vector<SequenceId> seqs;
-    auto forward = [&](std::vector<ForwardItem> items) {
-      auto out = b.Forward(items, {});
-      REQUIRE(out.ok());
-    };
-    // Prefills of 9, 17, 33, 70 and 150 tokens (the last in passes of 100 and 50).
-    for (int n : {9, 17, 33, 70, 150}) {
-      auto seq = b.AddSequence();
-      REQUIRE(seq.ok());
-      const std::vector<int32_t> ids = prompt(n, n);
-      forward({ForwardItem{*seq, ids, false}});
-      REQUIRE(b.ReleaseSequence(*seq).ok());
-    }
-    // Twelve short prompts in one pass: twelve logit rows at once.
-    std::vector<std::vector<int32_t>> prompts;
-    std::vector<ForwardItem> items;
-    for (int i = 0; i < 12; ++i) {
-      auto seq = b.AddSequence();
-      REQUIRE(seq.ok());
-      seqs.push_back(*seq);
-      prompts.push_back(prompt(3 + i, i));
-    }
-    for (int i = 0; i < 12; ++i) items.push_back({seqs[i], prompts[i], false});
-    forward(items);
-    // A decode step of ten sequences: more than the largest graph, so an eager pass of ten rows.
-    const int32_t token = 7;
-    items.clear();
-    for (int i = 0; i < 10; ++i) items.push_back({seqs[i], {&token, 1}, false});
-    forward(items);
-    for (SequenceId seq : seqs) REQUIRE(b.ReleaseSequence(seq).ok());
-    // Teacher forcing 60 tokens: 60 logit rows through a logits buffer of 12, from every slot.
-    auto seq = b.AddSequence();
-    REQUIRE(seq.ok());
-    const std::vector<int32_t> forced = prompt(60, 5);
-    forward({ForwardItem{*seq, forced, true}});
-
-    for (int r = 0; r < tp; ++r) {
-      INFO("rank " << r);
-      const std::vector<GemmShape>& shapes = refs[r]->gemm_shapes();
-      for (size_t i = warmed[r]; i < shapes.size(); ++i) {
-        const GemmShape& g = shapes[i];
-        INFO("a pass ran a GEMM the warm-up did not: " << g.rows << " x " << g.in << " -> " << g.out << ", ld "
-                                                      << g.ldx << "/" << g.ldw << "/" << g.ldy << ", alignment "
-                                                      << g.align_x << "/" << g.align_w << "/" << g.align_y);
-        CHECK(false);
+  // The fixture's vocabulary, and an odd one (synthetic weights) whose rank shards of 255 rows put
+  // the head's output rows at 4-, 8- and 16-byte alignments.
+  for (int vocab : {Tiny().config.vocab_size, 510}) {
+    for (int tp : {1, 2}) {
+      INFO("tp " << tp << ", vocab " << vocab);
+      ModelConfig config = Tiny().config;
+      config.vocab_size = vocab;
+      const bool synthetic = vocab != Tiny().config.vocab_size;
+      Communicator comm(tp);
+      std::vector<std::unique_ptr<RankOps>> ops;
+      std::vector<ReferenceOps*> refs;
+      for (int r = 0; r < tp; ++r) {
+        auto rank = std::make_unique<ReferenceOps>(comm, r, size_t{64} << 20);
+        refs.push_back(rank.get());
+        ops.push_back(std::move(rank));
       }
+      DeviceBackendOptions options;
+      options.max_context = 256;
+      options.max_rows = 100;  // not a bucket: GEMMs of a full pass run 128 rows
+      options.max_batch = 4;
+      options.kv.max_sequences = 12;  // more logit rows than a GEMV takes: the head runs GEMMs too
+      options.kv.max_tokens = 2048;
+      options.kv.block_tokens = 4;
+      auto made = DeviceBackend::Create(config, synthetic ? nullptr : Tiny().weights, std::move(ops), options);
+      REQUIRE(made.ok());
+      DeviceBackend& b = **made;
+      std::vector<size_t> warmed;
+      for (ReferenceOps* r : refs) warmed.push_back(r->gemm_shapes().size());
+      CHECK(warmed[0] > 0);
+
+      auto prompt = [](int n, int salt) {
+        std::vector<int32_t> ids;
+        for (int i = 0; i < n; ++i) ids.push_back((i * 37 + salt * 11) % 500 + 3);
+        return ids;
+      };
+      std::vector<SequenceId> seqs;
+      auto forward = [&](std::vector<ForwardItem> items) {
+        auto out = b.Forward(items, {});
+        REQUIRE(out.ok());
+      };
+      // Prefills of 9, 17, 33, 70 and 150 tokens (the last in passes of 100 and 50).
+      for (int n : {9, 17, 33, 70, 150}) {
+        auto seq = b.AddSequence();
+        REQUIRE(seq.ok());
+        const std::vector<int32_t> ids = prompt(n, n);
+        forward({ForwardItem{*seq, ids, false}});
+        REQUIRE(b.ReleaseSequence(*seq).ok());
+      }
+      // Twelve short prompts in one pass: twelve logit rows at once.
+      std::vector<std::vector<int32_t>> prompts;
+      std::vector<ForwardItem> items;
+      for (int i = 0; i < 12; ++i) {
+        auto seq = b.AddSequence();
+        REQUIRE(seq.ok());
+        seqs.push_back(*seq);
+        prompts.push_back(prompt(3 + i, i));
+      }
+      for (int i = 0; i < 12; ++i) items.push_back({seqs[i], prompts[i], false});
+      forward(items);
+      // A decode step of ten sequences: more than the largest graph, so an eager pass of ten rows.
+      const int32_t token = 7;
+      items.clear();
+      for (int i = 0; i < 10; ++i) items.push_back({seqs[i], {&token, 1}, false});
+      forward(items);
+      for (SequenceId seq : seqs) REQUIRE(b.ReleaseSequence(seq).ok());
+      // Teacher forcing 60 tokens: 60 logit rows through a logits buffer of 12.
+      auto seq = b.AddSequence();
+      REQUIRE(seq.ok());
+      const std::vector<int32_t> forced = prompt(60, 5);
+      forward({ForwardItem{*seq, forced, true}});
+      REQUIRE(b.ReleaseSequence(*seq).ok());
+      // A second pass whose head starts at slot 1, 2 or 3 with more rows than a GEMV takes: a prompt
+      // of 100, 99 or 98 tokens (one logit row) fills the first pass with the first 0, 1 or 2 rows of
+      // a teacher-forced item, whose other 29, 28 or 27 logit rows follow.
+      for (int first : {100, 99, 98}) {
+        auto a = b.AddSequence(), c = b.AddSequence();
+        REQUIRE(a.ok());
+        REQUIRE(c.ok());
+        const std::vector<int32_t> long_prompt = prompt(first, 1), teacher = prompt(29, 2);
+        forward({ForwardItem{*a, long_prompt, false}, ForwardItem{*c, teacher, true}});
+        REQUIRE(b.ReleaseSequence(*a).ok());
+        REQUIRE(b.ReleaseSequence(*c).ok());
+      }
+
+      for (int r = 0; r < tp; ++r) {
+        INFO("rank " << r);
+        const std::vector<GemmShape>& shapes = refs[r]->gemm_shapes();
+        for (size_t i = warmed[r]; i < shapes.size(); ++i) {
+          const GemmShape& g = shapes[i];
+          INFO("a pass ran a GEMM the warm-up did not: " << g.rows << " x " << g.in << " -> " << g.out << ", ld "
+                                                        << g.ldx << "/" << g.ldw << "/" << g.ldy << ", alignment "
+                                                        << g.align_x << "/" << g.align_w << "/" << g.align_y);
+          CHECK(false);
+        }
+      }
+      // Capture and replay name their mistakes.
+      CHECK(refs[0]->Replay(1000).code() == StatusCode::kNotFound);
+      CHECK(refs[0]->Capture(1000, [] { return Status::OK(); }).ok());
+      CHECK(refs[0]->Capture(1000, [] { return Status::OK(); }).code() == StatusCode::kAlreadyExists);
+      CHECK(refs[0]->Replay(1000).ok());
     }
-    // Capture and replay name their mistakes.
-    CHECK(refs[0]->Replay(1000).code() == StatusCode::kNotFound);
-    CHECK(refs[0]->Capture(1000, [] { return Status::OK(); }).ok());
-    CHECK(refs[0]->Capture(1000, [] { return Status::OK(); }).code() == StatusCode::kAlreadyExists);
-    CHECK(refs[0]->Replay(1000).ok());
   }
 }
 
