@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -207,7 +208,8 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
   std::snprintf(what, sizeof what,
                 "batch-1 decode of %s at tp 4, context %d tokens: one rank's kernels timed on %s (copy bandwidth %.0f "
                 "GB/s), %d all-reduces per token",
-                o.config.c_str(), o.l4_context, gpu.c_str(), copy_gbs, a.all_reduces);
+                std::filesystem::path(o.config).parent_path().filename().c_str(), o.l4_context, gpu.c_str(), copy_gbs,
+                a.all_reduces);
   ::temper::bench::PrintL4Estimate(kernels, copy_gbs, a, what);
   return Status::OK();
 }

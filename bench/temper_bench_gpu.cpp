@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <vector>
 
@@ -124,7 +125,8 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   const std::string gpu_name = info.gpus.empty() ? "?" : info.gpus[0].name;
   std::printf("* temper-bench --gpus %s: %s at tp %d, synthetic bf16 weights, on %s; copy bandwidth %.0f GB/s "
               "(GPU %d, 1 GiB device to device, read + write, median of 10)\n",
-              fmt::format("{}", fmt::join(a.devices, ",")).c_str(), a.config.c_str(), tp, gpu_name.c_str(), copy_gbs,
+              fmt::format("{}", fmt::join(a.devices, ",")).c_str(),
+              std::filesystem::path(a.config).parent_path().filename().c_str(), tp, gpu_name.c_str(), copy_gbs,
               a.devices[0]);
   std::printf("* load: %.2f s (weights filled on the device, KV pool and buffers allocated); all-reduce: %s\n", load_s,
               info.all_reduce.c_str());
