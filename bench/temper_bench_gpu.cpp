@@ -136,13 +136,13 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   }
   const KvUsage kv = backend->kv_usage();
   std::printf("* KV capacity: %lld tokens in the paged pool (full-attention layers, %d-token blocks of %.0f KiB, all "
-              "ranks), plus %d sequence slots of sliding-window rings (%.0f MiB each, all ranks); max context %lld\n",
+              "ranks), plus %d sequence slots of sliding-window rings (%.0f MiB each, all ranks); max context %lld tokens\n",
               static_cast<long long>(info.kv_capacity_tokens), kv.block_tokens, kv.block_bytes / 1024.0,
               kv.max_sequences, kv.window_bytes / (1024.0 * 1024.0), static_cast<long long>(backend->context_limit()));
 
   // ---- 3, 4. every bucket warmed; candidates against full logits ----
   TEMPER_ASSIGN_OR_RETURN(std::vector<int> buckets, WarmGraphBuckets(*backend, a.max_batch));
-  std::printf("graph buckets captured and replayed before any timing: [%s]\n",
+  std::printf("graph buckets (decode batch sizes) captured and replayed before any timing: [%s]\n",
               fmt::format("{}", fmt::join(buckets, ", ")).c_str());
   const std::vector<int> batches = a.max_batch > 1 ? std::vector<int>{1, a.max_batch} : std::vector<int>{1};
   TEMPER_ASSIGN_OR_RETURN(CandidatesCheck check,
