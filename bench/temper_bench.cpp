@@ -19,10 +19,14 @@
 //                [--serving-suffix 200] [--streams 8] [--stream-tokens 64] [--kv-config CONFIG.json]
 //
 // `--gpus 0[,0,...]` measures the CUDA backend instead (bench/temper_bench_gpu.h), one rank per
-// listed GPU, on synthetic weights of --synthetic's shape:
+// listed GPU (ranks may share one), on synthetic weights of --synthetic's shape, on the decode path
+// the scheduler uses (sampling candidates, captured graphs, every bucket warmed first), after a
+// self-check (greedy tokens from candidates = from full logits; no NaN/inf) whose failure makes the
+// exit status non-zero; then the all-reduce at the model's message sizes (bench/gpu_bundle.sh runs
+// it on a lent GPU):
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
-//                [--gpu-prefill 2048,8192] [--gpu-decode 128,256,512] [--gpu-context 1024]
+//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -392,11 +396,11 @@ int main(int argc, char** argv) {
   app.add_option("--streams", a.streams, "concurrent streams")->check(CLI::PositiveNumber);
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
-  std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {128, 256, 512};
+  std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {256};
   int gpu_context = 1024;
   app.add_option("--gpus", gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0 or 0,0,0,0")->delimiter(',');
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
-  app.add_option("--gpu-decode", gpu_decode, "CUDA: decode token counts")->delimiter(',');
+  app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
   app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   temper::Status s;
