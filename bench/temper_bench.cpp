@@ -282,8 +282,13 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
               config.sliding_window);
   Result<std::vector<RankShard>> tp4 = PlanShards(config, 4);
   if (!tp4.ok()) return Status::OK();  // a shape that does not split four ways has no L4 plan
+  // The card's 23,034 MiB (as GKE reports an L4) are not all free: the driver's context takes its
+  // share before the plan measures. 512 MiB is an assumption, not a measurement of an L4.
+  constexpr uint64_t kL4TotalBytes = 23034ull << 20, kAssumedContextBytes = 512ull << 20;
   cuda::MemoryPlanInput l4;
-  l4.free_bytes = 23034ull << 20;  // an L4 as GKE reports it
+  l4.free_bytes = kL4TotalBytes - kAssumedContextBytes;
+  l4.tp = 4;
+  l4.nccl = true;  // the reference box: one L4 per rank
   l4.max_sequences = 8;
   l4.max_batch = 8;
   l4.max_prefill_tokens = 2048;
@@ -294,11 +299,13 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
     return Status::OK();
   }
   const double kv_gib = static_cast<double>(plan->kv_pool_bytes + plan->ring_bytes) / gib;
-  std::printf("KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4, 8 sequences): weights %.2f GiB, "
-              "workspace %.2f GiB, rings %.2f GiB, pool %.2f GiB = %lld tokens; %.0f tokens/GiB of pool (%.1fx vLLM's "
-              "4,361), %.0f counting the rings (%.1fx)\n",
-              label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->ring_bytes / gib,
-              plan->kv_pool_bytes / gib, static_cast<long long>(plan->kv_capacity_tokens),
+  std::printf("KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4 less an assumed 0.5 GiB context, "
+              "8 sequences): weights %.2f GiB, workspace %.2f GiB, all-reduce %.3f GiB, rings %.2f GiB, kept for "
+              "CUDA and NCCL %.2f GiB, pool %.2f GiB = %lld tokens, margin %.2f GiB; %.0f tokens/GiB of pool (%.1fx "
+              "vLLM's 4,361), %.0f counting the rings (%.1fx)\n",
+              label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->all_reduce_bytes / gib,
+              plan->ring_bytes / gib, plan->reserve_bytes / gib, plan->kv_pool_bytes / gib,
+              static_cast<long long>(plan->kv_capacity_tokens), plan->margin_bytes / gib,
               gib / static_cast<double>(plan->rank.kv_per_token), gib / static_cast<double>(plan->rank.kv_per_token) / 4361,
               plan->kv_capacity_tokens / kv_gib, plan->kv_capacity_tokens / kv_gib / 4361);
   return Status::OK();
