@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "orchestrator/state_store.h"
+#include "orchestrator/store/state_store.h"
 #include "stig/content.h"
 
 namespace temper::evidence {

@@ -17,7 +17,7 @@
 
 #include "common/status.h"
 #include "orchestrator/records.h"
-#include "orchestrator/state_store.h"
+#include "orchestrator/store/state_store.h"
 #include "stig/change_set.h"
 #include "stig/content.h"
 #include "stig/oval_evidence.h"
