@@ -9,7 +9,7 @@
 #include "common/closest_match.h"
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/config/waivers.h"
-#include "stig/content_trust.h"
+#include "stig/scap/content_trust.h"
 
 namespace temper {
 

@@ -6,7 +6,7 @@
 
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
-#include "stig/ssh_connection.h"
+#include "stig/ssh/ssh_connection.h"
 
 namespace temper {
 

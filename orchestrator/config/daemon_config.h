@@ -12,7 +12,7 @@
 #include "common/status.h"
 #include "orchestrator/budgets.h"
 #include "orchestrator/records.h"
-#include "stig/package_cache.h"
+#include "stig/packages/package_cache.h"
 #include "stig/sandbox_caps.h"
 
 namespace temper {
@@ -61,14 +61,14 @@ struct DaemonConfig {
   std::optional<TcpListenConfig> tcp;
   std::string state_dir = "/var/lib/temper";
   std::string database;  // default: <state_dir>/temper.db
-  // The only places datastreams are taken from (stig/content_trust.h), searched in this order for
+  // The only places datastreams are taken from (stig/scap/content_trust.h), searched in this order for
   // a bare file name. temperd.yaml's `content_dirs:`; the older `content_dir: DIR` reads as {DIR}.
   std::vector<std::string> content_dirs = {"/usr/share/xml/scap/ssg/content"};
   std::string models_file;  // optional: models.yaml, validated at start-up when set
   LogLevel log_level = LogLevel::kInfo;
   std::chrono::seconds shutdown_grace{10};
   Budgets default_budgets;
-  // Where rootfs targets install packages from (stig/package_cache.h). Default: <state_dir>/packages
+  // Where rootfs targets install packages from (stig/packages/package_cache.h). Default: <state_dir>/packages
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
   SshConfig ssh;

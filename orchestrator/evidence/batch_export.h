@@ -12,7 +12,7 @@
 
 #include "common/status.h"
 #include "orchestrator/store/state_store.h"
-#include "stig/content.h"
+#include "stig/scap/content.h"
 
 namespace temper::evidence {
 

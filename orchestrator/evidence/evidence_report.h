@@ -19,8 +19,8 @@
 #include "orchestrator/records.h"
 #include "orchestrator/store/state_store.h"
 #include "stig/change_set.h"
-#include "stig/content.h"
-#include "stig/oval_evidence.h"
+#include "stig/scap/content.h"
+#include "stig/scap/oval_evidence.h"
 
 namespace temper::evidence {
 

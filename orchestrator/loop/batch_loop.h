@@ -41,8 +41,8 @@
 #include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
 #include "orchestrator/loop/role_models.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
 #include "stig/health.h"
 #include "stig/target.h"
 

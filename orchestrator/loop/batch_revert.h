@@ -2,7 +2,7 @@
 // target (users of SCAP remediation are told "restore a snapshot or reinstall"; this is the
 // per-run and per-rule undo they ask for).
 //
-// Each kept fix is one frozen snapshot on the target (stig/overlay_snapshots.h), and the store
+// Each kept fix is one frozen snapshot on the target (stig/rootfs/overlay_snapshots.h), and the store
 // records the snapshot each batch started from and the one each kept attempt made. So:
 //   - revert BATCH returns the target to the batch's start snapshot. Refused when a later batch
 //     kept changes on top (they would go too: revert those first, newest first);
@@ -28,8 +28,8 @@
 #include "common/status.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
 #include "stig/target.h"
 
 namespace temper {

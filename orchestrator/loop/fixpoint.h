@@ -22,7 +22,7 @@
 
 #include "orchestrator/budgets.h"
 #include "orchestrator/records.h"
-#include "stig/evaluator.h"
+#include "stig/scap/evaluator.h"
 
 namespace temper {
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "orchestrator/loop/reboot_verification.h"
-#include "stig/content_trust.h"
-#include "stig/ssh_target.h"
+#include "stig/scap/content_trust.h"
+#include "stig/ssh/ssh_target.h"
 
 namespace temper {
 

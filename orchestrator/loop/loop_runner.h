@@ -3,7 +3,7 @@
 // the oldest queued), so batches on different targets run in parallel and their role calls reach
 // the model endpoints concurrently.
 //
-// SSH hosts: a host whose revert failed (stig/ssh_target.h) is marked needs_human in SshHosts and
+// SSH hosts: a host whose revert failed (stig/ssh/ssh_target.h) is marked needs_human in SshHosts and
 // its batches fail at once, saying so, until a person clears it; its connection is dropped.
 //
 // Between batches a target's thread also verifies the batches whose host the operator said rebooted
@@ -39,8 +39,8 @@
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/loop/target_slots.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
 
 namespace temper {
 

@@ -18,7 +18,7 @@
 #include "common/status.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
-#include "stig/evaluator.h"
+#include "stig/scap/evaluator.h"
 #include "stig/target.h"
 
 namespace temper {

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "orchestrator/config/waivers.h"
-#include "stig/classification.h"
-#include "stig/rule_risk.h"
+#include "stig/scap/classification.h"
+#include "stig/scap/rule_risk.h"
 
 namespace temper {
 

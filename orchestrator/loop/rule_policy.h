@@ -1,6 +1,6 @@
 // RulePolicy: which rules the loop may remediate at all, decided once per rule right after the
 // "before" evaluation, from the batch's options (waivers, allow_disruptive) and the rule's content
-// (manual: stig/classification.h; disruptive: stig/rule_risk.h). In order:
+// (manual: stig/scap/classification.h; disruptive: stig/scap/rule_risk.h). In order:
 //   1. a waiver that has not expired        → waived (whatever the verdict; never counted as pass)
 //      an expired waiver is flagged (a "waiver.expired" event) and the rule goes on as unwaived;
 //   2. no automated check (OCIL only)       → manual (a person reviews it; never counted as pass)
@@ -19,7 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/records.h"
-#include "stig/content.h"
+#include "stig/scap/content.h"
 #include "stig/verdict.h"
 
 namespace temper {

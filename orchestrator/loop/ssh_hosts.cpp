@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "stig/ssh_connection.h"
+#include "stig/ssh/ssh_connection.h"
 
 namespace temper {
 

@@ -19,7 +19,7 @@
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/records.h"
-#include "stig/ssh_connection.h"
+#include "stig/ssh/ssh_connection.h"
 
 namespace temper {
 

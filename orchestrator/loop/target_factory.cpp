@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "stig/rootfs_target.h"
+#include "stig/rootfs/rootfs_target.h"
 
 namespace temper {
 

@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
-#include "stig/ssh_target.h"
+#include "stig/ssh/ssh_target.h"
 #include "stig/target.h"
 
 namespace temper {

@@ -7,7 +7,7 @@
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/server/temper_service.h"
-#include "stig/ssh_known_hosts.h"
+#include "stig/ssh/ssh_known_hosts.h"
 
 namespace temper {
 

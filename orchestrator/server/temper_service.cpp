@@ -9,7 +9,7 @@
 #include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/config/request_bounds.h"
-#include "stig/ssh_connection.h"
+#include "stig/ssh/ssh_connection.h"
 
 namespace temper {
 

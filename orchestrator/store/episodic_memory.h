@@ -14,7 +14,7 @@
 #include "orchestrator/records.h"
 #include "orchestrator/store/state_store.h"
 #include "roles/rule_context.h"
-#include "stig/content.h"
+#include "stig/scap/content.h"
 
 namespace temper {
 

@@ -16,8 +16,8 @@
 #include <catch2/catch.hpp>
 
 #include "common/log.h"
-#include "stig/content.h"
-#include "stig/rootfs_target.h"
+#include "stig/scap/content.h"
+#include "stig/rootfs/rootfs_target.h"
 
 namespace temper::stig::testing {
 

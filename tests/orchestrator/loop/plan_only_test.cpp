@@ -10,7 +10,7 @@
 #include <fstream>
 
 #include "orchestrator/temp_dir.h"
-#include "stig/rootfs_target.h"
+#include "stig/rootfs/rootfs_target.h"
 
 namespace temper {
 namespace {

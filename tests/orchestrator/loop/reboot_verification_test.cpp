@@ -11,7 +11,7 @@
 
 #include "orchestrator/store/journal.h"
 #include "orchestrator/temp_dir.h"
-#include "stig/content.h"
+#include "stig/scap/content.h"
 
 namespace temper {
 namespace {
