@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "engine/cuda/all_reduce_plan.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 namespace temper::engine::bench {
 

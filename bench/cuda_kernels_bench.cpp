@@ -37,8 +37,8 @@
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemm_bf16.h"
 #include "engine/cuda/kernels.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::cuda {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "engine/cuda/memory_plan.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::bench {
 

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::bench {
 

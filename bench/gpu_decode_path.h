@@ -1,6 +1,6 @@
 // temper-bench --gpus's driving of the device backend the way the scheduler drives it: sequences
 // prefilled and then decoded one token per step, with sampling candidates (ForwardOptions
-// .candidates, as engine/scheduler.cpp asks whenever the backend offers them), greedy = the first
+// .candidates, as engine/serve/scheduler.cpp asks whenever the backend offers them), greedy = the first
 // candidate. Also the checks that make a fast run trustworthy: every graph bucket captured and
 // replayed before anything is timed, timed steps that really ran as graphs, greedy tokens from
 // candidates equal to greedy tokens from the full logits, and no NaN or inf anywhere.

@@ -10,7 +10,7 @@
 //   temper-bench --model DIR | --synthetic CONFIG.json [--tp N] [--threads N]
 //                [--prompt-tokens 64] [--rounds 5] [--decode-tokens 8] [--copy-mib 1024]
 //
-// `--serving` measures the serving layer instead (engine/scheduler.h): time to first token of a
+// `--serving` measures the serving layer instead (engine/serve/scheduler.h): time to first token of a
 // long prompt cold and again warm (resent with a new suffix, so the prefix cache supplies the
 // prompt), aggregate decode speed of N concurrent streams against one stream, and KV capacity in
 // tokens per GiB for this model and for `--kv-config` (e.g. the 31B shape, no weights needed).
@@ -42,16 +42,16 @@
 
 #include "bench/bench_timing.h"
 #include "common/log.h"
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/loaded_model.h"
 #include "engine/kv_cache.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 #include "engine/sampler.h"
-#include "engine/scheduler.h"
-#include "engine/tensor_parallel.h"
+#include "engine/serve/scheduler.h"
+#include "engine/model/tensor_parallel.h"
 #include "engine/thread_pool.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 #if TEMPER_HAVE_CUDA
 #include "bench/temper_bench_gpu.h"

@@ -40,8 +40,8 @@
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_status.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::bench {
 namespace {

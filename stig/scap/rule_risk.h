@@ -18,7 +18,7 @@
 //        grub2_*, bootloader_*, zipl_*  kernel arguments and boot settings: a mistake stops the boot
 //        sudo_remove_nopasswd        breaks automation that runs sudo without a password
 // Measured on SSG 0.1.65's Ubuntu 20.04 content: 40 of the STIG profile's 191 rules are disruptive
-// (34 of them by reboot metadata), 133 of the benchmark's 592 (tests/stig/rule_risk_test.cpp pins these).
+// (34 of them by reboot metadata), 133 of the benchmark's 592 (tests/stig/scap/rule_risk_test.cpp pins these).
 //
 // Manual rules (no automated check) are not a risk tier: stig/scap/classification.h decides those.
 // Thread safety: pure functions.

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/bf16.h"
+#include "engine/model/bf16.h"
 
 namespace temper::engine::cuda::testing {
 
