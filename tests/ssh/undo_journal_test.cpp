@@ -290,16 +290,17 @@ rm /etc/issue.net
     INFO(reverted.status().ToString());
     REQUIRE(reverted.ok());
     CHECK(h.Listing() == before);
+    const bool fired = env.fired();
+    env.FailNth(stig::FaultEnv::Op::kProcessStart, 0);  // what follows checks; it is not the work
     // A restarted daemon finds the snapshot it was given, and nothing changed since it.
     auto reopened = UndoJournal::Open(**connection, journal_options, QuietSshLog());
+    INFO(reopened.status().ToString());
     REQUIRE(reopened.ok());
     CHECK(reopened->depth() == returned.back());
     CHECK(reopened->snapshots() == std::vector<std::uint32_t>{0, returned.back()});
     auto changed = reopened->ChangedSince(returned.back());
     REQUIRE(changed.ok());
     CHECK(changed->empty());
-    const bool fired = env.fired();
-    env.FailNth(stig::FaultEnv::Op::kProcessStart, 0);  // the master is closed whatever N is
     connection->reset();
     h.Sh(fmt::format("rm -rf /var/lib/temper/undo/faults-{}", n));
     if (!fired) break;
