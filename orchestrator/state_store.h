@@ -8,9 +8,11 @@
 // has seen every event before it.
 //
 // The file goes through a stig::Env (stig/env.h): SQLite's writes, fsyncs, truncates and deletes
-// pass through it (sqlite_env_vfs.h), and so does the clock the store's timestamps come from. The
-// real Env unless a test passes its own; a write or fsync the Env fails is an IOError for the call,
-// whose transaction SQLite rolls back, and the store stays usable.
+// pass through it (sqlite_env_vfs.h), and so does the clock the store's timestamps come from; the
+// real Env unless a test passes its own. A write or fsync that fails is an IOError for that call
+// alone: its transaction is rolled back (though a commit whose WAL fsync failed may be found after
+// a restart: whole, never in part), nothing returned before is lost, and the store takes the next
+// call without a restart.
 //
 // Thread safety: all methods may be called from any thread; they are serialized internally.
 #pragma once

@@ -27,10 +27,11 @@
 // same recorded state. Revert(n) deletes the snapshots after n, and Snapshot keeps 0 and the
 // newest `keep_recent`, so reverting to a dropped id is NotFound.
 // A journal left by an earlier daemon is picked up as it is, like OverlaySnapshots' layers.
-// Faults: every step is a command through the shell, and a command that cannot run (a process that
-// does not start, a lost connection) fails the call with the shell's error and leaves the journal
-// consistent: a failed Snapshot keeps its id unused and no half-written snapshot, a failed Revert
-// may be called again and finishes the revert, and a snapshot whose id was returned stays held.
+// Faults: every step is a command through the shell (SshConnection starts each through its Env), and
+// a command that cannot run (a process that does not start, a lost connection) fails the call with
+// the shell's error and leaves the journal consistent: a failed Snapshot leaves no half-written
+// snapshot and its id is never used again, a failed Revert may be called again and finishes the
+// revert, and a snapshot whose id was returned stays held until a Revert or keep_recent drops it.
 // The clock (a revert's seconds) is the Env's (env.h).
 // Thread safety: single owner (as Target); the shell and the Env must outlive the journal.
 #pragma once
