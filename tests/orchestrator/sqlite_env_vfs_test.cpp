@@ -39,7 +39,7 @@ TEST_CASE("the state store's SQLite writes and fsyncs go through its Env") {
   CHECK(store->GetBatch(1)->name == "a");
 }
 
-TEST_CASE("a write or fsync the Env fails is an IOError for its call alone; the store takes the next one") {
+TEST_CASE("a write or fsync the Env fails is an IOError for its call alone, and the store takes the next one") {
   TempDir dir;
   FaultEnv env;
   std::unique_ptr<StateStore> store = *StateStore::Open(dir / "t.db", env);
