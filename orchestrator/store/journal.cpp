@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/dcheck.h"
 #include "orchestrator/store/journal_event_bounds.h"
 
 namespace temper {
@@ -51,6 +52,9 @@ Result<StepCommitted> Journal::CommitRevert(const RevertStep& step) {
 }
 
 void Journal::Published(const EventRecord& event) {
+  TEMPER_DCHECK(event.seq > 0, "an event is committed to the state store before any watcher can see it");
+  TEMPER_DCHECK(JournalFiles::ToJsonLine(event).size() <= kMaxJournalLineBytes,
+                "an event the store bounded fits a journal line (journal_event_bounds.h)");
   Status written = files_.Append(event);
   if (!written.ok()) log_.Error("journal file for event {}: {}", event.seq, written.message());
   {

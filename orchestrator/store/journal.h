@@ -36,7 +36,8 @@ class Journal {
   Result<StepCommitted> CommitRevert(const RevertStep& step);
   // Writes the file line and wakes watchers for an event the store committed as part of a larger
   // transaction (StateStore::SubmitBatch, CancelBatch). Call only after that commit. A failed file
-  // write is logged, not returned: the event is committed, and the next start-up re-appends it.
+  // write is logged, not returned: the event is committed, and the file's next append (or the next
+  // start-up) writes it (journal_files.h).
   void Published(const EventRecord& event);
 
   // Blocks until an event with seq > `seq` has been committed (true), or until `deadline` or Close()

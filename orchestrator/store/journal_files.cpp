@@ -1,45 +1,51 @@
 #include "orchestrator/store/journal_files.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <filesystem>
-#include <fstream>
+#include <istream>
 #include <map>
+#include <streambuf>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/dcheck.h"
 #include "orchestrator/store/journal_event_bounds.h"
 
 namespace temper {
 
 namespace {
 
-// Writes all of `data` (retrying short writes) and fsyncs.
-Status WriteAllAndSync(int fd, const std::string& data, const std::string& path) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, fmt::format("appending to {}", path));
+// A file read through the Env as the istream ScanJournal takes. A read error ends the stream and is
+// kept in status(): the caller checks it before trusting what the scan says about the file's end.
+class EnvReadBuf final : public std::streambuf {
+ public:
+  explicit EnvReadBuf(stig::SequentialFile& file) : file_(file), buf_(64 << 10) {}
+  const Status& status() const { return status_; }
+
+ protected:
+  int_type underflow() override {
+    if (!status_.ok()) return traits_type::eof();
+    Result<size_t> n = file_.Read(buf_.data(), buf_.size());
+    if (!n.ok()) {
+      status_ = n.status();
+      return traits_type::eof();
     }
-    done += static_cast<size_t>(n);
+    if (*n == 0) return traits_type::eof();
+    setg(buf_.data(), buf_.data(), buf_.data() + *n);
+    return traits_type::to_int_type(buf_[0]);
   }
-  if (fsync(fd) != 0) return Status::FromErrno(errno, fmt::format("fsync {}", path));
-  return Status::OK();
-}
+
+ private:
+  stig::SequentialFile& file_;
+  std::vector<char> buf_;
+  Status status_;
+};
 
 }  // namespace
 
-Result<std::unique_ptr<JournalFiles>> JournalFiles::Open(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::IOError(fmt::format("cannot create journal directory {}: {}", dir, ec.message()));
-  return std::unique_ptr<JournalFiles>(new JournalFiles(dir));
+Result<std::unique_ptr<JournalFiles>> JournalFiles::Open(const std::string& dir, stig::Env& env) {
+  Status created = env.CreateDirs(dir);
+  if (!created.ok()) return created.WithContext("opening the journal files");
+  return std::unique_ptr<JournalFiles>(new JournalFiles(dir, env));
 }
 
 std::string JournalFiles::PathFor(std::optional<int64_t> batch_id) const {
@@ -72,30 +78,64 @@ Status JournalFiles::Append(const EventRecord& event) {
 }
 
 Status JournalFiles::AppendLocked(const EventRecord& event) {
+  TEMPER_DCHECK(event.seq > 0, "a line is appended only after its event is committed (and so has a seq)");
   std::string path = PathFor(event.batch_id);
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (fd < 0) return Status::FromErrno(errno, fmt::format("opening {}", path));
-  Status s = WriteAllAndSync(fd, ToJsonLine(event) + "\n", path);
-  close(fd);
-  return s;
+  if (withheld_.count(path)) {
+    return Status::Unavailable(fmt::format("journal file {}: more than {} appends failed; the next start-up appends "
+                                           "every committed event it lacks",
+                                           path, kMaxPendingEvents));
+  }
+  auto pending = pending_.find(path);
+  if (pending == pending_.end()) {
+    Status written = WriteLocked(path, ToJsonLine(event) + "\n");
+    if (!written.ok()) pending_[path].push_back(event);
+    return written;
+  }
+  // An earlier append failed: cut what it left half-written, then write what the file lacks, in
+  // seq order, before this event.
+  pending->second.push_back(event);
+  if (pending->second.size() > kMaxPendingEvents) {
+    pending_.erase(pending);
+    withheld_.insert(path);
+    return Status::Unavailable(fmt::format("journal file {}: more than {} appends failed; it is left to the next "
+                                           "start-up, which appends every committed event it lacks",
+                                           path, kMaxPendingEvents));
+  }
+  FileRepair repair;
+  TEMPER_ASSIGN_OR_RETURN(JournalFileScan scan, ScanLocked(path, repair));
+  std::string lines;
+  for (const EventRecord& e : pending->second) {
+    // A failed fsync leaves its line whole in the file: written once, never twice.
+    if (e.seq > scan.last_seq) lines += ToJsonLine(e) + "\n";
+  }
+  TEMPER_RETURN_IF_ERROR(WriteLocked(path, lines));
+  pending_.erase(pending);
+  return Status::OK();
+}
+
+Status JournalFiles::WriteLocked(const std::string& path, const std::string& lines) {
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::WritableFile> file, env_.OpenAppendable(path, 0640));
+  TEMPER_RETURN_IF_ERROR(file->Append(lines));
+  return file->Sync();
 }
 
 Result<JournalFileScan> JournalFiles::ScanLocked(const std::string& path, FileRepair& repair) {
   repair.path = path;
-  struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return JournalFileScan{};
-    return Status::FromErrno(errno, fmt::format("opening {}", path));
+  Result<std::unique_ptr<stig::SequentialFile>> file = env_.OpenSequential(path);
+  if (!file.ok()) {
+    if (file.status().code() == StatusCode::kNotFound) return JournalFileScan{};
+    return file.status();
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(fmt::format("cannot open {}", path));
+  EnvReadBuf buf(**file);
+  std::istream in(&buf);
   Result<JournalFileScan> scan = ScanJournal(in);
+  // A read error looks like the file's end to the scan: never cut a "torn" tail on its word.
+  if (!buf.status().ok()) return buf.status();
   if (!scan.ok()) return scan.status().WithContext(path);
-  in.close();
+  file->reset();
   if (scan->torn_bytes > 0) {
-    if (truncate(path.c_str(), static_cast<off_t>(scan->complete_bytes)) != 0) {
-      return Status::FromErrno(errno, fmt::format("cutting the torn last line of {}", path));
-    }
+    Status cut = env_.Truncate(path, scan->complete_bytes);
+    if (!cut.ok()) return cut.WithContext("cutting the torn last line");
     repair.torn_bytes = scan->torn_bytes;
     repair.torn_offset = scan->complete_bytes;
   }
@@ -126,11 +166,14 @@ Result<JournalFiles::Reconciled> JournalFiles::Reconcile(StateStore& store) {
         it = last_seq.emplace(path, scan.last_seq).first;
       }
       if (e.seq <= it->second) continue;
-      TEMPER_RETURN_IF_ERROR(AppendLocked(e));
+      TEMPER_RETURN_IF_ERROR(WriteLocked(path, ToJsonLine(e) + "\n"));
       it->second = e.seq;
       ++out.appended;
     }
   }
+  // Every file now holds every committed event: what failed appends left behind is written.
+  pending_.clear();
+  withheld_.clear();
   return out;
 }
 

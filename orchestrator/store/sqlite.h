@@ -21,8 +21,9 @@ class Statement;
 
 class Database {
  public:
-  // Opens (creating if needed) the database file. The connection uses extended result codes.
-  static Result<Database> Open(const std::string& path);
+  // Opens (creating if needed) the database file through the VFS named `vfs` (SQLite's default
+  // when empty). The connection uses extended result codes.
+  static Result<Database> Open(const std::string& path, const std::string& vfs = "");
 
   Database(Database&& other) noexcept : db_(other.db_), path_(std::move(other.path_)) { other.db_ = nullptr; }
   Database& operator=(Database&& other) noexcept;

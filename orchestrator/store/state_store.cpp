@@ -1,8 +1,11 @@
 #include "orchestrator/store/state_store.h"
 
+#include <chrono>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/dcheck.h"
 #include "orchestrator/store/journal_event_bounds.h"
 #include "orchestrator/store/schema.h"
 
@@ -206,8 +209,9 @@ NewEvent DaemonEvent(int64_t batch_id, const std::string& target, std::string ty
 
 }  // namespace
 
-Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Database db, sqlite::Database::Open(path));
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, stig::Env& env) {
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<sqlite::EnvVfs> vfs, sqlite::EnvVfs::Register(env));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Database db, sqlite::Database::Open(path, vfs->name()));
   // A wrong file (not SQLite) shows up on the first read; name it plainly.
   Result<int64_t> version = db.QueryInt("PRAGMA user_version");
   if (!version.ok()) {
@@ -220,7 +224,16 @@ Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path) {
   TEMPER_RETURN_IF_ERROR(db.Exec("PRAGMA busy_timeout = 5000"));
   TEMPER_RETURN_IF_ERROR(MigrateSchema(db));
   TEMPER_ASSIGN_OR_RETURN(int64_t migrated, db.QueryInt("PRAGMA user_version"));
-  return std::unique_ptr<StateStore>(new StateStore(std::move(db), static_cast<int>(migrated)));
+  return std::unique_ptr<StateStore>(new StateStore(env, std::move(vfs), std::move(db), static_cast<int>(migrated)));
+}
+
+TimeMs StateStore::EnvNowMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(env_.Now().time_since_epoch()).count();
+}
+
+bool StateStore::IsNewestSeqLocked(uint64_t seq) {
+  Result<int64_t> newest = db_.QueryInt("SELECT COALESCE(MAX(seq), 0) FROM journal");
+  return newest.ok() && static_cast<uint64_t>(*newest) == seq;
 }
 
 Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
@@ -235,7 +248,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
       return Submitted{std::move(existing), std::nullopt};
     }
   }
-  TimeMs now = NowMs();
+  TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement insert,
@@ -377,7 +390,7 @@ Result<StateStore::Cancelled> StateStore::CancelBatch(int64_t id, const std::str
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
       "UPDATE batches SET state = 'cancelled', error = ?, updated_at_ms = ? WHERE id = ?"));
-  b.Bind(1, reason).Bind(2, NowMs()).Bind(3, id);
+  b.Bind(1, reason).Bind(2, EnvNowMs()).Bind(3, id);
   TEMPER_RETURN_IF_ERROR(b.Run());
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement r, db_.Prepare(
       "UPDATE batch_rules SET state = 'cancelled' WHERE batch_id = ? AND state IN ('pending', 'running')"));
@@ -407,7 +420,7 @@ Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& unbounded) {
   }
   // Every event enters the journal here, so this is where each one is bounded (journal_event_bounds.h).
   const NewEvent event = BoundJournalEvent(unbounded);
-  EventRecord e{.time = NowMs(), .batch_id = event.batch_id, .target = event.target,
+  EventRecord e{.time = EnvNowMs(), .batch_id = event.batch_id, .target = event.target,
                 .rule_id = event.rule_id, .role = event.role, .type = event.type,
                 .data_json = event.data_json, .usage = event.usage};
   TEMPER_ASSIGN_OR_RETURN(
@@ -426,6 +439,7 @@ Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& unbounded) {
   insert.Bind(10, e.usage.cached_prompt_tokens);
   TEMPER_RETURN_IF_ERROR(insert.Run());
   e.seq = static_cast<uint64_t>(db_.LastInsertRowId());
+  TEMPER_DCHECK(IsNewestSeqLocked(e.seq), "journal seqs are strictly increasing and committed in seq order");
   return e;
 }
 
@@ -492,7 +506,7 @@ Result<int64_t> StateStore::AddLesson(const LessonRecord& l) {
 }
 
 Result<int64_t> StateStore::AddLessonLocked(const LessonRecord& l) {
-  TimeMs now = NowMs();
+  TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
       db_.Prepare("INSERT INTO lessons(rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms) "
@@ -517,7 +531,7 @@ Status StateStore::AdjustLessonUtilityLocked(int64_t lesson_id, double delta) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
       db_.Prepare("UPDATE lessons SET utility = MIN(1.0, MAX(0.0, utility + ?)), updated_at_ms = ? WHERE id = ?"));
-  q.Bind(1, delta).Bind(2, NowMs()).Bind(3, lesson_id);
+  q.Bind(1, delta).Bind(2, EnvNowMs()).Bind(3, lesson_id);
   TEMPER_RETURN_IF_ERROR(q.Run());
   if (db_.Changes() == 0) return Status::NotFound(fmt::format("lesson {} does not exist", lesson_id));
   return Status::OK();
@@ -603,7 +617,7 @@ Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const 
                                                                             {{"rules", pending}, {"note", note}})));
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
       "UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));
-  b.Bind(1, static_cast<int64_t>(stored.seq)).Bind(2, NowMs()).Bind(3, id);
+  b.Bind(1, static_cast<int64_t>(stored.seq)).Bind(2, EnvNowMs()).Bind(3, id);
   TEMPER_RETURN_IF_ERROR(b.Run());
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord after, LoadBatchLocked(id, true));
@@ -641,7 +655,7 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(step.batch_id, false));
   StepCommitted out;
   out.batch_ended = IsFinal(batch.state);
-  TimeMs now = NowMs();
+  TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
   if (step.reboot_verified) {
     TEMPER_ASSIGN_OR_RETURN(sqlite::Statement c, db_.Prepare(
@@ -817,7 +831,7 @@ Result<std::optional<int64_t>> StateStore::RunningBatch(const std::string& targe
 Result<StepCommitted> StateStore::CommitRevert(const RevertStep& step) {
   std::lock_guard lock(mu_);
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(step.batch_id, false));
-  TimeMs now = NowMs();
+  TimeMs now = EnvNowMs();
   StepCommitted out;
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
   for (const RuleUpdate& r : step.rules) {

@@ -7,6 +7,13 @@
 // are strictly increasing, never reused, and committed in seq order: a reader that has seen seq N
 // has seen every event before it.
 //
+// The file goes through a stig::Env (stig/env.h): SQLite's writes, fsyncs, truncates and deletes
+// pass through it (sqlite_env_vfs.h), and so does the clock the store's timestamps come from; the
+// real Env unless a test passes its own. A write or fsync that fails is an IOError for that call
+// alone: its transaction is rolled back (though a commit whose WAL fsync failed may be found after
+// a restart: whole, never in part), nothing returned before is lost, and the store takes the next
+// call without a restart.
+//
 // Thread safety: all methods may be called from any thread; they are serialized internally.
 #pragma once
 
@@ -20,13 +27,16 @@
 #include "common/status.h"
 #include "orchestrator/records.h"
 #include "orchestrator/store/sqlite.h"
+#include "orchestrator/store/sqlite_env_vfs.h"
+#include "stig/env.h"
 
 namespace temper {
 
 class StateStore {
  public:
   // Opens or creates the database, migrating it to the current schema. Creates no directories.
-  static Result<std::unique_ptr<StateStore>> Open(const std::string& path);
+  // `env` must outlive the store.
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& path, stig::Env& env = stig::Env::Default());
 
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
@@ -133,8 +143,13 @@ class StateStore {
   const std::string& path() const { return db_.path(); }
 
  private:
-  StateStore(sqlite::Database db, int schema_version)
-      : db_(std::move(db)), schema_version_(schema_version) {}
+  StateStore(stig::Env& env, std::unique_ptr<sqlite::EnvVfs> vfs, sqlite::Database db, int schema_version)
+      : env_(env), vfs_(std::move(vfs)), db_(std::move(db)), schema_version_(schema_version) {}
+
+  // The Env's wall clock, as stored.
+  TimeMs EnvNowMs() const;
+  // True when `seq` is above every other seq stored (the debug check of the seq invariant).
+  bool IsNewestSeqLocked(uint64_t seq);
 
   Result<BatchRecord> LoadBatchLocked(int64_t id, bool with_rules);
   Result<EventRecord> AppendEventLocked(const NewEvent& event);
@@ -152,6 +167,8 @@ class StateStore {
   Result<std::vector<AttemptRecord>> QueryAttemptsLocked(const std::string& where, const Key& key, uint32_t limit);
 
   std::mutex mu_;
+  stig::Env& env_;
+  std::unique_ptr<sqlite::EnvVfs> vfs_;  // outlives db_, which is opened through it
   sqlite::Database db_;
   const int schema_version_;
 };

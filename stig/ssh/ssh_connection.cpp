@@ -137,14 +137,15 @@ Status SshOptions::Validate() const {
   return Status::OK();
 }
 
-SshConnection::SshConnection(SshOptions options, std::string control_path, const Logger& log)
+SshConnection::SshConnection(SshOptions options, std::string control_path, const Logger& log, Env& env)
     : options_(std::move(options)),
       name_(options_.endpoint.ToString()),
       control_path_(std::move(control_path)),
       log_(log),
-      last_used_(std::chrono::steady_clock::now()) {}
+      env_(env),
+      last_used_(env.SteadyNow()) {}
 
-Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, const Logger& log) {
+Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, const Logger& log, Env& env) {
   TEMPER_RETURN_IF_ERROR(options.Validate());
   const std::string name = options.endpoint.ToString();
   if (::access(options.ssh_program.c_str(), X_OK) != 0) {
@@ -168,7 +169,7 @@ Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, c
     return Status::InvalidArgument(fmt::format("ssh control directory {} is too long for a socket path ({} bytes at most)",
                                                options.control_dir, kMaxControlPath - 19));
   }
-  std::unique_ptr<SshConnection> c(new SshConnection(std::move(options), std::move(control_path), log));
+  std::unique_ptr<SshConnection> c(new SshConnection(std::move(options), std::move(control_path), log, env));
   TEMPER_RETURN_IF_ERROR(c->StartMaster());
   return c;
 }
@@ -288,8 +289,8 @@ Status SshConnection::StartMaster() {
   spec.timeout = options_.connect_timeout + kLocalGrace;
   spec.max_output_bytes = 64 << 10;
   log_.Debug("ssh {}: opening the master connection", name_);
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
-  last_used_ = std::chrono::steady_clock::now();
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, env_.RunProcess(spec));
+  last_used_ = env_.SteadyNow();
   if (!r.Succeeded()) {
     Status failure = ConnectFailure(r);
     StopMaster();
@@ -311,7 +312,7 @@ void SshConnection::StopMaster() {
   spec.argv.insert(spec.argv.end(), {"--", options_.endpoint.host});
   spec.env = Environment();
   spec.timeout = std::chrono::seconds(10);
-  Result<ProcessResult> r = RunProcess(spec);
+  Result<ProcessResult> r = env_.RunProcess(spec);
   if (!r.ok()) log_.Warning("ssh {}: closing the master: {}", name_, r.status().ToString());
 }
 
@@ -329,7 +330,7 @@ bool SshConnection::MasterAlive() const {
 }
 
 bool SshConnection::MasterExpired() const {
-  auto idle = std::chrono::steady_clock::now() - last_used_;
+  auto idle = env_.SteadyNow() - last_used_;
   return !MasterAlive() && idle >= options_.control_persist - std::chrono::seconds(5);
 }
 
@@ -345,7 +346,7 @@ Status SshConnection::CheckFreshLogin() const {
   spec.env = Environment();
   spec.timeout = options_.connect_timeout + kLocalGrace;
   spec.max_output_bytes = 64 << 10;
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, env_.RunProcess(spec));
   if (!r.Succeeded()) return ConnectFailure(r).WithContext("a fresh login");
   return Status::OK();
 }
@@ -371,8 +372,8 @@ Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, 
   if (limits.timeout.count() > 0) {
     spec.timeout = limits.timeout + std::chrono::seconds(5) + kLocalGrace;
   }
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
-  last_used_ = std::chrono::steady_clock::now();
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, env_.RunProcess(spec));
+  last_used_ = env_.SteadyNow();
   if (r.timed_out) {
     // The host did not answer within the command's own limit plus grace: the connection is suspect.
     if (!MasterAlive()) {

@@ -24,6 +24,8 @@
 //   Unavailable         "host unreachable"             no route, name not resolved, network down
 //   Aborted             "connection lost"              the master died (mid-command or between)
 //   Unavailable         "ssh failed"                   anything else ssh reported (its message)
+// The ssh processes and the clock (idle time) go through a stig::Env (env.h), the real one unless
+// a test passes its own: a process that cannot start is an IOError from the call that needed it.
 // Thread safety: not thread-safe; one owner drives a connection (as a Target).
 #pragma once
 
@@ -36,6 +38,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "stig/env.h"
 #include "stig/ssh/remote_shell.h"
 
 namespace temper::stig {
@@ -80,7 +83,9 @@ class SshConnection final : public RemoteShell {
   // Opens the master and checks that commands can run as root (sudo -n when the login is not
   // root). Errors: the named failures above; InvalidArgument for bad options; FailedPrecondition
   // when known_hosts or the identity file is missing, or control_dir is not private.
-  static Result<std::unique_ptr<SshConnection>> Open(SshOptions options, const Logger& log);
+  // `log` and `env` must outlive the connection.
+  static Result<std::unique_ptr<SshConnection>> Open(SshOptions options, const Logger& log,
+                                                     Env& env = Env::Default());
   // Closes the master.
   ~SshConnection() override;
   SshConnection(const SshConnection&) = delete;
@@ -106,7 +111,7 @@ class SshConnection final : public RemoteShell {
   Status CheckFreshLogin() const;
 
  private:
-  SshConnection(SshOptions options, std::string control_path, const Logger& log);
+  SshConnection(SshOptions options, std::string control_path, const Logger& log, Env& env);
   // ssh's argv up to and including the destination: the common options plus `extra`.
   std::vector<std::string> SshArgv(const std::vector<std::string>& extra) const;
   // `argv` as one command line for the login shell: sudo (when not root), limits, the program.
@@ -121,6 +126,7 @@ class SshConnection final : public RemoteShell {
   std::string name_;
   std::string control_path_;
   const Logger& log_;
+  Env& env_;
   std::chrono::steady_clock::time_point last_used_;
 };
 

@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "common/dcheck.h"
+
 namespace temper::stig {
 
 struct UndoManifest {
@@ -356,11 +358,11 @@ Result<ProcessResult> UndoJournal::Script(const char* script, std::vector<std::s
   return shell_->Exec(argv, stdin_data, JournalLimits());
 }
 
-Result<UndoJournal> UndoJournal::Open(RemoteShell& shell, UndoJournalOptions options, const Logger& log) {
+Result<UndoJournal> UndoJournal::Open(RemoteShell& shell, UndoJournalOptions options, const Logger& log, Env& env) {
   TEMPER_RETURN_IF_ERROR(CheckAbsolute(options.dir, "dir"));
   for (const std::string& r : options.roots) TEMPER_RETURN_IF_ERROR(CheckAbsolute(r, "root"));
   if (options.keep_recent < 1) return Status::InvalidArgument("undo journal: keep_recent must be at least 1");
-  UndoJournal j(shell, std::move(options), log);
+  UndoJournal j(shell, std::move(options), log, env);
   TEMPER_RETURN_IF_ERROR(j.Load());
   if (j.ids_.empty()) {
     log.Info("{}: starting the undo journal in {} (snapshot 0: the host as temper found it)", shell.host_name(),
@@ -450,6 +452,7 @@ Result<std::uint32_t> UndoJournal::Snapshot() {
   const std::uint32_t id = last_id_ + 1;
   last_id_ = id;  // TakeSnapshot records it on the host first
   TEMPER_RETURN_IF_ERROR(TakeSnapshot(id));
+  TEMPER_DCHECK(ids_.empty() || id > ids_.back(), "snapshot ids grow with every snapshot and are never reused");
   ids_.push_back(id);
   depth_ = id;
   // Keep 0 (the host as found) and the newest keep_recent.
@@ -662,7 +665,7 @@ Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::strin
 
 Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
   TEMPER_RETURN_IF_ERROR(CheckHeld(id));
-  auto start = std::chrono::steady_clock::now();
+  auto start = env_->SteadyNow();
   const std::string snap = fmt::format("{}/snap.{}", options_.dir, id);
   RevertReport report;
   std::vector<std::string> problems;
@@ -671,7 +674,7 @@ Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
   TEMPER_RETURN_IF_ERROR(RevertPackages(snap, report, problems));
   TEMPER_RETURN_IF_ERROR(RevertFiles(snap, report));
   TEMPER_RETURN_IF_ERROR(CompareFiles(snap, problems));
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(env_->SteadyNow() - start).count();
   if (!problems.empty()) {
     std::string list;
     for (std::size_t i = 0; i < problems.size() && i < kMaxReportedProblems; ++i) list += "\n  " + problems[i];
@@ -686,6 +689,7 @@ Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
   }
   TEMPER_RETURN_IF_ERROR(Drop(later));
   depth_ = id;
+  TEMPER_DCHECK(!ids_.empty() && ids_.back() == id, "after Revert(n) the newest snapshot held is n");
   return report;
 }
 

@@ -27,7 +27,13 @@
 // same recorded state. Revert(n) deletes the snapshots after n, and Snapshot keeps 0 and the
 // newest `keep_recent`, so reverting to a dropped id is NotFound.
 // A journal left by an earlier daemon is picked up as it is, like OverlaySnapshots' layers.
-// Thread safety: single owner (as Target); the shell must outlive the journal.
+// Faults: every step is a command through the shell (SshConnection starts each through its Env), and
+// a command that cannot run (a process that does not start, a lost connection) fails the call with
+// the shell's error and leaves the journal consistent: a failed Snapshot leaves no half-written
+// snapshot and its id is never used again, a failed Revert may be called again and finishes the
+// revert, and a snapshot whose id was returned stays held until a Revert or keep_recent drops it.
+// The clock (a revert's seconds) is the Env's (env.h).
+// Thread safety: single owner (as Target); the shell and the Env must outlive the journal.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +43,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "stig/env.h"
 #include "stig/ssh/remote_shell.h"
 
 namespace temper::stig {
@@ -66,7 +73,8 @@ class UndoJournal {
   // Opens the journal in options.dir on the host, creating it (and snapshot 0) when missing.
   // Errors: InvalidArgument for a relative dir or root; FailedPrecondition when the host lacks tar,
   // gzip, find, sha256sum or xargs; Internal when the host refuses; the shell's transport errors.
-  static Result<UndoJournal> Open(RemoteShell& shell, UndoJournalOptions options, const Logger& log);
+  static Result<UndoJournal> Open(RemoteShell& shell, UndoJournalOptions options, const Logger& log,
+                                  Env& env = Env::Default());
 
   // The newest snapshot the journal holds (after Revert(n): n).
   std::uint32_t depth() const { return depth_; }
@@ -98,8 +106,8 @@ class UndoJournal {
   bool Covers(const std::string& path) const;
 
  private:
-  UndoJournal(RemoteShell& shell, UndoJournalOptions options, const Logger& log)
-      : shell_(&shell), options_(std::move(options)), log_(&log) {}
+  UndoJournal(RemoteShell& shell, UndoJournalOptions options, const Logger& log, Env& env)
+      : shell_(&shell), options_(std::move(options)), log_(&log), env_(&env) {}
 
   Status Load();
   // OutOfRange for an id never taken, NotFound for one no longer held.
@@ -118,6 +126,7 @@ class UndoJournal {
   RemoteShell* shell_;
   UndoJournalOptions options_;
   const Logger* log_;
+  Env* env_;
   std::vector<std::string> roots_;
   std::vector<std::uint32_t> ids_;
   std::uint32_t depth_ = 0;

@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "stig/ssh/ssh_test_support.h"
+#include "stig/fault_env.h"
 #include "stig/tree_listing.h"
 
 namespace temper::testing {
@@ -237,6 +238,76 @@ TEST_CASE("A revert that cannot be exact fails and names what is left", "[ssh][u
   std::ifstream motd(h.host->tree() + "/etc/motd");
   std::string all((std::istreambuf_iterator<char>(motd)), std::istreambuf_iterator<char>());
   CHECK(all.find("x\n") == std::string::npos);
+}
+
+TEST_CASE("Failing the Nth process start, at every N of two snapshots and a revert, loses no snapshot and the journal "
+          "still undoes", "[ssh][undo_journal][faults]") {
+  TEMPER_SKIP_WITHOUT_SSH_HOSTS();
+  JournalHost h;  // its own connection, with the real Env, prepares and inspects the host
+  const std::map<std::string, std::string> before = h.Listing();
+  std::uint64_t n = 1;
+  for (;; ++n) {
+    INFO("N = " << n);
+    stig::FaultEnv env;
+    env.FailNth(stig::FaultEnv::Op::kProcessStart, n);
+    ScopedControlDir control;
+    const stig::SshOptions options =
+        TestSshOptions(h.host->Endpoint("root"), TestRoot().client_key, AcceptedKnownHosts(*h.host), control.path());
+    const stig::UndoJournalOptions journal_options{fmt::format("/var/lib/temper/undo/faults-{}", n),
+                                                   stig::DefaultUndoRoots(), /*keep_recent=*/1};
+    // Each step as the daemon would take it: a call that fails is made again (the fault is spent).
+    auto connection = stig::SshConnection::Open(options, QuietSshLog(), env);
+    if (!connection.ok()) connection = stig::SshConnection::Open(options, QuietSshLog(), env);
+    INFO(connection.status().ToString());
+    REQUIRE(connection.ok());
+    auto journal = UndoJournal::Open(**connection, journal_options, QuietSshLog(), env);
+    if (!journal.ok()) journal = UndoJournal::Open(**connection, journal_options, QuietSshLog(), env);
+    INFO(journal.status().ToString());
+    REQUIRE(journal.ok());
+    std::vector<std::uint32_t> returned;
+    for (int i = 0; i < 2; ++i) {  // the second drops the first (keep_recent 1)
+      auto id = journal->Snapshot();
+      if (!id.ok()) {
+        CHECK_THAT(id.status().message(), Catch::Contains("injected fault"));
+        id = journal->Snapshot();
+      }
+      INFO(id.status().ToString());
+      REQUIRE(id.ok());
+      CHECK((returned.empty() || *id > returned.back()));  // never reused, even after a failure
+      returned.push_back(*id);
+    }
+    h.Sh(fmt::format(R"(set -e
+echo 'PASS_MAX_DAYS 45' >> /etc/login.defs
+chmod 0604 /etc/issue
+mkdir -p /etc/temper-fault/{} && echo x > /etc/temper-fault/{}/file
+rm /etc/issue.net
+)", n, n));
+    auto reverted = journal->Revert(returned.back());
+    if (!reverted.ok()) {
+      CHECK_THAT(reverted.status().message(), Catch::Contains("injected fault"));
+      reverted = journal->Revert(returned.back());  // finishes what the failed one began
+    }
+    INFO(reverted.status().ToString());
+    REQUIRE(reverted.ok());
+    CHECK(h.Listing() == before);
+    const bool fired = env.fired();
+    env.FailNth(stig::FaultEnv::Op::kProcessStart, 0);  // what follows checks; it is not the work
+    // A restarted daemon finds the snapshot it was given, and nothing changed since it.
+    auto reopened = UndoJournal::Open(**connection, journal_options, QuietSshLog());
+    INFO(reopened.status().ToString());
+    REQUIRE(reopened.ok());
+    CHECK(reopened->depth() == returned.back());
+    CHECK(reopened->snapshots() == std::vector<std::uint32_t>{0, returned.back()});
+    auto changed = reopened->ChangedSince(returned.back());
+    REQUIRE(changed.ok());
+    CHECK(changed->empty());
+    connection->reset();
+    h.Sh(fmt::format("rm -rf /var/lib/temper/undo/faults-{}", n));
+    if (!fired) break;
+    REQUIRE(n < 200);
+  }
+  WARN("the snapshots and the revert start " << n - 1 << " processes; each was failed in turn");
+  CHECK(n > 10);
 }
 
 }  // namespace
