@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Packs what a lent GPU machine needs to check and measure the CUDA backend built here, for one
-# call of the device tool: the GPU test binary and the two benches, the shared libraries they load
-# that a bare CUDA image may lack (fmt, cpp-httplib, ...; not glibc, the C++ runtime or CUDA's own),
-# the test fixtures, and run.sh, which runs everything and writes the logs under $OUT.
+# Packs what a lent GPU machine needs to check and measure the CUDA backend built here, for ONE call
+# of the device tool: the GPU test binary and the two benches, the shared libraries they load that a
+# bare CUDA image may lack (fmt, ...; not glibc, the C++ runtime or CUDA's own), the test fixtures,
+# a BUILD note (commit, nvcc) and run.sh (bench/gpu_bundle_run.sh: every step under its own time
+# limit, each checked, logs and one results.md under $OUT, exit non-zero if any step fails).
 #
 #   bench/gpu_bundle.sh [BUILD_DIR] [DEST]      (defaults: build, .gpu-bundle; DEST is git-ignored)
-#   then, on the GPU machine:  bash .gpu-bundle/run.sh      (carry .gpu-bundle with the call)
+#   then, on the GPU machine, in one call (about 9 minutes at most):
+#     device run, carry [".gpu-bundle"], timeout 600:  bash .gpu-bundle/run.sh
+#   and paste $OUT/results.md into bench/RESULTS.md as it is.
+#
+# bench/gpu_bundle_check.sh proves run.sh's limits and failure accounting with stand-in binaries.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$repo/build}
@@ -22,24 +27,14 @@ for b in "${bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcudart|libcublas[^/]*|libcuda)\.so' |
   while read -r lib; do cp -L "$lib" "$dest/lib/"; done
 cp -r "$repo/tests/data/gemma4-tiny" "$repo/tests/data/gemma4-31b-shape" "$dest/data/"
-cat > "$dest/run.sh" <<'RUN'
-#!/usr/bin/env bash
-# Runs the CUDA tests and benches of this bundle; logs go to $OUT (or /tmp/gpu-out).
-set -uo pipefail
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-out=${OUT:-/tmp/gpu-out}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export TEMPER_TEST_DATA="$here/data"
-if [ -z "${TEMPER_NCCL_LIBRARY:-}" ]; then
-  TEMPER_NCCL_LIBRARY=$(find / -name 'libnccl.so.2' -not -path '/proc/*' 2>/dev/null | head -1) && export TEMPER_NCCL_LIBRARY
-fi
-nvidia-smi > "$out/nvidia-smi.txt" 2>&1
-cfg="$here/data/gemma4-31b-shape/config.json"
-"$here/bin/temper_cuda_tests" --durations yes 2>&1 | tee "$out/cuda_tests.log" | tail -30
-"$here/bin/temper-kernel-bench" --config "$cfg" 2>&1 | tee "$out/kernel_bench.log"
-"$here/bin/temper-bench" --gpus 0 --synthetic "$cfg" 2>&1 | tee "$out/bench_tp1.log"
-"$here/bin/temper-bench" --gpus 0,0,0,0 --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 128 2>&1 | tee "$out/bench_tp4_one_gpu.log"
-RUN
+# Which tree and compiler the binaries come from, for the results file.
+commit=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo "not a git checkout")
+nvcc=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+echo "commit $commit ($(git -C "$repo" branch --show-current 2>/dev/null)), built $(date -u '+%Y-%m-%d %H:%M UTC') with nvcc ${nvcc:-?}" \
+  > "$dest/BUILD"
+cp "$repo/bench/gpu_bundle_run.sh" "$dest/run.sh"
 chmod +x "$dest/run.sh"
-du -sh "$dest"
+size=$(du -sb "$dest" | cut -f1)
+echo "gpu_bundle: $dest, $((size / 1024)) KiB: $(cat "$dest/BUILD")"
+# One device call carries the repository's working tree plus the bundle, 64 MiB in all.
+[ "$size" -lt $((48 << 20)) ] || { echo "gpu_bundle: $dest is over 48 MiB; the device call carries 64 MiB with the tree" >&2; exit 1; }

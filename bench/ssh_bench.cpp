@@ -18,14 +18,14 @@
 #include <fmt/format.h>
 
 #include "bench/bench_timing.h"
-#include "ssh/netns_ssh_host.h"
-#include "ssh/ssh_test_root.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
-#include "stig/remote_oscap.h"
-#include "stig/ssh_connection.h"
-#include "stig/ssh_known_hosts.h"
-#include "stig/undo_journal.h"
+#include "stig/ssh/netns_ssh_host.h"
+#include "stig/ssh/ssh_test_root.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
+#include "stig/ssh/remote_oscap.h"
+#include "stig/ssh/ssh_connection.h"
+#include "stig/ssh/ssh_known_hosts.h"
+#include "stig/ssh/undo_journal.h"
 
 namespace {
 

@@ -27,12 +27,12 @@
 
 #include "bench/bench_timing.h"
 #include "stig/baseline.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
-#include "stig/oval_evidence.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
+#include "stig/scap/oval_evidence.h"
 #include "stig/package_install.h"
-#include "stig/rootfs_builder.h"
-#include "stig/rootfs_target.h"
+#include "stig/rootfs/rootfs_builder.h"
+#include "stig/rootfs/rootfs_target.h"
 
 namespace {
 

@@ -10,7 +10,7 @@
 //   temper-bench --model DIR | --synthetic CONFIG.json [--tp N] [--threads N]
 //                [--prompt-tokens 64] [--rounds 5] [--decode-tokens 8] [--copy-mib 1024]
 //
-// `--serving` measures the serving layer instead (engine/scheduler.h): time to first token of a
+// `--serving` measures the serving layer instead (engine/serve/scheduler.h): time to first token of a
 // long prompt cold and again warm (resent with a new suffix, so the prefix cache supplies the
 // prompt), aggregate decode speed of N concurrent streams against one stream, and KV capacity in
 // tokens per GiB for this model and for `--kv-config` (e.g. the 31B shape, no weights needed).
@@ -19,10 +19,14 @@
 //                [--serving-suffix 200] [--streams 8] [--stream-tokens 64] [--kv-config CONFIG.json]
 //
 // `--gpus 0[,0,...]` measures the CUDA backend instead (bench/temper_bench_gpu.h), one rank per
-// listed GPU, on synthetic weights of --synthetic's shape:
+// listed GPU (ranks may share one), on synthetic weights of --synthetic's shape, on the decode path
+// the scheduler uses (sampling candidates, captured graphs, every bucket warmed first), after a
+// self-check (greedy tokens from candidates = from full logits; no NaN/inf) whose failure makes the
+// exit status non-zero; then the all-reduce at the model's message sizes (bench/gpu_bundle.sh runs
+// it on a lent GPU):
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
-//                [--gpu-prefill 2048,8192] [--gpu-decode 128,256,512] [--gpu-context 1024]
+//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024]
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -38,16 +42,16 @@
 
 #include "bench/bench_timing.h"
 #include "common/log.h"
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/loaded_model.h"
 #include "engine/kv_cache.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 #include "engine/sampler.h"
-#include "engine/scheduler.h"
-#include "engine/tensor_parallel.h"
+#include "engine/serve/scheduler.h"
+#include "engine/model/tensor_parallel.h"
 #include "engine/thread_pool.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 #if TEMPER_HAVE_CUDA
 #include "bench/temper_bench_gpu.h"
@@ -278,8 +282,13 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
               config.sliding_window);
   Result<std::vector<RankShard>> tp4 = PlanShards(config, 4);
   if (!tp4.ok()) return Status::OK();  // a shape that does not split four ways has no L4 plan
+  // The card's 23,034 MiB (as GKE reports an L4) are not all free: the driver's context takes its
+  // share before the plan measures. 512 MiB is an assumption, not a measurement of an L4.
+  constexpr uint64_t kL4TotalBytes = 23034ull << 20, kAssumedContextBytes = 512ull << 20;
   cuda::MemoryPlanInput l4;
-  l4.free_bytes = 23034ull << 20;  // an L4 as GKE reports it
+  l4.free_bytes = kL4TotalBytes - kAssumedContextBytes;
+  l4.tp = 4;
+  l4.nccl = true;  // the reference box: one L4 per rank
   l4.max_sequences = 8;
   l4.max_batch = 8;
   l4.max_prefill_tokens = 2048;
@@ -290,11 +299,13 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
     return Status::OK();
   }
   const double kv_gib = static_cast<double>(plan->kv_pool_bytes + plan->ring_bytes) / gib;
-  std::printf("KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4, 8 sequences): weights %.2f GiB, "
-              "workspace %.2f GiB, rings %.2f GiB, pool %.2f GiB = %lld tokens; %.0f tokens/GiB of pool (%.1fx vLLM's "
-              "4,361), %.0f counting the rings (%.1fx)\n",
-              label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->ring_bytes / gib,
-              plan->kv_pool_bytes / gib, static_cast<long long>(plan->kv_capacity_tokens),
+  std::printf("KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4 less an assumed 0.5 GiB context, "
+              "8 sequences): weights %.2f GiB, workspace %.2f GiB, all-reduce %.3f GiB, rings %.2f GiB, kept for "
+              "CUDA and NCCL %.2f GiB, pool %.2f GiB = %lld tokens, margin %.2f GiB; %.0f tokens/GiB of pool (%.1fx "
+              "vLLM's 4,361), %.0f counting the rings (%.1fx)\n",
+              label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->all_reduce_bytes / gib,
+              plan->ring_bytes / gib, plan->reserve_bytes / gib, plan->kv_pool_bytes / gib,
+              static_cast<long long>(plan->kv_capacity_tokens), plan->margin_bytes / gib,
               gib / static_cast<double>(plan->rank.kv_per_token), gib / static_cast<double>(plan->rank.kv_per_token) / 4361,
               plan->kv_capacity_tokens / kv_gib, plan->kv_capacity_tokens / kv_gib / 4361);
   return Status::OK();
@@ -392,11 +403,11 @@ int main(int argc, char** argv) {
   app.add_option("--streams", a.streams, "concurrent streams")->check(CLI::PositiveNumber);
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
-  std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {128, 256, 512};
+  std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {256};
   int gpu_context = 1024;
   app.add_option("--gpus", gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0 or 0,0,0,0")->delimiter(',');
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
-  app.add_option("--gpu-decode", gpu_decode, "CUDA: decode token counts")->delimiter(',');
+  app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
   app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   temper::Status s;

@@ -1,5 +1,6 @@
 // temper-bench's GPU part (temper_bench_gpu.cpp, built only with CUDA): the CUDA backend's speed
-// and memory on synthetic weights of a config's shape.
+// and memory on synthetic weights of a config's shape, on the production decode path, checked
+// before it is timed.
 #pragma once
 
 #include <string>
@@ -13,14 +14,17 @@ struct GpuBenchArgs {
   std::string config;                        // config.json of the shape to build
   std::vector<int> devices;                  // one GPU per rank (may repeat)
   std::vector<int> prefill_tokens = {2048, 8192};
-  std::vector<int> decode_tokens = {128, 256, 512};
+  std::vector<int> decode_tokens = {256};    // timed decode steps per run, at batch 1 and max_batch
   int context_tokens = 1024;                 // prompt before the decode runs
   int max_batch = 8;
   int max_rows = 2048;                       // tokens per prefill pass
   double kv_fraction = 0.9;
-  int all_reduce_ranks = 4;                  // ranks in the all-reduce microbenchmark (repeating GPUs)
+  int all_reduce_ranks = 4;                  // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
 };
 
+// Errors: the backend's, a CUDA call's, and Internal when a self-check fails (greedy tokens from
+// candidates differ from those from full logits, a NaN or inf, a wrong all-reduce sum) or
+// FailedPrecondition when timed steps did not run as graphs.
 Status RunGpuBench(const GpuBenchArgs& args);
 
 }  // namespace temper::engine::bench

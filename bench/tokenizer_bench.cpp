@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_timing.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
 
 using temper::bench::Clock;
 using temper::bench::Seconds;

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/model_config.h"
+#include "engine/model/model_config.h"
 
 namespace temper::engine {
 

@@ -30,8 +30,8 @@
 
 #include "common/status.h"
 #include "engine/backend.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine {
 

@@ -24,9 +24,9 @@
 #include <string>
 
 #include "common/status.h"
-#include "engine/model_config.h"
-#include "engine/tokenizer.h"
-#include "engine/weights.h"
+#include "engine/model/model_config.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine {
 

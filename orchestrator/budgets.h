@@ -23,4 +23,9 @@ struct BudgetRanges {
   static constexpr uint64_t kMaxTokens = 100'000'000;
 };
 
+// Passes a batch runs at most by default (temperd.yaml loop.fixpoint_passes; orchestrator/loop/
+// fixpoint.h), and the range allowed.
+inline constexpr uint32_t kDefaultFixpointPasses = 3;
+inline constexpr uint32_t kMaxFixpointPasses = 10;
+
 }  // namespace temper

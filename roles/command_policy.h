@@ -29,7 +29,7 @@
 // A command that cannot be parsed is refused (the policy cannot vouch for it).
 //
 // This is defense in depth. On a rootfs target the sandbox is the boundary; on an SSH host the
-// policy, the lock-out guard (stig/login_guard.h), the host's own guards (stig/ssh_target.h) and
+// policy, the lock-out guard (stig/ssh/login_guard.h), the host's own guards (stig/ssh/ssh_target.h) and
 // the undo journal are.
 //
 // Errors: PermissionDenied with a message for the model: which part was refused, why, and what to

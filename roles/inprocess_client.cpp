@@ -13,7 +13,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
 
 namespace temper {

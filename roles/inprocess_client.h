@@ -41,7 +41,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "engine/chat_engine.h"
+#include "engine/serve/chat_engine.h"
 #include "engine/backend.h"
 #include "engine/loaded_model.h"
 #include "roles/endpoint_config.h"

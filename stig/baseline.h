@@ -16,8 +16,8 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "stig/classification.h"
-#include "stig/evaluator.h"
+#include "stig/scap/classification.h"
+#include "stig/scap/evaluator.h"
 #include "stig/health.h"
 #include "stig/target.h"
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "stig/apt_output.h"
+#include "stig/packages/apt_output.h"
 
 namespace temper::stig {
 namespace {

@@ -14,8 +14,8 @@
 
 #include "common/status.h"
 #include "stig/change_set.h"
-#include "stig/evaluator.h"
-#include "stig/package_cache.h"
+#include "stig/scap/evaluator.h"
+#include "stig/packages/package_cache.h"
 #include "stig/process.h"
 #include "stig/sandbox.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/evaluator.h"
+#include "stig/scap/evaluator.h"
 #include "stig/health.h"
 #include "stig/target.h"
 

@@ -1,7 +1,7 @@
 // The Gemma 4 text decoder on the CPU, for one tensor-parallel rank: fp32 activations, bf16
 // weights widened on the fly. Read top to bottom, like llama2.c's forward(). The numbered points
 // refer to "Subtle points of the Gemma 4 text decoder" in the golden fixtures' README; the golden
-// test (tests/engine/cpu_forward_test.cpp) fails if any of them is wrong.
+// test (tests/engine/cpu/cpu_forward_test.cpp) fails if any of them is wrong.
 //
 // Per layer (HF Gemma4TextDecoderLayer):
 //   h   = x + post_attention_norm(attention(input_norm(x)))
@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/bf16.h"
+#include "engine/model/bf16.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/rank.h"
 

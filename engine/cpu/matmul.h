@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "engine/thread_pool.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::cpu {
 

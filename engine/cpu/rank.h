@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "engine/kv_cache.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 #include "engine/thread_pool.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::cpu {
 

@@ -2,7 +2,7 @@
 // run time.
 //
 // The one-shot kernel follows all_reduce_protocol.h step by step (push, wait, sum, end), which is
-// also where the argument for its correctness lives; tests/engine/all_reduce_protocol_test.cpp runs
+// also where the argument for its correctness lives; tests/engine/cuda/all_reduce_protocol_test.cpp runs
 // the same rules with threads on the host. The kernels of all ranks must run at once: grids are small
 // (at most kMaxBlocks blocks of kThreads threads per rank), so even 8 ranks on one GPU are
 // co-resident. A spin that outlasts 20 s traps (a lost peer kills the context rather than hanging the

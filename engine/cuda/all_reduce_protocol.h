@@ -1,7 +1,7 @@
 // The one-shot all-reduce's protocol: which block sums which elements, where a sender's data and
 // flag go, and which sequence number a call carries. Compiled for host and device, so the kernel
 // (all_reduce.cu) and the host model that checks the protocol with threads
-// (tests/engine/all_reduce_protocol_test.cpp) follow the very same rules.
+// (tests/engine/cuda/all_reduce_protocol_test.cpp) follow the very same rules.
 //
 // A call on one rank is one kernel of OneShotGrid(n) blocks; block b owns OneShotChunk(n, grid, b)
 // (every rank cuts the message alike: every rank passes the same n). With seq = the rank's calls + 1,

@@ -17,8 +17,8 @@
 
 #include "common/status.h"
 #include "engine/cuda/device_backend.h"
-#include "engine/model_config.h"
-#include "engine/weights.h"
+#include "engine/model/model_config.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::cuda {
 

@@ -8,7 +8,7 @@
 #include "engine/cuda/graph_buckets.h"
 #include "engine/forward_batch.h"
 #include "engine/logit_candidates.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::cuda {
 

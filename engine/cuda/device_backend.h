@@ -26,7 +26,7 @@
 #include "engine/cuda/device_rank.h"
 #include "engine/kv_cache.h"
 #include "engine/thread_pool.h"
-#include "engine/weights.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::cuda {
 

@@ -14,9 +14,9 @@
 
 #include "common/status.h"
 #include "engine/cuda/rank_ops.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
-#include "engine/weights.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::cuda {
 

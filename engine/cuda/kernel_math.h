@@ -1,5 +1,5 @@
 // The scalar math of the CUDA kernels, compiled for both host and device so that the CPU tests
-// (tests/engine/cuda_kernel_math_test.cpp) check the exact functions the kernels call against the
+// (tests/engine/cuda/cuda_kernel_math_test.cpp) check the exact functions the kernels call against the
 // CPU reference forward (engine/cpu/forward.cpp): KV addressing in the sliding ring and the paged
 // pool, the window bounds, the split-KV ranges and the merge of partial softmaxes, RoPE pairs,
 // GELU-tanh, the RMSNorm scale and the final softcap.
@@ -48,7 +48,7 @@ TEMPER_HD void RopePair(float& x1, float& x2, float c, float s) {
 
 TEMPER_HD float Softcap(float x, float cap) { return cap > 0 ? cap * tanhf(x / cap) : x; }
 
-// engine/bf16.h's FloatToBf16 for device code too (round to nearest even, NaN stays NaN): what the
+// engine/model/bf16.h's FloatToBf16 for device code too (round to nearest even, NaN stays NaN): what the
 // KV cache and the GEMM operands hold.
 TEMPER_HD uint16_t FloatToBf16(float x) {
   uint32_t u;

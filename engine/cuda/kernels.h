@@ -1,6 +1,6 @@
 // Launchers of the CUDA backend's kernels, one .cu file per op. Each computes exactly what the
 // RankOps method of the same name specifies (rank_ops.h), on `stream`; ReferenceOps computes the
-// same on the CPU, and tests/engine/cuda_kernels_test.cpp holds every launcher to its reference.
+// same on the CPU, and tests/engine/cuda/cuda_kernels_test.cpp holds every launcher to its reference.
 // Launchers never synchronize; they return InvalidArgument for a shape they do not handle, or the
 // launch error (TEMPER_CUDA_TRY).
 //

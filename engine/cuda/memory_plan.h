@@ -8,7 +8,7 @@
 // fraction of what is left after a reserve for what CUDA allocates on its own. KV is stored in bf16;
 // k_eq_v layers store V only. What the pool leaves of the rest is the plan's margin, reported.
 //
-// Pure host arithmetic, so it is unit-tested everywhere (tests/engine/cuda_memory_plan_test.cpp).
+// Pure host arithmetic, so it is unit-tested everywhere (tests/engine/cuda/cuda_memory_plan_test.cpp).
 // Thread safety: values only.
 #pragma once
 
@@ -16,8 +16,8 @@
 
 #include "common/status.h"
 #include "engine/cuda/all_reduce_protocol.h"
-#include "engine/model_config.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::cuda {
 

@@ -9,8 +9,8 @@
 //    exactly what each kernel is specified to compute, bf16 storage included.
 // engine/cuda/rank_forward.cpp drives either one, so the device backend's whole host side —
 // sharding, buffers, KV layout, chunking, graph buckets and padding — is checked against the
-// golden fixtures on any machine (tests/engine/device_backend_test.cpp), and every CUDA kernel is
-// checked against its reference twin on a GPU (tests/engine/cuda_kernels_test.cpp).
+// golden fixtures on any machine (tests/engine/cuda/device_backend_test.cpp), and every CUDA kernel is
+// checked against its reference twin on a GPU (tests/engine/cuda/cuda_kernels_test.cpp).
 //
 // Conventions: every pointer an op takes is memory this rank allocated with Alloc ("device
 // memory"), unless its name says host. Ops are enqueued in order and may run asynchronously;

@@ -2,7 +2,7 @@
 // that computes what rank_ops.h specifies, with the device's storage precisions (bf16 KV cache,
 // bf16 GEMM operands, fp32 elsewhere), one element after another in the simplest order. It is
 // the twin every CUDA kernel is tested against, and it lets the device backend's host side run on
-// any machine (tests/engine/device_backend_test.cpp). Speed is not a goal.
+// any machine (tests/engine/cuda/device_backend_test.cpp). Speed is not a goal.
 //
 // Thread safety: as RankOps; the ranks of one group share a Communicator for AllReduceSum.
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/cuda/rank_ops.h"
-#include "engine/tensor_parallel.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::cuda {
 

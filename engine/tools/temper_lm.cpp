@@ -16,7 +16,7 @@
 //                      [--tokenizer FILE] [--api-key KEY | --api-key-file FILE]
 //                      [--max-body-bytes N] [--max-json-depth N] [--header-timeout S]
 //                      [--body-timeout S] [--idle-timeout S] [--max-connections N] [--http-threads N]
-//                      (an OpenAI-compatible HTTP server, see engine/http_server.h; runs until
+//                      (an OpenAI-compatible HTTP server, see engine/serve/http_server.h; runs until
 //                      SIGINT or SIGTERM). /v1/chat/completions needs a tokenizer: --tokenizer FILE,
 //                      or DIR/tokenizer.json when it exists; without one only /v1/completions
 //                      (token ids) is served. With an API key (prefer --api-key-file: argv is visible
@@ -46,18 +46,18 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
-#include "engine/chat_engine.h"
-#include "engine/chat_format.h"
+#include "engine/serve/chat_engine.h"
+#include "engine/tokenizer/chat_format.h"
 #include "common/log.h"
-#include "engine/cpu_backend.h"
+#include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
-#include "engine/http_server.h"
+#include "engine/serve/http_server.h"
 #include "engine/loaded_model.h"
-#include "engine/model_config.h"
-#include "engine/safetensors.h"
+#include "engine/model/model_config.h"
+#include "engine/model/safetensors.h"
 #include "engine/sampler.h"
-#include "engine/tokenizer.h"
-#include "engine/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/serve/scheduler.h"
 
 namespace temper::engine {
 namespace {

@@ -10,8 +10,8 @@
 #include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
 #include "orchestrator/proto_convert.h"
-#include "orchestrator/waivers.h"
-#include "orchestrator/yaml_reader.h"
+#include "orchestrator/config/waivers.h"
+#include "orchestrator/config/yaml_reader.h"
 
 namespace temper::cli {
 

@@ -2,8 +2,8 @@
 
 #include "orchestrator/budgets.h"
 #include "orchestrator/proto_convert.h"
-#include "orchestrator/waivers.h"
-#include "orchestrator/yaml_reader.h"
+#include "orchestrator/config/waivers.h"
+#include "orchestrator/config/yaml_reader.h"
 
 namespace temper::cli {
 

@@ -7,9 +7,9 @@
 //   rules: [sshd_disable_root_login, accounts_tmout]   # or: whole_profile: true
 //   budgets: {max_attempts: 5, wall_time: 20m, max_tokens: 400000}
 //   request_id: nightly-2026-11-22
-//   waivers:                                    # accepted risks (orchestrator/waivers.h)
+//   waivers:                                    # accepted risks (orchestrator/config/waivers.h)
 //     - {rule: sshd_disable_root_login, reason: "break-glass, SEC-1234", owner: alice, expires: 2027-01-31}
-//   allow_disruptive: true                      # remediate disruptive rules too (stig/rule_risk.h)
+//   allow_disruptive: true                      # remediate disruptive rules too (stig/scap/rule_risk.h)
 //   plan_only: true                             # report what would change; change nothing
 //
 // Errors name file:line:column and the field; unknown keys are errors.

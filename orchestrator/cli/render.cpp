@@ -9,7 +9,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
 
-#include "orchestrator/waivers.h"
+#include "orchestrator/config/waivers.h"
 
 namespace temper::cli {
 

@@ -10,9 +10,9 @@
 
 #include "orchestrator/cli/commands.h"
 #include "stig/baseline.h"
-#include "stig/content.h"
-#include "stig/evaluator.h"
-#include "stig/rootfs_target.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
+#include "stig/rootfs/rootfs_target.h"
 
 namespace temper::cli {
 

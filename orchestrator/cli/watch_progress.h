@@ -29,7 +29,7 @@ struct ProgressCounts {
   uint32_t escalated = 0;
   uint32_t skipped = 0;
   uint32_t cancelled = 0;
-  uint32_t waived = 0;          // rule policy (orchestrator/rule_policy.h): never counted as pass
+  uint32_t waived = 0;          // rule policy (orchestrator/loop/rule_policy.h): never counted as pass
   uint32_t manual = 0;
   uint32_t held = 0;
   uint32_t reboot_pending = 0;  // fixed, staged until `temper rebooted`

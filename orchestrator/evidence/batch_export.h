@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "orchestrator/state_store.h"
-#include "stig/content.h"
+#include "orchestrator/store/state_store.h"
+#include "stig/scap/content.h"
 
 namespace temper::evidence {
 

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/evidence/markup_escape.h"
-#include "stig/xml_nodes.h"
+#include "stig/scap/xml_nodes.h"
 
 namespace temper::evidence {
 namespace {

@@ -17,10 +17,10 @@
 
 #include "common/status.h"
 #include "orchestrator/records.h"
-#include "orchestrator/state_store.h"
+#include "orchestrator/store/state_store.h"
 #include "stig/change_set.h"
-#include "stig/content.h"
-#include "stig/oval_evidence.h"
+#include "stig/scap/content.h"
+#include "stig/scap/oval_evidence.h"
 
 namespace temper::evidence {
 

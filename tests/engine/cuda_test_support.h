@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/bf16.h"
+#include "engine/model/bf16.h"
 #include "skip.h"
 
 namespace temper::engine::cuda::testing {

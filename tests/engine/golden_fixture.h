@@ -13,10 +13,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/cpu_backend.h"
-#include "engine/model_config.h"
-#include "engine/safetensors.h"
-#include "engine/weights.h"
+#include "engine/cpu/cpu_backend.h"
+#include "engine/model/model_config.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/weights.h"
 
 namespace temper::engine::testing {
 

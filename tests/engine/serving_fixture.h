@@ -10,9 +10,9 @@
 #include <thread>
 #include <vector>
 
-#include "engine/detokenizer.h"
-#include "engine/tokenizer.h"
-#include "engine/scheduler.h"
+#include "engine/tokenizer/detokenizer.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/serve/scheduler.h"
 #include "golden_fixture.h"
 
 namespace temper::engine::testing {

@@ -13,8 +13,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/chat_format.h"
-#include "engine/tokenizer.h"
+#include "engine/tokenizer/chat_format.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "golden_fixture.h"
 #include "temp_dir.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/chat_format.h"
+#include "engine/tokenizer/chat_format.h"
 
 namespace {
 

@@ -17,8 +17,8 @@
 #include "roles/command_policy.h"
 #include "roles/execution_paths.h"
 #include "roles/sed_script.h"
-#include "stig/host_paths.h"
-#include "stig/login_guard.h"
+#include "stig/ssh/host_paths.h"
+#include "stig/ssh/login_guard.h"
 
 namespace {
 

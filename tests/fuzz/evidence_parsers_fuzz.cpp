@@ -16,7 +16,7 @@
 #include "orchestrator/evidence/checklist_ckl.h"
 #include "orchestrator/evidence/checklist_cklb.h"
 #include "stig/change_set.h"
-#include "stig/oval_evidence.h"
+#include "stig/scap/oval_evidence.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // libFuzzer target: the journal reader that temperd runs at start-up (JournalFiles::Reconcile,
-// orchestrator/journal_files.h), on a journal file holding arbitrary bytes: a torn, oversized or
+// orchestrator/store/journal_files.h), on a journal file holding arbitrary bytes: a torn, oversized or
 // garbled last line must not stop the daemon from starting nor lose a committed event.
 //
 // A real SQLite state store (in a temporary directory on /dev/shm when there is one) holds a few
@@ -20,9 +20,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/journal_file_scan.h"
-#include "orchestrator/journal_files.h"
-#include "orchestrator/state_store.h"
+#include "orchestrator/store/journal_file_scan.h"
+#include "orchestrator/store/journal_files.h"
+#include "orchestrator/store/state_store.h"
 
 namespace {
 

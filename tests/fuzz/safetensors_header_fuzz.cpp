@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "engine/safetensors.h"
+#include "engine/model/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto header = temper::engine::ParseSafetensorsHeader({data, size}, "fuzz");

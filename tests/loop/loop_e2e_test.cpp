@@ -37,7 +37,7 @@ TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson,
   std::string id = loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "accounts_umask_etc_login_defs",
                                           "is_fips_mode_enabled", "accounts_maximum_age_login_defs", "no_duplicate_uids"},
                                 .max_attempts = 3,
-                                .allow_disruptive = true});  // FIPS mode is disruptive (stig/rule_risk.h)
+                                .allow_disruptive = true});  // FIPS mode is disruptive (stig/scap/rule_risk.h)
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);

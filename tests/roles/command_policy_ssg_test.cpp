@@ -16,7 +16,7 @@
 #include <catch2/catch.hpp>
 
 #include "roles/command_policy.h"
-#include "stig/content.h"
+#include "stig/scap/content.h"
 
 namespace temper {
 namespace {

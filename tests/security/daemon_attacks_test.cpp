@@ -28,8 +28,8 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/daemon_process.h"
-#include "orchestrator/journal_files.h"
-#include "orchestrator/sqlite.h"
+#include "orchestrator/store/journal_files.h"
+#include "orchestrator/store/sqlite.h"
 #include "security/lm_serve_process.h"
 #include "stig/process.h"
 
@@ -41,7 +41,7 @@ using google::protobuf::Descriptor;
 using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 
-// The documented bound on one journal line (orchestrator/journal_event_bounds.h): 64 KiB.
+// The documented bound on one journal line (orchestrator/store/journal_event_bounds.h): 64 KiB.
 constexpr size_t kJournalLineBound = 64 << 10;
 
 // Starts the stopped `daemon` again over what it left; the start must succeed. A fresh channel:

@@ -16,8 +16,8 @@
 #include <fmt/format.h>
 
 #include "orchestrator/temp_dir.h"
-#include "stig/evaluator.h"
-#include "stig/oval_evidence.h"
+#include "stig/scap/evaluator.h"
+#include "stig/scap/oval_evidence.h"
 #include "stig/rootfs_fixture.h"
 
 namespace temper::stig {

@@ -13,7 +13,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "orchestrator/target_tools.h"
+#include "orchestrator/loop/target_tools.h"
 #include "security/security_b_support.h"
 #include "skip.h"
 #include "stig/process.h"

@@ -1,14 +1,14 @@
 // Attacks on an SSH host's own safeguards (issue 20): the lock-out guard, which read literal paths
 // while writes follow symlinks, and temper's undo journal on the host, which nothing protected.
-// Each case runs against a real sshd in a network namespace (tests/ssh/netns_ssh_host.h) through
+// Each case runs against a real sshd in a network namespace (tests/stig/ssh/netns_ssh_host.h) through
 // the real SshTarget, and checks the host's files afterwards.
 #include <filesystem>
 #include <fstream>
 
 #include <catch2/catch.hpp>
 
-#include "ssh/ssh_test_support.h"
-#include "stig/ssh_target.h"
+#include "stig/ssh/ssh_test_support.h"
+#include "stig/ssh/ssh_target.h"
 
 namespace temper::testing {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "orchestrator/target_tools.h"
+#include "orchestrator/loop/target_tools.h"
 #include "scratch_space.h"
 #include "security/security_b_support.h"
 #include "stig/package_install.h"

@@ -17,8 +17,8 @@
 
 #include "common/log.h"
 #include "scratch_space.h"
-#include "stig/content.h"
-#include "stig/rootfs_target.h"
+#include "stig/rootfs/rootfs_target.h"
+#include "stig/scap/content.h"
 
 namespace temper::stig::testing {
 

@@ -1,0 +1,441 @@
+#include "bench/decode_step_kernels.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "bench/gpu_timing.h"
+#include "engine/cuda/cuda_ops.h"
+#include "engine/cuda/device_rank.h"
+#include "engine/cuda/kernels.h"
+#include "engine/thread_pool.h"
+
+namespace temper::bench {
+namespace {
+
+using engine::LayerGeometry;
+using engine::LayerKind;
+using engine::LayerShard;
+using engine::ModelConfig;
+using engine::RankShard;
+namespace cuda = engine::cuda;
+
+// Enough copies of a weight or KV set to exceed an H100's 50 MB L2 (and an L4's 48 MB) five times.
+constexpr double kRotateBytes = 256.0 * 1024 * 1024;
+// Launches in the graph of a kernel that reads nothing large.
+constexpr int kLatencyLaunches = 50;
+
+int Copies(double bytes) { return static_cast<int>(std::clamp(std::ceil(kRotateBytes / bytes), 1.0, 128.0)); }
+
+// Device memory for one kernel's timing, freed when it goes out of scope.
+class Arena {
+ public:
+  explicit Arena(cudaStream_t stream) : stream_(stream) {}
+  ~Arena() {
+    cudaStreamSynchronize(stream_);
+    for (void* p : owned_) cudaFree(p);
+  }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  template <typename T>
+  Result<T*> Alloc(size_t n) {
+    void* p = nullptr;
+    TEMPER_CUDA_TRY(cudaMalloc(&p, sizeof(T) * std::max<size_t>(n, 1)));
+    owned_.push_back(p);
+    return static_cast<T*>(p);
+  }
+  // Seeded uniform bf16 in [-halfwidth, halfwidth], filled on the device (a 704 MB LM head would
+  // take seconds to draw on the host).
+  Result<uint16_t*> Bf16(size_t n, uint64_t seed, float halfwidth = 0.05f) {
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * p, Alloc<uint16_t>(n));
+    TEMPER_RETURN_IF_ERROR(cuda::LaunchFillSynthetic(p, static_cast<int64_t>(n), seed, 0.0f, halfwidth, stream_));
+    return p;
+  }
+  template <typename T>
+  Result<T*> Upload(const std::vector<T>& host) {
+    TEMPER_ASSIGN_OR_RETURN(T * p, Alloc<T>(host.size()));
+    TEMPER_CUDA_TRY(cudaMemcpyAsync(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice, stream_));
+    TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));  // `host` may go right after
+    return p;
+  }
+  // Normal(0, scale) fp32 values: activations are never zeros.
+  Result<float*> Floats(size_t n, uint32_t seed, float scale = 1.0f) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> host(n);
+    for (float& v : host) v = d(rng);
+    return Upload(host);
+  }
+
+ private:
+  cudaStream_t stream_;
+  std::vector<void*> owned_;
+};
+
+class StepTimer {
+ public:
+  StepTimer(const ModelConfig& c, const RankShard& shard, const DecodeStepShape& shape, cudaStream_t stream)
+      : c_(c), shard_(shard), shape_(shape), stream_(stream) {}
+
+  std::vector<StepKernel>& kernels() { return kernels_; }
+
+  // y[out] = W[out][in] · x[in]: one decode row through GemvKernel<1>.
+  Status Gemv(const std::string& what, int per_step, int out, int in) {
+    const std::string name = fmt::format("GEMV {} {}x{}", what, out, in);
+    Arena a(stream_);
+    const double bytes = 2.0 * out * in;
+    const int copies = Copies(bytes);
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(size_t(copies) * out * in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* y, a.Alloc<float>(out));
+    auto launch = [&](int i) {
+      return cuda::LaunchGemvBf16(x, in, w + size_t(i % copies) * out * in, in, y, out, 1, in, out, stream_);
+    };
+    const int tiny = std::min(out, 64);
+    auto minimal = [&](int) { return cuda::LaunchGemvBf16(x, in, w, in, y, tiny, 1, in, tiny, stream_); };
+    return Add(name, per_step, bytes, std::max(copies, 20), launch, minimal);
+  }
+
+  // Split-KV attention of one row at `context` over layer `l`'s cache (rotating over sequence
+  // slots, so each launch reads another sequence's keys), its minimal size at 16 keys, and the KV
+  // write of the row's fresh key (latency-bound).
+  Status Attention(int l, int per_step) {
+    const LayerGeometry& g = c_.layers[l];
+    const LayerShard& ls = shard_.layers[l];
+    const bool sliding = g.kind == LayerKind::kSliding;
+    const int hd = g.head_dim, kv_heads = ls.kv_heads.size(), q_heads = ls.q_heads.size(), bt = shape_.block_tokens;
+    const int64_t width = int64_t{kv_heads} * hd, ctx = shape_.context;
+    const int64_t visible = sliding ? std::min<int64_t>(ctx, c_.sliding_window) : ctx;
+    const double bytes = 2.0 * visible * width * (g.k_eq_v ? 1 : 2);  // bf16 V, and K unless k_eq_v
+    const int copies = Copies(bytes);
+    const int blocks = static_cast<int>((ctx + bt - 1) / bt);
+    const int64_t rows_per_copy = sliding ? c_.sliding_window : int64_t{blocks} * bt;
+    const std::string kind = sliding ? "sliding" : "full";
+    Arena a(stream_);
+    std::vector<float> cos(size_t(ctx) * std::max(g.rope_angles, 1)), sin(cos.size());
+    std::mt19937 rng(++seed_);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    for (size_t i = 0; i < cos.size(); ++i) cos[i] = unit(rng), sin[i] = unit(rng);
+    TEMPER_ASSIGN_OR_RETURN(float* cos_d, a.Upload(cos));
+    TEMPER_ASSIGN_OR_RETURN(float* sin_d, a.Upload(sin));
+    cuda::KvLayerView kv;
+    TEMPER_ASSIGN_OR_RETURN(kv.v, a.Bf16(size_t(copies) * rows_per_copy * width, ++seed_, 1.0f));
+    if (!g.k_eq_v) {
+      TEMPER_ASSIGN_OR_RETURN(kv.k, a.Bf16(size_t(copies) * rows_per_copy * width, ++seed_, 1.0f));
+    }
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * k_norm, a.Bf16(hd, ++seed_, 1.0f));
+    kv.k_norm = k_norm;
+    kv.sliding = sliding;
+    kv.window = c_.sliding_window;
+    kv.kv_heads = kv_heads;
+    kv.head_dim = hd;
+    kv.block_tokens = bt;
+    kv.rope = cuda::RopeView{cos_d, sin_d, g.rope_angles};
+    // Slot s is sequence s: its ring, or its block-table row of blocks s·blocks ... (s+1)·blocks - 1.
+    std::vector<int32_t> slots(static_cast<size_t>(copies)), table(static_cast<size_t>(copies) * blocks);
+    for (int s = 0; s < copies; ++s) slots[s] = s;
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+    TEMPER_ASSIGN_OR_RETURN(int32_t * slots_d, a.Upload(slots));
+    TEMPER_ASSIGN_OR_RETURN(int32_t * table_d, a.Upload(table));
+    // The row's position ctx - 1 (this step's token), and 15 for the minimal size.
+    TEMPER_ASSIGN_OR_RETURN(int64_t * at_ctx, a.Upload(std::vector<int64_t>{ctx - 1, ctx - 1, ctx}));
+    TEMPER_ASSIGN_OR_RETURN(int64_t * at_16, a.Upload(std::vector<int64_t>{15, 15, 16}));
+    TEMPER_ASSIGN_OR_RETURN(int32_t * first_row, a.Upload(std::vector<int32_t>{0}));
+    auto tables = [&](const int64_t* pos, const int32_t* slot) {
+      return cuda::RowTables{.positions = pos, .slots = slot, .chunk_start = pos + 1, .first_row = first_row,
+                             .chunk_end = pos + 2, .blocks = table_d, .max_blocks = blocks};
+    };
+    const cuda::HeadRange heads{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
+    const int splits = shape_.decode_splits;
+    TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* out, a.Alloc<float>(size_t(q_heads) * hd));
+    TEMPER_ASSIGN_OR_RETURN(float* partials, a.Alloc<float>(size_t(q_heads) * splits * (hd + 2)));
+    auto launch = [&](int i) {
+      return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits, partials,
+                                   stream_);
+    };
+    auto minimal = [&](int) {
+      return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_16, slots_d), heads, splits, partials, stream_);
+    };
+    TEMPER_RETURN_IF_ERROR(Add(fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
+                                           q_heads, kv_heads, hd, visible, splits),
+                               per_step, bytes, std::max(copies, 20), launch, minimal));
+    return Latency(fmt::format("KV write {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
+      return cuda::LaunchKvWrite(kv, k, v, 1, tables(at_ctx, slots_d), stream_);
+    });
+  }
+
+  // The norms of one layer kind's attention block (rank_forward.cpp Layer): q_norm + RoPE, then
+  // k_norm + RoPE and v_norm, or on k_eq_v layers v_norm of the raw k_proj output.
+  Status HeadNorms(int l, int per_step) {
+    const LayerGeometry& g = c_.layers[l];
+    const LayerShard& ls = shard_.layers[l];
+    const int hd = g.head_dim, q_heads = ls.q_heads.size(), kv_heads = ls.kv_heads.size();
+    const std::string kind = g.kind == LayerKind::kSliding ? "sliding" : "full";
+    Arena a(stream_);
+    const int positions = shape_.context;
+    std::vector<float> table(size_t(positions) * std::max(g.rope_angles, 1), 0.5f);
+    TEMPER_ASSIGN_OR_RETURN(float* cos_d, a.Upload(table));
+    TEMPER_ASSIGN_OR_RETURN(float* sin_d, a.Upload(table));
+    const cuda::RopeView rope{cos_d, sin_d, g.rope_angles};
+    TEMPER_ASSIGN_OR_RETURN(int64_t * pos, a.Upload(std::vector<int64_t>{positions - 1}));
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(hd, ++seed_, 1.0f));
+    TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(size_t(kv_heads) * hd, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(size_t(kv_heads) * hd, ++seed_));
+    const float eps = c_.rms_norm_eps;
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("q_norm + RoPE {} ({} x {})", kind, q_heads, hd), per_step, [&](int) {
+      return cuda::LaunchNormRope(q, q, w, q_heads, hd, eps, rope, pos, q_heads, stream_);
+    }));
+    if (g.k_eq_v) {
+      return Latency(fmt::format("v_norm of k_proj {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
+        return cuda::LaunchNormRope(k, v, nullptr, kv_heads, hd, eps, {}, nullptr, 1, stream_);
+      });
+    }
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("k_norm + RoPE {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
+      return cuda::LaunchNormRope(k, k, w, kv_heads, hd, eps, rope, pos, kv_heads, stream_);
+    }));
+    return Latency(fmt::format("v_norm {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
+      return cuda::LaunchNormRope(v, v, nullptr, kv_heads, hd, eps, {}, nullptr, 1, stream_);
+    });
+  }
+
+  // What every layer does besides its attention and projections, and the head's small kernels.
+  Status RowKernels(int layers) {
+    const int H = c_.hidden_size, ffn = shard_.ffn.size(), vocab = shard_.vocab.size();
+    const float eps = c_.rms_norm_eps;
+    Arena a(stream_);
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(H, ++seed_, 1.0f));
+    TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(H, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* xn, a.Alloc<float>(H));
+    TEMPER_ASSIGN_OR_RETURN(float* branch, a.Floats(H, ++seed_));
+    // input_norm and pre_feedforward_norm per layer, and the final norm.
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm of the hidden row ({})", H), 2 * layers + 1, [&](int) {
+      return cuda::LaunchNormRope(x, xn, w, 1, H, eps, {}, nullptr, 1, stream_);
+    }));
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm + residual ({})", H), 2 * layers, [&](int) {
+      return cuda::LaunchNormResidual(x, branch, w, 1, H, eps, 1.0f, stream_);
+    }));
+    // GeGLU rewrites its gate: one gate per launch, so no launch reads what an earlier one wrote.
+    TEMPER_ASSIGN_OR_RETURN(float* gates, a.Floats(size_t(kLatencyLaunches) * ffn, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* up, a.Floats(ffn, ++seed_));
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("GeGLU ({})", ffn), layers, [&](int i) {
+      return cuda::LaunchGeglu(gates + size_t(i) * ffn, up, ffn, stream_);
+    }));
+
+    // The head: embedding row (vocab-parallel), gather of the logit row, final softcap, candidates.
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * table, a.Bf16(size_t(vocab) * H, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(int32_t * token, a.Upload(std::vector<int32_t>{shard_.vocab.begin + vocab / 3}));
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("embedding row ({})", H), 1, [&](int) {
+      return cuda::LaunchEmbed(token, 1, table, shard_.vocab.begin, shard_.vocab.end, H, c_.embed_scale, x, stream_);
+    }));
+    TEMPER_ASSIGN_OR_RETURN(int32_t * index, a.Upload(std::vector<int32_t>{0}));
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("gather of the logit row ({})", H), 1, [&](int) {
+      return cuda::LaunchGatherRows(x, H, index, 1, xn, stream_);
+    }));
+    TEMPER_ASSIGN_OR_RETURN(float* logits, a.Floats(vocab, ++seed_, 10.0f));
+    if (c_.final_logit_softcapping > 0) {
+      TEMPER_RETURN_IF_ERROR(Latency(fmt::format("softcap of the logits ({})", vocab), 1, [&](int) {
+        return cuda::LaunchSoftcap(logits, vocab, 1, vocab, c_.final_logit_softcapping, stream_);
+      }));
+    }
+    const int k = shape_.top_candidates;
+    if (k > 0) {
+      TEMPER_ASSIGN_OR_RETURN(float* temperature, a.Upload(std::vector<float>{1.0f}));
+      TEMPER_ASSIGN_OR_RETURN(float* vals, a.Alloc<float>(k));
+      TEMPER_ASSIGN_OR_RETURN(int32_t * ids, a.Alloc<int32_t>(k));
+      TEMPER_ASSIGN_OR_RETURN(float* max, a.Alloc<float>(1));
+      TEMPER_ASSIGN_OR_RETURN(float* mass, a.Alloc<float>(1));
+      TEMPER_ASSIGN_OR_RETURN(char* scratch, a.Alloc<char>(cuda::TopCandidatesScratchBytes(1, vocab, k)));
+      TEMPER_RETURN_IF_ERROR(Latency(fmt::format("top {} candidates of {} logits", k, vocab), 1, [&](int) {
+        return cuda::LaunchTopCandidates(logits, vocab, 1, vocab, k, shard_.vocab.begin, temperature, vals, ids, max,
+                                         mass, scratch, stream_);
+      }));
+    }
+    return Status::OK();
+  }
+
+ private:
+  template <typename Launch, typename Minimal>
+  Status Add(const std::string& name, int per_step, double bytes, int launches, Launch launch, Minimal minimal) {
+    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
+    if (!us.ok()) return us.status().WithContext(name);
+    Result<double> fixed = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, minimal);
+    if (!fixed.ok()) return fixed.status().WithContext(name + " at its minimal size");
+    kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
+    return Status::OK();
+  }
+  template <typename Launch>
+  Status Latency(const std::string& name, int per_step, Launch launch) {
+    Result<double> us = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, launch);
+    if (!us.ok()) return us.status().WithContext(name);
+    kernels_.push_back({name, per_step, StepCost::kLatency, 0, *us, 0});
+    return Status::OK();
+  }
+
+  const ModelConfig& c_;
+  const RankShard& shard_;
+  const DecodeStepShape& shape_;
+  cudaStream_t stream_;
+  uint64_t seed_ = 1000;
+  std::vector<StepKernel> kernels_;
+};
+
+// The host's part of a decode step, as DeviceBackend::Forward does it with one thread per rank
+// (all ranks on `device` here): upload the pass inputs and the sequence's block-table row, launch
+// the step's graph (here a one-element GeGLU), then download each rank's candidates and wait.
+// Median wall time of 200 steps after 20 warm-up steps.
+Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const DecodeStepShape& shape) {
+  const int tp = shard.tp, k = std::max(shape.top_candidates, 1);
+  cuda::RankLimits limits;
+  limits.max_rows = shape.max_rows;
+  limits.max_context = shape.context + 1;
+  limits.block_tokens = shape.block_tokens;
+  const size_t input_bytes = cuda::PassInputLayout(limits).bytes;
+  const size_t table_bytes = sizeof(int32_t) * limits.max_blocks();
+  struct Rank {
+    std::unique_ptr<cuda::CudaOps> ops;
+    std::vector<void*> owned;
+    void *inputs = nullptr, *table = nullptr, *vals = nullptr, *ids = nullptr, *max = nullptr, *mass = nullptr;
+    float* gate = nullptr;
+    std::vector<char> host_inputs, host_table, host_out;
+  };
+  std::vector<Rank> ranks(static_cast<size_t>(tp));
+  auto cleanup = [&] {
+    for (Rank& r : ranks) {
+      if (!r.ops) continue;
+      (void)r.ops->Synchronize();
+      for (void* p : r.owned) r.ops->Free(p);
+    }
+  };
+  auto setup = [&]() -> Status {
+    for (int i = 0; i < tp; ++i) {
+      Rank& r = ranks[i];
+      TEMPER_ASSIGN_OR_RETURN(r.ops, cuda::CudaOps::Create(device, i, nullptr));
+      auto alloc = [&](size_t bytes) -> Result<void*> {
+        TEMPER_ASSIGN_OR_RETURN(void* p, r.ops->Alloc(bytes));
+        r.owned.push_back(p);
+        return p;
+      };
+      TEMPER_ASSIGN_OR_RETURN(r.inputs, alloc(input_bytes));
+      TEMPER_ASSIGN_OR_RETURN(r.table, alloc(table_bytes));
+      TEMPER_ASSIGN_OR_RETURN(r.vals, alloc(sizeof(float) * k));
+      TEMPER_ASSIGN_OR_RETURN(r.ids, alloc(sizeof(int32_t) * k));
+      TEMPER_ASSIGN_OR_RETURN(r.max, alloc(sizeof(float)));
+      TEMPER_ASSIGN_OR_RETURN(r.mass, alloc(sizeof(float)));
+      TEMPER_ASSIGN_OR_RETURN(void* gate, alloc(2 * sizeof(float)));
+      r.gate = static_cast<float*>(gate);
+      const float ones[2] = {0.5f, 0.5f};
+      TEMPER_RETURN_IF_ERROR(r.ops->CopyToDevice(r.gate, ones, sizeof(ones)));
+      r.host_inputs.assign(input_bytes, 1);
+      r.host_table.assign(table_bytes, 0);
+      r.host_out.assign(2 * sizeof(float) * k + 2 * sizeof(float), 0);
+      TEMPER_RETURN_IF_ERROR(r.ops->Synchronize());
+    }
+    return Status::OK();
+  };
+  engine::WorkerGroup group(tp);
+  std::vector<Status> status(static_cast<size_t>(tp));
+  auto on_ranks = [&](const std::function<Status(Rank&)>& fn) -> Status {
+    group.Run([&](int r) { status[r] = fn(ranks[r]); });
+    for (int r = 0; r < tp; ++r) {
+      if (!status[r].ok()) return status[r].WithContext(fmt::format("rank {}", r));
+    }
+    return Status::OK();
+  };
+  // RunPassOnRanks, then GatherCandidates (device_backend.cpp).
+  auto launch = [&](Rank& r) -> Status {
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToDevice(r.inputs, r.host_inputs.data(), input_bytes));
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToDevice(r.table, r.host_table.data(), table_bytes));
+    return r.ops->Replay(0);
+  };
+  // A one-kernel graph stands in for the step's, captured on every rank before any replays it.
+  TEMPER_RETURN_IF_ERROR(on_ranks([](Rank& r) {
+    float* gate = r.gate;
+    cuda::RankOps* ops = r.ops.get();
+    return r.ops->Capture(0, [ops, gate] { return ops->Geglu(gate, gate + 1, 1); });
+  }));
+  auto download = [&](Rank& r) -> Status {
+    char* h = r.host_out.data();
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToHost(h, r.vals, sizeof(float) * k));
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToHost(h + sizeof(float) * k, r.ids, sizeof(int32_t) * k));
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToHost(h + 2 * sizeof(float) * k, r.max, sizeof(float)));
+    TEMPER_RETURN_IF_ERROR(r.ops->CopyToHost(h + 2 * sizeof(float) * k + sizeof(float), r.mass, sizeof(float)));
+    return r.ops->Synchronize();
+  };
+  auto step = [&]() -> Status {
+    TEMPER_RETURN_IF_ERROR(on_ranks(launch));
+    return on_ranks(download);
+  };
+  std::vector<double> us;
+  auto run = [&]() -> Status {
+    TEMPER_RETURN_IF_ERROR(setup());
+    for (int i = 0; i < 220; ++i) {
+      const auto t0 = Clock::now();
+      TEMPER_RETURN_IF_ERROR(step());
+      if (i >= 20) us.push_back(1e6 * Seconds(t0, Clock::now()));
+    }
+    return Status::OK();
+  };
+  const Status s = run();
+  cleanup();
+  if (!s.ok()) return s.WithContext("host part of a decode step");
+  return StepKernel{fmt::format("host: pass upload ({} KB), graph launch, candidates download, sync; {} rank threads",
+                                input_bytes / 1024, tp),
+                    1, StepCost::kLatency, 0, Median(std::move(us)), 0};
+}
+
+}  // namespace
+
+Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,
+                                                      const DecodeStepShape& shape) {
+  TEMPER_CUDA_TRY(cudaSetDevice(device));
+  cudaStream_t stream = nullptr;
+  TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  StepTimer t(c, shard, shape, stream);
+  const int H = c.hidden_size, L = c.num_layers;
+  auto run = [&]() -> Status {
+    // One representative layer per kind (every layer of a kind has the same shapes on a rank).
+    for (LayerKind kind : {LayerKind::kSliding, LayerKind::kFull}) {
+      int first = -1, count = 0;
+      for (int l = 0; l < L; ++l) {
+        if (c.layers[l].kind != kind) continue;
+        if (first < 0) first = l;
+        ++count;
+      }
+      if (count == 0) continue;
+      const LayerGeometry& g = c.layers[first];
+      const LayerShard& ls = shard.layers[first];
+      const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
+      const std::string name = kind == LayerKind::kSliding ? "sliding" : "full";
+      TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj " + name, count, q, H));
+      TEMPER_RETURN_IF_ERROR(t.Gemv("k_proj " + name, count, kv, H));
+      if (!g.k_eq_v) TEMPER_RETURN_IF_ERROR(t.Gemv("v_proj " + name, count, kv, H));
+      TEMPER_RETURN_IF_ERROR(t.Gemv("o_proj " + name, count, H, q));
+      TEMPER_RETURN_IF_ERROR(t.HeadNorms(first, count));
+      TEMPER_RETURN_IF_ERROR(t.Attention(first, count));
+    }
+    TEMPER_RETURN_IF_ERROR(t.Gemv("gate_proj/up_proj", 2 * L, shard.ffn.size(), H));
+    TEMPER_RETURN_IF_ERROR(t.Gemv("down_proj", L, H, shard.ffn.size()));
+    TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, shard.vocab.size(), H));
+    return t.RowKernels(L);
+  };
+  const Status s = run();
+  cudaStreamDestroy(stream);
+  TEMPER_RETURN_IF_ERROR(s);
+  TEMPER_ASSIGN_OR_RETURN(StepKernel host, TimeStepHost(shard, device, shape));
+  std::vector<StepKernel> out = std::move(t.kernels());
+  out.push_back(std::move(host));
+  return out;
+}
+
+}  // namespace temper::bench

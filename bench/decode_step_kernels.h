@@ -1,0 +1,55 @@
+// Every kernel of one batch-1 decode step of one tensor-parallel rank, timed alone at that rank's
+// shapes on this GPU, with how many times a step launches it: the input of the 4×L4 estimate
+// (l4_decode_estimate.h), which temper-kernel-bench prints. The launches and their counts follow
+// engine/cuda/rank_forward.cpp (Layer, Head, RunPass) one for one; the host work around a step
+// follows DeviceBackend::Forward (pass upload, graph launch, candidates download, one thread per
+// rank).
+//
+// How each is timed (gpu_timing.h): a CUDA graph of many launches of the kernel, as the decode
+// graph runs it; inputs random, never zeros; weights and KV rotate over enough copies (256 MiB) that
+// L2 cannot serve a repeat, as in a real step where every layer reads its own. A bandwidth-bound
+// kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
+// that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth.
+//
+// Built only with nvcc. Thread safety: uses `device`; one call at a time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
+
+namespace temper::bench {
+
+enum class StepCost {
+  kBandwidth,  // time ∝ bytes read from device memory: scaled to another GPU's bandwidth
+  kLatency,    // launch- or latency-bound: kept as measured
+};
+
+struct StepKernel {
+  std::string name;     // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
+  int per_step = 0;     // launches in one decode step
+  StepCost cost = StepCost::kLatency;
+  double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
+  double us = 0;        // microseconds per launch, measured here
+  double fixed_us = 0;  // bandwidth-bound: per launch at the minimal size (the part that does not scale)
+};
+
+struct DecodeStepShape {
+  int context = 2048;      // tokens already in the sequence when the step runs
+  int decode_splits = 16;  // split-KV parts (DeviceBackendOptions::decode_splits)
+  int top_candidates = 64; // DeviceBackendOptions::top_candidates
+  int max_rows = 2048;     // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
+  int block_tokens = 16;   // KvCacheOptions::block_tokens
+};
+
+// The kernels of rank `shard.rank`'s decode step (shard from PlanShards(config, tp)), each timed
+// on `device`, then the host work of a step with shard.tp rank threads on that device. Errors: the
+// CUDA call or launch that failed, naming the kernel.
+Result<std::vector<StepKernel>> TimeDecodeStepKernels(const engine::ModelConfig& config,
+                                                      const engine::RankShard& shard, int device,
+                                                      const DecodeStepShape& shape);
+
+}  // namespace temper::bench

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The run.sh of a GPU bundle (bench/gpu_bundle.sh copies this file there): checks and measures the
+# CUDA backend on whatever NVIDIA GPU the machine has, unattended, each step under its own time
+# limit, and writes ONE results file ready to paste into bench/RESULTS.md.
+#
+#   bash .gpu-bundle/run.sh        (logs and results.md go to $OUT, else /tmp/gpu-out)
+#
+# Steps, in order (limit in seconds; LIMIT_<NAME> in the environment overrides one, and the
+# results file records the limits used). A step that outlives its limit gets SIGTERM, and SIGKILL
+# 5 s later; the defaults plus those 5 s each add up to 535 s, under the device tool's 600 s call.
+#   nvidia-smi    15  the GPU, driver and topology
+#   cuda-tests   120  temper_cuda_tests: every kernel against its CPU twin, the backend against the
+#                     golden fixture at tp 1, 2 and 4 on one GPU with greedy tokens compared, the
+#                     all-reduce; passes only if Catch2 says "All tests passed" and no case SKIPPED
+#   kernel-bench  90  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate
+#   bench-tp1    180  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights)
+#   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
+#                     one prefill length and 64 decode steps so it fits its limit
+# A step passes when it exits 0 within its limit AND its log holds the line that only a complete,
+# self-checked run prints (a bench that stops early, or a test binary that saw no GPU, fails).
+#
+# Exit status: 0 when every step passed, 1 otherwise; results.md is written either way. $OUT holds
+# 6 files (one log per step and results.md): the device tool brings back at most 8.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${OUT:-/tmp/gpu-out}
+mkdir -p "$out"
+results="$out/results.md"
+export LD_LIBRARY_PATH="$here/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export TEMPER_TEST_DATA="$here/data"
+# NCCL only serves ranks on distinct GPUs; look where CUDA images keep it (no search of /).
+if [ -z "${TEMPER_NCCL_LIBRARY:-}" ]; then
+  for lib in /usr/lib/x86_64-linux-gnu/libnccl.so.2 /usr/local/cuda/lib64/libnccl.so.2 \
+             /opt/*/.venv/lib/python3*/site-packages/nvidia/nccl/lib/libnccl.so.2 \
+             /usr/local/lib/python3*/dist-packages/nvidia/nccl/lib/libnccl.so.2; do
+    if [ -f "$lib" ]; then export TEMPER_NCCL_LIBRARY="$lib"; break; fi
+  done
+fi
+cfg="$here/data/gemma4-31b-shape/config.json"
+
+names=() commands=() limits=() statuses=() seconds=()
+failed=0
+# run_step NAME DEFAULT_LIMIT MARKER SHOWN COMMAND...: runs COMMAND under `timeout` with its output
+# in $out/NAME.log, and records its status (ok, FAILED (exit N), FAILED (no MARKER), TIMED OUT,
+# KILLED) and, for the results table, SHOWN or else COMMAND with the bundle's path left out.
+run_step() {
+  local name=$1 limit=$2 marker=$3 shown=$4
+  shift 4
+  local var="LIMIT_${name//-/_}"
+  var=${var^^}
+  limit=${!var:-$limit}
+  local log="$out/$name.log" start end rc status
+  echo "== $name (limit ${limit} s): $*"
+  start=$(date +%s.%N)
+  timeout -k 5 "$limit" "$@" > "$log" 2>&1
+  rc=$?
+  end=$(date +%s.%N)
+  if [ $rc -eq 124 ]; then
+    status="TIMED OUT after ${limit} s"
+  elif [ $rc -eq 137 ]; then
+    status="KILLED ${limit} s + 5 s after start (ignored SIGTERM)"
+  elif [ $rc -ne 0 ]; then
+    status="FAILED (exit $rc)"
+  elif ! grep -qF -- "$marker" "$log"; then
+    status="FAILED (exit 0, but the log lacks \"$marker\")"
+  elif [ "$name" = cuda-tests ] && grep -q 'SKIPPED:' "$log"; then
+    status="FAILED ($(grep -c 'SKIPPED:' "$log") test case(s) SKIPPED: no GPU seen)"
+  else
+    status=ok
+  fi
+  [ "$status" = ok ] || failed=$((failed + 1))
+  [ -n "$shown" ] || shown="${*/#$here\//}"
+  names+=("$name") commands+=("$shown") limits+=("$limit") statuses+=("$status")
+  seconds+=("$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }')")
+  echo "   $status (${seconds[-1]} s)"
+}
+
+run_step nvidia-smi 15 "gpu: " "nvidia-smi; nvidia-smi topo -m; nvidia-smi --query-gpu=name,driver_version,memory.total" \
+  bash -c 'set -o pipefail; nvidia-smi || exit
+  nvidia-smi topo -m || echo "(nvidia-smi topo -m failed)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed "s/^/gpu: /"'
+run_step cuda-tests 120 "All tests passed" "" "$here/bin/temper_cuda_tests" --durations yes
+run_step kernel-bench 90 "4xL4, tp 4, batch-1 decode:" "" "$here/bin/temper-kernel-bench" --config "$cfg"
+run_step bench-tp1 180 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg"
+run_step bench-tp4 105 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 --synthetic "$cfg" \
+  --gpu-prefill 2048 --gpu-decode 64
+
+# ---- results.md ----
+# The result lines of a bench log ("* " bullets and "|" table rows), a blank line between a run of
+# bullets and a table so markdown renders both.
+results_of() {
+  awk '/^\* / { if (kind == "t") print ""; print; kind = "b"; next }
+       /^\|/  { if (kind == "b") print ""; print; kind = "t"; next }' "$1"
+}
+gpu=$(sed -n 's/^gpu: //p' "$out/nvidia-smi.log" 2>/dev/null | paste -sd ';' -)
+total_limit=0
+for l in "${limits[@]}"; do total_limit=$((total_limit + l + 5)); done
+{
+  echo "## GPU bundle run, $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+  echo "- GPU (nvidia-smi: name, driver, memory): ${gpu:-unknown (nvidia-smi gave nothing)}"
+  echo "- bundle: $(cat "$here/BUILD" 2>/dev/null || echo 'no BUILD file')"
+  echo "- CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-unset (lazy, the default since CUDA 12.2)};" \
+       "NCCL: ${TEMPER_NCCL_LIBRARY:-not found}"
+  echo "- $(( ${#names[@]} - failed )) of ${#names[@]} steps passed; limits plus 5 s kill grace each: ${total_limit} s"
+  echo
+  echo "| step | command | status | s | limit s |"
+  echo "|---|---|---|---:|---:|"
+  for i in "${!names[@]}"; do
+    echo "| ${names[$i]} | \`${commands[$i]//|/\\|}\` | ${statuses[$i]} | ${seconds[$i]} | ${limits[$i]} |"
+  done
+  for i in "${!names[@]}"; do
+    log="$out/${names[$i]}.log"
+    [ "${names[$i]}" = nvidia-smi ] && [ "${statuses[$i]}" = ok ] && continue
+    if [ "${names[$i]}" = cuda-tests ]; then
+      body=$(grep -E '^(All tests passed|test cases:|assertions:)|^[0-9]+\.[0-9]+ s: ' "$log" | sed 's/^/    /')
+    else
+      body=$(results_of "$log")
+    fi
+    printf '\n### %s: %s\n' "${names[$i]}" "${statuses[$i]}"
+    [ -z "$body" ] || printf '\n%s\n' "$body"
+    if [ "${statuses[$i]}" != ok ]; then
+      printf '\nLast lines of %s.log:\n\n' "${names[$i]}"
+      tail -n 8 "$log" | sed 's/^/    /'
+    fi
+  done
+} > "$results"
+
+if [ $total_limit -gt 540 ]; then
+  echo "warning: the step limits add up to ${total_limit} s with the kill grace, over the 540 s budget" | tee -a "$results"
+fi
+echo
+echo "results: $results ($failed of ${#names[@]} steps failed)"
+for i in "${!names[@]}"; do printf '  %-13s %s (%s s of %s)\n' "${names[$i]}" "${statuses[$i]}" "${seconds[$i]}" "${limits[$i]}"; done
+[ $failed -eq 0 ]

@@ -1,0 +1,321 @@
+#include "engine/model/model_config.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/model/bf16.h"
+
+namespace temper::engine {
+namespace {
+
+using nlohmann::json;
+
+// Reads one key of a config object, applying transformers' default when the key is absent (or
+// null, for the keys HF declares nullable). Errors name the file and the key.
+class KeyReader {
+ public:
+  KeyReader(const json& obj, std::string source, std::string path_prefix)
+      : obj_(obj), source_(std::move(source)), prefix_(std::move(path_prefix)) {}
+
+  Status Error(std::string_view key, std::string_view what) const {
+    return Status::InvalidArgument(fmt::format("{}: key '{}{}' {}", source_, prefix_, key, what));
+  }
+  Status Refuse(std::string_view key, std::string_view what) const {
+    return Status::Unimplemented(fmt::format("{}: key '{}{}' {}", source_, prefix_, key, what));
+  }
+  bool Has(std::string_view key) const {
+    auto it = obj_.find(key);
+    return it != obj_.end() && !it->is_null();
+  }
+  const json* Find(std::string_view key) const {
+    auto it = obj_.find(key);
+    return it == obj_.end() || it->is_null() ? nullptr : &*it;
+  }
+
+  Result<int64_t> Int(std::string_view key, int64_t fallback) const {
+    const json* v = Find(key);
+    if (!v) return fallback;
+    if (!v->is_number_integer()) return Error(key, fmt::format("must be an integer, got {}", v->dump()));
+    return v->get<int64_t>();
+  }
+  // A positive integer that fits an int (sizes and counts).
+  Result<int> Size(std::string_view key, int64_t fallback) const {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, Int(key, fallback));
+    if (v <= 0 || v > (int64_t{1} << 30)) return Error(key, fmt::format("must be in [1, 2^30], got {}", v));
+    return static_cast<int>(v);
+  }
+  Result<double> Number(std::string_view key, double fallback) const {
+    const json* v = Find(key);
+    if (!v) return fallback;
+    if (!v->is_number()) return Error(key, fmt::format("must be a number, got {}", v->dump()));
+    return v->get<double>();
+  }
+  Result<bool> Bool(std::string_view key, bool fallback) const {
+    const json* v = Find(key);
+    if (!v) return fallback;
+    if (!v->is_boolean()) return Error(key, fmt::format("must be true or false, got {}", v->dump()));
+    return v->get<bool>();
+  }
+  Result<std::string> String(std::string_view key, std::string fallback) const {
+    const json* v = Find(key);
+    if (!v) return fallback;
+    if (!v->is_string()) return Error(key, fmt::format("must be a string, got {}", v->dump()));
+    return v->get<std::string>();
+  }
+
+  const std::string& source() const { return source_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  const json& obj_;
+  std::string source_;
+  std::string prefix_;
+};
+
+Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters, std::string_view kind,
+                                int head_dim) {
+  const std::string key = fmt::format("rope_parameters.{}", kind);
+  auto it = rope_parameters.find(kind);
+  if (it == rope_parameters.end() || !it->is_object()) return r.Error(key, "is missing or not an object");
+  KeyReader rr(*it, r.source(), r.prefix() + key + ".");
+  TEMPER_ASSIGN_OR_RETURN(std::string type, rr.String("rope_type", "default"));
+  TEMPER_ASSIGN_OR_RETURN(double theta, rr.Number("rope_theta", 10000.0));
+  TEMPER_ASSIGN_OR_RETURN(double factor, rr.Number("partial_rotary_factor", 1.0));
+  if (!(theta > 1.0) || !std::isfinite(theta)) return rr.Error("rope_theta", fmt::format("must be > 1, got {}", theta));
+  if (!(factor > 0.0 && factor <= 1.0)) {
+    return rr.Error("partial_rotary_factor", fmt::format("must be in (0, 1], got {}", factor));
+  }
+  LayerGeometry g;
+  g.rope_theta = theta;
+  if (type == "default") {
+    // HF's default RoPE with a partial factor rotates a narrower slice with its own layout;
+    // Gemma 4 never uses that combination.
+    if (factor != 1.0) return rr.Refuse("partial_rotary_factor", "with rope_type 'default' is not supported");
+    g.rope_angles = head_dim / 2;
+  } else if (type == "proportional") {
+    // transformers' _compute_proportional_rope_parameters: int(factor * head_dim // 2) angles,
+    // exponent over the full head_dim, the rest of the frequencies zero.
+    g.rope_angles = static_cast<int>(std::floor(factor * head_dim / 2.0));
+  } else {
+    return rr.Refuse("rope_type", fmt::format("'{}' is not supported (only 'default' and 'proportional')", type));
+  }
+  return g;
+}
+
+// Parses a Gemma4TextConfig object. `r` carries the file name and the key path prefix.
+Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
+  ModelConfig c;
+  // Refuse what we do not implement before anything else, so the error names the real reason.
+  TEMPER_ASSIGN_OR_RETURN(int64_t ple, r.Int("hidden_size_per_layer_input", 256));
+  if (ple != 0) {
+    return r.Refuse("hidden_size_per_layer_input",
+                    fmt::format("is {}: per-layer input embeddings are not supported (an absent key means "
+                                "256, transformers' default; the 31B checkpoint sets 0)",
+                                ple));
+  }
+  TEMPER_ASSIGN_OR_RETURN(bool moe, r.Bool("enable_moe_block", false));
+  if (moe) return r.Refuse("enable_moe_block", "is true: mixture-of-experts layers are not supported");
+  TEMPER_ASSIGN_OR_RETURN(int64_t shared, r.Int("num_kv_shared_layers", 0));
+  if (shared != 0) return r.Refuse("num_kv_shared_layers", fmt::format("is {}: KV-shared layers are not supported", shared));
+  TEMPER_ASSIGN_OR_RETURN(bool wide, r.Bool("use_double_wide_mlp", false));
+  if (wide) return r.Refuse("use_double_wide_mlp", "is true: the double-wide MLP is not supported");
+  TEMPER_ASSIGN_OR_RETURN(std::string act, r.String("hidden_activation", "gelu_pytorch_tanh"));
+  if (act != "gelu_pytorch_tanh") {
+    return r.Refuse("hidden_activation", fmt::format("'{}' is not supported (only 'gelu_pytorch_tanh')", act));
+  }
+  if (const json* bidi = r.Find("use_bidirectional_attention")) {
+    if (!bidi->is_string()) return r.Error("use_bidirectional_attention", "must be a string or null");
+    // "vision" only changes attention between image tokens; "all" makes the text model non-causal.
+    if (*bidi == "all") return r.Refuse("use_bidirectional_attention", "is 'all': bidirectional attention is not supported");
+    if (*bidi != "vision") return r.Error("use_bidirectional_attention", fmt::format("has unknown value {}", bidi->dump()));
+  }
+  if (r.Has("attn_logit_softcapping")) {
+    return r.Refuse("attn_logit_softcapping", "is set: Gemma 4 has no attention-logit softcap");
+  }
+
+  TEMPER_ASSIGN_OR_RETURN(c.vocab_size, r.Size("vocab_size", 262144));
+  TEMPER_ASSIGN_OR_RETURN(c.hidden_size, r.Size("hidden_size", 2304));
+  TEMPER_ASSIGN_OR_RETURN(c.intermediate_size, r.Size("intermediate_size", 9216));
+  TEMPER_ASSIGN_OR_RETURN(c.num_layers, r.Size("num_hidden_layers", 30));
+  TEMPER_ASSIGN_OR_RETURN(c.num_heads, r.Size("num_attention_heads", 8));
+  TEMPER_ASSIGN_OR_RETURN(c.num_kv_heads, r.Size("num_key_value_heads", 4));
+  TEMPER_ASSIGN_OR_RETURN(c.head_dim, r.Size("head_dim", 256));
+  TEMPER_ASSIGN_OR_RETURN(c.global_head_dim, r.Size("global_head_dim", 512));
+  TEMPER_ASSIGN_OR_RETURN(c.attention_k_eq_v, r.Bool("attention_k_eq_v", false));
+  // None means "same as num_key_value_heads"; the override only applies with attention_k_eq_v.
+  TEMPER_ASSIGN_OR_RETURN(c.num_global_kv_heads, r.Size("num_global_key_value_heads", c.num_kv_heads));
+  if (!c.attention_k_eq_v) c.num_global_kv_heads = c.num_kv_heads;
+  TEMPER_ASSIGN_OR_RETURN(c.sliding_window, r.Size("sliding_window", 512));
+  TEMPER_ASSIGN_OR_RETURN(c.max_position_embeddings, r.Size("max_position_embeddings", 131072));
+  TEMPER_ASSIGN_OR_RETURN(double eps, r.Number("rms_norm_eps", 1e-6));
+  if (!(eps > 0 && eps < 1)) return r.Error("rms_norm_eps", fmt::format("must be in (0, 1), got {}", eps));
+  c.rms_norm_eps = static_cast<float>(eps);
+  TEMPER_ASSIGN_OR_RETURN(double softcap, r.Number("final_logit_softcapping", 0.0));
+  if (!(softcap >= 0) || !std::isfinite(softcap)) {
+    return r.Error("final_logit_softcapping", fmt::format("must be >= 0 or null, got {}", softcap));
+  }
+  c.final_logit_softcapping = static_cast<float>(softcap);
+  TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
+
+  for (int d : {c.head_dim, c.global_head_dim}) {
+    if (d % 2 != 0) return r.Error(d == c.head_dim ? "head_dim" : "global_head_dim", "must be even (RoPE pairs dims)");
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return r.Error("num_key_value_heads",
+                   fmt::format("({}) must divide num_attention_heads ({})", c.num_kv_heads, c.num_heads));
+  }
+  if (c.num_heads % c.num_global_kv_heads != 0) {
+    return r.Error("num_global_key_value_heads",
+                   fmt::format("({}) must divide num_attention_heads ({})", c.num_global_kv_heads, c.num_heads));
+  }
+
+  TEMPER_ASSIGN_OR_RETURN(int64_t bos, r.Int("bos_token_id", 2));
+  TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
+  c.bos_token_id = static_cast<int>(bos);
+  c.pad_token_id = static_cast<int>(pad);
+  if (const json* eos = r.Find("eos_token_id")) {
+    auto add = [&](const json& v) -> Status {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.vocab_size) {
+        return r.Error("eos_token_id", fmt::format("has {}, not a token id below vocab_size", v.dump()));
+      }
+      c.eos_token_ids.push_back(v.get<int>());
+      return Status::OK();
+    };
+    if (eos->is_array()) {
+      for (const json& v : *eos) TEMPER_RETURN_IF_ERROR(add(v));
+    } else {
+      TEMPER_RETURN_IF_ERROR(add(*eos));
+    }
+  } else if (!obj.contains("eos_token_id")) {
+    c.eos_token_ids.push_back(1);
+  }
+
+  // Layer types: by default every 6th layer is full; the last layer is always forced to full.
+  std::vector<LayerKind> kinds(c.num_layers);
+  if (const json* types = r.Find("layer_types")) {
+    if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
+    if (static_cast<int>(types->size()) != c.num_layers) {
+      return r.Error("layer_types", fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
+    }
+    for (int i = 0; i < c.num_layers; ++i) {
+      const json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        kinds[i] = LayerKind::kSliding;
+      } else if (t == "full_attention") {
+        kinds[i] = LayerKind::kFull;
+      } else {
+        return r.Error(fmt::format("layer_types[{}]", i), fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
+      }
+    }
+  } else {
+    for (int i = 0; i < c.num_layers; ++i) kinds[i] = (i + 1) % 6 == 0 ? LayerKind::kFull : LayerKind::kSliding;
+  }
+  kinds.back() = LayerKind::kFull;
+
+  // rope_parameters is nested per layer type; a null/absent one takes HF's defaults.
+  json rope = {
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}},
+      {"full_attention", {{"rope_type", "proportional"}, {"partial_rotary_factor", 0.25}, {"rope_theta", 1000000.0}}},
+  };
+  if (const json* given = r.Find("rope_parameters")) {
+    if (!given->is_object()) return r.Error("rope_parameters", "must be an object");
+    rope = *given;
+  }
+  TEMPER_ASSIGN_OR_RETURN(LayerGeometry sliding, ParseRope(r, rope, "sliding_attention", c.head_dim));
+  TEMPER_ASSIGN_OR_RETURN(LayerGeometry full, ParseRope(r, rope, "full_attention", c.global_head_dim));
+  sliding.kind = LayerKind::kSliding;
+  sliding.head_dim = c.head_dim;
+  sliding.num_kv_heads = c.num_kv_heads;
+  sliding.k_eq_v = false;
+  full.kind = LayerKind::kFull;
+  full.head_dim = c.global_head_dim;
+  full.num_kv_heads = c.num_global_kv_heads;
+  full.k_eq_v = c.attention_k_eq_v;
+  for (LayerKind k : kinds) c.layers.push_back(k == LayerKind::kFull ? full : sliding);
+  return c;
+}
+
+// HF multiplies the embedding by `embed_scale.to(weight.dtype)`, so the scale is rounded to the
+// checkpoint's dtype: bf16(sqrt(5376)) = 73.5, not 73.3212.
+Result<float> EmbedScale(const ModelConfig& c, const KeyReader& r, std::string_view dtype_key) {
+  const float exact = static_cast<float>(std::sqrt(static_cast<double>(c.hidden_size)));
+  if (c.dtype == "bfloat16") return RoundToBf16(exact);
+  return r.Refuse(dtype_key, fmt::format("is '{}': this engine loads bfloat16 checkpoints only", c.dtype));
+}
+
+}  // namespace
+
+int64_t ModelConfig::ParameterCount() const {
+  const int64_t h = hidden_size;
+  int64_t n = int64_t{vocab_size} * h;      // embedding
+  if (!tie_word_embeddings) n += int64_t{vocab_size} * h;
+  n += h;                                    // final norm
+  for (int i = 0; i < num_layers; ++i) {
+    const LayerGeometry& g = layers[i];
+    const int64_t q = int64_t{num_heads} * g.head_dim, kv = int64_t{g.num_kv_heads} * g.head_dim;
+    n += q * h + kv * h + (g.k_eq_v ? 0 : kv * h) + h * q;  // q, k, v, o
+    n += 3 * h * intermediate_size;                          // gate, up, down
+    n += 2 * int64_t{g.head_dim} + 4 * h + 1;                // q/k norms, 4 layer norms, layer_scalar
+  }
+  return n;
+}
+
+Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view source) {
+  json root = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Status::InvalidArgument(fmt::format("{}: not valid JSON", source));
+  if (!root.is_object()) return Status::InvalidArgument(fmt::format("{}: top level must be a JSON object", source));
+  KeyReader top(root, std::string(source), "");
+  TEMPER_ASSIGN_OR_RETURN(std::string model_type, top.String("model_type", ""));
+
+  ModelConfig c;
+  if (model_type == "gemma4_text") {
+    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(top, root));
+    c.weight_prefix = "model.";
+  } else if (model_type == "gemma4") {
+    const json* text = top.Find("text_config");
+    if (!text || !text->is_object()) return top.Error("text_config", "must be an object for model_type 'gemma4'");
+    KeyReader tr(*text, std::string(source), "text_config.");
+    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(tr, *text));
+    c.weight_prefix = "model.language_model.";
+    // Gemma4ForConditionalGeneration ties the head by the top-level flag.
+    TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, top.Bool("tie_word_embeddings", c.tie_word_embeddings));
+  } else if (model_type.empty()) {
+    return top.Error("model_type", "is missing");
+  } else {
+    return top.Refuse("model_type", fmt::format("is '{}': only 'gemma4_text' and 'gemma4' are supported", model_type));
+  }
+  c.model_type = model_type;
+
+  // transformers 5 writes `dtype`; 4.x wrote `torch_dtype`. Multimodal checkpoints may carry it at
+  // the top level, in text_config, or both.
+  std::string dtype, dtype_key = "dtype";
+  const json* text_config = model_type == "gemma4" ? top.Find("text_config") : nullptr;
+  for (const json* obj : {text_config, static_cast<const json*>(&root)}) {
+    if (!obj || !dtype.empty()) continue;
+    const std::string prefix = obj == &root ? "" : "text_config.";
+    KeyReader rr(*obj, std::string(source), prefix);
+    for (const char* key : {"dtype", "torch_dtype"}) {
+      if (!dtype.empty()) break;
+      TEMPER_ASSIGN_OR_RETURN(dtype, rr.String(key, ""));
+      dtype_key = prefix + key;
+    }
+  }
+  c.dtype = dtype.empty() ? "bfloat16" : dtype;
+  TEMPER_ASSIGN_OR_RETURN(c.embed_scale, EmbedScale(c, top, dtype_key));
+  return c;
+}
+
+Result<ModelConfig> LoadModelConfig(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::FromErrno(errno, fmt::format("cannot open {}", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::FromErrno(errno, fmt::format("cannot read {}", path.string()));
+  return ParseModelConfig(text.str(), path.string());
+}
+
+}  // namespace temper::engine

@@ -1,0 +1,202 @@
+#include "engine/model/weights.h"
+
+#include <cmath>
+#include <map>
+#include <new>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "engine/model/bf16.h"
+
+namespace temper::engine {
+namespace {
+
+// How a synthetic tensor is drawn (mirroring the golden fixture's recipe).
+enum class Init { kEmbedding, kLinear, kNorm, kQkNorm, kPostNorm, kLayerScalar };
+
+struct Expected {
+  std::string name;  // without the decoder prefix, e.g. "layers.3.mlp.up_proj.weight"
+  std::vector<int64_t> shape;
+  Init init;
+};
+
+// Every tensor of the decoder, in the order Gemma4ForCausalLM.save_pretrained names them.
+std::vector<Expected> ExpectedTensors(const ModelConfig& c) {
+  std::vector<Expected> out;
+  const int64_t h = c.hidden_size, ffn = c.intermediate_size;
+  out.push_back({"embed_tokens.weight", {c.vocab_size, h}, Init::kEmbedding});
+  for (int i = 0; i < c.num_layers; ++i) {
+    const LayerGeometry& g = c.layers[i];
+    const std::string p = fmt::format("layers.{}.", i);
+    const int64_t q = c.QDim(i), kv = c.KvDim(i);
+    out.push_back({p + "self_attn.q_proj.weight", {q, h}, Init::kLinear});
+    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, Init::kLinear});
+    if (!g.k_eq_v) out.push_back({p + "self_attn.v_proj.weight", {kv, h}, Init::kLinear});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q}, Init::kLinear});
+    out.push_back({p + "self_attn.q_norm.weight", {g.head_dim}, Init::kQkNorm});
+    out.push_back({p + "self_attn.k_norm.weight", {g.head_dim}, Init::kQkNorm});
+    out.push_back({p + "mlp.gate_proj.weight", {ffn, h}, Init::kLinear});
+    out.push_back({p + "mlp.up_proj.weight", {ffn, h}, Init::kLinear});
+    out.push_back({p + "mlp.down_proj.weight", {h, ffn}, Init::kLinear});
+    out.push_back({p + "input_layernorm.weight", {h}, Init::kNorm});
+    out.push_back({p + "post_attention_layernorm.weight", {h}, Init::kPostNorm});
+    out.push_back({p + "pre_feedforward_layernorm.weight", {h}, Init::kNorm});
+    out.push_back({p + "post_feedforward_layernorm.weight", {h}, Init::kPostNorm});
+    out.push_back({p + "layer_scalar", {1}, Init::kLayerScalar});
+  }
+  out.push_back({"norm.weight", {h}, Init::kNorm});
+  return out;
+}
+
+// splitmix64: a tiny, fast generator that is the same on every platform.
+struct SplitMix64 {
+  uint64_t state;
+  uint64_t Next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  float Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
+};
+
+void FillSynthetic(const ModelConfig& c, const Expected& e, uint64_t seed, std::span<uint16_t> out) {
+  SplitMix64 rng{seed};
+  const float sqrt3 = std::sqrt(3.0f);
+  // Uniform(-a, a) has standard deviation a / sqrt(3).
+  auto centered = [&](float stddev) { return (2.0f * rng.Uniform() - 1.0f) * sqrt3 * stddev; };
+  const int64_t fan_in = e.shape.size() == 2 ? e.shape[1] : 1;
+  for (uint16_t& v : out) {
+    float x = 0;
+    switch (e.init) {
+      case Init::kEmbedding: x = centered(1.0f); break;
+      case Init::kLinear: x = centered(1.0f / std::sqrt(static_cast<float>(fan_in))); break;
+      case Init::kNorm: x = 1.0f + centered(0.25f); break;
+      case Init::kQkNorm: x = std::pow(static_cast<float>(e.shape[0]), -0.25f) * (1.0f + centered(0.25f)); break;
+      case Init::kPostNorm: x = 2.0f * std::sqrt(static_cast<float>(c.hidden_size)) * (1.0f + centered(0.25f)); break;
+      case Init::kLayerScalar: x = 0.5f + rng.Uniform(); break;
+    }
+    v = FloatToBf16(x);
+  }
+}
+
+}  // namespace
+
+// Turns name -> bf16 data into the typed views. Shapes were checked by the caller.
+class WeightBinder {
+ public:
+  static void Bind(ModelWeights& w, const ModelConfig& c, const std::map<std::string, const uint16_t*>& data) {
+    auto mat = [&](const std::string& name, int rows, int cols) {
+      return Bf16Matrix{data.at(name), rows, cols, cols};
+    };
+    auto vec = [&](const std::string& name, int n) { return std::span<const uint16_t>(data.at(name), n); };
+    const int h = c.hidden_size, ffn = c.intermediate_size;
+    w.embed_ = mat("embed_tokens.weight", c.vocab_size, h);
+    w.lm_head_ = c.tie_word_embeddings ? w.embed_ : mat("lm_head.weight", c.vocab_size, h);
+    w.final_norm_ = vec("norm.weight", h);
+    for (int i = 0; i < c.num_layers; ++i) {
+      const LayerGeometry& g = c.layers[i];
+      const std::string p = fmt::format("layers.{}.", i);
+      const int q = c.QDim(i), kv = c.KvDim(i);
+      LayerWeights l;
+      l.q_proj = mat(p + "self_attn.q_proj.weight", q, h);
+      l.k_proj = mat(p + "self_attn.k_proj.weight", kv, h);
+      if (!g.k_eq_v) l.v_proj = mat(p + "self_attn.v_proj.weight", kv, h);
+      l.o_proj = mat(p + "self_attn.o_proj.weight", h, q);
+      l.q_norm = vec(p + "self_attn.q_norm.weight", g.head_dim);
+      l.k_norm = vec(p + "self_attn.k_norm.weight", g.head_dim);
+      l.gate_proj = mat(p + "mlp.gate_proj.weight", ffn, h);
+      l.up_proj = mat(p + "mlp.up_proj.weight", ffn, h);
+      l.down_proj = mat(p + "mlp.down_proj.weight", h, ffn);
+      l.input_norm = vec(p + "input_layernorm.weight", h);
+      l.post_attention_norm = vec(p + "post_attention_layernorm.weight", h);
+      l.pre_feedforward_norm = vec(p + "pre_feedforward_layernorm.weight", h);
+      l.post_feedforward_norm = vec(p + "post_feedforward_layernorm.weight", h);
+      l.layer_scalar = Bf16ToFloat(*data.at(p + "layer_scalar"));
+      w.layers_.push_back(l);
+    }
+  }
+};
+
+Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::path& dir, const ModelConfig& config) {
+  std::unique_ptr<ModelWeights> w(new ModelWeights());
+  TEMPER_ASSIGN_OR_RETURN(w->checkpoint_, Checkpoint::Open(dir));
+  const Checkpoint& ckpt = *w->checkpoint_;
+
+  std::vector<Expected> expected = ExpectedTensors(config);
+  // The head lives outside the decoder prefix: `lm_head.weight`.
+  std::map<std::string, std::string> full_names;  // short name -> name in the checkpoint
+  for (const Expected& e : expected) full_names[e.name] = config.weight_prefix + e.name;
+  if (!config.tie_word_embeddings) {
+    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
+    full_names["lm_head.weight"] = "lm_head.weight";
+  }
+
+  std::map<std::string, const uint16_t*> data;
+  for (const Expected& e : expected) {
+    const std::string& name = full_names[e.name];
+    const Checkpoint::Entry* entry = ckpt.Find(name);
+    if (!entry) return Status::DataLoss(fmt::format("{}: missing tensor '{}'", dir.string(), name));
+    const std::string where = fmt::format("{}: tensor '{}'", entry->file->path().string(), name);
+    if (entry->info->dtype != DType::kBF16) {
+      return Status::DataLoss(fmt::format("{} has dtype {} but config.json says {} (BF16)", where,
+                                          DTypeName(entry->info->dtype), config.dtype));
+    }
+    if (entry->info->shape != e.shape) {
+      return Status::DataLoss(fmt::format("{} has shape [{}] but config.json implies [{}]", where,
+                                          fmt::join(entry->info->shape, ", "), fmt::join(e.shape, ", ")));
+    }
+    if (reinterpret_cast<uintptr_t>(entry->data.data()) % alignof(uint16_t) != 0) {
+      return Status::DataLoss(fmt::format("{} starts at an odd byte offset", where));
+    }
+    data[e.name] = reinterpret_cast<const uint16_t*>(entry->data.data());
+  }
+
+  // Anything else under the decoder's prefix (or a head we did not ask for) means the checkpoint
+  // is not the model the config describes.
+  std::map<std::string, bool> wanted;
+  for (const auto& [short_name, name] : full_names) wanted[name] = true;
+  for (const auto& [name, entry] : ckpt.tensors()) {
+    const bool ours = name.starts_with(config.weight_prefix) || name == "lm_head.weight";
+    if (ours && !wanted.contains(name)) {
+      return Status::DataLoss(fmt::format("{}: unexpected tensor '{}' (not part of the {} decoder that config.json describes)",
+                                          entry.file->path().string(), name, config.model_type));
+    }
+  }
+  WeightBinder::Bind(*w, config, data);
+  return w;
+}
+
+Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig& config, uint64_t seed) {
+  std::unique_ptr<ModelWeights> w(new ModelWeights());
+  std::vector<Expected> expected = ExpectedTensors(config);
+  if (!config.tie_word_embeddings) expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
+  uint64_t total = 0;
+  for (const Expected& e : expected) {
+    uint64_t n = 1;
+    for (int64_t d : e.shape) n *= static_cast<uint64_t>(d);
+    total += n;
+  }
+  try {
+    w->synthetic_.resize(total);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes of synthetic weights", total * 2));
+  }
+  std::map<std::string, const uint16_t*> data;
+  uint64_t offset = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const Expected& e = expected[i];
+    uint64_t n = 1;
+    for (int64_t d : e.shape) n *= static_cast<uint64_t>(d);
+    std::span<uint16_t> out(w->synthetic_.data() + offset, n);
+    FillSynthetic(config, e, seed * 0x100000001b3ull + i, out);
+    data[e.name] = out.data();
+    offset += n;
+  }
+  WeightBinder::Bind(*w, config, data);
+  return w;
+}
+
+}  // namespace temper::engine

@@ -1,0 +1,167 @@
+#include "engine/serve/chat_engine.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace temper::engine {
+
+const char* ChatFinishName(ChatFinish finish) {
+  switch (finish) {
+    case ChatFinish::kNone: return "";
+    case ChatFinish::kStop: return "stop";
+    case ChatFinish::kLength: return "length";
+    case ChatFinish::kToolCalls: return "tool_calls";
+    case ChatFinish::kCancelled: return "cancelled";
+    case ChatFinish::kError: return "error";
+  }
+  return "";
+}
+
+ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens)
+    : stream_(std::move(stream)), parser_(format), prompt_tokens_(prompt_tokens) {}
+
+ChatEvent ChatStream::Convert(StreamEvent event) {
+  ChatEvent out;
+  out.tokens = std::move(event.tokens);
+  auto take = [&](Result<ReplyDelta> delta) {
+    if (!delta.ok()) {
+      if (!failed_) {
+        failed_ = true;
+        failure_ = delta.status().WithContext("malformed model reply");
+      }
+      return;
+    }
+    out.content += delta->content;
+    out.thinking += delta->thinking;
+    for (ToolCall& call : delta->tool_calls) out.tool_calls.push_back(std::move(call));
+  };
+  if (!failed_ && !event.text.empty()) {
+    take(parser_.Push(event.text));
+    // Generating past a malformed reply is wasted work: stop it; its end is reported as the error.
+    if (failed_) stream_->Cancel();
+  }
+  if (event.finish == FinishReason::kNone) return out;
+
+  out.usage = event.usage;
+  if (failed_) {
+    out.finish = ChatFinish::kError;
+    out.error = failure_;
+    return out;
+  }
+  switch (event.finish) {
+    case FinishReason::kStop:
+      take(parser_.Finish());
+      if (failed_) {
+        out.finish = ChatFinish::kError;
+        out.error = failure_;
+      } else {
+        out.finish = parser_.tool_call_count() > 0 ? ChatFinish::kToolCalls : ChatFinish::kStop;
+      }
+      break;
+    case FinishReason::kLength: {
+      // A tool call or thought cut off by max_tokens is incomplete, not malformed.
+      const bool cut_inside = parser_.inside_construct();
+      Result<ReplyDelta> rest = parser_.Finish();
+      if (rest.ok() || cut_inside) {
+        if (rest.ok()) take(std::move(rest));
+        out.finish = ChatFinish::kLength;
+      } else {
+        take(std::move(rest));
+        out.finish = ChatFinish::kError;
+        out.error = failure_;
+      }
+      break;
+    }
+    case FinishReason::kCancelled: out.finish = ChatFinish::kCancelled; break;
+    case FinishReason::kError:
+    case FinishReason::kNone:
+      out.finish = ChatFinish::kError;
+      out.error = event.error;
+      break;
+  }
+  return out;
+}
+
+std::optional<ChatEvent> ChatStream::Next() {
+  std::lock_guard lock(mu_);
+  while (true) {
+    std::optional<StreamEvent> e = stream_->Next();
+    if (!e) return std::nullopt;
+    ChatEvent c = Convert(std::move(*e));
+    if (!c.empty()) return c;
+  }
+}
+
+std::optional<ChatEvent> ChatStream::NextFor(std::chrono::milliseconds timeout) {
+  std::lock_guard lock(mu_);
+  std::optional<StreamEvent> e = stream_->NextFor(timeout);
+  if (!e) return std::nullopt;
+  return Convert(std::move(*e));
+}
+
+ChatEvent ChatStream::Wait() {
+  ChatEvent all;
+  while (std::optional<ChatEvent> e = Next()) {
+    all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
+    all.content += e->content;
+    all.thinking += e->thinking;
+    for (ToolCall& call : e->tool_calls) all.tool_calls.push_back(std::move(call));
+    if (e->finish != ChatFinish::kNone) {
+      all.finish = e->finish;
+      all.error = e->error;
+      all.usage = e->usage;
+    }
+  }
+  return all;
+}
+
+ChatEngine::ChatEngine(const Tokenizer& tokenizer, ChatFormat format, std::vector<int32_t> stop_ids)
+    : tokenizer_(tokenizer), format_(std::move(format)), stop_ids_(std::move(stop_ids)), detokenizer_(tokenizer) {}
+
+Result<std::unique_ptr<ChatEngine>> ChatEngine::Create(Backend& backend, const Tokenizer& tokenizer,
+                                                       SchedulerOptions options, const Logger& log) {
+  TEMPER_ASSIGN_OR_RETURN(ChatFormat format, ChatFormat::Create(tokenizer));
+  std::vector<int32_t> stops = format.stop_ids();
+  for (int64_t id : backend.config().eos_token_ids) {
+    if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(static_cast<int32_t>(id));
+  }
+  std::unique_ptr<ChatEngine> engine(new ChatEngine(tokenizer, std::move(format), std::move(stops)));
+  options.detokenizer = &engine->detokenizer_;
+  TEMPER_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(backend, options, log));
+  return engine;
+}
+
+Result<RenderedPrompt> ChatEngine::RenderPrompt(Conversation conversation) const {
+  conversation.add_generation_prompt = true;
+  return format_.Render(conversation);
+}
+
+int64_t ChatEngine::CountTokens(std::string_view text) const {
+  return static_cast<int64_t>(tokenizer_.Encode(text, EncodeOptions{.match_special_tokens = false}).size());
+}
+
+Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
+  TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
+  GenerateRequest g;
+  const auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+  g.prompt = std::move(prompt.ids);
+  g.checkpoints = std::move(prompt.message_ends);
+  g.sampling = std::move(request.sampling);
+  for (int32_t id : stop_ids_) {
+    if (std::find(g.sampling.stop_tokens.begin(), g.sampling.stop_tokens.end(), id) == g.sampling.stop_tokens.end()) {
+      g.sampling.stop_tokens.push_back(id);
+    }
+  }
+  g.max_tokens = request.max_tokens;
+  if (g.max_tokens == 0) {
+    // At least 1, so that a prompt that fills the context is refused by Submit naming its length.
+    g.max_tokens = std::max<int64_t>(1, scheduler_->backend().context_limit() - prompt_tokens);
+  }
+  g.stop_strings = std::move(request.stop_strings);
+  TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
+  return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens);
+}
+
+}  // namespace temper::engine

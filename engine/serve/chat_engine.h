@@ -1,0 +1,129 @@
+// ChatEngine: the in-process chat API. A chat request (messages, tools, sampling, limits) becomes a
+// stream of events (visible text, thinking, complete tool calls, a finish reason, usage). The
+// roles' `inprocess` endpoint and `/v1/chat/completions` both call it; one engine serves every
+// caller that maps to the model.
+//
+// A request is rendered with Gemma 4's chat format (ChatFormat), submitted to the scheduler with
+// the format's stop tokens and a prefix-cache checkpoint at every message boundary (so the next
+// turn of a conversation, which resends all of this one, prefills only what is new), and the
+// generated text is split by a ReplyStreamParser as it streams.
+//
+// Finish reasons: kStop (the turn ended, or a stop string matched), kLength (max_tokens; a tool
+// call cut off there is dropped), kToolCalls (the model called tools and now waits for their
+// results), kCancelled, kError (a malformed tool call or reply, named in `error` with its byte
+// offset; or an engine failure). Stop strings apply to the raw reply text, control tokens included,
+// as the scheduler sees it.
+//
+// Thread safety: Submit, CountTokens, RenderPrompt and metrics may be called from any thread.
+// A ChatStream is read by one thread at a time; Cancel may be called from any thread.
+// Ownership: borrows the backend, tokenizer and logger (all must outlive the engine); owns its
+// scheduler. Destruction cancels every request.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "engine/backend.h"
+#include "engine/tokenizer/chat_format.h"
+#include "engine/serve/reply_stream_parser.h"
+#include "engine/serve/scheduler.h"
+#include "engine/tokenizer/tokenizer.h"
+#include "engine/tokenizer/tokenizer_detokenizer.h"
+
+namespace temper::engine {
+
+struct ChatRequest {
+  Conversation conversation;  // messages, tools, enable_thinking; add_generation_prompt is forced on
+  SamplingParams sampling;    // stop_tokens are added to the format's
+  int64_t max_tokens = 1024;  // generated tokens; 0: as many as the context leaves after the prompt
+  std::vector<std::string> stop_strings;
+};
+
+enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
+// "stop", "length", "tool_calls", "cancelled", "error" ("" for kNone): OpenAI's names.
+const char* ChatFinishName(ChatFinish finish);
+
+// What a request produced since the previous event. The last event has finish set.
+struct ChatEvent {
+  std::vector<int32_t> tokens;  // generated ids, stop token included
+  std::string content;          // visible text
+  std::string thinking;         // thought-channel text
+  std::vector<ToolCall> tool_calls;  // complete calls, in order
+  ChatFinish finish = ChatFinish::kNone;
+  Status error;        // with kError
+  RequestUsage usage;  // with a finish: prompt, cached prompt and completion tokens, timings
+  bool empty() const { return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone; }
+};
+
+// The consumer's end of one chat request.
+class ChatStream {
+ public:
+  // Built by ChatEngine::Submit. Borrows the engine's ChatFormat: read a stream only while its
+  // engine lives.
+  ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens);
+  // Blocks until there is something new; nullopt after the final event was returned.
+  std::optional<ChatEvent> Next();
+  // As Next, but returns an empty event after `timeout` with nothing new.
+  std::optional<ChatEvent> NextFor(std::chrono::milliseconds timeout);
+  // Reads to the end: everything merged into one event.
+  ChatEvent Wait();
+  // Stops generation; the stream ends with kCancelled. Idempotent, any thread.
+  void Cancel() { stream_->Cancel(); }
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+
+ private:
+  ChatEvent Convert(StreamEvent event);
+
+  std::mutex mu_;  // one reader at a time
+  std::shared_ptr<RequestStream> stream_;
+  ReplyStreamParser parser_;
+  int64_t prompt_tokens_;
+  bool failed_ = false;  // the parser failed; the request was cancelled and its end is an error
+  Status failure_;
+};
+
+class ChatEngine {
+ public:
+  // Looks up the chat format's tokens (NotFound naming a missing one) and starts a scheduler with
+  // `options` (its detokenizer is replaced by the tokenizer's). Errors: Scheduler::Create's.
+  static Result<std::unique_ptr<ChatEngine>> Create(Backend& backend, const Tokenizer& tokenizer,
+                                                    SchedulerOptions options, const Logger& log);
+  ChatEngine(const ChatEngine&) = delete;
+  ChatEngine& operator=(const ChatEngine&) = delete;
+
+  // Renders and queues a request. Errors: InvalidArgument naming the message, tool or parameter
+  // (ChatFormat::Render's and Scheduler::Submit's), OutOfRange when the prompt plus max_tokens do
+  // not fit the context ("the prompt's N tokens plus max_tokens M exceed the context limit ..."),
+  // ResourceExhausted when the queue is full.
+  Result<std::shared_ptr<ChatStream>> Submit(ChatRequest request);
+
+  // Token count of plain text as it would appear inside a message (encoded with special-token
+  // matching off, as ChatFormat encodes content).
+  int64_t CountTokens(std::string_view text) const;
+  // The prompt a conversation renders to (with the generation prompt), e.g. to count its tokens.
+  Result<RenderedPrompt> RenderPrompt(Conversation conversation) const;
+
+  // The scheduler, shared with token-level callers (/v1/completions).
+  Scheduler& scheduler() { return *scheduler_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  SchedulerMetrics metrics() const { return scheduler_->metrics(); }
+
+ private:
+  ChatEngine(const Tokenizer& tokenizer, ChatFormat format, std::vector<int32_t> stop_ids);
+
+  const Tokenizer& tokenizer_;
+  ChatFormat format_;
+  std::vector<int32_t> stop_ids_;  // the format's and the model config's
+  TokenizerDetokenizer detokenizer_;
+  std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, while the detokenizer lives
+};
+
+}  // namespace temper::engine

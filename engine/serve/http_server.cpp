@@ -1,0 +1,748 @@
+#include "engine/serve/http_server.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <chrono>
+#include <map>
+#include <optional>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/serve/http_listener.h"
+#include "engine/serve/json_depth.h"
+
+namespace temper::engine {
+
+namespace {
+
+using nlohmann::json;
+
+// An OpenAI-style error response.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+};
+
+json ErrorJson(const ApiError& e) {
+  return {{"error",
+           {{"message", e.message},
+            {"type", e.type},
+            {"param", e.param.empty() ? json(nullptr) : json(e.param)},
+            {"code", e.code.empty() ? json(nullptr) : json(e.code)}}}};
+}
+
+void SendError(httplib::Response& res, const ApiError& e) {
+  res.status = e.status;
+  res.set_content(ErrorJson(e).dump(), "application/json");
+}
+
+ApiError FromStatus(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kInvalidArgument: return {400, s.message()};
+    case StatusCode::kOutOfRange: return {400, s.message(), "invalid_request_error", "prompt", "context_length_exceeded"};
+    case StatusCode::kResourceExhausted: return {429, s.message(), "server_error", "", "overloaded"};
+    default: return {500, s.message(), "server_error"};
+  }
+}
+
+// Reads an optional number field; a wrong type is an error naming it.
+template <typename T>
+std::optional<ApiError> ReadNumber(const json& body, const char* key, T& out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || (std::is_integral_v<T> && !it->is_number_integer())) {
+    return ApiError{400, fmt::format("'{}' must be {}, got {}", key, std::is_integral_v<T> ? "an integer" : "a number",
+                                     it->dump()), "invalid_request_error", key};
+  }
+  out = it->get<T>();
+  return std::nullopt;
+}
+
+// Sampling parameters, `n` and `stop_token_ids`, shared by both APIs.
+std::optional<ApiError> ReadSampling(const json& body, SamplingParams& sampling) {
+  if (auto e = ReadNumber(body, "temperature", sampling.temperature)) return e;
+  if (auto e = ReadNumber(body, "top_p", sampling.top_p)) return e;
+  if (auto e = ReadNumber(body, "top_k", sampling.top_k)) return e;
+  if (auto e = ReadNumber(body, "min_p", sampling.min_p)) return e;
+  if (auto e = ReadNumber(body, "seed", sampling.seed)) return e;
+  int64_t n = 1;
+  if (auto e = ReadNumber(body, "n", n)) return e;
+  if (n != 1) return ApiError{400, fmt::format("'n' must be 1, got {}", n), "invalid_request_error", "n"};
+  if (sampling.temperature > 2) {
+    return ApiError{400, fmt::format("'temperature' must be in [0, 2], got {}", sampling.temperature), "invalid_request_error", "temperature"};
+  }
+  if (auto s = body.find("stop_token_ids"); s != body.end() && !s->is_null()) {
+    if (!s->is_array() || !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number_integer(); })) {
+      return ApiError{400, "'stop_token_ids' must be an array of integers", "invalid_request_error", "stop_token_ids"};
+    }
+    for (const json& x : *s) sampling.stop_tokens.push_back(x.get<int32_t>());
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStops(const json& body, std::vector<std::string>& stops) {
+  if (auto s = body.find("stop"); s != body.end() && !s->is_null()) {
+    if (s->is_string()) {
+      stops.push_back(s->get<std::string>());
+    } else if (s->is_array() && s->size() <= 4 && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
+      for (const json& x : *s) stops.push_back(x.get<std::string>());
+    } else {
+      return ApiError{400, "'stop' must be a string or an array of at most 4 strings", "invalid_request_error", "stop"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadStreamFlags(const json& body, bool& stream, bool& include_usage) {
+  if (auto s = body.find("stream"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) return ApiError{400, "'stream' must be a boolean", "invalid_request_error", "stream"};
+    stream = s->get<bool>();
+  }
+  if (auto s = body.find("stream_options"); s != body.end() && s->is_object()) {
+    include_usage = s->value("include_usage", false);
+  }
+  return std::nullopt;
+}
+
+struct ParsedRequest {
+  GenerateRequest request;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+// The model check, shared by both APIs.
+std::optional<ApiError> CheckModel(const json& body, const std::string& model) {
+  if (!body.is_object()) return ApiError{400, "the request body must be a JSON object"};
+  auto m = body.find("model");
+  if (m == body.end() || !m->is_string()) return ApiError{400, "'model' is required and must be a string", "invalid_request_error", "model"};
+  if (m->get<std::string>() != model) {
+    return ApiError{404, fmt::format("The model '{}' does not exist; this server serves '{}'", m->get<std::string>(), model),
+                    "invalid_request_error", "model", "model_not_found"};
+  }
+  return std::nullopt;
+}
+
+ApiError BadParam(std::string param, std::string message) {
+  return ApiError{400, std::move(message), "invalid_request_error", std::move(param)};
+}
+
+// A message's `content`: a string, null, or an array of text parts.
+std::optional<ApiError> ReadContent(const json& message, const std::string& field, std::string& out) {
+  auto c = message.find("content");
+  if (c == message.end() || c->is_null()) return std::nullopt;
+  if (c->is_string()) {
+    out = c->get<std::string>();
+    return std::nullopt;
+  }
+  if (c->is_array()) {
+    for (size_t i = 0; i < c->size(); ++i) {
+      const json& part = (*c)[i];
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+        return BadParam(fmt::format("{}.content[{}]", field, i), fmt::format("'{}.content[{}]' must be a text part "
+                                                                            "({{\"type\": \"text\", \"text\": ...}}); this model reads text only", field, i));
+      }
+      out += part["text"].get<std::string>();
+    }
+    return std::nullopt;
+  }
+  return BadParam(field + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", field));
+}
+
+std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
+  if (auto e = CheckModel(body, model)) return e;
+  auto prompt = body.find("prompt");
+  if (prompt == body.end()) return ApiError{400, "'prompt' is required", "invalid_request_error", "prompt"};
+  const json* ids = &*prompt;
+  if (ids->is_array() && ids->size() == 1 && (*ids)[0].is_array()) ids = &(*ids)[0];
+  if (ids->is_string() || (ids->is_array() && !ids->empty() && (*ids)[0].is_string())) {
+    return ApiError{400, "'prompt' as text needs a tokenizer, which this server does not have; send token ids",
+                    "invalid_request_error", "prompt"};
+  }
+  if (!ids->is_array()) return ApiError{400, "'prompt' must be an array of token ids", "invalid_request_error", "prompt"};
+  for (size_t i = 0; i < ids->size(); ++i) {
+    const json& id = (*ids)[i];
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      return ApiError{400, fmt::format("'prompt'[{}] must be a non-negative integer token id, got {}", i, id.dump()),
+                      "invalid_request_error", "prompt"};
+    }
+    p.request.prompt.push_back(id.get<int32_t>());
+  }
+  GenerateRequest& r = p.request;
+  r.max_tokens = 16;  // OpenAI's default for completions
+  r.sampling.temperature = 1.0f;
+  if (auto e = ReadNumber(body, "max_tokens", r.max_tokens)) return e;
+  if (auto e = ReadSampling(body, r.sampling)) return e;
+  if (auto e = ReadStops(body, r.stop_strings)) return e;
+  if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
+  return std::nullopt;
+}
+
+struct ParsedChat {
+  ChatRequest request;
+  bool stream = false;
+  bool include_usage = false;
+};
+
+std::optional<ApiError> ParseChat(const json& body, const std::string& model, ParsedChat& p) {
+  if (auto e = CheckModel(body, model)) return e;
+  Conversation& conv = p.request.conversation;
+  auto messages = body.find("messages");
+  if (messages == body.end() || !messages->is_array() || messages->empty()) {
+    return BadParam("messages", "'messages' is required and must be a non-empty array");
+  }
+  std::map<std::string, std::string> call_names;  // tool_call_id -> function name
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const json& m = (*messages)[i];
+    const std::string field = fmt::format("messages[{}]", i);
+    if (!m.is_object()) return BadParam(field, fmt::format("'{}' must be an object", field));
+    const std::string role = m.value("role", "");
+    ChatMessage msg;
+    if (auto e = ReadContent(m, field, msg.content)) return e;
+    if (role == "system" || role == "developer") {
+      msg.role = ChatRole::kSystem;
+      if (i != 0) return BadParam(field + ".role", fmt::format("'{}': a system message must come first", field));
+    } else if (role == "user") {
+      msg.role = ChatRole::kUser;
+    } else if (role == "assistant") {
+      msg.role = ChatRole::kModel;
+      if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string()) msg.thinking = r->get<std::string>();
+      if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
+        if (!calls->is_array()) return BadParam(field + ".tool_calls", fmt::format("'{}.tool_calls' must be an array", field));
+        for (size_t j = 0; j < calls->size(); ++j) {
+          const json& c = (*calls)[j];
+          const std::string cf = fmt::format("{}.tool_calls[{}]", field, j);
+          if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
+              !c["function"].contains("name") || !c["function"]["name"].is_string()) {
+            return BadParam(cf, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"arguments\": ...}}}}", cf));
+          }
+          ToolCall call;
+          call.name = c["function"]["name"].get<std::string>();
+          const json& args = c["function"].value("arguments", json("{}"));
+          if (args.is_string()) {
+            call.arguments = json::parse(args.get<std::string>(), nullptr, false);
+            if (call.arguments.is_discarded() || !call.arguments.is_object()) {
+              return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+            }
+          } else if (args.is_object()) {
+            call.arguments = args;
+          } else {
+            return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+          }
+          if (c.contains("id") && c["id"].is_string()) call_names[c["id"].get<std::string>()] = call.name;
+          msg.tool_calls.push_back(std::move(call));
+        }
+      }
+    } else if (role == "tool") {
+      // A tool result belongs to the model turn that called it (Gemma renders it there).
+      if (conv.messages.empty() || conv.messages.back().role != ChatRole::kModel || conv.messages.back().tool_calls.empty()) {
+        return BadParam(field, fmt::format("'{}': a tool message must follow an assistant message with tool_calls", field));
+      }
+      ChatMessage& caller = conv.messages.back();
+      ToolResponse response;
+      const std::string id = m.value("tool_call_id", "");
+      if (auto it = call_names.find(id); it != call_names.end()) {
+        response.name = it->second;
+      } else if (m.contains("name") && m["name"].is_string()) {
+        response.name = m["name"].get<std::string>();
+      } else {
+        return BadParam(field + ".tool_call_id", fmt::format("'{}.tool_call_id' '{}' names no tool call of the assistant message before it", field, id));
+      }
+      json parsed = json::parse(msg.content, nullptr, false);
+      response.response = !parsed.is_discarded() && parsed.is_object() ? parsed : json(msg.content);
+      caller.tool_responses.push_back(std::move(response));
+      continue;
+    } else {
+      return BadParam(field + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", field, role));
+    }
+    conv.messages.push_back(std::move(msg));
+  }
+
+  bool tools_allowed = true;
+  if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
+    if (*tc == "none") {
+      tools_allowed = false;
+    } else if (*tc != "auto") {
+      return BadParam("tool_choice", fmt::format("'tool_choice' must be \"auto\" or \"none\", got {}", tc->dump()));
+    }
+  }
+  if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
+    if (!tools->is_array()) return BadParam("tools", "'tools' must be an array");
+    for (size_t i = 0; i < tools->size(); ++i) {
+      const json& t = (*tools)[i];
+      const std::string field = fmt::format("tools[{}]", i);
+      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
+          !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        return BadParam(field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field));
+      }
+      const json& f = t["function"];
+      ToolDeclaration d;
+      d.name = f["name"].get<std::string>();
+      if (auto desc = f.find("description"); desc != f.end() && desc->is_string()) d.description = desc->get<std::string>();
+      d.parameters = f.value("parameters", json(nullptr));
+      if (tools_allowed) conv.tools.push_back(std::move(d));
+    }
+  }
+
+  ChatRequest& r = p.request;
+  r.max_tokens = 0;  // up to the context limit, as OpenAI does
+  r.sampling.temperature = 1.0f;
+  if (auto e = ReadNumber(body, "max_completion_tokens", r.max_tokens)) return e;
+  if (auto e = ReadNumber(body, "max_tokens", r.max_tokens)) return e;
+  if (body.contains("max_tokens") || body.contains("max_completion_tokens")) {
+    if (r.max_tokens < 1) {
+      const char* key = body.contains("max_tokens") ? "max_tokens" : "max_completion_tokens";
+      return BadParam(key, fmt::format("'{}' must be at least 1, got {}", key, r.max_tokens));
+    }
+  }
+  if (auto e = ReadSampling(body, r.sampling)) return e;
+  if (auto e = ReadStops(body, r.stop_strings)) return e;
+  if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
+  return std::nullopt;
+}
+
+json UsageJson(const RequestUsage& u) {
+  return {{"prompt_tokens", u.prompt_tokens},
+          {"completion_tokens", u.completion_tokens},
+          {"total_tokens", u.prompt_tokens + u.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+}
+
+json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
+
+
+json ToolCallJson(const ToolCall& call, const std::string& id, size_t index, bool with_index) {
+  json j = {{"id", id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
+  if (with_index) j["index"] = index;
+  return j;
+}
+
+// A reply the chat format could not parse is the model's failure, not the client's.
+ApiError ChatError(const ChatEvent& e) {
+  if (e.finish == ChatFinish::kCancelled) return ApiError{503, "the request was cancelled", "server_error"};
+  if (e.error.code() == StatusCode::kInvalidArgument) {
+    return ApiError{500, e.error.message(), "server_error", "", "invalid_model_output"};
+  }
+  return FromStatus(e.error);
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Prometheus(const SchedulerMetrics& m) {
+  std::string out;
+  auto metric = [&](const char* name, const char* type, const char* help, double value) {
+    out += fmt::format("# HELP temper_engine_{0} {1}\n# TYPE temper_engine_{0} {2}\ntemper_engine_{0} {3}\n", name, help, type, value);
+  };
+  const double used = static_cast<double>(m.kv.total_blocks - m.kv.free_blocks);
+  metric("requests_waiting", "gauge", "Requests queued for admission.", static_cast<double>(m.waiting));
+  metric("requests_running", "gauge", "Requests being prefilled or decoded.", static_cast<double>(m.running));
+  metric("requests_finished_total", "counter", "Requests that ended, for any reason.", static_cast<double>(m.finished_requests));
+  metric("requests_cancelled_total", "counter", "Requests cancelled before they ended (a client that hung up, a stop).",
+         static_cast<double>(m.cancelled_requests));
+  metric("kv_blocks_total", "gauge", "Paged KV blocks in the pool.", static_cast<double>(m.kv.total_blocks));
+  metric("kv_blocks_used", "gauge", "KV blocks held by sequences or cached prefixes.", used);
+  metric("kv_block_tokens", "gauge", "Tokens per KV block.", m.kv.block_tokens);
+  metric("kv_pool_usage_ratio", "gauge", "Fraction of the KV pool in use.", m.kv.total_blocks > 0 ? used / static_cast<double>(m.kv.total_blocks) : 0);
+  metric("prefix_cache_entries", "gauge", "Pinned prefixes in the prefix cache.", static_cast<double>(m.cache_entries));
+  metric("prompt_tokens_total", "counter", "Prompt tokens requested.", static_cast<double>(m.prompt_tokens));
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.", static_cast<double>(m.cached_prompt_tokens));
+  metric("prefix_cache_hit_rate", "gauge", "Prompt tokens reused over prompt tokens requested.", m.cache_hit_rate());
+  metric("prefill_tokens_total", "counter", "Tokens prefilled.", static_cast<double>(m.prefilled_tokens));
+  metric("generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(m.generated_tokens));
+  metric("generated_tokens_per_second", "gauge", "Generation rate over the last ten seconds.", m.generated_tokens_per_second);
+  metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).", static_cast<double>(m.preemptions));
+  metric("forward_passes_total", "counter", "Batched forward passes run.", static_cast<double>(m.forward_passes));
+  metric("full_row_samples_total", "counter", "Sampling draws that needed a full logit row beyond the device's candidates.",
+         static_cast<double>(m.full_row_samples));
+  return out;
+}
+
+// Parses a request body after checking its nesting depth, so nothing deeper than `max_depth` is
+// ever built.
+std::optional<ApiError> ParseBody(const std::string& text, int max_depth, json& body) {
+  if (std::optional<size_t> at = FindNestingBeyond(text, max_depth)) {
+    return ApiError{400, fmt::format("the request body nests JSON deeper than {} levels (at byte {}); this server accepts at most {}",
+                                     max_depth, *at, max_depth),
+                    "invalid_request_error", "", "json_too_deep"};
+  }
+  body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return ApiError{400, "malformed JSON in the request body"};
+  return std::nullopt;
+}
+
+// Equal keys, in a time that depends on the expected key's length only, not on how much of the
+// given one matches (a byte-by-byte early exit would let a client find the key byte by byte).
+bool SameKey(std::string_view given, std::string_view expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
+// The key of an "Authorization: Bearer <key>" header; empty when there is none.
+std::string_view BearerKey(const std::string& header) {
+  constexpr std::string_view kScheme = "bearer ";
+  if (header.size() <= kScheme.size()) return {};
+  for (size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  }
+  std::string_view key(header);
+  key.remove_prefix(kScheme.size());
+  while (!key.empty() && key.front() == ' ') key.remove_prefix(1);
+  return key;
+}
+
+}  // namespace
+
+HttpServer::HttpServer(Scheduler& scheduler, const HttpServerOptions& options, const Logger& log)
+    : scheduler_(scheduler), options_(options), log_(log), router_(std::make_unique<HttpRouter>()) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Result<std::unique_ptr<HttpServer>> HttpServer::Start(Scheduler& scheduler, const HttpServerOptions& options,
+                                                      const Logger& log) {
+  if (options.model_name.empty()) return Status::InvalidArgument("HTTP server: the model name is empty");
+  if (options.max_json_depth < 1) return Status::InvalidArgument("HTTP server: max_json_depth must be at least 1");
+  std::unique_ptr<HttpServer> s(new HttpServer(scheduler, options, log));
+  s->Route();
+  HttpListenerOptions listen;
+  listen.host = options.host;
+  listen.port = options.port;
+  listen.workers = options.threads;
+  listen.max_connections = options.max_connections;
+  listen.max_body_bytes = options.max_body_bytes;
+  listen.header_timeout = options.header_timeout;
+  listen.body_timeout = options.body_timeout;
+  listen.idle_timeout = options.idle_timeout;
+  listen.write_timeout = options.write_timeout;
+  listen.error_body = [](int status, const std::string& message) {
+    return ErrorJson({status, message, status == 503 ? "server_error" : "invalid_request_error"}).dump();
+  };
+  TEMPER_ASSIGN_OR_RETURN(s->listener_, HttpListener::Start(*s->router_, std::move(listen), log));
+  return s;
+}
+
+int HttpServer::port() const { return listener_->port(); }
+
+std::optional<StreamEvent> HttpServer::NextEvent(RequestStream& stream, const HttpConnection* client) {
+  // Checked before every wait, tokens or not (a steady stream of tokens never leaves a wait empty),
+  // and the wait is short, so neither Stop nor a client that hung up waits on a long generation.
+  while (true) {
+    if (stopping_.load() || (client != nullptr && client->ClientGone())) {
+      stream.Cancel();
+      return std::nullopt;
+    }
+    std::optional<StreamEvent> e = stream.NextFor(std::chrono::milliseconds(100));
+    if (!e || e->finish != FinishReason::kNone || !e->tokens.empty()) return e;
+  }
+}
+
+std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream, const HttpConnection* client) {
+  while (true) {
+    if (stopping_.load() || (client != nullptr && client->ClientGone())) {
+      stream.Cancel();
+      return std::nullopt;
+    }
+    std::optional<ChatEvent> e = stream.NextFor(std::chrono::milliseconds(100));
+    if (!e || !e->empty()) return e;
+  }
+}
+
+void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) {
+  if (options_.chat == nullptr) {
+    SendError(res, {501, "/v1/chat/completions needs a tokenizer, and this server has none: start `temper-lm serve` with a "
+                         "model directory holding tokenizer.json, or pass --tokenizer FILE (/v1/completions takes token ids)",
+                    "server_error", "", "no_tokenizer"});
+    return;
+  }
+  json body;
+  if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
+    SendError(res, *e);
+    return;
+  }
+  ParsedChat parsed;
+  if (std::optional<ApiError> e = ParseChat(body, options_.model_name, parsed)) {
+    SendError(res, *e);
+    return;
+  }
+  Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
+  if (!submitted.ok()) {
+    ApiError e = FromStatus(submitted.status());
+    if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("messages")) {
+      e.param = "messages";
+    } else if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("tools")) {
+      e.param = "tools";
+    } else if (submitted.status().code() == StatusCode::kOutOfRange) {
+      e.param = "messages";
+    }
+    SendError(res, e);
+    return;
+  }
+  std::shared_ptr<ChatStream> stream = *submitted;
+  std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
+  const uint64_t number = next_id_.fetch_add(1);
+  const std::string id = fmt::format("chatcmpl-{}", number);
+  const int64_t created = UnixNow();
+  const std::string model = options_.model_name;
+  auto call_id = [number](size_t i) { return fmt::format("call_{}_{}", number, i); };
+
+  if (!parsed.stream) {
+    ChatEvent all;
+    while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) {
+      all.content += e->content;
+      all.thinking += e->thinking;
+      for (ToolCall& c : e->tool_calls) all.tool_calls.push_back(std::move(c));
+      if (e->finish != ChatFinish::kNone) {
+        all.finish = e->finish;
+        all.error = e->error;
+        all.usage = e->usage;
+      }
+    }
+    if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
+    if (all.finish == ChatFinish::kError || all.finish == ChatFinish::kCancelled) {
+      SendError(res, ChatError(all));
+      return;
+    }
+    json message = {{"role", "assistant"}, {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
+    if (!all.thinking.empty()) message["reasoning_content"] = all.thinking;
+    if (!all.tool_calls.empty()) {
+      json calls = json::array();
+      for (size_t i = 0; i < all.tool_calls.size(); ++i) calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
+      message["tool_calls"] = std::move(calls);
+    }
+    json out = {{"id", id},
+                {"object", "chat.completion"},
+                {"created", created},
+                {"model", model},
+                {"choices", json::array({{{"index", 0}, {"message", std::move(message)}, {"logprobs", nullptr},
+                                          {"finish_reason", ChatFinishName(all.finish)}}})},
+                {"usage", UsageJson(all.usage)}};
+    res.set_content(out.dump(), "application/json");
+    return;
+  }
+
+  // Server-sent events in OpenAI's chunk format: a first chunk with the role, one per batch of new
+  // text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
+  // then `data: [DONE]`.
+  const bool include_usage = parsed.include_usage;
+  auto chunk = [id, created, model](json delta, json finish) {
+    json c = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+              {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}}})}};
+    return "data: " + c.dump() + "\n\n";
+  };
+  auto started = std::make_shared<bool>(false);
+  auto calls_sent = std::make_shared<size_t>(0);
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id](size_t, httplib::DataSink& sink) {
+        std::string out;
+        if (!*started) {
+          *started = true;
+          out += chunk({{"role", "assistant"}, {"content", ""}}, nullptr);
+        }
+        std::optional<ChatEvent> e = NextChatEvent(*stream, client.get());
+        if (!e) {
+          if (!out.empty()) sink.write(out.data(), out.size());
+          sink.done();
+          return true;
+        }
+        if (!e->thinking.empty()) out += chunk({{"reasoning_content", e->thinking}}, nullptr);
+        if (!e->content.empty()) out += chunk({{"content", e->content}}, nullptr);
+        for (const ToolCall& call : e->tool_calls) {
+          const size_t index = (*calls_sent)++;
+          out += chunk({{"tool_calls", json::array({ToolCallJson(call, call_id(index), index, true)})}}, nullptr);
+        }
+        if (e->finish == ChatFinish::kError || e->finish == ChatFinish::kCancelled) {
+          out += "data: " + ErrorJson(ChatError(*e)).dump() + "\n\ndata: [DONE]\n\n";
+        } else if (e->finish != ChatFinish::kNone) {
+          out += chunk(json::object(), ChatFinishName(e->finish));
+          if (include_usage) {
+            json usage = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
+                          {"choices", json::array()}, {"usage", UsageJson(e->usage)}};
+            out += "data: " + usage.dump() + "\n\n";
+          }
+          out += "data: [DONE]\n\n";
+        }
+        if (out.empty()) return true;
+        // A failed write means the client went away: stop generating for it.
+        if (!sink.write(out.data(), out.size())) {
+          stream->Cancel();
+          return false;
+        }
+        return true;
+      },
+      [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
+}
+
+void HttpServer::Stop() {
+  stopping_.store(true);
+  if (listener_) listener_->Stop();
+}
+
+void HttpServer::Route() {
+  httplib::Server& srv = *router_;
+  srv.set_payload_max_length(options_.max_body_bytes);
+
+  // Before any route and before the body is read: the API key, then the body's declared size.
+  srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!options_.api_key.empty() && req.path != "/health") {
+      const std::string header = req.get_header_value("Authorization");
+      if (header.empty() || !SameKey(BearerKey(header), options_.api_key)) {
+        SendError(res, {401,
+                        header.empty() ? "no API key: send it as 'Authorization: Bearer <key>'"
+                                       : "the API key in the Authorization header is not valid",
+                        "invalid_request_error", "", "invalid_api_key"});
+        res.set_header("WWW-Authenticate", "Bearer");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    const std::string length = req.get_header_value("Content-Length");
+    if (!length.empty()) {
+      size_t bytes = 0;
+      auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), bytes);
+      if (ec == std::errc() && end == length.data() + length.size() && bytes > options_.max_body_bytes) {
+        SendError(res, {413, fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
+                                         options_.max_body_bytes),
+                        "invalid_request_error", "", "request_too_large"});
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+
+  srv.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json body = {{"object", "list"},
+                 {"data", json::array({{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "temper"}}})}};
+    res.set_content(body.dump(), "application/json");
+  });
+
+  srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(Prometheus(scheduler_.metrics()), "text/plain; version=0.0.4");
+  });
+
+  srv.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    json body;
+    if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
+      SendError(res, *e);
+      return;
+    }
+    ParsedRequest parsed;
+    if (std::optional<ApiError> e = ParseCompletion(body, options_.model_name, parsed)) {
+      SendError(res, *e);
+      return;
+    }
+    Result<std::shared_ptr<RequestStream>> submitted = scheduler_.Submit(std::move(parsed.request));
+    if (!submitted.ok()) {
+      SendError(res, FromStatus(submitted.status()));
+      return;
+    }
+    std::shared_ptr<RequestStream> stream = *submitted;
+    std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
+    const std::string id = fmt::format("cmpl-{}", next_id_.fetch_add(1));
+    const int64_t created = UnixNow();
+
+    if (!parsed.stream) {
+      StreamEvent all;
+      while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) {
+        all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
+        all.text += e->text;
+        all.finish = e->finish;
+        all.error = e->error;
+        all.usage = e->usage;
+      }
+      if (all.finish == FinishReason::kNone) all.finish = FinishReason::kCancelled;  // the server stopped
+      if (all.finish == FinishReason::kError || all.finish == FinishReason::kCancelled) {
+        SendError(res, all.finish == FinishReason::kError ? FromStatus(all.error)
+                                                          : ApiError{503, "the server is shutting down", "server_error"});
+        return;
+      }
+      json out = {{"id", id},
+                  {"object", "text_completion"},
+                  {"created", created},
+                  {"model", options_.model_name},
+                  {"choices", json::array({{{"index", 0},
+                                            {"text", all.text},
+                                            {"token_ids", all.tokens},
+                                            {"logprobs", nullptr},
+                                            {"finish_reason", FinishJson(all.finish)}}})},
+                  {"usage", UsageJson(all.usage)}};
+      res.set_content(out.dump(), "application/json");
+      return;
+    }
+
+    // Server-sent events: one `data:` line per batch of new tokens, then `data: [DONE]`.
+    const bool include_usage = parsed.include_usage;
+    const std::string model = options_.model_name;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [this, stream, client, id, created, model, include_usage](size_t, httplib::DataSink& sink) {
+          std::optional<StreamEvent> e = NextEvent(*stream, client.get());
+          if (!e) {
+            sink.done();
+            return true;
+          }
+          std::string out;
+          if (e->finish == FinishReason::kError || e->finish == FinishReason::kCancelled) {
+            const ApiError err = e->finish == FinishReason::kError ? FromStatus(e->error)
+                                                                   : ApiError{503, "the request was cancelled", "server_error"};
+            out = "data: " + ErrorJson(err).dump() + "\n\ndata: [DONE]\n\n";
+          } else {
+            json chunk = {{"id", id},
+                          {"object", "text_completion"},
+                          {"created", created},
+                          {"model", model},
+                          {"choices", json::array({{{"index", 0},
+                                                    {"text", e->text},
+                                                    {"token_ids", e->tokens},
+                                                    {"logprobs", nullptr},
+                                                    {"finish_reason", FinishJson(e->finish)}}})}};
+            out = "data: " + chunk.dump() + "\n\n";
+            if (e->finish != FinishReason::kNone) {
+              if (include_usage) {
+                json usage = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
+                              {"choices", json::array()}, {"usage", UsageJson(e->usage)}};
+                out += "data: " + usage.dump() + "\n\n";
+              }
+              out += "data: [DONE]\n\n";
+            }
+          }
+          // A failed write means the client went away: stop generating for it.
+          if (!sink.write(out.data(), out.size())) {
+            stream->Cancel();
+            return false;
+          }
+          return true;
+        },
+        [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
+  });
+
+  srv.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
+
+  srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    log_.Error("HTTP {} {}: {}", req.method, req.path, what);
+    SendError(res, {500, "internal error: " + what, "server_error"});
+  });
+}
+
+}  // namespace temper::engine

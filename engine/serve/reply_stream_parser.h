@@ -1,0 +1,72 @@
+// ReplyStreamParser: splits a model reply into visible text, thinking and tool calls while it is
+// being generated, so callers see text as it streams and each tool call once it is complete.
+//
+// It reads the text the scheduler streams (decoded with special tokens kept) and follows exactly
+// the grammar of ChatFormat::ParseReplyText: concatenating every delta gives the `content` and
+// `thinking` ParseReplyText returns for the whole text, and the tool calls are the same (each is
+// parsed by ParseReplyText itself, over the reply so far, so offsets in errors are reply offsets).
+// Text that may be the start of a control token ("<|tool" at the end of a chunk), and trailing
+// whitespace that ParseReplyText would trim, is held back until the next chunk decides it.
+//
+// Thread safety: none; one parser per reply. Ownership: borrows the ChatFormat.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/tokenizer/chat_format.h"
+
+namespace temper::engine {
+
+// What a chunk of reply text completed.
+struct ReplyDelta {
+  std::string content;
+  std::string thinking;
+  std::vector<ToolCall> tool_calls;
+  bool empty() const { return content.empty() && thinking.empty() && tool_calls.empty(); }
+};
+
+class ReplyStreamParser {
+ public:
+  explicit ReplyStreamParser(const ChatFormat& format) : format_(format) {}
+
+  // Adds the next chunk of reply text. Errors (InvalidArgument, as ParseReplyText words them): a
+  // malformed tool call ("tool call 0 at byte 12: argument 'path': unterminated string"), a stray
+  // control token ("reply at byte 5: unexpected <tool_call|>"), text after the end of the turn.
+  // After an error the parser stays failed and returns the same error.
+  Result<ReplyDelta> Push(std::string_view text);
+  // The end of the reply: releases what was held back. Errors: a tool call or thought channel left
+  // open ("tool call 0 at byte 7: not closed with <tool_call|>"), or Push's error.
+  Result<ReplyDelta> Finish();
+
+  // True while inside an unfinished tool call or thought channel (so a reply cut by max_tokens
+  // there is incomplete rather than malformed).
+  bool inside_construct() const { return state_ == State::kToolCall || state_ == State::kThinking || state_ == State::kThoughtHeader; }
+  int tool_call_count() const { return calls_; }
+
+ private:
+  enum class State { kContent, kThoughtHeader, kThinking, kToolCall, kEnded };
+  // Runs the state machine over pending text; `final` means no more text will come.
+  Status Process(ReplyDelta& out, bool final);
+  void EmitContent(std::string_view text, ReplyDelta& out);
+  void EmitThinking(std::string_view text, ReplyDelta& out);
+
+  const ChatFormat& format_;
+  State state_ = State::kContent;
+  Status error_;
+  std::string all_;      // the whole reply so far
+  size_t pos_ = 0;       // all_ before this is processed
+  size_t construct_start_ = 0;  // where the open tool call or thought channel began, or the turn ended
+  int calls_ = 0;
+  // Trimming, as ParseReplyText trims content and each thought.
+  bool content_started_ = false;
+  std::string content_space_;  // trailing whitespace held back
+  bool thought_started_ = false;
+  bool any_thought_ = false;
+  std::string thought_space_;
+};
+
+}  // namespace temper::engine

@@ -1,0 +1,551 @@
+#include "engine/serve/scheduler.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "engine/serve/prefix_cache.h"
+
+namespace temper::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+
+int64_t BlocksFor(int64_t tokens, int block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
+
+}  // namespace
+
+const char* FinishReasonName(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kNone: return "";
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// RequestStream
+
+void RequestStream::Push(StreamEvent event) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!pending_) {
+    pending_ = std::move(event);
+  } else {
+    StreamEvent& p = *pending_;
+    p.tokens.insert(p.tokens.end(), event.tokens.begin(), event.tokens.end());
+    p.text += event.text;
+    p.finish = event.finish;
+    p.error = event.error;
+    p.usage = event.usage;
+  }
+  if (pending_->finish != FinishReason::kNone) {
+    ended_ = true;
+    wake_ = nullptr;  // the scheduler may go away from here on
+  }
+  cv_.notify_all();
+}
+
+std::optional<StreamEvent> RequestStream::TakeLocked() {
+  std::optional<StreamEvent> e = std::move(pending_);
+  pending_.reset();
+  if (e && e->finish != FinishReason::kNone) returned_ = true;
+  return e;
+}
+
+std::optional<StreamEvent> RequestStream::Next() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return pending_.has_value() || returned_; });
+  return TakeLocked();
+}
+
+std::optional<StreamEvent> RequestStream::NextFor(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return pending_.has_value() || returned_; })) return StreamEvent{};
+  return TakeLocked();
+}
+
+StreamEvent RequestStream::Wait() {
+  StreamEvent all;
+  while (std::optional<StreamEvent> e = Next()) {
+    all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
+    all.text += e->text;
+    all.finish = e->finish;
+    all.error = e->error;
+    all.usage = e->usage;
+  }
+  return all;
+}
+
+void RequestStream::Cancel() {
+  cancelled_.store(true);
+  // Under mu_, so the scheduler cannot finish this stream (clearing wake_) and be destroyed
+  // while the nudge is on its way.
+  std::lock_guard<std::mutex> lock(mu_);
+  if (wake_) wake_();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler
+
+struct Scheduler::Request {
+  std::shared_ptr<RequestStream> stream;
+  GenerateRequest req;
+  std::optional<Sampler> sampler;
+  std::unique_ptr<TextStream> text;
+  std::vector<int32_t> tokens;       // the prompt, then every generated token
+  int64_t prompt_len = 0;
+  std::vector<int64_t> checkpoints;  // sorted, unique, ending with prompt_len
+  SequenceId seq = -1;
+  int64_t fed = 0;  // tokens in the sequence's cache
+  uint64_t order = 0;
+  bool admitted_before = false;
+  bool done = false;
+  std::string text_buf;  // all text so far (cut at a stop string)
+  size_t text_sent = 0;
+  Clock::time_point submitted;
+  RequestUsage usage;
+
+  int64_t generated() const { return static_cast<int64_t>(tokens.size()) - prompt_len; }
+  int64_t remaining() const { return static_cast<int64_t>(tokens.size()) - fed; }
+};
+
+Scheduler::Scheduler(Backend& backend, const SchedulerOptions& options, const Logger& log)
+    : backend_(backend), options_(options), log_(log) {}
+
+Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const SchedulerOptions& options,
+                                                     const Logger& log) {
+  if (options.max_batch_tokens < 1) {
+    return Status::InvalidArgument(fmt::format("scheduler: max_batch_tokens is {}, must be at least 1", options.max_batch_tokens));
+  }
+  if (options.max_waiting < 1) {
+    return Status::InvalidArgument(fmt::format("scheduler: max_waiting is {}, must be at least 1", options.max_waiting));
+  }
+  std::unique_ptr<Scheduler> s(new Scheduler(backend, options, log));
+  if (options.prefix_cache) s->cache_ = std::make_unique<PrefixCache>(backend);
+  s->counters_.kv = backend.kv_usage();
+  s->pool_tokens_ = s->counters_.kv.total_blocks * s->counters_.kv.block_tokens;
+  s->metrics_ = s->counters_;
+  s->thread_ = std::thread([p = s.get()] { p->Loop(); });
+  return s;
+}
+
+Scheduler::~Scheduler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request) {
+  const ModelConfig& config = backend_.config();
+  const int64_t n = static_cast<int64_t>(request.prompt.size());
+  if (n == 0) return Status::InvalidArgument("request: the prompt is empty");
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t id = request.prompt[static_cast<size_t>(i)];
+    if (id < 0 || id >= config.vocab_size) {
+      return Status::InvalidArgument(
+          fmt::format("request: prompt token {} is id {}, outside the vocabulary [0, {})", i, id, config.vocab_size));
+    }
+  }
+  if (request.max_tokens < 1) {
+    return Status::InvalidArgument(fmt::format("request: max_tokens is {}, must be at least 1", request.max_tokens));
+  }
+  Result<Sampler> sampler = Sampler::Create(request.sampling);
+  if (!sampler.ok()) return sampler.status().WithContext("request sampling");
+  if (!request.stop_strings.empty() && options_.detokenizer == nullptr) {
+    return Status::InvalidArgument("request: stop strings need a detokenizer, and this engine has none");
+  }
+  for (size_t i = 0; i < request.stop_strings.size(); ++i) {
+    if (request.stop_strings[i].empty()) return Status::InvalidArgument(fmt::format("request: stop string {} is empty", i));
+  }
+  for (int64_t c : request.checkpoints) {
+    if (c < 1 || c > n) {
+      return Status::InvalidArgument(fmt::format("request: checkpoint {} is outside the prompt (1..{})", c, n));
+    }
+  }
+  // Constants of the backend, safe to read from any thread.
+  const int64_t limit = backend_.context_limit();
+  if (n + request.max_tokens > limit) {
+    return Status::OutOfRange(fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the context limit of {} tokens",
+                                          n, request.max_tokens, limit));
+  }
+  const int64_t pool = pool_tokens_;
+  if (n + request.max_tokens > pool) {
+    return Status::OutOfRange(fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the KV pool of {} tokens",
+                                          n, request.max_tokens, pool));
+  }
+
+  auto r = std::make_unique<Request>();
+  r->stream = std::make_shared<RequestStream>();
+  r->stream->wake_ = [this] {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      nudged_ = true;
+    }
+    cv_.notify_all();
+  };
+  r->sampler = std::move(*sampler);
+  if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
+  r->tokens = request.prompt;
+  r->prompt_len = n;
+  r->checkpoints = request.checkpoints;
+  r->checkpoints.push_back(n);
+  std::sort(r->checkpoints.begin(), r->checkpoints.end());
+  r->checkpoints.erase(std::unique(r->checkpoints.begin(), r->checkpoints.end()), r->checkpoints.end());
+  r->req = std::move(request);
+  r->submitted = Clock::now();
+  r->usage.prompt_tokens = n;
+  std::shared_ptr<RequestStream> stream = r->stream;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (static_cast<int64_t>(incoming_.size()) + metrics_.waiting >= options_.max_waiting) {
+      return Status::ResourceExhausted(fmt::format("scheduler: {} requests are already waiting", options_.max_waiting));
+    }
+    incoming_.push_back(std::move(r));
+  }
+  cv_.notify_all();
+  return stream;
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  SchedulerMetrics m = metrics_;
+  m.waiting += static_cast<int64_t>(incoming_.size());
+  return m;
+}
+
+void Scheduler::Loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (running_.empty() && waiting_.empty()) {
+        // Idle: wake for new work, a cancellation, shutdown, or once a second to refresh metrics.
+        cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || nudged_ || !incoming_.empty(); });
+      }
+      if (stop_) break;
+      nudged_ = false;
+      while (!incoming_.empty()) {
+        waiting_.push_back(std::move(incoming_.front()));
+        incoming_.pop_front();
+      }
+    }
+    Step();
+    PublishMetrics();
+  }
+  // Shutdown: every request still known ends as cancelled.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!incoming_.empty()) {
+      waiting_.push_back(std::move(incoming_.front()));
+      incoming_.pop_front();
+    }
+  }
+  for (auto& r : running_) Finish(*r, FinishReason::kCancelled);
+  for (auto& r : waiting_) Finish(*r, FinishReason::kCancelled);
+  running_.clear();
+  waiting_.clear();
+  cache_.reset();
+}
+
+void Scheduler::Step() {
+  DropCancelled();
+  Admit();
+  if (running_.empty()) return;
+  Status s = RunBatch();
+  if (!s.ok()) log_.Error("scheduler: forward pass failed: {}", s.ToString());
+  std::erase_if(running_, [](const std::unique_ptr<Request>& r) { return r->done; });
+}
+
+void Scheduler::DropCancelled() {
+  for (auto& r : running_) {
+    if (r->stream->cancelled()) Finish(*r, FinishReason::kCancelled);
+  }
+  std::erase_if(running_, [](const std::unique_ptr<Request>& r) { return r->done; });
+  for (auto& r : waiting_) {
+    if (r->stream->cancelled()) Finish(*r, FinishReason::kCancelled);
+  }
+  std::erase_if(waiting_, [](const std::unique_ptr<Request>& r) { return r->done; });
+}
+
+void Scheduler::Admit() {
+  while (!waiting_.empty()) {
+    if (!AdmitOne(*waiting_.front())) break;
+    std::unique_ptr<Request> r = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (!r->done) running_.push_back(std::move(r));
+  }
+}
+
+// Returns false when the request must keep waiting; true when it was admitted or failed.
+bool Scheduler::AdmitOne(Request& r) {
+  KvUsage kv = backend_.kv_usage();
+  if (kv.live_sequences >= kv.max_sequences) return false;
+  // Blocks promised to admitted requests that are still prefilling.
+  int64_t promised = 0;
+  for (const auto& q : running_) promised += BlocksFor(q->remaining(), kv.block_tokens);
+  const int64_t usable = static_cast<int64_t>(r.tokens.size()) - 1;  // at least one token is fed
+  PrefixCache::Match match;
+  while (true) {
+    if (cache_) match = cache_->Lookup(r.tokens, usable);
+    const int64_t need = BlocksFor(static_cast<int64_t>(r.tokens.size()) - match.length, kv.block_tokens) + 1;
+    if (kv.free_blocks - promised >= need) break;
+    // Lookup made the match the most recently used entry, so it is evicted last.
+    if (!cache_ || !cache_->EvictOne()) {
+      if (!running_.empty()) return false;  // wait for running requests to free memory
+      break;  // alone: go ahead, the forward pass preempts or fails it
+    }
+    kv = backend_.kv_usage();
+  }
+  Result<SequenceId> seq = match.snapshot >= 0 ? backend_.ForkSnapshot(match.snapshot) : backend_.AddSequence();
+  if (!seq.ok() && match.snapshot >= 0) {
+    match = {};
+    seq = backend_.AddSequence();
+  }
+  if (!seq.ok()) {
+    if (seq.status().code() == StatusCode::kResourceExhausted && !running_.empty()) return false;
+    Finish(r, FinishReason::kError, seq.status().WithContext("starting a sequence"));
+    return true;
+  }
+  r.seq = *seq;
+  r.fed = match.length;
+  r.order = ++admissions_;
+  if (!r.admitted_before) {
+    r.admitted_before = true;
+    r.usage.queue_seconds = Seconds(r.submitted, Clock::now());
+    r.usage.cached_prompt_tokens = std::min(match.length, r.prompt_len);
+    counters_.prompt_tokens += r.prompt_len;
+    counters_.cached_prompt_tokens += r.usage.cached_prompt_tokens;
+  }
+  return true;
+}
+
+Status Scheduler::RunBatch() {
+  struct Item {
+    Request* r;
+    int64_t n;
+  };
+  std::vector<Item> items;
+  int64_t budget = options_.max_batch_tokens;
+  // Decode first: every request with one token left to feed.
+  for (auto& r : running_) {
+    if (budget == 0) break;
+    if (r->remaining() == 1) {
+      items.push_back({r.get(), 1});
+      --budget;
+    }
+  }
+  // Then prefill chunks in admission order, each ending at the next checkpoint at the latest.
+  for (auto& r : running_) {
+    if (budget == 0) break;
+    if (r->remaining() <= 1) continue;
+    int64_t end = static_cast<int64_t>(r->tokens.size());
+    for (int64_t c : r->checkpoints) {
+      if (c > r->fed) {
+        end = std::min(end, c);
+        break;
+      }
+    }
+    const int64_t n = std::min(end - r->fed, budget);
+    items.push_back({r.get(), n});
+    budget -= n;
+  }
+  if (items.empty()) return Status::OK();
+
+  Result<ForwardResult> out = Status::Internal("no forward pass ran");
+  while (true) {
+    std::vector<ForwardItem> batch;
+    batch.reserve(items.size());
+    for (const Item& it : items) {
+      batch.push_back({it.r->seq,
+                       std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
+                       false, it.r->sampler->params().temperature});
+    }
+    // A backend that samples on its devices sends each row's candidates, not the whole row.
+    out = backend_.Forward(batch, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
+    if (out.ok()) break;
+    if (out.status().code() != StatusCode::kResourceExhausted) {
+      for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
+      return out.status();
+    }
+    // Out of KV pages: give back cached prefixes first, then the newest request's pages.
+    if (cache_ && cache_->EvictOne()) continue;
+    Request* victim = nullptr;
+    for (auto& r : running_) {
+      if (!r->done && (victim == nullptr || r->order > victim->order)) victim = r.get();
+    }
+    if (victim == nullptr || std::count_if(running_.begin(), running_.end(), [](const auto& r) { return !r->done; }) == 1) {
+      for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
+      return out.status();
+    }
+    Preempt(*victim);
+    std::erase_if(items, [&](const Item& it) { return it.r == victim; });
+    if (items.empty()) return Status::OK();
+  }
+  ++counters_.forward_passes;
+
+  const int vocab = backend_.config().vocab_size;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Request& r = *items[i].r;
+    r.fed += items[i].n;
+    if (r.remaining() > 0) {
+      counters_.prefilled_tokens += items[i].n;
+      if (std::binary_search(r.checkpoints.begin(), r.checkpoints.end(), r.fed)) PinPrefix(r, r.fed);
+      continue;  // a prefill chunk short of the end: its logits are not needed
+    }
+    if (r.fed == r.prompt_len) PinPrefix(r, r.fed);
+    if (items[i].n > 1) counters_.prefilled_tokens += items[i].n;
+    int32_t token;
+    if (out->candidates.empty()) {
+      token = r.sampler->Sample(std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+    } else {
+      const Sampler::Outcome picked = r.sampler->Sample(out->candidates[i]);
+      token = picked.token;
+      if (picked.needs_full_row) {
+        Result<std::vector<float>> row = backend_.LogitsRow(static_cast<int64_t>(i));
+        if (!row.ok()) {
+          Finish(r, FinishReason::kError, row.status());
+          continue;
+        }
+        ++counters_.full_row_samples;
+        token = r.sampler->Sample(*row);
+      }
+    }
+    Emit(r, token);
+  }
+  return Status::OK();
+}
+
+void Scheduler::Preempt(Request& r) {
+  ReleaseSequence(r);
+  r.fed = 0;
+  ++r.usage.preemptions;
+  ++counters_.preemptions;
+  log_.Info("scheduler: KV pool full; preempted a request with {} tokens (recomputed later)", r.tokens.size());
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->get() == &r) {
+      waiting_.push_front(std::move(*it));
+      running_.erase(it);
+      return;
+    }
+  }
+}
+
+void Scheduler::PinPrefix(Request& r, int64_t length) {
+  if (!cache_ || r.seq < 0 || length <= 0) return;
+  Result<bool> pinned = cache_->Insert(std::span<const int32_t>(r.tokens).first(static_cast<size_t>(length)), r.seq);
+  if (!pinned.ok()) log_.Warning("prefix cache: cannot pin a {}-token prefix: {}", length, pinned.status().ToString());
+}
+
+void Scheduler::ReleaseSequence(Request& r) {
+  if (r.seq < 0) return;
+  Status s = backend_.ReleaseSequence(r.seq);
+  if (!s.ok()) log_.Error("scheduler: releasing sequence {}: {}", r.seq, s.ToString());
+  r.seq = -1;
+}
+
+void Scheduler::Emit(Request& r, int32_t token) {
+  const Clock::time_point now = Clock::now();
+  if (r.generated() == 0) r.usage.ttft_seconds = Seconds(r.submitted, now);
+  r.tokens.push_back(token);
+  ++counters_.generated_tokens;
+  StreamEvent event;
+  event.tokens.push_back(token);
+
+  FinishReason finish = FinishReason::kNone;
+  if (r.sampler->IsStop(token)) {
+    finish = FinishReason::kStop;  // the stop token's own text is not part of the output
+  } else if (r.text) {
+    Result<std::string> piece = r.text->Push(token);
+    if (!piece.ok()) {
+      Finish(r, FinishReason::kError, piece.status().WithContext("detokenizing"));
+      return;
+    }
+    const size_t before = r.text_buf.size();
+    r.text_buf += *piece;
+    // A stop string may end in this piece and start in earlier ones.
+    size_t cut = std::string::npos;
+    for (const std::string& stop : r.req.stop_strings) {
+      const size_t from = before >= stop.size() - 1 ? before - (stop.size() - 1) : 0;
+      const size_t at = r.text_buf.find(stop, from);
+      if (at != std::string::npos) cut = std::min(cut, at);
+    }
+    if (cut != std::string::npos) {
+      r.text_buf.resize(cut);
+      finish = FinishReason::kStop;
+    }
+  }
+  if (finish == FinishReason::kNone && r.generated() >= r.req.max_tokens) finish = FinishReason::kLength;
+  if (finish != FinishReason::kNone) {
+    r.stream->Push(std::move(event));
+    Finish(r, finish);
+    return;
+  }
+  // Hold back the longest tail that could still grow into a stop string.
+  size_t hold = 0;
+  for (const std::string& stop : r.req.stop_strings) {
+    for (size_t k = std::min(stop.size() - 1, r.text_buf.size() - r.text_sent); k > hold; --k) {
+      if (r.text_buf.compare(r.text_buf.size() - k, k, stop, 0, k) == 0) {
+        hold = k;
+        break;
+      }
+    }
+  }
+  const size_t send_end = r.text_buf.size() - hold;
+  event.text = r.text_buf.substr(r.text_sent, send_end - r.text_sent);
+  r.text_sent = send_end;
+  r.stream->Push(std::move(event));
+}
+
+void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
+  if (r.done) return;
+  r.done = true;
+  if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+    // The end of a turn is a checkpoint: the next turn of the conversation resends all of it.
+    PinPrefix(r, r.fed);
+  }
+  ReleaseSequence(r);
+  StreamEvent event;
+  if (r.text && (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
+    const bool cut_at_stop_string = reason == FinishReason::kStop && !r.sampler->IsStop(r.tokens.back());
+    if (!cut_at_stop_string) {
+      Result<std::string> rest = r.text->Finish();
+      if (rest.ok()) r.text_buf += *rest;
+    }
+    event.text = r.text_buf.substr(std::min(r.text_sent, r.text_buf.size()));
+    r.text_sent = r.text_buf.size();
+  }
+  event.finish = reason;
+  event.error = std::move(error);
+  r.usage.completion_tokens = std::max<int64_t>(0, r.generated());
+  r.usage.total_seconds = Seconds(r.submitted, Clock::now());
+  event.usage = r.usage;
+  ++counters_.finished_requests;
+  if (reason == FinishReason::kCancelled) ++counters_.cancelled_requests;
+  r.stream->Push(std::move(event));
+}
+
+void Scheduler::PublishMetrics() {
+  const Clock::time_point now = Clock::now();
+  rate_samples_.emplace_back(now, counters_.generated_tokens);
+  while (rate_samples_.size() > 2 && Seconds(rate_samples_[1].first, now) > 10.0) rate_samples_.pop_front();
+  SchedulerMetrics m = counters_;
+  m.waiting = static_cast<int64_t>(waiting_.size());
+  m.running = static_cast<int64_t>(running_.size());
+  m.kv = backend_.kv_usage();
+  m.cache_entries = cache_ ? cache_->entries() : 0;
+  const double span = Seconds(rate_samples_.front().first, now);
+  m.generated_tokens_per_second =
+      span > 0 ? static_cast<double>(counters_.generated_tokens - rate_samples_.front().second) / span : 0;
+  std::lock_guard<std::mutex> lock(mu_);
+  metrics_ = m;
+}
+
+}  // namespace temper::engine

@@ -1,0 +1,190 @@
+// Scheduler: serves generation requests from many threads on one Backend, with iteration-level
+// (continuous) batching.
+//
+// One thread owns the backend. Each iteration it drops cancelled requests, admits waiting ones
+// (forking from the prefix cache where a cached prefix matches), and runs one forward pass whose
+// batch holds one token for every decoding request first (decode priority) and then prefill
+// chunks in arrival order, up to `max_batch_tokens`. Chunks end at checkpoints (message
+// boundaries) so the state there can be pinned in the prefix cache. Requests join and leave the
+// batch between any two iterations, and each one streams its tokens as they are sampled.
+//
+// Memory: requests are admitted while the KV pool has room for their remaining prompt; when the
+// pool runs out mid-flight the scheduler first evicts prefix-cache entries, then preempts the most
+// recently admitted request (its cache is dropped and recomputed when it is re-admitted; its
+// sampler state is kept, so its output is the same as without preemption). A request that could
+// never fit (prompt + max_tokens beyond the context limit or the pool) is refused at Submit.
+//
+// Thread safety: Submit, metrics and RequestStream's methods may be called from any thread.
+// Ownership: borrows the backend (which nobody else may drive while the scheduler lives), the
+// detokenizer and the logger; all must outlive it. Destruction cancels every request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "engine/backend.h"
+#include "engine/tokenizer/detokenizer.h"
+#include "engine/sampler.h"
+
+namespace temper::engine {
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;  // at least one token
+  SamplingParams sampling;      // including stop_tokens
+  // Generation ends when the text contains one of these; the text stops before it. Needs a
+  // detokenizer.
+  std::vector<std::string> stop_strings;
+  int64_t max_tokens = 256;  // generated tokens, at least 1
+  // Prompt positions in (0, prompt.size()] where a message ends. The prefix cache pins the state
+  // there, so a later prompt that shares the prefix up to one of them skips it. The prompt's end
+  // and the end of generation are always pinned.
+  std::vector<int64_t> checkpoints;
+};
+
+enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
+// "stop", "length", "cancelled", "error" ("" for kNone).
+const char* FinishReasonName(FinishReason reason);
+
+struct RequestUsage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // taken from the prefix cache instead of prefilled
+  int64_t completion_tokens = 0;
+  int64_t preemptions = 0;
+  double queue_seconds = 0;  // submit to first admission
+  double ttft_seconds = 0;   // submit to first token
+  double total_seconds = 0;  // submit to finish
+};
+
+// What a request produced since the previous event. The last event of a stream has finish set.
+struct StreamEvent {
+  std::vector<int32_t> tokens;
+  std::string text;  // only with a detokenizer; held back while it may be the start of a stop string
+  FinishReason finish = FinishReason::kNone;
+  Status error;        // with kError
+  RequestUsage usage;  // with a finish
+};
+
+// The consumer's end of one request. Thread-safe.
+class RequestStream {
+ public:
+  // Blocks until there is something new and returns all of it merged into one event; nullopt
+  // once the final event has been returned.
+  std::optional<StreamEvent> Next();
+  // As Next, but gives up after `timeout` (returning an empty, unfinished event).
+  std::optional<StreamEvent> NextFor(std::chrono::milliseconds timeout);
+  // Reads to the end: everything merged into one event.
+  StreamEvent Wait();
+  // Stops generation; the stream then ends with FinishReason::kCancelled. Idempotent.
+  void Cancel();
+  bool cancelled() const { return cancelled_.load(); }
+
+ private:
+  friend class Scheduler;
+  std::optional<StreamEvent> TakeLocked();
+  void Push(StreamEvent event);  // merges into the pending event
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<StreamEvent> pending_;
+  bool ended_ = false;     // the final event was pushed
+  bool returned_ = false;  // ... and handed out
+  std::atomic<bool> cancelled_{false};
+  std::function<void()> wake_;  // nudges the scheduler (set before the stream is shared)
+};
+
+struct SchedulerOptions {
+  int64_t max_batch_tokens = 512;  // tokens per forward pass, decode tokens included
+  bool prefix_cache = true;
+  int64_t max_waiting = 4096;                // Submit refuses beyond this many waiting requests
+  const Detokenizer* detokenizer = nullptr;  // for text and stop strings
+};
+
+struct SchedulerMetrics {
+  int64_t waiting = 0;  // queue depth
+  int64_t running = 0;
+  KvUsage kv;
+  int64_t cache_entries = 0;
+  int64_t prompt_tokens = 0;         // requested, over all admissions
+  int64_t cached_prompt_tokens = 0;  // of which the prefix cache supplied
+  int64_t prefilled_tokens = 0;
+  int64_t generated_tokens = 0;
+  int64_t finished_requests = 0;
+  int64_t cancelled_requests = 0;  // of those, ended by RequestStream::Cancel (or destruction)
+  int64_t preemptions = 0;
+  int64_t forward_passes = 0;
+  int64_t full_row_samples = 0;  // draws that fell beyond a device-sampled row's candidates
+  double generated_tokens_per_second = 0;  // over the last ten seconds
+  double cache_hit_rate() const {
+    return prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens) / static_cast<double>(prompt_tokens) : 0;
+  }
+};
+
+class Scheduler {
+ public:
+  // InvalidArgument for options out of range. Starts the scheduling thread.
+  static Result<std::unique_ptr<Scheduler>> Create(Backend& backend, const SchedulerOptions& options, const Logger& log);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Queues a request. InvalidArgument for a bad request (empty prompt, token outside the
+  // vocabulary, sampling parameter out of range, stop strings without a detokenizer, bad
+  // checkpoint); OutOfRange when prompt + max_tokens exceeds the context limit or the KV pool;
+  // ResourceExhausted when max_waiting requests are already queued.
+  Result<std::shared_ptr<RequestStream>> Submit(GenerateRequest request);
+
+  SchedulerMetrics metrics() const;
+  const Backend& backend() const { return backend_; }
+
+ private:
+  struct Request;
+  Scheduler(Backend& backend, const SchedulerOptions& options, const Logger& log);
+  void Loop();
+  void Step();
+  void DropCancelled();
+  void Admit();
+  bool AdmitOne(Request& r);
+  Status RunBatch();
+  void Preempt(Request& r);
+  void Finish(Request& r, FinishReason reason, Status error = Status::OK());
+  void Emit(Request& r, int32_t token);
+  void PinPrefix(Request& r, int64_t length);
+  void ReleaseSequence(Request& r);
+  void PublishMetrics();
+
+  Backend& backend_;
+  SchedulerOptions options_;
+  const Logger& log_;
+  std::unique_ptr<class PrefixCache> cache_;  // scheduler thread only
+  int64_t pool_tokens_ = 0;                   // the KV pool's capacity, fixed at creation
+
+  mutable std::mutex mu_;  // guards incoming_, stop_, metrics_
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Request>> incoming_;
+  bool stop_ = false;
+  bool nudged_ = false;
+  SchedulerMetrics metrics_;
+
+  // Scheduler thread only.
+  std::deque<std::unique_ptr<Request>> waiting_;
+  std::vector<std::unique_ptr<Request>> running_;  // in admission order
+  uint64_t admissions_ = 0;
+  SchedulerMetrics counters_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, int64_t>> rate_samples_;
+
+  std::thread thread_;
+};
+
+}  // namespace temper::engine

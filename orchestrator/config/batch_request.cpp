@@ -1,0 +1,185 @@
+#include "orchestrator/config/batch_request.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/closest_match.h"
+#include "orchestrator/config/request_bounds.h"
+#include "orchestrator/config/waivers.h"
+#include "stig/scap/content_trust.h"
+
+namespace temper {
+
+namespace {
+
+constexpr size_t kMaxRules = 5000;
+
+bool IsIdChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+}
+
+bool AllIdChars(std::string_view s) {
+  for (char c : s) {
+    if (!IsIdChar(c)) return false;
+  }
+  return !s.empty();
+}
+
+// XCCDF 1.2 ids are xccdf_<reverse-DNS namespace>_<kind>_<name>.
+bool IsXccdfId(std::string_view id, std::string_view kind) {
+  if (id.rfind("xccdf_", 0) != 0) return false;
+  std::string marker = fmt::format("_{}_", kind);
+  size_t at = id.find(marker, 6);
+  return at != std::string_view::npos && at > 6 && AllIdChars(id.substr(6, at - 6)) &&
+         AllIdChars(id.substr(at + marker.size()));
+}
+
+// An expired waiver is accepted (the report flags it and the rule is remediated as usual), so a
+// batch file reused after its waivers lapsed still runs.
+Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrField<temper::v1::Waiver>& waivers) {
+  std::vector<Waiver> out;
+  std::set<std::string> seen;
+  for (int i = 0; i < waivers.size(); ++i) {
+    const temper::v1::Waiver& w = waivers[i];
+    std::string where = fmt::format("waivers[{}]", i);
+    Result<std::string> id = NormalizeRuleId(w.rule_id());
+    if (!id.ok()) return id.status().WithContext(where + ".rule_id");
+    if (!seen.insert(*id).second) {
+      return Status::InvalidArgument(fmt::format("{}.rule_id: '{}' is waived twice", where, w.rule_id()));
+    }
+    if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
+    if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
+    Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
+    if (w.has_expires_at()) {
+      if (w.expires_at().seconds() <= 0 || w.expires_at().nanos() < 0 || w.expires_at().nanos() > 999999999) {
+        return Status::InvalidArgument(where + ".expires_at: not a valid time after 1970");
+      }
+      waiver.expires_at = w.expires_at().seconds() * 1000 + w.expires_at().nanos() / 1000000;
+    }
+    out.push_back(std::move(waiver));
+  }
+  return out;
+}
+
+Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
+  using R = BudgetRanges;
+  if (requested.max_attempts() != 0) {
+    if (requested.max_attempts() < R::kMinAttempts || requested.max_attempts() > R::kMaxAttempts) {
+      return Status::InvalidArgument(fmt::format("budgets.max_attempts: {} is out of range [{}, {}]",
+                                                 requested.max_attempts(), R::kMinAttempts, R::kMaxAttempts));
+    }
+    out.max_attempts = requested.max_attempts();
+  }
+  if (requested.wall_time_seconds() != 0) {
+    std::chrono::seconds wall(requested.wall_time_seconds());
+    if (wall < R::kMinWallTime || wall > R::kMaxWallTime) {
+      return Status::InvalidArgument(fmt::format("budgets.wall_time_seconds: {} is out of range [{}, {}]",
+                                                 wall.count(), R::kMinWallTime.count(), R::kMaxWallTime.count()));
+    }
+    out.wall_time = wall;
+  }
+  if (requested.max_tokens() != 0) {
+    if (requested.max_tokens() < R::kMinTokens || requested.max_tokens() > R::kMaxTokens) {
+      return Status::InvalidArgument(fmt::format("budgets.max_tokens: {} is out of range [{}, {}]",
+                                                 requested.max_tokens(), R::kMinTokens, R::kMaxTokens));
+    }
+    out.max_tokens = requested.max_tokens();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::string> NormalizeRuleId(std::string_view id) {
+  if (id.size() > kMaxIdentifierBytes) {
+    return Status::InvalidArgument(fmt::format("rule id is {} characters; at most {}", id.size(), kMaxIdentifierBytes));
+  }
+  if (IsXccdfId(id, "rule")) return std::string(id);
+  if (id.rfind("xccdf_", 0) == 0) {
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not an XCCDF rule id (expected xccdf_<namespace>_rule_<name>)", id));
+  }
+  if (AllIdChars(id)) return fmt::format("{}{}", kSsgRulePrefix, id);
+  return Status::InvalidArgument(fmt::format(
+      "'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
+}
+
+Result<int64_t> ParseBatchId(std::string_view text) {
+  int64_t id = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || id <= 0) {
+    return Status::InvalidArgument(fmt::format("'{}' is not a batch id (batch ids are positive numbers)", text));
+  }
+  return id;
+}
+
+Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
+                                       const DaemonConfig& config, const std::vector<std::string>& more_targets) {
+  TEMPER_RETURN_IF_ERROR(CheckRequestBounds(request));
+  NewBatch batch;
+  if (request.target().empty()) return Status::InvalidArgument("target: required");
+  bool more = std::find(more_targets.begin(), more_targets.end(), request.target()) != more_targets.end();
+  if (config.FindTarget(request.target()) == nullptr && !more) {
+    std::vector<std::string> names;
+    for (const TargetConfig& t : config.targets) names.push_back(t.name);
+    names.insert(names.end(), more_targets.begin(), more_targets.end());
+    std::string known;
+    for (const std::string& n : names) known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
+    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})",
+                                        request.target(), config.source, DidYouMean(request.target(), names),
+                                        known.empty() ? "none" : known));
+  }
+  batch.target = request.target();
+
+  if (request.datastream().empty()) return Status::InvalidArgument("datastream: required");
+  // Only from the content directories; the loop checks again when it loads the file.
+  TEMPER_ASSIGN_OR_RETURN(batch.datastream, stig::ResolveTrustedDatastream(request.datastream(), config.content_dirs));
+
+  if (request.profile().empty()) return Status::InvalidArgument("profile: required");
+  if (!IsXccdfId(request.profile(), "profile") && !AllIdChars(request.profile())) {
+    return Status::InvalidArgument(fmt::format(
+        "profile: '{}' is neither an XCCDF profile id nor a profile name such as 'stig'", request.profile()));
+  }
+  batch.profile = request.profile();
+
+  if (request.whole_profile() == (request.rule_ids_size() > 0)) {
+    return Status::InvalidArgument(
+        "rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
+  }
+  batch.whole_profile = request.whole_profile();
+  if (static_cast<size_t>(request.rule_ids_size()) > kMaxRules) {
+    return Status::InvalidArgument(
+        fmt::format("rule_ids: {} rules; a batch holds at most {}", request.rule_ids_size(), kMaxRules));
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < request.rule_ids_size(); ++i) {
+    Result<std::string> id = NormalizeRuleId(request.rule_ids(i));
+    if (!id.ok()) return id.status().WithContext(fmt::format("rule_ids[{}]", i));
+    if (!seen.insert(*id).second) {
+      return Status::InvalidArgument(fmt::format("rule_ids[{}]: '{}' is listed twice", i, request.rule_ids(i)));
+    }
+    batch.rule_ids.push_back(*id);
+  }
+
+  batch.budgets = config.default_budgets;
+  TEMPER_RETURN_IF_ERROR(CheckBudgets(request.budgets(), batch.budgets));
+
+  batch.name = request.name();
+  for (char c : request.request_id()) {
+    if (c < 0x21 || c > 0x7e) {
+      return Status::InvalidArgument("request_id: only printable ASCII characters without spaces");
+    }
+  }
+  batch.request_id = request.request_id();
+
+  TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers()));
+  batch.options.waivers = MergeWaivers(config.waivers, waivers, batch.rule_ids, batch.whole_profile);
+  batch.options.allow_disruptive = request.allow_disruptive();
+  batch.options.plan_only = request.plan_only();
+  return batch;
+}
+
+}  // namespace temper

@@ -1,0 +1,92 @@
+// DaemonConfig: temperd.yaml, the daemon's own settings (where it listens, where it keeps state,
+// default budgets, the targets it may touch). Loaded once at start-up; a bad file stops the daemon
+// with an error naming file:line:column and the field, before anything is opened.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/budgets.h"
+#include "orchestrator/records.h"
+#include "stig/packages/package_cache.h"
+#include "stig/sandbox_caps.h"
+
+namespace temper {
+
+struct UnixListenConfig {
+  std::string path = "/run/temper/temper.sock";
+  // Besides root (and the daemon's own user), members of this group may connect. Empty: root only.
+  std::string group = "temper";
+};
+
+// TCP is served only with TLS and a bearer token: never plaintext on the network.
+struct TcpListenConfig {
+  std::string address;    // host:port, e.g. 0.0.0.0:7443
+  std::string tls_cert;   // PEM certificate chain file
+  std::string tls_key;    // PEM private key file
+  std::string token_file; // file holding the bearer token clients must send
+};
+
+struct TargetConfig {
+  std::string name;
+  std::string type;  // "rootfs" or "ssh"
+  std::string path;  // rootfs: the directory holding the root
+  // ssh: user@name[:port]; the key file and known_hosts when not the `ssh:` section's; sudo -n
+  // is how a login other than root runs commands as root (false only with a root login).
+  std::string host;
+  std::string key_file;
+  std::string known_hosts;
+  bool sudo = true;
+};
+
+// How temperd reaches SSH hosts (targets of type ssh, and hosts named on submit).
+struct SshConfig {
+  std::string known_hosts;  // temperd's own; default <state_dir>/ssh/known_hosts
+  std::string key_file;     // default: none, the agent at $SSH_AUTH_SOCK
+  std::string control_dir;  // the masters' sockets; default <state_dir>/ssh/control
+  std::chrono::seconds connect_timeout{10};
+  std::string host_dir = "/var/lib/temper";  // temper's root-only directory on each host
+  // A revert after a lost connection tries this many fresh connections, this far apart.
+  int reconnect_tries = 6;
+  std::chrono::seconds reconnect_pause{4};
+};
+
+struct DaemonConfig {
+  std::string source;  // the file this was read from, for messages
+  UnixListenConfig unix_socket;
+  std::optional<TcpListenConfig> tcp;
+  std::string state_dir = "/var/lib/temper";
+  std::string database;  // default: <state_dir>/temper.db
+  // The only places datastreams are taken from (stig/scap/content_trust.h), searched in this order for
+  // a bare file name. temperd.yaml's `content_dirs:`; the older `content_dir: DIR` reads as {DIR}.
+  std::vector<std::string> content_dirs = {"/usr/share/xml/scap/ssg/content"};
+  std::string models_file;  // optional: models.yaml, validated at start-up when set
+  LogLevel log_level = LogLevel::kInfo;
+  std::chrono::seconds shutdown_grace{10};
+  Budgets default_budgets;
+  // Where rootfs targets install packages from (stig/packages/package_cache.h). Default: <state_dir>/packages
+  // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
+  stig::PackageCacheOptions package_cache;
+  SshConfig ssh;
+  // sandbox: what each rootfs target's sandboxed commands may take of the host (pids, memory,
+  // cpu_weight per command; disk for all the target's layers). Defaults in stig/sandbox_caps.h.
+  stig::SandboxCaps sandbox;
+  // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
+  uint32_t fixpoint_passes = kDefaultFixpointPasses;
+  std::vector<TargetConfig> targets;
+  // Site-wide accepted risks (orchestrator/config/waivers.h), full rule ids; a batch's own waiver for a
+  // rule replaces the configured one.
+  std::vector<Waiver> waivers;
+
+  const TargetConfig* FindTarget(const std::string& name) const;
+};
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+// For tests and for `temperd --check-config`: parses text that stands for file `source_name`.
+Result<DaemonConfig> ParseDaemonConfig(const std::string& text, const std::string& source_name);
+
+}  // namespace temper

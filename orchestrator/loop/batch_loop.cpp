@@ -1,0 +1,727 @@
+#include "orchestrator/loop/batch_loop.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "orchestrator/loop/rule_policy.h"
+#include "orchestrator/loop/target_tools.h"
+#include "roles/structured_answer.h"
+#include "stig/verification.h"
+
+namespace temper {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t Ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+uint64_t Total(const TokenUsage& u) { return u.prompt_tokens + u.completion_tokens; }
+
+void Add(TokenUsage& into, const TokenUsage& u) {
+  into.prompt_tokens += u.prompt_tokens;
+  into.completion_tokens += u.completion_tokens;
+  into.cached_prompt_tokens += u.cached_prompt_tokens;
+}
+
+TokenUsage UsageOf(const StructuredCall& call) {
+  TokenUsage u;
+  for (const ChatResponse& r : call.responses) Add(u, r.usage);
+  return u;
+}
+
+std::string ShortRuleName(const std::string& id) {
+  size_t at = id.find(stig::kRulePrefix);
+  return at == std::string::npos ? id : id.substr(at + stig::kRulePrefix.size());
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// What the Reflector and later attempts are told about a rejected change.
+std::string Evidence(const stig::VerificationReport& report, const stig::RuleInfo& rule) {
+  std::string out = fmt::format("Evaluator: {}\n", report.Summary());
+  for (const stig::RuleVerdict& v : report.rules) {
+    out += fmt::format("OpenSCAP {} = {}\n", v.rule_id, stig::VerdictName(v.verdict));
+  }
+  for (const stig::RuleVerdict& v : report.regressions) {
+    out += fmt::format("Regression: {} passed before this attempt, now {}\n", v.rule_id, stig::VerdictName(v.verdict));
+  }
+  for (const stig::HealthResult& h : report.health.results) {
+    if (std::find(report.broken_health.begin(), report.broken_health.end(), h.name) == report.broken_health.end()) continue;
+    out += fmt::format("Health check {} (`{}`) now fails: {}\n", h.name, h.command, h.detail);
+  }
+  if (!rule.check_summary.empty()) out += fmt::format("The check: {}\n", rule.check_summary);
+  return out;
+}
+
+// Where a new batch starts: the latest snapshot when nothing changed since it, so a batch that
+// changes nothing adds no layer to the target; else a new snapshot of the current state.
+Result<stig::SnapshotId> StartingSnapshot(stig::Target& target) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
+  if (!changed.empty()) return target.Snapshot();
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> held, target.Snapshots());
+  return held.empty() ? stig::SnapshotId{0} : held.back();
+}
+
+std::string ReflectionText(const Reflection& r) {
+  std::string out = fmt::format("Tried: {}\nWhy it failed: {}\nNext: {}", r.tried, r.why_failed, r.next);
+  if (!r.never.empty()) out += fmt::format("\nNever again: {}", fmt::join(r.never, "; "));
+  return out;
+}
+
+}  // namespace
+
+struct BatchLoop::RuleRun {
+  const stig::RuleInfo& rule;
+  std::string approach;
+  std::vector<PastAttempt> attempts;  // this batch's, oldest first
+  uint32_t attempts_made = 0;         // as stored for the rule (survives a resume)
+  uint64_t tokens_used = 0;
+  Clock::time_point started = Clock::now();
+  uint32_t failures_in_a_row = 0;
+  std::string last_verdict;
+};
+
+BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping)
+    : s_(std::move(services)),
+      target_(target),
+      batch_(std::move(batch)),
+      stopping_(std::move(stopping)),
+      memory_(s_.journal.store()) {}
+
+NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, const std::string& type,
+                          const nlohmann::json& data, TokenUsage usage) const {
+  NewEvent e;
+  e.batch_id = batch_.id;
+  e.target = target_.name();
+  e.rule_id = rule_id;
+  e.role = role;
+  e.type = type;
+  e.data_json = data.dump();
+  e.usage = usage;
+  return e;
+}
+
+Result<StepCommitted> BatchLoop::Commit(LoopStep step) {
+  step.batch_id = batch_.id;
+  TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, s_.journal.Commit(step));
+  if (committed.batch_ended) cancelled_ = true;
+  return committed;
+}
+
+Status BatchLoop::RefreshBatch() {
+  TEMPER_ASSIGN_OR_RETURN(batch_, s_.journal.store().GetBatch(batch_.id));
+  if (batch_.state == BatchState::kCancelled) cancelled_ = true;
+  return Status::OK();
+}
+
+bool BatchLoop::Interrupted() { return cancel_requested_ || cancelled_ || stopping_(); }
+
+std::string BatchLoop::ResultsDir(const std::string& leaf) const {
+  return fmt::format("{}/batch-{}/{}", s_.results_root, batch_.id, leaf);
+}
+
+Result<stig::Evaluation> BatchLoop::EvaluateWithResults(const std::vector<std::string>& rule_ids,
+                                                        const std::string& results_dir, std::map<std::string, int>& counts) {
+  std::error_code ec;
+  std::filesystem::create_directories(results_dir, ec);
+  if (ec) return Status::IOError(fmt::format("cannot create {}: {}", results_dir, ec.message()));
+  TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
+                          target_.Evaluate(s_.evaluator, {.rule_ids = rule_ids, .output_dir = results_dir}));
+  for (const stig::RuleVerdict& v : eval.verdicts) ++counts[std::string(stig::VerdictName(v.verdict))];
+  return eval;
+}
+
+Status BatchLoop::JournalTrimmed(const std::string& rule_id, const std::string& role,
+                                 const std::vector<TrimmedSection>& trimmed) {
+  if (trimmed.empty()) return Status::OK();
+  nlohmann::json sections = nlohmann::json::array();
+  for (const TrimmedSection& t : trimmed) {
+    sections.push_back({{"name", t.name}, {"tokens", t.tokens}, {"kept_tokens", t.kept_tokens}});
+  }
+  return s_.journal.Append(Event(rule_id, role, "prompt.trimmed", {{"sections", sections}})).status();
+}
+
+BatchProgress BatchLoop::Progress() const {
+  BatchProgress p;
+  p.total = batch_.TotalRules();
+  p.passed = batch_.Count(RuleState::kFixed) + batch_.Count(RuleState::kAlreadyPassing);
+  p.failed = batch_.Count(RuleState::kError);
+  p.escalated = batch_.Count(RuleState::kEscalated);
+  p.skipped = batch_.Count(RuleState::kSkipped);
+  p.pending = batch_.Count(RuleState::kPending) + batch_.Count(RuleState::kRunning);
+  size_t from = recent_.size() > 8 ? recent_.size() - 8 : 0;
+  p.recent_events.assign(recent_.begin() + static_cast<ptrdiff_t>(from), recent_.end());
+  return p;
+}
+
+std::vector<std::string> BatchLoop::PassingRules() const {
+  std::vector<std::string> out;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing || r.state == RuleState::kRebootPending) {
+      out.push_back(r.rule_id);
+    }
+  }
+  return out;
+}
+
+Status BatchLoop::Run() {
+  TEMPER_RETURN_IF_ERROR(Start());
+  // A restart after the last rescan (a plan-only batch's revert was under way) only completes.
+  if (!batch_.fixpoint.empty() && batch_.fixpoint.back().final) return Complete();
+  TEMPER_RETURN_IF_ERROR(EvaluateBefore());
+  TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
+                          stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
+  health_ = std::move(health);
+  while (true) {
+    TEMPER_RETURN_IF_ERROR(RefreshBatch());
+    if (Interrupted()) return Interrupt();
+    if (batch_.Count(RuleState::kPending) == 0) {
+      TEMPER_ASSIGN_OR_RETURN(bool settled, Rescan());
+      if (settled) break;
+      continue;
+    }
+    TEMPER_RETURN_IF_ERROR(PickAndRun());
+  }
+  return Complete();
+}
+
+Status BatchLoop::Start() {
+  LoopStep step;
+  nlohmann::json data = {{"target", target_.name()}};
+  if (batch_.state == BatchState::kQueued) {
+    step.batch_state = BatchState::kRunning;
+    step.events.push_back(Event("", "daemon", "batch.started", data));
+  } else {
+    // Resuming after a crash or a restart: whatever an interrupted attempt did is reverted below,
+    // and its rule is picked again.
+    std::vector<std::string> interrupted;
+    for (const BatchRuleRecord& r : batch_.rules) {
+      if (r.state != RuleState::kRunning) continue;
+      interrupted.push_back(r.rule_id);
+      step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
+    }
+    data["interrupted_rules"] = interrupted;
+    data["good_snapshot"] = batch_.good_snapshot ? nlohmann::json(*batch_.good_snapshot) : nlohmann::json();
+    step.events.push_back(Event("", "daemon", "batch.resumed", data));
+  }
+  if (batch_.whole_profile && batch_.rules.empty()) {
+    step.add_rules = s_.content.profile_rule_ids();
+    step.events.push_back(Event("", "daemon", "batch.expanded", {{"profile", s_.content.profile().id},
+                                                                 {"rules", step.add_rules.size()}}));
+  }
+  if (batch_.good_snapshot) {
+    TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.good_snapshot));
+    good_snapshot_ = *batch_.good_snapshot;
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(good_snapshot_, StartingSnapshot(target_));
+    step.good_snapshot = good_snapshot_;
+    step.start_snapshot = good_snapshot_;
+  }
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return RefreshBatch();
+}
+
+Status BatchLoop::EvaluateBefore() {
+  LoopStep step;
+  std::vector<std::string> ids;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (IsFinal(r.state) || !r.before_verdict.empty()) continue;
+    if (!s_.content.Rule(r.rule_id).ok()) {
+      step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kError,
+                            .detail = fmt::format("not a rule of {}", s_.content.datastream_path())});
+      continue;
+    }
+    ids.push_back(r.rule_id);
+  }
+  if (ids.empty() && step.rules.empty()) return Status::OK();
+  std::map<std::string, int> counts;
+  std::string results_dir = ResultsDir("before");
+  std::vector<NewEvent> decided;  // the rule policy's events, journalled after the evaluation's
+  if (!ids.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval, EvaluateWithResults(ids, results_dir, counts));
+    for (const stig::RuleVerdict& v : eval.verdicts) {
+      std::string name(stig::VerdictName(v.verdict));
+      RuleUpdate u{.rule_id = v.rule_id, .before_verdict = name};
+      if (stig::IsPassing(v.verdict)) {
+        u.state = RuleState::kAlreadyPassing;
+        u.after_verdict = name;
+      } else if (v.verdict == stig::Verdict::kError || v.verdict == stig::Verdict::kUnknown) {
+        u.state = RuleState::kError;
+        u.detail = fmt::format("OpenSCAP could not decide the rule before any change ({})", name);
+      } else if (v.verdict != stig::Verdict::kFail) {
+        u.state = RuleState::kSkipped;
+        u.detail = fmt::format("OpenSCAP verdict before any change is {}: nothing to fix on this target", name);
+      }
+      ApplyRulePolicy(v, u, decided);
+      step.rules.push_back(std::move(u));
+    }
+  }
+  std::vector<std::string> unknown;
+  for (const RuleUpdate& u : step.rules) {
+    if (!u.before_verdict) unknown.push_back(u.rule_id);
+  }
+  // Until the batch completes, its results are these: a cancelled batch still has them to show.
+  if (!ids.empty()) step.results_dir = results_dir;
+  std::map<std::string, int> states;
+  for (const RuleUpdate& u : step.rules) ++states[std::string(RuleStateName(u.state.value_or(RuleState::kPending)))];
+  step.events.push_back(Event("", "evaluator", "evaluation.before",
+                              {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
+                               {"results_dir", results_dir}, {"states", states}}));
+  step.events.insert(step.events.end(), decided.begin(), decided.end());
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return RefreshBatch();
+}
+
+template <typename Answer, typename Parse>
+BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer) {
+  StructuredCall call;
+  Asked out;
+  out.status = AskStructured(
+      client, prompt.request,
+      [&](const ChatResponse& r) -> Status {
+        TEMPER_ASSIGN_OR_RETURN(answer, parse(r));
+        return Status::OK();
+      },
+      kMaxCorrections, &call);
+  out.usage = UsageOf(call);
+  for (const ChatResponse& r : call.responses) out.latency += r.latency;
+  out.corrections = std::move(call.corrections);
+  return out;
+}
+
+void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
+                                std::vector<NewEvent>& events) const {
+  PolicyDecision decision = DecideRule(**s_.content.Rule(before.rule_id), before.verdict, batch_.options, NowMs());
+  if (decision.state) {
+    update.state = decision.state;
+    update.detail = decision.detail;
+  }
+  for (const PolicyEvent& e : decision.events) events.push_back(Event(before.rule_id, "daemon", e.type, e.data));
+}
+
+Status BatchLoop::PickAndRun() {
+  ArchitectInput input;
+  input.batch = Progress();
+  std::vector<const stig::RuleInfo*> candidates;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state != RuleState::kPending) continue;
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(r.rule_id));
+    candidates.push_back(rule);
+    input.candidates.push_back(ToRoleRule(*rule));
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(*rule, batch_.id));
+    for (Lesson& l : memory.lessons) input.lessons.push_back(std::move(l));
+    for (PastAttempt& a : memory.earlier_attempts) input.prior_attempts.push_back(std::move(a));
+    if (candidates.size() == kCandidates) break;
+  }
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
+  ArchitectPick pick;
+  Asked asked = Ask(s_.models.architect_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.architect().ParsePick(r, input); }, pick);
+  if (asked.transport_failed()) return asked.status.WithContext("architect");
+  if (!asked.status.ok()) {
+    // The Architect only orders the work; without a usable answer the batch goes on in order, with
+    // SSG's fix text as the plan, and the journal says so.
+    pick = {ArchitectPick::Kind::kAttempt, candidates.front()->id,
+            "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.", ""};
+  }
+  const stig::RuleInfo* rule = *s_.content.Rule(pick.rule_id);
+  nlohmann::json data = {{"corrections", asked.corrections}, {"latency_ms", asked.latency.count()}};
+  if (!asked.status.ok()) data["error"] = asked.status.message();
+  if (pick.kind == ArchitectPick::Kind::kSkip) {
+    data["reason"] = pick.reason;
+    LoopStep step;
+    step.rules.push_back({.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason,
+                          .add_tokens = Total(asked.usage)});
+    step.events.push_back(Event(rule->id, "architect", "architect.skip", data, asked.usage));
+    recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
+    return Commit(std::move(step)).status();
+  }
+  data["approach"] = pick.approach;
+  const char* type = asked.status.ok() ? "architect.pick" : "architect.fallback";
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", type, data, asked.usage)).status());
+  return RunRule(*rule, pick.approach, asked.usage);
+}
+
+Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage) {
+  RuleRun run{.rule = rule, .approach = std::move(approach)};
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.rule_id != rule.id) continue;
+    run.attempts_made = r.attempts;
+    run.tokens_used = r.tokens_used + Total(pick_usage);
+  }
+  // After a resume, this batch's attempts so far (and whether they failed in a row) are stored.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> stored, s_.journal.store().BatchAttempts(batch_.id));
+  for (const AttemptRecord& a : stored) {
+    if (a.rule_id != rule.id) continue;
+    run.attempts.push_back(ToPastAttempt(a));
+    run.failures_in_a_row = a.outcome == "kept" ? 0 : run.failures_in_a_row + 1;
+    // The wall-time budget counts the recorded attempts' time too, so a restart does not renew it.
+    run.started -= std::chrono::milliseconds(std::max<TimeMs>(0, a.finished_at - a.started_at));
+  }
+  LoopStep started;
+  started.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
+  started.events.push_back(Event(rule.id, "daemon", "rule.started",
+                                 {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
+
+  const Budgets& budget = batch_.budgets;
+  while (!Interrupted()) {
+    if (run.attempts_made >= budget.max_attempts) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
+    }
+    if (run.tokens_used >= budget.max_tokens) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("token budget spent: {} of {} tokens", run.tokens_used, budget.max_tokens));
+    }
+    auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - run.started);
+    if (elapsed >= budget.wall_time) {
+      return FinishRule(run, RuleState::kEscalated,
+                        fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
+    }
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
+    if (run.failures_in_a_row >= kReengageAfter) {
+      run.failures_in_a_row = 0;
+      TEMPER_ASSIGN_OR_RETURN(ReengageDecision decision, Reengage(run, memory));
+      if (decision.verdict == ReengageVerdict::kEscalate) {
+        return FinishRule(run, RuleState::kEscalated, "the Architect escalated: " + decision.reasoning);
+      }
+      if (decision.verdict == ReengageVerdict::kPivot) run.approach = decision.plan;
+    }
+    TEMPER_ASSIGN_OR_RETURN(AttemptEnd end, Attempt(run, memory));
+    if (end == AttemptEnd::kKept) return Status::OK();
+  }
+  return Status::OK();
+}
+
+Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory& memory) {
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(ToRoleRule(run.rule), run.approach,
+                                                                               run.attempts, memory.lessons));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(run.rule.id, "architect", prompt.trimmed));
+  ReengageDecision decision;
+  Asked asked = Ask(s_.models.architect_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.architect().ParseReengage(r); }, decision);
+  if (asked.transport_failed()) return asked.status.WithContext("architect");
+  if (!asked.status.ok()) {
+    // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
+    decision = {ReengageVerdict::kEscalate, "no usable re-engagement answer: " + asked.status.message(), ""};
+  }
+  run.tokens_used += Total(asked.usage);
+  static constexpr const char* kVerdictNames[] = {"CONTINUE", "PIVOT", "ESCALATE"};
+  LoopStep step;
+  step.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(asked.usage)});
+  step.events.push_back(Event(run.rule.id, "architect", "architect.reengage",
+                              {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
+                               {"reasoning", decision.reasoning},
+                               {"plan", decision.plan},
+                               {"corrections", asked.corrections},
+                               {"latency_ms", asked.latency.count()}},
+                              asked.usage));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  return decision;
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord attempt;
+  attempt.batch_id = batch_.id;
+  attempt.rule_id = rule.id;
+  attempt.number = run.attempts_made + 1;
+  attempt.approach = run.approach;
+  attempt.started_at = NowMs();
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", "attempt.started",
+                                                 {{"number", attempt.number}, {"approach", run.approach}})).status());
+
+  // The Worker changes the target, starting from the known-good state.
+  WorkerBudget worker_budget;
+  worker_budget.max_tokens = std::min(worker_budget.max_tokens, batch_.budgets.max_tokens - run.tokens_used);
+  Worker worker = s_.models.MakeWorker(worker_budget);
+  WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+  task.allow_package_removal = batch_.options.allow_disruptive;
+  task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
+  TargetTools tools(target_, [this] { return Interrupted(); });
+  Status journal_error;
+  auto on_event = [&](const WorkerEvent& e) {
+    static constexpr const char* kKinds[] = {"worker.model_call", "worker.tool_call", "worker.refused",
+                                             "worker.unusable_answer", "worker.elided"};
+    nlohmann::json data = {{"attempt", attempt.number}};
+    if (!e.tool.empty()) data["tool"] = e.tool;
+    if (!e.arguments.is_null()) data["arguments"] = e.arguments;
+    if (!e.detail.empty()) data["detail"] = e.detail;
+    if (e.kind == WorkerEvent::Kind::kModelCall) data["latency_ms"] = e.latency.count();
+    Result<EventRecord> appended =
+        s_.journal.Append(Event(rule.id, "worker", kKinds[static_cast<int>(e.kind)], data, e.usage));
+    if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
+  };
+  Clock::time_point worker_start = Clock::now();
+  Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
+  Clock::time_point worker_end = Clock::now();
+  if (!worked.ok() || !journal_error.ok()) {
+    TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+    if (!journal_error.ok()) return journal_error;
+    if (worked.status().code() == StatusCode::kCancelled) return AttemptEnd::kInterrupted;
+    return worked.status().WithContext(fmt::format("worker on {}", rule.id));
+  }
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
+  attempt.usage = worked->usage;
+  attempt.commands = Lines(worked->actions);
+
+  // The evaluator's judgement: the rule, every rule that passed before, and the health checks.
+  stig::VerificationRequest request;
+  request.rule_ids = {rule.id};
+  request.previously_passing = PassingRules();
+  request.health_before = &*health_;
+  Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
+  Clock::time_point verify_end = Clock::now();
+  bool accepted = report.ok() && report->accepted();
+  if (report.ok()) {
+    Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
+    attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
+    attempt.outcome = accepted                             ? "kept"
+                      : !report->broken_health.empty()     ? "unhealthy"
+                      : !report->regressions.empty()       ? "regression"
+                                                           : "reverted";
+    attempt.evidence = Evidence(*report, rule);
+  } else {
+    attempt.verdict = "error";
+    attempt.outcome = "reverted";
+    attempt.evidence = "The evaluator failed: " + report.status().ToString();
+  }
+  run.last_verdict = attempt.verdict;
+  nlohmann::json evaluated = {{"number", attempt.number},
+                              {"worker_outcome", WorkerOutcomeName(worked->outcome)},
+                              {"worker_summary", worked->summary},
+                              {"verdict", attempt.verdict},
+                              {"outcome", attempt.outcome},
+                              {"summary", report.ok() ? report->Summary() : report.status().message()},
+                              {"worker_ms", Ms(worker_end - worker_start)},
+                              {"verify_ms", Ms(verify_end - worker_end)}};
+  // What the attempt changed, kept or not: the evidence of what a fix applied or tried.
+  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  if (changes.ok()) {
+    attempt.changes_json = changes->ToJson();
+    evaluated["changes"] = changes->Summary();
+  } else if (changes.status().code() == StatusCode::kUnimplemented) {
+    evaluated["changes_error"] = changes.status().message();
+  } else {
+    return changes.status();
+  }
+  Clock::time_point listed_end = Clock::now();
+  evaluated["changes_ms"] = Ms(listed_end - verify_end);
+
+  LoopStep step;
+  if (accepted) {
+    // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
+    TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
+    evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
+    attempt.finished_at = NowMs();
+    step.good_snapshot = snapshot;
+    attempt.snapshot = snapshot;
+    step.attempt = attempt;
+    // A fix that takes effect only after a reboot stays staged until `temper rebooted` verifies it.
+    const RuleState kept = KeptFixState(rule);
+    std::string detail = fmt::format("fixed on attempt {}", attempt.number);
+    if (kept == RuleState::kRebootPending) {
+      detail += fmt::format(", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
+                            "verifies it", batch_.id);
+    }
+    step.rules.push_back({.rule_id = rule.id, .state = kept, .detail = detail,
+                          .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+    for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
+    step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
+    step.events.push_back(Event(rule.id, "daemon", fmt::format("rule.{}", RuleStateName(kept)),
+                                {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
+                                 {"commands", attempt.commands}}));
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    good_snapshot_ = snapshot;
+    health_ = std::move(report->health);
+    recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
+    return AttemptEnd::kKept;
+  }
+
+  // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
+  TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+  evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
+  step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
+  TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
+  attempt.finished_at = NowMs();
+  step.attempt = attempt;
+  step.rules.push_back({.rule_id = rule.id, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+  for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnFail});
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  ++run.attempts_made;
+  ++run.failures_in_a_row;
+  run.tokens_used += Total(attempt.usage);
+  run.attempts.push_back(ToPastAttempt(attempt));
+  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, attempt.outcome));
+  return AttemptEnd::kReverted;
+}
+
+Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step) {
+  const stig::RuleInfo& rule = run.rule;
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
+                                                                       run.attempts, memory.lessons));
+  TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
+  Reflection reflection;
+  Asked asked = Ask(s_.models.reflector_client(), prompt,
+                    [&](const ChatResponse& r) { return s_.models.reflector().Parse(r); }, reflection);
+  if (asked.transport_failed()) return asked.status.WithContext("reflector");
+  Add(attempt.usage, asked.usage);
+  if (!asked.status.ok()) {
+    // The attempt is recorded without a lesson; the next one still sees its evidence.
+    step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
+                                {{"number", attempt.number}, {"error", asked.status.message()},
+                                 {"latency_ms", asked.latency.count()}},
+                                asked.usage));
+    return Status::OK();
+  }
+  attempt.reflection = ReflectionText(reflection);
+  step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
+                             .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
+  step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
+                              {{"number", attempt.number}, {"lesson", reflection.lesson},
+                               {"why_failed", reflection.why_failed}, {"next", reflection.next},
+                               {"never", reflection.never}, {"latency_ms", asked.latency.count()}},
+                              asked.usage));
+  return Status::OK();
+}
+
+Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& detail) {
+  LoopStep step;
+  RuleUpdate update{.rule_id = run.rule.id, .state = state, .detail = detail};
+  if (!run.last_verdict.empty()) update.after_verdict = run.last_verdict;
+  step.rules.push_back(std::move(update));
+  step.events.push_back(Event(run.rule.id, "daemon", fmt::format("rule.{}", RuleStateName(state)),
+                              {{"detail", detail}, {"attempts", run.attempts_made}, {"tokens", run.tokens_used}}));
+  recent_.push_back(fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(state), detail));
+  return Commit(std::move(step)).status();
+}
+
+Result<bool> BatchLoop::Rescan() {
+  const uint32_t pass_number = static_cast<uint32_t>(batch_.fixpoint.size()) + 1;
+  std::vector<std::string> ids;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (s_.content.Rule(r.rule_id).ok()) ids.push_back(r.rule_id);
+  }
+  // Each rescan's results stay in pass-N; the final one is moved to "after", where the batch's
+  // final evaluation is read from (report, exports).
+  std::string results_dir = ResultsDir(fmt::format("pass-{}", pass_number));
+  std::map<std::string, int> counts;
+  stig::Evaluation eval;
+  if (!ids.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(eval, EvaluateWithResults(ids, results_dir, counts));
+  }
+  // This pass's attempts: the batch's so far, less those of the passes before.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_.id));
+  uint32_t made = static_cast<uint32_t>(attempts.size()), kept = 0;
+  for (const AttemptRecord& a : attempts) kept += a.outcome == "kept" ? 1 : 0;
+  for (const FixpointPass& p : batch_.fixpoint) {
+    made -= p.attempts;
+    kept -= p.fixed;
+  }
+  FixpointDecision d = DecidePass(batch_, eval, pass_number, s_.fixpoint_passes, made, kept);
+  if (d.pass.final && !ids.empty()) {
+    const std::string after = ResultsDir("after");
+    std::error_code ec;
+    std::filesystem::remove_all(after, ec);  // a resumed batch's earlier try at this pass
+    std::filesystem::rename(results_dir, after, ec);
+    if (ec) return Status::IOError(fmt::format("moving {} to {}: {}", results_dir, after, ec.message()));
+    results_dir = after;
+  }
+
+  LoopStep step;
+  step.rules = std::move(d.updates);
+  if (!ids.empty()) step.results_dir = results_dir;
+  nlohmann::json flipped = nlohmann::json::array();
+  for (const FlippedRule& f : d.flips) {
+    flipped.push_back({{"rule_id", f.rule_id}, {"was", f.was}, {"now", f.now}, {"reason", f.reason}});
+  }
+  step.events.push_back(Event("", "evaluator", "fixpoint.pass",
+                              {{"pass", pass_number}, {"max_passes", s_.fixpoint_passes}, {"final", d.pass.final},
+                               {"verdicts", counts}, {"attempts", made}, {"fixed", kept}, {"flipped", flipped},
+                               {"requeued", d.pass.requeued}, {"escalated", d.pass.escalated},
+                               {"results_dir", results_dir}}));
+  for (const RuleUpdate& u : step.rules) {
+    if (!u.state) continue;
+    const char* type = *u.state == RuleState::kPending ? "rule.requeued" : "rule.escalated";
+    step.events.push_back(Event(u.rule_id, "daemon", type, {{"detail", *u.detail}, {"pass", pass_number}}));
+    recent_.push_back(fmt::format("{} {}", ShortRuleName(u.rule_id), *u.detail));
+  }
+  // A plan-only batch goes back to where it started next: a resume from here must not redo its fixes.
+  if (d.pass.final && batch_.options.plan_only) step.good_snapshot = batch_.start_snapshot;
+  step.fixpoint_pass = std::move(d.pass);
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  TEMPER_RETURN_IF_ERROR(RefreshBatch());
+  return !batch_.fixpoint.empty() && batch_.fixpoint.back().final;
+}
+
+Status BatchLoop::Complete() {
+  LoopStep step;
+  if (batch_.options.plan_only) {
+    TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+    step.events.push_back(Event("", "daemon", "batch.plan_reverted", reverted));
+  }
+  step.batch_state = BatchState::kCompleted;
+  nlohmann::json rules = nlohmann::json::object();
+  for (int s = 0; s < kRuleStateCount; ++s) {
+    rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
+  }
+  const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
+  step.events.push_back(Event("", "daemon", "batch.completed",
+                              {{"rules", rules},
+                               {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
+                               {"fixpoint_passes", batch_.fixpoint.size()},
+                               {"plan_only", batch_.options.plan_only},
+                               {"results_dir", batch_.results_dir}}));
+  return Commit(std::move(step)).status();
+}
+
+Result<nlohmann::json> BatchLoop::RevertPlan() {
+  if (!batch_.start_snapshot) {
+    return Status::FailedPrecondition(
+        fmt::format("plan-only batch {} has no recorded start snapshot to revert to", batch_.id));
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> before, target_.Snapshots());
+  TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.start_snapshot));
+  good_snapshot_ = *batch_.start_snapshot;
+  size_t dropped = 0;
+  for (stig::SnapshotId id : before) dropped += id > *batch_.start_snapshot ? 1 : 0;
+  return nlohmann::json{{"start_snapshot", *batch_.start_snapshot}, {"snapshots_dropped", dropped}};
+}
+
+Status BatchLoop::Interrupt() {
+  if (!batch_.options.plan_only || !(cancelled_ || cancel_requested_)) return Status::OK();
+  // Cancelled: the plan's changes go now. (Stopping: they stay, and the batch resumes.)
+  TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
+  return s_.journal.Append(Event("", "daemon", "batch.plan_reverted", reverted)).status();
+}
+
+void BatchLoop::Fail(const Status& error) {
+  // A plan-only batch leaves nothing behind, even when it fails.
+  const bool plan = batch_.options.plan_only && batch_.start_snapshot;
+  Status reverted = target_.Revert(plan ? *batch_.start_snapshot : good_snapshot_);
+  if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_.id, target_.name(), reverted.ToString());
+  LoopStep step;
+  step.batch_state = BatchState::kFailed;
+  step.batch_error = error.ToString();
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state == RuleState::kRunning) step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
+  }
+  step.events.push_back(Event("", "daemon", "batch.failed", {{"error", error.ToString()}}));
+  Result<StepCommitted> committed = Commit(std::move(step));
+  if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_.id, committed.status().ToString());
+}
+
+}  // namespace temper

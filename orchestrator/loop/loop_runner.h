@@ -1,0 +1,117 @@
+// LoopRunner: temperd's workers. One thread per target (configured, or an SSH host named on submit,
+// added with AddTarget) runs that target's batches one at a time (an interrupted batch first, then
+// the oldest queued), so batches on different targets run in parallel and their role calls reach
+// the model endpoints concurrently.
+//
+// SSH hosts: a host whose revert failed (stig/ssh/ssh_target.h) is marked needs_human in SshHosts and
+// its batches fail at once, saying so, until a person clears it; its connection is dropped.
+//
+// Between batches a target's thread also verifies the batches whose host the operator said rebooted
+// (reboot_verification.h), before queued batches change the target.
+//
+// Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
+// start with models. A batch that cannot start (a datastream that does not load, a target that does
+// not open) or whose loop fails (a model endpoint down after its retries, a target that cannot run
+// commands) is marked failed with the error; the thread goes on with the next batch. Stop() lets
+// each loop finish its current step and leaves its batch running, to be resumed by the next start.
+//
+// Between batches a target may be used for other work, such as `temper revert` (Revert), which
+// takes the target only when no batch holds it (TargetSlots).
+//
+// Thread safety: AddTarget, Wake, Cancel, Revert and Stop may be called from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/loop/batch_loop.h"
+#include "orchestrator/loop/batch_revert.h"
+#include "orchestrator/config/daemon_config.h"
+#include "orchestrator/store/journal.h"
+#include "orchestrator/loop/role_models.h"
+#include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/loop/target_slots.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
+
+namespace temper {
+
+class LoopRunner {
+ public:
+  // `models` and `hosts` may be null (no models.yaml; no SSH hosts registry). Everything referenced
+  // must outlive the runner.
+  LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
+             SshHosts* hosts = nullptr);
+  ~LoopRunner();
+  LoopRunner(const LoopRunner&) = delete;
+  LoopRunner& operator=(const LoopRunner&) = delete;
+
+  // Starts one thread per target.
+  void Start();
+  // A target that was not there at Start (an SSH host named on submit): its thread starts now.
+  void AddTarget(const TargetConfig& target);
+  // A batch was submitted: idle targets look for work now.
+  void Wake();
+  // The batch was cancelled in the store: its loop stops at its next step.
+  void Cancel(int64_t batch_id);
+  // Idempotent; joins the threads.
+  void Stop();
+  // `temper revert` (batch_revert.h) on the batch's target. FailedPrecondition when a batch is
+  // running on that target or the target is in use; otherwise as RevertBatch.
+  Result<RevertOutcome> Revert(const RevertRequest& request);
+
+  // The content `batch`'s datastream and profile load to, shared with its loop (loaded once;
+  // Content::Load is serialised here, as libopenscap requires). Errors as Content::Load.
+  Result<const stig::Content*> ContentOf(const BatchRecord& batch);
+  // Where loops keep OpenSCAP's results (LoopServices::results_root).
+  std::string results_root() const { return config_.state_dir + "/results"; }
+
+ private:
+  struct LoadedContent {
+    stig::Content content;
+    std::unique_ptr<stig::Evaluator> evaluator;
+  };
+
+  void TargetThread(const TargetConfig& target);
+  void RunBatch(const TargetConfig& config, BatchRecord batch);
+  // Errors only when the outcome could not be recorded.
+  Status VerifyReboot(const TargetConfig& config, const BatchRecord& batch);
+  Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
+  // Marks a batch that never started failed.
+  void FailBatch(const BatchRecord& batch, const Status& error);
+  // After a batch on an SSH host: its state for `temper hosts`; closes a target that needs a human.
+  void RecordHost(const TargetConfig& config, TargetSlots::Lease& lease, const BatchRecord& batch, const Status& ran);
+
+  // After a batch on an SSH host: its state for `temper hosts`; drops a target that needs a human.
+  void RecordHost(const TargetConfig& config, std::unique_ptr<stig::Target>& target, const BatchRecord& batch,
+                  const Status& ran);
+
+  const DaemonConfig& config_;
+  Journal& journal_;
+  const RoleModels* models_;
+  const Logger& log_;
+  SshHosts* hosts_;
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  uint64_t wake_count_ = 0;
+  bool stopping_ = false;
+  std::map<int64_t, BatchLoop*> running_;  // by batch id, while their loops run
+
+  std::mutex content_mu_;  // also serialises Content::Load, which libopenscap requires
+  std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
+
+  bool started_ = false;
+  TargetSlots slots_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace temper

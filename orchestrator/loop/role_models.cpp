@@ -1,0 +1,38 @@
+#include "orchestrator/loop/role_models.h"
+
+#include <fmt/format.h>
+
+#include "roles/client_factory.h"
+
+namespace temper {
+
+Result<std::unique_ptr<RoleModels>> RoleModels::Create(const ModelsConfig& config, const Logger& log) {
+  std::unique_ptr<RoleModels> models(new RoleModels());
+  models->config_ = config;
+  for (const auto& [role, role_config] : config.roles) {
+    auto endpoint = config.endpoints.find(role_config.endpoint);
+    if (endpoint == config.endpoints.end()) {
+      return Status::InvalidArgument(fmt::format("{}: roles.{}.endpoint '{}' is not defined under endpoints",
+                                                 config.source, role, role_config.endpoint));
+    }
+    models->endpoint_of_[role] = role_config.endpoint;
+    if (models->clients_.contains(role_config.endpoint)) continue;
+    Result<std::unique_ptr<ModelClient>> client = MakeModelClient(endpoint->second, log);
+    if (!client.ok()) return client.status().WithContext(fmt::format("{}: endpoint {}", config.source, endpoint->first));
+    models->clients_[role_config.endpoint] = std::move(*client);
+  }
+  for (const char* role : ModelsConfig::kRoleNames) {
+    if (!models->endpoint_of_.contains(role)) {
+      return Status::InvalidArgument(fmt::format("{}: no model for role {}", config.source, role));
+    }
+  }
+  models->architect_ = std::make_unique<Architect>(models->prompts_, config.roles.at("architect"), models->estimator_);
+  models->reflector_ = std::make_unique<Reflector>(models->prompts_, config.roles.at("reflector"), models->estimator_);
+  return models;
+}
+
+Worker RoleModels::MakeWorker(const WorkerBudget& budget) const {
+  return Worker(prompts_, config_.roles.at("worker"), estimator_, budget);
+}
+
+}  // namespace temper

@@ -1,0 +1,166 @@
+#include "orchestrator/server/daemon.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <grpcpp/ext/health_check_service_server_builder_option.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+
+#include "orchestrator/config/models_config.h"
+#include "orchestrator/token_auth.h"
+
+namespace temper {
+
+namespace {
+
+// Answers every call with PERMISSION_DENIED: the destination of connections that the unix socket's
+// credential check refused, so the client learns why instead of seeing a dropped connection.
+class RefusalService final : public grpc::CallbackGenericService {
+ public:
+  explicit RefusalService(std::string message) : message_(std::move(message)) {}
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    class Reactor final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Reactor(const std::string& message) {
+        Finish(grpc::Status(grpc::StatusCode::PERMISSION_DENIED, message));
+      }
+      void OnDone() override { delete this; }
+    };
+    return new Reactor(message_);
+  }
+
+ private:
+  const std::string message_;
+};
+
+Result<std::string> ReadFile(const std::string& path, std::string_view what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::FromErrno(errno, fmt::format("cannot read {} {}", what, path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Status PrepareStateDir(const DaemonConfig& config) {
+  std::error_code ec;
+  for (const std::string& dir : {config.state_dir, std::filesystem::path(config.database).parent_path().string()}) {
+    if (dir.empty()) continue;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::IOError(fmt::format("cannot create directory {}: {}", dir, ec.message()));
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log,
+                                              EnablePlugins enable_plugins) {
+  std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), log));
+  if (!daemon->config_.models_file.empty()) {
+    Result<ModelsConfig> models = LoadModelsConfig(daemon->config_.models_file);
+    if (!models.ok()) return models.status().WithContext("models");
+    TEMPER_ASSIGN_OR_RETURN(daemon->models_, RoleModels::Create(*models, log));
+    log.Info("models: {} endpoints from {}", models->endpoints.size(), daemon->config_.models_file);
+  }
+  TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_));
+  TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
+  log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
+  TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
+  TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
+  TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_));
+  daemon->runner_ =
+      std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log, daemon->hosts_.get());
+  daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
+                                                     *daemon->runner_, *daemon->hosts_, log);
+  TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
+  daemon->runner_->Start();
+  return daemon;
+}
+
+Status Daemon::StartServing(EnablePlugins enable_plugins) {
+  // Bind first: if another temperd is live on the socket, fail before touching anything else.
+  TEMPER_ASSIGN_OR_RETURN(unix_listener_, UnixSocketListener::Bind(config_.unix_socket.path, log_));
+
+  Result<PeerAccess> access = PeerAccess::Create(config_.unix_socket.group);
+  if (!access.ok()) {
+    log_.Warning("listen.unix.group: {}; only root and temperd's own user may connect", access.status().message());
+    access = PeerAccess::RootOnly();
+  }
+
+  // The refusal server is built before the plugins (reflection) are switched on, and without the
+  // health service, so a refused peer learns nothing about the API.
+  refusal_service_ = std::make_unique<RefusalService>(access->Describe());
+  {
+    grpc::ServerBuilder builder;
+    builder.SetOption(std::make_unique<grpc::HealthCheckServiceServerBuilderOption>(nullptr));
+    builder.RegisterCallbackGenericService(refusal_service_.get());
+    refusal_server_ = builder.BuildAndStart();
+    if (!refusal_server_) return Status::Internal("could not start the refusal gRPC server");
+  }
+
+  grpc::EnableDefaultHealthCheckService(true);
+  if (enable_plugins != nullptr) enable_plugins();
+  grpc::ServerBuilder builder;
+  builder.RegisterService(service_.get());
+  if (config_.tcp) {
+    const TcpListenConfig& tcp = *config_.tcp;
+    grpc::SslServerCredentialsOptions ssl;
+    TEMPER_ASSIGN_OR_RETURN(std::string cert, ReadFile(tcp.tls_cert, "listen.tcp.tls_cert"));
+    TEMPER_ASSIGN_OR_RETURN(std::string key, ReadFile(tcp.tls_key, "listen.tcp.tls_key"));
+    ssl.pem_key_cert_pairs.push_back({key, cert});
+    TEMPER_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(tcp.token_file));
+    std::shared_ptr<grpc::ServerCredentials> creds = grpc::SslServerCredentials(ssl);
+    creds->SetAuthMetadataProcessor(std::make_shared<TokenAuthProcessor>(std::move(token)));
+    Result<std::unique_ptr<TcpListener>> tcp_listener = TcpListener::Bind(tcp.address, log_);
+    if (!tcp_listener.ok()) return tcp_listener.status().WithContext("listen.tcp.address");
+    tcp_listener_ = std::move(*tcp_listener);
+    tcp_acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
+        grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
+  }
+  server_ = builder.BuildAndStart();
+  if (!server_) return Status::Internal("could not start the gRPC server");
+  server_->GetHealthCheckService()->SetServingStatus("temper.v1.Temper", true);
+  unix_listener_->Start(*access, server_.get(), refusal_server_.get());
+  if (tcp_listener_) tcp_listener_->Start(tcp_acceptor_.get());
+  return Status::OK();
+}
+
+std::string Daemon::DescribeListeners() const {
+  std::string out = fmt::format("unix:{}", config_.unix_socket.path);
+  if (config_.tcp) out += fmt::format(", tcp {} (TLS, bearer token)", config_.tcp->address);
+  return out;
+}
+
+void Daemon::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
+  if (unix_listener_) unix_listener_->Stop();
+  if (tcp_listener_) tcp_listener_->Stop();
+  // Each loop finishes its current step; its batch stays running and resumes at the next start.
+  if (runner_) runner_->Stop();
+  // Watch streams end at once with UNAVAILABLE and the seq to resume from; other calls get the grace.
+  if (journal_) journal_->Close();
+  auto deadline = std::chrono::system_clock::now() + config_.shutdown_grace;
+  if (server_) server_->Shutdown(deadline);
+  if (refusal_server_) refusal_server_->Shutdown(deadline);
+  server_.reset();
+  tcp_acceptor_.reset();
+  refusal_server_.reset();
+  service_.reset();
+  runner_.reset();
+  hosts_.reset();
+  journal_.reset();
+  journal_files_.reset();
+  store_.reset();
+  log_.Info("shut down cleanly");
+}
+
+Daemon::~Daemon() { Shutdown(); }
+
+}  // namespace temper

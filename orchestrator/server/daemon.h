@@ -1,0 +1,72 @@
+// Daemon: temperd assembled. Start() opens the state store, builds the gRPC servers (the API with
+// health and reflection; a refusal server for peers the socket policy turns away), and starts the
+// listeners; temperd accepts every connection itself (UnixSocketListener, TcpListener) and hands it
+// to gRPC, so running out of descriptors pauses accepting instead of stopping it. Shutdown() stops accepting, ends watch streams, drains in-flight calls within the grace
+// period, and closes the store; everything already acknowledged to a client is on disk by then.
+//
+// Thread safety: Start and Shutdown are called from one (the main) thread.
+#pragma once
+
+#include <memory>
+
+#include <grpcpp/server.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/config/daemon_config.h"
+#include "orchestrator/store/journal.h"
+#include "orchestrator/loop/loop_runner.h"
+#include "orchestrator/loop/role_models.h"
+#include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/store/state_store.h"
+#include "orchestrator/server/tcp_listener.h"
+#include "orchestrator/server/temper_service.h"
+#include "orchestrator/server/unix_listener.h"
+
+namespace temper {
+
+class Daemon {
+ public:
+  // gRPC server plugins are process-global. temperd passes grpc::reflection's initializer here rather
+  // than this library linking it, so test binaries that link the library can carry their own
+  // reflection client messages. It runs after the refusal server is built: refused peers never get
+  // reflection.
+  using EnablePlugins = void (*)();
+
+  // `log` must outlive the daemon.
+  static Result<std::unique_ptr<Daemon>> Start(DaemonConfig config, const Logger& log,
+                                               EnablePlugins enable_plugins = nullptr);
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+  ~Daemon();
+
+  // Idempotent.
+  void Shutdown();
+
+  // "unix:/run/temper/temper.sock, tcp 0.0.0.0:7443 (TLS)" for READY messages.
+  std::string DescribeListeners() const;
+
+ private:
+  Daemon(DaemonConfig config, const Logger& log) : config_(std::move(config)), log_(log) {}
+  Status StartServing(EnablePlugins enable_plugins);
+
+  DaemonConfig config_;
+  const Logger& log_;
+  std::unique_ptr<StateStore> store_;
+  std::unique_ptr<JournalFiles> journal_files_;
+  std::unique_ptr<Journal> journal_;
+  std::unique_ptr<RoleModels> models_;
+  std::unique_ptr<SshHosts> hosts_;
+  std::unique_ptr<LoopRunner> runner_;
+  std::unique_ptr<TemperService> service_;
+  std::unique_ptr<grpc::CallbackGenericService> refusal_service_;
+  std::unique_ptr<grpc::Server> refusal_server_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<UnixSocketListener> unix_listener_;
+  std::unique_ptr<TcpListener> tcp_listener_;
+  // Where tcp_listener_ hands its connections: TLS and the token check run in gRPC as on its own port.
+  std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> tcp_acceptor_;
+  bool shut_down_ = false;
+};
+
+}  // namespace temper

@@ -1,0 +1,63 @@
+// TemperService: the temper.v1.Temper gRPC service. It validates requests, reads and writes the state
+// store, and streams the journal; it runs no remediation itself, but tells the loop runner when a
+// batch arrives or is cancelled. Every call first checks its request's string fields against their
+// bounds (request_bounds.h), so no client string of any size reaches the store, a log or the journal.
+//
+// Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
+#pragma once
+
+#include "common/log.h"
+#include "orchestrator/config/daemon_config.h"
+#include "orchestrator/store/journal.h"
+#include "orchestrator/loop/loop_runner.h"
+#include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/store/state_store.h"
+#include "temper/v1/temper.grpc.pb.h"
+
+namespace temper {
+
+class TemperService final : public temper::v1::Temper::Service {
+ public:
+  // All references must outlive the service.
+  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner,
+                SshHosts& hosts, const Logger& log)
+      : config_(config), store_(store), journal_(journal), runner_(runner), hosts_(hosts), log_(log) {}
+
+  grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
+                           temper::v1::Batch* response) override;
+  grpc::Status GetBatch(grpc::ServerContext* context, const temper::v1::GetBatchRequest* request,
+                        temper::v1::Batch* response) override;
+  grpc::Status ListBatches(grpc::ServerContext* context, const temper::v1::ListBatchesRequest* request,
+                           temper::v1::ListBatchesResponse* response) override;
+  grpc::Status CancelBatch(grpc::ServerContext* context, const temper::v1::CancelBatchRequest* request,
+                           temper::v1::Batch* response) override;
+  grpc::Status WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
+                            grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
+  grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
+                             temper::v1::RuleMemory* response) override;
+  grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
+                              temper::v1::BatchReport* response) override;
+  // SSH hosts (host_service.cpp).
+  grpc::Status ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
+                         temper::v1::ListHostsResponse* response) override;
+  grpc::Status AcceptHostKey(grpc::ServerContext* context, const temper::v1::AcceptHostKeyRequest* request,
+                             temper::v1::AcceptHostKeyResponse* response) override;
+  grpc::Status ClearHost(grpc::ServerContext* context, const temper::v1::ClearHostRequest* request,
+                         temper::v1::Host* response) override;
+  grpc::Status ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
+                           grpc::ServerWriter<temper::v1::ExportChunk>* writer) override;
+  grpc::Status RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
+                           temper::v1::RevertBatchResponse* response) override;
+  grpc::Status ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
+                             temper::v1::ConfirmRebootResponse* response) override;
+
+ private:
+  const DaemonConfig& config_;
+  StateStore& store_;
+  Journal& journal_;
+  LoopRunner& runner_;
+  SshHosts& hosts_;
+  const Logger& log_;
+};
+
+}  // namespace temper

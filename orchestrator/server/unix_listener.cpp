@@ -1,0 +1,112 @@
+#include "orchestrator/server/unix_listener.h"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <grpcpp/server_posix.h>
+
+namespace temper {
+
+namespace {
+
+Result<sockaddr_un> SocketAddress(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    return Status::InvalidArgument(fmt::format("socket path {} is longer than {} bytes", path,
+                                               sizeof addr.sun_path - 1));
+  }
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  return addr;
+}
+
+// True when some process accepts connections at `path`.
+bool SomeoneListens(const sockaddr_un& addr) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  bool live = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  close(fd);
+  return live;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::string& path,
+                                                                     const Logger& log) {
+  TEMPER_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(path));
+  std::error_code ec;
+  std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  if (!dir.empty() && !std::filesystem::exists(dir, ec)) {
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::IOError(fmt::format("cannot create socket directory {}: {}", dir.string(), ec.message()));
+  }
+  struct stat st {};
+  if (lstat(path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      return Status::FailedPrecondition(
+          fmt::format("{} exists and is not a socket; move it away or set listen.unix.path", path));
+    }
+    if (SomeoneListens(addr)) {
+      return Status::AlreadyExists(fmt::format("another temperd is already serving on {}", path));
+    }
+    log.Info("removing stale socket {} left by a previous temperd", path);
+    if (unlink(path.c_str()) != 0) return Status::FromErrno(errno, fmt::format("removing stale socket {}", path));
+  }
+
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Status::FromErrno(errno, "socket(AF_UNIX)");
+  if (bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    int err = errno;
+    close(fd);
+    return Status::FromErrno(err, fmt::format("binding {}", path));
+  }
+  // Anyone may connect at the file-system level so that a refused user gets a clear PERMISSION_DENIED
+  // from the credential check instead of a bare EACCES; the check in Start() is the access control.
+  chmod(path.c_str(), 0666);
+  if (listen(fd, 128) != 0) {
+    int err = errno;
+    close(fd);
+    unlink(path.c_str());
+    return Status::FromErrno(err, fmt::format("listening on {}", path));
+  }
+  Result<std::unique_ptr<AcceptLoop>> loop = AcceptLoop::Create(fd, "unix socket " + path, log);
+  if (!loop.ok()) {
+    unlink(path.c_str());
+    return loop.status();
+  }
+  return std::unique_ptr<UnixSocketListener>(new UnixSocketListener(path, std::move(*loop), log));
+}
+
+UnixSocketListener::~UnixSocketListener() { Stop(); }
+
+void UnixSocketListener::Start(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server) {
+  loop_->Start([this, access, server, refusal_server](int conn) {
+    Result<PeerCredentials> peer = ReadPeerCredentials(conn);
+    Status allowed = peer.ok() ? access.Check(*peer) : peer.status();
+    // gRPC drives the connection with its event engine (AcceptLoop made it non-blocking), and owns
+    // `conn` from here on.
+    if (allowed.ok()) {
+      log_.Debug("unix socket: accepted uid {} pid {}", peer->uid, peer->pid);
+      grpc::AddInsecureChannelFromFd(server, conn);
+    } else {
+      log_.Warning("unix socket: {}", allowed.message());
+      grpc::AddInsecureChannelFromFd(refusal_server, conn);
+    }
+  });
+}
+
+void UnixSocketListener::Stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  loop_->Stop();
+  unlink(path_.c_str());
+}
+
+}  // namespace temper

@@ -1,0 +1,50 @@
+// UnixSocketListener: temperd's local front door. It owns the listening unix socket, accepts each
+// connection itself, checks the peer's credentials, and only then hands the connection to gRPC:
+// allowed peers to the API server, refused peers to a server that answers every call with
+// PERMISSION_DENIED and a message saying who may connect (so `temper` can tell the user why).
+// Accepting goes through AcceptLoop: out of descriptors, it pauses instead of spinning or stopping.
+//
+// Thread safety: Start and Stop are called from one thread; the accept loop runs on its own thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <grpcpp/server.h>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/server/accept_loop.h"
+#include "orchestrator/server/peer_access.h"
+
+namespace temper {
+
+class UnixSocketListener {
+ public:
+  // Creates the socket's directory if missing, removes a stale socket file left by a dead daemon,
+  // binds and listens. AlreadyExists when a live daemon answers at `path`; FailedPrecondition when
+  // `path` is something other than a socket (never deleted).
+  static Result<std::unique_ptr<UnixSocketListener>> Bind(const std::string& path, const Logger& log);
+
+  UnixSocketListener(const UnixSocketListener&) = delete;
+  UnixSocketListener& operator=(const UnixSocketListener&) = delete;
+  ~UnixSocketListener();
+
+  // Starts accepting. `server` and `refusal_server` must stay alive until Stop() returns.
+  void Start(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server);
+  // Stops accepting new connections and removes the socket file. Idempotent.
+  void Stop();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  UnixSocketListener(std::string path, std::unique_ptr<AcceptLoop> loop, const Logger& log)
+      : path_(std::move(path)), loop_(std::move(loop)), log_(log) {}
+
+  const std::string path_;
+  std::unique_ptr<AcceptLoop> loop_;
+  const Logger& log_;
+  bool stopped_ = false;
+};
+
+}  // namespace temper

@@ -1,0 +1,66 @@
+// Journal: the ordered record of everything temperd does, and the wake-up signal for its watchers.
+//
+// The invariant users rely on: an event is committed to the state store before any watcher can see
+// it. Append() commits first, then appends the event to its JSON Lines file, and only then wakes
+// watchers; watchers always read events back from the store (never from memory), so a watcher that
+// resumes from seq N gets exactly the events after N.
+//
+// Thread safety: all methods may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/status.h"
+#include "orchestrator/store/journal_files.h"
+#include "orchestrator/records.h"
+#include "orchestrator/store/state_store.h"
+
+namespace temper {
+
+class Journal {
+ public:
+  // `store`, `files` and `log` must outlive the journal. Brings the files up to date with the store.
+  static Result<std::unique_ptr<Journal>> Open(StateStore& store, JournalFiles& files, const Logger& log);
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Commits the event, writes its file line, then wakes watchers.
+  Result<EventRecord> Append(const NewEvent& event);
+  // Commits a loop step (StateStore::CommitStep), then publishes its events.
+  Result<StepCommitted> Commit(const LoopStep& step);
+  // Commits a revert (StateStore::CommitRevert), then publishes its events.
+  Result<StepCommitted> CommitRevert(const RevertStep& step);
+  // Writes the file line and wakes watchers for an event the store committed as part of a larger
+  // transaction (StateStore::SubmitBatch, CancelBatch). Call only after that commit. A failed file
+  // write is logged, not returned: the event is committed, and the next start-up re-appends it.
+  void Published(const EventRecord& event);
+
+  // Blocks until an event with seq > `seq` has been committed (true), or until `deadline` or Close()
+  // (false when nothing new).
+  bool WaitBeyond(uint64_t seq, std::chrono::steady_clock::time_point deadline);
+  // Wakes every waiter and makes later waits return at once: used at shutdown.
+  void Close();
+  bool closed() const;
+  // The highest seq known committed. Every event up to it is readable from the store.
+  uint64_t last_seq() const;
+
+  StateStore& store() { return store_; }
+
+ private:
+  Journal(StateStore& store, JournalFiles& files, const Logger& log, uint64_t last_seq)
+      : store_(store), files_(files), log_(log), last_seq_(last_seq) {}
+
+  StateStore& store_;
+  JournalFiles& files_;
+  const Logger& log_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t last_seq_;
+  bool closed_ = false;
+};
+
+}  // namespace temper

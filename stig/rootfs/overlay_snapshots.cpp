@@ -1,0 +1,570 @@
+#include "stig/rootfs/overlay_snapshots.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <thread>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "stig/rootfs/layer_diff.h"
+#include "stig/process.h"
+
+namespace temper::stig {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kImage = "layers.img";
+// The ext4 root reserve (1%) goes to an owner no sandbox maps (its id map covers 0..65535): only
+// a process with CAP_SYS_RESOURCE on the host, the daemon, can write into it.
+constexpr const char* kReserveOwner = "65536";
+// Below this much room the sandbox cannot write a file of any use: the layer counts as full.
+constexpr std::uint64_t kFullBelowBytes = 4 * kMiB;
+constexpr auto kMountOptions = "loop,nosuid,nodev,noatime,noinit_itable,resuid={0},resgid={0}";
+
+Status EnsureDir(const fs::path& p) {
+  std::error_code ec;
+  fs::create_directories(p, ec);
+  if (ec) return Status::IOError("creating " + p.string() + ": " + ec.message());
+  return Status::OK();
+}
+
+// A layer id: decimal digits only, within 32 bits (trailing newline allowed, as last_layer has).
+Result<std::uint32_t> ParseId(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  if (text.empty() || text.size() > 10) return Status::InvalidArgument("not a layer id");
+  std::uint64_t v = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return Status::InvalidArgument("not a layer id");
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (v > UINT32_MAX) return Status::InvalidArgument("not a layer id");
+  return static_cast<std::uint32_t>(v);
+}
+
+// The file's text, or "" when it does not exist.
+std::string ReadSmallFile(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+Result<ProcessResult> Run(std::vector<std::string> argv, const std::string& cwd = "",
+                          std::chrono::seconds timeout = std::chrono::seconds(60)) {
+  ProcessSpec spec;
+  spec.argv = std::move(argv);
+  spec.cwd = cwd;
+  spec.timeout = timeout;
+  return RunProcess(spec);
+}
+
+// The directory is root's alone, whatever an earlier owner or an operator left it as.
+Status MakeRootOnly(const fs::path& dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(errno, "reading the mode of " + dir.string());
+  if (st.st_uid != 0 || st.st_gid != 0) {
+    if (::chown(dir.c_str(), 0, 0) != 0) return Status::FromErrno(errno, "making root the owner of " + dir.string());
+  }
+  if ((st.st_mode & 07777) != 0700) {
+    if (::chmod(dir.c_str(), 0700) != 0) return Status::FromErrno(errno, "making " + dir.string() + " root-only (0700)");
+  }
+  return Status::OK();
+}
+
+// Bytes in use under `dir` on its file system.
+std::uint64_t UsedBytes(const fs::path& dir) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st;
+    if (::lstat(it->path().c_str(), &st) == 0) total += static_cast<std::uint64_t>(st.st_blocks) * 512;
+  }
+  return total;
+}
+
+}  // namespace
+
+OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base)
+    : dir_(std::move(dir)), base_(std::move(base)), disk_(dir_ + "/disk"), merged_(dir_ + "/merged") {}
+
+OverlaySnapshots::~OverlaySnapshots() {
+  (void)Close();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
+
+std::string OverlaySnapshots::LayerDir(std::uint32_t id) const { return fmt::format("{}/layers/{}", disk_, id); }
+
+Status OverlaySnapshots::Discard(const std::string& path) {
+  // The trash of the path's own file system: the disk's for layers, the host's for scratch views.
+  const std::string trash = path.rfind(disk_ + "/", 0) == 0 ? disk_ + "/trash" : dir_ + "/trash";
+  // Unique across owners too: trash left by an earlier process may still be there.
+  fs::path to = fs::path(trash) /
+                fmt::format("{}-{}-{}", ::getpid(), std::chrono::system_clock::now().time_since_epoch().count(), trash_seq_++);
+  std::error_code ec;
+  fs::rename(path, to, ec);
+  if (ec) return Status::IOError("moving " + path + " to the trash: " + ec.message());
+  return Status::OK();
+}
+
+void OverlaySnapshots::StartReaper() {
+  if (reaping_.load()) return;
+  if (reaper_.joinable()) reaper_.join();
+  reaping_ = true;
+  reaper_ = std::thread([trashes = std::vector<fs::path>{fs::path(disk_) / "trash", fs::path(dir_) / "trash"}, this] {
+    std::error_code ec;
+    for (const fs::path& trash : trashes) {
+      for (bool found = true; found;) {
+        found = false;
+        for (const auto& e : fs::directory_iterator(trash, ec)) {
+          found = true;
+          fs::remove_all(e.path(), ec);
+        }
+        if (ec) break;
+      }
+    }
+    reaping_ = false;
+  });
+}
+
+void OverlaySnapshots::ReapNow() {
+  if (reaper_.joinable()) reaper_.join();
+  reaping_ = true;
+  std::error_code ec;
+  for (const fs::path& trash : {fs::path(disk_) / "trash", fs::path(dir_) / "trash"}) {
+    for (const auto& e : fs::directory_iterator(trash, ec)) fs::remove_all(e.path(), ec);
+  }
+  reaping_ = false;
+}
+
+Result<std::unique_ptr<OverlaySnapshots>> OverlaySnapshots::Open(const std::string& dir, const std::string& base,
+                                                                 std::uint64_t disk_bytes) {
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) return Status::NotFound("snapshot base " + base + " is not a directory");
+  fs::path d = fs::absolute(dir, ec);
+  TEMPER_RETURN_IF_ERROR(EnsureDir(d));
+  TEMPER_RETURN_IF_ERROR(MakeRootOnly(d));
+  auto s = std::unique_ptr<OverlaySnapshots>(new OverlaySnapshots(d.string(), fs::absolute(base, ec).string()));
+  s->lock_fd_ = ::open((d / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (s->lock_fd_ < 0) return Status::FromErrno(errno, "opening " + (d / "lock").string());
+  if (::flock(s->lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    return Status::Unavailable(fmt::format("target directory {} is in use by another process", d.string()));
+  }
+  // A previous owner that died leaves its mounts behind; take them down before mounting ours.
+  ::umount2((d / "scratch" / "merged").c_str(), MNT_DETACH);
+  ::umount2(s->merged_.c_str(), MNT_DETACH);
+  ::umount2(s->disk_.c_str(), MNT_DETACH);
+  for (const char* sub : {"merged", "trash", "disk"}) TEMPER_RETURN_IF_ERROR(EnsureDir(d / sub));
+  TEMPER_RETURN_IF_ERROR(s->OpenDisk(disk_bytes));
+  TEMPER_RETURN_IF_ERROR(s->LoadStack());
+  TEMPER_RETURN_IF_ERROR(s->Mount());
+  s->StartReaper();  // whatever an earlier owner left in the trash
+  return s;
+}
+
+Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
+  const fs::path image = fs::path(dir_) / kImage;
+  std::error_code ec;
+  // The layout before disk images kept the stack right in dir_.
+  const bool old_layout = fs::is_directory(fs::path(dir_) / "layers", ec) || fs::is_directory(fs::path(dir_) / "upper", ec);
+  if (fs::exists(image, ec)) {
+    // A move into the image that completed, and crashed before the old directories went.
+    if (old_layout) {
+      for (const char* sub : {"layers", "upper", "work", "last_layer"}) {
+        if (fs::exists(fs::path(dir_) / sub, ec)) TEMPER_RETURN_IF_ERROR(Discard((fs::path(dir_) / sub).string()));
+      }
+    }
+    const std::uint64_t size = fs::file_size(image, ec);
+    if (ec) return Status::IOError("reading the size of " + image.string() + ": " + ec.message());
+    if (size < bytes) {
+      // Offline, before it is mounted: an online resize takes CAP_SYS_RESOURCE, and resize2fs wants
+      // a freshly checked file system (e2fsck exits 1 when it fixed something, still fine).
+      if (::truncate(image.c_str(), static_cast<off_t>(bytes)) != 0) {
+        return Status::FromErrno(errno, fmt::format("growing {} to {}", image.string(), FormatBytes(bytes)));
+      }
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult checked, Run({"e2fsck", "-f", "-p", image.string()}, "", std::chrono::minutes(10)));
+      if (checked.timed_out || checked.term_signal != 0 || checked.exit_code > 1) {
+        return Status::IOError(fmt::format("checking {} before growing it ({}): {}{}", image.string(), checked.Describe(),
+                                           checked.out, checked.err));
+      }
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult grown, Run({"resize2fs", image.string()}, "", std::chrono::minutes(10)));
+      if (!grown.Succeeded()) {
+        return Status::IOError(fmt::format("growing the file system of {} to {} ({}): {}", image.string(),
+                                           FormatBytes(bytes), grown.Describe(), grown.err));
+      }
+    }
+    disk_bytes_ = std::max(size, bytes);
+    return MountDisk(image.string());
+  }
+  // A new image, made under a temporary name and renamed once whole: a crash leaves none or all.
+  const fs::path fresh = fs::path(dir_) / (std::string(kImage) + ".new");
+  fs::remove(fresh, ec);
+  {
+    int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::FromErrno(errno, "creating " + fresh.string());
+    bool sized = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0;
+    int e = errno;
+    ::close(fd);
+    if (!sized) return Status::FromErrno(e, fmt::format("sizing {} to {}", fresh.string(), FormatBytes(bytes)));
+  }
+  // Lazy init: a sparse image costs no writes up front (the kernel skips zeroing, see noinit_itable).
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult made, Run({"mkfs.ext4", "-q", "-F", "-m", "1", "-L", "temper-layers", "-E",
+                                                   "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0",
+                                                   fresh.string()}));
+  if (!made.Succeeded()) {
+    fs::remove(fresh, ec);
+    return Status::IOError(fmt::format("making the file system of {} ({}): {}", fresh.string(), made.Describe(), made.err));
+  }
+  disk_bytes_ = bytes;
+  if (old_layout) {
+    // Copy the older layout's stack in (cp -a keeps owners, modes, links, xattrs such as
+    // trusted.overlay.opaque and whiteout devices), then swap: the old directories stay until the
+    // image holding their copy has its final name.
+    TEMPER_RETURN_IF_ERROR(MountDisk(fresh.string()));
+    Status copied;
+    for (const char* sub : {"layers", "upper", "last_layer"}) {
+      const fs::path from = fs::path(dir_) / sub;
+      if (!fs::exists(from, ec)) continue;
+      // A directory's contents into the one MountDisk made; the file next to them.
+      std::vector<std::string> argv = {"/bin/cp", "-a"};
+      if (fs::is_directory(from, ec)) {
+        argv.insert(argv.end(), {(from / ".").string(), disk_ + "/" + sub});
+      } else {
+        argv.insert(argv.end(), {from.string(), disk_ + "/"});
+      }
+      Result<ProcessResult> cp = Run(argv, "", std::chrono::minutes(30));
+      if (!cp.ok()) {
+        copied = cp.status();
+      } else if (!cp->Succeeded()) {
+        std::uint64_t used = UsedBytes(fs::path(dir_) / "layers") + UsedBytes(fs::path(dir_) / "upper");
+        copied = cp->err.find("No space left on device") != std::string::npos
+                     ? Status::ResourceExhausted(fmt::format(
+                           "the snapshots in {} take {}, more than its disk cap of {} holds; raise sandbox.disk in "
+                           "temperd.yaml", dir_, FormatBytes(used), FormatBytes(bytes)))
+                     : Status::IOError(fmt::format("copying {}/{} into its disk image ({}): {}", dir_, sub, cp->Describe(), cp->err));
+      }
+      if (!copied.ok()) break;
+    }
+    Status unmounted = UnmountDisk();
+    if (!copied.ok() || !unmounted.ok()) {
+      fs::remove(fresh, ec);
+      return (copied.ok() ? unmounted : copied).WithContext("moving the target's snapshots into a disk image");
+    }
+    fs::rename(fresh, image, ec);
+    if (ec) return Status::IOError("naming " + image.string() + ": " + ec.message());
+    for (const char* sub : {"layers", "upper", "work", "last_layer"}) {
+      if (fs::exists(fs::path(dir_) / sub, ec)) TEMPER_RETURN_IF_ERROR(Discard((fs::path(dir_) / sub).string()));
+    }
+    return MountDisk(image.string());
+  }
+  fs::rename(fresh, image, ec);
+  if (ec) return Status::IOError("naming " + image.string() + ": " + ec.message());
+  return MountDisk(image.string());
+}
+
+Status OverlaySnapshots::MountDisk(const std::string& image) {
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Run({"/bin/mount", "-t", "ext4", "-o", fmt::format(kMountOptions, kReserveOwner),
+                                                image, disk_}));
+  if (!r.Succeeded()) {
+    return Status::IOError(fmt::format("mounting the disk image {} at {} ({}): {}", image, disk_, r.Describe(), r.err));
+  }
+  disk_mounted_ = true;
+  TEMPER_RETURN_IF_ERROR(MakeRootOnly(disk_));
+  for (const char* sub : {"layers", "upper", "work", "trash"}) TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(disk_) / sub));
+  return Status::OK();
+}
+
+Status OverlaySnapshots::UnmountDisk() {
+  if (!disk_mounted_) return Status::OK();
+  if (::umount2(disk_.c_str(), 0) != 0) {
+    int e = errno;
+    if (e != EBUSY) return Status::FromErrno(e, "unmounting the disk image at " + disk_);
+    // Busy: a process outside our control (an operator's shell) still has a file open there. The
+    // mount goes when it lets go; the lock is released, so the next owner mounts it afresh.
+    ::umount2(disk_.c_str(), MNT_DETACH);
+  }
+  disk_mounted_ = false;
+  return Status::OK();
+}
+
+Status OverlaySnapshots::LoadStack() {
+  const fs::path data(disk_);
+  std::error_code ec;
+  // The stack is whatever layers/<id> exist: a crash mid-revert or mid-drop leaves each layer
+  // either here or in the trash, and the ids above a dropped one never change.
+  layers_.clear();
+  for (const auto& e : fs::directory_iterator(data / "layers", ec)) {
+    Result<std::uint32_t> id = ParseId(e.path().filename().string());
+    if (id.ok() && *id > 0 && e.is_directory(ec)) layers_.push_back(*id);
+  }
+  if (ec) return Status::IOError(fmt::format("listing {}: {}", (data / "layers").string(), ec.message()));
+  std::sort(layers_.begin(), layers_.end());
+  last_id_ = layers_.empty() ? 0 : layers_.back();
+  std::string recorded = ReadSmallFile(data / "last_layer");
+  if (!recorded.empty()) {
+    Result<std::uint32_t> id = ParseId(recorded);
+    if (!id.ok()) {
+      return Status::DataLoss(fmt::format("{}: '{}' is not a layer id", (data / "last_layer").string(), recorded));
+    }
+    last_id_ = std::max(last_id_, *id);
+  }
+  return Status::OK();
+}
+
+std::uint64_t OverlaySnapshots::FreeBytes() const {
+  struct statvfs s;
+  if (::statvfs(disk_.c_str(), &s) != 0) return 0;
+  return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize;
+}
+
+bool OverlaySnapshots::DiskFull() const {
+  struct statvfs s;
+  if (::statvfs(disk_.c_str(), &s) != 0) return false;
+  return static_cast<std::uint64_t>(s.f_bavail) * s.f_frsize < kFullBelowBytes || s.f_favail == 0;
+}
+
+Status OverlaySnapshots::Mount() {
+  TEMPER_RETURN_IF_ERROR(Step("mount"));
+  // Relative layer paths keep the option string short (mount(2) takes one page); mount(8) runs
+  // with the disk as its working directory so they resolve, without changing ours.
+  std::string lower;
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) lower += fmt::format("layers/{}:", *it);
+  lower += base_;
+  // No directory redirects: a renamed directory is copied up whole, so each layer holds whole
+  // directories and what changed is readable from the layers alone (overlay_changes.h). nosuid,
+  // nodev: with the sandbox's identity id map, a setuid-root file or a device node made in there is
+  // one on the host; through this mount neither takes effect.
+  Result<ProcessResult> r = Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+                                 fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower),
+                                 merged_},
+                                disk_, std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  if (!r->Succeeded()) {
+    return Status::IOError(fmt::format("mounting the overlay at {} ({}): {}", merged_, r->Describe(), r->err));
+  }
+  mounted_ = true;
+  return Status::OK();
+}
+
+Status OverlaySnapshots::Unmount() {
+  if (!mounted_) return Status::OK();
+  TEMPER_RETURN_IF_ERROR(Step("unmount"));
+  // A sandbox's killed processes may still be exiting, holding the tree as their root for a moment:
+  // wait for them, a bounded while, before calling the target busy.
+  int e = 0;
+  for (int wait = 0; ::umount2(merged_.c_str(), 0) != 0; ++wait) {
+    e = errno;
+    if (e != EBUSY || wait == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    e = 0;
+  }
+  if (e == EBUSY) return Status::FailedPrecondition("the target at " + merged_ + " is busy: a process still uses it");
+  if (e != 0) return Status::FromErrno(e, "unmounting " + merged_);
+  mounted_ = false;
+  return Status::OK();
+}
+
+Status OverlaySnapshots::Close() {
+  Status s = Unmount();
+  if (reaper_.joinable()) reaper_.join();
+  if (s.ok()) s = UnmountDisk();
+  if (s.ok() && lock_fd_ >= 0) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  return s;
+}
+
+Status OverlaySnapshots::RecordLastId(std::uint32_t id) {
+  TEMPER_RETURN_IF_ERROR(Step("record-id"));
+  fs::path file = fs::path(disk_) / "last_layer";
+  fs::path temp = fs::path(disk_) / "last_layer.new";
+  auto write = [&]() -> Status {
+    int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status::FromErrno(errno, "creating " + temp.string());
+    std::string text = std::to_string(id) + "\n";
+    bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+    int e = errno;
+    ::close(fd);
+    if (!written) return Status::FromErrno(e, "writing " + temp.string());
+    return Status::OK();
+  };
+  Status written = write();
+  if (!written.ok() && DiskFull()) {
+    ReapNow();  // the trash may hold what the sandbox filled the disk with
+    written = write();
+  }
+  if (!written.ok()) {
+    if (DiskFull()) {
+      return Status::ResourceExhausted(fmt::format("the target's writable layer is full (cap {}): {}",
+                                                   FormatBytes(disk_bytes_), written.message()));
+    }
+    return written;
+  }
+  std::error_code ec;
+  fs::rename(temp, file, ec);
+  if (ec) return Status::IOError("replacing " + file.string() + ": " + ec.message());
+  last_id_ = id;
+  return Status::OK();
+}
+
+Status OverlaySnapshots::ResetUpperAndMount() {
+  TEMPER_RETURN_IF_ERROR(Step("reset-upper"));
+  // The work directory belongs to the old upper layer; overlayfs wants an empty one for the new.
+  for (const char* sub : {"upper", "work"}) {
+    fs::path p = fs::path(disk_) / sub;
+    std::error_code ec;
+    if (fs::exists(p, ec)) TEMPER_RETURN_IF_ERROR(Discard(p.string()));
+  }
+  // A command that filled the disk left what it wrote in the layers just discarded: the new upper
+  // layer and overlayfs's work directory (made at mount) need room, so give it back first.
+  if (DiskFull()) ReapNow();
+  auto make_and_mount = [&]() -> Status {
+    for (const char* sub : {"upper", "work"}) TEMPER_RETURN_IF_ERROR(EnsureDir(fs::path(disk_) / sub));
+    return Mount();
+  };
+  Status mounted = make_and_mount();
+  // The blocks of a deleted file come back only when the last process holding it open is gone, and
+  // the sandbox's killed processes may still be exiting: wait for them, a bounded while.
+  for (int wait = 0; !mounted.ok() && DiskFull() && wait < 40; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ReapNow();
+    mounted = make_and_mount();
+  }
+  TEMPER_RETURN_IF_ERROR(mounted);
+  // The next command should find the space a revert gave back, not wait for the reaper.
+  if (DiskFull()) {
+    ReapNow();
+  } else {
+    StartReaper();
+  }
+  return Status::OK();
+}
+
+Result<std::uint32_t> OverlaySnapshots::Snapshot() {
+  if (depth() >= kMaxLayers) {
+    return Status::ResourceExhausted(fmt::format("{} snapshots at {}: overlayfs stacks at most {} here", depth(),
+                                                 dir_, kMaxLayers));
+  }
+  const std::uint32_t id = last_id_ + 1;
+  // Recorded before the layer exists: a crash in between costs an unused id, never a reused one.
+  TEMPER_RETURN_IF_ERROR(RecordLastId(id));
+  TEMPER_RETURN_IF_ERROR(Unmount());
+  TEMPER_RETURN_IF_ERROR(Step("freeze-upper"));
+  std::error_code ec;
+  fs::rename(fs::path(disk_) / "upper", LayerDir(id), ec);
+  if (ec) {
+    (void)Mount();
+    return Status::IOError("freezing " + disk_ + "/upper: " + ec.message());
+  }
+  layers_.push_back(id);
+  TEMPER_RETURN_IF_ERROR(ResetUpperAndMount());
+  return id;
+}
+
+Status OverlaySnapshots::Revert(std::uint32_t id) {
+  if (id > last_id_) {
+    return Status::OutOfRange(fmt::format("no snapshot {} at {} (the latest taken is {})", id, dir_, last_id_));
+  }
+  TEMPER_RETURN_IF_ERROR(Unmount());
+  // Drop from the top down, so a crash leaves a stack that is a prefix of this one.
+  while (!layers_.empty() && layers_.back() > id) {
+    TEMPER_RETURN_IF_ERROR(Step("discard-layer"));
+    TEMPER_RETURN_IF_ERROR(Discard(LayerDir(layers_.back())));
+    layers_.pop_back();
+  }
+  return ResetUpperAndMount();
+}
+
+Status OverlaySnapshots::DropLayer(std::uint32_t id) {
+  auto it = std::find(layers_.begin(), layers_.end(), id);
+  if (it == layers_.end()) return Status::NotFound(fmt::format("no layer {} in the stack at {}", id, dir_));
+  TEMPER_RETURN_IF_ERROR(Unmount());
+  // The one step that changes the stack: a rename, so a crash leaves the layer in or out, whole.
+  TEMPER_RETURN_IF_ERROR(Step("discard-layer"));
+  TEMPER_RETURN_IF_ERROR(Discard(LayerDir(id)));
+  layers_.erase(it);
+  return ResetUpperAndMount();
+}
+
+Result<std::vector<std::string>> OverlaySnapshots::LayerChanges(std::uint32_t id) const {
+  auto it = std::find(layers_.begin(), layers_.end(), id);
+  if (it == layers_.end()) return Status::NotFound(fmt::format("no layer {} in the stack at {}", id, dir_));
+  std::vector<std::string> lower;
+  for (auto below = std::make_reverse_iterator(it); below != layers_.rend(); ++below) lower.push_back(LayerDir(*below));
+  lower.push_back(base_);
+  return stig::LayerChanges(LayerDir(id), lower);
+}
+
+Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAbove(std::uint32_t id) const {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, LayerChanges(id));
+  std::vector<LayerOverlap> out;
+  for (std::uint32_t above : layers_) {
+    if (above <= id) continue;
+    TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> held, LayerEntries(LayerDir(above)));
+    LayerOverlap overlap{above, {}};
+    std::set_intersection(changed.begin(), changed.end(), held.begin(), held.end(), std::back_inserter(overlap.paths));
+    if (!overlap.paths.empty()) out.push_back(std::move(overlap));
+  }
+  return out;
+}
+
+Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
+  if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
+  fs::path scratch = fs::path(dir_) / "scratch";
+  std::error_code ec;
+  if (fs::exists(scratch, ec)) {  // left by an owner that died with a view mounted
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+    TEMPER_RETURN_IF_ERROR(Discard(scratch.string()));
+  }
+  for (const char* sub : {"upper", "work", "merged"}) TEMPER_RETURN_IF_ERROR(EnsureDir(scratch / sub));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
+                          Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+                               fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work", merged_), "merged"},
+                              scratch.string(), std::chrono::seconds(30)));
+  if (!r.Succeeded()) {
+    return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", merged_, r.Describe(), r.err));
+  }
+  Status ran = fn((scratch / "merged").string());
+  Status unmounted;
+  if (::umount2((scratch / "merged").c_str(), 0) != 0) {
+    unmounted = Status::FromErrno(errno, "unmounting the scratch view " + (scratch / "merged").string());
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+  }
+  Status discarded = Discard(scratch.string());
+  StartReaper();
+  if (!ran.ok()) return ran;
+  return unmounted.ok() ? discarded : unmounted;
+}
+
+OverlayLayers OverlaySnapshots::layers() const {
+  OverlayLayers out{.upper = disk_ + "/upper", .lowers = {}, .merged = merged_};
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) out.lowers.push_back(LayerDir(*it));
+  out.lowers.push_back(base_);
+  return out;
+}
+
+Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {
+  std::vector<std::string> out;
+  fs::path upper = fs::path(disk_) / "upper";
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(upper, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    out.push_back("/" + it->path().lexically_relative(upper).string());
+  }
+  if (ec) return Status::IOError("listing " + upper.string() + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace temper::stig

@@ -1,0 +1,201 @@
+// /v1/chat/completions over loopback with a real HTTP client (cpp-httplib), on the tiny model with
+// the 512-id chat test tokenizer: replies must be what the chat engine produces for the same
+// request, streaming must follow OpenAI's chunk format line by line, the tools in a request must
+// reach the rendered prompt, and bad requests must get OpenAI-style errors naming the parameter.
+#include <catch2/catch.hpp>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "engine/serve/chat_engine.h"
+#include "engine/serve/http_server.h"
+#include "engine/http_test_support.h"
+#include "engine/serving_fixture.h"
+
+namespace temper::engine::testing {
+namespace {
+
+using nlohmann::json;
+
+struct ChatServed {
+  std::unique_ptr<CpuBackend> backend = ServingBackend();
+  std::unique_ptr<ChatEngine> engine;
+  std::unique_ptr<HttpServer> server;
+  explicit ChatServed(bool with_chat = true) {
+    auto e = ChatEngine::Create(*backend, ChatTokenizer(), {}, QuietLog());
+    if (!e.ok()) FAIL(e.status().ToString());
+    engine = std::move(*e);
+    HttpServerOptions http;
+    http.model_name = "gemma4-tiny";
+    if (with_chat) http.chat = engine.get();
+    auto s = HttpServer::Start(engine->scheduler(), http, QuietLog());
+    if (!s.ok()) FAIL(s.status().ToString());
+    server = std::move(*s);
+  }
+  httplib::Client Client() const { return LocalClient(server->port()); }
+};
+
+json ToolsJson() {
+  return json::array({{{"type", "function"},
+                       {"function",
+                        {{"name", "run_command"},
+                         {"description", "Runs a shell command."},
+                         {"parameters",
+                          {{"type", "object"},
+                           {"properties", {{"cmd", {{"type", "string"}, {"description", "the command"}}}}},
+                           {"required", {"cmd"}}}}}}}});
+}
+
+json ChatBody(int max_tokens) {
+  return {{"model", "gemma4-tiny"},
+          {"messages", json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                    {{"role", "user"}, {"content", "Check sshd."}}})},
+          {"max_tokens", max_tokens},
+          {"temperature", 0}};
+}
+
+// The same request through the in-process API.
+ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
+  ChatRequest r;
+  r.conversation.messages.push_back({.role = ChatRole::kSystem, .content = "Be brief."});
+  r.conversation.messages.push_back({.role = ChatRole::kUser, .content = "Check sshd."});
+  if (with_tools) {
+    r.conversation.tools.push_back({"run_command", "Runs a shell command.",
+                                    json{{"type", "object"},
+                                         {"properties", {{"cmd", {{"type", "string"}, {"description", "the command"}}}}},
+                                         {"required", {"cmd"}}}});
+  }
+  r.max_tokens = max_tokens;
+  auto s = engine.Submit(r);
+  if (!s.ok()) FAIL(s.status().ToString());
+  return (*s)->Wait();
+}
+
+TEST_CASE("chat completions over HTTP: whole and streamed replies equal the in-process engine's", "[engine][http][chat]") {
+  ChatServed s;
+  const ChatEvent expected = InProcess(*s.engine, /*with_tools=*/true, 12);
+  REQUIRE(expected.finish != ChatFinish::kError);
+  httplib::Client c = s.Client();
+
+  json body = ChatBody(12);
+  body["tools"] = ToolsJson();
+  body["tool_choice"] = "auto";
+  auto whole = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(whole);
+  INFO(whole->body);
+  REQUIRE(whole->status == 200);
+  const json r = json::parse(whole->body);
+  CHECK(r["object"] == "chat.completion");
+  CHECK_THAT(r["id"].get<std::string>(), Catch::StartsWith("chatcmpl-"));
+  CHECK(r["choices"][0]["message"]["role"] == "assistant");
+  CHECK(r["choices"][0]["message"]["content"] == expected.content);
+  CHECK(r["choices"][0]["finish_reason"] == ChatFinishName(expected.finish));
+  // The tools were rendered: the prompt is as long as the in-process one with the same tools.
+  CHECK(r["usage"]["prompt_tokens"] == expected.usage.prompt_tokens);
+  CHECK(r["usage"]["completion_tokens"] == expected.usage.completion_tokens);
+  // The same prompt's message boundaries were pinned by the in-process run.
+  CHECK(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int64_t>() > 0);
+
+  // tool_choice "none" drops the declarations from the prompt.
+  body["tool_choice"] = "none";
+  auto none = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(none);
+  REQUIRE(none->status == 200);
+  const ChatEvent plain = InProcess(*s.engine, /*with_tools=*/false, 12);
+  CHECK(json::parse(none->body)["usage"]["prompt_tokens"] == plain.usage.prompt_tokens);
+  CHECK(plain.usage.prompt_tokens < expected.usage.prompt_tokens);
+
+  body["tool_choice"] = "auto";
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  auto streamed = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(streamed);
+  REQUIRE(streamed->status == 200);
+  CHECK_THAT(streamed->get_header_value("Content-Type"), Catch::StartsWith("text/event-stream"));
+  const std::vector<std::string> data = SseData(streamed->body);
+  REQUIRE(data.size() >= 4);  // role, content..., finish, usage, [DONE]
+  CHECK(data.back() == "[DONE]");
+  std::vector<json> chunks;
+  for (size_t i = 0; i + 1 < data.size(); ++i) chunks.push_back(json::parse(data[i]));
+  for (const json& ch : chunks) {
+    CHECK(ch["object"] == "chat.completion.chunk");
+    CHECK(ch["id"] == chunks[0]["id"]);
+    CHECK(ch["model"] == "gemma4-tiny");
+  }
+  CHECK(chunks[0]["choices"][0]["delta"]["role"] == "assistant");
+  std::string content;
+  for (size_t i = 0; i + 2 < chunks.size(); ++i) {
+    const json& choice = chunks[i]["choices"][0];
+    CHECK(choice["finish_reason"].is_null());
+    if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
+  }
+  CHECK(content == expected.content);
+  const json& last = chunks[chunks.size() - 2]["choices"][0];
+  CHECK(last["delta"] == json::object());
+  CHECK(last["finish_reason"] == ChatFinishName(expected.finish));
+  const json& usage = chunks.back();
+  CHECK(usage["choices"] == json::array());
+  CHECK(usage["usage"]["completion_tokens"] == expected.usage.completion_tokens);
+  CHECK(usage["usage"]["prompt_tokens"] == expected.usage.prompt_tokens);
+}
+
+TEST_CASE("chat completions accept assistant tool calls and tool results in the history", "[engine][http][chat]") {
+  ChatServed s;
+  httplib::Client c = s.Client();
+  json body = ChatBody(4);  // without tools: the tiny model's context is 256 tokens
+  body["messages"].push_back({{"role", "assistant"},
+                              {"content", nullptr},
+                              {"tool_calls", json::array({{{"id", "call_1"}, {"type", "function"},
+                                                           {"function", {{"name", "run_command"}, {"arguments", R"({"cmd":"sshd -t"})"}}}}})}});
+  body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", R"({"exit":0})"}});
+  auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(res);
+  INFO(res->body);
+  REQUIRE(res->status == 200);
+
+  // The same conversation in process renders to the same number of prompt tokens.
+  Conversation conv;
+  conv.messages.push_back({.role = ChatRole::kSystem, .content = "Be brief."});
+  conv.messages.push_back({.role = ChatRole::kUser, .content = "Check sshd."});
+  conv.messages.push_back({.role = ChatRole::kModel,
+                           .tool_calls = {{"run_command", json{{"cmd", "sshd -t"}}}},
+                           .tool_responses = {{"run_command", json{{"exit", 0}}}}});
+  auto prompt = s.engine->RenderPrompt(conv);
+  REQUIRE(prompt.ok());
+  CHECK(json::parse(res->body)["usage"]["prompt_tokens"] == prompt->ids.size());
+}
+
+TEST_CASE("bad chat requests get OpenAI-style errors naming the parameter", "[engine][http][chat]") {
+  ChatServed s;
+  httplib::Client c = s.Client();
+  auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& param,
+                    const std::string& text) { CheckOpenAIError(c, "/v1/chat/completions", body, status, code, param, text); };
+  expect(R"({"model": "gemma4-tiny", "messages": [)", 400, "", "", "malformed JSON");
+  expect(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", 404, "model_not_found", "model", "'gpt-4' does not exist");
+  expect(R"({"model": "gemma4-tiny"})", 400, "", "messages", "'messages' is required");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "wizard", "content": "hi"}]})", 400, "", "messages[0].role", "got 'wizard'");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": 5}]})", 400, "", "messages[0].content", "must be a string");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "tool", "content": "x"}]})", 400, "", "messages[0]", "must follow an assistant");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "retrieval"}]})", 400, "", "tools[0]", "must be");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})", 400, "", "tool_choice", "\"auto\" or \"none\"");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "a b"}}]})",
+         400, "", "tools", "tools[0]: name 'a b'");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "top_p": "x"})", 400, "", "top_p", "must be a number");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})", 400, "", "max_tokens", "at least 1");
+  json long_prompt = ChatBody(8);
+  long_prompt["messages"][1]["content"] = std::string(300, 'x');
+  expect(long_prompt.dump(), 400, "context_length_exceeded", "messages", "context limit of 256");
+}
+
+TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engine][http][chat]") {
+  ChatServed s(/*with_chat=*/false);
+  httplib::Client c = s.Client();
+  auto res = c.Post("/v1/chat/completions", ChatBody(4).dump(), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 501);
+  const json e = json::parse(res->body);
+  CHECK(e["error"]["code"] == "no_tokenizer");
+  CHECK_THAT(e["error"]["message"].get<std::string>(), Catch::Contains("--tokenizer"));
+}
+
+}  // namespace
+}  // namespace temper::engine::testing

@@ -1,0 +1,209 @@
+// The scheduler on the tiny fixture: continuous batching must not change what any request
+// generates (the CPU forward computes each row independently, so tokens match exactly), chunked
+// prefill and preemption must be invisible in the output, and every way a request ends (stop
+// token, stop string across token boundaries, max tokens, cancellation) must free its pages.
+#include <thread>
+
+#include <catch2/catch.hpp>
+
+#include "engine/serving_fixture.h"
+
+namespace temper::engine::testing {
+namespace {
+
+std::vector<GenerateRequest> MixedRequests() {
+  std::vector<GenerateRequest> out;
+  for (int i = 0; i < 6; ++i) {
+    GenerateRequest r = Greedy(RandomPrompt(100 + i, 5 + 7 * i), 12 + i);
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.8f;
+      r.sampling.top_p = 0.95f;
+      r.sampling.seed = 1000 + i;
+    }
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Each request's tokens when it runs by itself on a fresh scheduler without a prefix cache: the
+// reference that batching, chunking and preemption must reproduce.
+std::vector<std::vector<int32_t>> TokensAlone(const std::vector<GenerateRequest>& requests) {
+  auto backend = ServingBackend();
+  SchedulerOptions options;
+  options.prefix_cache = false;
+  auto scheduler = MakeScheduler(*backend, options);
+  std::vector<std::vector<int32_t>> alone;
+  for (const GenerateRequest& r : requests) alone.push_back(RunOne(*scheduler, r).tokens);
+  return alone;
+}
+
+TEST_CASE("the scheduler reproduces the golden greedy tokens", "[engine][scheduler]") {
+  auto backend = ServingBackend();
+  auto scheduler = MakeScheduler(*backend);
+  for (int prompt : {0, 1}) {
+    const StreamEvent out = RunOne(*scheduler, Greedy(Reference<int32_t>("input_ids_" + std::to_string(prompt)), 16));
+    CHECK(out.finish == FinishReason::kLength);
+    CHECK(out.tokens == Reference<int32_t>("greedy_" + std::to_string(prompt)));
+    CHECK(out.usage.completion_tokens == 16);
+  }
+}
+
+TEST_CASE("concurrent requests give the same tokens as each request alone", "[engine][scheduler]") {
+  const std::vector<GenerateRequest> requests = MixedRequests();
+  const std::vector<std::vector<int32_t>> alone = TokensAlone(requests);
+  // Small batches force chunked prefill to interleave with other requests' decoding.
+  for (int64_t batch_tokens : {int64_t{7}, int64_t{512}}) {
+    auto backend = ServingBackend();
+    SchedulerOptions options;
+    options.max_batch_tokens = batch_tokens;
+    auto scheduler = MakeScheduler(*backend, options);
+    std::vector<std::vector<int32_t>> together(requests.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      threads.emplace_back([&, i] { together[i] = RunOne(*scheduler, requests[i]).tokens; });
+    }
+    for (auto& t : threads) t.join();
+    for (size_t i = 0; i < requests.size(); ++i) {
+      INFO("request " << i << ", max_batch_tokens " << batch_tokens);
+      CHECK(together[i] == alone[i]);
+      CHECK(static_cast<int64_t>(together[i].size()) == requests[i].max_tokens);
+    }
+    const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
+    CHECK(m.generated_tokens == 12 + 13 + 14 + 15 + 16 + 17);
+    CHECK(m.running == 0);
+    CHECK(m.kv.live_sequences == 0);
+  }
+}
+
+TEST_CASE("a full KV pool queues and preempts instead of failing", "[engine][scheduler]") {
+  const std::vector<GenerateRequest> requests = MixedRequests();
+  const std::vector<std::vector<int32_t>> alone = TokensAlone(requests);
+  // 64 tokens of pool: the longest request (40 + 17) barely fits alone, the six together need 300.
+  auto backend = ServingBackend(/*max_tokens=*/64, /*max_sequences=*/4, /*max_snapshots=*/2);
+  SchedulerOptions options;
+  options.max_batch_tokens = 16;
+  auto scheduler = MakeScheduler(*backend, options);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const GenerateRequest& r : requests) {
+    auto s = scheduler->Submit(r);
+    REQUIRE(s.ok());
+    streams.push_back(*s);
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const StreamEvent out = streams[i]->Wait();
+    INFO("request " << i << ": " << out.error.ToString());
+    CHECK(out.finish == FinishReason::kLength);
+    CHECK(out.tokens == alone[i]);
+  }
+  const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
+  std::printf("tiny pool: %lld preemptions, %lld cache entries\n", static_cast<long long>(m.preemptions),
+              static_cast<long long>(m.cache_entries));
+  CHECK(m.kv.live_sequences == 0);
+  CHECK(m.finished_requests == 6);
+
+  // A request that could never fit is refused up front.
+  auto too_big = scheduler->Submit(Greedy(RandomPrompt(1, 60), 10));
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == StatusCode::kOutOfRange);
+  CHECK_THAT(too_big.status().message(), Catch::Contains("KV pool of 64 tokens"));
+}
+
+TEST_CASE("cancellation ends the stream and frees the pages", "[engine][scheduler]") {
+  auto backend = ServingBackend();
+  SchedulerOptions options;
+  options.prefix_cache = false;
+  auto scheduler = MakeScheduler(*backend, options);
+  const KvUsage before = scheduler->metrics().kv;
+
+  auto running = scheduler->Submit(Greedy(RandomPrompt(7, 30), 200));
+  REQUIRE(running.ok());
+  std::optional<StreamEvent> first = (*running)->Next();
+  REQUIRE(first);
+  CHECK_FALSE(first->tokens.empty());
+  (*running)->Cancel();
+  const StreamEvent rest = (*running)->Wait();
+  CHECK(rest.finish == FinishReason::kCancelled);
+  CHECK(rest.usage.completion_tokens < 200);
+  CHECK_FALSE((*running)->Next().has_value());
+
+  // Cancelling before it runs, and cancelling twice, are both fine.
+  auto queued = scheduler->Submit(Greedy(RandomPrompt(8, 10), 200));
+  REQUIRE(queued.ok());
+  (*queued)->Cancel();
+  (*queued)->Cancel();
+  CHECK((*queued)->Wait().finish == FinishReason::kCancelled);
+
+  // The pages come back (metrics are published after each scheduling step).
+  const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 2; });
+  CHECK(m.kv.live_sequences == 0);
+  CHECK(m.kv.free_blocks == before.total_blocks);
+  CHECK(m.cancelled_requests == 2);
+}
+
+TEST_CASE("stop strings cut the text even across token boundaries", "[engine][scheduler]") {
+  auto backend = ServingBackend();
+  LetterDetokenizer letters;
+  SchedulerOptions options;
+  options.detokenizer = &letters;
+  auto scheduler = MakeScheduler(*backend, options);
+  const std::vector<int32_t> prompt = RandomPrompt(21, 12);
+  const StreamEvent full = RunOne(*scheduler, Greedy(prompt, 10));
+  REQUIRE(full.tokens.size() == 10);
+  std::string expected_text;
+  for (int32_t id : full.tokens) expected_text += LetterText(id);
+  CHECK(full.text == expected_text);
+
+  // Characters 5..7 start in token 2 and end in token 3.
+  GenerateRequest r = Greedy(prompt, 10);
+  const std::string stop = expected_text.substr(5, 3);
+  r.stop_strings = {"never-matches", stop};
+  auto stream = scheduler->Submit(r);
+  REQUIRE(stream.ok());
+  std::string streamed;
+  StreamEvent last;
+  while (std::optional<StreamEvent> e = (*stream)->Next()) {
+    streamed += e->text;
+    last = *e;
+  }
+  const size_t at = expected_text.find(stop);
+  CHECK(last.finish == FinishReason::kStop);
+  CHECK(streamed == expected_text.substr(0, at));
+  CHECK(last.usage.completion_tokens == static_cast<int64_t>((at + stop.size() + 1) / 2));
+
+  // A stop token ends generation at its first occurrence; its text is not part of the output.
+  GenerateRequest t = Greedy(prompt, 10);
+  t.sampling.stop_tokens = {full.tokens[4]};
+  const StreamEvent stopped = RunOne(*scheduler, t);
+  const auto first = std::find(full.tokens.begin(), full.tokens.end(), full.tokens[4]);
+  const size_t n = static_cast<size_t>(first - full.tokens.begin()) + 1;
+  CHECK(stopped.finish == FinishReason::kStop);
+  CHECK(stopped.tokens == std::vector<int32_t>(full.tokens.begin(), full.tokens.begin() + static_cast<long>(n)));
+  CHECK(stopped.text == expected_text.substr(0, 2 * (n - 1)));
+}
+
+TEST_CASE("bad requests are refused with the field named", "[engine][scheduler]") {
+  auto backend = ServingBackend();
+  auto scheduler = MakeScheduler(*backend);
+  auto expect = [&](GenerateRequest r, StatusCode code, const std::string& text) {
+    auto s = scheduler->Submit(std::move(r));
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.status().code() == code);
+    CHECK_THAT(s.status().message(), Catch::Contains(text));
+  };
+  expect(Greedy({}, 5), StatusCode::kInvalidArgument, "prompt is empty");
+  expect(Greedy({5, 512}, 5), StatusCode::kInvalidArgument, "prompt token 1 is id 512");
+  expect(Greedy({5}, 0), StatusCode::kInvalidArgument, "max_tokens");
+  expect(Greedy(RandomPrompt(3, 200), 100), StatusCode::kOutOfRange, "context limit of 256");
+  GenerateRequest r = Greedy({5, 6}, 5);
+  r.sampling.top_p = 0;
+  expect(r, StatusCode::kInvalidArgument, "top_p");
+  r = Greedy({5, 6}, 5);
+  r.stop_strings = {"x"};
+  expect(r, StatusCode::kInvalidArgument, "detokenizer");
+  r = Greedy({5, 6}, 5);
+  r.checkpoints = {3};
+  expect(r, StatusCode::kInvalidArgument, "checkpoint 3");
+}
+
+}  // namespace
+}  // namespace temper::engine::testing

@@ -1,0 +1,183 @@
+#include "orchestrator/config/batch_request.h"
+
+#include <catch2/catch.hpp>
+
+#include "orchestrator/temp_dir.h"
+
+namespace temper {
+namespace {
+
+using testing::TempDir;
+
+struct Fixture {
+  TempDir dir;
+  DaemonConfig config;
+  Fixture() {
+    config.source = "/etc/temper/temperd.yaml";
+    config.content_dirs = {dir.path()};
+    dir.Write("ssg-test-ds.xml", "<xml/>");
+    config.targets.push_back(TargetConfig{.name = "lab", .type = "rootfs", .path = "/r"});
+  }
+  temper::v1::SubmitBatchRequest Valid() const {
+    temper::v1::SubmitBatchRequest r;
+    r.set_target("lab");
+    r.set_datastream("ssg-test-ds.xml");
+    r.set_profile("stig");
+    r.add_rule_ids("sshd_disable_root_login");
+    r.add_rule_ids("xccdf_org.ssgproject.content_rule_accounts_tmout");
+    return r;
+  }
+  std::string Error(const temper::v1::SubmitBatchRequest& r) const {
+    auto b = ValidateSubmitRequest(r, config);
+    return b.ok() ? "OK" : b.status().message();
+  }
+};
+
+TEST_CASE("a valid request expands short rule ids and fills default budgets") {
+  Fixture f;
+  auto batch = ValidateSubmitRequest(f.Valid(), f.config);
+  REQUIRE(batch.ok());
+  CHECK(batch->datastream == f.dir / "ssg-test-ds.xml");
+  CHECK(batch->rule_ids == std::vector<std::string>{"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+                                                    "xccdf_org.ssgproject.content_rule_accounts_tmout"});
+  CHECK(batch->budgets.max_attempts == f.config.default_budgets.max_attempts);
+}
+
+TEST_CASE("requested budgets override defaults within range") {
+  Fixture f;
+  auto r = f.Valid();
+  r.mutable_budgets()->set_max_attempts(7);
+  r.mutable_budgets()->set_wall_time_seconds(60);
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  CHECK(batch->budgets.max_attempts == 7);
+  CHECK(batch->budgets.wall_time.count() == 60);
+  CHECK(batch->budgets.max_tokens == f.config.default_budgets.max_tokens);
+}
+
+TEST_CASE("each invalid field is named") {
+  Fixture f;
+  auto r = f.Valid();
+  r.set_target("lba");
+  CHECK(f.Error(r) == "target: 'lba' is not configured in /etc/temper/temperd.yaml (did you mean 'lab'?) (configured: lab)");
+  r = f.Valid();
+  r.set_datastream("ssg-tset-ds.xml");
+  CHECK(f.Error(r) == "datastream 'ssg-tset-ds.xml' is in no content directory (content_dirs: " + f.dir.path() +
+                          ") (did you mean 'ssg-test-ds.xml'?)");
+  r = f.Valid();
+  r.set_datastream("../etc/passwd");
+  CHECK(f.Error(r) == "datastream: '../etc/passwd' must be a file name in a content directory or an absolute path "
+                      "(content_dirs: " + f.dir.path() + ")");
+  r = f.Valid();
+  r.set_datastream("/etc/passwd");
+  CHECK(f.Error(r) == "datastream /etc/passwd is not inside a content directory (content_dirs: " + f.dir.path() +
+                          "): temperd loads datastreams only from there");
+  r = f.Valid();
+  r.set_profile("st ig");
+  CHECK(f.Error(r) == "profile: 'st ig' is neither an XCCDF profile id nor a profile name such as 'stig'");
+  r = f.Valid();
+  r.add_rule_ids("rm -rf /");
+  CHECK(f.Error(r) == "rule_ids[2]: 'rm -rf /' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)");
+  r = f.Valid();
+  r.add_rule_ids("xccdf_org.ssgproject.content_profile_stig");
+  CHECK(f.Error(r) == "rule_ids[2]: 'xccdf_org.ssgproject.content_profile_stig' is not an XCCDF rule id (expected xccdf_<namespace>_rule_<name>)");
+  r = f.Valid();
+  r.add_rule_ids("sshd_disable_root_login");
+  CHECK(f.Error(r) == "rule_ids[2]: 'sshd_disable_root_login' is listed twice");
+  r = f.Valid();
+  r.set_whole_profile(true);
+  CHECK(f.Error(r) == "rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
+  r = f.Valid();
+  r.clear_rule_ids();
+  CHECK(f.Error(r) == "rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
+  r = f.Valid();
+  r.mutable_budgets()->set_max_attempts(51);
+  CHECK(f.Error(r) == "budgets.max_attempts: 51 is out of range [1, 50]");
+  r = f.Valid();
+  r.mutable_budgets()->set_wall_time_seconds(5);
+  CHECK(f.Error(r) == "budgets.wall_time_seconds: 5 is out of range [10, 86400]");
+  r = f.Valid();
+  r.mutable_budgets()->set_max_tokens(10);
+  CHECK(f.Error(r) == "budgets.max_tokens: 10 is out of range [1000, 100000000]");
+  r = f.Valid();
+  r.set_request_id("has space");
+  CHECK(f.Error(r) == "request_id: only printable ASCII characters without spaces");
+  r = f.Valid();
+  r.clear_target();
+  CHECK(f.Error(r) == "target: required");
+}
+
+TEST_CASE("waivers are normalized, checked field by field, and carried with the opt-ins") {
+  Fixture f;
+  auto r = f.Valid();
+  temper::v1::Waiver* w = r.add_waivers();
+  w->set_rule_id("accounts_tmout");
+  w->set_reason("kiosk sessions must not time out");
+  w->set_owner("secops@example.com");
+  w->mutable_expires_at()->set_seconds(1900000000);
+  r.set_allow_disruptive(true);
+  r.set_plan_only(true);
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->options.waivers.size() == 1);
+  CHECK(batch->options.waivers[0].rule_id == "xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(batch->options.waivers[0].expires_at == int64_t{1900000000} * 1000);
+  CHECK(batch->options.allow_disruptive);
+  CHECK(batch->options.plan_only);
+
+  auto bad = r;
+  bad.mutable_waivers(0)->set_owner("");
+  CHECK(f.Error(bad) == "waivers[0].owner: required (who accepted the risk)");
+  bad = r;
+  bad.mutable_waivers(0)->set_reason("");
+  CHECK(f.Error(bad) == "waivers[0].reason: required (why the risk is accepted)");
+  bad = r;
+  *bad.add_waivers() = r.waivers(0);
+  bad.mutable_waivers(1)->set_rule_id("xccdf_org.ssgproject.content_rule_accounts_tmout");
+  CHECK(f.Error(bad) == "waivers[1].rule_id: 'xccdf_org.ssgproject.content_rule_accounts_tmout' is waived twice");
+  bad = r;
+  bad.mutable_waivers(0)->set_rule_id("no such rule!");
+  CHECK(f.Error(bad).rfind("waivers[0].rule_id: 'no such rule!' is not a rule id", 0) == 0);
+  bad = r;
+  bad.mutable_waivers(0)->mutable_expires_at()->set_seconds(-5);
+  CHECK(f.Error(bad) == "waivers[0].expires_at: not a valid time after 1970");
+}
+
+TEST_CASE("configured waivers join the batch's, which win for the same rule, others' rules are left out") {
+  Fixture f;
+  const std::string p = "xccdf_org.ssgproject.content_rule_";
+  f.config.waivers = {{p + "accounts_tmout", "site: kiosks", "ops", std::nullopt},
+                      {p + "sshd_disable_root_login", "site: console", "ops", int64_t{1} * 1000},
+                      {p + "banner_etc_issue_net", "not in this batch", "ops", std::nullopt}};
+  auto r = f.Valid();
+  temper::v1::Waiver* w = r.add_waivers();
+  w->set_rule_id("accounts_tmout");
+  w->set_reason("batch: this kiosk");
+  w->set_owner("alice");
+  auto batch = ValidateSubmitRequest(r, f.config);
+  REQUIRE(batch.ok());
+  REQUIRE(batch->options.waivers.size() == 2);
+  CHECK(batch->options.waivers[0].rule_id == p + "accounts_tmout");
+  CHECK(batch->options.waivers[0].owner == "alice");  // the batch's, not the configured one
+  CHECK(batch->options.waivers[1].rule_id == p + "sshd_disable_root_login");
+  CHECK(batch->options.waivers[1].reason == "site: console");
+
+  // A whole-profile batch may hold any rule: every configured waiver applies.
+  auto whole = f.Valid();
+  whole.clear_rule_ids();
+  whole.set_whole_profile(true);
+  auto profile_batch = ValidateSubmitRequest(whole, f.config);
+  REQUIRE(profile_batch.ok());
+  CHECK(profile_batch->options.waivers.size() == 3);
+}
+
+TEST_CASE("batch ids are positive decimal numbers") {
+  CHECK(*ParseBatchId("17") == 17);
+  CHECK(ParseBatchId("0").status().message() == "'0' is not a batch id (batch ids are positive numbers)");
+  CHECK_FALSE(ParseBatchId("17x").ok());
+  CHECK_FALSE(ParseBatchId("").ok());
+  CHECK_FALSE(ParseBatchId("-3").ok());
+}
+
+}  // namespace
+}  // namespace temper

@@ -1,0 +1,334 @@
+// OverlaySnapshots on a small hand-made base: stable ids, taking a layer out of the middle of the
+// stack, what layers above hold of a layer's changes, and crashes between the steps of each
+// operation (a step hook fails the operation there, the object is dropped as a killed process's
+// would be, and a fresh Open must find the stack whole: as before the operation or as after it).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "scratch_space.h"
+#include "stig/rootfs/overlay_snapshots.h"
+#include "stig/tree_listing.h"
+
+namespace temper::stig {
+namespace {
+
+namespace fs = std::filesystem;
+using Listing = std::map<std::string, std::string>;
+
+// A base root and a stack directory for one test case, removed at its end.
+class Scratch {
+ public:
+  explicit Scratch(const std::string& name)
+      : dir_(::temper::testing::TestScratchDir() + "/overlay-" + name) {
+    fs::remove_all(dir_);
+    fs::create_directories(base() + "/etc/ssh");
+    fs::create_directories(base() + "/srv/data");
+    Write(base() + "/etc/login.defs", "PASS_MAX_DAYS 99999\n");
+    Write(base() + "/etc/issue", "Debian\n");
+    Write(base() + "/etc/ssh/sshd_config", "PermitRootLogin yes\n");
+    Write(base() + "/srv/data/file", "data\n");
+  }
+  ~Scratch() {
+    snapshots_.reset();
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  std::string base() const { return dir_ + "/base"; }
+  std::string stack() const { return dir_ + "/stack"; }
+  OverlaySnapshots& Open(std::uint64_t disk_bytes = SandboxCaps{}.disk_bytes) {
+    snapshots_.reset();
+    auto opened = OverlaySnapshots::Open(stack(), base(), disk_bytes);
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    snapshots_ = std::move(*opened);
+    return *snapshots_;
+  }
+  // Drops the object without a clean close, as a killed process leaves things.
+  void Crash() { snapshots_.reset(); }
+  OverlaySnapshots& s() { return *snapshots_; }
+  std::string At(const std::string& path) const { return snapshots_->merged() + path; }
+  Listing Tree() const { return testing::TreeListing(snapshots_->merged()); }
+
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream out(path, std::ios::trunc);
+    out << text;
+    REQUIRE(out.good());
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<OverlaySnapshots> snapshots_;
+};
+
+// Three snapshots over the base: 1 edits login.defs, 2 adds /etc/b and removes /etc/issue,
+// 3 edits sshd_config. Returns the listing at each state (index 0: the base).
+std::vector<Listing> ThreeLayers(Scratch& t) {
+  std::vector<Listing> states{t.Tree()};
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+  REQUIRE(*t.s().Snapshot() == 1);
+  states.push_back(t.Tree());
+  Scratch::Write(t.At("/etc/b"), "B\n");
+  fs::remove(t.At("/etc/issue"));
+  REQUIRE(*t.s().Snapshot() == 2);
+  states.push_back(t.Tree());
+  Scratch::Write(t.At("/etc/ssh/sshd_config"), "PermitRootLogin no\n");
+  REQUIRE(*t.s().Snapshot() == 3);
+  states.push_back(t.Tree());
+  return states;
+}
+
+// The listing of the base with only layers 1 and 3's changes: what dropping layer 2 must give.
+Listing WithoutLayer2() {
+  Scratch other("expected");
+  OverlaySnapshots& o = other.Open();
+  Scratch::Write(other.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+  Scratch::Write(other.At("/etc/ssh/sshd_config"), "PermitRootLogin no\n");
+  REQUIRE(o.Snapshot().ok());
+  return other.Tree();
+}
+
+TEST_CASE("Snapshot ids grow, survive reopening and are never reused after a revert", "[stig][overlay]") {
+  Scratch t("ids");
+  OverlaySnapshots& s = t.Open();
+  CHECK(s.top() == 0);
+  REQUIRE(*s.Snapshot() == 1);
+  REQUIRE(*s.Snapshot() == 2);
+  REQUIRE(s.Revert(1).ok());
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  CHECK(*s.Snapshot() == 3);  // not 2 again: a stored 2 must never name other changes
+  OverlaySnapshots& reopened = t.Open();
+  CHECK(reopened.layer_ids() == std::vector<std::uint32_t>{1, 3});
+  CHECK(*reopened.Snapshot() == 4);
+  REQUIRE(reopened.Revert(0).ok());
+  CHECK(reopened.depth() == 0);
+  CHECK(*t.Open().Snapshot() == 5);
+  CHECK(t.s().Revert(6).code() == StatusCode::kOutOfRange);
+
+  // last_layer lives on the target's disk image, mounted while the stack is open.
+  Scratch::Write(t.stack() + "/disk/last_layer", "five\n");
+  t.Crash();
+  auto corrupt = OverlaySnapshots::Open(t.stack(), t.base());
+  CHECK(corrupt.status().code() == StatusCode::kDataLoss);
+  CHECK_THAT(corrupt.status().message(), Catch::Contains("last_layer") && Catch::Contains("five"));
+}
+
+TEST_CASE("A stack in the layout before disk images is moved into one, whole, at Open", "[stig][overlay]") {
+  Scratch t("migrate");
+  // As an older temperd left it: layers/1 edits login.defs and deletes /etc/issue (a whiteout),
+  // the upper layer holds an unsnapshotted file, ids up to 3 were handed out.
+  const std::string old = t.stack();
+  fs::create_directories(old + "/layers/1/etc");
+  fs::create_directories(old + "/upper/etc");
+  fs::create_directories(old + "/upper/srv/data");
+  Scratch::Write(old + "/layers/1/etc/login.defs", "PASS_MAX_DAYS 60\n");
+  REQUIRE(::mknod((old + "/layers/1/etc/issue").c_str(), S_IFCHR | 0000, makedev(0, 0)) == 0);
+  Scratch::Write(old + "/upper/etc/unsnapshotted", "x\n");
+  // An opaque directory: the base's /srv/data/file is hidden by it.
+  REQUIRE(::setxattr((old + "/upper/srv/data").c_str(), "trusted.overlay.opaque", "y", 1, 0) == 0);
+  Scratch::Write(old + "/last_layer", "3\n");
+
+  OverlaySnapshots& s = t.Open();
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  {
+    std::ifstream defs(t.At("/etc/login.defs"));  // closed before the next snapshot
+    std::string line;
+    std::getline(defs, line);
+    CHECK(line == "PASS_MAX_DAYS 60");
+  }
+  CHECK_FALSE(fs::exists(t.At("/etc/issue")));
+  CHECK(fs::exists(t.At("/etc/unsnapshotted")));
+  CHECK_FALSE(fs::exists(t.At("/srv/data/file")));
+  CHECK(fs::exists(t.At("/etc/ssh/sshd_config")));
+  for (const char* gone : {"/layers", "/upper", "/work", "/last_layer"}) CHECK_FALSE(fs::exists(old + gone));
+  auto next = s.Snapshot();
+  INFO(next.status().ToString());
+  REQUIRE(next.ok());
+  CHECK(*next == 4);  // the ids handed out before are never reused
+  CHECK(t.Open().layer_ids() == std::vector<std::uint32_t>{1, 4});
+}
+
+TEST_CASE("The disk image grows to a larger cap and keeps what it holds", "[stig][overlay]") {
+  Scratch t("grow");
+  OverlaySnapshots& small = t.Open(64 << 20);
+  CHECK(small.disk_bytes() == 64 << 20);
+  const std::uint64_t free_small = small.FreeBytes();
+  Scratch::Write(t.At("/etc/kept"), "kept\n");
+  OverlaySnapshots& large = t.Open(256 << 20);
+  CHECK(large.disk_bytes() == 256 << 20);
+  CHECK(large.FreeBytes() > free_small + (128 << 20));
+  CHECK(fs::exists(t.At("/etc/kept")));
+  // A smaller cap later applies to new targets only: this one keeps its image.
+  CHECK(t.Open(64 << 20).disk_bytes() == 256 << 20);
+}
+
+TEST_CASE("DropLayer takes one snapshot's changes out of the middle and keeps the ids above", "[stig][overlay]") {
+  Scratch t("drop");
+  t.Open();
+  std::vector<Listing> states = ThreeLayers(t);
+  REQUIRE(states[2] != states[3]);
+  Scratch::Write(t.At("/etc/unsnapshotted"), "x\n");
+
+  REQUIRE(t.s().DropLayer(2).ok());
+  CHECK(t.s().layer_ids() == std::vector<std::uint32_t>{1, 3});
+  CHECK(t.Tree() == WithoutLayer2());  // /etc/b gone, /etc/issue back, 1 and 3 kept; upper dropped
+  CHECK(fs::exists(t.At("/etc/issue")));
+  CHECK_FALSE(fs::exists(t.At("/etc/b")));
+  CHECK_FALSE(fs::exists(t.At("/etc/unsnapshotted")));
+  CHECK(t.s().DropLayer(2).code() == StatusCode::kNotFound);
+
+  // Reverting to the dropped id means the layers below it; to 3, everything that is left.
+  REQUIRE(t.s().Revert(3).ok());
+  CHECK(t.Tree() == WithoutLayer2());
+  REQUIRE(t.s().Revert(2).ok());
+  CHECK(t.s().layer_ids() == std::vector<std::uint32_t>{1});
+  CHECK(t.Tree() == states[1]);
+  CHECK(*t.s().Snapshot() == 4);
+}
+
+TEST_CASE("LayerChanges and OverlapsAbove tell real changes from copied-up parents", "[stig][overlay]") {
+  Scratch t("overlap");
+  OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");  // 1: a file in /etc
+  REQUIRE(*s.Snapshot() == 1);
+  Scratch::Write(t.At("/etc/ssh/sshd_config"), "PermitRootLogin no\n");  // 2: copies /etc up too
+  REQUIRE(*s.Snapshot() == 2);
+  fs::create_directories(t.At("/opt/new"));  // 3: a new directory
+  Scratch::Write(t.At("/opt/new/one"), "1\n");
+  REQUIRE(::chmod(t.At("/srv/data").c_str(), 0700) == 0);  // and a directory's mode
+  REQUIRE(*s.Snapshot() == 3);
+
+  CHECK(*s.LayerChanges(1) == std::vector<std::string>{"/etc/login.defs"});
+  CHECK(*s.LayerChanges(2) == std::vector<std::string>{"/etc/ssh/sshd_config"});
+  CHECK(*s.LayerChanges(3) == std::vector<std::string>{"/opt", "/opt/new", "/opt/new/one", "/srv/data"});
+  CHECK(s.OverlapsAbove(1)->empty());  // layer 2 holds /etc, copied up unchanged: no conflict
+
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 30\n");  // 4: rewrites layer 1's file
+  Scratch::Write(t.At("/opt/new/two"), "2\n");                   // ... and writes in 3's new dir
+  fs::remove(t.At("/srv/data/file"));                             // ... and in 3's chmodded one
+  REQUIRE(*s.Snapshot() == 4);
+  auto over1 = s.OverlapsAbove(1);
+  REQUIRE(over1.ok());
+  REQUIRE(over1->size() == 1);
+  CHECK((*over1)[0].layer == 4);
+  CHECK((*over1)[0].paths == std::vector<std::string>{"/etc/login.defs"});
+  auto over3 = s.OverlapsAbove(3);
+  REQUIRE(over3.ok());
+  REQUIRE(over3->size() == 1);
+  CHECK((*over3)[0].paths == std::vector<std::string>{"/opt", "/opt/new", "/srv/data"});
+  CHECK(s.OverlapsAbove(2)->empty());
+  CHECK(s.OverlapsAbove(7).status().code() == StatusCode::kNotFound);
+
+  // A deletion is a change, and a whiteout above a file created below is an overlap.
+  fs::remove(t.At("/etc/ssh/sshd_config"));
+  REQUIRE(*s.Snapshot() == 5);
+  CHECK(*s.LayerChanges(5) == std::vector<std::string>{"/etc/ssh/sshd_config"});
+  auto over2 = s.OverlapsAbove(2);
+  REQUIRE(over2.ok());
+  REQUIRE(over2->size() == 1);
+  CHECK((*over2)[0].layer == 5);
+}
+
+TEST_CASE("A crash at any step of DropLayer leaves the stack as before or as after it", "[stig][overlay][crash]") {
+  struct Case {
+    const char* step;
+    bool dropped;  // whether the layer is out once the crash happened at this step
+  };
+  for (Case c : {Case{"unmount", false}, Case{"discard-layer", false}, Case{"reset-upper", true},
+                 Case{"mount", true}}) {
+    DYNAMIC_SECTION("crash before " << c.step) {
+      Scratch t(std::string("crash-") + c.step);
+      t.Open();
+      std::vector<Listing> states = ThreeLayers(t);
+      t.s().set_step_hook([&](std::string_view step) {
+        return step == c.step ? Status::Aborted(fmt::format("simulated crash before {}", step)) : Status::OK();
+      });
+      Status dropped = t.s().DropLayer(2);
+      CHECK(dropped.code() == StatusCode::kAborted);
+      t.s().set_step_hook(nullptr);
+      t.Crash();
+
+      OverlaySnapshots& s = t.Open();
+      if (c.dropped) {
+        CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 3});
+        CHECK(t.Tree() == WithoutLayer2());
+      } else {
+        CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2, 3});
+        CHECK(t.Tree() == states[3]);
+        REQUIRE(s.DropLayer(2).ok());  // the operation, run again, completes
+        CHECK(t.Tree() == WithoutLayer2());
+      }
+      CHECK(*s.Snapshot() == 4);
+    }
+  }
+}
+
+TEST_CASE("A crash during Revert or Snapshot leaves a whole stack", "[stig][overlay][crash]") {
+  Scratch t("crash-revert");
+  t.Open();
+  std::vector<Listing> states = ThreeLayers(t);
+  int discards = 0;
+  t.s().set_step_hook([&](std::string_view step) {
+    return step == "discard-layer" && ++discards == 2 ? Status::Aborted("simulated crash") : Status::OK();
+  });
+  CHECK(t.s().Revert(0).code() == StatusCode::kAborted);  // layer 3 is out, 2 and 1 are not
+  t.s().set_step_hook(nullptr);
+  t.Crash();
+  CHECK(t.Open().layer_ids() == std::vector<std::uint32_t>{1, 2});
+  CHECK(t.Tree() == states[2]);
+
+  for (const char* step : {"record-id", "freeze-upper"}) {
+    Scratch::Write(t.At("/etc/late"), step);
+    Listing changed = t.Tree();
+    t.s().set_step_hook([&](std::string_view s) { return s == step ? Status::Aborted("crash") : Status::OK(); });
+    CHECK(t.s().Snapshot().status().code() == StatusCode::kAborted);
+    t.s().set_step_hook(nullptr);
+    t.Crash();
+    OverlaySnapshots& s = t.Open();
+    CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2});  // the change is still unsnapshotted
+    CHECK(t.Tree() == changed);
+  }
+  // The id the crash before freeze-upper had recorded (4) is skipped, never handed out twice.
+  CHECK(*t.s().Snapshot() == 5);
+}
+
+TEST_CASE("A scratch view reads the current state and leaves no trace of what is written there", "[stig][overlay]") {
+  Scratch t("scratch");
+  OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+  REQUIRE(*s.Snapshot() == 1);
+  Scratch::Write(t.At("/etc/unsnapshotted"), "u\n");
+  const Listing before = t.Tree();
+  std::string seen;
+  Status ran = s.WithScratchView([&](const std::string& root) {
+    std::ifstream in(root + "/etc/login.defs");
+    std::getline(in, seen);
+    CHECK(fs::exists(root + "/etc/unsnapshotted"));
+    Scratch::Write(root + "/etc/login.defs", "rewritten\n");
+    Scratch::Write(root + "/var-cache-rebuilt", "x\n");
+    fs::remove(root + "/etc/issue");
+    return Status::OK();
+  });
+  REQUIRE(ran.ok());
+  CHECK(seen == "PASS_MAX_DAYS 60");
+  CHECK(t.Tree() == before);
+  CHECK(*s.ChangedPaths() == std::vector<std::string>{"/etc", "/etc/unsnapshotted"});
+  CHECK(s.WithScratchView([](const std::string&) { return Status::Aborted("the program failed"); }).code() ==
+        StatusCode::kAborted);
+  CHECK(t.Tree() == before);
+  REQUIRE(*s.Snapshot() == 2);  // the target's own mount was never held busy
+}
+
+}  // namespace
+}  // namespace temper::stig
