@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 
@@ -46,7 +47,13 @@ std::string MakeProcessDir(const std::string& root) {
 
 }  // namespace
 
-std::string TestScratchRoot() { return std::string(TEMPER_BINARY_DIR) + "/test-scratch"; }
+// A binary shipped to another machine (bench/gpu_bundle.sh) finds no build tree there: its big trees
+// go beside the temporary root instead.
+std::string TestScratchRoot() {
+  std::error_code ec;
+  return std::filesystem::is_directory(TEMPER_BINARY_DIR, ec) ? std::string(TEMPER_BINARY_DIR) + "/test-scratch"
+                                                              : std::string(TEMPER_TEST_TMP_ROOT) + "-scratch";
+}
 std::string TestTempRoot() { return TEMPER_TEST_TMP_ROOT; }
 
 const std::string& TestScratchDir() {

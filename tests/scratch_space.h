@@ -2,7 +2,8 @@
 //
 // Per build tree there are two roots, and in each one directory per test process, named by its pid:
 //   - TestScratchDir(): <build>/test-scratch/<pid>, for big trees (rootfs targets, package caches,
-//     SSH hosts' overlays);
+//     SSH hosts' overlays); where the build tree is not on this machine (a binary shipped to a lent
+//     GPU), /tmp/temper-<8 hex>-scratch/<pid>;
 //   - TestTempDir(): /tmp/temper-<8 hex of the build tree's path>/<pid>, for temporaries with short
 //     paths (a unix socket's path must fit in 107 bytes, wherever the checkout lies) that other
 //     users may reach: both levels are mode 0711, so a directory a test opens up is reachable.
