@@ -1,5 +1,6 @@
 // Helpers the GPU test suites share: the skip when no CUDA device is present (so CI without a GPU
-// stays green), seeded random inputs (never zeros), and the element-wise tolerance check.
+// stays green and ctest counts the cases as skipped), seeded random inputs (never zeros), and the
+// element-wise tolerance check.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,18 +13,21 @@
 #include <vector>
 
 #include "engine/model/bf16.h"
+#include "skip.h"
 
 namespace temper::engine::cuda::testing {
 
-// False, with a warning that the case was skipped, when no CUDA device is usable.
+// Whether a CUDA device is usable.
 inline bool HaveGpu() {
   int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    WARN("SKIPPED: no CUDA device present");
-    return false;
-  }
-  return true;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
+
+// GPU cases start with this: without a usable CUDA device they end as skipped (skip.h).
+#define TEMPER_SKIP_WITHOUT_GPU()                                                             \
+  do {                                                                                        \
+    if (!::temper::engine::cuda::testing::HaveGpu()) TEMPER_SKIP("no CUDA device present"); \
+  } while (0)
 
 inline std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -16,6 +17,16 @@
 #include "orchestrator/evidence/checklist_cklb.h"
 #include "stig/change_set.h"
 #include "stig/scap/oval_evidence.h"
+
+namespace {
+
+// The scratch ARF file: one per process, rewritten for each input, removed when the fuzzer exits.
+struct ArfFile {
+  std::string path = "/tmp/temper-fuzz-arf-" + std::to_string(::getpid()) + ".xml";
+  ~ArfFile() { std::remove(path.c_str()); }
+};
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace temper;
@@ -37,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!changes.ok() && changes.status().code() != StatusCode::kInvalidArgument) std::abort();
   if (changes.ok() && !(stig::ChangeSet::FromJson(changes->ToJson()).ok())) std::abort();
 
-  static const std::string arf = "/tmp/temper-fuzz-arf-" + std::to_string(::getpid()) + ".xml";
+  static const ArfFile scratch;
+  const std::string& arf = scratch.path;
   { std::ofstream(arf, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size())); }
   auto evidence = stig::ReadOvalEvidence(arf);
   if (!evidence.ok() && evidence.status().code() != StatusCode::kDataLoss) std::abort();

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -43,6 +44,24 @@ std::string MoreTargets(const DaemonOptions& options) {
 
 std::string TemperdBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temperd"; }
 std::string TemperBinary() { return std::string(TEMPER_BINARY_DIR) + "/orchestrator/temper"; }
+
+std::string CopyForOtherUsers(const TempDir& dir, const std::string& binary) {
+  namespace fs = std::filesystem;
+  const fs::path copy = fs::path(dir / "bin") / fs::path(binary).filename();
+  std::error_code ec;
+  fs::create_directories(copy.parent_path(), ec);
+  if (!ec) fs::copy_file(binary, copy, fs::copy_options::overwrite_existing, ec);
+  INFO("copying " << binary << " to " << copy.string() << ": " << ec.message());
+  REQUIRE(!ec);
+  constexpr fs::perms kEveryone = fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                  fs::perms::others_read | fs::perms::others_exec;  // 0755
+  for (const fs::path& p : {fs::path(dir.path()), copy.parent_path(), copy}) {
+    fs::permissions(p, kEveryone, ec);
+    INFO("making " << p.string() << " mode 0755: " << ec.message());
+    REQUIRE(!ec);
+  }
+  return copy.string();
+}
 
 std::unique_ptr<grpc::ClientContext> CallContext(int seconds) {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -80,6 +99,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, i
   std::string out_path = capture / "out";
   std::string err_path = capture / "err";
   std::vector<char*> args = CStrings(argv);
+  const std::string cannot_run = "cannot run " + argv[0] + ": ";
   pid_t pid = fork();
   if (pid == 0) {
     int in = open("/dev/null", O_RDONLY);
@@ -95,6 +115,11 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, i
       }
     }
     execv(args[0], args.data());
+    // No allocation here: another thread of the parent may have held malloc's lock at the fork.
+    const char* why = std::strerror(errno);
+    (void)!write(2, cannot_run.data(), cannot_run.size());
+    (void)!write(2, why, std::strlen(why));
+    (void)!write(2, "\n", 1);
     _exit(127);
   }
   int status = 0;
@@ -168,7 +193,10 @@ Status DaemonProcess::Start() {
     }
   }
   std::vector<std::string> argv = {TemperdBinary(), "--config", config_path_};
-  std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify_path, "PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
+  // Its temporaries (change sets' diffs, ...) in the test's directory, so a killed temperd's go with it.
+  const std::string tmp = dir_ / "tmp";
+  std::filesystem::create_directories(tmp);
+  std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify_path, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + tmp};
   std::vector<char*> args = CStrings(argv);
   std::vector<char*> envp = CStrings(env);
   pid_ = fork();

@@ -30,11 +30,18 @@ struct ProcessResult {
 };
 
 // Runs `argv` to completion (stdin closed), capturing its output. With `run_as_uid`, the child drops
-// to that uid and `run_as_gid` (no supplementary groups) before exec; the caller must be root.
+// to that uid and `run_as_gid` (no supplementary groups) before exec; the caller must be root, and
+// argv[0] must be reachable by that user (see CopyForOtherUsers). A program that cannot be started
+// exits 127 with the reason on stderr.
 ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid = -1, int run_as_gid = -1);
 
 std::string TemperdBinary();
 std::string TemperBinary();
+
+// A copy of `binary` in `dir`/bin that any user can run: the build tree may lie where only root can
+// reach it (a checkout under /root, mode 0700). Makes `dir` itself mode 0755; the copy goes with
+// `dir`. A copy that fails fails the test case.
+std::string CopyForOtherUsers(const TempDir& dir, const std::string& binary);
 
 // A context for one call to the daemon, with a deadline `seconds` from now.
 std::unique_ptr<grpc::ClientContext> CallContext(int seconds = 10);

@@ -1,6 +1,6 @@
-// TempDir: a fresh directory under /tmp for one test, removed with everything in it afterwards,
-// mounts left in it (by a killed temperd) detached first.
-// Short paths on purpose: unix socket paths must fit in 107 bytes.
+// TempDir: a fresh directory in the test process's temporary directory (scratch_space.h) for one
+// test, removed with everything in it afterwards, mounts left in it (by a killed temperd) detached
+// first. Short paths on purpose: unix socket paths must fit in 107 bytes.
 #pragma once
 
 #include <string>

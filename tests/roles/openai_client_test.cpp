@@ -4,6 +4,7 @@
 #include "roles/openai_client.h"
 
 #include "roles/local_server.h"
+#include "scratch_space.h"
 
 #include <httplib.h>
 #include <arpa/inet.h>
@@ -373,8 +374,8 @@ TEST_CASE("the API key is sent as a bearer token and never appears in errors or 
   CHECK(log.find(key) == std::string::npos);         // ... without the key
 
   // From a file, with a trailing newline as editors leave it.
-  char path[] = "/tmp/temper-key-XXXXXX";
-  int fd = mkstemp(path);
+  std::string path = temper::testing::TestTempDir() + "/key-XXXXXX";
+  int fd = mkstemp(path.data());
   REQUIRE(fd >= 0);
   REQUIRE(write(fd, "sk-from-file\n", 13) == 13);
   close(fd);
@@ -384,7 +385,7 @@ TEST_CASE("the API key is sent as a bearer token and never appears in errors or 
   auto from_file = g.Client(server.base_url());
   (void)from_file->Chat(SimpleRequest(), nullptr);
   CHECK(auth_seen == "Bearer sk-from-file");
-  std::remove(path);
+  std::remove(path.c_str());
 }
 
 TEST_CASE("a missing key variable or key file is a clear error naming it") {

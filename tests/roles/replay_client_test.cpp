@@ -13,6 +13,7 @@
 
 #include "roles/client_factory.h"
 #include "roles/local_server.h"
+#include "scratch_space.h"
 
 using namespace temper;
 using nlohmann::json;
@@ -23,11 +24,11 @@ namespace {
 struct TempFile {
   std::string path;
   TempFile() {
-    char tmpl[] = "/tmp/temper-replay-XXXXXX";
-    int fd = mkstemp(tmpl);
+    std::string tmpl = temper::testing::TestTempDir() + "/replay-XXXXXX";
+    int fd = mkstemp(tmpl.data());
     REQUIRE(fd >= 0);
     close(fd);
-    std::remove(tmpl);  // recording creates it
+    std::remove(tmpl.c_str());  // recording creates it
     path = tmpl;
   }
   ~TempFile() { std::remove(path.c_str()); }

@@ -20,6 +20,7 @@
 
 #include "roles/local_server.h"
 #include "roles/openai_client.h"
+#include "scratch_space.h"
 
 using namespace temper;
 using nlohmann::json;
@@ -32,8 +33,9 @@ namespace {
 class DirectoryTools final : public WorkerTools {
  public:
   DirectoryTools() {
-    char tmpl[] = "/tmp/temper-worker-XXXXXX";
-    root_ = mkdtemp(tmpl);
+    std::string tmpl = temper::testing::TestTempDir() + "/worker-XXXXXX";
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    root_ = tmpl;
   }
   ~DirectoryTools() override { fs::remove_all(root_); }
   const std::string& root() const { return root_; }

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
+
 using namespace temper;
 using namespace temper::scripted;
 
@@ -103,13 +105,13 @@ TEST_CASE("script errors name the file, line, column and field") {
 }
 
 TEST_CASE("a script file is read from disk, a missing one is NotFound naming it") {
-  char path[] = "/tmp/temper-model-script-XXXXXX";
-  int fd = mkstemp(path);
+  std::string path = temper::testing::TestTempDir() + "/model-script-XXXXXX";
+  int fd = mkstemp(path.data());
   REQUIRE(fd >= 0);
   close(fd);
   std::ofstream(path) << "rules:\n  partition_for_tmp: skip\n";
   auto s = LoadModelScript(path);
-  unlink(path);
+  unlink(path.c_str());
   REQUIRE(s.ok());
   CHECK(s->For("partition_for_tmp").skip);
 

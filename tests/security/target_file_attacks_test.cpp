@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "orchestrator/loop/target_tools.h"
+#include "scratch_space.h"
 #include "security/security_b_support.h"
 #include "stig/package_install.h"
 #include "stig/rootfs_fixture.h"
@@ -56,8 +57,9 @@ TEST_CASE("write_file over a FIFO made in the target returns an error within a s
 }
 
 TEST_CASE("install_package with a FIFO as the target's dpkg status returns an error within a second") {
+  const testing::ScratchPath cache_dir("fifo-install-cache");
   stig::PackageCacheOptions cache;
-  cache.dir = std::string(TEMPER_BINARY_DIR) + "/security-b/fifo-install-cache-" + std::to_string(::getpid());
+  cache.dir = cache_dir.path();
   cache.sources = {"deb [trusted=yes] file:" + cache.dir + "/no-repository ./"};
   ScopedTarget target("fifo-install", cache);
   Sandboxed(*target, "mv /var/lib/dpkg/status /var/lib/dpkg/status.real && mkfifo /var/lib/dpkg/status");
@@ -65,8 +67,6 @@ TEST_CASE("install_package with a FIFO as the target's dpkg status returns an er
   limits.timeout = 30s;
   auto install = CallWithin(1000ms, [&] { return stig::InstallPackages(*target, {"vlock"}, limits); },
                             [&] { OpenBothEnds(target->root() + "/var/lib/dpkg/status"); });
-  std::error_code ec;
-  std::filesystem::remove_all(cache.dir, ec);
   CHECK(install.in_time);
   REQUIRE_FALSE(install.value.ok());
   CHECK_THAT(install.value.status().message(),

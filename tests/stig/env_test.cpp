@@ -7,13 +7,15 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
+
 namespace temper::stig {
 namespace {
 
 struct ScratchDir {
   std::string path = [] {
-    char tmpl[] = "/tmp/temper-env-XXXXXX";
-    return std::string(::mkdtemp(tmpl));
+    std::string tmpl = temper::testing::TestTempDir() + "/temper-env-XXXXXX";
+    return std::string(::mkdtemp(tmpl.data()));
   }();
   ~ScratchDir() { std::filesystem::remove_all(path); }
 };

@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
+
 namespace temper::stig {
 namespace {
 
@@ -11,8 +13,8 @@ using Op = FaultEnv::Op;
 
 struct ScratchDir {
   std::string path = [] {
-    char tmpl[] = "/tmp/temper-fenv-XXXXXX";
-    return std::string(::mkdtemp(tmpl));
+    std::string tmpl = temper::testing::TestTempDir() + "/temper-fenv-XXXXXX";
+    return std::string(::mkdtemp(tmpl.data()));
   }();
   ~ScratchDir() { std::filesystem::remove_all(path); }
 };

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 
 #include "rootfs_fixture.h"
+#include "scratch_space.h"
 #include "test_repository.h"
 #include "tree_listing.h"
 
@@ -28,15 +29,11 @@ SandboxLimits Limits() {
 // A package cache over a fresh test repository, removed at the end of the test.
 struct RepoCache {
   testing::TestRepository repo;
+  ::temper::testing::ScratchPath dir;
   PackageCacheOptions options;
-  explicit RepoCache(const std::string& name) {
-    options.dir = fmt::format("{}/package-cache-tests/{}-{}", TEMPER_BINARY_DIR, name, ::getpid());
-    fs::remove_all(options.dir);
+  explicit RepoCache(const std::string& name) : dir("package-cache-" + name) {
+    options.dir = dir.path();
     options.sources = {repo.Source()};
-  }
-  ~RepoCache() {
-    std::error_code ec;
-    fs::remove_all(options.dir, ec);
   }
 };
 

@@ -10,6 +10,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "skip.h"
+
 namespace temper::stig {
 namespace {
 
@@ -158,10 +160,7 @@ TEST_CASE("a child inherits only stdio, not descriptors the daemon opened withou
 }
 
 TEST_CASE("RunProcess can start a child in an identity-mapped user namespace", "[stig][process]") {
-  if (::geteuid() != 0) {
-    WARN("skipped: needs root to map the full id range");
-    return;
-  }
+  if (::geteuid() != 0) TEMPER_SKIP("needs root to map the full id range");
   ProcessSpec spec;
   spec.argv = {"/bin/sh", "-c", "cat /proc/self/uid_map; readlink /proc/self/ns/user"};
   spec.new_user_namespace = true;

@@ -16,8 +16,9 @@
 #include <catch2/catch.hpp>
 
 #include "common/log.h"
-#include "stig/scap/content.h"
+#include "scratch_space.h"
 #include "stig/rootfs/rootfs_target.h"
+#include "stig/scap/content.h"
 
 namespace temper::stig::testing {
 
@@ -36,13 +37,14 @@ inline const Logger& QuietLog() {
 inline std::string RootfsDir() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs"; }
 inline std::string SharedRoot() { return RootfsDir() + "/root"; }
 
-// A target over the shared root in a directory of its own, removed at the end of the test.
+// A target over the shared root in a directory of its own (in the test process's scratch directory,
+// scratch_space.h), removed at the end of the test.
 class ScopedTarget {
  public:
   explicit ScopedTarget(const std::string& name, PackageCacheOptions packages = {}) : packages_(std::move(packages)) {
     REQUIRE(std::filesystem::is_directory(SharedRoot()));
-    dir_ = std::string(TEMPER_BINARY_DIR) + "/stig-targets/" + name + "-" + std::to_string(::getpid());
-    std::filesystem::remove_all(dir_);
+    dir_ = ::temper::testing::TestScratchDir() + "/target-" + name;
+    std::filesystem::remove_all(dir_);  // a target an earlier run of this case (a SECTION) failed to open
     auto t = RootfsTarget::Open(name, dir_, SharedRoot(), packages_);
     INFO(t.status().ToString());
     REQUIRE(t.ok());

@@ -17,6 +17,8 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_space.h"
+
 namespace temper::stig {
 namespace {
 
@@ -24,7 +26,7 @@ namespace fs = std::filesystem;
 
 class Tree {
  public:
-  Tree() : root_(std::string(TEMPER_BINARY_DIR) + "/target-file-tests/" + std::to_string(::getpid())) {
+  Tree() : root_(::temper::testing::TestScratchDir() + "/target-file-tree") {
     fs::remove_all(root_);
     fs::create_directories(root_ + "/etc");
     fs::create_directories(root_ + "/usr/lib");

@@ -19,6 +19,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include "scratch_space.h"
 #include "stig/process.h"
 
 namespace temper::stig::testing {
@@ -26,8 +27,8 @@ namespace temper::stig::testing {
 class TestRepository {
  public:
   TestRepository() {
-    char tmpl[] = "/tmp/temper-test-repo-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    std::string tmpl = ::temper::testing::TestTempDir() + "/test-repo-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
     dir_ = tmpl;
     // apt reads file: sources as its unprivileged _apt user.
     std::filesystem::permissions(dir_, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |

@@ -1,7 +1,7 @@
 // DeviceAllReduce with 2, 3 and 4 ranks on one GPU (each rank its own thread and stream): every
 // algorithm available gives every rank the fp32 sum in rank order 0..tp-1, bit for bit, call after
-// call and replayed inside CUDA graphs. GPU cases SKIP without a device; the error case runs
-// everywhere.
+// call and replayed inside CUDA graphs. GPU cases report themselves skipped without a device;
+// the error case runs everywhere.
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
@@ -16,8 +16,6 @@
 
 namespace temper::engine::cuda {
 namespace {
-
-using testing::HaveGpu;
 
 std::vector<float> Random(size_t n, uint32_t seed) { return testing::RandomFloats(n, seed); }
 
@@ -103,7 +101,7 @@ void Check(DeviceAllReduce& ar, AllReduceAlgo algo, size_t n, int calls, bool gr
 }
 
 TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on one GPU", "[gpu]") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   for (int tp : {2, 3, 4}) {
     const std::vector<int> devices(static_cast<size_t>(tp), 0);
     DeviceAllReduce::Options options;
@@ -128,7 +126,7 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
 // every call, with odd counts of decode-sized calls and messages in rounds (the host model of
 // all_reduce_protocol_test.cpp runs the same sequences without a GPU).
 TEST_CASE("all-reduce stays exact when the message size and so the grid change every call", "[gpu]") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   const std::vector<size_t> sizes = {5376, 43008, 1, 12347, 5376, 5376, 5376, 65537, 2049, 200000, 31, 43008, 5376};
   for (int tp : {2, 4}) {
     const std::vector<int> devices(static_cast<size_t>(tp), 0);

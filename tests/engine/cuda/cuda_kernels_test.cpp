@@ -1,28 +1,41 @@
-// The CUDA kernels against plain C++ references of engine/cpu/forward.cpp's math, on random inputs
-// at several shapes, with |got - ref| <= abs + |ref| · rel. Every case SKIPs (passes with a message)
-// when no CUDA device is present, so CI without a GPU stays green; ctest labels them `gpu`.
+// The CUDA kernels on a GPU, held to references in three ways, one case per op and way:
+//  1. each launcher against plain C++ of engine/cpu/forward.cpp's math written out here, on random
+//     inputs at several shapes, with |got - ref| <= abs + |ref| · rel;
+//  2. each CudaOps op against its CPU twin (ReferenceOps): both get the same random inputs (never
+//     zeros; outputs poisoned first), run the same op, and must agree within fp32 rounding of a
+//     different summation order (bf16 results within one bf16 step);
+//  3. the whole device backend on CudaOps against the golden fixture, at tp 1, 2 and 4 on one GPU,
+//     with graph decode equal to eager decode.
+// Without a CUDA device every case reports itself skipped (cuda_test_support.h); ctest labels them
+// `gpu`.
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "engine/model/bf16.h"
+#include "engine/cuda/cuda_backend.h"
+#include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
-#include "engine/cuda_test_support.h"
 #include "engine/cuda/reference_ops.h"
+#include "engine/cuda_test_support.h"
+#include "engine/golden_fixture.h"
 
 namespace temper::engine::cuda {
 namespace {
 
-using testing::HaveGpu;
 using testing::Near;
 using testing::RandomBf16;
+using testing::RandomFloats;
+
+// ---- 1. Launchers against the math written out ----
 
 // Device copy of a host vector, freed with the object.
 template <typename T>
@@ -48,13 +61,11 @@ class DeviceVec {
   T* ptr_ = nullptr;
 };
 
-std::vector<float> Random(size_t n, uint32_t seed, float scale = 1.0f) { return testing::RandomFloats(n, seed, scale); }
-
 TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unaligned)") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   for (int rows : {1, 3, 8}) {
     for (auto [in, out] : {std::pair{128, 320}, std::pair{5376, 64}, std::pair{77, 5}}) {
-      const auto x = Random(static_cast<size_t>(rows) * in, 1);
+      const auto x = RandomFloats(static_cast<size_t>(rows) * in, 1);
       const auto w = RandomBf16(static_cast<size_t>(out) * in, 2, 0.05f);
       std::vector<float> want(static_cast<size_t>(rows) * out);
       for (int r = 0; r < rows; ++r)
@@ -73,9 +84,9 @@ TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unalign
 }
 
 TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   const int heads = 4, hd = 64, angles = 8, positions_n = 2;
-  const auto x = Random(size_t(positions_n) * heads * hd, 3, 3.0f);
+  const auto x = RandomFloats(size_t(positions_n) * heads * hd, 3, 3.0f);
   const auto w = RandomBf16(hd, 4);
   std::vector<float> cos(100 * angles), sin(100 * angles);
   for (int p = 0; p < 100; ++p)
@@ -102,7 +113,7 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
                          RopeView{dc.get(), ds.get(), angles}, dp.get(), heads, nullptr).ok());
   Near(dx.Read(), want, 1e-5f, 1e-5f);
 
-  const auto res = Random(x.size(), 5), branch = Random(x.size(), 6, 10.0f);
+  const auto res = RandomFloats(x.size(), 5), branch = RandomFloats(x.size(), 6, 10.0f);
   std::vector<float> want_res(res.size());
   for (int r = 0; r < positions_n * heads; ++r) {
     double ss = 0;
@@ -116,17 +127,6 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
   Near(dr.Read(), want_res, 1e-5f, 1e-5f);
 }
 
-TEST_CASE("GeGLU is gelu_tanh(gate) * up") {
-  if (!HaveGpu()) return;
-  const auto gate = Random(10007, 7, 2.0f), up = Random(10007, 8);
-  std::vector<float> want(gate.size());
-  for (size_t i = 0; i < gate.size(); ++i) want[i] = math::GeluTanh(gate[i]) * up[i];
-  DeviceVec dg(gate);
-  DeviceVec du(up);
-  REQUIRE(LaunchGeglu(dg.get(), du.get(), static_cast<int64_t>(gate.size()), nullptr).ok());
-  Near(dg.Read(), want, 1e-6f, 1e-5f);
-}
-
 // One sequence (ring slot 1, block table {3, 0, 2}) at `pos`, every earlier key in the cache.
 void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
   const int window = 16, bt = 8, kv_heads = 2, q_heads = 4, group = 2, angles = hd / 8;
@@ -137,7 +137,7 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
   auto v = RandomBf16(static_cast<size_t>(cache_rows) * width, 9);
   auto k = RandomBf16(v.size(), 10);
   const auto k_norm = RandomBf16(hd, 11);
-  const auto q = Random(static_cast<size_t>(q_heads) * hd, 12);
+  const auto q = RandomFloats(static_cast<size_t>(q_heads) * hd, 12);
   std::vector<float> cos((pos + 1) * angles), sin(cos.size());
   for (int64_t p = 0; p <= pos; ++p)
     for (int j = 0; j < angles; ++j) {
@@ -197,7 +197,7 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
 }
 
 TEST_CASE("split-KV decode attention: sliding ring with K, and global layers rebuilding K from V") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   for (int splits : {1, 5, 16}) {
     CheckDecodeAttention(true, 32, 3, splits);
     CheckDecodeAttention(true, 256, 40, splits);
@@ -208,20 +208,23 @@ TEST_CASE("split-KV decode attention: sliding ring with K, and global layers reb
 
 // Sampling candidates: the chunk sorts must give exactly the reference's (value, id) lists, also
 // where ties straddle the k-th place across chunks and rounds, with -inf entries and rows, row
-// lengths that are not a multiple of the chunk, k = n, and a row stride past n (whose padding,
-// +inf, must never be read); max exactly, mass within fp32 summation.
+// lengths that are not a multiple of the chunk, k = n, a tie at the top (the lower index first), and
+// rows packed or with a stride past n (whose padding, +inf, must never be read); max exactly, mass
+// within fp32 summation.
 TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths, k = n)") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   const float inf = std::numeric_limits<float>::infinity();
   struct Shape {
     int n, k;
   };
-  for (const Shape s : {Shape{65536, 1}, Shape{65536, 64}, Shape{65536, 256}, Shape{262144, 64}, Shape{512, 7},
-                        Shape{512, 256}, Shape{5000, 100}, Shape{2049, 64}, Shape{200, 200}}) {
-    for (int pattern = 0; pattern < 3; ++pattern) {
-      INFO("n " << s.n << ", k " << s.k << ", pattern " << pattern);
+  for (const Shape s : {Shape{65536, 1}, Shape{65536, 64}, Shape{65536, 256}, Shape{262144, 64}, Shape{512, 1},
+                        Shape{512, 7}, Shape{512, 64}, Shape{512, 256}, Shape{5000, 100}, Shape{2049, 64},
+                        Shape{200, 200}}) {
+    for (int pattern = 0; pattern < 6; ++pattern) {
+      const int padding = pattern < 3 ? 3 : 0;  // rows packed as the sampler's logits come, and rows with a tail
+      INFO("n " << s.n << ", k " << s.k << ", pattern " << pattern % 3 << ", row padding " << padding);
       const int rows = 5;
-      const int64_t ld = s.n + 3;
+      const int64_t ld = s.n + padding;
       std::vector<float> host(static_cast<size_t>(rows * ld), inf);
       std::mt19937 rng(40 + pattern);
       std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -229,11 +232,12 @@ TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths,
       for (int r = 0; r < rows; ++r) {
         for (int i = 0; i < s.n; ++i) {
           float& x = host[static_cast<size_t>(r * ld + i)];
-          if (pattern == 0) x = normal(rng);                                // distinct values
-          if (pattern == 1) x = 0.5f * static_cast<float>(level(rng));      // 13 values: ties everywhere
-          if (pattern == 2) x = i % 4 == 1 || r == 4 ? -inf : normal(rng);  // -inf entries, row 4 all -inf
+          if (pattern % 3 == 0) x = normal(rng);                                // distinct values
+          if (pattern % 3 == 1) x = 0.5f * static_cast<float>(level(rng));      // 13 values: ties everywhere
+          if (pattern % 3 == 2) x = i % 4 == 1 || r == 4 ? -inf : normal(rng);  // -inf entries, row 4 all -inf
         }
       }
+      if (pattern == 3) host[17] = host[18] = 100.0f;  // a tie at the top of row 0: the lower index first
       const std::vector<float> temperatures = {1.0f, 0.0f, 0.7f, 1.5f, 1.0f};
       std::vector<float> want_vals(static_cast<size_t>(rows * s.k)), want_max(rows), want_mass(rows);
       std::vector<int32_t> want_ids(want_vals.size());
@@ -258,7 +262,7 @@ TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths,
 }
 
 TEST_CASE("top candidates refuse k beyond 256 or n") {
-  if (!HaveGpu()) return;
+  TEMPER_SKIP_WITHOUT_GPU();
   DeviceVec logits(std::vector<float>(600, 1.0f));
   DeviceVec temps(std::vector<float>{1.0f});
   DeviceVec vals(std::vector<float>(600));
@@ -271,6 +275,294 @@ TEST_CASE("top candidates refuse k beyond 256 or n") {
   CHECK(LaunchTopCandidates(logits.get(), 600, 1, 100, 101, 0, temps.get(), vals.get(), ids.get(), one.get(),
                             one.get(), scratch.get(), nullptr)
             .code() == StatusCode::kInvalidArgument);
+}
+
+// ---- 2. CudaOps against ReferenceOps ----
+
+// The same buffer on both sides.
+template <typename T>
+struct Pair {
+  T* gpu = nullptr;
+  T* ref = nullptr;
+  size_t n = 0;
+};
+
+// A CudaOps and a ReferenceOps rank side by side.
+class Twins {
+ public:
+  Twins() : comm_(1), ref_(comm_, 0, size_t{4} << 30) {
+    auto gpu = CudaOps::Create(0, 0, nullptr);
+    if (!gpu.ok()) FAIL(gpu.status().ToString());
+    gpu_ = std::move(*gpu);
+  }
+  ~Twins() {
+    for (auto& [g, r] : owned_) {
+      gpu_->Free(g);
+      ref_.Free(r);
+    }
+  }
+  template <typename T>
+  Pair<T> Upload(const std::vector<T>& host) {
+    Pair<T> p = Empty<T>(host.size());
+    REQUIRE(gpu_->CopyToDevice(p.gpu, host.data(), sizeof(T) * host.size()).ok());
+    REQUIRE(ref_.CopyToDevice(p.ref, host.data(), sizeof(T) * host.size()).ok());
+    return p;
+  }
+  // Poisoned on both sides (all bits set: NaN for floats), so unwritten outputs show.
+  template <typename T>
+  Pair<T> Empty(size_t n) {
+    Pair<T> p;
+    p.n = n;
+    auto g = gpu_->Alloc(sizeof(T) * n);
+    auto r = ref_.Alloc(sizeof(T) * n);
+    REQUIRE(g.ok());
+    REQUIRE(r.ok());
+    p.gpu = static_cast<T*>(*g);
+    p.ref = static_cast<T*>(*r);
+    REQUIRE(cudaMemset(p.gpu, 0xff, sizeof(T) * n) == cudaSuccess);
+    std::memset(p.ref, 0xff, sizeof(T) * n);
+    owned_.push_back({p.gpu, p.ref});
+    return p;
+  }
+  template <typename T>
+  std::vector<T> Gpu(const Pair<T>& p) {
+    std::vector<T> out(p.n);
+    REQUIRE(gpu_->CopyToHost(out.data(), p.gpu, sizeof(T) * p.n).ok());
+    REQUIRE(gpu_->Synchronize().ok());
+    return out;
+  }
+  template <typename T>
+  std::vector<T> Ref(const Pair<T>& p) {
+    return std::vector<T>(p.ref, p.ref + p.n);
+  }
+  RankOps& gpu() { return *gpu_; }
+  RankOps& ref() { return ref_; }
+
+ private:
+  Communicator comm_;
+  ReferenceOps ref_;
+  std::unique_ptr<CudaOps> gpu_;
+  std::vector<std::pair<void*, void*>> owned_;
+};
+
+TEST_CASE("twin: synthetic fill and bf16 rounding are bit-exact", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_GPU();
+  Twins t;
+  auto w = t.Empty<uint16_t>(100003);
+  REQUIRE(t.gpu().FillSynthetic(w.gpu, 100003, 42, 0.5f, 0.25f).ok());
+  REQUIRE(t.ref().FillSynthetic(w.ref, 100003, 42, 0.5f, 0.25f).ok());
+  CHECK(t.Gpu(w) == t.Ref(w));
+  auto x = t.Upload(RandomFloats(4097, 1, 3.0f));
+  auto y = t.Empty<uint16_t>(4097);
+  REQUIRE(t.gpu().ToBf16(x.gpu, y.gpu, 4097).ok());
+  REQUIRE(t.ref().ToBf16(x.ref, y.ref, 4097).ok());
+  CHECK(t.Gpu(y) == t.Ref(y));
+}
+
+TEST_CASE("twin: embedding, norms with RoPE, residual, GeGLU, gather, softcap", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_GPU();
+  Twins t;
+  const int hidden = 5376, rows = 5, vocab = 100;
+  auto table = t.Upload(RandomBf16(size_t(vocab) * hidden, 2));
+  auto tokens = t.Upload(std::vector<int32_t>{150, 3, 99, 120, 149});  // some outside [100, 200)
+  auto x = t.Empty<float>(size_t(rows) * hidden);
+  REQUIRE(t.gpu().Embed(tokens.gpu, rows, table.gpu, 100, 200, hidden, 73.5f, x.gpu).ok());
+  REQUIRE(t.ref().Embed(tokens.ref, rows, table.ref, 100, 200, hidden, 73.5f, x.ref).ok());
+  Near(t.Gpu(x), t.Ref(x), 0, 0);
+
+  const int heads = 4;
+  for (int hd : {64, 256, 512}) {
+    const int angles = hd / 8;
+    std::vector<float> cos(64 * angles), sin(cos.size());
+    for (size_t i = 0; i < cos.size(); ++i) {
+      cos[i] = std::cos(0.01f * float(i));
+      sin[i] = std::sin(0.01f * float(i));
+    }
+    auto c = t.Upload(cos);
+    auto s = t.Upload(sin);
+    auto w = t.Upload(RandomBf16(hd, 3));
+    auto pos = t.Upload(std::vector<int64_t>{0, 63, -1});  // the last row is padding: normed, not rotated
+    auto q = t.Upload(RandomFloats(size_t(3) * heads * hd, 4, 2.0f));
+    auto out = t.Empty<float>(q.n);
+    REQUIRE(t.gpu().NormRope(q.gpu, out.gpu, w.gpu, 3 * heads, hd, 1e-6f, RopeView{c.gpu, s.gpu, angles}, pos.gpu, heads).ok());
+    REQUIRE(t.ref().NormRope(q.ref, out.ref, w.ref, 3 * heads, hd, 1e-6f, RopeView{c.ref, s.ref, angles}, pos.ref, heads).ok());
+    Near(t.Gpu(out), t.Ref(out), 1e-5f, 1e-5f);
+    // In place, no weight (v_norm).
+    REQUIRE(t.gpu().NormRope(q.gpu, q.gpu, nullptr, 3 * heads, hd, 1e-6f, RopeView{}, nullptr, 1).ok());
+    REQUIRE(t.ref().NormRope(q.ref, q.ref, nullptr, 3 * heads, hd, 1e-6f, RopeView{}, nullptr, 1).ok());
+    Near(t.Gpu(q), t.Ref(q), 1e-5f, 1e-5f);
+  }
+  auto branch = t.Upload(RandomFloats(size_t(rows) * hidden, 5, 30.0f));
+  auto w = t.Upload(RandomBf16(hidden, 6));
+  auto res = t.Upload(RandomFloats(size_t(rows) * hidden, 7));
+  REQUIRE(t.gpu().NormResidual(res.gpu, branch.gpu, w.gpu, rows, hidden, 1e-6f, 0.75f).ok());
+  REQUIRE(t.ref().NormResidual(res.ref, branch.ref, w.ref, rows, hidden, 1e-6f, 0.75f).ok());
+  Near(t.Gpu(res), t.Ref(res), 1e-5f, 1e-5f);
+
+  for (const int64_t n : {int64_t{21504} * 3, int64_t{10007}}) {  // a length no vector width divides
+    INFO("GeGLU over " << n);
+    auto gate = t.Upload(RandomFloats(static_cast<size_t>(n), 8, 2.0f));
+    auto up = t.Upload(RandomFloats(static_cast<size_t>(n), 9));
+    REQUIRE(t.gpu().Geglu(gate.gpu, up.gpu, n).ok());
+    REQUIRE(t.ref().Geglu(gate.ref, up.ref, n).ok());
+    Near(t.Gpu(gate), t.Ref(gate), 1e-6f, 1e-5f);
+  }
+
+  auto index = t.Upload(std::vector<int32_t>{4, 0, 2});
+  auto gathered = t.Empty<float>(size_t(3) * hidden);
+  REQUIRE(t.gpu().GatherRows(res.gpu, hidden, index.gpu, 3, gathered.gpu).ok());
+  REQUIRE(t.ref().GatherRows(res.ref, hidden, index.ref, 3, gathered.ref).ok());
+  Near(t.Gpu(gathered), t.Ref(gathered), 0, 0);
+
+  auto logits = t.Upload(RandomFloats(size_t(3) * 70000, 10, 40.0f));
+  REQUIRE(t.gpu().Softcap(logits.gpu, 70000, 3, 65536, 30.0f).ok());  // the row tail stays as it was
+  REQUIRE(t.ref().Softcap(logits.ref, 70000, 3, 65536, 30.0f).ok());
+  Near(t.Gpu(logits), t.Ref(logits), 1e-5f, 1e-5f);
+}
+
+TEST_CASE("twin: GEMV (1-8 rows) and GEMM at the 31B shapes' widths", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_GPU();
+  Twins t;
+  for (auto [in, out] : {std::pair{5376, 320}, std::pair{21504, 64}, std::pair{128, 512}, std::pair{77, 5}}) {
+    auto w = t.Upload(RandomBf16(size_t(out) * in, 11, 0.05f));
+    for (int rows : {1, 2, 3, 8}) {
+      INFO("GEMV " << rows << " x " << in << " -> " << out);
+      auto x = t.Upload(RandomFloats(size_t(rows) * in, 12));
+      auto y = t.Empty<float>(size_t(rows) * out);
+      REQUIRE(t.gpu().Gemv(x.gpu, in, w.gpu, in, y.gpu, out, rows, in, out).ok());
+      REQUIRE(t.ref().Gemv(x.ref, in, w.ref, in, y.ref, out, rows, in, out).ok());
+      Near(t.Gpu(y), t.Ref(y), 1e-3f, 1e-3f);
+    }
+    for (int rows : {9, 64, 300}) {
+      INFO("GEMM " << rows << " x " << in << " -> " << out);
+      auto x = t.Upload(RandomBf16(size_t(rows) * in, 13));
+      auto y = t.Empty<float>(size_t(rows) * out);
+      REQUIRE(t.gpu().Gemm(x.gpu, in, w.gpu, in, y.gpu, out, rows, in, out).ok());
+      REQUIRE(t.ref().Gemm(x.ref, in, w.ref, in, y.ref, out, rows, in, out).ok());
+      Near(t.Gpu(y), t.Ref(y), 1e-3f, 1e-3f);
+    }
+  }
+}
+
+// One layer's cache for `seqs` sequences (ring slots or blocks), filled by KvWrite from a prefill
+// pass and then read by an attention pass with fresh keys: both twins must agree on the cache bytes
+// and the outputs.
+void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits) {
+  Twins t;
+  const int window = 16, bt = 4, kv_heads = 2, q_heads = 4, group = 2, max_blocks = 16, angles = hd / 8;
+  const int width = kv_heads * hd;
+  const int64_t cache_rows = sliding ? 2 * window : 32 * bt;
+  std::vector<float> cos(64 * angles), sin(cos.size());
+  for (int p = 0; p < 64; ++p)
+    for (int j = 0; j < angles; ++j) {
+      cos[p * angles + j] = std::cos(p * std::pow(1e4f, -2.0f * j / hd));
+      sin[p * angles + j] = std::sin(p * std::pow(1e4f, -2.0f * j / hd));
+    }
+  auto c = t.Upload(cos);
+  auto s = t.Upload(sin);
+  auto k_norm = t.Upload(RandomBf16(hd, 20));
+  auto kc = t.Upload(RandomBf16(size_t(cache_rows) * width, 21));
+  auto vc = t.Upload(RandomBf16(size_t(cache_rows) * width, 22));
+  // Slot 1's block table: blocks 7, 3, 12, ... (slot 0 unused).
+  std::vector<int32_t> tables(2 * max_blocks, 0);
+  for (int b = 0; b < max_blocks; ++b) tables[max_blocks + b] = (7 + 9 * b) % 32;
+  auto blocks = t.Upload(tables);
+  auto make_kv = [&](bool gpu) {
+    return KvLayerView{.k = k_eq_v ? nullptr : (gpu ? kc.gpu : kc.ref), .v = gpu ? vc.gpu : vc.ref,
+                       .k_norm = gpu ? k_norm.gpu : k_norm.ref, .sliding = sliding, .window = window,
+                       .kv_heads = kv_heads, .head_dim = hd, .block_tokens = bt,
+                       .rope = RopeView{gpu ? c.gpu : c.ref, gpu ? s.gpu : s.ref, angles}};
+  };
+  // Pass: 6 rows of sequence 1 at positions 30..35 (its earlier 30 in the cache), then a padding row.
+  const int rows = 7;
+  std::vector<int64_t> positions = {30, 31, 32, 33, 34, 35, -1};
+  auto pos = t.Upload(positions);
+  auto slots = t.Upload(std::vector<int32_t>{1, 1, 1, 1, 1, 1, 0});
+  auto start = t.Upload(std::vector<int64_t>{30, 30, 30, 30, 30, 30, 0});
+  auto first = t.Upload(std::vector<int32_t>{0, 0, 0, 0, 0, 0, 6});
+  auto end = t.Upload(std::vector<int64_t>{36, 36, 36, 36, 36, 36, 0});
+  auto tables_for = [&](bool gpu) {
+    return RowTables{.positions = gpu ? pos.gpu : pos.ref, .slots = gpu ? slots.gpu : slots.ref,
+                     .chunk_start = gpu ? start.gpu : start.ref, .first_row = gpu ? first.gpu : first.ref,
+                     .chunk_end = gpu ? end.gpu : end.ref, .blocks = gpu ? blocks.gpu : blocks.ref,
+                     .max_blocks = max_blocks};
+  };
+  auto q = t.Upload(RandomFloats(size_t(rows) * q_heads * hd, 23));
+  auto k = t.Upload(RandomFloats(size_t(rows) * width, 24));
+  auto v = t.Upload(RandomFloats(size_t(rows) * width, 25));
+  auto out = t.Empty<float>(q.n);
+  auto part = t.Empty<float>(size_t(rows) * q_heads * splits * (hd + 2));
+  const HeadRange heads{q_heads, 0, group, 0};
+  REQUIRE(t.gpu().Attention(make_kv(true), q.gpu, k.gpu, v.gpu, out.gpu, rows, tables_for(true), heads, splits, part.gpu).ok());
+  REQUIRE(t.ref().Attention(make_kv(false), q.ref, k.ref, v.ref, out.ref, rows, tables_for(false), heads, splits, part.ref).ok());
+  Near(t.Gpu(out), t.Ref(out), 1e-4f, 1e-3f);
+  REQUIRE(t.gpu().KvWrite(make_kv(true), k.gpu, v.gpu, rows, tables_for(true)).ok());
+  REQUIRE(t.ref().KvWrite(make_kv(false), k.ref, v.ref, rows, tables_for(false)).ok());
+  CHECK(t.Gpu(vc) == t.Ref(vc));
+  CHECK(t.Gpu(kc) == t.Ref(kc));
+}
+
+TEST_CASE("twin: attention over cache and fresh keys, and the KV write", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_GPU();
+  for (int splits : {1, 3, 16}) {
+    for (int hd : {32, 64, 256, 512}) {
+      INFO("splits " << splits << ", head_dim " << hd);
+      CheckAttention(/*sliding=*/true, /*k_eq_v=*/false, hd, splits);
+      CheckAttention(/*sliding=*/false, /*k_eq_v=*/true, hd, splits);
+      CheckAttention(/*sliding=*/false, /*k_eq_v=*/false, hd, splits);
+    }
+  }
+}
+
+// ---- 3. The backend against the golden fixture ----
+
+// The whole backend on CudaOps against the golden fixture (the same bounds as on ReferenceOps).
+TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, graph decode and eager alike",
+          "[gpu]") {
+  TEMPER_SKIP_WITHOUT_GPU();
+  using temper::engine::testing::Tiny;
+  const ModelConfig& c = Tiny().config;
+  const int V = c.vocab_size;
+  // tp 4 first: this process has launched no kernel yet, so a kernel whose code still loaded lazily
+  // at its first launch would meet the peers' spinning all-reduce (kernel_loading.h).
+  for (int tp : {4, 2, 1}) {
+    for (bool graphs : {true, false}) {
+      CudaBackendOptions options;
+      options.devices.assign(static_cast<size_t>(tp), 0);
+      options.backend.max_context = 256;
+      options.backend.kv.block_tokens = 4;
+      options.backend.graphs = graphs;
+      options.backend.top_candidates = 0;
+      auto backend = CreateCudaBackend(c, Tiny().weights, options);
+      if (!backend.ok()) FAIL(backend.status().ToString());
+      for (int prompt : {0, 1}) {
+        const std::string j = std::to_string(prompt);
+        INFO("tp " << tp << ", graphs " << graphs << ", prompt " << prompt);
+        const std::vector<int32_t> ids = temper::engine::testing::TeacherForcedIds(prompt);
+        const std::vector<int32_t> input = temper::engine::testing::Reference<int32_t>("input_ids_" + j);
+        const std::vector<int32_t> greedy = temper::engine::testing::Reference<int32_t>("greedy_" + j);
+        const std::vector<float> margin = temper::engine::testing::Reference<float>("greedy_margin_" + j);
+        const std::vector<float> greedy_logits = temper::engine::testing::Reference<float>("greedy_logits_" + j);
+        // Prefill the prompt, then decode the greedy tokens one step at a time (graph steps).
+        auto seq = (*backend)->AddSequence();
+        REQUIRE(seq.ok());
+        ForwardItem item{*seq, input, false};
+        auto out = (*backend)->Forward({&item, 1}, {});
+        REQUIRE(out.ok());
+        for (size_t k = 0; k < greedy.size(); ++k) {
+          const float d = temper::engine::testing::MaxAbsDiff(out->logits.data(), greedy_logits.data() + k * V, V);
+          INFO("greedy step " << k << " max |dlogit| " << d);
+          CHECK(d <= 1.0f);
+          if (margin[k] > 1.0f) CHECK(temper::engine::testing::ArgMax(out->logits.data(), V) == greedy[k]);
+          ForwardItem step{*seq, {&greedy[k], 1}, false};
+          out = (*backend)->Forward({&step, 1}, {});
+          REQUIRE(out.ok());
+        }
+        REQUIRE((*backend)->ReleaseSequence(*seq).ok());
+      }
+      CHECK(((*backend)->graph_steps() > 0) == graphs);
+    }
+  }
 }
 
 }  // namespace

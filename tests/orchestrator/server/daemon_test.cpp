@@ -18,6 +18,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "orchestrator/daemon_process.h"
+#include "skip.h"
 
 namespace temper::testing {
 namespace {
@@ -174,23 +175,21 @@ TEST_CASE("health is SERVING and reflection lists temper.v1.Temper") {
 }
 
 TEST_CASE("peer credentials decide who may use the socket") {
-  if (geteuid() != 0) {
-    WARN("skipped: needs root to run clients as other users");
-    return;
-  }
+  if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
   TempDir dir;
-  chmod(dir.path().c_str(), 0755);  // let the other users reach the socket file
+  // The other users reach the socket file and the client through `dir`, wherever the build tree lies.
+  const std::string client = CopyForOtherUsers(dir, TemperBinary());
   // nogroup (65534) exists on every Debian system.
   DaemonProcess daemon(dir, {.unix_group = "nogroup"});
   REQUIRE(daemon.Start().ok());
   chmod((dir / "run").c_str(), 0755);
 
-  ProcessResult member = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"}, 65534, 65534);
+  ProcessResult member = RunProcess({client, "--socket", daemon.socket_path(), "list"}, 65534, 65534);
   INFO(member.err);
   CHECK(member.exit_code == 0);
   CHECK(member.out == "no batches\n");
 
-  ProcessResult outsider = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"}, 65534, 2);
+  ProcessResult outsider = RunProcess({client, "--socket", daemon.socket_path(), "list"}, 65534, 2);
   CHECK(outsider.exit_code == 1);
   CHECK(outsider.err ==
         "temper: temperd accepts only root, its own user and members of group 'nogroup' on this socket\n");

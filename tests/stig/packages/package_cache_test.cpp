@@ -10,25 +10,13 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
 #include "stig/test_repository.h"
 
 namespace temper::stig {
 namespace {
 
 namespace fs = std::filesystem;
-
-// A cache directory removed at the end of the test.
-struct ScopedDir {
-  std::string path;
-  explicit ScopedDir(const std::string& name)
-      : path(fmt::format("{}/package-cache-tests/{}-{}", TEMPER_BINARY_DIR, name, ::getpid())) {
-    fs::remove_all(path);
-  }
-  ~ScopedDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 // A dpkg status file listing temper-test-ok as installed, and nothing else.
 constexpr const char* kStatusWithOk =
@@ -75,9 +63,9 @@ TEST_CASE("Package names and cache options are checked before apt runs", "[stig]
 
 TEST_CASE("The cache resolves against the target's dpkg status and names apt's errors", "[stig][package_cache]") {
   testing::TestRepository repo;
-  ScopedDir dir("resolve");
+  ::temper::testing::ScratchPath dir("resolve");
   PackageCacheOptions o;
-  o.dir = dir.path;
+  o.dir = dir.path();
   o.sources = {repo.Source()};
   auto cache = PackageCache::Open(o);
   REQUIRE(cache.ok());
@@ -113,17 +101,17 @@ TEST_CASE("The cache resolves against the target's dpkg status and names apt's e
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(cache->Fetch("", {}).status().code() == StatusCode::kInvalidArgument);
   // No per-call state is left behind.
-  CHECK(fs::is_empty(dir.path + "/work/resolve/partial"));
+  CHECK(fs::is_empty(dir.path() + "/work/resolve/partial"));
   int leftovers = 0;
-  for (const auto& e : fs::directory_iterator(dir.path + "/work")) leftovers += e.is_regular_file() ? 1 : 0;
+  for (const auto& e : fs::directory_iterator(dir.path() + "/work")) leftovers += e.is_regular_file() ? 1 : 0;
   CHECK(leftovers == 0);
 }
 
 TEST_CASE("A sandbox gets the resolved files and the indexes, not the host's apt", "[stig][package_cache]") {
   testing::TestRepository repo;
-  ScopedDir dir("extras");
+  ::temper::testing::ScratchPath dir("extras");
   PackageCacheOptions o;
-  o.dir = dir.path;
+  o.dir = dir.path();
   o.sources = {repo.Source()};
   auto cache = PackageCache::Open(o);
   REQUIRE(cache.ok());
@@ -143,16 +131,16 @@ TEST_CASE("A sandbox gets the resolved files and the indexes, not the host's apt
   REQUIRE(extras->env.size() == 1);
   CHECK(extras->env[0].first == "APT_CONFIG");
   // The host's configuration (its sources, hooks, proxies) never reaches apt through the cache.
-  std::ifstream conf(dir.path + "/apt.conf");
+  std::ifstream conf(dir.path() + "/apt.conf");
   std::string text((std::istreambuf_iterator<char>(conf)), std::istreambuf_iterator<char>());
-  CHECK(text.find("Dir::Etc::Parts \"" + dir.path + "/empty.d\"") != std::string::npos);
-  CHECK(text.find("Dir::Etc::SourceParts \"" + dir.path + "/empty.d\"") != std::string::npos);
+  CHECK(text.find("Dir::Etc::Parts \"" + dir.path() + "/empty.d\"") != std::string::npos);
+  CHECK(text.find("Dir::Etc::SourceParts \"" + dir.path() + "/empty.d\"") != std::string::npos);
 }
 
 TEST_CASE("Sources that cannot be reached are Unavailable, naming the source", "[stig][package_cache]") {
-  ScopedDir dir("offline");
+  ::temper::testing::ScratchPath dir("offline");
   PackageCacheOptions o;
-  o.dir = dir.path;
+  o.dir = dir.path();
   // Port 9 (discard) on loopback: nothing listens, so the connection is refused at once.
   o.sources = {"deb http://127.0.0.1:9/debian bookworm main"};
   auto cache = PackageCache::Open(o);

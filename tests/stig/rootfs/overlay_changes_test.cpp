@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
 #include "stig/rootfs_fixture.h"
 #include "stig/package_install.h"
 #include "stig/test_repository.h"
@@ -239,9 +240,9 @@ TEST_CASE("FIFOs and device nodes in the layers are listed as changes and never 
 TEST_CASE("Packages and services in a change set come from dpkg's database and systemd's links",
           "[stig][overlay_changes][package_install][services]") {
   testing::TestRepository repo;
+  ::temper::testing::ScratchPath cache_dir("package-cache-changes");
   PackageCacheOptions cache;
-  cache.dir = fmt::format("{}/package-cache-tests/changes-{}", TEMPER_BINARY_DIR, ::getpid());
-  fs::remove_all(cache.dir);
+  cache.dir = cache_dir.path();
   cache.sources = {repo.Source()};
   {
     ScopedTarget t("changes-packages", cache);
@@ -283,7 +284,6 @@ TEST_CASE("Packages and services in a change set come from dpkg's database and s
     CHECK(cs.packages.installed.empty());
     CHECK(ByPath(cs).at("/usr/share/temper-test/dep").change == FileChangeKind::kDeleted);
   }
-  fs::remove_all(cache.dir);
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "scratch_space.h"
 #include "stig/rootfs/overlay_snapshots.h"
 #include "stig/tree_listing.h"
 
@@ -29,7 +30,7 @@ using Listing = std::map<std::string, std::string>;
 class Scratch {
  public:
   explicit Scratch(const std::string& name)
-      : dir_(std::string(TEMPER_BINARY_DIR) + "/stig-targets/overlay-" + name + "-" + std::to_string(::getpid())) {
+      : dir_(::temper::testing::TestScratchDir() + "/overlay-" + name) {
     fs::remove_all(dir_);
     fs::create_directories(base() + "/etc/ssh");
     fs::create_directories(base() + "/srv/data");

@@ -9,6 +9,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
 #include "stig/rootfs_fixture.h"
 #include "stig/tree_listing.h"
 
@@ -106,7 +107,8 @@ TEST_CASE("ReadFile and WriteFile stay inside the target", "[stig][rootfs_target
   CHECK(mode->out == "640:0\n");
 
   // An absolute symlink resolves inside the target, never to the host's file.
-  std::string host_file = fmt::format("/tmp/temper-host-{}", ::getpid());
+  const ::temper::testing::ScratchPath host("host-secret");  // a file of the host's, outside the target
+  const std::string& host_file = host.path();
   { std::ofstream(host_file) << "host secret\n"; }
   REQUIRE(t->Run("ln -sf " + host_file + " /etc/escape-link; ln -sf ../../../../.." + host_file + " /etc/escape-rel",
                  QuickLimits())->Succeeded());
@@ -121,7 +123,6 @@ TEST_CASE("ReadFile and WriteFile stay inside the target", "[stig][rootfs_target
   std::getline(hf, host_content);
   CHECK(host_content == "host secret");
   CHECK(t->ReadFile(host_file, 100).status().code() == StatusCode::kNotFound);
-  std::filesystem::remove(host_file);
 
   CHECK(t->ReadFile("/nonexistent/file", 10).status().code() == StatusCode::kNotFound);
   CHECK(t->ReadFile("/etc/temper-test.conf", 2).status().code() == StatusCode::kOutOfRange);

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
 #include "stig/rootfs_fixture.h"
 
 namespace temper::stig {
@@ -148,7 +149,8 @@ TEST_CASE("OVAL evidence names what OpenSCAP found, before and after a fix", "[s
 }
 
 TEST_CASE("Files that are not ARF are refused with the file named", "[stig][oval_evidence]") {
-  std::string dir = std::string(TEMPER_BINARY_DIR) + "/oval-evidence-bad";
+  const ::temper::testing::ScratchPath scratch("oval-evidence-bad");
+  const std::string& dir = scratch.path();
   std::filesystem::create_directories(dir);
   CHECK(ReadOvalEvidence(dir + "/missing.xml").status().code() == StatusCode::kNotFound);
   std::ofstream(dir + "/broken.xml") << "<arf:asset-report-collection xmlns:arf=\"x\">\n<unclosed>";
@@ -167,7 +169,6 @@ TEST_CASE("Files that are not ARF are refused with the file named", "[stig][oval
   auto xxe = ReadOvalEvidence(dir + "/xxe.xml");
   CHECK(xxe.status().code() == StatusCode::kDataLoss);
   CHECK_THAT(xxe.status().message(), Catch::Contains("no XCCDF 1.2 TestResult"));
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

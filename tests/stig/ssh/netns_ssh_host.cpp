@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "scratch_space.h"
 #include "stig/process.h"
 
 namespace temper::testing {
@@ -99,7 +100,7 @@ Status NetnsSshHost::Setup(const SshTestRoot& root, const std::string& name) {
   netns_ = fmt::format("temper-ssh-{:05x}", index);
   veth_ = fmt::format("tsh{:05x}", index);
 
-  dir_ = fmt::format("{}/ssh-hosts/{}-{}-{}", TEMPER_BINARY_DIR, name, ::getpid(), index & 15);
+  dir_ = fmt::format("{}/ssh-host-{}-{}", TestScratchDir(), name, index & 15);
   merged_ = dir_ + "/merged";
   std::error_code ec;
   fs::remove_all(dir_, ec);
@@ -242,7 +243,7 @@ stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::st
 }
 
 ScopedControlDir::ScopedControlDir() {
-  std::string tmpl = "/tmp/temper-ssh-test-XXXXXX";
+  std::string tmpl = TestTempDir() + "/ssh-control-XXXXXX";
   if (::mkdtemp(tmpl.data())) path_ = tmpl;
 }
 

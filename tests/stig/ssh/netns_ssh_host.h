@@ -65,11 +65,12 @@ class NetnsSshHost {
 };
 
 // SshOptions for a test host: key auth with `key`, temper's known_hosts at `known_hosts`, a short
-// private control directory under /tmp (removed by ScopedControlDir).
+// private control directory (removed by ScopedControlDir).
 stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::string& key, const std::string& known_hosts,
                                 const std::string& control_dir);
 
-// A private directory under /tmp for ssh control sockets (their paths must stay short).
+// A private directory in the test process's temporary directory (scratch_space.h) for ssh control
+// sockets, whose paths must stay short.
 class ScopedControlDir {
  public:
   ScopedControlDir();

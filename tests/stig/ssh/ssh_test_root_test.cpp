@@ -13,10 +13,7 @@ namespace {
 
 // Hidden: ctest runs it once as the fixture that builds the layer (see CMakeLists.txt).
 TEST_CASE("Build the SSH test layer", "[.ssh_root_build]") {
-  if (::geteuid() != 0) {
-    WARN("skipped: building the SSH test layer needs root");
-    return;
-  }
+  if (::geteuid() != 0) TEMPER_SKIP("building the SSH test layer needs root");
   Logger log(LogLevel::kInfo);
   auto root = EnsureSshTestRoot(log);
   INFO(root.status().ToString());

@@ -8,9 +8,10 @@
 #include <catch2/catch.hpp>
 
 #include "common/log.h"
+#include "skip.h"
 #include "stig/ssh/netns_ssh_host.h"
-#include "stig/ssh/ssh_test_root.h"
 #include "stig/ssh/ssh_known_hosts.h"
+#include "stig/ssh/ssh_test_root.h"
 
 namespace temper::testing {
 
@@ -26,14 +27,11 @@ inline const SshTestRoot& TestRoot() {
   return *root;
 }
 
-// Cases start with this: without root or network namespaces they pass with a warning instead.
-#define TEMPER_SKIP_WITHOUT_SSH_HOSTS()                                   \
-  do {                                                                    \
-    std::string temper_why_ = ::temper::testing::NetnsSshHost::Unavailable(); \
-    if (!temper_why_.empty()) {                                           \
-      WARN("skipped: SSH test hosts " + temper_why_);                     \
-      return;                                                             \
-    }                                                                     \
+// Cases start with this: without root or network namespaces they report themselves skipped.
+#define TEMPER_SKIP_WITHOUT_SSH_HOSTS()                                           \
+  do {                                                                            \
+    std::string temper_why_ = ::temper::testing::NetnsSshHost::Unavailable();     \
+    if (!temper_why_.empty()) TEMPER_SKIP("SSH test hosts " + temper_why_);      \
   } while (0)
 
 inline std::unique_ptr<NetnsSshHost> StartHost(const std::string& name) {
