@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/reboot_verification.h"
 #include "stig/content_trust.h"
 #include "stig/ssh_target.h"
@@ -224,7 +225,7 @@ void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
   event.batch_id = batch.id;
   event.target = batch.target;
   event.role = "daemon";
-  event.type = "batch.failed";
+  event.type = EventTypeName(EventType::kBatchFailed);
   event.data_json = nlohmann::json{{"error", error.ToString()}}.dump();
   step.events.push_back(std::move(event));
   Result<StepCommitted> committed = journal_.Commit(step);
