@@ -386,7 +386,8 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
     }
     auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - run.started);
     if (elapsed >= budget.wall_time) {
-      return Escalate(run, fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
+      return Escalate(run,
+                      fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
     }
     TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
     if (run.failures_in_a_row >= kReengageAfter) {
@@ -540,7 +541,8 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                           .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
     for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
     step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptKept, evaluated));
-    step.events.push_back(Event(rule.id, "daemon", kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed,
+    const EventType announced = kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
+    step.events.push_back(Event(rule.id, "daemon", announced,
                                 {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
@@ -564,7 +566,8 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   ++run.failures_in_a_row;
   run.tokens_used += Total(attempt.usage);
   run.attempts.push_back(ToPastAttempt(attempt));
-  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, AttemptOutcomeName(attempt.outcome)));
+  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number,
+                                AttemptOutcomeName(attempt.outcome)));
   return AttemptEnd::kReverted;
 }
 
