@@ -163,7 +163,7 @@ void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
   attempt->set_approach(a.approach);
   for (const std::string& c : a.commands) attempt->add_commands(c);
   attempt->set_verdict(a.verdict);
-  attempt->set_outcome(a.outcome);
+  attempt->set_outcome(std::string(AttemptOutcomeName(a.outcome)));
   attempt->set_evidence(a.evidence);
   attempt->set_reflection(a.reflection);
   attempt->set_changes_json(a.changes_json);

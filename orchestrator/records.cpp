@@ -17,11 +17,23 @@ constexpr std::string_view kRuleStateNames[] = {"pending", "running",   "fixed",
                                                 "escalated", "skipped", "cancelled", "error", "waived",
                                                 "manual",    "reboot_pending", "held", "reverted"};
 static_assert(std::size(kRuleStateNames) == kRuleStateCount);
+constexpr std::string_view kAttemptOutcomeNames[] = {"kept", "reverted", "regression", "unhealthy"};
 
 }  // namespace
 
 std::string_view BatchStateName(BatchState state) { return kBatchStateNames[static_cast<int>(state)]; }
 std::string_view RuleStateName(RuleState state) { return kRuleStateNames[static_cast<int>(state)]; }
+
+std::string_view AttemptOutcomeName(AttemptOutcome outcome) {
+  return kAttemptOutcomeNames[static_cast<int>(outcome)];
+}
+
+std::optional<AttemptOutcome> ParseAttemptOutcome(std::string_view name) {
+  for (size_t i = 0; i < std::size(kAttemptOutcomeNames); ++i) {
+    if (kAttemptOutcomeNames[i] == name) return static_cast<AttemptOutcome>(i);
+  }
+  return std::nullopt;
+}
 
 std::optional<BatchState> ParseBatchState(std::string_view name) {
   for (size_t i = 0; i < std::size(kBatchStateNames); ++i) {

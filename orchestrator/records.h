@@ -148,6 +148,13 @@ struct EventRecord {
   TokenUsage usage;
 };
 
+// What became of an attempt's change: kept, or taken back out (the rule still failed, another rule
+// that passed before now fails, or a health check broke).
+enum class AttemptOutcome { kKept, kReverted, kRegression, kUnhealthy };
+// The names stored in the database and sent to clients ("kept", "reverted", ...).
+std::string_view AttemptOutcomeName(AttemptOutcome outcome);
+std::optional<AttemptOutcome> ParseAttemptOutcome(std::string_view name);
+
 struct AttemptRecord {
   int64_t id = 0;  // assigned by the store
   int64_t batch_id = 0;
@@ -156,7 +163,7 @@ struct AttemptRecord {
   std::string approach;
   std::vector<std::string> commands;
   std::string verdict;
-  std::string outcome;
+  AttemptOutcome outcome = AttemptOutcome::kReverted;
   std::string evidence;
   std::string reflection;
   std::string changes_json;  // what the attempt changed on the target (stig::ChangeSet as JSON)

@@ -93,7 +93,7 @@ const std::string kInsteadLater =
 const std::string kInsteadShell =
     "do it with shell commands (sed, grep, printf, tee) that the policy can judge, in run_command or a shell script";
 
-std::optional<Refusal> JudgeSystemctl(const SimpleCommand& c) {
+std::optional<Refusal> JudgeSystemctl(const SimpleCommand& c, const PolicyContext&) {
   const std::string& p = c.program;
   const std::vector<std::string>& a = c.args;
   // systemctl VERB UNIT...; service UNIT VERB.
@@ -161,7 +161,7 @@ std::optional<Refusal> JudgeSystemctl(const SimpleCommand& c) {
 }
 
 // sysctl -w KEY=VALUE and sysctl KEY=VALUE: the same keys as a sysctl.d file.
-std::optional<Refusal> JudgeSysctl(const SimpleCommand& c) {
+std::optional<Refusal> JudgeSysctl(const SimpleCommand& c, const PolicyContext&) {
   std::string settings;
   for (const std::string& w : c.args) {
     if (!StartsWith(w, "-") && w.find('=') != std::string::npos) settings += w + "\n";
@@ -184,10 +184,8 @@ bool IsForeignInterpreter(const std::string& p) {
          p.find("-config") == std::string::npos && p.find("doc") == std::string::npos;
 }
 
-bool IsAwk(const std::string& p) { return p == "awk" || p == "gawk" || p == "mawk" || p == "nawk"; }
-
 // An awk program that runs commands (system(), pipes) or writes files (print > "file").
-std::optional<Refusal> JudgeAwk(const SimpleCommand& c) {
+std::optional<Refusal> JudgeAwk(const SimpleCommand& c, const PolicyContext&) {
   std::string program;
   bool from_file = false;
   for (size_t k = 0; k < c.args.size(); ++k) {
@@ -265,6 +263,389 @@ std::optional<Refusal> JudgeSed(const SimpleCommand& c) {
     }
   }
   return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One judge per kind of program; JudgeFor picks it by the program's name.
+
+using ProgramJudge = std::optional<Refusal> (*)(const SimpleCommand& c, const PolicyContext& ctx);
+
+// Writes through redirections, whatever the program: devices, kernel knobs, the bootloader.
+std::optional<Refusal> JudgeRedirects(const SimpleCommand& c, const PolicyContext& ctx) {
+  for (const Redirect& r : c.redirects) {
+    if (r.op.find('>') == std::string::npos) continue;
+    if (IsBlockDevice(r.target)) return Refusal{fmt::format("it writes to the device {}", r.target), "never write to block devices"};
+    if (std::string knob = HostKillingKnob(r.target); !knob.empty()) {
+      return Refusal{fmt::format("it writes to {}: {}", r.target, knob), "never write to these kernel interfaces"};
+    }
+    if (!ctx.bootloader_rule && IsBootloaderPath(r.target)) {
+      return Refusal{fmt::format("it writes the bootloader file {} and this rule is not a bootloader rule", r.target),
+                     "leave the bootloader alone"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgePowerOff(const SimpleCommand& c, const PolicyContext&) {
+  return Refusal{fmt::format("'{}' would take the host down", c.program), kInsteadReboot};
+}
+
+std::optional<Refusal> JudgeRunlevel(const SimpleCommand& c, const PolicyContext&) {
+  const std::vector<std::string>& a = c.args;
+  if (!a.empty() && (a[0] == "0" || a[0] == "6" || a[0] == "1" || Lower(a[0]) == "s")) {
+    return Refusal{fmt::format("'{} {}' changes the runlevel and takes the host down", c.program, a[0]), kInsteadReboot};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeScheduler(const SimpleCommand& c, const PolicyContext&) {
+  // at -l/-r/-d/-c list, remove or show jobs (as atq and atrm do): nothing is scheduled.
+  const bool at_query = c.program == "at" && std::any_of(c.args.begin(), c.args.end(), [](const std::string& w) {
+    return w == "-l" || w == "-r" || w == "-d" || w == "-c";
+  });
+  if (at_query) return std::nullopt;
+  return Refusal{fmt::format("'{}' schedules a command to run later, outside the command the policy judges", c.program),
+                 kInsteadLater};
+}
+
+std::optional<Refusal> JudgeCrontab(const SimpleCommand& c, const PolicyContext&) {
+  if (Contains(c.args, "-l")) return std::nullopt;
+  return Refusal{fmt::format("'{}' installs a cron table, whose commands would run later unjudged", c.text),
+                 "write cron files with write_file (the policy judges their commands), or run the command now"};
+}
+
+std::optional<Refusal> JudgeLoginctl(const SimpleCommand& c, const PolicyContext&) {
+  for (const std::string& w : c.args) {
+    if (StartsWith(w, "terminate-") || StartsWith(w, "kill-")) {
+      return Refusal{fmt::format("'{}' ends login sessions, temper's own among them", c.text), "leave sessions alone"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeDbus(const SimpleCommand& c, const PolicyContext&) {
+  for (const std::string& w : c.args) {
+    if (w.find("login1") != std::string::npos || w.find("systemd1") != std::string::npos) {
+      return Refusal{fmt::format("'{}' calls systemd or logind over D-Bus, where it can stop units or power the host "
+                                 "off unjudged",
+                                 c.program),
+                     "use systemctl, which the policy judges"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeApt(const SimpleCommand& c, const PolicyContext& ctx) {
+  const std::vector<std::string>& a = c.args;
+  for (size_t k = 0; k < a.size(); ++k) {
+    const std::string option = Lower(a[k] == "-o" && k + 1 < a.size() ? a[k + 1] : a[k]);
+    if ((StartsWith(option, "-o") || a[k] == "-o" || StartsWith(option, "--option")) &&
+        (option.find("invoke") != std::string::npos || option.find("pre-install-pkgs") != std::string::npos ||
+         option.find("dir::bin") != std::string::npos)) {
+      return Refusal{fmt::format("'{}' gives apt a hook or a program to run", c.text), "install without hooks"};
+    }
+    if (a[k] == "-c" || StartsWith(a[k], "--config-file")) {
+      return Refusal{fmt::format("'{}' reads an apt configuration the policy did not judge", c.text),
+                     "use the system's apt configuration"};
+    }
+  }
+  // apt-get [options] remove|purge NAME...; install of a package file runs its maintainer scripts.
+  std::vector<std::string> words;
+  for (const std::string& w : a) {
+    if (!StartsWith(w, "-")) words.push_back(w);
+  }
+  if (!words.empty() && (words[0] == "remove" || words[0] == "purge")) {
+    return JudgeRemoval(std::vector<std::string>(words.begin() + 1, words.end()), ctx);
+  }
+  if (!words.empty() && (words[0] == "install" || words[0] == "reinstall")) {
+    for (size_t k = 1; k < words.size(); ++k) {
+      if (words[k].find('/') != std::string::npos || words[k].ends_with(".deb")) {
+        return Refusal{fmt::format("'{}' installs the package file {}, whose maintainer scripts the policy cannot judge",
+                                   c.text, words[k]),
+                       "install packages from the archive with install_package"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeDpkg(const SimpleCommand& c, const PolicyContext& ctx) {
+  bool removing = false;
+  for (const std::string& w : c.args) {
+    removing = removing || w == "-r" || w == "-P" || w == "--remove" || w == "--purge";
+    if (w == "-i" || w == "--install" || w == "--unpack" || StartsWith(w, "--pre-invoke") ||
+        StartsWith(w, "--post-invoke") || w == "--force-script-chrootless") {
+      return Refusal{fmt::format("'{}' installs a package file or adds hooks, whose scripts the policy cannot judge",
+                                 c.text),
+                     "install packages from the archive with install_package"};
+    }
+  }
+  if (!removing) return std::nullopt;
+  std::vector<std::string> names;
+  for (const std::string& w : c.args) {
+    if (!StartsWith(w, "-")) names.push_back(w);
+  }
+  return JudgeRemoval(names, ctx);
+}
+
+std::optional<Refusal> JudgeKill(const SimpleCommand& c, const PolicyContext&) {
+  const std::string& p = c.program;
+  if (Contains(c.prefixes, "xargs")) {
+    return Refusal{fmt::format("'{}' signals processes named by xargs's input, which the policy cannot see", c.text),
+                   "name the processes in the command"};
+  }
+  for (const std::string& w : c.args) {
+    if (Lower(w).find("sshd") != std::string::npos || (p != "kill" && (w == "ssh" || w == "systemd" || w == "init"))) {
+      return Refusal{fmt::format("'{}' would kill {} and cut off access", c.text, w),
+                     "reload services with systemctl reload instead of killing them"};
+    }
+    if (p == "kill" && (w == "1" || w == "-1")) {
+      return Refusal{fmt::format("'{}' would kill init or every process", c.text), "never signal pid 1 or -1"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeRemove(const SimpleCommand& c, const PolicyContext& ctx) {
+  bool recursive = c.program == "shred";
+  for (const std::string& w : c.args) {
+    if (w == "--recursive" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && (w.find('r') != std::string::npos || w.find('R') != std::string::npos))) recursive = true;
+    if (w == "--no-preserve-root") return Refusal{"it asks rm not to preserve /", "never remove /"};
+  }
+  for (const std::string& w : c.args) {
+    if (StartsWith(w, "-")) continue;
+    if (recursive && IsSystemDir(w)) {
+      return Refusal{fmt::format("'{}' would delete the system directory {}", c.text, w),
+                     "remove only the specific files the rule names"};
+    }
+    if (recursive && IsBareVariable(w)) {
+      return Refusal{fmt::format("'{}' deletes '{}'; if that variable is empty this removes /", c.text, w),
+                     "spell out the path to remove"};
+    }
+    if (!ctx.bootloader_rule && IsBootloaderPath(w)) {
+      return Refusal{fmt::format("'{}' removes the bootloader file {}", c.text, w), "leave the bootloader alone"};
+    }
+  }
+  return std::nullopt;
+}
+
+bool IsDiskTool(const std::string& p) {
+  static constexpr std::string_view kNames[] = {"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "gdisk", "sgdisk",
+                                                "parted", "blkdiscard", "pvremove", "vgremove", "lvremove",
+                                                "cryptsetup"};
+  return StartsWith(p, "mkfs") || std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames);
+}
+
+std::optional<Refusal> JudgeDiskTool(const SimpleCommand& c, const PolicyContext&) {
+  return Refusal{fmt::format("'{}' rewrites disks or partitions", c.program), "STIG fixes never repartition; skip such rules"};
+}
+
+std::optional<Refusal> JudgeDd(const SimpleCommand& c, const PolicyContext&) {
+  for (const std::string& w : c.args) {
+    if (!StartsWith(w, "of=")) continue;
+    const std::string target = w.substr(3);
+    if (IsBlockDevice(target)) {
+      return Refusal{fmt::format("'{}' writes raw data to the device {}", c.text, target), "never write to block devices"};
+    }
+    if (std::string knob = HostKillingKnob(target); !knob.empty()) {
+      return Refusal{fmt::format("'{}' writes to {}: {}", c.text, target, knob), "never write to these kernel interfaces"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeMount(const SimpleCommand& c, const PolicyContext&) {
+  for (const std::string& w : c.args) {
+    const std::string l = Lower(w);
+    if (w == "--bind" || w == "-B" || w == "--rbind" || w == "-R" || w == "--move" || w == "-M" ||
+        l.find("bind") != std::string::npos || l == "overlay" || l.find("move") != std::string::npos) {
+      return Refusal{fmt::format("'{}' replaces what a directory holds with files the policy never judged", c.text),
+                     "change the files themselves"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeOwnership(const SimpleCommand& c, const PolicyContext&) {
+  bool recursive = false;
+  for (const std::string& w : c.args) {
+    if (w == "--recursive" || w == "-R" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('R') != std::string::npos)) recursive = true;
+  }
+  for (const std::string& w : c.args) {
+    if (StartsWith(w, "-")) continue;
+    if (NormalizePath(w) == "/" || (recursive && IsSystemDir(w))) {
+      return Refusal{fmt::format("'{}' changes ownership or permissions of a whole system tree", c.text),
+                     "change only the files the rule names (find ... -exec is fine for a narrow match)"};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeBootloaderTool(const SimpleCommand& c, const PolicyContext& ctx) {
+  if (ctx.bootloader_rule) return std::nullopt;
+  return Refusal{fmt::format("'{}' changes the bootloader and this rule is not a bootloader rule", c.program),
+                 "leave the bootloader alone"};
+}
+
+// Programs that edit or write the files they name: the bootloader's only for a bootloader rule,
+// devices and kernel knobs never.
+std::optional<Refusal> JudgeFileEdit(const SimpleCommand& c, const PolicyContext& ctx) {
+  const std::string& p = c.program;
+  const std::vector<std::string>& a = c.args;
+  bool in_place = p != "sed" && p != "perl";
+  for (const std::string& w : a) in_place = in_place || StartsWith(w, "-i") || w == "--in-place";
+  if (in_place && !ctx.bootloader_rule) {
+    for (const std::string& w : a) {
+      if (!StartsWith(w, "-") && IsBootloaderPath(w)) {
+        return Refusal{fmt::format("'{}' edits the bootloader file {} and this rule is not a bootloader rule", p, w),
+                       "leave the bootloader alone"};
+      }
+    }
+  }
+  for (const std::string& w : a) {
+    if ((p == "tee" || p == "cp" || p == "mv" || p == "install") && IsBlockDevice(w)) {
+      return Refusal{fmt::format("'{}' writes to the device {}", p, w), "never write to block devices"};
+    }
+    if ((p == "tee" || p == "cp" || p == "mv" || p == "install" || p == "ln" || p == "truncate") && !StartsWith(w, "-")) {
+      if (std::string knob = HostKillingKnob(w); !knob.empty()) {
+        return Refusal{fmt::format("'{}' writes to {}: {}", c.text, w, knob), "never write to these kernel interfaces"};
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// sed: its own commands (e, w), then as any file editor.
+std::optional<Refusal> JudgeSedCommand(const SimpleCommand& c, const PolicyContext& ctx) {
+  if (auto r = JudgeSed(c)) return r;
+  return JudgeFileEdit(c, ctx);
+}
+
+std::optional<Refusal> JudgeForeignCode(const SimpleCommand& c, const PolicyContext&) {
+  const std::vector<std::string>& a = c.args;
+  const bool only_asks = !a.empty() && std::all_of(a.begin(), a.end(), [](const std::string& w) {
+    return w == "-V" || w == "--version" || w == "-v" || w == "-h" || w == "--help";
+  });
+  if (only_asks) return std::nullopt;
+  return Refusal{fmt::format("'{}' runs {} code, which the policy cannot judge (it judges shell commands only)", c.text,
+                             c.program),
+                 kInsteadShell};
+}
+
+// perl: a file editor (perl -i) and an interpreter.
+std::optional<Refusal> JudgePerl(const SimpleCommand& c, const PolicyContext& ctx) {
+  if (auto r = JudgeFileEdit(c, ctx)) return r;
+  return JudgeForeignCode(c, ctx);
+}
+
+std::optional<Refusal> JudgeInterfaceDown(const SimpleCommand& c, const PolicyContext&) {
+  if (c.program == "ifconfig" && !Contains(c.args, "down")) return std::nullopt;
+  return Refusal{fmt::format("'{}' takes a network interface down", c.text), "configure, don't disconnect"};
+}
+
+std::optional<Refusal> JudgeIp(const SimpleCommand& c, const PolicyContext&) {
+  const std::vector<std::string>& a = c.args;
+  if (Contains(a, "link") && Contains(a, "down")) {
+    return Refusal{fmt::format("'{}' takes a network interface down", c.text), "configure, don't disconnect"};
+  }
+  if (!a.empty() && (Contains(a, "flush") || (Contains(a, "del") && (Contains(a, "default") || a[0].starts_with("a"))))) {
+    return Refusal{fmt::format("'{}' removes the host's addresses or routes", c.text), "configure, don't disconnect"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeNmcli(const SimpleCommand& c, const PolicyContext&) {
+  std::string joined;
+  for (const std::string& w : c.args) joined += " " + Lower(w);
+  if (joined.find("networking off") != std::string::npos || joined.find(" down") != std::string::npos ||
+      joined.find("radio all off") != std::string::npos || joined.find(" disconnect") != std::string::npos) {
+    return Refusal{fmt::format("'{}' disconnects the host", c.text), "configure, don't disconnect"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeIptables(const SimpleCommand& c, const PolicyContext&) {
+  const std::vector<std::string>& a = c.args;
+  if (Contains(a, "-F") || Contains(a, "--flush")) {
+    return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
+  }
+  if ((Contains(a, "-P") || Contains(a, "--policy")) && Contains(a, "DROP") && (Contains(a, "INPUT") || Contains(a, "OUTPUT"))) {
+    return Refusal{fmt::format("'{}' drops all traffic, ssh included", c.text), "use firewalld zones and allow ssh first"};
+  }
+  return std::nullopt;
+}
+
+std::optional<Refusal> JudgeNft(const SimpleCommand& c, const PolicyContext&) {
+  if (Contains(c.args, "flush") && Contains(c.args, "ruleset")) {
+    return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
+  }
+  return std::nullopt;
+}
+
+// Programs judged by name: each name in one row.
+struct NamedJudge {
+  std::string_view programs;  // space-separated
+  ProgramJudge judge;
+};
+constexpr NamedJudge kNamedJudges[] = {
+    {"reboot shutdown halt poweroff kexec", JudgePowerOff},
+    {"init telinit", JudgeRunlevel},
+    {"systemctl service", JudgeSystemctl},
+    {"systemd-run at batch atrun", JudgeScheduler},
+    {"crontab", JudgeCrontab},
+    {"loginctl", JudgeLoginctl},
+    {"busctl dbus-send gdbus", JudgeDbus},
+    {"sysctl", JudgeSysctl},
+    {"apt-get apt aptitude", JudgeApt},
+    {"dpkg", JudgeDpkg},
+    {"kill pkill killall skill", JudgeKill},
+    {"rm shred", JudgeRemove},
+    {"dd", JudgeDd},
+    {"mount", JudgeMount},
+    {"chmod chown chgrp setfacl chattr", JudgeOwnership},
+    {"grub-mkconfig grub2-mkconfig update-grub update-grub2 grubby grub2-editenv grub-editenv grub-install "
+     "grub2-install efibootmgr kernelstub bootctl",
+     JudgeBootloaderTool},
+    {"sed", JudgeSedCommand},
+    {"tee cp mv install ln truncate touch patch augtool", JudgeFileEdit},
+    {"perl", JudgePerl},
+    {"awk gawk mawk nawk", JudgeAwk},
+    {"ifdown ifconfig", JudgeInterfaceDown},
+    {"ip", JudgeIp},
+    {"nmcli", JudgeNmcli},
+    {"iptables ip6tables", JudgeIptables},
+    {"nft", JudgeNft},
+};
+
+// Families of programs no name list can hold; tried after the names (perl is named above).
+struct FamilyJudge {
+  bool (*matches)(const std::string& program);
+  ProgramJudge judge;
+};
+constexpr FamilyJudge kFamilyJudges[] = {
+    {IsDiskTool, JudgeDiskTool},
+    {IsForeignInterpreter, JudgeForeignCode},
+};
+
+bool Names(std::string_view list, std::string_view program) {
+  while (!list.empty()) {
+    const size_t space = list.find(' ');
+    if (list.substr(0, space) == program) return true;
+    if (space == std::string_view::npos) break;
+    list.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+// The judge of `program`; nullptr for programs the policy lets run as they are.
+ProgramJudge JudgeFor(const std::string& program) {
+  for (const NamedJudge& row : kNamedJudges) {
+    if (Names(row.programs, program)) return row.judge;
+  }
+  for (const FamilyJudge& row : kFamilyJudges) {
+    if (row.matches(program)) return row.judge;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -352,269 +733,10 @@ std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const
 }
 
 std::optional<Refusal> JudgeSimpleCommand(const SimpleCommand& c, const PolicyContext& ctx) {
-  const std::string& p = c.program;
-  const std::vector<std::string>& a = c.args;
-  for (const Redirect& r : c.redirects) {
-    if (r.op.find('>') == std::string::npos) continue;
-    if (IsBlockDevice(r.target)) return Refusal{fmt::format("it writes to the device {}", r.target), "never write to block devices"};
-    if (std::string knob = HostKillingKnob(r.target); !knob.empty()) {
-      return Refusal{fmt::format("it writes to {}: {}", r.target, knob), "never write to these kernel interfaces"};
-    }
-    if (!ctx.bootloader_rule && IsBootloaderPath(r.target)) {
-      return Refusal{fmt::format("it writes the bootloader file {} and this rule is not a bootloader rule", r.target),
-                     "leave the bootloader alone"};
-    }
-  }
-  if (p.empty()) return std::nullopt;
-  if (p == "reboot" || p == "shutdown" || p == "halt" || p == "poweroff" || p == "kexec") {
-    return Refusal{fmt::format("'{}' would take the host down", p), kInsteadReboot};
-  }
-  if ((p == "init" || p == "telinit") && !a.empty() && (a[0] == "0" || a[0] == "6" || a[0] == "1" || Lower(a[0]) == "s")) {
-    return Refusal{fmt::format("'{} {}' changes the runlevel and takes the host down", p, a[0]), kInsteadReboot};
-  }
-  if (p == "systemctl" || p == "service") return JudgeSystemctl(c);
-  // at -l/-r/-d/-c list, remove or show jobs (as atq and atrm do): nothing is scheduled.
-  const bool at_query = p == "at" && std::any_of(a.begin(), a.end(), [](const std::string& w) {
-    return w == "-l" || w == "-r" || w == "-d" || w == "-c";
-  });
-  if (p == "systemd-run" || (p == "at" && !at_query) || p == "batch" || p == "atrun") {
-    return Refusal{fmt::format("'{}' schedules a command to run later, outside the command the policy judges", p),
-                   kInsteadLater};
-  }
-  if (p == "crontab") {
-    const bool lists = Contains(a, "-l");
-    if (!lists) {
-      return Refusal{fmt::format("'{}' installs a cron table, whose commands would run later unjudged", c.text),
-                     "write cron files with write_file (the policy judges their commands), or run the command now"};
-    }
-    return std::nullopt;
-  }
-  if (p == "loginctl") {
-    for (const std::string& w : a) {
-      if (StartsWith(w, "terminate-") || StartsWith(w, "kill-")) {
-        return Refusal{fmt::format("'{}' ends login sessions, temper's own among them", c.text), "leave sessions alone"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "busctl" || p == "dbus-send" || p == "gdbus") {
-    for (const std::string& w : a) {
-      if (w.find("login1") != std::string::npos || w.find("systemd1") != std::string::npos) {
-        return Refusal{fmt::format("'{}' calls systemd or logind over D-Bus, where it can stop units or power the host "
-                                   "off unjudged",
-                                   p),
-                       "use systemctl, which the policy judges"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "sysctl") return JudgeSysctl(c);
-  if (p == "apt-get" || p == "apt" || p == "aptitude") {
-    for (size_t k = 0; k < a.size(); ++k) {
-      const std::string option = Lower(a[k] == "-o" && k + 1 < a.size() ? a[k + 1] : a[k]);
-      if ((StartsWith(option, "-o") || a[k] == "-o" || StartsWith(option, "--option")) &&
-          (option.find("invoke") != std::string::npos || option.find("pre-install-pkgs") != std::string::npos ||
-           option.find("dir::bin") != std::string::npos)) {
-        return Refusal{fmt::format("'{}' gives apt a hook or a program to run", c.text), "install without hooks"};
-      }
-      if (a[k] == "-c" || StartsWith(a[k], "--config-file")) {
-        return Refusal{fmt::format("'{}' reads an apt configuration the policy did not judge", c.text),
-                       "use the system's apt configuration"};
-      }
-    }
-    // apt-get [options] remove|purge NAME...; install of a package file runs its maintainer scripts.
-    std::vector<std::string> words;
-    for (const std::string& w : a) {
-      if (!StartsWith(w, "-")) words.push_back(w);
-    }
-    if (!words.empty() && (words[0] == "remove" || words[0] == "purge")) {
-      return JudgeRemoval(std::vector<std::string>(words.begin() + 1, words.end()), ctx);
-    }
-    if (!words.empty() && (words[0] == "install" || words[0] == "reinstall")) {
-      for (size_t k = 1; k < words.size(); ++k) {
-        if (words[k].find('/') != std::string::npos || words[k].ends_with(".deb")) {
-          return Refusal{fmt::format("'{}' installs the package file {}, whose maintainer scripts the policy cannot judge",
-                                     c.text, words[k]),
-                         "install packages from the archive with install_package"};
-        }
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "dpkg") {
-    bool removing = false;
-    for (const std::string& w : a) {
-      removing = removing || w == "-r" || w == "-P" || w == "--remove" || w == "--purge";
-      if (w == "-i" || w == "--install" || w == "--unpack" || StartsWith(w, "--pre-invoke") ||
-          StartsWith(w, "--post-invoke") || w == "--force-script-chrootless") {
-        return Refusal{fmt::format("'{}' installs a package file or adds hooks, whose scripts the policy cannot judge",
-                                   c.text),
-                       "install packages from the archive with install_package"};
-      }
-    }
-    if (!removing) return std::nullopt;
-    std::vector<std::string> names;
-    for (const std::string& w : a) {
-      if (!StartsWith(w, "-")) names.push_back(w);
-    }
-    return JudgeRemoval(names, ctx);
-  }
-  if (p == "kill" || p == "pkill" || p == "killall" || p == "skill") {
-    if (Contains(c.prefixes, "xargs")) {
-      return Refusal{fmt::format("'{}' signals processes named by xargs's input, which the policy cannot see", c.text),
-                     "name the processes in the command"};
-    }
-    for (const std::string& w : a) {
-      if (Lower(w).find("sshd") != std::string::npos || (p != "kill" && (w == "ssh" || w == "systemd" || w == "init"))) {
-        return Refusal{fmt::format("'{}' would kill {} and cut off access", c.text, w),
-                       "reload services with systemctl reload instead of killing them"};
-      }
-      if (p == "kill" && (w == "1" || w == "-1")) {
-        return Refusal{fmt::format("'{}' would kill init or every process", c.text), "never signal pid 1 or -1"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "rm" || p == "shred") {
-    bool recursive = p == "shred";
-    for (const std::string& w : a) {
-      if (w == "--recursive" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && (w.find('r') != std::string::npos || w.find('R') != std::string::npos))) recursive = true;
-      if (w == "--no-preserve-root") return Refusal{"it asks rm not to preserve /", "never remove /"};
-    }
-    for (const std::string& w : a) {
-      if (StartsWith(w, "-")) continue;
-      if (recursive && IsSystemDir(w)) {
-        return Refusal{fmt::format("'{}' would delete the system directory {}", c.text, w),
-                       "remove only the specific files the rule names"};
-      }
-      if (recursive && IsBareVariable(w)) {
-        return Refusal{fmt::format("'{}' deletes '{}'; if that variable is empty this removes /", c.text, w),
-                       "spell out the path to remove"};
-      }
-      if (!ctx.bootloader_rule && IsBootloaderPath(w)) {
-        return Refusal{fmt::format("'{}' removes the bootloader file {}", c.text, w), "leave the bootloader alone"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (StartsWith(p, "mkfs") || p == "mke2fs" || p == "mkswap" || p == "wipefs" || p == "fdisk" ||
-      p == "sfdisk" || p == "gdisk" || p == "sgdisk" || p == "parted" || p == "blkdiscard" || p == "pvremove" ||
-      p == "vgremove" || p == "lvremove" || p == "cryptsetup") {
-    return Refusal{fmt::format("'{}' rewrites disks or partitions", p), "STIG fixes never repartition; skip such rules"};
-  }
-  if (p == "dd") {
-    for (const std::string& w : a) {
-      if (!StartsWith(w, "of=")) continue;
-      const std::string target = w.substr(3);
-      if (IsBlockDevice(target)) {
-        return Refusal{fmt::format("'{}' writes raw data to the device {}", c.text, target), "never write to block devices"};
-      }
-      if (std::string knob = HostKillingKnob(target); !knob.empty()) {
-        return Refusal{fmt::format("'{}' writes to {}: {}", c.text, target, knob), "never write to these kernel interfaces"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "mount") {
-    for (const std::string& w : a) {
-      const std::string l = Lower(w);
-      if (w == "--bind" || w == "-B" || w == "--rbind" || w == "-R" || w == "--move" || w == "-M" ||
-          l.find("bind") != std::string::npos || l == "overlay" || l.find("move") != std::string::npos) {
-        return Refusal{fmt::format("'{}' replaces what a directory holds with files the policy never judged", c.text),
-                       "change the files themselves"};
-      }
-    }
-    return std::nullopt;
-  }
-  if ((p == "chmod" || p == "chown" || p == "chgrp" || p == "setfacl" || p == "chattr") ) {
-    bool recursive = false;
-    for (const std::string& w : a) {
-      if (w == "--recursive" || w == "-R" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('R') != std::string::npos)) recursive = true;
-    }
-    for (const std::string& w : a) {
-      if (StartsWith(w, "-")) continue;
-      if (NormalizePath(w) == "/" || (recursive && IsSystemDir(w))) {
-        return Refusal{fmt::format("'{}' changes ownership or permissions of a whole system tree", c.text),
-                       "change only the files the rule names (find ... -exec is fine for a narrow match)"};
-      }
-    }
-    return std::nullopt;
-  }
-  if (p == "grub-mkconfig" || p == "grub2-mkconfig" || p == "update-grub" || p == "update-grub2" || p == "grubby" ||
-      p == "grub2-editenv" || p == "grub-editenv" || p == "grub-install" || p == "grub2-install" || p == "efibootmgr" ||
-      p == "kernelstub" || p == "bootctl") {
-    if (ctx.bootloader_rule) return std::nullopt;
-    return Refusal{fmt::format("'{}' changes the bootloader and this rule is not a bootloader rule", p),
-                   "leave the bootloader alone"};
-  }
-  if (p == "sed") {
-    if (auto r = JudgeSed(c)) return r;
-  }
-  if (p == "sed" || p == "perl" || p == "tee" || p == "cp" || p == "mv" || p == "install" || p == "ln" ||
-      p == "truncate" || p == "touch" || p == "patch" || p == "augtool") {
-    bool in_place = p != "sed" && p != "perl";
-    for (const std::string& w : a) in_place = in_place || StartsWith(w, "-i") || w == "--in-place";
-    if (in_place && !ctx.bootloader_rule) {
-      for (const std::string& w : a) {
-        if (!StartsWith(w, "-") && IsBootloaderPath(w)) {
-          return Refusal{fmt::format("'{}' edits the bootloader file {} and this rule is not a bootloader rule", p, w),
-                         "leave the bootloader alone"};
-        }
-      }
-    }
-    for (const std::string& w : a) {
-      if ((p == "tee" || p == "cp" || p == "mv" || p == "install") && IsBlockDevice(w)) {
-        return Refusal{fmt::format("'{}' writes to the device {}", p, w), "never write to block devices"};
-      }
-      if ((p == "tee" || p == "cp" || p == "mv" || p == "install" || p == "ln" || p == "truncate") && !StartsWith(w, "-")) {
-        if (std::string knob = HostKillingKnob(w); !knob.empty()) {
-          return Refusal{fmt::format("'{}' writes to {}: {}", c.text, w, knob), "never write to these kernel interfaces"};
-        }
-      }
-    }
-    if (p != "perl") return std::nullopt;
-  }
-  if (IsForeignInterpreter(p)) {
-    const bool only_asks = !a.empty() && std::all_of(a.begin(), a.end(), [](const std::string& w) {
-      return w == "-V" || w == "--version" || w == "-v" || w == "-h" || w == "--help";
-    });
-    if (!only_asks) {
-      return Refusal{fmt::format("'{}' runs {} code, which the policy cannot judge (it judges shell commands only)",
-                                 c.text, p),
-                     kInsteadShell};
-    }
-    return std::nullopt;
-  }
-  if (IsAwk(p)) return JudgeAwk(c);
-  if (p == "ifdown" || (p == "ifconfig" && Contains(a, "down"))) {
-    return Refusal{fmt::format("'{}' takes a network interface down", c.text), "configure, don't disconnect"};
-  }
-  if (p == "ip" && Contains(a, "link") && Contains(a, "down")) {
-    return Refusal{fmt::format("'{}' takes a network interface down", c.text), "configure, don't disconnect"};
-  }
-  if (p == "ip" && !a.empty() && (Contains(a, "flush") || (Contains(a, "del") && (Contains(a, "default") || a[0].starts_with("a"))))) {
-    return Refusal{fmt::format("'{}' removes the host's addresses or routes", c.text), "configure, don't disconnect"};
-  }
-  if (p == "nmcli") {
-    std::string joined;
-    for (const std::string& w : a) joined += " " + Lower(w);
-    if (joined.find("networking off") != std::string::npos || joined.find(" down") != std::string::npos ||
-        joined.find("radio all off") != std::string::npos || joined.find(" disconnect") != std::string::npos) {
-      return Refusal{fmt::format("'{}' disconnects the host", c.text), "configure, don't disconnect"};
-    }
-    return std::nullopt;
-  }
-  if ((p == "iptables" || p == "ip6tables") && (Contains(a, "-F") || Contains(a, "--flush"))) {
-    return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
-  }
-  if ((p == "iptables" || p == "ip6tables") && (Contains(a, "-P") || Contains(a, "--policy")) && Contains(a, "DROP") &&
-      (Contains(a, "INPUT") || Contains(a, "OUTPUT"))) {
-    return Refusal{fmt::format("'{}' drops all traffic, ssh included", c.text), "use firewalld zones and allow ssh first"};
-  }
-  if (p == "nft" && Contains(a, "flush") && Contains(a, "ruleset")) {
-    return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
-  }
-  return std::nullopt;
+  if (auto r = JudgeRedirects(c, ctx)) return r;
+  if (c.program.empty()) return std::nullopt;
+  const ProgramJudge judge = JudgeFor(c.program);
+  return judge ? judge(c, ctx) : std::nullopt;
 }
 
 }  // namespace temper

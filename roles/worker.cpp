@@ -8,6 +8,7 @@
 #include "roles/architect.h"
 #include "roles/command_policy.h"
 #include "roles/tool_calls.h"
+#include "roles/worker_tool_names.h"
 
 namespace temper {
 
@@ -44,6 +45,146 @@ std::string OneLine(const std::string& s, size_t max) {
   return s.size() > max ? out + "…" : out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The tools: one row each, with what the model is told about it and how a call runs.
+
+// What one tool call came to: the text the model is shown, and whether the command policy refused
+// the call (then nothing reached the target and `output` says why).
+struct ToolOutcome {
+  std::string output;
+  bool refused = false;
+};
+
+ToolOutcome Refused(const Status& refusal) { return {refusal.message(), true}; }
+
+// What a call may use: the target, the budget, the policy and its reader, and the attempt's record
+// of the commands run and files written.
+struct ToolCallContext {
+  WorkerTools& tools;
+  const WorkerBudget& budget;
+  const PolicyContext& policy;
+  const TargetFileReader& read_target;
+  std::string& actions;
+};
+
+// Runs one call whose arguments match the tool's schema. Errors: the target failed (the attempt
+// ends); what the model should hear about is in the outcome.
+using ToolRunner = Result<ToolOutcome> (*)(const json& arguments, ToolCallContext& ctx);
+
+Result<ToolOutcome> RunCommand(const json& arguments, ToolCallContext& ctx) {
+  const std::string command = arguments["command"];
+  if (Status refusal = CheckCommand(command, ctx.policy, ctx.read_target); !refusal.ok()) return Refused(refusal);
+  auto r = ctx.tools.RunCommand(command, ctx.budget.command_timeout);
+  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
+  if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
+  ctx.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
+  return ToolOutcome{fmt::format("exit status {}{}\n{}", r->exit_status,
+                                 r->timed_out ? fmt::format(" (killed after the {} s timeout)", ctx.budget.command_timeout.count()) : "",
+                                 TruncateOutput(r->output, ctx.budget.max_output_bytes))};
+}
+
+Result<ToolOutcome> ReadFile(const json& arguments, ToolCallContext& ctx) {
+  const std::string path = arguments["path"];
+  const size_t max = ctx.budget.max_output_bytes;
+  auto r = ctx.tools.ReadFile(path, max + 1);
+  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("reading a file for the Worker");
+  if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
+  if (r->size() <= max) return ToolOutcome{*r};
+  return ToolOutcome{r->substr(0, max) +
+                     fmt::format("\n[… truncated: only the first {} bytes are shown; use run_command with grep or sed -n to see more]", max)};
+}
+
+Result<ToolOutcome> WriteFile(const json& arguments, ToolCallContext& ctx) {
+  const std::string path = arguments["path"], content = arguments["content"];
+  if (Status refusal = CheckWrite(path, content, ctx.policy, ctx.read_target); !refusal.ok()) return Refused(refusal);
+  Status s = ctx.tools.WriteFile(path, content);
+  if (!s.ok() && !ToolErrorIsForTheModel(s.code())) return s.WithContext("writing a file for the Worker");
+  if (!s.ok()) return ToolOutcome{"error: " + s.message()};
+  ctx.actions += fmt::format("write {} ({} bytes)\n", path, content.size());
+  return ToolOutcome{fmt::format("wrote {} bytes to {}", content.size(), path)};
+}
+
+// install_package and remove_package: what the package manager reported, cut to the output budget.
+Result<ToolOutcome> ChangePackages(const json& arguments, ToolCallContext& ctx, bool install) {
+  const std::string tool(WorkerToolName(install ? WorkerTool::kInstallPackage : WorkerTool::kRemovePackage));
+  Result<std::vector<std::string>> packages = PackageNames(arguments, tool);
+  if (!packages.ok()) return ToolOutcome{"error: " + packages.status().message()};
+  if (!install) {
+    if (Status refusal = CheckPackageRemoval(*packages, ctx.policy); !refusal.ok()) return Refused(refusal);
+  }
+  const bool purge = arguments.contains("purge") && arguments["purge"].get<bool>();
+  auto r = install ? ctx.tools.InstallPackages(*packages, ctx.budget.command_timeout)
+                   : ctx.tools.RemovePackages(*packages, purge, ctx.budget.command_timeout);
+  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
+    return r.status().WithContext(install ? "installing packages for the Worker" : "removing packages for the Worker");
+  }
+  ctx.actions += fmt::format("{} {} → {}\n", install ? "install" : (purge ? "purge" : "remove"), fmt::join(*packages, " "),
+                             r.ok() ? "ok" : "failed");
+  const size_t max = ctx.budget.max_output_bytes;
+  return ToolOutcome{r.ok() ? TruncateOutput(*r, max) : "error: " + TruncateOutput(r.status().message(), max)};
+}
+
+Result<ToolOutcome> InstallPackage(const json& arguments, ToolCallContext& ctx) {
+  return ChangePackages(arguments, ctx, true);
+}
+
+Result<ToolOutcome> RemovePackage(const json& arguments, ToolCallContext& ctx) {
+  return ChangePackages(arguments, ctx, false);
+}
+
+struct ToolSpec {
+  WorkerTool tool;
+  std::string_view description;  // for the model
+  std::string_view schema;       // of the arguments (JSON Schema)
+  ToolRunner call;               // nullptr for finish, which ends the loop instead
+};
+
+constexpr ToolSpec kToolSpecs[] = {
+    {WorkerTool::kRunCommand,
+     "Run one shell command line on the target as root (/bin/sh -c). Returns the exit status and output.",
+     R"({"type": "object", "properties": {"command": {"type": "string", "description": "the command line"}},
+                       "required": ["command"], "additionalProperties": false})",
+     RunCommand},
+    {WorkerTool::kReadFile, "Read a file on the target.",
+     R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"}},
+                       "required": ["path"], "additionalProperties": false})",
+     ReadFile},
+    {WorkerTool::kWriteFile, "Create or replace a file on the target with the given content.",
+     R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"},
+                       "content": {"type": "string", "description": "the whole new content"}},
+                       "required": ["path", "content"], "additionalProperties": false})",
+     WriteFile},
+    {WorkerTool::kInstallPackage,
+     "Install Debian packages, and what they depend on, on the target with its own apt, from the package source "
+     "temper keeps for it (the target has no network of its own, so apt-get through run_command cannot download). "
+     "Returns what was set up, or why it failed (unknown package, conflicts, a failing maintainer script).",
+     R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+                       "description": "package names, e.g. [\"aide\"]"}},
+                       "required": ["packages"], "additionalProperties": false})",
+     InstallPackage},
+    {WorkerTool::kRemovePackage,
+     "Remove Debian packages from the target. Packages that depend on them are not removed along: name them too.",
+     R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+                       "description": "package names"},
+                       "purge": {"type": "boolean", "description": "also delete their configuration files"}},
+                       "required": ["packages"], "additionalProperties": false})",
+     RemovePackage},
+    {WorkerTool::kFinish, "End the attempt. The evaluator then checks the rule.",
+     R"({"type": "object", "properties": {"summary": {"type": "string",
+                       "description": "what you changed and how you verified it"}},
+                       "required": ["summary"], "additionalProperties": false})",
+     nullptr},
+};
+static_assert(std::size(kToolSpecs) == kWorkerToolCount);
+
+// The row of a tool the model may call (not finish); nullptr for any other name.
+const ToolSpec* FindTool(const std::string& name) {
+  for (const ToolSpec& spec : kToolSpecs) {
+    if (WorkerToolName(spec.tool) == name && spec.call != nullptr) return &spec;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 std::string_view WorkerOutcomeName(WorkerOutcome outcome) {
@@ -70,35 +211,11 @@ std::string TruncateOutput(const std::string& text, size_t max_bytes) {
 }
 
 std::vector<ToolDeclaration> Worker::Tools() {
-  return {
-      {"run_command", "Run one shell command line on the target as root (/bin/sh -c). Returns the exit status and output.",
-       json::parse(R"({"type": "object", "properties": {"command": {"type": "string", "description": "the command line"}},
-                       "required": ["command"], "additionalProperties": false})")},
-      {"read_file", "Read a file on the target.",
-       json::parse(R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"}},
-                       "required": ["path"], "additionalProperties": false})")},
-      {"write_file", "Create or replace a file on the target with the given content.",
-       json::parse(R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"},
-                       "content": {"type": "string", "description": "the whole new content"}},
-                       "required": ["path", "content"], "additionalProperties": false})")},
-      {"install_package",
-       "Install Debian packages, and what they depend on, on the target with its own apt, from the package source "
-       "temper keeps for it (the target has no network of its own, so apt-get through run_command cannot download). "
-       "Returns what was set up, or why it failed (unknown package, conflicts, a failing maintainer script).",
-       json::parse(R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
-                       "description": "package names, e.g. [\"aide\"]"}},
-                       "required": ["packages"], "additionalProperties": false})")},
-      {"remove_package",
-       "Remove Debian packages from the target. Packages that depend on them are not removed along: name them too.",
-       json::parse(R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
-                       "description": "package names"},
-                       "purge": {"type": "boolean", "description": "also delete their configuration files"}},
-                       "required": ["packages"], "additionalProperties": false})")},
-      {"finish", "End the attempt. The evaluator then checks the rule.",
-       json::parse(R"({"type": "object", "properties": {"summary": {"type": "string",
-                       "description": "what you changed and how you verified it"}},
-                       "required": ["summary"], "additionalProperties": false})")},
-  };
+  std::vector<ToolDeclaration> out;
+  for (const ToolSpec& spec : kToolSpecs) {
+    out.push_back({std::string(WorkerToolName(spec.tool)), std::string(spec.description), json::parse(spec.schema)});
+  }
+  return out;
 }
 
 Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
@@ -210,7 +327,7 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
 
     for (const ResolvedCall& call : *calls) {
       std::string output;
-      if (call.name == "finish") {
+      if (ParseWorkerTool(call.name) == WorkerTool::kFinish) {
         result.outcome = WorkerOutcome::kFinished;
         result.summary = call.arguments["summary"].get<std::string>();
         emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, result.summary});
@@ -220,63 +337,15 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
         output = "not run: the step budget is spent";
       } else {
         ++result.steps;
-        Status refusal;
-        Result<std::vector<std::string>> packages = std::vector<std::string>{};
-        if (call.name == "run_command") {
-          refusal = CheckCommand(call.arguments["command"].get<std::string>(), policy, read_target);
-        } else if (call.name == "write_file") {
-          const std::string path = call.arguments["path"], content = call.arguments["content"];
-          refusal = CheckWrite(path, content, policy, read_target);
-        } else if (call.name == "install_package" || call.name == "remove_package") {
-          packages = PackageNames(call.arguments, call.name);
-          if (packages.ok() && call.name == "remove_package") refusal = CheckPackageRemoval(*packages, policy);
-        }
-        if (!packages.ok()) {
-          output = "error: " + packages.status().message();
-        } else if (!refusal.ok()) {
-          output = refusal.message();
+        const ToolSpec* spec = FindTool(call.name);
+        if (spec == nullptr) return Status::Internal(fmt::format("the Worker has no tool '{}'", call.name));
+        ToolCallContext context{tools, budget_, policy, read_target, result.actions};
+        TEMPER_ASSIGN_OR_RETURN(ToolOutcome done, spec->call(call.arguments, context));
+        output = std::move(done.output);
+        // Decided by the policy's Status, never by the text: a tool's own output may say anything.
+        if (done.refused) {
           emit({WorkerEvent::Kind::kRefused, call.name, call.arguments, output});
-        } else if (call.name == "run_command") {
-          const std::string command = call.arguments["command"];
-          auto r = tools.RunCommand(command, budget_.command_timeout);
-          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
-          if (!r.ok()) {
-            output = "error: " + r.status().message();
-          } else {
-            output = fmt::format("exit status {}{}\n{}", r->exit_status,
-                                 r->timed_out ? fmt::format(" (killed after the {} s timeout)", budget_.command_timeout.count()) : "",
-                                 TruncateOutput(r->output, budget_.max_output_bytes));
-            result.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
-          }
-        } else if (call.name == "read_file") {
-          const std::string path = call.arguments["path"];
-          auto r = tools.ReadFile(path, budget_.max_output_bytes + 1);
-          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("reading a file for the Worker");
-          if (!r.ok()) output = "error: " + r.status().message();
-          else if (r->size() > budget_.max_output_bytes)
-            output = r->substr(0, budget_.max_output_bytes) +
-                     fmt::format("\n[… truncated: only the first {} bytes are shown; use run_command with grep or sed -n to see more]",
-                                 budget_.max_output_bytes);
-          else output = *r;
-        } else if (call.name == "write_file") {
-          const std::string path = call.arguments["path"], content = call.arguments["content"];
-          Status s = tools.WriteFile(path, content);
-          if (!s.ok() && !ToolErrorIsForTheModel(s.code())) return s.WithContext("writing a file for the Worker");
-          output = s.ok() ? fmt::format("wrote {} bytes to {}", content.size(), path) : "error: " + s.message();
-          if (s.ok()) result.actions += fmt::format("write {} ({} bytes)\n", path, content.size());
-        } else if (call.name == "install_package" || call.name == "remove_package") {
-          const bool install = call.name == "install_package";
-          const bool purge = call.arguments.contains("purge") && call.arguments["purge"].get<bool>();
-          auto r = install ? tools.InstallPackages(*packages, budget_.command_timeout)
-                           : tools.RemovePackages(*packages, purge, budget_.command_timeout);
-          if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
-            return r.status().WithContext(install ? "installing packages for the Worker" : "removing packages for the Worker");
-          }
-          output = r.ok() ? TruncateOutput(*r, budget_.max_output_bytes) : "error: " + TruncateOutput(r.status().message(), budget_.max_output_bytes);
-          result.actions += fmt::format("{} {} → {}\n", install ? "install" : (purge ? "purge" : "remove"),
-                                        fmt::join(*packages, " "), r.ok() ? "ok" : "failed");
-        }
-        if (output.find("refused by policy") == std::string::npos) {
+        } else {
           emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, OneLine(output, 500)});
         }
       }

@@ -1,8 +1,11 @@
 // The Worker: a bounded tool loop that applies one rule's fix on a target through WorkerTools.
 //
 // Each turn the model answers with tool calls (OpenAI tool_calls, or calls written in its text —
-// see tool_calls.h); each call is checked against its JSON schema and, for run_command and
-// write_file, against the dangerous-command policy before it reaches the target. The policy reads
+// see tool_calls.h); each call is checked against its JSON schema and, for run_command,
+// write_file and remove_package, against the dangerous-command policy before it reaches the target.
+// The tools are one table (worker.cpp; their names in worker_tool_names.h). A call the policy refuses
+// is reported as kRefused, decided by the policy's Status: a tool's own output that quotes a refusal
+// is an ordinary result. The policy reads
 // the scripts a command runs (and the files it copies where their content runs later) from the
 // target through WorkerTools::ReadFile, so a script is judged by its content when it runs. Every tool result
 // ends with the budget left (steps, tokens), and long outputs are cut with a note saying how much

@@ -9,6 +9,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
@@ -236,12 +237,16 @@ void AddRebootedCommand(CLI::App& app, CommandContext& ctx) {
       context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(opt->wait_seconds));
       auto reader = conn.stub().WatchJournal(context.get(), watch);
       temper::v1::JournalEvent event;
-      std::string outcome, error;
-      while (outcome.empty() && reader->Read(&event)) {
-        if (event.type().rfind("rule.", 0) == 0) Print(RenderEvent(event));
-        if (event.type() == "reboot.verified" || event.type() == "reboot.verification_failed") {
+      std::optional<EventType> outcome;
+      std::string error;
+      while (!outcome && reader->Read(&event)) {
+        const std::optional<EventType> type = ParseEventType(event.type());
+        if (!type) continue;
+        // The verification's events: each rule's (fixed or escalated), then how it ended.
+        if (SpecOf(*type).rule_state) Print(RenderEvent(event));
+        if (type == EventType::kRebootVerified || type == EventType::kRebootVerificationFailed) {
           Print(RenderEvent(event));
-          outcome = event.type();
+          outcome = type;
           nlohmann::json data = nlohmann::json::parse(event.data_json(), nullptr, /*allow_exceptions=*/false);
           if (data.is_object() && data.contains("error") && data["error"].is_string()) {
             error = data["error"].get<std::string>();
@@ -249,12 +254,12 @@ void AddRebootedCommand(CLI::App& app, CommandContext& ctx) {
         }
       }
       context->TryCancel();
-      if (outcome.empty()) {
+      if (!outcome) {
         return Status::DeadlineExceeded(fmt::format(
             "no verification within {} s (it runs once target {} is free); follow it with `temper watch {} --after {}`",
             opt->wait_seconds, response.batch().target(), opt->batch, seq));
       }
-      if (outcome == "reboot.verification_failed") {
+      if (outcome == EventType::kRebootVerificationFailed) {
         return Status::Unavailable(fmt::format("batch {}: the verification failed: {}; the rules stay reboot_pending",
                                                opt->batch, error));
       }

@@ -1,6 +1,7 @@
 // One journal event as a line for people (`temper watch` without --json). The loop's own event types
 // get a short sentence built from their data ("rule.fixed sysctl_kernel_dmesg_restrict after 2
-// attempts"); any other type prints its data as JSON, so events added later still show everything.
+// attempts"), each type's as the journal's vocabulary defines it (orchestrator/journal_event_types.h);
+// any other type prints its data as JSON, so events added later still show everything.
 #pragma once
 
 #include <string>

@@ -1,5 +1,6 @@
 // Human-readable output of the `temper` CLI: tables of batches, a batch's detail, and the small text
-// helpers the other renderers (report, events, progress) share so that all commands print alike.
+// helpers the other renderers (report, events, progress) share so that all commands print alike
+// (with common/display_text.h: one line, a terminal's width, a rule's short name).
 // Machine-readable output (--json) is protobuf's canonical JSON, one object per line.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <google/protobuf/message.h>
 #include <google/protobuf/timestamp.pb.h>
 
+#include "common/display_text.h"
 #include "temper/v1/temper.pb.h"
 
 namespace temper::cli {
@@ -44,13 +46,6 @@ std::string StateName(temper::v1::RuleState state);
 std::string FormatTime(const google::protobuf::Timestamp& t);
 // "12s", "4m 05s", "2h 03m 04s".
 std::string FormatDuration(int64_t seconds);
-// The name after "_rule_" of an SSG rule id (sshd_disable_root_login); other ids unchanged.
-std::string ShortRuleName(const std::string& rule_id);
-// `text` on one line: runs of whitespace (newlines included) become one space, and text longer than
-// `max_chars` characters (UTF-8 code points) is cut with "…".
-std::string OneLine(const std::string& text, size_t max_chars);
-// `text` cut to at most `max_chars` UTF-8 code points (no marker); for lines that must fit a terminal.
-std::string FitWidth(const std::string& text, size_t max_chars);
 // Left-aligned columns, as wide as their widest cell, two spaces apart; one line per row.
 std::string Table(const std::vector<std::vector<std::string>>& rows);
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/cli/render.h"
+#include "orchestrator/records.h"
 
 namespace temper::cli {
 
@@ -241,7 +242,7 @@ ReportSummary SummarizeReport(const temper::v1::BatchReport& report) {
     if (it == index.end()) continue;
     RuleReport& r = s.rules[it->second];
     r.attempts.push_back(&a);
-    if (a.outcome() == "kept") r.fixed_by = &a;
+    if (ParseAttemptOutcome(a.outcome()) == AttemptOutcome::kKept) r.fixed_by = &a;
   }
   for (const temper::v1::Lesson& l : report.lessons()) {
     auto it = index.find(l.rule_id());

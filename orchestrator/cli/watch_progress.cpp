@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/cli/render.h"
+#include "orchestrator/journal_event_types.h"
 
 namespace temper::cli {
 
@@ -18,24 +19,53 @@ constexpr size_t kBarWidth = 10;
 constexpr const char* kEraseLine = "\033[2K";
 constexpr const char* kCursorUp = "\033[1A";
 
-uint32_t Count(const json& counts, const char* key) {
+uint32_t Count(const json& counts, const std::string& key) {
   auto it = counts.find(key);
   return it != counts.end() && it->is_number_integer() && it->get<int64_t>() > 0
              ? static_cast<uint32_t>(it->get<int64_t>())
              : 0;
 }
 
+// A count by rule state, keyed by the state's name.
+uint32_t Count(const json& counts, RuleState state) { return Count(counts, std::string(RuleStateName(state))); }
+
+// The tally a final rule state counts in; nullptr for the states the line does not count (pending,
+// running: left; reverted: a fix taken out after the batch).
+uint32_t* Tally(ProgressCounts& c, RuleState state) {
+  switch (state) {
+    case RuleState::kFixed: return &c.fixed;
+    case RuleState::kAlreadyPassing: return &c.already_passing;
+    case RuleState::kError: return &c.failed;
+    case RuleState::kEscalated: return &c.escalated;
+    case RuleState::kSkipped: return &c.skipped;
+    case RuleState::kCancelled: return &c.cancelled;
+    case RuleState::kWaived: return &c.waived;
+    case RuleState::kManual: return &c.manual;
+    case RuleState::kHeld: return &c.held;
+    case RuleState::kRebootPending: return &c.reboot_pending;
+    case RuleState::kPending:
+    case RuleState::kRunning:
+    case RuleState::kReverted: return nullptr;
+  }
+  return nullptr;
+}
+
+bool Counted(RuleState state) {
+  ProgressCounts c;
+  return Tally(c, state) != nullptr;
+}
+
 }  // namespace
 
-void BatchProgressModel::SetFinal(const std::string& rule_id, Final state) {
+void BatchProgressModel::SetFinal(const std::string& rule_id, RuleState state) {
   if (rule_id.empty()) return;
   auto it = finals_.find(rule_id);
   // A reboot verification after batch.completed moves a reboot_pending rule on, and the completed
   // counts with it.
-  if (completed_ && it != finals_.end() && it->second == Final::kRebootPending && completed_->reboot_pending > 0 &&
-      (state == Final::kFixed || state == Final::kEscalated)) {
+  if (completed_ && it != finals_.end() && it->second == RuleState::kRebootPending && completed_->reboot_pending > 0 &&
+      (state == RuleState::kFixed || state == RuleState::kEscalated)) {
     --completed_->reboot_pending;
-    ++(state == Final::kFixed ? completed_->fixed : completed_->escalated);
+    ++*Tally(*completed_, state);
   }
   finals_[rule_id] = state;
 }
@@ -44,20 +74,9 @@ void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
   if (!batch.whole_profile() || batch.rules_size() > 0) total_ = static_cast<uint32_t>(batch.rules_size());
   for (const temper::v1::BatchRule& r : batch.rules()) {
     if (!r.before_verdict().empty()) seed_had_verdicts_ = true;
-    switch (r.state()) {
-      case temper::v1::RULE_STATE_FIXED: SetFinal(r.rule_id(), Final::kFixed); break;
-      case temper::v1::RULE_STATE_ALREADY_PASSING: SetFinal(r.rule_id(), Final::kAlreadyPassing); break;
-      case temper::v1::RULE_STATE_ESCALATED: SetFinal(r.rule_id(), Final::kEscalated); break;
-      case temper::v1::RULE_STATE_SKIPPED: SetFinal(r.rule_id(), Final::kSkipped); break;
-      case temper::v1::RULE_STATE_CANCELLED: SetFinal(r.rule_id(), Final::kCancelled); break;
-      case temper::v1::RULE_STATE_ERROR: SetFinal(r.rule_id(), Final::kFailed); break;
-      case temper::v1::RULE_STATE_WAIVED: SetFinal(r.rule_id(), Final::kWaived); break;
-      case temper::v1::RULE_STATE_MANUAL: SetFinal(r.rule_id(), Final::kManual); break;
-      case temper::v1::RULE_STATE_HELD: SetFinal(r.rule_id(), Final::kHeld); break;
-      case temper::v1::RULE_STATE_REBOOT_PENDING: SetFinal(r.rule_id(), Final::kRebootPending); break;
-      case temper::v1::RULE_STATE_RUNNING: rule_ = r.rule_id(); break;
-      default: break;
-    }
+    if (r.state() == temper::v1::RULE_STATE_RUNNING) rule_ = r.rule_id();
+    std::optional<RuleState> state = ParseRuleState(StateName(r.state()));
+    if (state && Counted(*state)) SetFinal(r.rule_id(), *state);
   }
   switch (batch.state()) {
     case temper::v1::BATCH_STATE_QUEUED: phase_ = Phase::kQueued; break;
@@ -72,94 +91,89 @@ void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
   }
 }
 
+void BatchProgressModel::ApplyBatchEvent(EventType type, const json& d) {
+  switch (type) {
+    case EventType::kBatchSubmitted: {
+      phase_ = Phase::kQueued;
+      auto whole = d.find("whole_profile");
+      if (!(whole != d.end() && whole->is_boolean() && whole->get<bool>())) total_ = Count(d, "rules");
+      break;
+    }
+    case EventType::kBatchStarted:
+    case EventType::kBatchResumed:
+      phase_ = Phase::kRunning;
+      error_.clear();
+      break;
+    case EventType::kBatchExpanded: total_ = Count(d, "rules"); break;
+    case EventType::kBatchCompleted: {
+      phase_ = Phase::kCompleted;
+      auto rules = d.find("rules");
+      if (rules == d.end() || !rules->is_object()) break;
+      ProgressCounts c;
+      for (int s = 0; s < kRuleStateCount; ++s) {
+        if (uint32_t* tally = Tally(c, static_cast<RuleState>(s))) *tally = Count(*rules, static_cast<RuleState>(s));
+      }
+      c.total_known = true;
+      c.total = c.done() + Count(*rules, RuleState::kPending) + Count(*rules, RuleState::kRunning);
+      completed_ = c;
+      break;
+    }
+    case EventType::kBatchFailed: {
+      phase_ = Phase::kFailed;
+      auto error = d.find("error");
+      error_ = error != d.end() && error->is_string() ? error->get<std::string>() : "";
+      break;
+    }
+    case EventType::kBatchCancelled: phase_ = Phase::kCancelled; break;
+    case EventType::kEvaluationBefore: ApplyEvaluationBefore(d); break;
+    default: break;
+  }
+}
+
+void BatchProgressModel::ApplyEvaluationBefore(const json& d) {
+  auto verdicts = d.find("verdicts");
+  auto states = d.find("states");
+  if (states != d.end() && states->is_object()) {
+    // The states the evaluation decided; the rule policy's own (waived, ...) come as rule events.
+    ProgressCounts b;
+    for (RuleState s : {RuleState::kAlreadyPassing, RuleState::kError, RuleState::kSkipped}) {
+      *Tally(b, s) = Count(*states, s);
+    }
+    before_ = b;
+  } else if (verdicts != d.end() && verdicts->is_object()) {
+    // As the loop classifies them: pass/fixed are already passing, fail is left to fix, error and
+    // unknown could not be decided, anything else (notapplicable, ...) is skipped.
+    ProgressCounts b;
+    for (const auto& [verdict, n] : verdicts->items()) {
+      uint32_t count = Count(*verdicts, verdict);
+      if (verdict == "pass" || verdict == "fixed") b.already_passing += count;
+      else if (verdict == "error" || verdict == "unknown") b.failed += count;
+      else if (verdict != "fail") b.skipped += count;
+    }
+    // Rule ids the datastream does not hold end as errors without a verdict.
+    auto unknown = d.find("not_in_datastream");
+    if (unknown != d.end() && unknown->is_array()) b.failed += static_cast<uint32_t>(unknown->size());
+    before_ = b;
+  }
+}
+
 void BatchProgressModel::Apply(const temper::v1::JournalEvent& e) {
   if (e.batch_id() != batch_id_) return;
   rule_ = e.rule_id();
   role_ = e.role();
   json d = json::parse(e.data_json().empty() ? "{}" : e.data_json(), nullptr, /*allow_exceptions=*/false);
   if (!d.is_object()) d = json::object();
-  const std::string& type = e.type();
-
-  if (type == "batch.submitted") {
-    phase_ = Phase::kQueued;
-    auto whole = d.find("whole_profile");
-    if (!(whole != d.end() && whole->is_boolean() && whole->get<bool>())) total_ = Count(d, "rules");
-  } else if (type == "batch.started" || type == "batch.resumed") {
-    phase_ = Phase::kRunning;
-    error_.clear();
-  } else if (type == "batch.expanded") {
-    total_ = Count(d, "rules");
-  } else if (type == "batch.completed") {
-    phase_ = Phase::kCompleted;
-    auto rules = d.find("rules");
-    if (rules != d.end() && rules->is_object()) {
-      ProgressCounts c;
-      c.fixed = Count(*rules, "fixed");
-      c.already_passing = Count(*rules, "already_passing");
-      c.failed = Count(*rules, "error");
-      c.escalated = Count(*rules, "escalated");
-      c.skipped = Count(*rules, "skipped");
-      c.cancelled = Count(*rules, "cancelled");
-      c.waived = Count(*rules, "waived");
-      c.manual = Count(*rules, "manual");
-      c.held = Count(*rules, "held");
-      c.reboot_pending = Count(*rules, "reboot_pending");
-      c.total_known = true;
-      c.total = c.done() + Count(*rules, "pending") + Count(*rules, "running");
-      completed_ = c;
-    }
-  } else if (type == "batch.failed") {
-    phase_ = Phase::kFailed;
-    auto error = d.find("error");
-    error_ = error != d.end() && error->is_string() ? error->get<std::string>() : "";
-  } else if (type == "batch.cancelled") {
-    phase_ = Phase::kCancelled;
-  } else if (type == "evaluation.before") {
-    auto verdicts = d.find("verdicts");
-    auto states = d.find("states");
-    if (states != d.end() && states->is_object()) {
-      // The states the evaluation decided; the rule policy's own (waived, ...) come as rule events.
-      ProgressCounts b;
-      b.already_passing = Count(*states, "already_passing");
-      b.failed = Count(*states, "error");
-      b.skipped = Count(*states, "skipped");
-      before_ = b;
-    } else if (verdicts != d.end() && verdicts->is_object()) {
-      // As the loop classifies them: pass/fixed are already passing, fail is left to fix, error and
-      // unknown could not be decided, anything else (notapplicable, ...) is skipped.
-      ProgressCounts b;
-      for (const auto& [verdict, n] : verdicts->items()) {
-        uint32_t count = Count(*verdicts, verdict.c_str());
-        if (verdict == "pass" || verdict == "fixed") b.already_passing += count;
-        else if (verdict == "error" || verdict == "unknown") b.failed += count;
-        else if (verdict != "fail") b.skipped += count;
-      }
-      // Rule ids the datastream does not hold end as errors without a verdict.
-      auto unknown = d.find("not_in_datastream");
-      if (unknown != d.end() && unknown->is_array()) b.failed += static_cast<uint32_t>(unknown->size());
-      before_ = b;
-    }
-  } else if (type == "rule.fixed") {
-    SetFinal(e.rule_id(), Final::kFixed);
-  } else if (type == "rule.escalated") {
-    SetFinal(e.rule_id(), Final::kEscalated);
-  } else if (type == "rule.waived") {
-    SetFinal(e.rule_id(), Final::kWaived);
-  } else if (type == "rule.manual") {
-    SetFinal(e.rule_id(), Final::kManual);
-  } else if (type == "rule.held") {
-    SetFinal(e.rule_id(), Final::kHeld);
-  } else if (type == "rule.reboot_pending") {
-    SetFinal(e.rule_id(), Final::kRebootPending);
-  } else if (type == "rule.skipped" || type == "architect.skip") {
-    SetFinal(e.rule_id(), Final::kSkipped);
-  } else if (type == "rule.error") {
-    SetFinal(e.rule_id(), Final::kFailed);
-  } else if (type == "rule.cancelled") {
-    SetFinal(e.rule_id(), Final::kCancelled);
+  const std::optional<EventType> type = ParseEventType(e.type());
+  if (type) {
+    ApplyBatchEvent(*type, d);
+    // An event that puts its rule in a state the line counts.
+    std::optional<RuleState> state = SpecOf(*type).rule_state;
+    if (state && Counted(*state)) SetFinal(e.rule_id(), *state);
   }
-  if (phase_ == Phase::kUnknown || (phase_ == Phase::kQueued && type != "batch.submitted")) {
-    if (type != "batch.cancelled" && type != "batch.failed" && type != "batch.completed") phase_ = Phase::kRunning;
+  const bool ends_batch =
+      type == EventType::kBatchCancelled || type == EventType::kBatchFailed || type == EventType::kBatchCompleted;
+  if ((phase_ == Phase::kUnknown || (phase_ == Phase::kQueued && type != EventType::kBatchSubmitted)) && !ends_batch) {
+    phase_ = Phase::kRunning;
   }
 }
 
@@ -169,20 +183,7 @@ ProgressCounts BatchProgressModel::counts() const {
   if (!seed_had_verdicts_) c = before_;
   c.total_known = total_.has_value();
   c.total = total_.value_or(0);
-  for (const auto& [rule, state] : finals_) {
-    switch (state) {
-      case Final::kFixed: ++c.fixed; break;
-      case Final::kAlreadyPassing: ++c.already_passing; break;
-      case Final::kFailed: ++c.failed; break;
-      case Final::kEscalated: ++c.escalated; break;
-      case Final::kSkipped: ++c.skipped; break;
-      case Final::kCancelled: ++c.cancelled; break;
-      case Final::kWaived: ++c.waived; break;
-      case Final::kManual: ++c.manual; break;
-      case Final::kHeld: ++c.held; break;
-      case Final::kRebootPending: ++c.reboot_pending; break;
-    }
-  }
+  for (const auto& [rule, state] : finals_) ++*Tally(c, state);
   // Cancelling a batch cancels every rule not yet final.
   if (phase_ == Phase::kCancelled) c.cancelled += c.left();
   return c;
@@ -239,7 +240,8 @@ BatchProgressModel& ProgressBoard::Model(const std::string& batch_id) {
 }
 
 bool ProgressBoard::WantsSeed(const temper::v1::JournalEvent& event) const {
-  return !event.batch_id().empty() && event.type() != "batch.submitted" && Find(event.batch_id()) == nullptr;
+  return !event.batch_id().empty() && ParseEventType(event.type()) != EventType::kBatchSubmitted &&
+         Find(event.batch_id()) == nullptr;
 }
 
 std::string ProgressBoard::Fit(const std::string& line) const {

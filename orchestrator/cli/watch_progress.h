@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
+#include "orchestrator/journal_event_types.h"
+#include "orchestrator/records.h"
 #include "temper/v1/temper.pb.h"
 
 namespace temper::cli {
@@ -44,9 +48,11 @@ struct ProgressCounts {
 
 // One batch's progress. Events are applied idempotently per rule (a rule's final state is kept by
 // rule id), so seeding from GetBatch and then replaying older events of the same batch does not count
-// a rule twice. evaluation.before carries counts, not rule ids (the states it decided, or in older
-// journals the verdicts); it is ignored when the seed already had before-verdicts. Rules the rule
-// policy decided have their own events (rule.waived, ...). batch.completed's own counts, when seen,
+// a rule twice. An event that puts its rule in a state (the journal's vocabulary says which:
+// orchestrator/journal_event_types.h) counts the rule in that state when it is one the line shows.
+// evaluation.before carries counts, not rule ids (the states it decided, or in older journals the
+// verdicts); it is ignored when the seed already had before-verdicts. Rules the rule policy decided
+// have their own events (rule.waived, ...). batch.completed's own counts, when seen,
 // are taken as they are; a reboot verification after it (rule.fixed / rule.escalated of a
 // reboot_pending rule) moves them on.
 class BatchProgressModel {
@@ -74,16 +80,17 @@ class BatchProgressModel {
   std::string ChangeKey() const;
 
  private:
-  enum class Final {
-    kFixed, kAlreadyPassing, kFailed, kEscalated, kSkipped, kCancelled, kWaived, kManual, kHeld, kRebootPending
-  };
   enum class Phase { kUnknown, kQueued, kRunning, kCompleted, kFailed, kCancelled };
 
-  void SetFinal(const std::string& rule_id, Final state);
+  // `state` is one the line counts (a final one).
+  void SetFinal(const std::string& rule_id, RuleState state);
+  // What an event about the whole batch (submitted, completed, evaluation.before, ...) changes.
+  void ApplyBatchEvent(EventType type, const nlohmann::json& data);
+  void ApplyEvaluationBefore(const nlohmann::json& data);
 
   std::string batch_id_;
   std::optional<uint32_t> total_;
-  std::map<std::string, Final> finals_;     // rules known to be in a final state, by id
+  std::map<std::string, RuleState> finals_;  // rules known to be in a final state, by id
   ProgressCounts before_;                   // evaluation.before's verdict counts (rule ids unknown)
   bool seed_had_verdicts_ = false;          // the seed already holds evaluation.before's outcome
   std::optional<ProgressCounts> completed_; // batch.completed's counts

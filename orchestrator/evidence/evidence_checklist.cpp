@@ -46,7 +46,7 @@ std::string Comments(const RuleEvidence& r) {
                                             : std::string());
   }
   for (const AttemptEvidence& a : r.attempts) {
-    out += fmt::format("\nAttempt {}: {} (OpenSCAP {})\nApproach: {}\n", a.attempt.number, a.attempt.outcome,
+    out += fmt::format("\nAttempt {}: {} (OpenSCAP {})\nApproach: {}\n", a.attempt.number, AttemptOutcomeName(a.attempt.outcome),
                        a.attempt.verdict, a.attempt.approach);
     if (!a.attempt.commands.empty()) out += "Commands:\n  " + Joined(a.attempt.commands, "\n  ") + "\n";
     out += "Changes: " + a.changes.Summary() + "\n";

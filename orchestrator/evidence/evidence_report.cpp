@@ -29,7 +29,7 @@ Result<std::map<std::string, stig::RuleEvidence>> EvidenceOf(const std::string& 
 
 const AttemptEvidence* RuleEvidence::kept() const {
   for (const AttemptEvidence& a : attempts) {
-    if (a.attempt.outcome == "kept") return &a;
+    if (a.attempt.outcome == AttemptOutcome::kKept) return &a;
   }
   return nullptr;
 }

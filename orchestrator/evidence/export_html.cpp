@@ -113,13 +113,13 @@ void Rule(std::string& out, const RuleEvidence& r) {
   }
   for (const AttemptEvidence& a : r.attempts) {
     out += fmt::format("<h4>Attempt {}: {} (OpenSCAP {})</h4>\n<p>Approach: {}</p>\n", a.attempt.number,
-                       E(a.attempt.outcome), E(a.attempt.verdict), E(a.attempt.approach));
+                       E(AttemptOutcomeName(a.attempt.outcome)), E(a.attempt.verdict), E(a.attempt.approach));
     if (!a.attempt.commands.empty()) {
       out += "<p>Commands:</p>\n";
       Pre(out, fmt::format("{}", fmt::join(a.attempt.commands, "\n")));
     }
     Changes(out, a);
-    if (!a.attempt.evidence.empty() && a.attempt.outcome != "kept") {
+    if (!a.attempt.evidence.empty() && a.attempt.outcome != AttemptOutcome::kKept) {
       out += "<p>Why it was rejected:</p>\n";
       Pre(out, a.attempt.evidence);
     }

@@ -99,14 +99,14 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
       stopping_(std::move(stopping)),
       memory_(s_.journal.store()) {}
 
-NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, const std::string& type,
+NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
                           const nlohmann::json& data, TokenUsage usage) const {
   NewEvent e;
   e.batch_id = batch_.id;
   e.target = target_.name();
   e.rule_id = rule_id;
   e.role = role;
-  e.type = type;
+  e.type = EventTypeName(type);
   e.data_json = data.dump();
   e.usage = usage;
   return e;
@@ -149,7 +149,7 @@ Status BatchLoop::JournalTrimmed(const std::string& rule_id, const std::string& 
   for (const TrimmedSection& t : trimmed) {
     sections.push_back({{"name", t.name}, {"tokens", t.tokens}, {"kept_tokens", t.kept_tokens}});
   }
-  return s_.journal.Append(Event(rule_id, role, "prompt.trimmed", {{"sections", sections}})).status();
+  return s_.journal.Append(Event(rule_id, role, EventType::kPromptTrimmed, {{"sections", sections}})).status();
 }
 
 BatchProgress BatchLoop::Progress() const {
@@ -201,7 +201,7 @@ Status BatchLoop::Start() {
   nlohmann::json data = {{"target", target_.name()}};
   if (batch_.state == BatchState::kQueued) {
     step.batch_state = BatchState::kRunning;
-    step.events.push_back(Event("", "daemon", "batch.started", data));
+    step.events.push_back(Event("", "daemon", EventType::kBatchStarted, data));
   } else {
     // Resuming after a crash or a restart: whatever an interrupted attempt did is reverted below,
     // and its rule is picked again.
@@ -213,11 +213,11 @@ Status BatchLoop::Start() {
     }
     data["interrupted_rules"] = interrupted;
     data["good_snapshot"] = batch_.good_snapshot ? nlohmann::json(*batch_.good_snapshot) : nlohmann::json();
-    step.events.push_back(Event("", "daemon", "batch.resumed", data));
+    step.events.push_back(Event("", "daemon", EventType::kBatchResumed, data));
   }
   if (batch_.whole_profile && batch_.rules.empty()) {
     step.add_rules = s_.content.profile_rule_ids();
-    step.events.push_back(Event("", "daemon", "batch.expanded", {{"profile", s_.content.profile().id},
+    step.events.push_back(Event("", "daemon", EventType::kBatchExpanded, {{"profile", s_.content.profile().id},
                                                                  {"rules", step.add_rules.size()}}));
   }
   if (batch_.good_snapshot) {
@@ -275,7 +275,7 @@ Status BatchLoop::EvaluateBefore() {
   if (!ids.empty()) step.results_dir = results_dir;
   std::map<std::string, int> states;
   for (const RuleUpdate& u : step.rules) ++states[std::string(RuleStateName(u.state.value_or(RuleState::kPending)))];
-  step.events.push_back(Event("", "evaluator", "evaluation.before",
+  step.events.push_back(Event("", "evaluator", EventType::kEvaluationBefore,
                               {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
                                {"results_dir", results_dir}, {"states", states}}));
   step.events.insert(step.events.end(), decided.begin(), decided.end());
@@ -344,12 +344,12 @@ Status BatchLoop::PickAndRun() {
     LoopStep step;
     step.rules.push_back({.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason,
                           .add_tokens = Total(asked.usage)});
-    step.events.push_back(Event(rule->id, "architect", "architect.skip", data, asked.usage));
+    step.events.push_back(Event(rule->id, "architect", EventType::kArchitectSkip, data, asked.usage));
     recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
     return Commit(std::move(step)).status();
   }
   data["approach"] = pick.approach;
-  const char* type = asked.status.ok() ? "architect.pick" : "architect.fallback";
+  const EventType type = asked.status.ok() ? EventType::kArchitectPick : EventType::kArchitectFallback;
   TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", type, data, asked.usage)).status());
   return RunRule(*rule, pick.approach, asked.usage);
 }
@@ -366,37 +366,35 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
   for (const AttemptRecord& a : stored) {
     if (a.rule_id != rule.id) continue;
     run.attempts.push_back(ToPastAttempt(a));
-    run.failures_in_a_row = a.outcome == "kept" ? 0 : run.failures_in_a_row + 1;
+    run.failures_in_a_row = a.outcome == AttemptOutcome::kKept ? 0 : run.failures_in_a_row + 1;
     // The wall-time budget counts the recorded attempts' time too, so a restart does not renew it.
     run.started -= std::chrono::milliseconds(std::max<TimeMs>(0, a.finished_at - a.started_at));
   }
   LoopStep started;
   started.rules.push_back({.rule_id = rule.id, .state = RuleState::kRunning, .add_tokens = Total(pick_usage)});
-  started.events.push_back(Event(rule.id, "daemon", "rule.started",
+  started.events.push_back(Event(rule.id, "daemon", EventType::kRuleStarted,
                                  {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
 
   const Budgets& budget = batch_.budgets;
   while (!Interrupted()) {
     if (run.attempts_made >= budget.max_attempts) {
-      return FinishRule(run, RuleState::kEscalated,
-                        fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
+      return Escalate(run, fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
     }
     if (run.tokens_used >= budget.max_tokens) {
-      return FinishRule(run, RuleState::kEscalated,
-                        fmt::format("token budget spent: {} of {} tokens", run.tokens_used, budget.max_tokens));
+      return Escalate(run, fmt::format("token budget spent: {} of {} tokens", run.tokens_used, budget.max_tokens));
     }
     auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - run.started);
     if (elapsed >= budget.wall_time) {
-      return FinishRule(run, RuleState::kEscalated,
-                        fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
+      return Escalate(run,
+                      fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
     }
     TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
     if (run.failures_in_a_row >= kReengageAfter) {
       run.failures_in_a_row = 0;
       TEMPER_ASSIGN_OR_RETURN(ReengageDecision decision, Reengage(run, memory));
       if (decision.verdict == ReengageVerdict::kEscalate) {
-        return FinishRule(run, RuleState::kEscalated, "the Architect escalated: " + decision.reasoning);
+        return Escalate(run, "the Architect escalated: " + decision.reasoning);
       }
       if (decision.verdict == ReengageVerdict::kPivot) run.approach = decision.plan;
     }
@@ -422,7 +420,7 @@ Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory&
   static constexpr const char* kVerdictNames[] = {"CONTINUE", "PIVOT", "ESCALATE"};
   LoopStep step;
   step.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(asked.usage)});
-  step.events.push_back(Event(run.rule.id, "architect", "architect.reengage",
+  step.events.push_back(Event(run.rule.id, "architect", EventType::kArchitectReengage,
                               {{"verdict", kVerdictNames[static_cast<int>(decision.verdict)]},
                                {"reasoning", decision.reasoning},
                                {"plan", decision.plan},
@@ -441,7 +439,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   attempt.number = run.attempts_made + 1;
   attempt.approach = run.approach;
   attempt.started_at = NowMs();
-  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", "attempt.started",
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", EventType::kAttemptStarted,
                                                  {{"number", attempt.number}, {"approach", run.approach}})).status());
 
   // The Worker changes the target, starting from the known-good state.
@@ -454,8 +452,10 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   TargetTools tools(target_, [this] { return Interrupted(); });
   Status journal_error;
   auto on_event = [&](const WorkerEvent& e) {
-    static constexpr const char* kKinds[] = {"worker.model_call", "worker.tool_call", "worker.refused",
-                                             "worker.unusable_answer", "worker.elided"};
+    // By WorkerEvent::Kind.
+    static constexpr EventType kKinds[] = {EventType::kWorkerModelCall, EventType::kWorkerToolCall,
+                                           EventType::kWorkerRefused, EventType::kWorkerUnusableAnswer,
+                                           EventType::kWorkerElided};
     nlohmann::json data = {{"attempt", attempt.number}};
     if (!e.tool.empty()) data["tool"] = e.tool;
     if (!e.arguments.is_null()) data["arguments"] = e.arguments;
@@ -489,14 +489,14 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   if (report.ok()) {
     Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
     attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
-    attempt.outcome = accepted                             ? "kept"
-                      : !report->broken_health.empty()     ? "unhealthy"
-                      : !report->regressions.empty()       ? "regression"
-                                                           : "reverted";
+    attempt.outcome = accepted                             ? AttemptOutcome::kKept
+                      : !report->broken_health.empty()     ? AttemptOutcome::kUnhealthy
+                      : !report->regressions.empty()       ? AttemptOutcome::kRegression
+                                                           : AttemptOutcome::kReverted;
     attempt.evidence = Evidence(*report, rule);
   } else {
     attempt.verdict = "error";
-    attempt.outcome = "reverted";
+    attempt.outcome = AttemptOutcome::kReverted;
     attempt.evidence = "The evaluator failed: " + report.status().ToString();
   }
   run.last_verdict = attempt.verdict;
@@ -504,7 +504,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"worker_outcome", WorkerOutcomeName(worked->outcome)},
                               {"worker_summary", worked->summary},
                               {"verdict", attempt.verdict},
-                              {"outcome", attempt.outcome},
+                              {"outcome", AttemptOutcomeName(attempt.outcome)},
                               {"summary", report.ok() ? report->Summary() : report.status().message()},
                               {"worker_ms", Ms(worker_end - worker_start)},
                               {"verify_ms", Ms(verify_end - worker_end)}};
@@ -540,8 +540,9 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     step.rules.push_back({.rule_id = rule.id, .state = kept, .detail = detail,
                           .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
     for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
-    step.events.push_back(Event(rule.id, "evaluator", "attempt.kept", evaluated));
-    step.events.push_back(Event(rule.id, "daemon", fmt::format("rule.{}", RuleStateName(kept)),
+    step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptKept, evaluated));
+    const EventType announced = kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
+    step.events.push_back(Event(rule.id, "daemon", announced,
                                 {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
@@ -554,7 +555,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
   TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
   evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
-  step.events.push_back(Event(rule.id, "evaluator", "attempt.reverted", evaluated));
+  step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();
   step.attempt = attempt;
@@ -565,7 +566,8 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   ++run.failures_in_a_row;
   run.tokens_used += Total(attempt.usage);
   run.attempts.push_back(ToPastAttempt(attempt));
-  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number, attempt.outcome));
+  recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number,
+                                AttemptOutcomeName(attempt.outcome)));
   return AttemptEnd::kReverted;
 }
 
@@ -581,7 +583,7 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   Add(attempt.usage, asked.usage);
   if (!asked.status.ok()) {
     // The attempt is recorded without a lesson; the next one still sees its evidence.
-    step.events.push_back(Event(rule.id, "reflector", "reflector.failed",
+    step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorFailed,
                                 {{"number", attempt.number}, {"error", asked.status.message()},
                                  {"latency_ms", asked.latency.count()}},
                                 asked.usage));
@@ -590,7 +592,7 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   attempt.reflection = ReflectionText(reflection);
   step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
                              .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
-  step.events.push_back(Event(rule.id, "reflector", "reflector.lesson",
+  step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorLesson,
                               {{"number", attempt.number}, {"lesson", reflection.lesson},
                                {"why_failed", reflection.why_failed}, {"next", reflection.next},
                                {"never", reflection.never}, {"latency_ms", asked.latency.count()}},
@@ -598,14 +600,14 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   return Status::OK();
 }
 
-Status BatchLoop::FinishRule(RuleRun& run, RuleState state, const std::string& detail) {
+Status BatchLoop::Escalate(RuleRun& run, const std::string& detail) {
   LoopStep step;
-  RuleUpdate update{.rule_id = run.rule.id, .state = state, .detail = detail};
+  RuleUpdate update{.rule_id = run.rule.id, .state = RuleState::kEscalated, .detail = detail};
   if (!run.last_verdict.empty()) update.after_verdict = run.last_verdict;
   step.rules.push_back(std::move(update));
-  step.events.push_back(Event(run.rule.id, "daemon", fmt::format("rule.{}", RuleStateName(state)),
+  step.events.push_back(Event(run.rule.id, "daemon", EventType::kRuleEscalated,
                               {{"detail", detail}, {"attempts", run.attempts_made}, {"tokens", run.tokens_used}}));
-  recent_.push_back(fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(state), detail));
+  recent_.push_back(fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(RuleState::kEscalated), detail));
   return Commit(std::move(step)).status();
 }
 
@@ -626,7 +628,7 @@ Result<bool> BatchLoop::Rescan() {
   // This pass's attempts: the batch's so far, less those of the passes before.
   TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_.id));
   uint32_t made = static_cast<uint32_t>(attempts.size()), kept = 0;
-  for (const AttemptRecord& a : attempts) kept += a.outcome == "kept" ? 1 : 0;
+  for (const AttemptRecord& a : attempts) kept += a.outcome == AttemptOutcome::kKept ? 1 : 0;
   for (const FixpointPass& p : batch_.fixpoint) {
     made -= p.attempts;
     kept -= p.fixed;
@@ -648,14 +650,14 @@ Result<bool> BatchLoop::Rescan() {
   for (const FlippedRule& f : d.flips) {
     flipped.push_back({{"rule_id", f.rule_id}, {"was", f.was}, {"now", f.now}, {"reason", f.reason}});
   }
-  step.events.push_back(Event("", "evaluator", "fixpoint.pass",
+  step.events.push_back(Event("", "evaluator", EventType::kFixpointPass,
                               {{"pass", pass_number}, {"max_passes", s_.fixpoint_passes}, {"final", d.pass.final},
                                {"verdicts", counts}, {"attempts", made}, {"fixed", kept}, {"flipped", flipped},
                                {"requeued", d.pass.requeued}, {"escalated", d.pass.escalated},
                                {"results_dir", results_dir}}));
   for (const RuleUpdate& u : step.rules) {
     if (!u.state) continue;
-    const char* type = *u.state == RuleState::kPending ? "rule.requeued" : "rule.escalated";
+    const EventType type = *u.state == RuleState::kPending ? EventType::kRuleRequeued : EventType::kRuleEscalated;
     step.events.push_back(Event(u.rule_id, "daemon", type, {{"detail", *u.detail}, {"pass", pass_number}}));
     recent_.push_back(fmt::format("{} {}", ShortRuleName(u.rule_id), *u.detail));
   }
@@ -671,7 +673,7 @@ Status BatchLoop::Complete() {
   LoopStep step;
   if (batch_.options.plan_only) {
     TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
-    step.events.push_back(Event("", "daemon", "batch.plan_reverted", reverted));
+    step.events.push_back(Event("", "daemon", EventType::kBatchPlanReverted, reverted));
   }
   step.batch_state = BatchState::kCompleted;
   nlohmann::json rules = nlohmann::json::object();
@@ -679,7 +681,7 @@ Status BatchLoop::Complete() {
     rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
   }
   const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
-  step.events.push_back(Event("", "daemon", "batch.completed",
+  step.events.push_back(Event("", "daemon", EventType::kBatchCompleted,
                               {{"rules", rules},
                                {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
                                {"fixpoint_passes", batch_.fixpoint.size()},
@@ -705,7 +707,7 @@ Status BatchLoop::Interrupt() {
   if (!batch_.options.plan_only || !(cancelled_ || cancel_requested_)) return Status::OK();
   // Cancelled: the plan's changes go now. (Stopping: they stay, and the batch resumes.)
   TEMPER_ASSIGN_OR_RETURN(nlohmann::json reverted, RevertPlan());
-  return s_.journal.Append(Event("", "daemon", "batch.plan_reverted", reverted)).status();
+  return s_.journal.Append(Event("", "daemon", EventType::kBatchPlanReverted, reverted)).status();
 }
 
 void BatchLoop::Fail(const Status& error) {
@@ -719,7 +721,7 @@ void BatchLoop::Fail(const Status& error) {
   for (const BatchRuleRecord& r : batch_.rules) {
     if (r.state == RuleState::kRunning) step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
   }
-  step.events.push_back(Event("", "daemon", "batch.failed", {{"error", error.ToString()}}));
+  step.events.push_back(Event("", "daemon", EventType::kBatchFailed, {{"error", error.ToString()}}));
   Result<StepCommitted> committed = Commit(std::move(step));
   if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_.id, committed.status().ToString());
 }

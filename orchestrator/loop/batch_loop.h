@@ -36,8 +36,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "orchestrator/store/episodic_memory.h"
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/loop/fixpoint.h"
+#include "orchestrator/store/episodic_memory.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
 #include "orchestrator/loop/role_models.h"
@@ -101,7 +102,8 @@ class BatchLoop {
   Status Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step);
   template <typename Answer, typename Parse>
   Asked Ask(ModelClient& client, const RolePrompt& prompt, Parse parse, Answer& answer);
-  Status FinishRule(RuleRun& run, RuleState state, const std::string& detail);
+  // The rule goes to a person: escalated, with why.
+  Status Escalate(RuleRun& run, const std::string& detail);
   // The fixpoint's rescan once no rule is pending: true when the batch settled (nothing re-queued).
   Result<bool> Rescan();
   // Plan-only: back to the start snapshot; then the batch is completed.
@@ -118,7 +120,7 @@ class BatchLoop {
   bool Interrupted();
   Status RefreshBatch();
   Result<StepCommitted> Commit(LoopStep step);
-  NewEvent Event(const std::string& rule_id, const std::string& role, const std::string& type,
+  NewEvent Event(const std::string& rule_id, const std::string& role, EventType type,
                  const nlohmann::json& data, TokenUsage usage = {}) const;
   Status JournalTrimmed(const std::string& rule_id, const std::string& role, const std::vector<TrimmedSection>& trimmed);
   BatchProgress Progress() const;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/journal_event_types.h"
+
 namespace temper {
 
 namespace {
@@ -95,13 +97,13 @@ Result<stig::Evaluation> Evaluate(const RevertServices& s, stig::Target& target,
   return target.Evaluate(s.evaluator, {.rule_ids = ids, .output_dir = results_dir});
 }
 
-NewEvent Event(const BatchRecord& batch, const std::string& rule_id, std::string type, const nlohmann::json& data) {
+NewEvent Event(const BatchRecord& batch, const std::string& rule_id, EventType type, const nlohmann::json& data) {
   NewEvent e;
   e.batch_id = batch.id;
   e.target = batch.target;
   e.rule_id = rule_id;
   e.role = "daemon";
-  e.type = std::move(type);
+  e.type = EventTypeName(type);
   e.data_json = data.dump();
   return e;
 }
@@ -158,7 +160,7 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
   for (const BatchRuleRecord& r : batch.rules) {
     if (KeptAChange(r.state)) reverted.insert(r.rule_id);
   }
-  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, "", "batch.revert_started",
+  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, "", EventType::kBatchRevertStarted,
                                                 {{"restore_snapshot", start},
                                                  {"rules", std::vector<std::string>(reverted.begin(), reverted.end())}}))
                              .status());
@@ -189,7 +191,7 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
   for (const Owners::Fix& f : owners.fixes) {
     if (f.batch_id == batch.id && !f.reverted_at) step.reverted_attempts.push_back(f.attempt_id);
   }
-  step.events.push_back(Event(batch, "", "batch.reverted",
+  step.events.push_back(Event(batch, "", EventType::kBatchReverted,
                               {{"restored_snapshot", start}, {"reverted_rules", out.reverted_rules},
                                {"verdicts", counts}, {"now_failing", out.now_failing},
                                {"results_dir", out.results_dir}}));
@@ -238,7 +240,7 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
   }
   TEMPER_RETURN_IF_ERROR(CheckNoLooseChanges(target));
 
-  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, rule_id, "rule.revert_started", {{"snapshots", present}}))
+  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, rule_id, EventType::kRuleRevertStarted, {{"snapshots", present}}))
                              .status());
   RevertOutcome out;
   for (auto it = present.rbegin(); it != present.rend(); ++it) {
@@ -274,7 +276,7 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
   if (Result<stig::Verdict> v = eval.VerdictOf(rule_id); v.ok()) verdict = std::string(stig::VerdictName(*v));
   if (!verdict.empty()) u.after_verdict = verdict;
   step.rules.push_back(std::move(u));
-  step.events.push_back(Event(batch, rule_id, "rule.reverted",
+  step.events.push_back(Event(batch, rule_id, EventType::kRuleReverted,
                               {{"dropped_snapshots", out.dropped_snapshots}, {"verdict", verdict},
                                {"verdicts", counts}, {"now_failing", out.now_failing},
                                {"results_dir", out.results_dir}}));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/loop/reboot_verification.h"
 #include "stig/scap/content_trust.h"
 #include "stig/ssh/ssh_target.h"
@@ -108,7 +109,7 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   const bool ssh = config.type == "ssh" && hosts_ != nullptr;
   if (ssh) {
     std::optional<SshHostState> host = hosts_->Find(config.name);
-    if (host && host->state == "needs_human") {
+    if (host && host->state == HostState::kNeedsHuman) {
       return FailBatch(batch, Status::FailedPrecondition(fmt::format(
                                   "host {} needs a human: {} (once it has been checked, `temper hosts clear {}`)",
                                   config.name, host->detail, config.name)));
@@ -116,10 +117,10 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   }
   Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("batch {}", batch.id));
   if (!lease.ok()) {
-    if (ssh) (void)hosts_->SetState(config.name, "idle", lease.status().ToString(), batch.id);
+    if (ssh) (void)hosts_->SetState(config.name, HostState::kIdle, lease.status().ToString(), batch.id);
     return FailBatch(batch, lease.status());
   }
-  if (ssh) (void)hosts_->SetState(config.name, "running", "", batch.id);
+  if (ssh) (void)hosts_->SetState(config.name, HostState::kRunning, "", batch.id);
   LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root(),
                         config_.fixpoint_passes};
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
@@ -148,7 +149,7 @@ void LoopRunner::RecordHost(const TargetConfig& config, TargetSlots::Lease& leas
   auto* host = dynamic_cast<stig::SshTarget*>(&lease.target());
   Status recorded;
   if (host && host->needs_human()) {
-    recorded = hosts_->SetState(config.name, "needs_human", *host->needs_human(), batch.id);
+    recorded = hosts_->SetState(config.name, HostState::kNeedsHuman, *host->needs_human(), batch.id);
     lease.CloseTarget();  // a person decides what happens next; the next batch opens it afresh
   } else {
     bool stopping;
@@ -159,7 +160,7 @@ void LoopRunner::RecordHost(const TargetConfig& config, TargetSlots::Lease& leas
     std::string detail = !ran.ok()  ? fmt::format("batch {} failed: {}", batch.id, ran.ToString())
                          : stopping ? fmt::format("batch {} paused: temperd stopped", batch.id)
                                     : fmt::format("batch {} ended", batch.id);
-    recorded = hosts_->SetState(config.name, "idle", detail, batch.id);
+    recorded = hosts_->SetState(config.name, HostState::kIdle, detail, batch.id);
   }
   if (!recorded.ok()) log_.Error("host {}: recording its state: {}", config.name, recorded.ToString());
 }
@@ -224,7 +225,7 @@ void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
   event.batch_id = batch.id;
   event.target = batch.target;
   event.role = "daemon";
-  event.type = "batch.failed";
+  event.type = EventTypeName(EventType::kBatchFailed);
   event.data_json = nlohmann::json{{"error", error.ToString()}}.dump();
   step.events.push_back(std::move(event));
   Result<StepCommitted> committed = journal_.Commit(step);

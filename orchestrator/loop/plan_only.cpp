@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/journal_event_types.h"
+
 namespace temper {
 
 Result<bool> RevertEndedPlan(Journal& journal, stig::Target& target, const std::string& target_name) {
@@ -17,7 +19,7 @@ Result<bool> RevertEndedPlan(Journal& journal, stig::Target& target, const std::
   event.batch_id = last->id;
   event.target = target_name;
   event.role = "daemon";
-  event.type = "batch.plan_reverted";
+  event.type = EventTypeName(EventType::kBatchPlanReverted);
   event.data_json = nlohmann::json{{"start_snapshot", start}, {"recovered", true},
                                    {"batch_state", std::string(BatchStateName(last->state))}}
                         .dump();

@@ -35,21 +35,21 @@ PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, cons
                              w->expires_at ? fmt::format(" (until {})", FormatExpiry(*w->expires_at)) : "");
       nlohmann::json data = WaiverJson(*w);
       data["before_verdict"] = verdict;
-      d.events.push_back({"rule.waived", std::move(data)});
+      d.events.push_back({EventType::kRuleWaived, std::move(data)});
       return d;
     }
     // Lapsed: the risk is no longer accepted, so the rule is treated as if it had no waiver.
     nlohmann::json data = WaiverJson(*w);
     data["detail"] = fmt::format("the waiver by {} expired on {}: the rule is remediated as usual", w->owner,
                                  FormatExpiry(*w->expires_at));
-    d.events.push_back({"waiver.expired", std::move(data)});
+    d.events.push_back({EventType::kWaiverExpired, std::move(data)});
   }
   if (rule.classification.decidability == stig::Decidability::kManual) {
     d.state = RuleState::kManual;
     d.detail = fmt::format("manual: SCAP Security Guide has no automated check for this rule (OpenSCAP: {}); a person "
                            "must review it",
                            verdict);
-    d.events.push_back({"rule.manual", {{"before_verdict", verdict}}});
+    d.events.push_back({EventType::kRuleManual, {{"before_verdict", verdict}}});
     return d;
   }
   if (before != stig::Verdict::kFail || options.allow_disruptive) return d;
@@ -61,7 +61,7 @@ PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, cons
                          risk.Explain());
   nlohmann::json reasons = nlohmann::json::array();
   for (stig::RiskReason r : risk.reasons) reasons.push_back(std::string(stig::RiskReasonName(r)));
-  d.events.push_back({"rule.held", {{"reasons", reasons}, {"detail", d.detail}}});
+  d.events.push_back({EventType::kRuleHeld, {{"reasons", reasons}, {"detail", d.detail}}});
   return d;
 }
 

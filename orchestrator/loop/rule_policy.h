@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/records.h"
 #include "stig/scap/content.h"
 #include "stig/verdict.h"
@@ -26,7 +27,7 @@ namespace temper {
 
 // A journal event about the rule.
 struct PolicyEvent {
-  std::string type;  // "rule.waived", "waiver.expired", "rule.manual", "rule.held"
+  EventType type;  // rule.waived, waiver.expired, rule.manual or rule.held
   nlohmann::json data;
 };
 

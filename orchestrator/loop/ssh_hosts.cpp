@@ -13,7 +13,18 @@ namespace temper {
 
 namespace {
 namespace fs = std::filesystem;
+
+constexpr std::string_view kHostStateNames[] = {"idle", "running", "needs_human"};
 }  // namespace
+
+std::string_view HostStateName(HostState state) { return kHostStateNames[static_cast<int>(state)]; }
+
+std::optional<HostState> ParseHostState(std::string_view name) {
+  for (size_t i = 0; i < std::size(kHostStateNames); ++i) {
+    if (kHostStateNames[i] == name) return static_cast<HostState>(i);
+  }
+  return std::nullopt;
+}
 
 std::string SshHosts::NameFor(const std::string& spec) {
   Result<stig::SshEndpoint> e = stig::SshEndpoint::Parse(spec);
@@ -43,7 +54,13 @@ Result<std::unique_ptr<SshHosts>> SshHosts::Open(const DaemonConfig& config) {
       s.target.type = "ssh";
       s.target.host = h["host"].get<std::string>();
       s.configured = h.value("configured", false);
-      s.state = h.value("state", std::string("idle"));
+      const nlohmann::json state = h.value("state", nlohmann::json(HostStateName(HostState::kIdle)));
+      std::optional<HostState> parsed = state.is_string() ? ParseHostState(state.get<std::string>()) : std::nullopt;
+      if (!parsed) {
+        return Status::DataLoss(fmt::format("{}: host {} has the state {}, which is none of idle, running, needs_human",
+                                            hosts->path_, s.target.name, state.dump()));
+      }
+      s.state = *parsed;
       s.detail = h.value("detail", std::string());
       s.last_batch = h.value("last_batch", int64_t{0});
       s.updated_at = h.value("updated_at", TimeMs{0});
@@ -59,7 +76,7 @@ Result<std::unique_ptr<SshHosts>> SshHosts::Open(const DaemonConfig& config) {
     s.configured = true;
     for (const SshHostState& old : stored) {
       if (old.target.name == t.name && old.target.host == t.host) {
-        s.state = old.state == "running" ? "idle" : old.state;
+        s.state = old.state == HostState::kRunning ? HostState::kIdle : old.state;
         s.detail = old.detail;
         s.last_batch = old.last_batch;
         s.updated_at = old.updated_at;
@@ -69,7 +86,8 @@ Result<std::unique_ptr<SshHosts>> SshHosts::Open(const DaemonConfig& config) {
   }
   for (SshHostState& old : stored) {
     if (old.configured || config.FindTarget(old.target.name) != nullptr) continue;
-    if (old.state == "running") old.state = "idle";  // the daemon stopped under it; the loop resumes it
+    // The daemon stopped under it; the loop resumes it.
+    if (old.state == HostState::kRunning) old.state = HostState::kIdle;
     hosts->hosts_.push_back(std::move(old));
   }
   return hosts;
@@ -136,7 +154,7 @@ std::vector<TargetConfig> SshHosts::Submitted() const {
   return out;
 }
 
-Status SshHosts::SetState(const std::string& name, const std::string& state, const std::string& detail, int64_t batch) {
+Status SshHosts::SetState(const std::string& name, HostState state, const std::string& detail, int64_t batch) {
   std::lock_guard lock(mu_);
   for (SshHostState& h : hosts_) {
     if (h.target.name != name) continue;
@@ -153,10 +171,10 @@ Result<SshHostState> SshHosts::Clear(const std::string& name) {
   std::lock_guard lock(mu_);
   for (SshHostState& h : hosts_) {
     if (h.target.name != name) continue;
-    if (h.state == "running") {
+    if (h.state == HostState::kRunning) {
       return Status::FailedPrecondition(fmt::format("host {} is running batch {}", name, h.last_batch));
     }
-    h.state = "idle";
+    h.state = HostState::kIdle;
     h.detail = "cleared by a person";
     h.updated_at = NowMs();
     TEMPER_RETURN_IF_ERROR(SaveLocked());
@@ -168,7 +186,7 @@ Result<SshHostState> SshHosts::Clear(const std::string& name) {
 Status SshHosts::SaveLocked() const {
   nlohmann::json j = nlohmann::json::array();
   for (const SshHostState& h : hosts_) {
-    j.push_back({{"name", h.target.name}, {"host", h.target.host}, {"configured", h.configured}, {"state", h.state},
+    j.push_back({{"name", h.target.name}, {"host", h.target.host}, {"configured", h.configured}, {"state", HostStateName(h.state)},
                  {"detail", h.detail}, {"last_batch", h.last_batch}, {"updated_at", h.updated_at}});
   }
   std::error_code ec;

@@ -5,7 +5,8 @@
 // those are remembered, with every host's state, in <state_dir>/ssh/hosts.json (written whole and
 // renamed into place), so a restarted daemon still knows them and still refuses a host that needs
 // a human until a person clears it.
-// States: idle, running, needs_human.
+// States (HostState): idle, running, needs_human; their names are what hosts.json and `temper hosts`
+// show.
 // Thread safety: all methods are thread-safe (the gRPC service and the loop threads share one).
 #pragma once
 
@@ -14,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -23,10 +25,18 @@
 
 namespace temper {
 
+enum class HostState {
+  kIdle,        // no batch on it
+  kRunning,     // a batch runs on it
+  kNeedsHuman,  // a revert failed: no batch runs on it until a person clears it
+};
+std::string_view HostStateName(HostState state);  // "idle", "running", "needs_human"
+std::optional<HostState> ParseHostState(std::string_view name);
+
 struct SshHostState {
   TargetConfig target;  // type ssh
   bool configured = false;
-  std::string state = "idle";
+  HostState state = HostState::kIdle;
   std::string detail;
   int64_t last_batch = 0;
   TimeMs updated_at = 0;
@@ -35,7 +45,7 @@ struct SshHostState {
 class SshHosts {
  public:
   // Reads hosts.json (a missing file is an empty registry) and adds temperd.yaml's ssh targets.
-  // DataLoss for a file that does not parse, naming it.
+  // DataLoss for a file that does not parse or holds an unknown state, naming it.
   static Result<std::unique_ptr<SshHosts>> Open(const DaemonConfig& config);
 
   // The target for `spec` (user@name[:port]): the known host with that login, name and port
@@ -50,7 +60,7 @@ class SshHosts {
   // Targets named on submit (configured ones are in the config).
   std::vector<TargetConfig> Submitted() const;
 
-  Status SetState(const std::string& name, const std::string& state, const std::string& detail, int64_t batch);
+  Status SetState(const std::string& name, HostState state, const std::string& detail, int64_t batch);
   // needs_human -> idle. NotFound for an unknown host; FailedPrecondition while running.
   Result<SshHostState> Clear(const std::string& name);
 

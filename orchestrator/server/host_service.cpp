@@ -23,7 +23,7 @@ void ToProto(const SshHostState& h, const DaemonConfig& config, temper::v1::Host
   Result<stig::SshEndpoint> e = stig::SshEndpoint::Parse(h.target.host);
   out->set_address(e.ok() ? e->ToString() : h.target.host);
   out->set_configured(h.configured);
-  out->set_state(h.state);
+  out->set_state(std::string(HostStateName(h.state)));
   out->set_detail(h.detail);
   if (h.last_batch != 0) out->set_last_batch_id(std::to_string(h.last_batch));
   if (h.updated_at != 0) {

@@ -48,7 +48,7 @@ PastAttempt ToPastAttempt(const AttemptRecord& a) {
   out.number = static_cast<int>(a.number);
   out.approach = a.approach;
   out.actions = fmt::format("{}", fmt::join(a.commands, "\n"));
-  out.verdict = a.outcome.empty() ? a.verdict : fmt::format("{} ({})", a.outcome, a.verdict);
+  out.verdict = fmt::format("{} ({})", AttemptOutcomeName(a.outcome), a.verdict);
   out.evidence = a.evidence;
   out.lesson = a.reflection;
   return out;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/dcheck.h"
+#include "orchestrator/journal_event_types.h"
 #include "orchestrator/store/journal_event_bounds.h"
 #include "orchestrator/store/schema.h"
 
@@ -182,7 +183,9 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
     if (c.is_string()) a.commands.push_back(c.get<std::string>());
   }
   a.verdict = q.ColumnText(6);
-  a.outcome = q.ColumnText(7);
+  std::optional<AttemptOutcome> outcome = ParseAttemptOutcome(q.ColumnText(7));
+  if (!outcome) return Status::DataLoss(fmt::format("attempt {}: unknown stored outcome '{}'", a.id, q.ColumnText(7)));
+  a.outcome = *outcome;
   a.evidence = q.ColumnText(8);
   a.reflection = q.ColumnText(9);
   a.usage.prompt_tokens = static_cast<uint64_t>(q.ColumnInt(10));
@@ -197,12 +200,12 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
 }
 
 // An event the daemon itself records about a batch (submitted, cancelled).
-NewEvent DaemonEvent(int64_t batch_id, const std::string& target, std::string type, const nlohmann::json& data) {
+NewEvent DaemonEvent(int64_t batch_id, const std::string& target, EventType type, const nlohmann::json& data) {
   NewEvent event;
   event.batch_id = batch_id;
   event.target = target;
   event.role = "daemon";
-  event.type = std::move(type);
+  event.type = EventTypeName(type);
   event.data_json = data.dump();
   return event;
 }
@@ -289,7 +292,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
                            {"max_tokens", nb.budgets.max_tokens}}}};
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, nb.target, "batch.submitted", data)));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, nb.target, EventType::kBatchSubmitted, data)));
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
   return Submitted{std::move(batch), std::move(stored)};
@@ -400,7 +403,7 @@ Result<StateStore::Cancelled> StateStore::CancelBatch(int64_t id, const std::str
   nlohmann::json data = {{"reason", reason}, {"previous_state", BatchStateName(before.state)},
                          {"rules_cancelled", rules_cancelled}};
   TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
-                          AppendEventLocked(DaemonEvent(id, before.target, "batch.cancelled", data)));
+                          AppendEventLocked(DaemonEvent(id, before.target, EventType::kBatchCancelled, data)));
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord after, LoadBatchLocked(id, true));
   return Cancelled{std::move(after), std::move(stored)};
@@ -482,7 +485,7 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
                   "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
                   "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
-  q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, a.outcome);
+  q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, std::string(AttemptOutcomeName(a.outcome)));
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
   q.Bind(11, a.usage.completion_tokens).Bind(12, a.usage.cached_prompt_tokens);
   q.Bind(13, a.started_at).Bind(14, a.finished_at).Bind(15, a.changes_json);
@@ -613,7 +616,7 @@ Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const 
   }
   if (batch.reboot_confirmed_seq) return RebootConfirmed{batch, *batch.reboot_confirmed_seq, std::nullopt};
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, batch.target, "reboot.confirmed",
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, batch.target, EventType::kRebootConfirmed,
                                                                             {{"rules", pending}, {"note", note}})));
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
       "UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));

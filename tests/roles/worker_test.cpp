@@ -218,6 +218,39 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
   CHECK(first_tools[5]["function"]["parameters"]["required"] == json::array({"summary"}));
 }
 
+// Whether a call was refused is the policy's decision, not something its output can claim: a log
+// line or a file that quotes a refusal is a tool result like any other.
+TEST_CASE("a tool whose own output says \"refused by policy\" was not refused: its call is journalled as run") {
+  int turn = 0;
+  LocalServer server([&](const httplib::Request&, httplib::Response& res) {
+    json reply;
+    switch (++turn) {
+      case 1: reply = ToolCallsReply({{"run_command", {{"command", "printf 'sshd: refused by policy: root login\\n'"}}}}); break;
+      case 2: reply = ToolCallsReply({{"write_file", {{"path", "/var/log/audit.txt"}, {"content", "refused by policy: x\n"}}},
+                                      {"read_file", {{"path", "/var/log/audit.txt"}}}}); break;
+      case 3: reply = ToolCallsReply({{"run_command", {{"command", "reboot"}}}}); break;
+      default: reply = ToolCallsReply({{"finish", {{"summary", "read the log"}}}}); break;
+    }
+    res.set_content(reply.dump(), "application/json");
+  });
+  Harness h;
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  Worker worker(h.prompts, Config(), h.estimator, WorkerBudget{});
+  auto r = worker.Run(**client, h.tools, Task());
+  REQUIRE(r.ok());
+  std::vector<std::pair<WorkerEvent::Kind, std::string>> calls;  // tool events: kind and tool
+  for (const WorkerEvent& e : r->events) {
+    if (e.kind == WorkerEvent::Kind::kToolCall || e.kind == WorkerEvent::Kind::kRefused) calls.emplace_back(e.kind, e.tool);
+  }
+  using K = WorkerEvent::Kind;
+  CHECK(calls == std::vector<std::pair<K, std::string>>{{K::kToolCall, "run_command"}, {K::kToolCall, "write_file"},
+                                                         {K::kToolCall, "read_file"}, {K::kRefused, "run_command"},
+                                                         {K::kToolCall, "finish"}});
+  CHECK_THAT(r->events[1].detail, Catch::Contains("exit status 0 sshd: refused by policy: root login"));
+  CHECK_THAT(r->actions, Catch::Contains("$ printf"));
+}
+
 TEST_CASE("the loop stops at the step budget, the token budget, and after repeated unusable answers") {
   Harness h;
   std::string mode;

@@ -2,8 +2,15 @@
 // generic.
 #include "orchestrator/cli/event_render.h"
 
+#include <fstream>
+#include <sstream>
+
 #include <catch2/catch.hpp>
 #include <google/protobuf/util/time_util.h>
+#include <nlohmann/json.hpp>
+
+#include "orchestrator/cli/watch_progress.h"
+#include "orchestrator/proto_convert.h"
 
 namespace temper::cli {
 namespace {
@@ -129,6 +136,72 @@ TEST_CASE("the rule policy's and the reboot verification's events read as senten
         "reboot.verified: 1 fixed, 0 escalated");
   CHECK(DescribeEvent(Ev("reboot.verification_failed", "evaluator", "", R"({"error":"target lab: cannot mount"})")) ==
         "reboot.verification_failed: target lab: cannot mount");
+}
+
+// A journal file's line (JournalFiles::ToJsonLine) as the daemon sends it to `temper watch`.
+temper::v1::JournalEvent FromJournalLine(const std::string& line) {
+  nlohmann::json j = nlohmann::json::parse(line);
+  EventRecord e;
+  e.seq = j["seq"].get<uint64_t>();
+  e.time = j["time_ms"].get<int64_t>();
+  if (j["batch_id"].is_string()) e.batch_id = std::stoll(j["batch_id"].get<std::string>());
+  e.target = j["target"];
+  e.rule_id = j["rule_id"];
+  e.role = j["role"];
+  e.type = j["type"];
+  // The file holds data that is not JSON as a string, and JSON data as it is.
+  e.data_json = j["data"].is_string() ? j["data"].get<std::string>() : j["data"].dump();
+  e.usage = {j["usage"]["prompt_tokens"], j["usage"]["completion_tokens"], j["usage"]["cached_prompt_tokens"]};
+  temper::v1::JournalEvent out;
+  ToProto(e, &out);
+  return out;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// `watch` prints each event's line and the progress after it, as `temper watch` does.
+std::string Watch(const std::vector<temper::v1::JournalEvent>& events, bool tty) {
+  ProgressBoard board(tty, tty ? 100 : 0);
+  std::string out;
+  for (const temper::v1::JournalEvent& e : events) out += board.Show(e, RenderEvent(e));
+  return out + board.Finish();
+}
+
+// The first line where `actual` and `expected` differ, for the failure message.
+std::string FirstDifference(const std::string& actual, const std::string& expected) {
+  std::istringstream a(actual), e(expected);
+  std::string la, le;
+  for (int n = 1;; ++n) {
+    bool more_a = static_cast<bool>(std::getline(a, la)), more_e = static_cast<bool>(std::getline(e, le));
+    if (!more_a && !more_e) return "none";
+    if (la != le || more_a != more_e) return "line " + std::to_string(n) + ":\n  now:      " + la + "\n  recorded: " + le;
+  }
+}
+
+// Journals already written must read the same in every later temper: every event type the loop
+// writes (recorded from the end-to-end suites, tests/data/journal/README.md), rendered and fed to the
+// progress board, compared with the output recorded before the event vocabulary became a table.
+TEST_CASE("a recorded journal of every event type renders as it was recorded to") {
+  std::vector<temper::v1::JournalEvent> events;
+  std::istringstream lines(ReadText(std::string(TEMPER_TEST_DATA_DIR) + "/journal/every_event_type.jsonl"));
+  for (std::string line; std::getline(lines, line);) events.push_back(FromJournalLine(line));
+  REQUIRE(events.size() > 40);
+  for (bool tty : {false, true}) {
+    const std::string name = tty ? "every_event_type.watch-tty" : "every_event_type.watch";
+    const std::string expected = ReadText(std::string(TEMPER_TEST_DATA_DIR) + "/journal/" + name);
+    const std::string actual = Watch(events, tty);
+    if (actual != expected) {
+      const std::string written = std::string(TEMPER_BINARY_DIR) + "/" + name;
+      std::ofstream(written, std::ios::binary) << actual;
+      FAIL(name << " differs from what was recorded (now in " << written << "); first difference at "
+                << FirstDifference(actual, expected));
+    }
+  }
 }
 
 }  // namespace

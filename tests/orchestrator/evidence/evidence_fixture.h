@@ -23,9 +23,9 @@ struct EvidenceFixture {
     report.profile = {"xccdf_org.ssgproject.content_profile_stig", "Canonical Ubuntu 20.04 LTS STIG", "The profile."};
 
     evidence::RuleEvidence& fixed = Add("accounts_tmout", RuleState::kFixed, "fail", "pass", "fixed on attempt 2");
-    fixed.attempts.push_back(Attempt(1, "reverted", "fail", ""));
+    fixed.attempts.push_back(Attempt(1, AttemptOutcome::kReverted, "fail", ""));
     fixed.attempts.back().attempt.reflection = "Tried: profile.d\nWhy it failed: wrong variable";
-    fixed.attempts.push_back(Attempt(2, "kept", "pass", "--- a/etc/profile.d/tmout.sh\n+++ b/etc/profile.d/tmout.sh\n"
+    fixed.attempts.push_back(Attempt(2, AttemptOutcome::kKept, "pass", "--- a/etc/profile.d/tmout.sh\n+++ b/etc/profile.d/tmout.sh\n"
                                                          "@@ -0,0 +1 @@\n+declare -xr TMOUT=600\n"));
     fixed.after = stig::RuleEvidence{.rule_id = fixed.rule.rule_id, .result = "pass", .message = "",
                                      .definitions = {{.id = "oval:ssg-accounts_tmout:def:1", .title = "Set TMOUT",
@@ -33,7 +33,7 @@ struct EvidenceFixture {
     Add("no_duplicate_uids", RuleState::kAlreadyPassing, "pass", "pass", "");
     evidence::RuleEvidence& escalated =
         Add("is_fips_mode_enabled", RuleState::kEscalated, "fail", "fail", "attempt budget spent: 3 attempts failed");
-    escalated.attempts.push_back(Attempt(1, "reverted", "fail", ""));
+    escalated.attempts.push_back(Attempt(1, AttemptOutcome::kReverted, "fail", ""));
     escalated.attempts.back().attempt.reflection = "Tried: fips=1\nWhy it failed: needs a kernel";
     evidence::RuleEvidence& waived = Add("sshd_disable_root_login", RuleState::kWaived, "fail", "fail", "waived");
     waived.waiver = Waiver{waived.rule.rule_id, "jump host needs root", "ops@example.com", std::nullopt};
@@ -41,7 +41,7 @@ struct EvidenceFixture {
     Add("package_mcafeetp_installed", RuleState::kSkipped, "notapplicable", "notapplicable", "not applicable");
     evidence::RuleEvidence& markup = Add("banner_etc_issue_net", RuleState::kFixed, "fail", "pass", "");
     infos.back().title = "Banner <script>alert('x')</script> & more";
-    markup.attempts.push_back(Attempt(1, "kept", "pass", "+<script>document.cookie</script>\n"));
+    markup.attempts.push_back(Attempt(1, AttemptOutcome::kKept, "pass", "+<script>document.cookie</script>\n"));
     report.before = {.pass = 1, .fail = 5, .other = 2};
     report.after = {.pass = 3, .fail = 2, .other = 2};
   }
@@ -67,7 +67,7 @@ struct EvidenceFixture {
     return report.rules.back();
   }
 
-  static evidence::AttemptEvidence Attempt(uint32_t number, const std::string& outcome, const std::string& verdict,
+  static evidence::AttemptEvidence Attempt(uint32_t number, AttemptOutcome outcome, const std::string& verdict,
                                            const std::string& diff) {
     evidence::AttemptEvidence a;
     a.attempt.number = number;

@@ -29,7 +29,7 @@ TEST_CASE("a waiver in force keeps the rule out of remediation whatever its verd
     REQUIRE(d.state == RuleState::kWaived);
     CHECK(d.detail == "waived by alice@example.com: kiosk sessions must not time out (until 2027-01-31 00:00:00Z)");
     REQUIRE(d.events.size() == 1);
-    CHECK(d.events[0].type == "rule.waived");
+    CHECK(d.events[0].type == EventType::kRuleWaived);
     CHECK(d.events[0].data["owner"] == "alice@example.com");
     CHECK(d.events[0].data["before_verdict"] == std::string(stig::VerdictName(v)));
   }
@@ -47,7 +47,7 @@ TEST_CASE("an expired waiver is flagged and the rule is remediated as if it had 
   PolicyDecision d = DecideRule(Rule("accounts_tmout"), Verdict::kFail, WithWaiver("accounts_tmout", kNow), kNow);
   CHECK_FALSE(d.state.has_value());
   REQUIRE(d.events.size() == 1);
-  CHECK(d.events[0].type == "waiver.expired");
+  CHECK(d.events[0].type == EventType::kWaiverExpired);
   CHECK(d.events[0].data["expires"] == "2027-01-31");
   CHECK(d.events[0].data["detail"] == "the waiver by alice@example.com expired on 2027-01-31: the rule is remediated "
                                       "as usual");
@@ -56,8 +56,8 @@ TEST_CASE("an expired waiver is flagged and the rule is remediated as if it had 
       DecideRule(Rule("package_telnet_removed"), Verdict::kFail, WithWaiver("package_telnet_removed", kNow - 1), kNow);
   CHECK(held.state == RuleState::kHeld);
   REQUIRE(held.events.size() == 2);
-  CHECK(held.events[0].type == "waiver.expired");
-  CHECK(held.events[1].type == "rule.held");
+  CHECK(held.events[0].type == EventType::kWaiverExpired);
+  CHECK(held.events[1].type == EventType::kRuleHeld);
 }
 
 TEST_CASE("a rule with no automated check is manual, never pass") {
@@ -66,7 +66,7 @@ TEST_CASE("a rule with no automated check is manual, never pass") {
   REQUIRE(d.state == RuleState::kManual);
   CHECK_THAT(d.detail, Catch::Contains("no automated check") && Catch::Contains("notchecked"));
   REQUIRE(d.events.size() == 1);
-  CHECK(d.events[0].type == "rule.manual");
+  CHECK(d.events[0].type == EventType::kRuleManual);
 }
 
 TEST_CASE("a failing disruptive rule is held unless the batch allows disruptive changes") {
@@ -80,7 +80,7 @@ TEST_CASE("a failing disruptive rule is held unless the batch allows disruptive 
                     "allowing disruptive changes: temper submit --allow-disruptive (or allow_disruptive: true in the "
                     "batch file)");
   REQUIRE(d.events.size() == 1);
-  CHECK(d.events[0].type == "rule.held");
+  CHECK(d.events[0].type == EventType::kRuleHeld);
   CHECK(d.events[0].data["reasons"] == nlohmann::json({"reboot", "kernel_module"}));
 
   BatchOptions allowed;

@@ -48,7 +48,7 @@ TEST_CASE("recall brings the rule's own lessons first, then its group's most use
          "unrelated", 1.0);
 
   AttemptRecord a{.batch_id = earlier, .rule_id = rule.id, .number = 1, .approach = "sed the main file",
-                  .commands = {"sed -i s/yes/no/ /etc/ssh/sshd_config"}, .verdict = "fail", .outcome = "reverted",
+                  .commands = {"sed -i s/yes/no/ /etc/ssh/sshd_config"}, .verdict = "fail", .outcome = AttemptOutcome::kReverted,
                   .evidence = "PermitRootLogin yes", .reflection = "Tried: sed"};
   REQUIRE(store->RecordAttempt(a).ok());
   a.batch_id = current;  // this batch's attempts are the loop's own business

@@ -148,7 +148,7 @@ void RunWork(const TempDir& dir, stig::Env& env, Acknowledged& ack) {
     step.rules = {RuleUpdate{.rule_id = kRuleA, .state = RuleState::kFixed, .after_verdict = "pass", .add_attempts = 1}};
     step.batch_state = BatchState::kRunning;
     step.attempt = AttemptRecord{.batch_id = *a, .rule_id = kRuleA, .number = 1, .approach = "chmod",
-                                 .commands = {"chmod 0600 /etc/issue"}, .verdict = "pass", .outcome = "kept"};
+                                 .commands = {"chmod 0600 /etc/issue"}, .verdict = "pass", .outcome = AttemptOutcome::kKept};
     step.lesson = LessonRecord{.rule_id = kRuleA, .group_id = "g", .batch_id = *a, .text = "chmod works", .utility = 0.5};
     step.events = {Event(a, "attempt.finished", {{"outcome", "kept"}})};
     commit(step);

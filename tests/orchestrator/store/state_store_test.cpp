@@ -233,12 +233,12 @@ TEST_CASE("rule memory returns lessons and attempts newest first, with utility u
   const std::string rule = "xccdf_org.ssgproject.content_rule_a";
   AttemptRecord a{.batch_id = 1, .rule_id = rule, .number = 1, .approach = "edit sshd_config",
                   .commands = {"sed -i s/x/y/ /etc/ssh/sshd_config", "sshd -t"}, .verdict = "fail",
-                  .outcome = "reverted", .evidence = "PermitRootLogin yes", .reflection = "use a drop-in",
+                  .outcome = AttemptOutcome::kReverted, .evidence = "PermitRootLogin yes", .reflection = "use a drop-in",
                   .usage = {100, 20, 0}, .started_at = 1, .finished_at = 2};
   REQUIRE(store->RecordAttempt(a).ok());
   a.number = 2;
   a.verdict = "pass";
-  a.outcome = "kept";
+  a.outcome = AttemptOutcome::kKept;
   REQUIRE(store->RecordAttempt(a).ok());
   auto dup = store->RecordAttempt(a);
   CHECK(dup.status().code() == StatusCode::kAlreadyExists);
@@ -299,7 +299,7 @@ TEST_CASE("a loop step commits rule, batch, attempt, lesson and events together"
   attempt.number = 1;
   attempt.commands = {"sysctl -w a=1"};
   attempt.verdict = "pass";
-  attempt.outcome = "kept";
+  attempt.outcome = AttemptOutcome::kKept;
   step.attempt = attempt;
   LessonRecord lesson;
   lesson.rule_id = attempt.rule_id;
@@ -405,7 +405,7 @@ TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and rev
   kept.batch_id = first;
   kept.rule_id = a;
   kept.number = 1;
-  kept.outcome = "kept";
+  kept.outcome = AttemptOutcome::kKept;
   kept.snapshot = 1;
   LoopStep fix;
   fix.batch_id = first;
@@ -414,7 +414,7 @@ TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and rev
   REQUIRE(store->CommitStep(fix).ok());
   AttemptRecord reverted = kept;
   reverted.rule_id = b;
-  reverted.outcome = "reverted";
+  reverted.outcome = AttemptOutcome::kReverted;
   reverted.snapshot.reset();
   LoopStep pass1;
   pass1.batch_id = first;
