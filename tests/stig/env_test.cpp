@@ -12,12 +12,10 @@
 namespace temper::stig {
 namespace {
 
+// A fresh directory for one case, removed with everything under it (ScratchPath).
 struct ScratchDir {
-  std::string path = [] {
-    std::string tmpl = temper::testing::TestTempDir() + "/temper-env-XXXXXX";
-    return std::string(::mkdtemp(tmpl.data()));
-  }();
-  ~ScratchDir() { std::filesystem::remove_all(path); }
+  ::temper::testing::ScratchPath scratch{"env-test"};
+  const std::string path = (std::filesystem::create_directories(scratch.path()), scratch.path());
 };
 
 std::string ReadAll(Env& env, const std::string& path) {

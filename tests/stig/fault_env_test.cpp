@@ -11,12 +11,10 @@ namespace {
 
 using Op = FaultEnv::Op;
 
+// A fresh directory for one case, removed with everything under it (ScratchPath).
 struct ScratchDir {
-  std::string path = [] {
-    std::string tmpl = temper::testing::TestTempDir() + "/temper-fenv-XXXXXX";
-    return std::string(::mkdtemp(tmpl.data()));
-  }();
-  ~ScratchDir() { std::filesystem::remove_all(path); }
+  ::temper::testing::ScratchPath scratch{"fault-env-test"};
+  const std::string path = (std::filesystem::create_directories(scratch.path()), scratch.path());
 };
 
 std::string ReadAll(const std::string& path) {
