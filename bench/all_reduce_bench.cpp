@@ -86,9 +86,10 @@ Status Check(cuda::DeviceAllReduce& ar, AllReduceAlgo algo, int r, Rank& rank, s
     for (int q = 0; q < tp; ++q) sum += CheckValue(i, q);
     const float want = static_cast<float>(tp * tp) * sum;
     if (got[i] != want) {
-      return Status::Internal(fmt::format("all-reduce {} of {} B: rank {} holds {} at element {} after three calls, "
-                                          "want {} ({} ranks)",
-                                          cuda::AllReduceAlgoName(algo), sizeof(float) * n, r, got[i], i, want, tp));
+      return Status::Internal(
+          fmt::format("all-reduce {} of {} B: rank {} holds {} at element {} after three calls, "
+                      "want {} ({} ranks)",
+                      cuda::AllReduceAlgoName(algo), sizeof(float) * n, r, got[i], i, want, tp));
     }
   }
   return Status::OK();
@@ -153,9 +154,7 @@ Result<std::vector<AllReduceTiming>> BenchAllReduce(std::span<const int> devices
           const size_t n = m.bytes / sizeof(float);
           t.iterations = static_cast<int>(std::clamp<uint64_t>(kGraphBytes / m.bytes, kMinIterations, kMaxIterations));
           TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Check(*ar, algo, r, ranks[r], n); }));
-          TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) {
-            return Capture(*ar, algo, r, ranks[r], n, t.iterations);
-          }));
+          TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Capture(*ar, algo, r, ranks[r], n, t.iterations); }));
           TEMPER_RETURN_IF_ERROR(OnRanks(tp, [&](int r) { return Replay(ranks[r]); }));  // warm-up
           std::vector<double> samples;
           for (int rep = 0; rep < 5; ++rep) {

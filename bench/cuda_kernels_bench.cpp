@@ -53,7 +53,7 @@ struct Options {
   std::vector<int> tps = {1, 4};
   int l4_context = 2048;
   std::vector<double> l4_read_gbs = {::temper::bench::kL4ReadShareLow * ::temper::bench::kL4SpecGBs,
-                                     ::temper::bench::kL4ReadShareHigh * ::temper::bench::kL4SpecGBs};
+                                     ::temper::bench::kL4ReadShareHigh* ::temper::bench::kL4SpecGBs};
   std::vector<double> l4_all_reduce_us;  // empty: the PLX table's range
 };
 
@@ -77,8 +77,8 @@ class Buffers {
   // Seeded uniform bf16 in ±0.05, filled on the device (the tp 1 LM head is 2.8 GB).
   Result<uint16_t*> Bf16(size_t elems, uint64_t seed) {
     TEMPER_ASSIGN_OR_RETURN(void* p, Alloc(elems * 2));
-    TEMPER_RETURN_IF_ERROR(LaunchFillSynthetic(static_cast<uint16_t*>(p), static_cast<int64_t>(elems), seed, 0.0f,
-                                               0.05f, stream_));
+    TEMPER_RETURN_IF_ERROR(
+        LaunchFillSynthetic(static_cast<uint16_t*>(p), static_cast<int64_t>(elems), seed, 0.0f, 0.05f, stream_));
     return static_cast<uint16_t*>(p);
   }
   Result<float*> Floats(size_t elems, uint32_t seed) {
@@ -129,9 +129,10 @@ Status GemvTable(const ModelConfig& c, const std::vector<int>& tps, double copy_
       TEMPER_ASSIGN_OR_RETURN(void* y, b.Alloc(size_t{8} * shape.out * 4));
       for (int rows : {1, 8}) {
         TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, std::max(copies, 20), [&](int i) {
-          return LaunchGemvBf16(x, shape.in, w + (i % copies) * w_elems, shape.in, static_cast<float*>(y), shape.out,
-                                rows, shape.in, shape.out, stream);
-        }));
+                                  return LaunchGemvBf16(x, shape.in, w + (i % copies) * w_elems, shape.in,
+                                                        static_cast<float*>(y), shape.out, rows, shape.in, shape.out,
+                                                        stream);
+                                }));
         const double gbs = w_bytes / (us * 1e-6) / 1e9;
         std::printf("%-12s %6d x %6d %4d %5d %9.1f %9.0f %7.0f%%\n", shape.name, shape.out, shape.in, tp, rows, us, gbs,
                     100 * gbs / copy_gbs);
@@ -146,19 +147,19 @@ Status GemmTable(const ModelConfig& c, cudaStream_t stream) {
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<GemmBf16> gemm, GemmBf16::Create());
   std::printf("\n%-26s %6s %9s %9s\n", "GEMM (rows x out x in)", "", "ms", "TFLOP/s");
   for (int rows : {512, 2048}) {
-    for (const Shape& shape : {Shape{"gate/up", c.intermediate_size, c.hidden_size},
-                               Shape{"down", c.hidden_size, c.intermediate_size}}) {
+    for (const Shape& shape :
+         {Shape{"gate/up", c.intermediate_size, c.hidden_size}, Shape{"down", c.hidden_size, c.intermediate_size}}) {
       Buffers b(stream);
       TEMPER_ASSIGN_OR_RETURN(uint16_t * w, b.Bf16(size_t{1} * shape.out * shape.in, 5));
       TEMPER_ASSIGN_OR_RETURN(uint16_t * x, b.Bf16(size_t{1} * rows * shape.in, 6));
       TEMPER_ASSIGN_OR_RETURN(void* y, b.Alloc(size_t{4} * rows * shape.out));
       // One eager run first: cuBLASLt picks and caches its algorithm outside the capture.
-      TEMPER_RETURN_IF_ERROR(gemm->Run(x, shape.in, w, shape.in, static_cast<float*>(y), shape.out, rows, shape.in,
-                                       shape.out, stream));
+      TEMPER_RETURN_IF_ERROR(
+          gemm->Run(x, shape.in, w, shape.in, static_cast<float*>(y), shape.out, rows, shape.in, shape.out, stream));
       TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, 5, [&](int) {
-        return gemm->Run(x, shape.in, w, shape.in, static_cast<float*>(y), shape.out, rows, shape.in, shape.out,
-                         stream);
-      }));
+                                return gemm->Run(x, shape.in, w, shape.in, static_cast<float*>(y), shape.out, rows,
+                                                 shape.in, shape.out, stream);
+                              }));
       std::printf("%-8s %5d x %6d x %6d %9.3f %9.0f\n", shape.name, rows, shape.out, shape.in, us * 1e-3,
                   2.0 * rows * shape.out * shape.in / (us * 1e-6) / 1e12);
     }
@@ -194,10 +195,11 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
     const auto plx = ::temper::bench::PlxAllReduceLatency(a.all_reduce_bytes);
     a.all_reduce_us_low = plx.one_shot_us;
     a.all_reduce_us_high = plx.nccl_us;
-    std::snprintf(source, sizeof source,
-                  "assumed: one-shot push to NCCL, 4 ranks over one PLX switch, engines.md 1.4, interpolated at %llu B; "
-                  "GPUs on separate root ports are slower",
-                  static_cast<unsigned long long>(a.all_reduce_bytes));
+    std::snprintf(
+        source, sizeof source,
+        "assumed: one-shot push to NCCL, 4 ranks over one PLX switch, engines.md 1.4, interpolated at %llu B; "
+        "GPUs on separate root ports are slower",
+        static_cast<unsigned long long>(a.all_reduce_bytes));
   } else {
     a.all_reduce_us_low = o.l4_all_reduce_us[0];
     a.all_reduce_us_high = o.l4_all_reduce_us[1];
@@ -254,7 +256,8 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (o.l4_read_gbs[0] <= 0 || o.l4_read_gbs[0] > o.l4_read_gbs[1] ||
       (!o.l4_all_reduce_us.empty() && (o.l4_all_reduce_us[0] < 0 || o.l4_all_reduce_us[0] > o.l4_all_reduce_us[1]))) {
-    std::fprintf(stderr, "temper-kernel-bench: --l4-read-gbs and --l4-all-reduce-us take LOW,HIGH with 0 < LOW <= HIGH\n");
+    std::fprintf(stderr,
+                 "temper-kernel-bench: --l4-read-gbs and --l4-all-reduce-us take LOW,HIGH with 0 < LOW <= HIGH\n");
     return 2;
   }
   const temper::Status s = temper::engine::cuda::Run(o);

@@ -18,8 +18,8 @@ inline double RankKvReadBytes(const engine::ModelConfig& c, const engine::RankSh
   for (int l = 0; l < c.num_layers; ++l) {
     const engine::LayerGeometry& g = c.layers[l];
     const double width = 1.0 * shard.layers[l].kv_heads.size() * g.head_dim;
-    const double visible =
-        static_cast<double>(g.kind == engine::LayerKind::kSliding ? std::min<int64_t>(context, c.sliding_window) : context);
+    const double visible = static_cast<double>(
+        g.kind == engine::LayerKind::kSliding ? std::min<int64_t>(context, c.sliding_window) : context);
     bytes += 2.0 * visible * width * (g.k_eq_v ? 1 : 2);
   }
   return bytes;

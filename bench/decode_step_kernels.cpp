@@ -149,8 +149,13 @@ class StepTimer {
     TEMPER_ASSIGN_OR_RETURN(int64_t * at_16, a.Upload(std::vector<int64_t>{15, 15, 16}));
     TEMPER_ASSIGN_OR_RETURN(int32_t * first_row, a.Upload(std::vector<int32_t>{0}));
     auto tables = [&](const int64_t* pos, const int32_t* slot) {
-      return cuda::RowTables{.positions = pos, .slots = slot, .chunk_start = pos + 1, .first_row = first_row,
-                             .chunk_end = pos + 2, .blocks = table_d, .max_blocks = blocks};
+      return cuda::RowTables{.positions = pos,
+                             .slots = slot,
+                             .chunk_start = pos + 1,
+                             .first_row = first_row,
+                             .chunk_end = pos + 2,
+                             .blocks = table_d,
+                             .max_blocks = blocks};
     };
     const cuda::HeadRange heads{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
     const int splits = shape_.decode_splits;
@@ -169,9 +174,8 @@ class StepTimer {
     TEMPER_RETURN_IF_ERROR(Add(fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
                                            q_heads, kv_heads, hd, visible, splits),
                                per_step, bytes, std::max(copies, 20), launch, minimal));
-    return Latency(fmt::format("KV write {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
-      return cuda::LaunchKvWrite(kv, k, v, 1, tables(at_ctx, slots_d), stream_);
-    });
+    return Latency(fmt::format("KV write {} ({} x {})", kind, kv_heads, hd), per_step,
+                   [&](int) { return cuda::LaunchKvWrite(kv, k, v, 1, tables(at_ctx, slots_d), stream_); });
   }
 
   // The norms of one layer kind's attention block (rank_forward.cpp Layer): q_norm + RoPE, then
@@ -239,9 +243,8 @@ class StepTimer {
       return cuda::LaunchEmbed(token, 1, table, shard_.vocab.begin, shard_.vocab.end, H, c_.embed_scale, x, stream_);
     }));
     TEMPER_ASSIGN_OR_RETURN(int32_t * index, a.Upload(std::vector<int32_t>{0}));
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("gather of the logit row ({})", H), 1, [&](int) {
-      return cuda::LaunchGatherRows(x, H, index, 1, xn, stream_);
-    }));
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("gather of the logit row ({})", H), 1,
+                                   [&](int) { return cuda::LaunchGatherRows(x, H, index, 1, xn, stream_); }));
     TEMPER_ASSIGN_OR_RETURN(float* logits, a.Floats(vocab, ++seed_, 10.0f));
     if (c_.final_logit_softcapping > 0) {
       TEMPER_RETURN_IF_ERROR(Latency(fmt::format("softcap of the logits ({})", vocab), 1, [&](int) {
@@ -391,7 +394,11 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
   if (!s.ok()) return s.WithContext("host part of a decode step");
   return StepKernel{fmt::format("host: pass upload ({} KB), graph launch, candidates download, sync; {} rank threads",
                                 input_bytes / 1024, tp),
-                    1, StepCost::kLatency, 0, Median(std::move(us)), 0};
+                    1,
+                    StepCost::kLatency,
+                    0,
+                    Median(std::move(us)),
+                    0};
 }
 
 }  // namespace

@@ -29,8 +29,8 @@ enum class StepCost {
 };
 
 struct StepKernel {
-  std::string name;     // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
-  int per_step = 0;     // launches in one decode step
+  std::string name;  // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
+  int per_step = 0;  // launches in one decode step
   StepCost cost = StepCost::kLatency;
   double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
   double us = 0;        // microseconds per launch, measured here
@@ -38,18 +38,17 @@ struct StepKernel {
 };
 
 struct DecodeStepShape {
-  int context = 2048;      // tokens already in the sequence when the step runs
-  int decode_splits = 16;  // split-KV parts (DeviceBackendOptions::decode_splits)
-  int top_candidates = 64; // DeviceBackendOptions::top_candidates
-  int max_rows = 2048;     // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
-  int block_tokens = 16;   // KvCacheOptions::block_tokens
+  int context = 2048;       // tokens already in the sequence when the step runs
+  int decode_splits = 16;   // split-KV parts (DeviceBackendOptions::decode_splits)
+  int top_candidates = 64;  // DeviceBackendOptions::top_candidates
+  int max_rows = 2048;      // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
+  int block_tokens = 16;    // KvCacheOptions::block_tokens
 };
 
 // The kernels of rank `shard.rank`'s decode step (shard from PlanShards(config, tp)), each timed
 // on `device`, then the host work of a step with shard.tp rank threads on that device. Errors: the
 // CUDA call or launch that failed, naming the kernel.
-Result<std::vector<StepKernel>> TimeDecodeStepKernels(const engine::ModelConfig& config,
-                                                      const engine::RankShard& shard, int device,
-                                                      const DecodeStepShape& shape);
+Result<std::vector<StepKernel>> TimeDecodeStepKernels(const engine::ModelConfig& config, const engine::RankShard& shard,
+                                                      int device, const DecodeStepShape& shape);
 
 }  // namespace temper::bench

@@ -27,8 +27,8 @@ Status Greedy(const ForwardResult& r, int vocab, bool candidates, std::vector<in
       const LogitCandidates& c = r.candidates[row];
       for (size_t i = 0; i < c.logits.size(); ++i) {
         if (!std::isfinite(c.logits[i])) {
-          return Status::Internal(fmt::format("{}: row {}, candidate {} (token {}) is {}", when, row, i, c.ids[i],
-                                              c.logits[i]));
+          return Status::Internal(
+              fmt::format("{}: row {}, candidate {} (token {}) is {}", when, row, i, c.ids[i], c.logits[i]));
         }
       }
       if (!std::isfinite(c.tail_mass)) {
@@ -39,7 +39,8 @@ Status Greedy(const ForwardResult& r, int vocab, bool candidates, std::vector<in
     } else {
       const float* l = r.logits.data() + row * int64_t{vocab};
       for (int i = 0; i < vocab; ++i) {
-        if (!std::isfinite(l[i])) return Status::Internal(fmt::format("{}: row {}, logit {} is {}", when, row, i, l[i]));
+        if (!std::isfinite(l[i]))
+          return Status::Internal(fmt::format("{}: row {}, logit {} is {}", when, row, i, l[i]));
       }
       // max_element keeps the first of equal maxima: ties to the lower id, as candidates order them.
       const float* best = std::max_element(l, l + vocab);
@@ -62,8 +63,7 @@ std::vector<int32_t> SyntheticPrompt(uint64_t seed, int n, int vocab) {
   return ids;
 }
 
-Result<DecodeRun> RunDecode(cuda::DeviceBackend& b, int batch, int context, int steps, bool candidates,
-                            uint64_t seed) {
+Result<DecodeRun> RunDecode(cuda::DeviceBackend& b, int batch, int context, int steps, bool candidates, uint64_t seed) {
   const int vocab = b.config().vocab_size;
   const ForwardOptions options{.candidates = candidates};
   std::vector<SequenceId> seqs;
@@ -94,7 +94,8 @@ Result<DecodeRun> RunDecode(cuda::DeviceBackend& b, int batch, int context, int 
       const auto s0 = Clock::now();
       TEMPER_ASSIGN_OR_RETURN(ForwardResult r, b.Forward(items, options));
       run.step_s.push_back(Seconds(s0, Clock::now()));
-      TEMPER_RETURN_IF_ERROR(Greedy(r, vocab, candidates, tokens, tops, "decode").WithContext(fmt::format("step {}", k)));
+      TEMPER_RETURN_IF_ERROR(
+          Greedy(r, vocab, candidates, tokens, tops, "decode").WithContext(fmt::format("step {}", k)));
       run.tokens.push_back(tokens);
       run.top_logits.push_back(tops);
     }
@@ -111,8 +112,9 @@ Result<DecodeRun> RunDecode(cuda::DeviceBackend& b, int batch, int context, int 
     const Status released = b.ReleaseSequence(seq);
     if (s.ok()) s = released;
   }
-  if (!s.ok()) return s.WithContext(fmt::format("batch {}, {}-token prompts, {}", batch, context,
-                                                candidates ? "candidates" : "full logits"));
+  if (!s.ok())
+    return s.WithContext(
+        fmt::format("batch {}, {}-token prompts, {}", batch, context, candidates ? "candidates" : "full logits"));
   return run;
 }
 
@@ -125,8 +127,8 @@ Result<std::vector<int>> WarmGraphBuckets(cuda::DeviceBackend& b, int max_batch)
   return buckets;
 }
 
-Result<CandidatesCheck> CheckCandidatesMatchLogits(cuda::DeviceBackend& b, const std::vector<int>& batches,
-                                                   int context, int steps) {
+Result<CandidatesCheck> CheckCandidatesMatchLogits(cuda::DeviceBackend& b, const std::vector<int>& batches, int context,
+                                                   int steps) {
   CandidatesCheck check;
   for (int batch : batches) {
     const uint64_t seed = 500 + static_cast<uint64_t>(batch);

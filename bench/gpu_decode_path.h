@@ -24,8 +24,8 @@ struct DecodeRun {
   std::vector<std::vector<int32_t>> tokens;
   // Top-1 logit of each token above (the first candidate's, or the row's maximum).
   std::vector<std::vector<float>> top_logits;
-  double prefill_s = 0;         // the prompts, one forward pass each, before the first step
-  std::vector<double> step_s;   // wall time of each decode step (Forward call, candidates included)
+  double prefill_s = 0;        // the prompts, one forward pass each, before the first step
+  std::vector<double> step_s;  // wall time of each decode step (Forward call, candidates included)
 };
 
 // `batch` fresh sequences, prompt s = SyntheticPrompt(seed + s, context), each prefilled in its own

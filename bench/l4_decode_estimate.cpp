@@ -55,8 +55,9 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
   const double hi = a.read_gbs_high, lo = a.read_gbs_low;
   const L4StepRange r = EstimateL4Step(kernels, copy_gbs_here, a);
   std::printf("\n* 4xL4 estimate (NOT a measurement of an L4): %s\n\n", what.c_str());
-  std::printf("| kernel (one rank) | per step | MB read per launch | us here | fixed us | us on L4, fast / slow | "
-              "ms per step on L4, fast / slow |\n");
+  std::printf(
+      "| kernel (one rank) | per step | MB read per launch | us here | fixed us | us on L4, fast / slow | "
+      "ms per step on L4, fast / slow |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
   for (const StepKernel& k : kernels) {
     const double fast = L4Micros(k, copy_gbs_here, hi), slow = L4Micros(k, copy_gbs_here, lo);
@@ -73,21 +74,23 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
               a.all_reduce_us_high, r.all_reduce_fast_ms, r.all_reduce_slow_ms);
   std::printf("| **decode step** | | %.0f MB | | | | **%.2f / %.2f** |\n\n", r.bytes / 1e6, r.fast_ms, r.slow_ms);
 
-  std::printf("* bandwidth-bound kernels on L4: t = fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
-              "read + write) / L4 read bandwidth, at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
-              "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3): %.2f / %.2f ms per step\n",
-              copy_gbs_here, hi, 100 * hi / kL4SpecGBs, kL4SpecGBs, lo, 100 * lo / kL4SpecGBs, r.bandwidth_fast_ms,
-              r.bandwidth_slow_ms);
+  std::printf(
+      "* bandwidth-bound kernels on L4: t = fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
+      "read + write) / L4 read bandwidth, at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
+      "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3): %.2f / %.2f ms per step\n",
+      copy_gbs_here, hi, 100 * hi / kL4SpecGBs, kL4SpecGBs, lo, 100 * lo / kL4SpecGBs, r.bandwidth_fast_ms,
+      r.bandwidth_slow_ms);
   std::printf("* latency-bound kernels and the host part of a step, kept as measured on this GPU: %.2f ms per step\n",
               r.latency_ms);
   std::printf("* all-reduce: %d per step x %.1f-%.1f us (%s) = %.2f-%.2f ms per step\n", a.all_reduces,
               a.all_reduce_us_low, a.all_reduce_us_high, a.all_reduce_source.c_str(), r.all_reduce_fast_ms,
               r.all_reduce_slow_ms);
-  std::printf("* => 4xL4, tp 4, batch-1 decode: %.2f-%.2f ms per token = **%.1f-%.1f tok/s** (estimate), beside "
-              "vLLM's %.1f tok/s measured on the reference box (bf16, tp 4, eager) and the %.1f tok/s roofline "
-              "(%.2f GB per rank per token at %.0f GB/s)\n",
-              r.fast_ms, r.slow_ms, 1e3 / r.slow_ms, 1e3 / r.fast_ms, kVllmL4TokS, kL4SpecGBs * 1e9 / r.bytes,
-              r.bytes / 1e9, kL4SpecGBs);
+  std::printf(
+      "* => 4xL4, tp 4, batch-1 decode: %.2f-%.2f ms per token = **%.1f-%.1f tok/s** (estimate), beside "
+      "vLLM's %.1f tok/s measured on the reference box (bf16, tp 4, eager) and the %.1f tok/s roofline "
+      "(%.2f GB per rank per token at %.0f GB/s)\n",
+      r.fast_ms, r.slow_ms, 1e3 / r.slow_ms, 1e3 / r.fast_ms, kVllmL4TokS, kL4SpecGBs * 1e9 / r.bytes, r.bytes / 1e9,
+      kL4SpecGBs);
 }
 
 }  // namespace temper::bench

@@ -59,11 +59,11 @@ struct L4Assumptions {
 };
 
 struct L4StepRange {
-  double fast_ms = 0, slow_ms = 0;                    // whole step
+  double fast_ms = 0, slow_ms = 0;                      // whole step
   double bandwidth_fast_ms = 0, bandwidth_slow_ms = 0;  // bandwidth-bound kernels
-  double latency_ms = 0;                              // latency-bound kernels and the host, as measured
+  double latency_ms = 0;                                // latency-bound kernels and the host, as measured
   double all_reduce_fast_ms = 0, all_reduce_slow_ms = 0;
-  double bytes = 0;                                   // read per step by the bandwidth-bound kernels
+  double bytes = 0;  // read per step by the bandwidth-bound kernels
 };
 
 // Per-launch time on an L4 at `read_gbs` (the formula above).

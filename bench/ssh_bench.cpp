@@ -18,13 +18,13 @@
 #include <fmt/format.h>
 
 #include "bench/bench_timing.h"
-#include "stig/ssh/netns_ssh_host.h"
-#include "stig/ssh/ssh_test_root.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
+#include "stig/ssh/netns_ssh_host.h"
 #include "stig/ssh/remote_oscap.h"
 #include "stig/ssh/ssh_connection.h"
 #include "stig/ssh/ssh_known_hosts.h"
+#include "stig/ssh/ssh_test_root.h"
 #include "stig/ssh/undo_journal.h"
 
 namespace {
@@ -63,7 +63,8 @@ Status Bench(RemoteShell& shell, const std::string& local_tree, int reps, const 
   const std::string mib(1 << 20, 'x');
   TEMPER_RETURN_IF_ERROR(Time("write 1 MiB (temp file, length check, rename)", reps,
                               [&] { return RemoteWriteFile(shell, "/etc/temper-ssh-bench", mib, 0600); }));
-  TEMPER_RETURN_IF_ERROR(Time("read 1 MiB", reps, [&] { return RemoteReadFile(shell, "/etc/temper-ssh-bench", 2 << 20).status(); }));
+  TEMPER_RETURN_IF_ERROR(
+      Time("read 1 MiB", reps, [&] { return RemoteReadFile(shell, "/etc/temper-ssh-bench", 2 << 20).status(); }));
   TEMPER_ASSIGN_OR_RETURN(ProcessResult removed, shell.Exec({"rm", "-f", "/etc/temper-ssh-bench"}, {}, limits));
   (void)removed;
 
@@ -85,10 +86,10 @@ Status Bench(RemoteShell& shell, const std::string& local_tree, int reps, const 
   Evaluator evaluator(*content, {}, log);
   RemoteOscap oscap(shell, "/var/lib/temper", log);
   EvaluationRequest one{.rule_ids = {"sshd_disable_root_login"}};
-  TEMPER_RETURN_IF_ERROR(Time("oscap on the host, 1 rule (datastream cached)", reps, [&] {
-    return oscap.Evaluate(evaluator, one).status();
-  }));
-  TEMPER_RETURN_IF_ERROR(Time("oscap on the host, whole profile", 1, [&] { return oscap.Evaluate(evaluator, {}).status(); }));
+  TEMPER_RETURN_IF_ERROR(Time("oscap on the host, 1 rule (datastream cached)", reps,
+                              [&] { return oscap.Evaluate(evaluator, one).status(); }));
+  TEMPER_RETURN_IF_ERROR(
+      Time("oscap on the host, whole profile", 1, [&] { return oscap.Evaluate(evaluator, {}).status(); }));
   if (!local_tree.empty()) {
     TEMPER_RETURN_IF_ERROR(Time("local evaluator on the same tree, 1 rule", reps,
                                 [&] { return evaluator.Evaluate(local_tree, one).status(); }));
@@ -113,7 +114,8 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::max(1, std::atoi(value().c_str()));
     else if (a == "--netns") netns = true;
     else {
-      std::fprintf(stderr, "usage: ssh_bench --host USER@NAME[:PORT] --known-hosts FILE [--key FILE] [--reps N] | --netns\n");
+      std::fprintf(stderr,
+                   "usage: ssh_bench --host USER@NAME[:PORT] --known-hosts FILE [--key FILE] [--reps N] | --netns\n");
       return 2;
     }
   }
@@ -124,14 +126,16 @@ int main(int argc, char** argv) {
   if (netns) {
     Result<temper::testing::SshTestRoot> root = temper::testing::EnsureSshTestRoot(log);
     if (!root.ok()) return Fail(root.status());
-    Result<std::unique_ptr<temper::testing::NetnsSshHost>> started = temper::testing::NetnsSshHost::Start(*root, "bench");
+    Result<std::unique_ptr<temper::testing::NetnsSshHost>> started =
+        temper::testing::NetnsSshHost::Start(*root, "bench");
     if (!started.ok()) return Fail(started.status());
     test_host = std::move(*started);
     known_hosts = test_host->dir() + "/files/known_hosts";
     Result<HostKey> accepted =
         AcceptHostKey(known_hosts, test_host->Endpoint("root"), test_host->fingerprint(), std::chrono::seconds(5));
     if (!accepted.ok()) return Fail(accepted.status());
-    options = temper::testing::TestSshOptions(test_host->Endpoint("root"), root->client_key, known_hosts, control.path());
+    options =
+        temper::testing::TestSshOptions(test_host->Endpoint("root"), root->client_key, known_hosts, control.path());
   } else {
     Result<SshEndpoint> endpoint = SshEndpoint::Parse(host);
     if (!endpoint.ok()) return Fail(endpoint.status());

@@ -27,12 +27,12 @@
 
 #include "bench/bench_timing.h"
 #include "stig/baseline.h"
-#include "stig/scap/content.h"
-#include "stig/scap/evaluator.h"
-#include "stig/scap/oval_evidence.h"
 #include "stig/package_install.h"
 #include "stig/rootfs/rootfs_builder.h"
 #include "stig/rootfs/rootfs_target.h"
+#include "stig/scap/content.h"
+#include "stig/scap/evaluator.h"
+#include "stig/scap/oval_evidence.h"
 
 namespace {
 
@@ -50,8 +50,8 @@ int Fail(const Status& s) {
 std::uint64_t TreeBytes(const std::string& root) {
   std::uint64_t total = 0;
   std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(root, ec); !ec && it != std::filesystem::recursive_directory_iterator();
-       it.increment(ec)) {
+  for (auto it = std::filesystem::recursive_directory_iterator(root, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += it->file_size(ec);
   }
   return total;
@@ -137,13 +137,14 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
     drop.push_back(Ms(a, Clock::now()));
     if (auto r = t.Revert(*base); !r.ok()) return r;
   }
-  fmt::print("scratch view (mount + unmount): median {:.1f} ms; undo one of three fixes: overlap check median "
-             "{:.1f} ms, drop median {:.1f} ms\n", Median(scratch), Median(overlaps), Median(drop));
+  fmt::print(
+      "scratch view (mount + unmount): median {:.1f} ms; undo one of three fixes: overlap check median "
+      "{:.1f} ms, drop median {:.1f} ms\n",
+      Median(scratch), Median(overlaps), Median(drop));
   for (int i = 0; i < std::min(reps, 3); ++i) {
     auto s = t.Snapshot();
     if (!s.ok()) return s.status();
-    auto inst = t.Run("apt-get install -y -q apparmor chrony ufw vlock >/dev/null 2>&1",
-                      SandboxLimits{});
+    auto inst = t.Run("apt-get install -y -q apparmor chrony ufw vlock >/dev/null 2>&1", SandboxLimits{});
     if (!inst.ok()) return inst.status();
     auto changed = t.snapshots().ChangedPaths();
     auto a = Clock::now();
@@ -159,7 +160,8 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
     a = Clock::now();
     if (auto r = t.Revert(*s); !r.ok()) return r;
     revert_large.push_back(Ms(a, Clock::now()));
-    if (i == 0) fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());
+    if (i == 0)
+      fmt::print("large change: {} paths changed ({})\n", changed.ok() ? changed->size() : 0, inst->Describe());
   }
   fmt::print("revert after installing 4 packages: median {:.1f} ms\n", Median(revert_large));
   return Status::OK();
@@ -192,8 +194,9 @@ int main(int argc, char** argv) {
         at = comma + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR] "
-                           "[--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]\n");
+      std::fprintf(stderr,
+                   "usage: stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR] "
+                   "[--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]\n");
       return 2;
     }
   }
@@ -239,10 +242,10 @@ int main(int argc, char** argv) {
         changed = done->changed.size();
         if (auto r = t.Revert(*s); !r.ok()) return Fail(r);
       }
-      fmt::print("install {} ({} packages, {} files, {:.1f} MB): first fetch into the cache {:.0f} ms; "
-                 "resolve from the warm cache median {:.0f} ms; resolve + install median {:.0f} ms over {}\n",
-                 name, changed, first->files.size(), bytes / 1e6, fetch_ms, Median(prepare), Median(total),
-                 total.size());
+      fmt::print(
+          "install {} ({} packages, {} files, {:.1f} MB): first fetch into the cache {:.0f} ms; "
+          "resolve from the warm cache median {:.0f} ms; resolve + install median {:.0f} ms over {}\n",
+          name, changed, first->files.size(), bytes / 1e6, fetch_ms, Median(prepare), Median(total), total.size());
     }
   }
 

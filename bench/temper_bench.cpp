@@ -37,21 +37,21 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "bench/bench_timing.h"
 #include "common/log.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
-#include "engine/loaded_model.h"
 #include "engine/kv_cache.h"
+#include "engine/loaded_model.h"
 #include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
+#include "engine/model/weights.h"
 #include "engine/sampler.h"
 #include "engine/serve/scheduler.h"
-#include "engine/model/tensor_parallel.h"
 #include "engine/thread_pool.h"
-#include "engine/model/weights.h"
 
 #if TEMPER_HAVE_CUDA
 #include "bench/temper_bench_gpu.h"
@@ -209,7 +209,8 @@ Status Run(const Args& a) {
   // A seeded pseudo-random prompt.
   std::vector<int32_t> prompt(static_cast<size_t>(a.prompt_tokens));
   uint64_t s = 12345;
-  for (int32_t& t : prompt) t = static_cast<int32_t>((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33) % config.vocab_size;
+  for (int32_t& t : prompt)
+    t = static_cast<int32_t>((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33) % config.vocab_size;
   TEMPER_ASSIGN_OR_RETURN(SequenceId seq, backend->AddSequence());
   const auto p0 = Clock::now();
   ForwardItem item{seq, prompt, false};
@@ -227,7 +228,8 @@ Status Run(const Args& a) {
   }
   int64_t ctx = a.prompt_tokens + 1;
   std::vector<double> tok_s, read_ratio, copy_ratio;
-  std::printf("round  read-only GB/s  memcpy GB/s (r+w)  decode tok/s  decode GB/s  %% of read-only  %% of memcpy (r+w)\n");
+  std::printf(
+      "round  read-only GB/s  memcpy GB/s (r+w)  decode tok/s  decode GB/s  %% of read-only  %% of memcpy (r+w)\n");
   for (int round = 0; round < a.rounds; ++round) {
     const double read = yardsticks.Read(3);
     const double copy = yardsticks.Copy(3);
@@ -247,10 +249,11 @@ Status Run(const Args& a) {
                 100 * gbs / read, 100 * gbs / copy);
   }
   const double bytes = DecodeBytes(config, ctx);
-  std::printf("decode reads %.1f MB/token; median over %d rounds: %.2f tok/s (%.1f ms/token) = %.0f%% of read-only "
-              "bandwidth, %.0f%% of memcpy bandwidth counted read + write (%.0f%% of its read half); load average %.2f\n",
-              bytes / 1e6, a.rounds, Median(tok_s), 1e3 / Median(tok_s), 100 * Median(read_ratio),
-              100 * Median(copy_ratio), 200 * Median(copy_ratio), LoadAverage());
+  std::printf(
+      "decode reads %.1f MB/token; median over %d rounds: %.2f tok/s (%.1f ms/token) = %.0f%% of read-only "
+      "bandwidth, %.0f%% of memcpy bandwidth counted read + write (%.0f%% of its read half); load average %.2f\n",
+      bytes / 1e6, a.rounds, Median(tok_s), 1e3 / Median(tok_s), 100 * Median(read_ratio), 100 * Median(copy_ratio),
+      200 * Median(copy_ratio), LoadAverage());
   std::printf("last logits hash %016llx\n", static_cast<unsigned long long>(HashLogits(r.logits)));
   return Status::OK();
 }
@@ -260,7 +263,9 @@ Status Run(const Args& a) {
 std::vector<int32_t> BenchPrompt(uint64_t seed, int n, int vocab) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
   uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (int32_t& t : ids) t = static_cast<int32_t>(((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33) % static_cast<uint64_t>(vocab));
+  for (int32_t& t : ids)
+    t = static_cast<int32_t>(((s = s * 6364136223846793005ull + 1442695040888963407ull) >> 33) %
+                             static_cast<uint64_t>(vocab));
   return ids;
 }
 
@@ -276,10 +281,11 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
   CpuKvStore store(config, shards[0], pager);
   const double per_token = static_cast<double>(store.block_bytes()) / kv.block_tokens;
   const double gib = 1024.0 * 1024.0 * 1024.0;
-  std::printf("KV capacity (%s, fp32 as the CPU backend stores it): full layers %.0f B/token = %.0f tokens/GiB "
-              "(bf16 would be %.0f); sliding window state %.1f MiB per sequence (%d tokens)\n",
-              label, per_token, gib / per_token, 2 * gib / per_token, static_cast<double>(store.ring_bytes()) / (1 << 20),
-              config.sliding_window);
+  std::printf(
+      "KV capacity (%s, fp32 as the CPU backend stores it): full layers %.0f B/token = %.0f tokens/GiB "
+      "(bf16 would be %.0f); sliding window state %.1f MiB per sequence (%d tokens)\n",
+      label, per_token, gib / per_token, 2 * gib / per_token, static_cast<double>(store.ring_bytes()) / (1 << 20),
+      config.sliding_window);
   Result<std::vector<RankShard>> tp4 = PlanShards(config, 4);
   if (!tp4.ok()) return Status::OK();  // a shape that does not split four ways has no L4 plan
   // The card's 23,034 MiB (as GKE reports an L4) are not all free: the driver's context takes its
@@ -299,15 +305,16 @@ Status ReportKvCapacity(const ModelConfig& config, const char* label) {
     return Status::OK();
   }
   const double kv_gib = static_cast<double>(plan->kv_pool_bytes + plan->ring_bytes) / gib;
-  std::printf("KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4 less an assumed 0.5 GiB context, "
-              "8 sequences): weights %.2f GiB, workspace %.2f GiB, all-reduce %.3f GiB, rings %.2f GiB, kept for "
-              "CUDA and NCCL %.2f GiB, pool %.2f GiB = %lld tokens, margin %.2f GiB; %.0f tokens/GiB of pool (%.1fx "
-              "vLLM's 4,361), %.0f counting the rings (%.1fx)\n",
-              label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->all_reduce_bytes / gib,
-              plan->ring_bytes / gib, plan->reserve_bytes / gib, plan->kv_pool_bytes / gib,
-              static_cast<long long>(plan->kv_capacity_tokens), plan->margin_bytes / gib,
-              gib / static_cast<double>(plan->rank.kv_per_token), gib / static_cast<double>(plan->rank.kv_per_token) / 4361,
-              plan->kv_capacity_tokens / kv_gib, plan->kv_capacity_tokens / kv_gib / 4361);
+  std::printf(
+      "KV capacity (%s, CUDA backend's memory plan, tp 4 on a 22.5 GiB L4 less an assumed 0.5 GiB context, "
+      "8 sequences): weights %.2f GiB, workspace %.2f GiB, all-reduce %.3f GiB, rings %.2f GiB, kept for "
+      "CUDA and NCCL %.2f GiB, pool %.2f GiB = %lld tokens, margin %.2f GiB; %.0f tokens/GiB of pool (%.1fx "
+      "vLLM's 4,361), %.0f counting the rings (%.1fx)\n",
+      label, plan->weight_bytes / gib, plan->workspace_bytes / gib, plan->all_reduce_bytes / gib,
+      plan->ring_bytes / gib, plan->reserve_bytes / gib, plan->kv_pool_bytes / gib,
+      static_cast<long long>(plan->kv_capacity_tokens), plan->margin_bytes / gib,
+      gib / static_cast<double>(plan->rank.kv_per_token), gib / static_cast<double>(plan->rank.kv_per_token) / 4361,
+      plan->kv_capacity_tokens / kv_gib, plan->kv_capacity_tokens / kv_gib / 4361);
   return Status::OK();
 }
 
@@ -317,10 +324,12 @@ Status RunServing(const Args& a) {
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
   const ModelConfig& config = model.config;
   std::shared_ptr<const ModelWeights> weights = model.weights;
-  std::printf("model: %.3f B parameters, window %d, threads %d\n", config.ParameterCount() / 1e9, config.sliding_window, threads);
+  std::printf("model: %.3f B parameters, window %d, threads %d\n", config.ParameterCount() / 1e9, config.sliding_window,
+              threads);
   CpuBackendOptions options;
   options.threads = threads;
-  options.max_context = std::min<int64_t>(config.max_position_embeddings, 2 * a.serving_prompt + 2 * a.serving_suffix + 64);
+  options.max_context =
+      std::min<int64_t>(config.max_position_embeddings, 2 * a.serving_prompt + 2 * a.serving_suffix + 64);
   options.kv.max_sequences = std::max(a.streams, 2);
   options.kv.max_tokens = 2 * options.max_context + int64_t{a.streams} * (a.stream_tokens + 64);
   options.kv.max_snapshots = 8;
@@ -350,11 +359,12 @@ Status RunServing(const Args& a) {
   resend.insert(resend.end(), s1.begin(), s1.end());
   resend.insert(resend.end(), s2.begin(), s2.end());
   TEMPER_ASSIGN_OR_RETURN(StreamEvent w, run(resend, 1));
-  std::printf("TTFT cold: %d + %d tokens in %.3f s; warm (same %d tokens resent + %d new): %.3f s, %lld tokens from cache "
-              "= %.1f%% of cold\n",
-              a.serving_prompt, a.serving_suffix, c.usage.ttft_seconds, a.serving_prompt + a.serving_suffix,
-              a.serving_suffix, w.usage.ttft_seconds, static_cast<long long>(w.usage.cached_prompt_tokens),
-              100.0 * w.usage.ttft_seconds / c.usage.ttft_seconds);
+  std::printf(
+      "TTFT cold: %d + %d tokens in %.3f s; warm (same %d tokens resent + %d new): %.3f s, %lld tokens from cache "
+      "= %.1f%% of cold\n",
+      a.serving_prompt, a.serving_suffix, c.usage.ttft_seconds, a.serving_prompt + a.serving_suffix, a.serving_suffix,
+      w.usage.ttft_seconds, static_cast<long long>(w.usage.cached_prompt_tokens),
+      100.0 * w.usage.ttft_seconds / c.usage.ttft_seconds);
 
   // One stream, then N at once: short prompts so the time is decode.
   const auto t1 = Clock::now();
@@ -372,8 +382,9 @@ Status RunServing(const Args& a) {
   int64_t total = 0;
   for (auto& s : streams) total += s->Wait().usage.completion_tokens;
   const double aggregate = static_cast<double>(total) / Seconds(tn, Clock::now());
-  std::printf("decode (16-token prompts, %d tokens each): 1 stream %.1f tok/s; %d streams %.1f tok/s aggregate = %.2fx\n",
-              a.stream_tokens, single, a.streams, aggregate, aggregate / single);
+  std::printf(
+      "decode (16-token prompts, %d tokens each): 1 stream %.1f tok/s; %d streams %.1f tok/s aggregate = %.2fx\n",
+      a.stream_tokens, single, a.streams, aggregate, aggregate / single);
 
   TEMPER_RETURN_IF_ERROR(ReportKvCapacity(config, "this model"));
   if (!a.kv_config.empty()) {
@@ -399,7 +410,8 @@ int main(int argc, char** argv) {
   app.add_option("--copy-mib", a.copy_mib, "memcpy buffer size in MiB")->check(CLI::PositiveNumber);
   app.add_flag("--serving", a.serving, "benchmark the serving layer (TTFT cold/warm, concurrent streams, KV capacity)");
   app.add_option("--serving-prompt", a.serving_prompt, "long prompt for the TTFT test")->check(CLI::PositiveNumber);
-  app.add_option("--serving-suffix", a.serving_suffix, "new tokens after the resent prompt")->check(CLI::PositiveNumber);
+  app.add_option("--serving-suffix", a.serving_suffix, "new tokens after the resent prompt")
+      ->check(CLI::PositiveNumber);
   app.add_option("--streams", a.streams, "concurrent streams")->check(CLI::PositiveNumber);
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
@@ -416,11 +428,15 @@ int main(int argc, char** argv) {
     if (a.synthetic.empty()) {
       s = temper::Status::InvalidArgument("--gpus measures synthetic weights: give --synthetic CONFIG.json");
     } else {
-      s = temper::engine::bench::RunGpuBench({.config = a.synthetic, .devices = gpus, .prefill_tokens = gpu_prefill,
-                                              .decode_tokens = gpu_decode, .context_tokens = gpu_context});
+      s = temper::engine::bench::RunGpuBench({.config = a.synthetic,
+                                              .devices = gpus,
+                                              .prefill_tokens = gpu_prefill,
+                                              .decode_tokens = gpu_decode,
+                                              .context_tokens = gpu_context});
     }
 #else
-    s = temper::Status::Unimplemented("--gpus: this build has no CUDA backend (nvcc was not found when it was configured)");
+    s = temper::Status::Unimplemented(
+        "--gpus: this build has no CUDA backend (nvcc was not found when it was configured)");
 #endif
   } else {
     s = a.serving ? temper::engine::RunServing(a) : temper::engine::Run(a);

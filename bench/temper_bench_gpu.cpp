@@ -77,9 +77,10 @@ Status Prefill(cuda::DeviceBackend& b, const std::vector<int>& lengths, int max_
   };
   // cuBLASLt picks and caches an algorithm per GEMM shape on first use: not inside a timing.
   TEMPER_RETURN_IF_ERROR(once(std::min(max_rows, *std::max_element(lengths.begin(), lengths.end()))).status());
-  std::printf("\n* prefill, one sequence, passes of up to %d tokens, candidates of the last token (time to first "
-              "token; two runs after a warm-up pass, the faster one counted):\n\n",
-              max_rows);
+  std::printf(
+      "\n* prefill, one sequence, passes of up to %d tokens, candidates of the last token (time to first "
+      "token; two runs after a warm-up pass, the faster one counted):\n\n",
+      max_rows);
   std::printf("| prompt tokens | passes | first run s | second run s | tok/s |\n|---:|---:|---:|---:|---:|\n");
   for (int n : lengths) {
     TEMPER_ASSIGN_OR_RETURN(double first, once(n));
@@ -106,8 +107,9 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   TEMPER_ASSIGN_OR_RETURN(double copy_gbs, ::temper::bench::DeviceCopyBandwidth(a.devices[0]));
 
   // ---- 2. the backend ----
-  const int longest = std::max(*std::max_element(a.prefill_tokens.begin(), a.prefill_tokens.end()),
-                               a.context_tokens + *std::max_element(a.decode_tokens.begin(), a.decode_tokens.end()) + 1);
+  const int longest =
+      std::max(*std::max_element(a.prefill_tokens.begin(), a.prefill_tokens.end()),
+               a.context_tokens + *std::max_element(a.decode_tokens.begin(), a.decode_tokens.end()) + 1);
   cuda::CudaBackendOptions options;
   options.devices = a.devices;
   options.kv_memory_fraction = a.kv_fraction;
@@ -123,11 +125,11 @@ Status RunGpuBench(const GpuBenchArgs& a) {
                           cuda::CreateCudaBackend(config, nullptr, options, &info));
   const double load_s = Seconds(l0, Clock::now());
   const std::string gpu_name = info.gpus.empty() ? "?" : info.gpus[0].name;
-  std::printf("* temper-bench --gpus %s: %s at tp %d, synthetic bf16 weights, on %s; copy bandwidth %.0f GB/s "
-              "(GPU %d, 1 GiB device to device, read + write, median of 10)\n",
-              fmt::format("{}", fmt::join(a.devices, ",")).c_str(),
-              std::filesystem::path(a.config).parent_path().filename().c_str(), tp, gpu_name.c_str(), copy_gbs,
-              a.devices[0]);
+  std::printf(
+      "* temper-bench --gpus %s: %s at tp %d, synthetic bf16 weights, on %s; copy bandwidth %.0f GB/s "
+      "(GPU %d, 1 GiB device to device, read + write, median of 10)\n",
+      fmt::format("{}", fmt::join(a.devices, ",")).c_str(),
+      std::filesystem::path(a.config).parent_path().filename().c_str(), tp, gpu_name.c_str(), copy_gbs, a.devices[0]);
   std::printf("* load: %.2f s (weights filled on the device, KV pool and buffers allocated); all-reduce: %s\n", load_s,
               info.all_reduce.c_str());
   std::map<int, double> free_after_load;
@@ -135,10 +137,11 @@ Status RunGpuBench(const GpuBenchArgs& a) {
     TEMPER_ASSIGN_OR_RETURN(free_after_load[g.device], FreeGiB(g.device));
   }
   const KvUsage kv = backend->kv_usage();
-  std::printf("* KV capacity: %lld tokens in the paged pool (full-attention layers, %d-token blocks of %.0f KiB, all "
-              "ranks), plus %d sequence slots of sliding-window rings (%.0f MiB each, all ranks); max context %lld tokens\n",
-              static_cast<long long>(info.kv_capacity_tokens), kv.block_tokens, kv.block_bytes / 1024.0,
-              kv.max_sequences, kv.window_bytes / (1024.0 * 1024.0), static_cast<long long>(backend->context_limit()));
+  std::printf(
+      "* KV capacity: %lld tokens in the paged pool (full-attention layers, %d-token blocks of %.0f KiB, all "
+      "ranks), plus %d sequence slots of sliding-window rings (%.0f MiB each, all ranks); max context %lld tokens\n",
+      static_cast<long long>(info.kv_capacity_tokens), kv.block_tokens, kv.block_bytes / 1024.0, kv.max_sequences,
+      kv.window_bytes / (1024.0 * 1024.0), static_cast<long long>(backend->context_limit()));
 
   // ---- 3, 4. every bucket warmed; candidates against full logits ----
   TEMPER_ASSIGN_OR_RETURN(std::vector<int> buckets, WarmGraphBuckets(*backend, a.max_batch));
@@ -147,23 +150,26 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   const std::vector<int> batches = a.max_batch > 1 ? std::vector<int>{1, a.max_batch} : std::vector<int>{1};
   TEMPER_ASSIGN_OR_RETURN(CandidatesCheck check,
                           CheckCandidatesMatchLogits(*backend, batches, kCheckContext, kCheckSteps));
-  std::printf("* self-check passed: greedy tokens from candidates equal greedy tokens from full logits (same %d-token "
-              "prompts, fresh sequences, batch %s, prefill + %d steps): %d tokens, top-1 logit max |diff| %.3g; no "
-              "NaN or inf\n",
-              kCheckContext, fmt::format("{}", fmt::join(batches, " and ")).c_str(), kCheckSteps,
-              check.tokens_compared, check.max_top_logit_diff);
+  std::printf(
+      "* self-check passed: greedy tokens from candidates equal greedy tokens from full logits (same %d-token "
+      "prompts, fresh sequences, batch %s, prefill + %d steps): %d tokens, top-1 logit max |diff| %.3g; no "
+      "NaN or inf\n",
+      kCheckContext, fmt::format("{}", fmt::join(batches, " and ")).c_str(), kCheckSteps, check.tokens_compared,
+      check.max_top_logit_diff);
 
   // ---- 5. prefill ----
   TEMPER_RETURN_IF_ERROR(Prefill(*backend, a.prefill_tokens, a.max_rows));
 
   // ---- 6. decode ----
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, tp));
-  std::printf("\n* decode after a %d-token prompt, candidates (greedy = the first), every step a captured graph; "
-              "bytes = weights once per step + each sequence's KV at the mean context, for the ranks on GPU %d; "
-              "%% of the copy bandwidth measured above:\n\n",
-              a.context_tokens, a.devices[0]);
-  std::printf("| batch | steps | ms per step (median) | tok/s (steps) | tok/s (with prefill) | GB per step | GB/s | "
-              "%% of copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf(
+      "\n* decode after a %d-token prompt, candidates (greedy = the first), every step a captured graph; "
+      "bytes = weights once per step + each sequence's KV at the mean context, for the ranks on GPU %d; "
+      "%% of the copy bandwidth measured above:\n\n",
+      a.context_tokens, a.devices[0]);
+  std::printf(
+      "| batch | steps | ms per step (median) | tok/s (steps) | tok/s (with prefill) | GB per step | GB/s | "
+      "%% of copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int batch : batches) {
     for (int steps : a.decode_tokens) {
       TEMPER_ASSIGN_OR_RETURN(DecodeRun run,
@@ -171,7 +177,8 @@ Status RunGpuBench(const GpuBenchArgs& a) {
       double bytes = 0;
       const int64_t mean_context = a.context_tokens + steps / 2;
       for (int r = 0; r < tp; ++r) {
-        if (a.devices[r] == a.devices[0]) bytes += ::temper::bench::RankDecodeReadBytes(config, shards[r], mean_context, batch);
+        if (a.devices[r] == a.devices[0])
+          bytes += ::temper::bench::RankDecodeReadBytes(config, shards[r], mean_context, batch);
       }
       double sum = 0;
       for (double s : run.step_s) sum += s;
@@ -187,12 +194,13 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   for (const auto& g : info.gpus) {
     TEMPER_ASSIGN_OR_RETURN(double free_end, FreeGiB(g.device));
     const double own = (g.weight_bytes + g.kv_bytes + g.workspace_bytes) / kGiB;
-    std::printf("* GPU %d (%s), %d rank(s): free before load %.2f GiB; weights %.2f GiB, KV %.2f GiB (rings and paged "
-                "pool), workspace %.2f GiB; free after load %.2f GiB, after every graph and run %.2f GiB (the real "
-                "margin); %.2f GiB held beyond those buffers (CUDA module code, graphs, cuBLASLt workspaces and "
-                "handles, all-reduce buffers, allocator rounding)\n",
-                g.device, g.name.c_str(), g.ranks, g.free_before / kGiB, g.weight_bytes / kGiB, g.kv_bytes / kGiB,
-                g.workspace_bytes / kGiB, free_after_load[g.device], free_end, g.free_before / kGiB - free_end - own);
+    std::printf(
+        "* GPU %d (%s), %d rank(s): free before load %.2f GiB; weights %.2f GiB, KV %.2f GiB (rings and paged "
+        "pool), workspace %.2f GiB; free after load %.2f GiB, after every graph and run %.2f GiB (the real "
+        "margin); %.2f GiB held beyond those buffers (CUDA module code, graphs, cuBLASLt workspaces and "
+        "handles, all-reduce buffers, allocator rounding)\n",
+        g.device, g.name.c_str(), g.ranks, g.free_before / kGiB, g.weight_bytes / kGiB, g.kv_bytes / kGiB,
+        g.workspace_bytes / kGiB, free_after_load[g.device], free_end, g.free_before / kGiB - free_end - own);
   }
 
   // ---- 7. all-reduce ----
@@ -201,11 +209,13 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   if (ranks.size() > 1) {
     const std::vector<AllReduceMessage> messages = ModelAllReduceMessages(config, a.max_batch, a.max_rows);
     TEMPER_ASSIGN_OR_RETURN(std::vector<AllReduceTiming> timings, BenchAllReduce(ranks, messages));
-    std::printf("\n* all-reduce, %zu ranks on GPUs [%s], fp32 residual rows (hidden %d x 4 B per row); each size "
-                "checked exactly before it is timed; median per call inside a CUDA graph:\n\n",
-                ranks.size(), fmt::format("{}", fmt::join(ranks, ", ")).c_str(), config.hidden_size);
-    std::printf("| algorithm | message | bytes | calls per graph | us per call | GB/s (bytes / time) |\n"
-                "|---|---|---:|---:|---:|---:|\n");
+    std::printf(
+        "\n* all-reduce, %zu ranks on GPUs [%s], fp32 residual rows (hidden %d x 4 B per row); each size "
+        "checked exactly before it is timed; median per call inside a CUDA graph:\n\n",
+        ranks.size(), fmt::format("{}", fmt::join(ranks, ", ")).c_str(), config.hidden_size);
+    std::printf(
+        "| algorithm | message | bytes | calls per graph | us per call | GB/s (bytes / time) |\n"
+        "|---|---|---:|---:|---:|---:|\n");
     for (const AllReduceTiming& t : timings) {
       const std::string algo =
           std::string(cuda::AllReduceAlgoName(t.algo)) + (t.chosen ? " (the backend's choice)" : "");

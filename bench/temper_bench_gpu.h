@@ -11,15 +11,15 @@
 namespace temper::engine::bench {
 
 struct GpuBenchArgs {
-  std::string config;                        // config.json of the shape to build
-  std::vector<int> devices;                  // one GPU per rank (may repeat)
+  std::string config;        // config.json of the shape to build
+  std::vector<int> devices;  // one GPU per rank (may repeat)
   std::vector<int> prefill_tokens = {2048, 8192};
-  std::vector<int> decode_tokens = {256};    // timed decode steps per run, at batch 1 and max_batch
-  int context_tokens = 1024;                 // prompt before the decode runs
+  std::vector<int> decode_tokens = {256};  // timed decode steps per run, at batch 1 and max_batch
+  int context_tokens = 1024;               // prompt before the decode runs
   int max_batch = 8;
-  int max_rows = 2048;                       // tokens per prefill pass
+  int max_rows = 2048;  // tokens per prefill pass
   double kv_fraction = 0.9;
-  int all_reduce_ranks = 4;                  // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
+  int all_reduce_ranks = 4;  // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
 };
 
 // Errors: the backend's, a CUDA call's, and Internal when a self-check fails (greedy tokens from

@@ -31,8 +31,9 @@ AcceptBackoff::Action AcceptBackoff::OnError(int err) {
       if (pause_.count() == 0) {
         spell_start_ = std::chrono::steady_clock::now();
         pause_ = kFirstPause;
-        log_.Warning("{}: cannot accept connections ({}); pausing until resources free up, connections wait in the backlog",
-                     listener_, std::strerror(err));
+        log_.Warning(
+            "{}: cannot accept connections ({}); pausing until resources free up, connections wait in the backlog",
+            listener_, std::strerror(err));
       } else {
         pause_ = std::min(pause_ * 2, kLongestPause);
       }

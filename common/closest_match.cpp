@@ -22,8 +22,7 @@ size_t EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-std::vector<std::string> ClosestMatches(std::string_view word,
-                                        const std::vector<std::string>& candidates,
+std::vector<std::string> ClosestMatches(std::string_view word, const std::vector<std::string>& candidates,
                                         size_t max_results) {
   const size_t limit = std::max<size_t>(2, word.size() / 3);
   struct Scored {

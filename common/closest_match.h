@@ -14,8 +14,7 @@ size_t EditDistance(std::string_view a, std::string_view b);
 // Up to `max_results` candidates closest to `word`, nearest first, keeping only those whose distance
 // is at most max(2, |word| / 3): close enough to be a typo, far enough to avoid nonsense suggestions.
 // Candidates that contain `word` as a substring also qualify, ranked after the typo matches.
-std::vector<std::string> ClosestMatches(std::string_view word,
-                                        const std::vector<std::string>& candidates,
+std::vector<std::string> ClosestMatches(std::string_view word, const std::vector<std::string>& candidates,
                                         size_t max_results = 3);
 
 // A ready-made suffix for error messages: " (did you mean 'a', 'b'?)", or "" when nothing is close.

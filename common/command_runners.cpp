@@ -49,8 +49,8 @@ struct OptionSpelling {
 };
 
 struct ParsedOptions {
-  size_t next = 0;                           // the first word after the options (and a "--")
-  std::map<std::string, std::string> seen;   // "-n" / "--adjustment" → value ("" for a flag)
+  size_t next = 0;                          // the first word after the options (and a "--")
+  std::map<std::string, std::string> seen;  // "-n" / "--adjustment" → value ("" for a flag)
   bool Has(std::string_view a, std::string_view b = {}) const {
     return seen.count(std::string(a)) || (!b.empty() && seen.count(std::string(b)));
   }
@@ -97,7 +97,8 @@ ParsedOptions ParseOptions(const std::vector<ShellWord>& w, size_t from, const O
       ++i;
       continue;
     }
-    if (spelling.numeric_option && std::all_of(word.begin() + 1, word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (spelling.numeric_option &&
+        std::all_of(word.begin() + 1, word.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       p.seen["-#"] = word.substr(1);
       ++i;
       continue;
@@ -126,7 +127,8 @@ ParsedOptions ParseOptions(const std::vector<ShellWord>& w, size_t from, const O
 }
 
 std::vector<ShellWord> From(const std::vector<ShellWord>& w, size_t k) {
-  return k >= w.size() ? std::vector<ShellWord>{} : std::vector<ShellWord>(w.begin() + static_cast<std::ptrdiff_t>(k), w.end());
+  return k >= w.size() ? std::vector<ShellWord>{}
+                       : std::vector<ShellWord>(w.begin() + static_cast<std::ptrdiff_t>(k), w.end());
 }
 
 RunnerStep Command(std::vector<ShellWord> rest) {
@@ -159,8 +161,10 @@ RunnerStep Simple(const std::vector<ShellWord>& w, const OptionSpelling& spellin
 // sudo and doas: -s/-i run a shell, with the rest as its command line.
 RunnerStep Sudo(const std::vector<ShellWord>& w, bool doas) {
   ParsedOptions o = doas ? ParseOptions(w, 1, {"uC", {}})
-                         : ParseOptions(w, 1, {"CDgprtTUuR", {"user", "group", "prompt", "close-from", "chdir", "host",
-                                                              "role", "type", "other-user", "command-timeout", "chroot"}});
+                         : ParseOptions(w, 1,
+                                        {"CDgprtTUuR",
+                                         {"user", "group", "prompt", "close-from", "chdir", "host", "role", "type",
+                                          "other-user", "command-timeout", "chroot"}});
   if (o.Has("-s", "--shell") || o.Has("-i", "--login")) {
     if (o.next >= w.size()) return Of(RunnerStep::Kind::kStdinShell);
     return Script(Join(w, o.next, false));
@@ -185,9 +189,10 @@ RunnerStep Env(const std::vector<ShellWord>& w) {
 // su and runuser: -c hands a command line to the login shell (or -s SHELL); runuser -u USER runs
 // the command itself; otherwise the words after the user are the shell's arguments.
 RunnerStep Su(const std::vector<ShellWord>& w, bool runuser) {
-  ParsedOptions o = ParseOptions(w, 1, {runuser ? "cgGsuw" : "cgGsw",
-                                        {"command", "session-command", "group", "supp-group", "shell",
-                                         "whitelist-environment", "user"}});
+  ParsedOptions o =
+      ParseOptions(w, 1,
+                   {runuser ? "cgGsuw" : "cgGsw",
+                    {"command", "session-command", "group", "supp-group", "shell", "whitelist-environment", "user"}});
   size_t next = o.next;
   if (runuser && o.Has("-u", "--user")) return Command(From(w, next));
   while (next < w.size() && (w[next].text == "-" || w[next].text == "-l")) ++next;
@@ -232,8 +237,10 @@ RunnerStep PriorityRunner(const std::vector<ShellWord>& w, const OptionSpelling&
 // that would take them as its command, or a shell that would take them as a script, or the
 // -I replacement names the program, the command is the input's.
 RunnerStep Xargs(const std::vector<ShellWord>& w) {
-  ParsedOptions o = ParseOptions(w, 1, {"aIEdLnPs", {"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args",
-                                                    "max-procs", "max-chars", "process-slot-var"}});
+  ParsedOptions o = ParseOptions(w, 1,
+                                 {"aIEdLnPs",
+                                  {"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs",
+                                   "max-chars", "process-slot-var"}});
   std::vector<ShellWord> rest = From(w, o.next);
   if (rest.empty()) return Command({{"echo", false}});
   std::string replace;
@@ -245,7 +252,8 @@ RunnerStep Xargs(const std::vector<ShellWord>& w) {
   for (int depth = 0; depth < 8; ++depth) {
     if (inner.empty()) return Of(RunnerStep::Kind::kUnjudgeable, why);
     const std::string program = Basename(inner[0].text);
-    if (!replace.empty() && inner[0].text.find(replace) != std::string::npos) return Of(RunnerStep::Kind::kUnjudgeable, why);
+    if (!replace.empty() && inner[0].text.find(replace) != std::string::npos)
+      return Of(RunnerStep::Kind::kUnjudgeable, why);
     if (program == "eval") return Of(RunnerStep::Kind::kUnjudgeable, why);
     if (IsShellProgram(program)) {
       bool has_c = false;
@@ -282,10 +290,12 @@ RunnerStep Ssh(const std::vector<ShellWord>& w) {
 
 // start-stop-daemon --start runs --startas (or --exec) with the words after "--".
 RunnerStep StartStopDaemon(const std::vector<ShellWord>& w) {
-  ParsedOptions o = ParseOptions(w, 1, {"xaunpgcrNPIkdsR", {"exec", "startas", "name", "pidfile", "user", "group",
-                                                           "chuid", "chroot", "chdir", "nicelevel", "procsched",
-                                                           "iosched", "umask", "signal", "retry", "output"},
-                                      false, {"start", "stop", "status", "test"}});
+  ParsedOptions o = ParseOptions(w, 1,
+                                 {"xaunpgcrNPIkdsR",
+                                  {"exec", "startas", "name", "pidfile", "user", "group", "chuid", "chroot", "chdir",
+                                   "nicelevel", "procsched", "iosched", "umask", "signal", "retry", "output"},
+                                  false,
+                                  {"start", "stop", "status", "test"}});
   if (!o.Has("-S", "--start")) return Of(RunnerStep::Kind::kNothing);
   std::string program = o.Has("-a", "--startas") ? o.Value("-a", "--startas") : o.Value("-x", "--exec");
   if (program.empty()) return Of(RunnerStep::Kind::kNothing);
@@ -315,12 +325,14 @@ std::optional<RunnerStep> PeelRunner(const std::vector<ShellWord>& w) {
   if (p == "pkexec") return Simple(w, {"", {"user"}});
   if (p == "fakeroot") return Simple(w, {"lsib", {"lib", "faked"}});
   if (p == "cgexec") return Simple(w, {"g", {}});
-  if (p == "systemd-cat") return Simple(w, {"tp", {"identifier", "priority", "stderr-priority", "level-prefix", "namespace"}});
+  if (p == "systemd-cat")
+    return Simple(w, {"tp", {"identifier", "priority", "stderr-priority", "level-prefix", "namespace"}});
   if (p == "systemd-inhibit") return Simple(w, {"", {"what", "who", "why", "mode"}});
   if (p == "faketime") return Simple(w, {"fm", {}}, 1);
   if (p == "valgrind" || p == "firejail") return Simple(w, {});
   if (p == "strace" || p == "ltrace") {
-    ParsedOptions o = ParseOptions(w, 1, {"abeEIOoPpSsUuXAnLw", {"output", "expr", "attach", "string-limit", "user", "env"}});
+    ParsedOptions o =
+        ParseOptions(w, 1, {"abeEIOoPpSsUuXAnLw", {"output", "expr", "attach", "string-limit", "user", "env"}});
     return Command(From(w, o.next));
   }
   if (p == "command") {
@@ -340,18 +352,20 @@ std::optional<RunnerStep> PeelRunner(const std::vector<ShellWord>& w) {
     return Command(From(w, o.next + 1));
   }
   if (p == "unshare" || p == "nsenter") {
-    ParsedOptions o = p == "unshare"
-                          ? ParseOptions(w, 1, {"SGRw", {"setuid", "setgid", "root", "wd", "propagation", "setgroups",
-                                                         "map-user", "map-group", "map-users", "map-groups"}})
-                          : ParseOptions(w, 1, {"tSG", {"target", "setuid", "setgid", "user-parent"}});
+    ParsedOptions o = p == "unshare" ? ParseOptions(w, 1,
+                                                    {"SGRw",
+                                                     {"setuid", "setgid", "root", "wd", "propagation", "setgroups",
+                                                      "map-user", "map-group", "map-users", "map-groups"}})
+                                     : ParseOptions(w, 1, {"tSG", {"target", "setuid", "setgid", "user-parent"}});
     if (o.next >= w.size()) return Of(K::kStdinShell);
     return Command(From(w, o.next));
   }
   if (p == "setpriv") {
-    ParsedOptions o = ParseOptions(w, 1, {"", {"reuid", "regid", "ruid", "rgid", "euid", "egid", "groups", "inh-caps",
-                                               "ambient-caps", "bounding-set", "securebits", "pdeathsig",
-                                               "selinux-label", "apparmor-profile", "landlock-access", "landlock-rule",
-                                               "rlimit", "ptracer"}});
+    ParsedOptions o = ParseOptions(w, 1,
+                                   {"",
+                                    {"reuid", "regid", "ruid", "rgid", "euid", "egid", "groups", "inh-caps",
+                                     "ambient-caps", "bounding-set", "securebits", "pdeathsig", "selinux-label",
+                                     "apparmor-profile", "landlock-access", "landlock-rule", "rlimit", "ptracer"}});
     return Command(From(w, o.next));
   }
   if (p == "prlimit") {
@@ -371,8 +385,8 @@ std::optional<RunnerStep> PeelRunner(const std::vector<ShellWord>& w) {
     return k < w.size() ? Script(Join(w, k, false)) : Of(K::kNothing);
   }
   if (p == "script") {
-    ParsedOptions o = ParseOptions(w, 1, {"cEIOBTm", {"command", "echo", "log-in", "log-out", "log-io", "log-timing",
-                                                      "logging-format"}});
+    ParsedOptions o = ParseOptions(
+        w, 1, {"cEIOBTm", {"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format"}});
     if (o.Has("-c", "--command")) return Script(o.Value("-c", "--command"));
     return Of(K::kStdinShell);
   }

@@ -32,8 +32,8 @@ namespace temper {
     }                                 \
   } while (0)
 #else
-#define TEMPER_DCHECK(condition, why)                                                         \
-  do {                                                                                        \
+#define TEMPER_DCHECK(condition, why)                                                           \
+  do {                                                                                          \
     if (!(condition)) ::temper::DcheckFailed(#condition, why, std::source_location::current()); \
   } while (0)
 #endif

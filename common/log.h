@@ -34,13 +34,21 @@ class Logger {
   void Write(LogLevel level, std::string_view message) const;
 
   template <typename... Args>
-  void Debug(fmt::format_string<Args...> f, Args&&... args) const { Emit(LogLevel::kDebug, f, std::forward<Args>(args)...); }
+  void Debug(fmt::format_string<Args...> f, Args&&... args) const {
+    Emit(LogLevel::kDebug, f, std::forward<Args>(args)...);
+  }
   template <typename... Args>
-  void Info(fmt::format_string<Args...> f, Args&&... args) const { Emit(LogLevel::kInfo, f, std::forward<Args>(args)...); }
+  void Info(fmt::format_string<Args...> f, Args&&... args) const {
+    Emit(LogLevel::kInfo, f, std::forward<Args>(args)...);
+  }
   template <typename... Args>
-  void Warning(fmt::format_string<Args...> f, Args&&... args) const { Emit(LogLevel::kWarning, f, std::forward<Args>(args)...); }
+  void Warning(fmt::format_string<Args...> f, Args&&... args) const {
+    Emit(LogLevel::kWarning, f, std::forward<Args>(args)...);
+  }
   template <typename... Args>
-  void Error(fmt::format_string<Args...> f, Args&&... args) const { Emit(LogLevel::kError, f, std::forward<Args>(args)...); }
+  void Error(fmt::format_string<Args...> f, Args&&... args) const {
+    Emit(LogLevel::kError, f, std::forward<Args>(args)...);
+  }
 
  private:
   template <typename... Args>

@@ -19,13 +19,14 @@ bool IsBlank(char c) { return c == ' ' || c == '\t'; }
 
 // The characters that end an unquoted word (bash's metacharacters).
 bool IsMeta(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' ||
-         c == '(' || c == ')';
+  return c == ' ' || c == '\t' || c == '\n' || c == ';' || c == '&' || c == '|' || c == '<' || c == '>' || c == '(' ||
+         c == ')';
 }
 
 bool IsName(std::string_view w) {
   if (w.empty() || !(std::isalpha(static_cast<unsigned char>(w[0])) || w[0] == '_')) return false;
-  return std::all_of(w.begin(), w.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(w.begin(), w.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 // "NAME=", "NAME+=" or "NAME[subscript]=": the start of an assignment.
@@ -49,7 +50,8 @@ bool IsAssignment(const std::string& w) {
 // "2" in "2>file", "{fd}" in "exec {fd}>file".
 bool IsFdWord(std::string_view raw) {
   if (raw.size() > 2 && raw.front() == '{' && raw.back() == '}') return IsName(raw.substr(1, raw.size() - 2));
-  return !raw.empty() && std::all_of(raw.begin(), raw.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+  return !raw.empty() &&
+         std::all_of(raw.begin(), raw.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
 int HexValue(char c) {
@@ -190,14 +192,17 @@ std::vector<ShellAssignment> VariablesSetBy(const SimpleCommand& cmd) {
   if (cmd.program == "read") {
     for (size_t k = 0; k < a.size(); ++k) {
       if (a[k] == "-a" && k + 1 < a.size()) out.push_back(Computed(a[++k]));
-      else if (a[k].size() == 2 && a[k][0] == '-' && std::string_view("dnNptui").find(a[k][1]) != std::string_view::npos) ++k;
+      else if (a[k].size() == 2 && a[k][0] == '-' &&
+               std::string_view("dnNptui").find(a[k][1]) != std::string_view::npos)
+        ++k;
       else if (IsName(a[k])) out.push_back(Computed(a[k]));
     }
     if (out.empty()) out.push_back(Computed("REPLY"));
   } else if (cmd.program == "mapfile" || cmd.program == "readarray") {
     std::string name = "MAPFILE";
     for (size_t k = 0; k < a.size(); ++k) {
-      if (a[k].size() == 2 && a[k][0] == '-' && std::string_view("dnOsuCc").find(a[k][1]) != std::string_view::npos) ++k;
+      if (a[k].size() == 2 && a[k][0] == '-' && std::string_view("dnOsuCc").find(a[k][1]) != std::string_view::npos)
+        ++k;
       else if (IsName(a[k])) name = a[k];
     }
     out.push_back(Computed(name));
@@ -218,7 +223,7 @@ bool IsDeclarationBuiltin(const std::string& program) {
 
 // What Finish made of one simple command.
 struct Finished {
-  size_t index = 0;            // of the command in out->commands (valid when emitted)
+  size_t index = 0;  // of the command in out->commands (valid when emitted)
   bool emitted = false;
   bool reads_stdin_script = false;  // a shell reading its script from standard input
 };
@@ -284,7 +289,8 @@ Status Finish(std::vector<Word> words, std::vector<Redirect> redirects, bool pip
   }
   if (IsDeclarationBuiltin(cmd.program)) {
     for (size_t k = 0; k < cmd.args.size(); ++k) {
-      if (IsAssignment(cmd.args[k])) out->assignments.push_back(ToAssignment({cmd.args[k], cmd.args_expanded[k], false, {}}));
+      if (IsAssignment(cmd.args[k]))
+        out->assignments.push_back(ToAssignment({cmd.args[k], cmd.args_expanded[k], false, {}}));
     }
   }
   for (ShellAssignment& a : VariablesSetBy(cmd)) out->assignments.push_back(std::move(a));
@@ -354,8 +360,8 @@ class Parser {
     std::vector<Redirect> redirects;
     bool piped = false;
     std::optional<size_t> piped_from;  // the simple command piped into it
-    bool data = false;  // a for/select header: its words are not a command
-    std::vector<size_t> heredocs;  // its here-documents, as indices in heredocs_
+    bool data = false;                 // a for/select header: its words are not a command
+    std::vector<size_t> heredocs;      // its here-documents, as indices in heredocs_
   };
 
   // Leaves one level of nesting when it goes out of scope.
@@ -390,11 +396,16 @@ class Parser {
 
   Status Unclosed(const Frame& f) const {
     switch (f.kind) {
-      case Frame::kSubshell: return Error("a '(' without ')'", f.at);
-      case Frame::kGroup: return Error("a '{' without '}'", f.at);
-      case Frame::kIf: return Error("an 'if' without 'fi'", f.at);
-      case Frame::kLoop: return Error("a loop without 'done'", f.at);
-      case Frame::kCase: return Error("a 'case' without 'esac'", f.at);
+      case Frame::kSubshell:
+        return Error("a '(' without ')'", f.at);
+      case Frame::kGroup:
+        return Error("a '{' without '}'", f.at);
+      case Frame::kIf:
+        return Error("an 'if' without 'fi'", f.at);
+      case Frame::kLoop:
+        return Error("a loop without 'done'", f.at);
+      case Frame::kCase:
+        return Error("a 'case' without 'esac'", f.at);
     }
     return Error("an unclosed compound command", f.at);
   }
@@ -507,8 +518,8 @@ class Parser {
       }
       const size_t first = out_->commands.size();
       Finished finished;
-      TEMPER_RETURN_IF_ERROR(Finish(std::move(cmd_.words), std::move(cmd_.redirects), cmd_.piped, cmd_.piped_from, depth_,
-                                    CurrentFunction(), out_, &finished));
+      TEMPER_RETURN_IF_ERROR(Finish(std::move(cmd_.words), std::move(cmd_.redirects), cmd_.piped, cmd_.piped_from,
+                                    depth_, CurrentFunction(), out_, &finished));
       if (next_piped && finished.emitted && !after_compound) source = finished.index;
       for (size_t k : cmd_.heredocs) {
         if (finished.emitted) heredocs_[k].command = finished.index;
@@ -632,15 +643,30 @@ class Parser {
       if (LooksAt("-p")) i_ += 2;
       return true;
     }
-    if (word == "{") { Open(Frame::kGroup, at); return true; }
-    if (word == "}") { TEMPER_RETURN_IF_ERROR(Close(Frame::kGroup, word, "'{'", at)); return true; }
-    if (word == "if") { Open(Frame::kIf, at); return true; }
+    if (word == "{") {
+      Open(Frame::kGroup, at);
+      return true;
+    }
+    if (word == "}") {
+      TEMPER_RETURN_IF_ERROR(Close(Frame::kGroup, word, "'{'", at));
+      return true;
+    }
+    if (word == "if") {
+      Open(Frame::kIf, at);
+      return true;
+    }
     if (word == "then" || word == "elif" || word == "else") {
       TEMPER_RETURN_IF_ERROR(Inside(Frame::kIf, word, "an 'if'", at));
       return true;
     }
-    if (word == "fi") { TEMPER_RETURN_IF_ERROR(Close(Frame::kIf, word, "'if'", at)); return true; }
-    if (word == "while" || word == "until") { Open(Frame::kLoop, at); return true; }
+    if (word == "fi") {
+      TEMPER_RETURN_IF_ERROR(Close(Frame::kIf, word, "'if'", at));
+      return true;
+    }
+    if (word == "while" || word == "until") {
+      Open(Frame::kLoop, at);
+      return true;
+    }
     if (word == "for" || word == "select") {
       Open(Frame::kLoop, at);
       SkipBlanks();
@@ -652,10 +678,22 @@ class Parser {
       cmd_.data = true;  // the loop variable and its words; their substitutions still run
       return true;
     }
-    if (word == "do") { TEMPER_RETURN_IF_ERROR(Inside(Frame::kLoop, word, "a loop", at)); return true; }
-    if (word == "done") { TEMPER_RETURN_IF_ERROR(Close(Frame::kLoop, word, "loop", at)); return true; }
-    if (word == "case") { TEMPER_RETURN_IF_ERROR(ReadCaseHead(at)); return true; }
-    if (word == "esac") { TEMPER_RETURN_IF_ERROR(Close(Frame::kCase, word, "'case'", at)); return true; }
+    if (word == "do") {
+      TEMPER_RETURN_IF_ERROR(Inside(Frame::kLoop, word, "a loop", at));
+      return true;
+    }
+    if (word == "done") {
+      TEMPER_RETURN_IF_ERROR(Close(Frame::kLoop, word, "loop", at));
+      return true;
+    }
+    if (word == "case") {
+      TEMPER_RETURN_IF_ERROR(ReadCaseHead(at));
+      return true;
+    }
+    if (word == "esac") {
+      TEMPER_RETURN_IF_ERROR(Close(Frame::kCase, word, "'case'", at));
+      return true;
+    }
     if (word == "function") {  // function NAME [()] BODY
       SkipBlanks();
       const size_t name_at = i_;
@@ -688,7 +726,10 @@ class Parser {
       cmd_.words.push_back({std::move(name), false, false, {}});
       return true;
     }
-    if (word == "[[") { TEMPER_RETURN_IF_ERROR(ReadConditional(at)); return true; }
+    if (word == "[[") {
+      TEMPER_RETURN_IF_ERROR(ReadConditional(at));
+      return true;
+    }
     return false;
   }
 
@@ -1079,16 +1120,40 @@ class Parser {
       const char e = s_[i_ + 1];
       i_ += 2;
       switch (e) {
-        case 'a': word->push_back('\a'); break;
-        case 'b': word->push_back('\b'); break;
-        case 'e': case 'E': word->push_back('\x1b'); break;
-        case 'f': word->push_back('\f'); break;
-        case 'n': word->push_back('\n'); break;
-        case 'r': word->push_back('\r'); break;
-        case 't': word->push_back('\t'); break;
-        case 'v': word->push_back('\v'); break;
-        case '\\': case '\'': case '"': case '?': word->push_back(e); break;
-        case 'x': case 'u': case 'U': {
+        case 'a':
+          word->push_back('\a');
+          break;
+        case 'b':
+          word->push_back('\b');
+          break;
+        case 'e':
+        case 'E':
+          word->push_back('\x1b');
+          break;
+        case 'f':
+          word->push_back('\f');
+          break;
+        case 'n':
+          word->push_back('\n');
+          break;
+        case 'r':
+          word->push_back('\r');
+          break;
+        case 't':
+          word->push_back('\t');
+          break;
+        case 'v':
+          word->push_back('\v');
+          break;
+        case '\\':
+        case '\'':
+        case '"':
+        case '?':
+          word->push_back(e);
+          break;
+        case 'x':
+        case 'u':
+        case 'U': {
           const size_t max_digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
           uint32_t value = 0;
           size_t digits = 0;
@@ -1109,7 +1174,8 @@ class Parser {
         default:
           if (e >= '0' && e <= '7') {
             uint32_t value = static_cast<uint32_t>(e - '0');
-            for (int k = 0; k < 2 && !AtEnd() && s_[i_] >= '0' && s_[i_] <= '7'; ++k) value = value * 8 + static_cast<uint32_t>(s_[i_++] - '0');
+            for (int k = 0; k < 2 && !AtEnd() && s_[i_] >= '0' && s_[i_] <= '7'; ++k)
+              value = value * 8 + static_cast<uint32_t>(s_[i_++] - '0');
             word->push_back(static_cast<char>(value & 0xFF));
           } else {
             word->push_back('\\');
@@ -1122,8 +1188,8 @@ class Parser {
   // At '<', '>' or "&>" (after `fd`, e.g. "2"): the operator and its target.
   Status ReadRedirect(const std::string& fd) {
     const size_t start = i_;
-    static constexpr std::string_view kOps[] = {"&>>", "&>", "<<<", "<<-", "<<", "<>", "<&", "<",
-                                                ">>", ">|", ">&", ">"};
+    static constexpr std::string_view kOps[] = {"&>>", "&>", "<<<", "<<-", "<<", "<>",
+                                                "<&",  "<",  ">>",  ">|",  ">&", ">"};
     std::string_view op;
     for (std::string_view o : kOps) {
       if (s_.substr(i_, o.size()) == o) {
@@ -1221,18 +1287,18 @@ class Parser {
 
   std::string_view s_;
   size_t i_;
-  int depth_;  // parsers and scripts this one is nested in
+  int depth_;     // parsers and scripts this one is nested in
   int nest_ = 0;  // ${…}, $((…)) and arrays open inside this parser
   std::string where_;
   std::string outer_function_;
   ParsedShell* out_;
   Command cmd_;
   std::vector<Frame> frames_;
-  std::string pending_function_;  // `name()` was read: the next compound command is its body
+  std::string pending_function_;                          // `name()` was read: the next compound command is its body
   std::optional<std::pair<size_t, size_t>> last_closed_;  // commands of the compound command that just closed
-  bool expanded_ = false;  // the word being read held an expansion
-  std::optional<std::vector<ShellWord>> array_;  // the word being read was an array literal: its elements
-  std::vector<Heredoc> heredocs_;  // introduced on the current line, bodies not read yet
+  bool expanded_ = false;                                 // the word being read held an expansion
+  std::optional<std::vector<ShellWord>> array_;           // the word being read was an array literal: its elements
+  std::vector<Heredoc> heredocs_;                         // introduced on the current line, bodies not read yet
 };
 
 Status ParseScript(std::string_view script, int depth, const std::string& where, ParsedShell* out) {
@@ -1264,7 +1330,8 @@ Result<ParsedShell> Respell(const SimpleCommand& c, const std::vector<std::strin
   for (size_t k = 0; k < c.args.size(); ++k) words.push_back({c.args[k], c.args_expanded[k], false, {}});
   ParsedShell out;
   Finished finished;
-  TEMPER_RETURN_IF_ERROR(Finish(std::move(words), c.redirects, c.stdin_from_pipe, c.piped_from, 1, c.function, &out, &finished));
+  TEMPER_RETURN_IF_ERROR(
+      Finish(std::move(words), c.redirects, c.stdin_from_pipe, c.piped_from, 1, c.function, &out, &finished));
   for (SimpleCommand& respelled : out.commands) respelled.async = c.async;
   if (finished.emitted) {
     std::vector<ShellAssignment>& env = out.commands[finished.index].environment;

@@ -67,26 +67,26 @@ struct ShellAssignment {
 };
 
 struct SimpleCommand {
-  std::string program;             // basename of the program run, after the runners
-  std::string program_word;        // the program's word as written (a path when it holds a '/')
-  bool program_computed = false;   // the program's word held an expansion: its text is not the program
-  std::vector<std::string> args;   // words after the program
-  std::vector<bool> args_expanded; // per arg: it held an expansion
-  std::vector<std::string> prefixes;  // peeled runners, e.g. {"sudo", "nohup"}
+  std::string program;                       // basename of the program run, after the runners
+  std::string program_word;                  // the program's word as written (a path when it holds a '/')
+  bool program_computed = false;             // the program's word held an expansion: its text is not the program
+  std::vector<std::string> args;             // words after the program
+  std::vector<bool> args_expanded;           // per arg: it held an expansion
+  std::vector<std::string> prefixes;         // peeled runners, e.g. {"sudo", "nohup"}
   std::vector<ShellAssignment> environment;  // NAME=value words before the program (and env's)
   std::vector<Redirect> redirects;
-  bool stdin_from_pipe = false;    // another command's output is its input: `a | this`, `this < <(a)`
+  bool stdin_from_pipe = false;  // another command's output is its input: `a | this`, `this < <(a)`
   // The simple command whose output is its input (an index in ParsedShell::commands), when that
   // is one simple command: `echo x | this`.
   std::optional<size_t> piped_from;
   // It runs beside the shell that started it: in the background (&) or in a pipeline of several
   // commands (each a process of its own), itself or as part of a compound command.
   bool async = false;
-  std::string function;            // the innermost function whose body holds it ("" outside any)
+  std::string function;  // the innermost function whose body holds it ("" outside any)
   // Set when a runner builds the command from elsewhere (xargs from its input): why its words do
   // not say what runs.
   std::string unjudgeable;
-  std::string text;                // the command's words re-joined, for messages
+  std::string text;  // the command's words re-joined, for messages
 };
 
 struct ParsedShell {

@@ -8,23 +8,40 @@ namespace temper {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "OK";
-    case StatusCode::kCancelled: return "Cancelled";
-    case StatusCode::kInvalidArgument: return "InvalidArgument";
-    case StatusCode::kDeadlineExceeded: return "DeadlineExceeded";
-    case StatusCode::kNotFound: return "NotFound";
-    case StatusCode::kAlreadyExists: return "AlreadyExists";
-    case StatusCode::kPermissionDenied: return "PermissionDenied";
-    case StatusCode::kResourceExhausted: return "ResourceExhausted";
-    case StatusCode::kFailedPrecondition: return "FailedPrecondition";
-    case StatusCode::kAborted: return "Aborted";
-    case StatusCode::kOutOfRange: return "OutOfRange";
-    case StatusCode::kUnimplemented: return "Unimplemented";
-    case StatusCode::kInternal: return "Internal";
-    case StatusCode::kUnavailable: return "Unavailable";
-    case StatusCode::kDataLoss: return "DataLoss";
-    case StatusCode::kUnauthenticated: return "Unauthenticated";
-    case StatusCode::kIOError: return "IOError";
+    case StatusCode::kOk:
+      return "OK";
+    case StatusCode::kCancelled:
+      return "Cancelled";
+    case StatusCode::kInvalidArgument:
+      return "InvalidArgument";
+    case StatusCode::kDeadlineExceeded:
+      return "DeadlineExceeded";
+    case StatusCode::kNotFound:
+      return "NotFound";
+    case StatusCode::kAlreadyExists:
+      return "AlreadyExists";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
+    case StatusCode::kResourceExhausted:
+      return "ResourceExhausted";
+    case StatusCode::kFailedPrecondition:
+      return "FailedPrecondition";
+    case StatusCode::kAborted:
+      return "Aborted";
+    case StatusCode::kOutOfRange:
+      return "OutOfRange";
+    case StatusCode::kUnimplemented:
+      return "Unimplemented";
+    case StatusCode::kInternal:
+      return "Internal";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
+    case StatusCode::kDataLoss:
+      return "DataLoss";
+    case StatusCode::kUnauthenticated:
+      return "Unauthenticated";
+    case StatusCode::kIOError:
+      return "IOError";
   }
   return "Unknown";
 }
@@ -33,8 +50,7 @@ Status::Status(StatusCode code, std::string message, std::source_location where)
   if (code != StatusCode::kOk) state_ = std::make_unique<State>(State{code, std::move(message), where});
 }
 
-Status::Status(const Status& other)
-    : state_(other.state_ ? std::make_unique<State>(*other.state_) : nullptr) {}
+Status::Status(const Status& other) : state_(other.state_ ? std::make_unique<State>(*other.state_) : nullptr) {}
 
 Status& Status::operator=(const Status& other) {
   if (this != &other) state_ = other.state_ ? std::make_unique<State>(*other.state_) : nullptr;
@@ -50,9 +66,7 @@ const std::string& Status::message() const {
   return state_ ? state_->message : kEmpty;
 }
 
-std::source_location Status::where() const {
-  return state_ ? state_->where : std::source_location();
-}
+std::source_location Status::where() const { return state_ ? state_->where : std::source_location(); }
 
 std::string Status::ToString() const {
   if (ok()) return "OK";

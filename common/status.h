@@ -39,9 +39,9 @@ enum class StatusCode {
   kUnimplemented,
   kInternal,
   kUnavailable,
-  kDataLoss,      // stored data is corrupt (a malformed file, a damaged database)
+  kDataLoss,  // stored data is corrupt (a malformed file, a damaged database)
   kUnauthenticated,
-  kIOError,       // an operating-system call failed; the message carries errno's text
+  kIOError,  // an operating-system call failed; the message carries errno's text
 };
 
 std::string_view StatusCodeName(StatusCode code);
@@ -49,8 +49,7 @@ std::string_view StatusCodeName(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message,
-         std::source_location where = std::source_location::current());
+  Status(StatusCode code, std::string message, std::source_location where = std::source_location::current());
 
   Status(const Status& other);
   Status& operator=(const Status& other);
@@ -58,10 +57,9 @@ class [[nodiscard]] Status {
   Status& operator=(Status&&) noexcept = default;
 
   static Status OK() { return Status(); }
-#define TEMPER_STATUS_FACTORY(Name, Code)                                                   \
-  static Status Name(std::string message,                                                   \
-                     std::source_location where = std::source_location::current()) {       \
-    return Status(StatusCode::Code, std::move(message), where);                             \
+#define TEMPER_STATUS_FACTORY(Name, Code)                                                                 \
+  static Status Name(std::string message, std::source_location where = std::source_location::current()) { \
+    return Status(StatusCode::Code, std::move(message), where);                                           \
   }
   TEMPER_STATUS_FACTORY(Cancelled, kCancelled)
   TEMPER_STATUS_FACTORY(InvalidArgument, kInvalidArgument)
@@ -112,7 +110,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design, like std::expected
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design, like std::expected
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     if (std::get<Status>(v_).ok()) v_ = Status::Internal("Result built from an OK status");
   }
@@ -141,10 +139,10 @@ class [[nodiscard]] Result {
 #define TEMPER_CONCAT(a, b) TEMPER_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` (a Status) is not OK.
-#define TEMPER_RETURN_IF_ERROR(expr)                    \
-  do {                                                  \
-    ::temper::Status temper_status_ = (expr);           \
-    if (!temper_status_.ok()) return temper_status_;    \
+#define TEMPER_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::temper::Status temper_status_ = (expr);        \
+    if (!temper_status_.ok()) return temper_status_; \
   } while (0)
 
 // `TEMPER_ASSIGN_OR_RETURN(auto x, Compute());` declares x from a Result, or returns its Status.

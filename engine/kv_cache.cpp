@@ -103,9 +103,9 @@ Status KvPager::Reserve(int seq, int64_t length) {
   const int64_t needed = (length + options_.block_tokens - 1) / options_.block_tokens;
   while (static_cast<int64_t>(s.blocks.size()) < needed) {
     if (free_.empty()) {
-      return Status::ResourceExhausted(fmt::format(
-          "KV cache full: sequence {} needs {} tokens but the pool of {} tokens is used up", seq, length,
-          int64_t{num_blocks_} * options_.block_tokens));
+      return Status::ResourceExhausted(
+          fmt::format("KV cache full: sequence {} needs {} tokens but the pool of {} tokens is used up", seq, length,
+                      int64_t{num_blocks_} * options_.block_tokens));
     }
     s.blocks.push_back(free_.back());
     refs_[free_.back()] = 1;
@@ -144,7 +144,8 @@ Status CpuKvStore::Attach(int seq) {
   try {
     rings_[seq].assign(static_cast<size_t>(ring_floats_), 0.0f);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes of sliding-window KV cache", ring_floats_ * 4));
+    return Status::ResourceExhausted(
+        fmt::format("cannot allocate {} bytes of sliding-window KV cache", ring_floats_ * 4));
   }
   return Status::OK();
 }
@@ -155,7 +156,8 @@ Status CpuKvStore::SaveRings(int seq, int snap) {
   try {
     snap_rings_[snap] = rings_[seq];
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes for a sliding-window snapshot", ring_floats_ * 4));
+    return Status::ResourceExhausted(
+        fmt::format("cannot allocate {} bytes for a sliding-window snapshot", ring_floats_ * 4));
   }
   return Status::OK();
 }

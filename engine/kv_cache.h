@@ -36,10 +36,10 @@
 namespace temper::engine {
 
 struct KvCacheOptions {
-  int max_sequences = 8;         // live sequences at once
-  int block_tokens = 16;         // tokens per paged block (full layers)
-  int64_t max_tokens = 16384;    // paged capacity, summed over all live sequences and snapshots
-  int max_snapshots = 0;         // sliding-window snapshots the prefix cache may pin
+  int max_sequences = 8;       // live sequences at once
+  int block_tokens = 16;       // tokens per paged block (full layers)
+  int64_t max_tokens = 16384;  // paged capacity, summed over all live sequences and snapshots
+  int max_snapshots = 0;       // sliding-window snapshots the prefix cache may pin
 };
 
 // What ForkSnapshot decided: the new sequence, and the block whose rows the storage must copy into
@@ -141,20 +141,20 @@ class CpuKvStore {
   struct LayerSlot {
     bool sliding = false;
     bool stores_k = true;
-    int index = 0;            // among the sliding layers (ring) or the full layers (pool)
-    int64_t row_floats = 0;   // n_kv_local * head_dim
-    int64_t offset = 0;       // sliding: into a sequence's ring; full: into a block
+    int index = 0;           // among the sliding layers (ring) or the full layers (pool)
+    int64_t row_floats = 0;  // n_kv_local * head_dim
+    int64_t offset = 0;      // sliding: into a sequence's ring; full: into a block
   };
   float* Cell(int seq, const LayerSlot& l, int64_t pos, std::span<const int32_t> blocks, bool value);
 
   int window_;
   int block_tokens_;
   std::vector<LayerSlot> layers_;
-  int64_t ring_floats_ = 0;   // per sequence, all sliding layers, K and V
-  int64_t block_floats_ = 0;  // per block, all full layers
-  std::vector<std::vector<float>> rings_;      // [max_sequences]
+  int64_t ring_floats_ = 0;                     // per sequence, all sliding layers, K and V
+  int64_t block_floats_ = 0;                    // per block, all full layers
+  std::vector<std::vector<float>> rings_;       // [max_sequences]
   std::vector<std::vector<float>> snap_rings_;  // [max_snapshots]
-  std::vector<float> pool_;                // [num_blocks * block_floats_]
+  std::vector<float> pool_;                     // [num_blocks * block_floats_]
 };
 
 }  // namespace temper::engine

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-
 namespace temper::engine {
 
 namespace fs = std::filesystem;
@@ -35,7 +34,8 @@ Result<std::unique_ptr<const Tokenizer>> LoadModelTokenizer(const ModelSource& s
   return std::make_unique<const Tokenizer>(std::move(tokenizer));
 }
 
-Status CheckTokenizerFitsModel(const Tokenizer& tokenizer, const ModelConfig& config, const std::string& tokenizer_name) {
+Status CheckTokenizerFitsModel(const Tokenizer& tokenizer, const ModelConfig& config,
+                               const std::string& tokenizer_name) {
   const int64_t vocab = config.vocab_size;
   // Ids past the vocabulary may only be special tokens, which content is never encoded to; the
   // first ordinary one shows the tokenizer belongs to another model.
@@ -65,8 +65,8 @@ Result<LoadedModel> LoadModel(const ModelSource& source) {
                                           fs::exists(source.dir, ec) ? "is not a directory" : "does not exist"));
     }
   }
-  TEMPER_ASSIGN_OR_RETURN(out.config,
-                          LoadModelConfig(from_dir ? fs::path(source.dir) / "config.json" : fs::path(source.synthetic_config)));
+  TEMPER_ASSIGN_OR_RETURN(
+      out.config, LoadModelConfig(from_dir ? fs::path(source.dir) / "config.json" : fs::path(source.synthetic_config)));
   // The tokenizer before the weights: a wrong one is found without mapping gigabytes.
   TEMPER_ASSIGN_OR_RETURN(out.tokenizer, LoadModelTokenizer(source));
   if (out.tokenizer != nullptr) {

@@ -25,8 +25,8 @@
 
 #include "common/status.h"
 #include "engine/model/model_config.h"
-#include "engine/tokenizer/tokenizer.h"
 #include "engine/model/weights.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace temper::engine {
 

@@ -126,7 +126,8 @@ int32_t Sampler::Sample(std::span<const float> logits) {
   } else {
     std::sort(candidates_.begin(), candidates_.end(), better);
   }
-  const size_t i = DrawSorted(params_, keep, [&](size_t j) { return candidates_[j].first; }, TakeUniform(), probs_);
+  const size_t i = DrawSorted(
+      params_, keep, [&](size_t j) { return candidates_[j].first; }, TakeUniform(), probs_);
   return candidates_[i].second;
 }
 
@@ -150,7 +151,8 @@ Sampler::Outcome Sampler::Sample(const LogitCandidates& c) {
     // Every kept entry is a candidate: the full row's arithmetic on the same values, so the same
     // token to the bit.
     const size_t keep = top_k > 0 ? std::min(top_k, k) : k;
-    return {.token = c.ids[DrawSorted(params_, keep, [&](size_t j) { return c.logits[j]; }, uniform, probs_)]};
+    return {.token = c.ids[DrawSorted(
+                params_, keep, [&](size_t j) { return c.logits[j]; }, uniform, probs_)]};
   }
   // A top_k beyond the candidates in a vocabulary of unknown size, or a tail mass that is no
   // number: nothing to bound with.

@@ -31,7 +31,8 @@ std::string Str(const json& data, const char* key) {
 std::optional<uint64_t> Num(const json& data, const char* key) {
   auto it = data.find(key);
   if (it == data.end() || !it->is_number_integer()) return std::nullopt;
-  return it->is_number_unsigned() ? it->get<uint64_t>() : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
+  return it->is_number_unsigned() ? it->get<uint64_t>()
+                                  : static_cast<uint64_t>(std::max<int64_t>(0, it->get<int64_t>()));
 }
 
 bool Flag(const json& data, const char* key) {
@@ -91,12 +92,17 @@ std::string ToolArgument(const std::string& tool, const json& args) {
   std::optional<WorkerTool> known = ParseWorkerTool(tool);
   if (!known) return args.dump();
   switch (*known) {
-    case WorkerTool::kRunCommand: return Str(args, "command");
-    case WorkerTool::kReadFile: return Str(args, "path");
-    case WorkerTool::kWriteFile: return fmt::format("{} ({} bytes)", Str(args, "path"), Str(args, "content").size());
-    case WorkerTool::kFinish: return Str(args, "summary");
+    case WorkerTool::kRunCommand:
+      return Str(args, "command");
+    case WorkerTool::kReadFile:
+      return Str(args, "path");
+    case WorkerTool::kWriteFile:
+      return fmt::format("{} ({} bytes)", Str(args, "path"), Str(args, "content").size());
+    case WorkerTool::kFinish:
+      return Str(args, "summary");
     case WorkerTool::kInstallPackage:
-    case WorkerTool::kRemovePackage: break;
+    case WorkerTool::kRemovePackage:
+      break;
   }
   return args.dump();
 }
@@ -126,7 +132,9 @@ std::string Generic(const EventView& e) {
 }
 
 // "rule.held package_telnet_removed: why".
-std::string RuleDetail(const EventView& e) { return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "detail")); }
+std::string RuleDetail(const EventView& e) {
+  return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "detail"));
+}
 
 // "batch.failed: error".
 std::string Error(const EventView& e) { return std::string(e.type) + Colon(Str(e.data, "error")); }
@@ -144,7 +152,8 @@ std::string BatchResumed(const EventView& e) {
   auto it = e.data.find("interrupted_rules");
   if (it != e.data.end() && it->is_array() && !it->empty()) {
     std::string names;
-    for (const json& r : *it) names += (names.empty() ? "" : ", ") + ShortRuleName(r.is_string() ? r.get<std::string>() : r.dump());
+    for (const json& r : *it)
+      names += (names.empty() ? "" : ", ") + ShortRuleName(r.is_string() ? r.get<std::string>() : r.dump());
     out += ", interrupted work reverted on " + OneLine(names, kTextChars);
   }
   return out;
@@ -190,9 +199,13 @@ std::string FixpointPass(const EventView& e) {
   return out;
 }
 
-std::string ArchitectPick(const EventView& e) { return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "approach")); }
+std::string ArchitectPick(const EventView& e) {
+  return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "approach"));
+}
 
-std::string ArchitectSkip(const EventView& e) { return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "reason")); }
+std::string ArchitectSkip(const EventView& e) {
+  return fmt::format("{} {}", e.type, Rule(e)) + Colon(Str(e.data, "reason"));
+}
 
 std::string ArchitectFallback(const EventView& e) {
   std::string error = Str(e.data, "error");
@@ -202,12 +215,14 @@ std::string ArchitectFallback(const EventView& e) {
 
 std::string ArchitectReengage(const EventView& e) {
   std::string verdict = Str(e.data, "verdict");
-  return fmt::format("{} {}{}", e.type, Rule(e), verdict.empty() ? "" : " " + verdict) + Colon(Str(e.data, "reasoning"));
+  return fmt::format("{} {}{}", e.type, Rule(e), verdict.empty() ? "" : " " + verdict) +
+         Colon(Str(e.data, "reasoning"));
 }
 
 std::string RuleStarted(const EventView& e) {
   uint64_t made = Num(e.data, "attempts_made").value_or(0);
-  return fmt::format("{} {}{}", e.type, Rule(e), made > 0 ? fmt::format(" ({} made before)", Plural(made, "attempt")) : "");
+  return fmt::format("{} {}{}", e.type, Rule(e),
+                     made > 0 ? fmt::format(" ({} made before)", Plural(made, "attempt")) : "");
 }
 
 // After the loop's attempts: how many it took. rule.reboot_pending says what is still to come.
@@ -231,7 +246,8 @@ std::string RuleRebootPending(const EventView& e) {
 
 std::string RuleWaived(const EventView& e) {
   std::string expires = Str(e.data, "expires");
-  return fmt::format("{} {} by {}{}", e.type, Rule(e), Str(e.data, "owner"), expires.empty() ? "" : " until " + expires) +
+  return fmt::format("{} {} by {}{}", e.type, Rule(e), Str(e.data, "owner"),
+                     expires.empty() ? "" : " until " + expires) +
          Colon(Str(e.data, "reason"));
 }
 
@@ -239,7 +255,9 @@ std::string RuleManual(const EventView& e) {
   return fmt::format("{} {}: no automated check; a person must review it", e.type, Rule(e));
 }
 
-std::string RuleReverted(const EventView& e) { return fmt::format("{} {}: now {}", e.type, Rule(e), Str(e.data, "verdict")); }
+std::string RuleReverted(const EventView& e) {
+  return fmt::format("{} {}: now {}", e.type, Rule(e), Str(e.data, "verdict"));
+}
 
 std::string AttemptStarted(const EventView& e) {
   return fmt::format("{} {}{}", e.type, Rule(e), AttemptTag(e.data, "number")) + Colon(Str(e.data, "approach"));
@@ -250,11 +268,12 @@ std::string AttemptEnded(const EventView& e) {
   std::string verdict = Str(e.data, "verdict"), outcome = Str(e.data, "outcome");
   std::string what = e.type == EventTypeName(EventType::kAttemptKept)
                          ? std::string(AttemptOutcomeName(AttemptOutcome::kKept))
-                         : outcome.empty() ? std::string(AttemptOutcomeName(AttemptOutcome::kReverted)) : outcome;
+                     : outcome.empty() ? std::string(AttemptOutcomeName(AttemptOutcome::kReverted))
+                                       : outcome;
   if (!verdict.empty()) what += ", rule " + verdict;
   std::string changes = Str(e.data, "changes");
-  return fmt::format("{} {}{}: {}", e.type, Rule(e), AttemptTag(e.data, "number"), what) + Colon(Str(e.data, "summary")) +
-         (changes.empty() ? "" : " [changed: " + changes + "]");
+  return fmt::format("{} {}{}: {}", e.type, Rule(e), AttemptTag(e.data, "number"), what) +
+         Colon(Str(e.data, "summary")) + (changes.empty() ? "" : " [changed: " + changes + "]");
 }
 
 std::string WorkerModelCall(const EventView& e) {
@@ -269,7 +288,8 @@ std::string WorkerToolCall(const EventView& e) {
   std::string tool = Str(e.data, "tool");
   std::string arg = ToolArgument(tool, Field(e.data, "arguments"));
   std::string detail = Str(e.data, "detail");
-  std::string out = fmt::format("{} {}{} {}", e.type, Rule(e), AttemptTag(e.data, "attempt"), tool.empty() ? "?" : tool);
+  std::string out =
+      fmt::format("{} {}{} {}", e.type, Rule(e), AttemptTag(e.data, "attempt"), tool.empty() ? "?" : tool);
   if (!arg.empty()) out += ": " + OneLine(arg, kTextChars);
   if (ParseWorkerTool(tool) == WorkerTool::kFinish || detail.empty()) return out;
   return out + (e.type == EventTypeName(EventType::kWorkerRefused) ? " — " + OneLine(detail, kTextChars)
@@ -304,7 +324,8 @@ std::string PromptTrimmed(const EventView& e) {
 }
 
 std::string RebootConfirmed(const EventView& e) {
-  return fmt::format("{}: {} to verify", e.type, Plural(ListSize(e.data, "rules"), "rule")) + Colon(Str(e.data, "note"));
+  return fmt::format("{}: {} to verify", e.type, Plural(ListSize(e.data, "rules"), "rule")) +
+         Colon(Str(e.data, "note"));
 }
 
 std::string RebootVerified(const EventView& e) {
@@ -326,8 +347,8 @@ constexpr EventSpec kSpecs[] = {
     {T::kBatchStarted, "batch.started", "target", kNoRule, "the loop started the batch", BatchStarted},
     {T::kBatchResumed, "batch.resumed", "target interrupted_rules good_snapshot", kNoRule,
      "the loop took the batch up again after a restart, reverting interrupted work", BatchResumed},
-    {T::kBatchExpanded, "batch.expanded", "profile rules", kNoRule,
-     "a whole-profile batch got the profile's rules", BatchExpanded},
+    {T::kBatchExpanded, "batch.expanded", "profile rules", kNoRule, "a whole-profile batch got the profile's rules",
+     BatchExpanded},
     {T::kBatchCompleted, "batch.completed", "rules verdicts_after fixpoint_passes plan_only results_dir", kNoRule,
      "every rule is final: rule counts by state", BatchCompleted},
     {T::kBatchFailed, "batch.failed", "error", kNoRule, "the batch could not go on", Error},
@@ -335,8 +356,8 @@ constexpr EventSpec kSpecs[] = {
      "a client cancelled the batch", BatchCancelled},
     {T::kBatchPlanReverted, "batch.plan_reverted", "start_snapshot snapshots_dropped recovered batch_state", kNoRule,
      "a plan-only batch's changes were taken back out", BatchPlanReverted},
-    {T::kBatchRevertStarted, "batch.revert_started", "restore_snapshot rules", kNoRule,
-     "`temper revert BATCH` began", Generic},
+    {T::kBatchRevertStarted, "batch.revert_started", "restore_snapshot rules", kNoRule, "`temper revert BATCH` began",
+     Generic},
     {T::kBatchReverted, "batch.reverted", "restored_snapshot reverted_rules verdicts now_failing results_dir", kNoRule,
      "the batch's changes were taken out and the target re-evaluated", BatchReverted},
     {T::kEvaluationBefore, "evaluation.before", "rules verdicts not_in_datastream results_dir states", kNoRule,
@@ -346,8 +367,8 @@ constexpr EventSpec kSpecs[] = {
      "a rescan of every rule after a pass of the loop", FixpointPass},
     {T::kArchitectPick, "architect.pick", "approach corrections latency_ms", kNoRule,
      "the Architect chose the next rule and an approach", ArchitectPick},
-    {T::kArchitectSkip, "architect.skip", "reason corrections latency_ms", S::kSkipped,
-     "the Architect skipped a rule", ArchitectSkip},
+    {T::kArchitectSkip, "architect.skip", "reason corrections latency_ms", S::kSkipped, "the Architect skipped a rule",
+     ArchitectSkip},
     {T::kArchitectFallback, "architect.fallback", "approach error corrections latency_ms", kNoRule,
      "no usable answer: the next rule in order, with its fix text", ArchitectFallback},
     {T::kArchitectReengage, "architect.reengage", "verdict reasoning plan corrections latency_ms", kNoRule,
@@ -366,16 +387,13 @@ constexpr EventSpec kSpecs[] = {
      "a waiver keeps the rule out of remediation", RuleWaived},
     {T::kRuleManual, "rule.manual", "before_verdict", S::kManual, "no automated check: a person reviews the rule",
      RuleManual},
-    {T::kRuleHeld, "rule.held", "reasons detail", S::kHeld, "disruptive, and the batch did not allow it",
-     RuleDetail},
-    {T::kRuleRevertStarted, "rule.revert_started", "snapshots", kNoRule, "`temper revert BATCH RULE` began",
-     Generic},
+    {T::kRuleHeld, "rule.held", "reasons detail", S::kHeld, "disruptive, and the batch did not allow it", RuleDetail},
+    {T::kRuleRevertStarted, "rule.revert_started", "snapshots", kNoRule, "`temper revert BATCH RULE` began", Generic},
     {T::kRuleReverted, "rule.reverted", "dropped_snapshots verdict verdicts now_failing results_dir", S::kReverted,
      "the rule's fix was taken back out", RuleReverted},
     {T::kWaiverExpired, "waiver.expired", "reason owner expires detail", kNoRule,
      "the rule's waiver has expired: it is remediated as usual", RuleDetail},
-    {T::kAttemptStarted, "attempt.started", "number approach", kNoRule, "the Worker began an attempt",
-     AttemptStarted},
+    {T::kAttemptStarted, "attempt.started", "number approach", kNoRule, "the Worker began an attempt", AttemptStarted},
     {T::kAttemptKept, "attempt.kept",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
      "changes_ms snapshot_ms",
@@ -383,8 +401,7 @@ constexpr EventSpec kSpecs[] = {
     {T::kAttemptReverted, "attempt.reverted",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
      "changes_ms revert_ms",
-     kNoRule, "the evaluator rejected the change (outcome reverted, regression or unhealthy)",
-     AttemptEnded},
+     kNoRule, "the evaluator rejected the change (outcome reverted, regression or unhealthy)", AttemptEnded},
     {T::kWorkerModelCall, "worker.model_call", "attempt detail latency_ms", kNoRule,
      "the Worker's model answered (detail: why it stopped)", WorkerModelCall},
     {T::kWorkerToolCall, "worker.tool_call", "attempt tool arguments detail", kNoRule,
@@ -399,8 +416,8 @@ constexpr EventSpec kSpecs[] = {
      "the Reflector's lesson from a rejected attempt", ReflectorLesson},
     {T::kReflectorFailed, "reflector.failed", "number error latency_ms", kNoRule,
      "no usable lesson: the attempt is recorded without one", ReflectorFailed},
-    {T::kPromptTrimmed, "prompt.trimmed", "sections", kNoRule,
-     "a role's prompt was cut to fit its context window", PromptTrimmed},
+    {T::kPromptTrimmed, "prompt.trimmed", "sections", kNoRule, "a role's prompt was cut to fit its context window",
+     PromptTrimmed},
     {T::kRebootConfirmed, "reboot.confirmed", "rules note", kNoRule,
      "a person said the host rebooted: the staged fixes are verified next", RebootConfirmed},
     {T::kRebootVerified, "reboot.verified", "fixed escalated confirmed_seq results_dir seconds", kNoRule,

@@ -20,41 +20,65 @@ void ToProto(const TokenUsage& usage, temper::v1::TokenUsage* out) {
 
 temper::v1::BatchState ToProto(BatchState state) {
   switch (state) {
-    case BatchState::kQueued: return temper::v1::BATCH_STATE_QUEUED;
-    case BatchState::kRunning: return temper::v1::BATCH_STATE_RUNNING;
-    case BatchState::kCompleted: return temper::v1::BATCH_STATE_COMPLETED;
-    case BatchState::kCancelled: return temper::v1::BATCH_STATE_CANCELLED;
-    case BatchState::kFailed: return temper::v1::BATCH_STATE_FAILED;
+    case BatchState::kQueued:
+      return temper::v1::BATCH_STATE_QUEUED;
+    case BatchState::kRunning:
+      return temper::v1::BATCH_STATE_RUNNING;
+    case BatchState::kCompleted:
+      return temper::v1::BATCH_STATE_COMPLETED;
+    case BatchState::kCancelled:
+      return temper::v1::BATCH_STATE_CANCELLED;
+    case BatchState::kFailed:
+      return temper::v1::BATCH_STATE_FAILED;
   }
   return temper::v1::BATCH_STATE_UNSPECIFIED;
 }
 
 std::optional<BatchState> FromProto(temper::v1::BatchState state) {
   switch (state) {
-    case temper::v1::BATCH_STATE_QUEUED: return BatchState::kQueued;
-    case temper::v1::BATCH_STATE_RUNNING: return BatchState::kRunning;
-    case temper::v1::BATCH_STATE_COMPLETED: return BatchState::kCompleted;
-    case temper::v1::BATCH_STATE_CANCELLED: return BatchState::kCancelled;
-    case temper::v1::BATCH_STATE_FAILED: return BatchState::kFailed;
-    default: return std::nullopt;
+    case temper::v1::BATCH_STATE_QUEUED:
+      return BatchState::kQueued;
+    case temper::v1::BATCH_STATE_RUNNING:
+      return BatchState::kRunning;
+    case temper::v1::BATCH_STATE_COMPLETED:
+      return BatchState::kCompleted;
+    case temper::v1::BATCH_STATE_CANCELLED:
+      return BatchState::kCancelled;
+    case temper::v1::BATCH_STATE_FAILED:
+      return BatchState::kFailed;
+    default:
+      return std::nullopt;
   }
 }
 
 temper::v1::RuleState ToProto(RuleState state) {
   switch (state) {
-    case RuleState::kPending: return temper::v1::RULE_STATE_PENDING;
-    case RuleState::kRunning: return temper::v1::RULE_STATE_RUNNING;
-    case RuleState::kFixed: return temper::v1::RULE_STATE_FIXED;
-    case RuleState::kAlreadyPassing: return temper::v1::RULE_STATE_ALREADY_PASSING;
-    case RuleState::kEscalated: return temper::v1::RULE_STATE_ESCALATED;
-    case RuleState::kSkipped: return temper::v1::RULE_STATE_SKIPPED;
-    case RuleState::kCancelled: return temper::v1::RULE_STATE_CANCELLED;
-    case RuleState::kError: return temper::v1::RULE_STATE_ERROR;
-    case RuleState::kWaived: return temper::v1::RULE_STATE_WAIVED;
-    case RuleState::kManual: return temper::v1::RULE_STATE_MANUAL;
-    case RuleState::kRebootPending: return temper::v1::RULE_STATE_REBOOT_PENDING;
-    case RuleState::kHeld: return temper::v1::RULE_STATE_HELD;
-    case RuleState::kReverted: return temper::v1::RULE_STATE_REVERTED;
+    case RuleState::kPending:
+      return temper::v1::RULE_STATE_PENDING;
+    case RuleState::kRunning:
+      return temper::v1::RULE_STATE_RUNNING;
+    case RuleState::kFixed:
+      return temper::v1::RULE_STATE_FIXED;
+    case RuleState::kAlreadyPassing:
+      return temper::v1::RULE_STATE_ALREADY_PASSING;
+    case RuleState::kEscalated:
+      return temper::v1::RULE_STATE_ESCALATED;
+    case RuleState::kSkipped:
+      return temper::v1::RULE_STATE_SKIPPED;
+    case RuleState::kCancelled:
+      return temper::v1::RULE_STATE_CANCELLED;
+    case RuleState::kError:
+      return temper::v1::RULE_STATE_ERROR;
+    case RuleState::kWaived:
+      return temper::v1::RULE_STATE_WAIVED;
+    case RuleState::kManual:
+      return temper::v1::RULE_STATE_MANUAL;
+    case RuleState::kRebootPending:
+      return temper::v1::RULE_STATE_REBOOT_PENDING;
+    case RuleState::kHeld:
+      return temper::v1::RULE_STATE_HELD;
+    case RuleState::kReverted:
+      return temper::v1::RULE_STATE_REVERTED;
   }
   return temper::v1::RULE_STATE_UNSPECIFIED;
 }
@@ -184,23 +208,56 @@ grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   grpc::StatusCode code = grpc::StatusCode::UNKNOWN;
   switch (status.code()) {
-    case StatusCode::kOk: return grpc::Status::OK;
-    case StatusCode::kCancelled: code = grpc::StatusCode::CANCELLED; break;
-    case StatusCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
-    case StatusCode::kDeadlineExceeded: code = grpc::StatusCode::DEADLINE_EXCEEDED; break;
-    case StatusCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
-    case StatusCode::kAlreadyExists: code = grpc::StatusCode::ALREADY_EXISTS; break;
-    case StatusCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
-    case StatusCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
-    case StatusCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
-    case StatusCode::kAborted: code = grpc::StatusCode::ABORTED; break;
-    case StatusCode::kOutOfRange: code = grpc::StatusCode::OUT_OF_RANGE; break;
-    case StatusCode::kUnimplemented: code = grpc::StatusCode::UNIMPLEMENTED; break;
-    case StatusCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
-    case StatusCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
-    case StatusCode::kDataLoss: code = grpc::StatusCode::DATA_LOSS; break;
-    case StatusCode::kUnauthenticated: code = grpc::StatusCode::UNAUTHENTICATED; break;
-    case StatusCode::kIOError: code = grpc::StatusCode::INTERNAL; break;
+    case StatusCode::kOk:
+      return grpc::Status::OK;
+    case StatusCode::kCancelled:
+      code = grpc::StatusCode::CANCELLED;
+      break;
+    case StatusCode::kInvalidArgument:
+      code = grpc::StatusCode::INVALID_ARGUMENT;
+      break;
+    case StatusCode::kDeadlineExceeded:
+      code = grpc::StatusCode::DEADLINE_EXCEEDED;
+      break;
+    case StatusCode::kNotFound:
+      code = grpc::StatusCode::NOT_FOUND;
+      break;
+    case StatusCode::kAlreadyExists:
+      code = grpc::StatusCode::ALREADY_EXISTS;
+      break;
+    case StatusCode::kPermissionDenied:
+      code = grpc::StatusCode::PERMISSION_DENIED;
+      break;
+    case StatusCode::kResourceExhausted:
+      code = grpc::StatusCode::RESOURCE_EXHAUSTED;
+      break;
+    case StatusCode::kFailedPrecondition:
+      code = grpc::StatusCode::FAILED_PRECONDITION;
+      break;
+    case StatusCode::kAborted:
+      code = grpc::StatusCode::ABORTED;
+      break;
+    case StatusCode::kOutOfRange:
+      code = grpc::StatusCode::OUT_OF_RANGE;
+      break;
+    case StatusCode::kUnimplemented:
+      code = grpc::StatusCode::UNIMPLEMENTED;
+      break;
+    case StatusCode::kInternal:
+      code = grpc::StatusCode::INTERNAL;
+      break;
+    case StatusCode::kUnavailable:
+      code = grpc::StatusCode::UNAVAILABLE;
+      break;
+    case StatusCode::kDataLoss:
+      code = grpc::StatusCode::DATA_LOSS;
+      break;
+    case StatusCode::kUnauthenticated:
+      code = grpc::StatusCode::UNAUTHENTICATED;
+      break;
+    case StatusCode::kIOError:
+      code = grpc::StatusCode::INTERNAL;
+      break;
   }
   return grpc::Status(code, status.message());
 }

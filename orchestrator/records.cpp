@@ -5,17 +5,16 @@
 namespace temper {
 
 TimeMs NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
 
 namespace {
 
 constexpr std::string_view kBatchStateNames[] = {"queued", "running", "completed", "cancelled", "failed"};
-constexpr std::string_view kRuleStateNames[] = {"pending", "running",   "fixed",  "already_passing",
-                                                "escalated", "skipped", "cancelled", "error", "waived",
-                                                "manual",    "reboot_pending", "held", "reverted"};
+constexpr std::string_view kRuleStateNames[] = {
+    "pending", "running", "fixed",  "already_passing", "escalated", "skipped", "cancelled",
+    "error",   "waived",  "manual", "reboot_pending",  "held",      "reverted"};
 static_assert(std::size(kRuleStateNames) == kRuleStateCount);
 constexpr std::string_view kAttemptOutcomeNames[] = {"kept", "reverted", "regression", "unhealthy"};
 
@@ -24,9 +23,7 @@ constexpr std::string_view kAttemptOutcomeNames[] = {"kept", "reverted", "regres
 std::string_view BatchStateName(BatchState state) { return kBatchStateNames[static_cast<int>(state)]; }
 std::string_view RuleStateName(RuleState state) { return kRuleStateNames[static_cast<int>(state)]; }
 
-std::string_view AttemptOutcomeName(AttemptOutcome outcome) {
-  return kAttemptOutcomeNames[static_cast<int>(outcome)];
-}
+std::string_view AttemptOutcomeName(AttemptOutcome outcome) { return kAttemptOutcomeNames[static_cast<int>(outcome)]; }
 
 std::optional<AttemptOutcome> ParseAttemptOutcome(std::string_view name) {
   for (size_t i = 0; i < std::size(kAttemptOutcomeNames); ++i) {

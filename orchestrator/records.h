@@ -88,14 +88,14 @@ struct NewBatch {
 // the batch. Rules that flipped (passing or not applicable before, failing now) are re-queued for
 // the next pass, or escalated when the bound is reached.
 struct FixpointPass {
-  uint32_t pass = 0;       // 1-based
-  bool final = false;      // the rescan was the batch's "after" evaluation: nothing re-queued
+  uint32_t pass = 0;                         // 1-based
+  bool final = false;                        // the rescan was the batch's "after" evaluation: nothing re-queued
   std::map<std::string, uint32_t> verdicts;  // OpenSCAP verdict -> rules, in the rescan
-  uint32_t attempts = 0;   // attempts made during this pass
-  uint32_t fixed = 0;      // of those, kept
-  std::vector<std::string> flipped;    // rule ids the rescan found flipped
-  std::vector<std::string> requeued;   // of those, made pending for the next pass
-  std::vector<std::string> escalated;  // of those, escalated: still flipping at the bound
+  uint32_t attempts = 0;                     // attempts made during this pass
+  uint32_t fixed = 0;                        // of those, kept
+  std::vector<std::string> flipped;          // rule ids the rescan found flipped
+  std::vector<std::string> requeued;         // of those, made pending for the next pass
+  std::vector<std::string> escalated;        // of those, escalated: still flipping at the bound
 };
 
 struct BatchRecord {
@@ -112,15 +112,15 @@ struct BatchRecord {
   std::string request_id;
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
-  std::optional<uint32_t> good_snapshot;  // the target's last known-good state for this batch
+  std::optional<uint32_t> good_snapshot;   // the target's last known-good state for this batch
   std::optional<uint32_t> start_snapshot;  // the target's state when the batch started
   std::vector<FixpointPass> fixpoint;      // the passes so far, oldest first
   std::optional<TimeMs> reverted_at;       // when `temper revert BATCH` took its changes out
-  std::string results_dir;                // OpenSCAP results of the batch's last evaluation
+  std::string results_dir;                 // OpenSCAP results of the batch's last evaluation
   // The seq of a "reboot.confirmed" event whose re-verification has not run yet (temper rebooted).
   std::optional<uint64_t> reboot_confirmed_seq;
   uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
-  std::vector<BatchRuleRecord> rules;  // in submission order; empty when listed without rules
+  std::vector<BatchRuleRecord> rules;          // in submission order; empty when listed without rules
 
   uint32_t Count(RuleState s) const { return rule_counts[static_cast<int>(s)]; }
   uint32_t TotalRules() const;
@@ -166,9 +166,9 @@ struct AttemptRecord {
   AttemptOutcome outcome = AttemptOutcome::kReverted;
   std::string evidence;
   std::string reflection;
-  std::string changes_json;  // what the attempt changed on the target (stig::ChangeSet as JSON)
-  std::optional<uint32_t> snapshot;    // a kept attempt: the target snapshot holding its change
-  std::optional<TimeMs> reverted_at;   // when `temper revert` took that change back out
+  std::string changes_json;           // what the attempt changed on the target (stig::ChangeSet as JSON)
+  std::optional<uint32_t> snapshot;   // a kept attempt: the target snapshot holding its change
+  std::optional<TimeMs> reverted_at;  // when `temper revert` took that change back out
   TokenUsage usage;
   TimeMs started_at = 0;
   TimeMs finished_at = 0;
@@ -226,9 +226,9 @@ struct StepCommitted {
 // What `temper revert` changes in the store, in one transaction, on a batch that has ended.
 struct RevertStep {
   int64_t batch_id = 0;
-  std::vector<RuleUpdate> rules;         // only state, detail and after_verdict are applied
+  std::vector<RuleUpdate> rules;           // only state, detail and after_verdict are applied
   std::vector<int64_t> reverted_attempts;  // attempt ids whose change is gone
-  bool batch_reverted = false;           // the whole batch: sets its reverted_at
+  bool batch_reverted = false;             // the whole batch: sets its reverted_at
   std::optional<std::string> results_dir;
   std::vector<NewEvent> events;
 };

@@ -27,12 +27,14 @@ Result<std::string> RequiredString(const json& answer, const char* key) {
 
 Result<RolePrompt> AssembleRolePrompt(const RoleConfig& config, const TokenEstimator& estimator,
                                       const std::string& system, std::vector<PromptSection> sections) {
-  const size_t window = config.context_tokens > config.max_output_tokens ? config.context_tokens - config.max_output_tokens : 0;
+  const size_t window =
+      config.context_tokens > config.max_output_tokens ? config.context_tokens - config.max_output_tokens : 0;
   const size_t system_tokens = estimator.Count(system) + 2 * kPerMessageOverheadTokens;
   if (system_tokens >= window) {
-    return Status::ResourceExhausted(fmt::format(
-        "the {} instructions alone need {} tokens but the prompt budget is {} (context_tokens {} − max_output_tokens {})",
-        config.role, system_tokens, window, config.context_tokens, config.max_output_tokens));
+    return Status::ResourceExhausted(
+        fmt::format("the {} instructions alone need {} tokens but the prompt budget is {} (context_tokens {} − "
+                    "max_output_tokens {})",
+                    config.role, system_tokens, window, config.context_tokens, config.max_output_tokens));
   }
   auto assembled = AssemblePrompt(sections, window - system_tokens, estimator);
   if (!assembled.ok()) return assembled.status().WithContext(fmt::format("building the {} prompt", config.role));
@@ -82,8 +84,8 @@ Result<ArchitectPick> Architect::ParsePick(const ChatResponse& response, const A
     known = known || r.id == rule_id;
   }
   if (!known) {
-    return Status::InvalidArgument(fmt::format("\"rule_id\" '{}' is not a candidate{}; the candidates are {}",
-                                               rule_id, DidYouMean(rule_id, ids), fmt::join(ids, ", ")));
+    return Status::InvalidArgument(fmt::format("\"rule_id\" '{}' is not a candidate{}; the candidates are {}", rule_id,
+                                               DidYouMean(rule_id, ids), fmt::join(ids, ", ")));
   }
   ArchitectPick pick;
   pick.rule_id = rule_id;
@@ -125,9 +127,8 @@ Result<ReengageDecision> Architect::ParseReengage(const ChatResponse& response) 
   } else if (v == "ESCALATE") {
     d.verdict = ReengageVerdict::kEscalate;
   } else {
-    return Status::InvalidArgument(fmt::format(
-        "\"verdict\" must be CONTINUE, PIVOT or ESCALATE, not \"{}\"{}", verdict,
-        DidYouMean(v, {"CONTINUE", "PIVOT", "ESCALATE"})));
+    return Status::InvalidArgument(fmt::format("\"verdict\" must be CONTINUE, PIVOT or ESCALATE, not \"{}\"{}", verdict,
+                                               DidYouMean(v, {"CONTINUE", "PIVOT", "ESCALATE"})));
   }
   if (d.verdict != ReengageVerdict::kPivot) {
     if (auto p = answer.find("plan"); p != answer.end() && p->is_string()) d.plan = p->get<std::string>();

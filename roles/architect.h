@@ -25,8 +25,8 @@ namespace temper {
 
 struct ArchitectInput {
   BatchProgress batch;
-  std::vector<RuleInfo> candidates;       // the rules it may pick from, in default order
-  std::vector<Lesson> lessons;            // for the candidates and similar rules
+  std::vector<RuleInfo> candidates;         // the rules it may pick from, in default order
+  std::vector<Lesson> lessons;              // for the candidates and similar rules
   std::vector<PastAttempt> prior_attempts;  // on the candidates, from earlier runs
 };
 
@@ -54,8 +54,7 @@ class Architect {
   Result<ArchitectPick> ParsePick(const ChatResponse& response, const ArchitectInput& input) const;
 
   Result<RolePrompt> BuildReengage(const RuleInfo& rule, const std::string& current_plan,
-                                   const std::vector<PastAttempt>& attempts,
-                                   const std::vector<Lesson>& lessons) const;
+                                   const std::vector<PastAttempt>& attempts, const std::vector<Lesson>& lessons) const;
   Result<ReengageDecision> ParseReengage(const ChatResponse& response) const;
 
  private:

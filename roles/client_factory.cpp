@@ -15,8 +15,8 @@ Result<std::unique_ptr<ModelClient>> MakeModelClient(const EndpointConfig& endpo
     TEMPER_ASSIGN_OR_RETURN(client, OpenAIClient::Create(endpoint.name, *o, logger));
   } else if (const auto* r = std::get_if<ReplayEndpoint>(&endpoint.spec)) {
     if (!record_to.empty() && record_to == r->transcript) {
-      return Status::InvalidArgument(fmt::format(
-          "endpoint '{}': cannot record into the transcript {} that it replays", endpoint.name, record_to));
+      return Status::InvalidArgument(
+          fmt::format("endpoint '{}': cannot record into the transcript {} that it replays", endpoint.name, record_to));
     }
     TEMPER_ASSIGN_OR_RETURN(client, ReplayClient::Open(endpoint.name, r->transcript));
   } else {

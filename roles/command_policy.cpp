@@ -11,10 +11,10 @@
 #include <fmt/format.h>
 
 #include "common/shell_split.h"
+#include "common/shell_variables.h"
 #include "roles/command_rules.h"
 #include "roles/execution_paths.h"
 #include "roles/sed_script.h"
-#include "common/shell_variables.h"
 
 namespace temper {
 
@@ -55,27 +55,220 @@ bool IsWriteRedirect(const Redirect& r) {
 // Programs that only read the files they name, or change only their metadata or existence: a
 // file that runs later named among their arguments is not written with new content.
 bool LeavesContentAlone(const std::string& p) {
-  static constexpr std::string_view kPrograms[] = {
-      "cat", "grep", "egrep", "fgrep", "zgrep", "head", "tail", "less", "more", "wc", "stat", "ls", "test", "[", "[[",
-      "file", "diff", "cmp", "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "readlink", "realpath",
-      "dirname", "basename", "lsattr", "getfacl", "visudo", "systemd-analyze", "sshd", "echo", "printf", "sort",
-      "uniq", "cut", "tr", "awk", "gawk", "mawk", "sed", "find", "chmod", "chown", "chgrp", "chattr", "setfacl",
-      "touch", "rm", "rmdir", "unlink", "mkdir", "truncate", "run-parts", "systemctl", "service", "update-rc.d",
-      "dpkg", "dpkg-query", "apt", "apt-get", "apt-cache", "id", "getent", "restorecon", "chcon", "source", ".",
-      "true", "false", ":", "sh", "bash", "dash", "which", "type", "command", "hash", "xargs", "tee", "cp", "mv",
-      "install", "ln", "dd", "sysctl", "augenrules", "auditctl", "update-grub", "grub-mkconfig", "grub2-mkconfig",
-      "modprobe", "lsmod", "pam-auth-update", "gsettings", "dconf", "ufw", "aide", "aideinit", "chage", "usermod",
-      "useradd", "passwd", "pwck", "grpck", "locale", "timedatectl", "hostnamectl", "update-alternatives",
-      "dpkg-statoverride", "dpkg-divert", "chronyc", "fold", "od", "strings", "xxd", "base64", "jq", "yq", "bc",
-      "expr", "seq", "date", "sleep", "wait", "kill", "pkill", "pgrep", "pidof", "ps", "mount", "umount", "findmnt",
-      "df", "du", "free", "uname", "hostname", "whoami", "groups", "getconf", "nproc", "lsblk", "blkid", "ip", "ss",
-      "netstat", "iptables", "ip6tables", "nft", "firewall-cmd", "readarray", "mapfile", "read", "shopt", "set",
-      "unset", "export", "declare", "local", "readonly", "typeset", "return", "exit", "break", "continue", "shift",
-      "eval", "exec", "trap", "alias", "cd", "pushd", "popd", "dirs", "umask", "ulimit", "getopts", "let",
-      "((", "ldd", "getcap", "setcap", "readelf", "objdump", "nm", "lsof", "fuser", "debsums", "namei", "chsh",
-      "groupadd", "groupmod", "userdel", "gpasswd", "journalctl", "systemd-escape", "apparmor_parser",
-      "aa-enforce", "aa-complain", "aa-status", "tree", "mountpoint", "faillock", "pam_tally2", "last",
-      "lastlog", "who", "w", "ssh-keygen", "dpkg-reconfigure", "update-initramfs", "needrestart"};
+  static constexpr std::string_view kPrograms[] = {"cat",
+                                                   "grep",
+                                                   "egrep",
+                                                   "fgrep",
+                                                   "zgrep",
+                                                   "head",
+                                                   "tail",
+                                                   "less",
+                                                   "more",
+                                                   "wc",
+                                                   "stat",
+                                                   "ls",
+                                                   "test",
+                                                   "[",
+                                                   "[[",
+                                                   "file",
+                                                   "diff",
+                                                   "cmp",
+                                                   "md5sum",
+                                                   "sha1sum",
+                                                   "sha256sum",
+                                                   "sha512sum",
+                                                   "cksum",
+                                                   "readlink",
+                                                   "realpath",
+                                                   "dirname",
+                                                   "basename",
+                                                   "lsattr",
+                                                   "getfacl",
+                                                   "visudo",
+                                                   "systemd-analyze",
+                                                   "sshd",
+                                                   "echo",
+                                                   "printf",
+                                                   "sort",
+                                                   "uniq",
+                                                   "cut",
+                                                   "tr",
+                                                   "awk",
+                                                   "gawk",
+                                                   "mawk",
+                                                   "sed",
+                                                   "find",
+                                                   "chmod",
+                                                   "chown",
+                                                   "chgrp",
+                                                   "chattr",
+                                                   "setfacl",
+                                                   "touch",
+                                                   "rm",
+                                                   "rmdir",
+                                                   "unlink",
+                                                   "mkdir",
+                                                   "truncate",
+                                                   "run-parts",
+                                                   "systemctl",
+                                                   "service",
+                                                   "update-rc.d",
+                                                   "dpkg",
+                                                   "dpkg-query",
+                                                   "apt",
+                                                   "apt-get",
+                                                   "apt-cache",
+                                                   "id",
+                                                   "getent",
+                                                   "restorecon",
+                                                   "chcon",
+                                                   "source",
+                                                   ".",
+                                                   "true",
+                                                   "false",
+                                                   ":",
+                                                   "sh",
+                                                   "bash",
+                                                   "dash",
+                                                   "which",
+                                                   "type",
+                                                   "command",
+                                                   "hash",
+                                                   "xargs",
+                                                   "tee",
+                                                   "cp",
+                                                   "mv",
+                                                   "install",
+                                                   "ln",
+                                                   "dd",
+                                                   "sysctl",
+                                                   "augenrules",
+                                                   "auditctl",
+                                                   "update-grub",
+                                                   "grub-mkconfig",
+                                                   "grub2-mkconfig",
+                                                   "modprobe",
+                                                   "lsmod",
+                                                   "pam-auth-update",
+                                                   "gsettings",
+                                                   "dconf",
+                                                   "ufw",
+                                                   "aide",
+                                                   "aideinit",
+                                                   "chage",
+                                                   "usermod",
+                                                   "useradd",
+                                                   "passwd",
+                                                   "pwck",
+                                                   "grpck",
+                                                   "locale",
+                                                   "timedatectl",
+                                                   "hostnamectl",
+                                                   "update-alternatives",
+                                                   "dpkg-statoverride",
+                                                   "dpkg-divert",
+                                                   "chronyc",
+                                                   "fold",
+                                                   "od",
+                                                   "strings",
+                                                   "xxd",
+                                                   "base64",
+                                                   "jq",
+                                                   "yq",
+                                                   "bc",
+                                                   "expr",
+                                                   "seq",
+                                                   "date",
+                                                   "sleep",
+                                                   "wait",
+                                                   "kill",
+                                                   "pkill",
+                                                   "pgrep",
+                                                   "pidof",
+                                                   "ps",
+                                                   "mount",
+                                                   "umount",
+                                                   "findmnt",
+                                                   "df",
+                                                   "du",
+                                                   "free",
+                                                   "uname",
+                                                   "hostname",
+                                                   "whoami",
+                                                   "groups",
+                                                   "getconf",
+                                                   "nproc",
+                                                   "lsblk",
+                                                   "blkid",
+                                                   "ip",
+                                                   "ss",
+                                                   "netstat",
+                                                   "iptables",
+                                                   "ip6tables",
+                                                   "nft",
+                                                   "firewall-cmd",
+                                                   "readarray",
+                                                   "mapfile",
+                                                   "read",
+                                                   "shopt",
+                                                   "set",
+                                                   "unset",
+                                                   "export",
+                                                   "declare",
+                                                   "local",
+                                                   "readonly",
+                                                   "typeset",
+                                                   "return",
+                                                   "exit",
+                                                   "break",
+                                                   "continue",
+                                                   "shift",
+                                                   "eval",
+                                                   "exec",
+                                                   "trap",
+                                                   "alias",
+                                                   "cd",
+                                                   "pushd",
+                                                   "popd",
+                                                   "dirs",
+                                                   "umask",
+                                                   "ulimit",
+                                                   "getopts",
+                                                   "let",
+                                                   "((",
+                                                   "ldd",
+                                                   "getcap",
+                                                   "setcap",
+                                                   "readelf",
+                                                   "objdump",
+                                                   "nm",
+                                                   "lsof",
+                                                   "fuser",
+                                                   "debsums",
+                                                   "namei",
+                                                   "chsh",
+                                                   "groupadd",
+                                                   "groupmod",
+                                                   "userdel",
+                                                   "gpasswd",
+                                                   "journalctl",
+                                                   "systemd-escape",
+                                                   "apparmor_parser",
+                                                   "aa-enforce",
+                                                   "aa-complain",
+                                                   "aa-status",
+                                                   "tree",
+                                                   "mountpoint",
+                                                   "faillock",
+                                                   "pam_tally2",
+                                                   "last",
+                                                   "lastlog",
+                                                   "who",
+                                                   "w",
+                                                   "ssh-keygen",
+                                                   "dpkg-reconfigure",
+                                                   "update-initramfs",
+                                                   "needrestart"};
   return std::find(std::begin(kPrograms), std::end(kPrograms), p) != std::end(kPrograms);
 }
 
@@ -89,13 +282,27 @@ std::string Unescape(std::string_view s) {
     }
     const char e = s[++i];
     switch (e) {
-      case 'n': out.push_back('\n'); break;
-      case 't': out.push_back('\t'); break;
-      case 'r': out.push_back('\r'); break;
-      case '\\': out.push_back('\\'); break;
-      case 'a': out.push_back('\a'); break;
-      case 'v': out.push_back('\v'); break;
-      case 'f': out.push_back('\f'); break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case 'a':
+        out.push_back('\a');
+        break;
+      case 'v':
+        out.push_back('\v');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
       default:
         out.push_back('\\');
         out.push_back(e);
@@ -159,8 +366,8 @@ class CommandJudge {
   // A file written to `path`, whose content runs later as `where` says. `fragment`: the content is
   // part of a line (a sed replacement), so text that is not of the file's format is judged as the
   // command it may complete.
-  std::optional<Refusal> LaterFile(const ExecutionPath& where, const std::string& path, std::string_view content, int depth,
-                                   bool fragment = false) {
+  std::optional<Refusal> LaterFile(const ExecutionPath& where, const std::string& path, std::string_view content,
+                                   int depth, bool fragment = false) {
     Result<std::vector<LaterCommand>> commands = CommandsInFile(where.kind, path, content);
     if (!commands.ok() && fragment && commands.status().code() == StatusCode::kInvalidArgument) {
       commands = std::vector<LaterCommand>{{std::string(content), "edited text"}};
@@ -242,8 +449,8 @@ class CommandJudge {
     }
     if (n == "PROMPT_COMMAND" || n == "EDITOR" || n == "VISUAL" || n == "SUDO_EDITOR" || n == "SYSTEMD_EDITOR" ||
         n == "PAGER" || n == "MANPAGER" || n == "SYSTEMD_PAGER" || n == "LESSOPEN" || n == "LESSCLOSE" ||
-        ((n == "PS4" || n == "PS1" || n == "PS0") && (joined().find("$(") != std::string::npos ||
-                                                      joined().find('`') != std::string::npos))) {
+        ((n == "PS4" || n == "PS1" || n == "PS0") &&
+         (joined().find("$(") != std::string::npos || joined().find('`') != std::string::npos))) {
       return Refusal{fmt::format("setting {} names a command that other programs run", n), "leave it as it is"};
     }
     if (n == "PATH") {
@@ -314,7 +521,8 @@ class CommandJudge {
   static std::vector<Write> WritesOf(const SimpleCommand& c) {
     std::vector<Write> out;
     for (const Redirect& r : c.redirects) {
-      if (IsWriteRedirect(r)) out.push_back({r.target, r.target_expanded, r.op.starts_with("2") ? Write::kUnknown : Write::kOutput});
+      if (IsWriteRedirect(r))
+        out.push_back({r.target, r.target_expanded, r.op.starts_with("2") ? Write::kUnknown : Write::kOutput});
     }
     const std::string& p = c.program;
     std::vector<size_t> operands;
@@ -333,7 +541,8 @@ class CommandJudge {
         target_dir_expanded = c.args_expanded[k];
         continue;
       }
-      if (p == "install" && (a == "-m" || a == "-o" || a == "-g" || a == "--mode" || a == "--owner" || a == "--group")) {
+      if (p == "install" &&
+          (a == "-m" || a == "-o" || a == "-g" || a == "--mode" || a == "--owner" || a == "--group")) {
         ++k;
         continue;
       }
@@ -343,11 +552,14 @@ class CommandJudge {
       for (size_t k : operands) out.push_back({c.args[k], c.args_expanded[k], Write::kInput});
     } else if (p == "cp" || p == "mv" || p == "install" || p == "ln") {
       const bool symlink = p == "ln" && std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
-        return a == "-s" || a == "--symbolic" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('s') != std::string::npos);
-      });
+                             return a == "-s" || a == "--symbolic" ||
+                                    (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('s') != std::string::npos);
+                           });
       const bool recursive = std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
         return a == "-r" || a == "-R" || a == "-a" || a == "--recursive" || a == "--archive" ||
-               (a.size() > 1 && a[0] == '-' && a[1] != '-' && (a.find('r') != std::string::npos || a.find('R') != std::string::npos || a.find('a') != std::string::npos));
+               (a.size() > 1 && a[0] == '-' && a[1] != '-' &&
+                (a.find('r') != std::string::npos || a.find('R') != std::string::npos ||
+                 a.find('a') != std::string::npos));
       });
       std::vector<size_t> sources = operands;
       std::string dest = target_dir;
@@ -357,23 +569,24 @@ class CommandJudge {
         dest_expanded = c.args_expanded[sources.back()];
         sources.pop_back();
       }
-      if (p == "install" && std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
-            return a == "-d" || a == "--directory";
-          })) {
+      if (p == "install" && std::any_of(c.args.begin(), c.args.end(),
+                                        [](const std::string& a) { return a == "-d" || a == "--directory"; })) {
         return out;  // install -d makes directories
       }
       for (size_t s : sources) {
         // The destination is the file itself, or a directory the file lands in.
         const std::string name = Basename(c.args[s]);
         for (const std::string& target : {dest, dest + "/" + name}) {
-          Write wr{target, dest_expanded, recursive ? Write::kUnknown : Write::kFile, c.args[s], c.args_expanded[s], symlink};
+          Write wr{target,    dest_expanded,      recursive ? Write::kUnknown : Write::kFile,
+                   c.args[s], c.args_expanded[s], symlink};
           out.push_back(wr);
         }
       }
     } else if (p == "sed") {
       const bool in_place = std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
         return StartsWith(a, "-i") || StartsWith(a, "--in-place") ||
-               (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos && a.find('e') == std::string::npos);
+               (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos &&
+                a.find('e') == std::string::npos);
       });
       if (in_place) {
         bool script_given = std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
@@ -405,8 +618,12 @@ class CommandJudge {
       }
       for (size_t k = 0; k < c.args.size(); ++k) {
         if (!StartsWith(c.args[k], "of=")) continue;
-        Write wr{c.args[k].substr(3), c.args_expanded[k], input.empty() ? Write::kUnknown : Write::kFile, input,
-                 input_expanded, false};
+        Write wr{c.args[k].substr(3),
+                 c.args_expanded[k],
+                 input.empty() ? Write::kUnknown : Write::kFile,
+                 input,
+                 input_expanded,
+                 false};
         out.push_back(wr);
       }
     } else if (!c.program.empty() && !LeavesContentAlone(c.program)) {
@@ -415,7 +632,8 @@ class CommandJudge {
         const std::string& a = c.args[k];
         const size_t eq = a.find('=');
         const std::string named = StartsWith(a, "-") && eq != std::string::npos ? a.substr(eq + 1) : a;
-        if (!named.empty() && (named[0] == '/' || !StartsWith(a, "-"))) out.push_back({named, c.args_expanded[k], Write::kUnknown});
+        if (!named.empty() && (named[0] == '/' || !StartsWith(a, "-")))
+          out.push_back({named, c.args_expanded[k], Write::kUnknown});
       }
     }
     return out;
@@ -423,8 +641,9 @@ class CommandJudge {
 
   // Programs that write files they do not name one by one (archives, downloads, version control).
   static bool WritesUnnamedFiles(const std::string& p) {
-    static constexpr std::string_view kPrograms[] = {"tar", "unzip", "cpio", "rsync", "scp", "curl", "wget", "git",
-                                                     "patch", "7z", "bsdtar", "ar", "unsquashfs", "debootstrap"};
+    static constexpr std::string_view kPrograms[] = {"tar",    "unzip", "cpio",       "rsync",      "scp",
+                                                     "curl",   "wget",  "git",        "patch",      "7z",
+                                                     "bsdtar", "ar",    "unsquashfs", "debootstrap"};
     return std::find(std::begin(kPrograms), std::end(kPrograms), p) != std::end(kPrograms);
   }
 
@@ -463,7 +682,8 @@ class CommandJudge {
     Result<std::string> content = read_(path, kMaxJudgedFileBytes + 1);
     if (!content.ok()) return content.status();
     if (content->size() > kMaxJudgedFileBytes) {
-      return Status::OutOfRange(fmt::format("{} is larger than the {} bytes the policy reads", path, kMaxJudgedFileBytes));
+      return Status::OutOfRange(
+          fmt::format("{} is larger than the {} bytes the policy reads", path, kMaxJudgedFileBytes));
     }
     return content;
   }
@@ -472,7 +692,8 @@ class CommandJudge {
   // path (then a #! line other than a shell's, or a binary, is refused).
   std::optional<Refusal> ScriptFile(const std::string& path, bool as_program, const SimpleCommand& c, const Walk& w) {
     if (auto r = Stale(path, w, c)) return r;
-    if (w.depth + 1 > kMaxScriptDepth) return Refusal{fmt::format("'{}': scripts run scripts too deeply", c.text), "run them one by one"};
+    if (w.depth + 1 > kMaxScriptDepth)
+      return Refusal{fmt::format("'{}': scripts run scripts too deeply", c.text), "run them one by one"};
     if (judging_.count(path)) {
       return Refusal{fmt::format("the script {} runs itself", path), "never start processes without bound"};
     }
@@ -581,9 +802,10 @@ class CommandJudge {
         return judge(*in);
       }
       case Write::kFile: {
-        std::optional<std::string> source = wr.symlink && !wr.file.empty() && wr.file[0] != '/'
-                                                ? std::optional<std::string>(NormalizePath(Dirname(path) + "/" + wr.file))
-                                                : PathOf(wr.file, wr.file_expanded, w);
+        std::optional<std::string> source =
+            wr.symlink && !wr.file.empty() && wr.file[0] != '/'
+                ? std::optional<std::string>(NormalizePath(Dirname(path) + "/" + wr.file))
+                : PathOf(wr.file, wr.file_expanded, w);
         if (!source) return invisible(fmt::format("'{}', whose name is not known,", wr.file));
         if (auto r = Stale(*source, w, c)) return r;
         Result<std::string> content = ReadForJudging(*source);
@@ -674,14 +896,15 @@ class CommandJudge {
     const std::string& p = c.program;
     const std::string another = "write the commands themselves, or write a script with write_file and run it";
     const bool inline_script = IsShell(p) && std::any_of(c.args.begin(), c.args.end(), [](const std::string& a) {
-      return a == "-c" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.back() == 'c');
-    });
+                                 return a == "-c" || (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.back() == 'c');
+                               });
     // `bash <(curl …)`, `source <(…)`: a script another command produces, like `curl … | bash`.
     if ((IsShell(p) && !inline_script) || p == "source" || p == ".") {
       for (const std::string& a : c.args) {
         if (StartsWith(a, "<(")) {
-          return Refusal{fmt::format("'{}' runs a script another command produces, which the policy cannot inspect", c.text),
-                         another};
+          return Refusal{
+              fmt::format("'{}' runs a script another command produces, which the policy cannot inspect", c.text),
+              another};
         }
       }
     }
@@ -705,7 +928,9 @@ class CommandJudge {
       for (const Redirect& r : c.redirects) {
         if (r.op != "<" && r.op != "0<") continue;
         std::optional<std::string> path = PathOf(r.target, r.target_expanded, w);
-        if (!path) return Refusal{fmt::format("'{}' runs a script from '{}', whose path is not known", c.text, r.target), another};
+        if (!path)
+          return Refusal{fmt::format("'{}' runs a script from '{}', whose path is not known", c.text, r.target),
+                         another};
         return ScriptFile(*path, false, c, w);
       }
       return std::nullopt;
@@ -714,7 +939,8 @@ class CommandJudge {
       if (c.args.empty()) return std::nullopt;
       const std::string& file = c.args[0];
       if (StartsWith(file, "/dev/") || StartsWith(file, "/proc/")) {
-        return Refusal{fmt::format("'{}' runs a script from its input, which the policy cannot inspect", c.text), another};
+        return Refusal{fmt::format("'{}' runs a script from its input, which the policy cannot inspect", c.text),
+                       another};
       }
       std::optional<std::string> path = PathOf(file, c.args_expanded[0], w);
       if (!path) {
@@ -738,7 +964,8 @@ class CommandJudge {
       return Refusal{fmt::format("'{}' loads a shared library into the shell", c.text), kInsteadShellScript};
     }
     if (p == "hash" && std::find(c.args.begin(), c.args.end(), "-p") != c.args.end()) {
-      return Refusal{fmt::format("'{}' makes a program's name run another file", c.text), "run programs by their names"};
+      return Refusal{fmt::format("'{}' makes a program's name run another file", c.text),
+                     "run programs by their names"};
     }
     // sysctl -p FILE loads the file's settings now. A file in sysctl's own directories is judged
     // whenever it is written (this command line's writes included), so only others are read.
@@ -746,11 +973,16 @@ class CommandJudge {
       for (size_t k = 0; k + 1 < c.args.size(); ++k) {
         if (c.args[k] != "-p" && c.args[k] != "--load") continue;
         std::optional<std::string> path = PathOf(c.args[k + 1], c.args_expanded[k + 1], w);
-        if (!path) return Refusal{fmt::format("'{}' loads settings from a file whose path is not known", c.text), "name the file"};
+        if (!path)
+          return Refusal{fmt::format("'{}' loads settings from a file whose path is not known", c.text),
+                         "name the file"};
         if (ClassifyPath(*path).kind == FileKind::kSysctl) continue;
         if (auto r = Stale(*path, w, c)) return r;
         Result<std::string> content = ReadForJudging(*path);
-        if (!content.ok()) return Refusal{fmt::format("'{}' loads {}, which the policy cannot read ({})", c.text, *path, content.status().message()), "write the settings with write_file first"};
+        if (!content.ok())
+          return Refusal{fmt::format("'{}' loads {}, which the policy cannot read ({})", c.text, *path,
+                                     content.status().message()),
+                         "write the settings with write_file first"};
         if (auto r = LaterFile({FileKind::kSysctl, "a sysctl configuration"}, *path, *content, w.depth)) return r;
       }
     }
@@ -760,11 +992,15 @@ class CommandJudge {
       for (size_t k = 0; k < c.args.size(); ++k) {
         if (c.args[k].find('/') == std::string::npos || StartsWith(c.args[k], "-")) continue;
         std::optional<std::string> path = PathOf(c.args[k], c.args_expanded[k], w);
-        if (!path) return Refusal{fmt::format("'{}' names a unit file whose path is not known", c.text), "name the unit"};
+        if (!path)
+          return Refusal{fmt::format("'{}' names a unit file whose path is not known", c.text), "name the unit"};
         if (ClassifyPath(*path).kind == FileKind::kSystemdUnit) continue;
         if (auto r = Stale(*path, w, c)) return r;
         Result<std::string> content = ReadForJudging(*path);
-        if (!content.ok()) return Refusal{fmt::format("'{}' uses the unit file {}, which the policy cannot read ({})", c.text, *path, content.status().message()), "write the unit with write_file first"};
+        if (!content.ok())
+          return Refusal{fmt::format("'{}' uses the unit file {}, which the policy cannot read ({})", c.text, *path,
+                                     content.status().message()),
+                         "write the unit with write_file first"};
         if (auto r = LaterFile({FileKind::kSystemdUnit, "a systemd unit"}, *path, *content, w.depth)) return r;
       }
     }
@@ -780,7 +1016,8 @@ class CommandJudge {
 };
 
 Status Refused(const Refusal& r, std::string_view nothing) {
-  return Status::PermissionDenied(fmt::format("refused by policy: {}. Instead: {}. Nothing was {}.", r.why, r.instead, nothing));
+  return Status::PermissionDenied(
+      fmt::format("refused by policy: {}. Instead: {}. Nothing was {}.", r.why, r.instead, nothing));
 }
 
 }  // namespace
@@ -804,18 +1041,20 @@ Status CheckPackageRemoval(const std::vector<std::string>& names, const PolicyCo
   return Status::OK();
 }
 
-Status CheckWrite(std::string_view path, std::string_view content, const PolicyContext& context, const TargetFileReader& read) {
+Status CheckWrite(std::string_view path, std::string_view content, const PolicyContext& context,
+                  const TargetFileReader& read) {
   const std::string p = NormalizePath(path);
   if (IsBlockDevice(p)) {
-    return Status::PermissionDenied(fmt::format("refused by policy: {} is a device; never write to block devices", path));
+    return Status::PermissionDenied(
+        fmt::format("refused by policy: {} is a device; never write to block devices", path));
   }
   if (StartsWith(p, "/proc/") || StartsWith(p, "/sys/")) {
     return Status::PermissionDenied(fmt::format(
         "refused by policy: {} is a kernel interface; write persistent settings (e.g. /etc/sysctl.d/) instead", path));
   }
   if (!context.bootloader_rule && IsBootloaderPath(p)) {
-    return Status::PermissionDenied(fmt::format(
-        "refused by policy: {} is a bootloader file and this rule is not a bootloader rule", path));
+    return Status::PermissionDenied(
+        fmt::format("refused by policy: {} is a bootloader file and this rule is not a bootloader rule", path));
   }
   const ExecutionPath where = ClassifyPath(p);
   if (where.kind == FileKind::kData) return Status::OK();

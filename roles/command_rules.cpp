@@ -35,9 +35,10 @@ bool IsSystemDir(std::string_view raw) {
   std::string p = NormalizePath(raw);
   if (p == "/" || p == "/*") return true;
   static constexpr std::string_view kDirs[] = {
-      "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
-      "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/var", "/usr/bin", "/usr/sbin", "/usr/lib",
-      "/usr/lib64", "/usr/local", "/usr/share", "/var/lib", "/var/log", "/etc/ssh", "/etc/pam.d",
+      "/bin",          "/boot",        "/dev",           "/etc",         "/home",       "/lib",      "/lib32",
+      "/lib64",        "/libx32",      "/opt",           "/proc",        "/root",       "/run",      "/sbin",
+      "/srv",          "/sys",         "/usr",           "/var",         "/usr/bin",    "/usr/sbin", "/usr/lib",
+      "/usr/lib64",    "/usr/local",   "/usr/share",     "/var/lib",     "/var/log",    "/etc/ssh",  "/etc/pam.d",
       "/etc/security", "/etc/systemd", "/etc/sudoers.d", "/etc/selinux", "/etc/default"};
   for (std::string_view d : kDirs) {
     if (p == d || p == std::string(d) + "/*") return true;
@@ -53,14 +54,15 @@ bool IsBareVariable(std::string_view raw) {
   std::string_view name(p);
   name.remove_prefix(1);
   if (!name.empty() && name.front() == '{' && name.back() == '}') name = name.substr(1, name.size() - 2);
-  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return !name.empty() && std::all_of(name.begin(), name.end(),
+                                      [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 bool IsNetworkUnit(std::string_view raw) {
   std::string u = Lower(raw);
   if (u.ends_with(".service")) u.resize(u.size() - 8);
-  return u == "network" || u == "networking" || u == "networkmanager" || u == "systemd-networkd" ||
-         u == "wicked" || u == "firewalld";
+  return u == "network" || u == "networking" || u == "networkmanager" || u == "systemd-networkd" || u == "wicked" ||
+         u == "firewalld";
 }
 
 // Units the host cannot lose while it runs: stopping them stops everything, or systemctl itself.
@@ -75,10 +77,27 @@ bool IsCoreUnit(std::string_view raw) {
 bool IsProtectedPackage(std::string_view raw) {
   std::string n = Lower(raw);
   if (size_t colon = n.find(':'); colon != std::string::npos) n.resize(colon);  // libpam0g:amd64
-  static constexpr std::string_view kNames[] = {
-      "openssh-server", "openssh-sftp-server", "sudo", "systemd", "systemd-sysv", "init", "sysvinit-core",
-      "libpam-modules", "libpam-modules-bin", "libpam-runtime", "libpam0g", "login", "passwd", "apt", "dpkg",
-      "ifupdown", "netplan.io", "network-manager", "iproute2", "systemd-resolved", "initramfs-tools"};
+  static constexpr std::string_view kNames[] = {"openssh-server",
+                                                "openssh-sftp-server",
+                                                "sudo",
+                                                "systemd",
+                                                "systemd-sysv",
+                                                "init",
+                                                "sysvinit-core",
+                                                "libpam-modules",
+                                                "libpam-modules-bin",
+                                                "libpam-runtime",
+                                                "libpam0g",
+                                                "login",
+                                                "passwd",
+                                                "apt",
+                                                "dpkg",
+                                                "ifupdown",
+                                                "netplan.io",
+                                                "network-manager",
+                                                "iproute2",
+                                                "systemd-resolved",
+                                                "initramfs-tools"};
   for (std::string_view p : kNames) {
     if (n == p) return true;
   }
@@ -106,14 +125,26 @@ std::optional<Refusal> JudgeSystemctl(const SimpleCommand& c, const PolicyContex
   std::vector<std::string> units;
   if (p == "systemctl") units.assign(words.begin() + 1, words.end());
   else units.push_back(words[0]);
-  static constexpr std::string_view kPowerVerbs[] = {"reboot", "poweroff", "halt", "kexec", "rescue", "emergency",
-                                                     "soft-reboot", "suspend", "hibernate", "hybrid-sleep",
-                                                     "suspend-then-hibernate", "sleep", "default", "exit",
-                                                     "switch-root", "isolate"};
+  static constexpr std::string_view kPowerVerbs[] = {"reboot",
+                                                     "poweroff",
+                                                     "halt",
+                                                     "kexec",
+                                                     "rescue",
+                                                     "emergency",
+                                                     "soft-reboot",
+                                                     "suspend",
+                                                     "hibernate",
+                                                     "hybrid-sleep",
+                                                     "suspend-then-hibernate",
+                                                     "sleep",
+                                                     "default",
+                                                     "exit",
+                                                     "switch-root",
+                                                     "isolate"};
   if (std::find(std::begin(kPowerVerbs), std::end(kPowerVerbs), verb) != std::end(kPowerVerbs)) {
-    return Refusal{fmt::format("'{} {}' switches the system's state and would take the host down or cut it off", p,
-                               verb),
-                   kInsteadReboot};
+    return Refusal{
+        fmt::format("'{} {}' switches the system's state and would take the host down or cut it off", p, verb),
+        kInsteadReboot};
   }
   if (verb == "set-default" && !units.empty() && Lower(units[0]) != "multi-user.target" &&
       Lower(units[0]) != "graphical.target") {
@@ -124,9 +155,10 @@ std::optional<Refusal> JudgeSystemctl(const SimpleCommand& c, const PolicyContex
     return Refusal{fmt::format("'{} {}' runs an editor or changes the environment of every service", p, verb),
                    "write unit drop-ins with write_file instead"};
   }
-  static constexpr std::string_view kStarts[] = {"start", "restart", "try-restart", "reload-or-restart",
-                                                 "try-reload-or-restart", "condrestart", "force-reload", "enable",
-                                                 "reenable", "add-wants", "add-requires", "link", "preset"};
+  static constexpr std::string_view kStarts[] = {
+      "start",        "restart",      "try-restart", "reload-or-restart", "try-reload-or-restart",
+      "condrestart",  "force-reload", "enable",      "reenable",          "add-wants",
+      "add-requires", "link",         "preset"};
   if (std::find(std::begin(kStarts), std::end(kStarts), verb) != std::end(kStarts)) {
     for (const std::string& u : units) {
       if (IsStateUnit(u)) {
@@ -177,10 +209,11 @@ std::optional<Refusal> JudgeSysctl(const SimpleCommand& c, const PolicyContext&)
 
 bool IsForeignInterpreter(const std::string& p) {
   static constexpr std::string_view kPrefixes[] = {"python", "perl", "ruby", "php", "lua", "tclsh", "pypy"};
-  static constexpr std::string_view kNames[] = {"node", "nodejs", "luajit", "wish", "expect", "gdb", "Rscript", "pwsh",
-                                                "java", "jshell", "jjs", "guile", "julia", "irb", "racket"};
+  static constexpr std::string_view kNames[] = {"node", "nodejs", "luajit", "wish",  "expect", "gdb", "Rscript", "pwsh",
+                                                "java", "jshell", "jjs",    "guile", "julia",  "irb", "racket"};
   if (std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames)) return true;
-  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes), [&](std::string_view x) { return StartsWith(p, x); }) &&
+  return std::any_of(std::begin(kPrefixes), std::end(kPrefixes),
+                     [&](std::string_view x) { return StartsWith(p, x); }) &&
          p.find("-config") == std::string::npos && p.find("doc") == std::string::npos;
 }
 
@@ -200,7 +233,8 @@ std::optional<Refusal> JudgeAwk(const SimpleCommand& c, const PolicyContext&) {
     break;
   }
   const std::string why_prefix = fmt::format("'{}' ", c.text);
-  if (from_file) return Refusal{why_prefix + "runs an awk program from a file, which the policy does not judge", kInsteadShell};
+  if (from_file)
+    return Refusal{why_prefix + "runs an awk program from a file, which the policy does not judge", kInsteadShell};
   if (program.find("system") != std::string::npos && program.find('(', program.find("system")) != std::string::npos) {
     return Refusal{why_prefix + "runs commands through awk's system()", kInsteadShell};
   }
@@ -213,7 +247,8 @@ std::optional<Refusal> JudgeAwk(const SimpleCommand& c, const PolicyContext&) {
   // print and printf with > or >> write a file.
   for (size_t at = program.find("print"); at != std::string::npos; at = program.find("print", at + 1)) {
     size_t end = program.find_first_of(";}\n", at);
-    std::string_view statement = std::string_view(program).substr(at, end == std::string::npos ? std::string::npos : end - at);
+    std::string_view statement =
+        std::string_view(program).substr(at, end == std::string::npos ? std::string::npos : end - at);
     if (statement.find('>') != std::string_view::npos) {
       return Refusal{why_prefix + "writes files from inside awk, which the policy cannot follow",
                      "print to standard output and redirect it in the shell"};
@@ -247,8 +282,9 @@ std::optional<Refusal> JudgeSed(const SimpleCommand& c) {
   for (const std::string& script : scripts) {
     Result<SedEffects> effects = ReadSedScript(script);
     if (!effects.ok()) {
-      return Refusal{fmt::format("'{}': {}, so the policy cannot tell what it runs", c.text, effects.status().message()),
-                     "write the sed script plainly"};
+      return Refusal{
+          fmt::format("'{}': {}, so the policy cannot tell what it runs", c.text, effects.status().message()),
+          "write the sed script plainly"};
     }
     if (!effects->runs.empty()) {
       return Refusal{fmt::format("'{}' runs commands through sed's e command", c.text), kInsteadShell};
@@ -274,7 +310,8 @@ using ProgramJudge = std::optional<Refusal> (*)(const SimpleCommand& c, const Po
 std::optional<Refusal> JudgeRedirects(const SimpleCommand& c, const PolicyContext& ctx) {
   for (const Redirect& r : c.redirects) {
     if (r.op.find('>') == std::string::npos) continue;
-    if (IsBlockDevice(r.target)) return Refusal{fmt::format("it writes to the device {}", r.target), "never write to block devices"};
+    if (IsBlockDevice(r.target))
+      return Refusal{fmt::format("it writes to the device {}", r.target), "never write to block devices"};
     if (std::string knob = HostKillingKnob(r.target); !knob.empty()) {
       return Refusal{fmt::format("it writes to {}: {}", r.target, knob), "never write to these kernel interfaces"};
     }
@@ -293,7 +330,8 @@ std::optional<Refusal> JudgePowerOff(const SimpleCommand& c, const PolicyContext
 std::optional<Refusal> JudgeRunlevel(const SimpleCommand& c, const PolicyContext&) {
   const std::vector<std::string>& a = c.args;
   if (!a.empty() && (a[0] == "0" || a[0] == "6" || a[0] == "1" || Lower(a[0]) == "s")) {
-    return Refusal{fmt::format("'{} {}' changes the runlevel and takes the host down", c.program, a[0]), kInsteadReboot};
+    return Refusal{fmt::format("'{} {}' changes the runlevel and takes the host down", c.program, a[0]),
+                   kInsteadReboot};
   }
   return std::nullopt;
 }
@@ -301,8 +339,8 @@ std::optional<Refusal> JudgeRunlevel(const SimpleCommand& c, const PolicyContext
 std::optional<Refusal> JudgeScheduler(const SimpleCommand& c, const PolicyContext&) {
   // at -l/-r/-d/-c list, remove or show jobs (as atq and atrm do): nothing is scheduled.
   const bool at_query = c.program == "at" && std::any_of(c.args.begin(), c.args.end(), [](const std::string& w) {
-    return w == "-l" || w == "-r" || w == "-d" || w == "-c";
-  });
+                          return w == "-l" || w == "-r" || w == "-d" || w == "-c";
+                        });
   if (at_query) return std::nullopt;
   return Refusal{fmt::format("'{}' schedules a command to run later, outside the command the policy judges", c.program),
                  kInsteadLater};
@@ -360,9 +398,10 @@ std::optional<Refusal> JudgeApt(const SimpleCommand& c, const PolicyContext& ctx
   if (!words.empty() && (words[0] == "install" || words[0] == "reinstall")) {
     for (size_t k = 1; k < words.size(); ++k) {
       if (words[k].find('/') != std::string::npos || words[k].ends_with(".deb")) {
-        return Refusal{fmt::format("'{}' installs the package file {}, whose maintainer scripts the policy cannot judge",
-                                   c.text, words[k]),
-                       "install packages from the archive with install_package"};
+        return Refusal{
+            fmt::format("'{}' installs the package file {}, whose maintainer scripts the policy cannot judge", c.text,
+                        words[k]),
+            "install packages from the archive with install_package"};
       }
     }
   }
@@ -375,9 +414,9 @@ std::optional<Refusal> JudgeDpkg(const SimpleCommand& c, const PolicyContext& ct
     removing = removing || w == "-r" || w == "-P" || w == "--remove" || w == "--purge";
     if (w == "-i" || w == "--install" || w == "--unpack" || StartsWith(w, "--pre-invoke") ||
         StartsWith(w, "--post-invoke") || w == "--force-script-chrootless") {
-      return Refusal{fmt::format("'{}' installs a package file or adds hooks, whose scripts the policy cannot judge",
-                                 c.text),
-                     "install packages from the archive with install_package"};
+      return Refusal{
+          fmt::format("'{}' installs a package file or adds hooks, whose scripts the policy cannot judge", c.text),
+          "install packages from the archive with install_package"};
     }
   }
   if (!removing) return std::nullopt;
@@ -409,7 +448,9 @@ std::optional<Refusal> JudgeKill(const SimpleCommand& c, const PolicyContext&) {
 std::optional<Refusal> JudgeRemove(const SimpleCommand& c, const PolicyContext& ctx) {
   bool recursive = c.program == "shred";
   for (const std::string& w : c.args) {
-    if (w == "--recursive" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && (w.find('r') != std::string::npos || w.find('R') != std::string::npos))) recursive = true;
+    if (w == "--recursive" || (w.size() > 1 && w[0] == '-' && w[1] != '-' &&
+                               (w.find('r') != std::string::npos || w.find('R') != std::string::npos)))
+      recursive = true;
     if (w == "--no-preserve-root") return Refusal{"it asks rm not to preserve /", "never remove /"};
   }
   for (const std::string& w : c.args) {
@@ -430,14 +471,15 @@ std::optional<Refusal> JudgeRemove(const SimpleCommand& c, const PolicyContext& 
 }
 
 bool IsDiskTool(const std::string& p) {
-  static constexpr std::string_view kNames[] = {"mke2fs", "mkswap", "wipefs", "fdisk", "sfdisk", "gdisk", "sgdisk",
-                                                "parted", "blkdiscard", "pvremove", "vgremove", "lvremove",
-                                                "cryptsetup"};
+  static constexpr std::string_view kNames[] = {"mke2fs",   "mkswap",   "wipefs",    "fdisk",      "sfdisk",
+                                                "gdisk",    "sgdisk",   "parted",    "blkdiscard", "pvremove",
+                                                "vgremove", "lvremove", "cryptsetup"};
   return StartsWith(p, "mkfs") || std::find(std::begin(kNames), std::end(kNames), p) != std::end(kNames);
 }
 
 std::optional<Refusal> JudgeDiskTool(const SimpleCommand& c, const PolicyContext&) {
-  return Refusal{fmt::format("'{}' rewrites disks or partitions", c.program), "STIG fixes never repartition; skip such rules"};
+  return Refusal{fmt::format("'{}' rewrites disks or partitions", c.program),
+                 "STIG fixes never repartition; skip such rules"};
 }
 
 std::optional<Refusal> JudgeDd(const SimpleCommand& c, const PolicyContext&) {
@@ -445,10 +487,12 @@ std::optional<Refusal> JudgeDd(const SimpleCommand& c, const PolicyContext&) {
     if (!StartsWith(w, "of=")) continue;
     const std::string target = w.substr(3);
     if (IsBlockDevice(target)) {
-      return Refusal{fmt::format("'{}' writes raw data to the device {}", c.text, target), "never write to block devices"};
+      return Refusal{fmt::format("'{}' writes raw data to the device {}", c.text, target),
+                     "never write to block devices"};
     }
     if (std::string knob = HostKillingKnob(target); !knob.empty()) {
-      return Refusal{fmt::format("'{}' writes to {}: {}", c.text, target, knob), "never write to these kernel interfaces"};
+      return Refusal{fmt::format("'{}' writes to {}: {}", c.text, target, knob),
+                     "never write to these kernel interfaces"};
     }
   }
   return std::nullopt;
@@ -469,7 +513,9 @@ std::optional<Refusal> JudgeMount(const SimpleCommand& c, const PolicyContext&) 
 std::optional<Refusal> JudgeOwnership(const SimpleCommand& c, const PolicyContext&) {
   bool recursive = false;
   for (const std::string& w : c.args) {
-    if (w == "--recursive" || w == "-R" || (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('R') != std::string::npos)) recursive = true;
+    if (w == "--recursive" || w == "-R" ||
+        (w.size() > 1 && w[0] == '-' && w[1] != '-' && w.find('R') != std::string::npos))
+      recursive = true;
   }
   for (const std::string& w : c.args) {
     if (StartsWith(w, "-")) continue;
@@ -506,7 +552,8 @@ std::optional<Refusal> JudgeFileEdit(const SimpleCommand& c, const PolicyContext
     if ((p == "tee" || p == "cp" || p == "mv" || p == "install") && IsBlockDevice(w)) {
       return Refusal{fmt::format("'{}' writes to the device {}", p, w), "never write to block devices"};
     }
-    if ((p == "tee" || p == "cp" || p == "mv" || p == "install" || p == "ln" || p == "truncate") && !StartsWith(w, "-")) {
+    if ((p == "tee" || p == "cp" || p == "mv" || p == "install" || p == "ln" || p == "truncate") &&
+        !StartsWith(w, "-")) {
       if (std::string knob = HostKillingKnob(w); !knob.empty()) {
         return Refusal{fmt::format("'{}' writes to {}: {}", c.text, w, knob), "never write to these kernel interfaces"};
       }
@@ -548,7 +595,8 @@ std::optional<Refusal> JudgeIp(const SimpleCommand& c, const PolicyContext&) {
   if (Contains(a, "link") && Contains(a, "down")) {
     return Refusal{fmt::format("'{}' takes a network interface down", c.text), "configure, don't disconnect"};
   }
-  if (!a.empty() && (Contains(a, "flush") || (Contains(a, "del") && (Contains(a, "default") || a[0].starts_with("a"))))) {
+  if (!a.empty() &&
+      (Contains(a, "flush") || (Contains(a, "del") && (Contains(a, "default") || a[0].starts_with("a"))))) {
     return Refusal{fmt::format("'{}' removes the host's addresses or routes", c.text), "configure, don't disconnect"};
   }
   return std::nullopt;
@@ -569,8 +617,10 @@ std::optional<Refusal> JudgeIptables(const SimpleCommand& c, const PolicyContext
   if (Contains(a, "-F") || Contains(a, "--flush")) {
     return Refusal{fmt::format("'{}' flushes the firewall", c.text), "add or change specific rules"};
   }
-  if ((Contains(a, "-P") || Contains(a, "--policy")) && Contains(a, "DROP") && (Contains(a, "INPUT") || Contains(a, "OUTPUT"))) {
-    return Refusal{fmt::format("'{}' drops all traffic, ssh included", c.text), "use firewalld zones and allow ssh first"};
+  if ((Contains(a, "-P") || Contains(a, "--policy")) && Contains(a, "DROP") &&
+      (Contains(a, "INPUT") || Contains(a, "OUTPUT"))) {
+    return Refusal{fmt::format("'{}' drops all traffic, ssh included", c.text),
+                   "use firewalld zones and allow ssh first"};
   }
   return std::nullopt;
 }
@@ -661,23 +711,43 @@ bool IsSshUnit(std::string_view raw) {
 bool IsStateUnit(std::string_view raw) {
   std::string u = Lower(raw);
   if (u.find('.') == std::string::npos) u += ".service";
-  static constexpr std::string_view kUnits[] = {
-      "reboot.target", "poweroff.target", "halt.target", "kexec.target", "soft-reboot.target", "ctrl-alt-del.target",
-      "rescue.target", "emergency.target", "shutdown.target", "final.target", "exit.target", "sleep.target",
-      "suspend.target", "hibernate.target", "hybrid-sleep.target", "suspend-then-hibernate.target",
-      "systemd-reboot.service", "systemd-poweroff.service", "systemd-halt.service", "systemd-kexec.service",
-      "systemd-soft-reboot.service", "systemd-suspend.service", "systemd-hibernate.service",
-      "systemd-hybrid-sleep.service", "systemd-suspend-then-hibernate.service", "rescue.service",
-      "emergency.service", "systemd-exit.service"};
+  static constexpr std::string_view kUnits[] = {"reboot.target",
+                                                "poweroff.target",
+                                                "halt.target",
+                                                "kexec.target",
+                                                "soft-reboot.target",
+                                                "ctrl-alt-del.target",
+                                                "rescue.target",
+                                                "emergency.target",
+                                                "shutdown.target",
+                                                "final.target",
+                                                "exit.target",
+                                                "sleep.target",
+                                                "suspend.target",
+                                                "hibernate.target",
+                                                "hybrid-sleep.target",
+                                                "suspend-then-hibernate.target",
+                                                "systemd-reboot.service",
+                                                "systemd-poweroff.service",
+                                                "systemd-halt.service",
+                                                "systemd-kexec.service",
+                                                "systemd-soft-reboot.service",
+                                                "systemd-suspend.service",
+                                                "systemd-hibernate.service",
+                                                "systemd-hybrid-sleep.service",
+                                                "systemd-suspend-then-hibernate.service",
+                                                "rescue.service",
+                                                "emergency.service",
+                                                "systemd-exit.service"};
   return std::find(std::begin(kUnits), std::end(kUnits), u) != std::end(kUnits);
 }
 
 bool IsBlockDevice(std::string_view raw) {
   std::string p = NormalizePath(raw);
   if (!StartsWith(p, "/dev/")) return false;
-  static constexpr std::string_view kSafe[] = {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr",
-                                               "/dev/stdin", "/dev/tty", "/dev/urandom", "/dev/random",
-                                               "/dev/fd/", "/dev/shm/", "/dev/pts/"};
+  static constexpr std::string_view kSafe[] = {"/dev/null",  "/dev/zero", "/dev/stdout",  "/dev/stderr",
+                                               "/dev/stdin", "/dev/tty",  "/dev/urandom", "/dev/random",
+                                               "/dev/fd/",   "/dev/shm/", "/dev/pts/"};
   for (std::string_view s : kSafe) {
     if (p == s || (s.back() == '/' && StartsWith(p, s))) return false;
   }
@@ -702,9 +772,9 @@ std::string HostKillingKnob(std::string_view raw) {
     return "it names a program the kernel runs as root";
   }
   if (p == "/proc/sys/kernel/sysrq") return "it enables /proc/sysrq-trigger, which reboots or halts the host";
-  static constexpr std::string_view kPanics[] = {"/proc/sys/kernel/panic", "/proc/sys/kernel/panic_on_oops",
+  static constexpr std::string_view kPanics[] = {"/proc/sys/kernel/panic",    "/proc/sys/kernel/panic_on_oops",
                                                  "/proc/sys/vm/panic_on_oom", "/proc/sys/kernel/ctrl-alt-del",
-                                                 "/proc/sys/kernel/cad_pid", "/proc/sys/kernel/hung_task_panic"};
+                                                 "/proc/sys/kernel/cad_pid",  "/proc/sys/kernel/hung_task_panic"};
   if (std::find(std::begin(kPanics), std::end(kPanics), p) != std::end(kPanics)) {
     return "it changes when the kernel panics or reboots the host";
   }
@@ -719,13 +789,15 @@ std::string HostKillingKnob(std::string_view raw) {
 std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const PolicyContext& ctx) {
   if (!ctx.allow_package_removal && !names.empty()) {
     return Refusal{fmt::format("removing packages ({}) is a disruptive change and this batch does not allow disruptive "
-                               "changes", fmt::join(names, ", ")),
+                               "changes",
+                               fmt::join(names, ", ")),
                    "change nothing and finish, saying the rule needs a batch submitted with --allow-disruptive"};
   }
   for (const std::string& n : names) {
     if (IsProtectedPackage(n)) {
       return Refusal{fmt::format("removing the package {} would cut off access to the host or leave it unable to "
-                                 "boot, log in or install packages", n),
+                                 "boot, log in or install packages",
+                                 n),
                      "keep it and change its configuration; STIG rules never require removing it"};
     }
   }

@@ -17,17 +17,17 @@ namespace temper {
 
 struct InprocessEndpoint {
   std::string model_dir;
-  uint32_t tp = 1;                 // tensor-parallel ranks
-  std::vector<uint32_t> gpus;      // CUDA device ordinals, one per rank (may repeat for testing); empty: CPU
-  double kv_memory_fraction = 0.9; // of the memory left after weights, for the KV pool
-  uint32_t max_context = 32768;    // tokens per sequence
+  uint32_t tp = 1;                  // tensor-parallel ranks
+  std::vector<uint32_t> gpus;       // CUDA device ordinals, one per rank (may repeat for testing); empty: CPU
+  double kv_memory_fraction = 0.9;  // of the memory left after weights, for the KV pool
+  uint32_t max_context = 32768;     // tokens per sequence
 };
 
 struct OpenAIEndpoint {
-  std::string base_url;     // up to and including /v1
+  std::string base_url;  // up to and including /v1
   std::string model;
-  std::string api_key_env;  // the variable holding the key; or
-  std::string api_key_file; // a file holding it (never both; neither for servers without auth)
+  std::string api_key_env;   // the variable holding the key; or
+  std::string api_key_file;  // a file holding it (never both; neither for servers without auth)
   std::chrono::seconds timeout{300};
   uint32_t max_retries = 4;  // on 429 and 5xx, with exponential backoff
 };
@@ -44,7 +44,7 @@ struct EndpointConfig {
 struct SamplingConfig {
   double temperature = 0.0;  // 0 = greedy
   double top_p = 1.0;
-  uint32_t top_k = 0;        // 0 = off
+  uint32_t top_k = 0;  // 0 = off
   double min_p = 0.0;
   std::optional<uint64_t> seed;
 };

@@ -116,11 +116,14 @@ Result<std::vector<LaterCommand>> ProgramFile(std::string_view path, std::string
     std::string interpreter = words.empty() ? "" : std::string(Basename(words[0]));
     if (interpreter == "env" && words.size() > 1) interpreter = std::string(Basename(words[words.size() - 1]));
     if (!IsShellInterpreter(interpreter)) {
-      return Denied(path, 1, fmt::format("it would be a program run by '{}', which the policy cannot judge (it judges "
-                                         "shell scripts only)",
-                                         words.empty() ? "" : words[0]));
+      return Denied(path, 1,
+                    fmt::format("it would be a program run by '{}', which the policy cannot judge (it judges "
+                                "shell scripts only)",
+                                words.empty() ? "" : words[0]));
     }
-  } else if (content.starts_with("\x7f" "ELF") || content.find('\0') != std::string_view::npos) {
+  } else if (content.starts_with("\x7f"
+                                 "ELF") ||
+             content.find('\0') != std::string_view::npos) {
     return Denied(path, 1, "it would be a binary program, which the policy cannot judge");
   }
   return std::vector<LaterCommand>{{std::string(content), "content"}};
@@ -142,7 +145,8 @@ std::string CronCommand(std::string_view text) {
   return out;
 }
 
-Result<std::vector<LaterCommand>> CronTable(std::string_view path, std::string_view content, size_t fields_before_command) {
+Result<std::vector<LaterCommand>> CronTable(std::string_view path, std::string_view content,
+                                            size_t fields_before_command) {
   std::vector<LaterCommand> out;
   for (const auto& [number, raw] : Lines(content, false)) {
     std::string_view line = Trim(raw);
@@ -157,8 +161,10 @@ Result<std::vector<LaterCommand>> CronTable(std::string_view path, std::string_v
       if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
         value = value.substr(1, value.size() - 2);
       }
-      if (name == "SHELL" && !IsStandardShell(value)) return Denied(path, number, fmt::format("SHELL={} runs every command of the table with that program", value));
-      if (name == "BASH_ENV" || name == "ENV") return Denied(path, number, fmt::format("{} makes the shell run another file first", name));
+      if (name == "SHELL" && !IsStandardShell(value))
+        return Denied(path, number, fmt::format("SHELL={} runs every command of the table with that program", value));
+      if (name == "BASH_ENV" || name == "ENV")
+        return Denied(path, number, fmt::format("{} makes the shell run another file first", name));
       continue;
     }
     // @reboot/@daily/... take one schedule field, the rest five.
@@ -177,7 +183,8 @@ Result<std::vector<LaterCommand>> Anacrontab(std::string_view path, std::string_
     if (line.empty() || line[0] == '#') continue;
     const std::vector<std::string> f = Fields(line);
     if (!f.empty() && f[0].find('=') != std::string::npos) {
-      if (f[0].starts_with("SHELL=") && !IsStandardShell(f[0].substr(6))) return Denied(path, number, "SHELL= names a program that would run every job");
+      if (f[0].starts_with("SHELL=") && !IsStandardShell(f[0].substr(6)))
+        return Denied(path, number, "SHELL= names a program that would run every job");
       continue;
     }
     if (f.size() <= 3) return Malformed(path, number, "a job line without a command");
@@ -187,13 +194,14 @@ Result<std::vector<LaterCommand>> Anacrontab(std::string_view path, std::string_
 }
 
 Result<std::vector<LaterCommand>> SystemdUnit(std::string_view path, std::string_view content) {
-  static constexpr std::string_view kExec[] = {"ExecStart", "ExecStartPre", "ExecStartPost", "ExecStop", "ExecStopPost",
-                                               "ExecReload", "ExecCondition"};
-  static constexpr std::string_view kDependencies[] = {"OnFailure", "OnSuccess", "Wants", "Requires", "Requisite",
-                                                       "BindsTo", "PartOf", "Upholds", "Conflicts", "PropagatesStopTo",
-                                                       "StopPropagatedFrom", "Unit"};
-  static constexpr std::string_view kActions[] = {"SuccessAction", "FailureAction", "StartLimitAction",
-                                                  "JobTimeoutAction", "JobRunningTimeoutAction", "CtrlAltDelBurstAction"};
+  static constexpr std::string_view kExec[] = {"ExecStart",    "ExecStartPre", "ExecStartPost", "ExecStop",
+                                               "ExecStopPost", "ExecReload",   "ExecCondition"};
+  static constexpr std::string_view kDependencies[] = {
+      "OnFailure", "OnSuccess", "Wants",     "Requires",         "Requisite",          "BindsTo",
+      "PartOf",    "Upholds",   "Conflicts", "PropagatesStopTo", "StopPropagatedFrom", "Unit"};
+  static constexpr std::string_view kActions[] = {"SuccessAction",           "FailureAction",
+                                                  "StartLimitAction",        "JobTimeoutAction",
+                                                  "JobRunningTimeoutAction", "CtrlAltDelBurstAction"};
   std::vector<LaterCommand> out;
   for (const auto& [number, raw] : Lines(content, true)) {
     std::string_view line = Trim(raw);
@@ -203,16 +211,18 @@ Result<std::vector<LaterCommand>> SystemdUnit(std::string_view path, std::string
     const std::string key(Trim(line.substr(0, eq)));
     std::string_view value = Trim(line.substr(eq + 1));
     if (std::find(std::begin(kExec), std::end(kExec), key) != std::end(kExec)) {
-      while (!value.empty() && std::string_view("@-:+!|").find(value.front()) != std::string_view::npos) value.remove_prefix(1);
+      while (!value.empty() && std::string_view("@-:+!|").find(value.front()) != std::string_view::npos)
+        value.remove_prefix(1);
       if (!value.empty()) out.push_back({std::string(value), fmt::format("line {} ({})", number, key)});
       continue;
     }
     if (std::find(std::begin(kDependencies), std::end(kDependencies), key) != std::end(kDependencies)) {
       for (const std::string& unit : Fields(value)) {
         if (IsStateUnit(unit) || IsSshUnit(unit)) {
-          return Denied(path, number, fmt::format("{}={} would start or stop {}, which takes the host down or cuts off "
-                                                  "access",
-                                                  key, unit, unit));
+          return Denied(path, number,
+                        fmt::format("{}={} would start or stop {}, which takes the host down or cuts off "
+                                    "access",
+                                    key, unit, unit));
         }
       }
       continue;
@@ -225,9 +235,9 @@ Result<std::vector<LaterCommand>> SystemdUnit(std::string_view path, std::string
       }
       continue;
     }
-    if (key == "Environment" && (value.find("LD_PRELOAD") != std::string_view::npos ||
-                                 value.find("LD_AUDIT") != std::string_view::npos ||
-                                 value.find("BASH_ENV") != std::string_view::npos)) {
+    if (key == "Environment" &&
+        (value.find("LD_PRELOAD") != std::string_view::npos || value.find("LD_AUDIT") != std::string_view::npos ||
+         value.find("BASH_ENV") != std::string_view::npos)) {
       return Denied(path, number, "the environment it sets makes programs load or run other files");
     }
   }
@@ -250,15 +260,18 @@ Result<std::vector<LaterCommand>> PamFile(std::string_view path, std::string_vie
     for (size_t k = 0; k < f.size(); ++k) {
       if (!f[k].ends_with(".so") && f[k].find(".so") == std::string::npos) continue;
       if (f[k].find('$') != std::string::npos) {
-        return Denied(path, number, fmt::format("the module '{}' is computed, so the policy cannot tell what it loads", f[k]));
+        return Denied(path, number,
+                      fmt::format("the module '{}' is computed, so the policy cannot tell what it loads", f[k]));
       }
       if (!IsSystemLibrary(f[k])) {
-        return Denied(path, number, fmt::format("it loads the module {}, which is not in the system's library directories", f[k]));
+        return Denied(path, number,
+                      fmt::format("it loads the module {}, which is not in the system's library directories", f[k]));
       }
       if (!Basename(f[k]).starts_with("pam_exec")) break;
       // pam_exec.so [options] command [args]: options are key=value or the flags below.
       size_t c = k + 1;
-      static constexpr std::string_view kFlags[] = {"debug", "expose_authtok", "seteuid", "quiet", "quiet_log", "stdout"};
+      static constexpr std::string_view kFlags[] = {"debug", "expose_authtok", "seteuid",
+                                                    "quiet", "quiet_log",      "stdout"};
       while (c < f.size() && (f[c].find('=') != std::string::npos ||
                               std::find(std::begin(kFlags), std::end(kFlags), f[c]) != std::end(kFlags))) {
         ++c;
@@ -284,8 +297,8 @@ Result<std::vector<LaterCommand>> UdevRules(std::string_view content) {
     while (i < line.size()) {
       while (i < line.size() && (line[i] == ',' || std::isspace(static_cast<unsigned char>(line[i])))) ++i;
       size_t key_start = i;
-      while (i < line.size() && line[i] != '=' && line[i] != '+' && line[i] != '!' && line[i] != ':' && line[i] != '-' &&
-             line[i] != '"') {
+      while (i < line.size() && line[i] != '=' && line[i] != '+' && line[i] != '!' && line[i] != ':' &&
+             line[i] != '-' && line[i] != '"') {
         ++i;
       }
       std::string key(line.substr(key_start, i - key_start));
@@ -302,7 +315,6 @@ Result<std::vector<LaterCommand>> UdevRules(std::string_view content) {
   }
   return out;
 }
-
 
 Result<std::vector<LaterCommand>> Sudoers(std::string_view path, std::string_view content) {
   std::vector<LaterCommand> out;
@@ -323,7 +335,8 @@ Result<std::vector<LaterCommand>> Sudoers(std::string_view path, std::string_vie
     size_t i = 0;
     while (i <= options.size()) {
       size_t comma = options.find(',', i);
-      std::string_view option = Trim(options.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i));
+      std::string_view option =
+          Trim(options.substr(i, comma == std::string_view::npos ? std::string_view::npos : comma - i));
       const size_t eq = option.find('=');
       std::string name(Trim(option.substr(0, eq)));
       if (!name.empty() && (name.back() == '+' || name.back() == '-')) name.pop_back();
@@ -379,7 +392,8 @@ Result<std::vector<LaterCommand>> Sysctl(std::string_view path, std::string_view
       return Denied(path, number, fmt::format("{} names a program the kernel runs as root", key));
     }
     if (key == "kernel.sysrq" && value != "0") {
-      return Denied(path, number, "kernel.sysrq other than 0 lets a write to /proc/sysrq-trigger reboot or halt the host");
+      return Denied(path, number,
+                    "kernel.sysrq other than 0 lets a write to /proc/sysrq-trigger reboot or halt the host");
     }
   }
   return std::vector<LaterCommand>{};
@@ -494,11 +508,13 @@ ExecutionPath ClassifyPath(std::string_view p) {
   if (p == "/etc/anacrontab") return {K::kAnacrontab, "anacron's table"};
   if (Under(p, "/var/spool/cron/atjobs") || Under(p, "/var/spool/cron/atspool")) return {K::kShellScript, "an at job"};
   if (Under(p, "/var/spool/cron")) return {K::kUserCronTable, "a user's cron table"};
-  if (UnderAny(p, {"/etc/cron.hourly", "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly", "/etc/cron.yearly"})) {
+  if (UnderAny(p,
+               {"/etc/cron.hourly", "/etc/cron.daily", "/etc/cron.weekly", "/etc/cron.monthly", "/etc/cron.yearly"})) {
     return {K::kProgram, "a periodic cron job"};
   }
-  if (p == "/etc/profile" || Under(p, "/etc/profile.d") || IsAny(p, {"/etc/bash.bashrc", "/etc/bashrc", "/etc/bash.bash_logout"}) ||
-      Under(p, "/etc/zsh") || p == "/etc/ssh/sshrc" || Under(p, "/etc/X11/Xsession.d")) {
+  if (p == "/etc/profile" || Under(p, "/etc/profile.d") ||
+      IsAny(p, {"/etc/bash.bashrc", "/etc/bashrc", "/etc/bash.bash_logout"}) || Under(p, "/etc/zsh") ||
+      p == "/etc/ssh/sshrc" || Under(p, "/etc/X11/Xsession.d")) {
     return {K::kShellScript, "a file every login shell runs"};
   }
   if (p == "/etc/rc.local" || p == "/etc/rc.d/rc.local") return {K::kShellScript, "the script run at boot"};
@@ -508,35 +524,38 @@ ExecutionPath ClassifyPath(std::string_view p) {
     if (rest.starts_with(".config/systemd/")) return {K::kSystemdUnit, "a systemd user unit"};
     return {};
   }
-  for (std::string_view unit_dir : {"/etc/systemd/system", "/etc/systemd/user", "/run/systemd/system", "/run/systemd/user",
-                                    "/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/user",
-                                    "/usr/lib/systemd/user", "/usr/local/lib/systemd/system", "/etc/systemd/system.control",
-                                    "/run/systemd/system.control", "/run/systemd/transient"}) {
+  for (std::string_view unit_dir :
+       {"/etc/systemd/system", "/etc/systemd/user", "/run/systemd/system", "/run/systemd/user", "/lib/systemd/system",
+        "/usr/lib/systemd/system", "/lib/systemd/user", "/usr/lib/systemd/user", "/usr/local/lib/systemd/system",
+        "/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient"}) {
     if (Under(p, unit_dir)) return {K::kSystemdUnit, "a systemd unit"};
   }
   if (UnderAny(p, {"/lib/systemd", "/usr/lib/systemd", "/etc/systemd/system-generators", "/etc/systemd/user-generators",
                    "/usr/local/lib/systemd"})) {
     return {K::kProgram, "a program systemd runs"};
   }
-  if (Under(p, "/etc/pam.d") || Under(p, "/usr/share/pam-configs") || p == "/etc/pam.conf") return {K::kPam, "a PAM configuration"};
+  if (Under(p, "/etc/pam.d") || Under(p, "/usr/share/pam-configs") || p == "/etc/pam.conf")
+    return {K::kPam, "a PAM configuration"};
   if (UnderAny(p, {"/etc/udev/rules.d", "/lib/udev/rules.d", "/usr/lib/udev/rules.d", "/run/udev/rules.d"})) {
     return {K::kUdevRules, "a udev rules file"};
   }
   if (p == "/etc/sudoers" || Under(p, "/etc/sudoers.d")) return {K::kSudoers, "a sudoers file"};
-  if (p == "/etc/modprobe.conf" || UnderAny(p, {"/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d"})) {
+  if (p == "/etc/modprobe.conf" ||
+      UnderAny(p, {"/etc/modprobe.d", "/lib/modprobe.d", "/usr/lib/modprobe.d", "/run/modprobe.d"})) {
     return {K::kModprobe, "a modprobe configuration"};
   }
-  if (p == "/etc/sysctl.conf" ||
-      UnderAny(p, {"/etc/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d", "/run/sysctl.d", "/usr/local/lib/sysctl.d"})) {
+  if (p == "/etc/sysctl.conf" || UnderAny(p, {"/etc/sysctl.d", "/usr/lib/sysctl.d", "/lib/sysctl.d", "/run/sysctl.d",
+                                              "/usr/local/lib/sysctl.d"})) {
     return {K::kSysctl, "a sysctl configuration"};
   }
   if (p == "/etc/apt/apt.conf" || Under(p, "/etc/apt/apt.conf.d")) return {K::kAptConf, "an apt configuration"};
   if (p == "/etc/dpkg/dpkg.cfg" || Under(p, "/etc/dpkg/dpkg.cfg.d")) return {K::kDpkgConf, "a dpkg configuration"};
   if (p == "/etc/logrotate.conf" || Under(p, "/etc/logrotate.d")) return {K::kLogrotate, "a logrotate configuration"};
-  if (UnderAny(p, {"/etc/init.d", "/etc/rc0.d", "/etc/rc1.d", "/etc/rc2.d", "/etc/rc3.d", "/etc/rc4.d", "/etc/rc5.d",
-                   "/etc/rc6.d", "/etc/rcS.d", "/etc/network/if-up.d", "/etc/network/if-down.d",
-                   "/etc/network/if-pre-up.d", "/etc/network/if-post-down.d", "/etc/NetworkManager/dispatcher.d",
-                   "/etc/update-motd.d", "/etc/kernel", "/etc/initramfs-tools/hooks", "/etc/initramfs-tools/scripts"})) {
+  if (UnderAny(
+          p, {"/etc/init.d", "/etc/rc0.d", "/etc/rc1.d", "/etc/rc2.d", "/etc/rc3.d", "/etc/rc4.d", "/etc/rc5.d",
+              "/etc/rc6.d", "/etc/rcS.d", "/etc/network/if-up.d", "/etc/network/if-down.d", "/etc/network/if-pre-up.d",
+              "/etc/network/if-post-down.d", "/etc/NetworkManager/dispatcher.d", "/etc/update-motd.d", "/etc/kernel",
+              "/etc/initramfs-tools/hooks", "/etc/initramfs-tools/scripts"})) {
     return {K::kProgram, "a program the system runs"};
   }
   if (IsSystemProgramDirectory(dir)) return {K::kProgram, "a program in the system's program directories"};
@@ -545,21 +564,36 @@ ExecutionPath ClassifyPath(std::string_view p) {
 
 Result<std::vector<LaterCommand>> CommandsInFile(FileKind kind, std::string_view path, std::string_view content) {
   switch (kind) {
-    case FileKind::kData: return std::vector<LaterCommand>{};
-    case FileKind::kShellScript: return std::vector<LaterCommand>{{std::string(content), "content"}};
-    case FileKind::kProgram: return ProgramFile(path, content);
-    case FileKind::kCronTable: return CronTable(path, content, 1);
-    case FileKind::kUserCronTable: return CronTable(path, content, 0);
-    case FileKind::kAnacrontab: return Anacrontab(path, content);
-    case FileKind::kSystemdUnit: return SystemdUnit(path, content);
-    case FileKind::kPam: return PamFile(path, content);
-    case FileKind::kUdevRules: return UdevRules(content);
-    case FileKind::kSudoers: return Sudoers(path, content);
-    case FileKind::kModprobe: return Modprobe(content);
-    case FileKind::kSysctl: return Sysctl(path, content);
-    case FileKind::kAptConf: return AptConf(path, content);
-    case FileKind::kDpkgConf: return DpkgConf(content);
-    case FileKind::kLogrotate: return Logrotate(content);
+    case FileKind::kData:
+      return std::vector<LaterCommand>{};
+    case FileKind::kShellScript:
+      return std::vector<LaterCommand>{{std::string(content), "content"}};
+    case FileKind::kProgram:
+      return ProgramFile(path, content);
+    case FileKind::kCronTable:
+      return CronTable(path, content, 1);
+    case FileKind::kUserCronTable:
+      return CronTable(path, content, 0);
+    case FileKind::kAnacrontab:
+      return Anacrontab(path, content);
+    case FileKind::kSystemdUnit:
+      return SystemdUnit(path, content);
+    case FileKind::kPam:
+      return PamFile(path, content);
+    case FileKind::kUdevRules:
+      return UdevRules(content);
+    case FileKind::kSudoers:
+      return Sudoers(path, content);
+    case FileKind::kModprobe:
+      return Modprobe(content);
+    case FileKind::kSysctl:
+      return Sysctl(path, content);
+    case FileKind::kAptConf:
+      return AptConf(path, content);
+    case FileKind::kDpkgConf:
+      return DpkgConf(content);
+    case FileKind::kLogrotate:
+      return Logrotate(content);
     case FileKind::kLdPreload:
       return Status::PermissionDenied(fmt::format("{} makes every program load the libraries it names", path));
   }

@@ -23,22 +23,22 @@
 namespace temper {
 
 enum class FileKind {
-  kData,            // not an execution path
-  kShellScript,     // the whole file runs as a shell script (profile.d, bashrc, rc.local)
-  kProgram,         // the file is run as a program (PATH directories, cron.daily, generators)
-  kCronTable,       // /etc/crontab, /etc/cron.d: schedule, user, command
-  kUserCronTable,   // /var/spool/cron/crontabs: schedule, command
-  kAnacrontab,      // period, delay, job id, command
-  kSystemdUnit,     // Exec*= lines, and dependencies or actions that switch the system's state
-  kPam,             // pam_exec.so's command, and modules loaded from outside the system's libraries
-  kUdevRules,       // RUN, PROGRAM and IMPORT{program}
-  kSudoers,         // mailerpath, secure_path and includes
-  kModprobe,        // install and remove commands
-  kSysctl,          // core_pattern pipes and the kernel's helper programs
-  kAptConf,         // Pre-Invoke, Post-Invoke and Pre-Install-Pkgs hooks, Dir::Bin
-  kDpkgConf,        // pre-invoke= and post-invoke=
-  kLogrotate,       // prerotate/postrotate/firstaction/lastaction scripts
-  kLdPreload,       // /etc/ld.so.preload: never written
+  kData,           // not an execution path
+  kShellScript,    // the whole file runs as a shell script (profile.d, bashrc, rc.local)
+  kProgram,        // the file is run as a program (PATH directories, cron.daily, generators)
+  kCronTable,      // /etc/crontab, /etc/cron.d: schedule, user, command
+  kUserCronTable,  // /var/spool/cron/crontabs: schedule, command
+  kAnacrontab,     // period, delay, job id, command
+  kSystemdUnit,    // Exec*= lines, and dependencies or actions that switch the system's state
+  kPam,            // pam_exec.so's command, and modules loaded from outside the system's libraries
+  kUdevRules,      // RUN, PROGRAM and IMPORT{program}
+  kSudoers,        // mailerpath, secure_path and includes
+  kModprobe,       // install and remove commands
+  kSysctl,         // core_pattern pipes and the kernel's helper programs
+  kAptConf,        // Pre-Invoke, Post-Invoke and Pre-Install-Pkgs hooks, Dir::Bin
+  kDpkgConf,       // pre-invoke= and post-invoke=
+  kLogrotate,      // prerotate/postrotate/firstaction/lastaction scripts
+  kLdPreload,      // /etc/ld.so.preload: never written
 };
 
 struct ExecutionPath {

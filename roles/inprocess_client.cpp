@@ -36,10 +36,13 @@ std::optional<json> ArgumentsObject(const std::string& text) {
 
 engine::ChatRole EngineRole(ChatRole role) {
   switch (role) {
-    case ChatRole::kSystem: return engine::ChatRole::kSystem;
-    case ChatRole::kAssistant: return engine::ChatRole::kModel;
+    case ChatRole::kSystem:
+      return engine::ChatRole::kSystem;
+    case ChatRole::kAssistant:
+      return engine::ChatRole::kModel;
     case ChatRole::kUser:
-    case ChatRole::kTool: break;
+    case ChatRole::kTool:
+      break;
   }
   return engine::ChatRole::kUser;
 }
@@ -67,8 +70,8 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
         auto it = std::find_if(asked.tool_calls.begin(), asked.tool_calls.end(),
                                [&](const ToolCall& c) { return c.id == m.tool_call_id; });
         if (it == asked.tool_calls.end()) {
-          return Status::InvalidArgument(fmt::format("{}: tool_call_id '{}' names no tool call of messages[{}]", field,
-                                                     m.tool_call_id, caller));
+          return Status::InvalidArgument(
+              fmt::format("{}: tool_call_id '{}' names no tool call of messages[{}]", field, m.tool_call_id, caller));
         }
         if (!m.name.empty() && m.name != it->name) {
           return Status::InvalidArgument(fmt::format("{}: name '{}' differs from '{}', the tool that call '{}' called",
@@ -145,9 +148,10 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
 
   int64_t max_context = endpoint.max_context;
   if (max_context > config.max_position_embeddings) {
-    logger.Warning("{}: max_context {} is beyond the model's {} positions (config.json max_position_embeddings); "
-                   "sequences are limited to {} tokens",
-                   who, endpoint.max_context, config.max_position_embeddings, config.max_position_embeddings);
+    logger.Warning(
+        "{}: max_context {} is beyond the model's {} positions (config.json max_position_embeddings); "
+        "sequences are limited to {} tokens",
+        who, endpoint.max_context, config.max_position_embeddings, config.max_position_embeddings);
     max_context = config.max_position_embeddings;
   }
   engine::KvCacheOptions kv;
@@ -156,9 +160,8 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   kv.max_tokens = options.kv_tokens > 0 ? options.kv_tokens : 4 * max_context;
 
   const std::string model_name = std::filesystem::path(endpoint.model_dir).lexically_normal().filename().string();
-  std::unique_ptr<InprocessClient> client(
-      new InprocessClient(std::move(endpoint_name), model_name.empty() ? endpoint.model_dir : model_name,
-                          std::move(*loaded), logger));
+  std::unique_ptr<InprocessClient> client(new InprocessClient(
+      std::move(endpoint_name), model_name.empty() ? endpoint.model_dir : model_name, std::move(*loaded), logger));
   std::string where;
   if (endpoint.gpus.empty()) {
     engine::CpuBackendOptions backend;
@@ -199,12 +202,12 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   client->engine_ = std::move(*chat);
 
   const engine::KvUsage usage = client->backend_->kv_usage();
-  logger.Info("{}: loaded {} on {} in {:.1f} s (context {} tokens, KV pool {} tokens for {} sequences, {} cached "
-              "prefixes)",
-              who, endpoint.model_dir, where,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-              client->backend_->context_limit(), usage.total_blocks * usage.block_tokens, usage.max_sequences,
-              usage.max_snapshots);
+  logger.Info(
+      "{}: loaded {} on {} in {:.1f} s (context {} tokens, KV pool {} tokens for {} sequences, {} cached "
+      "prefixes)",
+      who, endpoint.model_dir, where, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      client->backend_->context_limit(), usage.total_blocks * usage.block_tokens, usage.max_sequences,
+      usage.max_snapshots);
   return client;
 }
 
@@ -245,9 +248,15 @@ Result<ChatResponse> InprocessClient::Chat(const ChatRequest& request, const Str
     }
   }
   switch (finish) {
-    case engine::ChatFinish::kStop: out.finish_reason = FinishReason::kStop; break;
-    case engine::ChatFinish::kLength: out.finish_reason = FinishReason::kLength; break;
-    case engine::ChatFinish::kToolCalls: out.finish_reason = FinishReason::kToolCalls; break;
+    case engine::ChatFinish::kStop:
+      out.finish_reason = FinishReason::kStop;
+      break;
+    case engine::ChatFinish::kLength:
+      out.finish_reason = FinishReason::kLength;
+      break;
+    case engine::ChatFinish::kToolCalls:
+      out.finish_reason = FinishReason::kToolCalls;
+      break;
     case engine::ChatFinish::kCancelled:
       return Status::Cancelled(fmt::format("{}: the engine cancelled the request (it is shutting down)", who));
     case engine::ChatFinish::kError:

@@ -41,9 +41,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "engine/serve/chat_engine.h"
 #include "engine/backend.h"
 #include "engine/loaded_model.h"
+#include "engine/serve/chat_engine.h"
 #include "roles/endpoint_config.h"
 #include "roles/model_client.h"
 
@@ -89,9 +89,9 @@ class InprocessClient final : public ModelClient {
   const std::string name_;
   const std::string model_name_;  // the model directory's name, reported as ChatResponse::model
   const Logger& logger_;
-  engine::LoadedModel model_;                    // config, weights and the tokenizer the engine borrows
-  std::unique_ptr<engine::Backend> backend_;     // borrowed by the engine
-  std::unique_ptr<engine::ChatEngine> engine_;   // last: destroyed first, while what it borrows lives
+  engine::LoadedModel model_;                   // config, weights and the tokenizer the engine borrows
+  std::unique_ptr<engine::Backend> backend_;    // borrowed by the engine
+  std::unique_ptr<engine::ChatEngine> engine_;  // last: destroyed first, while what it borrows lives
 };
 
 // The engine's form of `request`. `seed_if_unset` seeds sampling when request.sampling.seed is

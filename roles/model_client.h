@@ -80,7 +80,7 @@ struct ChatResponse {
   std::string malformed_reply;
   FinishReason finish_reason = FinishReason::kOther;
   TokenUsage usage;
-  std::string model;      // as the server named it
+  std::string model;                     // as the server named it
   std::chrono::milliseconds latency{0};  // wall time of Chat(), retries included
   uint32_t attempts = 1;                 // HTTP attempts made (1 = no retry)
 };
@@ -93,8 +93,7 @@ struct StreamCallbacks {
 class ModelClient {
  public:
   virtual ~ModelClient() = default;
-  virtual Result<ChatResponse> Chat(const ChatRequest& request,
-                                    const StreamCallbacks* stream = nullptr) = 0;
+  virtual Result<ChatResponse> Chat(const ChatRequest& request, const StreamCallbacks* stream = nullptr) = 0;
   // The models.yaml name of the endpoint, for errors and the journal.
   virtual const std::string& endpoint_name() const = 0;
 };

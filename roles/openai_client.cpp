@@ -32,16 +32,15 @@ Result<std::string> ReadApiKey(const std::string& endpoint_name, const OpenAIEnd
     const char* v = std::getenv(e.api_key_env.c_str());
     if (v == nullptr || *v == '\0') {
       return Status::FailedPrecondition(fmt::format(
-          "endpoint '{}': environment variable {} (api_key_env) is unset or empty", endpoint_name,
-          e.api_key_env));
+          "endpoint '{}': environment variable {} (api_key_env) is unset or empty", endpoint_name, e.api_key_env));
     }
     return Trim(v);
   }
   if (!e.api_key_file.empty()) {
     std::ifstream in(e.api_key_file);
     if (!in) {
-      return Status::FromErrno(errno, fmt::format("endpoint '{}': reading api_key_file {}",
-                                                  endpoint_name, e.api_key_file));
+      return Status::FromErrno(errno,
+                               fmt::format("endpoint '{}': reading api_key_file {}", endpoint_name, e.api_key_file));
     }
     std::stringstream ss;
     ss << in.rdbuf();
@@ -84,17 +83,17 @@ struct OpenAIClient::Attempt {
   CURLcode curl_code = CURLE_OK;
   std::string curl_error;
   long http_status = 0;
-  std::string body;                 // non-streaming reply, or an error body
+  std::string body;  // non-streaming reply, or an error body
   std::optional<std::chrono::milliseconds> retry_after;
-  bool delivered = false;           // stream text reached the caller's callbacks
-  bool connected = false;           // the TCP connection was made (a timeout before it is retryable)
-  Status stream_error;              // a malformed chunk, or a mid-stream error event
+  bool delivered = false;                        // stream text reached the caller's callbacks
+  bool connected = false;                        // the TCP connection was made (a timeout before it is retryable)
+  Status stream_error;                           // a malformed chunk, or a mid-stream error event
   std::optional<Result<ChatResponse>> streamed;  // the streamed reply, when the status was 200
 
   // Per-attempt streaming state.
   bool streaming = false;
   const StreamCallbacks* callbacks = nullptr;
-  StreamCallbacks counting;         // wraps `callbacks` to note delivery
+  StreamCallbacks counting;  // wraps `callbacks` to note delivery
   SseDecoder sse;
   StreamAccumulator acc;
   CURL* curl = nullptr;
@@ -137,18 +136,16 @@ size_t OnBody(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-OpenAIClient::OpenAIClient(std::string name, OpenAIEndpoint endpoint, std::string api_key,
-                           const Logger& logger, OpenAIClientOptions options)
+OpenAIClient::OpenAIClient(std::string name, OpenAIEndpoint endpoint, std::string api_key, const Logger& logger,
+                           OpenAIClientOptions options)
     : name_(std::move(name)),
       endpoint_(std::move(endpoint)),
       api_key_(std::move(api_key)),
       logger_(logger),
       options_(std::move(options)) {}
 
-Result<std::unique_ptr<OpenAIClient>> OpenAIClient::Create(std::string endpoint_name,
-                                                           const OpenAIEndpoint& endpoint,
-                                                           const Logger& logger,
-                                                           OpenAIClientOptions options) {
+Result<std::unique_ptr<OpenAIClient>> OpenAIClient::Create(std::string endpoint_name, const OpenAIEndpoint& endpoint,
+                                                           const Logger& logger, OpenAIClientOptions options) {
   TEMPER_ASSIGN_OR_RETURN(std::string key, ReadApiKey(endpoint_name, endpoint));
   if (!options.sleep) options.sleep = [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
   return std::unique_ptr<OpenAIClient>(
@@ -177,8 +174,16 @@ OpenAIClient::Attempt OpenAIClient::Perform(const std::string& body, bool stream
   a.callbacks = stream;
   if (stream) {
     Attempt* self = &a;
-    if (stream->on_text) a.counting.on_text = [self](std::string_view t) { self->delivered = true; self->callbacks->on_text(t); };
-    if (stream->on_reasoning) a.counting.on_reasoning = [self](std::string_view t) { self->delivered = true; self->callbacks->on_reasoning(t); };
+    if (stream->on_text)
+      a.counting.on_text = [self](std::string_view t) {
+        self->delivered = true;
+        self->callbacks->on_text(t);
+      };
+    if (stream->on_reasoning)
+      a.counting.on_reasoning = [self](std::string_view t) {
+        self->delivered = true;
+        self->callbacks->on_reasoning(t);
+      };
   }
   std::string url = endpoint_.base_url + "/chat/completions";
   h.headers = curl_slist_append(h.headers, "Content-Type: application/json");
@@ -230,8 +235,7 @@ Result<ChatResponse> OpenAIClient::Chat(const ChatRequest& request, const Stream
   const std::string body = ToOpenAIRequest(request, endpoint_.model, streaming).dump();
   const uint32_t max_attempts = endpoint_.max_retries + 1;
   const std::string who = fmt::format("endpoint '{}' ({} role, {})", name_,
-                                      request.role_name.empty() ? "no" : request.role_name,
-                                      endpoint_.base_url);
+                                      request.role_name.empty() ? "no" : request.role_name, endpoint_.base_url);
   Status last;
   for (uint32_t attempt = 1; attempt <= max_attempts; ++attempt) {
     Attempt a = Perform(body, streaming, stream);
@@ -239,16 +243,14 @@ Result<ChatResponse> OpenAIClient::Chat(const ChatRequest& request, const Stream
     if (!a.stream_error.ok()) {
       return a.stream_error.WithContext(who);
     } else if (a.curl_code == CURLE_OPERATION_TIMEDOUT && a.connected) {
-      return Status::DeadlineExceeded(fmt::format(
-          "{}: no complete reply within the timeout of {} s (attempt {})", who,
-          endpoint_.timeout.count(), attempt));
+      return Status::DeadlineExceeded(fmt::format("{}: no complete reply within the timeout of {} s (attempt {})", who,
+                                                  endpoint_.timeout.count(), attempt));
     } else if (a.curl_code != CURLE_OK) {
-      last = Status::Unavailable(Scrub(fmt::format("{}: {} (curl error {}) on attempt {} of {}", who,
-                                                   a.curl_error, static_cast<int>(a.curl_code),
-                                                   attempt, max_attempts)));
+      last = Status::Unavailable(Scrub(fmt::format("{}: {} (curl error {}) on attempt {} of {}", who, a.curl_error,
+                                                   static_cast<int>(a.curl_code), attempt, max_attempts)));
       if (a.delivered) {
-        return Status::DataLoss(Scrub(fmt::format(
-            "{}: the stream broke after text was delivered: {}; not retried", who, a.curl_error)));
+        return Status::DataLoss(
+            Scrub(fmt::format("{}: the stream broke after text was delivered: {}; not retried", who, a.curl_error)));
       }
       retryable = true;
     } else if (a.http_status == 200) {
@@ -262,20 +264,24 @@ Result<ChatResponse> OpenAIClient::Chat(const ChatRequest& request, const Stream
         }
       } else {
         r->attempts = attempt;
-        r->latency = std::chrono::duration_cast<std::chrono::milliseconds>(
-            std::chrono::steady_clock::now() - start);
+        r->latency = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
         return r;
       }
     } else {
       std::string excerpt = Scrub(a.body.substr(0, kExcerptBytes));
-      std::string msg = fmt::format("{}: HTTP {} on attempt {} of {}: {}", who, a.http_status,
-                                    attempt, max_attempts, excerpt.empty() ? "(empty body)" : excerpt);
+      std::string msg = fmt::format("{}: HTTP {} on attempt {} of {}: {}", who, a.http_status, attempt, max_attempts,
+                                    excerpt.empty() ? "(empty body)" : excerpt);
       switch (a.http_status) {
-        case 400: return Status::InvalidArgument(std::move(msg));
-        case 401: return Status::Unauthenticated(std::move(msg));
-        case 403: return Status::PermissionDenied(std::move(msg));
-        case 404: return Status::NotFound(msg + " (is base_url right? it must end in /v1)");
-        default: break;
+        case 400:
+          return Status::InvalidArgument(std::move(msg));
+        case 401:
+          return Status::Unauthenticated(std::move(msg));
+        case 403:
+          return Status::PermissionDenied(std::move(msg));
+        case 404:
+          return Status::NotFound(msg + " (is base_url right? it must end in /v1)");
+        default:
+          break;
       }
       if (a.http_status == 429) {
         last = Status::ResourceExhausted(std::move(msg));

@@ -42,10 +42,8 @@ class OpenAIClient final : public ModelClient {
  public:
   // Errors: FailedPrecondition when the key's variable is unset or empty, IOError when the key file
   // cannot be read, InvalidArgument when it is empty. Neither names the key itself.
-  static Result<std::unique_ptr<OpenAIClient>> Create(std::string endpoint_name,
-                                                      const OpenAIEndpoint& endpoint,
-                                                      const Logger& logger,
-                                                      OpenAIClientOptions options = {});
+  static Result<std::unique_ptr<OpenAIClient>> Create(std::string endpoint_name, const OpenAIEndpoint& endpoint,
+                                                      const Logger& logger, OpenAIClientOptions options = {});
   OpenAIClient(const OpenAIClient&) = delete;
   OpenAIClient& operator=(const OpenAIClient&) = delete;
 

@@ -39,8 +39,8 @@ Status ParseUsage(const json& root, TokenUsage* usage) {
   TEMPER_RETURN_IF_ERROR(OptionalCount(*it, "completion_tokens", "usage", &usage->completion_tokens));
   auto details = it->find("prompt_tokens_details");
   if (details != it->end() && details->is_object()) {
-    TEMPER_RETURN_IF_ERROR(OptionalCount(*details, "cached_tokens", "usage.prompt_tokens_details",
-                                         &usage->cached_prompt_tokens));
+    TEMPER_RETURN_IF_ERROR(
+        OptionalCount(*details, "cached_tokens", "usage.prompt_tokens_details", &usage->cached_prompt_tokens));
   }
   return Status::OK();
 }
@@ -57,9 +57,8 @@ json MessageToJson(const ChatMessage& m) {
   if (!m.tool_calls.empty()) {
     json calls = json::array();
     for (const ToolCall& c : m.tool_calls) {
-      calls.push_back({{"id", c.id},
-                       {"type", "function"},
-                       {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      calls.push_back(
+          {{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
     }
     j["tool_calls"] = std::move(calls);
   }
@@ -89,9 +88,7 @@ json ToOpenAIRequest(const ChatRequest& request, const std::string& model, bool 
     json tools = json::array();
     for (const ToolDeclaration& t : request.tools) {
       tools.push_back({{"type", "function"},
-                       {"function", {{"name", t.name},
-                                     {"description", t.description},
-                                     {"parameters", t.parameters}}}});
+                       {"function", {{"name", t.name}, {"description", t.description}, {"parameters", t.parameters}}}});
     }
     body["tools"] = std::move(tools);
     body["tool_choice"] = "auto";
@@ -115,8 +112,7 @@ Result<ChatResponse> ParseOpenAIResponse(std::string_view body) {
   if (root.is_discarded()) return Malformed("the body", "is not JSON");
   if (!root.is_object()) return Malformed("the body", "is not a JSON object");
   if (auto err = root.find("error"); err != root.end() && !err->is_null()) {
-    return Status::Unavailable(fmt::format("the server answered with an error: {}",
-                                           err->dump().substr(0, 500)));
+    return Status::Unavailable(fmt::format("the server answered with an error: {}", err->dump().substr(0, 500)));
   }
   ChatResponse r;
   TEMPER_RETURN_IF_ERROR(OptionalString(root, "model", "", &r.model));
@@ -209,8 +205,8 @@ Status StreamAccumulator::Feed(std::string_view data, const StreamCallbacks* str
 Status StreamAccumulator::FeedChunk(const json& chunk, const StreamCallbacks* stream) {
   const std::string where = fmt::format("stream chunk {}", chunks_);
   if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {
-    return Status::Unavailable(fmt::format("the server reported an error mid-stream ({}): {}", where,
-                                           err->dump().substr(0, 500)));
+    return Status::Unavailable(
+        fmt::format("the server reported an error mid-stream ({}): {}", where, err->dump().substr(0, 500)));
   }
   if (response_.model.empty()) TEMPER_RETURN_IF_ERROR(OptionalString(chunk, "model", where, &response_.model));
   TEMPER_RETURN_IF_ERROR(ParseUsage(chunk, &response_.usage));
@@ -248,8 +244,8 @@ Status StreamAccumulator::FeedChunk(const json& chunk, const StreamCallbacks* st
           index = idx->get<size_t>();
         }
         if (index > response_.tool_calls.size() || index > 1024) {
-          return Malformed(cpath + ".index", fmt::format("jumps to {} with {} calls so far", index,
-                                                          response_.tool_calls.size()));
+          return Malformed(cpath + ".index",
+                           fmt::format("jumps to {} with {} calls so far", index, response_.tool_calls.size()));
         }
         if (index == response_.tool_calls.size()) response_.tool_calls.emplace_back();
         ToolCall& call = response_.tool_calls[index];
@@ -276,10 +272,10 @@ Status StreamAccumulator::FeedChunk(const json& chunk, const StreamCallbacks* st
 
 Result<ChatResponse> StreamAccumulator::Finish() {
   if (!done_ && !finished_) {
-    return Status::DataLoss(fmt::format(
-        "the stream ended after {} chunks without a finish_reason or [DONE] (truncated); "
-        "{} bytes of text received",
-        chunks_, response_.text.size()));
+    return Status::DataLoss(
+        fmt::format("the stream ended after {} chunks without a finish_reason or [DONE] (truncated); "
+                    "{} bytes of text received",
+                    chunks_, response_.text.size()));
   }
   for (size_t i = 0; i < response_.tool_calls.size(); ++i) {
     if (response_.tool_calls[i].name.empty()) {

@@ -13,8 +13,7 @@ constexpr std::string_view kSeparator = "\n\n";
 constexpr size_t kMinTruncatedTokens = 32;  // a shorter remnant is noise: drop instead
 
 // The longest prefix of `text` made of whole lines whose estimate, with the marker, fits `budget`.
-std::string TruncateToLines(const std::string& text, size_t budget, const TokenEstimator& est,
-                            size_t total_lines) {
+std::string TruncateToLines(const std::string& text, size_t budget, const TokenEstimator& est, size_t total_lines) {
   std::string kept;
   size_t lines = 0;
   size_t start = 0;
@@ -22,7 +21,8 @@ std::string TruncateToLines(const std::string& text, size_t budget, const TokenE
     size_t nl = text.find('\n', start);
     size_t end = nl == std::string::npos ? text.size() : nl + 1;
     std::string candidate = kept + text.substr(start, end - start);
-    std::string marker = fmt::format("[… truncated to fit the prompt budget: {} of {} lines kept]", lines + 1, total_lines);
+    std::string marker =
+        fmt::format("[… truncated to fit the prompt budget: {} of {} lines kept]", lines + 1, total_lines);
     if (est.Count(candidate) + est.Count(marker) + 1 > budget) break;
     kept = std::move(candidate);
     ++lines;
@@ -47,10 +47,11 @@ Result<AssembledPrompt> AssemblePrompt(const std::vector<PromptSection>& section
   if (required > budget_tokens) {
     std::string names;
     for (size_t i = 0; i < sections.size(); ++i) {
-      if (sections[i].required) names += fmt::format("{}{} ({} tokens)", names.empty() ? "" : ", ", sections[i].name, size[i]);
+      if (sections[i].required)
+        names += fmt::format("{}{} ({} tokens)", names.empty() ? "" : ", ", sections[i].name, size[i]);
     }
-    return Status::ResourceExhausted(fmt::format(
-        "the required prompt sections need {} tokens but the budget is {}: {}", required, budget_tokens, names));
+    return Status::ResourceExhausted(fmt::format("the required prompt sections need {} tokens but the budget is {}: {}",
+                                                 required, budget_tokens, names));
   }
   std::vector<std::string> kept(sections.size());
   std::vector<bool> included(sections.size(), false);
@@ -62,7 +63,8 @@ Result<AssembledPrompt> AssemblePrompt(const std::vector<PromptSection>& section
     }
   }
   std::vector<size_t> order;
-  for (size_t i = 0; i < sections.size(); ++i) if (!sections[i].required) order.push_back(i);
+  for (size_t i = 0; i < sections.size(); ++i)
+    if (!sections[i].required) order.push_back(i);
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return sections[a].priority > sections[b].priority; });
   std::vector<TrimmedSection> trimmed_by_index(sections.size());
@@ -78,7 +80,8 @@ Result<AssembledPrompt> AssemblePrompt(const std::vector<PromptSection>& section
     trimmed_by_index[i] = {sections[i].name, size[i], 0};
     if (sections[i].truncatable && left >= kMinTruncatedTokens + sep) {
       const std::string& t = sections[i].text;
-      size_t lines = static_cast<size_t>(std::count(t.begin(), t.end(), '\n')) + (t.empty() || t.back() == '\n' ? 0 : 1);
+      size_t lines =
+          static_cast<size_t>(std::count(t.begin(), t.end(), '\n')) + (t.empty() || t.back() == '\n' ? 0 : 1);
       std::string cut = TruncateToLines(t, left - sep, estimator, lines);
       if (!cut.empty()) {
         size_t cost = estimator.Count(cut) + sep;

@@ -17,9 +17,9 @@
 namespace temper {
 
 struct PromptSection {
-  std::string name;       // for the report: "rule", "lesson 12", "attempt 3"
+  std::string name;  // for the report: "rule", "lesson 12", "attempt 3"
   std::string text;
-  int priority = 0;       // higher is kept first among optional sections
+  int priority = 0;  // higher is kept first among optional sections
   bool required = false;
   bool truncatable = false;
 };
@@ -31,8 +31,8 @@ struct TrimmedSection {
 };
 
 struct AssembledPrompt {
-  std::string text;        // kept sections in their given order, separated by blank lines
-  size_t tokens = 0;       // estimate of `text`
+  std::string text;                     // kept sections in their given order, separated by blank lines
+  size_t tokens = 0;                    // estimate of `text`
   std::vector<TrimmedSection> trimmed;  // dropped or truncated, in the given order
 };
 

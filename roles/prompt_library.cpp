@@ -35,7 +35,8 @@ Result<PromptLibrary> PromptLibrary::LoadDir(const std::string& dir) {
   return lib;
 }
 
-Result<std::string> PromptLibrary::Render(std::string_view name, const std::map<std::string, std::string>& values) const {
+Result<std::string> PromptLibrary::Render(std::string_view name,
+                                          const std::map<std::string, std::string>& values) const {
   auto it = texts_.find(name);
   if (it == texts_.end()) {
     std::vector<std::string> known;
@@ -53,7 +54,8 @@ Result<std::string> PromptLibrary::Render(std::string_view name, const std::map<
     std::string key = t.substr(open + 2, close - open - 2);
     auto v = values.find(key);
     if (v == values.end()) {
-      return Status::InvalidArgument(fmt::format("prompt '{}' in {} uses {{{{{}}}}}, which has no value", name, source_, key));
+      return Status::InvalidArgument(
+          fmt::format("prompt '{}' in {} uses {{{{{}}}}}, which has no value", name, source_, key));
     }
     out.append(t, pos, open - pos);
     out += v->second;

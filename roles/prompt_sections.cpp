@@ -23,9 +23,8 @@ std::vector<PromptSection> RuleSections(const RuleInfo& r) {
 }
 
 PromptSection BatchSection(const BatchProgress& b, int priority) {
-  std::string text = fmt::format(
-      "## Batch\n{} rules: {} passed, {} failed, {} escalated, {} skipped, {} pending", b.total, b.passed,
-      b.failed, b.escalated, b.skipped, b.pending);
+  std::string text = fmt::format("## Batch\n{} rules: {} passed, {} failed, {} escalated, {} skipped, {} pending",
+                                 b.total, b.passed, b.failed, b.escalated, b.skipped, b.pending);
   if (!b.recent_events.empty()) text += "\nRecent:\n- " + fmt::format("{}", fmt::join(b.recent_events, "\n- "));
   return {"batch state", text, priority, false, true};
 }
@@ -36,8 +35,8 @@ std::vector<PromptSection> LessonSections(const std::vector<Lesson>& lessons) {
     const Lesson& l = lessons[i];
     int priority = (l.same_rule ? 700 : 500) + static_cast<int>(std::clamp(l.utility, 0.0, 1.0) * 100);
     out.push_back({fmt::format("lesson {} ({})", i + 1, l.rule_id),
-                   fmt::format("## Lesson ({}, utility {:.2f})\n{}", l.same_rule ? "this rule" : "similar rule " + l.rule_id,
-                               l.utility, l.text),
+                   fmt::format("## Lesson ({}, utility {:.2f})\n{}",
+                               l.same_rule ? "this rule" : "similar rule " + l.rule_id, l.utility, l.text),
                    priority, false, false});
   }
   return out;

@@ -9,14 +9,15 @@ namespace temper {
 using nlohmann::json;
 
 Result<RolePrompt> Reflector::Build(const RuleInfo& rule, const PastAttempt& failed,
-                                    const std::vector<PastAttempt>& earlier,
-                                    const std::vector<Lesson>& lessons) const {
+                                    const std::vector<PastAttempt>& earlier, const std::vector<Lesson>& lessons) const {
   TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("reflector"));
   std::vector<PromptSection> sections = RuleSections(rule);
   // The failed attempt is what the lesson is about: its approach and verdict are required, its
   // actions and evidence may be truncated but outrank everything else.
-  sections.push_back({"failed attempt", fmt::format("## The failed attempt ({})\nApproach: {}\nVerdict: {}",
-                                                    failed.number, failed.approach, failed.verdict), 0, true});
+  sections.push_back({"failed attempt",
+                      fmt::format("## The failed attempt ({})\nApproach: {}\nVerdict: {}", failed.number,
+                                  failed.approach, failed.verdict),
+                      0, true});
   if (!failed.evidence.empty()) {
     sections.push_back({"evaluator evidence", "### Evaluator evidence\n" + failed.evidence, 990, false, true});
   }
@@ -36,8 +37,8 @@ Result<Reflection> Reflector::Parse(const ChatResponse& response) const {
   TEMPER_ASSIGN_OR_RETURN(r.next, RequiredString(answer, "next"));
   TEMPER_ASSIGN_OR_RETURN(r.lesson, RequiredString(answer, "lesson"));
   if (r.lesson.size() > kMaxLessonChars) {
-    return Status::InvalidArgument(fmt::format("\"lesson\" has {} characters; keep it to at most {}",
-                                               r.lesson.size(), kMaxLessonChars));
+    return Status::InvalidArgument(
+        fmt::format("\"lesson\" has {} characters; keep it to at most {}", r.lesson.size(), kMaxLessonChars));
   }
   if (auto n = answer.find("never"); n != answer.end() && !n->is_null()) {
     if (n->is_string()) {

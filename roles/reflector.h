@@ -35,8 +35,8 @@ class Reflector {
   Reflector(const PromptLibrary& prompts, RoleConfig config, const TokenEstimator& estimator)
       : prompts_(prompts), config_(std::move(config)), estimator_(estimator) {}
 
-  Result<RolePrompt> Build(const RuleInfo& rule, const PastAttempt& failed,
-                           const std::vector<PastAttempt>& earlier, const std::vector<Lesson>& lessons) const;
+  Result<RolePrompt> Build(const RuleInfo& rule, const PastAttempt& failed, const std::vector<PastAttempt>& earlier,
+                           const std::vector<Lesson>& lessons) const;
   Result<Reflection> Parse(const ChatResponse& response) const;
 
  private:

@@ -18,7 +18,8 @@ namespace {
 
 std::string Excerpt(const std::string& s) {
   std::string e = s.substr(0, 80);
-  for (char& c : e) if (c == '\n') c = ' ';
+  for (char& c : e)
+    if (c == '\n') c = ' ';
   return s.size() > 80 ? e + "…" : e;
 }
 
@@ -59,9 +60,10 @@ json ResponseToJson(const ChatResponse& r) {
           {"tool_calls", calls},
           {"finish_reason", FinishReasonName(r.finish_reason)},
           {"model", r.model},
-          {"usage", {{"prompt_tokens", r.usage.prompt_tokens},
-                     {"completion_tokens", r.usage.completion_tokens},
-                     {"cached_prompt_tokens", r.usage.cached_prompt_tokens}}}};
+          {"usage",
+           {{"prompt_tokens", r.usage.prompt_tokens},
+            {"completion_tokens", r.usage.completion_tokens},
+            {"cached_prompt_tokens", r.usage.cached_prompt_tokens}}}};
 }
 
 Result<ChatResponse> ResponseFromJson(const json& j) {
@@ -83,7 +85,8 @@ Result<ChatResponse> ResponseFromJson(const json& j) {
   if (auto calls = j.find("tool_calls"); calls != j.end()) {
     if (!calls->is_array()) return Bad("tool_calls", "is not an array");
     for (const json& c : *calls) {
-      if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return Bad("tool_calls[]", "lacks a string name");
+      if (!c.is_object() || !c.contains("name") || !c["name"].is_string())
+        return Bad("tool_calls[]", "lacks a string name");
       ToolCall call;
       call.name = c["name"].get<std::string>();
       if (c.contains("id") && c["id"].is_string()) call.id = c["id"].get<std::string>();
@@ -107,7 +110,8 @@ Result<ChatResponse> ResponseFromJson(const json& j) {
 Result<std::unique_ptr<ReplayClient>> ReplayClient::Open(std::string endpoint_name, const std::string& transcript) {
   std::ifstream in(transcript);
   if (!in) {
-    return Status::NotFound(fmt::format("replay endpoint '{}': transcript {} cannot be opened", endpoint_name, transcript));
+    return Status::NotFound(
+        fmt::format("replay endpoint '{}': transcript {} cannot be opened", endpoint_name, transcript));
   }
   std::unique_ptr<ReplayClient> client(new ReplayClient(std::move(endpoint_name), transcript));
   std::string line;
@@ -147,8 +151,8 @@ Result<ChatResponse> ReplayClient::Chat(const ChatRequest& request, const Stream
       return Status::NotFound(fmt::format(
           "replay endpoint '{}' (transcript {}) has no entry for this {} request (hash {}, {} messages; first: "
           "\"{}\"; last: \"{}\"); record it by running with this endpoint in record mode",
-          name_, path_, request.role_name.empty() ? "unnamed" : request.role_name, hash, request.messages.size(),
-          first, last));
+          name_, path_, request.role_name.empty() ? "unnamed" : request.role_name, hash, request.messages.size(), first,
+          last));
     }
     Recorded& rec = it->second;
     response = rec.responses[std::min(rec.next, rec.responses.size() - 1)];

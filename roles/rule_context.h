@@ -11,7 +11,7 @@
 namespace temper {
 
 struct RuleInfo {
-  std::string id;        // xccdf_org.ssgproject.content_rule_...
+  std::string id;  // xccdf_org.ssgproject.content_rule_...
   std::string title;
   std::string severity;  // high, medium, low, unknown
   std::string description;
@@ -22,7 +22,7 @@ struct RuleInfo {
 };
 
 struct Lesson {
-  std::string rule_id;     // the rule it was learnt on
+  std::string rule_id;  // the rule it was learnt on
   std::string text;
   double utility = 0.5;    // 0..1, rises and falls with later outcomes
   bool same_rule = false;  // learnt on the rule at hand (else on a similar rule)
@@ -31,10 +31,10 @@ struct Lesson {
 struct PastAttempt {
   int number = 0;
   std::string approach;
-  std::string actions;     // the commands run and files written, summarised
-  std::string verdict;     // pass, fail, regression, unhealthy, error
-  std::string evidence;    // the evaluator's evidence (OVAL results, health check output)
-  std::string lesson;      // the Reflector's lesson, if any
+  std::string actions;   // the commands run and files written, summarised
+  std::string verdict;   // pass, fail, regression, unhealthy, error
+  std::string evidence;  // the evaluator's evidence (OVAL results, health check output)
+  std::string lesson;    // the Reflector's lesson, if any
 };
 
 struct BatchProgress {

@@ -131,19 +131,45 @@ class SedReader {
     const size_t at = i_;
     const char c = s_[i_++];
     switch (c) {
-      case '{': case '}': case '=': case 'd': case 'D': case 'g': case 'G': case 'h': case 'H': case 'n':
-      case 'N': case 'p': case 'P': case 'x': case 'z': case 'F':
+      case '{':
+      case '}':
+      case '=':
+      case 'd':
+      case 'D':
+      case 'g':
+      case 'G':
+      case 'h':
+      case 'H':
+      case 'n':
+      case 'N':
+      case 'p':
+      case 'P':
+      case 'x':
+      case 'z':
+      case 'F':
         return Status::OK();
-      case 'a': case 'i': case 'c':
+      case 'a':
+      case 'i':
+      case 'c':
         effects_.inserted.push_back(Text());
         return Status::OK();
-      case ':': case 'b': case 't': case 'T': case 'q': case 'Q': case 'l': case 'L': case 'v':
+      case ':':
+      case 'b':
+      case 't':
+      case 'T':
+      case 'q':
+      case 'Q':
+      case 'l':
+      case 'L':
+      case 'v':
         Argument();
         return Status::OK();
-      case 'r': case 'R':
+      case 'r':
+      case 'R':
         ToEndOfLine();
         return Status::OK();
-      case 'w': case 'W': {
+      case 'w':
+      case 'W': {
         SkipBlanks();
         effects_.writes.push_back(ToEndOfLine());
         return Status::OK();

@@ -15,15 +15,14 @@
 namespace temper {
 
 struct StructuredCall {
-  std::vector<ChatResponse> responses;  // every response received, for the journal (usage, latency)
-  std::vector<std::string> corrections; // the error messages fed back
+  std::vector<ChatResponse> responses;   // every response received, for the journal (usage, latency)
+  std::vector<std::string> corrections;  // the error messages fed back
 };
 
 // Sends `request`; `parse` returns OK when the answer is acceptable (having stored what it needs)
 // or InvalidArgument with a message for the model. Up to `max_corrections` retries. Transport
 // errors from the client are returned at once.
-Status AskStructured(ModelClient& client, ChatRequest request,
-                     const std::function<Status(const ChatResponse&)>& parse, int max_corrections,
-                     StructuredCall* record);
+Status AskStructured(ModelClient& client, ChatRequest request, const std::function<Status(const ChatResponse&)>& parse,
+                     int max_corrections, StructuredCall* record);
 
 }  // namespace temper

@@ -19,9 +19,7 @@ class TokenEstimator {
 class BytesTokenEstimator final : public TokenEstimator {
  public:
   explicit BytesTokenEstimator(size_t bytes_per_token = 3) : bytes_per_token_(bytes_per_token ? bytes_per_token : 1) {}
-  size_t Count(std::string_view text) const override {
-    return (text.size() + bytes_per_token_ - 1) / bytes_per_token_;
-  }
+  size_t Count(std::string_view text) const override { return (text.size() + bytes_per_token_ - 1) / bytes_per_token_; }
 
  private:
   const size_t bytes_per_token_;

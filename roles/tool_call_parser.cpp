@@ -9,12 +9,13 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t kMaxDepth = 64;     // deeper nesting is not a tool call a model means to make
+constexpr size_t kMaxDepth = 64;  // deeper nesting is not a tool call a model means to make
 constexpr size_t kExcerpt = 120;
 
 std::string Excerpt(std::string_view text, size_t from) {
   std::string s(text.substr(from, kExcerpt));
-  for (char& c : s) if (c == '\n' || c == '\r') c = ' ';
+  for (char& c : s)
+    if (c == '\n' || c == '\r') c = ' ';
   return from + kExcerpt < text.size() ? s + "…" : s;
 }
 
@@ -116,7 +117,8 @@ std::string CleanProse(std::string text) {
   size_t start = 0;
   while (start <= text.size()) {
     size_t nl = text.find('\n', start);
-    std::string_view line = std::string_view(text).substr(start, nl == std::string::npos ? std::string::npos : nl - start);
+    std::string_view line =
+        std::string_view(text).substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     std::string t = Trim(line);
     if (!(t.rfind("```", 0) == 0 && t.find(' ') == std::string::npos)) {
       out.append(line);
@@ -141,10 +143,10 @@ std::string ParserMessage(std::string_view candidate) {
 }
 
 Status MalformedCall(std::string_view text, size_t at, std::string_view why) {
-  return Status::InvalidArgument(fmt::format(
-      "the tool call starting at character {} is not valid JSON ({}): {}. Write each call as one "
-      "JSON object: {{\"name\": \"<tool>\", \"arguments\": {{...}}}}",
-      at, why, Excerpt(text, at)));
+  return Status::InvalidArgument(
+      fmt::format("the tool call starting at character {} is not valid JSON ({}): {}. Write each call as one "
+                  "JSON object: {{\"name\": \"<tool>\", \"arguments\": {{...}}}}",
+                  at, why, Excerpt(text, at)));
 }
 
 }  // namespace
@@ -152,8 +154,8 @@ Status MalformedCall(std::string_view text, size_t at, std::string_view why) {
 std::string StripThinking(std::string_view input) {
   std::string text(input);
   // A template that opens the thought in the prompt leaves only its closing tag in the answer.
-  for (auto [open, close] : {std::pair<std::string_view, std::string_view>{"<think>", "</think>"},
-                             {"<thinking>", "</thinking>"}}) {
+  for (auto [open, close] :
+       {std::pair<std::string_view, std::string_view>{"<think>", "</think>"}, {"<thinking>", "</thinking>"}}) {
     size_t c = text.find(close);
     size_t o = text.find(open);
     if (c != std::string::npos && (o == std::string::npos || o > c)) text.erase(0, c + close.size());
@@ -176,8 +178,8 @@ Result<TextToolCalls> ExtractToolCallsFromText(std::string_view input) {
     if (end == std::string::npos) {
       std::string_view rest = std::string_view(text).substr(i);
       if (LooksLikeCall(rest) && first_error.ok()) {
-        first_error = MalformedCall(text, i, too_deep ? "nested too deeply"
-                                                      : "it ends before its closing bracket; was the answer cut off?");
+        first_error = MalformedCall(
+            text, i, too_deep ? "nested too deeply" : "it ends before its closing bracket; was the answer cut off?");
       }
       break;  // everything after lies inside this unclosed bracket
     }
@@ -216,23 +218,22 @@ Result<std::string> ExtractJsonObject(std::string_view input) {
     bool too_deep = false;
     size_t end = BalancedEnd(text, i, &too_deep);
     if (end == std::string::npos) {
-      return Status::InvalidArgument(fmt::format(
-          "the JSON object starting at character {} {}: {}", i,
-          too_deep ? "is nested too deeply" : "never closes (was the answer cut off?)", Excerpt(text, i)));
+      return Status::InvalidArgument(
+          fmt::format("the JSON object starting at character {} {}: {}", i,
+                      too_deep ? "is nested too deeply" : "never closes (was the answer cut off?)", Excerpt(text, i)));
     }
     std::string_view candidate = std::string_view(text).substr(i, end - i);
     json v = json::parse(candidate, nullptr, /*allow_exceptions=*/false);
     if (!v.is_discarded() && v.is_object()) return v.dump();
     if (first_error.ok()) {
-      first_error = Status::InvalidArgument(fmt::format(
-          "the JSON object starting at character {} is not valid JSON ({}): {}", i,
-          ParserMessage(candidate), Excerpt(text, i)));
+      first_error =
+          Status::InvalidArgument(fmt::format("the JSON object starting at character {} is not valid JSON ({}): {}", i,
+                                              ParserMessage(candidate), Excerpt(text, i)));
     }
     i = end - 1;
   }
   if (!first_error.ok()) return first_error;
-  return Status::InvalidArgument(fmt::format(
-      "the answer holds no JSON object; it begins: {}", Excerpt(text, 0)));
+  return Status::InvalidArgument(fmt::format("the answer holds no JSON object; it begins: {}", Excerpt(text, 0)));
 }
 
 }  // namespace temper

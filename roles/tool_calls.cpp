@@ -36,8 +36,8 @@ bool HasType(const json& v, const std::string& type) {
 
 Status ValidateArguments(const ToolDeclaration& tool, const json& arguments) {
   if (!arguments.is_object()) {
-    return Status::InvalidArgument(fmt::format(
-        "{}: the arguments must be a JSON object, not {}", tool.name, TypeName(arguments)));
+    return Status::InvalidArgument(
+        fmt::format("{}: the arguments must be a JSON object, not {}", tool.name, TypeName(arguments)));
   }
   const json& schema = tool.parameters;
   const json* props = schema.contains("properties") ? &schema["properties"] : nullptr;
@@ -48,8 +48,8 @@ Status ValidateArguments(const ToolDeclaration& tool, const json& arguments) {
   if (schema.contains("required") && schema["required"].is_array()) {
     for (const json& r : schema["required"]) {
       if (r.is_string() && !arguments.contains(r.get<std::string>())) {
-        return Status::InvalidArgument(fmt::format(
-            "{}: missing the required argument '{}'", tool.name, r.get<std::string>()));
+        return Status::InvalidArgument(
+            fmt::format("{}: missing the required argument '{}'", tool.name, r.get<std::string>()));
       }
     }
   }
@@ -57,25 +57,25 @@ Status ValidateArguments(const ToolDeclaration& tool, const json& arguments) {
   for (auto it = arguments.begin(); it != arguments.end(); ++it) {
     if (!props || !props->contains(it.key())) {
       if (closed) {
-        return Status::InvalidArgument(fmt::format(
-            "{}: unknown argument '{}'{}; it takes {}", tool.name, it.key(),
-            DidYouMean(it.key(), known), known.empty() ? "none" : fmt::format("'{}'", fmt::join(known, "', '"))));
+        return Status::InvalidArgument(
+            fmt::format("{}: unknown argument '{}'{}; it takes {}", tool.name, it.key(), DidYouMean(it.key(), known),
+                        known.empty() ? "none" : fmt::format("'{}'", fmt::join(known, "', '"))));
       }
       continue;
     }
     const json& p = (*props)[it.key()];
     if (p.contains("type") && p["type"].is_string() && !HasType(*it, p["type"].get<std::string>())) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: argument '{}' must be {} {}, not {}", tool.name, it.key(),
-          p["type"] == "integer" || p["type"] == "array" || p["type"] == "object" ? "an" : "a",
-          p["type"].get<std::string>(), TypeName(*it)));
+      return Status::InvalidArgument(
+          fmt::format("{}: argument '{}' must be {} {}, not {}", tool.name, it.key(),
+                      p["type"] == "integer" || p["type"] == "array" || p["type"] == "object" ? "an" : "a",
+                      p["type"].get<std::string>(), TypeName(*it)));
     }
     if (p.contains("enum") && p["enum"].is_array()) {
       bool found = false;
       for (const json& e : p["enum"]) found = found || e == *it;
       if (!found) {
-        return Status::InvalidArgument(fmt::format("{}: argument '{}' must be one of {}, not {}",
-                                                   tool.name, it.key(), p["enum"].dump(), it->dump()));
+        return Status::InvalidArgument(fmt::format("{}: argument '{}' must be one of {}, not {}", tool.name, it.key(),
+                                                   p["enum"].dump(), it->dump()));
       }
     }
   }
@@ -101,16 +101,16 @@ Result<std::vector<ResolvedCall>> ResolveToolCalls(const ChatResponse& response,
       if (t.name == c.name) tool = &t;
     }
     if (tool == nullptr) {
-      return Status::InvalidArgument(fmt::format("{}: there is no tool '{}'{}; the tools are {}", which,
-                                                 c.name, DidYouMean(c.name, names), fmt::join(names, ", ")));
+      return Status::InvalidArgument(fmt::format("{}: there is no tool '{}'{}; the tools are {}", which, c.name,
+                                                 DidYouMean(c.name, names), fmt::join(names, ", ")));
     }
     json args = c.arguments.empty() ? json::object() : json::parse(c.arguments, nullptr, false);
     if (!args.is_discarded() && args.is_string()) {
       args = json::parse(args.get<std::string>(), nullptr, false);  // double-encoded
     }
     if (args.is_discarded()) {
-      return Status::InvalidArgument(fmt::format(
-          "{}: the arguments are not valid JSON: {}", which, c.arguments.substr(0, 200)));
+      return Status::InvalidArgument(
+          fmt::format("{}: the arguments are not valid JSON: {}", which, c.arguments.substr(0, 200)));
     }
     Status s = ValidateArguments(*tool, args);
     if (!s.ok()) return Status::InvalidArgument(fmt::format("{}: {}", which, s.message()));

@@ -30,8 +30,8 @@ Result<std::vector<std::string>> PackageNames(const json& arguments, const std::
   std::vector<std::string> names;
   for (const json& n : list) {
     if (!n.is_string() || n.get<std::string>().empty()) {
-      return Status::InvalidArgument(fmt::format("{}: every entry of 'packages' must be a package name (a string), not {}",
-                                                 tool, n.dump()));
+      return Status::InvalidArgument(
+          fmt::format("{}: every entry of 'packages' must be a package name (a string), not {}", tool, n.dump()));
     }
     names.push_back(n.get<std::string>());
   }
@@ -78,20 +78,24 @@ Result<ToolOutcome> RunCommand(const json& arguments, ToolCallContext& ctx) {
   if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
   if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
   ctx.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
-  return ToolOutcome{fmt::format("exit status {}{}\n{}", r->exit_status,
-                                 r->timed_out ? fmt::format(" (killed after the {} s timeout)", ctx.budget.command_timeout.count()) : "",
-                                 TruncateOutput(r->output, ctx.budget.max_output_bytes))};
+  return ToolOutcome{fmt::format(
+      "exit status {}{}\n{}", r->exit_status,
+      r->timed_out ? fmt::format(" (killed after the {} s timeout)", ctx.budget.command_timeout.count()) : "",
+      TruncateOutput(r->output, ctx.budget.max_output_bytes))};
 }
 
 Result<ToolOutcome> ReadFile(const json& arguments, ToolCallContext& ctx) {
   const std::string path = arguments["path"];
   const size_t max = ctx.budget.max_output_bytes;
   auto r = ctx.tools.ReadFile(path, max + 1);
-  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("reading a file for the Worker");
+  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code()))
+    return r.status().WithContext("reading a file for the Worker");
   if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
   if (r->size() <= max) return ToolOutcome{*r};
-  return ToolOutcome{r->substr(0, max) +
-                     fmt::format("\n[… truncated: only the first {} bytes are shown; use run_command with grep or sed -n to see more]", max)};
+  return ToolOutcome{
+      r->substr(0, max) +
+      fmt::format("\n[… truncated: only the first {} bytes are shown; use run_command with grep or sed -n to see more]",
+                  max)};
 }
 
 Result<ToolOutcome> WriteFile(const json& arguments, ToolCallContext& ctx) {
@@ -118,8 +122,8 @@ Result<ToolOutcome> ChangePackages(const json& arguments, ToolCallContext& ctx, 
   if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
     return r.status().WithContext(install ? "installing packages for the Worker" : "removing packages for the Worker");
   }
-  ctx.actions += fmt::format("{} {} → {}\n", install ? "install" : (purge ? "purge" : "remove"), fmt::join(*packages, " "),
-                             r.ok() ? "ok" : "failed");
+  ctx.actions += fmt::format("{} {} → {}\n", install ? "install" : (purge ? "purge" : "remove"),
+                             fmt::join(*packages, " "), r.ok() ? "ok" : "failed");
   const size_t max = ctx.budget.max_output_bytes;
   return ToolOutcome{r.ok() ? TruncateOutput(*r, max) : "error: " + TruncateOutput(r.status().message(), max)};
 }
@@ -189,10 +193,14 @@ const ToolSpec* FindTool(const std::string& name) {
 
 std::string_view WorkerOutcomeName(WorkerOutcome outcome) {
   switch (outcome) {
-    case WorkerOutcome::kFinished: return "finished";
-    case WorkerOutcome::kStepBudget: return "step_budget";
-    case WorkerOutcome::kTokenBudget: return "token_budget";
-    case WorkerOutcome::kUnusableAnswers: return "unusable_answers";
+    case WorkerOutcome::kFinished:
+      return "finished";
+    case WorkerOutcome::kStepBudget:
+      return "step_budget";
+    case WorkerOutcome::kTokenBudget:
+      return "token_budget";
+    case WorkerOutcome::kUnusableAnswers:
+      return "unusable_answers";
   }
   return "finished";
 }
@@ -228,7 +236,8 @@ Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
   for (PromptSection& s : AttemptSections(task.prior_attempts, 450)) sections.push_back(std::move(s));
   // Leave room in the window for the tool loop's own turns: the first prompt takes at most half.
   RoleConfig half = config_;
-  half.context_tokens = config_.max_output_tokens + (config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens)) / 2;
+  half.context_tokens = config_.max_output_tokens +
+                        (config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens)) / 2;
   TEMPER_ASSIGN_OR_RETURN(RolePrompt p, AssembleRolePrompt(half, estimator_, system, std::move(sections)));
   p.request.max_tokens = config_.max_output_tokens;
   p.request.tools = Tools();
@@ -280,7 +289,8 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
     while (conversation_tokens() > window && next_to_elide < request.messages.size()) {
       ChatMessage& m = request.messages[next_to_elide++];
       if (m.role != ChatRole::kTool || m.content.size() < 200) continue;
-      emit({WorkerEvent::Kind::kElided, m.name, json(), fmt::format("{} bytes of {} output", m.content.size(), m.name)});
+      emit(
+          {WorkerEvent::Kind::kElided, m.name, json(), fmt::format("{} bytes of {} output", m.content.size(), m.name)});
       m.content = fmt::format("[{} output elided to fit the context window]", m.name);
     }
     if (conversation_tokens() > window) {
@@ -288,7 +298,8 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
       result.summary = "stopped: the conversation no longer fits the context window";
       return result;
     }
-    request.max_tokens = static_cast<uint32_t>(std::min<uint64_t>(config_.max_output_tokens, budget_.max_tokens - tokens_used()));
+    request.max_tokens =
+        static_cast<uint32_t>(std::min<uint64_t>(config_.max_output_tokens, budget_.max_tokens - tokens_used()));
 
     TEMPER_ASSIGN_OR_RETURN(ChatResponse response, client.Chat(request, nullptr));
     ++result.model_calls;
@@ -315,9 +326,10 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
         return result;
       }
       request.messages.push_back({ChatRole::kAssistant, response.text});
-      request.messages.push_back({ChatRole::kUser, fmt::format(
-          "Your answer could not be used: {}. ({} more unusable answers end the attempt.)", problem,
-          budget_.max_format_retries - unusable + 1)});
+      request.messages.push_back(
+          {ChatRole::kUser,
+           fmt::format("Your answer could not be used: {}. ({} more unusable answers end the attempt.)", problem,
+                       budget_.max_format_retries - unusable + 1)});
       continue;
     }
     unusable = 0;
@@ -349,7 +361,8 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
           emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, OneLine(output, 500)});
         }
       }
-      output += fmt::format("\n[budget left: {} tool calls, {} tokens]", budget_.max_steps - std::min(budget_.max_steps, result.steps),
+      output += fmt::format("\n[budget left: {} tool calls, {} tokens]",
+                            budget_.max_steps - std::min(budget_.max_steps, result.steps),
                             budget_.max_tokens - std::min<uint64_t>(budget_.max_tokens, tokens_used()));
       ChatMessage tool_message{ChatRole::kTool, std::move(output)};
       tool_message.tool_call_id = call.id;

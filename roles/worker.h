@@ -37,10 +37,10 @@
 namespace temper {
 
 struct WorkerBudget {
-  uint32_t max_steps = 30;            // tool calls per attempt
-  uint64_t max_tokens = 200000;       // prompt + completion tokens over all model calls
-  size_t max_output_bytes = 8192;     // per tool result shown to the model
-  uint32_t max_format_retries = 3;    // unusable answers in a row before giving up
+  uint32_t max_steps = 30;          // tool calls per attempt
+  uint64_t max_tokens = 200000;     // prompt + completion tokens over all model calls
+  size_t max_output_bytes = 8192;   // per tool result shown to the model
+  uint32_t max_format_retries = 3;  // unusable answers in a row before giving up
   std::chrono::seconds command_timeout{300};
 };
 
@@ -58,17 +58,17 @@ std::string_view WorkerOutcomeName(WorkerOutcome outcome);
 
 struct WorkerEvent {
   enum class Kind { kModelCall, kToolCall, kRefused, kUnusableAnswer, kElided } kind;
-  std::string tool;             // kToolCall / kRefused
-  nlohmann::json arguments;     // kToolCall / kRefused
-  std::string detail;           // result excerpt, refusal or error message
-  TokenUsage usage;             // kModelCall
+  std::string tool;                      // kToolCall / kRefused
+  nlohmann::json arguments;              // kToolCall / kRefused
+  std::string detail;                    // result excerpt, refusal or error message
+  TokenUsage usage;                      // kModelCall
   std::chrono::milliseconds latency{0};  // kModelCall
 };
 
 struct WorkerResult {
   WorkerOutcome outcome = WorkerOutcome::kFinished;
-  std::string summary;          // from finish, or why the loop stopped
-  std::string actions;          // one line per command run / file written, for the attempt record
+  std::string summary;  // from finish, or why the loop stopped
+  std::string actions;  // one line per command run / file written, for the attempt record
   uint32_t steps = 0;
   uint32_t model_calls = 0;
   TokenUsage usage;

@@ -2,8 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -59,9 +59,7 @@ ResolvedPackages PrepareEach(Target& target, const std::vector<std::string>& pac
   return all;
 }
 
-std::string ShortId(const std::string& id) {
-  return id.starts_with(kRulePrefix) ? id.substr(kRulePrefix.size()) : id;
-}
+std::string ShortId(const std::string& id) { return id.starts_with(kRulePrefix) ? id.substr(kRulePrefix.size()) : id; }
 
 }  // namespace
 
@@ -108,15 +106,16 @@ std::string BaselineReport::ToText() const {
   out += fmt::format("content: {} profile {}, {} rules\n", datastream, profile, rules.size());
   out += fmt::format("before: {}\n", counts(before));
   out += fmt::format("after:  {}\n", counts(after));
-  out += fmt::format("fixed {} of {} failing rules ({:.1f}%); rootfs-decidable: {} of {} ({:.1f}%); broken {}\n",
-                     Fixed(), FailingBefore(), 100 * FixRate(), Fixed(true), FailingBefore(true),
-                     100 * FixRate(true), Broken());
+  out +=
+      fmt::format("fixed {} of {} failing rules ({:.1f}%); rootfs-decidable: {} of {} ({:.1f}%); broken {}\n", Fixed(),
+                  FailingBefore(), 100 * FixRate(), Fixed(true), FailingBefore(true), 100 * FixRate(true), Broken());
   out += fmt::format("time: scan {:.1f} s, fix {:.1f} s ({}), rescan {:.1f} s\n", scan_before_seconds, fix_seconds,
                      fix_outcome, scan_after_seconds);
   if (!packages_prepared.empty() || !packages_unavailable.empty()) {
     std::string prepared;
     for (const auto& p : packages_prepared) prepared += (prepared.empty() ? "" : " ") + p;
-    out += fmt::format("packages from the cache ({:.1f} s): {}\n", prepare_seconds, prepared.empty() ? "none" : prepared);
+    out +=
+        fmt::format("packages from the cache ({:.1f} s): {}\n", prepare_seconds, prepared.empty() ? "none" : prepared);
     for (const auto& p : packages_unavailable) out += fmt::format("  not available: {}\n", p);
   }
   auto broken_health = health_after.BrokenSince(&health_before);
@@ -145,7 +144,9 @@ std::string BaselineReport::ToJson() const {
   j["broken"] = Broken();
   j["seconds"] = {{"scan_before", scan_before_seconds}, {"fix", fix_seconds}, {"scan_after", scan_after_seconds}};
   j["fix_outcome"] = fix_outcome;
-  j["packages"] = {{"prepared", packages_prepared}, {"unavailable", packages_unavailable}, {"seconds", prepare_seconds}};
+  j["packages"] = {{"prepared", packages_prepared},
+                   {"unavailable", packages_unavailable},
+                   {"seconds", prepare_seconds}};
   j["health_broken"] = health_after.BrokenSince(&health_before);
   nlohmann::json rs = nlohmann::json::array();
   for (const auto& r : rules) {

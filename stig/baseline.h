@@ -16,9 +16,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "stig/health.h"
 #include "stig/scap/classification.h"
 #include "stig/scap/evaluator.h"
-#include "stig/health.h"
 #include "stig/target.h"
 
 namespace temper::stig {

@@ -90,7 +90,8 @@ Result<std::map<std::string, std::string>> CgroupMounts() {
     std::istringstream f(line);
     std::string id, parent, dev, root, point, options, field;
     f >> id >> parent >> dev >> root >> point >> options;
-    while (f >> field && field != "-") {}
+    while (f >> field && field != "-") {
+    }
     std::string fstype, source, super;
     f >> fstype >> source >> super;
     if (fstype == "cgroup2") {
@@ -127,7 +128,8 @@ std::optional<std::uint64_t> StartTime(long pid) {
   if (close == std::string::npos) return std::nullopt;
   std::istringstream f(stat->substr(close + 2));
   std::string field;
-  for (int i = 3; i < 22 && f >> field; ++i) {}
+  for (int i = 3; i < 22 && f >> field; ++i) {
+  }
   std::uint64_t start = 0;
   if (!(f >> start)) return std::nullopt;
   return start;
@@ -198,7 +200,8 @@ Status KillAndRemove(const std::vector<std::string>& dirs, int version) {
       if (left.empty() && errno == ENOENT) break;
       if (std::chrono::steady_clock::now() > deadline) {
         return Status::IOError(fmt::format("cgroup {} still holds {} process(es) {} s after they were killed", dir,
-                                           left.size(), std::chrono::duration_cast<std::chrono::seconds>(kDrainTimeout).count()));
+                                           left.size(),
+                                           std::chrono::duration_cast<std::chrono::seconds>(kDrainTimeout).count()));
       }
       if (!atomic_kill) {
         for (long pid : left) ::kill(static_cast<pid_t>(pid), SIGKILL);
@@ -216,7 +219,8 @@ void RemoveStaleTrees(const std::vector<std::string>& bases, int version) {
     long pid = 0;
     unsigned long long start = 0;
     unsigned n = 0;
-    if (name.rfind(kTreePrefix, 0) != 0 || std::sscanf(name.c_str(), "temper-%ld-%llu-%u", &pid, &start, &n) != 3) continue;
+    if (name.rfind(kTreePrefix, 0) != 0 || std::sscanf(name.c_str(), "temper-%ld-%llu-%u", &pid, &start, &n) != 3)
+      continue;
     std::optional<std::uint64_t> now = StartTime(pid);
     if (now && *now == start) continue;  // its owner still runs
     std::vector<std::string> dirs;
@@ -235,13 +239,15 @@ struct Base {
 Result<Base> V2Base(const std::map<std::string, std::string>& mounts, const std::map<std::string, std::string>& own) {
   auto mount = mounts.find("");
   auto path = own.find("");
-  if (mount == mounts.end() || path == own.end()) return Status::FailedPrecondition("no cgroup2 file system is mounted");
+  if (mount == mounts.end() || path == own.end())
+    return Status::FailedPrecondition("no cgroup2 file system is mounted");
   std::string dir = mount->second + (path->second == "/" ? "" : path->second);
   TEMPER_ASSIGN_OR_RETURN(std::string available, ReadText(dir + "/cgroup.controllers"));
   std::vector<std::string> controllers = Words(available, ' ');
   if (!Has(controllers, "memory") || !Has(controllers, "pids")) {
-    return Status::FailedPrecondition(fmt::format("cgroup v2 at {} offers no memory and pids controllers (it offers: {})",
-                                                  dir, available.empty() || available == "\n" ? "none" : available));
+    return Status::FailedPrecondition(
+        fmt::format("cgroup v2 at {} offers no memory and pids controllers (it offers: {})", dir,
+                    available.empty() || available == "\n" ? "none" : available));
   }
   const bool cpu = Has(controllers, "cpu");
   const std::string wanted = cpu ? "+memory +pids +cpu" : "+memory +pids";
@@ -259,7 +265,8 @@ Result<Base> V2Base(const std::map<std::string, std::string>& mounts, const std:
       if (!IsOursOrDescendant(p)) {
         return Status::FailedPrecondition(fmt::format(
             "cgroup v2 at {} holds processes that are not this one's (pid {}), so its controllers cannot be handed to "
-            "sandboxes; run temperd in a cgroup of its own (systemd: Delegate=yes)", dir, p));
+            "sandboxes; run temperd in a cgroup of its own (systemd: Delegate=yes)",
+            dir, p));
       }
       ours.push_back(p);
     }
@@ -322,8 +329,8 @@ Result<Base> FindBase() {
   if (base.ok()) return base;
   Result<Base> v1 = V1Base(mounts, own);
   if (!v1.ok()) {
-    return Status::FailedPrecondition(fmt::format(
-        "no cgroup controllers to cap sandboxed commands with: {}; and {}", base.status().message(), v1.status().message()));
+    return Status::FailedPrecondition(fmt::format("no cgroup controllers to cap sandboxed commands with: {}; and {}",
+                                                  base.status().message(), v1.status().message()));
   }
   return v1;
 }
@@ -361,7 +368,8 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open() {
     }
     tree->dirs_ = std::move(dirs);
     if (base.version == 2) {
-      TEMPER_RETURN_IF_ERROR(WriteText(first + "/cgroup.subtree_control", base.has_cpu ? "+memory +pids +cpu" : "+memory +pids"));
+      TEMPER_RETURN_IF_ERROR(
+          WriteText(first + "/cgroup.subtree_control", base.has_cpu ? "+memory +pids +cpu" : "+memory +pids"));
     }
     return tree;
   }

@@ -9,8 +9,8 @@ namespace {
 using nlohmann::json;
 
 constexpr FileType kFileTypes[] = {FileType::kFile, FileType::kDir, FileType::kSymlink, FileType::kOther};
-constexpr FileChangeKind kChangeKinds[] = {FileChangeKind::kAdded, FileChangeKind::kModified,
-                                           FileChangeKind::kDeleted, FileChangeKind::kMetadata};
+constexpr FileChangeKind kChangeKinds[] = {FileChangeKind::kAdded, FileChangeKind::kModified, FileChangeKind::kDeleted,
+                                           FileChangeKind::kMetadata};
 
 json StateJson(const std::optional<FileState>& s) {
   if (!s) return nullptr;
@@ -67,7 +67,8 @@ Result<std::optional<FileState>> ParseState(const json& obj, const std::string& 
       known = true;
     }
   }
-  if (!known) return Status::InvalidArgument(fmt::format("{}.type: \"{}\" is not file, dir, symlink or other", at, type));
+  if (!known)
+    return Status::InvalidArgument(fmt::format("{}.type: \"{}\" is not file, dir, symlink or other", at, type));
   TEMPER_ASSIGN_OR_RETURN(std::string mode, String(*it, "mode", at));
   size_t used = 0;
   unsigned long bits = 0;
@@ -96,20 +97,28 @@ std::string Plural(size_t n, std::string_view word) { return fmt::format("{} {}{
 
 std::string_view FileTypeName(FileType t) {
   switch (t) {
-    case FileType::kFile: return "file";
-    case FileType::kDir: return "dir";
-    case FileType::kSymlink: return "symlink";
-    case FileType::kOther: return "other";
+    case FileType::kFile:
+      return "file";
+    case FileType::kDir:
+      return "dir";
+    case FileType::kSymlink:
+      return "symlink";
+    case FileType::kOther:
+      return "other";
   }
   return "other";
 }
 
 std::string_view FileChangeKindName(FileChangeKind k) {
   switch (k) {
-    case FileChangeKind::kAdded: return "added";
-    case FileChangeKind::kModified: return "modified";
-    case FileChangeKind::kDeleted: return "deleted";
-    case FileChangeKind::kMetadata: return "metadata";
+    case FileChangeKind::kAdded:
+      return "added";
+    case FileChangeKind::kModified:
+      return "modified";
+    case FileChangeKind::kDeleted:
+      return "deleted";
+    case FileChangeKind::kMetadata:
+      return "metadata";
   }
   return "modified";
 }
@@ -123,7 +132,8 @@ std::string ChangeSet::Summary() const {
     for (const FileChange& f : files) ++counts[static_cast<int>(f.change)];
     std::vector<std::string> kinds;
     for (FileChangeKind k : kChangeKinds) {
-      if (counts[static_cast<int>(k)] > 0) kinds.push_back(fmt::format("{} {}", counts[static_cast<int>(k)], FileChangeKindName(k)));
+      if (counts[static_cast<int>(k)] > 0)
+        kinds.push_back(fmt::format("{} {}", counts[static_cast<int>(k)], FileChangeKindName(k)));
     }
     parts.push_back(fmt::format("{} ({})", Plural(files.size(), "file"), fmt::join(kinds, ", ")));
   }
@@ -152,14 +162,14 @@ std::string ChangeSet::ToJson() const {
     if (!f.diff_skipped.empty()) item["diff_skipped"] = f.diff_skipped;
     out_files.push_back(std::move(item));
   }
-  json out = {{"files", std::move(out_files)},
-              {"packages", {{"installed", packages.installed},
-                            {"removed", packages.removed},
-                            {"upgraded", packages.upgraded}}},
-              {"services", {{"enabled", services.enabled},
-                            {"disabled", services.disabled},
-                            {"masked", services.masked},
-                            {"unmasked", services.unmasked}}}};
+  json out = {
+      {"files", std::move(out_files)},
+      {"packages", {{"installed", packages.installed}, {"removed", packages.removed}, {"upgraded", packages.upgraded}}},
+      {"services",
+       {{"enabled", services.enabled},
+        {"disabled", services.disabled},
+        {"masked", services.masked},
+        {"unmasked", services.unmasked}}}};
   // Replacement characters keep a file's invalid UTF-8 (a Latin-1 config) from failing the dump.
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }

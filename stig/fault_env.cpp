@@ -7,9 +7,12 @@ namespace {
 
 std::string_view OpName(FaultEnv::Op op) {
   switch (op) {
-    case FaultEnv::Op::kWrite: return "write";
-    case FaultEnv::Op::kSync: return "fsync";
-    case FaultEnv::Op::kProcessStart: return "process start";
+    case FaultEnv::Op::kWrite:
+      return "write";
+    case FaultEnv::Op::kSync:
+      return "fsync";
+    case FaultEnv::Op::kProcessStart:
+      return "process start";
   }
   return "operation";
 }

@@ -81,7 +81,7 @@ class FaultEnv final : public Env {
   std::uint64_t counts_[kOpCount] = {};
   std::optional<Op> armed_op_;
   std::uint64_t armed_at_ = 0;  // the count of armed_op_ that fails
-  bool sticky_ = false;          // and every later one
+  bool sticky_ = false;         // and every later one
   std::string fired_at_;
   std::optional<std::chrono::system_clock::time_point> wall_;
   std::chrono::steady_clock::time_point steady_{};

@@ -40,7 +40,8 @@ Result<HealthReport> CheckHealth(Target& target, const std::vector<HealthCheck>&
     if (!r.ok()) return r.status().WithContext("health check " + c.name);
     std::string output = r->err.empty() ? r->out : r->err;
     if (output.size() > 500) output = output.substr(output.size() - 500);
-    report.results.push_back({c.name, c.command, r->Succeeded(), r->Describe() + (output.empty() ? "" : ": " + output)});
+    report.results.push_back(
+        {c.name, c.command, r->Succeeded(), r->Describe() + (output.empty() ? "" : ": " + output)});
   }
   Result<std::vector<AccessCheck>> access = target.CheckAccess();
   if (!access.ok()) return access.status().WithContext("access check");

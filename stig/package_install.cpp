@@ -22,13 +22,13 @@ std::string Join(const std::vector<std::string>& v, std::string_view sep) {
   return s;
 }
 
-
 Status CheckNames(const std::vector<std::string>& packages) {
   if (packages.empty()) return Status::InvalidArgument("no package names given");
   for (const std::string& name : packages) {
     if (!IsPackageName(name)) {
       return Status::InvalidArgument(fmt::format(
-          "\"{}\" is not a Debian package name (lower-case letters, digits, '+', '-', '.'; no options or patterns)", name));
+          "\"{}\" is not a Debian package name (lower-case letters, digits, '+', '-', '.'; no options or patterns)",
+          name));
     }
   }
   return Status::OK();
@@ -48,9 +48,7 @@ std::string CleanOutput(const ProcessResult& r) {
 }
 
 // The last ~4 KB, where apt and dpkg say what went wrong (aide-common alone prints ~40 KB).
-std::string Tail(std::string text) {
-  return text.size() > 4000 ? "…" + text.substr(text.size() - 4000) : text;
-}
+std::string Tail(std::string text) { return text.size() > 4000 ? "…" + text.substr(text.size() - 4000) : text; }
 
 std::vector<std::string> ChangedLines(const std::string& output) {
   std::vector<std::string> out;
@@ -69,8 +67,8 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
   const std::string output = Tail(full);
   const std::string names = Join(packages, " ");
   if (!r.cap_hit.empty()) {
-    return Status::FailedPrecondition(fmt::format("{} {}: {}; the target may be left half-configured:\n{}", what, names,
-                                                  r.Describe(), output));
+    return Status::FailedPrecondition(
+        fmt::format("{} {}: {}; the target may be left half-configured:\n{}", what, names, r.Describe(), output));
   }
   if (r.stopped) {
     return Status::Cancelled(fmt::format("{} {} was stopped ({}): the batch was cancelled or temperd is stopping", what,
@@ -140,12 +138,13 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
   const std::string verb = purge ? "purge" : "remove";
   const std::string what = purge ? "purging" : "removing";
   // A dry run first: apt names every package the removal would take with it.
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult sim, target.Run(fmt::format("apt-get {} -s -q {}", verb, Join(packages, " ")), limits));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult sim,
+                          target.Run(fmt::format("apt-get {} -s -q {}", verb, Join(packages, " ")), limits));
   std::string sim_output = Tail(CleanOutput(sim));
   if (!sim.Succeeded()) return AptFailure(what, packages, sim, sim_output);
   if (Contains(sim_output, "essential packages will be removed")) {
-    return Status::FailedPrecondition(fmt::format("{} {} would remove essential packages:\n{}", what,
-                                                  Join(packages, " "), sim_output));
+    return Status::FailedPrecondition(
+        fmt::format("{} {} would remove essential packages:\n{}", what, Join(packages, " "), sim_output));
   }
   const std::set<std::string> named(packages.begin(), packages.end());
   std::vector<std::string> going, extra;
@@ -156,15 +155,17 @@ Result<PackageChange> RemovePackages(Target& target, const std::vector<std::stri
     if (!named.count(name)) extra.push_back(name);
   }
   if (!extra.empty()) {
-    return Status::FailedPrecondition(fmt::format(
-        "{} {} would also remove {}, which depend on it; name them too if that is intended", what,
-        Join(packages, " "), Join(extra, " ")));
+    return Status::FailedPrecondition(
+        fmt::format("{} {} would also remove {}, which depend on it; name them too if that is intended", what,
+                    Join(packages, " "), Join(extra, " ")));
   }
   if (going.empty()) {
-    return PackageChange{{}, fmt::format("nothing to {}: {} not installed\n{}", verb, Join(packages, " "), sim_output),
+    return PackageChange{{},
+                         fmt::format("nothing to {}: {} not installed\n{}", verb, Join(packages, " "), sim_output),
                          sim.seconds};
   }
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, target.Run(fmt::format("apt-get {} {} {}", verb, kAptOptions, Join(packages, " ")), limits));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
+                          target.Run(fmt::format("apt-get {} {} {}", verb, kAptOptions, Join(packages, " ")), limits));
   std::string output = CleanOutput(r);
   if (!r.Succeeded()) return AptFailure(what, packages, r, output);
   return PackageChange{ChangedLines(output), Tail(output), sim.seconds + r.seconds};

@@ -46,8 +46,8 @@ std::string OomScoreText(const ProcessSpec& spec) {
 }
 
 // Child side after fork: only async-signal-safe calls from here to execve.
-[[noreturn]] void ChildExec(const ProcessSpec& spec, char* const* argv, char* const* envp, int in_fd,
-                            int out_fd, int err_fd, int sync_write, int go_read, int report_fd, pid_t parent,
+[[noreturn]] void ChildExec(const ProcessSpec& spec, char* const* argv, char* const* envp, int in_fd, int out_fd,
+                            int err_fd, int sync_write, int go_read, int report_fd, pid_t parent,
                             const std::string& oom_score) {
   auto fail = [&](int stage) {
     int e = errno;
@@ -75,7 +75,9 @@ std::string OomScoreText(const ProcessSpec& spec) {
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(8);
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2);
   if (spec.memory_limit_bytes > 0) {
-    struct rlimit lim{spec.memory_limit_bytes, spec.memory_limit_bytes};
+    struct rlimit lim {
+      spec.memory_limit_bytes, spec.memory_limit_bytes
+    };
     if (::setrlimit(RLIMIT_AS, &lim) != 0) fail(3);
   }
   sigset_t none;
@@ -94,15 +96,25 @@ std::string OomScoreText(const ProcessSpec& spec) {
 
 const char* StageName(int stage) {
   switch (stage) {
-    case 1: return "redirecting stdio";
-    case 2: return "changing directory";
-    case 3: return "setting the memory limit";
-    case 4: return "creating a user namespace";
-    case 5: case 6: return "synchronising the user namespace setup";
-    case 8: return "closing inherited descriptors";
-    case 9: return "joining the command's cgroups";
-    case 10: return "setting its OOM score";
-    default: return "executing";
+    case 1:
+      return "redirecting stdio";
+    case 2:
+      return "changing directory";
+    case 3:
+      return "setting the memory limit";
+    case 4:
+      return "creating a user namespace";
+    case 5:
+    case 6:
+      return "synchronising the user namespace setup";
+    case 8:
+      return "closing inherited descriptors";
+    case 9:
+      return "joining the command's cgroups";
+    case 10:
+      return "setting its OOM score";
+    default:
+      return "executing";
   }
 }
 
@@ -134,7 +146,8 @@ ssize_t WriteWithoutSigpipe(int fd, const char* data, std::size_t size) {
   const int err = errno;
   if (n < 0 && err == EPIPE && !was_pending) {
     const timespec no_wait{0, 0};
-    while (::sigtimedwait(&pipe_only, nullptr, &no_wait) < 0 && errno == EINTR) {}
+    while (::sigtimedwait(&pipe_only, nullptr, &no_wait) < 0 && errno == EINTR) {
+    }
   }
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   errno = err;
@@ -183,8 +196,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno(errno, "fork for " + spec.argv[0]);
   if (pid == 0) {
-    ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(),
-              go_r.get(), rep_w.get(), parent, oom_score);
+    ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(), go_r.get(),
+              rep_w.get(), parent, oom_score);
   }
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins, both are harmless
   in_r.Reset();
@@ -197,7 +210,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
   auto kill_and_reap = [&]() {
     ::kill(-pid, SIGKILL);
     int st;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
   };
 
   if (spec.new_user_namespace) {
@@ -229,13 +243,21 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
     pollfd fds[3];
     int nfds = 0;
     int idx_out = -1, idx_err = -1, idx_in = -1;
-    if (out_r.get() >= 0) { idx_out = nfds; fds[nfds++] = {out_r.get(), POLLIN, 0}; }
-    if (err_r.get() >= 0) { idx_err = nfds; fds[nfds++] = {err_r.get(), POLLIN, 0}; }
-    if (in_w.get() >= 0) { idx_in = nfds; fds[nfds++] = {in_w.get(), POLLOUT, 0}; }
+    if (out_r.get() >= 0) {
+      idx_out = nfds;
+      fds[nfds++] = {out_r.get(), POLLIN, 0};
+    }
+    if (err_r.get() >= 0) {
+      idx_err = nfds;
+      fds[nfds++] = {err_r.get(), POLLIN, 0};
+    }
+    if (in_w.get() >= 0) {
+      idx_in = nfds;
+      fds[nfds++] = {in_w.get(), POLLOUT, 0};
+    }
     int wait_ms = -1;
     if (spec.timeout.count() > 0) {
-      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now());
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         result.timed_out = true;
         break;
@@ -252,8 +274,8 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
         }
         next_stop_check = now + spec.stop_poll;
       }
-      long long poll_ms = std::max<long long>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(next_stop_check - now).count());
+      long long poll_ms =
+          std::max<long long>(1, std::chrono::duration_cast<std::chrono::milliseconds>(next_stop_check - now).count());
       wait_ms = wait_ms < 0 ? static_cast<int>(poll_ms) : static_cast<int>(std::min<long long>(wait_ms, poll_ms));
     }
     int r = ::poll(fds, nfds, wait_ms);

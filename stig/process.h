@@ -57,8 +57,8 @@ struct ProcessSpec {
 };
 
 struct ProcessResult {
-  int exit_code = -1;    // valid when term_signal == 0
-  int term_signal = 0;   // the signal that ended the child, 0 when it exited
+  int exit_code = -1;   // valid when term_signal == 0
+  int term_signal = 0;  // the signal that ended the child, 0 when it exited
   bool timed_out = false;
   std::string out;
   std::string err;

@@ -22,26 +22,30 @@ constexpr std::uint32_t kMaxCpuWeight = 10000;  // cgroup v2's range for cpu.wei
 }  // namespace
 
 Status SandboxCaps::Validate() const {
-  if (pids < kMinPids) return Status::InvalidArgument(fmt::format("sandbox pids cap {} is under the minimum {}", pids, kMinPids));
+  if (pids < kMinPids)
+    return Status::InvalidArgument(fmt::format("sandbox pids cap {} is under the minimum {}", pids, kMinPids));
   if (memory_bytes < kMinMemory) {
-    return Status::InvalidArgument(fmt::format("sandbox memory cap {} is under the minimum {}", FormatBytes(memory_bytes),
-                                               FormatBytes(kMinMemory)));
+    return Status::InvalidArgument(fmt::format("sandbox memory cap {} is under the minimum {}",
+                                               FormatBytes(memory_bytes), FormatBytes(kMinMemory)));
   }
   if (cpu_weight < 1 || cpu_weight > kMaxCpuWeight) {
     return Status::InvalidArgument(fmt::format("sandbox cpu_weight {} is outside 1..{}", cpu_weight, kMaxCpuWeight));
   }
   if (disk_bytes < kMinDisk) {
-    return Status::InvalidArgument(fmt::format("sandbox disk cap {} is under the minimum {}", FormatBytes(disk_bytes),
-                                               FormatBytes(kMinDisk)));
+    return Status::InvalidArgument(
+        fmt::format("sandbox disk cap {} is under the minimum {}", FormatBytes(disk_bytes), FormatBytes(kMinDisk)));
   }
   return Status::OK();
 }
 
 std::string CapHitMessage(CapKind kind, const SandboxCaps& caps) {
   switch (kind) {
-    case CapKind::kPids: return fmt::format("the command hit the sandbox's pids cap of {}", caps.pids);
-    case CapKind::kMemory: return fmt::format("the command hit the sandbox's memory cap of {}", FormatBytes(caps.memory_bytes));
-    case CapKind::kDisk: return fmt::format("the target's writable layer is full (cap {})", FormatBytes(caps.disk_bytes));
+    case CapKind::kPids:
+      return fmt::format("the command hit the sandbox's pids cap of {}", caps.pids);
+    case CapKind::kMemory:
+      return fmt::format("the command hit the sandbox's memory cap of {}", FormatBytes(caps.memory_bytes));
+    case CapKind::kDisk:
+      return fmt::format("the target's writable layer is full (cap {})", FormatBytes(caps.disk_bytes));
   }
   return "";
 }
@@ -58,7 +62,8 @@ std::string FormatBytes(std::uint64_t bytes) {
 
 Result<std::uint64_t> ParseBytes(std::string_view text) {
   auto bad = [&] {
-    return Status::InvalidArgument(fmt::format("'{}' is not a size (write it as 8GiB, 512MiB, 64KiB or a number of bytes)", text));
+    return Status::InvalidArgument(
+        fmt::format("'{}' is not a size (write it as 8GiB, 512MiB, 64KiB or a number of bytes)", text));
   };
   std::size_t i = 0;
   std::uint64_t value = 0;

@@ -3,9 +3,9 @@
 // Thread safety: a value owned by one thread.
 #pragma once
 
+#include <stdlib.h>
 #include <cerrno>
 #include <filesystem>
-#include <stdlib.h>
 #include <string>
 
 #include "common/status.h"

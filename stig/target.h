@@ -6,18 +6,18 @@
 // Thread safety: implementations are not thread-safe; one owner drives a target at a time.
 #pragma once
 
+#include <sys/types.h>
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 #include "common/status.h"
 #include "stig/change_set.h"
-#include "stig/scap/evaluator.h"
 #include "stig/packages/package_cache.h"
 #include "stig/process.h"
 #include "stig/sandbox.h"
+#include "stig/scap/evaluator.h"
 
 namespace temper::stig {
 

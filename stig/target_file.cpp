@@ -48,7 +48,8 @@ Status NotRegular(const std::string& path, mode_t mode) {
 // the handle before anything is opened.
 Result<UniqueFd> Reopen(const UniqueFd& handle, const std::string& path, int flags) {
   struct stat st;
-  if (::fstat(handle.get(), &st) != 0) return Status::FromErrno(errno, "reading the type of " + path + " in the target");
+  if (::fstat(handle.get(), &st) != 0)
+    return Status::FromErrno(errno, "reading the type of " + path + " in the target");
   if (!S_ISREG(st.st_mode)) return NotRegular(path, st.st_mode);
   std::string proc = fmt::format("/proc/self/fd/{}", handle.get());
   UniqueFd fd(::open(proc.c_str(), flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
@@ -60,14 +61,22 @@ Result<UniqueFd> Reopen(const UniqueFd& handle, const std::string& path, int fla
 
 std::string_view FileTypeName(mode_t mode) {
   switch (mode & S_IFMT) {
-    case S_IFREG: return "a regular file";
-    case S_IFDIR: return "a directory";
-    case S_IFLNK: return "a symlink";
-    case S_IFIFO: return "a FIFO";
-    case S_IFSOCK: return "a socket";
-    case S_IFCHR: return "a character device";
-    case S_IFBLK: return "a block device";
-    default: return "a file of unknown type";
+    case S_IFREG:
+      return "a regular file";
+    case S_IFDIR:
+      return "a directory";
+    case S_IFLNK:
+      return "a symlink";
+    case S_IFIFO:
+      return "a FIFO";
+    case S_IFSOCK:
+      return "a socket";
+    case S_IFCHR:
+      return "a character device";
+    case S_IFBLK:
+      return "a block device";
+    default:
+      return "a file of unknown type";
   }
 }
 
@@ -97,14 +106,15 @@ Result<UniqueFd> OpenTargetFileForWrite(const std::string& root, const std::stri
       char to[4096];
       ssize_t n = ::readlinkat(last.get(), "", to, sizeof to - 1);
       std::string target = n > 0 ? std::string(to, static_cast<std::size_t>(n)) : "?";
-      return Status::InvalidArgument(fmt::format(
-          "{} is a symlink to {}, which does not exist in the target; files are not created through links "
-          "(remove the link or write to its target's path)", path, target));
+      return Status::InvalidArgument(
+          fmt::format("{} is a symlink to {}, which does not exist in the target; files are not created through links "
+                      "(remove the link or write to its target's path)",
+                      path, target));
     }
     if (errno != ENOENT) return Status::FromErrno(errno, "opening " + path + " in the target");
     // O_EXCL: a name that appeared meanwhile, a symlink included, fails with EEXIST, never followed.
-    UniqueFd created(OpenAt2(dir.get(), rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
-                             mode, kInRoot));
+    UniqueFd created(
+        OpenAt2(dir.get(), rel, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode, kInRoot));
     if (created.valid()) return created;
     if (errno == ENOENT) return Status::NotFound(fmt::format("the directory of {} does not exist in the target", path));
     if (errno != EEXIST) return Status::FromErrno(errno, "creating " + path + " in the target");
@@ -133,7 +143,8 @@ Result<struct stat> StatInTarget(const std::string& root, const std::string& pat
     return Status::FromErrno(errno, "looking up " + path + " in the target");
   }
   struct stat st;
-  if (::fstat(handle.get(), &st) != 0) return Status::FromErrno(errno, "reading the type of " + path + " in the target");
+  if (::fstat(handle.get(), &st) != 0)
+    return Status::FromErrno(errno, "reading the type of " + path + " in the target");
   return st;
 }
 

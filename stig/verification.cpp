@@ -16,11 +16,13 @@ std::string VerificationReport::Summary() const {
   std::vector<std::string> parts;
   std::string failing;
   for (const auto& v : rules) {
-    if (!IsPassing(v.verdict)) failing += fmt::format("{}{} ({})", failing.empty() ? "" : ", ", v.rule_id, VerdictName(v.verdict));
+    if (!IsPassing(v.verdict))
+      failing += fmt::format("{}{} ({})", failing.empty() ? "" : ", ", v.rule_id, VerdictName(v.verdict));
   }
   if (!failing.empty()) parts.push_back("not passing: " + failing);
   std::string reg;
-  for (const auto& v : regressions) reg += fmt::format("{}{} ({})", reg.empty() ? "" : ", ", v.rule_id, VerdictName(v.verdict));
+  for (const auto& v : regressions)
+    reg += fmt::format("{}{} ({})", reg.empty() ? "" : ", ", v.rule_id, VerdictName(v.verdict));
   if (!reg.empty()) parts.push_back("regressions: " + reg);
   if (!broken_health.empty()) {
     std::string h;

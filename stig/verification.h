@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/scap/evaluator.h"
 #include "stig/health.h"
+#include "stig/scap/evaluator.h"
 #include "stig/target.h"
 
 namespace temper::stig {

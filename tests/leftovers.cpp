@@ -43,7 +43,8 @@ std::vector<std::string> MountsAtOrBelow(const std::string& dir) {
     point = Unescape(point);
     if (point == dir || point.rfind(dir + "/", 0) == 0) points.push_back(point);
   }
-  std::stable_sort(points.begin(), points.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  std::stable_sort(points.begin(), points.end(),
+                   [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   return points;
 }
 

@@ -38,7 +38,9 @@ std::vector<std::string> ProcessDirsNamedIn(const std::string& out) {
   return {TestScratchRoot() + "/" + m[1].str(), TestTempRoot() + "/" + m[1].str()};
 }
 
-TEST_CASE("leftovers probe: forgets a file", "[.leftovers_probe]") { std::ofstream(TestTempDir() + "/forgotten") << "x"; }
+TEST_CASE("leftovers probe: forgets a file", "[.leftovers_probe]") {
+  std::ofstream(TestTempDir() + "/forgotten") << "x";
+}
 
 TEST_CASE("leftovers probe: forgets a mount", "[.leftovers_probe]") {
   MountTmpfs(TestScratchDir() + "/target/merged");
@@ -90,7 +92,8 @@ TEST_CASE("RemoveWithMounts detaches nested mounts deepest first, then removes t
   const Leftovers found = FindLeftovers(dir);
   CHECK(found.mounts == std::vector<std::string>{dir + "/outer/inner", dir + "/outer"});
   CHECK(found.entries == std::vector<std::string>{dir + "/beside", dir + "/outer"});  // not into mounts
-  CHECK(found.ToString() == "mount " + dir + "/outer/inner; mount " + dir + "/outer; " + dir + "/beside; " + dir + "/outer");
+  CHECK(found.ToString() ==
+        "mount " + dir + "/outer/inner; mount " + dir + "/outer; " + dir + "/beside; " + dir + "/outer");
   REQUIRE(RemoveWithMounts(dir).ok());
   CHECK_FALSE(MountedAtOrBelow(dir));
   CHECK_FALSE(fs::exists(dir));

@@ -34,7 +34,8 @@ std::string MakeProcessDir(const std::string& root) {
     struct stat st {};
     if (::lstat(root.c_str(), &st) != 0) continue;
     if (!S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) {
-      throw std::runtime_error(fmt::format("{} is not a directory of uid {}: tests will not write there", root, ::geteuid()));
+      throw std::runtime_error(
+          fmt::format("{} is not a directory of uid {}: tests will not write there", root, ::geteuid()));
     }
     if (::chmod(root.c_str(), kReachable) != 0 && errno != ENOENT) {
       throw std::runtime_error(fmt::format("making {} mode 0711: {}", root, std::strerror(errno)));
@@ -66,13 +67,16 @@ const std::string& TestTempDir() {
   return dir;
 }
 
-ScratchPath::ScratchPath(const std::string& name) : path_(TestScratchDir() + "/" + name) { (void)RemoveWithMounts(path_); }
+ScratchPath::ScratchPath(const std::string& name) : path_(TestScratchDir() + "/" + name) {
+  (void)RemoveWithMounts(path_);
+}
 
 ScratchPath::~ScratchPath() { (void)RemoveWithMounts(path_); }
 
 Leftovers EndProcessDirs() {
   Leftovers left;
-  for (const auto& [dir, root] : {std::pair{TestScratchDir(), TestScratchRoot()}, std::pair{TestTempDir(), TestTempRoot()}}) {
+  for (const auto& [dir, root] :
+       {std::pair{TestScratchDir(), TestScratchRoot()}, std::pair{TestTempDir(), TestTempRoot()}}) {
     Leftovers in = FindLeftovers(dir);
     left.mounts.insert(left.mounts.end(), in.mounts.begin(), in.mounts.end());
     left.entries.insert(left.entries.end(), in.entries.begin(), in.entries.end());

@@ -26,8 +26,9 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
   CpuBackendOptions opts = options;
   if (opts.max_context == 0) opts.max_context = std::min<int64_t>(config.max_position_embeddings, 8192);
   if (opts.max_context < 1 || opts.max_context > config.max_position_embeddings) {
-    return Status::InvalidArgument(fmt::format("CPU backend: max_context {} is outside [1, max_position_embeddings = {}]",
-                                               opts.max_context, config.max_position_embeddings));
+    return Status::InvalidArgument(
+        fmt::format("CPU backend: max_context {} is outside [1, max_position_embeddings = {}]", opts.max_context,
+                    config.max_position_embeddings));
   }
   if (options.kv.max_sequences < 1 || options.kv.block_tokens < 1 || options.kv.max_tokens < 1 ||
       options.kv.max_snapshots < 0) {
@@ -84,8 +85,8 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
     b->comm_ = std::make_unique<Communicator>(options.tp);
     b->rank_threads_ = std::make_unique<WorkerGroup>(options.tp);
   } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(fmt::format("CPU backend: cannot allocate the KV cache for {} tokens",
-                                                 options.kv.max_tokens));
+    return Status::ResourceExhausted(
+        fmt::format("CPU backend: cannot allocate the KV cache for {} tokens", options.kv.max_tokens));
   }
   return b;
 }

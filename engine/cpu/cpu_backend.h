@@ -16,8 +16,8 @@
 #include "engine/kv_cache.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
-#include "engine/thread_pool.h"
 #include "engine/model/weights.h"
+#include "engine/thread_pool.h"
 
 namespace temper::engine {
 

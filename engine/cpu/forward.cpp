@@ -11,9 +11,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "engine/model/bf16.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/rank.h"
+#include "engine/model/bf16.h"
 
 namespace temper::engine::cpu {
 

@@ -36,9 +36,9 @@ typedef uint32_t U32x16 __attribute__((vector_size(64)));
 // Output columns [o_begin, o_end) for every row of x. Each dot product keeps two accumulators
 // (even and odd 16-wide chunks) so consecutive adds do not wait on each other; the single-row and
 // four-row paths sum in the same order, so a row's result does not depend on its neighbours.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-void MatMulRange(const float* x, int64_t rows, int64_t x_stride, const Bf16Matrix& w, float* out, int64_t out_stride,
-                 int64_t o_begin, int64_t o_end) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) void MatMulRange(
+    const float* x, int64_t rows, int64_t x_stride, const Bf16Matrix& w, float* out, int64_t out_stride,
+    int64_t o_begin, int64_t o_end) {
   const int64_t n = w.cols;
   const int64_t pair_end = n - n % 32, vec_end = n - n % 16;
   auto tail = [&](const uint16_t* wr, const float* xr, F32x16 even, F32x16 odd) {
@@ -88,9 +88,8 @@ void MatMulRange(const float* x, int64_t rows, int64_t x_stride, const Bf16Matri
 
 void MatMulBf16(WorkerGroup& pool, const float* x, int64_t rows, int64_t x_stride, const Bf16Matrix& w, float* out,
                 int64_t out_stride) {
-  pool.ParallelFor(w.rows, /*grain=*/8, [&](int64_t begin, int64_t end) {
-    MatMulRange(x, rows, x_stride, w, out, out_stride, begin, end);
-  });
+  pool.ParallelFor(w.rows, /*grain=*/8,
+                   [&](int64_t begin, int64_t end) { MatMulRange(x, rows, x_stride, w, out, out_stride, begin, end); });
 }
 
 }  // namespace temper::engine::cpu

@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
-#include "engine/thread_pool.h"
 #include "engine/model/weights.h"
+#include "engine/thread_pool.h"
 
 namespace temper::engine::cpu {
 

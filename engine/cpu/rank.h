@@ -10,8 +10,8 @@
 #include "engine/kv_cache.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
-#include "engine/thread_pool.h"
 #include "engine/model/weights.h"
+#include "engine/thread_pool.h"
 
 namespace temper::engine::cpu {
 
@@ -53,12 +53,12 @@ struct RankContext {
 
 // One token of the batch.
 struct BatchRow {
-  int seq = 0;               // KV slot
-  int64_t pos = 0;           // its position in the sequence
+  int seq = 0;      // KV slot
+  int64_t pos = 0;  // its position in the sequence
   int32_t token = 0;
-  int64_t chunk_start = 0;   // position of its item's first token (positions before are cached)
-  int64_t first_row = 0;     // row of its item's first token
-  int64_t chunk_end = 0;     // one past its item's last position
+  int64_t chunk_start = 0;  // position of its item's first token (positions before are cached)
+  int64_t first_row = 0;    // row of its item's first token
+  int64_t chunk_end = 0;    // one past its item's last position
 };
 
 struct BatchPlan {

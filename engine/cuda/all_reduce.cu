@@ -187,7 +187,8 @@ struct DeviceAllReduce::Nccl {
     n->destroy = reinterpret_cast<Destroy>(dlsym(n->library, "ncclCommDestroy"));
     n->error_string = reinterpret_cast<ErrorString>(dlsym(n->library, "ncclGetErrorString"));
     if (!n->init_all || !n->all_reduce || !n->destroy || !n->error_string) {
-      return Status::NotFound("NCCL: " + name + " lacks ncclCommInitAll, ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
+      return Status::NotFound("NCCL: " + name +
+                              " lacks ncclCommInitAll, ncclAllReduce, ncclCommDestroy or ncclGetErrorString");
     }
     n->comms.assign(devices.size(), nullptr);
     const int r = n->init_all(n->comms.data(), static_cast<int>(devices.size()), devices.data());
@@ -227,8 +228,8 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
   for (int d : devices) {
     const int sharing = static_cast<int>(std::count(devices.begin(), devices.end(), d));
     if (sharing > connections) {
-      return Status::InvalidArgument("all-reduce: " + S(sharing) + " ranks share GPU " + S(d) +
-                                     ", more than its " + S(connections) +
+      return Status::InvalidArgument("all-reduce: " + S(sharing) + " ranks share GPU " + S(d) + ", more than its " +
+                                     S(connections) +
                                      " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS): a rank could wait behind a "
                                      "peer's spinning all-reduce");
     }
@@ -280,7 +281,8 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
     ar->ranks_.push_back(b);
   }
   void* host = nullptr;
-  TEMPER_CUDA_TRY(cudaHostAlloc(&host, sizeof(float) * 2 * tp * ar->slot_floats_, cudaHostAllocMapped | cudaHostAllocPortable));
+  TEMPER_CUDA_TRY(
+      cudaHostAlloc(&host, sizeof(float) * 2 * tp * ar->slot_floats_, cudaHostAllocMapped | cudaHostAllocPortable));
   ar->host_slots_ = static_cast<float*>(host);
   TEMPER_CUDA_TRY(cudaHostAlloc(&host, flag_bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   ar->host_flags_ = static_cast<uint32_t*>(host);
@@ -309,16 +311,18 @@ Status DeviceAllReduce::AllReduceSumWith(AllReduceAlgo algo, int rank, float* da
       return Status::OK();
     case AllReduceAlgo::kOneShotP2p:
       if (!topology_.p2p_ok) {
-        return Status::FailedPrecondition("all-reduce: one-shot P2P is not available (peer access absent, refused, or "
-                                          "the transfer test failed)");
+        return Status::FailedPrecondition(
+            "all-reduce: one-shot P2P is not available (peer access absent, refused, or "
+            "the transfer test failed)");
       }
       return OneShot(/*host_staged=*/false, rank, data, n, stream);
     case AllReduceAlgo::kHostStaged:
       return OneShot(/*host_staged=*/true, rank, data, n, stream);
     case AllReduceAlgo::kNccl: {
       if (!nccl_) {
-        return Status::FailedPrecondition("all-reduce: NCCL is not up (it needs one GPU per rank and libnccl.so.2, "
-                                          "or TEMPER_NCCL_LIBRARY)");
+        return Status::FailedPrecondition(
+            "all-reduce: NCCL is not up (it needs one GPU per rank and libnccl.so.2, "
+            "or TEMPER_NCCL_LIBRARY)");
       }
       const int r = nccl_->all_reduce(data, data, n, Nccl::kFloat32, Nccl::kSum, nccl_->comms[rank], stream);
       if (r != 0) return Status::Internal(std::string("NCCL: ncclAllReduce failed: ") + nccl_->error_string(r));

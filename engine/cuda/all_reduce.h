@@ -46,7 +46,7 @@ class DeviceAllReduce {
  public:
   struct Options {
     uint64_t slot_bytes = all_reduce::kDefaultSlotBytes;  // one rank's slot; larger messages take rounds
-    uint64_t one_shot_max_bytes = 256 * 1024;   // above this, NCCL where it is up
+    uint64_t one_shot_max_bytes = 256 * 1024;             // above this, NCCL where it is up
     bool allow_p2p = true;
     bool allow_nccl = true;
   };
@@ -76,8 +76,8 @@ class DeviceAllReduce {
   struct Nccl;
   struct RankBuffers {
     int device = 0;
-    float* slots = nullptr;        // P2P: [2 parities][tp senders][slot floats], on this rank's device
-    uint32_t* flags = nullptr;     // P2P: [2][tp][kMaxBlocks], on this rank's device
+    float* slots = nullptr;                  // P2P: [2 parities][tp senders][slot floats], on this rank's device
+    uint32_t* flags = nullptr;               // P2P: [2][tp][kMaxBlocks], on this rank's device
     all_reduce::CallState* calls = nullptr;  // [2]: the P2P and the host-staged call counts
   };
   DeviceAllReduce() = default;

@@ -4,10 +4,14 @@ namespace temper::engine::cuda {
 
 std::string_view AllReduceAlgoName(AllReduceAlgo a) {
   switch (a) {
-    case AllReduceAlgo::kNone: return "none";
-    case AllReduceAlgo::kOneShotP2p: return "one-shot-p2p";
-    case AllReduceAlgo::kHostStaged: return "host-staged";
-    case AllReduceAlgo::kNccl: return "nccl";
+    case AllReduceAlgo::kNone:
+      return "none";
+    case AllReduceAlgo::kOneShotP2p:
+      return "one-shot-p2p";
+    case AllReduceAlgo::kHostStaged:
+      return "host-staged";
+    case AllReduceAlgo::kNccl:
+      return "nccl";
   }
   return "unknown";
 }

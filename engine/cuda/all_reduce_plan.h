@@ -7,9 +7,9 @@
 // buffers in rank order) beats NCCL's ring for messages up to `one_shot_max_bytes`. Without P2P the
 // same one-shot sum runs through pinned host memory (host-staged), still for every message up to
 // that size, so that a decode step never runs NCCL inside a captured graph. Larger messages
-// (prefill) go to NCCL where it came up, else to the one-shot path in rounds. When all ranks live on one GPU, "peers" are the same device and the
-// one-shot path is plain device memory: that is how tp 2/4 is tested on one card.
-// Every algorithm sums in rank order 0..tp-1, so all ranks hold identical results.
+// (prefill) go to NCCL where it came up, else to the one-shot path in rounds. When all ranks live on one GPU, "peers"
+// are the same device and the one-shot path is plain device memory: that is how tp 2/4 is tested on one card. Every
+// algorithm sums in rank order 0..tp-1, so all ranks hold identical results.
 //
 // Pure host logic, unit-tested everywhere. Thread safety: values only.
 #pragma once

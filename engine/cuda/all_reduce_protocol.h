@@ -58,9 +58,7 @@ TEMPER_AR_HD int OneShotGrid(int64_t n) {
   return static_cast<int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
 }
 
-TEMPER_AR_HD Chunk OneShotChunk(int64_t n, int grid, int block) {
-  return {n * block / grid, n * (block + 1) / grid};
-}
+TEMPER_AR_HD Chunk OneShotChunk(int64_t n, int grid, int block) { return {n * block / grid, n * (block + 1) / grid}; }
 
 TEMPER_AR_HD int Parity(uint32_t seq) { return static_cast<int>(seq & 1u); }
 

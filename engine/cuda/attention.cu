@@ -13,8 +13,8 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -31,8 +31,8 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, Ro
   if (kv.sliding && pos < t.chunk_end[r] - kv.window) return;  // overwritten later in this chunk
   const int width = kv.kv_heads * kv.head_dim;
   const int slot = t.slots[r];
-  const int64_t row = math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks,
-                                  kv.block_tokens);
+  const int64_t row =
+      math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
   for (int i = threadIdx.x; i < width; i += blockDim.x) {
     kv.v[row * width + i] = math::FloatToBf16(v[int64_t{r} * width + i]);
     if (kv.k) kv.k[row * width + i] = math::FloatToBf16(k[int64_t{r} * width + i]);
@@ -202,11 +202,21 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
                                    " (several splits need partials; a V-only layer needs k_norm and RoPE tables)");
   }
   switch (kv.head_dim) {
-    case 32: LaunchSplit<1>(kv, q, k, v, out, rows, t, heads, splits, partials, stream); break;
-    case 64: LaunchSplit<2>(kv, q, k, v, out, rows, t, heads, splits, partials, stream); break;
-    case 128: LaunchSplit<4>(kv, q, k, v, out, rows, t, heads, splits, partials, stream); break;
-    case 256: LaunchSplit<8>(kv, q, k, v, out, rows, t, heads, splits, partials, stream); break;
-    case 512: LaunchSplit<16>(kv, q, k, v, out, rows, t, heads, splits, partials, stream); break;
+    case 32:
+      LaunchSplit<1>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      break;
+    case 64:
+      LaunchSplit<2>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      break;
+    case 128:
+      LaunchSplit<4>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      break;
+    case 256:
+      LaunchSplit<8>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      break;
+    case 512:
+      LaunchSplit<16>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      break;
     default:
       return Status::InvalidArgument("attention: head_dim " + S(kv.head_dim) + " is not 32, 64, 128, 256 or 512");
   }

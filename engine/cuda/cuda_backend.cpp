@@ -41,9 +41,9 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
-    return Status::InvalidArgument(fmt::format("CUDA backend: GPUs [{}] were asked for, but no CUDA device is usable ({})",
-                                               fmt::join(devices, ", "),
-                                               e == cudaSuccess ? "none present" : cudaGetErrorString(e)));
+    return Status::InvalidArgument(
+        fmt::format("CUDA backend: GPUs [{}] were asked for, but no CUDA device is usable ({})",
+                    fmt::join(devices, ", "), e == cudaSuccess ? "none present" : cudaGetErrorString(e)));
   }
   for (int d : devices) {
     if (d < 0 || d >= count) {
@@ -123,7 +123,8 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
       g.reserve_bytes = plan.reserve_bytes;
       // The pool may be smaller than this GPU's plan (every rank takes the smallest): the rest adds
       // to the margin.
-      g.margin_bytes = plan.margin_bytes + plan.kv_pool_bytes - static_cast<uint64_t>(blocks) * plan.rank.block * g.ranks;
+      g.margin_bytes =
+          plan.margin_bytes + plan.kv_pool_bytes - static_cast<uint64_t>(blocks) * plan.rank.block * g.ranks;
       TEMPER_CUDA_TRY(cudaSetDevice(d));
       size_t free = 0, total = 0;
       TEMPER_CUDA_TRY(cudaMemGetInfo(&free, &total));
@@ -133,10 +134,10 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     info->kv_capacity_tokens = m.kv_capacity_tokens;
     if (all_reduce) {
       const AllReduceTopology& t = all_reduce->topology();
-      info->all_reduce = fmt::format(
-          "{} for a decode step (P2P {}, NCCL {})",
-          AllReduceAlgoName(ChooseAllReduce(t, sizeof(float) * static_cast<uint64_t>(config.hidden_size))),
-          t.p2p_ok ? "passed the transfer test" : "absent", t.nccl_available ? "up" : "unavailable");
+      info->all_reduce =
+          fmt::format("{} for a decode step (P2P {}, NCCL {})",
+                      AllReduceAlgoName(ChooseAllReduce(t, sizeof(float) * static_cast<uint64_t>(config.hidden_size))),
+                      t.p2p_ok ? "passed the transfer test" : "absent", t.nccl_available ? "up" : "unavailable");
     } else {
       info->all_reduce = "none (tp 1)";
     }

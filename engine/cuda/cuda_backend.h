@@ -23,7 +23,7 @@
 namespace temper::engine::cuda {
 
 struct CudaBackendOptions {
-  std::vector<int> devices;        // CUDA ordinal of each rank (may repeat); tp = devices.size()
+  std::vector<int> devices;         // CUDA ordinal of each rank (may repeat); tp = devices.size()
   double kv_memory_fraction = 0.9;  // of what is left after weights, workspace and rings
   // Everything but kv.max_tokens, which the memory plan sets.
   DeviceBackendOptions backend;
@@ -42,7 +42,7 @@ struct CudaBackendInfo {
     uint64_t free_after = 0;     // cudaMemGetInfo once the backend is up: what the reserve really left
   };
   std::vector<Gpu> gpus;
-  std::string all_reduce;        // the algorithm a decode step's all-reduce takes, and why
+  std::string all_reduce;          // the algorithm a decode step's all-reduce takes, and why
   int64_t kv_capacity_tokens = 0;  // paged KV pool, in tokens
 };
 

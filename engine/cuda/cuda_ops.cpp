@@ -64,7 +64,8 @@ Status CudaOps::CopyToDevice(void* dst, const void* host, size_t bytes) {
 
 Status CudaOps::CopyRowsToDevice(void* dst, const void* host, size_t host_pitch, size_t row_bytes, size_t rows) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  TEMPER_CUDA_TRY(cudaMemcpy2DAsync(dst, row_bytes, host, host_pitch, row_bytes, rows, cudaMemcpyHostToDevice, stream_));
+  TEMPER_CUDA_TRY(
+      cudaMemcpy2DAsync(dst, row_bytes, host, host_pitch, row_bytes, rows, cudaMemcpyHostToDevice, stream_));
   return Status::OK();
 }
 
@@ -76,7 +77,8 @@ Status CudaOps::CopyToHost(void* host, const void* src, size_t bytes) {
 
 Status CudaOps::CopyRowsToHost(void* host, size_t host_pitch, const void* src, size_t row_bytes, size_t rows) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  TEMPER_CUDA_TRY(cudaMemcpy2DAsync(host, host_pitch, src, row_bytes, row_bytes, rows, cudaMemcpyDeviceToHost, stream_));
+  TEMPER_CUDA_TRY(
+      cudaMemcpy2DAsync(host, host_pitch, src, row_bytes, row_bytes, rows, cudaMemcpyDeviceToHost, stream_));
   return Status::OK();
 }
 
@@ -120,8 +122,8 @@ Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {
   return LaunchGeglu(gate, up, n, stream_);
 }
 
-Status CudaOps::Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
-                     int64_t y_stride, int rows, int in, int out) {
+Status CudaOps::Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
+                     int rows, int in, int out) {
   TEMPER_RETURN_IF_ERROR(Bind());
   return LaunchGemvBf16(x, x_stride, w, w_stride, y, y_stride, rows, in, out, stream_);
 }

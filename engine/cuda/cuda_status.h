@@ -13,8 +13,8 @@ namespace temper::engine::cuda {
 
 inline Status CudaStatus(cudaError_t e, const char* expr, const char* file, int line) {
   if (e == cudaSuccess) return Status::OK();
-  return Status::Internal(std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ") from " + expr +
-                          " at " + file + ":" + std::to_string(line));
+  return Status::Internal(std::string(cudaGetErrorName(e)) + " (" + cudaGetErrorString(e) + ") from " + expr + " at " +
+                          file + ":" + std::to_string(line));
 }
 
 namespace detail {
@@ -27,10 +27,10 @@ std::string S(T v) {
 
 }  // namespace temper::engine::cuda
 
-#define TEMPER_CUDA_TRY(expr)                                                                           \
-  do {                                                                                                  \
-    const cudaError_t temper_cuda_err_ = (expr);                                                        \
-    if (temper_cuda_err_ != cudaSuccess) {                                                              \
-      return ::temper::engine::cuda::CudaStatus(temper_cuda_err_, #expr, __FILE__, __LINE__);           \
-    }                                                                                                   \
+#define TEMPER_CUDA_TRY(expr)                                                                 \
+  do {                                                                                        \
+    const cudaError_t temper_cuda_err_ = (expr);                                              \
+    if (temper_cuda_err_ != cudaSuccess) {                                                    \
+      return ::temper::engine::cuda::CudaStatus(temper_cuda_err_, #expr, __FILE__, __LINE__); \
+    }                                                                                         \
   } while (0)

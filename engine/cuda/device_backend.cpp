@@ -38,8 +38,9 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& 
   DeviceBackendOptions opts = options;
   if (opts.max_context == 0) opts.max_context = std::min<int64_t>(config.max_position_embeddings, 8192);
   if (opts.max_context < 1 || opts.max_context > config.max_position_embeddings) {
-    return Status::InvalidArgument(fmt::format("device backend: max_context {} is outside [1, max_position_embeddings = {}]",
-                                               opts.max_context, config.max_position_embeddings));
+    return Status::InvalidArgument(
+        fmt::format("device backend: max_context {} is outside [1, max_position_embeddings = {}]", opts.max_context,
+                    config.max_position_embeddings));
   }
   const KvCacheOptions& kv = opts.kv;
   if (kv.max_sequences < 1 || kv.block_tokens < 1 || kv.max_tokens < kv.block_tokens || kv.max_snapshots < 0) {
@@ -60,8 +61,9 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& 
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, tp));
   for (const RankShard& s : shards) {
     if (opts.top_candidates > s.vocab.size()) {
-      return Status::InvalidArgument(fmt::format("device backend: top_candidates {} exceeds rank {}'s {} vocabulary rows",
-                                                 opts.top_candidates, s.rank, s.vocab.size()));
+      return Status::InvalidArgument(
+          fmt::format("device backend: top_candidates {} exceeds rank {}'s {} vocabulary rows", opts.top_candidates,
+                      s.rank, s.vocab.size()));
     }
   }
 
@@ -129,7 +131,8 @@ KvUsage DeviceBackend::kv_usage() const {
 
 DeviceMemoryReport DeviceBackend::memory() const {
   const DeviceRank& r = *ranks_[0];
-  return {r.weight_bytes, r.kv_bytes, r.workspace_bytes, static_cast<int64_t>(pager_.num_blocks()) * pager_.block_tokens()};
+  return {r.weight_bytes, r.kv_bytes, r.workspace_bytes,
+          static_cast<int64_t>(pager_.num_blocks()) * pager_.block_tokens()};
 }
 
 namespace {
@@ -175,9 +178,11 @@ Result<SequenceId> DeviceBackend::ForkSnapshot(SnapshotId snap) {
       if (l.kv.sliding) continue;
       const size_t block = static_cast<size_t>(d.limits.block_tokens) * l.kv_width;
       const size_t bytes = sizeof(uint16_t) * block;
-      TEMPER_RETURN_IF_ERROR(d.ops->CopyOnDevice(l.kv.v + fork.copy_to * block, l.kv.v + fork.copy_from * block, bytes));
+      TEMPER_RETURN_IF_ERROR(
+          d.ops->CopyOnDevice(l.kv.v + fork.copy_to * block, l.kv.v + fork.copy_from * block, bytes));
       if (l.kv.k) {
-        TEMPER_RETURN_IF_ERROR(d.ops->CopyOnDevice(l.kv.k + fork.copy_to * block, l.kv.k + fork.copy_from * block, bytes));
+        TEMPER_RETURN_IF_ERROR(
+            d.ops->CopyOnDevice(l.kv.k + fork.copy_to * block, l.kv.k + fork.copy_from * block, bytes));
       }
     }
     return Status::OK();
@@ -213,8 +218,8 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
       std::span<const int32_t> blocks = pager_.Blocks(seq);
       const size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(max_blocks));
       if (n > 0) {
-        TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(d.block_tables + int64_t{seq} * max_blocks, blocks.data(),
-                                                   sizeof(int32_t) * n));
+        TEMPER_RETURN_IF_ERROR(
+            d.ops->CopyToDevice(d.block_tables + int64_t{seq} * max_blocks, blocks.data(), sizeof(int32_t) * n));
       }
     }
     if (pass.graph_bucket < 0) return RunPass(d, pass.shape, PassOutput{logits, hidden});
@@ -238,7 +243,8 @@ std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const Fo
   std::vector<Pass> passes;
   std::vector<int64_t> done(batch.size(), 0);
   std::vector<int64_t> token_base(batch.size(), 0);
-  for (size_t i = 1; i < batch.size(); ++i) token_base[i] = token_base[i - 1] + static_cast<int64_t>(batch[i - 1].tokens.size());
+  for (size_t i = 1; i < batch.size(); ++i)
+    token_base[i] = token_base[i - 1] + static_cast<int64_t>(batch[i - 1].tokens.size());
   *out_rows = 0;
   for (bool more = true; more;) {
     Pass pass;
@@ -396,8 +402,9 @@ Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<c
 
 Result<std::vector<float>> DeviceBackend::LogitsRow(int64_t row) const {
   if (row < 0 || row >= resident_rows_) {
-    return Status::FailedPrecondition(fmt::format(
-        "logit row {} of the last forward pass is not held on the devices (it held rows [0, {}))", row, resident_rows_));
+    return Status::FailedPrecondition(
+        fmt::format("logit row {} of the last forward pass is not held on the devices (it held rows [0, {}))", row,
+                    resident_rows_));
   }
   std::vector<float> out(static_cast<size_t>(config_.vocab_size));
   std::vector<Status> status(ranks_.size());

@@ -25,8 +25,8 @@
 #include "engine/backend.h"
 #include "engine/cuda/device_rank.h"
 #include "engine/kv_cache.h"
-#include "engine/thread_pool.h"
 #include "engine/model/weights.h"
+#include "engine/thread_pool.h"
 
 namespace temper::engine::cuda {
 

@@ -45,7 +45,8 @@ namespace {
 // weights on every implementation of RankOps, though not the CPU backend's synthetic ones).
 class ShardLoader {
  public:
-  ShardLoader(DeviceRank& rank, const ModelWeights* weights, uint64_t seed) : rank_(rank), weights_(weights), seed_(seed) {}
+  ShardLoader(DeviceRank& rank, const ModelWeights* weights, uint64_t seed)
+      : rank_(rank), weights_(weights), seed_(seed) {}
 
   // A [rows][cols] view of the host weights (its rows `stride` apart), packed on the device.
   Result<const uint16_t*> Matrix(const Bf16Matrix& view) {
@@ -61,7 +62,8 @@ class ShardLoader {
   Result<const uint16_t*> Synthetic(int64_t n, float mean, float stddev) {
     TEMPER_ASSIGN_OR_RETURN(void* p, rank_.Alloc(sizeof(uint16_t) * n, &rank_.weight_bytes));
     const uint64_t seed = seed_ * 1000003ull + tensor_++;
-    TEMPER_RETURN_IF_ERROR(rank_.ops->FillSynthetic(static_cast<uint16_t*>(p), n, seed, mean, stddev * std::sqrt(3.0f)));
+    TEMPER_RETURN_IF_ERROR(
+        rank_.ops->FillSynthetic(static_cast<uint16_t*>(p), n, seed, mean, stddev * std::sqrt(3.0f)));
     return static_cast<const uint16_t*>(p);
   }
 
@@ -98,7 +100,8 @@ Status LoadWeights(DeviceRank& d, ShardLoader& load) {
       TEMPER_ASSIGN_OR_RETURN(dl.o, load.Synthetic(int64_t{H} * q_rows, 0, 1.0f / std::sqrt(float(c.QDim(l)))));
       TEMPER_ASSIGN_OR_RETURN(dl.gate, load.Synthetic(int64_t{ffn} * H, 0, linear_h));
       TEMPER_ASSIGN_OR_RETURN(dl.up, load.Synthetic(int64_t{ffn} * H, 0, linear_h));
-      TEMPER_ASSIGN_OR_RETURN(dl.down, load.Synthetic(int64_t{H} * ffn, 0, 1.0f / std::sqrt(float(c.intermediate_size))));
+      TEMPER_ASSIGN_OR_RETURN(dl.down,
+                              load.Synthetic(int64_t{H} * ffn, 0, 1.0f / std::sqrt(float(c.intermediate_size))));
       TEMPER_ASSIGN_OR_RETURN(dl.q_norm, load.Synthetic(hd, qk_norm, 0.25f * qk_norm));
       TEMPER_ASSIGN_OR_RETURN(dl.k_norm, load.Synthetic(hd, qk_norm, 0.25f * qk_norm));
       TEMPER_ASSIGN_OR_RETURN(dl.input_norm, load.Synthetic(H, 1, 0.25f));
@@ -172,8 +175,8 @@ Result<RopeView> UploadRope(DeviceRank& d, const LayerGeometry& g) {
 struct WorkspaceSizes {
   int64_t x, q, kv, ffn, operand, partials, head_in, logits;  // floats (operand: bf16 elements)
   int64_t cand_k = 0, cand_scratch = 0;                       // per-row candidates; scratch bytes
-  size_t pass_inputs = 0, block_tables = 0;                    // bytes
-  std::vector<int64_t> rope;                                   // floats per table (cos and sin each)
+  size_t pass_inputs = 0, block_tables = 0;                   // bytes
+  std::vector<int64_t> rope;                                  // floats per table (cos and sin each)
 };
 
 WorkspaceSizes SizesFor(const ModelConfig& c, const RankShard& shard, const RankLimits& lim) {
@@ -295,9 +298,15 @@ Status AllocKv(DeviceRank& d) {
     DeviceLayer& dl = d.layers[l];
     const bool sliding = c.layers[l].kind == LayerKind::kSliding;
     const int64_t rows = sliding ? int64_t{lim.max_sequences} * c.sliding_window : lim.num_blocks * lim.block_tokens;
-    dl.kv = KvLayerView{.k = nullptr, .v = nullptr, .k_norm = dl.k_norm, .sliding = sliding,
-                        .window = c.sliding_window, .kv_heads = dl.kv_width / dl.head_dim, .head_dim = dl.head_dim,
-                        .block_tokens = lim.block_tokens, .rope = dl.rope};
+    dl.kv = KvLayerView{.k = nullptr,
+                        .v = nullptr,
+                        .k_norm = dl.k_norm,
+                        .sliding = sliding,
+                        .window = c.sliding_window,
+                        .kv_heads = dl.kv_width / dl.head_dim,
+                        .head_dim = dl.head_dim,
+                        .block_tokens = lim.block_tokens,
+                        .rope = dl.rope};
     TEMPER_ASSIGN_OR_RETURN(dl.kv.v, bf16(rows * dl.kv_width));
     if (!dl.k_eq_v) {
       TEMPER_ASSIGN_OR_RETURN(dl.kv.k, bf16(rows * dl.kv_width));
@@ -330,8 +339,10 @@ Status BuildDeviceRank(DeviceRank& d, const ModelWeights* weights, uint64_t seed
     dl.head_dim = g.head_dim;
     dl.q_width = ls.q_heads.size() * g.head_dim;
     dl.kv_width = ls.kv_heads.size() * g.head_dim;
-    dl.heads = HeadRange{.q_heads = ls.q_heads.size(), .q_head_begin = ls.q_heads.begin,
-                         .group = c.num_heads / g.num_kv_heads, .kv_head_begin = ls.kv_heads.begin};
+    dl.heads = HeadRange{.q_heads = ls.q_heads.size(),
+                         .q_head_begin = ls.q_heads.begin,
+                         .group = c.num_heads / g.num_kv_heads,
+                         .kv_head_begin = ls.kv_heads.begin};
     RopeView& rope = g.kind == LayerKind::kSliding ? sliding_rope : full_rope;
     if (!rope.cos) {
       TEMPER_ASSIGN_OR_RETURN(rope, UploadRope(d, g));

@@ -22,15 +22,15 @@ namespace temper::engine::cuda {
 
 // Sizes every rank allocates for; the same on every rank.
 struct RankLimits {
-  int max_rows = 512;          // batch rows (tokens) one pass holds
-  int max_out_rows = 8;        // logit rows resident at once (>= max sequences, >= max decode batch)
+  int max_rows = 512;    // batch rows (tokens) one pass holds
+  int max_out_rows = 8;  // logit rows resident at once (>= max sequences, >= max decode batch)
   int max_sequences = 8;
   int max_snapshots = 0;
   int64_t max_context = 4096;  // RoPE tables and block tables cover this many positions
   int block_tokens = 16;
-  int64_t num_blocks = 0;      // paged KV blocks (full layers)
-  int decode_splits = 16;      // split-KV parts of a decode row
-  int top_candidates = 0;      // sampling candidates per row and rank (0: none)
+  int64_t num_blocks = 0;  // paged KV blocks (full layers)
+  int decode_splits = 16;  // split-KV parts of a decode row
+  int top_candidates = 0;  // sampling candidates per row and rank (0: none)
 
   int max_blocks() const { return static_cast<int>((max_context + block_tokens - 1) / block_tokens); }
 };
@@ -50,7 +50,7 @@ struct DeviceLayer {
   int kv_width = 0;  // local KV heads · head_dim
   HeadRange heads;
   RopeView rope;
-  KvLayerView kv;    // the sequences' cache (rings or paged pool)
+  KvLayerView kv;  // the sequences' cache (rings or paged pool)
   // Sliding layers: the snapshots' copies of the rings, [max_snapshots][window][kv_width] each.
   uint16_t *snap_k = nullptr, *snap_v = nullptr;
 };
@@ -69,8 +69,8 @@ struct PassShape {
   int rows = 0;
   int logit_rows = 0;
   int out_begin = 0;
-  int splits = 1;          // attention splits (decode rows: limits.decode_splits)
-  bool candidates = false; // also compute the sampling candidates of the logit rows
+  int splits = 1;           // attention splits (decode rows: limits.decode_splits)
+  bool candidates = false;  // also compute the sampling candidates of the logit rows
 };
 
 struct DeviceRank {
@@ -98,10 +98,11 @@ struct DeviceRank {
   float *x = nullptr, *xn = nullptr, *proj = nullptr;
   float *q = nullptr, *k = nullptr, *v = nullptr, *att = nullptr;
   float *gate = nullptr, *up = nullptr;
-  uint16_t* operand = nullptr;  // bf16 GEMM operand, [RowCapacity(max(max_rows, max_out_rows))][max(hidden, q_width, ffn)]
-  float* partials = nullptr;    // split-KV partials of decode rows
-  float* head_in = nullptr;     // [max_out_rows][hidden]
-  float* logits = nullptr;      // [LogitRowCapacity(max_out_rows)][vocab shard], output row r at r % max_out_rows
+  uint16_t* operand =
+      nullptr;  // bf16 GEMM operand, [RowCapacity(max(max_rows, max_out_rows))][max(hidden, q_width, ffn)]
+  float* partials = nullptr;  // split-KV partials of decode rows
+  float* head_in = nullptr;   // [max_out_rows][hidden]
+  float* logits = nullptr;    // [LogitRowCapacity(max_out_rows)][vocab shard], output row r at r % max_out_rows
   float *cand_vals = nullptr, *cand_max = nullptr, *cand_mass = nullptr;  // [max_out_rows][k], [max_out_rows]
   int32_t* cand_ids = nullptr;
   void* cand_scratch = nullptr;

@@ -3,8 +3,8 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {

@@ -1,10 +1,9 @@
 // GeGLU: the MLP's gelu_tanh(gate) · up, element-wise, 4 elements per thread.
 #include <cuda_runtime.h>
 
-
 #include "engine/cuda/cuda_status.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {

@@ -12,14 +12,22 @@ namespace {
 // cuBLAS's own status names live in libcublas, which is not linked; these are cublas_api.h's.
 const char* StatusName(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS status";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+      return "cuBLAS status";
   }
 }
 
@@ -29,12 +37,12 @@ Status LtStatus(cublasStatus_t s, const char* what) {
                           std::to_string(static_cast<int>(s)) + ")");
 }
 
-#define TEMPER_LT_TRY(expr)                                 \
-  do {                                                      \
-    const cublasStatus_t temper_lt_status_ = (expr);        \
-    if (temper_lt_status_ != CUBLAS_STATUS_SUCCESS) {       \
-      return LtStatus(temper_lt_status_, #expr);            \
-    }                                                       \
+#define TEMPER_LT_TRY(expr)                           \
+  do {                                                \
+    const cublasStatus_t temper_lt_status_ = (expr);  \
+    if (temper_lt_status_ != CUBLAS_STATUS_SUCCESS) { \
+      return LtStatus(temper_lt_status_, #expr);      \
+    }                                                 \
   } while (0)
 
 }  // namespace
@@ -87,11 +95,16 @@ Result<const GemmBf16::Plan*> GemmBf16::PlanFor(const GemmShape& key) {
   const uint64_t ws = workspace_bytes_;
   const uint32_t ax = static_cast<uint32_t>(align_x), aw = static_cast<uint32_t>(align_w),
                  ay = static_cast<uint32_t>(align_y);
-  cublasStatus_t s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay);
-  if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay);
+  cublasStatus_t s =
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aw, sizeof aw);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ax, sizeof ax);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ay, sizeof ay);
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ay, sizeof ay);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (s == CUBLAS_STATUS_SUCCESS) {
@@ -116,8 +129,7 @@ Status GemmBf16::Run(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t 
                                    std::to_string(out) + " with leading dimensions " + std::to_string(ldx) + ", " +
                                    std::to_string(ldw) + ", " + std::to_string(ldy) + " is not a valid shape");
   }
-  TEMPER_ASSIGN_OR_RETURN(const Plan* plan,
-                          PlanFor(GemmShapeOf(x, ldx, w, ldw, y, ldy, rows, in, out)));
+  TEMPER_ASSIGN_OR_RETURN(const Plan* plan, PlanFor(GemmShapeOf(x, ldx, w, ldw, y, ldy, rows, in, out)));
   const float alpha = 1.0f, beta = 0.0f;
   TEMPER_LT_TRY(cublasLtMatmul(static_cast<cublasLtHandle_t>(handle_), plan->op, &alpha, w, plan->a, x, plan->b, &beta,
                                y, plan->c, y, plan->c, &plan->algo, workspace_, workspace_bytes_, stream));

@@ -12,8 +12,8 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {
@@ -40,8 +40,8 @@ __device__ __forceinline__ void Accumulate(const uint4& packed, const float* __r
   for (int r = 0; r < R; ++r) {
     const float4 a = __ldg(reinterpret_cast<const float4*>(x + r * x_stride + i));
     const float4 b = __ldg(reinterpret_cast<const float4*>(x + r * x_stride + i + 4));
-    acc[r] += a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] + b.z * wf[6] +
-              b.w * wf[7];
+    acc[r] +=
+        a.x * wf[0] + a.y * wf[1] + a.z * wf[2] + a.w * wf[3] + b.x * wf[4] + b.y * wf[5] + b.z * wf[6] + b.w * wf[7];
   }
 }
 
@@ -90,24 +90,40 @@ void Launch(const float* x, int64_t xs, const uint16_t* w, int64_t ws, float* y,
 
 }  // namespace
 
-Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
-                      int64_t y_stride, int rows, int in, int out, cudaStream_t stream) {
+Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
+                      int rows, int in, int out, cudaStream_t stream) {
   if (rows < 1 || rows > 8 || in < 1 || out < 1) {
     return Status::InvalidArgument("GEMV: " + S(rows) + " rows (1-8), in " + S(in) + ", out " + S(out) +
                                    " are not a valid shape");
   }
   // 128-bit loads need 16-byte aligned weight rows and activation rows.
-  const bool vec = in % 8 == 0 && w_stride % 8 == 0 && x_stride % 4 == 0 &&
-                   reinterpret_cast<uintptr_t>(w) % 16 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
+  const bool vec = in % 8 == 0 && w_stride % 8 == 0 && x_stride % 4 == 0 && reinterpret_cast<uintptr_t>(w) % 16 == 0 &&
+                   reinterpret_cast<uintptr_t>(x) % 16 == 0;
   switch (rows) {
-    case 1: Launch<1>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 2: Launch<2>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 3: Launch<3>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 4: Launch<4>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 5: Launch<5>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 6: Launch<6>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    case 7: Launch<7>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
-    default: Launch<8>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream); break;
+    case 1:
+      Launch<1>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 2:
+      Launch<2>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 3:
+      Launch<3>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 4:
+      Launch<4>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 5:
+      Launch<5>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 6:
+      Launch<6>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    case 7:
+      Launch<7>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
+    default:
+      Launch<8>(x, x_stride, w, w_stride, y, y_stride, in, out, vec, stream);
+      break;
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();

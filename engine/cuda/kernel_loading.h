@@ -24,7 +24,8 @@ Status LoadKernelCode(Kernel* kernel, const char* name) {
   cudaFuncAttributes attributes{};
   const cudaError_t e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
   if (e != cudaSuccess) {
-    return CudaStatus(e, "cudaFuncGetAttributes", __FILE__, __LINE__).WithContext(std::string("loading kernel ") + name);
+    return CudaStatus(e, "cudaFuncGetAttributes", __FILE__, __LINE__)
+        .WithContext(std::string("loading kernel ") + name);
   }
   return Status::OK();
 }

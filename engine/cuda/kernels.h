@@ -51,8 +51,8 @@ Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int 
 Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream);
 
 // gemv_bf16.cu
-Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
-                      int64_t y_stride, int rows, int in, int out, cudaStream_t stream);
+Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
+                      int rows, int in, int out, cudaStream_t stream);
 
 // elementwise.cu
 Status LaunchToBf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);

@@ -27,10 +27,10 @@ uint64_t RankWeightBytes(const ModelConfig& c, const RankShard& shard) {
     const uint64_t q = static_cast<uint64_t>(shard.layers[l].q_heads.size()) * hd;
     const uint64_t kv = static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * hd;
     const uint64_t ffn = static_cast<uint64_t>(shard.ffn.size());
-    total += 2 * Align(q * H * kBf16);                         // q_proj, o_proj
-    total += Align(kv * H * kBf16) * (g.k_eq_v ? 1 : 2);        // k_proj (and v_proj)
-    total += 3 * Align(ffn * H * kBf16);                       // gate, up, down
-    total += 2 * Align(hd * kBf16) + 4 * Align(H * kBf16);      // q/k norms, four sandwich norms
+    total += 2 * Align(q * H * kBf16);                      // q_proj, o_proj
+    total += Align(kv * H * kBf16) * (g.k_eq_v ? 1 : 2);    // k_proj (and v_proj)
+    total += 3 * Align(ffn * H * kBf16);                    // gate, up, down
+    total += 2 * Align(hd * kBf16) + 4 * Align(H * kBf16);  // q/k norms, four sandwich norms
   }
   const uint64_t vocab = static_cast<uint64_t>(shard.vocab.size());
   total += Align(vocab * H * kBf16) * (c.tie_word_embeddings ? 1 : 2);
@@ -58,8 +58,9 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   if (in.ranks_on_device < 1 || in.max_batch < 1 || in.max_prefill_tokens < 1 || in.max_sequences < 1 ||
       in.max_snapshots < 0 || in.block_tokens < 1 || in.attention_splits < 1 || in.max_context < 1 ||
       in.top_candidates < 0 || in.tp < 1) {
-    return Status::InvalidArgument("GPU memory plan: ranks, batch, prefill, sequences, block_tokens, splits, context "
-                                   "and tp must be positive (max_snapshots and top_candidates may be 0)");
+    return Status::InvalidArgument(
+        "GPU memory plan: ranks, batch, prefill, sequences, block_tokens, splits, context "
+        "and tp must be positive (max_snapshots and top_candidates may be 0)");
   }
   GpuMemoryPlan p;
   p.ranks_on_device = in.ranks_on_device;
@@ -68,8 +69,8 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   p.rank.all_reduce = in.tp > 1 ? all_reduce::DeviceBytesPerRank(in.tp, in.all_reduce_slot_bytes) : 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerGeometry& g = c.layers[l];
-    const uint64_t row = static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * static_cast<uint64_t>(g.head_dim) *
-                         kBf16;
+    const uint64_t row =
+        static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * static_cast<uint64_t>(g.head_dim) * kBf16;
     if (g.kind == LayerKind::kSliding) {
       p.rank.ring_per_seq += 2 * row * static_cast<uint64_t>(c.sliding_window);
     } else {
@@ -99,8 +100,8 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   p.num_blocks = static_cast<int64_t>(pool / (p.rank.block * n));
   if (p.num_blocks < in.max_sequences) {
     return Status::ResourceExhausted(fmt::format(
-        "GPU memory plan: {} B left for the KV pool hold {} blocks of {} B per rank, fewer than the {} sequences",
-        pool, p.num_blocks, p.rank.block, in.max_sequences));
+        "GPU memory plan: {} B left for the KV pool hold {} blocks of {} B per rank, fewer than the {} sequences", pool,
+        p.num_blocks, p.rank.block, in.max_sequences));
   }
   p.kv_pool_bytes = static_cast<uint64_t>(p.num_blocks) * p.rank.block * n;
   p.kv_capacity_tokens = p.num_blocks * in.block_tokens;

@@ -22,20 +22,20 @@
 namespace temper::engine::cuda {
 
 struct MemoryPlanInput {
-  uint64_t free_bytes = 0;       // cudaMemGetInfo's free memory before anything is allocated
-  double kv_fraction = 0.9;      // share of the memory left after weights, workspace and rings
-  int ranks_on_device = 1;       // ranks sharing this GPU (tp 2/4 tested on one device)
-  int max_batch = 8;             // largest decode batch (largest graph bucket)
+  uint64_t free_bytes = 0;        // cudaMemGetInfo's free memory before anything is allocated
+  double kv_fraction = 0.9;       // share of the memory left after weights, workspace and rings
+  int ranks_on_device = 1;        // ranks sharing this GPU (tp 2/4 tested on one device)
+  int max_batch = 8;              // largest decode batch (largest graph bucket)
   int max_prefill_tokens = 2048;  // largest prefill chunk
   int max_sequences = 8;
   int max_snapshots = 0;
   int block_tokens = 16;
-  int attention_splits = 16;     // split-KV partitions per (row, head) in decode attention
-  int64_t max_context = 8192;    // positions the RoPE and block tables cover
-  int top_candidates = 64;       // sampling candidates per row (their buffers and sort scratch)
-  int tp = 1;                    // ranks in the group: each rank's all-reduce buffers hold tp slots
+  int attention_splits = 16;   // split-KV partitions per (row, head) in decode attention
+  int64_t max_context = 8192;  // positions the RoPE and block tables cover
+  int top_candidates = 64;     // sampling candidates per row (their buffers and sort scratch)
+  int tp = 1;                  // ranks in the group: each rank's all-reduce buffers hold tp slots
   uint64_t all_reduce_slot_bytes = all_reduce::kDefaultSlotBytes;
-  bool nccl = false;             // NCCL runs on this GPU (tp > 1, one GPU per rank)
+  bool nccl = false;  // NCCL runs on this GPU (tp > 1, one GPU per rank)
 };
 
 // The cuBLASLt workspace each rank allocates for prefill GEMMs.
@@ -52,25 +52,25 @@ constexpr uint64_t kNcclReserveBytes = 512ull << 20;
 // Bytes of one rank (all per rank; multiply by ranks_on_device for the GPU).
 struct RankBytes {
   uint64_t weights = 0;
-  uint64_t workspace = 0;      // activations, RoPE tables, split-KV partials, logits, candidates, GEMM workspace
-  uint64_t all_reduce = 0;     // receive slots and flags (tp > 1)
-  uint64_t ring_per_seq = 0;   // all sliding layers' K and V rings of one sequence
-  uint64_t block = 0;          // one paged block, all full layers
-  uint64_t kv_per_token = 0;   // full layers only: block / block_tokens
+  uint64_t workspace = 0;     // activations, RoPE tables, split-KV partials, logits, candidates, GEMM workspace
+  uint64_t all_reduce = 0;    // receive slots and flags (tp > 1)
+  uint64_t ring_per_seq = 0;  // all sliding layers' K and V rings of one sequence
+  uint64_t block = 0;         // one paged block, all full layers
+  uint64_t kv_per_token = 0;  // full layers only: block / block_tokens
 };
 
 struct GpuMemoryPlan {
   RankBytes rank;
   int ranks_on_device = 1;
-  uint64_t weight_bytes = 0;     // whole GPU
-  uint64_t workspace_bytes = 0;  // whole GPU
-  uint64_t all_reduce_bytes = 0;  // whole GPU
-  uint64_t ring_bytes = 0;       // whole GPU: sequence and snapshot rings
-  uint64_t reserve_bytes = 0;    // whole GPU: CUDA's own (kCudaRuntimeReserveBytes), NCCL's where it runs
-  uint64_t kv_pool_bytes = 0;    // whole GPU: paged blocks
-  int64_t num_blocks = 0;        // paged blocks per rank (every rank has the same count)
+  uint64_t weight_bytes = 0;       // whole GPU
+  uint64_t workspace_bytes = 0;    // whole GPU
+  uint64_t all_reduce_bytes = 0;   // whole GPU
+  uint64_t ring_bytes = 0;         // whole GPU: sequence and snapshot rings
+  uint64_t reserve_bytes = 0;      // whole GPU: CUDA's own (kCudaRuntimeReserveBytes), NCCL's where it runs
+  uint64_t kv_pool_bytes = 0;      // whole GPU: paged blocks
+  int64_t num_blocks = 0;          // paged blocks per rank (every rank has the same count)
   int64_t kv_capacity_tokens = 0;  // num_blocks * block_tokens
-  uint64_t margin_bytes = 0;     // whole GPU: free memory no claim above takes
+  uint64_t margin_bytes = 0;       // whole GPU: free memory no claim above takes
 };
 
 // Bytes of `shard`'s weights (its views of the bf16 checkpoint; norms replicated).

@@ -153,7 +153,8 @@ Status WarmGemms(DeviceRank& d) {
     const int longest = L - slot;
     if (longest <= kMaxGemvRows) continue;
     for (int rows = GemmRows(kMaxGemvRows + 1); rows <= GemmRows(longest); rows = GemmRows(rows + 1)) {
-      TEMPER_RETURN_IF_ERROR(ops.Gemm(d.operand, H, d.lm_head, H, d.logits + int64_t{slot} * vocab, vocab, rows, H, vocab));
+      TEMPER_RETURN_IF_ERROR(
+          ops.Gemm(d.operand, H, d.lm_head, H, d.logits + int64_t{slot} * vocab, vocab, rows, H, vocab));
     }
   }
   return Status::OK();
@@ -170,8 +171,8 @@ Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
   };
 
   // Point 1: embedding × bf16(sqrt(hidden)), vocab-parallel, assembled by the all-reduce.
-  TEMPER_RETURN_IF_ERROR(ops.Embed(d.tokens, s.rows, d.embed, d.shard.vocab.begin, d.shard.vocab.end, H, c.embed_scale,
-                                   d.x));
+  TEMPER_RETURN_IF_ERROR(
+      ops.Embed(d.tokens, s.rows, d.embed, d.shard.vocab.begin, d.shard.vocab.end, H, c.embed_scale, d.x));
   if (d.shard.tp > 1) TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.x, static_cast<size_t>(s.rows) * H));
   TEMPER_RETURN_IF_ERROR(capture_hidden(0, d.x));
 

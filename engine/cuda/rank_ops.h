@@ -114,14 +114,14 @@ class RankOps {
   // Point 10: gate[i] = GeluTanh(gate[i]) · up[i].
   virtual Status Geglu(float* gate, const float* up, int64_t n) = 0;
   // Decode products: y[r·ys + o] = Σ_i x[r·xs + i] · w[o·ws + i], fp32 x and accumulation, rows 1-8.
-  virtual Status Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
-                      int64_t y_stride, int rows, int in, int out) = 0;
+  virtual Status Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
+                      int rows, int in, int out) = 0;
   // y[i] = bf16(x[i]), round to nearest even (the operand of Gemm).
   virtual Status ToBf16(const float* x, uint16_t* y, int64_t n) = 0;
   // Prefill products: y[r·ldy + o] = Σ_i x[r·ldx + i] · w[o·ldw + i], bf16 operands, fp32
   // accumulation and result, any number of rows.
-  virtual Status Gemm(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy,
-                      int rows, int in, int out) = 0;
+  virtual Status Gemm(const uint16_t* x, int64_t ldx, const uint16_t* w, int64_t ldw, float* y, int64_t ldy, int rows,
+                      int in, int out) = 0;
   // out[i] = x[index[i]] for i < n: rows of `width` floats.
   virtual Status GatherRows(const float* x, int64_t width, const int32_t* index, int n, float* out) = 0;
   // Point 12: y = cap · tanh(y / cap) over `rows` rows of `n` (row stride ld).
@@ -139,8 +139,8 @@ class RankOps {
   // earlier keys come from the cache. `splits` cuts each row's keys into that many parts merged
   // with an online softmax (flash decoding); `partials` holds rows · q_heads · splits ·
   // (head_dim + 2) floats. head_dim must be 32, 64, 128, 256 or 512.
-  virtual Status Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
-                           int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials) = 0;
+  virtual Status Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
+                           const RowTables& t, const HeadRange& heads, int splits, float* partials) = 0;
   // Sampling candidates of `rows` rows of n logits (row stride ld): per row the k largest values,
   // descending, ties to the lower index, as (value, index + index_offset), plus the row's max and
   // Σ exp((l − max) / temperature) over all n entries (temperature 0 counts as 1).

@@ -28,7 +28,9 @@ Result<void*> ReferenceOps::Alloc(size_t bytes) {
                                                  memory_limit_ - allocated_, memory_limit_));
   }
   void* p = std::aligned_alloc(256, rounded);
-  if (!p) return Status::ResourceExhausted(fmt::format("reference device {}: host allocation of {} B failed", rank_, rounded));
+  if (!p)
+    return Status::ResourceExhausted(
+        fmt::format("reference device {}: host allocation of {} B failed", rank_, rounded));
   // Fresh device memory holds garbage, never zeros: poison it so a read of unwritten memory shows.
   std::memset(p, 0xff, rounded);
   blocks_[p] = rounded;
@@ -75,7 +77,8 @@ Status ReferenceOps::CopyOnDevice(void* dst, const void* src, size_t bytes) {
 
 Status ReferenceOps::FillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth) {
   for (int64_t i = 0; i < n; ++i) {
-    dst[i] = math::FloatToBf16(mean + halfwidth * (2.0f * math::SyntheticUniform(seed, static_cast<uint64_t>(i)) - 1.0f));
+    dst[i] =
+        math::FloatToBf16(mean + halfwidth * (2.0f * math::SyntheticUniform(seed, static_cast<uint64_t>(i)) - 1.0f));
   }
   return Status::OK();
 }
@@ -193,8 +196,8 @@ Status ReferenceOps::KvWrite(const KvLayerView& kv, const float* k, const float*
     const int64_t pos = t.positions[r];
     if (pos < 0 || (kv.sliding && pos < t.chunk_end[r] - kv.window)) continue;
     const int slot = t.slots[r];
-    const int64_t row = math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks,
-                                    kv.block_tokens);
+    const int64_t row =
+        math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
     for (int i = 0; i < width; ++i) {
       kv.v[row * width + i] = math::FloatToBf16(v[int64_t{r} * width + i]);
       if (kv.k) kv.k[row * width + i] = math::FloatToBf16(k[int64_t{r} * width + i]);
@@ -270,7 +273,8 @@ Status ReferenceOps::TopCandidates(const float* logits, int64_t ld, int rows, in
                                    const float* temperatures, float* out_vals, int32_t* out_ids, float* out_max,
                                    float* out_mass, void* /*scratch*/) {
   if (rows < 1 || k < 1 || k > n || k > 256) {
-    return Status::InvalidArgument(fmt::format("top candidates: rows {}, n {}, k {} (1 <= k <= min(n, 256))", rows, n, k));
+    return Status::InvalidArgument(
+        fmt::format("top candidates: rows {}, n {}, k {} (1 <= k <= min(n, 256))", rows, n, k));
   }
   ReferenceTopCandidates(logits, ld, rows, n, k, index_offset, temperatures, out_vals, out_ids, out_max, out_mass);
   return Status::OK();

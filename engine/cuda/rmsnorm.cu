@@ -3,10 +3,9 @@
 // once, with the sum of squares reduced in fp32 across the block.
 #include <cuda_runtime.h>
 
-
 #include "engine/cuda/cuda_status.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
 namespace temper::engine::cuda {

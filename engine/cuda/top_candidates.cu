@@ -134,7 +134,7 @@ Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int
     int32_t* to_ids = last ? out_ids : ids[round % 2];
     const int64_t out_ld = last ? k : int64_t{chunks} * k;
     ChunkTopKernel<<<dim3(chunks, rows), kSortThreads, 0, stream>>>(in_vals, in_ids, in_ld, count, k, index_offset,
-                                                                     to_vals, to_ids, out_ld);
+                                                                    to_vals, to_ids, out_ld);
     TEMPER_CUDA_TRY(cudaGetLastError());
     if (last) break;
     in_vals = to_vals;

@@ -27,8 +27,8 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path
   std::error_code ec;
   if (!std::filesystem::exists(index_path, ec)) {
     if (!std::filesystem::exists(single_path, ec)) {
-      return Status::NotFound(fmt::format("{}: neither model.safetensors nor model.safetensors.index.json exists",
-                                          dir.string()));
+      return Status::NotFound(
+          fmt::format("{}: neither model.safetensors nor model.safetensors.index.json exists", dir.string()));
     }
     TEMPER_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::Open(single_path));
     ckpt->files_.push_back(std::make_unique<SafetensorsFile>(std::move(file)));
@@ -49,12 +49,13 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path
   const nlohmann::json& map = index["weight_map"];
   std::set<std::string> shards;
   for (auto it = map.begin(); it != map.end(); ++it) {
-    if (!it->is_string()) return Status::DataLoss(fmt::format("{}: weight_map['{}'] is not a file name", name, it.key()));
+    if (!it->is_string())
+      return Status::DataLoss(fmt::format("{}: weight_map['{}'] is not a file name", name, it.key()));
     const std::string shard = it->get<std::string>();
     // Shards live beside the index; a path that leaves the directory is not a shard.
     if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
-      return Status::DataLoss(fmt::format("{}: weight_map['{}'] names '{}', not a file in {}", name, it.key(), shard,
-                                          dir.string()));
+      return Status::DataLoss(
+          fmt::format("{}: weight_map['{}'] names '{}', not a file in {}", name, it.key(), shard, dir.string()));
     }
     shards.insert(shard);
   }
@@ -66,7 +67,8 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path
   for (auto it = map.begin(); it != map.end(); ++it) {
     const Entry* e = ckpt->Find(it.key());
     const std::string shard = it->get<std::string>();
-    if (!e) return Status::DataLoss(fmt::format("{}: tensor '{}' is listed for {} but is not in it", name, it.key(), shard));
+    if (!e)
+      return Status::DataLoss(fmt::format("{}: tensor '{}' is listed for {} but is not in it", name, it.key(), shard));
     if (e->file->path().filename() != shard) {
       return Status::DataLoss(fmt::format("{}: tensor '{}' is listed for {} but is in {}", name, it.key(), shard,
                                           e->file->path().filename().string()));

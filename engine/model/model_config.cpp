@@ -76,8 +76,7 @@ class KeyReader {
   std::string prefix_;
 };
 
-Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters, std::string_view kind,
-                                int head_dim) {
+Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters, std::string_view kind, int head_dim) {
   const std::string key = fmt::format("rope_parameters.{}", kind);
   auto it = rope_parameters.find(kind);
   if (it == rope_parameters.end() || !it->is_object()) return r.Error(key, "is missing or not an object");
@@ -120,7 +119,8 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
   TEMPER_ASSIGN_OR_RETURN(bool moe, r.Bool("enable_moe_block", false));
   if (moe) return r.Refuse("enable_moe_block", "is true: mixture-of-experts layers are not supported");
   TEMPER_ASSIGN_OR_RETURN(int64_t shared, r.Int("num_kv_shared_layers", 0));
-  if (shared != 0) return r.Refuse("num_kv_shared_layers", fmt::format("is {}: KV-shared layers are not supported", shared));
+  if (shared != 0)
+    return r.Refuse("num_kv_shared_layers", fmt::format("is {}: KV-shared layers are not supported", shared));
   TEMPER_ASSIGN_OR_RETURN(bool wide, r.Bool("use_double_wide_mlp", false));
   if (wide) return r.Refuse("use_double_wide_mlp", "is true: the double-wide MLP is not supported");
   TEMPER_ASSIGN_OR_RETURN(std::string act, r.String("hidden_activation", "gelu_pytorch_tanh"));
@@ -130,8 +130,10 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
   if (const json* bidi = r.Find("use_bidirectional_attention")) {
     if (!bidi->is_string()) return r.Error("use_bidirectional_attention", "must be a string or null");
     // "vision" only changes attention between image tokens; "all" makes the text model non-causal.
-    if (*bidi == "all") return r.Refuse("use_bidirectional_attention", "is 'all': bidirectional attention is not supported");
-    if (*bidi != "vision") return r.Error("use_bidirectional_attention", fmt::format("has unknown value {}", bidi->dump()));
+    if (*bidi == "all")
+      return r.Refuse("use_bidirectional_attention", "is 'all': bidirectional attention is not supported");
+    if (*bidi != "vision")
+      return r.Error("use_bidirectional_attention", fmt::format("has unknown value {}", bidi->dump()));
   }
   if (r.Has("attn_logit_softcapping")) {
     return r.Refuse("attn_logit_softcapping", "is set: Gemma 4 has no attention-logit softcap");
@@ -199,7 +201,8 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
   if (const json* types = r.Find("layer_types")) {
     if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
     if (static_cast<int>(types->size()) != c.num_layers) {
-      return r.Error("layer_types", fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
+      return r.Error("layer_types",
+                     fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
     }
     for (int i = 0; i < c.num_layers; ++i) {
       const json& t = (*types)[i];
@@ -208,7 +211,8 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
       } else if (t == "full_attention") {
         kinds[i] = LayerKind::kFull;
       } else {
-        return r.Error(fmt::format("layer_types[{}]", i), fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
+        return r.Error(fmt::format("layer_types[{}]", i),
+                       fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
       }
     }
   } else {
@@ -251,15 +255,15 @@ Result<float> EmbedScale(const ModelConfig& c, const KeyReader& r, std::string_v
 
 int64_t ModelConfig::ParameterCount() const {
   const int64_t h = hidden_size;
-  int64_t n = int64_t{vocab_size} * h;      // embedding
+  int64_t n = int64_t{vocab_size} * h;  // embedding
   if (!tie_word_embeddings) n += int64_t{vocab_size} * h;
-  n += h;                                    // final norm
+  n += h;  // final norm
   for (int i = 0; i < num_layers; ++i) {
     const LayerGeometry& g = layers[i];
     const int64_t q = int64_t{num_heads} * g.head_dim, kv = int64_t{g.num_kv_heads} * g.head_dim;
     n += q * h + kv * h + (g.k_eq_v ? 0 : kv * h) + h * q;  // q, k, v, o
-    n += 3 * h * intermediate_size;                          // gate, up, down
-    n += 2 * int64_t{g.head_dim} + 4 * h + 1;                // q/k norms, 4 layer norms, layer_scalar
+    n += 3 * h * intermediate_size;                         // gate, up, down
+    n += 2 * int64_t{g.head_dim} + 4 * h + 1;               // q/k norms, 4 layer norms, layer_scalar
   }
   return n;
 }

@@ -48,13 +48,13 @@ struct ModelConfig {
   int hidden_size = 0;
   int intermediate_size = 0;
   int num_layers = 0;
-  int num_heads = 0;          // query heads, the same on every layer
-  int num_kv_heads = 0;       // sliding layers
-  int head_dim = 0;           // sliding layers
-  int global_head_dim = 0;    // full layers
+  int num_heads = 0;            // query heads, the same on every layer
+  int num_kv_heads = 0;         // sliding layers
+  int head_dim = 0;             // sliding layers
+  int global_head_dim = 0;      // full layers
   int num_global_kv_heads = 0;  // full layers when attention_k_eq_v, else num_kv_heads
   bool attention_k_eq_v = false;
-  int sliding_window = 0;     // key kv is visible to query q iff kv <= q and q - kv < sliding_window
+  int sliding_window = 0;  // key kv is visible to query q iff kv <= q and q - kv < sliding_window
   int max_position_embeddings = 0;
   float rms_norm_eps = 0;
   float final_logit_softcapping = 0;  // 0: none

@@ -28,10 +28,9 @@ struct DTypeEntry {
   size_t size;
 };
 constexpr DTypeEntry kDTypes[] = {
-    {DType::kBool, "BOOL", 1}, {DType::kU8, "U8", 1},   {DType::kI8, "I8", 1},
-    {DType::kI16, "I16", 2},   {DType::kU16, "U16", 2}, {DType::kF16, "F16", 2},
-    {DType::kBF16, "BF16", 2}, {DType::kI32, "I32", 4}, {DType::kU32, "U32", 4},
-    {DType::kF32, "F32", 4},   {DType::kF64, "F64", 8}, {DType::kI64, "I64", 8},
+    {DType::kBool, "BOOL", 1}, {DType::kU8, "U8", 1},          {DType::kI8, "I8", 1},          {DType::kI16, "I16", 2},
+    {DType::kU16, "U16", 2},   {DType::kF16, "F16", 2},        {DType::kBF16, "BF16", 2},      {DType::kI32, "I32", 4},
+    {DType::kU32, "U32", 4},   {DType::kF32, "F32", 4},        {DType::kF64, "F64", 8},        {DType::kI64, "I64", 8},
     {DType::kU64, "U64", 8},   {DType::kF8E4M3, "F8_E4M3", 1}, {DType::kF8E5M2, "F8_E5M2", 1},
 };
 
@@ -86,7 +85,8 @@ Result<TensorInfo> ParseTensorEntry(std::string_view file, const std::string& na
   t.end = (*off_it)[1].get<uint64_t>();
   if (t.begin > t.end) return bad(fmt::format("data_offsets [{}, {}] has begin after end", t.begin, t.end));
   if (t.end > data_size) {
-    return bad(fmt::format("data_offsets [{}, {}] out of range: the data section has {} bytes", t.begin, t.end, data_size));
+    return bad(
+        fmt::format("data_offsets [{}, {}] out of range: the data section has {} bytes", t.begin, t.end, data_size));
   }
   if (t.end - t.begin != bytes) {
     return bad(fmt::format("data_offsets [{}, {}] hold {} bytes but shape {} of {} needs {}", t.begin, t.end,
@@ -119,14 +119,16 @@ int64_t TensorInfo::NumElements() const {
 
 Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file, std::string_view file_name) {
   if (file.size() < 8) {
-    return Corrupt(file_name, fmt::format("truncated header: the file has {} bytes, fewer than the 8-byte header length",
-                                          file.size()));
+    return Corrupt(
+        file_name,
+        fmt::format("truncated header: the file has {} bytes, fewer than the 8-byte header length", file.size()));
   }
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | file[i];
   const uint64_t after = file.size() - 8;
   if (n > after) {
-    return Corrupt(file_name, fmt::format("header length {} runs past the end of the file ({} bytes follow it)", n, after));
+    return Corrupt(file_name,
+                   fmt::format("header length {} runs past the end of the file ({} bytes follow it)", n, after));
   }
   if (n > kMaxHeaderBytes) return Corrupt(file_name, fmt::format("header length {} exceeds the 100 MB limit", n));
 
@@ -142,7 +144,8 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file, 
     if (it.key() == "__metadata__") {
       if (!it->is_object()) return Corrupt(file_name, "'__metadata__' is not an object");
       for (auto m = it->begin(); m != it->end(); ++m) {
-        if (!m->is_string()) return Corrupt(file_name, fmt::format("'__metadata__' value of '{}' is not a string", m.key()));
+        if (!m->is_string())
+          return Corrupt(file_name, fmt::format("'__metadata__' value of '{}' is not a string", m.key()));
         h.metadata[m.key()] = m->get<std::string>();
       }
       continue;
@@ -244,7 +247,9 @@ Status WriteSafetensors(const std::filesystem::path& path, std::span<const Tenso
       return Status::InvalidArgument(fmt::format("tensor '{}': {} bytes of data for shape {} of {}", t.name,
                                                  t.data.size(), fmt::join(t.shape, "x"), DTypeName(t.dtype)));
     }
-    header[t.name] = {{"dtype", DTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.data.size()}}};
+    header[t.name] = {{"dtype", DTypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + t.data.size()}}};
     offset += t.data.size();
   }
   std::string text = header.dump();

@@ -39,7 +39,7 @@ struct TensorInfo {
 };
 
 struct SafetensorsHeader {
-  uint64_t data_offset = 0;  // 8 + N: where the data section starts in the file
+  uint64_t data_offset = 0;         // 8 + N: where the data section starts in the file
   std::vector<TensorInfo> tensors;  // in header order
   std::map<std::string, std::string> metadata;
 };

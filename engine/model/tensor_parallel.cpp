@@ -12,8 +12,7 @@ Range EvenSplit(int n, int parts, int index) {
 Result<std::vector<RankShard>> PlanShards(const ModelConfig& c, int tp) {
   if (tp < 1) return Status::InvalidArgument(fmt::format("tensor parallelism must be >= 1, got {}", tp));
   if (c.num_heads % tp != 0) {
-    return Status::InvalidArgument(
-        fmt::format("tp {} does not divide num_attention_heads {}", tp, c.num_heads));
+    return Status::InvalidArgument(fmt::format("tp {} does not divide num_attention_heads {}", tp, c.num_heads));
   }
   if (tp > c.vocab_size || tp > c.intermediate_size) {
     return Status::InvalidArgument(fmt::format("tp {} exceeds the vocabulary or the FFN width", tp));
@@ -32,8 +31,7 @@ Result<std::vector<RankShard>> PlanShards(const ModelConfig& c, int tp) {
       ls.q_heads = {r * heads_per_rank, (r + 1) * heads_per_rank};
       if (n_kv >= tp) {
         if (n_kv % tp != 0) {
-          return Status::InvalidArgument(
-              fmt::format("layer {}: tp {} does not divide its {} KV heads", l, tp, n_kv));
+          return Status::InvalidArgument(fmt::format("layer {}: tp {} does not divide its {} KV heads", l, tp, n_kv));
         }
         ls.kv_heads = {r * n_kv / tp, (r + 1) * n_kv / tp};
       } else {
@@ -50,8 +48,7 @@ Result<std::vector<RankShard>> PlanShards(const ModelConfig& c, int tp) {
   return shards;
 }
 
-Communicator::Communicator(int ranks)
-    : ranks_(ranks), barrier_(ranks), published_(ranks, nullptr), scratch_(ranks) {}
+Communicator::Communicator(int ranks) : ranks_(ranks), barrier_(ranks), published_(ranks, nullptr), scratch_(ranks) {}
 
 void Communicator::AllReduceSum(int rank, float* data, size_t n) {
   if (ranks_ == 1) return;

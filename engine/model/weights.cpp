@@ -71,12 +71,24 @@ void FillSynthetic(const ModelConfig& c, const Expected& e, uint64_t seed, std::
   for (uint16_t& v : out) {
     float x = 0;
     switch (e.init) {
-      case Init::kEmbedding: x = centered(1.0f); break;
-      case Init::kLinear: x = centered(1.0f / std::sqrt(static_cast<float>(fan_in))); break;
-      case Init::kNorm: x = 1.0f + centered(0.25f); break;
-      case Init::kQkNorm: x = std::pow(static_cast<float>(e.shape[0]), -0.25f) * (1.0f + centered(0.25f)); break;
-      case Init::kPostNorm: x = 2.0f * std::sqrt(static_cast<float>(c.hidden_size)) * (1.0f + centered(0.25f)); break;
-      case Init::kLayerScalar: x = 0.5f + rng.Uniform(); break;
+      case Init::kEmbedding:
+        x = centered(1.0f);
+        break;
+      case Init::kLinear:
+        x = centered(1.0f / std::sqrt(static_cast<float>(fan_in)));
+        break;
+      case Init::kNorm:
+        x = 1.0f + centered(0.25f);
+        break;
+      case Init::kQkNorm:
+        x = std::pow(static_cast<float>(e.shape[0]), -0.25f) * (1.0f + centered(0.25f));
+        break;
+      case Init::kPostNorm:
+        x = 2.0f * std::sqrt(static_cast<float>(c.hidden_size)) * (1.0f + centered(0.25f));
+        break;
+      case Init::kLayerScalar:
+        x = 0.5f + rng.Uniform();
+        break;
     }
     v = FloatToBf16(x);
   }
@@ -88,9 +100,7 @@ void FillSynthetic(const ModelConfig& c, const Expected& e, uint64_t seed, std::
 class WeightBinder {
  public:
   static void Bind(ModelWeights& w, const ModelConfig& c, const std::map<std::string, const uint16_t*>& data) {
-    auto mat = [&](const std::string& name, int rows, int cols) {
-      return Bf16Matrix{data.at(name), rows, cols, cols};
-    };
+    auto mat = [&](const std::string& name, int rows, int cols) { return Bf16Matrix{data.at(name), rows, cols, cols}; };
     auto vec = [&](const std::string& name, int n) { return std::span<const uint16_t>(data.at(name), n); };
     const int h = c.hidden_size, ffn = c.intermediate_size;
     w.embed_ = mat("embed_tokens.weight", c.vocab_size, h);
@@ -161,8 +171,9 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
   for (const auto& [name, entry] : ckpt.tensors()) {
     const bool ours = name.starts_with(config.weight_prefix) || name == "lm_head.weight";
     if (ours && !wanted.contains(name)) {
-      return Status::DataLoss(fmt::format("{}: unexpected tensor '{}' (not part of the {} decoder that config.json describes)",
-                                          entry.file->path().string(), name, config.model_type));
+      return Status::DataLoss(
+          fmt::format("{}: unexpected tensor '{}' (not part of the {} decoder that config.json describes)",
+                      entry.file->path().string(), name, config.model_type));
     }
   }
   WeightBinder::Bind(*w, config, data);
@@ -172,7 +183,8 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
 Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig& config, uint64_t seed) {
   std::unique_ptr<ModelWeights> w(new ModelWeights());
   std::vector<Expected> expected = ExpectedTensors(config);
-  if (!config.tie_word_embeddings) expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
+  if (!config.tie_word_embeddings)
+    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
   uint64_t total = 0;
   for (const Expected& e : expected) {
     uint64_t n = 1;

@@ -38,13 +38,13 @@ struct Bf16Matrix {
 };
 
 struct LayerWeights {
-  Bf16Matrix q_proj;     // [num_heads * head_dim, hidden]
-  Bf16Matrix k_proj;     // [num_kv_heads * head_dim, hidden]
-  Bf16Matrix v_proj;     // same as k_proj; empty on k_eq_v layers
-  Bf16Matrix o_proj;     // [hidden, num_heads * head_dim]
-  Bf16Matrix gate_proj;  // [intermediate, hidden]
-  Bf16Matrix up_proj;    // [intermediate, hidden]
-  Bf16Matrix down_proj;  // [hidden, intermediate]
+  Bf16Matrix q_proj;                         // [num_heads * head_dim, hidden]
+  Bf16Matrix k_proj;                         // [num_kv_heads * head_dim, hidden]
+  Bf16Matrix v_proj;                         // same as k_proj; empty on k_eq_v layers
+  Bf16Matrix o_proj;                         // [hidden, num_heads * head_dim]
+  Bf16Matrix gate_proj;                      // [intermediate, hidden]
+  Bf16Matrix up_proj;                        // [intermediate, hidden]
+  Bf16Matrix down_proj;                      // [hidden, intermediate]
   std::span<const uint16_t> q_norm, k_norm;  // [head_dim]
   std::span<const uint16_t> input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;  // [hidden]
   float layer_scalar = 1;

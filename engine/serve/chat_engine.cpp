@@ -9,12 +9,18 @@ namespace temper::engine {
 
 const char* ChatFinishName(ChatFinish finish) {
   switch (finish) {
-    case ChatFinish::kNone: return "";
-    case ChatFinish::kStop: return "stop";
-    case ChatFinish::kLength: return "length";
-    case ChatFinish::kToolCalls: return "tool_calls";
-    case ChatFinish::kCancelled: return "cancelled";
-    case ChatFinish::kError: return "error";
+    case ChatFinish::kNone:
+      return "";
+    case ChatFinish::kStop:
+      return "stop";
+    case ChatFinish::kLength:
+      return "length";
+    case ChatFinish::kToolCalls:
+      return "tool_calls";
+    case ChatFinish::kCancelled:
+      return "cancelled";
+    case ChatFinish::kError:
+      return "error";
   }
   return "";
 }
@@ -74,7 +80,9 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
       }
       break;
     }
-    case FinishReason::kCancelled: out.finish = ChatFinish::kCancelled; break;
+    case FinishReason::kCancelled:
+      out.finish = ChatFinish::kCancelled;
+      break;
     case FinishReason::kError:
     case FinishReason::kNone:
       out.finish = ChatFinish::kError;

@@ -32,9 +32,9 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/backend.h"
-#include "engine/tokenizer/chat_format.h"
 #include "engine/serve/reply_stream_parser.h"
 #include "engine/serve/scheduler.h"
+#include "engine/tokenizer/chat_format.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_detokenizer.h"
 
@@ -53,14 +53,16 @@ const char* ChatFinishName(ChatFinish finish);
 
 // What a request produced since the previous event. The last event has finish set.
 struct ChatEvent {
-  std::vector<int32_t> tokens;  // generated ids, stop token included
-  std::string content;          // visible text
-  std::string thinking;         // thought-channel text
+  std::vector<int32_t> tokens;       // generated ids, stop token included
+  std::string content;               // visible text
+  std::string thinking;              // thought-channel text
   std::vector<ToolCall> tool_calls;  // complete calls, in order
   ChatFinish finish = ChatFinish::kNone;
   Status error;        // with kError
   RequestUsage usage;  // with a finish: prompt, cached prompt and completion tokens, timings
-  bool empty() const { return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone; }
+  bool empty() const {
+    return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone;
+  }
 };
 
 // The consumer's end of one chat request.

@@ -57,10 +57,14 @@ std::string_view Trim(std::string_view s) {
 
 const char* Reason(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 408: return "Request Timeout";
-    case 431: return "Request Header Fields Too Large";
-    default: return "Service Unavailable";
+    case 400:
+      return "Bad Request";
+    case 408:
+      return "Request Timeout";
+    case 431:
+      return "Request Header Fields Too Large";
+    default:
+      return "Service Unavailable";
   }
 }
 
@@ -100,7 +104,8 @@ void Address(int fd, bool peer, std::string& ip, int& port) {
 // body only) the socket, until the body's deadline. Writes wait at most write_timeout for progress.
 class RequestStream final : public httplib::Stream {
  public:
-  RequestStream(int fd, const std::string& buffered, Clock::time_point read_deadline, std::chrono::milliseconds write_timeout)
+  RequestStream(int fd, const std::string& buffered, Clock::time_point read_deadline,
+                std::chrono::milliseconds write_timeout)
       : fd_(fd), buffered_(buffered), read_deadline_(read_deadline), write_timeout_(write_timeout) {}
 
   bool is_readable() const override {
@@ -108,9 +113,7 @@ class RequestStream final : public httplib::Stream {
     pollfd p{fd_, POLLIN, 0};
     return poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
   }
-  bool is_writable() const override {
-    return !PeerClosed(fd_) && WaitFor(fd_, POLLOUT, Clock::now() + write_timeout_);
-  }
+  bool is_writable() const override { return !PeerClosed(fd_) && WaitFor(fd_, POLLOUT, Clock::now() + write_timeout_); }
   ssize_t read(char* ptr, size_t size) override {
     if (pos_ < buffered_.size()) {
       size_t n = std::min(size, buffered_.size() - pos_);
@@ -162,8 +165,8 @@ class RequestStream final : public httplib::Stream {
 // What the listener needs to know of a request head: how its body arrives.
 struct Head {
   std::optional<size_t> content_length;
-  bool chunked = false;       // Transfer-Encoding: the worker reads the body
-  bool bad_length = false;    // unparseable or conflicting Content-Length
+  bool chunked = false;                     // Transfer-Encoding: the worker reads the body
+  bool bad_length = false;                  // unparseable or conflicting Content-Length
   size_t expect_begin = 0, expect_end = 0;  // an "Expect: 100-continue" line, when expect_end > 0
 };
 
@@ -221,7 +224,7 @@ struct HttpListener::Conn {
   const int fd;
   std::atomic<size_t>& open;
   std::atomic<size_t>& buffered;
-  std::string buf;   // received and not yet handed to httplib
+  std::string buf;     // received and not yet handed to httplib
   size_t scanned = 0;  // the search for the head's end resumes here
   Phase phase = Phase::kHead;
   Clock::time_point deadline;
@@ -241,10 +244,11 @@ bool HttpConnection::ClientGone() const {
 }
 
 Result<std::unique_ptr<HttpListener>> HttpListener::Start(HttpRouter& router, HttpListenerOptions options,
-                                                         const Logger& log) {
+                                                          const Logger& log) {
   if (options.workers < 1) return Status::InvalidArgument("HTTP server: workers must be at least 1");
   if (options.max_connections < 1 || options.max_requests_per_connection < 1 || options.max_head_bytes < 1024) {
-    return Status::InvalidArgument("HTTP server: max_connections, max_requests_per_connection and max_head_bytes (>= 1024) out of range");
+    return Status::InvalidArgument(
+        "HTTP server: max_connections, max_requests_per_connection and max_head_bytes (>= 1024) out of range");
   }
   for (auto t : {options.header_timeout, options.body_timeout, options.idle_timeout, options.write_timeout}) {
     if (t.count() <= 0) return Status::InvalidArgument("HTTP server: timeouts must be positive");
@@ -366,8 +370,9 @@ void HttpListener::Loop() {
           backoff.OnAccepted();
           auto c = std::make_unique<Conn>(conn, open_connections_, buffered_bytes_);
           if (open_connections_.load() > options_.max_connections) {
-            Refuse(std::move(c), 503, fmt::format("the server has {} connections open, its limit; try again later",
-                                                  options_.max_connections));
+            Refuse(std::move(c), 503,
+                   fmt::format("the server has {} connections open, its limit; try again later",
+                               options_.max_connections));
             continue;
           }
           int one = 1;
@@ -400,7 +405,7 @@ void HttpListener::Rearm(std::unique_ptr<Conn> c) {
   if (c->phase != Phase::kDrain) {
     if (c->requests == 0) {
       c->phase = Phase::kHead;  // a new connection: its head is due header_timeout after the accept
-    } else {  // kept alive: the next request's deadlines start now
+    } else {                    // kept alive: the next request's deadlines start now
       c->phase = c->buf.empty() ? Phase::kIdle : Phase::kHead;
       c->deadline = Clock::now() + (c->phase == Phase::kIdle ? options_.idle_timeout : options_.header_timeout);
     }
@@ -458,7 +463,8 @@ void HttpListener::Advance(std::unique_ptr<Conn>& slot) {
       if (c.buf.size() > options_.max_head_bytes) {
         auto owned = std::move(reading_.extract(c.fd).mapped());
         epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, owned->fd, nullptr);
-        Refuse(std::move(owned), 431, fmt::format("the request line and headers are over {} bytes", options_.max_head_bytes));
+        Refuse(std::move(owned), 431,
+               fmt::format("the request line and headers are over {} bytes", options_.max_head_bytes));
       }
       return;
     }
@@ -514,8 +520,10 @@ void HttpListener::Dispatch(std::unique_ptr<Conn> c) {
 
 void HttpListener::Refuse(std::unique_ptr<Conn> c, int status, const std::string& message) {
   const std::string body = options_.error_body ? options_.error_body(status, message) : message;
-  const std::string reply = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                                        "Connection: close\r\n\r\n{}", status, Reason(status), body.size(), body);
+  const std::string reply = fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+      "Connection: close\r\n\r\n{}",
+      status, Reason(status), body.size(), body);
   // Best effort: a short reply fits the socket's send buffer; a client that does not read it loses it.
   ssize_t ignored = send(c->fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   (void)ignored;
@@ -584,8 +592,8 @@ void HttpListener::Serve(std::unique_ptr<Conn> c) {
   ++c->requests;
   c->Release();
   // The request's bytes leave the buffer, also those of a body the route answered without reading.
-  const size_t request_bytes = c->body_unread ? stream.buffered_consumed()
-                                              : std::max(stream.buffered_consumed(), c->head_bytes + c->body_bytes);
+  const size_t request_bytes =
+      c->body_unread ? stream.buffered_consumed() : std::max(stream.buffered_consumed(), c->head_bytes + c->body_bytes);
   c->buf.erase(0, std::min(request_bytes, c->buf.size()));
   const bool keep = ok && !closed && !last && !stream.failed() && !stopping_.load();
   if (!keep && (stopping_.load() || stream.failed())) return;  // closes it

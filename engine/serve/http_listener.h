@@ -46,7 +46,7 @@ namespace temper::engine {
 
 struct HttpListenerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;  // 0: any free port
+  int port = 0;      // 0: any free port
   int workers = 32;  // requests processed at once (a streaming reply holds one for its length)
   size_t max_connections = 1024;
   size_t max_head_bytes = 64 << 10;
@@ -89,7 +89,8 @@ class HttpListener {
  public:
   // Binds host:port and starts the reading thread and the workers. Unavailable naming the address
   // when it cannot bind; InvalidArgument for options out of range.
-  static Result<std::unique_ptr<HttpListener>> Start(HttpRouter& router, HttpListenerOptions options, const Logger& log);
+  static Result<std::unique_ptr<HttpListener>> Start(HttpRouter& router, HttpListenerOptions options,
+                                                     const Logger& log);
   ~HttpListener();  // stops
   HttpListener(const HttpListener&) = delete;
   HttpListener& operator=(const HttpListener&) = delete;
@@ -135,7 +136,7 @@ class HttpListener {
 
   std::mutex mu_;  // guards ready_, returned_
   std::condition_variable work_cv_;
-  std::deque<std::unique_ptr<Conn>> ready_;     // complete requests for the workers
+  std::deque<std::unique_ptr<Conn>> ready_;      // complete requests for the workers
   std::vector<std::unique_ptr<Conn>> returned_;  // back from the workers: keep-alive or linger
 
   mutable std::mutex requests_mu_;

@@ -44,10 +44,14 @@ void SendError(httplib::Response& res, const ApiError& e) {
 
 ApiError FromStatus(const Status& s) {
   switch (s.code()) {
-    case StatusCode::kInvalidArgument: return {400, s.message()};
-    case StatusCode::kOutOfRange: return {400, s.message(), "invalid_request_error", "prompt", "context_length_exceeded"};
-    case StatusCode::kResourceExhausted: return {429, s.message(), "server_error", "", "overloaded"};
-    default: return {500, s.message(), "server_error"};
+    case StatusCode::kInvalidArgument:
+      return {400, s.message()};
+    case StatusCode::kOutOfRange:
+      return {400, s.message(), "invalid_request_error", "prompt", "context_length_exceeded"};
+    case StatusCode::kResourceExhausted:
+      return {429, s.message(), "server_error", "", "overloaded"};
+    default:
+      return {500, s.message(), "server_error"};
   }
 }
 
@@ -57,8 +61,9 @@ std::optional<ApiError> ReadNumber(const json& body, const char* key, T& out) {
   auto it = body.find(key);
   if (it == body.end() || it->is_null()) return std::nullopt;
   if (!it->is_number() || (std::is_integral_v<T> && !it->is_number_integer())) {
-    return ApiError{400, fmt::format("'{}' must be {}, got {}", key, std::is_integral_v<T> ? "an integer" : "a number",
-                                     it->dump()), "invalid_request_error", key};
+    return ApiError{
+        400, fmt::format("'{}' must be {}, got {}", key, std::is_integral_v<T> ? "an integer" : "a number", it->dump()),
+        "invalid_request_error", key};
   }
   out = it->get<T>();
   return std::nullopt;
@@ -75,7 +80,8 @@ std::optional<ApiError> ReadSampling(const json& body, SamplingParams& sampling)
   if (auto e = ReadNumber(body, "n", n)) return e;
   if (n != 1) return ApiError{400, fmt::format("'n' must be 1, got {}", n), "invalid_request_error", "n"};
   if (sampling.temperature > 2) {
-    return ApiError{400, fmt::format("'temperature' must be in [0, 2], got {}", sampling.temperature), "invalid_request_error", "temperature"};
+    return ApiError{400, fmt::format("'temperature' must be in [0, 2], got {}", sampling.temperature),
+                    "invalid_request_error", "temperature"};
   }
   if (auto s = body.find("stop_token_ids"); s != body.end() && !s->is_null()) {
     if (!s->is_array() || !std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_number_integer(); })) {
@@ -90,7 +96,8 @@ std::optional<ApiError> ReadStops(const json& body, std::vector<std::string>& st
   if (auto s = body.find("stop"); s != body.end() && !s->is_null()) {
     if (s->is_string()) {
       stops.push_back(s->get<std::string>());
-    } else if (s->is_array() && s->size() <= 4 && std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
+    } else if (s->is_array() && s->size() <= 4 &&
+               std::all_of(s->begin(), s->end(), [](const json& x) { return x.is_string(); })) {
       for (const json& x : *s) stops.push_back(x.get<std::string>());
     } else {
       return ApiError{400, "'stop' must be a string or an array of at most 4 strings", "invalid_request_error", "stop"};
@@ -120,9 +127,11 @@ struct ParsedRequest {
 std::optional<ApiError> CheckModel(const json& body, const std::string& model) {
   if (!body.is_object()) return ApiError{400, "the request body must be a JSON object"};
   auto m = body.find("model");
-  if (m == body.end() || !m->is_string()) return ApiError{400, "'model' is required and must be a string", "invalid_request_error", "model"};
+  if (m == body.end() || !m->is_string())
+    return ApiError{400, "'model' is required and must be a string", "invalid_request_error", "model"};
   if (m->get<std::string>() != model) {
-    return ApiError{404, fmt::format("The model '{}' does not exist; this server serves '{}'", m->get<std::string>(), model),
+    return ApiError{404,
+                    fmt::format("The model '{}' does not exist; this server serves '{}'", m->get<std::string>(), model),
                     "invalid_request_error", "model", "model_not_found"};
   }
   return std::nullopt;
@@ -143,15 +152,19 @@ std::optional<ApiError> ReadContent(const json& message, const std::string& fiel
   if (c->is_array()) {
     for (size_t i = 0; i < c->size(); ++i) {
       const json& part = (*c)[i];
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-        return BadParam(fmt::format("{}.content[{}]", field, i), fmt::format("'{}.content[{}]' must be a text part "
-                                                                            "({{\"type\": \"text\", \"text\": ...}}); this model reads text only", field, i));
+      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+          !part["text"].is_string()) {
+        return BadParam(fmt::format("{}.content[{}]", field, i),
+                        fmt::format("'{}.content[{}]' must be a text part "
+                                    "({{\"type\": \"text\", \"text\": ...}}); this model reads text only",
+                                    field, i));
       }
       out += part["text"].get<std::string>();
     }
     return std::nullopt;
   }
-  return BadParam(field + ".content", fmt::format("'{}.content' must be a string, an array of text parts or null", field));
+  return BadParam(field + ".content",
+                  fmt::format("'{}.content' must be a string, an array of text parts or null", field));
 }
 
 std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
@@ -164,7 +177,8 @@ std::optional<ApiError> ParseCompletion(const json& body, const std::string& mod
     return ApiError{400, "'prompt' as text needs a tokenizer, which this server does not have; send token ids",
                     "invalid_request_error", "prompt"};
   }
-  if (!ids->is_array()) return ApiError{400, "'prompt' must be an array of token ids", "invalid_request_error", "prompt"};
+  if (!ids->is_array())
+    return ApiError{400, "'prompt' must be an array of token ids", "invalid_request_error", "prompt"};
   for (size_t i = 0; i < ids->size(); ++i) {
     const json& id = (*ids)[i];
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
@@ -213,13 +227,17 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
       msg.role = ChatRole::kModel;
       if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string()) msg.thinking = r->get<std::string>();
       if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
-        if (!calls->is_array()) return BadParam(field + ".tool_calls", fmt::format("'{}.tool_calls' must be an array", field));
+        if (!calls->is_array())
+          return BadParam(field + ".tool_calls", fmt::format("'{}.tool_calls' must be an array", field));
         for (size_t j = 0; j < calls->size(); ++j) {
           const json& c = (*calls)[j];
           const std::string cf = fmt::format("{}.tool_calls[{}]", field, j);
           if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
               !c["function"].contains("name") || !c["function"]["name"].is_string()) {
-            return BadParam(cf, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"arguments\": ...}}}}", cf));
+            return BadParam(
+                cf, fmt::format(
+                        "'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"arguments\": ...}}}}",
+                        cf));
           }
           ToolCall call;
           call.name = c["function"]["name"].get<std::string>();
@@ -227,12 +245,14 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
           if (args.is_string()) {
             call.arguments = json::parse(args.get<std::string>(), nullptr, false);
             if (call.arguments.is_discarded() || !call.arguments.is_object()) {
-              return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+              return BadParam(cf + ".function.arguments",
+                              fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
             }
           } else if (args.is_object()) {
             call.arguments = args;
           } else {
-            return BadParam(cf + ".function.arguments", fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
+            return BadParam(cf + ".function.arguments",
+                            fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
           }
           if (c.contains("id") && c["id"].is_string()) call_names[c["id"].get<std::string>()] = call.name;
           msg.tool_calls.push_back(std::move(call));
@@ -240,8 +260,10 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
       }
     } else if (role == "tool") {
       // A tool result belongs to the model turn that called it (Gemma renders it there).
-      if (conv.messages.empty() || conv.messages.back().role != ChatRole::kModel || conv.messages.back().tool_calls.empty()) {
-        return BadParam(field, fmt::format("'{}': a tool message must follow an assistant message with tool_calls", field));
+      if (conv.messages.empty() || conv.messages.back().role != ChatRole::kModel ||
+          conv.messages.back().tool_calls.empty()) {
+        return BadParam(field,
+                        fmt::format("'{}': a tool message must follow an assistant message with tool_calls", field));
       }
       ChatMessage& caller = conv.messages.back();
       ToolResponse response;
@@ -251,14 +273,18 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
       } else if (m.contains("name") && m["name"].is_string()) {
         response.name = m["name"].get<std::string>();
       } else {
-        return BadParam(field + ".tool_call_id", fmt::format("'{}.tool_call_id' '{}' names no tool call of the assistant message before it", field, id));
+        return BadParam(
+            field + ".tool_call_id",
+            fmt::format("'{}.tool_call_id' '{}' names no tool call of the assistant message before it", field, id));
       }
       json parsed = json::parse(msg.content, nullptr, false);
       response.response = !parsed.is_discarded() && parsed.is_object() ? parsed : json(msg.content);
       caller.tool_responses.push_back(std::move(response));
       continue;
     } else {
-      return BadParam(field + ".role", fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", field, role));
+      return BadParam(
+          field + ".role",
+          fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", field, role));
     }
     conv.messages.push_back(std::move(msg));
   }
@@ -276,14 +302,16 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
     for (size_t i = 0; i < tools->size(); ++i) {
       const json& t = (*tools)[i];
       const std::string field = fmt::format("tools[{}]", i);
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
-          !t["function"].contains("name") || !t["function"]["name"].is_string()) {
-        return BadParam(field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field));
+      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
+          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        return BadParam(
+            field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field));
       }
       const json& f = t["function"];
       ToolDeclaration d;
       d.name = f["name"].get<std::string>();
-      if (auto desc = f.find("description"); desc != f.end() && desc->is_string()) d.description = desc->get<std::string>();
+      if (auto desc = f.find("description"); desc != f.end() && desc->is_string())
+        d.description = desc->get<std::string>();
       d.parameters = f.value("parameters", json(nullptr));
       if (tools_allowed) conv.tools.push_back(std::move(d));
     }
@@ -315,9 +343,10 @@ json UsageJson(const RequestUsage& u) {
 
 json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
 
-
 json ToolCallJson(const ToolCall& call, const std::string& id, size_t index, bool with_index) {
-  json j = {{"id", id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
+  json j = {{"id", id},
+            {"type", "function"},
+            {"function", {{"name", call.name}, {"arguments", call.arguments.dump()}}}};
   if (with_index) j["index"] = index;
   return j;
 }
@@ -338,28 +367,35 @@ int64_t UnixNow() {
 std::string Prometheus(const SchedulerMetrics& m) {
   std::string out;
   auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    out += fmt::format("# HELP temper_engine_{0} {1}\n# TYPE temper_engine_{0} {2}\ntemper_engine_{0} {3}\n", name, help, type, value);
+    out += fmt::format("# HELP temper_engine_{0} {1}\n# TYPE temper_engine_{0} {2}\ntemper_engine_{0} {3}\n", name,
+                       help, type, value);
   };
   const double used = static_cast<double>(m.kv.total_blocks - m.kv.free_blocks);
   metric("requests_waiting", "gauge", "Requests queued for admission.", static_cast<double>(m.waiting));
   metric("requests_running", "gauge", "Requests being prefilled or decoded.", static_cast<double>(m.running));
-  metric("requests_finished_total", "counter", "Requests that ended, for any reason.", static_cast<double>(m.finished_requests));
+  metric("requests_finished_total", "counter", "Requests that ended, for any reason.",
+         static_cast<double>(m.finished_requests));
   metric("requests_cancelled_total", "counter", "Requests cancelled before they ended (a client that hung up, a stop).",
          static_cast<double>(m.cancelled_requests));
   metric("kv_blocks_total", "gauge", "Paged KV blocks in the pool.", static_cast<double>(m.kv.total_blocks));
   metric("kv_blocks_used", "gauge", "KV blocks held by sequences or cached prefixes.", used);
   metric("kv_block_tokens", "gauge", "Tokens per KV block.", m.kv.block_tokens);
-  metric("kv_pool_usage_ratio", "gauge", "Fraction of the KV pool in use.", m.kv.total_blocks > 0 ? used / static_cast<double>(m.kv.total_blocks) : 0);
+  metric("kv_pool_usage_ratio", "gauge", "Fraction of the KV pool in use.",
+         m.kv.total_blocks > 0 ? used / static_cast<double>(m.kv.total_blocks) : 0);
   metric("prefix_cache_entries", "gauge", "Pinned prefixes in the prefix cache.", static_cast<double>(m.cache_entries));
   metric("prompt_tokens_total", "counter", "Prompt tokens requested.", static_cast<double>(m.prompt_tokens));
-  metric("prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.", static_cast<double>(m.cached_prompt_tokens));
+  metric("prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.",
+         static_cast<double>(m.cached_prompt_tokens));
   metric("prefix_cache_hit_rate", "gauge", "Prompt tokens reused over prompt tokens requested.", m.cache_hit_rate());
   metric("prefill_tokens_total", "counter", "Tokens prefilled.", static_cast<double>(m.prefilled_tokens));
   metric("generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(m.generated_tokens));
-  metric("generated_tokens_per_second", "gauge", "Generation rate over the last ten seconds.", m.generated_tokens_per_second);
-  metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).", static_cast<double>(m.preemptions));
+  metric("generated_tokens_per_second", "gauge", "Generation rate over the last ten seconds.",
+         m.generated_tokens_per_second);
+  metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).",
+         static_cast<double>(m.preemptions));
   metric("forward_passes_total", "counter", "Batched forward passes run.", static_cast<double>(m.forward_passes));
-  metric("full_row_samples_total", "counter", "Sampling draws that needed a full logit row beyond the device's candidates.",
+  metric("full_row_samples_total", "counter",
+         "Sampling draws that needed a full logit row beyond the device's candidates.",
          static_cast<double>(m.full_row_samples));
   return out;
 }
@@ -368,9 +404,11 @@ std::string Prometheus(const SchedulerMetrics& m) {
 // ever built.
 std::optional<ApiError> ParseBody(const std::string& text, int max_depth, json& body) {
   if (std::optional<size_t> at = FindNestingBeyond(text, max_depth)) {
-    return ApiError{400, fmt::format("the request body nests JSON deeper than {} levels (at byte {}); this server accepts at most {}",
-                                     max_depth, *at, max_depth),
-                    "invalid_request_error", "", "json_too_deep"};
+    return ApiError{
+        400,
+        fmt::format("the request body nests JSON deeper than {} levels (at byte {}); this server accepts at most {}",
+                    max_depth, *at, max_depth),
+        "invalid_request_error", "", "json_too_deep"};
   }
   body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return ApiError{400, "malformed JSON in the request body"};
@@ -458,9 +496,11 @@ std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream, const Htt
 
 void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) {
   if (options_.chat == nullptr) {
-    SendError(res, {501, "/v1/chat/completions needs a tokenizer, and this server has none: start `temper-lm serve` with a "
-                         "model directory holding tokenizer.json, or pass --tokenizer FILE (/v1/completions takes token ids)",
-                    "server_error", "", "no_tokenizer"});
+    SendError(res,
+              {501,
+               "/v1/chat/completions needs a tokenizer, and this server has none: start `temper-lm serve` with a "
+               "model directory holding tokenizer.json, or pass --tokenizer FILE (/v1/completions takes token ids)",
+               "server_error", "", "no_tokenizer"});
     return;
   }
   json body;
@@ -476,9 +516,11 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
   if (!submitted.ok()) {
     ApiError e = FromStatus(submitted.status());
-    if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("messages")) {
+    if (submitted.status().code() == StatusCode::kInvalidArgument &&
+        submitted.status().message().starts_with("messages")) {
       e.param = "messages";
-    } else if (submitted.status().code() == StatusCode::kInvalidArgument && submitted.status().message().starts_with("tools")) {
+    } else if (submitted.status().code() == StatusCode::kInvalidArgument &&
+               submitted.status().message().starts_with("tools")) {
       e.param = "tools";
     } else if (submitted.status().code() == StatusCode::kOutOfRange) {
       e.param = "messages";
@@ -511,18 +553,22 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
       SendError(res, ChatError(all));
       return;
     }
-    json message = {{"role", "assistant"}, {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
+    json message = {{"role", "assistant"},
+                    {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
     if (!all.thinking.empty()) message["reasoning_content"] = all.thinking;
     if (!all.tool_calls.empty()) {
       json calls = json::array();
-      for (size_t i = 0; i < all.tool_calls.size(); ++i) calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
+      for (size_t i = 0; i < all.tool_calls.size(); ++i)
+        calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
       message["tool_calls"] = std::move(calls);
     }
     json out = {{"id", id},
                 {"object", "chat.completion"},
                 {"created", created},
                 {"model", model},
-                {"choices", json::array({{{"index", 0}, {"message", std::move(message)}, {"logprobs", nullptr},
+                {"choices", json::array({{{"index", 0},
+                                          {"message", std::move(message)},
+                                          {"logprobs", nullptr},
                                           {"finish_reason", ChatFinishName(all.finish)}}})},
                 {"usage", UsageJson(all.usage)}};
     res.set_content(out.dump(), "application/json");
@@ -534,8 +580,14 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   // then `data: [DONE]`.
   const bool include_usage = parsed.include_usage;
   auto chunk = [id, created, model](json delta, json finish) {
-    json c = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
-              {"choices", json::array({{{"index", 0}, {"delta", std::move(delta)}, {"logprobs", nullptr}, {"finish_reason", std::move(finish)}}})}};
+    json c = {{"id", id},
+              {"object", "chat.completion.chunk"},
+              {"created", created},
+              {"model", model},
+              {"choices", json::array({{{"index", 0},
+                                        {"delta", std::move(delta)},
+                                        {"logprobs", nullptr},
+                                        {"finish_reason", std::move(finish)}}})}};
     return "data: " + c.dump() + "\n\n";
   };
   auto started = std::make_shared<bool>(false);
@@ -543,7 +595,8 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id](size_t, httplib::DataSink& sink) {
+      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id](
+          size_t, httplib::DataSink& sink) {
         std::string out;
         if (!*started) {
           *started = true;
@@ -566,8 +619,8 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
         } else if (e->finish != ChatFinish::kNone) {
           out += chunk(json::object(), ChatFinishName(e->finish));
           if (include_usage) {
-            json usage = {{"id", id}, {"object", "chat.completion.chunk"}, {"created", created}, {"model", model},
-                          {"choices", json::array()}, {"usage", UsageJson(e->usage)}};
+            json usage = {{"id", id},       {"object", "chat.completion.chunk"}, {"created", created},
+                          {"model", model}, {"choices", json::array()},          {"usage", UsageJson(e->usage)}};
             out += "data: " + usage.dump() + "\n\n";
           }
           out += "data: [DONE]\n\n";
@@ -610,8 +663,9 @@ void HttpServer::Route() {
       size_t bytes = 0;
       auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), bytes);
       if (ec == std::errc() && end == length.data() + length.size() && bytes > options_.max_body_bytes) {
-        SendError(res, {413, fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
-                                         options_.max_body_bytes),
+        SendError(res, {413,
+                        fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
+                                    options_.max_body_bytes),
                         "invalid_request_error", "", "request_too_large"});
         return httplib::Server::HandlerResponse::Handled;
       }
@@ -624,8 +678,10 @@ void HttpServer::Route() {
   });
 
   srv.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json body = {{"object", "list"},
-                 {"data", json::array({{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "temper"}}})}};
+    json body = {
+        {"object", "list"},
+        {"data",
+         json::array({{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "temper"}}})}};
     res.set_content(body.dump(), "application/json");
   });
 
@@ -665,8 +721,9 @@ void HttpServer::Route() {
       }
       if (all.finish == FinishReason::kNone) all.finish = FinishReason::kCancelled;  // the server stopped
       if (all.finish == FinishReason::kError || all.finish == FinishReason::kCancelled) {
-        SendError(res, all.finish == FinishReason::kError ? FromStatus(all.error)
-                                                          : ApiError{503, "the server is shutting down", "server_error"});
+        SendError(res, all.finish == FinishReason::kError
+                           ? FromStatus(all.error)
+                           : ApiError{503, "the server is shutting down", "server_error"});
         return;
       }
       json out = {{"id", id},
@@ -697,8 +754,9 @@ void HttpServer::Route() {
           }
           std::string out;
           if (e->finish == FinishReason::kError || e->finish == FinishReason::kCancelled) {
-            const ApiError err = e->finish == FinishReason::kError ? FromStatus(e->error)
-                                                                   : ApiError{503, "the request was cancelled", "server_error"};
+            const ApiError err = e->finish == FinishReason::kError
+                                     ? FromStatus(e->error)
+                                     : ApiError{503, "the request was cancelled", "server_error"};
             out = "data: " + ErrorJson(err).dump() + "\n\ndata: [DONE]\n\n";
           } else {
             json chunk = {{"id", id},
@@ -713,8 +771,8 @@ void HttpServer::Route() {
             out = "data: " + chunk.dump() + "\n\n";
             if (e->finish != FinishReason::kNone) {
               if (include_usage) {
-                json usage = {{"id", id}, {"object", "text_completion"}, {"created", created}, {"model", model},
-                              {"choices", json::array()}, {"usage", UsageJson(e->usage)}};
+                json usage = {{"id", id},       {"object", "text_completion"}, {"created", created},
+                              {"model", model}, {"choices", json::array()},    {"usage", UsageJson(e->usage)}};
                 out += "data: " + usage.dump() + "\n\n";
               }
               out += "data: [DONE]\n\n";
@@ -730,7 +788,8 @@ void HttpServer::Route() {
         [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
   });
 
-  srv.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
+  srv.Post("/v1/chat/completions",
+           [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
 
   srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";

@@ -53,7 +53,7 @@
 namespace httplib {
 struct Request;
 struct Response;
-}
+}  // namespace httplib
 
 namespace temper::engine {
 
@@ -63,11 +63,11 @@ class HttpRouter;
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 0;             // 0: any free port
-  std::string model_name;   // the `model` clients must name
+  int port = 0;            // 0: any free port
+  std::string model_name;  // the `model` clients must name
   size_t max_body_bytes = size_t{8} << 20;
   int max_json_depth = 64;  // tool schemas nest a few levels; nothing a client needs nests 64
-  int threads = 32;  // requests served at once (a streaming response holds one)
+  int threads = 32;         // requests served at once (a streaming response holds one)
   size_t max_connections = 1024;
   std::chrono::milliseconds header_timeout{10000};  // a request's head, from its first byte (or the accept)
   std::chrono::milliseconds body_timeout{30000};    // its body, from the end of its head

@@ -12,7 +12,8 @@ constexpr std::string_view kChannelClose = "<channel|>";
 constexpr std::string_view kCallOpen = "<|tool_call>";
 constexpr std::string_view kCallClose = "<tool_call|>";
 constexpr std::string_view kEnds[] = {"<turn|>", "<eos>", "<|tool_response>"};
-constexpr std::string_view kStrays[] = {"<channel|>", "<tool_call|>", "<|turn>", "<tool_response|>", "<|tool>", "<tool|>"};
+constexpr std::string_view kStrays[] = {"<channel|>",       "<tool_call|>", "<|turn>",
+                                        "<tool_response|>", "<|tool>",      "<tool|>"};
 constexpr std::string_view kThought = "thought";
 
 // True when `rest` is a proper prefix of `token`: more text could complete it.
@@ -157,7 +158,8 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         // ParseReplyText over the reply so far gives this call with offsets into the whole reply.
         TEMPER_ASSIGN_OR_RETURN(ModelReply reply, format_.ParseReplyText(s.substr(0, end)));
         if (reply.tool_calls.size() != static_cast<size_t>(calls_) + 1) {
-          return Status::Internal(fmt::format("reply at byte {}: tool call {} was not parsed", construct_start_, calls_));
+          return Status::Internal(
+              fmt::format("reply at byte {}: tool call {} was not parsed", construct_start_, calls_));
         }
         out.tool_calls.push_back(std::move(reply.tool_calls.back()));
         ++calls_;
@@ -167,7 +169,8 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
       }
       case State::kEnded: {
         if (rest.find_first_not_of(kWhitespace) != std::string_view::npos) {
-          return Status::InvalidArgument(fmt::format("reply at byte {}: text after the end of the turn", construct_start_));
+          return Status::InvalidArgument(
+              fmt::format("reply at byte {}: text after the end of the turn", construct_start_));
         }
         pos_ = s.size();
         break;
@@ -193,9 +196,11 @@ Result<ReplyDelta> ReplyStreamParser::Finish() {
   ReplyDelta out;
   Status s = Process(out, /*final=*/true);
   if (s.ok() && state_ == State::kToolCall) {
-    s = Status::InvalidArgument(fmt::format("tool call {} at byte {}: not closed with <tool_call|>", calls_, construct_start_));
+    s = Status::InvalidArgument(
+        fmt::format("tool call {} at byte {}: not closed with <tool_call|>", calls_, construct_start_));
   } else if (s.ok() && (state_ == State::kThinking || state_ == State::kThoughtHeader)) {
-    s = Status::InvalidArgument(fmt::format("reply at byte {}: thought channel not closed with <channel|>", construct_start_));
+    s = Status::InvalidArgument(
+        fmt::format("reply at byte {}: thought channel not closed with <channel|>", construct_start_));
   }
   if (!s.ok()) {
     error_ = s;

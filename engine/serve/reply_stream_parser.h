@@ -44,7 +44,9 @@ class ReplyStreamParser {
 
   // True while inside an unfinished tool call or thought channel (so a reply cut by max_tokens
   // there is incomplete rather than malformed).
-  bool inside_construct() const { return state_ == State::kToolCall || state_ == State::kThinking || state_ == State::kThoughtHeader; }
+  bool inside_construct() const {
+    return state_ == State::kToolCall || state_ == State::kThinking || state_ == State::kThoughtHeader;
+  }
   int tool_call_count() const { return calls_; }
 
  private:
@@ -57,8 +59,8 @@ class ReplyStreamParser {
   const ChatFormat& format_;
   State state_ = State::kContent;
   Status error_;
-  std::string all_;      // the whole reply so far
-  size_t pos_ = 0;       // all_ before this is processed
+  std::string all_;             // the whole reply so far
+  size_t pos_ = 0;              // all_ before this is processed
   size_t construct_start_ = 0;  // where the open tool call or thought channel began, or the turn ended
   int calls_ = 0;
   // Trimming, as ParseReplyText trims content and each thought.

@@ -12,7 +12,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double Seconds(Clock::time_point from, Clock::time_point to) { return std::chrono::duration<double>(to - from).count(); }
+double Seconds(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration<double>(to - from).count();
+}
 
 int64_t BlocksFor(int64_t tokens, int block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
 
@@ -20,11 +22,16 @@ int64_t BlocksFor(int64_t tokens, int block_tokens) { return (tokens + block_tok
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
-    case FinishReason::kNone: return "";
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
+    case FinishReason::kNone:
+      return "";
+    case FinishReason::kStop:
+      return "stop";
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "cancelled";
+    case FinishReason::kError:
+      return "error";
   }
   return "";
 }
@@ -98,7 +105,7 @@ struct Scheduler::Request {
   GenerateRequest req;
   std::optional<Sampler> sampler;
   std::unique_ptr<TextStream> text;
-  std::vector<int32_t> tokens;       // the prompt, then every generated token
+  std::vector<int32_t> tokens;  // the prompt, then every generated token
   int64_t prompt_len = 0;
   std::vector<int64_t> checkpoints;  // sorted, unique, ending with prompt_len
   SequenceId seq = -1;
@@ -121,10 +128,12 @@ Scheduler::Scheduler(Backend& backend, const SchedulerOptions& options, const Lo
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const SchedulerOptions& options,
                                                      const Logger& log) {
   if (options.max_batch_tokens < 1) {
-    return Status::InvalidArgument(fmt::format("scheduler: max_batch_tokens is {}, must be at least 1", options.max_batch_tokens));
+    return Status::InvalidArgument(
+        fmt::format("scheduler: max_batch_tokens is {}, must be at least 1", options.max_batch_tokens));
   }
   if (options.max_waiting < 1) {
-    return Status::InvalidArgument(fmt::format("scheduler: max_waiting is {}, must be at least 1", options.max_waiting));
+    return Status::InvalidArgument(
+        fmt::format("scheduler: max_waiting is {}, must be at least 1", options.max_waiting));
   }
   std::unique_ptr<Scheduler> s(new Scheduler(backend, options, log));
   if (options.prefix_cache) s->cache_ = std::make_unique<PrefixCache>(backend);
@@ -164,7 +173,8 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     return Status::InvalidArgument("request: stop strings need a detokenizer, and this engine has none");
   }
   for (size_t i = 0; i < request.stop_strings.size(); ++i) {
-    if (request.stop_strings[i].empty()) return Status::InvalidArgument(fmt::format("request: stop string {} is empty", i));
+    if (request.stop_strings[i].empty())
+      return Status::InvalidArgument(fmt::format("request: stop string {} is empty", i));
   }
   for (int64_t c : request.checkpoints) {
     if (c < 1 || c > n) {
@@ -174,13 +184,15 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
   // Constants of the backend, safe to read from any thread.
   const int64_t limit = backend_.context_limit();
   if (n + request.max_tokens > limit) {
-    return Status::OutOfRange(fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the context limit of {} tokens",
-                                          n, request.max_tokens, limit));
+    return Status::OutOfRange(
+        fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the context limit of {} tokens", n,
+                    request.max_tokens, limit));
   }
   const int64_t pool = pool_tokens_;
   if (n + request.max_tokens > pool) {
-    return Status::OutOfRange(fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the KV pool of {} tokens",
-                                          n, request.max_tokens, pool));
+    return Status::OutOfRange(
+        fmt::format("request: the prompt's {} tokens plus max_tokens {} exceed the KV pool of {} tokens", n,
+                    request.max_tokens, pool));
   }
 
   auto r = std::make_unique<Request>();
@@ -300,7 +312,7 @@ bool Scheduler::AdmitOne(Request& r) {
     // Lookup made the match the most recently used entry, so it is evicted last.
     if (!cache_ || !cache_->EvictOne()) {
       if (!running_.empty()) return false;  // wait for running requests to free memory
-      break;  // alone: go ahead, the forward pass preempts or fails it
+      break;                                // alone: go ahead, the forward pass preempts or fails it
     }
     kv = backend_.kv_usage();
   }
@@ -364,9 +376,10 @@ Status Scheduler::RunBatch() {
     std::vector<ForwardItem> batch;
     batch.reserve(items.size());
     for (const Item& it : items) {
-      batch.push_back({it.r->seq,
-                       std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
-                       false, it.r->sampler->params().temperature});
+      batch.push_back(
+          {it.r->seq,
+           std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
+           false, it.r->sampler->params().temperature});
     }
     // A backend that samples on its devices sends each row's candidates, not the whole row.
     out = backend_.Forward(batch, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
@@ -381,7 +394,8 @@ Status Scheduler::RunBatch() {
     for (auto& r : running_) {
       if (!r->done && (victim == nullptr || r->order > victim->order)) victim = r.get();
     }
-    if (victim == nullptr || std::count_if(running_.begin(), running_.end(), [](const auto& r) { return !r->done; }) == 1) {
+    if (victim == nullptr ||
+        std::count_if(running_.begin(), running_.end(), [](const auto& r) { return !r->done; }) == 1) {
       for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
       return out.status();
     }
@@ -404,7 +418,8 @@ Status Scheduler::RunBatch() {
     if (items[i].n > 1) counters_.prefilled_tokens += items[i].n;
     int32_t token;
     if (out->candidates.empty()) {
-      token = r.sampler->Sample(std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
+      token = r.sampler->Sample(
+          std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
     } else {
       const Sampler::Outcome picked = r.sampler->Sample(out->candidates[i]);
       token = picked.token;

@@ -35,8 +35,8 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/backend.h"
-#include "engine/tokenizer/detokenizer.h"
 #include "engine/sampler.h"
+#include "engine/tokenizer/detokenizer.h"
 
 namespace temper::engine {
 
@@ -124,7 +124,7 @@ struct SchedulerMetrics {
   int64_t cancelled_requests = 0;  // of those, ended by RequestStream::Cancel (or destruction)
   int64_t preemptions = 0;
   int64_t forward_passes = 0;
-  int64_t full_row_samples = 0;  // draws that fell beyond a device-sampled row's candidates
+  int64_t full_row_samples = 0;            // draws that fell beyond a device-sampled row's candidates
   double generated_tokens_per_second = 0;  // over the last ten seconds
   double cache_hit_rate() const {
     return prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens) / static_cast<double>(prompt_tokens) : 0;
@@ -134,7 +134,8 @@ struct SchedulerMetrics {
 class Scheduler {
  public:
   // InvalidArgument for options out of range. Starts the scheduling thread.
-  static Result<std::unique_ptr<Scheduler>> Create(Backend& backend, const SchedulerOptions& options, const Logger& log);
+  static Result<std::unique_ptr<Scheduler>> Create(Backend& backend, const SchedulerOptions& options,
+                                                   const Logger& log);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;

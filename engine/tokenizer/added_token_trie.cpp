@@ -24,8 +24,9 @@ void AddedTokenTrie::Add(std::string_view content, int32_t id, bool special) {
         root_children_[byte] = next;
       } else {
         auto& children = nodes_[node].children;
-        auto it = std::lower_bound(children.begin(), children.end(), byte,
-                                   [](const std::pair<unsigned char, int32_t>& c, unsigned char b) { return c.first < b; });
+        auto it =
+            std::lower_bound(children.begin(), children.end(), byte,
+                             [](const std::pair<unsigned char, int32_t>& c, unsigned char b) { return c.first < b; });
         children.insert(it, {byte, next});
       }
     }

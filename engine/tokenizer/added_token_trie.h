@@ -31,7 +31,7 @@ class AddedTokenTrie {
 
  private:
   struct Node {
-    int32_t id = -1;          // token ending here, -1 if none
+    int32_t id = -1;  // token ending here, -1 if none
     bool special = false;
     std::vector<std::pair<unsigned char, int32_t>> children;  // sorted by byte
   };

@@ -82,8 +82,8 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   for (const auto& e : spec.vocab) max_id = std::max(max_id, e.id);
   // Ids index a table; a hostile file must not make it huge with one enormous id.
   if (static_cast<uint64_t>(max_id) >= 2 * static_cast<uint64_t>(spec.vocab.size()) + 1024) {
-    return Status::DataLoss(fmt::format("model.vocab: id {} is far beyond the {} entries (ids must be dense)", max_id,
-                                        spec.vocab.size()));
+    return Status::DataLoss(
+        fmt::format("model.vocab: id {} is far beyond the {} entries (ids must be dense)", max_id, spec.vocab.size()));
   }
   bpe.id_to_token_.resize(static_cast<size_t>(max_id + 1));
   std::vector<bool> used(bpe.id_to_token_.size(), false);
@@ -116,9 +116,13 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
     std::string_view left = spec.View(m.left);
     std::string_view right = spec.View(m.right);
     auto l = bpe.TokenToId(left);
-    if (!l) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(left)));
+    if (!l)
+      return Status::DataLoss(
+          fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(left)));
     auto r = bpe.TokenToId(right);
-    if (!r) return Status::DataLoss(fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(right)));
+    if (!r)
+      return Status::DataLoss(
+          fmt::format("model.merges[{}]: token {} is not in the vocabulary", rank, QuoteToken(right)));
     merged.assign(left);
     merged.append(right);
     auto n = bpe.TokenToId(merged);
@@ -156,7 +160,8 @@ Result<Bpe> Bpe::Build(BpeSpec spec) {
   }
   if (spec.unk_token) {
     auto id = bpe.TokenToId(*spec.unk_token);
-    if (!id) return Status::DataLoss(fmt::format("model.unk_token: {} is not in the vocabulary", QuoteToken(*spec.unk_token)));
+    if (!id)
+      return Status::DataLoss(fmt::format("model.unk_token: {} is not in the vocabulary", QuoteToken(*spec.unk_token)));
     bpe.unk_id_ = *id;
   } else if (!all_bytes) {
     return Status::DataLoss(

@@ -42,7 +42,7 @@ struct BpeScratch {
   struct Merge {
     uint32_t rank;
     uint32_t pos;
-    int32_t left;   // the pair's ids when pushed: the entry is stale once they change
+    int32_t left;  // the pair's ids when pushed: the entry is stale once they change
     int32_t right;
     int32_t new_id;
   };

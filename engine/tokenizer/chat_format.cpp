@@ -22,9 +22,7 @@ std::string_view Trim(std::string_view s) {
   return s.substr(begin, end - begin + 1);
 }
 
-bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
-}
+bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.'; }
 
 // Function names are written bare after "call:" and "declaration:", so they must be parseable back.
 Status CheckName(std::string_view name, std::string_view field) {
@@ -38,9 +36,12 @@ Status CheckName(std::string_view name, std::string_view field) {
 
 const char* RoleName(ChatRole role) {
   switch (role) {
-    case ChatRole::kSystem: return "system";
-    case ChatRole::kUser: return "user";
-    case ChatRole::kModel: return "model";
+    case ChatRole::kSystem:
+      return "system";
+    case ChatRole::kUser:
+      return "user";
+    case ChatRole::kModel:
+      return "model";
   }
   return "user";
 }
@@ -73,11 +74,10 @@ std::vector<std::pair<const std::string*, const json*>> DictSort(const json& obj
   std::vector<std::pair<const std::string*, const json*>> items;
   for (auto it = obj.begin(); it != obj.end(); ++it) items.emplace_back(&it.key(), &it.value());
   std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
-    return std::lexicographical_compare(a.first->begin(), a.first->end(), b.first->begin(), b.first->end(),
-                                        [](char x, char y) {
-                                          return std::tolower(static_cast<unsigned char>(x)) <
-                                                 std::tolower(static_cast<unsigned char>(y));
-                                        });
+    return std::lexicographical_compare(
+        a.first->begin(), a.first->end(), b.first->begin(), b.first->end(), [](char x, char y) {
+          return std::tolower(static_cast<unsigned char>(x)) < std::tolower(static_cast<unsigned char>(y));
+        });
   });
   return items;
 }
@@ -275,7 +275,8 @@ class ChatFormat::Builder {
     if (Truthy(&params)) {
       Text(",parameters:{");
       if (const json* props = Get(params, "properties"); Truthy(props)) {
-        if (!props->is_object()) return Status::InvalidArgument(fmt::format("{}.parameters.properties: expected an object", field));
+        if (!props->is_object())
+          return Status::InvalidArgument(fmt::format("{}.parameters.properties: expected an object", field));
         Text("properties:{");
         TEMPER_RETURN_IF_ERROR(Parameters(*props, field + ".parameters.properties", 0));
         Text("},");
@@ -335,8 +336,8 @@ Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
     const std::string field = fmt::format("messages[{}]", i);
     if (m.role == ChatRole::kUser) last_user = static_cast<int>(i);
     if (m.role != ChatRole::kModel && (!m.tool_calls.empty() || !m.tool_responses.empty() || !m.thinking.empty())) {
-      return Status::InvalidArgument(
-          fmt::format("{} ({}): tool calls, tool responses and thinking belong to model messages", field, RoleName(m.role)));
+      return Status::InvalidArgument(fmt::format(
+          "{} ({}): tool calls, tool responses and thinking belong to model messages", field, RoleName(m.role)));
     }
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
       const std::string call = fmt::format("{}.tool_calls[{}]", field, j);
@@ -543,7 +544,8 @@ class ChatFormat::ReplyParser {
     while (pos_ < end_ && IsNameChar(s_[pos_])) ++pos_;
     call.name = std::string(s_.substr(name_start, pos_ - name_start));
     if (call.name.empty()) return Error(pos_, "expected a function name after 'call:'");
-    if (pos_ >= end_ || s_[pos_] != '{') return Error(pos_, fmt::format("expected '{{' after the function name '{}'", call.name));
+    if (pos_ >= end_ || s_[pos_] != '{')
+      return Error(pos_, fmt::format("expected '{{' after the function name '{}'", call.name));
     TEMPER_ASSIGN_OR_RETURN(call.arguments, ParseObject("", 0));
     SkipSpace();
     if (pos_ != end_) return Error(pos_, "unexpected text after the arguments");
@@ -665,8 +667,9 @@ class ChatFormat::ReplyParser {
     if (bare == "false") return json(false);
     if (bare == "null" || bare == "None") return json(nullptr);
     const bool numeric_start =
-        !bare.empty() && (std::isdigit(static_cast<unsigned char>(bare[0])) != 0 ||
-                          (bare[0] == '-' && bare.size() > 1 && std::isdigit(static_cast<unsigned char>(bare[1])) != 0));
+        !bare.empty() &&
+        (std::isdigit(static_cast<unsigned char>(bare[0])) != 0 ||
+         (bare[0] == '-' && bare.size() > 1 && std::isdigit(static_cast<unsigned char>(bare[1])) != 0));
     if (numeric_start) {
       const char* first = bare.data();
       const char* last = bare.data() + bare.size();

@@ -154,9 +154,8 @@ class ChatFormat {
     kTokenCount
   };
   static constexpr const char* kTokenText[kTokenCount] = {
-      "<bos>",      "<eos>",       "<|turn>",      "<turn|>",        "<|think|>",
-      "<|channel>", "<channel|>",  "<|tool>",      "<tool|>",        "<|tool_call>",
-      "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|\"|>"};
+      "<bos>",   "<eos>",   "<|turn>",      "<turn|>",      "<|think|>",        "<|channel>",       "<channel|>",
+      "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|\"|>"};
 
   class Builder;
   class ReplyParser;

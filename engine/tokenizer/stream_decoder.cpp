@@ -17,8 +17,9 @@ Result<std::string> StreamDecoder::Push(int32_t id) {
   }
   ids_.push_back(id);
   const std::span<const int32_t> all(ids_);
-  TEMPER_ASSIGN_OR_RETURN(std::string prefix,
-                          tokenizer_->Decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_));
+  TEMPER_ASSIGN_OR_RETURN(
+      std::string prefix,
+      tokenizer_->Decode(all.subspan(prefix_offset_, read_offset_ - prefix_offset_), skip_special_));
   TEMPER_ASSIGN_OR_RETURN(std::string text, tokenizer_->Decode(all.subspan(prefix_offset_), skip_special_));
   // Wait while the newest ids end in an incomplete character, or (an invalid byte run) change text
   // already emitted.
@@ -32,8 +33,8 @@ Result<std::string> StreamDecoder::Push(int32_t id) {
 }
 
 Result<std::string> StreamDecoder::Finish() {
-  TEMPER_ASSIGN_OR_RETURN(std::string rest, tokenizer_->Decode(std::span<const int32_t>(ids_).subspan(read_offset_),
-                                                               skip_special_));
+  TEMPER_ASSIGN_OR_RETURN(std::string rest,
+                          tokenizer_->Decode(std::span<const int32_t>(ids_).subspan(read_offset_), skip_special_));
   prefix_offset_ = read_offset_ = ids_.size();
   return rest;
 }

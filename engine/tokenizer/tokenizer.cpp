@@ -174,7 +174,8 @@ void ApplyDecoder(const DecoderStep& step, std::vector<std::string>& tokens) {
       for (auto& t : tokens) {
         std::string_view v = t;
         for (int i = 0; i < step.start && !c.empty() && v.substr(0, c.size()) == c; ++i) v.remove_prefix(c.size());
-        for (int i = 0; i < step.stop && !c.empty() && v.size() >= c.size() && v.substr(v.size() - c.size()) == c; ++i) {
+        for (int i = 0; i < step.stop && !c.empty() && v.size() >= c.size() && v.substr(v.size() - c.size()) == c;
+             ++i) {
           v.remove_suffix(c.size());
         }
         t = std::string(v);
@@ -238,14 +239,16 @@ Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
   std::sort(tok.added_by_content_.begin(), tok.added_by_content_.end());
   for (size_t i = 1; i < tok.added_by_content_.size(); ++i) {
     if (tok.added_by_content_[i].first == tok.added_by_content_[i - 1].first) {
-      return Status::DataLoss(fmt::format("added_tokens: {} is listed twice", QuoteToken(tok.added_by_content_[i].first)));
+      return Status::DataLoss(
+          fmt::format("added_tokens: {} is listed twice", QuoteToken(tok.added_by_content_[i].first)));
     }
   }
   std::sort(tok.added_by_id_.begin(), tok.added_by_id_.end());
   for (size_t i = 1; i < tok.added_by_id_.size(); ++i) {
     if (tok.added_by_id_[i].first == tok.added_by_id_[i - 1].first) {
       return Status::DataLoss(fmt::format("added_tokens: id {} is used by {} and {}", tok.added_by_id_[i].first,
-                                          QuoteToken(tok.added_by_id_[i - 1].second), QuoteToken(tok.added_by_id_[i].second)));
+                                          QuoteToken(tok.added_by_id_[i - 1].second),
+                                          QuoteToken(tok.added_by_id_[i].second)));
     }
   }
   tok.id_limit_ = static_cast<int32_t>(id_limit);

@@ -97,7 +97,7 @@ class Tokenizer {
   // vocabulary under the same id, which Build() checks.
   std::vector<std::pair<std::string, int32_t>> added_by_content_;
   std::vector<std::pair<int32_t, std::string>> added_by_id_;
-  std::vector<bool> special_;  // by id
+  std::vector<bool> special_;        // by id
   AddedTokenTrie raw_added_;         // added tokens with normalized=false
   AddedTokenTrie normalized_added_;  // added tokens with normalized=true (content normalized)
   std::vector<NormalizerStep> normalizer_;

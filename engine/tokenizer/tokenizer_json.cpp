@@ -135,9 +135,7 @@ class SpecSax final : public nlohmann::json_sax<json> {
   std::string MergeField() const { return fmt::format("model.merges[{}]", bpe_.merges.size()); }
 
   // True when the container about to open is the value of `key` inside the top-level "model".
-  bool AtModelKey(std::string_view key) const {
-    return stack_.size() == 2 && names_[1] == "model" && key_ == key;
-  }
+  bool AtModelKey(std::string_view key) const { return stack_.size() == 2 && names_[1] == "model" && key_ == key; }
 
   bool VocabId(number_unsigned_t v) {
     if (v > static_cast<number_unsigned_t>(std::numeric_limits<int32_t>::max())) {
@@ -172,7 +170,8 @@ class SpecSax final : public nlohmann::json_sax<json> {
   }
 
   bool Scalar(json value, std::string_view what) {
-    if (mode_ == Mode::kVocab) return Fail(VocabField(), fmt::format("expected a non-negative integer id, got {}", what));
+    if (mode_ == Mode::kVocab)
+      return Fail(VocabField(), fmt::format("expected a non-negative integer id, got {}", what));
     if (mode_ == Mode::kMerges) {
       return Fail(MergeField(), fmt::format("expected a string or a [left, right] pair, got {}", what));
     }
@@ -249,7 +248,8 @@ Result<std::string> StringPattern(const json& obj, std::string_view field) {
   if (it == obj.end() || !it->is_object()) return Malformed(field, "missing \"pattern\" object");
   if (it->contains("Regex")) return Unsupported(fmt::format("{}.pattern", field), "Regex patterns are not supported");
   auto s = it->find("String");
-  if (s == it->end() || !s->is_string()) return Malformed(fmt::format("{}.pattern", field), "expected {\"String\": ...}");
+  if (s == it->end() || !s->is_string())
+    return Malformed(fmt::format("{}.pattern", field), "expected {\"String\": ...}");
   if (s->get_ref<const std::string&>().empty()) return Malformed(fmt::format("{}.pattern", field), "empty pattern");
   return s->get<std::string>();
 }
@@ -262,7 +262,8 @@ Status ForEachStep(const json& node, std::string_view field, std::string_view li
   TEMPER_ASSIGN_OR_RETURN(std::string type, RequiredString(node, field, "type"));
   if (type != "Sequence") return one(node, std::string(field), type);
   auto list = node.find(list_key);
-  if (list == node.end() || !list->is_array()) return Malformed(field, fmt::format("Sequence without a \"{}\" array", list_key));
+  if (list == node.end() || !list->is_array())
+    return Malformed(field, fmt::format("Sequence without a \"{}\" array", list_key));
   for (size_t i = 0; i < list->size(); ++i) {
     std::string sub = fmt::format("{}.{}[{}]", field, list_key, i);
     const json& step = (*list)[i];
@@ -286,7 +287,8 @@ Status ParseModel(const json& root, TokenizerSpec& spec, const SpecSax& sax) {
   if (type != model.end()) {
     if (!type->is_string()) return Malformed("model.type", "expected a string");
     if (*type != "BPE") {
-      return Unsupported("model.type", fmt::format("unknown model type '{}' (only BPE is supported)", type->get<std::string>()));
+      return Unsupported("model.type",
+                         fmt::format("unknown model type '{}' (only BPE is supported)", type->get<std::string>()));
     }
   }
   if (!sax.seen_vocab) return Malformed("model", "missing \"vocab\" object");
@@ -334,7 +336,9 @@ Status ParseAddedTokens(const json& root, TokenizerSpec& spec) {
     TEMPER_ASSIGN_OR_RETURN(token.normalized, OptionalBool(t, field, "normalized", !token.special));
     for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
       TEMPER_ASSIGN_OR_RETURN(bool set, OptionalBool(t, field, flag, false));
-      if (set) return Unsupported(fmt::format("{} ({})", field, Quote(token.content)), fmt::format("{} is not supported", flag));
+      if (set)
+        return Unsupported(fmt::format("{} ({})", field, Quote(token.content)),
+                           fmt::format("{} is not supported", flag));
     }
     spec.added_tokens.push_back(std::move(token));
   }
@@ -344,68 +348,75 @@ Status ParseAddedTokens(const json& root, TokenizerSpec& spec) {
 Status ParseNormalizer(const json& root, TokenizerSpec& spec) {
   auto it = root.find("normalizer");
   if (it == root.end()) return Status::OK();
-  return ForEachStep(*it, "normalizer", "normalizers", [&](const json& step, const std::string& field, const std::string& type) -> Status {
-    NormalizerStep out;
-    if (type == "Replace") {
-      out.kind = NormalizerStep::Kind::kReplace;
-      TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
-      TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
-    } else if (type == "Prepend") {
-      out.kind = NormalizerStep::Kind::kPrepend;
-      TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "prepend"));
-    } else {
-      return Unsupported(field, fmt::format("normalizer type '{}' is not supported", type));
-    }
-    spec.normalizer.push_back(std::move(out));
-    return Status::OK();
-  });
+  return ForEachStep(*it, "normalizer", "normalizers",
+                     [&](const json& step, const std::string& field, const std::string& type) -> Status {
+                       NormalizerStep out;
+                       if (type == "Replace") {
+                         out.kind = NormalizerStep::Kind::kReplace;
+                         TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
+                         TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
+                       } else if (type == "Prepend") {
+                         out.kind = NormalizerStep::Kind::kPrepend;
+                         TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "prepend"));
+                       } else {
+                         return Unsupported(field, fmt::format("normalizer type '{}' is not supported", type));
+                       }
+                       spec.normalizer.push_back(std::move(out));
+                       return Status::OK();
+                     });
 }
 
 Status ParsePreTokenizer(const json& root, TokenizerSpec& spec) {
   auto it = root.find("pre_tokenizer");
   if (it == root.end()) return Status::OK();
-  return ForEachStep(*it, "pre_tokenizer", "pretokenizers", [&](const json& step, const std::string& field, const std::string& type) -> Status {
-    if (type != "Split") return Unsupported(field, fmt::format("pre-tokenizer type '{}' is not supported", type));
-    SplitStep out;
-    TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
-    TEMPER_ASSIGN_OR_RETURN(bool invert, OptionalBool(step, field, "invert", false));
-    if (invert) return Unsupported(fmt::format("{}.invert", field), "inverted Split is not supported");
-    TEMPER_ASSIGN_OR_RETURN(std::string behavior, RequiredString(step, field, "behavior"));
-    if (behavior == "Removed") out.behavior = SplitBehavior::kRemoved;
-    else if (behavior == "Isolated") out.behavior = SplitBehavior::kIsolated;
-    else if (behavior == "MergedWithPrevious") out.behavior = SplitBehavior::kMergedWithPrevious;
-    else if (behavior == "MergedWithNext") out.behavior = SplitBehavior::kMergedWithNext;
-    else if (behavior == "Contiguous") out.behavior = SplitBehavior::kContiguous;
-    else return Malformed(fmt::format("{}.behavior", field), fmt::format("unknown behavior '{}'", behavior));
-    spec.pre_tokenizer.push_back(std::move(out));
-    return Status::OK();
-  });
+  return ForEachStep(*it, "pre_tokenizer", "pretokenizers",
+                     [&](const json& step, const std::string& field, const std::string& type) -> Status {
+                       if (type != "Split")
+                         return Unsupported(field, fmt::format("pre-tokenizer type '{}' is not supported", type));
+                       SplitStep out;
+                       TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
+                       TEMPER_ASSIGN_OR_RETURN(bool invert, OptionalBool(step, field, "invert", false));
+                       if (invert)
+                         return Unsupported(fmt::format("{}.invert", field), "inverted Split is not supported");
+                       TEMPER_ASSIGN_OR_RETURN(std::string behavior, RequiredString(step, field, "behavior"));
+                       if (behavior == "Removed") out.behavior = SplitBehavior::kRemoved;
+                       else if (behavior == "Isolated") out.behavior = SplitBehavior::kIsolated;
+                       else if (behavior == "MergedWithPrevious") out.behavior = SplitBehavior::kMergedWithPrevious;
+                       else if (behavior == "MergedWithNext") out.behavior = SplitBehavior::kMergedWithNext;
+                       else if (behavior == "Contiguous") out.behavior = SplitBehavior::kContiguous;
+                       else
+                         return Malformed(fmt::format("{}.behavior", field),
+                                          fmt::format("unknown behavior '{}'", behavior));
+                       spec.pre_tokenizer.push_back(std::move(out));
+                       return Status::OK();
+                     });
 }
 
 Status ParseDecoder(const json& root, TokenizerSpec& spec) {
   auto it = root.find("decoder");
   if (it == root.end()) return Status::OK();
-  return ForEachStep(*it, "decoder", "decoders", [&](const json& step, const std::string& field, const std::string& type) -> Status {
-    DecoderStep out;
-    if (type == "Replace") {
-      out.kind = DecoderStep::Kind::kReplace;
-      TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
-      TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
-    } else if (type == "ByteFallback") {
-      out.kind = DecoderStep::Kind::kByteFallback;
-    } else if (type == "Fuse") {
-      out.kind = DecoderStep::Kind::kFuse;
-    } else if (type == "Strip") {
-      out.kind = DecoderStep::Kind::kStrip;
-      TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
-      TEMPER_ASSIGN_OR_RETURN(out.start, OptionalSmallInt(step, field, "start"));
-      TEMPER_ASSIGN_OR_RETURN(out.stop, OptionalSmallInt(step, field, "stop"));
-    } else {
-      return Unsupported(field, fmt::format("decoder type '{}' is not supported", type));
-    }
-    spec.decoder.push_back(std::move(out));
-    return Status::OK();
-  });
+  return ForEachStep(*it, "decoder", "decoders",
+                     [&](const json& step, const std::string& field, const std::string& type) -> Status {
+                       DecoderStep out;
+                       if (type == "Replace") {
+                         out.kind = DecoderStep::Kind::kReplace;
+                         TEMPER_ASSIGN_OR_RETURN(out.pattern, StringPattern(step, field));
+                         TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
+                       } else if (type == "ByteFallback") {
+                         out.kind = DecoderStep::Kind::kByteFallback;
+                       } else if (type == "Fuse") {
+                         out.kind = DecoderStep::Kind::kFuse;
+                       } else if (type == "Strip") {
+                         out.kind = DecoderStep::Kind::kStrip;
+                         TEMPER_ASSIGN_OR_RETURN(out.content, RequiredString(step, field, "content"));
+                         TEMPER_ASSIGN_OR_RETURN(out.start, OptionalSmallInt(step, field, "start"));
+                         TEMPER_ASSIGN_OR_RETURN(out.stop, OptionalSmallInt(step, field, "stop"));
+                       } else {
+                         return Unsupported(field, fmt::format("decoder type '{}' is not supported", type));
+                       }
+                       spec.decoder.push_back(std::move(out));
+                       return Status::OK();
+                     });
 }
 
 Status ParsePostProcessor(const json& root, TokenizerSpec& spec) {
@@ -443,7 +454,8 @@ Status ParsePostProcessor(const json& root, TokenizerSpec& spec) {
         return Malformed(entry_field, "expected a non-empty \"ids\" array");
       }
       for (const json& id : *ids) {
-        if (!id.is_number_unsigned() || id.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+        if (!id.is_number_unsigned() ||
+            id.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
           return Malformed(entry_field, "ids must be non-negative 32-bit integers");
         }
         out.ids.push_back(static_cast<int32_t>(id.get<uint64_t>()));

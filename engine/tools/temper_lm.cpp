@@ -40,24 +40,24 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "common/status.h"
-#include "engine/serve/chat_engine.h"
-#include "engine/tokenizer/chat_format.h"
 #include "common/log.h"
+#include "common/status.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
-#include "engine/serve/http_server.h"
 #include "engine/loaded_model.h"
 #include "engine/model/model_config.h"
 #include "engine/model/safetensors.h"
 #include "engine/sampler.h"
-#include "engine/tokenizer/tokenizer.h"
+#include "engine/serve/chat_engine.h"
+#include "engine/serve/http_server.h"
 #include "engine/serve/scheduler.h"
+#include "engine/tokenizer/chat_format.h"
+#include "engine/tokenizer/tokenizer.h"
 
 namespace temper::engine {
 namespace {
@@ -74,7 +74,8 @@ struct ModelArgs {
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   auto* model = cmd->add_option("--model", a->model_dir, "model directory (config.json + safetensors)");
-  auto* synthetic = cmd->add_option("--synthetic", a->synthetic_config, "config.json to fill with seeded random weights");
+  auto* synthetic =
+      cmd->add_option("--synthetic", a->synthetic_config, "config.json to fill with seeded random weights");
   model->excludes(synthetic);
   cmd->add_option("--weights-seed", a->weights_seed, "seed of the synthetic weights");
   cmd->add_option("--tp", a->tp, "tensor-parallel ranks (threads on the CPU)")->check(CLI::Range(1, 64));
@@ -106,7 +107,8 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
   }
   Loaded out;
   TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
-  const int64_t max_context = std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
+  const int64_t max_context =
+      std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
   KvCacheOptions kv_options;
   kv_options.max_sequences = 1;
   kv_options.max_tokens = max_context;
@@ -147,7 +149,8 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text, const char* flag)
       used = 0;
     }
     if (item.empty() || used != item.size() || v < 0 || v > INT32_MAX) {
-      return Status::InvalidArgument(fmt::format("{}: '{}' (item {}) is not a non-negative integer", flag, item, ids.size()));
+      return Status::InvalidArgument(
+          fmt::format("{}: '{}' (item {}) is not a non-negative integer", flag, item, ids.size()));
     }
     ids.push_back(static_cast<int32_t>(v));
     pos = comma + 1;
@@ -355,7 +358,8 @@ Status RunServe(const ServeArgs& a) {
   if (m.model.tokenizer != nullptr) {
     TEMPER_ASSIGN_OR_RETURN(chat, ChatEngine::Create(*m.backend, *m.model.tokenizer, sched, log));
     scheduler = &chat->scheduler();
-    log.Info("tokenizer {}: /v1/chat/completions enabled", ModelTokenizerPath(Source(a.model, a.tokenizer, TokenizerNeed::kIfPresent)));
+    log.Info("tokenizer {}: /v1/chat/completions enabled",
+             ModelTokenizerPath(Source(a.model, a.tokenizer, TokenizerNeed::kIfPresent)));
   } else {
     TEMPER_ASSIGN_OR_RETURN(own_scheduler, Scheduler::Create(*m.backend, sched, log));
     scheduler = own_scheduler.get();
@@ -377,8 +381,8 @@ Status RunServe(const ServeArgs& a) {
   }
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<HttpServer> server, HttpServer::Start(*scheduler, http, log));
   const KvUsage kv = m.backend->kv_usage();
-  log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes; {})", http.model_name, a.host,
-           server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots,
+  log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes; {})", http.model_name,
+           a.host, server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots,
            http.api_key.empty() ? "no API key: anyone who reaches the port may use it" : "API key required");
   int signal = 0;
   sigwait(&stop_signals, &signal);
@@ -436,7 +440,8 @@ int main(int argc, char** argv) {
   dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
   dc->callback([&] { run = [&] { return RunDecode(dec); }; });
   ServeArgs serve;
-  CLI::App* sc = app.add_subcommand("serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");
+  CLI::App* sc = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");
   AddModelOptions(sc, &serve.model);
   sc->add_option("--host", serve.host, "address to listen on");
   sc->add_option("--port", serve.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
@@ -446,28 +451,37 @@ int main(int argc, char** argv) {
   sc->add_option("--max-sequences", serve.kv.max_sequences, "sequences decoded at once")->check(CLI::PositiveNumber);
   sc->add_option("--max-snapshots", serve.kv.max_snapshots, "prefixes the prefix cache may pin (0: no cache)")
       ->check(CLI::NonNegativeNumber);
-  sc->add_option("--tokenizer", serve.tokenizer, "tokenizer.json for /v1/chat/completions (default: DIR/tokenizer.json if present)");
+  sc->add_option("--tokenizer", serve.tokenizer,
+                 "tokenizer.json for /v1/chat/completions (default: DIR/tokenizer.json if present)");
   sc->add_option("--max-batch-tokens", serve.max_batch_tokens, "tokens per forward pass")->check(CLI::PositiveNumber);
-  auto* key = sc->add_option("--api-key", serve.api_key, "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");
+  auto* key = sc->add_option("--api-key", serve.api_key,
+                             "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");
   auto* key_file = sc->add_option("--api-key-file", serve.api_key_file, "file whose first line is the API key");
   key->excludes(key_file);
   sc->add_option("--max-body-bytes", serve.http.max_body_bytes, "larger request bodies get 413 without being read")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sc->add_option("--max-json-depth", serve.http.max_json_depth, "request bodies nesting JSON deeper get 400")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   auto seconds = [](std::chrono::milliseconds* out) {
     return [out](double s) { *out = std::chrono::milliseconds(static_cast<int64_t>(s * 1000)); };
   };
   sc->add_option_function<double>("--header-timeout", seconds(&serve.http.header_timeout),
-                                  "seconds for a request's line and headers to arrive (default 10)")->check(CLI::PositiveNumber);
+                                  "seconds for a request's line and headers to arrive (default 10)")
+      ->check(CLI::PositiveNumber);
   sc->add_option_function<double>("--body-timeout", seconds(&serve.http.body_timeout),
-                                  "seconds for a request's body to arrive after its headers (default 30)")->check(CLI::PositiveNumber);
+                                  "seconds for a request's body to arrive after its headers (default 30)")
+      ->check(CLI::PositiveNumber);
   sc->add_option_function<double>("--idle-timeout", seconds(&serve.http.idle_timeout),
-                                  "seconds a kept-alive connection may wait for its next request (default 60)")->check(CLI::PositiveNumber);
+                                  "seconds a kept-alive connection may wait for its next request (default 60)")
+      ->check(CLI::PositiveNumber);
   sc->add_option("--max-connections", serve.http.max_connections, "connections open at once; more get 503")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sc->add_option("--http-threads", serve.http.threads, "requests processed at once (a streaming reply holds one)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sc->callback([&] { run = [&] { return RunServe(serve); }; });
 
   try {

@@ -9,10 +9,10 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
-#include "orchestrator/journal_event_types.h"
-#include "orchestrator/proto_convert.h"
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
+#include "orchestrator/journal_event_types.h"
+#include "orchestrator/proto_convert.h"
 
 namespace temper::cli {
 
@@ -37,8 +37,10 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand("submit", "submit a batch of STIG rules for remediation");
   cmd->add_option("-f,--file", opt->file, "batch YAML file (flags override its fields)");
   cmd->add_option("-t,--target", opt->target, "target name from temperd.yaml");
-  cmd->add_option("--host", opt->host, "an SSH host, user@name[:port], instead of --target (accept its key first: temper hosts accept)");
-  cmd->add_option("-d,--datastream", opt->datastream, "SCAP datastream: a file name in one of temperd's content_dirs, or an absolute path inside one");
+  cmd->add_option("--host", opt->host,
+                  "an SSH host, user@name[:port], instead of --target (accept its key first: temper hosts accept)");
+  cmd->add_option("-d,--datastream", opt->datastream,
+                  "SCAP datastream: a file name in one of temperd's content_dirs, or an absolute path inside one");
   cmd->add_option("-p,--profile", opt->profile, "profile id or name (e.g. stig)");
   cmd->add_option("-r,--rule", opt->rules, "rule id or name; repeat for several");
   cmd->add_flag("--whole-profile", opt->whole_profile, "remediate every rule the profile selects");
@@ -106,7 +108,8 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
       } else {
         uint32_t rules = batch.counts().total();
         Print(fmt::format("batch {} {}: {} on target {} (profile {})\n", batch.id(), StateName(batch.state()),
-                          batch.whole_profile() ? "every rule of the profile" : fmt::format("{} rule{}", rules, rules == 1 ? "" : "s"),
+                          batch.whole_profile() ? "every rule of the profile"
+                                                : fmt::format("{} rule{}", rules, rules == 1 ? "" : "s"),
                           batch.target(), batch.profile()));
         std::string options = OptionsLine(batch);
         if (!options.empty()) Print("  " + options + "\n");
@@ -139,8 +142,8 @@ void AddListCommand(CLI::App& app, CommandContext& ctx) {
         std::string upper = "BATCH_STATE_";
         for (char c : s) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         if (!temper::v1::BatchState_Parse(upper, &state) || state == temper::v1::BATCH_STATE_UNSPECIFIED) {
-          return Status::InvalidArgument(fmt::format(
-              "--state: '{}' is not a batch state (queued, running, completed, cancelled, failed)", s));
+          return Status::InvalidArgument(
+              fmt::format("--state: '{}' is not a batch state (queued, running, completed, cancelled, failed)", s));
         }
         request.add_states(state);
       }
@@ -260,8 +263,8 @@ void AddRebootedCommand(CLI::App& app, CommandContext& ctx) {
             opt->wait_seconds, response.batch().target(), opt->batch, seq));
       }
       if (outcome == EventType::kRebootVerificationFailed) {
-        return Status::Unavailable(fmt::format("batch {}: the verification failed: {}; the rules stay reboot_pending",
-                                               opt->batch, error));
+        return Status::Unavailable(
+            fmt::format("batch {}: the verification failed: {}; the rules stay reboot_pending", opt->batch, error));
       }
       return Status::OK();
     };

@@ -1,9 +1,9 @@
 #include "orchestrator/cli/batch_file.h"
 
 #include "orchestrator/budgets.h"
-#include "orchestrator/proto_convert.h"
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
+#include "orchestrator/proto_convert.h"
 
 namespace temper::cli {
 
@@ -11,9 +11,8 @@ namespace {
 
 Result<temper::v1::SubmitBatchRequest> ParseBatchNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the batch file is empty");
-  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys(
-      {"name", "target", "datastream", "profile", "rules", "whole_profile", "budgets", "request_id", "waivers",
-       "allow_disruptive", "plan_only"}));
+  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"name", "target", "datastream", "profile", "rules", "whole_profile",
+                                                 "budgets", "request_id", "waivers", "allow_disruptive", "plan_only"}));
   temper::v1::SubmitBatchRequest request;
   auto string_field = [&](std::string_view key, std::string* out) -> Status {
     if (auto n = root.Find(key)) {

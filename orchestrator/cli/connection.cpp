@@ -50,9 +50,10 @@ Status Connection::Explain(const grpc::Status& status) const {
     case grpc::StatusCode::OK:
       return Status::OK();
     case grpc::StatusCode::UNAVAILABLE:
-      return Status::Unavailable(fmt::format(
-          "temperd is not answering on {} ({}). Is it running? Start it with `systemctl start temperd` "
-          "or `temperd --config FILE`, or point --socket/--address at it", endpoint_, message));
+      return Status::Unavailable(
+          fmt::format("temperd is not answering on {} ({}). Is it running? Start it with `systemctl start temperd` "
+                      "or `temperd --config FILE`, or point --socket/--address at it",
+                      endpoint_, message));
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return Status::DeadlineExceeded(fmt::format("temperd at {} did not answer in time ({})", endpoint_, message));
     case grpc::StatusCode::PERMISSION_DENIED:

@@ -43,14 +43,16 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "export", "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3) "
-                "or a self-contained HTML report with the before/after score, every attempt and the diffs applied");
+      "export",
+      "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3) "
+      "or a self-contained HTML report with the before/after score, every attempt and the diffs applied");
   cmd->add_option("batch", opt->batch, "batch id")->required();
   cmd->add_option("--format", opt->format, "arf, ckl, cklb or html")
       ->required()
       ->check(CLI::IsMember({"arf", "ckl", "cklb", "html"}));
-  cmd->add_option("-o,--output", opt->output,
-                  "file to write; \"-\" writes to stdout; default: the name temperd suggests, in the current directory");
+  cmd->add_option(
+      "-o,--output", opt->output,
+      "file to write; \"-\" writes to stdout; default: the name temperd suggests, in the current directory");
   cmd->callback([&ctx, opt] {
     ctx.run = [&ctx, opt]() -> Status {
       TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
@@ -72,7 +74,8 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
           first = false;
         }
         if (chunk.offset() != content.size()) {
-          return Status::DataLoss(fmt::format("temperd sent bytes at offset {} after {} bytes", chunk.offset(), content.size()));
+          return Status::DataLoss(
+              fmt::format("temperd sent bytes at offset {} after {} bytes", chunk.offset(), content.size()));
         }
         content += chunk.data();
       }

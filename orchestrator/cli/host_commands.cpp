@@ -26,7 +26,8 @@ std::string RenderHostTable(const temper::v1::ListHostsResponse& list) {
   if (list.hosts_size() == 0) {
     return "no SSH hosts (configure targets of type ssh, or submit with --host user@name)\n";
   }
-  std::vector<std::vector<std::string>> rows = {{"TARGET", "ADDRESS", "STATE", "LAST BATCH", "UPDATED", "HOST KEY", "DETAIL"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"TARGET", "ADDRESS", "STATE", "LAST BATCH", "UPDATED", "HOST KEY", "DETAIL"}};
   for (const auto& h : list.hosts()) {
     rows.push_back({h.target() + (h.configured() ? "" : " *"), h.address(), h.state(),
                     h.last_batch_id().empty() ? "-" : h.last_batch_id(), FormatTime(h.updated_at()), Keys(h),
@@ -73,7 +74,8 @@ void AddHostsCommand(CLI::App& app, CommandContext& ctx) {
       if (opt->json) {
         Print(RenderJson(response) + "\n");
       } else if (response.recorded()) {
-        Print(fmt::format("recorded {} {} for {}\n", response.accepted().type(), response.accepted().fingerprint(), opt->host));
+        Print(fmt::format("recorded {} {} for {}\n", response.accepted().type(), response.accepted().fingerprint(),
+                          opt->host));
       } else {
         std::string text = fmt::format("{} offers (nothing recorded):\n", opt->host);
         for (const auto& k : response.offered()) text += fmt::format("  {} {}\n", k.type(), k.fingerprint());
@@ -94,7 +96,8 @@ void AddHostsCommand(CLI::App& app, CommandContext& ctx) {
       temper::v1::Host response;
       grpc::Status status = conn.stub().ClearHost(conn.NewContext().get(), request, &response);
       if (!status.ok()) return conn.Explain(status);
-      Print(opt->json ? RenderJson(response) + "\n" : fmt::format("host {} is {} again\n", response.target(), response.state()));
+      Print(opt->json ? RenderJson(response) + "\n"
+                      : fmt::format("host {} is {} again\n", response.target(), response.state()));
       return Status::OK();
     };
   });

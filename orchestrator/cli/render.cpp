@@ -5,9 +5,9 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <google/protobuf/util/json_util.h>
 #include <google/protobuf/util/time_util.h>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/config/waivers.h"
 
@@ -56,10 +56,14 @@ std::string Table(const std::vector<std::vector<std::string>>& rows) {
 
 std::string WaiverStatus::Describe() const {
   switch (kind) {
-    case Kind::kApplied: return "applied";
-    case Kind::kExpired: return "EXPIRED: remediated as usual";
-    case Kind::kPending: return "not evaluated yet";
-    case Kind::kNotInBatch: return "rule not in this batch";
+    case Kind::kApplied:
+      return "applied";
+    case Kind::kExpired:
+      return "EXPIRED: remediated as usual";
+    case Kind::kPending:
+      return "not evaluated yet";
+    case Kind::kNotInBatch:
+      return "rule not in this batch";
   }
   return "?";
 }
@@ -73,8 +77,8 @@ std::vector<WaiverStatus> WaiverStatuses(const temper::v1::Batch& batch) {
     for (const temper::v1::BatchRule& r : batch.rules()) {
       if (r.rule_id() != w.rule_id()) continue;
       s.kind = r.state() == temper::v1::RULE_STATE_WAIVED ? WaiverStatus::Kind::kApplied
-               : r.before_verdict().empty()                ? WaiverStatus::Kind::kPending
-                                                           : WaiverStatus::Kind::kExpired;
+               : r.before_verdict().empty()               ? WaiverStatus::Kind::kPending
+                                                          : WaiverStatus::Kind::kExpired;
     }
     out.push_back(s);
   }
@@ -117,8 +121,8 @@ std::string RenderBatchTable(const temper::v1::ListBatchesResponse& list) {
     const temper::v1::RuleCounts& c = b.counts();
     rows.push_back({b.id(), StateName(b.state()), b.target(), b.profile(),
                     b.whole_profile() && c.total() == 0 ? "profile" : std::to_string(c.total()),
-                    std::to_string(c.fixed()), std::to_string(c.escalated()),
-                    std::to_string(c.pending() + c.running()), FormatTime(b.created_at()), b.name()});
+                    std::to_string(c.fixed()), std::to_string(c.escalated()), std::to_string(c.pending() + c.running()),
+                    FormatTime(b.created_at()), b.name()});
   }
   std::string out = Table(rows);
   if (!list.next_page_token().empty()) out += fmt::format("(more: --page-token {})\n", list.next_page_token());
@@ -138,10 +142,11 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
                      b.budgets().wall_time_seconds(), b.budgets().max_tokens());
   out += fmt::format("  created     {}\n", FormatTime(b.created_at()));
   out += fmt::format("  updated     {}\n", FormatTime(b.updated_at()));
-  out += fmt::format("  rules       {} total: {} fixed, {} already passing, {} escalated, {} skipped, "
-                     "{} error, {} cancelled, {} left\n",
-                     c.total(), c.fixed(), c.already_passing(), c.escalated(), c.skipped(), c.error(),
-                     c.cancelled(), c.pending() + c.running());
+  out += fmt::format(
+      "  rules       {} total: {} fixed, {} already passing, {} escalated, {} skipped, "
+      "{} error, {} cancelled, {} left\n",
+      c.total(), c.fixed(), c.already_passing(), c.escalated(), c.skipped(), c.error(), c.cancelled(),
+      c.pending() + c.running());
   std::string policy;
   for (const auto& [n, name] : {std::pair{c.reboot_pending(), "reboot pending"}, std::pair{c.waived(), "waived"},
                                 std::pair{c.held(), "held (disruptive)"}, std::pair{c.manual(), "manual"}}) {

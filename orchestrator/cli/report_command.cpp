@@ -19,9 +19,10 @@ void AddReportCommand(CLI::App& app, CommandContext& ctx) {
     std::string results_to;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "report", "what a batch did: per rule the verdicts before and after, attempts, tokens, the commands "
-                "that fixed it, lessons and why rules were escalated or skipped");
+  CLI::App* cmd =
+      app.add_subcommand("report",
+                         "what a batch did: per rule the verdicts before and after, attempts, tokens, the commands "
+                         "that fixed it, lessons and why rules were escalated or skipped");
   cmd->add_option("batch", opt->batch, "batch id")->required();
   cmd->add_option("--format", opt->format, "text (for a terminal), markdown (for a ticket or PR) or json")
       ->check(CLI::IsMember({"text", "markdown", "json"}))
@@ -42,9 +43,10 @@ void AddReportCommand(CLI::App& app, CommandContext& ctx) {
       std::vector<std::string> copied;
       if (!opt->results_to.empty()) {
         if (report.results_dir().empty()) {
-          return Status::FailedPrecondition(fmt::format(
-              "--results-to: batch {} has no results files yet (they are written when the batch completes; "
-              "it is {})", report.batch().id(), StateName(report.batch().state())));
+          return Status::FailedPrecondition(
+              fmt::format("--results-to: batch {} has no results files yet (they are written when the batch completes; "
+                          "it is {})",
+                          report.batch().id(), StateName(report.batch().state())));
         }
         Result<std::vector<std::string>> written = CopyResultsFiles(report.results_dir(), opt->results_to);
         if (!written.ok()) return written.status().WithContext("--results-to");

@@ -57,20 +57,47 @@ int64_t Seconds(const google::protobuf::Timestamp& from, const google::protobuf:
 
 void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
   switch (state) {
-    case temper::v1::RULE_STATE_PENDING: c.set_pending(c.pending() + 1); break;
-    case temper::v1::RULE_STATE_RUNNING: c.set_running(c.running() + 1); break;
-    case temper::v1::RULE_STATE_FIXED: c.set_fixed(c.fixed() + 1); break;
-    case temper::v1::RULE_STATE_ALREADY_PASSING: c.set_already_passing(c.already_passing() + 1); break;
-    case temper::v1::RULE_STATE_ESCALATED: c.set_escalated(c.escalated() + 1); break;
-    case temper::v1::RULE_STATE_SKIPPED: c.set_skipped(c.skipped() + 1); break;
-    case temper::v1::RULE_STATE_CANCELLED: c.set_cancelled(c.cancelled() + 1); break;
-    case temper::v1::RULE_STATE_ERROR: c.set_error(c.error() + 1); break;
-    case temper::v1::RULE_STATE_WAIVED: c.set_waived(c.waived() + 1); break;
-    case temper::v1::RULE_STATE_MANUAL: c.set_manual(c.manual() + 1); break;
-    case temper::v1::RULE_STATE_REBOOT_PENDING: c.set_reboot_pending(c.reboot_pending() + 1); break;
-    case temper::v1::RULE_STATE_HELD: c.set_held(c.held() + 1); break;
-    case temper::v1::RULE_STATE_REVERTED: c.set_reverted(c.reverted() + 1); break;
-    default: break;
+    case temper::v1::RULE_STATE_PENDING:
+      c.set_pending(c.pending() + 1);
+      break;
+    case temper::v1::RULE_STATE_RUNNING:
+      c.set_running(c.running() + 1);
+      break;
+    case temper::v1::RULE_STATE_FIXED:
+      c.set_fixed(c.fixed() + 1);
+      break;
+    case temper::v1::RULE_STATE_ALREADY_PASSING:
+      c.set_already_passing(c.already_passing() + 1);
+      break;
+    case temper::v1::RULE_STATE_ESCALATED:
+      c.set_escalated(c.escalated() + 1);
+      break;
+    case temper::v1::RULE_STATE_SKIPPED:
+      c.set_skipped(c.skipped() + 1);
+      break;
+    case temper::v1::RULE_STATE_CANCELLED:
+      c.set_cancelled(c.cancelled() + 1);
+      break;
+    case temper::v1::RULE_STATE_ERROR:
+      c.set_error(c.error() + 1);
+      break;
+    case temper::v1::RULE_STATE_WAIVED:
+      c.set_waived(c.waived() + 1);
+      break;
+    case temper::v1::RULE_STATE_MANUAL:
+      c.set_manual(c.manual() + 1);
+      break;
+    case temper::v1::RULE_STATE_REBOOT_PENDING:
+      c.set_reboot_pending(c.reboot_pending() + 1);
+      break;
+    case temper::v1::RULE_STATE_HELD:
+      c.set_held(c.held() + 1);
+      break;
+    case temper::v1::RULE_STATE_REVERTED:
+      c.set_reverted(c.reverted() + 1);
+      break;
+    default:
+      break;
   }
   c.set_total(c.total() + 1);
 }
@@ -78,14 +105,13 @@ void Tally(temper::v1::RuleState state, temper::v1::RuleCounts& c) {
 // "2 fixed, 3 already passing, 1 escalated": the states that have rules, in the loop's order.
 std::string CountsSentence(const temper::v1::RuleCounts& c) {
   const std::pair<uint32_t, const char*> parts[] = {
-      {c.fixed(), "fixed"},         {c.already_passing(), "already passing"}, {c.escalated(), "escalated"},
-      {c.reboot_pending(), "reboot pending"},
-      {c.waived(), "waived"},
-      {c.held(), "held (disruptive)"},
-      {c.manual(), "manual"},
-      {c.reverted(), "reverted"},
-      {c.skipped(), "skipped"},     {c.error(), "error"},                     {c.cancelled(), "cancelled"},
-      {c.running(), "running"},     {c.pending(), "pending"}};
+      {c.fixed(), "fixed"},         {c.already_passing(), "already passing"},
+      {c.escalated(), "escalated"}, {c.reboot_pending(), "reboot pending"},
+      {c.waived(), "waived"},       {c.held(), "held (disruptive)"},
+      {c.manual(), "manual"},       {c.reverted(), "reverted"},
+      {c.skipped(), "skipped"},     {c.error(), "error"},
+      {c.cancelled(), "cancelled"}, {c.running(), "running"},
+      {c.pending(), "pending"}};
   std::string out;
   for (const auto& [n, name] : parts) {
     if (n > 0) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, name);
@@ -113,15 +139,19 @@ std::string NotRunNote(const temper::v1::Batch& b, const ReportSummary& s) {
   }
   if (s.evaluated || s.attempts > 0) return "";
   switch (b.state()) {
-    case temper::v1::BATCH_STATE_RUNNING: return "no rule has been evaluated yet";
-    case temper::v1::BATCH_STATE_CANCELLED: return "the batch was cancelled before any rule was evaluated";
-    default: return fmt::format("the batch {} before any rule was evaluated", StateName(b.state()));
+    case temper::v1::BATCH_STATE_RUNNING:
+      return "no rule has been evaluated yet";
+    case temper::v1::BATCH_STATE_CANCELLED:
+      return "the batch was cancelled before any rule was evaluated";
+    default:
+      return fmt::format("the batch {} before any rule was evaluated", StateName(b.state()));
   }
 }
 
 // "2 passes: #1 rescanned 5 (4 passing, 1 failing), re-queued 1; #2 rescanned 5 (5 passing)".
 std::string FixpointLine(const temper::v1::BatchReport& report) {
-  std::string out = fmt::format("{} pass{}", report.fixpoint_passes_size(), report.fixpoint_passes_size() == 1 ? "" : "es");
+  std::string out =
+      fmt::format("{} pass{}", report.fixpoint_passes_size(), report.fixpoint_passes_size() == 1 ? "" : "es");
   const char* separator = ": ";
   for (const temper::v1::FixpointPass& p : report.fixpoint_passes()) {
     out += fmt::format("{}#{} {} attempt{} ({} kept), rescanned {} ({} passing, {} failing)", separator, p.pass(),
@@ -138,7 +168,8 @@ std::string UndoNote(const temper::v1::Batch& b) {
   if (b.plan_only()) {
     return "plan only: every change was reverted when the batch ended; \"fixed\" means the loop could fix it";
   }
-  if (b.has_reverted_at()) return fmt::format("reverted at {}: the batch's fixes were taken back out", FormatTime(b.reverted_at()));
+  if (b.has_reverted_at())
+    return fmt::format("reverted at {}: the batch's fixes were taken back out", FormatTime(b.reverted_at()));
   return "";
 }
 
@@ -149,10 +180,14 @@ std::string OptionsText(const temper::v1::Batch& b) {
 
 const char* WaiverStatusName(WaiverStatus::Kind kind) {
   switch (kind) {
-    case WaiverStatus::Kind::kApplied: return "applied";
-    case WaiverStatus::Kind::kExpired: return "expired";
-    case WaiverStatus::Kind::kPending: return "pending";
-    case WaiverStatus::Kind::kNotInBatch: return "not_in_batch";
+    case WaiverStatus::Kind::kApplied:
+      return "applied";
+    case WaiverStatus::Kind::kExpired:
+      return "expired";
+    case WaiverStatus::Kind::kPending:
+      return "pending";
+    case WaiverStatus::Kind::kNotInBatch:
+      return "not_in_batch";
   }
   return "?";
 }
@@ -162,9 +197,7 @@ std::string Title(const temper::v1::Batch& b) {
 }
 
 // Rules worth a section of their own: something was tried, learnt or decided about them.
-bool HasStory(const RuleReport& r) {
-  return !r.attempts.empty() || !r.lessons.empty() || !r.rule->detail().empty();
-}
+bool HasStory(const RuleReport& r) { return !r.attempts.empty() || !r.lessons.empty() || !r.rule->detail().empty(); }
 
 std::string Indent(const std::string& text, const std::string& prefix) {
   std::string out;
@@ -299,7 +332,8 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
                        StateName(rule.state()), Verdict(rule.before_verdict()), Verdict(rule.after_verdict()),
                        rule.attempts(), rule.attempts() == 1 ? "" : "s", rule.tokens_used());
     if (r.fixed_by) {
-      out += fmt::format("  fixed by attempt {}: {}\n", r.fixed_by->number(), OneLine(r.fixed_by->approach(), kLineChars));
+      out +=
+          fmt::format("  fixed by attempt {}: {}\n", r.fixed_by->number(), OneLine(r.fixed_by->approach(), kLineChars));
       if (r.fixed_by->commands().empty()) out += "    (no commands recorded)\n";
       for (const std::string& c : r.fixed_by->commands()) out += Indent(c, "    ");
     }
@@ -356,8 +390,9 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   }
   if (s.rules.empty()) return out;
 
-  out += "\n## Rules\n\n| Rule | Before | After | State | Attempts | Tokens | Note |\n"
-         "|---|---|---|---|---:|---:|---|\n";
+  out +=
+      "\n## Rules\n\n| Rule | Before | After | State | Attempts | Tokens | Note |\n"
+      "|---|---|---|---|---:|---:|---|\n";
   for (const RuleReport& r : s.rules) {
     const temper::v1::BatchRule& rule = *r.rule;
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", Code(ShortRuleName(rule.rule_id())),
@@ -428,20 +463,19 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
   j["plan_only"] = b.plan_only();
   ordered_json waivers = ordered_json::array();
   for (const WaiverStatus& w : WaiverStatuses(b)) {
-    waivers.push_back({{"rule_id", w.waiver->rule_id()},
-                       {"name", ShortRuleName(w.waiver->rule_id())},
-                       {"reason", w.waiver->reason()},
-                       {"owner", w.waiver->owner()},
-                       {"expires_at", w.waiver->has_expires_at() ? TimeJson(w.waiver->expires_at())
-                                                                 : ordered_json(nullptr)},
-                       {"status", WaiverStatusName(w.kind)}});
+    waivers.push_back(
+        {{"rule_id", w.waiver->rule_id()},
+         {"name", ShortRuleName(w.waiver->rule_id())},
+         {"reason", w.waiver->reason()},
+         {"owner", w.waiver->owner()},
+         {"expires_at", w.waiver->has_expires_at() ? TimeJson(w.waiver->expires_at()) : ordered_json(nullptr)},
+         {"status", WaiverStatusName(w.kind)}});
   }
   j["waivers"] = std::move(waivers);
   j["results_dir"] = report.results_dir();
-  j["results"] = report.results_dir().empty()
-                     ? ordered_json(nullptr)
-                     : ordered_json{{"xccdf", report.results_dir() + "/results.xml"},
-                                    {"arf", report.results_dir() + "/arf.xml"}};
+  j["results"] = report.results_dir().empty() ? ordered_json(nullptr)
+                                              : ordered_json{{"xccdf", report.results_dir() + "/results.xml"},
+                                                             {"arf", report.results_dir() + "/arf.xml"}};
   const temper::v1::RuleCounts& c = s.counts;
   j["summary"] = {{"has_run", s.has_run},
                   {"rules", c.total()},
@@ -468,8 +502,8 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
     const temper::v1::BatchRule& rule = *r.rule;
     ordered_json lessons = ordered_json::array();
     for (const temper::v1::Lesson* l : r.lessons) {
-      lessons.push_back({{"id", l->id()}, {"text", l->text()}, {"utility", l->utility()},
-                         {"created_at", TimeJson(l->created_at())}});
+      lessons.push_back(
+          {{"id", l->id()}, {"text", l->text()}, {"utility", l->utility()}, {"created_at", TimeJson(l->created_at())}});
     }
     ordered_json history = ordered_json::array();
     for (const temper::v1::Attempt* a : r.attempts) {
@@ -480,9 +514,10 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                          {"outcome", a->outcome()},
                          {"evidence", a->evidence()},
                          {"reflection", a->reflection()},
-                         {"usage", {{"prompt_tokens", a->usage().prompt_tokens()},
-                                    {"completion_tokens", a->usage().completion_tokens()},
-                                    {"cached_prompt_tokens", a->usage().cached_prompt_tokens()}}},
+                         {"usage",
+                          {{"prompt_tokens", a->usage().prompt_tokens()},
+                           {"completion_tokens", a->usage().completion_tokens()},
+                           {"cached_prompt_tokens", a->usage().cached_prompt_tokens()}}},
                          {"started_at", TimeJson(a->started_at())},
                          {"finished_at", TimeJson(a->finished_at())}});
     }
@@ -503,9 +538,15 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
   j["reverted_at"] = TimeJson(b.reverted_at());
   ordered_json passes = ordered_json::array();
   for (const temper::v1::FixpointPass& p : report.fixpoint_passes()) {
-    passes.push_back({{"pass", p.pass()}, {"final", p.final()}, {"attempts", p.attempts()}, {"fixed", p.fixed()},
-                      {"rescanned", p.rescanned()}, {"passing", p.passing()}, {"failing", p.failing()},
-                      {"flipped", Strings(p.flipped())}, {"requeued", Strings(p.requeued())},
+    passes.push_back({{"pass", p.pass()},
+                      {"final", p.final()},
+                      {"attempts", p.attempts()},
+                      {"fixed", p.fixed()},
+                      {"rescanned", p.rescanned()},
+                      {"passing", p.passing()},
+                      {"failing", p.failing()},
+                      {"flipped", Strings(p.flipped())},
+                      {"requeued", Strings(p.requeued())},
                       {"escalated", Strings(p.escalated())}});
   }
   j["fixpoint"] = std::move(passes);

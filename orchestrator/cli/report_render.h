@@ -26,11 +26,11 @@ struct RuleReport {
 };
 
 struct ReportSummary {
-  temper::v1::RuleCounts counts;  // counted from the rules, so always consistent with them
-  uint32_t failed_before = 0;     // rules whose verdict before the batch was "fail"
-  uint32_t fixed = 0;             // of those, the rules now fixed
-  std::optional<double> fix_rate; // fixed / failed_before; nullopt when no rule failed before
-  uint64_t tokens = 0;            // all roles, all rules
+  temper::v1::RuleCounts counts;   // counted from the rules, so always consistent with them
+  uint32_t failed_before = 0;      // rules whose verdict before the batch was "fail"
+  uint32_t fixed = 0;              // of those, the rules now fixed
+  std::optional<double> fix_rate;  // fixed / failed_before; nullopt when no rule failed before
+  uint64_t tokens = 0;             // all roles, all rules
   uint32_t attempts = 0;
   int64_t wall_seconds = 0;       // batch created_at → updated_at
   bool has_run = false;           // false while queued: nothing evaluated or tried yet

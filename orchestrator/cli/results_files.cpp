@@ -16,10 +16,11 @@ namespace {
 
 // The error for a source file that cannot be opened, with a hint where the usual cause is known.
 Status OpenError(int err, const std::string& path) {
-  if (err == ENOENT) return Status::NotFound(fmt::format("{}: no such file (results are read on temperd's host)", path));
+  if (err == ENOENT)
+    return Status::NotFound(fmt::format("{}: no such file (results are read on temperd's host)", path));
   if (err == EACCES || err == EPERM) {
-    return Status::PermissionDenied(
-        fmt::format("{}: permission denied (run as root or as a member of the group that may read temperd's state)", path));
+    return Status::PermissionDenied(fmt::format(
+        "{}: permission denied (run as root or as a member of the group that may read temperd's state)", path));
   }
   return Status::FromErrno(err, fmt::format("opening {}", path));
 }

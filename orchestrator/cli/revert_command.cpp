@@ -63,9 +63,10 @@ void AddRevertCommand(CLI::App& app, CommandContext& ctx) {
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "revert", "take a batch's changes back out of its target, or only one rule's fix (later fixes stay), then "
-                "re-evaluate; refused while a batch runs on the target, and when a later batch or fix sits on top "
-                "(revert those first: reverse order)");
+      "revert",
+      "take a batch's changes back out of its target, or only one rule's fix (later fixes stay), then "
+      "re-evaluate; refused while a batch runs on the target, and when a later batch or fix sits on top "
+      "(revert those first: reverse order)");
   cmd->add_option("batch", opt->batch, "batch id")->required();
   cmd->add_option("rule", opt->rule, "rule id or name; without it, the whole batch");
   cmd->add_flag("--json", opt->json, "print the response as JSON");

@@ -10,9 +10,9 @@
 
 #include "orchestrator/cli/commands.h"
 #include "stig/baseline.h"
+#include "stig/rootfs/rootfs_target.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
-#include "stig/rootfs/rootfs_target.h"
 
 namespace temper::cli {
 
@@ -28,7 +28,8 @@ void Print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), s
 
 Status CheckName(const std::string& name) {
   if (name.empty() || name.size() > 64 ||
-      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != std::string::npos ||
+      name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+          std::string::npos ||
       name[0] == '.') {
     return Status::InvalidArgument(
         fmt::format("target name '{}': use 1-64 letters, digits, '-', '_' or '.', not starting with '.'", name));
@@ -64,12 +65,13 @@ void AddTargetCommand(CLI::App& app, CommandContext& ctx) {
                           stig::SandboxLimits{});
       if (!shell.ok()) return shell.status().WithContext("checking the new target");
       if (!shell->Succeeded()) {
-        return Status::Internal(fmt::format("target {} was built but fails its checks ({}): {}", opt->name,
-                                            shell->Describe(), shell->err));
+        return Status::Internal(
+            fmt::format("target {} was built but fails its checks ({}): {}", opt->name, shell->Describe(), shell->err));
       }
-      Print(fmt::format("target {} ready in {} (root {}, snapshot layers in {}/state)\n"
-                        "add it to temperd.yaml:\n  targets:\n    {}:\n      type: rootfs\n      path: {}\n",
-                        opt->name, dir, dir + "/root", dir, opt->name, dir));
+      Print(
+          fmt::format("target {} ready in {} (root {}, snapshot layers in {}/state)\n"
+                      "add it to temperd.yaml:\n  targets:\n    {}:\n      type: rootfs\n      path: {}\n",
+                      opt->name, dir, dir + "/root", dir, opt->name, dir));
       return Status::OK();
     };
   });
@@ -93,7 +95,8 @@ void AddBaselineCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_option("-p,--profile", opt->profile, "profile id or name")->capture_default_str();
   cmd->add_option("--content-dir", opt->content_dir, "where datastream names are looked up")->capture_default_str();
   cmd->add_option("-r,--rule", opt->rules, "only these rules (id or name); repeat for several. Default: the profile");
-  cmd->add_option("-o,--out", opt->out, "directory for results.xml/arf.xml before and after, fix.sh, fix.log (default: a new temp dir)");
+  cmd->add_option("-o,--out", opt->out,
+                  "directory for results.xml/arf.xml before and after, fix.sh, fix.log (default: a new temp dir)");
   cmd->add_flag("--keep", opt->keep, "keep the remediated state (default: revert the target afterwards)");
   cmd->add_option("--package-cache", opt->package_cache,
                   "where the packages the fixes install are fetched to (temperd's default cache)")
@@ -108,11 +111,12 @@ void AddBaselineCommand(CLI::App& app, CommandContext& ctx) {
       TEMPER_RETURN_IF_ERROR(CheckName(opt->target));
       std::string dir = opt->dir.empty() ? fmt::format("{}/{}", kTargetsDir, opt->target) : opt->dir;
       if (!std::filesystem::is_directory(dir + "/root")) {
-        return Status::NotFound(fmt::format("no rootfs target at {} (run `temper target create {}` first)", dir,
-                                            opt->target));
+        return Status::NotFound(
+            fmt::format("no rootfs target at {} (run `temper target create {}` first)", dir, opt->target));
       }
       Logger log(LogLevel::kInfo);
-      TEMPER_ASSIGN_OR_RETURN(stig::Content content, stig::Content::Load(opt->datastream, opt->profile, opt->content_dir));
+      TEMPER_ASSIGN_OR_RETURN(stig::Content content,
+                              stig::Content::Load(opt->datastream, opt->profile, opt->content_dir));
       stig::Evaluator evaluator(content, {}, log);
       stig::PackageCacheOptions packages;
       if (!opt->no_package_cache) {

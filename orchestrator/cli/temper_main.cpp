@@ -15,13 +15,11 @@ int main(int argc, char** argv) {
   temper::cli::CommandContext ctx;
   if (const char* socket = std::getenv("TEMPER_SOCKET")) ctx.connection.socket = socket;
   if (const char* address = std::getenv("TEMPER_ADDRESS")) ctx.connection.address = address;
-  app.add_option("--socket", ctx.connection.socket, "temperd's unix socket (env TEMPER_SOCKET)")
-      ->capture_default_str();
+  app.add_option("--socket", ctx.connection.socket, "temperd's unix socket (env TEMPER_SOCKET)")->capture_default_str();
   app.add_option("--address", ctx.connection.address, "host:port of temperd's TCP port (env TEMPER_ADDRESS)");
   app.add_option("--tls-ca", ctx.connection.tls_ca, "CA certificate (PEM) for --address");
   app.add_option("--token-file", ctx.connection.token_file, "bearer token file for --address");
-  app.add_option("--timeout", ctx.connection.timeout_seconds, "seconds to wait for an answer")
-      ->capture_default_str();
+  app.add_option("--timeout", ctx.connection.timeout_seconds, "seconds to wait for an answer")->capture_default_str();
   app.set_version_flag("--version", "temper 0.1.0");
 
   temper::cli::AddSubmitCommand(app, ctx);

@@ -53,8 +53,8 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
     bool reconnect = false;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
-      "watch", "follow the journal live (one batch, or all), with a progress line per batch");
+  CLI::App* cmd =
+      app.add_subcommand("watch", "follow the journal live (one batch, or all), with a progress line per batch");
   cmd->add_option("batch", opt->batch, "batch id; all batches when omitted");
   cmd->add_option("--after", opt->after, "start after this seq (resume where you left off)");
   cmd->add_flag("--no-follow", opt->no_follow, "print the stored events and exit");
@@ -111,7 +111,8 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
         if (status.ok()) return Status::OK();
         if (status.error_code() != grpc::StatusCode::UNAVAILABLE || !opt->reconnect) {
           Status explained = conn.Explain(status);
-          return explained.WithContext(fmt::format("watch stopped after seq {} (resume with --after {})", cursor, cursor));
+          return explained.WithContext(
+              fmt::format("watch stopped after seq {} (resume with --after {})", cursor, cursor));
         }
         std::fprintf(stderr, "temper: temperd went away; reconnecting from seq %llu\n",
                      static_cast<unsigned long long>(cursor));

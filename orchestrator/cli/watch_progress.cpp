@@ -33,19 +33,30 @@ uint32_t Count(const json& counts, RuleState state) { return Count(counts, std::
 // running: left; reverted: a fix taken out after the batch).
 uint32_t* Tally(ProgressCounts& c, RuleState state) {
   switch (state) {
-    case RuleState::kFixed: return &c.fixed;
-    case RuleState::kAlreadyPassing: return &c.already_passing;
-    case RuleState::kError: return &c.failed;
-    case RuleState::kEscalated: return &c.escalated;
-    case RuleState::kSkipped: return &c.skipped;
-    case RuleState::kCancelled: return &c.cancelled;
-    case RuleState::kWaived: return &c.waived;
-    case RuleState::kManual: return &c.manual;
-    case RuleState::kHeld: return &c.held;
-    case RuleState::kRebootPending: return &c.reboot_pending;
+    case RuleState::kFixed:
+      return &c.fixed;
+    case RuleState::kAlreadyPassing:
+      return &c.already_passing;
+    case RuleState::kError:
+      return &c.failed;
+    case RuleState::kEscalated:
+      return &c.escalated;
+    case RuleState::kSkipped:
+      return &c.skipped;
+    case RuleState::kCancelled:
+      return &c.cancelled;
+    case RuleState::kWaived:
+      return &c.waived;
+    case RuleState::kManual:
+      return &c.manual;
+    case RuleState::kHeld:
+      return &c.held;
+    case RuleState::kRebootPending:
+      return &c.reboot_pending;
     case RuleState::kPending:
     case RuleState::kRunning:
-    case RuleState::kReverted: return nullptr;
+    case RuleState::kReverted:
+      return nullptr;
   }
   return nullptr;
 }
@@ -79,15 +90,24 @@ void BatchProgressModel::Seed(const temper::v1::Batch& batch) {
     if (state && Counted(*state)) SetFinal(r.rule_id(), *state);
   }
   switch (batch.state()) {
-    case temper::v1::BATCH_STATE_QUEUED: phase_ = Phase::kQueued; break;
-    case temper::v1::BATCH_STATE_RUNNING: phase_ = Phase::kRunning; break;
-    case temper::v1::BATCH_STATE_COMPLETED: phase_ = Phase::kCompleted; break;
-    case temper::v1::BATCH_STATE_CANCELLED: phase_ = Phase::kCancelled; break;
+    case temper::v1::BATCH_STATE_QUEUED:
+      phase_ = Phase::kQueued;
+      break;
+    case temper::v1::BATCH_STATE_RUNNING:
+      phase_ = Phase::kRunning;
+      break;
+    case temper::v1::BATCH_STATE_COMPLETED:
+      phase_ = Phase::kCompleted;
+      break;
+    case temper::v1::BATCH_STATE_CANCELLED:
+      phase_ = Phase::kCancelled;
+      break;
     case temper::v1::BATCH_STATE_FAILED:
       phase_ = Phase::kFailed;
       error_ = batch.error();
       break;
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -104,7 +124,9 @@ void BatchProgressModel::ApplyBatchEvent(EventType type, const json& d) {
       phase_ = Phase::kRunning;
       error_.clear();
       break;
-    case EventType::kBatchExpanded: total_ = Count(d, "rules"); break;
+    case EventType::kBatchExpanded:
+      total_ = Count(d, "rules");
+      break;
     case EventType::kBatchCompleted: {
       phase_ = Phase::kCompleted;
       auto rules = d.find("rules");
@@ -124,9 +146,14 @@ void BatchProgressModel::ApplyBatchEvent(EventType type, const json& d) {
       error_ = error != d.end() && error->is_string() ? error->get<std::string>() : "";
       break;
     }
-    case EventType::kBatchCancelled: phase_ = Phase::kCancelled; break;
-    case EventType::kEvaluationBefore: ApplyEvaluationBefore(d); break;
-    default: break;
+    case EventType::kBatchCancelled:
+      phase_ = Phase::kCancelled;
+      break;
+    case EventType::kEvaluationBefore:
+      ApplyEvaluationBefore(d);
+      break;
+    default:
+      break;
   }
 }
 
@@ -199,25 +226,30 @@ std::string BatchProgressModel::ChangeKey() const {
 std::string BatchProgressModel::Line() const {
   ProgressCounts c = counts();
   size_t filled = c.total_known && c.total > 0 ? std::min<size_t>(kBarWidth, c.done() * kBarWidth / c.total) : 0;
-  std::string out = fmt::format("batch {}  [{}{}] {}/{}  ", batch_id_, std::string(filled, '#'),
-                                std::string(kBarWidth - filled, '-'), c.done(),
-                                c.total_known ? std::to_string(c.total) : "?");
+  std::string out =
+      fmt::format("batch {}  [{}{}] {}/{}  ", batch_id_, std::string(filled, '#'), std::string(kBarWidth - filled, '-'),
+                  c.done(), c.total_known ? std::to_string(c.total) : "?");
   out += fmt::format("fixed {} · already {} · failed {} · escalated {} · skipped {}", c.fixed, c.already_passing,
                      c.failed, c.escalated, c.skipped);
   // The rule policy's states only when they occur, so a batch without them keeps a short line.
-  for (const auto& [n, name] : {std::pair{c.reboot_pending, "reboot pending"}, std::pair{c.waived, "waived"},
-                                std::pair{c.held, "held"}, std::pair{c.manual, "manual"},
-                                std::pair{c.cancelled, "cancelled"}}) {
+  for (const auto& [n, name] :
+       {std::pair{c.reboot_pending, "reboot pending"}, std::pair{c.waived, "waived"}, std::pair{c.held, "held"},
+        std::pair{c.manual, "manual"}, std::pair{c.cancelled, "cancelled"}}) {
     if (n > 0) out += fmt::format(" · {} {}", name, n);
   }
   out += fmt::format(" · left {}", c.total_known ? std::to_string(c.left()) : "?");
   switch (phase_) {
-    case Phase::kCompleted: return out + "  ✔ completed";
-    case Phase::kCancelled: return out + "  ✖ cancelled";
-    case Phase::kFailed: return out + "  ✖ failed" + (error_.empty() ? "" : ": " + OneLine(error_, 200));
-    case Phase::kQueued: return out + "  ▸ queued";
+    case Phase::kCompleted:
+      return out + "  ✔ completed";
+    case Phase::kCancelled:
+      return out + "  ✖ cancelled";
+    case Phase::kFailed:
+      return out + "  ✖ failed" + (error_.empty() ? "" : ": " + OneLine(error_, 200));
+    case Phase::kQueued:
+      return out + "  ▸ queued";
     case Phase::kUnknown:
-    case Phase::kRunning: break;
+    case Phase::kRunning:
+      break;
   }
   if (!rule_.empty()) return out + "  ▸ " + ShortRuleName(rule_) + (role_.empty() ? "" : " (" + role_ + ")");
   return out + "  ▸ " + (role_.empty() ? "running" : "(" + role_ + ")");

@@ -33,7 +33,7 @@ struct ProgressCounts {
   uint32_t escalated = 0;
   uint32_t skipped = 0;
   uint32_t cancelled = 0;
-  uint32_t waived = 0;          // rule policy (orchestrator/loop/rule_policy.h): never counted as pass
+  uint32_t waived = 0;  // rule policy (orchestrator/loop/rule_policy.h): never counted as pass
   uint32_t manual = 0;
   uint32_t held = 0;
   uint32_t reboot_pending = 0;  // fixed, staged until `temper rebooted`
@@ -91,12 +91,12 @@ class BatchProgressModel {
   std::string batch_id_;
   std::optional<uint32_t> total_;
   std::map<std::string, RuleState> finals_;  // rules known to be in a final state, by id
-  ProgressCounts before_;                   // evaluation.before's verdict counts (rule ids unknown)
-  bool seed_had_verdicts_ = false;          // the seed already holds evaluation.before's outcome
-  std::optional<ProgressCounts> completed_; // batch.completed's counts
+  ProgressCounts before_;                    // evaluation.before's verdict counts (rule ids unknown)
+  bool seed_had_verdicts_ = false;           // the seed already holds evaluation.before's outcome
+  std::optional<ProgressCounts> completed_;  // batch.completed's counts
   Phase phase_ = Phase::kUnknown;
-  std::string error_;                       // batch.failed's error
-  std::string rule_, role_;                 // from the latest event
+  std::string error_;        // batch.failed's error
+  std::string rule_, role_;  // from the latest event
 };
 
 class ProgressBoard {
@@ -132,10 +132,10 @@ class ProgressBoard {
 
   bool tty_;
   size_t width_;
-  std::vector<BatchProgressModel> models_;     // in the order first seen
-  std::vector<std::string> live_;              // terminal: batches whose line is redrawn, in order
-  std::map<std::string, std::string> printed_; // elsewhere: the ChangeKey last printed per batch
-  size_t drawn_ = 0;                           // terminal: progress lines now on screen
+  std::vector<BatchProgressModel> models_;      // in the order first seen
+  std::vector<std::string> live_;               // terminal: batches whose line is redrawn, in order
+  std::map<std::string, std::string> printed_;  // elsewhere: the ChangeKey last printed per batch
+  size_t drawn_ = 0;                            // terminal: progress lines now on screen
 };
 
 }  // namespace temper::cli

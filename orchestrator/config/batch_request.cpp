@@ -17,9 +17,7 @@ namespace {
 
 constexpr size_t kMaxRules = 5000;
 
-bool IsIdChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-}
+bool IsIdChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-'; }
 
 bool AllIdChars(std::string_view s) {
   for (char c : s) {
@@ -76,8 +74,8 @@ Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
   if (requested.wall_time_seconds() != 0) {
     std::chrono::seconds wall(requested.wall_time_seconds());
     if (wall < R::kMinWallTime || wall > R::kMaxWallTime) {
-      return Status::InvalidArgument(fmt::format("budgets.wall_time_seconds: {} is out of range [{}, {}]",
-                                                 wall.count(), R::kMinWallTime.count(), R::kMaxWallTime.count()));
+      return Status::InvalidArgument(fmt::format("budgets.wall_time_seconds: {} is out of range [{}, {}]", wall.count(),
+                                                 R::kMinWallTime.count(), R::kMaxWallTime.count()));
     }
     out.wall_time = wall;
   }
@@ -103,8 +101,8 @@ Result<std::string> NormalizeRuleId(std::string_view id) {
         fmt::format("'{}' is not an XCCDF rule id (expected xccdf_<namespace>_rule_<name>)", id));
   }
   if (AllIdChars(id)) return fmt::format("{}{}", kSsgRulePrefix, id);
-  return Status::InvalidArgument(fmt::format(
-      "'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
+  return Status::InvalidArgument(
+      fmt::format("'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
 }
 
 Result<int64_t> ParseBatchId(std::string_view text) {
@@ -116,8 +114,8 @@ Result<int64_t> ParseBatchId(std::string_view text) {
   return id;
 }
 
-Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
-                                       const DaemonConfig& config, const std::vector<std::string>& more_targets) {
+Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request, const DaemonConfig& config,
+                                       const std::vector<std::string>& more_targets) {
   TEMPER_RETURN_IF_ERROR(CheckRequestBounds(request));
   NewBatch batch;
   if (request.target().empty()) return Status::InvalidArgument("target: required");
@@ -128,8 +126,8 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
     names.insert(names.end(), more_targets.begin(), more_targets.end());
     std::string known;
     for (const std::string& n : names) known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
-    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})",
-                                        request.target(), config.source, DidYouMean(request.target(), names),
+    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})", request.target(),
+                                        config.source, DidYouMean(request.target(), names),
                                         known.empty() ? "none" : known));
   }
   batch.target = request.target();
@@ -146,8 +144,7 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   batch.profile = request.profile();
 
   if (request.whole_profile() == (request.rule_ids_size() > 0)) {
-    return Status::InvalidArgument(
-        "rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
+    return Status::InvalidArgument("rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
   }
   batch.whole_profile = request.whole_profile();
   if (static_cast<size_t>(request.rule_ids_size()) > kMaxRules) {

@@ -23,8 +23,8 @@ Result<std::string> NormalizeRuleId(std::string_view id);
 // are valid target names besides the configured ones (SSH hosts named on submit). Errors:
 // InvalidArgument for malformed fields and strings over their bounds (request_bounds.h), NotFound for
 // an unknown target or datastream.
-Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request,
-                                       const DaemonConfig& config, const std::vector<std::string>& more_targets = {});
+Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request, const DaemonConfig& config,
+                                       const std::vector<std::string>& more_targets = {});
 
 // Parses a batch id as the API carries it (decimal). InvalidArgument names the bad text.
 Result<int64_t> ParseBatchId(std::string_view text);

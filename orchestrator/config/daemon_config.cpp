@@ -24,8 +24,7 @@ Status ParseUnix(const YamlNode& node, UnixListenConfig& out) {
   }
   // sockaddr_un holds 108 bytes including the terminating NUL.
   if (out.path.size() > 107) {
-    return node.Error(fmt::format("socket path is {} bytes; unix sockets allow at most 107",
-                                  out.path.size()));
+    return node.Error(fmt::format("socket path is {} bytes; unix sockets allow at most 107", out.path.size()));
   }
   return Status::OK();
 }
@@ -78,7 +77,8 @@ Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
   }
   if (auto n = node.Find("sources")) {
     TEMPER_ASSIGN_OR_RETURN(std::vector<YamlNode> items, n->Items());
-    if (items.empty()) return n->Error("give at least one apt source, e.g. 'deb http://deb.debian.org/debian bookworm main'");
+    if (items.empty())
+      return n->Error("give at least one apt source, e.g. 'deb http://deb.debian.org/debian bookworm main'");
     out.sources.clear();
     for (const YamlNode& item : items) {
       TEMPER_ASSIGN_OR_RETURN(std::string line, item.AsString());
@@ -110,8 +110,8 @@ Status ParseSshTarget(const YamlNode& spec, TargetConfig& target) {
   if (auto n = spec.Find("sudo")) {
     TEMPER_ASSIGN_OR_RETURN(target.sudo, n->AsBool());
     if (!target.sudo && endpoint->user != "root") {
-      return n->Error(fmt::format("without sudo, {} cannot run fixes as root: log in as root or allow sudo",
-                                  endpoint->user));
+      return n->Error(
+          fmt::format("without sudo, {} cannot run fixes as root: log in as root or allow sudo", endpoint->user));
     }
   }
   return Status::OK();
@@ -252,9 +252,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   config.source = root.file();
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir",
-                                                 "models", "log_level", "shutdown_grace",
-                                                 "default_budgets", "package_cache", "ssh", "sandbox", "targets",
-                                                 "loop", "waivers"}));
+                                                 "models", "log_level", "shutdown_grace", "default_budgets",
+                                                 "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -282,8 +281,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
     config.log_level = *level;
   }
   if (auto n = root.Find("shutdown_grace")) {
-    TEMPER_ASSIGN_OR_RETURN(config.shutdown_grace,
-                            n->AsDuration(std::chrono::seconds(0), std::chrono::seconds(600)));
+    TEMPER_ASSIGN_OR_RETURN(config.shutdown_grace, n->AsDuration(std::chrono::seconds(0), std::chrono::seconds(600)));
   }
   if (auto n = root.Find("default_budgets")) TEMPER_RETURN_IF_ERROR(ParseBudgets(*n, config.default_budgets));
   config.package_cache.dir = (std::filesystem::path(config.state_dir) / "packages").string();
@@ -295,9 +293,10 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   // The masters' sockets are <control_dir>/m-<16 hex> plus ssh's own 17-byte suffix, in 108 bytes.
   if (config.ssh.control_dir.size() > kMaxSshControlDir) {
     YamlNode at = root.Find("ssh") ? *root.Find("ssh") : root;
-    return at.Error(fmt::format("ssh control_dir {} is {} bytes; socket paths allow at most {} (set ssh.control_dir, "
-                                "e.g. /run/temper/ssh)",
-                                config.ssh.control_dir, config.ssh.control_dir.size(), kMaxSshControlDir));
+    return at.Error(
+        fmt::format("ssh control_dir {} is {} bytes; socket paths allow at most {} (set ssh.control_dir, "
+                    "e.g. /run/temper/ssh)",
+                    config.ssh.control_dir, config.ssh.control_dir.size(), kMaxSshControlDir));
   }
   if (auto n = root.Find("sandbox")) TEMPER_RETURN_IF_ERROR(ParseSandbox(*n, config.sandbox));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));

@@ -25,10 +25,10 @@ struct UnixListenConfig {
 
 // TCP is served only with TLS and a bearer token: never plaintext on the network.
 struct TcpListenConfig {
-  std::string address;    // host:port, e.g. 0.0.0.0:7443
-  std::string tls_cert;   // PEM certificate chain file
-  std::string tls_key;    // PEM private key file
-  std::string token_file; // file holding the bearer token clients must send
+  std::string address;     // host:port, e.g. 0.0.0.0:7443
+  std::string tls_cert;    // PEM certificate chain file
+  std::string tls_key;     // PEM private key file
+  std::string token_file;  // file holding the bearer token clients must send
 };
 
 struct TargetConfig {

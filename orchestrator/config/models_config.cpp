@@ -11,8 +11,8 @@ namespace temper {
 namespace {
 
 Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
-      {"type", "model_dir", "tp", "gpus", "kv_memory_fraction", "max_context"}));
+  TEMPER_RETURN_IF_ERROR(
+      node.ExpectMapWithKeys({"type", "model_dir", "tp", "gpus", "kv_memory_fraction", "max_context"}));
   InprocessEndpoint e;
   TEMPER_ASSIGN_OR_RETURN(YamlNode dir, node.Require("model_dir"));
   TEMPER_ASSIGN_OR_RETURN(e.model_dir, dir.AsPath());
@@ -29,8 +29,7 @@ Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
       e.gpus.push_back(static_cast<uint32_t>(g));
     }
     if (e.gpus.size() != e.tp) {
-      return gpus->Error(fmt::format("lists {} GPUs but tp is {}; give one GPU per rank",
-                                     e.gpus.size(), e.tp));
+      return gpus->Error(fmt::format("lists {} GPUs but tp is {}; give one GPU per rank", e.gpus.size(), e.tp));
     }
   }
   if (auto n = node.Find("kv_memory_fraction")) {
@@ -44,8 +43,8 @@ Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
 }
 
 Result<OpenAIEndpoint> ParseOpenAI(const YamlNode& node) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
-      {"type", "base_url", "model", "api_key_env", "api_key_file", "timeout", "max_retries"}));
+  TEMPER_RETURN_IF_ERROR(
+      node.ExpectMapWithKeys({"type", "base_url", "model", "api_key_env", "api_key_file", "timeout", "max_retries"}));
   OpenAIEndpoint e;
   TEMPER_ASSIGN_OR_RETURN(YamlNode url, node.Require("base_url"));
   TEMPER_ASSIGN_OR_RETURN(e.base_url, url.AsString());
@@ -93,17 +92,15 @@ Result<EndpointConfig> ParseEndpoint(const std::string& name, const YamlNode& no
   } else if (type == "replay") {
     TEMPER_ASSIGN_OR_RETURN(e.spec, ParseReplay(node));
   } else {
-    return type_node.Error(
-        fmt::format("unknown endpoint type '{}' (expected inprocess, openai or replay)", type));
+    return type_node.Error(fmt::format("unknown endpoint type '{}' (expected inprocess, openai or replay)", type));
   }
   return e;
 }
 
 Result<RoleConfig> ParseRole(const std::string& role, const YamlNode& node,
                              const std::map<std::string, EndpointConfig>& endpoints) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"endpoint", "temperature", "top_p", "top_k",
-                                                 "min_p", "seed", "max_output_tokens",
-                                                 "context_tokens"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
+      {"endpoint", "temperature", "top_p", "top_k", "min_p", "seed", "max_output_tokens", "context_tokens"}));
   RoleConfig r;
   r.role = role;
   TEMPER_ASSIGN_OR_RETURN(YamlNode ep, node.Require("endpoint"));
@@ -111,8 +108,7 @@ Result<RoleConfig> ParseRole(const std::string& role, const YamlNode& node,
   if (endpoints.count(r.endpoint) == 0) {
     std::string known;
     for (const auto& [name, unused] : endpoints) known += fmt::format("{}{}", known.empty() ? "" : ", ", name);
-    return ep.Error(fmt::format("no endpoint named '{}' (defined: {})", r.endpoint,
-                                known.empty() ? "none" : known));
+    return ep.Error(fmt::format("no endpoint named '{}' (defined: {})", r.endpoint, known.empty() ? "none" : known));
   }
   if (auto n = node.Find("temperature")) {
     TEMPER_ASSIGN_OR_RETURN(r.sampling.temperature, n->AsDouble(0.0, 2.0));
@@ -141,8 +137,8 @@ Result<RoleConfig> ParseRole(const std::string& role, const YamlNode& node,
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(512, 1 << 22));
     r.context_tokens = static_cast<uint32_t>(v);
     if (r.max_output_tokens >= r.context_tokens) {
-      return n->Error(fmt::format("context_tokens ({}) must exceed max_output_tokens ({})",
-                                  r.context_tokens, r.max_output_tokens));
+      return n->Error(
+          fmt::format("context_tokens ({}) must exceed max_output_tokens ({})", r.context_tokens, r.max_output_tokens));
     }
   }
   return r;

@@ -19,13 +19,10 @@ using google::protobuf::Reflection;
 const std::map<std::string, size_t>& Table() {
   static const std::map<std::string, size_t> table = {
       {"temper.v1.SubmitBatchRequest.datastream", 4096},  // a path: PATH_MAX
-      {"temper.v1.SubmitBatchRequest.name", 200},
-      {"temper.v1.SubmitBatchRequest.request_id", 128},
+      {"temper.v1.SubmitBatchRequest.name", 200},        {"temper.v1.SubmitBatchRequest.request_id", 128},
       {"temper.v1.SubmitBatchRequest.host", 512},  // user@name:port
-      {"temper.v1.AcceptHostKeyRequest.host", 512},
-      {"temper.v1.Waiver.reason", kMaxWaiverReason},
-      {"temper.v1.Waiver.owner", kMaxWaiverOwner},
-      {"temper.v1.CancelBatchRequest.reason", 1000},
+      {"temper.v1.AcceptHostKeyRequest.host", 512},      {"temper.v1.Waiver.reason", kMaxWaiverReason},
+      {"temper.v1.Waiver.owner", kMaxWaiverOwner},       {"temper.v1.CancelBatchRequest.reason", 1000},
       {"temper.v1.ConfirmRebootRequest.note", 2000},
   };
   return table;
@@ -47,8 +44,8 @@ Status Check(const Message& m, const std::string& prefix) {
         continue;
       }
       std::string scratch;
-      const std::string& value = f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch)
-                                                  : r->GetStringReference(m, f, &scratch);
+      const std::string& value =
+          f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch) : r->GetStringReference(m, f, &scratch);
       const size_t bound = StringFieldBound(*f);
       if (value.size() > bound) {
         return Status::InvalidArgument(fmt::format("{}: {} bytes; at most {}", path, value.size(), bound));

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "orchestrator/records.h"
 #include "orchestrator/config/yaml_reader.h"
+#include "orchestrator/records.h"
 
 namespace temper {
 

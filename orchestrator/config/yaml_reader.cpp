@@ -27,8 +27,8 @@ Result<YamlNode> YamlNode::LoadString(const std::string& text, const std::string
     YAML::Node root = YAML::Load(text);
     return YamlNode(root, source_name, "");
   } catch (const YAML::Exception& e) {
-    return Status::InvalidArgument(fmt::format("{}:{}:{}: YAML syntax error: {}", source_name,
-                                               e.mark.line + 1, e.mark.column + 1, e.msg));
+    return Status::InvalidArgument(
+        fmt::format("{}:{}:{}: YAML syntax error: {}", source_name, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
 }
 
@@ -46,8 +46,7 @@ Result<YamlNode> YamlNode::LoadFile(const std::string& path) {
 
 Status YamlNode::Error(std::string_view message) const {
   YAML::Mark mark = node_.IsDefined() ? node_.Mark() : YAML::Mark::null_mark();
-  std::string where = mark.is_null() ? file_
-                                     : fmt::format("{}:{}:{}", file_, mark.line + 1, mark.column + 1);
+  std::string where = mark.is_null() ? file_ : fmt::format("{}:{}:{}", file_, mark.line + 1, mark.column + 1);
   if (path_.empty()) return Status::InvalidArgument(fmt::format("{}: {}", where, message));
   return Status::InvalidArgument(fmt::format("{}: {}: {}", where, path_, message));
 }
@@ -185,22 +184,19 @@ Result<double> YamlNode::AsDouble(double min, double max) const {
   return value;
 }
 
-Result<std::chrono::seconds> YamlNode::AsDuration(std::chrono::seconds min,
-                                                  std::chrono::seconds max) const {
+Result<std::chrono::seconds> YamlNode::AsDuration(std::chrono::seconds min, std::chrono::seconds max) const {
   if (!node_.IsScalar()) return Error(fmt::format("expected a duration, got {}", KindName()));
   Result<std::chrono::seconds> d = ParseDuration(node_.Scalar());
   if (!d.ok()) return Error(d.status().message());
   if (*d < min || *d > max) {
-    return Error(fmt::format("duration {}s is out of range [{}s, {}s]", d->count(), min.count(),
-                             max.count()));
+    return Error(fmt::format("duration {}s is out of range [{}s, {}s]", d->count(), min.count(), max.count()));
   }
   return *d;
 }
 
 Result<std::chrono::seconds> ParseDuration(std::string_view text) {
   auto bad = [&] {
-    return Status::InvalidArgument(
-        fmt::format("'{}' is not a duration (examples: 90s, 20m, 1h30m, 2d)", text));
+    return Status::InvalidArgument(fmt::format("'{}' is not a duration (examples: 90s, 20m, 1h30m, 2d)", text));
   };
   if (text.empty()) return bad();
   int64_t total = 0;
@@ -217,11 +213,20 @@ Result<std::chrono::seconds> ParseDuration(std::string_view text) {
     int64_t unit = 1;
     if (i < text.size()) {
       switch (text[i++]) {
-        case 'd': unit = 86400; break;
-        case 'h': unit = 3600; break;
-        case 'm': unit = 60; break;
-        case 's': unit = 1; break;
-        default: return bad();
+        case 'd':
+          unit = 86400;
+          break;
+        case 'h':
+          unit = 3600;
+          break;
+        case 'm':
+          unit = 60;
+          break;
+        case 's':
+          unit = 1;
+          break;
+        default:
+          return bad();
       }
       any_unit = true;
     } else if (any_unit) {

@@ -44,10 +44,14 @@ Result<ExportFormat> ParseExportFormat(std::string_view name) {
 
 std::string_view ExportFormatName(ExportFormat format) {
   switch (format) {
-    case ExportFormat::kArf: return "arf";
-    case ExportFormat::kCkl: return "ckl";
-    case ExportFormat::kCklb: return "cklb";
-    case ExportFormat::kHtml: return "html";
+    case ExportFormat::kArf:
+      return "arf";
+    case ExportFormat::kCkl:
+      return "ckl";
+    case ExportFormat::kCklb:
+      return "cklb";
+    case ExportFormat::kHtml:
+      return "html";
   }
   return "html";
 }
@@ -59,8 +63,8 @@ Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id,
   if (format == ExportFormat::kArf) {
     std::string arf = BatchResultsDir(sources.results_root, batch.id, "after") + "/arf.xml";
     if (batch.state != BatchState::kCompleted) {
-      return Status::FailedPrecondition(fmt::format(
-          "batch {} is {}: its final ARF is written when it completes", batch.id, BatchStateName(batch.state)));
+      return Status::FailedPrecondition(fmt::format("batch {} is {}: its final ARF is written when it completes",
+                                                    batch.id, BatchStateName(batch.state)));
     }
     TEMPER_ASSIGN_OR_RETURN(out.content, ReadWhole(arf));
     out.file_name = stem + "-arf.xml";
@@ -68,7 +72,8 @@ Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id,
     return out;
   }
   TEMPER_ASSIGN_OR_RETURN(const stig::Content* content, sources.content(batch));
-  TEMPER_ASSIGN_OR_RETURN(EvidenceReport report, CollectEvidence(sources.store, *content, sources.results_root, batch.id));
+  TEMPER_ASSIGN_OR_RETURN(EvidenceReport report,
+                          CollectEvidence(sources.store, *content, sources.results_root, batch.id));
   switch (format) {
     case ExportFormat::kCkl:
       out.content = WriteCkl(EvidenceChecklist(report));

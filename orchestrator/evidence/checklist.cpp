@@ -14,20 +14,28 @@ constexpr ChecklistStatus kStatuses[] = {ChecklistStatus::kNotAFinding, Checklis
 
 std::string_view CklStatusName(ChecklistStatus s) {
   switch (s) {
-    case ChecklistStatus::kNotAFinding: return "NotAFinding";
-    case ChecklistStatus::kOpen: return "Open";
-    case ChecklistStatus::kNotApplicable: return "Not_Applicable";
-    case ChecklistStatus::kNotReviewed: return "Not_Reviewed";
+    case ChecklistStatus::kNotAFinding:
+      return "NotAFinding";
+    case ChecklistStatus::kOpen:
+      return "Open";
+    case ChecklistStatus::kNotApplicable:
+      return "Not_Applicable";
+    case ChecklistStatus::kNotReviewed:
+      return "Not_Reviewed";
   }
   return "Not_Reviewed";
 }
 
 std::string_view CklbStatusName(ChecklistStatus s) {
   switch (s) {
-    case ChecklistStatus::kNotAFinding: return "not_a_finding";
-    case ChecklistStatus::kOpen: return "open";
-    case ChecklistStatus::kNotApplicable: return "not_applicable";
-    case ChecklistStatus::kNotReviewed: return "not_reviewed";
+    case ChecklistStatus::kNotAFinding:
+      return "not_a_finding";
+    case ChecklistStatus::kOpen:
+      return "open";
+    case ChecklistStatus::kNotApplicable:
+      return "not_applicable";
+    case ChecklistStatus::kNotReviewed:
+      return "not_reviewed";
   }
   return "not_reviewed";
 }
@@ -44,8 +52,8 @@ Result<ChecklistStatus> ParseCklbStatus(std::string_view token) {
   for (ChecklistStatus s : kStatuses) {
     if (CklbStatusName(s) == token) return s;
   }
-  return Status::InvalidArgument(fmt::format(
-      "\"{}\" is not a checklist status (not_a_finding, open, not_applicable, not_reviewed)", token));
+  return Status::InvalidArgument(
+      fmt::format("\"{}\" is not a checklist status (not_a_finding, open, not_applicable, not_reviewed)", token));
 }
 
 std::string DerivedUuid(std::string_view seed) {
@@ -58,7 +66,7 @@ std::string DerivedUuid(std::string_view seed) {
     }
     half ^= half >> 29;
   }
-  h[0] = (h[0] & ~0xF000ull) | 0x8000ull;                       // version 8
+  h[0] = (h[0] & ~0xF000ull) | 0x8000ull;                         // version 8
   h[1] = (h[1] & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;  // RFC 9562 variant
   return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", h[0] >> 32, (h[0] >> 16) & 0xFFFF, h[0] & 0xFFFF,
                      h[1] >> 48, h[1] & 0xFFFFFFFFFFFFull);

@@ -36,9 +36,11 @@ constexpr std::pair<const char*, const char*> kRuleFields[] = {
 };
 
 // STIG_INFO names CKLB carries, and where.
-constexpr std::pair<const char*, const char*> kStigFields[] = {
-    {"title", "stig_name"}, {"stigid", "stig_id"}, {"version", "version"}, {"releaseinfo", "release_info"},
-    {"uuid", "uuid"}};
+constexpr std::pair<const char*, const char*> kStigFields[] = {{"title", "stig_name"},
+                                                               {"stigid", "stig_id"},
+                                                               {"version", "version"},
+                                                               {"releaseinfo", "release_info"},
+                                                               {"uuid", "uuid"}};
 
 constexpr std::string_view kStigSuffix = " Security Technical Implementation Guide";
 
@@ -159,11 +161,17 @@ Result<Checklist> ReadCklb(std::string_view text, const std::string& source) {
   if (auto t = doc.find("target_data"); t != doc.end() && !t->is_null()) {
     if (!t->is_object()) return fail(Status::DataLoss("target_data: expected an object"));
     ChecklistAsset& a = c.asset;
-    const std::pair<const char*, std::string*> fields[] = {
-        {"target_type", &a.asset_type}, {"host_name", &a.host_name},      {"ip_address", &a.host_ip},
-        {"mac_address", &a.host_mac},   {"fqdn", &a.host_fqdn},           {"comments", &a.target_comment},
-        {"role", &a.role},              {"technology_area", &a.tech_area}, {"web_db_site", &a.web_db_site},
-        {"web_db_instance", &a.web_db_instance}, {"classification", &a.marking}};
+    const std::pair<const char*, std::string*> fields[] = {{"target_type", &a.asset_type},
+                                                           {"host_name", &a.host_name},
+                                                           {"ip_address", &a.host_ip},
+                                                           {"mac_address", &a.host_mac},
+                                                           {"fqdn", &a.host_fqdn},
+                                                           {"comments", &a.target_comment},
+                                                           {"role", &a.role},
+                                                           {"technology_area", &a.tech_area},
+                                                           {"web_db_site", &a.web_db_site},
+                                                           {"web_db_instance", &a.web_db_instance},
+                                                           {"classification", &a.marking}};
     for (const auto& [key, into] : fields) {
       Result<std::string> v = Str(*t, key, "target_data");
       if (!v.ok()) return fail(v.status());

@@ -15,7 +15,9 @@ std::string ShortName(const std::string& id) {
   return at == std::string::npos ? id : id.substr(at + stig::kRulePrefix.size());
 }
 
-std::string Joined(const std::vector<std::string>& v, std::string_view sep) { return fmt::format("{}", fmt::join(v, sep)); }
+std::string Joined(const std::vector<std::string>& v, std::string_view sep) {
+  return fmt::format("{}", fmt::join(v, sep));
+}
 
 std::string FindingDetails(const RuleEvidence& r) {
   std::string out = fmt::format("OpenSCAP verdict before: {}; after: {}\n",
@@ -30,24 +32,26 @@ std::string FindingDetails(const RuleEvidence& r) {
   }
   const std::optional<stig::RuleEvidence>& evidence = r.after ? r.after : r.before;
   if (evidence && !evidence->definitions.empty()) {
-    out += fmt::format("\nOpenSCAP evidence ({}):\n{}", r.after ? "after the batch" : "before the batch", evidence->Text());
+    out += fmt::format("\nOpenSCAP evidence ({}):\n{}", r.after ? "after the batch" : "before the batch",
+                       evidence->Text());
   }
   return CutText(out, kMaxChecklistText);
 }
 
 std::string Comments(const RuleEvidence& r) {
-  std::string out = r.plan_only ? "temper (plan only: every change was reverted; this is what it would do): " : "temper: ";
+  std::string out =
+      r.plan_only ? "temper (plan only: every change was reverted; this is what it would do): " : "temper: ";
   out += RuleStateName(r.rule.state);
   if (!r.rule.detail.empty()) out += ": " + r.rule.detail;
   out += "\n";
   if (r.waiver) {
-    out += fmt::format("Waiver (risk accepted by {}): {}{}\n", r.waiver->owner, r.waiver->reason,
-                       r.waiver->expires_at ? fmt::format(" (expires {})", IsoTime(*r.waiver->expires_at))
-                                            : std::string());
+    out += fmt::format(
+        "Waiver (risk accepted by {}): {}{}\n", r.waiver->owner, r.waiver->reason,
+        r.waiver->expires_at ? fmt::format(" (expires {})", IsoTime(*r.waiver->expires_at)) : std::string());
   }
   for (const AttemptEvidence& a : r.attempts) {
-    out += fmt::format("\nAttempt {}: {} (OpenSCAP {})\nApproach: {}\n", a.attempt.number, AttemptOutcomeName(a.attempt.outcome),
-                       a.attempt.verdict, a.attempt.approach);
+    out += fmt::format("\nAttempt {}: {} (OpenSCAP {})\nApproach: {}\n", a.attempt.number,
+                       AttemptOutcomeName(a.attempt.outcome), a.attempt.verdict, a.attempt.approach);
     if (!a.attempt.commands.empty()) out += "Commands:\n  " + Joined(a.attempt.commands, "\n  ") + "\n";
     out += "Changes: " + a.changes.Summary() + "\n";
     if (!a.attempt.reflection.empty()) out += "Reflection: " + a.attempt.reflection + "\n";
@@ -107,9 +111,8 @@ Checklist EvidenceChecklist(const EvidenceReport& report) {
     add("Rule_ID", r.rule.rule_id);
     add("Rule_Ver", info ? Joined(info->stig_ids, ", ") : "");
     add("Rule_Title", info ? info->title : r.rule.rule_id);
-    add("Vuln_Discuss", info ? (info->rationale.empty() ? info->description
-                                                        : info->description + "\n\n" + info->rationale)
-                             : "");
+    add("Vuln_Discuss",
+        info ? (info->rationale.empty() ? info->description : info->description + "\n\n" + info->rationale) : "");
     add("IA_Controls", "");
     add("Check_Content", info && !info->oval_definition_id.empty()
                              ? "Automated check by OpenSCAP: " + info->check_summary

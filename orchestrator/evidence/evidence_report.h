@@ -26,17 +26,17 @@ namespace temper::evidence {
 
 struct AttemptEvidence {
   AttemptRecord attempt;
-  stig::ChangeSet changes;   // empty when the attempt recorded none
+  stig::ChangeSet changes;    // empty when the attempt recorded none
   std::string changes_error;  // why the stored change set could not be read; empty when it could
 };
 
 struct RuleEvidence {
   BatchRuleRecord rule;
-  const stig::RuleInfo* info = nullptr;         // null for an id the datastream lacks (state error)
-  std::optional<stig::RuleEvidence> before;     // OpenSCAP's evidence before any fix, when evaluated
-  std::optional<stig::RuleEvidence> after;      // at the end of the batch
-  std::vector<AttemptEvidence> attempts;        // oldest first
-  std::optional<Waiver> waiver;                 // the batch's waiver for the rule, if any
+  const stig::RuleInfo* info = nullptr;      // null for an id the datastream lacks (state error)
+  std::optional<stig::RuleEvidence> before;  // OpenSCAP's evidence before any fix, when evaluated
+  std::optional<stig::RuleEvidence> after;   // at the end of the batch
+  std::vector<AttemptEvidence> attempts;     // oldest first
+  std::optional<Waiver> waiver;              // the batch's waiver for the rule, if any
   // A plan-only batch reverted every change: the target stands where it stood before.
   bool plan_only = false;
 

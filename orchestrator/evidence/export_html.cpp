@@ -58,12 +58,14 @@ void Pre(std::string& out, std::string_view text) {
 
 void Changes(std::string& out, const AttemptEvidence& a) {
   out += fmt::format("<p>Changes: {}</p>\n", E(a.changes.Summary()));
-  if (!a.changes_error.empty()) out += fmt::format("<p>The stored change set is unreadable: {}</p>\n", E(a.changes_error));
+  if (!a.changes_error.empty())
+    out += fmt::format("<p>The stored change set is unreadable: {}</p>\n", E(a.changes_error));
   if (a.changes.files.empty()) return;
   out += "<table><tr><th>path</th><th>change</th><th>before</th><th>after</th></tr>\n";
   auto state = [](const std::optional<stig::FileState>& s) {
     if (!s) return std::string("—");
-    std::string text = fmt::format("{} {:04o} {}:{} {} bytes", stig::FileTypeName(s->type), s->mode, s->uid, s->gid, s->size);
+    std::string text =
+        fmt::format("{} {:04o} {}:{} {} bytes", stig::FileTypeName(s->type), s->mode, s->uid, s->gid, s->size);
     if (s->type == stig::FileType::kSymlink) text += " → " + s->link;
     return text;
   };
@@ -89,12 +91,12 @@ void Rule(std::string& out, const RuleEvidence& r) {
                      E(info ? fmt::format("{}", fmt::join(info->stig_ids, ", ")) : ""),
                      E(info ? fmt::format("{}", fmt::join(info->ccis, ", ")) : ""),
                      E(info ? fmt::format("{}", fmt::join(info->srgs, ", ")) : ""));
-  out += fmt::format("<p>State: <b>{}</b>{} · OpenSCAP before: <b>{}</b> · after: <b>{}</b> · checklist: "
-                     "<span class=\"s-{}\">{}</span></p>\n",
-                     RuleStateName(r.rule.state), r.rule.detail.empty() ? "" : " — " + E(r.rule.detail),
-                     E(r.rule.before_verdict.empty() ? "—" : r.rule.before_verdict),
-                     E(r.rule.after_verdict.empty() ? "—" : r.rule.after_verdict), CklStatusName(status),
-                     CklStatusName(status));
+  out += fmt::format(
+      "<p>State: <b>{}</b>{} · OpenSCAP before: <b>{}</b> · after: <b>{}</b> · checklist: "
+      "<span class=\"s-{}\">{}</span></p>\n",
+      RuleStateName(r.rule.state), r.rule.detail.empty() ? "" : " — " + E(r.rule.detail),
+      E(r.rule.before_verdict.empty() ? "—" : r.rule.before_verdict),
+      E(r.rule.after_verdict.empty() ? "—" : r.rule.after_verdict), CklStatusName(status), CklStatusName(status));
   if (r.waiver) {
     out += fmt::format("<p>Waived: {} (risk accepted by {}{})</p>\n", E(r.waiver->reason), E(r.waiver->owner),
                        r.waiver->expires_at ? ", expires " + IsoTime(*r.waiver->expires_at) : "");
@@ -151,15 +153,18 @@ std::string ExportHtml(const EvidenceReport& report) {
       IsoTime(report.generated_at));
   if (!b.error.empty()) out += fmt::format("<p>The batch failed: {}</p>\n", E(b.error));
   if (b.options.plan_only) {
-    out += "<p><b>Plan only:</b> every change was reverted; the attempts show what temper would change, and the "
-           "target still stands where it stood before.</p>\n";
+    out +=
+        "<p><b>Plan only:</b> every change was reverted; the attempts show what temper would change, and the "
+        "target still stands where it stood before.</p>\n";
   }
   out += fmt::format("<p class=\"score\">Score before: <b>{}</b> · after: <b>{}</b></p>\n", ScoreText(report.before),
                      ScoreText(report.after));
-  out += "<p class=\"meta\">Score: rules OpenSCAP passed out of those it passed or failed; rules not applicable, "
-         "not checked or in error count as other. Waived and manual rules are never counted as passing.</p>\n";
-  out += "<h2 class=\"first\">Rules</h2>\n<table>\n<tr><th>rule</th><th>severity</th><th>DISA STIG</th><th>state</th>"
-         "<th>before</th><th>after</th><th>attempts</th><th>checklist</th></tr>\n";
+  out +=
+      "<p class=\"meta\">Score: rules OpenSCAP passed out of those it passed or failed; rules not applicable, "
+      "not checked or in error count as other. Waived and manual rules are never counted as passing.</p>\n";
+  out +=
+      "<h2 class=\"first\">Rules</h2>\n<table>\n<tr><th>rule</th><th>severity</th><th>DISA STIG</th><th>state</th>"
+      "<th>before</th><th>after</th><th>attempts</th><th>checklist</th></tr>\n";
   for (const RuleEvidence& r : report.rules) {
     std::string_view status = CklStatusName(ChecklistStatusOf(r));
     out += fmt::format(

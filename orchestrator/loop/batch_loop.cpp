@@ -57,7 +57,8 @@ std::string Evidence(const stig::VerificationReport& report, const stig::RuleInf
     out += fmt::format("Regression: {} passed before this attempt, now {}\n", v.rule_id, stig::VerdictName(v.verdict));
   }
   for (const stig::HealthResult& h : report.health.results) {
-    if (std::find(report.broken_health.begin(), report.broken_health.end(), h.name) == report.broken_health.end()) continue;
+    if (std::find(report.broken_health.begin(), report.broken_health.end(), h.name) == report.broken_health.end())
+      continue;
     out += fmt::format("Health check {} (`{}`) now fails: {}\n", h.name, h.command, h.detail);
   }
   if (!rule.check_summary.empty()) out += fmt::format("The check: {}\n", rule.check_summary);
@@ -132,7 +133,8 @@ std::string BatchLoop::ResultsDir(const std::string& leaf) const {
 }
 
 Result<stig::Evaluation> BatchLoop::EvaluateWithResults(const std::vector<std::string>& rule_ids,
-                                                        const std::string& results_dir, std::map<std::string, int>& counts) {
+                                                        const std::string& results_dir,
+                                                        std::map<std::string, int>& counts) {
   std::error_code ec;
   std::filesystem::create_directories(results_dir, ec);
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", results_dir, ec.message()));
@@ -217,8 +219,8 @@ Status BatchLoop::Start() {
   }
   if (batch_.whole_profile && batch_.rules.empty()) {
     step.add_rules = s_.content.profile_rule_ids();
-    step.events.push_back(Event("", "daemon", EventType::kBatchExpanded, {{"profile", s_.content.profile().id},
-                                                                 {"rules", step.add_rules.size()}}));
+    step.events.push_back(Event("", "daemon", EventType::kBatchExpanded,
+                                {{"profile", s_.content.profile().id}, {"rules", step.add_rules.size()}}));
   }
   if (batch_.good_snapshot) {
     TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.good_snapshot));
@@ -238,7 +240,8 @@ Status BatchLoop::EvaluateBefore() {
   for (const BatchRuleRecord& r : batch_.rules) {
     if (IsFinal(r.state) || !r.before_verdict.empty()) continue;
     if (!s_.content.Rule(r.rule_id).ok()) {
-      step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kError,
+      step.rules.push_back({.rule_id = r.rule_id,
+                            .state = RuleState::kError,
                             .detail = fmt::format("not a rule of {}", s_.content.datastream_path())});
       continue;
     }
@@ -276,8 +279,11 @@ Status BatchLoop::EvaluateBefore() {
   std::map<std::string, int> states;
   for (const RuleUpdate& u : step.rules) ++states[std::string(RuleStateName(u.state.value_or(RuleState::kPending)))];
   step.events.push_back(Event("", "evaluator", EventType::kEvaluationBefore,
-                              {{"rules", ids.size()}, {"verdicts", counts}, {"not_in_datastream", unknown},
-                               {"results_dir", results_dir}, {"states", states}}));
+                              {{"rules", ids.size()},
+                               {"verdicts", counts},
+                               {"not_in_datastream", unknown},
+                               {"results_dir", results_dir},
+                               {"states", states}}));
   step.events.insert(step.events.end(), decided.begin(), decided.end());
   TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
   return RefreshBatch();
@@ -327,8 +333,9 @@ Status BatchLoop::PickAndRun() {
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
   ArchitectPick pick;
-  Asked asked = Ask(s_.models.architect_client(), prompt,
-                    [&](const ChatResponse& r) { return s_.models.architect().ParsePick(r, input); }, pick);
+  Asked asked = Ask(
+      s_.models.architect_client(), prompt,
+      [&](const ChatResponse& r) { return s_.models.architect().ParsePick(r, input); }, pick);
   if (asked.transport_failed()) return asked.status.WithContext("architect");
   if (!asked.status.ok()) {
     // The Architect only orders the work; without a usable answer the batch goes on in order, with
@@ -342,8 +349,8 @@ Status BatchLoop::PickAndRun() {
   if (pick.kind == ArchitectPick::Kind::kSkip) {
     data["reason"] = pick.reason;
     LoopStep step;
-    step.rules.push_back({.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason,
-                          .add_tokens = Total(asked.usage)});
+    step.rules.push_back(
+        {.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason, .add_tokens = Total(asked.usage)});
     step.events.push_back(Event(rule->id, "architect", EventType::kArchitectSkip, data, asked.usage));
     recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
     return Commit(std::move(step)).status();
@@ -406,11 +413,12 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
 
 Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory& memory) {
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(ToRoleRule(run.rule), run.approach,
-                                                                               run.attempts, memory.lessons));
+                                                                                 run.attempts, memory.lessons));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(run.rule.id, "architect", prompt.trimmed));
   ReengageDecision decision;
-  Asked asked = Ask(s_.models.architect_client(), prompt,
-                    [&](const ChatResponse& r) { return s_.models.architect().ParseReengage(r); }, decision);
+  Asked asked = Ask(
+      s_.models.architect_client(), prompt,
+      [&](const ChatResponse& r) { return s_.models.architect().ParseReengage(r); }, decision);
   if (asked.transport_failed()) return asked.status.WithContext("architect");
   if (!asked.status.ok()) {
     // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
@@ -439,8 +447,10 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   attempt.number = run.attempts_made + 1;
   attempt.approach = run.approach;
   attempt.started_at = NowMs();
-  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", EventType::kAttemptStarted,
-                                                 {{"number", attempt.number}, {"approach", run.approach}})).status());
+  TEMPER_RETURN_IF_ERROR(s_.journal
+                             .Append(Event(rule.id, "worker", EventType::kAttemptStarted,
+                                           {{"number", attempt.number}, {"approach", run.approach}}))
+                             .status());
 
   // The Worker changes the target, starting from the known-good state.
   WorkerBudget worker_budget;
@@ -489,10 +499,10 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   if (report.ok()) {
     Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
     attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
-    attempt.outcome = accepted                             ? AttemptOutcome::kKept
-                      : !report->broken_health.empty()     ? AttemptOutcome::kUnhealthy
-                      : !report->regressions.empty()       ? AttemptOutcome::kRegression
-                                                           : AttemptOutcome::kReverted;
+    attempt.outcome = accepted                         ? AttemptOutcome::kKept
+                      : !report->broken_health.empty() ? AttemptOutcome::kUnhealthy
+                      : !report->regressions.empty()   ? AttemptOutcome::kRegression
+                                                       : AttemptOutcome::kReverted;
     attempt.evidence = Evidence(*report, rule);
   } else {
     attempt.verdict = "error";
@@ -534,16 +544,24 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     const RuleState kept = KeptFixState(rule);
     std::string detail = fmt::format("fixed on attempt {}", attempt.number);
     if (kept == RuleState::kRebootPending) {
-      detail += fmt::format(", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
-                            "verifies it", batch_.id);
+      detail += fmt::format(
+          ", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
+          "verifies it",
+          batch_.id);
     }
-    step.rules.push_back({.rule_id = rule.id, .state = kept, .detail = detail,
-                          .after_verdict = attempt.verdict, .add_attempts = 1, .add_tokens = Total(attempt.usage)});
+    step.rules.push_back({.rule_id = rule.id,
+                          .state = kept,
+                          .detail = detail,
+                          .after_verdict = attempt.verdict,
+                          .add_attempts = 1,
+                          .add_tokens = Total(attempt.usage)});
     for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
     step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptKept, evaluated));
-    const EventType announced = kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
+    const EventType announced =
+        kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
     step.events.push_back(Event(rule.id, "daemon", announced,
-                                {{"attempts", attempt.number}, {"tokens", run.tokens_used + Total(attempt.usage)},
+                                {{"attempts", attempt.number},
+                                 {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
     good_snapshot_ = snapshot;
@@ -574,28 +592,35 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step) {
   const stig::RuleInfo& rule = run.rule;
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
-                                                                       run.attempts, memory.lessons));
+                                                                         run.attempts, memory.lessons));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
   Reflection reflection;
-  Asked asked = Ask(s_.models.reflector_client(), prompt,
-                    [&](const ChatResponse& r) { return s_.models.reflector().Parse(r); }, reflection);
+  Asked asked = Ask(
+      s_.models.reflector_client(), prompt, [&](const ChatResponse& r) { return s_.models.reflector().Parse(r); },
+      reflection);
   if (asked.transport_failed()) return asked.status.WithContext("reflector");
   Add(attempt.usage, asked.usage);
   if (!asked.status.ok()) {
     // The attempt is recorded without a lesson; the next one still sees its evidence.
-    step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorFailed,
-                                {{"number", attempt.number}, {"error", asked.status.message()},
-                                 {"latency_ms", asked.latency.count()}},
-                                asked.usage));
+    step.events.push_back(
+        Event(rule.id, "reflector", EventType::kReflectorFailed,
+              {{"number", attempt.number}, {"error", asked.status.message()}, {"latency_ms", asked.latency.count()}},
+              asked.usage));
     return Status::OK();
   }
   attempt.reflection = ReflectionText(reflection);
-  step.lesson = LessonRecord{.rule_id = rule.id, .group_id = rule.group_id, .batch_id = batch_.id,
-                             .text = reflection.lesson, .utility = EpisodicMemory::kInitialUtility};
+  step.lesson = LessonRecord{.rule_id = rule.id,
+                             .group_id = rule.group_id,
+                             .batch_id = batch_.id,
+                             .text = reflection.lesson,
+                             .utility = EpisodicMemory::kInitialUtility};
   step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorLesson,
-                              {{"number", attempt.number}, {"lesson", reflection.lesson},
-                               {"why_failed", reflection.why_failed}, {"next", reflection.next},
-                               {"never", reflection.never}, {"latency_ms", asked.latency.count()}},
+                              {{"number", attempt.number},
+                               {"lesson", reflection.lesson},
+                               {"why_failed", reflection.why_failed},
+                               {"next", reflection.next},
+                               {"never", reflection.never},
+                               {"latency_ms", asked.latency.count()}},
                               asked.usage));
   return Status::OK();
 }
@@ -651,9 +676,15 @@ Result<bool> BatchLoop::Rescan() {
     flipped.push_back({{"rule_id", f.rule_id}, {"was", f.was}, {"now", f.now}, {"reason", f.reason}});
   }
   step.events.push_back(Event("", "evaluator", EventType::kFixpointPass,
-                              {{"pass", pass_number}, {"max_passes", s_.fixpoint_passes}, {"final", d.pass.final},
-                               {"verdicts", counts}, {"attempts", made}, {"fixed", kept}, {"flipped", flipped},
-                               {"requeued", d.pass.requeued}, {"escalated", d.pass.escalated},
+                              {{"pass", pass_number},
+                               {"max_passes", s_.fixpoint_passes},
+                               {"final", d.pass.final},
+                               {"verdicts", counts},
+                               {"attempts", made},
+                               {"fixed", kept},
+                               {"flipped", flipped},
+                               {"requeued", d.pass.requeued},
+                               {"escalated", d.pass.escalated},
                                {"results_dir", results_dir}}));
   for (const RuleUpdate& u : step.rules) {
     if (!u.state) continue;

@@ -38,13 +38,13 @@
 #include "common/status.h"
 #include "orchestrator/journal_event_types.h"
 #include "orchestrator/loop/fixpoint.h"
+#include "orchestrator/loop/role_models.h"
+#include "orchestrator/records.h"
 #include "orchestrator/store/episodic_memory.h"
 #include "orchestrator/store/journal.h"
-#include "orchestrator/records.h"
-#include "orchestrator/loop/role_models.h"
+#include "stig/health.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
-#include "stig/health.h"
 #include "stig/target.h"
 
 namespace temper {
@@ -92,8 +92,7 @@ class BatchLoop {
   Status Start();
   Status EvaluateBefore();
   // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
-  void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
-                       std::vector<NewEvent>& events) const;
+  void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update, std::vector<NewEvent>& events) const;
   Status PickAndRun();
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
   Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);
@@ -120,9 +119,10 @@ class BatchLoop {
   bool Interrupted();
   Status RefreshBatch();
   Result<StepCommitted> Commit(LoopStep step);
-  NewEvent Event(const std::string& rule_id, const std::string& role, EventType type,
-                 const nlohmann::json& data, TokenUsage usage = {}) const;
-  Status JournalTrimmed(const std::string& rule_id, const std::string& role, const std::vector<TrimmedSection>& trimmed);
+  NewEvent Event(const std::string& rule_id, const std::string& role, EventType type, const nlohmann::json& data,
+                 TokenUsage usage = {}) const;
+  Status JournalTrimmed(const std::string& rule_id, const std::string& role,
+                        const std::vector<TrimmedSection>& trimmed);
   BatchProgress Progress() const;
   std::vector<std::string> PassingRules() const;
   std::string ResultsDir(const std::string& leaf) const;

@@ -46,7 +46,8 @@ std::string OwnerOf(const Owners& owners, stig::SnapshotId id) {
     return fmt::format("rule {} of batch {} (attempt {}, snapshot {})", Short(f->rule_id), f->batch_id, f->number, id);
   }
   for (const Owners::Batch& b : owners.batches) {
-    if (b.start_snapshot == id) return fmt::format("changes found on the target when batch {} started (snapshot {})", b.id, id);
+    if (b.start_snapshot == id)
+      return fmt::format("changes found on the target when batch {} started (snapshot {})", b.id, id);
   }
   return fmt::format("snapshot {}, which no batch recorded", id);
 }
@@ -59,12 +60,16 @@ Status CheckRevertible(const BatchRecord& batch) {
     case BatchState::kQueued:
       return Refuse(fmt::format("batch {} has not run yet: it changed nothing to revert", batch.id));
     case BatchState::kRunning:
-      return Refuse(fmt::format("batch {} is running on target {}: a revert must wait until it ends (or cancel it "
-                                "with `temper cancel {}`)", batch.id, batch.target, batch.id));
-    default: break;
+      return Refuse(
+          fmt::format("batch {} is running on target {}: a revert must wait until it ends (or cancel it "
+                      "with `temper cancel {}`)",
+                      batch.id, batch.target, batch.id));
+    default:
+      break;
   }
   if (batch.options.plan_only) {
-    return Refuse(fmt::format("batch {} was plan-only: it left nothing on target {} to revert", batch.id, batch.target));
+    return Refuse(
+        fmt::format("batch {} was plan-only: it left nothing on target {} to revert", batch.id, batch.target));
   }
   if (batch.reverted_at) return Refuse(fmt::format("batch {} was already reverted", batch.id));
   if (!batch.start_snapshot && !batch.good_snapshot) {
@@ -72,8 +77,8 @@ Status CheckRevertible(const BatchRecord& batch) {
                               batch.target, BatchStateName(batch.state)));
   }
   if (!batch.start_snapshot) {
-    return Refuse(fmt::format("batch {} recorded no start snapshot (it ran before temper could revert batches)",
-                              batch.id));
+    return Refuse(
+        fmt::format("batch {} recorded no start snapshot (it ran before temper could revert batches)", batch.id));
   }
   return Status::OK();
 }
@@ -81,9 +86,10 @@ Status CheckRevertible(const BatchRecord& batch) {
 Status CheckNoLooseChanges(stig::Target& target) {
   TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, target.UnsnapshottedPaths());
   if (changed.empty()) return Status::OK();
-  return Refuse(fmt::format("target {} has {} changed path{} that no snapshot holds ({}); they belong to no batch and "
-                            "a revert would discard them: find out what changed the target outside temper first",
-                            target.name(), changed.size(), changed.size() == 1 ? "" : "s", List(changed, 5)));
+  return Refuse(
+      fmt::format("target {} has {} changed path{} that no snapshot holds ({}); they belong to no batch and "
+                  "a revert would discard them: find out what changed the target outside temper first",
+                  target.name(), changed.size(), changed.size() == 1 ? "" : "s", List(changed, 5)));
 }
 
 // Evaluates `ids` into a fresh results directory.
@@ -147,10 +153,9 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
     in_the_way.push_back(OwnerOf(owners, id));
   }
   if (!in_the_way.empty()) {
-    std::string first = later_batches.empty()
-                            ? "take those changes out first"
-                            : fmt::format("revert batch {} first (`temper revert {}`)", *later_batches.rbegin(),
-                                          *later_batches.rbegin());
+    std::string first = later_batches.empty() ? "take those changes out first"
+                                              : fmt::format("revert batch {} first (`temper revert {}`)",
+                                                            *later_batches.rbegin(), *later_batches.rbegin());
     return Refuse(fmt::format("batch {} cannot be reverted: later changes on target {} lie on top of it: {}; {}",
                               batch.id, batch.target, List(in_the_way), first));
   }
@@ -160,9 +165,10 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
   for (const BatchRuleRecord& r : batch.rules) {
     if (KeptAChange(r.state)) reverted.insert(r.rule_id);
   }
-  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, "", EventType::kBatchRevertStarted,
-                                                {{"restore_snapshot", start},
-                                                 {"rules", std::vector<std::string>(reverted.begin(), reverted.end())}}))
+  TEMPER_RETURN_IF_ERROR(s.journal
+                             .Append(Event(batch, "", EventType::kBatchRevertStarted,
+                                           {{"restore_snapshot", start},
+                                            {"rules", std::vector<std::string>(reverted.begin(), reverted.end())}}))
                              .status());
   TEMPER_RETURN_IF_ERROR(target.Revert(start));
 
@@ -183,7 +189,8 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
   ApplyVerdicts(batch, eval, reverted, step, out, counts);
   for (const std::string& id : reverted) {
     Result<stig::Verdict> v = eval.VerdictOf(id);
-    RuleUpdate u{.rule_id = id, .state = RuleState::kReverted,
+    RuleUpdate u{.rule_id = id,
+                 .state = RuleState::kReverted,
                  .detail = fmt::format("fixed, then reverted with the whole batch (`temper revert {}`)", batch.id)};
     if (v.ok()) u.after_verdict = std::string(stig::VerdictName(*v));
     step.rules.push_back(std::move(u));
@@ -192,8 +199,10 @@ Result<RevertOutcome> RevertWholeBatch(const RevertServices& s, stig::Target& ta
     if (f.batch_id == batch.id && !f.reverted_at) step.reverted_attempts.push_back(f.attempt_id);
   }
   step.events.push_back(Event(batch, "", EventType::kBatchReverted,
-                              {{"restored_snapshot", start}, {"reverted_rules", out.reverted_rules},
-                               {"verdicts", counts}, {"now_failing", out.now_failing},
+                              {{"restored_snapshot", start},
+                               {"reverted_rules", out.reverted_rules},
+                               {"verdicts", counts},
+                               {"now_failing", out.now_failing},
                                {"results_dir", out.results_dir}}));
   TEMPER_RETURN_IF_ERROR(s.journal.CommitRevert(step).status());
   TEMPER_ASSIGN_OR_RETURN(out.batch, s.journal.store().GetBatch(batch.id));
@@ -240,8 +249,8 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
   }
   TEMPER_RETURN_IF_ERROR(CheckNoLooseChanges(target));
 
-  TEMPER_RETURN_IF_ERROR(s.journal.Append(Event(batch, rule_id, EventType::kRuleRevertStarted, {{"snapshots", present}}))
-                             .status());
+  TEMPER_RETURN_IF_ERROR(
+      s.journal.Append(Event(batch, rule_id, EventType::kRuleRevertStarted, {{"snapshots", present}})).status());
   RevertOutcome out;
   for (auto it = present.rbegin(); it != present.rend(); ++it) {
     TEMPER_RETURN_IF_ERROR(target.DropSnapshot(*it));
@@ -269,7 +278,8 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
     step.reverted_attempts.push_back(f->attempt_id);
     numbers.push_back(f->number);
   }
-  RuleUpdate u{.rule_id = rule_id, .state = RuleState::kReverted,
+  RuleUpdate u{.rule_id = rule_id,
+               .state = RuleState::kReverted,
                .detail = fmt::format("fixed on attempt {}, then reverted (`temper revert {} {}`)",
                                      fmt::join(numbers, " and "), batch.id, Short(rule_id))};
   std::string verdict;
@@ -277,8 +287,10 @@ Result<RevertOutcome> RevertRule(const RevertServices& s, stig::Target& target, 
   if (!verdict.empty()) u.after_verdict = verdict;
   step.rules.push_back(std::move(u));
   step.events.push_back(Event(batch, rule_id, EventType::kRuleReverted,
-                              {{"dropped_snapshots", out.dropped_snapshots}, {"verdict", verdict},
-                               {"verdicts", counts}, {"now_failing", out.now_failing},
+                              {{"dropped_snapshots", out.dropped_snapshots},
+                               {"verdict", verdict},
+                               {"verdicts", counts},
+                               {"now_failing", out.now_failing},
                                {"results_dir", out.results_dir}}));
   TEMPER_RETURN_IF_ERROR(s.journal.CommitRevert(step).status());
   TEMPER_ASSIGN_OR_RETURN(out.batch, s.journal.store().GetBatch(batch.id));

@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
+#include "orchestrator/store/journal.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
 #include "stig/target.h"
@@ -47,11 +47,11 @@ struct RevertRequest {
 };
 
 struct RevertOutcome {
-  BatchRecord batch;                       // as stored afterwards, with its rules
+  BatchRecord batch;  // as stored afterwards, with its rules
   std::vector<std::string> reverted_rules;
-  std::vector<stig::SnapshotId> dropped_snapshots;   // a rule's revert
-  std::optional<stig::SnapshotId> restored_snapshot; // a batch's revert
-  std::vector<std::string> now_failing;    // rules that passed before the revert and fail after it
+  std::vector<stig::SnapshotId> dropped_snapshots;    // a rule's revert
+  std::optional<stig::SnapshotId> restored_snapshot;  // a batch's revert
+  std::vector<std::string> now_failing;               // rules that passed before the revert and fail after it
   std::string results_dir;
 };
 

@@ -34,9 +34,9 @@ struct FlippedRule {
 };
 
 struct FixpointDecision {
-  FixpointPass pass;               // to append to the batch's passes
-  std::vector<FlippedRule> flips;  // in batch order
-  std::vector<RuleUpdate> updates; // after verdicts for every rescanned rule; re-queues, escalations
+  FixpointPass pass;                // to append to the batch's passes
+  std::vector<FlippedRule> flips;   // in batch order
+  std::vector<RuleUpdate> updates;  // after verdicts for every rescanned rule; re-queues, escalations
 };
 
 // Decides pass `pass_number` (1-based) of at most `max_passes` from the batch as stored and the

@@ -27,9 +27,10 @@ LoopRunner::~LoopRunner() { Stop(); }
 
 void LoopRunner::Start() {
   if (models_ == nullptr) {
-    log_.Warning("{} names no models file (models:): batches are accepted and queued, and run once temperd "
-                 "starts with one",
-                 config_.source);
+    log_.Warning(
+        "{} names no models file (models:): batches are accepted and queued, and run once temperd "
+        "starts with one",
+        config_.source);
     return;
   }
   std::lock_guard lock(mu_);
@@ -84,7 +85,8 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       seen = wake_count_;
     }
     Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
-    if (!reboot.ok()) log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
+    if (!reboot.ok())
+      log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
     if (reboot.ok() && reboot->has_value()) {
       Status verified = VerifyReboot(config, **reboot);
       if (verified.ok()) continue;
@@ -121,8 +123,8 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
     return FailBatch(batch, lease.status());
   }
   if (ssh) (void)hosts_->SetState(config.name, HostState::kRunning, "", batch.id);
-  LoopServices services{journal_, *models_, (*content)->content, *(*content)->evaluator, log_, results_root(),
-                        config_.fixpoint_passes};
+  LoopServices services{journal_, *models_,       (*content)->content,    *(*content)->evaluator,
+                        log_,     results_root(), config_.fixpoint_passes};
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;

@@ -32,13 +32,13 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "orchestrator/config/daemon_config.h"
 #include "orchestrator/loop/batch_loop.h"
 #include "orchestrator/loop/batch_revert.h"
-#include "orchestrator/config/daemon_config.h"
-#include "orchestrator/store/journal.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/loop/target_slots.h"
+#include "orchestrator/store/journal.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
 

@@ -20,7 +20,8 @@ Result<bool> RevertEndedPlan(Journal& journal, stig::Target& target, const std::
   event.target = target_name;
   event.role = "daemon";
   event.type = EventTypeName(EventType::kBatchPlanReverted);
-  event.data_json = nlohmann::json{{"start_snapshot", start}, {"recovered", true},
+  event.data_json = nlohmann::json{{"start_snapshot", start},
+                                   {"recovered", true},
                                    {"batch_state", std::string(BatchStateName(last->state))}}
                         .dump();
   TEMPER_RETURN_IF_ERROR(journal.Append(event).status());

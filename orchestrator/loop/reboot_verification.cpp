@@ -11,8 +11,7 @@ namespace temper {
 
 namespace {
 
-NewEvent RebootEvent(const BatchRecord& batch, const std::string& rule_id, EventType type,
-                     const nlohmann::json& data) {
+NewEvent RebootEvent(const BatchRecord& batch, const std::string& rule_id, EventType type, const nlohmann::json& data) {
   NewEvent e;
   e.batch_id = batch.id;
   e.target = batch.target;
@@ -33,7 +32,8 @@ Status AbandonRebootVerification(Journal& journal, const BatchRecord& batch, con
                                     {{"error", why.ToString()},
                                      {"confirmed_seq", batch.reboot_confirmed_seq.value_or(0)},
                                      {"detail", fmt::format("the rules stay reboot_pending; run `temper rebooted {}` "
-                                                            "again once the target can be evaluated", batch.id)}}));
+                                                            "again once the target can be evaluated",
+                                                            batch.id)}}));
   return journal.Commit(step).status();
 }
 
@@ -85,8 +85,11 @@ Status VerifyAfterReboot(Journal& journal, stig::Target& target, const stig::Eva
     step.rules.push_back(std::move(u));
   }
   step.events.push_back(RebootEvent(batch, "", EventType::kRebootVerified,
-                                    {{"fixed", fixed}, {"escalated", escalated}, {"confirmed_seq", confirmed},
-                                     {"results_dir", dir}, {"seconds", eval->seconds}}));
+                                    {{"fixed", fixed},
+                                     {"escalated", escalated},
+                                     {"confirmed_seq", confirmed},
+                                     {"results_dir", dir},
+                                     {"seconds", eval->seconds}}));
   return journal.Commit(step).status();
 }
 

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "orchestrator/store/journal.h"
 #include "orchestrator/records.h"
+#include "orchestrator/store/journal.h"
 #include "stig/scap/evaluator.h"
 #include "stig/target.h"
 

@@ -18,7 +18,8 @@ Result<std::unique_ptr<RoleModels>> RoleModels::Create(const ModelsConfig& confi
     models->endpoint_of_[role] = role_config.endpoint;
     if (models->clients_.contains(role_config.endpoint)) continue;
     Result<std::unique_ptr<ModelClient>> client = MakeModelClient(endpoint->second, log);
-    if (!client.ok()) return client.status().WithContext(fmt::format("{}: endpoint {}", config.source, endpoint->first));
+    if (!client.ok())
+      return client.status().WithContext(fmt::format("{}: endpoint {}", config.source, endpoint->first));
     models->clients_[role_config.endpoint] = std::move(*client);
   }
   for (const char* role : ModelsConfig::kRoleNames) {

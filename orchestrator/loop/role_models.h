@@ -44,7 +44,7 @@ class RoleModels {
   PromptLibrary prompts_ = PromptLibrary::Embedded();
   BytesTokenEstimator estimator_;
   std::map<std::string, std::unique_ptr<ModelClient>> clients_;  // by endpoint name
-  std::map<std::string, std::string> endpoint_of_;                // role → endpoint
+  std::map<std::string, std::string> endpoint_of_;               // role → endpoint
   std::unique_ptr<Architect> architect_;
   std::unique_ptr<Reflector> reflector_;
 };

@@ -46,9 +46,10 @@ PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, cons
   }
   if (rule.classification.decidability == stig::Decidability::kManual) {
     d.state = RuleState::kManual;
-    d.detail = fmt::format("manual: SCAP Security Guide has no automated check for this rule (OpenSCAP: {}); a person "
-                           "must review it",
-                           verdict);
+    d.detail = fmt::format(
+        "manual: SCAP Security Guide has no automated check for this rule (OpenSCAP: {}); a person "
+        "must review it",
+        verdict);
     d.events.push_back({EventType::kRuleManual, {{"before_verdict", verdict}}});
     return d;
   }
@@ -56,9 +57,10 @@ PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, cons
   stig::RuleRisk risk = stig::AssessRisk(rule);
   if (!risk.disruptive()) return d;
   d.state = RuleState::kHeld;
-  d.detail = fmt::format("held, not changed: disruptive ({}). To remediate it, submit it again allowing disruptive "
-                         "changes: temper submit --allow-disruptive (or allow_disruptive: true in the batch file)",
-                         risk.Explain());
+  d.detail = fmt::format(
+      "held, not changed: disruptive ({}). To remediate it, submit it again allowing disruptive "
+      "changes: temper submit --allow-disruptive (or allow_disruptive: true in the batch file)",
+      risk.Explain());
   nlohmann::json reasons = nlohmann::json::array();
   for (stig::RiskReason r : risk.reasons) reasons.push_back(std::string(stig::RiskReasonName(r)));
   d.events.push_back({EventType::kRuleHeld, {{"reasons", reasons}, {"detail", d.detail}}});

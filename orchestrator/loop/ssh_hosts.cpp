@@ -43,10 +43,12 @@ Result<std::unique_ptr<SshHosts>> SshHosts::Open(const DaemonConfig& config) {
     text << in.rdbuf();
     nlohmann::json j = nlohmann::json::parse(text.str(), nullptr, false);
     if (j.is_discarded() || !j.is_array()) {
-      return Status::DataLoss(fmt::format("{} is not a JSON array of hosts; move it away to start afresh", hosts->path_));
+      return Status::DataLoss(
+          fmt::format("{} is not a JSON array of hosts; move it away to start afresh", hosts->path_));
     }
     for (const nlohmann::json& h : j) {
-      if (!h.is_object() || !h.contains("name") || !h.contains("host") || !h["name"].is_string() || !h["host"].is_string()) {
+      if (!h.is_object() || !h.contains("name") || !h.contains("host") || !h["name"].is_string() ||
+          !h["host"].is_string()) {
         return Status::DataLoss(fmt::format("{}: a host entry without name and host: {}", hosts->path_, h.dump()));
       }
       SshHostState s;
@@ -101,7 +103,8 @@ Result<TargetConfig> SshHosts::FromSubmit(const std::string& spec, bool* created
   if (created) *created = false;
   if (const SshHostState* h = FindLocked(name, *endpoint)) return h->target;
   if (const TargetConfig* t = config_.FindTarget(name)) {
-    return Status::AlreadyExists(fmt::format("host: target '{}' is configured in {} as a {} target", name, config_.source, t->type));
+    return Status::AlreadyExists(
+        fmt::format("host: target '{}' is configured in {} as a {} target", name, config_.source, t->type));
   }
   SshHostState s;
   s.target.name = name;
@@ -186,8 +189,13 @@ Result<SshHostState> SshHosts::Clear(const std::string& name) {
 Status SshHosts::SaveLocked() const {
   nlohmann::json j = nlohmann::json::array();
   for (const SshHostState& h : hosts_) {
-    j.push_back({{"name", h.target.name}, {"host", h.target.host}, {"configured", h.configured}, {"state", HostStateName(h.state)},
-                 {"detail", h.detail}, {"last_batch", h.last_batch}, {"updated_at", h.updated_at}});
+    j.push_back({{"name", h.target.name},
+                 {"host", h.target.host},
+                 {"configured", h.configured},
+                 {"state", HostStateName(h.state)},
+                 {"detail", h.detail},
+                 {"last_batch", h.last_batch},
+                 {"updated_at", h.updated_at}});
   }
   std::error_code ec;
   fs::create_directories(fs::path(path_).parent_path(), ec);

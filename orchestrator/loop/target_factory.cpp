@@ -20,7 +20,8 @@ Result<stig::SshTargetOptions> SshTargetOptionsFor(const TargetConfig& target, c
   return o;
 }
 
-Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, const DaemonConfig& config, const Logger& log) {
+Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, const DaemonConfig& config,
+                                                 const Logger& log) {
   if (target.type == "ssh") {
     TEMPER_ASSIGN_OR_RETURN(stig::SshTargetOptions options, SshTargetOptionsFor(target, config));
     Result<std::unique_ptr<stig::SshTarget>> opened = stig::SshTarget::Open(std::move(options), log);
@@ -28,9 +29,8 @@ Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, con
     return std::unique_ptr<stig::Target>(std::move(*opened));
   }
   // `temper target create` lays a rootfs target out as <path>/root (the root) and <path>/state.
-  Result<std::unique_ptr<stig::RootfsTarget>> opened =
-      stig::RootfsTarget::Open(target.name, target.path + "/state", target.path + "/root", config.package_cache,
-                               config.sandbox);
+  Result<std::unique_ptr<stig::RootfsTarget>> opened = stig::RootfsTarget::Open(
+      target.name, target.path + "/state", target.path + "/root", config.package_cache, config.sandbox);
   if (!opened.ok()) return opened.status().WithContext(fmt::format("target {} ({})", target.name, target.path));
   return std::unique_ptr<stig::Target>(std::move(*opened));
 }

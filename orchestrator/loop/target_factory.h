@@ -14,7 +14,8 @@
 namespace temper {
 
 // Errors as RootfsTarget::Open or SshTarget::Open, with the target's name.
-Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, const DaemonConfig& config, const Logger& log);
+Result<std::unique_ptr<stig::Target>> OpenTarget(const TargetConfig& target, const DaemonConfig& config,
+                                                 const Logger& log);
 
 // The SSH target's options: the target's own key file and known_hosts, else the `ssh:` section's.
 Result<stig::SshTargetOptions> SshTargetOptionsFor(const TargetConfig& target, const DaemonConfig& config);

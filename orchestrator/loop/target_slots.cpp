@@ -60,7 +60,8 @@ Result<TargetSlots::Lease> TargetSlots::TryAcquire(const std::string& target, co
   return Ready(slot, std::move(lock), holder);
 }
 
-Result<TargetSlots::Lease> TargetSlots::Ready(Slot* slot, std::unique_lock<std::mutex> lock, const std::string& holder) {
+Result<TargetSlots::Lease> TargetSlots::Ready(Slot* slot, std::unique_lock<std::mutex> lock,
+                                              const std::string& holder) {
   {
     std::lock_guard guard(slot->holder_mu);
     slot->holder = holder;

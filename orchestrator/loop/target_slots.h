@@ -66,10 +66,10 @@ class TargetSlots {
  private:
   struct Slot {
     TargetConfig config;
-    std::mutex mu;                        // held by the lease
-    std::unique_ptr<stig::Target> target; // under mu
+    std::mutex mu;                         // held by the lease
+    std::unique_ptr<stig::Target> target;  // under mu
     std::mutex holder_mu;
-    std::string holder;                   // under holder_mu; empty when free
+    std::string holder;  // under holder_mu; empty when free
   };
 
   Result<Slot*> Find(const std::string& target);

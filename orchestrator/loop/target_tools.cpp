@@ -45,8 +45,9 @@ Result<CommandResult> TargetTools::RunCommand(const std::string& command, std::c
     return Status::FailedPrecondition(fmt::format("{}; its output:\n{}", run.Describe(), output));
   }
   if (run.stopped) {  // by `cancelled_`, the only other reason the sandbox stops a command
-    return Status::Cancelled(fmt::format("target {}: the batch was cancelled or temperd is stopping; the command was {}",
-                                         target_.name(), run.Describe()));
+    return Status::Cancelled(
+        fmt::format("target {}: the batch was cancelled or temperd is stopping; the command was {}", target_.name(),
+                    run.Describe()));
   }
   CommandResult out;
   out.timed_out = run.timed_out;

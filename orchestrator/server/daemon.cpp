@@ -58,8 +58,7 @@ Status PrepareStateDir(const DaemonConfig& config) {
 
 }  // namespace
 
-Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log,
-                                              EnablePlugins enable_plugins) {
+Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger& log, EnablePlugins enable_plugins) {
   std::unique_ptr<Daemon> daemon(new Daemon(std::move(config), log));
   if (!daemon->config_.models_file.empty()) {
     Result<ModelsConfig> models = LoadModelsConfig(daemon->config_.models_file);
@@ -73,8 +72,8 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
   TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_));
-  daemon->runner_ =
-      std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log, daemon->hosts_.get());
+  daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
+                                                 daemon->hosts_.get());
   daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
                                                      *daemon->runner_, *daemon->hosts_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));

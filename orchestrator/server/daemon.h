@@ -1,8 +1,9 @@
 // Daemon: temperd assembled. Start() opens the state store, builds the gRPC servers (the API with
 // health and reflection; a refusal server for peers the socket policy turns away), and starts the
 // listeners; temperd accepts every connection itself (UnixSocketListener, TcpListener) and hands it
-// to gRPC, so running out of descriptors pauses accepting instead of stopping it. Shutdown() stops accepting, ends watch streams, drains in-flight calls within the grace
-// period, and closes the store; everything already acknowledged to a client is on disk by then.
+// to gRPC, so running out of descriptors pauses accepting instead of stopping it. Shutdown() stops accepting, ends
+// watch streams, drains in-flight calls within the grace period, and closes the store; everything already acknowledged
+// to a client is on disk by then.
 //
 // Thread safety: Start and Shutdown are called from one (the main) thread.
 #pragma once
@@ -14,14 +15,14 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
-#include "orchestrator/store/journal.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
-#include "orchestrator/store/state_store.h"
 #include "orchestrator/server/tcp_listener.h"
 #include "orchestrator/server/temper_service.h"
 #include "orchestrator/server/unix_listener.h"
+#include "orchestrator/store/journal.h"
+#include "orchestrator/store/state_store.h"
 
 namespace temper {
 

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "orchestrator/proto_convert.h"
 #include "orchestrator/config/request_bounds.h"
+#include "orchestrator/proto_convert.h"
 #include "orchestrator/server/temper_service.h"
 #include "stig/ssh/ssh_known_hosts.h"
 
@@ -53,7 +53,8 @@ grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::Li
 grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1::AcceptHostKeyRequest* request,
                                           temper::v1::AcceptHostKeyResponse* response) {
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
-  if (request->host().empty()) return ToGrpcStatus(Status::InvalidArgument("host: required (a target or user@name[:port])"));
+  if (request->host().empty())
+    return ToGrpcStatus(Status::InvalidArgument("host: required (a target or user@name[:port])"));
   // A known host by its target name, else an address (which need not be registered yet).
   TargetConfig target;
   if (std::optional<SshHostState> h = hosts_.Find(request->host())) {
@@ -83,7 +84,8 @@ grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1
   Result<stig::HostKey> accepted =
       stig::AcceptHostKey(known_hosts, *endpoint, request->fingerprint(), config_.ssh.connect_timeout);
   if (!accepted.ok()) return ToGrpcStatus(accepted.status());
-  log_.Info("host key {} {} of {} recorded in {}", accepted->type, accepted->fingerprint, endpoint->ToString(), known_hosts);
+  log_.Info("host key {} {} of {} recorded in {}", accepted->type, accepted->fingerprint, endpoint->ToString(),
+            known_hosts);
   response->set_recorded(true);
   response->mutable_accepted()->set_type(accepted->type);
   response->mutable_accepted()->set_fingerprint(accepted->fingerprint);

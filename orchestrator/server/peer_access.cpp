@@ -62,8 +62,7 @@ Status PeerAccess::Check(const PeerCredentials& peer) const {
 
 std::string PeerAccess::Describe() const {
   if (!group_) return "temperd accepts only root and its own user on this socket";
-  return fmt::format("temperd accepts only root, its own user and members of group '{}' on this socket",
-                     group_name_);
+  return fmt::format("temperd accepts only root, its own user and members of group '{}' on this socket", group_name_);
 }
 
 }  // namespace temper

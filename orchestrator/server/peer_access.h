@@ -18,8 +18,8 @@ namespace temper {
 struct PeerCredentials {
   pid_t pid = 0;
   uid_t uid = 0;
-  gid_t gid = 0;                   // primary group
-  std::vector<gid_t> groups;       // supplementary groups
+  gid_t gid = 0;              // primary group
+  std::vector<gid_t> groups;  // supplementary groups
 };
 
 // Reads the credentials of the process at the other end of a connected unix socket.

@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 
 #include "orchestrator/config/batch_request.h"
+#include "orchestrator/config/request_bounds.h"
 #include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/proto_convert.h"
-#include "orchestrator/config/request_bounds.h"
 #include "stig/ssh/ssh_connection.h"
 
 namespace temper {
@@ -85,8 +85,8 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   uint32_t size = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
   if (size > kMaxPageSize) {
-    return ToGrpcStatus(Status::InvalidArgument(
-        fmt::format("page_size: {} is above the maximum {}", size, kMaxPageSize)));
+    return ToGrpcStatus(
+        Status::InvalidArgument(fmt::format("page_size: {} is above the maximum {}", size, kMaxPageSize)));
   }
   std::optional<int64_t> before;
   if (!request->page_token().empty()) {
@@ -98,8 +98,8 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
   for (int i = 0; i < request->states_size(); ++i) {
     std::optional<BatchState> s = FromProto(request->states(i));
     if (!s) {
-      return ToGrpcStatus(Status::InvalidArgument(fmt::format("states[{}]: {} is not a batch state", i,
-                                                              static_cast<int>(request->states(i)))));
+      return ToGrpcStatus(Status::InvalidArgument(
+          fmt::format("states[{}]: {} is not a batch state", i, static_cast<int>(request->states(i)))));
     }
     states.push_back(*s);
   }
@@ -125,8 +125,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::WatchJournal(grpc::ServerContext* context,
-                                         const temper::v1::WatchJournalRequest* request,
+grpc::Status TemperService::WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
                                          grpc::ServerWriter<temper::v1::JournalEvent>* writer) {
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   std::optional<int64_t> batch_id;
@@ -169,8 +168,8 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1
   uint32_t lessons = request->max_lessons() == 0 ? kDefaultMemoryItems : request->max_lessons();
   uint32_t attempts = request->max_attempts() == 0 ? kDefaultMemoryItems : request->max_attempts();
   if (lessons > kMaxMemoryItems || attempts > kMaxMemoryItems) {
-    return ToGrpcStatus(Status::InvalidArgument(
-        fmt::format("max_lessons and max_attempts are at most {}", kMaxMemoryItems)));
+    return ToGrpcStatus(
+        Status::InvalidArgument(fmt::format("max_lessons and max_attempts are at most {}", kMaxMemoryItems)));
   }
   Result<RuleMemoryRecord> memory = store_.GetRuleMemory(*rule_id, lessons, attempts);
   if (!memory.ok()) return ToGrpcStatus(memory.status());

@@ -8,9 +8,9 @@
 
 #include "common/log.h"
 #include "orchestrator/config/daemon_config.h"
-#include "orchestrator/store/journal.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
 #include "temper/v1/temper.grpc.pb.h"
 
@@ -19,8 +19,8 @@ namespace temper {
 class TemperService final : public temper::v1::Temper::Service {
  public:
   // All references must outlive the service.
-  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner,
-                SshHosts& hosts, const Logger& log)
+  TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner, SshHosts& hosts,
+                const Logger& log)
       : config_(config), store_(store), journal_(journal), runner_(runner), hosts_(hosts), log_(log) {}
 
   grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,

@@ -9,14 +9,14 @@
 #include <cstring>
 #include <string>
 
-#include <CLI/CLI.hpp>
-#include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <fmt/format.h>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <CLI/CLI.hpp>
 
 #include "common/log.h"
-#include "orchestrator/server/daemon.h"
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/config/models_config.h"
+#include "orchestrator/server/daemon.h"
 
 namespace {
 
@@ -35,7 +35,8 @@ void ShieldFromOomKiller(const temper::Logger& log) {
     e = errno;
   }
   if (!ok) {
-    log.Warning("temperd cannot shield itself from the OOM killer (oom_score_adj {}): {}", kOomScoreAdj, std::strerror(e));
+    log.Warning("temperd cannot shield itself from the OOM killer (oom_score_adj {}): {}", kOomScoreAdj,
+                std::strerror(e));
   }
 }
 
@@ -95,7 +96,8 @@ int Run(int argc, char** argv) {
   }
 
   ShieldFromOomKiller(log);
-  temper::Result<std::unique_ptr<temper::Daemon>> daemon = temper::Daemon::Start(*config, log, &grpc::reflection::InitProtoReflectionServerBuilderPlugin);
+  temper::Result<std::unique_ptr<temper::Daemon>> daemon =
+      temper::Daemon::Start(*config, log, &grpc::reflection::InitProtoReflectionServerBuilderPlugin);
   if (!daemon.ok()) {
     log.Error("cannot start: {}", daemon.status().message());
     return 1;

@@ -20,8 +20,8 @@ Result<sockaddr_un> SocketAddress(const std::string& path) {
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
   if (path.size() >= sizeof addr.sun_path) {
-    return Status::InvalidArgument(fmt::format("socket path {} is longer than {} bytes", path,
-                                               sizeof addr.sun_path - 1));
+    return Status::InvalidArgument(
+        fmt::format("socket path {} is longer than {} bytes", path, sizeof addr.sun_path - 1));
   }
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   return addr;
@@ -38,8 +38,7 @@ bool SomeoneListens(const sockaddr_un& addr) {
 
 }  // namespace
 
-Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::string& path,
-                                                                     const Logger& log) {
+Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::string& path, const Logger& log) {
   TEMPER_ASSIGN_OR_RETURN(sockaddr_un addr, SocketAddress(path));
   std::error_code ec;
   std::filesystem::path dir = std::filesystem::path(path).parent_path();

@@ -19,8 +19,8 @@
 namespace temper {
 
 struct RecalledMemory {
-  std::vector<Lesson> lessons;          // same rule first
-  std::vector<int64_t> lesson_ids;      // parallel to lessons: whose utility the outcome moves
+  std::vector<Lesson> lessons;                // same rule first
+  std::vector<int64_t> lesson_ids;            // parallel to lessons: whose utility the outcome moves
   std::vector<PastAttempt> earlier_attempts;  // from other batches, oldest first
 };
 

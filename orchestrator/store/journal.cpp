@@ -11,16 +11,20 @@ Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store, JournalFiles& 
   TEMPER_ASSIGN_OR_RETURN(JournalFiles::Reconciled reconciled, files.Reconcile(store));
   for (const JournalFiles::FileRepair& r : reconciled.repairs) {
     if (r.torn_bytes > 0) {
-      log.Warning("journal file {}: cut a torn last line of {} bytes at byte {} (a crash stopped its append); "
-                  "its event is appended again from the state store", r.path, r.torn_bytes, r.torn_offset);
+      log.Warning(
+          "journal file {}: cut a torn last line of {} bytes at byte {} (a crash stopped its append); "
+          "its event is appended again from the state store",
+          r.path, r.torn_bytes, r.torn_offset);
     }
     for (const JournalLineProblem& p : r.problems) {
-      log.Warning("{}:{}: {} (byte {}, {} bytes); left in place, the state store holds every committed event",
-                  r.path, p.line, p.what, p.offset, p.bytes);
+      log.Warning("{}:{}: {} (byte {}, {} bytes); left in place, the state store holds every committed event", r.path,
+                  p.line, p.what, p.offset, p.bytes);
     }
     if (r.longest_line > kMaxJournalLineBytes) {
-      log.Info("journal file {}: holds a line of {} bytes, over today's bound of {} (written by an older temperd); read whole",
-               r.path, r.longest_line, kMaxJournalLineBytes);
+      log.Info(
+          "journal file {}: holds a line of {} bytes, over today's bound of {} (written by an older temperd); read "
+          "whole",
+          r.path, r.longest_line, kMaxJournalLineBytes);
     }
     if (r.problem_count > r.problems.size()) {
       log.Warning("journal file {}: {} more lines are not journal events", r.path, r.problem_count - r.problems.size());

@@ -15,8 +15,8 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "orchestrator/store/journal_files.h"
 #include "orchestrator/records.h"
+#include "orchestrator/store/journal_files.h"
 #include "orchestrator/store/state_store.h"
 
 namespace temper {

@@ -116,8 +116,9 @@ NewEvent BoundJournalEvent(NewEvent event) {
       return event;
     }
   }
-  json replaced = {{"truncated",
-                    {{"original_bytes", event.data_json.size()}, {"prefix", CutWithMarker(event.data_json, kPrefixBytes)}}}};
+  json replaced = {
+      {"truncated",
+       {{"original_bytes", event.data_json.size()}, {"prefix", CutWithMarker(event.data_json, kPrefixBytes)}}}};
   event.data_json = Dump(replaced);
   return event;
 }

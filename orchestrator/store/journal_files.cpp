@@ -81,9 +81,10 @@ Status JournalFiles::AppendLocked(const EventRecord& event) {
   TEMPER_DCHECK(event.seq > 0, "a line is appended only after its event is committed (and so has a seq)");
   std::string path = PathFor(event.batch_id);
   if (withheld_.count(path)) {
-    return Status::Unavailable(fmt::format("journal file {}: more than {} appends failed; the next start-up appends "
-                                           "every committed event it lacks",
-                                           path, kMaxPendingEvents));
+    return Status::Unavailable(
+        fmt::format("journal file {}: more than {} appends failed; the next start-up appends "
+                    "every committed event it lacks",
+                    path, kMaxPendingEvents));
   }
   auto pending = pending_.find(path);
   if (pending == pending_.end()) {
@@ -97,9 +98,10 @@ Status JournalFiles::AppendLocked(const EventRecord& event) {
   if (pending->second.size() > kMaxPendingEvents) {
     pending_.erase(pending);
     withheld_.insert(path);
-    return Status::Unavailable(fmt::format("journal file {}: more than {} appends failed; it is left to the next "
-                                           "start-up, which appends every committed event it lacks",
-                                           path, kMaxPendingEvents));
+    return Status::Unavailable(
+        fmt::format("journal file {}: more than {} appends failed; it is left to the next "
+                    "start-up, which appends every committed event it lacks",
+                    path, kMaxPendingEvents));
   }
   FileRepair repair;
   TEMPER_ASSIGN_OR_RETURN(JournalFileScan scan, ScanLocked(path, repair));

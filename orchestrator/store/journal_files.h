@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "orchestrator/store/journal_file_scan.h"
 #include "orchestrator/records.h"
+#include "orchestrator/store/journal_file_scan.h"
 #include "orchestrator/store/state_store.h"
 #include "stig/env.h"
 
@@ -38,8 +38,7 @@ namespace temper {
 class JournalFiles {
  public:
   // Files live in `dir`, which is created if missing. `env` must outlive the JournalFiles.
-  static Result<std::unique_ptr<JournalFiles>> Open(const std::string& dir,
-                                                    stig::Env& env = stig::Env::Default());
+  static Result<std::unique_ptr<JournalFiles>> Open(const std::string& dir, stig::Env& env = stig::Env::Default());
 
   // Events whose appends failed that a file keeps in memory for its next append (each at most
   // kMaxJournalLineBytes, so at most 64 MiB).
@@ -48,14 +47,14 @@ class JournalFiles {
   // What Reconcile found wrong in one file, and what it did about it.
   struct FileRepair {
     std::string path;
-    uint64_t torn_bytes = 0;   // a torn last line, cut off; its event was appended again
-    uint64_t torn_offset = 0;  // where it started
+    uint64_t torn_bytes = 0;                   // a torn last line, cut off; its event was appended again
+    uint64_t torn_offset = 0;                  // where it started
     std::vector<JournalLineProblem> problems;  // lines left in place (the first kMaxReportedProblems)
     uint64_t problem_count = 0;
     uint64_t longest_line = 0;  // reported when over kMaxJournalLineBytes: written before lines were bounded
   };
   struct Reconciled {
-    uint64_t appended = 0;  // events appended in all
+    uint64_t appended = 0;            // events appended in all
     std::vector<FileRepair> repairs;  // one per file with a torn tail, problem lines or an oversized line
   };
 

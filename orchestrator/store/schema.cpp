@@ -122,10 +122,10 @@ Status MigrateSchema(sqlite::Database& db, int target_version) {
   if (target_version < 0) target_version = CurrentSchemaVersion();
   TEMPER_ASSIGN_OR_RETURN(int64_t version, db.QueryInt("PRAGMA user_version"));
   if (version > CurrentSchemaVersion()) {
-    return Status::FailedPrecondition(fmt::format(
-        "{} has schema version {}, but this temper knows versions up to {}; it was written by a "
-        "newer temper: upgrade temper, or point `database:` at another file",
-        db.path(), version, CurrentSchemaVersion()));
+    return Status::FailedPrecondition(
+        fmt::format("{} has schema version {}, but this temper knows versions up to {}; it was written by a "
+                    "newer temper: upgrade temper, or point `database:` at another file",
+                    db.path(), version, CurrentSchemaVersion()));
   }
   for (int64_t v = version; v < target_version; ++v) {
     TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db));

@@ -27,12 +27,10 @@ struct ShimFile {
 
 // Where the unix VFS's file starts: past the header, at pointer alignment (SQLite's allocation is
 // 8-byte aligned, which is all the unix file needs).
-constexpr std::size_t kRealOffset = (sizeof(ShimFile) + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) *
-                                    alignof(std::max_align_t);
+constexpr std::size_t kRealOffset =
+    (sizeof(ShimFile) + alignof(std::max_align_t) - 1) / alignof(std::max_align_t) * alignof(std::max_align_t);
 
-sqlite3_file* ShimFile::real() {
-  return reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(this) + kRealOffset);
-}
+sqlite3_file* ShimFile::real() { return reinterpret_cast<sqlite3_file*>(reinterpret_cast<char*>(this) + kRealOffset); }
 
 ShimFile* Shim(sqlite3_file* file) { return reinterpret_cast<ShimFile*>(file); }
 sqlite3_file* Real(sqlite3_file* file) { return Shim(file)->real(); }
@@ -270,7 +268,8 @@ Result<std::unique_ptr<EnvVfs>> EnvVfs::Register(stig::Env& env) {
   v.xGetSystemCall = EnvVfsCalls::GetSystemCall;
   v.xNextSystemCall = EnvVfsCalls::NextSystemCall;
   int rc = sqlite3_vfs_register(&v, /*makeDflt=*/0);
-  if (rc != SQLITE_OK) return Status::Internal(fmt::format("registering SQLite VFS {}: {}", self->name_, sqlite3_errstr(rc)));
+  if (rc != SQLITE_OK)
+    return Status::Internal(fmt::format("registering SQLite VFS {}: {}", self->name_, sqlite3_errstr(rc)));
   return self;
 }
 

@@ -44,7 +44,8 @@ Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) 
   const nlohmann::json& waivers = j.contains("waivers") ? j["waivers"] : nlohmann::json::array();
   if (!waivers.is_array()) return corrupt("waivers is not an array");
   for (const nlohmann::json& w : waivers) {
-    if (!w.is_object() || !w.contains("rule_id") || !w["rule_id"].is_string()) return corrupt("a waiver has no rule_id");
+    if (!w.is_object() || !w.contains("rule_id") || !w["rule_id"].is_string())
+      return corrupt("a waiver has no rule_id");
     Waiver waiver;
     waiver.rule_id = w["rule_id"].get<std::string>();
     waiver.reason = w.value("reason", "");
@@ -58,14 +59,14 @@ Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) 
 }
 
 nlohmann::json FixpointPassToJson(const FixpointPass& p) {
-  return {{"pass", p.pass},         {"final", p.final},       {"verdicts", p.verdicts},
-          {"attempts", p.attempts}, {"fixed", p.fixed},       {"flipped", p.flipped},
-          {"requeued", p.requeued}, {"escalated", p.escalated}};
+  return {{"pass", p.pass},   {"final", p.final},     {"verdicts", p.verdicts}, {"attempts", p.attempts},
+          {"fixed", p.fixed}, {"flipped", p.flipped}, {"requeued", p.requeued}, {"escalated", p.escalated}};
 }
 
 Result<std::vector<FixpointPass>> FixpointFromJson(int64_t batch_id, const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_array()) return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", batch_id));
+  if (!j.is_array())
+    return Status::DataLoss(fmt::format("batch {}: stored fixpoint passes are not a JSON array", batch_id));
   std::vector<FixpointPass> out;
   for (const nlohmann::json& p : j) {
     if (!p.is_object() || !p.contains("pass") || !p["pass"].is_number_unsigned()) {
@@ -242,8 +243,7 @@ bool StateStore::IsNewestSeqLocked(uint64_t seq) {
 Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   std::lock_guard lock(mu_);
   if (!nb.request_id.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement find,
-                            db_.Prepare("SELECT id FROM batches WHERE request_id = ?"));
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement find, db_.Prepare("SELECT id FROM batches WHERE request_id = ?"));
     find.Bind(1, nb.request_id);
     TEMPER_ASSIGN_OR_RETURN(bool found, find.Step());
     if (found) {
@@ -292,7 +292,8 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
                            {"max_tokens", nb.budgets.max_tokens}}}};
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, nb.target, EventType::kBatchSubmitted, data)));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
+                          AppendEventLocked(DaemonEvent(id, nb.target, EventType::kBatchSubmitted, data)));
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
   return Submitted{std::move(batch), std::move(stored)};
@@ -339,15 +340,15 @@ Result<BatchRecord> StateStore::LoadBatchLocked(int64_t id, bool with_rules) {
 }
 
 Status StateStore::FillRuleCountsLocked(BatchRecord& batch) {
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement q,
-      db_.Prepare("SELECT state, COUNT(*) FROM batch_rules WHERE batch_id = ? GROUP BY state"));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare("SELECT state, COUNT(*) FROM batch_rules WHERE batch_id = ? GROUP BY state"));
   q.Bind(1, batch.id);
   while (true) {
     TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     std::optional<RuleState> state = ParseRuleState(q.ColumnText(0));
-    if (!state) return Status::DataLoss(fmt::format("batch {} has a rule in unknown state '{}'", batch.id, q.ColumnText(0)));
+    if (!state)
+      return Status::DataLoss(fmt::format("batch {} has a rule in unknown state '{}'", batch.id, q.ColumnText(0)));
     batch.rule_counts[static_cast<int>(*state)] = static_cast<uint32_t>(q.ColumnInt(1));
   }
   return Status::OK();
@@ -387,20 +388,23 @@ Result<StateStore::Cancelled> StateStore::CancelBatch(int64_t id, const std::str
   std::lock_guard lock(mu_);
   TEMPER_ASSIGN_OR_RETURN(BatchRecord before, LoadBatchLocked(id, false));
   if (IsFinal(before.state)) {
-    return Status::FailedPrecondition(fmt::format("batch {} already ended ({}); nothing to cancel", id,
-                                                  BatchStateName(before.state)));
+    return Status::FailedPrecondition(
+        fmt::format("batch {} already ended ({}); nothing to cancel", id, BatchStateName(before.state)));
   }
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
-      "UPDATE batches SET state = 'cancelled', error = ?, updated_at_ms = ? WHERE id = ?"));
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement b,
+      db_.Prepare("UPDATE batches SET state = 'cancelled', error = ?, updated_at_ms = ? WHERE id = ?"));
   b.Bind(1, reason).Bind(2, EnvNowMs()).Bind(3, id);
   TEMPER_RETURN_IF_ERROR(b.Run());
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement r, db_.Prepare(
-      "UPDATE batch_rules SET state = 'cancelled' WHERE batch_id = ? AND state IN ('pending', 'running')"));
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement r,
+      db_.Prepare("UPDATE batch_rules SET state = 'cancelled' WHERE batch_id = ? AND state IN ('pending', 'running')"));
   r.Bind(1, id);
   TEMPER_RETURN_IF_ERROR(r.Run());
   int rules_cancelled = db_.Changes();
-  nlohmann::json data = {{"reason", reason}, {"previous_state", BatchStateName(before.state)},
+  nlohmann::json data = {{"reason", reason},
+                         {"previous_state", BatchStateName(before.state)},
                          {"rules_cancelled", rules_cancelled}};
   TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
                           AppendEventLocked(DaemonEvent(id, before.target, EventType::kBatchCancelled, data)));
@@ -423,14 +427,18 @@ Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& unbounded) {
   }
   // Every event enters the journal here, so this is where each one is bounded (journal_event_bounds.h).
   const NewEvent event = BoundJournalEvent(unbounded);
-  EventRecord e{.time = EnvNowMs(), .batch_id = event.batch_id, .target = event.target,
-                .rule_id = event.rule_id, .role = event.role, .type = event.type,
-                .data_json = event.data_json, .usage = event.usage};
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement insert,
-      db_.Prepare("INSERT INTO journal(time_ms, batch_id, target, rule_id, role, type, data, "
-                  "prompt_tokens, completion_tokens, cached_prompt_tokens) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  EventRecord e{.time = EnvNowMs(),
+                .batch_id = event.batch_id,
+                .target = event.target,
+                .rule_id = event.rule_id,
+                .role = event.role,
+                .type = event.type,
+                .data_json = event.data_json,
+                .usage = event.usage};
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement insert,
+                          db_.Prepare("INSERT INTO journal(time_ms, batch_id, target, rule_id, role, type, data, "
+                                      "prompt_tokens, completion_tokens, cached_prompt_tokens) "
+                                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   insert.Bind(1, e.time);
   if (e.batch_id) {
     insert.Bind(2, *e.batch_id);
@@ -446,8 +454,7 @@ Result<EventRecord> StateStore::AppendEventLocked(const NewEvent& unbounded) {
   return e;
 }
 
-Result<std::vector<EventRecord>> StateStore::ReadEvents(uint64_t after_seq,
-                                                        std::optional<int64_t> batch_id,
+Result<std::vector<EventRecord>> StateStore::ReadEvents(uint64_t after_seq, std::optional<int64_t> batch_id,
                                                         uint32_t limit) {
   std::lock_guard lock(mu_);
   std::string sql = fmt::format("SELECT {} FROM journal WHERE seq > ?", kEventColumns);
@@ -481,9 +488,10 @@ Result<int64_t> StateStore::RecordAttempt(const AttemptRecord& a) {
 Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
-      db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
-                  "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
-                  "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+      db_.Prepare(
+          "INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
+          "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
+          "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
   q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, std::string(AttemptOutcomeName(a.outcome)));
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
@@ -496,8 +504,8 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
   }
   Status s = q.Run();
   if (s.code() == StatusCode::kAlreadyExists) {
-    return Status::AlreadyExists(fmt::format("attempt {} of rule {} in batch {} is already recorded",
-                                             a.number, a.rule_id, a.batch_id));
+    return Status::AlreadyExists(
+        fmt::format("attempt {} of rule {} in batch {} is already recorded", a.number, a.rule_id, a.batch_id));
   }
   TEMPER_RETURN_IF_ERROR(s);
   return db_.LastInsertRowId();
@@ -545,9 +553,8 @@ Result<RuleMemoryRecord> StateStore::GetRuleMemory(const std::string& rule_id, u
   std::lock_guard lock(mu_);
   RuleMemoryRecord memory;
   memory.rule_id = rule_id;
-  TEMPER_ASSIGN_OR_RETURN(
-      memory.lessons,
-      QueryLessonsLocked("WHERE rule_id = ? ORDER BY id DESC LIMIT ?", {rule_id}, max_lessons));
+  TEMPER_ASSIGN_OR_RETURN(memory.lessons,
+                          QueryLessonsLocked("WHERE rule_id = ? ORDER BY id DESC LIMIT ?", {rule_id}, max_lessons));
   TEMPER_ASSIGN_OR_RETURN(memory.attempts,
                           QueryAttemptsLocked("WHERE rule_id = ? ORDER BY id DESC LIMIT ?", rule_id, max_attempts));
   return memory;
@@ -568,14 +575,16 @@ Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id) {
 
 Result<std::vector<LessonRecord>> StateStore::BatchLessons(int64_t batch_id) {
   std::lock_guard lock(mu_);
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
-                          db_.Prepare(fmt::format("SELECT {} FROM lessons WHERE batch_id = ? ORDER BY id", kLessonColumns)));
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare(fmt::format("SELECT {} FROM lessons WHERE batch_id = ? ORDER BY id", kLessonColumns)));
   q.Bind(1, batch_id);
   return ReadLessons(q);
 }
 
 Result<std::vector<LessonRecord>> StateStore::QueryLessonsLocked(const std::string& where,
-                                                                 const std::vector<std::string>& texts, uint32_t limit) {
+                                                                 const std::vector<std::string>& texts,
+                                                                 uint32_t limit) {
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
                           db_.Prepare(fmt::format("SELECT {} FROM lessons {}", kLessonColumns, where)));
   int param = 1;
@@ -616,10 +625,11 @@ Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const 
   }
   if (batch.reboot_confirmed_seq) return RebootConfirmed{batch, *batch.reboot_confirmed_seq, std::nullopt};
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
-  TEMPER_ASSIGN_OR_RETURN(EventRecord stored, AppendEventLocked(DaemonEvent(id, batch.target, EventType::kRebootConfirmed,
-                                                                            {{"rules", pending}, {"note", note}})));
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b, db_.Prepare(
-      "UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));
+  TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
+                          AppendEventLocked(DaemonEvent(id, batch.target, EventType::kRebootConfirmed,
+                                                        {{"rules", pending}, {"note", note}})));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b,
+                          db_.Prepare("UPDATE batches SET reboot_confirmed_seq = ?, updated_at_ms = ? WHERE id = ?"));
   b.Bind(1, static_cast<int64_t>(stored.seq)).Bind(2, EnvNowMs()).Bind(3, id);
   TEMPER_RETURN_IF_ERROR(b.Run());
   TEMPER_RETURN_IF_ERROR(txn.Commit());
@@ -642,10 +652,9 @@ Result<std::optional<BatchRecord>> StateStore::NextRebootCheckForTarget(const st
 Result<std::optional<BatchRecord>> StateStore::NextBatchForTarget(const std::string& target) {
   std::lock_guard lock(mu_);
   // A running batch is one a crash interrupted: it resumes before anything queued behind it.
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement q,
-      db_.Prepare("SELECT id FROM batches WHERE target = ? AND state IN ('running', 'queued') "
-                  "ORDER BY state = 'running' DESC, id LIMIT 1"));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare("SELECT id FROM batches WHERE target = ? AND state IN ('running', 'queued') "
+                                      "ORDER BY state = 'running' DESC, id LIMIT 1"));
   q.Bind(1, target);
   TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
   if (!found) return std::optional<BatchRecord>{};
@@ -661,18 +670,22 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
   TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
   if (step.reboot_verified) {
-    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement c, db_.Prepare(
-        "UPDATE batches SET reboot_confirmed_seq = NULL, updated_at_ms = ? WHERE id = ?"));
+    TEMPER_ASSIGN_OR_RETURN(
+        sqlite::Statement c,
+        db_.Prepare("UPDATE batches SET reboot_confirmed_seq = NULL, updated_at_ms = ? WHERE id = ?"));
     c.Bind(1, now).Bind(2, step.batch_id);
     TEMPER_RETURN_IF_ERROR(c.Run());
   }
   if (!out.batch_ended || step.reboot_verified) {
     if (!step.add_rules.empty()) {
-      TEMPER_ASSIGN_OR_RETURN(int64_t next, db_.QueryInt(fmt::format(
-          "SELECT COALESCE(MAX(position) + 1, 0) FROM batch_rules WHERE batch_id = {}", step.batch_id)));
+      TEMPER_ASSIGN_OR_RETURN(
+          int64_t next,
+          db_.QueryInt(fmt::format("SELECT COALESCE(MAX(position) + 1, 0) FROM batch_rules WHERE batch_id = {}",
+                                   step.batch_id)));
       TEMPER_ASSIGN_OR_RETURN(
           sqlite::Statement add,
-          db_.Prepare("INSERT OR IGNORE INTO batch_rules(batch_id, position, rule_id, state) VALUES(?, ?, ?, 'pending')"));
+          db_.Prepare(
+              "INSERT OR IGNORE INTO batch_rules(batch_id, position, rule_id, state) VALUES(?, ?, ?, 'pending')"));
       for (const std::string& rule_id : step.add_rules) {
         add.Reset();
         add.Bind(1, step.batch_id).Bind(2, next++).Bind(3, rule_id);
@@ -705,9 +718,10 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
     if (step.batch_state || step.good_snapshot || step.results_dir) {
       TEMPER_ASSIGN_OR_RETURN(
           sqlite::Statement b,
-          db_.Prepare("UPDATE batches SET state = COALESCE(?, state), error = CASE WHEN ? IS NULL THEN error ELSE ? END, "
-                      "good_snapshot = COALESCE(?, good_snapshot), results_dir = COALESCE(?, results_dir), "
-                      "updated_at_ms = ? WHERE id = ?"));
+          db_.Prepare(
+              "UPDATE batches SET state = COALESCE(?, state), error = CASE WHEN ? IS NULL THEN error ELSE ? END, "
+              "good_snapshot = COALESCE(?, good_snapshot), results_dir = COALESCE(?, results_dir), "
+              "updated_at_ms = ? WHERE id = ?"));
       if (step.batch_state) {
         b.Bind(1, BatchStateName(*step.batch_state)).Bind(2, 1).Bind(3, step.batch_error);
       } else {
@@ -770,10 +784,9 @@ Status StateStore::CommitUndoFieldsLocked(const LoopStep& step) {
 Result<StateStore::SnapshotOwners> StateStore::TargetSnapshotOwners(const std::string& target) {
   std::lock_guard lock(mu_);
   SnapshotOwners out;
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement b,
-      db_.Prepare("SELECT id, state, options, start_snapshot, reverted_at_ms FROM batches "
-                  "WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id"));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b,
+                          db_.Prepare("SELECT id, state, options, start_snapshot, reverted_at_ms FROM batches "
+                                      "WHERE target = ? AND start_snapshot IS NOT NULL ORDER BY id"));
   b.Bind(1, target);
   while (true) {
     TEMPER_ASSIGN_OR_RETURN(bool row, b.Step());
@@ -823,8 +836,9 @@ Result<std::optional<BatchRecord>> StateStore::LastStartedBatch(const std::strin
 
 Result<std::optional<int64_t>> StateStore::RunningBatch(const std::string& target) {
   std::lock_guard lock(mu_);
-  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
-                          db_.Prepare("SELECT id FROM batches WHERE target = ? AND state = 'running' ORDER BY id LIMIT 1"));
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT id FROM batches WHERE target = ? AND state = 'running' ORDER BY id LIMIT 1"));
   q.Bind(1, target);
   TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
   if (!found) return std::optional<int64_t>{};
@@ -870,10 +884,9 @@ Result<StepCommitted> StateStore::CommitRevert(const RevertStep& step) {
       return Status::NotFound(fmt::format("batch {} has no attempt with id {}", step.batch_id, attempt));
     }
   }
-  TEMPER_ASSIGN_OR_RETURN(
-      sqlite::Statement b,
-      db_.Prepare("UPDATE batches SET reverted_at_ms = CASE WHEN ? THEN ? ELSE reverted_at_ms END, "
-                  "results_dir = COALESCE(?, results_dir), updated_at_ms = ? WHERE id = ?"));
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement b,
+                          db_.Prepare("UPDATE batches SET reverted_at_ms = CASE WHEN ? THEN ? ELSE reverted_at_ms END, "
+                                      "results_dir = COALESCE(?, results_dir), updated_at_ms = ? WHERE id = ?"));
   b.Bind(1, step.batch_reverted ? 1 : 0).Bind(2, now);
   if (step.results_dir) {
     b.Bind(3, *step.results_dir);

@@ -82,8 +82,7 @@ class StateStore {
 
   Result<EventRecord> AppendEvent(const NewEvent& event);
   // Events with seq > after_seq, oldest first, at most `limit`; only `batch_id`'s when given.
-  Result<std::vector<EventRecord>> ReadEvents(uint64_t after_seq, std::optional<int64_t> batch_id,
-                                              uint32_t limit);
+  Result<std::vector<EventRecord>> ReadEvents(uint64_t after_seq, std::optional<int64_t> batch_id, uint32_t limit);
   // The highest seq committed, 0 when the journal is empty.
   Result<uint64_t> LastSeq();
 
@@ -92,8 +91,7 @@ class StateStore {
   Result<int64_t> AddLesson(const LessonRecord& lesson);
   // Moves a lesson's utility by `delta`, kept within [0, 1].
   Status AdjustLessonUtility(int64_t lesson_id, double delta);
-  Result<RuleMemoryRecord> GetRuleMemory(const std::string& rule_id, uint32_t max_lessons,
-                                         uint32_t max_attempts);
+  Result<RuleMemoryRecord> GetRuleMemory(const std::string& rule_id, uint32_t max_lessons, uint32_t max_attempts);
   // Lessons learnt on other rules of XCCDF group `group_id`, most useful first.
   Result<std::vector<LessonRecord>> GroupLessons(const std::string& group_id, const std::string& except_rule,
                                                  uint32_t limit);

@@ -45,8 +45,10 @@ std::map<std::string, std::string> InstalledPackages(std::string_view text) {
     }
     Stanza& s = stanzas.back();
     if (line.front() == ' ' || line.front() == '\t') continue;
-    const std::pair<std::string_view, std::string*> fields[] = {
-        {"Package", &s.package}, {"Version", &s.version}, {"Architecture", &s.arch}, {"Status", &s.status}};
+    const std::pair<std::string_view, std::string*> fields[] = {{"Package", &s.package},
+                                                                {"Version", &s.version},
+                                                                {"Architecture", &s.arch},
+                                                                {"Status", &s.status}};
     for (const auto& [name, into] : fields) {
       if (Field(line, name, *into)) break;
     }

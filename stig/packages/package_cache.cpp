@@ -119,7 +119,6 @@ class StatusCopy {
   std::string path_;
 };
 
-
 // apt's own explanation: its E:/W:/Err: lines (with an Err line's indented detail) and the
 // unmet-dependency report, at most ~2 KB.
 std::string AptExplanation(const ProcessResult& r) {
@@ -210,9 +209,11 @@ std::vector<std::string> PackageCacheOptions::DefaultSources() {
 }
 
 Status PackageCacheOptions::Validate() const {
-  if (dir.empty() || dir[0] != '/') return Status::InvalidArgument("package cache dir must be an absolute path: \"" + dir + "\"");
+  if (dir.empty() || dir[0] != '/')
+    return Status::InvalidArgument("package cache dir must be an absolute path: \"" + dir + "\"");
   if (dir.find_first_of("\"\n\\;{}") != std::string::npos) {
-    return Status::InvalidArgument("package cache dir \"" + dir + "\" contains a character apt's configuration cannot quote");
+    return Status::InvalidArgument("package cache dir \"" + dir +
+                                   "\" contains a character apt's configuration cannot quote");
   }
   if (sources.empty()) return Status::InvalidArgument("package cache sources: at least one apt source is needed");
   for (std::size_t i = 0; i < sources.size(); ++i) {
@@ -231,8 +232,8 @@ Status ValidateAptSource(std::string_view line) {
   for (std::string w; words >> w;) ++n;
   // "deb", URI and SUITE at least (options in [...] add words, which only makes n larger).
   if (!line.starts_with("deb ") || line.find_first_of("\n\r") != std::string_view::npos || n < 3) {
-    return Status::InvalidArgument(fmt::format(
-        "\"{}\" is not a one-line apt source (\"deb [options] URI SUITE [COMPONENT...]\")", line));
+    return Status::InvalidArgument(
+        fmt::format("\"{}\" is not a one-line apt source (\"deb [options] URI SUITE [COMPONENT...]\")", line));
   }
   return Status::OK();
 }
@@ -260,15 +261,18 @@ Result<PackageCache> PackageCache::Open(PackageCacheOptions options) {
   }
   // apt downloads as its unprivileged _apt user, which must reach partial/ through these.
   for (const char* sub : {"", "lists", "archives"}) {
-    fs::permissions(d / sub, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                                 fs::perms::others_read | fs::perms::others_exec, fs::perm_options::replace, ec);
+    fs::permissions(d / sub,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                        fs::perms::others_exec,
+                    fs::perm_options::replace, ec);
   }
   TEMPER_ASSIGN_OR_RETURN(DirLock lock, DirLock::Acquire(d));
   TEMPER_RETURN_IF_ERROR(WriteText(d / "sources.list", Join(options.sources, "\n") + "\n"));
   const std::string dir = d.string();
   // Nothing of the host's apt configuration: its sources, proxies, hooks and pins are not ours.
   // One retry (apt's default is three, with back-off): an offline host answers in about a second.
-  TEMPER_RETURN_IF_ERROR(WriteText(d / "apt.conf", fmt::format(R"(// Written by temper (stig/packages/package_cache.cpp).
+  TEMPER_RETURN_IF_ERROR(
+      WriteText(d / "apt.conf", fmt::format(R"(// Written by temper (stig/packages/package_cache.cpp).
 Dir::Etc::Parts "{0}/empty.d";
 Dir::Etc::SourceList "{0}/sources.list";
 Dir::Etc::SourceParts "{0}/empty.d";
@@ -283,14 +287,17 @@ Acquire::Languages "none";
 Acquire::Retries "1";
 APT::Install-Recommends "true";
 APT::Install-Suggests "false";
-)", dir)));
+)",
+                                            dir)));
   // What the target's apt reads inside the sandbox, at the paths SandboxFor mounts.
-  TEMPER_RETURN_IF_ERROR(WriteText(d / "sandbox-apt.conf", fmt::format(R"(// Written by temper: the host-side package cache.
+  TEMPER_RETURN_IF_ERROR(
+      WriteText(d / "sandbox-apt.conf", fmt::format(R"(// Written by temper: the host-side package cache.
 Dir::Etc::SourceList "{0}/sources.list";
 Dir::Etc::SourceParts "{0}/empty.d";
 Dir::State::Lists "{0}/lists";
 Dir::Cache::Archives "{1}";
-)", kSandboxConf, kSandboxArchives)));
+)",
+                                                    kSandboxConf, kSandboxArchives)));
   return PackageCache(std::move(options));
 }
 
@@ -325,8 +332,8 @@ Status UpdateLocked(const PackageCacheOptions& o) {
   // Drop the files of versions the archive no longer has, so the cache does not grow forever.
   TEMPER_ASSIGN_OR_RETURN(ProcessResult clean, RunApt(o, {"autoclean", "-q"}));
   if (!clean.Succeeded()) {
-    return Status::Internal(fmt::format("apt-get autoclean in {} failed ({}): {}", o.dir, clean.Describe(),
-                                        AptExplanation(clean)));
+    return Status::Internal(
+        fmt::format("apt-get autoclean in {} failed ({}): {}", o.dir, clean.Describe(), AptExplanation(clean)));
   }
   return WriteText(fs::path(o.dir) / "indexes.stamp", SourcesText(o));
 }
@@ -365,7 +372,8 @@ Status ResolutionError(const PackageCacheOptions& o, const std::vector<std::stri
   if (r.timed_out || IsNetworkFailure(why)) {
     return Status::Unavailable(fmt::format("no network to the package sources ({}): {}", Join(o.sources, "; "), why));
   }
-  return Status::Internal(fmt::format("apt-get could not resolve {} ({}):\n{}", Join(packages, " "), r.Describe(), why));
+  return Status::Internal(
+      fmt::format("apt-get could not resolve {} ({}):\n{}", Join(packages, " "), r.Describe(), why));
 }
 
 }  // namespace
@@ -375,12 +383,14 @@ Status PackageCache::Update() const {
   return UpdateLocked(options_);
 }
 
-Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status, const std::vector<std::string>& packages) const {
+Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status,
+                                             const std::vector<std::string>& packages) const {
   if (packages.empty()) return Status::InvalidArgument("no package names given");
   for (const std::string& name : packages) {
     if (!IsPackageName(name)) {
       return Status::InvalidArgument(fmt::format(
-          "\"{}\" is not a Debian package name (lower-case letters, digits, '+', '-', '.'; no options or patterns)", name));
+          "\"{}\" is not a Debian package name (lower-case letters, digits, '+', '-', '.'; no options or patterns)",
+          name));
     }
   }
   const fs::path d = options_.dir;
@@ -392,9 +402,10 @@ Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status, const
 
   for (int round = 0;; ++round) {
     // Resolving against an empty archives directory makes apt list every file, cached or not.
-    std::vector<std::string> args = {"install", "-y", "-q", "--print-uris",
-                                     "-o", "Dir::State::status=" + status.path(),
-                                     "-o", "Dir::Cache::Archives=" + (d / "work/resolve").string()};
+    std::vector<std::string> args = {"install", "-y",
+                                     "-q",      "--print-uris",
+                                     "-o",      "Dir::State::status=" + status.path(),
+                                     "-o",      "Dir::Cache::Archives=" + (d / "work/resolve").string()};
     args.insert(args.end(), packages.begin(), packages.end());
     TEMPER_ASSIGN_OR_RETURN(ProcessResult resolved, RunApt(options_, args));
     if (!resolved.Succeeded()) return ResolutionError(options_, packages, resolved);
@@ -408,7 +419,8 @@ Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status, const
         f.host_path = fs::path(path).lexically_normal().string();
         std::error_code ec;
         if (!fs::is_regular_file(f.host_path, ec)) {
-          return Status::NotFound(fmt::format("{} is listed in the mirror's index but missing: {}", u.file_name, f.host_path));
+          return Status::NotFound(
+              fmt::format("{} is listed in the mirror's index but missing: {}", u.file_name, f.host_path));
         }
       } else {
         f.host_path = (d / "archives" / u.file_name).string();
@@ -420,8 +432,8 @@ Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status, const
     }
     if (!missing) return out;
 
-    std::vector<std::string> download = {"install", "-y", "-q", "--download-only", "-o",
-                                         "Dir::State::status=" + status.path()};
+    std::vector<std::string> download = {"install",         "-y", "-q",
+                                         "--download-only", "-o", "Dir::State::status=" + status.path()};
     download.insert(download.end(), packages.begin(), packages.end());
     TEMPER_ASSIGN_OR_RETURN(ProcessResult fetched, RunApt(options_, download));
     if (fetched.Succeeded()) {

@@ -110,9 +110,8 @@ Result<std::vector<std::string>> LayerChanges(const std::string& layer, const st
 
 Result<std::vector<std::string>> LayerEntries(const std::string& layer) {
   std::vector<std::string> out;
-  TEMPER_RETURN_IF_ERROR(Walk(layer, [&](const fs::path& rel, const std::string&, const struct stat&) {
-    out.push_back("/" + rel.string());
-  }));
+  TEMPER_RETURN_IF_ERROR(Walk(
+      layer, [&](const fs::path& rel, const std::string&, const struct stat&) { out.push_back("/" + rel.string()); }));
   std::sort(out.begin(), out.end());
   return out;
 }

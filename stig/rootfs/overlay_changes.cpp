@@ -138,8 +138,8 @@ std::string OneSidedDiff(const std::string& rel, const std::string& content, boo
   bool no_newline_at_end = content.back() != '\n';
   if (no_newline_at_end) ++lines;
   std::string range = lines == 1 ? "1" : fmt::format("1,{}", lines);
-  std::string out = fmt::format("--- a/{}\n+++ b/{}\n@@ {} @@\n", rel, rel,
-                                added ? "-0,0 +" + range : "-" + range + " +0,0");
+  std::string out =
+      fmt::format("--- a/{}\n+++ b/{}\n@@ {} @@\n", rel, rel, added ? "-0,0 +" + range : "-" + range + " +0,0");
   out.reserve(out.size() + content.size() + lines + 32);
   char sign = added ? '+' : '-';
   std::size_t at = 0;
@@ -410,8 +410,8 @@ class Collector {
   }
 
   Status Packages() {
-    auto changed = std::find_if(out_.files.begin(), out_.files.end(),
-                                [](const FileChange& f) { return f.path == kDpkgStatus; });
+    auto changed =
+        std::find_if(out_.files.begin(), out_.files.end(), [](const FileChange& f) { return f.path == kDpkgStatus; });
     if (changed == out_.files.end()) return Status::OK();
     std::map<std::string, std::string> before, after;
     for (auto [reader, into] : {std::pair<TreeReader*, std::map<std::string, std::string>*>{&lower_, &before},

@@ -10,15 +10,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 #include <fmt/format.h>
 
-#include "stig/rootfs/layer_diff.h"
 #include "stig/process.h"
+#include "stig/rootfs/layer_diff.h"
 
 namespace temper::stig {
 namespace {
@@ -76,7 +76,8 @@ Status MakeRootOnly(const fs::path& dir) {
     if (::chown(dir.c_str(), 0, 0) != 0) return Status::FromErrno(errno, "making root the owner of " + dir.string());
   }
   if ((st.st_mode & 07777) != 0700) {
-    if (::chmod(dir.c_str(), 0700) != 0) return Status::FromErrno(errno, "making " + dir.string() + " root-only (0700)");
+    if (::chmod(dir.c_str(), 0700) != 0)
+      return Status::FromErrno(errno, "making " + dir.string() + " root-only (0700)");
   }
   return Status::OK();
 }
@@ -109,8 +110,9 @@ Status OverlaySnapshots::Discard(const std::string& path) {
   // The trash of the path's own file system: the disk's for layers, the host's for scratch views.
   const std::string trash = path.rfind(disk_ + "/", 0) == 0 ? disk_ + "/trash" : dir_ + "/trash";
   // Unique across owners too: trash left by an earlier process may still be there.
-  fs::path to = fs::path(trash) /
-                fmt::format("{}-{}-{}", ::getpid(), std::chrono::system_clock::now().time_since_epoch().count(), trash_seq_++);
+  fs::path to =
+      fs::path(trash) /
+      fmt::format("{}-{}-{}", ::getpid(), std::chrono::system_clock::now().time_since_epoch().count(), trash_seq_++);
   std::error_code ec;
   fs::rename(path, to, ec);
   if (ec) return Status::IOError("moving " + path + " to the trash: " + ec.message());
@@ -176,7 +178,8 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
   const fs::path image = fs::path(dir_) / kImage;
   std::error_code ec;
   // The layout before disk images kept the stack right in dir_.
-  const bool old_layout = fs::is_directory(fs::path(dir_) / "layers", ec) || fs::is_directory(fs::path(dir_) / "upper", ec);
+  const bool old_layout =
+      fs::is_directory(fs::path(dir_) / "layers", ec) || fs::is_directory(fs::path(dir_) / "upper", ec);
   if (fs::exists(image, ec)) {
     // A move into the image that completed, and crashed before the old directories went.
     if (old_layout) {
@@ -192,10 +195,11 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
       if (::truncate(image.c_str(), static_cast<off_t>(bytes)) != 0) {
         return Status::FromErrno(errno, fmt::format("growing {} to {}", image.string(), FormatBytes(bytes)));
       }
-      TEMPER_ASSIGN_OR_RETURN(ProcessResult checked, Run({"e2fsck", "-f", "-p", image.string()}, "", std::chrono::minutes(10)));
+      TEMPER_ASSIGN_OR_RETURN(ProcessResult checked,
+                              Run({"e2fsck", "-f", "-p", image.string()}, "", std::chrono::minutes(10)));
       if (checked.timed_out || checked.term_signal != 0 || checked.exit_code > 1) {
-        return Status::IOError(fmt::format("checking {} before growing it ({}): {}{}", image.string(), checked.Describe(),
-                                           checked.out, checked.err));
+        return Status::IOError(fmt::format("checking {} before growing it ({}): {}{}", image.string(),
+                                           checked.Describe(), checked.out, checked.err));
       }
       TEMPER_ASSIGN_OR_RETURN(ProcessResult grown, Run({"resize2fs", image.string()}, "", std::chrono::minutes(10)));
       if (!grown.Succeeded()) {
@@ -218,12 +222,13 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
     if (!sized) return Status::FromErrno(e, fmt::format("sizing {} to {}", fresh.string(), FormatBytes(bytes)));
   }
   // Lazy init: a sparse image costs no writes up front (the kernel skips zeroing, see noinit_itable).
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult made, Run({"mkfs.ext4", "-q", "-F", "-m", "1", "-L", "temper-layers", "-E",
-                                                   "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0",
-                                                   fresh.string()}));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult made,
+                          Run({"mkfs.ext4", "-q", "-F", "-m", "1", "-L", "temper-layers", "-E",
+                               "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner=0:0", fresh.string()}));
   if (!made.Succeeded()) {
     fs::remove(fresh, ec);
-    return Status::IOError(fmt::format("making the file system of {} ({}): {}", fresh.string(), made.Describe(), made.err));
+    return Status::IOError(
+        fmt::format("making the file system of {} ({}): {}", fresh.string(), made.Describe(), made.err));
   }
   disk_bytes_ = bytes;
   if (old_layout) {
@@ -250,8 +255,10 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
         copied = cp->err.find("No space left on device") != std::string::npos
                      ? Status::ResourceExhausted(fmt::format(
                            "the snapshots in {} take {}, more than its disk cap of {} holds; raise sandbox.disk in "
-                           "temperd.yaml", dir_, FormatBytes(used), FormatBytes(bytes)))
-                     : Status::IOError(fmt::format("copying {}/{} into its disk image ({}): {}", dir_, sub, cp->Describe(), cp->err));
+                           "temperd.yaml",
+                           dir_, FormatBytes(used), FormatBytes(bytes)))
+                     : Status::IOError(fmt::format("copying {}/{} into its disk image ({}): {}", dir_, sub,
+                                                   cp->Describe(), cp->err));
       }
       if (!copied.ok()) break;
     }
@@ -273,8 +280,8 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
 }
 
 Status OverlaySnapshots::MountDisk(const std::string& image) {
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Run({"/bin/mount", "-t", "ext4", "-o", fmt::format(kMountOptions, kReserveOwner),
-                                                image, disk_}));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Run({"/bin/mount", "-t", "ext4", "-o",
+                                                fmt::format(kMountOptions, kReserveOwner), image, disk_}));
   if (!r.Succeeded()) {
     return Status::IOError(fmt::format("mounting the disk image {} at {} ({}): {}", image, disk_, r.Describe(), r.err));
   }
@@ -344,10 +351,10 @@ Status OverlaySnapshots::Mount() {
   // directories and what changed is readable from the layers alone (overlay_changes.h). nosuid,
   // nodev: with the sandbox's identity id map, a setuid-root file or a device node made in there is
   // one on the host; through this mount neither takes effect.
-  Result<ProcessResult> r = Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
-                                 fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower),
-                                 merged_},
-                                disk_, std::chrono::seconds(30));
+  Result<ProcessResult> r =
+      Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+           fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower), merged_},
+          disk_, std::chrono::seconds(30));
   if (!r.ok()) return r.status();
   if (!r->Succeeded()) {
     return Status::IOError(fmt::format("mounting the overlay at {} ({}): {}", merged_, r->Describe(), r->err));
@@ -406,8 +413,8 @@ Status OverlaySnapshots::RecordLastId(std::uint32_t id) {
   }
   if (!written.ok()) {
     if (DiskFull()) {
-      return Status::ResourceExhausted(fmt::format("the target's writable layer is full (cap {}): {}",
-                                                   FormatBytes(disk_bytes_), written.message()));
+      return Status::ResourceExhausted(
+          fmt::format("the target's writable layer is full (cap {}): {}", FormatBytes(disk_bytes_), written.message()));
     }
     return written;
   }
@@ -453,8 +460,8 @@ Status OverlaySnapshots::ResetUpperAndMount() {
 
 Result<std::uint32_t> OverlaySnapshots::Snapshot() {
   if (depth() >= kMaxLayers) {
-    return Status::ResourceExhausted(fmt::format("{} snapshots at {}: overlayfs stacks at most {} here", depth(),
-                                                 dir_, kMaxLayers));
+    return Status::ResourceExhausted(
+        fmt::format("{} snapshots at {}: overlayfs stacks at most {} here", depth(), dir_, kMaxLayers));
   }
   const std::uint32_t id = last_id_ + 1;
   // Recorded before the layer exists: a crash in between costs an unused id, never a reused one.

@@ -54,8 +54,8 @@ namespace temper::stig {
 
 // What a later snapshot changed of the paths an earlier one changed (see OverlapsAbove).
 struct LayerOverlap {
-  std::uint32_t layer = 0;          // the later snapshot
-  std::vector<std::string> paths;   // absolute paths in the target, sorted
+  std::uint32_t layer = 0;         // the later snapshot
+  std::vector<std::string> paths;  // absolute paths in the target, sorted
 };
 
 // The directories of a mounted stack as overlayfs resolves them: `upper` over `lowers` (topmost
@@ -161,7 +161,7 @@ class OverlaySnapshots {
 
   std::string dir_;
   std::string base_;
-  std::string disk_;    // dir_/disk, where the image is mounted
+  std::string disk_;  // dir_/disk, where the image is mounted
   std::string merged_;
   std::vector<std::uint32_t> layers_;  // ascending
   std::uint32_t last_id_ = 0;          // the highest id ever handed out

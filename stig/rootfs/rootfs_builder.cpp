@@ -51,9 +51,12 @@ done
 }
 
 Status WriteStamp(const fs::path& path, const RootfsSpec& spec) {
-  nlohmann::json j = {{"key", spec.Key()},      {"suite", spec.suite},
-                      {"mirror", spec.mirror},  {"packages", spec.packages},
-                      {"cached_packages", spec.cached_packages}, {"recipe", kRecipeVersion}};
+  nlohmann::json j = {{"key", spec.Key()},
+                      {"suite", spec.suite},
+                      {"mirror", spec.mirror},
+                      {"packages", spec.packages},
+                      {"cached_packages", spec.cached_packages},
+                      {"recipe", kRecipeVersion}};
   std::ofstream f(path);
   f << j.dump(2) << "\n";
   f.close();
@@ -76,8 +79,8 @@ std::string Tail(const std::string& s, std::size_t n) { return s.size() > n ? s.
 }  // namespace
 
 std::vector<std::string> RootfsSpec::DefaultPackages() {
-  return {"openssh-server", "sudo",  "auditd", "libpam-pwquality", "systemd", "rsyslog",
-          "procps",         "cron",  "passwd", "login",            "libpam-runtime", "apt-utils"};
+  return {"openssh-server", "sudo",   "auditd", "libpam-pwquality", "systemd",  "rsyslog", "procps",
+          "cron",           "passwd", "login",  "libpam-runtime",   "apt-utils"};
 }
 
 std::vector<std::string> RootfsSpec::DefaultCachedPackages() {
@@ -87,7 +90,7 @@ std::vector<std::string> RootfsSpec::DefaultCachedPackages() {
 
 std::string RootfsSpec::Key() const {
   return Fnv1aHex(fmt::format("{}|{}|{}|{}|{}|{}", kRecipeVersion, suite, mirror, Join(packages, ","),
-                           Join(cached_packages, ","), CustomizeScript()));
+                              Join(cached_packages, ","), CustomizeScript()));
 }
 
 Result<RootfsBuild> EnsureRootfs(const std::string& dir, const RootfsSpec& spec, const Logger& log) {
@@ -122,20 +125,14 @@ Result<RootfsBuild> EnsureRootfs(const std::string& dir, const RootfsSpec& spec,
   fs::remove_all(tmp, ec);
   fs::remove(d / "stamp.json", ec);
   ProcessSpec p;
-  p.argv = {"/usr/bin/mmdebstrap",
-            "--mode=root",
-            "--variant=minbase",
-            "--include=" + Join(spec.packages, ","),
+  p.argv = {"/usr/bin/mmdebstrap", "--mode=root", "--variant=minbase", "--include=" + Join(spec.packages, ","),
             // Keep apt's lists and cache so that fixes can install the cached packages offline.
-            "--skip=cleanup/apt/lists,cleanup/apt/cache",
-            "--customize-hook=chroot \"$1\" apt-get clean",
+            "--skip=cleanup/apt/lists,cleanup/apt/cache", "--customize-hook=chroot \"$1\" apt-get clean",
             // With Recommends: the root's apt installs them (mmdebstrap's own apt does not), so a
             // fix's `apt-get install aide` needs aide-common and the rest in the cache too.
             "--customize-hook=chroot \"$1\" apt-get install --download-only -y -q -o APT::Install-Recommends=true " +
                 Join(spec.cached_packages, " "),
-            spec.suite,
-            tmp.string(),
-            spec.mirror};
+            spec.suite, tmp.string(), spec.mirror};
   p.timeout = std::chrono::minutes(20);
   p.max_output_bytes = 4 << 20;
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(p));

@@ -34,8 +34,8 @@ struct RootfsSpec {
 };
 
 struct RootfsBuild {
-  std::string root;   // `dir`/root: pass it as a target's base
-  bool built = false; // false when the cached root was reused
+  std::string root;    // `dir`/root: pass it as a target's base
+  bool built = false;  // false when the cached root was reused
   double seconds = 0;
 };
 

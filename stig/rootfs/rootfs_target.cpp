@@ -75,8 +75,9 @@ void RootfsTarget::NoteDiskCap(ProcessResult& r, bool full_before) const {
     r.cap_hit = CapHitMessage(CapKind::kDisk, caps_);
   } else if (no_space) {
     // A request larger than what is left (fallocate, a big download) fails whole and leaves room.
-    r.cap_hit = fmt::format("the command asked for more room than the target's writable layer has left (cap {}): {} free",
-                            FormatBytes(caps_.disk_bytes), FormatBytes(layers_->FreeBytes()));
+    r.cap_hit =
+        fmt::format("the command asked for more room than the target's writable layer has left (cap {}): {} free",
+                    FormatBytes(caps_.disk_bytes), FormatBytes(layers_->FreeBytes()));
   }
 }
 
@@ -108,8 +109,8 @@ Result<ProcessResult> RootfsTarget::RunWithPackages(const std::string& command, 
   // The cache is mounted over it; a missing one would be made in the tree (and apt is not there).
   Result<struct stat> apt_cache = StatInTarget(root(), "/var/cache/apt");
   if (!apt_cache.ok() || !S_ISDIR(apt_cache->st_mode)) {
-    return Status::FailedPrecondition(
-        fmt::format("target {} has no directory /var/cache/apt, so its apt cannot install from the package cache", name_));
+    return Status::FailedPrecondition(fmt::format(
+        "target {} has no directory /var/cache/apt, so its apt cannot install from the package cache", name_));
   }
   TEMPER_ASSIGN_OR_RETURN(SandboxExtras extras, cache->SandboxFor(prepared));
   return Sandboxed(command, limits, extras);
@@ -156,11 +157,13 @@ Status RootfsTarget::WriteFile(const std::string& path, std::string_view content
 }
 
 Result<std::vector<AccessCheck>> RootfsTarget::CheckAccess() {
-  AccessCheck room{.name = "writable-layer-room",
-                   .method = fmt::format("free space on the target's disk image (cap {})", FormatBytes(caps_.disk_bytes)),
-                   .ok = !layers_->DiskFull(),
-                   .detail = ""};
-  if (!room.ok) room.detail = fmt::format("{}: {} free", CapHitMessage(CapKind::kDisk, caps_), FormatBytes(layers_->FreeBytes()));
+  AccessCheck room{
+      .name = "writable-layer-room",
+      .method = fmt::format("free space on the target's disk image (cap {})", FormatBytes(caps_.disk_bytes)),
+      .ok = !layers_->DiskFull(),
+      .detail = ""};
+  if (!room.ok)
+    room.detail = fmt::format("{}: {} free", CapHitMessage(CapKind::kDisk, caps_), FormatBytes(layers_->FreeBytes()));
   return std::vector<AccessCheck>{room};
 }
 

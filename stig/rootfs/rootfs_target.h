@@ -17,9 +17,9 @@
 #include <string>
 
 #include "common/log.h"
-#include "stig/rootfs/overlay_snapshots.h"
 #include "stig/cgroup.h"
 #include "stig/packages/package_cache.h"
+#include "stig/rootfs/overlay_snapshots.h"
 #include "stig/rootfs/rootfs_builder.h"
 #include "stig/sandbox_caps.h"
 #include "stig/target.h"
@@ -33,9 +33,8 @@ class RootfsTarget : public Target {
   // target cannot install packages). Its commands run with `caps`. Errors: InvalidArgument from
   // SandboxCaps::Validate, FailedPrecondition when no cgroup can cap its commands
   // (CgroupTree::Open), else as OverlaySnapshots::Open and PackageCache::Open.
-  static Result<std::unique_ptr<RootfsTarget>> Open(std::string name, const std::string& dir,
-                                                    const std::string& base, PackageCacheOptions packages = {},
-                                                    SandboxCaps caps = {});
+  static Result<std::unique_ptr<RootfsTarget>> Open(std::string name, const std::string& dir, const std::string& base,
+                                                    PackageCacheOptions packages = {}, SandboxCaps caps = {});
 
   // The layout `temper target create` makes in a target directory: `dir`/root holds the built
   // root (rootfs_builder.h) and `dir`/state the snapshot layers. Builds the root first when it is
@@ -76,7 +75,10 @@ class RootfsTarget : public Target {
  private:
   RootfsTarget(std::string name, std::unique_ptr<OverlaySnapshots> layers, std::optional<PackageCache> packages,
                SandboxCaps caps, std::unique_ptr<CgroupTree> cgroups)
-      : name_(std::move(name)), layers_(std::move(layers)), packages_(std::move(packages)), caps_(caps),
+      : name_(std::move(name)),
+        layers_(std::move(layers)),
+        packages_(std::move(packages)),
+        caps_(caps),
         cgroups_(std::move(cgroups)) {}
 
   Result<const PackageCache*> Packages() const;

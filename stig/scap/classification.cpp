@@ -13,10 +13,20 @@ namespace {
 // uses it only to tell 32- from 64-bit machines in audit rules, whose verdict then rests on the
 // rules files (measured: audit_rules_* give pass/fail on a rootfs).
 constexpr std::array<std::string_view, 15> kLiveOnly = {
-    "systemdunitproperty", "systemdunitdependency", "partition",    "sysctl",
-    "interface",           "routingtable",          "process",
-    "process58",           "inetlisteningservers",  "inetlisteningserver",
-    "iflisteners",         "shadow",                "runlevel",     "selinuxboolean",
+    "systemdunitproperty",
+    "systemdunitdependency",
+    "partition",
+    "sysctl",
+    "interface",
+    "routingtable",
+    "process",
+    "process58",
+    "inetlisteningservers",
+    "inetlisteningserver",
+    "iflisteners",
+    "shadow",
+    "runlevel",
+    "selinuxboolean",
     "environmentvariable58",
 };
 
@@ -24,9 +34,12 @@ constexpr std::array<std::string_view, 15> kLiveOnly = {
 
 std::string_view DecidabilityName(Decidability d) {
   switch (d) {
-    case Decidability::kRootfs: return "rootfs";
-    case Decidability::kLiveHost: return "live";
-    case Decidability::kManual: return "manual";
+    case Decidability::kRootfs:
+      return "rootfs";
+    case Decidability::kLiveHost:
+      return "live";
+    case Decidability::kManual:
+      return "manual";
   }
   return "?";
 }
@@ -42,8 +55,7 @@ Classification Classify(const std::vector<std::string>& test_types, bool has_ova
     if (IsLiveOnlyTestType(t)) c.live_test_types.push_back(t);
   }
   std::sort(c.live_test_types.begin(), c.live_test_types.end());
-  c.live_test_types.erase(std::unique(c.live_test_types.begin(), c.live_test_types.end()),
-                          c.live_test_types.end());
+  c.live_test_types.erase(std::unique(c.live_test_types.begin(), c.live_test_types.end()), c.live_test_types.end());
   c.decidability = c.live_test_types.empty() ? Decidability::kRootfs : Decidability::kLiveHost;
   return c;
 }

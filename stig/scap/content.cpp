@@ -44,17 +44,20 @@ std::string MarkupToText(std::string_view in) {
       std::size_t end = in.find('>', i);
       if (end == std::string_view::npos) break;
       std::string_view tag = in.substr(i + 1, end - i - 1);
-      if (tag.starts_with("br") || tag.starts_with("/p") || tag.starts_with("/li") ||
-          tag.starts_with("/pre") || tag.starts_with("html:br") || tag.starts_with("/html:p") ||
-          tag.starts_with("/html:li") || tag.starts_with("/html:pre")) {
+      if (tag.starts_with("br") || tag.starts_with("/p") || tag.starts_with("/li") || tag.starts_with("/pre") ||
+          tag.starts_with("html:br") || tag.starts_with("/html:p") || tag.starts_with("/html:li") ||
+          tag.starts_with("/html:pre")) {
         out += '\n';
       }
       i = end + 1;
       continue;
     }
     if (in[i] == '&') {
-      static const std::pair<std::string_view, char> kEntities[] = {
-          {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''}};
+      static const std::pair<std::string_view, char> kEntities[] = {{"&lt;", '<'},
+                                                                    {"&gt;", '>'},
+                                                                    {"&amp;", '&'},
+                                                                    {"&quot;", '"'},
+                                                                    {"&apos;", '\''}};
       bool done = false;
       for (const auto& [name, ch] : kEntities) {
         if (in.substr(i).starts_with(name)) {
@@ -110,11 +113,16 @@ std::string FirstText(struct oscap_text_iterator* it) {
 
 std::string SeverityName(xccdf_level_t level) {
   switch (level) {
-    case XCCDF_INFO: return "info";
-    case XCCDF_LOW: return "low";
-    case XCCDF_MEDIUM: return "medium";
-    case XCCDF_HIGH: return "high";
-    default: return "unknown";
+    case XCCDF_INFO:
+      return "info";
+    case XCCDF_LOW:
+      return "low";
+    case XCCDF_MEDIUM:
+      return "medium";
+    case XCCDF_HIGH:
+      return "high";
+    default:
+      return "unknown";
   }
 }
 
@@ -141,30 +149,26 @@ struct OscapSession {
   std::map<std::string, std::vector<std::string>> test_types_by_definition;
 };
 
-Result<struct oval_definition_model*> OvalModel(OscapSession& s, const std::string& href,
-                                                 const std::string& path) {
+Result<struct oval_definition_model*> OvalModel(OscapSession& s, const std::string& href, const std::string& path) {
   auto it = s.oval_by_href.find(href);
   if (it != s.oval_by_href.end()) return it->second;
   struct oscap_source* src = ds_sds_session_get_component_by_href(s.sds, href.c_str());
   if (!src) {
-    return Status::DataLoss(fmt::format("{}: no OVAL component \"{}\" in the datastream: {}", path, href,
-                                        TakeOscapError()));
+    return Status::DataLoss(
+        fmt::format("{}: no OVAL component \"{}\" in the datastream: {}", path, href, TakeOscapError()));
   }
   struct oval_definition_model* model = oval_definition_model_import_source(src);
   if (!model) {
-    return Status::DataLoss(
-        fmt::format("{}: cannot parse OVAL component \"{}\": {}", path, href, TakeOscapError()));
+    return Status::DataLoss(fmt::format("{}: cannot parse OVAL component \"{}\": {}", path, href, TakeOscapError()));
   }
   s.oval_models.push_back(model);
   s.oval_by_href[href] = model;
   return model;
 }
 
-void CollectTestTypes(OscapSession& s, struct oval_criteria_node* node, std::set<std::string>& out,
-                      int depth);
+void CollectTestTypes(OscapSession& s, struct oval_criteria_node* node, std::set<std::string>& out, int depth);
 
-const std::vector<std::string>& DefinitionTestTypes(OscapSession& s, struct oval_definition* def,
-                                                    int depth) {
+const std::vector<std::string>& DefinitionTestTypes(OscapSession& s, struct oval_definition* def, int depth) {
   std::string id = oval_definition_get_id(def) ? oval_definition_get_id(def) : "";
   auto it = s.test_types_by_definition.find(id);
   if (it != s.test_types_by_definition.end()) return it->second;
@@ -174,8 +178,7 @@ const std::vector<std::string>& DefinitionTestTypes(OscapSession& s, struct oval
   return s.test_types_by_definition[id] = std::vector<std::string>(types.begin(), types.end());
 }
 
-void CollectTestTypes(OscapSession& s, struct oval_criteria_node* node, std::set<std::string>& out,
-                      int depth) {
+void CollectTestTypes(OscapSession& s, struct oval_criteria_node* node, std::set<std::string>& out, int depth) {
   if (!node) return;
   switch (oval_criteria_node_get_type(node)) {
     case OVAL_NODETYPE_CRITERIA: {
@@ -198,7 +201,8 @@ void CollectTestTypes(OscapSession& s, struct oval_criteria_node* node, std::set
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
 }
 
@@ -221,11 +225,11 @@ Status FillCheck(OscapSession& s, struct xccdf_rule* rule, RuleInfo& info, const
   if (checks) xccdf_check_iterator_free(checks);
   if (name.empty()) return Status::OK();
 
-  TEMPER_ASSIGN_OR_RETURN(struct oval_definition_model* model, OvalModel(s, href, path));
+  TEMPER_ASSIGN_OR_RETURN(struct oval_definition_model * model, OvalModel(s, href, path));
   struct oval_definition* def = oval_definition_model_get_definition(model, name.c_str());
   if (!def) {
-    return Status::DataLoss(fmt::format("{}: rule {} checks OVAL definition {}, which {} does not define",
-                                        path, info.id, name, href));
+    return Status::DataLoss(
+        fmt::format("{}: rule {} checks OVAL definition {}, which {} does not define", path, info.id, name, href));
   }
   info.oval_definition_id = name;
   info.oval_test_types = DefinitionTestTypes(s, def, 0);
@@ -255,26 +259,41 @@ void FillReferences(struct xccdf_rule* rule, RuleInfo& info) {
 
 std::string FixLevelName(xccdf_level_t level) {
   switch (level) {
-    case XCCDF_UNKNOWN: return "unknown";
-    case XCCDF_INFO: return "info";
-    case XCCDF_LOW: return "low";
-    case XCCDF_MEDIUM: return "medium";
-    case XCCDF_HIGH: return "high";
-    default: return "";
+    case XCCDF_UNKNOWN:
+      return "unknown";
+    case XCCDF_INFO:
+      return "info";
+    case XCCDF_LOW:
+      return "low";
+    case XCCDF_MEDIUM:
+      return "medium";
+    case XCCDF_HIGH:
+      return "high";
+    default:
+      return "";
   }
 }
 
 std::string StrategyName(xccdf_strategy_t strategy) {
   switch (strategy) {
-    case XCCDF_STRATEGY_CONFIGURE: return "configure";
-    case XCCDF_STRATEGY_DISABLE: return "disable";
-    case XCCDF_STRATEGY_ENABLE: return "enable";
-    case XCCDF_STRATEGY_PATCH: return "patch";
-    case XCCDF_STRATEGY_POLICY: return "policy";
-    case XCCDF_STRATEGY_RESTRICT: return "restrict";
-    case XCCDF_STRATEGY_UPDATE: return "update";
-    case XCCDF_STRATEGY_COMBINATION: return "combination";
-    default: return "";
+    case XCCDF_STRATEGY_CONFIGURE:
+      return "configure";
+    case XCCDF_STRATEGY_DISABLE:
+      return "disable";
+    case XCCDF_STRATEGY_ENABLE:
+      return "enable";
+    case XCCDF_STRATEGY_PATCH:
+      return "patch";
+    case XCCDF_STRATEGY_POLICY:
+      return "policy";
+    case XCCDF_STRATEGY_RESTRICT:
+      return "restrict";
+    case XCCDF_STRATEGY_UPDATE:
+      return "update";
+    case XCCDF_STRATEGY_COMBINATION:
+      return "combination";
+    default:
+      return "";
   }
 }
 
@@ -323,7 +342,8 @@ Status CollectRules(OscapSession& s, struct xccdf_item_iterator* items, struct x
     struct xccdf_item* item = xccdf_item_iterator_next(items);
     if (xccdf_item_get_type(item) == XCCDF_GROUP) {
       const char* group_id = xccdf_item_get_id(item);
-      Status st = CollectRules(s, xccdf_item_get_content(item), policy, path, group_id ? group_id : group, rules, order);
+      Status st =
+          CollectRules(s, xccdf_item_get_content(item), policy, path, group_id ? group_id : group, rules, order);
       if (!st.ok()) {
         xccdf_item_iterator_free(items);
         return st;
@@ -337,8 +357,7 @@ Status CollectRules(OscapSession& s, struct xccdf_item_iterator* items, struct x
     if (info.id.empty()) continue;
     info.group_id = group;
     info.title = MarkupToText(Owned(xccdf_policy_get_readable_item_title(policy, item, nullptr)));
-    info.description =
-        MarkupToText(Owned(xccdf_policy_get_readable_item_description(policy, item, nullptr)));
+    info.description = MarkupToText(Owned(xccdf_policy_get_readable_item_description(policy, item, nullptr)));
     info.rationale = MarkupToText(FirstText(xccdf_rule_get_rationale(rule)));
     info.severity = SeverityName(xccdf_rule_get_severity(rule));
     Status st = FillCheck(s, rule, info, path);
@@ -369,12 +388,11 @@ Result<std::string> ResolveDatastreamPath(std::string_view datastream, std::stri
     if (e.path().extension() == ".xml") names.push_back(e.path().filename().string());
   }
   std::sort(names.begin(), names.end());
-  return Status::NotFound(fmt::format("datastream {} does not exist{}", p.string(),
-                                      DidYouMean(p.filename().string(), names)));
+  return Status::NotFound(
+      fmt::format("datastream {} does not exist{}", p.string(), DidYouMean(p.filename().string(), names)));
 }
 
-Result<Content> Content::Load(std::string_view datastream, std::string_view profile,
-                              std::string_view content_dir) {
+Result<Content> Content::Load(std::string_view datastream, std::string_view profile, std::string_view content_dir) {
   TEMPER_ASSIGN_OR_RETURN(std::string path, ResolveDatastreamPath(datastream, content_dir));
   TEMPER_RETURN_IF_ERROR(CheckContentPolicy(path));
   OscapSession s;
@@ -382,14 +400,13 @@ Result<Content> Content::Load(std::string_view datastream, std::string_view prof
   oscap_document_type_t type = oscap_source_get_scap_type(s.source);
   if (type != OSCAP_DOCUMENT_SDS) {
     std::string why = TakeOscapError();
-    return Status::DataLoss(fmt::format("{}: not a SCAP source datastream (found {}){}{}", path,
-                                        type == OSCAP_DOCUMENT_UNKNOWN ? "no SCAP document"
-                                                                       : oscap_document_type_to_string(type),
-                                        why.empty() ? "" : ": ", why));
+    return Status::DataLoss(
+        fmt::format("{}: not a SCAP source datastream (found {}){}{}", path,
+                    type == OSCAP_DOCUMENT_UNKNOWN ? "no SCAP document" : oscap_document_type_to_string(type),
+                    why.empty() ? "" : ": ", why));
   }
   s.sds = ds_sds_session_new_from_source(s.source);
-  struct oscap_source* xccdf = s.sds ? ds_sds_session_select_checklist(s.sds, nullptr, nullptr, nullptr)
-                                     : nullptr;
+  struct oscap_source* xccdf = s.sds ? ds_sds_session_select_checklist(s.sds, nullptr, nullptr, nullptr) : nullptr;
   if (!xccdf) {
     return Status::DataLoss(fmt::format("{}: no XCCDF checklist in the datastream: {}", path, TakeOscapError()));
   }
@@ -415,8 +432,8 @@ Result<Content> Content::Load(std::string_view datastream, std::string_view prof
 
   std::string wanted(profile);
   if (!wanted.empty() && !wanted.starts_with("xccdf_")) wanted = std::string(kProfilePrefix) + wanted;
-  auto found = std::find_if(c.profiles_.begin(), c.profiles_.end(),
-                            [&](const ProfileInfo& p) { return p.id == wanted; });
+  auto found =
+      std::find_if(c.profiles_.begin(), c.profiles_.end(), [&](const ProfileInfo& p) { return p.id == wanted; });
   if (found == c.profiles_.end()) {
     std::vector<std::string> ids;
     for (const auto& p : c.profiles_) ids.push_back(p.id);

@@ -78,8 +78,8 @@ class PolicyScan {
       return Status::DataLoss(fmt::format("{}: not a SCAP source datastream ({})", path_, not_datastream_));
     }
     if (rc != 0 || !xml_error.empty()) {
-      return Status::DataLoss(fmt::format("{}: not well-formed XML: {}", path_,
-                                          xml_error.empty() ? "the reader stopped" : xml_error));
+      return Status::DataLoss(
+          fmt::format("{}: not well-formed XML: {}", path_, xml_error.empty() ? "the reader stopped" : xml_error));
     }
     if (!saw_root_) return Status::DataLoss(fmt::format("{}: holds no XML element", path_));
     for (const PendingHref& h : hrefs_) {
@@ -163,7 +163,7 @@ class PolicyScan {
 
   const std::string& path_;
   bool saw_root_ = false;
-  std::string not_datastream_;  // why the root element is not a datastream's, once seen
+  std::string not_datastream_;        // why the root element is not a datastream's, once seen
   std::vector<std::string> context_;  // per element depth: what the element at that depth names
   std::set<std::string> catalog_names_;
   std::vector<PendingHref> hrefs_;

@@ -62,7 +62,8 @@ std::string AclWriter(const std::string& path) {
   if (n < 4) return "";
   auto u16 = [&](std::size_t at) { return static_cast<std::uint16_t>(buf[at] | buf[at + 1] << 8); };
   auto u32 = [&](std::size_t at) {
-    return static_cast<std::uint32_t>(buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16 | static_cast<std::uint32_t>(buf[at + 3]) << 24);
+    return static_cast<std::uint32_t>(buf[at] | buf[at + 1] << 8 | buf[at + 2] << 16 |
+                                      static_cast<std::uint32_t>(buf[at + 3]) << 24);
   };
   bool mask_allows_write = true;
   for (std::size_t at = 4; at + 8 <= static_cast<std::size_t>(n); at += 8) {
@@ -105,10 +106,10 @@ Status CheckOwnership(const std::string& real) {
     if (why.empty()) continue;
     const bool last = i + 1 == chain.size();
     if (!last && mode_only && (st[i].st_mode & S_ISVTX) && st[i + 1].st_uid == 0) continue;
-    return Status::PermissionDenied(fmt::format(
-        "datastream {}: {} {} {}, so a user other than root could replace what temperd evaluates; content "
-        "directories and datastreams must be root's and writable only by root",
-        real, last ? "the file" : "the directory", chain[i], why));
+    return Status::PermissionDenied(
+        fmt::format("datastream {}: {} {} {}, so a user other than root could replace what temperd evaluates; content "
+                    "directories and datastreams must be root's and writable only by root",
+                    real, last ? "the file" : "the directory", chain[i], why));
   }
   return Status::OK();
 }
@@ -120,9 +121,9 @@ Result<std::string> ResolveTrustedDatastream(std::string_view name, const std::v
   std::string candidate(name);
   if (name.front() != '/') {
     if (name.find('/') != std::string_view::npos || name == "." || name == "..") {
-      return Status::InvalidArgument(fmt::format(
-          "datastream: '{}' must be a file name in a content directory or an absolute path ({})", name,
-          DirList(content_dirs)));
+      return Status::InvalidArgument(
+          fmt::format("datastream: '{}' must be a file name in a content directory or an absolute path ({})", name,
+                      DirList(content_dirs)));
     }
     candidate.clear();
     for (const std::string& dir : content_dirs) {
@@ -151,9 +152,9 @@ Result<std::string> ResolveTrustedDatastream(std::string_view name, const std::v
     for (std::size_t i = 0; i < content_dirs.size(); ++i) inside |= Inside(lexical, content_dirs[i]);
     for (const std::string& dir : real_dirs) inside |= Inside(lexical, dir);
     if (!inside) {
-      return Status::PermissionDenied(fmt::format(
-          "datastream {} is not inside a content directory ({}): temperd loads datastreams only from there",
-          candidate, DirList(content_dirs)));
+      return Status::PermissionDenied(
+          fmt::format("datastream {} is not inside a content directory ({}): temperd loads datastreams only from there",
+                      candidate, DirList(content_dirs)));
     }
     if (e == ENOENT) {
       return Status::NotFound(fmt::format("datastream {} does not exist{}", candidate,
@@ -163,9 +164,9 @@ Result<std::string> ResolveTrustedDatastream(std::string_view name, const std::v
     return Status::FromErrno(e, "resolving datastream " + candidate);
   }
   if (std::none_of(real_dirs.begin(), real_dirs.end(), [&](const std::string& d) { return Inside(*real, d); })) {
-    return Status::PermissionDenied(fmt::format(
-        "datastream {}{} is not inside a content directory ({}): temperd loads datastreams only from there",
-        candidate, *real == candidate ? "" : " (resolved to " + *real + ")", DirList(content_dirs)));
+    return Status::PermissionDenied(
+        fmt::format("datastream {}{} is not inside a content directory ({}): temperd loads datastreams only from there",
+                    candidate, *real == candidate ? "" : " (resolved to " + *real + ")", DirList(content_dirs)));
   }
   struct stat st;
   if (::stat(real->c_str(), &st) != 0) return Status::FromErrno(errno, "reading datastream " + *real);

@@ -186,7 +186,8 @@ int Evaluate(const Args& a) {
     result = xccdf_policy_get_result_by_id(policy, xccdf_session_get_result_id(s));
     if (!result) failed = "evaluation produced no TestResult: " + OscapError();
   }
-  if (failed.empty() && fix_fd >= 0 && xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", fix_fd) != 0) {
+  if (failed.empty() && fix_fd >= 0 &&
+      xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", fix_fd) != 0) {
     failed = "generating the fix script failed: " + OscapError();
   }
   if (fix_fd >= 0) ::close(fix_fd);
@@ -197,8 +198,7 @@ int Evaluate(const Args& a) {
   // Exports only serialise what the evaluation collected; they run outside the target so that
   // they can write where the caller reads them (libopenscap takes paths, not descriptors).
   if (!a.results.empty() || !a.arf.empty()) {
-    if (xccdf_session_export_oval(s) != 0 || xccdf_session_export_xccdf(s) != 0 ||
-        xccdf_session_export_arf(s) != 0) {
+    if (xccdf_session_export_oval(s) != 0 || xccdf_session_export_xccdf(s) != 0 || xccdf_session_export_arf(s) != 0) {
       return Fail("writing results failed: " + OscapError());
     }
   }

@@ -11,16 +11,27 @@ std::vector<std::string> EvalSandboxArgv(const EvalSandboxPaths& paths,
                                          const std::vector<std::string>& helper_args) {
   std::vector<std::string> argv = {
       "/usr/bin/bwrap",
-      "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-      "--hostname", "temper-eval",
+      "--unshare-net",
+      "--unshare-pid",
+      "--unshare-ipc",
+      "--unshare-uts",
+      "--unshare-cgroup-try",
+      "--hostname",
+      "temper-eval",
       "--die-with-parent",
       "--new-session",
       "--clearenv",
-      "--cap-drop", "ALL",
-      "--cap-add", "CAP_SYS_CHROOT",
-      "--cap-add", "CAP_DAC_OVERRIDE",
-      "--cap-add", "CAP_DAC_READ_SEARCH",
-      "--ro-bind", "/usr", "/usr",
+      "--cap-drop",
+      "ALL",
+      "--cap-add",
+      "CAP_SYS_CHROOT",
+      "--cap-add",
+      "CAP_DAC_OVERRIDE",
+      "--cap-add",
+      "CAP_DAC_READ_SEARCH",
+      "--ro-bind",
+      "/usr",
+      "/usr",
   };
   // Merged-/usr systems (Debian 12) have /lib, /bin, ... as symlinks into /usr; others have
   // directories. Reproduce whichever the host has, so the dynamic loader finds its paths.
@@ -36,7 +47,8 @@ std::vector<std::string> EvalSandboxArgv(const EvalSandboxPaths& paths,
     }
   }
   // libopenscap writes its temporary files (the OVAL results an ARF export embeds) under /tmp.
-  argv.insert(argv.end(), {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--tmpfs", "/tmp"});
+  argv.insert(argv.end(),
+              {"--ro-bind-try", "/etc/ld.so.cache", "/etc/ld.so.cache", "--dev", "/dev", "--tmpfs", "/tmp"});
   if (!paths.target.empty()) argv.insert(argv.end(), {"--bind", paths.target, paths.target});
   for (const std::string& p : paths.writable) argv.insert(argv.end(), {"--bind", p, p});
   for (const std::string& p : paths.read_only) argv.insert(argv.end(), {"--ro-bind", p, p});

@@ -30,10 +30,10 @@
 namespace temper::stig {
 
 struct EvalSandboxPaths {
-  std::string helper;                   // the temper-stig-eval executable
-  std::vector<std::string> read_only;   // files or directories the helper reads (datastream, results file)
-  std::vector<std::string> writable;    // the output directory
-  std::string target;                   // the tree to evaluate; empty when reading results only
+  std::string helper;                  // the temper-stig-eval executable
+  std::vector<std::string> read_only;  // files or directories the helper reads (datastream, results file)
+  std::vector<std::string> writable;   // the output directory
+  std::string target;                  // the tree to evaluate; empty when reading results only
 };
 
 // The bwrap argv that runs `helper_args` (without the helper itself) in the sandbox above.

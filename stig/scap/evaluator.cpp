@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "stig/scap/eval_sandbox.h"
 #include "stig/process.h"
+#include "stig/scap/eval_sandbox.h"
 
 namespace temper::stig {
 

@@ -22,9 +22,9 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "stig/process.h"
 #include "stig/scap/content.h"
 #include "stig/scap/eval_sandbox.h"
-#include "stig/process.h"
 #include "stig/verdict.h"
 
 namespace temper::stig {

@@ -249,8 +249,8 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
   std::unique_ptr<xmlParserCtxt, CtxtFree> ctxt(xmlNewParserCtxt());
   if (!ctxt) return Status::ResourceExhausted("libxml2 could not allocate a parser context");
   // No network, no entity expansion, no DTD: the file may come from a host temper does not trust.
-  std::unique_ptr<xmlDoc, DocFree> doc(
-      xmlCtxtReadFile(ctxt.get(), arf_path.c_str(), nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
+  std::unique_ptr<xmlDoc, DocFree> doc(xmlCtxtReadFile(ctxt.get(), arf_path.c_str(), nullptr,
+                                                       XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING));
   if (!doc) {
     const xmlError* e = xmlCtxtGetLastError(ctxt.get());
     return Status::DataLoss(fmt::format("{}:{}: not well-formed XML: {}", arf_path, e ? e->line : 0,

@@ -44,8 +44,8 @@ struct OvalItem {
 
 struct OvalTest {
   std::string id;
-  std::string type;     // "textfilecontent54_test", "file_test", "dpkginfo_test", ...
-  std::string comment;  // from the definitions
+  std::string type;             // "textfilecontent54_test", "file_test", "dpkginfo_test", ...
+  std::string comment;          // from the definitions
   std::string check_existence;  // "all_exist", "none_exist", ... (empty when unset)
   std::string check;            // "all", "at least one", ...
   std::string result;           // "true", "false", "error", "unknown", "not applicable", "not evaluated"

@@ -39,34 +39,56 @@ std::optional<RiskReason> ReasonFromName(std::string_view name) {
 
 std::string_view RiskReasonName(RiskReason reason) {
   switch (reason) {
-    case RiskReason::kHighDisruption: return "high_disruption";
-    case RiskReason::kNeedsReboot: return "reboot";
-    case RiskReason::kFipsMode: return "fips";
-    case RiskReason::kUsbguard: return "usbguard";
-    case RiskReason::kFapolicyd: return "fapolicyd";
-    case RiskReason::kNoexecMount: return "noexec_mount";
-    case RiskReason::kNosuidMount: return "nosuid_mount";
-    case RiskReason::kPackageRemoval: return "package_removal";
-    case RiskReason::kKernelModule: return "kernel_module";
-    case RiskReason::kBootloader: return "bootloader";
-    case RiskReason::kSudoNopasswd: return "sudo_nopasswd";
+    case RiskReason::kHighDisruption:
+      return "high_disruption";
+    case RiskReason::kNeedsReboot:
+      return "reboot";
+    case RiskReason::kFipsMode:
+      return "fips";
+    case RiskReason::kUsbguard:
+      return "usbguard";
+    case RiskReason::kFapolicyd:
+      return "fapolicyd";
+    case RiskReason::kNoexecMount:
+      return "noexec_mount";
+    case RiskReason::kNosuidMount:
+      return "nosuid_mount";
+    case RiskReason::kPackageRemoval:
+      return "package_removal";
+    case RiskReason::kKernelModule:
+      return "kernel_module";
+    case RiskReason::kBootloader:
+      return "bootloader";
+    case RiskReason::kSudoNopasswd:
+      return "sudo_nopasswd";
   }
   return "?";
 }
 
 std::string_view RiskReasonText(RiskReason reason) {
   switch (reason) {
-    case RiskReason::kHighDisruption: return "SCAP Security Guide rates its fix's disruption high";
-    case RiskReason::kNeedsReboot: return "its fix takes effect only after a reboot (SCAP Security Guide: reboot=true)";
-    case RiskReason::kFipsMode: return "it switches the kernel's cryptography to FIPS mode";
-    case RiskReason::kUsbguard: return "usbguard blocks USB devices, keyboards included";
-    case RiskReason::kFapolicyd: return "fapolicyd denies running applications it does not know";
-    case RiskReason::kNoexecMount: return "noexec on a system mount stops programs there from running";
-    case RiskReason::kNosuidMount: return "nosuid on a system mount stops setuid programs there from working";
-    case RiskReason::kPackageRemoval: return "its fix removes a package that something may depend on";
-    case RiskReason::kKernelModule: return "its fix takes a kernel module (a driver) away";
-    case RiskReason::kBootloader: return "it changes kernel arguments or boot settings: a mistake stops the boot";
-    case RiskReason::kSudoNopasswd: return "removing NOPASSWD breaks automation that runs sudo without a password";
+    case RiskReason::kHighDisruption:
+      return "SCAP Security Guide rates its fix's disruption high";
+    case RiskReason::kNeedsReboot:
+      return "its fix takes effect only after a reboot (SCAP Security Guide: reboot=true)";
+    case RiskReason::kFipsMode:
+      return "it switches the kernel's cryptography to FIPS mode";
+    case RiskReason::kUsbguard:
+      return "usbguard blocks USB devices, keyboards included";
+    case RiskReason::kFapolicyd:
+      return "fapolicyd denies running applications it does not know";
+    case RiskReason::kNoexecMount:
+      return "noexec on a system mount stops programs there from running";
+    case RiskReason::kNosuidMount:
+      return "nosuid on a system mount stops setuid programs there from working";
+    case RiskReason::kPackageRemoval:
+      return "its fix removes a package that something may depend on";
+    case RiskReason::kKernelModule:
+      return "its fix takes a kernel module (a driver) away";
+    case RiskReason::kBootloader:
+      return "it changes kernel arguments or boot settings: a mistake stops the boot";
+    case RiskReason::kSudoNopasswd:
+      return "removing NOPASSWD breaks automation that runs sudo without a password";
   }
   return "?";
 }

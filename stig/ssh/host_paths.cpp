@@ -24,7 +24,8 @@ bool HasFlag(const SimpleCommand& c, char letter, std::string_view long_name) {
 // Programs that, run by find -exec, change or remove what they are given.
 bool Destroys(const std::string& program) {
   return program == "rm" || program == "mv" || program == "shred" || program == "truncate" || program == "unlink" ||
-         program == "rmdir" || program == "cp" || program == "dd" || program == "tee" || program == "ln" || program == "sed";
+         program == "rmdir" || program == "cp" || program == "dd" || program == "tee" || program == "ln" ||
+         program == "sed";
 }
 
 // The command changes what lies under the paths it names, not only the paths themselves.
@@ -32,7 +33,8 @@ bool Recursive(const SimpleCommand& c) {
   const std::string& p = c.program;
   if (p == "rm") return HasFlag(c, 'r', "--recursive") || HasFlag(c, 'R', "--recursive");
   if (p == "mv" || p == "rsync" || p == "tar" || p == "cpio" || p == "unzip") return true;
-  if (p == "cp") return HasFlag(c, 'r', "--recursive") || HasFlag(c, 'R', "--recursive") || HasFlag(c, 'a', "--archive");
+  if (p == "cp")
+    return HasFlag(c, 'r', "--recursive") || HasFlag(c, 'R', "--recursive") || HasFlag(c, 'a', "--archive");
   if (p == "find") {
     for (size_t k = 0; k < c.args.size(); ++k) {
       const std::string& a = c.args[k];
@@ -78,13 +80,16 @@ Result<std::vector<NamedPath>> PathsNamedBy(std::string_view command) {
     const bool changes = !OnlyReads(c);
     const bool recursive = changes && Recursive(c);
     for (const Redirect& r : c.redirects) {
-      if (r.op.ends_with("<<") || r.op.ends_with("<<-") || r.op.ends_with("<<<") || r.op.ends_with(">&") || r.op.ends_with("<&")) continue;
+      if (r.op.ends_with("<<") || r.op.ends_with("<<-") || r.op.ends_with("<<<") || r.op.ends_with(">&") ||
+          r.op.ends_with("<&"))
+        continue;
       if (std::optional<std::string> p = path_of(r.target, r.target_expanded)) {
         out.push_back({*p, r.op.find('>') != std::string::npos, false, c.text});
       }
     }
     for (size_t k = 0; k < c.args.size(); ++k) {
-      if (std::optional<std::string> p = path_of(c.args[k], c.args_expanded[k])) out.push_back({*p, changes, recursive, c.text});
+      if (std::optional<std::string> p = path_of(c.args[k], c.args_expanded[k]))
+        out.push_back({*p, changes, recursive, c.text});
     }
     if (c.program == "cd" || c.program == "pushd") {
       cwd.reset();
@@ -103,14 +108,16 @@ std::string HostDirRisk(const NamedPath& named, std::string_view dir) {
   if (!named.changes) return "";
   const std::string d = NormalizePath(dir);
   if (PathWithin(named.path, d)) {
-    return fmt::format("'{}' changes {}, in temper's own directory on this host ({}), which holds the undo journal "
-                       "that reverts it",
-                       named.command, named.path, d);
+    return fmt::format(
+        "'{}' changes {}, in temper's own directory on this host ({}), which holds the undo journal "
+        "that reverts it",
+        named.command, named.path, d);
   }
   if (named.recursive && PathWithin(d, named.path)) {
-    return fmt::format("'{}' changes everything under {}, temper's own directory on this host ({}) among it, which "
-                       "holds the undo journal that reverts it",
-                       named.command, named.path, d);
+    return fmt::format(
+        "'{}' changes everything under {}, temper's own directory on this host ({}) among it, which "
+        "holds the undo journal that reverts it",
+        named.command, named.path, d);
   }
   return "";
 }

@@ -26,7 +26,8 @@ bool Has(const Words& a, std::initializer_list<std::string_view> flags) {
     for (std::string_view f : flags) {
       if (w == f || (f.size() > 2 && f.starts_with("--") && w.starts_with(std::string(f) + "="))) return true;
       // Combined short options: -lf has -l.
-      if (f.size() == 2 && f[0] == '-' && w.size() > 2 && w[0] == '-' && w[1] != '-' && w.find(f[1]) != std::string::npos &&
+      if (f.size() == 2 && f[0] == '-' && w.size() > 2 && w[0] == '-' && w[1] != '-' &&
+          w.find(f[1]) != std::string::npos &&
           std::all_of(w.begin() + 1, w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); })) {
         return true;
       }
@@ -75,14 +76,16 @@ std::string Check(const SimpleCommand& c, const LoginIdentity& login) {
   const bool root = user == "root";
   const std::string& line = c.text;
   auto refuse = [&](std::string_view what) {
-    return fmt::format("'{}' {}; temper logs in to this host as {} on port {} and would be locked out. Leave this "
-                       "change to a human, or make it for other accounts only",
-                       line, what, user, login.port);
+    return fmt::format(
+        "'{}' {}; temper logs in to this host as {} on port {} and would be locked out. Leave this "
+        "change to a human, or make it for other accounts only",
+        line, what, user, login.port);
   };
   for (const Redirect& r : c.redirects) {
     if (r.op.find('>') == std::string::npos) continue;
     if (r.target.find("authorized_keys") != std::string::npos) return refuse("writes an authorized_keys file");
-    if (!root && IsNologin(r.target)) return refuse("creates a nologin file, which makes sshd refuse every login but root's");
+    if (!root && IsNologin(r.target))
+      return refuse("creates a nologin file, which makes sshd refuse every login but root's");
   }
   if (program.empty()) return "";
   if (program.find("authorized_keys") != std::string::npos) {
@@ -104,13 +107,15 @@ std::string Check(const SimpleCommand& c, const LoginIdentity& login) {
     if (Has(args, {"-L", "--lock", "-e", "--expiredate", "-l", "--login", "-p", "--password", "-u", "--uid"})) {
       return refuse(fmt::format("locks, expires, renames or re-keys {}", user));
     }
-    if (Has(args, {"-s", "--shell"}) && ClosingShell(args)) return refuse(fmt::format("takes the shell away from {}", user));
+    if (Has(args, {"-s", "--shell"}) && ClosingShell(args))
+      return refuse(fmt::format("takes the shell away from {}", user));
     if (!root && Has(args, {"-G", "--groups"}) && !Has(args, {"-a", "--append"})) {
       return refuse(fmt::format("replaces the groups of {}, which may take away its sudo", user));
     }
   }
   if (program == "chage" && targets_login && !Has(args, {"-l", "--list"})) {
-    return refuse(fmt::format("changes the password ageing of {}: an expired password blocks its key logins through PAM", user));
+    return refuse(
+        fmt::format("changes the password ageing of {}: an expired password blocks its key logins through PAM", user));
   }
   if ((program == "userdel" || program == "deluser" || program == "groupdel") && Names(args, user)) {
     return refuse(fmt::format("deletes {} or its group membership", user));
@@ -118,10 +123,10 @@ std::string Check(const SimpleCommand& c, const LoginIdentity& login) {
   if (program == "gpasswd" && Names(args, user) && Has(args, {"-d", "--delete", "-M", "--members"})) {
     return refuse(fmt::format("removes {} from a group, which may take away its sudo", user));
   }
-  if (program == "chsh" && targets_login && ClosingShell(args)) return refuse(fmt::format("takes the shell away from {}", user));
+  if (program == "chsh" && targets_login && ClosingShell(args))
+    return refuse(fmt::format("takes the shell away from {}", user));
 
-  if (program == "ufw" && AnySshPort(args, login.port) &&
-      (HasWord(args, {"deny", "reject", "delete"}))) {
+  if (program == "ufw" && AnySshPort(args, login.port) && (HasWord(args, {"deny", "reject", "delete"}))) {
     return refuse("closes the SSH port in the firewall");
   }
   if (program.starts_with("iptables") || program.starts_with("ip6tables")) {
@@ -152,10 +157,10 @@ std::string Check(const SimpleCommand& c, const LoginIdentity& login) {
 
 bool OnlyReads(const SimpleCommand& c) {
   static constexpr std::string_view kReaders[] = {
-      "cat", "grep", "egrep", "fgrep", "zgrep", "ls", "stat", "head", "tail", "wc", "test", "[", "[[", "sha256sum",
-      "sha1sum", "sha512sum", "md5sum", "cksum", "file", "less", "more", "diff", "cmp", "ssh-keygen", "readlink",
-      "realpath", "dirname", "basename", "lsattr", "getfacl", "echo", "printf", "cut", "uniq", "tr", "id", "getent",
-      "true", "false", ":"};
+      "cat",  "grep",   "egrep", "fgrep",      "zgrep",    "ls",        "stat",    "head",     "tail",   "wc",
+      "test", "[",      "[[",    "sha256sum",  "sha1sum",  "sha512sum", "md5sum",  "cksum",    "file",   "less",
+      "more", "diff",   "cmp",   "ssh-keygen", "readlink", "realpath",  "dirname", "basename", "lsattr", "getfacl",
+      "echo", "printf", "cut",   "uniq",       "tr",       "id",        "getent",  "true",     "false",  ":"};
   const std::string& p = c.program;
   if (p == "ssh-keygen") {
     // -l and -F only read; -R and -f with a key type write.
@@ -163,16 +168,19 @@ bool OnlyReads(const SimpleCommand& c) {
            std::find(c.args.begin(), c.args.end(), "-F") != c.args.end() ||
            std::find(c.args.begin(), c.args.end(), "-lf") != c.args.end();
   }
-  if (p == "sort") return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) { return a.starts_with("-o"); });
+  if (p == "sort")
+    return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) { return a.starts_with("-o"); });
   if (p == "sed") {
     return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) {
       return a.starts_with("-i") || a.starts_with("--in-place") ||
-             (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos && a.find('e') == std::string::npos);
+             (a.size() > 1 && a[0] == '-' && a[1] != '-' && a.find('i') != std::string::npos &&
+              a.find('e') == std::string::npos);
     });
   }
   if (p == "find") {
     return std::none_of(c.args.begin(), c.args.end(), [](const std::string& a) {
-      return a == "-delete" || a.starts_with("-exec") || a.starts_with("-ok") || a.starts_with("-fprint") || a == "-fls";
+      return a == "-delete" || a.starts_with("-exec") || a.starts_with("-ok") || a.starts_with("-fprint") ||
+             a == "-fls";
     });
   }
   return std::find(std::begin(kReaders), std::end(kReaders), p) != std::end(kReaders);
@@ -192,17 +200,19 @@ std::string WriteLockoutRisk(std::string_view path, const LoginIdentity& login) 
   std::string p(path);
   std::string name = Base(p);
   if (login.user != "root" && IsNologin(p)) {
-    return fmt::format("writing {} makes sshd refuse every login but root's, and temper logs in as {}; leave this "
-                       "change to a human",
-                       p, login.user);
+    return fmt::format(
+        "writing {} makes sshd refuse every login but root's, and temper logs in as {}; leave this "
+        "change to a human",
+        p, login.user);
   }
   if (!name.starts_with("authorized_keys")) return "";
   bool home = !login.home.empty() && p.starts_with(login.home + "/.ssh/");
   bool system = p.starts_with("/etc/ssh/");
   if (!home && !system) return "";
-  return fmt::format("writing {} changes the keys {} logs in with (temper connects as {} on port {}) and could lock "
-                     "temper out; leave this change to a human",
-                     p, login.user, login.user, login.port);
+  return fmt::format(
+      "writing {} changes the keys {} logs in with (temper connects as {} on port {}) and could lock "
+      "temper out; leave this change to a human",
+      p, login.user, login.user, login.port);
 }
 
 }  // namespace temper::stig

@@ -24,9 +24,9 @@
 namespace temper::stig {
 
 struct LoginIdentity {
-  std::string user;          // the login user (root included)
-  std::string home;          // its home directory on the host
-  std::uint16_t port = 22;   // the SSH port temper connects to
+  std::string user;         // the login user (root included)
+  std::string home;         // its home directory on the host
+  std::uint16_t port = 22;  // the SSH port temper connects to
 };
 
 // Why `command` could lock `login` out, or "" when nothing in it does. A command the guard cannot

@@ -93,18 +93,21 @@ Result<std::string> RemoteOscap::EnsureDatastream(const std::string& local_path)
 
   TEMPER_ASSIGN_OR_RETURN(std::string sha, LocalSha256(local_path));
   const std::string remote = fmt::format("{}/content/{}.xml", host_dir_, sha);
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult have, shell_->Exec({"/bin/sh", "-c", kHaveScript, "have", remote, sha}, {}, Quick()));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult have,
+                          shell_->Exec({"/bin/sh", "-c", kHaveScript, "have", remote, sha}, {}, Quick()));
   if (!have.Succeeded()) {
     log_->Info("{}: copying {} ({} bytes) to {}", shell_->host_name(), local_path, size, remote);
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult made,
-                            shell_->Exec({"/bin/sh", "-c", "umask 077; mkdir -p -- \"$1\"", "mkdir", host_dir_ + "/content"},
-                                         {}, Quick()));
+    TEMPER_ASSIGN_OR_RETURN(
+        ProcessResult made,
+        shell_->Exec({"/bin/sh", "-c", "umask 077; mkdir -p -- \"$1\"", "mkdir", host_dir_ + "/content"}, {}, Quick()));
     if (!made.Succeeded()) {
-      return Status::Internal(fmt::format("{}: creating {}/content failed: {}", shell_->host_name(), host_dir_, made.err));
+      return Status::Internal(
+          fmt::format("{}: creating {}/content failed: {}", shell_->host_name(), host_dir_, made.err));
     }
     TEMPER_ASSIGN_OR_RETURN(std::string bytes, ReadLocal(local_path));
     TEMPER_RETURN_IF_ERROR(RemoteWriteFile(*shell_, remote, bytes, 0600));
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult again, shell_->Exec({"/bin/sh", "-c", kHaveScript, "have", remote, sha}, {}, Quick()));
+    TEMPER_ASSIGN_OR_RETURN(ProcessResult again,
+                            shell_->Exec({"/bin/sh", "-c", kHaveScript, "have", remote, sha}, {}, Quick()));
     if (!again.Succeeded()) {
       return Status::DataLoss(fmt::format("{}: the copy of {} at {} does not have its SHA-256 {}", shell_->host_name(),
                                           local_path, remote, sha));
@@ -124,8 +127,15 @@ Result<Evaluation> RemoteOscap::Evaluate(const Evaluator& evaluator, const Evalu
   TEMPER_ASSIGN_OR_RETURN(std::string datastream, EnsureDatastream(content.datastream_path()));
 
   const bool want_files = !request.output_dir.empty();
-  std::vector<std::string> argv = {"/bin/sh", "-c", kEvalScript, "temper-eval", host_dir_, datastream,
-                                   content.profile().id, want_files ? "1" : "0", request.write_fix_script ? "1" : "0"};
+  std::vector<std::string> argv = {"/bin/sh",
+                                   "-c",
+                                   kEvalScript,
+                                   "temper-eval",
+                                   host_dir_,
+                                   datastream,
+                                   content.profile().id,
+                                   want_files ? "1" : "0",
+                                   request.write_fix_script ? "1" : "0"};
   for (const std::string& r : rules) argv.insert(argv.end(), {"--rule", r});
   SandboxLimits limits;
   limits.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(evaluator.options().timeout);
@@ -142,7 +152,8 @@ Result<Evaluation> RemoteOscap::Evaluate(const Evaluator& evaluator, const Evalu
   if (r.timed_out) return Status::DeadlineExceeded(fmt::format("oscap on {} {}", shell_->host_name(), r.Describe()));
   std::string remote_dir = r.out.substr(0, r.out.find('\n'));
   if (!r.Succeeded()) {
-    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", shell_->host_name(), r.Describe(), r.err));
+    return Status::Internal(
+        fmt::format("OpenSCAP evaluation on {} failed ({}): {}", shell_->host_name(), r.Describe(), r.err));
   }
   if (!remote_dir.starts_with(host_dir_ + "/eval/run.")) {
     return Status::Internal(fmt::format("oscap on {}: unexpected answer instead of its results directory: {}",

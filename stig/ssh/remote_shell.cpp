@@ -65,19 +65,21 @@ Result<std::string> RemoteReadFile(RemoteShell& shell, const std::string& path, 
   limits.memory_limit_bytes = 0;
   // One byte more than allowed shows a file that grew past the limit after stat.
   limits.max_output_bytes = max_bytes + 1;
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
-                          shell.Exec({"/bin/sh", "-c", kReadScript, "temper-read", path, std::to_string(max_bytes)}, {},
-                                     limits));
+  TEMPER_ASSIGN_OR_RETURN(
+      ProcessResult r,
+      shell.Exec({"/bin/sh", "-c", kReadScript, "temper-read", path, std::to_string(max_bytes)}, {}, limits));
   const std::string where = fmt::format("{} on {}", path, shell.host_name());
   if (r.timed_out) return Status::DeadlineExceeded(fmt::format("reading {} {}", where, r.Describe()));
   if (r.term_signal == 0 && r.exit_code == kMissing) return Status::NotFound(where + " does not exist");
-  if (r.term_signal == 0 && r.exit_code == kNotRegular) return Status::InvalidArgument(where + " is not a regular file");
+  if (r.term_signal == 0 && r.exit_code == kNotRegular)
+    return Status::InvalidArgument(where + " is not a regular file");
   if (r.term_signal == 0 && r.exit_code == kTooLarge) {
     std::string size = r.err;
     while (!size.empty() && (size.back() == '\n' || size.back() == '\r')) size.pop_back();
     return Status::OutOfRange(fmt::format("{} is {} bytes, more than the {} allowed", where, size, max_bytes));
   }
-  if (!r.Succeeded()) return Status::Internal(fmt::format("reading {} failed ({}): {}", where, r.Describe(), Tail(r.err)));
+  if (!r.Succeeded())
+    return Status::Internal(fmt::format("reading {} failed ({}): {}", where, r.Describe(), Tail(r.err)));
   if (r.out_truncated || r.out.size() > max_bytes) {
     return Status::OutOfRange(fmt::format("{} grew past the {} bytes allowed while it was read", where, max_bytes));
   }
@@ -93,8 +95,8 @@ Result<std::vector<std::string>> RemoteResolvePaths(RemoteShell& shell, const st
   std::vector<std::string> argv = {"/bin/sh", "-c", kResolveScript, "temper-resolve"};
   for (const std::string& p : paths) {
     if (p.empty() || p[0] != '/' || p.find('\n') != std::string::npos || p.find('\0') != std::string::npos) {
-      return Status::InvalidArgument(fmt::format("cannot resolve \"{}\" on {}: not an absolute path on one line", p,
-                                                 shell.host_name()));
+      return Status::InvalidArgument(
+          fmt::format("cannot resolve \"{}\" on {}: not an absolute path on one line", p, shell.host_name()));
     }
     argv.push_back(p);
   }
@@ -103,10 +105,12 @@ Result<std::vector<std::string>> RemoteResolvePaths(RemoteShell& shell, const st
   limits.memory_limit_bytes = 0;
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell.Exec(argv, {}, limits));
   if (r.term_signal == 0 && r.exit_code == kNoResolver) {
-    return Status::FailedPrecondition(fmt::format("{} has neither `realpath -m` nor `readlink -m` to resolve paths with",
-                                                  shell.host_name()));
+    return Status::FailedPrecondition(
+        fmt::format("{} has neither `realpath -m` nor `readlink -m` to resolve paths with", shell.host_name()));
   }
-  if (!r.Succeeded()) return Status::Internal(fmt::format("resolving paths on {} failed ({}): {}", shell.host_name(), r.Describe(), Tail(r.err)));
+  if (!r.Succeeded())
+    return Status::Internal(
+        fmt::format("resolving paths on {} failed ({}): {}", shell.host_name(), r.Describe(), Tail(r.err)));
   std::vector<std::string> out;
   size_t i = 0;
   while (i < r.out.size()) {
@@ -116,7 +120,8 @@ Result<std::vector<std::string>> RemoteResolvePaths(RemoteShell& shell, const st
     i = nul + 1;
   }
   if (out.size() != paths.size()) {
-    return Status::Internal(fmt::format("resolving {} paths on {} gave {} answers", paths.size(), shell.host_name(), out.size()));
+    return Status::Internal(
+        fmt::format("resolving {} paths on {} gave {} answers", paths.size(), shell.host_name(), out.size()));
   }
   return out;
 }
@@ -131,18 +136,21 @@ Status RemoteWriteFile(RemoteShell& shell, const std::string& path, std::string_
   limits.timeout = std::chrono::minutes(5);
   limits.memory_limit_bytes = 0;
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
-                          shell.Exec({"/bin/sh", "-c", kWriteScript, "temper-write", path, fmt::format("{:o}", mode & 07777),
-                                      std::to_string(content.size())},
+                          shell.Exec({"/bin/sh", "-c", kWriteScript, "temper-write", path,
+                                      fmt::format("{:o}", mode & 07777), std::to_string(content.size())},
                                      content, limits));
   const std::string where = fmt::format("{} on {}", path, shell.host_name());
   if (r.timed_out) return Status::DeadlineExceeded(fmt::format("writing {} {}", where, r.Describe()));
-  if (r.term_signal == 0 && r.exit_code == kMissing) return Status::NotFound("the directory of " + where + " does not exist");
+  if (r.term_signal == 0 && r.exit_code == kMissing)
+    return Status::NotFound("the directory of " + where + " does not exist");
   if (r.term_signal == 0 && r.exit_code == kNotRegular) return Status::InvalidArgument(where + " is a directory");
   if (r.term_signal == 0 && r.exit_code == kShort) {
-    return Status::Aborted(fmt::format("writing {}: the host received fewer than the {} bytes sent; the file was left as it was",
-                                       where, content.size()));
+    return Status::Aborted(
+        fmt::format("writing {}: the host received fewer than the {} bytes sent; the file was left as it was", where,
+                    content.size()));
   }
-  if (!r.Succeeded()) return Status::Internal(fmt::format("writing {} failed ({}): {}", where, r.Describe(), Tail(r.err)));
+  if (!r.Succeeded())
+    return Status::Internal(fmt::format("writing {} failed ({}): {}", where, r.Describe(), Tail(r.err)));
   return Status::OK();
 }
 

@@ -7,9 +7,9 @@
 // Thread safety: implementations are single-owner, like Target.
 #pragma once
 
+#include <sys/types.h>
 #include <string>
 #include <string_view>
-#include <sys/types.h>
 #include <vector>
 
 #include "common/status.h"

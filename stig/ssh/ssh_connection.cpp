@@ -42,7 +42,8 @@ Status PrepareControlDir(const std::string& dir) {
   }
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + dir);
-  if (!S_ISDIR(st.st_mode)) return Status::FailedPrecondition(fmt::format("ssh control directory {} is not a directory", dir));
+  if (!S_ISDIR(st.st_mode))
+    return Status::FailedPrecondition(fmt::format("ssh control directory {} is not a directory", dir));
   // Whoever can enter it can use the master's socket, i.e. run commands as root on the host.
   if (st.st_uid != ::geteuid() || (st.st_mode & 077) != 0) {
     return Status::FailedPrecondition(fmt::format(
@@ -67,11 +68,13 @@ Result<SshEndpoint> SshEndpoint::Parse(std::string_view spec) {
   bool has_port = false;
   if (!rest.empty() && rest.front() == '[') {
     std::size_t close = rest.find(']');
-    if (close == std::string_view::npos) return Status::InvalidArgument(fmt::format("host '{}': '[' without ']'", spec));
+    if (close == std::string_view::npos)
+      return Status::InvalidArgument(fmt::format("host '{}': '[' without ']'", spec));
     e.host = std::string(rest.substr(1, close - 1));
     std::string_view after = rest.substr(close + 1);
     if (!after.empty()) {
-      if (after.front() != ':') return Status::InvalidArgument(fmt::format("host '{}': expected ':port' after ']'", spec));
+      if (after.front() != ':')
+        return Status::InvalidArgument(fmt::format("host '{}': expected ':port' after ']'", spec));
       port = after.substr(1);
       has_port = true;
     }
@@ -88,8 +91,10 @@ Result<SshEndpoint> SshEndpoint::Parse(std::string_view spec) {
   }
   for (char c : e.user) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) {
-      return Status::InvalidArgument(fmt::format("host '{}': user name '{}' has a character other than letters, digits, "
-                                                 "'_', '-' and '.'", spec, e.user));
+      return Status::InvalidArgument(
+          fmt::format("host '{}': user name '{}' has a character other than letters, digits, "
+                      "'_', '-' and '.'",
+                      spec, e.user));
     }
   }
   if (e.host.empty()) return Status::InvalidArgument(fmt::format("host '{}': no host name", spec));
@@ -98,7 +103,8 @@ Result<SshEndpoint> SshEndpoint::Parse(std::string_view spec) {
       return Status::InvalidArgument(fmt::format("host '{}': '{}' is not a host name or address", spec, e.host));
     }
   }
-  if (e.host.front() == '-') return Status::InvalidArgument(fmt::format("host '{}': a host name cannot start with '-'", spec));
+  if (e.host.front() == '-')
+    return Status::InvalidArgument(fmt::format("host '{}': a host name cannot start with '-'", spec));
   if (has_port) {
     unsigned value = 0;
     bool valid = !port.empty() && port.size() <= 5;
@@ -119,9 +125,7 @@ std::string SshEndpoint::ToString() const {
   return fmt::format("{}@{}{}{}:{}", user, v6 ? "[" : "", host, v6 ? "]" : "", port);
 }
 
-std::string SshEndpoint::KnownHostsName() const {
-  return port == 22 ? host : fmt::format("[{}]:{}", host, port);
-}
+std::string SshEndpoint::KnownHostsName() const { return port == 22 ? host : fmt::format("[{}]:{}", host, port); }
 
 Status SshOptions::Validate() const {
   if (endpoint.user.empty()) return Status::InvalidArgument("ssh: user is empty");
@@ -149,15 +153,15 @@ Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, c
   TEMPER_RETURN_IF_ERROR(options.Validate());
   const std::string name = options.endpoint.ToString();
   if (::access(options.ssh_program.c_str(), X_OK) != 0) {
-    return Status::FailedPrecondition(fmt::format("{} is missing (apt-get install openssh-client)", options.ssh_program));
+    return Status::FailedPrecondition(
+        fmt::format("{} is missing (apt-get install openssh-client)", options.ssh_program));
   }
   std::error_code ec;
   if (!fs::is_regular_file(options.known_hosts, ec)) {
     return Status::FailedPrecondition(fmt::format(
         "ssh {}: \"host key unknown\": temper's known_hosts file {} does not exist yet; check the host's fingerprint "
         "and accept it (temper hosts accept)",
-        name,
-        options.known_hosts));
+        name, options.known_hosts));
   }
   if (!options.identity_file.empty() && ::access(options.identity_file.c_str(), R_OK) != 0) {
     return Status::FailedPrecondition(
@@ -166,8 +170,9 @@ Result<std::unique_ptr<SshConnection>> SshConnection::Open(SshOptions options, c
   TEMPER_RETURN_IF_ERROR(PrepareControlDir(options.control_dir));
   std::string control_path = options.control_dir + "/m-" + Fnv1aHex(name);
   if (control_path.size() > kMaxControlPath) {
-    return Status::InvalidArgument(fmt::format("ssh control directory {} is too long for a socket path ({} bytes at most)",
-                                               options.control_dir, kMaxControlPath - 19));
+    return Status::InvalidArgument(
+        fmt::format("ssh control directory {} is too long for a socket path ({} bytes at most)", options.control_dir,
+                    kMaxControlPath - 19));
   }
   std::unique_ptr<SshConnection> c(new SshConnection(std::move(options), std::move(control_path), log, env));
   TEMPER_RETURN_IF_ERROR(c->StartMaster());
@@ -188,22 +193,40 @@ std::vector<std::string> SshConnection::Environment() const {
 }
 
 std::vector<std::string> SshConnection::SshArgv(const std::vector<std::string>& extra) const {
-  std::vector<std::string> argv = {
-      options_.ssh_program, "-F", "none", "-T",
-      "-p", std::to_string(options_.endpoint.port), "-l", options_.endpoint.user,
-      "-o", "BatchMode=yes",
-      "-o", "StrictHostKeyChecking=yes",
-      "-o", "UserKnownHostsFile=" + options_.known_hosts,
-      "-o", "GlobalKnownHostsFile=/dev/null",
-      "-o", "CheckHostIP=no",
-      "-o", "UpdateHostKeys=no",
-      "-o", "PasswordAuthentication=no",
-      "-o", "KbdInteractiveAuthentication=no",
-      "-o", "ConnectionAttempts=1",
-      "-o", fmt::format("ConnectTimeout={}", options_.connect_timeout.count()),
-      "-o", fmt::format("ServerAliveInterval={}", options_.alive_interval.count()),
-      "-o", fmt::format("ServerAliveCountMax={}", options_.alive_count_max),
-      "-o", "LogLevel=ERROR"};
+  std::vector<std::string> argv = {options_.ssh_program,
+                                   "-F",
+                                   "none",
+                                   "-T",
+                                   "-p",
+                                   std::to_string(options_.endpoint.port),
+                                   "-l",
+                                   options_.endpoint.user,
+                                   "-o",
+                                   "BatchMode=yes",
+                                   "-o",
+                                   "StrictHostKeyChecking=yes",
+                                   "-o",
+                                   "UserKnownHostsFile=" + options_.known_hosts,
+                                   "-o",
+                                   "GlobalKnownHostsFile=/dev/null",
+                                   "-o",
+                                   "CheckHostIP=no",
+                                   "-o",
+                                   "UpdateHostKeys=no",
+                                   "-o",
+                                   "PasswordAuthentication=no",
+                                   "-o",
+                                   "KbdInteractiveAuthentication=no",
+                                   "-o",
+                                   "ConnectionAttempts=1",
+                                   "-o",
+                                   fmt::format("ConnectTimeout={}", options_.connect_timeout.count()),
+                                   "-o",
+                                   fmt::format("ServerAliveInterval={}", options_.alive_interval.count()),
+                                   "-o",
+                                   fmt::format("ServerAliveCountMax={}", options_.alive_count_max),
+                                   "-o",
+                                   "LogLevel=ERROR"};
   if (!options_.identity_file.empty()) {
     argv.insert(argv.end(), {"-i", options_.identity_file, "-o", "IdentitiesOnly=yes", "-o", "IdentityAgent=none"});
   }
@@ -214,9 +237,11 @@ std::vector<std::string> SshConnection::SshArgv(const std::vector<std::string>& 
 std::string SshConnection::RemoteCommandLine(const std::vector<std::string>& argv, const SandboxLimits& limits) const {
   // The login shell parses this line; the program then runs under /bin/sh with a fixed PATH and
   // locale, bounded on the host by ulimit and timeout (so it stops there too, not just here).
-  std::string inner = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; export PATH; "
-                      "LC_ALL=C; export LC_ALL; umask 022; ";
-  if (limits.memory_limit_bytes > 0) inner += fmt::format("ulimit -v {} 2>/dev/null; ", limits.memory_limit_bytes / 1024);
+  std::string inner =
+      "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin; export PATH; "
+      "LC_ALL=C; export LC_ALL; umask 022; ";
+  if (limits.memory_limit_bytes > 0)
+    inner += fmt::format("ulimit -v {} 2>/dev/null; ", limits.memory_limit_bytes / 1024);
   auto seconds = std::chrono::duration_cast<std::chrono::seconds>(limits.timeout).count();
   inner += limits.timeout.count() > 0 ? fmt::format("exec timeout -k 5 {} \"$@\"", std::max<long long>(1, seconds))
                                       : std::string("exec \"$@\"");
@@ -241,15 +266,15 @@ Status SshConnection::ConnectFailure(const ProcessResult& r) const {
         name_, options_.known_hosts, detail));
   }
   if (Contains(e, "host key is known for") || Contains(e, "Host key verification failed")) {
-    return Status::FailedPrecondition(fmt::format(
-        "ssh {}: \"host key unknown\": {} has no key for {}; check the host's fingerprint and accept it "
-        "(temper hosts accept). ssh said: {}",
-        name_, options_.known_hosts, options_.endpoint.KnownHostsName(), detail));
+    return Status::FailedPrecondition(
+        fmt::format("ssh {}: \"host key unknown\": {} has no key for {}; check the host's fingerprint and accept it "
+                    "(temper hosts accept). ssh said: {}",
+                    name_, options_.known_hosts, options_.endpoint.KnownHostsName(), detail));
   }
   if (Contains(e, "Permission denied (")) {
-    return Status::Unauthenticated(fmt::format("ssh {}: \"authentication refused\" with {}: {}", name_,
-                                               options_.identity_file.empty() ? "the agent's keys" : options_.identity_file,
-                                               detail));
+    return Status::Unauthenticated(
+        fmt::format("ssh {}: \"authentication refused\" with {}: {}", name_,
+                    options_.identity_file.empty() ? "the agent's keys" : options_.identity_file, detail));
   }
   if (Contains(e, "Connection refused")) {
     return Status::Unavailable(fmt::format("ssh {}: \"connection refused\": nothing accepts connections on port {}",
@@ -259,8 +284,8 @@ Status SshConnection::ConnectFailure(const ProcessResult& r) const {
     return Status::DeadlineExceeded(fmt::format("ssh {}: \"connection timed out\" after {} s: {}", name_,
                                                 options_.connect_timeout.count(), detail));
   }
-  if (Contains(e, "No route to host") || Contains(e, "Network is unreachable") || Contains(e, "Could not resolve hostname") ||
-      Contains(e, "Name or service not known")) {
+  if (Contains(e, "No route to host") || Contains(e, "Network is unreachable") ||
+      Contains(e, "Could not resolve hostname") || Contains(e, "Name or service not known")) {
     return Status::Unavailable(fmt::format("ssh {}: \"host unreachable\": {}", name_, detail));
   }
   if (r.exit_code == 1 && !login_is_root()) {
@@ -282,8 +307,9 @@ Status SshConnection::StartMaster() {
   std::error_code ec;
   fs::remove(control_path_, ec);  // a socket left by a crashed master would disable multiplexing
   ProcessSpec spec;
-  spec.argv = SshArgv({"-o", "ControlMaster=yes", "-o", fmt::format("ControlPersist={}", options_.control_persist.count()),
-                       "-o", "ControlPath=" + control_path_});
+  spec.argv =
+      SshArgv({"-o", "ControlMaster=yes", "-o", fmt::format("ControlPersist={}", options_.control_persist.count()),
+               "-o", "ControlPath=" + control_path_});
   spec.argv.insert(spec.argv.end(), {"--", options_.endpoint.host, login_is_root() ? "true" : "sudo -n true"});
   spec.env = Environment();
   spec.timeout = options_.connect_timeout + kLocalGrace;
@@ -297,9 +323,10 @@ Status SshConnection::StartMaster() {
     return failure;
   }
   if (!MasterAlive()) {
-    return Status::Unavailable(fmt::format("ssh {}: \"ssh failed\": the login worked but no master connection stayed "
-                                           "open at {}",
-                                           name_, control_path_));
+    return Status::Unavailable(
+        fmt::format("ssh {}: \"ssh failed\": the login worked but no master connection stayed "
+                    "open at {}",
+                    name_, control_path_));
   }
   return Status::OK();
 }
@@ -364,7 +391,8 @@ Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, 
   }
   ProcessSpec spec;
   // ProxyCommand=/bin/false: if the master vanishes, ssh must fail rather than connect anew.
-  spec.argv = SshArgv({"-o", "ControlMaster=no", "-o", "ControlPath=" + control_path_, "-o", "ProxyCommand=/bin/false"});
+  spec.argv =
+      SshArgv({"-o", "ControlMaster=no", "-o", "ControlPath=" + control_path_, "-o", "ProxyCommand=/bin/false"});
   spec.argv.insert(spec.argv.end(), {"--", options_.endpoint.host, RemoteCommandLine(argv, limits)});
   spec.env = Environment();
   spec.stdin_data = std::string(stdin_data);
@@ -377,18 +405,21 @@ Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, 
   if (r.timed_out) {
     // The host did not answer within the command's own limit plus grace: the connection is suspect.
     if (!MasterAlive()) {
-      return Status::Aborted(fmt::format("ssh {}: \"connection lost\" while running {} ({})", name_, argv[0], r.Describe()));
+      return Status::Aborted(
+          fmt::format("ssh {}: \"connection lost\" while running {} ({})", name_, argv[0], r.Describe()));
     }
     return r;
   }
   if (r.term_signal == 0 && r.exit_code == 255 && !MasterAlive()) {
-    return Status::Aborted(fmt::format("ssh {}: \"connection lost\" while running {}; its outcome on the host is unknown: {}",
-                                       name_, argv[0], Trimmed(r.err)));
+    return Status::Aborted(
+        fmt::format("ssh {}: \"connection lost\" while running {}; its outcome on the host is unknown: {}", name_,
+                    argv[0], Trimmed(r.err)));
   }
   if (!login_is_root() && r.term_signal == 0 && r.exit_code == 1 && r.err.starts_with("sudo: a password is required")) {
-    return Status::PermissionDenied(fmt::format("ssh {}: \"sudo needs a password\": {} may no longer run commands as root "
-                                                "without one",
-                                                name_, options_.endpoint.user));
+    return Status::PermissionDenied(
+        fmt::format("ssh {}: \"sudo needs a password\": {} may no longer run commands as root "
+                    "without one",
+                    name_, options_.endpoint.user));
   }
   // `timeout` exits 124 (or 137 after its KILL) when the program ran past the limit.
   auto elapsed = std::chrono::duration<double>(r.seconds);

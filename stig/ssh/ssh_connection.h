@@ -84,8 +84,7 @@ class SshConnection final : public RemoteShell {
   // root). Errors: the named failures above; InvalidArgument for bad options; FailedPrecondition
   // when known_hosts or the identity file is missing, or control_dir is not private.
   // `log` and `env` must outlive the connection.
-  static Result<std::unique_ptr<SshConnection>> Open(SshOptions options, const Logger& log,
-                                                     Env& env = Env::Default());
+  static Result<std::unique_ptr<SshConnection>> Open(SshOptions options, const Logger& log, Env& env = Env::Default());
   // Closes the master.
   ~SshConnection() override;
   SshConnection(const SshConnection&) = delete;

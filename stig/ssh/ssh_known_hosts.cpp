@@ -46,7 +46,8 @@ Result<std::string> Fingerprint(const std::string& line) {
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
   std::vector<std::string> w = Words(r.out);
   if (!r.Succeeded() || w.size() < 2 || !w[1].starts_with("SHA256:")) {
-    return Status::Internal(fmt::format("ssh-keygen could not fingerprint the key \"{}\" ({}): {}", line, r.Describe(), r.err));
+    return Status::Internal(
+        fmt::format("ssh-keygen could not fingerprint the key \"{}\" ({}): {}", line, r.Describe(), r.err));
   }
   return w[1];
 }
@@ -64,8 +65,15 @@ Result<HostKey> KeyOfLine(const std::string& line) {
 
 Result<std::vector<HostKey>> ScanHostKeys(const SshEndpoint& endpoint, std::chrono::seconds timeout) {
   ProcessSpec spec;
-  spec.argv = {"/usr/bin/ssh-keyscan", "-T", std::to_string(std::max<long long>(1, timeout.count())), "-p",
-               std::to_string(endpoint.port), "-t", "ed25519,ecdsa,rsa", "--", endpoint.host};
+  spec.argv = {"/usr/bin/ssh-keyscan",
+               "-T",
+               std::to_string(std::max<long long>(1, timeout.count())),
+               "-p",
+               std::to_string(endpoint.port),
+               "-t",
+               "ed25519,ecdsa,rsa",
+               "--",
+               endpoint.host};
   spec.env = {"PATH=/usr/bin:/bin", "LC_ALL=C"};
   spec.timeout = timeout + std::chrono::seconds(10);
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, RunProcess(spec));
@@ -77,8 +85,8 @@ Result<std::vector<HostKey>> ScanHostKeys(const SshEndpoint& endpoint, std::chro
     keys.push_back(std::move(key));
   }
   if (keys.empty()) {
-    return Status::Unavailable(fmt::format("{} offered no SSH host key on port {} ({}): {}", endpoint.host, endpoint.port,
-                                           r.Describe(), r.err));
+    return Status::Unavailable(fmt::format("{} offered no SSH host key on port {} ({}): {}", endpoint.host,
+                                           endpoint.port, r.Describe(), r.err));
   }
   return keys;
 }
@@ -96,13 +104,14 @@ Result<std::vector<HostKey>> RecordedHostKeys(const std::string& known_hosts, co
   return keys;
 }
 
-Result<HostKey> AcceptHostKey(const std::string& known_hosts, const SshEndpoint& endpoint, const std::string& fingerprint,
-                              std::chrono::seconds timeout) {
+Result<HostKey> AcceptHostKey(const std::string& known_hosts, const SshEndpoint& endpoint,
+                              const std::string& fingerprint, std::chrono::seconds timeout) {
   if (!fingerprint.starts_with("SHA256:") || fingerprint.size() < 20) {
-    return Status::InvalidArgument(fmt::format(
-        "fingerprint '{}' is not a SHA256 fingerprint (SHA256:..., as `ssh-keygen -lf /etc/ssh/ssh_host_ed25519_key.pub` "
-        "prints it on the host)",
-        fingerprint));
+    return Status::InvalidArgument(
+        fmt::format("fingerprint '{}' is not a SHA256 fingerprint (SHA256:..., as `ssh-keygen -lf "
+                    "/etc/ssh/ssh_host_ed25519_key.pub` "
+                    "prints it on the host)",
+                    fingerprint));
   }
   TEMPER_ASSIGN_OR_RETURN(std::vector<HostKey> offered, ScanHostKeys(endpoint, timeout));
   const HostKey* chosen = nullptr;
@@ -112,8 +121,8 @@ Result<HostKey> AcceptHostKey(const std::string& known_hosts, const SshEndpoint&
   if (chosen == nullptr) {
     std::string list;
     for (const HostKey& k : offered) list += fmt::format("\n  {} {}", k.type, k.fingerprint);
-    return Status::NotFound(fmt::format("{} offers no host key with fingerprint {}; it offers:{}", endpoint.ToString(),
-                                        fingerprint, list));
+    return Status::NotFound(
+        fmt::format("{} offers no host key with fingerprint {}; it offers:{}", endpoint.ToString(), fingerprint, list));
   }
 
   fs::path file(known_hosts);

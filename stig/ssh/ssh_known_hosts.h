@@ -35,7 +35,7 @@ Result<std::vector<HostKey>> RecordedHostKeys(const std::string& known_hosts, co
 // recorded before for that host (the file and its directory are created, 0600/0700, when missing).
 // Errors: InvalidArgument for a fingerprint that is not "SHA256:..."; NotFound when the host offers
 // no key with that fingerprint (the message lists what it offers); ScanHostKeys' errors; IOError.
-Result<HostKey> AcceptHostKey(const std::string& known_hosts, const SshEndpoint& endpoint, const std::string& fingerprint,
-                              std::chrono::seconds timeout);
+Result<HostKey> AcceptHostKey(const std::string& known_hosts, const SshEndpoint& endpoint,
+                              const std::string& fingerprint, std::chrono::seconds timeout);
 
 }  // namespace temper::stig

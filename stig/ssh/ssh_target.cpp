@@ -51,7 +51,8 @@ std::string HomeOf(SshConnection& c, const std::string& user) {
 Result<std::unique_ptr<SshTarget>> SshTarget::Open(SshTargetOptions options, const Logger& log) {
   if (options.name.empty()) return Status::InvalidArgument("ssh target: empty name");
   if (options.host_dir.empty() || options.host_dir[0] != '/') {
-    return Status::InvalidArgument(fmt::format("ssh target {}: host_dir '{}' must be absolute", options.name, options.host_dir));
+    return Status::InvalidArgument(
+        fmt::format("ssh target {}: host_dir '{}' must be absolute", options.name, options.host_dir));
   }
   const std::string context = fmt::format("target {}", options.name);
   Result<std::unique_ptr<SshConnection>> connection = SshConnection::Open(options.ssh, log);
@@ -61,13 +62,13 @@ Result<std::unique_ptr<SshTarget>> SshTarget::Open(SshTargetOptions options, con
   LoginIdentity login{options.ssh.endpoint.user, HomeOf(c, options.ssh.endpoint.user), options.ssh.endpoint.port};
   std::vector<std::string> roots = options.undo_roots;
   if (login.user != "root") roots.push_back(login.home + "/.ssh");
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult made,
-                          c.Exec({"/bin/sh", "-c", "umask 077; mkdir -p -- \"$1\" && chmod 0700 -- \"$1\"", "mkdir",
-                                  options.host_dir},
-                                 {}, Setup()));
+  TEMPER_ASSIGN_OR_RETURN(
+      ProcessResult made,
+      c.Exec({"/bin/sh", "-c", "umask 077; mkdir -p -- \"$1\" && chmod 0700 -- \"$1\"", "mkdir", options.host_dir}, {},
+             Setup()));
   if (!made.Succeeded()) {
-    return Status::Internal(fmt::format("{}: creating {} on {} failed ({}): {}", context, options.host_dir, c.host_name(),
-                                        made.Describe(), made.err));
+    return Status::Internal(fmt::format("{}: creating {} on {} failed ({}): {}", context, options.host_dir,
+                                        c.host_name(), made.Describe(), made.err));
   }
   UndoJournalOptions journal{options.host_dir + "/undo/" + options.name, roots, options.keep_snapshots};
   Result<UndoJournal> opened = UndoJournal::Open(c, std::move(journal), log);
@@ -87,14 +88,15 @@ Status SshTarget::MarkNeedsHuman(const Status& why) {
 
 Status SshTarget::Ready(bool changes) {
   if (needs_human_) {
-    return Status::FailedPrecondition(fmt::format("target {} ({}) needs a human since a revert failed: {}", options_.name,
-                                                  connection_->host_name(), *needs_human_));
+    return Status::FailedPrecondition(fmt::format("target {} ({}) needs a human since a revert failed: {}",
+                                                  options_.name, connection_->host_name(), *needs_human_));
   }
   if (!connection_->MasterAlive()) {
     if (dirty_ && !connection_->MasterExpired()) {
-      return Status::Aborted(fmt::format("ssh {}: \"connection lost\" after a change to the host; only a revert (through "
-                                         "a fresh connection) may follow",
-                                         connection_->host_name()));
+      return Status::Aborted(
+          fmt::format("ssh {}: \"connection lost\" after a change to the host; only a revert (through "
+                      "a fresh connection) may follow",
+                      connection_->host_name()));
     }
     TEMPER_RETURN_IF_ERROR(connection_->Reconnect());
   }
@@ -116,12 +118,14 @@ Status SshTarget::Revert(SnapshotId id) {
       log_.Warning("target {}: the connection to {} was lost; reverting to snapshot {} through a fresh connection",
                    options_.name, connection_->host_name(), id);
       Status reconnected = ReconnectPatiently();
-      if (!reconnected.ok()) return MarkNeedsHuman(reconnected.WithContext(fmt::format("reconnecting to revert to snapshot {}", id)));
+      if (!reconnected.ok())
+        return MarkNeedsHuman(reconnected.WithContext(fmt::format("reconnecting to revert to snapshot {}", id)));
     }
     Result<RevertReport> r = journal_->Revert(id);
     if (r.ok()) {
-      log_.Info("target {}: reverted to snapshot {} in {:.1f} s ({} path(s) removed, {} package(s) purged, {} reinstalled)",
-                options_.name, id, r->seconds, r->paths_removed, r->packages_purged.size(), r->packages_installed.size());
+      log_.Info(
+          "target {}: reverted to snapshot {} in {:.1f} s ({} path(s) removed, {} package(s) purged, {} reinstalled)",
+          options_.name, id, r->seconds, r->paths_removed, r->packages_purged.size(), r->packages_installed.size());
       Status access = ReloadSshdAndCheckAccess();
       if (!access.ok()) return MarkNeedsHuman(access.WithContext(fmt::format("after reverting to snapshot {}", id)));
       dirty_ = false;
@@ -150,7 +154,8 @@ Result<SnapshotId> SshTarget::SnapshotBelow(SnapshotId id) const {
   const std::vector<std::uint32_t>& held = journal_->snapshots();
   auto it = std::find(held.begin(), held.end(), id);
   if (id == 0 || it == held.end()) {
-    return Status::NotFound(fmt::format("target {} holds no snapshot {} (held: {})", options_.name, id, fmt::join(held, ", ")));
+    return Status::NotFound(
+        fmt::format("target {} holds no snapshot {} (held: {})", options_.name, id, fmt::join(held, ", ")));
   }
   return *std::prev(it);  // snapshot 0 is always held, below every other
 }
@@ -212,7 +217,8 @@ Status SshTarget::ReloadSshdAndCheckAccess() {
   if (r.exit_code == 30) {
     return Status::FailedPrecondition(fmt::format("the restored sshd configuration fails `sshd -t`: {}", r.err));
   }
-  if (!r.Succeeded()) return Status::Internal(fmt::format("reloading sshd failed ({}): {}", r.Describe(), r.err + r.out));
+  if (!r.Succeeded())
+    return Status::Internal(fmt::format("reloading sshd failed ({}): {}", r.Describe(), r.err + r.out));
   // sshd re-executes itself on reload and does not listen for a moment.
   Status login;
   for (int i = 0; i < 10; ++i) {
@@ -247,7 +253,8 @@ Status SshTarget::GuardCommand(const std::string& command) {
     landing.path = resolved[k];
     std::string why = HostDirRisk(landing, options_.host_dir);
     if (why.empty()) why = WriteLockoutRisk(resolved[k], login_);
-    if (!why.empty()) return refuse(fmt::format("{} is a symlink to {} on this host: {}", changed[k].path, resolved[k], why));
+    if (!why.empty())
+      return refuse(fmt::format("{} is a symlink to {} on this host: {}", changed[k].path, resolved[k], why));
   }
   return Status::OK();
 }
@@ -260,8 +267,15 @@ Result<ProcessResult> SshTarget::Run(const std::string& command, const SandboxLi
 
 Result<ResolvedPackages> SshTarget::PreparePackages(const std::vector<std::string>& packages) {
   TEMPER_RETURN_IF_ERROR(Ready(false));
-  std::vector<std::string> argv = {"env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "install", "--download-only",
-                                   "-y", "-q", "-o", "Dpkg::Use-Pty=0"};
+  std::vector<std::string> argv = {"env",
+                                   "DEBIAN_FRONTEND=noninteractive",
+                                   "apt-get",
+                                   "install",
+                                   "--download-only",
+                                   "-y",
+                                   "-q",
+                                   "-o",
+                                   "Dpkg::Use-Pty=0"};
   argv.insert(argv.end(), packages.begin(), packages.end());
   SandboxLimits limits;
   limits.timeout = std::chrono::minutes(15);
@@ -275,13 +289,13 @@ Result<ResolvedPackages> SshTarget::PreparePackages(const std::vector<std::strin
       if (line.starts_with("E: Unable to locate package ")) unknown.push_back(line.substr(28));
     }
     if (!unknown.empty()) {
-      return Status::NotFound(fmt::format("{} unknown to the apt of {}:\n{}", fmt::join(unknown, ", "),
-                                          connection_->host_name(), tail));
+      return Status::NotFound(
+          fmt::format("{} unknown to the apt of {}:\n{}", fmt::join(unknown, ", "), connection_->host_name(), tail));
     }
     if (Contains(output, "Failed to fetch") || Contains(output, "Temporary failure resolving") ||
         Contains(output, "Could not resolve") || Contains(output, "Unable to fetch")) {
-      return Status::Unavailable(fmt::format("{} could not download {} from its apt sources:\n{}", connection_->host_name(),
-                                             fmt::join(packages, " "), tail));
+      return Status::Unavailable(fmt::format("{} could not download {} from its apt sources:\n{}",
+                                             connection_->host_name(), fmt::join(packages, " "), tail));
     }
     return Status::FailedPrecondition(fmt::format("downloading {} on {} failed ({}):\n{}", fmt::join(packages, " "),
                                                   connection_->host_name(), r.Describe(), tail));
@@ -316,7 +330,8 @@ Status SshTarget::WriteFile(const std::string& path, std::string_view content, m
   TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> resolved, RemoteResolvePaths(*connection_, {path}));
   const std::string& target = resolved[0];
   if (std::string why = guard(target); !why.empty()) {
-    return Status::PermissionDenied(fmt::format("refused on {}: {} leads to {} on this host: {}", options_.name, path, target, why));
+    return Status::PermissionDenied(
+        fmt::format("refused on {}: {} leads to {} on this host: {}", options_.name, path, target, why));
   }
   TEMPER_RETURN_IF_ERROR(Ready(true));
   if (!journal_->Covers(target)) TEMPER_RETURN_IF_ERROR(journal_->Track(target));

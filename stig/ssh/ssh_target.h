@@ -35,8 +35,8 @@
 #include "stig/ssh/login_guard.h"
 #include "stig/ssh/remote_oscap.h"
 #include "stig/ssh/ssh_connection.h"
-#include "stig/target.h"
 #include "stig/ssh/undo_journal.h"
+#include "stig/target.h"
 
 namespace temper::stig {
 

@@ -14,7 +14,7 @@
 namespace temper::stig {
 
 struct UndoManifest {
-  std::map<std::string, std::string> paths;  // path -> its description, xattrs included
+  std::map<std::string, std::string> paths;             // path -> its description, xattrs included
   std::map<std::string, std::set<std::string>> xattrs;  // path -> its "name=value" lines
   bool xattrs_checked = true;
 };
@@ -84,7 +84,8 @@ mv -- "$t" "$s" || exit 15
 
 // $1 dir, $2 snapshot dir: emits the snapshot's manifest.find and "type<TAB>path" NUL records of
 // what now exists under its roots.
-constexpr const char* kListScript = R"SH(existing "$2/roots" "$2/absent" | xargs -0 -r sh -c 'exec find "$@" -xdev -printf "%y\t%p\0"' list > "$1/now.list" || exit 17
+constexpr const char* kListScript =
+    R"SH(existing "$2/roots" "$2/absent" | xargs -0 -r sh -c 'exec find "$@" -xdev -printf "%y\t%p\0"' list > "$1/now.list" || exit 17
 emit "$2/manifest.find" "$1/now.list"
 )SH";
 
@@ -155,9 +156,7 @@ SandboxLimits JournalLimits() {
 constexpr std::size_t kMaxReportedProblems = 40;
 constexpr const char* kDpkgStatus = "/var/lib/dpkg/status";
 
-std::string Tail(const std::string& s, std::size_t n = 1500) {
-  return s.size() > n ? "…" + s.substr(s.size() - n) : s;
-}
+std::string Tail(const std::string& s, std::size_t n = 1500) { return s.size() > n ? "…" + s.substr(s.size() - n) : s; }
 
 std::vector<std::string> SplitNul(const std::string& text) {
   std::vector<std::string> out;
@@ -183,14 +182,16 @@ Result<std::vector<std::optional<std::string>>> SplitEmitted(const std::string& 
   std::size_t pos = 0;
   while (files.size() < count) {
     std::size_t nl = out.find('\n', pos);
-    if (nl == std::string::npos) return Status::Internal(fmt::format("undo journal: the host sent {} of {} files", files.size(), count));
+    if (nl == std::string::npos)
+      return Status::Internal(fmt::format("undo journal: the host sent {} of {} files", files.size(), count));
     const std::string size = out.substr(pos, nl - pos);
     pos = nl + 1;
     if (size == "-1") {
       files.emplace_back(std::nullopt);
       continue;
     }
-    if (size.empty() || size.size() > 12 || !std::all_of(size.begin(), size.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+    if (size.empty() || size.size() > 12 ||
+        !std::all_of(size.begin(), size.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
       return Status::Internal("undo journal: malformed size line from the host: " + size.substr(0, 40));
     }
     std::size_t n = std::stoull(size);
@@ -205,7 +206,8 @@ Result<std::vector<std::optional<std::string>>> SplitEmitted(const std::string& 
 std::string UnescapeOctal(const std::string& s) {
   std::string out;
   for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7' && s[i + 2] >= '0' && s[i + 2] <= '7' && s[i + 3] >= '0' && s[i + 3] <= '7') {
+    if (s[i] == '\\' && i + 3 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '7' && s[i + 2] >= '0' && s[i + 2] <= '7' &&
+        s[i + 3] >= '0' && s[i + 3] <= '7') {
       out += static_cast<char>((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 + (s[i + 3] - '0'));
       i += 3;
     } else {
@@ -214,7 +216,6 @@ std::string UnescapeOctal(const std::string& s) {
   }
   return out;
 }
-
 
 Result<UndoManifest> ParseManifest(const std::string& find, const std::string& sha, const std::string& xattr) {
   UndoManifest m;
@@ -288,7 +289,8 @@ std::map<std::string, PackageState> ParsePackages(const std::string& text) {
 
 // Paths whose recorded state differs between two manifests, sorted; dpkg's status file stands for
 // a package list that differs.
-std::vector<std::string> DifferingPaths(const UndoManifest& a, const UndoManifest& b, const std::optional<std::string>& packages_a,
+std::vector<std::string> DifferingPaths(const UndoManifest& a, const UndoManifest& b,
+                                        const std::optional<std::string>& packages_a,
                                         const std::optional<std::string>& packages_b) {
   std::set<std::string> out;
   for (const auto& [path, desc] : a.paths) {
@@ -311,11 +313,16 @@ std::vector<std::string> DifferingPaths(const UndoManifest& a, const UndoManifes
 
 std::string WantWord(char want) {
   switch (want) {
-    case 'i': return "install";
-    case 'h': return "hold";
-    case 'r': return "deinstall";
-    case 'p': return "purge";
-    default: return "unknown";
+    case 'i':
+      return "install";
+    case 'h':
+      return "hold";
+    case 'r':
+      return "deinstall";
+    case 'p':
+      return "purge";
+    default:
+      return "unknown";
   }
 }
 
@@ -331,9 +338,10 @@ bool IsUnder(const std::string& path, const std::string& root) {
 }
 
 Status CheckAbsolute(const std::string& path, std::string_view what) {
-  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos || path.find("/../") != std::string::npos ||
-      path.ends_with("/..")) {
-    return Status::InvalidArgument(fmt::format("undo journal: {} '{}' must be an absolute path without '..'", what, path));
+  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos ||
+      path.find("/../") != std::string::npos || path.ends_with("/..")) {
+    return Status::InvalidArgument(
+        fmt::format("undo journal: {} '{}' must be an absolute path without '..'", what, path));
   }
   return Status::OK();
 }
@@ -352,7 +360,8 @@ std::vector<std::string> DefaultUndoRoots() {
           "/var/lib/dpkg/alternatives"};
 }
 
-Result<ProcessResult> UndoJournal::Script(const char* script, std::vector<std::string> args, std::string_view stdin_data) {
+Result<ProcessResult> UndoJournal::Script(const char* script, std::vector<std::string> args,
+                                          std::string_view stdin_data) {
   std::vector<std::string> argv = {"/bin/sh", "-c", std::string(kPrelude) + script, "temper-undo"};
   argv.insert(argv.end(), args.begin(), args.end());
   return shell_->Exec(argv, stdin_data, JournalLimits());
@@ -381,15 +390,16 @@ Status UndoJournal::Load() {
   if (r.exit_code == 20) {
     std::string tool = r.out.substr(r.out.find('=') + 1);
     while (!tool.empty() && tool.back() == '\n') tool.pop_back();
-    return Status::FailedPrecondition(fmt::format("{}: the undo journal needs {} on the host, which is missing",
-                                                  shell_->host_name(), tool));
+    return Status::FailedPrecondition(
+        fmt::format("{}: the undo journal needs {} on the host, which is missing", shell_->host_name(), tool));
   }
   if (!r.Succeeded()) {
     return Status::Internal(fmt::format("{}: opening the undo journal in {} failed ({}): {}", shell_->host_name(),
                                         options_.dir, r.Describe(), Tail(r.err)));
   }
   std::size_t marker = r.out.find("tracked\n");
-  if (marker == std::string::npos) return Status::Internal("undo journal: the host's answer has no tracked roots: " + Tail(r.out));
+  if (marker == std::string::npos)
+    return Status::Internal("undo journal: the host's answer has no tracked roots: " + Tail(r.out));
   roots_ = SplitNul(r.out.substr(marker + 8));
   ids_.clear();
   std::istringstream lines(r.out.substr(0, marker));
@@ -399,14 +409,17 @@ Status UndoJournal::Load() {
     if (line == "dpkg=no") dpkg = false;
     if (line.starts_with("last_id=")) {
       const std::string id = line.substr(8);
-      if (id.empty() || id.size() > 9 || !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
-        return Status::DataLoss(fmt::format("{}: {}/last_id holds '{}', not a snapshot id", shell_->host_name(), options_.dir, id));
+      if (id.empty() || id.size() > 9 ||
+          !std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+        return Status::DataLoss(
+            fmt::format("{}: {}/last_id holds '{}', not a snapshot id", shell_->host_name(), options_.dir, id));
       }
       last_id_ = static_cast<std::uint32_t>(std::stoul(id));
     }
     if (line.starts_with("snapshot=")) {
       const std::string id = line.substr(9);
-      if (!id.empty() && std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
+      if (!id.empty() &&
+          std::all_of(id.begin(), id.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) {
         ids_.push_back(static_cast<std::uint32_t>(std::stoul(id)));
       }
     }
@@ -415,10 +428,13 @@ Status UndoJournal::Load() {
   depth_ = ids_.empty() ? 0 : ids_.back();
   last_id_ = std::max(last_id_, depth_);
   if (!xattrs_checked_) {
-    log_->Warning("{}: no getfattr on the host (apt-get install attr): reverts restore xattrs and ACLs but cannot check them",
-                  shell_->host_name());
+    log_->Warning(
+        "{}: no getfattr on the host (apt-get install attr): reverts restore xattrs and ACLs but cannot check them",
+        shell_->host_name());
   }
-  if (!dpkg) log_->Warning("{}: no dpkg-query on the host: the undo journal restores files but not packages", shell_->host_name());
+  if (!dpkg)
+    log_->Warning("{}: no dpkg-query on the host: the undo journal restores files but not packages",
+                  shell_->host_name());
   return Status::OK();
 }
 
@@ -441,8 +457,8 @@ Status UndoJournal::Drop(const std::vector<std::uint32_t>& ids) {
   for (std::uint32_t id : ids) argv.push_back(fmt::format("{}/snap.{}", options_.dir, id));
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell_->Exec(argv, {}, JournalLimits()));
   if (!r.Succeeded()) {
-    return Status::Internal(fmt::format("{}: deleting undo snapshots failed ({}): {}", shell_->host_name(), r.Describe(),
-                                        Tail(r.err)));
+    return Status::Internal(
+        fmt::format("{}: deleting undo snapshots failed ({}): {}", shell_->host_name(), r.Describe(), Tail(r.err)));
   }
   for (std::uint32_t id : ids) ids_.erase(std::remove(ids_.begin(), ids_.end(), id), ids_.end());
   return Status::OK();
@@ -469,7 +485,8 @@ Result<std::uint32_t> UndoJournal::Snapshot() {
 Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report, std::vector<std::string>& problems) {
   TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kPackagesScript, {options_.dir, snap}));
   if (!listed.Succeeded()) {
-    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
+    return Status::Internal(
+        fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
   }
   TEMPER_ASSIGN_OR_RETURN(auto lists, SplitEmitted(listed.out, 2));
   if (!lists[0]) return Status::OK();  // the host had no dpkg at the snapshot
@@ -494,15 +511,18 @@ Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report
   }
   for (const auto& [name, n] : now) {
     auto b = before.find(name);
-    if (n.installed() && (b == before.end() || (!b->second.installed() && b->second.status() != 'c'))) purge.push_back(name);
+    if (n.installed() && (b == before.end() || (!b->second.installed() && b->second.status() != 'c')))
+      purge.push_back(name);
   }
 
-  auto run = [&](std::vector<std::string> argv, const std::vector<std::string>& names, std::string_view what) -> Status {
+  auto run = [&](std::vector<std::string> argv, const std::vector<std::string>& names,
+                 std::string_view what) -> Status {
     if (names.empty()) return Status::OK();
     argv.insert(argv.end(), names.begin(), names.end());
     TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell_->Exec(argv, {}, JournalLimits()));
     if (!r.Succeeded()) {
-      problems.push_back(fmt::format("{} {} failed ({}): {}", what, Join(names, " "), r.Describe(), Tail(r.err + r.out, 800)));
+      problems.push_back(
+          fmt::format("{} {} failed ({}): {}", what, Join(names, " "), r.Describe(), Tail(r.err + r.out, 800)));
     }
     return Status::OK();
   };
@@ -512,10 +532,10 @@ Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report
     v.insert(v.end(), rest.begin(), rest.end());
     return v;
   };
-  TEMPER_RETURN_IF_ERROR(run(with_env({"apt-get", "install", "-y", "-q", "--allow-downgrades", "--no-install-recommends",
-                                       "-o", "Dpkg::Use-Pty=0", "-o", "Dpkg::Options::=--force-confdef", "-o",
-                                       "Dpkg::Options::=--force-confold"}),
-                             install, "reinstalling"));
+  TEMPER_RETURN_IF_ERROR(run(
+      with_env({"apt-get", "install", "-y", "-q", "--allow-downgrades", "--no-install-recommends", "-o",
+                "Dpkg::Use-Pty=0", "-o", "Dpkg::Options::=--force-confdef", "-o", "Dpkg::Options::=--force-confold"}),
+      install, "reinstalling"));
   TEMPER_RETURN_IF_ERROR(run(with_env({"dpkg", "--purge"}), purge, "purging"));
   TEMPER_RETURN_IF_ERROR(run(with_env({"dpkg", "--remove"}), remove, "removing"));
   report.packages_installed = install;
@@ -530,12 +550,14 @@ Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report
   }
   if (!selections.empty()) {
     TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell_->Exec({"dpkg", "--set-selections"}, selections, JournalLimits()));
-    if (!r.Succeeded()) problems.push_back(fmt::format("dpkg --set-selections failed ({}): {}", r.Describe(), Tail(r.err)));
+    if (!r.Succeeded())
+      problems.push_back(fmt::format("dpkg --set-selections failed ({}): {}", r.Describe(), Tail(r.err)));
   }
 
   TEMPER_ASSIGN_OR_RETURN(ProcessResult after_run, shell_->Exec(query, {}, JournalLimits()));
   if (!after_run.Succeeded()) {
-    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), after_run.Describe(), Tail(after_run.err)));
+    return Status::Internal(
+        fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), after_run.Describe(), Tail(after_run.err)));
   }
   const auto after = ParsePackages(after_run.out);
   std::set<std::string> names;
@@ -554,11 +576,12 @@ Status UndoJournal::RevertPackages(const std::string& snap, RevertReport& report
 Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
   TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kListScript, {options_.dir, snap}));
   if (!listed.Succeeded()) {
-    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), listed.Describe(),
-                                        Tail(listed.err)));
+    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(),
+                                        listed.Describe(), Tail(listed.err)));
   }
   TEMPER_ASSIGN_OR_RETURN(auto files, SplitEmitted(listed.out, 2));
-  if (!files[0] || !files[1]) return Status::Internal(fmt::format("{}: snapshot {} has no manifest", shell_->host_name(), snap));
+  if (!files[0] || !files[1])
+    return Status::Internal(fmt::format("{}: snapshot {} has no manifest", shell_->host_name(), snap));
   std::map<std::string, std::string> kept;  // path -> type at the snapshot
   for (const std::string& rec : SplitNul(*files[0])) {
     std::size_t pos = 0;
@@ -584,29 +607,32 @@ Status UndoJournal::RevertFiles(const std::string& snap, RevertReport& report) {
     if (top.empty() || !IsUnder(p, top.back())) top.push_back(p);
   }
   if (!top.empty()) {
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult r, shell_->Exec({"xargs", "-0", "-r", "rm", "-rf", "--"}, JoinNul(top), JournalLimits()));
+    TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
+                            shell_->Exec({"xargs", "-0", "-r", "rm", "-rf", "--"}, JoinNul(top), JournalLimits()));
     if (!r.Succeeded()) {
-      return Status::Internal(fmt::format("{}: removing paths added since the snapshot failed ({}): {}", shell_->host_name(),
-                                          r.Describe(), Tail(r.err)));
+      return Status::Internal(fmt::format("{}: removing paths added since the snapshot failed ({}): {}",
+                                          shell_->host_name(), r.Describe(), Tail(r.err)));
     }
   }
   report.paths_removed = top.size();
   TEMPER_ASSIGN_OR_RETURN(ProcessResult x, Script(kExtractScript, {snap}));
   if (!x.Succeeded()) {
-    return Status::Internal(fmt::format("{}: extracting {} failed ({}): {}", shell_->host_name(), snap, x.Describe(), Tail(x.err)));
+    return Status::Internal(
+        fmt::format("{}: extracting {} failed ({}): {}", shell_->host_name(), snap, x.Describe(), Tail(x.err)));
   }
   return Status::OK();
 }
 
 Status UndoJournal::CheckHeld(std::uint32_t id) const {
   if (id > last_id_) {
-    return Status::OutOfRange(fmt::format("{}: undo snapshot {} does not exist (the latest taken is {})", shell_->host_name(),
-                                          id, last_id_));
+    return Status::OutOfRange(
+        fmt::format("{}: undo snapshot {} does not exist (the latest taken is {})", shell_->host_name(), id, last_id_));
   }
   if (std::find(ids_.begin(), ids_.end(), id) == ids_.end()) {
-    return Status::NotFound(fmt::format("{}: undo snapshot {} is gone: a revert went below it, or the journal dropped it "
-                                        "(it keeps 0 and the newest {}; held: {})",
-                                        shell_->host_name(), id, options_.keep_recent, fmt::join(ids_, ", ")));
+    return Status::NotFound(
+        fmt::format("{}: undo snapshot {} is gone: a revert went below it, or the journal dropped it "
+                    "(it keeps 0 and the newest {}; held: {})",
+                    shell_->host_name(), id, options_.keep_recent, fmt::join(ids_, ", ")));
   }
   return Status::OK();
 }
@@ -614,8 +640,8 @@ Status UndoJournal::CheckHeld(std::uint32_t id) const {
 Result<std::pair<UndoManifest, UndoManifest>> UndoJournal::SnapshotAndNow(const std::string& snap) {
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kCheckScript, {options_.dir, snap}));
   if (!r.Succeeded()) {
-    return Status::Internal(fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), r.Describe(),
-                                        Tail(r.err)));
+    return Status::Internal(
+        fmt::format("{}: listing the undo roots failed ({}): {}", shell_->host_name(), r.Describe(), Tail(r.err)));
   }
   TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 6));
   for (const auto& p : parts) {
@@ -639,16 +665,17 @@ Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::strin
       auto w = want.xattrs.find(path);
       for (const std::string& line : lines) {
         std::string name = line.substr(0, line.find('='));
-        bool wanted = w != want.xattrs.end() && std::any_of(w->second.begin(), w->second.end(), [&](const std::string& l) {
-                        return l.substr(0, l.find('=')) == name;
-                      });
+        bool wanted = w != want.xattrs.end() &&
+                      std::any_of(w->second.begin(), w->second.end(),
+                                  [&](const std::string& l) { return l.substr(0, l.find('=')) == name; });
         if (!wanted && want.paths.count(path)) extra += name + '\0' + path + '\0';
       }
     }
     if (extra.empty() || round == 1) break;
-    TEMPER_ASSIGN_OR_RETURN(ProcessResult x, shell_->Exec({"xargs", "-0", "-r", "-n", "2", "setfattr", "-h", "-x"}, extra,
-                                                          JournalLimits()));
-    if (!x.Succeeded()) problems.push_back(fmt::format("removing xattrs added since the snapshot failed: {}", Tail(x.err)));
+    TEMPER_ASSIGN_OR_RETURN(ProcessResult x, shell_->Exec({"xargs", "-0", "-r", "-n", "2", "setfattr", "-h", "-x"},
+                                                          extra, JournalLimits()));
+    if (!x.Succeeded())
+      problems.push_back(fmt::format("removing xattrs added since the snapshot failed: {}", Tail(x.err)));
   }
   std::set<std::string> paths;
   for (const auto& [p, d] : want.paths) paths.insert(p);
@@ -656,7 +683,8 @@ Status UndoJournal::CompareFiles(const std::string& snap, std::vector<std::strin
   for (const std::string& p : paths) {
     auto w = want.paths.find(p);
     auto h = have.paths.find(p);
-    if (w == want.paths.end()) problems.push_back(fmt::format("{}: did not exist at the snapshot, still exists ({})", p, h->second));
+    if (w == want.paths.end())
+      problems.push_back(fmt::format("{}: did not exist at the snapshot, still exists ({})", p, h->second));
     else if (h == have.paths.end()) problems.push_back(fmt::format("{}: missing (was {})", p, w->second));
     else if (w->second != h->second) problems.push_back(fmt::format("{}: was {}; is {}", p, w->second, h->second));
   }
@@ -678,10 +706,12 @@ Result<RevertReport> UndoJournal::Revert(std::uint32_t id) {
   if (!problems.empty()) {
     std::string list;
     for (std::size_t i = 0; i < problems.size() && i < kMaxReportedProblems; ++i) list += "\n  " + problems[i];
-    if (problems.size() > kMaxReportedProblems) list += fmt::format("\n  … and {} more", problems.size() - kMaxReportedProblems);
-    return Status::DataLoss(fmt::format("{}: revert to undo snapshot {} is not exact; {} difference(s) remain, the host "
-                                        "needs a human:{}",
-                                        shell_->host_name(), id, problems.size(), list));
+    if (problems.size() > kMaxReportedProblems)
+      list += fmt::format("\n  … and {} more", problems.size() - kMaxReportedProblems);
+    return Status::DataLoss(
+        fmt::format("{}: revert to undo snapshot {} is not exact; {} difference(s) remain, the host "
+                    "needs a human:{}",
+                    shell_->host_name(), id, problems.size(), list));
   }
   std::vector<std::uint32_t> later;
   for (std::uint32_t s : ids_) {
@@ -699,7 +729,8 @@ Result<std::vector<std::string>> UndoJournal::ChangedSince(std::uint32_t id) {
   TEMPER_ASSIGN_OR_RETURN(auto manifests, SnapshotAndNow(snap));
   TEMPER_ASSIGN_OR_RETURN(ProcessResult listed, Script(kPackagesScript, {options_.dir, snap}));
   if (!listed.Succeeded()) {
-    return Status::Internal(fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
+    return Status::Internal(
+        fmt::format("{}: dpkg-query failed ({}): {}", shell_->host_name(), listed.Describe(), Tail(listed.err)));
   }
   TEMPER_ASSIGN_OR_RETURN(auto packages, SplitEmitted(listed.out, 2));
   return DifferingPaths(manifests.first, manifests.second, packages[0], packages[1]);
@@ -709,16 +740,16 @@ Result<std::vector<std::string>> UndoJournal::Difference(std::uint32_t older, st
   TEMPER_RETURN_IF_ERROR(CheckHeld(older));
   TEMPER_RETURN_IF_ERROR(CheckHeld(newer));
   TEMPER_ASSIGN_OR_RETURN(ProcessResult r, Script(kPairScript, {fmt::format("{}/snap.{}", options_.dir, older),
-                                                               fmt::format("{}/snap.{}", options_.dir, newer)}));
+                                                                fmt::format("{}/snap.{}", options_.dir, newer)}));
   if (!r.Succeeded()) {
-    return Status::Internal(fmt::format("{}: reading undo snapshots {} and {} failed ({}): {}", shell_->host_name(), older,
-                                        newer, r.Describe(), Tail(r.err)));
+    return Status::Internal(fmt::format("{}: reading undo snapshots {} and {} failed ({}): {}", shell_->host_name(),
+                                        older, newer, r.Describe(), Tail(r.err)));
   }
   TEMPER_ASSIGN_OR_RETURN(auto parts, SplitEmitted(r.out, 8));
   for (int i : {0, 1, 2, 4, 5, 6}) {
     if (!parts[i]) {
-      return Status::Internal(fmt::format("{}: a manifest of undo snapshot {} is missing", shell_->host_name(),
-                                          i < 4 ? older : newer));
+      return Status::Internal(
+          fmt::format("{}: a manifest of undo snapshot {} is missing", shell_->host_name(), i < 4 ? older : newer));
     }
   }
   TEMPER_ASSIGN_OR_RETURN(UndoManifest a, ParseManifest(*parts[0], *parts[1], *parts[2]));

@@ -109,9 +109,9 @@ TEST_CASE("runners that run nothing, a shell on their input, or a command made o
   CHECK(PeelRunner(Words({"sudo", "-s"}))->kind == K::kStdinShell);
   CHECK(PeelRunner(Words({"chroot", "/srv/x"}))->kind == K::kStdinShell);
   CHECK(PeelRunner(Words({"script", "-q", "/dev/null"}))->kind == K::kStdinShell);
-  for (auto words : {Words({"xargs", "sudo"}), Words({"xargs", "-n1", "env"}), Words({"xargs", "-I{}", "sh", "-c", "{}"}),
-                     Words({"xargs", "-I", "CMD", "CMD"}), Words({"xargs", "bash"}), Words({"xargs", "nohup", "nice"}),
-                     Words({"xargs", "eval"})}) {
+  for (auto words : {Words({"xargs", "sudo"}), Words({"xargs", "-n1", "env"}),
+                     Words({"xargs", "-I{}", "sh", "-c", "{}"}), Words({"xargs", "-I", "CMD", "CMD"}),
+                     Words({"xargs", "bash"}), Words({"xargs", "nohup", "nice"}), Words({"xargs", "eval"})}) {
     INFO(words.back().text);
     auto step = PeelRunner(words);
     REQUIRE(step.has_value());

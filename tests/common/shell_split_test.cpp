@@ -175,7 +175,8 @@ TEST_CASE("parameter expansions keep }, ) and quotes inside them") {
 TEST_CASE("here-document bodies and here-strings are data") {
   // An audit rule that names /sbin/reboot is written, not run.
   auto audit = SplitShellCommand(
-      "cat >> /etc/audit/rules.d/stig.rules <<EOF\n-w /sbin/reboot -p x -k power\nshutdown now\nEOF\naugenrules --load");
+      "cat >> /etc/audit/rules.d/stig.rules <<EOF\n-w /sbin/reboot -p x -k power\nshutdown now\nEOF\naugenrules "
+      "--load");
   REQUIRE(audit.ok());
   REQUIRE(audit->commands.size() == 2);
   CHECK(audit->commands[0].program == "cat");
@@ -201,12 +202,14 @@ TEST_CASE("a here-document or here-string given to a shell is its script") {
   CHECK(Programs("su - root <<EOF\npoweroff\nEOF") == Words{"sh", "poweroff"});
   // A shell that runs a named script reads the heredoc as that script's input: data.
   CHECK(Programs("bash /tmp/fix.sh <<EOF\nreboot\nEOF") == Words{"bash"});
-  CHECK_THAT(ErrorOf("bash <<EOF\necho 'x\nEOF"), Catch::Contains("an unterminated ' quote at column 6 of the here-document at column 12"));
+  CHECK_THAT(ErrorOf("bash <<EOF\necho 'x\nEOF"),
+             Catch::Contains("an unterminated ' quote at column 6 of the here-document at column 12"));
 }
 
 TEST_CASE("case items run their commands, patterns are data") {
   CHECK(Programs("case \"$1\" in start|stop) systemctl $1 x;; *) reboot;; esac") == Words{"systemctl", "reboot"});
-  CHECK(Programs("case x in\n  (a) ls ;&\n  b) pwd ;;&\n  reboot) echo no\nesac; date") == Words{"ls", "pwd", "echo", "date"});
+  CHECK(Programs("case x in\n  (a) ls ;&\n  b) pwd ;;&\n  reboot) echo no\nesac; date") ==
+        Words{"ls", "pwd", "echo", "date"});
   CHECK(Programs("echo $(case a in a) hostname;; esac)") == Words{"hostname", "echo"});
   CHECK(Programs("case $(uname) in Linux) ;; esac") == Words{"uname"});
   CHECK_THAT(ErrorOf("case x in a ls;; esac"), Catch::Contains("a case pattern without ')' at column 13"));
@@ -265,7 +268,8 @@ TEST_CASE("comments, continuations, arrays, ANSI-C quotes and find -exec") {
   CHECK_THAT(ErrorOf("echo $'abc"), Catch::Contains("an unterminated $' quote at column 6"));
   CHECK_THAT(ErrorOf("a=(x; y)"), Catch::Contains("an unexpected ';' in an array at column 5"));
   CHECK_THAT(ErrorOf("echo `ls '`"), Catch::Contains("an unterminated ' quote at column 4 of the `…` at column 6"));
-  CHECK_THAT(ErrorOf("bash -c 'if x; then y'"), Catch::Contains("an 'if' without 'fi' at column 1 of the script given to bash"));
+  CHECK_THAT(ErrorOf("bash -c 'if x; then y'"),
+             Catch::Contains("an 'if' without 'fi' at column 1 of the script given to bash"));
 }
 
 TEST_CASE("runners are peeled, and the command lines they hand to a shell are parsed") {
@@ -283,8 +287,9 @@ TEST_CASE("runners are peeled, and the command lines they hand to a shell are pa
 }
 
 TEST_CASE("assignments are listed, with their values and whether they are computed") {
-  auto parsed = SplitShellCommand("A=/usr/bin/x; B=(sed -i); B+=(-E); C=$(date); for f in a b; do :; done; "
-                                  "read -r D; export E=1; X=1 ls");
+  auto parsed = SplitShellCommand(
+      "A=/usr/bin/x; B=(sed -i); B+=(-E); C=$(date); for f in a b; do :; done; "
+      "read -r D; export E=1; X=1 ls");
   REQUIRE(parsed.ok());
   const auto& a = parsed->assignments;
   REQUIRE(a.size() == 7);

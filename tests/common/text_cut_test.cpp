@@ -1,7 +1,7 @@
 #include "common/text_cut.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 namespace temper {

@@ -24,8 +24,8 @@ inline bool HaveGpu() {
 }
 
 // GPU cases start with this: without a usable CUDA device they end as skipped (skip.h).
-#define TEMPER_SKIP_WITHOUT_GPU()                                                             \
-  do {                                                                                        \
+#define TEMPER_SKIP_WITHOUT_GPU()                                                           \
+  do {                                                                                      \
     if (!::temper::engine::cuda::testing::HaveGpu()) TEMPER_SKIP("no CUDA device present"); \
   } while (0)
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include <catch2/catch.hpp>
 #include <httplib.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 namespace temper::engine::testing {

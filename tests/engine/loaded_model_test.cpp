@@ -64,7 +64,8 @@ TEST_CASE("a tokenizer is loaded as the source asks", "[engine][loaded-model]") 
   auto required = LoadModel(ModelSource{.dir = path, .tokenizer_need = TokenizerNeed::kRequired});
   REQUIRE_FALSE(required.ok());
   CHECK(required.status().code() == StatusCode::kNotFound);
-  CHECK_THAT(required.status().message(), Catch::Contains((dir.path() / "tokenizer.json").string() + " does not exist"));
+  CHECK_THAT(required.status().message(),
+             Catch::Contains((dir.path() / "tokenizer.json").string() + " does not exist"));
 
   // Named explicitly, a tokenizer elsewhere is used, and must exist even when optional.
   auto named = LoadModel(
@@ -94,8 +95,13 @@ TEST_CASE("a tokenizer must fit the model's vocabulary", "[engine][loaded-model]
   // A special token past the vocabulary is allowed: content never encodes to it (Gemma 3's
   // <image_soft_token> sits one past its text vocabulary).
   json special = TinyTokenizerJson();
-  special["added_tokens"].push_back({{"id", 512}, {"content", "<image_soft_token>"}, {"single_word", false},
-                                     {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
+  special["added_tokens"].push_back({{"id", 512},
+                                     {"content", "<image_soft_token>"},
+                                     {"single_word", false},
+                                     {"lstrip", false},
+                                     {"rstrip", false},
+                                     {"normalized", false},
+                                     {"special", true}});
   auto with_special = Tokenizer::FromJson(special.dump());
   REQUIRE(with_special.ok());
   REQUIRE(with_special->id_limit() == 513);

@@ -74,11 +74,21 @@ TEST_CASE("logit candidates: ReferenceTopCandidates is its definition (ties, k =
     for (int i = 0; i < n; ++i) {
       float& x = logits[static_cast<size_t>(r) * ld + i];
       switch (r) {
-        case 0: x = std::normal_distribution<float>(0.0f, 2.0f)(rng); break;
-        case 1: x = 0.5f * static_cast<float>(level(rng)); break;       // nine values: ties everywhere
-        case 2: x = i % 3 == 0 ? -kInf : 0.25f * static_cast<float>(level(rng)); break;
-        case 3: x = 1.0f; break;                                         // all equal
-        case 4: x = -kInf; break;                                        // all -inf
+        case 0:
+          x = std::normal_distribution<float>(0.0f, 2.0f)(rng);
+          break;
+        case 1:
+          x = 0.5f * static_cast<float>(level(rng));
+          break;  // nine values: ties everywhere
+        case 2:
+          x = i % 3 == 0 ? -kInf : 0.25f * static_cast<float>(level(rng));
+          break;
+        case 3:
+          x = 1.0f;
+          break;  // all equal
+        case 4:
+          x = -kInf;
+          break;  // all -inf
       }
     }
   }
@@ -128,7 +138,8 @@ TEST_CASE("logit candidates: merged rank candidates are the row's top k and its 
           }
           const double tt = t > 0 ? t : 1.0;
           double tail = 0;
-          for (size_t i = static_cast<size_t>(k); i < order.size(); ++i) tail += std::exp((row[order[i]] - row[order[0]]) / tt);
+          for (size_t i = static_cast<size_t>(k); i < order.size(); ++i)
+            tail += std::exp((row[order[i]] - row[order[0]]) / tt);
           // The ranks' masses come as fp32: the tail is exact to a few 1e-8 of the row's mass.
           double whole = tail;
           for (int i = 0; i < k; ++i) whole += std::exp((row[order[i]] - row[order[0]]) / tt);
@@ -187,8 +198,11 @@ std::vector<Fallbacks> CompareSamplers(const std::vector<Setting>& settings, int
   std::vector<std::vector<Pair>> samplers(settings.size());
   for (size_t s = 0; s < settings.size(); ++s) {
     for (uint64_t seed : seeds) {
-      const SamplingParams p{.temperature = settings[s].temperature, .top_k = settings[s].top_k,
-                             .top_p = settings[s].top_p, .min_p = settings[s].min_p, .seed = seed};
+      const SamplingParams p{.temperature = settings[s].temperature,
+                             .top_k = settings[s].top_k,
+                             .top_p = settings[s].top_p,
+                             .min_p = settings[s].min_p,
+                             .seed = seed};
       auto full = Sampler::Create(p);
       auto cand = Sampler::Create(p);
       REQUIRE(full.ok());
@@ -377,9 +391,9 @@ class CandidatesBackend final : public Backend {
 
 TEST_CASE("logit candidates: the scheduler samples from candidates as from full rows", "[engine][scheduler]") {
   std::vector<GenerateRequest> requests;
-  const std::vector<Setting> settings = {{0, 0, 1, 0},        {0.8f, 0, 1, 0},    {1.5f, 0, 1, 0},
-                                         {1.0f, 5, 1, 0},     {1.0f, 40, 0.9f, 0}, {1.2f, 0, 0.9f, 0.05f},
-                                         {1.0f, 300, 1, 0},   {0.7f, 0, 0.5f, 0}};
+  const std::vector<Setting> settings = {{0, 0, 1, 0},      {0.8f, 0, 1, 0},     {1.5f, 0, 1, 0},
+                                         {1.0f, 5, 1, 0},   {1.0f, 40, 0.9f, 0}, {1.2f, 0, 0.9f, 0.05f},
+                                         {1.0f, 300, 1, 0}, {0.7f, 0, 0.5f, 0}};
   for (size_t i = 0; i < settings.size(); ++i) {
     GenerateRequest r = testing::Greedy(testing::RandomPrompt(40 + i, 6 + 3 * static_cast<int>(i)), 20);
     r.sampling.temperature = settings[i].temperature;
@@ -404,8 +418,9 @@ TEST_CASE("logit candidates: the scheduler samples from candidates as from full 
       REQUIRE(e.error.ok());
       tokens.push_back(e.tokens);
     }
-    const SchedulerMetrics m = testing::SettledMetrics(
-        *scheduler, [&](const SchedulerMetrics& x) { return x.finished_requests == static_cast<int64_t>(requests.size()); });
+    const SchedulerMetrics m = testing::SettledMetrics(*scheduler, [&](const SchedulerMetrics& x) {
+      return x.finished_requests == static_cast<int64_t>(requests.size());
+    });
     return std::make_pair(tokens, m.full_row_samples);
   };
   auto plain = testing::ServingBackend();

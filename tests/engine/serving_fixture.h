@@ -10,14 +10,15 @@
 #include <thread>
 #include <vector>
 
+#include "engine/serve/scheduler.h"
 #include "engine/tokenizer/detokenizer.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/serve/scheduler.h"
 #include "golden_fixture.h"
 
 namespace temper::engine::testing {
 
-inline std::unique_ptr<CpuBackend> ServingBackend(int64_t max_tokens = 1024, int max_sequences = 8, int max_snapshots = 16) {
+inline std::unique_ptr<CpuBackend> ServingBackend(int64_t max_tokens = 1024, int max_sequences = 8,
+                                                  int max_snapshots = 16) {
   CpuBackendOptions options;
   options.threads = 2;
   options.max_context = 256;

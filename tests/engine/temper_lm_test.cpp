@@ -8,9 +8,9 @@
 #include <fstream>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "engine/tokenizer/chat_format.h"
@@ -44,7 +44,8 @@ TEST_CASE("temper-lm logits writes the golden logits and hidden states", "[engin
   TempDir dir;
   const std::vector<int32_t> ids = Reference<int32_t>("input_ids_1");
   const std::string out = (dir.path() / "out.safetensors").string();
-  Run r = TemperLm(fmt::format("logits --model {} --ids {} --tp 2 --out {}", TinyDir().string(), fmt::join(ids, ","), out));
+  Run r =
+      TemperLm(fmt::format("logits --model {} --ids {} --tp 2 --out {}", TinyDir().string(), fmt::join(ids, ","), out));
   INFO(r.output);
   REQUIRE(r.exit_code == 0);
   auto file = SafetensorsFile::Open(out);
@@ -65,15 +66,16 @@ TEST_CASE("temper-lm logits writes the golden logits and hidden states", "[engin
 TEST_CASE("temper-lm generate prints the golden greedy tokens", "[engine][temper-lm]") {
   const std::vector<int32_t> ids = Reference<int32_t>("input_ids_0");
   const std::vector<int32_t> greedy = Reference<int32_t>("greedy_0");
-  Run r = TemperLm(fmt::format("generate --model {} --ids {} --max-new 16 --greedy", TinyDir().string(), fmt::join(ids, ",")),
-                   /*with_stderr=*/false);
+  Run r = TemperLm(
+      fmt::format("generate --model {} --ids {} --max-new 16 --greedy", TinyDir().string(), fmt::join(ids, ",")),
+      /*with_stderr=*/false);
   REQUIRE(r.exit_code == 0);
   CHECK(r.output == fmt::format("{}\n", fmt::join(greedy, ",")));
 }
 
 TEST_CASE("temper-lm generate is reproducible with a seed", "[engine][temper-lm]") {
-  const std::string args = fmt::format("generate --model {} --ids 5,6,7 --max-new 12 --temperature 1.5 --seed 9 --ignore-eos",
-                                       TinyDir().string());
+  const std::string args = fmt::format(
+      "generate --model {} --ids 5,6,7 --max-new 12 --temperature 1.5 --seed 9 --ignore-eos", TinyDir().string());
   Run a = TemperLm(args, false), b = TemperLm(args, false);
   REQUIRE(a.exit_code == 0);
   CHECK(std::count(a.output.begin(), a.output.end(), ',') == 11);
@@ -100,28 +102,34 @@ TEST_CASE("temper-lm reports bad input and exits non-zero", "[engine][temper-lm]
   CHECK(TemperLm("frobnicate").exit_code != 0);
 }
 
-TEST_CASE("temper-lm serve refuses an API key file it cannot use, naming it, and never prints a key", "[engine][temper-lm]") {
+TEST_CASE("temper-lm serve refuses an API key file it cannot use, naming it, and never prints a key",
+          "[engine][temper-lm]") {
   TempDir dir;
   const std::string empty = dir.Write("empty-key", "\n").string();
   Run blank = TemperLm(fmt::format("serve --model {} --port 0 --api-key-file {}", TinyDir().string(), empty));
   CHECK(blank.exit_code == 1);
   CHECK(blank.output.find("--api-key-file " + empty + ": the file holds no key") != std::string::npos);
-  Run missing = TemperLm(fmt::format("serve --model {} --port 0 --api-key-file {}/none", TinyDir().string(), dir.path().string()));
+  Run missing = TemperLm(
+      fmt::format("serve --model {} --port 0 --api-key-file {}/none", TinyDir().string(), dir.path().string()));
   CHECK(missing.exit_code == 1);
   CHECK(missing.output.find("--api-key-file " + dir.path().string() + "/none") != std::string::npos);
-  Run both = TemperLm(fmt::format("serve --model {} --port 0 --api-key sk-1 --api-key-file {}", TinyDir().string(), empty));
+  Run both =
+      TemperLm(fmt::format("serve --model {} --port 0 --api-key sk-1 --api-key-file {}", TinyDir().string(), empty));
   CHECK(both.exit_code != 0);
   CHECK(both.output.find("sk-1") == std::string::npos);
 }
 
 TEST_CASE("temper-lm runs synthetic weights of a config", "[engine][temper-lm]") {
-  Run r = TemperLm(fmt::format("generate --synthetic {}/config.json --ids 1,2,3 --max-new 3 --ignore-eos", TinyDir().string()));
+  Run r = TemperLm(
+      fmt::format("generate --synthetic {}/config.json --ids 1,2,3 --max-new 3 --ignore-eos", TinyDir().string()));
   INFO(r.output);
   CHECK(r.exit_code == 0);
 }
 
 // The chat-format test tokenizer (378 ids, Gemma 4's control tokens).
-std::string ChatTokenizerPath() { return std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-test-tokenizer.json"; }
+std::string ChatTokenizerPath() {
+  return std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-test-tokenizer.json";
+}
 
 Tokenizer LoadTokenizer(const std::string& path) {
   Result<Tokenizer> tok = Tokenizer::FromFile(path);
@@ -150,20 +158,24 @@ TEST_CASE("temper-lm encode and decode match the tokenizer library", "[engine][t
   Run enc = TemperLm(fmt::format("encode --tokenizer {} < {}", ChatTokenizerPath(), text_file.string()), false);
   REQUIRE(enc.exit_code == 0);
   CHECK(enc.output == fmt::format("[{}]\n", fmt::join(ids, ",")));
-  Run bos = TemperLm(fmt::format("encode --tokenizer {} --add-special-tokens < {}", ChatTokenizerPath(), text_file.string()), false);
+  Run bos = TemperLm(
+      fmt::format("encode --tokenizer {} --add-special-tokens < {}", ChatTokenizerPath(), text_file.string()), false);
   CHECK(bos.output == fmt::format("[{},{}]\n", tok.RequireToken("<bos>").value(), fmt::join(ids, ",")));
 
   const auto ids_file = dir.Write("ids.json", enc.output);
   Run dec = TemperLm(fmt::format("decode --tokenizer {} < {}", ChatTokenizerPath(), ids_file.string()), false);
   REQUIRE(dec.exit_code == 0);
   CHECK(dec.output == text);
-  Run skip = TemperLm(fmt::format("decode --tokenizer {} --skip-special-tokens < {}", ChatTokenizerPath(), ids_file.string()), false);
+  Run skip = TemperLm(
+      fmt::format("decode --tokenizer {} --skip-special-tokens < {}", ChatTokenizerPath(), ids_file.string()), false);
   CHECK(skip.output == "user model\n\nthe \xE2\x82\xAC");
 
-  Run bad = TemperLm(fmt::format("decode --tokenizer {} < {}", ChatTokenizerPath(), dir.Write("bad.json", "[2, \"x\"]").string()));
+  Run bad = TemperLm(
+      fmt::format("decode --tokenizer {} < {}", ChatTokenizerPath(), dir.Write("bad.json", "[2, \"x\"]").string()));
   CHECK(bad.exit_code == 1);
   CHECK(bad.output.find("stdin: element 1 (\"x\") is not a token id") != std::string::npos);
-  Run unknown = TemperLm(fmt::format("decode --tokenizer {} < {}", ChatTokenizerPath(), dir.Write("big.json", "[5000]").string()));
+  Run unknown = TemperLm(
+      fmt::format("decode --tokenizer {} < {}", ChatTokenizerPath(), dir.Write("big.json", "[5000]").string()));
   CHECK(unknown.exit_code == 1);
   CHECK(unknown.output.find("5000 is not a token id") != std::string::npos);
   Run missing = TemperLm(fmt::format("encode --tokenizer /nonexistent/tokenizer.json < {}", text_file.string()));
@@ -179,10 +191,12 @@ TEST_CASE("temper-lm generate --prompt tokenizes the prompt and prints the new t
 
   // --prompt is --ids of the encoded prompt with <bos> first, plus a line of text.
   const std::vector<int32_t> prompt_ids = tok.Encode("hello user", EncodeOptions{.add_special_tokens = true});
-  Run by_ids = TemperLm(fmt::format("generate --model {} --ids {} --max-new 8 --greedy", model, fmt::join(prompt_ids, ",")), false);
+  Run by_ids = TemperLm(
+      fmt::format("generate --model {} --ids {} --max-new 8 --greedy", model, fmt::join(prompt_ids, ",")), false);
   REQUIRE(by_ids.exit_code == 0);
-  Run by_prompt = TemperLm(
-      fmt::format("generate --model {} --tokenizer {} --prompt 'hello user' --max-new 8 --greedy", model, tokenizer.string()), false);
+  Run by_prompt = TemperLm(fmt::format("generate --model {} --tokenizer {} --prompt 'hello user' --max-new 8 --greedy",
+                                       model, tokenizer.string()),
+                           false);
   REQUIRE(by_prompt.exit_code == 0);
   REQUIRE(by_prompt.output.starts_with(by_ids.output));
   std::vector<int32_t> produced;
@@ -197,9 +211,12 @@ TEST_CASE("temper-lm generate --prompt tokenizes the prompt and prints the new t
   std::vector<int32_t> stops = {1};  // the tiny config's eos_token_id, then the format's
   for (int32_t id : format.stop_ids()) stops.push_back(id);
   Run chat_by_ids = TemperLm(fmt::format("generate --model {} --ids {} --stop {} --max-new 8 --greedy", model,
-                                         fmt::join(chat_ids, ","), fmt::join(stops, ",")), false);
-  Run chat = TemperLm(fmt::format("generate --model {} --tokenizer {} --prompt 'hello user' --chat --max-new 8 --greedy",
-                                  model, tokenizer.string()), false);
+                                         fmt::join(chat_ids, ","), fmt::join(stops, ",")),
+                             false);
+  Run chat =
+      TemperLm(fmt::format("generate --model {} --tokenizer {} --prompt 'hello user' --chat --max-new 8 --greedy",
+                           model, tokenizer.string()),
+               false);
   REQUIRE(chat.exit_code == 0);
   CHECK(chat.output.starts_with(chat_by_ids.output));
 

@@ -45,15 +45,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const SimpleCommand& c : parsed->commands) Expect(c.args.size() == c.args_expanded.size());
   }
 
-  for (const PolicyContext& context : {PolicyContext{}, PolicyContext{.bootloader_rule = true, .allow_package_removal = true}}) {
+  for (const PolicyContext& context :
+       {PolicyContext{}, PolicyContext{.bootloader_rule = true, .allow_package_removal = true}}) {
     Status s = CheckCommand(line, context, read);
     Expect(s.ok() || s.code() == StatusCode::kPermissionDenied);
     Status w = CheckWrite("/etc/cron.d/fuzz", line, context, read);
     Expect(w.ok() || w.code() == StatusCode::kPermissionDenied);
   }
-  for (FileKind kind : {FileKind::kProgram, FileKind::kCronTable, FileKind::kSystemdUnit, FileKind::kPam,
-                        FileKind::kUdevRules, FileKind::kSudoers, FileKind::kModprobe, FileKind::kSysctl,
-                        FileKind::kAptConf, FileKind::kLogrotate}) {
+  for (FileKind kind :
+       {FileKind::kProgram, FileKind::kCronTable, FileKind::kSystemdUnit, FileKind::kPam, FileKind::kUdevRules,
+        FileKind::kSudoers, FileKind::kModprobe, FileKind::kSysctl, FileKind::kAptConf, FileKind::kLogrotate}) {
     auto commands = CommandsInFile(kind, "/fuzz", line);
     Expect(commands.ok() || commands.status().code() == StatusCode::kPermissionDenied ||
            commands.status().code() == StatusCode::kInvalidArgument);

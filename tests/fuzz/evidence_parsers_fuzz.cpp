@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include <cstddef>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -50,7 +50,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   static const ArfFile scratch;
   const std::string& arf = scratch.path;
-  { std::ofstream(arf, std::ios::binary | std::ios::trunc).write(text.data(), static_cast<std::streamsize>(text.size())); }
+  {
+    std::ofstream(arf, std::ios::binary | std::ios::trunc)
+        .write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
   auto evidence = stig::ReadOvalEvidence(arf);
   if (!evidence.ok() && evidence.status().code() != StatusCode::kDataLoss) std::abort();
   if (evidence.ok()) {

@@ -36,7 +36,8 @@ struct Fixture {
   uint64_t last_seq = 0;
 
   Fixture() {
-    std::string base = std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
+    std::string base =
+        std::filesystem::exists("/dev/shm") ? "/dev/shm" : std::filesystem::temp_directory_path().string();
     std::string pattern = base + "/temper-journal-fuzz-XXXXXX";
     Expect(mkdtemp(pattern.data()) != nullptr);
     dir = pattern;

@@ -22,8 +22,9 @@ using scripted::ScriptedModelServer;
 
 std::string DataFile(const std::string& name) { return std::string(TEMPER_TEST_DATA_DIR) + "/checklist/" + name; }
 
-TEST_CASE("a batch's evidence: change sets for kept and reverted attempts, and exports in ARF, CKL, CKLB and HTML "
-          "that independent readers accept") {
+TEST_CASE(
+    "a batch's evidence: change sets for kept and reverted attempts, and exports in ARF, CKL, CKLB and HTML "
+    "that independent readers accept") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
   auto server = ScriptedModelServer::Start(script);
@@ -31,10 +32,11 @@ TEST_CASE("a batch's evidence: change sets for kept and reverted attempts, and e
   LoopDaemon loop(**server);
   const TempDir& dir = loop.dir;
 
-  std::string id = loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "is_fips_mode_enabled", "no_duplicate_uids"},
-                                .max_attempts = 2,
-                                .allow_disruptive = true,  // FIPS mode is disruptive: without it, held, not tried
-                                .name = "evidence"});
+  std::string id =
+      loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "is_fips_mode_enabled", "no_duplicate_uids"},
+                   .max_attempts = 2,
+                   .allow_disruptive = true,  // FIPS mode is disruptive: without it, held, not tried
+                   .name = "evidence"});
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
@@ -99,8 +101,8 @@ TEST_CASE("a batch's evidence: change sets for kept and reverted attempts, and e
     ProcessResult r = cli({"--format", "ckl", "-o", dir / "out.ckl"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    ProcessResult valid = RunProcess({"/usr/bin/xmllint", "--noout", "--nonet", "--schema", DataFile("U_Checklist_Schema_V2.xsd"),
-                                      dir / "out.ckl"});
+    ProcessResult valid = RunProcess(
+        {"/usr/bin/xmllint", "--noout", "--nonet", "--schema", DataFile("U_Checklist_Schema_V2.xsd"), dir / "out.ckl"});
     INFO(valid.err);
     CHECK(valid.exit_code == 0);
     auto ckl = evidence::ReadCkl(ReadFileOrEmpty(dir / "out.ckl"), "out.ckl");

@@ -24,8 +24,9 @@ void CheckJournalIsOrdered(const std::vector<temper::v1::JournalEvent>& events) 
   }
 }
 
-TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson, catches a regression, "
-          "escalates what it cannot fix and skips what the Architect skips") {
+TEST_CASE(
+    "a batch fixes rules, reverts a wrong fix and retries with the lesson, catches a regression, "
+    "escalates what it cannot fix and skips what the Architect skips") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
   script.rules["accounts_umask_etc_login_defs"].regress_first = 1;
@@ -34,10 +35,11 @@ TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson,
   REQUIRE(server.ok());
   LoopDaemon loop(**server);
 
-  std::string id = loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "accounts_umask_etc_login_defs",
-                                          "is_fips_mode_enabled", "accounts_maximum_age_login_defs", "no_duplicate_uids"},
-                                .max_attempts = 3,
-                                .allow_disruptive = true});  // FIPS mode is disruptive (stig/scap/rule_risk.h)
+  std::string id =
+      loop.Submit({.rules = {"accounts_tmout", "banner_etc_issue_net", "accounts_umask_etc_login_defs",
+                             "is_fips_mode_enabled", "accounts_maximum_age_login_defs", "no_duplicate_uids"},
+                   .max_attempts = 3,
+                   .allow_disruptive = true});  // FIPS mode is disruptive (stig/scap/rule_risk.h)
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
@@ -100,23 +102,24 @@ TEST_CASE("a batch fixes rules, reverts a wrong fix and retries with the lesson,
   std::multiset<std::string> types;
   for (const auto& e : events) types.insert(e.type());
   for (const char* t : {"batch.started", "evaluation.before", "architect.pick", "architect.skip", "rule.started",
-                        "attempt.started", "worker.model_call", "worker.tool_call", "attempt.kept",
-                        "attempt.reverted", "reflector.lesson", "rule.fixed", "rule.escalated", "batch.completed"}) {
+                        "attempt.started", "worker.model_call", "worker.tool_call", "attempt.kept", "attempt.reverted",
+                        "reflector.lesson", "rule.fixed", "rule.escalated", "batch.completed"}) {
     CHECK(types.count(t) > 0);
   }
   CHECK(types.count("rule.fixed") == 3);
 }
 
-TEST_CASE("kill -9 at several points of a batch: each restart reverts the target and the batch completes "
-          "with no attempt or event lost or duplicated") {
+TEST_CASE(
+    "kill -9 at several points of a batch: each restart reverts the target and the batch completes "
+    "with no attempt or event lost or duplicated") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
   script.rules["accounts_tmout"].wrong_first = 1;
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
   LoopDaemon loop(**server);
-  std::string id =
-      loop.Submit({.rules = {"banner_etc_issue_net", "accounts_tmout", "accounts_umask_etc_login_defs"}, .max_attempts = 4});
+  std::string id = loop.Submit(
+      {.rules = {"banner_etc_issue_net", "accounts_tmout", "accounts_umask_etc_login_defs"}, .max_attempts = 4});
 
   // Before the first evaluation, after a pick, mid-Worker (a tool has run on the target), right
   // after a revert, and right after a kept fix.
@@ -181,7 +184,8 @@ TEST_CASE("batches on two targets run at the same time, each on its own target")
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
   LoopDaemon loop(**server, {.more_targets = {"lab2"}});
-  std::string first = loop.Submit({.rules = {"banner_etc_issue_net", "accounts_tmout"}, .max_attempts = 3, .target = "lab"});
+  std::string first =
+      loop.Submit({.rules = {"banner_etc_issue_net", "accounts_tmout"}, .max_attempts = 3, .target = "lab"});
   std::string second =
       loop.Submit({.rules = {"banner_etc_issue_net", "accounts_tmout"}, .max_attempts = 3, .target = "lab2"});
   temper::v1::Batch a = loop.WaitUntilEnded(first), b = loop.WaitUntilEnded(second);

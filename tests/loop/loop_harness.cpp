@@ -1,7 +1,7 @@
 #include "loop/loop_harness.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -140,8 +140,8 @@ nlohmann::json LoopDaemon::CliJson(const std::vector<std::string>& args) const {
 }
 
 std::string LoopDaemon::SubmitWithCli(const BatchSpec& spec) const {
-  std::vector<std::string> args = {"submit", "-t", spec.target, "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig",
-                                   "--name", spec.name, "--json"};
+  std::vector<std::string> args = {"submit", "-t",   spec.target, "-d",      "ssg-ubuntu2004-ds.xml",
+                                   "-p",     "stig", "--name",    spec.name, "--json"};
   for (const std::string& r : spec.rules) args.insert(args.end(), {"-r", r});
   if (spec.max_attempts != 0) args.insert(args.end(), {"--max-attempts", std::to_string(spec.max_attempts)});
   if (spec.allow_disruptive) args.push_back("--allow-disruptive");

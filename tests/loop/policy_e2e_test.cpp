@@ -37,8 +37,9 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   ModelScript script;  // every rule the loop works on is fixed on its first attempt
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  LoopDaemon d(**server, {.extra_yaml = "waivers:\n  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n"
-                                        "    owner: ops@example.com\n"});
+  LoopDaemon d(**server,
+               {.extra_yaml = "waivers:\n  - rule: accounts_tmout\n    reason: kiosk sessions must not time out\n"
+                              "    owner: ops@example.com\n"});
 
   // What accounts_tmout's fix would change: /etc/profile and /etc/profile.d/*.sh.
   const auto profile_d = stig::testing::TreeListing(SharedRoot() + "/etc/profile.d");
@@ -46,10 +47,10 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
 
   // Batch 1, no opt-in: accounts_tmout is waived by temperd.yaml; banner_etc_issue_net's waiver on the
   // command line expired in 2020; the reboot rule is disruptive; the manual rule has no check.
-  nlohmann::json submitted = d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r",
-                                        "accounts_tmout", "-r", "banner_etc_issue_net", "-r", kRebootRule, "-r", kManualRule,
-                                        "--waive", "banner_etc_issue_net:legal: banner text under review:bob@example.com:2020-01-01",
-                                        "--json"});
+  nlohmann::json submitted =
+      d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", "accounts_tmout", "-r",
+                 "banner_etc_issue_net", "-r", kRebootRule, "-r", kManualRule, "--waive",
+                 "banner_etc_issue_net:legal: banner text under review:bob@example.com:2020-01-01", "--json"});
   const std::string first = submitted["id"];
   CHECK(submitted["waivers"].size() == 2);
   temper::v1::Batch batch = d.WaitUntilEnded(first);
@@ -107,8 +108,8 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   CHECK(summary["manual"] == 1);
   std::map<std::string, std::string> waiver_status;
   for (const nlohmann::json& w : report["waivers"]) waiver_status[w["name"]] = w["status"];
-  CHECK(waiver_status == std::map<std::string, std::string>{{"accounts_tmout", "applied"},
-                                                            {"banner_etc_issue_net", "expired"}});
+  CHECK(waiver_status ==
+        std::map<std::string, std::string>{{"accounts_tmout", "applied"}, {"banner_etc_issue_net", "expired"}});
   ProcessResult text = d.Cli({"report", first});
   REQUIRE(text.exit_code == 0);
   CHECK_THAT(text.out, Catch::Contains("EXPIRED: remediated as usual") && Catch::Contains("1 waived") &&
@@ -129,9 +130,8 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
 
   // Batch 2 opts in: the held rule is remediated, and since its fix takes effect at the next boot it
   // ends reboot_pending with the change staged on the target.
-  nlohmann::json second_submitted =
-      d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", kRebootRule,
-                 "--allow-disruptive", "--json"});
+  nlohmann::json second_submitted = d.CliJson({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r",
+                                               kRebootRule, "--allow-disruptive", "--json"});
   const std::string second = second_submitted["id"];
   CHECK(second_submitted["allow_disruptive"] == true);
   batch = d.WaitUntilEnded(second);
@@ -148,7 +148,8 @@ TEST_CASE("waived, expired-waiver, manual, held and reboot-pending rules through
   ProcessResult rebooted = d.Cli({"rebooted", second, "--note", "rebooted by the e2e test"});
   INFO(rebooted.out << rebooted.err);
   REQUIRE(rebooted.exit_code == 0);
-  CHECK_THAT(rebooted.out, Catch::Contains("reboot confirmed") && Catch::Contains("reboot.verified: 1 fixed, 0 escalated"));
+  CHECK_THAT(rebooted.out,
+             Catch::Contains("reboot confirmed") && Catch::Contains("reboot.verified: 1 fixed, 0 escalated"));
   batch = d.GetBatch(second);
   const temper::v1::BatchRule verified = RulesByShortName(batch)[kRebootRule];
   CHECK(verified.state() == temper::v1::RULE_STATE_FIXED);

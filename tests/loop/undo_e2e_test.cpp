@@ -93,8 +93,9 @@ std::set<std::string> Diff(const Listing& a, const Listing& b) {
   return out;
 }
 
-TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothing, revert RULE takes out that "
-          "rule's fix only, and revert BATCH restores the exact tree") {
+TEST_CASE(
+    "plan-only leaves the root byte-identical, a second run changes nothing, revert RULE takes out that "
+    "rule's fix only, and revert BATCH restores the exact tree") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());
   LoopDaemon lab(**server);
@@ -201,8 +202,9 @@ TEST_CASE("plan-only leaves the root byte-identical, a second run changes nothin
   CHECK_THAT(again_whole.err, Catch::Contains("already reverted"));
 }
 
-TEST_CASE("revert goes in reverse order: a rule whose file a later fix changed, and a batch under a later "
-          "batch's fixes, are refused with what is in the way, and no revert while a batch runs") {
+TEST_CASE(
+    "revert goes in reverse order: a rule whose file a later fix changed, and a batch under a later "
+    "batch's fixes, are refused with what is in the way, and no revert while a batch runs") {
   auto server = ScriptedModelServer::Start(ModelScript{});
   REQUIRE(server.ok());
   LoopDaemon lab(**server);
@@ -255,8 +257,9 @@ constexpr const char* kInstallGdm =
     "Installed-Size: 1\\nMaintainer: temper tests <tests@example.org>\\nArchitecture: amd64\\nVersion: 43.0-3\\n"
     "Description: stand-in entry of the fixpoint test\\n' >> /var/lib/dpkg/status";
 
-TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by the rescan, re-queued and fixed in "
-          "a second pass, and with a bound of one pass it is escalated instead") {
+TEST_CASE(
+    "fixpoint: a fix that makes a not-applicable rule apply is caught by the rescan, re-queued and fixed in "
+    "a second pass, and with a bound of one pass it is escalated instead") {
   ModelScript script;
   // Attempts 1 and 2: the Worker numbers its attempt after those it is shown, and the second batch
   // below shows it the first batch's.
@@ -296,8 +299,8 @@ TEST_CASE("fixpoint: a fix that makes a not-applicable rule apply is caught by t
   CHECK(std::count(events.begin(), events.end(), "fixpoint.pass") == 2);
   CHECK(std::count(events.begin(), events.end(), "rule.requeued") == 1);
   ProcessResult text = lab.Cli({"report", b.id()});
-  CHECK_THAT(text.out, Catch::Contains("fixpoint    2 passes: #1 1 attempt (1 kept)") &&
-                           Catch::Contains("re-queued 1"));
+  CHECK_THAT(text.out,
+             Catch::Contains("fixpoint    2 passes: #1 1 attempt (1 kept)") && Catch::Contains("re-queued 1"));
 
   // Back to the base, then the same batch with a bound of one pass: the flip is escalated.
   ProcessResult reverted = lab.Cli({"revert", b.id()});

@@ -15,9 +15,9 @@
 #include <fstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <catch2/catch.hpp>
 
 #include "stig/cgroup.h"
 
@@ -163,14 +163,15 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
     dir.Write("models.yaml", options.models_yaml);
     models = "models: models.yaml\n";
   }
-  config_path_ = dir.Write(
-      "temperd.yaml",
-      listen + models + ssh +
-          fmt::format("state_dir: state\ncontent_dirs: [{}]\nshutdown_grace: 2s\nlog_level: debug\n"
-                      "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
-                      options.content_dirs.empty() ? "content" : fmt::format("{}", fmt::join(options.content_dirs, ", ")),
-                      options.lab_path.empty() ? "roots/lab" : options.lab_path) +
-          MoreTargets(options) + options.extra_yaml);
+  config_path_ =
+      dir.Write("temperd.yaml",
+                listen + models + ssh +
+                    fmt::format("state_dir: state\ncontent_dirs: [{}]\nshutdown_grace: 2s\nlog_level: debug\n"
+                                "targets:\n  lab:\n    type: rootfs\n    path: {}\n",
+                                options.content_dirs.empty() ? "content"
+                                                             : fmt::format("{}", fmt::join(options.content_dirs, ", ")),
+                                options.lab_path.empty() ? "roots/lab" : options.lab_path) +
+                    MoreTargets(options) + options.extra_yaml);
 }
 
 DaemonProcess::~DaemonProcess() {
@@ -196,7 +197,8 @@ Status DaemonProcess::Start() {
   // Its temporaries (change sets' diffs, ...) in the test's directory, so a killed temperd's go with it.
   const std::string tmp = dir_ / "tmp";
   std::filesystem::create_directories(tmp);
-  std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify_path, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "TMPDIR=" + tmp};
+  std::vector<std::string> env = {"NOTIFY_SOCKET=" + notify_path, "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                                  "TMPDIR=" + tmp};
   std::vector<char*> args = CStrings(argv);
   std::vector<char*> envp = CStrings(env);
   pid_ = fork();
@@ -279,9 +281,7 @@ std::shared_ptr<grpc::Channel> DaemonProcess::Channel() const {
   return grpc::CreateChannel("unix:" + socket_path_, grpc::InsecureChannelCredentials());
 }
 
-std::unique_ptr<temper::v1::Temper::Stub> DaemonProcess::Stub() const {
-  return temper::v1::Temper::NewStub(Channel());
-}
+std::unique_ptr<temper::v1::Temper::Stub> DaemonProcess::Stub() const { return temper::v1::Temper::NewStub(Channel()); }
 
 temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name) {
   temper::v1::SubmitBatchRequest r;

@@ -55,14 +55,14 @@ std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub
                                                   uint64_t after_seq = 0);
 
 struct DaemonOptions {
-  std::string unix_group;  // listen.unix.group; empty leaves the default
-  std::string tcp_yaml;    // the keys of listen.tcp, one per line without indentation; empty: no TCP
-  std::string models_yaml;  // written to <dir>/models.yaml and named by `models:`; empty: no models
+  std::string unix_group;                 // listen.unix.group; empty leaves the default
+  std::string tcp_yaml;                   // the keys of listen.tcp, one per line without indentation; empty: no TCP
+  std::string models_yaml;                // written to <dir>/models.yaml and named by `models:`; empty: no models
   std::vector<std::string> content_dirs;  // empty: <dir>/content with a placeholder datastream (validation only)
-  std::string lab_path;     // the rootfs target "lab"; empty: <dir>/roots/lab
+  std::string lab_path;                   // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
-  std::string ssh_yaml;     // the keys of the ssh section, one per line without indentation; empty: none
-  std::string extra_yaml;   // more top-level keys for temperd.yaml (e.g. "waivers:\n  - ..."), as written
+  std::string ssh_yaml;    // the keys of the ssh section, one per line without indentation; empty: none
+  std::string extra_yaml;  // more top-level keys for temperd.yaml (e.g. "waivers:\n  - ..."), as written
 };
 
 class DaemonProcess {

@@ -28,16 +28,25 @@ ChatResponse Reply(const std::string& name) {
 }
 
 RuleInfo SshRule() {
-  return {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login", "Disable SSH Root Login", "medium",
+  return {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+          "Disable SSH Root Login",
+          "medium",
           "The root user should never be allowed to login to a system directly over a network.",
           "Disallowing root logins through SSH requires administrators to authenticate using their own account.",
           "Run: sshd -T | grep -i permitrootlogin. The output must be 'permitrootlogin no'.",
-          "Set PermitRootLogin no in /etc/ssh/sshd_config.", {"SV-257947r925915_rule", "CCI-000770"}};
+          "Set PermitRootLogin no in /etc/ssh/sshd_config.",
+          {"SV-257947r925915_rule", "CCI-000770"}};
 }
 
 RuleInfo PartitionRule() {
-  return {"xccdf_org.ssgproject.content_rule_partition_for_var_log", "Ensure /var/log Located On Separate Partition",
-          "low", "", "", "", "", {}};
+  return {"xccdf_org.ssgproject.content_rule_partition_for_var_log",
+          "Ensure /var/log Located On Separate Partition",
+          "low",
+          "",
+          "",
+          "",
+          "",
+          {}};
 }
 
 RoleConfig Config(uint32_t context, uint32_t out) {
@@ -52,8 +61,9 @@ ArchitectInput Input() {
   ArchitectInput in;
   in.batch = {.total = 3, .passed = 1, .failed = 0, .recent_events = {"accounts_tmout passed on attempt 1"}};
   in.candidates = {SshRule(), PartitionRule()};
-  in.lessons = {{"xccdf_org.ssgproject.content_rule_sshd_disable_root_login", "Drop-ins win over sshd_config.", 0.9, true},
-                {"xccdf_org.ssgproject.content_rule_sshd_set_idle_timeout", std::string(3000, 'x'), 0.2, false}};
+  in.lessons = {
+      {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login", "Drop-ins win over sshd_config.", 0.9, true},
+      {"xccdf_org.ssgproject.content_rule_sshd_set_idle_timeout", std::string(3000, 'x'), 0.2, false}};
   return in;
 }
 
@@ -128,7 +138,8 @@ TEST_CASE("pick answers: attempt through thinking and fences, skip, and explaine
   CHECK_THAT(skip->reason, Catch::Contains("repartitioning"));
   auto typo = a.ParsePick(Reply("architect_typo_id.txt"), Input());
   REQUIRE_FALSE(typo.ok());
-  CHECK_THAT(typo.status().message(), Catch::Contains("did you mean 'xccdf_org.ssgproject.content_rule_sshd_disable_root_login'"));
+  CHECK_THAT(typo.status().message(),
+             Catch::Contains("did you mean 'xccdf_org.ssgproject.content_rule_sshd_disable_root_login'"));
   auto cut = a.ParsePick(Reply("architect_truncated.txt"), Input());
   REQUIRE_FALSE(cut.ok());
   CHECK_THAT(cut.status().message(), Catch::Contains("never closes"));
@@ -138,8 +149,9 @@ TEST_CASE("re-engagement: PIVOT needs a plan, and prose is never read as CONTINU
   PromptLibrary lib = PromptLibrary::Embedded();
   BytesTokenEstimator est;
   Architect a(lib, Config(16384, 2048), est);
-  std::vector<PastAttempt> attempts = {{1, "sed sshd_config", "sed -i ...", "fail", "permitrootlogin yes", "drop-ins win"},
-                                         {2, "sed again", "", "fail", "permitrootlogin yes", ""}};
+  std::vector<PastAttempt> attempts = {
+      {1, "sed sshd_config", "sed -i ...", "fail", "permitrootlogin yes", "drop-ins win"},
+      {2, "sed again", "", "fail", "permitrootlogin yes", ""}};
   auto p = a.BuildReengage(SshRule(), "Edit sshd_config", attempts, {});
   REQUIRE(p.ok());
   CHECK_THAT(p->request.messages[1].content, Catch::Contains("## Attempt 2 — fail"));
@@ -162,8 +174,12 @@ TEST_CASE("the Reflector keeps the failed attempt's evidence and checks its less
   RoleConfig c = Config(4096, 1024);
   c.role = "reflector";
   Reflector r(lib, c, est);
-  PastAttempt failed{3, "sed on sshd_config", std::string(20000, 'a') + "\n", "fail",
-                       "oval:ssg-test_sshd_permitrootlogin:tst:1 false: PermitRootLogin yes in 50-cloud-init.conf", ""};
+  PastAttempt failed{3,
+                     "sed on sshd_config",
+                     std::string(20000, 'a') + "\n",
+                     "fail",
+                     "oval:ssg-test_sshd_permitrootlogin:tst:1 false: PermitRootLogin yes in 50-cloud-init.conf",
+                     ""};
   auto p = r.Build(SshRule(), failed, {}, {});
   REQUIRE(p.ok());
   const std::string& user = p->request.messages[1].content;

@@ -53,7 +53,8 @@ TEST_CASE("the policy accepts every SSG bash fix of the Ubuntu 20.04 STIG profil
     ++fixes;
     // SSG's package removals run only in batches that allow disruptive changes; the test below
     // checks what the policy does without that opt-in.
-    const PolicyContext context{.bootloader_rule = IsBootloaderRule(rule.id, rule.title), .allow_package_removal = true};
+    const PolicyContext context{.bootloader_rule = IsBootloaderRule(rule.id, rule.title),
+                                .allow_package_removal = true};
     Status s = CheckCommand(rule.fix_bash, context, NoFiles);
     if (!s.ok()) refused[id.substr(stig::kRulePrefix.size())] = s.message();
   }
@@ -81,7 +82,8 @@ TEST_CASE("without the opt-in exactly the profile's package removal fixes are re
     if (rule.fix_bash.empty()) continue;
     std::string name = id.substr(stig::kRulePrefix.size());
     if (name.starts_with("package_") && name.ends_with("_removed")) removal_rules.insert(name);
-    Status s = CheckCommand(rule.fix_bash, PolicyContext{.bootloader_rule = IsBootloaderRule(rule.id, rule.title)}, NoFiles);
+    Status s =
+        CheckCommand(rule.fix_bash, PolicyContext{.bootloader_rule = IsBootloaderRule(rule.id, rule.title)}, NoFiles);
     if (!s.ok() && s.message().find("is a disruptive change") != std::string::npos) refused.insert(name);
   }
   CHECK(refused == removal_rules);

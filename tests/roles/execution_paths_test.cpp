@@ -30,30 +30,50 @@ using Strings = std::vector<std::string>;
 
 TEST_CASE("paths whose files run later, and paths that are data") {
   const std::pair<const char*, FileKind> cases[] = {
-      {"/etc/crontab", FileKind::kCronTable}, {"/etc/cron.d/x", FileKind::kCronTable},
-      {"/var/spool/cron/crontabs/root", FileKind::kUserCronTable}, {"/etc/cron.daily/x", FileKind::kProgram},
-      {"/etc/anacrontab", FileKind::kAnacrontab}, {"/etc/profile", FileKind::kShellScript},
-      {"/etc/profile.d/tmout.sh", FileKind::kShellScript}, {"/root/.bashrc", FileKind::kShellScript},
-      {"/home/admin/.profile", FileKind::kShellScript}, {"/etc/skel/.bashrc", FileKind::kShellScript},
-      {"/etc/bash.bashrc", FileKind::kShellScript}, {"/etc/rc.local", FileKind::kShellScript},
+      {"/etc/crontab", FileKind::kCronTable},
+      {"/etc/cron.d/x", FileKind::kCronTable},
+      {"/var/spool/cron/crontabs/root", FileKind::kUserCronTable},
+      {"/etc/cron.daily/x", FileKind::kProgram},
+      {"/etc/anacrontab", FileKind::kAnacrontab},
+      {"/etc/profile", FileKind::kShellScript},
+      {"/etc/profile.d/tmout.sh", FileKind::kShellScript},
+      {"/root/.bashrc", FileKind::kShellScript},
+      {"/home/admin/.profile", FileKind::kShellScript},
+      {"/etc/skel/.bashrc", FileKind::kShellScript},
+      {"/etc/bash.bashrc", FileKind::kShellScript},
+      {"/etc/rc.local", FileKind::kShellScript},
       {"/etc/systemd/system/x.service", FileKind::kSystemdUnit},
       {"/etc/systemd/system/ssh.service.d/override.conf", FileKind::kSystemdUnit},
-      {"/usr/lib/systemd/system/x.timer", FileKind::kSystemdUnit}, {"/lib/systemd/system/x.service", FileKind::kSystemdUnit},
+      {"/usr/lib/systemd/system/x.timer", FileKind::kSystemdUnit},
+      {"/lib/systemd/system/x.service", FileKind::kSystemdUnit},
       {"/root/.config/systemd/user/x.service", FileKind::kSystemdUnit},
-      {"/usr/lib/systemd/system-generators/x", FileKind::kProgram}, {"/lib/systemd/systemd-journald", FileKind::kProgram},
-      {"/etc/pam.d/common-auth", FileKind::kPam}, {"/usr/share/pam-configs/x", FileKind::kPam},
-      {"/etc/udev/rules.d/99-x.rules", FileKind::kUdevRules}, {"/etc/sudoers", FileKind::kSudoers},
-      {"/etc/sudoers.d/x", FileKind::kSudoers}, {"/etc/modprobe.d/x.conf", FileKind::kModprobe},
-      {"/etc/sysctl.d/99-x.conf", FileKind::kSysctl}, {"/etc/apt/apt.conf.d/50x", FileKind::kAptConf},
-      {"/etc/dpkg/dpkg.cfg.d/x", FileKind::kDpkgConf}, {"/etc/logrotate.d/x", FileKind::kLogrotate},
-      {"/etc/ld.so.preload", FileKind::kLdPreload}, {"/usr/local/bin/fix", FileKind::kProgram},
-      {"/usr/sbin/sshd", FileKind::kProgram}, {"/etc/init.d/x", FileKind::kProgram},
+      {"/usr/lib/systemd/system-generators/x", FileKind::kProgram},
+      {"/lib/systemd/systemd-journald", FileKind::kProgram},
+      {"/etc/pam.d/common-auth", FileKind::kPam},
+      {"/usr/share/pam-configs/x", FileKind::kPam},
+      {"/etc/udev/rules.d/99-x.rules", FileKind::kUdevRules},
+      {"/etc/sudoers", FileKind::kSudoers},
+      {"/etc/sudoers.d/x", FileKind::kSudoers},
+      {"/etc/modprobe.d/x.conf", FileKind::kModprobe},
+      {"/etc/sysctl.d/99-x.conf", FileKind::kSysctl},
+      {"/etc/apt/apt.conf.d/50x", FileKind::kAptConf},
+      {"/etc/dpkg/dpkg.cfg.d/x", FileKind::kDpkgConf},
+      {"/etc/logrotate.d/x", FileKind::kLogrotate},
+      {"/etc/ld.so.preload", FileKind::kLdPreload},
+      {"/usr/local/bin/fix", FileKind::kProgram},
+      {"/usr/sbin/sshd", FileKind::kProgram},
+      {"/etc/init.d/x", FileKind::kProgram},
       {"/etc/update-motd.d/50-x", FileKind::kProgram},
       // Configuration that only selects behaviour is data.
-      {"/etc/ssh/sshd_config", FileKind::kData}, {"/etc/systemd/system.conf", FileKind::kData},
-      {"/etc/login.defs", FileKind::kData}, {"/etc/audit/rules.d/stig.rules", FileKind::kData},
-      {"/etc/issue", FileKind::kData}, {"/etc/cron.allow", FileKind::kData}, {"/root/notes.txt", FileKind::kData},
-      {"/tmp/fix.sh", FileKind::kData}, {"/etc/crontab.bak/x", FileKind::kData}};
+      {"/etc/ssh/sshd_config", FileKind::kData},
+      {"/etc/systemd/system.conf", FileKind::kData},
+      {"/etc/login.defs", FileKind::kData},
+      {"/etc/audit/rules.d/stig.rules", FileKind::kData},
+      {"/etc/issue", FileKind::kData},
+      {"/etc/cron.allow", FileKind::kData},
+      {"/root/notes.txt", FileKind::kData},
+      {"/tmp/fix.sh", FileKind::kData},
+      {"/etc/crontab.bak/x", FileKind::kData}};
   for (const auto& [path, kind] : cases) {
     INFO(path);
     CHECK(ClassifyPath(path).kind == kind);
@@ -61,23 +81,29 @@ TEST_CASE("paths whose files run later, and paths that are data") {
 }
 
 TEST_CASE("cron tables, units, PAM, udev, sudoers and modprobe give the commands they run") {
-  CHECK(Commands(FileKind::kCronTable, "SHELL=/bin/sh\n# c\n17 * * * * root cd / && run-parts x\n@reboot root reboot now\n") ==
+  CHECK(Commands(FileKind::kCronTable,
+                 "SHELL=/bin/sh\n# c\n17 * * * * root cd / && run-parts x\n@reboot root reboot now\n") ==
         Strings{"cd / && run-parts x", "reboot now"});
-  CHECK(Commands(FileKind::kUserCronTable, "*/5 * * * * /usr/bin/date >> /tmp/d % input\n") == Strings{"/usr/bin/date >> /tmp/d "});
+  CHECK(Commands(FileKind::kUserCronTable, "*/5 * * * * /usr/bin/date >> /tmp/d % input\n") ==
+        Strings{"/usr/bin/date >> /tmp/d "});
   CHECK(Commands(FileKind::kAnacrontab, "1 5 cron.daily run-parts --report /etc/cron.daily\n") ==
         Strings{"run-parts --report /etc/cron.daily"});
-  CHECK(Commands(FileKind::kSystemdUnit, "[Service]\nExecStartPre=-/bin/true\nExecStart=@/usr/sbin/x x -d\n"
-                                          "ExecStop=\nExecReload=/bin/kill -HUP $MAINPID \\\n  --verbose\n") ==
+  CHECK(Commands(FileKind::kSystemdUnit,
+                 "[Service]\nExecStartPre=-/bin/true\nExecStart=@/usr/sbin/x x -d\n"
+                 "ExecStop=\nExecReload=/bin/kill -HUP $MAINPID \\\n  --verbose\n") ==
         Strings{"/bin/true", "/usr/sbin/x x -d", "/bin/kill -HUP $MAINPID    --verbose"});
-  CHECK(Commands(FileKind::kPam, "auth required pam_unix.so\nsession optional pam_exec.so seteuid log=/tmp/l /usr/bin/x a\n") ==
+  CHECK(Commands(FileKind::kPam,
+                 "auth required pam_unix.so\nsession optional pam_exec.so seteuid log=/tmp/l /usr/bin/x a\n") ==
         Strings{"/usr/bin/x a"});
-  CHECK(Commands(FileKind::kUdevRules, "ACTION==\"add\", RUN+=\"/bin/x %k\", PROGRAM==\"/bin/y\", RUN{builtin}+=\"kmod load\"\n") ==
+  CHECK(Commands(FileKind::kUdevRules,
+                 "ACTION==\"add\", RUN+=\"/bin/x %k\", PROGRAM==\"/bin/y\", RUN{builtin}+=\"kmod load\"\n") ==
         Strings{"/bin/x %k", "/bin/y"});
   CHECK(Commands(FileKind::kSudoers, "Defaults use_pty\nDefaults:root mailerpath=/usr/sbin/sendmail, !lecture\n") ==
         Strings{"/usr/sbin/sendmail"});
   CHECK(Commands(FileKind::kModprobe, "install usb-storage /bin/true\nblacklist x\nremove y /sbin/z \\\n --now\n") ==
         Strings{"/bin/true", "/sbin/z   --now"});
-  CHECK(Commands(FileKind::kAptConf, "DPkg::Post-Invoke {\"/usr/bin/a\"; \"/usr/bin/b\";};\nAPT::Update::Pre-Invoke \"c\";\n") ==
+  CHECK(Commands(FileKind::kAptConf,
+                 "DPkg::Post-Invoke {\"/usr/bin/a\"; \"/usr/bin/b\";};\nAPT::Update::Pre-Invoke \"c\";\n") ==
         Strings{"c", "/usr/bin/a", "/usr/bin/b"});
   CHECK(Commands(FileKind::kLogrotate, "/var/log/x {\n  postrotate\n    /usr/bin/killall -HUP x\n  endscript\n}\n") ==
         Strings{"    /usr/bin/killall -HUP x\n"});
@@ -105,6 +131,9 @@ TEST_CASE("lines that take the host down or hand it to unjudged code are refused
   CHECK_THAT(Refusal(FileKind::kSudoers, "Defaults secure_path=/tmp:/usr/bin\n"), Catch::Contains("/tmp"));
   CHECK_THAT(Refusal(FileKind::kAptConf, "Dir::Bin::dpkg \"/tmp/dpkg\";\n"), Catch::Contains("Dir::Bin"));
   CHECK_THAT(Refusal(FileKind::kProgram, "#!/usr/bin/python3\nimport os\n"), Catch::Contains("python3"));
-  CHECK_THAT(Refusal(FileKind::kProgram, std::string("\x7f" "ELF\x02\x01", 6)), Catch::Contains("binary"));
+  CHECK_THAT(Refusal(FileKind::kProgram, std::string("\x7f"
+                                                     "ELF\x02\x01",
+                                                     6)),
+             Catch::Contains("binary"));
   CHECK_THAT(Refusal(FileKind::kLdPreload, "/tmp/x.so\n"), Catch::Contains("every program"));
 }

@@ -231,9 +231,10 @@ TEST_CASE("tool declarations, assistant tool calls and tool results render in Ge
   auto prompt = client->engine().RenderPrompt(converted->conversation);
   REQUIRE(prompt.ok());
   CHECK_THAT(prompt->text, Catch::Contains("<|tool>declaration:run_command{"));
-  CHECK_THAT(prompt->text, Catch::Contains("<|tool_call>call:run_command{command:<|\"|>sshd -t<|\"|>}<tool_call|>"
-                                           "<|tool_response>response:run_command{value:<|\"|>exit status 0<|\"|>}"
-                                           "<tool_response|><|tool_response>response:run_command{exit:0}<tool_response|>"));
+  CHECK_THAT(prompt->text,
+             Catch::Contains("<|tool_call>call:run_command{command:<|\"|>sshd -t<|\"|>}<tool_call|>"
+                             "<|tool_response>response:run_command{value:<|\"|>exit status 0<|\"|>}"
+                             "<tool_response|><|tool_response>response:run_command{exit:0}<tool_response|>"));
   // The model continues the turn its tool results left open (thinking off: an empty thought).
   CHECK(prompt->text.ends_with("<tool_response|><|channel>thought\n<channel|>"));
 
@@ -268,7 +269,8 @@ TEST_CASE("malformed tool protocol in a request is refused naming the message", 
   ChatMessage result{ChatRole::kTool, "ok"};
   result.tool_call_id = "call_9";
   unknown_id.messages.push_back(result);
-  CHECK_THAT(refused(unknown_id), Catch::Contains("messages[3] (tool): tool_call_id 'call_9' names no tool call of messages[2]"));
+  CHECK_THAT(refused(unknown_id),
+             Catch::Contains("messages[3] (tool): tool_call_id 'call_9' names no tool call of messages[2]"));
 
   ChatRequest bad_arguments = base;
   assistant.tool_calls = {{"call_0", "run_command", "ls -l"}};

@@ -6,8 +6,8 @@
 #include "roles/local_server.h"
 #include "scratch_space.h"
 
-#include <httplib.h>
 #include <arpa/inet.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -87,7 +87,8 @@ const char* kWholeReply = R"({
 std::string Sse(const json& chunk) { return "data: " + chunk.dump() + "\n\n"; }
 
 json Delta(json delta, const char* finish = nullptr) {
-  json c = {{"object", "chat.completion.chunk"}, {"model", "gemma"},
+  json c = {{"object", "chat.completion.chunk"},
+            {"model", "gemma"},
             {"choices", {{{"index", 0}, {"delta", std::move(delta)}}}}};
   if (finish) c["choices"][0]["finish_reason"] = finish;
   return c;
@@ -137,9 +138,13 @@ TEST_CASE("a streamed reply: SSE pieces reach the callbacks in order and fold in
     body += Sse(Delta({{"reasoning_content", "Think"}}));
     body += Sse(Delta({{"content", "Applying "}}));
     body += Sse(Delta({{"content", "the fix."}}));
-    body += Sse(Delta({{"tool_calls", {{{"index", 0}, {"id", "c1"}, {"function", {{"name", "write_file"}, {"arguments", "{\"path\": "}}}}}}}));
+    body += Sse(Delta(
+        {{"tool_calls",
+          {{{"index", 0}, {"id", "c1"}, {"function", {{"name", "write_file"}, {"arguments", "{\"path\": "}}}}}}}));
     body += Sse(Delta({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "\"/etc/issue\"}"}}}}}}}));
-    body += Sse(Delta({{"tool_calls", {{{"index", 1}, {"id", "c2"}, {"function", {{"name", "finish"}, {"arguments", "{}"}}}}}}}, "tool_calls"));
+    body += Sse(
+        Delta({{"tool_calls", {{{"index", 1}, {"id", "c2"}, {"function", {{"name", "finish"}, {"arguments", "{}"}}}}}}},
+              "tool_calls"));
     body += Sse(json{{"choices", json::array()}, {"usage", {{"prompt_tokens", 50}, {"completion_tokens", 9}}}});
     body += "data: [DONE]\n\n";
     // Send in small pieces so events and CRLFs split across reads.
@@ -322,7 +327,10 @@ TEST_CASE("malformed bodies are errors naming what is wrong") {
   Fixture f;
   f.endpoint.max_retries = 0;
   auto client = f.Client(server.base_url());
-  struct Case { std::string body; std::string expect; };
+  struct Case {
+    std::string body;
+    std::string expect;
+  };
   for (const Case& c : std::vector<Case>{
            {"<html>gateway</html>", "is not JSON"},
            {"[1,2]", "is not a JSON object"},

@@ -65,8 +65,9 @@ TEST_CASE("record through a real endpoint, then replay deterministically without
       json body = json::parse(req.body);
       std::string user = body["messages"][1]["content"];
       json reply = {{"model", "gemma"},
-                    {"choices", {{{"finish_reason", n == 2 ? "tool_calls" : "stop"},
-                                  {"message", {{"content", "answer " + std::to_string(n) + " to " + user}}}}}},
+                    {"choices",
+                     {{{"finish_reason", n == 2 ? "tool_calls" : "stop"},
+                       {"message", {{"content", "answer " + std::to_string(n) + " to " + user}}}}}},
                     {"usage", {{"prompt_tokens", 10 * n}, {"completion_tokens", n}}}};
       if (n == 2) {
         json call = {{"id", "c"}, {"type", "function"}, {"function", {{"name", "finish"}, {"arguments", "{}"}}}};
@@ -113,7 +114,8 @@ TEST_CASE("a request that was never recorded is an error naming it") {
   std::ofstream(tape.path) << "";
   auto replay = ReplayClient::Open("tape", tape.path);
   REQUIRE(replay.ok());
-  ChatRequest r = Request("architect", "Pick the next rule among xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
+  ChatRequest r =
+      Request("architect", "Pick the next rule among xccdf_org.ssgproject.content_rule_sshd_disable_root_login");
   auto got = (*replay)->Chat(r, nullptr);
   REQUIRE_FALSE(got.ok());
   CHECK(got.status().code() == StatusCode::kNotFound);
@@ -127,7 +129,8 @@ TEST_CASE("a request that was never recorded is an error naming it") {
 
 TEST_CASE("malformed transcripts are errors with file and line, and missing files too") {
   TempFile tape;
-  std::ofstream(tape.path) << "\n{\"request\": {}, \"response\": {\"text\": \"ok\"}}\n{\"request\": {}, \"response\": {\"text\": 5}}\n";
+  std::ofstream(tape.path)
+      << "\n{\"request\": {}, \"response\": {\"text\": \"ok\"}}\n{\"request\": {}, \"response\": {\"text\": 5}}\n";
   auto bad = ReplayClient::Open("tape", tape.path);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == StatusCode::kDataLoss);

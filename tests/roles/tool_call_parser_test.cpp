@@ -70,7 +70,8 @@ TEST_CASE("thinking is removed in all its spellings, including an unterminated o
 }
 
 TEST_CASE("a JSON object is found around prose, fences and thinking") {
-  auto a = ExtractJsonObject("<think>{not this}</think>Here:\n```json\n{\"decision\": \"skip\", \"x\": {\"y\": [1]}}\n```\nDone.");
+  auto a = ExtractJsonObject(
+      "<think>{not this}</think>Here:\n```json\n{\"decision\": \"skip\", \"x\": {\"y\": [1]}}\n```\nDone.");
   REQUIRE(a.ok());
   CHECK(json::parse(*a) == json{{"decision", "skip"}, {"x", {{"y", {1}}}}});
   auto b = ExtractJsonObject("The plan is {\"decision\": \"attempt\", \"rule_id\": \"xccdf_org");

@@ -12,10 +12,10 @@ namespace {
 std::vector<ToolDeclaration> Tools() {
   return {
       {"run_command", "Runs a command.",
-       json::parse(R"({"type": "object", "properties": {"command": {"type": "string"}, "timeout_s": {"type": "integer"}},
+       json::parse(
+           R"({"type": "object", "properties": {"command": {"type": "string"}, "timeout_s": {"type": "integer"}},
                        "required": ["command"], "additionalProperties": false})")},
-      {"finish", "Ends the attempt.",
-       json::parse(R"({"type": "object", "properties": {"summary": {"type": "string"},
+      {"finish", "Ends the attempt.", json::parse(R"({"type": "object", "properties": {"summary": {"type": "string"},
                        "outcome": {"type": "string", "enum": ["fixed", "already_compliant", "gave_up"]}},
                        "required": ["summary"], "additionalProperties": false})")},
   };
@@ -44,7 +44,8 @@ TEST_CASE("well-formed calls resolve, from tool_calls or from the text") {
   CHECK((*a)[0].arguments["timeout_s"] == 30);
 
   ChatResponse text;
-  text.text = "Sure.\n```json\n{\"name\": \"finish\", \"arguments\": {\"summary\": \"done\", \"outcome\": \"fixed\"}}\n```";
+  text.text =
+      "Sure.\n```json\n{\"name\": \"finish\", \"arguments\": {\"summary\": \"done\", \"outcome\": \"fixed\"}}\n```";
   auto b = ResolveToolCalls(text, Tools());
   REQUIRE(b.ok());
   REQUIRE(b->size() == 1);
@@ -64,7 +65,8 @@ TEST_CASE("well-formed calls resolve, from tool_calls or from the text") {
 
 TEST_CASE("mistakes are explained: unknown tools, arguments, types, enums, JSON") {
   CHECK_THAT(ErrorOf(WithCall("run_comand", R"({"command": "id"})")),
-             Catch::Contains("there is no tool 'run_comand' (did you mean 'run_command'?); the tools are run_command, finish"));
+             Catch::Contains(
+                 "there is no tool 'run_comand' (did you mean 'run_command'?); the tools are run_command, finish"));
   CHECK_THAT(ErrorOf(WithCall("run_command", R"({"cmd": "id"})")),
              Catch::Contains("missing the required argument 'command'"));
   CHECK_THAT(ErrorOf(WithCall("run_command", R"({"command": "id", "timout_s": 3})")),

@@ -58,8 +58,13 @@ class DirectoryTools final : public WorkerTools {
     char buf[4096];
     for (;;) {
       pollfd p{out[0], POLLIN, 0};
-      int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
-      if (left <= 0) { kill(pid, SIGKILL); r.timed_out = true; break; }
+      int left = static_cast<int>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
+      if (left <= 0) {
+        kill(pid, SIGKILL);
+        r.timed_out = true;
+        break;
+      }
       if (poll(&p, 1, left) <= 0) continue;
       ssize_t n = read(out[0], buf, sizeof buf);
       if (n <= 0) break;
@@ -115,7 +120,8 @@ class DirectoryTools final : public WorkerTools {
 json ToolCallsReply(std::vector<std::pair<std::string, json>> calls) {
   json tc = json::array();
   for (size_t i = 0; i < calls.size(); ++i) {
-    tc.push_back({{"id", "call_" + std::to_string(i)}, {"type", "function"},
+    tc.push_back({{"id", "call_" + std::to_string(i)},
+                  {"type", "function"},
                   {"function", {{"name", calls[i].first}, {"arguments", calls[i].second.dump()}}}});
   }
   return {{"choices", {{{"finish_reason", "tool_calls"}, {"message", {{"content", nullptr}, {"tool_calls", tc}}}}}},
@@ -129,8 +135,14 @@ json TextReply(const std::string& text) {
 
 WorkerTask Task() {
   WorkerTask t;
-  t.rule = {"xccdf_org.ssgproject.content_rule_banner_etc_issue", "Modify the System Login Banner", "medium",
-            "", "", "cat /etc/issue", "echo 'Authorized use only' > /etc/issue", {}};
+  t.rule = {"xccdf_org.ssgproject.content_rule_banner_etc_issue",
+            "Modify the System Login Banner",
+            "medium",
+            "",
+            "",
+            "cat /etc/issue",
+            "echo 'Authorized use only' > /etc/issue",
+            {}};
   t.approach = "Write the banner to /etc/issue and read it back.";
   return t;
 }
@@ -163,17 +175,30 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
     if (seen.size() == 1) first_tools = body["tools"];
     json reply;
     switch (seen.size()) {
-      case 1: reply = TextReply("<think>Write the banner.</think>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"echo hi\""); break;
-      case 2: reply = ToolCallsReply({{"run_command", {{"command", "cd / && sudo reboot"}}}}); break;
-      case 3: reply = ToolCallsReply({{"run_command", {{"command", "seq 1 3000"}}},
-                                      {"write_file", {{"path", "/etc/issue"}, {"content", "Authorized use only\n"}}}}); break;
-      case 4: reply = TextReply("Now I read it back.\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"/etc/issue\"}}\n```"); break;
-      default: reply = ToolCallsReply({{"finish", {{"summary", "Banner written to /etc/issue and verified."}}}}); break;
+      case 1:
+        reply = TextReply(
+            "<think>Write the banner.</think>\n{\"name\": \"run_command\", \"arguments\": {\"command\": \"echo hi\"");
+        break;
+      case 2:
+        reply = ToolCallsReply({{"run_command", {{"command", "cd / && sudo reboot"}}}});
+        break;
+      case 3:
+        reply = ToolCallsReply({{"run_command", {{"command", "seq 1 3000"}}},
+                                {"write_file", {{"path", "/etc/issue"}, {"content", "Authorized use only\n"}}}});
+        break;
+      case 4:
+        reply = TextReply(
+            "Now I read it back.\n```json\n{\"name\": \"read_file\", \"arguments\": {\"path\": \"/etc/issue\"}}\n```");
+        break;
+      default:
+        reply = ToolCallsReply({{"finish", {{"summary", "Banner written to /etc/issue and verified."}}}});
+        break;
     }
     res.set_content(reply.dump(), "application/json");
   });
   Harness h;
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   WorkerBudget budget;
   budget.max_output_bytes = 1000;
@@ -192,7 +217,8 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
   CHECK_THAT(seen[1].back()["content"].get<std::string>(), Catch::Contains("ends before its closing bracket"));
   // Turn 3 was told the reboot was refused, and nothing ran.
   CHECK(seen[2].back()["role"] == "tool");
-  CHECK_THAT(seen[2].back()["content"].get<std::string>(), Catch::Contains("refused by policy: 'reboot' would take the host down"));
+  CHECK_THAT(seen[2].back()["content"].get<std::string>(),
+             Catch::Contains("refused by policy: 'reboot' would take the host down"));
   // Turn 4 got both results: the long output truncated with a note, then the write; budgets at the end.
   const json& m4 = seen[3];
   std::string seq_out = m4[m4.size() - 2]["content"], write_out = m4.back()["content"];
@@ -210,7 +236,8 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
   CHECK(line == "Authorized use only");
   CHECK_THAT(r->actions, Catch::Contains("$ seq 1 3000 → exit 0"));
   CHECK_THAT(r->actions, Catch::Contains("write /etc/issue (20 bytes)"));
-  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 1);
+  CHECK(std::count_if(r->events.begin(), r->events.end(),
+                      [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 1);
   // The first request declared the six tools with their schemas.
   REQUIRE(first_tools.size() == 6);
   CHECK(first_tools[0]["function"]["name"] == "run_command");
@@ -225,28 +252,40 @@ TEST_CASE("a tool whose own output says \"refused by policy\" was not refused: i
   LocalServer server([&](const httplib::Request&, httplib::Response& res) {
     json reply;
     switch (++turn) {
-      case 1: reply = ToolCallsReply({{"run_command", {{"command", "printf 'sshd: refused by policy: root login\\n'"}}}}); break;
-      case 2: reply = ToolCallsReply({{"write_file", {{"path", "/var/log/audit.txt"}, {"content", "refused by policy: x\n"}}},
-                                      {"read_file", {{"path", "/var/log/audit.txt"}}}}); break;
-      case 3: reply = ToolCallsReply({{"run_command", {{"command", "reboot"}}}}); break;
-      default: reply = ToolCallsReply({{"finish", {{"summary", "read the log"}}}}); break;
+      case 1:
+        reply = ToolCallsReply({{"run_command", {{"command", "printf 'sshd: refused by policy: root login\\n'"}}}});
+        break;
+      case 2:
+        reply = ToolCallsReply({{"write_file", {{"path", "/var/log/audit.txt"}, {"content", "refused by policy: x\n"}}},
+                                {"read_file", {{"path", "/var/log/audit.txt"}}}});
+        break;
+      case 3:
+        reply = ToolCallsReply({{"run_command", {{"command", "reboot"}}}});
+        break;
+      default:
+        reply = ToolCallsReply({{"finish", {{"summary", "read the log"}}}});
+        break;
     }
     res.set_content(reply.dump(), "application/json");
   });
   Harness h;
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   Worker worker(h.prompts, Config(), h.estimator, WorkerBudget{});
   auto r = worker.Run(**client, h.tools, Task());
   REQUIRE(r.ok());
   std::vector<std::pair<WorkerEvent::Kind, std::string>> calls;  // tool events: kind and tool
   for (const WorkerEvent& e : r->events) {
-    if (e.kind == WorkerEvent::Kind::kToolCall || e.kind == WorkerEvent::Kind::kRefused) calls.emplace_back(e.kind, e.tool);
+    if (e.kind == WorkerEvent::Kind::kToolCall || e.kind == WorkerEvent::Kind::kRefused)
+      calls.emplace_back(e.kind, e.tool);
   }
   using K = WorkerEvent::Kind;
-  CHECK(calls == std::vector<std::pair<K, std::string>>{{K::kToolCall, "run_command"}, {K::kToolCall, "write_file"},
-                                                         {K::kToolCall, "read_file"}, {K::kRefused, "run_command"},
-                                                         {K::kToolCall, "finish"}});
+  CHECK(calls == std::vector<std::pair<K, std::string>>{{K::kToolCall, "run_command"},
+                                                        {K::kToolCall, "write_file"},
+                                                        {K::kToolCall, "read_file"},
+                                                        {K::kRefused, "run_command"},
+                                                        {K::kToolCall, "finish"}});
   CHECK_THAT(r->events[1].detail, Catch::Contains("exit status 0 sshd: refused by policy: root login"));
   CHECK_THAT(r->actions, Catch::Contains("$ printf"));
 }
@@ -259,7 +298,8 @@ TEST_CASE("the loop stops at the step budget, the token budget, and after repeat
                                  : ToolCallsReply({{"run_command", {{"command", "true"}}}});
     res.set_content(reply.dump(), "application/json");
   });
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
 
   mode = "tools";
@@ -296,21 +336,34 @@ TEST_CASE("scripts are judged when they run, by their content read from the targ
     if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
     json reply;
     switch (++n) {
-      case 1: reply = ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\nsystemctl mask sshd\n"}}}}); break;
-      case 2: reply = ToolCallsReply({{"run_command", {{"command", "bash /root/fix.sh"}}}}); break;
-      case 3: reply = ToolCallsReply({{"write_file", {{"path", "/root/ok.sh"}, {"content", "echo fixed\n"}}}}); break;
-      case 4: reply = ToolCallsReply({{"run_command", {{"command", "sh /root/ok.sh"}}}}); break;
-      default: reply = ToolCallsReply({{"finish", {{"summary", "gave up"}}}}); break;
+      case 1:
+        reply = ToolCallsReply(
+            {{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\nsystemctl mask sshd\n"}}}});
+        break;
+      case 2:
+        reply = ToolCallsReply({{"run_command", {{"command", "bash /root/fix.sh"}}}});
+        break;
+      case 3:
+        reply = ToolCallsReply({{"write_file", {{"path", "/root/ok.sh"}, {"content", "echo fixed\n"}}}});
+        break;
+      case 4:
+        reply = ToolCallsReply({{"run_command", {{"command", "sh /root/ok.sh"}}}});
+        break;
+      default:
+        reply = ToolCallsReply({{"finish", {{"summary", "gave up"}}}});
+        break;
     }
     res.set_content(reply.dump(), "application/json");
   });
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
   REQUIRE(r.ok());
   REQUIRE(results.size() == 4);
   CHECK_THAT(results[0], Catch::StartsWith("wrote 32 bytes to /root/fix.sh"));  // writing a script is not running it
-  CHECK_THAT(results[1], Catch::Contains("would cut off remote access") && Catch::Contains("in the script /root/fix.sh"));
+  CHECK_THAT(results[1],
+             Catch::Contains("would cut off remote access") && Catch::Contains("in the script /root/fix.sh"));
   // The harmless script reached the target (whose /bin/sh runs it in a scratch directory, where
   // /root/ok.sh is not: what matters here is that the policy let it through).
   CHECK_THAT(results[3], Catch::StartsWith("exit status"));
@@ -327,18 +380,36 @@ TEST_CASE("install_package and remove_package reach the tools, bad names and pro
     if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
     json reply;
     switch (++n) {
-      case 1: reply = ToolCallsReply({{"install_package", {{"packages", {"aide", "aide-common"}}}}}); break;
-      case 2: reply = ToolCallsReply({{"install_package", {{"packages", {"aide-ng"}}}}}); break;
-      case 3: reply = ToolCallsReply({{"install_package", {{"packages", {"aide", 7}}}}}); break;
-      case 4: reply = ToolCallsReply({{"remove_package", {{"packages", {"openssh-server"}}}}}); break;
-      case 5: reply = ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get -y purge sudo"}}}}); break;
-      case 6: reply = ToolCallsReply({{"remove_package", {{"packages", {"aide-common"}}, {"purge", true}}}}); break;
-      case 7: reply = ToolCallsReply({{"remove_package", {{"packages", json::array()}}}}); break;
-      default: reply = ToolCallsReply({{"finish", {{"summary", "aide installed"}}}}); break;
+      case 1:
+        reply = ToolCallsReply({{"install_package", {{"packages", {"aide", "aide-common"}}}}});
+        break;
+      case 2:
+        reply = ToolCallsReply({{"install_package", {{"packages", {"aide-ng"}}}}});
+        break;
+      case 3:
+        reply = ToolCallsReply({{"install_package", {{"packages", {"aide", 7}}}}});
+        break;
+      case 4:
+        reply = ToolCallsReply({{"remove_package", {{"packages", {"openssh-server"}}}}});
+        break;
+      case 5:
+        reply =
+            ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get -y purge sudo"}}}});
+        break;
+      case 6:
+        reply = ToolCallsReply({{"remove_package", {{"packages", {"aide-common"}}, {"purge", true}}}});
+        break;
+      case 7:
+        reply = ToolCallsReply({{"remove_package", {{"packages", json::array()}}}});
+        break;
+      default:
+        reply = ToolCallsReply({{"finish", {{"summary", "aide installed"}}}});
+        break;
     }
     res.set_content(reply.dump(), "application/json");
   });
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   WorkerTask task = Task();
   task.allow_package_removal = true;  // the batch allows disruptive changes
@@ -356,7 +427,8 @@ TEST_CASE("install_package and remove_package reach the tools, bad names and pro
   CHECK_THAT(r->actions, Catch::Contains("install aide aide-common → ok"));
   CHECK_THAT(r->actions, Catch::Contains("install aide-ng → failed"));
   CHECK_THAT(r->actions, Catch::Contains("purge aide-common → ok"));
-  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 2);
+  CHECK(std::count_if(r->events.begin(), r->events.end(),
+                      [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 2);
 }
 
 TEST_CASE("without the batch's opt-in every package removal is refused, by the tool and in commands") {
@@ -368,15 +440,28 @@ TEST_CASE("without the batch's opt-in every package removal is refused, by the t
     if (body["messages"].back()["role"] == "tool") results.push_back(body["messages"].back()["content"]);
     json reply;
     switch (++n) {
-      case 1: reply = ToolCallsReply({{"remove_package", {{"packages", {"telnet"}}}}}); break;
-      case 2: reply = ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get remove -y telnet"}}}}); break;
-      case 3: reply = ToolCallsReply({{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\ndpkg --purge telnet\n"}}}}); break;
-      case 4: reply = ToolCallsReply({{"run_command", {{"command", "/root/fix.sh"}}}}); break;
-      default: reply = ToolCallsReply({{"finish", {{"summary", "needs --allow-disruptive"}}}}); break;
+      case 1:
+        reply = ToolCallsReply({{"remove_package", {{"packages", {"telnet"}}}}});
+        break;
+      case 2:
+        reply =
+            ToolCallsReply({{"run_command", {{"command", "DEBIAN_FRONTEND=noninteractive apt-get remove -y telnet"}}}});
+        break;
+      case 3:
+        reply = ToolCallsReply(
+            {{"write_file", {{"path", "/root/fix.sh"}, {"content", "#!/bin/bash\ndpkg --purge telnet\n"}}}});
+        break;
+      case 4:
+        reply = ToolCallsReply({{"run_command", {{"command", "/root/fix.sh"}}}});
+        break;
+      default:
+        reply = ToolCallsReply({{"finish", {{"summary", "needs --allow-disruptive"}}}});
+        break;
     }
     res.set_content(reply.dump(), "application/json");
   });
-  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
   REQUIRE(client.ok());
   auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
   REQUIRE(r.ok());
@@ -388,7 +473,8 @@ TEST_CASE("without the batch's opt-in every package removal is refused, by the t
                            Catch::Contains("--allow-disruptive"));
   }
   CHECK(h.tools.remove_calls == 0);
-  CHECK(std::count_if(r->events.begin(), r->events.end(), [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 3);
+  CHECK(std::count_if(r->events.begin(), r->events.end(),
+                      [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 3);
 }
 
 TEST_CASE("output truncation keeps head and tail on character boundaries") {

@@ -60,7 +60,8 @@ json AssistantMessage(const ScriptedAnswer& answer) {
   if (!answer.tool_calls.empty()) {
     json calls = json::array();
     for (const ScriptedCall& c : answer.tool_calls) {
-      calls.push_back({{"id", c.id}, {"type", "function"},
+      calls.push_back({{"id", c.id},
+                       {"type", "function"},
                        {"function", {{"name", c.name}, {"arguments", DumpOrdered(c.arguments)}}}});
     }
     message["tool_calls"] = std::move(calls);
@@ -69,14 +70,14 @@ json AssistantMessage(const ScriptedAnswer& answer) {
 }
 
 std::string CompletionBody(const ScriptedAnswer& answer, const std::string& id, const std::string& model, Usage usage) {
-  return Dump({{"id", id},
-               {"object", "chat.completion"},
-               {"created", static_cast<int64_t>(std::time(nullptr))},
-               {"model", model},
-               {"choices", json::array({{{"index", 0},
-                                         {"message", AssistantMessage(answer)},
-                                         {"finish_reason", answer.finish_reason}}})},
-               {"usage", UsageJson(usage)}});
+  return Dump(
+      {{"id", id},
+       {"object", "chat.completion"},
+       {"created", static_cast<int64_t>(std::time(nullptr))},
+       {"model", model},
+       {"choices",
+        json::array({{{"index", 0}, {"message", AssistantMessage(answer)}, {"finish_reason", answer.finish_reason}}})},
+       {"usage", UsageJson(usage)}});
 }
 
 std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const std::string& id, const std::string& model,
@@ -89,12 +90,16 @@ std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const st
   }
   for (size_t i = 0; i < answer.tool_calls.size(); ++i) {
     const ScriptedCall& c = answer.tool_calls[i];
-    events.push_back(Event(Chunk(id, model, Delta({{"tool_calls", json::array({{{"index", i}, {"id", c.id},
-        {"type", "function"}, {"function", {{"name", c.name}, {"arguments", ""}}}}})}}))));
+    events.push_back(
+        Event(Chunk(id, model,
+                    Delta({{"tool_calls", json::array({{{"index", i},
+                                                        {"id", c.id},
+                                                        {"type", "function"},
+                                                        {"function", {{"name", c.name}, {"arguments", ""}}}}})}}))));
     const std::string args = DumpOrdered(c.arguments);
     for (std::string_view piece : Pieces(args, piece_bytes)) {
-      events.push_back(Event(Chunk(id, model, Delta({{"tool_calls", json::array({{{"index", i},
-          {"function", {{"arguments", piece}}}}})}}))));
+      events.push_back(Event(Chunk(
+          id, model, Delta({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", piece}}}}})}}))));
     }
   }
   events.push_back(Event(Chunk(id, model, Delta(json::object(), answer.finish_reason))));

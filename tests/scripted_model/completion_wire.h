@@ -29,14 +29,12 @@ Usage EstimateUsage(size_t prompt_bytes, const ScriptedAnswer& answer);
 // {"role": "assistant", "content": ..., "tool_calls": [...]}; content is null when empty.
 nlohmann::json AssistantMessage(const ScriptedAnswer& answer);
 
-std::string CompletionBody(const ScriptedAnswer& answer, const std::string& id, const std::string& model,
-                           Usage usage);
+std::string CompletionBody(const ScriptedAnswer& answer, const std::string& id, const std::string& model, Usage usage);
 
 // Each element is one whole event ("data: {...}\n\n"); pieces of text and arguments are at most
 // `piece_bytes` long, cut at UTF-8 character boundaries.
-std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const std::string& id,
-                                          const std::string& model, Usage usage, bool include_usage,
-                                          size_t piece_bytes = 64);
+std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const std::string& id, const std::string& model,
+                                          Usage usage, bool include_usage, size_t piece_bytes = 64);
 
 // {"error": {"message": ..., "type": ...}}, the OpenAI error shape.
 std::string ErrorBody(std::string_view message, std::string_view type);

@@ -39,8 +39,9 @@ class Reader {
       std::string key = kv.first.Scalar();
       std::string where = path.empty() ? key : fmt::format("{}.{}", path, key);
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        return Error(kv.first, where, fmt::format("unknown key '{}'{}; the keys are {}", key, DidYouMean(key, allowed),
-                                                  fmt::join(allowed, ", ")));
+        return Error(kv.first, where,
+                     fmt::format("unknown key '{}'{}; the keys are {}", key, DidYouMean(key, allowed),
+                                 fmt::join(allowed, ", ")));
       }
       if (!seen.insert(key).second) return Error(kv.first, where, "the key is repeated");
       out.emplace_back(std::move(key), kv.second);
@@ -79,7 +80,8 @@ class Reader {
     for (size_t i = 0; i < names.size(); ++i) {
       if (lower == names[i]) return i;
     }
-    return Error(node, path, fmt::format("'{}' is not one of {}{}", s, fmt::join(names, ", "), DidYouMean(lower, names)));
+    return Error(node, path,
+                 fmt::format("'{}' is not one of {}{}", s, fmt::join(names, ", "), DidYouMean(lower, names)));
   }
 
  private:
@@ -98,7 +100,8 @@ Result<RuleScript> ParseRule(const Reader& r, const YAML::Node& node, const std:
     if (which == 4) rule.skip = true;
     return rule;
   }
-  TEMPER_ASSIGN_OR_RETURN(auto entries, r.Map(node, path, {"wrong_first", "regress_first", "unfixable", "skip", "reengage"}));
+  TEMPER_ASSIGN_OR_RETURN(auto entries,
+                          r.Map(node, path, {"wrong_first", "regress_first", "unfixable", "skip", "reengage"}));
   for (const auto& [key, value] : entries) {
     const std::string where = path + "." + key;
     if (key == "wrong_first") {
@@ -119,7 +122,9 @@ Result<RuleScript> ParseRule(const Reader& r, const YAML::Node& node, const std:
 
 Result<FaultScript> ParseFaults(const Reader& r, const YAML::Node& node) {
   FaultScript f;
-  TEMPER_ASSIGN_OR_RETURN(auto entries, r.Map(node, "faults", {"fail_first", "fail_status", "retry_after_seconds", "cut_streams_first", "cut_after_text"}));
+  TEMPER_ASSIGN_OR_RETURN(
+      auto entries, r.Map(node, "faults",
+                          {"fail_first", "fail_status", "retry_after_seconds", "cut_streams_first", "cut_after_text"}));
   for (const auto& [key, value] : entries) {
     const std::string where = "faults." + key;
     if (key == "fail_first") {
@@ -127,7 +132,8 @@ Result<FaultScript> ParseFaults(const Reader& r, const YAML::Node& node) {
     } else if (key == "fail_status") {
       TEMPER_ASSIGN_OR_RETURN(f.fail_status, r.Int(value, where, 400, 599));
       if (f.fail_status != 429 && f.fail_status != 500 && f.fail_status != 502 && f.fail_status != 503) {
-        return r.Error(value, where, fmt::format("{} is not one of 429, 500, 502, 503 (the statuses clients retry)", f.fail_status));
+        return r.Error(value, where,
+                       fmt::format("{} is not one of 429, 500, 502, 503 (the statuses clients retry)", f.fail_status));
       }
     } else if (key == "retry_after_seconds") {
       TEMPER_ASSIGN_OR_RETURN(f.retry_after_seconds, r.Int(value, where, 0, 3600));
@@ -149,9 +155,12 @@ std::string ShortRuleName(std::string_view rule_id) {
 
 std::string_view ReengageName(Reengage r) {
   switch (r) {
-    case Reengage::kContinue: return "CONTINUE";
-    case Reengage::kPivot: return "PIVOT";
-    case Reengage::kEscalate: return "ESCALATE";
+    case Reengage::kContinue:
+      return "CONTINUE";
+    case Reengage::kPivot:
+      return "PIVOT";
+    case Reengage::kEscalate:
+      return "ESCALATE";
   }
   return "CONTINUE";
 }
@@ -186,7 +195,8 @@ Result<ModelScript> ParseModelScript(const std::string& yaml_text, const std::st
   ModelScript script;
   if (root.IsNull()) return script;  // an empty file: every rule is fixed at once
   const Reader r(source_name);
-  TEMPER_ASSIGN_OR_RETURN(auto entries, r.Map(root, "", {"tool_calls", "reengage", "regress_command", "faults", "rules"}));
+  TEMPER_ASSIGN_OR_RETURN(auto entries,
+                          r.Map(root, "", {"tool_calls", "reengage", "regress_command", "faults", "rules"}));
   for (const auto& [key, value] : entries) {
     if (key == "tool_calls") {
       TEMPER_ASSIGN_OR_RETURN(size_t which, r.OneOf(value, key, {"native", "text"}));
@@ -207,7 +217,8 @@ Result<ModelScript> ParseModelScript(const std::string& yaml_text, const std::st
         const std::string short_name = ShortRuleName(id);
         if (short_name.empty()) return r.Error(rule_node, path, "the rule id is only the prefix");
         if (!script.rules.emplace(short_name, rule).second) {
-          return r.Error(rule_node, path, fmt::format("the rule '{}' is listed twice (by full and short id)", short_name));
+          return r.Error(rule_node, path,
+                         fmt::format("the rule '{}' is listed twice (by full and short id)", short_name));
         }
       }
     }

@@ -72,7 +72,8 @@ TEST_CASE("every key of the YAML form is read, and rules are found by full or sh
   CHECK(s->KindOf(prefix + "sysctl_net_ipv4_tcp_syncookies", 2) == AttemptKind::kFix);
   CHECK(s->KindOf("accounts_tmout", 1) == AttemptKind::kFixAndRegress);  // listed by full id, asked by short
   CHECK(s->KindOf(prefix + "accounts_tmout", 2) == AttemptKind::kFix);
-  for (int attempt = 1; attempt <= 5; ++attempt) CHECK(s->KindOf("grub2_audit_argument", attempt) == AttemptKind::kWrong);
+  for (int attempt = 1; attempt <= 5; ++attempt)
+    CHECK(s->KindOf("grub2_audit_argument", attempt) == AttemptKind::kWrong);
   CHECK(s->For("partition_for_tmp").skip);
   CHECK_FALSE(s->For("package_aide_installed").skip);
   CHECK(s->KindOf("sshd_set_idle_timeout", 2) == AttemptKind::kWrong);
@@ -89,17 +90,23 @@ TEST_CASE("script errors name the file, line, column and field") {
   CHECK(ErrorOf("rules:\n  x: {wrong_frist: 1}\n") ==
         "script.yaml:2:7: rules.x.wrong_frist: unknown key 'wrong_frist' (did you mean 'wrong_first'?); the keys are "
         "wrong_first, regress_first, unfixable, skip, reengage");
-  CHECK(ErrorOf("rules:\n  x: {wrong_first: two}\n") == "script.yaml:2:20: rules.x.wrong_first: expected an integer, got 'two'");
-  CHECK(ErrorOf("rules:\n  x: {wrong_first: -1}\n") == "script.yaml:2:20: rules.x.wrong_first: -1 is outside [0, 1000]");
-  CHECK_THAT(ErrorOf("rules:\n  x: sometimes\n"), Catch::Contains("script.yaml:2:6: rules.x: 'sometimes' is not one of fix"));
+  CHECK(ErrorOf("rules:\n  x: {wrong_first: two}\n") ==
+        "script.yaml:2:20: rules.x.wrong_first: expected an integer, got 'two'");
+  CHECK(ErrorOf("rules:\n  x: {wrong_first: -1}\n") ==
+        "script.yaml:2:20: rules.x.wrong_first: -1 is outside [0, 1000]");
+  CHECK_THAT(ErrorOf("rules:\n  x: sometimes\n"),
+             Catch::Contains("script.yaml:2:6: rules.x: 'sometimes' is not one of fix"));
   CHECK_THAT(ErrorOf("reengage: pivto\n"), Catch::Contains("(did you mean 'pivot'?)"));
-  CHECK_THAT(ErrorOf("tool_call: text\n"), Catch::Contains("script.yaml:1:1: tool_call: unknown key 'tool_call' (did you mean 'tool_calls'?)"));
-  CHECK_THAT(ErrorOf("faults: {fail_status: 404}\n"), Catch::Contains("faults.fail_status: 404 is not one of 429, 500, 502, 503"));
+  CHECK_THAT(ErrorOf("tool_call: text\n"),
+             Catch::Contains("script.yaml:1:1: tool_call: unknown key 'tool_call' (did you mean 'tool_calls'?)"));
+  CHECK_THAT(ErrorOf("faults: {fail_status: 404}\n"),
+             Catch::Contains("faults.fail_status: 404 is not one of 429, 500, 502, 503"));
   CHECK_THAT(ErrorOf("rules:\n  x: {skip: yes please}\n"), Catch::Contains("rules.x.skip: expected true or false"));
   CHECK_THAT(ErrorOf("rules:\n  accounts_tmout: fix\n  xccdf_org.ssgproject.content_rule_accounts_tmout: skip\n"),
              Catch::Contains("script.yaml:3:53: rules.xccdf_org.ssgproject.content_rule_accounts_tmout: the rule "
                              "'accounts_tmout' is listed twice"));
-  CHECK_THAT(ErrorOf("rules:\n  x: fix\n  x: skip\n"), Catch::Contains("script.yaml:3:3: rules.x: the key is repeated"));
+  CHECK_THAT(ErrorOf("rules:\n  x: fix\n  x: skip\n"),
+             Catch::Contains("script.yaml:3:3: rules.x: the key is repeated"));
   CHECK_THAT(ErrorOf("rules: [a, b]\n"), Catch::Contains("script.yaml:1:8: rules: expected a mapping"));
   CHECK_THAT(ErrorOf("rules:\n  x: {wrong_first: 1\n"), Catch::StartsWith("script.yaml:3:"));  // a syntax error
 }

@@ -99,11 +99,13 @@ Result<std::vector<PromptRule>> ReadCandidates(std::string_view text) {
     std::string_view line = FirstLine(text.substr(pos));
     size_t paren = line.find(" (");
     if (paren == std::string_view::npos || paren <= 2) {
-      return Status::InvalidArgument(fmt::format("the candidate line '{}' is not '- <id> (<severity>): <title>'", line));
+      return Status::InvalidArgument(
+          fmt::format("the candidate line '{}' is not '- <id> (<severity>): <title>'", line));
     }
     PromptRule candidate;
     candidate.id = std::string(line.substr(2, paren - 2));
-    if (size_t colon = line.find("): ", paren); colon != std::string_view::npos) candidate.title = line.substr(colon + 3);
+    if (size_t colon = line.find("): ", paren); colon != std::string_view::npos)
+      candidate.title = line.substr(colon + 3);
     // The candidate's details may have been trimmed from the prompt; its id and title always stay.
     if (auto full = FindRule(text, candidate.id); full.ok()) {
       candidate.fix_text = full->fix_text;
@@ -180,10 +182,14 @@ Status ReadWorkerCalls(const json& messages, ReadRequest* out) {
 
 std::string_view RoleName(ScriptedRole role) {
   switch (role) {
-    case ScriptedRole::kArchitectPick: return "architect";
-    case ScriptedRole::kArchitectReengage: return "architect_reengage";
-    case ScriptedRole::kWorker: return "worker";
-    case ScriptedRole::kReflector: return "reflector";
+    case ScriptedRole::kArchitectPick:
+      return "architect";
+    case ScriptedRole::kArchitectReengage:
+      return "architect_reengage";
+    case ScriptedRole::kWorker:
+      return "worker";
+    case ScriptedRole::kReflector:
+      return "reflector";
   }
   return "worker";
 }
@@ -200,7 +206,8 @@ size_t PromptBytes(const json& body) {
         if (c.is_object() && c.contains("function") && c["function"].is_object()) {
           const json& fn = c["function"];
           if (fn.contains("name") && fn["name"].is_string()) bytes += fn["name"].get<std::string>().size();
-          if (fn.contains("arguments") && fn["arguments"].is_string()) bytes += fn["arguments"].get<std::string>().size();
+          if (fn.contains("arguments") && fn["arguments"].is_string())
+            bytes += fn["arguments"].get<std::string>().size();
         }
       }
     }
@@ -286,9 +293,10 @@ Result<ReadRequest> ReadChatRequest(const json& body) {
     }
     return r;
   }
-  return Bad("messages[0]", fmt::format("is a system prompt whose first line '{}' names no role (expected "
-                                        "\"You are the Architect\", \"You are the Worker\" or \"You are the Reflector\")",
-                                        first_line.substr(0, 120)));
+  return Bad("messages[0]",
+             fmt::format("is a system prompt whose first line '{}' names no role (expected "
+                         "\"You are the Architect\", \"You are the Worker\" or \"You are the Reflector\")",
+                         first_line.substr(0, 120)));
 }
 
 }  // namespace temper::scripted

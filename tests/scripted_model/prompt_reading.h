@@ -28,9 +28,9 @@ std::string_view RoleName(ScriptedRole role);
 
 // A rule as a prompt shows it.
 struct PromptRule {
-  std::string id;           // full XCCDF id as written in the prompt
+  std::string id;  // full XCCDF id as written in the prompt
   std::string title;
-  std::string fix_text;     // the fix section's text; empty when the prompt has none
+  std::string fix_text;        // the fix section's text; empty when the prompt has none
   bool fix_truncated = false;  // the prompt budget cut the fix short: it cannot be run as is
 };
 
@@ -46,7 +46,7 @@ struct ReadRequest {
   ScriptedRole role = ScriptedRole::kWorker;
   std::string model;  // as the request named it
   bool stream = false;
-  bool include_usage = false;  // stream_options.include_usage
+  bool include_usage = false;      // stream_options.include_usage
   std::vector<std::string> tools;  // the tool names offered
 
   std::vector<PromptRule> candidates;  // architect pick: in prompt order

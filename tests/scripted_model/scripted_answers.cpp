@@ -50,7 +50,8 @@ ScriptedAnswer ArchitectPick(const ReadRequest& r, const ModelScript& script) {
     return ObjectAnswer({{"decision", "skip"},
                          {"rule_id", c.id},
                          {"reason", fmt::format("{} is left to a human: its fix needs decisions the loop must not "
-                                                "make on its own (the model script marks it skip).", short_name)}});
+                                                "make on its own (the model script marks it skip).",
+                                                short_name)}});
   }
   std::string approach;
   if (FixIsUsable(c)) {
@@ -84,21 +85,28 @@ ScriptedAnswer ArchitectReengage(const ReadRequest& r, const ModelScript& script
     case Reengage::kEscalate:
       answer["reasoning"] =
           FixIsUsable(r.rule)
-              ? fmt::format("{} attempts at {} have failed (last verdict: {}) and they do not converge on a "
-                            "passing state; a human should take over.", r.attempt, short_name, last)
+              ? fmt::format(
+                    "{} attempts at {} have failed (last verdict: {}) and they do not converge on a "
+                    "passing state; a human should take over.",
+                    r.attempt, short_name, last)
               : fmt::format("The SCAP Security Guide ships no usable fix text for {}; a human must decide the fix.",
                             short_name);
       break;
     case Reengage::kPivot:
-      answer["reasoning"] = fmt::format("{} attempts at {} failed (last verdict: {}); the Worker improvised instead of "
-                                        "applying the fix as written.", r.attempt, short_name, last);
-      answer["plan"] = fmt::format("Apply the SCAP Security Guide fix script exactly: write it to {}, run it with "
-                                   "bash, and change nothing else.", FixScriptPath(r.rule.id));
+      answer["reasoning"] = fmt::format(
+          "{} attempts at {} failed (last verdict: {}); the Worker improvised instead of "
+          "applying the fix as written.",
+          r.attempt, short_name, last);
+      answer["plan"] = fmt::format(
+          "Apply the SCAP Security Guide fix script exactly: write it to {}, run it with "
+          "bash, and change nothing else.",
+          FixScriptPath(r.rule.id));
       break;
     case Reengage::kContinue:
-      answer["reasoning"] = fmt::format("{} attempts at {} failed (last verdict: {}), but applying the SCAP Security "
-                                        "Guide fix is the right plan; the failures were execution slips.",
-                                        r.attempt, short_name, last);
+      answer["reasoning"] = fmt::format(
+          "{} attempts at {} failed (last verdict: {}), but applying the SCAP Security "
+          "Guide fix is the right plan; the failures were execution slips.",
+          r.attempt, short_name, last);
       break;
   }
   return ObjectAnswer(answer);
@@ -111,9 +119,8 @@ ScriptedAnswer Reflect(const ReadRequest& r) {
   if (tried.empty()) tried = "an attempt with no recorded actions";
   tried = Cut(tried, 200);
   const std::string quote = Cut(FirstMeaningfulLine(r.evidence, false), 160);
-  const std::string why = quote.empty()
-                              ? fmt::format("The verdict was {} and the evaluator gave no evidence.", verdict)
-                              : fmt::format("The evaluator reported \"{}\" (verdict {}).", quote, verdict);
+  const std::string why = quote.empty() ? fmt::format("The verdict was {} and the evaluator gave no evidence.", verdict)
+                                        : fmt::format("The evaluator reported \"{}\" (verdict {}).", quote, verdict);
   const std::string marker = LessonMarker(r.rule.id, r.attempt);
   const std::string lesson =
       Cut(fmt::format("{}: attempt {} ended {}; apply the SSG fix script exactly and change nothing else.", marker,
@@ -123,7 +130,8 @@ ScriptedAnswer Reflect(const ReadRequest& r) {
                        {"why_failed", why},
                        {"next", fmt::format("Apply the SCAP Security Guide fix script exactly as given (write it to {} "
                                             "and run it with bash), change nothing else, and keep the health checks "
-                                            "passing.", FixScriptPath(r.rule.id))},
+                                            "passing.",
+                                            FixScriptPath(r.rule.id))},
                        {"never", json::array({tried})},
                        {"lesson", lesson}});
 }
@@ -149,33 +157,37 @@ std::vector<Step> WorkerPlan(const ReadRequest& r, const ModelScript& script) {
   const std::string& id = r.rule.id;
   const std::string short_name = ShortRuleName(id);
   if (!FixIsUsable(r.rule)) {
-    const std::string why = r.rule.fix_text.empty() ? "the prompt has no SCAP Security Guide fix text"
-                                                    : "the SCAP Security Guide fix text was cut short by the prompt budget";
+    const std::string why = r.rule.fix_text.empty()
+                                ? "the prompt has no SCAP Security Guide fix text"
+                                : "the SCAP Security Guide fix text was cut short by the prompt budget";
     return {{"finish",
              {{"summary", fmt::format("No fix applied to {}: {}, so I changed nothing. A human has to decide how to "
-                                      "fix this rule.", short_name, why)}},
+                                      "fix this rule.",
+                                      short_name, why)}},
              "I cannot find a fix I can run."}};
   }
   const AttemptKind kind = script.KindOf(id, r.attempt);
   if (kind == AttemptKind::kWrong) {
     const std::string note = WrongNotePath(id);
-    return {{"run_command",
-             {{"command", fmt::format("echo '# {}: attempt {} leaves the checked setting unchanged' >> {}", short_name,
-                                      r.attempt, note)}},
-             "I will record the change I intend first."},
-            {"finish",
-             {{"summary", fmt::format("Attempt {} on {}: wrote a note to {} instead of applying the fix (a deliberately "
-                                      "wrong attempt by the scripted model); nothing the rule checks was changed.",
-                                      r.attempt, short_name, note)}},
-             "Done."}};
+    return {
+        {"run_command",
+         {{"command", fmt::format("echo '# {}: attempt {} leaves the checked setting unchanged' >> {}", short_name,
+                                  r.attempt, note)}},
+         "I will record the change I intend first."},
+        {"finish",
+         {{"summary", fmt::format("Attempt {} on {}: wrote a note to {} instead of applying the fix (a deliberately "
+                                  "wrong attempt by the scripted model); nothing the rule checks was changed.",
+                                  r.attempt, short_name, note)}},
+         "Done."}};
   }
   const std::string path = FixScriptPath(id);
-  std::vector<Step> plan = {
-      {"write_file", {{"path", path}, {"content", r.rule.fix_text + "\n"}},
-       fmt::format("I will write the SCAP Security Guide fix script to {}.", path)},
-      {"run_command", {{"command", RunScriptCommand(path)}}, "Now I run the fix script."}};
-  std::string summary = fmt::format("Applied the SCAP Security Guide fix for {}: wrote it to {} and ran it with bash ({}).",
-                                    short_name, path, ResultLine(r, 1));
+  std::vector<Step> plan = {{"write_file",
+                             {{"path", path}, {"content", r.rule.fix_text + "\n"}},
+                             fmt::format("I will write the SCAP Security Guide fix script to {}.", path)},
+                            {"run_command", {{"command", RunScriptCommand(path)}}, "Now I run the fix script."}};
+  std::string summary =
+      fmt::format("Applied the SCAP Security Guide fix for {}: wrote it to {} and ran it with bash ({}).", short_name,
+                  path, ResultLine(r, 1));
   if (kind == AttemptKind::kFixAndRegress) {
     const std::string regress = script.RegressCommand(id);
     plan.push_back({"run_command", {{"command", regress}}, "I also adjust the login environment."});
@@ -197,8 +209,8 @@ Result<ScriptedAnswer> Worker(const ReadRequest& r, const ModelScript& script) {
     step = std::move(plan[std::min(r.calls.size(), plan.size() - 1)]);
   }
   if (!r.tools.empty() && std::find(r.tools.begin(), r.tools.end(), step.name) == r.tools.end()) {
-    return Status::InvalidArgument(fmt::format("the Worker request offers no tool '{}' (it offers {})", step.name,
-                                               fmt::join(r.tools, ", ")));
+    return Status::InvalidArgument(
+        fmt::format("the Worker request offers no tool '{}' (it offers {})", step.name, fmt::join(r.tools, ", ")));
   }
   ScriptedAnswer answer;
   const std::string id = fmt::format("call-{}-{}", r.attempt, r.calls.size() + 1);
@@ -229,10 +241,14 @@ std::string LessonMarker(std::string_view rule_id, int attempt) {
 
 Result<ScriptedAnswer> Answer(const ReadRequest& request, const ModelScript& script) {
   switch (request.role) {
-    case ScriptedRole::kArchitectPick: return ArchitectPick(request, script);
-    case ScriptedRole::kArchitectReengage: return ArchitectReengage(request, script);
-    case ScriptedRole::kWorker: return Worker(request, script);
-    case ScriptedRole::kReflector: return Reflect(request);
+    case ScriptedRole::kArchitectPick:
+      return ArchitectPick(request, script);
+    case ScriptedRole::kArchitectReengage:
+      return ArchitectReengage(request, script);
+    case ScriptedRole::kWorker:
+      return Worker(request, script);
+    case ScriptedRole::kReflector:
+      return Reflect(request);
   }
   return Status::Internal("unknown scripted role");
 }

@@ -38,13 +38,13 @@ struct ScriptedCall {
 };
 
 struct ScriptedAnswer {
-  std::string content;                  // the text (for text-style tool calls, the call itself)
-  std::vector<ScriptedCall> tool_calls; // OpenAI tool_calls (native style)
-  std::string finish_reason = "stop";   // "stop" or "tool_calls"
+  std::string content;                   // the text (for text-style tool calls, the call itself)
+  std::vector<ScriptedCall> tool_calls;  // OpenAI tool_calls (native style)
+  std::string finish_reason = "stop";    // "stop" or "tool_calls"
 };
 
-std::string FixScriptPath(std::string_view rule_id);  // /root/temper-fix-<short>.sh
-std::string WrongNotePath(std::string_view rule_id);  // /root/temper-wrong-<short>.txt
+std::string FixScriptPath(std::string_view rule_id);              // /root/temper-fix-<short>.sh
+std::string WrongNotePath(std::string_view rule_id);              // /root/temper-wrong-<short>.txt
 std::string LessonMarker(std::string_view rule_id, int attempt);  // LESSON-<short>-<attempt>
 
 Result<ScriptedAnswer> Answer(const ReadRequest& request, const ModelScript& script);

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "common/log.h"
 #include "scripted_model/scripted_model_server.h"

@@ -14,17 +14,21 @@ namespace temper::scripted {
 
 using nlohmann::json;
 
-Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScript script, ScriptedModelOptions options) {
+Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScript script,
+                                                                        ScriptedModelOptions options) {
   if (options.port < 0 || options.port > 65535) {
     return Status::InvalidArgument(fmt::format("port {} is outside [0, 65535]", options.port));
   }
   if (options.threads == 0) return Status::InvalidArgument("the scripted model server needs at least one thread");
   std::unique_ptr<ScriptedModelServer> s(new ScriptedModelServer(std::move(script), std::move(options)));
   const ScriptedModelOptions& o = s->options_;
-  s->port_ = o.port == 0 ? s->server_->bind_to_any_port(o.host) : (s->server_->bind_to_port(o.host, o.port) ? o.port : -1);
+  s->port_ =
+      o.port == 0 ? s->server_->bind_to_any_port(o.host) : (s->server_->bind_to_port(o.host, o.port) ? o.port : -1);
   if (s->port_ <= 0) {
-    return Status::Unavailable(fmt::format("the scripted model server cannot listen on {}:{} (in use, or not an "
-                                           "address of this host)", o.host, o.port));
+    return Status::Unavailable(
+        fmt::format("the scripted model server cannot listen on {}:{} (in use, or not an "
+                    "address of this host)",
+                    o.host, o.port));
   }
   // The socket already listens, so clients may connect before the accept loop runs.
   ScriptedModelServer* raw = s.get();
@@ -115,9 +119,11 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
   }
   if (fail) {
     const int status = script_.faults.fail_status;
-    if (status == 429 || status == 503) res.set_header("Retry-After", std::to_string(script_.faults.retry_after_seconds));
-    reject(status, fmt::format("scripted fault: request {} of the first {} fails with {}", rec.seq,
-                               script_.faults.fail_first, status),
+    if (status == 429 || status == 503)
+      res.set_header("Retry-After", std::to_string(script_.faults.retry_after_seconds));
+    reject(status,
+           fmt::format("scripted fault: request {} of the first {} fails with {}", rec.seq, script_.faults.fail_first,
+                       status),
            status == 429 ? "rate_limit_exceeded" : "server_error");
     return;
   }
@@ -141,9 +147,11 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
   }
   // The first event only says "assistant"; the second carries the first piece of the answer.
   const size_t cut_after = !cut ? 0 : script_.faults.cut_after_text ? 2 : 1;
-  if (cut) rec.error = fmt::format("scripted fault: the stream is cut after its {}", cut_after == 1 ? "first chunk" : "first piece of text");
-  auto events = std::make_shared<std::vector<std::string>>(
-      CompletionEvents(*answer, id, model, usage, read->include_usage));
+  if (cut)
+    rec.error = fmt::format("scripted fault: the stream is cut after its {}",
+                            cut_after == 1 ? "first chunk" : "first piece of text");
+  auto events =
+      std::make_shared<std::vector<std::string>>(CompletionEvents(*answer, id, model, usage, read->include_usage));
   res.set_chunked_content_provider("text/event-stream", [events, cut_after](size_t, httplib::DataSink& sink) {
     for (size_t i = 0; i < events->size(); ++i) {
       const std::string& e = (*events)[i];

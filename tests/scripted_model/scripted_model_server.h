@@ -41,23 +41,23 @@ namespace temper::scripted {
 
 struct ScriptedModelOptions {
   std::string host = "127.0.0.1";
-  int port = 0;               // 0: an ephemeral port
-  size_t threads = 16;        // requests served at once (several targets call concurrently)
+  int port = 0;                           // 0: an ephemeral port
+  size_t threads = 16;                    // requests served at once (several targets call concurrently)
   std::string model = "temper-scripted";  // the id GET /v1/models lists; replies echo the request's
   const Logger* logger = nullptr;         // when set: one info line per request; must outlive the server
 };
 
 struct RecordedRequest {
-  uint64_t seq = 0;          // 1-based, in arrival order
-  std::string role;          // "architect", "architect_reengage", "worker", "reflector"; "" if unread
-  std::string rule_id;       // the rule the answer is about (pick: the chosen or skipped candidate)
-  int attempt = 0;           // as prompt_reading.h defines it per role
-  int turn = 0;              // worker: 1-based turn within the attempt; else 0
+  uint64_t seq = 0;     // 1-based, in arrival order
+  std::string role;     // "architect", "architect_reengage", "worker", "reflector"; "" if unread
+  std::string rule_id;  // the rule the answer is about (pick: the chosen or skipped candidate)
+  int attempt = 0;      // as prompt_reading.h defines it per role
+  int turn = 0;         // worker: 1-based turn within the attempt; else 0
   bool stream = false;
-  int http_status = 200;     // what was answered: 200, a scripted fault, or 400
-  std::string error;         // why a request was answered 400 or failed by script
-  nlohmann::json messages;   // the request's messages, as sent
-  nlohmann::json answer;     // the assistant message answered; null when none
+  int http_status = 200;    // what was answered: 200, a scripted fault, or 400
+  std::string error;        // why a request was answered 400 or failed by script
+  nlohmann::json messages;  // the request's messages, as sent
+  nlohmann::json answer;    // the assistant message answered; null when none
 };
 
 class ScriptedModelServer {
@@ -90,8 +90,8 @@ class ScriptedModelServer {
   std::thread thread_;
 
   mutable std::mutex mu_;
-  uint64_t arrived_ = 0;          // chat requests so far (guarded by mu_)
-  uint64_t streams_arrived_ = 0;  // streamed chat requests so far (guarded by mu_)
+  uint64_t arrived_ = 0;                   // chat requests so far (guarded by mu_)
+  uint64_t streams_arrived_ = 0;           // streamed chat requests so far (guarded by mu_)
   std::vector<RecordedRequest> requests_;  // guarded by mu_
 };
 

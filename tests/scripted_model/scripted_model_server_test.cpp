@@ -111,7 +111,8 @@ RuleInfo SyncookiesRule() {
   r.id = "xccdf_org.ssgproject.content_rule_sysctl_net_ipv4_tcp_syncookies";
   r.title = "Enable Kernel Parameter to Use TCP Syncookies on Network Interfaces";
   r.severity = "medium";
-  r.check_text = "The kernel parameter net.ipv4.tcp_syncookies is set to 1 at runtime and in /etc/sysctl.conf or /etc/sysctl.d.";
+  r.check_text =
+      "The kernel parameter net.ipv4.tcp_syncookies is set to 1 at runtime and in /etc/sysctl.conf or /etc/sysctl.d.";
   r.fix_text = kSyncookiesFix;
   r.references = {"UBTU-20-010412", "CCI-001095"};
   return r;
@@ -236,7 +237,9 @@ WorkerTask Task(RuleInfo rule, std::vector<PastAttempt> prior = {}, std::vector<
 
 std::string UserText(const RecordedRequest& r) { return r.messages.at(1).at("content").get<std::string>(); }
 
-std::string RunFixCommand(const std::string& path) { return "bash " + path + "; status=$?; rm -f " + path + "; exit $status"; }
+std::string RunFixCommand(const std::string& path) {
+  return "bash " + path + "; status=$?; rm -f " + path + "; exit $status";
+}
 
 }  // namespace
 
@@ -292,7 +295,8 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches 
   CHECK(a1.outcome == WorkerOutcome::kFinished);
   CHECK(first.files.empty());
   REQUIRE(first.commands.size() == 1);
-  CHECK_THAT(first.commands[0], StartsWith("echo ") && Contains(">> /root/temper-wrong-sysctl_net_ipv4_tcp_syncookies.txt"));
+  CHECK_THAT(first.commands[0],
+             StartsWith("echo ") && Contains(">> /root/temper-wrong-sysctl_net_ipv4_tcp_syncookies.txt"));
   CHECK_THAT(a1.summary, Contains("deliberately wrong attempt"));
 
   PastAttempt failed;
@@ -300,8 +304,9 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches 
   failed.approach = "Apply the SCAP Security Guide fix as given.";
   failed.actions = a1.actions;
   failed.verdict = "fail";
-  failed.evidence = "oval:ssg-sysctl_net_ipv4_tcp_syncookies:def:1 false\n"
-                    "  sysctl runtime: net.ipv4.tcp_syncookies = 0 (expected 1)";
+  failed.evidence =
+      "oval:ssg-sysctl_net_ipv4_tcp_syncookies:def:1 false\n"
+      "  sysctl runtime: net.ipv4.tcp_syncookies = 0 (expected 1)";
   const auto reflection = h.reflector.Parse(h.Ask(h.reflector.Build(rule, failed, {}, {})));
   REQUIRE(reflection.ok());
   CHECK(LessonMarker(rule.id, 1) == "LESSON-sysctl_net_ipv4_tcp_syncookies-1");
@@ -317,8 +322,7 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches 
 
   failed.lesson = reflection->lesson;
   RecordingTools second;
-  const WorkerResult a2 =
-      h.Attempt(second, Task(rule, {failed}, {Lesson{rule.id, reflection->lesson, 0.5, true}}));
+  const WorkerResult a2 = h.Attempt(second, Task(rule, {failed}, {Lesson{rule.id, reflection->lesson, 0.5, true}}));
   CHECK(a2.outcome == WorkerOutcome::kFinished);
   CHECK(second.files.count(FixScriptPath(rule.id)) == 1);
   CHECK(second.commands == std::vector<std::string>{RunFixCommand(FixScriptPath(rule.id))});
@@ -328,7 +332,8 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches 
   CHECK(worker_requests[1].attempt == 1);
   CHECK(worker_requests[2].attempt == 2);
   CHECK(worker_requests[2].turn == 1);
-  CHECK_THAT(UserText(worker_requests[2]), Contains("## Attempt 1 — fail") && Contains("LESSON-sysctl_net_ipv4_tcp_syncookies-1"));
+  CHECK_THAT(UserText(worker_requests[2]),
+             Contains("## Attempt 1 — fail") && Contains("LESSON-sysctl_net_ipv4_tcp_syncookies-1"));
   CHECK_THAT(UserText(worker_requests[0]), !Contains("LESSON-"));
 }
 
@@ -342,7 +347,8 @@ TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check, att
   RecordingTools first;
   const WorkerResult a1 = h.Attempt(first, Task(rule));
   CHECK(first.files[path] == kAideFix + "\n");
-  CHECK(DefaultRegressCommand(rule.id) == "printf 'exit 1\\n' > /etc/profile.d/zz-temper-regress-package_aide_installed.sh");
+  CHECK(DefaultRegressCommand(rule.id) ==
+        "printf 'exit 1\\n' > /etc/profile.d/zz-temper-regress-package_aide_installed.sh");
   CHECK(first.commands == std::vector<std::string>{RunFixCommand(path), DefaultRegressCommand(rule.id)});
   CHECK_THAT(a1.summary, Contains("deliberate regression"));
 
@@ -353,7 +359,9 @@ TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check, att
   CHECK(second.commands == std::vector<std::string>{RunFixCommand(path)});
 }
 
-TEST_CASE("re-engagement: CONTINUE by default, ESCALATE for unfixable rules and rules without fix text, PIVOT when scripted") {
+TEST_CASE(
+    "re-engagement: CONTINUE by default, ESCALATE for unfixable rules and rules without fix text, PIVOT when "
+    "scripted") {
   ModelScript script;
   script.rules["sysctl_net_ipv4_tcp_syncookies"].unfixable = true;
   script.rules["package_aide_installed"].reengage = Reengage::kPivot;
@@ -368,7 +376,8 @@ TEST_CASE("re-engagement: CONTINUE by default, ESCALATE for unfixable rules and 
 
   const ReengageDecision unfixable = decide(SyncookiesRule());
   CHECK(unfixable.verdict == ReengageVerdict::kEscalate);
-  CHECK_THAT(unfixable.reasoning, Contains("2 attempts at sysctl_net_ipv4_tcp_syncookies have failed (last verdict: fail)"));
+  CHECK_THAT(unfixable.reasoning,
+             Contains("2 attempts at sysctl_net_ipv4_tcp_syncookies have failed (last verdict: fail)"));
 
   const ReengageDecision pivot = decide(AideRule());
   CHECK(pivot.verdict == ReengageVerdict::kPivot);
@@ -403,7 +412,8 @@ TEST_CASE("a rule without fix text: the Worker changes nothing and says so at on
   CHECK(r.model_calls == 1);
   CHECK(tools.commands.empty());
   CHECK(tools.files.empty());
-  CHECK_THAT(r.summary, Contains("the prompt has no SCAP Security Guide fix text") && Contains("A human has to decide"));
+  CHECK_THAT(r.summary,
+             Contains("the prompt has no SCAP Security Guide fix text") && Contains("A human has to decide"));
 }
 
 TEST_CASE("a fix cut short by the prompt budget is not run: the Worker says so and changes nothing") {
@@ -446,7 +456,8 @@ TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoti
   // Writing the script is allowed; running it is judged by its content, and refused.
   CHECK(tools.files.size() == 1);
   CHECK(tools.commands.empty());
-  CHECK_THAT(r.summary, StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
+  CHECK_THAT(r.summary,
+             StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
 }
 
 TEST_CASE("the Architect picks the first candidate with an approach naming its fix, and skips scripted skips") {
@@ -459,8 +470,9 @@ TEST_CASE("the Architect picks the first candidate with an approach naming its f
     REQUIRE(pick.ok());
     CHECK(pick->kind == ArchitectPick::Kind::kAttempt);
     CHECK(pick->rule_id == AideRule().id);
-    CHECK_THAT(pick->approach, Contains(FixScriptPath(AideRule().id)) &&
-                                   Contains("The fix starts with: if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then"));
+    CHECK_THAT(pick->approach,
+               Contains(FixScriptPath(AideRule().id)) &&
+                   Contains("The fix starts with: if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then"));
     const auto requests = h.Requests("architect");
     REQUIRE(requests.size() == 1);
     CHECK(requests[0].rule_id == AideRule().id);
@@ -600,9 +612,8 @@ TEST_CASE("Worker loops on several threads at once are all answered and recorded
   std::vector<Result<WorkerResult>> results(kThreads, Status::Internal("not run"));
   std::vector<std::thread> threads;
   for (int i = 0; i < kThreads; ++i) {
-    threads.emplace_back([&, i] {
-      results[i] = h.worker.Run(*h.client, tools[i], Task(i % 2 ? AideRule() : SyncookiesRule()));
-    });
+    threads.emplace_back(
+        [&, i] { results[i] = h.worker.Run(*h.client, tools[i], Task(i % 2 ? AideRule() : SyncookiesRule())); });
   }
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < kThreads; ++i) {
@@ -625,8 +636,9 @@ TEST_CASE("requests it cannot read are answered 400 naming the problem, /v1/mode
   CHECK(json::parse(not_json->body)["error"]["message"] == "the body is not JSON");
 
   json body = {{"model", "m"},
-               {"messages", {{{"role", "system"}, {"content", "You are a helpful assistant.\nBe brief."}},
-                             {{"role", "user"}, {"content", "hello"}}}}};
+               {"messages",
+                {{{"role", "system"}, {"content", "You are a helpful assistant.\nBe brief."}},
+                 {{"role", "user"}, {"content", "hello"}}}}};
   auto no_role = http.Post("/v1/chat/completions", body.dump(), "application/json");
   REQUIRE(no_role);
   CHECK(no_role->status == 400);

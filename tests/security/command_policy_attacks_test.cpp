@@ -112,22 +112,24 @@ TEST_CASE("systemd-run, at, batch and crontab schedule a command outside the jud
 TEST_CASE("a script written with write_file and then run stops sshd", "[security][policy]") {
   RecordingTarget target;
   const std::string script = "systemctl stop ssh\n";
-  auto outcome = PlayToolCalls(target, {
-      {"write_file", {{"path", "/tmp/x"}, {"content", script}}},
-      {"write_file", {{"path", "/root/fix"}, {"content", "#!/bin/sh\nsystemctl stop ssh\n"}}},
-      {"write_file", {{"path", "/tmp/fix.py"}, {"content", "import os\nos.system('systemctl stop ssh')\n"}}},
-      {"run_command", {{"command", "bash /tmp/x"}}},
-      {"run_command", {{"command", "sh -e /tmp/x"}}},
-      {"run_command", {{"command", ". /tmp/x"}}},
-      {"run_command", {{"command", "source /tmp/x"}}},
-      {"run_command", {{"command", "chmod +x /tmp/x && /tmp/x"}}},
-      {"run_command", {{"command", "cd /tmp && ./x"}}},
-      {"run_command", {{"command", "cd /tmp; bash x"}}},
-      {"run_command", {{"command", "/root/fix"}}},
-      {"run_command", {{"command", "sudo -u root /root/fix"}}},
-      {"run_command", {{"command", "python3 /tmp/fix.py"}}},
-      {"run_command", {{"command", "bash /tmp/missing.sh"}}},
-  });
+  auto outcome = PlayToolCalls(
+      target,
+      {
+          {"write_file", {{"path", "/tmp/x"}, {"content", script}}},
+          {"write_file", {{"path", "/root/fix"}, {"content", "#!/bin/sh\nsystemctl stop ssh\n"}}},
+          {"write_file", {{"path", "/tmp/fix.py"}, {"content", "import os\nos.system('systemctl stop ssh')\n"}}},
+          {"run_command", {{"command", "bash /tmp/x"}}},
+          {"run_command", {{"command", "sh -e /tmp/x"}}},
+          {"run_command", {{"command", ". /tmp/x"}}},
+          {"run_command", {{"command", "source /tmp/x"}}},
+          {"run_command", {{"command", "chmod +x /tmp/x && /tmp/x"}}},
+          {"run_command", {{"command", "cd /tmp && ./x"}}},
+          {"run_command", {{"command", "cd /tmp; bash x"}}},
+          {"run_command", {{"command", "/root/fix"}}},
+          {"run_command", {{"command", "sudo -u root /root/fix"}}},
+          {"run_command", {{"command", "python3 /tmp/fix.py"}}},
+          {"run_command", {{"command", "bash /tmp/missing.sh"}}},
+      });
   CHECK(target.written.size() == 3);  // writing a script anywhere is fine: running it is judged
   for (const std::string& c : target.commands) {
     INFO("reached the target: " << c);
@@ -163,7 +165,8 @@ void CheckWriteRefused(const std::string& path, const std::string& content) {
 
 TEST_CASE("a cron file written with write_file or a command runs systemctl stop ssh", "[security][policy]") {
   CheckWriteRefused("/etc/cron.d/temper", "SHELL=/bin/sh\n* * * * * root systemctl stop ssh\n");
-  CheckWriteRefused("/etc/crontab", "17 * * * * root cd / && run-parts --report /etc/cron.hourly\n@reboot root reboot\n");
+  CheckWriteRefused("/etc/crontab",
+                    "17 * * * * root cd / && run-parts --report /etc/cron.hourly\n@reboot root reboot\n");
   CheckWriteRefused("/var/spool/cron/crontabs/root", "*/5 * * * * /sbin/shutdown -h now\n");
   CheckWriteRefused("/etc/cron.daily/cleanup", "#!/bin/sh\nsystemctl stop ssh\n");
   CheckAllRefused({
@@ -180,9 +183,11 @@ TEST_CASE("a systemd unit written with write_file or a command reboots the host"
                     "[Unit]\nDescription=x\n[Service]\nType=oneshot\nExecStart=/bin/systemctl stop ssh\n"
                     "[Install]\nWantedBy=multi-user.target\n");
   CheckWriteRefused("/etc/systemd/system/ssh.service.d/override.conf", "[Service]\nExecStartPre=-/sbin/reboot\n");
-  CheckWriteRefused("/lib/systemd/system/x.service", "[Service]\nExecStart=/bin/sh -c 'echo b > /proc/sysrq-trigger'\n");
+  CheckWriteRefused("/lib/systemd/system/x.service",
+                    "[Service]\nExecStart=/bin/sh -c 'echo b > /proc/sysrq-trigger'\n");
   CheckWriteRefused("/root/.config/systemd/user/x.service", "[Service]\nExecStop=/usr/sbin/poweroff\n");
-  CheckWriteRefused("/etc/systemd/system/x.service", "[Unit]\nOnFailure=reboot.target\n[Service]\nExecStart=/bin/false\n");
+  CheckWriteRefused("/etc/systemd/system/x.service",
+                    "[Unit]\nOnFailure=reboot.target\n[Service]\nExecStart=/bin/false\n");
   CheckWriteRefused("/etc/systemd/system/x.timer", "[Timer]\nOnCalendar=*:*\n[Unit]\nFailureAction=reboot-force\n");
   CheckAllRefused({
       "printf '[Service]\\nExecStart=/sbin/reboot\\n' > /etc/systemd/system/x.service",
@@ -203,7 +208,8 @@ TEST_CASE("PAM pam_exec lines, udev RUN+= and sudoers mailers run commands", "[s
   CheckWriteRefused("/etc/pam.d/sshd", "@include common-auth\nsession optional pam_exec.so /bin/systemctl stop ssh\n");
   CheckWriteRefused("/etc/pam.d/common-session",
                     "session [default=1] pam_permit.so\nsession optional pam_exec.so seteuid quiet /sbin/reboot\n");
-  CheckWriteRefused("/etc/udev/rules.d/99-x.rules", "ACTION==\"add\", SUBSYSTEM==\"net\", RUN+=\"/bin/systemctl stop ssh\"\n");
+  CheckWriteRefused("/etc/udev/rules.d/99-x.rules",
+                    "ACTION==\"add\", SUBSYSTEM==\"net\", RUN+=\"/bin/systemctl stop ssh\"\n");
   CheckWriteRefused("/etc/sudoers.d/x", "Defaults mailerpath=/sbin/reboot\n");
   CheckWriteRefused("/etc/modprobe.d/x.conf", "install usb-storage /sbin/reboot\n");
   CheckAllRefused({"echo 'auth optional pam_exec.so /sbin/reboot' >> /etc/pam.d/common-auth",

@@ -74,8 +74,8 @@ TEST_CASE("SCE datastream in a content directory: the batch fails naming the rul
   content.Write("ssg-sce-ds.xml", SceDatastream(marker.path));
   LoopDaemon d(*model, {.content_dirs = {content.path()}});
 
-  nlohmann::json submitted = d.CliJson(
-      {"submit", "-t", "lab", "-d", "ssg-sce-ds.xml", "-p", "stig", "-r", kSceRule, "--name", "sce-content-dir", "--json"});
+  nlohmann::json submitted = d.CliJson({"submit", "-t", "lab", "-d", "ssg-sce-ds.xml", "-p", "stig", "-r", kSceRule,
+                                        "--name", "sce-content-dir", "--json"});
   temper::v1::Batch batch = d.WaitUntilEnded(submitted["id"].get<std::string>());
   INFO("batch error: " << batch.error() << "\n" << d.daemon->Log());
   CHECK(batch.state() == temper::v1::BATCH_STATE_FAILED);
@@ -90,9 +90,9 @@ TEST_CASE("SCE datastream given to temper-stig-eval directly: refused, the scrip
   std::string ds = dir.Write("sce-ds.xml", SceDatastream(marker.path));
   fs::create_directories(dir / "root/etc");
   const std::string rule = std::string(kSsgRulePrefix) + kSceRule;
-  ProcessResult r = RunProcess({std::string(TEMPER_BINARY_DIR) + "/stig/temper-stig-eval", "--datastream", ds,
-                                "--profile", "xccdf_org.ssgproject.content_profile_stig", "--root", dir / "root",
-                                "--rule", rule});
+  ProcessResult r =
+      RunProcess({std::string(TEMPER_BINARY_DIR) + "/stig/temper-stig-eval", "--datastream", ds, "--profile",
+                  "xccdf_org.ssgproject.content_profile_stig", "--root", dir / "root", "--rule", rule});
   INFO("stdout: " << r.out << "\nstderr: " << r.err);
   CHECK(r.exit_code == 1);
   CHECK(r.err.find(rule) != std::string::npos);

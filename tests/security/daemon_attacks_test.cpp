@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/message.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/daemon_process.h"
@@ -68,7 +68,8 @@ std::vector<std::string> Lines(const std::string& text) {
 
 // What `temper watch BATCH --no-follow --json` prints: one event per line; their seqs.
 std::vector<uint64_t> WatchSeqs(const DaemonProcess& daemon, const std::string& batch) {
-  ProcessResult r = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "watch", batch, "--no-follow", "--json"});
+  ProcessResult r =
+      RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "watch", batch, "--no-follow", "--json"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   std::vector<uint64_t> seqs;
@@ -175,8 +176,8 @@ void CheckQuietWhileOutOfDescriptors(DaemonProcess& daemon) {
   double cpu = CpuSeconds(daemon.pid()) - cpu_before;
   size_t logged = daemon.Log().size() - log_before;
   INFO("CPU " << cpu << " s in 2 s; " << logged << " bytes logged");
-  CHECK(cpu < 0.5);        // a loop spinning on accept burns all of the 2 s
-  CHECK(logged < 2048);    // one line when it starts, not one per attempt
+  CHECK(cpu < 0.5);      // a loop spinning on accept burns all of the 2 s
+  CHECK(logged < 2048);  // one line when it starts, not one per attempt
 }
 
 TEST_CASE("SIGPIPE: a signal that kills by default does not stop temperd") {
@@ -261,7 +262,8 @@ grpc::Status CallRaw(grpc::GenericStub& stub, const std::string& method, const M
   return done.get_future().get();
 }
 
-TEST_CASE("client strings: every string field of every request is bounded, and the error names the field and the limit") {
+TEST_CASE(
+    "client strings: every string field of every request is bounded, and the error names the field and the limit") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -277,8 +279,7 @@ TEST_CASE("client strings: every string field of every request is bounded, and t
   const std::string huge(1 << 20, 'a');  // 1 MiB: far beyond any field's use, well within gRPC's 4 MiB
   for (const StringField& f : fields) {
     const Descriptor* type = service->FindMethodByName(f.method)->input_type();
-    std::unique_ptr<Message> request(
-        google::protobuf::MessageFactory::generated_factory()->GetPrototype(type)->New());
+    std::unique_ptr<Message> request(google::protobuf::MessageFactory::generated_factory()->GetPrototype(type)->New());
     SetString(*request, f.chain, huge);
     grpc::Status s = CallRaw(stub, "/temper.v1.Temper/" + f.method, *request);
     INFO(f.method << " " << f.path << " -> " << s.error_code() << ": " << s.error_message().substr(0, 300));
@@ -315,7 +316,9 @@ TEST_CASE("journal brick: a 2 MiB cancel reason does not stop temperd's next sta
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not stop the start, and its event is still served") {
+TEST_CASE(
+    "journal brick: a line over 1 MiB left by an older temperd does not stop the start, and its event is still "
+    "served") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -337,7 +340,8 @@ TEST_CASE("journal brick: a line over 1 MiB left by an older temperd does not st
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cut, and the file keeps every event once") {
+TEST_CASE(
+    "journal brick: a torn last line over 1 MiB (a crash mid-append) is cut, and the file keeps every event once") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -348,7 +352,8 @@ TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cu
   EventRecord legacy = InsertLegacyEvent(dir / "state/temper.db", std::stoll(batch), 3 << 20);
   std::string file = dir / fmt::format("state/journal/batch-{}.jsonl", batch);
   std::string line = JournalFiles::ToJsonLine(legacy);
-  dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch), ReadFileOrEmpty(file) + line.substr(0, line.size() / 2));
+  dir.Write(fmt::format("state/journal/batch-{}.jsonl", batch),
+            ReadFileOrEmpty(file) + line.substr(0, line.size() / 2));
 
   stub = Restart(daemon);
   std::vector<temper::v1::JournalEvent> events = ReadJournal(*stub, batch);
@@ -360,7 +365,8 @@ TEST_CASE("journal brick: a torn last line over 1 MiB (a crash mid-append) is cu
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("journal brick: garbage in a journal file is reported with file and line, and temperd starts with every event") {
+TEST_CASE(
+    "journal brick: garbage in a journal file is reported with file and line, and temperd starts with every event") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -388,7 +394,8 @@ TEST_CASE("journal brick: garbage in a journal file is reported with file and li
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("EMFILE: temperd out of descriptors on its unix socket neither spins nor dies, and serves once they free up") {
+TEST_CASE(
+    "EMFILE: temperd out of descriptors on its unix socket neither spins nor dies, and serves once they free up") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -421,13 +428,15 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   chmod(dir.Write("token", "s3cret-token\n").c_str(), 0600);
   int port = FreePort();
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
-                                                      "tls_key: key.pem\ntoken_file: token", port)});
+                                                     "tls_key: key.pem\ntoken_file: token",
+                                                     port)});
   Status started = daemon.Start();
   INFO(started.message());
   REQUIRE(started.ok());
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = ReadFileOrEmpty(dir / "cert.pem");
-  auto creds = grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"));
+  auto creds =
+      grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"));
   auto list = [&] {
     auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(fmt::format("localhost:{}", port), creds));
     temper::v1::ListBatchesResponse out;

@@ -43,7 +43,8 @@ TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at onc
   // Whichever rule the Architect takes first, its last command turns both rules' fix script paths
   // into FIFOs; the other rule's Worker then writes its fix script there and runs it.
   for (const char* rule : {kRuleA, kRuleB}) script.rules[rule].regress_first = 1;
-  script.regress_command = fmt::format("mkfifo {} {}", scripted::FixScriptPath(kRuleA), scripted::FixScriptPath(kRuleB));
+  script.regress_command =
+      fmt::format("mkfifo {} {}", scripted::FixScriptPath(kRuleA), scripted::FixScriptPath(kRuleB));
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
   LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
@@ -53,7 +54,8 @@ TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at onc
   nlohmann::json refused;
   for (auto deadline = security::Clock::now() + 4min; refused.is_null() && security::Clock::now() < deadline;) {
     for (const nlohmann::json& call : ToolCalls(d, id)) {
-      if (call.value("tool", "") == "write_file" && call.value("detail", "").find("FIFO") != std::string::npos) refused = call;
+      if (call.value("tool", "") == "write_file" && call.value("detail", "").find("FIFO") != std::string::npos)
+        refused = call;
     }
     if (refused.is_null()) std::this_thread::sleep_for(200ms);
   }

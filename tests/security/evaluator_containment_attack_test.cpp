@@ -12,13 +12,13 @@
 #include <random>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "orchestrator/temp_dir.h"
+#include "stig/rootfs_fixture.h"
 #include "stig/scap/evaluator.h"
 #include "stig/scap/oval_evidence.h"
-#include "stig/rootfs_fixture.h"
 
 namespace temper::stig {
 namespace {
@@ -93,7 +93,8 @@ TEST_CASE("Target symlink to a host directory: a file walk enumerates no host fi
   // (permissions_local_var_log): point the first at the host directory.
   RunInTarget(*t, "mkdir -p /var/log && rm -rf /var/log/audit && ln -s " + (host / "walked") + " /var/log/audit");
 
-  std::string out = EvaluationOutput(*t, {"file_permissions_var_log_audit", "permissions_local_var_log"}, host / "results");
+  std::string out =
+      EvaluationOutput(*t, {"file_permissions_var_log_audit", "permissions_local_var_log"}, host / "results");
   CHECK(out.find(name) == std::string::npos);
 }
 

@@ -10,9 +10,9 @@
 #include <regex>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "security/lm_serve_process.h"
@@ -25,12 +25,17 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 std::string Post(const std::string& path, const std::string& body, const std::string& extra_headers = "") {
-  return fmt::format("POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{}",
-                     path, extra_headers, body.size(), body);
+  return fmt::format(
+      "POST {} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{}Content-Length: {}\r\n\r\n{}", path,
+      extra_headers, body.size(), body);
 }
 
 json Completion(int max_tokens, bool stream = false, const std::string& model = "gemma4-tiny") {
-  return {{"model", model}, {"prompt", {2, 17, 33, 5}}, {"max_tokens", max_tokens}, {"temperature", 0}, {"stream", stream}};
+  return {{"model", model},
+          {"prompt", {2, 17, 33, 5}},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"stream", stream}};
 }
 
 // One Prometheus sample of /metrics (temper_engine_<name>), -1 when absent.
@@ -114,8 +119,9 @@ TEST_CASE("huge body: a declared 1 GiB body gets 413 at once, without the server
   REQUIRE(lm.Start().ok());
   int fd = ConnectLoopback(lm.port());
   REQUIRE(fd >= 0);
-  REQUIRE(SendAll(fd, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                      "Content-Length: 1073741824\r\n\r\n{\"model\":"));
+  REQUIRE(SendAll(fd,
+                  "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                  "Content-Length: 1073741824\r\n\r\n{\"model\":"));
   Clock::time_point start = Clock::now();
   std::string reply = ReadResponse(fd, 3s);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -188,7 +194,8 @@ TEST_CASE("API key: requests without the key or with a wrong one get 401, and no
   check_401(c.Post("/v1/completions", Completion(2).dump(), "application/json"));
   check_401(c.Get("/v1/models", {{"Authorization", "Bearer " + wrong}}));
   check_401(c.Get("/metrics", {{"Authorization", "Bearer " + wrong}}));
-  check_401(c.Post("/v1/completions", {{"Authorization", "Bearer " + wrong}}, Completion(2).dump(), "application/json"));
+  check_401(
+      c.Post("/v1/completions", {{"Authorization", "Bearer " + wrong}}, Completion(2).dump(), "application/json"));
   check_401(c.Get("/v1/models", {{"Authorization", "Bearer " + key + "x"}}));
   check_401(c.Get("/v1/models", {{"Authorization", key}}));
 
@@ -198,7 +205,8 @@ TEST_CASE("API key: requests without the key or with a wrong one get 401, and no
   auto models = c.Get("/v1/models", {{"Authorization", "Bearer " + key}});
   REQUIRE(models);
   CHECK(models->status == 200);
-  auto completion = c.Post("/v1/completions", {{"Authorization", "Bearer " + key}}, Completion(2).dump(), "application/json");
+  auto completion =
+      c.Post("/v1/completions", {{"Authorization", "Bearer " + key}}, Completion(2).dump(), "application/json");
   REQUIRE(completion);
   CHECK(completion->status == 200);
 

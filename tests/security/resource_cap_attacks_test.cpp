@@ -126,7 +126,8 @@ TEST_CASE("filling the writable layer to the last block ends with 'full', the ta
   const std::uint64_t free_in_target = std::stoull(avail->output);
   INFO("the sandbox sees " << free_in_target << " bytes free");
   REQUIRE(free_in_target <= kDefaultDiskCap);
-  auto fill = tools.RunCommand(fmt::format("fallocate -l {} /fill; head -c 64M /dev/zero > /more", free_in_target), 120s);
+  auto fill =
+      tools.RunCommand(fmt::format("fallocate -l {} /fill; head -c 64M /dev/zero > /more", free_in_target), 120s);
   REQUIRE_FALSE(fill.ok());
   CHECK(fill.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(fill.status().message(), Catch::StartsWith("the target's writable layer is full (cap 8 GiB)"));
@@ -172,8 +173,9 @@ TEST_CASE("sandboxed commands are the OOM killer's first choice, and never inher
 TEST_CASE("a shielded daemon's children on the host start at the default OOM score, not the daemon's") {
   const int before = OwnOomScoreAdj();
   if (!SetOwnOomScoreAdj(-900)) {
-    TEMPER_SKIP("this process cannot lower its oom_score_adj (no CAP_SYS_RESOURCE): the reset of a shielded "
-                "parent's score in its children cannot be exercised here");
+    TEMPER_SKIP(
+        "this process cannot lower its oom_score_adj (no CAP_SYS_RESOURCE): the reset of a shielded "
+        "parent's score in its children cannot be exercised here");
   }
   stig::ProcessSpec spec;
   spec.argv = {"/bin/cat", "/proc/self/oom_score_adj"};

@@ -68,7 +68,7 @@ TEST_CASE("a setuid-root shell made in the sandbox gives no root to an unprivile
   ScopedTarget target("setuid");
   // id(1) stands for the shell: as a setuid-root copy it prints euid=0 when its bit takes effect.
   Sandboxed(*target, "cp /usr/bin/id /root/rootid && chown root:root /root/rootid && chmod 4755 /root/rootid");
-  REQUIRE(target->Snapshot().ok());  // the copy now lives in a frozen layer
+  REQUIRE(target->Snapshot().ok());                                            // the copy now lives in a frozen layer
   Sandboxed(*target, "cp /usr/bin/id /tmp/rootid && chmod 4755 /tmp/rootid");  // and one in the upper layer
 
   const std::string state = fs::absolute(target.dir()).string();

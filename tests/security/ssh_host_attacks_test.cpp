@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/ssh/ssh_test_support.h"
 #include "stig/ssh/ssh_target.h"
+#include "stig/ssh/ssh_test_support.h"
 
 namespace temper::testing {
 namespace {

@@ -34,8 +34,8 @@ void Sandboxed(stig::RootfsTarget& t, const std::string& command) {
 TEST_CASE("read_file of a FIFO made in the target returns an error within a second") {
   ScopedTarget target("fifo-read");
   Sandboxed(*target, "mkfifo /etc/x");
-  auto read = CallWithin(1000ms, [&] { return target->ReadFile("/etc/x", 4096); },
-                         [&] { OpenBothEnds(target->root() + "/etc/x"); });
+  auto read = CallWithin(
+      1000ms, [&] { return target->ReadFile("/etc/x", 4096); }, [&] { OpenBothEnds(target->root() + "/etc/x"); });
   CHECK(read.in_time);
   CHECK(read.took < 1000ms);
   REQUIRE_FALSE(read.value.ok());
@@ -46,8 +46,9 @@ TEST_CASE("read_file of a FIFO made in the target returns an error within a seco
 TEST_CASE("write_file over a FIFO made in the target returns an error within a second") {
   ScopedTarget target("fifo-write");
   Sandboxed(*target, "mkfifo /etc/x");
-  auto write = CallWithin(1000ms, [&] { return target->WriteFile("/etc/x", "data\n", 0644); },
-                          [&] { OpenBothEnds(target->root() + "/etc/x"); });
+  auto write = CallWithin(
+      1000ms, [&] { return target->WriteFile("/etc/x", "data\n", 0644); },
+      [&] { OpenBothEnds(target->root() + "/etc/x"); });
   CHECK(write.in_time);
   CHECK(write.value.code() == StatusCode::kInvalidArgument);
   CHECK(write.value.message() == "/etc/x is a FIFO in the target, not a regular file");
@@ -65,8 +66,9 @@ TEST_CASE("install_package with a FIFO as the target's dpkg status returns an er
   Sandboxed(*target, "mv /var/lib/dpkg/status /var/lib/dpkg/status.real && mkfifo /var/lib/dpkg/status");
   stig::SandboxLimits limits;
   limits.timeout = 30s;
-  auto install = CallWithin(1000ms, [&] { return stig::InstallPackages(*target, {"vlock"}, limits); },
-                            [&] { OpenBothEnds(target->root() + "/var/lib/dpkg/status"); });
+  auto install = CallWithin(
+      1000ms, [&] { return stig::InstallPackages(*target, {"vlock"}, limits); },
+      [&] { OpenBothEnds(target->root() + "/var/lib/dpkg/status"); });
   CHECK(install.in_time);
   REQUIRE_FALSE(install.value.ok());
   CHECK_THAT(install.value.status().message(),
@@ -79,10 +81,12 @@ TEST_CASE("a Worker blocked on a FIFO still sees the batch's cancel: its tools a
   TargetTools tools(*target, [&] { return cancelled.load(); });
   Sandboxed(*target, "mkfifo /root/trap");
   auto unblock = [&] { OpenBothEnds(target->root() + "/root/trap"); };
-  auto read = CallWithin(1000ms, [&] { return tools.ReadFile("/root/trap", 100); }, unblock);
+  auto read = CallWithin(
+      1000ms, [&] { return tools.ReadFile("/root/trap", 100); }, unblock);
   CHECK(read.in_time);
   CHECK_FALSE(read.value.ok());
-  auto write = CallWithin(1000ms, [&] { return tools.WriteFile("/root/trap", "x"); }, unblock);
+  auto write = CallWithin(
+      1000ms, [&] { return tools.WriteFile("/root/trap", "x"); }, unblock);
   CHECK(write.in_time);
   CHECK_FALSE(write.value.ok());
   // A command that blocks on the FIFO inside the sandbox ends as soon as the batch is cancelled,
@@ -91,7 +95,8 @@ TEST_CASE("a Worker blocked on a FIFO still sees the batch's cancel: its tools a
     std::this_thread::sleep_for(500ms);
     cancelled = true;
   });
-  auto run = CallWithin(5000ms, [&] { return tools.RunCommand("cat /root/trap", 20s); }, [] {});
+  auto run = CallWithin(
+      5000ms, [&] { return tools.RunCommand("cat /root/trap", 20s); }, [] {});
   cancel.join();
   CHECK(run.in_time);
   CHECK(run.value.status().code() == StatusCode::kCancelled);
@@ -113,8 +118,9 @@ TEST_CASE("write_file through a final symlink to a device node is refused") {
         "/root/nulldev is a character device in the target, not a regular file");
   CHECK(target->ReadFile("/etc/devlink", 100).status().message() ==
         "/etc/devlink is a character device in the target, not a regular file");
-  auto fifo = CallWithin(1000ms, [&] { return target->WriteFile("/etc/fifolink", "x", 0644); },
-                         [&] { OpenBothEnds(target->root() + "/root/fifo"); });
+  auto fifo = CallWithin(
+      1000ms, [&] { return target->WriteFile("/etc/fifolink", "x", 0644); },
+      [&] { OpenBothEnds(target->root() + "/root/fifo"); });
   CHECK(fifo.in_time);
   CHECK(fifo.value.message() == "/etc/fifolink is a FIFO in the target, not a regular file");
   // The device node is untouched (still a device, still root's), nothing was written through it.

@@ -80,10 +80,17 @@ AttackOutcome PlayToolCalls(RecordingTarget& target, const std::vector<std::pair
   budget.max_steps = static_cast<uint32_t>(calls.size() + 1);
   budget.max_tokens = 1ull << 40;
   WorkerTask task;
-  task.rule = {"xccdf_org.ssgproject.content_rule_banner_etc_issue", "Modify the System Login Banner", "medium",
-               "", "", "", "", {}};
+  task.rule = {"xccdf_org.ssgproject.content_rule_banner_etc_issue",
+               "Modify the System Login Banner",
+               "medium",
+               "",
+               "",
+               "",
+               "",
+               {}};
   task.approach = "Write the banner.";
-  auto client = OpenAIClient::Create("attacker", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, logger);
+  auto client =
+      OpenAIClient::Create("attacker", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, logger);
   REQUIRE(client.ok());
   auto run = Worker(prompts, config, estimator, budget).Run(**client, target, task);
   INFO(run.status().ToString());

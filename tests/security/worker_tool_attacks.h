@@ -27,11 +27,12 @@ class RecordingTarget final : public WorkerTools {
   Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override;
   Status WriteFile(const std::string& path, const std::string& content) override;
   Result<std::string> InstallPackages(const std::vector<std::string>& names, std::chrono::seconds timeout) override;
-  Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge, std::chrono::seconds timeout) override;
+  Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge,
+                                     std::chrono::seconds timeout) override;
 
-  std::vector<std::string> commands;       // every command that reached the target, in order
+  std::vector<std::string> commands;         // every command that reached the target, in order
   std::map<std::string, std::string> files;  // path → content (seeded by a case, or written)
-  std::vector<std::string> written;        // paths write_file reached, in order
+  std::vector<std::string> written;          // paths write_file reached, in order
 };
 
 struct AttackOutcome {

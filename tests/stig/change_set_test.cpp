@@ -7,11 +7,12 @@ namespace {
 
 ChangeSet Sample() {
   ChangeSet cs;
-  cs.files.push_back({.path = "/etc/issue.net",
-                      .change = FileChangeKind::kModified,
-                      .before = FileState{FileType::kFile, 0644, 0, 0, 20, ""},
-                      .after = FileState{FileType::kFile, 0644, 0, 0, 31, ""},
-                      .diff = "--- a/etc/issue.net\n+++ b/etc/issue.net\n@@ -1 +1 @@\n-Debian\n+Authorized use only\n"});
+  cs.files.push_back(
+      {.path = "/etc/issue.net",
+       .change = FileChangeKind::kModified,
+       .before = FileState{FileType::kFile, 0644, 0, 0, 20, ""},
+       .after = FileState{FileType::kFile, 0644, 0, 0, 31, ""},
+       .diff = "--- a/etc/issue.net\n+++ b/etc/issue.net\n@@ -1 +1 @@\n-Debian\n+Authorized use only\n"});
   cs.files.push_back({.path = "/etc/localtime",
                       .change = FileChangeKind::kModified,
                       .before = FileState{FileType::kSymlink, 0777, 0, 0, 27, "/usr/share/zoneinfo/Etc/UTC"},
@@ -20,9 +21,12 @@ ChangeSet Sample() {
                       .change = FileChangeKind::kMetadata,
                       .before = FileState{FileType::kDir, 02755, 0, 0, 0, ""},
                       .after = FileState{FileType::kDir, 0750, 0, 42, 0, ""}});
-  cs.files.push_back({.path = "/usr/bin/tool", .change = FileChangeKind::kAdded,
-                      .after = FileState{FileType::kFile, 04755, 0, 0, 9000, ""}, .binary = true});
-  cs.files.push_back({.path = "/var/log/big", .change = FileChangeKind::kDeleted,
+  cs.files.push_back({.path = "/usr/bin/tool",
+                      .change = FileChangeKind::kAdded,
+                      .after = FileState{FileType::kFile, 04755, 0, 0, 9000, ""},
+                      .binary = true});
+  cs.files.push_back({.path = "/var/log/big",
+                      .change = FileChangeKind::kDeleted,
                       .before = FileState{FileType::kFile, 0640, 0, 4, 300000, ""},
                       .diff_skipped = "larger than 256 KiB"});
   cs.packages = {{"aide 0.17.4-1"}, {"telnet 0.17-44"}, {"bash 5.2-1 -> 5.2-2"}};
@@ -74,13 +78,20 @@ TEST_CASE("Malformed change sets are refused with the field named", "[stig][chan
   CHECK(error(R"({"files":[{"path":"etc/x","change":"added"}]})") == "files[0].path: expected an absolute path");
   CHECK(error(R"({"files":[{"path":"/x","change":"renamed"}]})") ==
         "files[0].change: \"renamed\" is not added, modified, deleted or metadata");
-  CHECK(error(R"({"files":[{"path":"/x","change":"added","after":{"type":"file","mode":"0999","uid":0,"gid":0,"size":1}}]})") ==
-        "files[0].after.mode: \"0999\" is not an octal mode such as \"0644\"");
-  CHECK(error(R"({"files":[{"path":"/x","change":"added","after":{"type":"pipe","mode":"0644","uid":0,"gid":0,"size":1}}]})") ==
-        "files[0].after.type: \"pipe\" is not file, dir, symlink or other");
-  CHECK(error(R"({"files":[{"path":"/x","change":"added","after":{"type":"file","mode":"0644","uid":-1,"gid":0,"size":1}}]})") ==
-        "files[0].after.uid: expected a non-negative integer");
-  CHECK(error(R"({"files":[{"path":"/x","change":"added","binary":"yes"}]})") == "files[0].binary: expected true or false");
+  CHECK(
+      error(
+          R"({"files":[{"path":"/x","change":"added","after":{"type":"file","mode":"0999","uid":0,"gid":0,"size":1}}]})") ==
+      "files[0].after.mode: \"0999\" is not an octal mode such as \"0644\"");
+  CHECK(
+      error(
+          R"({"files":[{"path":"/x","change":"added","after":{"type":"pipe","mode":"0644","uid":0,"gid":0,"size":1}}]})") ==
+      "files[0].after.type: \"pipe\" is not file, dir, symlink or other");
+  CHECK(
+      error(
+          R"({"files":[{"path":"/x","change":"added","after":{"type":"file","mode":"0644","uid":-1,"gid":0,"size":1}}]})") ==
+      "files[0].after.uid: expected a non-negative integer");
+  CHECK(error(R"({"files":[{"path":"/x","change":"added","binary":"yes"}]})") ==
+        "files[0].binary: expected true or false");
   CHECK(error(R"({"packages":{"installed":["a 1", 2]}})") == "packages.installed[1]: expected a string");
   CHECK(error(R"({"services":[]})") == "services: expected an object");
 }

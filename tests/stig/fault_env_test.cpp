@@ -39,7 +39,7 @@ TEST_CASE("FaultEnv fails exactly the Nth write, once, after writing half of it"
   CHECK(env.fired());
   CHECK(env.fired_at() == "write #3 (append to " + dir.path + "/f)");
   CHECK(ReadAll(dir.path + "/f") == "one\ntwo\nthr");  // torn, as on a full disk
-  REQUIRE(file->Append("ee\n").ok());  // the next write passes
+  REQUIRE(file->Append("ee\n").ok());                  // the next write passes
   CHECK(env.count(Op::kWrite) == 4);
   CHECK(env.count(Op::kSync) == 0);
   // Truncates count as writes; counting restarts from the arming.

@@ -115,7 +115,8 @@ TEST_CASE("Removals take only the packages named", "[stig][package_install]") {
   INFO(purged.status().ToString());
   REQUIRE(purged.ok());
   CHECK(std::count(purged->changed.begin(), purged->changed.end(), "Removing temper-test-dep (1.0)") == 1);
-  CHECK(Shell(*t, "dpkg-query -W -f '${Status}' temper-test-ok 2>&1") == "dpkg-query: no packages found matching temper-test-ok\n");
+  CHECK(Shell(*t, "dpkg-query -W -f '${Status}' temper-test-ok 2>&1") ==
+        "dpkg-query: no packages found matching temper-test-ok\n");
 
   // Known to the target's apt (it is in Debian) but not installed: nothing to do, not an error.
   auto again = RemovePackages(*t, {"vlock"}, false, Limits());
@@ -141,14 +142,14 @@ apt-get install -y -q chrony ufw && systemctl enable ufw  # and again: apt-get i
 apt install --no-install-recommends 'opensc-pkcs11'; apt-get remove -y telnetd
 apt-get install -y "$pkg" ${OTHER}
 echo "apt-get install is what fixes use")";
-  CHECK(PackagesInstalledBy(script) ==
-        std::vector<std::string>{"aide", "vlock", "chrony", "ufw", "opensc-pkcs11"});
+  CHECK(PackagesInstalledBy(script) == std::vector<std::string>{"aide", "vlock", "chrony", "ufw", "opensc-pkcs11"});
 }
 
 // With systemd not running, systemctl still enables, disables and masks units by their symlinks,
 // as on a host (`systemctl --root` style): what SSG's service fixes and the Worker rely on. Only
 // the runtime verbs (start, --now) fail, saying so.
-TEST_CASE("Units are enabled and masked by their symlinks with systemd not running", "[stig][package_install][services]") {
+TEST_CASE("Units are enabled and masked by their symlinks with systemd not running",
+          "[stig][package_install][services]") {
   RepoCache cache("services");
   ScopedTarget t("pkg-services", cache.options);
   REQUIRE(InstallPackages(*t, {"temper-test-service"}, Limits()).ok());

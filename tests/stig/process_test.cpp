@@ -28,7 +28,8 @@ TEST_CASE("RunProcess captures output, stdin and exit codes", "[stig][process]")
   CHECK(r->Describe() == "exit 3");
 }
 
-TEST_CASE("RunProcess: a child that exits before reading its stdin is stdin_cut_short, not a SIGPIPE", "[stig][process]") {
+TEST_CASE("RunProcess: a child that exits before reading its stdin is stdin_cut_short, not a SIGPIPE",
+          "[stig][process]") {
   // This test process keeps SIGPIPE's default action (terminate): a raised SIGPIPE would end it.
   struct sigaction current {};
   REQUIRE(sigaction(SIGPIPE, nullptr, &current) == 0);

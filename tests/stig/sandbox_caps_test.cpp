@@ -2,8 +2,8 @@
 // command that hits a cap is told.
 #include "stig/sandbox_caps.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 namespace temper::stig {
 namespace {

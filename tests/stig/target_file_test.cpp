@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "scratch_space.h"
 

@@ -16,8 +16,8 @@
 #include <fstream>
 #include <string>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "scratch_space.h"
 #include "stig/process.h"
@@ -79,9 +79,8 @@ class TestRepository {
         name, relations);
     if (!postinst.empty()) {
       std::ofstream(tree / "DEBIAN/postinst") << postinst;
-      fs::permissions(tree / "DEBIAN/postinst", fs::perms::owner_all | fs::perms::group_read |
-                                                    fs::perms::group_exec | fs::perms::others_read |
-                                                    fs::perms::others_exec);
+      fs::permissions(tree / "DEBIAN/postinst", fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                                    fs::perms::others_read | fs::perms::others_exec);
     }
     for (const auto& [path, content] : files) {
       fs::create_directories((tree / path).parent_path());

@@ -40,13 +40,14 @@ TEST_CASE("A change that passes its rule but breaks sshd -t is rejected", "[stig
   // The rule's own line is right, and a bogus keyword beside it makes sshd refuse its config.
   REQUIRE(ApplyFix(*t, "sshd_disable_root_login").ok());
   REQUIRE(t->Run("echo 'PermitRootLogin no' >> /etc/ssh/sshd_config; echo 'NoSuchKeyword yes' >> /etc/ssh/sshd_config",
-                 SandboxLimits{})->Succeeded());
+                 SandboxLimits{})
+              ->Succeeded());
   VerificationRequest req;
   req.rule_ids = {"sshd_disable_root_login"};
   req.health_before = &*before;
   auto v = Verify(*t, ev, req);
   REQUIRE(v.ok());
-  CHECK(v->rules_pass());  // OpenSCAP is satisfied...
+  CHECK(v->rules_pass());                                              // OpenSCAP is satisfied...
   CHECK(v->broken_health == std::vector<std::string>{"sshd-config"});  // ...sshd is not
   CHECK_FALSE(v->accepted());
   CHECK(v->Summary().find("health broken: sshd-config") != std::string::npos);
@@ -65,8 +66,8 @@ TEST_CASE("A change that breaks a previously passing rule is a regression", "[st
 
   // The next "fix" for a different rule rewrites sshd_config and re-enables root login.
   REQUIRE(ApplyFix(*t, "sshd_disable_empty_passwords").ok());
-  REQUIRE(t->Run("sed -i 's/^PermitRootLogin no/PermitRootLogin yes/' /etc/ssh/sshd_config", SandboxLimits{})
-              ->Succeeded());
+  REQUIRE(
+      t->Run("sed -i 's/^PermitRootLogin no/PermitRootLogin yes/' /etc/ssh/sshd_config", SandboxLimits{})->Succeeded());
   VerificationRequest second;
   second.rule_ids = {"sshd_disable_empty_passwords"};
   second.previously_passing = {"sshd_disable_root_login", "package_sudo_installed"};

@@ -28,7 +28,7 @@ using std::chrono::microseconds;
 
 // Where a block takes its call's sequence number from.
 enum class SequenceRule {
-  kPerCall,              // all_reduce_protocol.h: the rank's call count, moved on by the call's last block
+  kPerCall,                // all_reduce_protocol.h: the rank's call count, moved on by the call's last block
   kPerBlockFirstProtocol,  // the first protocol: each block's own count of the calls it took part in
 };
 
@@ -92,9 +92,9 @@ class ProtocolModel {
         for (int s = 0; s < tp; ++s) want += Input(s, static_cast<int>(c), i);
         for (int r = 0; r < tp; ++r) {
           if (data[r][c][i] != want) {
-            return "call " + std::to_string(c) + " (" + std::to_string(sizes[c]) + " floats), rank " + std::to_string(r) +
-                   ", element " + std::to_string(i) + ": " + std::to_string(data[r][c][i]) + " instead of " +
-                   std::to_string(want);
+            return "call " + std::to_string(c) + " (" + std::to_string(sizes[c]) + " floats), rank " +
+                   std::to_string(r) + ", element " + std::to_string(i) + ": " + std::to_string(data[r][c][i]) +
+                   " instead of " + std::to_string(want);
           }
         }
       }
@@ -128,8 +128,8 @@ class ProtocolModel {
     auto maybe_stall = [&](int one_in) {
       if (rng() % one_in == 0) std::this_thread::sleep_for(microseconds(100 + rng() % 1500));
     };
-    const uint32_t seq = o_.rule == SequenceRule::kPerCall ? state.calls.load(std::memory_order_relaxed) + 1
-                                                           : state.block_calls[b] + 1;
+    const uint32_t seq =
+        o_.rule == SequenceRule::kPerCall ? state.calls.load(std::memory_order_relaxed) + 1 : state.block_calls[b] + 1;
     const Chunk chunk = OneShotChunk(n, grid, b);
     const int tp = o_.tp;
 
@@ -214,9 +214,10 @@ TEST_CASE("all-reduce protocol (host model): every rank holds the exact sum, cal
   }
 }
 
-TEST_CASE("all-reduce protocol (host model): the first protocol's per-block call counts hold while the grid "
-          "stays, and corrupt sums once it changes",
-          "[engine][cuda][all_reduce]") {
+TEST_CASE(
+    "all-reduce protocol (host model): the first protocol's per-block call counts hold while the grid "
+    "stays, and corrupt sums once it changes",
+    "[engine][cuda][all_reduce]") {
   ModelOptions o;
   o.tp = 4;
   o.rule = SequenceRule::kPerBlockFirstProtocol;

@@ -108,7 +108,7 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
     options.slot_bytes = 64 * 1024;  // small slots: the 86 KB message goes in rounds
     auto ar = DeviceAllReduce::Create(devices, options);
     if (!ar.ok()) FAIL(ar.status().ToString());
-    CHECK((*ar)->topology().p2p_ok);              // one GPU: its own memory
+    CHECK((*ar)->topology().p2p_ok);                // one GPU: its own memory
     CHECK_FALSE((*ar)->topology().nccl_available);  // NCCL refuses two ranks on one GPU
     for (AllReduceAlgo algo : {AllReduceAlgo::kOneShotP2p, AllReduceAlgo::kHostStaged}) {
       for (size_t n : {size_t{1}, size_t{1000}, size_t{2688}, size_t{21504}, size_t{12347}}) {
@@ -118,7 +118,8 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
       }
     }
     float* dummy = nullptr;
-    CHECK((*ar)->AllReduceSumWith(AllReduceAlgo::kNccl, 0, dummy, 4, nullptr).code() == StatusCode::kFailedPrecondition);
+    CHECK((*ar)->AllReduceSumWith(AllReduceAlgo::kNccl, 0, dummy, 4, nullptr).code() ==
+          StatusCode::kFailedPrecondition);
   }
 }
 

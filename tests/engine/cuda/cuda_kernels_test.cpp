@@ -19,7 +19,6 @@
 #include <random>
 #include <vector>
 
-#include "engine/model/bf16.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/kernel_math.h"
@@ -27,6 +26,7 @@
 #include "engine/cuda/reference_ops.h"
 #include "engine/cuda_test_support.h"
 #include "engine/golden_fixture.h"
+#include "engine/model/bf16.h"
 
 namespace temper::engine::cuda {
 namespace {
@@ -102,7 +102,8 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
     const float inv = 1.0f / std::sqrt(float(ss / hd) + 1e-6f);
     for (int i = 0; i < hd; ++i) want[r * hd + i] = x[r * hd + i] * inv * Bf16ToFloat(w[i]);
     const int64_t p = pos[r / heads];
-    for (int j = 0; j < angles; ++j) math::RopePair(want[r * hd + j], want[r * hd + j + hd / 2], cos[p * angles + j], sin[p * angles + j]);
+    for (int j = 0; j < angles; ++j)
+      math::RopePair(want[r * hd + j], want[r * hd + j + hd / 2], cos[p * angles + j], sin[p * angles + j]);
   }
   DeviceVec dx(x);
   DeviceVec dw(w);
@@ -110,7 +111,8 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
   DeviceVec ds(sin);
   DeviceVec dp(pos);
   REQUIRE(LaunchNormRope(dx.get(), dx.get(), dw.get(), positions_n * heads, hd, 1e-6f,
-                         RopeView{dc.get(), ds.get(), angles}, dp.get(), heads, nullptr).ok());
+                         RopeView{dc.get(), ds.get(), angles}, dp.get(), heads, nullptr)
+              .ok());
   Near(dx.Read(), want, 1e-5f, 1e-5f);
 
   const auto res = RandomFloats(x.size(), 5), branch = RandomFloats(x.size(), 6, 10.0f);
@@ -119,7 +121,8 @@ TEST_CASE("RMSNorm with RoPE, and the sandwich-norm residual update") {
     double ss = 0;
     for (int i = 0; i < hd; ++i) ss += double(branch[r * hd + i]) * branch[r * hd + i];
     const float inv = 1.0f / std::sqrt(float(ss / hd) + 1e-6f);
-    for (int i = 0; i < hd; ++i) want_res[r * hd + i] = (res[r * hd + i] + branch[r * hd + i] * inv * Bf16ToFloat(w[i])) * 0.5f;
+    for (int i = 0; i < hd; ++i)
+      want_res[r * hd + i] = (res[r * hd + i] + branch[r * hd + i] * inv * Bf16ToFloat(w[i])) * 0.5f;
   }
   DeviceVec dr(res);
   DeviceVec db(branch);
@@ -158,7 +161,8 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
         vals.push_back(vd);
       }
       if (!sliding)
-        for (int j = 0; j < angles; ++j) math::RopePair(key[j], key[j + hd / 2], cos[p * angles + j], sin[p * angles + j]);
+        for (int j = 0; j < angles; ++j)
+          math::RopePair(key[j], key[j + hd / 2], cos[p * angles + j], sin[p * angles + j]);
       float s = 0;
       for (int d = 0; d < hd; ++d) s += q[h * hd + d] * key[d];
       scores.push_back(s);
@@ -186,13 +190,25 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
   DeviceVec dend(std::vector<int64_t>{pos + 1});
   DeviceVec dout(std::vector<float>(q.size()));
   DeviceVec dpart(std::vector<float>(size_t(q_heads) * splits * (hd + 2)));
-  KvLayerView kv{.k = sliding ? dk.get() : nullptr, .v = dv.get(), .k_norm = dkn.get(), .sliding = sliding,
-                 .window = window, .kv_heads = kv_heads, .head_dim = hd, .block_tokens = bt,
+  KvLayerView kv{.k = sliding ? dk.get() : nullptr,
+                 .v = dv.get(),
+                 .k_norm = dkn.get(),
+                 .sliding = sliding,
+                 .window = window,
+                 .kv_heads = kv_heads,
+                 .head_dim = hd,
+                 .block_tokens = bt,
                  .rope = RopeView{dc.get(), ds.get(), angles}};
-  const RowTables t{.positions = dpos.get(), .slots = dsl.get(), .chunk_start = dstart.get(), .first_row = dfirst.get(),
-                    .chunk_end = dend.get(), .blocks = dbl.get(), .max_blocks = 4};
+  const RowTables t{.positions = dpos.get(),
+                    .slots = dsl.get(),
+                    .chunk_start = dstart.get(),
+                    .first_row = dfirst.get(),
+                    .chunk_end = dend.get(),
+                    .blocks = dbl.get(),
+                    .max_blocks = 4};
   REQUIRE(LaunchAttention(kv, dq.get(), nullptr, nullptr, dout.get(), 1, t, HeadRange{q_heads, 0, group, 0}, splits,
-                          dpart.get(), nullptr).ok());
+                          dpart.get(), nullptr)
+              .ok());
   Near(dout.Read(), want, 1e-4f, 1e-3f);
 }
 
@@ -217,9 +233,9 @@ TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths,
   struct Shape {
     int n, k;
   };
-  for (const Shape s : {Shape{65536, 1}, Shape{65536, 64}, Shape{65536, 256}, Shape{262144, 64}, Shape{512, 1},
-                        Shape{512, 7}, Shape{512, 64}, Shape{512, 256}, Shape{5000, 100}, Shape{2049, 64},
-                        Shape{200, 200}}) {
+  for (const Shape s :
+       {Shape{65536, 1}, Shape{65536, 64}, Shape{65536, 256}, Shape{262144, 64}, Shape{512, 1}, Shape{512, 7},
+        Shape{512, 64}, Shape{512, 256}, Shape{5000, 100}, Shape{2049, 64}, Shape{200, 200}}) {
     for (int pattern = 0; pattern < 6; ++pattern) {
       const int padding = pattern < 3 ? 3 : 0;  // rows packed as the sampler's logits come, and rows with a tail
       INFO("n " << s.n << ", k " << s.k << ", pattern " << pattern % 3 << ", row padding " << padding);
@@ -269,11 +285,11 @@ TEST_CASE("top candidates refuse k beyond 256 or n") {
   DeviceVec ids(std::vector<int32_t>(600));
   DeviceVec one(std::vector<float>(1));
   DeviceVec scratch(std::vector<char>(TopCandidatesScratchBytes(1, 600, 300)));
-  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 600, 257, 0, temps.get(), vals.get(), ids.get(), one.get(),
-                            one.get(), scratch.get(), nullptr)
+  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 600, 257, 0, temps.get(), vals.get(), ids.get(), one.get(), one.get(),
+                            scratch.get(), nullptr)
             .code() == StatusCode::kInvalidArgument);
-  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 100, 101, 0, temps.get(), vals.get(), ids.get(), one.get(),
-                            one.get(), scratch.get(), nullptr)
+  CHECK(LaunchTopCandidates(logits.get(), 600, 1, 100, 101, 0, temps.get(), vals.get(), ids.get(), one.get(), one.get(),
+                            scratch.get(), nullptr)
             .code() == StatusCode::kInvalidArgument);
 }
 
@@ -384,8 +400,12 @@ TEST_CASE("twin: embedding, norms with RoPE, residual, GeGLU, gather, softcap", 
     auto pos = t.Upload(std::vector<int64_t>{0, 63, -1});  // the last row is padding: normed, not rotated
     auto q = t.Upload(RandomFloats(size_t(3) * heads * hd, 4, 2.0f));
     auto out = t.Empty<float>(q.n);
-    REQUIRE(t.gpu().NormRope(q.gpu, out.gpu, w.gpu, 3 * heads, hd, 1e-6f, RopeView{c.gpu, s.gpu, angles}, pos.gpu, heads).ok());
-    REQUIRE(t.ref().NormRope(q.ref, out.ref, w.ref, 3 * heads, hd, 1e-6f, RopeView{c.ref, s.ref, angles}, pos.ref, heads).ok());
+    REQUIRE(t.gpu()
+                .NormRope(q.gpu, out.gpu, w.gpu, 3 * heads, hd, 1e-6f, RopeView{c.gpu, s.gpu, angles}, pos.gpu, heads)
+                .ok());
+    REQUIRE(t.ref()
+                .NormRope(q.ref, out.ref, w.ref, 3 * heads, hd, 1e-6f, RopeView{c.ref, s.ref, angles}, pos.ref, heads)
+                .ok());
     Near(t.Gpu(out), t.Ref(out), 1e-5f, 1e-5f);
     // In place, no weight (v_norm).
     REQUIRE(t.gpu().NormRope(q.gpu, q.gpu, nullptr, 3 * heads, hd, 1e-6f, RopeView{}, nullptr, 1).ok());
@@ -468,9 +488,14 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits) {
   for (int b = 0; b < max_blocks; ++b) tables[max_blocks + b] = (7 + 9 * b) % 32;
   auto blocks = t.Upload(tables);
   auto make_kv = [&](bool gpu) {
-    return KvLayerView{.k = k_eq_v ? nullptr : (gpu ? kc.gpu : kc.ref), .v = gpu ? vc.gpu : vc.ref,
-                       .k_norm = gpu ? k_norm.gpu : k_norm.ref, .sliding = sliding, .window = window,
-                       .kv_heads = kv_heads, .head_dim = hd, .block_tokens = bt,
+    return KvLayerView{.k = k_eq_v ? nullptr : (gpu ? kc.gpu : kc.ref),
+                       .v = gpu ? vc.gpu : vc.ref,
+                       .k_norm = gpu ? k_norm.gpu : k_norm.ref,
+                       .sliding = sliding,
+                       .window = window,
+                       .kv_heads = kv_heads,
+                       .head_dim = hd,
+                       .block_tokens = bt,
                        .rope = RopeView{gpu ? c.gpu : c.ref, gpu ? s.gpu : s.ref, angles}};
   };
   // Pass: 6 rows of sequence 1 at positions 30..35 (its earlier 30 in the cache), then a padding row.
@@ -482,9 +507,12 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits) {
   auto first = t.Upload(std::vector<int32_t>{0, 0, 0, 0, 0, 0, 6});
   auto end = t.Upload(std::vector<int64_t>{36, 36, 36, 36, 36, 36, 0});
   auto tables_for = [&](bool gpu) {
-    return RowTables{.positions = gpu ? pos.gpu : pos.ref, .slots = gpu ? slots.gpu : slots.ref,
-                     .chunk_start = gpu ? start.gpu : start.ref, .first_row = gpu ? first.gpu : first.ref,
-                     .chunk_end = gpu ? end.gpu : end.ref, .blocks = gpu ? blocks.gpu : blocks.ref,
+    return RowTables{.positions = gpu ? pos.gpu : pos.ref,
+                     .slots = gpu ? slots.gpu : slots.ref,
+                     .chunk_start = gpu ? start.gpu : start.ref,
+                     .first_row = gpu ? first.gpu : first.ref,
+                     .chunk_end = gpu ? end.gpu : end.ref,
+                     .blocks = gpu ? blocks.gpu : blocks.ref,
                      .max_blocks = max_blocks};
   };
   auto q = t.Upload(RandomFloats(size_t(rows) * q_heads * hd, 23));
@@ -493,8 +521,12 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits) {
   auto out = t.Empty<float>(q.n);
   auto part = t.Empty<float>(size_t(rows) * q_heads * splits * (hd + 2));
   const HeadRange heads{q_heads, 0, group, 0};
-  REQUIRE(t.gpu().Attention(make_kv(true), q.gpu, k.gpu, v.gpu, out.gpu, rows, tables_for(true), heads, splits, part.gpu).ok());
-  REQUIRE(t.ref().Attention(make_kv(false), q.ref, k.ref, v.ref, out.ref, rows, tables_for(false), heads, splits, part.ref).ok());
+  REQUIRE(t.gpu()
+              .Attention(make_kv(true), q.gpu, k.gpu, v.gpu, out.gpu, rows, tables_for(true), heads, splits, part.gpu)
+              .ok());
+  REQUIRE(t.ref()
+              .Attention(make_kv(false), q.ref, k.ref, v.ref, out.ref, rows, tables_for(false), heads, splits, part.ref)
+              .ok());
   Near(t.Gpu(out), t.Ref(out), 1e-4f, 1e-3f);
   REQUIRE(t.gpu().KvWrite(make_kv(true), k.gpu, v.gpu, rows, tables_for(true)).ok());
   REQUIRE(t.ref().KvWrite(make_kv(false), k.ref, v.ref, rows, tables_for(false)).ok());

@@ -42,8 +42,8 @@ Result<ReferenceDevice> MakeDevice(int tp, DeviceBackendOptions options = {}, si
   if (options.max_context == 0) options.max_context = 256;
   if (options.kv.max_tokens == 16384) options.kv.max_tokens = 512;
   options.kv.block_tokens = 4;  // small blocks, so a prompt spans several
-  TEMPER_ASSIGN_OR_RETURN(d.backend, DeviceBackend::Create(Tiny().config, synthetic ? nullptr : Tiny().weights,
-                                                            std::move(ops), options));
+  TEMPER_ASSIGN_OR_RETURN(
+      d.backend, DeviceBackend::Create(Tiny().config, synthetic ? nullptr : Tiny().weights, std::move(ops), options));
   return d;
 }
 
@@ -54,7 +54,8 @@ ReferenceDevice Device(int tp, DeviceBackendOptions options = {}) {
 }
 
 // Teacher-forced logits of `ids` in one Forward.
-std::vector<float> TeacherForced(DeviceBackend& b, const std::vector<int32_t>& ids, std::vector<float>* hidden = nullptr) {
+std::vector<float> TeacherForced(DeviceBackend& b, const std::vector<int32_t>& ids,
+                                 std::vector<float>* hidden = nullptr) {
   auto seq = b.AddSequence();
   REQUIRE(seq.ok());
   ForwardItem item{*seq, ids, /*all_logits=*/true};
@@ -84,8 +85,8 @@ void CheckAgainstGolden(int tp, int max_rows) {
     const float d_logits = MaxAbsDiff(logits.data(), ref.data(), ref.size());
     const std::vector<float> greedy_logits = Reference<float>("greedy_logits_" + j);
     const float d_greedy = MaxAbsDiff(logits.data() + (T - 1) * V, greedy_logits.data(), greedy_logits.size());
-    std::printf("device tp %d, %d rows/pass, prompt %d: max |dlogit| %.3f (prompt), %.3f (greedy rows)\n", tp,
-                max_rows, prompt, d_logits, d_greedy);
+    std::printf("device tp %d, %d rows/pass, prompt %d: max |dlogit| %.3f (prompt), %.3f (greedy rows)\n", tp, max_rows,
+                prompt, d_logits, d_greedy);
     CHECK(d_logits <= 1.0f);
     CHECK(d_greedy <= 1.0f);
     const std::vector<int32_t> greedy = Reference<int32_t>("greedy_" + j);
@@ -178,7 +179,8 @@ TEST_CASE("device backend: graph decode steps equal eager ones, bit for bit, pad
   auto eager = Device(2, eager_options);
   auto graphs = Device(2);
   // Three sequences decode together: bucket 4, one padding row.
-  const std::vector<std::vector<int32_t>> prompts = {Reference<int32_t>("input_ids_0"), Reference<int32_t>("input_ids_1"),
+  const std::vector<std::vector<int32_t>> prompts = {Reference<int32_t>("input_ids_0"),
+                                                     Reference<int32_t>("input_ids_1"),
                                                      {7, 8, 9}};
   for (DeviceBackend* b : {eager.backend.get(), graphs.backend.get()}) {
     for (const auto& p : prompts) {
@@ -304,7 +306,8 @@ TEST_CASE("the memory plan reserves exactly the workspace a rank allocates", "[e
     in.max_context = 256;
     in.top_candidates = 16;
     INFO("tp " << tp);
-    CHECK(RankWorkspaceBytes(Tiny().config, (*shards)[0], in) == dev.backend->memory().workspace_bytes + kGemmWorkspaceBytes);
+    CHECK(RankWorkspaceBytes(Tiny().config, (*shards)[0], in) ==
+          dev.backend->memory().workspace_bytes + kGemmWorkspaceBytes);
     CHECK(RankWeightBytes(Tiny().config, (*shards)[0]) == dev.backend->memory().weight_bytes);
   }
 }
@@ -405,8 +408,8 @@ TEST_CASE("device backend: no pass runs a GEMM shape that creation did not warm"
         for (size_t i = warmed[r]; i < shapes.size(); ++i) {
           const GemmShape& g = shapes[i];
           INFO("a pass ran a GEMM the warm-up did not: " << g.rows << " x " << g.in << " -> " << g.out << ", ld "
-                                                        << g.ldx << "/" << g.ldw << "/" << g.ldy << ", alignment "
-                                                        << g.align_x << "/" << g.align_w << "/" << g.align_y);
+                                                         << g.ldx << "/" << g.ldw << "/" << g.ldy << ", alignment "
+                                                         << g.align_x << "/" << g.align_w << "/" << g.align_y);
           CHECK(false);
         }
       }

@@ -140,8 +140,11 @@ TEST_CASE("torch_dtype is accepted as dtype", "[engine][config]") {
 TEST_CASE("the multimodal gemma4 layout reads text_config", "[engine][config]") {
   json text = ReadJson("gemma4-tiny/config.json");
   text.erase("dtype");
-  json j = {{"model_type", "gemma4"}, {"text_config", text}, {"vision_config", {{"hidden_size", 768}}},
-            {"dtype", "bfloat16"}, {"tie_word_embeddings", true}};
+  json j = {{"model_type", "gemma4"},
+            {"text_config", text},
+            {"vision_config", {{"hidden_size", 768}}},
+            {"dtype", "bfloat16"},
+            {"tie_word_embeddings", true}};
   auto c = Parse(j);
   REQUIRE(c.ok());
   CHECK(c->weight_prefix == "model.language_model.");

@@ -80,7 +80,8 @@ TEST_CASE("safetensors names each malformed header", "[engine][safetensors]") {
   SECTION("bad JSON") { ExpectError(RawFile(R"({"x":{"dtype":"F32",)", 8), "bad JSON"); }
   SECTION("not an object") { ExpectError(RawFile("[1,2]", 0), "not an object"); }
   SECTION("unknown dtype") {
-    ExpectError(RawFile(R"({"x":{"dtype":"F12","shape":[2],"data_offsets":[0,8]}})", 8), "tensor 'x': unknown dtype 'F12'");
+    ExpectError(RawFile(R"({"x":{"dtype":"F12","shape":[2],"data_offsets":[0,8]}})", 8),
+                "tensor 'x': unknown dtype 'F12'");
   }
   SECTION("missing dtype") { ExpectError(RawFile(R"({"x":{"shape":[2],"data_offsets":[0,8]}})", 8), "'dtype'"); }
   SECTION("negative dimension") {
@@ -100,8 +101,7 @@ TEST_CASE("safetensors names each malformed header", "[engine][safetensors]") {
                 "overflows");
   }
   SECTION("byte size overflows") {
-    ExpectError(RawFile(R"({"x":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]}})", 8),
-                "overflows");
+    ExpectError(RawFile(R"({"x":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,8]}})", 8), "overflows");
   }
   SECTION("overlapping tensors") {
     ExpectError(RawFile(R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"

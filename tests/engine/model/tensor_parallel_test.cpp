@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "engine/model/tensor_parallel.h"
 #include "engine/golden_fixture.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine::testing {
 namespace {
@@ -72,7 +72,8 @@ TEST_CASE("Communicator sums in rank order, identically on every rank", "[engine
   std::vector<float> expected(kN);
   for (size_t i = 0; i < kN; ++i) {
     // Magnitudes far apart, so that another summation order gives other bits.
-    for (int r = 0; r < kRanks; ++r) data[r][i] = std::ldexp(static_cast<float>((i * 7919 + r * 104729) % 1000) - 500.f, (r * 9) % 23);
+    for (int r = 0; r < kRanks; ++r)
+      data[r][i] = std::ldexp(static_cast<float>((i * 7919 + r * 104729) % 1000) - 500.f, (r * 9) % 23);
     expected[i] = ((data[0][i] + data[1][i]) + data[2][i]) + data[3][i];
   }
   for (int round = 0; round < 3; ++round) {  // the barrier is reusable

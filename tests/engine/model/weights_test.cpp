@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/model/checkpoint.h"
 #include "engine/golden_fixture.h"
+#include "engine/model/checkpoint.h"
 #include "engine/temp_dir.h"
 
 namespace temper::engine::testing {
@@ -118,7 +118,8 @@ TEST_CASE("a checkpoint that disagrees with the config names the tensor", "[engi
   SECTION("wrong shape") {
     t.Find("model.layers.2.mlp.down_proj.weight")->shape = {320, 128};
     WriteModel(dir, t.tensors, config);
-    ExpectLoadError(dir, "tensor 'model.layers.2.mlp.down_proj.weight' has shape [320, 128] but config.json implies [128, 320]");
+    ExpectLoadError(
+        dir, "tensor 'model.layers.2.mlp.down_proj.weight' has shape [320, 128] but config.json implies [128, 320]");
   }
   SECTION("wrong dtype") {
     TensorToWrite* n = t.Find("model.norm.weight");
@@ -145,7 +146,8 @@ TEST_CASE("a sharded checkpoint loads and matches the single file", "[engine][we
   TinyTensors t = TinyTensors::Load();
   dir.Write("config.json", ReadText(TinyDir() / "config.json"));
   const size_t half = t.tensors.size() / 2;
-  std::vector<TensorToWrite> a(t.tensors.begin(), t.tensors.begin() + half), b(t.tensors.begin() + half, t.tensors.end());
+  std::vector<TensorToWrite> a(t.tensors.begin(), t.tensors.begin() + half),
+      b(t.tensors.begin() + half, t.tensors.end());
   REQUIRE(WriteSafetensors(dir.path() / "model-00001-of-00002.safetensors", a).ok());
   REQUIRE(WriteSafetensors(dir.path() / "model-00002-of-00002.safetensors", b).ok());
   nlohmann::json index = {{"metadata", {{"total_size", 0}}}, {"weight_map", nlohmann::json::object()}};
@@ -204,7 +206,9 @@ TEST_CASE("a multimodal gemma4 checkpoint loads its decoder and ignores the towe
     renamed.push_back(y);
   }
   const float vision[4] = {1, 2, 3, 4};
-  renamed.push_back({"model.vision_tower.encoder.layers.0.mlp.weight", DType::kF32, {2, 2},
+  renamed.push_back({"model.vision_tower.encoder.layers.0.mlp.weight",
+                     DType::kF32,
+                     {2, 2},
                      {reinterpret_cast<const uint8_t*>(vision), sizeof vision}});
   WriteModel(dir, renamed, config.dump());
   CHECK(LastLogits(dir.path()) == LastLogits(TinyDir()));

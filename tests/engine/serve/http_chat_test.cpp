@@ -2,13 +2,13 @@
 // the 512-id chat test tokenizer: replies must be what the chat engine produces for the same
 // request, streaming must follow OpenAI's chunk format line by line, the tools in a request must
 // reach the rendered prompt, and bad requests must get OpenAI-style errors naming the parameter.
-#include <catch2/catch.hpp>
 #include <httplib.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/http_test_support.h"
 #include "engine/serve/chat_engine.h"
 #include "engine/serve/http_server.h"
-#include "engine/http_test_support.h"
 #include "engine/serving_fixture.h"
 
 namespace temper::engine::testing {
@@ -59,10 +59,11 @@ ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
   r.conversation.messages.push_back({.role = ChatRole::kSystem, .content = "Be brief."});
   r.conversation.messages.push_back({.role = ChatRole::kUser, .content = "Check sshd."});
   if (with_tools) {
-    r.conversation.tools.push_back({"run_command", "Runs a shell command.",
-                                    json{{"type", "object"},
-                                         {"properties", {{"cmd", {{"type", "string"}, {"description", "the command"}}}}},
-                                         {"required", {"cmd"}}}});
+    r.conversation.tools.push_back(
+        {"run_command", "Runs a shell command.",
+         json{{"type", "object"},
+              {"properties", {{"cmd", {{"type", "string"}, {"description", "the command"}}}}},
+              {"required", {"cmd"}}}});
   }
   r.max_tokens = max_tokens;
   auto s = engine.Submit(r);
@@ -70,7 +71,8 @@ ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
   return (*s)->Wait();
 }
 
-TEST_CASE("chat completions over HTTP: whole and streamed replies equal the in-process engine's", "[engine][http][chat]") {
+TEST_CASE("chat completions over HTTP: whole and streamed replies equal the in-process engine's",
+          "[engine][http][chat]") {
   ChatServed s;
   const ChatEvent expected = InProcess(*s.engine, /*with_tools=*/true, 12);
   REQUIRE(expected.finish != ChatFinish::kError);
@@ -142,10 +144,13 @@ TEST_CASE("chat completions accept assistant tool calls and tool results in the 
   ChatServed s;
   httplib::Client c = s.Client();
   json body = ChatBody(4);  // without tools: the tiny model's context is 256 tokens
-  body["messages"].push_back({{"role", "assistant"},
-                              {"content", nullptr},
-                              {"tool_calls", json::array({{{"id", "call_1"}, {"type", "function"},
-                                                           {"function", {{"name", "run_command"}, {"arguments", R"({"cmd":"sshd -t"})"}}}}})}});
+  body["messages"].push_back(
+      {{"role", "assistant"},
+       {"content", nullptr},
+       {"tool_calls",
+        json::array({{{"id", "call_1"},
+                      {"type", "function"},
+                      {"function", {{"name", "run_command"}, {"arguments", R"({"cmd":"sshd -t"})"}}}}})}});
   body["messages"].push_back({{"role", "tool"}, {"tool_call_id", "call_1"}, {"content", R"({"exit":0})"}});
   auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
   REQUIRE(res);
@@ -168,19 +173,31 @@ TEST_CASE("bad chat requests get OpenAI-style errors naming the parameter", "[en
   ChatServed s;
   httplib::Client c = s.Client();
   auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& param,
-                    const std::string& text) { CheckOpenAIError(c, "/v1/chat/completions", body, status, code, param, text); };
+                    const std::string& text) {
+    CheckOpenAIError(c, "/v1/chat/completions", body, status, code, param, text);
+  };
   expect(R"({"model": "gemma4-tiny", "messages": [)", 400, "", "", "malformed JSON");
-  expect(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", 404, "model_not_found", "model", "'gpt-4' does not exist");
+  expect(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "hi"}]})", 404, "model_not_found", "model",
+         "'gpt-4' does not exist");
   expect(R"({"model": "gemma4-tiny"})", 400, "", "messages", "'messages' is required");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "wizard", "content": "hi"}]})", 400, "", "messages[0].role", "got 'wizard'");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": 5}]})", 400, "", "messages[0].content", "must be a string");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "tool", "content": "x"}]})", 400, "", "messages[0]", "must follow an assistant");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "retrieval"}]})", 400, "", "tools[0]", "must be");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})", 400, "", "tool_choice", "\"auto\" or \"none\"");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "a b"}}]})",
-         400, "", "tools", "tools[0]: name 'a b'");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "top_p": "x"})", 400, "", "top_p", "must be a number");
-  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})", 400, "", "max_tokens", "at least 1");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "wizard", "content": "hi"}]})", 400, "", "messages[0].role",
+         "got 'wizard'");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": 5}]})", 400, "", "messages[0].content",
+         "must be a string");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "tool", "content": "x"}]})", 400, "", "messages[0]",
+         "must follow an assistant");
+  expect(
+      R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "retrieval"}]})",
+      400, "", "tools[0]", "must be");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})", 400,
+         "", "tool_choice", "\"auto\" or \"none\"");
+  expect(
+      R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "a b"}}]})",
+      400, "", "tools", "tools[0]: name 'a b'");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "top_p": "x"})", 400, "", "top_p",
+         "must be a number");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 0})", 400, "",
+         "max_tokens", "at least 1");
   json long_prompt = ChatBody(8);
   long_prompt["messages"][1]["content"] = std::string(300, 'x');
   expect(long_prompt.dump(), 400, "context_length_exceeded", "messages", "context limit of 256");

@@ -14,14 +14,14 @@
 #include <string>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <httplib.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/http_test_support.h"
 #include "engine/serve/http_server.h"
 #include "engine/serve/json_depth.h"
-#include "engine/http_test_support.h"
 #include "engine/serving_fixture.h"
 
 namespace temper::engine::testing {
@@ -78,9 +78,9 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout, bool* clo
 
 std::string Request(const std::string& method, const std::string& path, const std::string& body = "",
                     const std::string& headers = "") {
-  return fmt::format("{} {} HTTP/1.1\r\nHost: x\r\n{}{}\r\n{}", method, path, headers,
-                     body.empty() ? "" : fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size()),
-                     body);
+  return fmt::format(
+      "{} {} HTTP/1.1\r\nHost: x\r\n{}{}\r\n{}", method, path, headers,
+      body.empty() ? "" : fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size()), body);
 }
 
 int Responses(const std::string& stream, const std::string& status) {
@@ -159,7 +159,8 @@ TEST_CASE("connections beyond the limit get 503 while the others are served", "[
 TEST_CASE("pipelined requests on one kept-alive connection are answered in order", "[engine][http]") {
   Served s;
   int fd = Connect(s.server->port());
-  const std::string body = json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
+  const std::string body =
+      json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
   Send(fd, Request("GET", "/health") + Request("POST", "/v1/completions", body) + Request("GET", "/v1/models"));
   std::string replies = ReadUntilClosed(fd, 1500ms);
   close(fd);
@@ -174,9 +175,12 @@ TEST_CASE("pipelined requests on one kept-alive connection are answered in order
 TEST_CASE("Expect: 100-continue is answered once, then the body is read", "[engine][http]") {
   Served s;
   int fd = Connect(s.server->port());
-  const std::string body = json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
-  Send(fd, fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
-                       "Content-Length: {}\r\n\r\n", body.size()));
+  const std::string body =
+      json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
+  Send(fd, fmt::format(
+               "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+               "Content-Length: {}\r\n\r\n",
+               body.size()));
   std::string interim = ReadUntilClosed(fd, 300ms);
   CHECK(interim == "HTTP/1.1 100 Continue\r\n\r\n");
   Send(fd, body);
@@ -189,9 +193,12 @@ TEST_CASE("Expect: 100-continue is answered once, then the body is read", "[engi
 TEST_CASE("a chunked request body is read by the worker", "[engine][http]") {
   Served s;
   int fd = Connect(s.server->port());
-  const std::string body = json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
-  Send(fd, fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\n"
-                       "{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body));
+  const std::string body =
+      json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
+  Send(fd, fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: "
+                       "application/json\r\n\r\n"
+                       "{:x}\r\n{}\r\n0\r\n\r\n",
+                       body.size(), body));
   std::string reply = ReadUntilClosed(fd, 1s);
   close(fd);
   CHECK(reply.rfind("HTTP/1.1 200 OK", 0) == 0);
@@ -204,18 +211,20 @@ TEST_CASE("JSON nesting is found outside strings only", "[engine][http]") {
   CHECK_FALSE(FindNestingBeyond("]]]]{}", 1));
 }
 
-TEST_CASE("a body nested beyond max_json_depth gets 400 json_too_deep, and one at the limit is parsed", "[engine][http]") {
+TEST_CASE("a body nested beyond max_json_depth gets 400 json_too_deep, and one at the limit is parsed",
+          "[engine][http]") {
   HttpServerOptions http;
   http.max_json_depth = 8;
   Served s(http);
   httplib::Client c = LocalClient(s.server->port());
-  CheckOpenAIError(c, "/v1/completions", R"({"model":"gemma4-tiny","prompt":[[[[[[[[1]]]]]]]]})", 400, "json_too_deep", "",
-                   "nests JSON deeper than 8 levels");
+  CheckOpenAIError(c, "/v1/completions", R"({"model":"gemma4-tiny","prompt":[[[[[[[[1]]]]]]]]})", 400, "json_too_deep",
+                   "", "nests JSON deeper than 8 levels");
   CheckOpenAIError(c, "/v1/completions", R"({"model":"gemma4-tiny","prompt":[[[[[[1]]]]]]})", 400, "", "prompt",
                    "must be a non-negative integer token id");
 }
 
-TEST_CASE("with an API key: Bearer in any case is accepted, /health needs none, a 401 keeps the connection usable", "[engine][http]") {
+TEST_CASE("with an API key: Bearer in any case is accepted, /health needs none, a 401 keeps the connection usable",
+          "[engine][http]") {
   HttpServerOptions http;
   http.api_key = "k-123";
   Served s(http);

@@ -1,12 +1,12 @@
 // The OpenAI-compatible server over loopback with a real HTTP client (cpp-httplib): results must
 // be the scheduler's tokens, streaming must follow the server-sent-events format OpenAI clients
 // parse, and every bad request must get an OpenAI-style JSON error naming the problem.
-#include <catch2/catch.hpp>
 #include <httplib.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "engine/serve/http_server.h"
 #include "engine/http_test_support.h"
+#include "engine/serve/http_server.h"
 #include "engine/serving_fixture.h"
 
 namespace temper::engine::testing {
@@ -120,14 +120,17 @@ TEST_CASE("bad requests get OpenAI-style errors", "[engine][http]") {
   Served s;
   httplib::Client c = s.Client();
   auto expect = [&](const std::string& body, int status, const std::string& code, const std::string& param,
-                    const std::string& text) { CheckOpenAIError(c, "/v1/completions", body, status, code, param, text); };
+                    const std::string& text) {
+    CheckOpenAIError(c, "/v1/completions", body, status, code, param, text);
+  };
   expect("{\"model\": \"gemma4-tiny\", \"prompt\": [1, 2", 400, "", "", "malformed JSON");
   expect("[1, 2]", 400, "", "", "JSON object");
   expect(R"({"model": "gpt-4", "prompt": [5]})", 404, "model_not_found", "model", "'gpt-4' does not exist");
   expect(R"({"prompt": [5]})", 400, "", "model", "'model' is required");
   json long_prompt = Completion(RandomPrompt(4, 250), 16);
   expect(long_prompt.dump(), 400, "context_length_exceeded", "prompt", "context limit of 256");
-  expect(R"({"model": "gemma4-tiny", "prompt": [5], "temperature": "hot"})", 400, "", "temperature", "must be a number");
+  expect(R"({"model": "gemma4-tiny", "prompt": [5], "temperature": "hot"})", 400, "", "temperature",
+         "must be a number");
   expect(R"({"model": "gemma4-tiny", "prompt": [5], "temperature": 3})", 400, "", "temperature", "[0, 2]");
   expect(R"({"model": "gemma4-tiny", "prompt": [5], "max_tokens": 0})", 400, "", "", "max_tokens");
   expect(R"({"model": "gemma4-tiny", "prompt": [5, 9999]})", 400, "", "", "id 9999");

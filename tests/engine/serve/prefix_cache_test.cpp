@@ -72,8 +72,8 @@ TEST_CASE("the radix tree finds the longest pinned prefix and evicts the oldest"
     return *inserted;
   };
   CHECK(pin(ids, 20));
-  CHECK(pin(ids, 10));   // splits the edge at 10
-  CHECK(pin(other, 16)); // splits it again at 14
+  CHECK(pin(ids, 10));        // splits the edge at 10
+  CHECK(pin(other, 16));      // splits it again at 14
   CHECK_FALSE(pin(ids, 10));  // already there
   CHECK(cache.entries() == 3);
 

@@ -4,10 +4,10 @@
 // it with written replies, because the random tiny model never writes a tool call on its own.
 #include <catch2/catch.hpp>
 
-#include "engine/tokenizer/chat_format.h"
 #include "engine/serve/reply_stream_parser.h"
-#include "engine/tokenizer/tokenizer_detokenizer.h"
 #include "engine/serving_fixture.h"
+#include "engine/tokenizer/chat_format.h"
+#include "engine/tokenizer/tokenizer_detokenizer.h"
 
 namespace temper::engine::testing {
 namespace {
@@ -116,7 +116,8 @@ TEST_CASE("malformed tool calls and stray control tokens are errors naming the p
       CHECK(whole.status().message() == streamed.status().message());
     }
   };
-  expect("Go.<|tool_call>call:run{cmd:<|\"|>ls}<tool_call|>", "tool call 0 at byte 28: argument 'cmd': unterminated string");
+  expect("Go.<|tool_call>call:run{cmd:<|\"|>ls}<tool_call|>",
+         "tool call 0 at byte 28: argument 'cmd': unterminated string");
   expect("<|tool_call>call:run{cmd:ls}<tool_call|>", "bare value 'ls'");
   expect("<|tool_call>call:a{}<tool_call|><|tool_call>run{}<tool_call|>", "tool call 1 at byte 44: expected 'call:'");
   expect("<|tool_call>call:run{cmd:1}", "not closed with <tool_call|>");

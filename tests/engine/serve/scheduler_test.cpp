@@ -68,7 +68,8 @@ TEST_CASE("concurrent requests give the same tokens as each request alone", "[en
       CHECK(together[i] == alone[i]);
       CHECK(static_cast<int64_t>(together[i].size()) == requests[i].max_tokens);
     }
-    const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
+    const SchedulerMetrics m =
+        SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
     CHECK(m.generated_tokens == 12 + 13 + 14 + 15 + 16 + 17);
     CHECK(m.running == 0);
     CHECK(m.kv.live_sequences == 0);
@@ -95,7 +96,8 @@ TEST_CASE("a full KV pool queues and preempts instead of failing", "[engine][sch
     CHECK(out.finish == FinishReason::kLength);
     CHECK(out.tokens == alone[i]);
   }
-  const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
+  const SchedulerMetrics m =
+      SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 6; });
   std::printf("tiny pool: %lld preemptions, %lld cache entries\n", static_cast<long long>(m.preemptions),
               static_cast<long long>(m.cache_entries));
   CHECK(m.kv.live_sequences == 0);
@@ -134,7 +136,8 @@ TEST_CASE("cancellation ends the stream and frees the pages", "[engine][schedule
   CHECK((*queued)->Wait().finish == FinishReason::kCancelled);
 
   // The pages come back (metrics are published after each scheduling step).
-  const SchedulerMetrics m = SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 2; });
+  const SchedulerMetrics m =
+      SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 2; });
   CHECK(m.kv.live_sequences == 0);
   CHECK(m.kv.free_blocks == before.total_blocks);
   CHECK(m.cancelled_requests == 2);

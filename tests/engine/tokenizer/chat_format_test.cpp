@@ -201,7 +201,8 @@ TEST_CASE("rendering tool declarations, calls and responses", "[chat_format]") {
     // A user message after an open turn closes it first.
     c.messages.push_back(Msg(ChatRole::kUser, "Thanks"));
     c.add_generation_prompt = false;
-    CHECK_THAT(RenderOk(c).text, Catch::EndsWith("{value:<|\"|>reloaded<|\"|>}<tool_response|><turn|>\n<|turn>user\nThanks<turn|>\n"));
+    CHECK_THAT(RenderOk(c).text,
+               Catch::EndsWith("{value:<|\"|>reloaded<|\"|>}<tool_response|><turn|>\n<|turn>user\nThanks<turn|>\n"));
   }
 
   SECTION("nested arguments keep JSON types; keys are sorted as Jinja's dictsort does") {
@@ -211,7 +212,8 @@ TEST_CASE("rendering tool declarations, calls and responses", "[chat_format]") {
     c.messages = {Msg(ChatRole::kUser, "go"), m};
     c.add_generation_prompt = false;
     CHECK_THAT(RenderOk(c).text,
-               Catch::Contains("<|tool_call>call:edit{alpha:{a:false,b:[1,2.5,<|\"|>x<|\"|>]},Zeta:null}<tool_call|><turn|>\n"));
+               Catch::Contains(
+                   "<|tool_call>call:edit{alpha:{a:false,b:[1,2.5,<|\"|>x<|\"|>]},Zeta:null}<tool_call|><turn|>\n"));
   }
 }
 
@@ -221,9 +223,8 @@ TEST_CASE("schemas render byte for byte as the published template renders them",
   // trim_blocks, lstrip_blocks) for the same conversation. Its odd commas ("{,items:", "]type:") are
   // the template's, and the model was tuned on them.
   Conversation c;
-  c.tools = {
-      ToolDeclaration{"run_command", "Run a shell command",
-                      json::parse(R"({"type": "object", "required": ["command"], "properties": {
+  c.tools = {ToolDeclaration{"run_command", "Run a shell command",
+                             json::parse(R"({"type": "object", "required": ["command"], "properties": {
                         "command": {"type": "string", "description": "The command"},
                         "timeout": {"type": "integer"},
                         "mode": {"type": "string", "enum": ["check", "apply"]},
@@ -234,27 +235,27 @@ TEST_CASE("schemas render byte for byte as the published template renders them",
                         "list": {"type": "array", "items": {"type": "object", "required": ["a"],
                                                             "properties": {"a": {"type": "string"}}}},
                         "bare": {"type": "array", "items": {"type": ["string", "null"], "description": "x"}}}})")},
-      ToolDeclaration{"list_rules", "List the batch's rules", nullptr}};
+             ToolDeclaration{"list_rules", "List the batch's rules", nullptr}};
   c.messages = {Msg(ChatRole::kSystem, "You harden hosts."), Msg(ChatRole::kUser, "Check sshd.")};
   c.enable_thinking = true;
   const RenderedPrompt p = RenderOk(c);
   CHECK(p.text ==
-      "<bos><|turn>system\n<|think|>You harden hosts."
-      "<|tool>declaration:run_command{description:<|\"|>Run a shell command<|\"|>,parameters:{properties:{"
-      "bare:{,items:{description:<|\"|>x<|\"|>,type:[<|\"|>STRING<|\"|>,<|\"|>NULL<|\"|>]}type:<|\"|>ARRAY<|\"|>},"
-      "command:{description:<|\"|>The command<|\"|>,type:<|\"|>STRING<|\"|>},"
-      "files:{description:<|\"|>Paths<|\"|>,items:{type:<|\"|>STRING<|\"|>},"
-      "type:<|\"|>ARRAY<|\"|>},"
-      "list:{,items:{properties:{a:{type:<|\"|>STRING<|\"|>}},"
-      "required:[<|\"|>a<|\"|>],type:<|\"|>OBJECT<|\"|>}type:<|\"|>ARRAY<|\"|>},"
-      "mode:{enum:[<|\"|>check<|\"|>,<|\"|>apply<|\"|>],type:<|\"|>STRING<|\"|>},"
-      "opts:{,properties:{deep:{description:<|\"|>Go deep<|\"|>,type:<|\"|>BOOLEAN<|\"|>},"
-      "n:{nullable:true,type:<|\"|>NUMBER<|\"|>}},"
-      "required:[<|\"|>deep<|\"|>]type:<|\"|>OBJECT<|\"|>},"
-      "timeout:{type:<|\"|>INTEGER<|\"|>}},"
-      "required:[<|\"|>command<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|>"
-      "<|tool>declaration:list_rules{description:<|\"|>List the batch's rules<|\"|>}<tool|><turn|>\n"
-      "<|turn>user\nCheck sshd.<turn|>\n<|turn>model\n");
+        "<bos><|turn>system\n<|think|>You harden hosts."
+        "<|tool>declaration:run_command{description:<|\"|>Run a shell command<|\"|>,parameters:{properties:{"
+        "bare:{,items:{description:<|\"|>x<|\"|>,type:[<|\"|>STRING<|\"|>,<|\"|>NULL<|\"|>]}type:<|\"|>ARRAY<|\"|>},"
+        "command:{description:<|\"|>The command<|\"|>,type:<|\"|>STRING<|\"|>},"
+        "files:{description:<|\"|>Paths<|\"|>,items:{type:<|\"|>STRING<|\"|>},"
+        "type:<|\"|>ARRAY<|\"|>},"
+        "list:{,items:{properties:{a:{type:<|\"|>STRING<|\"|>}},"
+        "required:[<|\"|>a<|\"|>],type:<|\"|>OBJECT<|\"|>}type:<|\"|>ARRAY<|\"|>},"
+        "mode:{enum:[<|\"|>check<|\"|>,<|\"|>apply<|\"|>],type:<|\"|>STRING<|\"|>},"
+        "opts:{,properties:{deep:{description:<|\"|>Go deep<|\"|>,type:<|\"|>BOOLEAN<|\"|>},"
+        "n:{nullable:true,type:<|\"|>NUMBER<|\"|>}},"
+        "required:[<|\"|>deep<|\"|>]type:<|\"|>OBJECT<|\"|>},"
+        "timeout:{type:<|\"|>INTEGER<|\"|>}},"
+        "required:[<|\"|>command<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|>"
+        "<|tool>declaration:list_rules{description:<|\"|>List the batch's rules<|\"|>}<tool|><turn|>\n"
+        "<|turn>user\nCheck sshd.<turn|>\n<|turn>model\n");
   CheckIdsMatchText(p);
 }
 
@@ -381,10 +382,14 @@ TEST_CASE("parsing model replies", "[chat_format]") {
     CHECK(r.content == "Two steps. ok");
     REQUIRE(r.tool_calls.size() == 2);
     CHECK(r.tool_calls[0].name == "write_file");
-    CHECK(r.tool_calls[0].arguments ==
-          json{{"path", "/etc/ssh/sshd_config"},
-               {"mode", 420},
-               {"opts", {{"backup", true}, {"owner id", -1}, {"ratio", 0.5}, {"tags", {"a", json::array(), json::object()}}, {"note", nullptr}}}});
+    CHECK(r.tool_calls[0].arguments == json{{"path", "/etc/ssh/sshd_config"},
+                                            {"mode", 420},
+                                            {"opts",
+                                             {{"backup", true},
+                                              {"owner id", -1},
+                                              {"ratio", 0.5},
+                                              {"tags", {"a", json::array(), json::object()}},
+                                              {"note", nullptr}}}});
     CHECK(r.tool_calls[1].name == "restart");
     CHECK(r.tool_calls[1].arguments == json::object());
   }
@@ -392,7 +397,11 @@ TEST_CASE("parsing model replies", "[chat_format]") {
   SECTION("a rendered call parses back to the same arguments") {
     Conversation c;
     ChatMessage m = Msg(ChatRole::kModel, "");
-    const json args = {{"cmd", "a, b: {c}"}, {"n", -3}, {"f", 1.25}, {"list", {true, false, nullptr}}, {"o", {{"k", "v"}}}};
+    const json args = {{"cmd", "a, b: {c}"},
+                       {"n", -3},
+                       {"f", 1.25},
+                       {"list", {true, false, nullptr}},
+                       {"o", {{"k", "v"}}}};
     m.tool_calls = {ToolCall{"go", args}};
     c.messages = {Msg(ChatRole::kUser, "x"), m};
     c.add_generation_prompt = false;
@@ -414,8 +423,10 @@ TEST_CASE("parsing model replies", "[chat_format]") {
     CHECK(error("<|tool_call>call:f{a:1}") == "tool call 0 at byte 0: not closed with <tool_call|>");
     CHECK(error("<|tool_call>call:f{a:1}<tool_call|><|tool_call>f{}<tool_call|>") ==
           "tool call 1 at byte 47: expected 'call:'");
-    CHECK(error("<|tool_call>call:{a:1}<tool_call|>") == "tool call 0 at byte 17: expected a function name after 'call:'");
-    CHECK(error("<|tool_call>call:f(a=1)<tool_call|>") == "tool call 0 at byte 18: expected '{' after the function name 'f'");
+    CHECK(error("<|tool_call>call:{a:1}<tool_call|>") ==
+          "tool call 0 at byte 17: expected a function name after 'call:'");
+    CHECK(error("<|tool_call>call:f(a=1)<tool_call|>") ==
+          "tool call 0 at byte 18: expected '{' after the function name 'f'");
     CHECK(error("<|tool_call>call:f{path:/etc/passwd}<tool_call|>") ==
           "tool call 0 at byte 24: argument 'path': bare value '/etc/passwd' is not a number, true, false or null "
           "(strings need <|\"|> quotes)");
@@ -425,7 +436,8 @@ TEST_CASE("parsing model replies", "[chat_format]") {
     CHECK(error("<|tool_call>call:f{a:{b:}}<tool_call|>") == "tool call 0 at byte 24: argument 'a.b': missing value");
     CHECK(error("<|tool_call>call:f{a:1 b:2}<tool_call|>") ==
           "tool call 0 at byte 23: expected ',' or '}' after argument 'a'");
-    CHECK(error("<|tool_call>call:f{a:1} extra<tool_call|>") == "tool call 0 at byte 24: unexpected text after the arguments");
+    CHECK(error("<|tool_call>call:f{a:1} extra<tool_call|>") ==
+          "tool call 0 at byte 24: unexpected text after the arguments");
     CHECK(error("<|channel>thought\nhmm") == "reply at byte 0: thought channel not closed with <channel|>");
     CHECK(error("Done.<turn|>\n<|turn>user\nmore") == "reply at byte 12: text after the end of the turn");
     CHECK(error("oops<tool_call|>") == "reply at byte 4: unexpected <tool_call|>");

@@ -43,8 +43,8 @@ TEST_CASE("StreamDecoder holds back a character until its last byte arrives", "[
   const std::vector<int32_t> ids = Tok().Encode(text);
   REQUIRE(ids.size() == 12);
   const std::vector<std::string> pieces = Stream(ids);
-  CHECK(pieces == std::vector<std::string>{"a", "", "", "\xE2\x82\xAC", " ", "b", " ", "", "", "", "\xF0\x9F\x98\x80",
-                                            "!", ""});
+  CHECK(pieces ==
+        std::vector<std::string>{"a", "", "", "\xE2\x82\xAC", " ", "b", " ", "", "", "", "\xF0\x9F\x98\x80", "!", ""});
   CHECK(Join(pieces) == Tok().Decode(ids).value());
 }
 

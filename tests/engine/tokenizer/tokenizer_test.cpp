@@ -116,18 +116,20 @@ TEST_CASE("Gemma 3 tokenizer", "[tokenizer]") {
 }
 
 // A small tokenizer.json: `vocab` in id order, merges as [left, right] pairs.
-json MiniTokenizer(const std::vector<std::string>& vocab, const std::vector<std::pair<std::string, std::string>>& merges) {
+json MiniTokenizer(const std::vector<std::string>& vocab,
+                   const std::vector<std::pair<std::string, std::string>>& merges) {
   json v = json::object();
   for (size_t i = 0; i < vocab.size(); ++i) v[vocab[i]] = i;
   json m = json::array();
   for (const auto& [l, r] : merges) m.push_back({l, r});
-  return json{{"version", "1.0"},
-              {"added_tokens", json::array()},
-              {"normalizer", nullptr},
-              {"pre_tokenizer", nullptr},
-              {"post_processor", nullptr},
-              {"decoder", {{"type", "Fuse"}}},
-              {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", false}, {"vocab", v}, {"merges", m}}}};
+  return json{
+      {"version", "1.0"},
+      {"added_tokens", json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Fuse"}}},
+      {"model", {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", false}, {"vocab", v}, {"merges", m}}}};
 }
 
 Tokenizer Load(const json& j) {
@@ -156,16 +158,20 @@ TEST_CASE("BPE applies merges one at a time by (rank, position)", "[tokenizer]")
 
 TEST_CASE("normalizer, Split pre-tokenizer, Strip decoder and post-processor", "[tokenizer]") {
   // A Llama-style pipeline: Prepend "▁" then Replace " " -> "▁"; Split on "▁" keeps pieces apart.
-  json j = MiniTokenizer({"<unk>", "<s>", "\xE2\x96\x81", "a", "b", "\xE2\x96\x81" "a", "ab"},
+  json j = MiniTokenizer({"<unk>", "<s>", "\xE2\x96\x81", "a", "b",
+                          "\xE2\x96\x81"
+                          "a",
+                          "ab"},
                          {{"\xE2\x96\x81", "a"}, {"a", "b"}});
   j["normalizer"] = {{"type", "Sequence"},
                      {"normalizers",
                       {{{"type", "Prepend"}, {"prepend", "\xE2\x96\x81"}},
                        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\xE2\x96\x81"}}}}};
   j["pre_tokenizer"] = {{"type", "Split"}, {"pattern", {{"String", "b"}}}, {"behavior", "Isolated"}, {"invert", false}};
-  j["post_processor"] = {{"type", "TemplateProcessing"},
-                         {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
-                         {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
+  j["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}};
   j["decoder"] = {{"type", "Sequence"},
                   {"decoders",
                    {{{"type", "Replace"}, {"pattern", {{"String", "\xE2\x96\x81"}}}, {"content", " "}},
@@ -318,7 +324,8 @@ TEST_CASE("malformed tokenizer files get errors naming the problem", "[tokenizer
   CHECK(LoadError(j) == "normalizer: normalizer type 'NFKC' is not supported");
 
   j = good;
-  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {{{"type", "Replace"}, {"pattern", {{"Regex", "\\s"}}}, {"content", "x"}}}}};
+  j["normalizer"] = {{"type", "Sequence"},
+                     {"normalizers", {{{"type", "Replace"}, {"pattern", {{"Regex", "\\s"}}}, {"content", "x"}}}}};
   CHECK(LoadError(j) == "normalizer.normalizers[0].pattern: Regex patterns are not supported");
 
   j = good;
@@ -330,7 +337,9 @@ TEST_CASE("malformed tokenizer files get errors naming the problem", "[tokenizer
   CHECK(LoadError(j) == "decoder.decoders[1]: decoder type 'WordPiece' is not supported");
 
   j = good;
-  j["post_processor"] = {{"type", "TemplateProcessing"}, {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}}, {"special_tokens", json::object()}};
+  j["post_processor"] = {{"type", "TemplateProcessing"},
+                         {"single", {{{"SpecialToken", {{"id", "<s>"}}}}}},
+                         {"special_tokens", json::object()}};
   CHECK(LoadError(j) == "post_processor.single[0]: special token '<s>' is not in post_processor.special_tokens");
 
   j = good;

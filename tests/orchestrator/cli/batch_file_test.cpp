@@ -20,10 +20,12 @@ TEST_CASE("batch file errors name file, line, column and field") {
   CHECK(ParseBatchFile("target: lab\nrule: [a]\n", "b.yaml").status().message() ==
         "b.yaml:2:1: rule: unknown key (did you mean 'rules'?) (valid keys here: name, target, datastream, "
         "profile, rules, whole_profile, budgets, request_id, waivers, allow_disruptive, plan_only)");
-  CHECK(ParseBatchFile("rules: a\n", "b.yaml").status().message() == "b.yaml:1:8: rules: expected a sequence, got a scalar");
+  CHECK(ParseBatchFile("rules: a\n", "b.yaml").status().message() ==
+        "b.yaml:1:8: rules: expected a sequence, got a scalar");
   CHECK(ParseBatchFile("budgets:\n  wall_time: forever\n", "b.yaml").status().message() ==
         "b.yaml:2:14: budgets.wall_time: 'forever' is not a duration (examples: 90s, 20m, 1h30m, 2d)");
-  CHECK(ParseBatchFile("whole_profile: maybe\n", "b.yaml").status().message() == "b.yaml:1:16: whole_profile: expected true or false");
+  CHECK(ParseBatchFile("whole_profile: maybe\n", "b.yaml").status().message() ==
+        "b.yaml:1:16: whole_profile: expected true or false");
   CHECK(LoadBatchFile("/nonexistent.yaml").status().code() == StatusCode::kNotFound);
 }
 
@@ -42,12 +44,14 @@ TEST_CASE("a batch file carries waivers and the opt-ins") {
   CHECK(r->waivers(0).owner() == "alice");
   CHECK(r->waivers(0).expires_at().seconds() == 1801353600);  // 2027-01-31T00:00:00Z
   CHECK_FALSE(r->waivers(1).has_expires_at());
-  CHECK(ParseBatchFile("plan_only: soon\n", "b.yaml").status().message() == "b.yaml:1:12: plan_only: expected true or false");
+  CHECK(ParseBatchFile("plan_only: soon\n", "b.yaml").status().message() ==
+        "b.yaml:1:12: plan_only: expected true or false");
   CHECK(ParseBatchFile("waivers:\n  - {rule: accounts_tmout, owner: alice}\n", "b.yaml").status().message() ==
         "b.yaml:2:5: waivers[0]: missing required key 'reason'");
   CHECK(ParseBatchFile("waivers:\n  - {rule: accounts_tmout, reason: r, owner: a, expires: 31/01/2027}\n", "b.yaml")
             .status()
-            .message() == "b.yaml:2:58: waivers[0].expires: '31/01/2027' is not a date: expected YYYY-MM-DD, e.g. 2027-01-31");
+            .message() ==
+        "b.yaml:2:58: waivers[0].expires: '31/01/2027' is not a date: expected YYYY-MM-DD, e.g. 2027-01-31");
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The `temper` CLI as users run it: the real binary against a real temperd.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -26,8 +26,9 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(submit.exit_code == 0);
   CHECK(submit.out == "batch 1 queued: 1 rule on target lab (profile stig)\n");
 
-  std::string batch_file = dir.Write("batch.yaml", "target: lab\ndatastream: ssg-test-ds.xml\nprofile: stig\n"
-                                                   "whole_profile: true\nbudgets: {max_attempts: 3}\n");
+  std::string batch_file = dir.Write("batch.yaml",
+                                     "target: lab\ndatastream: ssg-test-ds.xml\nprofile: stig\n"
+                                     "whole_profile: true\nbudgets: {max_attempts: 3}\n");
   ProcessResult from_file = Cli(daemon, {"submit", "-f", batch_file});
   CHECK(from_file.out == "batch 2 queued: every rule of the profile on target lab (profile stig)\n");
 
@@ -49,21 +50,24 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   ProcessResult watch = Cli(daemon, {"watch", "--no-follow"});
   CHECK(watch.exit_code == 0);
   CHECK(watch.out.find("batch 1  [daemon]  batch.submitted") != std::string::npos);
-  CHECK(watch.out.find("batch 1  [daemon]  batch.cancelled (was queued, 1 rule cancelled): demo\n") != std::string::npos);
+  CHECK(watch.out.find("batch 1  [daemon]  batch.cancelled (was queued, 1 rule cancelled): demo\n") !=
+        std::string::npos);
   // Off a terminal, a batch's progress line follows an event that changed its counts.
   CHECK(watch.out.find("batch.submitted: 1 rule on target lab (profile stig)\n"
                        "batch 1  [----------] 0/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 1  "
                        "▸ queued\n") != std::string::npos);
   CHECK(watch.out.find("\nbatch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
                        "cancelled 1 · left 0  ✖ cancelled\n") != std::string::npos);
-  CHECK(watch.out.find("\nbatch 2  [----------] 0/?  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left ?  "
-                       "▸ queued\n") != std::string::npos);
+  CHECK(
+      watch.out.find("\nbatch 2  [----------] 0/?  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left ?  "
+                     "▸ queued\n") != std::string::npos);
 
   // Resuming one batch past its events: the progress comes from GetBatch.
   ProcessResult resumed = Cli(daemon, {"watch", "1", "--after", "3", "--no-follow"});
   CHECK(resumed.exit_code == 0);
-  CHECK(resumed.out == "batch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
-                       "cancelled 1 · left 0  ✖ cancelled\n");
+  CHECK(resumed.out ==
+        "batch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
+        "cancelled 1 · left 0  ✖ cancelled\n");
 
   ProcessResult watch_json = Cli(daemon, {"watch", "1", "--after", "1", "--no-follow", "--json"});
   CHECK(watch_json.out.rfind("{\"batch_id\":\"1\",\"data\":{\"previous_state\":\"queued\"", 0) == 0);
@@ -81,13 +85,14 @@ TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, reboo
       "waivers:\n  - {rule: accounts_tmout, reason: from the file, owner: carol}\n"
       "  - {rule: banner_etc_issue_net, reason: legal review, owner: bob, expires: 2027-01-31}\n");
   // The flag's waiver replaces the file's for the same rule.
-  ProcessResult submit = Cli(daemon, {"submit", "-f", batch_file, "--waive",
-                                      "accounts_tmout:kiosk sessions: no timeout:alice@example.com",
-                                      "--allow-disruptive", "--plan-only"});
+  ProcessResult submit =
+      Cli(daemon, {"submit", "-f", batch_file, "--waive", "accounts_tmout:kiosk sessions: no timeout:alice@example.com",
+                   "--allow-disruptive", "--plan-only"});
   INFO(submit.err);
   REQUIRE(submit.exit_code == 0);
-  CHECK(submit.out == "batch 1 queued: 2 rules on target lab (profile stig)\n"
-                      "  disruptive changes allowed · plan only · 2 waivers\n");
+  CHECK(submit.out ==
+        "batch 1 queued: 2 rules on target lab (profile stig)\n"
+        "  disruptive changes allowed · plan only · 2 waivers\n");
 
   nlohmann::json batch = nlohmann::json::parse(Cli(daemon, {"status", "1", "--json"}).out);
   CHECK(batch["allow_disruptive"] == true);
@@ -101,10 +106,11 @@ TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, reboo
   ProcessResult status = Cli(daemon, {"status", "1"});
   INFO(status.out);
   CHECK(status.out.find("  options     disruptive changes allowed · plan only · 2 waivers\n") != std::string::npos);
-  CHECK(status.out.find("  WAIVED RULE           STATUS             OWNER              EXPIRY            REASON\n"
-                        "  banner_etc_issue_net  not evaluated yet  bob                until 2027-01-31  legal review\n"
-                        "  accounts_tmout        not evaluated yet  alice@example.com  no expiry         kiosk sessions: "
-                        "no timeout\n") != std::string::npos);
+  CHECK(
+      status.out.find("  WAIVED RULE           STATUS             OWNER              EXPIRY            REASON\n"
+                      "  banner_etc_issue_net  not evaluated yet  bob                until 2027-01-31  legal review\n"
+                      "  accounts_tmout        not evaluated yet  alice@example.com  no expiry         kiosk sessions: "
+                      "no timeout\n") != std::string::npos);
 
   ProcessResult bad = Cli(daemon, {"submit", "-f", batch_file, "--waive", "accounts_tmout:no owner"});
   CHECK(bad.exit_code == 2);
@@ -124,13 +130,15 @@ TEST_CASE("temper report on a batch that has not run, and its errors") {
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
   REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "sshd_disable_root_login",
-                       "--name", "report"}).exit_code == 0);
+                       "--name", "report"})
+              .exit_code == 0);
 
   ProcessResult text = Cli(daemon, {"report", "1"});
   INFO(text.err);
   CHECK(text.exit_code == 0);
   CHECK(text.out.rfind("batch 1 (report): queued on target lab\n"
-                       "  status      the batch has not run yet (queued): no verdicts, attempts or results so far\n", 0) == 0);
+                       "  status      the batch has not run yet (queued): no verdicts, attempts or results so far\n",
+                       0) == 0);
   CHECK(text.out.find("sshd_disable_root_login  -       -      pending  0         0\n") != std::string::npos);
 
   ProcessResult md = Cli(daemon, {"report", "1", "--format", "markdown"});
@@ -149,8 +157,9 @@ TEST_CASE("temper report on a batch that has not run, and its errors") {
 
   ProcessResult no_results = Cli(daemon, {"report", "1", "--results-to", dir / "out"});
   CHECK(no_results.exit_code == 1);
-  CHECK(no_results.err == "temper: --results-to: batch 1 has no results files yet (they are written when the batch "
-                          "completes; it is queued)\n");
+  CHECK(no_results.err ==
+        "temper: --results-to: batch 1 has no results files yet (they are written when the batch "
+        "completes; it is queued)\n");
   CHECK(no_results.out.empty());
 
   ProcessResult unknown = Cli(daemon, {"report", "42"});
@@ -168,8 +177,12 @@ TEST_CASE("temper revert refuses what it cannot revert, naming why, before it to
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
-  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
-  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code == 0);
+  REQUIRE(
+      Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code ==
+      0);
+  REQUIRE(
+      Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code ==
+      0);
   REQUIRE(Cli(daemon, {"cancel", "2"}).exit_code == 0);
 
   ProcessResult queued = Cli(daemon, {"revert", "1"});

@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <google/protobuf/util/time_util.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/cli/watch_progress.h"
@@ -30,25 +30,30 @@ temper::v1::JournalEvent Ev(const std::string& type, const std::string& role, co
 }
 
 TEST_CASE("an event line has seq, time, batch, role, a short sentence and the tokens") {
-  temper::v1::JournalEvent e = Ev("rule.fixed", "daemon", "sysctl_kernel_dmesg_restrict",
-                                  R"({"attempts":2,"tokens":1234,"commands":["$ sysctl -w kernel.dmesg_restrict=1 → exit 0"]})");
+  temper::v1::JournalEvent e =
+      Ev("rule.fixed", "daemon", "sysctl_kernel_dmesg_restrict",
+         R"({"attempts":2,"tokens":1234,"commands":["$ sysctl -w kernel.dmesg_restrict=1 → exit 0"]})");
   CHECK(RenderEvent(e) ==
         "    42  2027-01-15 08:00:00Z  batch 3  [daemon]  rule.fixed sysctl_kernel_dmesg_restrict after 2 attempts "
         "(1234 tokens)\n");
-  temper::v1::JournalEvent call = Ev("worker.model_call", "worker", "accounts_tmout", R"({"attempt":1,"latency_ms":2350})");
+  temper::v1::JournalEvent call =
+      Ev("worker.model_call", "worker", "accounts_tmout", R"({"attempt":1,"latency_ms":2350})");
   call.mutable_usage()->set_prompt_tokens(900);
   call.mutable_usage()->set_completion_tokens(40);
   CHECK(RenderEvent(call) ==
-        "    42  2027-01-15 08:00:00Z  batch 3  [worker]  worker.model_call accounts_tmout #1 (2.4 s)  (900 + 40 tokens)\n");
+        "    42  2027-01-15 08:00:00Z  batch 3  [worker]  worker.model_call accounts_tmout #1 (2.4 s)  (900 + 40 "
+        "tokens)\n");
 }
 
 TEST_CASE("the loop's event types read as sentences") {
-  CHECK(DescribeEvent(Ev("batch.submitted", "daemon", "",
-                         R"({"rules":2,"whole_profile":false,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
-        "batch.submitted: 2 rules on target lab (profile stig)");
+  CHECK(
+      DescribeEvent(Ev("batch.submitted", "daemon", "",
+                       R"({"rules":2,"whole_profile":false,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
+      "batch.submitted: 2 rules on target lab (profile stig)");
   CHECK(DescribeEvent(Ev("batch.submitted", "daemon", "", R"({"rules":0,"whole_profile":true,"profile":"stig"})")) ==
         "batch.submitted: every rule of the profile on target lab (profile stig)");
-  CHECK(DescribeEvent(Ev("batch.expanded", "daemon", "", R"({"rules":152,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
+  CHECK(DescribeEvent(Ev("batch.expanded", "daemon", "",
+                         R"({"rules":152,"profile":"xccdf_org.ssgproject.content_profile_stig"})")) ==
         "batch.expanded to 152 rules of profile stig");
   CHECK(DescribeEvent(Ev("batch.resumed", "daemon", "",
                          R"({"interrupted_rules":["xccdf_org.ssgproject.content_rule_accounts_tmout"]})")) ==
@@ -57,44 +62,57 @@ TEST_CASE("the loop's event types read as sentences") {
         "evaluation.before of 5 rules: 3 fail, 2 pass");
   CHECK(DescribeEvent(Ev("batch.completed", "daemon", "", R"({"rules":{"pending":0,"fixed":2,"escalated":1}})")) ==
         "batch.completed: 2 fixed, 1 escalated");
-  CHECK(DescribeEvent(Ev("fixpoint.pass", "evaluator", "",
-                         R"({"pass":1,"max_passes":3,"verdicts":{"pass":3,"fail":1},"requeued":["r"],"escalated":[]})")) ==
+  CHECK(DescribeEvent(
+            Ev("fixpoint.pass", "evaluator", "",
+               R"({"pass":1,"max_passes":3,"verdicts":{"pass":3,"fail":1},"requeued":["r"],"escalated":[]})")) ==
         "fixpoint.pass 1 of at most 3: 3 pass, 1 fail; 1 rule re-queued");
   CHECK(DescribeEvent(Ev("batch.plan_reverted", "daemon", "", R"({"start_snapshot":4})")) ==
         "batch.plan_reverted: plan only, target back at snapshot 4");
   CHECK(DescribeEvent(Ev("rule.reverted", "daemon", "accounts_tmout", R"({"verdict":"fail"})")) ==
         "rule.reverted accounts_tmout: now fail");
-  CHECK(DescribeEvent(Ev("batch.cancelled", "daemon", "", R"({"previous_state":"queued","reason":"demo","rules_cancelled":1})")) ==
+  CHECK(DescribeEvent(Ev("batch.cancelled", "daemon", "",
+                         R"({"previous_state":"queued","reason":"demo","rules_cancelled":1})")) ==
         "batch.cancelled (was queued, 1 rule cancelled): demo");
   CHECK(DescribeEvent(Ev("architect.skip", "architect", "grub2_password", R"({"reason":"needs the boot loader"})")) ==
         "architect.skip grub2_password: needs the boot loader");
   CHECK(DescribeEvent(Ev("architect.reengage", "architect", "accounts_tmout",
                          R"({"verdict":"PIVOT","reasoning":"profile.d is not read","plan":"use /etc/bash.bashrc"})")) ==
         "architect.reengage accounts_tmout PIVOT: profile.d is not read");
-  CHECK(DescribeEvent(Ev("rule.escalated", "daemon", "accounts_tmout", R"({"detail":"attempt budget spent: 3 attempts failed"})")) ==
+  CHECK(DescribeEvent(Ev("rule.escalated", "daemon", "accounts_tmout",
+                         R"({"detail":"attempt budget spent: 3 attempts failed"})")) ==
         "rule.escalated accounts_tmout: attempt budget spent: 3 attempts failed");
-  CHECK(DescribeEvent(Ev("attempt.started", "worker", "accounts_tmout", R"({"number":2,"approach":"set TMOUT\nin profile.d"})")) ==
+  CHECK(DescribeEvent(Ev("attempt.started", "worker", "accounts_tmout",
+                         R"({"number":2,"approach":"set TMOUT\nin profile.d"})")) ==
         "attempt.started accounts_tmout #2: set TMOUT in profile.d");
-  CHECK(DescribeEvent(Ev("worker.tool_call", "worker", "accounts_tmout",
-                         R"({"attempt":2,"tool":"run_command","arguments":{"command":"grep TMOUT /etc/profile"},"detail":"exit status 1\n"})")) ==
-        "worker.tool_call accounts_tmout #2 run_command: grep TMOUT /etc/profile → exit status 1");
-  CHECK(DescribeEvent(Ev("worker.tool_call", "worker", "accounts_tmout",
-                         R"({"attempt":2,"tool":"write_file","arguments":{"path":"/etc/profile.d/tmout.sh","content":"TMOUT=600\n"},"detail":"wrote 10 bytes"})")) ==
-        "worker.tool_call accounts_tmout #2 write_file: /etc/profile.d/tmout.sh (10 bytes) → wrote 10 bytes");
-  CHECK(DescribeEvent(Ev("worker.refused", "worker", "accounts_tmout",
-                         R"({"attempt":2,"tool":"run_command","arguments":{"command":"reboot"},"detail":"refused by policy: reboot"})")) ==
-        "worker.refused accounts_tmout #2 run_command: reboot — refused by policy: reboot");
+  CHECK(
+      DescribeEvent(Ev(
+          "worker.tool_call", "worker", "accounts_tmout",
+          R"({"attempt":2,"tool":"run_command","arguments":{"command":"grep TMOUT /etc/profile"},"detail":"exit status 1\n"})")) ==
+      "worker.tool_call accounts_tmout #2 run_command: grep TMOUT /etc/profile → exit status 1");
+  CHECK(
+      DescribeEvent(Ev(
+          "worker.tool_call", "worker", "accounts_tmout",
+          R"({"attempt":2,"tool":"write_file","arguments":{"path":"/etc/profile.d/tmout.sh","content":"TMOUT=600\n"},"detail":"wrote 10 bytes"})")) ==
+      "worker.tool_call accounts_tmout #2 write_file: /etc/profile.d/tmout.sh (10 bytes) → wrote 10 bytes");
+  CHECK(
+      DescribeEvent(Ev(
+          "worker.refused", "worker", "accounts_tmout",
+          R"({"attempt":2,"tool":"run_command","arguments":{"command":"reboot"},"detail":"refused by policy: reboot"})")) ==
+      "worker.refused accounts_tmout #2 run_command: reboot — refused by policy: reboot");
   CHECK(DescribeEvent(Ev("attempt.reverted", "evaluator", "accounts_tmout",
                          R"({"number":2,"verdict":"fail","outcome":"regression","summary":"1 regression"})")) ==
         "attempt.reverted accounts_tmout #2: regression, rule fail: 1 regression");
-  CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout", R"({"number":3,"verdict":"pass","outcome":"kept"})")) ==
+  CHECK(DescribeEvent(
+            Ev("attempt.kept", "evaluator", "accounts_tmout", R"({"number":3,"verdict":"pass","outcome":"kept"})")) ==
         "attempt.kept accounts_tmout #3: kept, rule pass");
   CHECK(DescribeEvent(Ev("attempt.kept", "evaluator", "accounts_tmout",
                          R"j({"number":3,"verdict":"pass","outcome":"kept","changes":"1 file (1 added)"})j")) ==
         "attempt.kept accounts_tmout #3: kept, rule pass [changed: 1 file (1 added)]");
-  CHECK(DescribeEvent(Ev("reflector.lesson", "reflector", "accounts_tmout", R"({"number":2,"lesson":"bash reads /etc/profile.d only for login shells"})")) ==
+  CHECK(DescribeEvent(Ev("reflector.lesson", "reflector", "accounts_tmout",
+                         R"({"number":2,"lesson":"bash reads /etc/profile.d only for login shells"})")) ==
         "reflector.lesson accounts_tmout #2: bash reads /etc/profile.d only for login shells");
-  CHECK(DescribeEvent(Ev("prompt.trimmed", "architect", "", R"({"sections":[{"name":"memory","tokens":1200,"kept_tokens":300}]})")) ==
+  CHECK(DescribeEvent(Ev("prompt.trimmed", "architect", "",
+                         R"({"sections":[{"name":"memory","tokens":1200,"kept_tokens":300}]})")) ==
         "prompt.trimmed: memory 1200→300 tokens");
 }
 
@@ -110,16 +128,19 @@ TEST_CASE("long text is cut to one line, and unknown or malformed events stay ge
   CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", "not json")) ==
         "rule.fixed xccdf_org.ssgproject.content_rule_r  not json");
   // Fields of the wrong type read as missing rather than throwing.
-  CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", R"({"attempts":"two","tokens":-1})")) == "rule.fixed r (0 tokens)");
+  CHECK(DescribeEvent(Ev("rule.fixed", "daemon", "r", R"({"attempts":"two","tokens":-1})")) ==
+        "rule.fixed r (0 tokens)");
 }
 
 TEST_CASE("the rule policy's and the reboot verification's events read as sentences") {
-  CHECK(DescribeEvent(Ev("rule.waived", "daemon", "accounts_tmout",
-                         R"({"owner":"alice","reason":"kiosk sessions","expires":"2027-01-31","before_verdict":"fail"})")) ==
+  CHECK(DescribeEvent(
+            Ev("rule.waived", "daemon", "accounts_tmout",
+               R"({"owner":"alice","reason":"kiosk sessions","expires":"2027-01-31","before_verdict":"fail"})")) ==
         "rule.waived accounts_tmout by alice until 2027-01-31: kiosk sessions");
-  CHECK(DescribeEvent(Ev("waiver.expired", "daemon", "banner_etc_issue_net",
-                         R"({"detail":"the waiver by bob expired on 2020-01-01: the rule is remediated as usual"})")) ==
-        "waiver.expired banner_etc_issue_net: the waiver by bob expired on 2020-01-01: the rule is remediated as usual");
+  CHECK(
+      DescribeEvent(Ev("waiver.expired", "daemon", "banner_etc_issue_net",
+                       R"({"detail":"the waiver by bob expired on 2020-01-01: the rule is remediated as usual"})")) ==
+      "waiver.expired banner_etc_issue_net: the waiver by bob expired on 2020-01-01: the rule is remediated as usual");
   CHECK(DescribeEvent(Ev("rule.manual", "daemon", "installed_os_is_vendor_supported", "{}")) ==
         "rule.manual installed_os_is_vendor_supported: no automated check; a person must review it");
   CHECK(DescribeEvent(Ev("rule.held", "daemon", "package_telnet_removed", R"({"detail":"held, not changed"})")) ==
@@ -179,7 +200,8 @@ std::string FirstDifference(const std::string& actual, const std::string& expect
   for (int n = 1;; ++n) {
     bool more_a = static_cast<bool>(std::getline(a, la)), more_e = static_cast<bool>(std::getline(e, le));
     if (!more_a && !more_e) return "none";
-    if (la != le || more_a != more_e) return "line " + std::to_string(n) + ":\n  now:      " + la + "\n  recorded: " + le;
+    if (la != le || more_a != more_e)
+      return "line " + std::to_string(n) + ":\n  now:      " + la + "\n  recorded: " + le;
   }
 }
 

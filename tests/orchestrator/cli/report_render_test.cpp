@@ -2,9 +2,9 @@
 // the second kept), an escalated rule, an already passing rule, a skipped rule; and a queued batch.
 #include "orchestrator/cli/report_render.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <google/protobuf/util/time_util.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 namespace temper::cli {
@@ -70,7 +70,8 @@ temper::v1::BatchReport FinishedReport() {
   AddAttempt(r, "sshd_disable_root_login", 2, "kept", "pass",
              {"$ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0",
               "write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)"});
-  for (uint32_t n = 1; n <= 3; ++n) AddAttempt(r, "accounts_tmout", n, "reverted", "fail", {"$ echo TMOUT=600 → exit 0"});
+  for (uint32_t n = 1; n <= 3; ++n)
+    AddAttempt(r, "accounts_tmout", n, "reverted", "fail", {"$ echo TMOUT=600 → exit 0"});
   AddAttempt(r, "package_aide_installed", 1, "kept", "pass", {"$ apt-get install -y aide → exit 0"});
   temper::v1::Lesson* l = r.add_lessons();
   l->set_id(11);
@@ -142,7 +143,8 @@ TEST_CASE("the text report gives the summary, a row per rule and each rule's sto
                   "    $ sed -i 's/^#*PermitRootLogin.*/PermitRootLogin no/' /etc/ssh/sshd_config → exit 0\n"
                   "    write /etc/ssh/sshd_config.d/00-stig.conf (22 bytes)\n",
                   sshd) != std::string::npos);
-  CHECK(text.find("    #1  reverted  fail  1200 tokens  approach 1 for sshd_disable_root_login\n", sshd) != std::string::npos);
+  CHECK(text.find("    #1  reverted  fail  1200 tokens  approach 1 for sshd_disable_root_login\n", sshd) !=
+        std::string::npos);
   CHECK(text.find("  lessons:\n    - sshd uses the first PermitRootLogin it reads", sshd) != std::string::npos);
   // The escalated rule says why; the already passing rule has no section.
   CHECK(text.find("\naccounts_tmout: escalated, fail → fail, 3 attempts, 3600 tokens\n"
@@ -157,16 +159,20 @@ TEST_CASE("the Markdown report has a table row per rule and sections with comman
   CHECK(md.rfind("# temper report: batch 7 (demo), completed\n", 0) == 0);
   CHECK(md.find("| Fix rate | 2 of 3 rules that failed before (67%) |\n") != std::string::npos);
   CHECK(md.find("| Wall time | 4m 05s (") != std::string::npos);
-  CHECK(md.find("| Results | `/var/lib/temper/results/batch-7/after` (`results.xml`, `arf.xml`) |\n") != std::string::npos);
+  CHECK(md.find("| Results | `/var/lib/temper/results/batch-7/after` (`results.xml`, `arf.xml`) |\n") !=
+        std::string::npos);
   CHECK(md.find("| Rule | Before | After | State | Attempts | Tokens | Note |\n|---|---|---|---|---:|---:|---|\n") !=
         std::string::npos);
-  CHECK(md.find("| `sshd_disable_root_login` | fail | pass | fixed | 2 | 2400 | fixed on attempt 2 |\n") != std::string::npos);
-  CHECK(md.find("| `accounts_tmout` | fail | fail | escalated | 3 | 3600 | attempt budget spent: 3 attempts failed |\n") !=
+  CHECK(md.find("| `sshd_disable_root_login` | fail | pass | fixed | 2 | 2400 | fixed on attempt 2 |\n") !=
         std::string::npos);
-  CHECK(md.find("| `sysctl_kernel_dmesg_restrict` | pass | pass | already_passing | 0 | 0 |  |\n") != std::string::npos);
+  CHECK(md.find(
+            "| `accounts_tmout` | fail | fail | escalated | 3 | 3600 | attempt budget spent: 3 attempts failed |\n") !=
+        std::string::npos);
+  CHECK(md.find("| `sysctl_kernel_dmesg_restrict` | pass | pass | already_passing | 0 | 0 |  |\n") !=
+        std::string::npos);
   // A '|' in a cell is escaped so the row keeps its columns.
-  CHECK(md.find("| `partition_for_tmp` | notapplicable | notapplicable | skipped | 0 | 0 | nothing to fix \\| not applicable here |\n") !=
-        std::string::npos);
+  CHECK(md.find("| `partition_for_tmp` | notapplicable | notapplicable | skipped | 0 | 0 | nothing to fix \\| not "
+                "applicable here |\n") != std::string::npos);
   size_t rows = 0;
   for (size_t at = md.find("\n| `"); at != std::string::npos; at = md.find("\n| `", at + 1)) ++rows;
   CHECK(rows == 5);
@@ -287,7 +293,8 @@ TEST_CASE("plan-only and reverted batches say so, reverted rules are counted, an
   CHECK_THAT(text, Catch::Contains("1 reverted"));
   CHECK_THAT(text, Catch::Contains("fixpoint    2 passes: #1 3 attempts (1 kept), rescanned 4 (2 passing, 2 failing), "
                                    "re-queued 1; #2 0 attempts (0 kept), rescanned 4 (3 passing, 1 failing)"));
-  CHECK_THAT(RenderReportMarkdown(r), Catch::Contains("| Fixpoint | 2 passes") && Catch::Contains("| Note | plan only"));
+  CHECK_THAT(RenderReportMarkdown(r),
+             Catch::Contains("| Fixpoint | 2 passes") && Catch::Contains("| Note | plan only"));
   nlohmann::json j = nlohmann::json::parse(RenderReportJson(r));
   CHECK(j["plan_only"] == true);
   CHECK(j["reverted_at"].is_null());
@@ -298,11 +305,13 @@ TEST_CASE("plan-only and reverted batches say so, reverted rules are counted, an
 
   r.mutable_batch()->set_plan_only(false);
   *r.mutable_batch()->mutable_reverted_at() = TimeUtil::SecondsToTimestamp(1'800'000'300);
-  CHECK_THAT(RenderReportText(r), Catch::Contains("reverted at 2027-01-15 08:05:00Z: the batch's fixes were taken back out"));
+  CHECK_THAT(RenderReportText(r),
+             Catch::Contains("reverted at 2027-01-15 08:05:00Z: the batch's fixes were taken back out"));
   CHECK(nlohmann::json::parse(RenderReportJson(r))["reverted_at"] == "2027-01-15T08:05:00Z");
 }
 
-TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, never as pass, expired waivers flagged") {
+TEST_CASE(
+    "waived, manual, held and reboot-pending rules are reported with why, never as pass, expired waivers flagged") {
   temper::v1::BatchReport r;
   temper::v1::Batch* b = r.mutable_batch();
   b->set_id("9");
@@ -343,9 +352,11 @@ TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, 
   CHECK(text.find("  rules       5: 1 fixed, 1 reboot pending, 1 waived, 1 held (disruptive), 1 manual\n") !=
         std::string::npos);
   CHECK(text.find("  options     2 waivers (1 EXPIRED)\n") != std::string::npos);
-  CHECK(text.find("\nwaivers:\n  accounts_tmout        applied                       alice  until 2027-01-31  kiosk sessions\n"
-                  "  banner_etc_issue_net  EXPIRED: remediated as usual  bob    until 2020-01-01  legal review\n") !=
-        std::string::npos);
+  CHECK(
+      text.find(
+          "\nwaivers:\n  accounts_tmout        applied                       alice  until 2027-01-31  kiosk sessions\n"
+          "  banner_etc_issue_net  EXPIRED: remediated as usual  bob    until 2020-01-01  legal review\n") !=
+      std::string::npos);
   CHECK(text.find("accounts_tmout: waived, fail → fail, 0 attempts, 0 tokens\n"
                   "  reason: waived by alice: kiosk sessions (until 2027-01-31)\n") != std::string::npos);
   CHECK(text.find("  reason: held, not changed: disruptive") != std::string::npos);
@@ -353,8 +364,10 @@ TEST_CASE("waived, manual, held and reboot-pending rules are reported with why, 
 
   std::string md = RenderReportMarkdown(r);
   CHECK(md.find("| Options | 2 waivers (1 EXPIRED) |\n") != std::string::npos);
-  CHECK(md.find("| `banner_etc_issue_net` | **EXPIRED: remediated as usual** | bob | until 2020-01-01 | legal review |\n") !=
-        std::string::npos);
+  CHECK(
+      md.find(
+          "| `banner_etc_issue_net` | **EXPIRED: remediated as usual** | bob | until 2020-01-01 | legal review |\n") !=
+      std::string::npos);
   CHECK(md.find("| `installed_os_is_vendor_supported` | notchecked | notchecked | manual |") != std::string::npos);
 
   nlohmann::json j = nlohmann::json::parse(RenderReportJson(r));

@@ -46,11 +46,13 @@ TEST_CASE("progress follows a batch's events from submission to completion") {
   CHECK(m.counts().escalated == 1);
   CHECK(m.counts().left() == 0);
   CHECK_FALSE(m.ended());
-  CHECK(m.Line() == "batch 3  [##########] 4/4  fixed 1 · already 1 · failed 0 · escalated 1 · skipped 1 · left 0  "
-                    "▸ accounts_tmout (daemon)");
+  CHECK(m.Line() ==
+        "batch 3  [##########] 4/4  fixed 1 · already 1 · failed 0 · escalated 1 · skipped 1 · left 0  "
+        "▸ accounts_tmout (daemon)");
 
-  m.Apply(Ev("batch.completed", "daemon", "",
-             R"({"rules":{"pending":0,"running":0,"fixed":1,"already_passing":1,"escalated":1,"skipped":1,"cancelled":0,"error":0}})"));
+  m.Apply(Ev(
+      "batch.completed", "daemon", "",
+      R"({"rules":{"pending":0,"running":0,"fixed":1,"already_passing":1,"escalated":1,"skipped":1,"cancelled":0,"error":0}})"));
   CHECK(m.ended());
   CHECK(m.Line() ==
         "batch 3  [##########] 4/4  fixed 1 · already 1 · failed 0 · escalated 1 · skipped 1 · left 0  ✔ completed");
@@ -64,8 +66,9 @@ TEST_CASE("progress of a whole-profile batch is unknown until the profile is exp
   CHECK(m.Line().find("left ?") != std::string::npos);
   m.Apply(Ev("batch.expanded", "daemon", "", R"({"rules":120,"profile":"stig"})"));
   CHECK(m.counts().total == 120);
-  m.Apply(Ev("evaluation.before", "evaluator", "",
-             R"({"rules":118,"verdicts":{"pass":60,"fail":50,"error":2,"notchecked":6},"not_in_datastream":["a","b"]})"));
+  m.Apply(
+      Ev("evaluation.before", "evaluator", "",
+         R"({"rules":118,"verdicts":{"pass":60,"fail":50,"error":2,"notchecked":6},"not_in_datastream":["a","b"]})"));
   ProgressCounts c = m.counts();
   CHECK(c.already_passing == 60);
   CHECK(c.failed == 4);  // two errors and two ids the datastream does not hold
@@ -115,8 +118,9 @@ TEST_CASE("cancelled and failed batches say so, and other batches' events change
   m.Apply(Ev("batch.cancelled", "daemon", "", R"({"previous_state":"queued","rules_cancelled":3})"));
   CHECK(m.ended());
   CHECK(m.counts().cancelled == 3);
-  CHECK(m.Line() == "batch 3  [##########] 3/3  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
-                    "cancelled 3 · left 0  ✖ cancelled");
+  CHECK(m.Line() ==
+        "batch 3  [##########] 3/3  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · "
+        "cancelled 3 · left 0  ✖ cancelled");
 
   BatchProgressModel f("5");
   f.Apply(Ev("batch.submitted", "daemon", "", R"({"rules":2})", "5"));
@@ -131,12 +135,14 @@ TEST_CASE("cancelled and failed batches say so, and other batches' events change
 TEST_CASE("off a terminal, the board prints a batch's line only when its counts change") {
   ProgressBoard board(/*tty=*/false, 0);
   std::string out = board.Show(Ev("batch.submitted", "daemon", "", R"({"rules":2})"), "E1\n");
-  CHECK(out == "E1\nbatch 3  [----------] 0/2  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 2  ▸ queued\n");
+  CHECK(out ==
+        "E1\nbatch 3  [----------] 0/2  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 2  ▸ queued\n");
   CHECK(board.Show(Ev("batch.started", "daemon"), "E2\n").find("batch 3  [") != std::string::npos);  // queued → running
   CHECK(board.Show(Ev("architect.pick", "architect", "r1"), "E3\n") == "E3\n");
   CHECK(board.Show(Ev("attempt.started", "worker", "r1"), "E4\n") == "E4\n");
   CHECK(board.Show(Ev("rule.fixed", "daemon", "r1"), "E5\n") ==
-        "E5\nbatch 3  [#####-----] 1/2  fixed 1 · already 0 · failed 0 · escalated 0 · skipped 0 · left 1  ▸ r1 (daemon)\n");
+        "E5\nbatch 3  [#####-----] 1/2  fixed 1 · already 0 · failed 0 · escalated 0 · skipped 0 · left 1  ▸ r1 "
+        "(daemon)\n");
   // A daemon-wide event has no batch, so no progress.
   CHECK(board.Show(Ev("daemon.started", "daemon", "", "{}", ""), "E6\n") == "E6\n");
   CHECK(board.Finish().empty());
@@ -145,7 +151,8 @@ TEST_CASE("off a terminal, the board prints a batch's line only when its counts 
 TEST_CASE("on a terminal, the board redraws its lines in place under the events") {
   ProgressBoard board(/*tty=*/true, 0);
   std::string first = board.Show(Ev("batch.submitted", "daemon", "", R"({"rules":2})"), "E1\n");
-  CHECK(first == "E1\nbatch 3  [----------] 0/2  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 2  ▸ queued");
+  CHECK(first ==
+        "E1\nbatch 3  [----------] 0/2  fixed 0 · already 0 · failed 0 · escalated 0 · skipped 0 · left 2  ▸ queued");
   // The next event erases the progress line (carriage return, erase line), prints, and redraws.
   std::string second = board.Show(Ev("batch.submitted", "daemon", "", R"({"rules":1})", "4"), "E2\n");
   CHECK(second.rfind("\r\033[2KE2\nbatch 3  [", 0) == 0);
@@ -194,8 +201,9 @@ TEST_CASE("progress counts waived, manual, held and reboot-pending rules, and th
   m.Apply(Ev("batch.submitted", "daemon", "", R"({"rules":5,"whole_profile":false})"));
   m.Apply(Ev("batch.started", "daemon"));
   // The states the evaluation decided; a waived rule that passed is not "already passing".
-  m.Apply(Ev("evaluation.before", "evaluator", "",
-             R"({"rules":5,"verdicts":{"pass":1,"fail":3,"notchecked":1},"states":{"pending":2,"waived":1,"manual":1,"held":1}})"));
+  m.Apply(Ev(
+      "evaluation.before", "evaluator", "",
+      R"({"rules":5,"verdicts":{"pass":1,"fail":3,"notchecked":1},"states":{"pending":2,"waived":1,"manual":1,"held":1}})"));
   m.Apply(Ev("rule.waived", "daemon", "accounts_tmout", R"({"owner":"alice"})"));
   m.Apply(Ev("rule.manual", "daemon", "installed_os_is_vendor_supported"));
   m.Apply(Ev("rule.held", "daemon", "kernel_module_usb-storage_disabled"));
@@ -204,8 +212,9 @@ TEST_CASE("progress counts waived, manual, held and reboot-pending rules, and th
   CHECK(m.counts().left() == 2);
   m.Apply(Ev("rule.fixed", "daemon", "banner_etc_issue_net", R"({"attempts":1})"));
   m.Apply(Ev("rule.reboot_pending", "daemon", "kernel_module_cramfs_disabled", R"({"attempts":1})"));
-  CHECK(m.Line() == "batch 3  [##########] 5/5  fixed 1 · already 0 · failed 0 · escalated 0 · skipped 0 · reboot "
-                    "pending 1 · waived 1 · held 1 · manual 1 · left 0  ▸ kernel_module_cramfs_disabled (daemon)");
+  CHECK(m.Line() ==
+        "batch 3  [##########] 5/5  fixed 1 · already 0 · failed 0 · escalated 0 · skipped 0 · reboot "
+        "pending 1 · waived 1 · held 1 · manual 1 · left 0  ▸ kernel_module_cramfs_disabled (daemon)");
   m.Apply(Ev("batch.completed", "daemon", "",
              R"({"rules":{"fixed":1,"waived":1,"manual":1,"held":1,"reboot_pending":1}})"));
   CHECK(m.counts().reboot_pending == 1);

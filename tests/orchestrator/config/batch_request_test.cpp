@@ -59,15 +59,18 @@ TEST_CASE("each invalid field is named") {
   Fixture f;
   auto r = f.Valid();
   r.set_target("lba");
-  CHECK(f.Error(r) == "target: 'lba' is not configured in /etc/temper/temperd.yaml (did you mean 'lab'?) (configured: lab)");
+  CHECK(f.Error(r) ==
+        "target: 'lba' is not configured in /etc/temper/temperd.yaml (did you mean 'lab'?) (configured: lab)");
   r = f.Valid();
   r.set_datastream("ssg-tset-ds.xml");
   CHECK(f.Error(r) == "datastream 'ssg-tset-ds.xml' is in no content directory (content_dirs: " + f.dir.path() +
                           ") (did you mean 'ssg-test-ds.xml'?)");
   r = f.Valid();
   r.set_datastream("../etc/passwd");
-  CHECK(f.Error(r) == "datastream: '../etc/passwd' must be a file name in a content directory or an absolute path "
-                      "(content_dirs: " + f.dir.path() + ")");
+  CHECK(f.Error(r) ==
+        "datastream: '../etc/passwd' must be a file name in a content directory or an absolute path "
+        "(content_dirs: " +
+            f.dir.path() + ")");
   r = f.Valid();
   r.set_datastream("/etc/passwd");
   CHECK(f.Error(r) == "datastream /etc/passwd is not inside a content directory (content_dirs: " + f.dir.path() +
@@ -77,10 +80,14 @@ TEST_CASE("each invalid field is named") {
   CHECK(f.Error(r) == "profile: 'st ig' is neither an XCCDF profile id nor a profile name such as 'stig'");
   r = f.Valid();
   r.add_rule_ids("rm -rf /");
-  CHECK(f.Error(r) == "rule_ids[2]: 'rm -rf /' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)");
+  CHECK(
+      f.Error(r) ==
+      "rule_ids[2]: 'rm -rf /' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)");
   r = f.Valid();
   r.add_rule_ids("xccdf_org.ssgproject.content_profile_stig");
-  CHECK(f.Error(r) == "rule_ids[2]: 'xccdf_org.ssgproject.content_profile_stig' is not an XCCDF rule id (expected xccdf_<namespace>_rule_<name>)");
+  CHECK(f.Error(r) ==
+        "rule_ids[2]: 'xccdf_org.ssgproject.content_profile_stig' is not an XCCDF rule id (expected "
+        "xccdf_<namespace>_rule_<name>)");
   r = f.Valid();
   r.add_rule_ids("sshd_disable_root_login");
   CHECK(f.Error(r) == "rule_ids[2]: 'sshd_disable_root_login' is listed twice");

@@ -45,8 +45,9 @@ TEST_CASE("the package cache takes a directory, apt sources and an index age, or
       "/etc/temper/t.yaml");
   REQUIRE(config.ok());
   CHECK(config->package_cache.dir == "/etc/temper/cache");
-  CHECK(config->package_cache.sources == std::vector<std::string>{"deb [trusted=yes] file:/srv/debs ./",
-                                                                   "deb http://mirror.example/debian bookworm main contrib"});
+  CHECK(config->package_cache.sources ==
+        std::vector<std::string>{"deb [trusted=yes] file:/srv/debs ./",
+                                 "deb http://mirror.example/debian bookworm main contrib"});
   CHECK(config->package_cache.max_index_age.count() == 7200);
   auto off = ParseDaemonConfig("package_cache:\n  enabled: false\n", "/etc/temper/t.yaml");
   REQUIRE(off.ok());
@@ -80,7 +81,8 @@ TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and r
   CHECK(defaults->sandbox.memory_bytes == std::uint64_t{2} << 30);
   CHECK(defaults->sandbox.cpu_weight == 50);
   CHECK(defaults->sandbox.disk_bytes == std::uint64_t{8} << 30);
-  auto config = ParseDaemonConfig("sandbox:\n  pids: 256\n  memory: 512MiB\n  cpu_weight: 20\n  disk: 20 GiB\n", "/t.yaml");
+  auto config =
+      ParseDaemonConfig("sandbox:\n  pids: 256\n  memory: 512MiB\n  cpu_weight: 20\n  disk: 20 GiB\n", "/t.yaml");
   REQUIRE(config.ok());
   CHECK(config->sandbox.pids == 256);
   CHECK(config->sandbox.memory_bytes == std::uint64_t{512} << 20);
@@ -114,26 +116,32 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
     const char* message;
   };
   const Case cases[] = {
-      {"stat_dir: /x\n", "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
-                         "listen, state_dir, database, content_dirs, content_dir, models, log_level, shutdown_grace, "
-                         "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
+      {"stat_dir: /x\n",
+       "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
+       "listen, state_dir, database, content_dirs, content_dir, models, log_level, shutdown_grace, "
+       "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
-      {"loop:\n  passes: 2\n", "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
+      {"loop:\n  passes: 2\n",
+       "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},
-      {"package_cache:\n  sources: []\n", "t.yaml:2:12: package_cache.sources: give at least one apt source, e.g. "
-                                          "'deb http://deb.debian.org/debian bookworm main'"},
-      {"package_cache:\n  mirror: /srv\n", "t.yaml:2:3: package_cache.mirror: unknown key (valid keys here: enabled, "
-                                           "dir, sources, max_index_age)"},
-      {"log_level: loud\n", "t.yaml:1:12: log_level: unknown log level 'loud' (expected debug, info, warning or error)"},
+      {"package_cache:\n  sources: []\n",
+       "t.yaml:2:12: package_cache.sources: give at least one apt source, e.g. "
+       "'deb http://deb.debian.org/debian bookworm main'"},
+      {"package_cache:\n  mirror: /srv\n",
+       "t.yaml:2:3: package_cache.mirror: unknown key (valid keys here: enabled, "
+       "dir, sources, max_index_age)"},
+      {"log_level: loud\n",
+       "t.yaml:1:12: log_level: unknown log level 'loud' (expected debug, info, warning or error)"},
       {"default_budgets:\n  max_attempts: 0\n", "t.yaml:2:17: default_budgets.max_attempts: 0 is out of range [1, 50]"},
-      {"default_budgets:\n  wall_time: 5s\n", "t.yaml:2:14: default_budgets.wall_time: duration 5s is out of range [10s, 86400s]"},
-      {"listen:\n  tcp:\n    address: 0.0.0.0:7443\n",
-       "t.yaml:3:5: listen.tcp: missing required key 'tls_cert'"},
+      {"default_budgets:\n  wall_time: 5s\n",
+       "t.yaml:2:14: default_budgets.wall_time: duration 5s is out of range [10s, 86400s]"},
+      {"listen:\n  tcp:\n    address: 0.0.0.0:7443\n", "t.yaml:3:5: listen.tcp: missing required key 'tls_cert'"},
       {"listen:\n  tcp:\n    address: nowhere\n    tls_cert: c\n    tls_key: k\n    token_file: t\n",
        "t.yaml:3:14: listen.tcp.address: 'nowhere' is not host:port"},
-      {"targets:\n  lab:\n    type: vm\n    path: /x\n", "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs, ssh)"},
+      {"targets:\n  lab:\n    type: vm\n    path: /x\n",
+       "t.yaml:3:11: targets.lab.type: unknown target type 'vm' (expected: rootfs, ssh)"},
       {"targets:\n  web:\n    type: ssh\n    host: web1\n",
        "t.yaml:4:11: targets.web.host: host 'web1' must be user@name[:port]"},
       {"targets:\n  web:\n    type: ssh\n    host: admin@web1\n    sudo: false\n",
@@ -142,7 +150,8 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "t.yaml:5:11: targets.web.path: ssh targets have no path (use host: user@name[:port])"},
       {"targets:\n  lab:\n    type: rootfs\n    path: /x\n    host: root@web1\n",
        "t.yaml:5:11: targets.lab.host: only ssh targets take this key"},
-      {"targets:\n  bad name:\n    type: rootfs\n", "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
+      {"targets:\n  bad name:\n    type: rootfs\n",
+       "t.yaml:3:5: targets.bad name: target names are 1-64 characters of letters, digits, '-', '_' and '.'"},
       {"targets:\n  lab: {type: rootfs}\n", "t.yaml:2:8: targets.lab: missing required key 'path'"},
       {"waivers:\n  - {rule: accounts_tmout, reason: r}\n", "t.yaml:2:5: waivers[0]: missing required key 'owner'"},
       {"waivers:\n  - {rule: accounts_tmout, reason: r, owner: o, expires: 2027-02-30}\n",
@@ -224,7 +233,8 @@ TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {
   std::string text = "listen:\n  unix:\n    path: /" + std::string(120, 'x') + "\n";
   auto config = ParseDaemonConfig(text, "/t.yaml");
   REQUIRE_FALSE(config.ok());
-  CHECK(config.status().message() == "/t.yaml:3:5: listen.unix: socket path is 121 bytes; unix sockets allow at most 107");
+  CHECK(config.status().message() ==
+        "/t.yaml:3:5: listen.unix: socket path is 121 bytes; unix sockets allow at most 107");
 }
 
 }  // namespace

@@ -41,20 +41,25 @@ TEST_CASE("models.yaml errors name file, line, column and field") {
        "m.yaml:2:52: endpoints.e.gpus: lists 1 GPUs but tp is 2; give one GPU per rank"},
       {std::string("endpoints:\n  e: {type: openai, base_url: ftp://x, model: m}\n") + kRoles,
        "m.yaml:2:31: endpoints.e.base_url: 'ftp://x' is not an http:// or https:// URL"},
-      {std::string("endpoints:\n  e: {type: openai, base_url: http://x, model: m, api_key_env: A, api_key_file: f}\n") + kRoles,
+      {std::string("endpoints:\n  e: {type: openai, base_url: http://x, model: m, api_key_env: A, api_key_file: f}\n") +
+           kRoles,
        "m.yaml:2:81: endpoints.e.api_key_file: set api_key_env or api_key_file, not both"},
       {std::string("endpoints:\n  e: {type: replay, transcript: t, speed: 2}\n") + kRoles,
        "m.yaml:2:36: endpoints.e.speed: unknown key (valid keys here: type, transcript)"},
-      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: x}\n  worker: {endpoint: e}\n  reflector: {endpoint: e}\n",
+      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: x}\n  worker: {endpoint: e}\n  "
+       "reflector: {endpoint: e}\n",
        "m.yaml:4:25: roles.architect.endpoint: no endpoint named 'x' (defined: e)"},
       {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: e}\n  worker: {endpoint: e}\n",
        "m.yaml:4:3: roles: missing required key 'reflector'"},
-      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: e, temperature: 3}\n  worker: {endpoint: e}\n  reflector: {endpoint: e}\n",
+      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: e, temperature: 3}\n  worker: "
+       "{endpoint: e}\n  reflector: {endpoint: e}\n",
        "m.yaml:4:41: roles.architect.temperature: 3 is out of range [0, 2]"},
-      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: e, max_output_tokens: 4096, context_tokens: 1024}\n  worker: {endpoint: e}\n  reflector: {endpoint: e}\n",
+      {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architect: {endpoint: e, max_output_tokens: 4096, "
+       "context_tokens: 1024}\n  worker: {endpoint: e}\n  reflector: {endpoint: e}\n",
        "m.yaml:4:69: roles.architect.context_tokens: context_tokens (1024) must exceed max_output_tokens (4096)"},
       {"endpoints:\n  e: {type: replay, transcript: t}\nroles:\n  architekt: {endpoint: e}\n",
-       "m.yaml:4:3: roles.architekt: unknown key (did you mean 'architect'?) (valid keys here: architect, worker, reflector)"},
+       "m.yaml:4:3: roles.architekt: unknown key (did you mean 'architect'?) (valid keys here: architect, worker, "
+       "reflector)"},
   };
   for (const Case& c : cases) {
     INFO(c.text);

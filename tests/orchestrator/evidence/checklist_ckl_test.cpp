@@ -83,7 +83,8 @@ TEST_CASE("Malformed checklists are refused with the file and line named", "[evi
       "</ATTRIBUTE_DATA></STIG_DATA><STATUS>Fixed</STATUS></VULN></iSTIG></STIGS></CHECKLIST>",
       "status.ckl");
   CHECK(status.status().code() == StatusCode::kDataLoss);
-  CHECK_THAT(status.status().message(), Catch::Contains("status.ckl:2: VULN V-1: STATUS \"Fixed\" is not a checklist status"));
+  CHECK_THAT(status.status().message(),
+             Catch::Contains("status.ckl:2: VULN V-1: STATUS \"Fixed\" is not a checklist status"));
 }
 
 }  // namespace

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/evidence/checklist_fixtures.h"
 #include "orchestrator/evidence/checklist_ckl.h"
+#include "orchestrator/evidence/checklist_fixtures.h"
 
 namespace temper::evidence {
 namespace {
@@ -53,9 +53,10 @@ TEST_CASE("A CKLB checklist reads, and writes back to the same checklist", "[evi
   CHECK(stig["size"] == 2);
   CHECK(stig["display_name"] == "Mozilla Firefox");
   const nlohmann::json& rule = stig["rules"][0];
-  for (const char* key : {"uuid", "stig_uuid", "group_id", "group_id_src", "rule_id", "rule_id_src", "rule_version",
-                          "severity", "group_title", "rule_title", "check_content", "fix_text", "discussion", "ccis",
-                          "legacy_ids", "group_tree", "check_content_ref", "status", "comments", "finding_details",
+  for (const char* key : {"uuid",          "stig_uuid",         "group_id",   "group_id_src", "rule_id",
+                          "rule_id_src",   "rule_version",      "severity",   "group_title",  "rule_title",
+                          "check_content", "fix_text",          "discussion", "ccis",         "legacy_ids",
+                          "group_tree",    "check_content_ref", "status",     "comments",     "finding_details",
                           "overrides"}) {
     INFO(key);
     CHECK(rule.contains(key));
@@ -97,7 +98,8 @@ TEST_CASE("Malformed CKLB is refused with the JSON path named", "[evidence][cklb
   CHECK(error(R"({"stigs":[{"rules":[{"status":"fixed"}]}]})") ==
         "x.cklb: stigs[0].rules[0].status: \"fixed\" is not a checklist status (not_a_finding, open, not_applicable, "
         "not_reviewed)");
-  CHECK(error(R"({"stigs":[{"rules":[{"status":"open","ccis":[1]}]}]})") == "x.cklb: stigs[0].rules[0].ccis[0]: expected a string");
+  CHECK(error(R"({"stigs":[{"rules":[{"status":"open","ccis":[1]}]}]})") ==
+        "x.cklb: stigs[0].rules[0].ccis[0]: expected a string");
   CHECK(error(R"({"target_data":{"host_name":{}},"stigs":[]})") == "x.cklb: target_data.host_name: expected a string");
 }
 

@@ -22,7 +22,8 @@ inline constexpr const char* kXmllint = "/usr/bin/xmllint";
 inline std::string CklSchemaErrors(const std::string& ckl_text) {
   TempDir dir;
   std::string path = dir.Write("checklist.ckl", ckl_text);
-  ProcessResult r = RunProcess({kXmllint, "--noout", "--nonet", "--schema", ChecklistData("U_Checklist_Schema_V2.xsd"), path});
+  ProcessResult r =
+      RunProcess({kXmllint, "--noout", "--nonet", "--schema", ChecklistData("U_Checklist_Schema_V2.xsd"), path});
   return r.exit_code == 0 ? "" : "xmllint exited " + std::to_string(r.exit_code) + ": " + r.err + r.out;
 }
 

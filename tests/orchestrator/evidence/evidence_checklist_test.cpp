@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "orchestrator/evidence/checklist_fixtures.h"
-#include "orchestrator/evidence/evidence_fixture.h"
 #include "orchestrator/evidence/checklist_ckl.h"
 #include "orchestrator/evidence/checklist_cklb.h"
+#include "orchestrator/evidence/checklist_fixtures.h"
+#include "orchestrator/evidence/evidence_fixture.h"
 
 namespace temper::evidence {
 namespace {

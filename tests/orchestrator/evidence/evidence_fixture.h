@@ -25,11 +25,17 @@ struct EvidenceFixture {
     evidence::RuleEvidence& fixed = Add("accounts_tmout", RuleState::kFixed, "fail", "pass", "fixed on attempt 2");
     fixed.attempts.push_back(Attempt(1, AttemptOutcome::kReverted, "fail", ""));
     fixed.attempts.back().attempt.reflection = "Tried: profile.d\nWhy it failed: wrong variable";
-    fixed.attempts.push_back(Attempt(2, AttemptOutcome::kKept, "pass", "--- a/etc/profile.d/tmout.sh\n+++ b/etc/profile.d/tmout.sh\n"
-                                                         "@@ -0,0 +1 @@\n+declare -xr TMOUT=600\n"));
-    fixed.after = stig::RuleEvidence{.rule_id = fixed.rule.rule_id, .result = "pass", .message = "",
-                                     .definitions = {{.id = "oval:ssg-accounts_tmout:def:1", .title = "Set TMOUT",
-                                                      .result = "true", .extends = {}, .tests = {}}}};
+    fixed.attempts.push_back(Attempt(2, AttemptOutcome::kKept, "pass",
+                                     "--- a/etc/profile.d/tmout.sh\n+++ b/etc/profile.d/tmout.sh\n"
+                                     "@@ -0,0 +1 @@\n+declare -xr TMOUT=600\n"));
+    fixed.after = stig::RuleEvidence{.rule_id = fixed.rule.rule_id,
+                                     .result = "pass",
+                                     .message = "",
+                                     .definitions = {{.id = "oval:ssg-accounts_tmout:def:1",
+                                                      .title = "Set TMOUT",
+                                                      .result = "true",
+                                                      .extends = {},
+                                                      .tests = {}}}};
     Add("no_duplicate_uids", RuleState::kAlreadyPassing, "pass", "pass", "");
     evidence::RuleEvidence& escalated =
         Add("is_fips_mode_enabled", RuleState::kEscalated, "fail", "fail", "attempt budget spent: 3 attempts failed");
@@ -60,8 +66,13 @@ struct EvidenceFixture {
     info.ccis = {"CCI-000366", "CCI-001384"};
     info.srgs = {"SRG-OS-000480-GPOS-00227"};
     evidence::RuleEvidence r;
-    r.rule = {.rule_id = info.id, .state = state, .attempts = 0, .tokens_used = 0, .detail = detail,
-              .before_verdict = before, .after_verdict = after};
+    r.rule = {.rule_id = info.id,
+              .state = state,
+              .attempts = 0,
+              .tokens_used = 0,
+              .detail = detail,
+              .before_verdict = before,
+              .after_verdict = after};
     r.info = &info;
     report.rules.push_back(std::move(r));
     return report.rules.back();
@@ -76,9 +87,11 @@ struct EvidenceFixture {
     a.attempt.approach = "approach " + std::to_string(number);
     a.attempt.commands = {"write_file /etc/profile.d/tmout.sh"};
     if (!diff.empty()) {
-      a.changes.files.push_back({.path = "/etc/profile.d/tmout.sh", .change = stig::FileChangeKind::kAdded,
+      a.changes.files.push_back({.path = "/etc/profile.d/tmout.sh",
+                                 .change = stig::FileChangeKind::kAdded,
                                  .before = std::nullopt,
-                                 .after = stig::FileState{stig::FileType::kFile, 0644, 0, 0, 22, ""}, .diff = diff});
+                                 .after = stig::FileState{stig::FileType::kFile, 0644, 0, 0, 22, ""},
+                                 .diff = diff});
     }
     return a;
   }

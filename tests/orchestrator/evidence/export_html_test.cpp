@@ -23,7 +23,8 @@ TEST_CASE("The HTML report stands alone and escapes what it did not write", "[ev
   CHECK(html.find("@media print") != std::string::npos);
 
   // The score, every rule in the table, and the evidence an assessor asks for.
-  CHECK(html.find("Score before: <b>16.7% (1 pass, 5 fail, 2 other)</b> · after: <b>60.0% (3 pass, 2 fail, 2 other)</b>") !=
+  CHECK(html.find(
+            "Score before: <b>16.7% (1 pass, 5 fail, 2 other)</b> · after: <b>60.0% (3 pass, 2 fail, 2 other)</b>") !=
         std::string::npos);
   for (const RuleEvidence& r : f.report.rules) {
     std::string name = r.rule.rule_id.substr(std::string(stig::kRulePrefix).size());

@@ -66,7 +66,8 @@ TEST_CASE("a rescan re-queues rules a later change broke or made apply, and only
   CHECK(d.pass.pass == 1);
   CHECK(d.pass.attempts == 7);
   CHECK(d.pass.fixed == 4);
-  CHECK(d.pass.verdicts == std::map<std::string, uint32_t>{{"fail", 5}, {"error", 1}, {"pass", 2}, {"notapplicable", 1}});
+  CHECK(d.pass.verdicts ==
+        std::map<std::string, uint32_t>{{"fail", 5}, {"error", 1}, {"pass", 2}, {"notapplicable", 1}});
 
   const RuleUpdate* broken = UpdateOf(d, "fixed_then_broken");
   REQUIRE(broken);

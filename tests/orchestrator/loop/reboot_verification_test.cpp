@@ -5,8 +5,8 @@
 
 #include <map>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/store/journal.h"
@@ -78,8 +78,10 @@ struct Fixture {
     LoopStep done;
     done.batch_id = id;
     done.batch_state = BatchState::kCompleted;
-    done.rules.push_back({kA, RuleState::kRebootPending, std::string("staged"), std::string("fail"), std::string("pass"), 1, 0});
-    done.rules.push_back({kB, RuleState::kRebootPending, std::string("staged"), std::string("fail"), std::string("pass"), 2, 0});
+    done.rules.push_back(
+        {kA, RuleState::kRebootPending, std::string("staged"), std::string("fail"), std::string("pass"), 1, 0});
+    done.rules.push_back(
+        {kB, RuleState::kRebootPending, std::string("staged"), std::string("fail"), std::string("pass"), 2, 0});
     done.rules.push_back({kC, RuleState::kFixed, std::string("fixed on attempt 1"), {}, {}, 1, 0});
     REQUIRE(store->CommitStep(done).ok());
     REQUIRE(store->ConfirmReboot(id, "").ok());
@@ -114,8 +116,8 @@ TEST_CASE("after the reboot a passing staged rule is fixed and a failing one esc
   nlohmann::json summary = nlohmann::json::parse(last.data_json);
   CHECK(summary["fixed"] == 1);
   CHECK(summary["escalated"] == 1);
-  CHECK(summary["results_dir"] == fmt::format("{}/batch-{}/after-reboot-{}", f.dir / "results", batch.id,
-                                              *batch.reboot_confirmed_seq));
+  CHECK(summary["results_dir"] ==
+        fmt::format("{}/batch-{}/after-reboot-{}", f.dir / "results", batch.id, *batch.reboot_confirmed_seq));
   CHECK(events[events.size() - 3].type == "rule.fixed");
   CHECK(events[events.size() - 2].type == "rule.escalated");
   CHECK(nlohmann::json::parse(events[events.size() - 2].data_json)["after_reboot"] == true);

@@ -49,8 +49,9 @@ TEST_CASE("an expired waiver is flagged and the rule is remediated as if it had 
   REQUIRE(d.events.size() == 1);
   CHECK(d.events[0].type == EventType::kWaiverExpired);
   CHECK(d.events[0].data["expires"] == "2027-01-31");
-  CHECK(d.events[0].data["detail"] == "the waiver by alice@example.com expired on 2027-01-31: the rule is remediated "
-                                      "as usual");
+  CHECK(d.events[0].data["detail"] ==
+        "the waiver by alice@example.com expired on 2027-01-31: the rule is remediated "
+        "as usual");
   // Expired on a disruptive rule without the opt-in: flagged, then held like any disruptive rule.
   PolicyDecision held =
       DecideRule(Rule("package_telnet_removed"), Verdict::kFail, WithWaiver("package_telnet_removed", kNow - 1), kNow);
@@ -61,8 +62,8 @@ TEST_CASE("an expired waiver is flagged and the rule is remediated as if it had 
 }
 
 TEST_CASE("a rule with no automated check is manual, never pass") {
-  PolicyDecision d = DecideRule(Rule("installed_os_is_vendor_supported", stig::Decidability::kManual),
-                                Verdict::kNotChecked, {}, kNow);
+  PolicyDecision d =
+      DecideRule(Rule("installed_os_is_vendor_supported", stig::Decidability::kManual), Verdict::kNotChecked, {}, kNow);
   REQUIRE(d.state == RuleState::kManual);
   CHECK_THAT(d.detail, Catch::Contains("no automated check") && Catch::Contains("notchecked"));
   REQUIRE(d.events.size() == 1);
@@ -71,14 +72,19 @@ TEST_CASE("a rule with no automated check is manual, never pass") {
 
 TEST_CASE("a failing disruptive rule is held unless the batch allows disruptive changes") {
   stig::RuleInfo reboot = Rule("kernel_module_cramfs_disabled");
-  reboot.fix_metadata = {.declared = true, .system = "urn:xccdf:fix:script:sh", .reboot = true,
-                         .disruption = "medium", .complexity = "low", .strategy = "disable"};
+  reboot.fix_metadata = {.declared = true,
+                         .system = "urn:xccdf:fix:script:sh",
+                         .reboot = true,
+                         .disruption = "medium",
+                         .complexity = "low",
+                         .strategy = "disable"};
   PolicyDecision d = DecideRule(reboot, Verdict::kFail, {}, kNow);
   REQUIRE(d.state == RuleState::kHeld);
-  CHECK(d.detail == "held, not changed: disruptive (its fix takes effect only after a reboot (SCAP Security Guide: "
-                    "reboot=true); its fix takes a kernel module (a driver) away). To remediate it, submit it again "
-                    "allowing disruptive changes: temper submit --allow-disruptive (or allow_disruptive: true in the "
-                    "batch file)");
+  CHECK(d.detail ==
+        "held, not changed: disruptive (its fix takes effect only after a reboot (SCAP Security Guide: "
+        "reboot=true); its fix takes a kernel module (a driver) away). To remediate it, submit it again "
+        "allowing disruptive changes: temper submit --allow-disruptive (or allow_disruptive: true in the "
+        "batch file)");
   REQUIRE(d.events.size() == 1);
   CHECK(d.events[0].type == EventType::kRuleHeld);
   CHECK(d.events[0].data["reasons"] == nlohmann::json({"reboot", "kernel_module"}));

@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <sys/stat.h>
+#include <atomic>
 
 #include "stig/rootfs_fixture.h"
 

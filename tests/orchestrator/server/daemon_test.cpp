@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -211,8 +211,10 @@ TEST_CASE("a restart keeps every batch and event, and seqs continue") {
   }
   CHECK(daemon.Stop(SIGTERM) == 0);
   auto notes = daemon.Notifications();
-  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("READY=1") != std::string::npos; }));
-  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.find("STOPPING=1") != std::string::npos; }));
+  CHECK(std::any_of(notes.begin(), notes.end(),
+                    [](const std::string& n) { return n.find("READY=1") != std::string::npos; }));
+  CHECK(std::any_of(notes.begin(), notes.end(),
+                    [](const std::string& n) { return n.find("STOPPING=1") != std::string::npos; }));
   CHECK(daemon.Log().find("shut down cleanly") != std::string::npos);
 
   REQUIRE(daemon.Start().ok());
@@ -250,7 +252,9 @@ TEST_CASE("kill -9 loses nothing acknowledged and leaves a socket the next start
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("kill -9 while journal lines are being appended: the next start serves every committed event, each file holds each once") {
+TEST_CASE(
+    "kill -9 while journal lines are being appended: the next start serves every committed event, each file holds each "
+    "once") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
@@ -289,7 +293,8 @@ TEST_CASE("kill -9 while journal lines are being appended: the next start serves
     for (const auto& e : ReadJournal(*stub, b.id(), 0)) served.push_back(e.seq());
     std::vector<uint64_t> in_file;
     std::istringstream lines(ReadFileOrEmpty(dir / fmt::format("state/journal/batch-{}.jsonl", b.id())));
-    for (std::string line; std::getline(lines, line);) in_file.push_back(nlohmann::json::parse(line)["seq"].get<uint64_t>());
+    for (std::string line; std::getline(lines, line);)
+      in_file.push_back(nlohmann::json::parse(line)["seq"].get<uint64_t>());
     INFO("batch " << b.id());
     CHECK(in_file == served);
     CHECK(served.size() == 1);
@@ -313,7 +318,8 @@ TEST_CASE("a bad config stops temperd before it opens anything, naming file and 
   ProcessResult r = RunProcess({TemperdBinary(), "--config", config});
   CHECK(r.exit_code == 1);
   CHECK(r.err == fmt::format("temperd: {}:4:5: listen.unix.pth: unknown key (did you mean 'path'?) "
-                             "(valid keys here: path, group)\n", config));
+                             "(valid keys here: path, group)\n",
+                             config));
   CHECK_FALSE(std::filesystem::exists(dir / "s"));
   ProcessResult check = RunProcess({TemperdBinary(), "--check-config", "--config", config});
   CHECK(check.exit_code == 1);
@@ -340,7 +346,8 @@ TEST_CASE("TCP serves only with TLS and the right bearer token") {
   close(probe);
 
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
-                                                      "tls_key: key.pem\ntoken_file: token", port)});
+                                                     "tls_key: key.pem\ntoken_file: token",
+                                                     port)});
   REQUIRE(daemon.Start().ok());
 
   grpc::SslCredentialsOptions ssl;
@@ -351,15 +358,17 @@ TEST_CASE("TCP serves only with TLS and the right bearer token") {
     temper::v1::ListBatchesResponse list;
     return stub->ListBatches(CallContext().get(), {}, &list);
   };
-  CHECK(call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token"))).ok());
-  grpc::Status wrong = call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("guess")));
+  CHECK(call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("s3cret-token")))
+            .ok());
+  grpc::Status wrong =
+      call(grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl), grpc::AccessTokenCredentials("guess")));
   CHECK(wrong.error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(wrong.error_message() == "the bearer token was not accepted");
   CHECK(call(grpc::SslCredentials(ssl)).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK_FALSE(call(grpc::InsecureChannelCredentials()).ok());
 
-  ProcessResult cli = RunProcess({TemperBinary(), "--address", target, "--tls-ca", dir / "cert.pem",
-                                  "--token-file", token_file, "list"});
+  ProcessResult cli = RunProcess(
+      {TemperBinary(), "--address", target, "--tls-ca", dir / "cert.pem", "--token-file", token_file, "list"});
   INFO(cli.err);
   CHECK(cli.exit_code == 0);
   CHECK(daemon.Stop() == 0);

@@ -39,7 +39,8 @@ TEST_CASE("recall brings the rule's own lessons first, then its group's most use
   int64_t current = SubmitSshBatch(*store);
 
   auto lesson = [&](const std::string& rule_id, const std::string& group, const std::string& text, double utility) {
-    return *store->AddLesson({.rule_id = rule_id, .group_id = group, .batch_id = earlier, .text = text, .utility = utility});
+    return *store->AddLesson(
+        {.rule_id = rule_id, .group_id = group, .batch_id = earlier, .text = text, .utility = utility});
   };
   int64_t own = lesson(rule.id, kGroup, "use a drop-in in sshd_config.d", 0.5);
   lesson(SshRule("sshd_set_idle_timeout").id, kGroup, "neighbour: low", 0.1);
@@ -47,9 +48,15 @@ TEST_CASE("recall brings the rule's own lessons first, then its group's most use
   lesson("xccdf_org.ssgproject.content_rule_package_aide_installed", "xccdf_org.ssgproject.content_group_aide",
          "unrelated", 1.0);
 
-  AttemptRecord a{.batch_id = earlier, .rule_id = rule.id, .number = 1, .approach = "sed the main file",
-                  .commands = {"sed -i s/yes/no/ /etc/ssh/sshd_config"}, .verdict = "fail", .outcome = AttemptOutcome::kReverted,
-                  .evidence = "PermitRootLogin yes", .reflection = "Tried: sed"};
+  AttemptRecord a{.batch_id = earlier,
+                  .rule_id = rule.id,
+                  .number = 1,
+                  .approach = "sed the main file",
+                  .commands = {"sed -i s/yes/no/ /etc/ssh/sshd_config"},
+                  .verdict = "fail",
+                  .outcome = AttemptOutcome::kReverted,
+                  .evidence = "PermitRootLogin yes",
+                  .reflection = "Tried: sed"};
   REQUIRE(store->RecordAttempt(a).ok());
   a.batch_id = current;  // this batch's attempts are the loop's own business
   REQUIRE(store->RecordAttempt(a).ok());

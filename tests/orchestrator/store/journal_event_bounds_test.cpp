@@ -1,7 +1,7 @@
 #include "orchestrator/store/journal_event_bounds.h"
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/store/journal_files.h"
@@ -15,15 +15,23 @@ using nlohmann::json;
 using testing::TempDir;
 
 NewEvent WithData(const json& data) {
-  return NewEvent{.batch_id = std::nullopt, .target = "lab", .rule_id = "xccdf_a_rule_b", .role = "worker",
-                  .type = "worker.tool_call", .data_json = data.dump()};
+  return NewEvent{.batch_id = std::nullopt,
+                  .target = "lab",
+                  .rule_id = "xccdf_a_rule_b",
+                  .role = "worker",
+                  .type = "worker.tool_call",
+                  .data_json = data.dump()};
 }
 
 // The line the event's file gets, as if committed with the widest seq and time.
 size_t LineBytes(const NewEvent& e) {
-  return JournalFiles::ToJsonLine(EventRecord{.seq = 18446744073709551615ull, .time = 9223372036854775807,
-                                              .batch_id = 9223372036854775807, .target = e.target,
-                                              .rule_id = e.rule_id, .role = e.role, .type = e.type,
+  return JournalFiles::ToJsonLine(EventRecord{.seq = 18446744073709551615ull,
+                                              .time = 9223372036854775807,
+                                              .batch_id = 9223372036854775807,
+                                              .target = e.target,
+                                              .rule_id = e.rule_id,
+                                              .role = e.role,
+                                              .type = e.type,
                                               .data_json = e.data_json})
       .size();
 }
@@ -36,7 +44,8 @@ TEST_CASE("an event within the bounds passes byte for byte") {
 }
 
 TEST_CASE("a huge tool argument is cut with a marker, and the line stays within the documented bound") {
-  NewEvent e = WithData({{"tool", "write_file"}, {"arguments", {{"path", "/etc/x"}, {"content", std::string(5 << 20, 'c')}}}});
+  NewEvent e =
+      WithData({{"tool", "write_file"}, {"arguments", {{"path", "/etc/x"}, {"content", std::string(5 << 20, 'c')}}}});
   NewEvent bounded = BoundJournalEvent(e);
   CHECK(LineBytes(bounded) <= kMaxJournalLineBytes);
   json data = json::parse(bounded.data_json);

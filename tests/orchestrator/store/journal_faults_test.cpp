@@ -8,15 +8,15 @@
 // then serves it over its socket.
 #include <fcntl.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <set>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/daemon_process.h"
@@ -73,8 +73,13 @@ NewBatch Batch(const std::string& name) {
 }
 
 NewEvent Event(std::optional<int64_t> batch, std::string type, nlohmann::json data) {
-  return NewEvent{.batch_id = batch, .target = batch ? "lab" : "", .rule_id = batch ? kRuleA : "",
-                  .role = "worker", .type = std::move(type), .data_json = data.dump(), .usage = {5, 7, 1}};
+  return NewEvent{.batch_id = batch,
+                  .target = batch ? "lab" : "",
+                  .rule_id = batch ? kRuleA : "",
+                  .role = "worker",
+                  .type = std::move(type),
+                  .data_json = data.dump(),
+                  .usage = {5, 7, 1}};
 }
 
 // Every call of the work that returned OK, with what it returned, and how many returned an error.
@@ -145,11 +150,18 @@ void RunWork(const TempDir& dir, stig::Env& env, Acknowledged& ack) {
   if (a) append(Event(a, "tool.call", {{"command", "chmod 0600 /etc/issue"}}));
   if (a) {
     LoopStep step{.batch_id = *a};
-    step.rules = {RuleUpdate{.rule_id = kRuleA, .state = RuleState::kFixed, .after_verdict = "pass", .add_attempts = 1}};
+    step.rules = {
+        RuleUpdate{.rule_id = kRuleA, .state = RuleState::kFixed, .after_verdict = "pass", .add_attempts = 1}};
     step.batch_state = BatchState::kRunning;
-    step.attempt = AttemptRecord{.batch_id = *a, .rule_id = kRuleA, .number = 1, .approach = "chmod",
-                                 .commands = {"chmod 0600 /etc/issue"}, .verdict = "pass", .outcome = AttemptOutcome::kKept};
-    step.lesson = LessonRecord{.rule_id = kRuleA, .group_id = "g", .batch_id = *a, .text = "chmod works", .utility = 0.5};
+    step.attempt = AttemptRecord{.batch_id = *a,
+                                 .rule_id = kRuleA,
+                                 .number = 1,
+                                 .approach = "chmod",
+                                 .commands = {"chmod 0600 /etc/issue"},
+                                 .verdict = "pass",
+                                 .outcome = AttemptOutcome::kKept};
+    step.lesson =
+        LessonRecord{.rule_id = kRuleA, .group_id = "g", .batch_id = *a, .text = "chmod works", .utility = 0.5};
     step.events = {Event(a, "attempt.finished", {{"outcome", "kept"}})};
     commit(step);
   }

@@ -3,8 +3,8 @@
 #include <chrono>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 namespace temper {
 namespace {
@@ -58,7 +58,8 @@ TEST_CASE("journal scan: a line far longer than the read buffer is read whole, s
   CHECK(s.torn_bytes == big.size() / 2);
 }
 
-TEST_CASE("journal scan: lines that are not events are problems with line, offset and length, and do not stop the scan") {
+TEST_CASE(
+    "journal scan: lines that are not events are problems with line, offset and length, and do not stop the scan") {
   std::string one = Event(1);
   std::string text = one + "garbage\n" + "\n" + "[1,2]\n" + "{\"seq\":\"3\"}\n" + "{\"data\":{\"seq\":9}}\n" +
                      Event(2) + Event(2) + "{\"seq\":3} trailing\n" + Event(4);
@@ -71,10 +72,10 @@ TEST_CASE("journal scan: lines that are not events are problems with line, offse
   CHECK(s.problems[0].offset == one.size());
   CHECK(s.problems[0].bytes == 7);
   CHECK_THAT(s.problems[0].what, Catch::StartsWith("not JSON: "));
-  CHECK(s.problems[1].line == 3);  // an empty line
+  CHECK(s.problems[1].line == 3);                                                      // an empty line
   CHECK(s.problems[2].what == "not a journal event (no positive top-level \"seq\")");  // an array
-  CHECK(s.problems[3].line == 5);   // seq as a string
-  CHECK(s.problems[4].line == 6);   // seq only nested
+  CHECK(s.problems[3].line == 5);                                                      // seq as a string
+  CHECK(s.problems[4].line == 6);                                                      // seq only nested
   CHECK(s.problems[5].what == "seq 2 does not follow seq 2");
   CHECK_THAT(s.problems[6].what, Catch::StartsWith("not JSON: "));
 }

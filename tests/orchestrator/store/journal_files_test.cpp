@@ -1,7 +1,7 @@
 #include "orchestrator/store/journal_files.h"
 
-#include <nlohmann/json.hpp>
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "orchestrator/temp_dir.h"
 
@@ -30,8 +30,12 @@ struct Fixture {
   std::unique_ptr<JournalFiles> files = *JournalFiles::Open(dir / "journal");
 
   EventRecord Commit(std::optional<int64_t> batch, std::string type) {
-    return *store->AppendEvent(NewEvent{.batch_id = batch, .rule_id = "r", .role = "worker", .type = std::move(type),
-                                        .data_json = R"({"k":1})", .usage = {3, 4, 1}});
+    return *store->AppendEvent(NewEvent{.batch_id = batch,
+                                        .rule_id = "r",
+                                        .role = "worker",
+                                        .type = std::move(type),
+                                        .data_json = R"({"k":1})",
+                                        .usage = {3, 4, 1}});
   }
 };
 
@@ -105,7 +109,8 @@ TEST_CASE("a file that is nothing but a torn line is emptied and rebuilt from th
   CHECK(Lines(f.files->PathFor(1)).size() == 1);
 }
 
-TEST_CASE("lines that are not events are reported with line and offset, left in place, and the events after them appended") {
+TEST_CASE(
+    "lines that are not events are reported with line and offset, left in place, and the events after them appended") {
   Fixture f;
   REQUIRE(f.store->SubmitBatch(Batch()).ok());
   EventRecord second = f.Commit(1, "a");

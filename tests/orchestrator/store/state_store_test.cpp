@@ -37,12 +37,14 @@ TEST_CASE("a database of the previous schema is migrated with its data intact") 
     auto db = sqlite::Database::Open(path);
     REQUIRE(db.ok());
     REQUIRE(MigrateSchema(*db, 1).ok());
-    REQUIRE(db->Exec("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
-                     "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms) "
-                     "VALUES('old', 'lab', '/ds.xml', 'stig', 0, 3, 600, 5000, 'queued', 1000, 1000);"
-                     "INSERT INTO batch_rules(batch_id, position, rule_id, state) VALUES(1, 0, 'xccdf_a_rule_r', 'pending');"
-                     "INSERT INTO journal(time_ms, batch_id, type, data) VALUES(1000, 1, 'batch.submitted', '{}');")
-                .ok());
+    REQUIRE(
+        db->Exec(
+              "INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
+              "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms) "
+              "VALUES('old', 'lab', '/ds.xml', 'stig', 0, 3, 600, 5000, 'queued', 1000, 1000);"
+              "INSERT INTO batch_rules(batch_id, position, rule_id, state) VALUES(1, 0, 'xccdf_a_rule_r', 'pending');"
+              "INSERT INTO journal(time_ms, batch_id, type, data) VALUES(1000, 1, 'batch.submitted', '{}');")
+            .ok());
     CHECK(*db->QueryInt("PRAGMA user_version") == 1);
   }
   auto store = StateStore::Open(path);
@@ -198,8 +200,13 @@ TEST_CASE("journal seqs increase, filter by batch, and survive reopening") {
     auto store = *StateStore::Open(path);
     REQUIRE(store->SubmitBatch(SampleBatch()).ok());
     REQUIRE(store->SubmitBatch(SampleBatch()).ok());
-    REQUIRE(store->AppendEvent(NewEvent{.batch_id = 1, .rule_id = "r", .role = "worker", .type = "tool.call",
-                                        .data_json = R"({"command":"ls"})", .usage = {10, 5, 2}})
+    REQUIRE(store
+                ->AppendEvent(NewEvent{.batch_id = 1,
+                                       .rule_id = "r",
+                                       .role = "worker",
+                                       .type = "tool.call",
+                                       .data_json = R"({"command":"ls"})",
+                                       .usage = {10, 5, 2}})
                 .ok());
     REQUIRE(store->AppendEvent(NewEvent{.type = "daemon.note"}).ok());
   }
@@ -231,10 +238,18 @@ TEST_CASE("rule memory returns lessons and attempts newest first, with utility u
   auto store = *StateStore::Open(dir / "t.db");
   REQUIRE(store->SubmitBatch(SampleBatch()).ok());
   const std::string rule = "xccdf_org.ssgproject.content_rule_a";
-  AttemptRecord a{.batch_id = 1, .rule_id = rule, .number = 1, .approach = "edit sshd_config",
-                  .commands = {"sed -i s/x/y/ /etc/ssh/sshd_config", "sshd -t"}, .verdict = "fail",
-                  .outcome = AttemptOutcome::kReverted, .evidence = "PermitRootLogin yes", .reflection = "use a drop-in",
-                  .usage = {100, 20, 0}, .started_at = 1, .finished_at = 2};
+  AttemptRecord a{.batch_id = 1,
+                  .rule_id = rule,
+                  .number = 1,
+                  .approach = "edit sshd_config",
+                  .commands = {"sed -i s/x/y/ /etc/ssh/sshd_config", "sshd -t"},
+                  .verdict = "fail",
+                  .outcome = AttemptOutcome::kReverted,
+                  .evidence = "PermitRootLogin yes",
+                  .reflection = "use a drop-in",
+                  .usage = {100, 20, 0},
+                  .started_at = 1,
+                  .finished_at = 2};
   REQUIRE(store->RecordAttempt(a).ok());
   a.number = 2;
   a.verdict = "pass";
@@ -419,8 +434,12 @@ TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and rev
   LoopStep pass1;
   pass1.batch_id = first;
   pass1.attempt = reverted;
-  pass1.fixpoint_pass = FixpointPass{.pass = 1, .verdicts = {{"pass", 1}, {"fail", 1}}, .attempts = 2, .fixed = 1,
-                                     .flipped = {b}, .requeued = {b}};
+  pass1.fixpoint_pass = FixpointPass{.pass = 1,
+                                     .verdicts = {{"pass", 1}, {"fail", 1}},
+                                     .attempts = 2,
+                                     .fixed = 1,
+                                     .flipped = {b},
+                                     .requeued = {b}};
   REQUIRE(store->CommitStep(pass1).ok());
   LoopStep pass2;
   pass2.batch_id = first;
@@ -473,7 +492,9 @@ TEST_CASE("start snapshots, the snapshots of kept fixes, fixpoint passes and rev
   // A revert of the ended batch: its rule and attempt are marked, its verdicts refreshed.
   RevertStep revert;
   revert.batch_id = first;
-  revert.rules.push_back({.rule_id = a, .state = RuleState::kReverted, .detail = std::string("reverted"),
+  revert.rules.push_back({.rule_id = a,
+                          .state = RuleState::kReverted,
+                          .detail = std::string("reverted"),
                           .after_verdict = std::string("fail")});
   revert.rules.push_back({.rule_id = b, .after_verdict = std::string("fail")});
   revert.reverted_attempts = {attempts[0].id};
@@ -554,7 +575,8 @@ TEST_CASE("a confirmed reboot queues one verification of the completed batch's r
   LoopStep verified;
   verified.batch_id = id;
   verified.reboot_verified = true;
-  verified.rules.push_back({b, RuleState::kFixed, std::string("verified after the reboot"), {}, std::string("pass"), 0, 0});
+  verified.rules.push_back(
+      {b, RuleState::kFixed, std::string("verified after the reboot"), {}, std::string("pass"), 0, 0});
   verified.events.push_back({id, "lab", "", "evaluator", "reboot.verified", "{}", {}});
   auto committed = store->CommitStep(verified);
   REQUIRE(committed.ok());

@@ -6,9 +6,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/rootfs_fixture.h"
 #include "stig/baseline.h"
 #include "stig/package_install.h"
+#include "stig/rootfs_fixture.h"
 
 namespace temper::stig {
 namespace {

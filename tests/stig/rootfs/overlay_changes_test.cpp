@@ -16,8 +16,8 @@
 #include <catch2/catch.hpp>
 
 #include "scratch_space.h"
-#include "stig/rootfs_fixture.h"
 #include "stig/package_install.h"
+#include "stig/rootfs_fixture.h"
 #include "stig/test_repository.h"
 
 namespace temper::stig {
@@ -71,8 +71,9 @@ TEST_CASE("File changes since the last snapshot, resolved through frozen layers"
   CHECK(Changes(*t).empty());
 
   // Layer 1 (frozen below the changes under test): a new file, a deletion and a symlink.
-  Shell(*t, "echo layer1 > /etc/temper-layer1; rm /etc/debian_version; ln -s /etc/issue /etc/temper-link; "
-            "touch /etc/profile");
+  Shell(*t,
+        "echo layer1 > /etc/temper-layer1; rm /etc/debian_version; ln -s /etc/issue /etc/temper-link; "
+        "touch /etc/profile");
   REQUIRE(t->Snapshot().ok());
   CHECK(Changes(*t).empty());
 
@@ -85,18 +86,18 @@ TEST_CASE("File changes since the last snapshot, resolved through frozen layers"
   Shell(*t,
         "umask 022; "
         "printf 'hello\\n' > /etc/temper-new.conf; chmod 600 /etc/temper-new.conf; "  // added
-        "printf 'Authorized uses only.\\n' > /etc/issue.net; "                          // modified
+        "printf 'Authorized uses only.\\n' > /etc/issue.net; "                        // modified
         "echo upper >> /etc/temper-layer1; "                                          // modified (below: layer 1)
         "chmod 600 /etc/motd; chown 42:43 /etc/shells; "                              // metadata only
         "rm /etc/issue; rm -r /etc/cron.daily; "                                      // deleted, a whole dir too
         "rm -r /etc/cron.monthly; echo now-a-file > /etc/cron.monthly; "              // dir replaced by a file
         "rm /etc/host.conf; mkdir /etc/host.conf; echo x > /etc/host.conf/inner; "    // file replaced by a dir
         "rm -r /etc/cron.weekly; mkdir /etc/cron.weekly; echo new > /etc/cron.weekly/new; "  // opaque dir
-        "ln -sfn /etc/issue.net /etc/temper-link; ln -s ../usr/bin /etc/temper-link2; "     // symlinks
-        "printf 'ELF\\000\\001\\002' > /etc/temper.bin; "                                   // binary
+        "ln -sfn /etc/issue.net /etc/temper-link; ln -s ../usr/bin /etc/temper-link2; "      // symlinks
+        "printf 'ELF\\000\\001\\002' > /etc/temper.bin; "                                    // binary
         "printf 'a\\nno newline' > /etc/temper-nonl; : > /etc/temper-empty; "                // edge cases of diff
-        "yes temper | head -c 300000 > /etc/temper-big.txt; "                               // too large to diff
-        "echo back > /etc/debian_version; "                                                 // deleted below, back
+        "yes temper | head -c 300000 > /etc/temper-big.txt; "                                // too large to diff
+        "echo back > /etc/debian_version; "                                                  // deleted below, back
         "cat /etc/profile > /etc/profile.new && cat /etc/profile.new > /etc/profile && rm /etc/profile.new; "
         "touch -d 2001-01-01 /etc/passwd");  // copied up with the same content: no change
   ChangeSet cs = Changes(*t);
@@ -262,8 +263,9 @@ TEST_CASE("Packages and services in a change set come from dpkg's database and s
     CHECK(cs.services == ServiceChanges{});  // installed, not enabled
 
     REQUIRE(t->Snapshot().ok());
-    Shell(*t, "systemctl enable temper-test.service 2>/dev/null; systemctl disable cron.service 2>/dev/null; "
-              "systemctl mask ctrl-alt-del.target 2>/dev/null");
+    Shell(*t,
+          "systemctl enable temper-test.service 2>/dev/null; systemctl disable cron.service 2>/dev/null; "
+          "systemctl mask ctrl-alt-del.target 2>/dev/null");
     cs = Changes(*t);
     CHECK(cs.services.enabled == std::vector<std::string>{"temper-test.service"});
     CHECK(cs.services.disabled == std::vector<std::string>{"cron.service"});

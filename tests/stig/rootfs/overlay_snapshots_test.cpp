@@ -4,10 +4,10 @@
 // would be, and a fresh Open must find the stack whole: as before the operation or as after it).
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -29,8 +29,7 @@ using Listing = std::map<std::string, std::string>;
 // A base root and a stack directory for one test case, removed at its end.
 class Scratch {
  public:
-  explicit Scratch(const std::string& name)
-      : dir_(::temper::testing::TestScratchDir() + "/overlay-" + name) {
+  explicit Scratch(const std::string& name) : dir_(::temper::testing::TestScratchDir() + "/overlay-" + name) {
     fs::remove_all(dir_);
     fs::create_directories(base() + "/etc/ssh");
     fs::create_directories(base() + "/srv/data");
@@ -215,7 +214,7 @@ TEST_CASE("LayerChanges and OverlapsAbove tell real changes from copied-up paren
   CHECK(s.OverlapsAbove(1)->empty());  // layer 2 holds /etc, copied up unchanged: no conflict
 
   Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 30\n");  // 4: rewrites layer 1's file
-  Scratch::Write(t.At("/opt/new/two"), "2\n");                   // ... and writes in 3's new dir
+  Scratch::Write(t.At("/opt/new/two"), "2\n");                    // ... and writes in 3's new dir
   fs::remove(t.At("/srv/data/file"));                             // ... and in 3's chmodded one
   REQUIRE(*s.Snapshot() == 4);
   auto over1 = s.OverlapsAbove(1);
@@ -245,8 +244,8 @@ TEST_CASE("A crash at any step of DropLayer leaves the stack as before or as aft
     const char* step;
     bool dropped;  // whether the layer is out once the crash happened at this step
   };
-  for (Case c : {Case{"unmount", false}, Case{"discard-layer", false}, Case{"reset-upper", true},
-                 Case{"mount", true}}) {
+  for (Case c :
+       {Case{"unmount", false}, Case{"discard-layer", false}, Case{"reset-upper", true}, Case{"mount", true}}) {
     DYNAMIC_SECTION("crash before " << c.step) {
       Scratch t(std::string("crash-") + c.step);
       t.Open();

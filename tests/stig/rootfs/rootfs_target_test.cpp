@@ -42,9 +42,10 @@ TEST_CASE("The sandbox confines commands to the target", "[stig][rootfs_target][
     std::ifstream before_f("/proc/sys/kernel/panic");
     std::string before;
     before_f >> before;
-    auto r = t->Run("echo 77 > /proc/sys/kernel/panic; a=$?; mount -o remount,rw /proc/sys; b=$?; "
-                    "echo 77 > /proc/sys/kernel/panic; c=$?; echo $a $b $c",
-                    QuickLimits());
+    auto r = t->Run(
+        "echo 77 > /proc/sys/kernel/panic; a=$?; mount -o remount,rw /proc/sys; b=$?; "
+        "echo 77 > /proc/sys/kernel/panic; c=$?; echo $a $b $c",
+        QuickLimits());
     REQUIRE(r.ok());
     int write1 = 0, remount = 0, write2 = 0;
     std::istringstream(r->out) >> write1 >> remount >> write2;
@@ -57,18 +58,20 @@ TEST_CASE("The sandbox confines commands to the target", "[stig][rootfs_target][
     CHECK(after == before);
   }
   SECTION("the network is unreachable") {
-    auto r = t->Run("cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; "
-                    "bash -c 'echo > /dev/tcp/127.0.0.1/22' 2>/dev/null && echo LOOPBACK; "
-                    "bash -c 'echo > /dev/tcp/1.1.1.1/53' 2>/dev/null && echo INTERNET; "
-                    "cd /tmp && apt-get download -o Acquire::Retries=0 hello >/dev/null 2>&1 && echo APT",
-                    QuickLimits());
+    auto r = t->Run(
+        "cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d ' '; "
+        "bash -c 'echo > /dev/tcp/127.0.0.1/22' 2>/dev/null && echo LOOPBACK; "
+        "bash -c 'echo > /dev/tcp/1.1.1.1/53' 2>/dev/null && echo INTERNET; "
+        "cd /tmp && apt-get download -o Acquire::Retries=0 hello >/dev/null 2>&1 && echo APT",
+        QuickLimits());
     REQUIRE(r.ok());
     CHECK(r->out == "lo\n");  // only a loopback, and nothing connects anywhere
   }
   SECTION("privileged operations fail") {
-    auto r = t->Run("mknod /tmp/mem c 1 1 2>/dev/null && echo MKNOD; mount -t tmpfs x /mnt 2>/dev/null && echo MOUNT; "
-                    "hostname evil 2>/dev/null; cat /proc/sys/kernel/hostname",
-                    QuickLimits());
+    auto r = t->Run(
+        "mknod /tmp/mem c 1 1 2>/dev/null && echo MKNOD; mount -t tmpfs x /mnt 2>/dev/null && echo MOUNT; "
+        "hostname evil 2>/dev/null; cat /proc/sys/kernel/hostname",
+        QuickLimits());
     REQUIRE(r.ok());
     CHECK(r->out.find("MKNOD") == std::string::npos);
     CHECK(r->out.find("MOUNT") == std::string::npos);
@@ -111,7 +114,8 @@ TEST_CASE("ReadFile and WriteFile stay inside the target", "[stig][rootfs_target
   const std::string& host_file = host.path();
   { std::ofstream(host_file) << "host secret\n"; }
   REQUIRE(t->Run("ln -sf " + host_file + " /etc/escape-link; ln -sf ../../../../.." + host_file + " /etc/escape-rel",
-                 QuickLimits())->Succeeded());
+                 QuickLimits())
+              ->Succeeded());
   CHECK(t->ReadFile("/etc/escape-link", 1000).status().code() == StatusCode::kNotFound);
   CHECK(t->ReadFile("/etc/escape-rel", 1000).status().code() == StatusCode::kNotFound);
   // Writing through a link whose target is missing (in the target) creates nothing, anywhere.

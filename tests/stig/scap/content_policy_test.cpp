@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
 #include "stig/scap/content.h"
 #include "stig/scratch_dir.h"
@@ -22,9 +22,10 @@ std::string Datastream(const std::vector<std::string>& checks, const std::string
                        const std::string& cpe_dictionary = "") {
   std::string rules;
   for (std::size_t i = 0; i < checks.size(); ++i) {
-    rules += fmt::format("      <Rule id=\"xccdf_org.example_rule_r{}\" selected=\"true\">\n        <title>r{}</title>\n"
-                         "        {}\n      </Rule>\n",
-                         i, i, checks[i]);
+    rules += fmt::format(
+        "      <Rule id=\"xccdf_org.example_rule_r{}\" selected=\"true\">\n        <title>r{}</title>\n"
+        "        {}\n      </Rule>\n",
+        i, i, checks[i]);
   }
   return fmt::format(R"(<?xml version="1.0" encoding="UTF-8"?>
 <ds:data-stream-collection xmlns:ds="http://scap.nist.gov/schema/scap/source/1.2" xmlns:xlink="http://www.w3.org/1999/xlink" xmlns:cat="urn:oasis:names:tc:entity:xmlns:xml:catalog" xmlns:cpe-dict="http://cpe.mitre.org/dictionary/2.0" id="c">
@@ -55,9 +56,12 @@ std::string Datastream(const std::vector<std::string>& checks, const std::string
                      extra_refs, cpe_dictionary, rules);
 }
 
-const std::string kOval = R"(<check system="http://oval.mitre.org/XMLSchema/oval-definitions-5"><check-content-ref href="oval.xml" name="oval:x:def:1"/></check>)";
-const std::string kOcil = R"(<check system="http://scap.nist.gov/schema/ocil/2"><check-content-ref href="oval.xml" name="q"/></check>)";
-const std::string kSce = R"(<check system="http://open-scap.org/page/SCE"><check-content-ref href="oval.xml"/></check>)";
+const std::string kOval =
+    R"(<check system="http://oval.mitre.org/XMLSchema/oval-definitions-5"><check-content-ref href="oval.xml" name="oval:x:def:1"/></check>)";
+const std::string kOcil =
+    R"(<check system="http://scap.nist.gov/schema/ocil/2"><check-content-ref href="oval.xml" name="q"/></check>)";
+const std::string kSce =
+    R"(<check system="http://open-scap.org/page/SCE"><check-content-ref href="oval.xml"/></check>)";
 
 struct Written {
   ScratchDir dir = *ScratchDir::Create("", "policy");
@@ -100,7 +104,8 @@ TEST_CASE("An SCE check is refused naming the rule, the system and the line", "[
 TEST_CASE("A check inside a complex-check, or with no system, is refused too", "[stig][content_policy]") {
   Written w;
   std::string complex = "<complex-check operator=\"AND\">" + kOval + kSce + "</complex-check>";
-  Status s = CheckContentPolicy(w.Write(Datastream({complex, "<check><check-content-ref href=\"oval.xml\"/></check>"})));
+  Status s =
+      CheckContentPolicy(w.Write(Datastream({complex, "<check><check-content-ref href=\"oval.xml\"/></check>"})));
   REQUIRE(s.code() == StatusCode::kPermissionDenied);
   CHECK(s.message().find("rule xccdf_org.example_rule_r0 checks with system \"http://open-scap.org/page/SCE\"") !=
         std::string::npos);
@@ -114,22 +119,26 @@ TEST_CASE("References that leave the datastream are refused", "[stig][content_po
     Status s = CheckContentPolicy(
         w.Write(Datastream({kOval}, R"(<ds:component-ref id="cref-ext" xlink:href="file:/etc/temper/x.xml#c"/>)")));
     REQUIRE(s.code() == StatusCode::kPermissionDenied);
-    CHECK(s.message().find("component-ref cref-ext points outside the datastream (xlink:href \"file:/etc/temper/x.xml#c\")") !=
+    CHECK(s.message().find(
+              "component-ref cref-ext points outside the datastream (xlink:href \"file:/etc/temper/x.xml#c\")") !=
           std::string::npos);
   }
   SECTION("a check-content-ref to a path") {
     Status s = CheckContentPolicy(w.Write(Datastream(
         {R"(<check system="http://oval.mitre.org/XMLSchema/oval-definitions-5"><check-content-ref href="/etc/oval.xml"/></check>)"})));
     REQUIRE(s.code() == StatusCode::kPermissionDenied);
-    CHECK(s.message().find("rule xccdf_org.example_rule_r0: check-content-ref href \"/etc/oval.xml\" names no component "
-                           "of the datastream") != std::string::npos);
+    CHECK(
+        s.message().find("rule xccdf_org.example_rule_r0: check-content-ref href \"/etc/oval.xml\" names no component "
+                         "of the datastream") != std::string::npos);
   }
   SECTION("a CPE dictionary check to a URL") {
-    std::string dict = R"(      <cpe-dict:cpe-list><cpe-dict:cpe-item name="cpe:/o:example"><cpe-dict:check system="http://oval.mitre.org/XMLSchema/oval-definitions-5" href="https://example.com/oval.xml">oval:x:def:2</cpe-dict:check></cpe-dict:cpe-item></cpe-dict:cpe-list>
+    std::string dict =
+        R"(      <cpe-dict:cpe-list><cpe-dict:cpe-item name="cpe:/o:example"><cpe-dict:check system="http://oval.mitre.org/XMLSchema/oval-definitions-5" href="https://example.com/oval.xml">oval:x:def:2</cpe-dict:check></cpe-dict:cpe-item></cpe-dict:cpe-list>
 )";
     Status s = CheckContentPolicy(w.Write(Datastream({kOval}, "", dict)));
     REQUIRE(s.code() == StatusCode::kPermissionDenied);
-    CHECK(s.message().find("CPE item cpe:/o:example: CPE check href \"https://example.com/oval.xml\"") != std::string::npos);
+    CHECK(s.message().find("CPE item cpe:/o:example: CPE check href \"https://example.com/oval.xml\"") !=
+          std::string::npos);
   }
 }
 

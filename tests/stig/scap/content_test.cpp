@@ -56,9 +56,15 @@ TEST_CASE("Content classifies every profile rule", "[stig][content][classificati
   int rootfs = 0, live = 0, manual = 0;
   for (const auto& id : c.profile_rule_ids()) {
     switch (c.rules().at(id).classification.decidability) {
-      case Decidability::kRootfs: ++rootfs; break;
-      case Decidability::kLiveHost: ++live; break;
-      case Decidability::kManual: ++manual; break;
+      case Decidability::kRootfs:
+        ++rootfs;
+        break;
+      case Decidability::kLiveHost:
+        ++live;
+        break;
+      case Decidability::kManual:
+        ++manual;
+        break;
     }
   }
   CHECK(rootfs + live + manual == 191);

@@ -45,7 +45,8 @@ struct Dirs {
   std::string listed() const { return "content_dirs: " + a + ", " + b; }
 };
 
-TEST_CASE("A bare name is found in the content directories in order, and a path inside one is taken", "[stig][content_trust]") {
+TEST_CASE("A bare name is found in the content directories in order, and a path inside one is taken",
+          "[stig][content_trust]") {
   Dirs d;
   auto two = ResolveTrustedDatastream("ssg-two-ds.xml", d.dirs());
   INFO(two.status().ToString());
@@ -59,7 +60,8 @@ TEST_CASE("A bare name is found in the content directories in order, and a path 
   CHECK(*ResolveTrustedDatastream("alias-ds.xml", d.dirs()) == d.b + "/ssg-two-ds.xml");
 }
 
-TEST_CASE("A datastream outside the content directories is refused naming it and the directories", "[stig][content_trust]") {
+TEST_CASE("A datastream outside the content directories is refused naming it and the directories",
+          "[stig][content_trust]") {
   Dirs d;
   auto r = ResolveTrustedDatastream(d.outside + "/ds.xml", d.dirs());
   REQUIRE(r.status().code() == StatusCode::kPermissionDenied);
@@ -75,12 +77,15 @@ TEST_CASE("A datastream outside the content directories is refused naming it and
   CHECK(ResolveTrustedDatastream("/nonexistent/ds.xml", d.dirs()).status().code() == StatusCode::kPermissionDenied);
 }
 
-TEST_CASE("Names that are not plain file names, missing files and non-files are named errors", "[stig][content_trust]") {
+TEST_CASE("Names that are not plain file names, missing files and non-files are named errors",
+          "[stig][content_trust]") {
   Dirs d;
   auto rel = ResolveTrustedDatastream("../home/ds.xml", d.dirs());
   CHECK(rel.status().code() == StatusCode::kInvalidArgument);
-  CHECK(rel.status().message() == "datastream: '../home/ds.xml' must be a file name in a content directory or an absolute "
-                                  "path (" + d.listed() + ")");
+  CHECK(rel.status().message() ==
+        "datastream: '../home/ds.xml' must be a file name in a content directory or an absolute "
+        "path (" +
+            d.listed() + ")");
   CHECK(ResolveTrustedDatastream("", d.dirs()).status().code() == StatusCode::kInvalidArgument);
   auto typo = ResolveTrustedDatastream("ssg-tow-ds.xml", d.dirs());
   CHECK(typo.status().code() == StatusCode::kNotFound);
@@ -88,7 +93,8 @@ TEST_CASE("Names that are not plain file names, missing files and non-files are 
                                        ") (did you mean 'ssg-two-ds.xml', 'ssg-one-ds.xml'?)");
   auto missing = ResolveTrustedDatastream(d.a + "/ssg-one-sd.xml", d.dirs());
   CHECK(missing.status().code() == StatusCode::kNotFound);
-  CHECK(missing.status().message() == "datastream " + d.a + "/ssg-one-sd.xml does not exist (did you mean 'ssg-one-ds.xml'?)");
+  CHECK(missing.status().message() ==
+        "datastream " + d.a + "/ssg-one-sd.xml does not exist (did you mean 'ssg-one-ds.xml'?)");
   fs::create_directory(d.a + "/dir-ds.xml");
   CHECK(ResolveTrustedDatastream("dir-ds.xml", d.dirs()).status().code() == StatusCode::kInvalidArgument);
 }
@@ -135,7 +141,9 @@ TEST_CASE("A file with a POSIX ACL granting a user write is refused", "[stig][co
   const std::uint32_t ids[] = {0xffffffff, 1000, 0xffffffff, 0xffffffff, 0xffffffff};
   std::vector<unsigned char> acl = {2, 0, 0, 0};
   for (int i = 0; i < 5; ++i) {
-    for (int b = 0; b < 2; ++b) acl.insert(acl.end(), {static_cast<unsigned char>(entries[i][b]), static_cast<unsigned char>(entries[i][b] >> 8)});
+    for (int b = 0; b < 2; ++b)
+      acl.insert(acl.end(),
+                 {static_cast<unsigned char>(entries[i][b]), static_cast<unsigned char>(entries[i][b] >> 8)});
     for (int k = 0; k < 4; ++k) acl.push_back(static_cast<unsigned char>(ids[i] >> (8 * k)));
   }
   if (::setxattr(file.c_str(), "system.posix_acl_access", acl.data(), acl.size(), 0) != 0) {
@@ -144,7 +152,8 @@ TEST_CASE("A file with a POSIX ACL granting a user write is refused", "[stig][co
   auto r = ResolveTrustedDatastream(file, d.dirs());
   INFO(r.status().ToString());
   REQUIRE(r.status().code() == StatusCode::kPermissionDenied);
-  CHECK(r.status().message().find("the file " + file + " has a POSIX ACL letting user 1000 write it") != std::string::npos);
+  CHECK(r.status().message().find("the file " + file + " has a POSIX ACL letting user 1000 write it") !=
+        std::string::npos);
 }
 
 }  // namespace

@@ -16,8 +16,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/scap/eval_sandbox.h"
 #include "stig/process.h"
+#include "stig/scap/eval_sandbox.h"
 #include "stig/scratch_dir.h"
 
 namespace temper::stig {
@@ -69,7 +69,7 @@ TEST_CASE("Inside a target root every path and absolute symlink resolves in the 
     std::ifstream link("/etc/issue.net");
     std::string line;
     std::getline(link, line);
-    if (line != "in-the-tree") return 2;         // the absolute link stayed in the tree
+    if (line != "in-the-tree") return 2;                 // the absolute link stayed in the tree
     if (::access(outside.c_str(), F_OK) == 0) return 3;  // host paths are gone
     if (root.Enter(tree).code() != StatusCode::kFailedPrecondition) return 4;
     if (!root.Leave().ok()) return 5;
@@ -92,8 +92,11 @@ TEST_CASE("The evaluator's sandbox shows only /usr, the tree and its own files, 
   std::ofstream(input) << "<x/>\n";
   const std::string script =
       "set -e; ls -A /etc; test ! -e /home; test ! -e /root; test ! -e /var; test ! -e /proc/1; "
-      "test -r " + input + "; ! touch " + input + " 2>/dev/null; ! touch /usr/temper-probe 2>/dev/null; "
-      "touch " + tree + "/written " + out + "/written /tmp/written; echo done";
+      "test -r " +
+      input + "; ! touch " + input +
+      " 2>/dev/null; ! touch /usr/temper-probe 2>/dev/null; "
+      "touch " +
+      tree + "/written " + out + "/written /tmp/written; echo done";
   ProcessSpec spec;
   spec.argv = EvalSandboxArgv({.helper = "/usr/bin/sh", .read_only = {input}, .writable = {out}, .target = tree},
                               {{"PATH", "/usr/bin"}}, {"-c", script});

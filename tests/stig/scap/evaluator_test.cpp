@@ -5,11 +5,11 @@
 #include <fstream>
 #include <sstream>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 
-#include "stig/rootfs_fixture.h"
 #include "stig/process.h"
+#include "stig/rootfs_fixture.h"
 #include "stig/scratch_dir.h"
 
 namespace temper::stig {
@@ -23,12 +23,12 @@ std::string Full(const std::string& name) { return std::string(kRulePrefix) + na
 
 // Rules whose verdicts on the fresh root are known (measured on the SSG 0.1.65 content).
 const std::vector<std::string> kMixedRules = {
-    "sshd_disable_root_login",        // fail: PermitRootLogin is not set
-    "package_aide_installed",         // fail: aide is only in the apt cache
-    "package_sudo_installed",         // pass
-    "file_permissions_etc_shadow",    // pass: 0640
-    "service_auditd_enabled",         // live-only: systemd state
-    "no_empty_passwords",             // pass
+    "sshd_disable_root_login",      // fail: PermitRootLogin is not set
+    "package_aide_installed",       // fail: aide is only in the apt cache
+    "package_sudo_installed",       // pass
+    "file_permissions_etc_shadow",  // pass: 0640
+    "service_auditd_enabled",       // live-only: systemd state
+    "no_empty_passwords",           // pass
 };
 
 TEST_CASE("Evaluator returns OpenSCAP's own verdicts for a batch of rules", "[stig][evaluator]") {
@@ -47,8 +47,8 @@ TEST_CASE("Evaluator returns OpenSCAP's own verdicts for a batch of rules", "[st
   CHECK(*e->VerdictOf(Full("file_permissions_etc_shadow")) == Verdict::kPass);
   // systemd's state cannot be read from a root file system: OpenSCAP says so instead of guessing.
   Verdict svc = *e->VerdictOf(Full("service_auditd_enabled"));
-  CHECK((svc == Verdict::kUnknown || svc == Verdict::kError || svc == Verdict::kNotApplicable ||
-         svc == Verdict::kFail));
+  CHECK(
+      (svc == Verdict::kUnknown || svc == Verdict::kError || svc == Verdict::kNotApplicable || svc == Verdict::kFail));
   CHECK(e->VerdictOf(Full("accounts_tmout")).status().code() == StatusCode::kNotFound);
 }
 
@@ -113,7 +113,7 @@ TEST_CASE("Evaluator writes XCCDF results, ARF and the fix script users know", "
   CHECK(results.find("idref=\"" + Full("sshd_disable_root_login") + "\"") != std::string::npos);
   CHECK(slurp(e->arf_path).find("asset-report-collection") != std::string::npos);
   std::string fix = slurp(e->fix_script_path);
-  CHECK(fix.find("PermitRootLogin") != std::string::npos);  // the failing rule's fix
+  CHECK(fix.find("PermitRootLogin") != std::string::npos);         // the failing rule's fix
   CHECK(fix.find("package_sudo_installed") == std::string::npos);  // not the passing one's
 }
 
@@ -188,7 +188,8 @@ TEST_CASE("The contained evaluator gives the same verdicts as uncontained oscap 
   // systems only) must find, in both, so the comparison covers how each evaluator decides which
   // directories are local.
   const std::string plant =
-      "touch /etc/temper-ww && chmod 0666 /etc/temper-ww && mkdir -p /srv/temper-wwdir && chmod 0777 /srv/temper-wwdir && "
+      "touch /etc/temper-ww && chmod 0666 /etc/temper-ww && mkdir -p /srv/temper-wwdir && chmod 0777 /srv/temper-wwdir "
+      "&& "
       "touch /srv/temper-unowned && chown 4242:4242 /srv/temper-unowned && chmod 0644 /etc/shadow";
   for (ScopedTarget* t : {&contained, &reference}) {
     auto planted = (*t)->Run(plant, SandboxLimits{});
@@ -210,11 +211,15 @@ TEST_CASE("The contained evaluator gives the same verdicts as uncontained oscap 
   std::ofstream(apt_conf) << "Dir::Etc::Parts \"/nonexistent\";\n";
   const std::string results = work->path() + "/results.xml";
   ProcessSpec spec;
-  spec.argv = {"/usr/bin/oscap", "xccdf", "eval", "--skip-valid", "--profile", content.profile().id,
-               "--results", results, content.datastream_path()};
-  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + work->path(), "LC_ALL=C",
-              "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/temper-no-system-bus", "APT_CONFIG=" + apt_conf,
-              "OSCAP_PROBE_ROOT=" + reference->root(), "OSCAP_EVALUATION_TARGET=chroot://" + reference->root()};
+  spec.argv = {"/usr/bin/oscap",     "xccdf",     "eval",  "--skip-valid",           "--profile",
+               content.profile().id, "--results", results, content.datastream_path()};
+  spec.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+              "HOME=" + work->path(),
+              "LC_ALL=C",
+              "DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent/temper-no-system-bus",
+              "APT_CONFIG=" + apt_conf,
+              "OSCAP_PROBE_ROOT=" + reference->root(),
+              "OSCAP_EVALUATION_TARGET=chroot://" + reference->root()};
   spec.timeout = std::chrono::minutes(10);
   spec.max_output_bytes = 16 << 20;
   auto ran = RunProcess(spec);
@@ -238,9 +243,10 @@ TEST_CASE("The contained evaluator gives the same verdicts as uncontained oscap 
   }
   std::string counts;
   for (const auto& [v, n] : e->Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
-  fmt::print("whole STIG profile, {} rules:{}; contained evaluator {:.1f} s (helper {:.1f} s), reference oscap {:.1f} s; "
-             "{} mismatch(es){}\n",
-             e->verdicts.size(), counts, contained_s, e->seconds, ran->seconds, mismatches, listed);
+  fmt::print(
+      "whole STIG profile, {} rules:{}; contained evaluator {:.1f} s (helper {:.1f} s), reference oscap {:.1f} s; "
+      "{} mismatch(es){}\n",
+      e->verdicts.size(), counts, contained_s, e->seconds, ran->seconds, mismatches, listed);
   INFO(listed);
   CHECK(mismatches == 0);
 }

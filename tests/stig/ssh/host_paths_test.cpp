@@ -26,8 +26,8 @@ TEST_CASE("paths named by a command: arguments, redirections, literal cd and var
   std::vector<std::pair<std::string, bool>> got;
   for (const NamedPath& n : named) got.push_back({n.path, n.changes});
   const std::vector<std::pair<std::string, bool>> want = {
-      {"/etc", true}, {"/tmp/out", true}, {"/etc/ssh/sshd_config", false}, {"/var/lib/x", true}, {"/a/b", true},
-      {"/etc/rel", true}};
+      {"/etc", true},       {"/tmp/out", true}, {"/etc/ssh/sshd_config", false},
+      {"/var/lib/x", true}, {"/a/b", true},     {"/etc/rel", true}};
   CHECK(got == want);
   CHECK(Named("rm -r /var")[0].recursive);
   CHECK_FALSE(Named("rm /var/x")[0].recursive);
@@ -37,11 +37,11 @@ TEST_CASE("paths named by a command: arguments, redirections, literal cd and var
 }
 
 TEST_CASE("changes to temper's directory on the host are refused, reading it is not", "[stig][host_paths]") {
-  for (const char* c : {"rm -rf /var/lib/temper/undo", "echo 1 > /var/lib/temper/undo/x/last_id",
-                        "cd /var/lib/temper && ls", "cd /var/lib && rm -rf temper", "mv /var/lib/temper /tmp",
-                        "find /var/lib -delete", "T=/var/lib/temper; rm -rf $T", "ln -s /var/lib/temper/undo /tmp/u",
-                        "tar -xf x.tar -C /var/lib/temper", "sudo -u root truncate -s0 /var/lib/temper/undo/x/last_id",
-                        "rm -r /var", "cp -r /tmp/x /var/lib/"}) {
+  for (const char* c :
+       {"rm -rf /var/lib/temper/undo", "echo 1 > /var/lib/temper/undo/x/last_id", "cd /var/lib/temper && ls",
+        "cd /var/lib && rm -rf temper", "mv /var/lib/temper /tmp", "find /var/lib -delete",
+        "T=/var/lib/temper; rm -rf $T", "ln -s /var/lib/temper/undo /tmp/u", "tar -xf x.tar -C /var/lib/temper",
+        "sudo -u root truncate -s0 /var/lib/temper/undo/x/last_id", "rm -r /var", "cp -r /tmp/x /var/lib/"}) {
     INFO(c);
     CHECK_THAT(Risk(c), Catch::Contains("temper's own directory"));
   }

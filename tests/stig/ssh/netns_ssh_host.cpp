@@ -94,7 +94,9 @@ Result<std::unique_ptr<NetnsSshHost>> NetnsSshHost::Start(const SshTestRoot& roo
 Status NetnsSshHost::Setup(const SshTestRoot& root, const std::string& name) {
   const unsigned index = ((static_cast<unsigned>(::getpid()) % 4096) << 4) | (g_hosts++ % 16);
   const std::uint32_t net = (10u << 24) | (192u << 16) | (index << 2);
-  auto dotted = [](std::uint32_t a) { return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255); };
+  auto dotted = [](std::uint32_t a) {
+    return fmt::format("{}.{}.{}.{}", a >> 24, (a >> 16) & 255, (a >> 8) & 255, a & 255);
+  };
   address_ = dotted(net + 2);
   const std::string local = dotted(net + 1);
   netns_ = fmt::format("temper-ssh-{:05x}", index);
@@ -108,7 +110,8 @@ Status NetnsSshHost::Setup(const SshTestRoot& root, const std::string& name) {
     fs::create_directories(fs::path(dir_) / d, ec);
     if (ec) return Status::IOError(fmt::format("creating {}/{}: {}", dir_, d, ec.message()));
   }
-  const std::string options = fmt::format("lowerdir={}:{},upperdir={}/upper,workdir={}/work", root.layer, root.base, dir_, dir_);
+  const std::string options =
+      fmt::format("lowerdir={}:{},upperdir={}/upper,workdir={}/work", root.layer, root.base, dir_, dir_);
   if (::mount("overlay", merged_.c_str(), "overlay", 0, options.c_str()) != 0) {
     return Status::FromErrno(errno, "mounting the host's overlay at " + merged_);
   }
@@ -123,12 +126,14 @@ Status NetnsSshHost::Setup(const SshTestRoot& root, const std::string& name) {
 
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "netns", "add", netns_}));
   netns_made_ = true;
-  TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "link", "add", veth_ + "h", "type", "veth", "peer", "name", veth_ + "n"}));
+  TEMPER_RETURN_IF_ERROR(
+      Run({"/usr/sbin/ip", "link", "add", veth_ + "h", "type", "veth", "peer", "name", veth_ + "n"}));
   veth_made_ = true;
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "link", "set", veth_ + "n", "netns", netns_}));
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "addr", "add", local + "/30", "dev", veth_ + "h"}));
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "link", "set", veth_ + "h", "up"}));
-  TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "netns", "exec", netns_, "ip", "addr", "add", address_ + "/30", "dev", veth_ + "n"}));
+  TEMPER_RETURN_IF_ERROR(
+      Run({"/usr/sbin/ip", "netns", "exec", netns_, "ip", "addr", "add", address_ + "/30", "dev", veth_ + "n"}));
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "netns", "exec", netns_, "ip", "link", "set", veth_ + "n", "up"}));
   TEMPER_RETURN_IF_ERROR(Run({"/usr/sbin/ip", "netns", "exec", netns_, "ip", "link", "set", "lo", "up"}));
   return StartSshd();
@@ -139,7 +144,8 @@ Status NetnsSshHost::ReplaceHostKey() {
   std::error_code ec;
   fs::remove(key, ec);
   fs::remove(key + ".pub", ec);
-  TEMPER_RETURN_IF_ERROR(Run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "temper-test-host", "-f", key}));
+  TEMPER_RETURN_IF_ERROR(
+      Run({"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "temper-test-host", "-f", key}));
   fingerprint_ = Fingerprint(key + ".pub");
   if (fingerprint_.empty()) return Status::Internal("cannot fingerprint " + key + ".pub");
   return Status::OK();
@@ -149,14 +155,29 @@ Status NetnsSshHost::StartSshd() {
   StopSshd();
   const std::string log = dir_ + "/files/sshd.log";
   // Not bubblewrap: it always sets no_new_privs, and sudo (setuid) must work for the logins. A
-  // mount, pid and uts namespace of its own (hostname temper-test-host, which the layer's /etc/hosts names), /proc mounted in the tree, and sshd chrooted into it as the
-  // namespace's init: killing `unshare` (--kill-child) takes sshd and every session with it.
-  std::vector<std::string> argv = {
-      "/usr/sbin/ip", "netns", "exec", netns_, "/usr/bin/unshare", "--mount", "--propagation", "private", "--pid",
-      "--uts", "--fork", "--kill-child", "/bin/sh", "-c",
-      "hostname temper-test-host && mount -t proc proc \"$1/proc\" && exec chroot \"$1\" /usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
-      "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
-      "sshd-host", merged_, address_};
+  // mount, pid and uts namespace of its own (hostname temper-test-host, which the layer's /etc/hosts names), /proc
+  // mounted in the tree, and sshd chrooted into it as the namespace's init: killing `unshare` (--kill-child) takes sshd
+  // and every session with it.
+  std::vector<std::string> argv = {"/usr/sbin/ip",
+                                   "netns",
+                                   "exec",
+                                   netns_,
+                                   "/usr/bin/unshare",
+                                   "--mount",
+                                   "--propagation",
+                                   "private",
+                                   "--pid",
+                                   "--uts",
+                                   "--fork",
+                                   "--kill-child",
+                                   "/bin/sh",
+                                   "-c",
+                                   "hostname temper-test-host && mount -t proc proc \"$1/proc\" && exec chroot \"$1\" "
+                                   "/usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
+                                   "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
+                                   "sshd-host",
+                                   merged_,
+                                   address_};
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);
@@ -229,8 +250,8 @@ NetnsSshHost::~NetnsSshHost() {
   if (!dir_.empty()) fs::remove_all(dir_, ec);
 }
 
-stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::string& key, const std::string& known_hosts,
-                                const std::string& control_dir) {
+stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::string& key,
+                                const std::string& known_hosts, const std::string& control_dir) {
   stig::SshOptions o;
   o.endpoint = endpoint;
   o.identity_file = key;

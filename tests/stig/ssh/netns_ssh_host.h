@@ -22,8 +22,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "stig/ssh/ssh_test_root.h"
 #include "stig/ssh/ssh_connection.h"
+#include "stig/ssh/ssh_test_root.h"
 
 namespace temper::testing {
 
@@ -66,8 +66,8 @@ class NetnsSshHost {
 
 // SshOptions for a test host: key auth with `key`, temper's known_hosts at `known_hosts`, a short
 // private control directory (removed by ScopedControlDir).
-stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::string& key, const std::string& known_hosts,
-                                const std::string& control_dir);
+stig::SshOptions TestSshOptions(const stig::SshEndpoint& endpoint, const std::string& key,
+                                const std::string& known_hosts, const std::string& control_dir);
 
 // A private directory in the test process's temporary directory (scratch_space.h) for ssh control
 // sockets, whose paths must stay short.

@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/ssh/ssh_test_support.h"
 #include "stig/ssh/ssh_known_hosts.h"
+#include "stig/ssh/ssh_test_support.h"
 
 namespace temper::testing {
 namespace {
@@ -17,8 +17,9 @@ namespace {
 using stig::SshConnection;
 using stig::SshEndpoint;
 
-std::unique_ptr<SshConnection> Connect(const NetnsSshHost& host, const std::string& user, const std::string& known_hosts,
-                                       const ScopedControlDir& control, const std::string& key = "") {
+std::unique_ptr<SshConnection> Connect(const NetnsSshHost& host, const std::string& user,
+                                       const std::string& known_hosts, const ScopedControlDir& control,
+                                       const std::string& key = "") {
   auto c = SshConnection::Open(
       TestSshOptions(host.Endpoint(user), key.empty() ? TestRoot().client_key : key, known_hosts, control.path()),
       QuietSshLog());
@@ -29,7 +30,8 @@ std::unique_ptr<SshConnection> Connect(const NetnsSshHost& host, const std::stri
 
 Status OpenStatus(const NetnsSshHost& host, const std::string& user, const std::string& known_hosts,
                   const ScopedControlDir& control, const std::string& key) {
-  return SshConnection::Open(TestSshOptions(host.Endpoint(user), key, known_hosts, control.path()), QuietSshLog()).status();
+  return SshConnection::Open(TestSshOptions(host.Endpoint(user), key, known_hosts, control.path()), QuietSshLog())
+      .status();
 }
 
 TEST_CASE("SshEndpoint parses user@host[:port]", "[ssh][ssh_connection]") {
@@ -48,8 +50,8 @@ TEST_CASE("SshEndpoint parses user@host[:port]", "[ssh][ssh_connection]") {
   REQUIRE(c.ok());
   CHECK(c->host == "fd00::5");
   CHECK(c->ToString() == "ops@[fd00::5]:22");
-  for (const char* bad : {"web1", "@web1", "root@", "root@web1:0", "root@web1:70000", "root@web1:", "root@-oProxyCommand=x",
-                          "ro ot@web1", "root@fd00::5", "root@[fd00::5"}) {
+  for (const char* bad : {"web1", "@web1", "root@", "root@web1:0", "root@web1:70000",
+                          "root@web1:", "root@-oProxyCommand=x", "ro ot@web1", "root@fd00::5", "root@[fd00::5"}) {
     INFO(bad);
     auto e = SshEndpoint::Parse(bad);
     CHECK(e.status().code() == StatusCode::kInvalidArgument);
@@ -221,7 +223,8 @@ TEST_CASE("Host keys enter known_hosts only with the fingerprint the operator ap
   CHECK(stig::RecordedHostKeys(known, host->Endpoint("root"))->size() == 1);
 }
 
-TEST_CASE("sshd killed mid-command is a lost connection, a fresh one works after it restarts", "[ssh][ssh_connection]") {
+TEST_CASE("sshd killed mid-command is a lost connection, a fresh one works after it restarts",
+          "[ssh][ssh_connection]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   auto host = StartHost("lost");
   ScopedControlDir control;

@@ -2,8 +2,8 @@
 // model server, a host in its own network namespace running sshd, its key accepted and the batch
 // submitted with the real `temper` CLI (`hosts accept`, `submit --host`, `hosts`), OpenSCAP run on
 // the host, and the undo journal reverting what the loop rejects.
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -54,8 +54,16 @@ struct SshLoopDaemon {
 // Submits with `temper submit --host` and returns the batch id.
 std::string SubmitToHost(const SshLoopDaemon& d, const std::string& host, const std::vector<std::string>& rules,
                          int max_attempts) {
-  std::vector<std::string> args = {"submit", "--host", host, "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig",
-                                   "--max-attempts", std::to_string(max_attempts), "--json"};
+  std::vector<std::string> args = {"submit",
+                                   "--host",
+                                   host,
+                                   "-d",
+                                   "ssg-ubuntu2004-ds.xml",
+                                   "-p",
+                                   "stig",
+                                   "--max-attempts",
+                                   std::to_string(max_attempts),
+                                   "--json"};
   for (const std::string& r : rules) args.insert(args.end(), {"-r", r});
   ProcessResult r = d.Cli(args);
   INFO(r.out + r.err);
@@ -148,7 +156,8 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
   // The wrong first attempt was reverted on the host, the second kept.
   CHECK(rules["banner_etc_issue_net"].state() == temper::v1::RULE_STATE_FIXED);
   CHECK(rules["banner_etc_issue_net"].attempts() == 2);
-  CHECK_FALSE(std::filesystem::exists(host->tree() + scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net")));
+  CHECK_FALSE(
+      std::filesystem::exists(host->tree() + scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net")));
   CHECK(std::filesystem::exists(host->tree() + "/etc/profile.d/tmout.sh"));
   CHECK(HasEvent(*d.daemon, id, "attempt.reverted"));
   // The host's own results came back to the daemon.
@@ -168,7 +177,8 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
   CHECK_THAT(table.out, Catch::Contains(login + " *"));
 }
 
-TEST_CASE("sshd lost mid-attempt: reverted through a fresh connection, or the host is left to a human", "[ssh][ssh_loop_e2e]") {
+TEST_CASE("sshd lost mid-attempt: reverted through a fresh connection, or the host is left to a human",
+          "[ssh][ssh_loop_e2e]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   auto host = StartHost("loop-lost");
   ModelScript script;

@@ -6,10 +6,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/ssh/ssh_test_support.h"
-#include "stig/scap/content.h"
 #include "stig/health.h"
 #include "stig/package_install.h"
+#include "stig/scap/content.h"
+#include "stig/ssh/ssh_test_support.h"
 
 namespace temper::testing {
 namespace {
@@ -243,7 +243,8 @@ TEST_CASE("The lock-out guard refuses, and a fresh login checks what it cannot s
 
   // A change the guard cannot read: sshd now refuses root, and it is reloaded. The open connection
   // still works; a fresh login does not.
-  REQUIRE(h.target->Run("echo 'DenyUsers root' >> /etc/ssh/sshd_config && kill -HUP $(cat /run/sshd.pid)", Limits()).ok());
+  REQUIRE(
+      h.target->Run("echo 'DenyUsers root' >> /etc/ssh/sshd_config && kill -HUP $(cat /run/sshd.pid)", Limits()).ok());
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   auto broken = stig::CheckHealth(*h.target, {}, Limits());
   REQUIRE(broken.ok());
@@ -257,16 +258,20 @@ TEST_CASE("The lock-out guard refuses, and a fresh login checks what it cannot s
   CHECK(again->healthy());
 }
 
-TEST_CASE("OpenSCAP on the host gives the local evaluator's verdicts for the same tree", "[ssh][ssh_target][remote_oscap]") {
+TEST_CASE("OpenSCAP on the host gives the local evaluator's verdicts for the same tree",
+          "[ssh][ssh_target][remote_oscap]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   TargetHost h("target-eval");
   stig::Evaluator evaluator(Ubuntu2004Stig(), {}, QuietSshLog());
   stig::EvaluationRequest request;
-  request.rule_ids = {"sshd_disable_root_login", "sshd_set_idle_timeout", "sshd_disable_empty_passwords",
-                      "accounts_maximum_age_login_defs", "accounts_minimum_age_login_defs", "accounts_password_pam_minlen",
-                      "package_aide_installed", "package_audit_installed", "package_sudo_installed",
-                      "file_permissions_etc_shadow", "file_owner_etc_passwd", "file_groupowner_etc_group",
-                      "sudo_require_authentication", "no_empty_passwords", "audit_rules_login_events_faillog"};
+  request.rule_ids = {"sshd_disable_root_login",         "sshd_set_idle_timeout",
+                      "sshd_disable_empty_passwords",    "accounts_maximum_age_login_defs",
+                      "accounts_minimum_age_login_defs", "accounts_password_pam_minlen",
+                      "package_aide_installed",          "package_audit_installed",
+                      "package_sudo_installed",          "file_permissions_etc_shadow",
+                      "file_owner_etc_passwd",           "file_groupowner_etc_group",
+                      "sudo_require_authentication",     "no_empty_passwords",
+                      "audit_rules_login_events_faillog"};
   auto local = evaluator.Evaluate(h.host->tree(), request);
   INFO(local.status().ToString());
   REQUIRE(local.ok());

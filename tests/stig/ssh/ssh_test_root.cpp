@@ -85,7 +85,8 @@ Result<SshTestRoot> EnsureSshTestRoot(const Logger& log) {
   out.base = (rootfs / "root").string();
   std::error_code ec;
   if (!fs::is_directory(out.base, ec)) {
-    return Status::FailedPrecondition(out.base + " is missing: build the shared root first (temper_stig_tests \"[.rootfs_build]\")");
+    return Status::FailedPrecondition(
+        out.base + " is missing: build the shared root first (temper_stig_tests \"[.rootfs_build]\")");
   }
   const fs::path dir = SshTestRootDir();
   fs::create_directories(dir, ec);
@@ -117,8 +118,18 @@ Result<SshTestRoot> EnsureSshTestRoot(const Logger& log) {
   TEMPER_RETURN_IF_ERROR(Keygen(out.client_key));
   TEMPER_RETURN_IF_ERROR(Keygen(out.wrong_key));
   stig::ProcessSpec spec;
-  spec.argv = {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", kBuildScript, "build-ssh-layer",
-               out.base, (dir / "layer.tmp").string(), (dir / "work").string(), (dir / "merged").string(),
+  spec.argv = {"/usr/bin/unshare",
+               "-m",
+               "--propagation",
+               "private",
+               "/bin/sh",
+               "-c",
+               kBuildScript,
+               "build-ssh-layer",
+               out.base,
+               (dir / "layer.tmp").string(),
+               (dir / "work").string(),
+               (dir / "merged").string(),
                (dir / "keys").string()};
   spec.timeout = std::chrono::minutes(15);
   spec.max_output_bytes = 4 << 20;

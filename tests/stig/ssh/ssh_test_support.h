@@ -28,10 +28,10 @@ inline const SshTestRoot& TestRoot() {
 }
 
 // Cases start with this: without root or network namespaces they report themselves skipped.
-#define TEMPER_SKIP_WITHOUT_SSH_HOSTS()                                           \
-  do {                                                                            \
-    std::string temper_why_ = ::temper::testing::NetnsSshHost::Unavailable();     \
-    if (!temper_why_.empty()) TEMPER_SKIP("SSH test hosts " + temper_why_);      \
+#define TEMPER_SKIP_WITHOUT_SSH_HOSTS()                                       \
+  do {                                                                        \
+    std::string temper_why_ = ::temper::testing::NetnsSshHost::Unavailable(); \
+    if (!temper_why_.empty()) TEMPER_SKIP("SSH test hosts " + temper_why_);   \
   } while (0)
 
 inline std::unique_ptr<NetnsSshHost> StartHost(const std::string& name) {

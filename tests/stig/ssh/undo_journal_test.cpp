@@ -8,8 +8,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/ssh/ssh_test_support.h"
 #include "stig/fault_env.h"
+#include "stig/ssh/ssh_test_support.h"
 #include "stig/tree_listing.h"
 
 namespace temper::testing {
@@ -31,7 +31,8 @@ struct JournalHost {
     connection = std::move(*c);
   }
   UndoJournal Open(std::uint32_t keep = 8) {
-    auto j = UndoJournal::Open(*connection, {"/var/lib/temper/undo/test", stig::DefaultUndoRoots(), keep}, QuietSshLog());
+    auto j =
+        UndoJournal::Open(*connection, {"/var/lib/temper/undo/test", stig::DefaultUndoRoots(), keep}, QuietSshLog());
     INFO(j.status().ToString());
     REQUIRE(j.ok());
     return std::move(*j);
@@ -113,7 +114,8 @@ ln /etc/login.defs /etc/login.defs.hardlink
   CHECK(after == before);
 }
 
-TEST_CASE("The undo journal keeps snapshot 0 and the newest ones, drops those after a revert, and never reuses an id", "[ssh][undo_journal]") {
+TEST_CASE("The undo journal keeps snapshot 0 and the newest ones, drops those after a revert, and never reuses an id",
+          "[ssh][undo_journal]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   JournalHost h;
   UndoJournal journal = h.Open(/*keep=*/2);
@@ -240,8 +242,10 @@ TEST_CASE("A revert that cannot be exact fails and names what is left", "[ssh][u
   CHECK(all.find("x\n") == std::string::npos);
 }
 
-TEST_CASE("Failing the Nth process start, at every N of two snapshots and a revert, loses no snapshot and the journal "
-          "still undoes", "[ssh][undo_journal][faults]") {
+TEST_CASE(
+    "Failing the Nth process start, at every N of two snapshots and a revert, loses no snapshot and the journal "
+    "still undoes",
+    "[ssh][undo_journal][faults]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   JournalHost h;  // its own connection, with the real Env, prepares and inspects the host
   const std::map<std::string, std::string> before = h.Listing();
@@ -281,7 +285,8 @@ echo 'PASS_MAX_DAYS 45' >> /etc/login.defs
 chmod 0604 /etc/issue
 mkdir -p /etc/temper-fault/{} && echo x > /etc/temper-fault/{}/file
 rm /etc/issue.net
-)", n, n));
+)",
+                     n, n));
     auto reverted = journal->Revert(returned.back());
     if (!reverted.ok()) {
       CHECK_THAT(reverted.status().message(), Catch::Contains("injected fault"));
