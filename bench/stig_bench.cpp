@@ -3,16 +3,16 @@
 //   stig_bench [--rootfs DIR] [--work DIR] [--reps N] [--baseline OUT_DIR]
 //              [--packages CACHE_DIR] [--install NAME[,NAME...]] [--install-only 1]
 //
-// Prints, in milliseconds: one-rule evaluation (load + evaluate, median of N), a whole-profile
-// scan (Ubuntu 20.04 STIG, 191 rules) and reading its OVAL evidence back from the ARF, snapshot,
-// and revert and change-set listing after a small change (one file) and after a large one
-// (packages installed offline), the scratch view evaluations read, and taking one fix's snapshot
-// out of the middle of the stack (the overlap check and the drop). With --packages the target gets that package
-// cache (Debian's archive): each --install package is timed (the first fetch into the cache, then
-// installs from it, reverted each time), and the baseline installs from it. With --baseline it
-// also runs the SSG remediation baseline on a fresh target and prints its report (see
-// bench/RESULTS.md). --install-only skips the evaluation and snapshot timings.
-// Needs root (overlayfs, sandbox) and builds the rootfs into DIR on first use (mmdebstrap).
+// Prints, in milliseconds: one-rule evaluation and a whole-profile scan (Ubuntu 20.04 STIG, 191
+// rules; medians), each with a fresh helper per evaluation (one-shot: load + evaluate) and through
+// an evaluation server (eval_server.h: loaded once, a forked child per evaluation), reading its OVAL evidence back from
+// the ARF, snapshot, and revert and change-set listing after a small change (one file) and after a large one (packages
+// installed offline), the scratch view evaluations read, and taking one fix's snapshot out of the middle of the stack
+// (the overlap check and the drop). With --packages the target gets that package cache (Debian's archive): each
+// --install package is timed (the first fetch into the cache, then installs from it, reverted each time), and the
+// baseline installs from it. With --baseline it also runs the SSG remediation baseline on a fresh target and prints its
+// report (see bench/RESULTS.md). --install-only skips the evaluation and snapshot timings. Needs root (overlayfs,
+// sandbox) and builds the rootfs into DIR on first use (mmdebstrap).
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,8 +57,8 @@ std::uint64_t TreeBytes(const std::string& root) {
   return total;
 }
 
-// One-rule evaluation, whole-profile scan, snapshot, and revert after small and large changes.
-Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps) {
+// One-rule evaluation and a whole-profile scan, through `ev`, printed as `mode`.
+Status TimeEvaluations(RootfsTarget& t, const Evaluator& ev, const std::string& mode, int reps) {
   std::vector<double> one;
   EvaluationRequest req;
   req.rule_ids = {"sshd_disable_root_login"};
@@ -68,7 +68,7 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
     if (!e.ok()) return e.status();
     one.push_back(Ms(a, Clock::now()));
   }
-  fmt::print("one-rule evaluation (child process, load + eval): median {:.0f} ms over {}\n", Median(one), reps);
+  fmt::print("one-rule evaluation ({}): median {:.0f} ms over {}\n", mode, Median(one), reps);
 
   std::vector<double> whole;
   EvaluationRequest all;
@@ -82,7 +82,22 @@ Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps
   }
   std::string counts;
   for (const auto& [v, n] : last.Counts()) counts += fmt::format(" {} {}", n, VerdictName(v));
-  fmt::print("whole-profile scan ({} rules): median {:.0f} ms;{}\n", last.verdicts.size(), Median(whole), counts);
+  fmt::print("whole-profile scan ({}, {} rules): median {:.0f} ms over {};{}\n", mode, last.verdicts.size(),
+             Median(whole), whole.size(), counts);
+  return Status::OK();
+}
+
+// Evaluations one-shot and through a server (started first, timed apart), then the ARF's evidence,
+// snapshot, and revert after small and large changes.
+Status TimeEvaluationAndSnapshots(RootfsTarget& t, const Evaluator& ev, int reps) {
+  const Logger quiet(LogLevel::kWarning);
+  Evaluator one_shot(ev.content(), {.use_servers = false}, quiet);
+  TEMPER_RETURN_IF_ERROR(TimeEvaluations(t, one_shot, "one-shot: a fresh helper, load + eval", reps));
+  auto a = Clock::now();
+  auto started = t.Evaluate(ev, {.rule_ids = {"sshd_disable_root_login"}});
+  if (!started.ok()) return started.status();
+  fmt::print("evaluation server: first one-rule evaluation, server start included, {:.0f} ms\n", Ms(a, Clock::now()));
+  TEMPER_RETURN_IF_ERROR(TimeEvaluations(t, ev, "server: a forked child of the loaded content", reps));
 
   // OpenSCAP's evidence for every rule, read back from the whole-profile ARF file.
   EvaluationRequest with_files;

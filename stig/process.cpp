@@ -168,7 +168,12 @@ std::string ProcessResult::Describe() const {
   return fmt::format("exit {}", exit_code);
 }
 
-Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
+namespace {
+
+// Forks the child of `spec` with `in_fd`, `out_fd`, `err_fd` as its stdio and, for a new user
+// namespace, writes its id maps. `report` gets the read end of the pipe on which the child reports
+// a failure to start (EOF once it has exec'd). Returns its pid (its own process group).
+Result<pid_t> ForkChild(const ProcessSpec& spec, int in_fd, int out_fd, int err_fd, UniqueFd& report) {
   if (spec.argv.empty()) return Status::InvalidArgument("RunProcess: empty argv");
 
   // Everything the child touches is prepared before fork.
@@ -183,36 +188,22 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
 
   const std::string oom_score = OomScoreText(spec);
 
-  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, sync_r, sync_w, go_r, go_w, rep_r, rep_w;
-  TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
-  TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
-  TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
+  UniqueFd sync_r, sync_w, go_r, go_w, rep_w;
   TEMPER_RETURN_IF_ERROR(MakePipe(sync_r, sync_w));
   TEMPER_RETURN_IF_ERROR(MakePipe(go_r, go_w));
-  TEMPER_RETURN_IF_ERROR(MakePipe(rep_r, rep_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(report, rep_w));
 
-  auto start = std::chrono::steady_clock::now();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno(errno, "fork for " + spec.argv[0]);
   if (pid == 0) {
-    ChildExec(spec, argv.data(), envp.data(), in_r.get(), out_w.get(), err_w.get(), sync_w.get(), go_r.get(),
-              rep_w.get(), parent, oom_score);
+    ChildExec(spec, argv.data(), envp.data(), in_fd, out_fd, err_fd, sync_w.get(), go_r.get(), rep_w.get(), parent,
+              oom_score);
   }
   ::setpgid(pid, pid);  // also done in the child; whichever runs first wins, both are harmless
-  in_r.Reset();
-  out_w.Reset();
-  err_w.Reset();
   sync_w.Reset();
   go_r.Reset();
   rep_w.Reset();
-
-  auto kill_and_reap = [&]() {
-    ::kill(-pid, SIGKILL);
-    int st;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-  };
 
   if (spec.new_user_namespace) {
     char one = 0;
@@ -225,11 +216,36 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
     char go = s.ok() && n == 1 ? 1 : 0;
     (void)!::write(go_w.get(), &go, 1);
     if (!s.ok()) {
-      kill_and_reap();
+      ::kill(-pid, SIGKILL);
+      int st;
+      while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+      }
       return s.WithContext("setting up the user namespace for " + spec.argv[0]);
     }
   }
-  go_w.Reset();
+  return pid;
+}
+
+}  // namespace
+
+Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
+  UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, rep_r;
+  TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
+  TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
+
+  auto start = std::chrono::steady_clock::now();
+  TEMPER_ASSIGN_OR_RETURN(pid_t pid, ForkChild(spec, in_r.get(), out_w.get(), err_w.get(), rep_r));
+  in_r.Reset();
+  out_w.Reset();
+  err_w.Reset();
+
+  auto kill_and_reap = [&]() {
+    ::kill(-pid, SIGKILL);
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+  };
 
   // Feed stdin and drain both outputs together, so neither side can block the other.
   ProcessResult result;
@@ -344,6 +360,26 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
     return Status::FromErrno(report[1], fmt::format("starting {} ({})", spec.argv[0], StageName(report[0])));
   }
   return result;
+}
+
+Result<StartedProcess> StartProcess(const ProcessSpec& spec, int stdio_fd) {
+  UniqueFd err_r, err_w, rep_r;
+  TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
+  TEMPER_ASSIGN_OR_RETURN(pid_t pid, ForkChild(spec, stdio_fd, stdio_fd, err_w.get(), rep_r));
+  err_w.Reset();
+  // The report pipe closes on exec; a child that could not get there says why first.
+  int report[2];
+  ssize_t n;
+  while ((n = ::read(rep_r.get(), report, sizeof report)) < 0 && errno == EINTR) {
+  }
+  if (n == static_cast<ssize_t>(sizeof report)) {
+    int st;
+    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+    }
+    return Status::FromErrno(report[1], fmt::format("starting {} ({})", spec.argv[0], StageName(report[0])));
+  }
+  ::fcntl(err_r.get(), F_SETFL, O_NONBLOCK);
+  return StartedProcess{pid, std::move(err_r)};
 }
 
 }  // namespace temper::stig

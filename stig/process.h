@@ -11,6 +11,8 @@
 // Thread safety: RunProcess is reentrant; it forks with only async-signal-safe calls in the child.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "stig/unique_fd.h"
 
 namespace temper::stig {
 
@@ -83,5 +86,18 @@ struct ProcessResult {
 // cannot be started (fork, pipes, exec of a missing program: the message names argv[0]). A child
 // that runs and fails is not an error: inspect the ProcessResult.
 Result<ProcessResult> RunProcess(const ProcessSpec& spec);
+
+// A child left running by StartProcess. The caller ends it (kill(-pid, SIGKILL): it leads its own
+// process group) and reaps it with waitpid.
+struct StartedProcess {
+  pid_t pid = -1;
+  UniqueFd err;  // read end of its stderr, non-blocking
+};
+
+// Starts `spec` (argv, env, cwd, memory limit, user namespace, cgroups, OOM score as RunProcess;
+// timeout, stdin_data, output caps and stop_when do not apply) with `stdio_fd` as its stdin and
+// stdout, for a long-lived helper that talks over one socket. Returns once it has exec'd.
+// Errors: as RunProcess's.
+Result<StartedProcess> StartProcess(const ProcessSpec& spec, int stdio_fd);
 
 }  // namespace temper::stig

@@ -159,6 +159,19 @@ Status TargetRoot::Enter(const std::string& dir) {
   return Status::OK();
 }
 
+Status TargetRoot::Enter(int dir_fd, const std::string& name) {
+  if (original_root_ >= 0) return Status::FailedPrecondition("already inside a target root");
+  int fd = ::open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "opening the current root");
+  if (::fchdir(dir_fd) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {
+    int e = errno;
+    ::close(fd);
+    return Status::FromErrno(e, "entering the target root " + name);
+  }
+  original_root_ = fd;
+  return Status::OK();
+}
+
 Status TargetRoot::Leave() {
   if (original_root_ < 0) return Status::FailedPrecondition("not inside a target root");
   if (::fchdir(original_root_) != 0 || ::chroot(".") != 0 || ::chdir("/") != 0) {

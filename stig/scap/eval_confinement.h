@@ -52,6 +52,9 @@ class TargetRoot {
   // chroot(2) into `dir` (which needs CAP_SYS_CHROOT), with the working directory at its "/".
   // Errors: IOError naming `dir`; FailedPrecondition when already inside a target.
   Status Enter(const std::string& dir);
+  // The same for the directory open at `dir_fd`, which may lie in another mount namespace (a tree
+  // passed over a socket); `name` names it in errors.
+  Status Enter(int dir_fd, const std::string& name);
   // Back to the root the process had before Enter, working directory "/". Errors: IOError;
   // FailedPrecondition when not inside a target.
   Status Leave();

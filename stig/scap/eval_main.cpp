@@ -7,6 +7,7 @@
 //
 //   temper-stig-eval --datastream DS --profile ID --root DIR
 //                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]
+//   temper-stig-eval --serve --datastream DS --profile ID
 //   temper-stig-eval --read-results FILE --profile ID [--rule ID]...
 //
 // An evaluation keeps the target's files data (eval_confinement.h): it preloads what glibc would
@@ -18,7 +19,19 @@
 // CAP_SYS_CHROOT. What some libraries would read from the target as their own configuration (the
 // mount table, rpm's macros) it answers itself (eval_overrides.cpp).
 //
-// The second form reads the verdicts of an evaluation made elsewhere (OpenSCAP on an SSH host
+// The second form (eval_server.h) confines itself and loads the benchmark once, then serves
+// evaluations over the UNIX socket at fd 0 (stdin and stdout): it writes {"ready": true} once
+// loaded; each request is one JSON line {"root": PATH, "rules": [ID...], "results": BOOL,
+// "fix": BOOL} sent with the tree's directory descriptor (and, with "results", the output
+// directory's) as SCM_RIGHTS. For each it forks a child that chroot(2)s through the descriptor and
+// evaluates exactly as the first form does (one shared function), writes the verdict lines, and
+// exports results.xml, arf.xml (and fix.sh) into the output directory; the server then writes
+// {"end": true, "exit": N} or {"end": true, "signal": N} (with "stderr" when it failed), or
+// {"end": true, "error": TEXT} for a request it could not run. The server itself never loads OVAL
+// or evaluates, so it has no threads when it forks, and each child starts from the same loaded
+// benchmark whatever an earlier child did.
+//
+// The third form reads the verdicts of an evaluation made elsewhere (OpenSCAP on an SSH host
 // writes results.xml there; it is copied back) from its XCCDF TestResult, so remote verdicts come
 // from libopenscap's own parser and are printed and checked exactly like local ones.
 //
@@ -27,10 +40,15 @@
 // (whatever the verdicts), 1 with a message on stderr when it could not run or the content was
 // refused, 2 for bad arguments.
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -59,11 +77,16 @@ int Fail(const std::string& what) {
 struct Args {
   std::string datastream, profile, root, results, arf, fix, read_results;
   std::vector<std::string> rules;
+  bool serve = false;
 };
 
 bool Parse(int argc, char** argv, Args& a) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
+    if (k == "--serve") {
+      a.serve = true;
+      continue;
+    }
     if (i + 1 >= argc) return false;
     std::string v = argv[++i];
     if (k == "--datastream") a.datastream = v;
@@ -76,7 +99,8 @@ bool Parse(int argc, char** argv, Args& a) {
     else if (k == "--read-results") a.read_results = v;
     else return false;
   }
-  if (!a.read_results.empty()) return !a.profile.empty() && a.datastream.empty() && a.root.empty();
+  if (!a.read_results.empty()) return !a.profile.empty() && a.datastream.empty() && a.root.empty() && !a.serve;
+  if (a.serve) return !a.datastream.empty() && !a.profile.empty() && a.root.empty() && a.rules.empty();
   return !a.datastream.empty() && !a.profile.empty() && !a.root.empty();
 }
 
@@ -130,55 +154,76 @@ int ReadResults(const Args& a) {
   return rc;
 }
 
-// An evaluation of the tree at a.root, confined as the header says.
-int Evaluate(const Args& a) {
+// What every evaluation does to the process before it reads any content: confined as the header says.
+int Confine(const std::string& datastream) {
   using temper::Status;
   if (Status s = temper::stig::PreloadLazyLibraries(); !s.ok()) return Fail(s.message());
   if (Status s = temper::stig::ForbidNewCode(); !s.ok()) return Fail(s.message());
-  if (Status s = temper::stig::CheckContentPolicy(a.datastream); !s.ok()) return Fail(s.message());
+  if (Status s = temper::stig::CheckContentPolicy(datastream); !s.ok()) return Fail(s.message());
   // Probes run in their offline modes over the root directory, which is the target once inside
   // the chroot. Spelt "/.", not "/": probes strip strlen(root) characters off the paths they find
   // (oval_fts.c), so "/" would turn "/etc/issue" into "etc/issue", which matches no object.
   setenv("OSCAP_PROBE_ROOT", "/.", 1);
-  setenv("OSCAP_EVALUATION_TARGET", ("chroot://" + a.root).c_str(), 1);
   // The systemdunit* probes ask systemd over the system D-Bus, which a tree does not have: point
   // libdbus at an abstract socket of this process's own network namespace, where nothing
   // listens, so a service rule is "unknown" on every host instead of reporting anyone's units.
   setenv("DBUS_SYSTEM_BUS_ADDRESS", "unix:abstract=temper-eval-no-system-bus", 1);
+  return 0;
+}
 
+// The benchmark and CPE dictionaries of `datastream` with `profile` selected, or null after Fail.
+// xccdf_session_load in two halves, leaving out XCCDF_SESSION_LOAD_CHECK_ENGINE_PLUGINS: the SCE
+// plugin (libopenscap_sce.so) runs scripts, and no content may bring it in. The XCCDF benchmark
+// and the CPE dictionaries (the datastream's, and OpenSCAP's own from /usr/share/openscap/cpe)
+// are read here, from the host; the OVAL half (EvaluateTree) starts the probe sessions, whose
+// first act is to collect the system's facts (os-release, host name), so it runs inside the target.
+struct xccdf_session* LoadBenchmark(const std::string& datastream, const std::string& profile) {
   oscap_init();
-  struct xccdf_session* s = xccdf_session_new(a.datastream.c_str());
-  if (!s) return Fail("cannot open " + a.datastream + ": " + OscapError());
+  struct xccdf_session* s = xccdf_session_new(datastream.c_str());
+  if (!s) {
+    Fail("cannot open " + datastream + ": " + OscapError());
+    return nullptr;
+  }
   xccdf_session_set_validation(s, false, false);
-  for (const auto& r : a.rules) xccdf_session_add_rule(s, r.c_str());
-  if (!a.results.empty()) xccdf_session_set_xccdf_export(s, a.results.c_str());
-  if (!a.arf.empty()) xccdf_session_set_arf_export(s, a.arf.c_str());
-  // xccdf_session_load in two halves, leaving out XCCDF_SESSION_LOAD_CHECK_ENGINE_PLUGINS: the SCE
-  // plugin (libopenscap_sce.so) runs scripts, and no content may bring it in. The XCCDF benchmark
-  // and the CPE dictionaries (the datastream's, and OpenSCAP's own from /usr/share/openscap/cpe)
-  // are read here, from the host; the OVAL half below starts the probe sessions, whose first act
-  // is to collect the system's facts (os-release, host name), so it runs inside the target.
   if (xccdf_session_load_xccdf(s) != 0 || xccdf_session_load_cpe(s) != 0) {
-    return Fail("cannot load " + a.datastream + ": " + OscapError());
+    Fail("cannot load " + datastream + ": " + OscapError());
+  } else if (!xccdf_session_set_profile_id(s, profile.c_str())) {
+    Fail("no profile " + profile + " in " + datastream);
+  } else {
+    return s;
   }
-  if (!xccdf_session_set_profile_id(s, a.profile.c_str())) {
-    return Fail("no profile " + a.profile + " in " + a.datastream);
-  }
+  xccdf_session_free(s);
+  return nullptr;
+}
+
+// One evaluation of a tree with a loaded benchmark: the one-shot mode's and each of the server's.
+struct Job {
+  std::string datastream;  // for messages
+  std::string root;        // the tree's host path, for messages and the results' target name
+  std::vector<std::string> rules;
+  std::function<temper::Status(temper::stig::TargetRoot&)> enter;  // chroot(2)s into the tree
+  // Where results are written once out of the tree: the directory's descriptor (-1: the paths below
+  // are absolute) and the files' paths, empty for none. `fix_fd` is open already, or -1.
+  int out_dir_fd = -1;
+  std::string results, arf;
+  int fix_fd = -1;
+};
+
+int EvaluateTree(struct xccdf_session* s, const Job& job) {
+  setenv("OSCAP_EVALUATION_TARGET", ("chroot://" + job.root).c_str(), 1);
+  for (const auto& r : job.rules) xccdf_session_add_rule(s, r.c_str());
+  if (!job.results.empty()) xccdf_session_set_xccdf_export(s, job.results.c_str());
+  if (!job.arf.empty()) xccdf_session_set_arf_export(s, job.arf.c_str());
 
   // The fix script is written inside the target too: choosing each rule's fixes evaluates their
-  // platforms (CPE applicability), which must be the target's. Its file is opened out here.
-  int fix_fd = -1;
-  if (!a.fix.empty()) {
-    fix_fd = ::open(a.fix.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fix_fd < 0) return Fail("cannot create " + a.fix);
-  }
+  // platforms (CPE applicability), which must be the target's. Its file was opened out there.
   temper::stig::TargetRoot target;
-  if (Status st = target.Enter(a.root); !st.ok()) return Fail(st.message());
+  if (temper::Status st = job.enter(target); !st.ok()) return Fail(st.message());
   std::string failed;
   struct xccdf_policy* policy = nullptr;
   struct xccdf_result* result = nullptr;
   if (xccdf_session_load_oval(s) != 0) {
-    failed = "cannot load the OVAL checks of " + a.datastream + ": " + OscapError();
+    failed = "cannot load the OVAL checks of " + job.datastream + ": " + OscapError();
   } else if (xccdf_session_evaluate(s) != 0) {
     failed = "evaluation failed: " + OscapError();
   } else {
@@ -186,28 +231,187 @@ int Evaluate(const Args& a) {
     result = xccdf_policy_get_result_by_id(policy, xccdf_session_get_result_id(s));
     if (!result) failed = "evaluation produced no TestResult: " + OscapError();
   }
-  if (failed.empty() && fix_fd >= 0 &&
-      xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", fix_fd) != 0) {
+  if (failed.empty() && job.fix_fd >= 0 &&
+      xccdf_policy_generate_fix(policy, result, "urn:xccdf:fix:script:sh", job.fix_fd) != 0) {
     failed = "generating the fix script failed: " + OscapError();
   }
-  if (fix_fd >= 0) ::close(fix_fd);
-  if (Status st = target.Leave(); !st.ok()) return Fail(st.message());
+  if (temper::Status st = target.Leave(); !st.ok()) return Fail(st.message());
   if (!failed.empty()) return Fail(failed);
   PrintVerdicts(result);
+  std::fflush(stdout);
 
   // Exports only serialise what the evaluation collected; they run outside the target so that
   // they can write where the caller reads them (libopenscap takes paths, not descriptors).
-  if (!a.results.empty() || !a.arf.empty()) {
+  if (!job.results.empty() || !job.arf.empty()) {
+    if (job.out_dir_fd >= 0 && ::fchdir(job.out_dir_fd) != 0) return Fail("cannot enter the output directory");
     if (xccdf_session_export_oval(s) != 0 || xccdf_session_export_xccdf(s) != 0 || xccdf_session_export_arf(s) != 0) {
       return Fail("writing results failed: " + OscapError());
     }
   }
+  return 0;
+}
+
+// An evaluation of the tree at a.root, confined as the header says.
+int Evaluate(const Args& a) {
+  if (int rc = Confine(a.datastream); rc != 0) return rc;
+  struct xccdf_session* s = LoadBenchmark(a.datastream, a.profile);
+  if (!s) return 1;
+  Job job{.datastream = a.datastream,
+          .root = a.root,
+          .rules = a.rules,
+          .enter = [&](temper::stig::TargetRoot& t) { return t.Enter(a.root); },
+          .results = a.results,
+          .arf = a.arf};
+  if (!a.fix.empty()) {
+    job.fix_fd = ::open(a.fix.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (job.fix_fd < 0) return Fail("cannot create " + a.fix);
+  }
+  int rc = EvaluateTree(s, job);
+  if (job.fix_fd >= 0) ::close(job.fix_fd);
+  xccdf_session_free(s);
+  oscap_cleanup();
+  return rc;
+}
+
+// Reads one request line from the socket at fd 0 with the descriptors that came with it. False at
+// end of input or on a read error.
+bool ReadRequest(std::string& line, std::vector<int>& fds) {
+  line.clear();
+  fds.clear();
+  for (;;) {
+    char c;
+    struct iovec iov {
+      &c, 1
+    };
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int) * 2)];
+    struct msghdr msg {};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n = ::recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        fds.push_back(fd);
+      }
+    }
+    if (c == '\n') return true;
+    line.push_back(c);
+  }
+}
+
+void WriteLine(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump().c_str());
   std::fflush(stdout);
+}
+
+// The end of one request: how its child ended, with its stderr when it failed.
+void WriteEnd(int status, const std::string& err) {
+  nlohmann::json end = {{"end", true}};
+  if (WIFEXITED(status)) end["exit"] = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) end["signal"] = WTERMSIG(status);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) end["stderr"] = err;
+  // On a line of its own even when a killed child left half a verdict line (the reader skips
+  // empty lines).
+  std::printf("\n");
+  WriteLine(end);
+}
+
+// One request of the server (see the header): a child evaluates, the server reports how it ended.
+// The descriptors of a request are closed before its end is written: the caller unmounts the tree
+// once it has the answer, and a descriptor still open here would keep the mount busy.
+void CloseAll(const std::vector<int>& fds) {
+  for (int fd : fds) ::close(fd);
+}
+
+void Serve(struct xccdf_session* s, const Args& a, const std::string& line, const std::vector<int>& fds) {
+  nlohmann::json req = nlohmann::json::parse(line, nullptr, false);
+  bool results = req.is_object() && req.value("results", false);
+  bool valid = req.is_object() && req.contains("rules") && req["rules"].is_array() && req.contains("root") &&
+               req["root"].is_string() && fds.size() == (results ? 2u : 1u);
+  if (valid) {
+    for (const auto& r : req["rules"]) valid = valid && r.is_string();
+  }
+  if (!valid) {
+    CloseAll(fds);
+    WriteLine({{"end", true}, {"error", "malformed request (" + std::to_string(fds.size()) + " fds): " + line}});
+    return;
+  }
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC) != 0) {
+    CloseAll(fds);
+    WriteLine({{"end", true}, {"error", "pipe: " + std::string(std::strerror(errno))}});
+    return;
+  }
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    const std::string why = std::strerror(errno);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    CloseAll(fds);
+    WriteLine({{"end", true}, {"error", "fork: " + why}});
+    return;
+  }
+  if (pid == 0) {
+    ::dup2(err_pipe[1], 2);
+    Job job{.datastream = a.datastream,
+            .root = req["root"].get<std::string>(),
+            .rules = req["rules"].get<std::vector<std::string>>(),
+            .enter = [&](temper::stig::TargetRoot& t) { return t.Enter(fds[0], job.root); }};
+    if (results) {
+      job.out_dir_fd = fds[1];
+      job.results = "results.xml";
+      job.arf = "arf.xml";
+      if (req.value("fix", false)) {
+        job.fix_fd = ::openat(fds[1], "fix.sh", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (job.fix_fd < 0) ::_exit(Fail("cannot create fix.sh in the output directory"));
+      }
+    }
+    int rc = EvaluateTree(s, job);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    ::_exit(rc);
+  }
+  ::close(err_pipe[1]);
+  CloseAll(fds);
+  std::string err;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(err_pipe[0], buf, sizeof buf)) != 0) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    if (err.size() < 65536) err.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(err_pipe[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  WriteEnd(status, err);
+}
+
+// The server: one benchmark load, then one forked evaluation per request.
+int ServeRequests(const Args& a) {
+  if (int rc = Confine(a.datastream); rc != 0) return rc;
+  struct xccdf_session* s = LoadBenchmark(a.datastream, a.profile);
+  if (!s) return 1;
+  WriteLine({{"ready", true}});
+  std::string line;
+  std::vector<int> fds;
+  while (ReadRequest(line, fds)) {
+    Serve(s, a, line, fds);
+  }
   xccdf_session_free(s);
   oscap_cleanup();
   return 0;
 }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -216,9 +420,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: temper-stig-eval --datastream DS --profile ID --root DIR "
                  "[--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]\n"
+                 "       temper-stig-eval --serve --datastream DS --profile ID\n"
                  "       temper-stig-eval --read-results FILE --profile ID [--rule ID]...\n");
     return 2;
   }
   if (!a.read_results.empty()) return ReadResults(a);
+  if (a.serve) return ServeRequests(a);
   return Evaluate(a);
 }

@@ -1,5 +1,6 @@
 #include "stig/scap/evaluator.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -10,10 +11,15 @@
 
 #include "stig/process.h"
 #include "stig/scap/eval_sandbox.h"
+#include "stig/unique_fd.h"
 
 namespace temper::stig {
 
 namespace fs = std::filesystem;
+
+namespace {
+constexpr std::chrono::milliseconds kServerStartTimeout = std::chrono::minutes(2);
+}
 
 std::string DefaultEvalHelperPath() {
   std::error_code ec;
@@ -56,19 +62,26 @@ Result<std::vector<std::string>> Evaluator::ResolveRules(const std::vector<std::
   return rules;
 }
 
-Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> args, EvalSandboxPaths paths,
-                                                      const std::vector<std::string>& rules, const std::string& where,
-                                                      double* seconds) const {
+Evaluator::~Evaluator() = default;
+
+std::vector<pid_t> Evaluator::IdleServerPids() const {
+  std::lock_guard lock(pool_mu_);
+  std::vector<pid_t> pids;
+  for (const auto& s : idle_) pids.push_back(s->pid());
+  return pids;
+}
+
+Status Evaluator::CheckHelper() const {
   if (::access(options_.helper_path.c_str(), X_OK) != 0) {
     return Status::Unavailable("the evaluation helper " + options_.helper_path + " is missing or not executable");
   }
   if (::geteuid() != 0) {
     return Status::FailedPrecondition("the evaluator's sandbox needs root on the host to map the id range");
   }
-  for (const auto& r : rules) {
-    args.push_back("--rule");
-    args.push_back(r);
-  }
+  return Status::OK();
+}
+
+ProcessSpec Evaluator::HelperSpec(const std::vector<std::string>& args, EvalSandboxPaths paths) const {
   paths.helper = options_.helper_path;
   ProcessSpec spec;
   // TZ as a POSIX rule, so no zone file is read (the target's /etc/localtime would be): UTC times.
@@ -78,18 +91,14 @@ Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> a
   spec.timeout = options_.timeout;
   spec.memory_limit_bytes = options_.memory_limit_bytes;
   spec.max_output_bytes = 64 << 20;
+  return spec;
+}
 
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult pr, RunProcess(spec));
-  if (seconds) *seconds = pr.seconds;
-  if (pr.timed_out) {
-    return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", where, pr.Describe()));
-  }
-  if (!pr.Succeeded()) {
-    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", where, pr.Describe(), pr.err));
-  }
-
+Result<std::vector<RuleVerdict>> Evaluator::CheckVerdicts(const std::string& out, const std::string& err,
+                                                          const std::vector<std::string>& rules,
+                                                          const std::string& where) const {
   std::map<std::string, Verdict> got;
-  std::istringstream lines(pr.out);
+  std::istringstream lines(out);
   std::string line;
   int line_no = 0;
   while (std::getline(lines, line)) {
@@ -103,16 +112,99 @@ Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> a
     TEMPER_ASSIGN_OR_RETURN(Verdict v, ParseVerdict(j["result"].get<std::string>()));
     got[j["rule"].get<std::string>()] = v;
   }
-  std::vector<RuleVerdict> out;
+  std::vector<RuleVerdict> verdicts;
   const std::vector<std::string>& wanted = rules.empty() ? content_.profile_rule_ids() : rules;
   for (const auto& r : wanted) {
     auto it = got.find(r);
     if (it == got.end()) {
-      return Status::Internal(fmt::format("OpenSCAP returned no verdict for {} on {}: {}", r, where, pr.err));
+      return Status::Internal(fmt::format("OpenSCAP returned no verdict for {} on {}: {}", r, where, err));
     }
-    out.push_back({r, it->second});
+    verdicts.push_back({r, it->second});
   }
-  return out;
+  return verdicts;
+}
+
+Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> args, EvalSandboxPaths paths,
+                                                      const std::vector<std::string>& rules, const std::string& where,
+                                                      double* seconds) const {
+  TEMPER_RETURN_IF_ERROR(CheckHelper());
+  for (const auto& r : rules) {
+    args.push_back("--rule");
+    args.push_back(r);
+  }
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult pr, RunProcess(HelperSpec(args, std::move(paths))));
+  if (seconds) *seconds = pr.seconds;
+  if (pr.timed_out) {
+    return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", where, pr.Describe()));
+  }
+  if (!pr.Succeeded()) {
+    return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({}): {}", where, pr.Describe(), pr.err));
+  }
+  return CheckVerdicts(pr.out, pr.err, rules, where);
+}
+
+Result<std::unique_ptr<EvalServer>> Evaluator::TakeServer() const {
+  {
+    std::lock_guard lock(pool_mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<EvalServer> s = std::move(idle_.back());
+      idle_.pop_back();
+      return s;
+    }
+  }
+  const std::string datastream = fs::absolute(content_.datastream_path()).string();
+  // Loading the content takes about 0.5 s whatever is evaluated later: a bound of its own, so that a
+  // short evaluation timeout still lets a server start.
+  auto server =
+      EvalServer::Start(HelperSpec({"--serve", "--datastream", datastream, "--profile", content_.profile().id},
+                                   EvalSandboxPaths{.read_only = {datastream}}),
+                        options_.timeout);
+  if (!server.ok()) {
+    if (!servers_unavailable_.exchange(true)) {
+      log_.Warning("evaluations fall back to a fresh helper each: {}", server.status().ToString());
+    }
+    return Status::Unavailable(server.status().message());
+  }
+  return server;
+}
+
+Result<std::vector<RuleVerdict>> Evaluator::ServeEvaluation(const std::string& root,
+                                                            const std::vector<std::string>& rules,
+                                                            const std::string& output_dir, bool fix,
+                                                            const std::string& where, double* seconds) const {
+  UniqueFd tree(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (tree.get() < 0) return Status::FromErrno(errno, "opening the evaluation root " + root);
+  UniqueFd out;
+  if (!output_dir.empty()) {
+    out = UniqueFd(::open(output_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (out.get() < 0) return Status::FromErrno(errno, "opening the output directory " + output_dir);
+  }
+  EvalServer::Request request{.root = root, .rules = rules, .tree_fd = tree.get(), .out_dir_fd = out.get(), .fix = fix};
+  // A server that died while idle (killed, or with the thread that started it) is seen only when
+  // asked: one more try on a fresh server.
+  for (int attempt = 0;; ++attempt) {
+    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<EvalServer> server, TakeServer());
+    auto reply = server->Evaluate(request, options_.timeout);
+    if (!server->broken()) {
+      std::lock_guard lock(pool_mu_);
+      idle_.push_back(std::move(server));
+    }
+    if (!reply.ok()) {
+      if (reply.status().code() == StatusCode::kDeadlineExceeded) {
+        return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", where, reply.status().message()));
+      }
+      if (attempt == 0) {
+        log_.Info("evaluation server failed ({}); starting a new one", reply.status().ToString());
+        continue;
+      }
+      return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed: {}", where, reply.status().message()));
+    }
+    if (seconds) *seconds = reply->seconds;
+    if (!reply->failure.empty()) {
+      return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed ({})", where, reply->failure));
+    }
+    return CheckVerdicts(reply->out, reply->failure, rules, where);
+  }
 }
 
 Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const EvaluationRequest& request) const {
@@ -143,6 +235,16 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
   }
   log_.Debug("evaluating {} rule(s) of {} on {}", rules.empty() ? content_.profile_rule_ids().size() : rules.size(),
              content_.profile().id, root_dir);
+  if (options_.use_servers && !servers_unavailable_) {
+    TEMPER_RETURN_IF_ERROR(CheckHelper());
+    auto served =
+        ServeEvaluation(root, rules, out.results_path.empty() ? "" : fs::path(out.results_path).parent_path().string(),
+                        request.write_fix_script, root_dir, &out.seconds);
+    if (served.status().code() != StatusCode::kUnavailable) {
+      TEMPER_ASSIGN_OR_RETURN(out.verdicts, std::move(served));
+      return out;
+    }
+  }
   TEMPER_ASSIGN_OR_RETURN(out.verdicts, RunHelper(std::move(args), std::move(paths), rules, root_dir, &out.seconds));
   return out;
 }

@@ -1,8 +1,13 @@
 // Evaluator: OpenSCAP's verdicts for a set of rules on a directory tree, from a child process.
 //
 // libopenscap's probe root and chroot-mode probes are process-wide, so each evaluation runs in a
-// fresh temper-stig-eval process (see eval_main.cpp) that loads the datastream once for the whole
-// batch: loading costs about 0.6 s, evaluating a rule a few ms, so callers should batch rules.
+// process of its own (see eval_main.cpp). Loading the datastream costs about 0.45 s, evaluating a
+// rule a few ms, so the Evaluator keeps evaluation servers (eval_server.h) that have loaded the
+// content once and fork a child per evaluation: at most one per concurrent caller, started on
+// first use, kept while they answer, killed and replaced after a timeout or a broken answer, and
+// ended with the Evaluator. Where a server cannot start, evaluations fall back to a fresh helper
+// process each (the one-shot mode, also used for ReadResults), and the Evaluator logs why once.
+// Both modes run the same evaluation code and their verdicts are checked by the same code here.
 // Verdicts are libopenscap's own result tokens; the same tree always gets the same verdicts.
 //
 // Every run of the helper, evaluating a tree or reading results copied from an SSH host, goes
@@ -11,12 +16,15 @@
 // resolve inside it and never reach a host file (eval_confinement.h).
 //
 // Thread safety: Evaluate is const and may run concurrently from several threads (each call has
-// its own child process and scratch directory).
+// its own server or child process, and scratch directory; the pool is locked).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,6 +33,7 @@
 #include "stig/process.h"
 #include "stig/scap/content.h"
 #include "stig/scap/eval_sandbox.h"
+#include "stig/scap/eval_server.h"
 #include "stig/verdict.h"
 
 namespace temper::stig {
@@ -38,6 +47,8 @@ struct EvaluatorOptions {
   // Where an SSH host's results files are copied back to when the caller keeps none (see
   // remote_oscap.h); empty means the system temp directory.
   std::string scratch_dir;
+  // Evaluate through evaluation servers (above); false starts a fresh helper per evaluation.
+  bool use_servers = true;
 };
 
 // The helper next to the running executable if there is one, else the one in this build tree.
@@ -73,6 +84,10 @@ class Evaluator {
  public:
   // `content` must outlive the Evaluator.
   Evaluator(const Content& content, EvaluatorOptions options, const Logger& log);
+  // Ends every server.
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
 
   const Content& content() const { return content_; }
 
@@ -97,6 +112,8 @@ class Evaluator {
   // close matches) for an id that is not in the content.
   Result<std::vector<std::string>> ResolveRules(const std::vector<std::string>& rule_ids) const;
   const EvaluatorOptions& options() const { return options_; }
+  // The pids of the servers idle in the pool (for tests: a server killed from outside is replaced).
+  std::vector<pid_t> IdleServerPids() const;
 
  private:
   // Runs the helper with `args` (its --rule arguments added) in its sandbox over `paths`, and
@@ -105,10 +122,28 @@ class Evaluator {
   Result<std::vector<RuleVerdict>> RunHelper(std::vector<std::string> args, EvalSandboxPaths paths,
                                              const std::vector<std::string>& rules, const std::string& where,
                                              double* seconds) const;
+  // The helper's preconditions: Unavailable when it is missing, FailedPrecondition when not root.
+  Status CheckHelper() const;
+  // The sandboxed process running the helper with `args` over `paths`.
+  ProcessSpec HelperSpec(const std::vector<std::string>& args, EvalSandboxPaths paths) const;
+  // The evaluation through a server; Unavailable when no server could be started (the caller
+  // falls back to the one-shot helper).
+  Result<std::vector<RuleVerdict>> ServeEvaluation(const std::string& root, const std::vector<std::string>& rules,
+                                                   const std::string& output_dir, bool fix, const std::string& where,
+                                                   double* seconds) const;
+  // An idle server, or a new one. Unavailable (logged once) when it cannot be started.
+  Result<std::unique_ptr<EvalServer>> TakeServer() const;
+  // The checked verdicts of the helper's `out` for `rules` (the profile's when empty); `err` is
+  // quoted when one is missing.
+  Result<std::vector<RuleVerdict>> CheckVerdicts(const std::string& out, const std::string& err,
+                                                 const std::vector<std::string>& rules, const std::string& where) const;
 
   const Content& content_;
   EvaluatorOptions options_;
   const Logger& log_;
+  mutable std::mutex pool_mu_;
+  mutable std::vector<std::unique_ptr<EvalServer>> idle_;  // guarded by pool_mu_
+  mutable std::atomic<bool> servers_unavailable_{false};
 };
 
 }  // namespace temper::stig
