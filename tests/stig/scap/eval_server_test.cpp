@@ -197,6 +197,39 @@ TEST_CASE("A killed server is replaced and an evaluation past its timeout kills 
   CHECK(*after->VerdictOf(kSshRule) == Verdict::kFail);
 }
 
+TEST_CASE("A killed evaluation child fails its evaluation, not the server", "[stig][evaluator][server]") {
+  ScopedTarget t("server-child-kill");
+  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  REQUIRE(t->Evaluate(ev, {.rule_ids = {kSshRule}}).ok());
+  REQUIRE(ev.IdleServerPids().size() == 1);
+  const pid_t server = ev.IdleServerPids()[0];
+  const std::set<pid_t> idle = Descendants(server);
+
+  Result<Evaluation> whole = Status::Internal("not run");
+  std::thread evaluation([&] { whole = t->Evaluate(ev, {}); });
+  // The child is the one process of the server's tree that was not there while it was idle.
+  pid_t child = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+       child == 0 && std::chrono::steady_clock::now() < deadline;) {
+    for (pid_t p : Descendants(server)) {
+      if (!idle.count(p)) child = p;
+    }
+    if (child == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  CHECK(child != 0);
+  if (child != 0) ::kill(child, SIGKILL);
+  evaluation.join();
+  INFO(whole.status().ToString());
+  CHECK(whole.status().code() == StatusCode::kInternal);
+  CHECK(whole.status().message().find("killed by signal 9") != std::string::npos);
+  REQUIRE(ev.IdleServerPids().size() == 1);
+  CHECK(ev.IdleServerPids()[0] == server);  // the same server answers the next one
+  auto next = t->Evaluate(ev, {.rule_ids = {kSshRule}});
+  INFO(next.status().ToString());
+  REQUIRE(next.ok());
+  CHECK(*next->VerdictOf(kSshRule) == Verdict::kFail);
+}
+
 TEST_CASE("An Evaluator leaves no server process behind", "[stig][evaluator][server]") {
   ScopedTarget t("server-leak");
   std::set<pid_t> tree;
