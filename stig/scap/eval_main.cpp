@@ -1,9 +1,10 @@
-// temper-stig-eval: the child process that runs one OpenSCAP evaluation of a directory tree.
+// temper-stig-eval: the process that runs OpenSCAP evaluations of directory trees.
 //
 // libopenscap keeps its probe root (OSCAP_PROBE_ROOT) process-wide and its chroot-mode probes
-// chroot(2) the whole process, so an evaluation cannot share a process with anything else: the
-// Evaluator starts this program once per batch of rules, inside its own sandbox (eval_sandbox.h),
-// and reads its verdicts from stdout.
+// chroot(2) the whole process, so an evaluation cannot share a process with anything else: each
+// runs in a process of its own, inside this program's own sandbox (eval_sandbox.h), either this
+// program started for one batch of rules (the first form) or a child forked per evaluation by
+// its server (the second form), and the Evaluator reads the verdicts it prints.
 //
 //   temper-stig-eval --datastream DS --profile ID --root DIR
 //                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]
