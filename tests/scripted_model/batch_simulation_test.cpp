@@ -101,7 +101,7 @@ TEST_CASE("admission: at most max_seqs at once, in arrival order, the rest queue
   CHECK(sim.totals().busy_seconds == Approx(1.5));
 }
 
-TEST_CASE("admission: the KV held stays within kv_tokens, first come first served; a job alone always runs") {
+TEST_CASE("admission: the KV held stays within kv_tokens, first come first served, and a job alone always runs") {
   BatchSimulation sim(Model({{1, 10}, {2, 16}}, 0, 0, /*kv=*/100));
   const auto a = sim.Add(0, 0, 10, 60);
   const auto b = sim.Add(0, 0, 5, 60);  // 120 > 100: waits for A

@@ -56,7 +56,7 @@ TEST_CASE("the reference box: 14.9 tok/s for one stream, the derived curve, vLLM
   for (int n = 2; n <= 16; ++n) CHECK(m.PerStreamTokS(n) < m.PerStreamTokS(n - 1));
 }
 
-TEST_CASE("flags: none keep answers instant; a preset; single flags; flags override the preset") {
+TEST_CASE("flags: none keep answers instant, a preset, single flags, and flags that override the preset") {
   auto none = LatencyFromFlags({});
   REQUIRE(none.ok());
   CHECK_FALSE(none->has_value());

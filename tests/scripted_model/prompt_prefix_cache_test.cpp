@@ -32,7 +32,7 @@ TEST_CASE("prompts sharing only a system prompt match the system prompt, and the
   CHECK(cache.size() == 3);
 }
 
-TEST_CASE("the least recently used prompt is dropped first; a hit counts as a use; zero prompts caches nothing") {
+TEST_CASE("the least recently used prompt is dropped first, a hit counts as a use, and zero prompts caches nothing") {
   PromptPrefixCache cache(2);
   cache.Match("aaaa|1");
   cache.Match("bbbb|1");

@@ -691,7 +691,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }  // namespace
 
 TEST_CASE(
-    "simulated: a whole reply comes after its prefill and decode; a re-sent conversation prefills only its "
+    "simulated: a whole reply comes after its prefill and decode, and a re-sent conversation prefills only its "
     "new suffix") {
   constexpr double kDecode = 2000, kPrefill = 20000;
   Harness h({}, Simulated({{1, kDecode}}, kPrefill));
@@ -797,14 +797,14 @@ TEST_CASE("simulated: a streamed reply sends its chunks as their tokens are deco
 }
 
 TEST_CASE("simulated: streams decoding at once share the batch curve's aggregate rate") {
-  // Alone a stream decodes 1000 tok/s; four at once 2000 in all, 500 each.
-  constexpr double kOne = 1000, kFour = 2000;
+  // Alone a stream decodes 600 tok/s; four at once 1200 in all, 300 each.
+  constexpr double kOne = 600, kFour = 1200;
   constexpr int kStreams = 4;
   Harness h({}, Simulated({{1, kOne}, {4, kFour}}));
   std::latch go(kStreams);
   std::vector<Result<ChatResponse>> replies(kStreams, Status::Internal("not run"));
   std::vector<std::thread> threads;
-  const auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));  // the write_file turn, ~750 tokens
+  const auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));  // the write_file turn, ~620 tokens
   REQUIRE(prompt.ok());
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kStreams; ++i) {
@@ -820,7 +820,7 @@ TEST_CASE("simulated: streams decoding at once share the batch curve's aggregate
   const auto requests = h.server->requests();
   REQUIRE(requests.size() == kStreams);
   const double tokens = static_cast<double>(requests[0].completion_tokens);
-  REQUIRE(tokens > 600);
+  REQUIRE(tokens > 500);
   for (const RecordedRequest& r : requests) {
     REQUIRE(r.simulated);
     // Never faster than a stream alone; slower whenever others decode beside it.
@@ -830,7 +830,7 @@ TEST_CASE("simulated: streams decoding at once share the batch curve's aggregate
   const ServingMetrics metrics = h.server->Metrics();
   REQUIRE(metrics.simulated);
   const BatchSimulation::Totals& b = metrics.simulated->batch;
-  CHECK(b.max_batch == kStreams);  // every stream arrived before the first was done (0.75 s alone)
+  CHECK(b.max_batch == kStreams);  // every stream arrived before the first was done (1 s alone)
   // The engine never beats the four-stream aggregate, and it took longer than one stream alone.
   CHECK(b.decode_busy_seconds >= kStreams * tokens / kFour * (1 - 1e-9));
   CHECK(b.decode_busy_seconds > tokens / kOne);
