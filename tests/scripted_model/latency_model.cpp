@@ -25,22 +25,22 @@ constexpr int kMaxCurveStreams = 4096;
 // for the whole batch and each sequence's KV cache once, so step(B) = step(1) + (B - 1) × Δ with Δ
 // what one more sequence adds per GPU (engines.md §1.2–§1.4, TP 4):
 //   - its KV reads: the 50 sliding layers read 204,800 B/token over the 1,024-token window
-//     (210 MB), the 10 global layers 20,480 B/token over the whole context: 84 MB at the 4 K tokens
-//     of a typical loop prompt (the Worker's and Reflector's; bench/RESULTS.md, issue 22), 294 MB
-//     in all; at the 229 GB/s the box reaches at batch 1 (15.35 GB of weights per GPU in 67.1 ms,
-//     76 % of the L4's 300 GB/s) that is 1.28 ms;
+//     (210 MB), the 10 global layers 20,480 B/token over the whole context: 105 MB at 5 K tokens,
+//     about a loop request's (3.81 M tokens over 143 attempts of ~5 requests: bench/RESULTS.md,
+//     issue 9), 315 MB in all; at the 229 GB/s the box reaches at batch 1 (15.35 GB of weights per
+//     GPU in 67.1 ms, 76 % of the L4's 300 GB/s) that is 1.38 ms;
 //   - its share of the 120 all-reduces per step: NCCL over PCIe takes ~20 µs at batch 1's 10.75 KB
 //     and ~40 µs at batch 8's 86 KB (§1.4's table), +2.4 ms at batch 8, 0.34 ms per sequence;
 //   - no compute: a bf16 GEMM at M ≤ 8 does M FLOPs per weight byte read, far below the L4's
 //     ~200–400 FLOP/byte ridge (§1.1, §1.3), so it hides under the weight reads.
-// Δ = 1.62 ms: step(2) = 68.7 ms, step(4) = 72.0 ms, step(8) = 78.5 ms, and the aggregate
-// B / step(B) is 29.1, 55.6 and 101.9 tok/s (6.8× at 8 streams). A check against the one batched
-// figure published for this model: vLLM FP8 on an H100 SXM decodes 67–69 tok/s at batch 1 and 515 at
-// batch 8 (7.5×), rvLLM 63 and 434 (6.9×) (engines.md §3, rvllm.com/bench). The curve is flat
-// within 2 % for contexts from 2 K (103.6 at 8) to 8 K tokens (98.7).
+// Δ = 1.72 ms: step(2) = 68.8 ms, step(4) = 72.3 ms, step(8) = 79.1 ms, and the aggregate
+// B / step(B) is 29.1, 55.4 and 101.1 tok/s (6.8× at 8 streams). A check against the batched figures
+// published for this model: vLLM FP8 on an H100 SXM decodes 67–69 tok/s at batch 1 and 515 at
+// batch 8 (7.5×), rvLLM 63 and 434 (6.9×) (engines.md §3, rvllm.com/bench). The curve moves by 2 %
+// at most for contexts from 2 K (103.6 tok/s at 8 streams) to 8 K tokens (98.7).
 //
-// Prefill: 2 × 29.3 G parameters of linears plus attention ≈ 61 GFLOP per prompt token at a 4 K
-// context (engines.md §1.6). The L4 is power-capped: matmul sweeps measure 54–71 TFLOPS bf16 of its
+// Prefill: 2 × 29.3 G parameters of linears plus attention ≈ 61 GFLOP per prompt token at a 5 K
+// context (engines.md §1.6: 60.5 at 2 K, 62.9 at 8 K). The L4 is power-capped: matmul sweeps measure 54–71 TFLOPS bf16 of its
 // 121 dense (§1.1), ~58 each; at 0.8 of that over four (185 TFLOPS, §1.6) a token costs 0.33 ms, and
 // the tensor-parallel ring all-reduce, 1.5 × 10,752 B × 120 = 1.94 MB per token per GPU at ~20 GB/s
 // over PCIe (§1.1, §1.6), adds 0.10 ms when it does not overlap: 0.43 ms, 2,300 tok/s, 29 % MFU of
@@ -51,7 +51,7 @@ constexpr int kMaxCurveStreams = 4096;
 // Admission: --max-num-seqs 8 (gemma-forge.md §4, serve-gemma-bf16-tp4.sh). Prefix cache: vLLM's V1
 // engine caches prefixes by default (engines.md §4).
 constexpr double kReferenceDecodeTokS = 14.9;
-constexpr double kReferenceCurve[][2] = {{1, 14.9}, {2, 29.1}, {4, 55.6}, {8, 101.9}};
+constexpr double kReferenceCurve[][2] = {{1, 14.9}, {2, 29.1}, {4, 55.4}, {8, 101.1}};
 constexpr double kReferencePrefillTokS = 2300;
 constexpr uint64_t kReferenceKvTokens = 17968;
 constexpr int kReferenceMaxSeqs = 8;

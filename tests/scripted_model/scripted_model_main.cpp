@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
                  "answer with the model time of a preset: reference-box (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4)");
   app.add_option("--decode-tok-s", latency.decode_tok_s, "one stream's decode rate, tokens/s");
   app.add_option("--batch-curve", latency.batch_curve,
-                 "aggregate decode tokens/s at N streams decoding at once, N:RATE,... (e.g. 1:14.9,2:29.1,8:101.9); "
+                 "aggregate decode tokens/s at N streams decoding at once, N:RATE,... (e.g. 1:14.9,2:29.1,8:101.1); "
                  "linear between points, held after the last");
   app.add_option("--prefill-tok-s", latency.prefill_tok_s, "prefill rate for prompt tokens not in the prefix cache");
   app.add_option("--kv-tokens", latency.kv_tokens, "KV cache capacity in tokens (prompt + completion); 0: unbounded");
