@@ -40,11 +40,11 @@ constexpr int kMaxCurveStreams = 4096;
 // at most for contexts from 2 K (103.6 tok/s at 8 streams) to 8 K tokens (98.7).
 //
 // Prefill: 2 × 29.3 G parameters of linears plus attention ≈ 61 GFLOP per prompt token at a 5 K
-// context (engines.md §1.6: 60.5 at 2 K, 62.9 at 8 K). The L4 is power-capped: matmul sweeps measure 54–71 TFLOPS bf16 of its
-// 121 dense (§1.1), ~58 each; at 0.8 of that over four (185 TFLOPS, §1.6) a token costs 0.33 ms, and
-// the tensor-parallel ring all-reduce, 1.5 × 10,752 B × 120 = 1.94 MB per token per GPU at ~20 GB/s
-// over PCIe (§1.1, §1.6), adds 0.10 ms when it does not overlap: 0.43 ms, 2,300 tok/s, 29 % MFU of
-// the four L4s' 484 TFLOPS dense peak (a 2 K prompt in 0.89 s: §1.6 estimates 0.7–0.9 s).
+// context (engines.md §1.6: 60.5 at 2 K, 62.9 at 8 K). The L4 is power-capped: matmul sweeps measure 54–71 TFLOPS bf16
+// of its 121 dense (§1.1), ~58 each; at 0.8 of that over four (185 TFLOPS, §1.6) a token costs 0.33 ms, and the
+// tensor-parallel ring all-reduce, 1.5 × 10,752 B × 120 = 1.94 MB per token per GPU at ~20 GB/s over PCIe (§1.1, §1.6),
+// adds 0.10 ms when it does not overlap: 0.43 ms, 2,300 tok/s, 29 % MFU of the four L4s' 484 TFLOPS dense peak (a 2 K
+// prompt in 0.89 s: §1.6 estimates 0.7–0.9 s).
 //
 // KV capacity: 17,968 tokens, what vLLM reported on the box at gpu-memory-utilization 0.92 with its
 // hybrid KV manager off, so every layer keeps the whole context (engines.md header, §0 point 4, §1.7).

@@ -8,7 +8,8 @@
 // would run on real hardware:
 //   temper-scripted-model --simulate reference-box               # vLLM, Gemma 4 31B bf16, 4×L4
 //   temper-scripted-model --decode-tok-s 15 --batch-curve 2:29,4:55,8:100 --prefill-tok-s 2300
-// Flags given with --simulate override the preset's values.
+// Flags given with --simulate override the preset's values. --no-pacing answers at once and only
+// accounts the simulated time (simulated_engine.h), for a serial loop's time on the box in minutes.
 #include <signal.h>
 
 #include <charconv>
@@ -63,6 +64,10 @@ int main(int argc, char** argv) {
   app.add_option("--max-seqs", latency.max_seqs, "requests the engine runs at once; 0: unbounded");
   app.add_option("--prefix-cache-prompts", latency.prefix_cache_prompts,
                  "recent prompts the prefix cache holds; 0: no prefix cache");
+  bool no_pacing = false;
+  app.add_flag("--no-pacing", no_pacing,
+               "answer at once and only account the simulated time, each request as if alone (a serial loop's "
+               "time on the simulated box is then its wall time plus the simulated busy time)");
   CLI11_PARSE(app, argc, argv);
 
   auto level = temper::ParseLogLevel(log_level);
@@ -80,7 +85,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.latency = std::move(*model);
-  if (options.latency) logger.Info("scripted model: simulating model time: {}", options.latency->Describe());
+  if (no_pacing && !options.latency) {
+    logger.Error("--no-pacing needs a latency model (--simulate, --decode-tok-s, ...)");
+    return 2;
+  }
+  options.pacing = no_pacing ? temper::scripted::Pacing::kNone : temper::scripted::Pacing::kWallClock;
+  if (options.latency) {
+    logger.Info("scripted model: simulating model time{}: {}", no_pacing ? " without pacing (accounting only)" : "",
+                options.latency->Describe());
+  }
   if (Status s = ParseListen(listen, &options.host, &options.port); !s.ok()) {
     logger.Error("{}", s.message());
     return 2;

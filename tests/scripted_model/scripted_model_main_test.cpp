@@ -41,6 +41,7 @@ TEST_CASE("temper-scripted-model: a bad latency flag is an error naming the flag
       {"--batch-curve 1:10,2:30", "--batch-curve '1:10,2:30': 2 streams at 30 tok/s in all is 15 tok/s each"},
       {"--simulate reference", "--simulate 'reference': is not a preset; known: reference-box"},
       {"--kv-tokens -5", "--kv-tokens '-5': must be 0 (unbounded) or more"},
+      {"--no-pacing", "--no-pacing needs a latency model"},
   };
   for (const auto& [args, error] : cases) {
     INFO(args);

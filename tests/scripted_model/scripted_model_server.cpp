@@ -39,7 +39,7 @@ Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScr
 ScriptedModelServer::ScriptedModelServer(ModelScript script, ScriptedModelOptions options)
     : script_(std::move(script)),
       options_(std::move(options)),
-      engine_(options_.latency ? std::make_unique<SimulatedEngine>(*options_.latency) : nullptr),
+      engine_(options_.latency ? std::make_unique<SimulatedEngine>(*options_.latency, options_.pacing) : nullptr),
       server_(std::make_unique<httplib::Server>()) {
   const size_t threads = options_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

@@ -15,7 +15,9 @@
 // With options.latency the answers take the model time it says (simulated_engine.h: one engine shared
 // by every request, a prefix cache, batched decoding): a whole reply comes when its last token would,
 // a streamed one sends each chunk when its tokens would be decoded. Without it, answers are instant.
-// GET /metrics serves ServingMetrics (serving_metrics.h): requests, tokens and simulated model time.
+// With Pacing::kNone answers are instant and the simulated time is only accounted (see
+// simulated_engine.h). GET /metrics serves ServingMetrics (serving_metrics.h): requests, tokens and simulated model
+// time.
 //
 // Every chat request is recorded (role, rule, attempt, the messages as sent, the answer, its usage and
 // simulated timing), for tests to assert on what each role was shown.
@@ -55,6 +57,7 @@ struct ScriptedModelOptions {
   std::string model = "temper-scripted";  // the id GET /v1/models lists; replies echo the request's
   const Logger* logger = nullptr;         // when set: one info line per request; must outlive the server
   std::optional<LatencyModel> latency;    // when set: answers take simulated model time; else instant
+  Pacing pacing = Pacing::kWallClock;     // with a latency model: kNone answers at once, accounting only
 };
 
 struct RecordedRequest {

@@ -877,3 +877,33 @@ TEST_CASE("simulated: stopping the server ends the requests waiting for their to
   REQUIRE(reply);
   CHECK_FALSE(reply->ok());
 }
+
+TEST_CASE("simulated without pacing: answers come at once, each request accounted as if it ran alone") {
+  ScriptedModelOptions options = Simulated({{1, 1}, {2, 2}}, 100);  // paced, this attempt would take ~15 minutes
+  options.pacing = Pacing::kNone;
+  Harness h({}, options);
+  const auto start = std::chrono::steady_clock::now();
+  RecordingTools tools;
+  h.Attempt(tools, Task(SyncookiesRule()));
+  std::vector<std::thread> threads;  // overlapping requests are still each alone
+  for (int i = 0; i < 2; ++i) threads.emplace_back([&] { h.Attempt(tools, Task(AideRule())); });
+  for (std::thread& t : threads) t.join();
+  CHECK(SecondsSince(start) < 60);
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 9);
+  double busy = 0;
+  for (const RecordedRequest& r : requests) {
+    REQUIRE(r.simulated);
+    CHECK(r.simulated->decode_s == Approx(r.completion_tokens / 1.0));
+    CHECK(r.simulated->prefill_s == Approx((r.prompt_tokens - r.simulated->cached_prompt_tokens) / 100.0));
+    CHECK(r.simulated->queue_s == 0);
+    busy += r.simulated->prefill_s + r.simulated->decode_s;
+  }
+  CHECK(requests[1].simulated->cached_prompt_tokens > 0);  // the prefix cache works as when paced
+  const ServingMetrics m = h.server->Metrics();
+  REQUIRE(m.simulated);
+  CHECK(m.simulated->batch.busy_seconds == Approx(busy));
+  CHECK(busy > 900);
+  CHECK(m.simulated->batch.max_batch == 1);
+}

@@ -23,6 +23,8 @@ std::string PrometheusText(const ServingMetrics& m) {
   Metric(out, "simulated", "gauge", "1 when answers take simulated model time.", m.simulated ? 1 : 0);
   if (!m.simulated) return out;
   const SimulatedTotals& s = *m.simulated;
+  Metric(out, "paced", "gauge", "1 when answers waited out the simulated time, 0 when it was only accounted.",
+         s.paced ? 1 : 0);
   Metric(out, "cached_prompt_tokens_total", "counter", "Prompt tokens the simulated prefix cache held.",
          static_cast<double>(s.cached_prompt_tokens));
   Metric(out, "queue_seconds_total", "counter", "Simulated seconds requests waited for admission, summed.",
@@ -50,10 +52,11 @@ std::string SummaryLine(const ServingMetrics& m) {
   const BatchSimulation::Totals& b = m.simulated->batch;
   const double mean_batch = b.decode_busy_seconds > 0 ? b.decode_stream_seconds / b.decode_busy_seconds : 0;
   return line + fmt::format(
-                    "simulated model time: busy {:.1f} s (decoding {:.1f} s, mean batch {:.2f}, at most {}), per "
+                    "simulated model time{}: busy {:.1f} s (decoding {:.1f} s, mean batch {:.2f}, at most {}), per "
                     "request summed: queue {:.1f} s, prefill {:.1f} s ({} prompt tokens cached), decode {:.1f} s",
-                    b.busy_seconds, b.decode_busy_seconds, mean_batch, b.max_batch, b.queue_seconds, b.prefill_seconds,
-                    m.simulated->cached_prompt_tokens, b.decode_seconds);
+                    m.simulated->paced ? "" : " (not paced: each request alone)", b.busy_seconds, b.decode_busy_seconds,
+                    mean_batch, b.max_batch, b.queue_seconds, b.prefill_seconds, m.simulated->cached_prompt_tokens,
+                    b.decode_seconds);
 }
 
 }  // namespace temper::scripted

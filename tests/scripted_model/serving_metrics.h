@@ -7,6 +7,7 @@
 //   temper_scripted_prompt_tokens_total             usage as answered (4 bytes a token)
 //   temper_scripted_completion_tokens_total
 //   temper_scripted_simulated                       1 with a latency model, else 0 (and no lines below)
+//   temper_scripted_paced                           1 when answers waited, 0 when only accounted
 //   temper_scripted_cached_prompt_tokens_total      prompt tokens the prefix cache held
 //   temper_scripted_queue_seconds_total             per-request simulated times, summed over requests
 //   temper_scripted_prefill_seconds_total

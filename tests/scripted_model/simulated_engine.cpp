@@ -7,8 +7,8 @@
 
 namespace temper::scripted {
 
-SimulatedEngine::SimulatedEngine(LatencyModel model)
-    : model_(model), sim_(std::move(model)), prefix_cache_(model_.prefix_cache_prompts) {}
+SimulatedEngine::SimulatedEngine(LatencyModel model, Pacing pacing)
+    : model_(model), pacing_(pacing), sim_(std::move(model)), prefix_cache_(model_.prefix_cache_prompts) {}
 
 SimulatedEngine::~SimulatedEngine() { Shutdown(); }
 
@@ -28,9 +28,17 @@ std::unique_ptr<SimulatedEngine::Request> SimulatedEngine::Submit(std::string_vi
   totals_.prompt_tokens += prompt_tokens;
   totals_.cached_prompt_tokens += tokens.cached_prompt_tokens;
   totals_.completion_tokens += completion_tokens;
-  const BatchSimulation::JobId id = sim_.Add(Now(), prompt_tokens - tokens.cached_prompt_tokens, completion_tokens,
-                                             prompt_tokens + completion_tokens);
-  changed_.notify_all();
+  const uint64_t prefill_tokens = prompt_tokens - tokens.cached_prompt_tokens;
+  const uint64_t kv_tokens = prompt_tokens + completion_tokens;
+  BatchSimulation::JobId id = 0;
+  if (pacing_ == Pacing::kNone) {
+    // Alone: the clock starts where the last request ended and moves only with this one's phases.
+    id = sim_.Add(sim_.now(), prefill_tokens, completion_tokens, kv_tokens);
+    while (sim_.phase(id) != BatchSimulation::Phase::kDone) sim_.AdvanceTo(sim_.NextEvent());
+  } else {
+    id = sim_.Add(Now(), prefill_tokens, completion_tokens, kv_tokens);
+    changed_.notify_all();
+  }
   return std::unique_ptr<Request>(new Request(this, id, tokens));
 }
 
@@ -43,6 +51,7 @@ void SimulatedEngine::Shutdown() {
 SimulatedTotals SimulatedEngine::Totals() const {
   std::lock_guard<std::mutex> lock(mu_);
   SimulatedTotals t = totals_;
+  t.paced = pacing_ == Pacing::kWallClock;
   t.batch = sim_.totals();
   return t;
 }
@@ -50,7 +59,7 @@ SimulatedTotals SimulatedEngine::Totals() const {
 SimulatedEngine::Request::~Request() {
   std::lock_guard<std::mutex> lock(engine_->mu_);
   SimulatedEngine& e = *engine_;
-  e.sim_.Abandon(e.Now(), id_);  // a no-op when it is done
+  if (e.sim_.phase(id_) != BatchSimulation::Phase::kDone) e.sim_.Abandon(e.Now(), id_);
   e.sim_.Forget(id_);
   e.changed_.notify_all();
 }
@@ -60,7 +69,7 @@ bool SimulatedEngine::Request::WaitDecoded(uint64_t tokens) {
   std::unique_lock<std::mutex> lock(e.mu_);
   for (;;) {
     if (e.shutdown_) return false;
-    e.sim_.AdvanceTo(e.Now());
+    if (e.pacing_ == Pacing::kWallClock) e.sim_.AdvanceTo(e.Now());
     const BatchSimulation::Phase phase = e.sim_.phase(id_);
     if (phase == BatchSimulation::Phase::kDone ||
         (phase == BatchSimulation::Phase::kDecode && e.sim_.Decoded(id_) >= tokens)) {

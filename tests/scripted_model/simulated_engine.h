@@ -5,6 +5,11 @@
 // Each request's prompt is first matched against a PromptPrefixCache; only the tokens it does not
 // hold are prefilled, and the prompt with its answer is held for the turns that re-send them.
 //
+// Without pacing (Pacing::kNone) nothing waits: each request is simulated alone, at once, on a clock
+// that only the simulation moves, so the totals are what a serial loop (one request at a time) would
+// have spent in the model, and such a loop's run on the simulated box takes its wall time plus the
+// simulated busy time: minutes to measure what takes hours paced.
+//
 // Tokens are counted as the server reports usage (completion_wire.h: 4 bytes a token, rounded up);
 // the cached part is the common prefix's whole tokens, at most all but the prompt's last token (an
 // engine recomputes that one to get the first output's logits). A request holds prompt + completion
@@ -41,17 +46,23 @@ struct SimulatedTiming {
 
 // The engine's sums since it started.
 struct SimulatedTotals {
+  bool paced = true;  // Pacing::kWallClock
   uint64_t prompt_tokens = 0;
   uint64_t cached_prompt_tokens = 0;
   uint64_t completion_tokens = 0;
   BatchSimulation::Totals batch;
 };
 
+enum class Pacing {
+  kWallClock,  // requests wait out their simulated time, sharing the engine as they overlap
+  kNone,       // requests are answered at once, each simulated as if alone
+};
+
 class SimulatedEngine {
  public:
   class Request;
 
-  explicit SimulatedEngine(LatencyModel model);
+  explicit SimulatedEngine(LatencyModel model, Pacing pacing = Pacing::kWallClock);
   ~SimulatedEngine();
   SimulatedEngine(const SimulatedEngine&) = delete;
   SimulatedEngine& operator=(const SimulatedEngine&) = delete;
@@ -72,6 +83,7 @@ class SimulatedEngine {
   double Now() const;  // seconds on the steady clock since the engine started; call with mu_ held
 
   const LatencyModel model_;
+  const Pacing pacing_;
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
   std::condition_variable changed_;  // a request joined or left, or the engine shut down
