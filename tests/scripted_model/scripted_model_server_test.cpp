@@ -768,6 +768,7 @@ TEST_CASE(
   CHECK(metrics->status == 200);
   CHECK_THAT(metrics->body,
              Contains("\ntemper_scripted_requests_total 5\n") && Contains("\ntemper_scripted_simulated 1\n") &&
+                 Contains("\ntemper_scripted_paced 1\n") &&
                  Contains("\ntemper_scripted_cached_prompt_tokens_total " + std::to_string(cached) + "\n") &&
                  Contains("\ntemper_scripted_max_batch 1\n"));
 }
@@ -906,4 +907,6 @@ TEST_CASE("simulated without pacing: answers come at once, each request accounte
   CHECK(m.simulated->batch.busy_seconds == Approx(busy));
   CHECK(busy > 900);
   CHECK(m.simulated->batch.max_batch == 1);
+  CHECK_THAT(SummaryLine(m), Contains("simulated model time (not paced: each request alone): busy "));
+  CHECK_THAT(PrometheusText(m), Contains("\ntemper_scripted_paced 0\n"));
 }
