@@ -16,7 +16,9 @@
 # overrides the preset's (SIMULATE_FLAGS="--kv-tokens 0": a KV cache that holds every stream).
 # SIMULATE_FLAGS=--no-pacing answers at once and only accounts each request as if alone: for a
 # serial loop the run on the simulated box then takes the wall time plus the simulated busy time,
-# which the report prints (minutes to measure instead of hours).
+# which the report prints (minutes to measure instead of hours). MODEL_CONTEXT sets the roles'
+# context_tokens (default 32768); the reference box serves at most 16384 (vLLM --max-model-len), and
+# the Architect's pick prompts reach ~23 K tokens at 32768.
 #
 # Usage (as root, after a build that ran the stig tests, so build/stig-rootfs holds the root):
 #   [SIMULATE=reference-box] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
@@ -66,9 +68,9 @@ cat >"$out/models.yaml" <<EOF
 endpoints:
   scripted: {type: openai, base_url: "$url", model: temper-scripted, timeout: $model_timeout}
 roles:
-  architect: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
-  worker: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
-  reflector: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}
+  architect: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
+  worker: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
+  reflector: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 1024}
 EOF
 cat >"$out/temperd.yaml" <<EOF
 listen: {unix: {path: $out/temper.sock}}
