@@ -84,7 +84,6 @@ class BatchSimulation {
 
   double now() const { return now_; }
   const Totals& totals() const { return totals_; }
-  const LatencyModel& model() const { return model_; }
 
  private:
   struct Job {

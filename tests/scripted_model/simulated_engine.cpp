@@ -7,8 +7,8 @@
 
 namespace temper::scripted {
 
-SimulatedEngine::SimulatedEngine(LatencyModel model, Pacing pacing)
-    : model_(model), pacing_(pacing), sim_(std::move(model)), prefix_cache_(model_.prefix_cache_prompts) {}
+SimulatedEngine::SimulatedEngine(const LatencyModel& model, Pacing pacing)
+    : pacing_(pacing), sim_(model), prefix_cache_(model.prefix_cache_prompts) {}
 
 SimulatedEngine::~SimulatedEngine() { Shutdown(); }
 

@@ -62,7 +62,7 @@ class SimulatedEngine {
  public:
   class Request;
 
-  explicit SimulatedEngine(LatencyModel model, Pacing pacing = Pacing::kWallClock);
+  explicit SimulatedEngine(const LatencyModel& model, Pacing pacing = Pacing::kWallClock);
   ~SimulatedEngine();
   SimulatedEngine(const SimulatedEngine&) = delete;
   SimulatedEngine& operator=(const SimulatedEngine&) = delete;
@@ -77,12 +77,10 @@ class SimulatedEngine {
   void Shutdown();
 
   SimulatedTotals Totals() const;
-  const LatencyModel& model() const { return model_; }
 
  private:
   double Now() const;  // seconds on the steady clock since the engine started; call with mu_ held
 
-  const LatencyModel model_;
   const Pacing pacing_;
   const std::chrono::steady_clock::time_point epoch_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
