@@ -22,6 +22,8 @@
 #
 # Usage (as root, after a build that ran the stig tests, so build/stig-rootfs holds the root):
 #   [SIMULATE=reference-box] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
+# CROSS_CHECK=1 also evaluates every attempt against the whole regression set
+# (loop.cross_check_verification) and counts the rules the cut regression set would have missed.
 set -euo pipefail
 
 build=$(realpath "${1:-build}")
@@ -77,6 +79,7 @@ listen: {unix: {path: $out/temper.sock}}
 state_dir: $out/state
 models: $out/models.yaml
 log_level: info
+loop: {cross_check_verification: $([ "${CROSS_CHECK:-0}" = 1 ] && echo true || echo false)}
 targets:
   loop: {type: rootfs, path: $out/loop}
 EOF
@@ -118,19 +121,24 @@ failing = [r for r in rules if r.get("before_verdict") == "fail"]
 fixed = [r for r in failing if r.get("after_verdict") == "pass"]
 failing_rootfs = [r for r in failing if rid(r) in rootfs]
 fixed_rootfs = [r for r in fixed if rid(r) in rootfs]
-harness, verify = [], []
+harness, verify, checked, skipped, misses = [], [], 0, 0, []
 for line in open(f"{out}/journal.jsonl"):
     e = json.loads(line)
     if e.get("type") not in ("attempt.kept", "attempt.reverted"): continue
     d = json.loads(e["data_json"]) if isinstance(e.get("data_json"), str) else e.get("data", {})
     verify.append(d["verify_ms"])
-    harness.append(d["verify_ms"] + d.get("snapshot_ms", 0) + d.get("revert_ms", 0))
+    harness.append(d.get("changes_ms", 0) + d["verify_ms"] + d.get("snapshot_ms", 0) + d.get("revert_ms", 0))
+    checked += d.get("regression_checked", 0)
+    skipped += d.get("regression_skipped", 0)
+    misses += d.get("filter_misses", [])
 def pct(a, b): return f"{a}/{b} ({100.0 * a / b:.1f}%)" if b else "0/0"
 print(f"loop:     fixed {pct(len(fixed), len(failing))}; rootfs-decidable {pct(len(fixed_rootfs), len(failing_rootfs))}; "
       f"{len(harness)} attempts; wall {loop_s:.0f} s")
 if harness:
-    print(f"          harness per attempt (verify + snapshot/revert): median {statistics.median(harness)/1000:.2f} s, "
+    print(f"          harness per attempt (change set + verify + snapshot/revert): median {statistics.median(harness)/1000:.2f} s, "
           f"p90 {sorted(harness)[int(0.9 * (len(harness) - 1))]/1000:.2f} s; verify median {statistics.median(verify)/1000:.2f} s")
+    print(f"          regression rules evaluated {checked}, cut by the footprints {skipped}; "
+          f"cut rules that no longer passed (cross-check): {len(misses)} {sorted(set(misses))}")
 model = {}
 for line in open(f"{out}/model-metrics.txt"):
     if line.startswith("temper_scripted_"):

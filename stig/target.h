@@ -53,6 +53,10 @@ class Target {
   virtual Result<std::vector<SnapshotId>> Snapshots() = 0;
   // Paths changed since the latest snapshot, sorted; empty when the state is that snapshot's.
   virtual Result<std::vector<std::string>> UnsnapshottedPaths() = 0;
+  // True when a command can change nothing but the files ChangesSinceSnapshot lists: no running
+  // kernel, services or processes whose state a check could read (a root file system in a
+  // sandbox). A verification may then skip the rules whose checks read none of those files.
+  virtual bool ChangesAreFilesOnly() const { return false; }
   // Paths snapshot `id` changed over the snapshots below it, sorted. NotFound when not held.
   virtual Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) = 0;
   // Takes the changes snapshot `id` recorded (over the one below it) out of the target, keeping

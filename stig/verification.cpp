@@ -38,6 +38,21 @@ std::string VerificationReport::Summary() const {
   return s;
 }
 
+namespace {
+
+// Whether the previously passing rule `id` must be re-checked after a change to `changed`.
+bool MayBeAffected(const Content& content, const std::string& id, const std::vector<std::string>& changed) {
+  Result<const RuleInfo*> rule = content.Rule(id);
+  return !rule.ok() || (*rule)->footprint.Touches(changed);
+}
+
+bool ChangesPackages(const std::vector<std::string>& changed) {
+  return std::any_of(changed.begin(), changed.end(),
+                     [](const std::string& p) { return p == "/var/lib/dpkg" || p.starts_with("/var/lib/dpkg/"); });
+}
+
+}  // namespace
+
 Result<VerificationReport> Verify(Target& target, const Evaluator& evaluator, const VerificationRequest& request) {
   const Content& content = evaluator.content();
   std::vector<std::string> wanted, previous;
@@ -49,13 +64,22 @@ Result<VerificationReport> Verify(Target& target, const Evaluator& evaluator, co
     TEMPER_ASSIGN_OR_RETURN(std::string full, content.ResolveRuleId(id));
     previous.push_back(full);
   }
+  // The regression rules the change may affect; the rest are skipped unless cross-checked.
+  std::set<std::string> skipped;
+  if (request.changed_paths && !ChangesPackages(*request.changed_paths)) {
+    for (const auto& id : previous) {
+      if (!MayBeAffected(content, id, *request.changed_paths)) skipped.insert(id);
+    }
+  }
+  const bool evaluate_skipped = request.cross_check;
   // One batch: the rules under change and the regression set, each once.
   std::vector<std::string> batch = wanted;
   std::set<std::string> seen(wanted.begin(), wanted.end());
   for (const auto& id : previous) {
-    if (seen.insert(id).second) batch.push_back(id);
+    if ((evaluate_skipped || !skipped.count(id)) && seen.insert(id).second) batch.push_back(id);
   }
   VerificationReport report;
+  report.regression_skipped = static_cast<int>(skipped.size());
   if (!batch.empty()) {
     EvaluationRequest er;
     er.rule_ids = batch;
@@ -66,8 +90,13 @@ Result<VerificationReport> Verify(Target& target, const Evaluator& evaluator, co
       report.rules.push_back({id, v});
     }
     for (const auto& id : previous) {
+      const bool cut = skipped.count(id) > 0;
+      if (cut && !evaluate_skipped) continue;
+      ++report.regression_checked;
       TEMPER_ASSIGN_OR_RETURN(Verdict v, report.evaluation.VerdictOf(id));
-      if (!IsPassing(v)) report.regressions.push_back({id, v});
+      if (IsPassing(v)) continue;
+      report.regressions.push_back({id, v});
+      if (cut) report.filter_misses.push_back({id, v});
     }
   }
   TEMPER_ASSIGN_OR_RETURN(report.health, CheckHealth(target, request.health_checks, request.health_limits));

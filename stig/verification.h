@@ -4,9 +4,15 @@
 // that passed before still passes (no regression), and (3) no health check it passed before now
 // fails. All three come from one OpenSCAP evaluation (the target rules and the regression set are
 // batched into one load) and one round of health checks.
+//
+// The regression set is cut to what the change could affect when the caller knows every path it
+// changed (changed_paths): a previously passing rule is re-checked only when its check reads one
+// of them (check_footprint.h) or cannot be tied to paths. A change beneath /var/lib/dpkg (a package
+// installed or removed) re-checks every rule: packages also decide which rules apply.
 // Thread safety: as Target (single owner).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +31,21 @@ struct VerificationRequest {
   const HealthReport* health_before = nullptr;
   SandboxLimits health_limits;
   std::string output_dir;  // where OpenSCAP writes results.xml and arf.xml; optional
+  // Every path the change touched, when those are all it changed (Target::ChangesAreFilesOnly);
+  // nullopt re-checks every previously passing rule.
+  std::optional<std::vector<std::string>> changed_paths;
+  // With changed_paths: evaluate every previously passing rule anyway, judge by all of them, and
+  // report in filter_misses the ones the cut would have skipped that no longer pass.
+  bool cross_check = false;
 };
 
 struct VerificationReport {
-  std::vector<RuleVerdict> rules;        // verdicts of rule_ids
-  std::vector<RuleVerdict> regressions;  // previously passing rules that no longer pass
+  std::vector<RuleVerdict> rules;          // verdicts of rule_ids
+  std::vector<RuleVerdict> regressions;    // previously passing rules that no longer pass
+  int regression_checked = 0;              // previously passing rules evaluated
+  int regression_skipped = 0;              // cut: their checks read nothing the change touched
+                                           // (evaluated all the same under cross_check)
+  std::vector<RuleVerdict> filter_misses;  // cross_check: skipped, yet no longer passing
   HealthReport health;
   std::vector<std::string> broken_health;
   Evaluation evaluation;

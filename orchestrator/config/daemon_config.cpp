@@ -175,10 +175,13 @@ Status ParseSandbox(const YamlNode& node, stig::SandboxCaps& out) {
 }
 
 Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes", "cross_check_verification"}));
   if (auto n = node.Find("fixpoint_passes")) {
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxFixpointPasses));
     out.fixpoint_passes = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("cross_check_verification")) {
+    TEMPER_ASSIGN_OR_RETURN(out.cross_check_verification, n->AsBool());
   }
   return Status::OK();
 }

@@ -77,6 +77,9 @@ struct DaemonConfig {
   stig::SandboxCaps sandbox;
   // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
   uint32_t fixpoint_passes = kDefaultFixpointPasses;
+  // loop.cross_check_verification: also evaluate the regression rules a change cannot affect, and
+  // journal any the cut would have missed (a check of stig/scap/check_footprint.h; slower).
+  bool cross_check_verification = false;
   std::vector<TargetConfig> targets;
   // Site-wide accepted risks (orchestrator/config/waivers.h), full rule ids; a batch's own waiver for a
   // rule replaces the configured one.

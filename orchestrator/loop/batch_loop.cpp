@@ -488,11 +488,24 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   attempt.usage = worked->usage;
   attempt.commands = Lines(worked->actions);
 
-  // The evaluator's judgement: the rule, every rule that passed before, and the health checks.
+  // What the attempt changed, kept or not: the evidence of what a fix applied or tried, and the
+  // paths that decide which earlier passes it could have broken.
+  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  if (!changes.ok() && changes.status().code() != StatusCode::kUnimplemented) return changes.status();
+  Clock::time_point listed_end = Clock::now();
+
+  // The evaluator's judgement: the rule, every rule that passed before (those the change could
+  // have affected, when the target says its changes are files only), and the health checks.
   stig::VerificationRequest request;
   request.rule_ids = {rule.id};
   request.previously_passing = PassingRules();
   request.health_before = &*health_;
+  if (changes.ok() && target_.ChangesAreFilesOnly()) {
+    std::vector<std::string> paths;
+    for (const stig::FileChange& f : changes->files) paths.push_back(f.path);
+    request.changed_paths = std::move(paths);
+    request.cross_check = s_.cross_check_verification;
+  }
   Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
   Clock::time_point verify_end = Clock::now();
   bool accepted = report.ok() && report->accepted();
@@ -517,25 +530,27 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"outcome", AttemptOutcomeName(attempt.outcome)},
                               {"summary", report.ok() ? report->Summary() : report.status().message()},
                               {"worker_ms", Ms(worker_end - worker_start)},
-                              {"verify_ms", Ms(verify_end - worker_end)}};
-  // What the attempt changed, kept or not: the evidence of what a fix applied or tried.
-  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+                              {"verify_ms", Ms(verify_end - listed_end)}};
+  evaluated["changes_ms"] = Ms(listed_end - worker_end);
+  evaluated["regression_checked"] = report.ok() ? report->regression_checked : 0;
+  evaluated["regression_skipped"] = report.ok() ? report->regression_skipped : 0;
+  if (report.ok() && s_.cross_check_verification) {
+    nlohmann::json misses = nlohmann::json::array();
+    for (const stig::RuleVerdict& m : report->filter_misses) misses.push_back(m.rule_id);
+    evaluated["filter_misses"] = misses;
+  }
   if (changes.ok()) {
     attempt.changes_json = changes->ToJson();
     evaluated["changes"] = changes->Summary();
-  } else if (changes.status().code() == StatusCode::kUnimplemented) {
-    evaluated["changes_error"] = changes.status().message();
   } else {
-    return changes.status();
+    evaluated["changes_error"] = changes.status().message();
   }
-  Clock::time_point listed_end = Clock::now();
-  evaluated["changes_ms"] = Ms(listed_end - verify_end);
 
   LoopStep step;
   if (accepted) {
     // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
     TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
-    evaluated["snapshot_ms"] = Ms(Clock::now() - listed_end);
+    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
     attempt.snapshot = snapshot;
@@ -572,7 +587,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
   TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
-  evaluated["revert_ms"] = Ms(Clock::now() - listed_end);
+  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
   step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();

@@ -57,6 +57,9 @@ struct LoopServices {
   const Logger& log;
   std::string results_root;  // OpenSCAP results go to <results_root>/batch-<id>/...
   uint32_t fixpoint_passes = kDefaultFixpointPasses;
+  // loop.cross_check_verification: verify every attempt against the whole regression set as well
+  // as the cut one (stig/verification.h), journalling the rules the cut would have missed.
+  bool cross_check_verification = false;
 };
 
 class BatchLoop {

@@ -54,13 +54,12 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
       runner_.AddTarget(*target);
     }
   }
-  Result<StateStore::Submitted> submitted = store_.SubmitBatch(*batch);
+  Result<StateStore::Submitted> submitted = journal_.SubmitBatch(*batch);
   if (!submitted.ok()) {
     log_.Error("SubmitBatch: {}", submitted.status().ToString());
     return ToGrpcStatus(submitted.status());
   }
   if (submitted->event) {
-    journal_.Published(*submitted->event);
     runner_.Wake();
     log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
               batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
@@ -116,9 +115,8 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   std::string reason = request->reason().empty() ? "cancelled by request" : request->reason();
-  Result<StateStore::Cancelled> cancelled = store_.CancelBatch(*id, reason);
+  Result<StateStore::Cancelled> cancelled = journal_.CancelBatch(*id, reason);
   if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
-  journal_.Published(cancelled->event);
   runner_.Cancel(*id);
   log_.Info("batch {} cancelled: {}", *id, reason);
   ToProto(cancelled->batch, response);
@@ -259,10 +257,9 @@ grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
-  Result<StateStore::RebootConfirmed> confirmed = store_.ConfirmReboot(*id, request->note());
+  Result<StateStore::RebootConfirmed> confirmed = journal_.ConfirmReboot(*id, request->note());
   if (!confirmed.ok()) return ToGrpcStatus(confirmed.status());
   if (confirmed->event) {
-    journal_.Published(*confirmed->event);
     runner_.Wake();
     log_.Info("batch {}: reboot confirmed; its reboot_pending rules will be verified", *id);
   }

@@ -38,21 +38,45 @@ Result<std::unique_ptr<Journal>> Journal::Open(StateStore& store, JournalFiles& 
 }
 
 Result<EventRecord> Journal::Append(const NewEvent& event) {
+  std::lock_guard order(order_mu_);
   TEMPER_ASSIGN_OR_RETURN(EventRecord stored, store_.AppendEvent(event));
   Published(stored);
   return stored;
 }
 
 Result<StepCommitted> Journal::Commit(const LoopStep& step) {
+  std::lock_guard order(order_mu_);
   TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, store_.CommitStep(step));
   for (const EventRecord& event : committed.events) Published(event);
   return committed;
 }
 
 Result<StepCommitted> Journal::CommitRevert(const RevertStep& step) {
+  std::lock_guard order(order_mu_);
   TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, store_.CommitRevert(step));
   for (const EventRecord& event : committed.events) Published(event);
   return committed;
+}
+
+Result<StateStore::Submitted> Journal::SubmitBatch(const NewBatch& batch) {
+  std::lock_guard order(order_mu_);
+  TEMPER_ASSIGN_OR_RETURN(StateStore::Submitted submitted, store_.SubmitBatch(batch));
+  if (submitted.event) Published(*submitted.event);
+  return submitted;
+}
+
+Result<StateStore::Cancelled> Journal::CancelBatch(int64_t id, const std::string& reason) {
+  std::lock_guard order(order_mu_);
+  TEMPER_ASSIGN_OR_RETURN(StateStore::Cancelled cancelled, store_.CancelBatch(id, reason));
+  Published(cancelled.event);
+  return cancelled;
+}
+
+Result<StateStore::RebootConfirmed> Journal::ConfirmReboot(int64_t id, const std::string& note) {
+  std::lock_guard order(order_mu_);
+  TEMPER_ASSIGN_OR_RETURN(StateStore::RebootConfirmed confirmed, store_.ConfirmReboot(id, note));
+  if (confirmed.event) Published(*confirmed.event);
+  return confirmed;
 }
 
 void Journal::Published(const EventRecord& event) {

@@ -53,6 +53,8 @@ class RootfsTarget : public Target {
   Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
   // Read from the overlay layers (overlay_changes.h).
   Result<ChangeSet> ChangesSinceSnapshot() override;
+  // Its commands run in a sandbox over the tree: nothing of theirs outlives them but files.
+  bool ChangesAreFilesOnly() const override { return true; }
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
   bool CanInstallPackages() const override { return packages_.has_value(); }
   Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) override;

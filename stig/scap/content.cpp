@@ -12,6 +12,7 @@
 #include "common/closest_match.h"
 #include "stig/scap/content_policy.h"
 #include "stig/scap/oscap_api.h"
+#include "stig/scap/oval_footprint.h"
 
 namespace temper::stig {
 namespace {
@@ -147,6 +148,7 @@ struct OscapSession {
   std::vector<struct oval_definition_model*> oval_models;
   std::map<std::string, struct oval_definition_model*> oval_by_href;
   std::map<std::string, std::vector<std::string>> test_types_by_definition;
+  OvalFootprintReader footprints;
 };
 
 Result<struct oval_definition_model*> OvalModel(OscapSession& s, const std::string& href, const std::string& path) {
@@ -233,6 +235,7 @@ Status FillCheck(OscapSession& s, struct xccdf_rule* rule, RuleInfo& info, const
   }
   info.oval_definition_id = name;
   info.oval_test_types = DefinitionTestTypes(s, def, 0);
+  info.footprint = s.footprints.Read(model, def);
   std::string title = oval_definition_get_title(def) ? oval_definition_get_title(def) : "";
   std::string types;
   for (const auto& t : info.oval_test_types) types += (types.empty() ? "" : ", ") + t;

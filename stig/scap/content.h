@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "stig/scap/check_footprint.h"
 #include "stig/scap/classification.h"
 
 namespace temper::stig {
@@ -65,6 +66,8 @@ struct RuleInfo {
   std::string oval_definition_id;
   std::string check_summary;
   std::vector<std::string> oval_test_types;
+  // The files the check reads (check_footprint.h); untied when there is no OVAL check.
+  CheckFootprint footprint{.tied = false, .untied_because = "no OVAL check", .paths = {}};
   // Bash fix with profile values substituted; empty when SSG ships none.
   std::string fix_bash;
   FixMetadata fix_metadata;

@@ -81,5 +81,63 @@ TEST_CASE("A change that breaks a previously passing rule is a regression", "[st
   CHECK(v->Summary().find("regressions: ") != std::string::npos);
 }
 
+TEST_CASE("The regression set is cut to the rules whose checks read what a change touched", "[stig][verification]") {
+  ScopedTarget t("verify-cut");
+  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  REQUIRE(ApplyFix(*t, "sshd_disable_root_login").ok());
+  REQUIRE(t->Snapshot().ok());  // the known-good state
+
+  // A change to sshd_config that breaks root login, and one to a file no passing rule reads.
+  REQUIRE(t->Run("sed -i 's/^PermitRootLogin no/PermitRootLogin yes/' /etc/ssh/sshd_config; echo hi > /etc/motd.temper",
+                 SandboxLimits{})
+              ->Succeeded());
+  Result<ChangeSet> changes = t->ChangesSinceSnapshot();
+  REQUIRE(changes.ok());
+  std::vector<std::string> paths;
+  for (const FileChange& f : changes->files) paths.push_back(f.path);
+  REQUIRE(t->ChangesAreFilesOnly());
+
+  VerificationRequest req;
+  req.previously_passing = {"sshd_disable_root_login", "package_sudo_installed"};
+  req.changed_paths = paths;
+  SECTION("cut: the sshd rule is checked, the package rule (dpkg's database) is not") {
+    auto v = Verify(*t, ev, req);
+    REQUIRE(v.ok());
+    CHECK(v->regression_checked == 1);
+    CHECK(v->regression_skipped == 1);
+    REQUIRE(v->regressions.size() == 1);
+    CHECK(v->regressions[0].rule_id == std::string(kRulePrefix) + "sshd_disable_root_login");
+    CHECK_FALSE(v->evaluation.VerdictOf(std::string(kRulePrefix) + "package_sudo_installed").ok());
+  }
+  SECTION("cross-checked: both evaluated, and the cut missed nothing") {
+    req.cross_check = true;
+    auto v = Verify(*t, ev, req);
+    REQUIRE(v.ok());
+    CHECK(v->regression_checked == 2);
+    CHECK(v->regression_skipped == 1);
+    CHECK(v->regressions.size() == 1);
+    CHECK(v->filter_misses.empty());
+  }
+  SECTION("a change beneath /var/lib/dpkg re-checks every rule: packages decide which rules apply") {
+    req.changed_paths->push_back("/var/lib/dpkg/status");
+    auto v = Verify(*t, ev, req);
+    REQUIRE(v.ok());
+    CHECK(v->regression_checked == 2);
+    CHECK(v->regression_skipped == 0);
+  }
+  SECTION("a cut that would miss a regression is reported by the cross-check") {
+    // Told (wrongly) that only /etc/motd.temper changed, the cut skips the broken sshd rule...
+    req.changed_paths = std::vector<std::string>{"/etc/motd.temper"};
+    req.cross_check = true;
+    auto v = Verify(*t, ev, req);
+    REQUIRE(v.ok());
+    CHECK(v->regression_skipped == 2);
+    // ...and the cross-check, which judges by every rule, catches it and names the miss.
+    REQUIRE(v->filter_misses.size() == 1);
+    CHECK(v->filter_misses[0].rule_id == std::string(kRulePrefix) + "sshd_disable_root_login");
+    CHECK_FALSE(v->accepted());
+  }
+}
+
 }  // namespace
 }  // namespace temper::stig

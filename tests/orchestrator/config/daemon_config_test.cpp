@@ -74,6 +74,14 @@ TEST_CASE("the fixpoint's bound on passes comes from loop.fixpoint_passes") {
   CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->fixpoint_passes == kDefaultFixpointPasses);
 }
 
+TEST_CASE("loop.cross_check_verification is off unless set, and must be a boolean") {
+  CHECK_FALSE(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->cross_check_verification);
+  CHECK(ParseDaemonConfig("loop:\n  cross_check_verification: true\n", "/t.yaml")->cross_check_verification);
+  auto bad = ParseDaemonConfig("loop:\n  cross_check_verification: often\n", "/t.yaml");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("/t.yaml:2:29: loop.cross_check_verification") == 0);
+}
+
 TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and refuse what cannot work") {
   auto defaults = ParseDaemonConfig("state_dir: /x\n", "/t.yaml");
   REQUIRE(defaults.ok());
@@ -122,7 +130,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n",
-       "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes)"},
+       "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes, cross_check_verification)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},

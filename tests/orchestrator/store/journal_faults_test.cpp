@@ -112,14 +112,13 @@ void RunWork(const TempDir& dir, stig::Env& env, Acknowledged& ack) {
   };
   auto submit = [&](const std::string& name) -> std::optional<int64_t> {
     ++ack.calls;
-    Result<StateStore::Submitted> r = s.store->SubmitBatch(Batch(name));
+    Result<StateStore::Submitted> r = s.journal->SubmitBatch(Batch(name));
     if (!r.ok()) {
       ++ack.failed_calls;
       return std::nullopt;
     }
     ack.batches[r->batch.id] = r->batch;
     ack.events.push_back(*r->event);
-    s.journal->Published(*r->event);
     return r->batch.id;
   };
   auto append = [&](const NewEvent& event) {
@@ -170,11 +169,10 @@ void RunWork(const TempDir& dir, stig::Env& env, Acknowledged& ack) {
   if (!open()) return;
   if (b) {
     ++ack.calls;
-    Result<StateStore::Cancelled> c = s.store->CancelBatch(*b, "operator");
+    Result<StateStore::Cancelled> c = s.journal->CancelBatch(*b, "operator");
     if (c.ok()) {
       ack.batch_states[*b] = BatchState::kCancelled;
       ack.events.push_back(c->event);
-      s.journal->Published(c->event);
     } else {
       ++ack.failed_calls;
     }
@@ -266,9 +264,8 @@ void CheckRecovered(const TempDir& dir, const Acknowledged& ack) {
     CHECK(want_files.count(entry.path().string()) == 1);
   }
   // And it takes new work.
-  Result<StateStore::Submitted> after = s.store->SubmitBatch(Batch("after"));
+  Result<StateStore::Submitted> after = s.journal->SubmitBatch(Batch("after"));
   REQUIRE(after.ok());
-  s.journal->Published(*after->event);
   CHECK(FileSeqs(s.files->PathFor(after->batch.id)) == std::vector<uint64_t>{after->event->seq});
 }
 

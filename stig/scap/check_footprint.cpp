@@ -1,0 +1,115 @@
+#include "stig/scap/check_footprint.h"
+
+#include <fmt/format.h>
+
+namespace temper::stig {
+
+namespace {
+
+// "/a/b" for "/a/b/c", "/" for "/a".
+std::string_view Parent(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string_view::npos) return {};
+  return slash == 0 ? std::string_view("/") : path.substr(0, slash);
+}
+
+std::string_view Base(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// True when `path` is `dir` or lies beneath it.
+bool AtOrBelow(std::string_view path, std::string_view dir) {
+  if (dir.empty()) return false;
+  if (dir == "/") return true;
+  return path == dir || (path.size() > dir.size() && path.substr(0, dir.size()) == dir && path[dir.size()] == '/');
+}
+
+// The literal text every match of `pattern` starts with, when it is anchored at the start ("^");
+// "" when it is not. An escaped punctuation character ("\.") is literal; a quantifier after the
+// last literal character makes that character optional, so it is left out.
+std::string AnchoredLiteralPrefix(std::string_view pattern) {
+  if (pattern.empty() || pattern[0] != '^') return "";
+  std::string literal;
+  for (size_t i = 1; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size() && !std::isalnum(static_cast<unsigned char>(pattern[i + 1]))) {
+      literal += pattern[++i];
+      continue;
+    }
+    if (std::string_view(".[]()*+?{}|\\$^").find(c) != std::string_view::npos) {
+      if ((c == '?' || c == '*' || c == '{') && !literal.empty()) literal.pop_back();
+      break;
+    }
+    literal += c;
+  }
+  return literal;
+}
+
+}  // namespace
+
+EntityMatch EntityMatch::Equal(std::string text) {
+  EntityMatch m;
+  m.fixed_dir_ = text;
+  m.text_ = std::move(text);
+  return m;
+}
+
+std::unique_ptr<EntityMatch> EntityMatch::Pattern(std::string pattern) {
+  std::shared_ptr<const std::regex> regex;
+  try {
+    regex = std::make_shared<const std::regex>(pattern, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error&) {
+    return nullptr;
+  }
+  std::unique_ptr<EntityMatch> m(new EntityMatch());
+  const std::string literal = AnchoredLiteralPrefix(pattern);
+  const size_t slash = literal.rfind('/');
+  if (slash != std::string::npos && literal[0] == '/') m->fixed_dir_ = slash == 0 ? "/" : literal.substr(0, slash);
+  m->text_ = std::move(pattern);
+  m->regex_ = std::move(regex);
+  return m;
+}
+
+bool EntityMatch::Matches(std::string_view s) const {
+  if (!regex_) return s == text_;
+  return std::regex_search(s.begin(), s.end(), *regex_);
+}
+
+std::string EntityMatch::Describe() const { return regex_ ? fmt::format("~{}", text_) : text_; }
+
+bool PathPattern::Touches(const std::string& changed) const {
+  // A directory removed or replaced above everything the object can match.
+  const EntityMatch& where = filepath ? *filepath : *dir;
+  if (AtOrBelow(where.fixed_dir(), changed)) return true;
+  if (filepath) return filepath->Matches(changed);
+  auto dir_matches = [&](std::string_view d) {
+    if (dir->Matches(d)) return true;
+    if (!recurse_down) return false;
+    for (std::string_view up = Parent(d); !up.empty(); up = up == "/" ? std::string_view() : Parent(up)) {
+      if (dir->Matches(up)) return true;
+    }
+    return false;
+  };
+  if (!name) return dir_matches(changed);
+  const std::string_view parent = Parent(changed);
+  return !parent.empty() && name->Matches(Base(changed)) && dir_matches(parent);
+}
+
+std::string PathPattern::Describe() const {
+  if (filepath) return filepath->Describe();
+  return fmt::format("{}{} / {}", dir->Describe(), recurse_down ? " (recursing)" : "",
+                     name ? name->Describe() : "(the directory)");
+}
+
+bool CheckFootprint::Touches(const std::vector<std::string>& changed_paths) const {
+  if (!tied) return true;
+  for (const std::string& changed : changed_paths) {
+    for (const PathPattern& p : paths) {
+      if (p.Touches(changed)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace temper::stig
