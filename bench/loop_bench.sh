@@ -8,8 +8,20 @@
 # fix rate of the rules failing before (all, and rootfs-decidable), wall time, and the harness time
 # per attempt (verify + snapshot or revert, from the attempt events).
 #
+# The scripted model answers instantly unless SIMULATE names a latency preset: SIMULATE=reference-box
+# makes each answer take the time the reference box would (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4:
+# 14.9 tok/s for one stream, batched decoding, prefill, prefix cache and KV capacity; sources in
+# tests/scripted_model/latency_model.cpp and bench/RESULTS.md), and the report prints the simulated
+# model time beside the wall time. SIMULATE_FLAGS adds temper-scripted-model latency flags, or
+# overrides the preset's (SIMULATE_FLAGS="--kv-tokens 0": a KV cache that holds every stream).
+# SIMULATE_FLAGS=--no-pacing answers at once and only accounts each request as if alone: for a
+# serial loop the run on the simulated box then takes the wall time plus the simulated busy time,
+# which the report prints (minutes to measure instead of hours). MODEL_CONTEXT sets the roles'
+# context_tokens (default 32768); the reference box serves at most 16384 (vLLM --max-model-len), and
+# the Architect's pick prompts reach ~23 K tokens at 32768.
+#
 # Usage (as root, after a build that ran the stig tests, so build/stig-rootfs holds the root):
-#   bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
+#   [SIMULATE=reference-box] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
 # CROSS_CHECK=1 also evaluates every attempt against the whole regression set
 # (loop.cross_check_verification) and counts the rules the cut regression set would have missed.
 set -euo pipefail
@@ -35,6 +47,13 @@ done
 
 model_args=(--listen 127.0.0.1:0)
 [ -n "$script" ] && model_args+=(--script "$script")
+simulate=${SIMULATE:-}
+[ -n "$simulate" ] && model_args+=(--simulate "$simulate")
+# shellcheck disable=SC2206  # flags, split on spaces on purpose
+[ -n "${SIMULATE_FLAGS:-}" ] && model_args+=(${SIMULATE_FLAGS})
+# A simulated answer can wait for a KV slot, then decode 2 K tokens at ~13 tok/s in a batch of 8.
+model_timeout=120s
+[ -n "$simulate${SIMULATE_FLAGS:-}" ] && model_timeout=3600s
 "$out/bin/temper-scripted-model" "${model_args[@]}" >"$out/model.url" 2>"$out/model.log" &
 model_pid=$!
 temperd_pid=
@@ -49,11 +68,11 @@ url=$(head -n1 "$out/model.url")
 
 cat >"$out/models.yaml" <<EOF
 endpoints:
-  scripted: {type: openai, base_url: "$url", model: temper-scripted, timeout: 120s}
+  scripted: {type: openai, base_url: "$url", model: temper-scripted, timeout: $model_timeout}
 roles:
-  architect: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
-  worker: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 2048}
-  reflector: {endpoint: scripted, context_tokens: 32768, max_output_tokens: 1024}
+  architect: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
+  worker: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
+  reflector: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 1024}
 EOF
 cat >"$out/temperd.yaml" <<EOF
 listen: {unix: {path: $out/temper.sock}}
@@ -79,6 +98,9 @@ while :; do
   sleep 5
 done
 loop_seconds=$(python3 -c "import time; print(round(time.time() - $start, 1))")
+# The model server's tokens and simulated model time for the loop (serving_metrics.h).
+python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen('${url%/v1}/metrics').read().decode())" \
+  >"$out/model-metrics.txt"
 "${temper[@]}" report "$batch" --format json >"$out/loop-report.json"
 "${temper[@]}" watch "$batch" --no-follow --json >"$out/journal.jsonl"
 kill "$temperd_pid"; wait "$temperd_pid" || true; temperd_pid=
@@ -87,9 +109,9 @@ base_start=$(date +%s.%N)
 "$out/bin/temper" baseline base --dir "$out/base" --out "$out/baseline" --json >"$out/baseline.json"
 base_seconds=$(python3 -c "import time; print(round(time.time() - $base_start, 1))")
 
-python3 - "$out" "$loop_seconds" "$base_seconds" <<'EOF'
+python3 - "$out" "$loop_seconds" "$base_seconds" "${simulate:-${SIMULATE_FLAGS:+custom}}" <<'EOF'
 import json, statistics, sys
-out, loop_s, base_s = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+out, loop_s, base_s, simulate = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 base = json.load(open(f"{out}/baseline.json"))
 rootfs = {r["rule"] for r in base["rules"] if r["decidability"] == "rootfs"}
 report = json.load(open(f"{out}/loop-report.json"))
@@ -117,6 +139,27 @@ if harness:
           f"p90 {sorted(harness)[int(0.9 * (len(harness) - 1))]/1000:.2f} s; verify median {statistics.median(verify)/1000:.2f} s")
     print(f"          regression rules evaluated {checked}, cut by the footprints {skipped}; "
           f"cut rules that no longer passed (cross-check): {len(misses)} {sorted(set(misses))}")
+model = {}
+for line in open(f"{out}/model-metrics.txt"):
+    if line.startswith("temper_scripted_"):
+        name, value = line.split()
+        model[name[len("temper_scripted_"):]] = float(value)
+tokens = (f"{model['requests_total']:.0f} requests, {model['prompt_tokens_total'] / 1e6:.2f} M prompt tokens, "
+          f"{model['completion_tokens_total'] / 1e3:.1f} K completion tokens")
+if model.get("simulated"):
+    busy, decode_busy = model["busy_seconds_total"], model["decode_busy_seconds_total"]
+    mean_batch = model["decode_stream_seconds_total"] / decode_busy if decode_busy else 0
+    cached = model["cached_prompt_tokens_total"] / model["prompt_tokens_total"] if model["prompt_tokens_total"] else 0
+    if model.get("paced", 1):
+        print(f"model:    simulated {simulate}: busy {busy:.0f} s of the loop's wall {loop_s:.0f} s ({100 * busy / loop_s:.0f}%); "
+              f"decoding {decode_busy:.0f} s, mean batch {mean_batch:.2f}, at most {model['max_batch']:.0f}")
+    else:
+        print(f"model:    simulated {simulate}, not paced (each request alone): busy {busy:.0f} s; a serial loop on "
+              f"that box: wall {loop_s:.0f} s + {busy:.0f} s = {loop_s + busy:.0f} s ({(loop_s + busy) / 3600:.2f} h)")
+    print(f"          per request summed: queue {model['queue_seconds_total']:.0f} s, prefill {model['prefill_seconds_total']:.0f} s, "
+          f"decode {model['decode_seconds_total']:.0f} s; {tokens}, {100 * cached:.0f}% of prompt tokens cached")
+else:
+    print(f"model:    instant (no SIMULATE); {tokens}")
 print(f"baseline: fixed {pct(base['fixed'], base['failing_before'])}; rootfs-decidable "
       f"{pct(base['fixed_rootfs'], base['failing_before_rootfs'])}; wall {base_s:.0f} s")
 EOF

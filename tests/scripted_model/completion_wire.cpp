@@ -1,5 +1,6 @@
 #include "scripted_model/completion_wire.h"
 
+#include <algorithm>
 #include <ctime>
 
 namespace temper::scripted {
@@ -49,10 +50,14 @@ json UsageJson(Usage u) {
 
 }  // namespace
 
+std::string AnswerText(const ScriptedAnswer& answer) {
+  std::string text = answer.content;
+  for (const ScriptedCall& c : answer.tool_calls) text += c.name + DumpOrdered(c.arguments);
+  return text;
+}
+
 Usage EstimateUsage(size_t prompt_bytes, const ScriptedAnswer& answer) {
-  size_t answer_bytes = answer.content.size();
-  for (const ScriptedCall& c : answer.tool_calls) answer_bytes += c.name.size() + DumpOrdered(c.arguments).size();
-  return {Tokens(prompt_bytes), Tokens(answer_bytes)};
+  return {Tokens(prompt_bytes), Tokens(AnswerText(answer).size())};
 }
 
 json AssistantMessage(const ScriptedAnswer& answer) {
@@ -80,35 +85,41 @@ std::string CompletionBody(const ScriptedAnswer& answer, const std::string& id, 
        {"usage", UsageJson(usage)}});
 }
 
-std::vector<std::string> CompletionEvents(const ScriptedAnswer& answer, const std::string& id, const std::string& model,
+std::vector<StreamEvent> CompletionEvents(const ScriptedAnswer& answer, const std::string& id, const std::string& model,
                                           Usage usage, bool include_usage, size_t piece_bytes) {
   if (piece_bytes < 4) piece_bytes = 4;  // room for any one UTF-8 character
-  std::vector<std::string> events;
-  events.push_back(Event(Chunk(id, model, Delta({{"role", "assistant"}, {"content", ""}}))));
+  std::vector<StreamEvent> events;
+  size_t answer_bytes = 0;  // of the answer, as EstimateUsage counts them, sent so far
+  auto add = [&](const json& chunk, size_t bytes) {
+    answer_bytes += bytes;
+    events.push_back({Event(chunk), std::min(Tokens(answer_bytes), usage.completion_tokens)});
+  };
+  add(Chunk(id, model, Delta({{"role", "assistant"}, {"content", ""}})), 0);
   for (std::string_view piece : Pieces(answer.content, piece_bytes)) {
-    events.push_back(Event(Chunk(id, model, Delta({{"content", piece}}))));
+    add(Chunk(id, model, Delta({{"content", piece}})), piece.size());
   }
   for (size_t i = 0; i < answer.tool_calls.size(); ++i) {
     const ScriptedCall& c = answer.tool_calls[i];
-    events.push_back(
-        Event(Chunk(id, model,
-                    Delta({{"tool_calls", json::array({{{"index", i},
-                                                        {"id", c.id},
-                                                        {"type", "function"},
-                                                        {"function", {{"name", c.name}, {"arguments", ""}}}}})}}))));
+    add(Chunk(id, model,
+              Delta({{"tool_calls", json::array({{{"index", i},
+                                                  {"id", c.id},
+                                                  {"type", "function"},
+                                                  {"function", {{"name", c.name}, {"arguments", ""}}}}})}})),
+        c.name.size());
     const std::string args = DumpOrdered(c.arguments);
     for (std::string_view piece : Pieces(args, piece_bytes)) {
-      events.push_back(Event(Chunk(
-          id, model, Delta({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", piece}}}}})}}))));
+      add(Chunk(id, model,
+                Delta({{"tool_calls", json::array({{{"index", i}, {"function", {{"arguments", piece}}}}})}})),
+          piece.size());
     }
   }
-  events.push_back(Event(Chunk(id, model, Delta(json::object(), answer.finish_reason))));
+  events.push_back({Event(Chunk(id, model, Delta(json::object(), answer.finish_reason))), usage.completion_tokens});
   if (include_usage) {
     json last = Chunk(id, model, json::array());
     last["usage"] = UsageJson(usage);
-    events.push_back(Event(last));
+    events.push_back({Event(last), usage.completion_tokens});
   }
-  events.push_back("data: [DONE]\n\n");
+  events.push_back({"data: [DONE]\n\n", usage.completion_tokens});
   return events;
 }
 

@@ -194,25 +194,24 @@ std::string_view RoleName(ScriptedRole role) {
   return "worker";
 }
 
-size_t PromptBytes(const json& body) {
-  size_t bytes = 0;
+std::string PromptText(const json& body) {
+  std::string text;
   auto messages = body.find("messages");
-  if (messages == body.end() || !messages->is_array()) return 0;
+  if (messages == body.end() || !messages->is_array()) return text;
   for (const json& m : *messages) {
     if (!m.is_object()) continue;
-    if (auto text = ContentText(m, ""); text.ok()) bytes += text->size();
+    if (auto content = ContentText(m, ""); content.ok()) text += *content;
     if (auto calls = m.find("tool_calls"); calls != m.end() && calls->is_array()) {
       for (const json& c : *calls) {
         if (c.is_object() && c.contains("function") && c["function"].is_object()) {
           const json& fn = c["function"];
-          if (fn.contains("name") && fn["name"].is_string()) bytes += fn["name"].get<std::string>().size();
-          if (fn.contains("arguments") && fn["arguments"].is_string())
-            bytes += fn["arguments"].get<std::string>().size();
+          if (fn.contains("name") && fn["name"].is_string()) text += fn["name"].get<std::string>();
+          if (fn.contains("arguments") && fn["arguments"].is_string()) text += fn["arguments"].get<std::string>();
         }
       }
     }
   }
-  return bytes;
+  return text;
 }
 
 Result<ReadRequest> ReadChatRequest(const json& body) {

@@ -66,8 +66,8 @@ struct ReadRequest {
 // `body` is a /v1/chat/completions request body.
 Result<ReadRequest> ReadChatRequest(const nlohmann::json& body);
 
-// Every message's text joined, for token estimates: `content` strings (or text parts) and tool
-// call arguments.
-size_t PromptBytes(const nlohmann::json& body);
+// Every message's text joined, in order, for token estimates (its size) and the simulated prefix
+// cache (its bytes): `content` strings (or text parts), tool call names and arguments.
+std::string PromptText(const nlohmann::json& body);
 
 }  // namespace temper::scripted

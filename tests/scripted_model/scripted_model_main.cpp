@@ -2,7 +2,14 @@
 // and the benchmark (point models.yaml's roles at the URL it prints):
 //   temper-scripted-model --listen 127.0.0.1:0 --script rules.yaml
 // prints "http://127.0.0.1:N/v1" on stdout once it accepts, logs one line per request on stderr,
-// and serves until SIGINT or SIGTERM.
+// and serves until SIGINT or SIGTERM, when it logs a summary line (serving_metrics.h).
+//
+// Answers are instant unless a latency model is given (latency_model.h), to time the loop as it
+// would run on real hardware:
+//   temper-scripted-model --simulate reference-box               # vLLM, Gemma 4 31B bf16, 4×L4
+//   temper-scripted-model --decode-tok-s 15 --batch-curve 2:29,4:55,8:100 --prefill-tok-s 2300
+// Flags given with --simulate override the preset's values. --no-pacing answers at once and only
+// accounts the simulated time (simulated_engine.h), for a serial loop's time on the box in minutes.
 #include <signal.h>
 
 #include <charconv>
@@ -45,6 +52,22 @@ int main(int argc, char** argv) {
   app.add_option("--script", script_path, "YAML model script (see tests/scripted_model/model_script.h)");
   app.add_option("--threads", threads, "requests served at once")->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
+  temper::scripted::LatencyFlags latency;
+  app.add_option("--simulate", latency.simulate,
+                 "answer with the model time of a preset: reference-box (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4)");
+  app.add_option("--decode-tok-s", latency.decode_tok_s, "one stream's decode rate, tokens/s");
+  app.add_option("--batch-curve", latency.batch_curve,
+                 "aggregate decode tokens/s at N streams decoding at once, N:RATE,... (e.g. 1:14.9,2:29.1,8:101.1); "
+                 "linear between points, held after the last");
+  app.add_option("--prefill-tok-s", latency.prefill_tok_s, "prefill rate for prompt tokens not in the prefix cache");
+  app.add_option("--kv-tokens", latency.kv_tokens, "KV cache capacity in tokens (prompt + completion); 0: unbounded");
+  app.add_option("--max-seqs", latency.max_seqs, "requests the engine runs at once; 0: unbounded");
+  app.add_option("--prefix-cache-prompts", latency.prefix_cache_prompts,
+                 "recent prompts the prefix cache holds; 0: no prefix cache");
+  bool no_pacing = false;
+  app.add_flag("--no-pacing", no_pacing,
+               "answer at once and only account the simulated time, each request as if alone (a serial loop's "
+               "time on the simulated box is then its wall time plus the simulated busy time)");
   CLI11_PARSE(app, argc, argv);
 
   auto level = temper::ParseLogLevel(log_level);
@@ -56,6 +79,21 @@ int main(int argc, char** argv) {
   temper::scripted::ScriptedModelOptions options;
   options.threads = threads;
   options.logger = &logger;
+  auto model = temper::scripted::LatencyFromFlags(latency);
+  if (!model.ok()) {
+    logger.Error("{}", model.status().message());
+    return 2;
+  }
+  options.latency = std::move(*model);
+  if (no_pacing && !options.latency) {
+    logger.Error("--no-pacing needs a latency model (--simulate, --decode-tok-s, ...)");
+    return 2;
+  }
+  options.pacing = no_pacing ? temper::scripted::Pacing::kNone : temper::scripted::Pacing::kWallClock;
+  if (options.latency) {
+    logger.Info("scripted model: simulating model time{}: {}", no_pacing ? " without pacing (accounting only)" : "",
+                options.latency->Describe());
+  }
   if (Status s = ParseListen(listen, &options.host, &options.port); !s.ok()) {
     logger.Error("{}", s.message());
     return 2;
@@ -86,6 +124,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  logger.Info("scripted model: signal {}, stopping after {} requests", signal_number, (*server)->requests().size());
+  logger.Info("scripted model: signal {}, stopping: {}", signal_number,
+              temper::scripted::SummaryLine((*server)->Metrics()));
   return 0;
 }

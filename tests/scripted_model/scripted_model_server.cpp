@@ -37,7 +37,10 @@ Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScr
 }
 
 ScriptedModelServer::ScriptedModelServer(ModelScript script, ScriptedModelOptions options)
-    : script_(std::move(script)), options_(std::move(options)), server_(std::make_unique<httplib::Server>()) {
+    : script_(std::move(script)),
+      options_(std::move(options)),
+      engine_(options_.latency ? std::make_unique<SimulatedEngine>(*options_.latency, options_.pacing) : nullptr),
+      server_(std::make_unique<httplib::Server>()) {
   const size_t threads = options_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   server_->Post("/v1/chat/completions",
@@ -47,9 +50,13 @@ ScriptedModelServer::ScriptedModelServer(ModelScript script, ScriptedModelOption
                  {"data", json::array({{{"id", options_.model}, {"object", "model"}, {"owned_by", "temper"}}})}};
     res.set_content(body.dump(), "application/json");
   });
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(PrometheusText(Metrics()), "text/plain; version=0.0.4");
+  });
 }
 
 ScriptedModelServer::~ScriptedModelServer() {
+  if (engine_) engine_->Shutdown();  // requests waiting for simulated tokens end now
   server_->stop();
   if (thread_.joinable()) thread_.join();
 }
@@ -80,13 +87,37 @@ std::vector<RecordedRequest> ScriptedModelServer::requests() const {
   return out;
 }
 
+ServingMetrics ScriptedModelServer::Metrics() const {
+  ServingMetrics m;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m = served_;
+  }
+  if (engine_) m.simulated = engine_->Totals();
+  return m;
+}
+
 void ScriptedModelServer::Record(RecordedRequest r) {
   if (options_.logger) {
-    options_.logger->Info("scripted model: #{} {} {} attempt {} turn {} → {}{}", r.seq, r.role.empty() ? "?" : r.role,
-                          r.rule_id.empty() ? "-" : ShortRuleName(r.rule_id), r.attempt, r.turn, r.http_status,
+    std::string cost;
+    if (r.http_status == 200) cost = fmt::format(", {} + {} tokens", r.prompt_tokens, r.completion_tokens);
+    if (const std::optional<SimulatedTiming>& t = r.simulated) {
+      cost += fmt::format(
+          " · simulated: queue {:.2f} s, prefill {:.2f} s ({} of the prompt tokens cached), decode "
+          "{:.2f} s (mean batch {:.2f}){}",
+          t->queue_s, t->prefill_s, t->cached_prompt_tokens, t->decode_s, t->mean_batch,
+          t->abandoned ? ", abandoned" : "");
+    }
+    options_.logger->Info("scripted model: #{} {} {} attempt {} turn {} → {}{}{}", r.seq, r.role.empty() ? "?" : r.role,
+                          r.rule_id.empty() ? "-" : ShortRuleName(r.rule_id), r.attempt, r.turn, r.http_status, cost,
                           r.error.empty() ? "" : " (" + r.error + ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (r.http_status == 200) {
+    ++served_.requests;
+    served_.prompt_tokens += r.prompt_tokens;
+    served_.completion_tokens += r.completion_tokens;
+  }
   requests_.push_back(std::move(r));
 }
 
@@ -132,10 +163,17 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
   if (!answer.ok()) return reject(400, answer.status().message(), "invalid_request_error");
 
   rec.answer = AssistantMessage(*answer);
-  const Usage usage = EstimateUsage(PromptBytes(body), *answer);
+  const std::string prompt_text = PromptText(body);
+  const Usage usage = EstimateUsage(prompt_text.size(), *answer);
+  rec.prompt_tokens = usage.prompt_tokens;
+  rec.completion_tokens = usage.completion_tokens;
+  std::shared_ptr<SimulatedEngine::Request> sim;
+  if (engine_) sim = engine_->Submit(prompt_text, AnswerText(*answer), usage.prompt_tokens, usage.completion_tokens);
   const std::string id = fmt::format("chatcmpl-scripted-{}", rec.seq);
   const std::string model = read->model.empty() ? options_.model : read->model;
   if (!read->stream) {
+    if (sim && !sim->WaitFinished()) return reject(503, "the scripted model server is stopping", "server_error");
+    if (sim) rec.simulated = sim->Timing();
     res.set_content(CompletionBody(*answer, id, model, usage), "application/json");
     Record(std::move(rec));
     return;
@@ -151,17 +189,35 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
     rec.error = fmt::format("scripted fault: the stream is cut after its {}",
                             cut_after == 1 ? "first chunk" : "first piece of text");
   auto events =
-      std::make_shared<std::vector<std::string>>(CompletionEvents(*answer, id, model, usage, read->include_usage));
-  res.set_chunked_content_provider("text/event-stream", [events, cut_after](size_t, httplib::DataSink& sink) {
-    for (size_t i = 0; i < events->size(); ++i) {
-      const std::string& e = (*events)[i];
-      if (!sink.write(e.data(), e.size())) return false;
-      if (i + 1 == cut_after) return false;  // closes the connection with the stream unfinished
-    }
-    sink.done();
-    return true;
-  });
-  Record(std::move(rec));
+      std::make_shared<std::vector<StreamEvent>>(CompletionEvents(*answer, id, model, usage, read->include_usage));
+  if (!sim) Record(std::move(rec));
+  // With a latency model each event waits for its tokens, and the request is recorded with its timing
+  // when the answer is decoded (before the finish event goes) or when the stream ends early.
+  auto pending = sim ? std::make_shared<std::optional<RecordedRequest>>(std::move(rec)) : nullptr;
+  auto record_once = [this, sim, pending] {
+    if (!pending || !*pending) return;
+    (*pending)->simulated = sim->Timing();
+    Record(std::move(**pending));
+    pending->reset();
+  };
+  const uint64_t answer_tokens = usage.completion_tokens;
+  res.set_chunked_content_provider(
+      "text/event-stream", [events, cut_after, sim, record_once, answer_tokens](size_t, httplib::DataSink& sink) {
+        for (size_t i = 0; i < events->size(); ++i) {
+          const StreamEvent& e = (*events)[i];
+          if (sim && !sim->WaitDecoded(e.tokens)) {
+            record_once();
+            return false;  // the server is stopping
+          }
+          if (sim && e.tokens == answer_tokens) record_once();
+          if (!sink.write(e.data.data(), e.data.size()) || i + 1 == cut_after) {
+            record_once();
+            return false;  // the client left, or a scripted cut: the connection closes unfinished
+          }
+        }
+        sink.done();
+        return true;
+      });
 }
 
 }  // namespace temper::scripted

@@ -12,8 +12,15 @@
 // client may retry), or with `cut_after_text` after their first piece of text or arguments (a
 // client that has shown text must not retry).
 //
-// Every chat request is recorded (role, rule, attempt, the messages as sent, the answer), for
-// tests to assert on what each role was shown.
+// With options.latency the answers take the model time it says (simulated_engine.h: one engine shared
+// by every request, a prefix cache, batched decoding): a whole reply comes when its last token would,
+// a streamed one sends each chunk when its tokens would be decoded. Without it, answers are instant.
+// With Pacing::kNone answers are instant and the simulated time is only accounted (see
+// simulated_engine.h). GET /metrics serves ServingMetrics (serving_metrics.h): requests, tokens and simulated model
+// time.
+//
+// Every chat request is recorded (role, rule, attempt, the messages as sent, the answer, its usage and
+// simulated timing), for tests to assert on what each role was shown.
 // Thread safety: serves requests concurrently (options.threads at once); requests() may be called
 // from any thread. The destructor stops the server and waits for in-flight requests.
 #pragma once
@@ -21,6 +28,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,7 +37,10 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "scripted_model/latency_model.h"
 #include "scripted_model/model_script.h"
+#include "scripted_model/serving_metrics.h"
+#include "scripted_model/simulated_engine.h"
 
 namespace httplib {
 class Server;
@@ -45,6 +56,8 @@ struct ScriptedModelOptions {
   size_t threads = 16;                    // requests served at once (several targets call concurrently)
   std::string model = "temper-scripted";  // the id GET /v1/models lists; replies echo the request's
   const Logger* logger = nullptr;         // when set: one info line per request; must outlive the server
+  std::optional<LatencyModel> latency;    // when set: answers take simulated model time; else instant
+  Pacing pacing = Pacing::kWallClock;     // with a latency model: kNone answers at once, accounting only
 };
 
 struct RecordedRequest {
@@ -54,10 +67,13 @@ struct RecordedRequest {
   int attempt = 0;      // as prompt_reading.h defines it per role
   int turn = 0;         // worker: 1-based turn within the attempt; else 0
   bool stream = false;
-  int http_status = 200;    // what was answered: 200, a scripted fault, or 400
-  std::string error;        // why a request was answered 400 or failed by script
-  nlohmann::json messages;  // the request's messages, as sent
-  nlohmann::json answer;    // the assistant message answered; null when none
+  int http_status = 200;       // what was answered: 200, a scripted fault, or 400
+  std::string error;           // why a request was answered 400 or failed by script
+  nlohmann::json messages;     // the request's messages, as sent
+  nlohmann::json answer;       // the assistant message answered; null when none
+  uint64_t prompt_tokens = 0;  // the usage answered; 0 when there was no answer
+  uint64_t completion_tokens = 0;
+  std::optional<SimulatedTiming> simulated;  // with a latency model, when there was an answer
 };
 
 class ScriptedModelServer {
@@ -75,8 +91,11 @@ class ScriptedModelServer {
   std::string ModelsYaml() const;
   int port() const { return port_; }
 
-  // A copy of every chat request so far, in arrival order.
+  // A copy of every chat request so far, in arrival order. A streamed reply with a latency model is
+  // recorded once its answer is decoded (before its last chunks go) or its stream ends early.
   std::vector<RecordedRequest> requests() const;
+  // What it has served so far (GET /metrics renders it).
+  ServingMetrics Metrics() const;
 
  private:
   ScriptedModelServer(ModelScript script, ScriptedModelOptions options);
@@ -85,6 +104,7 @@ class ScriptedModelServer {
 
   const ModelScript script_;
   const ScriptedModelOptions options_;
+  std::unique_ptr<SimulatedEngine> engine_;  // with options_.latency; before server_, so it outlives it
   std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
   std::thread thread_;
@@ -93,6 +113,7 @@ class ScriptedModelServer {
   uint64_t arrived_ = 0;                   // chat requests so far (guarded by mu_)
   uint64_t streams_arrived_ = 0;           // streamed chat requests so far (guarded by mu_)
   std::vector<RecordedRequest> requests_;  // guarded by mu_
+  ServingMetrics served_;                  // guarded by mu_ (simulated comes from engine_)
 };
 
 }  // namespace temper::scripted

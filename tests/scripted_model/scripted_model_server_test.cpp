@@ -8,6 +8,8 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <latch>
 #include <map>
 #include <optional>
 #include <thread>
@@ -190,8 +192,8 @@ struct Harness {
   std::unique_ptr<ScriptedModelServer> server;
   std::unique_ptr<OpenAIClient> client;
 
-  explicit Harness(ModelScript script = {}) {
-    auto s = ScriptedModelServer::Start(std::move(script));
+  explicit Harness(ModelScript script = {}, ScriptedModelOptions server_options = {}) {
+    auto s = ScriptedModelServer::Start(std::move(script), std::move(server_options));
     REQUIRE(s.ok());
     server = std::move(*s);
     OpenAIEndpoint endpoint;
@@ -270,7 +272,7 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every 
     CHECK(requests[i].turn == static_cast<int>(i) + 1);
     CHECK(requests[i].http_status == 200);
     CHECK_FALSE(requests[i].stream);
-    prompt_tokens += (PromptBytes(json{{"messages", requests[i].messages}}) + 3) / 4;
+    prompt_tokens += (PromptText(json{{"messages", requests[i].messages}}).size() + 3) / 4;
   }
   CHECK_THAT(UserText(requests[0]), Contains("### Fix (SCAP Security Guide)\n" + kSyncookiesFix.substr(0, 60)));
   CHECK(requests[0].answer["tool_calls"][0]["function"]["name"] == "write_file");
@@ -664,4 +666,247 @@ TEST_CASE("requests it cannot read are answered 400 naming the problem, /v1/mode
     CHECK(r.answer.is_null());
   }
   CHECK(requests[2].messages.size() == 2);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Simulated model time (latency_model.h): high rates and small answers keep these under two seconds;
+// they check the server's simulated times (exact for requests alone in the engine) and the wall clock
+// only from below.
+
+namespace {
+
+ScriptedModelOptions Simulated(std::vector<CurvePoint> curve, double prefill_tok_s = 0) {
+  LatencyModel m;
+  m.batch_curve = std::move(curve);
+  m.prefill_tok_s = prefill_tok_s;
+  ScriptedModelOptions o;
+  o.latency = m;
+  return o;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+TEST_CASE(
+    "simulated: a whole reply comes after its prefill and decode, and a re-sent conversation prefills only its "
+    "new suffix") {
+  constexpr double kDecode = 2000, kPrefill = 20000;
+  Harness h({}, Simulated({{1, kDecode}}, kPrefill));
+  RecordingTools tools;
+  const auto start = std::chrono::steady_clock::now();
+  h.Attempt(tools, Task(SyncookiesRule()));  // 3 Worker turns, one after the other
+  const double wall = SecondsSince(start);
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  double simulated = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RecordedRequest& r = requests[i];
+    REQUIRE(r.simulated);
+    const SimulatedTiming& t = *r.simulated;
+    CHECK(t.prompt_tokens == r.prompt_tokens);
+    CHECK(t.completion_tokens == r.completion_tokens);
+    CHECK(t.queue_s == 0);
+    CHECK(t.decode_s == Approx(r.completion_tokens / kDecode).epsilon(1e-6));
+    CHECK(t.prefill_s == Approx((t.prompt_tokens - t.cached_prompt_tokens) / kPrefill).epsilon(1e-6));
+    CHECK(t.mean_batch == Approx(1));
+    simulated += t.prefill_s + t.decode_s;
+    if (i == 0) {
+      CHECK(t.cached_prompt_tokens == 0);
+    } else {
+      // Each turn re-sends the one before it, then its answer (as the Worker re-serializes the call),
+      // then the tool's result: the cache holds the previous prompt and the answer as generated.
+      const std::string previous = PromptText(json{{"messages", requests[i - 1].messages}});
+      const std::string now = PromptText(json{{"messages", r.messages}});
+      const json& call = requests[i - 1].answer["tool_calls"][0]["function"];
+      const std::string held = previous + call["name"].get<std::string>() + call["arguments"].get<std::string>();
+      CHECK_THAT(now, StartsWith(previous));
+      const size_t common = std::mismatch(held.begin(), held.end(), now.begin(), now.end()).first - held.begin();
+      CHECK(common > previous.size());
+      CHECK(t.cached_prompt_tokens == common / 4);
+    }
+  }
+  CHECK(requests[0].completion_tokens > kSyncookiesFix.size() / 4);  // the write_file call: ~0.4 s to decode
+  CHECK(wall >= 0.95 * simulated);
+
+  // The same prompt again (a retry): all but its last token is cached.
+  ArchitectInput input;
+  input.candidates = {AideRule()};
+  const auto prompt = h.architect.BuildPick(input);
+  h.Ask(prompt);
+  h.Ask(prompt);
+  const auto picks = h.Requests("architect");
+  REQUIRE(picks.size() == 2);
+  REQUIRE(picks[0].simulated);
+  REQUIRE(picks[1].simulated);
+  CHECK(picks[1].simulated->cached_prompt_tokens == picks[1].prompt_tokens - 1);
+  CHECK(picks[1].simulated->prefill_s == Approx(1 / kPrefill));
+  // Another role's prompt shares little with the Worker's conversation.
+  CHECK(picks[0].simulated->cached_prompt_tokens < picks[0].prompt_tokens / 2);
+
+  const ServingMetrics m = h.server->Metrics();
+  CHECK(m.requests == 5);
+  REQUIRE(m.simulated);
+  uint64_t cached = 0, completion = 0;
+  double decode = 0;
+  for (const RecordedRequest& r : h.server->requests()) {
+    cached += r.simulated->cached_prompt_tokens;
+    completion += r.completion_tokens;
+    decode += r.simulated->decode_s;
+  }
+  CHECK(m.simulated->cached_prompt_tokens == cached);
+  CHECK(m.completion_tokens == completion);
+  CHECK(m.simulated->batch.decode_seconds == Approx(decode));
+  CHECK(m.simulated->batch.max_batch == 1);
+
+  httplib::Client http("127.0.0.1", h.server->port());
+  auto metrics = http.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->status == 200);
+  CHECK_THAT(metrics->body,
+             Contains("\ntemper_scripted_requests_total 5\n") && Contains("\ntemper_scripted_simulated 1\n") &&
+                 Contains("\ntemper_scripted_paced 1\n") &&
+                 Contains("\ntemper_scripted_cached_prompt_tokens_total " + std::to_string(cached) + "\n") &&
+                 Contains("\ntemper_scripted_max_batch 1\n"));
+}
+
+TEST_CASE("simulated: a streamed reply sends its chunks as their tokens are decoded") {
+  constexpr double kDecode = 400;
+  Harness h({}, Simulated({{1, kDecode}}));
+  ArchitectInput input;
+  input.candidates = {SyncookiesRule()};
+  std::vector<double> arrivals;  // seconds from the request to each piece of text
+  StreamCallbacks callbacks;
+  const auto start = std::chrono::steady_clock::now();
+  callbacks.on_text = [&](std::string_view) { arrivals.push_back(SecondsSince(start)); };
+  const ChatResponse r = h.Ask(h.architect.BuildPick(input), &callbacks);
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 1);
+  REQUIRE(requests[0].simulated);
+  const uint64_t tokens = requests[0].completion_tokens;
+  CHECK(r.usage.completion_tokens == tokens);
+  CHECK(requests[0].simulated->decode_s == Approx(tokens / kDecode).epsilon(1e-6));
+  REQUIRE(arrivals.size() > 4);
+  CHECK(tokens > 100);  // ~0.3 s or more of decoding
+  // The first piece (64 bytes, 16 tokens) is sent once decoded, the last once all are.
+  CHECK(arrivals.back() - arrivals.front() >= 0.95 * (tokens - 16) / kDecode);
+  CHECK(arrivals.front() >= 0.95 * 16 / kDecode);
+}
+
+TEST_CASE("simulated: streams decoding at once share the batch curve's aggregate rate") {
+  // Alone a stream decodes 600 tok/s; four at once 1200 in all, 300 each.
+  constexpr double kOne = 600, kFour = 1200;
+  constexpr int kStreams = 4;
+  Harness h({}, Simulated({{1, kOne}, {4, kFour}}));
+  std::latch go(kStreams);
+  std::vector<Result<ChatResponse>> replies(kStreams, Status::Internal("not run"));
+  std::vector<std::thread> threads;
+  const auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));  // the write_file turn, ~620 tokens
+  REQUIRE(prompt.ok());
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kStreams; ++i) {
+    threads.emplace_back([&, i] {
+      go.arrive_and_wait();
+      replies[i] = h.client->Chat(prompt->request, nullptr);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  const double wall = SecondsSince(start);
+  for (const auto& r : replies) REQUIRE(r.ok());
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == kStreams);
+  const double tokens = static_cast<double>(requests[0].completion_tokens);
+  REQUIRE(tokens > 500);
+  for (const RecordedRequest& r : requests) {
+    REQUIRE(r.simulated);
+    // Never faster than a stream alone; slower whenever others decode beside it.
+    CHECK(r.simulated->decode_s >= tokens / kOne * (1 - 1e-9));
+    CHECK(r.simulated->mean_batch > 1);
+  }
+  const ServingMetrics metrics = h.server->Metrics();
+  REQUIRE(metrics.simulated);
+  const BatchSimulation::Totals& b = metrics.simulated->batch;
+  CHECK(b.max_batch == kStreams);  // every stream arrived before the first was done (1 s alone)
+  // The engine never beats the four-stream aggregate, and it took longer than one stream alone.
+  CHECK(b.decode_busy_seconds >= kStreams * tokens / kFour * (1 - 1e-9));
+  CHECK(b.decode_busy_seconds > tokens / kOne);
+  CHECK(b.decode_stream_seconds / b.decode_busy_seconds > 2);
+  CHECK(wall >= 0.95 * kStreams * tokens / kFour);
+}
+
+TEST_CASE("simulated time is off by default: no simulated timing, /metrics says so") {
+  Harness h;
+  RecordingTools tools;
+  h.Attempt(tools, Task(AideRule()));
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 3);
+  for (const RecordedRequest& r : requests) {
+    CHECK_FALSE(r.simulated);
+    CHECK(r.prompt_tokens > 0);
+  }
+  const ServingMetrics m = h.server->Metrics();
+  CHECK(m.requests == 3);
+  CHECK_FALSE(m.simulated);
+  CHECK_THAT(SummaryLine(m), Contains("no simulated model time (answers are instant)"));
+  httplib::Client http("127.0.0.1", h.server->port());
+  auto metrics = http.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body, Contains("\ntemper_scripted_simulated 0\n") && !Contains("seconds_total"));
+}
+
+TEST_CASE("simulated: stopping the server ends the requests waiting for their tokens at once") {
+  Harness h({}, Simulated({{1, 1}}));  // one token a second: the write_file turn would take ~12 minutes
+  std::optional<Result<ChatResponse>> reply;
+  std::thread client([&] {
+    auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));
+    reply = h.client->Chat(prompt->request, nullptr);
+  });
+  for (int i = 0; i < 500; ++i) {
+    if (h.server->Metrics().simulated->batch.jobs > 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(h.server->Metrics().simulated->batch.jobs == 1);
+  const auto start = std::chrono::steady_clock::now();
+  h.server.reset();
+  CHECK(SecondsSince(start) < 60);
+  client.join();
+  REQUIRE(reply);
+  CHECK_FALSE(reply->ok());
+}
+
+TEST_CASE("simulated without pacing: answers come at once, each request accounted as if it ran alone") {
+  ScriptedModelOptions options = Simulated({{1, 1}, {2, 2}}, 100);  // paced, this attempt would take ~15 minutes
+  options.pacing = Pacing::kNone;
+  Harness h({}, options);
+  const auto start = std::chrono::steady_clock::now();
+  RecordingTools tools;
+  h.Attempt(tools, Task(SyncookiesRule()));
+  std::vector<std::thread> threads;  // overlapping requests are still each alone
+  for (int i = 0; i < 2; ++i) threads.emplace_back([&] { h.Attempt(tools, Task(AideRule())); });
+  for (std::thread& t : threads) t.join();
+  CHECK(SecondsSince(start) < 60);
+
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 9);
+  double busy = 0;
+  for (const RecordedRequest& r : requests) {
+    REQUIRE(r.simulated);
+    CHECK(r.simulated->decode_s == Approx(r.completion_tokens / 1.0));
+    CHECK(r.simulated->prefill_s == Approx((r.prompt_tokens - r.simulated->cached_prompt_tokens) / 100.0));
+    CHECK(r.simulated->queue_s == 0);
+    busy += r.simulated->prefill_s + r.simulated->decode_s;
+  }
+  CHECK(requests[1].simulated->cached_prompt_tokens > 0);  // the prefix cache works as when paced
+  const ServingMetrics m = h.server->Metrics();
+  REQUIRE(m.simulated);
+  CHECK(m.simulated->batch.busy_seconds == Approx(busy));
+  CHECK(busy > 900);
+  CHECK(m.simulated->batch.max_batch == 1);
+  CHECK_THAT(SummaryLine(m), Contains("simulated model time (not paced: each request alone): busy "));
+  CHECK_THAT(PrometheusText(m), Contains("\ntemper_scripted_paced 0\n"));
 }

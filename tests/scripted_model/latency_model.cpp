@@ -1,0 +1,213 @@
+#include "scripted_model/latency_model.h"
+
+#include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/closest_match.h"
+
+namespace temper::scripted {
+
+namespace {
+
+constexpr std::string_view kReferenceBox = "reference-box";
+constexpr int kMaxCurveStreams = 4096;
+
+// The reference box, every figure from /work/shared/notes (engines.md, gemma-forge.md), as cited:
+//
+// Decode, one stream: 14.9 tok/s, measured on the box (engines.md, header "Reference deployment" and
+// §3's table; gemma-forge.md §5 "Speed": 9.8 / 14.9 / 14.8 tok/s at 128 / 256 / 512 output tokens;
+// the 128-token run carried warm-up). That is 67.1 ms per decode step.
+//
+// The batching curve is derived, not measured (nobody published vLLM's batched decode on this box:
+// engines.md §3, "max-num-seqs 8 (not measured)"). A decode step at batch B reads the weights once
+// for the whole batch and each sequence's KV cache once, so step(B) = step(1) + (B - 1) × Δ with Δ
+// what one more sequence adds per GPU (engines.md §1.2–§1.4, TP 4):
+//   - its KV reads: the 50 sliding layers read 204,800 B/token over the 1,024-token window
+//     (210 MB), the 10 global layers 20,480 B/token over the whole context: 105 MB at 5 K tokens,
+//     about a loop request's (3.81 M tokens over 143 attempts of ~5 requests: bench/RESULTS.md,
+//     issue 9), 315 MB in all; at the 229 GB/s the box reaches at batch 1 (15.35 GB of weights per
+//     GPU in 67.1 ms, 76 % of the L4's 300 GB/s) that is 1.38 ms;
+//   - its share of the 120 all-reduces per step: NCCL over PCIe takes ~20 µs at batch 1's 10.75 KB
+//     and ~40 µs at batch 8's 86 KB (§1.4's table), +2.4 ms at batch 8, 0.34 ms per sequence;
+//   - no compute: a bf16 GEMM at M ≤ 8 does M FLOPs per weight byte read, far below the L4's
+//     ~200–400 FLOP/byte ridge (§1.1, §1.3), so it hides under the weight reads.
+// Δ = 1.72 ms: step(2) = 68.8 ms, step(4) = 72.3 ms, step(8) = 79.1 ms, and the aggregate
+// B / step(B) is 29.1, 55.4 and 101.1 tok/s (6.8× at 8 streams). A check against the batched figures
+// published for this model: vLLM FP8 on an H100 SXM decodes 67–69 tok/s at batch 1 and 515 at
+// batch 8 (7.5×), rvLLM 63 and 434 (6.9×) (engines.md §3, rvllm.com/bench). The curve moves by 2 %
+// at most for contexts from 2 K (103.6 tok/s at 8 streams) to 8 K tokens (98.7).
+//
+// Prefill: 2 × 29.3 G parameters of linears plus attention ≈ 61 GFLOP per prompt token at a 5 K
+// context (engines.md §1.6: 60.5 at 2 K, 62.9 at 8 K). The L4 is power-capped: matmul sweeps measure 54–71 TFLOPS bf16
+// of its 121 dense (§1.1), ~58 each; at 0.8 of that over four (185 TFLOPS, §1.6) a token costs 0.33 ms, and the
+// tensor-parallel ring all-reduce, 1.5 × 10,752 B × 120 = 1.94 MB per token per GPU at ~20 GB/s over PCIe (§1.1, §1.6),
+// adds 0.10 ms when it does not overlap: 0.43 ms, 2,300 tok/s, 29 % MFU of the four L4s' 484 TFLOPS dense peak (a 2 K
+// prompt in 0.89 s: §1.6 estimates 0.7–0.9 s).
+//
+// KV capacity: 17,968 tokens, what vLLM reported on the box at gpu-memory-utilization 0.92 with its
+// hybrid KV manager off, so every layer keeps the whole context (engines.md header, §0 point 4, §1.7).
+// Admission: --max-num-seqs 8 (gemma-forge.md §4, serve-gemma-bf16-tp4.sh). Prefix cache: vLLM's V1
+// engine caches prefixes by default (engines.md §4).
+constexpr double kReferenceDecodeTokS = 14.9;
+constexpr double kReferenceCurve[][2] = {{1, 14.9}, {2, 29.1}, {4, 55.4}, {8, 101.1}};
+constexpr double kReferencePrefillTokS = 2300;
+constexpr uint64_t kReferenceKvTokens = 17968;
+constexpr int kReferenceMaxSeqs = 8;
+
+Status BadFlag(std::string_view flag, std::string_view value, std::string_view problem) {
+  return Status::InvalidArgument(fmt::format("{} '{}': {}", flag, value, problem));
+}
+
+bool PositiveFinite(double v) { return std::isfinite(v) && v > 0; }
+
+Status CheckRate(std::string_view flag, std::optional<double> v) {
+  if (v && !PositiveFinite(*v)) return BadFlag(flag, fmt::format("{}", *v), "must be a positive number of tokens/s");
+  return Status::OK();
+}
+
+Status CheckCount(std::string_view flag, std::optional<int64_t> v, std::string_view zero_means) {
+  if (v && *v < 0) return BadFlag(flag, fmt::format("{}", *v), fmt::format("must be 0 ({}) or more", zero_means));
+  return Status::OK();
+}
+
+std::string CurveText(const std::vector<CurvePoint>& curve) {
+  std::string out;
+  for (const CurvePoint& p : curve) out += fmt::format("{}{}:{:g}", out.empty() ? "" : ",", p.streams, p.tok_s);
+  return out;
+}
+
+}  // namespace
+
+double LatencyModel::AggregateTokS(int streams) const {
+  if (batch_curve.empty() || streams < 1) return 0.0;
+  if (streams <= batch_curve.front().streams) return batch_curve.front().tok_s;
+  for (size_t i = 1; i < batch_curve.size(); ++i) {
+    const CurvePoint& a = batch_curve[i - 1];
+    const CurvePoint& b = batch_curve[i];
+    if (streams <= b.streams) {
+      const double f = static_cast<double>(streams - a.streams) / (b.streams - a.streams);
+      return a.tok_s + f * (b.tok_s - a.tok_s);
+    }
+  }
+  return batch_curve.back().tok_s;  // held beyond the last point
+}
+
+double LatencyModel::PerStreamTokS(int streams) const { return streams < 1 ? 0.0 : AggregateTokS(streams) / streams; }
+
+std::string LatencyModel::Describe() const {
+  return fmt::format("decode {}, prefill {}, KV {}, max {} sequences, prefix cache {}",
+                     batch_curve.empty() ? "instant" : CurveText(batch_curve) + " tok/s (streams:aggregate)",
+                     prefill_tok_s > 0 ? fmt::format("{:g} tok/s", prefill_tok_s) : "instant",
+                     kv_tokens > 0 ? fmt::format("{} tokens", kv_tokens) : "unbounded",
+                     max_seqs > 0 ? fmt::format("{}", max_seqs) : "unbounded",
+                     prefix_cache_prompts > 0 ? fmt::format("{} prompts", prefix_cache_prompts) : "off");
+}
+
+LatencyModel ReferenceBox() {
+  LatencyModel m;
+  for (const auto& [streams, tok_s] : kReferenceCurve) m.batch_curve.push_back({static_cast<int>(streams), tok_s});
+  m.prefill_tok_s = kReferencePrefillTokS;
+  m.kv_tokens = kReferenceKvTokens;
+  m.max_seqs = kReferenceMaxSeqs;
+  static_assert(kReferenceCurve[0][1] == kReferenceDecodeTokS, "the curve starts at the measured one-stream rate");
+  return m;
+}
+
+std::vector<std::string> LatencyPresets() { return {std::string(kReferenceBox)}; }
+
+Result<std::vector<CurvePoint>> ParseBatchCurve(std::string_view text) {
+  constexpr std::string_view kFlag = "--batch-curve";
+  std::vector<CurvePoint> curve;
+  if (text.empty()) return BadFlag(kFlag, text, "is empty; expected STREAMS:TOKENS_PER_S points such as 1:14.9,8:102");
+  size_t start = 0;
+  for (int index = 1;; ++index) {
+    const size_t comma = text.find(',', start);
+    const std::string_view point = text.substr(start, comma == std::string_view::npos ? text.npos : comma - start);
+    const size_t colon = point.find(':');
+    auto bad = [&](std::string_view problem) {
+      return BadFlag(kFlag, text, fmt::format("point {} '{}' {}", index, point, problem));
+    };
+    if (colon == std::string_view::npos) return bad("is not STREAMS:TOKENS_PER_S");
+    const std::string_view s = point.substr(0, colon), r = point.substr(colon + 1);
+    CurvePoint p;
+    auto [s_end, s_ec] = std::from_chars(s.data(), s.data() + s.size(), p.streams);
+    if (s.empty() || s_ec != std::errc() || s_end != s.data() + s.size() || p.streams < 1 ||
+        p.streams > kMaxCurveStreams) {
+      return bad(fmt::format("has no stream count from 1 to {} before the ':'", kMaxCurveStreams));
+    }
+    auto [r_end, r_ec] = std::from_chars(r.data(), r.data() + r.size(), p.tok_s);
+    if (r.empty() || r_ec != std::errc() || r_end != r.data() + r.size() || !PositiveFinite(p.tok_s)) {
+      return bad("has no positive tokens/s after the ':'");
+    }
+    if (!curve.empty() && p.streams <= curve.back().streams) {
+      return bad(fmt::format("comes after {} streams: stream counts must increase", curve.back().streams));
+    }
+    curve.push_back(p);
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return curve;
+}
+
+Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags) {
+  if (flags.simulate.empty() && !flags.decode_tok_s && !flags.batch_curve && !flags.prefill_tok_s && !flags.kv_tokens &&
+      !flags.max_seqs && !flags.prefix_cache_prompts) {
+    return std::optional<LatencyModel>();
+  }
+  LatencyModel m;
+  if (!flags.simulate.empty()) {
+    if (flags.simulate != kReferenceBox) {
+      return BadFlag(
+          "--simulate", flags.simulate,
+          fmt::format("is not a preset; known: {}{}", kReferenceBox, DidYouMean(flags.simulate, LatencyPresets())));
+    }
+    m = ReferenceBox();
+  }
+  TEMPER_RETURN_IF_ERROR(CheckRate("--decode-tok-s", flags.decode_tok_s));
+  TEMPER_RETURN_IF_ERROR(CheckRate("--prefill-tok-s", flags.prefill_tok_s));
+  TEMPER_RETURN_IF_ERROR(CheckCount("--kv-tokens", flags.kv_tokens, "unbounded"));
+  TEMPER_RETURN_IF_ERROR(CheckCount("--max-seqs", flags.max_seqs, "unbounded"));
+  TEMPER_RETURN_IF_ERROR(CheckCount("--prefix-cache-prompts", flags.prefix_cache_prompts, "no prefix cache"));
+  if (flags.max_seqs && *flags.max_seqs > kMaxCurveStreams) {
+    return BadFlag("--max-seqs", fmt::format("{}", *flags.max_seqs), fmt::format("is above {}", kMaxCurveStreams));
+  }
+
+  if (flags.batch_curve) {
+    TEMPER_ASSIGN_OR_RETURN(m.batch_curve, ParseBatchCurve(*flags.batch_curve));
+    if (m.batch_curve.front().streams != 1) {
+      if (!flags.decode_tok_s) {
+        return BadFlag("--batch-curve", *flags.batch_curve,
+                       "has no 1-stream point: start it with 1:RATE, or give the one-stream rate as --decode-tok-s");
+      }
+      m.batch_curve.insert(m.batch_curve.begin(), CurvePoint{1, *flags.decode_tok_s});
+    } else if (flags.decode_tok_s && m.batch_curve.front().tok_s != *flags.decode_tok_s) {
+      return BadFlag("--batch-curve", *flags.batch_curve,
+                     fmt::format("says 1 stream decodes {:g} tok/s, but --decode-tok-s says {:g}",
+                                 m.batch_curve.front().tok_s, *flags.decode_tok_s));
+    }
+  } else if (flags.decode_tok_s) {
+    m.batch_curve = {{1, *flags.decode_tok_s}};  // streams decoding at once share the one rate
+  }
+  // A stream cannot decode faster because others joined it: each decode step serves every stream,
+  // so the aggregate grows at most linearly with the batch.
+  for (size_t i = 1; i < m.batch_curve.size(); ++i) {
+    const CurvePoint& a = m.batch_curve[i - 1];
+    const CurvePoint& b = m.batch_curve[i];
+    if (b.tok_s / b.streams > a.tok_s / a.streams * (1 + 1e-9)) {
+      const std::string_view flag = flags.batch_curve ? "--batch-curve" : "--decode-tok-s";
+      return BadFlag(flag, flags.batch_curve ? *flags.batch_curve : fmt::format("{:g}", *flags.decode_tok_s),
+                     fmt::format("{} streams at {:g} tok/s in all is {:g} tok/s each, faster than {} at {:g} each: "
+                                 "the aggregate can grow at most linearly with the streams",
+                                 b.streams, b.tok_s, b.tok_s / b.streams, a.streams, a.tok_s / a.streams));
+    }
+  }
+  if (flags.prefill_tok_s) m.prefill_tok_s = *flags.prefill_tok_s;
+  if (flags.kv_tokens) m.kv_tokens = static_cast<uint64_t>(*flags.kv_tokens);
+  if (flags.max_seqs) m.max_seqs = static_cast<int>(*flags.max_seqs);
+  if (flags.prefix_cache_prompts) m.prefix_cache_prompts = static_cast<size_t>(*flags.prefix_cache_prompts);
+  return std::optional<LatencyModel>(std::move(m));
+}
+
+}  // namespace temper::scripted

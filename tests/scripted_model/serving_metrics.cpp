@@ -1,0 +1,62 @@
+#include "scripted_model/serving_metrics.h"
+
+#include <fmt/format.h>
+
+namespace temper::scripted {
+
+namespace {
+
+void Metric(std::string& out, std::string_view name, std::string_view type, std::string_view help, double value) {
+  out += fmt::format("# HELP temper_scripted_{0} {1}\n# TYPE temper_scripted_{0} {2}\ntemper_scripted_{0} {3}\n", name,
+                     help, type, value);
+}
+
+}  // namespace
+
+std::string PrometheusText(const ServingMetrics& m) {
+  std::string out;
+  Metric(out, "requests_total", "counter", "Chat requests answered 200.", static_cast<double>(m.requests));
+  Metric(out, "prompt_tokens_total", "counter", "Prompt tokens as usage reports them.",
+         static_cast<double>(m.prompt_tokens));
+  Metric(out, "completion_tokens_total", "counter", "Completion tokens as usage reports them.",
+         static_cast<double>(m.completion_tokens));
+  Metric(out, "simulated", "gauge", "1 when answers take simulated model time.", m.simulated ? 1 : 0);
+  if (!m.simulated) return out;
+  const SimulatedTotals& s = *m.simulated;
+  Metric(out, "paced", "gauge", "1 when answers waited out the simulated time, 0 when it was only accounted.",
+         s.paced ? 1 : 0);
+  Metric(out, "cached_prompt_tokens_total", "counter", "Prompt tokens the simulated prefix cache held.",
+         static_cast<double>(s.cached_prompt_tokens));
+  Metric(out, "queue_seconds_total", "counter", "Simulated seconds requests waited for admission, summed.",
+         s.batch.queue_seconds);
+  Metric(out, "prefill_seconds_total", "counter", "Simulated seconds requests spent prefilling, summed.",
+         s.batch.prefill_seconds);
+  Metric(out, "decode_seconds_total", "counter", "Simulated seconds requests spent decoding, summed.",
+         s.batch.decode_seconds);
+  Metric(out, "busy_seconds_total", "counter", "Seconds the simulated engine had a request admitted.",
+         s.batch.busy_seconds);
+  Metric(out, "decode_busy_seconds_total", "counter", "Seconds the simulated engine had a request decoding.",
+         s.batch.decode_busy_seconds);
+  Metric(out, "decode_stream_seconds_total", "counter", "Integral of the streams decoding over time.",
+         s.batch.decode_stream_seconds);
+  Metric(out, "max_batch", "gauge", "The most streams that decoded together.", s.batch.max_batch);
+  Metric(out, "abandoned_total", "counter", "Requests whose client left before the end.",
+         static_cast<double>(s.batch.abandoned));
+  return out;
+}
+
+std::string SummaryLine(const ServingMetrics& m) {
+  std::string line = fmt::format("{} requests, {} prompt tokens, {} completion tokens; ", m.requests, m.prompt_tokens,
+                                 m.completion_tokens);
+  if (!m.simulated) return line + "no simulated model time (answers are instant)";
+  const BatchSimulation::Totals& b = m.simulated->batch;
+  const double mean_batch = b.decode_busy_seconds > 0 ? b.decode_stream_seconds / b.decode_busy_seconds : 0;
+  return line + fmt::format(
+                    "simulated model time{}: busy {:.1f} s (decoding {:.1f} s, mean batch {:.2f}, at most {}), per "
+                    "request summed: queue {:.1f} s, prefill {:.1f} s ({} prompt tokens cached), decode {:.1f} s",
+                    m.simulated->paced ? "" : " (not paced: each request alone)", b.busy_seconds, b.decode_busy_seconds,
+                    mean_batch, b.max_batch, b.queue_seconds, b.prefill_seconds, m.simulated->cached_prompt_tokens,
+                    b.decode_seconds);
+}
+
+}  // namespace temper::scripted
