@@ -10,7 +10,9 @@
 
 namespace temper {
 
+// With the batch's rules and waivers as the record holds them (none when it was loaded without).
 void ToProto(const BatchRecord& batch, temper::v1::Batch* out);
+void ToProto(const BatchRuleRecord& rule, temper::v1::BatchRule* out);
 void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
 void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
 void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);

@@ -33,10 +33,11 @@ class TemperService final : public temper::v1::Temper::Service {
                            temper::v1::Batch* response) override;
   grpc::Status WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
                             grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
+  // Streams: ChunkPacker (message_chunks.h) cuts the answer into chunks bounded by bytes.
   grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
-                             temper::v1::RuleMemory* response) override;
+                             grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) override;
   grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
-                              temper::v1::BatchReport* response) override;
+                              grpc::ServerWriter<temper::v1::BatchReportChunk>* writer) override;
   // SSH hosts (host_service.cpp).
   grpc::Status ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
                          temper::v1::ListHostsResponse* response) override;

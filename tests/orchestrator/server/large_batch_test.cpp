@@ -1,19 +1,26 @@
-// A whole-profile batch's report and exports through the real daemon (issue 22): a batch of every
-// rule of the Ubuntu 20.04 STIG profile, with about as many attempts as the loop makes on it and
-// outputs as long as real ones (change sets of package installs, long evidence), is written
-// through the real state store; the real temperd serves it over its real socket, and the real
-// `temper report` (every format) and `temper export` (every format) read it. Its report is well
-// over gRPC's default 4 MiB message, and one rule's history holds an attempt that alone is over it.
+// Batches of any size through the real daemon (issue 22). A batch of every rule of the Ubuntu
+// 20.04 STIG profile, with about as many attempts as the loop makes on it and outputs as long as
+// real ones (change sets of package installs, long evidence), is written through the real state
+// store; the real temperd serves it over its real socket, and the real `temper report` (every
+// format) and `temper export` (every format) read it. Its report is well over gRPC's default 4 MiB
+// message, and one rule's history holds an attempt that alone is over it. A second case takes
+// every other answer that grows with a batch (a batch's rules, the batch list, a rule's memory,
+// the host list) past one message. Both read through a client that refuses any message over
+// 1 MiB and a little: nothing temperd sends may come near the 4 MiB limit.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <google/protobuf/util/message_differencer.h>
+
 #include "orchestrator/cli/report_render.h"
 #include "orchestrator/daemon_process.h"
+#include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/store/state_store.h"
 #include "skip.h"
@@ -212,6 +219,18 @@ temper::v1::BatchReport StoredReport(const std::string& db, int64_t id) {
   return report;
 }
 
+// A client that refuses any message larger than a chunk and a margin for framing.
+std::unique_ptr<temper::v1::Temper::Stub> TightStub(const DaemonProcess& daemon) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(kChunkBytes + (64 << 10)));
+  return temper::v1::Temper::NewStub(
+      grpc::CreateCustomChannel("unix:" + daemon.socket_path(), grpc::InsecureChannelCredentials(), args));
+}
+
+bool Same(const google::protobuf::Message& a, const google::protobuf::Message& b) {
+  return google::protobuf::util::MessageDifferencer::Equals(a, b);
+}
+
 ProcessResult Cli(const DaemonProcess& daemon, std::vector<std::string> args) {
   args.insert(args.begin(), {TemperBinary(), "--socket", daemon.socket_path()});
   return RunProcess(args);
@@ -237,6 +256,9 @@ TEST_CASE("a whole-profile batch's report and every export (each over 4 MiB) rea
   DaemonProcess daemon(dir, {.content_dirs = {kContentDir}});
   REQUIRE(daemon.Start().ok());
   const std::string id = std::to_string(batch.id);
+
+  // Over gRPC: the chunks put together are the stored report, none of them over a chunk.
+  CHECK(Same(ReadReport(*TightStub(daemon), id), stored));
 
   // `temper report`: every format prints what the whole stored report renders to, byte for byte.
   ProcessResult json = Cli(daemon, {"report", id, "--format", "json"});
@@ -282,6 +304,205 @@ TEST_CASE("a whole-profile batch's report and every export (each over 4 MiB) rea
       CHECK(body.size() > 2 * kGrpcDefaultLimit);
       CHECK(body.find(batch.last_path) != std::string::npos);
     }
+  }
+
+  // A client that stops reading mid-stream holds nothing up: other calls (another whole report
+  // among them) are answered meanwhile, and once it cancels, the stream stops.
+  auto stub = TightStub(daemon);
+  temper::v1::GetBatchReportRequest request;
+  request.set_batch_id(id);
+  grpc::ClientContext stalled;
+  auto reader = stub->GetBatchReport(&stalled, request);
+  temper::v1::BatchReportChunk chunk;
+  REQUIRE(reader->Read(&chunk));
+  temper::v1::GetBatchRequest get;
+  get.set_batch_id(id);
+  temper::v1::Batch got;
+  CHECK(stub->GetBatch(CallContext(5).get(), get, &got).ok());
+  CHECK(Cli(daemon, {"report", id, "--format", "json"}).out == json.out);
+  CHECK(daemon.Log().find("GetBatchReport 1: the client went away") == std::string::npos);
+  stalled.TryCancel();
+  reader->Finish();
+  // gRPC's sync server wakes a writer blocked on a client that does not read within seconds of
+  // the cancel (about 5 s with gRPC 1.51), not at once.
+  for (int i = 0; i < 200 && daemon.Log().find("GetBatchReport 1: the client went away") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  CHECK(daemon.Log().find("GetBatchReport 1: the client went away before the end; the stream stopped") !=
+        std::string::npos);
+}
+
+TEST_CASE("a batch's rules, the batch list, a rule's memory and the host list come in pieces under one message") {
+  TempDir dir;
+  std::filesystem::create_directories(dir / "state");
+  const std::string rule = "xccdf_org.ssgproject.content_rule_package_aide_installed";
+  {
+    auto opened = StateStore::Open(dir / "state/temper.db");
+    REQUIRE(opened.ok());
+    StateStore& store = **opened;
+    // Twelve batches whose waivers (written past SubmitBatch's bound, as an older temperd could
+    // have) take 200 KiB each, so that a page of the list cannot hold them all.
+    for (int b = 0; b < 12; ++b) {
+      NewBatch nb{.name = fmt::format("waived {}", b), .target = "lab", .datastream = kDatastream, .profile = "stig"};
+      nb.rule_ids = {rule};
+      for (int w = 0; w < 100; ++w) {
+        nb.options.waivers.push_back(
+            {.rule_id = fmt::format("{}_{}", rule, w), .reason = Filler("why", 2000), .owner = "alice"});
+      }
+      REQUIRE(store.SubmitBatch(nb).ok());
+    }
+    // A batch of 400 rules whose details take 6 KB each: 2.4 MB of rules.
+    NewBatch wide{.name = "wide", .target = "lab", .datastream = kDatastream, .profile = "stig"};
+    for (int r = 0; r < 400; ++r) wide.rule_ids.push_back(fmt::format("{}_{:03}", rule, r));
+    auto submitted = store.SubmitBatch(wide);
+    REQUIRE(submitted.ok());
+    LoopStep details{.batch_id = submitted->batch.id};
+    for (const std::string& r : wide.rule_ids) {
+      details.rules.push_back({.rule_id = r, .state = RuleState::kEscalated, .detail = Filler("escalated " + r, 6000)});
+    }
+    REQUIRE(store.CommitStep(details).ok());
+    // Seven attempts at `rule` with change sets of 1.5 MB, and an eighth of 5 MB: 15 MB of memory.
+    for (int n = 1; n <= 8; ++n) {
+      std::string changes = n == 8 ? ChangesJson("last", 40, 50'000, 15'000) : ChangesJson("m", 10, 150'000, 0);
+      LoopStep step{.batch_id = 1};
+      step.attempt = AttemptRecord{.batch_id = 1,
+                                   .rule_id = rule,
+                                   .number = static_cast<uint32_t>(n),
+                                   .approach = fmt::format("approach {}", n),
+                                   .changes_json = std::move(changes)};
+      step.lesson = LessonRecord{.rule_id = rule, .batch_id = 1, .text = fmt::format("lesson {}", n)};
+      REQUIRE(store.CommitStep(step).ok());
+    }
+  }
+  DaemonProcess daemon(dir, {.content_dirs = {kContentDir}});
+  REQUIRE(daemon.Start().ok());
+  auto stub = TightStub(daemon);
+
+  SECTION("a batch's rules, in pages that GetBatch continues, and whole in `temper status`") {
+    temper::v1::GetBatchRequest request;
+    request.set_batch_id("13");
+    std::vector<std::string> rules;
+    int pages = 0;
+    do {
+      temper::v1::Batch page;
+      grpc::Status s = stub->GetBatch(CallContext().get(), request, &page);
+      INFO(s.error_message());
+      REQUIRE(s.ok());
+      CHECK(page.counts().total() == 400);  // the batch's own fields on every page
+      for (const auto& r : page.rules()) rules.push_back(r.rule_id());
+      request.set_rules_page_token(page.next_rules_page_token());
+      ++pages;
+    } while (!request.rules_page_token().empty());
+    CHECK(pages >= 3);
+    REQUIRE(rules.size() == 400);
+    for (int r = 0; r < 400; ++r) CHECK(rules[static_cast<size_t>(r)] == fmt::format("{}_{:03}", rule, r));
+    request.set_rules_page_token("401");
+    temper::v1::Batch refused;
+    grpc::Status bad = stub->GetBatch(CallContext().get(), request, &refused);
+    CHECK(bad.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+    CHECK(bad.error_message() == "rules_page_token: not a token this server issued");
+
+    ProcessResult status = Cli(daemon, {"status", "13", "--json"});
+    INFO(status.err);
+    REQUIRE(status.exit_code == 0);
+    nlohmann::json batch = nlohmann::json::parse(status.out);
+    REQUIRE(batch["rules"].size() == 400);
+    CHECK(batch["rules"][399]["rule_id"] == fmt::format("{}_399", rule));
+    CHECK_FALSE(batch.contains("next_rules_page_token"));
+  }
+
+  SECTION("the batch list, in pages cut by bytes") {
+    temper::v1::ListBatchesRequest request;
+    request.set_page_size(50);
+    std::vector<std::string> ids;
+    std::vector<int> sizes;
+    do {
+      temper::v1::ListBatchesResponse page;
+      grpc::Status s = stub->ListBatches(CallContext().get(), request, &page);
+      INFO(s.error_message());
+      REQUIRE(s.ok());
+      for (const auto& b : page.batches()) ids.push_back(b.id());
+      sizes.push_back(page.batches_size());
+      request.set_page_token(page.next_page_token());
+    } while (!request.page_token().empty());
+    CHECK(sizes.size() >= 3);
+    CHECK(sizes[0] < 13);
+    REQUIRE(ids.size() == 13);
+    for (int i = 0; i < 13; ++i) CHECK(ids[static_cast<size_t>(i)] == std::to_string(13 - i));
+    // `temper list` shows a page and where to go on.
+    ProcessResult list = Cli(daemon, {"list"});
+    CHECK(list.exit_code == 0);
+    CHECK(list.out.find("(more: --page-token ") != std::string::npos);
+  }
+
+  SECTION("a rule's memory, streamed") {
+    temper::v1::GetRuleMemoryRequest request;
+    request.set_rule_id("package_aide_installed");
+    request.set_max_attempts(20);
+    auto ctx = CallContext(30);
+    auto reader = stub->GetRuleMemory(ctx.get(), request);
+    ChunkAssembler<temper::v1::RuleMemoryChunk> assembler;
+    temper::v1::RuleMemoryChunk chunk;
+    int fragments = 0;
+    while (reader->Read(&chunk)) {
+      fragments += chunk.has_fragment();
+      REQUIRE(assembler.Add(chunk).ok());
+    }
+    grpc::Status s = reader->Finish();
+    INFO(s.error_message());
+    REQUIRE(s.ok());
+    Result<temper::v1::RuleMemory> memory = std::move(assembler).Finish();
+    REQUIRE(memory.ok());
+    CHECK(fragments > 4);  // the last attempt alone is over 4 MiB
+    CHECK(memory->rule_id() == rule);
+    REQUIRE(memory->attempts_size() == 8);
+    CHECK(memory->attempts(0).number() == 8);  // newest first
+    CHECK(memory->attempts(0).changes_json().size() > kGrpcDefaultLimit);
+    CHECK(memory->attempts(7).approach() == "approach 1");
+    REQUIRE(memory->lessons_size() == 8);
+    CHECK(memory->lessons(0).text() == "lesson 8");
+    // max_attempts still bounds it, across the store's pages.
+    request.set_max_attempts(3);
+    auto few_ctx = CallContext(30);
+    auto few = stub->GetRuleMemory(few_ctx.get(), request);
+    ChunkAssembler<temper::v1::RuleMemoryChunk> few_assembler;
+    while (few->Read(&chunk)) REQUIRE(few_assembler.Add(chunk).ok());
+    REQUIRE(few->Finish().ok());
+    Result<temper::v1::RuleMemory> recent = std::move(few_assembler).Finish();
+    REQUIRE(recent.ok());
+    REQUIRE(recent->attempts_size() == 3);
+    CHECK(recent->attempts(2).number() == 6);
+  }
+
+  SECTION("the host list, in pages") {
+    for (int h = 0; h < 5; ++h) {
+      temper::v1::SubmitBatchRequest submit;
+      submit.set_host(fmt::format("root@host-{}.example", h));
+      submit.set_datastream("ssg-ubuntu2004-ds.xml");
+      submit.set_profile("stig");
+      submit.add_rule_ids("package_aide_installed");
+      SubmitOk(*stub, submit);
+    }
+    temper::v1::ListHostsRequest request;
+    request.set_page_size(2);
+    std::vector<std::string> targets;
+    int pages = 0;
+    do {
+      temper::v1::ListHostsResponse page;
+      grpc::Status s = stub->ListHosts(CallContext().get(), request, &page);
+      INFO(s.error_message());
+      REQUIRE(s.ok());
+      CHECK(page.hosts_size() <= 2);
+      for (const auto& h : page.hosts()) targets.push_back(h.target());
+      request.set_page_token(page.next_page_token());
+      ++pages;
+    } while (!request.page_token().empty());
+    CHECK(pages == 3);
+    REQUIRE(targets.size() == 5);
+    for (int h = 0; h < 5; ++h) CHECK(targets[static_cast<size_t>(h)] == fmt::format("root@host-{}.example", h));
+    ProcessResult hosts = Cli(daemon, {"hosts", "--json"});
+    REQUIRE(hosts.exit_code == 0);
+    CHECK(nlohmann::json::parse(hosts.out)["hosts"].size() == 5);
   }
 }
 
