@@ -199,12 +199,6 @@ void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
   SetTime(a.finished_at, attempt->mutable_finished_at());
 }
 
-void ToProto(const RuleMemoryRecord& m, temper::v1::RuleMemory* out) {
-  out->set_rule_id(m.rule_id);
-  for (const LessonRecord& l : m.lessons) ToProto(l, out->add_lessons());
-  for (const AttemptRecord& a : m.attempts) ToProto(a, out->add_attempts());
-}
-
 grpc::Status ToGrpcStatus(const Status& status) {
   if (status.ok()) return grpc::Status::OK;
   grpc::StatusCode code = grpc::StatusCode::UNKNOWN;

@@ -16,7 +16,6 @@ void ToProto(const BatchRuleRecord& rule, temper::v1::BatchRule* out);
 void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
 void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
 void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);
-void ToProto(const RuleMemoryRecord& memory, temper::v1::RuleMemory* out);
 void ToProto(const FixpointPass& pass, temper::v1::FixpointPass* out);
 void ToProto(const Waiver& waiver, temper::v1::Waiver* out);
 

@@ -2,6 +2,9 @@
 // store, and streams the journal; it runs no remediation itself, but tells the loop runner when a
 // batch arrives or is cancelled. Every call first checks its request's string fields against their
 // bounds (request_bounds.h), so no client string of any size reaches the store, a log or the journal.
+// No answer is larger than about one chunk (message_chunks.h, 1 MiB), whatever the batch: reports
+// and rule memories stream as chunks, a batch's rules and the list calls come in pages; a stream
+// reads the store a few attempts at a time, and stops (logged) once its client cancels or goes away.
 //
 // Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
 #pragma once
