@@ -83,6 +83,16 @@ temper::v1::RuleState ToProto(RuleState state) {
   return temper::v1::RULE_STATE_UNSPECIFIED;
 }
 
+void ToProto(const BatchRuleRecord& r, temper::v1::BatchRule* out) {
+  out->set_rule_id(r.rule_id);
+  out->set_state(ToProto(r.state));
+  out->set_attempts(r.attempts);
+  out->set_tokens_used(r.tokens_used);
+  out->set_detail(r.detail);
+  out->set_before_verdict(r.before_verdict);
+  out->set_after_verdict(r.after_verdict);
+}
+
 void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   out->set_id(std::to_string(b.id));
   out->set_name(b.name);
@@ -111,16 +121,7 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   c->set_reboot_pending(b.Count(RuleState::kRebootPending));
   c->set_held(b.Count(RuleState::kHeld));
   c->set_reverted(b.Count(RuleState::kReverted));
-  for (const BatchRuleRecord& r : b.rules) {
-    temper::v1::BatchRule* rule = out->add_rules();
-    rule->set_rule_id(r.rule_id);
-    rule->set_state(ToProto(r.state));
-    rule->set_attempts(r.attempts);
-    rule->set_tokens_used(r.tokens_used);
-    rule->set_detail(r.detail);
-    rule->set_before_verdict(r.before_verdict);
-    rule->set_after_verdict(r.after_verdict);
-  }
+  for (const BatchRuleRecord& r : b.rules) ToProto(r, out->add_rules());
   out->set_error(b.error);
   out->set_request_id(b.request_id);
   for (const Waiver& w : b.options.waivers) ToProto(w, out->add_waivers());
@@ -196,12 +197,6 @@ void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {
   ToProto(a.usage, attempt->mutable_usage());
   SetTime(a.started_at, attempt->mutable_started_at());
   SetTime(a.finished_at, attempt->mutable_finished_at());
-}
-
-void ToProto(const RuleMemoryRecord& m, temper::v1::RuleMemory* out) {
-  out->set_rule_id(m.rule_id);
-  for (const LessonRecord& l : m.lessons) ToProto(l, out->add_lessons());
-  for (const AttemptRecord& a : m.attempts) ToProto(a, out->add_attempts());
 }
 
 grpc::Status ToGrpcStatus(const Status& status) {

@@ -10,11 +10,12 @@
 
 namespace temper {
 
+// With the batch's rules and waivers as the record holds them (none when it was loaded without).
 void ToProto(const BatchRecord& batch, temper::v1::Batch* out);
+void ToProto(const BatchRuleRecord& rule, temper::v1::BatchRule* out);
 void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
 void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
 void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);
-void ToProto(const RuleMemoryRecord& memory, temper::v1::RuleMemory* out);
 void ToProto(const FixpointPass& pass, temper::v1::FixpointPass* out);
 void ToProto(const Waiver& waiver, temper::v1::Waiver* out);
 

@@ -9,6 +9,7 @@
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/cli/whole_reads.h"
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
 #include "orchestrator/journal_event_types.h"
@@ -169,11 +170,7 @@ void AddStatusCommand(CLI::App& app, CommandContext& ctx) {
   cmd->callback([&ctx, opt] {
     ctx.run = [&ctx, opt]() -> Status {
       TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
-      temper::v1::GetBatchRequest request;
-      request.set_batch_id(opt->batch);
-      temper::v1::Batch batch;
-      grpc::Status status = conn.stub().GetBatch(conn.NewContext().get(), request, &batch);
-      if (!status.ok()) return conn.Explain(status);
+      TEMPER_ASSIGN_OR_RETURN(temper::v1::Batch batch, ReadBatch(conn, opt->batch));
       Print(opt->json ? RenderJson(batch) : RenderBatchDetail(batch));
       return Status::OK();
     };

@@ -6,6 +6,7 @@
 
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/cli/whole_reads.h"
 
 namespace temper::cli {
 
@@ -46,9 +47,7 @@ void AddHostsCommand(CLI::App& app, CommandContext& ctx) {
   hosts->add_flag("--json", opt->json, "print the response as JSON");
   auto list = [&ctx, opt]() -> Status {
     TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
-    temper::v1::ListHostsResponse response;
-    grpc::Status status = conn.stub().ListHosts(conn.NewContext().get(), temper::v1::ListHostsRequest(), &response);
-    if (!status.ok()) return conn.Explain(status);
+    TEMPER_ASSIGN_OR_RETURN(temper::v1::ListHostsResponse response, ReadHosts(conn));
     Print(opt->json ? RenderJson(response) + "\n" : RenderHostTable(response));
     return Status::OK();
   };

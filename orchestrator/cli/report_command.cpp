@@ -9,6 +9,7 @@
 #include "orchestrator/cli/render.h"
 #include "orchestrator/cli/report_render.h"
 #include "orchestrator/cli/results_files.h"
+#include "orchestrator/cli/whole_reads.h"
 
 namespace temper::cli {
 
@@ -34,11 +35,7 @@ void AddReportCommand(CLI::App& app, CommandContext& ctx) {
   cmd->callback([&ctx, opt] {
     ctx.run = [&ctx, opt]() -> Status {
       TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
-      temper::v1::GetBatchReportRequest request;
-      request.set_batch_id(opt->batch);
-      temper::v1::BatchReport report;
-      grpc::Status status = conn.stub().GetBatchReport(conn.NewContext().get(), request, &report);
-      if (!status.ok()) return conn.Explain(status);
+      TEMPER_ASSIGN_OR_RETURN(temper::v1::BatchReport report, ReadBatchReport(conn, opt->batch));
       // Copy first: when the files cannot be had, the command fails before printing half its work.
       std::vector<std::string> copied;
       if (!opt->results_to.empty()) {

@@ -7,6 +7,7 @@
 
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/render.h"
+#include "orchestrator/cli/whole_reads.h"
 
 namespace temper::cli {
 
@@ -81,6 +82,7 @@ void AddRevertCommand(CLI::App& app, CommandContext& ctx) {
       call->set_deadline(std::chrono::system_clock::now() + kRevertDeadline);
       grpc::Status status = conn.stub().RevertBatch(call.get(), request, &response);
       if (!status.ok()) return conn.Explain(status);
+      TEMPER_RETURN_IF_ERROR(ReadRemainingRules(conn, *response.mutable_batch()));
       std::string out = opt->json ? RenderJson(response) : RenderRevert(response, !opt->rule.empty());
       std::fwrite(out.data(), 1, out.size(), stdout);
       return Status::OK();

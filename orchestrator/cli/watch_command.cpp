@@ -14,6 +14,7 @@
 #include "orchestrator/cli/event_render.h"
 #include "orchestrator/cli/render.h"
 #include "orchestrator/cli/watch_progress.h"
+#include "orchestrator/cli/whole_reads.h"
 
 namespace temper::cli {
 
@@ -31,15 +32,6 @@ size_t TerminalWidth() {
   struct winsize ws {};
   if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) != 0) return 0;
   return ws.ws_col;
-}
-
-Result<temper::v1::Batch> GetBatch(Connection& conn, const std::string& id) {
-  temper::v1::GetBatchRequest request;
-  request.set_batch_id(id);
-  temper::v1::Batch batch;
-  grpc::Status status = conn.stub().GetBatch(conn.NewContext().get(), request, &batch);
-  if (!status.ok()) return conn.Explain(status);
-  return batch;
 }
 
 }  // namespace
@@ -73,7 +65,7 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
       // Resuming one batch mid-way: the events before --after are not replayed, so the counts so far
       // come from the batch itself. From seq 0 the events tell the whole story.
       if (!opt->json && !opt->batch.empty() && opt->after > 0) {
-        TEMPER_ASSIGN_OR_RETURN(temper::v1::Batch batch, GetBatch(conn, opt->batch));
+        TEMPER_ASSIGN_OR_RETURN(temper::v1::Batch batch, ReadBatch(conn, opt->batch));
         board.Seed(batch);
         Write(board.Refresh());
       }
@@ -93,7 +85,7 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
             continue;
           }
           if (board.WantsSeed(event)) {
-            Result<temper::v1::Batch> batch = GetBatch(conn, event.batch_id());
+            Result<temper::v1::Batch> batch = ReadBatch(conn, event.batch_id());
             // Without it the progress counts from the events seen, which is still right from here on.
             if (batch.ok()) {
               board.Seed(*batch);

@@ -174,6 +174,13 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
 
   TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers()));
   batch.options.waivers = MergeWaivers(config.waivers, waivers, batch.rule_ids, batch.whole_profile);
+  size_t waiver_bytes = 0;
+  for (const Waiver& w : batch.options.waivers) waiver_bytes += w.rule_id.size() + w.reason.size() + w.owner.size();
+  if (waiver_bytes > kMaxBatchWaiverBytes) {
+    return Status::InvalidArgument(
+        fmt::format("waivers: {} waivers of {} bytes in all (the batch's and temperd.yaml's together); at most {}",
+                    batch.options.waivers.size(), waiver_bytes, kMaxBatchWaiverBytes));
+  }
   batch.options.allow_disruptive = request.allow_disruptive();
   batch.options.plan_only = request.plan_only();
   return batch;

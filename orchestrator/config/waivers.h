@@ -31,6 +31,10 @@ namespace temper {
 // Free text limits, as SubmitBatch enforces them.
 inline constexpr size_t kMaxWaiverReason = 2000;
 inline constexpr size_t kMaxWaiverOwner = 200;
+// A batch's waivers, its own and the configured ones together (rule ids, reasons and owners): they
+// travel with the batch in every answer that carries it, which must stay within one message of
+// about 1 MiB (message_chunks.h) with room for other batches on a list's page.
+inline constexpr size_t kMaxBatchWaiverBytes = 256 * 1024;
 
 // "2027-01-31" → 00:00 UTC of that day. InvalidArgument names the text and the expected form.
 Result<TimeMs> ParseExpiryDate(std::string_view text);

@@ -1,10 +1,13 @@
 // TemperService's SSH host calls: listing hosts with their state and recorded keys, accepting a
 // host key the operator checked, and clearing a host a person has looked at.
+#include <algorithm>
+
 #include <google/protobuf/util/time_util.h>
 
 #include <fmt/format.h>
 
 #include "orchestrator/config/request_bounds.h"
+#include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/server/temper_service.h"
 #include "stig/ssh/ssh_known_hosts.h"
@@ -12,6 +15,8 @@
 namespace temper {
 
 namespace {
+
+constexpr uint32_t kMaxHostsPage = 1000;
 
 // The known_hosts file a target's connections check.
 std::string KnownHostsOf(const TargetConfig& t, const DaemonConfig& config) {
@@ -46,7 +51,25 @@ void ToProto(const SshHostState& h, const DaemonConfig& config, temper::v1::Host
 grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::ListHostsRequest* request,
                                       temper::v1::ListHostsResponse* response) {
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
-  for (const SshHostState& h : hosts_.List()) ToProto(h, config_, response->add_hosts());
+  if (request->page_size() > kMaxHostsPage) {
+    return ToGrpcStatus(Status::InvalidArgument(
+        fmt::format("page_size: {} is above the maximum {}", request->page_size(), kMaxHostsPage)));
+  }
+  // Hosts are only ever appended to the list while temperd runs, so a position is a stable token.
+  const std::vector<SshHostState> hosts = hosts_.List();
+  Result<size_t> first = PagePosition(request->page_token(), hosts.size(), "page_token");
+  if (!first.ok()) return ToGrpcStatus(first.status());
+  const size_t last = request->page_size() == 0 ? hosts.size() : std::min(hosts.size(), *first + request->page_size());
+  PageBudget budget(0);
+  for (size_t i = *first; i < hosts.size(); ++i) {
+    temper::v1::Host h;
+    if (i < last) ToProto(hosts[i], config_, &h);
+    if (i == last || !budget.Take(h.ByteSizeLong())) {
+      response->set_next_page_token(std::to_string(i));
+      break;
+    }
+    *response->add_hosts() = std::move(h);
+  }
   return grpc::Status::OK;
 }
 

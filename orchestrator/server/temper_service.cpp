@@ -8,6 +8,7 @@
 #include "orchestrator/config/batch_request.h"
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/evidence/batch_export.h"
+#include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
 #include "stig/ssh/ssh_connection.h"
 
@@ -20,10 +21,41 @@ constexpr uint32_t kMaxPageSize = 1000;
 constexpr uint32_t kDefaultMemoryItems = 20;
 constexpr uint32_t kMaxMemoryItems = 500;
 constexpr uint32_t kWatchReadChunk = 256;
-// Export chunks stay well under gRPC's default 4 MiB message limit.
-constexpr size_t kExportChunkBytes = 1 << 20;
+// Attempts read from the store at a time for a report or a rule's memory: each may hold megabytes
+// (a change set), so a stream holds a few of them in memory, never all, even while its client
+// does not read.
+constexpr uint32_t kAttemptsPerRead = 4;
 // How often an idle watch stream re-checks whether its client is still there.
 constexpr std::chrono::milliseconds kWatchPollInterval{500};
+
+// A chunk stream's writer: false once the client cancelled or went away, so the stream stops.
+template <typename Chunk>
+typename ChunkPacker<Chunk>::Send SendTo(grpc::ServerContext* context, grpc::ServerWriter<Chunk>* writer) {
+  return [context, writer](const Chunk& chunk) { return !context->IsCancelled() && writer->Write(chunk); };
+}
+
+// A stream whose client cancelled or went away mid-way ends here, logged: nothing is left running.
+grpc::Status ClientGone(const Logger& log, std::string_view what) {
+  log.Info("{}: the client went away before the end; the stream stopped", what);
+  return grpc::Status(grpc::StatusCode::CANCELLED, fmt::format("the client stopped reading {}", what));
+}
+
+// `batch` as a Batch message with its rules from `first_rule` on, as many as keep the message
+// within a chunk's bytes (one at least), and the token of the rest when they did not all fit.
+void ToProtoPaged(const BatchRecord& batch, size_t first_rule, temper::v1::Batch* out) {
+  ToProto(batch, out);
+  if (first_rule == 0 && out->ByteSizeLong() <= kChunkBytes) return;
+  google::protobuf::RepeatedPtrField<temper::v1::BatchRule> rules;
+  rules.Swap(out->mutable_rules());
+  PageBudget budget(out->ByteSizeLong());
+  for (int i = static_cast<int>(first_rule); i < rules.size(); ++i) {
+    if (!budget.Take(rules[i].ByteSizeLong())) {
+      out->set_next_rules_page_token(std::to_string(i));
+      return;
+    }
+    *out->add_rules() = std::move(*rules.Mutable(i));
+  }
+}
 
 }  // namespace
 
@@ -64,7 +96,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
     log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
               batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
   }
-  ToProto(submitted->batch, response);
+  ToProtoPaged(submitted->batch, 0, response);
   return grpc::Status::OK;
 }
 
@@ -75,7 +107,9 @@ grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::Get
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<BatchRecord> batch = store_.GetBatch(*id);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
-  ToProto(*batch, response);
+  Result<size_t> first = PagePosition(request->rules_page_token(), batch->rules.size(), "rules_page_token");
+  if (!first.ok()) return ToGrpcStatus(first.status());
+  ToProtoPaged(*batch, *first, response);
   return grpc::Status::OK;
 }
 
@@ -104,7 +138,17 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
   }
   Result<StateStore::BatchPage> page = store_.ListBatches(before, size, states);
   if (!page.ok()) return ToGrpcStatus(page.status());
-  for (const BatchRecord& b : page->batches) ToProto(b, response->add_batches());
+  // A page ends early, with a token, where the next batch would not fit the message.
+  PageBudget budget(0);
+  for (size_t i = 0; i < page->batches.size(); ++i) {
+    temper::v1::Batch b;
+    ToProto(page->batches[i], &b);
+    if (!budget.Take(b.ByteSizeLong())) {
+      response->set_next_page_token(std::to_string(page->batches[i - 1].id));
+      return grpc::Status::OK;
+    }
+    *response->add_batches() = std::move(b);
+  }
   if (page->next_before_id) response->set_next_page_token(std::to_string(*page->next_before_id));
   return grpc::Status::OK;
 }
@@ -119,7 +163,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
   if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
   runner_.Cancel(*id);
   log_.Info("batch {} cancelled: {}", *id, reason);
-  ToProto(cancelled->batch, response);
+  ToProtoPaged(cancelled->batch, 0, response);
   return grpc::Status::OK;
 }
 
@@ -158,8 +202,8 @@ grpc::Status TemperService::WatchJournal(grpc::ServerContext* context, const tem
   return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client");
 }
 
-grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1::GetRuleMemoryRequest* request,
-                                          temper::v1::RuleMemory* response) {
+grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
+                                          grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) {
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
   if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
@@ -169,28 +213,83 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext*, const temper::v1
     return ToGrpcStatus(
         Status::InvalidArgument(fmt::format("max_lessons and max_attempts are at most {}", kMaxMemoryItems)));
   }
-  Result<RuleMemoryRecord> memory = store_.GetRuleMemory(*rule_id, lessons, attempts);
+  // The lessons (a few hundred characters each) at once; the attempts a page at a time.
+  Result<RuleMemoryRecord> memory = store_.GetRuleMemory(*rule_id, lessons, 0);
   if (!memory.ok()) return ToGrpcStatus(memory.status());
-  ToProto(*memory, response);
+  const std::string what = fmt::format("GetRuleMemory {}", *rule_id);
+  ChunkPacker<temper::v1::RuleMemoryChunk> packer(SendTo(context, writer));
+  auto add = [&packer](const auto& fill) {
+    temper::v1::RuleMemory item;
+    fill(item);
+    return packer.Add(item);
+  };
+  if (!add([&](temper::v1::RuleMemory& m) { m.set_rule_id(*rule_id); })) return ClientGone(log_, what);
+  for (const LessonRecord& l : memory->lessons) {
+    if (!add([&](temper::v1::RuleMemory& m) { ToProto(l, m.add_lessons()); })) return ClientGone(log_, what);
+  }
+  int64_t before = INT64_MAX;
+  for (uint32_t left = attempts; left > 0;) {
+    Result<std::vector<AttemptRecord>> page = store_.RuleAttempts(*rule_id, before, std::min(left, kAttemptsPerRead));
+    if (!page.ok()) return ToGrpcStatus(page.status());
+    for (const AttemptRecord& a : *page) {
+      if (!add([&](temper::v1::RuleMemory& m) { ToProto(a, m.add_attempts()); })) return ClientGone(log_, what);
+      before = a.id;
+    }
+    if (page->size() < std::min(left, kAttemptsPerRead)) break;
+    left -= static_cast<uint32_t>(page->size());
+  }
+  if (!packer.Flush()) return ClientGone(log_, what);
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::GetBatchReport(grpc::ServerContext*, const temper::v1::GetBatchReportRequest* request,
-                                           temper::v1::BatchReport* response) {
+grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
+                                           const temper::v1::GetBatchReportRequest* request,
+                                           grpc::ServerWriter<temper::v1::BatchReportChunk>* writer) {
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<BatchRecord> batch = store_.GetBatch(*id);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
-  Result<std::vector<AttemptRecord>> attempts = store_.BatchAttempts(*id);
-  if (!attempts.ok()) return ToGrpcStatus(attempts.status());
   Result<std::vector<LessonRecord>> lessons = store_.BatchLessons(*id);
   if (!lessons.ok()) return ToGrpcStatus(lessons.status());
-  ToProto(*batch, response->mutable_batch());
-  for (const AttemptRecord& a : *attempts) ToProto(a, response->add_attempts());
-  for (const LessonRecord& l : *lessons) ToProto(l, response->add_lessons());
-  response->set_results_dir(batch->results_dir);
-  for (const FixpointPass& p : batch->fixpoint) ToProto(p, response->add_fixpoint_passes());
+  // Items in the order BatchReportChunk promises: the batch's own fields, then one item per
+  // waiver, fixpoint pass, rule, attempt and lesson, so that none has to fit with the others.
+  ChunkPacker<temper::v1::BatchReportChunk> packer(SendTo(context, writer));
+  auto add = [&packer](const auto& fill) {
+    temper::v1::BatchReport item;
+    fill(item);
+    return packer.Add(item);
+  };
+  const std::vector<BatchRuleRecord> rules = std::move(batch->rules);
+  const std::vector<Waiver> waivers = std::move(batch->options.waivers);
+  batch->rules.clear();
+  batch->options.waivers.clear();
+  bool sent = add([&](temper::v1::BatchReport& r) {
+    ToProto(*batch, r.mutable_batch());
+    r.set_results_dir(batch->results_dir);
+  });
+  for (size_t i = 0; sent && i < waivers.size(); ++i) {
+    sent = add([&](temper::v1::BatchReport& r) { ToProto(waivers[i], r.mutable_batch()->add_waivers()); });
+  }
+  for (size_t i = 0; sent && i < batch->fixpoint.size(); ++i) {
+    sent = add([&](temper::v1::BatchReport& r) { ToProto(batch->fixpoint[i], r.add_fixpoint_passes()); });
+  }
+  for (size_t i = 0; sent && i < rules.size(); ++i) {
+    sent = add([&](temper::v1::BatchReport& r) { ToProto(rules[i], r.mutable_batch()->add_rules()); });
+  }
+  for (int64_t after = 0; sent;) {
+    Result<std::vector<AttemptRecord>> page = store_.BatchAttempts(*id, after, kAttemptsPerRead);
+    if (!page.ok()) return ToGrpcStatus(page.status());
+    for (size_t i = 0; sent && i < page->size(); ++i) {
+      sent = add([&](temper::v1::BatchReport& r) { ToProto((*page)[i], r.add_attempts()); });
+      after = (*page)[i].id;
+    }
+    if (page->size() < kAttemptsPerRead) break;
+  }
+  for (size_t i = 0; sent && i < lessons->size(); ++i) {
+    sent = add([&](temper::v1::BatchReport& r) { ToProto((*lessons)[i], r.add_lessons()); });
+  }
+  if (!sent || !packer.Flush()) return ClientGone(log_, fmt::format("GetBatchReport {}", *id));
   return grpc::Status::OK;
 }
 
@@ -210,7 +309,7 @@ grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::
     log_.Info("RevertBatch {}{}: {}", *id, revert.rule_id.empty() ? "" : " " + revert.rule_id, out.status().ToString());
     return ToGrpcStatus(out.status());
   }
-  ToProto(out->batch, response->mutable_batch());
+  ToProtoPaged(out->batch, 0, response->mutable_batch());
   for (const std::string& r : out->reverted_rules) response->add_reverted_rules(r);
   for (stig::SnapshotId s : out->dropped_snapshots) response->add_dropped_snapshots(s);
   if (out->restored_snapshot) response->set_restored_snapshot(*out->restored_snapshot);
@@ -244,9 +343,11 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
       chunk.set_total_bytes(file->content.size());
     }
     chunk.set_offset(offset);
-    size_t n = std::min(kExportChunkBytes, file->content.size() - offset);
+    size_t n = std::min(kChunkBytes, file->content.size() - offset);
     chunk.set_data(file->content.substr(offset, n));
-    if (context->IsCancelled() || !writer->Write(chunk)) return grpc::Status::OK;  // the client went away
+    if (context->IsCancelled() || !writer->Write(chunk)) {
+      return ClientGone(log_, fmt::format("ExportBatch {} {}", *id, request->format()));
+    }
     offset += n;
   } while (offset < file->content.size());
   return grpc::Status::OK;
@@ -263,7 +364,7 @@ grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1
     runner_.Wake();
     log_.Info("batch {}: reboot confirmed; its reboot_pending rules will be verified", *id);
   }
-  ToProto(confirmed->batch, response->mutable_batch());
+  ToProtoPaged(confirmed->batch, 0, response->mutable_batch());
   response->set_confirmed_seq(confirmed->seq);
   return grpc::Status::OK;
 }

@@ -2,6 +2,9 @@
 // store, and streams the journal; it runs no remediation itself, but tells the loop runner when a
 // batch arrives or is cancelled. Every call first checks its request's string fields against their
 // bounds (request_bounds.h), so no client string of any size reaches the store, a log or the journal.
+// No answer is larger than about one chunk (message_chunks.h, 1 MiB), whatever the batch: reports
+// and rule memories stream as chunks, a batch's rules and the list calls come in pages; a stream
+// reads the store a few attempts at a time, and stops (logged) once its client cancels or goes away.
 //
 // Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
 #pragma once
@@ -33,10 +36,11 @@ class TemperService final : public temper::v1::Temper::Service {
                            temper::v1::Batch* response) override;
   grpc::Status WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
                             grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
+  // Streams: ChunkPacker (message_chunks.h) cuts the answer into chunks bounded by bytes.
   grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
-                             temper::v1::RuleMemory* response) override;
+                             grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) override;
   grpc::Status GetBatchReport(grpc::ServerContext* context, const temper::v1::GetBatchReportRequest* request,
-                              temper::v1::BatchReport* response) override;
+                              grpc::ServerWriter<temper::v1::BatchReportChunk>* writer) override;
   // SSH hosts (host_service.cpp).
   grpc::Status ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
                          temper::v1::ListHostsResponse* response) override;

@@ -573,6 +573,19 @@ Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id) {
   return QueryAttemptsLocked("WHERE batch_id = ? ORDER BY id LIMIT ?", batch_id, UINT32_MAX);
 }
 
+Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id, int64_t after_id, uint32_t limit) {
+  std::lock_guard lock(mu_);
+  return QueryAttemptsLocked(fmt::format("WHERE batch_id = ? AND id > {} ORDER BY id LIMIT ?", after_id), batch_id,
+                             limit);
+}
+
+Result<std::vector<AttemptRecord>> StateStore::RuleAttempts(const std::string& rule_id, int64_t before_id,
+                                                            uint32_t limit) {
+  std::lock_guard lock(mu_);
+  return QueryAttemptsLocked(fmt::format("WHERE rule_id = ? AND id < {} ORDER BY id DESC LIMIT ?", before_id), rule_id,
+                             limit);
+}
+
 Result<std::vector<LessonRecord>> StateStore::BatchLessons(int64_t batch_id) {
   std::lock_guard lock(mu_);
   TEMPER_ASSIGN_OR_RETURN(

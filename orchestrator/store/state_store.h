@@ -98,6 +98,12 @@ class StateStore {
   // Every attempt and lesson of a batch, oldest first: what its report shows.
   Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id);
   Result<std::vector<LessonRecord>> BatchLessons(int64_t batch_id);
+  // A page of them: the batch's attempts with an id above `after_id`, oldest first, at most
+  // `limit` (an attempt may hold megabytes, so a report is read a page at a time).
+  Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id, int64_t after_id, uint32_t limit);
+  // Rule `rule_id`'s attempts in every batch with an id below `before_id`, newest first, at most
+  // `limit`: GetRuleMemory's pages.
+  Result<std::vector<AttemptRecord>> RuleAttempts(const std::string& rule_id, int64_t before_id, uint32_t limit);
 
   // The loop's work queue for a target: an interrupted (running) batch first, then the oldest
   // queued one; nullopt when there is none.

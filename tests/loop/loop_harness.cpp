@@ -120,11 +120,7 @@ uint64_t LoopDaemon::WaitForEvent(const std::string& batch_id, const std::string
 }
 
 temper::v1::BatchReport LoopDaemon::Report(const std::string& batch_id) const {
-  temper::v1::GetBatchReportRequest req;
-  req.set_batch_id(batch_id);
-  temper::v1::BatchReport report;
-  REQUIRE(daemon->Stub()->GetBatchReport(ContextWithDeadline().get(), req, &report).ok());
-  return report;
+  return ReadReport(*daemon->Stub(), batch_id);
 }
 
 ProcessResult LoopDaemon::Cli(std::vector<std::string> args) const {

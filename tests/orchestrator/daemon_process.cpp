@@ -19,6 +19,7 @@
 #include <fmt/ranges.h>
 #include <catch2/catch.hpp>
 
+#include "orchestrator/message_chunks.h"
 #include "stig/cgroup.h"
 
 namespace temper::testing {
@@ -92,6 +93,27 @@ std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub
   INFO(s.error_message());
   REQUIRE(s.ok());
   return events;
+}
+
+temper::v1::BatchReport ReadReport(temper::v1::Temper::Stub& stub, const std::string& batch, int seconds) {
+  temper::v1::GetBatchReportRequest req;
+  req.set_batch_id(batch);
+  auto ctx = CallContext(seconds);
+  auto reader = stub.GetBatchReport(ctx.get(), req);
+  ChunkAssembler<temper::v1::BatchReportChunk> report;
+  temper::v1::BatchReportChunk chunk;
+  while (reader->Read(&chunk)) {
+    Status added = report.Add(chunk);
+    INFO(added.ToString());
+    REQUIRE(added.ok());
+  }
+  grpc::Status s = reader->Finish();
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  Result<temper::v1::BatchReport> whole = std::move(report).Finish();
+  INFO(whole.status().ToString());
+  REQUIRE(whole.ok());
+  return *std::move(whole);
 }
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, int run_as_gid) {

@@ -54,6 +54,10 @@ temper::v1::Batch SubmitOk(temper::v1::Temper::Stub& stub, const temper::v1::Sub
 std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub, const std::string& batch,
                                                   uint64_t after_seq = 0);
 
+// The report of `batch`, its GetBatchReport chunks put together (ChunkAssembler). A call that fails
+// or chunks that do not fit together fail the test case, with the reason.
+temper::v1::BatchReport ReadReport(temper::v1::Temper::Stub& stub, const std::string& batch, int seconds = 30);
+
 struct DaemonOptions {
   std::string unix_group;                 // listen.unix.group; empty leaves the default
   std::string tcp_yaml;                   // the keys of listen.tcp, one per line without indentation; empty: no TCP

@@ -161,10 +161,7 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
   CHECK(std::filesystem::exists(host->tree() + "/etc/profile.d/tmout.sh"));
   CHECK(HasEvent(*d.daemon, id, "attempt.reverted"));
   // The host's own results came back to the daemon.
-  temper::v1::GetBatchReportRequest req;
-  req.set_batch_id(id);
-  temper::v1::BatchReport report;
-  REQUIRE(d.daemon->Stub()->GetBatchReport(CallContext(30).get(), req, &report).ok());
+  temper::v1::BatchReport report = ReadReport(*d.daemon->Stub(), id);
   CHECK(std::filesystem::exists(report.results_dir() + "/arf.xml"));
 
   nlohmann::json hosts = d.Hosts();
