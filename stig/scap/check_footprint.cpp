@@ -1,6 +1,6 @@
 #include "stig/scap/check_footprint.h"
 
-#include <fmt/format.h>
+#include <cctype>
 
 namespace temper::stig {
 
@@ -76,8 +76,6 @@ bool EntityMatch::Matches(std::string_view s) const {
   return std::regex_search(s.begin(), s.end(), *regex_);
 }
 
-std::string EntityMatch::Describe() const { return regex_ ? fmt::format("~{}", text_) : text_; }
-
 bool PathPattern::Touches(const std::string& changed) const {
   // A directory removed or replaced above everything the object can match.
   const EntityMatch& where = filepath ? *filepath : *dir;
@@ -94,12 +92,6 @@ bool PathPattern::Touches(const std::string& changed) const {
   if (!name) return dir_matches(changed);
   const std::string_view parent = Parent(changed);
   return !parent.empty() && name->Matches(Base(changed)) && dir_matches(parent);
-}
-
-std::string PathPattern::Describe() const {
-  if (filepath) return filepath->Describe();
-  return fmt::format("{}{} / {}", dir->Describe(), recurse_down ? " (recursing)" : "",
-                     name ? name->Describe() : "(the directory)");
 }
 
 bool CheckFootprint::Touches(const std::vector<std::string>& changed_paths) const {

@@ -42,7 +42,6 @@ class EntityMatch {
   // The longest directory every match must lie in ("/etc/audit" for "^/etc/audit/rules\.d/.*"),
   // "" when the match can lie anywhere: a removed directory above it changes what it matches.
   const std::string& fixed_dir() const { return fixed_dir_; }
-  std::string Describe() const;
 
  private:
   EntityMatch() = default;
@@ -59,7 +58,6 @@ struct PathPattern {
   bool recurse_down = false;                // dir also matches every directory beneath a match
 
   bool Touches(const std::string& changed_path) const;
-  std::string Describe() const;
 };
 
 struct CheckFootprint {
