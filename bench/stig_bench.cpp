@@ -222,7 +222,7 @@ int main(int argc, char** argv) {
   auto content = Content::Load(kUbuntu2004Datastream, "stig");
   if (!content.ok()) return Fail(content.status());
   double load_ms = Ms(t0, Clock::now());
-  Evaluator ev(*content, {}, log);
+  Evaluator ev(*content, {.use_servers = true}, log);
 
   std::filesystem::remove_all(work);
   PackageCacheOptions packages;

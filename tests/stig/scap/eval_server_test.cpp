@@ -84,7 +84,7 @@ TEST_CASE("The evaluation server gives the one-shot verdicts on the whole profil
           "[stig][evaluator][server][profile]") {
   ScopedTarget t("server-profile");
   const Content& content = Ubuntu2004Stig();
-  Evaluator served(content, {}, QuietLog());
+  Evaluator served(content, {.use_servers = true}, QuietLog());
   Evaluator one_shot(content, {.use_servers = false}, QuietLog());
 
   auto s1 = t->Evaluate(served, {});
@@ -115,7 +115,7 @@ TEST_CASE("One server evaluates different trees in a row, each seeing only its o
   ScopedTarget b("server-tree-b");
   Change(a, "echo 'PermitRootLogin no' >> /etc/ssh/sshd_config");
   Change(b, "chmod 0644 /etc/shadow");
-  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  Evaluator ev(Ubuntu2004Stig(), {.use_servers = true}, QuietLog());
   EvaluationRequest req{.rule_ids = {kSshRule, kShadowRule}};
   std::set<pid_t> servers;
   for (int round = 0; round < 2; ++round) {
@@ -135,7 +135,7 @@ TEST_CASE("One server evaluates different trees in a row, each seeing only its o
 
 TEST_CASE("The server writes results.xml, an ARF with the datastream, and fix.sh", "[stig][evaluator][server]") {
   ScopedTarget t("server-files");
-  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  Evaluator ev(Ubuntu2004Stig(), {.use_servers = true}, QuietLog());
   for (int round = 0; round < 2; ++round) {  // the second from a server that has served before
     const std::string out = t.dir() + fmt::format("/out{}", round);
     auto e = t->Evaluate(ev, {.rule_ids = {kSshRule, kShadowRule}, .output_dir = out, .write_fix_script = true});
@@ -167,7 +167,7 @@ TEST_CASE("A killed server is replaced and an evaluation past its timeout kills 
   ScopedTarget t("server-kill");
   EvaluationRequest one{.rule_ids = {kSshRule}};
 
-  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  Evaluator ev(Ubuntu2004Stig(), {.use_servers = true}, QuietLog());
   REQUIRE(t->Evaluate(ev, one).ok());
   REQUIRE(ev.IdleServerPids().size() == 1);
   const pid_t first = ev.IdleServerPids()[0];
@@ -180,7 +180,7 @@ TEST_CASE("A killed server is replaced and an evaluation past its timeout kills 
   CHECK(ev.IdleServerPids()[0] != first);
   CHECK_FALSE(Alive(first));
 
-  Evaluator hasty(Ubuntu2004Stig(), {.timeout = std::chrono::milliseconds(1500)}, QuietLog());
+  Evaluator hasty(Ubuntu2004Stig(), {.timeout = std::chrono::milliseconds(1500), .use_servers = true}, QuietLog());
   REQUIRE(t->Evaluate(hasty, one).ok());  // starts the server (its load has a bound of its own)
   REQUIRE(hasty.IdleServerPids().size() == 1);
   const pid_t hasty_server = hasty.IdleServerPids()[0];
@@ -199,7 +199,7 @@ TEST_CASE("A killed server is replaced and an evaluation past its timeout kills 
 
 TEST_CASE("A killed evaluation child fails its evaluation, not the server", "[stig][evaluator][server]") {
   ScopedTarget t("server-child-kill");
-  Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+  Evaluator ev(Ubuntu2004Stig(), {.use_servers = true}, QuietLog());
   REQUIRE(t->Evaluate(ev, {.rule_ids = {kSshRule}}).ok());
   REQUIRE(ev.IdleServerPids().size() == 1);
   const pid_t server = ev.IdleServerPids()[0];
@@ -234,7 +234,7 @@ TEST_CASE("An Evaluator leaves no server process behind", "[stig][evaluator][ser
   ScopedTarget t("server-leak");
   std::set<pid_t> tree;
   {
-    Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
+    Evaluator ev(Ubuntu2004Stig(), {.use_servers = true}, QuietLog());
     REQUIRE(t->Evaluate(ev, {.rule_ids = {kSshRule}}).ok());
     REQUIRE(ev.IdleServerPids().size() == 1);
     tree = Descendants(ev.IdleServerPids()[0]);
