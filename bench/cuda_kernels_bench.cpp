@@ -239,6 +239,8 @@ Status Run(const Options& o) {
 }  // namespace temper::engine::cuda
 
 int main(int argc, char** argv) {
+  // Line by line, also into a file: a crash on a GPU machine then keeps what was printed before it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CLI::App app{"temper-kernel-bench: the CUDA backend's kernels against copy bandwidth, and the 4xL4 decode estimate"};
   temper::engine::cuda::Options o;
   o.config = std::string(TEMPER_SOURCE_DIR) + "/tests/data/gemma4-31b-shape/config.json";

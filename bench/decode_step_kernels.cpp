@@ -361,12 +361,6 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
     TEMPER_RETURN_IF_ERROR(r.ops->CopyToDevice(r.table, r.host_table.data(), table_bytes));
     return r.ops->Replay(0);
   };
-  // A one-kernel graph stands in for the step's, captured on every rank before any replays it.
-  TEMPER_RETURN_IF_ERROR(on_ranks([](Rank& r) {
-    float* gate = r.gate;
-    cuda::RankOps* ops = r.ops.get();
-    return r.ops->Capture(0, [ops, gate] { return ops->Geglu(gate, gate + 1, 1); });
-  }));
   auto download = [&](Rank& r) -> Status {
     char* h = r.host_out.data();
     TEMPER_RETURN_IF_ERROR(r.ops->CopyToHost(h, r.vals, sizeof(float) * k));
@@ -382,6 +376,12 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
   std::vector<double> us;
   auto run = [&]() -> Status {
     TEMPER_RETURN_IF_ERROR(setup());
+    // A one-kernel graph stands in for the step's, captured on every rank before any replays it.
+    TEMPER_RETURN_IF_ERROR(on_ranks([](Rank& r) {
+      float* gate = r.gate;
+      cuda::RankOps* ops = r.ops.get();
+      return r.ops->Capture(0, [ops, gate] { return ops->Geglu(gate, gate + 1, 1); });
+    }));
     for (int i = 0; i < 220; ++i) {
       const auto t0 = Clock::now();
       TEMPER_RETURN_IF_ERROR(step());

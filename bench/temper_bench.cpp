@@ -398,6 +398,8 @@ Status RunServing(const Args& a) {
 }  // namespace temper::engine
 
 int main(int argc, char** argv) {
+  // Line by line, also into a file: a crash on a GPU machine then keeps what was printed before it.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   temper::engine::Args a;
   CLI::App app{"temper-bench: CPU speed of the temper engine"};
   auto* model = app.add_option("--model", a.model_dir, "model directory");

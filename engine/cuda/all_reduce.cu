@@ -33,15 +33,24 @@ using all_reduce::kMaxRanks;
 using all_reduce::kThreads;
 
 struct OneShotArgs {
-  float* slots[kMaxRanks];     // every rank's receive slots [2][tp][slot_floats]; host-staged: all the same
-  uint32_t* flags[kMaxRanks];  // every rank's flags [2][tp][kMaxBlocks]; host-staged: all the same
+  float* slots[kMaxRanks];     // every rank's receive slots [2][tp][slot_floats]
+  uint32_t* flags[kMaxRanks];  // every rank's flags [2][tp][kMaxBlocks]
   CallState* state;            // this rank's call counters for this algorithm
   float* data;
   int64_t n;
   int64_t slot_floats;
   int rank;
   int tp;
-  bool shared;  // host-staged: one buffer that every rank writes once and reads whole
+};
+
+struct HostStagedArgs {
+  uint64_t* words;  // pinned, mapped host memory shared by all ranks: [2][tp][slot_floats]
+  CallState* state;
+  float* data;
+  int64_t n;
+  int64_t slot_floats;
+  int rank;
+  int tp;
 };
 
 __device__ __forceinline__ void StoreRelease(uint32_t* p, uint32_t v) {
@@ -52,40 +61,62 @@ __device__ __forceinline__ uint32_t LoadAcquire(const uint32_t* p) {
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
+// Host-staged words: one 8-byte access each, never cached (NCCL's LL protocol does the same).
+__device__ __forceinline__ void StoreWord(uint64_t* p, uint64_t v) {
+  asm volatile("st.volatile.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t LoadWord(const uint64_t* p) {
+  uint64_t v;
+  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint64_t NowNs() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
+constexpr uint64_t kSpinLimitNs = 20'000'000'000ull;
+
+// The call's sequence, read by thread 0 for the block: `calls` changes only at the end of the
+// previous call (stream order).
+__device__ __forceinline__ uint32_t CallSequence(const CallState* state) {
+  __shared__ uint32_t seq_shared;
+  if (threadIdx.x == 0) seq_shared = __ldcg(&state->calls) + 1;
+  __syncthreads();
+  return seq_shared;
+}
+
+// End: the last block of the call moves the call count on, for the next call on this stream.
+__device__ __forceinline__ void EndCall(CallState* state, uint32_t seq) {
+  __syncthreads();
+  if (threadIdx.x == 0 && all_reduce::LastToArrive(atomicAdd(&state->arrivals, 1u), gridDim.x)) {
+    state->arrivals = 0;
+    state->calls = seq;
+  }
+}
 
 __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
   const int b = blockIdx.x;
   const all_reduce::Chunk chunk = all_reduce::OneShotChunk(a.n, gridDim.x, b);
-  __shared__ uint32_t seq_shared;
-  // The call's sequence: `calls` changes only at the end of the previous call (stream order).
-  if (threadIdx.x == 0) seq_shared = __ldcg(&a.state->calls) + 1;
-  __syncthreads();
-  const uint32_t seq = seq_shared;
+  const uint32_t seq = CallSequence(a.state);
   const int64_t my_slot = all_reduce::SlotOffset(seq, a.tp, a.rank, a.slot_floats);
 
-  // Push my chunk.
-  const int receivers = a.shared ? 1 : a.tp;
-  for (int q = 0; q < receivers; ++q) {
+  // Push my chunk into every receiver's buffer.
+  for (int q = 0; q < a.tp; ++q) {
     float* dst = a.slots[q] + my_slot;
     for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) dst[i] = a.data[i];
   }
   __threadfence_system();
   __syncthreads();
-  if (threadIdx.x < receivers) StoreRelease(a.flags[threadIdx.x] + all_reduce::FlagOffset(seq, a.tp, a.rank, b), seq);
+  if (threadIdx.x < a.tp) StoreRelease(a.flags[threadIdx.x] + all_reduce::FlagOffset(seq, a.tp, a.rank, b), seq);
 
   // Wait for every sender's chunk in my buffer.
-  float* mine = a.slots[a.shared ? 0 : a.rank];
-  uint32_t* my_flags = a.flags[a.shared ? 0 : a.rank];
+  float* mine = a.slots[a.rank];
   if (threadIdx.x < a.tp) {
-    const uint32_t* flag = my_flags + all_reduce::FlagOffset(seq, a.tp, threadIdx.x, b);
+    const uint32_t* flag = a.flags[a.rank] + all_reduce::FlagOffset(seq, a.tp, threadIdx.x, b);
     const uint64_t start = NowNs();
     while (!all_reduce::FlagReached(LoadAcquire(flag), seq)) {
-      if (NowNs() - start > 20'000'000'000ull) __trap();
+      if (NowNs() - start > kSpinLimitNs) __trap();
     }
   }
   __syncthreads();
@@ -96,13 +127,42 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
     for (int s = 0; s < a.tp; ++s) acc += __ldcv(mine + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i);
     a.data[i] = acc;
   }
+  EndCall(a.state, seq);
+}
 
-  // End: the last block of the call moves the call count on, for the next call on this stream.
-  __syncthreads();
-  if (threadIdx.x == 0 && all_reduce::LastToArrive(atomicAdd(&a.state->arrivals, 1u), gridDim.x)) {
-    a.state->arrivals = 0;
-    a.state->calls = seq;
+// all_reduce_protocol.h's host-staged words. Each thread pushes and sums the same elements, so no
+// barrier separates the two; the words of all senders for an element are loaded at once and only
+// the ones not yet of this call are polled again.
+__global__ void __launch_bounds__(kThreads) HostStagedKernel(HostStagedArgs a) {
+  const all_reduce::Chunk chunk = all_reduce::OneShotChunk(a.n, gridDim.x, blockIdx.x);
+  const uint32_t seq = CallSequence(a.state);
+  uint64_t* mine = a.words + all_reduce::SlotOffset(seq, a.tp, a.rank, a.slot_floats);
+  for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
+    StoreWord(mine + i, all_reduce::PackWord(__float_as_uint(a.data[i]), seq));
   }
+  for (int64_t i = chunk.begin + threadIdx.x; i < chunk.end; i += blockDim.x) {
+    uint64_t word[kMaxRanks];
+#pragma unroll
+    for (int s = 0; s < kMaxRanks; ++s) {
+      if (s < a.tp) word[s] = LoadWord(a.words + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i);
+    }
+    float acc = 0;
+#pragma unroll
+    for (int s = 0; s < kMaxRanks; ++s) {
+      if (s >= a.tp) break;
+      if (!all_reduce::WordReached(word[s], seq)) {
+        const uint64_t* p = a.words + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i;
+        const uint64_t start = NowNs();
+        do {
+          if (NowNs() - start > kSpinLimitNs) __trap();
+          word[s] = LoadWord(p);
+        } while (!all_reduce::WordReached(word[s], seq));
+      }
+      acc += __uint_as_float(all_reduce::WordValueBits(word[s]));
+    }
+    a.data[i] = acc;
+  }
+  EndCall(a.state, seq);
 }
 
 __global__ void WritePatternKernel(uint32_t* dst, int64_t n, uint32_t salt) {
@@ -214,8 +274,7 @@ DeviceAllReduce::~DeviceAllReduce() {
     cudaFree(r.flags);
     cudaFree(r.calls);
   }
-  if (host_slots_) cudaFreeHost(host_slots_);
-  if (host_flags_) cudaFreeHost(host_flags_);
+  if (host_words_) cudaFreeHost(host_words_);
 }
 
 Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const int> devices, const Options& options) {
@@ -275,18 +334,17 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
     // Loaded now, on every rank's device: a lazy load at the first call could wait for a peer's
     // spinning all-reduce (kernel_loading.h).
     TEMPER_RETURN_IF_ERROR(LoadKernelCode(OneShotKernel, "OneShotKernel"));
+    TEMPER_RETURN_IF_ERROR(LoadKernelCode(HostStagedKernel, "HostStagedKernel"));
     TEMPER_CUDA_TRY(cudaMalloc(&b.calls, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaMemset(b.calls, 0, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaDeviceSynchronize());
     ar->ranks_.push_back(b);
   }
   void* host = nullptr;
-  TEMPER_CUDA_TRY(
-      cudaHostAlloc(&host, sizeof(float) * 2 * tp * ar->slot_floats_, cudaHostAllocMapped | cudaHostAllocPortable));
-  ar->host_slots_ = static_cast<float*>(host);
-  TEMPER_CUDA_TRY(cudaHostAlloc(&host, flag_bytes, cudaHostAllocMapped | cudaHostAllocPortable));
-  ar->host_flags_ = static_cast<uint32_t*>(host);
-  std::fill(ar->host_flags_, ar->host_flags_ + 2 * tp * kMaxBlocks, 0u);
+  const uint64_t host_bytes = all_reduce::HostStagedBytes(tp, sizeof(float) * ar->slot_floats_);
+  TEMPER_CUDA_TRY(cudaHostAlloc(&host, host_bytes, cudaHostAllocMapped | cudaHostAllocPortable));
+  ar->host_words_ = static_cast<uint64_t*>(host);
+  std::fill(ar->host_words_, ar->host_words_ + host_bytes / sizeof(uint64_t), uint64_t{0});  // seq 0: no call yet
 
   if (options.allow_nccl && tp > 1 && static_cast<int>(distinct.size()) == tp) {
     Result<std::unique_ptr<Nccl>> nccl = Nccl::Load(std::vector<int>(devices.begin(), devices.end()));
@@ -333,21 +391,29 @@ Status DeviceAllReduce::AllReduceSumWith(AllReduceAlgo algo, int rank, float* da
 }
 
 Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t n, cudaStream_t stream) {
-  OneShotArgs a{};
-  for (int r = 0; r < topology_.tp; ++r) {
-    a.slots[r] = host_staged ? host_slots_ : ranks_[r].slots;
-    a.flags[r] = host_staged ? host_flags_ : ranks_[r].flags;
-  }
-  a.state = ranks_[rank].calls + (host_staged ? 1 : 0);
-  a.slot_floats = static_cast<int64_t>(slot_floats_);
-  a.rank = rank;
-  a.tp = topology_.tp;
-  a.shared = host_staged;
+  CallState* state = ranks_[rank].calls + (host_staged ? 1 : 0);
   // Messages larger than a slot go in rounds; each round is a whole protocol.
   for (size_t offset = 0; offset < n; offset += slot_floats_) {
-    a.data = data + offset;
-    a.n = static_cast<int64_t>(std::min(slot_floats_, n - offset));
-    OneShotKernel<<<all_reduce::OneShotGrid(a.n), kThreads, 0, stream>>>(a);
+    const int64_t round = static_cast<int64_t>(std::min(slot_floats_, n - offset));
+    const int grid = all_reduce::OneShotGrid(round);
+    if (host_staged) {
+      const HostStagedArgs a{host_words_, state,       data + offset, round, static_cast<int64_t>(slot_floats_),
+                             rank,        topology_.tp};
+      HostStagedKernel<<<grid, kThreads, 0, stream>>>(a);
+    } else {
+      OneShotArgs a{};
+      for (int r = 0; r < topology_.tp; ++r) {
+        a.slots[r] = ranks_[r].slots;
+        a.flags[r] = ranks_[r].flags;
+      }
+      a.state = state;
+      a.data = data + offset;
+      a.n = round;
+      a.slot_floats = static_cast<int64_t>(slot_floats_);
+      a.rank = rank;
+      a.tp = topology_.tp;
+      OneShotKernel<<<grid, kThreads, 0, stream>>>(a);
+    }
     TEMPER_CUDA_TRY(cudaGetLastError());
   }
   return Status::OK();

@@ -7,8 +7,9 @@
 //    receive buffer (peer stores; plain stores when the ranks share a GPU), raises a flag there,
 //    waits for every rank's flag in its own buffer, and sums the tp slots in rank order. Posted
 //    writes and local polling only: "pull" variants are reported to hang over PCIe.
-//  * host-staged, where P2P is absent or failed the start-up transfer test: the same protocol
-//    through pinned host memory, each rank writing its slot once and reading all of them.
+//  * host-staged, where P2P is absent or failed the start-up transfer test: through pinned host
+//    memory, each rank writing its slot once and reading all of them, every element an 8-byte word
+//    that carries the call's sequence beside its value (NCCL's LL protocol; all_reduce_protocol.h).
 //  * NCCL, for large messages, when every rank has its own GPU and libnccl loads (at run time:
 //    the library is found where the machine has it, and a build needs no NCCL).
 // Every algorithm sums in rank order 0..tp-1, so all ranks hold bitwise identical results.
@@ -87,9 +88,8 @@ class DeviceAllReduce {
   Options options_;
   size_t slot_floats_ = 0;
   std::vector<RankBuffers> ranks_;
-  // Host-staged: pinned, mapped host memory shared by all ranks.
-  float* host_slots_ = nullptr;     // [2][tp][slot floats]
-  uint32_t* host_flags_ = nullptr;  // [2][tp][blocks]
+  // Host-staged: pinned, mapped host memory shared by all ranks, words of all_reduce_protocol.h.
+  uint64_t* host_words_ = nullptr;  // [2][tp][slot floats]
   std::unique_ptr<Nccl> nccl_;
 };
 

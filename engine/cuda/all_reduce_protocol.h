@@ -20,6 +20,19 @@
 // on the parity, and a block could write a range that a peer's other block was still summing in the
 // call before (the host model shows the corruption).
 //
+// Host-staged (pinned host memory, where P2P is absent) carries the sequence in the data instead of
+// in flags, as NCCL's LL protocol does: each element travels as one 8-byte word, the value's bits
+// beside the call's seq, written with one store and polled by the reader until the seq is the
+// call's. A word cannot be seen without its value, so no fence orders data before a flag, and no
+// flag word is shared by the blocks of a sender. The first host-staged kernel used the flags of the
+// P2P protocol over host memory; on an H200 (2026-11-26) its waits hung or read stale slots as soon
+// as a call had two blocks, with 4 ranks, while the same protocol in device memory stayed exact.
+//   push:  word[parity(seq)][me][i] = {value, seq} for my chunk
+//   sum:   for every sender s, poll word[parity(seq)][s][i] until WordReached, add its value
+//   end:   as above
+// The two-parity argument holds unchanged: seeing sender q's words of call k-1 means q began call
+// k-1, so q's call k-2, the last to read parity(k)'s slots, had ended.
+//
 // Thread safety: pure functions and constants.
 #pragma once
 
@@ -75,10 +88,20 @@ TEMPER_AR_HD int64_t FlagOffset(uint32_t seq, int tp, int sender, int block) {
 // Whether a flag holding `flag` shows call `seq` (or a later one), wrap-safe: calls wrap after 2^32.
 TEMPER_AR_HD bool FlagReached(uint32_t flag, uint32_t seq) { return static_cast<int32_t>(flag - seq) >= 0; }
 
+// A host-staged word: the value's bits in the low half, the call's seq in the high half.
+TEMPER_AR_HD uint64_t PackWord(uint32_t value_bits, uint32_t seq) { return (uint64_t{seq} << 32) | value_bits; }
+TEMPER_AR_HD uint32_t WordValueBits(uint64_t word) { return static_cast<uint32_t>(word); }
+TEMPER_AR_HD bool WordReached(uint64_t word, uint32_t seq) {
+  return FlagReached(static_cast<uint32_t>(word >> 32), seq);
+}
+
 // Whether the block whose arrival found `arrived_before` blocks already ended is the call's last.
 TEMPER_AR_HD bool LastToArrive(uint32_t arrived_before, int grid) {
   return arrived_before + 1 == static_cast<uint32_t>(grid);
 }
+
+// Pinned host bytes of the host-staged words, shared by all ranks: [2][tp][slot floats] of 8 bytes.
+inline uint64_t HostStagedBytes(int tp, uint64_t slot_bytes) { return 2 * static_cast<uint64_t>(tp) * slot_bytes * 2; }
 
 // Device bytes one rank's all-reduce buffers take on its GPU where P2P is up (host-staged uses
 // pinned host memory): receive slots [2][tp][slot], flags [2][tp][kMaxBlocks], two CallStates, each

@@ -6,6 +6,9 @@
 // as a slow or late multiprocessor would be; a block held back before it sums is when a peer's next
 // call, if the protocol let it, would write over what the block is about to read.
 //
+// Host-staged runs the protocol's word variant (each element an 8-byte word carrying its call's
+// sequence, one shared buffer), as HostStagedKernel does.
+//
 // The model runs the protocol the kernel runs (one sequence number per call) and, as the
 // counterexample, the first protocol's rule (each block counting its own calls), which corrupts sums
 // as soon as the grid changes between calls: that bug is why the rule changed.
@@ -14,6 +17,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <memory>
 #include <random>
@@ -35,7 +39,7 @@ enum class SequenceRule {
 struct ModelOptions {
   int tp = 4;
   int64_t slot_floats = 65536;
-  bool host_staged = false;  // one shared buffer that every rank writes once and reads whole
+  bool host_staged = false;  // one shared buffer of words that every rank writes once and reads whole
   SequenceRule rule = SequenceRule::kPerCall;
   uint64_t seed = 1;
 };
@@ -49,13 +53,21 @@ float Input(int rank, int call, int64_t i) {
   return static_cast<float>(h % 8192) / 8.0f;
 }
 
+// A slow or late multiprocessor: now and then, a block sleeps 0.1-1.6 ms.
+void MaybeStall(std::mt19937_64& rng, int one_in) {
+  if (rng() % one_in == 0) std::this_thread::sleep_for(microseconds(100 + rng() % 1500));
+}
+
 class ProtocolModel {
  public:
   explicit ProtocolModel(const ModelOptions& o) : o_(o) {
-    const int buffers = o.host_staged ? 1 : o.tp;
-    for (int q = 0; q < buffers; ++q) {
-      buffers_.push_back(std::make_unique<Buffer>(static_cast<size_t>(2 * o.tp * o.slot_floats),
-                                                  static_cast<size_t>(2 * o.tp * kMaxBlocks)));
+    if (o.host_staged) {
+      words_ = std::vector<std::atomic<uint64_t>>(static_cast<size_t>(2 * o.tp * o.slot_floats));
+    } else {
+      for (int q = 0; q < o.tp; ++q) {
+        buffers_.push_back(std::make_unique<Buffer>(static_cast<size_t>(2 * o.tp * o.slot_floats),
+                                                    static_cast<size_t>(2 * o.tp * kMaxBlocks)));
+      }
     }
     for (int r = 0; r < o.tp; ++r) ranks_.push_back(std::make_unique<RankState>());
   }
@@ -125,45 +137,18 @@ class ProtocolModel {
   void Block(int rank, int b, int grid, float* data, int64_t n, uint32_t launch) {
     RankState& state = *ranks_[rank];
     std::mt19937_64 rng(o_.seed * 1000003 + (uint64_t{launch} << 16) + (uint64_t(rank) << 8) + uint64_t(b));
-    auto maybe_stall = [&](int one_in) {
-      if (rng() % one_in == 0) std::this_thread::sleep_for(microseconds(100 + rng() % 1500));
-    };
     const uint32_t seq =
         o_.rule == SequenceRule::kPerCall ? state.calls.load(std::memory_order_relaxed) + 1 : state.block_calls[b] + 1;
     const Chunk chunk = OneShotChunk(n, grid, b);
-    const int tp = o_.tp;
 
-    maybe_stall(12);
-    const int64_t my_slot = SlotOffset(seq, tp, rank, o_.slot_floats);
-    for (auto& q : buffers_) {
-      for (int64_t i = chunk.begin; i < chunk.end; ++i) q->slot[my_slot + i].store(data[i], std::memory_order_relaxed);
-      q->flag[FlagOffset(seq, tp, rank, b)].store(seq, std::memory_order_release);
+    MaybeStall(rng, 12);
+    if (o_.host_staged) {
+      if (!PushAndSumWords(rank, seq, chunk, data, rng)) return;
+    } else if (!PushAndSumFlagged(rank, b, seq, chunk, data, rng)) {
+      return;
     }
 
-    Buffer& mine = *buffers_[o_.host_staged ? 0 : rank];
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    for (int s = 0; s < tp; ++s) {
-      while (!FlagReached(mine.flag[FlagOffset(seq, tp, s, b)].load(std::memory_order_acquire), seq)) {
-        if (abort_) return;
-        if (std::chrono::steady_clock::now() > deadline) {
-          Fail("rank " + std::to_string(rank) + " block " + std::to_string(b) + " waited 20 s for sender " +
-               std::to_string(s) + "'s flag of call " + std::to_string(seq));
-          return;
-        }
-        std::this_thread::yield();
-      }
-    }
-
-    maybe_stall(6);
-    for (int64_t i = chunk.begin; i < chunk.end; ++i) {
-      float acc = 0;
-      for (int s = 0; s < tp; ++s) {
-        acc += mine.slot[SlotOffset(seq, tp, s, o_.slot_floats) + i].load(std::memory_order_relaxed);
-      }
-      data[i] = acc;
-    }
-
-    maybe_stall(12);
+    MaybeStall(rng, 12);
     if (o_.rule == SequenceRule::kPerBlockFirstProtocol) {
       state.block_calls[b] = seq;
     } else if (LastToArrive(state.arrivals.fetch_add(1, std::memory_order_acq_rel), grid)) {
@@ -172,13 +157,80 @@ class ProtocolModel {
     }
   }
 
+  // P2P: push into every rank's buffer, raise the flags, wait for every sender's, sum. False when
+  // the run was aborted.
+  bool PushAndSumFlagged(int rank, int b, uint32_t seq, Chunk chunk, float* data, std::mt19937_64& rng) {
+    const int tp = o_.tp;
+    const int64_t my_slot = SlotOffset(seq, tp, rank, o_.slot_floats);
+    for (auto& q : buffers_) {
+      for (int64_t i = chunk.begin; i < chunk.end; ++i) q->slot[my_slot + i].store(data[i], std::memory_order_relaxed);
+      q->flag[FlagOffset(seq, tp, rank, b)].store(seq, std::memory_order_release);
+    }
+
+    Buffer& mine = *buffers_[rank];
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int s = 0; s < tp; ++s) {
+      while (!FlagReached(mine.flag[FlagOffset(seq, tp, s, b)].load(std::memory_order_acquire), seq)) {
+        if (abort_) return false;
+        if (std::chrono::steady_clock::now() > deadline) {
+          Fail("rank " + std::to_string(rank) + " block " + std::to_string(b) + " waited 20 s for sender " +
+               std::to_string(s) + "'s flag of call " + std::to_string(seq));
+          return false;
+        }
+        std::this_thread::yield();
+      }
+    }
+
+    MaybeStall(rng, 6);
+    for (int64_t i = chunk.begin; i < chunk.end; ++i) {
+      float acc = 0;
+      for (int s = 0; s < tp; ++s) {
+        acc += mine.slot[SlotOffset(seq, tp, s, o_.slot_floats) + i].load(std::memory_order_relaxed);
+      }
+      data[i] = acc;
+    }
+    return true;
+  }
+
+  // Host-staged: write my words once into the shared buffer, then poll every sender's word of each
+  // element until it carries this call's seq. Relaxed atomics: the word itself is the message.
+  bool PushAndSumWords(int rank, uint32_t seq, Chunk chunk, float* data, std::mt19937_64& rng) {
+    const int tp = o_.tp;
+    const int64_t my_slot = SlotOffset(seq, tp, rank, o_.slot_floats);
+    for (int64_t i = chunk.begin; i < chunk.end; ++i) {
+      words_[my_slot + i].store(PackWord(std::bit_cast<uint32_t>(data[i]), seq), std::memory_order_relaxed);
+      if (i == chunk.begin) MaybeStall(rng, 6);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    for (int64_t i = chunk.begin; i < chunk.end; ++i) {
+      float acc = 0;
+      for (int s = 0; s < tp; ++s) {
+        uint64_t word;
+        while (!WordReached(word = words_[SlotOffset(seq, tp, s, o_.slot_floats) + i].load(std::memory_order_relaxed),
+                            seq)) {
+          if (abort_) return false;
+          if (std::chrono::steady_clock::now() > deadline) {
+            Fail("rank " + std::to_string(rank) + " waited 20 s for sender " + std::to_string(s) + "'s element " +
+                 std::to_string(i) + " of call " + std::to_string(seq));
+            return false;
+          }
+          std::this_thread::yield();
+        }
+        acc += std::bit_cast<float>(WordValueBits(word));
+      }
+      data[i] = acc;
+    }
+    return true;
+  }
+
   void Fail(const std::string& why) {
     bool expected = false;
     if (abort_.compare_exchange_strong(expected, true)) failure_ = why;
   }
 
   ModelOptions o_;
-  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // P2P: one per rank
+  std::vector<std::atomic<uint64_t>> words_;      // host-staged: [2][tp][slot_floats]
   std::vector<std::unique_ptr<RankState>> ranks_;
   uint32_t launches_[kMaxRanks] = {};  // each rank's own thread counts its launches (seeds the stalls)
   std::atomic<bool> abort_{false};

@@ -7,7 +7,9 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <functional>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -36,19 +38,48 @@ std::vector<Status> OnThreads(int tp, const std::function<Status(int)>& fn) {
   return status;
 }
 
+// One stream per rank, made together and kept for the all-reduce's life, as the backend's ranks
+// do. Ranks that share a GPU spin until their peers' kernels run, so their streams must sit on
+// distinct hardware queues: an earlier version of this test made and destroyed streams for every
+// check, and on an H200 (2026-11-26) a rank's kernel then waited behind a peer's spinning one
+// until the 20 s trap, in 4 runs of 4, at a different check each time.
+class RankStreams {
+ public:
+  explicit RankStreams(int tp) : streams_(static_cast<size_t>(tp), nullptr) {
+    for (cudaStream_t& s : streams_) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+  }
+  ~RankStreams() {
+    for (cudaStream_t s : streams_) {
+      if (s) cudaStreamDestroy(s);
+    }
+  }
+  RankStreams(const RankStreams&) = delete;
+  RankStreams& operator=(const RankStreams&) = delete;
+  cudaStream_t operator[](int r) const { return streams_[static_cast<size_t>(r)]; }
+
+ private:
+  std::vector<cudaStream_t> streams_;
+};
+
+// Every rank's status in one line, so a rank that failed first is named beside those that waited.
+std::string Statuses(const std::vector<Status>& status) {
+  std::string all;
+  for (size_t r = 0; r < status.size(); ++r) all += "rank " + std::to_string(r) + ": " + status[r].ToString() + "; ";
+  return all;
+}
+
 // `calls` all-reduces of n floats with `algo` (eagerly, or as one graph per rank replayed
 // `replays` times), each with fresh random inputs; every rank's result must equal the host sum in
 // rank order, exactly.
-void Check(DeviceAllReduce& ar, AllReduceAlgo algo, size_t n, int calls, bool graph) {
+void Check(DeviceAllReduce& ar, const RankStreams& streams, AllReduceAlgo algo, size_t n, int calls, bool graph) {
   const int tp = ar.tp();
   std::vector<float*> data(tp, nullptr);
-  std::vector<cudaStream_t> streams(tp, nullptr);
   for (int r = 0; r < tp; ++r) {
     REQUIRE(cudaMalloc(reinterpret_cast<void**>(&data[r]), sizeof(float) * n * calls) == cudaSuccess);
-    REQUIRE(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) == cudaSuccess);
   }
   std::vector<cudaGraphExec_t> graphs(tp, nullptr);
   const int rounds = graph ? 5 : 1;
+  INFO((graph ? "captured, replayed " : "eager, ") << calls << " calls per rank");
   for (int round = 0; round < rounds; ++round) {
     std::vector<std::vector<float>> inputs(tp);
     for (int r = 0; r < tp; ++r) {
@@ -79,10 +110,8 @@ void Check(DeviceAllReduce& ar, AllReduceAlgo algo, size_t n, int calls, bool gr
       if (cudaStreamSynchronize(streams[r]) != cudaSuccess) return Status::Internal("synchronize");
       return Status::OK();
     });
-    for (int r = 0; r < tp; ++r) {
-      INFO("rank " << r << ": " << status[r].ToString());
-      REQUIRE(status[r].ok());
-    }
+    INFO(Statuses(status));
+    for (int r = 0; r < tp; ++r) REQUIRE(status[r].ok());
     std::vector<float> want(n * calls, 0.0f);
     for (int r = 0; r < tp; ++r)
       for (size_t i = 0; i < want.size(); ++i) want[i] += inputs[r][i];
@@ -95,7 +124,6 @@ void Check(DeviceAllReduce& ar, AllReduceAlgo algo, size_t n, int calls, bool gr
   }
   for (int r = 0; r < tp; ++r) {
     if (graphs[r]) cudaGraphExecDestroy(graphs[r]);
-    cudaStreamDestroy(streams[r]);
     cudaFree(data[r]);
   }
 }
@@ -110,11 +138,12 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
     if (!ar.ok()) FAIL(ar.status().ToString());
     CHECK((*ar)->topology().p2p_ok);                // one GPU: its own memory
     CHECK_FALSE((*ar)->topology().nccl_available);  // NCCL refuses two ranks on one GPU
+    const RankStreams streams(tp);
     for (AllReduceAlgo algo : {AllReduceAlgo::kOneShotP2p, AllReduceAlgo::kHostStaged}) {
       for (size_t n : {size_t{1}, size_t{1000}, size_t{2688}, size_t{21504}, size_t{12347}}) {
         INFO("tp " << tp << ", " << AllReduceAlgoName(algo) << ", n " << n);
-        Check(**ar, algo, n, /*calls=*/7, /*graph=*/false);
-        Check(**ar, algo, n, /*calls=*/3, /*graph=*/true);
+        Check(**ar, streams, algo, n, /*calls=*/7, /*graph=*/false);
+        Check(**ar, streams, algo, n, /*calls=*/3, /*graph=*/true);
       }
     }
     float* dummy = nullptr;
@@ -135,13 +164,12 @@ TEST_CASE("all-reduce stays exact when the message size and so the grid change e
     options.slot_bytes = 65536 * sizeof(float);  // 65,537 and 200,000 floats go in rounds
     auto ar = DeviceAllReduce::Create(devices, options);
     if (!ar.ok()) FAIL(ar.status().ToString());
+    const RankStreams streams(tp);
     for (AllReduceAlgo algo : {AllReduceAlgo::kOneShotP2p, AllReduceAlgo::kHostStaged}) {
       INFO("tp " << tp << ", " << AllReduceAlgoName(algo));
       std::vector<std::vector<float*>> data(tp);
       std::vector<std::vector<std::vector<float>>> inputs(tp);
-      std::vector<cudaStream_t> streams(tp, nullptr);
       for (int r = 0; r < tp; ++r) {
-        REQUIRE(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking) == cudaSuccess);
         for (size_t c = 0; c < sizes.size(); ++c) {
           float* d = nullptr;
           REQUIRE(cudaMalloc(reinterpret_cast<void**>(&d), sizeof(float) * sizes[c]) == cudaSuccess);
@@ -157,6 +185,7 @@ TEST_CASE("all-reduce stays exact when the message size and so the grid change e
         }
         return cudaStreamSynchronize(streams[r]) == cudaSuccess ? Status::OK() : Status::Internal("synchronize");
       });
+      INFO(Statuses(status));
       for (int r = 0; r < tp; ++r) REQUIRE(status[r].ok());
       for (size_t c = 0; c < sizes.size(); ++c) {
         std::vector<float> want(sizes[c], 0.0f);
@@ -171,7 +200,6 @@ TEST_CASE("all-reduce stays exact when the message size and so the grid change e
       }
       for (int r = 0; r < tp; ++r) {
         for (float* d : data[r]) cudaFree(d);
-        cudaStreamDestroy(streams[r]);
       }
     }
   }
