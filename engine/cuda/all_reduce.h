@@ -20,7 +20,9 @@
 // rounds, each a call of its own.
 //
 // Built only with nvcc. Thread safety: AllReduceSum is called by each rank's own thread, with the
-// rank's device current; every rank makes the same sequence of calls with the same n.
+// rank's device current; every rank makes the same sequence of calls with the same n. Ranks that
+// share a GPU need streams on distinct hardware queues: make them once, together, and keep them
+// (tests/engine/cuda/cuda_all_reduce_test.cpp says what churned streams did on an H200).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -24,9 +24,10 @@
 // in flags, as NCCL's LL protocol does: each element travels as one 8-byte word, the value's bits
 // beside the call's seq, written with one store and polled by the reader until the seq is the
 // call's. A word cannot be seen without its value, so no fence orders data before a flag, and no
-// flag word is shared by the blocks of a sender. The first host-staged kernel used the flags of the
-// P2P protocol over host memory; on an H200 (2026-11-26) its waits hung or read stale slots as soon
-// as a call had two blocks, with 4 ranks, while the same protocol in device memory stayed exact.
+// flag word is shared by the blocks of a sender. The first host-staged kernel ran the P2P protocol
+// over host memory; on an H200 (2026-11-26) it returned a value from no call in temper-bench's
+// check (4 ranks, 172,032 B) while the same protocol in device memory stayed exact. Why was not
+// established; this variant does not depend on it.
 //   push:  word[parity(seq)][me][i] = {value, seq} for my chunk
 //   sum:   for every sender s, poll word[parity(seq)][s][i] until WordReached, add its value
 //   end:   as above

@@ -40,9 +40,10 @@ std::vector<Status> OnThreads(int tp, const std::function<Status(int)>& fn) {
 
 // One stream per rank, made together and kept for the all-reduce's life, as the backend's ranks
 // do. Ranks that share a GPU spin until their peers' kernels run, so their streams must sit on
-// distinct hardware queues: an earlier version of this test made and destroyed streams for every
-// check, and on an H200 (2026-11-26) a rank's kernel then waited behind a peer's spinning one
-// until the 20 s trap, in 4 runs of 4, at a different check each time.
+// distinct hardware queues. An earlier version of this test made and destroyed streams for every
+// check; on an H200 (2026-11-26) it hung until the 20 s trap in 4 runs of 4, at a different check
+// each time, and passed 5 of 5 with the streams made once (the likeliest reading: two ranks'
+// streams on one queue, a kernel waiting behind its peer's spinning one).
 class RankStreams {
  public:
   explicit RankStreams(int tp) : streams_(static_cast<size_t>(tp), nullptr) {
