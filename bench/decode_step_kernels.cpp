@@ -158,7 +158,11 @@ class StepTimer {
                              .max_blocks = blocks};
     };
     const cuda::HeadRange heads{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
-    const int splits = shape_.decode_splits;
+    // The split count CudaOps::Attention would use on this GPU for one row.
+    int device = 0, sm_count = 0;
+    TEMPER_CUDA_TRY(cudaGetDevice(&device));
+    TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    const int splits = cuda::AttentionSplits(sm_count, kv_heads, heads.group, 1, shape_.decode_splits);
     TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(width, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(width, ++seed_));

@@ -39,7 +39,7 @@ struct StepKernel {
 
 struct DecodeStepShape {
   int context = 2048;       // tokens already in the sequence when the step runs
-  int decode_splits = 16;   // split-KV parts (DeviceBackendOptions::decode_splits)
+  int decode_splits = 64;   // most split-KV parts (DeviceBackendOptions::decode_splits)
   int top_candidates = 64;  // DeviceBackendOptions::top_candidates
   int max_rows = 2048;      // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
   int block_tokens = 16;    // KvCacheOptions::block_tokens

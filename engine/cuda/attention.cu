@@ -1,16 +1,26 @@
-// Attention over the KV cache and this pass's fresh keys: split-KV ("flash decoding"). A row has
-// one query per head but up to the whole context of keys, so each row's keys are cut into
-// `splits` parts, each walked by one warp with an online softmax (running max, sum and a value
-// accumulator in registers, head_dim / 32 contiguous dims per lane); a second kernel merges the
-// parts in order. Decode rows use many splits (few rows, long contexts); prefill rows use one
-// split per row and write their output directly.
+// Attention over the KV cache and this pass's fresh keys, split-KV ("flash decoding") with the
+// query heads of a group together. One block takes one KV head of one row, over one split of the
+// row's visible keys, for every query head that shares that KV head (up to kMaxGroup; larger groups
+// take several blocks), so each key and value is read once for the whole group. Keys go in tiles
+// of kTile:
+//   1. scores: thread i takes key i of the tile and reads its whole row with 16-byte loads (many
+//      loads in flight per thread, no shuffles), dotting it with the group's queries from shared
+//      memory. k_eq_v layers rebuild the key from V as RoPE(V ⊙ k_norm) there, pairing the two
+//      halves of the row in one thread;
+//   2. online softmax: one warp per query head takes the tile's max, rescales its running sum
+//      and turns the scores into weights;
+//   3. values: each thread owns head_dim / kTile dims (at least one) and adds Σ weight · V for
+//      every query head of the group, reading each value once.
+// Decode rows use several splits, merged in order by a second kernel; how many runs on the GPU is
+// the row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys), so one
+// captured graph serves short and long contexts. Prefill rows use one split and write directly.
 //
-// Keys of k_eq_v layers are rebuilt from the single cached V as RoPE(V ⊙ k_norm) in registers, so
-// global layers read one copy. Fresh keys (this pass's, not yet in the cache) are rounded to bf16
-// first and rebuilt the same way, so a key reads the same whether it comes from the cache or not,
-// and incremental decode equals a full recompute. The addressing and merge math is
-// kernel_math.h's, which the CPU tests check.
+// Fresh keys (this pass's, not yet in the cache) are rounded to bf16 first, so a key reads the
+// same whether it comes from the cache or not. The addressing and merge math is kernel_math.h's,
+// which the CPU tests check; ReferenceOps::Attention is the CPU twin.
 #include <cuda_runtime.h>
+
+#include <algorithm>
 
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_loading.h"
@@ -21,8 +31,6 @@ namespace temper::engine::cuda {
 namespace {
 
 using detail::S;
-
-constexpr int kWarps = 4;
 
 __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, RowTables t) {
   const int r = blockIdx.x;
@@ -39,121 +47,251 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, Ro
   }
 }
 
-// DPL contiguous bf16 values at p (16-byte loads where DPL allows).
-template <int DPL>
-__device__ __forceinline__ void LoadBf16(const uint16_t* p, float* out) {
-  if constexpr (DPL % 8 == 0) {
+constexpr int kTile = 128;    // keys per tile, one per thread of a block in the score phase
+constexpr int kMaxGroup = 8;  // query heads per block
+constexpr int kWarps = kTile / 32;
+
+// 8 bf16 values at p (16-byte aligned) as floats.
+__device__ __forceinline__ void Load8(const uint16_t* p, float* out) {
+  const uint4 u = *reinterpret_cast<const uint4*>(p);
+  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
-    for (int c = 0; c < DPL / 8; ++c) {
-      const uint4 u = reinterpret_cast<const uint4*>(p)[c];
-      const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+  for (int i = 0; i < 4; ++i) {
+    out[2 * i] = __uint_as_float(w[i] << 16);
+    out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+  }
+}
+
+// 8 fresh fp32 values rounded to bf16, as the cache would hold them.
+__device__ __forceinline__ void Load8Fresh(const float* p, float* out) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        out[8 * c + 2 * i] = __uint_as_float(w[i] << 16);
-        out[8 * c + 2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
-      }
-    }
+  for (int i = 0; i < 8; ++i) out[i] = math::RoundToBf16(p[i]);
+}
+
+// N contiguous bf16 values at p (aligned to 2N bytes) as floats, in one load.
+template <int N>
+__device__ __forceinline__ void LoadDims(const uint16_t* p, float* out) {
+  if constexpr (N == 4) {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    out[0] = __uint_as_float(u.x << 16);
+    out[1] = __uint_as_float(u.x & 0xffff0000u);
+    out[2] = __uint_as_float(u.y << 16);
+    out[3] = __uint_as_float(u.y & 0xffff0000u);
+  } else if constexpr (N == 2) {
+    const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
+    out[0] = __uint_as_float(u << 16);
+    out[1] = __uint_as_float(u & 0xffff0000u);
   } else {
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) out[i] = math::Bf16ToFloat(p[i]);
+    static_assert(N == 1, "1, 2 or 4 dims per thread");
+    out[0] = math::Bf16ToFloat(p[0]);
   }
 }
 
-// Lane l holds dims [l·DPL, (l+1)·DPL); dim j < head_dim/2 pairs with j + head_dim/2, held by lane
-// l + 16 at the same index. RoPE at table row `pos` (point 8).
-template <int DPL>
-__device__ __forceinline__ void RopeLanes(float* x, const RopeView& rope, int64_t pos, int lane) {
-  const float* c = rope.cos + pos * rope.angles;
-  const float* s = rope.sin + pos * rope.angles;
-  const bool low = lane < 16;
-#pragma unroll
-  for (int i = 0; i < DPL; ++i) {
-    const float partner = __shfl_xor_sync(0xffffffffu, x[i], 16);
-    const int j = (lane % 16) * DPL + i;
-    if (j < rope.angles) {
-      float a = low ? x[i] : partner, b = low ? partner : x[i];
-      math::RopePair(a, b, c[j], s[j]);
-      x[i] = low ? a : b;
-    }
+// Where a key's K and V rows are: a cache row (>= 0) or fresh row f as -(f + 1).
+__device__ __forceinline__ int64_t KeySource(int64_t p, const KvLayerView& kv, const RowTables& t, int r, int slot,
+                                             const int32_t* table) {
+  if (p >= t.chunk_start[r]) return -(t.first_row[r] + (p - t.chunk_start[r]) + 1);
+  return math::KvRow(p, kv.sliding, kv.window, slot, table, kv.block_tokens);
+}
+
+// Dims [8c, 8c + 8) of head kvh at `source` from the cache (bf16) or this pass (fp32, rounded).
+__device__ __forceinline__ void LoadKey8(const uint16_t* cache, const float* fresh, int64_t source, int width,
+                                         int64_t offset, float* out) {
+  if (source >= 0) {
+    Load8(cache + source * width + offset, out);
+  } else {
+    Load8Fresh(fresh + (-source - 1) * width + offset, out);
   }
 }
 
-// One warp: query head h of row r over split `split` of its visible keys.
-template <int DPL>
-__global__ void SplitKernel(KvLayerView kv, const float* q, const float* fresh_k, const float* fresh_v, RowTables t,
-                            HeadRange heads, int splits, float* partials, float* out) {
-  constexpr int kHd = DPL * 32;
-  const int lane = threadIdx.x % 32;
-  const int task = blockIdx.x * kWarps + threadIdx.x / 32;
-  if (task >= heads.q_heads * splits) return;
-  const int h = task / splits, split = task % splits;
+template <int HD>
+__global__ void __launch_bounds__(kTile)
+    GroupAttentionKernel(KvLayerView kv, const float* q, const float* fresh_k, const float* fresh_v, RowTables t,
+                         HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  static_assert(HD % 16 == 0, "rows are read in 16-byte pieces, pairing the halves on k_eq_v layers");
+  constexpr int kDims = HD >= kTile ? HD / kTile : 1;  // value dims per thread in phase 3
+  __shared__ float q_s[kMaxGroup][HD];
+  __shared__ float w_s[kMaxGroup][kTile];  // scores, then softmax weights
+  __shared__ float kn_s[HD];
+  __shared__ int64_t source_s[kTile];
+  __shared__ float max_s[kMaxGroup], sum_s[kMaxGroup], scale_s[kMaxGroup];
+
   const int r = blockIdx.y;
-  const int kvh = (heads.q_head_begin + h) / heads.group - heads.kv_head_begin;
-  const int width = kv.kv_heads * kHd;
-  const int64_t pos = t.positions[r];
-  const int slot = pos < 0 ? 0 : t.slots[r];
-  const int64_t chunk_start = t.chunk_start[r];
-  const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
+  const int split = blockIdx.x % splits;
+  const int chunk = (blockIdx.x / splits) % head_chunks;
+  const int kvh = blockIdx.x / (splits * head_chunks);
+  // The rank's query heads that read KV head kvh, then this block's chunk of them.
+  const int global_kv = heads.kv_head_begin + kvh;
+  const int group_begin = max(0, global_kv * heads.group - heads.q_head_begin);
+  const int group_end = min(heads.q_heads, (global_kv + 1) * heads.group - heads.q_head_begin);
+  const int h0 = group_begin + chunk * kMaxGroup;
+  const int G = min(group_end - h0, kMaxGroup);
+  if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int width = kv.kv_heads * HD;
+  const int64_t offset = int64_t{kvh} * HD;
 
-  float qr[DPL], acc[DPL], kn[DPL];
-  const float* qp = q + (int64_t{r} * heads.q_heads + h) * kHd + lane * DPL;
-#pragma unroll
-  for (int i = 0; i < DPL; ++i) {
-    qr[i] = qp[i];
-    acc[i] = 0;
-  }
-  if (!kv.k) LoadBf16<DPL>(kv.k_norm + lane * DPL, kn);
-  math::SoftmaxState state{-INFINITY, 0.0f};
+  const int64_t pos = t.positions[r];
+  int64_t begin = 0, end = 0;  // this split's keys
   if (pos >= 0) {
     const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
-    const math::SplitSpan span = math::SplitKeys(pos - lo + 1, splits, split);
-    for (int64_t p = lo + span.begin; p < lo + span.end; ++p) {
-      float key[DPL], val[DPL];
-      const int64_t offset = int64_t{kvh} * kHd + lane * DPL;
-      if (p >= chunk_start) {
-        const int64_t fr = t.first_row[r] + (p - chunk_start);
-        const float* vp = fresh_v + fr * width + offset;
-        const float* kp = fresh_k + fr * width + offset;
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) {
-          val[i] = math::RoundToBf16(vp[i]);
-          if (kv.k) key[i] = math::RoundToBf16(kp[i]);
-        }
-      } else {
-        const int64_t row = math::KvRow(p, kv.sliding, kv.window, slot, table, kv.block_tokens);
-        LoadBf16<DPL>(kv.v + row * width + offset, val);
-        if (kv.k) LoadBf16<DPL>(kv.k + row * width + offset, key);
-      }
-      if (!kv.k) {
-        // Point 6: K = RoPE(V ⊙ k_norm) at the key's own position.
-#pragma unroll
-        for (int i = 0; i < DPL; ++i) key[i] = val[i] * kn[i];
-        RopeLanes<DPL>(key, kv.rope, p, lane);
-      }
-      float dot = 0;
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) dot += qr[i] * key[i];
-#pragma unroll
-      for (int off = 16; off > 0; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off);
-      float sa, sb;
-      math::MergeSoftmax(state, math::SoftmaxState{dot, 1.0f}, sa, sb);
-#pragma unroll
-      for (int i = 0; i < DPL; ++i) acc[i] = acc[i] * sa + val[i] * sb;
+    const int used = math::UsedSplits(pos - lo + 1, splits);
+    if (split < used) {
+      const math::SplitSpan span = math::SplitKeys(pos - lo + 1, used, split);
+      begin = lo + span.begin;
+      end = lo + span.end;
     }
   }
-  if (splits == 1) {
-    float* o = out + (int64_t{r} * heads.q_heads + h) * kHd + lane * DPL;
-    const float inv = state.sum > 0 ? 1.0f / state.sum : 0.0f;
-#pragma unroll
-    for (int i = 0; i < DPL; ++i) o[i] = acc[i] * inv;
-    return;
+  const int slot = pos < 0 ? 0 : t.slots[r];
+  const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
+
+  for (int i = tid; i < G * HD; i += kTile) {
+    q_s[i / HD][i % HD] = q[(int64_t{r} * heads.q_heads + h0 + i / HD) * HD + i % HD];
   }
-  float* part = partials + ((int64_t{r} * heads.q_heads + h) * splits + split) * (kHd + 2);
+  if (!kv.k) {
+    for (int i = tid; i < HD; i += kTile) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
+  }
+  if (tid < kMaxGroup) {
+    max_s[tid] = -INFINITY;
+    sum_s[tid] = 0;
+  }
+  float acc[kMaxGroup][kDims];
 #pragma unroll
-  for (int i = 0; i < DPL; ++i) part[lane * DPL + i] = acc[i];
-  if (lane == 0) {
-    part[kHd] = state.max;
-    part[kHd + 1] = state.sum;
+  for (int g = 0; g < kMaxGroup; ++g) {
+#pragma unroll
+    for (int j = 0; j < kDims; ++j) acc[g][j] = 0;
+  }
+  const int d0 = tid * kDims;  // phase 3: this thread's dims [d0, d0 + kDims)
+  __syncthreads();
+
+  for (int64_t base = begin; base < end; base += kTile) {
+    const int count = static_cast<int>(end - base < kTile ? end - base : kTile);
+    // 1. Scores.
+    if (tid < count) {
+      const int64_t p = base + tid;
+      const int64_t source = KeySource(p, kv, t, r, slot, table);
+      source_s[tid] = source;
+      float dot[kMaxGroup] = {};
+      if (kv.k) {
+#pragma unroll 4
+        for (int c = 0; c < HD / 8; ++c) {
+          float key[8];
+          LoadKey8(kv.k, fresh_k, source, width, offset + 8 * c, key);
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < G) {
+#pragma unroll
+              for (int i = 0; i < 8; ++i) dot[g] += q_s[g][8 * c + i] * key[i];
+            }
+          }
+        }
+      } else {
+        // Point 6: K = RoPE(V ⊙ k_norm) at the key's own position; dim j pairs with j + HD/2.
+        const float* cos_p = kv.rope.cos + p * kv.rope.angles;
+        const float* sin_p = kv.rope.sin + p * kv.rope.angles;
+#pragma unroll 2
+        for (int c = 0; c < HD / 16; ++c) {
+          float lo[8], hi[8];
+          LoadKey8(kv.v, fresh_v, source, width, offset + 8 * c, lo);
+          LoadKey8(kv.v, fresh_v, source, width, offset + HD / 2 + 8 * c, hi);
+#pragma unroll
+          for (int i = 0; i < 8; ++i) {
+            const int j = 8 * c + i;
+            lo[i] *= kn_s[j];
+            hi[i] *= kn_s[j + HD / 2];
+            if (j < kv.rope.angles) math::RopePair(lo[i], hi[i], cos_p[j], sin_p[j]);
+          }
+#pragma unroll
+          for (int g = 0; g < kMaxGroup; ++g) {
+            if (g < G) {
+#pragma unroll
+              for (int i = 0; i < 8; ++i) dot[g] += q_s[g][8 * c + i] * lo[i] + q_s[g][HD / 2 + 8 * c + i] * hi[i];
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < G) w_s[g][tid] = dot[g];
+      }
+    }
+    __syncthreads();
+    // 2. Online softmax, one warp per query head.
+    for (int g = warp; g < G; g += kWarps) {
+      float m = -INFINITY;
+      for (int i = lane; i < count; i += 32) m = fmaxf(m, w_s[g][i]);
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+      const float m_new = fmaxf(max_s[g], m);
+      float sum = 0;
+      for (int i = lane; i < count; i += 32) {
+        const float e = expf(w_s[g][i] - m_new);
+        w_s[g][i] = e;
+        sum += e;
+      }
+#pragma unroll
+      for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+      if (lane == 0) {
+        const float scale = sum_s[g] > 0 ? expf(max_s[g] - m_new) : 0.0f;
+        scale_s[g] = scale;
+        sum_s[g] = sum_s[g] * scale + sum;
+        max_s[g] = m_new;
+      }
+    }
+    __syncthreads();
+    // 3. Values.
+    if (d0 < HD) {
+#pragma unroll
+      for (int g = 0; g < kMaxGroup; ++g) {
+        if (g < G) {
+#pragma unroll
+          for (int j = 0; j < kDims; ++j) acc[g][j] *= scale_s[g];
+        }
+      }
+#pragma unroll 4
+      for (int i = 0; i < count; ++i) {
+        const int64_t source = source_s[i];
+        float val[kDims];
+        if (source >= 0) {
+          LoadDims<kDims>(kv.v + source * width + offset + d0, val);
+        } else {
+          const float* vp = fresh_v + (-source - 1) * width + offset + d0;
+#pragma unroll
+          for (int j = 0; j < kDims; ++j) val[j] = math::RoundToBf16(vp[j]);
+        }
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g < G) {
+            const float w = w_s[g][i];
+#pragma unroll
+            for (int j = 0; j < kDims; ++j) acc[g][j] += w * val[j];
+          }
+        }
+      }
+    }
+    __syncthreads();  // before the next tile overwrites the weights and sources
+  }
+
+  // Out: the normalised rows (one split), or this split's partial state for MergeKernel.
+  if (d0 < HD) {
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= G) continue;
+      const int64_t row_head = int64_t{r} * heads.q_heads + h0 + g;
+      if (splits == 1) {
+        const float inv = sum_s[g] > 0 ? 1.0f / sum_s[g] : 0.0f;
+#pragma unroll
+        for (int j = 0; j < kDims; ++j) out[row_head * HD + d0 + j] = acc[g][j] * inv;
+      } else {
+        float* part = partials + (row_head * splits + split) * (HD + 2);
+#pragma unroll
+        for (int j = 0; j < kDims; ++j) part[d0 + j] = acc[g][j];
+        if (tid == 0) {
+          part[HD] = max_s[g];
+          part[HD + 1] = sum_s[g];
+        }
+      }
+    }
   }
 }
 
@@ -173,14 +311,21 @@ __global__ void MergeKernel(const float* partials, float* out, int q_heads, int 
   }
 }
 
-template <int DPL>
-void LaunchSplit(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
+template <int HD>
+void LaunchGroup(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                  const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  const dim3 grid((heads.q_heads * splits + kWarps - 1) / kWarps, rows);
-  SplitKernel<DPL><<<grid, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, partials, out);
+  const int head_chunks = (heads.group + kMaxGroup - 1) / kMaxGroup;
+  const dim3 grid(kv.kv_heads * head_chunks * splits, rows);
+  GroupAttentionKernel<HD><<<grid, kTile, 0, stream>>>(kv, q, k, v, t, heads, splits, head_chunks, partials, out);
 }
 
 }  // namespace
+
+int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits) {
+  const int blocks = kv_heads * ((group + kMaxGroup - 1) / kMaxGroup) * rows;
+  const int wanted = (2 * sm_count + blocks - 1) / std::max(blocks, 1);
+  return std::clamp(wanted, 1, std::max(max_splits, 1));
+}
 
 Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int rows, const RowTables& t,
                      cudaStream_t stream) {
@@ -203,19 +348,19 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
   }
   switch (kv.head_dim) {
     case 32:
-      LaunchSplit<1>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      LaunchGroup<32>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
       break;
     case 64:
-      LaunchSplit<2>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      LaunchGroup<64>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
       break;
     case 128:
-      LaunchSplit<4>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      LaunchGroup<128>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
       break;
     case 256:
-      LaunchSplit<8>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      LaunchGroup<256>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
       break;
     case 512:
-      LaunchSplit<16>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+      LaunchGroup<512>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
       break;
     default:
       return Status::InvalidArgument("attention: head_dim " + S(kv.head_dim) + " is not 32, 64, 128, 256 or 512");
@@ -230,11 +375,11 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
 
 Status LoadAttentionKernels() {
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<1>, "SplitKernel<1>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<2>, "SplitKernel<2>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<4>, "SplitKernel<4>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<8>, "SplitKernel<8>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SplitKernel<16>, "SplitKernel<16>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<32>, "GroupAttentionKernel<32>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<64>, "GroupAttentionKernel<64>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<128>, "GroupAttentionKernel<128>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<256>, "GroupAttentionKernel<256>"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<512>, "GroupAttentionKernel<512>"));
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(MergeKernel, "MergeKernel"));
   return Status::OK();
 }

@@ -12,6 +12,7 @@ Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shar
   std::unique_ptr<CudaOps> ops(new CudaOps(device, rank, std::move(all_reduce)));
   TEMPER_RETURN_IF_ERROR(ops->Bind());
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
+  TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&ops->sm_count_, cudaDevAttrMultiProcessorCount, device));
   TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
   // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
   Status loaded = LoadAllKernels();
@@ -157,7 +158,9 @@ Status CudaOps::KvWrite(const KvLayerView& kv, const float* k, const float* v, i
 Status CudaOps::Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                           const RowTables& t, const HeadRange& heads, int splits, float* partials) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchAttention(kv, q, k, v, out, rows, t, heads, splits, partials, stream_);
+  // `splits` is the pass's most (the partials hold that many); fewer fill this GPU at this batch.
+  const int used = splits > 1 ? AttentionSplits(sm_count_, kv.kv_heads, heads.group, rows, splits) : 1;
+  return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, stream_);
 }
 
 Status CudaOps::TopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

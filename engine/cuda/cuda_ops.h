@@ -76,6 +76,7 @@ class CudaOps final : public RankOps {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<GemmBf16> gemm_;
   std::map<int, cudaGraphExec_t> graphs_;
+  int sm_count_ = 0;  // multiprocessors: how many attention splits keep them busy
 };
 
 }  // namespace temper::engine::cuda

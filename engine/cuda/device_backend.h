@@ -35,7 +35,7 @@ struct DeviceBackendOptions {
   KvCacheOptions kv;            // kv.max_tokens: the paged pool, in tokens (a multiple of block_tokens)
   int max_batch = 8;            // largest decode step run as a graph (graph buckets up to it)
   int max_rows = 512;           // tokens per pass
-  int decode_splits = 16;       // split-KV parts of a decode row
+  int decode_splits = 64;       // split-KV parts of a decode row
   int top_candidates = 64;      // sampling candidates per row and rank; 0: always full logits
   bool graphs = true;           // decode steps as captured graphs
   uint64_t synthetic_seed = 1;  // for weights == null

@@ -29,7 +29,7 @@ struct RankLimits {
   int64_t max_context = 4096;  // RoPE tables and block tables cover this many positions
   int block_tokens = 16;
   int64_t num_blocks = 0;  // paged KV blocks (full layers)
-  int decode_splits = 16;  // split-KV parts of a decode row
+  int decode_splits = 64;  // split-KV parts of a decode row
   int top_candidates = 0;  // sampling candidates per row and rank (0: none)
 
   int max_blocks() const { return static_cast<int>((max_context + block_tokens - 1) / block_tokens); }

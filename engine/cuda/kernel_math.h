@@ -90,6 +90,15 @@ struct SplitSpan {
 };
 TEMPER_HD SplitSpan SplitKeys(int64_t n, int splits, int i) { return {n * i / splits, n * (i + 1) / splits}; }
 
+// How many of `splits` a row of n keys uses: each used split gets at least kMinKeysPerSplit keys
+// (fewer only when n itself is smaller), so a graph captured with many splits wastes no merge work
+// on short contexts. Splits beyond the used ones are empty.
+constexpr int64_t kMinKeysPerSplit = 32;
+TEMPER_HD int UsedSplits(int64_t n, int splits) {
+  const int64_t wanted = n / kMinKeysPerSplit;
+  return static_cast<int>(wanted < 1 ? 1 : (wanted < splits ? wanted : splits));
+}
+
 // Online softmax state of one split: the largest score seen and Σ exp(score - max). An empty
 // split has max = -inf and sum = 0 and contributes nothing to a merge.
 struct SoftmaxState {

@@ -60,6 +60,10 @@ Status LaunchGatherRows(const float* x, int64_t width, const int32_t* index, int
 Status LaunchSoftcap(float* y, int64_t ld, int rows, int n, float cap, cudaStream_t stream);
 
 // attention.cu
+// Splits of a decode attention call: enough blocks for two per multiprocessor (one block per KV
+// head, per chunk of eight query heads and per row), at most max_splits. The kernel then uses
+// only as many as the row's keys fill (math::UsedSplits).
+int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits);
 Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int rows, const RowTables& t,
                      cudaStream_t stream);
 Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,

@@ -30,7 +30,7 @@ struct MemoryPlanInput {
   int max_sequences = 8;
   int max_snapshots = 0;
   int block_tokens = 16;
-  int attention_splits = 16;   // split-KV partitions per (row, head) in decode attention
+  int attention_splits = 64;   // split-KV partitions per (row, head) in decode attention
   int64_t max_context = 8192;  // positions the RoPE and block tables cover
   int top_candidates = 64;     // sampling candidates per row (their buffers and sort scratch)
   int tp = 1;                  // ranks in the group: each rank's all-reduce buffers hold tp slots

@@ -224,12 +224,13 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
       const int slot = t.slots[r];
       const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
       const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
-      // The splits are merged exactly as the kernels merge them, so the reference follows the
-      // same arithmetic path.
+      // The keys are cut into splits as the kernel cuts them and the splits merged in the same
+      // order; within a split the kernel goes tile by tile, so the two agree to rounding.
       math::SoftmaxState total{-INFINITY, 0.0f};
       std::vector<float> total_acc(hd, 0.0f);
-      for (int split = 0; split < splits; ++split) {
-        const math::SplitSpan span = math::SplitKeys(pos - lo + 1, splits, split);
+      const int used = math::UsedSplits(pos - lo + 1, splits);
+      for (int split = 0; split < used; ++split) {
+        const math::SplitSpan span = math::SplitKeys(pos - lo + 1, used, split);
         math::SoftmaxState state{-INFINITY, 0.0f};
         std::fill(acc.begin(), acc.end(), 0.0f);
         for (int64_t p = lo + span.begin; p < lo + span.end; ++p) {
