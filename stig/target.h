@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,22 @@ class Target {
   // of target that cannot tell (this default); other errors are the target's.
   virtual Result<ChangeSet> ChangesSinceSnapshot() {
     return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
+  }
+
+  // Forks, for attempts that run beside each other. A fork is a Target of its own over the
+  // latest snapshot (changes since it are not in the fork); it runs commands, reads, writes and
+  // evaluates like its target but cannot snapshot or revert: it is committed or dropped whole.
+  // Unimplemented for a kind of target that cannot fork (this default: an SSH host is one host).
+  virtual Result<std::unique_ptr<Target>> Fork() {
+    return Status::Unimplemented("target " + name() + " cannot fork: its attempts run one at a time");
+  }
+  // Makes what `fork` (from this target's Fork()) changed the latest snapshot, above the snapshots
+  // taken since the fork was made, and returns its id. Aborted, naming the paths, when one of those
+  // changed a path the fork changed too: the fork's result was judged on a tree it would not land
+  // on. The fork is spent either way. FailedPrecondition when this target has changes since its
+  // latest snapshot; InvalidArgument when `fork` is not one of its forks.
+  virtual Result<SnapshotId> CommitFork(Target& fork) {
+    return Status::Unimplemented("target " + name() + " cannot fork, so it has no fork " + fork.name() + " to commit");
   }
 
   // Runs `command` with /bin/sh -c inside the target. A failing command is a ProcessResult with

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "stig/process.h"
 #include "stig/rootfs/layer_diff.h"
@@ -94,6 +95,70 @@ std::uint64_t UsedBytes(const fs::path& dir) {
   return total;
 }
 
+// overlayfs's lowerdir option for `layers` (ascending) over `base`: relative to the disk, topmost
+// first, which keeps the option string short (mount(2) takes one page).
+std::string LowerDirs(const std::vector<std::uint32_t>& layers, const std::string& base) {
+  std::string lower;
+  for (auto it = layers.rbegin(); it != layers.rend(); ++it) lower += fmt::format("layers/{}:", *it);
+  return lower + base;
+}
+
+// Mounts a throwaway writable view of `tree` at `scratch`/merged, runs fn there, and hands the
+// scratch directory to `discard`. A view a dead owner left there is taken down first.
+Status ScratchView(const std::string& tree, const fs::path& scratch,
+                   const std::function<Status(const std::string&)>& discard,
+                   const std::function<Status(const std::string& root)>& fn) {
+  std::error_code ec;
+  if (fs::exists(scratch, ec)) {
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+    TEMPER_RETURN_IF_ERROR(discard(scratch.string()));
+  }
+  for (const char* sub : {"upper", "work", "merged"}) TEMPER_RETURN_IF_ERROR(EnsureDir(scratch / sub));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
+                          Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+                               fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work", tree), "merged"},
+                              scratch.string(), std::chrono::seconds(30)));
+  if (!r.Succeeded()) {
+    return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", tree, r.Describe(), r.err));
+  }
+  Status ran = fn((scratch / "merged").string());
+  Status unmounted;
+  if (::umount2((scratch / "merged").c_str(), 0) != 0) {
+    unmounted = Status::FromErrno(errno, "unmounting the scratch view " + (scratch / "merged").string());
+    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
+  }
+  Status discarded = discard(scratch.string());
+  if (!ran.ok()) return ran;
+  return unmounted.ok() ? discarded : unmounted;
+}
+
+// The paths under `upper` (an overlay's upper layer), absolute in the target, sorted.
+Result<std::vector<std::string>> UpperPaths(const fs::path& upper) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(upper, fs::directory_options::none, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    out.push_back("/" + it->path().lexically_relative(upper).string());
+  }
+  if (ec) return Status::IOError("listing " + upper.string() + ": " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Unmounts `path`, waiting a bounded while for a sandbox's killed processes that still hold it.
+Status UnmountTree(const std::string& path) {
+  int e = 0;
+  for (int wait = 0; ::umount2(path.c_str(), 0) != 0; ++wait) {
+    e = errno;
+    if (e != EBUSY || wait == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    e = 0;
+  }
+  if (e == EBUSY) return Status::FailedPrecondition("the target at " + path + " is busy: a process still uses it");
+  if (e != 0) return Status::FromErrno(e, "unmounting " + path);
+  return Status::OK();
+}
+
 }  // namespace
 
 OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base)
@@ -120,6 +185,7 @@ Status OverlaySnapshots::Discard(const std::string& path) {
 }
 
 void OverlaySnapshots::StartReaper() {
+  std::lock_guard<std::mutex> lock(reaper_mu_);
   if (reaping_.load()) return;
   if (reaper_.joinable()) reaper_.join();
   reaping_ = true;
@@ -140,6 +206,7 @@ void OverlaySnapshots::StartReaper() {
 }
 
 void OverlaySnapshots::ReapNow() {
+  std::lock_guard<std::mutex> lock(reaper_mu_);
   if (reaper_.joinable()) reaper_.join();
   reaping_ = true;
   std::error_code ec;
@@ -163,12 +230,18 @@ Result<std::unique_ptr<OverlaySnapshots>> OverlaySnapshots::Open(const std::stri
     return Status::Unavailable(fmt::format("target directory {} is in use by another process", d.string()));
   }
   // A previous owner that died leaves its mounts behind; take them down before mounting ours.
+  for (const auto& e : fs::directory_iterator(d / "forks", ec)) {
+    ::umount2((e.path() / "scratch" / "merged").c_str(), MNT_DETACH);
+    ::umount2((e.path() / "merged").c_str(), MNT_DETACH);
+  }
+  ec.clear();
   ::umount2((d / "scratch" / "merged").c_str(), MNT_DETACH);
   ::umount2(s->merged_.c_str(), MNT_DETACH);
   ::umount2(s->disk_.c_str(), MNT_DETACH);
   for (const char* sub : {"merged", "trash", "disk"}) TEMPER_RETURN_IF_ERROR(EnsureDir(d / sub));
   TEMPER_RETURN_IF_ERROR(s->OpenDisk(disk_bytes));
   TEMPER_RETURN_IF_ERROR(s->LoadStack());
+  s->DiscardStaleForks();
   TEMPER_RETURN_IF_ERROR(s->Mount());
   s->StartReaper();  // whatever an earlier owner left in the trash
   return s;
@@ -344,9 +417,7 @@ Status OverlaySnapshots::Mount() {
   TEMPER_RETURN_IF_ERROR(Step("mount"));
   // Relative layer paths keep the option string short (mount(2) takes one page); mount(8) runs
   // with the disk as its working directory so they resolve, without changing ours.
-  std::string lower;
-  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) lower += fmt::format("layers/{}:", *it);
-  lower += base_;
+  const std::string lower = LowerDirs(layers_, base_);
   // No directory redirects: a renamed directory is copied up whole, so each layer holds whole
   // directories and what changed is readable from the layers alone (overlay_changes.h). nosuid,
   // nodev: with the sandbox's identity id map, a setuid-root file or a device node made in there is
@@ -366,22 +437,20 @@ Status OverlaySnapshots::Mount() {
 Status OverlaySnapshots::Unmount() {
   if (!mounted_) return Status::OK();
   TEMPER_RETURN_IF_ERROR(Step("unmount"));
-  // A sandbox's killed processes may still be exiting, holding the tree as their root for a moment:
-  // wait for them, a bounded while, before calling the target busy.
-  int e = 0;
-  for (int wait = 0; ::umount2(merged_.c_str(), 0) != 0; ++wait) {
-    e = errno;
-    if (e != EBUSY || wait == 40) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    e = 0;
-  }
-  if (e == EBUSY) return Status::FailedPrecondition("the target at " + merged_ + " is busy: a process still uses it");
-  if (e != 0) return Status::FromErrno(e, "unmounting " + merged_);
+  // A sandbox's killed processes may still be exiting, holding the tree as their root for a moment.
+  TEMPER_RETURN_IF_ERROR(UnmountTree(merged_));
   mounted_ = false;
   return Status::OK();
 }
 
 Status OverlaySnapshots::Close() {
+  // Forks read the disk's layers: their trees go first (they are spent from here on).
+  for (OverlayFork* fork : forks_) {
+    fork->Discard();
+    fork->spent_ = true;
+    fork->stack_ = nullptr;
+  }
+  forks_.clear();
   Status s = Unmount();
   if (reaper_.joinable()) reaper_.join();
   if (s.ok()) s = UnmountDisk();
@@ -483,6 +552,7 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
   if (id > last_id_) {
     return Status::OutOfRange(fmt::format("no snapshot {} at {} (the latest taken is {})", id, dir_, last_id_));
   }
+  TEMPER_RETURN_IF_ERROR(NoOpenForks("reverting"));
   TEMPER_RETURN_IF_ERROR(Unmount());
   // Drop from the top down, so a crash leaves a stack that is a prefix of this one.
   while (!layers_.empty() && layers_.back() > id) {
@@ -496,6 +566,7 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
 Status OverlaySnapshots::DropLayer(std::uint32_t id) {
   auto it = std::find(layers_.begin(), layers_.end(), id);
   if (it == layers_.end()) return Status::NotFound(fmt::format("no layer {} in the stack at {}", id, dir_));
+  TEMPER_RETURN_IF_ERROR(NoOpenForks("dropping a snapshot"));
   TEMPER_RETURN_IF_ERROR(Unmount());
   // The one step that changes the stack: a rename, so a crash leaves the layer in or out, whole.
   TEMPER_RETURN_IF_ERROR(Step("discard-layer"));
@@ -528,30 +599,9 @@ Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAbove(std::uint32_t 
 
 Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
   if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
-  fs::path scratch = fs::path(dir_) / "scratch";
-  std::error_code ec;
-  if (fs::exists(scratch, ec)) {  // left by an owner that died with a view mounted
-    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
-    TEMPER_RETURN_IF_ERROR(Discard(scratch.string()));
-  }
-  for (const char* sub : {"upper", "work", "merged"}) TEMPER_RETURN_IF_ERROR(EnsureDir(scratch / sub));
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r,
-                          Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
-                               fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work", merged_), "merged"},
-                              scratch.string(), std::chrono::seconds(30)));
-  if (!r.Succeeded()) {
-    return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", merged_, r.Describe(), r.err));
-  }
-  Status ran = fn((scratch / "merged").string());
-  Status unmounted;
-  if (::umount2((scratch / "merged").c_str(), 0) != 0) {
-    unmounted = Status::FromErrno(errno, "unmounting the scratch view " + (scratch / "merged").string());
-    ::umount2((scratch / "merged").c_str(), MNT_DETACH);
-  }
-  Status discarded = Discard(scratch.string());
+  Status s = ScratchView(merged_, fs::path(dir_) / "scratch", [this](const std::string& p) { return Discard(p); }, fn);
   StartReaper();
-  if (!ran.ok()) return ran;
-  return unmounted.ok() ? discarded : unmounted;
+  return s;
 }
 
 OverlayLayers OverlaySnapshots::layers() const {
@@ -561,17 +611,167 @@ OverlayLayers OverlaySnapshots::layers() const {
   return out;
 }
 
-Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {
-  std::vector<std::string> out;
-  fs::path upper = fs::path(disk_) / "upper";
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(upper, fs::directory_options::none, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    out.push_back("/" + it->path().lexically_relative(upper).string());
+Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const { return UpperPaths(fs::path(disk_) / "upper"); }
+
+// ---- forks ----
+
+Status OverlaySnapshots::NoOpenForks(std::string_view what) const {
+  if (forks_.empty()) return Status::OK();
+  return Status::FailedPrecondition(fmt::format("{} the target at {}: {} fork(s) still read its layers", what,
+                                                merged_, forks_.size()));
+}
+
+void OverlaySnapshots::DiscardStaleForks() {
+  // Their mounts went at Open; what is left is directories: the upper layers on the disk, the mount
+  // points and scratch views on the host. Discarded whole, so a crash here only repeats it.
+  for (const fs::path& forks : {fs::path(disk_) / "forks", fs::path(dir_) / "forks"}) {
+    std::error_code ec;
+    if (fs::exists(forks, ec)) (void)Discard(forks.string());
   }
-  if (ec) return Status::IOError("listing " + upper.string() + ": " + ec.message());
-  std::sort(out.begin(), out.end());
+}
+
+Result<std::unique_ptr<OverlayFork>> OverlaySnapshots::Fork() {
+  if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
+  std::unique_ptr<OverlayFork> fork(new OverlayFork(*this, next_fork_++, layers_));
+  for (const std::string& d : {fork->upper_, fork->work_, fork->merged_}) TEMPER_RETURN_IF_ERROR(EnsureDir(d));
+  const std::string n = std::to_string(fork->number_);
+  Result<ProcessResult> r =
+      Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+           fmt::format("nosuid,nodev,lowerdir={},upperdir=forks/{}/upper,workdir=forks/{}/work,redirect_dir=off",
+                       LowerDirs(layers_, base_), n, n),
+           fork->merged_},
+          disk_, std::chrono::seconds(30));
+  if (!r.ok()) return r.status();
+  if (!r->Succeeded()) {
+    return Status::IOError(fmt::format("mounting fork {} at {} ({}): {}", n, fork->merged_, r->Describe(), r->err));
+  }
+  fork->mounted_ = true;
+  forks_.insert(fork.get());
+  return fork;
+}
+
+Result<std::uint32_t> OverlaySnapshots::CommitFork(OverlayFork& fork) {
+  if (fork.stack_ != this || !forks_.count(&fork)) {
+    return Status::InvalidArgument(fmt::format("fork {} is not a fork of the target at {}", fork.number_, merged_));
+  }
+  if (fork.spent_) {
+    return Status::InvalidArgument(fmt::format("fork {} of the target at {} was committed or refused already",
+                                               fork.number_, merged_));
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> unsnapshotted, ChangedPaths());
+  if (!unsnapshotted.empty()) {
+    return Status::FailedPrecondition(fmt::format(
+        "the target at {} has {} changed path(s) since its last snapshot (first {}): a fork's layer would bury them",
+        merged_, unsnapshotted.size(), unsnapshotted.front()));
+  }
+  if (depth() >= kMaxLayers) {
+    return Status::ResourceExhausted(
+        fmt::format("{} snapshots at {}: overlayfs stacks at most {} here", depth(), dir_, kMaxLayers));
+  }
+  // From here on the fork is spent: its tree goes, whatever the outcome.
+  fork.spent_ = true;
+  Status unmounted = fork.Unmount();
+  if (!unmounted.ok()) {
+    fork.Discard();
+    return unmounted.WithContext(fmt::format("committing fork {}", fork.number_));
+  }
+  // What the fork changed over the layers it was made on, against what each later layer holds.
+  std::vector<std::string> lower;
+  for (auto it = fork.lowers_.rbegin(); it != fork.lowers_.rend(); ++it) lower.push_back(LayerDir(*it));
+  lower.push_back(base_);
+  Result<std::vector<std::string>> changed = stig::LayerChanges(fork.upper_, lower);
+  std::vector<std::string> conflicts;
+  for (std::uint32_t later : layers_) {
+    if (!changed.ok() || later <= fork.forked_from()) continue;
+    Result<std::vector<std::string>> held = LayerEntries(LayerDir(later));
+    if (!held.ok()) {
+      changed = held.status();
+      break;
+    }
+    std::vector<std::string> both;
+    std::set_intersection(changed->begin(), changed->end(), held->begin(), held->end(), std::back_inserter(both));
+    for (const std::string& p : both) conflicts.push_back(fmt::format("{} (snapshot {})", p, later));
+  }
+  if (!changed.ok() || !conflicts.empty()) {
+    fork.Discard();
+    if (!changed.ok()) return changed.status().WithContext(fmt::format("committing fork {}", fork.number_));
+    return Status::Aborted(fmt::format("fork {} changed what a snapshot taken since it was made also changed: {}",
+                                       fork.number_, fmt::join(conflicts, ", ")));
+  }
+  const std::uint32_t id = last_id_ + 1;
+  // Recorded before the layer exists: a crash in between costs an unused id, never a reused one.
+  Status recorded = RecordLastId(id);
+  if (recorded.ok()) recorded = Unmount();
+  if (recorded.ok()) recorded = Step("commit-fork");
+  if (!recorded.ok()) {
+    fork.Discard();
+    return recorded;
+  }
+  std::error_code ec;
+  fs::rename(fork.upper_, LayerDir(id), ec);
+  fork.Discard();
+  if (ec) {
+    (void)Mount();
+    return Status::IOError(fmt::format("freezing fork {} ({}): {}", fork.number_, fork.upper_, ec.message()));
+  }
+  layers_.push_back(id);
+  TEMPER_RETURN_IF_ERROR(ResetUpperAndMount());
+  return id;
+}
+
+OverlayFork::OverlayFork(OverlaySnapshots& stack, int number, std::vector<std::uint32_t> lowers)
+    : stack_(&stack),
+      number_(number),
+      lowers_(std::move(lowers)),
+      upper_(fmt::format("{}/forks/{}/upper", stack.disk_, number)),
+      work_(fmt::format("{}/forks/{}/work", stack.disk_, number)),
+      dir_(fmt::format("{}/forks/{}", stack.dir_, number)),
+      merged_(dir_ + "/merged") {}
+
+OverlayFork::~OverlayFork() {
+  if (!stack_) return;  // the stack closed first and took the tree down
+  Discard();
+  stack_->forks_.erase(this);
+}
+
+Status OverlayFork::Unmount() {
+  if (!mounted_) return Status::OK();
+  TEMPER_RETURN_IF_ERROR(UnmountTree(merged_));
+  mounted_ = false;
+  return Status::OK();
+}
+
+void OverlayFork::Discard() {
+  if (mounted_ && !Unmount().ok()) {
+    ::umount2(merged_.c_str(), MNT_DETACH);
+    mounted_ = false;
+  }
+  std::error_code ec;
+  for (const std::string& d : {fmt::format("{}/forks/{}", stack_->disk_, number_), dir_}) {
+    if (fs::exists(d, ec)) (void)stack_->Discard(d);
+  }
+  stack_->StartReaper();
+}
+
+Result<std::vector<std::string>> OverlayFork::ChangedPaths() const {
+  if (spent_) return Status::FailedPrecondition(fmt::format("fork {} is spent", number_));
+  return UpperPaths(upper_);
+}
+
+OverlayLayers OverlayFork::layers() const {
+  OverlayLayers out{.upper = upper_, .lowers = {}, .merged = merged_};
+  for (auto it = lowers_.rbegin(); it != lowers_.rend(); ++it) out.lowers.push_back(stack_->LayerDir(*it));
+  out.lowers.push_back(stack_->base_);
   return out;
+}
+
+Status OverlayFork::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
+  if (spent_ || !mounted_) return Status::FailedPrecondition(fmt::format("fork {} is spent", number_));
+  OverlaySnapshots* stack = stack_;
+  Status s = ScratchView(merged_, fs::path(dir_) / "scratch", [stack](const std::string& p) { return stack->Discard(p); },
+                         fn);
+  stack->StartReaper();
+  return s;
 }
 
 }  // namespace temper::stig

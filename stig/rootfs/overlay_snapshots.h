@@ -33,15 +33,24 @@
 // an image works on any file system, and its size is the cap whatever the host's quota setup.
 // Requires CAP_SYS_ADMIN (root) to mount, mkfs.ext4, e2fsck/resize2fs to grow, and loop devices.
 // Overlayfs stacks at most 500 lower layers; Snapshot returns ResourceExhausted beyond kMaxLayers.
+// Forks: Fork() mounts a second writable tree over the frozen layers as they are (its upper layer
+// in disk/forks/<n>, its tree at forks/<n>/merged), so attempts can run beside each other, each in
+// its own tree; CommitFork makes a fork's upper layer a snapshot on top of the stack with one
+// rename, unless a snapshot taken since the fork changed a path the fork changed too. Forks are
+// not kept across owners: Open discards what a dead owner's forks left.
 // Thread safety: not thread-safe; one owner drives a target, and an exclusive lock on `dir`/lock
 // (held until Close) makes a second Open of the same directory fail instead of pulling the mount
-// from under the first owner. The mounts stay in the caller's mount namespace until Close().
+// from under the first owner. The mounts stay in the caller's mount namespace until Close(). Forks
+// are made, committed and destroyed by the owner's thread; other threads may use a fork's tree
+// (merged(), WithScratchView, ChangedPaths) meanwhile, one thread per fork.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -65,6 +74,8 @@ struct OverlayLayers {
   std::vector<std::string> lowers;
   std::string merged;
 };
+
+class OverlayFork;
 
 class OverlaySnapshots {
  public:
@@ -126,17 +137,37 @@ class OverlaySnapshots {
   Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
   // The stack as mounted now, for reading what changed since the last snapshot (overlay_changes.h).
   OverlayLayers layers() const;
+
+  // A fork of the latest snapshot: a writable tree of its own over the frozen layers as they are
+  // now (changes since the last snapshot are not in it). Revert and DropLayer are refused while a
+  // fork is open, since forks read the layers they would remove; Snapshot and CommitFork only add
+  // layers and are allowed. The fork must be destroyed before this stack.
+  Result<std::unique_ptr<OverlayFork>> Fork();
+  // Freezes what `fork` changed as a new snapshot on top of the stack, above the snapshots taken
+  // since the fork was made, and returns its id. Aborted, naming the paths, when one of those
+  // snapshots changed a path the fork also changed (as OverlapsAbove counts it): the fork was
+  // judged on a tree it would not land on. FailedPrecondition when merged() has changes since the
+  // last snapshot (they would be lost under the new layer); InvalidArgument for a fork of another
+  // stack or one already spent. The fork is spent afterwards, committed or not.
+  Result<std::uint32_t> CommitFork(OverlayFork& fork);
+  // Forks made and not yet destroyed.
+  std::size_t open_forks() const { return forks_.size(); }
   // Unmounts and waits for the trash deletion under way. Idempotent; also run by the destructor.
   Status Close();
 
   // Fault seam for crash tests: called before each step that changes `dir` ("record-id",
-  // "unmount", "freeze-upper", "discard-layer", "reset-upper", "mount"). An error it returns ends
+  // "unmount", "freeze-upper", "discard-layer", "reset-upper", "mount", "commit-fork"). An error it returns ends
   // the operation there with that error and no clean-up, as a crash at that point would.
   using StepHook = std::function<Status(std::string_view step)>;
   void set_step_hook(StepHook hook) { step_hook_ = std::move(hook); }
 
  private:
+  friend class OverlayFork;
   OverlaySnapshots(std::string dir, std::string base);
+  // FailedPrecondition naming `what` while forks are open.
+  Status NoOpenForks(std::string_view what) const;
+  // Takes down and discards what forks of a dead owner left (at Open).
+  void DiscardStaleForks();
   Status Step(std::string_view name) const { return step_hook_ ? step_hook_(name) : Status::OK(); }
   // Makes (or grows, or moves an older layout into) the disk image and mounts it at disk/.
   Status OpenDisk(std::uint64_t bytes);
@@ -169,10 +200,53 @@ class OverlaySnapshots {
   bool mounted_ = false;
   bool disk_mounted_ = false;
   int lock_fd_ = -1;
-  std::uint64_t trash_seq_ = 0;
+  std::atomic<std::uint64_t> trash_seq_{0};
+  std::mutex reaper_mu_;  // forks' threads discard scratch views too
   std::atomic<bool> reaping_{false};
   std::thread reaper_;
   StepHook step_hook_;
+  std::set<OverlayFork*> forks_;
+  int next_fork_ = 1;
+};
+
+// One fork of an OverlaySnapshots stack (OverlaySnapshots::Fork): a writable tree over the frozen
+// layers of the moment it was made. Destroying it unmounts its tree and discards its changes,
+// unless CommitFork took them.
+class OverlayFork {
+ public:
+  ~OverlayFork();
+  OverlayFork(const OverlayFork&) = delete;
+  OverlayFork& operator=(const OverlayFork&) = delete;
+
+  int number() const { return number_; }
+  // The fork's tree, where its commands, reads, writes and evaluations happen.
+  const std::string& merged() const { return merged_; }
+  // The top frozen layer when the fork was made (0: the base).
+  std::uint32_t forked_from() const { return lowers_.empty() ? 0 : lowers_.back(); }
+  // True once CommitFork took its changes or refused them: its tree is gone.
+  bool spent() const { return spent_; }
+  // Paths the fork changed, added or deleted, sorted.
+  Result<std::vector<std::string>> ChangedPaths() const;
+  // The fork's stack, for reading what it changed (overlay_changes.h).
+  OverlayLayers layers() const;
+  // As OverlaySnapshots::WithScratchView, over the fork's tree.
+  Status WithScratchView(const std::function<Status(const std::string& root)>& fn);
+
+ private:
+  friend class OverlaySnapshots;
+  OverlayFork(OverlaySnapshots& stack, int number, std::vector<std::uint32_t> lowers);
+  Status Unmount();
+  // Unmounts the tree and moves the fork's directories to the trash.
+  void Discard();
+
+  OverlaySnapshots* stack_;
+  int number_;
+  std::vector<std::uint32_t> lowers_;  // ascending, as the stack was
+  std::string upper_, work_;           // on the stack's disk: disk/forks/<n>/{upper,work}
+  std::string dir_;                    // on the host: forks/<n> (merged/, scratch/)
+  std::string merged_;
+  bool mounted_ = false;
+  bool spent_ = false;
 };
 
 }  // namespace temper::stig

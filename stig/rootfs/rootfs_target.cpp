@@ -23,16 +23,16 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::Open(std::string name, const
                                                          const std::string& base, PackageCacheOptions packages,
                                                          SandboxCaps caps) {
   TEMPER_RETURN_IF_ERROR(caps.Validate());
-  std::optional<PackageCache> cache;
+  std::shared_ptr<const PackageCache> cache;
   if (!packages.dir.empty()) {
     TEMPER_ASSIGN_OR_RETURN(PackageCache opened, PackageCache::Open(std::move(packages)));
-    cache.emplace(std::move(opened));
+    cache = std::make_shared<const PackageCache>(std::move(opened));
   }
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CgroupTree> cgroups, CgroupTree::Open());
-  TEMPER_ASSIGN_OR_RETURN(auto layers, OverlaySnapshots::Open(dir, base, caps.disk_bytes));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<OverlaySnapshots> layers, OverlaySnapshots::Open(dir, base, caps.disk_bytes));
   caps.disk_bytes = layers->disk_bytes();
   return std::unique_ptr<RootfsTarget>(
-      new RootfsTarget(std::move(name), std::move(layers), std::move(cache), caps, std::move(cgroups)));
+      new RootfsTarget(std::move(name), std::move(layers), nullptr, std::move(cache), caps, std::move(cgroups)));
 }
 
 Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name, const std::string& dir,
@@ -42,19 +42,71 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::CreateInDir(std::string name
   return Open(std::move(name), dir + "/state", built.root);
 }
 
-Result<SnapshotId> RootfsTarget::Snapshot() { return layers_->Snapshot(); }
+Status RootfsTarget::NotOnFork(std::string_view what) const {
+  if (!fork_) return Status::OK();
+  return Status::FailedPrecondition(
+      fmt::format("{} is a fork: it cannot {} (a fork is committed or dropped whole)", name_, what));
+}
 
-Status RootfsTarget::Revert(SnapshotId id) { return layers_->Revert(id); }
+Result<SnapshotId> RootfsTarget::Snapshot() {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("take a snapshot"));
+  return layers_->Snapshot();
+}
+
+Status RootfsTarget::Revert(SnapshotId id) {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("revert"));
+  return layers_->Revert(id);
+}
+
+Result<std::vector<SnapshotId>> RootfsTarget::Snapshots() {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("list snapshots"));
+  return layers_->layer_ids();
+}
+
+Result<std::vector<std::string>> RootfsTarget::UnsnapshottedPaths() {
+  return fork_ ? fork_->ChangedPaths() : layers_->ChangedPaths();
+}
+
+Result<std::vector<std::string>> RootfsTarget::SnapshotChanges(SnapshotId id) {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("list a snapshot's changes"));
+  return layers_->LayerChanges(id);
+}
+
+Status RootfsTarget::DropSnapshot(SnapshotId id) {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("drop a snapshot"));
+  return layers_->DropLayer(id);
+}
 
 Result<std::vector<SnapshotOverlap>> RootfsTarget::OverlapsAbove(SnapshotId id) {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("compare snapshots"));
   TEMPER_ASSIGN_OR_RETURN(std::vector<LayerOverlap> layers, layers_->OverlapsAbove(id));
   std::vector<SnapshotOverlap> out;
   for (LayerOverlap& l : layers) out.push_back({l.layer, std::move(l.paths)});
   return out;
 }
 
+Result<std::unique_ptr<Target>> RootfsTarget::Fork() {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("fork"));
+  Result<std::unique_ptr<OverlayFork>> fork = layers_->Fork();
+  if (!fork.ok()) return fork.status().WithContext("target " + name_);
+  std::string name = fmt::format("{}/fork-{}", name_, (*fork)->number());
+  return std::unique_ptr<Target>(
+      new RootfsTarget(std::move(name), layers_, std::move(*fork), packages_, caps_, cgroups_));
+}
+
+Result<SnapshotId> RootfsTarget::CommitFork(Target& fork) {
+  TEMPER_RETURN_IF_ERROR(NotOnFork("commit a fork"));
+  auto* f = dynamic_cast<RootfsTarget*>(&fork);
+  if (!f || !f->fork_ || f->layers_ != layers_) {
+    return Status::InvalidArgument(fmt::format("{} is not a fork of target {}", fork.name(), name_));
+  }
+  Result<SnapshotId> id = layers_->CommitFork(*f->fork_);
+  if (!id.ok()) return id.status().WithContext("target " + name_ + ", " + f->name_);
+  return id;
+}
+
 Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
-  Result<ChangeSet> changes = OverlayChanges(layers_->layers());
+  Result<ChangeSet> changes = OverlayChanges(fork_ ? fork_->layers() : layers_->layers());
   if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
   return changes;
 }
@@ -90,7 +142,7 @@ Result<const PackageCache*> RootfsTarget::Packages() const {
     return Status::FailedPrecondition(fmt::format(
         "target {} has no package cache, so it cannot install packages (configure package_cache for temperd)", name_));
   }
-  return &*packages_;
+  return packages_.get();
 }
 
 Result<ResolvedPackages> RootfsTarget::PreparePackages(const std::vector<std::string>& packages) {
@@ -171,10 +223,11 @@ Result<Evaluation> RootfsTarget::Evaluate(const Evaluator& evaluator, const Eval
   // OpenSCAP writes into the tree it evaluates (its package probe rebuilds a stale apt cache), so
   // it reads a throwaway view: a verdict never changes the target, nor what a revert restores.
   Result<Evaluation> out = Status::Internal("the scratch view ran no evaluation");
-  TEMPER_RETURN_IF_ERROR(layers_->WithScratchView([&](const std::string& view) {
+  auto evaluate = [&](const std::string& view) {
     out = evaluator.Evaluate(view, request);
     return Status::OK();
-  }));
+  };
+  TEMPER_RETURN_IF_ERROR(fork_ ? fork_->WithScratchView(evaluate) : layers_->WithScratchView(evaluate));
   return out;
 }
 

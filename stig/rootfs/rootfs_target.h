@@ -8,8 +8,11 @@
 // refused by name before anything is opened, no file is created through a link), commands run with
 // the target's caps (sandbox_caps.h: pids, memory, CPU in a cgroup per command, the disk as the size
 // of the layers' image), and a command that hits a cap ends with the cap named in
-// ProcessResult::cap_hit.
+// ProcessResult::cap_hit. Fork() gives a RootfsTarget over a fork of the layers (overlay_snapshots.h),
+// sharing the package cache, the caps and the disk image with its target.
 // Requires root on the host (overlayfs and image mounts, cgroups, the sandbox's id map).
+// Thread safety: a target and each of its forks may be driven by a thread of its own, as long as
+// forks are made, committed and destroyed on the target's thread.
 #pragma once
 
 #include <memory>
@@ -44,19 +47,25 @@ class RootfsTarget : public Target {
                                                            const RootfsSpec& spec, const Logger& log);
 
   const std::string& name() const override { return name_; }
+  // A fork refuses the snapshot operations (FailedPrecondition): it is committed or dropped whole.
   Result<SnapshotId> Snapshot() override;
   Status Revert(SnapshotId id) override;
-  Result<std::vector<SnapshotId>> Snapshots() override { return layers_->layer_ids(); }
-  Result<std::vector<std::string>> UnsnapshottedPaths() override { return layers_->ChangedPaths(); }
-  Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) override { return layers_->LayerChanges(id); }
-  Status DropSnapshot(SnapshotId id) override { return layers_->DropLayer(id); }
+  Result<std::vector<SnapshotId>> Snapshots() override;
+  // A fork: what it changed since it was made.
+  Result<std::vector<std::string>> UnsnapshottedPaths() override;
+  Result<std::vector<std::string>> SnapshotChanges(SnapshotId id) override;
+  Status DropSnapshot(SnapshotId id) override;
   Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
+  // Named <target>/fork-<n>. Errors as OverlaySnapshots::Fork; FailedPrecondition on a fork.
+  Result<std::unique_ptr<Target>> Fork() override;
+  Result<SnapshotId> CommitFork(Target& fork) override;
+  bool is_fork() const { return fork_ != nullptr; }
   // Read from the overlay layers (overlay_changes.h).
   Result<ChangeSet> ChangesSinceSnapshot() override;
   // Its commands run in a sandbox over the tree: nothing of theirs outlives them but files.
   bool ChangesAreFilesOnly() const override { return true; }
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;
-  bool CanInstallPackages() const override { return packages_.has_value(); }
+  bool CanInstallPackages() const override { return packages_ != nullptr; }
   Result<ResolvedPackages> PreparePackages(const std::vector<std::string>& packages) override;
   Result<ProcessResult> RunWithPackages(const std::string& command, const SandboxLimits& limits,
                                         const ResolvedPackages& prepared) override;
@@ -69,20 +78,23 @@ class RootfsTarget : public Target {
   Result<std::vector<AccessCheck>> CheckAccess() override;
 
   // The merged tree on the host (for evaluation and inspection; never write to it directly).
-  const std::string& root() const { return layers_->merged(); }
+  const std::string& root() const { return fork_ ? fork_->merged() : layers_->merged(); }
   OverlaySnapshots& snapshots() { return *layers_; }
   // The caps its commands run with (disk_bytes: the image's actual size).
   const SandboxCaps& caps() const { return caps_; }
 
  private:
-  RootfsTarget(std::string name, std::unique_ptr<OverlaySnapshots> layers, std::optional<PackageCache> packages,
-               SandboxCaps caps, std::unique_ptr<CgroupTree> cgroups)
+  RootfsTarget(std::string name, std::shared_ptr<OverlaySnapshots> layers, std::unique_ptr<OverlayFork> fork,
+               std::shared_ptr<const PackageCache> packages, SandboxCaps caps, std::shared_ptr<CgroupTree> cgroups)
       : name_(std::move(name)),
         layers_(std::move(layers)),
+        fork_(std::move(fork)),
         packages_(std::move(packages)),
         caps_(caps),
         cgroups_(std::move(cgroups)) {}
 
+  // FailedPrecondition on a fork, naming `what` it cannot do.
+  Status NotOnFork(std::string_view what) const;
   Result<const PackageCache*> Packages() const;
   Result<ProcessResult> Sandboxed(const std::string& command, const SandboxLimits& limits, const SandboxExtras& extras);
   // The disk cap's part of a command's result: the layer filled up (or the command wrote to a full
@@ -90,10 +102,11 @@ class RootfsTarget : public Target {
   void NoteDiskCap(ProcessResult& r, bool full_before) const;
 
   std::string name_;
-  std::unique_ptr<OverlaySnapshots> layers_;
-  std::optional<PackageCache> packages_;
+  std::shared_ptr<OverlaySnapshots> layers_;  // shared with the forks, which read its layers
+  std::unique_ptr<OverlayFork> fork_;         // set on a fork: its tree is the one it works on
+  std::shared_ptr<const PackageCache> packages_;
   SandboxCaps caps_;
-  std::unique_ptr<CgroupTree> cgroups_;
+  std::shared_ptr<CgroupTree> cgroups_;
 };
 
 }  // namespace temper::stig

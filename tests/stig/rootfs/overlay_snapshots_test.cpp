@@ -6,12 +6,15 @@
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <fmt/format.h>
@@ -327,6 +330,182 @@ TEST_CASE("A scratch view reads the current state and leaves no trace of what is
         StatusCode::kAborted);
   CHECK(t.Tree() == before);
   REQUIRE(*s.Snapshot() == 2);  // the target's own mount was never held busy
+}
+
+// ---- forks ----
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::unique_ptr<OverlayFork> MakeFork(OverlaySnapshots& s) {
+  auto fork = s.Fork();
+  INFO(fork.status().ToString());
+  REQUIRE(fork.ok());
+  return std::move(*fork);
+}
+
+TEST_CASE("Forks work beside each other and the main tree, and commit as snapshots on top, in order",
+          "[stig][overlay][fork]") {
+  Scratch t("forks");
+  OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+  REQUIRE(*s.Snapshot() == 1);
+  const Listing at1 = t.Tree();
+
+  auto a = MakeFork(s);
+  auto b = MakeFork(s);
+  CHECK(s.open_forks() == 2);
+  CHECK(a->forked_from() == 1);
+  CHECK(ReadText(a->merged() + "/etc/login.defs") == "PASS_MAX_DAYS 60\n");
+  Scratch::Write(a->merged() + "/etc/a", "A\n");
+  fs::remove(a->merged() + "/etc/issue");
+  Scratch::Write(b->merged() + "/etc/ssh/sshd_config", "PermitRootLogin no\n");
+  // Neither sees the other, and the main tree sees neither.
+  CHECK_FALSE(fs::exists(b->merged() + "/etc/a"));
+  CHECK(fs::exists(b->merged() + "/etc/issue"));
+  CHECK(ReadText(a->merged() + "/etc/ssh/sshd_config") == "PermitRootLogin yes\n");
+  CHECK(t.Tree() == at1);
+  CHECK(*a->ChangedPaths() == std::vector<std::string>{"/etc", "/etc/a", "/etc/issue"});
+
+  REQUIRE(*s.CommitFork(*a) == 2);
+  CHECK(a->spent());
+  CHECK(ReadText(t.At("/etc/a")) == "A\n");
+  CHECK_FALSE(fs::exists(t.At("/etc/issue")));
+  // b was made on snapshot 1; snapshot 2 changed nothing b changed, so b lands above it.
+  REQUIRE(*s.CommitFork(*b) == 3);
+  CHECK(ReadText(t.At("/etc/ssh/sshd_config")) == "PermitRootLogin no\n");
+  CHECK(ReadText(t.At("/etc/a")) == "A\n");
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2, 3});
+  CHECK(*s.LayerChanges(3) == std::vector<std::string>{"/etc/ssh/sshd_config"});
+
+  // The same end state as the serial loop's: one snapshot per fix, each revertible.
+  a.reset();
+  b.reset();
+  CHECK(s.open_forks() == 0);
+  REQUIRE(s.Revert(1).ok());
+  CHECK(t.Tree() == at1);
+}
+
+TEST_CASE("A fork whose paths a later snapshot changed is refused, naming them, and changes nothing",
+          "[stig][overlay][fork]") {
+  Scratch t("fork-conflict");
+  OverlaySnapshots& s = t.Open();
+  auto a = MakeFork(s);
+  auto b = MakeFork(s);
+  Scratch::Write(a->merged() + "/etc/login.defs", "PASS_MAX_DAYS 60\n");
+  Scratch::Write(b->merged() + "/etc/login.defs", "PASS_MAX_DAYS 30\n");
+  Scratch::Write(b->merged() + "/etc/b-only", "B\n");
+  REQUIRE(*s.CommitFork(*a) == 1);
+  const Listing after_a = t.Tree();
+
+  Result<std::uint32_t> refused = s.CommitFork(*b);
+  CHECK(refused.status().code() == StatusCode::kAborted);
+  CHECK_THAT(refused.status().message(), Catch::Contains("/etc/login.defs (snapshot 1)"));
+  CHECK(t.Tree() == after_a);
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  CHECK(b->spent());
+  CHECK_FALSE(fs::exists(b->merged() + "/etc/b-only"));  // its tree is gone
+  CHECK(s.CommitFork(*b).status().code() == StatusCode::kInvalidArgument);
+
+  // Made again on the new snapshot, the same change commits.
+  auto again = MakeFork(s);
+  CHECK(again->forked_from() == 1);
+  Scratch::Write(again->merged() + "/etc/login.defs", "PASS_MAX_DAYS 30\n");
+  REQUIRE(*s.CommitFork(*again) == 2);
+  CHECK(ReadText(t.At("/etc/login.defs")) == "PASS_MAX_DAYS 30\n");
+
+  // A fork of another stack is not this one's to commit.
+  Scratch other_scratch("fork-other");
+  OverlaySnapshots& other = other_scratch.Open();
+  auto foreign = MakeFork(other);
+  CHECK(s.CommitFork(*foreign).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("While forks are open the stack only grows, and a main tree with changes refuses a commit",
+          "[stig][overlay][fork]") {
+  Scratch t("fork-guards");
+  OverlaySnapshots& s = t.Open();
+  REQUIRE(*s.Snapshot() == 1);
+  auto fork = MakeFork(s);
+  Scratch::Write(fork->merged() + "/etc/from-fork", "F\n");
+  CHECK(s.Revert(0).code() == StatusCode::kFailedPrecondition);
+  CHECK(s.DropLayer(1).code() == StatusCode::kFailedPrecondition);
+
+  Scratch::Write(t.At("/etc/on-main"), "M\n");
+  Result<std::uint32_t> dirty = s.CommitFork(*fork);
+  CHECK(dirty.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(dirty.status().message(), Catch::Contains("/etc"));
+  CHECK_FALSE(fork->spent());  // refused before anything happened: it can commit later
+  REQUIRE(*s.Snapshot() == 2);  // a snapshot only adds a layer: allowed
+  REQUIRE(*s.CommitFork(*fork) == 3);
+  CHECK(fs::exists(t.At("/etc/on-main")));
+  CHECK(fs::exists(t.At("/etc/from-fork")));
+  fork.reset();
+  REQUIRE(s.DropLayer(2).ok());
+  CHECK_FALSE(fs::exists(t.At("/etc/on-main")));
+  CHECK(fs::exists(t.At("/etc/from-fork")));
+}
+
+TEST_CASE("What forks of a killed owner left is gone at the next Open, and the stack is whole",
+          "[stig][overlay][fork][crash]") {
+  Scratch t("fork-crash");
+  {
+    OverlaySnapshots& s = t.Open();
+    Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 60\n");
+    REQUIRE(*s.Snapshot() == 1);
+  }
+  const std::string stack = t.stack();
+  const std::string base = t.base();
+  t.Crash();  // closes: the child below must be able to take the lock
+  // The owner: makes two forks, writes in them, and dies without any clean-up (no destructor
+  // runs after _exit), its fork trees still mounted.
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    auto s = OverlaySnapshots::Open(stack, base);
+    if (!s.ok()) ::_exit(2);
+    auto f1 = (*s)->Fork();
+    auto f2 = (*s)->Fork();
+    if (!f1.ok() || !f2.ok()) ::_exit(3);
+    std::ofstream((*f1)->merged() + "/etc/half-done") << "x";
+    std::ofstream((*f2)->merged() + "/etc/other") << "y";
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  CHECK(fs::exists(stack + "/forks/1/merged/etc/half-done"));  // left mounted
+
+  OverlaySnapshots& s = t.Open();
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  CHECK(s.open_forks() == 0);
+  CHECK_FALSE(fs::exists(stack + "/forks/1/merged/etc/half-done"));
+  CHECK_FALSE(fs::exists(t.At("/etc/half-done")));
+  CHECK(ReadText(t.At("/etc/login.defs")) == "PASS_MAX_DAYS 60\n");
+  auto fork = MakeFork(s);  // numbering starts afresh, over whatever the dead owner left
+  CHECK(fork->number() == 1);
+  CHECK_FALSE(fs::exists(fork->merged() + "/etc/half-done"));
+  CHECK_FALSE(fs::exists(fork->merged() + "/etc/other"));
+}
+
+TEST_CASE("A fork's scratch view reads the fork and leaves no trace in it", "[stig][overlay][fork]") {
+  Scratch t("fork-scratch");
+  OverlaySnapshots& s = t.Open();
+  auto fork = MakeFork(s);
+  Scratch::Write(fork->merged() + "/etc/login.defs", "PASS_MAX_DAYS 60\n");
+  std::string seen;
+  REQUIRE(fork->WithScratchView([&](const std::string& root) {
+                seen = ReadText(root + "/etc/login.defs");
+                Scratch::Write(root + "/var-cache-rebuilt", "x\n");
+                return Status::OK();
+              }).ok());
+  CHECK(seen == "PASS_MAX_DAYS 60\n");
+  CHECK(*fork->ChangedPaths() == std::vector<std::string>{"/etc", "/etc/login.defs"});
+  REQUIRE(*s.CommitFork(*fork) == 1);
+  CHECK_FALSE(fs::exists(t.At("/var-cache-rebuilt")));
 }
 
 }  // namespace

@@ -216,5 +216,55 @@ TEST_CASE("Evaluating leaves the target as it was, though OpenSCAP rebuilds apt'
   CHECK(changed->empty());
 }
 
+TEST_CASE("A fork runs commands, evaluates and is committed through the Target interface",
+          "[stig][rootfs_target][fork]") {
+  ScopedTarget t("fork");
+  Evaluator ev(testing::Ubuntu2004Stig(), {}, testing::QuietLog());
+  const std::string rule = "xccdf_org.ssgproject.content_rule_accounts_minimum_age_login_defs";
+  REQUIRE(t->Snapshot().ok());
+  Result<std::unique_ptr<Target>> made = t->Fork();
+  INFO(made.status().ToString());
+  REQUIRE(made.ok());
+  Target& fork = **made;
+  CHECK(fork.name() == "fork/fork-1");
+
+  auto ran = fork.Run("sed -i 's/^PASS_MIN_DAYS.*/PASS_MIN_DAYS 1/' /etc/login.defs && grep ^PASS_MIN_DAYS /etc/login.defs",
+                      QuickLimits());
+  REQUIRE(ran.ok());
+  CHECK(ran->out == "PASS_MIN_DAYS 1\n");
+  // The fork's verdict sees its change; the target's does not.
+  auto in_fork = fork.Evaluate(ev, {.rule_ids = {rule}});
+  REQUIRE(in_fork.ok());
+  CHECK(*in_fork->VerdictOf(rule) == Verdict::kPass);
+  auto in_target = t->Evaluate(ev, {.rule_ids = {rule}});
+  REQUIRE(in_target.ok());
+  CHECK(*in_target->VerdictOf(rule) == Verdict::kFail);
+  auto changes = fork.ChangesSinceSnapshot();
+  REQUIRE(changes.ok());
+  REQUIRE(changes->files.size() == 1);
+  CHECK(changes->files[0].path == "/etc/login.defs");
+  CHECK(*fork.UnsnapshottedPaths() == std::vector<std::string>{"/etc", "/etc/login.defs"});
+
+  // A fork is committed or dropped whole: it takes no snapshots of its own.
+  CHECK(fork.Snapshot().status().code() == StatusCode::kFailedPrecondition);
+  CHECK(fork.Revert(0).code() == StatusCode::kFailedPrecondition);
+  CHECK(fork.Fork().status().code() == StatusCode::kFailedPrecondition);
+
+  auto committed = t->CommitFork(fork);
+  INFO(committed.status().ToString());
+  REQUIRE(committed.ok());
+  CHECK(*committed == 2);
+  auto after = t->Evaluate(ev, {.rule_ids = {rule}});
+  REQUIRE(after.ok());
+  CHECK(*after->VerdictOf(rule) == Verdict::kPass);
+  CHECK(t->CommitFork(fork).status().code() == StatusCode::kInvalidArgument);  // spent
+  CHECK(t->CommitFork(*t).status().code() == StatusCode::kInvalidArgument);    // not a fork
+  made->reset();
+  REQUIRE(t->Revert(1).ok());
+  auto reverted = t->Evaluate(ev, {.rule_ids = {rule}});
+  REQUIRE(reverted.ok());
+  CHECK(*reverted->VerdictOf(rule) == Verdict::kFail);
+}
+
 }  // namespace
 }  // namespace temper::stig
