@@ -103,6 +103,20 @@ std::string LowerDirs(const std::vector<std::uint32_t>& layers, const std::strin
   return lower + base;
 }
 
+// Unmounts `path`, waiting a bounded while for a sandbox's killed processes that still hold it.
+Status UnmountTree(const std::string& path) {
+  int e = 0;
+  for (int wait = 0; ::umount2(path.c_str(), 0) != 0; ++wait) {
+    e = errno;
+    if (e != EBUSY || wait == 40) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    e = 0;
+  }
+  if (e == EBUSY) return Status::FailedPrecondition("the target at " + path + " is busy: a process still uses it");
+  if (e != 0) return Status::FromErrno(e, "unmounting " + path);
+  return Status::OK();
+}
+
 // Mounts a throwaway writable view of `tree` at `scratch`/merged, runs fn there, and hands the
 // scratch directory to `discard`. A view a dead owner left there is taken down first.
 Status ScratchView(const std::string& tree, const fs::path& scratch,
@@ -122,9 +136,11 @@ Status ScratchView(const std::string& tree, const fs::path& scratch,
     return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", tree, r.Describe(), r.err));
   }
   Status ran = fn((scratch / "merged").string());
-  Status unmounted;
-  if (::umount2((scratch / "merged").c_str(), 0) != 0) {
-    unmounted = Status::FromErrno(errno, "unmounting the scratch view " + (scratch / "merged").string());
+  // Busy for a moment when another thread forked while this view's directory was open (an
+  // evaluation server is handed the tree as a descriptor): its child holds a copy until it execs.
+  Status unmounted = UnmountTree((scratch / "merged").string());
+  if (!unmounted.ok()) {
+    unmounted = unmounted.WithContext("unmounting the scratch view");
     ::umount2((scratch / "merged").c_str(), MNT_DETACH);
   }
   Status discarded = discard(scratch.string());
@@ -143,20 +159,6 @@ Result<std::vector<std::string>> UpperPaths(const fs::path& upper) {
   if (ec) return Status::IOError("listing " + upper.string() + ": " + ec.message());
   std::sort(out.begin(), out.end());
   return out;
-}
-
-// Unmounts `path`, waiting a bounded while for a sandbox's killed processes that still hold it.
-Status UnmountTree(const std::string& path) {
-  int e = 0;
-  for (int wait = 0; ::umount2(path.c_str(), 0) != 0; ++wait) {
-    e = errno;
-    if (e != EBUSY || wait == 40) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    e = 0;
-  }
-  if (e == EBUSY) return Status::FailedPrecondition("the target at " + path + " is busy: a process still uses it");
-  if (e != 0) return Status::FromErrno(e, "unmounting " + path);
-  return Status::OK();
 }
 
 }  // namespace
@@ -599,7 +601,8 @@ Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAbove(std::uint32_t 
 
 Status OverlaySnapshots::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
   if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
-  Status s = ScratchView(merged_, fs::path(dir_) / "scratch", [this](const std::string& p) { return Discard(p); }, fn);
+  Status s = ScratchView(
+      merged_, fs::path(dir_) / "scratch", [this](const std::string& p) { return Discard(p); }, fn);
   StartReaper();
   return s;
 }
@@ -611,14 +614,16 @@ OverlayLayers OverlaySnapshots::layers() const {
   return out;
 }
 
-Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const { return UpperPaths(fs::path(disk_) / "upper"); }
+Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {
+  return UpperPaths(fs::path(disk_) / "upper");
+}
 
 // ---- forks ----
 
 Status OverlaySnapshots::NoOpenForks(std::string_view what) const {
   if (forks_.empty()) return Status::OK();
-  return Status::FailedPrecondition(fmt::format("{} the target at {}: {} fork(s) still read its layers", what,
-                                                merged_, forks_.size()));
+  return Status::FailedPrecondition(
+      fmt::format("{} the target at {}: {} fork(s) still read its layers", what, merged_, forks_.size()));
 }
 
 void OverlaySnapshots::DiscardStaleForks() {
@@ -655,8 +660,8 @@ Result<std::uint32_t> OverlaySnapshots::CommitFork(OverlayFork& fork) {
     return Status::InvalidArgument(fmt::format("fork {} is not a fork of the target at {}", fork.number_, merged_));
   }
   if (fork.spent_) {
-    return Status::InvalidArgument(fmt::format("fork {} of the target at {} was committed or refused already",
-                                               fork.number_, merged_));
+    return Status::InvalidArgument(
+        fmt::format("fork {} of the target at {} was committed or refused already", fork.number_, merged_));
   }
   TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> unsnapshotted, ChangedPaths());
   if (!unsnapshotted.empty()) {
@@ -768,8 +773,8 @@ OverlayLayers OverlayFork::layers() const {
 Status OverlayFork::WithScratchView(const std::function<Status(const std::string& root)>& fn) {
   if (spent_ || !mounted_) return Status::FailedPrecondition(fmt::format("fork {} is spent", number_));
   OverlaySnapshots* stack = stack_;
-  Status s = ScratchView(merged_, fs::path(dir_) / "scratch", [stack](const std::string& p) { return stack->Discard(p); },
-                         fn);
+  Status s = ScratchView(
+      merged_, fs::path(dir_) / "scratch", [stack](const std::string& p) { return stack->Discard(p); }, fn);
   stack->StartReaper();
   return s;
 }

@@ -47,10 +47,8 @@ struct EvaluatorOptions {
   // Where an SSH host's results files are copied back to when the caller keeps none (see
   // remote_oscap.h); empty means the system temp directory.
   std::string scratch_dir;
-  // Evaluate through evaluation servers (above); false starts a fresh helper per evaluation. Off by
-  // default: with two targets evaluating at once, a batch lost a fix in about 1 run of 6 through
-  // servers (tests/loop "batches on two targets"), never with fresh helpers; not yet explained.
-  bool use_servers = false;
+  // Evaluate through evaluation servers (above); false starts a fresh helper per evaluation.
+  bool use_servers = true;
 };
 
 // The helper next to the running executable if there is one, else the one in this build tree.

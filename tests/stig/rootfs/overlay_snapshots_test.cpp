@@ -437,7 +437,7 @@ TEST_CASE("While forks are open the stack only grows, and a main tree with chang
   Result<std::uint32_t> dirty = s.CommitFork(*fork);
   CHECK(dirty.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(dirty.status().message(), Catch::Contains("/etc"));
-  CHECK_FALSE(fork->spent());  // refused before anything happened: it can commit later
+  CHECK_FALSE(fork->spent());   // refused before anything happened: it can commit later
   REQUIRE(*s.Snapshot() == 2);  // a snapshot only adds a layer: allowed
   REQUIRE(*s.CommitFork(*fork) == 3);
   CHECK(fs::exists(t.At("/etc/on-main")));
@@ -501,7 +501,8 @@ TEST_CASE("A fork's scratch view reads the fork and leaves no trace in it", "[st
                 seen = ReadText(root + "/etc/login.defs");
                 Scratch::Write(root + "/var-cache-rebuilt", "x\n");
                 return Status::OK();
-              }).ok());
+              })
+              .ok());
   CHECK(seen == "PASS_MAX_DAYS 60\n");
   CHECK(*fork->ChangedPaths() == std::vector<std::string>{"/etc", "/etc/login.defs"});
   REQUIRE(*s.CommitFork(*fork) == 1);

@@ -228,8 +228,9 @@ TEST_CASE("A fork runs commands, evaluates and is committed through the Target i
   Target& fork = **made;
   CHECK(fork.name() == "fork/fork-1");
 
-  auto ran = fork.Run("sed -i 's/^PASS_MIN_DAYS.*/PASS_MIN_DAYS 1/' /etc/login.defs && grep ^PASS_MIN_DAYS /etc/login.defs",
-                      QuickLimits());
+  auto ran =
+      fork.Run("sed -i 's/^PASS_MIN_DAYS.*/PASS_MIN_DAYS 1/' /etc/login.defs && grep ^PASS_MIN_DAYS /etc/login.defs",
+               QuickLimits());
   REQUIRE(ran.ok());
   CHECK(ran->out == "PASS_MIN_DAYS 1\n");
   // The fork's verdict sees its change; the target's does not.
