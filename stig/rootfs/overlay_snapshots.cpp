@@ -136,8 +136,8 @@ Status ScratchView(const std::string& tree, const fs::path& scratch,
     return Status::IOError(fmt::format("mounting a scratch view of {} ({}): {}", tree, r.Describe(), r.err));
   }
   Status ran = fn((scratch / "merged").string());
-  // Busy for a moment when another thread forked while this view's directory was open (an
-  // evaluation server is handed the tree as a descriptor): its child holds a copy until it execs.
+  // Seen busy for a moment with evaluation servers, which are handed the tree as a descriptor: most
+  // likely another thread forked while it was open, and its child holds a copy until it execs.
   Status unmounted = UnmountTree((scratch / "merged").string());
   if (!unmounted.ok()) {
     unmounted = unmounted.WithContext("unmounting the scratch view");
