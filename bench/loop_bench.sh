@@ -24,6 +24,7 @@
 #   [SIMULATE=reference-box] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
 # CROSS_CHECK=1 also evaluates every attempt against the whole regression set
 # (loop.cross_check_verification) and counts the rules the cut regression set would have missed.
+# PARALLEL=N runs up to N attempts at once, each on a fork of the target (loop.parallel_attempts).
 set -euo pipefail
 
 build=$(realpath "${1:-build}")
@@ -79,7 +80,7 @@ listen: {unix: {path: $out/temper.sock}}
 state_dir: $out/state
 models: $out/models.yaml
 log_level: info
-loop: {cross_check_verification: $([ "${CROSS_CHECK:-0}" = 1 ] && echo true || echo false)}
+loop: {cross_check_verification: $([ "${CROSS_CHECK:-0}" = 1 ] && echo true || echo false), parallel_attempts: ${PARALLEL:-1}}
 targets:
   loop: {type: rootfs, path: $out/loop}
 EOF

@@ -27,5 +27,7 @@ struct BudgetRanges {
 // fixpoint.h), and the range allowed.
 inline constexpr uint32_t kDefaultFixpointPasses = 3;
 inline constexpr uint32_t kMaxFixpointPasses = 10;
+// loop.parallel_attempts: beyond this, forks only wait for the evaluator and the serialized commit.
+inline constexpr uint32_t kMaxParallelAttempts = 16;
 
 }  // namespace temper

@@ -276,6 +276,14 @@ std::string AttemptEnded(const EventView& e) {
          Colon(Str(e.data, "summary")) + (changes.empty() ? "" : " [changed: " + changes + "]");
 }
 
+// "attempt.conflict accounts_tmout #1 on lab/fork-5: made again: why".
+std::string AttemptConflict(const EventView& e) {
+  const std::string fork = Str(e.data, "fork");
+  return fmt::format("{} {}{}{}: made again", e.type, Rule(e), AttemptTag(e.data, "number"),
+                     fork.empty() ? "" : " on " + fork) +
+         Colon(Str(e.data, "detail"));
+}
+
 std::string WorkerModelCall(const EventView& e) {
   std::optional<uint64_t> ms = Num(e.data, "latency_ms");
   return fmt::format("{} {}{}{}", e.type, Rule(e), AttemptTag(e.data, "attempt"),
@@ -393,15 +401,18 @@ constexpr EventSpec kSpecs[] = {
      "the rule's fix was taken back out", RuleReverted},
     {T::kWaiverExpired, "waiver.expired", "reason owner expires detail", kNoRule,
      "the rule's waiver has expired: it is remediated as usual", RuleDetail},
-    {T::kAttemptStarted, "attempt.started", "number approach", kNoRule, "the Worker began an attempt", AttemptStarted},
+    {T::kAttemptStarted, "attempt.started", "number approach fork", kNoRule, "the Worker began an attempt",
+     AttemptStarted},
     {T::kAttemptKept, "attempt.kept",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
-     "changes_ms snapshot_ms",
+     "changes_ms snapshot_ms fork",
      kNoRule, "the evaluator accepted the attempt's change", AttemptEnded},
     {T::kAttemptReverted, "attempt.reverted",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
-     "changes_ms revert_ms",
+     "changes_ms revert_ms fork",
      kNoRule, "the evaluator rejected the change (outcome reverted, regression or unhealthy)", AttemptEnded},
+    {T::kAttemptConflict, "attempt.conflict", "number fork detail", kNoRule,
+     "a parallel attempt clashed with a fix kept since it began: made again on a fresh fork", AttemptConflict},
     {T::kWorkerModelCall, "worker.model_call", "attempt detail latency_ms", kNoRule,
      "the Worker's model answered (detail: why it stopped)", WorkerModelCall},
     {T::kWorkerToolCall, "worker.tool_call", "attempt tool arguments detail", kNoRule,

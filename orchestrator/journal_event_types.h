@@ -61,6 +61,7 @@ enum class EventType {
   kAttemptStarted,
   kAttemptKept,
   kAttemptReverted,
+  kAttemptConflict,
   kWorkerModelCall,
   kWorkerToolCall,
   kWorkerRefused,
@@ -74,7 +75,7 @@ enum class EventType {
   kRebootVerified,
   kRebootVerificationFailed,
 };
-inline constexpr size_t kEventTypeCount = 41;
+inline constexpr size_t kEventTypeCount = 42;
 
 // What a sentence is built from: the stored event, and its data parsed (a JSON object).
 struct EventView {

@@ -79,6 +79,7 @@ class Target {
   // latest snapshot (changes since it are not in the fork); it runs commands, reads, writes and
   // evaluates like its target but cannot snapshot or revert: it is committed or dropped whole.
   // Unimplemented for a kind of target that cannot fork (this default: an SSH host is one host).
+  virtual bool CanFork() const { return false; }
   virtual Result<std::unique_ptr<Target>> Fork() {
     return Status::Unimplemented("target " + name() + " cannot fork: its attempts run one at a time");
   }

@@ -175,13 +175,17 @@ Status ParseSandbox(const YamlNode& node, stig::SandboxCaps& out) {
 }
 
 Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes", "cross_check_verification"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"fixpoint_passes", "cross_check_verification", "parallel_attempts"}));
   if (auto n = node.Find("fixpoint_passes")) {
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxFixpointPasses));
     out.fixpoint_passes = static_cast<uint32_t>(v);
   }
   if (auto n = node.Find("cross_check_verification")) {
     TEMPER_ASSIGN_OR_RETURN(out.cross_check_verification, n->AsBool());
+  }
+  if (auto n = node.Find("parallel_attempts")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxParallelAttempts));
+    out.parallel_attempts = static_cast<uint32_t>(v);
   }
   return Status::OK();
 }

@@ -80,6 +80,9 @@ struct DaemonConfig {
   // loop.cross_check_verification: also evaluate the regression rules a change cannot affect, and
   // journal any the cut would have missed (a check of stig/scap/check_footprint.h; slower).
   bool cross_check_verification = false;
+  // loop.parallel_attempts: attempts in flight at once on a rootfs target, each on its own fork of
+  // the known-good snapshot (SSH hosts stay at one). 1 runs the loop serially.
+  uint32_t parallel_attempts = 1;
   std::vector<TargetConfig> targets;
   // Site-wide accepted risks (orchestrator/config/waivers.h), full rule ids; a batch's own waiver for a
   // rule replaces the configured one.

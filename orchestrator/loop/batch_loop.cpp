@@ -1,8 +1,10 @@
 #include "orchestrator/loop/batch_loop.h"
 
 #include <algorithm>
+#include <deque>
 #include <filesystem>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -80,6 +82,16 @@ std::string ReflectionText(const Reflection& r) {
   return out;
 }
 
+// Deletes a fork with the main target's lock held: forks are made, committed and destroyed one at
+// a time (OverlaySnapshots is driven by one thread at once).
+struct ForkDeleter {
+  std::mutex* target_mu;
+  void operator()(stig::Target* fork) const {
+    std::lock_guard lock(*target_mu);
+    delete fork;
+  }
+};
+
 }  // namespace
 
 struct BatchLoop::RuleRun {
@@ -97,13 +109,17 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
     : s_(std::move(services)),
       target_(target),
       batch_(std::move(batch)),
+      batch_id_(batch_.id),
+      budgets_(batch_.budgets),
+      allow_disruptive_(batch_.options.allow_disruptive),
       stopping_(std::move(stopping)),
-      memory_(s_.journal.store()) {}
+      memory_(s_.journal.store()),
+      parallel_(s_.parallel_attempts > 1 && target.CanFork()) {}
 
 NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
                           const nlohmann::json& data, TokenUsage usage) const {
   NewEvent e;
-  e.batch_id = batch_.id;
+  e.batch_id = batch_id_;
   e.target = target_.name();
   e.rule_id = rule_id;
   e.role = role;
@@ -114,22 +130,24 @@ NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, E
 }
 
 Result<StepCommitted> BatchLoop::Commit(LoopStep step) {
-  step.batch_id = batch_.id;
+  step.batch_id = batch_id_;
   TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, s_.journal.Commit(step));
   if (committed.batch_ended) cancelled_ = true;
   return committed;
 }
 
 Status BatchLoop::RefreshBatch() {
-  TEMPER_ASSIGN_OR_RETURN(batch_, s_.journal.store().GetBatch(batch_.id));
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, s_.journal.store().GetBatch(batch_id_));
+  std::lock_guard lock(mu_);
+  batch_ = std::move(batch);
   if (batch_.state == BatchState::kCancelled) cancelled_ = true;
   return Status::OK();
 }
 
-bool BatchLoop::Interrupted() { return cancel_requested_ || cancelled_ || stopping_(); }
+bool BatchLoop::Interrupted() { return cancel_requested_ || cancelled_ || failed_ || stopping_(); }
 
 std::string BatchLoop::ResultsDir(const std::string& leaf) const {
-  return fmt::format("{}/batch-{}/{}", s_.results_root, batch_.id, leaf);
+  return fmt::format("{}/batch-{}/{}", s_.results_root, batch_id_, leaf);
 }
 
 Result<stig::Evaluation> BatchLoop::EvaluateWithResults(const std::vector<std::string>& rule_ids,
@@ -155,6 +173,7 @@ Status BatchLoop::JournalTrimmed(const std::string& rule_id, const std::string& 
 }
 
 BatchProgress BatchLoop::Progress() const {
+  std::lock_guard lock(mu_);
   BatchProgress p;
   p.total = batch_.TotalRules();
   p.passed = batch_.Count(RuleState::kFixed) + batch_.Count(RuleState::kAlreadyPassing);
@@ -168,6 +187,7 @@ BatchProgress BatchLoop::Progress() const {
 }
 
 std::vector<std::string> BatchLoop::PassingRules() const {
+  std::lock_guard lock(mu_);
   std::vector<std::string> out;
   for (const BatchRuleRecord& r : batch_.rules) {
     if (r.state == RuleState::kFixed || r.state == RuleState::kAlreadyPassing || r.state == RuleState::kRebootPending) {
@@ -185,6 +205,7 @@ Status BatchLoop::Run() {
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
   health_ = std::move(health);
+  if (parallel_) return RunParallel(s_.parallel_attempts);
   while (true) {
     TEMPER_RETURN_IF_ERROR(RefreshBatch());
     if (Interrupted()) return Interrupt();
@@ -317,19 +338,32 @@ void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& upd
 }
 
 Status BatchLoop::PickAndRun() {
+  TEMPER_ASSIGN_OR_RETURN(std::optional<Picked> picked, Pick({}));
+  if (!picked) return Status::OK();
+  return RunRule(*picked->rule, std::move(picked->approach), picked->usage);
+}
+
+Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::set<std::string>& busy) {
   ArchitectInput input;
   input.batch = Progress();
+  std::vector<std::string> pending;
+  {
+    std::lock_guard lock(mu_);
+    for (const BatchRuleRecord& r : batch_.rules) {
+      if (r.state == RuleState::kPending && !busy.count(r.rule_id)) pending.push_back(r.rule_id);
+    }
+  }
   std::vector<const stig::RuleInfo*> candidates;
-  for (const BatchRuleRecord& r : batch_.rules) {
-    if (r.state != RuleState::kPending) continue;
-    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(r.rule_id));
+  for (const std::string& id : pending) {
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(id));
     candidates.push_back(rule);
     input.candidates.push_back(ToRoleRule(*rule));
-    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(*rule, batch_.id));
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(*rule, batch_id_));
     for (Lesson& l : memory.lessons) input.lessons.push_back(std::move(l));
     for (PastAttempt& a : memory.earlier_attempts) input.prior_attempts.push_back(std::move(a));
     if (candidates.size() == kCandidates) break;
   }
+  if (candidates.empty()) return std::optional<Picked>();
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
   ArchitectPick pick;
@@ -352,24 +386,124 @@ Status BatchLoop::PickAndRun() {
     step.rules.push_back(
         {.rule_id = rule->id, .state = RuleState::kSkipped, .detail = pick.reason, .add_tokens = Total(asked.usage)});
     step.events.push_back(Event(rule->id, "architect", EventType::kArchitectSkip, data, asked.usage));
-    recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
-    return Commit(std::move(step)).status();
+    {
+      std::lock_guard lock(mu_);
+      recent_.push_back(fmt::format("skipped {}: {}", ShortRuleName(rule->id), pick.reason));
+    }
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    return std::optional<Picked>();
   }
   data["approach"] = pick.approach;
   const EventType type = asked.status.ok() ? EventType::kArchitectPick : EventType::kArchitectFallback;
   TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", type, data, asked.usage)).status());
-  return RunRule(*rule, pick.approach, asked.usage);
+  return std::optional<Picked>(Picked{rule, pick.approach, asked.usage});
+}
+
+Status BatchLoop::RunParallel(uint32_t slots) {
+  // One thread per slot for the whole batch, not one per rule: an evaluation server dies with the
+  // thread that started it (stig/process.cpp), so threads that last keep their servers warm.
+  std::deque<Picked> queue;  // picked, not yet started; under mu_
+  bool closing = false;      // under mu_
+  std::condition_variable work_ready;
+  auto worker = [&] {
+    while (true) {
+      std::optional<Picked> p;
+      {
+        std::unique_lock lock(mu_);
+        work_ready.wait(lock, [&] { return closing || !queue.empty(); });
+        if (queue.empty()) return;
+        p = std::move(queue.front());
+        queue.pop_front();
+      }
+      Status ran = RunRule(*p->rule, std::move(p->approach), p->usage);
+      std::lock_guard lock(mu_);
+      in_flight_.erase(p->rule->id);
+      if (!ran.ok() && thread_error_.ok()) {
+        thread_error_ = ran.WithContext(ShortRuleName(p->rule->id));
+        failed_ = true;
+      }
+      rule_finished_.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t i = 0; i < slots; ++i) threads.emplace_back(worker);
+
+  Status out;
+  while (true) {
+    out = RefreshBatch();
+    if (!out.ok() || Interrupted()) break;
+    size_t in_flight = 0, free_pending = 0, pending = 0;
+    std::set<std::string> busy;
+    {
+      std::lock_guard lock(mu_);
+      busy = in_flight_;
+      in_flight = in_flight_.size();
+      for (const BatchRuleRecord& r : batch_.rules) {
+        if (r.state != RuleState::kPending) continue;
+        ++pending;
+        if (!in_flight_.count(r.rule_id)) ++free_pending;
+      }
+    }
+    if (in_flight == 0 && pending == 0) {
+      // Nothing in flight, so no fork is open: the rescan reads the main line.
+      Result<bool> settled = Rescan();
+      if (!settled.ok()) {
+        out = settled.status();
+        break;
+      }
+      if (*settled) break;
+      continue;
+    }
+    if (in_flight < slots && free_pending > 0) {
+      Result<std::optional<Picked>> picked = Pick(busy);
+      if (!picked.ok()) {
+        out = picked.status();
+        break;
+      }
+      if (!*picked) continue;
+      {
+        std::lock_guard lock(mu_);
+        in_flight_.insert((*picked)->rule->id);
+        queue.push_back(std::move(**picked));
+      }
+      work_ready.notify_one();
+      continue;
+    }
+    // Every slot busy (or nothing left to start): wait for a rule to end, or for a stop.
+    std::unique_lock lock(mu_);
+    rule_finished_.wait_for(lock, std::chrono::milliseconds(200),
+                            [&] { return in_flight_.size() < in_flight || failed_; });
+  }
+  {
+    std::lock_guard lock(mu_);
+    closing = true;
+    // Picked but never started: back to pending at the next start, like an interrupted rule.
+    for (const Picked& p : queue) in_flight_.erase(p.rule->id);
+    queue.clear();
+  }
+  work_ready.notify_all();
+  for (std::thread& t : threads) t.join();
+  if (!out.ok()) return out;
+  {
+    std::lock_guard lock(mu_);
+    if (!thread_error_.ok()) return thread_error_;
+  }
+  if (Interrupted()) return Interrupt();
+  return Complete();
 }
 
 Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage) {
   RuleRun run{.rule = rule, .approach = std::move(approach)};
-  for (const BatchRuleRecord& r : batch_.rules) {
-    if (r.rule_id != rule.id) continue;
-    run.attempts_made = r.attempts;
-    run.tokens_used = r.tokens_used + Total(pick_usage);
+  {
+    std::lock_guard lock(mu_);
+    for (const BatchRuleRecord& r : batch_.rules) {
+      if (r.rule_id != rule.id) continue;
+      run.attempts_made = r.attempts;
+      run.tokens_used = r.tokens_used + Total(pick_usage);
+    }
   }
   // After a resume, this batch's attempts so far (and whether they failed in a row) are stored.
-  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> stored, s_.journal.store().BatchAttempts(batch_.id));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> stored, s_.journal.store().BatchAttempts(batch_id_));
   for (const AttemptRecord& a : stored) {
     if (a.rule_id != rule.id) continue;
     run.attempts.push_back(ToPastAttempt(a));
@@ -383,7 +517,7 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
                                  {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
 
-  const Budgets& budget = batch_.budgets;
+  const Budgets& budget = budgets_;
   while (!Interrupted()) {
     if (run.attempts_made >= budget.max_attempts) {
       return Escalate(run, fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
@@ -396,7 +530,7 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
       return Escalate(run,
                       fmt::format("wall-time budget spent: {} s of {} s", elapsed.count(), budget.wall_time.count()));
     }
-    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_.id));
+    TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(rule, batch_id_));
     if (run.failures_in_a_row >= kReengageAfter) {
       run.failures_in_a_row = 0;
       TEMPER_ASSIGN_OR_RETURN(ReengageDecision decision, Reengage(run, memory));
@@ -442,24 +576,42 @@ Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory&
 Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
   const stig::RuleInfo& rule = run.rule;
   AttemptRecord attempt;
-  attempt.batch_id = batch_.id;
+  attempt.batch_id = batch_id_;
   attempt.rule_id = rule.id;
   attempt.number = run.attempts_made + 1;
   attempt.approach = run.approach;
   attempt.started_at = NowMs();
-  TEMPER_RETURN_IF_ERROR(s_.journal
-                             .Append(Event(rule.id, "worker", EventType::kAttemptStarted,
-                                           {{"number", attempt.number}, {"approach", run.approach}}))
-                             .status());
+  // Parallel: the attempt works on a fork of the known-good snapshot, the main line untouched.
+  // A fork is made and destroyed under target_mu_ (its deleter takes it), whichever way the attempt
+  // ends.
+  std::unique_ptr<stig::Target, ForkDeleter> fork(nullptr, ForkDeleter{&target_mu_});
+  stig::SnapshotId forked_from = 0;
+  if (parallel_) {
+    std::lock_guard main_line(target_mu_);
+    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::Target> made, target_.Fork());
+    fork.reset(made.release());
+    std::lock_guard lock(mu_);
+    forked_from = good_snapshot_;
+  }
+  stig::Target& work = fork ? *fork : target_;
+  // Back to the known-good state: the main line reverted, or the fork dropped.
+  auto discard = [&]() -> Status {
+    if (!fork) return target_.Revert(good_snapshot_);
+    fork.reset();
+    return Status::OK();
+  };
+  nlohmann::json started = {{"number", attempt.number}, {"approach", run.approach}};
+  if (fork) started["fork"] = fork->name();
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", EventType::kAttemptStarted, started)).status());
 
   // The Worker changes the target, starting from the known-good state.
   WorkerBudget worker_budget;
-  worker_budget.max_tokens = std::min(worker_budget.max_tokens, batch_.budgets.max_tokens - run.tokens_used);
+  worker_budget.max_tokens = std::min(worker_budget.max_tokens, budgets_.max_tokens - run.tokens_used);
   Worker worker = s_.models.MakeWorker(worker_budget);
   WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
-  task.allow_package_removal = batch_.options.allow_disruptive;
+  task.allow_package_removal = allow_disruptive_;
   task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
-  TargetTools tools(target_, [this] { return Interrupted(); });
+  TargetTools tools(work, [this] { return Interrupted(); });
   Status journal_error;
   auto on_event = [&](const WorkerEvent& e) {
     // By WorkerEvent::Kind.
@@ -479,7 +631,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
   Clock::time_point worker_end = Clock::now();
   if (!worked.ok() || !journal_error.ok()) {
-    TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+    TEMPER_RETURN_IF_ERROR(discard());
     if (!journal_error.ok()) return journal_error;
     if (worked.status().code() == StatusCode::kCancelled) return AttemptEnd::kInterrupted;
     return worked.status().WithContext(fmt::format("worker on {}", rule.id));
@@ -490,7 +642,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   // What the attempt changed, kept or not: the evidence of what a fix applied or tried, and the
   // paths that decide which earlier passes it could have broken.
-  Result<stig::ChangeSet> changes = target_.ChangesSinceSnapshot();
+  Result<stig::ChangeSet> changes = work.ChangesSinceSnapshot();
   if (!changes.ok() && changes.status().code() != StatusCode::kUnimplemented) return changes.status();
   Clock::time_point listed_end = Clock::now();
 
@@ -499,14 +651,19 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   stig::VerificationRequest request;
   request.rule_ids = {rule.id};
   request.previously_passing = PassingRules();
-  request.health_before = &*health_;
-  if (changes.ok() && target_.ChangesAreFilesOnly()) {
+  stig::HealthReport health_before;
+  {
+    std::lock_guard lock(mu_);
+    health_before = *health_;
+  }
+  request.health_before = &health_before;
+  if (changes.ok() && work.ChangesAreFilesOnly()) {
     std::vector<std::string> paths;
     for (const stig::FileChange& f : changes->files) paths.push_back(f.path);
     request.changed_paths = std::move(paths);
     request.cross_check = s_.cross_check_verification;
   }
-  Result<stig::VerificationReport> report = stig::Verify(target_, s_.evaluator, request);
+  Result<stig::VerificationReport> report = stig::Verify(work, s_.evaluator, request);
   Clock::time_point verify_end = Clock::now();
   bool accepted = report.ok() && report->accepted();
   if (report.ok()) {
@@ -532,6 +689,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                               {"worker_ms", Ms(worker_end - worker_start)},
                               {"verify_ms", Ms(verify_end - listed_end)}};
   evaluated["changes_ms"] = Ms(listed_end - worker_end);
+  if (fork) evaluated["fork"] = fork->name();
   evaluated["regression_checked"] = report.ok() ? report->regression_checked : 0;
   evaluated["regression_skipped"] = report.ok() ? report->regression_skipped : 0;
   if (report.ok() && s_.cross_check_verification) {
@@ -548,8 +706,32 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   LoopStep step;
   if (accepted) {
-    // Kept: the fixed state is the new known-good snapshot, recorded with the attempt.
-    TEMPER_ASSIGN_OR_RETURN(uint32_t snapshot, target_.Snapshot());
+    // Kept: the fixed state is the new known-good snapshot, recorded with the attempt. In parallel,
+    // the main line is held from the fork's commit to the record, so snapshots and records keep
+    // one order.
+    std::unique_lock<std::mutex> main_line;
+    uint32_t snapshot = 0;
+    if (fork) {
+      main_line = std::unique_lock(target_mu_);
+      std::string conflict;
+      TEMPER_ASSIGN_OR_RETURN(std::optional<stig::SnapshotId> committed,
+                              CommitToMainLine(*fork, forked_from, request, *report, conflict));
+      const std::string fork_name = fork->name();
+      if (!committed) {
+        main_line.unlock();
+        LoopStep again;
+        again.rules.push_back({.rule_id = rule.id, .add_tokens = Total(attempt.usage)});
+        again.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptConflict,
+                                     {{"number", attempt.number}, {"fork", fork_name}, {"detail", conflict}},
+                                     attempt.usage));
+        TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
+        run.tokens_used += Total(attempt.usage);
+        return AttemptEnd::kConflict;
+      }
+      snapshot = *committed;
+    } else {
+      TEMPER_ASSIGN_OR_RETURN(snapshot, target_.Snapshot());
+    }
     evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
     attempt.finished_at = NowMs();
     step.good_snapshot = snapshot;
@@ -562,7 +744,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
       detail += fmt::format(
           ", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
           "verifies it",
-          batch_.id);
+          batch_id_);
     }
     step.rules.push_back({.rule_id = rule.id,
                           .state = kept,
@@ -579,6 +761,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
                                  {"tokens", run.tokens_used + Total(attempt.usage)},
                                  {"commands", attempt.commands}}));
     TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+    std::lock_guard lock(mu_);
     good_snapshot_ = snapshot;
     health_ = std::move(report->health);
     recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
@@ -586,7 +769,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   }
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
-  TEMPER_RETURN_IF_ERROR(target_.Revert(good_snapshot_));
+  TEMPER_RETURN_IF_ERROR(discard());
   evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
   step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
@@ -599,9 +782,45 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   ++run.failures_in_a_row;
   run.tokens_used += Total(attempt.usage);
   run.attempts.push_back(ToPastAttempt(attempt));
+  std::lock_guard lock(mu_);
   recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number,
                                 AttemptOutcomeName(attempt.outcome)));
   return AttemptEnd::kReverted;
+}
+
+Result<std::optional<stig::SnapshotId>> BatchLoop::CommitToMainLine(stig::Target& fork, stig::SnapshotId forked_from,
+                                                                    const stig::VerificationRequest& request,
+                                                                    stig::VerificationReport& report,
+                                                                    std::string& conflict) {
+  Result<stig::SnapshotId> committed = target_.CommitFork(fork);
+  if (!committed.ok()) {
+    if (committed.status().code() != StatusCode::kAborted) return committed.status();
+    conflict = committed.status().message();
+    return std::optional<stig::SnapshotId>();
+  }
+  stig::SnapshotId good;
+  stig::HealthReport health;
+  {
+    std::lock_guard lock(mu_);
+    good = good_snapshot_;
+    health = *health_;
+  }
+  // Nothing kept since the fork was made: the main line is now exactly the tree the fork verified.
+  if (good == forked_from) return std::optional<stig::SnapshotId>(*committed);
+  // Fixes were kept meanwhile: the rule and the regression set again, on the main line as it is.
+  stig::VerificationRequest again = request;
+  again.previously_passing = PassingRules();
+  again.health_before = &health;
+  Result<stig::VerificationReport> verified = stig::Verify(target_, s_.evaluator, again);
+  if (verified.ok() && verified->accepted()) {
+    report = std::move(*verified);
+    return std::optional<stig::SnapshotId>(*committed);
+  }
+  // No fork reads the new snapshot (forks wait for target_mu_), so it can go alone.
+  TEMPER_RETURN_IF_ERROR(target_.DropSnapshot(*committed));
+  conflict = "on the main line, with the fixes kept since its fork: " +
+             (verified.ok() ? verified->Summary() : verified.status().ToString());
+  return std::optional<stig::SnapshotId>();
 }
 
 Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step) {
@@ -626,7 +845,7 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   attempt.reflection = ReflectionText(reflection);
   step.lesson = LessonRecord{.rule_id = rule.id,
                              .group_id = rule.group_id,
-                             .batch_id = batch_.id,
+                             .batch_id = batch_id_,
                              .text = reflection.lesson,
                              .utility = EpisodicMemory::kInitialUtility};
   step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorLesson,
@@ -647,7 +866,11 @@ Status BatchLoop::Escalate(RuleRun& run, const std::string& detail) {
   step.rules.push_back(std::move(update));
   step.events.push_back(Event(run.rule.id, "daemon", EventType::kRuleEscalated,
                               {{"detail", detail}, {"attempts", run.attempts_made}, {"tokens", run.tokens_used}}));
-  recent_.push_back(fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(RuleState::kEscalated), detail));
+  {
+    std::lock_guard lock(mu_);
+    recent_.push_back(
+        fmt::format("{} {}: {}", ShortRuleName(run.rule.id), RuleStateName(RuleState::kEscalated), detail));
+  }
   return Commit(std::move(step)).status();
 }
 
@@ -666,7 +889,7 @@ Result<bool> BatchLoop::Rescan() {
     TEMPER_ASSIGN_OR_RETURN(eval, EvaluateWithResults(ids, results_dir, counts));
   }
   // This pass's attempts: the batch's so far, less those of the passes before.
-  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_.id));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, s_.journal.store().BatchAttempts(batch_id_));
   uint32_t made = static_cast<uint32_t>(attempts.size()), kept = 0;
   for (const AttemptRecord& a : attempts) kept += a.outcome == AttemptOutcome::kKept ? 1 : 0;
   for (const FixpointPass& p : batch_.fixpoint) {
@@ -705,6 +928,7 @@ Result<bool> BatchLoop::Rescan() {
     if (!u.state) continue;
     const EventType type = *u.state == RuleState::kPending ? EventType::kRuleRequeued : EventType::kRuleEscalated;
     step.events.push_back(Event(u.rule_id, "daemon", type, {{"detail", *u.detail}, {"pass", pass_number}}));
+    std::lock_guard lock(mu_);
     recent_.push_back(fmt::format("{} {}", ShortRuleName(u.rule_id), *u.detail));
   }
   // A plan-only batch goes back to where it started next: a resume from here must not redo its fixes.
@@ -739,7 +963,7 @@ Status BatchLoop::Complete() {
 Result<nlohmann::json> BatchLoop::RevertPlan() {
   if (!batch_.start_snapshot) {
     return Status::FailedPrecondition(
-        fmt::format("plan-only batch {} has no recorded start snapshot to revert to", batch_.id));
+        fmt::format("plan-only batch {} has no recorded start snapshot to revert to", batch_id_));
   }
   TEMPER_ASSIGN_OR_RETURN(std::vector<stig::SnapshotId> before, target_.Snapshots());
   TEMPER_RETURN_IF_ERROR(target_.Revert(*batch_.start_snapshot));
@@ -760,7 +984,7 @@ void BatchLoop::Fail(const Status& error) {
   // A plan-only batch leaves nothing behind, even when it fails.
   const bool plan = batch_.options.plan_only && batch_.start_snapshot;
   Status reverted = target_.Revert(plan ? *batch_.start_snapshot : good_snapshot_);
-  if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_.id, target_.name(), reverted.ToString());
+  if (!reverted.ok()) s_.log.Error("batch {}: reverting target {}: {}", batch_id_, target_.name(), reverted.ToString());
   LoopStep step;
   step.batch_state = BatchState::kFailed;
   step.batch_error = error.ToString();
@@ -769,7 +993,7 @@ void BatchLoop::Fail(const Status& error) {
   }
   step.events.push_back(Event("", "daemon", EventType::kBatchFailed, {{"error", error.ToString()}}));
   Result<StepCommitted> committed = Commit(std::move(step));
-  if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_.id, committed.status().ToString());
+  if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_id_, committed.status().ToString());
 }
 
 }  // namespace temper

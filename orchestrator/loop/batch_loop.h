@@ -15,6 +15,19 @@
 //     rescan is the "after" evaluation, with OpenSCAP's results files
 //   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
+// Parallel attempts (LoopServices::parallel_attempts > 1, on a target that can fork): up to that
+// many rules run at once, each on a thread of its own, each attempt on a fork of the known-good
+// snapshot (the Architect picks the next rule whenever a slot is free). A fork whose change the
+// evaluator accepts goes through one serialized commit step: its change becomes the newest snapshot
+// of the target, and when fixes were kept since the fork was made, the rule and its regression set
+// are verified again there. A fork that changed what such a fix changed, or that fails that second
+// verification, is dropped and its attempt made again on a fresh fork (attempt.conflict; it costs
+// its tokens and time, not an attempt). A rejected fork is simply dropped. Everything else (lessons,
+// budgets, re-engagement, waivers, plan-only, fixpoint, evidence) is the serial loop's, and every
+// step is still committed to the store before the next: the journal stays one ordered sequence,
+// each attempt's events naming its fork. A kill at any point loses no kept fix (its snapshot is
+// recorded with it); forks in flight are discarded when the target is opened again.
+//
 // Crash safety: the known-good snapshot id is stored with each kept fix, in the same transaction
 // as the attempt and the rule's new state. A kill at any point leaves either the old state (the
 // snapshot taken but not recorded is dropped by the revert at resume) or the new one; an attempt
@@ -23,14 +36,18 @@
 // Run() returns OK when the batch ended (completed or cancelled) or when `stopping` turned true
 // (the batch stays running and resumes at the next start); an error when the target or a model
 // endpoint failed, after which the caller marks the batch failed (Fail()).
-// Thread safety: one thread runs a BatchLoop; RequestCancel may be called from any thread.
+// Thread safety: one thread runs a BatchLoop (and, with parallel attempts, the threads it starts);
+// RequestCancel may be called from any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,6 +63,7 @@
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
 #include "stig/target.h"
+#include "stig/verification.h"
 
 namespace temper {
 
@@ -60,6 +78,8 @@ struct LoopServices {
   // loop.cross_check_verification: verify every attempt against the whole regression set as well
   // as the cut one (stig/verification.h), journalling the rules the cut would have missed.
   bool cross_check_verification = false;
+  // loop.parallel_attempts: attempts in flight at once where the target can fork.
+  uint32_t parallel_attempts = 1;
 };
 
 class BatchLoop {
@@ -81,7 +101,14 @@ class BatchLoop {
 
  private:
   struct RuleRun;  // one rule's attempts in this batch
-  enum class AttemptEnd { kKept, kReverted, kInterrupted };
+  // kConflict: a parallel attempt's accepted change did not fit the main line; it is made again.
+  enum class AttemptEnd { kKept, kReverted, kInterrupted, kConflict };
+  // The Architect's choice of the next rule to work on.
+  struct Picked {
+    const stig::RuleInfo* rule = nullptr;
+    std::string approach;
+    TokenUsage usage;
+  };
   // A role's structured answer: OK, InvalidArgument when it stayed unusable after the corrections
   // (the caller decides the fallback), or the endpoint's error.
   struct Asked {
@@ -97,6 +124,17 @@ class BatchLoop {
   // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
   void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update, std::vector<NewEvent>& events) const;
   Status PickAndRun();
+  // Asks the Architect for the next rule among the pending ones not in `busy`; nullopt when it
+  // skipped one (committed here) or none is left.
+  Result<std::optional<Picked>> Pick(const std::set<std::string>& busy);
+  // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
+  Status RunParallel(uint32_t slots);
+  // A parallel attempt's accepted fork onto the main line, under target_mu_ (see the top of this
+  // file): the new snapshot, or nullopt with `conflict` saying why the attempt must be made again.
+  // `report` becomes the main line's verification when it was verified again there.
+  Result<std::optional<stig::SnapshotId>> CommitToMainLine(stig::Target& fork, stig::SnapshotId forked_from,
+                                                           const stig::VerificationRequest& request,
+                                                           stig::VerificationReport& report, std::string& conflict);
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
   Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);
   Result<AttemptEnd> Attempt(RuleRun& run, const RecalledMemory& memory);
@@ -132,11 +170,25 @@ class BatchLoop {
 
   LoopServices s_;
   stig::Target& target_;
-  BatchRecord batch_;
+  BatchRecord batch_;  // as last read (RefreshBatch); under mu_ while rule threads run
+  const int64_t batch_id_;
+  const Budgets budgets_;
+  const bool allow_disruptive_;
   std::function<bool()> stopping_;
   std::atomic<bool> cancel_requested_{false};
-  bool cancelled_ = false;
+  std::atomic<bool> cancelled_{false};
   EpisodicMemory memory_;
+  bool parallel_ = false;  // attempts on forks, rules on threads of their own
+
+  // With parallel attempts, what the rule threads share: mu_ guards the batch as last read, the
+  // known-good snapshot and health, the recent events and the rules in flight; target_mu_ orders
+  // what the main target does (forks made, committed or dropped; verifications on it).
+  mutable std::mutex mu_;
+  std::mutex target_mu_;
+  std::condition_variable rule_finished_;
+  std::set<std::string> in_flight_;
+  Status thread_error_;              // the first error a rule thread ended with
+  std::atomic<bool> failed_{false};  // set with thread_error_: the other threads stop
   uint32_t good_snapshot_ = 0;
   std::optional<stig::HealthReport> health_;  // at the known-good state
   std::vector<std::string> recent_;           // for the Architect's batch view

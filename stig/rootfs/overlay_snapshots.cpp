@@ -554,7 +554,11 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
   if (id > last_id_) {
     return Status::OutOfRange(fmt::format("no snapshot {} at {} (the latest taken is {})", id, dir_, last_id_));
   }
-  TEMPER_RETURN_IF_ERROR(NoOpenForks("reverting"));
+  std::vector<std::uint32_t> removed;
+  for (std::uint32_t layer : layers_) {
+    if (layer > id) removed.push_back(layer);
+  }
+  TEMPER_RETURN_IF_ERROR(NoForkReads(removed, fmt::format("reverting to snapshot {}", id)));
   TEMPER_RETURN_IF_ERROR(Unmount());
   // Drop from the top down, so a crash leaves a stack that is a prefix of this one.
   while (!layers_.empty() && layers_.back() > id) {
@@ -568,7 +572,7 @@ Status OverlaySnapshots::Revert(std::uint32_t id) {
 Status OverlaySnapshots::DropLayer(std::uint32_t id) {
   auto it = std::find(layers_.begin(), layers_.end(), id);
   if (it == layers_.end()) return Status::NotFound(fmt::format("no layer {} in the stack at {}", id, dir_));
-  TEMPER_RETURN_IF_ERROR(NoOpenForks("dropping a snapshot"));
+  TEMPER_RETURN_IF_ERROR(NoForkReads({id}, fmt::format("dropping snapshot {}", id)));
   TEMPER_RETURN_IF_ERROR(Unmount());
   // The one step that changes the stack: a rename, so a crash leaves the layer in or out, whole.
   TEMPER_RETURN_IF_ERROR(Step("discard-layer"));
@@ -620,10 +624,15 @@ Result<std::vector<std::string>> OverlaySnapshots::ChangedPaths() const {
 
 // ---- forks ----
 
-Status OverlaySnapshots::NoOpenForks(std::string_view what) const {
-  if (forks_.empty()) return Status::OK();
-  return Status::FailedPrecondition(
-      fmt::format("{} the target at {}: {} fork(s) still read its layers", what, merged_, forks_.size()));
+Status OverlaySnapshots::NoForkReads(const std::vector<std::uint32_t>& removed, std::string_view what) const {
+  for (const OverlayFork* fork : forks_) {
+    for (std::uint32_t layer : removed) {
+      if (std::find(fork->lowers_.begin(), fork->lowers_.end(), layer) == fork->lowers_.end()) continue;
+      return Status::FailedPrecondition(
+          fmt::format("{} at {}: fork {} still reads snapshot {}", what, merged_, fork->number_, layer));
+    }
+  }
+  return Status::OK();
 }
 
 void OverlaySnapshots::DiscardStaleForks() {

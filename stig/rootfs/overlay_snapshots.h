@@ -139,9 +139,9 @@ class OverlaySnapshots {
   OverlayLayers layers() const;
 
   // A fork of the latest snapshot: a writable tree of its own over the frozen layers as they are
-  // now (changes since the last snapshot are not in it). Revert and DropLayer are refused while a
-  // fork is open, since forks read the layers they would remove; Snapshot and CommitFork only add
-  // layers and are allowed. The fork must be destroyed before this stack.
+  // now (changes since the last snapshot are not in it). Revert and DropLayer are refused
+  // (FailedPrecondition) when they would remove a layer an open fork reads; layers added since the
+  // forks were made may go. The fork must be destroyed before this stack.
   Result<std::unique_ptr<OverlayFork>> Fork();
   // Freezes what `fork` changed as a new snapshot on top of the stack, above the snapshots taken
   // since the fork was made, and returns its id. Aborted, naming the paths, when one of those
@@ -164,8 +164,8 @@ class OverlaySnapshots {
  private:
   friend class OverlayFork;
   OverlaySnapshots(std::string dir, std::string base);
-  // FailedPrecondition naming `what` while forks are open.
-  Status NoOpenForks(std::string_view what) const;
+  // FailedPrecondition naming `what` when an open fork reads a layer of `removed`.
+  Status NoForkReads(const std::vector<std::uint32_t>& removed, std::string_view what) const;
   // Takes down and discards what forks of a dead owner left (at Open).
   void DiscardStaleForks();
   Status Step(std::string_view name) const { return step_hook_ ? step_hook_(name) : Status::OK(); }

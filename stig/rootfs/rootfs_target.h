@@ -57,6 +57,7 @@ class RootfsTarget : public Target {
   Status DropSnapshot(SnapshotId id) override;
   Result<std::vector<SnapshotOverlap>> OverlapsAbove(SnapshotId id) override;
   // Named <target>/fork-<n>. Errors as OverlaySnapshots::Fork; FailedPrecondition on a fork.
+  bool CanFork() const override { return fork_ == nullptr; }
   Result<std::unique_ptr<Target>> Fork() override;
   Result<SnapshotId> CommitFork(Target& fork) override;
   bool is_fork() const { return fork_ != nullptr; }

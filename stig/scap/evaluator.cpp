@@ -143,10 +143,11 @@ Result<std::vector<RuleVerdict>> Evaluator::RunHelper(std::vector<std::string> a
   return CheckVerdicts(pr.out, pr.err, rules, where);
 }
 
-Result<std::unique_ptr<EvalServer>> Evaluator::TakeServer() const {
+Result<std::unique_ptr<EvalServer>> Evaluator::TakeServer(bool& reused) const {
   {
     std::lock_guard lock(pool_mu_);
-    if (!idle_.empty()) {
+    reused = !idle_.empty();
+    if (reused) {
       std::unique_ptr<EvalServer> s = std::move(idle_.back());
       idle_.pop_back();
       return s;
@@ -181,9 +182,10 @@ Result<std::vector<RuleVerdict>> Evaluator::ServeEvaluation(const std::string& r
   }
   EvalServer::Request request{.root = root, .rules = rules, .tree_fd = tree.get(), .out_dir_fd = out.get(), .fix = fix};
   // A server that died while idle (killed, or with the thread that started it) is seen only when
-  // asked: one more try on a fresh server.
-  for (int attempt = 0;; ++attempt) {
-    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<EvalServer> server, TakeServer());
+  // asked: the next idle one is tried, then a fresh one, whose failure is final.
+  while (true) {
+    bool reused = false;
+    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<EvalServer> server, TakeServer(reused));
     auto reply = server->Evaluate(request, options_.timeout);
     if (!server->broken()) {
       std::lock_guard lock(pool_mu_);
@@ -193,8 +195,8 @@ Result<std::vector<RuleVerdict>> Evaluator::ServeEvaluation(const std::string& r
       if (reply.status().code() == StatusCode::kDeadlineExceeded) {
         return Status::DeadlineExceeded(fmt::format("evaluating on {} {}", where, reply.status().message()));
       }
-      if (attempt == 0) {
-        log_.Info("evaluation server failed ({}); starting a new one", reply.status().ToString());
+      if (reused) {
+        log_.Info("an idle evaluation server failed ({}); trying another", reply.status().ToString());
         continue;
       }
       return Status::Internal(fmt::format("OpenSCAP evaluation on {} failed: {}", where, reply.status().message()));

@@ -131,8 +131,8 @@ class Evaluator {
   Result<std::vector<RuleVerdict>> ServeEvaluation(const std::string& root, const std::vector<std::string>& rules,
                                                    const std::string& output_dir, bool fix, const std::string& where,
                                                    double* seconds) const;
-  // An idle server, or a new one. Unavailable (logged once) when it cannot be started.
-  Result<std::unique_ptr<EvalServer>> TakeServer() const;
+  // An idle server (`reused` set), else a new one. Unavailable (logged once) when it cannot be started.
+  Result<std::unique_ptr<EvalServer>> TakeServer(bool& reused) const;
   // The checked verdicts of the helper's `out` for `rules` (the profile's when empty); `err` is
   // quoted when one is missing.
   Result<std::vector<RuleVerdict>> CheckVerdicts(const std::string& out, const std::string& err,

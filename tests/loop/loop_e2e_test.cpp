@@ -160,6 +160,107 @@ TEST_CASE(
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
 }
 
+// loop.parallel_attempts: the rules of a batch on forks at once. Two of them set lines in the same
+// file (/etc/login.defs), so the one committed second was judged on a tree it would not land on.
+constexpr const char* kParallelYaml = "loop:\n  parallel_attempts: 3\n";
+const std::vector<std::string> kParallelRules = {"banner_etc_issue_net", "accounts_tmout",
+                                                 "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"};
+
+// Rules that ran at once: some rule's attempt started before another rule's last attempt ended.
+bool AttemptsOverlapped(const std::vector<temper::v1::JournalEvent>& events) {
+  std::map<std::string, uint64_t> first_start, last_end;
+  for (const auto& e : events) {
+    if (e.type() == "attempt.started" && !first_start.count(e.rule_id())) first_start[e.rule_id()] = e.seq();
+    if (e.type() == "attempt.kept" || e.type() == "attempt.reverted") last_end[e.rule_id()] = e.seq();
+  }
+  for (const auto& [a, start] : first_start) {
+    for (const auto& [b, end] : last_end) {
+      if (a != b && start < end && first_start.count(b) && first_start[b] < start) return true;
+    }
+  }
+  return false;
+}
+
+TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every fix on the target") {
+  ModelScript script;
+  script.rules["banner_etc_issue_net"].wrong_first = 1;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.extra_yaml = kParallelYaml});
+  std::string id = loop.Submit({.rules = kParallelRules, .max_attempts = 3});
+  temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  INFO(loop.daemon->Log());
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name);
+    CHECK(rule.state() == temper::v1::RULE_STATE_FIXED);
+    CHECK(rule.after_verdict() == "pass");
+  }
+  auto events = loop.JournalEvents(id);
+  CheckJournalIsOrdered(events);
+  CHECK(AttemptsOverlapped(events));
+  size_t conflicts = 0, forked = 0;
+  std::set<std::string> forks;
+  for (const auto& e : events) {
+    const nlohmann::json data = nlohmann::json::parse(e.data_json());
+    if (e.type() == "attempt.conflict") {
+      ++conflicts;
+      CHECK_THAT(data["detail"].get<std::string>(), Catch::Contains("/etc/login.defs"));
+    }
+    if (e.type() == "attempt.started" && data.contains("fork")) {
+      ++forked;
+      CHECK(forks.insert(data["fork"].get<std::string>()).second);  // a fresh fork per attempt
+    }
+  }
+  CHECK(conflicts >= 1);
+  // Every attempt on a fork of its own: four rules, one wrong first, one made again at least.
+  CHECK(forked >= 6);
+  // The final rescan passed both login.defs rules on the main line (above); the other fixes are
+  // there too, and no trace of the wrong attempt.
+  CHECK(loop.TargetHas("/etc/profile.d/tmout.sh"));
+  CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "banner_etc_issue_net")));
+  // The report holds one record per evaluated attempt, each rule's numbers counting up from 1.
+  temper::v1::BatchReport report = loop.Report(id);
+  std::set<std::pair<std::string, uint32_t>> numbers;
+  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+}
+
+TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, and the batch completes") {
+  ModelScript script;
+  script.rules["banner_etc_issue_net"].wrong_first = 1;
+  script.rules["accounts_tmout"].wrong_first = 1;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.extra_yaml = kParallelYaml});
+  std::string id = loop.Submit({.rules = kParallelRules, .max_attempts = 4});
+  uint64_t after = 0;
+  // Forks being worked on, right after a rejected fork, right after a commit.
+  const std::vector<std::string> kill_points = {"worker.tool_call", "attempt.reverted", "rule.fixed"};
+  for (const std::string& kill_at : kill_points) {
+    after = loop.WaitForEvent(id, kill_at, after);
+    CHECK(loop.daemon->Stop(SIGKILL) == 128 + SIGKILL);
+    REQUIRE(loop.daemon->Start().ok());
+    after = loop.WaitForEvent(id, "batch.resumed", after);
+  }
+  temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  INFO(loop.daemon->Log());
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name);
+    CHECK(rule.state() == temper::v1::RULE_STATE_FIXED);
+  }
+  auto events = loop.JournalEvents(id);
+  CheckJournalIsOrdered(events);
+  size_t evaluated = 0;
+  for (const auto& e : events) evaluated += e.type() == "attempt.kept" || e.type() == "attempt.reverted";
+  temper::v1::BatchReport report = loop.Report(id);
+  CHECK(static_cast<size_t>(report.attempts_size()) == evaluated);
+  std::set<std::pair<std::string, uint32_t>> numbers;
+  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+  CHECK(loop.TargetHas("/etc/profile.d/tmout.sh"));
+  CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
+}
+
 TEST_CASE("a model endpoint that stays down fails the batch with its error, the next batch runs") {
   ModelScript script;
   script.faults.fail_first = 3;  // the first pick and both of the client's retries

@@ -18,6 +18,7 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
   CHECK(config->fixpoint_passes == 3);
+  CHECK(config->parallel_attempts == 1);
   CHECK(config->sandbox.pids == 512);
   CHECK(config->sandbox.memory_bytes == std::uint64_t{2} << 30);
   CHECK(config->sandbox.cpu_weight == 50);
@@ -82,6 +83,17 @@ TEST_CASE("loop.cross_check_verification is off unless set, and must be a boolea
   CHECK(bad.status().message().find("/t.yaml:2:29: loop.cross_check_verification") == 0);
 }
 
+TEST_CASE("loop.parallel_attempts is 1 unless set, and within 1-16") {
+  CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->parallel_attempts == 1);
+  CHECK(ParseDaemonConfig("loop:\n  parallel_attempts: 8\n", "/t.yaml")->parallel_attempts == 8);
+  for (const char* wrong : {"0", "17", "many"}) {
+    INFO(wrong);
+    auto bad = ParseDaemonConfig(std::string("loop:\n  parallel_attempts: ") + wrong + "\n", "/t.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find("/t.yaml:2:22: loop.parallel_attempts") == 0);
+  }
+}
+
 TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and refuse what cannot work") {
   auto defaults = ParseDaemonConfig("state_dir: /x\n", "/t.yaml");
   REQUIRE(defaults.ok());
@@ -130,7 +142,8 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n",
-       "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes, cross_check_verification)"},
+       "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes, "
+       "cross_check_verification, parallel_attempts)"},
       {"package_cache:\n  sources:\n    - http://deb.debian.org/debian bookworm main\n",
        "t.yaml:3:7: package_cache.sources[0]: \"http://deb.debian.org/debian bookworm main\" is not a one-line apt "
        "source (\"deb [options] URI SUITE [COMPONENT...]\")"},

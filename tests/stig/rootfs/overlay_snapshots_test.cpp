@@ -423,7 +423,7 @@ TEST_CASE("A fork whose paths a later snapshot changed is refused, naming them, 
   CHECK(s.CommitFork(*foreign).status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("While forks are open the stack only grows, and a main tree with changes refuses a commit",
+TEST_CASE("Layers an open fork reads stay, later ones may go, and a main tree with changes refuses a commit",
           "[stig][overlay][fork]") {
   Scratch t("fork-guards");
   OverlaySnapshots& s = t.Open();
@@ -431,19 +431,26 @@ TEST_CASE("While forks are open the stack only grows, and a main tree with chang
   auto fork = MakeFork(s);
   Scratch::Write(fork->merged() + "/etc/from-fork", "F\n");
   CHECK(s.Revert(0).code() == StatusCode::kFailedPrecondition);
-  CHECK(s.DropLayer(1).code() == StatusCode::kFailedPrecondition);
+  const Status drop = s.DropLayer(1);
+  CHECK(drop.code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(drop.message(), Catch::Contains("fork 1 still reads snapshot 1"));
+  // A layer the fork does not read may go while it is open.
+  Scratch::Write(t.At("/etc/passing"), "P\n");
+  REQUIRE(*s.Snapshot() == 2);
+  REQUIRE(s.DropLayer(2).ok());
+  CHECK_FALSE(fs::exists(t.At("/etc/passing")));
 
   Scratch::Write(t.At("/etc/on-main"), "M\n");
   Result<std::uint32_t> dirty = s.CommitFork(*fork);
   CHECK(dirty.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(dirty.status().message(), Catch::Contains("/etc"));
   CHECK_FALSE(fork->spent());   // refused before anything happened: it can commit later
-  REQUIRE(*s.Snapshot() == 2);  // a snapshot only adds a layer: allowed
-  REQUIRE(*s.CommitFork(*fork) == 3);
+  REQUIRE(*s.Snapshot() == 3);  // a snapshot only adds a layer: allowed
+  REQUIRE(*s.CommitFork(*fork) == 4);
   CHECK(fs::exists(t.At("/etc/on-main")));
   CHECK(fs::exists(t.At("/etc/from-fork")));
   fork.reset();
-  REQUIRE(s.DropLayer(2).ok());
+  REQUIRE(s.DropLayer(3).ok());
   CHECK_FALSE(fs::exists(t.At("/etc/on-main")));
   CHECK(fs::exists(t.At("/etc/from-fork")));
 }
