@@ -586,12 +586,22 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   // ends.
   std::unique_ptr<stig::Target, ForkDeleter> fork(nullptr, ForkDeleter{&target_mu_});
   stig::SnapshotId forked_from = 0;
-  if (parallel_) {
-    std::lock_guard main_line(target_mu_);
-    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::Target> made, target_.Fork());
-    fork.reset(made.release());
+  // What the attempt is judged against: the rules passing and the health of the tree it starts
+  // from. A fork's tree lacks the fixes kept after it was made, so those rules are not its
+  // regressions; the main line checks them when the fork lands (CommitToMainLine).
+  std::vector<std::string> passing_before;
+  stig::HealthReport health_before;
+  {
+    std::unique_lock<std::mutex> main_line;
+    if (parallel_) main_line = std::unique_lock(target_mu_);
+    if (parallel_) {
+      TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::Target> made, target_.Fork());
+      fork.reset(made.release());
+    }
+    passing_before = PassingRules();
     std::lock_guard lock(mu_);
     forked_from = good_snapshot_;
+    health_before = *health_;
   }
   stig::Target& work = fork ? *fork : target_;
   // Back to the known-good state: the main line reverted, or the fork dropped.
@@ -650,12 +660,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   // have affected, when the target says its changes are files only), and the health checks.
   stig::VerificationRequest request;
   request.rule_ids = {rule.id};
-  request.previously_passing = PassingRules();
-  stig::HealthReport health_before;
-  {
-    std::lock_guard lock(mu_);
-    health_before = *health_;
-  }
+  request.previously_passing = std::move(passing_before);
   request.health_before = &health_before;
   if (changes.ok() && work.ChangesAreFilesOnly()) {
     std::vector<std::string> paths;

@@ -160,9 +160,10 @@ TEST_CASE(
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
 }
 
-// loop.parallel_attempts: the rules of a batch on forks at once. Two of them set lines in the same
-// file (/etc/login.defs), so the one committed second was judged on a tree it would not land on.
-constexpr const char* kParallelYaml = "loop:\n  parallel_attempts: 3\n";
+// loop.parallel_attempts: the rules of a batch on forks at once, a slot each, so all four start
+// from the same snapshot. Two of them set lines in the same file (/etc/login.defs): the one committed
+// second was judged on a tree it would not land on.
+constexpr const char* kParallelYaml = "loop:\n  parallel_attempts: 4\n";
 const std::vector<std::string> kParallelRules = {"banner_etc_issue_net", "accounts_tmout",
                                                  "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"};
 
