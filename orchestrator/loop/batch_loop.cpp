@@ -103,6 +103,7 @@ struct BatchLoop::RuleRun {
   Clock::time_point started = Clock::now();
   uint32_t failures_in_a_row = 0;
   std::string last_verdict;
+  uint32_t remakes = 0;  // parallel: rejected forks made again because fixes landed since
 };
 
 BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping)
@@ -350,7 +351,9 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::set<std::str
   {
     std::lock_guard lock(mu_);
     for (const BatchRuleRecord& r : batch_.rules) {
-      if (r.state == RuleState::kPending && !busy.count(r.rule_id)) pending.push_back(r.rule_id);
+      if (r.state == RuleState::kPending && !busy.count(r.rule_id) && !ClashesWithBusy(r.rule_id, busy)) {
+        pending.push_back(r.rule_id);
+      }
     }
   }
   std::vector<const stig::RuleInfo*> candidates;
@@ -399,6 +402,16 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::set<std::str
   return std::optional<Picked>(Picked{rule, pick.approach, asked.usage});
 }
 
+bool BatchLoop::ClashesWithBusy(const std::string& rule_id, const std::set<std::string>& busy) const {
+  Result<const stig::RuleInfo*> rule = s_.content.Rule(rule_id);
+  if (!rule.ok()) return false;
+  for (const std::string& other : busy) {
+    Result<const stig::RuleInfo*> running = s_.content.Rule(other);
+    if (running.ok() && (*rule)->footprint.SharesFilesWith((*running)->footprint)) return true;
+  }
+  return false;
+}
+
 Status BatchLoop::RunParallel(uint32_t slots) {
   // One thread per slot for the whole batch, not one per rule: an evaluation server dies with the
   // thread that started it (stig/process.cpp), so threads that last keep their servers warm.
@@ -441,7 +454,7 @@ Status BatchLoop::RunParallel(uint32_t slots) {
       for (const BatchRuleRecord& r : batch_.rules) {
         if (r.state != RuleState::kPending) continue;
         ++pending;
-        if (!in_flight_.count(r.rule_id)) ++free_pending;
+        if (!in_flight_.count(r.rule_id) && !ClashesWithBusy(r.rule_id, in_flight_)) ++free_pending;
       }
     }
     if (in_flight == 0 && pending == 0) {
@@ -771,6 +784,35 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     health_ = std::move(report->health);
     recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
     return AttemptEnd::kKept;
+  }
+
+  // Rejected on a fork while fixes landed on the main line: what it lacked may be one of them (a
+  // package another rule installs), so it is made again on a fresh fork, a bounded number of times,
+  // before failures count.
+  if (fork && run.remakes < kMaxRemakes) {
+    stig::SnapshotId good;
+    {
+      std::lock_guard lock(mu_);
+      good = good_snapshot_;
+    }
+    if (good != forked_from) {
+      ++run.remakes;
+      const std::string fork_name = fork->name();
+      TEMPER_RETURN_IF_ERROR(discard());
+      LoopStep again;
+      again.rules.push_back({.rule_id = rule.id, .add_tokens = Total(attempt.usage)});
+      again.events.push_back(Event(
+          rule.id, "evaluator", EventType::kAttemptConflict,
+          {{"number", attempt.number},
+           {"fork", fork_name},
+           {"detail", fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main line "
+                                  "as it is now",
+                                  good, report.ok() ? report->Summary() : report.status().message())}},
+          attempt.usage));
+      TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
+      run.tokens_used += Total(attempt.usage);
+      return AttemptEnd::kConflict;
+    }
   }
 
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.

@@ -22,7 +22,9 @@
 // of the target, and when fixes were kept since the fork was made, the rule and its regression set
 // are verified again there. A fork that changed what such a fix changed, or that fails that second
 // verification, is dropped and its attempt made again on a fresh fork (attempt.conflict; it costs
-// its tokens and time, not an attempt). A rejected fork is simply dropped. Everything else (lessons,
+// its tokens and time, not an attempt). A rejected fork is dropped; when fixes landed since it was
+// made it is made again too (at most kMaxRemakes times per rule): it may have lacked one of them.
+// Rules whose checks read a common file (their footprints) do not run at once. Everything else (lessons,
 // budgets, re-engagement, waivers, plan-only, fixpoint, evidence) is the serial loop's, and every
 // step is still committed to the store before the next: the journal stays one ordered sequence,
 // each attempt's events naming its fork. A kill at any point loses no kept fix (its snapshot is
@@ -90,6 +92,9 @@ class BatchLoop {
   static constexpr size_t kCandidates = 8;
   // Corrections a role gets for an unusable structured answer.
   static constexpr int kMaxCorrections = 2;
+  // Parallel: times a rule's attempt rejected on a fork is made again, uncounted, because fixes
+  // landed on the main line after the fork was made.
+  static constexpr uint32_t kMaxRemakes = 2;
 
   // All references must outlive the loop.
   BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping);
@@ -124,8 +129,11 @@ class BatchLoop {
   // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
   void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update, std::vector<NewEvent>& events) const;
   Status PickAndRun();
-  // Asks the Architect for the next rule among the pending ones not in `busy`; nullopt when it
-  // skipped one (committed here) or none is left.
+  // Whether the rule's check may read a file a rule in `busy` reads (check footprints): two such
+  // rules at once would clash when the second lands, so the second waits.
+  bool ClashesWithBusy(const std::string& rule_id, const std::set<std::string>& busy) const;
+  // Asks the Architect for the next rule among the pending ones not in `busy` (nor clashing with
+  // them); nullopt when it skipped one (committed here) or none is left.
   Result<std::optional<Picked>> Pick(const std::set<std::string>& busy);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
   Status RunParallel(uint32_t slots);

@@ -1,5 +1,7 @@
 #include "stig/scap/check_footprint.h"
 
+#include <optional>
+
 #include <cctype>
 
 namespace temper::stig {
@@ -80,7 +82,18 @@ bool PathPattern::Touches(const std::string& changed) const {
   // A directory removed or replaced above everything the object can match.
   const EntityMatch& where = filepath ? *filepath : *dir;
   if (AtOrBelow(where.fixed_dir(), changed)) return true;
-  if (filepath) return filepath->Matches(changed);
+  return Reads(changed);
+}
+
+std::optional<std::string> PathPattern::NamedFile() const {
+  if (filepath) return filepath->pattern() ? std::nullopt : std::optional(filepath->fixed_dir());
+  if (!dir || dir->pattern() || !name || name->pattern() || recurse_down) return std::nullopt;
+  const std::string& d = dir->fixed_dir();
+  return d + (d.ends_with('/') ? "" : "/") + name->fixed_dir();
+}
+
+bool PathPattern::Reads(const std::string& path) const {
+  if (filepath) return filepath->Matches(path);
   auto dir_matches = [&](std::string_view d) {
     if (dir->Matches(d)) return true;
     if (!recurse_down) return false;
@@ -89,9 +102,9 @@ bool PathPattern::Touches(const std::string& changed) const {
     }
     return false;
   };
-  if (!name) return dir_matches(changed);
-  const std::string_view parent = Parent(changed);
-  return !parent.empty() && name->Matches(Base(changed)) && dir_matches(parent);
+  if (!name) return dir_matches(path);
+  const std::string_view parent = Parent(path);
+  return !parent.empty() && name->Matches(Base(path)) && dir_matches(parent);
 }
 
 bool CheckFootprint::Touches(const std::vector<std::string>& changed_paths) const {
@@ -99,6 +112,27 @@ bool CheckFootprint::Touches(const std::vector<std::string>& changed_paths) cons
   for (const std::string& changed : changed_paths) {
     for (const PathPattern& p : paths) {
       if (p.Touches(changed)) return true;
+    }
+  }
+  return false;
+}
+
+bool CheckFootprint::SharesFilesWith(const CheckFootprint& other) const {
+  if (!tied || !other.tied) return false;
+  for (const PathPattern& a : paths) {
+    for (const PathPattern& b : other.paths) {
+      const std::optional<std::string> fa = a.NamedFile(), fb = b.NamedFile();
+      // Almost every check reads the package database (a package test, or a platform gated on
+      // one): sharing it says nothing about two fixes.
+      if (fa == kDpkgStatusPath || fb == kDpkgStatusPath) continue;
+      if (fa && b.Reads(*fa)) return true;
+      if (fb && a.Reads(*fb)) return true;
+      // Two patterns: the same directory their matches lie in (the audit rules' rules.d).
+      if (!fa && !fb) {
+        const std::string& da = (a.filepath ? *a.filepath : *a.dir).fixed_dir();
+        const std::string& db = (b.filepath ? *b.filepath : *b.dir).fixed_dir();
+        if (!da.empty() && da == db) return true;
+      }
     }
   }
   return false;

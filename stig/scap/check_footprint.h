@@ -23,6 +23,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <string_view>
@@ -39,6 +40,8 @@ class EntityMatch {
   static std::unique_ptr<EntityMatch> Pattern(std::string pattern);
 
   bool Matches(std::string_view s) const;
+  // True for a pattern match, false for an equal one.
+  bool pattern() const { return regex_ != nullptr; }
   // The longest directory every match must lie in ("/etc/audit" for "^/etc/audit/rules\.d/.*"),
   // "" when the match can lie anywhere: a removed directory above it changes what it matches.
   const std::string& fixed_dir() const { return fixed_dir_; }
@@ -58,6 +61,10 @@ struct PathPattern {
   bool recurse_down = false;                // dir also matches every directory beneath a match
 
   bool Touches(const std::string& changed_path) const;
+  // Whether the object reads `path` itself (Touches without the directories above).
+  bool Reads(const std::string& path) const;
+  // The one file the object names, when it names one (no pattern, no recursion).
+  std::optional<std::string> NamedFile() const;
 };
 
 struct CheckFootprint {
@@ -70,6 +77,10 @@ struct CheckFootprint {
   // Whether a change to any of `changed_paths` (absolute paths in the target) may change the
   // check's verdict. Always true for an untied footprint.
   bool Touches(const std::vector<std::string>& changed_paths) const;
+  // Whether the two checks may read a common file: a file one object names that the other reads,
+  // or two patterns over the same directory; the package database, which nearly every check
+  // reads, does not count. False when either is untied (nothing is known).
+  bool SharesFilesWith(const CheckFootprint& other) const;
 };
 
 // The path of the dpkg database that package objects read; any change beneath /var/lib/dpkg also
