@@ -117,6 +117,26 @@ Status UnmountTree(const std::string& path) {
   return Status::OK();
 }
 
+// Mounts a stack of the disk's layers at `at`: `lower` from LowerDirs, `upper` and `work` relative
+// to the disk. Relative layer paths keep the option string short (mount(2) takes one page); mount(8)
+// runs with the disk as its working directory so they resolve, without changing ours. No directory
+// redirects: a renamed directory is copied up whole, so each layer holds whole directories and what
+// changed is readable from the layers alone (overlay_changes.h). nosuid, nodev: with the sandbox's
+// identity id map, a setuid-root file or a device node made in there is one on the host; through
+// this mount neither takes effect.
+Status MountStack(const std::string& disk, const std::string& lower, std::string_view upper, std::string_view work,
+                  const std::string& at) {
+  TEMPER_ASSIGN_OR_RETURN(
+      ProcessResult r,
+      Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
+           fmt::format("nosuid,nodev,lowerdir={},upperdir={},workdir={},redirect_dir=off", lower, upper, work), at},
+          disk, std::chrono::seconds(30)));
+  if (!r.Succeeded()) {
+    return Status::IOError(fmt::format("mounting the overlay at {} ({}): {}", at, r.Describe(), r.err));
+  }
+  return Status::OK();
+}
+
 // Mounts a throwaway writable view of `tree` at `scratch`/merged, runs fn there, and hands the
 // scratch directory to `discard`. A view a dead owner left there is taken down first.
 Status ScratchView(const std::string& tree, const fs::path& scratch,
@@ -417,21 +437,7 @@ bool OverlaySnapshots::DiskFull() const {
 
 Status OverlaySnapshots::Mount() {
   TEMPER_RETURN_IF_ERROR(Step("mount"));
-  // Relative layer paths keep the option string short (mount(2) takes one page); mount(8) runs
-  // with the disk as its working directory so they resolve, without changing ours.
-  const std::string lower = LowerDirs(layers_, base_);
-  // No directory redirects: a renamed directory is copied up whole, so each layer holds whole
-  // directories and what changed is readable from the layers alone (overlay_changes.h). nosuid,
-  // nodev: with the sandbox's identity id map, a setuid-root file or a device node made in there is
-  // one on the host; through this mount neither takes effect.
-  Result<ProcessResult> r =
-      Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
-           fmt::format("nosuid,nodev,lowerdir={},upperdir=upper,workdir=work,redirect_dir=off", lower), merged_},
-          disk_, std::chrono::seconds(30));
-  if (!r.ok()) return r.status();
-  if (!r->Succeeded()) {
-    return Status::IOError(fmt::format("mounting the overlay at {} ({}): {}", merged_, r->Describe(), r->err));
-  }
+  TEMPER_RETURN_IF_ERROR(MountStack(disk_, LowerDirs(layers_, base_), "upper", "work", merged_));
   mounted_ = true;
   return Status::OK();
 }
@@ -592,9 +598,14 @@ Result<std::vector<std::string>> OverlaySnapshots::LayerChanges(std::uint32_t id
 
 Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAbove(std::uint32_t id) const {
   TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> changed, LayerChanges(id));
+  return OverlapsAfter(changed, id);
+}
+
+Result<std::vector<LayerOverlap>> OverlaySnapshots::OverlapsAfter(const std::vector<std::string>& changed,
+                                                                  std::uint32_t after) const {
   std::vector<LayerOverlap> out;
   for (std::uint32_t above : layers_) {
-    if (above <= id) continue;
+    if (above <= after) continue;
     TEMPER_ASSIGN_OR_RETURN(std::vector<std::string> held, LayerEntries(LayerDir(above)));
     LayerOverlap overlap{above, {}};
     std::set_intersection(changed.begin(), changed.end(), held.begin(), held.end(), std::back_inserter(overlap.paths));
@@ -648,17 +659,9 @@ Result<std::unique_ptr<OverlayFork>> OverlaySnapshots::Fork() {
   if (!mounted_) return Status::FailedPrecondition("the target at " + merged_ + " is not mounted");
   std::unique_ptr<OverlayFork> fork(new OverlayFork(*this, next_fork_++, layers_));
   for (const std::string& d : {fork->upper_, fork->work_, fork->merged_}) TEMPER_RETURN_IF_ERROR(EnsureDir(d));
-  const std::string n = std::to_string(fork->number_);
-  Result<ProcessResult> r =
-      Run({"/bin/mount", "-t", "overlay", "overlay", "-o",
-           fmt::format("nosuid,nodev,lowerdir={},upperdir=forks/{}/upper,workdir=forks/{}/work,redirect_dir=off",
-                       LowerDirs(layers_, base_), n, n),
-           fork->merged_},
-          disk_, std::chrono::seconds(30));
-  if (!r.ok()) return r.status();
-  if (!r->Succeeded()) {
-    return Status::IOError(fmt::format("mounting fork {} at {} ({}): {}", n, fork->merged_, r->Describe(), r->err));
-  }
+  const Status mounted = MountStack(disk_, LowerDirs(layers_, base_), fmt::format("forks/{}/upper", fork->number_),
+                                    fmt::format("forks/{}/work", fork->number_), fork->merged_);
+  if (!mounted.ok()) return mounted.WithContext(fmt::format("fork {}", fork->number_));
   fork->mounted_ = true;
   forks_.insert(fork.get());
   return fork;
@@ -694,21 +697,15 @@ Result<std::uint32_t> OverlaySnapshots::CommitFork(OverlayFork& fork) {
   for (auto it = fork.lowers_.rbegin(); it != fork.lowers_.rend(); ++it) lower.push_back(LayerDir(*it));
   lower.push_back(base_);
   Result<std::vector<std::string>> changed = stig::LayerChanges(fork.upper_, lower);
-  std::vector<std::string> conflicts;
-  for (std::uint32_t later : layers_) {
-    if (!changed.ok() || later <= fork.forked_from()) continue;
-    Result<std::vector<std::string>> held = LayerEntries(LayerDir(later));
-    if (!held.ok()) {
-      changed = held.status();
-      break;
-    }
-    std::vector<std::string> both;
-    std::set_intersection(changed->begin(), changed->end(), held->begin(), held->end(), std::back_inserter(both));
-    for (const std::string& p : both) conflicts.push_back(fmt::format("{} (snapshot {})", p, later));
-  }
-  if (!changed.ok() || !conflicts.empty()) {
+  Result<std::vector<LayerOverlap>> overlaps =
+      changed.ok() ? OverlapsAfter(*changed, fork.forked_from()) : Result<std::vector<LayerOverlap>>(changed.status());
+  if (!overlaps.ok() || !overlaps->empty()) {
     fork.Discard();
-    if (!changed.ok()) return changed.status().WithContext(fmt::format("committing fork {}", fork.number_));
+    if (!overlaps.ok()) return overlaps.status().WithContext(fmt::format("committing fork {}", fork.number_));
+    std::vector<std::string> conflicts;
+    for (const LayerOverlap& o : *overlaps) {
+      for (const std::string& p : o.paths) conflicts.push_back(fmt::format("{} (snapshot {})", p, o.layer));
+    }
     return Status::Aborted(fmt::format("fork {} changed what a snapshot taken since it was made also changed: {}",
                                        fork.number_, fmt::join(conflicts, ", ")));
   }

@@ -164,6 +164,8 @@ class OverlaySnapshots {
  private:
   friend class OverlayFork;
   OverlaySnapshots(std::string dir, std::string base);
+  // For each layer above `after`, the paths of `changed` (sorted) it also holds.
+  Result<std::vector<LayerOverlap>> OverlapsAfter(const std::vector<std::string>& changed, std::uint32_t after) const;
   // FailedPrecondition naming `what` when an open fork reads a layer of `removed`.
   Status NoForkReads(const std::vector<std::uint32_t>& removed, std::string_view what) const;
   // Takes down and discards what forks of a dead owner left (at Open).
