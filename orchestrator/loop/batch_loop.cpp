@@ -734,17 +734,9 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
       std::string conflict;
       TEMPER_ASSIGN_OR_RETURN(std::optional<stig::SnapshotId> committed,
                               CommitToMainLine(*fork, forked_from, request, *report, conflict));
-      const std::string fork_name = fork->name();
       if (!committed) {
         main_line.unlock();
-        LoopStep again;
-        again.rules.push_back({.rule_id = rule.id, .add_tokens = Total(attempt.usage)});
-        again.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptConflict,
-                                     {{"number", attempt.number}, {"fork", fork_name}, {"detail", conflict}},
-                                     attempt.usage));
-        TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
-        run.tokens_used += Total(attempt.usage);
-        return AttemptEnd::kConflict;
+        return MadeAgain(run, attempt, fork->name(), conflict);
       }
       snapshot = *committed;
     } else {
@@ -799,19 +791,10 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
       ++run.remakes;
       const std::string fork_name = fork->name();
       TEMPER_RETURN_IF_ERROR(discard());
-      LoopStep again;
-      again.rules.push_back({.rule_id = rule.id, .add_tokens = Total(attempt.usage)});
-      again.events.push_back(Event(
-          rule.id, "evaluator", EventType::kAttemptConflict,
-          {{"number", attempt.number},
-           {"fork", fork_name},
-           {"detail", fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main line "
-                                  "as it is now",
-                                  good, report.ok() ? report->Summary() : report.status().message())}},
-          attempt.usage));
-      TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
-      run.tokens_used += Total(attempt.usage);
-      return AttemptEnd::kConflict;
+      return MadeAgain(run, attempt, fork_name,
+                       fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main "
+                                   "line as it is now",
+                                   good, report.ok() ? report->Summary() : report.status().message()));
     }
   }
 
@@ -833,6 +816,17 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   recent_.push_back(fmt::format("{} attempt {} failed ({})", ShortRuleName(rule.id), attempt.number,
                                 AttemptOutcomeName(attempt.outcome)));
   return AttemptEnd::kReverted;
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
+                                                   const std::string& why) {
+  LoopStep again;
+  again.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(attempt.usage)});
+  again.events.push_back(Event(run.rule.id, "evaluator", EventType::kAttemptConflict,
+                               {{"number", attempt.number}, {"fork", fork}, {"detail", why}}, attempt.usage));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
+  run.tokens_used += Total(attempt.usage);
+  return AttemptEnd::kConflict;
 }
 
 Result<std::optional<stig::SnapshotId>> BatchLoop::CommitToMainLine(stig::Target& fork, stig::SnapshotId forked_from,

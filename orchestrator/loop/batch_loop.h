@@ -137,6 +137,10 @@ class BatchLoop {
   Result<std::optional<Picked>> Pick(const std::set<std::string>& busy);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
   Status RunParallel(uint32_t slots);
+  // A parallel attempt that did not fit the main line: journalled (attempt.conflict, `why`) with
+  // its tokens, not counted as an attempt; kConflict, so it is made again on a fresh fork.
+  Result<AttemptEnd> MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
+                               const std::string& why);
   // A parallel attempt's accepted fork onto the main line, under target_mu_ (see the top of this
   // file): the new snapshot, or nullopt with `conflict` saying why the attempt must be made again.
   // `report` becomes the main line's verification when it was verified again there.
