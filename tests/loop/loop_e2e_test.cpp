@@ -25,6 +25,31 @@ void CheckJournalIsOrdered(const std::vector<temper::v1::JournalEvent>& events) 
   }
 }
 
+// Kills temperd at the first event of each type in turn, from where the last resumed run began,
+// and starts it again.
+void KillAndResumeAt(LoopDaemon& loop, const std::string& id, const std::vector<std::string>& kill_points) {
+  uint64_t after = 0;
+  for (const std::string& kill_at : kill_points) {
+    after = loop.WaitForEvent(id, kill_at, after);
+    CHECK(loop.daemon->Stop(SIGKILL) == 128 + SIGKILL);
+    REQUIRE(loop.daemon->Start().ok());
+    // The next kill point counts from the resumed run, not from events the killed run got to.
+    after = loop.WaitForEvent(id, "batch.resumed", after);
+  }
+}
+
+// Every attempt the journal shows evaluated is in the report once, none that was not, and each
+// rule's attempt numbers are distinct.
+void CheckAttemptsRecordedOnce(const LoopDaemon& loop, const std::string& id,
+                               const std::vector<temper::v1::JournalEvent>& events) {
+  size_t evaluated = 0;
+  for (const auto& e : events) evaluated += e.type() == "attempt.kept" || e.type() == "attempt.reverted";
+  temper::v1::BatchReport report = loop.Report(id);
+  CHECK(static_cast<size_t>(report.attempts_size()) == evaluated);
+  std::set<std::pair<std::string, uint32_t>> numbers;
+  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+}
+
 TEST_CASE(
     "a batch fixes rules, reverts a wrong fix and retries with the lesson, catches a regression, "
     "escalates what it cannot fix and skips what the Architect skips") {
@@ -124,16 +149,9 @@ TEST_CASE(
 
   // Before the first evaluation, after a pick, mid-Worker (a tool has run on the target), right
   // after a revert, and right after a kept fix.
-  uint64_t after = 0;
   const std::vector<std::string> kill_points = {"batch.started", "architect.pick", "worker.tool_call",
                                                 "attempt.reverted", "rule.fixed"};
-  for (const std::string& kill_at : kill_points) {
-    after = loop.WaitForEvent(id, kill_at, after);
-    CHECK(loop.daemon->Stop(SIGKILL) == 128 + SIGKILL);
-    REQUIRE(loop.daemon->Start().ok());
-    // The next kill point counts from the resumed run, not from events the killed run got to.
-    after = loop.WaitForEvent(id, "batch.resumed", after);
-  }
+  KillAndResumeAt(loop, id, kill_points);
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
@@ -145,17 +163,10 @@ TEST_CASE(
 
   auto events = loop.JournalEvents(id);
   CheckJournalIsOrdered(events);
-  size_t resumed = 0, evaluated = 0;
-  for (const auto& e : events) {
-    if (e.type() == "batch.resumed") ++resumed;
-    if (e.type() == "attempt.kept" || e.type() == "attempt.reverted") ++evaluated;
-  }
+  size_t resumed = 0;
+  for (const auto& e : events) resumed += e.type() == "batch.resumed";
   CHECK(resumed == kill_points.size());
-  // Every attempt that was evaluated is recorded once, and none that was not.
-  temper::v1::BatchReport report = loop.Report(id);
-  CHECK(static_cast<size_t>(report.attempts_size()) == evaluated);
-  std::set<std::pair<std::string, uint32_t>> numbers;
-  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+  CheckAttemptsRecordedOnce(loop, id, events);
   // The wrong attempts' traces were reverted away.
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "banner_etc_issue_net")));
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
@@ -232,10 +243,7 @@ TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every 
   CHECK(text == "shared\nshared\n");
   CHECK(loop.TargetHas("/etc/profile.d/tmout.sh"));
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_umask_etc_login_defs")));
-  // The report holds one record per evaluated attempt, each rule's numbers counting up from 1.
-  temper::v1::BatchReport report = loop.Report(id);
-  std::set<std::pair<std::string, uint32_t>> numbers;
-  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+  CheckAttemptsRecordedOnce(loop, id, events);
 }
 
 TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, and the batch completes") {
@@ -246,15 +254,8 @@ TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, an
   REQUIRE(server.ok());
   LoopDaemon loop(**server, {.extra_yaml = kParallelYaml});
   std::string id = loop.Submit({.rules = kParallelRules, .max_attempts = 4});
-  uint64_t after = 0;
   // Forks being worked on, right after a rejected fork, right after a commit.
-  const std::vector<std::string> kill_points = {"worker.tool_call", "attempt.reverted", "rule.fixed"};
-  for (const std::string& kill_at : kill_points) {
-    after = loop.WaitForEvent(id, kill_at, after);
-    CHECK(loop.daemon->Stop(SIGKILL) == 128 + SIGKILL);
-    REQUIRE(loop.daemon->Start().ok());
-    after = loop.WaitForEvent(id, "batch.resumed", after);
-  }
+  KillAndResumeAt(loop, id, {"worker.tool_call", "attempt.reverted", "rule.fixed"});
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
   REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
@@ -264,12 +265,7 @@ TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, an
   }
   auto events = loop.JournalEvents(id);
   CheckJournalIsOrdered(events);
-  size_t evaluated = 0;
-  for (const auto& e : events) evaluated += e.type() == "attempt.kept" || e.type() == "attempt.reverted";
-  temper::v1::BatchReport report = loop.Report(id);
-  CHECK(static_cast<size_t>(report.attempts_size()) == evaluated);
-  std::set<std::pair<std::string, uint32_t>> numbers;
-  for (const auto& a : report.attempts()) CHECK(numbers.insert({a.rule_id(), a.number()}).second);
+  CheckAttemptsRecordedOnce(loop, id, events);
   CHECK(loop.TargetHas("/etc/profile.d/tmout.sh"));
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
 }

@@ -29,6 +29,9 @@ inline const Content& Ubuntu2004Stig() {
   return *content;
 }
 
+// The full XCCDF id of an SSG rule's short name ("sshd_disable_root_login").
+inline std::string FullRuleId(const std::string& name) { return std::string(kRulePrefix) + name; }
+
 inline const Logger& QuietLog() {
   static const Logger log(LogLevel::kWarning);
   return log;

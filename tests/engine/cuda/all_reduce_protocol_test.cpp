@@ -170,15 +170,14 @@ class ProtocolModel {
     Buffer& mine = *buffers_[rank];
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     for (int s = 0; s < tp; ++s) {
-      while (!FlagReached(mine.flag[FlagOffset(seq, tp, s, b)].load(std::memory_order_acquire), seq)) {
-        if (abort_) return false;
-        if (std::chrono::steady_clock::now() > deadline) {
-          Fail("rank " + std::to_string(rank) + " block " + std::to_string(b) + " waited 20 s for sender " +
-               std::to_string(s) + "'s flag of call " + std::to_string(seq));
-          return false;
-        }
-        std::this_thread::yield();
-      }
+      const bool arrived = Await(
+          deadline,
+          [&] { return FlagReached(mine.flag[FlagOffset(seq, tp, s, b)].load(std::memory_order_acquire), seq); },
+          [&] {
+            return "rank " + std::to_string(rank) + " block " + std::to_string(b) + " waited 20 s for sender " +
+                   std::to_string(s) + "'s flag of call " + std::to_string(seq);
+          });
+      if (!arrived) return false;
     }
 
     MaybeStall(rng, 6);
@@ -205,20 +204,36 @@ class ProtocolModel {
     for (int64_t i = chunk.begin; i < chunk.end; ++i) {
       float acc = 0;
       for (int s = 0; s < tp; ++s) {
-        uint64_t word;
-        while (!WordReached(word = words_[SlotOffset(seq, tp, s, o_.slot_floats) + i].load(std::memory_order_relaxed),
-                            seq)) {
-          if (abort_) return false;
-          if (std::chrono::steady_clock::now() > deadline) {
-            Fail("rank " + std::to_string(rank) + " waited 20 s for sender " + std::to_string(s) + "'s element " +
-                 std::to_string(i) + " of call " + std::to_string(seq));
-            return false;
-          }
-          std::this_thread::yield();
-        }
+        uint64_t word = 0;
+        const bool arrived = Await(
+            deadline,
+            [&] {
+              word = words_[SlotOffset(seq, tp, s, o_.slot_floats) + i].load(std::memory_order_relaxed);
+              return WordReached(word, seq);
+            },
+            [&] {
+              return "rank " + std::to_string(rank) + " waited 20 s for sender " + std::to_string(s) + "'s element " +
+                     std::to_string(i) + " of call " + std::to_string(seq);
+            });
+        if (!arrived) return false;
         acc += std::bit_cast<float>(WordValueBits(word));
       }
       data[i] = acc;
+    }
+    return true;
+  }
+
+  // Polls until `ready()`; false when the run was aborted, or when `deadline` passed (the run then
+  // fails with `waited()`'s words).
+  template <typename Ready, typename Waited>
+  bool Await(std::chrono::steady_clock::time_point deadline, Ready ready, Waited waited) {
+    while (!ready()) {
+      if (abort_) return false;
+      if (std::chrono::steady_clock::now() > deadline) {
+        Fail(waited());
+        return false;
+      }
+      std::this_thread::yield();
     }
     return true;
   }

@@ -20,15 +20,14 @@
 namespace temper::stig {
 namespace {
 
+using testing::FullRuleId;
 using testing::QuietLog;
 using testing::ScopedTarget;
 using testing::Ubuntu2004Stig;
 
-std::string Full(const std::string& name) { return std::string(kRulePrefix) + name; }
-
-const std::string kSshRule = Full("sshd_disable_root_login");         // fail on the fresh root
-const std::string kShadowRule = Full("file_permissions_etc_shadow");  // pass on the fresh root
-const std::string kX11Rule = Full("sshd_disable_x11_forwarding");     // in the profile; fail on the fresh root
+const std::string kSshRule = FullRuleId("sshd_disable_root_login");         // fail on the fresh root
+const std::string kShadowRule = FullRuleId("file_permissions_etc_shadow");  // pass on the fresh root
+const std::string kX11Rule = FullRuleId("sshd_disable_x11_forwarding");     // in the profile; fail on the fresh root
 
 // What a whole-profile evaluation tells apart, as text for a readable failure.
 std::string Differences(const Evaluation& a, const Evaluation& b) {

@@ -15,11 +15,10 @@
 namespace temper::stig {
 namespace {
 
+using testing::FullRuleId;
 using testing::QuietLog;
 using testing::ScopedTarget;
 using testing::Ubuntu2004Stig;
-
-std::string Full(const std::string& name) { return std::string(kRulePrefix) + name; }
 
 // Rules whose verdicts on the fresh root are known (measured on the SSG 0.1.65 content).
 const std::vector<std::string> kMixedRules = {
@@ -40,16 +39,16 @@ TEST_CASE("Evaluator returns OpenSCAP's own verdicts for a batch of rules", "[st
   INFO(e.status().ToString());
   REQUIRE(e.ok());
   REQUIRE(e->verdicts.size() == kMixedRules.size());
-  CHECK(e->verdicts[0].rule_id == Full("sshd_disable_root_login"));
-  CHECK(*e->VerdictOf(Full("sshd_disable_root_login")) == Verdict::kFail);
-  CHECK(*e->VerdictOf(Full("package_aide_installed")) == Verdict::kFail);
-  CHECK(*e->VerdictOf(Full("package_sudo_installed")) == Verdict::kPass);
-  CHECK(*e->VerdictOf(Full("file_permissions_etc_shadow")) == Verdict::kPass);
+  CHECK(e->verdicts[0].rule_id == FullRuleId("sshd_disable_root_login"));
+  CHECK(*e->VerdictOf(FullRuleId("sshd_disable_root_login")) == Verdict::kFail);
+  CHECK(*e->VerdictOf(FullRuleId("package_aide_installed")) == Verdict::kFail);
+  CHECK(*e->VerdictOf(FullRuleId("package_sudo_installed")) == Verdict::kPass);
+  CHECK(*e->VerdictOf(FullRuleId("file_permissions_etc_shadow")) == Verdict::kPass);
   // systemd's state cannot be read from a root file system: OpenSCAP says so instead of guessing.
-  Verdict svc = *e->VerdictOf(Full("service_auditd_enabled"));
+  Verdict svc = *e->VerdictOf(FullRuleId("service_auditd_enabled"));
   CHECK(
       (svc == Verdict::kUnknown || svc == Verdict::kError || svc == Verdict::kNotApplicable || svc == Verdict::kFail));
-  CHECK(e->VerdictOf(Full("accounts_tmout")).status().code() == StatusCode::kNotFound);
+  CHECK(e->VerdictOf(FullRuleId("accounts_tmout")).status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("Evaluation is deterministic", "[stig][evaluator]") {
@@ -75,7 +74,7 @@ TEST_CASE("Evaluation is deterministic", "[stig][evaluator]") {
 TEST_CASE("A rule goes fail -> pass after its fix and back after revert", "[stig][evaluator][snapshot]") {
   ScopedTarget t("eval-fix");
   Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
-  const std::string rule = Full("sshd_disable_root_login");
+  const std::string rule = FullRuleId("sshd_disable_root_login");
   EvaluationRequest req;
   req.rule_ids = {rule};
   REQUIRE(*t->Evaluate(ev, req)->VerdictOf(rule) == Verdict::kFail);
@@ -110,7 +109,7 @@ TEST_CASE("Evaluator writes XCCDF results, ARF and the fix script users know", "
   };
   std::string results = slurp(e->results_path);
   CHECK(results.find("<TestResult") != std::string::npos);
-  CHECK(results.find("idref=\"" + Full("sshd_disable_root_login") + "\"") != std::string::npos);
+  CHECK(results.find("idref=\"" + FullRuleId("sshd_disable_root_login") + "\"") != std::string::npos);
   CHECK(slurp(e->arf_path).find("asset-report-collection") != std::string::npos);
   std::string fix = slurp(e->fix_script_path);
   CHECK(fix.find("PermitRootLogin") != std::string::npos);         // the failing rule's fix
@@ -173,7 +172,7 @@ TEST_CASE("A target's rpm macros run no Lua in the evaluator", "[stig][evaluator
   INFO(e.status().ToString());
   REQUIRE(e.ok());
   CHECK(e->verdicts.size() == Ubuntu2004Stig().profile_rule_ids().size());
-  CHECK(*e->VerdictOf(Full("package_aide_installed")) == Verdict::kFail);
+  CHECK(*e->VerdictOf(FullRuleId("package_aide_installed")) == Verdict::kFail);
 }
 
 // The reference is the real `oscap xccdf eval` over an identical target, run the way temper ran

@@ -14,11 +14,10 @@
 namespace temper::stig {
 namespace {
 
+using testing::FullRuleId;
 using testing::QuietLog;
 using testing::ScopedTarget;
 using testing::Ubuntu2004Stig;
-
-std::string Full(const std::string& name) { return std::string(kRulePrefix) + name; }
 
 std::string Field(const OvalFields& fields, const std::string& name) {
   for (const auto& [k, v] : fields) {
@@ -29,7 +28,7 @@ std::string Field(const OvalFields& fields, const std::string& name) {
 
 const RuleEvidence& Of(const std::vector<RuleEvidence>& all, const std::string& rule) {
   for (const RuleEvidence& e : all) {
-    if (e.rule_id == Full(rule)) return e;
+    if (e.rule_id == FullRuleId(rule)) return e;
   }
   FAIL("no evidence for " << rule);
   return all.front();
@@ -140,7 +139,7 @@ TEST_CASE("OVAL evidence names what OpenSCAP found, before and after a fix", "[s
   CHECK(fixed.Text().find("text: declare -xr TMOUT=600") != std::string::npos);
 
   // Selecting rules; and every evaluated rule when none are named.
-  auto one = ReadOvalEvidence(dir + "/after/arf.xml", {Full("accounts_tmout")});
+  auto one = ReadOvalEvidence(dir + "/after/arf.xml", {FullRuleId("accounts_tmout")});
   REQUIRE(one.ok());
   CHECK(one->size() == 1);
   auto all = ReadOvalEvidence(dir + "/after/arf.xml");
