@@ -14,6 +14,7 @@
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
 #include "engine/cuda/kernels.h"
+#include "engine/kv_cache.h"
 #include "engine/thread_pool.h"
 
 namespace temper::bench {
@@ -116,7 +117,7 @@ class StepTimer {
     const double bytes = 2.0 * visible * width * (g.k_eq_v ? 1 : 2);  // bf16 V, and K unless k_eq_v
     const int copies = Copies(bytes);
     const int blocks = static_cast<int>((ctx + bt - 1) / bt);
-    const int64_t rows_per_copy = sliding ? c_.sliding_window : int64_t{blocks} * bt;
+    const int64_t rows_per_copy = sliding ? engine::RingSlots(c_) : int64_t{blocks} * bt;
     const std::string kind = sliding ? "sliding" : "full";
     Arena a(stream_);
     std::vector<float> cos(size_t(ctx) * std::max(g.rope_angles, 1)), sin(cos.size());
@@ -134,6 +135,7 @@ class StepTimer {
     kv.k_norm = k_norm;
     kv.sliding = sliding;
     kv.window = c_.sliding_window;
+    kv.ring = engine::RingSlots(c_);
     kv.kv_heads = kv_heads;
     kv.head_dim = hd;
     kv.block_tokens = bt;

@@ -27,6 +27,9 @@
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
 //                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024]
+//
+// `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
+// prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -41,6 +44,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench/bench_timing.h"
+#include "bench/speculation_bench.h"
 #include "common/log.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
@@ -78,6 +82,8 @@ struct Args {
   int streams = 8;
   int stream_tokens = 64;
   std::string kv_config;
+  bool verify_cost = false;
+  int verify_context = 512;
 };
 
 // The machine's memory bandwidth, measured with the decode's own thread count: a parallel
@@ -258,6 +264,15 @@ Status Run(const Args& a) {
   return Status::OK();
 }
 
+// ---- speculation ----
+
+Status RunVerifyCost(const Args& a) {
+  TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
+  const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return bench::RunVerifyCost(model.config, model.weights,
+                              bench::VerifyCostOptions{.threads = threads, .context = a.verify_context});
+}
+
 // ---- serving ----
 
 std::vector<int32_t> BenchPrompt(uint64_t seed, int n, int vocab) {
@@ -423,9 +438,22 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
   app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
   app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
+  std::string lookup_transcript, lookup_tokenizer;
+  app.add_option("--lookup-transcript", lookup_transcript,
+                 "prompt-lookup acceptance on a temper-scripted-model --transcript file");
+  app.add_option("--lookup-tokenizer", lookup_tokenizer,
+                 "tokenizer.json for --lookup-transcript (Gemma 3's, unpacked from tests/data/tokenizer)");
+  app.add_flag("--verify-cost", a.verify_cost, "time verification passes of 1 + k tokens against a decode step");
+  app.add_option("--verify-context", a.verify_context, "context before the timed verification passes")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   temper::Status s;
-  if (!gpus.empty()) {
+  if (!lookup_transcript.empty()) {
+    s = lookup_tokenizer.empty() ? temper::Status::InvalidArgument("--lookup-transcript needs --lookup-tokenizer")
+                                 : temper::engine::bench::RunLookupAcceptance(lookup_transcript, lookup_tokenizer);
+  } else if (a.verify_cost) {
+    s = temper::engine::RunVerifyCost(a);
+  } else if (!gpus.empty()) {
 #if TEMPER_HAVE_CUDA
     if (a.synthetic.empty()) {
       s = temper::Status::InvalidArgument("--gpus measures synthetic weights: give --synthetic CONFIG.json");

@@ -27,6 +27,12 @@ namespace temper::engine {
 using SequenceId = int32_t;
 using SnapshotId = int32_t;
 
+// Speculative decoding appends a sequence's next token and up to kMaxDraftTokens guesses after it
+// in one pass, then keeps only the guesses the model agreed with (Backend::Truncate). The sliding
+// rings hold this many slots beyond the window, so the rows such a pass overwrote are rows no
+// later query can see, and dropping the pass's tail restores the state exactly.
+inline constexpr int kMaxDraftTokens = 8;
+
 // The KV memory a backend holds, for admission control, metrics and capacity reports.
 struct KvUsage {
   int block_tokens = 0;
@@ -93,6 +99,12 @@ class Backend {
   // The longest a sequence may grow.
   virtual int64_t context_limit() const = 0;
   virtual KvUsage kv_usage() const = 0;
+
+  // Drops `seq`'s tokens from `length` on, as if they had never been appended. Allowed down to the
+  // length before its last Forward when that pass appended at most kMaxDraftTokens + 1 tokens to
+  // it (else down to its current length), and never below a snapshot taken of it. NotFound if it
+  // is not live; FailedPrecondition (nothing changed) for a length outside that range.
+  virtual Status Truncate(SequenceId seq, int64_t length) = 0;
 
   // Pins `seq`'s state at its current length. NotFound if it is not live; ResourceExhausted when
   // no snapshot slot or memory is left.

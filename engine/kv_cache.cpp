@@ -20,7 +20,7 @@ KvPager::KvPager(const KvCacheOptions& options)
 Result<int> KvPager::AddSequence() {
   for (int s = 0; s < options_.max_sequences; ++s) {
     if (!seqs_[s].live) {
-      seqs_[s] = Sequence{true, 0, {}};
+      seqs_[s] = Sequence{.live = true};
       return s;
     }
   }
@@ -60,8 +60,12 @@ Result<int> KvPager::TakeSnapshot(int seq) {
     if (snaps_[s].live) continue;
     const Sequence& from = seqs_[seq];
     const size_t used = static_cast<size_t>((from.length + options_.block_tokens - 1) / options_.block_tokens);
-    snaps_[s] = Sequence{true, from.length, {from.blocks.begin(), from.blocks.begin() + static_cast<long>(used)}};
+    snaps_[s] = Sequence{.live = true,
+                         .length = from.length,
+                         .blocks = {from.blocks.begin(), from.blocks.begin() + static_cast<long>(used)}};
     for (int32_t b : snaps_[s].blocks) ++refs_[b];
+    // The snapshot reads the rows below its length in blocks the sequence still writes.
+    seqs_[seq].floor = from.length;
     return static_cast<int>(s);
   }
   return Status::ResourceExhausted(fmt::format("all {} KV-cache snapshot slots are in use", snaps_.size()));
@@ -86,6 +90,7 @@ Result<KvFork> KvPager::ForkSnapshot(int snap) {
   fork.seq = seq;
   Sequence& to = seqs_[seq];
   to.length = from.length;
+  to.floor = from.length;
   to.blocks = from.blocks;
   if (partial) {
     // The last block receives the fork's next tokens: it gets a private copy.
@@ -114,8 +119,32 @@ Status KvPager::Reserve(int seq, int64_t length) {
   return Status::OK();
 }
 
+void KvPager::Append(int seq, int64_t tokens) {
+  Sequence& s = seqs_[seq];
+  s.floor = tokens <= kMaxDraftTokens + 1 ? s.length : s.length + tokens;
+  s.length += tokens;
+}
+
+Status KvPager::Truncate(int seq, int64_t length) {
+  if (!Live(seq)) return Status::NotFound(fmt::format("KV-cache sequence {} is not live", seq));
+  Sequence& s = seqs_[seq];
+  if (length < s.floor || length > s.length) {
+    return Status::FailedPrecondition(fmt::format(
+        "KV-cache sequence {}: cannot truncate to {} tokens; it holds {} and can go back to {} (the start of its "
+        "last pass of at most {} tokens, or a snapshot)",
+        seq, length, s.length, s.floor, kMaxDraftTokens + 1));
+  }
+  s.length = length;
+  const size_t needed = static_cast<size_t>((length + options_.block_tokens - 1) / options_.block_tokens);
+  if (s.blocks.size() > needed) {
+    Unref({s.blocks.begin() + static_cast<long>(needed), s.blocks.end()});
+    s.blocks.resize(needed);
+  }
+  return Status::OK();
+}
+
 CpuKvStore::CpuKvStore(const ModelConfig& c, const RankShard& shard, const KvPager& pager)
-    : window_(c.sliding_window),
+    : ring_slots_(RingSlots(c)),
       block_tokens_(pager.block_tokens()),
       rings_(pager.max_sequences()),
       snap_rings_(std::max(0, pager.max_snapshots())) {
@@ -129,7 +158,7 @@ CpuKvStore::CpuKvStore(const ModelConfig& c, const RankShard& shard, const KvPag
     if (s.sliding) {
       s.index = sliding++;
       s.offset = ring_floats_;
-      ring_floats_ += 2 * int64_t{window_} * s.row_floats;  // K then V
+      ring_floats_ += 2 * int64_t{ring_slots_} * s.row_floats;  // K then V
     } else {
       s.index = full++;
       s.offset = block_floats_;
@@ -175,8 +204,8 @@ void CpuKvStore::CopyBlock(int32_t from, int32_t to) {
 
 float* CpuKvStore::Cell(int seq, const LayerSlot& l, int64_t pos, std::span<const int32_t> blocks, bool value) {
   if (l.sliding) {
-    const int64_t slot = pos % window_;
-    return rings_[seq].data() + l.offset + (value ? int64_t{window_} * l.row_floats : 0) + slot * l.row_floats;
+    const int64_t slot = pos % ring_slots_;
+    return rings_[seq].data() + l.offset + (value ? int64_t{ring_slots_} * l.row_floats : 0) + slot * l.row_floats;
   }
   const int64_t block = blocks[static_cast<size_t>(pos / block_tokens_)];
   const int64_t row = pos % block_tokens_;

@@ -2,8 +2,9 @@
 // backend shares) and CpuKvStore (the CPU backend's storage for one tensor-parallel rank).
 //
 // Layout, chosen for Gemma 4's two layer kinds:
-//  * sliding layers keep a ring of exactly `sliding_window` token slots per sequence
-//    (slot = position % window): a query never sees further back than that;
+//  * sliding layers keep a ring of RingSlots = sliding_window + kMaxDraftTokens token slots per
+//    sequence (slot = position % RingSlots): a query never sees further back than the window, and
+//    the slack keeps what a speculative pass overwrote until Truncate has dropped it;
 //  * full layers use paged blocks of `block_tokens` tokens from a shared pool; a sequence's block
 //    table maps position p to block blocks[p / block_tokens], row p % block_tokens;
 //  * k_eq_v layers store one copy, V (= v_norm(raw k_proj output)); K is rebuilt from it as
@@ -34,6 +35,9 @@
 #include "engine/model/tensor_parallel.h"
 
 namespace temper::engine {
+
+// Token slots of one sequence's ring on a sliding layer.
+inline int RingSlots(const ModelConfig& c) { return c.sliding_window + kMaxDraftTokens; }
 
 struct KvCacheOptions {
   int max_sequences = 8;       // live sequences at once
@@ -77,7 +81,11 @@ class KvPager {
   int64_t Length(int seq) const { return seqs_[seq].length; }
   // Length(seq), or NotFound if `seq` is not live.
   Result<int64_t> LiveLength(int seq) const;
-  void SetLength(int seq, int64_t length) { seqs_[seq].length = length; }
+  // Records that a forward pass appended `tokens` to `seq` (whose blocks Reserve made room for).
+  void Append(int seq, int64_t tokens);
+  // Backend::Truncate's bookkeeping: checks the range it documents, shortens `seq` and returns
+  // the blocks past its new end to the pool.
+  Status Truncate(int seq, int64_t length);
   std::span<const int32_t> Blocks(int seq) const { return seqs_[seq].blocks; }
 
   int block_tokens() const { return options_.block_tokens; }
@@ -95,6 +103,9 @@ class KvPager {
     bool live = false;
     int64_t length = 0;
     std::vector<int32_t> blocks;
+    // The shortest length Truncate may leave: the length before the last Append when that one was
+    // short enough for the rings' slack, else the length; never below a snapshot's.
+    int64_t floor = 0;
   };
   void Unref(const std::vector<int32_t>& blocks);
 
@@ -147,7 +158,7 @@ class CpuKvStore {
   };
   float* Cell(int seq, const LayerSlot& l, int64_t pos, std::span<const int32_t> blocks, bool value);
 
-  int window_;
+  int ring_slots_;
   int block_tokens_;
   std::vector<LayerSlot> layers_;
   int64_t ring_floats_ = 0;                     // per sequence, all sliding layers, K and V

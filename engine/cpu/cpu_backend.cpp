@@ -112,6 +112,10 @@ Status CpuBackend::ReleaseSequence(SequenceId seq) {
 
 Result<int64_t> CpuBackend::SequenceLength(SequenceId seq) const { return pager_.LiveLength(seq); }
 
+// The rows past the new end stay in the rings and blocks; nothing reads them before they are
+// written again.
+Status CpuBackend::Truncate(SequenceId seq, int64_t length) { return pager_.Truncate(seq, length); }
+
 KvUsage CpuBackend::kv_usage() const {
   KvUsage u = pager_.Usage();
   for (const auto& rank : ranks_) {
@@ -181,7 +185,7 @@ Result<ForwardResult> CpuBackend::Forward(std::span<const ForwardItem> batch, co
   }
   rank_threads_->Run([&](int r) { cpu::ForwardRank(*ranks_[r], plan, *comm_); });
   for (const ForwardItem& item : batch) {
-    pager_.SetLength(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size()));
+    pager_.Append(item.seq, static_cast<int64_t>(item.tokens.size()));
   }
   return result;
 }

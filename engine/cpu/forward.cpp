@@ -150,9 +150,10 @@ void WriteKv(RankContext& rank, const BatchPlan& plan, int layer, const float* k
   const bool stores_k = rank.kv->StoresK(layer);
   for (size_t r = 0; r < plan.rows.size(); ++r) {
     const BatchRow& row = plan.rows[r];
-    // A ring keeps only the last `window` positions; earlier ones of a long chunk would be
-    // overwritten by later ones anyway.
-    if (g.kind == LayerKind::kSliding && row.pos < row.chunk_end - rank.config->sliding_window) continue;
+    // A ring keeps only the last RingSlots positions; earlier ones of a long chunk would be
+    // overwritten by later ones anyway. (Not the window: a short pass may be truncated, and every
+    // position it keeps must be in the ring.)
+    if (g.kind == LayerKind::kSliding && row.pos < row.chunk_end - RingSlots(*rank.config)) continue;
     std::memcpy(rank.kv->V(row.seq, layer, row.pos, plan.blocks[row.seq]), v + r * width, width * sizeof(float));
     if (stores_k) {
       std::memcpy(rank.kv->K(row.seq, layer, row.pos, plan.blocks[row.seq]), k + r * width, width * sizeof(float));

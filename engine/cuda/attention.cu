@@ -36,11 +36,11 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, Ro
   const int r = blockIdx.x;
   const int64_t pos = t.positions[r];
   if (pos < 0) return;
-  if (kv.sliding && pos < t.chunk_end[r] - kv.window) return;  // overwritten later in this chunk
+  if (kv.sliding && pos < t.chunk_end[r] - kv.ring) return;  // overwritten later in this chunk
   const int width = kv.kv_heads * kv.head_dim;
   const int slot = t.slots[r];
   const int64_t row =
-      math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
+      math::KvRow(pos, kv.sliding, kv.ring, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
   for (int i = threadIdx.x; i < width; i += blockDim.x) {
     kv.v[row * width + i] = math::FloatToBf16(v[int64_t{r} * width + i]);
     if (kv.k) kv.k[row * width + i] = math::FloatToBf16(k[int64_t{r} * width + i]);
@@ -91,7 +91,7 @@ __device__ __forceinline__ void LoadDims(const uint16_t* p, float* out) {
 __device__ __forceinline__ int64_t KeySource(int64_t p, const KvLayerView& kv, const RowTables& t, int r, int slot,
                                              const int32_t* table) {
   if (p >= t.chunk_start[r]) return -(t.first_row[r] + (p - t.chunk_start[r]) + 1);
-  return math::KvRow(p, kv.sliding, kv.window, slot, table, kv.block_tokens);
+  return math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
 }
 
 // Dims [8c, 8c + 8) of head kvh at `source` from the cache (bf16) or this pass (fp32, rounded).

@@ -113,6 +113,9 @@ Status DeviceBackend::ReleaseSequence(SequenceId seq) { return pager_.Release(se
 
 Result<int64_t> DeviceBackend::SequenceLength(SequenceId seq) const { return pager_.LiveLength(seq); }
 
+// The rows past the new end stay on the devices; nothing reads them before they are written again.
+Status DeviceBackend::Truncate(SequenceId seq, int64_t length) { return pager_.Truncate(seq, length); }
+
 KvUsage DeviceBackend::kv_usage() const {
   KvUsage u = pager_.Usage();
   for (const auto& rank : ranks_) {
@@ -120,7 +123,7 @@ KvUsage DeviceBackend::kv_usage() const {
       const DeviceLayer& dl = rank->layers[l];
       const uint64_t row = sizeof(uint16_t) * static_cast<uint64_t>(dl.kv_width) * (dl.k_eq_v ? 1 : 2);
       if (dl.kv.sliding) {
-        u.window_bytes += row * static_cast<uint64_t>(config_.sliding_window);
+        u.window_bytes += row * static_cast<uint64_t>(RingSlots(config_));
       } else {
         u.block_bytes += row * static_cast<uint64_t>(pager_.block_tokens());
       }
@@ -140,12 +143,12 @@ namespace {
 // Copies the sliding rings of ring slot `from` in `src` to slot `to` in `dst` (K and V), per
 // sliding layer, on every layer of `d`.
 Status CopyRings(DeviceRank& d, bool to_snapshot, int seq, int snap) {
-  const int window = d.config->sliding_window;
   for (DeviceLayer& l : d.layers) {
     if (!l.kv.sliding) continue;
-    const size_t bytes = sizeof(uint16_t) * static_cast<size_t>(window) * l.kv_width;
-    const size_t seq_off = static_cast<size_t>(seq) * window * l.kv_width;
-    const size_t snap_off = static_cast<size_t>(snap) * window * l.kv_width;
+    const size_t ring = static_cast<size_t>(l.kv.ring);
+    const size_t bytes = sizeof(uint16_t) * ring * l.kv_width;
+    const size_t seq_off = static_cast<size_t>(seq) * ring * l.kv_width;
+    const size_t snap_off = static_cast<size_t>(snap) * ring * l.kv_width;
     auto copy = [&](uint16_t* ring, uint16_t* snaps) {
       return to_snapshot ? d.ops->CopyOnDevice(snaps + snap_off, ring + seq_off, bytes)
                          : d.ops->CopyOnDevice(ring + seq_off, snaps + snap_off, bytes);
@@ -363,7 +366,7 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
     TEMPER_RETURN_IF_ERROR(OnRanks([](DeviceRank& d) { return d.ops->Synchronize(); }));
   }
   for (const ForwardItem& item : batch) {
-    pager_.SetLength(item.seq, pager_.Length(item.seq) + static_cast<int64_t>(item.tokens.size()));
+    pager_.Append(item.seq, static_cast<int64_t>(item.tokens.size()));
   }
   return result;
 }

@@ -64,6 +64,7 @@ class DeviceBackend final : public Backend {
   Result<SequenceId> AddSequence() override;
   Status ReleaseSequence(SequenceId seq) override;
   Result<int64_t> SequenceLength(SequenceId seq) const override;
+  Status Truncate(SequenceId seq, int64_t length) override;
   int64_t context_limit() const override { return options_.max_context; }
   KvUsage kv_usage() const override;
   Result<SnapshotId> TakeSnapshot(SequenceId seq) override;

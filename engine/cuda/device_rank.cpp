@@ -1,4 +1,5 @@
 #include "engine/cuda/device_rank.h"
+#include "engine/kv_cache.h"
 
 #include <algorithm>
 #include <cmath>
@@ -297,12 +298,13 @@ Status AllocKv(DeviceRank& d) {
   for (int l = 0; l < c.num_layers; ++l) {
     DeviceLayer& dl = d.layers[l];
     const bool sliding = c.layers[l].kind == LayerKind::kSliding;
-    const int64_t rows = sliding ? int64_t{lim.max_sequences} * c.sliding_window : lim.num_blocks * lim.block_tokens;
+    const int64_t rows = sliding ? int64_t{lim.max_sequences} * RingSlots(c) : lim.num_blocks * lim.block_tokens;
     dl.kv = KvLayerView{.k = nullptr,
                         .v = nullptr,
                         .k_norm = dl.k_norm,
                         .sliding = sliding,
                         .window = c.sliding_window,
+                        .ring = RingSlots(c),
                         .kv_heads = dl.kv_width / dl.head_dim,
                         .head_dim = dl.head_dim,
                         .block_tokens = lim.block_tokens,
@@ -312,7 +314,7 @@ Status AllocKv(DeviceRank& d) {
       TEMPER_ASSIGN_OR_RETURN(dl.kv.k, bf16(rows * dl.kv_width));
     }
     if (sliding && lim.max_snapshots > 0) {
-      const int64_t snap_rows = int64_t{lim.max_snapshots} * c.sliding_window;
+      const int64_t snap_rows = int64_t{lim.max_snapshots} * RingSlots(c);
       TEMPER_ASSIGN_OR_RETURN(dl.snap_v, bf16(snap_rows * dl.kv_width));
       if (!dl.k_eq_v) {
         TEMPER_ASSIGN_OR_RETURN(dl.snap_k, bf16(snap_rows * dl.kv_width));

@@ -77,10 +77,10 @@ TEMPER_HD int64_t WindowStart(int64_t pos, int window, bool sliding) {
   return sliding && pos - window + 1 > 0 ? pos - window + 1 : 0;
 }
 
-// Row of the cache holding `pos`: the sequence's ring slot on sliding layers, else the paged row
-// blocks[pos / block_tokens] * block_tokens + pos % block_tokens.
-TEMPER_HD int64_t KvRow(int64_t pos, bool sliding, int window, int ring_slot, const int32_t* blocks, int block_tokens) {
-  if (sliding) return static_cast<int64_t>(ring_slot) * window + pos % window;
+// Row of the cache holding `pos`: row pos % ring of the sequence's ring (`ring` rows) on sliding
+// layers, else the paged row blocks[pos / block_tokens] * block_tokens + pos % block_tokens.
+TEMPER_HD int64_t KvRow(int64_t pos, bool sliding, int ring, int ring_slot, const int32_t* blocks, int block_tokens) {
+  if (sliding) return static_cast<int64_t>(ring_slot) * ring + pos % ring;
   return static_cast<int64_t>(blocks[pos / block_tokens]) * block_tokens + pos % block_tokens;
 }
 

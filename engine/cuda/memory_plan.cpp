@@ -1,6 +1,7 @@
 #include "engine/cuda/memory_plan.h"
 
 #include "engine/cuda/device_rank.h"
+#include "engine/kv_cache.h"
 
 #include <algorithm>
 
@@ -72,7 +73,7 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
     const uint64_t row =
         static_cast<uint64_t>(shard.layers[l].kv_heads.size()) * static_cast<uint64_t>(g.head_dim) * kBf16;
     if (g.kind == LayerKind::kSliding) {
-      p.rank.ring_per_seq += 2 * row * static_cast<uint64_t>(c.sliding_window);
+      p.rank.ring_per_seq += 2 * row * static_cast<uint64_t>(RingSlots(c));
     } else {
       p.rank.kv_per_token += row * (g.k_eq_v ? 1 : 2);
     }

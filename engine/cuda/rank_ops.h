@@ -38,7 +38,8 @@ struct RopeView {
 };
 
 // A layer's KV cache on one rank: rows of kv_heads · head_dim bf16. Sliding layers: one ring of
-// `window` rows per sequence slot (row = slot · window + pos % window). Full layers: paged blocks
+// `ring` rows per sequence slot (row = slot · ring + pos % ring; ring = window + kMaxDraftTokens,
+// kv_cache.h), of which a query sees the last `window` positions. Full layers: paged blocks
 // of `block_tokens` rows (row = blocks[slot][pos / block_tokens] · block_tokens + pos % block_tokens).
 // k is null on k_eq_v layers, which keep V only; K = RoPE(V ⊙ k_norm) at the key's position
 // (point 6), so those layers need k_norm and rope.
@@ -48,6 +49,7 @@ struct KvLayerView {
   const uint16_t* k_norm = nullptr;
   bool sliding = false;
   int window = 0;
+  int ring = 0;
   int kv_heads = 0;
   int head_dim = 0;
   int block_tokens = 0;

@@ -194,10 +194,10 @@ Status ReferenceOps::KvWrite(const KvLayerView& kv, const float* k, const float*
   const int width = kv.kv_heads * kv.head_dim;
   for (int r = 0; r < rows; ++r) {
     const int64_t pos = t.positions[r];
-    if (pos < 0 || (kv.sliding && pos < t.chunk_end[r] - kv.window)) continue;
+    if (pos < 0 || (kv.sliding && pos < t.chunk_end[r] - kv.ring)) continue;
     const int slot = t.slots[r];
     const int64_t row =
-        math::KvRow(pos, kv.sliding, kv.window, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
+        math::KvRow(pos, kv.sliding, kv.ring, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);
     for (int i = 0; i < width; ++i) {
       kv.v[row * width + i] = math::FloatToBf16(v[int64_t{r} * width + i]);
       if (kv.k) kv.k[row * width + i] = math::FloatToBf16(k[int64_t{r} * width + i]);
@@ -242,7 +242,7 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
               if (kv.k) key[d] = math::RoundToBf16(k[fr * width + offset + d]);
             }
           } else {
-            const int64_t row = math::KvRow(p, kv.sliding, kv.window, slot, table, kv.block_tokens);
+            const int64_t row = math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
             for (int d = 0; d < hd; ++d) {
               val[d] = Bf16ToFloat(kv.v[row * width + offset + d]);
               if (kv.k) key[d] = Bf16ToFloat(kv.k[row * width + offset + d]);

@@ -13,6 +13,7 @@
 
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
+#include "engine/serve/openai_conversation.h"
 
 namespace temper::engine {
 
@@ -141,32 +142,6 @@ ApiError BadParam(std::string param, std::string message) {
   return ApiError{400, std::move(message), "invalid_request_error", std::move(param)};
 }
 
-// A message's `content`: a string, null, or an array of text parts.
-std::optional<ApiError> ReadContent(const json& message, const std::string& field, std::string& out) {
-  auto c = message.find("content");
-  if (c == message.end() || c->is_null()) return std::nullopt;
-  if (c->is_string()) {
-    out = c->get<std::string>();
-    return std::nullopt;
-  }
-  if (c->is_array()) {
-    for (size_t i = 0; i < c->size(); ++i) {
-      const json& part = (*c)[i];
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-          !part["text"].is_string()) {
-        return BadParam(fmt::format("{}.content[{}]", field, i),
-                        fmt::format("'{}.content[{}]' must be a text part "
-                                    "({{\"type\": \"text\", \"text\": ...}}); this model reads text only",
-                                    field, i));
-      }
-      out += part["text"].get<std::string>();
-    }
-    return std::nullopt;
-  }
-  return BadParam(field + ".content",
-                  fmt::format("'{}.content' must be a string, an array of text parts or null", field));
-}
-
 std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
   if (auto e = CheckModel(body, model)) return e;
   auto prompt = body.find("prompt");
@@ -205,116 +180,8 @@ struct ParsedChat {
 
 std::optional<ApiError> ParseChat(const json& body, const std::string& model, ParsedChat& p) {
   if (auto e = CheckModel(body, model)) return e;
-  Conversation& conv = p.request.conversation;
-  auto messages = body.find("messages");
-  if (messages == body.end() || !messages->is_array() || messages->empty()) {
-    return BadParam("messages", "'messages' is required and must be a non-empty array");
-  }
-  std::map<std::string, std::string> call_names;  // tool_call_id -> function name
-  for (size_t i = 0; i < messages->size(); ++i) {
-    const json& m = (*messages)[i];
-    const std::string field = fmt::format("messages[{}]", i);
-    if (!m.is_object()) return BadParam(field, fmt::format("'{}' must be an object", field));
-    const std::string role = m.value("role", "");
-    ChatMessage msg;
-    if (auto e = ReadContent(m, field, msg.content)) return e;
-    if (role == "system" || role == "developer") {
-      msg.role = ChatRole::kSystem;
-      if (i != 0) return BadParam(field + ".role", fmt::format("'{}': a system message must come first", field));
-    } else if (role == "user") {
-      msg.role = ChatRole::kUser;
-    } else if (role == "assistant") {
-      msg.role = ChatRole::kModel;
-      if (auto r = m.find("reasoning_content"); r != m.end() && r->is_string()) msg.thinking = r->get<std::string>();
-      if (auto calls = m.find("tool_calls"); calls != m.end() && !calls->is_null()) {
-        if (!calls->is_array())
-          return BadParam(field + ".tool_calls", fmt::format("'{}.tool_calls' must be an array", field));
-        for (size_t j = 0; j < calls->size(); ++j) {
-          const json& c = (*calls)[j];
-          const std::string cf = fmt::format("{}.tool_calls[{}]", field, j);
-          if (!c.is_object() || !c.contains("function") || !c["function"].is_object() ||
-              !c["function"].contains("name") || !c["function"]["name"].is_string()) {
-            return BadParam(
-                cf, fmt::format(
-                        "'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., \"arguments\": ...}}}}",
-                        cf));
-          }
-          ToolCall call;
-          call.name = c["function"]["name"].get<std::string>();
-          const json& args = c["function"].value("arguments", json("{}"));
-          if (args.is_string()) {
-            call.arguments = json::parse(args.get<std::string>(), nullptr, false);
-            if (call.arguments.is_discarded() || !call.arguments.is_object()) {
-              return BadParam(cf + ".function.arguments",
-                              fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
-            }
-          } else if (args.is_object()) {
-            call.arguments = args;
-          } else {
-            return BadParam(cf + ".function.arguments",
-                            fmt::format("'{}.function.arguments' must be a JSON object encoded as a string", cf));
-          }
-          if (c.contains("id") && c["id"].is_string()) call_names[c["id"].get<std::string>()] = call.name;
-          msg.tool_calls.push_back(std::move(call));
-        }
-      }
-    } else if (role == "tool") {
-      // A tool result belongs to the model turn that called it (Gemma renders it there).
-      if (conv.messages.empty() || conv.messages.back().role != ChatRole::kModel ||
-          conv.messages.back().tool_calls.empty()) {
-        return BadParam(field,
-                        fmt::format("'{}': a tool message must follow an assistant message with tool_calls", field));
-      }
-      ChatMessage& caller = conv.messages.back();
-      ToolResponse response;
-      const std::string id = m.value("tool_call_id", "");
-      if (auto it = call_names.find(id); it != call_names.end()) {
-        response.name = it->second;
-      } else if (m.contains("name") && m["name"].is_string()) {
-        response.name = m["name"].get<std::string>();
-      } else {
-        return BadParam(
-            field + ".tool_call_id",
-            fmt::format("'{}.tool_call_id' '{}' names no tool call of the assistant message before it", field, id));
-      }
-      json parsed = json::parse(msg.content, nullptr, false);
-      response.response = !parsed.is_discarded() && parsed.is_object() ? parsed : json(msg.content);
-      caller.tool_responses.push_back(std::move(response));
-      continue;
-    } else {
-      return BadParam(
-          field + ".role",
-          fmt::format("'{}.role' must be system, developer, user, assistant or tool, got '{}'", field, role));
-    }
-    conv.messages.push_back(std::move(msg));
-  }
-
-  bool tools_allowed = true;
-  if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
-    if (*tc == "none") {
-      tools_allowed = false;
-    } else if (*tc != "auto") {
-      return BadParam("tool_choice", fmt::format("'tool_choice' must be \"auto\" or \"none\", got {}", tc->dump()));
-    }
-  }
-  if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
-    if (!tools->is_array()) return BadParam("tools", "'tools' must be an array");
-    for (size_t i = 0; i < tools->size(); ++i) {
-      const json& t = (*tools)[i];
-      const std::string field = fmt::format("tools[{}]", i);
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
-          !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string()) {
-        return BadParam(
-            field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field));
-      }
-      const json& f = t["function"];
-      ToolDeclaration d;
-      d.name = f["name"].get<std::string>();
-      if (auto desc = f.find("description"); desc != f.end() && desc->is_string())
-        d.description = desc->get<std::string>();
-      d.parameters = f.value("parameters", json(nullptr));
-      if (tools_allowed) conv.tools.push_back(std::move(d));
-    }
+  if (std::optional<ParamError> e = ReadConversation(body, p.request.conversation)) {
+    return BadParam(std::move(e->param), std::move(e->message));
   }
 
   ChatRequest& r = p.request;
@@ -338,7 +205,11 @@ json UsageJson(const RequestUsage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}},
+          // OpenAI's names for speculated tokens the model did and did not take.
+          {"completion_tokens_details",
+           {{"accepted_prediction_tokens", u.accepted_draft_tokens},
+            {"rejected_prediction_tokens", u.draft_tokens - u.accepted_draft_tokens}}}};
 }
 
 json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
@@ -394,6 +265,13 @@ std::string Prometheus(const SchedulerMetrics& m) {
   metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).",
          static_cast<double>(m.preemptions));
   metric("forward_passes_total", "counter", "Batched forward passes run.", static_cast<double>(m.forward_passes));
+  metric("draft_tokens_total", "counter", "Prompt-lookup draft tokens checked by the model.",
+         static_cast<double>(m.draft_tokens));
+  metric("draft_tokens_accepted_total", "counter", "Draft tokens the model agreed with (each one a token for free).",
+         static_cast<double>(m.accepted_draft_tokens));
+  metric("draft_acceptance_ratio", "gauge", "Accepted over checked draft tokens.", m.draft_acceptance());
+  metric("verify_passes_total", "counter", "Decode steps that checked draft tokens.",
+         static_cast<double>(m.verify_passes));
   metric("full_row_samples_total", "counter",
          "Sampling draws that needed a full logit row beyond the device's candidates.",
          static_cast<double>(m.full_row_samples));

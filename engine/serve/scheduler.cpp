@@ -113,7 +113,9 @@ struct Scheduler::Request {
   uint64_t order = 0;
   bool admitted_before = false;
   bool done = false;
-  std::string text_buf;  // all text so far (cut at a stop string)
+  std::optional<PromptLookup> lookup;  // made at the first decode step
+  DraftLength draft_length{0};         // drafts the next verification tries
+  std::string text_buf;                // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
   RequestUsage usage;
@@ -130,6 +132,16 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const Sch
   if (options.max_batch_tokens < 1) {
     return Status::InvalidArgument(
         fmt::format("scheduler: max_batch_tokens is {}, must be at least 1", options.max_batch_tokens));
+  }
+  const SpeculationOptions& spec = options.speculation;
+  if (spec.max_draft_tokens < 0 || spec.max_draft_tokens > kMaxDraftTokens) {
+    return Status::InvalidArgument(fmt::format("scheduler: speculation.max_draft_tokens is {}, must be in [0, {}]",
+                                               spec.max_draft_tokens, kMaxDraftTokens));
+  }
+  if (spec.lookup.min_ngram < 1 || spec.lookup.max_ngram < spec.lookup.min_ngram || spec.lookup.max_ngram > 16) {
+    return Status::InvalidArgument(
+        fmt::format("scheduler: speculation n-grams are {}..{}, must satisfy 1 <= min <= max <= 16",
+                    spec.lookup.min_ngram, spec.lookup.max_ngram));
   }
   if (options.max_waiting < 1) {
     return Status::InvalidArgument(
@@ -205,6 +217,7 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     cv_.notify_all();
   };
   r->sampler = std::move(*sampler);
+  r->draft_length = DraftLength(options_.speculation.max_draft_tokens);
   if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
   r->tokens = request.prompt;
   r->prompt_len = n;
@@ -343,15 +356,23 @@ Status Scheduler::RunBatch() {
   struct Item {
     Request* r;
     int64_t n;
+    std::vector<int32_t> fed;  // with drafts: the next token, then the drafts
   };
   std::vector<Item> items;
   int64_t budget = options_.max_batch_tokens;
-  // Decode first: every request with one token left to feed.
+  // Decode first: every request with one token left to feed, and its drafts where budget allows.
   for (auto& r : running_) {
     if (budget == 0) break;
     if (r->remaining() == 1) {
-      items.push_back({r.get(), 1});
-      --budget;
+      Item it{r.get(), 1, {}};
+      std::vector<int32_t> draft = Draft(*r, budget - 1);
+      if (!draft.empty()) {
+        it.fed.push_back(r->tokens.back());
+        it.fed.insert(it.fed.end(), draft.begin(), draft.end());
+        it.n = static_cast<int64_t>(it.fed.size());
+      }
+      items.push_back(std::move(it));
+      budget -= items.back().n;
     }
   }
   // Then prefill chunks in admission order, each ending at the next checkpoint at the latest.
@@ -366,7 +387,7 @@ Status Scheduler::RunBatch() {
       }
     }
     const int64_t n = std::min(end - r->fed, budget);
-    items.push_back({r.get(), n});
+    items.push_back({r.get(), n, {}});
     budget -= n;
   }
   if (items.empty()) return Status::OK();
@@ -376,10 +397,12 @@ Status Scheduler::RunBatch() {
     std::vector<ForwardItem> batch;
     batch.reserve(items.size());
     for (const Item& it : items) {
-      batch.push_back(
-          {it.r->seq,
-           std::span<const int32_t>(it.r->tokens).subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
-           false, it.r->sampler->params().temperature});
+      const bool drafted = !it.fed.empty();
+      batch.push_back({it.r->seq,
+                       drafted ? std::span<const int32_t>(it.fed)
+                               : std::span<const int32_t>(it.r->tokens)
+                                     .subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
+                       drafted, it.r->sampler->params().temperature});
     }
     // A backend that samples on its devices sends each row's candidates, not the whole row.
     out = backend_.Forward(batch, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
@@ -388,7 +411,16 @@ Status Scheduler::RunBatch() {
       for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
       return out.status();
     }
-    // Out of KV pages: give back cached prefixes first, then the newest request's pages.
+    // Out of KV pages: drop the drafts first, then give back cached prefixes, then the newest
+    // request's pages.
+    bool dropped_drafts = false;
+    for (Item& it : items) {
+      if (it.fed.empty()) continue;
+      it.fed.clear();
+      it.n = 1;
+      dropped_drafts = true;
+    }
+    if (dropped_drafts) continue;
     if (cache_ && cache_->EvictOne()) continue;
     Request* victim = nullptr;
     for (auto& r : running_) {
@@ -405,37 +437,83 @@ Status Scheduler::RunBatch() {
   }
   ++counters_.forward_passes;
 
-  const int vocab = backend_.config().vocab_size;
-  for (size_t i = 0; i < items.size(); ++i) {
-    Request& r = *items[i].r;
-    r.fed += items[i].n;
+  int64_t row = 0;  // an item's first logit row: one per item, or one per token fed with drafts
+  for (const Item& it : items) {
+    Request& r = *it.r;
+    const int64_t first_row = row;
+    if (!it.fed.empty()) {
+      row += it.n;
+      AcceptDrafts(r, std::span<const int32_t>(it.fed).subspan(1), *out, first_row);
+      continue;
+    }
+    ++row;
+    r.fed += it.n;
     if (r.remaining() > 0) {
-      counters_.prefilled_tokens += items[i].n;
+      counters_.prefilled_tokens += it.n;
       if (std::binary_search(r.checkpoints.begin(), r.checkpoints.end(), r.fed)) PinPrefix(r, r.fed);
       continue;  // a prefill chunk short of the end: its logits are not needed
     }
     if (r.fed == r.prompt_len) PinPrefix(r, r.fed);
-    if (items[i].n > 1) counters_.prefilled_tokens += items[i].n;
-    int32_t token;
-    if (out->candidates.empty()) {
-      token = r.sampler->Sample(
-          std::span<const float>(out->logits).subspan(i * static_cast<size_t>(vocab), static_cast<size_t>(vocab)));
-    } else {
-      const Sampler::Outcome picked = r.sampler->Sample(out->candidates[i]);
-      token = picked.token;
-      if (picked.needs_full_row) {
-        Result<std::vector<float>> row = backend_.LogitsRow(static_cast<int64_t>(i));
-        if (!row.ok()) {
-          Finish(r, FinishReason::kError, row.status());
-          continue;
-        }
-        ++counters_.full_row_samples;
-        token = r.sampler->Sample(*row);
-      }
-    }
-    Emit(r, token);
+    if (it.n > 1) counters_.prefilled_tokens += it.n;
+    if (std::optional<int32_t> token = SampleRow(r, *out, first_row)) Emit(r, *token);
   }
   return Status::OK();
+}
+
+std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
+  const SpeculationOptions& spec = options_.speculation;
+  if (spec.max_draft_tokens == 0) return {};
+  // Each accepted draft is one more token generated, and the pass always yields one after them.
+  const int64_t most = std::min<int64_t>({room, r.draft_length.next(), r.req.max_tokens - r.generated() - 1});
+  if (most < 1) return {};
+  if (!r.lookup) r.lookup.emplace(spec.lookup);
+  return r.lookup->Draft(r.tokens, static_cast<int>(most));
+}
+
+std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row) {
+  if (out.candidates.empty()) {
+    const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
+    return r.sampler->Sample(std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab));
+  }
+  const Sampler::Outcome picked = r.sampler->Sample(out.candidates[static_cast<size_t>(row)]);
+  if (!picked.needs_full_row) return picked.token;
+  Result<std::vector<float>> full = backend_.LogitsRow(row);
+  if (!full.ok()) {
+    Finish(r, FinishReason::kError, full.status());
+    return std::nullopt;
+  }
+  ++counters_.full_row_samples;
+  return r.sampler->Sample(*full);
+}
+
+void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row) {
+  // Row j follows the next token and drafts 1..j: its sample decides draft j + 1.
+  std::vector<int32_t> emitted;
+  for (size_t j = 0; j <= draft.size(); ++j) {
+    std::optional<int32_t> token = SampleRow(r, out, row + static_cast<int64_t>(j));
+    if (!token) return;
+    emitted.push_back(*token);
+    if (j == draft.size() || *token != draft[j]) break;
+  }
+  const int64_t accepted = static_cast<int64_t>(emitted.size()) - 1;
+  const int64_t k = static_cast<int64_t>(draft.size());
+  ++counters_.verify_passes;
+  counters_.draft_tokens += k;
+  counters_.accepted_draft_tokens += accepted;
+  r.usage.draft_tokens += k;
+  r.usage.accepted_draft_tokens += accepted;
+  r.draft_length.Update(static_cast<int>(k), static_cast<int>(accepted));
+  // Keep the next token and the accepted drafts; the rejected ones' rows go.
+  r.fed += 1 + accepted;
+  Status kept = backend_.Truncate(r.seq, r.fed);
+  if (!kept.ok()) {
+    Finish(r, FinishReason::kError, kept.WithContext("dropping rejected draft tokens"));
+    return;
+  }
+  for (int32_t token : emitted) {
+    Emit(r, token);
+    if (r.done) return;
+  }
 }
 
 void Scheduler::Preempt(Request& r) {
@@ -522,6 +600,15 @@ void Scheduler::Emit(Request& r, int32_t token) {
 void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   if (r.done) return;
   r.done = true;
+  // Output that ended inside accepted drafts leaves the cache holding drafts past the last token.
+  const int64_t emitted = static_cast<int64_t>(r.tokens.size());
+  if (r.seq >= 0 && r.fed > emitted) {
+    if (backend_.Truncate(r.seq, emitted).ok()) {
+      r.fed = emitted;
+    } else {
+      ReleaseSequence(r);  // nothing of it can be pinned
+    }
+  }
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
     // The end of a turn is a checkpoint: the next turn of the conversation resends all of it.
     PinPrefix(r, r.fed);

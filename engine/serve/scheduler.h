@@ -8,6 +8,17 @@
 // boundaries) so the state there can be pinned in the prefix cache. Requests join and leave the
 // batch between any two iterations, and each one streams its tokens as they are sampled.
 //
+// Speculation: a decoding request whose text so far predicts what comes next (PromptLookup) feeds
+// its next token together with up to `max_draft_tokens` draft tokens and asks for every row's
+// logits. Each row is sampled exactly as a plain decode step would sample it, in order, and the
+// drafts are kept while they equal what was sampled; the first sample that differs is kept as
+// the correction and the sequence is truncated after it (Backend::Truncate). A draft that is a
+// fixed guess has probability p(d) of matching the sample, so this is the standard acceptance
+// rule for a point-mass proposal, and as each emitted token is one draw from its own row with the
+// request's generator, the output is the same token for token, greedy or seeded, as without
+// speculation (up to the backend's batch-size rounding). How many drafts a request tries adapts
+// to how many it had accepted (DraftLength).
+//
 // Memory: requests are admitted while the KV pool has room for their remaining prompt; when the
 // pool runs out mid-flight the scheduler first evicts prefix-cache entries, then preempts the most
 // recently admitted request (its cache is dropped and recomputed when it is re-admitted; its
@@ -36,6 +47,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "engine/sampler.h"
+#include "engine/serve/prompt_lookup.h"
 #include "engine/tokenizer/detokenizer.h"
 
 namespace temper::engine {
@@ -61,6 +73,8 @@ struct RequestUsage {
   int64_t prompt_tokens = 0;
   int64_t cached_prompt_tokens = 0;  // taken from the prefix cache instead of prefilled
   int64_t completion_tokens = 0;
+  int64_t draft_tokens = 0;           // speculated
+  int64_t accepted_draft_tokens = 0;  // of which the model agreed with
   int64_t preemptions = 0;
   double queue_seconds = 0;  // submit to first admission
   double ttft_seconds = 0;   // submit to first token
@@ -104,8 +118,15 @@ class RequestStream {
   std::function<void()> wake_;  // nudges the scheduler (set before the stream is shared)
 };
 
+struct SpeculationOptions {
+  // Drafts per verification pass, at most kMaxDraftTokens; 0 turns speculation off.
+  int max_draft_tokens = kMaxDraftTokens;
+  PromptLookupOptions lookup;
+};
+
 struct SchedulerOptions {
-  int64_t max_batch_tokens = 512;  // tokens per forward pass, decode tokens included
+  int64_t max_batch_tokens = 512;  // tokens per forward pass, decode and draft tokens included
+  SpeculationOptions speculation;
   bool prefix_cache = true;
   int64_t max_waiting = 4096;                // Submit refuses beyond this many waiting requests
   const Detokenizer* detokenizer = nullptr;  // for text and stop strings
@@ -120,12 +141,18 @@ struct SchedulerMetrics {
   int64_t cached_prompt_tokens = 0;  // of which the prefix cache supplied
   int64_t prefilled_tokens = 0;
   int64_t generated_tokens = 0;
+  int64_t draft_tokens = 0;           // speculated
+  int64_t accepted_draft_tokens = 0;  // of which the model agreed with
+  int64_t verify_passes = 0;          // decode steps that carried drafts
   int64_t finished_requests = 0;
   int64_t cancelled_requests = 0;  // of those, ended by RequestStream::Cancel (or destruction)
   int64_t preemptions = 0;
   int64_t forward_passes = 0;
   int64_t full_row_samples = 0;            // draws that fell beyond a device-sampled row's candidates
   double generated_tokens_per_second = 0;  // over the last ten seconds
+  double draft_acceptance() const {
+    return draft_tokens > 0 ? static_cast<double>(accepted_draft_tokens) / static_cast<double>(draft_tokens) : 0;
+  }
   double cache_hit_rate() const {
     return prompt_tokens > 0 ? static_cast<double>(cached_prompt_tokens) / static_cast<double>(prompt_tokens) : 0;
   }
@@ -158,6 +185,13 @@ class Scheduler {
   void Admit();
   bool AdmitOne(Request& r);
   Status RunBatch();
+  // Drafts for `r`'s next step, at most `room`: none when speculation is off or nothing matches.
+  std::vector<int32_t> Draft(Request& r, int64_t room);
+  // The token row `row` of `out` gives `r`; nullopt when the request failed (it is finished).
+  std::optional<int32_t> SampleRow(Request& r, const ForwardResult& out, int64_t row);
+  // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
+  // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.
+  void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);
   void Preempt(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::OK());
   void Emit(Request& r, int32_t token);

@@ -319,6 +319,7 @@ struct ServeArgs {
   int64_t context = 8192;
   KvCacheOptions kv{.max_sequences = 16, .block_tokens = 16, .max_tokens = 65536, .max_snapshots = 64};
   int64_t max_batch_tokens = 512;
+  int draft_tokens = kMaxDraftTokens;
   std::string api_key;
   std::string api_key_file;
   HttpServerOptions http;  // the limits; host, port, model and chat are filled in from the rest
@@ -351,6 +352,7 @@ Status RunServe(const ServeArgs& a) {
   TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv, a.tokenizer, TokenizerNeed::kIfPresent));
   SchedulerOptions sched;
   sched.max_batch_tokens = a.max_batch_tokens;
+  sched.speculation.max_draft_tokens = a.draft_tokens;
   // With a tokenizer the chat engine owns the scheduler; without one there is only the token API.
   std::unique_ptr<ChatEngine> chat;
   std::unique_ptr<Scheduler> own_scheduler;
@@ -454,6 +456,10 @@ int main(int argc, char** argv) {
   sc->add_option("--tokenizer", serve.tokenizer,
                  "tokenizer.json for /v1/chat/completions (default: DIR/tokenizer.json if present)");
   sc->add_option("--max-batch-tokens", serve.max_batch_tokens, "tokens per forward pass")->check(CLI::PositiveNumber);
+  sc->add_option("--draft-tokens", serve.draft_tokens,
+                 "most prompt-lookup draft tokens checked per decode step (0: no speculation)")
+      ->check(CLI::Range(0, kMaxDraftTokens))
+      ->capture_default_str();
   auto* key = sc->add_option("--api-key", serve.api_key,
                              "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");
   auto* key_file = sc->add_option("--api-key-file", serve.api_key_file, "file whose first line is the API key");

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "draft_rollback.h"
 #include "engine/kv_cache.h"
 #include "golden_fixture.h"
 
@@ -135,6 +136,49 @@ TEST_CASE("a full KV cache is reported, and released sequences free it", "[engin
   CHECK((*backend)->Forward({&other, 1}, {}).status().code() == StatusCode::kResourceExhausted);
   REQUIRE((*backend)->ReleaseSequence(*a).ok());
   CHECK((*backend)->Forward({&other, 1}, {}).ok());
+}
+
+TEST_CASE("rejected draft tokens leave no trace: truncated passes match a full recompute", "[engine][kv][spec]") {
+  for (int prompt : {0, 1}) {
+    const std::vector<int32_t> ids = TeacherForcedIds(prompt);
+    auto backend = TinyBackend();
+    const std::vector<float> full = ChunkedLogits(*backend, ids, {static_cast<int>(ids.size())});
+    // k from 1 to the most a pass may be undone by; none, some and all of the drafts right.
+    for (int k : {1, 3, kMaxDraftTokens}) {
+      for (int good : {0, k / 2, k}) {
+        const std::vector<float> got = LogitsThroughRejectedDrafts(*backend, ids, 5, k, good);
+        REQUIRE(got.size() == full.size());
+        INFO("prompt " << prompt << ", k " << k << ", right " << good);
+        CHECK(MaxAbsDiff(got.data(), full.data(), full.size()) <= 1e-5f);
+      }
+    }
+    CHECK(backend->kv_usage().free_blocks == backend->kv_usage().total_blocks);  // truncation freed its blocks
+  }
+}
+
+TEST_CASE("Truncate refuses what it cannot undo, naming the limit", "[engine][kv][spec]") {
+  CpuBackendOptions options;
+  options.threads = 2;
+  options.max_context = 256;
+  options.kv = KvCacheOptions{.max_sequences = 2, .block_tokens = 4, .max_tokens = 256, .max_snapshots = 1};
+  auto backend = CpuBackend::Create(Tiny().config, Tiny().weights, options);
+  REQUIRE(backend.ok());
+  CheckTruncateLimits(**backend, TeacherForcedIds(0));
+}
+
+TEST_CASE("KvPager::Truncate returns the blocks past the new end", "[engine][kv][spec]") {
+  KvPager pager(KvCacheOptions{.max_sequences = 1, .block_tokens = 4, .max_tokens = 32});
+  auto seq = pager.AddSequence();
+  REQUIRE(seq.ok());
+  REQUIRE(pager.Reserve(*seq, 6).ok());
+  pager.Append(*seq, 6);
+  REQUIRE(pager.Reserve(*seq, 15).ok());
+  pager.Append(*seq, 9);  // kMaxDraftTokens + 1: undoable
+  CHECK(pager.free_blocks() == 4);
+  REQUIRE(pager.Truncate(*seq, 7).ok());
+  CHECK(pager.Blocks(*seq).size() == 2);
+  CHECK(pager.free_blocks() == 6);
+  CHECK(pager.Truncate(*seq, 5).code() == StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

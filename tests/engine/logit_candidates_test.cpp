@@ -345,6 +345,7 @@ class CandidatesBackend final : public Backend {
   Result<SequenceId> AddSequence() override { return inner_->AddSequence(); }
   Status ReleaseSequence(SequenceId seq) override { return inner_->ReleaseSequence(seq); }
   Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_->SequenceLength(seq); }
+  Status Truncate(SequenceId seq, int64_t length) override { return inner_->Truncate(seq, length); }
   int64_t context_limit() const override { return inner_->context_limit(); }
   KvUsage kv_usage() const override { return inner_->kv_usage(); }
   Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_->TakeSnapshot(seq); }

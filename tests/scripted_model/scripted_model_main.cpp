@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-seqs", latency.max_seqs, "requests the engine runs at once; 0: unbounded");
   app.add_option("--prefix-cache-prompts", latency.prefix_cache_prompts,
                  "recent prompts the prefix cache holds; 0: no prefix cache");
+  std::string transcript;
+  app.add_option("--transcript", transcript,
+                 "append every answered request to this file, one JSON line each (messages, tools, answer)");
   bool no_pacing = false;
   app.add_flag("--no-pacing", no_pacing,
                "answer at once and only account the simulated time, each request as if alone (a serial loop's "
@@ -79,6 +82,7 @@ int main(int argc, char** argv) {
   temper::scripted::ScriptedModelOptions options;
   options.threads = threads;
   options.logger = &logger;
+  options.transcript = transcript;
   auto model = temper::scripted::LatencyFromFlags(latency);
   if (!model.ok()) {
     logger.Error("{}", model.status().message());

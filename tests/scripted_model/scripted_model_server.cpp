@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cerrno>
 
 #include <fmt/format.h>
 
@@ -22,6 +23,10 @@ Result<std::unique_ptr<ScriptedModelServer>> ScriptedModelServer::Start(ModelScr
   if (options.threads == 0) return Status::InvalidArgument("the scripted model server needs at least one thread");
   std::unique_ptr<ScriptedModelServer> s(new ScriptedModelServer(std::move(script), std::move(options)));
   const ScriptedModelOptions& o = s->options_;
+  if (!o.transcript.empty()) {
+    s->transcript_ = std::fopen(o.transcript.c_str(), "a");
+    if (s->transcript_ == nullptr) return Status::FromErrno(errno, "transcript " + o.transcript);
+  }
   s->port_ =
       o.port == 0 ? s->server_->bind_to_any_port(o.host) : (s->server_->bind_to_port(o.host, o.port) ? o.port : -1);
   if (s->port_ <= 0) {
@@ -59,6 +64,7 @@ ScriptedModelServer::~ScriptedModelServer() {
   if (engine_) engine_->Shutdown();  // requests waiting for simulated tokens end now
   server_->stop();
   if (thread_.joinable()) thread_.join();
+  if (transcript_ != nullptr) std::fclose(transcript_);
 }
 
 std::string ScriptedModelServer::base_url() const {
@@ -113,6 +119,13 @@ void ScriptedModelServer::Record(RecordedRequest r) {
                           r.error.empty() ? "" : " (" + r.error + ")");
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (transcript_ != nullptr && r.http_status == 200 && !r.answer.is_null()) {
+    const json line = {{"role", r.role},         {"rule_id", r.rule_id}, {"attempt", r.attempt}, {"turn", r.turn},
+                       {"messages", r.messages}, {"tools", r.tools},     {"answer", r.answer}};
+    const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::fwrite(text.data(), 1, text.size(), transcript_);
+    std::fflush(transcript_);
+  }
   if (r.http_status == 200) {
     ++served_.requests;
     served_.prompt_tokens += r.prompt_tokens;
@@ -139,6 +152,7 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
 
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   if (body.is_object() && body.contains("messages")) rec.messages = body["messages"];
+  if (body.is_object() && body.contains("tools")) rec.tools = body["tools"];
   Result<ReadRequest> read = body.is_discarded() ? Result<ReadRequest>(Status::InvalidArgument("the body is not JSON"))
                                                  : ReadChatRequest(body);
   if (read.ok()) {

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -58,6 +59,10 @@ struct ScriptedModelOptions {
   const Logger* logger = nullptr;         // when set: one info line per request; must outlive the server
   std::optional<LatencyModel> latency;    // when set: answers take simulated model time; else instant
   Pacing pacing = Pacing::kWallClock;     // with a latency model: kNone answers at once, accounting only
+  // When set: every answered request is appended to this file as one JSON line, {"role",
+  // "rule_id", "attempt", "turn", "messages", "tools", "answer"}: the roles' real prompts and the
+  // replies a model would write, for replaying them offline (the speculation benchmark).
+  std::string transcript;
 };
 
 struct RecordedRequest {
@@ -70,6 +75,7 @@ struct RecordedRequest {
   int http_status = 200;       // what was answered: 200, a scripted fault, or 400
   std::string error;           // why a request was answered 400 or failed by script
   nlohmann::json messages;     // the request's messages, as sent
+  nlohmann::json tools;        // the request's tools, as sent (null when none)
   nlohmann::json answer;       // the assistant message answered; null when none
   uint64_t prompt_tokens = 0;  // the usage answered; 0 when there was no answer
   uint64_t completion_tokens = 0;
@@ -113,6 +119,7 @@ class ScriptedModelServer {
   uint64_t arrived_ = 0;                   // chat requests so far (guarded by mu_)
   uint64_t streams_arrived_ = 0;           // streamed chat requests so far (guarded by mu_)
   std::vector<RecordedRequest> requests_;  // guarded by mu_
+  std::FILE* transcript_ = nullptr;        // options_.transcript, open for appending; guarded by mu_
   ServingMetrics served_;                  // guarded by mu_ (simulated comes from engine_)
 };
 

@@ -9,6 +9,8 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <latch>
 #include <map>
 #include <optional>
@@ -284,6 +286,40 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every 
   // Usage is the server's estimate (4 bytes a token), which the Worker sums.
   CHECK(r.usage.prompt_tokens == prompt_tokens);
   CHECK(r.usage.completion_tokens > kSyncookiesFix.size() / 4);
+}
+
+TEST_CASE("--transcript keeps each answered request and its answer as one JSON line") {
+  char dir_template[] = "/tmp/temper-transcript-XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string path = std::string(dir_template) + "/t.jsonl";
+  {
+    ScriptedModelOptions options;
+    options.transcript = path;
+    Harness h({}, options);
+    RecordingTools tools;
+    const RuleInfo rule = SyncookiesRule();
+    REQUIRE(h.Attempt(tools, Task(rule)).outcome == WorkerOutcome::kFinished);
+    const auto requests = h.server->requests();
+    std::ifstream in(path);
+    std::vector<json> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+    REQUIRE(lines.size() == requests.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      CHECK(lines[i]["role"] == "worker");
+      CHECK(lines[i]["rule_id"] == rule.id);
+      CHECK(lines[i]["turn"] == static_cast<int>(i) + 1);
+      CHECK(lines[i]["messages"] == requests[i].messages);
+      CHECK(lines[i]["answer"] == requests[i].answer);
+      CHECK(lines[i]["tools"].is_array());  // the Worker's tool declarations, as sent
+    }
+  }
+  std::filesystem::remove_all(dir_template);
+  // A transcript that cannot be opened stops the server from starting, naming the file.
+  ScriptedModelOptions options;
+  options.transcript = "/nonexistent-dir/t.jsonl";
+  auto s = ScriptedModelServer::Start({}, options);
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().ToString(), Contains("/nonexistent-dir/t.jsonl"));
 }
 
 TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches attempt 2, which fixes") {

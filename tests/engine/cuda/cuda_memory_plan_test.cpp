@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/backend.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 
@@ -40,8 +41,9 @@ TEST_CASE("31B at tp 4: 10,240 KV bytes per token per rank, over 10x vLLM's toke
   // 10 full layers, one 512-wide KV head per rank, V only (k_eq_v), bf16.
   CHECK(plan->rank.kv_per_token == 10 * 512 * 2);
   CHECK(plan->rank.block == 16 * 10240);
-  // 50 sliding layers, 4 of 16 KV heads per rank, K and V, 1024-token ring.
-  CHECK(plan->rank.ring_per_seq == 50ull * 2 * 4 * 256 * 2 * 1024);
+  // 50 sliding layers, 4 of 16 KV heads per rank, K and V, a ring of the 1024-token window and
+  // the slack for draft tokens.
+  CHECK(plan->rank.ring_per_seq == 50ull * 2 * 4 * 256 * 2 * (1024 + engine::kMaxDraftTokens));
   const double tokens_per_gib = (1ull << 30) / static_cast<double>(plan->rank.kv_per_token);
   CHECK(tokens_per_gib >= 10 * 4361);
   CHECK(plan->kv_capacity_tokens == plan->num_blocks * 16);

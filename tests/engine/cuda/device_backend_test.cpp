@@ -14,6 +14,7 @@
 #include "engine/cuda/device_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/cuda/reference_ops.h"
+#include "engine/draft_rollback.h"
 #include "engine/golden_fixture.h"
 #include "engine/serving_fixture.h"
 
@@ -257,6 +258,39 @@ TEST_CASE("device backend: a fork of a snapshot continues exactly like the origi
   auto forked = b.Forward({&again, 1}, {});
   REQUIRE(forked.ok());
   CHECK(forked->logits == original->logits);
+}
+
+TEST_CASE("device backend: rejected draft tokens leave no trace", "[engine][device][spec]") {
+  const int V = Tiny().config.vocab_size;
+  const std::vector<int32_t> ids = TeacherForcedIds(0);  // 24 + 15 tokens, past the window of 8
+  auto full = Device(2);
+  const std::vector<float> want = TeacherForced(*full.backend, ids);
+  for (int k : {2, kMaxDraftTokens}) {
+    for (int good : {0, k / 2}) {
+      INFO("k " << k << ", right " << good);
+      auto dev = Device(2);
+      const std::vector<float> rejected = testing::LogitsThroughRejectedDrafts(*dev.backend, ids, 5, k, good);
+      // The same passes with right tokens where the wrong ones were: the same numerics, so the
+      // kept rows and everything after them must agree bit for bit.
+      const std::vector<float> right =
+          testing::LogitsThroughRejectedDrafts(*dev.backend, ids, 5, k, good, /*wrong=*/false);
+      CHECK(rejected == right);
+      // And against one full pass, within the bf16 noise of other pass shapes.
+      REQUIRE(rejected.size() == want.size());
+      CHECK(MaxAbsDiff(rejected.data(), want.data(), want.size()) <= 0.5f);
+      for (size_t row = 23; row < ids.size(); ++row) {
+        if (Reference<float>("greedy_margin_0")[row - 23] <= 1.0f) continue;
+        CHECK(ArgMax(rejected.data() + row * V, V) == ArgMax(want.data() + row * V, V));
+      }
+    }
+  }
+}
+
+TEST_CASE("device backend: Truncate refuses what it cannot undo", "[engine][device][spec]") {
+  DeviceBackendOptions options;
+  options.kv.max_snapshots = 1;
+  auto dev = Device(1, options);
+  testing::CheckTruncateLimits(*dev.backend, TeacherForcedIds(0));
 }
 
 TEST_CASE("device backend refuses bad batches and options with named errors", "[engine][device]") {

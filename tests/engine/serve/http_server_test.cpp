@@ -50,6 +50,7 @@ TEST_CASE("the HTTP server answers health, models and metrics", "[engine][http]"
   REQUIRE(metrics);
   CHECK_THAT(metrics->body, Catch::Contains("# TYPE temper_engine_requests_waiting gauge"));
   CHECK_THAT(metrics->body, Catch::Contains("temper_engine_prefix_cache_hit_rate"));
+  CHECK_THAT(metrics->body, Catch::Contains("# TYPE temper_engine_draft_tokens_accepted_total counter"));
   CHECK_THAT(metrics->body, Catch::Contains("temper_engine_kv_blocks_total 256"));
 }
 
@@ -114,6 +115,12 @@ TEST_CASE("completions over HTTP give the golden greedy tokens, whole and stream
   // The first request pinned the prompt's end, but a resend must feed at least one prompt token to
   // get logits, so it can only fork from a shorter checkpoint, and there is none.
   CHECK(usage["prompt_tokens_details"]["cached_tokens"] == 0);
+  // Speculation is on by default; whatever it drafted is accounted for, and it took at most one
+  // draft per generated token after the first.
+  const json& details = usage["completion_tokens_details"];
+  CHECK(details["accepted_prediction_tokens"].get<int64_t>() >= 0);
+  CHECK(details["accepted_prediction_tokens"].get<int64_t>() <= 15);
+  CHECK(details["rejected_prediction_tokens"].get<int64_t>() >= 0);
 }
 
 TEST_CASE("bad requests get OpenAI-style errors", "[engine][http]") {

@@ -208,5 +208,145 @@ TEST_CASE("bad requests are refused with the field named", "[engine][scheduler]"
   expect(r, StatusCode::kInvalidArgument, "checkpoint 3");
 }
 
+// ---- speculative decoding ----
+
+// Prompts that repeat themselves, as the roles' do, so prompt lookup has drafts to offer; outputs
+// long enough to wrap the window of 8 many times. Greedy and seeded sampling alternate.
+std::vector<GenerateRequest> RepetitiveRequests() {
+  std::vector<GenerateRequest> out;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> prompt;
+    const std::vector<int32_t> phrase = RandomPrompt(300 + i, 4 + i);
+    for (int rep = 0; rep < 3; ++rep) {
+      prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+      const std::vector<int32_t> filler = RandomPrompt(400 + 10 * i + rep, 3);
+      prompt.insert(prompt.end(), filler.begin(), filler.end());
+    }
+    GenerateRequest r = Greedy(prompt, 48 + i);
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.7f;
+      r.sampling.top_k = 40;
+      r.sampling.seed = 77 + i;
+    }
+    out.push_back(r);
+  }
+  GenerateRequest golden = Greedy(Reference<int32_t>("input_ids_0"), 16);
+  out.push_back(golden);
+  return out;
+}
+
+// Every request's tokens, submitted together, with speculation at `max_draft_tokens`.
+std::vector<std::vector<int32_t>> TokensWithDrafts(const std::vector<GenerateRequest>& requests, int max_draft_tokens,
+                                                   SchedulerMetrics* metrics) {
+  auto backend = ServingBackend();
+  SchedulerOptions options;
+  options.speculation.max_draft_tokens = max_draft_tokens;
+  auto scheduler = MakeScheduler(*backend, options);
+  std::vector<std::vector<int32_t>> tokens(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back([&, i] { tokens[i] = RunOne(*scheduler, requests[i]).tokens; });
+  }
+  for (auto& t : threads) t.join();
+  *metrics = SettledMetrics(*scheduler, [&](const SchedulerMetrics& s) {
+    return s.finished_requests == static_cast<int64_t>(requests.size());
+  });
+  CHECK(metrics->kv.live_sequences == 0);
+  return tokens;
+}
+
+TEST_CASE("speculative decoding gives the same tokens as plain decoding, greedy and seeded",
+          "[engine][scheduler][spec]") {
+  const std::vector<GenerateRequest> requests = RepetitiveRequests();
+  SchedulerMetrics plain_metrics;
+  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics);
+  CHECK(plain_metrics.draft_tokens == 0);
+  CHECK(plain.back() == Reference<int32_t>("greedy_0"));
+  for (int k : {2, kMaxDraftTokens}) {
+    SchedulerMetrics m;
+    const std::vector<std::vector<int32_t>> drafted = TokensWithDrafts(requests, k, &m);
+    for (size_t i = 0; i < requests.size(); ++i) {
+      INFO("request " << i << ", max_draft_tokens " << k);
+      CHECK(drafted[i] == plain[i]);
+    }
+    std::printf(
+        "speculation k <= %d: %lld drafts, %lld accepted, %lld verification passes, %lld forward passes "
+        "(plain: %lld)\n",
+        k, static_cast<long long>(m.draft_tokens), static_cast<long long>(m.accepted_draft_tokens),
+        static_cast<long long>(m.verify_passes), static_cast<long long>(m.forward_passes),
+        static_cast<long long>(plain_metrics.forward_passes));
+    // Both outcomes happened: drafts the model took and drafts it refused.
+    CHECK(m.accepted_draft_tokens > 0);
+    CHECK(m.accepted_draft_tokens < m.draft_tokens);
+    CHECK(m.generated_tokens == plain_metrics.generated_tokens);
+    CHECK(m.forward_passes < plain_metrics.forward_passes);
+  }
+}
+
+TEST_CASE("speculative decoding stops where plain decoding does, inside accepted drafts too",
+          "[engine][scheduler][spec]") {
+  LetterDetokenizer letters;
+  auto run = [&](int max_draft_tokens, const std::vector<GenerateRequest>& requests) {
+    auto backend = ServingBackend();
+    SchedulerOptions options;
+    options.detokenizer = &letters;
+    options.speculation.max_draft_tokens = max_draft_tokens;
+    auto scheduler = MakeScheduler(*backend, options);
+    std::vector<StreamEvent> out;
+    for (const GenerateRequest& r : requests) out.push_back(RunOne(*scheduler, r));
+    // The prefix cache now holds each finished conversation: a follow-up turn must continue from it.
+    for (size_t i = 0; i < requests.size(); ++i) {
+      GenerateRequest next = requests[i];
+      next.prompt.insert(next.prompt.end(), out[i].tokens.begin(), out[i].tokens.end());
+      next.stop_strings.clear();
+      next.sampling.stop_tokens.clear();
+      next.max_tokens = 12;
+      out.push_back(RunOne(*scheduler, next));
+    }
+    const SchedulerMetrics m = SettledMetrics(*scheduler, [&](const SchedulerMetrics& s) {
+      return s.finished_requests == static_cast<int64_t>(2 * requests.size());
+    });
+    CHECK(m.kv.live_sequences == 0);
+    if (max_draft_tokens > 0) CHECK(m.accepted_draft_tokens > 0);
+    return out;
+  };
+  const std::vector<GenerateRequest> base = RepetitiveRequests();
+  const std::vector<StreamEvent> full = run(0, base);
+  std::vector<GenerateRequest> requests;
+  for (size_t i = 0; i + 1 < base.size(); ++i) {
+    const std::vector<int32_t>& tokens = full[i].tokens;
+    GenerateRequest stop_token = base[i];
+    stop_token.sampling.stop_tokens = {tokens[20]};  // late, where drafts are being accepted
+    requests.push_back(stop_token);
+    GenerateRequest stop_string = base[i];
+    stop_string.stop_strings = {LetterText(tokens[25]).substr(1) + LetterText(tokens[26]) + LetterText(tokens[27])};
+    requests.push_back(stop_string);
+  }
+  const std::vector<StreamEvent> plain = run(0, requests);
+  const std::vector<StreamEvent> drafted = run(kMaxDraftTokens, requests);
+  for (size_t i = 0; i < plain.size(); ++i) {
+    INFO("request " << i);
+    CHECK(drafted[i].finish == plain[i].finish);
+    CHECK(drafted[i].tokens == plain[i].tokens);
+    CHECK(drafted[i].text == plain[i].text);
+    CHECK(drafted[i].usage.completion_tokens == plain[i].usage.completion_tokens);
+    if (i < requests.size()) CHECK(plain[i].finish == FinishReason::kStop);
+  }
+}
+
+TEST_CASE("speculation options out of range are refused", "[engine][scheduler][spec]") {
+  auto backend = ServingBackend();
+  SchedulerOptions options;
+  options.speculation.max_draft_tokens = kMaxDraftTokens + 1;
+  auto s = Scheduler::Create(*backend, options, QuietLog());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("speculation.max_draft_tokens is 9"));
+  options.speculation.max_draft_tokens = 2;
+  options.speculation.lookup.min_ngram = 0;
+  s = Scheduler::Create(*backend, options, QuietLog());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("n-grams"));
+}
+
 }  // namespace
 }  // namespace temper::engine::testing

@@ -1,0 +1,28 @@
+// The messages and tools of an OpenAI chat completions request body, read into a Gemma 4
+// conversation (engine/tokenizer/chat_format.h): system/developer, user and assistant messages,
+// assistant tool calls with their arguments, tool results attached to the model turn that called
+// them, and the function tools unless tool_choice is "none".
+//
+// Used by the HTTP server for /v1/chat/completions and by the benchmarks that replay recorded
+// requests, so both see a request exactly as the model would.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/tokenizer/chat_format.h"
+
+namespace temper::engine {
+
+// What is wrong with a request and which OpenAI parameter it is in ("messages[2].tool_calls[0]").
+struct ParamError {
+  std::string param;
+  std::string message;
+};
+
+// Fills `conversation`'s messages and tools from `body`; the first problem found, naming its field.
+std::optional<ParamError> ReadConversation(const nlohmann::json& body, Conversation& conversation);
+
+}  // namespace temper::engine
