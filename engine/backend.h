@@ -57,7 +57,8 @@ struct ForwardOptions {
   // Also return the hidden states in Hugging Face's `output_hidden_states` convention.
   bool capture_hidden = false;
   // Sampling candidates instead of full rows, where the backend can (sample_candidates() > 0) and
-  // no item asks for all_logits; otherwise full rows.
+  // keeps every output row on its devices (decode steps, drafts included; see the backend);
+  // otherwise full rows.
   bool candidates = false;
 };
 

@@ -20,6 +20,7 @@ struct DeviceBackend::Pass {
   std::vector<int> seqs;             // sequences with rows in this pass (their block tables go up)
   std::vector<int64_t> batch_token;  // pass row -> index among the batch's tokens (for hidden states)
   int graph_bucket = -1;             // >= 0: run as that bucket's captured graph
+  int real_rows = 0;                 // logit rows before padding to the bucket
 };
 
 DeviceBackend::DeviceBackend(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
@@ -145,10 +146,10 @@ namespace {
 Status CopyRings(DeviceRank& d, bool to_snapshot, int seq, int snap) {
   for (DeviceLayer& l : d.layers) {
     if (!l.kv.sliding) continue;
-    const size_t ring = static_cast<size_t>(l.kv.ring);
-    const size_t bytes = sizeof(uint16_t) * ring * l.kv_width;
-    const size_t seq_off = static_cast<size_t>(seq) * ring * l.kv_width;
-    const size_t snap_off = static_cast<size_t>(snap) * ring * l.kv_width;
+    const size_t rows = static_cast<size_t>(l.kv.ring);
+    const size_t bytes = sizeof(uint16_t) * rows * l.kv_width;
+    const size_t seq_off = static_cast<size_t>(seq) * rows * l.kv_width;
+    const size_t snap_off = static_cast<size_t>(snap) * rows * l.kv_width;
     auto copy = [&](uint16_t* ring, uint16_t* snaps) {
       return to_snapshot ? d.ops->CopyOnDevice(snaps + snap_off, ring + seq_off, bytes)
                          : d.ops->CopyOnDevice(ring + seq_off, snaps + snap_off, bytes);
@@ -229,10 +230,9 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
     TEMPER_RETURN_IF_ERROR(d.ops->Replay(key));
     if (!logits) return Status::OK();
     // Only the real rows' logits (the leading ones) leave the device.
-    const int real = static_cast<int>(pass.seqs.size());
     const int vocab = d.vocab_rows();
     return d.ops->CopyRowsToHost(logits + d.shard.vocab.begin, sizeof(float) * config_.vocab_size, d.logits,
-                                 sizeof(float) * vocab, real);
+                                 sizeof(float) * vocab, pass.real_rows);
   });
 }
 
@@ -257,7 +257,9 @@ std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const Fo
       std::memcpy(in + offset + row * sizeof(value), &value, sizeof(value));
     };
     int rows = 0, logit_rows = 0;
-    bool single_tokens = true;
+    // Decode rows: each item a single token, or a next token with its drafts (all its rows logit
+    // rows, the whole item in this pass). They run the split attention and may be a graph step.
+    bool decode_rows = true;
     pass.shape.out_begin = static_cast<int>(*out_rows);
     for (size_t i = 0; i < batch.size() && rows < limits.max_rows; ++i) {
       const ForwardItem& item = batch[i];
@@ -266,7 +268,8 @@ std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const Fo
       const int64_t take = std::min<int64_t>(n - done[i], limits.max_rows - rows);
       const int64_t start = pager_.Length(item.seq) + done[i];
       const int first_row = rows;
-      single_tokens = single_tokens && take == 1 && !item.all_logits;
+      const bool drafted = item.all_logits && take == n && n <= kMaxDraftTokens + 1;
+      decode_rows = decode_rows && ((take == 1 && !item.all_logits) || drafted);
       pass.seqs.push_back(item.seq);
       for (int64_t t = 0; t < take; ++t, ++rows) {
         at(layout.tokens, rows, item.tokens[done[i] + t]);
@@ -288,7 +291,8 @@ std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const Fo
     pass.shape.candidates = candidates;
     pass.shape.rows = rows;
     pass.shape.logit_rows = logit_rows;
-    pass.shape.splits = single_tokens && rows <= limits.max_out_rows ? limits.decode_splits : 1;
+    pass.real_rows = logit_rows;
+    pass.shape.splits = decode_rows && rows <= limits.max_out_rows ? limits.decode_splits : 1;
     passes.push_back(std::move(pass));
     more = false;
     for (size_t i = 0; i < batch.size(); ++i) more = more || done[i] < static_cast<int64_t>(batch[i].tokens.size());
@@ -297,8 +301,8 @@ std::vector<DeviceBackend::Pass> DeviceBackend::CutIntoPasses(std::span<const Fo
 }
 
 // Makes a decode pass its bucket's graph step: rows up to the bucket's size are padding (position
-// -1: they write nothing and attend to nothing), every row a logit row. A pass no bucket holds
-// stays eager.
+// -1: they write nothing and attend to nothing), every row a logit row (as every row of a decode
+// pass is, drafts included). A pass no bucket holds stays eager.
 void DeviceBackend::PadToBucket(Pass& p) const {
   const int bucket = SelectGraphBucket(buckets_, p.shape.rows);
   if (bucket < 0) return;
@@ -326,9 +330,12 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
   for (const ForwardItem& item : batch) total_tokens += static_cast<int64_t>(item.tokens.size());
 
   // Candidates instead of full rows when asked, when this backend makes them, and when every
-  // output row stays in the devices' logits buffers (no teacher forcing).
-  bool candidates = options.candidates && options_.top_candidates > 0;
-  for (const ForwardItem& item : batch) candidates = candidates && !item.all_logits;
+  // output row stays in the devices' logits buffers (decode steps and their drafts; not teacher
+  // forcing over a whole prompt).
+  int64_t logit_rows = 0;
+  for (const ForwardItem& item : batch) logit_rows += item.all_logits ? static_cast<int64_t>(item.tokens.size()) : 1;
+  const bool candidates =
+      options.candidates && options_.top_candidates > 0 && logit_rows <= ranks_[0]->limits.max_out_rows;
 
   int64_t out_rows = 0;
   std::vector<Pass> passes = CutIntoPasses(batch, candidates, &out_rows);
@@ -390,6 +397,11 @@ Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<c
     return d.ops->Synchronize();
   });
   TEMPER_RETURN_IF_ERROR(copied);
+  // Each output row's temperature: an item's last token, or every token of one with all_logits.
+  std::vector<float> temperature;
+  for (const ForwardItem& item : batch) {
+    temperature.insert(temperature.end(), item.all_logits ? item.tokens.size() : 1, item.temperature);
+  }
   std::vector<LogitCandidates> out;
   std::vector<RankCandidates> per_rank(tp);
   for (int64_t row = 0; row < rows; ++row) {
@@ -397,8 +409,7 @@ Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<c
       per_rank[r] = RankCandidates{std::span<const float>(vals[r]).subspan(row * k, k),
                                    std::span<const int32_t>(ids[r]).subspan(row * k, k), max[r][row], mass[r][row]};
     }
-    // Output row `row` is item `row`'s last token (no item asked for all its logits).
-    out.push_back(MergeRankCandidates(per_rank, k, batch[row].temperature, config_.vocab_size));
+    out.push_back(MergeRankCandidates(per_rank, k, temperature[static_cast<size_t>(row)], config_.vocab_size));
   }
   return out;
 }

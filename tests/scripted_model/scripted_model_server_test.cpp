@@ -288,10 +288,10 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every 
   CHECK(r.usage.completion_tokens > kSyncookiesFix.size() / 4);
 }
 
-TEST_CASE("--transcript keeps each answered request and its answer as one JSON line") {
-  char dir_template[] = "/tmp/temper-transcript-XXXXXX";
-  REQUIRE(mkdtemp(dir_template) != nullptr);
-  const std::string path = std::string(dir_template) + "/t.jsonl";
+TEST_CASE("a transcript keeps each answered request and its answer as one JSON line") {
+  std::string dir = (std::filesystem::temp_directory_path() / "temper-transcript-XXXXXX").string();
+  REQUIRE(mkdtemp(dir.data()) != nullptr);
+  const std::string path = dir + "/t.jsonl";
   {
     ScriptedModelOptions options;
     options.transcript = path;
@@ -313,7 +313,7 @@ TEST_CASE("--transcript keeps each answered request and its answer as one JSON l
       CHECK(lines[i]["tools"].is_array());  // the Worker's tool declarations, as sent
     }
   }
-  std::filesystem::remove_all(dir_template);
+  std::filesystem::remove_all(dir);
   // A transcript that cannot be opened stops the server from starting, naming the file.
   ScriptedModelOptions options;
   options.transcript = "/nonexistent-dir/t.jsonl";

@@ -516,16 +516,61 @@ TEST_CASE("device backend: candidates are the rows' top logits, and the rows sta
     CHECK(c.tail_mass == Approx(tail).epsilon(1e-4).margin(1e-6));
   }
   CHECK(b.LogitsRow(2).status().code() == StatusCode::kFailedPrecondition);
-  // Teacher forcing always returns full rows.
-  const int32_t token = 5;
-  ForwardItem all{seqs[0], {&token, 1}, true};
+  // A token and its drafts: a candidate list per row, as the rows stay on the devices.
+  const std::vector<int32_t> drafted = {5, 6, 7};
+  ForwardItem check{seqs[0], drafted, true};
+  auto verified = b.Forward({&check, 1}, ForwardOptions{.candidates = true});
+  REQUIRE(verified.ok());
+  CHECK(verified->candidates.size() == 3);
+  CHECK(verified->logits.empty());
+  // Teacher forcing over more rows than the devices keep returns full rows.
+  const std::vector<int32_t> forced_tokens(12, 5);
+  ForwardItem all{seqs[0], forced_tokens, true};
   auto forced = b.Forward({&all, 1}, ForwardOptions{.candidates = true});
   REQUIRE(forced.ok());
   CHECK(forced->candidates.empty());
-  CHECK(forced->logits.size() == static_cast<size_t>(V));
+  CHECK(forced->logits.size() == 12 * static_cast<size_t>(V));
 }
 
 // The scheduler on a device backend that sends candidates generates what it generates from full rows.
+TEST_CASE("device backend: drafts are checked in decode graph steps with candidates, giving the plain tokens",
+          "[engine][device][spec]") {
+  // A prompt that repeats itself, so prompt lookup drafts and the model agrees with some drafts.
+  std::vector<int32_t> prompt;
+  for (int rep = 0; rep < 4; ++rep) {
+    const std::vector<int32_t> phrase = testing::RandomPrompt(5, 6);
+    prompt.insert(prompt.end(), phrase.begin(), phrase.end());
+  }
+  auto run = [&](int max_draft_tokens, float temperature) {
+    DeviceBackendOptions options;
+    options.top_candidates = 16;
+    auto dev = Device(2, options);
+    SchedulerOptions sched;
+    // 1 + 7 rows: the largest decode bucket (max_batch 8), so every check is a graph step.
+    sched.speculation.max_draft_tokens = max_draft_tokens;
+    auto scheduler = testing::MakeScheduler(*dev.backend, sched);
+    GenerateRequest r = testing::Greedy(prompt, 40);
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 5;
+    const StreamEvent out = testing::RunOne(*scheduler, r);
+    REQUIRE(out.error.ok());
+    const SchedulerMetrics m =
+        testing::SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 1; });
+    return std::make_tuple(out.tokens, m, dev.backend->graph_steps());
+  };
+  for (float temperature : {0.0f, 0.8f}) {
+    INFO("temperature " << temperature);
+    const auto [plain, plain_metrics, plain_graphs] = run(0, temperature);
+    const auto [drafted, m, graphs] = run(7, temperature);
+    CHECK(drafted == plain);
+    CHECK(m.accepted_draft_tokens > 0);
+    CHECK(m.forward_passes < plain_metrics.forward_passes);
+    // Every decode step, drafts or not, replayed a captured graph.
+    CHECK(graphs == m.forward_passes - 1);
+    CHECK(plain_graphs == plain_metrics.forward_passes - 1);
+  }
+}
+
 TEST_CASE("device backend: the scheduler samples from candidates as from full rows", "[engine][device]") {
   auto tokens = [](int top_candidates, GenerateRequest request) {
     DeviceBackendOptions options;
