@@ -122,6 +122,10 @@ class Backend {
   // ResourceExhausted when the KV cache is full.
   virtual Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) = 0;
 
+  // The most rows a decode pass (each sequence's next token, and its drafts) may have and still
+  // cost about one decode step; 0: no such limit. The scheduler spends draft tokens within it.
+  virtual int64_t max_decode_rows() const { return 0; }
+
   // How many sampling candidates a row can come back as (ForwardOptions::candidates); 0: full
   // rows only.
   virtual int sample_candidates() const { return 0; }

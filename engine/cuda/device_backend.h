@@ -65,6 +65,8 @@ class DeviceBackend final : public Backend {
   Status ReleaseSequence(SequenceId seq) override;
   Result<int64_t> SequenceLength(SequenceId seq) const override;
   Status Truncate(SequenceId seq, int64_t length) override;
+  // The largest graph bucket (max_batch): beyond it a pass runs eagerly, with full logit rows.
+  int64_t max_decode_rows() const override { return options_.max_batch; }
   int64_t context_limit() const override { return options_.max_context; }
   KvUsage kv_usage() const override;
   Result<SnapshotId> TakeSnapshot(SequenceId seq) override;

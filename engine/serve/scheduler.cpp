@@ -360,12 +360,21 @@ Status Scheduler::RunBatch() {
   };
   std::vector<Item> items;
   int64_t budget = options_.max_batch_tokens;
-  // Decode first: every request with one token left to feed, and its drafts where budget allows.
+  // Rows left for drafts once every decoding request has its one: within the budget, and within
+  // the rows a decode pass may have at a decode step's cost.
+  int64_t decoding = 0;
+  for (auto& r : running_) decoding += r->remaining() == 1 ? 1 : 0;
+  int64_t draft_rows = budget - std::min(budget, decoding);
+  if (const int64_t most = backend_.max_decode_rows(); most > 0) {
+    draft_rows = std::min(draft_rows, std::max<int64_t>(0, most - decoding));
+  }
+  // Decode first: every request with one token left to feed, and its drafts where rows allow.
   for (auto& r : running_) {
     if (budget == 0) break;
     if (r->remaining() == 1) {
       Item it{r.get(), 1, {}};
-      std::vector<int32_t> draft = Draft(*r, budget - 1);
+      std::vector<int32_t> draft = Draft(*r, draft_rows);
+      draft_rows -= static_cast<int64_t>(draft.size());
       if (!draft.empty()) {
         it.fed.push_back(r->tokens.back());
         it.fed.insert(it.fed.end(), draft.begin(), draft.end());

@@ -371,6 +371,70 @@ TEST_CASE("speculative decoding on the 1 B synthetic model gives the plain greed
   CHECK(m.draft_tokens > 0);
 }
 
+// A CPU backend that says a decode pass may have at most `rows` rows at a decode step's cost, and
+// counts the passes whose decode rows (next tokens, and tokens with their drafts) went past that
+// with drafts in them.
+class RowLimitedBackend final : public Backend {
+ public:
+  RowLimitedBackend(Backend& inner, int64_t rows) : inner_(inner), rows_(rows) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  Result<SequenceId> AddSequence() override { return inner_.AddSequence(); }
+  Status ReleaseSequence(SequenceId seq) override { return inner_.ReleaseSequence(seq); }
+  Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_.SequenceLength(seq); }
+  Status Truncate(SequenceId seq, int64_t length) override { return inner_.Truncate(seq, length); }
+  int64_t context_limit() const override { return inner_.context_limit(); }
+  KvUsage kv_usage() const override { return inner_.kv_usage(); }
+  Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_.TakeSnapshot(seq); }
+  Result<SequenceId> ForkSnapshot(SnapshotId snap) override { return inner_.ForkSnapshot(snap); }
+  Status ReleaseSnapshot(SnapshotId snap) override { return inner_.ReleaseSnapshot(snap); }
+  int64_t max_decode_rows() const override { return rows_; }
+  Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
+    int64_t decode_rows = 0;
+    bool drafts = false;
+    for (const ForwardItem& item : batch) {
+      if (item.all_logits || item.tokens.size() == 1) decode_rows += static_cast<int64_t>(item.tokens.size());
+      drafts = drafts || item.all_logits;
+    }
+    if (drafts) {
+      ++drafted_passes;
+      if (decode_rows > rows_) ++passes_over;
+    }
+    return inner_.Forward(batch, options);
+  }
+  int64_t drafted_passes = 0;
+  int64_t passes_over = 0;
+
+ private:
+  Backend& inner_;
+  int64_t rows_;
+};
+
+TEST_CASE("drafts stay within the rows a backend decodes at a step's cost", "[engine][scheduler][spec]") {
+  std::vector<GenerateRequest> requests = RepetitiveRequests();
+  requests.resize(3);  // three at once, five rows: room for two drafts a step
+  SchedulerMetrics plain_metrics;
+  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics);
+  auto cpu = ServingBackend();
+  RowLimitedBackend limited(*cpu, 5);
+  auto scheduler = MakeScheduler(limited);
+  std::vector<std::vector<int32_t>> tokens(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back([&, i] { tokens[i] = RunOne(*scheduler, requests[i]).tokens; });
+  }
+  for (auto& t : threads) t.join();
+  const SchedulerMetrics m = SettledMetrics(*scheduler, [&](const SchedulerMetrics& s) {
+    return s.finished_requests == static_cast<int64_t>(requests.size());
+  });
+  CHECK(tokens == plain);
+  CHECK(m.accepted_draft_tokens > 0);
+  CHECK(limited.drafted_passes > 0);
+  CHECK(limited.passes_over == 0);
+  std::printf("row limit 5: %lld drafts, %lld accepted in %lld passes with drafts\n",
+              static_cast<long long>(m.draft_tokens), static_cast<long long>(m.accepted_draft_tokens),
+              static_cast<long long>(limited.drafted_passes));
+}
+
 TEST_CASE("speculation options out of range are refused", "[engine][scheduler][spec]") {
   auto backend = ServingBackend();
   SchedulerOptions options;
