@@ -142,19 +142,30 @@ ApiError BadParam(std::string param, std::string message) {
   return ApiError{400, std::move(message), "invalid_request_error", std::move(param)};
 }
 
-std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, ParsedRequest& p) {
+// `tokenizer` (null when the server has none) encodes a prompt given as text.
+std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, const Tokenizer* tokenizer,
+                                        ParsedRequest& p) {
   if (auto e = CheckModel(body, model)) return e;
   auto prompt = body.find("prompt");
   if (prompt == body.end()) return ApiError{400, "'prompt' is required", "invalid_request_error", "prompt"};
   const json* ids = &*prompt;
-  if (ids->is_array() && ids->size() == 1 && (*ids)[0].is_array()) ids = &(*ids)[0];
-  if (ids->is_string() || (ids->is_array() && !ids->empty() && (*ids)[0].is_string())) {
-    return ApiError{400, "'prompt' as text needs a tokenizer, which this server does not have; send token ids",
+  if (ids->is_array() && ids->size() == 1 && ((*ids)[0].is_array() || (*ids)[0].is_string())) ids = &(*ids)[0];
+  if (ids->is_array() && !ids->empty() && (*ids)[0].is_string()) {
+    return ApiError{400, "'prompt' as a list of several texts is not supported; send one text or one list of token ids",
                     "invalid_request_error", "prompt"};
   }
-  if (!ids->is_array())
-    return ApiError{400, "'prompt' must be an array of token ids", "invalid_request_error", "prompt"};
-  for (size_t i = 0; i < ids->size(); ++i) {
+  if (ids->is_string()) {
+    if (tokenizer == nullptr) {
+      return ApiError{400, "'prompt' as text needs a tokenizer, which this server does not have; send token ids",
+                      "invalid_request_error", "prompt"};
+    }
+    // As OpenAI-compatible servers do: with the model's special tokens (Gemma: <bos> first), and
+    // control tokens written in the text read as such.
+    p.request.prompt = tokenizer->Encode(ids->get<std::string>(), EncodeOptions{.add_special_tokens = true});
+  } else if (!ids->is_array()) {
+    return ApiError{400, "'prompt' must be a text or an array of token ids", "invalid_request_error", "prompt"};
+  }
+  for (size_t i = 0; ids->is_array() && i < ids->size(); ++i) {
     const json& id = (*ids)[i];
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
       return ApiError{400, fmt::format("'prompt'[{}] must be a non-negative integer token id, got {}", i, id.dump()),
@@ -574,7 +585,8 @@ void HttpServer::Route() {
       return;
     }
     ParsedRequest parsed;
-    if (std::optional<ApiError> e = ParseCompletion(body, options_.model_name, parsed)) {
+    const Tokenizer* tokenizer = options_.chat != nullptr ? &options_.chat->tokenizer() : nullptr;
+    if (std::optional<ApiError> e = ParseCompletion(body, options_.model_name, tokenizer, parsed)) {
       SendError(res, *e);
       return;
     }

@@ -3,7 +3,9 @@
 //
 // Endpoints:
 //   POST /v1/completions  OpenAI's completions API with `prompt` as token ids (an array of
-//                         integers, or a one-element array of one), `stream` with server-sent
+//                         integers, or a one-element array of one) or, with a ChatEngine (its
+//                         tokenizer), as one text encoded with the model's special tokens
+//                         (<bos> first) as other OpenAI-compatible servers do; `stream` with server-sent
 //                         events, `stop` strings (need a detokenizer), and the common extensions
 //                         `top_k`, `min_p`, `stop_token_ids`. Each choice also carries the
 //                         generated `token_ids`; usage reports `prompt_tokens_details.cached_tokens`.

@@ -214,5 +214,33 @@ TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engi
   CHECK_THAT(e["error"]["message"].get<std::string>(), Catch::Contains("--tokenizer"));
 }
 
+TEST_CASE("completions take a text prompt through the chat engine's tokenizer", "[engine][http][chat]") {
+  ChatServed s;
+  httplib::Client c = s.Client();
+  const std::string text = "<start>Check sshd and harden it.";
+  const std::vector<int32_t> ids = ChatTokenizer().Encode(text, EncodeOptions{.add_special_tokens = true});
+  auto complete = [&](const json& prompt) {
+    const json body = {{"model", "gemma4-tiny"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}};
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    REQUIRE(res);
+    INFO(res->body);
+    REQUIRE(res->status == 200);
+    return json::parse(res->body);
+  };
+  const json by_text = complete(text);
+  const json by_ids = complete(ids);
+  CHECK(by_text["usage"]["prompt_tokens"] == static_cast<int64_t>(ids.size()));
+  CHECK(by_text["choices"][0]["token_ids"] == by_ids["choices"][0]["token_ids"]);
+  CHECK(by_text["choices"][0]["text"] == by_ids["choices"][0]["text"]);
+  CHECK(complete(json::array({text}))["choices"][0]["token_ids"] == by_ids["choices"][0]["token_ids"]);
+
+  // Several texts at once are refused, naming the field.
+  const json two = {{"model", "gemma4-tiny"}, {"prompt", {"a", "b"}}, {"max_tokens", 2}};
+  auto res = c.Post("/v1/completions", two.dump(), "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 400);
+  CHECK(json::parse(res->body)["error"]["param"] == "prompt");
+}
+
 }  // namespace
 }  // namespace temper::engine::testing
