@@ -223,8 +223,10 @@ Result<Evaluation> RootfsTarget::Evaluate(const Evaluator& evaluator, const Eval
   // OpenSCAP writes into the tree it evaluates (its package probe rebuilds a stale apt cache), so
   // it reads a throwaway view: a verdict never changes the target, nor what a revert restores.
   Result<Evaluation> out = Status::Internal("the scratch view ran no evaluation");
+  EvaluationRequest named = request;
+  if (named.target_name.empty()) named.target_name = name_;
   auto evaluate = [&](const std::string& view) {
-    out = evaluator.Evaluate(view, request);
+    out = evaluator.Evaluate(view, named);
     return Status::OK();
   };
   TEMPER_RETURN_IF_ERROR(fork_ ? fork_->WithScratchView(evaluate) : layers_->WithScratchView(evaluate));

@@ -7,7 +7,7 @@
 // its server (the second form), and the Evaluator reads the verdicts it prints.
 //
 //   temper-stig-eval --datastream DS --profile ID --root DIR
-//                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE]
+//                    [--rule ID]... [--results FILE] [--arf FILE] [--fix FILE] [--target-name NAME]
 //   temper-stig-eval --serve --datastream DS --profile ID
 //   temper-stig-eval --read-results FILE --profile ID [--rule ID]...
 //
@@ -76,7 +76,7 @@ int Fail(const std::string& what) {
 }
 
 struct Args {
-  std::string datastream, profile, root, results, arf, fix, read_results;
+  std::string datastream, profile, root, results, arf, fix, read_results, target_name;
   std::vector<std::string> rules;
   bool serve = false;
 };
@@ -97,6 +97,7 @@ bool Parse(int argc, char** argv, Args& a) {
     else if (k == "--results") a.results = v;
     else if (k == "--arf") a.arf = v;
     else if (k == "--fix") a.fix = v;
+    else if (k == "--target-name") a.target_name = v;
     else if (k == "--read-results") a.read_results = v;
     else return false;
   }
@@ -200,7 +201,7 @@ struct xccdf_session* LoadBenchmark(const std::string& datastream, const std::st
 // One evaluation of a tree with a loaded benchmark: the one-shot mode's and each of the server's.
 struct Job {
   std::string datastream;  // for messages
-  std::string root;        // the tree's host path, for messages and the results' target name
+  std::string root;        // the tree's host path, for messages and OSCAP_EVALUATION_TARGET
   std::vector<std::string> rules;
   std::function<temper::Status(temper::stig::TargetRoot&)> enter;  // chroot(2)s into the tree
   // Where results are written once out of the tree: the directory's descriptor (-1: the paths below
@@ -208,7 +209,19 @@ struct Job {
   int out_dir_fd = -1;
   std::string results, arf;
   int fix_fd = -1;
+  std::string target_name;  // the results' <target>; empty: OpenSCAP's (the evaluating host's name)
 };
+
+// Names `target` as what the result was taken on, in place of the host OpenSCAP found itself on.
+void NameTarget(struct xccdf_result* result, const std::string& target) {
+  struct oscap_string_iterator* it = xccdf_result_get_targets(result);
+  while (oscap_string_iterator_has_more(it)) {
+    oscap_string_iterator_next(it);
+    oscap_string_iterator_remove(it);
+  }
+  oscap_string_iterator_free(it);
+  xccdf_result_add_target(result, target.c_str());
+}
 
 int EvaluateTree(struct xccdf_session* s, const Job& job) {
   setenv("OSCAP_EVALUATION_TARGET", ("chroot://" + job.root).c_str(), 1);
@@ -238,6 +251,7 @@ int EvaluateTree(struct xccdf_session* s, const Job& job) {
   }
   if (temper::Status st = target.Leave(); !st.ok()) return Fail(st.message());
   if (!failed.empty()) return Fail(failed);
+  if (!job.target_name.empty()) NameTarget(result, job.target_name);
   PrintVerdicts(result);
   std::fflush(stdout);
 
@@ -262,7 +276,8 @@ int Evaluate(const Args& a) {
           .rules = a.rules,
           .enter = [&](temper::stig::TargetRoot& t) { return t.Enter(a.root); },
           .results = a.results,
-          .arf = a.arf};
+          .arf = a.arf,
+          .target_name = a.target_name};
   if (!a.fix.empty()) {
     job.fix_fd = ::open(a.fix.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (job.fix_fd < 0) return Fail("cannot create " + a.fix);
@@ -293,12 +308,12 @@ bool ReadRequest(std::string& line, std::vector<int>& fds) {
     ssize_t n = ::recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
-    for (struct cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-      if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-      std::size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (struct cmsghdr* h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h)) {
+      if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+      std::size_t count = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       for (std::size_t i = 0; i < count; ++i) {
         int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+        std::memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
         fds.push_back(fd);
       }
     }
@@ -366,7 +381,8 @@ void Serve(struct xccdf_session* s, const Args& a, const std::string& line, cons
     Job job{.datastream = a.datastream,
             .root = req["root"].get<std::string>(),
             .rules = req["rules"].get<std::vector<std::string>>(),
-            .enter = [&](temper::stig::TargetRoot& t) { return t.Enter(fds[0], job.root); }};
+            .enter = [&](temper::stig::TargetRoot& t) { return t.Enter(fds[0], job.root); },
+            .target_name = req.value("target", "")};
     if (results) {
       job.out_dir_fd = fds[1];
       job.results = "results.xml";

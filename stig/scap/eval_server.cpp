@@ -133,7 +133,8 @@ Result<EvalServer::Reply> EvalServer::Evaluate(const Request& request, std::chro
   nlohmann::json j = {{"root", request.root},
                       {"rules", request.rules},
                       {"results", request.out_dir_fd >= 0},
-                      {"fix", request.fix}};
+                      {"fix", request.fix},
+                      {"target", request.target_name}};
   std::string line = j.dump() + "\n";
   int fds[2] = {request.tree_fd, request.out_dir_fd};
   std::size_t nfds = request.out_dir_fd >= 0 ? 2 : 1;

@@ -45,11 +45,12 @@ class EvalServer {
   EvalServer& operator=(const EvalServer&) = delete;
 
   struct Request {
-    std::string root;  // the tree's path, for messages and the results' target name
+    std::string root;  // the tree's path, for messages and OSCAP_EVALUATION_TARGET
     std::vector<std::string> rules;
-    int tree_fd = -1;     // an open directory
-    int out_dir_fd = -1;  // -1: no results files
-    bool fix = false;     // with out_dir_fd: also fix.sh
+    int tree_fd = -1;         // an open directory
+    int out_dir_fd = -1;      // -1: no results files
+    bool fix = false;         // with out_dir_fd: also fix.sh
+    std::string target_name;  // with out_dir_fd: the results' <target>; empty: the host's name
   };
   struct Reply {
     std::string out;      // the child's verdict lines

@@ -171,7 +171,8 @@ Result<std::unique_ptr<EvalServer>> Evaluator::TakeServer(bool& reused) const {
 
 Result<std::vector<RuleVerdict>> Evaluator::ServeEvaluation(const std::string& root,
                                                             const std::vector<std::string>& rules,
-                                                            const std::string& output_dir, bool fix,
+                                                            const std::string& output_dir,
+                                                            const EvaluationRequest& evaluation,
                                                             const std::string& where, double* seconds) const {
   UniqueFd tree(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (tree.get() < 0) return Status::FromErrno(errno, "opening the evaluation root " + root);
@@ -180,7 +181,12 @@ Result<std::vector<RuleVerdict>> Evaluator::ServeEvaluation(const std::string& r
     out = UniqueFd(::open(output_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (out.get() < 0) return Status::FromErrno(errno, "opening the output directory " + output_dir);
   }
-  EvalServer::Request request{.root = root, .rules = rules, .tree_fd = tree.get(), .out_dir_fd = out.get(), .fix = fix};
+  EvalServer::Request request{.root = root,
+                              .rules = rules,
+                              .tree_fd = tree.get(),
+                              .out_dir_fd = out.get(),
+                              .fix = evaluation.write_fix_script,
+                              .target_name = evaluation.target_name};
   // A server that died while idle (killed, or with the thread that started it) is seen only when
   // asked: the next idle one is tried, then a fresh one, whose failure is final.
   while (true) {
@@ -230,6 +236,7 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
     out.results_path = (dir / "results.xml").string();
     out.arf_path = (dir / "arf.xml").string();
     args.insert(args.end(), {"--results", out.results_path, "--arf", out.arf_path});
+    if (!request.target_name.empty()) args.insert(args.end(), {"--target-name", request.target_name});
     if (request.write_fix_script) {
       out.fix_script_path = (dir / "fix.sh").string();
       args.insert(args.end(), {"--fix", out.fix_script_path});
@@ -241,7 +248,7 @@ Result<Evaluation> Evaluator::Evaluate(const std::string& root_dir, const Evalua
     TEMPER_RETURN_IF_ERROR(CheckHelper());
     auto served =
         ServeEvaluation(root, rules, out.results_path.empty() ? "" : fs::path(out.results_path).parent_path().string(),
-                        request.write_fix_script, root_dir, &out.seconds);
+                        request, root_dir, &out.seconds);
     if (served.status().code() != StatusCode::kUnavailable) {
       TEMPER_ASSIGN_OR_RETURN(out.verdicts, std::move(served));
       return out;

@@ -61,6 +61,10 @@ struct EvaluationRequest {
   std::string output_dir;
   // With output_dir: also write fix.sh, SSG's bash remediation for the rules that failed.
   bool write_fix_script = false;
+  // With output_dir: the target the results name (the TestResult's <target>), so that a checklist
+  // tool files them under the host that was hardened; empty: the evaluating host's name, as
+  // OpenSCAP writes it.
+  std::string target_name;
 };
 
 struct RuleVerdict {
@@ -129,8 +133,8 @@ class Evaluator {
   // The evaluation through a server; Unavailable when no server could be started (the caller
   // falls back to the one-shot helper).
   Result<std::vector<RuleVerdict>> ServeEvaluation(const std::string& root, const std::vector<std::string>& rules,
-                                                   const std::string& output_dir, bool fix, const std::string& where,
-                                                   double* seconds) const;
+                                                   const std::string& output_dir, const EvaluationRequest& request,
+                                                   const std::string& where, double* seconds) const;
   // An idle server (`reused` set), else a new one. Unavailable (logged once) when it cannot be started.
   Result<std::unique_ptr<EvalServer>> TakeServer(bool& reused) const;
   // The checked verdicts of the helper's `out` for `rules` (the profile's when empty); `err` is

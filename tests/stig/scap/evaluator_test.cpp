@@ -139,6 +139,25 @@ TEST_CASE("Evaluator names unknown rules and a missing helper", "[stig][evaluato
   CHECK(ev.Evaluate("/nonexistent/root", req).status().code() == StatusCode::kNotFound);
 }
 
+TEST_CASE("Results files name the target, not the host that evaluated it", "[stig][evaluator]") {
+  ScopedTarget t("eval-target-name");
+  for (bool servers : {true, false}) {
+    INFO((servers ? "through a server" : "through the one-shot helper"));
+    Evaluator ev(Ubuntu2004Stig(), {.use_servers = servers}, QuietLog());
+    const std::string out = t.dir() + (servers ? "/served" : "/one-shot");
+    auto e = t->Evaluate(ev, {.rule_ids = {kMixedRules.front()}, .output_dir = out});
+    INFO(e.status().ToString());
+    REQUIRE(e.ok());
+    for (const std::string& path : {e->results_path, e->arf_path}) {
+      std::ifstream f(path);
+      std::stringstream text;
+      text << f.rdbuf();
+      INFO(path);
+      CHECK(text.str().find("<target>" + t->name() + "</target>") != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("Verdicts read back from a results file match the evaluation's", "[stig][evaluator]") {
   ScopedTarget t("eval-read-back");
   Evaluator ev(Ubuntu2004Stig(), {}, QuietLog());
