@@ -29,7 +29,7 @@ Result<RolePrompt> AssembleRolePrompt(const RoleConfig& config, const TokenEstim
                                       const std::string& system, std::vector<PromptSection> sections) {
   const size_t window =
       config.context_tokens > config.max_output_tokens ? config.context_tokens - config.max_output_tokens : 0;
-  const size_t system_tokens = estimator.Count(system) + 2 * kPerMessageOverheadTokens;
+  const size_t system_tokens = estimator.Count(system) + estimator.Count(kPromptFraming);
   if (system_tokens >= window) {
     return Status::ResourceExhausted(
         fmt::format("the {} instructions alone need {} tokens but the prompt budget is {} (context_tokens {} − "

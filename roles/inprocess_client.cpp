@@ -20,6 +20,16 @@ namespace temper {
 
 namespace {
 
+// Message text as the engine will count it: encoded as ChatFormat encodes content.
+class EngineTokenCounter final : public TokenEstimator {
+ public:
+  explicit EngineTokenCounter(const engine::ChatEngine& engine) : engine_(engine) {}
+  size_t Count(std::string_view text) const override { return static_cast<size_t>(engine_.CountTokens(text)); }
+
+ private:
+  const engine::ChatEngine& engine_;
+};
+
 constexpr int kGpuMaxSnapshots = 8;
 
 using nlohmann::json;
@@ -200,6 +210,7 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
       engine::ChatEngine::Create(*client->backend_, *client->model_.tokenizer, scheduler, logger);
   if (!chat.ok()) return chat.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
   client->engine_ = std::move(*chat);
+  client->counter_ = std::make_unique<EngineTokenCounter>(*client->engine_);
 
   const engine::KvUsage usage = client->backend_->kv_usage();
   logger.Info(

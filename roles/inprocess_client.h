@@ -82,6 +82,8 @@ class InprocessClient final : public ModelClient {
 
   // For prompt token counts (RenderPrompt) and serving metrics (KV use, prefix-cache hit rate).
   const engine::ChatEngine& engine() const { return *engine_; }
+  // Message text counted with the model's tokenizer (ChatEngine::CountTokens).
+  const TokenEstimator* token_counter() const override { return counter_.get(); }
 
  private:
   InprocessClient(std::string name, std::string model_name, engine::LoadedModel model, const Logger& logger);
@@ -91,7 +93,8 @@ class InprocessClient final : public ModelClient {
   const Logger& logger_;
   engine::LoadedModel model_;                   // config, weights and the tokenizer the engine borrows
   std::unique_ptr<engine::Backend> backend_;    // borrowed by the engine
-  std::unique_ptr<engine::ChatEngine> engine_;  // last: destroyed first, while what it borrows lives
+  std::unique_ptr<engine::ChatEngine> engine_;  // destroyed after the counter, before what it borrows
+  std::unique_ptr<TokenEstimator> counter_;     // counts with engine_
 };
 
 // The engine's form of `request`. `seed_if_unset` seeds sampling when request.sampling.seed is

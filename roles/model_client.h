@@ -28,6 +28,7 @@
 
 #include "common/status.h"
 #include "roles/endpoint_config.h"
+#include "roles/token_estimator.h"
 #include "roles/token_usage.h"
 
 namespace temper {
@@ -96,6 +97,10 @@ class ModelClient {
   virtual Result<ChatResponse> Chat(const ChatRequest& request, const StreamCallbacks* stream = nullptr) = 0;
   // The models.yaml name of the endpoint, for errors and the journal.
   virtual const std::string& endpoint_name() const = 0;
+  // Counts text as this endpoint's model will: with its own tokenizer where the client has one
+  // (inprocess). Null where it has none; prompts are then sized by BytesTokenEstimator's
+  // deliberate over-count. Lives as long as the client.
+  virtual const TokenEstimator* token_counter() const { return nullptr; }
 };
 
 }  // namespace temper

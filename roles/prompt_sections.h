@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "roles/model_client.h"
@@ -25,6 +26,12 @@ std::vector<PromptSection> AttemptSections(const std::vector<PastAttempt>& attem
 
 // The tokens a chat request will cost beyond its message texts (role markers, turn delimiters).
 constexpr size_t kPerMessageOverheadTokens = 8;
+// What Gemma 4's chat format puts around a system and a user message and the open model turn,
+// spelt out (engine/tokenizer/chat_format.h). Counted with a role's estimator it over-counts a
+// little where the tokenizer holds each control token whole; a fixed per-message allowance does
+// not hold for every tokenizer.
+constexpr std::string_view kPromptFraming =
+    "<bos><|turn>system\n<turn|>\n<|turn>user\n<turn|>\n<|turn>model\n<|channel>thought\n<channel|>";
 
 // A ready-to-send request for a role, plus what was trimmed to fit (for the journal).
 struct RolePrompt {

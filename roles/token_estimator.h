@@ -1,7 +1,8 @@
-// Token counting for prompt budgets. The orchestrator can plug in the real tokenizer
-// (engine/tokenizer) later; until then BytesTokenEstimator over-counts on purpose, so an assembled
-// prompt never overflows the context: Gemma's 262k vocabulary averages about 4 bytes per token on
-// English prose and 3 or more on shell and paths, so 3 bytes per token errs on the safe side.
+// Token counting for prompt budgets. A client that has the model's tokenizer counts with it
+// (ModelClient::token_counter: the inprocess endpoint); for the others BytesTokenEstimator
+// over-counts on purpose, so an assembled prompt never overflows the context: Gemma's 262k
+// vocabulary averages about 4 bytes per token on English prose and 3 or more on shell and paths,
+// so 3 bytes per token errs on the safe side.
 // Thread safety: Count() is const and must be safe to call concurrently.
 #pragma once
 

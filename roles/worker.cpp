@@ -277,9 +277,13 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
       result.summary = fmt::format("stopped: the token budget of {} is spent", budget_.max_tokens);
       return result;
     }
-    // Fit the conversation in the window, eliding the oldest tool outputs first.
+    // Fit the conversation in the window, eliding the oldest tool outputs first. The tool
+    // declarations ride in the system turn of every call.
     auto conversation_tokens = [&] {
       size_t t = 0;
+      for (const ToolDeclaration& d : request.tools) {
+        t += estimator_.Count(d.name) + estimator_.Count(d.description) + estimator_.Count(d.parameters.dump());
+      }
       for (const ChatMessage& m : request.messages) {
         t += estimator_.Count(m.content) + kPerMessageOverheadTokens;
         for (const ToolCall& c : m.tool_calls) t += estimator_.Count(c.arguments) + estimator_.Count(c.name);

@@ -27,13 +27,20 @@ Result<std::unique_ptr<RoleModels>> RoleModels::Create(const ModelsConfig& confi
       return Status::InvalidArgument(fmt::format("{}: no model for role {}", config.source, role));
     }
   }
-  models->architect_ = std::make_unique<Architect>(models->prompts_, config.roles.at("architect"), models->estimator_);
-  models->reflector_ = std::make_unique<Reflector>(models->prompts_, config.roles.at("reflector"), models->estimator_);
+  models->architect_ =
+      std::make_unique<Architect>(models->prompts_, config.roles.at("architect"), models->CounterFor("architect"));
+  models->reflector_ =
+      std::make_unique<Reflector>(models->prompts_, config.roles.at("reflector"), models->CounterFor("reflector"));
   return models;
 }
 
 Worker RoleModels::MakeWorker(const WorkerBudget& budget) const {
-  return Worker(prompts_, config_.roles.at("worker"), estimator_, budget);
+  return Worker(prompts_, config_.roles.at("worker"), CounterFor("worker"), budget);
+}
+
+const TokenEstimator& RoleModels::CounterFor(const std::string& role) const {
+  const TokenEstimator* own = Client(role).token_counter();
+  return own != nullptr ? *own : estimator_;
 }
 
 }  // namespace temper

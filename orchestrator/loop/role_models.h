@@ -39,10 +39,12 @@ class RoleModels {
  private:
   RoleModels() = default;
   ModelClient& Client(const std::string& role) const { return *clients_.at(endpoint_of_.at(role)); }
+  // The role's endpoint's own token counter, else the byte estimate.
+  const TokenEstimator& CounterFor(const std::string& role) const;
 
   ModelsConfig config_;
   PromptLibrary prompts_ = PromptLibrary::Embedded();
-  BytesTokenEstimator estimator_;
+  BytesTokenEstimator estimator_;                                // for endpoints without a tokenizer
   std::map<std::string, std::unique_ptr<ModelClient>> clients_;  // by endpoint name
   std::map<std::string, std::string> endpoint_of_;               // role → endpoint
   std::unique_ptr<Architect> architect_;

@@ -16,7 +16,9 @@
 
 #include "engine/cuda/cuda_backend.h"
 #include "engine/temp_dir.h"
+#include "roles/architect.h"
 #include "roles/client_factory.h"
+#include "roles/prompt_library.h"
 #include "roles/tool_calls.h"
 
 using namespace temper;
@@ -196,6 +198,70 @@ TEST_CASE("CPU tensor-parallel ranks (tp 2) serve the same greedy reply", "[role
   const ChatResponse two = MustChat(*MakeClient(dir.path(), 2), request);
   CHECK(two.text == one.text);
   CHECK(two.usage.completion_tokens == one.usage.completion_tokens);
+}
+
+TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context; a byte estimate would not",
+          "[roles][inprocess]") {
+  TinyModelDir dir;
+  InprocessEndpoint endpoint = Endpoint(dir.path());
+  endpoint.max_context = 2048;
+  auto made = InprocessClient::Create("local", endpoint, QuietLog(), InprocessClientOptions{.cpu_threads = 2});
+  REQUIRE(made.ok());
+  InprocessClient& client = **made;
+  REQUIRE(client.token_counter() != nullptr);
+  const std::string text = "PermitRootLogin no in /etc/ssh/sshd_config";
+  CHECK(client.token_counter()->Count(text) == static_cast<size_t>(client.engine().CountTokens(text)));
+
+  // A rule whose text is far longer than the context: the prompt must be cut to fit.
+  auto prose = [](size_t bytes, uint32_t seed) {
+    std::string out;
+    while (out.size() < bytes) {
+      seed = seed * 1664525u + 1013904223u;
+      out += (seed >> 28) < 3 ? ' ' : static_cast<char>('a' + (seed >> 24) % 26);
+      if (out.size() % 80 == 0) out += '\n';
+    }
+    return out + "\n";
+  };
+  RuleInfo rule{"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+                "Disable SSH Root Login",
+                "medium",
+                prose(6000, 1),
+                "",
+                "Run: sshd -T | grep permitrootlogin\n",
+                "Set PermitRootLogin no.\n" + prose(4000, 2),
+                {}};
+  RoleConfig config;
+  config.role = "architect";
+  config.context_tokens = 2048;
+  config.max_output_tokens = 64;
+  const PromptLibrary prompts = PromptLibrary::Embedded();
+  ArchitectInput input;
+  input.batch = {.total = 1};
+  input.candidates = {rule};
+
+  // The tiny tokenizer spends about a token per byte, three times what the byte estimate assumes.
+  const BytesTokenEstimator bytes;
+  auto by_bytes = Architect(prompts, config, bytes).BuildPick(input);
+  REQUIRE(by_bytes.ok());
+  by_bytes->request.max_tokens = 8;
+  const size_t over = RenderedPromptTokens(client, by_bytes->request);
+  CHECK(over + config.max_output_tokens > config.context_tokens);
+  auto refused = client.Chat(by_bytes->request, nullptr);
+  CHECK(refused.status().code() == StatusCode::kOutOfRange);
+
+  auto counted = Architect(prompts, config, *client.token_counter()).BuildPick(input);
+  REQUIRE(counted.ok());
+  CHECK_FALSE(counted->trimmed.empty());  // what was cut to fit is reported
+  const size_t fits = RenderedPromptTokens(client, counted->request);
+  std::printf(
+      "architect prompt of a 10 KB rule in a 2,048-token context: %zu tokens counted with the tokenizer, "
+      "%zu with a byte estimate\n",
+      fits, over);
+  CHECK(fits + config.max_output_tokens <= config.context_tokens);
+  counted->request.max_tokens = 8;
+  auto answered = client.Chat(counted->request, nullptr);
+  INFO(answered.status().ToString());
+  CHECK(answered.ok());
 }
 
 TEST_CASE("the factory builds an inprocess client that owns its engine", "[roles][inprocess]") {
