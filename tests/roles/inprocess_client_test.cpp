@@ -200,7 +200,7 @@ TEST_CASE("CPU tensor-parallel ranks (tp 2) serve the same greedy reply", "[role
   CHECK(two.usage.completion_tokens == one.usage.completion_tokens);
 }
 
-TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context; a byte estimate would not",
+TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context, where a byte estimate would not",
           "[roles][inprocess]") {
   TinyModelDir dir;
   InprocessEndpoint endpoint = Endpoint(dir.path());
