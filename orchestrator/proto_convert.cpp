@@ -170,6 +170,12 @@ void ToProto(const EventRecord& e, temper::v1::JournalEvent* out) {
   ToProto(e.usage, out->mutable_usage());
 }
 
+void ToProto(const RoleUsageRecord& r, temper::v1::RoleUsage* out) {
+  out->set_role(r.role);
+  out->set_calls(r.calls);
+  ToProto(r.usage, out->mutable_usage());
+}
+
 void ToProto(const LessonRecord& l, temper::v1::Lesson* lesson) {
   lesson->set_id(l.id);
   lesson->set_rule_id(l.rule_id);

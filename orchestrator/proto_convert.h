@@ -15,6 +15,7 @@ void ToProto(const BatchRecord& batch, temper::v1::Batch* out);
 void ToProto(const BatchRuleRecord& rule, temper::v1::BatchRule* out);
 void ToProto(const EventRecord& event, temper::v1::JournalEvent* out);
 void ToProto(const LessonRecord& lesson, temper::v1::Lesson* out);
+void ToProto(const RoleUsageRecord& usage, temper::v1::RoleUsage* out);
 void ToProto(const AttemptRecord& attempt, temper::v1::Attempt* out);
 void ToProto(const FixpointPass& pass, temper::v1::FixpointPass* out);
 void ToProto(const Waiver& waiver, temper::v1::Waiver* out);

@@ -174,6 +174,13 @@ struct AttemptRecord {
   TimeMs finished_at = 0;
 };
 
+// A batch's model calls of one role, summed (StateStore::BatchRoleUsage).
+struct RoleUsageRecord {
+  std::string role;
+  uint64_t calls = 0;
+  TokenUsage usage;
+};
+
 struct LessonRecord {
   int64_t id = 0;  // assigned by the store
   std::string rule_id;

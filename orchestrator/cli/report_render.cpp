@@ -30,7 +30,8 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
                     usage {prompt_tokens, completion_tokens, cached_prompt_tokens},
                     started_at, finished_at}]}],
   plan_only (every change was reverted at the end), reverted_at (RFC 3339 or null),
-  fixpoint [{pass, final, attempts, fixed, rescanned, passing, failing, flipped, requeued, escalated}]
+  fixpoint [{pass, final, attempts, fixed, rescanned, passing, failing, flipped, requeued, escalated}],
+  role_usage [{role, calls, prompt_tokens, cached_prompt_tokens, completion_tokens}] (the batch's model calls per role)
 Verdicts are OpenSCAP's (pass, fail, error, notapplicable, ...; "" when not evaluated); states
 are pending, running, fixed, already_passing, escalated, skipped, cancelled, error, reverted (a
 fix `temper revert` took back out), and
@@ -149,6 +150,14 @@ std::string NotRunNote(const temper::v1::Batch& b, const ReportSummary& s) {
 }
 
 // "2 passes: #1 rescanned 5 (4 passing, 1 failing), re-queued 1; #2 rescanned 5 (5 passing)".
+// "127 calls, 1,234 prompt tokens (40% from the prefix cache), 567 generated".
+std::string RoleUsageText(const temper::v1::RoleUsage& r) {
+  const temper::v1::TokenUsage& u = r.usage();
+  const double cached = u.prompt_tokens() > 0 ? static_cast<double>(u.cached_prompt_tokens()) / u.prompt_tokens() : 0;
+  return fmt::format("{} call{}, {} prompt tokens ({} from the prefix cache), {} generated", r.calls(),
+                     r.calls() == 1 ? "" : "s", u.prompt_tokens(), Percent(cached), u.completion_tokens());
+}
+
 std::string FixpointLine(const temper::v1::BatchReport& report) {
   std::string out =
       fmt::format("{} pass{}", report.fixpoint_passes_size(), report.fixpoint_passes_size() == 1 ? "" : "es");
@@ -306,6 +315,9 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
                                                ? "- (written when the batch completes)"
                                                : report.results_dir() + " (results.xml, arf.xml)");
   if (!report.fixpoint_passes().empty()) out += fmt::format("  fixpoint    {}\n", FixpointLine(report));
+  for (const temper::v1::RoleUsage& r : report.role_usage()) {
+    out += fmt::format("  {:<11} {}\n", r.role(), RoleUsageText(r));
+  }
   if (b.waivers_size() > 0) {
     out += "\nwaivers:\n";
     std::vector<std::vector<std::string>> waivers;
@@ -373,6 +385,9 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   out += fmt::format("| Fix rate | {} |\n", Cell(FixRateLine(s)));
   out += fmt::format("| Options | {} |\n", Cell(OptionsText(b)));
   out += fmt::format("| Tokens | {} in {} attempt{} |\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
+  for (const temper::v1::RoleUsage& r : report.role_usage()) {
+    out += fmt::format("| Model calls, {} | {} |\n", Cell(r.role()), Cell(RoleUsageText(r)));
+  }
   out += fmt::format("| Wall time | {} ({} → {}) |\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
   out += fmt::format("| Results | {} |\n", report.results_dir().empty()
@@ -550,6 +565,15 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                       {"escalated", Strings(p.escalated())}});
   }
   j["fixpoint"] = std::move(passes);
+  ordered_json roles = ordered_json::array();
+  for (const temper::v1::RoleUsage& r : report.role_usage()) {
+    roles.push_back({{"role", r.role()},
+                     {"calls", r.calls()},
+                     {"prompt_tokens", r.usage().prompt_tokens()},
+                     {"cached_prompt_tokens", r.usage().cached_prompt_tokens()},
+                     {"completion_tokens", r.usage().completion_tokens()}});
+  }
+  j["role_usage"] = std::move(roles);
   // Replace, not throw, should a byte sequence not be UTF-8 (protobuf strings should be, but this
   // output must never fail half-way).
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";

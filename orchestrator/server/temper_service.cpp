@@ -252,8 +252,11 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   if (!batch.ok()) return ToGrpcStatus(batch.status());
   Result<std::vector<LessonRecord>> lessons = store_.BatchLessons(*id);
   if (!lessons.ok()) return ToGrpcStatus(lessons.status());
+  Result<std::vector<RoleUsageRecord>> role_usage = store_.BatchRoleUsage(*id);
+  if (!role_usage.ok()) return ToGrpcStatus(role_usage.status());
   // Items in the order BatchReportChunk promises: the batch's own fields, then one item per
-  // waiver, fixpoint pass, rule, attempt and lesson, so that none has to fit with the others.
+  // waiver, fixpoint pass, role's usage, rule, attempt and lesson, so that none has to fit with
+  // the others.
   ChunkPacker<temper::v1::BatchReportChunk> packer(SendTo(context, writer));
   auto add = [&packer](const auto& fill) {
     temper::v1::BatchReport item;
@@ -273,6 +276,9 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   }
   for (size_t i = 0; sent && i < batch->fixpoint.size(); ++i) {
     sent = add([&](temper::v1::BatchReport& r) { ToProto(batch->fixpoint[i], r.add_fixpoint_passes()); });
+  }
+  for (size_t i = 0; sent && i < role_usage->size(); ++i) {
+    sent = add([&](temper::v1::BatchReport& r) { ToProto((*role_usage)[i], r.add_role_usage()); });
   }
   for (size_t i = 0; sent && i < rules.size(); ++i) {
     sent = add([&](temper::v1::BatchReport& r) { ToProto(rules[i], r.mutable_batch()->add_rules()); });

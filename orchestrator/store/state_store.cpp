@@ -595,6 +595,29 @@ Result<std::vector<LessonRecord>> StateStore::BatchLessons(int64_t batch_id) {
   return ReadLessons(q);
 }
 
+Result<std::vector<RoleUsageRecord>> StateStore::BatchRoleUsage(int64_t batch_id) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare("SELECT role, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), SUM(cached_prompt_tokens) "
+                  "FROM journal WHERE batch_id = ? AND role != '' AND (prompt_tokens > 0 OR completion_tokens > 0) "
+                  "GROUP BY role ORDER BY role"));
+  q.Bind(1, batch_id);
+  std::vector<RoleUsageRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    RoleUsageRecord r;
+    r.role = q.ColumnText(0);
+    r.calls = static_cast<uint64_t>(q.ColumnInt(1));
+    r.usage.prompt_tokens = static_cast<uint64_t>(q.ColumnInt(2));
+    r.usage.completion_tokens = static_cast<uint64_t>(q.ColumnInt(3));
+    r.usage.cached_prompt_tokens = static_cast<uint64_t>(q.ColumnInt(4));
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 Result<std::vector<LessonRecord>> StateStore::QueryLessonsLocked(const std::string& where,
                                                                  const std::vector<std::string>& texts,
                                                                  uint32_t limit) {

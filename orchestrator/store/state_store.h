@@ -98,6 +98,8 @@ class StateStore {
   // Every attempt and lesson of a batch, oldest first: what its report shows.
   Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id);
   Result<std::vector<LessonRecord>> BatchLessons(int64_t batch_id);
+  // The batch's journalled model calls (events with usage) summed per role, by role name.
+  Result<std::vector<RoleUsageRecord>> BatchRoleUsage(int64_t batch_id);
   // A page of them: the batch's attempts with an id above `after_id`, oldest first, at most
   // `limit` (an attempt may hold megabytes, so a report is read a page at a time).
   Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id, int64_t after_id, uint32_t limit);

@@ -133,6 +133,21 @@ TEST_CASE(
     CHECK(types.count(t) > 0);
   }
   CHECK(types.count("rule.fixed") == 3);
+
+  // The report's usage per role is the journal's model calls, summed.
+  std::map<std::string, std::pair<uint64_t, uint64_t>> journalled;  // role -> calls, prompt tokens
+  for (const auto& e : events) {
+    if (e.role().empty() || (e.usage().prompt_tokens() == 0 && e.usage().completion_tokens() == 0)) continue;
+    ++journalled[e.role()].first;
+    journalled[e.role()].second += e.usage().prompt_tokens();
+  }
+  std::map<std::string, std::pair<uint64_t, uint64_t>> reported;
+  for (const temper::v1::RoleUsage& r : report.role_usage())
+    reported[r.role()] = {r.calls(), r.usage().prompt_tokens()};
+  CHECK(reported == journalled);
+  CHECK(reported.count("architect") == 1);
+  CHECK(reported.count("worker") == 1);
+  CHECK(reported.count("reflector") == 1);
 }
 
 TEST_CASE(

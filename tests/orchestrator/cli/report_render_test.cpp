@@ -227,6 +227,37 @@ TEST_CASE("the JSON report is one object with stable field names") {
   CHECK(tmout["history"].size() == 3);
 }
 
+TEST_CASE("every format totals the batch's model calls per role") {
+  temper::v1::BatchReport report = FinishedReport();
+  auto add = [&](const char* role, uint64_t calls, uint64_t prompt, uint64_t cached, uint64_t generated) {
+    temper::v1::RoleUsage* r = report.add_role_usage();
+    r->set_role(role);
+    r->set_calls(calls);
+    r->mutable_usage()->set_prompt_tokens(prompt);
+    r->mutable_usage()->set_cached_prompt_tokens(cached);
+    r->mutable_usage()->set_completion_tokens(generated);
+  };
+  add("architect", 5, 40000, 0, 600);
+  add("worker", 12, 90000, 72000, 9000);
+  const std::string text = RenderReportText(report);
+  CHECK_THAT(text,
+             Catch::Contains("  architect   5 calls, 40000 prompt tokens (0% from the prefix cache), 600 generated\n"));
+  CHECK_THAT(text, Catch::Contains(
+                       "  worker      12 calls, 90000 prompt tokens (80% from the prefix cache), 9000 generated\n"));
+  CHECK_THAT(
+      RenderReportMarkdown(report),
+      Catch::Contains(
+          "| Model calls, worker | 12 calls, 90000 prompt tokens (80% from the prefix cache), 9000 generated |"));
+  const nlohmann::json j = nlohmann::json::parse(RenderReportJson(report));
+  REQUIRE(j["role_usage"].size() == 2);
+  CHECK(j["role_usage"][1] == nlohmann::json{{"role", "worker"},
+                                             {"calls", 12},
+                                             {"prompt_tokens", 90000},
+                                             {"cached_prompt_tokens", 72000},
+                                             {"completion_tokens", 9000}});
+  CHECK(nlohmann::json::parse(RenderReportJson(FinishedReport()))["role_usage"].empty());
+}
+
 TEST_CASE("a queued batch's report says it has not run yet, in every format") {
   temper::v1::BatchReport report = QueuedReport();
   ReportSummary s = SummarizeReport(report);

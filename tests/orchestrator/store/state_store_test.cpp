@@ -193,6 +193,35 @@ TEST_CASE("cancel ends a queued batch once, and unknown batches are NotFound") {
   CHECK(store->GetBatch(42).status().code() == StatusCode::kNotFound);
 }
 
+TEST_CASE("a batch's model calls are summed per role from its journal") {
+  TempDir dir;
+  auto store = *StateStore::Open(dir / "t.db");
+  REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+  REQUIRE(store->SubmitBatch(SampleBatch()).ok());
+  auto call = [&](int64_t batch, const char* role, TokenUsage usage) {
+    REQUIRE(store->AppendEvent(NewEvent{.batch_id = batch, .rule_id = "r", .role = role, .type = "x", .usage = usage})
+                .ok());
+  };
+  call(1, "worker", {100, 10, 40});
+  call(1, "worker", {200, 20, 150});
+  call(1, "architect", {50, 5, 0});
+  call(2, "worker", {7, 7, 7});  // another batch
+  call(1, "worker", {0, 0, 0});  // an event without a model call
+  call(1, "", {9, 9, 0});        // no role
+  REQUIRE(store->AppendEvent(NewEvent{.batch_id = 1, .type = "rule.fixed"}).ok());
+  auto usage = store->BatchRoleUsage(1);
+  REQUIRE(usage.ok());
+  REQUIRE(usage->size() == 2);
+  CHECK((*usage)[0].role == "architect");
+  CHECK((*usage)[0].calls == 1);
+  CHECK((*usage)[1].role == "worker");
+  CHECK((*usage)[1].calls == 2);
+  CHECK((*usage)[1].usage.prompt_tokens == 300);
+  CHECK((*usage)[1].usage.completion_tokens == 30);
+  CHECK((*usage)[1].usage.cached_prompt_tokens == 190);
+  CHECK(store->BatchRoleUsage(3)->empty());
+}
+
 TEST_CASE("journal seqs increase, filter by batch, and survive reopening") {
   TempDir dir;
   std::string path = dir / "t.db";
