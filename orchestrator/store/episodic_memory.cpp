@@ -36,6 +36,7 @@ RuleInfo ToRoleRule(const stig::RuleInfo& rule) {
   out.description = rule.description;
   out.rationale = rule.rationale;
   out.check_text = rule.check_summary;
+  if (!rule.check_criteria.empty()) out.check_text += "\nOpenSCAP passes the rule when:\n" + rule.check_criteria;
   out.fix_text = rule.fix_bash;
   for (const auto* refs : {&rule.stig_ids, &rule.ccis, &rule.srgs}) {
     out.references.insert(out.references.end(), refs->begin(), refs->end());

@@ -12,6 +12,7 @@
 #include "common/closest_match.h"
 #include "stig/scap/content_policy.h"
 #include "stig/scap/oscap_api.h"
+#include "stig/scap/oval_criteria.h"
 #include "stig/scap/oval_footprint.h"
 
 namespace temper::stig {
@@ -240,6 +241,7 @@ Status FillCheck(OscapSession& s, struct xccdf_rule* rule, RuleInfo& info, const
   std::string types;
   for (const auto& t : info.oval_test_types) types += (types.empty() ? "" : ", ") + t;
   info.check_summary = fmt::format("OVAL {}: {} (tests: {})", name, title, types);
+  info.check_criteria = OvalCriteriaText(def);
   return Status::OK();
 }
 

@@ -65,6 +65,8 @@ struct RuleInfo {
   // ("oval:ssg-sshd_disable_root_login:def:1", ...). Empty for rules with no OVAL check.
   std::string oval_definition_id;
   std::string check_summary;
+  // The check written out for a model (oval_criteria.h); empty for rules with no OVAL check.
+  std::string check_criteria;
   std::vector<std::string> oval_test_types;
   // The files the check reads (check_footprint.h); untied when there is no OVAL check.
   CheckFootprint footprint{.tied = false, .untied_because = "no OVAL check", .paths = {}};
