@@ -17,6 +17,8 @@
 //  6. decode at batch 1 and max_batch after a --gpu-context prompt, sampling candidates as the
 //     scheduler does, every timed step checked to have run as a graph: ms per step, tok/s, the
 //     bytes a step reads and the GB/s and share of the copy bandwidth that makes;
+//  6b. speculative decoding's check: one sequence's next token with k = 1 ... 8 drafts in one pass
+//     (truncated back after each), ms per pass against a decode step, and whether it ran as a graph;
 //  7. the all-reduce microbenchmark at the model's real message sizes (all_reduce_bench.h), each
 //     size checked before it is timed; at tp 1 on --all-reduce-ranks ranks sharing the GPU.
 // Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them); the rest
@@ -89,6 +91,44 @@ Status Prefill(cuda::DeviceBackend& b, const std::vector<int>& lengths, int max_
                 n / std::min(first, second));
   }
   return Status::OK();
+}
+
+// Speculative decoding's check (engine/serve/scheduler.h): one sequence after a `context`-token
+// prompt, passes of its next token and k drafts (every row's candidates), each truncated back, so
+// every pass sees the same context. k = 0 is a plain decode step. The first pass of each k is not
+// timed (it may capture the graph of a bucket).
+Status VerifyPasses(cuda::DeviceBackend& b, int context) {
+  const int vocab = b.config().vocab_size;
+  TEMPER_ASSIGN_OR_RETURN(SequenceId seq, b.AddSequence());
+  const std::vector<int32_t> tokens = SyntheticPrompt(11, context + kMaxDraftTokens + 1, vocab);
+  const ForwardItem prompt{seq, std::span<const int32_t>(tokens).first(static_cast<size_t>(context)), false};
+  TEMPER_RETURN_IF_ERROR(b.Forward({&prompt, 1}, ForwardOptions{.candidates = true}).status());
+  std::printf(
+      "\n* speculative decoding's check after a %d-token prompt: the next token and k drafts in one pass, every "
+      "row's candidates, truncated back (median of 20 after one untimed pass):\n\n| k | rows | graph step | ms "
+      "per pass | x a decode step |\n|---:|---:|---|---:|---:|\n",
+      context);
+  double step_ms = 0;
+  // Up to the largest graph bucket (max_batch rows), and one pass past it.
+  for (int k : {0, 1, 2, 3, 5, 7, kMaxDraftTokens}) {
+    const std::span<const int32_t> fed = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(context), k + 1);
+    std::vector<double> ms;
+    int64_t graph_steps = 0;
+    for (int rep = 0; rep < 21; ++rep) {
+      const ForwardItem item{seq, fed, /*all_logits=*/k > 0};
+      const int64_t graphs_before = b.graph_steps();
+      const auto t0 = Clock::now();
+      TEMPER_RETURN_IF_ERROR(b.Forward({&item, 1}, ForwardOptions{.candidates = true}).status());
+      if (rep > 0) ms.push_back(1e3 * Seconds(t0, Clock::now()));
+      graph_steps += b.graph_steps() - graphs_before;
+      TEMPER_RETURN_IF_ERROR(b.Truncate(seq, context));
+    }
+    const double median = Median(ms);
+    if (k == 0) step_ms = median;
+    std::printf("| %d | %d | %s | %.2f | %.2f |\n", k, k + 1, graph_steps == 21 ? "yes" : "no", median,
+                median / step_ms);
+  }
+  return b.ReleaseSequence(seq);
 }
 
 }  // namespace
@@ -188,6 +228,8 @@ Status RunGpuBench(const GpuBenchArgs& a) {
                   batch * steps / sum, batch * steps / (sum + run.prefill_s), bytes / 1e9, gbs, 100 * gbs / copy_gbs);
     }
   }
+
+  TEMPER_RETURN_IF_ERROR(VerifyPasses(*backend, a.context_tokens));
 
   // ---- memory: the real margin, with every graph captured ----
   std::printf("\n");
