@@ -53,6 +53,11 @@ struct ForwardItem {
   float temperature = 1;            // the sampling temperature of its row, for candidates' tail mass
 };
 
+// The logit rows an item gets back: one per token with all_logits, else its last token's.
+inline int64_t LogitRows(const ForwardItem& item) {
+  return item.all_logits ? static_cast<int64_t>(item.tokens.size()) : 1;
+}
+
 struct ForwardOptions {
   // Also return the hidden states in Hugging Face's `output_hidden_states` convention.
   bool capture_hidden = false;

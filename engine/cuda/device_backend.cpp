@@ -333,7 +333,7 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
   // output row stays in the devices' logits buffers (decode steps and their drafts; not teacher
   // forcing over a whole prompt).
   int64_t logit_rows = 0;
-  for (const ForwardItem& item : batch) logit_rows += item.all_logits ? static_cast<int64_t>(item.tokens.size()) : 1;
+  for (const ForwardItem& item : batch) logit_rows += LogitRows(item);
   const bool candidates =
       options.candidates && options_.top_candidates > 0 && logit_rows <= ranks_[0]->limits.max_out_rows;
 
@@ -400,7 +400,7 @@ Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<c
   // Each output row's temperature: an item's last token, or every token of one with all_logits.
   std::vector<float> temperature;
   for (const ForwardItem& item : batch) {
-    temperature.insert(temperature.end(), item.all_logits ? item.tokens.size() : 1, item.temperature);
+    temperature.insert(temperature.end(), static_cast<size_t>(LogitRows(item)), item.temperature);
   }
   std::vector<LogitCandidates> out;
   std::vector<RankCandidates> per_rank(tp);

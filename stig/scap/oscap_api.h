@@ -18,3 +18,12 @@ extern "C" {
 #include <xccdf_session.h>
 }  // extern "C"
 #undef requires
+
+#include <string>
+
+namespace temper::stig {
+
+// libopenscap's getters return strings it keeps owning, or null.
+inline std::string OscapText(const char* borrowed) { return borrowed ? borrowed : ""; }
+
+}  // namespace temper::stig

@@ -11,9 +11,6 @@ namespace {
 // OVAL forbids cycles, but content is untrusted.
 constexpr int kMaxDepth = 16;
 
-// libopenscap's getters return strings it keeps owning, or null.
-std::string Text(const char* borrowed) { return borrowed ? borrowed : ""; }
-
 std::string Operation(oval_operation_t op) {
   switch (op) {
     case OVAL_OPERATION_EQUALS:
@@ -35,20 +32,20 @@ std::string Operation(oval_operation_t op) {
     case OVAL_OPERATION_PATTERN_MATCH:
       return "matches the regex";
     default:
-      return Text(oval_operation_get_text(op));
+      return OscapText(oval_operation_get_text(op));
   }
 }
 
 // Where a variable's value comes from, and the value when the content fixes it.
 std::string VariableText(struct oval_variable* v) {
   if (!v) return "a variable that is missing";
-  const std::string id = Text(oval_variable_get_id(v));
+  const std::string id = OscapText(oval_variable_get_id(v));
   switch (oval_variable_get_type(v)) {
     case OVAL_VARIABLE_CONSTANT: {
       std::string values;
       struct oval_value_iterator* it = oval_variable_get_values(v);
       while (it && oval_value_iterator_has_more(it)) {
-        values += (values.empty() ? "" : ", ") + Text(oval_value_get_text(oval_value_iterator_next(it)));
+        values += (values.empty() ? "" : ", ") + OscapText(oval_value_get_text(oval_value_iterator_next(it)));
       }
       if (it) oval_value_iterator_free(it);
       return fmt::format("{} (variable {})", values, id);
@@ -62,19 +59,19 @@ std::string VariableText(struct oval_variable* v) {
 
 // "filepath matches the regex ^/etc/profile\.d/.*$", "subexpression <= 900 (int)".
 std::string EntityText(struct oval_entity* e, const std::string& field) {
-  const std::string name = field.empty() ? Text(oval_entity_get_name(e)) : field;
+  const std::string name = field.empty() ? OscapText(oval_entity_get_name(e)) : field;
   std::string value;
   if (oval_entity_get_varref_type(e) != OVAL_ENTITY_VARREF_NONE) {
     value = VariableText(oval_entity_get_variable(e));
   } else if (struct oval_value* v = oval_entity_get_value(e)) {
-    value = Text(oval_value_get_text(v));
+    value = OscapText(oval_value_get_text(v));
   } else {
     return name + " nil" + (name == "filename" ? " (the directory itself)" : "");
   }
   const oval_datatype_t type = oval_entity_get_datatype(e);
   const std::string datatype = type == OVAL_DATATYPE_STRING || type == OVAL_DATATYPE_UNKNOWN
                                    ? ""
-                                   : " (" + Text(oval_datatype_get_text(type)) + ")";
+                                   : " (" + OscapText(oval_datatype_get_text(type)) + ")";
   return fmt::format("{} {} {}{}", name, Operation(oval_entity_get_operation(e)), value, datatype);
 }
 
@@ -121,8 +118,8 @@ std::string Writer::StateText(struct oval_state* state) {
 void Writer::Test(struct oval_test* test, bool negate, int indent) {
   if (!test) return Line(indent, "- a test that is missing");
   struct oval_object* object = oval_test_get_object(test);
-  const std::string type = object ? Text(oval_subtype_get_text(oval_object_get_subtype(object))) : "unknown";
-  const std::string comment = Text(oval_test_get_comment(test));
+  const std::string type = object ? OscapText(oval_subtype_get_text(oval_object_get_subtype(object))) : "unknown";
+  const std::string comment = OscapText(oval_test_get_comment(test));
   Line(indent, fmt::format("- {}{} test{}", negate ? "NOT: " : "", type, comment.empty() ? "" : ": " + comment));
   if (!object) return Line(indent + 2, "object: missing");
   std::string what;
@@ -132,7 +129,7 @@ void Writer::Test(struct oval_test* test, bool negate, int indent) {
     std::string part;
     switch (oval_object_content_get_type(c)) {
       case OVAL_OBJECTCONTENT_ENTITY:
-        part = EntityText(oval_object_content_get_entity(c), Text(oval_object_content_get_field_name(c)));
+        part = EntityText(oval_object_content_get_entity(c), OscapText(oval_object_content_get_field_name(c)));
         break;
       case OVAL_OBJECTCONTENT_FILTER: {
         struct oval_filter* f = oval_object_content_get_filter(c);
@@ -150,14 +147,14 @@ void Writer::Test(struct oval_test* test, bool negate, int indent) {
   struct oval_behavior_iterator* behaviors = oval_object_get_behaviors(object);
   while (behaviors && oval_behavior_iterator_has_more(behaviors)) {
     struct oval_behavior* b = oval_behavior_iterator_next(behaviors);
-    what += fmt::format("{}{} {}", what.empty() ? "" : "; ", Text(oval_behavior_get_key(b)),
-                        Text(oval_behavior_get_value(b)));
+    what += fmt::format("{}{} {}", what.empty() ? "" : "; ", OscapText(oval_behavior_get_key(b)),
+                        OscapText(oval_behavior_get_value(b)));
   }
   if (behaviors) oval_behavior_iterator_free(behaviors);
   Line(indent + 2, "looks at: " + (what.empty() ? "(the whole system)" : what));
-  Line(indent + 2,
-       fmt::format("existence: {}; items checked: {}", Text(oval_existence_get_text(oval_test_get_existence(test))),
-                   Text(oval_check_get_text(oval_test_get_check(test)))));
+  Line(indent + 2, fmt::format("existence: {}; items checked: {}",
+                               OscapText(oval_existence_get_text(oval_test_get_existence(test))),
+                               OscapText(oval_check_get_text(oval_test_get_check(test)))));
   struct oval_state_iterator* states = oval_test_get_states(test);
   while (states && oval_state_iterator_has_more(states)) {
     Line(indent + 2, "each item must have: " + StateText(oval_state_iterator_next(states)));
@@ -197,7 +194,8 @@ void Writer::Criteria(struct oval_criteria_node* node, int indent, int depth) {
     case OVAL_NODETYPE_EXTENDDEF: {
       struct oval_definition* def = oval_criteria_node_get_definition(node);
       if (!def) return Line(indent, "- an extended definition that is missing");
-      Line(indent, fmt::format("- {}the check \"{}\":", negate ? "NOT " : "", Text(oval_definition_get_title(def))));
+      Line(indent,
+           fmt::format("- {}the check \"{}\":", negate ? "NOT " : "", OscapText(oval_definition_get_title(def))));
       return Criteria(oval_definition_get_criteria(def), indent + 1, depth + 1);
     }
     default:

@@ -26,9 +26,6 @@ struct Entity {
   std::string untied;
 };
 
-// libopenscap's getters return strings it keeps owning, or null.
-std::string Text(const char* borrowed) { return borrowed ? borrowed : ""; }
-
 Entity ReadEntity(struct oval_entity* entity) {
   Entity out;
   std::optional<std::string> text;
@@ -38,14 +35,14 @@ Entity ReadEntity(struct oval_entity* entity) {
       out.nil = true;
       return out;
     }
-    text = Text(oval_value_get_text(value));
+    text = OscapText(oval_value_get_text(value));
   } else {
     // A path from a variable: tied only when the variable is a constant of exactly one value.
     struct oval_variable* variable = oval_entity_get_variable(entity);
     if (variable && oval_variable_get_type(variable) == OVAL_VARIABLE_CONSTANT) {
       struct oval_value_iterator* values = oval_variable_get_values(variable);
       if (values && oval_value_iterator_remaining(values) == 1) {
-        text = Text(oval_value_get_text(oval_value_iterator_next(values)));
+        text = OscapText(oval_value_get_text(oval_value_iterator_next(values)));
       }
       if (values) oval_value_iterator_free(values);
     }
@@ -84,7 +81,7 @@ const CheckFootprint& OvalFootprintReader::Read(struct oval_definition_model* mo
 }
 
 const CheckFootprint& OvalFootprintReader::Read(struct oval_definition* definition, int depth) {
-  const std::string id = Text(oval_definition_get_id(definition));
+  const std::string id = OscapText(oval_definition_get_id(definition));
   auto it = by_definition_.find(id);
   if (it != by_definition_.end()) return it->second;
   CheckFootprint footprint{.tied = true};
@@ -169,11 +166,12 @@ void OvalFootprintReader::AddObject(struct oval_object* object, CheckFootprint& 
       break;
     }
     struct oval_entity* e = oval_object_content_get_entity(content);
-    const std::string field = Text(oval_object_content_get_field_name(content));
+    const std::string field = OscapText(oval_object_content_get_field_name(content));
     if (variable_object && field == "var_ref") {
       struct oval_variable* v = oval_entity_get_variable(e);
       if (!v && model_ && oval_entity_get_value(e)) {
-        v = oval_definition_model_get_variable(model_, Text(oval_value_get_text(oval_entity_get_value(e))).c_str());
+        v = oval_definition_model_get_variable(model_,
+                                               OscapText(oval_value_get_text(oval_entity_get_value(e))).c_str());
       }
       if (!v) Untie(out, "a variable object whose variable is missing");
       else AddVariable(v, out, depth + 1);
@@ -200,8 +198,8 @@ void OvalFootprintReader::AddObject(struct oval_object* object, CheckFootprint& 
   bool recurse_up = false;
   while (behaviors && oval_behavior_iterator_has_more(behaviors)) {
     struct oval_behavior* b = oval_behavior_iterator_next(behaviors);
-    if (Text(oval_behavior_get_key(b)) != "recurse_direction") continue;
-    const std::string direction = Text(oval_behavior_get_value(b));
+    if (OscapText(oval_behavior_get_key(b)) != "recurse_direction") continue;
+    const std::string direction = OscapText(oval_behavior_get_value(b));
     pattern.recurse_down = direction == "down";
     recurse_up = direction == "up";
   }

@@ -97,6 +97,18 @@ inline StreamEvent RunOne(Scheduler& scheduler, GenerateRequest request) {
   return (*stream)->Wait();
 }
 
+// Every request submitted at once, each from its own thread; their tokens in request order.
+inline std::vector<std::vector<int32_t>> RunTogether(Scheduler& scheduler,
+                                                     const std::vector<GenerateRequest>& requests) {
+  std::vector<std::vector<int32_t>> tokens(requests.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    threads.emplace_back([&, i] { tokens[i] = RunOne(scheduler, requests[i]).tokens; });
+  }
+  for (auto& t : threads) t.join();
+  return tokens;
+}
+
 inline GenerateRequest Greedy(std::vector<int32_t> prompt, int64_t max_tokens) {
   GenerateRequest r;
   r.prompt = std::move(prompt);

@@ -17,6 +17,16 @@ namespace {
 using scripted::ModelScript;
 using scripted::ScriptedModelServer;
 
+// The batch completed, and every rule of it ends fixed and passing.
+void CheckCompletedWithEveryRuleFixed(const temper::v1::Batch& batch) {
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name);
+    CHECK(rule.state() == temper::v1::RULE_STATE_FIXED);
+    CHECK(rule.after_verdict() == "pass");
+  }
+}
+
 void CheckJournalIsOrdered(const std::vector<temper::v1::JournalEvent>& events) {
   std::set<uint64_t> seen;
   for (size_t i = 0; i < events.size(); ++i) {
@@ -169,12 +179,7 @@ TEST_CASE(
   KillAndResumeAt(loop, id, kill_points);
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
-  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
-  for (const auto& [name, rule] : RulesByShortName(batch)) {
-    INFO(name);
-    CHECK(rule.state() == temper::v1::RULE_STATE_FIXED);
-    CHECK(rule.after_verdict() == "pass");
-  }
+  CheckCompletedWithEveryRuleFixed(batch);
 
   auto events = loop.JournalEvents(id);
   CheckJournalIsOrdered(events);
@@ -226,12 +231,7 @@ TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every 
   std::string id = loop.Submit({.rules = kParallelRules, .max_attempts = 3});
   temper::v1::Batch batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
-  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
-  for (const auto& [name, rule] : RulesByShortName(batch)) {
-    INFO(name);
-    CHECK(rule.state() == temper::v1::RULE_STATE_FIXED);
-    CHECK(rule.after_verdict() == "pass");
-  }
+  CheckCompletedWithEveryRuleFixed(batch);
   auto events = loop.JournalEvents(id);
   CheckJournalIsOrdered(events);
   const auto spans = AttemptSpans(events);

@@ -9,7 +9,6 @@
 #include <httplib.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <latch>
 #include <map>
@@ -18,6 +17,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/temp_dir.h"
 #include "roles/architect.h"
 #include "roles/openai_client.h"
 #include "roles/reflector.h"
@@ -289,9 +289,8 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every 
 }
 
 TEST_CASE("a transcript keeps each answered request and its answer as one JSON line") {
-  std::string dir = (std::filesystem::temp_directory_path() / "temper-transcript-XXXXXX").string();
-  REQUIRE(mkdtemp(dir.data()) != nullptr);
-  const std::string path = dir + "/t.jsonl";
+  const engine::testing::TempDir dir;
+  const std::string path = (dir.path() / "t.jsonl").string();
   {
     ScriptedModelOptions options;
     options.transcript = path;
@@ -313,7 +312,6 @@ TEST_CASE("a transcript keeps each answered request and its answer as one JSON l
       CHECK(lines[i]["tools"].is_array());  // the Worker's tool declarations, as sent
     }
   }
-  std::filesystem::remove_all(dir);
   // A transcript that cannot be opened stops the server from starting, naming the file.
   ScriptedModelOptions options;
   options.transcript = "/nonexistent-dir/t.jsonl";

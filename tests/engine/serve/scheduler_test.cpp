@@ -58,12 +58,7 @@ TEST_CASE("concurrent requests give the same tokens as each request alone", "[en
     SchedulerOptions options;
     options.max_batch_tokens = batch_tokens;
     auto scheduler = MakeScheduler(*backend, options);
-    std::vector<std::vector<int32_t>> together(requests.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 0; i < requests.size(); ++i) {
-      threads.emplace_back([&, i] { together[i] = RunOne(*scheduler, requests[i]).tokens; });
-    }
-    for (auto& t : threads) t.join();
+    const std::vector<std::vector<int32_t>> together = RunTogether(*scheduler, requests);
     for (size_t i = 0; i < requests.size(); ++i) {
       INFO("request " << i << ", max_batch_tokens " << batch_tokens);
       CHECK(together[i] == alone[i]);
@@ -243,12 +238,7 @@ std::vector<std::vector<int32_t>> TokensWithDrafts(const std::vector<GenerateReq
   SchedulerOptions options;
   options.speculation.max_draft_tokens = max_draft_tokens;
   auto scheduler = MakeScheduler(*backend, options);
-  std::vector<std::vector<int32_t>> tokens(requests.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    threads.emplace_back([&, i] { tokens[i] = RunOne(*scheduler, requests[i]).tokens; });
-  }
-  for (auto& t : threads) t.join();
+  std::vector<std::vector<int32_t>> tokens = RunTogether(*scheduler, requests);
   *metrics = SettledMetrics(*scheduler, [&](const SchedulerMetrics& s) {
     return s.finished_requests == static_cast<int64_t>(requests.size());
   });
@@ -417,12 +407,7 @@ TEST_CASE("drafts stay within the rows a backend decodes at a step's cost", "[en
   auto cpu = ServingBackend();
   RowLimitedBackend limited(*cpu, 5);
   auto scheduler = MakeScheduler(limited);
-  std::vector<std::vector<int32_t>> tokens(requests.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    threads.emplace_back([&, i] { tokens[i] = RunOne(*scheduler, requests[i]).tokens; });
-  }
-  for (auto& t : threads) t.join();
+  const std::vector<std::vector<int32_t>> tokens = RunTogether(*scheduler, requests);
   const SchedulerMetrics m = SettledMetrics(*scheduler, [&](const SchedulerMetrics& s) {
     return s.finished_requests == static_cast<int64_t>(requests.size());
   });
