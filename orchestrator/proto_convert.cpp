@@ -127,6 +127,7 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   for (const Waiver& w : b.options.waivers) ToProto(w, out->add_waivers());
   out->set_allow_disruptive(b.options.allow_disruptive);
   out->set_plan_only(b.options.plan_only);
+  out->set_parallel_attempts(b.options.parallel_attempts);
   if (b.reboot_confirmed_seq) out->set_reboot_confirmed_seq(*b.reboot_confirmed_seq);
   if (b.start_snapshot) out->set_start_snapshot(*b.start_snapshot);
   if (b.reverted_at) SetTime(*b.reverted_at, out->mutable_reverted_at());

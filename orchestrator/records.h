@@ -69,6 +69,9 @@ struct BatchOptions {
   std::vector<Waiver> waivers;  // the batch's and the configured ones, one per rule
   bool allow_disruptive = false;
   bool plan_only = false;
+  // Attempts in flight at once, each on a fork of the target (orchestrator/loop/batch_loop.h): the
+  // request's, else temperd's loop.parallel_attempts. A target that cannot fork runs serially.
+  uint32_t parallel_attempts = 1;
 };
 
 // What SubmitBatch stores, once validated.

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/budgets.h"
 #include "orchestrator/cli/batch_file.h"
 #include "orchestrator/cli/commands.h"
 #include "orchestrator/cli/event_render.h"
@@ -28,7 +29,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
     std::string file, target, host, datastream, profile, name, request_id;
     std::vector<std::string> rules;
     bool whole_profile = false;
-    uint32_t max_attempts = 0, max_tokens_k = 0;
+    uint32_t max_attempts = 0, max_tokens_k = 0, parallel_attempts = 0;
     std::string wall_time;
     std::vector<std::string> waive;
     bool allow_disruptive = false, plan_only = false;
@@ -47,6 +48,10 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
   cmd->add_flag("--whole-profile", opt->whole_profile, "remediate every rule the profile selects");
   cmd->add_flag("--plan-only", opt->plan_only,
                 "run the loop, then revert everything: report what would change and which rules could be fixed");
+  cmd->add_option("--parallel-attempts", opt->parallel_attempts,
+                  "attempts at once, each on its own fork of a root file system target (default: temperd's "
+                  "loop.parallel_attempts); an SSH host runs one at a time")
+      ->check(CLI::Range(1u, kMaxParallelAttempts));
   cmd->add_option("--max-attempts", opt->max_attempts, "attempts per rule");
   cmd->add_option("--wall-time", opt->wall_time, "wall time per rule (e.g. 20m)");
   cmd->add_option("--max-ktokens", opt->max_tokens_k, "thousands of tokens per rule");
@@ -100,6 +105,7 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
       }
       if (opt->allow_disruptive) request.set_allow_disruptive(true);
       if (opt->plan_only) request.set_plan_only(true);
+      if (opt->parallel_attempts != 0) request.set_parallel_attempts(opt->parallel_attempts);
       TEMPER_ASSIGN_OR_RETURN(Connection conn, Connection::Open(ctx.connection));
       temper::v1::Batch batch;
       grpc::Status status = conn.stub().SubmitBatch(conn.NewContext().get(), request, &batch);

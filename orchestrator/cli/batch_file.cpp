@@ -11,8 +11,9 @@ namespace {
 
 Result<temper::v1::SubmitBatchRequest> ParseBatchNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the batch file is empty");
-  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"name", "target", "datastream", "profile", "rules", "whole_profile",
-                                                 "budgets", "request_id", "waivers", "allow_disruptive", "plan_only"}));
+  TEMPER_RETURN_IF_ERROR(
+      root.ExpectMapWithKeys({"name", "target", "datastream", "profile", "rules", "whole_profile", "budgets",
+                              "request_id", "waivers", "allow_disruptive", "plan_only", "parallel_attempts"}));
   temper::v1::SubmitBatchRequest request;
   auto string_field = [&](std::string_view key, std::string* out) -> Status {
     if (auto n = root.Find(key)) {
@@ -47,6 +48,10 @@ Result<temper::v1::SubmitBatchRequest> ParseBatchNode(const YamlNode& root) {
   if (auto flag = root.Find("plan_only")) {
     TEMPER_ASSIGN_OR_RETURN(bool value, flag->AsBool());
     request.set_plan_only(value);
+  }
+  if (auto n = root.Find("parallel_attempts")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxParallelAttempts));
+    request.set_parallel_attempts(static_cast<uint32_t>(v));
   }
   if (auto budgets = root.Find("budgets")) {
     TEMPER_RETURN_IF_ERROR(budgets->ExpectMapWithKeys({"max_attempts", "wall_time", "max_tokens"}));

@@ -94,6 +94,7 @@ std::string OptionsLine(const temper::v1::Batch& b) {
   std::vector<std::string> parts;
   if (b.allow_disruptive()) parts.push_back("disruptive changes allowed");
   if (b.plan_only()) parts.push_back("plan only");
+  if (b.parallel_attempts() > 1) parts.push_back(fmt::format("{} attempts at once", b.parallel_attempts()));
   if (b.waivers_size() > 0) {
     size_t expired = 0;
     for (const WaiverStatus& s : WaiverStatuses(b)) expired += s.kind == WaiverStatus::Kind::kExpired;
@@ -153,9 +154,10 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
     if (n > 0) policy += fmt::format("{}{} {}", policy.empty() ? "" : ", ", n, name);
   }
   if (!policy.empty()) out += fmt::format("              {} (none of these counts as pass)\n", policy);
-  out += fmt::format("  options     {}\n", b.allow_disruptive() || b.plan_only() || b.waivers_size() > 0
-                                               ? OptionsLine(b)
-                                               : "none (disruptive rules are held)");
+  out += fmt::format("  options     {}\n",
+                     b.allow_disruptive() || b.plan_only() || b.parallel_attempts() > 1 || b.waivers_size() > 0
+                         ? OptionsLine(b)
+                         : "none (disruptive rules are held)");
   if (b.reboot_confirmed_seq() != 0) {
     out += fmt::format("  reboot      confirmed (journal seq {}): the reboot_pending rules are being verified\n",
                        b.reboot_confirmed_seq());

@@ -17,7 +17,7 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
   error (why the batch failed, or the reason it was cancelled with),
   created_at, updated_at (RFC 3339 or null), budgets {max_attempts, wall_time_seconds, max_tokens},
   results_dir (the last evaluation's: before the fixes until the batch completes), results {xccdf, arf} (paths, or null),
-  allow_disruptive, plan_only,
+  allow_disruptive, plan_only, parallel_attempts (attempts at once, 1: serial),
   waivers [{rule_id, name, reason, owner, expires_at (RFC 3339 or null),
             status (applied, expired: the rule was remediated as usual, pending, not_in_batch)}],
   summary {has_run, rules, pending, running, fixed, already_passing, escalated, skipped,
@@ -476,6 +476,7 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                   {"max_tokens", b.budgets().max_tokens()}};
   j["allow_disruptive"] = b.allow_disruptive();
   j["plan_only"] = b.plan_only();
+  j["parallel_attempts"] = b.parallel_attempts();
   ordered_json waivers = ordered_json::array();
   for (const WaiverStatus& w : WaiverStatuses(b)) {
     waivers.push_back(

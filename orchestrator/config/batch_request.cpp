@@ -183,6 +183,23 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
   }
   batch.options.allow_disruptive = request.allow_disruptive();
   batch.options.plan_only = request.plan_only();
+
+  batch.options.parallel_attempts = config.parallel_attempts;
+  if (uint32_t n = request.parallel_attempts(); n != 0) {
+    if (n > kMaxParallelAttempts) {
+      return Status::InvalidArgument(
+          fmt::format("parallel_attempts: {}; 1 to {} (0: temperd's loop.parallel_attempts, {})", n,
+                      kMaxParallelAttempts, config.parallel_attempts));
+    }
+    const TargetConfig* target = config.FindTarget(batch.target);
+    if (n > 1 && (target == nullptr || target->type != "rootfs")) {
+      return Status::InvalidArgument(fmt::format(
+          "parallel_attempts: {} for target '{}', an SSH host: a host runs one attempt at a time (its running "
+          "state cannot be forked)",
+          n, batch.target));
+    }
+    batch.options.parallel_attempts = n;
+  }
   return batch;
 }
 

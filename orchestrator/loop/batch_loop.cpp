@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/loop/rule_policy.h"
+#include "orchestrator/loop/start_order.h"
 #include "orchestrator/loop/target_tools.h"
 #include "roles/structured_answer.h"
 #include "stig/verification.h"
@@ -115,7 +116,7 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
       allow_disruptive_(batch_.options.allow_disruptive),
       stopping_(std::move(stopping)),
       memory_(s_.journal.store()),
-      parallel_(s_.parallel_attempts > 1 && target.CanFork()) {}
+      parallel_(batch_.options.parallel_attempts > 1 && target.CanFork()) {}
 
 NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
                           const nlohmann::json& data, TokenUsage usage) const {
@@ -206,7 +207,7 @@ Status BatchLoop::Run() {
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
   health_ = std::move(health);
-  if (parallel_) return RunParallel(s_.parallel_attempts);
+  if (parallel_) return RunParallel(batch_.options.parallel_attempts);
   while (true) {
     TEMPER_RETURN_IF_ERROR(RefreshBatch());
     if (Interrupted()) return Interrupt();
@@ -339,25 +340,20 @@ void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& upd
 }
 
 Status BatchLoop::PickAndRun() {
-  TEMPER_ASSIGN_OR_RETURN(std::optional<Picked> picked, Pick({}));
+  std::vector<std::string> pending;
+  for (const BatchRuleRecord& r : batch_.rules) {
+    if (r.state == RuleState::kPending) pending.push_back(r.rule_id);
+  }
+  TEMPER_ASSIGN_OR_RETURN(std::optional<Picked> picked, Pick(pending));
   if (!picked) return Status::OK();
   return RunRule(*picked->rule, std::move(picked->approach), picked->usage);
 }
 
-Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::set<std::string>& busy) {
+Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::string>& startable) {
   ArchitectInput input;
   input.batch = Progress();
-  std::vector<std::string> pending;
-  {
-    std::lock_guard lock(mu_);
-    for (const BatchRuleRecord& r : batch_.rules) {
-      if (r.state == RuleState::kPending && !busy.count(r.rule_id) && !ClashesWithBusy(r.rule_id, busy)) {
-        pending.push_back(r.rule_id);
-      }
-    }
-  }
   std::vector<const stig::RuleInfo*> candidates;
-  for (const std::string& id : pending) {
+  for (const std::string& id : startable) {
     TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(id));
     candidates.push_back(rule);
     input.candidates.push_back(ToRoleRule(*rule));
@@ -402,16 +398,6 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::set<std::str
   return std::optional<Picked>(Picked{rule, pick.approach, asked.usage});
 }
 
-bool BatchLoop::ClashesWithBusy(const std::string& rule_id, const std::set<std::string>& busy) const {
-  Result<const stig::RuleInfo*> rule = s_.content.Rule(rule_id);
-  if (!rule.ok()) return false;
-  for (const std::string& other : busy) {
-    Result<const stig::RuleInfo*> running = s_.content.Rule(other);
-    if (running.ok() && (*rule)->footprint.SharesFilesWith((*running)->footprint)) return true;
-  }
-  return false;
-}
-
 Status BatchLoop::RunParallel(uint32_t slots) {
   // One thread per slot for the whole batch, not one per rule: an evaluation server dies with the
   // thread that started it (stig/process.cpp), so threads that last keep their servers warm.
@@ -438,6 +424,12 @@ Status BatchLoop::RunParallel(uint32_t slots) {
       rule_finished_.notify_all();
     }
   };
+  // Read off the main line before any thread runs: which checks name files it lacks.
+  std::vector<std::string> rule_ids;
+  for (const BatchRuleRecord& r : batch_.rules) rule_ids.push_back(r.rule_id);
+  const StartOrder order(s_.content, rule_ids, [&](const std::string& path) {
+    return target_.ReadFile(path, 0).status().code() != StatusCode::kNotFound;
+  });
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < slots; ++i) threads.emplace_back(worker);
 
@@ -445,19 +437,17 @@ Status BatchLoop::RunParallel(uint32_t slots) {
   while (true) {
     out = RefreshBatch();
     if (!out.ok() || Interrupted()) break;
-    size_t in_flight = 0, free_pending = 0, pending = 0;
-    std::set<std::string> busy;
+    size_t in_flight = 0;
+    std::vector<std::string> pending, startable;
     {
       std::lock_guard lock(mu_);
-      busy = in_flight_;
       in_flight = in_flight_.size();
       for (const BatchRuleRecord& r : batch_.rules) {
-        if (r.state != RuleState::kPending) continue;
-        ++pending;
-        if (!in_flight_.count(r.rule_id) && !ClashesWithBusy(r.rule_id, in_flight_)) ++free_pending;
+        if (r.state == RuleState::kPending && !in_flight_.count(r.rule_id)) pending.push_back(r.rule_id);
       }
+      startable = order.Startable(pending, in_flight_);
     }
-    if (in_flight == 0 && pending == 0) {
+    if (in_flight == 0 && pending.empty()) {
       // Nothing in flight, so no fork is open: the rescan reads the main line.
       Result<bool> settled = Rescan();
       if (!settled.ok()) {
@@ -467,8 +457,8 @@ Status BatchLoop::RunParallel(uint32_t slots) {
       if (*settled) break;
       continue;
     }
-    if (in_flight < slots && free_pending > 0) {
-      Result<std::optional<Picked>> picked = Pick(busy);
+    if (in_flight < slots && !startable.empty()) {
+      Result<std::optional<Picked>> picked = Pick(startable);
       if (!picked.ok()) {
         out = picked.status();
         break;

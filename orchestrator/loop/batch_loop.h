@@ -15,7 +15,7 @@
 //     rescan is the "after" evaluation, with OpenSCAP's results files
 //   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
-// Parallel attempts (LoopServices::parallel_attempts > 1, on a target that can fork): up to that
+// Parallel attempts (the batch's parallel_attempts > 1, on a target that can fork): up to that
 // many rules run at once, each on a thread of its own, each attempt on a fork of the known-good
 // snapshot (the Architect picks the next rule whenever a slot is free). A fork whose change the
 // evaluator accepts goes through one serialized commit step: its change becomes the newest snapshot
@@ -24,7 +24,9 @@
 // verification, is dropped and its attempt made again on a fresh fork (attempt.conflict; it costs
 // its tokens and time, not an attempt). A rejected fork is dropped; when fixes landed since it was
 // made it is made again too (at most kMaxRemakes times per rule): it may have lacked one of them.
-// Rules whose checks read a common file (their footprints) do not run at once. Everything else (lessons,
+// Which rules may start beside those in flight is StartOrder's (start_order.h): never two whose
+// checks read a common file, one package rule at a time, and the rules whose checks name a file
+// the known-good root lacks after the package rules. Everything else (lessons,
 // budgets, re-engagement, waivers, plan-only, fixpoint, evidence) is the serial loop's, and every
 // step is still committed to the store before the next: the journal stays one ordered sequence,
 // each attempt's events naming its fork. A kill at any point loses no kept fix (its snapshot is
@@ -80,8 +82,6 @@ struct LoopServices {
   // loop.cross_check_verification: verify every attempt against the whole regression set as well
   // as the cut one (stig/verification.h), journalling the rules the cut would have missed.
   bool cross_check_verification = false;
-  // loop.parallel_attempts: attempts in flight at once where the target can fork.
-  uint32_t parallel_attempts = 1;
 };
 
 class BatchLoop {
@@ -129,12 +129,9 @@ class BatchLoop {
   // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
   void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update, std::vector<NewEvent>& events) const;
   Status PickAndRun();
-  // Whether the rule's check may read a file a rule in `busy` reads (check footprints): two such
-  // rules at once would clash when the second lands, so the second waits.
-  bool ClashesWithBusy(const std::string& rule_id, const std::set<std::string>& busy) const;
-  // Asks the Architect for the next rule among the pending ones not in `busy` (nor clashing with
-  // them); nullopt when it skipped one (committed here) or none is left.
-  Result<std::optional<Picked>> Pick(const std::set<std::string>& busy);
+  // Asks the Architect for the next rule among `startable` (pending rules, in batch order; the
+  // first kCandidates); nullopt when it skipped one (committed here) or none is given.
+  Result<std::optional<Picked>> Pick(const std::vector<std::string>& startable);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
   Status RunParallel(uint32_t slots);
   // A parallel attempt that did not fit the main line: journalled (attempt.conflict, `why`) with

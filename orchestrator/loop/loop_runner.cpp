@@ -123,15 +123,8 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
     return FailBatch(batch, lease.status());
   }
   if (ssh) (void)hosts_->SetState(config.name, HostState::kRunning, "", batch.id);
-  LoopServices services{journal_,
-                        *models_,
-                        (*content)->content,
-                        *(*content)->evaluator,
-                        log_,
-                        results_root(),
-                        config_.fixpoint_passes,
-                        config_.cross_check_verification,
-                        config_.parallel_attempts};
+  LoopServices services{journal_, *models_,       (*content)->content,     *(*content)->evaluator,
+                        log_,     results_root(), config_.fixpoint_passes, config_.cross_check_verification};
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;

@@ -28,7 +28,8 @@ std::string OptionsToJson(const BatchOptions& options) {
   }
   return nlohmann::json{{"waivers", waivers},
                         {"allow_disruptive", options.allow_disruptive},
-                        {"plan_only", options.plan_only}}
+                        {"plan_only", options.plan_only},
+                        {"parallel_attempts", options.parallel_attempts}}
       .dump();
 }
 
@@ -41,6 +42,13 @@ Result<BatchOptions> OptionsFromJson(int64_t batch_id, const std::string& text) 
   BatchOptions options;
   options.allow_disruptive = j.value("allow_disruptive", false);
   options.plan_only = j.value("plan_only", false);
+  if (j.contains("parallel_attempts")) {  // batches stored before it was an option ran serially
+    const nlohmann::json& n = j["parallel_attempts"];
+    if (!n.is_number_unsigned() || n.get<uint64_t>() < 1 || n.get<uint64_t>() > kMaxParallelAttempts) {
+      return corrupt(fmt::format("parallel_attempts {} is not 1 to {}", n.dump(), kMaxParallelAttempts));
+    }
+    options.parallel_attempts = n.get<uint32_t>();
+  }
   const nlohmann::json& waivers = j.contains("waivers") ? j["waivers"] : nlohmann::json::array();
   if (!waivers.is_array()) return corrupt("waivers is not an array");
   for (const nlohmann::json& w : waivers) {
@@ -288,6 +296,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                          {"waivers", nb.options.waivers.size()},
                          {"allow_disruptive", nb.options.allow_disruptive},
                          {"plan_only", nb.options.plan_only},
+                         {"parallel_attempts", nb.options.parallel_attempts},
                          {"budgets",
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},

@@ -138,4 +138,25 @@ bool CheckFootprint::SharesFilesWith(const CheckFootprint& other) const {
   return false;
 }
 
+bool CheckFootprint::ReadsOnlyPackages() const {
+  if (!tied || paths.empty()) return false;
+  for (const PathPattern& p : paths) {
+    if (p.NamedFile() != kDpkgStatusPath) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> CheckFootprint::NamedPaths() const {
+  std::vector<std::string> out;
+  if (!tied) return out;
+  for (const PathPattern& p : paths) {
+    if (std::optional<std::string> file = p.NamedFile()) {
+      out.push_back(std::move(*file));
+    } else if (const std::string& dir = (p.filepath ? *p.filepath : *p.dir).fixed_dir(); !dir.empty()) {
+      out.push_back(dir);
+    }
+  }
+  return out;
+}
+
 }  // namespace temper::stig

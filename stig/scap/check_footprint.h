@@ -81,6 +81,12 @@ struct CheckFootprint {
   // or two patterns over the same directory; the package database, which nearly every check
   // reads, does not count. False when either is untied (nothing is known).
   bool SharesFilesWith(const CheckFootprint& other) const;
+  // Whether the check reads nothing but the package database: it tests that a package is
+  // installed or absent (package_aide_installed, install_smartcard_packages).
+  bool ReadsOnlyPackages() const;
+  // What the check names outright: each object's one file, or the directory a pattern's matches
+  // must lie in (none for a pattern that may match anywhere). Empty when untied.
+  std::vector<std::string> NamedPaths() const;
 };
 
 // The path of the dpkg database that package objects read; any change beneath /var/lib/dpkg also

@@ -261,14 +261,17 @@ TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every 
   CheckAttemptsRecordedOnce(loop, id, events);
 }
 
+// The batch asks for its attempts at once (temper submit --parallel-attempts) where temperd's
+// default is serial.
 TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, and the batch completes") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
   script.rules["accounts_tmout"].wrong_first = 1;
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
-  LoopDaemon loop(**server, {.extra_yaml = kParallelYaml});
-  std::string id = loop.Submit({.rules = kParallelRules, .max_attempts = 4});
+  LoopDaemon loop(**server);
+  std::string id = loop.SubmitWithCli({.rules = kParallelRules, .max_attempts = 4, .parallel_attempts = 4});
+  CHECK(loop.ReportJson(id)["parallel_attempts"] == 4);
   // Forks being worked on, right after a rejected fork, right after a commit.
   KillAndResumeAt(loop, id, {"worker.tool_call", "attempt.reverted", "rule.fixed"});
   temper::v1::Batch batch = loop.WaitUntilEnded(id);

@@ -67,6 +67,7 @@ std::string LoopDaemon::Submit(const BatchSpec& spec) const {
   if (spec.max_attempts != 0) req.mutable_budgets()->set_max_attempts(spec.max_attempts);
   req.set_allow_disruptive(spec.allow_disruptive);
   req.set_plan_only(spec.plan_only);
+  req.set_parallel_attempts(spec.parallel_attempts);
   temper::v1::Batch batch;
   grpc::Status s = daemon->Stub()->SubmitBatch(ContextWithDeadline().get(), req, &batch);
   INFO(s.error_message());
@@ -142,6 +143,9 @@ std::string LoopDaemon::SubmitWithCli(const BatchSpec& spec) const {
   if (spec.max_attempts != 0) args.insert(args.end(), {"--max-attempts", std::to_string(spec.max_attempts)});
   if (spec.allow_disruptive) args.push_back("--allow-disruptive");
   if (spec.plan_only) args.push_back("--plan-only");
+  if (spec.parallel_attempts != 0) {
+    args.insert(args.end(), {"--parallel-attempts", std::to_string(spec.parallel_attempts)});
+  }
   return CliJson(args)["id"].get<std::string>();
 }
 

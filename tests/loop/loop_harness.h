@@ -46,7 +46,8 @@ struct BatchSpec {
   std::string target = "lab";
   bool allow_disruptive = false;
   bool plan_only = false;
-  std::string name = "e2e";  // the label people see
+  uint32_t parallel_attempts = 0;  // 0 leaves the daemon's loop.parallel_attempts
+  std::string name = "e2e";        // the label people see
 };
 
 // temperd with the rootfs target "lab" (and LoopDaemonOptions::more_targets) over the shared root

@@ -19,7 +19,7 @@ TEST_CASE("the example batch file becomes a SubmitBatch request") {
 TEST_CASE("batch file errors name file, line, column and field") {
   CHECK(ParseBatchFile("target: lab\nrule: [a]\n", "b.yaml").status().message() ==
         "b.yaml:2:1: rule: unknown key (did you mean 'rules'?) (valid keys here: name, target, datastream, "
-        "profile, rules, whole_profile, budgets, request_id, waivers, allow_disruptive, plan_only)");
+        "profile, rules, whole_profile, budgets, request_id, waivers, allow_disruptive, plan_only, parallel_attempts)");
   CHECK(ParseBatchFile("rules: a\n", "b.yaml").status().message() ==
         "b.yaml:1:8: rules: expected a sequence, got a scalar");
   CHECK(ParseBatchFile("budgets:\n  wall_time: forever\n", "b.yaml").status().message() ==
@@ -44,6 +44,9 @@ TEST_CASE("a batch file carries waivers and the opt-ins") {
   CHECK(r->waivers(0).owner() == "alice");
   CHECK(r->waivers(0).expires_at().seconds() == 1801353600);  // 2027-01-31T00:00:00Z
   CHECK_FALSE(r->waivers(1).has_expires_at());
+  CHECK(ParseBatchFile("parallel_attempts: 4\n", "b.yaml")->parallel_attempts() == 4);
+  CHECK(ParseBatchFile("parallel_attempts: 0\n", "b.yaml").status().message() ==
+        "b.yaml:1:20: parallel_attempts: 0 is out of range [1, 16]");
   CHECK(ParseBatchFile("plan_only: soon\n", "b.yaml").status().message() ==
         "b.yaml:1:12: plan_only: expected true or false");
   CHECK(ParseBatchFile("waivers:\n  - {rule: accounts_tmout, owner: alice}\n", "b.yaml").status().message() ==

@@ -114,6 +114,34 @@ TEST_CASE("each invalid field is named") {
   CHECK(f.Error(r) == "target: required");
 }
 
+TEST_CASE("parallel_attempts: temperd's unless the request sets it, 1 to 16, and never above 1 on an SSH host") {
+  Fixture f;
+  f.config.parallel_attempts = 4;
+  f.config.targets.push_back(TargetConfig{.name = "web1", .type = "ssh", .host = "admin@web1"});
+  auto r = f.Valid();
+  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 4);
+  r.set_parallel_attempts(8);
+  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 8);
+  r.set_parallel_attempts(1);
+  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 1);
+  r.set_parallel_attempts(17);
+  CHECK(f.Error(r) == "parallel_attempts: 17; 1 to 16 (0: temperd's loop.parallel_attempts, 4)");
+
+  r.set_target("web1");
+  r.set_parallel_attempts(2);
+  CHECK(f.Error(r) ==
+        "parallel_attempts: 2 for target 'web1', an SSH host: a host runs one attempt at a time (its running "
+        "state cannot be forked)");
+  r.set_parallel_attempts(1);
+  CHECK(f.Error(r) == "OK");
+  // A host named on submit is not in temperd.yaml's targets: an SSH host too.
+  r.set_target("admin@web2");
+  r.set_parallel_attempts(3);
+  auto host = ValidateSubmitRequest(r, f.config, {"admin@web2"});
+  REQUIRE_FALSE(host.ok());
+  CHECK(host.status().message().find("parallel_attempts: 3 for target 'admin@web2', an SSH host") == 0);
+}
+
 TEST_CASE("waivers are normalized, checked field by field, and carried with the opt-ins") {
   Fixture f;
   auto r = f.Valid();

@@ -57,6 +57,7 @@ TEST_CASE("a database of the previous schema is migrated with its data intact") 
   CHECK(batch->request_id.empty());
   CHECK(batch->options.waivers.empty());
   CHECK_FALSE(batch->options.plan_only);
+  CHECK(batch->options.parallel_attempts == 1);  // stored before it was an option: serial
   REQUIRE(batch->rules.size() == 1);
   CHECK(batch->rules[0].rule_id == "xccdf_a_rule_r");
   auto events = (*store)->ReadEvents(0, std::nullopt, 10);
@@ -66,6 +67,20 @@ TEST_CASE("a database of the previous schema is migrated with its data intact") 
   auto next = (*store)->AppendEvent(NewEvent{.type = "daemon.started"});
   REQUIRE(next.ok());
   CHECK(next->seq == 2);
+}
+
+TEST_CASE("a batch whose stored parallel_attempts is out of range is named as corrupt") {
+  TempDir dir;
+  std::string path = dir / "t.db";
+  REQUIRE((*StateStore::Open(path))->SubmitBatch(SampleBatch()).ok());
+  {
+    auto db = sqlite::Database::Open(path);
+    REQUIRE(db->Exec("UPDATE batches SET options = '{\"parallel_attempts\": 0}'").ok());
+  }
+  auto b = (*StateStore::Open(path))->GetBatch(1);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().code() == StatusCode::kDataLoss);
+  CHECK(b.status().message() == "batch 1: stored options: parallel_attempts 0 is not 1 to 16");
 }
 
 TEST_CASE("a database from a newer temper is refused, not touched") {
@@ -120,6 +135,7 @@ TEST_CASE("a batch's waivers and opt-ins, and an attempt's changes, are stored a
                         Waiver{"xccdf_org.ssgproject.content_rule_b", "legacy app", "app team", std::nullopt}};
   nb.options.allow_disruptive = true;
   nb.options.plan_only = true;
+  nb.options.parallel_attempts = 6;
   REQUIRE(store->SubmitBatch(nb).ok());
   auto b = store->GetBatch(1);
   REQUIRE(b.ok());
@@ -131,6 +147,7 @@ TEST_CASE("a batch's waivers and opt-ins, and an attempt's changes, are stored a
   CHECK(b->options.waivers[0].ExpiredAt(int64_t{1900000000000}));
   CHECK(b->options.allow_disruptive);
   CHECK(b->options.plan_only);
+  CHECK(b->options.parallel_attempts == 6);
 
   AttemptRecord a{.batch_id = 1, .rule_id = "xccdf_org.ssgproject.content_rule_a", .number = 1};
   a.changes_json = R"({"files":[{"path":"/etc/issue","change":"modified"}]})";

@@ -76,6 +76,22 @@ TEST_CASE("an untied footprint is touched by every change, a tied one only by it
   CHECK_FALSE(tied.Touches({}));
 }
 
+TEST_CASE("a footprint names its files and its patterns' directories, and knows a package-only check",
+          "[stig][footprint]") {
+  CheckFootprint f{.tied = true,
+                   .paths = {PathPattern{.filepath = Eq("/etc/login.defs")},
+                             PathPattern{.dir = Re("^/etc/audit/rules\\.d$"), .name = Re("^.*\\.rules$")},
+                             PathPattern{.filepath = Re("^.*/bin/.*$")}}};
+  CHECK(f.NamedPaths() == std::vector<std::string>{"/etc/login.defs", "/etc/audit"});
+  CHECK_FALSE(f.ReadsOnlyPackages());
+  CheckFootprint packages{.tied = true, .paths = {PathPattern{.filepath = Eq(std::string(kDpkgStatusPath))}}};
+  CHECK(packages.ReadsOnlyPackages());
+  packages.tied = false;  // nothing is known of an untied check
+  CHECK_FALSE(packages.ReadsOnlyPackages());
+  CHECK(packages.NamedPaths().empty());
+  CHECK_FALSE(CheckFootprint{.tied = true}.ReadsOnlyPackages());  // reads no file at all
+}
+
 TEST_CASE("footprints of the Ubuntu 20.04 STIG rules come from their OVAL objects", "[stig][footprint]") {
   const Content& c = testing::Ubuntu2004Stig();
   const RuleInfo& root_login = *c.Rule("sshd_disable_root_login").value();
@@ -119,6 +135,17 @@ TEST_CASE("footprints of the Ubuntu 20.04 STIG rules come from their OVAL object
   const RuleInfo& chown = *c.Rule("audit_rules_dac_modification_chown").value();
   const RuleInfo& fchown = *c.Rule("audit_rules_dac_modification_fchown").value();
   if (chown.footprint.tied && fchown.footprint.tied) CHECK(chown.footprint.SharesFilesWith(fchown.footprint));
+
+  // Package rules, and what a check names (parallel attempts run the package rules first).
+  CHECK(aide.footprint.ReadsOnlyPackages());
+  CHECK(c.Rule("install_smartcard_packages").value()->footprint.ReadsOnlyPackages());
+  CHECK_FALSE(root_login.footprint.ReadsOnlyPackages());
+  CHECK_FALSE(sysctl.footprint.ReadsOnlyPackages());
+  const RuleInfo& smartcard = *c.Rule("smartcard_configure_ca").value();
+  CHECK_FALSE(smartcard.footprint.ReadsOnlyPackages());  // the package database and its configuration
+  CHECK(smartcard.footprint.NamedPaths() ==
+        std::vector<std::string>{std::string(kDpkgStatusPath), "/etc/pam_pkcs11/pam_pkcs11.conf"});
+  CHECK(sysctl.footprint.NamedPaths().empty());
 
   int tied = 0, with_check = 0;
   std::map<std::string, int> why;

@@ -1,0 +1,77 @@
+#include "orchestrator/loop/start_order.h"
+
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "stig/rootfs_fixture.h"
+
+namespace temper {
+namespace {
+
+using stig::testing::FullRuleId;
+
+std::vector<std::string> Ids(std::initializer_list<const char*> names) {
+  std::vector<std::string> out;
+  for (const char* n : names) out.push_back(FullRuleId(n));
+  return out;
+}
+
+// A root without the smartcard packages' configuration; everything else is there.
+bool ExistsWithoutSmartcard(const std::string& path) { return path.rfind("/etc/pam_pkcs11", 0) != 0; }
+
+TEST_CASE("start order: package rules one at a time, rules sharing a file never at once") {
+  const stig::Content& c = stig::testing::Ubuntu2004Stig();
+  const auto rules = Ids({"package_aide_installed", "package_chrony_installed", "sshd_disable_root_login",
+                          "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"});
+  StartOrder order(c, rules, ExistsWithoutSmartcard);
+  CHECK(order.IsPackageRule(FullRuleId("package_aide_installed")));
+  CHECK_FALSE(order.IsPackageRule(FullRuleId("sshd_disable_root_login")));
+
+  CHECK(order.Startable(rules, {}) == rules);  // nothing in flight: any of them
+  const auto pending = Ids({"package_chrony_installed", "sshd_disable_root_login", "accounts_maximum_age_login_defs"});
+  const auto beside_aide_and_umask =
+      order.Startable(pending, {FullRuleId("package_aide_installed"), FullRuleId("accounts_umask_etc_login_defs")});
+  CHECK(beside_aide_and_umask == Ids({"sshd_disable_root_login"}));
+}
+
+TEST_CASE("start order: a rule whose check names a missing file waits for the package rules") {
+  const stig::Content& c = stig::testing::Ubuntu2004Stig();
+  const auto rules = Ids({"install_smartcard_packages", "smartcard_configure_ca", "banner_etc_issue_net"});
+  StartOrder order(c, rules, ExistsWithoutSmartcard);
+  CHECK(order.WaitsForPackages(FullRuleId("smartcard_configure_ca")));
+  CHECK_FALSE(order.WaitsForPackages(FullRuleId("banner_etc_issue_net")));
+
+  // The package rule is pending, then in flight: the smartcard rule waits either way.
+  CHECK(order.Startable(rules, {}) == Ids({"install_smartcard_packages", "banner_etc_issue_net"}));
+  CHECK(order.Startable(Ids({"smartcard_configure_ca", "banner_etc_issue_net"}),
+                        {FullRuleId("install_smartcard_packages")}) == Ids({"banner_etc_issue_net"}));
+  // The package rule ended (fixed, escalated or skipped): the smartcard rule may start.
+  CHECK(order.Startable(Ids({"smartcard_configure_ca"}), {}) == Ids({"smartcard_configure_ca"}));
+
+  // On a root that has the file, nothing waits.
+  StartOrder installed(c, rules, [](const std::string&) { return true; });
+  CHECK_FALSE(installed.WaitsForPackages(FullRuleId("smartcard_configure_ca")));
+}
+
+TEST_CASE("start order: with nothing in flight some rule of the whole profile can always start") {
+  const stig::Content& c = stig::testing::Ubuntu2004Stig();
+  std::vector<std::string> pending = c.profile_rule_ids();
+  StartOrder order(c, pending, ExistsWithoutSmartcard);
+  size_t package_rules = 0, waiting = 0;
+  for (const std::string& id : pending) {
+    package_rules += order.IsPackageRule(id);
+    waiting += order.WaitsForPackages(id);
+  }
+  CHECK(package_rules >= 5);
+  CHECK(waiting >= 3);  // the smartcard rules at least
+  // Start, run and end one rule at a time, always the last startable: every rule gets its turn.
+  while (!pending.empty()) {
+    const std::vector<std::string> startable = order.Startable(pending, {});
+    REQUIRE_FALSE(startable.empty());
+    pending.erase(std::find(pending.begin(), pending.end(), startable.back()));
+  }
+}
+
+}  // namespace
+}  // namespace temper
