@@ -16,7 +16,10 @@
 # overrides the preset's (SIMULATE_FLAGS="--kv-tokens 0": a KV cache that holds every stream).
 # SIMULATE_FLAGS=--no-pacing answers at once and only accounts each request as if alone: for a
 # serial loop the run on the simulated box then takes the wall time plus the simulated busy time,
-# which the report prints (minutes to measure instead of hours). MODEL_CONTEXT sets the roles'
+# which the report prints (minutes to measure instead of hours). SIMULATE_FLAGS="--speedup S" runs the
+# simulated model S times faster, paced: the report prints the model's busy time on the box itself
+# and S times the wall time, the run as it would be with a harness S times slower (an upper bound
+# for a parallel loop, where the model is what waits). MODEL_CONTEXT sets the roles'
 # context_tokens (default 32768); the reference box serves at most 16384 (vLLM --max-model-len), and
 # the Architect's pick prompts reach ~23 K tokens at 32768.
 #
@@ -151,7 +154,13 @@ if model.get("simulated"):
     busy, decode_busy = model["busy_seconds_total"], model["decode_busy_seconds_total"]
     mean_batch = model["decode_stream_seconds_total"] / decode_busy if decode_busy else 0
     cached = model["cached_prompt_tokens_total"] / model["prompt_tokens_total"] if model["prompt_tokens_total"] else 0
-    if model.get("paced", 1):
+    speedup = model.get("speedup", 1)
+    if model.get("paced", 1) and speedup != 1:
+        print(f"model:    simulated {simulate}, {speedup:g} times faster: busy {busy:.0f} s of the loop's wall {loop_s:.0f} s "
+              f"({100 * busy / loop_s:.0f}%); decoding {decode_busy:.0f} s, mean batch {mean_batch:.2f}, at most {model['max_batch']:.0f}")
+        print(f"          on the box itself: model busy {speedup * busy:.0f} s ({speedup * busy / 3600:.2f} h); the whole run at most "
+              f"{speedup * loop_s:.0f} s ({speedup * loop_s / 3600:.2f} h), the time it takes with a harness {speedup:g} times slower")
+    elif model.get("paced", 1):
         print(f"model:    simulated {simulate}: busy {busy:.0f} s of the loop's wall {loop_s:.0f} s ({100 * busy / loop_s:.0f}%); "
               f"decoding {decode_busy:.0f} s, mean batch {mean_batch:.2f}, at most {model['max_batch']:.0f}")
     else:

@@ -97,12 +97,13 @@ double LatencyModel::AggregateTokS(int streams) const {
 double LatencyModel::PerStreamTokS(int streams) const { return streams < 1 ? 0.0 : AggregateTokS(streams) / streams; }
 
 std::string LatencyModel::Describe() const {
-  return fmt::format("decode {}, prefill {}, KV {}, max {} sequences, prefix cache {}",
+  return fmt::format("decode {}, prefill {}, KV {}, max {} sequences, prefix cache {}{}",
                      batch_curve.empty() ? "instant" : CurveText(batch_curve) + " tok/s (streams:aggregate)",
                      prefill_tok_s > 0 ? fmt::format("{:g} tok/s", prefill_tok_s) : "instant",
                      kv_tokens > 0 ? fmt::format("{} tokens", kv_tokens) : "unbounded",
                      max_seqs > 0 ? fmt::format("{}", max_seqs) : "unbounded",
-                     prefix_cache_prompts > 0 ? fmt::format("{} prompts", prefix_cache_prompts) : "off");
+                     prefix_cache_prompts > 0 ? fmt::format("{} prompts", prefix_cache_prompts) : "off",
+                     speedup != 1.0 ? fmt::format(" (rates {:g} times the modelled box's)", speedup) : "");
 }
 
 LatencyModel ReferenceBox() {
@@ -153,7 +154,7 @@ Result<std::vector<CurvePoint>> ParseBatchCurve(std::string_view text) {
 
 Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags) {
   if (flags.simulate.empty() && !flags.decode_tok_s && !flags.batch_curve && !flags.prefill_tok_s && !flags.kv_tokens &&
-      !flags.max_seqs && !flags.prefix_cache_prompts) {
+      !flags.max_seqs && !flags.prefix_cache_prompts && !flags.speedup) {
     return std::optional<LatencyModel>();
   }
   LatencyModel m;
@@ -167,6 +168,10 @@ Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags) 
   }
   TEMPER_RETURN_IF_ERROR(CheckRate("--decode-tok-s", flags.decode_tok_s));
   TEMPER_RETURN_IF_ERROR(CheckRate("--prefill-tok-s", flags.prefill_tok_s));
+  if (flags.speedup && !PositiveFinite(*flags.speedup)) {
+    return BadFlag("--speedup", fmt::format("{}", *flags.speedup),
+                   "must be a positive number (1: the box's own rates)");
+  }
   TEMPER_RETURN_IF_ERROR(CheckCount("--kv-tokens", flags.kv_tokens, "unbounded"));
   TEMPER_RETURN_IF_ERROR(CheckCount("--max-seqs", flags.max_seqs, "unbounded"));
   TEMPER_RETURN_IF_ERROR(CheckCount("--prefix-cache-prompts", flags.prefix_cache_prompts, "no prefix cache"));
@@ -207,6 +212,11 @@ Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags) 
   if (flags.kv_tokens) m.kv_tokens = static_cast<uint64_t>(*flags.kv_tokens);
   if (flags.max_seqs) m.max_seqs = static_cast<int>(*flags.max_seqs);
   if (flags.prefix_cache_prompts) m.prefix_cache_prompts = static_cast<size_t>(*flags.prefix_cache_prompts);
+  if (flags.speedup) {
+    m.speedup = *flags.speedup;
+    for (CurvePoint& p : m.batch_curve) p.tok_s *= m.speedup;
+    m.prefill_tok_s *= m.speedup;
+  }
   return std::optional<LatencyModel>(std::move(m));
 }
 

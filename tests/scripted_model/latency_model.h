@@ -11,8 +11,12 @@
 // aggregate(n) / n (every decode step serves the whole batch, as in continuous batching).
 // An empty curve makes decoding instant; a zero prefill rate makes prefill instant.
 //
+// `speedup` S runs the whole model S times faster than the box it describes (every rate times S),
+// so a paced run of hours takes minutes: the same run as on that box with everything else
+// (the loop's harness) S times slower. The simulated seconds it reports are the faster model's.
+//
 // LatencyFromFlags reads the server's command-line flags (--simulate, --decode-tok-s, --batch-curve,
-// --prefill-tok-s, --kv-tokens, --max-seqs, --prefix-cache-prompts); its errors name the flag.
+// --prefill-tok-s, --kv-tokens, --max-seqs, --prefix-cache-prompts, --speedup); its errors name the flag.
 // Thread safety: values, immutable once built.
 #pragma once
 
@@ -37,6 +41,7 @@ struct LatencyModel {
   uint64_t kv_tokens = 0;               // KV capacity in tokens (prompt + completion); 0: unbounded
   int max_seqs = 0;                     // requests admitted at once; 0: unbounded
   size_t prefix_cache_prompts = 64;     // recent prompts the prefix cache holds; 0: no prefix cache
+  double speedup = 1.0;                 // the rates above already multiplied by it (see the top)
 
   // Aggregate decode tokens/s with `streams` (≥ 1) decoding at once; 0 when decoding is instant.
   double AggregateTokS(int streams) const;
@@ -62,12 +67,13 @@ struct LatencyFlags {
   std::optional<int64_t> kv_tokens;
   std::optional<int64_t> max_seqs;
   std::optional<int64_t> prefix_cache_prompts;
+  std::optional<double> speedup;
 };
 
 // nullopt when no flag is given. --decode-tok-s R alone is the curve "1:R" (streams share R);
 // with --batch-curve it is the curve's 1-stream point, which the curve may then leave out.
 // InvalidArgument naming the flag and the value for an unknown preset, a rate that is not a positive
-// finite number, a negative count, a malformed curve, a curve whose per-stream rate grows with the
+// finite number (the speedup too), a negative count, a malformed curve, a curve whose per-stream rate grows with the
 // batch, or a 1-stream rate given twice and differently.
 Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags);
 

@@ -95,6 +95,17 @@ TEST_CASE("flags: none keep answers instant, a preset, single flags, and flags t
 
   curve.batch_curve = "1:10,2:18";  // the same 1-stream rate twice is fine
   CHECK(LatencyFromFlags(curve).ok());
+
+  LatencyFlags faster = preset;
+  faster.speedup = 10;  // every rate ten times the box's; capacities unchanged
+  auto s = LatencyFromFlags(faster);
+  REQUIRE(s.ok());
+  CHECK((*s)->speedup == 10);
+  CHECK((*s)->AggregateTokS(1) == Approx(149));
+  CHECK((*s)->AggregateTokS(8) == Approx(1011));
+  CHECK((*s)->prefill_tok_s == Approx(50000));
+  CHECK((*s)->max_seqs == 8);
+  CHECK_THAT((*s)->Describe(), Contains("(rates 10 times the modelled box's)"));
 }
 
 TEST_CASE("flags: every bad value is an error naming the flag, the value and what is wrong") {
@@ -120,6 +131,10 @@ TEST_CASE("flags: every bad value is an error naming the flag, the value and wha
   f = {};
   f.prefix_cache_prompts = -1;
   CHECK(ErrorOf(f) == "--prefix-cache-prompts '-1': must be 0 (no prefix cache) or more");
+
+  f = {};
+  f.speedup = 0;
+  CHECK(ErrorOf(f) == "--speedup '0': must be a positive number (1: the box's own rates)");
 
   f = {};
   f.simulate = "reference-bx";

@@ -64,6 +64,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-seqs", latency.max_seqs, "requests the engine runs at once; 0: unbounded");
   app.add_option("--prefix-cache-prompts", latency.prefix_cache_prompts,
                  "recent prompts the prefix cache holds; 0: no prefix cache");
+  app.add_option("--speedup", latency.speedup,
+                 "run the model this many times faster than the box it describes (every rate times it): a "
+                 "paced run of hours in minutes, as on that box with the loop's harness that many times slower");
   std::string transcript;
   app.add_option("--transcript", transcript,
                  "append every answered request to this file, one JSON line each (messages, tools, answer)");

@@ -99,7 +99,10 @@ ServingMetrics ScriptedModelServer::Metrics() const {
     std::lock_guard<std::mutex> lock(mu_);
     m = served_;
   }
-  if (engine_) m.simulated = engine_->Totals();
+  if (engine_) {
+    m.simulated = engine_->Totals();
+    m.speedup = options_.latency->speedup;
+  }
   return m;
 }
 

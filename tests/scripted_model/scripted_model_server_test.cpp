@@ -802,7 +802,7 @@ TEST_CASE(
   CHECK(metrics->status == 200);
   CHECK_THAT(metrics->body,
              Contains("\ntemper_scripted_requests_total 5\n") && Contains("\ntemper_scripted_simulated 1\n") &&
-                 Contains("\ntemper_scripted_paced 1\n") &&
+                 Contains("\ntemper_scripted_paced 1\n") && Contains("\ntemper_scripted_speedup 1\n") &&
                  Contains("\ntemper_scripted_cached_prompt_tokens_total " + std::to_string(cached) + "\n") &&
                  Contains("\ntemper_scripted_max_batch 1\n"));
 }

@@ -25,6 +25,7 @@ std::string PrometheusText(const ServingMetrics& m) {
   const SimulatedTotals& s = *m.simulated;
   Metric(out, "paced", "gauge", "1 when answers waited out the simulated time, 0 when it was only accounted.",
          s.paced ? 1 : 0);
+  Metric(out, "speedup", "gauge", "How many times faster than the modelled box the simulated engine runs.", m.speedup);
   Metric(out, "cached_prompt_tokens_total", "counter", "Prompt tokens the simulated prefix cache held.",
          static_cast<double>(s.cached_prompt_tokens));
   Metric(out, "queue_seconds_total", "counter", "Simulated seconds requests waited for admission, summed.",

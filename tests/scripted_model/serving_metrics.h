@@ -8,6 +8,7 @@
 //   temper_scripted_completion_tokens_total
 //   temper_scripted_simulated                       1 with a latency model, else 0 (and no lines below)
 //   temper_scripted_paced                           1 when answers waited, 0 when only accounted
+//   temper_scripted_speedup                         the latency model's speedup (its seconds below)
 //   temper_scripted_cached_prompt_tokens_total      prompt tokens the prefix cache held
 //   temper_scripted_queue_seconds_total             per-request simulated times, summed over requests
 //   temper_scripted_prefill_seconds_total
@@ -33,6 +34,7 @@ struct ServingMetrics {
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
   std::optional<SimulatedTotals> simulated;
+  double speedup = 1.0;  // the latency model's, with `simulated`
 };
 
 std::string PrometheusText(const ServingMetrics& m);
