@@ -25,6 +25,8 @@ packages=(
   libxml2-dev libxml2-utils
   # SSH targets
   openssh-client iproute2
+  # tests: temperd's metrics read back by Prometheus's own text parser
+  python3-prometheus-client
 )
 
 missing=()

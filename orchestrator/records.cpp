@@ -12,6 +12,7 @@ TimeMs NowMs() {
 namespace {
 
 constexpr std::string_view kBatchStateNames[] = {"queued", "running", "completed", "cancelled", "failed"};
+static_assert(std::size(kBatchStateNames) == kBatchStateCount);
 constexpr std::string_view kRuleStateNames[] = {
     "pending", "running", "fixed",  "already_passing", "escalated", "skipped", "cancelled",
     "error",   "waived",  "manual", "reboot_pending",  "held",      "reverted"};

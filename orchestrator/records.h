@@ -19,6 +19,7 @@ using TimeMs = int64_t;
 TimeMs NowMs();
 
 enum class BatchState { kQueued, kRunning, kCompleted, kCancelled, kFailed };
+inline constexpr int kBatchStateCount = 5;
 enum class RuleState {
   kPending,
   kRunning,

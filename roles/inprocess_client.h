@@ -84,6 +84,7 @@ class InprocessClient final : public ModelClient {
   const engine::ChatEngine& engine() const { return *engine_; }
   // Message text counted with the model's tokenizer (ChatEngine::CountTokens).
   const TokenEstimator* token_counter() const override { return counter_.get(); }
+  std::optional<engine::SchedulerMetrics> serving_metrics() const override { return engine_->metrics(); }
 
  private:
   InprocessClient(std::string name, std::string model_name, engine::LoadedModel model, const Logger& logger);

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/status.h"
+#include "engine/serve/scheduler.h"
 #include "roles/endpoint_config.h"
 #include "roles/token_estimator.h"
 #include "roles/token_usage.h"
@@ -101,6 +103,9 @@ class ModelClient {
   // (inprocess). Null where it has none; prompts are then sized by BytesTokenEstimator's
   // deliberate over-count. Lives as long as the client.
   virtual const TokenEstimator* token_counter() const { return nullptr; }
+  // The serving metrics of the engine behind the endpoint when it runs in this process
+  // (inprocess: KV use, running sequences, tokens/s); nullopt for a remote server.
+  virtual std::optional<engine::SchedulerMetrics> serving_metrics() const { return std::nullopt; }
 };
 
 }  // namespace temper

@@ -14,6 +14,7 @@
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
 #include "engine/serve/openai_conversation.h"
+#include "engine/serve/scheduler_metrics_text.h"
 
 namespace temper::engine {
 
@@ -244,49 +245,6 @@ ApiError ChatError(const ChatEvent& e) {
 
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string Prometheus(const SchedulerMetrics& m) {
-  std::string out;
-  auto metric = [&](const char* name, const char* type, const char* help, double value) {
-    out += fmt::format("# HELP temper_engine_{0} {1}\n# TYPE temper_engine_{0} {2}\ntemper_engine_{0} {3}\n", name,
-                       help, type, value);
-  };
-  const double used = static_cast<double>(m.kv.total_blocks - m.kv.free_blocks);
-  metric("requests_waiting", "gauge", "Requests queued for admission.", static_cast<double>(m.waiting));
-  metric("requests_running", "gauge", "Requests being prefilled or decoded.", static_cast<double>(m.running));
-  metric("requests_finished_total", "counter", "Requests that ended, for any reason.",
-         static_cast<double>(m.finished_requests));
-  metric("requests_cancelled_total", "counter", "Requests cancelled before they ended (a client that hung up, a stop).",
-         static_cast<double>(m.cancelled_requests));
-  metric("kv_blocks_total", "gauge", "Paged KV blocks in the pool.", static_cast<double>(m.kv.total_blocks));
-  metric("kv_blocks_used", "gauge", "KV blocks held by sequences or cached prefixes.", used);
-  metric("kv_block_tokens", "gauge", "Tokens per KV block.", m.kv.block_tokens);
-  metric("kv_pool_usage_ratio", "gauge", "Fraction of the KV pool in use.",
-         m.kv.total_blocks > 0 ? used / static_cast<double>(m.kv.total_blocks) : 0);
-  metric("prefix_cache_entries", "gauge", "Pinned prefixes in the prefix cache.", static_cast<double>(m.cache_entries));
-  metric("prompt_tokens_total", "counter", "Prompt tokens requested.", static_cast<double>(m.prompt_tokens));
-  metric("prompt_tokens_cached_total", "counter", "Prompt tokens served from the prefix cache.",
-         static_cast<double>(m.cached_prompt_tokens));
-  metric("prefix_cache_hit_rate", "gauge", "Prompt tokens reused over prompt tokens requested.", m.cache_hit_rate());
-  metric("prefill_tokens_total", "counter", "Tokens prefilled.", static_cast<double>(m.prefilled_tokens));
-  metric("generated_tokens_total", "counter", "Tokens generated.", static_cast<double>(m.generated_tokens));
-  metric("generated_tokens_per_second", "gauge", "Generation rate over the last ten seconds.",
-         m.generated_tokens_per_second);
-  metric("preemptions_total", "counter", "Requests preempted for KV memory (recomputed later).",
-         static_cast<double>(m.preemptions));
-  metric("forward_passes_total", "counter", "Batched forward passes run.", static_cast<double>(m.forward_passes));
-  metric("draft_tokens_total", "counter", "Prompt-lookup draft tokens checked by the model.",
-         static_cast<double>(m.draft_tokens));
-  metric("draft_tokens_accepted_total", "counter", "Draft tokens the model agreed with (each one a token for free).",
-         static_cast<double>(m.accepted_draft_tokens));
-  metric("draft_acceptance_ratio", "gauge", "Accepted over checked draft tokens.", m.draft_acceptance());
-  metric("verify_passes_total", "counter", "Decode steps that checked draft tokens.",
-         static_cast<double>(m.verify_passes));
-  metric("full_row_samples_total", "counter",
-         "Sampling draws that needed a full logit row beyond the device's candidates.",
-         static_cast<double>(m.full_row_samples));
-  return out;
 }
 
 // Parses a request body after checking its nesting depth, so nothing deeper than `max_depth` is
@@ -575,7 +533,9 @@ void HttpServer::Route() {
   });
 
   srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(Prometheus(scheduler_.metrics()), "text/plain; version=0.0.4");
+    PrometheusText text;
+    AppendSchedulerMetrics(text, {{MetricLabels{}, scheduler_.metrics()}});
+    res.set_content(text.Take(), "text/plain; version=0.0.4");
   });
 
   srv.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {

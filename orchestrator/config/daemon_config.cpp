@@ -1,5 +1,6 @@
 #include "orchestrator/config/daemon_config.h"
 
+#include <charconv>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -43,6 +44,28 @@ Status ParseTcp(const YamlNode& node, TcpListenConfig& out) {
   TEMPER_ASSIGN_OR_RETURN(out.tls_key, key.AsPath());
   TEMPER_ASSIGN_OR_RETURN(YamlNode token, node.Require("token_file"));
   TEMPER_ASSIGN_OR_RETURN(out.token_file, token.AsPath());
+  return Status::OK();
+}
+
+// "HOST:PORT", or a port alone for localhost.
+Status ParseMetricsListen(const YamlNode& node, MetricsListenConfig& out) {
+  TEMPER_ASSIGN_OR_RETURN(std::string text, node.AsString());
+  const size_t colon = text.rfind(':');
+  std::string port = text;
+  if (colon != std::string::npos) {
+    out.host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+    if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']') {
+      out.host = out.host.substr(1, out.host.size() - 2);  // [::1]
+    }
+  }
+  int value = -1;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (out.host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 0 ||
+      value > 65535) {
+    return node.Error(fmt::format("'{}' is not HOST:PORT or a port (0-65535; 0: any free port)", text));
+  }
+  out.port = value;
   return Status::OK();
 }
 
@@ -262,11 +285,15 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
                                                  "models", "log_level", "shutdown_grace", "default_budgets",
                                                  "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
   if (auto listen = root.Find("listen")) {
-    TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp"}));
+    TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
     if (auto n = listen->Find("tcp")) {
       config.tcp.emplace();
       TEMPER_RETURN_IF_ERROR(ParseTcp(*n, *config.tcp));
+    }
+    if (auto n = listen->Find("metrics")) {
+      config.metrics.emplace();
+      TEMPER_RETURN_IF_ERROR(ParseMetricsListen(*n, *config.metrics));
     }
   }
   if (auto n = root.Find("state_dir")) {

@@ -31,6 +31,13 @@ struct TcpListenConfig {
   std::string token_file;  // file holding the bearer token clients must send
 };
 
+// listen.metrics: Prometheus's GET /metrics over plain HTTP (orchestrator/server/metrics_endpoint.h).
+// Counts only, no names; localhost unless a host is given.
+struct MetricsListenConfig {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (temperd says which when ready)
+};
+
 struct TargetConfig {
   std::string name;
   std::string type;  // "rootfs" or "ssh"
@@ -59,6 +66,7 @@ struct DaemonConfig {
   std::string source;  // the file this was read from, for messages
   UnixListenConfig unix_socket;
   std::optional<TcpListenConfig> tcp;
+  std::optional<MetricsListenConfig> metrics;  // none unless listen.metrics is set
   std::string state_dir = "/var/lib/temper";
   std::string database;  // default: <state_dir>/temper.db
   // The only places datastreams are taken from (stig/scap/content_trust.h), searched in this order for

@@ -25,8 +25,9 @@
 // its tokens and time, not an attempt). A rejected fork is dropped; when fixes landed since it was
 // made it is made again too (at most kMaxRemakes times per rule): it may have lacked one of them.
 // Which rules may start beside those in flight is StartOrder's (start_order.h): never two whose
-// checks read a common file, one package rule at a time, and the rules whose checks name a file
-// the known-good root lacks after the package rules. Everything else (lessons,
+// checks read a common file, package rules one at a time and first, no rule before the package
+// rules ahead of it in the batch, and the rules whose checks name a file the known-good root
+// lacks after every package rule. Everything else (lessons,
 // budgets, re-engagement, waivers, plan-only, fixpoint, evidence) is the serial loop's, and every
 // step is still committed to the store before the next: the journal stays one ordered sequence,
 // each attempt's events naming its fork. A kill at any point loses no kept fix (its snapshot is

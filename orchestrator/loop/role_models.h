@@ -36,6 +36,10 @@ class RoleModels {
   ModelClient& worker_client() const { return Client("worker"); }
   ModelClient& reflector_client() const { return Client("reflector"); }
 
+  // Each role's endpoint name ("architect" → "local"), and the clients by endpoint name.
+  const std::map<std::string, std::string>& endpoint_of() const { return endpoint_of_; }
+  const std::map<std::string, std::unique_ptr<ModelClient>>& clients() const { return clients_; }
+
  private:
   RoleModels() = default;
   ModelClient& Client(const std::string& role) const { return *clients_.at(endpoint_of_.at(role)); }

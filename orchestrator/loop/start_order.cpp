@@ -1,6 +1,7 @@
 #include "orchestrator/loop/start_order.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace temper {
 
@@ -8,6 +9,7 @@ StartOrder::StartOrder(const stig::Content& content, const std::vector<std::stri
                        const std::function<bool(const std::string&)>& exists)
     : content_(content) {
   for (const std::string& id : rule_ids) {
+    position_.emplace(id, position_.size());
     Result<const stig::RuleInfo*> rule = content.Rule(id);
     if (!rule.ok()) continue;
     const stig::CheckFootprint& footprint = (*rule)->footprint;
@@ -30,16 +32,26 @@ bool StartOrder::Clash(const std::string& a, const std::string& b) const {
 
 std::vector<std::string> StartOrder::Startable(const std::vector<std::string>& pending,
                                                const std::set<std::string>& in_flight) const {
-  auto is_package_rule = [&](const std::string& id) { return IsPackageRule(id); };
-  const bool packages_outstanding = std::any_of(pending.begin(), pending.end(), is_package_rule) ||
-                                    std::any_of(in_flight.begin(), in_flight.end(), is_package_rule);
+  auto position = [&](const std::string& id) {
+    auto it = position_.find(id);
+    return it == position_.end() ? position_.size() : it->second;
+  };
+  // The first package rule of the batch not yet ended: no rule after it may start.
+  size_t first_package = SIZE_MAX;
+  auto note = [&](const std::string& id) {
+    if (IsPackageRule(id)) first_package = std::min(first_package, position(id));
+  };
+  for (const std::string& id : in_flight) note(id);
+  for (const std::string& id : pending) note(id);
   std::vector<std::string> out;
   for (const std::string& id : pending) {
-    if (packages_outstanding && WaitsForPackages(id)) continue;
+    if (position(id) > first_package) continue;
+    if (first_package != SIZE_MAX && WaitsForPackages(id)) continue;
     if (std::none_of(in_flight.begin(), in_flight.end(), [&](const std::string& busy) { return Clash(id, busy); })) {
       out.push_back(id);
     }
   }
+  std::stable_partition(out.begin(), out.end(), [&](const std::string& id) { return IsPackageRule(id); });
   return out;
 }
 

@@ -3,18 +3,24 @@
 //   - rules whose checks read a common file (CheckFootprint::SharesFilesWith) would clash when the
 //     second lands: never at once;
 //   - package rules (checks that read nothing but the package database: a package installed or
-//     removed) all write dpkg's database, so the second to land always clashes: one at a time;
-//   - a rule whose check names a file the known-good root lacks waits while package rules are
-//     pending or in flight: the file may come with one of their packages (the smartcard rules read
-//     /etc/pam_pkcs11/pam_pkcs11.conf, which install_smartcard_packages brings). On forks made
-//     before that package landed such a rule fails every attempt; the serial loop gets the same
-//     order from the profile's.
-// With no rule in flight, some pending rule can always start: the loop cannot stall.
+//     removed) all write dpkg's database, so the second to land always clashes: one at a time,
+//     first among the startable rules so that they end early;
+//   - a rule never starts before the package rules that come before it in the batch have ended:
+//     SSG orders a package before the rules that configure it (install_smartcard_packages before
+//     smartcard_pam_enabled, whose fix does nothing until the package is there), and on forks
+//     made before that package landed such a rule fails every attempt. The serial loop gets this
+//     from the batch's order;
+//   - a rule whose check names a file the known-good root lacks waits for every package rule
+//     pending or in flight, wherever it is in the batch: the file may come with one of their
+//     packages (the smartcard rules read /etc/pam_pkcs11/pam_pkcs11.conf).
+// With no rule in flight the first pending rule of the batch, or the first pending package rule,
+// can start: the loop cannot stall.
 //
 // Thread safety: immutable once built.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,7 +36,8 @@ class StartOrder {
   StartOrder(const stig::Content& content, const std::vector<std::string>& rule_ids,
              const std::function<bool(const std::string&)>& exists);
 
-  // The rules of `pending` (in its order; none of them in flight) that may start beside `in_flight`.
+  // The rules of `pending` (in batch order; none of them in flight) that may start beside
+  // `in_flight`: a package rule first, then the others in batch order.
   std::vector<std::string> Startable(const std::vector<std::string>& pending,
                                      const std::set<std::string>& in_flight) const;
 
@@ -41,6 +48,7 @@ class StartOrder {
   bool Clash(const std::string& a, const std::string& b) const;
 
   const stig::Content& content_;
+  std::map<std::string, size_t> position_;  // in the batch
   std::set<std::string> package_rules_;
   std::set<std::string> waits_for_packages_;
 };

@@ -126,12 +126,24 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
   server_->GetHealthCheckService()->SetServingStatus("temper.v1.Temper", true);
   unix_listener_->Start(*access, server_.get(), refusal_server_.get());
   if (tcp_listener_) tcp_listener_->Start(tcp_acceptor_.get());
+  if (config_.metrics) {
+    metrics_ = std::make_unique<DaemonMetrics>(*store_, models_.get());
+    Result<std::unique_ptr<MetricsEndpoint>> endpoint =
+        MetricsEndpoint::Start(config_.metrics->host, config_.metrics->port, *metrics_, log_);
+    if (!endpoint.ok()) return endpoint.status().WithContext("listen.metrics");
+    metrics_endpoint_ = std::move(*endpoint);
+  }
   return Status::OK();
 }
 
 std::string Daemon::DescribeListeners() const {
   std::string out = fmt::format("unix:{}", config_.unix_socket.path);
   if (config_.tcp) out += fmt::format(", tcp {} (TLS, bearer token)", config_.tcp->address);
+  if (metrics_endpoint_) {
+    const std::string& host = config_.metrics->host;
+    out += fmt::format(", metrics http://{}:{}/metrics", host.find(':') != std::string::npos ? "[" + host + "]" : host,
+                       metrics_endpoint_->port());
+  }
   return out;
 }
 
@@ -141,6 +153,7 @@ void Daemon::Shutdown() {
   if (server_) server_->GetHealthCheckService()->SetServingStatus(false);
   if (unix_listener_) unix_listener_->Stop();
   if (tcp_listener_) tcp_listener_->Stop();
+  metrics_endpoint_.reset();
   // Each loop finishes its current step; its batch stays running and resumes at the next start.
   if (runner_) runner_->Stop();
   // Watch streams end at once with UNAVAILABLE and the seq to resume from; other calls get the grace.

@@ -18,6 +18,8 @@
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/server/daemon_metrics.h"
+#include "orchestrator/server/metrics_endpoint.h"
 #include "orchestrator/server/tcp_listener.h"
 #include "orchestrator/server/temper_service.h"
 #include "orchestrator/server/unix_listener.h"
@@ -44,7 +46,8 @@ class Daemon {
   // Idempotent.
   void Shutdown();
 
-  // "unix:/run/temper/temper.sock, tcp 0.0.0.0:7443 (TLS)" for READY messages.
+  // "unix:/run/temper/temper.sock, tcp 0.0.0.0:7443 (TLS, bearer token), metrics
+  // http://127.0.0.1:9464/metrics" for READY messages (the port bound, when 0 was asked for).
   std::string DescribeListeners() const;
 
  private:
@@ -67,6 +70,8 @@ class Daemon {
   std::unique_ptr<TcpListener> tcp_listener_;
   // Where tcp_listener_ hands its connections: TLS and the token check run in gRPC as on its own port.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> tcp_acceptor_;
+  std::unique_ptr<DaemonMetrics> metrics_;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // listen.metrics; stopped before the store closes
   bool shut_down_ = false;
 };
 

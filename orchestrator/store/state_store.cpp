@@ -627,6 +627,21 @@ Result<std::vector<RoleUsageRecord>> StateStore::BatchRoleUsage(int64_t batch_id
   return out;
 }
 
+Result<StateStore::StateCounts> StateStore::CountStates() {
+  std::lock_guard lock(mu_);
+  StateCounts out;
+  for (auto [table, counts] : {std::pair{"batches", &out.batches}, std::pair{"batch_rules", &out.rules}}) {
+    TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                            db_.Prepare(fmt::format("SELECT state, COUNT(*) FROM {} GROUP BY state", table)));
+    while (true) {
+      TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      (*counts)[q.ColumnText(0)] = static_cast<uint64_t>(q.ColumnInt(1));
+    }
+  }
+  return out;
+}
+
 Result<std::vector<LessonRecord>> StateStore::QueryLessonsLocked(const std::string& where,
                                                                  const std::vector<std::string>& texts,
                                                                  uint32_t limit) {

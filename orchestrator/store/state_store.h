@@ -100,6 +100,13 @@ class StateStore {
   Result<std::vector<LessonRecord>> BatchLessons(int64_t batch_id);
   // The batch's journalled model calls (events with usage) summed per role, by role name.
   Result<std::vector<RoleUsageRecord>> BatchRoleUsage(int64_t batch_id);
+  // How many batches are in each state, and how many rules of all batches (temperd's metrics). The
+  // states as stored; none missing from the maps' keys means none in that state.
+  struct StateCounts {
+    std::map<std::string, uint64_t> batches;
+    std::map<std::string, uint64_t> rules;
+  };
+  Result<StateCounts> CountStates();
   // A page of them: the batch's attempts with an id above `after_id`, oldest first, at most
   // `limit` (an attempt may hold megabytes, so a report is read a page at a time).
   Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id, int64_t after_id, uint32_t limit);

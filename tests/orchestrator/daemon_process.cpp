@@ -169,6 +169,7 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
       start = end + 1;
     }
   }
+  if (!options.metrics_listen.empty()) listen += fmt::format("  metrics: '{}'\n", options.metrics_listen);
   std::string ssh;
   if (!options.ssh_yaml.empty()) {
     ssh = "ssh:\n";

@@ -61,6 +61,7 @@ temper::v1::BatchReport ReadReport(temper::v1::Temper::Stub& stub, const std::st
 struct DaemonOptions {
   std::string unix_group;                 // listen.unix.group; empty leaves the default
   std::string tcp_yaml;                   // the keys of listen.tcp, one per line without indentation; empty: no TCP
+  std::string metrics_listen;             // listen.metrics (HOST:PORT); empty: no metrics endpoint
   std::string models_yaml;                // written to <dir>/models.yaml and named by `models:`; empty: no models
   std::vector<std::string> content_dirs;  // empty: <dir>/content with a placeholder datastream (validation only)
   std::string lab_path;                   // the rootfs target "lab"; empty: <dir>/roots/lab

@@ -1,5 +1,6 @@
 #include "orchestrator/config/daemon_config.h"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "orchestrator/temp_dir.h"
@@ -13,6 +14,9 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->unix_socket.path == "/run/temper/temper.sock");
   CHECK(config->unix_socket.group == "temper");
   CHECK_FALSE(config->tcp.has_value());
+  REQUIRE(config->metrics.has_value());
+  CHECK(config->metrics->host == "127.0.0.1");
+  CHECK(config->metrics->port == 9464);
   CHECK(config->database == "/var/lib/temper/temper.db");
   CHECK(config->default_budgets.max_attempts == 5);
   CHECK(config->default_budgets.wall_time.count() == 1200);
@@ -81,6 +85,27 @@ TEST_CASE("loop.cross_check_verification is off unless set, and must be a boolea
   auto bad = ParseDaemonConfig("loop:\n  cross_check_verification: often\n", "/t.yaml");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("/t.yaml:2:29: loop.cross_check_verification") == 0);
+}
+
+TEST_CASE("listen.metrics: off unless set, HOST:PORT or a port alone on localhost") {
+  CHECK_FALSE(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->metrics.has_value());
+  auto port_only = ParseDaemonConfig("listen:\n  metrics: 9100\n", "/t.yaml");
+  REQUIRE(port_only.ok());
+  CHECK(port_only->metrics->host == "127.0.0.1");
+  CHECK(port_only->metrics->port == 9100);
+  auto v6 = ParseDaemonConfig("listen:\n  metrics: '[::1]:0'\n", "/t.yaml");
+  REQUIRE(v6.ok());
+  CHECK(v6->metrics->host == "::1");
+  CHECK(v6->metrics->port == 0);
+  CHECK(ParseDaemonConfig("listen:\n  metrics: 0.0.0.0:9464\n", "/t.yaml")->metrics->host == "0.0.0.0");
+  for (const char* wrong : {"localhost:http", "70000", ":9464", "127.0.0.1:", "-1"}) {
+    INFO(wrong);
+    auto bad = ParseDaemonConfig(std::string("listen:\n  metrics: '") + wrong + "'\n", "/t.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message() == fmt::format("/t.yaml:2:12: listen.metrics: '{}' is not HOST:PORT or a port "
+                                                "(0-65535; 0: any free port)",
+                                                wrong));
+  }
 }
 
 TEST_CASE("loop.parallel_attempts is 1 unless set, and within 1-16") {

@@ -20,24 +20,45 @@ std::vector<std::string> Ids(std::initializer_list<const char*> names) {
 // A root without the smartcard packages' configuration; everything else is there.
 bool ExistsWithoutSmartcard(const std::string& path) { return path.rfind("/etc/pam_pkcs11", 0) != 0; }
 
-TEST_CASE("start order: package rules one at a time, rules sharing a file never at once") {
+TEST_CASE("start order: package rules one at a time and first, rules sharing a file never at once") {
   const stig::Content& c = stig::testing::Ubuntu2004Stig();
-  const auto rules = Ids({"package_aide_installed", "package_chrony_installed", "sshd_disable_root_login",
-                          "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"});
+  // Batch order: the rules that configure nothing a package brings come first.
+  const auto rules = Ids({"sshd_disable_root_login", "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs",
+                          "package_aide_installed", "package_chrony_installed"});
   StartOrder order(c, rules, ExistsWithoutSmartcard);
   CHECK(order.IsPackageRule(FullRuleId("package_aide_installed")));
   CHECK_FALSE(order.IsPackageRule(FullRuleId("sshd_disable_root_login")));
 
-  CHECK(order.Startable(rules, {}) == rules);  // nothing in flight: any of them
-  const auto pending = Ids({"package_chrony_installed", "sshd_disable_root_login", "accounts_maximum_age_login_defs"});
-  const auto beside_aide_and_umask =
-      order.Startable(pending, {FullRuleId("package_aide_installed"), FullRuleId("accounts_umask_etc_login_defs")});
-  CHECK(beside_aide_and_umask == Ids({"sshd_disable_root_login"}));
+  // Nothing in flight: the first package rule first (the second waits for it), then the others.
+  CHECK(order.Startable(rules, {}) == Ids({"package_aide_installed", "sshd_disable_root_login",
+                                           "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"}));
+  // Beside aide and the umask rule: not the other package rule, not the other login.defs rule.
+  const auto pending = Ids({"sshd_disable_root_login", "accounts_maximum_age_login_defs", "package_chrony_installed"});
+  CHECK(order.Startable(pending, {FullRuleId("package_aide_installed"), FullRuleId("accounts_umask_etc_login_defs")}) ==
+        Ids({"sshd_disable_root_login"}));
+  // Aide ended: chrony's turn.
+  CHECK(order.Startable(Ids({"package_chrony_installed"}), {FullRuleId("sshd_disable_root_login")}) ==
+        Ids({"package_chrony_installed"}));
 }
 
-TEST_CASE("start order: a rule whose check names a missing file waits for the package rules") {
+TEST_CASE("start order: no rule starts before the package rules ahead of it in the batch have ended") {
   const stig::Content& c = stig::testing::Ubuntu2004Stig();
-  const auto rules = Ids({"install_smartcard_packages", "smartcard_configure_ca", "banner_etc_issue_net"});
+  const auto rules =
+      Ids({"banner_etc_issue_net", "install_smartcard_packages", "smartcard_pam_enabled", "accounts_tmout"});
+  StartOrder order(c, rules, ExistsWithoutSmartcard);
+  CHECK_FALSE(order.WaitsForPackages(FullRuleId("smartcard_pam_enabled")));  // it names files the root has
+  CHECK(order.Startable(rules, {}) == Ids({"install_smartcard_packages", "banner_etc_issue_net"}));
+  CHECK(order.Startable(Ids({"smartcard_pam_enabled", "accounts_tmout"}), {FullRuleId("install_smartcard_packages")})
+            .empty());
+  // The package rule ended (fixed, escalated or skipped): the rules after it may start.
+  CHECK(order.Startable(Ids({"smartcard_pam_enabled", "accounts_tmout"}), {}) ==
+        Ids({"smartcard_pam_enabled", "accounts_tmout"}));
+}
+
+TEST_CASE("start order: a rule whose check names a missing file waits for every package rule") {
+  const stig::Content& c = stig::testing::Ubuntu2004Stig();
+  // Out of SSG's order: the smartcard rule before the package that brings its file.
+  const auto rules = Ids({"smartcard_configure_ca", "banner_etc_issue_net", "install_smartcard_packages"});
   StartOrder order(c, rules, ExistsWithoutSmartcard);
   CHECK(order.WaitsForPackages(FullRuleId("smartcard_configure_ca")));
   CHECK_FALSE(order.WaitsForPackages(FullRuleId("banner_etc_issue_net")));
@@ -46,7 +67,6 @@ TEST_CASE("start order: a rule whose check names a missing file waits for the pa
   CHECK(order.Startable(rules, {}) == Ids({"install_smartcard_packages", "banner_etc_issue_net"}));
   CHECK(order.Startable(Ids({"smartcard_configure_ca", "banner_etc_issue_net"}),
                         {FullRuleId("install_smartcard_packages")}) == Ids({"banner_etc_issue_net"}));
-  // The package rule ended (fixed, escalated or skipped): the smartcard rule may start.
   CHECK(order.Startable(Ids({"smartcard_configure_ca"}), {}) == Ids({"smartcard_configure_ca"}));
 
   // On a root that has the file, nothing waits.

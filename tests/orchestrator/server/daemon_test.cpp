@@ -12,12 +12,14 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "orchestrator/daemon_process.h"
+#include "orchestrator/prometheus_parser.h"
 #include "skip.h"
 
 namespace temper::testing {
@@ -198,6 +200,55 @@ TEST_CASE("peer credentials decide who may use the socket") {
   ProcessResult root = RunProcess({TemperBinary(), "--socket", daemon.socket_path(), "list"});
   CHECK(root.exit_code == 0);
   CHECK(daemon.Stop() == 0);
+}
+
+// The metrics address from READY's status line ("... metrics http://127.0.0.1:PORT/metrics").
+int MetricsPort(DaemonProcess& daemon) {
+  for (const std::string& note : daemon.Notifications()) {
+    const std::string marker = "metrics http://127.0.0.1:";
+    const size_t at = note.find(marker);
+    if (at != std::string::npos) return std::stoi(note.substr(at + marker.size()));
+  }
+  FAIL("READY names no metrics address");
+  return 0;
+}
+
+TEST_CASE("listen.metrics: Prometheus's parser reads temperd's GET /metrics, and nothing else is served") {
+  TempDir dir;
+  DaemonProcess daemon(dir, {.metrics_listen = "127.0.0.1:0"});
+  REQUIRE(daemon.Start().ok());
+  SubmitOk(*daemon.Stub(), ValidSubmit("counted"));
+  const int port = MetricsPort(daemon);
+  httplib::Client http("127.0.0.1", port);
+  auto got = http.Get("/metrics");
+  REQUIRE(got);
+  CHECK(got->status == 200);
+  CHECK(got->get_header_value("Content-Type").rfind("text/plain; version=0.0.4", 0) == 0);
+  auto samples = ParsePrometheusText(dir, got->body);
+  if (!samples) TEMPER_SKIP("python3-prometheus-client is not installed (deploy/setup.sh installs it)");
+  CHECK(samples->at(R"(temper_batches{state="queued"})") == 1);  // no models: the batch waits
+  CHECK(samples->at(R"(temper_rules{state="pending"})") == 2);
+  CHECK(samples->at(R"(temper_journal_events_total{})") == 1);
+  CHECK(samples->count(R"(temper_attempt_harness_seconds_count{})") == 1);
+
+  // A scraper reads; nothing else is answered.
+  CHECK(http.Get("/v1/batches")->status == 404);
+  auto posted = http.Post("/metrics", std::string(4096, 'x'), "text/plain");
+  REQUIRE(posted);
+  CHECK(posted->status >= 400);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("listen.metrics on an address already taken: temperd does not start, and says which") {
+  TempDir dir;
+  DaemonProcess first(dir, {.metrics_listen = "127.0.0.1:0"});
+  REQUIRE(first.Start().ok());
+  TempDir other;
+  DaemonProcess second(other, {.metrics_listen = fmt::format("127.0.0.1:{}", MetricsPort(first))});
+  Status started = second.Start();
+  REQUIRE_FALSE(started.ok());
+  CHECK_THAT(second.Log(), Catch::Contains("listen.metrics"));
+  CHECK(first.Stop() == 0);
 }
 
 TEST_CASE("a restart keeps every batch and event, and seqs continue") {
