@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -103,6 +104,44 @@ Result<std::string> NormalizeRuleId(std::string_view id) {
   if (AllIdChars(id)) return fmt::format("{}{}", kSsgRulePrefix, id);
   return Status::InvalidArgument(
       fmt::format("'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
+}
+
+Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const NewBatch& batch,
+                            const stig::DatastreamIds& ids) {
+  const std::string file = std::filesystem::path(batch.datastream).filename().string();
+  // Suggestions in the form the client wrote: short names for SSG's rules, else full ids.
+  auto short_names = [](const std::set<std::string>& full, std::string_view marker) {
+    std::vector<std::string> out;
+    for (const std::string& id : full) {
+      const size_t at = id.find(marker);
+      out.push_back(at == std::string::npos ? id : id.substr(at + marker.size()));
+    }
+    return out;
+  };
+  constexpr std::string_view kProfileMarker = "_profile_";
+  bool profile_found = ids.profiles.count(batch.profile) > 0;
+  for (const std::string& p : ids.profiles) {
+    profile_found |= p.size() > batch.profile.size() && p.ends_with(batch.profile) &&
+                     std::string_view(p).substr(0, p.size() - batch.profile.size()).ends_with(kProfileMarker);
+  }
+  if (!profile_found) {
+    const bool full = batch.profile.find(kProfileMarker) != std::string::npos;
+    return Status::NotFound(
+        fmt::format("profile: '{}' is not a profile of {}{}", batch.profile, file,
+                    DidYouMean(batch.profile, full ? std::vector<std::string>(ids.profiles.begin(), ids.profiles.end())
+                                                   : short_names(ids.profiles, kProfileMarker))));
+  }
+  std::vector<std::string> short_rules;  // built once, for the first unknown rule
+  for (size_t i = 0; i < batch.rule_ids.size(); ++i) {
+    if (ids.rules.count(batch.rule_ids[i])) continue;
+    const std::string& asked = request.rule_ids(static_cast<int>(i));
+    const bool full = asked.rfind("xccdf_", 0) == 0;
+    if (!full && short_rules.empty()) short_rules = short_names(ids.rules, "_rule_");
+    return Status::NotFound(fmt::format(
+        "rule_ids[{}]: '{}' is not a rule of {}{}", i, asked, file,
+        DidYouMean(asked, full ? std::vector<std::string>(ids.rules.begin(), ids.rules.end()) : short_rules)));
+  }
+  return Status::OK();
 }
 
 Result<int64_t> ParseBatchId(std::string_view text) {

@@ -8,6 +8,7 @@
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/records.h"
+#include "stig/scap/datastream_ids.h"
 #include "temper/v1/temper.pb.h"
 
 namespace temper {
@@ -25,6 +26,13 @@ Result<std::string> NormalizeRuleId(std::string_view id);
 // an unknown target or datastream.
 Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request, const DaemonConfig& config,
                                        const std::vector<std::string>& more_targets = {});
+
+// Checks that the datastream `ids` were read from (stig/scap/datastream_ids.h) defines the batch's
+// profile and every rule it names, so a typo is refused at submit. NotFound naming the field, what
+// was asked for as the client wrote it, the datastream's file name and the closest ids:
+// "rule_ids[0]: 'acounts_tmout' is not a rule of ssg-ubuntu2004-ds.xml (did you mean 'accounts_tmout'?)".
+Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const NewBatch& batch,
+                            const stig::DatastreamIds& ids);
 
 // Parses a batch id as the API carries it (decimal). InvalidArgument names the bad text.
 Result<int64_t> ParseBatchId(std::string_view text);

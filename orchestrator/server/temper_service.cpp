@@ -77,6 +77,10 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
   }
   Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
+  // A rule or profile the datastream lacks is refused now, not found missing when the batch runs.
+  Result<std::shared_ptr<const stig::DatastreamIds>> ids = datastream_ids_.Get(batch->datastream);
+  if (!ids.ok()) return ToGrpcStatus(ids.status().WithContext("datastream"));
+  if (Status known = CheckIdsInDatastream(checked, *batch, **ids); !known.ok()) return ToGrpcStatus(known);
   if (!request->host().empty()) {
     bool created = false;
     Result<TargetConfig> target = hosts_.FromSubmit(request->host(), &created);

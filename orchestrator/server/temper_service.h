@@ -13,6 +13,7 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/server/datastream_ids_cache.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
 #include "temper/v1/temper.grpc.pb.h"
@@ -62,6 +63,7 @@ class TemperService final : public temper::v1::Temper::Service {
   LoopRunner& runner_;
   SshHosts& hosts_;
   const Logger& log_;
+  DatastreamIdsCache datastream_ids_;
 };
 
 }  // namespace temper

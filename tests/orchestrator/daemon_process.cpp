@@ -153,10 +153,25 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, i
   return result;
 }
 
+// A datastream with the ids submits are checked against (the stig profile and the rules
+// ValidSubmit names) and nothing OpenSCAP could evaluate: for tests that never run a loop on it.
+constexpr const char* kTestDatastream = R"(<?xml version="1.0" encoding="UTF-8"?>
+<ds:data-stream-collection xmlns:ds="http://scap.nist.gov/schema/scap/source/1.2" id="scap_test_collection">
+  <ds:component id="scap_test_comp_xccdf">
+    <xccdf:Benchmark xmlns:xccdf="http://checklists.nist.gov/xccdf/1.2" id="xccdf_org.ssgproject.content_benchmark_TEST">
+      <xccdf:Profile id="xccdf_org.ssgproject.content_profile_stig"/>
+      <xccdf:Rule id="xccdf_org.ssgproject.content_rule_sshd_disable_root_login"/>
+      <xccdf:Rule id="xccdf_org.ssgproject.content_rule_accounts_tmout"/>
+      <xccdf:Rule id="xccdf_org.ssgproject.content_rule_package_aide_installed"/>
+    </xccdf:Benchmark>
+  </ds:component>
+</ds:data-stream-collection>
+)";
+
 DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) : dir_(dir) {
   socket_path_ = dir / "run/temper.sock";
   log_path_ = dir / "temperd.log";
-  dir.Write("content/ssg-test-ds.xml", "<placeholder datastream for validation tests/>\n");
+  dir.Write("content/ssg-test-ds.xml", kTestDatastream);
   std::string listen = fmt::format("listen:\n  unix:\n    path: {}\n", socket_path_);
   if (!options.unix_group.empty()) listen += fmt::format("    group: {}\n", options.unix_group);
   if (!options.tcp_yaml.empty()) {

@@ -63,7 +63,7 @@ struct DaemonOptions {
   std::string tcp_yaml;                   // the keys of listen.tcp, one per line without indentation; empty: no TCP
   std::string metrics_listen;             // listen.metrics (HOST:PORT); empty: no metrics endpoint
   std::string models_yaml;                // written to <dir>/models.yaml and named by `models:`; empty: no models
-  std::vector<std::string> content_dirs;  // empty: <dir>/content with a placeholder datastream (validation only)
+  std::vector<std::string> content_dirs;  // empty: <dir>/content with a datastream of ids only (validation only)
   std::string lab_path;                   // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
   std::string ssh_yaml;    // the keys of the ssh section, one per line without indentation; empty: none

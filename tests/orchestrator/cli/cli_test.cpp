@@ -184,6 +184,11 @@ TEST_CASE("temper revert refuses what it cannot revert, naming why, before it to
       Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code ==
       0);
   REQUIRE(Cli(daemon, {"cancel", "2"}).exit_code == 0);
+  ProcessResult typo =
+      Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "acounts_tmout"});
+  CHECK(typo.exit_code == 1);
+  CHECK_THAT(typo.err, Catch::Contains("'acounts_tmout' is not a rule of ssg-test-ds.xml (did you mean "
+                                       "'accounts_tmout'?)"));
 
   ProcessResult queued = Cli(daemon, {"revert", "1"});
   CHECK(queued.exit_code == 1);

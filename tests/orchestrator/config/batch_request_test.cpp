@@ -142,6 +142,43 @@ TEST_CASE("parallel_attempts: temperd's unless the request sets it, 1 to 16, and
   CHECK(host.status().message().find("parallel_attempts: 3 for target 'admin@web2', an SSH host") == 0);
 }
 
+TEST_CASE("a rule or profile the datastream lacks is refused, with the closest ids in the client's form") {
+  Fixture f;
+  stig::DatastreamIds ids;
+  ids.profiles = {"xccdf_org.ssgproject.content_profile_stig", "xccdf_org.ssgproject.content_profile_cis_level1"};
+  ids.rules = {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+               "xccdf_org.ssgproject.content_rule_accounts_tmout"};
+  auto check = [&](const temper::v1::SubmitBatchRequest& r) {
+    auto batch = ValidateSubmitRequest(r, f.config);
+    REQUIRE(batch.ok());
+    Status s = CheckIdsInDatastream(r, *batch, ids);
+    return s.ok() ? std::string("OK") : s.message();
+  };
+  CHECK(check(f.Valid()) == "OK");
+  auto r = f.Valid();
+  r.set_rule_ids(1, "acounts_tmout");
+  CHECK(check(r) == "rule_ids[1]: 'acounts_tmout' is not a rule of ssg-test-ds.xml (did you mean 'accounts_tmout'?)");
+  r.set_rule_ids(1, "xccdf_org.ssgproject.content_rule_accounts_tmot");
+  CHECK(check(r) ==
+        "rule_ids[1]: 'xccdf_org.ssgproject.content_rule_accounts_tmot' is not a rule of ssg-test-ds.xml (did you "
+        "mean 'xccdf_org.ssgproject.content_rule_accounts_tmout'?)");
+  r = f.Valid();
+  r.set_rule_ids(0, "no_such_rule_at_all");
+  CHECK(check(r) == "rule_ids[0]: 'no_such_rule_at_all' is not a rule of ssg-test-ds.xml");
+
+  r = f.Valid();
+  r.set_profile("stgi");
+  CHECK(check(r) == "profile: 'stgi' is not a profile of ssg-test-ds.xml (did you mean 'stig'?)");
+  r.set_profile("xccdf_org.ssgproject.content_profile_cis_level1");
+  CHECK(check(r) == "OK");
+  r.set_profile("level1");  // a suffix, but not the name after "_profile_"
+  CHECK(check(r).rfind("profile: 'level1' is not a profile of ssg-test-ds.xml", 0) == 0);
+  r = f.Valid();
+  r.clear_rule_ids();
+  r.set_whole_profile(true);
+  CHECK(check(r) == "OK");
+}
+
 TEST_CASE("waivers are normalized, checked field by field, and carried with the opt-ins") {
   Fixture f;
   auto r = f.Valid();

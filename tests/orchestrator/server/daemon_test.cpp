@@ -78,6 +78,16 @@ TEST_CASE("submit, list, status and cancel over the unix socket") {
   CHECK(invalid.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(invalid.error_message().rfind("target: 'prod' is not configured", 0) == 0);
 
+  // A mistyped rule is refused at submit, nothing queued.
+  auto typo = ValidSubmit();
+  typo.set_rule_ids(1, "acounts_tmout");
+  grpc::Status unknown = stub->SubmitBatch(CallContext().get(), typo, &unused);
+  CHECK(unknown.error_code() == grpc::StatusCode::NOT_FOUND);
+  CHECK(unknown.error_message() ==
+        "rule_ids[1]: 'acounts_tmout' is not a rule of ssg-test-ds.xml (did you mean 'accounts_tmout'?)");
+  REQUIRE(stub->ListBatches(CallContext().get(), list_req, &list).ok());
+  CHECK(list.batches_size() == 2);
+
   CHECK(daemon.Stop() == 0);
 }
 
