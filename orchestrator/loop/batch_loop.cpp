@@ -331,7 +331,8 @@ BatchLoop::Asked BatchLoop::Ask(ModelClient& client, const RolePrompt& prompt, P
 
 void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update,
                                 std::vector<NewEvent>& events) const {
-  PolicyDecision decision = DecideRule(**s_.content.Rule(before.rule_id), before.verdict, batch_.options, NowMs());
+  PolicyDecision decision = DecideRule(**s_.content.Rule(before.rule_id), before.verdict, batch_.options, NowMs(),
+                                       !target_.ChangesAreFilesOnly());
   if (decision.state) {
     update.state = decision.state;
     update.detail = decision.detail;

@@ -25,7 +25,8 @@ nlohmann::json WaiverJson(const Waiver& w) {
 
 }  // namespace
 
-PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, const BatchOptions& options, TimeMs now) {
+PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, const BatchOptions& options, TimeMs now,
+                          bool target_is_live) {
   PolicyDecision d;
   const std::string verdict(stig::VerdictName(before));
   if (const Waiver* w = FindWaiver(options, rule.id)) {
@@ -51,6 +52,17 @@ PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, cons
         "must review it",
         verdict);
     d.events.push_back({EventType::kRuleManual, {{"before_verdict", verdict}}});
+    return d;
+  }
+  if (!target_is_live && rule.classification.decidability == stig::Decidability::kLiveHost &&
+      (before == stig::Verdict::kError || before == stig::Verdict::kUnknown)) {
+    std::string reads;
+    for (const std::string& t : rule.classification.live_test_types) reads += (reads.empty() ? "" : ", ") + t;
+    d.state = RuleState::kSkipped;
+    d.detail = fmt::format(
+        "needs a live host: its check reads the running system ({}), which a root file system does not have "
+        "(OpenSCAP: {}); run it against an SSH host",
+        reads.empty() ? "runtime state" : reads, verdict);
     return d;
   }
   if (before != stig::Verdict::kFail || options.allow_disruptive) return d;

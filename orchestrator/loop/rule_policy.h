@@ -4,6 +4,9 @@
 //   1. a waiver that has not expired        → waived (whatever the verdict; never counted as pass)
 //      an expired waiver is flagged (a "waiver.expired" event) and the rule goes on as unwaived;
 //   2. no automated check (OCIL only)       → manual (a person reviews it; never counted as pass)
+//      a check that needs the running system, undecided (error, unknown) on a target that has none
+//      (a root file system)                 → skipped, saying it needs a live host (service_*_enabled:
+//                                             SSG asks systemd over D-Bus), not an error of the run
 //   3. failing, disruptive, no opt-in       → held, the detail saying why and how to opt in
 //   4. otherwise                            → as the verdict says (pending, already passing, ...)
 // Rules decided here are final before the Architect's first pick, so it is never offered them.
@@ -37,8 +40,10 @@ struct PolicyDecision {
   std::vector<PolicyEvent> events;
 };
 
-// `now` decides which waivers have expired.
-PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, const BatchOptions& options, TimeMs now);
+// `now` decides which waivers have expired; `target_is_live` is false for a target without a running
+// system (Target::ChangesAreFilesOnly).
+PolicyDecision DecideRule(const stig::RuleInfo& rule, stig::Verdict before, const BatchOptions& options, TimeMs now,
+                          bool target_is_live = true);
 
 // What a kept fix of `rule` leaves the rule in: reboot_pending when SSG says its fix takes effect
 // only after a reboot (the change stays staged until `temper rebooted` re-verifies it), else fixed.

@@ -43,6 +43,22 @@ TEST_CASE("a waiver in force keeps the rule out of remediation whatever its verd
                   .state.has_value());
 }
 
+TEST_CASE("a live-host check OpenSCAP cannot decide on a root file system is skipped as such, not an error") {
+  stig::RuleInfo service = Rule("service_auditd_enabled", stig::Decidability::kLiveHost);
+  service.classification.live_test_types = {"systemdunitproperty_test"};
+  PolicyDecision d = DecideRule(service, Verdict::kUnknown, {}, kNow, /*target_is_live=*/false);
+  REQUIRE(d.state == RuleState::kSkipped);
+  CHECK(d.detail ==
+        "needs a live host: its check reads the running system (systemdunitproperty_test), which a root file "
+        "system does not have (OpenSCAP: unknown); run it against an SSH host");
+  CHECK(DecideRule(service, Verdict::kError, {}, kNow, false).state == RuleState::kSkipped);
+  // On a live host the same verdict stays the run's error; a decided verdict is the verdict's.
+  CHECK_FALSE(DecideRule(service, Verdict::kUnknown, {}, kNow, true).state.has_value());
+  CHECK_FALSE(DecideRule(service, Verdict::kFail, {}, kNow, false).state.has_value());
+  // A static check that OpenSCAP could not decide is an error wherever it runs.
+  CHECK_FALSE(DecideRule(Rule("accounts_tmout"), Verdict::kUnknown, {}, kNow, false).state.has_value());
+}
+
 TEST_CASE("an expired waiver is flagged and the rule is remediated as if it had none") {
   PolicyDecision d = DecideRule(Rule("accounts_tmout"), Verdict::kFail, WithWaiver("accounts_tmout", kNow), kNow);
   CHECK_FALSE(d.state.has_value());
