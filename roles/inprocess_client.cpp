@@ -256,6 +256,7 @@ Result<ChatResponse> InprocessClient::Chat(const ChatRequest& request, const Str
       finish = e->finish;
       error = e->error;
       usage = e->usage;
+      out.malformed_reply = e->parse_error;
     }
   }
   switch (finish) {
@@ -271,11 +272,7 @@ Result<ChatResponse> InprocessClient::Chat(const ChatRequest& request, const Str
     case engine::ChatFinish::kCancelled:
       return Status::Cancelled(fmt::format("{}: the engine cancelled the request (it is shutting down)", who));
     case engine::ChatFinish::kError:
-      // InvalidArgument is the reply parser's verdict on what the model wrote; anything else is
-      // the engine failing.
-      if (error.code() != StatusCode::kInvalidArgument) return error.WithContext(who);
-      out.malformed_reply = error.message();
-      break;
+      return error.WithContext(who);
     case engine::ChatFinish::kNone:
       return Status::Internal(fmt::format("{}: the engine's stream ended without a finish reason", who));
   }

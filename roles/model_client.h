@@ -79,7 +79,7 @@ struct ChatResponse {
   std::vector<ToolCall> tool_calls;
   // Set when the model's reply broke its own format (a native tool call that does not parse): why,
   // with where. The roles explain it back to the model like any unusable answer, rather than
-  // ending the conversation; `text` holds what was readable before it.
+  // ending the conversation; `text` holds the reply, verbatim from the point that broke.
   std::string malformed_reply;
   FinishReason finish_reason = FinishReason::kOther;
   TokenUsage usage;

@@ -151,6 +151,8 @@ Result<ChatResponse> ParseOpenAIResponse(std::string_view body) {
   std::string finish;
   TEMPER_RETURN_IF_ERROR(OptionalString(choice, "finish_reason", "choices[0]", &finish));
   r.finish_reason = ParseFinishReason(finish);
+  // temper-lm serve's note on a reply that broke the model's format (its text came back verbatim).
+  TEMPER_RETURN_IF_ERROR(OptionalString(choice, "parse_error", "choices[0]", &r.malformed_reply));
   TEMPER_RETURN_IF_ERROR(ParseUsage(root, &r.usage));
   return r;
 }
@@ -263,6 +265,7 @@ Status StreamAccumulator::FeedChunk(const json& chunk, const StreamCallbacks* st
   }
   std::string finish;
   TEMPER_RETURN_IF_ERROR(OptionalString(choice, "finish_reason", where + ".choices[0]", &finish));
+  TEMPER_RETURN_IF_ERROR(OptionalString(choice, "parse_error", where + ".choices[0]", &response_.malformed_reply));
   if (!finish.empty()) {
     response_.finish_reason = ParseFinishReason(finish);
     finished_ = true;

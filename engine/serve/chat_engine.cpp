@@ -35,7 +35,7 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
     if (!delta.ok()) {
       if (!failed_) {
         failed_ = true;
-        failure_ = delta.status().WithContext("malformed model reply");
+        failure_ = delta.status().WithContext("reply parser");
       }
       return;
     }
@@ -45,7 +45,7 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
   };
   if (!failed_ && !event.text.empty()) {
     take(parser_.Push(event.text));
-    // Generating past a malformed reply is wasted work: stop it; its end is reported as the error.
+    // Generating past a parser failure is wasted work: stop it; its end is reported as the error.
     if (failed_) stream_->Cancel();
   }
   if (event.finish == FinishReason::kNone) return out;
@@ -66,20 +66,16 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
         out.finish = parser_.tool_call_count() > 0 ? ChatFinish::kToolCalls : ChatFinish::kStop;
       }
       break;
-    case FinishReason::kLength: {
-      // A tool call or thought cut off by max_tokens is incomplete, not malformed.
-      const bool cut_inside = parser_.inside_construct();
-      Result<ReplyDelta> rest = parser_.Finish();
-      if (rest.ok() || cut_inside) {
-        if (rest.ok()) take(std::move(rest));
-        out.finish = ChatFinish::kLength;
-      } else {
-        take(std::move(rest));
+    case FinishReason::kLength:
+      // A tool call or thought cut off by max_tokens comes back as its text, noted as unclosed.
+      take(parser_.Finish());
+      if (failed_) {
         out.finish = ChatFinish::kError;
         out.error = failure_;
+      } else {
+        out.finish = ChatFinish::kLength;
       }
       break;
-    }
     case FinishReason::kCancelled:
       out.finish = ChatFinish::kCancelled;
       break;
@@ -89,6 +85,7 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
       out.error = event.error;
       break;
   }
+  if (!parser_.parse_error().ok()) out.parse_error = parser_.parse_error().message();
   return out;
 }
 

@@ -60,6 +60,9 @@ struct ChatEvent {
   ChatFinish finish = ChatFinish::kNone;
   Status error;        // with kError
   RequestUsage usage;  // with a finish: prompt, cached prompt and completion tokens, timings
+  // With a finish: why the reply is plain content from some point on (it broke Gemma's chat format
+  // there: a malformed tool call, a stray control token; ReplyStreamParser::parse_error), or "".
+  std::string parse_error;
   bool empty() const {
     return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone;
   }

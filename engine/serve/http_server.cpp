@@ -234,12 +234,8 @@ json ToolCallJson(const ToolCall& call, const std::string& id, size_t index, boo
   return j;
 }
 
-// A reply the chat format could not parse is the model's failure, not the client's.
 ApiError ChatError(const ChatEvent& e) {
   if (e.finish == ChatFinish::kCancelled) return ApiError{503, "the request was cancelled", "server_error"};
-  if (e.error.code() == StatusCode::kInvalidArgument) {
-    return ApiError{500, e.error.message(), "server_error", "", "invalid_model_output"};
-  }
   return FromStatus(e.error);
 }
 
@@ -393,6 +389,7 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
         all.finish = e->finish;
         all.error = e->error;
         all.usage = e->usage;
+        all.parse_error = e->parse_error;
       }
     }
     if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
@@ -409,14 +406,16 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
         calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
       message["tool_calls"] = std::move(calls);
     }
+    json choice = {{"index", 0},
+                   {"message", std::move(message)},
+                   {"logprobs", nullptr},
+                   {"finish_reason", ChatFinishName(all.finish)}};
+    if (!all.parse_error.empty()) choice["parse_error"] = all.parse_error;
     json out = {{"id", id},
                 {"object", "chat.completion"},
                 {"created", created},
                 {"model", model},
-                {"choices", json::array({{{"index", 0},
-                                          {"message", std::move(message)},
-                                          {"logprobs", nullptr},
-                                          {"finish_reason", ChatFinishName(all.finish)}}})},
+                {"choices", json::array({std::move(choice)})},
                 {"usage", UsageJson(all.usage)}};
     res.set_content(out.dump(), "application/json");
     return;
@@ -426,15 +425,17 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   // text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
   // then `data: [DONE]`.
   const bool include_usage = parsed.include_usage;
-  auto chunk = [id, created, model](json delta, json finish) {
+  auto chunk = [id, created, model](json delta, json finish, const std::string& parse_error = "") {
+    json choice = {{"index", 0},
+                   {"delta", std::move(delta)},
+                   {"logprobs", nullptr},
+                   {"finish_reason", std::move(finish)}};
+    if (!parse_error.empty()) choice["parse_error"] = parse_error;
     json c = {{"id", id},
               {"object", "chat.completion.chunk"},
               {"created", created},
               {"model", model},
-              {"choices", json::array({{{"index", 0},
-                                        {"delta", std::move(delta)},
-                                        {"logprobs", nullptr},
-                                        {"finish_reason", std::move(finish)}}})}};
+              {"choices", json::array({std::move(choice)})}};
     return "data: " + c.dump() + "\n\n";
   };
   auto started = std::make_shared<bool>(false);
@@ -464,7 +465,7 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
         if (e->finish == ChatFinish::kError || e->finish == ChatFinish::kCancelled) {
           out += "data: " + ErrorJson(ChatError(*e)).dump() + "\n\ndata: [DONE]\n\n";
         } else if (e->finish != ChatFinish::kNone) {
-          out += chunk(json::object(), ChatFinishName(e->finish));
+          out += chunk(json::object(), ChatFinishName(e->finish), e->parse_error);
           if (include_usage) {
             json usage = {{"id", id},       {"object", "chat.completion.chunk"}, {"created", created},
                           {"model", model}, {"choices", json::array()},          {"usage", UsageJson(e->usage)}};

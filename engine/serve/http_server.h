@@ -17,8 +17,11 @@
 //                         `stop`, `stream` with `stream_options.include_usage`. Streamed chunks carry
 //                         `delta.content`, `delta.reasoning_content` (thinking), and each tool call
 //                         whole in one `delta.tool_calls` entry (index, id, function name, arguments)
-//                         once the model has closed it. A malformed tool call from the model is a 500
-//                         `invalid_model_output` error naming it (mid-stream: an error event).
+//                         once the model has closed it. A reply that breaks Gemma's format (a
+//                         malformed tool call, a stray control token) comes back as text from that
+//                         point on, verbatim, and the choice (the last chunk's, streamed) carries
+//                         `parse_error` saying what broke, as other OpenAI-compatible servers return
+//                         the text they cannot parse.
 //   GET  /v1/models       the one model this server serves
 //   GET  /health          {"status":"ok"}
 //   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s

@@ -74,11 +74,12 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         const size_t lt = rest.find('<');
         if (lt == std::string_view::npos) {
           EmitContent(rest, out);
-          pos_ = s.size();
+          pos_ = emitted_to_ = s.size();
           break;
         }
         EmitContent(rest.substr(0, lt), out);
         pos_ += lt;
+        emitted_to_ = pos_;
         const std::string_view at = s.substr(pos_);
         if (at.starts_with(kChannelOpen)) {
           construct_start_ = pos_;
@@ -117,7 +118,7 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
           if (partial) return Status::OK();  // wait for the next chunk
         }
         EmitContent(at.substr(0, 1), out);
-        ++pos_;
+        emitted_to_ = ++pos_;
         break;
       }
       case State::kThoughtHeader:
@@ -126,6 +127,7 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         } else if (!final && CouldBecome(rest, kThought)) {
           return Status::OK();
         }
+        emitted_to_ = pos_;  // the header is part of the thought: not content if the reply breaks later
         state_ = State::kThinking;
         break;
       case State::kThinking: {
@@ -133,6 +135,7 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         if (close != std::string_view::npos) {
           EmitThinking(rest.substr(0, close), out);
           pos_ += close + kChannelClose.size();
+          emitted_to_ = pos_;
           thought_space_.clear();  // a thought's trailing whitespace is trimmed
           state_ = State::kContent;
           break;
@@ -149,6 +152,7 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         }
         EmitThinking(rest.substr(0, rest.size() - keep), out);
         pos_ += rest.size() - keep;
+        emitted_to_ = pos_;
         return Status::OK();
       }
       case State::kToolCall: {
@@ -163,7 +167,7 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         }
         out.tool_calls.push_back(std::move(reply.tool_calls.back()));
         ++calls_;
-        pos_ = end;
+        pos_ = emitted_to_ = end;
         state_ = State::kContent;
         break;
       }
@@ -175,37 +179,46 @@ Status ReplyStreamParser::Process(ReplyDelta& out, bool final) {
         pos_ = s.size();
         break;
       }
+      case State::kRaw:
+        out.content.append(rest);
+        pos_ = s.size();
+        break;
     }
   }
   return Status::OK();
 }
 
+Status ReplyStreamParser::Run(ReplyDelta& out, bool final) {
+  Status s = Process(out, final);
+  if (final && s.ok() && state_ == State::kToolCall) {
+    s = Status::InvalidArgument(
+        fmt::format("tool call {} at byte {}: not closed with <tool_call|>", calls_, construct_start_));
+  } else if (final && s.ok() && (state_ == State::kThinking || state_ == State::kThoughtHeader)) {
+    s = Status::InvalidArgument(
+        fmt::format("reply at byte {}: thought channel not closed with <channel|>", construct_start_));
+  }
+  if (s.code() != StatusCode::kInvalidArgument) return s;
+  // What was held back and everything not yet delivered, verbatim; the rest of the reply follows.
+  parse_error_ = s;
+  state_ = State::kRaw;
+  out.content += content_space_;
+  content_space_.clear();
+  out.content.append(all_, emitted_to_);
+  pos_ = emitted_to_ = all_.size();
+  return Status::OK();
+}
+
 Result<ReplyDelta> ReplyStreamParser::Push(std::string_view text) {
-  if (!error_.ok()) return error_;
   all_.append(text);
   ReplyDelta out;
-  if (Status s = Process(out, /*final=*/false); !s.ok()) {
-    error_ = s;
-    return s;
-  }
+  TEMPER_RETURN_IF_ERROR(Run(out, /*final=*/false));
   return out;
 }
 
 Result<ReplyDelta> ReplyStreamParser::Finish() {
-  if (!error_.ok()) return error_;
   ReplyDelta out;
-  Status s = Process(out, /*final=*/true);
-  if (s.ok() && state_ == State::kToolCall) {
-    s = Status::InvalidArgument(
-        fmt::format("tool call {} at byte {}: not closed with <tool_call|>", calls_, construct_start_));
-  } else if (s.ok() && (state_ == State::kThinking || state_ == State::kThoughtHeader)) {
-    s = Status::InvalidArgument(
-        fmt::format("reply at byte {}: thought channel not closed with <channel|>", construct_start_));
-  }
-  if (!s.ok()) {
-    error_ = s;
-    return s;
-  }
+  TEMPER_RETURN_IF_ERROR(Run(out, /*final=*/true));
+  if (state_ == State::kContent) content_space_.clear();  // the reply's trailing whitespace: trimmed
   return out;
 }
 

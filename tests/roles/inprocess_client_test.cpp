@@ -306,8 +306,8 @@ TEST_CASE("tool declarations, assistant tool calls and tool results render in Ge
 
   // And the client serves it (the reply may be anything; the request must be accepted).
   auto r = client->Chat(request, nullptr);
-  if (!r.ok()) CHECK_THAT(r.status().message(), Catch::Contains("malformed model reply"));
-  else CHECK(r->usage.prompt_tokens == prompt->ids.size());
+  REQUIRE(r.ok());  // a reply that breaks the format is text with a note (malformed_reply), not an error
+  CHECK(r->usage.prompt_tokens == prompt->ids.size());
 }
 
 TEST_CASE("malformed tool protocol in a request is refused naming the message", "[roles][inprocess]") {

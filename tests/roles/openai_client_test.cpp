@@ -175,6 +175,37 @@ TEST_CASE("a streamed reply: SSE pieces reach the callbacks in order and fold in
   CHECK(r->usage.completion_tokens == 9);
 }
 
+TEST_CASE("temper-lm serve's parse_error on a reply that broke the model's format reaches malformed_reply") {
+  const std::string text = "Hey<tool_call|> ok";
+  const std::string note = "reply at byte 3: unexpected <tool_call|>";
+  for (bool streamed : {false, true}) {
+    INFO((streamed ? "streamed" : "whole"));
+    LocalServer server([&](const httplib::Request&, httplib::Response& res) {
+      if (!streamed) {
+        json whole = {{"choices",
+                       {{{"index", 0},
+                         {"message", {{"role", "assistant"}, {"content", text}}},
+                         {"finish_reason", "stop"},
+                         {"parse_error", note}}}},
+                      {"usage", {{"prompt_tokens", 5}, {"completion_tokens", 6}}}};
+        res.set_content(whole.dump(), "application/json");
+        return;
+      }
+      json last = Delta(json::object(), "stop");
+      last["choices"][0]["parse_error"] = note;
+      res.set_content(Sse(Delta({{"content", text}})) + Sse(last) + "data: [DONE]\n\n", "text/event-stream");
+    });
+    Fixture f;
+    auto client = f.Client(server.base_url());
+    StreamCallbacks cb{[](std::string_view) {}, [](std::string_view) {}};
+    auto r = client->Chat(SimpleRequest(), streamed ? &cb : nullptr);
+    REQUIRE(r.ok());
+    CHECK(r->text == text);
+    CHECK(r->malformed_reply == note);
+    CHECK(r->finish_reason == FinishReason::kStop);
+  }
+}
+
 TEST_CASE("429 with Retry-After then 500 then success: waits as told, then backs off exponentially") {
   std::atomic<int> calls{0};
   LocalServer server([&](const httplib::Request&, httplib::Response& res) {

@@ -71,6 +71,97 @@ ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
   return (*s)->Wait();
 }
 
+// The tiny model, made to reply with a chosen text: each decode row whose input token starts a
+// step of the script gets that step's next token as its argmax (the script's tokens are distinct).
+class ScriptedReplyBackend final : public Backend {
+ public:
+  explicit ScriptedReplyBackend(Backend& inner) : inner_(inner) {}
+  // Before any request: each step's input token → the token that must follow it.
+  void Script(std::map<int32_t, int32_t> next) { next_ = std::move(next); }
+  const ModelConfig& config() const override { return inner_.config(); }
+  Result<SequenceId> AddSequence() override { return inner_.AddSequence(); }
+  Status ReleaseSequence(SequenceId seq) override { return inner_.ReleaseSequence(seq); }
+  Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_.SequenceLength(seq); }
+  Status Truncate(SequenceId seq, int64_t length) override { return inner_.Truncate(seq, length); }
+  int64_t context_limit() const override { return inner_.context_limit(); }
+  KvUsage kv_usage() const override { return inner_.kv_usage(); }
+  Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_.TakeSnapshot(seq); }
+  Result<SequenceId> ForkSnapshot(SnapshotId snap) override { return inner_.ForkSnapshot(snap); }
+  Status ReleaseSnapshot(SnapshotId snap) override { return inner_.ReleaseSnapshot(snap); }
+  int64_t max_decode_rows() const override { return inner_.max_decode_rows(); }
+  Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
+    TEMPER_ASSIGN_OR_RETURN(ForwardResult r, inner_.Forward(batch, options));
+    const size_t vocab = static_cast<size_t>(config().vocab_size);
+    size_t row = 0;
+    for (const ForwardItem& item : batch) {
+      row += static_cast<size_t>(LogitRows(item));
+      auto it = next_.find(item.tokens.back());
+      if (it == next_.end()) continue;
+      std::span<float> logits(r.logits.data() + (row - 1) * vocab, vocab);
+      logits[static_cast<size_t>(it->second)] = *std::max_element(logits.begin(), logits.end()) + 100;
+    }
+    return r;
+  }
+
+ private:
+  Backend& inner_;
+  std::map<int32_t, int32_t> next_;
+};
+
+TEST_CASE("a reply that breaks the chat format comes back as its text with parse_error, whole and streamed",
+          "[engine][http][chat]") {
+  std::unique_ptr<CpuBackend> tiny = ServingBackend();
+  ScriptedReplyBackend backend(*tiny);
+  const Tokenizer& tok = ChatTokenizer();
+  auto engine = ChatEngine::Create(backend, tok, {}, QuietLog());
+  REQUIRE(engine.ok());
+  // The model answers "Hey", a stray <tool_call|>, " ok", then ends its turn.
+  Conversation conversation;
+  conversation.messages.push_back({.role = ChatRole::kUser, .content = "Check sshd."});
+  auto prompt = (*engine)->RenderPrompt(conversation);
+  REQUIRE(prompt.ok());
+  std::map<int32_t, int32_t> next;
+  int32_t previous = prompt->ids.back();
+  for (int32_t id : tok.Encode("Hey<tool_call|> ok<turn|>")) {
+    REQUIRE(next.emplace(previous, id).second);  // distinct steps
+    previous = id;
+  }
+  backend.Script(std::move(next));
+  HttpServerOptions http;
+  http.model_name = "gemma4-tiny";
+  http.chat = engine->get();
+  auto server = HttpServer::Start((*engine)->scheduler(), http, QuietLog());
+  REQUIRE(server.ok());
+  httplib::Client c = LocalClient((*server)->port());
+
+  json body = ChatBody(16);
+  body["messages"] = json::array({{{"role", "user"}, {"content", "Check sshd."}}});
+  auto whole = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(whole);
+  INFO(whole->body);
+  REQUIRE(whole->status == 200);  // not a 500: the model's text, and what broke
+  const json r = json::parse(whole->body);
+  CHECK(r["choices"][0]["message"]["content"] == "Hey<tool_call|> ok");
+  CHECK(r["choices"][0]["parse_error"] == "reply at byte 3: unexpected <tool_call|>");
+  CHECK(r["choices"][0]["finish_reason"] == "stop");
+
+  body["stream"] = true;
+  auto streamed = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(streamed);
+  REQUIRE(streamed->status == 200);
+  const std::vector<std::string> data = SseData(streamed->body);
+  REQUIRE(data.back() == "[DONE]");
+  std::string content, parse_error;
+  for (size_t i = 0; i + 1 < data.size(); ++i) {
+    const json chunk = json::parse(data[i]);
+    const json& choice = chunk["choices"][0];
+    if (choice["delta"].contains("content")) content += choice["delta"]["content"].get<std::string>();
+    if (choice.contains("parse_error")) parse_error = choice["parse_error"];
+  }
+  CHECK(content == "Hey<tool_call|> ok");
+  CHECK(parse_error == "reply at byte 3: unexpected <tool_call|>");
+}
+
 TEST_CASE("chat completions over HTTP: whole and streamed replies equal the in-process engine's",
           "[engine][http][chat]") {
   ChatServed s;
