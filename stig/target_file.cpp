@@ -122,7 +122,7 @@ Result<UniqueFd> OpenTargetFileForWrite(const std::string& root, const std::stri
   return Status::Aborted(fmt::format("{} kept changing while it was opened in the target", path));
 }
 
-Result<UniqueFd> OpenLayerFile(const std::string& tree, const std::string& path) {
+Result<UniqueFd> OpenLayerFile(const std::string& tree, const std::string& path, int access) {
   TEMPER_ASSIGN_OR_RETURN(std::string rel, Relative(path));
   TEMPER_ASSIGN_OR_RETURN(UniqueFd dir, OpenDir(tree));
   UniqueFd handle(OpenAt2(dir.get(), rel, O_PATH | O_NOFOLLOW, 0,
@@ -131,7 +131,7 @@ Result<UniqueFd> OpenLayerFile(const std::string& tree, const std::string& path)
     if (errno == ENOENT) return Status::NotFound(fmt::format("{} does not exist in {}", path, tree));
     return Status::FromErrno(errno, fmt::format("opening {} in {}", path, tree));
   }
-  return Reopen(handle, path, O_RDONLY);
+  return Reopen(handle, path, access);
 }
 
 Result<struct stat> StatInTarget(const std::string& root, const std::string& path) {

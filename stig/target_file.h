@@ -15,6 +15,7 @@
 // Thread safety: free functions, reentrant.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -45,10 +46,11 @@ Result<UniqueFd> OpenTargetFileForRead(const std::string& root, const std::strin
 // (ENOSPC among them: the caller knows what full means for its tree).
 Result<UniqueFd> OpenTargetFileForWrite(const std::string& root, const std::string& path, mode_t mode);
 
-// Opens for reading the regular file at `path` (absolute in the tree) of a layer directory or a
-// merged tree at `tree`, following no symlink at any step: for host code that reads what a layer
-// holds (change sets, diffs). Errors as OpenTargetFileForRead; a symlink on the way is IOError.
-Result<UniqueFd> OpenLayerFile(const std::string& tree, const std::string& path);
+// Opens the regular file at `path` (absolute in the tree) of a layer directory or a merged tree at
+// `tree`, following no symlink at any step: for host code that reads what a layer holds (change
+// sets, diffs) or rewrites one of its files (`access` O_WRONLY | O_TRUNC: a merged commit). Errors
+// as OpenTargetFileForRead; a symlink on the way is IOError.
+Result<UniqueFd> OpenLayerFile(const std::string& tree, const std::string& path, int access = O_RDONLY);
 
 // The type and metadata of what `path` names in the tree at `root`, links on the way resolved
 // inside the tree, the last one not followed (lstat as the target sees it). NotFound when missing.

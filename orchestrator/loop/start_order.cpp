@@ -6,8 +6,7 @@
 namespace temper {
 
 StartOrder::StartOrder(const stig::Content& content, const std::vector<std::string>& rule_ids,
-                       const std::function<bool(const std::string&)>& exists)
-    : content_(content) {
+                       const std::function<bool(const std::string&)>& exists) {
   for (const std::string& id : rule_ids) {
     position_.emplace(id, position_.size());
     Result<const stig::RuleInfo*> rule = content.Rule(id);
@@ -24,12 +23,6 @@ StartOrder::StartOrder(const stig::Content& content, const std::vector<std::stri
   }
 }
 
-bool StartOrder::Clash(const std::string& a, const std::string& b) const {
-  if (IsPackageRule(a) && IsPackageRule(b)) return true;
-  Result<const stig::RuleInfo*> ra = content_.Rule(a), rb = content_.Rule(b);
-  return ra.ok() && rb.ok() && (*ra)->footprint.SharesFilesWith((*rb)->footprint);
-}
-
 std::vector<std::string> StartOrder::Startable(const std::vector<std::string>& pending,
                                                const std::set<std::string>& in_flight) const {
   auto position = [&](const std::string& id) {
@@ -43,13 +36,14 @@ std::vector<std::string> StartOrder::Startable(const std::vector<std::string>& p
   };
   for (const std::string& id : in_flight) note(id);
   for (const std::string& id : pending) note(id);
+  const bool package_in_flight =
+      std::any_of(in_flight.begin(), in_flight.end(), [&](const std::string& id) { return IsPackageRule(id); });
   std::vector<std::string> out;
   for (const std::string& id : pending) {
     if (position(id) > first_package) continue;
     if (first_package != SIZE_MAX && WaitsForPackages(id)) continue;
-    if (std::none_of(in_flight.begin(), in_flight.end(), [&](const std::string& busy) { return Clash(id, busy); })) {
-      out.push_back(id);
-    }
+    if (package_in_flight && IsPackageRule(id)) continue;
+    out.push_back(id);
   }
   std::stable_partition(out.begin(), out.end(), [&](const std::string& id) { return IsPackageRule(id); });
   return out;

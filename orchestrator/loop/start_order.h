@@ -1,7 +1,7 @@
 // StartOrder: which pending rules may start beside the rules in flight, with parallel attempts
-// (batch_loop.h). What two rules at once would cost at the serialized commit decides it:
-//   - rules whose checks read a common file (CheckFootprint::SharesFilesWith) would clash when the
-//     second lands: never at once;
+// (batch_loop.h). What two rules at once would cost at the serialized commit decides it. Rules
+// that edit one file (the audit rules' rules.d, /etc/login.defs) may run at once: their commits
+// merge line by line (stig/rootfs/line_merge.h) and are verified again. But:
 //   - package rules (checks that read nothing but the package database: a package installed or
 //     removed) all write dpkg's database, so the second to land always clashes: one at a time,
 //     first among the startable rules so that they end early;
@@ -45,9 +45,6 @@ class StartOrder {
   bool WaitsForPackages(const std::string& rule_id) const { return waits_for_packages_.count(rule_id) > 0; }
 
  private:
-  bool Clash(const std::string& a, const std::string& b) const;
-
-  const stig::Content& content_;
   std::map<std::string, size_t> position_;  // in the batch
   std::set<std::string> package_rules_;
   std::set<std::string> waits_for_packages_;

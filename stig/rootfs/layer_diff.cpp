@@ -49,8 +49,8 @@ bool IsOpaque(const std::string& dir) {
   return n == 1 && value[0] == 'y';
 }
 
-// The entry overlayfs would show for `rel` if the stack were `lower` (top first), or nullopt.
-std::optional<std::string> LookupBelow(const std::vector<std::string>& lower, const fs::path& rel) {
+// The index in `lower` (top first) of the layer overlayfs would show `rel` from, or nullopt.
+std::optional<size_t> LayerIndexShowing(const std::vector<std::string>& lower, const fs::path& rel) {
   std::vector<fs::path> parts(rel.begin(), rel.end());
   for (size_t layer = 0; layer < lower.size(); ++layer) {
     const bool is_base = layer + 1 == lower.size();
@@ -61,13 +61,20 @@ std::optional<std::string> LookupBelow(const std::vector<std::string>& lower, co
       struct stat st;
       if (::lstat(at.c_str(), &st) != 0) break;  // not in this layer: look further down
       if (!is_base && IsWhiteout(st)) return std::nullopt;
-      if (i + 1 == parts.size()) return at.string();
+      if (i + 1 == parts.size()) return layer;
       if (!S_ISDIR(st.st_mode)) return std::nullopt;  // a file here hides everything beneath
       if (!is_base && IsOpaque(at.string())) hidden_below = true;
     }
     if (hidden_below) return std::nullopt;
   }
   return std::nullopt;
+}
+
+// The entry overlayfs would show for `rel` if the stack were `lower` (top first), or nullopt.
+std::optional<std::string> LookupBelow(const std::vector<std::string>& lower, const fs::path& rel) {
+  std::optional<size_t> layer = LayerIndexShowing(lower, rel);
+  if (!layer) return std::nullopt;
+  return (fs::path(lower[*layer]) / rel).string();
 }
 
 bool DirectoryChanged(const std::string& path, const struct stat& st, const std::vector<std::string>& lower,
@@ -106,6 +113,21 @@ Result<std::vector<std::string>> LayerChanges(const std::string& layer, const st
   }));
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::optional<std::string> LayerShowing(const std::vector<std::string>& layers, const std::string& path) {
+  const fs::path rel = fs::path(path).relative_path();
+  if (rel.empty()) return std::nullopt;
+  std::optional<size_t> layer = LayerIndexShowing(layers, rel);
+  if (!layer) return std::nullopt;
+  return layers[*layer];
+}
+
+bool DirectoriesStack(const std::string& upper, const std::string& lower) {
+  struct stat u, l;
+  if (::lstat(upper.c_str(), &u) != 0 || ::lstat(lower.c_str(), &l) != 0) return false;
+  if (!S_ISDIR(u.st_mode) || !S_ISDIR(l.st_mode) || IsOpaque(upper)) return false;
+  return u.st_mode == l.st_mode && u.st_uid == l.st_uid && u.st_gid == l.st_gid;
 }
 
 Result<std::vector<std::string>> LayerEntries(const std::string& layer) {

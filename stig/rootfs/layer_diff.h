@@ -14,6 +14,7 @@
 // Thread safety: pure functions over the file system; the layers must not change meanwhile.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,16 @@ namespace temper::stig {
 // Paths ("/etc/login.defs") that `layer` changes over `lower` (directories, top first; the base
 // root last), sorted. IOError when a layer cannot be read.
 Result<std::vector<std::string>> LayerChanges(const std::string& layer, const std::vector<std::string>& lower);
+
+// The directory of `layers` (top first, the base root last) that overlayfs would show `path`
+// ("/etc/audit/audit.rules") from, following whiteouts and opaque directories; nullopt when the
+// stack holds nothing there.
+std::optional<std::string> LayerShowing(const std::vector<std::string>& layers, const std::string& path);
+
+// Whether the directory at `upper` (a layer's entry), stacked over the directory at `lower`
+// (another layer's entry for the same path), shows what both hold: it is not opaque and has the
+// lower's owner, group and mode. False when either is not a directory.
+bool DirectoriesStack(const std::string& upper, const std::string& lower);
 
 // Every path `layer` holds, copied-up directories included, sorted. IOError as above.
 Result<std::vector<std::string>> LayerEntries(const std::string& layer);

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -20,6 +21,8 @@
 
 #include "stig/process.h"
 #include "stig/rootfs/layer_diff.h"
+#include "stig/rootfs/line_merge.h"
+#include "stig/target_file.h"
 
 namespace temper::stig {
 namespace {
@@ -699,15 +702,17 @@ Result<std::uint32_t> OverlaySnapshots::CommitFork(OverlayFork& fork) {
   Result<std::vector<std::string>> changed = stig::LayerChanges(fork.upper_, lower);
   Result<std::vector<LayerOverlap>> overlaps =
       changed.ok() ? OverlapsAfter(*changed, fork.forked_from()) : Result<std::vector<LayerOverlap>>(changed.status());
-  if (!overlaps.ok() || !overlaps->empty()) {
+  if (!overlaps.ok()) {
     fork.Discard();
-    if (!overlaps.ok()) return overlaps.status().WithContext(fmt::format("committing fork {}", fork.number_));
-    std::vector<std::string> conflicts;
-    for (const LayerOverlap& o : *overlaps) {
-      for (const std::string& p : o.paths) conflicts.push_back(fmt::format("{} (snapshot {})", p, o.layer));
+    return overlaps.status().WithContext(fmt::format("committing fork {}", fork.number_));
+  }
+  if (!overlaps->empty()) {
+    std::set<std::string> both;
+    for (const LayerOverlap& o : *overlaps) both.insert(o.paths.begin(), o.paths.end());
+    if (Status merged = MergeIntoFork(fork, {both.begin(), both.end()}); !merged.ok()) {
+      fork.Discard();
+      return merged;
     }
-    return Status::Aborted(fmt::format("fork {} changed what a snapshot taken since it was made also changed: {}",
-                                       fork.number_, fmt::join(conflicts, ", ")));
   }
   const std::uint32_t id = last_id_ + 1;
   // Recorded before the layer exists: a crash in between costs an unused id, never a reused one.
@@ -728,6 +733,57 @@ Result<std::uint32_t> OverlaySnapshots::CommitFork(OverlayFork& fork) {
   layers_.push_back(id);
   TEMPER_RETURN_IF_ERROR(ResetUpperAndMount());
   return id;
+}
+
+Status OverlaySnapshots::MergeIntoFork(OverlayFork& fork, const std::vector<std::string>& paths) const {
+  // The stack as the fork saw it, and as it is now: top first, the base root last.
+  std::vector<std::string> then, now;
+  for (auto it = fork.lowers_.rbegin(); it != fork.lowers_.rend(); ++it) then.push_back(LayerDir(*it));
+  for (auto it = layers_.rbegin(); it != layers_.rend(); ++it) now.push_back(LayerDir(*it));
+  then.push_back(base_);
+  now.push_back(base_);
+  // A regular file's text as `layers` show it: "" when they hold nothing there, nullopt when what
+  // they hold is not a regular file of at most kMaxMergeBytes.
+  auto text = [](const std::vector<std::string>& layers, const std::string& path) -> std::optional<std::string> {
+    std::optional<std::string> layer = LayerShowing(layers, path);
+    if (!layer) return std::string();
+    Result<UniqueFd> fd = OpenLayerFile(*layer, path);
+    if (!fd.ok()) return std::nullopt;
+    Result<std::string> read = ReadUpTo(fd->get(), kMaxMergeBytes + 1, path);
+    if (!read.ok() || read->size() > kMaxMergeBytes) return std::nullopt;
+    return *read;
+  };
+  std::vector<std::string> refused;
+  std::vector<std::pair<std::string, std::string>> merged;
+  for (const std::string& path : paths) {
+    // A directory both made (rules.d for two audit fixes): the layers' entries show side by side.
+    std::optional<std::string> shown = LayerShowing(now, path);
+    if (shown && DirectoriesStack(fork.upper_ + path, *shown + path)) continue;
+    std::optional<std::string> base = text(then, path), theirs = text(now, path), ours = text({fork.upper_}, path);
+    std::optional<std::string> result;
+    // The fork's own entry must be a regular file (not a whiteout: a deletion is not merged).
+    if (base && theirs && ours && LayerShowing({fork.upper_}, path)) result = MergeLines(*base, *ours, *theirs);
+    if (result) {
+      merged.emplace_back(path, std::move(*result));
+    } else {
+      refused.push_back(path);
+    }
+  }
+  if (!refused.empty()) {
+    return Status::Aborted(
+        fmt::format("fork {} changed what a snapshot taken since it was made also changed, and cannot be merged: {}",
+                    fork.number_, fmt::join(refused, ", ")));
+  }
+  for (const auto& [path, content] : merged) {
+    TEMPER_ASSIGN_OR_RETURN(UniqueFd fd, OpenLayerFile(fork.upper_, path, O_WRONLY | O_TRUNC));
+    for (size_t off = 0; off < content.size();) {
+      const ssize_t n = ::write(fd.get(), content.data() + off, content.size() - off);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return Status::FromErrno(errno, fmt::format("merging {} into fork {}", path, fork.number_));
+      off += static_cast<size_t>(n);
+    }
+  }
+  return Status::OK();
 }
 
 OverlayFork::OverlayFork(OverlaySnapshots& stack, int number, std::vector<std::uint32_t> lowers)

@@ -144,11 +144,14 @@ class OverlaySnapshots {
   // forks were made may go. The fork must be destroyed before this stack.
   Result<std::unique_ptr<OverlayFork>> Fork();
   // Freezes what `fork` changed as a new snapshot on top of the stack, above the snapshots taken
-  // since the fork was made, and returns its id. Aborted, naming the paths, when one of those
-  // snapshots changed a path the fork also changed (as OverlapsAbove counts it): the fork was
-  // judged on a tree it would not land on. FailedPrecondition when merged() has changes since the
-  // last snapshot (they would be lost under the new layer); InvalidArgument for a fork of another
-  // stack or one already spent. The fork is spent afterwards, committed or not.
+  // since the fork was made, and returns its id. A regular file that one of those snapshots
+  // changed too is merged line by line (line_merge.h: both sides' changes, the fork's after the
+  // stack's where both added lines at one place) into the fork's layer first. Aborted, naming the
+  // paths, when a path both changed cannot be merged that way (a directory, a deletion, a binary
+  // file, the same lines changed two ways): the fork was judged on a tree it would not land on.
+  // The caller verifies a merged commit again on the stack. FailedPrecondition when merged() has
+  // changes since the last snapshot (they would be lost under the new layer); InvalidArgument for
+  // a fork of another stack or one already spent. The fork is spent afterwards, committed or not.
   Result<std::uint32_t> CommitFork(OverlayFork& fork);
   // Forks made and not yet destroyed.
   std::size_t open_forks() const { return forks_.size(); }
@@ -163,6 +166,9 @@ class OverlaySnapshots {
 
  private:
   friend class OverlayFork;
+  // CommitFork's merge of the paths a fork and the snapshots since it both changed: each
+  // written merged into the fork's layer; Aborted naming the paths that cannot be merged.
+  Status MergeIntoFork(OverlayFork& fork, const std::vector<std::string>& paths) const;
   OverlaySnapshots(std::string dir, std::string base);
   // For each layer above `after`, the paths of `changed` (sorted) it also holds.
   Result<std::vector<LayerOverlap>> OverlapsAfter(const std::vector<std::string>& changed, std::uint32_t after) const;

@@ -117,27 +117,6 @@ bool CheckFootprint::Touches(const std::vector<std::string>& changed_paths) cons
   return false;
 }
 
-bool CheckFootprint::SharesFilesWith(const CheckFootprint& other) const {
-  if (!tied || !other.tied) return false;
-  for (const PathPattern& a : paths) {
-    for (const PathPattern& b : other.paths) {
-      const std::optional<std::string> fa = a.NamedFile(), fb = b.NamedFile();
-      // Almost every check reads the package database (a package test, or a platform gated on
-      // one): sharing it says nothing about two fixes.
-      if (fa == kDpkgStatusPath || fb == kDpkgStatusPath) continue;
-      if (fa && b.Reads(*fa)) return true;
-      if (fb && a.Reads(*fb)) return true;
-      // Two patterns: the same directory their matches lie in (the audit rules' rules.d).
-      if (!fa && !fb) {
-        const std::string& da = (a.filepath ? *a.filepath : *a.dir).fixed_dir();
-        const std::string& db = (b.filepath ? *b.filepath : *b.dir).fixed_dir();
-        if (!da.empty() && da == db) return true;
-      }
-    }
-  }
-  return false;
-}
-
 bool CheckFootprint::ReadsOnlyPackages() const {
   if (!tied || paths.empty()) return false;
   for (const PathPattern& p : paths) {

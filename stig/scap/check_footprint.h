@@ -77,10 +77,6 @@ struct CheckFootprint {
   // Whether a change to any of `changed_paths` (absolute paths in the target) may change the
   // check's verdict. Always true for an untied footprint.
   bool Touches(const std::vector<std::string>& changed_paths) const;
-  // Whether the two checks may read a common file: a file one object names that the other reads,
-  // or two patterns over the same directory; the package database, which nearly every check
-  // reads, does not count. False when either is untied (nothing is known).
-  bool SharesFilesWith(const CheckFootprint& other) const;
   // Whether the check reads nothing but the package database: it tests that a package is
   // installed or absent (package_aide_installed, install_smartcard_packages).
   bool ReadsOnlyPackages() const;

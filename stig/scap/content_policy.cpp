@@ -1,6 +1,5 @@
 #include "stig/scap/content_policy.h"
 
-#include <libxml/xmlreader.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -9,6 +8,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "stig/scap/xml_reader.h"
 
 namespace temper::stig {
 namespace {
@@ -23,29 +24,13 @@ constexpr std::string_view kCpeLangNs = "http://cpe.mitre.org/language/2.0";
 constexpr std::string_view kSceSystem = "http://open-scap.org/page/SCE";
 constexpr std::size_t kMaxListed = 10;
 
-std::string_view View(const xmlChar* s) { return s ? std::string_view(reinterpret_cast<const char*>(s)) : ""; }
-
 // An attribute's value ("" when absent); libxml2 hands out a copy the caller frees.
 std::string Attribute(xmlTextReaderPtr reader, const char* name, std::string_view ns = {}) {
   xmlChar* v = ns.empty() ? xmlTextReaderGetAttribute(reader, BAD_CAST name)
                           : xmlTextReaderGetAttributeNs(reader, BAD_CAST name, BAD_CAST std::string(ns).c_str());
-  std::string out(View(v));
+  std::string out(XmlView(v));
   xmlFree(v);
   return out;
-}
-
-struct ReaderDeleter {
-  void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
-};
-
-// The first error libxml2 reports while reading, with its line (warnings do not make a document
-// malformed).
-void RecordError(void* arg, xmlErrorPtr error) {
-  auto* out = static_cast<std::string*>(arg);
-  if (!out->empty() || !error || error->level < XML_ERR_ERROR) return;
-  std::string message = error->message ? error->message : "malformed XML";
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  *out = fmt::format("line {}: {}", error->line, message);
 }
 
 // A check href to verify once every catalog entry has been seen.
@@ -66,10 +51,10 @@ class PolicyScan {
       if (errno == ENOENT) return Status::NotFound(fmt::format("datastream {} does not exist", path_));
       return Status::FromErrno(errno, "reading " + path_);
     }
-    std::unique_ptr<xmlTextReader, ReaderDeleter> reader(xmlReaderForFile(path_.c_str(), nullptr, XML_PARSE_NONET));
+    XmlReader reader(xmlReaderForFile(path_.c_str(), nullptr, XML_PARSE_NONET));
     if (!reader) return Status::DataLoss(fmt::format("{}: cannot open it as XML", path_));
     std::string xml_error;
-    xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordError, &xml_error);
+    xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordFirstXmlError, &xml_error);
     int rc = 0;
     while (not_datastream_.empty() && (rc = xmlTextReaderRead(reader.get())) == 1) {
       if (xmlTextReaderNodeType(reader.get()) == XML_READER_TYPE_ELEMENT) Element(reader.get());
@@ -113,8 +98,8 @@ class PolicyScan {
     const int depth = xmlTextReaderDepth(r);
     // The element's own line: the reader's parser position may already be further on.
     const int line = static_cast<int>(xmlGetLineNo(xmlTextReaderCurrentNode(r)));
-    const std::string_view ns = View(xmlTextReaderConstNamespaceUri(r));
-    const std::string_view name = View(xmlTextReaderConstLocalName(r));
+    const std::string_view ns = XmlView(xmlTextReaderConstNamespaceUri(r));
+    const std::string_view name = XmlView(xmlTextReaderConstLocalName(r));
     context_.resize(static_cast<std::size_t>(depth) + 1);
     context_[depth].clear();
     if (!saw_root_) {

@@ -1,13 +1,13 @@
 #include "stig/scap/datastream_ids.h"
 
-#include <libxml/xmlreader.h>
 #include <sys/stat.h>
 
 #include <cerrno>
-#include <memory>
 #include <string_view>
 
 #include <fmt/format.h>
+
+#include "stig/scap/xml_reader.h"
 
 namespace temper::stig {
 namespace {
@@ -15,20 +15,6 @@ namespace {
 constexpr std::string_view kDsNs = "http://scap.nist.gov/schema/scap/source/1.2";
 constexpr std::string_view kXccdf11Ns = "http://checklists.nist.gov/xccdf/1.1";
 constexpr std::string_view kXccdf12Ns = "http://checklists.nist.gov/xccdf/1.2";
-
-std::string_view View(const xmlChar* s) { return s ? std::string_view(reinterpret_cast<const char*>(s)) : ""; }
-
-struct ReaderDeleter {
-  void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
-};
-
-void RecordError(void* arg, xmlErrorPtr error) {
-  auto* out = static_cast<std::string*>(arg);
-  if (!out->empty() || !error || error->level < XML_ERR_ERROR) return;
-  std::string message = error->message ? error->message : "malformed XML";
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  *out = fmt::format("line {}: {}", error->line, message);
-}
 
 }  // namespace
 
@@ -38,17 +24,17 @@ Result<DatastreamIds> ReadDatastreamIds(const std::string& path) {
     if (errno == ENOENT) return Status::NotFound(fmt::format("datastream {} does not exist", path));
     return Status::FromErrno(errno, "reading " + path);
   }
-  std::unique_ptr<xmlTextReader, ReaderDeleter> reader(xmlReaderForFile(path.c_str(), nullptr, XML_PARSE_NONET));
+  XmlReader reader(xmlReaderForFile(path.c_str(), nullptr, XML_PARSE_NONET));
   if (!reader) return Status::DataLoss(fmt::format("{}: cannot open it as XML", path));
   std::string xml_error;
-  xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordError, &xml_error);
+  xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordFirstXmlError, &xml_error);
   DatastreamIds out;
   bool root = true;
   int rc = 0;
   while ((rc = xmlTextReaderRead(reader.get())) == 1) {
     if (xmlTextReaderNodeType(reader.get()) != XML_READER_TYPE_ELEMENT) continue;
-    const std::string_view ns = View(xmlTextReaderConstNamespaceUri(reader.get()));
-    const std::string_view name = View(xmlTextReaderConstLocalName(reader.get()));
+    const std::string_view ns = XmlView(xmlTextReaderConstNamespaceUri(reader.get()));
+    const std::string_view name = XmlView(xmlTextReaderConstLocalName(reader.get()));
     if (root) {
       if (ns != kDsNs || name != "data-stream-collection") {
         return Status::DataLoss(fmt::format("{}: not a SCAP source datastream (the document is <{}>)", path, name));
@@ -57,7 +43,7 @@ Result<DatastreamIds> ReadDatastreamIds(const std::string& path) {
     }
     if ((ns != kXccdf12Ns && ns != kXccdf11Ns) || (name != "Rule" && name != "Profile")) continue;
     xmlChar* id = xmlTextReaderGetAttribute(reader.get(), BAD_CAST "id");
-    if (id != nullptr) (name == "Rule" ? out.rules : out.profiles).insert(std::string(View(id)));
+    if (id != nullptr) (name == "Rule" ? out.rules : out.profiles).insert(std::string(XmlView(id)));
     xmlFree(id);
   }
   if (rc != 0 || !xml_error.empty()) {

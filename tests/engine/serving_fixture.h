@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,30 @@
 #include "golden_fixture.h"
 
 namespace temper::engine::testing {
+
+// A backend that hands every call to `inner`: tests derive from it to watch or change one call
+// (Forward, max_decode_rows) and keep the rest as the real backend does it.
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& inner) : inner_(inner) {}
+  const ModelConfig& config() const override { return inner_.config(); }
+  Result<SequenceId> AddSequence() override { return inner_.AddSequence(); }
+  Status ReleaseSequence(SequenceId seq) override { return inner_.ReleaseSequence(seq); }
+  Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_.SequenceLength(seq); }
+  Status Truncate(SequenceId seq, int64_t length) override { return inner_.Truncate(seq, length); }
+  int64_t context_limit() const override { return inner_.context_limit(); }
+  KvUsage kv_usage() const override { return inner_.kv_usage(); }
+  Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_.TakeSnapshot(seq); }
+  Result<SequenceId> ForkSnapshot(SnapshotId snap) override { return inner_.ForkSnapshot(snap); }
+  Status ReleaseSnapshot(SnapshotId snap) override { return inner_.ReleaseSnapshot(snap); }
+  int64_t max_decode_rows() const override { return inner_.max_decode_rows(); }
+  Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
+    return inner_.Forward(batch, options);
+  }
+
+ protected:
+  Backend& inner_;
+};
 
 inline std::unique_ptr<CpuBackend> ServingBackend(int64_t max_tokens = 1024, int max_sequences = 8,
                                                   int max_snapshots = 16) {

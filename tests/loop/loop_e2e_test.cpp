@@ -192,10 +192,9 @@ TEST_CASE(
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_tmout")));
 }
 
-// loop.parallel_attempts: the rules of a batch on forks at once, a slot each, so those that may
-// run together start from the same snapshot. The two login.defs rules read one file, so they must
-// not run at once; banner and tmout read different files but, scripted here, both also append to
-// one shared file, so the one committed second was judged on a tree it would not land on.
+// loop.parallel_attempts: the rules of a batch on forks at once, a slot each, so they start from
+// the same snapshot. The two login.defs rules edit one file at once (different lines); banner and
+// tmout, scripted here, both also append to one shared file: each later commit merges line by line.
 constexpr const char* kParallelYaml = "loop:\n  parallel_attempts: 4\n";
 const std::vector<std::string> kParallelRules = {"banner_etc_issue_net", "accounts_tmout",
                                                  "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"};
@@ -219,7 +218,7 @@ bool Overlap(std::pair<uint64_t, uint64_t> a, std::pair<uint64_t, uint64_t> b) {
   return a.first < b.second && b.first < a.second;
 }
 
-TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every fix on the target") {
+TEST_CASE("parallel attempts: rules on forks at once, commits to one file merged, every fix on the target") {
   ModelScript script;
   script.regress_command = std::string("echo shared >> ") + kSharedFile;  // harmless: both are kept
   script.rules["banner_etc_issue_net"].regress_first = 1;
@@ -236,28 +235,52 @@ TEST_CASE("parallel attempts: rules on forks at once, a clash made again, every 
   CheckJournalIsOrdered(events);
   const auto spans = AttemptSpans(events);
   REQUIRE(spans.size() == 4);
-  // Rules with disjoint checks ran at once; the two that read /etc/login.defs did not.
+  // All four ran at once, the two that edit /etc/login.defs too.
   CHECK(Overlap(spans.at("banner_etc_issue_net"), spans.at("accounts_tmout")));
-  CHECK_FALSE(Overlap(spans.at("accounts_umask_etc_login_defs"), spans.at("accounts_maximum_age_login_defs")));
-  size_t clashes = 0;
+  CHECK(Overlap(spans.at("accounts_umask_etc_login_defs"), spans.at("accounts_maximum_age_login_defs")));
   std::set<std::string> forks;
   for (const auto& e : events) {
     const nlohmann::json data = nlohmann::json::parse(e.data_json());
-    if (e.type() == "attempt.conflict" && data["detail"].get<std::string>().find(kSharedFile) != std::string::npos) {
-      ++clashes;
-    }
     if (e.type() == "attempt.started") {
       REQUIRE(data.contains("fork"));
       CHECK(forks.insert(data["fork"].get<std::string>()).second);  // a fresh fork per attempt
     }
   }
-  CHECK(clashes >= 1);
-  // Both appends landed, one over the other: the clash was made again, not lost.
+  // Both added the same line there: merged, it is there once (and both login.defs fixes are in:
+  // every rule passes at the end).
   std::ifstream shared(loop.TargetPath(kSharedFile));
   std::string text((std::istreambuf_iterator<char>(shared)), std::istreambuf_iterator<char>());
-  CHECK(text == "shared\nshared\n");
+  CHECK(text == "shared\n");
   CHECK(loop.TargetHas("/etc/profile.d/tmout.sh"));
   CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "accounts_umask_etc_login_defs")));
+  CheckAttemptsRecordedOnce(loop, id, events);
+}
+
+// Two forks rewrite the same lines of /etc/motd differently: the one committed second cannot be
+// merged, so its attempt is made again on a fresh fork (uncounted) and then lands.
+TEST_CASE("parallel attempts: a commit that cannot be merged is made again on a fresh fork") {
+  ModelScript script;
+  script.regress_command = "echo \"motd of $(date +%s%N)\" > /etc/motd";  // a line of its own per fork
+  script.rules["banner_etc_issue_net"].regress_first = 1;
+  script.rules["accounts_tmout"].regress_first = 1;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.extra_yaml = kParallelYaml});
+  std::string id = loop.Submit({.rules = {"banner_etc_issue_net", "accounts_tmout"}, .max_attempts = 2});
+  temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  INFO(loop.daemon->Log());
+  CheckCompletedWithEveryRuleFixed(batch);
+  auto events = loop.JournalEvents(id);
+  CheckJournalIsOrdered(events);
+  size_t clashes = 0;
+  for (const auto& e : events) {
+    if (e.type() != "attempt.conflict") continue;
+    const nlohmann::json data = nlohmann::json::parse(e.data_json());
+    CHECK_THAT(data["detail"].get<std::string>(), Catch::Contains("cannot be merged: /etc/motd"));
+    ++clashes;
+  }
+  CHECK(clashes >= 1);
+  for (const auto& [name, rule] : RulesByShortName(batch)) CHECK(rule.attempts() == 1);  // remakes do not count
   CheckAttemptsRecordedOnce(loop, id, events);
 }
 

@@ -73,22 +73,11 @@ ChatEvent InProcess(ChatEngine& engine, bool with_tools, int max_tokens) {
 
 // The tiny model, made to reply with a chosen text: each decode row whose input token starts a
 // step of the script gets that step's next token as its argmax (the script's tokens are distinct).
-class ScriptedReplyBackend final : public Backend {
+class ScriptedReplyBackend final : public ForwardingBackend {
  public:
-  explicit ScriptedReplyBackend(Backend& inner) : inner_(inner) {}
+  explicit ScriptedReplyBackend(Backend& inner) : ForwardingBackend(inner) {}
   // Before any request: each step's input token → the token that must follow it.
   void Script(std::map<int32_t, int32_t> next) { next_ = std::move(next); }
-  const ModelConfig& config() const override { return inner_.config(); }
-  Result<SequenceId> AddSequence() override { return inner_.AddSequence(); }
-  Status ReleaseSequence(SequenceId seq) override { return inner_.ReleaseSequence(seq); }
-  Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_.SequenceLength(seq); }
-  Status Truncate(SequenceId seq, int64_t length) override { return inner_.Truncate(seq, length); }
-  int64_t context_limit() const override { return inner_.context_limit(); }
-  KvUsage kv_usage() const override { return inner_.kv_usage(); }
-  Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_.TakeSnapshot(seq); }
-  Result<SequenceId> ForkSnapshot(SnapshotId snap) override { return inner_.ForkSnapshot(snap); }
-  Status ReleaseSnapshot(SnapshotId snap) override { return inner_.ReleaseSnapshot(snap); }
-  int64_t max_decode_rows() const override { return inner_.max_decode_rows(); }
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
     TEMPER_ASSIGN_OR_RETURN(ForwardResult r, inner_.Forward(batch, options));
     const size_t vocab = static_cast<size_t>(config().vocab_size);
@@ -104,7 +93,6 @@ class ScriptedReplyBackend final : public Backend {
   }
 
  private:
-  Backend& inner_;
   std::map<int32_t, int32_t> next_;
 };
 

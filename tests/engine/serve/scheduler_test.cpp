@@ -364,19 +364,9 @@ TEST_CASE("speculative decoding on the 1 B synthetic model gives the plain greed
 // A CPU backend that says a decode pass may have at most `rows` rows at a decode step's cost, and
 // counts the passes whose decode rows (next tokens, and tokens with their drafts) went past that
 // with drafts in them.
-class RowLimitedBackend final : public Backend {
+class RowLimitedBackend final : public ForwardingBackend {
  public:
-  RowLimitedBackend(Backend& inner, int64_t rows) : inner_(inner), rows_(rows) {}
-  const ModelConfig& config() const override { return inner_.config(); }
-  Result<SequenceId> AddSequence() override { return inner_.AddSequence(); }
-  Status ReleaseSequence(SequenceId seq) override { return inner_.ReleaseSequence(seq); }
-  Result<int64_t> SequenceLength(SequenceId seq) const override { return inner_.SequenceLength(seq); }
-  Status Truncate(SequenceId seq, int64_t length) override { return inner_.Truncate(seq, length); }
-  int64_t context_limit() const override { return inner_.context_limit(); }
-  KvUsage kv_usage() const override { return inner_.kv_usage(); }
-  Result<SnapshotId> TakeSnapshot(SequenceId seq) override { return inner_.TakeSnapshot(seq); }
-  Result<SequenceId> ForkSnapshot(SnapshotId snap) override { return inner_.ForkSnapshot(snap); }
-  Status ReleaseSnapshot(SnapshotId snap) override { return inner_.ReleaseSnapshot(snap); }
+  RowLimitedBackend(Backend& inner, int64_t rows) : ForwardingBackend(inner), rows_(rows) {}
   int64_t max_decode_rows() const override { return rows_; }
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
     int64_t decode_rows = 0;
@@ -395,7 +385,6 @@ class RowLimitedBackend final : public Backend {
   int64_t passes_over = 0;
 
  private:
-  Backend& inner_;
   int64_t rows_;
 };
 

@@ -20,7 +20,7 @@ std::vector<std::string> Ids(std::initializer_list<const char*> names) {
 // A root without the smartcard packages' configuration; everything else is there.
 bool ExistsWithoutSmartcard(const std::string& path) { return path.rfind("/etc/pam_pkcs11", 0) != 0; }
 
-TEST_CASE("start order: package rules one at a time and first, rules sharing a file never at once") {
+TEST_CASE("start order: package rules one at a time and first, rules editing one file at once") {
   const stig::Content& c = stig::testing::Ubuntu2004Stig();
   // Batch order: the rules that configure nothing a package brings come first.
   const auto rules = Ids({"sshd_disable_root_login", "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs",
@@ -32,10 +32,11 @@ TEST_CASE("start order: package rules one at a time and first, rules sharing a f
   // Nothing in flight: the first package rule first (the second waits for it), then the others.
   CHECK(order.Startable(rules, {}) == Ids({"package_aide_installed", "sshd_disable_root_login",
                                            "accounts_umask_etc_login_defs", "accounts_maximum_age_login_defs"}));
-  // Beside aide and the umask rule: not the other package rule, not the other login.defs rule.
+  // Beside aide and the umask rule: not the other package rule; the other login.defs rule, yes
+  // (their commits merge).
   const auto pending = Ids({"sshd_disable_root_login", "accounts_maximum_age_login_defs", "package_chrony_installed"});
   CHECK(order.Startable(pending, {FullRuleId("package_aide_installed"), FullRuleId("accounts_umask_etc_login_defs")}) ==
-        Ids({"sshd_disable_root_login"}));
+        Ids({"sshd_disable_root_login", "accounts_maximum_age_login_defs"}));
   // Aide ended: chrony's turn.
   CHECK(order.Startable(Ids({"package_chrony_installed"}), {FullRuleId("sshd_disable_root_login")}) ==
         Ids({"package_chrony_installed"}));

@@ -388,32 +388,34 @@ TEST_CASE("Forks work beside each other and the main tree, and commit as snapsho
   CHECK(t.Tree() == at1);
 }
 
-TEST_CASE("A fork whose paths a later snapshot changed is refused, naming them, and changes nothing",
+TEST_CASE("A fork that changed a line a later snapshot changed otherwise is refused, naming it, changing nothing",
           "[stig][overlay][fork]") {
   Scratch t("fork-conflict");
   OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 99\n");
+  REQUIRE(*s.Snapshot() == 1);
   auto a = MakeFork(s);
   auto b = MakeFork(s);
   Scratch::Write(a->merged() + "/etc/login.defs", "PASS_MAX_DAYS 60\n");
   Scratch::Write(b->merged() + "/etc/login.defs", "PASS_MAX_DAYS 30\n");
   Scratch::Write(b->merged() + "/etc/b-only", "B\n");
-  REQUIRE(*s.CommitFork(*a) == 1);
+  REQUIRE(*s.CommitFork(*a) == 2);
   const Listing after_a = t.Tree();
 
   Result<std::uint32_t> refused = s.CommitFork(*b);
   CHECK(refused.status().code() == StatusCode::kAborted);
-  CHECK_THAT(refused.status().message(), Catch::Contains("/etc/login.defs (snapshot 1)"));
+  CHECK_THAT(refused.status().message(), Catch::Contains("cannot be merged: /etc/login.defs"));
   CHECK(t.Tree() == after_a);
-  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1});
+  CHECK(s.layer_ids() == std::vector<std::uint32_t>{1, 2});
   CHECK(b->spent());
   CHECK_FALSE(fs::exists(b->merged() + "/etc/b-only"));  // its tree is gone
   CHECK(s.CommitFork(*b).status().code() == StatusCode::kInvalidArgument);
 
   // Made again on the new snapshot, the same change commits.
   auto again = MakeFork(s);
-  CHECK(again->forked_from() == 1);
+  CHECK(again->forked_from() == 2);
   Scratch::Write(again->merged() + "/etc/login.defs", "PASS_MAX_DAYS 30\n");
-  REQUIRE(*s.CommitFork(*again) == 2);
+  REQUIRE(*s.CommitFork(*again) == 3);
   CHECK(ReadText(t.At("/etc/login.defs")) == "PASS_MAX_DAYS 30\n");
 
   // A fork of another stack is not this one's to commit.
@@ -421,6 +423,48 @@ TEST_CASE("A fork whose paths a later snapshot changed is refused, naming them, 
   OverlaySnapshots& other = other_scratch.Open();
   auto foreign = MakeFork(other);
   CHECK(s.CommitFork(*foreign).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("A fork whose text files a later snapshot changed elsewhere commits them merged line by line",
+          "[stig][overlay][fork]") {
+  Scratch t("fork-merge");
+  OverlaySnapshots& s = t.Open();
+  Scratch::Write(t.At("/etc/login.defs"), "PASS_MAX_DAYS 99\nPASS_MIN_DAYS 0\nUMASK 022\n");
+  Scratch::Write(t.At("/etc/gone"), "G\n");
+  REQUIRE(*s.Snapshot() == 1);
+  auto a = MakeFork(s);
+  auto b = MakeFork(s);
+  auto c = MakeFork(s);
+  // Two fixes of one file, different lines; two appends to a file neither root had.
+  Scratch::Write(a->merged() + "/etc/login.defs", "PASS_MAX_DAYS 60\nPASS_MIN_DAYS 0\nUMASK 022\n");
+  Scratch::Write(b->merged() + "/etc/login.defs", "PASS_MAX_DAYS 99\nPASS_MIN_DAYS 0\nUMASK 077\n");
+  fs::create_directories(a->merged() + "/etc/audit/rules.d");
+  fs::create_directories(b->merged() + "/etc/audit/rules.d");
+  Scratch::Write(a->merged() + "/etc/audit/rules.d/temper.rules", "-w /etc/passwd -p wa\n");
+  Scratch::Write(b->merged() + "/etc/audit/rules.d/temper.rules", "-w /etc/shadow -p wa\n");
+  // A binary file and a deletion are not merged.
+  Scratch::Write(a->merged() + "/etc/gone", std::string("A\0", 2));
+  Scratch::Write(c->merged() + "/etc/gone", std::string("C\0", 2));
+  REQUIRE(*s.CommitFork(*a) == 2);
+  Result<std::uint32_t> merged = s.CommitFork(*b);
+  INFO(merged.status().ToString());
+  REQUIRE(merged.ok());
+  CHECK(*merged == 3);
+  CHECK(ReadText(t.At("/etc/login.defs")) == "PASS_MAX_DAYS 60\nPASS_MIN_DAYS 0\nUMASK 077\n");
+  CHECK(ReadText(t.At("/etc/audit/rules.d/temper.rules")) == "-w /etc/passwd -p wa\n-w /etc/shadow -p wa\n");
+  Result<std::uint32_t> binary = s.CommitFork(*c);
+  CHECK(binary.status().code() == StatusCode::kAborted);
+  CHECK_THAT(binary.status().message(), Catch::EndsWith("cannot be merged: /etc/gone"));
+  auto d = MakeFork(s);
+  auto e = MakeFork(s);
+  Scratch::Write(d->merged() + "/etc/login.defs", "PASS_MAX_DAYS 60\nPASS_MIN_DAYS 1\nUMASK 077\n");
+  fs::remove(e->merged() + "/etc/login.defs");
+  REQUIRE(*s.CommitFork(*d) == 4);
+  CHECK(s.CommitFork(*e).status().code() == StatusCode::kAborted);  // deleted what d changed
+  // Each merged commit is one snapshot like any other: reverting it takes its lines out.
+  for (auto* fork : {&a, &b, &c, &d, &e}) fork->reset();
+  REQUIRE(s.Revert(2).ok());
+  CHECK(ReadText(t.At("/etc/login.defs")) == "PASS_MAX_DAYS 60\nPASS_MIN_DAYS 0\nUMASK 022\n");
 }
 
 TEST_CASE("Layers an open fork reads stay, later ones may go, and a main tree with changes refuses a commit",

@@ -122,20 +122,6 @@ TEST_CASE("footprints of the Ubuntu 20.04 STIG rules come from their OVAL object
   CHECK(libs.footprint.Touches({"/usr/lib/x86_64-linux-gnu/libvlock.so"}));
   CHECK_FALSE(libs.footprint.Touches({"/etc/ssh/sshd_config"}));
 
-  // Which rules may not run at once (parallel attempts): those whose checks read one file.
-  const RuleInfo& umask = *c.Rule("accounts_umask_etc_login_defs").value();
-  const RuleInfo& max_age = *c.Rule("accounts_maximum_age_login_defs").value();
-  const RuleInfo& banner = *c.Rule("banner_etc_issue_net").value();
-  CHECK(umask.footprint.SharesFilesWith(max_age.footprint));
-  CHECK(max_age.footprint.SharesFilesWith(umask.footprint));
-  CHECK_FALSE(banner.footprint.SharesFilesWith(tmout.footprint));
-  CHECK_FALSE(umask.footprint.SharesFilesWith(root_login.footprint));
-  CHECK_FALSE(aide.footprint.SharesFilesWith(*&c.Rule("package_chrony_installed").value()->footprint));  // dpkg only
-  CHECK_FALSE(sysctl.footprint.SharesFilesWith(sysctl.footprint));  // untied: nothing known
-  const RuleInfo& chown = *c.Rule("audit_rules_dac_modification_chown").value();
-  const RuleInfo& fchown = *c.Rule("audit_rules_dac_modification_fchown").value();
-  if (chown.footprint.tied && fchown.footprint.tied) CHECK(chown.footprint.SharesFilesWith(fchown.footprint));
-
   // Package rules, and what a check names (parallel attempts run the package rules first).
   CHECK(aide.footprint.ReadsOnlyPackages());
   CHECK(c.Rule("install_smartcard_packages").value()->footprint.ReadsOnlyPackages());
