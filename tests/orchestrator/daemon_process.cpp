@@ -162,6 +162,7 @@ constexpr const char* kTestDatastream = R"(<?xml version="1.0" encoding="UTF-8"?
       <xccdf:Profile id="xccdf_org.ssgproject.content_profile_stig"/>
       <xccdf:Rule id="xccdf_org.ssgproject.content_rule_sshd_disable_root_login"/>
       <xccdf:Rule id="xccdf_org.ssgproject.content_rule_accounts_tmout"/>
+      <xccdf:Rule id="xccdf_org.ssgproject.content_rule_banner_etc_issue_net"/>
       <xccdf:Rule id="xccdf_org.ssgproject.content_rule_package_aide_installed"/>
     </xccdf:Benchmark>
   </ds:component>
