@@ -1,8 +1,5 @@
 #include "stig/scap/content_policy.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <memory>
 #include <set>
 #include <vector>
@@ -46,26 +43,15 @@ class PolicyScan {
   explicit PolicyScan(const std::string& path) : path_(path) {}
 
   Status Run() {
-    struct stat st;
-    if (::stat(path_.c_str(), &st) != 0) {
-      if (errno == ENOENT) return Status::NotFound(fmt::format("datastream {} does not exist", path_));
-      return Status::FromErrno(errno, "reading " + path_);
-    }
-    XmlReader reader(xmlReaderForFile(path_.c_str(), nullptr, XML_PARSE_NONET));
-    if (!reader) return Status::DataLoss(fmt::format("{}: cannot open it as XML", path_));
-    std::string xml_error;
-    xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordFirstXmlError, &xml_error);
+    TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<XmlFileReader> reader, XmlFileReader::Open(path_));
     int rc = 0;
-    while (not_datastream_.empty() && (rc = xmlTextReaderRead(reader.get())) == 1) {
-      if (xmlTextReaderNodeType(reader.get()) == XML_READER_TYPE_ELEMENT) Element(reader.get());
+    while (not_datastream_.empty() && (rc = xmlTextReaderRead(reader->get())) == 1) {
+      if (xmlTextReaderNodeType(reader->get()) == XML_READER_TYPE_ELEMENT) Element(reader->get());
     }
     if (!not_datastream_.empty()) {
       return Status::DataLoss(fmt::format("{}: not a SCAP source datastream ({})", path_, not_datastream_));
     }
-    if (rc != 0 || !xml_error.empty()) {
-      return Status::DataLoss(
-          fmt::format("{}: not well-formed XML: {}", path_, xml_error.empty() ? "the reader stopped" : xml_error));
-    }
+    TEMPER_RETURN_IF_ERROR(reader->WellFormed(rc));
     if (!saw_root_) return Status::DataLoss(fmt::format("{}: holds no XML element", path_));
     for (const PendingHref& h : hrefs_) {
       if (catalog_names_.count(h.href)) continue;

@@ -1,8 +1,5 @@
 #include "stig/scap/datastream_ids.h"
 
-#include <sys/stat.h>
-
-#include <cerrno>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -19,22 +16,14 @@ constexpr std::string_view kXccdf12Ns = "http://checklists.nist.gov/xccdf/1.2";
 }  // namespace
 
 Result<DatastreamIds> ReadDatastreamIds(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) return Status::NotFound(fmt::format("datastream {} does not exist", path));
-    return Status::FromErrno(errno, "reading " + path);
-  }
-  XmlReader reader(xmlReaderForFile(path.c_str(), nullptr, XML_PARSE_NONET));
-  if (!reader) return Status::DataLoss(fmt::format("{}: cannot open it as XML", path));
-  std::string xml_error;
-  xmlTextReaderSetStructuredErrorHandler(reader.get(), RecordFirstXmlError, &xml_error);
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<XmlFileReader> reader, XmlFileReader::Open(path));
   DatastreamIds out;
   bool root = true;
   int rc = 0;
-  while ((rc = xmlTextReaderRead(reader.get())) == 1) {
-    if (xmlTextReaderNodeType(reader.get()) != XML_READER_TYPE_ELEMENT) continue;
-    const std::string_view ns = XmlView(xmlTextReaderConstNamespaceUri(reader.get()));
-    const std::string_view name = XmlView(xmlTextReaderConstLocalName(reader.get()));
+  while ((rc = xmlTextReaderRead(reader->get())) == 1) {
+    if (xmlTextReaderNodeType(reader->get()) != XML_READER_TYPE_ELEMENT) continue;
+    const std::string_view ns = XmlView(xmlTextReaderConstNamespaceUri(reader->get()));
+    const std::string_view name = XmlView(xmlTextReaderConstLocalName(reader->get()));
     if (root) {
       if (ns != kDsNs || name != "data-stream-collection") {
         return Status::DataLoss(fmt::format("{}: not a SCAP source datastream (the document is <{}>)", path, name));
@@ -42,14 +31,11 @@ Result<DatastreamIds> ReadDatastreamIds(const std::string& path) {
       root = false;
     }
     if ((ns != kXccdf12Ns && ns != kXccdf11Ns) || (name != "Rule" && name != "Profile")) continue;
-    xmlChar* id = xmlTextReaderGetAttribute(reader.get(), BAD_CAST "id");
+    xmlChar* id = xmlTextReaderGetAttribute(reader->get(), BAD_CAST "id");
     if (id != nullptr) (name == "Rule" ? out.rules : out.profiles).insert(std::string(XmlView(id)));
     xmlFree(id);
   }
-  if (rc != 0 || !xml_error.empty()) {
-    return Status::DataLoss(
-        fmt::format("{}: not well-formed XML: {}", path, xml_error.empty() ? "the reader stopped" : xml_error));
-  }
+  TEMPER_RETURN_IF_ERROR(reader->WellFormed(rc));
   if (out.rules.empty()) return Status::DataLoss(fmt::format("{}: the datastream defines no XCCDF rule", path));
   return out;
 }

@@ -1,5 +1,9 @@
-// What temper's streaming passes over SCAP XML share (content_policy.cpp, datastream_ids.cpp):
-// libxml2's text reader owned by a unique_ptr, its strings as views, and the first error it reports.
+// XmlFileReader: what temper's streaming passes over a SCAP file share (content_policy.cpp,
+// datastream_ids.cpp): libxml2's text reader over the file, without network access, keeping the
+// first error libxml2 reports, and the verdict on whether the document was well-formed once
+// reading stopped. XmlView reads libxml2's strings as views.
+//
+// Thread safety: one reader per thread.
 #pragma once
 
 #include <libxml/xmlreader.h>
@@ -8,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include <fmt/format.h>
+#include "common/status.h"
 
 namespace temper::stig {
 
@@ -16,20 +20,27 @@ inline std::string_view XmlView(const xmlChar* s) {
   return s ? std::string_view(reinterpret_cast<const char*>(s)) : "";
 }
 
-struct XmlReaderDeleter {
-  void operator()(xmlTextReader* r) const { xmlFreeTextReader(r); }
-};
-using XmlReader = std::unique_ptr<xmlTextReader, XmlReaderDeleter>;
+class XmlFileReader {
+ public:
+  // NotFound when `path` does not exist ("datastream PATH does not exist"); DataLoss when libxml2
+  // cannot open it as XML; other errors as stat(2) gives them.
+  static Result<std::unique_ptr<XmlFileReader>> Open(const std::string& path);
+  ~XmlFileReader();
+  XmlFileReader(const XmlFileReader&) = delete;
+  XmlFileReader& operator=(const XmlFileReader&) = delete;
 
-// A structured error handler for xmlTextReaderSetStructuredErrorHandler: keeps the first error
-// libxml2 reports, with its line, in the std::string `arg` points to (warnings do not make a
-// document malformed).
-inline void RecordFirstXmlError(void* arg, xmlErrorPtr error) {
-  auto* out = static_cast<std::string*>(arg);
-  if (!out->empty() || !error || error->level < XML_ERR_ERROR) return;
-  std::string message = error->message ? error->message : "malformed XML";
-  while (!message.empty() && message.back() == '\n') message.pop_back();
-  *out = fmt::format("line {}: {}", error->line, message);
-}
+  xmlTextReaderPtr get() const { return reader_; }
+  // After the last xmlTextReaderRead returned `rc`: DataLoss naming the file and the first error
+  // ("PATH: not well-formed XML: line 3: ...") when the document was not well-formed, else OK.
+  Status WellFormed(int rc) const;
+
+ private:
+  XmlFileReader(std::string path, xmlTextReaderPtr reader);
+  static void RecordFirstError(void* self, xmlErrorPtr error);
+
+  const std::string path_;
+  xmlTextReaderPtr reader_;
+  std::string first_error_;
+};
 
 }  // namespace temper::stig
