@@ -35,15 +35,7 @@ using stig::xml::Children;
 using stig::xml::CtxtFree;
 using stig::xml::DocFree;
 using stig::xml::Name;
-
-std::string Text(const xmlNode* n) {
-  if (!n) return "";
-  xmlChar* v = xmlNodeGetContent(n);
-  if (!v) return "";
-  std::string out(reinterpret_cast<const char*>(v));
-  xmlFree(v);
-  return out;
-}
+using stig::xml::Text;
 
 std::string ChildText(const xmlNode* n, std::string_view name) { return Text(Child(n, name)); }
 

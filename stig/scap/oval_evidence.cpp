@@ -22,27 +22,11 @@ using xml::Child;
 using xml::Children;
 using xml::CtxtFree;
 using xml::DocFree;
+using xml::Attribute;
 using xml::Name;
+using xml::Namespace;
+using xml::Text;
 
-std::string_view Ns(const xmlNode* n) {
-  return n->ns && n->ns->href ? std::string_view(reinterpret_cast<const char*>(n->ns->href)) : std::string_view();
-}
-
-std::string Attr(const xmlNode* n, const char* name) {
-  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
-  if (!v) return "";
-  std::string out(reinterpret_cast<const char*>(v));
-  xmlFree(v);
-  return out;
-}
-
-std::string Content(const xmlNode* n) {
-  xmlChar* v = xmlNodeGetContent(n);
-  if (!v) return "";
-  std::string out(reinterpret_cast<const char*>(v));
-  xmlFree(v);
-  return out;
-}
 
 // The value cut to kMaxFieldBytes at a UTF-8 character boundary, saying how much was left out.
 std::string Capped(std::string v) {
@@ -74,17 +58,17 @@ OvalFields FieldsOf(const xmlNode* n, const StateFields& state = nullptr) {
   for (const xmlNode* c : Children(n)) {
     std::string name(Name(c));
     if (name == "behaviors") continue;
-    std::string value = Content(c);
+    std::string value = Text(c);
     if (name == "set") value = "(a set of objects)";
     if (name == "filter" && state) {
-      std::string action = Attr(c, "action");
+      std::string action = Attribute(c, "action");
       value = fmt::format("{} items where {} ({})", action.empty() ? "exclude" : action, state(value), value);
     }
-    std::string var = Attr(c, "var_ref");
+    std::string var = Attribute(c, "var_ref");
     if (value.empty() && !var.empty()) value = fmt::format("(the value of {})", var);
-    std::string op = Attr(c, "operation");
+    std::string op = Attribute(c, "operation");
     if (!op.empty() && op != "equals") value += fmt::format(" [{}]", op);
-    std::string status = Attr(c, "status");
+    std::string status = Attribute(c, "status");
     if (!status.empty() && status != "exists") value += fmt::format(" [{}]", status);
     out.emplace_back(std::move(name), Capped(std::move(value)));
   }
@@ -119,9 +103,9 @@ class OvalReport {
     if (std::any_of(out.begin(), out.end(), [&](const OvalDefinition& d) { return d.id == id; })) return;
     OvalDefinition def;
     def.id = id;
-    if (const xmlNode* d = Find(definitions_, id)) def.title = Content(Child(Child(d, "metadata"), "title"));
+    if (const xmlNode* d = Find(definitions_, id)) def.title = Text(Child(Child(d, "metadata"), "title"));
     const xmlNode* result = Find(definition_results_, id);
-    def.result = result ? Attr(result, "result") : "not evaluated";
+    def.result = result ? Attribute(result, "result") : "not evaluated";
     if (result) Criteria(Child(result, "criteria"), def);
     out.push_back(std::move(def));
     for (const std::string& extended : std::vector<std::string>(out.back().extends)) AddDefinition(extended, out);
@@ -131,7 +115,7 @@ class OvalReport {
   using Index_ = std::map<std::string, const xmlNode*, std::less<>>;
 
   static void Index(const xmlNode* parent, const char* key, Index_& into) {
-    for (const xmlNode* c : Children(parent)) into.emplace(Attr(c, key), c);
+    for (const xmlNode* c : Children(parent)) into.emplace(Attribute(c, key), c);
   }
   static const xmlNode* Find(const Index_& index, const std::string& id) {
     auto it = index.find(id);
@@ -143,11 +127,11 @@ class OvalReport {
       if (Name(c) == "criteria") {
         Criteria(c, def);
       } else if (Name(c) == "extend_definition") {
-        def.extends.push_back(Attr(c, "definition_ref"));
+        def.extends.push_back(Attribute(c, "definition_ref"));
       } else if (Name(c) == "criterion") {
-        std::string id = Attr(c, "test_ref");
+        std::string id = Attribute(c, "test_ref");
         if (std::none_of(def.tests.begin(), def.tests.end(), [&](const OvalTest& t) { return t.id == id; })) {
-          def.tests.push_back(Test(id, Attr(c, "negate") == "true"));
+          def.tests.push_back(Test(id, Attribute(c, "negate") == "true"));
         }
       }
     }
@@ -159,11 +143,11 @@ class OvalReport {
     t.negated = negated;
     if (const xmlNode* d = Find(tests_, id)) {
       t.type = std::string(Name(d));
-      t.comment = Attr(d, "comment");
-      if (const xmlNode* o = Child(d, "object")) t.object_id = Attr(o, "object_ref");
+      t.comment = Attribute(d, "comment");
+      if (const xmlNode* o = Child(d, "object")) t.object_id = Attribute(o, "object_ref");
       for (const xmlNode* s : Children(d)) {
         if (Name(s) != "state") continue;
-        if (const xmlNode* state = Find(states_, Attr(s, "state_ref"))) {
+        if (const xmlNode* state = Find(states_, Attribute(s, "state_ref"))) {
           OvalFields f = FieldsOf(state);
           t.state.insert(t.state.end(), f.begin(), f.end());
         }
@@ -175,25 +159,25 @@ class OvalReport {
         return s ? FieldsText(FieldsOf(s)) : std::string("(state not in the file)");
       });
     }
-    if (const xmlNode* c = Find(collected_, t.object_id)) t.object_flag = Attr(c, "flag");
+    if (const xmlNode* c = Find(collected_, t.object_id)) t.object_flag = Attribute(c, "flag");
     const xmlNode* r = Find(test_results_, id);
     if (!r) {
       t.result = "not evaluated";
       return t;
     }
-    t.result = Attr(r, "result");
-    t.check_existence = Attr(r, "check_existence");
-    t.check = Attr(r, "check");
+    t.result = Attribute(r, "result");
+    t.check_existence = Attribute(r, "check_existence");
+    t.check = Attribute(r, "check");
     for (const xmlNode* c : Children(r)) {
       if (Name(c) == "tested_variable") {
-        t.variables.emplace_back(Attr(c, "variable_id"), Capped(Content(c)));
+        t.variables.emplace_back(Attribute(c, "variable_id"), Capped(Text(c)));
       } else if (Name(c) == "tested_item") {
         OvalItem item;
-        item.id = Attr(c, "item_id");
-        item.result = Attr(c, "result");
+        item.id = Attribute(c, "item_id");
+        item.result = Attribute(c, "result");
         if (const xmlNode* data = Find(items_, item.id)) {
           item.type = std::string(Name(data));
-          item.status = Attr(data, "status");
+          item.status = Attribute(data, "status");
           if (item.status.empty()) item.status = "exists";
           item.fields = FieldsOf(data);
         }
@@ -257,7 +241,7 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
                                         e && e->message ? std::string(e->message) : "unknown error"));
   }
   const xmlNode* root = xmlDocGetRootElement(doc.get());
-  if (!root || Name(root) != "asset-report-collection" || Ns(root) != kArfNs) {
+  if (!root || Name(root) != "asset-report-collection" || Namespace(root) != kArfNs) {
     return Status::DataLoss(arf_path + ": not an ARF file (the root is not arf:asset-report-collection)");
   }
   std::map<std::string, const xmlNode*> reports;  // report id -> its content's element
@@ -266,13 +250,13 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
     const xmlNode* content = Child(report, "content");
     std::vector<const xmlNode*> body = Children(content);
     if (body.empty()) continue;
-    reports[Attr(report, "id")] = body.front();
+    reports[Attribute(report, "id")] = body.front();
     if (!test_result) {
       std::vector<const xmlNode*> found;
       if (Name(body.front()) == "TestResult") found.push_back(body.front());
       FindAll(body.front(), "TestResult", found);
       for (const xmlNode* f : found) {
-        if (Ns(f) == kXccdfNs) test_result = f;
+        if (Namespace(f) == kXccdfNs) test_result = f;
       }
     }
   }
@@ -284,16 +268,16 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
   for (const xmlNode* rr : Children(test_result)) {
     if (Name(rr) != "rule-result") continue;
     RuleEvidence ev;
-    ev.rule_id = Attr(rr, "idref");
-    ev.result = Content(Child(rr, "result"));
+    ev.rule_id = Attribute(rr, "idref");
+    ev.result = Text(Child(rr, "result"));
     if (wanted.empty() ? ev.result == "notselected" : !wanted.contains(ev.rule_id)) continue;
     std::vector<std::string> messages;
     for (const xmlNode* c : Children(rr)) {
-      if (Name(c) == "message") messages.push_back(Content(c));
-      if (Name(c) != "check" || Attr(c, "system") != kOvalDefsSystem) continue;
+      if (Name(c) == "message") messages.push_back(Text(c));
+      if (Name(c) != "check" || Attribute(c, "system") != kOvalDefsSystem) continue;
       for (const xmlNode* ref : Children(c)) {
         if (Name(ref) != "check-content-ref") continue;
-        std::string href = Attr(ref, "href");
+        std::string href = Attribute(ref, "href");
         std::string report_id = href.starts_with("#") ? href.substr(1) : href;
         auto it = reports.find(report_id);
         if (it == reports.end() || Name(it->second) != "oval_results") {
@@ -302,7 +286,7 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
         }
         auto& index = oval[report_id];
         if (!index) index = std::make_unique<OvalReport>(it->second);
-        std::string name = Attr(ref, "name");
+        std::string name = Attribute(ref, "name");
         if (!name.empty()) index->AddDefinition(name, ev.definitions);
       }
     }

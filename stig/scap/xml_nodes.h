@@ -1,5 +1,5 @@
 // Walking a libxml2 tree: ownership of parsed documents and the few element lookups our readers
-// (OVAL evidence, STIG Viewer checklists) need, so each reader states only what it looks for.
+// (OVAL evidence, STIG Viewer checklists, DISA STIGs) need, so each reader states only what it looks for.
 // Thread safety: pure functions; a document is used by one thread.
 #pragma once
 
@@ -7,6 +7,7 @@
 #include <libxml/tree.h>
 
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,6 +24,29 @@ using ParserPtr = std::unique_ptr<xmlParserCtxt, CtxtFree>;
 
 // The element's local name.
 inline std::string_view Name(const xmlNode* n) { return reinterpret_cast<const char*>(n->name); }
+
+// The element's namespace URI, empty when it has none.
+inline std::string_view Namespace(const xmlNode* n) {
+  return n->ns && n->ns->href ? std::string_view(reinterpret_cast<const char*>(n->ns->href)) : std::string_view();
+}
+
+// The attribute's value, empty when absent.
+inline std::string Attribute(const xmlNode* n, const char* name) {
+  xmlChar* v = xmlGetProp(n, reinterpret_cast<const xmlChar*>(name));
+  if (!v) return "";
+  std::string out(reinterpret_cast<const char*>(v));
+  xmlFree(v);
+  return out;
+}
+
+// The text of `n` and its descendants, entities decoded; empty for null.
+inline std::string Text(const xmlNode* n) {
+  xmlChar* v = n ? xmlNodeGetContent(n) : nullptr;
+  if (!v) return "";
+  std::string out(reinterpret_cast<const char*>(v));
+  xmlFree(v);
+  return out;
+}
 
 // The element children of `n` (none for null), in document order.
 inline std::vector<const xmlNode*> Children(const xmlNode* n) {
