@@ -25,8 +25,9 @@ packages=(
   libxml2-dev libxml2-utils
   # SSH targets
   openssh-client iproute2
-  # tests: temperd's metrics read back by Prometheus's own text parser
-  python3-prometheus-client
+  # tests: temperd's metrics read back by Prometheus's own text parser; exported checklists read by
+  # STIG Manager's own parsers (node, below)
+  python3-prometheus-client nodejs
 )
 
 missing=()
@@ -37,6 +38,19 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# tests: STIG Manager's import parsers, pinned, from the npm registry into the build tree
+# (tests/consumers/stig_manager_import.cjs runs them on temper's CKL, CKLB and XCCDF exports).
+stigman_modules=@nuwcdivnpt/stig-manager-client-modules
+stigman_version=1.6.7
+test_tools=$build_dir/test-tools
+if ! grep -qs "\"version\": \"$stigman_version\"" "$test_tools/node_modules/$stigman_modules/package.json"; then
+  command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm
+  echo "setup: installing $stigman_modules@$stigman_version for the tests"
+  mkdir -p "$test_tools"
+  npm install --prefix "$test_tools" --no-audit --no-fund --no-save --ignore-scripts \
+    "$stigman_modules@$stigman_version" >/dev/null
 fi
 
 # Hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the compiler cache.

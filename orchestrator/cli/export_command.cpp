@@ -1,6 +1,7 @@
-// temper export BATCH --format arf|ckl|cklb|html [-o FILE]: a batch's evidence as a file for an
-// assessor's tool. temperd makes the file (it holds the results and the content), so this works
-// against a daemon on another machine too; the CLI only receives and writes it.
+// temper export BATCH --format arf|ckl|cklb|xccdf|html [--disa-stig FILE] [-o FILE]: a batch's
+// evidence as a file for an assessor's tool. temperd makes the file (it holds the results and the
+// content), so this works against a daemon on another machine too; the CLI sends DISA's STIG when
+// given one, then receives and writes the file.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "orchestrator/cli/commands.h"
+#include "orchestrator/config/request_bounds.h"
 
 namespace temper::cli {
 namespace {
@@ -33,6 +35,25 @@ Status WriteFileAtomically(const std::string& path, const std::string& content) 
   return Status::OK();
 }
 
+// The DISA STIG file to send, read whole. Its contents are temperd's to judge; here only whether it
+// can travel in one request.
+Result<std::string> ReadDisaStigFile(const std::string& path) {
+  std::error_code ec;
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec) return Status::NotFound(fmt::format("--disa-stig {}: {}", path, ec.message()));
+  if (size > kMaxDisaStigUploadBytes) {
+    return Status::InvalidArgument(fmt::format(
+        "--disa-stig {}: {} bytes, more than the {} one request may carry; put it in the directory disa_stigs: "
+        "names in temperd.yaml instead",
+        path, size, kMaxDisaStigUploadBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string text(static_cast<size_t>(size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!in) return Status::IOError(fmt::format("--disa-stig {}: cannot read it", path));
+  return text;
+}
+
 }  // namespace
 
 void AddExportCommand(CLI::App& app, CommandContext& ctx) {
@@ -40,16 +61,22 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
     std::string batch;
     std::string format;
     std::string output;
+    std::string disa_stig;
   };
   auto opt = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
       "export",
-      "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3) "
-      "or a self-contained HTML report with the before/after score, every attempt and the diffs applied");
+      "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3), "
+      "XCCDF results with DISA's rule ids (STIG Manager's import) or a self-contained HTML report with the "
+      "before/after score, every attempt and the diffs applied");
   cmd->add_option("batch", opt->batch, "batch id")->required();
-  cmd->add_option("--format", opt->format, "arf, ckl, cklb or html")
+  cmd->add_option("--format", opt->format, "arf, ckl, cklb, xccdf or html")
       ->required()
-      ->check(CLI::IsMember({"arf", "ckl", "cklb", "html"}));
+      ->check(CLI::IsMember({"arf", "ckl", "cklb", "xccdf", "html"}));
+  cmd->add_option("--disa-stig", opt->disa_stig,
+                  "DISA's STIG XCCDF file (e.g. U_CAN_Ubuntu_20-04_LTS_STIG_V1R12_Manual-xccdf.xml): checklists and "
+                  "XCCDF results carry its V- and SV- ids and list every requirement of the STIG; default: the one "
+                  "of temperd's disa_stigs: directory that covers the batch, else SSG's ids");
   cmd->add_option(
       "-o,--output", opt->output,
       "file to write; \"-\" writes to stdout; default: the name temperd suggests, in the current directory");
@@ -59,6 +86,11 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
       temper::v1::ExportBatchRequest request;
       request.set_batch_id(opt->batch);
       request.set_format(opt->format);
+      if (!opt->disa_stig.empty()) {
+        TEMPER_ASSIGN_OR_RETURN(std::string text, ReadDisaStigFile(opt->disa_stig));
+        request.set_disa_stig(std::move(text));
+        request.set_disa_stig_name(std::filesystem::path(opt->disa_stig).filename().string());
+      }
       // Large exports take longer than a quick call: no deadline, the stream ends when the file does.
       auto context = conn.NewContext(/*with_deadline=*/false);
       auto reader = conn.stub().ExportBatch(context.get(), request);

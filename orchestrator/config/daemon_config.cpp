@@ -281,9 +281,9 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   DaemonConfig config;
   config.source = root.file();
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
-  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir",
-                                                 "models", "log_level", "shutdown_grace", "default_budgets",
-                                                 "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
+  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys(
+      {"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs", "log_level",
+       "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -307,6 +307,9 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   TEMPER_RETURN_IF_ERROR(ParseContentDirs(root, config.content_dirs));
   if (auto n = root.Find("models")) {
     TEMPER_ASSIGN_OR_RETURN(config.models_file, n->AsPath());
+  }
+  if (auto n = root.Find("disa_stigs")) {
+    TEMPER_ASSIGN_OR_RETURN(config.disa_stigs_dir, n->AsPath());
   }
   if (auto n = root.Find("log_level")) {
     TEMPER_ASSIGN_OR_RETURN(std::string name, n->AsString());

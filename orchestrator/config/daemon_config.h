@@ -73,6 +73,9 @@ struct DaemonConfig {
   // a bare file name. temperd.yaml's `content_dirs:`; the older `content_dir: DIR` reads as {DIR}.
   std::vector<std::string> content_dirs = {"/usr/share/xml/scap/ssg/content"};
   std::string models_file;  // optional: models.yaml, validated at start-up when set
+  // Optional: a directory of DISA STIG XCCDF files (*.xml), read at start-up; checklist exports
+  // carry the DISA ids of the one that covers a batch (orchestrator/evidence/batch_export.h).
+  std::string disa_stigs_dir;
   LogLevel log_level = LogLevel::kInfo;
   std::chrono::seconds shutdown_grace{10};
   Budgets default_budgets;

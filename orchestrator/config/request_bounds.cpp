@@ -19,11 +19,16 @@ using google::protobuf::Reflection;
 const std::map<std::string, size_t>& Table() {
   static const std::map<std::string, size_t> table = {
       {"temper.v1.SubmitBatchRequest.datastream", 4096},  // a path: PATH_MAX
-      {"temper.v1.SubmitBatchRequest.name", 200},        {"temper.v1.SubmitBatchRequest.request_id", 128},
+      {"temper.v1.SubmitBatchRequest.name", 200},
+      {"temper.v1.SubmitBatchRequest.request_id", 128},
       {"temper.v1.SubmitBatchRequest.host", 512},  // user@name:port
-      {"temper.v1.AcceptHostKeyRequest.host", 512},      {"temper.v1.Waiver.reason", kMaxWaiverReason},
-      {"temper.v1.Waiver.owner", kMaxWaiverOwner},       {"temper.v1.CancelBatchRequest.reason", 1000},
+      {"temper.v1.AcceptHostKeyRequest.host", 512},
+      {"temper.v1.Waiver.reason", kMaxWaiverReason},
+      {"temper.v1.Waiver.owner", kMaxWaiverOwner},
+      {"temper.v1.CancelBatchRequest.reason", 1000},
       {"temper.v1.ConfirmRebootRequest.note", 2000},
+      // A DISA STIG file, within gRPC's 4 MiB message; bigger ones go in temperd's disa_stigs: directory.
+      {"temper.v1.ExportBatchRequest.disa_stig", kMaxDisaStigUploadBytes},
   };
   return table;
 }

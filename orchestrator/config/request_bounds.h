@@ -22,6 +22,9 @@ namespace temper {
 // Identifiers and names, unless the table says otherwise.
 inline constexpr size_t kMaxIdentifierBytes = 256;
 
+// A DISA STIG sent with an export: what fits in gRPC's default 4 MiB message with room to spare.
+inline constexpr size_t kMaxDisaStigUploadBytes = 4'000'000;
+
 // The bound of one string (or bytes) field.
 size_t StringFieldBound(const google::protobuf::FieldDescriptor& field);
 

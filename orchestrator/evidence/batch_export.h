@@ -1,7 +1,10 @@
 // BatchExport: one batch's evidence as a file in the format an assessor's tool reads — ARF for
-// SCAP tools, CKL for STIG Viewer 2, CKLB for STIG Viewer 3, HTML for people — made on the daemon,
-// which holds the state store, OpenSCAP's results files and the content, so a CLI on another
-// machine gets the same file.
+// SCAP tools, CKL for STIG Viewer 2, CKLB for STIG Viewer 3, XCCDF results with DISA's ids for
+// STIG Manager's import, HTML for people — made on the daemon, which holds the state store,
+// OpenSCAP's results files and the content, so a CLI on another machine gets the same file.
+//
+// Checklists carry DISA's ids when a DISA STIG is at hand: the one the client sent, else the one
+// of temperd's disa_stigs: directory that covers most of the batch's STIG ids.
 // Thread safety: ExportBatch may run concurrently (it reads the store and files).
 #pragma once
 
@@ -13,12 +16,13 @@
 #include "common/status.h"
 #include "orchestrator/store/state_store.h"
 #include "stig/scap/content.h"
+#include "stig/scap/disa_stig.h"
 
 namespace temper::evidence {
 
-enum class ExportFormat { kArf, kCkl, kCklb, kHtml };
+enum class ExportFormat { kArf, kCkl, kCklb, kXccdf, kHtml };
 
-// "arf", "ckl", "cklb", "html"; InvalidArgument listing them otherwise.
+// "arf", "ckl", "cklb", "xccdf", "html"; InvalidArgument listing them otherwise.
 Result<ExportFormat> ParseExportFormat(std::string_view name);
 std::string_view ExportFormatName(ExportFormat format);
 
@@ -33,11 +37,16 @@ struct ExportSources {
   // The content a batch's datastream and profile load to (the daemon shares its loaded copies).
   std::function<Result<const stig::Content*>(const BatchRecord&)> content;
   std::string results_root;  // as the loop was given it (LoopServices::results_root)
+  // temperd's disa_stigs: directory, read at start; null or empty when none is configured.
+  const std::vector<stig::DisaStig>* disa_stigs = nullptr;
 };
 
 // The batch's evidence in `format`. ARF is OpenSCAP's file of the batch's final evaluation, as
-// written; FailedPrecondition when the batch has not finished it yet. Errors of CollectEvidence
-// and of loading the content otherwise.
-Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id, ExportFormat format);
+// written; FailedPrecondition when the batch has not finished it yet. `disa` (the client's DISA
+// STIG, or null) decides the checklists' ids as above; InvalidArgument when it holds none of the
+// batch's STIG ids (the STIG of another OS). XCCDF needs a DISA STIG: FailedPrecondition saying
+// how to give one otherwise. Errors of CollectEvidence and of loading the content otherwise.
+Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id, ExportFormat format,
+                                 const stig::DisaStig* disa = nullptr);
 
 }  // namespace temper::evidence

@@ -1,6 +1,7 @@
 #include "orchestrator/evidence/evidence_checklist.h"
 
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -81,12 +82,36 @@ ChecklistStatus ChecklistStatusOf(const RuleEvidence& r) {
   return ChecklistStatus::kNotReviewed;
 }
 
-Checklist EvidenceChecklist(const EvidenceReport& report) {
+ChecklistStatus WorseStatus(ChecklistStatus a, ChecklistStatus b) {
+  auto rank = [](ChecklistStatus s) {
+    switch (s) {
+      case ChecklistStatus::kOpen:
+        return 3;
+      case ChecklistStatus::kNotReviewed:
+        return 2;
+      case ChecklistStatus::kNotAFinding:
+        return 1;
+      case ChecklistStatus::kNotApplicable:
+        return 0;
+    }
+    return 3;
+  };
+  return rank(a) >= rank(b) ? a : b;
+}
+
+namespace {
+
+ChecklistAsset Asset(const BatchRecord& b) {
+  ChecklistAsset asset;
+  asset.host_name = b.target;
+  asset.tech_area = "UNIX OS";
+  asset.target_comment = fmt::format("temper batch {}{}", b.id, b.name.empty() ? "" : " (" + b.name + ")");
+  return asset;
+}
+
+// The VULNs of SSG's ids: one per rule of the batch.
+ChecklistStig SsgStig(const EvidenceReport& report) {
   const BatchRecord& b = report.batch;
-  Checklist c;
-  c.asset.host_name = b.target;
-  c.asset.tech_area = "UNIX OS";
-  c.asset.target_comment = fmt::format("temper batch {}{}", b.id, b.name.empty() ? "" : " (" + b.name + ")");
   ChecklistStig stig;
   std::string stig_uuid = DerivedUuid(fmt::format("{}|{}|{}", report.benchmark_id, report.profile.id, b.id));
   std::string stig_ref = fmt::format("{} :: {}", report.profile.title, report.benchmark_id);
@@ -138,7 +163,113 @@ Checklist EvidenceChecklist(const EvidenceReport& report) {
     v.comments = Comments(r);
     stig.vulns.push_back(std::move(v));
   }
-  c.stigs.push_back(std::move(stig));
+  return stig;
+}
+
+// The VULNs of DISA's STIG: one per requirement, decided by the batch's rules that implement it.
+ChecklistStig DisaChecklistStig(const EvidenceReport& report, const stig::DisaStig& disa,
+                                std::vector<std::string>& unmatched_rules) {
+  const BatchRecord& b = report.batch;
+  std::map<std::string, std::vector<const RuleEvidence*>> by_stig_id;
+  for (const RuleEvidence& r : report.rules) {
+    bool matched = false;
+    for (const std::string& id : r.info ? r.info->stig_ids : std::vector<std::string>()) {
+      if (!disa.FindByStigId(id)) continue;
+      by_stig_id[id].push_back(&r);
+      matched = true;
+    }
+    if (!matched) unmatched_rules.push_back(ShortName(r.rule.rule_id));
+  }
+  ChecklistStig stig;
+  std::string stig_uuid = DerivedUuid(fmt::format("{}|{}|{}", disa.benchmark_id, disa.RevisionName(), b.id));
+  std::string stig_ref = fmt::format("{} :: Version {}, {}", disa.title, disa.version, disa.release_info);
+  stig.info = {{"version", disa.version},
+               {"classification", "UNCLASSIFIED"},
+               {"customname", ""},
+               {"stigid", disa.benchmark_id},
+               {"description", disa.description},
+               {"filename", std::filesystem::path(disa.source).filename().string()},
+               {"releaseinfo", disa.release_info},
+               {"title", disa.title},
+               {"uuid", stig_uuid},
+               {"notice", "terms-of-use"},
+               {"source", "STIG.DOD.MIL"}};
+  for (const stig::DisaStigRule& d : disa.rules) {
+    ChecklistVuln v;
+    auto add = [&](const char* name, std::string value) { v.data.emplace_back(name, std::move(value)); };
+    add("Vuln_Num", d.vuln_id);
+    add("Severity", d.severity);
+    add("Group_Title", d.group_title);
+    add("Rule_ID", d.rule_id);
+    add("Rule_Ver", d.stig_id);
+    add("Rule_Title", d.title);
+    add("Vuln_Discuss", d.discussion);
+    add("IA_Controls", d.ia_controls);
+    add("Check_Content", d.check_content);
+    add("Fix_Text", d.fix_text);
+    add("False_Positives", d.false_positives);
+    add("False_Negatives", d.false_negatives);
+    add("Documentable", d.documentable.empty() ? "false" : d.documentable);
+    add("Mitigations", d.mitigations);
+    add("Potential_Impact", d.potential_impacts);
+    add("Third_Party_Tools", d.third_party_tools);
+    add("Mitigation_Control", d.mitigation_control);
+    add("Responsibility", d.responsibility);
+    add("Security_Override_Guidance", d.severity_override_guidance);
+    add("Check_Content_Ref", d.check_content_ref.empty() ? "M" : d.check_content_ref);
+    add("Weight", d.weight);
+    add("Class", "Unclass");
+    add("STIGRef", stig_ref);
+    add("TargetKey", "");
+    add("STIG_UUID", stig_uuid);
+    for (const std::string& id : d.legacy_ids) add("LEGACY_ID", id);
+    for (const std::string& cci : d.ccis) add("CCI_REF", cci);
+    auto it = by_stig_id.find(d.stig_id);
+    if (it == by_stig_id.end()) {
+      v.status = ChecklistStatus::kNotReviewed;
+      v.comments = fmt::format(
+          "temper: no rule of batch {} implements {}: SCAP Security Guide's profile {} has no automated rule for it, "
+          "or the batch did not select it. Review it manually.",
+          b.id, d.stig_id, report.profile.id);
+    } else {
+      std::string details, comments;
+      for (size_t i = 0; i < it->second.size(); ++i) {
+        const RuleEvidence& r = *it->second[i];
+        v.status = i == 0 ? ChecklistStatusOf(r) : WorseStatus(v.status, ChecklistStatusOf(r));
+        std::string heading = fmt::format("{}SCAP Security Guide rule {} ({}):\n", i == 0 ? "" : "\n",
+                                          ShortName(r.rule.rule_id), CklStatusName(ChecklistStatusOf(r)));
+        details += heading + FindingDetails(r);
+        comments += heading + Comments(r);
+      }
+      v.finding_details = CutText(details, kMaxChecklistText);
+      v.comments = CutText(comments, kMaxChecklistText);
+    }
+    stig.vulns.push_back(std::move(v));
+  }
+  return stig;
+}
+
+}  // namespace
+
+Checklist EvidenceChecklist(const EvidenceReport& report, const stig::DisaStig* disa) {
+  Checklist c;
+  c.asset = Asset(report.batch);
+  if (!disa) {
+    c.asset.target_comment +=
+        ". Vuln_Num and Rule_ID are SCAP Security Guide's rule ids, not DISA's: give temperd DISA's STIG "
+        "(disa_stigs: in temperd.yaml, or temper export --disa-stig FILE) for a checklist that merges with DISA's";
+    c.stigs.push_back(SsgStig(report));
+    return c;
+  }
+  std::vector<std::string> unmatched;
+  c.stigs.push_back(DisaChecklistStig(report, *disa, unmatched));
+  c.asset.target_comment += fmt::format(". DISA STIG {} {} ({})", disa->benchmark_id, disa->RevisionName(),
+                                        std::filesystem::path(disa->source).filename().string());
+  if (!unmatched.empty()) {
+    c.asset.target_comment +=
+        fmt::format("; {} rule{} of the batch implement{} no requirement of it: {}", unmatched.size(),
+                    unmatched.size() == 1 ? "" : "s", unmatched.size() == 1 ? "s" : "", Joined(unmatched, ", "));
+  }
   return c;
 }
 

@@ -20,8 +20,15 @@
 // spreadsheet exports of checklists keep to).
 //
 // DISA's own V- and SV- ids are not in SCAP Security Guide's Ubuntu 20.04 content, which carries
-// the DISA STIG id (UBTU-20-010047) as a reference: that goes to Rule_Ver, as in DISA's
-// checklists; Vuln_Num holds the SSG rule name and Rule_ID the full XCCDF rule id.
+// only the DISA STIG id (UBTU-20-010047). With DISA's STIG file (stig/scap/disa_stig.h) the
+// checklist is DISA's STIG: one VULN per requirement, in DISA's order and with DISA's ids and
+// texts, so STIG Viewer, STIG Manager and eMASS merge it with the site's own checklists. The batch's
+// rules whose STIG id is the requirement's decide its STATUS (the worst of theirs: Open, then
+// Not_Reviewed, then NotAFinding, then Not_Applicable) and fill FINDING_DETAILS and COMMENTS, each
+// headed by the SSG rule's name; a requirement no rule of the batch implements is Not_Reviewed,
+// saying why. Rules whose STIG ids DISA's file lacks are named in the target comment.
+// Without DISA's file, Vuln_Num holds the SSG rule name, Rule_ID the full XCCDF rule id and
+// Rule_Ver the STIG id, and the target comment says the ids are SSG's.
 // Thread safety: pure functions.
 #pragma once
 
@@ -30,6 +37,7 @@
 
 #include "orchestrator/evidence/checklist.h"
 #include "orchestrator/evidence/evidence_report.h"
+#include "stig/scap/disa_stig.h"
 
 namespace temper::evidence {
 
@@ -38,6 +46,10 @@ inline constexpr std::size_t kMaxChecklistText = 32767;
 // The status of `rule`, as above.
 ChecklistStatus ChecklistStatusOf(const RuleEvidence& rule);
 
-Checklist EvidenceChecklist(const EvidenceReport& report);
+// The batch's checklist; DISA's STIG when `disa` is given, as above.
+Checklist EvidenceChecklist(const EvidenceReport& report, const stig::DisaStig* disa = nullptr);
+
+// The worst of two statuses, as a requirement implemented by several rules takes it.
+ChecklistStatus WorseStatus(ChecklistStatus a, ChecklistStatus b);
 
 }  // namespace temper::evidence

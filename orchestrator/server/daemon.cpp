@@ -66,6 +66,14 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
     TEMPER_ASSIGN_OR_RETURN(daemon->models_, RoleModels::Create(*models, log));
     log.Info("models: {} endpoints from {}", models->endpoints.size(), daemon->config_.models_file);
   }
+  if (!daemon->config_.disa_stigs_dir.empty()) {
+    Result<std::vector<stig::DisaStig>> stigs = stig::ReadDisaStigDirectory(daemon->config_.disa_stigs_dir);
+    if (!stigs.ok()) return stigs.status().WithContext("disa_stigs");
+    daemon->disa_stigs_ = std::move(*stigs);
+    for (const stig::DisaStig& s : daemon->disa_stigs_) {
+      log.Info("DISA STIG {} {} ({} requirements) from {}", s.benchmark_id, s.RevisionName(), s.rules.size(), s.source);
+    }
+  }
   TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_));
   TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
@@ -75,7 +83,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
                                                  daemon->hosts_.get());
   daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
-                                                     *daemon->runner_, *daemon->hosts_, log);
+                                                     *daemon->runner_, *daemon->hosts_, daemon->disa_stigs_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   daemon->runner_->Start();
   return daemon;

@@ -60,6 +60,7 @@ class Daemon {
   std::unique_ptr<JournalFiles> journal_files_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<RoleModels> models_;
+  std::vector<stig::DisaStig> disa_stigs_;  // config_.disa_stigs_dir, read at start
   std::unique_ptr<SshHosts> hosts_;
   std::unique_ptr<LoopRunner> runner_;
   std::unique_ptr<TemperService> service_;

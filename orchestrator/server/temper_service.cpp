@@ -336,8 +336,15 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
   Result<evidence::ExportFormat> format = evidence::ParseExportFormat(request->format());
   if (!format.ok()) return ToGrpcStatus(format.status());
   evidence::ExportSources sources{store_, [this](const BatchRecord& b) { return runner_.ContentOf(b); },
-                                  runner_.results_root()};
-  Result<evidence::ExportedFile> file = evidence::ExportBatch(sources, *id, *format);
+                                  runner_.results_root(), &disa_stigs_};
+  std::optional<stig::DisaStig> given;
+  if (!request->disa_stig().empty()) {
+    std::string name = request->disa_stig_name().empty() ? "disa_stig" : request->disa_stig_name();
+    Result<stig::DisaStig> parsed = stig::ParseDisaStig(request->disa_stig(), name);
+    if (!parsed.ok()) return ToGrpcStatus(parsed.status().WithContext("disa_stig"));
+    given = std::move(*parsed);
+  }
+  Result<evidence::ExportedFile> file = evidence::ExportBatch(sources, *id, *format, given ? &*given : nullptr);
   if (!file.ok()) {
     if (file.status().code() != StatusCode::kNotFound && file.status().code() != StatusCode::kFailedPrecondition) {
       log_.Error("ExportBatch {} {}: {}", *id, request->format(), file.status().ToString());

@@ -16,6 +16,7 @@
 #include "orchestrator/server/datastream_ids_cache.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
+#include "stig/scap/disa_stig.h"
 #include "temper/v1/temper.grpc.pb.h"
 
 namespace temper {
@@ -24,8 +25,14 @@ class TemperService final : public temper::v1::Temper::Service {
  public:
   // All references must outlive the service.
   TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner, SshHosts& hosts,
-                const Logger& log)
-      : config_(config), store_(store), journal_(journal), runner_(runner), hosts_(hosts), log_(log) {}
+                const std::vector<stig::DisaStig>& disa_stigs, const Logger& log)
+      : config_(config),
+        store_(store),
+        journal_(journal),
+        runner_(runner),
+        hosts_(hosts),
+        disa_stigs_(disa_stigs),
+        log_(log) {}
 
   grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                            temper::v1::Batch* response) override;
@@ -62,6 +69,7 @@ class TemperService final : public temper::v1::Temper::Service {
   Journal& journal_;
   LoopRunner& runner_;
   SshHosts& hosts_;
+  const std::vector<stig::DisaStig>& disa_stigs_;  // temperd's disa_stigs: directory
   const Logger& log_;
   DatastreamIdsCache datastream_ids_;
 };

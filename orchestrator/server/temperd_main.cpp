@@ -17,6 +17,7 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/config/models_config.h"
 #include "orchestrator/server/daemon.h"
+#include "stig/scap/disa_stig.h"
 
 namespace {
 
@@ -47,7 +48,8 @@ int Run(int argc, char** argv) {
   bool check_only = false;
   app.add_option("-c,--config", config_path, "daemon configuration file")->capture_default_str();
   app.add_option("--log-level", log_level_override, "debug, info, warning or error (overrides the config)");
-  app.add_flag("--check-config", check_only, "validate the configuration (and models.yaml) and exit");
+  app.add_flag("--check-config", check_only,
+               "validate the configuration (and models.yaml, and the DISA STIGs of disa_stigs:) and exit");
   app.set_version_flag("--version", "temperd 0.1.0");
   try {
     app.parse(argc, argv);
@@ -88,6 +90,13 @@ int Run(int argc, char** argv) {
       temper::Result<temper::ModelsConfig> models = temper::LoadModelsConfig(config->models_file);
       if (!models.ok()) {
         std::fprintf(stderr, "temperd: %s\n", models.status().message().c_str());
+        return 1;
+      }
+    }
+    if (!config->disa_stigs_dir.empty()) {
+      auto stigs = temper::stig::ReadDisaStigDirectory(config->disa_stigs_dir);
+      if (!stigs.ok()) {
+        std::fprintf(stderr, "temperd: disa_stigs: %s\n", stigs.status().message().c_str());
         return 1;
       }
     }

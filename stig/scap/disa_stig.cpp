@@ -47,8 +47,11 @@ const xmlNode* FindBenchmark(const xmlNode* n) {
 
 // Undoes the one level of escaping DISA applies to text inside its description markup.
 std::string Unescaped(std::string_view s) {
-  static constexpr std::pair<std::string_view, char> kEntities[] = {
-      {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}, {"&amp;", '&'}};
+  static constexpr std::pair<std::string_view, char> kEntities[] = {{"&lt;", '<'},
+                                                                    {"&gt;", '>'},
+                                                                    {"&quot;", '"'},
+                                                                    {"&apos;", '\''},
+                                                                    {"&amp;", '&'}};
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size();) {
@@ -83,15 +86,15 @@ Result<DisaStigRule> ReadRule(const xmlNode* group, std::string_view source) {
   DisaStigRule r;
   r.vuln_id = WithoutPrefix(Attribute(group, "id"), kGroupPrefix);
   if (!r.vuln_id.starts_with("V-")) {
-    return Status::InvalidArgument(
-        fmt::format("{}: Group \"{}\" is not a DISA vulnerability id (V-...): this is not a DISA STIG", source,
-                    r.vuln_id));
+    return Status::InvalidArgument(fmt::format(
+        "{}: Group \"{}\" is not a DISA vulnerability id (V-...): this is not a DISA STIG", source, r.vuln_id));
   }
   r.group_title = Text(Child(group, "title"));
   const xmlNode* rule = Child(group, "Rule");
   if (!rule) return Status::InvalidArgument(fmt::format("{}: Group {} has no Rule", source, r.vuln_id));
   r.rule_id = WithoutPrefix(Attribute(rule, "id"), kRulePrefix);
-  if (r.rule_id.empty()) return Status::InvalidArgument(fmt::format("{}: Group {}: the Rule has no id", source, r.vuln_id));
+  if (r.rule_id.empty())
+    return Status::InvalidArgument(fmt::format("{}: Group {}: the Rule has no id", source, r.vuln_id));
   r.stig_id = Text(Child(rule, "version"));
   if (r.stig_id.empty()) {
     return Status::InvalidArgument(
@@ -151,6 +154,12 @@ const DisaStigRule* DisaStig::FindByStigId(std::string_view stig_id) const {
   return nullptr;
 }
 
+size_t DisaStig::CountCovered(const std::set<std::string>& stig_ids) const {
+  size_t count = 0;
+  for (const DisaStigRule& r : rules) count += stig_ids.count(r.stig_id);
+  return count;
+}
+
 std::string DisaStig::RevisionName() const {
   auto digits = [](std::string_view s) {
     size_t b = s.find_first_of("0123456789");
@@ -198,8 +207,8 @@ Result<DisaStig> ParseDisaStig(std::string_view text, std::string_view source) {
   }
   if (stig.benchmark_id.empty()) return Status::InvalidArgument(fmt::format("{}: the Benchmark has no id", source));
   if (stig.rules.empty()) {
-    return Status::InvalidArgument(fmt::format("{}: Benchmark {} has no Group: this is not a DISA STIG", source,
-                                               stig.benchmark_id));
+    return Status::InvalidArgument(
+        fmt::format("{}: Benchmark {} has no Group: this is not a DISA STIG", source, stig.benchmark_id));
   }
   return stig;
 }
@@ -236,8 +245,7 @@ const DisaStig* MatchingDisaStig(const std::vector<DisaStig>& stigs, const std::
   const DisaStig* best = nullptr;
   size_t best_count = 0;
   for (const DisaStig& stig : stigs) {
-    size_t count = 0;
-    for (const DisaStigRule& r : stig.rules) count += stig_ids.count(r.stig_id);
+    size_t count = stig.CountCovered(stig_ids);
     if (count > best_count) {
       best = &stig;
       best_count = count;

@@ -55,12 +55,14 @@ struct DisaStig {
   std::string benchmark_id;  // "Canonical_Ubuntu_20-04_LTS_STIG"
   std::string title;
   std::string description;
-  std::string version;       // "1"
-  std::string release_info;  // "Release: 12 Benchmark Date: 24 Apr 2024"
+  std::string version;              // "1"
+  std::string release_info;         // "Release: 12 Benchmark Date: 24 Apr 2024"
   std::vector<DisaStigRule> rules;  // in the file's order
 
   // The requirement whose STIG id is `stig_id`, or null.
   const DisaStigRule* FindByStigId(std::string_view stig_id) const;
+  // How many of `stig_ids` name a requirement of this STIG.
+  size_t CountCovered(const std::set<std::string>& stig_ids) const;
   // "V1R12" from version and release_info; empty when either lacks a number.
   std::string RevisionName() const;
 };

@@ -120,6 +120,11 @@ TEST_CASE(
     CHECK_FALSE(evidence::AttributeOf(vulns["accounts_tmout"].data, "Rule_Ver").empty());  // the DISA STIG id
     CHECK_FALSE(evidence::AttributesOf(vulns["accounts_tmout"].data, "CCI_REF").empty());
   }
+  {  // XCCDF results need DISA's ids, which nothing here gives
+    ProcessResult r = cli({"--format", "xccdf", "-o", dir / "out-xccdf.xml"});
+    CHECK(r.exit_code != 0);
+    CHECK_THAT(r.err, Catch::Contains("no DISA STIG covers batch") && Catch::Contains("--disa-stig"));
+  }
   {  // CKLB: JSON with the fields STIG Viewer 3 reads
     ProcessResult r = cli({"--format", "cklb", "-o", dir / "out.cklb"});
     INFO(r.err);

@@ -163,7 +163,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
   const Case cases[] = {
       {"stat_dir: /x\n",
        "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
-       "listen, state_dir, database, content_dirs, content_dir, models, log_level, shutdown_grace, "
+       "listen, state_dir, database, content_dirs, content_dir, models, disa_stigs, log_level, shutdown_grace, "
        "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n",

@@ -2,13 +2,17 @@
 
 #include <map>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/daemon_process.h"
 #include "orchestrator/evidence/checklist_ckl.h"
 #include "orchestrator/evidence/checklist_cklb.h"
 #include "orchestrator/evidence/checklist_fixtures.h"
+#include "orchestrator/evidence/checklist_xccdf.h"
 #include "orchestrator/evidence/evidence_fixture.h"
+#include "orchestrator/temp_dir.h"
 
 namespace temper::evidence {
 namespace {
@@ -88,6 +92,129 @@ TEST_CASE("Each VULN carries the rule's metadata, the evidence and the loop's ac
   // Long text is cut to what checklist tools keep.
   f.report.rules[0].attempts[1].changes.files[0].diff = std::string(100000, 'x');
   CHECK(EvidenceChecklist(f.report).stigs[0].vulns[0].finding_details.size() <= kMaxChecklistText);
+}
+
+// A DISA STIG of three requirements, in DISA's manual XCCDF form.
+stig::DisaStig ThreeRequirementStig() {
+  std::string groups;
+  for (int n : {0, 1, 2}) {
+    groups += fmt::format(
+        R"(<Group id="V-{0}"><title>SRG-{0}</title><Rule id="SV-{0}r1_rule" severity="high" weight="10.0">)"
+        R"(<version>UBTU-20-01000{0}</version><title>Requirement {0}</title>)"
+        R"(<description>&lt;VulnDiscussion&gt;Why {0}.&lt;/VulnDiscussion&gt;&lt;Documentable&gt;false&lt;/Documentable&gt;</description>)"
+        R"(<ident system="http://cyber.mil/cci">CCI-00{0}</ident><fixtext>Fix {0}.</fixtext>)"
+        R"(<check system="C-{0}"><check-content-ref name="M"/><check-content>Check {0}.</check-content></check>)"
+        R"(</Rule></Group>)",
+        n);
+  }
+  auto stig = stig::ParseDisaStig(
+      R"(<Benchmark xmlns="http://checklists.nist.gov/xccdf/1.1" id="Test_STIG"><title>Test STIG</title>)"
+      R"(<plain-text id="release-info">Release: 4 Benchmark Date: 1 Jan 2026</plain-text><version>2</version>)" +
+          groups + "</Benchmark>",
+      "U_Test_STIG_V2R4_Manual-xccdf.xml");
+  REQUIRE(stig.ok());
+  return *stig;
+}
+
+TEST_CASE("With DISA's STIG the checklist is DISA's: its ids, every requirement, the worst status of its rules",
+          "[evidence][checklist][disa]") {
+  testing::EvidenceFixture f;
+  // accounts_tmout, is_fips_mode_enabled, sshd_disable_root_login and banner_etc_issue_net keep
+  // UBTU-20-010000; no_duplicate_uids (pass) and package_mcafeetp_installed (not applicable)
+  // implement UBTU-20-010001; configure_user_data_backups implements nothing DISA lists.
+  f.infos[1].stig_ids = {"UBTU-20-010001"};
+  f.infos[5].stig_ids = {"UBTU-20-010001"};
+  f.infos[4].stig_ids = {"UBTU-20-019999"};
+  stig::DisaStig disa = ThreeRequirementStig();
+  Checklist c = EvidenceChecklist(f.report, &disa);
+  REQUIRE(c.stigs.size() == 1);
+  CHECK(AttributeOf(c.stigs[0].info, "stigid") == "Test_STIG");
+  CHECK(AttributeOf(c.stigs[0].info, "version") == "2");
+  CHECK(AttributeOf(c.stigs[0].info, "releaseinfo") == "Release: 4 Benchmark Date: 1 Jan 2026");
+  CHECK(AttributeOf(c.stigs[0].info, "filename") == "U_Test_STIG_V2R4_Manual-xccdf.xml");
+  auto v = ByVulnNum(c);
+  REQUIRE(v.size() == 3);
+  const ChecklistVuln& first = *v["V-0"];
+  CHECK(AttributeOf(first.data, "Rule_ID") == "SV-0r1_rule");
+  CHECK(AttributeOf(first.data, "Rule_Ver") == "UBTU-20-010000");
+  CHECK(AttributeOf(first.data, "Vuln_Discuss") == "Why 0.");
+  CHECK(AttributeOf(first.data, "Check_Content") == "Check 0.");
+  CHECK(AttributeOf(first.data, "STIGRef") == "Test STIG :: Version 2, Release: 4 Benchmark Date: 1 Jan 2026");
+  CHECK(AttributesOf(first.data, "CCI_REF") == std::vector<std::string>{"CCI-000"});
+  // STIG Viewer's attribute order.
+  std::vector<std::string> names;
+  for (const auto& [name, value] : first.data) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"Vuln_Num",
+                                          "Severity",
+                                          "Group_Title",
+                                          "Rule_ID",
+                                          "Rule_Ver",
+                                          "Rule_Title",
+                                          "Vuln_Discuss",
+                                          "IA_Controls",
+                                          "Check_Content",
+                                          "Fix_Text",
+                                          "False_Positives",
+                                          "False_Negatives",
+                                          "Documentable",
+                                          "Mitigations",
+                                          "Potential_Impact",
+                                          "Third_Party_Tools",
+                                          "Mitigation_Control",
+                                          "Responsibility",
+                                          "Security_Override_Guidance",
+                                          "Check_Content_Ref",
+                                          "Weight",
+                                          "Class",
+                                          "STIGRef",
+                                          "TargetKey",
+                                          "STIG_UUID",
+                                          "CCI_REF"});
+  // Fixed, escalated, waived and fixed: the escalated rule keeps the requirement open.
+  CHECK(first.status == ChecklistStatus::kOpen);
+  CHECK_THAT(first.finding_details, Catch::StartsWith("SCAP Security Guide rule accounts_tmout (NotAFinding):\n"));
+  CHECK_THAT(first.comments,
+             Catch::Contains("SCAP Security Guide rule is_fips_mode_enabled (Open):\ntemper: escalated"));
+  // Passing and not applicable: not a finding.
+  CHECK(v["V-1"]->status == ChecklistStatus::kNotAFinding);
+  CHECK(v["V-2"]->status == ChecklistStatus::kNotReviewed);
+  CHECK_THAT(v["V-2"]->comments, Catch::StartsWith("temper: no rule of batch 7 implements UBTU-20-010002"));
+  CHECK_THAT(c.asset.target_comment,
+             Catch::Contains("DISA STIG Test_STIG V2R4") &&
+                 Catch::Contains("1 rule of the batch implements no requirement of it: configure_user_data_backups"));
+  // Written and read back as CKL and CKLB unchanged.
+  CHECK(*ReadCkl(WriteCkl(c), "c.ckl") == c);
+
+  CHECK(WorseStatus(ChecklistStatus::kNotApplicable, ChecklistStatus::kNotAFinding) == ChecklistStatus::kNotAFinding);
+  CHECK(WorseStatus(ChecklistStatus::kNotReviewed, ChecklistStatus::kNotAFinding) == ChecklistStatus::kNotReviewed);
+  CHECK(WorseStatus(ChecklistStatus::kNotReviewed, ChecklistStatus::kOpen) == ChecklistStatus::kOpen);
+}
+
+TEST_CASE("Without DISA's STIG the checklist says its ids are SSG's", "[evidence][checklist][disa]") {
+  testing::EvidenceFixture f;
+  Checklist c = EvidenceChecklist(f.report);
+  CHECK_THAT(c.asset.target_comment, Catch::Contains("Vuln_Num and Rule_ID are SCAP Security Guide's rule ids"));
+}
+
+TEST_CASE("XCCDF results carry DISA's benchmark and rule ids with each requirement's result",
+          "[evidence][checklist][disa]") {
+  testing::EvidenceFixture f;
+  stig::DisaStig disa = ThreeRequirementStig();
+  Checklist c = EvidenceChecklist(f.report, &disa);
+  std::string xml = WriteXccdfResults(c, {"batch-7", "temper batch 7 (nightly)", 1'700'000'000'000, 1'700'000'060'000});
+  CHECK_THAT(xml, Catch::Contains(R"(<benchmark href="U_Test_STIG_V2R4_Manual-xccdf.xml" )"
+                                  R"(id="xccdf_mil.disa.stig_benchmark_Test_STIG"/>)"));
+  CHECK_THAT(xml, Catch::Contains(R"(start-time="2023-11-14T22:13:20Z" end-time="2023-11-14T22:14:20Z")"));
+  CHECK_THAT(xml, Catch::Contains("<target>lab</target>"));
+  CHECK_THAT(xml, Catch::Contains(R"(<rule-result idref="xccdf_mil.disa.stig_rule_SV-0r1_rule")"));
+  CHECK_THAT(xml, Catch::Contains("<result>fail</result>") && Catch::Contains("<result>notchecked</result>"));
+  // Valid to the XCCDF 1.2 schema OpenSCAP ships.
+  testing::TempDir dir;
+  std::string path = dir.Write("results.xml", xml);
+  testing::ProcessResult valid = testing::RunProcess({"/usr/bin/xmllint", "--noout", "--nonet", "--schema",
+                                                      "/usr/share/openscap/schemas/xccdf/1.2/xccdf_1.2.xsd", path});
+  INFO(valid.err);
+  CHECK(valid.exit_code == 0);
 }
 
 }  // namespace

@@ -386,6 +386,30 @@ TEST_CASE("a bad config stops temperd before it opens anything, naming file and 
   CHECK(check.exit_code == 1);
 }
 
+TEST_CASE("a disa_stigs: directory with a file that is not DISA's STIG stops temperd, naming the file") {
+  TempDir dir;
+  std::string stigs = dir / "disa";
+  std::filesystem::create_directories(stigs);
+  std::filesystem::copy_file(std::string(TEMPER_TEST_DATA_DIR) + "/stig/xccdf-only.xml", stigs + "/ssg.xml");
+  std::string config = dir.Write("c.yaml", fmt::format("state_dir: {}\ndisa_stigs: {}\n", dir / "s", stigs));
+  for (bool check_only : {true, false}) {
+    std::vector<std::string> argv = {TemperdBinary(), "--config", config};
+    if (check_only) argv.push_back("--check-config");
+    ProcessResult r = RunProcess(argv);
+    INFO(r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err,
+               Catch::Contains("disa_stigs: " + stigs + "/ssg.xml: ") && Catch::Contains("this is not a DISA STIG"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "s"));
+  std::filesystem::remove(stigs + "/ssg.xml");
+  std::filesystem::copy_file(
+      std::string(TEMPER_TEST_DATA_DIR) + "/stig/U_CAN_Ubuntu_20-04_LTS_STIG_V1R12_Manual-xccdf.xml", stigs + "/u.xml");
+  ProcessResult ok = RunProcess({TemperdBinary(), "--check-config", "--config", config});
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+}
+
 TEST_CASE("TCP serves only with TLS and the right bearer token") {
   TempDir dir;
   ProcessResult gen = RunProcess({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
