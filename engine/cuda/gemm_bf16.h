@@ -5,7 +5,7 @@
 //
 // The heuristic's choice is cached per GemmShape (shape, leading dimensions and pointer alignment,
 // rank_ops.h), so a repeated shape costs one cublasLtMatmul call. The workspace is allocated at
-// creation.
+// creation. cuBLASLt itself is loaded at run time (Create names the library when it is missing).
 //
 // Built only with nvcc. Thread safety: one per rank; not thread-safe (its cache and workspace).
 #pragma once
@@ -35,11 +35,13 @@ class GemmBf16 {
              int out, cudaStream_t stream);
 
  private:
+  struct Library;
   struct Plan;
-  GemmBf16() = default;
+  GemmBf16();
   Result<const Plan*> PlanFor(const GemmShape& shape);
 
-  void* handle_ = nullptr;  // cublasLtHandle_t
+  std::unique_ptr<Library> lt_;  // first: the plans and the handle are released through it
+  void* handle_ = nullptr;       // cublasLtHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
   std::map<GemmShape, std::unique_ptr<Plan>> plans_;
