@@ -190,6 +190,12 @@ Result<DisaStig> ParseDisaStig(std::string_view text, std::string_view source) {
     while (!message.empty() && message.back() == '\n') message.pop_back();
     return Status::DataLoss(fmt::format("{}:{}: not well-formed XML: {}", source, e ? e->line : 0, message));
   }
+  // Entities are left unexpanded by the parser but would be expanded as text is read: a document
+  // type, which DISA's files never carry, is refused before anything is read (no billion laughs).
+  if (doc->intSubset) {
+    return Status::InvalidArgument(
+        fmt::format("{}: declares a DOCTYPE; DISA's STIG files have none and temper reads none", source));
+  }
   const xmlNode* root = xmlDocGetRootElement(doc.get());
   const xmlNode* benchmark = root ? FindBenchmark(root) : nullptr;
   if (!benchmark) return Status::InvalidArgument(fmt::format("{}: no XCCDF Benchmark in it", source));

@@ -71,7 +71,7 @@ struct DisaStig {
 inline constexpr size_t kMaxDisaStigBytes = 32u << 20;
 
 // Parses `xml`, naming `source` in every error: DataLoss when it is not well-formed XML,
-// InvalidArgument when it holds no XCCDF Benchmark, when the Benchmark is not DISA's (a Group id
+// InvalidArgument when it declares a DOCTYPE (entities), when it holds no XCCDF Benchmark, when the Benchmark is not DISA's (a Group id
 // that is not a V- id), or when a Rule lacks its id or STIG id ("<source>: Group V-238213: the
 // Rule has no <version>, the STIG id").
 Result<DisaStig> ParseDisaStig(std::string_view xml, std::string_view source);

@@ -25,8 +25,12 @@ std::string DefaultEvalHelperPath() {
   std::error_code ec;
   fs::path self = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    fs::path beside = self.parent_path() / "temper-stig-eval";
-    if (fs::exists(beside, ec)) return beside.string();
+    // Beside the executable in a build tree; <prefix>/libexec/temper when installed (temperd is in
+    // <prefix>/sbin, temper in <prefix>/bin).
+    for (const fs::path& candidate : {self.parent_path() / "temper-stig-eval",
+                                      self.parent_path().parent_path() / "libexec/temper/temper-stig-eval"}) {
+      if (fs::exists(candidate, ec)) return candidate.string();
+    }
   }
   return TEMPER_STIG_EVAL_BUILD_PATH;
 }

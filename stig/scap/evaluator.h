@@ -51,7 +51,8 @@ struct EvaluatorOptions {
   bool use_servers = true;
 };
 
-// The helper next to the running executable if there is one, else the one in this build tree.
+// The helper next to the running executable, else in <prefix>/libexec/temper for an installed
+// executable in <prefix>/sbin or <prefix>/bin, else the one in this build tree.
 std::string DefaultEvalHelperPath();
 
 struct EvaluationRequest {

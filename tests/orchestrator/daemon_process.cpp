@@ -130,6 +130,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, int run_as_uid, i
     dup2(in, 0);
     dup2(out, 1);
     dup2(err, 2);
+    // Nothing else of the test process: programs that number their own descriptors (mmdebstrap
+    // hands apt a pipe by number) must find the table as a shell would leave it.
+    close_range(3, ~0U, 0);
     if (run_as_uid >= 0) {
       if (setgroups(0, nullptr) != 0 || setgid(static_cast<gid_t>(run_as_gid)) != 0 ||
           setuid(static_cast<uid_t>(run_as_uid)) != 0) {

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -27,6 +28,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/config/request_bounds.h"
 #include "orchestrator/daemon_process.h"
 #include "orchestrator/store/journal_files.h"
 #include "orchestrator/store/sqlite.h"
@@ -276,8 +278,10 @@ TEST_CASE(
   }
   REQUIRE(fields.size() >= 20);
   grpc::GenericStub stub(daemon.Channel());
-  const std::string huge(1 << 20, 'a');  // 1 MiB: far beyond any field's use, well within gRPC's 4 MiB
   for (const StringField& f : fields) {
+    // 1 MiB, far beyond any identifier's or text's use; one byte over the bound for the fields that
+    // carry files (a DISA STIG), still within gRPC's 4 MiB message.
+    const std::string huge(std::max<size_t>(1 << 20, StringFieldBound(*f.chain.back()) + 1), 'a');
     const Descriptor* type = service->FindMethodByName(f.method)->input_type();
     std::unique_ptr<Message> request(google::protobuf::MessageFactory::generated_factory()->GetPrototype(type)->New());
     SetString(*request, f.chain, huge);
