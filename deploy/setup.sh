@@ -26,8 +26,8 @@ packages=(
   # SSH targets
   openssh-client iproute2
   # tests: temperd's metrics read back by Prometheus's own text parser; exported checklists read by
-  # STIG Manager's own parsers (node, below)
-  python3-prometheus-client nodejs
+  # STIG Manager's own parsers (node, below); the dashboard in a headless browser
+  python3-prometheus-client nodejs chromium
 )
 
 missing=()

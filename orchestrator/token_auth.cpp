@@ -9,8 +9,6 @@
 
 namespace temper {
 
-namespace {
-
 bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   // The length is not secret (tokens have a fixed format); the contents are.
   if (a.size() != b.size()) return false;
@@ -18,8 +16,6 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
-
-}  // namespace
 
 grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata, grpc::AuthContext*,
                                          OutputMetadata* consumed_auth_metadata, OutputMetadata*) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include <grpcpp/security/auth_metadata_processor.h>
 
@@ -21,6 +22,10 @@ class TokenAuthProcessor final : public grpc::AuthMetadataProcessor {
  private:
   const std::string token_;
 };
+
+// Whether a token a client sent equals the expected one, in time that does not depend on where
+// they differ.
+bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
 // Reads a token file: the first line, surrounding whitespace trimmed. Refuses an empty token and a
 // file that other users can read (mode & 077), naming the file.

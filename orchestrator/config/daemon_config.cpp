@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "common/loopback.h"
 #include "orchestrator/config/waivers.h"
 #include "orchestrator/config/yaml_reader.h"
 #include "stig/ssh/ssh_connection.h"
@@ -48,24 +49,44 @@ Status ParseTcp(const YamlNode& node, TcpListenConfig& out) {
 }
 
 // "HOST:PORT", or a port alone for localhost.
-Status ParseMetricsListen(const YamlNode& node, MetricsListenConfig& out) {
+// "HOST:PORT", "[::1]:PORT" or a port alone (host left as it is).
+Status ParseHostPort(const YamlNode& node, std::string& host, int& port_out) {
   TEMPER_ASSIGN_OR_RETURN(std::string text, node.AsString());
   const size_t colon = text.rfind(':');
   std::string port = text;
   if (colon != std::string::npos) {
-    out.host = text.substr(0, colon);
+    host = text.substr(0, colon);
     port = text.substr(colon + 1);
-    if (out.host.size() > 2 && out.host.front() == '[' && out.host.back() == ']') {
-      out.host = out.host.substr(1, out.host.size() - 2);  // [::1]
-    }
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);  // [::1]
   }
   int value = -1;
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (out.host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 0 ||
+  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() || value < 0 ||
       value > 65535) {
     return node.Error(fmt::format("'{}' is not HOST:PORT or a port (0-65535; 0: any free port)", text));
   }
-  out.port = value;
+  port_out = value;
+  return Status::OK();
+}
+
+Status ParseMetricsListen(const YamlNode& node, MetricsListenConfig& out) {
+  return ParseHostPort(node, out.host, out.port);
+}
+
+Status ParseDashboardListen(const YamlNode& node, DashboardListenConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"address", "token_file"}));
+  if (auto n = node.Find("address")) {
+    TEMPER_RETURN_IF_ERROR(ParseHostPort(*n, out.host, out.port));
+    if (!IsLoopbackHost(out.host)) {
+      return n->Error(fmt::format(
+          "{} is not a loopback address: the dashboard serves plain HTTP, so it listens on this machine only "
+          "(reach it from elsewhere through an SSH tunnel)",
+          out.host));
+    }
+  }
+  std::optional<YamlNode> token = node.Find("token_file");
+  if (!token) return node.Error("token_file is required: the dashboard shows the target's diffs, not to every user");
+  TEMPER_ASSIGN_OR_RETURN(out.token_file, token->AsPath());
   return Status::OK();
 }
 
@@ -285,7 +306,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
       {"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs", "log_level",
        "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
   if (auto listen = root.Find("listen")) {
-    TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics"}));
+    TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics", "dashboard"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
     if (auto n = listen->Find("tcp")) {
       config.tcp.emplace();
@@ -294,6 +315,10 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
     if (auto n = listen->Find("metrics")) {
       config.metrics.emplace();
       TEMPER_RETURN_IF_ERROR(ParseMetricsListen(*n, *config.metrics));
+    }
+    if (auto n = listen->Find("dashboard")) {
+      config.dashboard.emplace();
+      TEMPER_RETURN_IF_ERROR(ParseDashboardListen(*n, *config.dashboard));
     }
   }
   if (auto n = root.Find("state_dir")) {

@@ -38,6 +38,14 @@ struct MetricsListenConfig {
   int port = 0;  // 0: any free port (temperd says which when ready)
 };
 
+// listen.dashboard: temperd's live dashboard (orchestrator/server/dashboard_endpoint.h), on a loopback
+// address, each request with the token of token_file.
+struct DashboardListenConfig {
+  std::string host = "127.0.0.1";
+  int port = 0;  // 0: any free port (temperd says which when ready)
+  std::string token_file;
+};
+
 struct TargetConfig {
   std::string name;
   std::string type;  // "rootfs" or "ssh"
@@ -66,7 +74,8 @@ struct DaemonConfig {
   std::string source;  // the file this was read from, for messages
   UnixListenConfig unix_socket;
   std::optional<TcpListenConfig> tcp;
-  std::optional<MetricsListenConfig> metrics;  // none unless listen.metrics is set
+  std::optional<MetricsListenConfig> metrics;      // none unless listen.metrics is set
+  std::optional<DashboardListenConfig> dashboard;  // none unless listen.dashboard is set
   std::string state_dir = "/var/lib/temper";
   std::string database;  // default: <state_dir>/temper.db
   // The only places datastreams are taken from (stig/scap/content_trust.h), searched in this order for

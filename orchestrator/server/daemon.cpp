@@ -141,6 +141,14 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
     if (!endpoint.ok()) return endpoint.status().WithContext("listen.metrics");
     metrics_endpoint_ = std::move(*endpoint);
   }
+  if (config_.dashboard) {
+    Result<std::string> token = ReadTokenFile(config_.dashboard->token_file);
+    if (!token.ok()) return token.status().WithContext("listen.dashboard.token_file");
+    Result<std::unique_ptr<DashboardEndpoint>> endpoint = DashboardEndpoint::Start(
+        config_.dashboard->host, config_.dashboard->port, std::move(*token), *store_, *journal_, log_);
+    if (!endpoint.ok()) return endpoint.status().WithContext("listen.dashboard");
+    dashboard_endpoint_ = std::move(*endpoint);
+  }
   return Status::OK();
 }
 
@@ -152,6 +160,11 @@ std::string Daemon::DescribeListeners() const {
     out += fmt::format(", metrics http://{}:{}/metrics", host.find(':') != std::string::npos ? "[" + host + "]" : host,
                        metrics_endpoint_->port());
   }
+  if (dashboard_endpoint_) {
+    const std::string& host = config_.dashboard->host;
+    out += fmt::format(", dashboard http://{}:{}/", host.find(':') != std::string::npos ? "[" + host + "]" : host,
+                       dashboard_endpoint_->port());
+  }
   return out;
 }
 
@@ -162,6 +175,7 @@ void Daemon::Shutdown() {
   if (unix_listener_) unix_listener_->Stop();
   if (tcp_listener_) tcp_listener_->Stop();
   metrics_endpoint_.reset();
+  dashboard_endpoint_.reset();
   // Each loop finishes its current step; its batch stays running and resumes at the next start.
   if (runner_) runner_->Stop();
   // Watch streams end at once with UNAVAILABLE and the seq to resume from; other calls get the grace.

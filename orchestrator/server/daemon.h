@@ -19,6 +19,7 @@
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/server/daemon_metrics.h"
+#include "orchestrator/server/dashboard_endpoint.h"
 #include "orchestrator/server/metrics_endpoint.h"
 #include "orchestrator/server/tcp_listener.h"
 #include "orchestrator/server/temper_service.h"
@@ -72,7 +73,8 @@ class Daemon {
   // Where tcp_listener_ hands its connections: TLS and the token check run in gRPC as on its own port.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> tcp_acceptor_;
   std::unique_ptr<DaemonMetrics> metrics_;
-  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;  // listen.metrics; stopped before the store closes
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint_;      // listen.metrics; stopped before the store closes
+  std::unique_ptr<DashboardEndpoint> dashboard_endpoint_;  // listen.dashboard; likewise
   bool shut_down_ = false;
 };
 

@@ -45,6 +45,7 @@ LoopDaemon::LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDa
   if (daemon_options.content_dirs.empty()) daemon_options.content_dirs = {"/usr/share/xml/scap/ssg/content"};
   daemon_options.lab_path = MakeTargetDir(dir, "lab");
   daemon_options.extra_yaml = options.extra_yaml;
+  daemon_options.dashboard_yaml = options.dashboard_yaml;
   daemon = std::make_unique<DaemonProcess>(dir, daemon_options);
   REQUIRE(daemon->Start().ok());
 }

@@ -37,6 +37,8 @@ struct LoopDaemonOptions {
   std::string extra_yaml;
   // Where temperd takes datastreams from; empty: SCAP Security Guide's system directory.
   std::vector<std::string> content_dirs;
+  // listen.dashboard as a flow mapping; empty: no dashboard (DaemonOptions::dashboard_yaml).
+  std::string dashboard_yaml;
 };
 
 // What a test asks of a batch, over gRPC (Submit) or through `temper submit` (SubmitWithCli).

@@ -189,6 +189,7 @@ DaemonProcess::DaemonProcess(const TempDir& dir, const DaemonOptions& options) :
     }
   }
   if (!options.metrics_listen.empty()) listen += fmt::format("  metrics: '{}'\n", options.metrics_listen);
+  if (!options.dashboard_yaml.empty()) listen += fmt::format("  dashboard: {}\n", options.dashboard_yaml);
   std::string ssh;
   if (!options.ssh_yaml.empty()) {
     ssh = "ssh:\n";

@@ -59,10 +59,11 @@ std::vector<temper::v1::JournalEvent> ReadJournal(temper::v1::Temper::Stub& stub
 temper::v1::BatchReport ReadReport(temper::v1::Temper::Stub& stub, const std::string& batch, int seconds = 30);
 
 struct DaemonOptions {
-  std::string unix_group;                 // listen.unix.group; empty leaves the default
-  std::string tcp_yaml;                   // the keys of listen.tcp, one per line without indentation; empty: no TCP
-  std::string metrics_listen;             // listen.metrics (HOST:PORT); empty: no metrics endpoint
-  std::string models_yaml;                // written to <dir>/models.yaml and named by `models:`; empty: no models
+  std::string unix_group;      // listen.unix.group; empty leaves the default
+  std::string tcp_yaml;        // the keys of listen.tcp, one per line without indentation; empty: no TCP
+  std::string metrics_listen;  // listen.metrics (HOST:PORT); empty: no metrics endpoint
+  std::string dashboard_yaml;  // listen.dashboard as a flow mapping ({address: ..., token_file: ...}); empty: none
+  std::string models_yaml;     // written to <dir>/models.yaml and named by `models:`; empty: no models
   std::vector<std::string> content_dirs;  // empty: <dir>/content with a datastream of ids only (validation only)
   std::string lab_path;                   // the rootfs target "lab"; empty: <dir>/roots/lab
   std::vector<std::pair<std::string, std::string>> more_targets;  // more rootfs targets: name, path
