@@ -147,7 +147,15 @@ int64_t ChatEngine::CountTokens(std::string_view text) const {
   return static_cast<int64_t>(tokenizer_.Encode(text, EncodeOptions{.match_special_tokens = false}).size());
 }
 
+std::shared_ptr<const TokenVocabulary> ChatEngine::vocabulary() {
+  std::lock_guard<std::mutex> lock(vocabulary_mu_);
+  if (!vocabulary_)
+    vocabulary_ = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_));
+  return vocabulary_;
+}
+
 Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
+  if (request.grammar) request.conversation.enable_thinking = false;
   TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
   GenerateRequest g;
   const auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
@@ -165,6 +173,10 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     g.max_tokens = std::max<int64_t>(1, scheduler_->backend().context_limit() - prompt_tokens);
   }
   g.stop_strings = std::move(request.stop_strings);
+  if (request.grammar) {
+    g.grammar = std::move(request.grammar);
+    g.vocabulary = vocabulary();
+  }
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
   return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens);
 }

@@ -45,6 +45,9 @@ struct ChatRequest {
   SamplingParams sampling;    // stop_tokens are added to the format's
   int64_t max_tokens = 1024;  // generated tokens; 0: as many as the context leaves after the prompt
   std::vector<std::string> stop_strings;
+  // When set, the reply is a sentence of this grammar (response_format's JSON schema), written as
+  // plain content: thinking is turned off for the request.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
@@ -119,6 +122,9 @@ class ChatEngine {
   // The scheduler, shared with token-level callers (/v1/completions).
   Scheduler& scheduler() { return *scheduler_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  // The tokenizer's vocabulary as constrained decoding sees it (the format's stop tokens end a
+  // grammar), built at the first request that needs it (about 0.2 s) and kept.
+  std::shared_ptr<const TokenVocabulary> vocabulary();
   SchedulerMetrics metrics() const { return scheduler_->metrics(); }
 
  private:
@@ -127,6 +133,8 @@ class ChatEngine {
   const Tokenizer& tokenizer_;
   ChatFormat format_;
   std::vector<int32_t> stop_ids_;  // the format's and the model config's
+  std::mutex vocabulary_mu_;
+  std::shared_ptr<const TokenVocabulary> vocabulary_;  // guarded by vocabulary_mu_
   TokenizerDetokenizer detokenizer_;
   std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, while the detokenizer lives
 };

@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/constrain/json_schema_grammar.h"
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
 #include "engine/serve/openai_conversation.h"
@@ -190,7 +191,43 @@ struct ParsedChat {
   bool include_usage = false;
 };
 
-std::optional<ApiError> ParseChat(const json& body, const std::string& model, ParsedChat& p) {
+// response_format: "text" (or absent), "json_object" (any object), or "json_schema" with the schema the
+// reply must keep to, compiled to a grammar the sampler enforces. The schema is read from the raw
+// body as ordered JSON: its properties are generated in the order the client wrote them.
+std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequest& r) {
+  const nlohmann::ordered_json body = nlohmann::ordered_json::parse(raw_body, nullptr, false);
+  auto format = body.find("response_format");
+  if (format == body.end() || format->is_null()) return std::nullopt;
+  if (!format->is_object() || !format->contains("type") || !(*format)["type"].is_string()) {
+    return BadParam("response_format", "'response_format' must be an object with a 'type'");
+  }
+  const std::string type = (*format)["type"].get<std::string>();
+  nlohmann::ordered_json schema;
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") {
+    schema = {{"type", "object"}};
+  } else if (type == "json_schema") {
+    auto spec = format->find("json_schema");
+    if (spec == format->end() || !spec->is_object() || !spec->contains("schema")) {
+      return BadParam("response_format.json_schema",
+                      "'response_format.json_schema' must be an object with the 'schema' the reply keeps to");
+    }
+    schema = (*spec)["schema"];
+  } else {
+    return BadParam("response_format.type",
+                    fmt::format("'response_format.type' must be text, json_object or json_schema, got '{}'", type));
+  }
+  Result<Grammar> grammar = JsonSchemaGrammar(schema);
+  if (!grammar.ok()) {
+    return BadParam("response_format.json_schema.schema",
+                    fmt::format("'response_format.json_schema': {}", grammar.status().message()));
+  }
+  r.grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  return std::nullopt;
+}
+
+std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body, const std::string& model,
+                                  ParsedChat& p) {
   if (auto e = CheckModel(body, model)) return e;
   if (std::optional<ParamError> e = ReadConversation(body, p.request.conversation)) {
     return BadParam(std::move(e->param), std::move(e->message));
@@ -210,6 +247,7 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& model, Pa
   if (auto e = ReadSampling(body, r.sampling)) return e;
   if (auto e = ReadStops(body, r.stop_strings)) return e;
   if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
+  if (auto e = ReadResponseFormat(raw_body, r)) return e;
   return std::nullopt;
 }
 
@@ -352,7 +390,7 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
     return;
   }
   ParsedChat parsed;
-  if (std::optional<ApiError> e = ParseChat(body, options_.model_name, parsed)) {
+  if (std::optional<ApiError> e = ParseChat(body, req.body, options_.model_name, parsed)) {
     SendError(res, *e);
     return;
   }

@@ -1,6 +1,7 @@
 #include "engine/serve/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -113,9 +114,10 @@ struct Scheduler::Request {
   uint64_t order = 0;
   bool admitted_before = false;
   bool done = false;
-  std::optional<PromptLookup> lookup;  // made at the first decode step
-  DraftLength draft_length{0};         // drafts the next verification tries
-  std::string text_buf;                // all text so far (cut at a stop string)
+  std::optional<PromptLookup> lookup;           // made at the first decode step
+  std::optional<GrammarConstraint> constraint;  // GenerateRequest::grammar, followed
+  DraftLength draft_length{0};                  // drafts the next verification tries
+  std::string text_buf;                         // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
   RequestUsage usage;
@@ -188,6 +190,13 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     if (request.stop_strings[i].empty())
       return Status::InvalidArgument(fmt::format("request: stop string {} is empty", i));
   }
+  if ((request.grammar == nullptr) != (request.vocabulary == nullptr)) {
+    return Status::InvalidArgument("request: a grammar needs its token vocabulary, and a vocabulary its grammar");
+  }
+  if (request.vocabulary && static_cast<int64_t>(request.vocabulary->size()) > config.vocab_size) {
+    return Status::InvalidArgument(fmt::format("request: the grammar's vocabulary has {} tokens, the model {}",
+                                               request.vocabulary->size(), config.vocab_size));
+  }
   for (int64_t c : request.checkpoints) {
     if (c < 1 || c > n) {
       return Status::InvalidArgument(fmt::format("request: checkpoint {} is outside the prompt (1..{})", c, n));
@@ -217,6 +226,7 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     cv_.notify_all();
   };
   r->sampler = std::move(*sampler);
+  if (request.grammar) r->constraint.emplace(request.grammar, request.vocabulary);
   r->draft_length = DraftLength(options_.speculation.max_draft_tokens);
   if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
   r->tokens = request.prompt;
@@ -471,7 +481,9 @@ Status Scheduler::RunBatch() {
 
 std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   const SpeculationOptions& spec = options_.speculation;
-  if (spec.max_draft_tokens == 0) return {};
+  // A draft would have to be checked against the grammar token by token; constrained requests
+  // decode one token per pass (their replies are short JSON).
+  if (spec.max_draft_tokens == 0 || r.constraint) return {};
   // Each accepted draft is one more token generated, and the pass always yields one after them.
   const int64_t most = std::min<int64_t>({room, r.draft_length.next(), r.req.max_tokens - r.generated() - 1});
   if (most < 1) return {};
@@ -480,6 +492,7 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
 }
 
 std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row) {
+  if (r.constraint) return SampleConstrained(r, out, row);
   if (out.candidates.empty()) {
     const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
     return r.sampler->Sample(std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab));
@@ -493,6 +506,43 @@ std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out
   }
   ++counters_.full_row_samples;
   return r.sampler->Sample(*full);
+}
+
+std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardResult& out, int64_t row) {
+  const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
+  std::vector<float> logits;
+  if (out.candidates.empty()) {
+    const auto full = std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab);
+    logits.assign(full.begin(), full.end());
+  } else {
+    Result<std::vector<float>> full = backend_.LogitsRow(row);
+    if (!full.ok()) {
+      Finish(r, FinishReason::kError, full.status());
+      return std::nullopt;
+    }
+    logits = std::move(*full);
+  }
+  // Tokens the grammar refuses (and ids past the tokenizer's vocabulary) can never be drawn.
+  const TokenBits& allowed = r.constraint->Allowed();
+  if (std::none_of(allowed.begin(), allowed.end(), [](uint64_t w) { return w != 0; })) {
+    // A vocabulary without a token for the bytes the grammar needs next (a real tokenizer has
+    // every byte; a test vocabulary may not).
+    Finish(r, FinishReason::kError,
+           Status::FailedPrecondition("grammar: no token of the vocabulary can continue the text"));
+    return std::nullopt;
+  }
+  const size_t grammar_vocab = r.req.vocabulary->size();
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (id >= grammar_vocab || !TokenAllowed(allowed, static_cast<int32_t>(id))) {
+      logits[id] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  const int32_t token = r.sampler->Sample(logits);
+  if (Status s = r.constraint->Accept(token); !s.ok()) {
+    Finish(r, FinishReason::kError, s.WithContext("grammar"));
+    return std::nullopt;
+  }
+  return token;
 }
 
 void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row) {

@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/backend.h"
+#include "engine/constrain/token_mask.h"
 #include "engine/sampler.h"
 #include "engine/serve/prompt_lookup.h"
 #include "engine/tokenizer/detokenizer.h"
@@ -63,6 +64,11 @@ struct GenerateRequest {
   // there, so a later prompt that shares the prefix up to one of them skips it. The prompt's end
   // and the end of generation are always pinned.
   std::vector<int64_t> checkpoints;
+  // When set (both): every generated token keeps the text a sentence of `grammar` so far, and the
+  // vocabulary's end tokens come only once it is whole (constrain/token_mask.h). Such a request
+  // samples from full logit rows and takes no drafts.
+  std::shared_ptr<const Grammar> grammar;
+  std::shared_ptr<const TokenVocabulary> vocabulary;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -188,6 +194,8 @@ class Scheduler {
   // Drafts for `r`'s next step, at most `room`: none when speculation is off or nothing matches.
   std::vector<int32_t> Draft(Request& r, int64_t room);
   // The token row `row` of `out` gives `r`; nullopt when the request failed (it is finished).
+  // SampleRow for a request with a grammar: the full row, masked.
+  std::optional<int32_t> SampleConstrained(Request& r, const ForwardResult& out, int64_t row);
   std::optional<int32_t> SampleRow(Request& r, const ForwardResult& out, int64_t row);
   // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
   // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.

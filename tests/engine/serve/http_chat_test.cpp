@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/constrain/json_schema_grammar.h"
 #include "engine/http_test_support.h"
 #include "engine/serve/chat_engine.h"
 #include "engine/serve/http_server.h"
@@ -280,6 +281,55 @@ TEST_CASE("bad chat requests get OpenAI-style errors naming the parameter", "[en
   json long_prompt = ChatBody(8);
   long_prompt["messages"][1]["content"] = std::string(300, 'x');
   expect(long_prompt.dump(), 400, "context_length_exceeded", "messages", "context limit of 256");
+}
+
+TEST_CASE("response_format json_schema: the random model's reply keeps to the schema, and a bad schema is named",
+          "[engine][http][chat][constrain]") {
+  ChatServed served;
+  httplib::Client c = served.Client();
+  const json schema =
+      json::parse(R"({"type":"object","properties":{"verdict":{"enum":["pass","fail"]},"done":{"type":"boolean"}},)"
+                  R"("required":["verdict","done"]})");
+  auto grammar = JsonSchemaGrammar(nlohmann::ordered_json::parse(schema.dump()));
+  REQUIRE(grammar.ok());
+  int whole = 0;
+  for (int seed = 0; seed < 6; ++seed) {
+    json body = ChatBody(40);
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "verdict"}, {"schema", schema}}}};
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+    json reply = json::parse(r->body);
+    const std::string content = reply["choices"][0]["message"]["content"].get<std::string>();
+    GrammarState state = GrammarState::Start(*grammar);
+    for (char ch : content) state = state.Advance(*grammar, static_cast<uint8_t>(ch));
+    CHECK_FALSE(state.Dead());  // on the schema's path, whether finished or cut at max_tokens
+    if (reply["choices"][0]["finish_reason"] == "stop") {
+      json parsed = json::parse(content);
+      CHECK((parsed["verdict"] == "pass" || parsed["verdict"] == "fail"));
+      CHECK(parsed["done"].is_boolean());
+      ++whole;
+    }
+  }
+  CHECK(whole > 0);
+
+  json bad = ChatBody(8);
+  bad["response_format"] = {{"type", "json_schema"},
+                            {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"pattern", "^a"}}}}}};
+  auto refused = c.Post("/v1/chat/completions", bad.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  json error = json::parse(refused->body)["error"];
+  CHECK(error["param"] == "response_format.json_schema.schema");
+  CHECK(error["message"] == "'response_format.json_schema': schema: 'pattern' is not supported");
+  bad["response_format"] = {{"type", "xml"}};
+  refused = c.Post("/v1/chat/completions", bad.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK(json::parse(refused->body)["error"]["param"] == "response_format.type");
 }
 
 TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engine][http][chat]") {

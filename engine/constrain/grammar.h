@@ -1,0 +1,88 @@
+// Grammar: a context-free grammar over bytes, the form every constraint on generated text compiles
+// to (json_schema_grammar.h makes one from a JSON schema), and GrammarState, the set of places a
+// recognizer can be in after the bytes so far.
+//
+// A rule is a list of alternatives; an alternative a sequence of elements; an element a set of
+// bytes or a reference to a rule. Repetition is right recursion (`list ::= item list | ""`), and a
+// reference in last position is a tail call, so a recognizer's stacks stay as deep as the nesting
+// of the text, not its length. Rules must not be left-recursive (the compiler never makes one).
+//
+// The recognizer is the one llama.cpp's GBNF sampler uses: a state is the set of stacks of
+// positions whose top is a byte set still to match; a byte advances every stack whose top accepts
+// it. Several stacks are alive where the grammar is ambiguous so far (optional properties that
+// share a prefix). A state is a plain value: equal states compare equal, so masks can be cached
+// per state (token_mask.h).
+//
+// Thread safety: a Grammar is immutable once built; states are values.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace temper::engine {
+
+// 256 bits: which bytes an element accepts.
+using ByteSet = std::array<uint64_t, 4>;
+
+struct GrammarElement {
+  int rule = -1;    // a reference to rules[rule], or -1 for a byte set
+  ByteSet bytes{};  // when rule is -1
+  bool Accepts(uint8_t b) const { return (bytes[b >> 6] >> (b & 63)) & 1; }
+};
+
+struct GrammarRule {
+  std::string name;  // for messages and tests
+  std::vector<std::vector<GrammarElement>> alternatives;
+};
+
+struct Grammar {
+  std::vector<GrammarRule> rules;
+  int root = 0;
+};
+
+// Builders for byte sets.
+ByteSet Bytes(std::string_view chars);           // exactly these bytes
+ByteSet ByteRange(uint8_t first, uint8_t last);  // first..last inclusive
+ByteSet AnyByteExcept(std::string_view chars);   // every byte but these
+GrammarElement Chars(const ByteSet& set);
+GrammarElement Ref(int rule);
+// The elements that match `text` byte for byte.
+std::vector<GrammarElement> Literal(std::string_view text);
+
+// A position: element `index` of alternative `alt` of rule `rule`.
+struct GrammarPos {
+  int32_t rule = 0;
+  int32_t alt = 0;
+  int32_t index = 0;
+  auto operator<=>(const GrammarPos&) const = default;
+};
+using GrammarStack = std::vector<GrammarPos>;  // bottom first; the top is a byte-set position
+
+class GrammarState {
+ public:
+  // The state before any byte: every way the root can start.
+  static GrammarState Start(const Grammar& grammar);
+  // The state after `byte`; empty (dead) when no stack accepts it.
+  GrammarState Advance(const Grammar& grammar, uint8_t byte) const;
+  bool Dead() const { return stacks_.empty() && !complete_; }
+  // The text so far is a whole sentence of the grammar (generation may end here).
+  bool Complete() const { return complete_; }
+  // More bytes may follow.
+  bool CanContinue() const { return !stacks_.empty(); }
+  bool operator==(const GrammarState&) const = default;
+  uint64_t Hash() const;
+
+ private:
+  // Adds `stack` with its top resolved to byte-set positions (references expanded, finished
+  // sequences popped); a stack that empties marks the state complete.
+  void AddResolved(const Grammar& grammar, GrammarStack stack);
+  void Normalize();
+
+  std::vector<GrammarStack> stacks_;  // sorted, unique
+  bool complete_ = false;
+};
+
+}  // namespace temper::engine

@@ -1,0 +1,125 @@
+#include "engine/constrain/token_mask.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace temper::engine {
+
+std::optional<std::string> TokenBytes(const Tokenizer& tokenizer, int32_t id) {
+  if (tokenizer.IsSpecial(id)) return std::nullopt;
+  std::optional<std::string_view> piece = tokenizer.IdToToken(id);
+  if (!piece) return std::nullopt;
+  // Byte fallback: "<0xE2>" is the byte itself (decoding it alone would give U+FFFD).
+  if (piece->size() == 6 && piece->substr(0, 3) == "<0x" && piece->back() == '>') {
+    unsigned value = 0;
+    if (std::sscanf(std::string(*piece).c_str(), "<0x%2X>", &value) == 1)
+      return std::string(1, static_cast<char>(value));
+  }
+  const int32_t one[] = {id};
+  Result<std::string> text = tokenizer.Decode(one);
+  if (!text.ok()) return std::nullopt;
+  return *text;
+}
+
+TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
+    : size_(bytes.size()), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
+  nodes_.emplace_back();
+  for (size_t id = 0; id < bytes.size(); ++id) {
+    if (!bytes[id] || bytes[id]->empty()) continue;
+    int32_t node = 0;
+    for (char c : *bytes[id]) {
+      const uint8_t b = static_cast<uint8_t>(c);
+      auto& children = nodes_[static_cast<size_t>(node)].children;
+      auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
+      if (it == children.end()) {
+        nodes_.emplace_back();
+        const int32_t child = static_cast<int32_t>(nodes_.size() - 1);
+        nodes_[static_cast<size_t>(node)].children.emplace_back(b, child);
+        node = child;
+      } else {
+        node = it->second;
+      }
+    }
+    nodes_[static_cast<size_t>(node)].tokens.push_back(static_cast<int32_t>(id));
+  }
+}
+
+TokenVocabulary TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens) {
+  std::vector<std::optional<std::string>> bytes(static_cast<size_t>(tokenizer.id_limit()));
+  for (int32_t id = 0; id < tokenizer.id_limit(); ++id) bytes[static_cast<size_t>(id)] = TokenBytes(tokenizer, id);
+  return TokenVocabulary(bytes, std::move(end_tokens));
+}
+
+TokenMasker::TokenMasker(const Grammar& grammar, const TokenVocabulary& vocabulary, size_t cache_states)
+    : grammar_(grammar), vocabulary_(vocabulary), cache_states_(std::max<size_t>(cache_states, 1)) {}
+
+void TokenMasker::Walk(int32_t node, const GrammarState& state, TokenBits& bits) const {
+  for (const auto& [byte, child] : vocabulary_.nodes_[static_cast<size_t>(node)].children) {
+    GrammarState next = state.Advance(grammar_, byte);
+    if (next.Dead()) continue;
+    for (int32_t id : vocabulary_.nodes_[static_cast<size_t>(child)].tokens) {
+      bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+    if (next.CanContinue()) Walk(child, next, bits);
+  }
+}
+
+const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
+  ++stats_.lookups;
+  const uint64_t hash = state.Hash();
+  for (auto [it, end] = cache_.equal_range(hash); it != end; ++it) {
+    if (it->second->first == state) {
+      recent_.splice(recent_.begin(), recent_, it->second);
+      return recent_.front().second;
+    }
+  }
+  ++stats_.misses;
+  TokenBits bits((vocabulary_.size() + 63) / 64, 0);
+  if (state.CanContinue()) Walk(0, state, bits);
+  if (state.Complete()) {
+    for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+  }
+  if (recent_.size() >= cache_states_) {
+    const uint64_t old = recent_.back().first.Hash();
+    for (auto [it, end] = cache_.equal_range(old); it != end; ++it) {
+      if (it->second == std::prev(recent_.end())) {
+        cache_.erase(it);
+        break;
+      }
+    }
+    recent_.pop_back();
+  }
+  recent_.emplace_front(state, std::move(bits));
+  cache_.emplace(hash, recent_.begin());
+  return recent_.front().second;
+}
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar,
+                                     std::shared_ptr<const TokenVocabulary> vocabulary)
+    : grammar_(std::move(grammar)),
+      vocabulary_(std::move(vocabulary)),
+      masker_(*grammar_, *vocabulary_),
+      state_(GrammarState::Start(*grammar_)) {}
+
+const TokenBits& GrammarConstraint::Allowed() { return masker_.Allowed(state_); }
+
+Status GrammarConstraint::Accept(int32_t token) {
+  const auto& ends = vocabulary_->end_tokens();
+  if (std::find(ends.begin(), ends.end(), token) != ends.end()) {
+    if (!state_.Complete()) return Status::FailedPrecondition(fmt::format("token {} ends an incomplete text", token));
+    return Status::OK();
+  }
+  if (token < 0 || static_cast<size_t>(token) >= vocabulary_->size() || !vocabulary_->bytes(token)) {
+    return Status::FailedPrecondition(fmt::format("token {} is not text the grammar can take", token));
+  }
+  GrammarState next = state_;
+  for (char c : *vocabulary_->bytes(token)) {
+    next = next.Advance(*grammar_, static_cast<uint8_t>(c));
+    if (next.Dead()) return Status::FailedPrecondition(fmt::format("token {} breaks the grammar", token));
+  }
+  state_ = std::move(next);
+  return Status::OK();
+}
+
+}  // namespace temper::engine

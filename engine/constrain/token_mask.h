@@ -1,0 +1,103 @@
+// TokenMasker: which tokens of the vocabulary a Grammar allows next, as a bitmask over token ids.
+//
+// Every token is its bytes (TokenBytes: byte-fallback tokens "<0xE2>" are the byte, "▁" a space);
+// tokens are kept in a trie of their bytes, so the walk for a state advances the recognizer once
+// per trie edge and drops a whole subtree at the first byte the grammar refuses. Inside a JSON key or
+// a number almost every subtree dies at its first byte; inside a free string most survive, which is
+// the slow case. States repeat as text is generated (each character of a string leaves the same
+// stacks), so masks are cached per state: a state met before costs a hash lookup. The end tokens
+// are allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
+// never are.
+//
+// GrammarConstraint follows one request: the mask for its next token, and the state after a token.
+//
+// Thread safety: a TokenMasker is used by one thread (its cache); share the vocabulary.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "engine/constrain/grammar.h"
+#include "engine/tokenizer/tokenizer.h"
+
+namespace temper::engine {
+
+// The bytes `id` stands for in generated text; nullopt for special tokens.
+std::optional<std::string> TokenBytes(const Tokenizer& tokenizer, int32_t id);
+
+// A bit per token id: bit i of word i / 64.
+using TokenBits = std::vector<uint64_t>;
+inline bool TokenAllowed(const TokenBits& bits, int32_t id) {
+  return (bits[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1;
+}
+
+class TokenVocabulary {
+ public:
+  // `bytes[id]`: the token's bytes, nullopt for tokens a grammar never produces; `end_tokens` end
+  // generation (allowed where the grammar is complete).
+  TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens);
+  static TokenVocabulary FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens);
+
+  size_t size() const { return size_; }
+  const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
+  const std::optional<std::string>& bytes(int32_t id) const { return bytes_[static_cast<size_t>(id)]; }
+
+ private:
+  friend class TokenMasker;
+  struct Node {
+    std::vector<std::pair<uint8_t, int32_t>> children;  // by byte
+    std::vector<int32_t> tokens;                        // tokens whose bytes end here
+  };
+  size_t size_ = 0;
+  std::vector<Node> nodes_;  // nodes_[0]: the root (the empty prefix)
+  std::vector<std::optional<std::string>> bytes_;
+  std::vector<int32_t> end_tokens_;
+};
+
+class TokenMasker {
+ public:
+  // Both must outlive the masker.
+  TokenMasker(const Grammar& grammar, const TokenVocabulary& vocabulary, size_t cache_states = 256);
+  // The tokens allowed after reaching `state`.
+  const TokenBits& Allowed(const GrammarState& state);
+
+  struct Stats {
+    uint64_t lookups = 0;
+    uint64_t misses = 0;  // computed by walking the trie
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  void Walk(int32_t node, const GrammarState& state, TokenBits& bits) const;
+
+  const Grammar& grammar_;
+  const TokenVocabulary& vocabulary_;
+  const size_t cache_states_;
+  // Recently used first; the map points into the list.
+  std::list<std::pair<GrammarState, TokenBits>> recent_;
+  std::unordered_multimap<uint64_t, std::list<std::pair<GrammarState, TokenBits>>::iterator> cache_;
+  Stats stats_;
+};
+
+// One request's constraint: the grammar's state after the tokens so far.
+class GrammarConstraint {
+ public:
+  GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  const TokenBits& Allowed();
+  // FailedPrecondition when `token` was not allowed (the sampler was not masked).
+  Status Accept(int32_t token);
+  bool Complete() const { return state_.Complete(); }
+
+ private:
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  TokenMasker masker_;
+  GrammarState state_;
+};
+
+}  // namespace temper::engine
