@@ -54,14 +54,36 @@ TokenVocabulary TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer, std::
 TokenMasker::TokenMasker(const Grammar& grammar, const TokenVocabulary& vocabulary, size_t cache_states)
     : grammar_(grammar), vocabulary_(vocabulary), cache_states_(std::max<size_t>(cache_states, 1)) {}
 
-void TokenMasker::Walk(int32_t node, const GrammarState& state, TokenBits& bits) const {
+int32_t TokenMasker::Intern(GrammarState state) {
+  const uint64_t hash = state.Hash();
+  for (auto [it, end] = state_ids_.equal_range(hash); it != end; ++it) {
+    if (states_[static_cast<size_t>(it->second)] == state) return it->second;
+  }
+  states_.push_back(std::move(state));
+  next_.emplace_back();
+  next_.back().fill(kUnknown);
+  const auto id = static_cast<int32_t>(states_.size() - 1);
+  state_ids_.emplace(hash, id);
+  return id;
+}
+
+int32_t TokenMasker::Next(int32_t id, uint8_t b) {
+  int32_t& known = next_[static_cast<size_t>(id)][b];
+  if (known != kUnknown) return known;
+  GrammarState after = states_[static_cast<size_t>(id)].Advance(grammar_, b);
+  const int32_t result = after.Dead() ? kDead : Intern(std::move(after));
+  next_[static_cast<size_t>(id)][b] = result;  // `known` may dangle: Intern can grow next_
+  return result;
+}
+
+void TokenMasker::Walk(int32_t node, int32_t state, TokenBits& bits) {
   for (const auto& [byte, child] : vocabulary_.nodes_[static_cast<size_t>(node)].children) {
-    GrammarState next = state.Advance(grammar_, byte);
-    if (next.Dead()) continue;
+    const int32_t next = Next(state, byte);
+    if (next == kDead) continue;
     for (int32_t id : vocabulary_.nodes_[static_cast<size_t>(child)].tokens) {
       bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    if (next.CanContinue()) Walk(child, next, bits);
+    if (states_[static_cast<size_t>(next)].CanContinue()) Walk(child, next, bits);
   }
 }
 
@@ -76,7 +98,7 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   }
   ++stats_.misses;
   TokenBits bits((vocabulary_.size() + 63) / 64, 0);
-  if (state.CanContinue()) Walk(0, state, bits);
+  if (state.CanContinue()) Walk(0, Intern(state), bits);
   if (state.Complete()) {
     for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   }
@@ -95,27 +117,43 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   return recent_.front().second;
 }
 
-GrammarConstraint::GrammarConstraint(std::shared_ptr<const Grammar> grammar,
-                                     std::shared_ptr<const TokenVocabulary> vocabulary)
+GrammarMasks::GrammarMasks(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+                           size_t cache_states)
     : grammar_(std::move(grammar)),
       vocabulary_(std::move(vocabulary)),
-      masker_(*grammar_, *vocabulary_),
-      state_(GrammarState::Start(*grammar_)) {}
+      masker_(*grammar_, *vocabulary_, cache_states) {}
 
-const TokenBits& GrammarConstraint::Allowed() { return masker_.Allowed(state_); }
+void GrammarMasks::Allowed(const GrammarState& state, TokenBits& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  out = masker_.Allowed(state);
+}
+
+TokenMasker::Stats GrammarMasks::stats() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return masker_.stats();
+}
+
+GrammarConstraint::GrammarConstraint(std::shared_ptr<GrammarMasks> masks)
+    : masks_(std::move(masks)), state_(GrammarState::Start(masks_->grammar())) {}
+
+const TokenBits& GrammarConstraint::Allowed() {
+  masks_->Allowed(state_, allowed_);
+  return allowed_;
+}
 
 Status GrammarConstraint::Accept(int32_t token) {
-  const auto& ends = vocabulary_->end_tokens();
+  const TokenVocabulary& vocabulary = masks_->vocabulary();
+  const auto& ends = vocabulary.end_tokens();
   if (std::find(ends.begin(), ends.end(), token) != ends.end()) {
     if (!state_.Complete()) return Status::FailedPrecondition(fmt::format("token {} ends an incomplete text", token));
     return Status::OK();
   }
-  if (token < 0 || static_cast<size_t>(token) >= vocabulary_->size() || !vocabulary_->bytes(token)) {
+  if (token < 0 || static_cast<size_t>(token) >= vocabulary.size() || !vocabulary.bytes(token)) {
     return Status::FailedPrecondition(fmt::format("token {} is not text the grammar can take", token));
   }
   GrammarState next = state_;
-  for (char c : *vocabulary_->bytes(token)) {
-    next = next.Advance(*grammar_, static_cast<uint8_t>(c));
+  for (char c : *vocabulary.bytes(token)) {
+    next = next.Advance(masks_->grammar(), static_cast<uint8_t>(c));
     if (next.Dead()) return Status::FailedPrecondition(fmt::format("token {} breaks the grammar", token));
   }
   state_ = std::move(next);

@@ -4,19 +4,26 @@
 // tokens are kept in a trie of their bytes, so the walk for a state advances the recognizer once
 // per trie edge and drops a whole subtree at the first byte the grammar refuses. Inside a JSON key or
 // a number almost every subtree dies at its first byte; inside a free string most survive, which is
-// the slow case. States repeat as text is generated (each character of a string leaves the same
-// stacks), so masks are cached per state: a state met before costs a hash lookup. The end tokens
+// the slow case: there the walk visits most of the trie's million edges. So the recognizer's states
+// are interned and each (state, byte) transition is computed once and kept in a table: a walk step is
+// then a table lookup (inside a string nearly every byte leads back to the same state). States repeat
+// as text is generated too, so masks are cached per state: a state met before costs a hash lookup. The end tokens
 // are allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
 // never are.
 //
-// GrammarConstraint follows one request: the mask for its next token, and the state after a token.
+// GrammarMasks holds a grammar with its vocabulary and masker for every request that uses it, so a
+// state's mask is walked once per process, not once per request; GrammarConstraint follows one
+// request: the mask for its next token, and the state after a token.
 //
-// Thread safety: a TokenMasker is used by one thread (its cache); share the vocabulary.
+// Thread safety: a TokenMasker is used by one thread (its cache); GrammarMasks locks around its
+// masker; a GrammarConstraint is used by one thread.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,7 +80,14 @@ class TokenMasker {
   const Stats& stats() const { return stats_; }
 
  private:
-  void Walk(int32_t node, const GrammarState& state, TokenBits& bits) const;
+  // The id of `state` among the interned states, interning it when new.
+  int32_t Intern(GrammarState state);
+  // The state after byte `b` from interned state `id`; kDead when the grammar refuses the byte.
+  int32_t Next(int32_t id, uint8_t b);
+  void Walk(int32_t node, int32_t state, TokenBits& bits);
+
+  static constexpr int32_t kUnknown = -1;
+  static constexpr int32_t kDead = -2;
 
   const Grammar& grammar_;
   const TokenVocabulary& vocabulary_;
@@ -81,23 +95,43 @@ class TokenMasker {
   // Recently used first; the map points into the list.
   std::list<std::pair<GrammarState, TokenBits>> recent_;
   std::unordered_multimap<uint64_t, std::list<std::pair<GrammarState, TokenBits>>::iterator> cache_;
+  // Interned recognizer states and their byte transitions (kUnknown until first taken).
+  std::vector<GrammarState> states_;
+  std::unordered_multimap<uint64_t, int32_t> state_ids_;
+  std::vector<std::array<int32_t, 256>> next_;
   Stats stats_;
+};
+
+class GrammarMasks {
+ public:
+  GrammarMasks(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+               size_t cache_states = 1024);
+  // The tokens allowed after `state`, copied out under the lock (32 KB at 262K ids).
+  void Allowed(const GrammarState& state, TokenBits& out);
+  const Grammar& grammar() const { return *grammar_; }
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+  TokenMasker::Stats stats();
+
+ private:
+  const std::shared_ptr<const Grammar> grammar_;
+  const std::shared_ptr<const TokenVocabulary> vocabulary_;
+  std::mutex mu_;
+  TokenMasker masker_;  // guarded by mu_
 };
 
 // One request's constraint: the grammar's state after the tokens so far.
 class GrammarConstraint {
  public:
-  GrammarConstraint(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocabulary);
+  explicit GrammarConstraint(std::shared_ptr<GrammarMasks> masks);
   const TokenBits& Allowed();
   // FailedPrecondition when `token` was not allowed (the sampler was not masked).
   Status Accept(int32_t token);
   bool Complete() const { return state_.Complete(); }
 
  private:
-  std::shared_ptr<const Grammar> grammar_;
-  std::shared_ptr<const TokenVocabulary> vocabulary_;
-  TokenMasker masker_;
+  std::shared_ptr<GrammarMasks> masks_;
   GrammarState state_;
+  TokenBits allowed_;
 };
 
 }  // namespace temper::engine

@@ -154,6 +154,20 @@ std::shared_ptr<const TokenVocabulary> ChatEngine::vocabulary() {
   return vocabulary_;
 }
 
+std::shared_ptr<GrammarMasks> ChatEngine::MasksFor(const std::string& key, std::shared_ptr<const Grammar> grammar) {
+  std::shared_ptr<const TokenVocabulary> words = vocabulary();
+  std::lock_guard<std::mutex> lock(vocabulary_mu_);
+  for (auto it = masks_.begin(); it != masks_.end(); ++it) {
+    if (it->first != key) continue;
+    masks_.splice(masks_.begin(), masks_, it);
+    return masks_.front().second;
+  }
+  constexpr size_t kGrammarsKept = 64;
+  if (masks_.size() >= kGrammarsKept) masks_.pop_back();
+  masks_.emplace_front(key, std::make_shared<GrammarMasks>(std::move(grammar), std::move(words)));
+  return masks_.front().second;
+}
+
 Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
   if (request.grammar) request.conversation.enable_thinking = false;
   TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
@@ -173,10 +187,7 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     g.max_tokens = std::max<int64_t>(1, scheduler_->backend().context_limit() - prompt_tokens);
   }
   g.stop_strings = std::move(request.stop_strings);
-  if (request.grammar) {
-    g.grammar = std::move(request.grammar);
-    g.vocabulary = vocabulary();
-  }
+  if (request.grammar) g.grammar = MasksFor(request.grammar_key, std::move(request.grammar));
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
   return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens);
 }

@@ -22,6 +22,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,8 +47,10 @@ struct ChatRequest {
   int64_t max_tokens = 1024;  // generated tokens; 0: as many as the context leaves after the prompt
   std::vector<std::string> stop_strings;
   // When set, the reply is a sentence of this grammar (response_format's JSON schema), written as
-  // plain content: thinking is turned off for the request.
+  // plain content: thinking is turned off for the request. `grammar_key` names it (the schema's
+  // text): requests with the same key share its masks.
   std::shared_ptr<const Grammar> grammar;
+  std::string grammar_key;
 };
 
 enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
@@ -125,6 +128,9 @@ class ChatEngine {
   // The tokenizer's vocabulary as constrained decoding sees it (the format's stop tokens end a
   // grammar), built at the first request that needs it (about 0.2 s) and kept.
   std::shared_ptr<const TokenVocabulary> vocabulary();
+  // The shared masks of the grammar named `key` (made from `grammar` the first time; the 64 most
+  // recently used are kept).
+  std::shared_ptr<GrammarMasks> MasksFor(const std::string& key, std::shared_ptr<const Grammar> grammar);
   SchedulerMetrics metrics() const { return scheduler_->metrics(); }
 
  private:
@@ -134,7 +140,8 @@ class ChatEngine {
   ChatFormat format_;
   std::vector<int32_t> stop_ids_;  // the format's and the model config's
   std::mutex vocabulary_mu_;
-  std::shared_ptr<const TokenVocabulary> vocabulary_;  // guarded by vocabulary_mu_
+  std::shared_ptr<const TokenVocabulary> vocabulary_;                       // guarded by vocabulary_mu_
+  std::list<std::pair<std::string, std::shared_ptr<GrammarMasks>>> masks_;  // recent first; vocabulary_mu_
   TokenizerDetokenizer detokenizer_;
   std::unique_ptr<Scheduler> scheduler_;  // last: destroyed first, while the detokenizer lives
 };

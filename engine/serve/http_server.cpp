@@ -223,6 +223,7 @@ std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequ
                     fmt::format("'response_format.json_schema': {}", grammar.status().message()));
   }
   r.grammar = std::make_shared<const Grammar>(std::move(*grammar));
+  r.grammar_key = schema.dump();
   return std::nullopt;
 }
 

@@ -190,12 +190,9 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     if (request.stop_strings[i].empty())
       return Status::InvalidArgument(fmt::format("request: stop string {} is empty", i));
   }
-  if ((request.grammar == nullptr) != (request.vocabulary == nullptr)) {
-    return Status::InvalidArgument("request: a grammar needs its token vocabulary, and a vocabulary its grammar");
-  }
-  if (request.vocabulary && static_cast<int64_t>(request.vocabulary->size()) > config.vocab_size) {
+  if (request.grammar && static_cast<int64_t>(request.grammar->vocabulary().size()) > config.vocab_size) {
     return Status::InvalidArgument(fmt::format("request: the grammar's vocabulary has {} tokens, the model {}",
-                                               request.vocabulary->size(), config.vocab_size));
+                                               request.grammar->vocabulary().size(), config.vocab_size));
   }
   for (int64_t c : request.checkpoints) {
     if (c < 1 || c > n) {
@@ -226,7 +223,7 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
     cv_.notify_all();
   };
   r->sampler = std::move(*sampler);
-  if (request.grammar) r->constraint.emplace(request.grammar, request.vocabulary);
+  if (request.grammar) r->constraint.emplace(request.grammar);
   r->draft_length = DraftLength(options_.speculation.max_draft_tokens);
   if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
   r->tokens = request.prompt;
@@ -531,7 +528,7 @@ std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardRes
            Status::FailedPrecondition("grammar: no token of the vocabulary can continue the text"));
     return std::nullopt;
   }
-  const size_t grammar_vocab = r.req.vocabulary->size();
+  const size_t grammar_vocab = r.req.grammar->vocabulary().size();
   for (size_t id = 0; id < logits.size(); ++id) {
     if (id >= grammar_vocab || !TokenAllowed(allowed, static_cast<int32_t>(id))) {
       logits[id] = -std::numeric_limits<float>::infinity();

@@ -64,11 +64,11 @@ struct GenerateRequest {
   // there, so a later prompt that shares the prefix up to one of them skips it. The prompt's end
   // and the end of generation are always pinned.
   std::vector<int64_t> checkpoints;
-  // When set (both): every generated token keeps the text a sentence of `grammar` so far, and the
-  // vocabulary's end tokens come only once it is whole (constrain/token_mask.h). Such a request
-  // samples from full logit rows and takes no drafts.
-  std::shared_ptr<const Grammar> grammar;
-  std::shared_ptr<const TokenVocabulary> vocabulary;
+  // When set: every generated token keeps the text a sentence of the grammar so far, and the
+  // vocabulary's end tokens come only once it is whole (constrain/token_mask.h; the masks are
+  // shared by the requests that share the grammar). Such a request samples from full logit rows
+  // and takes no drafts.
+  std::shared_ptr<GrammarMasks> grammar;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };

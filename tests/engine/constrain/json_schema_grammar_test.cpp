@@ -121,7 +121,8 @@ TEST_CASE("token masks over the 262K vocabulary: every allowed token fits, and n
 
   // Complete: the tokens of a valid text are each allowed where they come, and the end after it.
   const std::string text = R"({"command": "grep -E '^TMOUT=' /etc/profile.d/*.sh", "timeout": 60, "mode": "check"})";
-  GrammarConstraint valid(grammar, vocabulary);
+  auto masks = std::make_shared<GrammarMasks>(grammar, vocabulary);
+  GrammarConstraint valid(masks);
   for (int32_t id : tok.Encode(text)) {
     INFO("token " << id << " " << *TokenBytes(tok, id));
     REQUIRE(TokenAllowed(valid.Allowed(), id));
@@ -135,7 +136,7 @@ TEST_CASE("token masks over the 262K vocabulary: every allowed token fits, and n
   std::mt19937_64 rng(7);
   int completed = 0;
   for (int run = 0; run < 20; ++run) {
-    GrammarConstraint c(grammar, vocabulary);
+    GrammarConstraint c(masks);
     std::string out;
     for (int step = 0; step < 60; ++step) {
       const TokenBits& bits = c.Allowed();

@@ -51,6 +51,7 @@ TEST_CASE("with a schema's grammar the random model writes only JSON that keeps 
           "[engine][scheduler][constrain]") {
   auto vocabulary = FixtureVocabulary();
   auto grammar = std::make_shared<const Grammar>(*JsonSchemaGrammar(kSchema));
+  auto masks = std::make_shared<GrammarMasks>(grammar, vocabulary);
   auto backend = ServingBackend(4096);
   auto scheduler = MakeScheduler(*backend);
   int finished = 0, parse_failures = 0;
@@ -61,8 +62,7 @@ TEST_CASE("with a schema's grammar the random model writes only JSON that keeps 
       r.sampling.seed = 77 + i;
     }
     r.sampling.stop_tokens = {kEnd};
-    r.grammar = grammar;
-    r.vocabulary = vocabulary;
+    r.grammar = masks;
     const StreamEvent out = RunOne(*scheduler, r);
     INFO(out.error.ToString());
     REQUIRE(out.finish != FinishReason::kError);
@@ -93,14 +93,16 @@ TEST_CASE("with a schema's grammar the random model writes only JSON that keeps 
   CHECK(unconstrained_json == 0);
 }
 
-TEST_CASE("a grammar without its vocabulary is refused", "[engine][scheduler][constrain]") {
+TEST_CASE("a grammar whose vocabulary is larger than the model's is refused", "[engine][scheduler][constrain]") {
   auto backend = ServingBackend();
   auto scheduler = MakeScheduler(*backend);
   GenerateRequest r = Greedy(RandomPrompt(1, 4), 4);
-  r.grammar = std::make_shared<const Grammar>(*JsonSchemaGrammar(kSchema));
+  std::vector<std::optional<std::string>> bytes(600, std::string("a"));
+  r.grammar = std::make_shared<GrammarMasks>(std::make_shared<const Grammar>(*JsonSchemaGrammar(kSchema)),
+                                             std::make_shared<const TokenVocabulary>(bytes, std::vector<int32_t>{1}));
   auto s = scheduler->Submit(r);
   CHECK(s.status().code() == StatusCode::kInvalidArgument);
-  CHECK_THAT(s.status().message(), Catch::Contains("a grammar needs its token vocabulary"));
+  CHECK_THAT(s.status().message(), Catch::Contains("the grammar's vocabulary has 600 tokens, the model 512"));
 }
 
 }  // namespace
