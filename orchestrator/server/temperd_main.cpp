@@ -17,6 +17,7 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/config/models_config.h"
 #include "orchestrator/server/daemon.h"
+#include "orchestrator/token_auth.h"
 #include "stig/scap/disa_stig.h"
 
 namespace {
@@ -49,7 +50,8 @@ int Run(int argc, char** argv) {
   app.add_option("-c,--config", config_path, "daemon configuration file")->capture_default_str();
   app.add_option("--log-level", log_level_override, "debug, info, warning or error (overrides the config)");
   app.add_flag("--check-config", check_only,
-               "validate the configuration (and models.yaml, and the DISA STIGs of disa_stigs:) and exit");
+               "validate the configuration (and models.yaml, the DISA STIGs of disa_stigs: and the dashboard's token "
+               "file) and exit");
   app.set_version_flag("--version", "temperd 0.1.0");
   try {
     app.parse(argc, argv);
@@ -90,6 +92,13 @@ int Run(int argc, char** argv) {
       temper::Result<temper::ModelsConfig> models = temper::LoadModelsConfig(config->models_file);
       if (!models.ok()) {
         std::fprintf(stderr, "temperd: %s\n", models.status().message().c_str());
+        return 1;
+      }
+    }
+    if (config->dashboard) {
+      auto token = temper::ReadTokenFile(config->dashboard->token_file);
+      if (!token.ok()) {
+        std::fprintf(stderr, "temperd: listen.dashboard.token_file: %s\n", token.status().message().c_str());
         return 1;
       }
     }

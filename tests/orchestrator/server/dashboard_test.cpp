@@ -145,9 +145,15 @@ TEST_CASE("a dashboard on an address other machines reach, or without a token, i
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Catch::Contains("listen.dashboard") && Catch::Contains(message));
   }
-  // A token file others can read is refused when temperd starts, naming it.
+  // A token file others can read is refused by --check-config and when temperd starts, naming it.
   std::string loose = dir.Write("loose.token", "abc\n");
   chmod(loose.c_str(), 0644);
+  std::string config = dir.Write(
+      "loose.yaml", fmt::format("state_dir: {}\nlisten:\n  dashboard: {{address: '127.0.0.1:0', token_file: {}}}\n",
+                                dir / "s", loose));
+  ProcessResult checked = RunProcess({TemperdBinary(), "--check-config", "--config", config});
+  CHECK(checked.exit_code == 1);
+  CHECK_THAT(checked.err, Catch::Contains("listen.dashboard.token_file") && Catch::Contains(loose));
   DaemonProcess daemon(dir, {.dashboard_yaml = fmt::format("{{address: '127.0.0.1:0', token_file: {}}}", loose)});
   CHECK_FALSE(daemon.Start().ok());
   CHECK_THAT(daemon.Log(), Catch::Contains("listen.dashboard.token_file") && Catch::Contains(loose));
