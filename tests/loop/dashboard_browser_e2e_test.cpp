@@ -21,17 +21,9 @@ namespace {
 using scripted::ModelScript;
 using scripted::ScriptedModelServer;
 
+// Where READY says the dashboard listens.
+constexpr const char* kDashboardAt = "dashboard http://127.0.0.1:";
 constexpr const char* kToken = "browser-dashboard-token";
-
-int DashboardPort(DaemonProcess& daemon) {
-  for (const std::string& note : daemon.Notifications()) {
-    const std::string marker = "dashboard http://127.0.0.1:";
-    const size_t at = note.find(marker);
-    if (at != std::string::npos) return std::stoi(note.substr(at + marker.size()));
-  }
-  FAIL("READY names no dashboard address");
-  return 0;
-}
 
 TEST_CASE("the dashboard in headless Chromium follows a running batch live and shows a kept fix's diff",
           "[consumers]") {
@@ -48,7 +40,7 @@ TEST_CASE("the dashboard in headless Chromium follows a running batch live and s
   chmod(token_file.c_str(), 0600);
   LoopDaemon loop(**server, {.dashboard_yaml = fmt::format("{{address: '127.0.0.1:0', token_file: {}}}", token_file)});
   INFO(loop.daemon->Log());
-  const int port = DashboardPort(*loop.daemon);
+  const int port = NotifiedPort(*loop.daemon, kDashboardAt);
 
   std::string id = loop.Submit(
       {.rules = {"accounts_tmout", "banner_etc_issue_net", "no_duplicate_uids"}, .max_attempts = 2, .name = "live"});

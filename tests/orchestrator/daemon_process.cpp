@@ -337,4 +337,13 @@ temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name) {
   return r;
 }
 
+int NotifiedPort(DaemonProcess& daemon, const std::string& marker) {
+  for (const std::string& note : daemon.Notifications()) {
+    const size_t at = note.find(marker);
+    if (at != std::string::npos) return std::stoi(note.substr(at + marker.size()));
+  }
+  FAIL("READY's status names no address after '" << marker << "'");
+  return 0;
+}
+
 }  // namespace temper::testing

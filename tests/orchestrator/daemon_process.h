@@ -114,6 +114,10 @@ class DaemonProcess {
 };
 
 // A SubmitBatchRequest valid for DaemonProcess's config.
+// The port of the listener whose address READY's status line gives after `marker` ("metrics
+// http://127.0.0.1:" for "... metrics http://127.0.0.1:PORT/metrics"); FAILs when it names none.
+int NotifiedPort(DaemonProcess& daemon, const std::string& marker);
+
 temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name = "test batch");
 
 }  // namespace temper::testing

@@ -212,23 +212,12 @@ TEST_CASE("peer credentials decide who may use the socket") {
   CHECK(daemon.Stop() == 0);
 }
 
-// The metrics address from READY's status line ("... metrics http://127.0.0.1:PORT/metrics").
-int MetricsPort(DaemonProcess& daemon) {
-  for (const std::string& note : daemon.Notifications()) {
-    const std::string marker = "metrics http://127.0.0.1:";
-    const size_t at = note.find(marker);
-    if (at != std::string::npos) return std::stoi(note.substr(at + marker.size()));
-  }
-  FAIL("READY names no metrics address");
-  return 0;
-}
-
 TEST_CASE("listen.metrics: Prometheus's parser reads temperd's GET /metrics, and nothing else is served") {
   TempDir dir;
   DaemonProcess daemon(dir, {.metrics_listen = "127.0.0.1:0"});
   REQUIRE(daemon.Start().ok());
   SubmitOk(*daemon.Stub(), ValidSubmit("counted"));
-  const int port = MetricsPort(daemon);
+  const int port = NotifiedPort(daemon, "metrics http://127.0.0.1:");
   httplib::Client http("127.0.0.1", port);
   auto got = http.Get("/metrics");
   REQUIRE(got);
@@ -254,7 +243,8 @@ TEST_CASE("listen.metrics on an address already taken: temperd does not start, a
   DaemonProcess first(dir, {.metrics_listen = "127.0.0.1:0"});
   REQUIRE(first.Start().ok());
   TempDir other;
-  DaemonProcess second(other, {.metrics_listen = fmt::format("127.0.0.1:{}", MetricsPort(first))});
+  DaemonProcess second(
+      other, {.metrics_listen = fmt::format("127.0.0.1:{}", NotifiedPort(first, "metrics http://127.0.0.1:"))});
   Status started = second.Start();
   REQUIRE_FALSE(started.ok());
   CHECK_THAT(second.Log(), Catch::Contains("listen.metrics"));

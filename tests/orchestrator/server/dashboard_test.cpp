@@ -16,18 +16,9 @@
 namespace temper::testing {
 namespace {
 
+// Where READY says the dashboard listens.
+constexpr const char* kDashboardAt = "dashboard http://127.0.0.1:";
 constexpr const char* kToken = "dashboard-token-7f3a";
-
-// The dashboard's port from READY's status line ("... dashboard http://127.0.0.1:PORT/").
-int DashboardPort(DaemonProcess& daemon) {
-  for (const std::string& note : daemon.Notifications()) {
-    const std::string marker = "dashboard http://127.0.0.1:";
-    const size_t at = note.find(marker);
-    if (at != std::string::npos) return std::stoi(note.substr(at + marker.size()));
-  }
-  FAIL("READY names no dashboard address");
-  return 0;
-}
 
 std::string TokenFile(const TempDir& dir) {
   std::string path = dir.Write("dashboard.token", std::string(kToken) + "\n");
@@ -42,7 +33,7 @@ TEST_CASE("the dashboard admits only its token, addressed to the loopback, and s
   DaemonProcess daemon(dir,
                        {.dashboard_yaml = fmt::format("{{address: '127.0.0.1:0', token_file: {}}}", TokenFile(dir))});
   REQUIRE(daemon.Start().ok());
-  httplib::Client http("127.0.0.1", DashboardPort(daemon));
+  httplib::Client http("127.0.0.1", NotifiedPort(daemon, kDashboardAt));
 
   auto page = http.Get("/");
   REQUIRE(page);
@@ -86,7 +77,7 @@ TEST_CASE("the dashboard's JSON carries the batch and its rules, and the journal
                        {.dashboard_yaml = fmt::format("{{address: '127.0.0.1:0', token_file: {}}}", TokenFile(dir))});
   REQUIRE(daemon.Start().ok());
   temper::v1::Batch submitted = SubmitOk(*daemon.Stub(), ValidSubmit("watched"));
-  httplib::Client http("127.0.0.1", DashboardPort(daemon));
+  httplib::Client http("127.0.0.1", NotifiedPort(daemon, kDashboardAt));
 
   auto list = http.Get("/api/batches", WithCookie());
   REQUIRE(list);
@@ -110,7 +101,7 @@ TEST_CASE("the dashboard's JSON carries the batch and its rules, and the journal
   // The stream from the start: the batch's first event arrives as an SSE "journal" event with its
   // seq as id; the client ends the stream once it has it.
   std::string received;
-  httplib::Client stream("127.0.0.1", DashboardPort(daemon));
+  httplib::Client stream("127.0.0.1", NotifiedPort(daemon, kDashboardAt));
   stream.set_read_timeout(10, 0);
   auto streamed = stream.Get("/api/events?batch=" + submitted.id(), WithCookie(), [&](const char* data, size_t n) {
     received.append(data, n);
