@@ -22,26 +22,42 @@ std::optional<std::string> TokenBytes(const Tokenizer& tokenizer, int32_t id) {
   return *text;
 }
 
+void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
+  if (trie.empty()) trie.emplace_back();
+  int32_t node = 0;
+  for (char c : bytes) {
+    const uint8_t b = static_cast<uint8_t>(c);
+    auto& children = trie[static_cast<size_t>(node)].children;
+    auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
+    if (it == children.end()) {
+      trie.emplace_back();
+      const int32_t child = static_cast<int32_t>(trie.size() - 1);
+      trie[static_cast<size_t>(node)].children.emplace_back(b, child);
+      node = child;
+    } else {
+      node = it->second;
+    }
+  }
+  trie[static_cast<size_t>(node)].tokens.push_back(id);
+}
+
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
-    : size_(bytes.size()), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
+    : size_(bytes.size()), plain_((bytes.size() + 63) / 64, 0), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
+  plain_bytes_ = AnyByteExcept("\"\\");
+  for (int b = 0; b < 0x20; ++b) plain_bytes_[0] &= ~(uint64_t{1} << b);
   nodes_.emplace_back();
+  special_nodes_.emplace_back();
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (!bytes[id] || bytes[id]->empty()) continue;
-    int32_t node = 0;
-    for (char c : *bytes[id]) {
-      const uint8_t b = static_cast<uint8_t>(c);
-      auto& children = nodes_[static_cast<size_t>(node)].children;
-      auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
-      if (it == children.end()) {
-        nodes_.emplace_back();
-        const int32_t child = static_cast<int32_t>(nodes_.size() - 1);
-        nodes_[static_cast<size_t>(node)].children.emplace_back(b, child);
-        node = child;
-      } else {
-        node = it->second;
-      }
+    const auto token = static_cast<int32_t>(id);
+    Insert(nodes_, *bytes[id], token);
+    const bool plain = std::all_of(bytes[id]->begin(), bytes[id]->end(),
+                                   [this](char c) { return Chars(plain_bytes_).Accepts(static_cast<uint8_t>(c)); });
+    if (plain) {
+      plain_[id >> 6] |= uint64_t{1} << (id & 63);
+    } else {
+      Insert(special_nodes_, *bytes[id], token);
     }
-    nodes_[static_cast<size_t>(node)].tokens.push_back(static_cast<int32_t>(id));
   }
 }
 
@@ -76,14 +92,22 @@ int32_t TokenMasker::Next(int32_t id, uint8_t b) {
   return result;
 }
 
-void TokenMasker::Walk(int32_t node, int32_t state, TokenBits& bits) {
-  for (const auto& [byte, child] : vocabulary_.nodes_[static_cast<size_t>(node)].children) {
+bool TokenMasker::KeepsOnPlainBytes(int32_t state) {
+  const GrammarElement plain = Chars(vocabulary_.plain_bytes_);
+  for (int b = 0; b < 256; ++b) {
+    if (plain.Accepts(static_cast<uint8_t>(b)) && Next(state, static_cast<uint8_t>(b)) != state) return false;
+  }
+  return true;
+}
+
+void TokenMasker::Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits) {
+  for (const auto& [byte, child] : trie[static_cast<size_t>(node)].children) {
     const int32_t next = Next(state, byte);
     if (next == kDead) continue;
-    for (int32_t id : vocabulary_.nodes_[static_cast<size_t>(child)].tokens) {
+    for (int32_t id : trie[static_cast<size_t>(child)].tokens) {
       bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    if (states_[static_cast<size_t>(next)].CanContinue()) Walk(child, next, bits);
+    if (states_[static_cast<size_t>(next)].CanContinue()) Walk(trie, child, next, bits);
   }
 }
 
@@ -98,7 +122,15 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   }
   ++stats_.misses;
   TokenBits bits((vocabulary_.size() + 63) / 64, 0);
-  if (state.CanContinue()) Walk(0, Intern(state), bits);
+  if (state.CanContinue()) {
+    const int32_t id = Intern(state);
+    if (KeepsOnPlainBytes(id)) {
+      bits = vocabulary_.plain_;
+      Walk(vocabulary_.special_nodes_, 0, id, bits);
+    } else {
+      Walk(vocabulary_.nodes_, 0, id, bits);
+    }
+  }
   if (state.Complete()) {
     for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   }

@@ -6,8 +6,11 @@
 // a number almost every subtree dies at its first byte; inside a free string most survive, which is
 // the slow case: there the walk visits most of the trie's million edges. So the recognizer's states
 // are interned and each (state, byte) transition is computed once and kept in a table: a walk step is
-// then a table lookup (inside a string nearly every byte leads back to the same state). States repeat
-// as text is generated too, so masks are cached per state: a state met before costs a hash lookup. The end tokens
+// then a table lookup (inside a string nearly every byte leads back to the same state). And most of
+// the vocabulary is "plain" — no '"', no '\', no control byte — and a state that every plain byte
+// leads back to (a string's content) allows every plain token at once: there the walk covers only
+// the other tokens, kept in a trie of their own. States repeat as text is generated too, so masks
+// are cached per state: a state met before costs a hash lookup. The end tokens
 // are allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
 // never are.
 //
@@ -60,8 +63,15 @@ class TokenVocabulary {
     std::vector<std::pair<uint8_t, int32_t>> children;  // by byte
     std::vector<int32_t> tokens;                        // tokens whose bytes end here
   };
+  // A trie of tokens' bytes: nodes[0] is the root (the empty prefix).
+  using Trie = std::vector<Node>;
+  static void Insert(Trie& trie, std::string_view bytes, int32_t id);
+
   size_t size_ = 0;
-  std::vector<Node> nodes_;  // nodes_[0]: the root (the empty prefix)
+  Trie nodes_;             // every token with bytes
+  Trie special_nodes_;     // the tokens that are not plain
+  TokenBits plain_;        // the plain tokens
+  ByteSet plain_bytes_{};  // the bytes plain tokens are made of
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int32_t> end_tokens_;
 };
@@ -84,7 +94,9 @@ class TokenMasker {
   int32_t Intern(GrammarState state);
   // The state after byte `b` from interned state `id`; kDead when the grammar refuses the byte.
   int32_t Next(int32_t id, uint8_t b);
-  void Walk(int32_t node, int32_t state, TokenBits& bits);
+  void Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits);
+  // Whether every plain byte leads `state` back to itself.
+  bool KeepsOnPlainBytes(int32_t state);
 
   static constexpr int32_t kUnknown = -1;
   static constexpr int32_t kDead = -2;
