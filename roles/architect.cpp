@@ -51,6 +51,30 @@ Result<RolePrompt> Architect::Assemble(const std::string& system, std::vector<Pr
   return AssembleRolePrompt(config_, estimator_, system, std::move(sections));
 }
 
+nlohmann::ordered_json PickSchema(const std::vector<RuleInfo>& candidates) {
+  nlohmann::ordered_json ids = nlohmann::ordered_json::array();
+  for (const RuleInfo& r : candidates) ids.push_back(r.id);
+  auto answer = [&](const char* decision, const char* text) {
+    return nlohmann::ordered_json{
+        {"type", "object"},
+        {"properties",
+         {{"decision", {{"const", decision}}}, {"rule_id", {{"enum", ids}}}, {text, {{"type", "string"}}}}},
+        {"required", {"decision", "rule_id", text}}};
+  };
+  return {{"anyOf", {answer("attempt", "approach"), answer("skip", "reason")}}};
+}
+
+nlohmann::ordered_json ReengageSchema() {
+  return nlohmann::ordered_json::parse(R"({"anyOf": [
+    {"type": "object",
+     "properties": {"verdict": {"const": "PIVOT"}, "reasoning": {"type": "string"}, "plan": {"type": "string"}},
+     "required": ["verdict", "reasoning", "plan"]},
+    {"type": "object",
+     "properties": {"verdict": {"enum": ["CONTINUE", "ESCALATE"]}, "reasoning": {"type": "string"},
+                    "plan": {"type": "string"}},
+     "required": ["verdict", "reasoning"]}]})");
+}
+
 Result<RolePrompt> Architect::BuildPick(const ArchitectInput& input) const {
   if (input.candidates.empty()) return Status::InvalidArgument("the Architect needs at least one candidate rule");
   TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("architect"));
@@ -70,7 +94,9 @@ Result<RolePrompt> Architect::BuildPick(const ArchitectInput& input) const {
   }
   for (PromptSection& s : LessonSections(input.lessons)) sections.push_back(std::move(s));
   for (PromptSection& s : AttemptSections(input.prior_attempts, 400)) sections.push_back(std::move(s));
-  return Assemble(system, std::move(sections));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, Assemble(system, std::move(sections)));
+  prompt.request.answer_schema = PickSchema(input.candidates);
+  return prompt;
 }
 
 Result<ArchitectPick> Architect::ParsePick(const ChatResponse& response, const ArchitectInput& input) const {
@@ -109,7 +135,9 @@ Result<RolePrompt> Architect::BuildReengage(const RuleInfo& rule, const std::str
   sections.push_back({"current plan", "## Current plan\n" + current_plan, 0, true});
   for (PromptSection& s : AttemptSections(attempts, 880)) sections.push_back(std::move(s));
   for (PromptSection& s : LessonSections(lessons)) sections.push_back(std::move(s));
-  return Assemble(system, std::move(sections));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, Assemble(system, std::move(sections)));
+  prompt.request.answer_schema = ReengageSchema();
+  return prompt;
 }
 
 Result<ReengageDecision> Architect::ParseReengage(const ChatResponse& response) const {

@@ -69,6 +69,13 @@ Result<nlohmann::json> AnswerObject(const ChatResponse& response);
 // A required non-empty string field of an answer object.
 Result<std::string> RequiredString(const nlohmann::json& answer, const char* key);
 // Builds the two-message request (system + user) for a role within its budget.
+// The JSON schemas of the Architect's answers, as its prompts describe them: a pick (attempt with an
+// approach, or skip with a reason, of one of `candidates`), and a re-engagement verdict (PIVOT with
+// a plan; CONTINUE or ESCALATE). Sent with the requests, so an inprocess endpoint decodes only
+// answers of these shapes.
+nlohmann::ordered_json PickSchema(const std::vector<RuleInfo>& candidates);
+nlohmann::ordered_json ReengageSchema();
+
 Result<RolePrompt> AssembleRolePrompt(const RoleConfig& config, const TokenEstimator& estimator,
                                       const std::string& system, std::vector<PromptSection> sections);
 

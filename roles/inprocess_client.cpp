@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "engine/constrain/json_schema_grammar.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
 
@@ -125,6 +126,12 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
   out.sampling.seed = s.seed.value_or(seed_if_unset);
   out.max_tokens = request.max_tokens;
   out.stop_strings = request.stop;
+  if (!request.answer_schema.is_null()) {
+    Result<engine::Grammar> grammar = engine::JsonSchemaGrammar(request.answer_schema);
+    if (!grammar.ok()) return grammar.status().WithContext("answer_schema");
+    out.grammar = std::make_shared<const engine::Grammar>(std::move(*grammar));
+    out.grammar_key = request.answer_schema.dump();
+  }
   return out;
 }
 

@@ -68,6 +68,10 @@ struct ChatRequest {
   SamplingConfig sampling;
   uint32_t max_tokens = 1024;
   std::vector<std::string> stop;
+  // When not null: the JSON schema the answer is an instance of (the Architect's pick and
+  // re-engagement). An endpoint that can enforce it constrains sampling to it (inprocess,
+  // engine/constrain/); the others rely on the prompt, and the caller's parser checks either way.
+  nlohmann::ordered_json answer_schema;
 };
 
 enum class FinishReason { kStop, kLength, kToolCalls, kContentFilter, kOther };

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/constrain/json_schema_grammar.h"
+
 #include "roles/reflector.h"
 
 using namespace temper;
@@ -67,6 +69,31 @@ ArchitectInput Input() {
   return in;
 }
 
+TEST_CASE("the Architect's requests carry the JSON schemas of its answers", "[roles][architect]") {
+  const std::vector<RuleInfo> candidates = {{.id = "xccdf_org.ssgproject.content_rule_accounts_tmout"}};
+  auto pick = engine::JsonSchemaGrammar(PickSchema(candidates));
+  REQUIRE(pick.ok());
+  auto matches = [](const engine::Grammar& g, std::string_view text) {
+    engine::GrammarState s = engine::GrammarState::Start(g);
+    for (char c : text) s = s.Advance(g, static_cast<uint8_t>(c));
+    return s.Complete();
+  };
+  CHECK(matches(
+      *pick,
+      R"({"decision": "attempt", "rule_id": "xccdf_org.ssgproject.content_rule_accounts_tmout", "approach": "x"})"));
+  CHECK(matches(*pick,
+                R"({"decision":"skip","rule_id":"xccdf_org.ssgproject.content_rule_accounts_tmout","reason":"y"})"));
+  CHECK_FALSE(
+      matches(*pick, R"({"decision":"attempt","rule_id":"xccdf_org.ssgproject.content_rule_other","approach":"x"})"));
+  CHECK_FALSE(matches(
+      *pick, R"({"decision":"attempt","rule_id":"xccdf_org.ssgproject.content_rule_accounts_tmout","reason":"x"})"));
+  auto reengage = engine::JsonSchemaGrammar(ReengageSchema());
+  REQUIRE(reengage.ok());
+  CHECK(matches(*reengage, R"({"verdict": "PIVOT", "reasoning": "r", "plan": "p"})"));
+  CHECK(matches(*reengage, R"({"verdict": "ESCALATE", "reasoning": "r"})"));
+  CHECK_FALSE(matches(*reengage, R"({"verdict": "PIVOT", "reasoning": "r"})"));  // a pivot needs its plan
+}
+
 }  // namespace
 
 TEST_CASE("the embedded prompts hold every role and reject unknown placeholders") {
@@ -100,6 +127,7 @@ TEST_CASE("the pick prompt fits the budget and keeps this rule's lessons before 
   CHECK(p->trimmed.empty());
   REQUIRE(p->request.messages.size() == 2);
   CHECK(p->request.role_name == "architect");
+  CHECK(p->request.answer_schema == PickSchema(Input().candidates));
   CHECK(p->request.max_tokens == 2048);
   const std::string& user = p->request.messages[1].content;
   CHECK_THAT(user, Catch::Contains("sshd -T | grep -i permitrootlogin"));
