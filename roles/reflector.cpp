@@ -26,7 +26,16 @@ Result<RolePrompt> Reflector::Build(const RuleInfo& rule, const PastAttempt& fai
   }
   for (PromptSection& s : AttemptSections(earlier, 700)) sections.push_back(std::move(s));
   for (PromptSection& s : LessonSections(lessons)) sections.push_back(std::move(s));
-  return AssembleRolePrompt(config_, estimator_, system, std::move(sections));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, AssembleRolePrompt(config_, estimator_, system, std::move(sections)));
+  prompt.request.answer_schema = ReflectionSchema();
+  return prompt;
+}
+
+nlohmann::ordered_json ReflectionSchema() {
+  return nlohmann::ordered_json::parse(R"({"type": "object",
+    "properties": {"tried": {"type": "string"}, "why_failed": {"type": "string"}, "next": {"type": "string"},
+                   "never": {"type": "array", "items": {"type": "string"}}, "lesson": {"type": "string"}},
+    "required": ["tried", "why_failed", "next", "lesson"]})");
 }
 
 Result<Reflection> Reflector::Parse(const ChatResponse& response) const {

@@ -28,6 +28,10 @@ struct Reflection {
   std::string lesson;  // at most kMaxLessonChars, for memory
 };
 
+// The JSON schema of the Reflector's answer, as its prompt describes it (the lesson's length is
+// checked by Parse). Sent with the request, so an inprocess endpoint decodes only answers of it.
+nlohmann::ordered_json ReflectionSchema();
+
 class Reflector {
  public:
   static constexpr size_t kMaxLessonChars = 200;

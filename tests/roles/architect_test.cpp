@@ -210,6 +210,15 @@ TEST_CASE("the Reflector keeps the failed attempt's evidence and checks its less
                      ""};
   auto p = r.Build(SshRule(), failed, {}, {});
   REQUIRE(p.ok());
+  CHECK(p->request.answer_schema == ReflectionSchema());
+  auto reflection = engine::JsonSchemaGrammar(ReflectionSchema());
+  REQUIRE(reflection.ok());
+  engine::GrammarState state = engine::GrammarState::Start(*reflection);
+  for (char ch : std::string_view(R"({"tried": "sed", "why_failed": "a drop-in wins", "next": "edit the drop-in", )"
+                                  R"("never": ["sed on sshd_config"], "lesson": "Check sshd_config.d first."})")) {
+    state = state.Advance(*reflection, static_cast<uint8_t>(ch));
+  }
+  CHECK(state.Complete());
   const std::string& user = p->request.messages[1].content;
   CHECK_THAT(user, Catch::Contains("50-cloud-init.conf"));  // evidence outranks the long action log
   REQUIRE(p->trimmed.size() == 1);
