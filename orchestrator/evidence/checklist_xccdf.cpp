@@ -6,12 +6,10 @@
 #include <fmt/format.h>
 
 #include "orchestrator/evidence/markup_escape.h"
+#include "stig/scap/disa_stig.h"
 
 namespace temper::evidence {
 namespace {
-
-constexpr std::string_view kBenchmarkPrefix = "xccdf_mil.disa.stig_benchmark_";
-constexpr std::string_view kRulePrefix = "xccdf_mil.disa.stig_rule_";
 
 std::string XsDateTime(TimeMs ms) {
   return fmt::format("{:%Y-%m-%dT%H:%M:%S}Z", fmt::gmtime(static_cast<std::time_t>(ms / 1000)));
@@ -44,7 +42,7 @@ std::string WriteXccdfResults(const Checklist& c, const XccdfResultsRun& run) {
       e(run.test_result_id), XsDateTime(run.start_time), XsDateTime(run.end_time), TEMPER_VERSION,
       e(AttributeOf(stig.info, "version")));
   out += fmt::format("  <benchmark href=\"{}\" id=\"{}{}\"/>\n", e(AttributeOf(stig.info, "filename")),
-                     kBenchmarkPrefix, e(AttributeOf(stig.info, "stigid")));
+                     stig::kDisaBenchmarkPrefix, e(AttributeOf(stig.info, "stigid")));
   out += fmt::format("  <title>{}</title>\n", e(run.title));
   if (!c.asset.target_comment.empty()) out += fmt::format("  <remark>{}</remark>\n", e(c.asset.target_comment));
   out += fmt::format("  <target>{}</target>\n", e(c.asset.host_name));
@@ -60,9 +58,9 @@ std::string WriteXccdfResults(const Checklist& c, const XccdfResultsRun& run) {
   for (const ChecklistVuln& v : stig.vulns) {
     pass += v.status == ChecklistStatus::kNotAFinding;
     fail += v.status == ChecklistStatus::kOpen;
-    out += fmt::format("  <rule-result idref=\"{}{}\" time=\"{}\" severity=\"{}\" weight=\"{}\">\n", kRulePrefix,
-                       e(AttributeOf(v.data, "Rule_ID")), XsDateTime(run.end_time), e(AttributeOf(v.data, "Severity")),
-                       e(AttributeOf(v.data, "Weight")));
+    out += fmt::format("  <rule-result idref=\"{}{}\" time=\"{}\" severity=\"{}\" weight=\"{}\">\n",
+                       stig::kDisaRulePrefix, e(AttributeOf(v.data, "Rule_ID")), XsDateTime(run.end_time),
+                       e(AttributeOf(v.data, "Severity")), e(AttributeOf(v.data, "Weight")));
     out += fmt::format("    <result>{}</result>\n", ResultOf(v.status));
     for (const std::string& cci : AttributesOf(v.data, "CCI_REF")) {
       out += fmt::format("    <ident system=\"http://cyber.mil/cci\">{}</ident>\n", e(cci));

@@ -82,6 +82,14 @@ std::string HostOf(const std::string& header) {
   return colon == std::string::npos ? header : header.substr(0, colon);
 }
 
+// DNS rebinding: a page elsewhere whose name now resolves to 127.0.0.1 still sends its own Host.
+// False, with the refusal in `res`, when the request names another host.
+bool AddressedToLoopback(const httplib::Request& req, httplib::Response& res) {
+  if (IsLoopbackHost(HostOf(req.get_header_value("Host")))) return true;
+  Refuse(res, 403, "the dashboard answers only requests addressed to this machine's loopback address");
+  return false;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DashboardEndpoint>> DashboardEndpoint::Start(const std::string& host, int port,
@@ -126,10 +134,7 @@ DashboardEndpoint::~DashboardEndpoint() {
 
 bool DashboardEndpoint::Admit(const httplib::Request& req, httplib::Response& res) const {
   SetCommonHeaders(res);
-  if (!IsLoopbackHost(HostOf(req.get_header_value("Host")))) {
-    Refuse(res, 403, "the dashboard answers only requests addressed to this machine's loopback address");
-    return false;
-  }
+  if (!AddressedToLoopback(req, res)) return false;
   std::optional<std::string> given = CookieValue(req.get_header_value("Cookie"), kCookie);
   const std::string auth = req.get_header_value("Authorization");
   if (!given && auth.rfind("Bearer ", 0) == 0) given = auth.substr(7);
@@ -145,10 +150,7 @@ bool DashboardEndpoint::Admit(const httplib::Request& req, httplib::Response& re
 void DashboardEndpoint::ServePage(const httplib::Request& req, httplib::Response& res) const {
   SetCommonHeaders(res);
   if (req.has_param("token")) {
-    if (!IsLoopbackHost(HostOf(req.get_header_value("Host")))) {
-      Refuse(res, 403, "the dashboard answers only requests addressed to this machine's loopback address");
-      return;
-    }
+    if (!AddressedToLoopback(req, res)) return;
     if (!ConstantTimeEquals(req.get_param_value("token"), token_)) {
       Refuse(res, 401, "that is not temperd's dashboard token");
       return;

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "stig/scap/scap_namespaces.h"
 #include "stig/scap/xml_reader.h"
 
 namespace temper::stig {
@@ -14,8 +15,6 @@ namespace {
 constexpr std::string_view kDsNs = "http://scap.nist.gov/schema/scap/source/1.2";
 constexpr std::string_view kXlinkNs = "http://www.w3.org/1999/xlink";
 constexpr std::string_view kCatalogNs = "urn:oasis:names:tc:entity:xmlns:xml:catalog";
-constexpr std::string_view kXccdf11Ns = "http://checklists.nist.gov/xccdf/1.1";
-constexpr std::string_view kXccdf12Ns = "http://checklists.nist.gov/xccdf/1.2";
 constexpr std::string_view kCpeDictNs = "http://cpe.mitre.org/dictionary/2.0";
 constexpr std::string_view kCpeLangNs = "http://cpe.mitre.org/language/2.0";
 constexpr std::string_view kSceSystem = "http://open-scap.org/page/SCE";
@@ -95,7 +94,7 @@ class PolicyScan {
         return;
       }
     }
-    const bool xccdf = ns == kXccdf12Ns || ns == kXccdf11Ns;
+    const bool xccdf = IsXccdfNamespace(ns);
     if (xccdf && name == "Rule") {
       context_[depth] = "rule " + Attribute(r, "id");
     } else if (xccdf && name == "check") {

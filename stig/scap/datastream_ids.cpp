@@ -4,14 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "stig/scap/scap_namespaces.h"
 #include "stig/scap/xml_reader.h"
 
 namespace temper::stig {
 namespace {
 
 constexpr std::string_view kDsNs = "http://scap.nist.gov/schema/scap/source/1.2";
-constexpr std::string_view kXccdf11Ns = "http://checklists.nist.gov/xccdf/1.1";
-constexpr std::string_view kXccdf12Ns = "http://checklists.nist.gov/xccdf/1.2";
 
 }  // namespace
 
@@ -30,7 +29,7 @@ Result<DatastreamIds> ReadDatastreamIds(const std::string& path) {
       }
       root = false;
     }
-    if ((ns != kXccdf12Ns && ns != kXccdf11Ns) || (name != "Rule" && name != "Profile")) continue;
+    if (!IsXccdfNamespace(ns) || (name != "Rule" && name != "Profile")) continue;
     xmlChar* id = xmlTextReaderGetAttribute(reader->get(), BAD_CAST "id");
     if (id != nullptr) (name == "Rule" ? out.rules : out.profiles).insert(std::string(XmlView(id)));
     xmlFree(id);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "stig/scap/scap_namespaces.h"
 #include "stig/scap/xml_nodes.h"
 
 namespace temper::stig {
@@ -20,25 +21,16 @@ using xml::Name;
 using xml::Namespace;
 using xml::Text;
 
-constexpr std::string_view kXccdf11Ns = "http://checklists.nist.gov/xccdf/1.1";
-constexpr std::string_view kXccdf12Ns = "http://checklists.nist.gov/xccdf/1.2";
 constexpr std::string_view kLegacySystem = "http://cyber.mil/legacy";
 constexpr std::string_view kCciSystem = "http://cyber.mil/cci";
-
-// The XCCDF 1.2 form of DISA's ids carries these prefixes; the manual XCCDF 1.1 form does not.
-constexpr std::string_view kBenchmarkPrefix = "xccdf_mil.disa.stig_benchmark_";
-constexpr std::string_view kGroupPrefix = "xccdf_mil.disa.stig_group_";
-constexpr std::string_view kRulePrefix = "xccdf_mil.disa.stig_rule_";
 
 std::string WithoutPrefix(std::string id, std::string_view prefix) {
   return id.starts_with(prefix) ? id.substr(prefix.size()) : id;
 }
 
-bool IsXccdf(const xmlNode* n) { return Namespace(n) == kXccdf11Ns || Namespace(n) == kXccdf12Ns; }
-
 // The first XCCDF Benchmark at or below `n`, depth first (a datastream nests it in a component).
 const xmlNode* FindBenchmark(const xmlNode* n) {
-  if (Name(n) == "Benchmark" && IsXccdf(n)) return n;
+  if (Name(n) == "Benchmark" && IsXccdfNamespace(Namespace(n))) return n;
   for (const xmlNode* c : Children(n)) {
     if (const xmlNode* b = FindBenchmark(c)) return b;
   }
@@ -84,7 +76,7 @@ std::string DescriptionField(std::string_view markup, std::string_view tag) {
 
 Result<DisaStigRule> ReadRule(const xmlNode* group, std::string_view source) {
   DisaStigRule r;
-  r.vuln_id = WithoutPrefix(Attribute(group, "id"), kGroupPrefix);
+  r.vuln_id = WithoutPrefix(Attribute(group, "id"), kDisaGroupPrefix);
   if (!r.vuln_id.starts_with("V-")) {
     return Status::InvalidArgument(fmt::format(
         "{}: Group \"{}\" is not a DISA vulnerability id (V-...): this is not a DISA STIG", source, r.vuln_id));
@@ -92,7 +84,7 @@ Result<DisaStigRule> ReadRule(const xmlNode* group, std::string_view source) {
   r.group_title = Text(Child(group, "title"));
   const xmlNode* rule = Child(group, "Rule");
   if (!rule) return Status::InvalidArgument(fmt::format("{}: Group {} has no Rule", source, r.vuln_id));
-  r.rule_id = WithoutPrefix(Attribute(rule, "id"), kRulePrefix);
+  r.rule_id = WithoutPrefix(Attribute(rule, "id"), kDisaRulePrefix);
   if (r.rule_id.empty())
     return Status::InvalidArgument(fmt::format("{}: Group {}: the Rule has no id", source, r.vuln_id));
   r.stig_id = Text(Child(rule, "version"));
@@ -201,7 +193,7 @@ Result<DisaStig> ParseDisaStig(std::string_view text, std::string_view source) {
   if (!benchmark) return Status::InvalidArgument(fmt::format("{}: no XCCDF Benchmark in it", source));
   DisaStig stig;
   stig.source = std::string(source);
-  stig.benchmark_id = WithoutPrefix(Attribute(benchmark, "id"), kBenchmarkPrefix);
+  stig.benchmark_id = WithoutPrefix(Attribute(benchmark, "id"), kDisaBenchmarkPrefix);
   stig.title = Text(Child(benchmark, "title"));
   stig.description = Text(Child(benchmark, "description"));
   stig.version = Text(Child(benchmark, "version"));

@@ -22,6 +22,12 @@
 
 namespace temper::stig {
 
+// The XCCDF 1.2 form of DISA's ids carries these prefixes (the manual XCCDF 1.1 form does not);
+// DisaStig holds ids without them, and the XCCDF results export puts them back.
+inline constexpr std::string_view kDisaBenchmarkPrefix = "xccdf_mil.disa.stig_benchmark_";
+inline constexpr std::string_view kDisaGroupPrefix = "xccdf_mil.disa.stig_group_";
+inline constexpr std::string_view kDisaRulePrefix = "xccdf_mil.disa.stig_rule_";
+
 // One requirement (a Group with its one Rule), with DISA's prefixes of the XCCDF 1.2 form removed.
 struct DisaStigRule {
   std::string vuln_id;      // "V-238213"
@@ -71,9 +77,9 @@ struct DisaStig {
 inline constexpr size_t kMaxDisaStigBytes = 32u << 20;
 
 // Parses `xml`, naming `source` in every error: DataLoss when it is not well-formed XML,
-// InvalidArgument when it declares a DOCTYPE (entities), when it holds no XCCDF Benchmark, when the Benchmark is not DISA's (a Group id
-// that is not a V- id), or when a Rule lacks its id or STIG id ("<source>: Group V-238213: the
-// Rule has no <version>, the STIG id").
+// InvalidArgument when it declares a DOCTYPE (entities), when it holds no XCCDF Benchmark, when the Benchmark is not
+// DISA's (a Group id that is not a V- id), or when a Rule lacks its id or STIG id ("<source>: Group V-238213: the Rule
+// has no <version>, the STIG id").
 Result<DisaStig> ParseDisaStig(std::string_view xml, std::string_view source);
 
 // Reads and parses the file at `path`.

@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "stig/scap/scap_namespaces.h"
 #include "stig/scap/xml_nodes.h"
 
 namespace temper::stig {
 namespace {
 
 constexpr std::string_view kArfNs = "http://scap.nist.gov/schema/asset-reporting-format/1.1";
-constexpr std::string_view kXccdfNs = "http://checklists.nist.gov/xccdf/1.2";
 constexpr std::string_view kOvalDefsSystem = "http://oval.mitre.org/XMLSchema/oval-definitions-5";
 
 using xml::Child;
@@ -26,7 +26,6 @@ using xml::Attribute;
 using xml::Name;
 using xml::Namespace;
 using xml::Text;
-
 
 // The value cut to kMaxFieldBytes at a UTF-8 character boundary, saying how much was left out.
 std::string Capped(std::string v) {
@@ -256,7 +255,7 @@ Result<std::vector<RuleEvidence>> ReadOvalEvidence(const std::string& arf_path,
       if (Name(body.front()) == "TestResult") found.push_back(body.front());
       FindAll(body.front(), "TestResult", found);
       for (const xmlNode* f : found) {
-        if (Namespace(f) == kXccdfNs) test_result = f;
+        if (Namespace(f) == kXccdf12Ns) test_result = f;
       }
     }
   }
