@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   }
   const int32_t end = *tok->TokenToId("<end_of_turn>");
   auto t0 = Clock::now();
-  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(*tok, {end}));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(*tok, {end}).value());
   const double build = Seconds(t0, Clock::now());
   const auto schema = nlohmann::ordered_json::parse(R"({
     "type": "object",

@@ -26,8 +26,10 @@ ByteSet ByteRange(uint8_t first, uint8_t last) {
   return set;
 }
 
+ByteSet TextBytes() { return ByteRange(0, kFirstMarkerByte - 1); }
+
 ByteSet AnyByteExcept(std::string_view chars) {
-  ByteSet set = ByteRange(0, 255);
+  ByteSet set = TextBytes();
   for (char c : chars) {
     const uint8_t b = static_cast<uint8_t>(c);
     set[b >> 6] &= ~(uint64_t{1} << (b & 63));
@@ -42,6 +44,50 @@ std::vector<GrammarElement> Literal(std::string_view text) {
   std::vector<GrammarElement> out;
   for (char c : text) out.push_back(Chars(Bytes(std::string_view(&c, 1))));
   return out;
+}
+
+namespace {
+
+int64_t SequenceLength(const std::vector<GrammarElement>& seq, size_t from, const std::vector<int64_t>& lengths) {
+  int64_t n = 0;
+  for (size_t i = from; i < seq.size(); ++i) n += seq[i].rule < 0 ? 1 : lengths[static_cast<size_t>(seq[i].rule)];
+  return std::min(n, kNoCompletion);
+}
+
+}  // namespace
+
+std::vector<int64_t> MinimalLengths(const Grammar& grammar) {
+  // Relaxation to the fixed point: each pass can only shorten a rule, and a rule's shortest match
+  // uses at most as many rules as the grammar has, so this ends.
+  std::vector<int64_t> lengths(grammar.rules.size(), kNoCompletion);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < grammar.rules.size(); ++r) {
+      for (const auto& alt : grammar.rules[r].alternatives) {
+        const int64_t n = SequenceLength(alt, 0, lengths);
+        if (n < lengths[r]) {
+          lengths[r] = n;
+          changed = true;
+        }
+      }
+    }
+  }
+  return lengths;
+}
+
+int64_t GrammarState::ShortestCompletion(const Grammar& grammar, const std::vector<int64_t>& min_lengths) const {
+  if (complete_) return 0;
+  int64_t best = kNoCompletion;
+  for (const GrammarStack& stack : stacks_) {
+    // Every frame finishes its sequence; frames below the top already point past their call.
+    int64_t n = 0;
+    for (const GrammarPos& p : stack) {
+      const auto& seq = grammar.rules[static_cast<size_t>(p.rule)].alternatives[static_cast<size_t>(p.alt)];
+      n += SequenceLength(seq, static_cast<size_t>(p.index), min_lengths);
+    }
+    best = std::min(best, n);
+  }
+  return best;
 }
 
 GrammarState GrammarState::Start(const Grammar& grammar) {

@@ -43,10 +43,26 @@ struct Grammar {
   int root = 0;
 };
 
+// The fewest bytes each rule matches (for GrammarState::ShortestCompletion); a rule that matches
+// nothing finite gets kNoCompletion.
+inline constexpr int64_t kNoCompletion = int64_t{1} << 40;
+std::vector<int64_t> MinimalLengths(const Grammar& grammar);
+
+// Special tokens a grammar writes (Gemma's <|"|> string delimiter, its tool-call brackets) are
+// spelled with marker bytes: 0xF8-0xFF never occur in UTF-8 text, so the vocabulary maps the
+// special tokens a grammar may write onto them and drops the byte-fallback tokens of those bytes
+// (token_mask.h). TextBytes() is every byte but the markers: what a grammar's free text is made of.
+inline constexpr uint8_t kFirstMarkerByte = 0xF8;
+struct MarkerToken {
+  const char* text;  // the special token's text in the tokenizer
+  uint8_t byte;      // the marker byte that spells it in a grammar
+};
+
 // Builders for byte sets.
+ByteSet TextBytes();
 ByteSet Bytes(std::string_view chars);           // exactly these bytes
 ByteSet ByteRange(uint8_t first, uint8_t last);  // first..last inclusive
-ByteSet AnyByteExcept(std::string_view chars);   // every byte but these
+ByteSet AnyByteExcept(std::string_view chars);   // every text byte but these (never a marker)
 GrammarElement Chars(const ByteSet& set);
 GrammarElement Ref(int rule);
 // The elements that match `text` byte for byte.
@@ -72,6 +88,9 @@ class GrammarState {
   bool Complete() const { return complete_; }
   // More bytes may follow.
   bool CanContinue() const { return !stacks_.empty(); }
+  // The fewest bytes that make the text so far whole (0 when it is); `min_lengths` is
+  // MinimalLengths(grammar).
+  int64_t ShortestCompletion(const Grammar& grammar, const std::vector<int64_t>& min_lengths) const;
   bool operator==(const GrammarState&) const = default;
   uint64_t Hash() const;
 

@@ -43,8 +43,9 @@ void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
     : size_(bytes.size()), plain_((bytes.size() + 63) / 64, 0), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
-  plain_bytes_ = AnyByteExcept("\"\\");
-  for (int b = 0; b < 0x20; ++b) plain_bytes_[0] &= ~(uint64_t{1} << b);
+  // No byte a string's content treats specially in either dialect (json_schema_grammar.h).
+  plain_bytes_ = AnyByteExcept("\"\\<|>");
+  plain_bytes_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
   nodes_.emplace_back();
   special_nodes_.emplace_back();
   for (size_t id = 0; id < bytes.size(); ++id) {
@@ -61,14 +62,28 @@ TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& 
   }
 }
 
-TokenVocabulary TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens) {
+Result<TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens,
+                                                       std::span<const MarkerToken> markers) {
   std::vector<std::optional<std::string>> bytes(static_cast<size_t>(tokenizer.id_limit()));
-  for (int32_t id = 0; id < tokenizer.id_limit(); ++id) bytes[static_cast<size_t>(id)] = TokenBytes(tokenizer, id);
+  for (int32_t id = 0; id < tokenizer.id_limit(); ++id) {
+    std::optional<std::string> b = TokenBytes(tokenizer, id);
+    const bool marks =
+        b && std::any_of(b->begin(), b->end(), [](char c) { return static_cast<uint8_t>(c) >= kFirstMarkerByte; });
+    if (!marks) bytes[static_cast<size_t>(id)] = std::move(b);
+  }
+  for (const MarkerToken& m : markers) {
+    std::optional<int32_t> id = tokenizer.TokenToId(m.text);
+    if (!id) return Status::NotFound(fmt::format("the tokenizer has no token '{}'", m.text));
+    bytes[static_cast<size_t>(*id)] = std::string(1, static_cast<char>(m.byte));
+  }
   return TokenVocabulary(bytes, std::move(end_tokens));
 }
 
 TokenMasker::TokenMasker(const Grammar& grammar, const TokenVocabulary& vocabulary, size_t cache_states)
-    : grammar_(grammar), vocabulary_(vocabulary), cache_states_(std::max<size_t>(cache_states, 1)) {}
+    : grammar_(grammar),
+      vocabulary_(vocabulary),
+      cache_states_(std::max<size_t>(cache_states, 1)),
+      min_lengths_(MinimalLengths(grammar)) {}
 
 int32_t TokenMasker::Intern(GrammarState state) {
   const uint64_t hash = state.Hash();
@@ -78,6 +93,7 @@ int32_t TokenMasker::Intern(GrammarState state) {
   states_.push_back(std::move(state));
   next_.emplace_back();
   next_.back().fill(kUnknown);
+  distance_.push_back(-1);
   const auto id = static_cast<int32_t>(states_.size() - 1);
   state_ids_.emplace(hash, id);
   return id;
@@ -108,6 +124,34 @@ void TokenMasker::Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t 
       bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
     if (states_[static_cast<size_t>(next)].CanContinue()) Walk(trie, child, next, bits);
+  }
+}
+
+int64_t TokenMasker::Distance(int32_t state) {
+  int64_t& d = distance_[static_cast<size_t>(state)];
+  if (d < 0) d = ShortestCompletion(states_[static_cast<size_t>(state)]);
+  return d;
+}
+
+void TokenMasker::WalkWithin(int32_t node, int32_t state, int64_t max_completion, TokenBits& bits) {
+  const TokenVocabulary::Trie& trie = vocabulary_.nodes_;
+  for (const auto& [byte, child] : trie[static_cast<size_t>(node)].children) {
+    const int32_t next = Next(state, byte);
+    if (next == kDead) continue;
+    if (Distance(next) <= max_completion) {
+      for (int32_t id : trie[static_cast<size_t>(child)].tokens) {
+        bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+      }
+    }
+    if (states_[static_cast<size_t>(next)].CanContinue()) WalkWithin(child, next, max_completion, bits);
+  }
+}
+
+void TokenMasker::AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& bits) {
+  bits.assign((vocabulary_.size() + 63) / 64, 0);
+  if (state.CanContinue() && max_completion >= 0) WalkWithin(0, Intern(state), max_completion, bits);
+  if (state.Complete()) {
+    for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   }
 }
 
@@ -160,6 +204,16 @@ void GrammarMasks::Allowed(const GrammarState& state, TokenBits& out) {
   out = masker_.Allowed(state);
 }
 
+void GrammarMasks::AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  masker_.AllowedWithin(state, max_completion, out);
+}
+
+int64_t GrammarMasks::ShortestCompletion(const GrammarState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return masker_.ShortestCompletion(state);
+}
+
 TokenMasker::Stats GrammarMasks::stats() {
   std::lock_guard<std::mutex> lock(mu_);
   return masker_.stats();
@@ -170,6 +224,25 @@ GrammarConstraint::GrammarConstraint(std::shared_ptr<GrammarMasks> masks)
 
 const TokenBits& GrammarConstraint::Allowed() {
   masks_->Allowed(state_, allowed_);
+  return allowed_;
+}
+
+bool GrammarConstraint::FitsBudget(int32_t token, int64_t tokens_left) {
+  const TokenVocabulary& vocabulary = masks_->vocabulary();
+  const auto& ends = vocabulary.end_tokens();
+  if (std::find(ends.begin(), ends.end(), token) != ends.end()) return true;
+  if (token < 0 || static_cast<size_t>(token) >= vocabulary.size() || !vocabulary.bytes(token)) return false;
+  GrammarState next = state_;
+  for (char c : *vocabulary.bytes(token)) {
+    next = next.Advance(masks_->grammar(), static_cast<uint8_t>(c));
+    if (next.Dead()) return false;
+  }
+  // After this token: the completion's bytes, then the end token.
+  return masks_->ShortestCompletion(next) + 1 <= tokens_left - 1;
+}
+
+const TokenBits& GrammarConstraint::AllowedWithin(int64_t tokens_left) {
+  masks_->AllowedWithin(state_, tokens_left - 2, allowed_);
   return allowed_;
 }
 

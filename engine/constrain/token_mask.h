@@ -27,6 +27,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,7 +52,11 @@ class TokenVocabulary {
   // `bytes[id]`: the token's bytes, nullopt for tokens a grammar never produces; `end_tokens` end
   // generation (allowed where the grammar is complete).
   TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens);
-  static TokenVocabulary FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens);
+  // Every token as TokenBytes gives it, but the byte-fallback tokens of marker bytes (grammar.h),
+  // which are no text; `markers` are the special tokens a grammar may write, each as its marker
+  // byte (NotFound naming a marker's text the tokenizer lacks).
+  static Result<TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens,
+                                               std::span<const MarkerToken> markers = {});
 
   size_t size() const { return size_; }
   const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
@@ -82,6 +87,14 @@ class TokenMasker {
   TokenMasker(const Grammar& grammar, const TokenVocabulary& vocabulary, size_t cache_states = 256);
   // The tokens allowed after reaching `state`.
   const TokenBits& Allowed(const GrammarState& state);
+  // The tokens allowed after `state` that leave a text whose shortest completion is at most
+  // `max_completion` bytes (the end tokens where the text is whole). Walks the whole trie: for the
+  // last tokens of a request that must end its text in time, not for every step.
+  void AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& bits);
+  // The shortest completion of `state` in bytes (GrammarState::ShortestCompletion).
+  int64_t ShortestCompletion(const GrammarState& state) const {
+    return state.ShortestCompletion(grammar_, min_lengths_);
+  }
 
   struct Stats {
     uint64_t lookups = 0;
@@ -95,6 +108,8 @@ class TokenMasker {
   // The state after byte `b` from interned state `id`; kDead when the grammar refuses the byte.
   int32_t Next(int32_t id, uint8_t b);
   void Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits);
+  void WalkWithin(int32_t node, int32_t state, int64_t max_completion, TokenBits& bits);
+  int64_t Distance(int32_t state);  // ShortestCompletion of an interned state, kept
   // Whether every plain byte leads `state` back to itself.
   bool KeepsOnPlainBytes(int32_t state);
 
@@ -111,6 +126,8 @@ class TokenMasker {
   std::vector<GrammarState> states_;
   std::unordered_multimap<uint64_t, int32_t> state_ids_;
   std::vector<std::array<int32_t, 256>> next_;
+  std::vector<int64_t> distance_;  // per interned state; -1 until computed
+  const std::vector<int64_t> min_lengths_;
   Stats stats_;
 };
 
@@ -120,6 +137,9 @@ class GrammarMasks {
                size_t cache_states = 1024);
   // The tokens allowed after `state`, copied out under the lock (32 KB at 262K ids).
   void Allowed(const GrammarState& state, TokenBits& out);
+  // TokenMasker::AllowedWithin, under the lock.
+  void AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& out);
+  int64_t ShortestCompletion(const GrammarState& state);
   const Grammar& grammar() const { return *grammar_; }
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
   TokenMasker::Stats stats();
@@ -136,6 +156,12 @@ class GrammarConstraint {
  public:
   explicit GrammarConstraint(std::shared_ptr<GrammarMasks> masks);
   const TokenBits& Allowed();
+  // Whether the text can still be made whole and ended when `token` is taken with `tokens_left`
+  // tokens to go, this one and the end token included. Counts a byte as a token, which a
+  // vocabulary with a token for every byte (Gemma's byte fallback) can always keep to.
+  bool FitsBudget(int32_t token, int64_t tokens_left);
+  // The tokens that fit the budget (FitsBudget), for when a sampled one did not.
+  const TokenBits& AllowedWithin(int64_t tokens_left);
   // FailedPrecondition when `token` was not allowed (the sampler was not masked).
   Status Accept(int32_t token);
   bool Complete() const { return state_.Complete(); }

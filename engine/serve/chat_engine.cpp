@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "engine/constrain/tool_call_grammar.h"
+
 namespace temper::engine {
 
 const char* ChatFinishName(ChatFinish finish) {
@@ -149,8 +151,11 @@ int64_t ChatEngine::CountTokens(std::string_view text) const {
 
 std::shared_ptr<const TokenVocabulary> ChatEngine::vocabulary() {
   std::lock_guard<std::mutex> lock(vocabulary_mu_);
-  if (!vocabulary_)
-    vocabulary_ = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_));
+  if (!vocabulary_) {
+    // ChatFormat::Create found every marker token, so this cannot fail.
+    Result<TokenVocabulary> words = TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_, kGemmaMarkerTokens);
+    vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(words).value());
+  }
   return vocabulary_;
 }
 
@@ -168,7 +173,35 @@ std::shared_ptr<GrammarMasks> ChatEngine::MasksFor(const std::string& key, std::
   return masks_.front().second;
 }
 
+namespace {
+
+// The grammar of a reply that is only tool calls, of every tool in `tools` or of `function` alone;
+// keyed by what it is made of.
+Result<std::pair<std::shared_ptr<const Grammar>, std::string>> RequiredToolCalls(
+    const std::vector<ToolDeclaration>& tools, const std::string& function) {
+  std::vector<ToolSchema> schemas;
+  for (const ToolDeclaration& t : tools) {
+    if (function.empty() || t.name == function) schemas.push_back({t.name, nlohmann::ordered_json(t.parameters)});
+  }
+  if (tools.empty()) return Status::InvalidArgument("tool_choice: a required tool call needs tools to call");
+  if (schemas.empty()) return Status::InvalidArgument(fmt::format("tool_choice: no tool is named '{}'", function));
+  TEMPER_ASSIGN_OR_RETURN(Grammar grammar, ToolCallGrammar(schemas));
+  nlohmann::json key = nlohmann::json::array();
+  for (const ToolSchema& t : schemas) key.push_back({t.name, nlohmann::json(t.parameters)});
+  return std::make_pair(std::make_shared<const Grammar>(std::move(grammar)), "tool calls " + key.dump());
+}
+
+}  // namespace
+
 Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
+  if (request.tool_choice == ToolChoice::kRequired) {
+    if (request.grammar) {
+      return Status::InvalidArgument("a required tool call and a grammar for the reply cannot be combined");
+    }
+    TEMPER_ASSIGN_OR_RETURN(auto calls, RequiredToolCalls(request.conversation.tools, request.required_function));
+    request.grammar = std::move(calls.first);
+    request.grammar_key = std::move(calls.second);
+  }
   if (request.grammar) request.conversation.enable_thinking = false;
   TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
   GenerateRequest g;

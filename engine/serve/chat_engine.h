@@ -33,6 +33,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/backend.h"
+#include "engine/constrain/token_mask.h"
 #include "engine/serve/reply_stream_parser.h"
 #include "engine/serve/scheduler.h"
 #include "engine/tokenizer/chat_format.h"
@@ -40,6 +41,9 @@
 #include "engine/tokenizer/tokenizer_detokenizer.h"
 
 namespace temper::engine {
+
+// kAuto: the model answers or calls tools, as it likes; kRequired: it calls tools (see ChatRequest).
+enum class ToolChoice { kAuto, kRequired };
 
 struct ChatRequest {
   Conversation conversation;  // messages, tools, enable_thinking; add_generation_prompt is forced on
@@ -51,6 +55,11 @@ struct ChatRequest {
   // text): requests with the same key share its masks.
   std::shared_ptr<const Grammar> grammar;
   std::string grammar_key;
+  // kRequired: the reply is one or more tool calls and nothing else, their arguments keeping to
+  // the tools' schemas (ToolCallGrammar) — of any tool offered, or of `required_function` alone
+  // when it is set. Not together with `grammar`.
+  ToolChoice tool_choice = ToolChoice::kAuto;
+  std::string required_function;
 };
 
 enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
@@ -111,7 +120,8 @@ class ChatEngine {
   ChatEngine& operator=(const ChatEngine&) = delete;
 
   // Renders and queues a request. Errors: InvalidArgument naming the message, tool or parameter
-  // (ChatFormat::Render's and Scheduler::Submit's), OutOfRange when the prompt plus max_tokens do
+  // (ChatFormat::Render's and Scheduler::Submit's; a required tool call with no tools, or naming a
+  // tool not offered; a tool schema the grammar cannot honour, by path), OutOfRange when the prompt plus max_tokens do
   // not fit the context ("the prompt's N tokens plus max_tokens M exceed the context limit ..."),
   // ResourceExhausted when the queue is full.
   Result<std::shared_ptr<ChatStream>> Submit(ChatRequest request);
@@ -126,7 +136,8 @@ class ChatEngine {
   Scheduler& scheduler() { return *scheduler_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   // The tokenizer's vocabulary as constrained decoding sees it (the format's stop tokens end a
-  // grammar), built at the first request that needs it (about 0.2 s) and kept.
+  // grammar; the tool-call tokens are marker bytes, kGemmaMarkerTokens), built at the first request
+  // that needs it (about 0.2 s) and kept.
   std::shared_ptr<const TokenVocabulary> vocabulary();
   // The shared masks of the grammar named `key` (made from `grammar` the first time; the 64 most
   // recently used are kept).

@@ -534,7 +534,23 @@ std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardRes
       logits[id] = -std::numeric_limits<float>::infinity();
     }
   }
-  const int32_t token = r.sampler->Sample(logits);
+  int32_t token = r.sampler->Sample(logits);
+  // Near max_tokens, a token that leaves the text too far from whole to end in time is drawn
+  // again from the tokens that do fit, so that a constrained reply ends well-formed rather than
+  // cut. (Checked after the draw: the budget binds only in a request's last tokens.)
+  const int64_t tokens_left = r.req.max_tokens - r.generated();
+  if (!r.constraint->FitsBudget(token, tokens_left)) {
+    const TokenBits& fitting = r.constraint->AllowedWithin(tokens_left);
+    if (std::any_of(fitting.begin(), fitting.end(), [](uint64_t w) { return w != 0; })) {
+      for (size_t id = 0; id < logits.size(); ++id) {
+        if (id >= grammar_vocab || !TokenAllowed(fitting, static_cast<int32_t>(id))) {
+          logits[id] = -std::numeric_limits<float>::infinity();
+        }
+      }
+      token = r.sampler->Sample(logits);
+      ++counters_.budget_redraws;
+    }
+  }
   if (Status s = r.constraint->Accept(token); !s.ok()) {
     Finish(r, FinishReason::kError, s.WithContext("grammar"));
     return std::nullopt;

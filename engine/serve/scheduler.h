@@ -155,6 +155,7 @@ struct SchedulerMetrics {
   int64_t preemptions = 0;
   int64_t forward_passes = 0;
   int64_t full_row_samples = 0;            // draws that fell beyond a device-sampled row's candidates
+  int64_t budget_redraws = 0;              // constrained draws made again so that the text could end within max_tokens
   double generated_tokens_per_second = 0;  // over the last ten seconds
   double draft_acceptance() const {
     return draft_tokens > 0 ? static_cast<double>(accepted_draft_tokens) / static_cast<double>(draft_tokens) : 0;

@@ -58,6 +58,9 @@ void AppendSchedulerMetrics(PrometheusText& out,
   metric("full_row_samples_total", "counter",
          "Sampling draws that needed a full logit row beyond the device's candidates.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.full_row_samples); });
+  metric("grammar_budget_redraws_total", "counter",
+         "Constrained draws made again from the tokens that let the text end within max_tokens.",
+         [&](const SchedulerMetrics& m) { return static_cast<double>(m.budget_redraws); });
 }
 
 }  // namespace temper::engine

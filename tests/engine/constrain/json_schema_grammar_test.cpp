@@ -114,7 +114,7 @@ TEST_CASE("token masks over the 262K vocabulary: every allowed token fits, and n
           "[constrain]") {
   const Tokenizer& tok = Gemma3();
   const int32_t end = *tok.TokenToId("<end_of_turn>");
-  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tok, {end}));
+  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tok, {end}).value());
   auto grammar = std::make_shared<const Grammar>(Compiled(kToolArgs));
   CHECK(TokenBytes(tok, *tok.TokenToId("<0x0A>")) == "\n");
   CHECK_FALSE(TokenBytes(tok, end).has_value());

@@ -1,0 +1,55 @@
+#include "engine/constrain/tool_call_grammar.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace temper::engine {
+namespace {
+
+GrammarElement Marker(uint8_t byte) { return Chars(Bytes(std::string(1, static_cast<char>(byte)))); }
+
+bool IsToolNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+}
+
+}  // namespace
+
+Result<Grammar> ToolCallGrammar(std::span<const ToolSchema> tools) {
+  if (tools.empty()) return Status::InvalidArgument("tool calls need at least one tool to call");
+  SchemaGrammarBuilder builder(SchemaDialect::kGemmaArguments);
+  std::vector<std::vector<GrammarElement>> functions;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const ToolSchema& tool = tools[i];
+    const std::string path = fmt::format("tools[{}] '{}'.parameters", i, tool.name);
+    if (tool.name.empty() || !std::all_of(tool.name.begin(), tool.name.end(), IsToolNameChar)) {
+      return Status::InvalidArgument(
+          fmt::format("tools[{}]: name '{}' may hold only letters, digits, '_', '-' and '.'", i, tool.name));
+    }
+    int arguments = 0;
+    if (tool.parameters.is_null()) {
+      arguments = builder.Add(path, {Literal("{}")});
+    } else {
+      const auto type = tool.parameters.find("type");
+      if (!tool.parameters.is_object() || (type != tool.parameters.end() && *type != "object")) {
+        return Status::InvalidArgument(fmt::format("{}: must be an object schema (\"type\": \"object\")", path));
+      }
+      TEMPER_ASSIGN_OR_RETURN(arguments, builder.Schema(tool.parameters, path));
+    }
+    std::vector<GrammarElement> call = Literal(tool.name);
+    call.push_back(Ref(arguments));
+    functions.push_back(std::move(call));
+  }
+  const int function = builder.Add("function", std::move(functions));
+  std::vector<GrammarElement> call = {Marker(kCallOpenMarker)};
+  for (const GrammarElement& e : Literal("call:")) call.push_back(e);
+  call.push_back(Ref(function));
+  call.push_back(Marker(kCallCloseMarker));
+  const int one = builder.Add("tool-call", {call});
+  const int calls = builder.Add("tool-calls", {});
+  Grammar grammar = builder.Finish(calls);
+  grammar.rules[static_cast<size_t>(calls)].alternatives = {{Ref(one)}, {Ref(one), Ref(calls)}};
+  return grammar;
+}
+
+}  // namespace temper::engine
