@@ -73,12 +73,13 @@ struct Replay {
 Result<Replay> Render(const ChatFormat& format, const json& line) {
   json request = {{"messages", line.at("messages")}, {"tools", line.value("tools", json(nullptr))}};
   Conversation prompt;
-  if (std::optional<ParamError> e = ReadConversation(request, prompt)) {
+  RequestedToolChoice tool_choice;  // the recorded requests leave it at "auto"
+  if (std::optional<ParamError> e = ReadConversation(request, prompt, tool_choice)) {
     return Status::InvalidArgument(fmt::format("{}: {}", e->param, e->message));
   }
   request["messages"].push_back(line.at("answer"));
   Conversation answered;
-  if (std::optional<ParamError> e = ReadConversation(request, answered)) {
+  if (std::optional<ParamError> e = ReadConversation(request, answered, tool_choice)) {
     return Status::InvalidArgument(fmt::format("answer {}: {}", e->param, e->message));
   }
   answered.add_generation_prompt = false;

@@ -230,8 +230,13 @@ std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequ
 std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body, const std::string& model,
                                   ParsedChat& p) {
   if (auto e = CheckModel(body, model)) return e;
-  if (std::optional<ParamError> e = ReadConversation(body, p.request.conversation)) {
+  RequestedToolChoice tool_choice;
+  if (std::optional<ParamError> e = ReadConversation(body, p.request.conversation, tool_choice)) {
     return BadParam(std::move(e->param), std::move(e->message));
+  }
+  if (tool_choice.required) {
+    p.request.tool_choice = ToolChoice::kRequired;
+    p.request.required_function = tool_choice.function;
   }
 
   ChatRequest& r = p.request;
@@ -249,6 +254,9 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body,
   if (auto e = ReadStops(body, r.stop_strings)) return e;
   if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
   if (auto e = ReadResponseFormat(raw_body, r)) return e;
+  if (r.grammar && r.tool_choice == ToolChoice::kRequired) {
+    return BadParam("response_format", "'response_format' and a required tool call ('tool_choice') cannot be combined");
+  }
   return std::nullopt;
 }
 

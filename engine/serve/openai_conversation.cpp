@@ -1,5 +1,6 @@
 #include "engine/serve/openai_conversation.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -38,7 +39,7 @@ std::optional<ParamError> ReadContent(const json& message, const std::string& fi
 
 }  // namespace
 
-std::optional<ParamError> ReadConversation(const json& body, Conversation& conv) {
+std::optional<ParamError> ReadConversation(const json& body, Conversation& conv, RequestedToolChoice& choice) {
   auto messages = body.find("messages");
   if (messages == body.end() || !messages->is_array() || messages->empty()) {
     return ParamError{"messages", "'messages' is required and must be a non-empty array"};
@@ -123,11 +124,22 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv)
   }
 
   bool tools_allowed = true;
+  choice = RequestedToolChoice{};
   if (auto tc = body.find("tool_choice"); tc != body.end() && !tc->is_null()) {
     if (*tc == "none") {
       tools_allowed = false;
+    } else if (*tc == "required") {
+      choice.required = true;
+    } else if (tc->is_object() && tc->value("type", "") == "function" && tc->contains("function") &&
+               (*tc)["function"].is_object() && (*tc)["function"].contains("name") &&
+               (*tc)["function"]["name"].is_string()) {
+      choice.required = true;
+      choice.function = (*tc)["function"]["name"].get<std::string>();
     } else if (*tc != "auto") {
-      return ParamError{"tool_choice", fmt::format("'tool_choice' must be \"auto\" or \"none\", got {}", tc->dump())};
+      return ParamError{"tool_choice",
+                        fmt::format("'tool_choice' must be \"auto\", \"none\", \"required\" or {{\"type\": "
+                                    "\"function\", \"function\": {{\"name\": ...}}}}, got {}",
+                                    tc->dump())};
     }
   }
   if (auto tools = body.find("tools"); tools != body.end() && !tools->is_null()) {
@@ -148,6 +160,15 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv)
       d.parameters = f.value("parameters", json(nullptr));
       if (tools_allowed) conv.tools.push_back(std::move(d));
     }
+  }
+  if (choice.required && conv.tools.empty()) {
+    return ParamError{"tool_choice", "'tool_choice' requires a tool call, but the request offers no tools"};
+  }
+  if (!choice.function.empty() && std::none_of(conv.tools.begin(), conv.tools.end(),
+                                               [&](const ToolDeclaration& t) { return t.name == choice.function; })) {
+    return ParamError{
+        "tool_choice.function.name",
+        fmt::format("'tool_choice.function.name' '{}' is not one of the request's tools", choice.function)};
   }
 
   return std::nullopt;

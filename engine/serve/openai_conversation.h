@@ -1,7 +1,7 @@
 // The messages and tools of an OpenAI chat completions request body, read into a Gemma 4
 // conversation (engine/tokenizer/chat_format.h): system/developer, user and assistant messages,
 // assistant tool calls with their arguments, tool results attached to the model turn that called
-// them, and the function tools unless tool_choice is "none".
+// them, the function tools unless tool_choice is "none", and whether a tool call is required.
 //
 // Used by the HTTP server for /v1/chat/completions and by the benchmarks that replay recorded
 // requests, so both see a request exactly as the model would.
@@ -22,7 +22,15 @@ struct ParamError {
   std::string message;
 };
 
-// Fills `conversation`'s messages and tools from `body`; the first problem found, naming its field.
-std::optional<ParamError> ReadConversation(const nlohmann::json& body, Conversation& conversation);
+// What `tool_choice` asks for beyond "auto" and "none" (which leaves the tools out).
+struct RequestedToolChoice {
+  bool required = false;  // "required", or a named function
+  std::string function;   // {"type": "function", "function": {"name": ...}}; "" for any tool
+};
+
+// Fills `conversation`'s messages and tools and `tool_choice` from `body`; the first problem found,
+// naming its field (a tool_choice that names no tool offered, or requires a call without tools).
+std::optional<ParamError> ReadConversation(const nlohmann::json& body, Conversation& conversation,
+                                           RequestedToolChoice& tool_choice);
 
 }  // namespace temper::engine

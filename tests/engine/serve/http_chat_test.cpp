@@ -2,6 +2,8 @@
 // the 512-id chat test tokenizer: replies must be what the chat engine produces for the same
 // request, streaming must follow OpenAI's chunk format line by line, the tools in a request must
 // reach the rendered prompt, and bad requests must get OpenAI-style errors naming the parameter.
+#include <set>
+
 #include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -270,7 +272,9 @@ TEST_CASE("bad chat requests get OpenAI-style errors naming the parameter", "[en
       R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "retrieval"}]})",
       400, "", "tools[0]", "must be");
   expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "required"})", 400,
-         "", "tool_choice", "\"auto\" or \"none\"");
+         "", "tool_choice", "the request offers no tools");
+  expect(R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tool_choice": "always"})", 400,
+         "", "tool_choice", "\"auto\", \"none\", \"required\" or");
   expect(
       R"({"model": "gemma4-tiny", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": "a b"}}]})",
       400, "", "tools", "tools[0]: name 'a b'");
@@ -314,7 +318,8 @@ TEST_CASE("response_format json_schema: the random model's reply keeps to the sc
       ++whole;
     }
   }
-  CHECK(whole > 0);
+  // 40 tokens leave room for the schema's shortest text: every reply ends whole, none is cut.
+  CHECK(whole == 6);
 
   json bad = ChatBody(8);
   bad["response_format"] = {{"type", "json_schema"},
@@ -330,6 +335,96 @@ TEST_CASE("response_format json_schema: the random model's reply keeps to the sc
   REQUIRE(refused);
   CHECK(refused->status == 400);
   CHECK(json::parse(refused->body)["error"]["param"] == "response_format.type");
+}
+
+TEST_CASE(
+    "tool_choice required or named: the random model's every reply is calls of the tools asked for, whole and "
+    "streamed, with arguments that keep to their schemas",
+    "[engine][http][chat][constrain]") {
+  ChatServed served;
+  httplib::Client c = served.Client();
+  // Short declarations: the tiny model's context is 256 tokens, one token per character.
+  json tools =
+      json::array({{{"type", "function"},
+                    {"function",
+                     {{"name", "run"},
+                      {"parameters",
+                       {{"type", "object"}, {"properties", {{"cmd", {{"type", "string"}}}}}, {"required", {"cmd"}}}}}}},
+                   {{"type", "function"}, {"function", {{"name", "finish"}}}}});
+  auto ask = [&](const json& tool_choice, int seed, bool stream) {
+    json body = ChatBody(40);
+    body["messages"] = json::array({{{"role", "user"}, {"content", "Go."}}});
+    body["temperature"] = 1.0;
+    body["seed"] = seed;
+    body["tools"] = tools;
+    body["tool_choice"] = tool_choice;
+    if (stream) body["stream"] = true;
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(r);
+    INFO(r->body);
+    REQUIRE(r->status == 200);
+    return r->body;
+  };
+  std::set<std::string> names;
+  for (int seed = 0; seed < 6; ++seed) {
+    const json reply = json::parse(ask("required", seed, false));
+    const json& choice = reply["choices"][0];
+    INFO(choice.dump());
+    // Within 40 tokens every reply ends as whole calls (the budget closes what the model opened).
+    CHECK(choice["finish_reason"] == "tool_calls");
+    REQUIRE(choice["message"]["tool_calls"].size() >= 1);
+    for (const json& call : choice["message"]["tool_calls"]) {
+      const std::string name = call["function"]["name"];
+      names.insert(name);
+      const json args = json::parse(call["function"]["arguments"].get<std::string>());
+      if (name == "run") {
+        CHECK(args["cmd"].is_string());
+      } else {
+        CHECK(name == "finish");
+        CHECK(args.empty());
+      }
+    }
+  }
+  CHECK(names.size() >= 1);
+
+  // A named function: only it is called, streamed too.
+  const json named = {{"type", "function"}, {"function", {{"name", "run"}}}};
+  const json whole = json::parse(ask(named, 3, false));
+  REQUIRE(whole["choices"][0]["message"]["tool_calls"].size() >= 1);
+  for (const json& call : whole["choices"][0]["message"]["tool_calls"]) CHECK(call["function"]["name"] == "run");
+  std::string streamed_args;
+  std::string finish;
+  for (const std::string& d : SseData(ask(named, 3, true))) {
+    if (d == "[DONE]") continue;
+    const json chunk = json::parse(d);
+    if (chunk["choices"].empty()) continue;
+    const json& delta = chunk["choices"][0]["delta"];
+    if (delta.contains("tool_calls")) {
+      for (const json& call : delta["tool_calls"]) {
+        CHECK(call["function"]["name"] == "run");
+        if (call["index"] == 0) streamed_args += call["function"]["arguments"].get<std::string>();
+      }
+    }
+    if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
+  }
+  CHECK(finish == "tool_calls");
+  CHECK(json::parse(streamed_args) ==
+        json::parse(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()));
+
+  // Refusals name the parameter.
+  json body = ChatBody(8);
+  body["tools"] = tools;
+  body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "rm"}}}};
+  auto refused = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK(json::parse(refused->body)["error"]["param"] == "tool_choice.function.name");
+  body["tool_choice"] = "required";
+  body["response_format"] = {{"type", "json_object"}};
+  refused = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  CHECK(json::parse(refused->body)["error"]["param"] == "response_format");
 }
 
 TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engine][http][chat]") {
