@@ -132,6 +132,7 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
     out.grammar = std::make_shared<const engine::Grammar>(std::move(*grammar));
     out.grammar_key = request.answer_schema.dump();
   }
+  if (request.require_tool_call) out.tool_choice = engine::ToolChoice::kRequired;
   return out;
 }
 

@@ -72,6 +72,11 @@ struct ChatRequest {
   // re-engagement). An endpoint that can enforce it constrains sampling to it (inprocess,
   // engine/constrain/); the others rely on the prompt, and the caller's parser checks either way.
   nlohmann::ordered_json answer_schema;
+  // The answer must be tool calls (the Worker's protocol has no other answer). An endpoint that can
+  // enforce it (inprocess) constrains sampling to calls of `tools` whose arguments keep to their
+  // schemas, ending them within max_tokens; the others rely on the prompt, and the caller's checks
+  // hold either way. Not together with answer_schema.
+  bool require_tool_call = false;
 };
 
 enum class FinishReason { kStop, kLength, kToolCalls, kContentFilter, kOther };

@@ -241,6 +241,7 @@ Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
   TEMPER_ASSIGN_OR_RETURN(RolePrompt p, AssembleRolePrompt(half, estimator_, system, std::move(sections)));
   p.request.max_tokens = config_.max_output_tokens;
   p.request.tools = Tools();
+  p.request.require_tool_call = true;
   return p;
 }
 

@@ -104,8 +104,23 @@ int SchemaGrammarBuilder::Strings(const ByteSet& plain, bool escapes) {
     escape_alts = {{Chars(Bytes("\\")), Chars(Bytes("\"\\/bfnrt")), Ref(chars)},
                    {Chars(Bytes("\\")), Chars(Bytes("u")), Ref(hex), Ref(hex), Ref(hex), Ref(hex), Ref(chars)}};
   }
-  auto state = [&](const ByteSet& then_plain, bool bar_allowed) {
-    std::vector<Sequence> alts = {{}, {Chars(then_plain), Ref(chars)}, {Chars(Bytes("<")), Ref(after_lt)}};
+  // Non-ASCII text is whole UTF-8 characters (RFC 3629): a run of byte-fallback tokens that is not
+  // valid UTF-8 decodes to U+FFFDs that swallow the bytes around them, a closing quote included.
+  const ByteSet cont = ByteRange(0x80, 0xbf);
+  const int utf8 = Add("utf8", {{Chars(ByteRange(0xc2, 0xdf)), Chars(cont)},
+                                {Chars(Bytes("\xe0")), Chars(ByteRange(0xa0, 0xbf)), Chars(cont)},
+                                {Chars(ByteRange(0xe1, 0xec)), Chars(cont), Chars(cont)},
+                                {Chars(Bytes("\xed")), Chars(ByteRange(0x80, 0x9f)), Chars(cont)},
+                                {Chars(ByteRange(0xee, 0xef)), Chars(cont), Chars(cont)},
+                                {Chars(Bytes("\xf0")), Chars(ByteRange(0x90, 0xbf)), Chars(cont), Chars(cont)},
+                                {Chars(ByteRange(0xf1, 0xf3)), Chars(cont), Chars(cont), Chars(cont)},
+                                {Chars(Bytes("\xf4")), Chars(ByteRange(0x80, 0x8f)), Chars(cont), Chars(cont)}});
+  auto state = [&](ByteSet then_plain, bool bar_allowed) {
+    for (size_t w = 2; w < 4; ++w) then_plain[w] = 0;  // bytes 0x80-0xff come in whole characters
+    std::vector<Sequence> alts = {{},
+                                  {Chars(then_plain), Ref(chars)},
+                                  {Ref(utf8), Ref(chars)},
+                                  {Chars(Bytes("<")), Ref(after_lt)}};
     if (bar_allowed) alts.push_back({Chars(Bytes("|")), Ref(after_bar)});
     alts.insert(alts.end(), escape_alts.begin(), escape_alts.end());
     return alts;

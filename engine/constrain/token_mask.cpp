@@ -1,6 +1,9 @@
 #include "engine/constrain/token_mask.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -20,6 +23,49 @@ std::optional<std::string> TokenBytes(const Tokenizer& tokenizer, int32_t id) {
   Result<std::string> text = tokenizer.Decode(one);
   if (!text.ok()) return std::nullopt;
   return *text;
+}
+
+namespace {
+
+// The byte ranges each valid UTF-8 multi-byte character is made of (RFC 3629), by its first byte.
+struct Utf8Form {
+  uint8_t first_lo, first_hi;
+  std::array<std::pair<uint8_t, uint8_t>, 3> rest;
+  int rest_count;
+};
+constexpr Utf8Form kUtf8Forms[] = {
+    {0xc2, 0xdf, {{{0x80, 0xbf}}}, 1},
+    {0xe0, 0xe0, {{{0xa0, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xe1, 0xec, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xed, 0xed, {{{0x80, 0x9f}, {0x80, 0xbf}}}, 2},
+    {0xee, 0xef, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xf0, 0xf0, {{{0x90, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+    {0xf1, 0xf3, {{{0x80, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+    {0xf4, 0xf4, {{{0x80, 0x8f}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+};
+
+}  // namespace
+
+bool TokenVocabulary::IsPlainText(std::string_view bytes) const {
+  for (size_t i = 0; i < bytes.size();) {
+    const auto b = static_cast<uint8_t>(bytes[i]);
+    if (b < 0x80) {
+      if (!Chars(plain_bytes_).Accepts(b)) return false;
+      ++i;
+      continue;
+    }
+    const Utf8Form* form = nullptr;
+    for (const Utf8Form& f : kUtf8Forms) {
+      if (b >= f.first_lo && b <= f.first_hi) form = &f;
+    }
+    if (!form || i + 1 + static_cast<size_t>(form->rest_count) > bytes.size()) return false;
+    for (int k = 0; k < form->rest_count; ++k) {
+      const auto c = static_cast<uint8_t>(bytes[i + 1 + static_cast<size_t>(k)]);
+      if (c < form->rest[static_cast<size_t>(k)].first || c > form->rest[static_cast<size_t>(k)].second) return false;
+    }
+    i += 1 + static_cast<size_t>(form->rest_count);
+  }
+  return true;
 }
 
 void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
@@ -43,17 +89,17 @@ void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
     : size_(bytes.size()), plain_((bytes.size() + 63) / 64, 0), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
-  // No byte a string's content treats specially in either dialect (json_schema_grammar.h).
+  // ASCII that no string's content treats specially in either dialect (json_schema_grammar.h).
   plain_bytes_ = AnyByteExcept("\"\\<|>");
   plain_bytes_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
+  plain_bytes_[2] = plain_bytes_[3] = 0;     // no bytes 0x80-0xff: those come in whole characters
   nodes_.emplace_back();
   special_nodes_.emplace_back();
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (!bytes[id] || bytes[id]->empty()) continue;
     const auto token = static_cast<int32_t>(id);
     Insert(nodes_, *bytes[id], token);
-    const bool plain = std::all_of(bytes[id]->begin(), bytes[id]->end(),
-                                   [this](char c) { return Chars(plain_bytes_).Accepts(static_cast<uint8_t>(c)); });
+    const bool plain = IsPlainText(*bytes[id]);
     if (plain) {
       plain_[id >> 6] |= uint64_t{1} << (id & 63);
     } else {
@@ -108,10 +154,30 @@ int32_t TokenMasker::Next(int32_t id, uint8_t b) {
   return result;
 }
 
-bool TokenMasker::KeepsOnPlainBytes(int32_t state) {
+bool TokenMasker::KeepsOnPlainText(int32_t state) {
   const GrammarElement plain = Chars(vocabulary_.plain_bytes_);
-  for (int b = 0; b < 256; ++b) {
+  for (int b = 0; b < 0x80; ++b) {
     if (plain.Accepts(static_cast<uint8_t>(b)) && Next(state, static_cast<uint8_t>(b)) != state) return false;
+  }
+  // Every whole multi-byte character, too. The states inside a character are few (a string's
+  // content is one state per bytes-still-to-come), so what was checked from a (state, form
+  // position) is remembered rather than walked 64^3 times.
+  std::set<std::tuple<int32_t, const Utf8Form*, int>> checked;
+  std::function<bool(int32_t, const Utf8Form&, int)> rest = [&](int32_t at, const Utf8Form& form, int k) {
+    if (k == form.rest_count) return at == state;
+    if (!checked.insert({at, &form, k}).second) return true;
+    const auto [lo, hi] = form.rest[static_cast<size_t>(k)];
+    for (int b = lo; b <= hi; ++b) {
+      const int32_t next = Next(at, static_cast<uint8_t>(b));
+      if (next == kDead || !rest(next, form, k + 1)) return false;
+    }
+    return true;
+  };
+  for (const Utf8Form& form : kUtf8Forms) {
+    for (int b = form.first_lo; b <= form.first_hi; ++b) {
+      const int32_t next = Next(state, static_cast<uint8_t>(b));
+      if (next == kDead || !rest(next, form, 0)) return false;
+    }
   }
   return true;
 }
@@ -168,7 +234,7 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   TokenBits bits((vocabulary_.size() + 63) / 64, 0);
   if (state.CanContinue()) {
     const int32_t id = Intern(state);
-    if (KeepsOnPlainBytes(id)) {
+    if (KeepsOnPlainText(id)) {
       bits = vocabulary_.plain_;
       Walk(vocabulary_.special_nodes_, 0, id, bits);
     } else {

@@ -7,12 +7,11 @@
 // the slow case: there the walk visits most of the trie's million edges. So the recognizer's states
 // are interned and each (state, byte) transition is computed once and kept in a table: a walk step is
 // then a table lookup (inside a string nearly every byte leads back to the same state). And most of
-// the vocabulary is "plain" — no '"', no '\', no control byte — and a state that every plain byte
-// leads back to (a string's content) allows every plain token at once: there the walk covers only
-// the other tokens, kept in a trie of their own. States repeat as text is generated too, so masks
-// are cached per state: a state met before costs a hash lookup. The end tokens
-// are allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
-// never are.
+// the vocabulary is "plain" — whole UTF-8 characters, no '"', '\', '<', '|', '>' or control byte —
+// and a state that every plain character leads back to (a string's content) allows every plain token at once: there the
+// walk covers only the other tokens, kept in a trie of their own. States repeat as text is generated too, so masks are
+// cached per state: a state met before costs a hash lookup. The end tokens are allowed exactly when the text so far is
+// a whole sentence of the grammar; other special tokens never are.
 //
 // GrammarMasks holds a grammar with its vocabulary and masker for every request that uses it, so a
 // state's mask is walked once per process, not once per request; GrammarConstraint follows one
@@ -71,12 +70,15 @@ class TokenVocabulary {
   // A trie of tokens' bytes: nodes[0] is the root (the empty prefix).
   using Trie = std::vector<Node>;
   static void Insert(Trie& trie, std::string_view bytes, int32_t id);
+  // Whole UTF-8 characters, none of them a byte a string treats specially (quotes, escapes, '<',
+  // '|', '>', controls).
+  bool IsPlainText(std::string_view bytes) const;
 
   size_t size_ = 0;
   Trie nodes_;             // every token with bytes
   Trie special_nodes_;     // the tokens that are not plain
   TokenBits plain_;        // the plain tokens
-  ByteSet plain_bytes_{};  // the bytes plain tokens are made of
+  ByteSet plain_bytes_{};  // the ASCII bytes plain tokens may hold
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int32_t> end_tokens_;
 };
@@ -110,8 +112,8 @@ class TokenMasker {
   void Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits);
   void WalkWithin(int32_t node, int32_t state, int64_t max_completion, TokenBits& bits);
   int64_t Distance(int32_t state);  // ShortestCompletion of an interned state, kept
-  // Whether every plain byte leads `state` back to itself.
-  bool KeepsOnPlainBytes(int32_t state);
+  // Whether every plain token's text leads `state` back to itself (a string's content).
+  bool KeepsOnPlainText(int32_t state);
 
   static constexpr int32_t kUnknown = -1;
   static constexpr int32_t kDead = -2;

@@ -5,6 +5,7 @@
 // roles' tool protocol both ways, and refuse bad endpoint configs naming the endpoint and the file.
 #include "roles/inprocess_client.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -21,6 +22,7 @@
 #include "roles/client_factory.h"
 #include "roles/prompt_library.h"
 #include "roles/tool_calls.h"
+#include "roles/worker.h"
 
 using namespace temper;
 using nlohmann::json;
@@ -123,7 +125,7 @@ TEST_CASE("an answer schema constrains the inprocess reply to the Architect's an
     request.answer_schema = PickSchema(candidates);
     request.sampling.temperature = 1.0;
     request.sampling.seed = seed;
-    request.max_tokens = 64;
+    request.max_tokens = 200;
     const ChatResponse r = MustChat(*client, request);
     INFO(r.text);
     // The random model's text is on the schema's path; when it ends, it is a pick of a candidate.
@@ -137,13 +139,54 @@ TEST_CASE("an answer schema constrains the inprocess reply to the Architect's an
       CHECK((pick["rule_id"] == candidates[0].id || pick["rule_id"] == candidates[1].id));
     }
   }
-  std::printf("inprocess answer schema: %d of 6 random replies finished within 64 tokens\n", whole);
+  // 200 tokens leave room for the pick's shortest text (a rule id is some 50 tokens of this
+  // one-character-a-token tokenizer): every reply ends whole.
+  CHECK(whole == 6);
   // A schema the grammar cannot honour is named before anything runs.
   ChatRequest bad = Ask("x");
   bad.answer_schema = nlohmann::ordered_json::parse(R"({"type": "string", "pattern": "^a"})");
   auto refused = client->Chat(bad, nullptr);
   CHECK(refused.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(refused.status().message(), Catch::Contains("answer_schema") && Catch::Contains("'pattern'"));
+}
+
+TEST_CASE("a required tool call makes every inprocess reply calls of the Worker's tools with schema-valid arguments",
+          "[roles][inprocess]") {
+  TinyModelDir dir;
+  // The Worker's tool declarations are about 1,750 tokens of this one-character-a-token tokenizer.
+  InprocessEndpoint endpoint = Endpoint(dir.path());
+  endpoint.max_context = 4096;
+  auto made = InprocessClient::Create("local", endpoint, QuietLog(), InprocessClientOptions{.cpu_threads = 2});
+  REQUIRE(made.ok());
+  InprocessClient& client = **made;
+  const std::vector<ToolDeclaration> tools = Worker::Tools();
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    ChatRequest request = Ask("Fix the rule.");
+    request.tools = tools;
+    request.require_tool_call = true;
+    request.sampling.temperature = 1.0;
+    request.sampling.seed = seed;
+    request.max_tokens = 96;
+    const ChatResponse r = MustChat(client, request);
+    INFO(r.text << " " << r.malformed_reply);
+    CHECK(r.malformed_reply.empty());
+    CHECK(r.finish_reason == FinishReason::kToolCalls);
+    REQUIRE_FALSE(r.tool_calls.empty());
+    for (const ToolCall& call : r.tool_calls) {
+      INFO(call.name << " " << call.arguments);
+      const auto declared =
+          std::find_if(tools.begin(), tools.end(), [&](const ToolDeclaration& t) { return t.name == call.name; });
+      REQUIRE(declared != tools.end());
+      const json args = json::parse(call.arguments);
+      for (const auto& required : declared->parameters["required"]) CHECK(args.contains(required.get<std::string>()));
+      for (const auto& [key, value] : args.items()) {
+        REQUIRE(declared->parameters["properties"].contains(key));
+        const std::string type = declared->parameters["properties"][key]["type"];
+        CHECK(((type == "string" && value.is_string()) || (type == "array" && value.is_array()) ||
+               (type == "boolean" && value.is_boolean())));
+      }
+    }
+  }
 }
 
 TEST_CASE("a sampling seed makes the reply repeatable", "[roles][inprocess]") {

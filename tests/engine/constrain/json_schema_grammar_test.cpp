@@ -57,7 +57,9 @@ TEST_CASE("a JSON schema's grammar takes exactly the texts the schema accepts", 
         R"({"command":"x","mode":"check","extra":1})", R"({"mode":"check","command":"x"})",
         R"({"command":"x","mode":"check")", R"({"command":"x\q","mode":"check"})", R"({"command":"x",,"mode":"check"})",
         R"({"command":"x","timeout":01,"mode":"check"})", "{\"command\":\"tab\there\",\"mode\":\"check\"}",
-        R"( {"command":"x","mode":"check"})"}) {
+        R"( {"command":"x","mode":"check"})", "{\"command\":\"\xc3(\",\"mode\":\"check\"}",
+        "{\"command\":\"\xed\xa0\x80\",\"mode\":\"check\"}", "{\"command\":\"<|x\",\"mode\":\"check\"}",
+        "{\"command\":\"x<turn|>\",\"mode\":\"check\"}"}) {
     INFO(bad);
     CHECK_FALSE(Matches(g, bad));
   }
