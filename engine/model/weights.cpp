@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "engine/model/bf16.h"
+#include "engine/model/safetensors.h"
 
 namespace temper::engine {
 namespace {
@@ -180,8 +181,18 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
   return w;
 }
 
-Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig& config, uint64_t seed) {
-  std::unique_ptr<ModelWeights> w(new ModelWeights());
+namespace {
+
+// Every tensor of `config` (the untied head included) filled with its seeded random values in
+// `storage`, as name -> (shape, values).
+struct SyntheticTensor {
+  std::string name;  // without the decoder prefix
+  std::vector<int64_t> shape;
+  std::span<const uint16_t> values;
+};
+
+Result<std::vector<SyntheticTensor>> FillSyntheticTensors(const ModelConfig& config, uint64_t seed,
+                                                          std::vector<uint16_t>& storage) {
   std::vector<Expected> expected = ExpectedTensors(config);
   if (!config.tie_word_embeddings)
     expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
@@ -192,23 +203,45 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig&
     total += n;
   }
   try {
-    w->synthetic_.resize(total);
+    storage.resize(total);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes of synthetic weights", total * 2));
   }
-  std::map<std::string, const uint16_t*> data;
+  std::vector<SyntheticTensor> out;
   uint64_t offset = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
     const Expected& e = expected[i];
     uint64_t n = 1;
     for (int64_t d : e.shape) n *= static_cast<uint64_t>(d);
-    std::span<uint16_t> out(w->synthetic_.data() + offset, n);
-    FillSynthetic(config, e, seed * 0x100000001b3ull + i, out);
-    data[e.name] = out.data();
+    std::span<uint16_t> values(storage.data() + offset, n);
+    FillSynthetic(config, e, seed * 0x100000001b3ull + i, values);
+    out.push_back({e.name, e.shape, values});
     offset += n;
   }
+  return out;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig& config, uint64_t seed) {
+  std::unique_ptr<ModelWeights> w(new ModelWeights());
+  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillSyntheticTensors(config, seed, w->synthetic_));
+  std::map<std::string, const uint16_t*> data;
+  for (const SyntheticTensor& t : tensors) data[t.name] = t.values.data();
   WeightBinder::Bind(*w, config, data);
   return w;
+}
+
+Status WriteSyntheticCheckpoint(const std::filesystem::path& file, const ModelConfig& config, uint64_t seed) {
+  std::vector<uint16_t> storage;
+  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillSyntheticTensors(config, seed, storage));
+  std::vector<TensorToWrite> out;
+  for (const SyntheticTensor& t : tensors) {
+    const std::string name = t.name == "lm_head.weight" ? t.name : config.weight_prefix + t.name;
+    out.push_back({name, DType::kBF16, t.shape,
+                   std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(t.values.data()), t.values.size_bytes())});
+  }
+  return WriteSafetensors(file, out, {{"format", "pt"}, {"generator", fmt::format("temper synthetic seed {}", seed)}});
 }
 
 }  // namespace temper::engine

@@ -50,6 +50,11 @@ struct LayerWeights {
   float layer_scalar = 1;
 };
 
+// Writes the weights ModelWeights::Synthetic(config, seed) makes as a safetensors checkpoint (the
+// tensor names a checkpoint of `config` has), so that a synthetic model can be loaded from a model
+// directory like a real one. Errors: ResourceExhausted, or WriteSafetensors' IOError.
+Status WriteSyntheticCheckpoint(const std::filesystem::path& file, const ModelConfig& config, uint64_t seed);
+
 class ModelWeights {
  public:
   // Loads DIR's safetensors (single or sharded) for `config`.

@@ -6,6 +6,9 @@
 //                      [--tokenizer FILE]
 //   temper-lm encode   --tokenizer FILE [--add-special-tokens]   (text on stdin, ids as JSON on stdout)
 //   temper-lm decode   --tokenizer FILE [--skip-special-tokens]  (ids as JSON on stdin, text on stdout)
+//   temper-lm synthesize --config CONFIG.json [--seed S] [--tokenizer FILE] --out DIR
+//                      (a model directory of seeded random weights: config.json, model.safetensors,
+//                      tokenizer.json, loadable wherever a model directory is)
 //
 // `generate --prompt` encodes TEXT with the tokenizer (DIR/tokenizer.json unless --tokenizer), <bos>
 // first; with --chat it renders TEXT as one user turn of Gemma 4's chat format and also stops at the
@@ -228,6 +231,42 @@ Status RunDecode(const DecodeArgs& a) {
   return Status::OK();
 }
 
+// ---- synthesize: a model directory of seeded random weights ----
+struct SynthesizeArgs {
+  std::string config;
+  uint64_t seed = 0;
+  std::string tokenizer;
+  std::string out;
+};
+
+// A model directory like a real checkpoint's (config.json, model.safetensors and, when given,
+// tokenizer.json), so that everything that loads models can be run on it: the `inprocess` endpoint
+// of models.yaml, `temper-lm serve --model`. Refuses to write over a model already there.
+Status RunSynthesize(const SynthesizeArgs& a) {
+  namespace fs = std::filesystem;
+  TEMPER_ASSIGN_OR_RETURN(ModelConfig config, LoadModelConfig(a.config));
+  const fs::path out(a.out);
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot create the directory: {}", a.out, ec.message()));
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    if (fs::exists(out / name)) {
+      return Status::AlreadyExists(fmt::format("{}: already holds {}; give an empty directory", a.out, name));
+    }
+  }
+  if (!a.tokenizer.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(a.tokenizer));
+    TEMPER_RETURN_IF_ERROR(CheckTokenizerFitsModel(tok, config, a.tokenizer));
+  }
+  TEMPER_RETURN_IF_ERROR(WriteSyntheticCheckpoint(out / "model.safetensors", config, a.seed));
+  fs::copy_file(a.config, out / "config.json", ec);
+  if (!ec && !a.tokenizer.empty()) fs::copy_file(a.tokenizer, out / "tokenizer.json", ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot copy into it: {}", a.out, ec.message()));
+  std::printf("%s: %s with seeded random weights (seed %llu)\n", a.out.c_str(), a.config.c_str(),
+              static_cast<unsigned long long>(a.seed));
+  return Status::OK();
+}
+
 // ---- generate: prompt ids in, new ids out ----
 struct GenerateArgs {
   ModelArgs model;
@@ -441,6 +480,14 @@ int main(int argc, char** argv) {
   dc->add_option("--tokenizer", dec.tokenizer, "tokenizer.json")->required();
   dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
   dc->callback([&] { run = [&] { return RunDecode(dec); }; });
+  SynthesizeArgs synth;
+  CLI::App* yc = app.add_subcommand("synthesize", "write a model directory of seeded random weights for a config.json");
+  yc->add_option("--config", synth.config, "config.json whose shapes the weights take")->required();
+  yc->add_option("--seed", synth.seed, "weights seed")->capture_default_str();
+  yc->add_option("--tokenizer", synth.tokenizer, "tokenizer.json to copy in (checked to fit the vocabulary)");
+  yc->add_option("--out", synth.out, "the model directory to write")->required();
+  yc->callback([&] { run = [&] { return RunSynthesize(synth); }; });
+
   ServeArgs serve;
   CLI::App* sc = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");

@@ -16,6 +16,7 @@
 #include "engine/tokenizer/chat_format.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "golden_fixture.h"
+#include "gzip_file.h"
 #include "temp_dir.h"
 
 namespace temper::engine::testing {
@@ -124,6 +125,40 @@ TEST_CASE("temper-lm runs synthetic weights of a config", "[engine][temper-lm]")
       fmt::format("generate --synthetic {}/config.json --ids 1,2,3 --max-new 3 --ignore-eos", TinyDir().string()));
   INFO(r.output);
   CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("temper-lm synthesize writes a model directory that loads like a checkpoint and runs as --synthetic does",
+          "[engine][temper-lm]") {
+  TempDir dir;
+  const std::string out = (dir.path() / "model").string();
+  const std::string tokenizer = std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-tiny-tokenizer.json";
+  Run made = TemperLm(fmt::format("synthesize --config {}/config.json --seed 5 --tokenizer {} --out {}",
+                                  TinyDir().string(), tokenizer, out));
+  INFO(made.output);
+  REQUIRE(made.exit_code == 0);
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    CHECK(std::filesystem::exists(dir.path() / "model" / name));
+  }
+  // Same weights: the directory generates what the seeded synthetic source generates.
+  Run loaded = TemperLm(fmt::format("generate --model {} --ids 2,10,20 --max-new 6 --ignore-eos", out), false);
+  Run synthetic = TemperLm(fmt::format("generate --synthetic {}/config.json --weights-seed 5 --ids 2,10,20 --max-new 6 "
+                                       "--ignore-eos",
+                                       TinyDir().string()),
+                           false);
+  REQUIRE(loaded.exit_code == 0);
+  CHECK(loaded.output == synthetic.output);
+  // A model already there is never overwritten; a tokenizer larger than the vocabulary is refused.
+  Run again = TemperLm(fmt::format("synthesize --config {}/config.json --out {}", TinyDir().string(), out));
+  CHECK(again.exit_code != 0);
+  CHECK_THAT(again.output, Catch::Contains("already holds config.json"));
+  Result<std::string> gemma3 = ReadGzipFile(std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma3-tokenizer.json.gz");
+  REQUIRE(gemma3.ok());
+  const std::string big = dir.Write("gemma3-tokenizer.json", *gemma3).string();
+  Run misfit = TemperLm(fmt::format("synthesize --config {}/config.json --tokenizer {} --out {}/other",
+                                    TinyDir().string(), big, dir.path().string()));
+  CHECK(misfit.exit_code != 0);
+  CHECK_THAT(misfit.output, Catch::Contains("vocabulary"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "other" / "model.safetensors"));
 }
 
 // The chat-format test tokenizer (378 ids, Gemma 4's control tokens).
