@@ -21,6 +21,10 @@ struct InprocessEndpoint {
   std::vector<uint32_t> gpus;       // CUDA device ordinals, one per rank (may repeat for testing); empty: CPU
   double kv_memory_fraction = 0.9;  // of the memory left after weights, for the KV pool
   uint32_t max_context = 32768;     // tokens per sequence
+  // Enforce the roles' answer schemas and required tool calls with grammar-constrained decoding
+  // (engine/constrain/). Off, the model's replies are only checked after the fact, as with a remote
+  // server: for comparison runs, or a model the grammars do not suit.
+  bool constrained_decoding = true;
 };
 
 struct OpenAIEndpoint {

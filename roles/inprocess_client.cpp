@@ -60,7 +60,7 @@ engine::ChatRole EngineRole(ChatRole role) {
 
 }  // namespace
 
-Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset) {
+Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset, bool constrain) {
   engine::ChatRequest out;
   engine::Conversation& conv = out.conversation;
   // The request's index of the assistant message that tool messages answer: the last message
@@ -126,6 +126,7 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
   out.sampling.seed = s.seed.value_or(seed_if_unset);
   out.max_tokens = request.max_tokens;
   out.stop_strings = request.stop;
+  if (!constrain) return out;
   if (!request.answer_schema.is_null()) {
     Result<engine::Grammar> grammar = engine::JsonSchemaGrammar(request.answer_schema);
     if (!grammar.ok()) return grammar.status().WithContext("answer_schema");
@@ -180,6 +181,7 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   const std::string model_name = std::filesystem::path(endpoint.model_dir).lexically_normal().filename().string();
   std::unique_ptr<InprocessClient> client(new InprocessClient(
       std::move(endpoint_name), model_name.empty() ? endpoint.model_dir : model_name, std::move(*loaded), logger));
+  client->constrain_ = endpoint.constrained_decoding;
   std::string where;
   if (endpoint.gpus.empty()) {
     engine::CpuBackendOptions backend;
@@ -239,7 +241,7 @@ Result<ChatResponse> InprocessClient::Chat(const ChatRequest& request, const Str
     std::random_device device;
     seed = (static_cast<uint64_t>(device()) << 32) ^ device();
   }
-  Result<engine::ChatRequest> converted = ToEngineRequest(request, seed);
+  Result<engine::ChatRequest> converted = ToEngineRequest(request, seed, constrain_);
   if (!converted.ok()) return converted.status().WithContext(who);
   Result<std::shared_ptr<engine::ChatStream>> submitted = engine_->Submit(std::move(*converted));
   if (!submitted.ok()) return submitted.status().WithContext(who);

@@ -15,7 +15,8 @@
 // Gemma renders tool results inside the model turn that asked for them. Errors from rendering
 // that name `messages[N]` count such an assistant message and its tool results as one message.
 // Thinking is off (the roles' protocol has no place for it). A request without a sampling seed
-// gets a fresh random one per call.
+// gets a fresh random one per call. Answer schemas and required tool calls are enforced by
+// grammar-constrained decoding unless the endpoint turns it off (constrained_decoding: false).
 //
 // Reply conversion: visible text and thinking stream to StreamCallbacks as the engine produces
 // them; tool calls arrive already parsed from Gemma's native format and get ids "call_0",
@@ -91,6 +92,7 @@ class InprocessClient final : public ModelClient {
 
   const std::string name_;
   const std::string model_name_;  // the model directory's name, reported as ChatResponse::model
+  bool constrain_ = true;         // InprocessEndpoint::constrained_decoding
   const Logger& logger_;
   engine::LoadedModel model_;                   // config, weights and the tokenizer the engine borrows
   std::unique_ptr<engine::Backend> backend_;    // borrowed by the engine
@@ -102,7 +104,8 @@ class InprocessClient final : public ModelClient {
 // empty. Errors: InvalidArgument naming the message, e.g. "messages[3] (tool): tool_call_id 'x'
 // names no tool call of the assistant message before it", "messages[2] (assistant).tool_calls[0]
 // 'run_command': arguments are not a JSON object".
-Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset);
+// With `constrain` off, answer_schema and require_tool_call are left to the caller's checks.
+Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t seed_if_unset, bool constrain = true);
 
 // The roles' form of the tool calls the engine parsed: ids "call_0", "call_1", ... in order, and
 // the arguments as compact JSON text (bytes that are not UTF-8 become U+FFFD).

@@ -11,8 +11,8 @@ namespace temper {
 namespace {
 
 Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
-  TEMPER_RETURN_IF_ERROR(
-      node.ExpectMapWithKeys({"type", "model_dir", "tp", "gpus", "kv_memory_fraction", "max_context"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
+      {"type", "model_dir", "tp", "gpus", "kv_memory_fraction", "max_context", "constrained_decoding"}));
   InprocessEndpoint e;
   TEMPER_ASSIGN_OR_RETURN(YamlNode dir, node.Require("model_dir"));
   TEMPER_ASSIGN_OR_RETURN(e.model_dir, dir.AsPath());
@@ -38,6 +38,9 @@ Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
   if (auto n = node.Find("max_context")) {
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(256, 1 << 20));
     e.max_context = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("constrained_decoding")) {
+    TEMPER_ASSIGN_OR_RETURN(e.constrained_decoding, n->AsBool());
   }
   return e;
 }

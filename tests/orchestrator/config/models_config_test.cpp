@@ -27,6 +27,17 @@ constexpr const char* kRoles = R"(roles:
   reflector: {endpoint: e}
 )";
 
+TEST_CASE("an inprocess endpoint constrains decoding unless told not to") {
+  auto on = ParseModelsConfig(std::string("endpoints:\n  e: {type: inprocess, model_dir: /m}\n") + kRoles, "m.yaml");
+  REQUIRE(on.ok());
+  CHECK(std::get<InprocessEndpoint>(on->endpoints.at("e").spec).constrained_decoding);
+  auto off = ParseModelsConfig(
+      std::string("endpoints:\n  e: {type: inprocess, model_dir: /m, constrained_decoding: false}\n") + kRoles,
+      "m.yaml");
+  REQUIRE(off.ok());
+  CHECK_FALSE(std::get<InprocessEndpoint>(off->endpoints.at("e").spec).constrained_decoding);
+}
+
 TEST_CASE("models.yaml errors name file, line, column and field") {
   struct Case {
     std::string text;
@@ -39,6 +50,8 @@ TEST_CASE("models.yaml errors name file, line, column and field") {
        "m.yaml:2:43: endpoints.e.tp: tp must be 1, 2, 4 or 8, not 3"},
       {std::string("endpoints:\n  e: {type: inprocess, model_dir: /m, tp: 2, gpus: [0]}\n") + kRoles,
        "m.yaml:2:52: endpoints.e.gpus: lists 1 GPUs but tp is 2; give one GPU per rank"},
+      {std::string("endpoints:\n  e: {type: inprocess, model_dir: /m, constrained_decoding: maybe}\n") + kRoles,
+       "m.yaml:2:61: endpoints.e.constrained_decoding: expected true or false"},
       {std::string("endpoints:\n  e: {type: openai, base_url: ftp://x, model: m}\n") + kRoles,
        "m.yaml:2:31: endpoints.e.base_url: 'ftp://x' is not an http:// or https:// URL"},
       {std::string("endpoints:\n  e: {type: openai, base_url: http://x, model: m, api_key_env: A, api_key_file: f}\n") +
