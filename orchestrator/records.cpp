@@ -59,4 +59,8 @@ uint32_t BatchRecord::TotalRules() const {
 
 bool IsFinal(RuleState state) { return state != RuleState::kPending && state != RuleState::kRunning; }
 
+std::string EventDataJson(const nlohmann::json& data) {
+  return data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace temper

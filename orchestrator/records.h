@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "orchestrator/budgets.h"
 #include "roles/token_usage.h"
 
@@ -129,6 +131,10 @@ struct BatchRecord {
   uint32_t Count(RuleState s) const { return rule_counts[static_cast<int>(s)]; }
   uint32_t TotalRules() const;
 };
+
+// An event's data as JSON text. Its strings carry what models, targets and clients wrote, which
+// need not be UTF-8: such bytes become U+FFFD instead of failing the event (nlohmann's dump throws).
+std::string EventDataJson(const nlohmann::json& data);
 
 struct NewEvent {
   std::optional<int64_t> batch_id;  // nullopt: a daemon-wide event

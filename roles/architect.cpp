@@ -55,11 +55,12 @@ nlohmann::ordered_json PickSchema(const std::vector<RuleInfo>& candidates) {
   nlohmann::ordered_json ids = nlohmann::ordered_json::array();
   for (const RuleInfo& r : candidates) ids.push_back(r.id);
   auto answer = [&](const char* decision, const char* text) {
-    return nlohmann::ordered_json{
-        {"type", "object"},
-        {"properties",
-         {{"decision", {{"const", decision}}}, {"rule_id", {{"enum", ids}}}, {text, {{"type", "string"}}}}},
-        {"required", {"decision", "rule_id", text}}};
+    return nlohmann::ordered_json{{"type", "object"},
+                                  {"properties",
+                                   {{"decision", {{"const", decision}}},
+                                    {"rule_id", {{"enum", ids}}},
+                                    {text, {{"type", "string"}, {"minLength", 1}}}}},
+                                  {"required", {"decision", "rule_id", text}}};
   };
   return {{"anyOf", {answer("attempt", "approach"), answer("skip", "reason")}}};
 }
@@ -67,10 +68,11 @@ nlohmann::ordered_json PickSchema(const std::vector<RuleInfo>& candidates) {
 nlohmann::ordered_json ReengageSchema() {
   return nlohmann::ordered_json::parse(R"({"anyOf": [
     {"type": "object",
-     "properties": {"verdict": {"const": "PIVOT"}, "reasoning": {"type": "string"}, "plan": {"type": "string"}},
+     "properties": {"verdict": {"const": "PIVOT"}, "reasoning": {"type": "string", "minLength": 1},
+                    "plan": {"type": "string", "minLength": 1}},
      "required": ["verdict", "reasoning", "plan"]},
     {"type": "object",
-     "properties": {"verdict": {"enum": ["CONTINUE", "ESCALATE"]}, "reasoning": {"type": "string"},
+     "properties": {"verdict": {"enum": ["CONTINUE", "ESCALATE"]}, "reasoning": {"type": "string", "minLength": 1},
                     "plan": {"type": "string"}},
      "required": ["verdict", "reasoning"]}]})");
 }

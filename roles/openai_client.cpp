@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "common/display_text.h"
 #include "roles/openai_wire.h"
 
 namespace temper {
@@ -17,7 +18,7 @@ namespace temper {
 namespace {
 
 constexpr size_t kMaxBodyBytes = 64u << 20;  // a chat reply is kilobytes; this bounds a runaway server
-constexpr size_t kExcerptBytes = 500;
+constexpr size_t kExcerptChars = 500;
 
 std::string Trim(std::string s) {
   const char* ws = " \t\r\n";
@@ -268,7 +269,7 @@ Result<ChatResponse> OpenAIClient::Chat(const ChatRequest& request, const Stream
         return r;
       }
     } else {
-      std::string excerpt = Scrub(a.body.substr(0, kExcerptBytes));
+      std::string excerpt = Scrub(OneLine(a.body, kExcerptChars));
       std::string msg = fmt::format("{}: HTTP {} on attempt {} of {}: {}", who, a.http_status, attempt, max_attempts,
                                     excerpt.empty() ? "(empty body)" : excerpt);
       switch (a.http_status) {

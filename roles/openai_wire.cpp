@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "common/display_text.h"
+
 namespace temper {
 
 using nlohmann::json;
@@ -112,7 +114,7 @@ Result<ChatResponse> ParseOpenAIResponse(std::string_view body) {
   if (root.is_discarded()) return Malformed("the body", "is not JSON");
   if (!root.is_object()) return Malformed("the body", "is not a JSON object");
   if (auto err = root.find("error"); err != root.end() && !err->is_null()) {
-    return Status::Unavailable(fmt::format("the server answered with an error: {}", err->dump().substr(0, 500)));
+    return Status::Unavailable(fmt::format("the server answered with an error: {}", OneLine(err->dump(), 500)));
   }
   ChatResponse r;
   TEMPER_RETURN_IF_ERROR(OptionalString(root, "model", "", &r.model));
@@ -198,7 +200,7 @@ Status StreamAccumulator::Feed(std::string_view data, const StreamCallbacks* str
   json chunk = json::parse(data, nullptr, /*allow_exceptions=*/false);
   if (chunk.is_discarded() || !chunk.is_object()) {
     return Malformed(fmt::format("stream chunk {}", chunks_ + 1),
-                     fmt::format("is not a JSON object: '{}'", data.substr(0, 200)));
+                     fmt::format("is not a JSON object: '{}'", OneLine(std::string(data), 200)));
   }
   ++chunks_;
   return FeedChunk(chunk, stream);
@@ -208,7 +210,7 @@ Status StreamAccumulator::FeedChunk(const json& chunk, const StreamCallbacks* st
   const std::string where = fmt::format("stream chunk {}", chunks_);
   if (auto err = chunk.find("error"); err != chunk.end() && !err->is_null()) {
     return Status::Unavailable(
-        fmt::format("the server reported an error mid-stream ({}): {}", where, err->dump().substr(0, 500)));
+        fmt::format("the server reported an error mid-stream ({}): {}", where, OneLine(err->dump(), 500)));
   }
   if (response_.model.empty()) TEMPER_RETURN_IF_ERROR(OptionalString(chunk, "model", where, &response_.model));
   TEMPER_RETURN_IF_ERROR(ParseUsage(chunk, &response_.usage));

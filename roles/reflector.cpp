@@ -1,5 +1,7 @@
 #include "roles/reflector.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "roles/architect.h"
@@ -32,10 +34,15 @@ Result<RolePrompt> Reflector::Build(const RuleInfo& rule, const PastAttempt& fai
 }
 
 nlohmann::ordered_json ReflectionSchema() {
-  return nlohmann::ordered_json::parse(R"({"type": "object",
-    "properties": {"tried": {"type": "string"}, "why_failed": {"type": "string"}, "next": {"type": "string"},
-                   "never": {"type": "array", "items": {"type": "string"}}, "lesson": {"type": "string"}},
+  // Required fields are non-blank (minLength), the lesson within its length: what Parse checks.
+  nlohmann::ordered_json schema = nlohmann::ordered_json::parse(R"({"type": "object",
+    "properties": {"tried": {"type": "string", "minLength": 1}, "why_failed": {"type": "string", "minLength": 1},
+                   "next": {"type": "string", "minLength": 1},
+                   "never": {"type": "array", "items": {"type": "string"}},
+                   "lesson": {"type": "string", "minLength": 1}},
     "required": ["tried", "why_failed", "next", "lesson"]})");
+  schema["properties"]["lesson"]["maxLength"] = Reflector::kMaxLessonChars;
+  return schema;
 }
 
 Result<Reflection> Reflector::Parse(const ChatResponse& response) const {
@@ -45,9 +52,12 @@ Result<Reflection> Reflector::Parse(const ChatResponse& response) const {
   TEMPER_ASSIGN_OR_RETURN(r.why_failed, RequiredString(answer, "why_failed"));
   TEMPER_ASSIGN_OR_RETURN(r.next, RequiredString(answer, "next"));
   TEMPER_ASSIGN_OR_RETURN(r.lesson, RequiredString(answer, "lesson"));
-  if (r.lesson.size() > kMaxLessonChars) {
+  // Characters, as the schema's maxLength counts them (UTF-8 continuation bytes are not counted).
+  const size_t lesson_chars = static_cast<size_t>(std::count_if(
+      r.lesson.begin(), r.lesson.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xc0) != 0x80; }));
+  if (lesson_chars > kMaxLessonChars) {
     return Status::InvalidArgument(
-        fmt::format("\"lesson\" has {} characters; keep it to at most {}", r.lesson.size(), kMaxLessonChars));
+        fmt::format("\"lesson\" has {} characters; keep it to at most {}", lesson_chars, kMaxLessonChars));
   }
   if (auto n = answer.find("never"); n != answer.end() && !n->is_null()) {
     if (n->is_string()) {

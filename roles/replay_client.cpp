@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "common/display_text.h"
 #include "roles/openai_wire.h"
 
 namespace temper {
@@ -16,12 +17,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string Excerpt(const std::string& s) {
-  std::string e = s.substr(0, 80);
-  for (char& c : e)
-    if (c == '\n') c = ' ';
-  return s.size() > 80 ? e + "…" : e;
-}
+std::string Excerpt(const std::string& s) { return OneLine(s, 80); }
 
 Status Bad(std::string_view field, std::string_view problem) {
   return Status::DataLoss(fmt::format("recorded response: {} {}", field, problem));

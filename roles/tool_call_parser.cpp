@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "common/display_text.h"
+
 namespace temper {
 
 using nlohmann::json;
@@ -12,12 +14,9 @@ namespace {
 constexpr size_t kMaxDepth = 64;  // deeper nesting is not a tool call a model means to make
 constexpr size_t kExcerpt = 120;
 
-std::string Excerpt(std::string_view text, size_t from) {
-  std::string s(text.substr(from, kExcerpt));
-  for (char& c : s)
-    if (c == '\n' || c == '\r') c = ' ';
-  return from + kExcerpt < text.size() ? s + "…" : s;
-}
+// The text from `from` on, on one line and cut at a character boundary (a cut inside a UTF-8
+// character would make the message unencodable as JSON).
+std::string Excerpt(std::string_view text, size_t from) { return OneLine(std::string(text.substr(from)), kExcerpt); }
 
 std::string Trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t\r\n");

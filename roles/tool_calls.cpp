@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "common/closest_match.h"
+#include "common/display_text.h"
 #include "roles/tool_call_parser.h"
 
 namespace temper {
@@ -110,7 +111,7 @@ Result<std::vector<ResolvedCall>> ResolveToolCalls(const ChatResponse& response,
     }
     if (args.is_discarded()) {
       return Status::InvalidArgument(
-          fmt::format("{}: the arguments are not valid JSON: {}", which, c.arguments.substr(0, 200)));
+          fmt::format("{}: the arguments are not valid JSON: {}", which, OneLine(c.arguments, 200)));
     }
     Status s = ValidateArguments(*tool, args);
     if (!s.ok()) return Status::InvalidArgument(fmt::format("{}: {}", which, s.message()));

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "common/display_text.h"
 #include "roles/architect.h"
 #include "roles/command_policy.h"
 #include "roles/tool_calls.h"
@@ -37,12 +38,6 @@ Result<std::vector<std::string>> PackageNames(const json& arguments, const std::
   }
   if (names.empty()) return Status::InvalidArgument(tool + ": 'packages' is empty; name at least one package");
   return names;
-}
-
-std::string OneLine(const std::string& s, size_t max) {
-  std::string out = s.substr(0, max);
-  std::replace(out.begin(), out.end(), '\n', ' ');
-  return s.size() > max ? out + "…" : out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,15 +141,15 @@ struct ToolSpec {
 constexpr ToolSpec kToolSpecs[] = {
     {WorkerTool::kRunCommand,
      "Run one shell command line on the target as root (/bin/sh -c). Returns the exit status and output.",
-     R"({"type": "object", "properties": {"command": {"type": "string", "description": "the command line"}},
+     R"({"type": "object", "properties": {"command": {"type": "string", "minLength": 1, "description": "the command line"}},
                        "required": ["command"], "additionalProperties": false})",
      RunCommand},
     {WorkerTool::kReadFile, "Read a file on the target.",
-     R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"}},
+     R"({"type": "object", "properties": {"path": {"type": "string", "minLength": 1, "description": "absolute path"}},
                        "required": ["path"], "additionalProperties": false})",
      ReadFile},
     {WorkerTool::kWriteFile, "Create or replace a file on the target with the given content.",
-     R"({"type": "object", "properties": {"path": {"type": "string", "description": "absolute path"},
+     R"({"type": "object", "properties": {"path": {"type": "string", "minLength": 1, "description": "absolute path"},
                        "content": {"type": "string", "description": "the whole new content"}},
                        "required": ["path", "content"], "additionalProperties": false})",
      WriteFile},
@@ -162,19 +157,19 @@ constexpr ToolSpec kToolSpecs[] = {
      "Install Debian packages, and what they depend on, on the target with its own apt, from the package source "
      "temper keeps for it (the target has no network of its own, so apt-get through run_command cannot download). "
      "Returns what was set up, or why it failed (unknown package, conflicts, a failing maintainer script).",
-     R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+     R"({"type": "object", "properties": {"packages": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
                        "description": "package names, e.g. [\"aide\"]"}},
                        "required": ["packages"], "additionalProperties": false})",
      InstallPackage},
     {WorkerTool::kRemovePackage,
      "Remove Debian packages from the target. Packages that depend on them are not removed along: name them too.",
-     R"({"type": "object", "properties": {"packages": {"type": "array", "items": {"type": "string"},
+     R"({"type": "object", "properties": {"packages": {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1},
                        "description": "package names"},
                        "purge": {"type": "boolean", "description": "also delete their configuration files"}},
                        "required": ["packages"], "additionalProperties": false})",
      RemovePackage},
     {WorkerTool::kFinish, "End the attempt. The evaluator then checks the rule.",
-     R"({"type": "object", "properties": {"summary": {"type": "string",
+     R"({"type": "object", "properties": {"summary": {"type": "string", "minLength": 1,
                        "description": "what you changed and how you verified it"}},
                        "required": ["summary"], "additionalProperties": false})",
      nullptr},

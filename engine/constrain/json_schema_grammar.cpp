@@ -1,5 +1,6 @@
 #include "engine/constrain/json_schema_grammar.h"
 
+#include <array>
 #include <set>
 
 #include <fmt/format.h>
@@ -42,15 +43,25 @@ SchemaGrammarBuilder::SchemaGrammarBuilder(SchemaDialect dialect) : dialect_(dia
   // Shared lexical rules.
   ws_ = Add("ws", {{}, {Chars(Bytes(" "))}});
   // A string: JSON's quotes and escapes, no controls; or Gemma's <|"|> with anything between.
-  ByteSet plain = TextBytes();
+  // Bytes 0x80-0xff come in whole UTF-8 characters (RFC 3629): a run of byte-fallback tokens that
+  // is not valid UTF-8 decodes to U+FFFDs that swallow the bytes around them, a quote included.
+  escapes_ = !gemma;
+  plain_ = ByteRange(0, 0x7f);
   if (!gemma) {
-    plain = AnyByteExcept("\"\\");
-    plain[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
+    plain_ = Without(plain_, "\"\\");
+    plain_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
   }
-  const int chars = Strings(plain, /*escapes=*/!gemma);
-  const Sequence quote =
-      gemma ? Sequence{Chars(Bytes(std::string(1, static_cast<char>(kQuoteMarker))))} : Literal("\"");
-  string_ = Add("string", {Concat({quote, {Ref(chars)}, quote})});
+  hex_ = Add("hex", {{Chars(Union({ByteRange('0', '9'), ByteRange('a', 'f'), ByteRange('A', 'F')}))}});
+  const ByteSet cont = ByteRange(0x80, 0xbf);
+  utf8_ = Add("utf8", {{Chars(ByteRange(0xc2, 0xdf)), Chars(cont)},
+                       {Chars(Bytes("\xe0")), Chars(ByteRange(0xa0, 0xbf)), Chars(cont)},
+                       {Chars(ByteRange(0xe1, 0xec)), Chars(cont), Chars(cont)},
+                       {Chars(Bytes("\xed")), Chars(ByteRange(0x80, 0x9f)), Chars(cont)},
+                       {Chars(ByteRange(0xee, 0xef)), Chars(cont), Chars(cont)},
+                       {Chars(Bytes("\xf0")), Chars(ByteRange(0x90, 0xbf)), Chars(cont), Chars(cont)},
+                       {Chars(ByteRange(0xf1, 0xf3)), Chars(cont), Chars(cont), Chars(cont)},
+                       {Chars(Bytes("\xf4")), Chars(ByteRange(0x80, 0x8f)), Chars(cont), Chars(cont)}});
+  string_ = String(0, -1);
   const int digits = Add("digits", {});
   grammar_.rules[static_cast<size_t>(digits)].alternatives = {{}, {Chars(ByteRange('0', '9')), Ref(digits)}};
   const int int_part = Add("int-part", {Literal("0"), {Chars(ByteRange('1', '9')), Ref(digits)}});
@@ -91,44 +102,48 @@ SchemaGrammarBuilder::SchemaGrammarBuilder(SchemaDialect dialect) : dialect_(dia
                                                               {Ref(number_)}, {Ref(boolean_)}, {Ref(null_)}};
 }
 
-int SchemaGrammarBuilder::Strings(const ByteSet& plain, bool escapes) {
-  // Three states, so that "<|" and "|>" never occur: `chars` anywhere, `after-lt` right after a
-  // '<' (no '|' next), `after-bar` right after a '|' (no '>' next). Each may end the string.
-  const ByteSet other = Without(plain, "<|");
-  const int chars = Add("chars", {});
-  const int after_lt = Add("chars-after-lt", {});
-  const int after_bar = Add("chars-after-bar", {});
-  const int hex = Add("hex", {{Chars(Union({ByteRange('0', '9'), ByteRange('a', 'f'), ByteRange('A', 'F')}))}});
-  std::vector<Sequence> escape_alts;
-  if (escapes) {
-    escape_alts = {{Chars(Bytes("\\")), Chars(Bytes("\"\\/bfnrt")), Ref(chars)},
-                   {Chars(Bytes("\\")), Chars(Bytes("u")), Ref(hex), Ref(hex), Ref(hex), Ref(hex), Ref(chars)}};
+int SchemaGrammarBuilder::String(int64_t min_length, int64_t max_length) {
+  // The content is a walk over rules R[j][t]: j characters written so far (capped: at max_length
+  // when there is one, else at min_length, where it loops), t the three states that keep "<|" and
+  // "|>" out — anywhere (0), right after a '<' (1: no '|' next), right after a '|' (2: no '>' next).
+  // Each may end the string once j >= min_length. A character is a plain ASCII byte, a whole UTF-8
+  // character, or (JSON) an escape.
+  const bool bounded = max_length >= 0;
+  const int64_t cap = bounded ? max_length : min_length;
+  const std::string name = fmt::format("chars[{},{}]", min_length, max_length);
+  std::vector<std::array<int, 3>> r(static_cast<size_t>(cap + 1));
+  for (auto& row : r) {
+    for (int& rule : row) rule = Add(name, {});
   }
-  // Non-ASCII text is whole UTF-8 characters (RFC 3629): a run of byte-fallback tokens that is not
-  // valid UTF-8 decodes to U+FFFDs that swallow the bytes around them, a closing quote included.
-  const ByteSet cont = ByteRange(0x80, 0xbf);
-  const int utf8 = Add("utf8", {{Chars(ByteRange(0xc2, 0xdf)), Chars(cont)},
-                                {Chars(Bytes("\xe0")), Chars(ByteRange(0xa0, 0xbf)), Chars(cont)},
-                                {Chars(ByteRange(0xe1, 0xec)), Chars(cont), Chars(cont)},
-                                {Chars(Bytes("\xed")), Chars(ByteRange(0x80, 0x9f)), Chars(cont)},
-                                {Chars(ByteRange(0xee, 0xef)), Chars(cont), Chars(cont)},
-                                {Chars(Bytes("\xf0")), Chars(ByteRange(0x90, 0xbf)), Chars(cont), Chars(cont)},
-                                {Chars(ByteRange(0xf1, 0xf3)), Chars(cont), Chars(cont), Chars(cont)},
-                                {Chars(Bytes("\xf4")), Chars(ByteRange(0x80, 0x8f)), Chars(cont), Chars(cont)}});
-  auto state = [&](ByteSet then_plain, bool bar_allowed) {
-    for (size_t w = 2; w < 4; ++w) then_plain[w] = 0;  // bytes 0x80-0xff come in whole characters
-    std::vector<Sequence> alts = {{},
-                                  {Chars(then_plain), Ref(chars)},
-                                  {Ref(utf8), Ref(chars)},
-                                  {Chars(Bytes("<")), Ref(after_lt)}};
-    if (bar_allowed) alts.push_back({Chars(Bytes("|")), Ref(after_bar)});
-    alts.insert(alts.end(), escape_alts.begin(), escape_alts.end());
-    return alts;
-  };
-  grammar_.rules[static_cast<size_t>(chars)].alternatives = state(other, true);
-  grammar_.rules[static_cast<size_t>(after_lt)].alternatives = state(other, false);
-  grammar_.rules[static_cast<size_t>(after_bar)].alternatives = state(Without(other, ">"), true);
-  return chars;
+  const ByteSet other = Without(plain_, "<|");
+  for (int64_t j = 0; j <= cap; ++j) {
+    for (int t = 0; t < 3; ++t) {
+      std::vector<Sequence> alts;
+      if (j >= min_length) alts.push_back({});
+      const int64_t next = j < cap ? j + 1 : (bounded ? -1 : j);
+      if (next >= 0) {
+        const auto& to = r[static_cast<size_t>(next)];
+        // A string that must hold something starts with a non-space character: the roles' parsers
+        // take a blank field for an empty one (deliberately narrower than minLength).
+        ByteSet first = t == 2 ? Without(other, ">") : other;
+        if (j == 0 && min_length > 0) first = Without(first, " \t\r\n");
+        alts.push_back({Chars(first), Ref(to[0])});
+        alts.push_back({Ref(utf8_), Ref(to[0])});
+        alts.push_back({Chars(Bytes("<")), Ref(to[1])});
+        if (t != 1) alts.push_back({Chars(Bytes("|")), Ref(to[2])});
+        if (escapes_ && !(j == 0 && min_length > 0)) {
+          alts.push_back({Chars(Bytes("\\")), Chars(Bytes("\"\\/bfnrt")), Ref(to[0])});
+          alts.push_back(
+              {Chars(Bytes("\\")), Chars(Bytes("u")), Ref(hex_), Ref(hex_), Ref(hex_), Ref(hex_), Ref(to[0])});
+        }
+      }
+      grammar_.rules[static_cast<size_t>(r[static_cast<size_t>(j)][static_cast<size_t>(t)])].alternatives =
+          std::move(alts);
+    }
+  }
+  const Sequence quote =
+      escapes_ ? Literal("\"") : Sequence{Chars(Bytes(std::string(1, static_cast<char>(kQuoteMarker))))};
+  return Add(fmt::format("string[{},{}]", min_length, max_length), {Concat({quote, {Ref(r[0][0])}, quote})});
 }
 
 int SchemaGrammarBuilder::Add(std::string name, std::vector<Sequence> alternatives) {
@@ -197,8 +212,8 @@ Result<int> SchemaGrammarBuilder::Schema(const json& s, const std::string& path)
   if (!s.is_object()) return Status::InvalidArgument(fmt::format("{}: a schema must be an object", path));
   for (const auto& [key, value] : s.items()) {
     static const std::set<std::string> kKnown = {
-        "type",  "properties",           "required", "items", "enum", "const", "anyOf",
-        "oneOf", "additionalProperties", "minItems"};
+        "type",  "properties",           "required", "items",     "enum",     "const", "anyOf",
+        "oneOf", "additionalProperties", "minItems", "minLength", "maxLength"};
     if (!kKnown.count(key) && !kAnnotations.count(key)) {
       return Status::InvalidArgument(fmt::format("{}: '{}' is not supported", path, key));
     }
@@ -243,7 +258,7 @@ Result<int> SchemaGrammarBuilder::Schema(const json& s, const std::string& path)
 }
 
 Result<int> SchemaGrammarBuilder::Typed(const json& s, const std::string& type, const std::string& path) {
-  if (type == "string") return string_;
+  if (type == "string") return BoundedString(s, path);
   if (type == "integer") return integer_;
   if (type == "number") return number_;
   if (type == "boolean") return boolean_;
@@ -251,6 +266,25 @@ Result<int> SchemaGrammarBuilder::Typed(const json& s, const std::string& type, 
   if (type == "array") return Array(s, path);
   if (type == "object") return Object(s, path);
   return Status::InvalidArgument(fmt::format("{}/type: '{}' is not a JSON schema type", path, type));
+}
+
+Result<int> SchemaGrammarBuilder::BoundedString(const json& s, const std::string& path) {
+  int64_t bounds[2] = {0, -1};
+  const char* keys[2] = {"minLength", "maxLength"};
+  for (int i = 0; i < 2; ++i) {
+    if (!s.contains(keys[i])) continue;
+    const json& v = s[keys[i]];
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxStringLength) {
+      return Status::InvalidArgument(
+          fmt::format("{}/{}: must be an integer from 0 to {}", path, keys[i], kMaxStringLength));
+    }
+    bounds[i] = v.get<int64_t>();
+  }
+  if (bounds[1] >= 0 && bounds[0] > bounds[1]) {
+    return Status::InvalidArgument(fmt::format("{}: minLength {} exceeds maxLength {}", path, bounds[0], bounds[1]));
+  }
+  if (bounds[0] == 0 && bounds[1] < 0) return string_;
+  return String(bounds[0], bounds[1]);
 }
 
 Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) {

@@ -2,13 +2,15 @@
 // `response_format: {type: json_schema}` and the roles' structured answers, or in Gemma 4's
 // tool-call argument syntax, for tool calls (tool_call_grammar.h).
 //
-// Supported: type (one or a list) object, array, string, integer, number, boolean, null;
+// Supported: type (one or a list) object, array, string (with minLength and maxLength up to
+// kMaxStringLength, counted in characters), integer, number, boolean, null;
 // properties with required (properties come in the schema's order, kept by ordered_json; optional
 // ones may be left out; additional properties are not generated); items, minItems 0 or 1; enum and
 // const (any JSON values, written compactly); anyOf and oneOf (as alternatives). An empty schema,
 // or an object without properties, is any value. Anything else ($ref, pattern, format, minimum,
-// maxLength, ...) is refused by name and path rather than silently widened: a constraint that does
-// not constrain is worse than an error.
+// ...) is refused by name and path rather than silently widened: a constraint that does not
+// constrain is worse than an error. One deliberate narrowing: a string with a minLength starts
+// with a non-space character (the roles' parsers take a blank field for an empty one).
 //
 // The two dialects:
 //   * kJson: JSON, with at most one space after ':' and ',' (JSON allows more, but a model that may
@@ -35,6 +37,9 @@ namespace temper::engine {
 
 // The marker byte (grammar.h) that stands for Gemma 4's <|"|> string delimiter.
 inline constexpr uint8_t kQuoteMarker = kFirstMarkerByte;
+// The longest maxLength (or minLength) a schema may ask for: each character of the bound is a few
+// grammar rules.
+inline constexpr int64_t kMaxStringLength = 16384;
 
 enum class SchemaDialect { kJson, kGemmaArguments };
 
@@ -55,7 +60,9 @@ class SchemaGrammarBuilder {
 
  private:
   using Sequence = std::vector<GrammarElement>;
-  int Strings(const ByteSet& plain, bool escapes);
+  // The rule of a string of min_length to max_length characters (-1: unbounded).
+  int String(int64_t min_length, int64_t max_length);
+  Result<int> BoundedString(const nlohmann::ordered_json& s, const std::string& path);
   Sequence ValueLiteral(const nlohmann::ordered_json& value) const;
   int Literals(const std::vector<nlohmann::ordered_json>& values, const std::string& path);
   Result<int> Typed(const nlohmann::ordered_json& s, const std::string& type, const std::string& path);
@@ -66,6 +73,9 @@ class SchemaGrammarBuilder {
 
   const SchemaDialect dialect_;
   Grammar grammar_;
+  ByteSet plain_{};  // the ASCII a string's content may hold
+  bool escapes_ = false;
+  int hex_ = 0, utf8_ = 0;
   int ws_ = 0, string_ = 0, integer_ = 0, number_ = 0, boolean_ = 0, null_ = 0, value_ = 0, any_object_ = 0;
 };
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <functional>
-#include <set>
+#include <map>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -46,26 +46,30 @@ constexpr Utf8Form kUtf8Forms[] = {
 
 }  // namespace
 
-bool TokenVocabulary::IsPlainText(std::string_view bytes) const {
+std::optional<int> TokenVocabulary::PlainCharacters(std::string_view bytes) const {
+  int chars = 0;
   for (size_t i = 0; i < bytes.size();) {
     const auto b = static_cast<uint8_t>(bytes[i]);
     if (b < 0x80) {
-      if (!Chars(plain_bytes_).Accepts(b)) return false;
+      if (!Chars(plain_bytes_).Accepts(b)) return std::nullopt;
       ++i;
+      ++chars;
       continue;
     }
     const Utf8Form* form = nullptr;
     for (const Utf8Form& f : kUtf8Forms) {
       if (b >= f.first_lo && b <= f.first_hi) form = &f;
     }
-    if (!form || i + 1 + static_cast<size_t>(form->rest_count) > bytes.size()) return false;
+    if (!form || i + 1 + static_cast<size_t>(form->rest_count) > bytes.size()) return std::nullopt;
     for (int k = 0; k < form->rest_count; ++k) {
       const auto c = static_cast<uint8_t>(bytes[i + 1 + static_cast<size_t>(k)]);
-      if (c < form->rest[static_cast<size_t>(k)].first || c > form->rest[static_cast<size_t>(k)].second) return false;
+      if (c < form->rest[static_cast<size_t>(k)].first || c > form->rest[static_cast<size_t>(k)].second)
+        return std::nullopt;
     }
     i += 1 + static_cast<size_t>(form->rest_count);
+    ++chars;
   }
-  return true;
+  return chars;
 }
 
 void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
@@ -88,30 +92,41 @@ void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
 }
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
-    : size_(bytes.size()), plain_((bytes.size() + 63) / 64, 0), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
+    : size_(bytes.size()), bytes_(bytes), end_tokens_(std::move(end_tokens)) {
   // ASCII that no string's content treats specially in either dialect (json_schema_grammar.h).
   plain_bytes_ = AnyByteExcept("\"\\<|>");
   plain_bytes_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
   plain_bytes_[2] = plain_bytes_[3] = 0;     // no bytes 0x80-0xff: those come in whole characters
   nodes_.emplace_back();
   special_nodes_.emplace_back();
+  std::vector<std::pair<int, int32_t>> plain_chars;  // (characters, id) of each plain token
   for (size_t id = 0; id < bytes.size(); ++id) {
     if (!bytes[id] || bytes[id]->empty()) continue;
     const auto token = static_cast<int32_t>(id);
     Insert(nodes_, *bytes[id], token);
-    const bool plain = IsPlainText(*bytes[id]);
-    if (plain) {
-      plain_[id >> 6] |= uint64_t{1} << (id & 63);
+    if (const std::optional<int> chars = PlainCharacters(*bytes[id])) {
+      plain_chars.emplace_back(*chars, token);
     } else {
       Insert(special_nodes_, *bytes[id], token);
+    }
+  }
+  // plain_up_to_[n]: the plain tokens of at most n characters.
+  int longest = 0;
+  for (const auto& [chars, id] : plain_chars) longest = std::max(longest, chars);
+  plain_up_to_.assign(static_cast<size_t>(longest) + 1, TokenBits((bytes.size() + 63) / 64, 0));
+  for (const auto& [chars, id] : plain_chars) {
+    for (size_t n = static_cast<size_t>(chars); n < plain_up_to_.size(); ++n) {
+      plain_up_to_[n][static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
   }
 }
 
 Result<TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens,
-                                                       std::span<const MarkerToken> markers) {
-  std::vector<std::optional<std::string>> bytes(static_cast<size_t>(tokenizer.id_limit()));
-  for (int32_t id = 0; id < tokenizer.id_limit(); ++id) {
+                                                       std::span<const MarkerToken> markers, int64_t id_limit) {
+  const int32_t ids =
+      id_limit > 0 ? static_cast<int32_t>(std::min<int64_t>(id_limit, tokenizer.id_limit())) : tokenizer.id_limit();
+  std::vector<std::optional<std::string>> bytes(static_cast<size_t>(ids));
+  for (int32_t id = 0; id < ids; ++id) {
     std::optional<std::string> b = TokenBytes(tokenizer, id);
     const bool marks =
         b && std::any_of(b->begin(), b->end(), [](char c) { return static_cast<uint8_t>(c) >= kFirstMarkerByte; });
@@ -119,7 +134,7 @@ Result<TokenVocabulary> TokenVocabulary::FromTokenizer(const Tokenizer& tokenize
   }
   for (const MarkerToken& m : markers) {
     std::optional<int32_t> id = tokenizer.TokenToId(m.text);
-    if (!id) return Status::NotFound(fmt::format("the tokenizer has no token '{}'", m.text));
+    if (!id || *id >= ids) return Status::NotFound(fmt::format("the model's vocabulary has no token '{}'", m.text));
     bytes[static_cast<size_t>(*id)] = std::string(1, static_cast<char>(m.byte));
   }
   return TokenVocabulary(bytes, std::move(end_tokens));
@@ -154,32 +169,41 @@ int32_t TokenMasker::Next(int32_t id, uint8_t b) {
   return result;
 }
 
-bool TokenMasker::KeepsOnPlainText(int32_t state) {
+int32_t TokenMasker::PlainStep(int32_t state) {
+  // The one state every plain character leads to, folded over the characters: kUnknown before the
+  // first, kMixed once two differ (a dead character against a live one counts as differing).
+  int32_t common = kUnknown;
+  auto fold = [&](int32_t to) {
+    if (common == kUnknown) common = to;
+    return common == to;
+  };
   const GrammarElement plain = Chars(vocabulary_.plain_bytes_);
   for (int b = 0; b < 0x80; ++b) {
-    if (plain.Accepts(static_cast<uint8_t>(b)) && Next(state, static_cast<uint8_t>(b)) != state) return false;
+    if (plain.Accepts(static_cast<uint8_t>(b)) && !fold(Next(state, static_cast<uint8_t>(b)))) return kMixed;
   }
-  // Every whole multi-byte character, too. The states inside a character are few (a string's
-  // content is one state per bytes-still-to-come), so what was checked from a (state, form
-  // position) is remembered rather than walked 64^3 times.
-  std::set<std::tuple<int32_t, const Utf8Form*, int>> checked;
-  std::function<bool(int32_t, const Utf8Form&, int)> rest = [&](int32_t at, const Utf8Form& form, int k) {
-    if (k == form.rest_count) return at == state;
-    if (!checked.insert({at, &form, k}).second) return true;
+  // Whole multi-byte characters. The states inside a character are few (one per bytes still to
+  // come), so where a (state, form position) leads is remembered rather than walked 64^3 times.
+  std::map<std::tuple<int32_t, const Utf8Form*, int>, int32_t> ends;
+  std::function<int32_t(int32_t, const Utf8Form&, int)> rest = [&](int32_t at, const Utf8Form& form, int k) {
+    if (at == kDead || k == form.rest_count) return at;
+    auto [it, fresh] = ends.try_emplace({at, &form, k}, kUnknown);
+    if (!fresh) return it->second;
     const auto [lo, hi] = form.rest[static_cast<size_t>(k)];
-    for (int b = lo; b <= hi; ++b) {
-      const int32_t next = Next(at, static_cast<uint8_t>(b));
-      if (next == kDead || !rest(next, form, k + 1)) return false;
+    int32_t same = kUnknown;
+    for (int b = lo; b <= hi && same != kMixed; ++b) {
+      const int32_t to = rest(Next(at, static_cast<uint8_t>(b)), form, k + 1);
+      same = same == kUnknown || same == to ? to : kMixed;
     }
-    return true;
+    ends[{at, &form, k}] = same;
+    return same;
   };
   for (const Utf8Form& form : kUtf8Forms) {
     for (int b = form.first_lo; b <= form.first_hi; ++b) {
-      const int32_t next = Next(state, static_cast<uint8_t>(b));
-      if (next == kDead || !rest(next, form, 0)) return false;
+      const int32_t to = rest(Next(state, static_cast<uint8_t>(b)), form, 0);
+      if (to == kMixed || !fold(to)) return kMixed;
     }
   }
-  return true;
+  return common;
 }
 
 void TokenMasker::Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits) {
@@ -199,8 +223,8 @@ int64_t TokenMasker::Distance(int32_t state) {
   return d;
 }
 
-void TokenMasker::WalkWithin(int32_t node, int32_t state, int64_t max_completion, TokenBits& bits) {
-  const TokenVocabulary::Trie& trie = vocabulary_.nodes_;
+void TokenMasker::WalkWithin(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, int64_t max_completion,
+                             TokenBits& bits) {
   for (const auto& [byte, child] : trie[static_cast<size_t>(node)].children) {
     const int32_t next = Next(state, byte);
     if (next == kDead) continue;
@@ -209,16 +233,59 @@ void TokenMasker::WalkWithin(int32_t node, int32_t state, int64_t max_completion
         bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
       }
     }
-    if (states_[static_cast<size_t>(next)].CanContinue()) WalkWithin(child, next, max_completion, bits);
+    if (states_[static_cast<size_t>(next)].CanContinue()) WalkWithin(trie, child, next, max_completion, bits);
   }
 }
 
 void TokenMasker::AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& bits) {
   bits.assign((vocabulary_.size() + 63) / 64, 0);
-  if (state.CanContinue() && max_completion >= 0) WalkWithin(0, Intern(state), max_completion, bits);
+  if (state.CanContinue() && max_completion >= 0) {
+    const int32_t id = Intern(state);
+    const PlainChain chain = FollowPlainText(id);
+    if (!chain.uniform) {
+      WalkWithin(vocabulary_.nodes_, 0, id, max_completion, bits);
+    } else {
+      // The plain tokens of k characters end in chain.states[k - 1] (the last one for every longer
+      // token when the chain loops): allowed where that state can still be completed in time.
+      const TokenBits* below = nullptr;
+      for (int k = 1; k <= chain.length; ++k) {
+        const size_t at = std::min(static_cast<size_t>(k), chain.states.size()) - 1;
+        const TokenBits& up_to = vocabulary_.plain_up_to(k);
+        if (Distance(chain.states[at]) <= max_completion) {
+          for (size_t w = 0; w < bits.size(); ++w) bits[w] |= up_to[w] & ~(below ? (*below)[w] : 0);
+        }
+        below = &up_to;
+      }
+      WalkWithin(vocabulary_.special_nodes_, 0, id, max_completion, bits);
+    }
+  }
   if (state.Complete()) {
     for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   }
+}
+
+TokenMasker::PlainChain TokenMasker::FollowPlainText(int32_t state) {
+  // Where every plain character takes the recognizer to one same state, step after step (a
+  // string's content, counted or not), the plain tokens allowed are those with at most as many
+  // characters as the steps stay alive: a bitset per length, no walk.
+  PlainChain chain;
+  int32_t at = state;
+  while (chain.length < vocabulary_.max_plain_chars()) {
+    const int32_t to = PlainStep(at);
+    if (to == kMixed) {
+      chain.uniform = false;
+      break;
+    }
+    if (to == kDead) break;
+    chain.states.push_back(to);
+    if (to == at) {
+      chain.length = vocabulary_.max_plain_chars();  // a loop: every length stays alive
+      break;
+    }
+    at = to;
+    ++chain.length;
+  }
+  return chain;
 }
 
 const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
@@ -233,9 +300,11 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   ++stats_.misses;
   TokenBits bits((vocabulary_.size() + 63) / 64, 0);
   if (state.CanContinue()) {
+    // Only the tokens that are not plain are walked where the plain ones follow a chain.
     const int32_t id = Intern(state);
-    if (KeepsOnPlainText(id)) {
-      bits = vocabulary_.plain_;
+    const PlainChain chain = FollowPlainText(id);
+    if (chain.uniform) {
+      bits = vocabulary_.plain_up_to(chain.length);
       Walk(vocabulary_.special_nodes_, 0, id, bits);
     } else {
       Walk(vocabulary_.nodes_, 0, id, bits);

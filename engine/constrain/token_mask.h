@@ -53,9 +53,11 @@ class TokenVocabulary {
   TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens);
   // Every token as TokenBytes gives it, but the byte-fallback tokens of marker bytes (grammar.h),
   // which are no text; `markers` are the special tokens a grammar may write, each as its marker
-  // byte (NotFound naming a marker's text the tokenizer lacks).
+  // byte (NotFound naming a marker's text the tokenizer lacks, or one at or past `id_limit`). Ids
+  // at and past `id_limit` (the model's vocabulary size, when the tokenizer has special tokens
+  // beyond it: Gemma 3's <image_soft_token>) are left out; 0 keeps every id of the tokenizer.
   static Result<TokenVocabulary> FromTokenizer(const Tokenizer& tokenizer, std::vector<int32_t> end_tokens,
-                                               std::span<const MarkerToken> markers = {});
+                                               std::span<const MarkerToken> markers = {}, int64_t id_limit = 0);
 
   size_t size() const { return size_; }
   const std::vector<int32_t>& end_tokens() const { return end_tokens_; }
@@ -70,15 +72,17 @@ class TokenVocabulary {
   // A trie of tokens' bytes: nodes[0] is the root (the empty prefix).
   using Trie = std::vector<Node>;
   static void Insert(Trie& trie, std::string_view bytes, int32_t id);
-  // Whole UTF-8 characters, none of them a byte a string treats specially (quotes, escapes, '<',
-  // '|', '>', controls).
-  bool IsPlainText(std::string_view bytes) const;
+  // The number of characters of a plain token: whole UTF-8 characters, none of them a byte a
+  // string treats specially (quotes, escapes, '<', '|', '>', controls); nullopt for any other.
+  std::optional<int> PlainCharacters(std::string_view bytes) const;
+  int max_plain_chars() const { return static_cast<int>(plain_up_to_.size()) - 1; }
+  const TokenBits& plain_up_to(int chars) const { return plain_up_to_[static_cast<size_t>(chars)]; }
 
   size_t size_ = 0;
-  Trie nodes_;             // every token with bytes
-  Trie special_nodes_;     // the tokens that are not plain
-  TokenBits plain_;        // the plain tokens
-  ByteSet plain_bytes_{};  // the ASCII bytes plain tokens may hold
+  Trie nodes_;                          // every token with bytes
+  Trie special_nodes_;                  // the tokens that are not plain
+  std::vector<TokenBits> plain_up_to_;  // [n]: the plain tokens of at most n characters
+  ByteSet plain_bytes_{};               // the ASCII bytes plain tokens may hold
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int32_t> end_tokens_;
 };
@@ -90,8 +94,8 @@ class TokenMasker {
   // The tokens allowed after reaching `state`.
   const TokenBits& Allowed(const GrammarState& state);
   // The tokens allowed after `state` that leave a text whose shortest completion is at most
-  // `max_completion` bytes (the end tokens where the text is whole). Walks the whole trie: for the
-  // last tokens of a request that must end its text in time, not for every step.
+  // `max_completion` bytes (the end tokens where the text is whole). Not cached (it depends on the
+  // budget): for the last tokens of a request that must end its text in time, not for every step.
   void AllowedWithin(const GrammarState& state, int64_t max_completion, TokenBits& bits);
   // The shortest completion of `state` in bytes (GrammarState::ShortestCompletion).
   int64_t ShortestCompletion(const GrammarState& state) const {
@@ -110,13 +114,25 @@ class TokenMasker {
   // The state after byte `b` from interned state `id`; kDead when the grammar refuses the byte.
   int32_t Next(int32_t id, uint8_t b);
   void Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits);
-  void WalkWithin(int32_t node, int32_t state, int64_t max_completion, TokenBits& bits);
+  void WalkWithin(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, int64_t max_completion,
+                  TokenBits& bits);
+  // The states plain characters lead `state` through, one per character, while every plain
+  // character leads to one same state (`uniform`; else the tokens must be walked). `length`: how
+  // many characters stay alive (max_plain_chars() when the chain loops back on itself).
+  struct PlainChain {
+    bool uniform = true;
+    int length = 0;
+    std::vector<int32_t> states;
+  };
+  PlainChain FollowPlainText(int32_t state);
   int64_t Distance(int32_t state);  // ShortestCompletion of an interned state, kept
-  // Whether every plain token's text leads `state` back to itself (a string's content).
-  bool KeepsOnPlainText(int32_t state);
+  // The one state every plain character leads `state` to; kDead when every one dies there, kMixed
+  // when they differ.
+  int32_t PlainStep(int32_t state);
 
   static constexpr int32_t kUnknown = -1;
   static constexpr int32_t kDead = -2;
+  static constexpr int32_t kMixed = -3;
 
   const Grammar& grammar_;
   const TokenVocabulary& vocabulary_;

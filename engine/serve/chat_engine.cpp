@@ -149,18 +149,20 @@ int64_t ChatEngine::CountTokens(std::string_view text) const {
   return static_cast<int64_t>(tokenizer_.Encode(text, EncodeOptions{.match_special_tokens = false}).size());
 }
 
-std::shared_ptr<const TokenVocabulary> ChatEngine::vocabulary() {
+Result<std::shared_ptr<const TokenVocabulary>> ChatEngine::vocabulary() {
   std::lock_guard<std::mutex> lock(vocabulary_mu_);
   if (!vocabulary_) {
-    // ChatFormat::Create found every marker token, so this cannot fail.
-    Result<TokenVocabulary> words = TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_, kGemmaMarkerTokens);
-    vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(words).value());
+    TEMPER_ASSIGN_OR_RETURN(TokenVocabulary words,
+                            TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_, kGemmaMarkerTokens,
+                                                           scheduler_->backend().config().vocab_size));
+    vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(words));
   }
   return vocabulary_;
 }
 
-std::shared_ptr<GrammarMasks> ChatEngine::MasksFor(const std::string& key, std::shared_ptr<const Grammar> grammar) {
-  std::shared_ptr<const TokenVocabulary> words = vocabulary();
+Result<std::shared_ptr<GrammarMasks>> ChatEngine::MasksFor(const std::string& key,
+                                                           std::shared_ptr<const Grammar> grammar) {
+  TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<const TokenVocabulary> words, vocabulary());
   std::lock_guard<std::mutex> lock(vocabulary_mu_);
   for (auto it = masks_.begin(); it != masks_.end(); ++it) {
     if (it->first != key) continue;
@@ -220,7 +222,9 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     g.max_tokens = std::max<int64_t>(1, scheduler_->backend().context_limit() - prompt_tokens);
   }
   g.stop_strings = std::move(request.stop_strings);
-  if (request.grammar) g.grammar = MasksFor(request.grammar_key, std::move(request.grammar));
+  if (request.grammar) {
+    TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(request.grammar_key, std::move(request.grammar)));
+  }
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
   return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens);
 }

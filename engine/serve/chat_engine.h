@@ -135,13 +135,14 @@ class ChatEngine {
   // The scheduler, shared with token-level callers (/v1/completions).
   Scheduler& scheduler() { return *scheduler_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
-  // The tokenizer's vocabulary as constrained decoding sees it (the format's stop tokens end a
-  // grammar; the tool-call tokens are marker bytes, kGemmaMarkerTokens), built at the first request
-  // that needs it (about 0.2 s) and kept.
-  std::shared_ptr<const TokenVocabulary> vocabulary();
+  // The tokenizer's vocabulary as constrained decoding sees it: the ids inside the model's
+  // vocabulary, the format's stop tokens ending a grammar, the tool-call tokens as marker bytes
+  // (kGemmaMarkerTokens). Built at the first request that needs it (about 0.2 s) and kept.
+  // NotFound when a marker token lies past the model's vocabulary.
+  Result<std::shared_ptr<const TokenVocabulary>> vocabulary();
   // The shared masks of the grammar named `key` (made from `grammar` the first time; the 64 most
-  // recently used are kept).
-  std::shared_ptr<GrammarMasks> MasksFor(const std::string& key, std::shared_ptr<const Grammar> grammar);
+  // recently used are kept). Errors: vocabulary()'s.
+  Result<std::shared_ptr<GrammarMasks>> MasksFor(const std::string& key, std::shared_ptr<const Grammar> grammar);
   SchedulerMetrics metrics() const { return scheduler_->metrics(); }
 
  private:

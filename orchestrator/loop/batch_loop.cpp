@@ -126,7 +126,7 @@ NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, E
   e.rule_id = rule_id;
   e.role = role;
   e.type = EventTypeName(type);
-  e.data_json = data.dump();
+  e.data_json = EventDataJson(data);
   e.usage = usage;
   return e;
 }

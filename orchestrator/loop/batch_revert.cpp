@@ -110,7 +110,7 @@ NewEvent Event(const BatchRecord& batch, const std::string& rule_id, EventType t
   e.rule_id = rule_id;
   e.role = "daemon";
   e.type = EventTypeName(type);
-  e.data_json = data.dump();
+  e.data_json = EventDataJson(data);
   return e;
 }
 

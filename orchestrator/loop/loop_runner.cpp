@@ -228,7 +228,7 @@ void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
   event.target = batch.target;
   event.role = "daemon";
   event.type = EventTypeName(EventType::kBatchFailed);
-  event.data_json = nlohmann::json{{"error", error.ToString()}}.dump();
+  event.data_json = EventDataJson({{"error", error.ToString()}});
   step.events.push_back(std::move(event));
   Result<StepCommitted> committed = journal_.Commit(step);
   if (!committed.ok()) log_.Error("batch {}: recording its failure: {}", batch.id, committed.status().ToString());

@@ -18,7 +18,7 @@ NewEvent RebootEvent(const BatchRecord& batch, const std::string& rule_id, Event
   e.rule_id = rule_id;
   e.role = "evaluator";
   e.type = EventTypeName(type);
-  e.data_json = data.dump();
+  e.data_json = EventDataJson(data);
   return e;
 }
 

@@ -26,8 +26,6 @@ constexpr size_t kMinArrayItems = 4;
 // What the last-resort replacement keeps of the original data.
 constexpr size_t kPrefixBytes = 4096;
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
 // The bytes of a line that are not the data, for this event, with every number at its longest.
 size_t EnvelopeBytes(const NewEvent& e) {
   EventRecord widest{.seq = std::numeric_limits<uint64_t>::max(),
@@ -99,7 +97,7 @@ NewEvent BoundJournalEvent(NewEvent event) {
   for (size_t cap = kMaxEventStringBytes; cap >= kMinStringCut; cap /= 2) {
     json cut = data;
     CutStrings(cut, cap);
-    std::string dumped = Dump(cut);
+    std::string dumped = EventDataJson(cut);
     if (dumped.size() <= budget) {
       event.data_json = std::move(dumped);
       return event;
@@ -110,7 +108,7 @@ NewEvent BoundJournalEvent(NewEvent event) {
   for (size_t items = kMaxArrayItems; items >= kMinArrayItems; items /= 2) {
     json cut = data;
     CutArrays(cut, items);
-    std::string dumped = Dump(cut);
+    std::string dumped = EventDataJson(cut);
     if (dumped.size() <= budget) {
       event.data_json = std::move(dumped);
       return event;
@@ -119,7 +117,7 @@ NewEvent BoundJournalEvent(NewEvent event) {
   json replaced = {
       {"truncated",
        {{"original_bytes", event.data_json.size()}, {"prefix", CutWithMarker(event.data_json, kPrefixBytes)}}}};
-  event.data_json = Dump(replaced);
+  event.data_json = EventDataJson(replaced);
   return event;
 }
 

@@ -215,7 +215,7 @@ NewEvent DaemonEvent(int64_t batch_id, const std::string& target, EventType type
   event.target = target;
   event.role = "daemon";
   event.type = EventTypeName(type);
-  event.data_json = data.dump();
+  event.data_json = EventDataJson(data);
   return event;
 }
 
@@ -502,7 +502,9 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
           "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
           "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
-  q.Bind(5, nlohmann::json(a.commands).dump()).Bind(6, a.verdict).Bind(7, std::string(AttemptOutcomeName(a.outcome)));
+  q.Bind(5, EventDataJson(nlohmann::json(a.commands)))
+      .Bind(6, a.verdict)
+      .Bind(7, std::string(AttemptOutcomeName(a.outcome)));
   q.Bind(8, a.evidence).Bind(9, a.reflection).Bind(10, a.usage.prompt_tokens);
   q.Bind(11, a.usage.completion_tokens).Bind(12, a.usage.cached_prompt_tokens);
   q.Bind(13, a.started_at).Bind(14, a.finished_at).Bind(15, a.changes_json);

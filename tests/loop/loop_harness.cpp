@@ -34,13 +34,16 @@ std::string ShortRuleName(const std::string& rule_id) { return rule_id.substr(st
 
 std::string SharedRoot() { return std::string(TEMPER_BINARY_DIR) + "/stig-rootfs/root"; }
 
-LoopDaemon::LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDaemonOptions& options) {
+LoopDaemon::LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDaemonOptions& options)
+    : LoopDaemon(server.ModelsYaml(), options) {}
+
+LoopDaemon::LoopDaemon(const std::string& models_yaml, const LoopDaemonOptions& options) {
   REQUIRE(std::filesystem::is_directory(SharedRoot()));
   DaemonOptions daemon_options;
   for (const std::string& name : options.more_targets) {
     daemon_options.more_targets.push_back({name, MakeTargetDir(dir, name)});
   }
-  daemon_options.models_yaml = server.ModelsYaml();
+  daemon_options.models_yaml = models_yaml;
   daemon_options.content_dirs = options.content_dirs;
   if (daemon_options.content_dirs.empty()) daemon_options.content_dirs = {"/usr/share/xml/scap/ssg/content"};
   daemon_options.lab_path = MakeTargetDir(dir, "lab");
@@ -66,6 +69,7 @@ std::string LoopDaemon::Submit(const BatchSpec& spec) const {
   req.set_profile("stig");
   for (const std::string& r : spec.rules) req.add_rule_ids(r);
   if (spec.max_attempts != 0) req.mutable_budgets()->set_max_attempts(spec.max_attempts);
+  if (spec.max_tokens != 0) req.mutable_budgets()->set_max_tokens(spec.max_tokens);
   req.set_allow_disruptive(spec.allow_disruptive);
   req.set_plan_only(spec.plan_only);
   req.set_parallel_attempts(spec.parallel_attempts);

@@ -45,6 +45,7 @@ struct LoopDaemonOptions {
 struct BatchSpec {
   std::vector<std::string> rules;  // names after kSsgRulePrefix
   uint32_t max_attempts = 0;       // per rule; 0 leaves the daemon's default
+  uint64_t max_tokens = 0;         // per rule, all roles; 0 leaves the daemon's default
   std::string target = "lab";
   bool allow_disruptive = false;
   bool plan_only = false;
@@ -58,6 +59,8 @@ struct BatchSpec {
 // -9, a config change); its targets' state survives in `dir`.
 struct LoopDaemon {
   explicit LoopDaemon(const scripted::ScriptedModelServer& server, const LoopDaemonOptions& options = {});
+  // The same with the roles served as `models_yaml` says (an inprocess endpoint, say).
+  explicit LoopDaemon(const std::string& models_yaml, const LoopDaemonOptions& options = {});
   LoopDaemon(const LoopDaemon&) = delete;
   LoopDaemon& operator=(const LoopDaemon&) = delete;
 

@@ -24,6 +24,19 @@ std::string Slurp(const std::string& path) {
 
 const std::string kCorpus = std::string(TEMPER_TEST_DATA_DIR) + "/roles/text_tool_calls";
 
+TEST_CASE("an error quoting a reply cuts it between characters, so the journal can record it") {
+  // A random model's reply: multi-byte characters everywhere, no JSON. The quote in the error
+  // used to end inside a character, and temperd died dumping the journal event that held it.
+  std::string reply;
+  while (reply.size() < 400) reply += "Pie \xe2\x80\x94 calibr\xe0\xb7\x80 ";
+  for (size_t shift = 0; shift < 6; ++shift) {
+    Result<std::string> found = ExtractJsonObject(std::string(shift, 'x') + reply);
+    REQUIRE_FALSE(found.ok());
+    const nlohmann::json event = {{"error", found.status().message()}};
+    CHECK_NOTHROW(event.dump());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every corpus output gives its expected calls or error") {

@@ -85,6 +85,29 @@ TEST_CASE("arrays, alternatives, constants and any JSON value", "[constrain]") {
   CHECK_FALSE(Matches(fixed, R"({"k":[1,"three"]})"));
 }
 
+TEST_CASE("string lengths: minLength and maxLength count characters, and a required string starts with a non-space",
+          "[constrain]") {
+  const Grammar g = Compiled(json::parse(R"({"type":"string","minLength":1,"maxLength":3})"));
+  for (const char* ok : {R"("a")", R"("abc")", "\"\xc3\xa9t\xc3\xa9\"", R"("a\n")", R"("a\u00e9b")", R"("a  ")"}) {
+    INFO(ok);
+    CHECK(Matches(g, ok));
+  }
+  for (const char* bad : {R"("")", R"("abcd")", R"(" a")", R"("\na")", "\"\xc3\xa9t\xc3\xa9s\""}) {
+    INFO(bad);
+    CHECK_FALSE(Matches(g, bad));
+  }
+  const Grammar at_most = Compiled(json::parse(R"({"type":"string","maxLength":2})"));
+  CHECK(Matches(at_most, R"("")"));
+  CHECK(Matches(at_most, R"(" x")"));
+  CHECK_FALSE(Matches(at_most, R"("xyz")"));
+  for (const char* schema :
+       {R"({"type":"string","maxLength":-1})", R"({"type":"string","maxLength":"3"})",
+        R"({"type":"string","maxLength":100000})", R"({"type":"string","minLength":4,"maxLength":3})"}) {
+    INFO(schema);
+    CHECK_FALSE(JsonSchemaGrammar(json::parse(schema)).ok());
+  }
+}
+
 TEST_CASE("a schema keyword the grammar cannot honour is refused by path", "[constrain]") {
   CHECK(JsonSchemaGrammar(json::parse(R"({"type":"string","pattern":"^a"})")).status().message() ==
         "schema: 'pattern' is not supported");
@@ -165,6 +188,47 @@ TEST_CASE("token masks over the 262K vocabulary: every allowed token fits, and n
     }
   }
   CHECK(completed > 0);
+}
+
+TEST_CASE("masks for a counted string over the 262K vocabulary: random walks write whole values within its length",
+          "[constrain]") {
+  const Tokenizer& tok = Gemma3();
+  const int32_t end = *tok.TokenToId("<end_of_turn>");
+  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tok, {end}).value());
+  auto grammar = std::make_shared<const Grammar>(Compiled(json::parse(
+      R"({"type":"object","properties":{"lesson":{"type":"string","minLength":1,"maxLength":24}},"required":["lesson"]})")));
+  auto masks = std::make_shared<GrammarMasks>(grammar, vocabulary);
+  std::mt19937_64 rng(3);
+  for (int run = 0; run < 12; ++run) {
+    GrammarConstraint c(masks);
+    std::string out;
+    bool ended = false;
+    for (int step = 0; step < 80 && !ended; ++step) {
+      const TokenBits& bits = c.Allowed();
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < static_cast<int32_t>(vocabulary->size()); ++id) {
+        if (TokenAllowed(bits, id)) allowed.push_back(id);
+      }
+      REQUIRE_FALSE(allowed.empty());
+      const int32_t pick = TokenAllowed(bits, end) ? end : allowed[rng() % allowed.size()];
+      REQUIRE(c.Accept(pick).ok());
+      if (pick == end) {
+        ended = true;
+      } else {
+        out += *vocabulary->bytes(pick);
+      }
+    }
+    INFO(out);
+    REQUIRE(ended);  // the length bound closes the string: no walk runs on
+    const nlohmann::json parsed = nlohmann::json::parse(out);
+    const std::string lesson = parsed["lesson"].get<std::string>();
+    // Characters, not bytes.
+    size_t chars = 0;
+    for (unsigned char ch : lesson) chars += (ch & 0xc0) != 0x80;
+    CHECK(chars >= 1);
+    CHECK(chars <= 24);
+    CHECK(lesson[0] != ' ');
+  }
 }
 
 }  // namespace

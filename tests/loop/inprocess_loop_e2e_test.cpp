@@ -1,0 +1,203 @@
+// The loop on temper's own engine: temperd with every role mapped to an `inprocess` endpoint. The
+// model is a synthetic Gemma 4 (tests/data/gemma4-loop/config.json: three layers, hidden 64, a
+// 32K context and the real 262,144-entry vocabulary) with seeded random weights, written by
+// `temper-lm synthesize` as a user would, and a chat tokenizer with Gemma's real vocabulary
+// (engine/gemma4_vocabulary.h), so the roles' real prompts for real rules are served at their real
+// lengths. A random model fixes nothing. What this proves is that the whole system runs on the
+// engine: the prompts fit, every call is journalled with its usage, constrained decoding makes
+// every answer usable, the prefix cache serves the Worker's growing conversation, the budgets end
+// what does not converge; and without constraints the same model's garbage ends cleanly too
+// (corrections, then escalation).
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/gemma4_vocabulary.h"
+#include "loop/loop_harness.h"
+
+namespace temper::testing {
+namespace {
+
+// A model directory: config.json, model.safetensors (seeded random), tokenizer.json.
+std::string SyntheticModelDir(const TempDir& dir) {
+  Result<std::string> tokenizer = engine::testing::Gemma4VocabularyTokenizerJson();
+  REQUIRE(tokenizer.ok());
+  const std::string tokenizer_path = dir.Write("gemma4-vocabulary-tokenizer.json", *tokenizer);
+  const std::string model = dir.path() + "/gemma4-loop";
+  ProcessResult made = RunProcess({std::string(TEMPER_BINARY_DIR) + "/engine/tools/temper-lm", "synthesize", "--config",
+                                   std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-loop/config.json", "--seed", "1",
+                                   "--tokenizer", tokenizer_path, "--out", model});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  return model;
+}
+
+// Every role on one inprocess endpoint. The outputs are short: a random model writes until its
+// budget ends it, and constrained decoding closes what it opened within max_output_tokens.
+std::string InprocessModelsYaml(const std::string& model_dir, bool constrained) {
+  return fmt::format(R"(endpoints:
+  local:
+    type: inprocess
+    model_dir: {}
+    tp: 1
+    max_context: 32768
+    constrained_decoding: {}
+roles:
+  architect: {{endpoint: local, temperature: 1.0, seed: 11, max_output_tokens: 192, context_tokens: 16384}}
+  worker: {{endpoint: local, temperature: 1.0, seed: 12, max_output_tokens: 128, context_tokens: 32768}}
+  reflector: {{endpoint: local, temperature: 1.0, seed: 13, max_output_tokens: 256, context_tokens: 16384}}
+)",
+                     model_dir, constrained ? "true" : "false");
+}
+
+struct RoleTally {
+  uint64_t calls = 0;
+  uint64_t prompt = 0;
+  uint64_t cached = 0;
+  uint64_t completion = 0;
+  uint64_t unusable = 0;  // answers that could not be used (a parse failure, a correction, a fallback)
+};
+
+// What the journal says each role spent and how many of its answers were unusable.
+std::map<std::string, RoleTally> TallyRoles(const std::vector<temper::v1::JournalEvent>& events) {
+  std::map<std::string, RoleTally> t;
+  for (const auto& e : events) {
+    const nlohmann::json data = nlohmann::json::parse(e.data_json());
+    const bool call = e.usage().prompt_tokens() > 0;
+    if (call) {
+      RoleTally& r = t[e.role()];
+      ++r.calls;
+      r.prompt += e.usage().prompt_tokens();
+      r.cached += e.usage().cached_prompt_tokens();
+      r.completion += e.usage().completion_tokens();
+    }
+    if (e.type() == "worker.unusable_answer") ++t["worker"].unusable;
+    if (e.type() == "reflector.failed") ++t["reflector"].unusable;
+    if (e.type() == "architect.fallback") ++t["architect"].unusable;
+    // The Architect's answers that had to be corrected, each named in `corrections`.
+    if (e.role() == "architect" && data.contains("corrections")) t["architect"].unusable += data["corrections"].size();
+  }
+  return t;
+}
+
+uint64_t Count(const std::vector<temper::v1::JournalEvent>& events, const std::string& type) {
+  uint64_t n = 0;
+  for (const auto& e : events) n += e.type() == type;
+  return n;
+}
+
+// Per role: the journal's model-call events (an Architect or Reflector event covers its
+// corrections too), the unusable answers among them, and tokens per event and per attempt.
+void PrintTally(const char* run, const std::map<std::string, RoleTally>& tally, uint64_t attempts) {
+  std::printf("inprocess loop (%s), %llu attempts:\n", run, static_cast<unsigned long long>(attempts));
+  for (const auto& [role, r] : tally) {
+    if (r.calls == 0) continue;
+    const double calls = static_cast<double>(r.calls);
+    std::printf(
+        "  %-9s %3llu events, %3llu unusable answers; per event: prompt %.0f (cached %.0f%%), generated %.0f; "
+        "per attempt: prompt %.0f, generated %.0f\n",
+        role.c_str(), static_cast<unsigned long long>(r.calls), static_cast<unsigned long long>(r.unusable),
+        static_cast<double>(r.prompt) / calls,
+        r.prompt ? 100.0 * static_cast<double>(r.cached) / static_cast<double>(r.prompt) : 0.0,
+        static_cast<double>(r.completion) / calls,
+        attempts ? static_cast<double>(r.prompt) / static_cast<double>(attempts) : 0.0,
+        attempts ? static_cast<double>(r.completion) / static_cast<double>(attempts) : 0.0);
+  }
+}
+
+// The batch ended with every rule in a final state, the daemon still up.
+void CheckEndedCleanly(LoopDaemon& loop, const temper::v1::Batch& batch) {
+  INFO(loop.daemon->Log());
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(loop.daemon->Alive());
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name << ": " << rule.detail());
+    CHECK(rule.state() != temper::v1::RULE_STATE_PENDING);
+    CHECK(rule.state() != temper::v1::RULE_STATE_RUNNING);
+  }
+}
+
+const BatchSpec kBatch = {
+    .rules = {"accounts_tmout", "banner_etc_issue_net"}, .max_attempts = 2, .max_tokens = 60000, .name = "inprocess"};
+
+TEST_CASE(
+    "the loop on the inprocess engine: a random model under constrained decoding gives only usable answers, "
+    "every call journalled with its usage, the Worker's conversation served from the prefix cache") {
+  TempDir models;
+  const std::string model_dir = SyntheticModelDir(models);
+  LoopDaemon loop(InprocessModelsYaml(model_dir, /*constrained=*/true));
+  const std::string id = loop.Submit(kBatch);
+  const temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  CheckEndedCleanly(loop, batch);
+
+  const std::vector<temper::v1::JournalEvent> events = loop.JournalEvents(id);
+  const uint64_t attempts = Count(events, "attempt.kept") + Count(events, "attempt.reverted");
+  const std::map<std::string, RoleTally> tally = TallyRoles(events);
+  PrintTally("constrained", tally, attempts);
+  // Every role was called, and every call carries its usage.
+  for (const char* role : {"architect", "worker"}) {
+    INFO(role);
+    REQUIRE(tally.count(role));
+    CHECK(tally.at(role).calls > 0);
+    CHECK(tally.at(role).completion > 0);
+  }
+  CHECK(attempts > 0);
+  // The constraint leaves the model nothing unusable to say.
+  for (const auto& [role, r] : tally) {
+    INFO(role);
+    CHECK(r.unusable == 0);
+  }
+  CHECK(Count(events, "worker.tool_call") + Count(events, "worker.refused") > 0);
+  // The Worker's conversation grows by a tool result a call: after an attempt's first call, most of
+  // each prompt comes from the prefix cache.
+  std::set<std::pair<std::string, uint64_t>> attempts_seen;
+  uint64_t later_prompt = 0, later_cached = 0;
+  for (const auto& e : events) {
+    if (e.type() != "worker.model_call") continue;
+    const uint64_t attempt = nlohmann::json::parse(e.data_json())["attempt"].get<uint64_t>();
+    if (attempts_seen.insert({e.rule_id(), attempt}).second) continue;
+    later_prompt += e.usage().prompt_tokens();
+    later_cached += e.usage().cached_prompt_tokens();
+    CHECK(e.usage().cached_prompt_tokens() >= 0.8 * static_cast<double>(e.usage().prompt_tokens()));
+  }
+  std::printf("  the Worker's calls after an attempt's first: %.1f%% of %llu prompt tokens cached\n",
+              later_prompt ? 100.0 * static_cast<double>(later_cached) / static_cast<double>(later_prompt) : 0.0,
+              static_cast<unsigned long long>(later_prompt));
+  // Nothing converges: budgets end every rule (escalated, or skipped by the Architect).
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name);
+    CHECK(rule.state() != temper::v1::RULE_STATE_FIXED);
+  }
+}
+
+TEST_CASE(
+    "the loop on the inprocess engine without constrained decoding: the random model's garbage is corrected, "
+    "then escalated, and the batch completes") {
+  TempDir models;
+  const std::string model_dir = SyntheticModelDir(models);
+  LoopDaemon loop(InprocessModelsYaml(model_dir, /*constrained=*/false));
+  const std::string id = loop.Submit(kBatch);
+  const temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  CheckEndedCleanly(loop, batch);
+
+  const std::vector<temper::v1::JournalEvent> events = loop.JournalEvents(id);
+  const uint64_t attempts = Count(events, "attempt.kept") + Count(events, "attempt.reverted");
+  const std::map<std::string, RoleTally> tally = TallyRoles(events);
+  PrintTally("unconstrained", tally, attempts);
+  uint64_t unusable = 0;
+  for (const auto& [role, r] : tally) unusable += r.unusable;
+  CHECK(unusable > 0);
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name << ": " << rule.detail());
+    CHECK(rule.state() != temper::v1::RULE_STATE_FIXED);
+  }
+}
+
+}  // namespace
+}  // namespace temper::testing
