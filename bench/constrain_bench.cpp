@@ -1,13 +1,18 @@
 // constrain_bench: what a token mask costs at Gemma's 262,144-token vocabulary (issue 23's goal: at
 // most 5% of a 31B decode step on the reference box, about 3 ms, and far less where possible).
 //
-// A Worker-like tool call's arguments are generated token by token as the tokenizer splits them,
-// under the grammar of their JSON schema; each step asks for the mask of the state reached. Printed:
-// the vocabulary trie's build time, each step's mask time split into first visits of a state (a
-// walk of the trie) and repeats (a cache lookup), and the worst single mask (inside a free string,
-// where most of the vocabulary stays possible).
+// The tokenizer is the tests' Gemma 4 chat tokenizer with the real vocabulary
+// (tests/engine/gemma4_vocabulary.h). Three cases, each text generated token by token as the
+// tokenizer splits it, asking for the mask of each state reached:
+//   * a Worker-like tool call's arguments as JSON (response_format json_schema);
+//   * a Worker call in Gemma 4's own syntax under the tool-call grammar of the Worker's six tools
+//     (tool_choice required, and the Worker's turns on an inprocess endpoint);
+//   * the budget masks a request's last tokens take (AllowedWithin) inside that call's command
+//     string, with 2 to 16 tokens left.
+// Printed per case: each mask's time, split into first visits of a state (a walk) and repeats (a
+// cache lookup), and the worst single mask.
 //
-//   constrain_bench TOKENIZER.json
+//   constrain_bench
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
@@ -18,26 +23,75 @@
 #include "bench/bench_timing.h"
 #include "engine/constrain/json_schema_grammar.h"
 #include "engine/constrain/token_mask.h"
+#include "engine/constrain/tool_call_grammar.h"
+#include "engine/gemma4_vocabulary.h"
 
 using temper::bench::Clock;
 using temper::bench::Seconds;
 using namespace temper::engine;
+using json = nlohmann::ordered_json;
 
-int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: %s TOKENIZER.json\n", argv[0]);
-    return 2;
+namespace {
+
+void Summary(const char* name, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  std::printf("  %-32s mean %8.3f ms  median %8.3f ms  p90 %8.3f ms  max %8.3f ms  (%zu masks)\n", name, mean,
+              v[v.size() / 2], v[v.size() * 9 / 10], v.back(), v.size());
+}
+
+// Masks for `ids` under `grammar`, twice: first on a fresh masker, then once it has met every
+// state. Returns false when a token of the text is masked out (the grammar or mask is wrong).
+bool TimeMasks(const char* name, const Grammar& grammar, const TokenVocabulary& vocabulary,
+               const std::vector<int32_t>& ids) {
+  std::vector<double> first, repeat;
+  TokenMasker masker(grammar, vocabulary);
+  for (int pass = 0; pass < 2; ++pass) {
+    GrammarState state = GrammarState::Start(grammar);
+    for (int32_t id : ids) {
+      auto t = Clock::now();
+      const TokenBits& bits = masker.Allowed(state);
+      const double ms = Seconds(t, Clock::now()) * 1e3;
+      if (!TokenAllowed(bits, id)) {
+        std::fprintf(stderr, "%s: token %d was masked out\n", name, id);
+        return false;
+      }
+      (pass == 0 ? first : repeat).push_back(ms);
+      for (char ch : *vocabulary.bytes(id)) state = state.Advance(grammar, static_cast<uint8_t>(ch));
+    }
   }
-  auto tok = Tokenizer::FromFile(argv[1]);
+  std::printf("%s: %zu tokens, %llu distinct states walked\n", name, ids.size(),
+              static_cast<unsigned long long>(masker.stats().misses));
+  Summary("per token, first generation", first);
+  Summary("per token, states all met before", repeat);
+  return true;
+}
+
+}  // namespace
+
+int main() {
+  auto text = temper::engine::testing::Gemma4VocabularyTokenizerJson();
+  if (!text.ok()) {
+    std::fprintf(stderr, "%s\n", text.status().ToString().c_str());
+    return 1;
+  }
+  auto tok = Tokenizer::FromJson(*text);
   if (!tok.ok()) {
     std::fprintf(stderr, "%s\n", tok.status().ToString().c_str());
     return 1;
   }
-  const int32_t end = *tok->TokenToId("<end_of_turn>");
+  const std::vector<int32_t> ends = {*tok->TokenToId("<turn|>"), *tok->TokenToId("<|tool_response>")};
   auto t0 = Clock::now();
-  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(*tok, {end}).value());
-  const double build = Seconds(t0, Clock::now());
-  const auto schema = nlohmann::ordered_json::parse(R"({
+  auto words = TokenVocabulary::FromTokenizer(*tok, ends, kGemmaMarkerTokens, 262144);
+  if (!words.ok()) {
+    std::fprintf(stderr, "%s\n", words.status().ToString().c_str());
+    return 1;
+  }
+  const TokenVocabulary& vocabulary = *words;
+  std::printf("vocabulary %zu ids, tries built in %.2f s\n", vocabulary.size(), Seconds(t0, Clock::now()));
+
+  // 1. JSON arguments (response_format).
+  const auto arguments_schema = json::parse(R"({
     "type": "object",
     "properties": {
       "command": {"type": "string"},
@@ -46,42 +100,58 @@ int main(int argc, char** argv) {
       "mode": {"enum": ["check", "apply"]}
     },
     "required": ["command", "mode"]})");
-  auto grammar = std::make_shared<const Grammar>(*JsonSchemaGrammar(schema));
-  const std::string text =
+  const Grammar arguments = *JsonSchemaGrammar(arguments_schema);
+  const std::string arguments_text =
       R"({"command": "sed -i 's/^#\\?\\s*TMOUT=.*/TMOUT=600/' /etc/profile.d/99-terminal_tmout.sh && grep -n TMOUT )"
       R"(/etc/profile.d/99-terminal_tmout.sh", "timeout": 120, "sudo": true, "mode": "apply"})";
-  const std::vector<int32_t> ids = tok->Encode(text);
+  if (!TimeMasks("JSON arguments", arguments, vocabulary, tok->Encode(arguments_text))) return 1;
 
-  // The first pass meets each state for the first time (or again, within the text: each character
-  // of a string leaves the same state); the second pass, on a masker that has seen them all, costs
-  // what a long generation costs once its states repeat.
-  std::vector<double> first, repeat;
-  TokenMasker masker(*grammar, *vocabulary);
+  // 2. A Worker call in Gemma's syntax, under the grammar of the Worker's six tools.
+  const std::vector<ToolSchema> tools = {
+      {"run_command", json::parse(R"({"type":"object","properties":{"command":{"type":"string","minLength":1}},
+                                      "required":["command"]})")},
+      {"read_file", json::parse(R"({"type":"object","properties":{"path":{"type":"string","minLength":1}},
+                                    "required":["path"]})")},
+      {"write_file", json::parse(R"({"type":"object","properties":{"path":{"type":"string","minLength":1},
+                                     "content":{"type":"string"}},"required":["path","content"]})")},
+      {"install_package", json::parse(R"({"type":"object","properties":{"packages":{"type":"array","minItems":1,
+                                          "items":{"type":"string","minLength":1}}},"required":["packages"]})")},
+      {"remove_package", json::parse(R"({"type":"object","properties":{"packages":{"type":"array","minItems":1,
+                                         "items":{"type":"string","minLength":1}},"purge":{"type":"boolean"}},
+                                         "required":["packages"]})")},
+      {"finish", json::parse(R"({"type":"object","properties":{"summary":{"type":"string","minLength":1}},
+                                 "required":["summary"]})")},
+  };
+  const Grammar calls = *ToolCallGrammar(tools);
+  const std::string call_text =
+      "<|tool_call>call:run_command{command:<|\"|>sed -i 's/^#\\?\\s*TMOUT=.*/TMOUT=600/' "
+      "/etc/profile.d/99-terminal_tmout.sh && grep -n TMOUT /etc/profile.d/99-terminal_tmout.sh<|\"|>}<tool_call|>";
+  const std::vector<int32_t> call_ids = tok->Encode(call_text, EncodeOptions{.match_special_tokens = true});
+  if (!TimeMasks("Gemma tool call", calls, vocabulary, call_ids)) return 1;
+
+  // 3. Budget masks inside the command string: after its opening <|"|> and one token of it.
+  TokenMasker masker(calls, vocabulary);
+  GrammarState state = GrammarState::Start(calls);
+  std::string so_far;
+  auto inside_string = [&] {
+    const size_t quote = so_far.find(static_cast<char>(kQuoteMarker));
+    return quote != std::string::npos && quote + 1 < so_far.size();
+  };
+  for (size_t i = 0; i < call_ids.size() && !inside_string(); ++i) {
+    so_far += *vocabulary.bytes(call_ids[i]);
+    for (char ch : *vocabulary.bytes(call_ids[i])) state = state.Advance(calls, static_cast<uint8_t>(ch));
+  }
+  std::vector<double> within;
+  TokenBits bits;
   for (int pass = 0; pass < 2; ++pass) {
-    GrammarState state = GrammarState::Start(*grammar);
-    for (int32_t id : ids) {
+    for (int64_t left = 2; left <= 16; ++left) {
       auto t = Clock::now();
-      const TokenBits& bits = masker.Allowed(state);
-      const double ms = Seconds(t, Clock::now()) * 1e3;
-      if (!TokenAllowed(bits, id)) {
-        std::fprintf(stderr, "token %d was masked out\n", id);
-        return 1;
-      }
-      (pass == 0 ? first : repeat).push_back(ms);
-      for (char ch : *vocabulary->bytes(id)) state = state.Advance(*grammar, static_cast<uint8_t>(ch));
+      masker.AllowedWithin(state, left - 2, bits);
+      within.push_back(Seconds(t, Clock::now()) * 1e3);
     }
   }
-  auto summary = [](const char* name, std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    const double mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-    std::printf("%-34s mean %8.3f ms  median %8.3f ms  p90 %8.3f ms  max %8.3f ms  (%zu masks)\n", name, mean,
-                v[v.size() / 2], v[v.size() * 9 / 10], v.back(), v.size());
-  };
-  std::printf("vocabulary %zu ids, trie built in %.2f s; %zu tokens of tool-call arguments\n", vocabulary->size(),
-              build, ids.size());
-  std::printf("distinct states walked: %llu of %llu masks\n", static_cast<unsigned long long>(masker.stats().misses),
-              static_cast<unsigned long long>(masker.stats().lookups));
-  summary("per token, first generation", first);
-  summary("per token, states all met before", repeat);
+  std::printf("budget masks inside a tool call's string (after %zu bytes), 2 to 16 tokens left (twice):\n",
+              so_far.size());
+  Summary("per mask", within);
   return 0;
 }

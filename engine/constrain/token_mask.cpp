@@ -110,6 +110,12 @@ TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& 
       Insert(special_nodes_, *bytes[id], token);
     }
   }
+  plain_leading_space_.assign((bytes.size() + 63) / 64, 0);
+  for (const auto& [chars, id] : plain_chars) {
+    if ((*bytes[static_cast<size_t>(id)])[0] == ' ') {
+      plain_leading_space_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
+    }
+  }
   // plain_up_to_[n]: the plain tokens of at most n characters.
   int longest = 0;
   for (const auto& [chars, id] : plain_chars) longest = std::max(longest, chars);
@@ -169,7 +175,7 @@ int32_t TokenMasker::Next(int32_t id, uint8_t b) {
   return result;
 }
 
-int32_t TokenMasker::PlainStep(int32_t state) {
+int32_t TokenMasker::PlainStep(int32_t state, bool except_space) {
   // The one state every plain character leads to, folded over the characters: kUnknown before the
   // first, kMixed once two differ (a dead character against a live one counts as differing).
   int32_t common = kUnknown;
@@ -179,6 +185,7 @@ int32_t TokenMasker::PlainStep(int32_t state) {
   };
   const GrammarElement plain = Chars(vocabulary_.plain_bytes_);
   for (int b = 0; b < 0x80; ++b) {
+    if (except_space && b == ' ') continue;
     if (plain.Accepts(static_cast<uint8_t>(b)) && !fold(Next(state, static_cast<uint8_t>(b)))) return kMixed;
   }
   // Whole multi-byte characters. The states inside a character are few (one per bytes still to
@@ -256,12 +263,18 @@ void TokenMasker::AllowedWithin(const GrammarState& state, int64_t max_completio
         }
         below = &up_to;
       }
+      if (chain.no_leading_space) ClearLeadingSpace(bits);
       WalkWithin(vocabulary_.special_nodes_, 0, id, max_completion, bits);
     }
   }
   if (state.Complete()) {
     for (int32_t id : vocabulary_.end_tokens()) bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
   }
+}
+
+void TokenMasker::ClearLeadingSpace(TokenBits& bits) const {
+  const TokenBits& spaced = vocabulary_.plain_leading_space_;
+  for (size_t w = 0; w < bits.size(); ++w) bits[w] &= ~spaced[w];
 }
 
 TokenMasker::PlainChain TokenMasker::FollowPlainText(int32_t state) {
@@ -271,7 +284,13 @@ TokenMasker::PlainChain TokenMasker::FollowPlainText(int32_t state) {
   PlainChain chain;
   int32_t at = state;
   while (chain.length < vocabulary_.max_plain_chars()) {
-    const int32_t to = PlainStep(at);
+    int32_t to = PlainStep(at);
+    // A string that must start with a non-space (json_schema_grammar.h): the first step is uniform
+    // but for ' ', and the plain tokens that start with one are left out.
+    if (to == kMixed && chain.length == 0 && Next(at, ' ') == kDead) {
+      to = PlainStep(at, /*except_space=*/true);
+      chain.no_leading_space = to != kMixed;
+    }
     if (to == kMixed) {
       chain.uniform = false;
       break;
@@ -305,6 +324,7 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
     const PlainChain chain = FollowPlainText(id);
     if (chain.uniform) {
       bits = vocabulary_.plain_up_to(chain.length);
+      if (chain.no_leading_space) ClearLeadingSpace(bits);
       Walk(vocabulary_.special_nodes_, 0, id, bits);
     } else {
       Walk(vocabulary_.nodes_, 0, id, bits);

@@ -82,6 +82,7 @@ class TokenVocabulary {
   Trie nodes_;                          // every token with bytes
   Trie special_nodes_;                  // the tokens that are not plain
   std::vector<TokenBits> plain_up_to_;  // [n]: the plain tokens of at most n characters
+  TokenBits plain_leading_space_;       // the plain tokens that start with ' '
   ByteSet plain_bytes_{};               // the ASCII bytes plain tokens may hold
   std::vector<std::optional<std::string>> bytes_;
   std::vector<int32_t> end_tokens_;
@@ -121,14 +122,16 @@ class TokenMasker {
   // many characters stay alive (max_plain_chars() when the chain loops back on itself).
   struct PlainChain {
     bool uniform = true;
+    bool no_leading_space = false;  // ' ' dies at the first character: tokens starting with it are out
     int length = 0;
     std::vector<int32_t> states;
   };
   PlainChain FollowPlainText(int32_t state);
+  void ClearLeadingSpace(TokenBits& bits) const;
   int64_t Distance(int32_t state);  // ShortestCompletion of an interned state, kept
-  // The one state every plain character leads `state` to; kDead when every one dies there, kMixed
-  // when they differ.
-  int32_t PlainStep(int32_t state);
+  // The one state every plain character (but ' ', when `except_space`) leads `state` to; kDead when
+  // every one dies there, kMixed when they differ.
+  int32_t PlainStep(int32_t state, bool except_space = false);
 
   static constexpr int32_t kUnknown = -1;
   static constexpr int32_t kDead = -2;
