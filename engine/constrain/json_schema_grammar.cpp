@@ -1,5 +1,6 @@
 #include "engine/constrain/json_schema_grammar.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 
@@ -317,10 +318,16 @@ Result<int> SchemaGrammarBuilder::Object(const json& s, const std::string& path)
       required.insert(r.get<std::string>());
     }
   }
-  // key: value for each property, in the schema's order.
+  // key: value for each property: in the schema's order in JSON; in Gemma's arguments in the order
+  // of their names, as the chat template renders a call back into the next prompt (dictsort), so
+  // the prefix cache finds the call the model wrote in the prompt that resends it.
+  std::vector<std::string> names;
+  for (const auto& [name, sub] : properties.items()) names.push_back(name);
+  if (dialect_ == SchemaDialect::kGemmaArguments) std::sort(names.begin(), names.end());
   std::vector<int> members;
   std::vector<bool> needed;
-  for (const auto& [name, sub] : properties.items()) {
+  for (const std::string& name : names) {
+    const json& sub = properties[name];
     TEMPER_ASSIGN_OR_RETURN(int value, Schema(sub, path + "/properties/" + name));
     members.push_back(Add(path + "/" + name, {Concat({Key(name), {Ref(value)}})}));
     needed.push_back(required.count(name) > 0);

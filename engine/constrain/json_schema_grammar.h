@@ -16,8 +16,9 @@
 //   * kJson: JSON, with at most one space after ':' and ',' (JSON allows more, but a model that may
 //     add spaces forever can spend its budget on them).
 //   * kGemmaArguments: what Gemma 4 writes inside <|tool_call>call:NAME{...}<tool_call|> and what
-//     ChatFormat parses: bare keys (`path:`), strings between <|"|> tokens (the marker byte
-//     kQuoteMarker; no escapes), numbers, true, false and null bare, no spaces.
+//     ChatFormat parses: bare keys (`path:`) in the order of their names (as the chat template
+//     renders calls), strings between <|"|> tokens (the marker byte kQuoteMarker; no escapes),
+//     numbers, true, false and null bare, no spaces.
 // In both, a string never holds "<|" or "|>": every Gemma 4 control token's text has one of them,
 // so generated text can never spell a control token the reply parser would take for one.
 //

@@ -100,11 +100,12 @@ TEST_CASE("the tool-call grammar takes Gemma's calls of the tools offered, with 
   const std::string q = "\xF8", open = "\xF9", close = "\xFA";
   for (const std::string& ok : {
            open + "call:run_command{command:" + q + "grep -E '^TMOUT' /etc/profile" + q + "}" + close,
-           open + "call:write_file{path:" + q + "/etc/issue" + q + ",content:" + q + "line one\nline two\n" + q + "}" +
+           // Arguments in the order of their names, as the chat template renders them back.
+           open + "call:write_file{content:" + q + "line one\nline two\n" + q + ",path:" + q + "/etc/issue" + q + "}" +
                close,
            open + "call:remove_package{packages:[" + q + "telnet" + q + "," + q + "rsh" + q + "],purge:true}" + close,
            open + "call:remove_package{packages:[]}" + close,
-           open + "call:set_limit{value:-3,mode:" + q + "hard" + q + "}" + close,
+           open + "call:set_limit{mode:" + q + "hard" + q + ",value:-3}" + close,
            open + "call:finish{}" + close,
            open + "call:finish{}" + close + open + "call:run_command{command:" + q + "a < b | c > d" + q + "}" + close,
        }) {
@@ -126,14 +127,47 @@ TEST_CASE("the tool-call grammar takes Gemma's calls of the tools offered, with 
            open + "call:run_command{ command:" + q + "ls" + q + "}" + close,         // spaces
            open + "call:run_command{command:" + q + "echo <|x" + q + "}" + close,    // spells a control token
            open + "call:run_command{command:" + q + "x <turn|>" + q + "}" + close,   // ditto
-           open + "call:set_limit{value:1.5,mode:" + q + "hard" + q + "}" + close,   // not an integer
-           open + "call:set_limit{value:1,mode:" + q + "medium" + q + "}" + close,   // not in the enum
+           open + "call:set_limit{mode:" + q + "hard" + q + ",value:1.5}" + close,   // not an integer
+           open + "call:set_limit{mode:" + q + "medium" + q + ",value:1}" + close,   // not in the enum
            open + "call:finish{}",                                                   // not closed
            open + "call:finish{}" + close + "and then text",                         // text after the calls
        }) {
     INFO(WithControlText(bad));
     CHECK_FALSE(Matches(*g, bad));
   }
+}
+
+// Control tokens' text written as their marker bytes.
+std::string WithMarkers(std::string text) {
+  for (const MarkerToken& m : kGemmaMarkerTokens) {
+    for (size_t at = text.find(m.text); at != std::string::npos; at = text.find(m.text, at + 1)) {
+      text.replace(at, std::string_view(m.text).size(), std::string(1, static_cast<char>(m.byte)));
+    }
+  }
+  return text;
+}
+
+TEST_CASE("a call the grammar makes is the call the chat template renders back into the next prompt", "[constrain]") {
+  // So that the prefix cache finds the model's own tokens when the Worker's next request resends
+  // them: the same argument order, the same syntax.
+  Result<Grammar> g = ToolCallGrammar(WorkerLikeTools());
+  REQUIRE(g.ok());
+  Conversation c;
+  c.messages.push_back({.role = ChatRole::kUser, .content = "Fix it."});
+  ChatMessage model{.role = ChatRole::kModel};
+  model.tool_calls.push_back(
+      {"write_file", nlohmann::json{{"path", "/etc/issue"}, {"content", "Authorized uses only.\n"}}});
+  model.tool_calls.push_back({"remove_package", nlohmann::json{{"purge", true}, {"packages", {"telnet"}}}});
+  c.messages.push_back(model);
+  c.add_generation_prompt = false;
+  Result<RenderedPrompt> rendered = Format().Render(c);
+  REQUIRE(rendered.ok());
+  const size_t from = rendered->text.find("<|tool_call>");
+  const size_t to = rendered->text.rfind("<tool_call|>");
+  REQUIRE(from != std::string::npos);
+  const std::string calls = rendered->text.substr(from, to + std::string_view("<tool_call|>").size() - from);
+  INFO(calls);
+  CHECK(Matches(*g, WithMarkers(calls)));
 }
 
 TEST_CASE("a tool the grammar cannot honour is refused, named", "[constrain]") {
