@@ -111,35 +111,47 @@ void PrintTally(const char* run, const std::map<std::string, RoleTally>& tally, 
   }
 }
 
-// The batch ended with every rule in a final state, the daemon still up.
-void CheckEndedCleanly(LoopDaemon& loop, const temper::v1::Batch& batch) {
+const BatchSpec kBatch = {
+    .rules = {"accounts_tmout", "banner_etc_issue_net"}, .max_attempts = 2, .max_tokens = 60000, .name = "inprocess"};
+
+// What one batch on the synthetic model came to.
+struct InprocessRun {
+  temper::v1::Batch batch;
+  std::vector<temper::v1::JournalEvent> events;
+  uint64_t attempts = 0;
+  std::map<std::string, RoleTally> tally;
+};
+
+// kBatch through temperd on a fresh synthetic model directory, run to its end; REQUIREs that the
+// batch completed with every rule in a final state, none of them fixed, and the daemon still up.
+InprocessRun RunBatch(bool constrained) {
+  TempDir models;
+  LoopDaemon loop(InprocessModelsYaml(SyntheticModelDir(models), constrained));
+  InprocessRun run;
+  const std::string id = loop.Submit(kBatch);
+  run.batch = loop.WaitUntilEnded(id);
   INFO(loop.daemon->Log());
-  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  REQUIRE(run.batch.state() == temper::v1::BATCH_STATE_COMPLETED);
   CHECK(loop.daemon->Alive());
-  for (const auto& [name, rule] : RulesByShortName(batch)) {
+  for (const auto& [name, rule] : RulesByShortName(run.batch)) {
     INFO(name << ": " << rule.detail());
     CHECK(rule.state() != temper::v1::RULE_STATE_PENDING);
     CHECK(rule.state() != temper::v1::RULE_STATE_RUNNING);
+    // A random model converges on nothing: budgets end every rule (escalated, or skipped).
+    CHECK(rule.state() != temper::v1::RULE_STATE_FIXED);
   }
+  run.events = loop.JournalEvents(id);
+  run.attempts = Count(run.events, "attempt.kept") + Count(run.events, "attempt.reverted");
+  run.tally = TallyRoles(run.events);
+  PrintTally(constrained ? "constrained" : "unconstrained", run.tally, run.attempts);
+  return run;
 }
-
-const BatchSpec kBatch = {
-    .rules = {"accounts_tmout", "banner_etc_issue_net"}, .max_attempts = 2, .max_tokens = 60000, .name = "inprocess"};
 
 TEST_CASE(
     "the loop on the inprocess engine: a random model under constrained decoding gives only usable answers, "
     "every call journalled with its usage, the Worker's conversation served from the prefix cache") {
-  TempDir models;
-  const std::string model_dir = SyntheticModelDir(models);
-  LoopDaemon loop(InprocessModelsYaml(model_dir, /*constrained=*/true));
-  const std::string id = loop.Submit(kBatch);
-  const temper::v1::Batch batch = loop.WaitUntilEnded(id);
-  CheckEndedCleanly(loop, batch);
-
-  const std::vector<temper::v1::JournalEvent> events = loop.JournalEvents(id);
-  const uint64_t attempts = Count(events, "attempt.kept") + Count(events, "attempt.reverted");
-  const std::map<std::string, RoleTally> tally = TallyRoles(events);
-  PrintTally("constrained", tally, attempts);
+  const InprocessRun run = RunBatch(/*constrained=*/true);
+  const std::map<std::string, RoleTally>& tally = run.tally;
   // Every role was called, and every call carries its usage.
   for (const char* role : {"architect", "worker"}) {
     INFO(role);
@@ -147,18 +159,18 @@ TEST_CASE(
     CHECK(tally.at(role).calls > 0);
     CHECK(tally.at(role).completion > 0);
   }
-  CHECK(attempts > 0);
+  CHECK(run.attempts > 0);
   // The constraint leaves the model nothing unusable to say.
   for (const auto& [role, r] : tally) {
     INFO(role);
     CHECK(r.unusable == 0);
   }
-  CHECK(Count(events, "worker.tool_call") + Count(events, "worker.refused") > 0);
+  CHECK(Count(run.events, "worker.tool_call") + Count(run.events, "worker.refused") > 0);
   // The Worker's conversation grows by a tool result a call: after an attempt's first call, most of
   // each prompt comes from the prefix cache.
   std::set<std::pair<std::string, uint64_t>> attempts_seen;
   uint64_t later_prompt = 0, later_cached = 0;
-  for (const auto& e : events) {
+  for (const auto& e : run.events) {
     if (e.type() != "worker.model_call") continue;
     const uint64_t attempt = nlohmann::json::parse(e.data_json())["attempt"].get<uint64_t>();
     if (attempts_seen.insert({e.rule_id(), attempt}).second) continue;
@@ -169,34 +181,15 @@ TEST_CASE(
   std::printf("  the Worker's calls after an attempt's first: %.1f%% of %llu prompt tokens cached\n",
               later_prompt ? 100.0 * static_cast<double>(later_cached) / static_cast<double>(later_prompt) : 0.0,
               static_cast<unsigned long long>(later_prompt));
-  // Nothing converges: budgets end every rule (escalated, or skipped by the Architect).
-  for (const auto& [name, rule] : RulesByShortName(batch)) {
-    INFO(name);
-    CHECK(rule.state() != temper::v1::RULE_STATE_FIXED);
-  }
 }
 
 TEST_CASE(
     "the loop on the inprocess engine without constrained decoding: the random model's garbage is corrected, "
     "then escalated, and the batch completes") {
-  TempDir models;
-  const std::string model_dir = SyntheticModelDir(models);
-  LoopDaemon loop(InprocessModelsYaml(model_dir, /*constrained=*/false));
-  const std::string id = loop.Submit(kBatch);
-  const temper::v1::Batch batch = loop.WaitUntilEnded(id);
-  CheckEndedCleanly(loop, batch);
-
-  const std::vector<temper::v1::JournalEvent> events = loop.JournalEvents(id);
-  const uint64_t attempts = Count(events, "attempt.kept") + Count(events, "attempt.reverted");
-  const std::map<std::string, RoleTally> tally = TallyRoles(events);
-  PrintTally("unconstrained", tally, attempts);
+  const InprocessRun run = RunBatch(/*constrained=*/false);
   uint64_t unusable = 0;
-  for (const auto& [role, r] : tally) unusable += r.unusable;
+  for (const auto& [role, r] : run.tally) unusable += r.unusable;
   CHECK(unusable > 0);
-  for (const auto& [name, rule] : RulesByShortName(batch)) {
-    INFO(name << ": " << rule.detail());
-    CHECK(rule.state() != temper::v1::RULE_STATE_FIXED);
-  }
 }
 
 }  // namespace

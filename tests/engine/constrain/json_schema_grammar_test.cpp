@@ -5,23 +5,16 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/constrain/grammar_matches.h"
 #include "engine/constrain/token_mask.h"
 #include "engine/gzip_file.h"
 
 namespace temper::engine {
 namespace {
 
-using json = nlohmann::ordered_json;
+using testing::Matches;
 
-// Whether `text` is a whole sentence of the grammar.
-bool Matches(const Grammar& g, std::string_view text) {
-  GrammarState s = GrammarState::Start(g);
-  for (char c : text) {
-    s = s.Advance(g, static_cast<uint8_t>(c));
-    if (s.Dead()) return false;
-  }
-  return s.Complete();
-}
+using json = nlohmann::ordered_json;
 
 Grammar Compiled(const json& schema) {
   auto g = JsonSchemaGrammar(schema);

@@ -5,12 +5,15 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/constrain/grammar_matches.h"
 #include "engine/constrain/token_mask.h"
 #include "engine/gemma4_vocabulary.h"
 #include "engine/tokenizer/chat_format.h"
 
 namespace temper::engine {
 namespace {
+
+using testing::Matches;
 
 using json = nlohmann::ordered_json;
 
@@ -45,15 +48,6 @@ std::string WithControlText(std::string_view marked) {
     if (!marker) out.push_back(c);
   }
   return out;
-}
-
-bool Matches(const Grammar& g, std::string_view text) {
-  GrammarState s = GrammarState::Start(g);
-  for (char c : text) {
-    s = s.Advance(g, static_cast<uint8_t>(c));
-    if (s.Dead()) return false;
-  }
-  return s.Complete();
 }
 
 const Tokenizer& Gemma4Vocabulary() {
