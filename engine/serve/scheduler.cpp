@@ -478,9 +478,9 @@ Status Scheduler::RunBatch() {
 
 std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   const SpeculationOptions& spec = options_.speculation;
-  // A draft would have to be checked against the grammar token by token; constrained requests
-  // decode one token per pass (their replies are short JSON).
-  if (spec.max_draft_tokens == 0 || r.constraint) return {};
+  // Constrained requests draft too: each row of a verification pass is sampled under the mask of
+  // the state its accepted drafts reach, so a draft the grammar refuses is never taken.
+  if (spec.max_draft_tokens == 0) return {};
   // Each accepted draft is one more token generated, and the pass always yields one after them.
   const int64_t most = std::min<int64_t>({room, r.draft_length.next(), r.req.max_tokens - r.generated() - 1});
   if (most < 1) return {};
@@ -488,8 +488,8 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   return r.lookup->Draft(r.tokens, static_cast<int>(most));
 }
 
-std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row) {
-  if (r.constraint) return SampleConstrained(r, out, row);
+std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row, int64_t ahead) {
+  if (r.constraint) return SampleConstrained(r, out, row, ahead);
   if (out.candidates.empty()) {
     const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
     return r.sampler->Sample(std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab));
@@ -505,7 +505,7 @@ std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out
   return r.sampler->Sample(*full);
 }
 
-std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardResult& out, int64_t row) {
+std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardResult& out, int64_t row, int64_t ahead) {
   const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
   std::vector<float> logits;
   if (out.candidates.empty()) {
@@ -538,7 +538,7 @@ std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardRes
   // Near max_tokens, a token that leaves the text too far from whole to end in time is drawn
   // again from the tokens that do fit, so that a constrained reply ends well-formed rather than
   // cut. (Checked after the draw: the budget binds only in a request's last tokens.)
-  const int64_t tokens_left = r.req.max_tokens - r.generated();
+  const int64_t tokens_left = r.req.max_tokens - r.generated() - ahead;
   if (!r.constraint->FitsBudget(token, tokens_left)) {
     const TokenBits& fitting = r.constraint->AllowedWithin(tokens_left);
     if (std::any_of(fitting.begin(), fitting.end(), [](uint64_t w) { return w != 0; })) {
@@ -562,7 +562,7 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
   // Row j follows the next token and drafts 1..j: its sample decides draft j + 1.
   std::vector<int32_t> emitted;
   for (size_t j = 0; j <= draft.size(); ++j) {
-    std::optional<int32_t> token = SampleRow(r, out, row + static_cast<int64_t>(j));
+    std::optional<int32_t> token = SampleRow(r, out, row + static_cast<int64_t>(j), static_cast<int64_t>(j));
     if (!token) return;
     emitted.push_back(*token);
     if (j == draft.size() || *token != draft[j]) break;

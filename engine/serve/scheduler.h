@@ -66,8 +66,9 @@ struct GenerateRequest {
   std::vector<int64_t> checkpoints;
   // When set: every generated token keeps the text a sentence of the grammar so far, and the
   // vocabulary's end tokens come only once it is whole (constrain/token_mask.h; the masks are
-  // shared by the requests that share the grammar). Such a request samples from full logit rows
-  // and takes no drafts.
+  // shared by the requests that share the grammar). Such a request samples from full logit rows,
+  // each row of a verification pass under the state its accepted drafts reach, and ends its text
+  // whole within max_tokens.
   std::shared_ptr<GrammarMasks> grammar;
 };
 
@@ -195,9 +196,11 @@ class Scheduler {
   // Drafts for `r`'s next step, at most `room`: none when speculation is off or nothing matches.
   std::vector<int32_t> Draft(Request& r, int64_t room);
   // The token row `row` of `out` gives `r`; nullopt when the request failed (it is finished).
-  // SampleRow for a request with a grammar: the full row, masked.
-  std::optional<int32_t> SampleConstrained(Request& r, const ForwardResult& out, int64_t row);
-  std::optional<int32_t> SampleRow(Request& r, const ForwardResult& out, int64_t row);
+  // `ahead`: tokens this pass sampled for `r` before this row and not yet emitted (its accepted
+  // drafts), which count against max_tokens. SampleRow for a request with a grammar: the full row,
+  // masked by the grammar's state after every token sampled so far.
+  std::optional<int32_t> SampleConstrained(Request& r, const ForwardResult& out, int64_t row, int64_t ahead);
+  std::optional<int32_t> SampleRow(Request& r, const ForwardResult& out, int64_t row, int64_t ahead = 0);
   // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
   // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.
   void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);
