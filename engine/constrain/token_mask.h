@@ -7,11 +7,17 @@
 // the slow case: there the walk visits most of the trie's million edges. So the recognizer's states
 // are interned and each (state, byte) transition is computed once and kept in a table: a walk step is
 // then a table lookup (inside a string nearly every byte leads back to the same state). And most of
-// the vocabulary is "plain" — whole UTF-8 characters, no '"', '\', '<', '|', '>' or control byte —
-// and a state that every plain character leads back to (a string's content) allows every plain token at once: there the
-// walk covers only the other tokens, kept in a trie of their own. States repeat as text is generated too, so masks are
-// cached per state: a state met before costs a hash lookup. The end tokens are allowed exactly when the text so far is
-// a whole sentence of the grammar; other special tokens never are.
+// the vocabulary is "plain" — whole UTF-8 characters, no '"', '\', '<', '|', '>' or control byte.
+// Where every plain character leads the recognizer to one same state, step after step (a string's
+// content: the same state again, or the next count of a maxLength), the plain tokens allowed are
+// those with at most as many characters as the steps stay alive — a bitset per length, no walk —
+// and only the other tokens are walked, in a trie of their own. States repeat as text is generated
+// too, so masks are cached per state: a state met before costs a hash lookup. The end tokens are
+// allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
+// never are, but the marker tokens a grammar spells (grammar.h).
+//
+// Near max_tokens, AllowedWithin gives the tokens after which the text can still be made whole in
+// the tokens left (GrammarState::ShortestCompletion per state), so a constrained reply ends whole.
 //
 // GrammarMasks holds a grammar with its vocabulary and masker for every request that uses it, so a
 // state's mask is walked once per process, not once per request; GrammarConstraint follows one
