@@ -9,8 +9,13 @@
 #include <cmath>
 #include <cstdio>
 
-#include <catch2/catch.hpp>
+#include <fstream>
 
+#include <fmt/format.h>
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "engine/cuda/counting_ops.h"
 #include "engine/cuda/device_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/cuda/reference_ops.h"
@@ -592,6 +597,78 @@ TEST_CASE("device backend: the scheduler samples from candidates as from full ro
     INFO("temperature " << temperature << ": " << full_rows << " draws needed the full row");
     CHECK(got == want);
     CHECK(none == 0);
+  }
+}
+
+// The 31B model's layer structure (tests/data/gemma4-31b-shape: 60 layers, 50 sliding and 10 full,
+// k_eq_v on the full ones) at the tiny fixture's widths: its op sequence is the 31B's, its weights
+// fit a reference rank.
+ModelConfig ThirtyOneBStructure() {
+  std::ifstream in(std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-31b-shape/config.json");
+  nlohmann::json c = nlohmann::json::parse(in);
+  c["hidden_size"] = 64;
+  c["intermediate_size"] = 128;
+  c["num_attention_heads"] = 8;
+  c["num_key_value_heads"] = 4;
+  c["num_global_key_value_heads"] = 1;
+  c["head_dim"] = 32;
+  c["global_head_dim"] = 64;
+  c["vocab_size"] = 512;
+  c["max_position_embeddings"] = 4096;
+  auto config = ParseModelConfig(c.dump(), "31B structure");
+  if (!config.ok()) FAIL(config.status().ToString());
+  return *config;
+}
+
+TEST_CASE("launches per decode token per rank, counted on the reference ops: the 31B structure at tp 1 and 4",
+          "[engine][device]") {
+  const ModelConfig config = ThirtyOneBStructure();
+  int sliding = 0;
+  for (const LayerGeometry& g : config.layers) sliding += g.kind == LayerKind::kSliding;
+  REQUIRE(config.num_layers == 60);
+  REQUIRE(sliding == 50);
+  for (int tp : {1, 4}) {
+    Communicator comm(tp);
+    std::vector<std::unique_ptr<RankOps>> ops;
+    std::vector<CountingOps*> counters;
+    for (int r = 0; r < tp; ++r) {
+      auto counting = std::make_unique<CountingOps>(std::make_unique<ReferenceOps>(comm, r, size_t{256} << 20), tp);
+      counters.push_back(counting.get());
+      ops.push_back(std::move(counting));
+    }
+    DeviceBackendOptions options;
+    options.max_context = 256;
+    options.kv.max_tokens = 512;
+    options.kv.block_tokens = 4;
+    auto made = DeviceBackend::Create(config, nullptr, std::move(ops), options);
+    REQUIRE(made.ok());
+    DeviceBackend& b = **made;
+    auto seq = b.AddSequence();
+    REQUIRE(seq.ok());
+    const std::vector<int32_t> prompt = {2, 10, 20, 30, 40, 50, 60, 70};
+    ForwardItem first{*seq, prompt, false};
+    REQUIRE(b.Forward({&first, 1}, {}).ok());
+    // Two graph decode steps: the first captures, the second only replays; count the second.
+    const int32_t token = 7;
+    ForwardItem step{*seq, {&token, 1}, false};
+    REQUIRE(b.Forward({&step, 1}, {}).ok());
+    for (CountingOps* c : counters) c->ResetCounts();
+    REQUIRE(b.Forward({&step, 1}, {}).ok());
+    const OpCounts& n = counters[0]->counts();
+    for (CountingOps* c : counters) CHECK(c->counts().n == n.n);  // every rank launches the same
+    std::string table;
+    for (size_t k = 0; k < n.n.size(); ++k) {
+      if (n.n[k] > 0) table += fmt::format(" {} {},", OpKindName(static_cast<OpKind>(k)), n.n[k]);
+    }
+    std::printf("31B structure, tp %d: %lld ops, %lld kernel launches per decode token per rank:%s\n", tp,
+                static_cast<long long>(n.Total()), static_cast<long long>(n.Launches()), table.c_str());
+    // One attention and one cache write per layer; no prefill GEMM in a decode step.
+    CHECK(n[OpKind::kAttention] == config.num_layers);
+    CHECK(n[OpKind::kKvWrite] == config.num_layers);
+    CHECK(n[OpKind::kGemm] == 0);
+    CHECK(n[OpKind::kGemv] >= 4 * config.num_layers);
+    if (tp == 1) CHECK(n[OpKind::kAllReduce] == 0);
+    if (tp > 1) CHECK(n[OpKind::kAllReduce] >= 2 * config.num_layers);
   }
 }
 
