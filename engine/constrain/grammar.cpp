@@ -39,6 +39,7 @@ ByteSet AnyByteExcept(std::string_view chars) {
 
 GrammarElement Chars(const ByteSet& set) { return GrammarElement{-1, set}; }
 GrammarElement Ref(int rule) { return GrammarElement{rule, {}}; }
+GrammarElement Marker(uint8_t marker_byte) { return Chars(ByteRange(marker_byte, marker_byte)); }
 
 std::vector<GrammarElement> Literal(std::string_view text) {
   std::vector<GrammarElement> out;

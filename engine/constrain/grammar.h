@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace temper::engine {
@@ -58,6 +59,25 @@ struct MarkerToken {
   uint8_t byte;      // the marker byte that spells it in a grammar
 };
 
+// The byte ranges each valid UTF-8 multi-byte character is made of (RFC 3629), by its first byte:
+// what a grammar's strings are made of (json_schema_grammar.h) and what a plain token is
+// (token_mask.h).
+struct Utf8Form {
+  uint8_t first_lo, first_hi;
+  std::array<std::pair<uint8_t, uint8_t>, 3> rest;
+  int rest_count;
+};
+inline constexpr Utf8Form kUtf8Forms[] = {
+    {0xc2, 0xdf, {{{0x80, 0xbf}}}, 1},
+    {0xe0, 0xe0, {{{0xa0, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xe1, 0xec, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xed, 0xed, {{{0x80, 0x9f}, {0x80, 0xbf}}}, 2},
+    {0xee, 0xef, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
+    {0xf0, 0xf0, {{{0x90, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+    {0xf1, 0xf3, {{{0x80, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+    {0xf4, 0xf4, {{{0x80, 0x8f}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
+};
+
 // Builders for byte sets.
 ByteSet TextBytes();
 ByteSet Bytes(std::string_view chars);           // exactly these bytes
@@ -65,6 +85,7 @@ ByteSet ByteRange(uint8_t first, uint8_t last);  // first..last inclusive
 ByteSet AnyByteExcept(std::string_view chars);   // every text byte but these (never a marker)
 GrammarElement Chars(const ByteSet& set);
 GrammarElement Ref(int rule);
+GrammarElement Marker(uint8_t marker_byte);  // the special token a marker byte stands for
 // The elements that match `text` byte for byte.
 std::vector<GrammarElement> Literal(std::string_view text);
 

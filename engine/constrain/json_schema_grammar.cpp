@@ -53,15 +53,15 @@ SchemaGrammarBuilder::SchemaGrammarBuilder(SchemaDialect dialect) : dialect_(dia
     plain_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
   }
   hex_ = Add("hex", {{Chars(Union({ByteRange('0', '9'), ByteRange('a', 'f'), ByteRange('A', 'F')}))}});
-  const ByteSet cont = ByteRange(0x80, 0xbf);
-  utf8_ = Add("utf8", {{Chars(ByteRange(0xc2, 0xdf)), Chars(cont)},
-                       {Chars(Bytes("\xe0")), Chars(ByteRange(0xa0, 0xbf)), Chars(cont)},
-                       {Chars(ByteRange(0xe1, 0xec)), Chars(cont), Chars(cont)},
-                       {Chars(Bytes("\xed")), Chars(ByteRange(0x80, 0x9f)), Chars(cont)},
-                       {Chars(ByteRange(0xee, 0xef)), Chars(cont), Chars(cont)},
-                       {Chars(Bytes("\xf0")), Chars(ByteRange(0x90, 0xbf)), Chars(cont), Chars(cont)},
-                       {Chars(ByteRange(0xf1, 0xf3)), Chars(cont), Chars(cont), Chars(cont)},
-                       {Chars(Bytes("\xf4")), Chars(ByteRange(0x80, 0x8f)), Chars(cont), Chars(cont)}});
+  std::vector<Sequence> characters;
+  for (const Utf8Form& f : kUtf8Forms) {
+    Sequence c = {Chars(ByteRange(f.first_lo, f.first_hi))};
+    for (int k = 0; k < f.rest_count; ++k) {
+      c.push_back(Chars(ByteRange(f.rest[static_cast<size_t>(k)].first, f.rest[static_cast<size_t>(k)].second)));
+    }
+    characters.push_back(std::move(c));
+  }
+  utf8_ = Add("utf8", std::move(characters));
   string_ = String(0, -1);
   const int digits = Add("digits", {});
   grammar_.rules[static_cast<size_t>(digits)].alternatives = {{}, {Chars(ByteRange('0', '9')), Ref(digits)}};
@@ -142,8 +142,7 @@ int SchemaGrammarBuilder::String(int64_t min_length, int64_t max_length) {
           std::move(alts);
     }
   }
-  const Sequence quote =
-      escapes_ ? Literal("\"") : Sequence{Chars(Bytes(std::string(1, static_cast<char>(kQuoteMarker))))};
+  const Sequence quote = escapes_ ? Literal("\"") : Sequence{Marker(kQuoteMarker)};
   return Add(fmt::format("string[{},{}]", min_length, max_length), {Concat({quote, {Ref(r[0][0])}, quote})});
 }
 
@@ -171,7 +170,7 @@ SchemaGrammarBuilder::Sequence SchemaGrammarBuilder::Key(const std::string& name
 SchemaGrammarBuilder::Sequence SchemaGrammarBuilder::ValueLiteral(const json& v) const {
   if (dialect_ == SchemaDialect::kJson) return Literal(v.dump());
   if (v.is_string()) {
-    const Sequence quote = {Chars(Bytes(std::string(1, static_cast<char>(kQuoteMarker))))};
+    const Sequence quote = {Marker(kQuoteMarker)};
     return Concat({quote, Literal(v.get<std::string>()), quote});
   }
   if (v.is_object()) {

@@ -25,27 +25,6 @@ std::optional<std::string> TokenBytes(const Tokenizer& tokenizer, int32_t id) {
   return *text;
 }
 
-namespace {
-
-// The byte ranges each valid UTF-8 multi-byte character is made of (RFC 3629), by its first byte.
-struct Utf8Form {
-  uint8_t first_lo, first_hi;
-  std::array<std::pair<uint8_t, uint8_t>, 3> rest;
-  int rest_count;
-};
-constexpr Utf8Form kUtf8Forms[] = {
-    {0xc2, 0xdf, {{{0x80, 0xbf}}}, 1},
-    {0xe0, 0xe0, {{{0xa0, 0xbf}, {0x80, 0xbf}}}, 2},
-    {0xe1, 0xec, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
-    {0xed, 0xed, {{{0x80, 0x9f}, {0x80, 0xbf}}}, 2},
-    {0xee, 0xef, {{{0x80, 0xbf}, {0x80, 0xbf}}}, 2},
-    {0xf0, 0xf0, {{{0x90, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
-    {0xf1, 0xf3, {{{0x80, 0xbf}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
-    {0xf4, 0xf4, {{{0x80, 0x8f}, {0x80, 0xbf}, {0x80, 0xbf}}}, 3},
-};
-
-}  // namespace
-
 std::optional<int> TokenVocabulary::PlainCharacters(std::string_view bytes) const {
   int chars = 0;
   for (size_t i = 0; i < bytes.size();) {
@@ -382,32 +361,13 @@ const TokenBits& GrammarConstraint::Allowed() {
   return allowed_;
 }
 
-bool GrammarConstraint::FitsBudget(int32_t token, int64_t tokens_left) {
-  const TokenVocabulary& vocabulary = masks_->vocabulary();
-  const auto& ends = vocabulary.end_tokens();
-  if (std::find(ends.begin(), ends.end(), token) != ends.end()) return true;
-  if (token < 0 || static_cast<size_t>(token) >= vocabulary.size() || !vocabulary.bytes(token)) return false;
-  GrammarState next = state_;
-  for (char c : *vocabulary.bytes(token)) {
-    next = next.Advance(masks_->grammar(), static_cast<uint8_t>(c));
-    if (next.Dead()) return false;
-  }
-  // After this token: the completion's bytes, then the end token.
-  return masks_->ShortestCompletion(next) + 1 <= tokens_left - 1;
+bool GrammarConstraint::IsEnd(int32_t token) const {
+  const auto& ends = masks_->vocabulary().end_tokens();
+  return std::find(ends.begin(), ends.end(), token) != ends.end();
 }
 
-const TokenBits& GrammarConstraint::AllowedWithin(int64_t tokens_left) {
-  masks_->AllowedWithin(state_, tokens_left - 2, allowed_);
-  return allowed_;
-}
-
-Status GrammarConstraint::Accept(int32_t token) {
+Result<GrammarState> GrammarConstraint::After(int32_t token) const {
   const TokenVocabulary& vocabulary = masks_->vocabulary();
-  const auto& ends = vocabulary.end_tokens();
-  if (std::find(ends.begin(), ends.end(), token) != ends.end()) {
-    if (!state_.Complete()) return Status::FailedPrecondition(fmt::format("token {} ends an incomplete text", token));
-    return Status::OK();
-  }
   if (token < 0 || static_cast<size_t>(token) >= vocabulary.size() || !vocabulary.bytes(token)) {
     return Status::FailedPrecondition(fmt::format("token {} is not text the grammar can take", token));
   }
@@ -416,7 +376,32 @@ Status GrammarConstraint::Accept(int32_t token) {
     next = next.Advance(masks_->grammar(), static_cast<uint8_t>(c));
     if (next.Dead()) return Status::FailedPrecondition(fmt::format("token {} breaks the grammar", token));
   }
+  return next;
+}
+
+Result<bool> GrammarConstraint::AcceptWithin(int32_t token, int64_t tokens_left) {
+  if (IsEnd(token)) {
+    TEMPER_RETURN_IF_ERROR(Accept(token));
+    return true;
+  }
+  TEMPER_ASSIGN_OR_RETURN(GrammarState next, After(token));
+  // After this token: the completion's bytes, then the end token.
+  if (masks_->ShortestCompletion(next) + 1 > tokens_left - 1) return false;
   state_ = std::move(next);
+  return true;
+}
+
+const TokenBits& GrammarConstraint::AllowedWithin(int64_t tokens_left) {
+  masks_->AllowedWithin(state_, tokens_left - 2, allowed_);
+  return allowed_;
+}
+
+Status GrammarConstraint::Accept(int32_t token) {
+  if (IsEnd(token)) {
+    if (!state_.Complete()) return Status::FailedPrecondition(fmt::format("token {} ends an incomplete text", token));
+    return Status::OK();
+  }
+  TEMPER_ASSIGN_OR_RETURN(state_, After(token));
   return Status::OK();
 }
 

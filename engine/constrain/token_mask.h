@@ -183,17 +183,22 @@ class GrammarConstraint {
  public:
   explicit GrammarConstraint(std::shared_ptr<GrammarMasks> masks);
   const TokenBits& Allowed();
-  // Whether the text can still be made whole and ended when `token` is taken with `tokens_left`
-  // tokens to go, this one and the end token included. Counts a byte as a token, which a
-  // vocabulary with a token for every byte (Gemma's byte fallback) can always keep to.
-  bool FitsBudget(int32_t token, int64_t tokens_left);
-  // The tokens that fit the budget (FitsBudget), for when a sampled one did not.
+  // Takes `token` when the text can still be made whole and ended after it with `tokens_left`
+  // tokens to go, this one and the end token included (true); leaves the state as it was when it
+  // cannot (false). Counts a byte as a token, which a vocabulary with a token for every byte
+  // (Gemma's byte fallback) can always keep to. Errors: Accept's.
+  Result<bool> AcceptWithin(int32_t token, int64_t tokens_left);
+  // The tokens that fit the budget (AcceptWithin), for when a sampled one did not.
   const TokenBits& AllowedWithin(int64_t tokens_left);
   // FailedPrecondition when `token` was not allowed (the sampler was not masked).
   Status Accept(int32_t token);
   bool Complete() const { return state_.Complete(); }
 
  private:
+  bool IsEnd(int32_t token) const;
+  // The state after `token`'s bytes; FailedPrecondition when it is no text or breaks the grammar.
+  Result<GrammarState> After(int32_t token) const;
+
   std::shared_ptr<GrammarMasks> masks_;
   GrammarState state_;
   TokenBits allowed_;

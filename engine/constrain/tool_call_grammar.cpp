@@ -1,20 +1,10 @@
 #include "engine/constrain/tool_call_grammar.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include "engine/tokenizer/chat_format.h"
+
 namespace temper::engine {
-namespace {
-
-GrammarElement Marker(uint8_t byte) { return Chars(Bytes(std::string(1, static_cast<char>(byte)))); }
-
-bool IsToolNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-}
-
-}  // namespace
-
 Result<Grammar> ToolCallGrammar(std::span<const ToolSchema> tools) {
   if (tools.empty()) return Status::InvalidArgument("tool calls need at least one tool to call");
   SchemaGrammarBuilder builder(SchemaDialect::kGemmaArguments);
@@ -22,10 +12,7 @@ Result<Grammar> ToolCallGrammar(std::span<const ToolSchema> tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSchema& tool = tools[i];
     const std::string path = fmt::format("tools[{}] '{}'.parameters", i, tool.name);
-    if (tool.name.empty() || !std::all_of(tool.name.begin(), tool.name.end(), IsToolNameChar)) {
-      return Status::InvalidArgument(
-          fmt::format("tools[{}]: name '{}' may hold only letters, digits, '_', '-' and '.'", i, tool.name));
-    }
+    TEMPER_RETURN_IF_ERROR(CheckToolName(tool.name, fmt::format("tools[{}]", i)));
     int arguments = 0;
     if (tool.parameters.is_null()) {
       arguments = builder.Add(path, {Literal("{}")});

@@ -529,30 +529,32 @@ std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardRes
     return std::nullopt;
   }
   const size_t grammar_vocab = r.req.grammar->vocabulary().size();
-  for (size_t id = 0; id < logits.size(); ++id) {
-    if (id >= grammar_vocab || !TokenAllowed(allowed, static_cast<int32_t>(id))) {
-      logits[id] = -std::numeric_limits<float>::infinity();
+  auto keep_only = [&](const TokenBits& bits) {
+    for (size_t id = 0; id < logits.size(); ++id) {
+      if (id >= grammar_vocab || !TokenAllowed(bits, static_cast<int32_t>(id))) {
+        logits[id] = -std::numeric_limits<float>::infinity();
+      }
     }
-  }
+  };
+  keep_only(allowed);
   int32_t token = r.sampler->Sample(logits);
   // Near max_tokens, a token that leaves the text too far from whole to end in time is drawn
   // again from the tokens that do fit, so that a constrained reply ends well-formed rather than
   // cut. (Checked after the draw: the budget binds only in a request's last tokens.)
   const int64_t tokens_left = r.req.max_tokens - r.generated() - ahead;
-  if (!r.constraint->FitsBudget(token, tokens_left)) {
+  Result<bool> fits = r.constraint->AcceptWithin(token, tokens_left);
+  Status accepted = fits.status();
+  if (fits.ok() && !*fits) {
     const TokenBits& fitting = r.constraint->AllowedWithin(tokens_left);
     if (std::any_of(fitting.begin(), fitting.end(), [](uint64_t w) { return w != 0; })) {
-      for (size_t id = 0; id < logits.size(); ++id) {
-        if (id >= grammar_vocab || !TokenAllowed(fitting, static_cast<int32_t>(id))) {
-          logits[id] = -std::numeric_limits<float>::infinity();
-        }
-      }
+      keep_only(fitting);
       token = r.sampler->Sample(logits);
       ++counters_.budget_redraws;
     }
+    accepted = r.constraint->Accept(token);
   }
-  if (Status s = r.constraint->Accept(token); !s.ok()) {
-    Finish(r, FinishReason::kError, s.WithContext("grammar"));
+  if (!accepted.ok()) {
+    Finish(r, FinishReason::kError, accepted.WithContext("grammar"));
     return std::nullopt;
   }
   return token;

@@ -24,8 +24,9 @@ std::string_view Trim(std::string_view s) {
 
 bool IsNameChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.'; }
 
-// Function names are written bare after "call:" and "declaration:", so they must be parseable back.
-Status CheckName(std::string_view name, std::string_view field) {
+}  // namespace
+
+Status CheckToolName(std::string_view name, std::string_view field) {
   if (name.empty()) return Status::InvalidArgument(fmt::format("{}: empty name", field));
   if (!std::all_of(name.begin(), name.end(), IsNameChar)) {
     return Status::InvalidArgument(
@@ -33,6 +34,8 @@ Status CheckName(std::string_view name, std::string_view field) {
   }
   return Status::OK();
 }
+
+namespace {
 
 const char* RoleName(ChatRole role) {
   switch (role) {
@@ -325,7 +328,7 @@ Result<ChatFormat> ChatFormat::Create(const Tokenizer& tokenizer) {
 Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
   for (size_t i = 0; i < c.tools.size(); ++i) {
     const std::string field = fmt::format("tools[{}]", i);
-    TEMPER_RETURN_IF_ERROR(CheckName(c.tools[i].name, field));
+    TEMPER_RETURN_IF_ERROR(CheckToolName(c.tools[i].name, field));
     if (!c.tools[i].parameters.is_null() && !c.tools[i].parameters.is_object()) {
       return Status::InvalidArgument(fmt::format("{}.parameters: expected a JSON Schema object or null", field));
     }
@@ -341,13 +344,13 @@ Result<RenderedPrompt> ChatFormat::Render(const Conversation& c) const {
     }
     for (size_t j = 0; j < m.tool_calls.size(); ++j) {
       const std::string call = fmt::format("{}.tool_calls[{}]", field, j);
-      TEMPER_RETURN_IF_ERROR(CheckName(m.tool_calls[j].name, call));
+      TEMPER_RETURN_IF_ERROR(CheckToolName(m.tool_calls[j].name, call));
       if (!m.tool_calls[j].arguments.is_object()) {
         return Status::InvalidArgument(fmt::format("{}: arguments must be a JSON object", call));
       }
     }
     for (size_t j = 0; j < m.tool_responses.size(); ++j) {
-      TEMPER_RETURN_IF_ERROR(CheckName(m.tool_responses[j].name, fmt::format("{}.tool_responses[{}]", field, j)));
+      TEMPER_RETURN_IF_ERROR(CheckToolName(m.tool_responses[j].name, fmt::format("{}.tool_responses[{}]", field, j)));
     }
   }
 

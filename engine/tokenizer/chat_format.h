@@ -112,6 +112,11 @@ struct ModelReply {
   std::vector<ToolCall> tool_calls;
 };
 
+// Function names are written bare after "call:" and "declaration:", so they must be parseable
+// back: letters, digits, '_', '-' and '.'. InvalidArgument naming `field` otherwise ("tools[0]:
+// name 'a b' may hold only letters, digits, '_', '-' and '.'", "tools[0]: empty name").
+Status CheckToolName(std::string_view name, std::string_view field);
+
 class ChatFormat {
  public:
   // Looks up every Gemma 4 control token by its text. Errors: NotFound naming the first missing

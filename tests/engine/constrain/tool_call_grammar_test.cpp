@@ -202,8 +202,12 @@ std::vector<int32_t> RandomWalk(const std::shared_ptr<GrammarMasks>& masks, int3
   while (static_cast<int64_t>(ids.size()) < budget) {
     const int64_t left = budget - static_cast<int64_t>(ids.size());
     int32_t pick = pick_from(c.Allowed());
-    if (!c.FitsBudget(pick, left)) pick = pick_from(c.AllowedWithin(left));
-    REQUIRE(c.Accept(pick).ok());
+    Result<bool> taken = c.AcceptWithin(pick, left);
+    REQUIRE(taken.ok());
+    if (!*taken) {
+      pick = pick_from(c.AllowedWithin(left));
+      REQUIRE(c.Accept(pick).ok());
+    }
     ids.push_back(pick);
     if (pick == end) break;
   }
