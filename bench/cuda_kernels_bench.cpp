@@ -129,9 +129,9 @@ Status GemvTable(const ModelConfig& c, const std::vector<int>& tps, double copy_
       TEMPER_ASSIGN_OR_RETURN(void* y, b.Alloc(size_t{8} * shape.out * 4));
       for (int rows : {1, 8}) {
         TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, std::max(copies, 20), [&](int i) {
-                                  return LaunchGemvBf16(x, shape.in, w + (i % copies) * w_elems, shape.in,
-                                                        static_cast<float*>(y), shape.out, rows, shape.in, shape.out,
-                                                        stream);
+                                  return LaunchGemvBf16(
+                                      x, GemvParts().Add(w + (i % copies) * w_elems, static_cast<float*>(y), shape.out),
+                                      rows, shape.in, stream);
                                 }));
         const double gbs = w_bytes / (us * 1e-6) / 1e9;
         std::printf("%-12s %6d x %6d %4d %5d %9.1f %9.0f %7.0f%%\n", shape.name, shape.out, shape.in, tp, rows, us, gbs,

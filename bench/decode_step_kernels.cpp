@@ -87,26 +87,60 @@ class StepTimer {
 
   std::vector<StepKernel>& kernels() { return kernels_; }
 
-  // y[out] = W[out][in] · x[in]: one decode row through GemvKernel<1>.
-  Status Gemv(const std::string& what, int per_step, int out, int in) {
-    const std::string name = fmt::format("GEMV {} {}x{}", what, out, in);
+  // One decode row through one GEMV launch of up to three parts (q, k and v as rank_forward.cpp
+  // runs them), each part's weights [widths[p]][in].
+  Status Gemv(const std::string& what, int per_step, const std::vector<int>& widths, int in) {
+    int out = 0;
+    std::string shape;
+    for (int w : widths) {
+      out += w;
+      shape += fmt::format("{}{}", shape.empty() ? "" : "+", w);
+    }
+    const std::string name = fmt::format("GEMV {} {}x{}", what, shape, in);
     Arena a(stream_);
     const double bytes = 2.0 * out * in;
     const int copies = Copies(bytes);
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(size_t(copies) * out * in, ++seed_));
+    std::vector<uint16_t*> w(widths.size());
+    std::vector<float*> y(widths.size());
+    for (size_t p = 0; p < widths.size(); ++p) {
+      TEMPER_ASSIGN_OR_RETURN(w[p], a.Bf16(size_t(copies) * widths[p] * in, ++seed_));
+      TEMPER_ASSIGN_OR_RETURN(y[p], a.Alloc<float>(widths[p]));
+    }
     TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(in, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* y, a.Alloc<float>(out));
     auto launch = [&](int i) {
-      return cuda::LaunchGemvBf16(x, in, w + size_t(i % copies) * out * in, in, y, out, 1, in, out, stream_);
+      cuda::GemvParts parts;
+      for (size_t p = 0; p < widths.size(); ++p) parts.Add(w[p] + size_t(i % copies) * widths[p] * in, y[p], widths[p]);
+      return cuda::LaunchGemvBf16(x, parts, 1, in, stream_);
     };
     const int tiny = std::min(out, 64);
-    auto minimal = [&](int) { return cuda::LaunchGemvBf16(x, in, w, in, y, tiny, 1, in, tiny, stream_); };
+    auto minimal = [&](int) {
+      return cuda::LaunchGemvBf16(x, cuda::GemvParts().Add(w[0], y[0], std::min(tiny, widths[0])), 1, in, stream_);
+    };
+    return Add(name, per_step, bytes, std::max(copies, 20), launch, minimal);
+  }
+
+  // gate_proj and up_proj of one decode row with the GeGLU in the epilogue: one launch per layer.
+  Status GemvGeglu(int per_step, int ffn, int in) {
+    const std::string name = fmt::format("GEMV gate_proj/up_proj + GeGLU 2x{}x{}", ffn, in);
+    Arena a(stream_);
+    const double bytes = 2.0 * 2 * ffn * in;
+    const int copies = Copies(bytes);
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * gate, a.Bf16(size_t(copies) * ffn * in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * up, a.Bf16(size_t(copies) * ffn * in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* y, a.Alloc<float>(ffn));
+    auto launch = [&](int i) {
+      const size_t at = size_t(i % copies) * ffn * in;
+      return cuda::LaunchGemvGeglu(x, gate + at, up + at, y, 1, in, ffn, stream_);
+    };
+    const int tiny = std::min(ffn, 64);
+    auto minimal = [&](int) { return cuda::LaunchGemvGeglu(x, gate, up, y, 1, in, tiny, stream_); };
     return Add(name, per_step, bytes, std::max(copies, 20), launch, minimal);
   }
 
   // Split-KV attention of one row at `context` over layer `l`'s cache (rotating over sequence
-  // slots, so each launch reads another sequence's keys), its minimal size at 16 keys, and the KV
-  // write of the row's fresh key (latency-bound).
+  // slots, so each launch reads another sequence's keys), its minimal size at 16 keys, and before
+  // it the q/k/v norms with RoPE and the KV write of the row's fresh key and value (latency-bound).
   Status Attention(int l, int per_step) {
     const LayerGeometry& g = c_.layers[l];
     const LayerShard& ls = shard_.layers[l];
@@ -170,6 +204,14 @@ class StepTimer {
     TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(width, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* out, a.Alloc<float>(size_t(q_heads) * hd));
     TEMPER_ASSIGN_OR_RETURN(float* partials, a.Alloc<float>(size_t(q_heads) * splits * (hd + 2)));
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * q_norm, a.Bf16(hd, ++seed_, 1.0f));
+    // The norms rewrite q, k and v in place: normed values stay normed, so repeats are alike.
+    TEMPER_RETURN_IF_ERROR(
+        Latency(fmt::format("q/k/v norms + RoPE + KV write {} ({} q, {} KV heads x {})", kind, q_heads, kv_heads, hd),
+                per_step, [&](int) {
+                  return cuda::LaunchQkvNorm(kv, q, k, v, q_norm, 1, q_heads, c_.rms_norm_eps, tables(at_ctx, slots_d),
+                                             true, stream_);
+                }));
     auto launch = [&](int i) {
       return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits, partials,
                                    stream_);
@@ -177,69 +219,28 @@ class StepTimer {
     auto minimal = [&](int) {
       return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_16, slots_d), heads, splits, partials, stream_);
     };
-    TEMPER_RETURN_IF_ERROR(Add(fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
-                                           q_heads, kv_heads, hd, visible, splits),
-                               per_step, bytes, std::max(copies, 20), launch, minimal));
-    return Latency(fmt::format("KV write {} ({} x {})", kind, kv_heads, hd), per_step,
-                   [&](int) { return cuda::LaunchKvWrite(kv, k, v, 1, tables(at_ctx, slots_d), stream_); });
-  }
-
-  // The norms of one layer kind's attention block (rank_forward.cpp Layer): q_norm + RoPE, then
-  // k_norm + RoPE and v_norm, or on k_eq_v layers v_norm of the raw k_proj output.
-  Status HeadNorms(int l, int per_step) {
-    const LayerGeometry& g = c_.layers[l];
-    const LayerShard& ls = shard_.layers[l];
-    const int hd = g.head_dim, q_heads = ls.q_heads.size(), kv_heads = ls.kv_heads.size();
-    const std::string kind = g.kind == LayerKind::kSliding ? "sliding" : "full";
-    Arena a(stream_);
-    const int positions = shape_.context;
-    std::vector<float> table(size_t(positions) * std::max(g.rope_angles, 1), 0.5f);
-    TEMPER_ASSIGN_OR_RETURN(float* cos_d, a.Upload(table));
-    TEMPER_ASSIGN_OR_RETURN(float* sin_d, a.Upload(table));
-    const cuda::RopeView rope{cos_d, sin_d, g.rope_angles};
-    TEMPER_ASSIGN_OR_RETURN(int64_t * pos, a.Upload(std::vector<int64_t>{positions - 1}));
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(hd, ++seed_, 1.0f));
-    TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(size_t(kv_heads) * hd, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(size_t(kv_heads) * hd, ++seed_));
-    const float eps = c_.rms_norm_eps;
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("q_norm + RoPE {} ({} x {})", kind, q_heads, hd), per_step, [&](int) {
-      return cuda::LaunchNormRope(q, q, w, q_heads, hd, eps, rope, pos, q_heads, stream_);
-    }));
-    if (g.k_eq_v) {
-      return Latency(fmt::format("v_norm of k_proj {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
-        return cuda::LaunchNormRope(k, v, nullptr, kv_heads, hd, eps, {}, nullptr, 1, stream_);
-      });
-    }
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("k_norm + RoPE {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
-      return cuda::LaunchNormRope(k, k, w, kv_heads, hd, eps, rope, pos, kv_heads, stream_);
-    }));
-    return Latency(fmt::format("v_norm {} ({} x {})", kind, kv_heads, hd), per_step, [&](int) {
-      return cuda::LaunchNormRope(v, v, nullptr, kv_heads, hd, eps, {}, nullptr, 1, stream_);
-    });
+    return Add(fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind, q_heads, kv_heads,
+                           hd, visible, splits),
+               per_step, bytes, std::max(copies, 20), launch, minimal);
   }
 
   // What every layer does besides its attention and projections, and the head's small kernels.
   Status RowKernels(int layers) {
-    const int H = c_.hidden_size, ffn = shard_.ffn.size(), vocab = shard_.vocab.size();
+    const int H = c_.hidden_size, vocab = shard_.vocab.size();
     const float eps = c_.rms_norm_eps;
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(uint16_t * w, a.Bf16(H, ++seed_, 1.0f));
     TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(H, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* xn, a.Alloc<float>(H));
     TEMPER_ASSIGN_OR_RETURN(float* branch, a.Floats(H, ++seed_));
-    // input_norm and pre_feedforward_norm per layer, and the final norm.
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm of the hidden row ({})", H), 2 * layers + 1, [&](int) {
-      return cuda::LaunchNormRope(x, xn, w, 1, H, eps, {}, nullptr, 1, stream_);
-    }));
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm + residual ({})", H), 2 * layers, [&](int) {
-      return cuda::LaunchNormResidual(x, branch, w, 1, H, eps, 1.0f, stream_);
-    }));
-    // GeGLU rewrites its gate: one gate per launch, so no launch reads what an earlier one wrote.
-    TEMPER_ASSIGN_OR_RETURN(float* gates, a.Floats(size_t(kLatencyLaunches) * ffn, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* up, a.Floats(ffn, ++seed_));
-    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("GeGLU ({})", ffn), layers, [&](int i) {
-      return cuda::LaunchGeglu(gates + size_t(i) * ffn, up, ffn, stream_);
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * next_w, a.Bf16(H, ++seed_, 1.0f));
+    // The first layer's input norm, and the final norm.
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm of the hidden row ({})", H), 2,
+                                   [&](int) { return cuda::LaunchRmsNorm(x, xn, w, 1, H, eps, stream_); }));
+    // Twice per layer: the sandwich norm and residual, then the next input norm (the last layer's
+    // second has none; timed with it).
+    TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm + residual + next RMSNorm ({})", H), 2 * layers, [&](int) {
+      return cuda::LaunchNormResidual(x, branch, w, 1, H, eps, 1.0f, next_w, xn, stream_);
     }));
 
     // The head: embedding row (vocab-parallel), gather of the logit row, final softcap, candidates.
@@ -430,16 +431,17 @@ Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, cons
       const LayerShard& ls = shard.layers[first];
       const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
       const std::string name = kind == LayerKind::kSliding ? "sliding" : "full";
-      TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj " + name, count, q, H));
-      TEMPER_RETURN_IF_ERROR(t.Gemv("k_proj " + name, count, kv, H));
-      if (!g.k_eq_v) TEMPER_RETURN_IF_ERROR(t.Gemv("v_proj " + name, count, kv, H));
-      TEMPER_RETURN_IF_ERROR(t.Gemv("o_proj " + name, count, H, q));
-      TEMPER_RETURN_IF_ERROR(t.HeadNorms(first, count));
+      if (g.k_eq_v) {
+        TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj/k_proj " + name, count, {q, kv}, H));
+      } else {
+        TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj/k_proj/v_proj " + name, count, {q, kv, kv}, H));
+      }
       TEMPER_RETURN_IF_ERROR(t.Attention(first, count));
+      TEMPER_RETURN_IF_ERROR(t.Gemv("o_proj " + name, count, {H}, q));
     }
-    TEMPER_RETURN_IF_ERROR(t.Gemv("gate_proj/up_proj", 2 * L, shard.ffn.size(), H));
-    TEMPER_RETURN_IF_ERROR(t.Gemv("down_proj", L, H, shard.ffn.size()));
-    TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, shard.vocab.size(), H));
+    TEMPER_RETURN_IF_ERROR(t.GemvGeglu(L, shard.ffn.size(), H));
+    TEMPER_RETURN_IF_ERROR(t.Gemv("down_proj", L, {H}, shard.ffn.size()));
+    TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, {shard.vocab.size()}, H));
     return t.RowKernels(L);
   };
   const Status s = run();

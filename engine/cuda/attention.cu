@@ -35,8 +35,7 @@ using detail::S;
 __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, RowTables t) {
   const int r = blockIdx.x;
   const int64_t pos = t.positions[r];
-  if (pos < 0) return;
-  if (kv.sliding && pos < t.chunk_end[r] - kv.ring) return;  // overwritten later in this chunk
+  if (math::KvWriteSkips(pos, kv.sliding, kv.ring, t.chunk_end[r])) return;
   const int width = kv.kv_heads * kv.head_dim;
   const int slot = t.slots[r];
   const int64_t row =

@@ -8,14 +8,18 @@ const char* OpKindName(OpKind kind) {
   switch (kind) {
     case OpKind::kEmbed:
       return "Embed";
-    case OpKind::kNormRope:
-      return "NormRope";
+    case OpKind::kRmsNorm:
+      return "RmsNorm";
+    case OpKind::kQkvNorm:
+      return "QkvNorm";
     case OpKind::kNormResidual:
       return "NormResidual";
     case OpKind::kGeglu:
       return "Geglu";
     case OpKind::kGemv:
       return "Gemv";
+    case OpKind::kGemvGeglu:
+      return "GemvGeglu";
     case OpKind::kToBf16:
       return "ToBf16";
     case OpKind::kGemm:

@@ -19,10 +19,12 @@ namespace temper::engine::cuda {
 
 enum class OpKind {
   kEmbed,
-  kNormRope,
+  kRmsNorm,
+  kQkvNorm,
   kNormResidual,
   kGeglu,
   kGemv,
+  kGemvGeglu,
   kToBf16,
   kGemm,
   kGatherRows,
@@ -33,7 +35,7 @@ enum class OpKind {
   kAllReduce,
   kCount
 };
-// "Embed", "NormRope", ...: the RankOps method's name.
+// "Embed", "RmsNorm", ...: the RankOps method's name.
 const char* OpKindName(OpKind kind);
 
 struct OpCounts {
@@ -76,24 +78,32 @@ class CountingOps final : public RankOps {
     Count(OpKind::kEmbed);
     return inner_->Embed(tokens, rows, table, vocab_begin, vocab_end, hidden, scale, x);
   }
-  Status NormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, const RopeView& rope,
-                  const int64_t* positions, int rows_per_position) override {
-    Count(OpKind::kNormRope);
-    return inner_->NormRope(x, out, w, rows, n, eps, rope, positions, rows_per_position);
+  Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) override {
+    Count(OpKind::kRmsNorm);
+    return inner_->RmsNorm(x, out, w, rows, n, eps);
   }
-  Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                      float scale) override {
+  Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
+                 float eps, const RowTables& t, bool write_kv) override {
+    Count(OpKind::kQkvNorm);
+    return inner_->QkvNorm(kv, q, k, v, q_norm, rows, q_heads, eps, t, write_kv);
+  }
+  Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
+                      const uint16_t* next_w, float* next_out) override {
     Count(OpKind::kNormResidual);
-    return inner_->NormResidual(x, branch, w, rows, n, eps, scale);
+    return inner_->NormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out);
   }
   Status Geglu(float* gate, const float* up, int64_t n) override {
     Count(OpKind::kGeglu);
     return inner_->Geglu(gate, up, n);
   }
-  Status Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
-              int rows, int in, int out) override {
+  Status Gemv(const float* x, const GemvParts& parts, int rows, int in) override {
     Count(OpKind::kGemv);
-    return inner_->Gemv(x, x_stride, w, w_stride, y, y_stride, rows, in, out);
+    return inner_->Gemv(x, parts, rows, in);
+  }
+  Status GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                   int out) override {
+    Count(OpKind::kGemvGeglu);
+    return inner_->GemvGeglu(x, gate, up, y, rows, in, out);
   }
   Status ToBf16(const float* x, uint16_t* y, int64_t n) override {
     Count(OpKind::kToBf16);

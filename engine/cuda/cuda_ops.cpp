@@ -106,16 +106,21 @@ Status CudaOps::Embed(const int32_t* tokens, int rows, const uint16_t* table, in
   return LaunchEmbed(tokens, rows, table, vocab_begin, vocab_end, hidden, scale, x, stream_);
 }
 
-Status CudaOps::NormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
-                         const RopeView& rope, const int64_t* positions, int rows_per_position) {
+Status CudaOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchNormRope(x, out, w, rows, n, eps, rope, positions, rows_per_position, stream_);
+  return LaunchRmsNorm(x, out, w, rows, n, eps, stream_);
 }
 
-Status CudaOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                             float scale) {
+Status CudaOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
+                        int q_heads, float eps, const RowTables& t, bool write_kv) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, stream_);
+  return LaunchQkvNorm(kv, q, k, v, q_norm, rows, q_heads, eps, t, write_kv, stream_);
+}
+
+Status CudaOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
+                             const uint16_t* next_w, float* next_out) {
+  TEMPER_RETURN_IF_ERROR(Bind());
+  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, stream_);
 }
 
 Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {
@@ -123,10 +128,15 @@ Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {
   return LaunchGeglu(gate, up, n, stream_);
 }
 
-Status CudaOps::Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
-                     int rows, int in, int out) {
+Status CudaOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchGemvBf16(x, x_stride, w, w_stride, y, y_stride, rows, in, out, stream_);
+  return LaunchGemvBf16(x, parts, rows, in, stream_);
+}
+
+Status CudaOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                          int out) {
+  TEMPER_RETURN_IF_ERROR(Bind());
+  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, stream_);
 }
 
 Status CudaOps::ToBf16(const float* x, uint16_t* y, int64_t n) {

@@ -84,6 +84,13 @@ TEMPER_HD int64_t KvRow(int64_t pos, bool sliding, int ring, int ring_slot, cons
   return static_cast<int64_t>(blocks[pos / block_tokens]) * block_tokens + pos % block_tokens;
 }
 
+// Whether a KV write skips the row at `pos`: padding rows, and on sliding layers the rows a later
+// row of the same item overwrites in the ring (pos < chunk_end − ring), so no two rows of a pass
+// write one ring row.
+TEMPER_HD bool KvWriteSkips(int64_t pos, bool sliding, int ring, int64_t chunk_end) {
+  return pos < 0 || (sliding && pos < chunk_end - ring);
+}
+
 // Split `i` of `splits` over n keys: [begin, end), contiguous, sizes differ by at most one.
 struct SplitSpan {
   int64_t begin, end;

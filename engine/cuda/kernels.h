@@ -42,17 +42,19 @@ Status LaunchEmbed(const int32_t* tokens, int rows, const uint16_t* table, int v
                    float scale, float* x, cudaStream_t stream);
 
 // rmsnorm.cu
-Status LaunchNormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, const RopeView& rope,
-                      const int64_t* positions, int rows_per_position, cudaStream_t stream);
+Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, cudaStream_t stream);
+Status LaunchQkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
+                     float eps, const RowTables& t, bool write_kv, cudaStream_t stream);
 Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                          cudaStream_t stream);
+                          const uint16_t* next_w, float* next_out, cudaStream_t stream);
 
 // geglu.cu
 Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream);
 
 // gemv_bf16.cu
-Status LaunchGemvBf16(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
-                      int rows, int in, int out, cudaStream_t stream);
+Status LaunchGemvBf16(const float* x, const GemvParts& parts, int rows, int in, cudaStream_t stream);
+Status LaunchGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in, int out,
+                       cudaStream_t stream);
 
 // elementwise.cu
 Status LaunchToBf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);

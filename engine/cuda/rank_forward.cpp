@@ -15,61 +15,78 @@
 #include <algorithm>
 #include <vector>
 
+#include "engine/backend.h"
+
 namespace temper::engine::cuda {
 namespace {
 
 // y[rows][out] = x[rows][in] · Wᵀ, W packed [out][in]. Products of more than kMaxGemvRows rows run
 // GemmRows(rows) rows (device_rank.h: the rows after `rows` are padding nothing reads).
 Status Linear(DeviceRank& d, const float* x, int rows, int in, const uint16_t* w, int out, float* y) {
-  if (rows <= kMaxGemvRows) return d.ops->Gemv(x, in, w, in, y, out, rows, in, out);
+  if (rows <= kMaxGemvRows) return d.ops->Gemv(x, GemvParts().Add(w, y, out), rows, in);
   TEMPER_RETURN_IF_ERROR(d.ops->ToBf16(x, d.operand, int64_t{rows} * in));
   const int padded = GemmRows(rows);
   return d.ops->Gemm(d.operand, in, w, in, y, out, padded, in, out);
 }
 
-Status Layer(DeviceRank& d, const DeviceLayer& l, const PassShape& s) {
+// A decode pass (at most kMaxGemvRows rows) takes the fused path: q, k and v as one GEMV, the
+// fresh keys and values stored by the norm kernel before the attention, gate and up as one GEMV
+// with the GeGLU. Storing first is right because no item of such a pass has more rows than the
+// ring's slack for drafts (rank_ops.h, QkvNorm); a prefill pass attends first and then stores.
+static_assert(kMaxGemvRows <= kMaxDraftTokens + 1);
+
+// On entry d.xn holds input_norm(x) (the previous layer's last op, or the embedding's norm); on
+// exit d.x holds the layer's output and, unless this is the last layer, d.xn the next layer's
+// input_norm of it.
+Status Layer(DeviceRank& d, const DeviceLayer& l, const DeviceLayer* next, const PassShape& s) {
   const ModelConfig& c = *d.config;
   const int H = c.hidden_size, rows = s.rows, hd = l.head_dim;
   const float eps = c.rms_norm_eps;
   RankOps& ops = *d.ops;
-  const int64_t* positions = d.tables.positions;
+  const bool decode = rows <= kMaxGemvRows;
 
   // ---- attention ----
-  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, l.input_norm, rows, H, eps, {}, nullptr, 1));
-  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.q, l.q_width, d.q));
-  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.k, l.kv_width, d.k));
-  // Point 3: per-head q_norm and k_norm, then RoPE; v_norm has no weight and V is not rotated.
-  const int q_heads = l.q_width / hd, kv_heads = l.kv_width / hd;
-  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.q, d.q, l.q_norm, rows * q_heads, hd, eps, l.rope, positions, q_heads));
-  if (l.k_eq_v) {
-    // Point 6: V = v_norm(raw k_proj output). The cache keeps V only and the attention rebuilds
-    // K = RoPE(V ⊙ k_norm) for cached and fresh keys alike, so K itself is never stored.
-    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.k, d.v, nullptr, rows * kv_heads, hd, eps, {}, nullptr, 1));
+  if (decode) {
+    GemvParts qkv;
+    qkv.Add(l.q, d.q, l.q_width).Add(l.k, d.k, l.kv_width);
+    if (!l.k_eq_v) qkv.Add(l.v, d.v, l.kv_width);
+    TEMPER_RETURN_IF_ERROR(ops.Gemv(d.xn, qkv, rows, H));
   } else {
-    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.v, l.kv_width, d.v));
-    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.k, d.k, l.k_norm, rows * kv_heads, hd, eps, l.rope, positions, kv_heads));
-    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.v, d.v, nullptr, rows * kv_heads, hd, eps, {}, nullptr, 1));
+    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.q, l.q_width, d.q));
+    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.k, l.kv_width, d.k));
+    if (!l.k_eq_v) TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.v, l.kv_width, d.v));
   }
+  // Points 3, 6: per-head q_norm and k_norm with RoPE, v_norm without weight or rotation; on
+  // k_eq_v layers V = v_norm(raw k_proj output), the cache keeps V only and the attention rebuilds
+  // K = RoPE(V ⊙ k_norm) for cached and fresh keys alike.
+  TEMPER_RETURN_IF_ERROR(
+      ops.QkvNorm(l.kv, d.q, d.k, d.v, l.q_norm, rows, l.q_width / hd, eps, d.tables, /*write_kv=*/decode));
   // Points 4, 7, 9: scale 1, the strict window, grouped heads. Keys of this pass come from d.k /
-  // d.v, older ones from the cache; the pass's keys are stored only after every row attended.
+  // d.v, older ones from the cache.
   TEMPER_RETURN_IF_ERROR(ops.Attention(l.kv, d.q, d.k, d.v, d.att, rows, d.tables, l.heads, s.splits, d.partials));
-  TEMPER_RETURN_IF_ERROR(ops.KvWrite(l.kv, d.k, d.v, rows, d.tables));
+  if (!decode) TEMPER_RETURN_IF_ERROR(ops.KvWrite(l.kv, d.k, d.v, rows, d.tables));
   // Row-parallel o_proj: partial sums over this rank's heads, completed by the all-reduce.
   TEMPER_RETURN_IF_ERROR(Linear(d, d.att, rows, l.q_width, l.o, H, d.proj));
   TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.proj, static_cast<size_t>(rows) * H));
-  // Point 10: the sandwich norm on the branch, then the residual add.
-  TEMPER_RETURN_IF_ERROR(ops.NormResidual(d.x, d.proj, l.post_attention_norm, rows, H, eps, 1.0f));
+  // Point 10: the sandwich norm on the branch, the residual add, and the MLP's input norm.
+  TEMPER_RETURN_IF_ERROR(
+      ops.NormResidual(d.x, d.proj, l.post_attention_norm, rows, H, eps, 1.0f, l.pre_feedforward_norm, d.xn));
 
   // ---- MLP: down(gelu_tanh(gate(x)) · up(x)) ----
   const int ffn = d.shard.ffn.size();
-  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, l.pre_feedforward_norm, rows, H, eps, {}, nullptr, 1));
-  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.gate, ffn, d.gate));
-  TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.up, ffn, d.up));
-  TEMPER_RETURN_IF_ERROR(ops.Geglu(d.gate, d.up, int64_t{rows} * ffn));
+  if (decode) {
+    TEMPER_RETURN_IF_ERROR(ops.GemvGeglu(d.xn, l.gate, l.up, d.gate, rows, H, ffn));
+  } else {
+    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.gate, ffn, d.gate));
+    TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.up, ffn, d.up));
+    TEMPER_RETURN_IF_ERROR(ops.Geglu(d.gate, d.up, int64_t{rows} * ffn));
+  }
   TEMPER_RETURN_IF_ERROR(Linear(d, d.gate, rows, ffn, l.down, H, d.proj));
   TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.proj, static_cast<size_t>(rows) * H));
-  // Point 11: layer_scalar scales the residual stream itself, after both residual adds.
-  return ops.NormResidual(d.x, d.proj, l.post_feedforward_norm, rows, H, eps, l.layer_scalar);
+  // Point 11: layer_scalar scales the residual stream itself, after both residual adds; then the
+  // next layer's input norm.
+  return ops.NormResidual(d.x, d.proj, l.post_feedforward_norm, rows, H, eps, l.layer_scalar,
+                          next ? next->input_norm : nullptr, next ? d.xn : nullptr);
 }
 
 // The head over logit rows [first, first + n) of the pass, which are output rows
@@ -82,7 +99,7 @@ Status Head(DeviceRank& d, const PassShape& s, int first, int n, float* host_log
   float* logits = d.logits + int64_t{slot} * vocab;
   RankOps& ops = *d.ops;
   TEMPER_RETURN_IF_ERROR(ops.GatherRows(d.x, H, d.logit_index + first, n, d.head_in));
-  TEMPER_RETURN_IF_ERROR(ops.NormRope(d.head_in, d.head_in, d.final_norm, n, H, c.rms_norm_eps, {}, nullptr, 1));
+  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.head_in, d.head_in, d.final_norm, n, H, c.rms_norm_eps));
   TEMPER_RETURN_IF_ERROR(Linear(d, d.head_in, n, H, d.lm_head, vocab, logits));
   if (c.final_logit_softcapping > 0) {
     TEMPER_RETURN_IF_ERROR(ops.Softcap(logits, vocab, n, vocab, c.final_logit_softcapping));
@@ -176,13 +193,15 @@ Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
   if (d.shard.tp > 1) TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.x, static_cast<size_t>(s.rows) * H));
   TEMPER_RETURN_IF_ERROR(capture_hidden(0, d.x));
 
+  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.x, d.xn, d.layers[0].input_norm, s.rows, H, c.rms_norm_eps));
   for (int l = 0; l < c.num_layers; ++l) {
-    TEMPER_RETURN_IF_ERROR(Layer(d, d.layers[l], s));
+    const DeviceLayer* next = l + 1 < c.num_layers ? &d.layers[l + 1] : nullptr;
+    TEMPER_RETURN_IF_ERROR(Layer(d, d.layers[l], next, s));
     if (l + 1 < c.num_layers) TEMPER_RETURN_IF_ERROR(capture_hidden(l + 1, d.x));
   }
   // Point 13: the last hidden state is the final-norm output.
   if (capture) {
-    TEMPER_RETURN_IF_ERROR(ops.NormRope(d.x, d.xn, d.final_norm, s.rows, H, c.rms_norm_eps, {}, nullptr, 1));
+    TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.x, d.xn, d.final_norm, s.rows, H, c.rms_norm_eps));
     TEMPER_RETURN_IF_ERROR(capture_hidden(c.num_layers, d.xn));
   }
 

@@ -76,6 +76,30 @@ struct HeadRange {
   int kv_head_begin = 0;  // first global KV head held
 };
 
+// The products one GEMV launch computes over the same activation rows: up to kMax parts, part p
+// of `width[p]` outputs from its own weights w[p] (packed [width][in]) into its own packed rows
+// y[p] ([rows][width]). One launch for q, k and v.
+struct GemvParts {
+  static constexpr int kMax = 3;
+  const uint16_t* w[kMax] = {};
+  float* y[kMax] = {};
+  int width[kMax] = {};
+
+  int outputs() const { return width[0] + width[1] + width[2]; }
+  // Appends a part; at most kMax.
+  GemvParts& Add(const uint16_t* weights, float* out, int outputs) {
+    for (int p = 0; p < kMax; ++p) {
+      if (width[p] == 0) {
+        w[p] = weights;
+        y[p] = out;
+        width[p] = outputs;
+        break;
+      }
+    }
+    return *this;
+  }
+};
+
 class RankOps {
  public:
   virtual ~RankOps() = default;
@@ -105,19 +129,33 @@ class RankOps {
   // [vocab_begin, vocab_end), zeros otherwise (the all-reduce assembles the rows).
   virtual Status Embed(const int32_t* tokens, int rows, const uint16_t* table, int vocab_begin, int vocab_end,
                        int hidden, float scale, float* x) = 0;
-  // Points 2, 3, 8: out = x · RmsScale · w per row of n (w null: no weight), then RoPE on the pairs
-  // (j, j + n/2), j < rope.angles, at positions[row / rows_per_position] when rope.cos is set
-  // (padding rows, position < 0, are normed but not rotated). In place is fine.
-  virtual Status NormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
-                          const RopeView& rope, const int64_t* positions, int rows_per_position) = 0;
-  // Points 10, 11: x = (x + RmsNorm(branch) · w) · scale, per row of n.
-  virtual Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                              float scale) = 0;
+  // Points 2, 8: out = x · RmsScale · w per row of n (w null: no weight). In place is fine.
+  virtual Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) = 0;
+  // Points 3, 6 for `rows` rows of a layer's fresh heads, in one launch (q: [rows][q_heads ·
+  // head_dim], k and v: [rows][kv.kv_heads · head_dim], head_dim = kv.head_dim):
+  //   q = RoPE(RmsNorm(q) · q_norm) per head, in place;
+  //   k_eq_v layers (kv.k null): v = RmsNorm(k) per head (k holds the raw k_proj output; the
+  //   attention rebuilds K from V);
+  //   other layers: k = RoPE(RmsNorm(k) · kv.k_norm) and v = RmsNorm(v) per head, in place.
+  // RoPE uses kv.rope at positions[r]; padding rows (position < 0) are normed, not rotated. With
+  // `write_kv`, each head's result is also stored in the cache as KvWrite stores it, which is only
+  // right before the attention when no row of the pass overwrites a ring row another row still
+  // reads from the cache: true when every item has at most kMaxDraftTokens + 1 rows in the pass.
+  virtual Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
+                         int q_heads, float eps, const RowTables& t, bool write_kv) = 0;
+  // Points 10, 11, then 2: x = (x + RmsNorm(branch) · w) · scale, per row of n; then, when
+  // next_out is set, next_out = RmsNorm(x) · next_w (the next sublayer's input norm, fused).
+  virtual Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
+                              const uint16_t* next_w, float* next_out) = 0;
   // Point 10: gate[i] = GeluTanh(gate[i]) · up[i].
   virtual Status Geglu(float* gate, const float* up, int64_t n) = 0;
-  // Decode products: y[r·ys + o] = Σ_i x[r·xs + i] · w[o·ws + i], fp32 x and accumulation, rows 1-8.
-  virtual Status Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y, int64_t y_stride,
-                      int rows, int in, int out) = 0;
+  // Decode products, rows 1-8, fp32 x and accumulation, for every part p of `parts`:
+  // y[p][r·width[p] + o] = Σ_i x[r·in + i] · w[p][o·in + i].
+  virtual Status Gemv(const float* x, const GemvParts& parts, int rows, int in) = 0;
+  // Point 10 on decode rows (1-8): y[r·out + o] = GeluTanh(x_r · gate_o) · (x_r · up_o), gate and
+  // up packed [out][in], each product as Gemv computes it.
+  virtual Status GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                           int out) = 0;
   // y[i] = bf16(x[i]), round to nearest even (the operand of Gemm).
   virtual Status ToBf16(const float* x, uint16_t* y, int64_t n) = 0;
   // Prefill products: y[r·ldy + o] = Σ_i x[r·ldx + i] · w[o·ldw + i], bf16 operands, fp32

@@ -105,34 +105,63 @@ float RmsScaleOf(const float* x, int n, float eps) {
   return math::RmsScale(sum_sq, n, eps);
 }
 
+// out = RmsNorm(x) · w over one row of n (w null: no weight), then RoPE at `pos` when `rope` has
+// tables and pos >= 0.
+void NormRow(const float* x, float* out, const uint16_t* w, int n, float eps, const RopeView* rope, int64_t pos) {
+  const float scale = RmsScaleOf(x, n, eps);
+  for (int i = 0; i < n; ++i) {
+    const float v = x[i] * scale;
+    out[i] = w ? v * Bf16ToFloat(w[i]) : v;
+  }
+  if (!rope || !rope->cos || pos < 0) return;
+  const float* c = rope->cos + pos * rope->angles;
+  const float* s = rope->sin + pos * rope->angles;
+  for (int j = 0; j < rope->angles; ++j) math::RopePair(out[j], out[j + n / 2], c[j], s[j]);
+}
+
+float Dot(const float* x, const uint16_t* w, int in) {
+  float s = 0;
+  for (int i = 0; i < in; ++i) s += x[i] * Bf16ToFloat(w[i]);
+  return s;
+}
+
 }  // namespace
 
-Status ReferenceOps::NormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
-                              const RopeView& rope, const int64_t* positions, int rows_per_position) {
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + int64_t{r} * n;
-    float* o = out + int64_t{r} * n;
-    const float scale = RmsScaleOf(xr, n, eps);
-    for (int i = 0; i < n; ++i) {
-      const float v = xr[i] * scale;
-      o[i] = w ? v * Bf16ToFloat(w[i]) : v;
-    }
-    const int64_t pos = rope.cos ? positions[r / rows_per_position] : -1;
-    if (pos < 0) continue;
-    const float* c = rope.cos + pos * rope.angles;
-    const float* s = rope.sin + pos * rope.angles;
-    for (int j = 0; j < rope.angles; ++j) math::RopePair(o[j], o[j + n / 2], c[j], s[j]);
-  }
+Status ReferenceOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) {
+  for (int r = 0; r < rows; ++r) NormRow(x + int64_t{r} * n, out + int64_t{r} * n, w, n, eps, nullptr, -1);
   return Status::OK();
 }
 
+Status ReferenceOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
+                             int q_heads, float eps, const RowTables& t, bool write_kv) {
+  const int hd = kv.head_dim;
+  for (int r = 0; r < rows; ++r) {
+    const int64_t pos = t.positions[r];
+    for (int h = 0; h < q_heads; ++h) {
+      float* head = q + (int64_t{r} * q_heads + h) * hd;
+      NormRow(head, head, q_norm, hd, eps, &kv.rope, pos);
+    }
+    for (int h = 0; h < kv.kv_heads; ++h) {
+      const int64_t at = (int64_t{r} * kv.kv_heads + h) * hd;
+      if (kv.k) {
+        NormRow(k + at, k + at, kv.k_norm, hd, eps, &kv.rope, pos);
+        NormRow(v + at, v + at, nullptr, hd, eps, nullptr, -1);
+      } else {
+        NormRow(k + at, v + at, nullptr, hd, eps, nullptr, -1);
+      }
+    }
+  }
+  return write_kv ? KvWrite(kv, k, v, rows, t) : Status::OK();
+}
+
 Status ReferenceOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                                  float scale) {
+                                  float scale, const uint16_t* next_w, float* next_out) {
   for (int r = 0; r < rows; ++r) {
     float* xr = x + int64_t{r} * n;
     const float* br = branch + int64_t{r} * n;
     const float inv = RmsScaleOf(br, n, eps);
     for (int i = 0; i < n; ++i) xr[i] = (xr[i] + (br[i] * inv) * Bf16ToFloat(w[i])) * scale;
+    if (next_out) NormRow(xr, next_out + int64_t{r} * n, next_w, n, eps, nullptr, -1);
   }
   return Status::OK();
 }
@@ -142,16 +171,26 @@ Status ReferenceOps::Geglu(float* gate, const float* up, int64_t n) {
   return Status::OK();
 }
 
-Status ReferenceOps::Gemv(const float* x, int64_t x_stride, const uint16_t* w, int64_t w_stride, float* y,
-                          int64_t y_stride, int rows, int in, int out) {
+Status ReferenceOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
   if (rows < 1 || rows > 8) return Status::InvalidArgument(fmt::format("GEMV: {} rows (1-8)", rows));
+  for (int p = 0; p < GemvParts::kMax; ++p) {
+    for (int o = 0; o < parts.width[p]; ++o) {
+      for (int r = 0; r < rows; ++r) {
+        parts.y[p][int64_t{r} * parts.width[p] + o] = Dot(x + int64_t{r} * in, parts.w[p] + int64_t{o} * in, in);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+Status ReferenceOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                               int out) {
+  if (rows < 1 || rows > 8) return Status::InvalidArgument(fmt::format("GEMV GeGLU: {} rows (1-8)", rows));
   for (int r = 0; r < rows; ++r) {
+    const float* xr = x + int64_t{r} * in;
     for (int o = 0; o < out; ++o) {
-      const uint16_t* wr = w + int64_t{o} * w_stride;
-      const float* xr = x + int64_t{r} * x_stride;
-      float s = 0;
-      for (int i = 0; i < in; ++i) s += xr[i] * Bf16ToFloat(wr[i]);
-      y[int64_t{r} * y_stride + o] = s;
+      const float g = Dot(xr, gate + int64_t{o} * in, in), u = Dot(xr, up + int64_t{o} * in, in);
+      y[int64_t{r} * out + o] = math::GeluTanh(g) * u;
     }
   }
   return Status::OK();
@@ -194,7 +233,7 @@ Status ReferenceOps::KvWrite(const KvLayerView& kv, const float* k, const float*
   const int width = kv.kv_heads * kv.head_dim;
   for (int r = 0; r < rows; ++r) {
     const int64_t pos = t.positions[r];
-    if (pos < 0 || (kv.sliding && pos < t.chunk_end[r] - kv.ring)) continue;
+    if (math::KvWriteSkips(pos, kv.sliding, kv.ring, t.chunk_end[r])) continue;
     const int slot = t.slots[r];
     const int64_t row =
         math::KvRow(pos, kv.sliding, kv.ring, slot, t.blocks + int64_t{slot} * t.max_blocks, kv.block_tokens);

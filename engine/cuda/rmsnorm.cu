@@ -1,6 +1,13 @@
-// Fused RMSNorm kernels: the input norms, the per-head q/k/v norms with partial proportional RoPE,
-// and the sandwich-norm residual update. One block per row; each row is read once and written
-// once, with the sum of squares reduced in fp32 across the block.
+// The RMSNorm kernels: a row's norm (the first input norm, the final norm), a layer's q/k/v head
+// norms with partial proportional RoPE and, on decode passes, the KV write, and the sandwich-norm
+// residual update fused with the next sublayer's input norm. One block per row (per head for the
+// head norms); each row is read once and written once, with the sums of squares reduced in fp32
+// across the block.
+//
+// Fusion saves launches, not bytes: at batch 1 each of these kernels moves a few tens of KB, so
+// what it costs is its launch and its dependent latency (a few us each in a graph). QkvNorm replaces
+// two or three norm launches and the KV write of every layer; NormResidual's next norm replaces
+// the input norm of the MLP and of the next layer.
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
@@ -13,8 +20,14 @@ namespace {
 
 using detail::S;
 
-constexpr int kThreads = 256;
+constexpr int kMaxThreads = 1024;
+constexpr int kHeadThreads = 256;  // a head of up to 512 dims: one RoPE pair per thread
 
+// Threads per row of n: hidden rows (thousands of floats) take a whole block's worth, so each
+// thread's loads are few and independent; a head's 256-512 take 256.
+int RowThreads(int n) { return n >= 2048 ? kMaxThreads : kHeadThreads; }
+
+// The sum of v over the block; every thread gets it. `shared` holds one float per warp.
 __device__ float BlockSum(float v, float* shared) {
   for (int off = 16; off > 0; off /= 2) v += __shfl_xor_sync(0xffffffffu, v, off);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -26,74 +39,141 @@ __device__ float BlockSum(float v, float* shared) {
   return s;
 }
 
-__global__ void NormRopeKernel(const float* x, float* out, const uint16_t* w, int n, float eps, RopeView rope,
-                               const int64_t* positions, int rows_per_position) {
-  __shared__ float shared[kThreads / 32];
-  const float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
-  float* outr = out + static_cast<int64_t>(blockIdx.x) * n;
+// out = RmsNorm(x) · w over one row of n (w null: no weight), then RoPE on the pairs (j, j + n/2),
+// j < rope.angles, at `pos` when rope.cos is set and pos >= 0; with `store`, each output is also
+// written there in bf16. Each thread owns whole elements (whole pairs with RoPE), so in place is
+// fine.
+__device__ void NormRow(const float* x, float* out, const uint16_t* w, int n, float eps, const RopeView& rope,
+                        int64_t pos, uint16_t* store, float* shared) {
   float sum_sq = 0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += xr[i] * xr[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += x[i] * x[i];
   const float scale = math::RmsScale(BlockSum(sum_sq, shared), n, eps);
-  const int64_t pos = rope.cos ? positions[blockIdx.x / rows_per_position] : -1;
-  if (pos < 0) {  // no RoPE, or a padding row
+  if (!rope.cos || pos < 0) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const float v = xr[i] * scale;
-      outr[i] = w ? v * math::Bf16ToFloat(w[i]) : v;
+      float v = x[i] * scale;
+      if (w) v *= math::Bf16ToFloat(w[i]);
+      out[i] = v;
+      if (store) store[i] = math::FloatToBf16(v);
     }
     return;
   }
-  // RoPE: each thread owns whole pairs (j, j + n/2), so in-place is safe.
   const int half = n / 2;
   for (int j = threadIdx.x; j < half; j += blockDim.x) {
-    float a = xr[j] * scale, b = xr[j + half] * scale;
+    float a = x[j] * scale, b = x[j + half] * scale;
     if (w) {
       a *= math::Bf16ToFloat(w[j]);
       b *= math::Bf16ToFloat(w[j + half]);
     }
     if (j < rope.angles) math::RopePair(a, b, rope.cos[pos * rope.angles + j], rope.sin[pos * rope.angles + j]);
-    outr[j] = a;
-    outr[j + half] = b;
+    out[j] = a;
+    out[j + half] = b;
+    if (store) {
+      store[j] = math::FloatToBf16(a);
+      store[j + half] = math::FloatToBf16(b);
+    }
   }
 }
 
-__global__ void NormResidualKernel(float* x, const float* branch, const uint16_t* w, int n, float eps, float scale) {
-  __shared__ float shared[kThreads / 32];
-  const float* br = branch + static_cast<int64_t>(blockIdx.x) * n;
-  float* xr = x + static_cast<int64_t>(blockIdx.x) * n;
+__global__ void RmsNormKernel(const float* x, float* out, const uint16_t* w, int n, float eps) {
+  __shared__ float shared[kMaxThreads / 32];
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
+  NormRow(x + at, out + at, w, n, eps, RopeView{}, -1, nullptr, shared);
+}
+
+// One block per (row, head) over the row's q heads, then its k heads, then (layers with their own
+// V) its v heads.
+__global__ void QkvNormKernel(KvLayerView kv, float* q, float* k, float* v, const uint16_t* q_norm, int q_heads,
+                              float eps, RowTables t, bool write_kv) {
+  __shared__ float shared[kHeadThreads / 32];
+  const int hd = kv.head_dim, kv_heads = kv.kv_heads;
+  const bool k_eq_v = kv.k == nullptr;
+  const int heads = q_heads + kv_heads * (k_eq_v ? 1 : 2);
+  const int r = blockIdx.x / heads, h = blockIdx.x % heads;
+  const int64_t pos = t.positions[r];
+  if (h < q_heads) {
+    float* head = q + (static_cast<int64_t>(r) * q_heads + h) * hd;
+    NormRow(head, head, q_norm, hd, eps, kv.rope, pos, nullptr, shared);
+    return;
+  }
+  const bool is_k = !k_eq_v && h < q_heads + kv_heads;
+  const int kvh = (h - q_heads) % kv_heads;
+  const int64_t at = (static_cast<int64_t>(r) * kv_heads + kvh) * hd;
+  uint16_t* store = nullptr;
+  if (write_kv && !math::KvWriteSkips(pos, kv.sliding, kv.ring, t.chunk_end[r])) {
+    const int slot = t.slots[r];
+    const int64_t row = math::KvRow(pos, kv.sliding, kv.ring, slot,
+                                    t.blocks + static_cast<int64_t>(slot) * t.max_blocks, kv.block_tokens);
+    store = (is_k ? kv.k : kv.v) + row * kv_heads * hd + static_cast<int64_t>(kvh) * hd;
+  }
+  if (is_k) {
+    NormRow(k + at, k + at, kv.k_norm, hd, eps, kv.rope, pos, store, shared);
+  } else {  // V: v_norm of its own projection, or of the raw k_proj output on k_eq_v layers
+    NormRow((k_eq_v ? k : v) + at, v + at, nullptr, hd, eps, RopeView{}, -1, store, shared);
+  }
+}
+
+__global__ void NormResidualKernel(float* x, const float* branch, const uint16_t* w, int n, float eps, float scale,
+                                   const uint16_t* next_w, float* next_out) {
+  __shared__ float shared[kMaxThreads / 32];
+  const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
+  const float* br = branch + at;
+  float* xr = x + at;
   float sum_sq = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += br[i] * br[i];
   const float inv = math::RmsScale(BlockSum(sum_sq, shared), n, eps);
+  float next_sum_sq = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    xr[i] = (xr[i] + (br[i] * inv) * math::Bf16ToFloat(w[i])) * scale;
+    const float updated = (xr[i] + (br[i] * inv) * math::Bf16ToFloat(w[i])) * scale;
+    xr[i] = updated;
+    next_sum_sq += updated * updated;
+  }
+  if (!next_out) return;
+  // Each thread reads back only the elements it wrote above.
+  const float next_scale = math::RmsScale(BlockSum(next_sum_sq, shared), n, eps);
+  float* out = next_out + at;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = xr[i] * next_scale;
+    out[i] = next_w ? v * math::Bf16ToFloat(next_w[i]) : v;
   }
 }
 
 }  // namespace
 
-Status LaunchNormRope(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, const RopeView& rope,
-                      const int64_t* positions, int rows_per_position, cudaStream_t stream) {
-  if (rows < 1 || n < 1 ||
-      (rope.cos && (n % 2 != 0 || rope.angles > n / 2 || !rope.sin || !positions || rows_per_position < 1))) {
-    return Status::InvalidArgument("RMSNorm/RoPE: rows " + S(rows) + ", n " + S(n) + ", angles " + S(rope.angles) +
-                                   " are not a valid shape");
+Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, cudaStream_t stream) {
+  if (rows < 1 || n < 1) return Status::InvalidArgument("RMSNorm: rows " + S(rows) + ", n " + S(n));
+  RmsNormKernel<<<rows, RowThreads(n), 0, stream>>>(x, out, w, n, eps);
+  TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+Status LaunchQkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
+                     float eps, const RowTables& t, bool write_kv, cudaStream_t stream) {
+  const int hd = kv.head_dim;
+  if (rows < 1 || q_heads < 1 || kv.kv_heads < 1 || hd < 2 || hd % 2 != 0 || hd > 2 * kHeadThreads ||
+      kv.rope.angles > hd / 2 || !kv.rope.cos || !kv.rope.sin || (kv.k && !kv.k_norm) || (write_kv && !kv.v)) {
+    return Status::InvalidArgument("q/k/v norms: rows " + S(rows) + ", q_heads " + S(q_heads) + ", kv_heads " +
+                                   S(kv.kv_heads) + ", head_dim " + S(hd) + " (even, at most " + S(2 * kHeadThreads) +
+                                   "), angles " + S(kv.rope.angles) + " (RoPE tables and k_norm required)");
   }
-  NormRopeKernel<<<rows, kThreads, 0, stream>>>(x, out, w, n, eps, rope, positions, rows_per_position);
+  const int heads = q_heads + kv.kv_heads * (kv.k ? 2 : 1);
+  QkvNormKernel<<<rows * heads, kHeadThreads, 0, stream>>>(kv, q, k, v, q_norm, q_heads, eps, t, write_kv);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
 
 Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                          cudaStream_t stream) {
+                          const uint16_t* next_w, float* next_out, cudaStream_t stream) {
   if (rows < 1 || n < 1 || !w) {
     return Status::InvalidArgument("norm-residual: rows " + S(rows) + ", n " + S(n) + " (weight required)");
   }
-  NormResidualKernel<<<rows, kThreads, 0, stream>>>(x, branch, w, n, eps, scale);
+  NormResidualKernel<<<rows, RowThreads(n), 0, stream>>>(x, branch, w, n, eps, scale, next_w, next_out);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
 
 Status LoadNormKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormRopeKernel, "NormRopeKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(RmsNormKernel, "RmsNormKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(QkvNormKernel, "QkvNormKernel"));
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormResidualKernel, "NormResidualKernel"));
   return Status::OK();
 }

@@ -662,13 +662,22 @@ TEST_CASE("launches per decode token per rank, counted on the reference ops: the
     }
     std::printf("31B structure, tp %d: %lld ops, %lld kernel launches per decode token per rank:%s\n", tp,
                 static_cast<long long>(n.Total()), static_cast<long long>(n.Launches()), table.c_str());
-    // One attention and one cache write per layer; no prefill GEMM in a decode step.
-    CHECK(n[OpKind::kAttention] == config.num_layers);
-    CHECK(n[OpKind::kKvWrite] == config.num_layers);
+    // The fused decode layer: q/k/v as one GEMV, their norms with the KV write, the attention, o_proj,
+    // the norm-residual with the MLP's input norm, gate/up with the GeGLU, down_proj, and the
+    // norm-residual with the next layer's input norm. Around the layers: the embedding, the first
+    // input norm, and the head (gather, final norm, LM head, softcap).
+    const int L = config.num_layers;
+    CHECK(n[OpKind::kGemv] == 3 * L + 1);
+    CHECK(n[OpKind::kQkvNorm] == L);
+    CHECK(n[OpKind::kAttention] == L);
+    CHECK(n[OpKind::kNormResidual] == 2 * L);
+    CHECK(n[OpKind::kGemvGeglu] == L);
+    CHECK(n[OpKind::kRmsNorm] == 2);
+    CHECK(n[OpKind::kKvWrite] == 0);
+    CHECK(n[OpKind::kGeglu] == 0);
     CHECK(n[OpKind::kGemm] == 0);
-    CHECK(n[OpKind::kGemv] >= 4 * config.num_layers);
-    if (tp == 1) CHECK(n[OpKind::kAllReduce] == 0);
-    if (tp > 1) CHECK(n[OpKind::kAllReduce] >= 2 * config.num_layers);
+    CHECK(n.Launches() == 9 * L + 5 + (config.final_logit_softcapping > 0) + (tp > 1 ? 2 * L + 1 : 0));
+    CHECK(n[OpKind::kAllReduce] == (tp > 1 ? 2 * L + 1 : 0));
   }
 }
 
