@@ -11,7 +11,7 @@
 //      and turns the scores into weights;
 //   3. values: each thread owns head_dim / kTile dims (at least one) and adds Σ weight · V for
 //      every query head of the group, reading each value once.
-// Decode rows use several splits, merged in order by a second kernel; how many runs on the GPU is
+// Decode rows use several splits, merged by a second kernel; how many runs on the GPU is
 // the row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys), so one
 // captured graph serves short and long contexts. Prefill rows use one split and write directly.
 //
@@ -294,19 +294,64 @@ __global__ void __launch_bounds__(kTile)
   }
 }
 
-__global__ void MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits) {
-  const int h = blockIdx.x, r = blockIdx.y;
-  const float* part = partials + (int64_t{r} * q_heads + h) * splits * (hd + 2);
-  for (int d = threadIdx.x; d < hd; d += blockDim.x) {
-    math::SoftmaxState state{-INFINITY, 0.0f};
-    float acc = 0;
-    for (int s = 0; s < splits; ++s) {
-      const float* ps = part + int64_t{s} * (hd + 2);
-      float sa, sb;
-      math::MergeSoftmax(state, math::SoftmaxState{ps[hd], ps[hd + 1]}, sa, sb);
-      acc = acc * sa + ps[d] * sb;
+constexpr int kMergeChunk = 64;  // splits whose weights a merge block stages at a time
+constexpr int kMergeDims = 2;    // output dims per merge thread
+
+int MergeThreads(int hd) { return std::max(kMergeChunk, (hd + kMergeDims - 1) / kMergeDims); }
+
+// One block per (row, query head) merges the row's used splits (UsedSplits of its key count; the
+// rest are empty): the largest of the splits' maxima M first, then each split's weight
+// exp(max_s − M) once, staged in shared memory, then per dim Σ_s weight_s · acc_s[d] over
+// Σ_s weight_s · sum_s. The loads of different splits are independent, so many are in flight; a
+// merge that folds the splits one after another waits for each (it took 33 us of a sliding layer's
+// 42 us at 16 keys on the H200 with 64 splits, bench/RESULTS.md).
+__global__ void MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits,
+                            const int64_t* positions, int window, bool sliding) {
+  __shared__ float weight_s[kMergeChunk], sum_s[kMergeChunk], reduce_s[32];
+  const int h = blockIdx.x, r = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int64_t stride = hd + 2;
+  const float* part = partials + (int64_t{r} * q_heads + h) * splits * stride;
+  int used = 0;  // padding rows: none, and a zero output
+  const int64_t pos = positions[r];
+  if (pos >= 0) used = math::UsedSplits(pos - math::WindowStart(pos, window, sliding) + 1, splits);
+
+  float m = -INFINITY;  // an empty split's max is -inf
+  for (int s = tid; s < used; s += blockDim.x) m = fmaxf(m, part[s * stride + hd]);
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  if (lane == 0) reduce_s[warp] = m;
+  __syncthreads();
+  m = -INFINITY;
+  for (int i = 0; i < static_cast<int>(blockDim.x / 32); ++i) m = fmaxf(m, reduce_s[i]);
+
+  float acc[kMergeDims] = {}, denominator = 0;
+  for (int first = 0; first < used; first += kMergeChunk) {
+    const int n = min(kMergeChunk, used - first);
+    __syncthreads();  // the previous chunk's weights are read by every thread
+    if (tid < n) {
+      const float* ps = part + (first + tid) * stride;
+      const math::SoftmaxState state{ps[hd], ps[hd + 1]};
+      weight_s[tid] = math::SplitWeight(state, m);
+      sum_s[tid] = state.sum;
     }
-    out[(int64_t{r} * q_heads + h) * hd + d] = state.sum > 0 ? acc / state.sum : 0.0f;
+    __syncthreads();
+#pragma unroll 8
+    for (int i = 0; i < n; ++i) {
+      const float* ps = part + (first + i) * stride;
+      const float w = weight_s[i];
+      denominator += w * sum_s[i];
+#pragma unroll
+      for (int j = 0; j < kMergeDims; ++j) {
+        const int d = tid + j * blockDim.x;
+        if (d < hd) acc[j] += w * ps[d];
+      }
+    }
+  }
+  float* o = out + (int64_t{r} * q_heads + h) * hd;
+#pragma unroll
+  for (int j = 0; j < kMergeDims; ++j) {
+    const int d = tid + j * blockDim.x;
+    if (d < hd) o[d] = denominator > 0 ? acc[j] / denominator : 0.0f;
   }
 }
 
@@ -366,7 +411,8 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits > 1) {
-    MergeKernel<<<dim3(heads.q_heads, rows), 256, 0, stream>>>(partials, out, heads.q_heads, kv.head_dim, splits);
+    MergeKernel<<<dim3(heads.q_heads, rows), MergeThreads(kv.head_dim), 0, stream>>>(
+        partials, out, heads.q_heads, kv.head_dim, splits, t.positions, kv.window, kv.sliding);
     TEMPER_CUDA_TRY(cudaGetLastError());
   }
   return Status::OK();

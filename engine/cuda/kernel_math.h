@@ -121,4 +121,8 @@ TEMPER_HD void MergeSoftmax(SoftmaxState& a, const SoftmaxState& b, float& scale
   a.max = m;
 }
 
+// A split's weight when the splits of a row are merged at once: exp(max − m), m the largest of
+// their maxima; an empty split weighs nothing. The merged row is Σ weight · acc / Σ weight · sum.
+TEMPER_HD float SplitWeight(const SoftmaxState& s, float m) { return s.sum > 0 ? expf(s.max - m) : 0.0f; }
+
 }  // namespace temper::engine::cuda::math

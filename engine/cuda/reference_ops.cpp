@@ -263,11 +263,12 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
       const int slot = t.slots[r];
       const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
       const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
-      // The keys are cut into splits as the kernel cuts them and the splits merged in the same
-      // order; within a split the kernel goes tile by tile, so the two agree to rounding.
-      math::SoftmaxState total{-INFINITY, 0.0f};
-      std::vector<float> total_acc(hd, 0.0f);
+      // The keys are cut into splits as the kernel cuts them and the splits merged as its merge
+      // does (weights from the largest split maximum); within a split the kernel goes tile by
+      // tile, so the two agree to rounding.
       const int used = math::UsedSplits(pos - lo + 1, splits);
+      std::vector<math::SoftmaxState> states(used);
+      std::vector<float> split_acc(static_cast<size_t>(used) * hd);
       for (int split = 0; split < used; ++split) {
         const math::SplitSpan span = math::SplitKeys(pos - lo + 1, used, split);
         math::SoftmaxState state{-INFINITY, 0.0f};
@@ -299,11 +300,19 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
           math::MergeSoftmax(state, math::SoftmaxState{dot, 1.0f}, sa, sb);
           for (int d = 0; d < hd; ++d) acc[d] = acc[d] * sa + val[d] * sb;
         }
-        float sa, sb;
-        math::MergeSoftmax(total, state, sa, sb);
-        for (int d = 0; d < hd; ++d) total_acc[d] = total_acc[d] * sa + acc[d] * sb;
+        states[split] = state;
+        std::copy(acc.begin(), acc.end(), split_acc.begin() + int64_t{split} * hd);
       }
-      for (int d = 0; d < hd; ++d) o[d] = total.sum > 0 ? total_acc[d] / total.sum : 0.0f;
+      float m = -INFINITY;
+      for (const math::SoftmaxState& st : states) m = std::max(m, st.max);
+      float denominator = 0;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int split = 0; split < used; ++split) {
+        const float w = math::SplitWeight(states[split], m);
+        denominator += w * states[split].sum;
+        for (int d = 0; d < hd; ++d) acc[d] += w * split_acc[int64_t{split} * hd + d];
+      }
+      for (int d = 0; d < hd; ++d) o[d] = denominator > 0 ? acc[d] / denominator : 0.0f;
     }
   }
   return Status::OK();

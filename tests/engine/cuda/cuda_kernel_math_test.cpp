@@ -25,26 +25,30 @@ std::vector<float> DirectAttention(const std::vector<float>& scores, const std::
   return out;
 }
 
-// The decode kernel's decomposition: a running merge per split (SplitKernel), then a merge of the
-// splits in order (MergeKernel).
+// The decode kernels' decomposition: a running merge per split (the attention kernel), then the
+// splits merged at once with weights from their largest maximum (MergeKernel, SplitWeight).
 std::vector<float> SplitAttention(const std::vector<float>& scores, const std::vector<float>& v, int hd, int splits) {
   const int64_t n = static_cast<int64_t>(scores.size());
-  math::SoftmaxState total{-INFINITY, 0.0f};
-  std::vector<float> out(hd, 0.0f);
+  std::vector<math::SoftmaxState> states(splits, math::SoftmaxState{-INFINITY, 0.0f});
+  std::vector<std::vector<float>> accs(splits, std::vector<float>(hd, 0.0f));
   for (int s = 0; s < splits; ++s) {
     const math::SplitSpan span = math::SplitKeys(n, splits, s);
-    math::SoftmaxState state{-INFINITY, 0.0f};
-    std::vector<float> acc(hd, 0.0f);
     for (int64_t i = span.begin; i < span.end; ++i) {
       float sa, sb;
-      math::MergeSoftmax(state, {scores[i], 1.0f}, sa, sb);
-      for (int d = 0; d < hd; ++d) acc[d] = acc[d] * sa + v[i * hd + d] * sb;
+      math::MergeSoftmax(states[s], {scores[i], 1.0f}, sa, sb);
+      for (int d = 0; d < hd; ++d) accs[s][d] = accs[s][d] * sa + v[i * hd + d] * sb;
     }
-    float sa, sb;
-    math::MergeSoftmax(total, state, sa, sb);
-    for (int d = 0; d < hd; ++d) out[d] = out[d] * sa + acc[d] * sb;
   }
-  for (float& o : out) o /= total.sum;
+  float m = -INFINITY;
+  for (const math::SoftmaxState& st : states) m = std::max(m, st.max);
+  std::vector<float> out(hd, 0.0f);
+  float denominator = 0;
+  for (int s = 0; s < splits; ++s) {
+    const float w = math::SplitWeight(states[s], m);
+    denominator += w * states[s].sum;
+    for (int d = 0; d < hd; ++d) out[d] += w * accs[s][d];
+  }
+  for (float& o : out) o /= denominator;
   return out;
 }
 
