@@ -42,6 +42,7 @@
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/decode_launches.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 
@@ -207,6 +208,11 @@ Status RunGpuBench(const GpuBenchArgs& a) {
       "bytes = weights once per step + each sequence's KV at the mean context, for the ranks on GPU %d; "
       "%% of the copy bandwidth measured above:\n\n",
       a.context_tokens, a.devices[0]);
+  TEMPER_ASSIGN_OR_RETURN(std::vector<cuda::OpCounts> launches, cuda::CountDecodeStepOps(a.config, tp));
+  std::printf(
+      "kernel launches per decode step per rank at batch 1 (the captured graph's kernels; counted on the reference "
+      "ops at this model's layer structure, engine/cuda/decode_launches.h): %lld (%s)\n\n",
+      static_cast<long long>(launches.front().Launches()), launches.front().Describe().c_str());
   std::printf(
       "| batch | steps | ms per step (median) | tok/s (steps) | tok/s (with prefill) | GB per step | GB/s | "
       "%% of copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");

@@ -44,6 +44,16 @@ const char* OpKindName(OpKind kind) {
 
 int64_t OpCounts::Total() const { return std::accumulate(n.begin(), n.end(), int64_t{0}); }
 
+std::string OpCounts::Describe() const {
+  std::string out;
+  for (size_t k = 0; k < n.size(); ++k) {
+    if (n[k] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(OpKindName(static_cast<OpKind>(k))) + " " + std::to_string(n[k]);
+  }
+  return out;
+}
+
 int64_t OpCounts::Launches() const { return Total() + (*this)[OpKind::kAttention] + (*this)[OpKind::kTopCandidates]; }
 
 }  // namespace temper::engine::cuda

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "engine/cuda/rank_ops.h"
 
@@ -41,8 +42,9 @@ const char* OpKindName(OpKind kind);
 struct OpCounts {
   std::array<int64_t, static_cast<size_t>(OpKind::kCount)> n{};
   int64_t operator[](OpKind k) const { return n[static_cast<size_t>(k)]; }
-  int64_t Total() const;     // ops
-  int64_t Launches() const;  // kernels those ops launch on a GPU (see above)
+  int64_t Total() const;         // ops
+  int64_t Launches() const;      // kernels those ops launch on a GPU (see above)
+  std::string Describe() const;  // the ops counted, by kind: "Embed 1, RmsNorm 2, ..."
 };
 
 class CountingOps final : public RankOps {

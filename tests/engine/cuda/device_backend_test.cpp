@@ -9,13 +9,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include <fstream>
-
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 
 #include "engine/cuda/counting_ops.h"
+#include "engine/cuda/decode_launches.h"
 #include "engine/cuda/device_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/cuda/reference_ops.h"
@@ -600,83 +598,35 @@ TEST_CASE("device backend: the scheduler samples from candidates as from full ro
   }
 }
 
-// The 31B model's layer structure (tests/data/gemma4-31b-shape: 60 layers, 50 sliding and 10 full,
-// k_eq_v on the full ones) at the tiny fixture's widths: its op sequence is the 31B's, its weights
-// fit a reference rank.
-ModelConfig ThirtyOneBStructure() {
-  std::ifstream in(std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-31b-shape/config.json");
-  nlohmann::json c = nlohmann::json::parse(in);
-  c["hidden_size"] = 64;
-  c["intermediate_size"] = 128;
-  c["num_attention_heads"] = 8;
-  c["num_key_value_heads"] = 4;
-  c["num_global_key_value_heads"] = 1;
-  c["head_dim"] = 32;
-  c["global_head_dim"] = 64;
-  c["vocab_size"] = 512;
-  c["max_position_embeddings"] = 4096;
-  auto config = ParseModelConfig(c.dump(), "31B structure");
-  if (!config.ok()) FAIL(config.status().ToString());
-  return *config;
-}
-
 TEST_CASE("launches per decode token per rank, counted on the reference ops: the 31B structure at tp 1 and 4",
           "[engine][device]") {
-  const ModelConfig config = ThirtyOneBStructure();
-  int sliding = 0;
-  for (const LayerGeometry& g : config.layers) sliding += g.kind == LayerKind::kSliding;
-  REQUIRE(config.num_layers == 60);
-  REQUIRE(sliding == 50);
+  // The 31B model's layer structure: 60 layers, 50 sliding and 10 full with k_eq_v.
+  const std::filesystem::path config = std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-31b-shape/config.json";
   for (int tp : {1, 4}) {
-    Communicator comm(tp);
-    std::vector<std::unique_ptr<RankOps>> ops;
-    std::vector<CountingOps*> counters;
-    for (int r = 0; r < tp; ++r) {
-      auto counting = std::make_unique<CountingOps>(std::make_unique<ReferenceOps>(comm, r, size_t{256} << 20), tp);
-      counters.push_back(counting.get());
-      ops.push_back(std::move(counting));
-    }
-    DeviceBackendOptions options;
-    options.max_context = 256;
-    options.kv.max_tokens = 512;
-    options.kv.block_tokens = 4;
-    auto made = DeviceBackend::Create(config, nullptr, std::move(ops), options);
-    REQUIRE(made.ok());
-    DeviceBackend& b = **made;
-    auto seq = b.AddSequence();
-    REQUIRE(seq.ok());
-    const std::vector<int32_t> prompt = {2, 10, 20, 30, 40, 50, 60, 70};
-    ForwardItem first{*seq, prompt, false};
-    REQUIRE(b.Forward({&first, 1}, {}).ok());
-    // Two graph decode steps: the first captures, the second only replays; count the second.
-    const int32_t token = 7;
-    ForwardItem step{*seq, {&token, 1}, false};
-    REQUIRE(b.Forward({&step, 1}, {}).ok());
-    for (CountingOps* c : counters) c->ResetCounts();
-    REQUIRE(b.Forward({&step, 1}, {}).ok());
-    const OpCounts& n = counters[0]->counts();
-    for (CountingOps* c : counters) CHECK(c->counts().n == n.n);  // every rank launches the same
-    std::string table;
-    for (size_t k = 0; k < n.n.size(); ++k) {
-      if (n.n[k] > 0) table += fmt::format(" {} {},", OpKindName(static_cast<OpKind>(k)), n.n[k]);
-    }
-    std::printf("31B structure, tp %d: %lld ops, %lld kernel launches per decode token per rank:%s\n", tp,
-                static_cast<long long>(n.Total()), static_cast<long long>(n.Launches()), table.c_str());
+    auto counted = CountDecodeStepOps(config, tp);
+    REQUIRE(counted.ok());
+    REQUIRE(counted->size() == static_cast<size_t>(tp));
+    const OpCounts& n = counted->front();
+    for (const OpCounts& rank : *counted) CHECK(rank.n == n.n);  // every rank launches the same
+    std::printf("31B structure, tp %d: %lld ops, %lld kernel launches per decode token per rank: %s\n", tp,
+                static_cast<long long>(n.Total()), static_cast<long long>(n.Launches()), n.Describe().c_str());
     // The fused decode layer: q/k/v as one GEMV, their norms with the KV write, the attention, o_proj,
     // the norm-residual with the MLP's input norm, gate/up with the GeGLU, down_proj, and the
     // norm-residual with the next layer's input norm. Around the layers: the embedding, the first
-    // input norm, and the head (gather, final norm, LM head, softcap).
-    const int L = config.num_layers;
+    // input norm, and the head (gather, final norm, LM head, softcap, candidates).
+    const int L = 60;
     CHECK(n[OpKind::kGemv] == 3 * L + 1);
     CHECK(n[OpKind::kQkvNorm] == L);
     CHECK(n[OpKind::kAttention] == L);
     CHECK(n[OpKind::kNormResidual] == 2 * L);
     CHECK(n[OpKind::kGemvGeglu] == L);
     CHECK(n[OpKind::kRmsNorm] == 2);
+    CHECK(n[OpKind::kSoftcap] == 1);
+    CHECK(n[OpKind::kTopCandidates] == 1);
     CHECK(n[OpKind::kKvWrite] == 0);
     CHECK(n[OpKind::kGeglu] == 0);
     CHECK(n[OpKind::kGemm] == 0);
-    CHECK(n.Launches() == 9 * L + 5 + (config.final_logit_softcapping > 0) + (tp > 1 ? 2 * L + 1 : 0));
+    CHECK(n.Launches() == 9 * L + 8 + (tp > 1 ? 2 * L + 1 : 0));
     CHECK(n[OpKind::kAllReduce] == (tp > 1 ? 2 * L + 1 : 0));
   }
 }
