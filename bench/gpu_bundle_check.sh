@@ -65,7 +65,8 @@ scenario() {
   local start end
   start=$(date +%s)
   env PATH="$work/path:$PATH" OUT="$out" LIMIT_NVIDIA_SMI=3 LIMIT_CUDA_TESTS=3 LIMIT_KERNEL_BENCH=3 \
-    LIMIT_BENCH_TP1=3 LIMIT_BENCH_TP4=3 "$@" bash "$bundle/run.sh" > "$work/$name.stdout" 2>&1
+    LIMIT_KERNEL_BENCH_BASELINE=3 LIMIT_BENCH_TP1=3 LIMIT_BENCH_TP1_BASELINE=3 LIMIT_BENCH_TP4=3 "$@" \
+    bash "$bundle/run.sh" > "$work/$name.stdout" 2>&1
   rc=$?
   end=$(date +%s)
   secs=$((end - start))
@@ -107,6 +108,24 @@ check "no nvidia-smi: the other steps ran" row bench-tp4 "| ok |"
 
 scenario over-budget LIMIT_BENCH_TP1=530
 check "limits over 540 s: warned in the results" has "$res" "over the 540 s budget"
+
+# The default limits, with and without a baseline, fit the call: no warning with every override gone.
+for with_baseline in no yes; do
+  if [ $with_baseline = yes ]; then
+    mkdir -p "$bundle/baseline/bin"
+    for b in temper-bench temper-kernel-bench; do cp "$work/stub" "$bundle/baseline/bin/$b"; done
+  fi
+  out="$work/out-defaults-$with_baseline"
+  env PATH="$work/path:$PATH" OUT="$out" bash "$bundle/run.sh" > /dev/null 2>&1
+  check "default limits, baseline $with_baseline: within the 540 s budget" bash -c "! grep -qF 'over the 540 s budget' '$out/results.md'"
+done
+
+scenario baseline STUB_BENCH_TP4=fail
+check "baseline: exit 1 (bench-tp4 failed)" test "$rc" -eq 1
+check "baseline: 6 of 7 steps passed" has "$res" "6 of 7 steps passed"
+check "baseline: its kernel bench ran" row kernel-bench-baseline "| ok |"
+check "baseline: its bench ran" row bench-tp1-baseline "| ok |"
+check "baseline: 8 files in \$OUT, what the device tool brings back" test "$(ls "$out" | wc -l)" -eq 8
 
 echo
 [ $failures -eq 0 ] && echo "gpu_bundle_check: every check passed" || echo "gpu_bundle_check: $failures checks failed"

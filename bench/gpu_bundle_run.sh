@@ -16,11 +16,15 @@
 #   bench-tp1    180  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights)
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
 #                     one prefill length and 64 decode steps so it fits its limit
+# With a baseline (baseline/bin: an older commit's two benches, gpu_bundle.sh BASELINE_BUILD), two
+# more steps time it on the same GPU, kernel-bench-baseline and bench-tp1-baseline, and the limits
+# shrink to fit the call (actual times on an H200: tests 7 s, kernel bench 2 s, bench-tp1 86 s,
+# bench-tp4 31 s): cuda-tests 60, kernel-bench 40 and 40, bench-tp1 150 and 150, bench-tp4 50.
 # A step passes when it exits 0 within its limit AND its log holds the line that only a complete,
 # self-checked run prints (a bench that stops early, or a test binary that saw no GPU, fails).
 #
 # Exit status: 0 when every step passed, 1 otherwise; results.md is written either way. $OUT holds
-# 6 files (one log per step and results.md): the device tool brings back at most 8.
+# one log per step and results.md, 6 files (8 with a baseline): the device tool brings back at most 8.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/gpu-out}
@@ -79,11 +83,25 @@ run_step nvidia-smi 15 "gpu: " "nvidia-smi; nvidia-smi topo -m; nvidia-smi --que
   bash -c 'set -o pipefail; nvidia-smi || exit
   nvidia-smi topo -m || echo "(nvidia-smi topo -m failed)"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed "s/^/gpu: /"'
-run_step cuda-tests 120 "All tests passed" "" "$here/bin/temper_cuda_tests" --durations yes
-run_step kernel-bench 90 "4xL4, tp 4, batch-1 decode:" "" "$here/bin/temper-kernel-bench" --config "$cfg"
-run_step bench-tp1 180 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg"
-run_step bench-tp4 105 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 --synthetic "$cfg" \
-  --gpu-prefill 2048 --gpu-decode 64
+base="$here/baseline/bin"
+if [ -d "$base" ]; then
+  limit_tests=60 limit_kernels=40 limit_tp1=150 limit_tp4=50
+else
+  limit_tests=120 limit_kernels=90 limit_tp1=180 limit_tp4=105
+fi
+run_step cuda-tests $limit_tests "All tests passed" "" "$here/bin/temper_cuda_tests" --durations yes
+run_step kernel-bench $limit_kernels "4xL4, tp 4, batch-1 decode:" "" "$here/bin/temper-kernel-bench" --config "$cfg"
+if [ -d "$base" ]; then
+  run_step kernel-bench-baseline $limit_kernels "4xL4, tp 4, batch-1 decode:" "" "$base/temper-kernel-bench" \
+    --config "$cfg"
+fi
+run_step bench-tp1 $limit_tp1 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg"
+if [ -d "$base" ]; then
+  run_step bench-tp1-baseline $limit_tp1 "temper-bench --gpus: finished" "" "$base/temper-bench" --gpus 0 \
+    --synthetic "$cfg"
+fi
+run_step bench-tp4 $limit_tp4 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 \
+  --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64
 
 # ---- results.md ----
 # The result lines of a bench log ("* " bullets and "|" table rows), a blank line between a run of
@@ -99,7 +117,7 @@ for l in "${limits[@]}"; do total_limit=$((total_limit + l + 5)); done
   echo "## GPU bundle run, $(date -u '+%Y-%m-%d %H:%M UTC')"
   echo
   echo "- GPU (nvidia-smi: name, driver, memory): ${gpu:-unknown (nvidia-smi gave nothing)}"
-  echo "- bundle: $(cat "$here/BUILD" 2>/dev/null || echo 'no BUILD file')"
+  echo "- bundle: $(awk 'NR > 1 { printf "; " } { printf "%s", $0 }' "$here/BUILD" 2>/dev/null || echo "no BUILD file")"
   echo "- CUDA_MODULE_LOADING=${CUDA_MODULE_LOADING:-unset (lazy, the default since CUDA 12.2)};" \
        "NCCL: ${TEMPER_NCCL_LIBRARY:-not found}"
   echo "- $(( ${#names[@]} - failed )) of ${#names[@]} steps passed; limits plus 5 s kill grace each: ${total_limit} s"
