@@ -267,8 +267,8 @@ Status LoadGemvKernels() {
   for (int rows = 1; rows <= 8; ++rows) {
     TEMPER_RETURN_IF_ERROR(ForRows(rows, [](auto r) -> Status {
       constexpr int R = decltype(r)::value;
-      TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvKernel<R, RowsPerWarp(R)>, "GemvKernel"));
-      return LoadKernelCode(GemvGegluKernel<R, GegluOutputsPerWarp(R)>, "GemvGegluKernel");
+      const Status gemv = LoadKernelCode(GemvKernel<R, RowsPerWarp(R)>, "GemvKernel");
+      return gemv.ok() ? LoadKernelCode(GemvGegluKernel<R, GegluOutputsPerWarp(R)>, "GemvGegluKernel") : gemv;
     }));
   }
   return Status::OK();

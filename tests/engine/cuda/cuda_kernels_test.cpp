@@ -1,13 +1,14 @@
-// The CUDA kernels on a GPU, held to references in three ways, one case per op and way:
+// The CUDA kernels held to references in three ways, one case per op and way:
 //  1. each launcher against plain C++ of engine/cpu/forward.cpp's math written out here, on random
 //     inputs at several shapes, with |got - ref| <= abs + |ref| · rel;
-//  2. each CudaOps op against its CPU twin (ReferenceOps): both get the same random inputs (never
+//  2. each kernel op against its CPU twin (ReferenceOps): both get the same random inputs (never
 //     zeros; outputs poisoned first), run the same op, and must agree within fp32 rounding of a
 //     different summation order (bf16 results within one bf16 step);
-//  3. the whole device backend on CudaOps against the golden fixture, at tp 1, 2 and 4 on one GPU,
+//  3. the whole device backend with these kernels against the golden fixture, at tp 1, 2 and 4,
 //     with graph decode equal to eager decode.
-// Without a CUDA device every case reports itself skipped (cuda_test_support.h); ctest labels them
-// `gpu`.
+// The cases build twice (kernel_harness.h): in temper_cuda_tests on a GPU (ctest label `gpu`;
+// without a CUDA device every case reports itself skipped), and in temper_cuda_emulated_tests,
+// where the SIMT emulator runs the same kernels' code on the CPU on every machine.
 #include <cuda_runtime_api.h>
 
 #include <catch2/catch.hpp>
@@ -20,8 +21,7 @@
 #include <vector>
 
 #include "engine/backend.h"
-#include "engine/cuda/cuda_backend.h"
-#include "engine/cuda/cuda_ops.h"
+#include "engine/cuda/kernel_harness.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/reference_ops.h"
@@ -75,7 +75,7 @@ std::vector<float> Products(const std::vector<float>& x, const std::vector<uint1
 }
 
 TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unaligned, one to three parts)") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   // Every row count: each has its own weight rows per warp (gemv_bf16.cu).
   for (int rows = 1; rows <= 8; ++rows) {
     // Widths no rows-per-warp divides, so warps straddle the parts and run past the end.
@@ -135,7 +135,7 @@ std::vector<float> NormOf(const float* x, int n, const std::vector<uint16_t>& w)
 }
 
 TEST_CASE("RMSNorm, and the sandwich-norm residual update with the next norm") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   for (int n : {64, 5376}) {  // a head's width (256 threads) and a hidden row's (1,024)
     INFO("n " << n);
     const int rows = 3;
@@ -255,7 +255,7 @@ void CheckDecodeAttention(bool sliding, int hd, int64_t pos, int splits) {
 }
 
 TEST_CASE("split-KV decode attention: sliding ring with K, and global layers rebuilding K from V") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   for (int splits : {1, 5, 16}) {
     CheckDecodeAttention(true, 32, 3, splits);
     CheckDecodeAttention(true, 256, 40, splits);
@@ -270,7 +270,7 @@ TEST_CASE("split-KV decode attention: sliding ring with K, and global layers reb
 // rows packed or with a stride past n (whose padding, +inf, must never be read); max exactly, mass
 // within fp32 summation.
 TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths, k = n)") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   const float inf = std::numeric_limits<float>::infinity();
   struct Shape {
     int n, k;
@@ -320,7 +320,7 @@ TEST_CASE("top candidates equal ReferenceTopCandidates (ties, -inf, odd lengths,
 }
 
 TEST_CASE("top candidates refuse k beyond 256 or n") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   DeviceVec logits(std::vector<float>(600, 1.0f));
   DeviceVec temps(std::vector<float>{1.0f});
   DeviceVec vals(std::vector<float>(600));
@@ -348,11 +348,7 @@ struct Pair {
 // A CudaOps and a ReferenceOps rank side by side.
 class Twins {
  public:
-  Twins() : comm_(1), ref_(comm_, 0, size_t{4} << 30) {
-    auto gpu = CudaOps::Create(0, 0, nullptr);
-    if (!gpu.ok()) FAIL(gpu.status().ToString());
-    gpu_ = std::move(*gpu);
-  }
+  Twins() : comm_(1), ref_(comm_, 0, size_t{4} << 30) { gpu_ = testing::CreateKernelOps(comm_); }
   ~Twins() {
     for (auto& [g, r] : owned_) {
       gpu_->Free(g);
@@ -377,7 +373,9 @@ class Twins {
     REQUIRE(r.ok());
     p.gpu = static_cast<T*>(*g);
     p.ref = static_cast<T*>(*r);
-    REQUIRE(cudaMemset(p.gpu, 0xff, sizeof(T) * n) == cudaSuccess);
+    std::vector<T> poison(n);
+    std::memset(poison.data(), 0xff, sizeof(T) * n);
+    REQUIRE(gpu_->CopyToDevice(p.gpu, poison.data(), sizeof(T) * n).ok());
     std::memset(p.ref, 0xff, sizeof(T) * n);
     owned_.push_back({p.gpu, p.ref});
     return p;
@@ -399,12 +397,12 @@ class Twins {
  private:
   Communicator comm_;
   ReferenceOps ref_;
-  std::unique_ptr<CudaOps> gpu_;
+  std::unique_ptr<RankOps> gpu_;
   std::vector<std::pair<void*, void*>> owned_;
 };
 
 TEST_CASE("twin: synthetic fill and bf16 rounding are bit-exact", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   Twins t;
   auto w = t.Empty<uint16_t>(100003);
   REQUIRE(t.gpu().FillSynthetic(w.gpu, 100003, 42, 0.5f, 0.25f).ok());
@@ -418,7 +416,7 @@ TEST_CASE("twin: synthetic fill and bf16 rounding are bit-exact", "[gpu]") {
 }
 
 TEST_CASE("twin: embedding, norms, residual, GeGLU, gather, softcap", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   Twins t;
   const int hidden = 5376, rows = 5, vocab = 100;
   auto table = t.Upload(RandomBf16(size_t(vocab) * hidden, 2));
@@ -470,7 +468,7 @@ TEST_CASE("twin: embedding, norms, residual, GeGLU, gather, softcap", "[gpu]") {
 }
 
 TEST_CASE("twin: GEMV and GEMV-GeGLU (1-8 rows) and GEMM at the 31B shapes' widths", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   Twins t;
   for (auto [in, out] : {std::pair{5376, 320}, std::pair{21504, 64}, std::pair{128, 512}, std::pair{77, 5}}) {
     auto w = t.Upload(RandomBf16(size_t(out) * in, 11, 0.05f));
@@ -501,16 +499,16 @@ TEST_CASE("twin: GEMV and GEMV-GeGLU (1-8 rows) and GEMM at the 31B shapes' widt
 // that runs as the forward runs it: the q/k/v norms (storing the rows' keys and values first when
 // `write_first`, as decode passes do), the attention over cache and fresh keys, and otherwise the
 // KV write after it. Both twins must agree on every output and on the cache bytes.
-void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_first) {
+void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_first, int64_t p0) {
   Twins t;
   // The ring has kMaxDraftTokens rows of slack, so the pass's 6 rows may be stored before the
   // attention (QkvNorm's condition).
-  const int window = 16, ring = window + kMaxDraftTokens, bt = 4, kv_heads = 2, q_heads = 4, group = 2, max_blocks = 16,
+  const int window = 16, ring = window + kMaxDraftTokens, bt = 4, kv_heads = 2, q_heads = 4, group = 2, max_blocks = 64,
             angles = hd / 8;
   const int width = kv_heads * hd;
-  const int64_t cache_rows = sliding ? 2 * ring : 32 * bt;
-  std::vector<float> cos(64 * angles), sin(cos.size());
-  for (int p = 0; p < 64; ++p)
+  const int64_t cache_rows = sliding ? 2 * ring : max_blocks * bt;
+  std::vector<float> cos(max_blocks * bt * angles), sin(cos.size());
+  for (int p = 0; p < max_blocks * bt; ++p)
     for (int j = 0; j < angles; ++j) {
       cos[p * angles + j] = std::cos(p * std::pow(1e4f, -2.0f * j / hd));
       sin[p * angles + j] = std::sin(p * std::pow(1e4f, -2.0f * j / hd));
@@ -520,9 +518,9 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_fi
   auto k_norm = t.Upload(RandomBf16(hd, 20));
   auto kc = t.Upload(RandomBf16(size_t(cache_rows) * width, 21));
   auto vc = t.Upload(RandomBf16(size_t(cache_rows) * width, 22));
-  // Slot 1's block table: blocks 7, 3, 12, ... (slot 0 unused).
+  // Slot 1's block table: blocks 7, 16, 25, ..., every block once (slot 0 unused).
   std::vector<int32_t> tables(2 * max_blocks, 0);
-  for (int b = 0; b < max_blocks; ++b) tables[max_blocks + b] = (7 + 9 * b) % 32;
+  for (int b = 0; b < max_blocks; ++b) tables[max_blocks + b] = (7 + 9 * b) % max_blocks;
   auto blocks = t.Upload(tables);
   auto make_kv = [&](bool gpu) {
     return KvLayerView{.k = k_eq_v ? nullptr : (gpu ? kc.gpu : kc.ref),
@@ -536,14 +534,13 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_fi
                        .block_tokens = bt,
                        .rope = RopeView{gpu ? c.gpu : c.ref, gpu ? s.gpu : s.ref, angles}};
   };
-  // Pass: 6 rows of sequence 1 at positions 30..35 (its earlier 30 in the cache), then a padding row.
+  // Pass: 6 rows of sequence 1 at positions p0..p0+5 (its earlier p0 in the cache), then a padding row.
   const int rows = 7;
-  std::vector<int64_t> positions = {30, 31, 32, 33, 34, 35, -1};
-  auto pos = t.Upload(positions);
+  auto pos = t.Upload(std::vector<int64_t>{p0, p0 + 1, p0 + 2, p0 + 3, p0 + 4, p0 + 5, -1});
   auto slots = t.Upload(std::vector<int32_t>{1, 1, 1, 1, 1, 1, 0});
-  auto start = t.Upload(std::vector<int64_t>{30, 30, 30, 30, 30, 30, 0});
+  auto start = t.Upload(std::vector<int64_t>{p0, p0, p0, p0, p0, p0, 0});
   auto first = t.Upload(std::vector<int32_t>{0, 0, 0, 0, 0, 0, 6});
-  auto end = t.Upload(std::vector<int64_t>{36, 36, 36, 36, 36, 36, 0});
+  auto end = t.Upload(std::vector<int64_t>{p0 + 6, p0 + 6, p0 + 6, p0 + 6, p0 + 6, p0 + 6, 0});
   auto tables_for = [&](bool gpu) {
     return RowTables{.positions = gpu ? pos.gpu : pos.ref,
                      .slots = gpu ? slots.gpu : slots.ref,
@@ -595,14 +592,19 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_fi
 }
 
 TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV write before or after", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_GPU();
-  for (int splits : {1, 3, 16}) {
-    for (int hd : {32, 64, 256, 512}) {
-      for (bool write_first : {false, true}) {
-        INFO("splits " << splits << ", head_dim " << hd << (write_first ? ", KV written by the norms" : ""));
-        CheckAttention(/*sliding=*/true, /*k_eq_v=*/false, hd, splits, write_first);
-        CheckAttention(/*sliding=*/false, /*k_eq_v=*/true, hd, splits, write_first);
-        CheckAttention(/*sliding=*/false, /*k_eq_v=*/false, hd, splits, write_first);
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  // At position 30 a row's keys fill one split whatever the count; at 250 a full layer's 251-256
+  // keys fill 7-8 of 16, and the merge combines them.
+  for (int64_t p0 : {30, 250}) {
+    for (int splits : {1, 3, 16}) {
+      for (int hd : {32, 64, 256, 512}) {
+        for (bool write_first : {false, true}) {
+          INFO("rows at " << p0 << ", splits " << splits << ", head_dim " << hd
+                          << (write_first ? ", KV written by the norms" : ""));
+          CheckAttention(/*sliding=*/true, /*k_eq_v=*/false, hd, splits, write_first, p0);
+          CheckAttention(/*sliding=*/false, /*k_eq_v=*/true, hd, splits, write_first, p0);
+          CheckAttention(/*sliding=*/false, /*k_eq_v=*/false, hd, splits, write_first, p0);
+        }
       }
     }
   }
@@ -610,10 +612,11 @@ TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV wr
 
 // ---- 3. The backend against the golden fixture ----
 
-// The whole backend on CudaOps against the golden fixture (the same bounds as on ReferenceOps).
-TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, graph decode and eager alike",
+// The whole backend with the kernels under test against the golden fixture (the same bounds as on
+// ReferenceOps).
+TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 and 4, graph decode and eager alike",
           "[gpu]") {
-  TEMPER_SKIP_WITHOUT_GPU();
+  TEMPER_SKIP_WITHOUT_KERNELS();
   using temper::engine::testing::Tiny;
   const ModelConfig& c = Tiny().config;
   const int V = c.vocab_size;
@@ -621,14 +624,14 @@ TEST_CASE("CUDA backend matches the golden fixture at tp 1, 2 and 4 on one GPU, 
   // at its first launch would meet the peers' spinning all-reduce (kernel_loading.h).
   for (int tp : {4, 2, 1}) {
     for (bool graphs : {true, false}) {
-      CudaBackendOptions options;
-      options.devices.assign(static_cast<size_t>(tp), 0);
-      options.backend.max_context = 256;
-      options.backend.kv.block_tokens = 4;
-      options.backend.graphs = graphs;
-      options.backend.top_candidates = 0;
-      auto backend = CreateCudaBackend(c, Tiny().weights, options);
-      if (!backend.ok()) FAIL(backend.status().ToString());
+      DeviceBackendOptions options;
+      options.max_context = 256;
+      options.kv.block_tokens = 4;
+      options.graphs = graphs;
+      options.top_candidates = 0;
+      auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options);
+      if (!made.ok()) FAIL(made.status().ToString());
+      std::unique_ptr<DeviceBackend>* backend = &made->backend;
       for (int prompt : {0, 1}) {
         const std::string j = std::to_string(prompt);
         INFO("tp " << tp << ", graphs " << graphs << ", prompt " << prompt);
