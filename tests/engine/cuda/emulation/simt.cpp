@@ -35,6 +35,7 @@ struct BlockRun {
   // ahead of its warp at most, since each shuffle waits for the whole warp.
   std::vector<std::array<std::array<uint64_t, 32>, 2>> slots;
   std::vector<char*> stacks;  // one per thread, from StackPool
+  unsigned blocks_run = 0;
 };
 
 thread_local BlockRun* running = nullptr;
@@ -139,8 +140,12 @@ bool RunBlock(BlockRun& r, std::string* error) {
     t.shuffles = 0;
     t.started = false;
   }
-  while (true) {
-    for (unsigned i = 0; i < n; ++i) {
+  // Between two barriers the threads run one after another, in thread order and then, from one
+  // barrier to the next, in reverse; blocks start in alternate orders. A thread that reads what
+  // another writes without a barrier between them sees stale data in one of the orders.
+  for (bool reverse = r.blocks_run++ % 2 == 1;; reverse = !reverse) {
+    for (unsigned k = 0; k < n; ++k) {
+      const unsigned i = reverse ? n - 1 - k : k;
       if (r.threads[i].wait == Wait::kNone) Resume(r, i);
     }
     bool finished = true;

@@ -6,9 +6,11 @@
 // (cuda_runtime.h: the types, intrinsics and qualifiers they use), once launch_syntax.pl has
 // turned `kernel<<<grid, block, shared, stream>>>(args)` into a call of Launcher. RunGrid then runs
 // the grid block after block; a block's threads are fibers on the calling thread that switch only
-// where CUDA threads synchronise (__syncthreads, a warp shuffle), so a kernel sees one legal
-// interleaving: shared memory and barriers behave as on a GPU, and a thread that reads what
-// another has not yet written, or threads that wait at different barriers, show up.
+// where CUDA threads synchronise (__syncthreads, a warp shuffle), in thread order from one barrier
+// to the next and in reverse order to the one after (blocks alternate which comes first): shared
+// memory and barriers behave as on a GPU, and a thread that reads what another writes without a
+// barrier between them (in either direction), or threads that wait at different barriers, show
+// up. As on a GPU since Volta, threads that have exited do not hold up a __syncthreads.
 //
 // Not emulated: timing, the memory model beyond barriers, atomics, launch limits other than the
 // 1,024 threads of a block, and shared memory's size. `__shared__` becomes `static`, so one grid
