@@ -44,7 +44,7 @@ __global__ void Divergent(int* out) {
   }
 }
 
-TEST_CASE("SIMT emulator: shared memory behind a barrier sums as on a GPU; without it the race shows") {
+TEST_CASE("SIMT emulator: shared memory behind a barrier sums as on a GPU, and without the barrier the race shows") {
   const int blocks = 3, threads = 256;
   std::vector<int> in(blocks * threads);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 7) + 1;
