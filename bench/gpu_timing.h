@@ -30,8 +30,11 @@ Result<double> DeviceCopyBandwidth(int device, size_t bytes = size_t{1} << 30, i
 template <typename Launch>
 Result<double> MicrosPerLaunchInGraph(cudaStream_t stream, int launches, Launch launch, int replays = 7) {
   TEMPER_CUDA_TRY(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  Status recorded;
-  for (int i = 0; i < launches && recorded.ok(); ++i) recorded = launch(i);
+  auto record = [&]() -> Status {
+    for (int i = 0; i < launches; ++i) TEMPER_RETURN_IF_ERROR(launch(i));
+    return Status::OK();
+  };
+  const Status recorded = record();
   cudaGraph_t graph = nullptr;
   const cudaError_t ended = cudaStreamEndCapture(stream, &graph);
   if (!recorded.ok()) {
