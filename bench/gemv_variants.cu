@@ -24,10 +24,10 @@ namespace gemv = engine::cuda::gemv;
 constexpr size_t kRotateBytes = size_t{256} << 20;  // weight copies that L2 cannot hold
 constexpr int kChecked = 128;                       // outputs checked at each end of a product
 
-// f(integral_constant R, integral_constant M) for R, M in {1, 2, 4, 8}.
+// f(integral_constant R, integral_constant M) for R in 1-8 and M in {1, 2, 4, 8}.
 template <typename F>
 void ForVariant(int rows, int per_warp, F&& f) {
-  auto with_m = [&](auto r) {
+  gemv::ForRows(rows, [&](auto r) {
     switch (per_warp) {
       case 1:
         return f(r, std::integral_constant<int, 1>{});
@@ -38,34 +38,20 @@ void ForVariant(int rows, int per_warp, F&& f) {
       default:
         return f(r, std::integral_constant<int, 8>{});
     }
-  };
-  switch (rows) {
-    case 1:
-      return with_m(std::integral_constant<int, 1>{});
-    case 2:
-      return with_m(std::integral_constant<int, 2>{});
-    case 4:
-      return with_m(std::integral_constant<int, 4>{});
-    default:
-      return with_m(std::integral_constant<int, 8>{});
-  }
+  });
 }
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int per_warp,
               cudaStream_t stream) {
   ForVariant(rows, per_warp, [&](auto r, auto m) {
     constexpr int R = decltype(r)::value, M = decltype(m)::value;
-    const int warps = (out + M - 1) / M;
-    const int blocks = (warps + gemv::kWarpsPerBlock - 1) / gemv::kWarpsPerBlock;
-    gemv::GemvKernel<R, M><<<blocks, gemv::kWarpsPerBlock * 32, 0, stream>>>(x, GemvParts().Add(w, y, out), in, out,
-                                                                             /*vec=*/true);
+    gemv::GemvKernel<R, M>
+        <<<gemv::Blocks(out, M), gemv::kWarpsPerBlock * 32, 0, stream>>>(x, GemvParts().Add(w, y, out), in, out,
+                                                                         /*vec=*/true);
   });
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
-
-// The launchers' choice (gemv_bf16.cu, RowsPerWarp).
-int ChosenPerWarp(int rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; }
 
 struct Shape {
   const char* name;
@@ -123,7 +109,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const char* mark = m == ChosenPerWarp(rows) ? " *" : "";
+          const char* mark = m == gemv::RowsPerWarp(rows) ? " *" : "";
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows, m,
                         mark);

@@ -169,7 +169,7 @@ Status CudaOps::Attention(const KvLayerView& kv, const float* q, const float* k,
                           const RowTables& t, const HeadRange& heads, int splits, float* partials) {
   TEMPER_RETURN_IF_ERROR(Bind());
   // `splits` is the pass's most (the partials hold that many); fewer fill this GPU at this batch.
-  const int used = splits > 1 ? AttentionSplits(sm_count_, kv.kv_heads, heads.group, rows, splits) : 1;
+  const int used = AttentionSplits(sm_count_, kv.kv_heads, heads.group, rows, splits);
   return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, stream_);
 }
 

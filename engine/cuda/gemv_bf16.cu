@@ -23,8 +23,6 @@
 // M rows are P gate rows and the same P up rows). bench/gemv_variants.cu times every M.
 #include <cuda_runtime.h>
 
-#include <type_traits>
-
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemv_kernel.h"
 #include "engine/cuda/kernel_loading.h"
@@ -36,42 +34,13 @@ namespace {
 
 using detail::S;
 
+using gemv::Blocks;
+using gemv::ForRows;
+using gemv::GegluOutputsPerWarp;
 using gemv::GemvGegluKernel;
 using gemv::GemvKernel;
 using gemv::kWarpsPerBlock;
-
-// Weight rows per warp for R activation rows (see the file comment), and the GeGLU outputs per
-// warp (each needs a gate row and an up row).
-constexpr int RowsPerWarp(int rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; }
-constexpr int GegluOutputsPerWarp(int rows) { return RowsPerWarp(rows) > 1 ? RowsPerWarp(rows) / 2 : 1; }
-
-// f(std::integral_constant<int, rows>) for rows 1-8.
-template <typename F>
-auto ForRows(int rows, F&& f) {
-  switch (rows) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 3:
-      return f(std::integral_constant<int, 3>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 5:
-      return f(std::integral_constant<int, 5>{});
-    case 6:
-      return f(std::integral_constant<int, 6>{});
-    case 7:
-      return f(std::integral_constant<int, 7>{});
-    default:
-      return f(std::integral_constant<int, 8>{});
-  }
-}
-
-int Blocks(int outputs, int per_warp) {
-  const int warps = (outputs + per_warp - 1) / per_warp;
-  return (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
-}
+using gemv::RowsPerWarp;
 
 // 128-bit loads need 16-byte aligned weight and activation rows.
 bool Vectorizable(const float* x, int in) { return in % 8 == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0; }

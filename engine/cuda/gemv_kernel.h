@@ -1,6 +1,7 @@
 // The decode GEMV's warp loop and its two kernels (gemv_bf16.cu says how they are built and why),
-// as templates over R activation rows and M weight rows per warp: gemv_bf16.cu instantiates the
-// M its launchers choose for each R, and bench/gemv_variants.cu times every M beside them.
+// as templates over R activation rows and M weight rows per warp, with the M the launchers choose
+// for each R (RowsPerWarp): gemv_bf16.cu launches that one, bench/gemv_variants.cu times every M
+// beside it.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once
@@ -8,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/rank_ops.h"
@@ -167,6 +169,40 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
 #pragma unroll
     for (int r = 0; r < R; ++r) y[r * out + o0 + m] = math::GeluTanh(acc[r][m]) * acc[r][P + m];
   }
+}
+
+// Weight rows per warp for R activation rows (gemv_bf16.cu says why), and the GeGLU outputs per
+// warp (each needs a gate row and an up row).
+constexpr int RowsPerWarp(int rows) { return rows == 1 ? 1 : rows == 2 ? 2 : 4; }
+constexpr int GegluOutputsPerWarp(int rows) { return RowsPerWarp(rows) > 1 ? RowsPerWarp(rows) / 2 : 1; }
+
+// f(std::integral_constant<int, rows>) for rows 1-8.
+template <typename F>
+auto ForRows(int rows, F&& f) {
+  switch (rows) {
+    case 1:
+      return f(std::integral_constant<int, 1>{});
+    case 2:
+      return f(std::integral_constant<int, 2>{});
+    case 3:
+      return f(std::integral_constant<int, 3>{});
+    case 4:
+      return f(std::integral_constant<int, 4>{});
+    case 5:
+      return f(std::integral_constant<int, 5>{});
+    case 6:
+      return f(std::integral_constant<int, 6>{});
+    case 7:
+      return f(std::integral_constant<int, 7>{});
+    default:
+      return f(std::integral_constant<int, 8>{});
+  }
+}
+
+// Blocks of kWarpsPerBlock warps for `outputs` outputs, `per_warp` to a warp.
+inline int Blocks(int outputs, int per_warp) {
+  const int warps = (outputs + per_warp - 1) / per_warp;
+  return (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
 }
 
 }  // namespace temper::engine::cuda::gemv

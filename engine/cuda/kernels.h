@@ -63,8 +63,9 @@ Status LaunchSoftcap(float* y, int64_t ld, int rows, int n, float cap, cudaStrea
 
 // attention.cu
 // Splits of a decode attention call: enough blocks for two per multiprocessor (one block per KV
-// head, per chunk of eight query heads and per row), at most max_splits. The kernel then uses
-// only as many as the row's keys fill (math::UsedSplits).
+// head, per chunk of eight query heads and per row), at most max_splits (so 1 for a pass of one
+// split, as prefill's). The kernel then uses only as many as the row's keys fill
+// (math::UsedSplits).
 int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits);
 Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int rows, const RowTables& t,
                      cudaStream_t stream);
