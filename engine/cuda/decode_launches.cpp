@@ -1,8 +1,6 @@
 #include "engine/cuda/decode_launches.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,11 +15,8 @@ namespace {
 // The config with every width cut to the golden fixture's scale; layer kinds, their count,
 // k_eq_v and the softcap stay.
 Result<ModelConfig> StructureOf(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return Status::IOError(path.string() + ": cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json config = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  TEMPER_ASSIGN_OR_RETURN(const std::string text, ReadModelConfigText(path));
+  nlohmann::json config = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (config.is_discarded() || !config.is_object()) {
     return Status::InvalidArgument(path.string() + ": not a JSON object");
   }

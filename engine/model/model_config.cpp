@@ -313,13 +313,18 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_vie
   return c;
 }
 
-Result<ModelConfig> LoadModelConfig(const std::filesystem::path& path) {
+Result<std::string> ReadModelConfigText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::FromErrno(errno, fmt::format("cannot open {}", path.string()));
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) return Status::FromErrno(errno, fmt::format("cannot read {}", path.string()));
-  return ParseModelConfig(text.str(), path.string());
+  return text.str();
+}
+
+Result<ModelConfig> LoadModelConfig(const std::filesystem::path& path) {
+  TEMPER_ASSIGN_OR_RETURN(const std::string text, ReadModelConfigText(path));
+  return ParseModelConfig(text, path.string());
 }
 
 }  // namespace temper::engine

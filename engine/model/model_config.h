@@ -80,6 +80,9 @@ struct ModelConfig {
 // feature this engine refuses (naming the key).
 Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_view source);
 
+// The text of a config.json file. IOError (with errno's text) if it cannot be read.
+Result<std::string> ReadModelConfigText(const std::filesystem::path& path);
+
 // Reads and parses a config.json file. IOError if it cannot be read.
 Result<ModelConfig> LoadModelConfig(const std::filesystem::path& path);
 
