@@ -111,9 +111,11 @@ Status OnRanks(int tp, const std::function<Status(int)>& fn) {
 
 std::vector<AllReduceMessage> ModelAllReduceMessages(const ModelConfig& c, int max_batch, int max_rows) {
   const uint64_t row = sizeof(float) * static_cast<uint64_t>(c.hidden_size);
-  return {{row, "decode, batch 1"},
-          {row * static_cast<uint64_t>(max_batch), fmt::format("decode, batch {}", max_batch)},
-          {row * static_cast<uint64_t>(max_rows), fmt::format("prefill pass of {} tokens", max_rows)}};
+  std::vector<AllReduceMessage> messages = {{row, "decode, batch 1"}};
+  if (max_batch > 1)
+    messages.push_back({row * static_cast<uint64_t>(max_batch), fmt::format("decode, batch {}", max_batch)});
+  messages.push_back({row * static_cast<uint64_t>(max_rows), fmt::format("prefill pass of {} tokens", max_rows)});
+  return messages;
 }
 
 Result<std::vector<AllReduceTiming>> BenchAllReduce(std::span<const int> devices,
@@ -138,6 +140,7 @@ Result<std::vector<AllReduceTiming>> BenchAllReduce(std::span<const int> devices
       TEMPER_CUDA_TRY(cudaSetDevice(devices[r]));
       TEMPER_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&ranks[r].data), largest));
       TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ranks[r].stream, cudaStreamNonBlocking));
+      TEMPER_RETURN_IF_ERROR(cuda::PrepareAllReduceStream(ranks[r].stream));
     }
     const cuda::AllReduceTopology& topo = ar->topology();
     for (AllReduceAlgo algo : {AllReduceAlgo::kOneShotP2p, AllReduceAlgo::kHostStaged, AllReduceAlgo::kNccl}) {

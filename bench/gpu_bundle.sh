@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine needs to check and measure the CUDA backend built here, for ONE call
-# of the device tool: the GPU test binary and the two benches, the shared libraries they load that a
+# of the device tool: the GPU test binaries and the two benches, the shared libraries they load that a
 # bare CUDA image may lack (fmt, ...; not glibc, the C++ runtime or CUDA's own), the test fixtures,
 # a BUILD note (commit, nvcc) and run.sh (bench/gpu_bundle_run.sh: every step under its own time
 # limit, each checked, logs and one results.md under $OUT, exit non-zero if any step fails).
@@ -19,7 +19,8 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${1:-$repo/build}
 dest=${2:-$repo/.gpu-bundle}
-bins=("$build/tests/engine/temper_cuda_tests" "$build/bench/temper-bench" "$build/bench/temper-kernel-bench")
+bins=("$build/tests/engine/temper_cuda_tests" "$build/tests/engine/temper_cuda_stall_tests" "$build/bench/temper-bench"
+  "$build/bench/temper-kernel-bench")
 for b in "${bins[@]}"; do
   [ -x "$b" ] || { echo "gpu_bundle: $b is missing: build with nvcc first (deploy/setup.sh)" >&2; exit 1; }
 done

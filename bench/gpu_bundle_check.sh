@@ -27,7 +27,7 @@ name=$(basename "$0")
 case "$name" in
   temper-bench) [[ " $* " == *" --gpus 0 "* ]] && name=bench_tp1 || name=bench_tp4 ;;
   temper-kernel-bench) name=kernel_bench ;;
-  temper_cuda_tests) name=cuda_tests ;;
+  temper_cuda_tests | temper_cuda_stall_tests) name=cuda_tests ;;
   nvidia-smi) name=nvidia_smi ;;
 esac
 var="STUB_${name^^}"
@@ -48,7 +48,7 @@ case "$name" in
 esac
 STUB
 chmod +x "$work/stub"
-for b in temper-bench temper-kernel-bench temper_cuda_tests; do cp "$work/stub" "$bundle/bin/$b"; done
+for b in temper-bench temper-kernel-bench temper_cuda_tests temper_cuda_stall_tests; do cp "$work/stub" "$bundle/bin/$b"; done
 cp "$work/stub" "$work/path/nvidia-smi"
 
 failures=0
@@ -87,7 +87,7 @@ check "all pass: 6 files in \$OUT" test "$(ls "$out" | wc -l)" -eq 6
 
 scenario broken STUB_CUDA_TESTS=skipped STUB_KERNEL_BENCH=hang STUB_BENCH_TP1=fail STUB_BENCH_TP4=early
 check "broken: exit 1" test "$rc" -eq 1
-check "broken: tests that saw no GPU fail" row cuda-tests "FAILED (1 test case(s) SKIPPED: no GPU seen)"
+check "broken: tests that saw no GPU fail (all three processes)" row cuda-tests "FAILED (3 test case(s) SKIPPED: no GPU seen)"
 check "broken: a hang times out at its limit" row kernel-bench "TIMED OUT after 3 s"
 check "broken: an exit 1 fails" row bench-tp1 "FAILED (exit 1)"
 check "broken: exit 0 without the completion line fails" row bench-tp4 'FAILED (exit 0, but the log lacks "temper-bench --gpus: finished")'

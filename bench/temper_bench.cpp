@@ -26,7 +26,7 @@
 // it on a lent GPU):
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
-//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024]
+//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024] [--gpu-batch 8]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
 // prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost.
@@ -433,11 +433,14 @@ int main(int argc, char** argv) {
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
   std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {256};
-  int gpu_context = 1024;
+  int gpu_context = 1024, gpu_batch = 8;
   app.add_option("--gpus", gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0 or 0,0,0,0")->delimiter(',');
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
   app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
   app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
+  app.add_option("--gpu-batch", gpu_batch,
+                 "CUDA: largest decode batch (graph buckets up to it; 1 times a long context without 8 prefills)")
+      ->check(CLI::PositiveNumber);
   std::string lookup_transcript, lookup_tokenizer;
   app.add_option("--lookup-transcript", lookup_transcript,
                  "prompt-lookup acceptance on a temper-scripted-model --transcript file");
@@ -462,7 +465,8 @@ int main(int argc, char** argv) {
                                               .devices = gpus,
                                               .prefill_tokens = gpu_prefill,
                                               .decode_tokens = gpu_decode,
-                                              .context_tokens = gpu_context});
+                                              .context_tokens = gpu_context,
+                                              .max_batch = gpu_batch});
     }
 #else
     s = temper::Status::Unimplemented(

@@ -40,6 +40,7 @@
 #include "bench/decode_bytes.h"
 #include "bench/gpu_decode_path.h"
 #include "bench/gpu_timing.h"
+#include "engine/cuda/all_reduce.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/decode_launches.h"
@@ -145,6 +146,9 @@ Status RunGpuBench(const GpuBenchArgs& a) {
               fmt::format("{}", fmt::join(a.devices, ", ")).c_str());
 
   // ---- 1. the yardstick, before the backend takes the memory ----
+  // Its CUDA calls come before the backend's, which asks for the hardware queues that ranks sharing
+  // a GPU need (all_reduce.h) before its own first call: ask here, before any.
+  cuda::RequestQueueConnections();
   TEMPER_ASSIGN_OR_RETURN(double copy_gbs, ::temper::bench::DeviceCopyBandwidth(a.devices[0]));
 
   // ---- 2. the backend ----

@@ -5,8 +5,8 @@
 // also where the argument for its correctness lives; tests/engine/cuda/all_reduce_protocol_test.cpp runs
 // the same rules with threads on the host. The kernels of all ranks must run at once: grids are small
 // (at most kMaxBlocks blocks of kThreads threads per rank), so even 8 ranks on one GPU are
-// co-resident. A spin that outlasts 20 s traps (a lost peer kills the context rather than hanging the
-// GPU for ever).
+// co-resident. A spin that outlasts Options::spin_limit_ms (20 s) records the stall and traps: a lost
+// peer kills the context rather than hanging the GPU for ever.
 #include "engine/cuda/all_reduce.h"
 
 #include <cuda_runtime.h>
@@ -33,12 +33,15 @@ using all_reduce::kMaxRanks;
 using all_reduce::kThreads;
 
 struct OneShotArgs {
-  float* slots[kMaxRanks];     // every rank's receive slots [2][tp][slot_floats]
-  uint32_t* flags[kMaxRanks];  // every rank's flags [2][tp][kMaxBlocks]
-  CallState* state;            // this rank's call counters for this algorithm
+  float* slots[kMaxRanks];       // every rank's receive slots [2][tp][slot_floats]
+  uint32_t* flags[kMaxRanks];    // every rank's flags [2][tp][kMaxBlocks]
+  CallState* state;              // this rank's call counters for this algorithm
+  CallState* states[kMaxRanks];  // every rank's, read only to report a stall
+  all_reduce::Stall* stall;      // this rank's record, in mapped host memory
   float* data;
   int64_t n;
   int64_t slot_floats;
+  uint64_t spin_limit_ns;
   int rank;
   int tp;
 };
@@ -46,9 +49,11 @@ struct OneShotArgs {
 struct HostStagedArgs {
   uint64_t* words;  // pinned, mapped host memory shared by all ranks: [2][tp][slot_floats]
   CallState* state;
+  all_reduce::Stall* stall;  // this rank's record
   float* data;
   int64_t n;
   int64_t slot_floats;
+  uint64_t spin_limit_ns;
   int rank;
   int tp;
 };
@@ -75,7 +80,27 @@ __device__ __forceinline__ uint64_t NowNs() {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
 }
-constexpr uint64_t kSpinLimitNs = 20'000'000'000ull;
+
+// A wait past the spin limit: the rank's first waiting block records what it waited for (the host
+// reads it once its stream reports the failure: DeviceAllReduce::StallReport), then every waiter traps.
+__device__ __noinline__ void StallAndTrap(CallState* state, all_reduce::Stall* record, int sender, uint32_t seq,
+                                          uint32_t seen, uint32_t sender_calls, int64_t n, int64_t element) {
+  if (atomicCAS(&state->stalled, 0u, 1u) == 0u) {
+    volatile all_reduce::Stall* r = record;
+    r->block = static_cast<int32_t>(blockIdx.x);
+    r->grid = static_cast<int32_t>(gridDim.x);
+    r->sender = sender;
+    r->seq = seq;
+    r->seen = seen;
+    r->sender_calls = sender_calls;
+    r->n = n;
+    r->element = element;
+    __threadfence_system();
+    r->complete = 1u;
+    __threadfence_system();
+  }
+  __trap();
+}
 
 // The call's sequence, read by thread 0 for the block: `calls` changes only at the end of the
 // previous call (stream order).
@@ -115,8 +140,12 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
   if (threadIdx.x < a.tp) {
     const uint32_t* flag = a.flags[a.rank] + all_reduce::FlagOffset(seq, a.tp, threadIdx.x, b);
     const uint64_t start = NowNs();
-    while (!all_reduce::FlagReached(LoadAcquire(flag), seq)) {
-      if (NowNs() - start > kSpinLimitNs) __trap();
+    uint32_t seen;
+    while (!all_reduce::FlagReached(seen = LoadAcquire(flag), seq)) {
+      if (NowNs() - start > a.spin_limit_ns) {
+        const uint32_t sender_calls = *reinterpret_cast<volatile const uint32_t*>(&a.states[threadIdx.x]->calls);
+        StallAndTrap(a.state, a.stall, threadIdx.x, seq, seen, sender_calls, a.n, -1);
+      }
     }
   }
   __syncthreads();
@@ -154,7 +183,9 @@ __global__ void __launch_bounds__(kThreads) HostStagedKernel(HostStagedArgs a) {
         const uint64_t* p = a.words + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i;
         const uint64_t start = NowNs();
         do {
-          if (NowNs() - start > kSpinLimitNs) __trap();
+          if (NowNs() - start > a.spin_limit_ns) {
+            StallAndTrap(a.state, a.stall, s, seq, static_cast<uint32_t>(word[s] >> 32), all_reduce::kNoCount, a.n, i);
+          }
           word[s] = LoadWord(p);
         } while (!all_reduce::WordReached(word[s], seq));
       }
@@ -164,6 +195,9 @@ __global__ void __launch_bounds__(kThreads) HostStagedKernel(HostStagedArgs a) {
   }
   EndCall(a.state, seq);
 }
+
+// PrepareAllReduceStream's launch: what matters is that the stream ran a kernel.
+__global__ void StreamReadyKernel() {}
 
 __global__ void WritePatternKernel(uint32_t* dst, int64_t n, uint32_t salt) {
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
@@ -266,6 +300,14 @@ int RequestQueueConnections() {
   return connections > 0 ? connections : 8;
 }
 
+Status PrepareAllReduceStream(cudaStream_t stream) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(StreamReadyKernel, "StreamReadyKernel"));
+  StreamReadyKernel<<<1, 1, 0, stream>>>();
+  TEMPER_CUDA_TRY(cudaGetLastError());
+  TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
+  return Status::OK();
+}
+
 DeviceAllReduce::~DeviceAllReduce() {
   nccl_.reset();
   for (const RankBuffers& r : ranks_) {
@@ -275,6 +317,7 @@ DeviceAllReduce::~DeviceAllReduce() {
     cudaFree(r.calls);
   }
   if (host_words_) cudaFreeHost(host_words_);
+  if (stalls_) cudaFreeHost(stalls_);
 }
 
 Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const int> devices, const Options& options) {
@@ -345,6 +388,11 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
   TEMPER_CUDA_TRY(cudaHostAlloc(&host, host_bytes, cudaHostAllocMapped | cudaHostAllocPortable));
   ar->host_words_ = static_cast<uint64_t*>(host);
   std::fill(ar->host_words_, ar->host_words_ + host_bytes / sizeof(uint64_t), uint64_t{0});  // seq 0: no call yet
+  void* stalls = nullptr;
+  TEMPER_CUDA_TRY(cudaHostAlloc(&stalls, sizeof(all_reduce::Stall) * tp, cudaHostAllocMapped | cudaHostAllocPortable));
+  ar->stalls_ = static_cast<all_reduce::Stall*>(stalls);
+  std::fill(ar->stalls_, ar->stalls_ + tp, all_reduce::Stall{});
+  TEMPER_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ar->stalls_device_), stalls, 0));
 
   if (options.allow_nccl && tp > 1 && static_cast<int>(distinct.size()) == tp) {
     Result<std::unique_ptr<Nccl>> nccl = Nccl::Load(std::vector<int>(devices.begin(), devices.end()));
@@ -352,6 +400,24 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
   }
   ar->topology_.nccl_available = ar->nccl_ != nullptr;
   return Result<std::unique_ptr<DeviceAllReduce>>(std::move(ar));
+}
+
+std::string DeviceAllReduce::StallReport() const {
+  std::string report;
+  for (int rank = 0; stalls_ && rank < topology_.tp; ++rank) {
+    const volatile all_reduce::Stall& st = stalls_[rank];
+    if (st.complete == 0) continue;
+    const bool host_staged = st.element >= 0;
+    report += (report.empty() ? "all-reduce stalled: rank " : " / rank ") + S(rank) + ", block " + S(st.block) +
+              " of " + S(st.grid) + ", call " + S(st.seq) + " of " + S(st.n) + " floats, waited " +
+              S(options_.spin_limit_ms) + " ms for rank " + S(st.sender) + "'s " +
+              (host_staged ? "word for element " + S(st.element) : std::string("flag")) + ", which showed call " +
+              S(st.seen);
+    if (st.sender_calls != all_reduce::kNoCount) {
+      report += "; rank " + S(st.sender) + " had ended " + S(st.sender_calls) + " calls";
+    }
+  }
+  return report;
 }
 
 Status DeviceAllReduce::AllReduceSum(int rank, float* data, size_t n, cudaStream_t stream) {
@@ -392,24 +458,35 @@ Status DeviceAllReduce::AllReduceSumWith(AllReduceAlgo algo, int rank, float* da
 
 Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t n, cudaStream_t stream) {
   CallState* state = ranks_[rank].calls + (host_staged ? 1 : 0);
+  const uint64_t spin_limit_ns = uint64_t{options_.spin_limit_ms} * 1'000'000;
   // Messages larger than a slot go in rounds; each round is a whole protocol.
   for (size_t offset = 0; offset < n; offset += slot_floats_) {
     const int64_t round = static_cast<int64_t>(std::min(slot_floats_, n - offset));
     const int grid = all_reduce::OneShotGrid(round);
     if (host_staged) {
-      const HostStagedArgs a{host_words_, state,       data + offset, round, static_cast<int64_t>(slot_floats_),
-                             rank,        topology_.tp};
+      const HostStagedArgs a{.words = host_words_,
+                             .state = state,
+                             .stall = stalls_device_ + rank,
+                             .data = data + offset,
+                             .n = round,
+                             .slot_floats = static_cast<int64_t>(slot_floats_),
+                             .spin_limit_ns = spin_limit_ns,
+                             .rank = rank,
+                             .tp = topology_.tp};
       HostStagedKernel<<<grid, kThreads, 0, stream>>>(a);
     } else {
       OneShotArgs a{};
       for (int r = 0; r < topology_.tp; ++r) {
         a.slots[r] = ranks_[r].slots;
         a.flags[r] = ranks_[r].flags;
+        a.states[r] = ranks_[r].calls;  // the P2P counters come first
       }
       a.state = state;
+      a.stall = stalls_device_ + rank;
       a.data = data + offset;
       a.n = round;
       a.slot_floats = static_cast<int64_t>(slot_floats_);
+      a.spin_limit_ns = spin_limit_ns;
       a.rank = rank;
       a.tp = topology_.tp;
       OneShotKernel<<<grid, kThreads, 0, stream>>>(a);

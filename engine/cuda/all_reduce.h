@@ -20,9 +20,8 @@
 // rounds, each a call of its own.
 //
 // Built only with nvcc. Thread safety: AllReduceSum is called by each rank's own thread, with the
-// rank's device current; every rank makes the same sequence of calls with the same n. Ranks that
-// share a GPU need streams on distinct hardware queues: make them once, together, and keep them
-// (tests/engine/cuda/cuda_all_reduce_test.cpp says what churned streams did on an H200).
+// rank's device current; every rank makes the same sequence of calls with the same n, on a stream
+// readied by PrepareAllReduceStream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -45,6 +45,15 @@ namespace temper::engine::cuda {
 // this before its first CUDA call. Returns the count in effect for contexts created from now on.
 int RequestQueueConnections();
 
+// Readies `stream` (on the current device) to carry all-reduces: one kernel launched on it and
+// waited for. Every rank's stream must pass through this, from any thread, before its first
+// all-reduce: on an H100 and an H200 (2026-11-26) the first all-reduce on freshly created streams
+// stalled in 9 of 10 test runs, and the stall record (StallReport) showed each time that a peer had
+// not begun call 1: its first kernel on a new stream did not start while a kernel on another stream
+// spun. With one launch on each stream first, 3 runs of 3 passed. Why a stream's first launch waits
+// was not established (a probe with plain kernels on fresh streams did not show it).
+Status PrepareAllReduceStream(cudaStream_t stream);
+
 class DeviceAllReduce {
  public:
   struct Options {
@@ -52,6 +61,9 @@ class DeviceAllReduce {
     uint64_t one_shot_max_bytes = 256 * 1024;             // above this, NCCL where it is up
     bool allow_p2p = true;
     bool allow_nccl = true;
+    // How long a rank waits for a peer before it records the stall (StallReport) and traps, ending
+    // the CUDA context: a lost peer must not hang the GPU for ever.
+    uint32_t spin_limit_ms = 20'000;
   };
 
   // devices[r]: CUDA ordinal of rank r (may repeat). Enables peer access between distinct devices
@@ -75,6 +87,14 @@ class DeviceAllReduce {
   // is not available.
   Status AllReduceSumWith(AllReduceAlgo algo, int rank, float* data, size_t n, cudaStream_t stream);
 
+  // Empty, or, once ranks' waits for a peer passed Options::spin_limit_ms and trapped (the stream
+  // then reports cudaErrorLaunchFailure and the context is gone), which block and call of each such
+  // rank waited for which sender and what it saw, e.g. "all-reduce stalled: rank 1, block 0 of 1,
+  // call 3 of 1 floats, waited 20000 ms for rank 0's flag, which showed call 1; rank 0 had ended 1
+  // calls" (" / " before each further rank). Read from host memory, so it works after the context
+  // died.
+  std::string StallReport() const;
+
  private:
   struct Nccl;
   struct RankBuffers {
@@ -92,6 +112,9 @@ class DeviceAllReduce {
   std::vector<RankBuffers> ranks_;
   // Host-staged: pinned, mapped host memory shared by all ranks, words of all_reduce_protocol.h.
   uint64_t* host_words_ = nullptr;  // [2][tp][slot floats]
+  // Each rank's stall record (all_reduce_protocol.h), pinned and mapped: host and device pointers.
+  all_reduce::Stall* stalls_ = nullptr;  // [tp]
+  all_reduce::Stall* stalls_device_ = nullptr;
   std::unique_ptr<Nccl> nccl_;
 };
 

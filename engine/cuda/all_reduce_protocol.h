@@ -57,10 +57,12 @@ constexpr int64_t kFloatsPerBlock = 2048;
 // One rank's slot in a receive buffer, by default; larger messages go in rounds.
 constexpr uint64_t kDefaultSlotBytes = 1 << 20;
 
-// A call's counters on one rank: `calls` made so far, and the blocks of the running call that ended.
+// A call's counters on one rank: `calls` made so far, the blocks of the running call that ended, and
+// whether a block of this rank claimed its Stall record.
 struct CallState {
   uint32_t calls;
   uint32_t arrivals;
+  uint32_t stalled;
 };
 
 struct Chunk {
@@ -95,6 +97,20 @@ TEMPER_AR_HD uint32_t WordValueBits(uint64_t word) { return static_cast<uint32_t
 TEMPER_AR_HD bool WordReached(uint64_t word, uint32_t seq) {
   return FlagReached(static_cast<uint32_t>(word >> 32), seq);
 }
+
+// What a rank that waited past the spin limit saw, written to pinned host memory (one record per
+// rank) before its kernel traps: the trap ends the CUDA context, and only host memory can still say
+// which rank waited for whom. The first waiting block of a rank claims the record (CallState::
+// stalled, an atomic in device memory: atomics on mapped host memory need PCIe atomics); `complete`
+// is 1 once every field is written. `seen` is the flag's call (P2P) or the word's (host-staged).
+struct Stall {
+  uint32_t complete;
+  int32_t block, grid, sender;
+  uint32_t seq, seen;
+  uint32_t sender_calls;  // P2P: the calls the sender had ended, read from its counters; host-staged: kNoCount
+  int64_t n, element;     // the call's floats; host-staged: the element whose word was awaited, else -1
+};
+constexpr uint32_t kNoCount = 0xffffffffu;
 
 // Whether the block whose arrival found `arrived_before` blocks already ended is the call's last.
 TEMPER_AR_HD bool LastToArrive(uint32_t arrived_before, int grid) {

@@ -17,6 +17,10 @@ Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shar
   // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
   Status loaded = LoadAllKernels();
   if (!loaded.ok()) return loaded.WithContext("CUDA device " + std::to_string(device));
+  if (ops->all_reduce_) {
+    Status ready = PrepareAllReduceStream(ops->stream_);
+    if (!ready.ok()) return ready.WithContext("CUDA device " + std::to_string(device));
+  }
   return ops;
 }
 
@@ -91,8 +95,12 @@ Status CudaOps::CopyOnDevice(void* dst, const void* src, size_t bytes) {
 
 Status CudaOps::Synchronize() {
   TEMPER_RETURN_IF_ERROR(Bind());
-  TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
-  return Status::OK();
+  const cudaError_t e = cudaStreamSynchronize(stream_);
+  if (e == cudaSuccess) return Status::OK();
+  // A trapped all-reduce kills the context; its record says which rank waited for whom.
+  const std::string stall = all_reduce_ ? all_reduce_->StallReport() : "";
+  const Status failed = CudaStatus(e, "cudaStreamSynchronize", __FILE__, __LINE__);
+  return stall.empty() ? failed : failed.WithContext(stall);
 }
 
 Status CudaOps::FillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth) {

@@ -85,7 +85,7 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   p.workspace_bytes = p.rank.workspace * n;
   p.all_reduce_bytes = p.rank.all_reduce * n;
   p.ring_bytes = p.rank.ring_per_seq * static_cast<uint64_t>(in.max_sequences + in.max_snapshots) * n;
-  p.reserve_bytes = kCudaRuntimeReserveBytes + (in.nccl ? kNcclReserveBytes : 0);
+  p.reserve_bytes = kCudaReservePerRankBytes * n + (in.nccl ? kNcclReserveBytes : 0);
   const uint64_t fixed = p.weight_bytes + p.workspace_bytes + p.all_reduce_bytes + p.ring_bytes + p.reserve_bytes;
   if (fixed > in.free_bytes) {
     return Status::ResourceExhausted(fmt::format(

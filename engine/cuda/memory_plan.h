@@ -40,11 +40,13 @@ struct MemoryPlanInput {
 
 // The cuBLASLt workspace each rank allocates for prefill GEMMs.
 constexpr uint64_t kGemmWorkspaceBytes = 32ull << 20;
-// What CUDA takes on a GPU after start-up measured its free memory, none of it through our
-// allocations: the code of every kernel the ranks load (ours, and cuBLASLt's for every GEMM bucket:
-// WarmGemms), cuBLASLt's handles and the decode graphs. An estimate, per GPU, to check against the
-// free memory left once the backend is up (CudaBackendInfo::Gpu::free_after).
-constexpr uint64_t kCudaRuntimeReserveBytes = 256ull << 20;
+// What CUDA takes for each rank on a GPU after start-up measured its free memory, none of it through
+// our allocations: the code of every kernel (ours, and cuBLASLt's for every GEMM bucket: WarmGemms),
+// the rank's cuBLASLt handle and streams, and its decode graphs. An estimate, checked against the free
+// memory left once the backend is up (CudaBackendInfo::Gpu::free_after): the 31B shape measured
+// 0.48 GiB at tp 1 on an H100 and 1.92 GiB for tp 4 on one H200 (2026-11-26). Per rank, because ranks
+// sharing a GPU each capture their own graphs: a per-GPU 256 MiB let tp 4 on one H100 run out.
+constexpr uint64_t kCudaReservePerRankBytes = 512ull << 20;
 // NCCL's own buffers where it runs: by default 4 MiB per channel, peer and protocol (NCCL_BUFFSIZE),
 // a few channels over PCIe. An estimate, per GPU, checked the same way.
 constexpr uint64_t kNcclReserveBytes = 512ull << 20;
@@ -66,7 +68,7 @@ struct GpuMemoryPlan {
   uint64_t workspace_bytes = 0;    // whole GPU
   uint64_t all_reduce_bytes = 0;   // whole GPU
   uint64_t ring_bytes = 0;         // whole GPU: sequence and snapshot rings
-  uint64_t reserve_bytes = 0;      // whole GPU: CUDA's own (kCudaRuntimeReserveBytes), NCCL's where it runs
+  uint64_t reserve_bytes = 0;      // whole GPU: CUDA's own (kCudaReservePerRankBytes each), NCCL's where it runs
   uint64_t kv_pool_bytes = 0;      // whole GPU: paged blocks
   int64_t num_blocks = 0;          // paged blocks per rank (every rank has the same count)
   int64_t kv_capacity_tokens = 0;  // num_blocks * block_tokens

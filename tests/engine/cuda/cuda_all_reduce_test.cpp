@@ -38,16 +38,18 @@ std::vector<Status> OnThreads(int tp, const std::function<Status(int)>& fn) {
   return status;
 }
 
-// One stream per rank, made together and kept for the all-reduce's life, as the backend's ranks
-// do. Ranks that share a GPU spin until their peers' kernels run, so their streams must sit on
-// distinct hardware queues. An earlier version of this test made and destroyed streams for every
-// check; on an H200 (2026-11-26) it hung until the 20 s trap in 4 runs of 4, at a different check
-// each time, and passed 5 of 5 with the streams made once (the likeliest reading: two ranks'
-// streams on one queue, a kernel waiting behind its peer's spinning one).
+// One stream per rank, made together, readied for the all-reduce (PrepareAllReduceStream) and kept
+// for the all-reduce's life, as the backend's ranks do. Without the readying, the first all-reduce on
+// new streams stalled until the 20 s trap in 9 of 10 runs on an H100 and an H200 (2026-11-26).
 class RankStreams {
  public:
   explicit RankStreams(int tp) : streams_(static_cast<size_t>(tp), nullptr) {
-    for (cudaStream_t& s : streams_) REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+    for (cudaStream_t& s : streams_) {
+      REQUIRE(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess);
+      const Status ready = PrepareAllReduceStream(s);
+      INFO(ready.ToString());
+      REQUIRE(ready.ok());
+    }
   }
   ~RankStreams() {
     for (cudaStream_t s : streams_) {
@@ -111,7 +113,7 @@ void Check(DeviceAllReduce& ar, const RankStreams& streams, AllReduceAlgo algo, 
       if (cudaStreamSynchronize(streams[r]) != cudaSuccess) return Status::Internal("synchronize");
       return Status::OK();
     });
-    INFO(Statuses(status));
+    INFO(Statuses(status) << ar.StallReport());
     for (int r = 0; r < tp; ++r) REQUIRE(status[r].ok());
     std::vector<float> want(n * calls, 0.0f);
     for (int r = 0; r < tp; ++r)
@@ -129,7 +131,7 @@ void Check(DeviceAllReduce& ar, const RankStreams& streams, AllReduceAlgo algo, 
   }
 }
 
-TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on one GPU", "[gpu]") {
+TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on one GPU", "[gpu][all-reduce]") {
   TEMPER_SKIP_WITHOUT_GPU();
   for (int tp : {2, 3, 4}) {
     const std::vector<int> devices(static_cast<size_t>(tp), 0);
@@ -156,7 +158,7 @@ TEST_CASE("all-reduce sums in rank order, bit for bit, with 2, 3 and 4 ranks on 
 // The sequence that broke the first protocol (per-block call counts): the grid changes at almost
 // every call, with odd counts of decode-sized calls and messages in rounds (the host model of
 // all_reduce_protocol_test.cpp runs the same sequences without a GPU).
-TEST_CASE("all-reduce stays exact when the message size and so the grid change every call", "[gpu]") {
+TEST_CASE("all-reduce stays exact when the message size and so the grid change every call", "[gpu][all-reduce]") {
   TEMPER_SKIP_WITHOUT_GPU();
   const std::vector<size_t> sizes = {5376, 43008, 1, 12347, 5376, 5376, 5376, 65537, 2049, 200000, 31, 43008, 5376};
   for (int tp : {2, 4}) {
@@ -186,7 +188,7 @@ TEST_CASE("all-reduce stays exact when the message size and so the grid change e
         }
         return cudaStreamSynchronize(streams[r]) == cudaSuccess ? Status::OK() : Status::Internal("synchronize");
       });
-      INFO(Statuses(status));
+      INFO(Statuses(status) << (*ar)->StallReport());
       for (int r = 0; r < tp; ++r) REQUIRE(status[r].ok());
       for (size_t c = 0; c < sizes.size(); ++c) {
         std::vector<float> want(sizes[c], 0.0f);

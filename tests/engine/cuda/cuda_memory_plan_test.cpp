@@ -51,7 +51,7 @@ TEST_CASE("31B at tp 4: 10,240 KV bytes per token per rank, over 10x vLLM's toke
   // CUDA's and NCCL's own memory, are claims of their own.
   CHECK(plan->all_reduce_bytes >= 8ull << 20);
   CHECK(plan->all_reduce_bytes < (8ull << 20) + 4096);
-  CHECK(plan->reserve_bytes == kCudaRuntimeReserveBytes + kNcclReserveBytes);
+  CHECK(plan->reserve_bytes == kCudaReservePerRankBytes + kNcclReserveBytes);
   // Everything claimed fits in what was free, the pool took about kv_fraction of the rest, and the
   // margin is what nothing claims.
   const uint64_t fixed =
@@ -63,12 +63,12 @@ TEST_CASE("31B at tp 4: 10,240 KV bytes per token per rank, over 10x vLLM's toke
   CHECK(static_cast<double>(plan->kv_pool_bytes) > 0.9 * rest - static_cast<double>(plan->rank.block));
 }
 
-TEST_CASE("ranks sharing a GPU multiply the weights and split the pool") {
+TEST_CASE("ranks sharing a GPU multiply the weights and CUDA's reserve, and split the pool") {
   const ModelConfig c = Load("/gemma4-tiny/config.json");
   auto shards = PlanShards(c, 2);
   REQUIRE(shards.ok());
   MemoryPlanInput in;
-  in.free_bytes = 512ull << 20;  // each rank also takes a 32 MiB GEMM workspace, and CUDA 256 MiB
+  in.free_bytes = 2ull << 30;  // each rank also takes a 32 MiB GEMM workspace, and CUDA 512 MiB
   auto one = PlanGpuMemory(c, (*shards)[0], in);
   in.ranks_on_device = 2;
   auto two = PlanGpuMemory(c, (*shards)[0], in);
@@ -76,6 +76,7 @@ TEST_CASE("ranks sharing a GPU multiply the weights and split the pool") {
   REQUIRE(two.ok());
   CHECK(two->weight_bytes == 2 * one->weight_bytes);
   CHECK(two->workspace_bytes == 2 * one->workspace_bytes);
+  CHECK(two->reserve_bytes == 2 * one->reserve_bytes);
   CHECK(two->num_blocks < one->num_blocks);
   CHECK(two->num_blocks * 2 <= one->num_blocks + 1);
 }
@@ -89,7 +90,7 @@ TEST_CASE("a tp 1 plan keeps no all-reduce buffers and no NCCL reserve") {
   auto plan = PlanGpuMemory(c, (*shards)[0], in);
   REQUIRE(plan.ok());
   CHECK(plan->all_reduce_bytes == 0);
-  CHECK(plan->reserve_bytes == kCudaRuntimeReserveBytes);
+  CHECK(plan->reserve_bytes == kCudaReservePerRankBytes);
   in.tp = 0;
   CHECK(PlanGpuMemory(c, (*shards)[0], in).status().code() == StatusCode::kInvalidArgument);
 }
