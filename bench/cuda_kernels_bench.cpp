@@ -168,7 +168,8 @@ Status GemmTable(const ModelConfig& c, cudaStream_t stream) {
   return Status::OK();
 }
 
-Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu, double copy_gbs) {
+// `sm_ghz`: this GPU's SMs x boost clock in GHz (the slow end's factor for kernels far from the roofline).
+Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu, double copy_gbs, double sm_ghz) {
   constexpr int kTp = 4;  // the reference box
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, kTp));
   ::temper::bench::DecodeStepShape shape;
@@ -189,6 +190,7 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
   ::temper::bench::L4Assumptions a;
   a.read_gbs_low = o.l4_read_gbs[0];
   a.read_gbs_high = o.l4_read_gbs[1];
+  a.sm_ratio = sm_ghz / (::temper::bench::kL4SmCount * ::temper::bench::kL4BoostGHz);
   a.all_reduces = 1 + 2 * c.num_layers;  // the embedding's, then o_proj's and down_proj's (rank_forward.cpp)
   a.all_reduce_bytes = sizeof(float) * static_cast<uint64_t>(c.hidden_size);  // one fp32 residual row
   char source[256];
@@ -222,8 +224,10 @@ Status Run(const Options& o) {
   cudaDeviceProp props{};
   TEMPER_CUDA_TRY(cudaGetDeviceProperties(&props, o.device));
   TEMPER_ASSIGN_OR_RETURN(ModelConfig c, LoadModelConfig(o.config));
-  std::printf("%s, %d SMs, %.0f MB L2; %s\n", props.name, props.multiProcessorCount, props.l2CacheSize / 1e6,
-              o.config.c_str());
+  int clock_khz = 0;
+  TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, o.device));
+  std::printf("%s, %d SMs at %.2f GHz, %.0f MB L2; %s\n", props.name, props.multiProcessorCount, clock_khz / 1e6,
+              props.l2CacheSize / 1e6, o.config.c_str());
   TEMPER_ASSIGN_OR_RETURN(double copy_gbs, ::temper::bench::DeviceCopyBandwidth(o.device));
   std::printf("* copy bandwidth, %s: %.0f GB/s (1 GiB device to device, read + write, median of 10)\n\n", props.name,
               copy_gbs);
@@ -234,7 +238,7 @@ Status Run(const Options& o) {
   if (s.ok()) s = GemmTable(c, stream);
   cudaStreamDestroy(stream);
   TEMPER_RETURN_IF_ERROR(s);
-  return L4Estimate(c, o, props.name, copy_gbs);
+  return L4Estimate(c, o, props.name, copy_gbs, props.multiProcessorCount * (clock_khz / 1e6));
 }
 
 }  // namespace

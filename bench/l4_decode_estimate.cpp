@@ -26,8 +26,15 @@ AllReduceLatency PlxAllReduceLatency(uint64_t bytes) {
   return {lo->one_shot + f * (hi->one_shot - lo->one_shot), lo->nccl + f * (hi->nccl - lo->nccl)};
 }
 
-double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs) {
+bool FarFromRoofline(const StepKernel& k, double copy_gbs_here) {
+  return k.cost == StepCost::kBandwidth && k.us > 0 && k.bytes / (k.us * 1e3) < kRooflineShare * copy_gbs_here;
+}
+
+double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs, double sm_factor) {
   if (k.cost == StepCost::kLatency) return k.us;
+  if (FarFromRoofline(k, copy_gbs_here)) {
+    return std::max(k.fixed_us + k.bytes / (read_gbs * 1e3), k.us * sm_factor);
+  }
   const double streaming = std::max(0.0, k.us - k.fixed_us);
   return k.fixed_us + streaming * copy_gbs_here / read_gbs;
 }
@@ -40,8 +47,8 @@ L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_
       continue;
     }
     r.bytes += k.per_step * k.bytes;
-    r.bandwidth_fast_ms += k.per_step * L4Micros(k, copy_gbs_here, a.read_gbs_high) * 1e-3;
-    r.bandwidth_slow_ms += k.per_step * L4Micros(k, copy_gbs_here, a.read_gbs_low) * 1e-3;
+    r.bandwidth_fast_ms += k.per_step * L4Micros(k, copy_gbs_here, a.read_gbs_high, 1.0) * 1e-3;
+    r.bandwidth_slow_ms += k.per_step * L4Micros(k, copy_gbs_here, a.read_gbs_low, a.sm_ratio) * 1e-3;
   }
   r.all_reduce_fast_ms = a.all_reduces * a.all_reduce_us_low * 1e-3;
   r.all_reduce_slow_ms = a.all_reduces * a.all_reduce_us_high * 1e-3;
@@ -60,10 +67,11 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
       "ms per step on L4, fast / slow |\n");
   std::printf("|---|---:|---:|---:|---:|---:|---:|\n");
   for (const StepKernel& k : kernels) {
-    const double fast = L4Micros(k, copy_gbs_here, hi), slow = L4Micros(k, copy_gbs_here, lo);
+    const double fast = L4Micros(k, copy_gbs_here, hi, 1.0), slow = L4Micros(k, copy_gbs_here, lo, a.sm_ratio);
     if (k.cost == StepCost::kBandwidth) {
-      std::printf("| %s | %d | %.2f | %.1f | %.1f | %.1f / %.1f | %.3f / %.3f |\n", k.name.c_str(), k.per_step,
-                  k.bytes / 1e6, k.us, k.fixed_us, fast, slow, k.per_step * fast * 1e-3, k.per_step * slow * 1e-3);
+      std::printf("| %s%s | %d | %.2f | %.1f | %.1f | %.1f / %.1f | %.3f / %.3f |\n", k.name.c_str(),
+                  FarFromRoofline(k, copy_gbs_here) ? " (far from the roofline)" : "", k.per_step, k.bytes / 1e6, k.us,
+                  k.fixed_us, fast, slow, k.per_step * fast * 1e-3, k.per_step * slow * 1e-3);
     } else {
       std::printf("| %s | %d | latency-bound | %.1f | | %.1f (as measured) | %.3f |\n", k.name.c_str(), k.per_step,
                   k.us, k.us, k.per_step * k.us * 1e-3);
@@ -77,9 +85,11 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
   std::printf(
       "* bandwidth-bound kernels on L4: t = fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
       "read + write) / L4 read bandwidth, at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
-      "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3): %.2f / %.2f ms per step\n",
-      copy_gbs_here, hi, 100 * hi / kL4SpecGBs, kL4SpecGBs, lo, 100 * lo / kL4SpecGBs, r.bandwidth_fast_ms,
-      r.bandwidth_slow_ms);
+      "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3); those reading at under %.0f%% "
+      "of the copy bandwidth here (far from the roofline): t = max(fixed + MB / L4 read bandwidth, us here x 1 "
+      "(fast) or x %.2f (slow: this GPU's SMs x clock over the L4's %d x %.2f GHz)): %.2f / %.2f ms per step\n",
+      copy_gbs_here, hi, 100 * hi / kL4SpecGBs, kL4SpecGBs, lo, 100 * lo / kL4SpecGBs, 100 * kRooflineShare, a.sm_ratio,
+      kL4SmCount, kL4BoostGHz, r.bandwidth_fast_ms, r.bandwidth_slow_ms);
   std::printf("* latency-bound kernels and the host part of a step, kept as measured on this GPU: %.2f ms per step\n",
               r.latency_ms);
   std::printf("* all-reduce: %d per step x %.1f-%.1f us (%s) = %.2f-%.2f ms per step\n", a.all_reduces,

@@ -9,6 +9,13 @@
 //     copy_here: this GPU's device-to-device copy bandwidth, measured in the same run;
 //     read_L4: what a good kernel reads at on an L4, a range (below). A kernel that reaches a given
 //     share of the copy bandwidth here is taken to reach that share of read_L4 there.
+//   ... unless it reads at less than kRooflineShare of copy_here: then its time here is not its
+//     bytes' time (decode attention at 1-2 K keys reads at 3-6% of an H100's copy bandwidth: it
+//     waits on dependent loads and barriers), and scaling it by the bandwidth ratio would put an
+//     L4 at 16 GB/s. Such a kernel takes the larger of its bytes' time there and its time here,
+//     scaled by 1 at the fast end and by this GPU's SM throughput over the L4's at the slow end:
+//       t_L4 = max(fixed + bytes / read_L4, t_here · {1, sm_ratio})
+//     sm_ratio = (SMs × clock here) / (the L4's 58 SMs × 2.04 GHz): 2.2 for an H100 or H200.
 //   latency-bound kernel (norms, RoPE, GeGLU, KV write, embedding, softcap, top candidates) and the
 //     host's part of a step: as measured here.
 //   all-reduce: `all_reduces` per step at an assumed per-call latency range (not measured: this
@@ -37,6 +44,13 @@ constexpr double kL4ReadShareLow = 0.76;
 constexpr double kL4ReadShareHigh = 0.90;
 // vLLM on the reference box (engines.md, first lines): bf16, tp 4, --enforce-eager, 256/512 tokens.
 constexpr double kVllmL4TokS = 14.9;
+// The L4's streaming multiprocessors and boost clock (NVIDIA L4 datasheet: 7,424 CUDA cores, 128 per
+// Ada SM; 2,040 MHz).
+constexpr int kL4SmCount = 58;
+constexpr double kL4BoostGHz = 2.04;
+// Below this share of the copy bandwidth here, a bandwidth-bound kernel is treated as far from the
+// roofline (the formula above).
+constexpr double kRooflineShare = 0.5;
 
 // A one-shot push all-reduce and NCCL, 4 ranks over PCIe inside a CUDA graph, V100s behind one PLX
 // switch (engines.md §1.4, from sglang-V100 PR #2), interpolated linearly in the message size
@@ -56,7 +70,11 @@ struct L4Assumptions {
   std::string all_reduce_source;  // where the two latencies come from, printed beside them
   int all_reduces = 0;            // per step
   uint64_t all_reduce_bytes = 0;  // per call
+  double sm_ratio = 1;            // this GPU's SMs x clock over the L4's (kL4SmCount x kL4BoostGHz)
 };
+
+// Whether a bandwidth-bound kernel reads at less than kRooflineShare of the copy bandwidth here.
+bool FarFromRoofline(const StepKernel& k, double copy_gbs_here);
 
 struct L4StepRange {
   double fast_ms = 0, slow_ms = 0;                      // whole step
@@ -66,8 +84,9 @@ struct L4StepRange {
   double bytes = 0;  // read per step by the bandwidth-bound kernels
 };
 
-// Per-launch time on an L4 at `read_gbs` (the formula above).
-double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs);
+// Per-launch time on an L4 at `read_gbs` (the formulas above); `sm_factor` multiplies the time here of
+// a kernel far from the roofline (1 at the fast end, sm_ratio at the slow end).
+double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs, double sm_factor);
 
 L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a);
 
