@@ -35,8 +35,7 @@ using all_reduce::kThreads;
 struct OneShotArgs {
   float* slots[kMaxRanks];       // every rank's receive slots [2][tp][slot_floats]
   uint32_t* flags[kMaxRanks];    // every rank's flags [2][tp][kMaxBlocks]
-  CallState* state;              // this rank's call counters for this algorithm
-  CallState* states[kMaxRanks];  // every rank's, read only to report a stall
+  CallState* states[kMaxRanks];  // every rank's P2P call counters: this rank's, and its peers' to report a stall
   all_reduce::Stall* stall;      // this rank's record, in mapped host memory
   float* data;
   int64_t n;
@@ -123,7 +122,7 @@ __device__ __forceinline__ void EndCall(CallState* state, uint32_t seq) {
 __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
   const int b = blockIdx.x;
   const all_reduce::Chunk chunk = all_reduce::OneShotChunk(a.n, gridDim.x, b);
-  const uint32_t seq = CallSequence(a.state);
+  const uint32_t seq = CallSequence(a.states[a.rank]);
   const int64_t my_slot = all_reduce::SlotOffset(seq, a.tp, a.rank, a.slot_floats);
 
   // Push my chunk into every receiver's buffer.
@@ -144,7 +143,7 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
     while (!all_reduce::FlagReached(seen = LoadAcquire(flag), seq)) {
       if (NowNs() - start > a.spin_limit_ns) {
         const uint32_t sender_calls = *reinterpret_cast<volatile const uint32_t*>(&a.states[threadIdx.x]->calls);
-        StallAndTrap(a.state, a.stall, threadIdx.x, seq, seen, sender_calls, a.n, -1);
+        StallAndTrap(a.states[a.rank], a.stall, threadIdx.x, seq, seen, sender_calls, a.n, -1);
       }
     }
   }
@@ -156,7 +155,7 @@ __global__ void __launch_bounds__(kThreads) OneShotKernel(OneShotArgs a) {
     for (int s = 0; s < a.tp; ++s) acc += __ldcv(mine + all_reduce::SlotOffset(seq, a.tp, s, a.slot_floats) + i);
     a.data[i] = acc;
   }
-  EndCall(a.state, seq);
+  EndCall(a.states[a.rank], seq);
 }
 
 // all_reduce_protocol.h's host-staged words. Each thread pushes and sums the same elements, so no
@@ -481,7 +480,6 @@ Status DeviceAllReduce::OneShot(bool host_staged, int rank, float* data, size_t 
         a.flags[r] = ranks_[r].flags;
         a.states[r] = ranks_[r].calls;  // the P2P counters come first
       }
-      a.state = state;
       a.stall = stalls_device_ + rank;
       a.data = data + offset;
       a.n = round;
