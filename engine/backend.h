@@ -90,6 +90,30 @@ struct ForwardResult {
   std::vector<float> hidden;
 };
 
+// One sequence's request for drafts from Gemma 4's MTP drafter (Backend::Draft).
+struct DraftRequest {
+  SequenceId seq = -1;
+  // The token sampled for position SequenceLength(seq), not yet fed.
+  int32_t token = 0;
+  // The logit row of the most recent Forward that sampled `token`: the target's final-norm hidden
+  // state there (position SequenceLength(seq) - 1) is the drafter's first input.
+  int64_t hidden_row = 0;
+  int count = 0;  // drafts wanted, in [1, kMaxDraftTokens]
+};
+
+struct DraftOptions {
+  bool keep_logits = false;  // also return the drafter's logits (tests)
+};
+
+struct DraftResult {
+  // Per request, in order: its greedy drafts, `count` of them; none for a sequence already at the
+  // context limit (no verification pass could take them).
+  std::vector<std::vector<int32_t>> tokens;
+  // With keep_logits: [requests][max count][vocab_size], no softcap; rows past a request's drafts
+  // are zeros.
+  std::vector<float> logits;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -126,6 +150,18 @@ class Backend {
   // sequence or a token id outside the vocabulary, OutOfRange past the backend's context limit,
   // ResourceExhausted when the KV cache is full.
   virtual Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) = 0;
+
+  // Whether an MTP drafter is attached (Draft works).
+  virtual bool has_drafter() const { return false; }
+  // Greedy drafts from the MTP drafter for each request, every request's steps run together.
+  // Reads the target's cache and the hidden states the last Forward left; changes no state.
+  // Errors (nothing drafted): FailedPrecondition without a drafter, or when a request's
+  // hidden_row is not its sequence's last position in the last Forward; NotFound for a dead
+  // sequence; InvalidArgument for a repeated sequence, a token outside the vocabulary or a count
+  // outside [1, kMaxDraftTokens].
+  virtual Result<DraftResult> Draft(std::span<const DraftRequest> /*requests*/, const DraftOptions& /*options*/) {
+    return Status::FailedPrecondition("this backend has no MTP drafter");
+  }
 
   // The most rows a decode pass (each sequence's next token, and its drafts) may have and still
   // cost about one decode step; 0: no such limit. The scheduler spends draft tokens within it.

@@ -79,6 +79,19 @@ Result<LoadedModel> LoadModel(const ModelSource& source) {
   } else {
     TEMPER_ASSIGN_OR_RETURN(out.weights, ModelWeights::Synthetic(out.config, source.synthetic_seed));
   }
+  if (!source.drafter_dir.empty()) {
+    std::error_code ec;
+    if (!fs::is_directory(source.drafter_dir, ec)) {
+      return Status::NotFound(
+          fmt::format("drafter directory {} {}", source.drafter_dir,
+                      fs::exists(source.drafter_dir, ec) ? "is not a directory" : "does not exist"));
+    }
+    TEMPER_ASSIGN_OR_RETURN(DrafterConfig drafter,
+                            LoadDrafterConfig(fs::path(source.drafter_dir) / "config.json", out.config));
+    Result<std::unique_ptr<DrafterWeights>> weights = DrafterWeights::Load(source.drafter_dir, drafter);
+    if (!weights.ok()) return weights.status().WithContext(fmt::format("drafter weights in {}", source.drafter_dir));
+    out.drafter = std::move(*weights);
+  }
   return out;
 }
 

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -44,12 +45,16 @@ struct ModelSource {
   // whatever `tokenizer_need` says (except kNone).
   std::string tokenizer;
   TokenizerNeed tokenizer_need = TokenizerNeed::kIfPresent;
+  // Gemma 4's MTP drafter for the model (an "-assistant" checkpoint: config.json and safetensors),
+  // or empty for none.
+  std::string drafter_dir;
 };
 
 struct LoadedModel {
   ModelConfig config;
   std::shared_ptr<const ModelWeights> weights;
-  std::unique_ptr<const Tokenizer> tokenizer;  // null when none was asked for or found
+  std::unique_ptr<const Tokenizer> tokenizer;     // null when none was asked for or found
+  std::shared_ptr<const DrafterWeights> drafter;  // null without a drafter_dir
 };
 
 // The tokenizer file `source` names: `tokenizer`, else DIR/tokenizer.json; "" for a synthetic source
@@ -70,7 +75,8 @@ Status CheckTokenizerFitsModel(const Tokenizer& tokenizer, const ModelConfig& co
 // the tokenizer fits the model.
 // Errors: InvalidArgument unless exactly one of dir and synthetic_config is set; NotFound when
 // `dir` is not a directory; then LoadModelConfig's, LoadModelTokenizer's, CheckTokenizerFitsModel's
-// and ModelWeights' errors, each naming its file.
+// and ModelWeights' errors, each naming its file; with a drafter_dir, NotFound when it is not a
+// directory, then LoadDrafterConfig's and DrafterWeights::Load's errors.
 Result<LoadedModel> LoadModel(const ModelSource& source);
 
 }  // namespace temper::engine

@@ -17,6 +17,9 @@ namespace temper {
 
 struct InprocessEndpoint {
   std::string model_dir;
+  // Gemma 4's MTP drafter for the model (a "-assistant" checkpoint directory), or empty: drafts
+  // for speculative decoding then come from prompt lookup.
+  std::string drafter_dir;
   uint32_t tp = 1;                  // tensor-parallel ranks
   std::vector<uint32_t> gpus;       // CUDA device ordinals, one per rank (may repeat for testing); empty: CPU
   double kv_memory_fraction = 0.9;  // of the memory left after weights, for the KV pool

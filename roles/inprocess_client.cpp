@@ -158,10 +158,18 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   const std::string who = fmt::format("endpoint '{}' (inprocess)", endpoint_name);
   if (endpoint.model_dir.empty()) return Status::InvalidArgument(fmt::format("{}: model_dir is empty", who));
   if (endpoint.max_context == 0) return Status::InvalidArgument(fmt::format("{}: max_context must be at least 1", who));
+  if (!endpoint.drafter_dir.empty() && !endpoint.gpus.empty()) {
+    return Status::Unimplemented(fmt::format(
+        "{}: drafter_dir: the CUDA backend cannot run the MTP drafter yet (without drafter_dir, drafts come from "
+        "prompt lookup)",
+        who));
+  }
 
   const auto start = std::chrono::steady_clock::now();
-  Result<engine::LoadedModel> loaded = engine::LoadModel(
-      engine::ModelSource{.dir = endpoint.model_dir, .tokenizer_need = engine::TokenizerNeed::kRequired});
+  Result<engine::LoadedModel> loaded =
+      engine::LoadModel(engine::ModelSource{.dir = endpoint.model_dir,
+                                            .tokenizer_need = engine::TokenizerNeed::kRequired,
+                                            .drafter_dir = endpoint.drafter_dir});
   if (!loaded.ok()) return loaded.status().WithContext(who);
   const engine::ModelConfig& config = loaded->config;
 
@@ -189,6 +197,7 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
     backend.threads = options.cpu_threads;
     backend.max_context = max_context;
     backend.kv = kv;
+    backend.drafter = client->model_.drafter;
     Result<std::unique_ptr<engine::CpuBackend>> cpu =
         engine::CpuBackend::Create(client->model_.config, client->model_.weights, backend);
     if (!cpu.ok()) return cpu.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
@@ -225,10 +234,11 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   const engine::KvUsage usage = client->backend_->kv_usage();
   logger.Info(
       "{}: loaded {} on {} in {:.1f} s (context {} tokens, KV pool {} tokens for {} sequences, {} cached "
-      "prefixes)",
+      "prefixes; drafts from {})",
       who, endpoint.model_dir, where, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       client->backend_->context_limit(), usage.total_blocks * usage.block_tokens, usage.max_sequences,
-      usage.max_snapshots);
+      usage.max_snapshots,
+      client->backend_->has_drafter() ? fmt::format("the MTP drafter in {}", endpoint.drafter_dir) : "prompt lookup");
   return client;
 }
 

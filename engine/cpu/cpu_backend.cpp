@@ -82,6 +82,9 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
     }
     if (sliding) b->rope_.push_back(std::move(sliding));
     if (full) b->rope_.push_back(std::move(full));
+    if (opts.drafter) {
+      TEMPER_RETURN_IF_ERROR(b->AttachDrafter(shards));
+    }
     b->comm_ = std::make_unique<Communicator>(options.tp);
     b->rank_threads_ = std::make_unique<WorkerGroup>(options.tp);
   } catch (const std::bad_alloc&) {
@@ -89,6 +92,69 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
         fmt::format("CPU backend: cannot allocate the KV cache for {} tokens", options.kv.max_tokens));
   }
   return b;
+}
+
+Status CpuBackend::AttachDrafter(const std::vector<RankShard>& shards) {
+  const DrafterWeights& w = *options_.drafter;
+  const DrafterConfig& dc = w.config();
+  const ModelConfig& text = dc.text;
+  const int tp = static_cast<int>(shards.size());
+  // A drafter parsed against another target may not fit this one: check what the ranks rely on.
+  if (dc.backbone_hidden_size != config_.hidden_size || text.vocab_size != config_.vocab_size ||
+      text.sliding_window != config_.sliding_window || static_cast<int>(dc.target_layers.size()) != text.num_layers) {
+    return Status::InvalidArgument("CPU backend: the MTP drafter was not made for this model");
+  }
+  if (text.num_heads % tp != 0) {
+    return Status::InvalidArgument(
+        fmt::format("CPU backend: tp {} cannot split the MTP drafter's {} query heads evenly", tp, text.num_heads));
+  }
+  for (const RankShard& shard : shards) {
+    auto rd = std::make_unique<cpu::RankDrafter>();
+    rd->weights = &w;
+    rd->ffn = EvenSplit(text.intermediate_size, tp, shard.rank);
+    rd->lm_head = w.lm_head().Rows(shard.vocab.begin, shard.vocab.end);
+    const Range q_heads = EvenSplit(text.num_heads, tp, shard.rank);
+    for (int l = 0; l < text.num_layers; ++l) {
+      const LayerGeometry& g = text.layers[l];
+      const int t = dc.target_layers[l];
+      if (t < 0 || t >= config_.num_layers || config_.layers[t].kind != g.kind ||
+          config_.layers[t].head_dim != g.head_dim || config_.layers[t].num_kv_heads != g.num_kv_heads) {
+        return Status::InvalidArgument(
+            fmt::format("CPU backend: MTP drafter layer {} does not fit target layer {} of this model", l, t));
+      }
+      // Each local query head must read a KV head this rank holds of the target layer.
+      const int group = text.num_heads / g.num_kv_heads;
+      const Range kv = shard.layers[t].kv_heads;
+      if (q_heads.begin / group < kv.begin || (q_heads.end - 1) / group >= kv.end) {
+        return Status::InvalidArgument(fmt::format(
+            "CPU backend: at tp {}, rank {}'s MTP drafter heads [{}, {}) of layer {} read KV heads it does not hold "
+            "([{}, {}) of target layer {})",
+            tp, shard.rank, q_heads.begin, q_heads.end, l, kv.begin, kv.end, t));
+      }
+      const DrafterLayerWeights& lw = w.layer(l);
+      cpu::RankDrafterLayer dl;
+      dl.target_layer = t;
+      dl.q_heads = q_heads.size();
+      dl.q_head_begin = q_heads.begin;
+      dl.q_proj = lw.q_proj.Rows(q_heads.begin * g.head_dim, q_heads.end * g.head_dim);
+      dl.o_proj = lw.o_proj.Cols(q_heads.begin * g.head_dim, q_heads.end * g.head_dim);
+      dl.gate_proj = lw.gate_proj.Rows(rd->ffn.begin, rd->ffn.end);
+      dl.up_proj = lw.up_proj.Rows(rd->ffn.begin, rd->ffn.end);
+      dl.down_proj = lw.down_proj.Cols(rd->ffn.begin, rd->ffn.end);
+      // The drafter rotates its queries by its own config's RoPE; the target's table serves when
+      // they agree (they do in every released pair), else it gets its own.
+      const cpu::RopeTable* target_rope = ranks_[shard.rank]->layers[t].rope;
+      if (g.rope_angles == config_.layers[t].rope_angles && g.rope_theta == config_.layers[t].rope_theta) {
+        dl.rope = target_rope;
+      } else {
+        rope_.push_back(cpu::MakeRopeTable(g, options_.max_context));
+        dl.rope = rope_.back().get();
+      }
+      rd->layers.push_back(dl);
+    }
+    ranks_[shard.rank]->drafter = std::move(rd);
+  }
+  return Status::OK();
 }
 
 Result<SequenceId> CpuBackend::AddSequence() {
@@ -184,8 +250,74 @@ Result<ForwardResult> CpuBackend::Forward(std::span<const ForwardItem> batch, co
     plan.hidden = result.hidden.data();
   }
   rank_threads_->Run([&](int r) { cpu::ForwardRank(*ranks_[r], plan, *comm_); });
+  hidden_rows_.clear();
+  for (int64_t row : plan.logit_rows) hidden_rows_.push_back({plan.rows[row].seq, plan.rows[row].pos});
   for (const ForwardItem& item : batch) {
     pager_.Append(item.seq, static_cast<int64_t>(item.tokens.size()));
+  }
+  return result;
+}
+
+Result<DraftResult> CpuBackend::Draft(std::span<const DraftRequest> requests, const DraftOptions& options) {
+  if (!options_.drafter) return Status::FailedPrecondition("CPU backend: no MTP drafter is attached");
+  cpu::DraftPlan plan;
+  plan.blocks.resize(pager_.max_sequences());
+  std::vector<bool> seen(pager_.max_sequences());
+  std::vector<int64_t> plan_row(requests.size(), -1);  // each request's row in the plan; -1: no drafts
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const DraftRequest& q = requests[i];
+    TEMPER_ASSIGN_OR_RETURN(const int64_t length, pager_.LiveLength(q.seq));
+    if (seen[q.seq]) return Status::InvalidArgument(fmt::format("Draft: sequence {} is asked for twice", q.seq));
+    seen[q.seq] = true;
+    if (q.count < 1 || q.count > kMaxDraftTokens) {
+      return Status::InvalidArgument(
+          fmt::format("Draft: sequence {} asks for {} drafts, must be in [1, {}]", q.seq, q.count, kMaxDraftTokens));
+    }
+    if (q.token < 0 || q.token >= config_.vocab_size) {
+      return Status::InvalidArgument(fmt::format("Draft: sequence {}'s token {} is outside the vocabulary of {}", q.seq,
+                                                 q.token, config_.vocab_size));
+    }
+    const bool row_ok = q.hidden_row >= 0 && q.hidden_row < static_cast<int64_t>(hidden_rows_.size()) &&
+                        hidden_rows_[q.hidden_row].seq == q.seq && hidden_rows_[q.hidden_row].pos == length - 1;
+    if (!row_ok) {
+      return Status::FailedPrecondition(
+          fmt::format("Draft: row {} of the last forward pass is not sequence {}'s last position ({})", q.hidden_row,
+                      q.seq, length - 1));
+    }
+    if (length >= options_.max_context) continue;
+    plan_row[i] = static_cast<int64_t>(plan.rows.size());
+    plan.rows.push_back({q.seq, length, q.token, q.hidden_row});
+    plan.blocks[q.seq] = pager_.Blocks(q.seq);
+    plan.steps = std::max(plan.steps, q.count);
+  }
+
+  DraftResult result;
+  result.tokens.resize(requests.size());
+  const int64_t rows = static_cast<int64_t>(plan.rows.size());
+  const int64_t vocab = config_.vocab_size;
+  if (rows > 0) {
+    std::vector<float> logits(static_cast<size_t>(rows * vocab));
+    std::vector<int32_t> tokens(static_cast<size_t>(rows * plan.steps));
+    std::vector<float> step_logits(options.keep_logits ? static_cast<size_t>(rows * plan.steps * vocab) : 0);
+    plan.logits = logits.data();
+    plan.tokens = tokens.data();
+    plan.step_logits = options.keep_logits ? step_logits.data() : nullptr;
+    rank_threads_->Run([&](int r) { cpu::DraftRank(*ranks_[r], plan, *comm_); });
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (plan_row[i] < 0) continue;
+      const int32_t* t = tokens.data() + plan_row[i] * plan.steps;
+      result.tokens[i].assign(t, t + requests[i].count);
+    }
+    if (options.keep_logits) {
+      result.logits.assign(static_cast<size_t>(static_cast<int64_t>(requests.size()) * plan.steps * vocab), 0.0f);
+      for (size_t i = 0; i < requests.size(); ++i) {
+        if (plan_row[i] < 0) continue;
+        for (int s = 0; s < requests[i].count; ++s) {
+          std::copy_n(step_logits.data() + (plan_row[i] * plan.steps + s) * vocab, vocab,
+                      result.logits.data() + (static_cast<int64_t>(i) * plan.steps + s) * vocab);
+        }
+      }
+    }
   }
   return result;
 }

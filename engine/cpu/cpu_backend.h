@@ -14,6 +14,7 @@
 
 #include "engine/backend.h"
 #include "engine/kv_cache.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 #include "engine/model/weights.h"
@@ -34,6 +35,9 @@ struct CpuBackendOptions {
   // tables. 0: min(max_position_embeddings, 8192).
   int64_t max_context = 0;
   KvCacheOptions kv;
+  // Gemma 4's MTP drafter for this model (Draft), or null. Its heads split over the ranks like the
+  // target's: each rank's drafter query heads read KV heads that rank holds.
+  std::shared_ptr<const DrafterWeights> drafter;
 };
 
 class CpuBackend final : public Backend {
@@ -59,11 +63,16 @@ class CpuBackend final : public Backend {
   Result<SequenceId> ForkSnapshot(SnapshotId snap) override;
   Status ReleaseSnapshot(SnapshotId snap) override;
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override;
+  bool has_drafter() const override { return options_.drafter != nullptr; }
+  Result<DraftResult> Draft(std::span<const DraftRequest> requests, const DraftOptions& options) override;
 
   int tp() const { return static_cast<int>(ranks_.size()); }
 
  private:
   CpuBackend(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights, const CpuBackendOptions& options);
+  // Gives every rank its share of options_.drafter. InvalidArgument when the drafter was not made
+  // for this model or its heads cannot be split over the ranks like the target's.
+  Status AttachDrafter(const std::vector<RankShard>& shards);
 
   ModelConfig config_;
   std::shared_ptr<const ModelWeights> weights_;
@@ -73,6 +82,13 @@ class CpuBackend final : public Backend {
   std::vector<std::unique_ptr<cpu::RankContext>> ranks_;
   std::unique_ptr<Communicator> comm_;
   std::unique_ptr<WorkerGroup> rank_threads_;
+  // Per logit row of the last Forward, the sequence and position it was computed at: Draft starts
+  // from those rows' hidden states (each rank's head input).
+  struct HiddenRow {
+    SequenceId seq;
+    int64_t pos;
+  };
+  std::vector<HiddenRow> hidden_rows_;
 };
 
 }  // namespace temper::engine

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "engine/cpu/layer_math.h"
 #include "engine/cpu/matmul.h"
 #include "engine/cpu/rank.h"
 #include "engine/model/bf16.h"
@@ -39,44 +40,6 @@ std::unique_ptr<RopeTable> MakeRopeTable(const LayerGeometry& layer, int64_t max
 
 namespace {
 
-// Point 2: out = x · (mean(x²) + eps)^-½ · w, with w used as is (no Gemma 1-3 "1 + w"). An empty
-// w is the weightless v_norm (point 3).
-void RmsNorm(float* out, const float* x, std::span<const uint16_t> w, int n, float eps) {
-  double sum_sq = 0;
-  for (int i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
-  const float inv = 1.0f / std::sqrt(static_cast<float>(sum_sq / n) + eps);
-  if (w.empty()) {
-    for (int i = 0; i < n; ++i) out[i] = x[i] * inv;
-  } else {
-    for (int i = 0; i < n; ++i) out[i] = (x[i] * inv) * Bf16ToFloat(w[i]);
-  }
-}
-
-// Point 8: rotate_half pairs dim j with dim j + head_dim/2; only the first `angles` pairs rotate
-// (for proportional RoPE that is [0, angles) with [hd/2, hd/2 + angles): two separate blocks).
-void Rope(float* x, const RopeTable& t, int64_t pos) {
-  const int half = t.head_dim / 2;
-  const float* c = t.cos.data() + pos * t.angles;
-  const float* s = t.sin.data() + pos * t.angles;
-  for (int j = 0; j < t.angles; ++j) {
-    const float x1 = x[j], x2 = x[j + half];
-    x[j] = x1 * c[j] - x2 * s[j];
-    x[j + half] = x2 * c[j] + x1 * s[j];
-  }
-}
-
-// Point 10: gelu_pytorch_tanh, not the erf GELU.
-float GeluTanh(float x) {
-  const float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-}
-
-float Dot(const float* a, const float* b, int n) {
-  float s = 0;
-  for (int i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // Scaled dot-product attention of every row's local query heads over its visible keys.
 // k and v hold this batch's fresh keys/values, [rows][kv_heads * head_dim]; older positions come
 // from the KV cache.
@@ -85,12 +48,10 @@ void Attention(RankContext& rank, const BatchPlan& plan, int layer, const float*
   const ModelConfig& c = *rank.config;
   const LayerGeometry& g = c.layers[layer];
   const RankLayer& rl = rank.layers[layer];
-  const LayerWeights& w = rank.weights->layer(layer);
   const int hd = g.head_dim;
   const int q_width = rl.q_heads * hd, kv_width = rl.kv_heads * hd;
   const int group = c.num_heads / g.num_kv_heads;
   const bool sliding = g.kind == LayerKind::kSliding;
-  const bool stores_k = rank.kv->StoresK(layer);
   const int64_t rows = static_cast<int64_t>(plan.rows.size());
 
   rank.pool->ParallelFor(rows * rl.q_heads, 1, [&](int64_t begin, int64_t end) {
@@ -114,31 +75,13 @@ void Attention(RankContext& rank, const BatchPlan& plan, int layer, const float*
       };
       scores.resize(static_cast<size_t>(n));
       for (int64_t pos = lo; pos <= row.pos; ++pos) {
-        const float* key;
-        if (pos >= row.chunk_start) {
-          key = fresh(k, pos);
-        } else if (stores_k) {
-          key = rank.kv->K(row.seq, layer, pos, plan.blocks[row.seq]) + kvh * hd;
-        } else {
-          // Point 6: a k_eq_v layer caches V only; K = RoPE(V ⊙ k_norm.weight) at the key's position.
-          const float* vp = value(pos);
-          for (int d = 0; d < hd; ++d) rebuilt[d] = vp[d] * Bf16ToFloat(w.k_norm[d]);
-          Rope(rebuilt.data(), *rl.rope, pos);
-          key = rebuilt.data();
-        }
+        const float* key = pos >= row.chunk_start
+                               ? fresh(k, pos)
+                               : CachedKey(rank, row.seq, layer, pos, plan.blocks[row.seq], kvh, rebuilt.data());
         // Point 4: the scaling is 1.0 (the q/k norms replace 1/sqrt(head_dim)); no logit softcap.
         scores[pos - lo] = Dot(qh, key, hd);
       }
-      const float max = *std::max_element(scores.begin(), scores.end());
-      float sum = 0;
-      for (float& s : scores) sum += (s = std::exp(s - max));
-      float* o = out + r * q_width + h * hd;
-      std::fill(o, o + hd, 0.0f);
-      for (int64_t pos = lo; pos <= row.pos; ++pos) {
-        const float p = scores[pos - lo] / sum;
-        const float* vp = value(pos);
-        for (int d = 0; d < hd; ++d) o[d] += p * vp[d];
-      }
+      SoftmaxCombine(scores, lo, value, hd, out + r * q_width + h * hd);
     }
   });
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/kv_cache.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 #include "engine/model/weights.h"
@@ -37,6 +38,28 @@ struct RankLayer {
   int kv_head_begin = 0;  // first global KV head
 };
 
+// One MTP drafter layer as this rank sees it: the query heads whose KV heads the rank holds in
+// the target layer it reads (the drafter's heads split over ranks like the target's).
+struct RankDrafterLayer {
+  Bf16Matrix q_proj;              // this rank's query-head rows
+  Bf16Matrix o_proj;              // this rank's input columns
+  Bf16Matrix gate_proj, up_proj;  // this rank's FFN rows
+  Bf16Matrix down_proj;           // this rank's FFN columns
+  const RopeTable* rope = nullptr;
+  int target_layer = 0;  // whose cache it reads
+  int q_heads = 0;
+  int q_head_begin = 0;
+};
+
+// What one rank holds of the MTP drafter, and its activations.
+struct RankDrafter {
+  const DrafterWeights* weights = nullptr;
+  std::vector<RankDrafterLayer> layers;
+  Range ffn;
+  Bf16Matrix lm_head;  // this rank's vocabulary rows
+  std::vector<float> in, x, xn, q, att, proj, gate, up, hidden;
+};
+
 struct RankContext {
   const ModelConfig* config = nullptr;
   const ModelWeights* weights = nullptr;
@@ -45,7 +68,8 @@ struct RankContext {
   Bf16Matrix embed;    // this rank's vocabulary rows
   Bf16Matrix lm_head;  // this rank's vocabulary rows
   std::unique_ptr<CpuKvStore> kv;
-  std::unique_ptr<WorkerGroup> pool;  // this rank's helper threads (the rank thread is worker 0)
+  std::unique_ptr<WorkerGroup> pool;     // this rank's helper threads (the rank thread is worker 0)
+  std::unique_ptr<RankDrafter> drafter;  // null without an MTP drafter
 
   // Activations, resized per batch: [rows][width].
   std::vector<float> x, xn, q, k, v, att, proj, gate, up, head_in;
@@ -68,6 +92,28 @@ struct BatchPlan {
   float* logits = nullptr;                       // [logit_rows][vocab]
   float* hidden = nullptr;                       // [layers + 1][rows][hidden], or null
 };
+
+// One sequence of a drafting pass: the drafter's query sits at `pos` (the sequence's length) and
+// reads the target's cache at positions below it.
+struct DraftRow {
+  int seq = 0;
+  int64_t pos = 0;
+  int32_t token = 0;       // the token at `pos`, the first step's input
+  int64_t hidden_row = 0;  // the row of `head_in` (the last forward's final-norm output) to start from
+};
+
+struct DraftPlan {
+  std::vector<DraftRow> rows;
+  std::vector<std::span<const int32_t>> blocks;  // block table per KV slot
+  int steps = 0;
+  float* logits = nullptr;       // [rows][vocab], the current step's (shared by the ranks)
+  int32_t* tokens = nullptr;     // [rows][steps], written by rank 0
+  float* step_logits = nullptr;  // [rows][steps][vocab] when the caller keeps them, else null
+};
+
+// Runs `plan.steps` greedy draft steps on one rank. Every rank of `comm` must call it with the
+// same plan, after a ForwardRank whose head_in holds the rows' hidden states.
+void DraftRank(RankContext& rank, const DraftPlan& plan, Communicator& comm);
 
 // Runs the decoder for `plan` on one rank. Every rank of `comm` must call it with the same plan.
 // Cannot fail: the backend validates the batch and reserves the cache before.

@@ -1,10 +1,12 @@
 #include "engine/model/checkpoint.h"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 namespace temper::engine {
@@ -22,6 +24,7 @@ Status Checkpoint::Add(const SafetensorsFile& file) {
 
 Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path& dir) {
   std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->dir_ = dir;
   const std::filesystem::path index_path = dir / "model.safetensors.index.json";
   const std::filesystem::path single_path = dir / "model.safetensors";
   std::error_code ec;
@@ -86,6 +89,25 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path
 const Checkpoint::Entry* Checkpoint::Find(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;
+}
+
+Result<const uint16_t*> Checkpoint::Bf16Tensor(std::string_view name, std::span<const int64_t> shape,
+                                               std::string_view config_dtype) const {
+  const Entry* entry = Find(name);
+  if (!entry) return Status::DataLoss(fmt::format("{}: missing tensor '{}'", dir_.string(), name));
+  const std::string where = fmt::format("{}: tensor '{}'", entry->file->path().string(), name);
+  if (entry->info->dtype != DType::kBF16) {
+    return Status::DataLoss(fmt::format("{} has dtype {} but config.json says {} (BF16)", where,
+                                        DTypeName(entry->info->dtype), config_dtype));
+  }
+  if (!std::equal(entry->info->shape.begin(), entry->info->shape.end(), shape.begin(), shape.end())) {
+    return Status::DataLoss(fmt::format("{} has shape [{}] but config.json implies [{}]", where,
+                                        fmt::join(entry->info->shape, ", "), fmt::join(shape, ", ")));
+  }
+  if (reinterpret_cast<uintptr_t>(entry->data.data()) % alignof(uint16_t) != 0) {
+    return Status::DataLoss(fmt::format("{} starts at an odd byte offset", where));
+  }
+  return reinterpret_cast<const uint16_t*>(entry->data.data());
 }
 
 }  // namespace temper::engine

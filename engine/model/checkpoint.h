@@ -9,6 +9,7 @@
 // Checkpoint lives.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -39,12 +40,18 @@ class Checkpoint {
 
   // nullptr when absent.
   const Entry* Find(std::string_view name) const;
+  // The data of BF16 tensor `name`, which must have exactly `shape`. DataLoss naming the file and
+  // the tensor when it is missing, of another dtype (`config_dtype` is what config.json said) or
+  // shape, or misaligned.
+  Result<const uint16_t*> Bf16Tensor(std::string_view name, std::span<const int64_t> shape,
+                                     std::string_view config_dtype) const;
   const std::map<std::string, Entry, std::less<>>& tensors() const { return tensors_; }
 
  private:
   Checkpoint() = default;
   Status Add(const SafetensorsFile& file);
 
+  std::filesystem::path dir_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, Entry, std::less<>> tensors_;
 };

@@ -8,73 +8,12 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/model/bf16.h"
+#include "engine/model/config_json.h"
 
 namespace temper::engine {
 namespace {
 
 using nlohmann::json;
-
-// Reads one key of a config object, applying transformers' default when the key is absent (or
-// null, for the keys HF declares nullable). Errors name the file and the key.
-class KeyReader {
- public:
-  KeyReader(const json& obj, std::string source, std::string path_prefix)
-      : obj_(obj), source_(std::move(source)), prefix_(std::move(path_prefix)) {}
-
-  Status Error(std::string_view key, std::string_view what) const {
-    return Status::InvalidArgument(fmt::format("{}: key '{}{}' {}", source_, prefix_, key, what));
-  }
-  Status Refuse(std::string_view key, std::string_view what) const {
-    return Status::Unimplemented(fmt::format("{}: key '{}{}' {}", source_, prefix_, key, what));
-  }
-  bool Has(std::string_view key) const {
-    auto it = obj_.find(key);
-    return it != obj_.end() && !it->is_null();
-  }
-  const json* Find(std::string_view key) const {
-    auto it = obj_.find(key);
-    return it == obj_.end() || it->is_null() ? nullptr : &*it;
-  }
-
-  Result<int64_t> Int(std::string_view key, int64_t fallback) const {
-    const json* v = Find(key);
-    if (!v) return fallback;
-    if (!v->is_number_integer()) return Error(key, fmt::format("must be an integer, got {}", v->dump()));
-    return v->get<int64_t>();
-  }
-  // A positive integer that fits an int (sizes and counts).
-  Result<int> Size(std::string_view key, int64_t fallback) const {
-    TEMPER_ASSIGN_OR_RETURN(int64_t v, Int(key, fallback));
-    if (v <= 0 || v > (int64_t{1} << 30)) return Error(key, fmt::format("must be in [1, 2^30], got {}", v));
-    return static_cast<int>(v);
-  }
-  Result<double> Number(std::string_view key, double fallback) const {
-    const json* v = Find(key);
-    if (!v) return fallback;
-    if (!v->is_number()) return Error(key, fmt::format("must be a number, got {}", v->dump()));
-    return v->get<double>();
-  }
-  Result<bool> Bool(std::string_view key, bool fallback) const {
-    const json* v = Find(key);
-    if (!v) return fallback;
-    if (!v->is_boolean()) return Error(key, fmt::format("must be true or false, got {}", v->dump()));
-    return v->get<bool>();
-  }
-  Result<std::string> String(std::string_view key, std::string fallback) const {
-    const json* v = Find(key);
-    if (!v) return fallback;
-    if (!v->is_string()) return Error(key, fmt::format("must be a string, got {}", v->dump()));
-    return v->get<std::string>();
-  }
-
-  const std::string& source() const { return source_; }
-  const std::string& prefix() const { return prefix_; }
-
- private:
-  const json& obj_;
-  std::string source_;
-  std::string prefix_;
-};
 
 Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters, std::string_view kind, int head_dim) {
   const std::string key = fmt::format("rope_parameters.{}", kind);
@@ -105,8 +44,9 @@ Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters,
   return g;
 }
 
-// Parses a Gemma4TextConfig object. `r` carries the file name and the key path prefix.
-Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
+}  // namespace
+
+Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj, TextDecoderRole role) {
   ModelConfig c;
   // Refuse what we do not implement before anything else, so the error names the real reason.
   TEMPER_ASSIGN_OR_RETURN(int64_t ple, r.Int("hidden_size_per_layer_input", 256));
@@ -119,7 +59,7 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
   TEMPER_ASSIGN_OR_RETURN(bool moe, r.Bool("enable_moe_block", false));
   if (moe) return r.Refuse("enable_moe_block", "is true: mixture-of-experts layers are not supported");
   TEMPER_ASSIGN_OR_RETURN(int64_t shared, r.Int("num_kv_shared_layers", 0));
-  if (shared != 0)
+  if (role == TextDecoderRole::kTarget && shared != 0)
     return r.Refuse("num_kv_shared_layers", fmt::format("is {}: KV-shared layers are not supported", shared));
   TEMPER_ASSIGN_OR_RETURN(bool wide, r.Bool("use_double_wide_mlp", false));
   if (wide) return r.Refuse("use_double_wide_mlp", "is true: the double-wide MLP is not supported");
@@ -240,8 +180,30 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj) {
   full.num_kv_heads = c.num_global_kv_heads;
   full.k_eq_v = c.attention_k_eq_v;
   for (LayerKind k : kinds) c.layers.push_back(k == LayerKind::kFull ? full : sliding);
+  if (role == TextDecoderRole::kDrafter && shared != 0 && shared != c.num_layers) {
+    return r.Error("num_kv_shared_layers",
+                   fmt::format("is {}: every layer of a drafter reads the target's cache, so it must equal "
+                               "num_hidden_layers ({})",
+                               shared, c.num_layers));
+  }
   return c;
 }
+
+Result<DTypeKey> FindDType(const json* first, std::string_view first_prefix, const json& root,
+                           std::string_view source) {
+  for (const json* obj : {first, &root}) {
+    if (!obj) continue;
+    const std::string prefix(obj == &root ? "" : first_prefix);
+    KeyReader rr(*obj, std::string(source), prefix);
+    for (const char* key : {"dtype", "torch_dtype"}) {
+      TEMPER_ASSIGN_OR_RETURN(std::string dtype, rr.String(key, ""));
+      if (!dtype.empty()) return DTypeKey{dtype, prefix + key};
+    }
+  }
+  return DTypeKey{};
+}
+
+namespace {
 
 // HF multiplies the embedding by `embed_scale.to(weight.dtype)`, so the scale is rounded to the
 // checkpoint's dtype: bf16(sqrt(5376)) = 73.5, not 73.3212.
@@ -277,13 +239,13 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_vie
 
   ModelConfig c;
   if (model_type == "gemma4_text") {
-    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(top, root));
+    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(top, root, TextDecoderRole::kTarget));
     c.weight_prefix = "model.";
   } else if (model_type == "gemma4") {
     const json* text = top.Find("text_config");
     if (!text || !text->is_object()) return top.Error("text_config", "must be an object for model_type 'gemma4'");
     KeyReader tr(*text, std::string(source), "text_config.");
-    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(tr, *text));
+    TEMPER_ASSIGN_OR_RETURN(c, ParseTextConfig(tr, *text, TextDecoderRole::kTarget));
     c.weight_prefix = "model.language_model.";
     // Gemma4ForConditionalGeneration ties the head by the top-level flag.
     TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, top.Bool("tie_word_embeddings", c.tie_word_embeddings));
@@ -296,19 +258,10 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_vie
 
   // transformers 5 writes `dtype`; 4.x wrote `torch_dtype`. Multimodal checkpoints may carry it at
   // the top level, in text_config, or both.
-  std::string dtype, dtype_key = "dtype";
   const json* text_config = model_type == "gemma4" ? top.Find("text_config") : nullptr;
-  for (const json* obj : {text_config, static_cast<const json*>(&root)}) {
-    if (!obj || !dtype.empty()) continue;
-    const std::string prefix = obj == &root ? "" : "text_config.";
-    KeyReader rr(*obj, std::string(source), prefix);
-    for (const char* key : {"dtype", "torch_dtype"}) {
-      if (!dtype.empty()) break;
-      TEMPER_ASSIGN_OR_RETURN(dtype, rr.String(key, ""));
-      dtype_key = prefix + key;
-    }
-  }
-  c.dtype = dtype.empty() ? "bfloat16" : dtype;
+  TEMPER_ASSIGN_OR_RETURN(DTypeKey found, FindDType(text_config, "text_config.", root, source));
+  c.dtype = found.dtype.empty() ? "bfloat16" : found.dtype;
+  const std::string dtype_key = found.key.empty() ? "dtype" : found.key;
   TEMPER_ASSIGN_OR_RETURN(c.embed_scale, EmbedScale(c, top, dtype_key));
   return c;
 }

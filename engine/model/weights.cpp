@@ -148,21 +148,8 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
   std::map<std::string, const uint16_t*> data;
   for (const Expected& e : expected) {
     const std::string& name = full_names[e.name];
-    const Checkpoint::Entry* entry = ckpt.Find(name);
-    if (!entry) return Status::DataLoss(fmt::format("{}: missing tensor '{}'", dir.string(), name));
-    const std::string where = fmt::format("{}: tensor '{}'", entry->file->path().string(), name);
-    if (entry->info->dtype != DType::kBF16) {
-      return Status::DataLoss(fmt::format("{} has dtype {} but config.json says {} (BF16)", where,
-                                          DTypeName(entry->info->dtype), config.dtype));
-    }
-    if (entry->info->shape != e.shape) {
-      return Status::DataLoss(fmt::format("{} has shape [{}] but config.json implies [{}]", where,
-                                          fmt::join(entry->info->shape, ", "), fmt::join(e.shape, ", ")));
-    }
-    if (reinterpret_cast<uintptr_t>(entry->data.data()) % alignof(uint16_t) != 0) {
-      return Status::DataLoss(fmt::format("{} starts at an odd byte offset", where));
-    }
-    data[e.name] = reinterpret_cast<const uint16_t*>(entry->data.data());
+    TEMPER_ASSIGN_OR_RETURN(const uint16_t* values, ckpt.Bf16Tensor(name, e.shape, config.dtype));
+    data[e.name] = values;
   }
 
   // Anything else under the decoder's prefix (or a head we did not ask for) means the checkpoint

@@ -117,6 +117,8 @@ struct Scheduler::Request {
   std::optional<PromptLookup> lookup;           // made at the first decode step
   std::optional<GrammarConstraint> constraint;  // GenerateRequest::grammar, followed
   DraftLength draft_length{0};                  // drafts the next verification tries
+  int64_t sampled_row = -1;                     // the last pass's row that sampled tokens.back(); -1: none
+  std::vector<int32_t> drafter_tokens;          // the MTP drafter's guesses after tokens.back()
   std::string text_buf;                         // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
@@ -456,6 +458,7 @@ Status Scheduler::RunBatch() {
   int64_t row = 0;  // an item's first logit row: one per item, or one per token fed with drafts
   for (const Item& it : items) {
     Request& r = *it.r;
+    r.sampled_row = -1;
     const int64_t first_row = row;
     if (!it.fed.empty()) {
       row += it.n;
@@ -471,9 +474,43 @@ Status Scheduler::RunBatch() {
     }
     if (r.fed == r.prompt_len) PinPrefix(r, r.fed);
     if (it.n > 1) counters_.prefilled_tokens += it.n;
-    if (std::optional<int32_t> token = SampleRow(r, *out, first_row)) Emit(r, *token);
+    if (std::optional<int32_t> token = SampleRow(r, *out, first_row)) {
+      r.sampled_row = first_row;
+      Emit(r, *token);
+    }
+  }
+  if (DrafterDrafts()) {
+    std::vector<Request*> passed;
+    for (const Item& it : items) passed.push_back(it.r);
+    RunDrafter(passed);
   }
   return Status::OK();
+}
+
+bool Scheduler::DrafterDrafts() const {
+  return options_.speculation.max_draft_tokens > 0 && options_.speculation.use_drafter && backend_.has_drafter();
+}
+
+void Scheduler::RunDrafter(std::span<Request* const> requests) {
+  std::vector<DraftRequest> asks;
+  std::vector<Request*> asking;
+  for (Request* r : requests) {
+    r->drafter_tokens.clear();
+    // Only a request whose last token this pass sampled and whose next step is a decode step.
+    if (r->done || r->sampled_row < 0 || r->remaining() != 1) continue;
+    const int64_t count = std::min<int64_t>(r->draft_length.next(), r->req.max_tokens - r->generated() - 1);
+    if (count < 1) continue;
+    asks.push_back({r->seq, r->tokens.back(), r->sampled_row, static_cast<int>(count)});
+    asking.push_back(r);
+  }
+  if (asks.empty()) return;
+  Result<DraftResult> drafted = backend_.Draft(asks, {});
+  if (!drafted.ok()) {
+    // Drafts only ever save time: the requests go on without them.
+    log_.Warning("scheduler: the MTP drafter failed, so this step has no drafts: {}", drafted.status().ToString());
+    return;
+  }
+  for (size_t i = 0; i < asking.size(); ++i) asking[i]->drafter_tokens = std::move(drafted->tokens[i]);
 }
 
 std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
@@ -484,6 +521,12 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   // Each accepted draft is one more token generated, and the pass always yields one after them.
   const int64_t most = std::min<int64_t>({room, r.draft_length.next(), r.req.max_tokens - r.generated() - 1});
   if (most < 1) return {};
+  if (DrafterDrafts()) {
+    std::vector<int32_t> drafts = std::move(r.drafter_tokens);
+    r.drafter_tokens.clear();
+    if (static_cast<int64_t>(drafts.size()) > most) drafts.resize(static_cast<size_t>(most));
+    return drafts;
+  }
   if (!r.lookup) r.lookup.emplace(spec.lookup);
   return r.lookup->Draft(r.tokens, static_cast<int>(most));
 }
@@ -577,6 +620,8 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
   r.usage.draft_tokens += k;
   r.usage.accepted_draft_tokens += accepted;
   r.draft_length.Update(static_cast<int>(k), static_cast<int>(accepted));
+  // The row after the accepted drafts sampled the last token emitted here.
+  r.sampled_row = row + accepted;
   // Keep the next token and the accepted drafts; the rejected ones' rows go.
   r.fed += 1 + accepted;
   Status kept = backend_.Truncate(r.seq, r.fed);
@@ -593,6 +638,7 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
 void Scheduler::Preempt(Request& r) {
   ReleaseSequence(r);
   r.fed = 0;
+  r.drafter_tokens.clear();  // guesses from a cache that is gone; the recomputed one drafts anew
   ++r.usage.preemptions;
   ++counters_.preemptions;
   log_.Info("scheduler: KV pool full; preempted a request with {} tokens (recomputed later)", r.tokens.size());

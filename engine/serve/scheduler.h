@@ -19,6 +19,12 @@
 // speculation (up to the backend's batch-size rounding). How many drafts a request tries adapts
 // to how many it had accepted (DraftLength).
 //
+// Where drafts come from: the backend's MTP drafter when it has one (Backend::has_drafter) and
+// `use_drafter` is on, else PromptLookup. The drafter runs right after each pass, once for every
+// request whose next step is a decode step, from the hidden state of the row that sampled its
+// last token; its greedy guesses are one-point proposals like prompt lookup's, so the acceptance
+// rule and the unchanged output above hold for them too.
+//
 // Memory: requests are admitted while the KV pool has room for their remaining prompt; when the
 // pool runs out mid-flight the scheduler first evicts prefix-cache entries, then preempts the most
 // recently admitted request (its cache is dropped and recomputed when it is re-admitted; its
@@ -129,6 +135,8 @@ struct SpeculationOptions {
   // Drafts per verification pass, at most kMaxDraftTokens; 0 turns speculation off.
   int max_draft_tokens = kMaxDraftTokens;
   PromptLookupOptions lookup;
+  // Draft with the backend's MTP drafter when it has one; prompt lookup otherwise.
+  bool use_drafter = true;
 };
 
 struct SchedulerOptions {
@@ -204,6 +212,10 @@ class Scheduler {
   // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
   // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.
   void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);
+  // Whether drafts come from the backend's MTP drafter.
+  bool DrafterDrafts() const;
+  // Asks the MTP drafter for the next step's drafts of each of `requests` that will decode next.
+  void RunDrafter(std::span<Request* const> requests);
   void Preempt(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::OK());
   void Emit(Request& r, int32_t token);

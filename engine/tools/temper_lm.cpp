@@ -28,7 +28,9 @@
 //
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
 // shape (for benchmarks). `--gpus 0,1,2,3` runs the model on the CUDA backend, one rank per listed
-// GPU (an ordinal may repeat); without it the CPU backend runs `--tp` ranks. Each subcommand is one
+// GPU (an ordinal may repeat); without it the CPU backend runs `--tp` ranks. `--drafter DIR` loads
+// the model's MTP drafter (a Gemma 4 "-assistant" checkpoint), and `serve` then drafts with it for
+// speculative decoding instead of prompt lookup (CPU backend only, so far). Each subcommand is one
 // function below; errors print one line to stderr and exit with status 1.
 #include <pthread.h>
 #include <signal.h>
@@ -72,7 +74,8 @@ struct ModelArgs {
   uint64_t weights_seed = 0;
   int tp = 1;
   int threads = 0;
-  std::string gpus;  // comma-separated CUDA ordinals, one per rank; empty: CPU
+  std::string gpus;         // comma-separated CUDA ordinals, one per rank; empty: CPU
+  std::string drafter_dir;  // Gemma 4's MTP drafter for the model, or empty
 };
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
@@ -84,6 +87,9 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--tp", a->tp, "tensor-parallel ranks (threads on the CPU)")->check(CLI::Range(1, 64));
   cmd->add_option("--threads", a->threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--gpus", a->gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0,1,2,3 (may repeat)");
+  cmd->add_option("--drafter", a->drafter_dir,
+                  "the model's MTP drafter (an -assistant checkpoint directory): drafts for speculative decoding "
+                  "(CPU backend)");
 }
 
 ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNeed need) {
@@ -91,7 +97,8 @@ ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNe
                      .synthetic_config = a.synthetic_config,
                      .synthetic_seed = a.weights_seed,
                      .tokenizer = tokenizer,
-                     .tokenizer_need = need};
+                     .tokenizer_need = need,
+                     .drafter_dir = a.drafter_dir};
 }
 
 struct Loaded {
@@ -107,6 +114,9 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
                     const std::string& tokenizer = "", TokenizerNeed need = TokenizerNeed::kNone) {
   if (a.model_dir.empty() == a.synthetic_config.empty()) {
     return Status::InvalidArgument("give exactly one of --model DIR and --synthetic CONFIG.json");
+  }
+  if (!a.drafter_dir.empty() && !a.gpus.empty()) {
+    return Status::Unimplemented("--drafter: the CUDA backend cannot run the MTP drafter yet");
   }
   Loaded out;
   TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
@@ -134,6 +144,7 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
   options.threads = a.threads;
   options.max_context = max_context;
   options.kv = kv_options;
+  options.drafter = out.model.drafter;
   TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.model.config, out.model.weights, options));
   return out;
 }

@@ -12,10 +12,13 @@ namespace {
 
 Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
-      {"type", "model_dir", "tp", "gpus", "kv_memory_fraction", "max_context", "constrained_decoding"}));
+      {"type", "model_dir", "drafter_dir", "tp", "gpus", "kv_memory_fraction", "max_context", "constrained_decoding"}));
   InprocessEndpoint e;
   TEMPER_ASSIGN_OR_RETURN(YamlNode dir, node.Require("model_dir"));
   TEMPER_ASSIGN_OR_RETURN(e.model_dir, dir.AsPath());
+  if (auto n = node.Find("drafter_dir")) {
+    TEMPER_ASSIGN_OR_RETURN(e.drafter_dir, n->AsPath());
+  }
   std::optional<YamlNode> tp_node = node.Find("tp");
   if (tp_node) {
     TEMPER_ASSIGN_OR_RETURN(int64_t tp, tp_node->AsInt(1, 8));

@@ -48,8 +48,10 @@ inline const TinyModel& Tiny() {
   return model;
 }
 
-inline std::unique_ptr<CpuBackend> TinyBackend(int tp = 1, int threads = 2) {
+inline std::unique_ptr<CpuBackend> TinyBackend(int tp = 1, int threads = 2,
+                                               std::shared_ptr<const DrafterWeights> drafter = nullptr) {
   CpuBackendOptions options;
+  options.drafter = std::move(drafter);
   options.tp = tp;
   options.threads = threads;
   options.max_context = 256;
@@ -60,7 +62,19 @@ inline std::unique_ptr<CpuBackend> TinyBackend(int tp = 1, int threads = 2) {
   return std::move(*backend);
 }
 
-// A reference tensor, widened to the element type asked for (F32 -> float, I32 -> int32_t).
+// A tensor of `file` as a vector of T (F32 -> float, I32 -> int32_t), its shape in `shape`.
+template <typename T>
+std::vector<T> TensorValues(const SafetensorsFile& file, const std::string& name, std::vector<int64_t>* shape) {
+  const TensorInfo* info = file.Find(name);
+  REQUIRE(info != nullptr);
+  REQUIRE(DTypeSize(info->dtype) == sizeof(T));
+  if (shape) *shape = info->shape;
+  std::vector<T> out(static_cast<size_t>(info->NumElements()));
+  std::memcpy(out.data(), file.Data(*info).data(), out.size() * sizeof(T));
+  return out;
+}
+
+// A tensor of the golden reference.safetensors.
 template <typename T>
 std::vector<T> Reference(const std::string& name, std::vector<int64_t>* shape = nullptr) {
   static const SafetensorsFile* file = [] {
@@ -68,13 +82,7 @@ std::vector<T> Reference(const std::string& name, std::vector<int64_t>* shape = 
     REQUIRE(f.ok());
     return new SafetensorsFile(std::move(*f));
   }();
-  const TensorInfo* info = file->Find(name);
-  REQUIRE(info != nullptr);
-  REQUIRE(DTypeSize(info->dtype) == sizeof(T));
-  if (shape) *shape = info->shape;
-  std::vector<T> out(static_cast<size_t>(info->NumElements()));
-  std::memcpy(out.data(), file->Data(*info).data(), out.size() * sizeof(T));
-  return out;
+  return TensorValues<T>(*file, name, shape);
 }
 
 inline float MaxAbsDiff(const float* a, const float* b, size_t n) {

@@ -43,8 +43,10 @@ class ForwardingBackend : public Backend {
 };
 
 inline std::unique_ptr<CpuBackend> ServingBackend(int64_t max_tokens = 1024, int max_sequences = 8,
-                                                  int max_snapshots = 16) {
+                                                  int max_snapshots = 16,
+                                                  std::shared_ptr<const DrafterWeights> drafter = nullptr) {
   CpuBackendOptions options;
+  options.drafter = std::move(drafter);
   options.threads = 2;
   options.max_context = 256;
   options.kv.max_tokens = max_tokens;

@@ -280,6 +280,19 @@ TEST_CASE("CPU tensor-parallel ranks (tp 2) serve the same greedy reply", "[role
   CHECK(two.usage.completion_tokens == one.usage.completion_tokens);
 }
 
+TEST_CASE("an endpoint with the model's MTP drafter serves the same greedy reply", "[roles][inprocess][drafter]") {
+  TinyModelDir dir;
+  const ChatRequest request = Ask("What is 2+2?", 24);
+  const ChatResponse plain = MustChat(*MakeClient(dir.path()), request);
+  InprocessEndpoint endpoint = Endpoint(dir.path());
+  endpoint.drafter_dir = kData + "/gemma4-tiny-assistant";
+  auto client = InprocessClient::Create("local", endpoint, QuietLog(), InprocessClientOptions{.cpu_threads = 2});
+  if (!client.ok()) FAIL(client.status().ToString());
+  const ChatResponse drafted = MustChat(**client, request);
+  CHECK(drafted.text == plain.text);
+  CHECK(drafted.usage.completion_tokens == plain.usage.completion_tokens);
+}
+
 TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context, where a byte estimate would not",
           "[roles][inprocess]") {
   TinyModelDir dir;
@@ -513,6 +526,23 @@ TEST_CASE("bad inprocess endpoint configs are refused naming the endpoint and th
   InprocessEndpoint tp3 = Endpoint(dir.path());
   tp3.tp = 3;
   CHECK_THAT(error(tp3).message(), Catch::Contains("tp 3"));
+
+  // A drafter directory that is not there, or one made for another model, is named.
+  InprocessEndpoint no_drafter = Endpoint(dir.path());
+  no_drafter.drafter_dir = "/nonexistent/assistant";
+  Status missing_drafter = error(no_drafter);
+  CHECK(missing_drafter.code() == StatusCode::kNotFound);
+  CHECK_THAT(missing_drafter.message(), Catch::Contains("drafter directory /nonexistent/assistant does not exist"));
+  InprocessEndpoint model_as_drafter = Endpoint(dir.path());
+  model_as_drafter.drafter_dir = kTinyModel;
+  CHECK_THAT(error(model_as_drafter).message(),
+             Catch::Contains(kTinyModel + "/config.json: key 'model_type' is 'gemma4_text'"));
+  // The CUDA backend has no drafter yet: asking for both is refused before anything loads.
+  InprocessEndpoint gpu_drafter = gpus;
+  gpu_drafter.drafter_dir = kData + "/gemma4-tiny-assistant";
+  Status no_gpu_drafter = error(gpu_drafter);
+  CHECK(no_gpu_drafter.code() == StatusCode::kUnimplemented);
+  CHECK_THAT(no_gpu_drafter.message(), Catch::Contains("drafter_dir: the CUDA backend cannot run the MTP drafter"));
 
   // A tokenizer with ids past the model's 512-entry vocabulary belongs to another model.
   TempDir other;

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/drafter_fixture.h"
 #include "engine/loaded_model.h"
 #include "engine/serving_fixture.h"
 
@@ -233,8 +234,9 @@ std::vector<GenerateRequest> RepetitiveRequests() {
 
 // Every request's tokens, submitted together, with speculation at `max_draft_tokens`.
 std::vector<std::vector<int32_t>> TokensWithDrafts(const std::vector<GenerateRequest>& requests, int max_draft_tokens,
-                                                   SchedulerMetrics* metrics) {
-  auto backend = ServingBackend();
+                                                   SchedulerMetrics* metrics,
+                                                   std::shared_ptr<const DrafterWeights> drafter = nullptr) {
+  auto backend = ServingBackend(1024, 8, 16, std::move(drafter));
   SchedulerOptions options;
   options.speculation.max_draft_tokens = max_draft_tokens;
   auto scheduler = MakeScheduler(*backend, options);
@@ -274,11 +276,35 @@ TEST_CASE("speculative decoding gives the same tokens as plain decoding, greedy 
   }
 }
 
+TEST_CASE("MTP drafter speculation gives the same tokens as plain decoding, greedy and seeded",
+          "[engine][scheduler][spec][drafter]") {
+  const std::vector<GenerateRequest> requests = RepetitiveRequests();
+  SchedulerMetrics plain_metrics;
+  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics, TinyDrafter());
+  CHECK(plain_metrics.draft_tokens == 0);
+  for (int k : {2, kMaxDraftTokens}) {
+    SchedulerMetrics m;
+    const std::vector<std::vector<int32_t>> drafted = TokensWithDrafts(requests, k, &m, TinyDrafter());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      INFO("request " << i << ", max_draft_tokens " << k);
+      CHECK(drafted[i] == plain[i]);
+    }
+    std::printf("MTP drafter, k <= %d: %lld drafts, %lld accepted, %lld verification passes\n", k,
+                static_cast<long long>(m.draft_tokens), static_cast<long long>(m.accepted_draft_tokens),
+                static_cast<long long>(m.verify_passes));
+    // The random drafter guesses: every step drafted, and the target refused some of the guesses.
+    CHECK(m.verify_passes > 0);
+    CHECK(m.accepted_draft_tokens < m.draft_tokens);
+    CHECK(m.generated_tokens == plain_metrics.generated_tokens);
+  }
+}
+
 TEST_CASE("speculative decoding stops where plain decoding does, inside accepted drafts too",
           "[engine][scheduler][spec]") {
   LetterDetokenizer letters;
-  auto run = [&](int max_draft_tokens, const std::vector<GenerateRequest>& requests) {
-    auto backend = ServingBackend();
+  auto run = [&](int max_draft_tokens, const std::vector<GenerateRequest>& requests,
+                 std::shared_ptr<const DrafterWeights> drafter = nullptr) {
+    auto backend = ServingBackend(1024, 8, 16, drafter);
     SchedulerOptions options;
     options.detokenizer = &letters;
     options.speculation.max_draft_tokens = max_draft_tokens;
@@ -298,7 +324,7 @@ TEST_CASE("speculative decoding stops where plain decoding does, inside accepted
       return s.finished_requests == static_cast<int64_t>(2 * requests.size());
     });
     CHECK(m.kv.live_sequences == 0);
-    if (max_draft_tokens > 0) CHECK(m.accepted_draft_tokens > 0);
+    if (max_draft_tokens > 0) CHECK((drafter ? m.draft_tokens : m.accepted_draft_tokens) > 0);
     return out;
   };
   const std::vector<GenerateRequest> base = RepetitiveRequests();
@@ -315,12 +341,16 @@ TEST_CASE("speculative decoding stops where plain decoding does, inside accepted
   }
   const std::vector<StreamEvent> plain = run(0, requests);
   const std::vector<StreamEvent> drafted = run(kMaxDraftTokens, requests);
+  const std::vector<StreamEvent> mtp = run(kMaxDraftTokens, requests, TinyDrafter());
   for (size_t i = 0; i < plain.size(); ++i) {
     INFO("request " << i);
-    CHECK(drafted[i].finish == plain[i].finish);
-    CHECK(drafted[i].tokens == plain[i].tokens);
-    CHECK(drafted[i].text == plain[i].text);
-    CHECK(drafted[i].usage.completion_tokens == plain[i].usage.completion_tokens);
+    for (const std::vector<StreamEvent>* other : {&drafted, &mtp}) {
+      INFO((other == &mtp ? "MTP drafter" : "prompt lookup"));
+      CHECK((*other)[i].finish == plain[i].finish);
+      CHECK((*other)[i].tokens == plain[i].tokens);
+      CHECK((*other)[i].text == plain[i].text);
+      CHECK((*other)[i].usage.completion_tokens == plain[i].usage.completion_tokens);
+    }
     if (i < requests.size()) CHECK(plain[i].finish == FinishReason::kStop);
   }
 }

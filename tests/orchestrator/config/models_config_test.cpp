@@ -38,6 +38,16 @@ TEST_CASE("an inprocess endpoint constrains decoding unless told not to") {
   CHECK_FALSE(std::get<InprocessEndpoint>(off->endpoints.at("e").spec).constrained_decoding);
 }
 
+TEST_CASE("an inprocess endpoint may name its model's MTP drafter") {
+  auto none = ParseModelsConfig(std::string("endpoints:\n  e: {type: inprocess, model_dir: /m}\n") + kRoles, "m.yaml");
+  REQUIRE(none.ok());
+  CHECK(std::get<InprocessEndpoint>(none->endpoints.at("e").spec).drafter_dir.empty());
+  auto with = ParseModelsConfig(
+      std::string("endpoints:\n  e: {type: inprocess, model_dir: /m, drafter_dir: /m-assistant}\n") + kRoles, "m.yaml");
+  REQUIRE(with.ok());
+  CHECK(std::get<InprocessEndpoint>(with->endpoints.at("e").spec).drafter_dir == "/m-assistant");
+}
+
 TEST_CASE("models.yaml errors name file, line, column and field") {
   struct Case {
     std::string text;
