@@ -116,10 +116,15 @@ struct Scheduler::Request {
   bool done = false;
   std::optional<PromptLookup> lookup;           // made at the first decode step
   std::optional<GrammarConstraint> constraint;  // GenerateRequest::grammar, followed
-  DraftLength draft_length{0};                  // drafts the next verification tries
-  int64_t sampled_row = -1;                     // the last pass's row that sampled tokens.back(); -1: none
-  std::vector<int32_t> drafter_tokens;          // the MTP drafter's guesses after tokens.back()
-  std::string text_buf;                         // all text so far (cut at a stop string)
+  // Drafts the next verification tries, per source: prompt lookup's guesses and the drafter's
+  // are right at different rates, so each adapts to its own record.
+  DraftLength draft_length{0};
+  DraftLength drafter_length{0};
+  int64_t sampled_row = -1;              // the last pass's row that sampled tokens.back(); -1: none
+  std::vector<int32_t> prepared_drafts;  // with a drafter: the next step's drafts, made after a pass
+  bool prepared_by_drafter = false;      // ... by the MTP drafter (else by prompt lookup)
+  bool fed_drafter_drafts = false;       // the drafts of the pass under way are the drafter's
+  std::string text_buf;                  // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
   RequestUsage usage;
@@ -227,6 +232,7 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
   r->sampler = std::move(*sampler);
   if (request.grammar) r->constraint.emplace(request.grammar);
   r->draft_length = DraftLength(options_.speculation.max_draft_tokens);
+  r->drafter_length = DraftLength(options_.speculation.max_draft_tokens);
   if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
   r->tokens = request.prompt;
   r->prompt_len = n;
@@ -482,7 +488,7 @@ Status Scheduler::RunBatch() {
   if (DrafterDrafts()) {
     std::vector<Request*> passed;
     for (const Item& it : items) passed.push_back(it.r);
-    RunDrafter(passed);
+    PrepareDrafts(passed);
   }
   return Status::OK();
 }
@@ -491,15 +497,21 @@ bool Scheduler::DrafterDrafts() const {
   return options_.speculation.max_draft_tokens > 0 && options_.speculation.use_drafter && backend_.has_drafter();
 }
 
-void Scheduler::RunDrafter(std::span<Request* const> requests) {
+void Scheduler::PrepareDrafts(std::span<Request* const> requests) {
   std::vector<DraftRequest> asks;
   std::vector<Request*> asking;
   for (Request* r : requests) {
-    r->drafter_tokens.clear();
+    r->prepared_drafts.clear();
+    r->prepared_by_drafter = false;
     // Only a request whose last token this pass sampled and whose next step is a decode step.
     if (r->done || r->sampled_row < 0 || r->remaining() != 1) continue;
-    const int64_t count = std::min<int64_t>(r->draft_length.next(), r->req.max_tokens - r->generated() - 1);
-    if (count < 1) continue;
+    const int64_t left = r->req.max_tokens - r->generated() - 1;
+    if (left < 1) continue;
+    // Where the text so far predicts the next tokens, prompt lookup's drafts: on the roles' replies
+    // they run long and are mostly right (4.7 tokens a pass, bench/RESULTS.md), and cost nothing.
+    r->prepared_drafts = LookupDrafts(*r, std::min<int64_t>(r->draft_length.next(), left));
+    if (!r->prepared_drafts.empty()) continue;
+    const int64_t count = std::min<int64_t>(r->drafter_length.next(), left);
     asks.push_back({r->seq, r->tokens.back(), r->sampled_row, static_cast<int>(count)});
     asking.push_back(r);
   }
@@ -510,7 +522,15 @@ void Scheduler::RunDrafter(std::span<Request* const> requests) {
     log_.Warning("scheduler: the MTP drafter failed, so this step has no drafts: {}", drafted.status().ToString());
     return;
   }
-  for (size_t i = 0; i < asking.size(); ++i) asking[i]->drafter_tokens = std::move(drafted->tokens[i]);
+  for (size_t i = 0; i < asking.size(); ++i) {
+    asking[i]->prepared_drafts = std::move(drafted->tokens[i]);
+    asking[i]->prepared_by_drafter = true;
+  }
+}
+
+std::vector<int32_t> Scheduler::LookupDrafts(Request& r, int64_t most) {
+  if (!r.lookup) r.lookup.emplace(options_.speculation.lookup);
+  return r.lookup->Draft(r.tokens, static_cast<int>(most));
 }
 
 std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
@@ -519,16 +539,15 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   // the state its accepted drafts reach, so a draft the grammar refuses is never taken.
   if (spec.max_draft_tokens == 0) return {};
   // Each accepted draft is one more token generated, and the pass always yields one after them.
-  const int64_t most = std::min<int64_t>({room, r.draft_length.next(), r.req.max_tokens - r.generated() - 1});
+  const int64_t most = std::min<int64_t>({room, kMaxDraftTokens, r.req.max_tokens - r.generated() - 1});
   if (most < 1) return {};
-  if (DrafterDrafts()) {
-    std::vector<int32_t> drafts = std::move(r.drafter_tokens);
-    r.drafter_tokens.clear();
-    if (static_cast<int64_t>(drafts.size()) > most) drafts.resize(static_cast<size_t>(most));
-    return drafts;
-  }
-  if (!r.lookup) r.lookup.emplace(spec.lookup);
-  return r.lookup->Draft(r.tokens, static_cast<int>(most));
+  if (!DrafterDrafts()) return LookupDrafts(r, std::min<int64_t>(most, r.draft_length.next()));
+  // Prepared within each source's own draft length.
+  std::vector<int32_t> drafts = std::move(r.prepared_drafts);
+  r.prepared_drafts.clear();
+  if (static_cast<int64_t>(drafts.size()) > most) drafts.resize(static_cast<size_t>(most));
+  r.fed_drafter_drafts = r.prepared_by_drafter;
+  return drafts;
 }
 
 std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row, int64_t ahead) {
@@ -619,7 +638,11 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
   counters_.accepted_draft_tokens += accepted;
   r.usage.draft_tokens += k;
   r.usage.accepted_draft_tokens += accepted;
-  r.draft_length.Update(static_cast<int>(k), static_cast<int>(accepted));
+  if (r.fed_drafter_drafts) {
+    counters_.drafter_tokens += k;
+    counters_.accepted_drafter_tokens += accepted;
+  }
+  (r.fed_drafter_drafts ? r.drafter_length : r.draft_length).Update(static_cast<int>(k), static_cast<int>(accepted));
   // The row after the accepted drafts sampled the last token emitted here.
   r.sampled_row = row + accepted;
   // Keep the next token and the accepted drafts; the rejected ones' rows go.
@@ -638,7 +661,7 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
 void Scheduler::Preempt(Request& r) {
   ReleaseSequence(r);
   r.fed = 0;
-  r.drafter_tokens.clear();  // guesses from a cache that is gone; the recomputed one drafts anew
+  r.prepared_drafts.clear();  // guesses from a cache that is gone; the recomputed one drafts anew
   ++r.usage.preemptions;
   ++counters_.preemptions;
   log_.Info("scheduler: KV pool full; preempted a request with {} tokens (recomputed later)", r.tokens.size());

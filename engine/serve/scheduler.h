@@ -17,13 +17,15 @@
 // rule for a point-mass proposal, and as each emitted token is one draw from its own row with the
 // request's generator, the output is the same token for token, greedy or seeded, as without
 // speculation (up to the backend's batch-size rounding). How many drafts a request tries adapts
-// to how many it had accepted (DraftLength).
+// to how many it had accepted (DraftLength, kept for each source of drafts).
 //
-// Where drafts come from: the backend's MTP drafter when it has one (Backend::has_drafter) and
-// `use_drafter` is on, else PromptLookup. The drafter runs right after each pass, once for every
-// request whose next step is a decode step, from the hidden state of the row that sampled its
-// last token; its greedy guesses are one-point proposals like prompt lookup's, so the acceptance
-// rule and the unchanged output above hold for them too.
+// Where drafts come from: PromptLookup, where the text so far predicts what comes next; else,
+// when the backend has one (Backend::has_drafter) and `use_drafter` is on, Gemma 4's MTP drafter.
+// With a drafter, each request's next drafts are made right after the pass that sampled its last
+// token: prompt lookup first, and one batched Backend::Draft for the requests it found nothing
+// for, from the hidden state of the row that sampled the token. The drafter's greedy guesses are
+// one-point proposals like prompt lookup's, so the acceptance rule and the unchanged output above
+// hold for them too.
 //
 // Memory: requests are admitted while the KV pool has room for their remaining prompt; when the
 // pool runs out mid-flight the scheduler first evicts prefix-cache entries, then preempts the most
@@ -135,7 +137,7 @@ struct SpeculationOptions {
   // Drafts per verification pass, at most kMaxDraftTokens; 0 turns speculation off.
   int max_draft_tokens = kMaxDraftTokens;
   PromptLookupOptions lookup;
-  // Draft with the backend's MTP drafter when it has one; prompt lookup otherwise.
+  // Where prompt lookup finds nothing, draft with the backend's MTP drafter when it has one.
   bool use_drafter = true;
 };
 
@@ -156,9 +158,11 @@ struct SchedulerMetrics {
   int64_t cached_prompt_tokens = 0;  // of which the prefix cache supplied
   int64_t prefilled_tokens = 0;
   int64_t generated_tokens = 0;
-  int64_t draft_tokens = 0;           // speculated
-  int64_t accepted_draft_tokens = 0;  // of which the model agreed with
-  int64_t verify_passes = 0;          // decode steps that carried drafts
+  int64_t draft_tokens = 0;             // speculated
+  int64_t accepted_draft_tokens = 0;    // of which the model agreed with
+  int64_t verify_passes = 0;            // decode steps that carried drafts
+  int64_t drafter_tokens = 0;           // of draft_tokens, the MTP drafter's
+  int64_t accepted_drafter_tokens = 0;  // of which the model agreed with
   int64_t finished_requests = 0;
   int64_t cancelled_requests = 0;  // of those, ended by RequestStream::Cancel (or destruction)
   int64_t preemptions = 0;
@@ -212,10 +216,13 @@ class Scheduler {
   // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
   // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.
   void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);
-  // Whether drafts come from the backend's MTP drafter.
+  // Whether drafts are prepared after each pass (PrepareDrafts): the backend has an MTP drafter.
   bool DrafterDrafts() const;
-  // Asks the MTP drafter for the next step's drafts of each of `requests` that will decode next.
-  void RunDrafter(std::span<Request* const> requests);
+  // The next step's drafts of each of `requests` that will decode next: prompt lookup's, else the
+  // MTP drafter's (one batched call).
+  void PrepareDrafts(std::span<Request* const> requests);
+  // Prompt lookup's drafts after `r`'s text, at most `most`.
+  std::vector<int32_t> LookupDrafts(Request& r, int64_t most);
   void Preempt(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::OK());
   void Emit(Request& r, int32_t token);

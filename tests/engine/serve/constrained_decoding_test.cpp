@@ -152,7 +152,7 @@ TEST_CASE("speculation under a grammar gives the tokens plain constrained decodi
     INFO("request " << i << " with the MTP drafter");
     CHECK(mtp[i] == plain[i]);
   }
-  CHECK(mtp_metrics.draft_tokens > 0);
+  CHECK(mtp_metrics.drafter_tokens > 0);
 }
 
 TEST_CASE("a grammar whose vocabulary is larger than the model's is refused", "[engine][scheduler][constrain]") {
