@@ -248,60 +248,53 @@ std::vector<std::vector<int32_t>> TokensWithDrafts(const std::vector<GenerateReq
   return tokens;
 }
 
-TEST_CASE("speculative decoding gives the same tokens as plain decoding, greedy and seeded",
-          "[engine][scheduler][spec]") {
+// Speculation at k <= 2 and k <= 8 against plain decoding, drafting with prompt lookup alone or,
+// with `drafter`, with the MTP drafter where prompt lookup finds nothing.
+void CheckSpeculationKeepsTokens(std::shared_ptr<const DrafterWeights> drafter) {
   const std::vector<GenerateRequest> requests = RepetitiveRequests();
   SchedulerMetrics plain_metrics;
-  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics);
+  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics, drafter);
   CHECK(plain_metrics.draft_tokens == 0);
   CHECK(plain.back() == Reference<int32_t>("greedy_0"));
   for (int k : {2, kMaxDraftTokens}) {
     SchedulerMetrics m;
-    const std::vector<std::vector<int32_t>> drafted = TokensWithDrafts(requests, k, &m);
+    const std::vector<std::vector<int32_t>> drafted = TokensWithDrafts(requests, k, &m, drafter);
     for (size_t i = 0; i < requests.size(); ++i) {
       INFO("request " << i << ", max_draft_tokens " << k);
       CHECK(drafted[i] == plain[i]);
     }
     std::printf(
-        "speculation k <= %d: %lld drafts, %lld accepted, %lld verification passes, %lld forward passes "
-        "(plain: %lld)\n",
-        k, static_cast<long long>(m.draft_tokens), static_cast<long long>(m.accepted_draft_tokens),
-        static_cast<long long>(m.verify_passes), static_cast<long long>(m.forward_passes),
-        static_cast<long long>(plain_metrics.forward_passes));
+        "speculation%s k <= %d: %lld drafts (%lld the drafter's), %lld accepted (%lld), %lld verification passes, "
+        "%lld forward passes (plain: %lld)\n",
+        drafter ? " with the MTP drafter," : "", k, static_cast<long long>(m.draft_tokens),
+        static_cast<long long>(m.drafter_tokens), static_cast<long long>(m.accepted_draft_tokens),
+        static_cast<long long>(m.accepted_drafter_tokens), static_cast<long long>(m.verify_passes),
+        static_cast<long long>(m.forward_passes), static_cast<long long>(plain_metrics.forward_passes));
     // Both outcomes happened: drafts the model took and drafts it refused.
     CHECK(m.accepted_draft_tokens > 0);
     CHECK(m.accepted_draft_tokens < m.draft_tokens);
     CHECK(m.generated_tokens == plain_metrics.generated_tokens);
     CHECK(m.forward_passes < plain_metrics.forward_passes);
+    if (drafter) {
+      // Both sources drafted: prompt lookup where the text repeats, the drafter elsewhere; the
+      // random drafter's guesses were mostly refused.
+      CHECK(m.drafter_tokens > 0);
+      CHECK(m.drafter_tokens < m.draft_tokens);
+      CHECK(m.accepted_drafter_tokens < m.drafter_tokens);
+    } else {
+      CHECK(m.drafter_tokens == 0);
+    }
   }
+}
+
+TEST_CASE("speculative decoding gives the same tokens as plain decoding, greedy and seeded",
+          "[engine][scheduler][spec]") {
+  CheckSpeculationKeepsTokens(nullptr);
 }
 
 TEST_CASE("speculation with the MTP drafter gives the same tokens as plain decoding, greedy and seeded",
           "[engine][scheduler][spec][drafter]") {
-  const std::vector<GenerateRequest> requests = RepetitiveRequests();
-  SchedulerMetrics plain_metrics;
-  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics, TinyDrafter());
-  CHECK(plain_metrics.draft_tokens == 0);
-  for (int k : {2, kMaxDraftTokens}) {
-    SchedulerMetrics m;
-    const std::vector<std::vector<int32_t>> drafted = TokensWithDrafts(requests, k, &m, TinyDrafter());
-    for (size_t i = 0; i < requests.size(); ++i) {
-      INFO("request " << i << ", max_draft_tokens " << k);
-      CHECK(drafted[i] == plain[i]);
-    }
-    std::printf(
-        "prompt lookup, then the MTP drafter, k <= %d: %lld drafts (%lld the drafter's), %lld accepted (%lld), "
-        "%lld verification passes\n",
-        k, static_cast<long long>(m.draft_tokens), static_cast<long long>(m.drafter_tokens),
-        static_cast<long long>(m.accepted_draft_tokens), static_cast<long long>(m.accepted_drafter_tokens),
-        static_cast<long long>(m.verify_passes));
-    // Both sources drafted: prompt lookup where the text repeats, the drafter elsewhere; the
-    // random drafter's guesses were mostly refused.
-    CHECK(m.drafter_tokens > 0);
-    CHECK(m.drafter_tokens < m.draft_tokens);
-    CHECK(m.accepted_drafter_tokens < m.drafter_tokens);
-    CHECK(m.generated_tokens == plain_metrics.generated_tokens);
-  }
+  CheckSpeculationKeepsTokens(TinyDrafter());
 }
 
 TEST_CASE("speculative decoding stops where plain decoding does, inside accepted drafts too",
