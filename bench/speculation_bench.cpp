@@ -190,6 +190,7 @@ Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeigh
   options.max_context = o.context + kMaxDraftTokens + 1;
   options.kv.max_sequences = 1;
   options.kv.max_tokens = options.max_context;
+  options.drafter = o.drafter;
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
   std::vector<int32_t> tokens(static_cast<size_t>(o.context + kMaxDraftTokens + 1));
   uint64_t s = 12345;
@@ -219,6 +220,25 @@ Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeigh
   for (int k : {1, 2, 4, 8}) {
     TEMPER_ASSIGN_OR_RETURN(const double ms, pass_ms(1 + k));
     std::printf("%4d %12.1f %18.2f\n", k, ms, ms / step);
+  }
+  if (!o.drafter) return Status::OK();
+
+  // The drafter starts from the hidden state of the sequence's last row: feed one token more,
+  // then draft (which changes nothing, so every timing sees the same state).
+  ForwardItem next{seq, std::span<const int32_t>(tokens).subspan(static_cast<size_t>(o.context), 1), false};
+  TEMPER_RETURN_IF_ERROR(backend->Forward({&next, 1}, {}).status());
+  std::printf("MTP draft steps, one Draft call (drafter hidden %d, %d layers):\n", o.drafter->config().text.hidden_size,
+              o.drafter->num_layers());
+  std::printf("%4s %12s %18s\n", "k", "draft ms", "x decode step");
+  for (int k : {1, 2, 4, 8}) {
+    const DraftRequest request{seq, tokens[static_cast<size_t>(o.context) + 1], 0, k};
+    std::vector<double> ms;
+    for (int rep = 0; rep < o.reps + 1; ++rep) {
+      const auto t0 = Clock::now();
+      TEMPER_RETURN_IF_ERROR(backend->Draft({&request, 1}, {}).status());
+      if (rep > 0) ms.push_back(1e3 * Seconds(t0, Clock::now()));
+    }
+    std::printf("%4d %12.1f %18.2f\n", k, Median(ms), Median(ms) / step);
   }
   return Status::OK();
 }

@@ -18,12 +18,16 @@
 //   one-token decode step at the same context, on the CPU backend, k = 1, 2, 4, 8.
 //
 //     temper-bench --verify-cost --synthetic bench/configs/gemma4-1b-synthetic.json [--threads N]
+//
+//   With an MTP drafter (--drafter-synthetic bench/configs/gemma4-1b-assistant-synthetic.json, seeded
+//   weights), also one Backend::Draft call of k = 1, 2, 4, 8 steps against the same decode step.
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "common/status.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 
@@ -33,8 +37,9 @@ Status RunLookupAcceptance(const std::string& transcript, const std::string& tok
 
 struct VerifyCostOptions {
   int threads = 0;
-  int context = 512;  // tokens before the timed passes
-  int reps = 9;       // timed passes per k (median)
+  int context = 512;                              // tokens before the timed passes
+  int reps = 9;                                   // timed passes per k (median)
+  std::shared_ptr<const DrafterWeights> drafter;  // also time its draft steps; null: none
 };
 Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
                      const VerifyCostOptions& options);

@@ -29,7 +29,8 @@
 //                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024] [--gpu-batch 8]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
-// prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost.
+// prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost (with
+// `--drafter-synthetic CONFIG.json`, an MTP drafter's draft steps too).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -84,6 +85,7 @@ struct Args {
   std::string kv_config;
   bool verify_cost = false;
   int verify_context = 512;
+  std::string drafter_synthetic;  // an MTP drafter's config.json: also time its draft steps
 };
 
 // The machine's memory bandwidth, measured with the decode's own thread count: a parallel
@@ -269,8 +271,14 @@ Status Run(const Args& a) {
 Status RunVerifyCost(const Args& a) {
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return bench::RunVerifyCost(model.config, model.weights,
-                              bench::VerifyCostOptions{.threads = threads, .context = a.verify_context});
+  std::shared_ptr<const DrafterWeights> drafter;
+  if (!a.drafter_synthetic.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(DrafterConfig config, LoadDrafterConfig(a.drafter_synthetic, model.config));
+    TEMPER_ASSIGN_OR_RETURN(drafter, DrafterWeights::Synthetic(config, 2));
+  }
+  return bench::RunVerifyCost(
+      model.config, model.weights,
+      bench::VerifyCostOptions{.threads = threads, .context = a.verify_context, .drafter = std::move(drafter)});
 }
 
 // ---- serving ----
@@ -449,6 +457,9 @@ int main(int argc, char** argv) {
   app.add_flag("--verify-cost", a.verify_cost, "time verification passes of 1 + k tokens against a decode step");
   app.add_option("--verify-context", a.verify_context, "context before the timed verification passes")
       ->check(CLI::PositiveNumber);
+  app.add_option(
+      "--drafter-synthetic", a.drafter_synthetic,
+      "with --verify-cost: an MTP drafter's config.json whose seeded weights draft; its steps are timed too");
   CLI11_PARSE(app, argc, argv);
   temper::Status s;
   if (!lookup_transcript.empty()) {

@@ -1,5 +1,5 @@
 // DrafterWeights: the bf16 weights of Gemma 4's MTP drafter (drafter_config.h), as views into its
-// memory-mapped checkpoint.
+// memory-mapped checkpoint (or into seeded random values of the same shapes, for benchmarks).
 //
 // Loading checks the checkpoint against the config as ModelWeights does: every tensor the config
 // implies must be there with that exact shape and dtype BF16, and no other tensor may be in it.
@@ -9,13 +9,15 @@
 // norms: the target's cache stands in for them), `pre_projection.weight` [Hd, 2·Hb] and
 // `post_projection.weight` [Hb, Hd]; `lm_head.weight` when not tied.
 //
-// Ownership: owns the map and a copy of the config; every view is valid while it lives.
+// Ownership: owns the map (or buffer) and a copy of the config; every view is valid while it lives.
 // Thread safety: immutable after construction.
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -40,6 +42,12 @@ class DrafterWeights {
   // Loads DIR's safetensors for `config`. Errors: those of Checkpoint::Open; DataLoss naming the
   // tensor when one is missing, unexpected, of the wrong dtype or shape, or misaligned.
   static Result<std::unique_ptr<DrafterWeights>> Load(const std::filesystem::path& dir, const DrafterConfig& config);
+  // Seeded random weights of `config`'s shapes, drawn as ModelWeights::Synthetic draws (benchmarks).
+  // ResourceExhausted if they cannot be allocated.
+  static Result<std::unique_ptr<DrafterWeights>> Synthetic(const DrafterConfig& config, uint64_t seed);
+
+  // Parameters of `config`'s drafter, every one of which a draft step reads.
+  static int64_t ParameterCount(const DrafterConfig& config);
 
   DrafterWeights(const DrafterWeights&) = delete;
   DrafterWeights& operator=(const DrafterWeights&) = delete;
@@ -55,9 +63,11 @@ class DrafterWeights {
 
  private:
   explicit DrafterWeights(const DrafterConfig& config) : config_(config) {}
+  void Bind(const std::map<std::string, const uint16_t*, std::less<>>& data);
 
   DrafterConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;
+  std::vector<uint16_t> synthetic_;
   Bf16Matrix embed_, lm_head_, pre_projection_, post_projection_;
   std::span<const uint16_t> final_norm_;
   std::vector<DrafterLayerWeights> layers_;

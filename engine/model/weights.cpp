@@ -10,89 +10,38 @@
 
 #include "engine/model/bf16.h"
 #include "engine/model/safetensors.h"
+#include "engine/model/synthetic_tensors.h"
 
 namespace temper::engine {
 namespace {
 
-// How a synthetic tensor is drawn (mirroring the golden fixture's recipe).
-enum class Init { kEmbedding, kLinear, kNorm, kQkNorm, kPostNorm, kLayerScalar };
-
-struct Expected {
-  std::string name;  // without the decoder prefix, e.g. "layers.3.mlp.up_proj.weight"
-  std::vector<int64_t> shape;
-  Init init;
-};
-
-// Every tensor of the decoder, in the order Gemma4ForCausalLM.save_pretrained names them.
-std::vector<Expected> ExpectedTensors(const ModelConfig& c) {
-  std::vector<Expected> out;
+// Every tensor of the decoder, in the order Gemma4ForCausalLM.save_pretrained names them, without
+// the decoder prefix (e.g. "layers.3.mlp.up_proj.weight").
+std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
+  std::vector<ExpectedTensor> out;
   const int64_t h = c.hidden_size, ffn = c.intermediate_size;
-  out.push_back({"embed_tokens.weight", {c.vocab_size, h}, Init::kEmbedding});
+  out.push_back({"embed_tokens.weight", {c.vocab_size, h}, SyntheticInit::kEmbedding});
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerGeometry& g = c.layers[i];
     const std::string p = fmt::format("layers.{}.", i);
     const int64_t q = c.QDim(i), kv = c.KvDim(i);
-    out.push_back({p + "self_attn.q_proj.weight", {q, h}, Init::kLinear});
-    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, Init::kLinear});
-    if (!g.k_eq_v) out.push_back({p + "self_attn.v_proj.weight", {kv, h}, Init::kLinear});
-    out.push_back({p + "self_attn.o_proj.weight", {h, q}, Init::kLinear});
-    out.push_back({p + "self_attn.q_norm.weight", {g.head_dim}, Init::kQkNorm});
-    out.push_back({p + "self_attn.k_norm.weight", {g.head_dim}, Init::kQkNorm});
-    out.push_back({p + "mlp.gate_proj.weight", {ffn, h}, Init::kLinear});
-    out.push_back({p + "mlp.up_proj.weight", {ffn, h}, Init::kLinear});
-    out.push_back({p + "mlp.down_proj.weight", {h, ffn}, Init::kLinear});
-    out.push_back({p + "input_layernorm.weight", {h}, Init::kNorm});
-    out.push_back({p + "post_attention_layernorm.weight", {h}, Init::kPostNorm});
-    out.push_back({p + "pre_feedforward_layernorm.weight", {h}, Init::kNorm});
-    out.push_back({p + "post_feedforward_layernorm.weight", {h}, Init::kPostNorm});
-    out.push_back({p + "layer_scalar", {1}, Init::kLayerScalar});
+    out.push_back({p + "self_attn.q_proj.weight", {q, h}, SyntheticInit::kLinear});
+    out.push_back({p + "self_attn.k_proj.weight", {kv, h}, SyntheticInit::kLinear});
+    if (!g.k_eq_v) out.push_back({p + "self_attn.v_proj.weight", {kv, h}, SyntheticInit::kLinear});
+    out.push_back({p + "self_attn.o_proj.weight", {h, q}, SyntheticInit::kLinear});
+    out.push_back({p + "self_attn.q_norm.weight", {g.head_dim}, SyntheticInit::kQkNorm});
+    out.push_back({p + "self_attn.k_norm.weight", {g.head_dim}, SyntheticInit::kQkNorm});
+    out.push_back({p + "mlp.gate_proj.weight", {ffn, h}, SyntheticInit::kLinear});
+    out.push_back({p + "mlp.up_proj.weight", {ffn, h}, SyntheticInit::kLinear});
+    out.push_back({p + "mlp.down_proj.weight", {h, ffn}, SyntheticInit::kLinear});
+    out.push_back({p + "input_layernorm.weight", {h}, SyntheticInit::kNorm});
+    out.push_back({p + "post_attention_layernorm.weight", {h}, SyntheticInit::kPostNorm});
+    out.push_back({p + "pre_feedforward_layernorm.weight", {h}, SyntheticInit::kNorm});
+    out.push_back({p + "post_feedforward_layernorm.weight", {h}, SyntheticInit::kPostNorm});
+    out.push_back({p + "layer_scalar", {1}, SyntheticInit::kLayerScalar});
   }
-  out.push_back({"norm.weight", {h}, Init::kNorm});
+  out.push_back({"norm.weight", {h}, SyntheticInit::kNorm});
   return out;
-}
-
-// splitmix64: a tiny, fast generator that is the same on every platform.
-struct SplitMix64 {
-  uint64_t state;
-  uint64_t Next() {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  float Uniform() { return static_cast<float>(Next() >> 40) * (1.0f / 16777216.0f); }  // [0, 1)
-};
-
-void FillSynthetic(const ModelConfig& c, const Expected& e, uint64_t seed, std::span<uint16_t> out) {
-  SplitMix64 rng{seed};
-  const float sqrt3 = std::sqrt(3.0f);
-  // Uniform(-a, a) has standard deviation a / sqrt(3).
-  auto centered = [&](float stddev) { return (2.0f * rng.Uniform() - 1.0f) * sqrt3 * stddev; };
-  const int64_t fan_in = e.shape.size() == 2 ? e.shape[1] : 1;
-  for (uint16_t& v : out) {
-    float x = 0;
-    switch (e.init) {
-      case Init::kEmbedding:
-        x = centered(1.0f);
-        break;
-      case Init::kLinear:
-        x = centered(1.0f / std::sqrt(static_cast<float>(fan_in)));
-        break;
-      case Init::kNorm:
-        x = 1.0f + centered(0.25f);
-        break;
-      case Init::kQkNorm:
-        x = std::pow(static_cast<float>(e.shape[0]), -0.25f) * (1.0f + centered(0.25f));
-        break;
-      case Init::kPostNorm:
-        x = 2.0f * std::sqrt(static_cast<float>(c.hidden_size)) * (1.0f + centered(0.25f));
-        break;
-      case Init::kLayerScalar:
-        x = 0.5f + rng.Uniform();
-        break;
-    }
-    v = FloatToBf16(x);
-  }
 }
 
 }  // namespace
@@ -136,17 +85,17 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
   TEMPER_ASSIGN_OR_RETURN(w->checkpoint_, Checkpoint::Open(dir));
   const Checkpoint& ckpt = *w->checkpoint_;
 
-  std::vector<Expected> expected = ExpectedTensors(config);
+  std::vector<ExpectedTensor> expected = ExpectedTensors(config);
   // The head lives outside the decoder prefix: `lm_head.weight`.
   std::map<std::string, std::string> full_names;  // short name -> name in the checkpoint
-  for (const Expected& e : expected) full_names[e.name] = config.weight_prefix + e.name;
+  for (const ExpectedTensor& e : expected) full_names[e.name] = config.weight_prefix + e.name;
   if (!config.tie_word_embeddings) {
-    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
+    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, SyntheticInit::kEmbedding});
     full_names["lm_head.weight"] = "lm_head.weight";
   }
 
   std::map<std::string, const uint16_t*> data;
-  for (const Expected& e : expected) {
+  for (const ExpectedTensor& e : expected) {
     const std::string& name = full_names[e.name];
     TEMPER_ASSIGN_OR_RETURN(const uint16_t* values, ckpt.Bf16Tensor(name, e.shape, config.dtype));
     data[e.name] = values;
@@ -170,49 +119,20 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::
 
 namespace {
 
-// Every tensor of `config` (the untied head included) filled with its seeded random values in
-// `storage`, as name -> (shape, values).
-struct SyntheticTensor {
-  std::string name;  // without the decoder prefix
-  std::vector<int64_t> shape;
-  std::span<const uint16_t> values;
-};
-
-Result<std::vector<SyntheticTensor>> FillSyntheticTensors(const ModelConfig& config, uint64_t seed,
-                                                          std::vector<uint16_t>& storage) {
-  std::vector<Expected> expected = ExpectedTensors(config);
+// Every tensor of `config` (the untied head included), filled with its seeded values in `storage`.
+Result<std::vector<SyntheticTensor>> FillModelTensors(const ModelConfig& config, uint64_t seed,
+                                                      std::vector<uint16_t>& storage) {
+  std::vector<ExpectedTensor> expected = ExpectedTensors(config);
   if (!config.tie_word_embeddings)
-    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, Init::kEmbedding});
-  uint64_t total = 0;
-  for (const Expected& e : expected) {
-    uint64_t n = 1;
-    for (int64_t d : e.shape) n *= static_cast<uint64_t>(d);
-    total += n;
-  }
-  try {
-    storage.resize(total);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(fmt::format("cannot allocate {} bytes of synthetic weights", total * 2));
-  }
-  std::vector<SyntheticTensor> out;
-  uint64_t offset = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const Expected& e = expected[i];
-    uint64_t n = 1;
-    for (int64_t d : e.shape) n *= static_cast<uint64_t>(d);
-    std::span<uint16_t> values(storage.data() + offset, n);
-    FillSynthetic(config, e, seed * 0x100000001b3ull + i, values);
-    out.push_back({e.name, e.shape, values});
-    offset += n;
-  }
-  return out;
+    expected.push_back({"lm_head.weight", {config.vocab_size, config.hidden_size}, SyntheticInit::kEmbedding});
+  return FillSyntheticTensors(expected, config.hidden_size, seed, storage);
 }
 
 }  // namespace
 
 Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig& config, uint64_t seed) {
   std::unique_ptr<ModelWeights> w(new ModelWeights());
-  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillSyntheticTensors(config, seed, w->synthetic_));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillModelTensors(config, seed, w->synthetic_));
   std::map<std::string, const uint16_t*> data;
   for (const SyntheticTensor& t : tensors) data[t.name] = t.values.data();
   WeightBinder::Bind(*w, config, data);
@@ -221,7 +141,7 @@ Result<std::unique_ptr<ModelWeights>> ModelWeights::Synthetic(const ModelConfig&
 
 Status WriteSyntheticCheckpoint(const std::filesystem::path& file, const ModelConfig& config, uint64_t seed) {
   std::vector<uint16_t> storage;
-  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillSyntheticTensors(config, seed, storage));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<SyntheticTensor> tensors, FillModelTensors(config, seed, storage));
   std::vector<TensorToWrite> out;
   for (const SyntheticTensor& t : tensors) {
     const std::string name = t.name == "lm_head.weight" ? t.name : config.weight_prefix + t.name;

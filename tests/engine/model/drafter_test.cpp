@@ -36,6 +36,26 @@ TEST_CASE("The tiny drafter's config reads the target's last layer of each kind"
   CHECK(TinyDrafter()->lm_head().data == TinyDrafter()->embed().data);
 }
 
+TEST_CASE("The 31B drafter's shapes read 469.5 M parameters a step", "[engine][drafter]") {
+  // bench/configs/gemma4-31b-assistant-shape.json holds the shapes shared/notes/mtp.md pins; the
+  // count is bench/RESULTS.md's byte table.
+  auto target = LoadModelConfig(TestDataDir() / "gemma4-31b-shape" / "config.json");
+  REQUIRE(target.ok());
+  auto config = LoadDrafterConfig(
+      std::filesystem::path(TEMPER_SOURCE_DIR) / "bench/configs/gemma4-31b-assistant-shape.json", *target);
+  REQUIRE(config.ok());
+  CHECK(config->target_layers == std::vector<int>{58, 58, 58, 59});
+  CHECK(DrafterWeights::ParameterCount(*config) == 469'518'596);
+  // The tiny drafter's seeded weights bind every view, the head tied.
+  auto tiny = LoadDrafterConfig(TinyDrafterDir() / "config.json", Tiny().config);
+  REQUIRE(tiny.ok());
+  auto synthetic = DrafterWeights::Synthetic(*tiny, 3);
+  REQUIRE(synthetic.ok());
+  CHECK((*synthetic)->lm_head().data == (*synthetic)->embed().data);
+  CHECK((*synthetic)->layer(3).q_proj.rows == 4 * 64);
+  CHECK((*synthetic)->layer(3).layer_scalar >= 0.5f);
+}
+
 TEST_CASE("A drafter config that does not fit the target names the key", "[engine][drafter]") {
   struct Case {
     std::string what;
