@@ -158,12 +158,6 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   const std::string who = fmt::format("endpoint '{}' (inprocess)", endpoint_name);
   if (endpoint.model_dir.empty()) return Status::InvalidArgument(fmt::format("{}: model_dir is empty", who));
   if (endpoint.max_context == 0) return Status::InvalidArgument(fmt::format("{}: max_context must be at least 1", who));
-  if (!endpoint.drafter_dir.empty() && !endpoint.gpus.empty()) {
-    return Status::Unimplemented(fmt::format(
-        "{}: drafter_dir: the CUDA backend cannot run the MTP drafter yet (without drafter_dir, drafts come from "
-        "prompt lookup)",
-        who));
-  }
 
   const auto start = std::chrono::steady_clock::now();
   Result<engine::LoadedModel> loaded =
@@ -214,6 +208,7 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
     backend.backend.kv.max_snapshots = std::min(kv.max_snapshots, kGpuMaxSnapshots);
     backend.backend.max_rows = static_cast<int>(options.max_batch_tokens);
     backend.backend.max_batch = std::min(options.max_sequences, backend.backend.max_rows);
+    backend.backend.drafter = client->model_.drafter;
     Result<std::unique_ptr<engine::cuda::DeviceBackend>> gpu =
         engine::cuda::CreateCudaBackend(client->model_.config, client->model_.weights, backend);
     if (!gpu.ok()) {

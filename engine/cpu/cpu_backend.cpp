@@ -99,38 +99,17 @@ Status CpuBackend::AttachDrafter(const std::vector<RankShard>& shards) {
   const DrafterConfig& dc = w.config();
   const ModelConfig& text = dc.text;
   const int tp = static_cast<int>(shards.size());
-  // A drafter parsed against another target may not fit this one: check what the ranks rely on.
-  if (dc.backbone_hidden_size != config_.hidden_size || text.vocab_size != config_.vocab_size ||
-      text.sliding_window != config_.sliding_window || static_cast<int>(dc.target_layers.size()) != text.num_layers) {
-    return Status::InvalidArgument("CPU backend: the MTP drafter was not made for this model");
-  }
-  if (text.num_heads % tp != 0) {
-    return Status::InvalidArgument(
-        fmt::format("CPU backend: tp {} cannot split the MTP drafter's {} query heads evenly", tp, text.num_heads));
-  }
+  Result<std::vector<Range>> heads = PlanDrafterHeads(dc, config_, shards);
+  if (!heads.ok()) return heads.status().WithContext("CPU backend");
   for (const RankShard& shard : shards) {
     auto rd = std::make_unique<cpu::RankDrafter>();
     rd->weights = &w;
     rd->ffn = EvenSplit(text.intermediate_size, tp, shard.rank);
     rd->lm_head = w.lm_head().Rows(shard.vocab.begin, shard.vocab.end);
-    const Range q_heads = EvenSplit(text.num_heads, tp, shard.rank);
+    const Range q_heads = (*heads)[shard.rank];
     for (int l = 0; l < text.num_layers; ++l) {
       const LayerGeometry& g = text.layers[l];
       const int t = dc.target_layers[l];
-      if (t < 0 || t >= config_.num_layers || config_.layers[t].kind != g.kind ||
-          config_.layers[t].head_dim != g.head_dim || config_.layers[t].num_kv_heads != g.num_kv_heads) {
-        return Status::InvalidArgument(
-            fmt::format("CPU backend: MTP drafter layer {} does not fit target layer {} of this model", l, t));
-      }
-      // Each local query head must read a KV head this rank holds of the target layer.
-      const int group = text.num_heads / g.num_kv_heads;
-      const Range kv = shard.layers[t].kv_heads;
-      if (q_heads.begin / group < kv.begin || (q_heads.end - 1) / group >= kv.end) {
-        return Status::InvalidArgument(fmt::format(
-            "CPU backend: at tp {}, rank {}'s MTP drafter heads [{}, {}) of layer {} read KV heads it does not hold "
-            "([{}, {}) of target layer {})",
-            tp, shard.rank, q_heads.begin, q_heads.end, l, kv.begin, kv.end, t));
-      }
       const DrafterLayerWeights& lw = w.layer(l);
       cpu::RankDrafterLayer dl;
       dl.target_layer = t;
@@ -260,33 +239,16 @@ Result<ForwardResult> CpuBackend::Forward(std::span<const ForwardItem> batch, co
 
 Result<DraftResult> CpuBackend::Draft(std::span<const DraftRequest> requests, const DraftOptions& options) {
   if (!options_.drafter) return Status::FailedPrecondition("CPU backend: no MTP drafter is attached");
+  TEMPER_ASSIGN_OR_RETURN(const std::vector<int64_t> positions,
+                          CheckDraftRequests(requests, pager_, config_.vocab_size, options_.max_context, hidden_rows_));
   cpu::DraftPlan plan;
   plan.blocks.resize(pager_.max_sequences());
-  std::vector<bool> seen(pager_.max_sequences());
   std::vector<int64_t> plan_row(requests.size(), -1);  // each request's row in the plan; -1: no drafts
   for (size_t i = 0; i < requests.size(); ++i) {
     const DraftRequest& q = requests[i];
-    TEMPER_ASSIGN_OR_RETURN(const int64_t length, pager_.LiveLength(q.seq));
-    if (seen[q.seq]) return Status::InvalidArgument(fmt::format("Draft: sequence {} is asked for twice", q.seq));
-    seen[q.seq] = true;
-    if (q.count < 1 || q.count > kMaxDraftTokens) {
-      return Status::InvalidArgument(
-          fmt::format("Draft: sequence {} asks for {} drafts, must be in [1, {}]", q.seq, q.count, kMaxDraftTokens));
-    }
-    if (q.token < 0 || q.token >= config_.vocab_size) {
-      return Status::InvalidArgument(fmt::format("Draft: sequence {}'s token {} is outside the vocabulary of {}", q.seq,
-                                                 q.token, config_.vocab_size));
-    }
-    const bool row_ok = q.hidden_row >= 0 && q.hidden_row < static_cast<int64_t>(hidden_rows_.size()) &&
-                        hidden_rows_[q.hidden_row].seq == q.seq && hidden_rows_[q.hidden_row].pos == length - 1;
-    if (!row_ok) {
-      return Status::FailedPrecondition(
-          fmt::format("Draft: row {} of the last forward pass is not sequence {}'s last position ({})", q.hidden_row,
-                      q.seq, length - 1));
-    }
-    if (length >= options_.max_context) continue;
+    if (positions[i] < 0) continue;
     plan_row[i] = static_cast<int64_t>(plan.rows.size());
-    plan.rows.push_back({q.seq, length, q.token, q.hidden_row});
+    plan.rows.push_back({q.seq, positions[i], q.token, q.hidden_row});
     plan.blocks[q.seq] = pager_.Blocks(q.seq);
     plan.steps = std::max(plan.steps, q.count);
   }

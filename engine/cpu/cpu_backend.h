@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/forward_batch.h"
 #include "engine/kv_cache.h"
 #include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
@@ -84,11 +85,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<WorkerGroup> rank_threads_;
   // Per logit row of the last Forward, the sequence and position it was computed at: Draft starts
   // from those rows' hidden states (each rank's head input).
-  struct HiddenRow {
-    SequenceId seq;
-    int64_t pos;
-  };
-  std::vector<HiddenRow> hidden_rows_;
+  std::vector<LogitRowPosition> hidden_rows_;
 };
 
 }  // namespace temper::engine

@@ -11,6 +11,7 @@
 #include "engine/cuda/all_reduce.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/device_drafter.h"
 #include "engine/cuda/memory_plan.h"
 #endif
 
@@ -90,6 +91,11 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     in.top_candidates = b.top_candidates;
     in.tp = tp;
     in.nccl = tp > 1 && one_gpu_per_rank;  // where NCCL may come up (it serves prefill's large messages)
+    if (b.drafter) {
+      const DrafterRankBytes drafter = DeviceDrafterBytes(b.drafter->config(), shards[r]);
+      in.drafter_weight_bytes = drafter.weights;
+      in.drafter_workspace_bytes = drafter.workspace;
+    }
     Result<GpuMemoryPlan> plan = PlanGpuMemory(config, shards[r], in);
     if (!plan.ok()) return plan.status().WithContext(fmt::format("GPU {} ({})", g.device, g.name));
     blocks = blocks < 0 ? plan->num_blocks : std::min(blocks, plan->num_blocks);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/cuda/device_drafter.h"
 #include "engine/cuda/graph_buckets.h"
 #include "engine/forward_batch.h"
 #include "engine/logit_candidates.h"
@@ -91,6 +92,14 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& 
   b->rank_threads_ = std::make_unique<WorkerGroup>(tp);
   const ModelWeights* host = b->weights_.get();
   TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) { return BuildDeviceRank(d, host, opts.synthetic_seed); }));
+  if (const DrafterWeights* drafter = opts.drafter.get()) {
+    Result<std::vector<Range>> heads = PlanDrafterHeads(drafter->config(), config, shards);
+    if (!heads.ok()) return heads.status().WithContext("device backend");
+    TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) -> Status {
+      TEMPER_RETURN_IF_ERROR(CheckDeviceDrafter(d, drafter->config()));
+      return BuildDeviceDrafter(d, *drafter);
+    }));
+  }
   // Every GEMM kernel a pass can launch, loaded before the first all-reduce (device_rank.h).
   TEMPER_RETURN_IF_ERROR(b->OnRanks([](DeviceRank& d) -> Status {
     const Status warmed = WarmGemms(d);
@@ -200,6 +209,19 @@ Result<SequenceId> DeviceBackend::ForkSnapshot(SnapshotId snap) {
 
 Status DeviceBackend::ReleaseSnapshot(SnapshotId snap) { return pager_.ReleaseSnapshot(snap); }
 
+Status DeviceBackend::UploadBlockTables(DeviceRank& d, std::span<const int> seqs) const {
+  const int max_blocks = d.limits.max_blocks();
+  for (int seq : seqs) {
+    std::span<const int32_t> blocks = pager_.Blocks(seq);
+    const size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(max_blocks));
+    if (n > 0) {
+      TEMPER_RETURN_IF_ERROR(
+          d.ops->CopyToDevice(d.block_tables + int64_t{seq} * max_blocks, blocks.data(), sizeof(int32_t) * n));
+    }
+  }
+  return Status::OK();
+}
+
 Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hidden) {
   // A decode step's graph is captured on every rank before any rank replays it (RankOps::Capture).
   // A captured step may read per-step values only from device memory: the shape is the bucket's,
@@ -217,15 +239,7 @@ Status DeviceBackend::RunPassOnRanks(const Pass& pass, float* logits, float* hid
   return OnRanks([&](DeviceRank& d) -> Status {
     const PassInputLayout layout(d.limits);
     TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(d.pass_inputs, pass.inputs.data(), layout.bytes));
-    const int max_blocks = d.limits.max_blocks();
-    for (int seq : pass.seqs) {
-      std::span<const int32_t> blocks = pager_.Blocks(seq);
-      const size_t n = std::min<size_t>(blocks.size(), static_cast<size_t>(max_blocks));
-      if (n > 0) {
-        TEMPER_RETURN_IF_ERROR(
-            d.ops->CopyToDevice(d.block_tables + int64_t{seq} * max_blocks, blocks.data(), sizeof(int32_t) * n));
-      }
-    }
+    TEMPER_RETURN_IF_ERROR(UploadBlockTables(d, pass.seqs));
     if (pass.graph_bucket < 0) return RunPass(d, pass.shape, PassOutput{logits, hidden});
     TEMPER_RETURN_IF_ERROR(d.ops->Replay(key));
     if (!logits) return Status::OK();
@@ -326,6 +340,7 @@ void DeviceBackend::PadToBucket(Pass& p) const {
 Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) {
   TEMPER_RETURN_IF_ERROR(ReserveForwardBatch(batch, pager_, config_.vocab_size, options_.max_context));
   resident_rows_ = 0;  // this pass overwrites the devices' logits
+  resident_positions_.clear();
   int64_t total_tokens = 0;
   for (const ForwardItem& item : batch) total_tokens += static_cast<int64_t>(item.tokens.size());
 
@@ -367,6 +382,13 @@ Result<ForwardResult> DeviceBackend::Forward(std::span<const ForwardItem> batch,
     }
   }
   resident_rows_ = out_rows <= limits.max_out_rows ? out_rows : 0;
+  if (resident_rows_ > 0) {
+    // Output rows in batch order: each item's every token with all_logits, else its last.
+    for (const ForwardItem& item : batch) {
+      const int64_t start = pager_.Length(item.seq), n = static_cast<int64_t>(item.tokens.size());
+      for (int64_t t = item.all_logits ? 0 : n - 1; t < n; ++t) resident_positions_.push_back({item.seq, start + t});
+    }
+  }
   if (candidates) {
     TEMPER_ASSIGN_OR_RETURN(result.candidates, GatherCandidates(batch, out_rows));
   } else {
@@ -412,6 +434,127 @@ Result<std::vector<LogitCandidates>> DeviceBackend::GatherCandidates(std::span<c
     out.push_back(MergeRankCandidates(per_rank, k, temperature[static_cast<size_t>(row)], config_.vocab_size));
   }
   return out;
+}
+
+Result<DraftResult> DeviceBackend::Draft(std::span<const DraftRequest> requests, const DraftOptions& options) {
+  if (!options_.drafter) return Status::FailedPrecondition("device backend: no MTP drafter is attached");
+  TEMPER_ASSIGN_OR_RETURN(
+      const std::vector<int64_t> positions,
+      CheckDraftRequests(requests, pager_, config_.vocab_size, options_.max_context, resident_positions_));
+  DraftResult result;
+  result.tokens.resize(requests.size());
+  int steps = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (positions[i] >= 0) steps = std::max(steps, requests[i].count);
+  }
+  const int64_t vocab = config_.vocab_size;
+  if (options.keep_logits) result.logits.assign(requests.size() * static_cast<size_t>(steps * vocab), 0.0f);
+  // Groups of the requests that get drafts, each within a step's rows and the head's slots.
+  const size_t most = static_cast<size_t>(std::min(kMaxDraftRows, ranks_[0]->limits.max_out_rows));
+  std::vector<size_t> group;
+  auto run = [&]() -> Status {
+    std::vector<DraftRequest> q;
+    std::vector<int64_t> p;
+    for (size_t i : group) {
+      q.push_back(requests[i]);
+      p.push_back(positions[i]);
+    }
+    std::vector<std::vector<int32_t>> tokens(group.size());
+    std::vector<float> logits(options.keep_logits ? group.size() * static_cast<size_t>(steps * vocab) : 0);
+    TEMPER_RETURN_IF_ERROR(DraftGroup(q, p, options.keep_logits, tokens, logits, steps));
+    for (size_t g = 0; g < group.size(); ++g) {
+      result.tokens[group[g]] = std::move(tokens[g]);
+      if (options.keep_logits) {
+        std::copy_n(logits.begin() + static_cast<int64_t>(g) * steps * vocab, steps * vocab,
+                    result.logits.begin() + static_cast<int64_t>(group[g]) * steps * vocab);
+      }
+    }
+    group.clear();
+    return Status::OK();
+  };
+  for (size_t i = 0; i < requests.size(); ++i) {
+    if (positions[i] < 0) continue;
+    group.push_back(i);
+    if (group.size() == most) TEMPER_RETURN_IF_ERROR(run());
+  }
+  if (!group.empty()) TEMPER_RETURN_IF_ERROR(run());
+  return result;
+}
+
+Status DeviceBackend::DraftGroup(std::span<const DraftRequest> requests, std::span<const int64_t> positions,
+                                 bool keep_logits, std::span<std::vector<int32_t>> tokens, std::span<float> logits,
+                                 int steps_stride) {
+  const int rows = static_cast<int>(requests.size());
+  const int out_rows = ranks_[0]->limits.max_out_rows;
+  const DraftInputLayout layout;
+  std::vector<char> inputs(layout.bytes, 0);
+  auto at = [&](size_t offset, int row, auto value) {
+    std::memcpy(inputs.data() + offset + row * sizeof(value), &value, sizeof(value));
+  };
+  std::vector<int> seqs;
+  int steps = 0;
+  for (int r = 0; r < rows; ++r) {
+    const DraftRequest& q = requests[r];
+    const int64_t L = positions[r];
+    at(layout.tokens, r, q.token);
+    at(layout.rope_positions, r, L);        // the drafter's query sits at the sequence's length ...
+    at(layout.attend_positions, r, L - 1);  // ... and sees what a query at L - 1 sees, window - 1 back
+    at(layout.slots, r, static_cast<int32_t>(q.seq));
+    at(layout.chunk_start, r, L);  // no key of this "pass": every visible one is in the cache
+    at(layout.first_row, r, static_cast<int32_t>(r));
+    at(layout.chunk_end, r, L);
+    at(layout.hidden_slots, r, static_cast<int32_t>(q.hidden_row % out_rows));
+    at(layout.interleave, 2 * r, static_cast<int32_t>(r));
+    at(layout.interleave, 2 * r + 1, static_cast<int32_t>(kMaxDraftRows + r));
+    at(layout.temperatures, r, 1.0f);
+    seqs.push_back(q.seq);
+    steps = std::max(steps, q.count);
+  }
+  const size_t tp = ranks_.size();
+  std::vector<std::vector<float>> vals(tp, std::vector<float>(static_cast<size_t>(rows)));
+  std::vector<std::vector<int32_t>> ids(tp, std::vector<int32_t>(static_cast<size_t>(rows)));
+  std::vector<float> step_logits(keep_logits ? static_cast<size_t>(rows) * config_.vocab_size : 0);
+  for (int step = 0; step < steps; ++step) {
+    TEMPER_RETURN_IF_ERROR(OnRanks([&](DeviceRank& d) -> Status {
+      DeviceDrafter& m = *d.drafter;
+      if (step == 0) {
+        TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(m.inputs, inputs.data(), layout.bytes));
+        TEMPER_RETURN_IF_ERROR(UploadBlockTables(d, seqs));
+      } else {
+        TEMPER_RETURN_IF_ERROR(d.ops->CopyToDevice(static_cast<char*>(m.inputs) + layout.tokens,
+                                                   inputs.data() + layout.tokens, sizeof(int32_t) * rows));
+      }
+      TEMPER_RETURN_IF_ERROR(RunDraftStep(d, rows, step == 0));
+      const size_t r = static_cast<size_t>(d.shard.rank);
+      TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(vals[r].data(), m.cand_vals, sizeof(float) * rows));
+      TEMPER_RETURN_IF_ERROR(d.ops->CopyToHost(ids[r].data(), m.cand_ids, sizeof(int32_t) * rows));
+      if (keep_logits) {
+        TEMPER_RETURN_IF_ERROR(d.ops->CopyRowsToHost(step_logits.data() + d.shard.vocab.begin,
+                                                     sizeof(float) * config_.vocab_size, m.logits,
+                                                     sizeof(float) * d.vocab_rows(), rows));
+      }
+      return d.ops->Synchronize();
+    }));
+    // Each row's draft: the best of the ranks' best, the lowest id among equal values (the CPU
+    // backend's argmax).
+    for (int r = 0; r < rows; ++r) {
+      float best = vals[0][r];
+      int32_t id = ids[0][r];
+      for (size_t k = 1; k < tp; ++k) {
+        if (vals[k][r] > best || (vals[k][r] == best && ids[k][r] < id)) {
+          best = vals[k][r];
+          id = ids[k][r];
+        }
+      }
+      if (step < requests[r].count) tokens[r].push_back(id);
+      at(layout.tokens, r, id);
+      if (keep_logits && step < requests[r].count) {
+        std::copy_n(step_logits.begin() + static_cast<int64_t>(r) * config_.vocab_size, config_.vocab_size,
+                    logits.begin() + (static_cast<int64_t>(r) * steps_stride + step) * config_.vocab_size);
+      }
+    }
+  }
+  return Status::OK();
 }
 
 Result<std::vector<float>> DeviceBackend::LogitsRow(int64_t row) const {

@@ -24,7 +24,9 @@
 
 #include "engine/backend.h"
 #include "engine/cuda/device_rank.h"
+#include "engine/forward_batch.h"
 #include "engine/kv_cache.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/weights.h"
 #include "engine/thread_pool.h"
 
@@ -39,6 +41,9 @@ struct DeviceBackendOptions {
   int top_candidates = 64;      // sampling candidates per row and rank; 0: always full logits
   bool graphs = true;           // decode steps as captured graphs
   uint64_t synthetic_seed = 1;  // for weights == null
+  // Gemma 4's MTP drafter for the model (Draft), or null; its heads split like the target's
+  // (CheckDeviceDrafter).
+  std::shared_ptr<const DrafterWeights> drafter;
 };
 
 // The per-rank and per-device memory DeviceBackend holds, for `temper-bench` and logs.
@@ -75,6 +80,10 @@ class DeviceBackend final : public Backend {
   Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override;
   int sample_candidates() const override { return options_.top_candidates; }
   Result<std::vector<float>> LogitsRow(int64_t row) const override;
+  bool has_drafter() const override { return options_.drafter != nullptr; }
+  // The drafter's steps run eagerly, in groups of at most kMaxDraftRows sequences, with a host
+  // round trip per step that merges the ranks' best candidates into the next step's tokens.
+  Result<DraftResult> Draft(std::span<const DraftRequest> requests, const DraftOptions& options) override;
 
   int tp() const { return static_cast<int>(ranks_.size()); }
   DeviceMemoryReport memory() const;
@@ -90,6 +99,11 @@ class DeviceBackend final : public Backend {
   std::vector<Pass> CutIntoPasses(std::span<const ForwardItem> batch, bool candidates, int64_t* out_rows) const;
   void PadToBucket(Pass& pass) const;
   Status RunPassOnRanks(const Pass& pass, float* logits, float* hidden);
+  // Uploads the block tables of `seqs` to `d`.
+  Status UploadBlockTables(DeviceRank& d, std::span<const int> seqs) const;
+  // One group of Draft's requests (at most kMaxDraftRows, each with its drafter position).
+  Status DraftGroup(std::span<const DraftRequest> requests, std::span<const int64_t> positions, bool keep_logits,
+                    std::span<std::vector<int32_t>> tokens, std::span<float> logits, int steps_stride);
   // Each rank's candidates of output rows [0, rows), merged per row.
   Result<std::vector<LogitCandidates>> GatherCandidates(std::span<const ForwardItem> batch, int64_t rows);
 
@@ -104,6 +118,9 @@ class DeviceBackend final : public Backend {
   std::set<int> captured_steps_;  // graph keys every rank has captured
   // Output rows of the last Forward still held in every rank's logits buffer (LogitsRow).
   int64_t resident_rows_ = 0;
+  // The sequence and position of each of those rows, whose final-norm hidden states the ranks'
+  // head_in holds for Draft.
+  std::vector<LogitRowPosition> resident_positions_;
 };
 
 }  // namespace temper::engine::cuda

@@ -1,4 +1,5 @@
 #include "engine/cuda/device_rank.h"
+#include "engine/cuda/device_drafter.h"
 #include "engine/kv_cache.h"
 
 #include <algorithm>
@@ -9,13 +10,15 @@
 
 namespace temper::engine::cuda {
 
+size_t TakeInputArray(size_t* bytes, size_t count, size_t elem) {
+  const size_t at = *bytes;
+  *bytes += (count * elem + 7) / 8 * 8;
+  return at;
+}
+
 PassInputLayout::PassInputLayout(const RankLimits& limits) {
   const size_t rows = static_cast<size_t>(limits.max_rows);
-  auto take = [&](size_t count, size_t elem) {
-    const size_t at = bytes;
-    bytes += (count * elem + 7) / 8 * 8;
-    return at;
-  };
+  auto take = [&](size_t count, size_t elem) { return TakeInputArray(&bytes, count, elem); };
   tokens = take(rows, 4);
   positions = take(rows, 8);
   slots = take(rows, 4);
@@ -39,6 +42,13 @@ Result<void*> DeviceRank::Alloc(size_t bytes, uint64_t* account) {
   return p;
 }
 
+Result<const uint16_t*> UploadWeights(DeviceRank& rank, const Bf16Matrix& view) {
+  TEMPER_ASSIGN_OR_RETURN(void* p, rank.Alloc(view.Bytes(), &rank.weight_bytes));
+  TEMPER_RETURN_IF_ERROR(rank.ops->CopyRowsToDevice(p, view.data, sizeof(uint16_t) * view.stride,
+                                                    sizeof(uint16_t) * view.cols, view.rows));
+  return static_cast<const uint16_t*>(p);
+}
+
 namespace {
 
 // Where a rank's weight shards come from: views of host weights (uploaded), or seeded synthetic
@@ -50,12 +60,7 @@ class ShardLoader {
       : rank_(rank), weights_(weights), seed_(seed) {}
 
   // A [rows][cols] view of the host weights (its rows `stride` apart), packed on the device.
-  Result<const uint16_t*> Matrix(const Bf16Matrix& view) {
-    TEMPER_ASSIGN_OR_RETURN(void* p, rank_.Alloc(view.Bytes(), &rank_.weight_bytes));
-    TEMPER_RETURN_IF_ERROR(rank_.ops->CopyRowsToDevice(p, view.data, sizeof(uint16_t) * view.stride,
-                                                       sizeof(uint16_t) * view.cols, view.rows));
-    return static_cast<const uint16_t*>(p);
-  }
+  Result<const uint16_t*> Matrix(const Bf16Matrix& view) { return UploadWeights(rank_, view); }
   Result<const uint16_t*> Vector(std::span<const uint16_t> v) {
     return Matrix(Bf16Matrix{v.data(), 1, static_cast<int>(v.size()), static_cast<int64_t>(v.size())});
   }

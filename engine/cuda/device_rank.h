@@ -55,6 +55,10 @@ struct DeviceLayer {
   uint16_t *snap_k = nullptr, *snap_v = nullptr;
 };
 
+// Places an array of `count` elements of `elem` bytes at the end of an input layout of `*bytes`
+// (8-byte aligned, so every array is aligned for its type) and returns its offset.
+size_t TakeInputArray(size_t* bytes, size_t count, size_t elem);
+
 // The per-pass inputs, laid out identically on the host and the device so one copy uploads them.
 struct PassInputLayout {
   size_t tokens = 0, positions = 0, slots = 0, chunk_start = 0, first_row = 0, chunk_end = 0;
@@ -72,6 +76,8 @@ struct PassShape {
   int splits = 1;           // attention splits (decode rows: limits.decode_splits)
   bool candidates = false;  // also compute the sampling candidates of the logit rows
 };
+
+struct DeviceDrafter;  // device_drafter.h
 
 struct DeviceRank {
   const ModelConfig* config = nullptr;
@@ -101,16 +107,22 @@ struct DeviceRank {
   uint16_t* operand =
       nullptr;  // bf16 GEMM operand, [RowCapacity(max(max_rows, max_out_rows))][max(hidden, q_width, ffn)]
   float* partials = nullptr;  // split-KV partials of decode rows
-  float* head_in = nullptr;   // [max_out_rows][hidden]
+  float* head_in = nullptr;   // [max_out_rows][hidden], output row r's final-norm input at r % max_out_rows
   float* logits = nullptr;    // [LogitRowCapacity(max_out_rows)][vocab shard], output row r at r % max_out_rows
   float *cand_vals = nullptr, *cand_max = nullptr, *cand_mass = nullptr;  // [max_out_rows][k], [max_out_rows]
   int32_t* cand_ids = nullptr;
   void* cand_scratch = nullptr;
 
+  std::unique_ptr<DeviceDrafter> drafter;  // the MTP drafter's share of this rank, or null
+
   ~DeviceRank();
   int vocab_rows() const { return shard.vocab.size(); }
   Result<void*> Alloc(size_t bytes, uint64_t* account);
 };
+
+// A [rows][cols] view of host weights (rows `stride` apart), packed into new device memory and
+// accounted as weights.
+Result<const uint16_t*> UploadWeights(DeviceRank& rank, const Bf16Matrix& view);
 
 // Allocates and fills everything: weights from `weights` (null: synthetic, seeded with `seed`),
 // RoPE tables, KV cache and workspace. Errors: ResourceExhausted naming what did not fit.

@@ -65,8 +65,8 @@ Result<GpuMemoryPlan> PlanGpuMemory(const ModelConfig& c, const RankShard& shard
   }
   GpuMemoryPlan p;
   p.ranks_on_device = in.ranks_on_device;
-  p.rank.weights = RankWeightBytes(c, shard);
-  p.rank.workspace = RankWorkspaceBytes(c, shard, in);
+  p.rank.weights = RankWeightBytes(c, shard) + in.drafter_weight_bytes;
+  p.rank.workspace = RankWorkspaceBytes(c, shard, in) + in.drafter_workspace_bytes;
   p.rank.all_reduce = in.tp > 1 ? all_reduce::DeviceBytesPerRank(in.tp, in.all_reduce_slot_bytes) : 0;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerGeometry& g = c.layers[l];

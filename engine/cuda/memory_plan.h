@@ -36,6 +36,9 @@ struct MemoryPlanInput {
   int tp = 1;                  // ranks in the group: each rank's all-reduce buffers hold tp slots
   uint64_t all_reduce_slot_bytes = all_reduce::kDefaultSlotBytes;
   bool nccl = false;  // NCCL runs on this GPU (tp > 1, one GPU per rank)
+  // The MTP drafter's share of each rank (DeviceDrafterBytes), when the backend runs one.
+  uint64_t drafter_weight_bytes = 0;
+  uint64_t drafter_workspace_bytes = 0;
 };
 
 // The cuBLASLt workspace each rank allocates for prefill GEMMs.

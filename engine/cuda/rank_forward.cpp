@@ -98,9 +98,11 @@ Status Head(DeviceRank& d, const PassShape& s, int first, int n, float* host_log
   const int slot = (s.out_begin + first) % d.limits.max_out_rows;
   float* logits = d.logits + int64_t{slot} * vocab;
   RankOps& ops = *d.ops;
-  TEMPER_RETURN_IF_ERROR(ops.GatherRows(d.x, H, d.logit_index + first, n, d.head_in));
-  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.head_in, d.head_in, d.final_norm, n, H, c.rms_norm_eps));
-  TEMPER_RETURN_IF_ERROR(Linear(d, d.head_in, n, H, d.lm_head, vocab, logits));
+  // The final-norm rows stay at their slots: the MTP drafter starts from them (device_drafter.h).
+  float* head_in = d.head_in + int64_t{slot} * H;
+  TEMPER_RETURN_IF_ERROR(ops.GatherRows(d.x, H, d.logit_index + first, n, head_in));
+  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(head_in, head_in, d.final_norm, n, H, c.rms_norm_eps));
+  TEMPER_RETURN_IF_ERROR(Linear(d, head_in, n, H, d.lm_head, vocab, logits));
   if (c.final_logit_softcapping > 0) {
     TEMPER_RETURN_IF_ERROR(ops.Softcap(logits, vocab, n, vocab, c.final_logit_softcapping));
   }

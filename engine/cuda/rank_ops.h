@@ -137,6 +137,7 @@ class RankOps {
   //   k_eq_v layers (kv.k null): v = RmsNorm(k) per head (k holds the raw k_proj output; the
   //   attention rebuilds K from V);
   //   other layers: k = RoPE(RmsNorm(k) · kv.k_norm) and v = RmsNorm(v) per head, in place.
+  // kv.kv_heads 0: queries only (the MTP drafter's, which reads the target's cache; k and v unused).
   // RoPE uses kv.rope at positions[r]; padding rows (position < 0) are normed, not rotated. With
   // `write_kv`, each head's result is also stored in the cache as KvWrite stores it, which is only
   // right before the attention when no row of the pass overwrites a ring row another row still

@@ -149,7 +149,7 @@ Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, in
 Status LaunchQkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
                      float eps, const RowTables& t, bool write_kv, cudaStream_t stream) {
   const int hd = kv.head_dim;
-  if (rows < 1 || q_heads < 1 || kv.kv_heads < 1 || hd < 2 || hd % 2 != 0 || hd > 2 * kHeadThreads ||
+  if (rows < 1 || q_heads < 1 || kv.kv_heads < 0 || hd < 2 || hd % 2 != 0 || hd > 2 * kHeadThreads ||
       kv.rope.angles > hd / 2 || !kv.rope.cos || !kv.rope.sin || (kv.k && !kv.k_norm) || (write_kv && !kv.v)) {
     return Status::InvalidArgument("q/k/v norms: rows " + S(rows) + ", q_heads " + S(q_heads) + ", kv_heads " +
                                    S(kv.kv_heads) + ", head_dim " + S(hd) + " (even, at most " + S(2 * kHeadThreads) +

@@ -95,6 +95,45 @@ Result<DrafterConfig> ParseDrafterConfig(std::string_view json_text, std::string
   return d;
 }
 
+Result<std::vector<Range>> PlanDrafterHeads(const DrafterConfig& drafter, const ModelConfig& target,
+                                            std::span<const RankShard> shards) {
+  const ModelConfig& c = drafter.text;
+  const int tp = static_cast<int>(shards.size());
+  // A drafter parsed against another target may not fit this one: check what the ranks rely on.
+  if (drafter.backbone_hidden_size != target.hidden_size || c.vocab_size != target.vocab_size ||
+      c.sliding_window != target.sliding_window || static_cast<int>(drafter.target_layers.size()) != c.num_layers) {
+    return Status::InvalidArgument("the MTP drafter was not made for this model");
+  }
+  if (c.num_heads % tp != 0) {
+    return Status::InvalidArgument(
+        fmt::format("tp {} cannot split the MTP drafter's {} query heads evenly", tp, c.num_heads));
+  }
+  std::vector<Range> out;
+  for (const RankShard& shard : shards) {
+    const Range q_heads = EvenSplit(c.num_heads, tp, shard.rank);
+    for (int l = 0; l < c.num_layers; ++l) {
+      const LayerGeometry& g = c.layers[l];
+      const int t = drafter.target_layers[l];
+      if (t < 0 || t >= target.num_layers || target.layers[t].kind != g.kind ||
+          target.layers[t].head_dim != g.head_dim || target.layers[t].num_kv_heads != g.num_kv_heads) {
+        return Status::InvalidArgument(
+            fmt::format("MTP drafter layer {} does not fit target layer {} of this model", l, t));
+      }
+      // Each local query head must read a KV head this rank holds of the target layer.
+      const int group = c.num_heads / g.num_kv_heads;
+      const Range kv = shard.layers[t].kv_heads;
+      if (q_heads.begin / group < kv.begin || (q_heads.end - 1) / group >= kv.end) {
+        return Status::InvalidArgument(fmt::format(
+            "at tp {}, rank {}'s MTP drafter heads [{}, {}) of layer {} read KV heads it does not hold ([{}, {}) of "
+            "target layer {})",
+            tp, shard.rank, q_heads.begin, q_heads.end, l, kv.begin, kv.end, t));
+      }
+    }
+    out.push_back(q_heads);
+  }
+  return out;
+}
+
 Result<DrafterConfig> LoadDrafterConfig(const std::filesystem::path& path, const ModelConfig& target) {
   TEMPER_ASSIGN_OR_RETURN(const std::string text, ReadModelConfigText(path));
   return ParseDrafterConfig(text, path.string(), target);

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "common/status.h"
 #include "engine/model/model_config.h"
+#include "engine/model/tensor_parallel.h"
 
 namespace temper::engine {
 
@@ -40,6 +42,13 @@ struct DrafterConfig {
 // key; Unimplemented for a refused feature.
 Result<DrafterConfig> ParseDrafterConfig(std::string_view json_text, std::string_view source,
                                          const ModelConfig& target);
+
+// The query heads of the drafter each rank computes: the drafter's heads split evenly over the
+// ranks of `shards` (the target's plan for `target`), so that each rank's heads read KV heads the
+// rank holds of the target layers the drafter reads. InvalidArgument, naming the rank and layer,
+// when the drafter was not made for `target` or its heads cannot be split so.
+Result<std::vector<Range>> PlanDrafterHeads(const DrafterConfig& drafter, const ModelConfig& target,
+                                            std::span<const RankShard> shards);
 
 // Reads and parses DIR/config.json. IOError (with errno's text) if it cannot be read.
 Result<DrafterConfig> LoadDrafterConfig(const std::filesystem::path& path, const ModelConfig& target);

@@ -30,7 +30,7 @@
 // shape (for benchmarks). `--gpus 0,1,2,3` runs the model on the CUDA backend, one rank per listed
 // GPU (an ordinal may repeat); without it the CPU backend runs `--tp` ranks. `--drafter DIR` loads
 // the model's MTP drafter (a Gemma 4 "-assistant" checkpoint), and `serve` then drafts with it for
-// speculative decoding instead of prompt lookup (CPU backend only, so far). Each subcommand is one
+// speculative decoding where prompt lookup finds nothing. Each subcommand is one
 // function below; errors print one line to stderr and exit with status 1.
 #include <pthread.h>
 #include <signal.h>
@@ -88,8 +88,7 @@ void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
   cmd->add_option("--threads", a->threads, "threads in all (0: one per core)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--gpus", a->gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0,1,2,3 (may repeat)");
   cmd->add_option("--drafter", a->drafter_dir,
-                  "the model's MTP drafter (an -assistant checkpoint directory): drafts for speculative decoding "
-                  "(CPU backend)");
+                  "the model's MTP drafter (an -assistant checkpoint directory): drafts for speculative decoding");
 }
 
 ModelSource Source(const ModelArgs& a, const std::string& tokenizer, TokenizerNeed need) {
@@ -115,9 +114,6 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
   if (a.model_dir.empty() == a.synthetic_config.empty()) {
     return Status::InvalidArgument("give exactly one of --model DIR and --synthetic CONFIG.json");
   }
-  if (!a.drafter_dir.empty() && !a.gpus.empty()) {
-    return Status::Unimplemented("--drafter: the CUDA backend cannot run the MTP drafter yet");
-  }
   Loaded out;
   TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
   const int64_t max_context =
@@ -133,6 +129,7 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
     options.backend.max_context = max_context;
     options.backend.kv = kv_options;
     options.backend.max_batch = std::min(kv_options.max_sequences, options.backend.max_rows);
+    options.backend.drafter = out.model.drafter;
     Result<std::unique_ptr<cuda::DeviceBackend>> backend =
         cuda::CreateCudaBackend(out.model.config, out.model.weights, options);
     if (!backend.ok()) return backend.status().WithContext(fmt::format("--gpus {}", a.gpus));

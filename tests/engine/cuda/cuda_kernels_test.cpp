@@ -26,6 +26,7 @@
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/reference_ops.h"
 #include "engine/cuda_test_support.h"
+#include "engine/drafter_fixture.h"
 #include "engine/golden_fixture.h"
 #include "engine/model/bf16.h"
 
@@ -682,6 +683,56 @@ TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 
         REQUIRE((*backend)->ReleaseSequence(*seq).ok());
       }
       CHECK(((*backend)->graph_steps() > 0) == graphs);
+    }
+  }
+}
+
+// The MTP drafter's steps with these kernels (q norms without KV heads, attention over the target's
+// cache one position short of the query) against the independent numpy reference, with the
+// device-backend test's bounds: max |dlogit| <= 1.0, drafts equal while the reference's margin
+// exceeds 1.0.
+TEST_CASE("the MTP drafter with these kernels matches the independent reference at tp 1 and 2", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  using namespace temper::engine::testing;
+  const std::vector<int32_t> prompt = DrafterReference<int32_t>("case_prompt");
+  const std::vector<int32_t> length = DrafterReference<int32_t>("case_length");
+  const std::vector<int32_t> tokens = DrafterReference<int32_t>("draft_tokens");
+  const std::vector<float> logits = DrafterReference<float>("draft_logits");
+  const std::vector<float> margin = DrafterReference<float>("draft_margin");
+  const int64_t V = Tiny().config.vocab_size;
+  constexpr int kSteps = 4;
+  for (int tp : {2, 1}) {
+    DeviceBackendOptions options;
+    options.max_context = 256;
+    options.kv.block_tokens = 4;
+    options.top_candidates = 16;
+    options.drafter = TinyDrafter();
+    auto made = cuda::testing::CreateKernelBackend(tp, Tiny().config, Tiny().weights, options);
+    if (!made.ok()) FAIL(made.status().ToString());
+    DeviceBackend& backend = *made->backend;
+    for (size_t i = 0; i < prompt.size(); ++i) {
+      const std::vector<int32_t> sequence = DrafterReference<int32_t>("sequence_" + std::to_string(prompt[i]));
+      const int64_t L = length[i];
+      INFO("tp " << tp << ", cache length " << L);
+      auto seq = backend.AddSequence();
+      REQUIRE(seq.ok());
+      // The last token as a decode graph step, as the scheduler feeds it.
+      ForwardItem prefill{*seq, std::span<const int32_t>(sequence).first(L - 1), false};
+      REQUIRE(backend.Forward({&prefill, 1}, {}).ok());
+      ForwardItem step{*seq, std::span<const int32_t>(sequence).subspan(L - 1, 1), false};
+      REQUIRE(backend.Forward({&step, 1}, ForwardOptions{.candidates = true}).ok());
+      const DraftRequest request{*seq, sequence[L], 0, kSteps};
+      auto drafted = backend.Draft({&request, 1}, DraftOptions{.keep_logits = true});
+      if (!drafted.ok()) FAIL(drafted.status().ToString());
+      for (int k = 0; k < kSteps; ++k) {
+        const size_t at = i * kSteps + k;
+        const float d = MaxAbsDiff(drafted->logits.data() + k * V, logits.data() + at * V, V);
+        INFO("step " << k << " max |dlogit| " << d << ", margin " << margin[at]);
+        CHECK(d <= 1.0f);
+        if (margin[at] <= 1.0f) break;
+        CHECK(drafted->tokens[0][k] == tokens[at]);
+      }
+      REQUIRE(backend.ReleaseSequence(*seq).ok());
     }
   }
 }

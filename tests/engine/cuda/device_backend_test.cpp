@@ -15,9 +15,11 @@
 #include "engine/cuda/counting_ops.h"
 #include "engine/cuda/decode_launches.h"
 #include "engine/cuda/device_backend.h"
+#include "engine/cuda/device_drafter.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/cuda/reference_ops.h"
 #include "engine/draft_rollback.h"
+#include "engine/drafter_fixture.h"
 #include "engine/golden_fixture.h"
 #include "engine/serving_fixture.h"
 
@@ -346,6 +348,13 @@ TEST_CASE("the memory plan reserves exactly the workspace a rank allocates", "[e
     CHECK(RankWorkspaceBytes(Tiny().config, (*shards)[0], in) ==
           dev.backend->memory().workspace_bytes + kGemmWorkspaceBytes);
     CHECK(RankWeightBytes(Tiny().config, (*shards)[0]) == dev.backend->memory().weight_bytes);
+    // With the MTP drafter, its share as DeviceDrafterBytes counts it.
+    options.drafter = testing::TinyDrafter();
+    auto with = Device(tp, options);
+    const DrafterRankBytes drafter = DeviceDrafterBytes(testing::TinyDrafter()->config(), (*shards)[0]);
+    CHECK(RankWorkspaceBytes(Tiny().config, (*shards)[0], in) + drafter.workspace ==
+          with.backend->memory().workspace_bytes + kGemmWorkspaceBytes);
+    CHECK(RankWeightBytes(Tiny().config, (*shards)[0]) + drafter.weights == with.backend->memory().weight_bytes);
   }
 }
 
@@ -572,6 +581,95 @@ TEST_CASE("device backend: drafts are checked in decode graph steps with candida
     CHECK(graphs == m.forward_passes - 1);
     CHECK(plain_graphs == plain_metrics.forward_passes - 1);
   }
+}
+
+// The drafter on the device path against the independent numpy reference
+// (tests/data/gemma4-tiny-assistant): the bf16 tolerances of the fixture README (max |Δlogit| <=
+// 1.0, the draft equal wherever the reference's margin exceeds 1.0), step by step until the first
+// step whose margin is too small to decide (after it the inputs differ). The cache is filled by a
+// prefill pass, a graph decode step with candidates (the scheduler's), or a verification pass.
+TEST_CASE("device backend: MTP drafts match the independent reference at tp 1 and 2", "[engine][device][drafter]") {
+  const std::vector<int32_t> prompt = testing::DrafterReference<int32_t>("case_prompt");
+  const std::vector<int32_t> length = testing::DrafterReference<int32_t>("case_length");
+  const std::vector<int32_t> tokens = testing::DrafterReference<int32_t>("draft_tokens");
+  const std::vector<float> logits = testing::DrafterReference<float>("draft_logits");
+  const std::vector<float> margin = testing::DrafterReference<float>("draft_margin");
+  const int64_t vocab = Tiny().config.vocab_size;
+  constexpr int kSteps = 4;
+  int compared = 0;
+  for (int tp : {1, 2}) {
+    for (int fill = 0; fill < 3; ++fill) {
+      DeviceBackendOptions options;
+      options.top_candidates = 16;
+      options.drafter = testing::TinyDrafter();
+      auto dev = Device(tp, options);
+      REQUIRE(dev.backend->has_drafter());
+      for (size_t i = 0; i < prompt.size(); ++i) {
+        const std::vector<int32_t> sequence =
+            testing::DrafterReference<int32_t>("sequence_" + std::to_string(prompt[i]));
+        const int64_t L = length[i];
+        INFO("tp " << tp << ", fill " << fill << ", cache length " << L);
+        auto seq = dev.backend->AddSequence();
+        REQUIRE(seq.ok());
+        const std::span<const int32_t> all(sequence);
+        int64_t row = 0;
+        if (fill == 0) {  // one prefill pass
+          ForwardItem item{*seq, all.first(L), false};
+          REQUIRE(dev.backend->Forward({&item, 1}, {}).ok());
+        } else if (fill == 1) {  // prefill, then the last token as a decode graph step with candidates
+          ForwardItem prefill{*seq, all.first(L - 1), false};
+          REQUIRE(dev.backend->Forward({&prefill, 1}, {}).ok());
+          ForwardItem step{*seq, all.subspan(L - 1, 1), false};
+          REQUIRE(dev.backend->Forward({&step, 1}, ForwardOptions{.candidates = true}).ok());
+        } else {  // a verification pass of 6 tokens from L - 2, truncated back to L
+          const int64_t before = std::max<int64_t>(1, L - 2);
+          ForwardItem prefill{*seq, all.first(before), false};
+          REQUIRE(dev.backend->Forward({&prefill, 1}, {}).ok());
+          ForwardItem pass{*seq, all.subspan(before, 6), true};
+          REQUIRE(dev.backend->Forward({&pass, 1}, ForwardOptions{.candidates = true}).ok());
+          REQUIRE(dev.backend->Truncate(*seq, L).ok());
+          row = L - 1 - before;
+        }
+        const DraftRequest request{*seq, sequence[L], row, kSteps};
+        auto drafted = dev.backend->Draft({&request, 1}, DraftOptions{.keep_logits = true});
+        if (!drafted.ok()) FAIL(drafted.status().ToString());
+        REQUIRE(drafted->tokens[0].size() == kSteps);
+        for (int step = 0; step < kSteps; ++step) {
+          const size_t at = i * kSteps + step;
+          const float diff = MaxAbsDiff(drafted->logits.data() + step * vocab, logits.data() + at * vocab, vocab);
+          INFO("step " << step << ": max |diff| " << diff << ", margin " << margin[at]);
+          CHECK(diff <= 1.0f);
+          if (margin[at] <= 1.0f) break;
+          CHECK(drafted->tokens[0][step] == tokens[at]);
+          ++compared;
+        }
+        REQUIRE(dev.backend->ReleaseSequence(*seq).ok());
+      }
+    }
+  }
+  CHECK(compared >= 12);  // the margins leave most steps decidable
+}
+
+TEST_CASE("device backend: speculation with the MTP drafter gives the plain tokens", "[engine][device][drafter]") {
+  auto run = [&](int max_draft_tokens) {
+    DeviceBackendOptions options;
+    options.top_candidates = 16;
+    options.drafter = testing::TinyDrafter();
+    auto dev = Device(2, options);
+    SchedulerOptions sched;
+    sched.speculation.max_draft_tokens = max_draft_tokens;
+    auto scheduler = testing::MakeScheduler(*dev.backend, sched);
+    const StreamEvent out = testing::RunOne(*scheduler, testing::Greedy(testing::RandomPrompt(8, 12), 24));
+    REQUIRE(out.error.ok());
+    const SchedulerMetrics m =
+        testing::SettledMetrics(*scheduler, [](const SchedulerMetrics& s) { return s.finished_requests == 1; });
+    return std::make_pair(out.tokens, m);
+  };
+  const auto [plain, plain_metrics] = run(0);
+  const auto [drafted, m] = run(kMaxDraftTokens);
+  CHECK(drafted == plain);
+  CHECK(m.drafter_tokens > 0);
+  CHECK(plain_metrics.drafter_tokens == 0);
 }
 
 TEST_CASE("device backend: the scheduler samples from candidates as from full rows", "[engine][device]") {
