@@ -43,6 +43,7 @@ for b in "${bins[@]}" "${baseline_bins[@]}"; do ldd "$b"; done | awk '/=> \// {p
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcudart|libcublas[^/]*|libcuda)\.so' |
   while read -r lib; do cp -L "$lib" "$dest/lib/"; done
 cp -r "$repo/tests/data/gemma4-tiny" "$repo/tests/data/gemma4-tiny-assistant" "$repo/tests/data/gemma4-31b-shape" "$dest/data/"
+cp "$repo/bench/configs/gemma4-31b-assistant-shape.json" "$dest/data/gemma4-31b-shape/assistant.json"
 # Which tree and compiler the binaries come from, for the results file.
 commit=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo "not a git checkout")
 nvcc=$(/usr/local/cuda/bin/nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')

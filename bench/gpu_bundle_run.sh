@@ -15,7 +15,8 @@
 #                     (temper_cuda_stall_tests); passes only if all exit 0, Catch2 says "All tests
 #                     passed" and no case SKIPPED
 #   kernel-bench  90  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate
-#   bench-tp1    180  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights)
+#   bench-tp1    180  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
+#                     MTP drafter's shape (0.94 GB) timed too
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
 #                     one prefill length and 64 decode steps so it fits its limit
 # With a baseline (baseline/bin: an older commit's two benches, gpu_bundle.sh BASELINE_BUILD), two
@@ -106,7 +107,8 @@ if [ -d "$base" ]; then
   run_step kernel-bench-baseline $limit_kernels "4xL4, tp 4, batch-1 decode:" "" "$base/temper-kernel-bench" \
     --config "$cfg"
 fi
-run_step bench-tp1 $limit_tp1 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg"
+run_step bench-tp1 $limit_tp1 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg" \
+  --gpu-drafter "$here/data/gemma4-31b-shape/assistant.json"
 if [ -d "$base" ]; then
   run_step bench-tp1-baseline $limit_tp1 "temper-bench --gpus: finished" "" "$base/temper-bench" --gpus 0 \
     --synthetic "$cfg"

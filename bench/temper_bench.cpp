@@ -446,6 +446,10 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
   app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
   app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
+  std::string gpu_drafter;
+  app.add_option("--gpu-drafter", gpu_drafter,
+                 "CUDA: an MTP drafter's config.json (e.g. bench/configs/gemma4-31b-assistant-shape.json): seeded "
+                 "weights, its draft steps timed too");
   app.add_option("--gpu-batch", gpu_batch,
                  "CUDA: largest decode batch (graph buckets up to it; 1 times a long context without 8 prefills)")
       ->check(CLI::PositiveNumber);
@@ -477,7 +481,8 @@ int main(int argc, char** argv) {
                                               .prefill_tokens = gpu_prefill,
                                               .decode_tokens = gpu_decode,
                                               .context_tokens = gpu_context,
-                                              .max_batch = gpu_batch});
+                                              .max_batch = gpu_batch,
+                                              .drafter_config = gpu_drafter});
     }
 #else
     s = temper::Status::Unimplemented(

@@ -19,6 +19,8 @@
 //     bytes a step reads and the GB/s and share of the copy bandwidth that makes;
 //  6b. speculative decoding's check: one sequence's next token with k = 1 ... 8 drafts in one pass
 //     (truncated back after each), ms per pass against a decode step, and whether it ran as a graph;
+//  6c. with --gpu-drafter, the MTP drafter (seeded weights of that config's shape, built on the
+//     host and uploaded): one Draft call of k = 1, 2, 4, 8 steps after a decode step;
 //  7. the all-reduce microbenchmark at the model's real message sizes (all_reduce_bench.h), each
 //     size checked before it is timed; at tp 1 on --all-reduce-ranks ranks sharing the GPU.
 // Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them); the rest
@@ -44,6 +46,7 @@
 #include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/decode_launches.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 
@@ -133,6 +136,41 @@ Status VerifyPasses(cuda::DeviceBackend& b, int context) {
   return b.ReleaseSequence(seq);
 }
 
+// The MTP drafter's cost: after a `context`-token prompt and one decode step (whose row holds the
+// hidden state the drafter starts from), one Draft call of k steps, against a decode step.
+Status DraftSteps(cuda::DeviceBackend& b, int context) {
+  const int vocab = b.config().vocab_size;
+  TEMPER_ASSIGN_OR_RETURN(SequenceId seq, b.AddSequence());
+  const std::vector<int32_t> tokens = SyntheticPrompt(13, context + 2, vocab);
+  const ForwardItem prompt{seq, std::span<const int32_t>(tokens).first(static_cast<size_t>(context)), false};
+  TEMPER_RETURN_IF_ERROR(b.Forward({&prompt, 1}, ForwardOptions{.candidates = true}).status());
+  std::vector<double> step_ms;
+  for (int rep = 0; rep < 21; ++rep) {
+    const ForwardItem item{seq, std::span<const int32_t>(tokens).subspan(static_cast<size_t>(context), 1), false};
+    const auto t0 = Clock::now();
+    TEMPER_RETURN_IF_ERROR(b.Forward({&item, 1}, ForwardOptions{.candidates = true}).status());
+    if (rep > 0) step_ms.push_back(1e3 * Seconds(t0, Clock::now()));
+    if (rep < 20) TEMPER_RETURN_IF_ERROR(b.Truncate(seq, context));
+  }
+  const double step = Median(step_ms);
+  std::printf(
+      "\n* the MTP drafter after a %d-token prompt: one Draft call of k steps (eager, a host round trip per "
+      "step), median of 20 after one untimed call; a decode step took %.2f ms:\n\n| k | ms per call | ms per step | "
+      "x a decode step |\n|---:|---:|---:|---:|\n",
+      context, step);
+  for (int k : {1, 2, 4, 8}) {
+    const DraftRequest request{seq, tokens[static_cast<size_t>(context) + 1], 0, k};
+    std::vector<double> ms;
+    for (int rep = 0; rep < 21; ++rep) {
+      const auto t0 = Clock::now();
+      TEMPER_RETURN_IF_ERROR(b.Draft({&request, 1}, {}).status());
+      if (rep > 0) ms.push_back(1e3 * Seconds(t0, Clock::now()));
+    }
+    std::printf("| %d | %.2f | %.2f | %.3f |\n", k, Median(ms), Median(ms) / k, Median(ms) / step);
+  }
+  return b.ReleaseSequence(seq);
+}
+
 }  // namespace
 
 Status RunGpuBench(const GpuBenchArgs& a) {
@@ -164,6 +202,12 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   options.backend.max_rows = a.max_rows;
   // top_candidates, decode_splits, graphs: DeviceBackendOptions' defaults, as the daemon runs them
   // (roles/inprocess_client.cpp sets neither).
+  if (!a.drafter_config.empty()) {
+    TEMPER_ASSIGN_OR_RETURN(DrafterConfig drafter, LoadDrafterConfig(a.drafter_config, config));
+    TEMPER_ASSIGN_OR_RETURN(options.backend.drafter, DrafterWeights::Synthetic(drafter, 2));
+    std::printf("MTP drafter %s: %.1f M parameters, seeded\n", a.drafter_config.c_str(),
+                DrafterWeights::ParameterCount(drafter) / 1e6);
+  }
   cuda::CudaBackendInfo info;
   const auto l0 = Clock::now();
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<cuda::DeviceBackend> backend,
@@ -240,6 +284,7 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   }
 
   TEMPER_RETURN_IF_ERROR(VerifyPasses(*backend, a.context_tokens));
+  if (backend->has_drafter()) TEMPER_RETURN_IF_ERROR(DraftSteps(*backend, a.context_tokens));
 
   // ---- memory: the real margin, with every graph captured ----
   std::printf("\n");
