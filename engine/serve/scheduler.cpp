@@ -518,8 +518,12 @@ void Scheduler::PrepareDrafts(std::span<Request* const> requests) {
   if (asks.empty()) return;
   Result<DraftResult> drafted = backend_.Draft(asks, {});
   if (!drafted.ok()) {
-    // Drafts only ever save time: the requests go on without them.
-    log_.Warning("scheduler: the MTP drafter failed, so this step has no drafts: {}", drafted.status().ToString());
+    // Drafts only ever save time: the requests go on without them. FailedPrecondition is expected:
+    // a pass with more logit rows than a device backend keeps (a verification pass beside new
+    // prompts) leaves it no hidden states to start from.
+    if (drafted.status().code() != StatusCode::kFailedPrecondition) {
+      log_.Warning("scheduler: the MTP drafter failed, so this step has no drafts: {}", drafted.status().ToString());
+    }
     return;
   }
   for (size_t i = 0; i < asking.size(); ++i) {
