@@ -156,7 +156,8 @@ class Backend {
   // Greedy drafts from the MTP drafter for each request, every request's steps run together.
   // Reads the target's cache and the hidden states the last Forward left; changes no state.
   // Errors (nothing drafted): FailedPrecondition without a drafter, or when a request's
-  // hidden_row is not its sequence's last position in the last Forward; NotFound for a dead
+  // hidden_row is not its sequence's last position in the last Forward or that row's hidden state
+  // is no longer held (a device backend holds as many rows as its logits buffer); NotFound for a dead
   // sequence; InvalidArgument for a repeated sequence, a token outside the vocabulary or a count
   // outside [1, kMaxDraftTokens].
   virtual Result<DraftResult> Draft(std::span<const DraftRequest> /*requests*/, const DraftOptions& /*options*/) {
