@@ -122,9 +122,10 @@ struct Scheduler::Request {
   DraftLength drafter_length{0};
   int64_t sampled_row = -1;              // the last pass's row that sampled tokens.back(); -1: none
   std::vector<int32_t> prepared_drafts;  // with a drafter: the next step's drafts, made after a pass
-  bool prepared_by_drafter = false;      // ... by the MTP drafter (else by prompt lookup)
-  bool fed_drafter_drafts = false;       // the drafts of the pass under way are the drafter's
-  std::string text_buf;                  // all text so far (cut at a stop string)
+  // ... by the MTP drafter (else by prompt lookup). It holds until the pass that feeds them has
+  // been accepted: the next PrepareDrafts runs after AcceptDrafts.
+  bool prepared_by_drafter = false;
+  std::string text_buf;  // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
   RequestUsage usage;
@@ -550,7 +551,6 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   std::vector<int32_t> drafts = std::move(r.prepared_drafts);
   r.prepared_drafts.clear();
   if (static_cast<int64_t>(drafts.size()) > most) drafts.resize(static_cast<size_t>(most));
-  r.fed_drafter_drafts = r.prepared_by_drafter;
   return drafts;
 }
 
@@ -642,11 +642,11 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
   counters_.accepted_draft_tokens += accepted;
   r.usage.draft_tokens += k;
   r.usage.accepted_draft_tokens += accepted;
-  if (r.fed_drafter_drafts) {
+  if (r.prepared_by_drafter) {
     counters_.drafter_tokens += k;
     counters_.accepted_drafter_tokens += accepted;
   }
-  (r.fed_drafter_drafts ? r.drafter_length : r.draft_length).Update(static_cast<int>(k), static_cast<int>(accepted));
+  (r.prepared_by_drafter ? r.drafter_length : r.draft_length).Update(static_cast<int>(k), static_cast<int>(accepted));
   // The row after the accepted drafts sampled the last token emitted here.
   r.sampled_row = row + accepted;
   // Keep the next token and the accepted drafts; the rejected ones' rows go.
