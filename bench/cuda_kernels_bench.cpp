@@ -8,12 +8,12 @@
 //                       [--l4-context 2048] [--l4-read-gbs 228,270] [--l4-all-reduce-us LOW,HIGH]
 //
 // Prints, in order: the copy bandwidth; each decode GEMV at each --tp's rank-0 shard (1 and 8 rows);
-// the GEMV at 1-8 rows with every number of weight rows per warp (gemv_variants.h); the prefill GEMMs (cuBLASLt, tp 1)
-// with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank (decode_step_kernels.h) and
-// the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the assumed L4 read bandwidth and
-// all-reduce latency, and the range in tok/s beside vLLM's 14.9). --l4-all-reduce-us replaces the assumed per-call
-// latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting
-// with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
+// the GEMV at 1-8 rows with every number of weight rows per warp and on the tensor cores (gemv_variants.h); the prefill
+// GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank
+// (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
+// assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9). --l4-all-reduce-us
+// replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the
+// message size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
 // never zeros; every figure is per launch inside a CUDA graph of many launches (gpu_timing.h), the

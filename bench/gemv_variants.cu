@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "bench/gemv_mma.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemv_kernel.h"
@@ -41,9 +42,17 @@ void ForVariant(int rows, int per_warp, F&& f) {
   });
 }
 
-Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int per_warp,
-              cudaStream_t stream) {
-  ForVariant(rows, per_warp, [&](auto r, auto m) {
+// A kernel under test: the SIMT kernel with M weight rows a warp, or the tensor-core candidate
+// (gemv_mma.h) with `per_warp` / 16 tiles of 16.
+struct Variant {
+  bool mma;
+  int per_warp;
+};
+const Variant kVariants[] = {{false, 1}, {false, 2}, {false, 4}, {false, 8}, {true, 16}, {true, 32}, {true, 64}};
+
+Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
+  if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.per_warp / 16, stream);
+  ForVariant(rows, v.per_warp, [&](auto r, auto m) {
     constexpr int R = decltype(r)::value, M = decltype(m)::value;
     gemv::GemvKernel<R, M>
         <<<gemv::Blocks(out, M), gemv::kWarpsPerBlock * 32, 0, stream>>>(x, GemvParts().Add(w, y, out), in, out,
@@ -71,7 +80,8 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   };
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
-      "copy bandwidth; * = the launchers' M:\n\n| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
+      "copy bandwidth; * = the launchers' M; mma = the tensor-core candidate (gemv_mma.h), M = its tiles x 16:\n\n"
+      "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
     const size_t elems = size_t{1} * s.out * s.in, bytes = 2 * elems;
@@ -93,9 +103,10 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
       TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
       TEMPER_CUDA_TRY(cudaMemcpy(hw.data(), w, bytes, cudaMemcpyDeviceToHost));
       for (int rows : {1, 2, 4, 8}) {
-        for (int m : {1, 2, 4, 8}) {
-          // Checked first: the outputs at both ends against fp64 sums on the CPU.
-          TEMPER_RETURN_IF_ERROR(Launch(x, w, y, rows, s.in, s.out, m, stream));
+        for (const Variant v : kVariants) {
+          // Checked first: the outputs at both ends against fp64 sums on the CPU, of the activations
+          // the kernel multiplies (bf16 on the tensor cores).
+          TEMPER_RETURN_IF_ERROR(Launch(x, w, y, rows, s.in, s.out, v, stream));
           std::vector<float> hy(size_t{8} * s.out);
           TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
           TEMPER_CUDA_TRY(cudaMemcpy(hy.data(), y, sizeof(float) * rows * s.out, cudaMemcpyDeviceToHost));
@@ -104,23 +115,25 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
             for (int o = 0; o < s.out && right; o = o + 1 == kChecked ? std::max(o + 1, s.out - kChecked) : o + 1) {
               double want = 0;
               for (int i = 0; i < s.in; ++i) {
-                want += double(hx[size_t(r) * s.in + i]) * engine::cuda::math::Bf16ToFloat(hw[size_t(o) * s.in + i]);
+                const float xi = hx[size_t(r) * s.in + i];
+                want += double(v.mma ? engine::cuda::math::RoundToBf16(xi) : xi) *
+                        engine::cuda::math::Bf16ToFloat(hw[size_t(o) * s.in + i]);
               }
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const char* mark = m == gemv::RowsPerWarp(rows) ? " *" : "";
+          const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *" : v.mma ? " mma" : "";
           if (!right) {
-            std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows, m,
-                        mark);
+            std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
+                        v.per_warp, mark);
             continue;
           }
           TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, std::max(copies, 20), [&](int i) {
-                                    return Launch(x, w + size_t(i % copies) * elems, y, rows, s.in, s.out, m, stream);
+                                    return Launch(x, w + size_t(i % copies) * elems, y, rows, s.in, s.out, v, stream);
                                   }));
           const double gbs = bytes / (us * 1e-6) / 1e9;
-          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, m, mark, us, gbs,
-                      100 * gbs / copy_gbs);
+          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, v.per_warp, mark,
+                      us, gbs, 100 * gbs / copy_gbs);
         }
       }
       return Status::OK();

@@ -1,6 +1,6 @@
 // Helpers the GPU test suites share: the skip when no CUDA device is present (so CI without a GPU
-// stays green and ctest counts the cases as skipped), seeded random inputs (never zeros), and the
-// element-wise tolerance check.
+// stays green and ctest counts the cases as skipped), seeded random inputs (never zeros), the
+// element-wise tolerance check, device copies of host vectors and the GEMV's products in double.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -51,6 +51,44 @@ inline void Near(const std::vector<float>& got, const std::vector<float>& want, 
     REQUIRE(std::isfinite(got[i]));
     REQUIRE(std::abs(got[i] - want[i]) <= abs + rel * std::abs(want[i]));
   }
+}
+
+// Device copy of a host vector, freed with the object.
+template <typename T>
+class DeviceVec {
+ public:
+  explicit DeviceVec(const std::vector<T>& host) : n_(host.size()) {
+    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)) == cudaSuccess);
+    REQUIRE(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  ~DeviceVec() { cudaFree(ptr_); }
+  DeviceVec(const DeviceVec&) = delete;
+  DeviceVec& operator=(const DeviceVec&) = delete;
+  T* get() const { return ptr_; }
+  std::vector<T> Read() const {
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    std::vector<T> host(n_);
+    REQUIRE(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
+    return host;
+  }
+
+ private:
+  size_t n_;
+  T* ptr_ = nullptr;
+};
+
+// Σ_i x[r][i] · w[o][i] in double, [rows][out].
+inline std::vector<float> Products(const std::vector<float>& x, const std::vector<uint16_t>& w, int rows, int in,
+                                   int out) {
+  std::vector<float> y(static_cast<size_t>(rows) * out);
+  for (int r = 0; r < rows; ++r) {
+    for (int o = 0; o < out; ++o) {
+      double s = 0;
+      for (int i = 0; i < in; ++i) s += double(x[size_t(r) * in + i]) * Bf16ToFloat(w[size_t(o) * in + i]);
+      y[size_t(r) * out + o] = static_cast<float>(s);
+    }
+  }
+  return y;
 }
 
 }  // namespace temper::engine::cuda::testing

@@ -33,47 +33,13 @@
 namespace temper::engine::cuda {
 namespace {
 
+using testing::DeviceVec;
 using testing::Near;
+using testing::Products;
 using testing::RandomBf16;
 using testing::RandomFloats;
 
 // ---- 1. Launchers against the math written out ----
-
-// Device copy of a host vector, freed with the object.
-template <typename T>
-class DeviceVec {
- public:
-  explicit DeviceVec(const std::vector<T>& host) : n_(host.size()) {
-    REQUIRE(cudaMalloc(reinterpret_cast<void**>(&ptr_), n_ * sizeof(T)) == cudaSuccess);
-    REQUIRE(cudaMemcpy(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice) == cudaSuccess);
-  }
-  ~DeviceVec() { cudaFree(ptr_); }
-  DeviceVec(const DeviceVec&) = delete;
-  DeviceVec& operator=(const DeviceVec&) = delete;
-  T* get() const { return ptr_; }
-  std::vector<T> Read() const {
-    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    std::vector<T> host(n_);
-    REQUIRE(cudaMemcpy(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost) == cudaSuccess);
-    return host;
-  }
-
- private:
-  size_t n_;
-  T* ptr_ = nullptr;
-};
-
-// Σ_i x[r][i] · w[o][i] in double, [rows][out].
-std::vector<float> Products(const std::vector<float>& x, const std::vector<uint16_t>& w, int rows, int in, int out) {
-  std::vector<float> y(static_cast<size_t>(rows) * out);
-  for (int r = 0; r < rows; ++r)
-    for (int o = 0; o < out; ++o) {
-      double s = 0;
-      for (int i = 0; i < in; ++i) s += double(x[size_t(r) * in + i]) * Bf16ToFloat(w[size_t(o) * in + i]);
-      y[size_t(r) * out + o] = static_cast<float>(s);
-    }
-  return y;
-}
 
 TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unaligned, one to three parts)") {
   TEMPER_SKIP_WITHOUT_KERNELS();

@@ -125,15 +125,19 @@ inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
 inline void __syncthreads() { ::temper::emulation::SyncThreads(); }
 template <typename T>
-T __shfl_xor_sync(unsigned /*mask*/, T value, int lane_mask) {
+T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
   static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");
   uint64_t bits = 0;
   std::memcpy(&bits, &value, sizeof value);
-  const int lane = static_cast<int>(::temper::emulation::ThreadIdx().x % 32);
-  bits = ::temper::emulation::WarpExchange(bits, lane ^ lane_mask);
+  bits = ::temper::emulation::WarpExchange(bits, source_lane % 32);
   T out;
   std::memcpy(&out, &bits, sizeof out);
   return out;
+}
+template <typename T>
+T __shfl_xor_sync(unsigned mask, T value, int lane_mask) {
+  const int lane = static_cast<int>(::temper::emulation::ThreadIdx().x % 32);
+  return __shfl_sync(mask, value, lane ^ lane_mask);
 }
 inline float __uint_as_float(uint32_t u) {
   float f;

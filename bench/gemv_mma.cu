@@ -1,0 +1,232 @@
+// The decode GEMV on the tensor cores (gemv_mma.h), a candidate to replace the SIMT kernel of
+// engine/cuda/gemv_bf16.cu from 2 activation rows up, or at every row count.
+//
+// Why: the SIMT kernel multiplies in fp32 on the CUDA cores. At 8 activation rows each 16 bytes of
+// weights cost 64 FMAs and 16 activation loads (4 with M = 4 weight rows a warp), and on an H100
+// the 8-row GEMV reads at 55-73% of the copy bandwidth (bench/RESULTS.md). One m16n8k16 MMA takes
+// a 16 × 16 weight tile and 8 activation rows at once: per 16 weight bytes a lane issues one eighth
+// of an MMA, and the activations cost 32 bytes of loads per 32 weight bytes read (2 float4), the
+// same at 1 row as at 8. Weights still stream with 16-byte loads, kLoadsInFlight a lane, as in
+// gemv_bf16.cu; the MMA's k order is permuted so that each lane's A and B pieces are 8 consecutive
+// inputs of one row (MmaChunk), which keeps both loads 16-byte wide.
+//
+// Layout: a block is kWarpsPerBlock warps over the same T tiles of 16 outputs; warp v takes the
+// chunks of 32 inputs v, v + 8, v + 16, ..., so the block's warps together read 512 contiguous bytes
+// of each weight row per round, and the grid has out / 16T blocks of 8 warps (the SIMT kernel's
+// M = 4 has out / 32). The warps' partial sums meet in shared memory and are added in warp order.
+//
+// Numerics: B must be bf16, so the activations are rounded to bf16 (round to nearest even), as the
+// prefill GEMM's operands already are (engine/cuda/rank_forward.cpp); the products are exact and
+// summed in fp32. Each output row's sums are independent of the other rows (an MMA's column j reads
+// only B's column j) and of `rows`: used at every row count it would keep a verification pass's
+// rows equal to a decode step's, as the SIMT kernel does today.
+#include "bench/gemv_mma.h"
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "engine/cuda/cuda_status.h"
+#include "engine/cuda/kernel_math.h"
+
+namespace temper::bench {
+namespace {
+
+namespace math = engine::cuda::math;
+
+constexpr int kWarpsPerBlock = 8;
+constexpr int kTile = 16;          // outputs of one MMA: its A rows
+constexpr int kColumns = 8;        // activation rows of one MMA: its B columns
+constexpr int kChunk = 32;         // inputs of one chunk: the 4 lanes of a row × 8 weights each
+constexpr int kLoadsInFlight = 8;  // 16-byte weight loads a lane issues before it uses the first
+
+// Two floats as one bf16 pair of an MMA operand, rounded to nearest even, `lo` in the low half.
+__device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  uint32_t word;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(word) : "f"(hi), "f"(lo));
+  return word;
+#else
+  return uint32_t{math::FloatToBf16(lo)} | uint32_t{math::FloatToBf16(hi)} << 16;
+#endif
+}
+
+// c += A · B for the warp: mma.sync m16n8k16, bf16 operands, fp32 accumulators. PTX's fragments,
+// for lane 4g + t, two bf16 a word (the lower k in the low half): a0 = A[g][2t, 2t+1],
+// a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, 2t+9], a3 = A[g+8][2t+8, 2t+9]; b0 = B[2t, 2t+1][g],
+// b1 = B[2t+8, 2t+9][g]; c = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1].
+__device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0,
+                                    uint32_t b1) {
+#if defined(__CUDA_ARCH__)
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+  // The SIMT emulator: the same product from the fragments, gathered with shuffles (lane 4n + s
+  // holds k = 2s, 2s + 1, 2s + 8 and 2s + 9 of A's rows n and n + 8 and of B's column n), summed
+  // over k in order.
+  constexpr unsigned kAllLanes = 0xffffffffu;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  float a[2][16], b[2][16];  // A's rows g and g + 8; B's columns 2t and 2t + 1
+  auto unpack = [](float* to, int k, uint32_t low_pair, uint32_t high_pair) {
+    to[k] = math::Bf16ToFloat(low_pair & 0xffffu);
+    to[k + 1] = math::Bf16ToFloat(low_pair >> 16);
+    to[k + 8] = math::Bf16ToFloat(high_pair & 0xffffu);
+    to[k + 9] = math::Bf16ToFloat(high_pair >> 16);
+  };
+  for (int s = 0; s < 4; ++s) {
+    const uint32_t row_g_low = __shfl_sync(kAllLanes, a0, 4 * g + s);
+    const uint32_t row_g8_low = __shfl_sync(kAllLanes, a1, 4 * g + s);
+    const uint32_t row_g_high = __shfl_sync(kAllLanes, a2, 4 * g + s);
+    const uint32_t row_g8_high = __shfl_sync(kAllLanes, a3, 4 * g + s);
+    unpack(a[0], 2 * s, row_g_low, row_g_high);
+    unpack(a[1], 2 * s, row_g8_low, row_g8_high);
+    for (int j = 0; j < 2; ++j) {
+      const uint32_t low = __shfl_sync(kAllLanes, b0, 4 * (2 * t + j) + s);
+      const uint32_t high = __shfl_sync(kAllLanes, b1, 4 * (2 * t + j) + s);
+      unpack(b[j], 2 * s, low, high);
+    }
+  }
+  for (int i = 0; i < 2; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      float sum = c[2 * i + j];
+      for (int k = 0; k < 16; ++k) sum += a[i][k] * b[j][k];
+      c[2 * i + j] = sum;
+    }
+  }
+#endif
+}
+
+// One chunk of 32 inputs for lane 4g + t: its 16-byte pieces of weight rows g and g + 8 of each
+// tile (a[tile][0] and a[tile][1], inputs 8t .. 8t + 7 of the chunk) times the same 8 inputs of
+// activation row g (xs; zeros past `rows`), as two MMAs a tile. The MMAs see the chunk's inputs in
+// another order (k = 2t, 2t + 1, 2t + 8, 2t + 9 of the first are inputs 8t .. 8t + 3, of the
+// second 8t + 4 .. 8t + 7), the same for A and B, so their sums are the chunk's products.
+template <int T>
+__device__ __forceinline__ void MmaChunk(const uint4 (&a)[T][2], const float* __restrict__ xs, bool has_row,
+                                         float (&c)[T][4]) {
+  uint32_t b[4] = {0, 0, 0, 0};
+  if (has_row) {
+    const float4 lo = __ldg(reinterpret_cast<const float4*>(xs));
+    const float4 hi = __ldg(reinterpret_cast<const float4*>(xs + 4));
+    b[0] = PackBf16(lo.x, lo.y);
+    b[1] = PackBf16(lo.z, lo.w);
+    b[2] = PackBf16(hi.x, hi.y);
+    b[3] = PackBf16(hi.z, hi.w);
+  }
+#pragma unroll
+  for (int tile = 0; tile < T; ++tile) {
+    Mma(c[tile], a[tile][0].x, a[tile][1].x, a[tile][0].y, a[tile][1].y, b[0], b[1]);
+    Mma(c[tile], a[tile][0].z, a[tile][1].z, a[tile][0].w, a[tile][1].w, b[2], b[3]);
+  }
+}
+
+// Outputs o0 .. o0 + 16T - 1 (o0 = 16T · block); outputs past `out` repeat the last weight row
+// (read, not written).
+template <int T>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    GemvMmaKernel(const float* __restrict__ x, const uint16_t* __restrict__ w, float* __restrict__ y, int rows, int in,
+                  int out) {
+  __shared__ float partial[kWarpsPerBlock][T * kTile][kColumns];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int o0 = blockIdx.x * T * kTile;
+  const uint16_t* rows_of_lane[T][2];
+#pragma unroll
+  for (int tile = 0; tile < T; ++tile) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int o = o0 + tile * kTile + 8 * half + g;
+      rows_of_lane[tile][half] = w + static_cast<int64_t>(o < out ? o : out - 1) * in + 8 * t;
+    }
+  }
+  const bool has_row = g < rows;
+  const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * t;
+
+  float c[T][4] = {};
+  constexpr int kUnroll = kLoadsInFlight / (2 * T);
+  const int chunks = in / kChunk;
+  int chunk = warp;
+  for (; chunk + (kUnroll - 1) * kWarpsPerBlock < chunks; chunk += kUnroll * kWarpsPerBlock) {
+    uint4 a[kUnroll][T][2];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int tile = 0; tile < T; ++tile) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          a[u][tile][half] =
+              __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + (chunk + u * kWarpsPerBlock) * kChunk));
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) MmaChunk<T>(a[u], xs + (chunk + u * kWarpsPerBlock) * kChunk, has_row, c);
+  }
+  for (; chunk < chunks; chunk += kWarpsPerBlock) {
+    uint4 a[T][2];
+#pragma unroll
+    for (int tile = 0; tile < T; ++tile) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        a[tile][half] = __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + chunk * kChunk));
+      }
+    }
+    MmaChunk<T>(a, xs + chunk * kChunk, has_row, c);
+  }
+
+#pragma unroll
+  for (int tile = 0; tile < T; ++tile) {
+    partial[warp][tile * kTile + g][2 * t] = c[tile][0];
+    partial[warp][tile * kTile + g][2 * t + 1] = c[tile][1];
+    partial[warp][tile * kTile + g + 8][2 * t] = c[tile][2];
+    partial[warp][tile * kTile + g + 8][2 * t + 1] = c[tile][3];
+  }
+  __syncthreads();
+  // One output a thread, consecutive threads on consecutive outputs of a row.
+  for (int e = threadIdx.x; e < T * kTile * kColumns; e += kWarpsPerBlock * 32) {
+    const int r = e / (T * kTile), local = e % (T * kTile), o = o0 + local;
+    if (r >= rows || o >= out) continue;
+    float sum = 0;
+    for (int v = 0; v < kWarpsPerBlock; ++v) sum += partial[v][local][r];
+    y[static_cast<int64_t>(r) * out + o] = sum;
+  }
+}
+
+template <int T>
+void Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
+  const int blocks = (out + T * kTile - 1) / (T * kTile);
+  GemvMmaKernel<T><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(x, w, y, rows, in, out);
+}
+
+}  // namespace
+
+Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int tiles,
+                     cudaStream_t stream) {
+  const std::string where = "GEMV on the tensor cores: ";
+  if (rows < 1 || rows > kColumns) return Status::InvalidArgument(where + "rows " + std::to_string(rows) + " (1-8)");
+  if (in < kChunk || in % kChunk != 0) {
+    return Status::InvalidArgument(where + "in " + std::to_string(in) + " is not a positive multiple of 32");
+  }
+  if (out < 1) return Status::InvalidArgument(where + "out " + std::to_string(out) + " is not positive");
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    return Status::InvalidArgument(where + "x and w must be 16-byte aligned");
+  }
+  switch (tiles) {
+    case 1:
+      Launch<1>(x, w, y, rows, in, out, stream);
+      break;
+    case 2:
+      Launch<2>(x, w, y, rows, in, out, stream);
+      break;
+    case 4:
+      Launch<4>(x, w, y, rows, in, out, stream);
+      break;
+    default:
+      return Status::InvalidArgument(where + "tiles " + std::to_string(tiles) + " (1, 2 or 4)");
+  }
+  TEMPER_CUDA_TRY(cudaGetLastError());
+  return Status::OK();
+}
+
+}  // namespace temper::bench
