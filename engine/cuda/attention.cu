@@ -120,27 +120,17 @@ __global__ void __launch_bounds__(kTile)
   const int chunk = (blockIdx.x / splits) % head_chunks;
   const int kvh = blockIdx.x / (splits * head_chunks);
   // The rank's query heads that read KV head kvh, then this block's chunk of them.
-  const int global_kv = heads.kv_head_begin + kvh;
-  const int group_begin = max(0, global_kv * heads.group - heads.q_head_begin);
-  const int group_end = min(heads.q_heads, (global_kv + 1) * heads.group - heads.q_head_begin);
-  const int h0 = group_begin + chunk * kMaxGroup;
-  const int G = min(group_end - h0, kMaxGroup);
+  const math::HeadSpan block_heads =
+      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, kMaxGroup);
+  const int h0 = block_heads.first, G = block_heads.count;
   if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int width = kv.kv_heads * HD;
   const int64_t offset = int64_t{kvh} * HD;
 
   const int64_t pos = t.positions[r];
-  int64_t begin = 0, end = 0;  // this split's keys
-  if (pos >= 0) {
-    const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
-    const int used = math::UsedSplits(pos - lo + 1, splits);
-    if (split < used) {
-      const math::SplitSpan span = math::SplitKeys(pos - lo + 1, used, split);
-      begin = lo + span.begin;
-      end = lo + span.end;
-    }
-  }
+  const math::SplitSpan keys = math::SplitPositions(pos, kv.window, kv.sliding, splits, split);
+  const int64_t begin = keys.begin, end = keys.end;
   const int slot = pos < 0 ? 0 : t.slots[r];
   const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
 
@@ -410,11 +400,20 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
       return Status::InvalidArgument("attention: head_dim " + S(kv.head_dim) + " is not 32, 64, 128, 256 or 512");
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
-  if (splits > 1) {
-    MergeKernel<<<dim3(heads.q_heads, rows), MergeThreads(kv.head_dim), 0, stream>>>(
-        partials, out, heads.q_heads, kv.head_dim, splits, t.positions, kv.window, kv.sliding);
-    TEMPER_CUDA_TRY(cudaGetLastError());
+  if (splits == 1) return Status::OK();
+  return LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions, kv.window,
+                              kv.sliding, stream);
+}
+
+Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_heads, int head_dim, int splits,
+                            const int64_t* positions, int window, bool sliding, cudaStream_t stream) {
+  if (rows < 1 || q_heads < 1 || head_dim < 1 || splits < 2 || !partials) {
+    return Status::InvalidArgument("attention merge: rows " + S(rows) + ", q_heads " + S(q_heads) + ", head_dim " +
+                                   S(head_dim) + ", splits " + S(splits) + " (at least 2, with partials)");
   }
+  MergeKernel<<<dim3(q_heads, rows), MergeThreads(head_dim), 0, stream>>>(partials, out, q_heads, head_dim, splits,
+                                                                          positions, window, sliding);
+  TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
 

@@ -106,6 +106,30 @@ TEMPER_HD int UsedSplits(int64_t n, int splits) {
   return static_cast<int>(wanted < 1 ? 1 : (wanted < splits ? wanted : splits));
 }
 
+// The keys that split `split` of `splits` takes for a query at `pos`: positions [begin, end) of
+// its visible keys; none for a padding row (pos < 0) or a split past the used ones.
+TEMPER_HD SplitSpan SplitPositions(int64_t pos, int window, bool sliding, int splits, int split) {
+  if (pos < 0) return {0, 0};
+  const int64_t lo = WindowStart(pos, window, sliding);
+  const int used = UsedSplits(pos - lo + 1, splits);
+  if (split >= used) return {0, 0};
+  const SplitSpan span = SplitKeys(pos - lo + 1, used, split);
+  return {lo + span.begin, lo + span.end};
+}
+
+// The query heads one attention block takes: of a rank's q_heads local heads (the first being
+// global head q_head_begin, `group` to a KV head), chunk `chunk` of at most `per_block` of those
+// that read global KV head `kv_head`: local heads [first, first + count), count <= 0 for none.
+struct HeadSpan {
+  int first, count;
+};
+TEMPER_HD HeadSpan BlockHeads(int q_heads, int q_head_begin, int group, int kv_head, int chunk, int per_block) {
+  const int begin = kv_head * group - q_head_begin > 0 ? kv_head * group - q_head_begin : 0;
+  const int end = (kv_head + 1) * group - q_head_begin < q_heads ? (kv_head + 1) * group - q_head_begin : q_heads;
+  const int first = begin + chunk * per_block;
+  return {first, end - first < per_block ? end - first : per_block};
+}
+
 // Online softmax state of one split: the largest score seen and Σ exp(score - max). An empty
 // split has max = -inf and sum = 0 and contributes nothing to a merge.
 struct SoftmaxState {

@@ -71,6 +71,11 @@ Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int 
                      cudaStream_t stream);
 Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                        const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream);
+// The second half of a call with splits > 1: out[row][head] from each split's partial state
+// (partials[row][head][split] = Σ weight · V over its keys, then its softmax max and sum).
+// LaunchAttention runs it; bench/attention_candidate.cu shares it.
+Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_heads, int head_dim, int splits,
+                            const int64_t* positions, int window, bool sliding, cudaStream_t stream);
 
 // top_candidates.cu
 Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 namespace temper::engine::cuda {
@@ -83,6 +84,59 @@ TEST_CASE("split ranges cover the keys once, in order") {
         next = span.end;
       }
       CHECK(next == n);
+    }
+  }
+}
+
+TEST_CASE("a query's splits take its visible keys once, in order, and a padding row none") {
+  for (bool sliding : {false, true}) {
+    for (int64_t pos : {0, 5, 31, 40, 300}) {
+      for (int splits : {1, 3, 16}) {
+        INFO((sliding ? "sliding" : "full") << ", position " << pos << ", " << splits << " splits");
+        int64_t next = math::WindowStart(pos, 16, sliding);
+        const int64_t visible = pos + 1 - next;
+        for (int s = 0; s < splits; ++s) {
+          const math::SplitSpan span = math::SplitPositions(pos, 16, sliding, splits, s);
+          if (span.begin == span.end) continue;  // a split past the used ones
+          CHECK(span.begin == next);
+          CHECK(span.end - span.begin >= std::min<int64_t>(math::kMinKeysPerSplit, visible));
+          next = span.end;
+        }
+        CHECK(next == pos + 1);
+      }
+      const math::SplitSpan padding = math::SplitPositions(-1, 16, sliding, 4, 0);
+      CHECK(padding.begin == padding.end);
+    }
+  }
+}
+
+TEST_CASE("attention blocks take each of a rank's query heads once, with the KV head it reads") {
+  // 8 query heads over 4 KV heads (groups of 2) and 16 over 2 (groups of 8), split over 1, 2 and
+  // 4 ranks, 2 to 8 heads a block.
+  for (auto [q_total, kv_total] : {std::pair{8, 4}, std::pair{16, 2}}) {
+    const int group = q_total / kv_total;
+    for (int tp : {1, 2, 4}) {
+      for (int per_block : {2, 4, 8}) {
+        for (int rank = 0; rank < tp; ++rank) {
+          const int q_heads = q_total / tp, q_begin = rank * q_heads;
+          const int kv_begin = q_begin / group, kv_heads = std::max(1, kv_total / tp);
+          std::vector<int> taken(q_heads, 0);
+          for (int kvh = 0; kvh < kv_heads; ++kvh) {
+            for (int chunk = 0; chunk < (group + per_block - 1) / per_block; ++chunk) {
+              const math::HeadSpan span = math::BlockHeads(q_heads, q_begin, group, kv_begin + kvh, chunk, per_block);
+              CHECK(span.count <= per_block);
+              for (int h = span.first; h < span.first + span.count; ++h) {
+                INFO(q_total << " q heads over " << kv_total << ", tp " << tp << ", rank " << rank << ", head " << h);
+                REQUIRE(h >= 0);
+                REQUIRE(h < q_heads);
+                CHECK((q_begin + h) / group == kv_begin + kvh);
+                ++taken[h];
+              }
+            }
+          }
+          for (int h = 0; h < q_heads; ++h) CHECK(taken[h] == 1);
+        }
+      }
     }
   }
 }
