@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint_tensors.h"
 #include "engine/drafter_fixture.h"
 #include "engine/temp_dir.h"
 
@@ -108,21 +109,6 @@ TEST_CASE("A drafter config that does not fit the target names the key", "[engin
   CHECK_THAT(parsed.status().message(), Catch::Contains("key 'text_config.layer_types[3]' is full attention, a kind"));
 }
 
-// The tiny drafter's tensors, as views into its map, for rewriting.
-struct DrafterTensors {
-  SafetensorsFile file;
-  std::vector<TensorToWrite> tensors;
-  static DrafterTensors Load() {
-    auto f = SafetensorsFile::Open(TinyDrafterDir() / "model.safetensors");
-    REQUIRE(f.ok());
-    DrafterTensors t{std::move(*f), {}};
-    for (const TensorInfo& info : t.file.header().tensors) {
-      t.tensors.push_back({info.name, info.dtype, info.shape, t.file.Data(info)});
-    }
-    return t;
-  }
-};
-
 Status LoadError(const std::vector<TensorToWrite>& tensors) {
   TempDir dir;
   REQUIRE(WriteSafetensors(dir.path() / "model.safetensors", tensors).ok());
@@ -134,7 +120,7 @@ Status LoadError(const std::vector<TensorToWrite>& tensors) {
 }
 
 TEST_CASE("A drafter checkpoint that disagrees with its config names the tensor", "[engine][drafter]") {
-  DrafterTensors t = DrafterTensors::Load();
+  CheckpointTensors t = CheckpointTensors::Load(TinyDrafterDir() / "model.safetensors");
 
   std::vector<TensorToWrite> missing = t.tensors;
   std::erase_if(missing, [](const TensorToWrite& w) { return w.name == "post_projection.weight"; });
@@ -180,7 +166,7 @@ TEST_CASE("A drafter whose heads cannot follow the target's split is refused at 
   REQUIRE(two_heads.ok());
   // Loading fails on the q_proj shape, so check the split with weights made for it: the backend
   // refuses before it reads any weight.
-  DrafterTensors t = DrafterTensors::Load();
+  CheckpointTensors t = CheckpointTensors::Load(TinyDrafterDir() / "model.safetensors");
   std::vector<std::vector<uint16_t>> storage;
   std::vector<TensorToWrite> tensors;
   for (const TensorToWrite& w : t.tensors) {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/checkpoint_tensors.h"
 #include "engine/golden_fixture.h"
 #include "engine/model/checkpoint.h"
 #include "engine/temp_dir.h"
@@ -19,31 +20,6 @@ std::string ReadText(const std::filesystem::path& p) {
   s << in.rdbuf();
   return s.str();
 }
-
-// The tiny checkpoint's tensors, as TensorToWrite views into its map (kept open here).
-struct TinyTensors {
-  SafetensorsFile file;
-  std::vector<TensorToWrite> tensors;
-  static TinyTensors Load() {
-    auto f = SafetensorsFile::Open(TinyDir() / "model.safetensors");
-    REQUIRE(f.ok());
-    TinyTensors t{std::move(*f), {}};
-    for (const TensorInfo& info : t.file.header().tensors) {
-      t.tensors.push_back({info.name, info.dtype, info.shape, t.file.Data(info)});
-    }
-    return t;
-  }
-  TensorToWrite* Find(const std::string& name) {
-    for (auto& t : tensors) {
-      if (t.name == name) return &t;
-    }
-    FAIL("no tensor " << name);
-    return nullptr;
-  }
-  void Remove(const std::string& name) {
-    std::erase_if(tensors, [&](const TensorToWrite& t) { return t.name == name; });
-  }
-};
 
 // A model directory holding `tensors` and the tiny config.
 void WriteModel(const TempDir& dir, const std::vector<TensorToWrite>& tensors, const std::string& config_text) {
@@ -100,7 +76,7 @@ TEST_CASE("the tiny checkpoint loads with the right views", "[engine][weights]")
 
 TEST_CASE("a checkpoint that disagrees with the config names the tensor", "[engine][weights]") {
   TempDir dir;
-  TinyTensors t = TinyTensors::Load();
+  CheckpointTensors t = CheckpointTensors::Load(TinyDir() / "model.safetensors");
   const std::string config = ReadText(TinyDir() / "config.json");
   SECTION("missing tensor") {
     t.Remove("model.layers.5.self_attn.k_proj.weight");
@@ -143,7 +119,7 @@ TEST_CASE("a checkpoint that disagrees with the config names the tensor", "[engi
 
 TEST_CASE("a sharded checkpoint loads and matches the single file", "[engine][weights]") {
   TempDir dir;
-  TinyTensors t = TinyTensors::Load();
+  CheckpointTensors t = CheckpointTensors::Load(TinyDir() / "model.safetensors");
   dir.Write("config.json", ReadText(TinyDir() / "config.json"));
   const size_t half = t.tensors.size() / 2;
   std::vector<TensorToWrite> a(t.tensors.begin(), t.tensors.begin() + half),
@@ -196,7 +172,7 @@ TEST_CASE("a sharded checkpoint loads and matches the single file", "[engine][we
 
 TEST_CASE("a multimodal gemma4 checkpoint loads its decoder and ignores the towers", "[engine][weights]") {
   TempDir dir;
-  TinyTensors t = TinyTensors::Load();
+  CheckpointTensors t = CheckpointTensors::Load(TinyDir() / "model.safetensors");
   nlohmann::json text = nlohmann::json::parse(ReadText(TinyDir() / "config.json"));
   nlohmann::json config = {{"model_type", "gemma4"}, {"text_config", text}, {"vision_config", {{"hidden_size", 8}}}};
   std::vector<TensorToWrite> renamed;
