@@ -11,9 +11,11 @@
 // the GEMV at 1-8 rows with every number of weight rows per warp and on the tensor cores (gemv_variants.h); the prefill
 // GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank
 // (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
-// assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9). --l4-all-reduce-us
-// replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the
-// message size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
+// assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
+// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by the candidate
+// kernel's line (bench/attention_candidate.h). --l4-all-reduce-us replaces the assumed per-call latency range (default:
+// one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting with "* " or "|" are the
+// results (bench/gpu_bundle.sh collects them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
 // never zeros; every figure is per launch inside a CUDA graph of many launches (gpu_timing.h), the
@@ -219,6 +221,26 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
   return Status::OK();
 }
 
+// Issue 25's attention goal, at most 10% of a tp 1 step at 8 K tokens: the attention kernels of a
+// tp 1 rank's decode step at 1,024 and 8,192 tokens of context, summed per step (temper-bench
+// --gpus times the whole step at those contexts).
+Status Tp1Attention(const ModelConfig& c, int device) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));
+  for (int context : {1024, 8192}) {
+    ::temper::bench::DecodeStepShape shape;
+    shape.context = context;
+    TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::StepKernel> kernels,
+                            ::temper::bench::TimeDecodeAttention(c, shards[0], device, shape));
+    double us = 0;
+    for (const auto& k : kernels) {
+      std::printf("* tp 1, %d tokens: %s, %.1f us, %d a step\n", context, k.name.c_str(), k.us, k.per_step);
+      us += k.per_step * k.us;
+    }
+    std::printf("* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms\n", context, us / 1000);
+  }
+  return Status::OK();
+}
+
 Status Run(const Options& o) {
   TEMPER_CUDA_TRY(cudaSetDevice(o.device));
   cudaDeviceProp props{};
@@ -238,7 +260,8 @@ Status Run(const Options& o) {
   if (s.ok()) s = GemmTable(c, stream);
   cudaStreamDestroy(stream);
   TEMPER_RETURN_IF_ERROR(s);
-  return L4Estimate(c, o, props.name, copy_gbs, props.multiProcessorCount * (clock_khz / 1e6));
+  TEMPER_RETURN_IF_ERROR(L4Estimate(c, o, props.name, copy_gbs, props.multiProcessorCount * (clock_khz / 1e6)));
+  return Tp1Attention(c, o.device);
 }
 
 }  // namespace

@@ -451,7 +451,38 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
                     0};
 }
 
+// f(kind, first, count) for each layer kind the model has: its first layer (every layer of a kind
+// has the same shapes on a rank) and how many layers are of that kind.
+Status ForEachLayerKind(const ModelConfig& c, const std::function<Status(LayerKind, int, int)>& f) {
+  for (LayerKind kind : {LayerKind::kSliding, LayerKind::kFull}) {
+    int first = -1, count = 0;
+    for (int l = 0; l < c.num_layers; ++l) {
+      if (c.layers[l].kind != kind) continue;
+      if (first < 0) first = l;
+      ++count;
+    }
+    if (count > 0) TEMPER_RETURN_IF_ERROR(f(kind, first, count));
+  }
+  return Status::OK();
+}
+
 }  // namespace
+
+Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const RankShard& shard, int device,
+                                                    const DecodeStepShape& shape) {
+  TEMPER_CUDA_TRY(cudaSetDevice(device));
+  cudaStream_t stream = nullptr;
+  TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  StepTimer t(c, shard, shape, stream);
+  const Status s = ForEachLayerKind(c, [&](LayerKind, int first, int count) { return t.Attention(first, count); });
+  cudaStreamDestroy(stream);
+  TEMPER_RETURN_IF_ERROR(s);
+  std::vector<StepKernel> attention;
+  for (StepKernel& k : t.kernels()) {
+    if (k.cost == StepCost::kBandwidth) attention.push_back(std::move(k));  // not the norms before each
+  }
+  return attention;
+}
 
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,
                                                       const DecodeStepShape& shape) {
@@ -461,15 +492,7 @@ Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, cons
   StepTimer t(c, shard, shape, stream);
   const int H = c.hidden_size, L = c.num_layers;
   auto run = [&]() -> Status {
-    // One representative layer per kind (every layer of a kind has the same shapes on a rank).
-    for (LayerKind kind : {LayerKind::kSliding, LayerKind::kFull}) {
-      int first = -1, count = 0;
-      for (int l = 0; l < L; ++l) {
-        if (c.layers[l].kind != kind) continue;
-        if (first < 0) first = l;
-        ++count;
-      }
-      if (count == 0) continue;
+    const Status layers = ForEachLayerKind(c, [&](LayerKind kind, int first, int count) -> Status {
       const LayerGeometry& g = c.layers[first];
       const LayerShard& ls = shard.layers[first];
       const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
@@ -480,8 +503,9 @@ Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, cons
         TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj/k_proj/v_proj " + name, count, {q, kv, kv}, H));
       }
       TEMPER_RETURN_IF_ERROR(t.Attention(first, count));
-      TEMPER_RETURN_IF_ERROR(t.Gemv("o_proj " + name, count, {H}, q));
-    }
+      return t.Gemv("o_proj " + name, count, {H}, q);
+    });
+    TEMPER_RETURN_IF_ERROR(layers);
     TEMPER_RETURN_IF_ERROR(t.GemvGeglu(L, shard.ffn.size(), H));
     TEMPER_RETURN_IF_ERROR(t.Gemv("down_proj", L, {H}, shard.ffn.size()));
     TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, {shard.vocab.size()}, H));

@@ -54,4 +54,9 @@ struct DecodeStepShape {
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const engine::ModelConfig& config, const engine::RankShard& shard,
                                                       int device, const DecodeStepShape& shape);
 
+// Only the step's attention kernels (one per layer kind, with its launches per step), timed as
+// TimeDecodeStepKernels times them, each followed by the candidate's line.
+Result<std::vector<StepKernel>> TimeDecodeAttention(const engine::ModelConfig& config, const engine::RankShard& shard,
+                                                    int device, const DecodeStepShape& shape);
+
 }  // namespace temper::bench
