@@ -270,10 +270,10 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
       std::vector<math::SoftmaxState> states(used);
       std::vector<float> split_acc(static_cast<size_t>(used) * hd);
       for (int split = 0; split < used; ++split) {
-        const math::SplitSpan span = math::SplitKeys(pos - lo + 1, used, split);
+        const math::SplitSpan span = math::SplitPositions(pos, kv.window, kv.sliding, splits, split);
         math::SoftmaxState state{-INFINITY, 0.0f};
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t p = lo + span.begin; p < lo + span.end; ++p) {
+        for (int64_t p = span.begin; p < span.end; ++p) {
           const int64_t offset = int64_t{kvh} * hd;
           if (p >= t.chunk_start[r]) {
             const int64_t fr = t.first_row[r] + (p - t.chunk_start[r]);
