@@ -13,6 +13,7 @@
 #include "bench/bench_timing.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/serve/openai_conversation.h"
+#include "engine/serve/output_history.h"
 #include "engine/serve/prompt_lookup.h"
 #include "engine/tokenizer/chat_format.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -98,28 +99,44 @@ struct Tally {
   int64_t tokens = 0;
   int64_t passes = 0;
   int64_t drafted = 0;
+  int64_t history_drafted = 0;   // of drafted, the output history's
+  int64_t history_accepted = 0;  // of which the reply agreed with
   void Add(const Tally& o) {
     tokens += o.tokens;
     passes += o.passes;
     drafted += o.drafted;
+    history_drafted += o.history_drafted;
+    history_accepted += o.history_accepted;
   }
 };
 
 // Decodes `r.reply` teacher-forced with prompt-lookup drafts of at most `k` tokens (`adaptive`:
-// as many as DraftLength allows, at most k).
-Tally Decode(const Replay& r, int k, bool adaptive) {
+// as many as DraftLength allows, at most k) and, with `history`, the output history's where prompt
+// lookup finds none, each source with its own DraftLength, as the scheduler drafts.
+Tally Decode(const Replay& r, int k, bool adaptive, const OutputHistory* history = nullptr) {
   PromptLookup lookup(PromptLookupOptions{});
-  DraftLength length(k);
-  std::vector<int32_t> history = r.prompt;
+  DraftLength lookup_length(k), history_length(k);
+  std::vector<int32_t> text = r.prompt;
   Tally t;
   for (size_t i = 0; i < r.reply.size();) {
-    const int most = std::min<int>(adaptive ? length.next() : k, static_cast<int>(r.reply.size() - i - 1));
-    const std::vector<int32_t> draft = lookup.Draft(history, most);
+    const int left = static_cast<int>(r.reply.size() - i - 1);
+    auto most = [&](const DraftLength& length) { return std::min(adaptive ? length.next() : k, left); };
+    std::vector<int32_t> draft = lookup.Draft(text, most(lookup_length));
+    DraftLength* length = &lookup_length;
+    const bool from_history = draft.empty() && history != nullptr;
+    if (from_history) {
+      draft = history->Draft(text, most(history_length));
+      length = &history_length;
+    }
     size_t accepted = 0;
     while (accepted < draft.size() && draft[accepted] == r.reply[i + accepted]) ++accepted;
-    if (!draft.empty()) length.Update(static_cast<int>(draft.size()), static_cast<int>(accepted));
-    history.insert(history.end(), r.reply.begin() + static_cast<long>(i),
-                   r.reply.begin() + static_cast<long>(i + accepted + 1));
+    if (!draft.empty()) length->Update(static_cast<int>(draft.size()), static_cast<int>(accepted));
+    if (from_history) {
+      t.history_drafted += static_cast<int64_t>(draft.size());
+      t.history_accepted += static_cast<int64_t>(accepted);
+    }
+    text.insert(text.end(), r.reply.begin() + static_cast<long>(i),
+                r.reply.begin() + static_cast<long>(i + accepted + 1));
     i += accepted + 1;
     t.tokens += static_cast<int64_t>(accepted) + 1;
     t.drafted += static_cast<int64_t>(draft.size());
@@ -179,6 +196,29 @@ Status RunLookupAcceptance(const std::string& transcript, const std::string& tok
     for (const Replay* r : list) t.Add(Decode(*r, kMaxDraftTokens, /*adaptive=*/true));
     std::printf(" %8.2f (%.1f drafted/pass)\n", static_cast<double>(t.tokens) / static_cast<double>(t.passes),
                 static_cast<double>(t.drafted) / static_cast<double>(t.passes));
+  }
+
+  // The replies kept as the scheduler keeps them, in the transcript's order: each request drafts
+  // from the replies before it.
+  const OutputHistoryOptions kept;
+  std::printf(
+      "\nwith the output history (earlier replies, n-grams %d..%d, after prompt lookup), adaptive k <= %d:\n"
+      "%-20s %8s %8s %16s %22s\n",
+      kept.min_ngram, kept.max_ngram, kMaxDraftTokens, "role", "requests", "tokens", "drafted/pass",
+      "history drafted/taken");
+  OutputHistory history(kept);
+  std::map<std::string, Tally> with;
+  for (const Replay& r : replays) {
+    const Tally t = Decode(r, kMaxDraftTokens, /*adaptive=*/true, &history);
+    with[r.role].Add(t);
+    with["all"].Add(t);
+    history.Add(r.prompt, r.reply);
+  }
+  for (const auto& [role, t] : with) {
+    std::printf("%-20s %8zu %8.2f %16.1f %14lld / %lld\n", role.c_str(), by_role[role].size(),
+                static_cast<double>(t.tokens) / static_cast<double>(t.passes),
+                static_cast<double>(t.drafted) / static_cast<double>(t.passes),
+                static_cast<long long>(t.history_drafted), static_cast<long long>(t.history_accepted));
   }
   return Status::OK();
 }

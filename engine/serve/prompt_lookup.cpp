@@ -1,27 +1,10 @@
 #include "engine/serve/prompt_lookup.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "engine/serve/ngram_hash.h"
 
 namespace temper::engine {
-
-namespace {
-
-// FNV-1a over the n-gram's ids. Collisions are harmless: a hit is checked token by token.
-uint64_t NgramHash(std::span<const int32_t> ngram) {
-  uint64_t h = 1469598103934665603ull;
-  for (int32_t t : ngram) {
-    uint32_t u;
-    std::memcpy(&u, &t, sizeof(u));
-    for (int b = 0; b < 4; ++b) {
-      h ^= (u >> (8 * b)) & 0xffu;
-      h *= 1099511628211ull;
-    }
-  }
-  return h;
-}
-
-}  // namespace
 
 PromptLookup::PromptLookup(const PromptLookupOptions& options)
     : options_(options), index_(static_cast<size_t>(std::max(0, options.max_ngram - options.min_ngram + 1))) {}

@@ -1,6 +1,7 @@
 #include "engine/serve/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include <fmt/format.h>
@@ -18,6 +19,11 @@ double Seconds(Clock::time_point from, Clock::time_point to) {
 }
 
 int64_t BlocksFor(int64_t tokens, int block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
+
+// Where a verification pass's drafts come from; each source keeps its own draft length.
+enum class DraftSource { kPromptLookup, kHistory, kDrafter };
+constexpr size_t kDraftSources = 3;
+constexpr size_t Index(DraftSource source) { return static_cast<size_t>(source); }
 
 }  // namespace
 
@@ -116,15 +122,14 @@ struct Scheduler::Request {
   bool done = false;
   std::optional<PromptLookup> lookup;           // made at the first decode step
   std::optional<GrammarConstraint> constraint;  // GenerateRequest::grammar, followed
-  // Drafts the next verification tries, per source: prompt lookup's guesses and the drafter's
-  // are right at different rates, so each adapts to its own record.
-  DraftLength draft_length{0};
-  DraftLength drafter_length{0};
+  // Drafts the next verification tries, per source: each source's guesses are right at their own
+  // rate, so each adapts to its own record.
+  std::array<DraftLength, kDraftSources> draft_lengths{DraftLength(0), DraftLength(0), DraftLength(0)};
   int64_t sampled_row = -1;              // the last pass's row that sampled tokens.back(); -1: none
   std::vector<int32_t> prepared_drafts;  // with a drafter: the next step's drafts, made after a pass
-  // ... by the MTP drafter (else by prompt lookup). It holds until the pass that feeds them has
-  // been accepted: the next PrepareDrafts runs after AcceptDrafts.
-  bool prepared_by_drafter = false;
+  // Where the next pass's drafts come from. It holds until the pass that feeds them has been
+  // accepted: the next drafts are made after AcceptDrafts.
+  DraftSource draft_source = DraftSource::kPromptLookup;
   std::string text_buf;  // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
@@ -135,7 +140,7 @@ struct Scheduler::Request {
 };
 
 Scheduler::Scheduler(Backend& backend, const SchedulerOptions& options, const Logger& log)
-    : backend_(backend), options_(options), log_(log) {}
+    : backend_(backend), options_(options), log_(log), history_(options.speculation.history) {}
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const SchedulerOptions& options,
                                                      const Logger& log) {
@@ -153,6 +158,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const Sch
         fmt::format("scheduler: speculation n-grams are {}..{}, must satisfy 1 <= min <= max <= 16",
                     spec.lookup.min_ngram, spec.lookup.max_ngram));
   }
+  if (Status history = spec.history.Check(); !history.ok()) return history.WithContext("scheduler");
   if (options.max_waiting < 1) {
     return Status::InvalidArgument(
         fmt::format("scheduler: max_waiting is {}, must be at least 1", options.max_waiting));
@@ -232,8 +238,7 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
   };
   r->sampler = std::move(*sampler);
   if (request.grammar) r->constraint.emplace(request.grammar);
-  r->draft_length = DraftLength(options_.speculation.max_draft_tokens);
-  r->drafter_length = DraftLength(options_.speculation.max_draft_tokens);
+  r->draft_lengths.fill(DraftLength(options_.speculation.max_draft_tokens));
   if (options_.detokenizer != nullptr) r->text = options_.detokenizer->NewStream();
   r->tokens = request.prompt;
   r->prompt_len = n;
@@ -503,16 +508,16 @@ void Scheduler::PrepareDrafts(std::span<Request* const> requests) {
   std::vector<Request*> asking;
   for (Request* r : requests) {
     r->prepared_drafts.clear();
-    r->prepared_by_drafter = false;
     // Only a request whose last token this pass sampled and whose next step is a decode step.
     if (r->done || r->sampled_row < 0 || r->remaining() != 1) continue;
     const int64_t left = r->req.max_tokens - r->generated() - 1;
     if (left < 1) continue;
-    // Where the text so far predicts the next tokens, prompt lookup's drafts: on the roles' replies
-    // they run long and are mostly right (4.7 tokens a pass, bench/RESULTS.md), and cost nothing.
-    r->prepared_drafts = LookupDrafts(*r, std::min<int64_t>(r->draft_length.next(), left));
+    // Where the text so far predicts the next tokens, its drafts: on the roles' replies they run
+    // long and are mostly right (4.7 tokens a pass, bench/RESULTS.md), and cost nothing.
+    r->prepared_drafts = TextDrafts(*r, left);
     if (!r->prepared_drafts.empty()) continue;
-    const int64_t count = std::min<int64_t>(r->drafter_length.next(), left);
+    r->draft_source = DraftSource::kDrafter;
+    const int64_t count = std::min<int64_t>(r->draft_lengths[Index(DraftSource::kDrafter)].next(), left);
     asks.push_back({r->seq, r->tokens.back(), r->sampled_row, static_cast<int>(count)});
     asking.push_back(r);
   }
@@ -527,15 +532,18 @@ void Scheduler::PrepareDrafts(std::span<Request* const> requests) {
     }
     return;
   }
-  for (size_t i = 0; i < asking.size(); ++i) {
-    asking[i]->prepared_drafts = std::move(drafted->tokens[i]);
-    asking[i]->prepared_by_drafter = true;
-  }
+  for (size_t i = 0; i < asking.size(); ++i) asking[i]->prepared_drafts = std::move(drafted->tokens[i]);
 }
 
-std::vector<int32_t> Scheduler::LookupDrafts(Request& r, int64_t most) {
+std::vector<int32_t> Scheduler::TextDrafts(Request& r, int64_t most) {
+  auto within = [&](DraftSource source) {
+    r.draft_source = source;
+    return static_cast<int>(std::min<int64_t>(most, r.draft_lengths[Index(source)].next()));
+  };
   if (!r.lookup) r.lookup.emplace(options_.speculation.lookup);
-  return r.lookup->Draft(r.tokens, static_cast<int>(most));
+  std::vector<int32_t> drafts = r.lookup->Draft(r.tokens, within(DraftSource::kPromptLookup));
+  if (!drafts.empty()) return drafts;
+  return history_.Draft(r.tokens, within(DraftSource::kHistory));
 }
 
 std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
@@ -546,7 +554,7 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
   // Each accepted draft is one more token generated, and the pass always yields one after them.
   const int64_t most = std::min<int64_t>({room, kMaxDraftTokens, r.req.max_tokens - r.generated() - 1});
   if (most < 1) return {};
-  if (!DrafterDrafts()) return LookupDrafts(r, std::min<int64_t>(most, r.draft_length.next()));
+  if (!DrafterDrafts()) return TextDrafts(r, most);
   // Prepared within each source's own draft length.
   std::vector<int32_t> drafts = std::move(r.prepared_drafts);
   r.prepared_drafts.clear();
@@ -642,11 +650,14 @@ void Scheduler::AcceptDrafts(Request& r, std::span<const int32_t> draft, const F
   counters_.accepted_draft_tokens += accepted;
   r.usage.draft_tokens += k;
   r.usage.accepted_draft_tokens += accepted;
-  if (r.prepared_by_drafter) {
+  if (r.draft_source == DraftSource::kHistory) {
+    counters_.history_tokens += k;
+    counters_.accepted_history_tokens += accepted;
+  } else if (r.draft_source == DraftSource::kDrafter) {
     counters_.drafter_tokens += k;
     counters_.accepted_drafter_tokens += accepted;
   }
-  (r.prepared_by_drafter ? r.drafter_length : r.draft_length).Update(static_cast<int>(k), static_cast<int>(accepted));
+  r.draft_lengths[Index(r.draft_source)].Update(static_cast<int>(k), static_cast<int>(accepted));
   // The row after the accepted drafts sampled the last token emitted here.
   r.sampled_row = row + accepted;
   // Keep the next token and the accepted drafts; the rejected ones' rows go.
@@ -759,6 +770,11 @@ void Scheduler::Finish(Request& r, FinishReason reason, Status error) {
   if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
     // The end of a turn is a checkpoint: the next turn of the conversation resends all of it.
     PinPrefix(r, r.fed);
+    // And its reply drafts for the requests after it.
+    if (options_.speculation.max_draft_tokens > 0) {
+      const std::span<const int32_t> all(r.tokens);
+      history_.Add(all.first(static_cast<size_t>(r.prompt_len)), all.subspan(static_cast<size_t>(r.prompt_len)));
+    }
   }
   ReleaseSequence(r);
   StreamEvent event;

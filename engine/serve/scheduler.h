@@ -19,11 +19,13 @@
 // speculation (up to the backend's batch-size rounding). How many drafts a request tries adapts
 // to how many it had accepted (DraftLength, kept for each source of drafts).
 //
-// Where drafts come from: PromptLookup, where the text so far predicts what comes next; else,
-// when the backend has one (Backend::has_drafter) and `use_drafter` is on, Gemma 4's MTP drafter.
-// With a drafter, each request's next drafts are made right after the pass that sampled its last
-// token: prompt lookup first, and one batched Backend::Draft for the requests it found nothing
-// for, from the hidden state of the row that sampled the token. The drafter's greedy guesses are
+// Where drafts come from: PromptLookup, where the text so far predicts what comes next; else the
+// OutputHistory, where an earlier request's reply does (the scheduler keeps every reply that ended
+// by a stop or the length limit); else, when the backend has one (Backend::has_drafter) and
+// `use_drafter` is on, Gemma 4's MTP drafter. With a drafter, each request's next drafts are made
+// right after the pass that sampled its last token: the text's sources first, and one batched
+// Backend::Draft for the requests they found nothing for, from the hidden state of the row that
+// sampled the token. The drafter's greedy guesses are
 // one-point proposals like prompt lookup's, so the acceptance rule and the unchanged output above
 // hold for them too.
 //
@@ -56,6 +58,7 @@
 #include "engine/backend.h"
 #include "engine/constrain/token_mask.h"
 #include "engine/sampler.h"
+#include "engine/serve/output_history.h"
 #include "engine/serve/prompt_lookup.h"
 #include "engine/tokenizer/detokenizer.h"
 
@@ -137,7 +140,10 @@ struct SpeculationOptions {
   // Drafts per verification pass, at most kMaxDraftTokens; 0 turns speculation off.
   int max_draft_tokens = kMaxDraftTokens;
   PromptLookupOptions lookup;
-  // Where prompt lookup finds nothing, draft with the backend's MTP drafter when it has one.
+  // Where prompt lookup finds nothing, draft from earlier requests' replies (output_history.h);
+  // history.max_tokens = 0 keeps none.
+  OutputHistoryOptions history;
+  // Where neither finds anything, draft with the backend's MTP drafter when it has one.
   bool use_drafter = true;
 };
 
@@ -161,6 +167,8 @@ struct SchedulerMetrics {
   int64_t draft_tokens = 0;             // speculated
   int64_t accepted_draft_tokens = 0;    // of which the model agreed with
   int64_t verify_passes = 0;            // decode steps that carried drafts
+  int64_t history_tokens = 0;           // of draft_tokens, the output history's
+  int64_t accepted_history_tokens = 0;  // of which the model agreed with
   int64_t drafter_tokens = 0;           // of draft_tokens, the MTP drafter's
   int64_t accepted_drafter_tokens = 0;  // of which the model agreed with
   int64_t finished_requests = 0;
@@ -218,11 +226,12 @@ class Scheduler {
   void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);
   // Whether drafts are prepared after each pass (PrepareDrafts): the backend has an MTP drafter.
   bool DrafterDrafts() const;
-  // The next step's drafts of each of `requests` that will decode next: prompt lookup's, else the
-  // MTP drafter's (one batched call).
+  // The next step's drafts of each of `requests` that will decode next: TextDrafts, else the MTP
+  // drafter's (one batched call).
   void PrepareDrafts(std::span<Request* const> requests);
-  // Prompt lookup's drafts after `r`'s text, at most `most`.
-  std::vector<int32_t> LookupDrafts(Request& r, int64_t most);
+  // Drafts after `r`'s text, at most `most` and within the source's draft length: prompt lookup's,
+  // else the output history's. Records the source in `r`.
+  std::vector<int32_t> TextDrafts(Request& r, int64_t most);
   void Preempt(Request& r);
   void Finish(Request& r, FinishReason reason, Status error = Status::OK());
   void Emit(Request& r, int32_t token);
@@ -234,6 +243,7 @@ class Scheduler {
   SchedulerOptions options_;
   const Logger& log_;
   std::unique_ptr<class PrefixCache> cache_;  // scheduler thread only
+  OutputHistory history_;                     // scheduler thread only
   int64_t pool_tokens_ = 0;                   // the KV pool's capacity, fixed at creation
 
   mutable std::mutex mu_;  // guards incoming_, stop_, metrics_

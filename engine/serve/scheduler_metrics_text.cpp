@@ -47,12 +47,17 @@ void AppendSchedulerMetrics(PrometheusText& out,
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.preemptions); });
   metric("forward_passes_total", "counter", "Batched forward passes run.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.forward_passes); });
-  metric("draft_tokens_total", "counter", "Draft tokens (prompt lookup and MTP drafter) checked by the model.",
+  metric("draft_tokens_total", "counter",
+         "Draft tokens (prompt lookup, output history and MTP drafter) checked by the model.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.draft_tokens); });
   metric("draft_tokens_accepted_total", "counter", "Draft tokens the model agreed with (each one a token for free).",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.accepted_draft_tokens); });
   metric("draft_acceptance_ratio", "gauge", "Accepted over checked draft tokens.",
          [&](const SchedulerMetrics& m) { return m.draft_acceptance(); });
+  metric("history_draft_tokens_total", "counter", "Draft tokens from earlier replies checked by the model.",
+         [&](const SchedulerMetrics& m) { return static_cast<double>(m.history_tokens); });
+  metric("history_draft_tokens_accepted_total", "counter", "Output-history draft tokens the model agreed with.",
+         [&](const SchedulerMetrics& m) { return static_cast<double>(m.accepted_history_tokens); });
   metric("mtp_draft_tokens_total", "counter", "Draft tokens from the MTP drafter checked by the model.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.drafter_tokens); });
   metric("mtp_draft_tokens_accepted_total", "counter", "MTP drafter tokens the model agreed with.",

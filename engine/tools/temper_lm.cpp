@@ -367,6 +367,7 @@ struct ServeArgs {
   KvCacheOptions kv{.max_sequences = 16, .block_tokens = 16, .max_tokens = 65536, .max_snapshots = 64};
   int64_t max_batch_tokens = 512;
   int draft_tokens = kMaxDraftTokens;
+  int64_t history_tokens = OutputHistoryOptions{}.max_tokens;
   std::string api_key;
   std::string api_key_file;
   HttpServerOptions http;  // the limits; host, port, model and chat are filled in from the rest
@@ -400,6 +401,7 @@ Status RunServe(const ServeArgs& a) {
   SchedulerOptions sched;
   sched.max_batch_tokens = a.max_batch_tokens;
   sched.speculation.max_draft_tokens = a.draft_tokens;
+  sched.speculation.history.max_tokens = a.history_tokens;
   // With a tokenizer the chat engine owns the scheduler; without one there is only the token API.
   std::unique_ptr<ChatEngine> chat;
   std::unique_ptr<Scheduler> own_scheduler;
@@ -514,6 +516,11 @@ int main(int argc, char** argv) {
   sc->add_option("--draft-tokens", serve.draft_tokens,
                  "most prompt-lookup draft tokens checked per decode step (0: no speculation)")
       ->check(CLI::Range(0, kMaxDraftTokens))
+      ->capture_default_str();
+  sc->add_option("--history-tokens", serve.history_tokens,
+                 "tokens of earlier replies kept to draft from (0: none, so that no client can tell from its "
+                 "accepted drafts what another client's replies held)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   auto* key = sc->add_option("--api-key", serve.api_key,
                              "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");

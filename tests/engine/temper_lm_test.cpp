@@ -100,6 +100,9 @@ TEST_CASE("temper-lm reports bad input and exits non-zero", "[engine][temper-lm]
   Run bad_tp = TemperLm(fmt::format("generate --model {} --ids 5 --max-new 2 --tp 3", TinyDir().string()));
   CHECK(bad_tp.exit_code == 1);
   CHECK(bad_tp.output.find("tp 3") != std::string::npos);
+  Run bad_history = TemperLm(fmt::format("serve --model {} --port 0 --history-tokens -5", TinyDir().string()));
+  CHECK(bad_history.exit_code != 0);
+  CHECK(bad_history.output.find("--history-tokens") != std::string::npos);
   CHECK(TemperLm("frobnicate").exit_code != 0);
 }
 

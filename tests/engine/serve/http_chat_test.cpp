@@ -86,11 +86,14 @@ class ScriptedReplyBackend final : public ForwardingBackend {
     const size_t vocab = static_cast<size_t>(config().vocab_size);
     size_t row = 0;
     for (const ForwardItem& item : batch) {
-      row += static_cast<size_t>(LogitRows(item));
-      auto it = next_.find(item.tokens.back());
-      if (it == next_.end()) continue;
-      std::span<float> logits(r.logits.data() + (row - 1) * vocab, vocab);
-      logits[static_cast<size_t>(it->second)] = *std::max_element(logits.begin(), logits.end()) + 100;
+      // An item's logit rows are those of its last tokens (all of them in a verification pass).
+      const size_t rows = static_cast<size_t>(LogitRows(item));
+      for (size_t j = 0; j < rows; ++j, ++row) {
+        auto it = next_.find(item.tokens[item.tokens.size() - rows + j]);
+        if (it == next_.end()) continue;
+        std::span<float> logits(r.logits.data() + row * vocab, vocab);
+        logits[static_cast<size_t>(it->second)] = *std::max_element(logits.begin(), logits.end()) + 100;
+      }
     }
     return r;
   }

@@ -297,6 +297,53 @@ TEST_CASE("speculation with the MTP drafter gives the same tokens as plain decod
   CheckSpeculationKeepsTokens(TinyDrafter());
 }
 
+// Requests that come again, as the roles' do from attempt to attempt: the first round's replies
+// draft the second's (prompt lookup finds little in random prompts), and every reply stays the one
+// plain decoding gives.
+TEST_CASE("earlier replies draft for later requests, and the tokens stay the plain ones", "[engine][scheduler][spec]") {
+  std::vector<GenerateRequest> requests;
+  for (int i = 0; i < 4; ++i) {
+    GenerateRequest r = Greedy(RandomPrompt(500 + i, 12), 40);
+    if (i % 2 == 1) {
+      r.sampling.temperature = 0.7f;
+      r.sampling.top_k = 40;
+      r.sampling.seed = 5 + i;
+    }
+    requests.push_back(r);
+  }
+  auto rounds = [&](int64_t history_tokens, SchedulerMetrics* metrics) {
+    auto backend = ServingBackend(1024, 8, 16);
+    SchedulerOptions options;
+    options.speculation.history.max_tokens = history_tokens;
+    auto scheduler = MakeScheduler(*backend, options);
+    std::vector<std::vector<int32_t>> first = RunTogether(*scheduler, requests);
+    std::vector<std::vector<int32_t>> second = RunTogether(*scheduler, requests);
+    *metrics = SettledMetrics(*scheduler, [&](const SchedulerMetrics& m) {
+      return m.finished_requests == 2 * static_cast<int64_t>(requests.size());
+    });
+    return std::pair{first, second};
+  };
+  SchedulerMetrics plain_metrics;
+  const std::vector<std::vector<int32_t>> plain = TokensWithDrafts(requests, 0, &plain_metrics);
+  SchedulerMetrics with, without;
+  const auto [first, second] = rounds(OutputHistoryOptions{}.max_tokens, &with);
+  const auto [first_without, second_without] = rounds(0, &without);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    INFO("request " << i);
+    CHECK(first[i] == plain[i]);
+    CHECK(second[i] == plain[i]);
+    CHECK(second_without[i] == plain[i]);
+  }
+  std::printf(
+      "output history: %lld of %lld drafts from earlier replies, %lld of them accepted; without it %lld drafts\n",
+      static_cast<long long>(with.history_tokens), static_cast<long long>(with.draft_tokens),
+      static_cast<long long>(with.accepted_history_tokens), static_cast<long long>(without.draft_tokens));
+  CHECK(with.accepted_history_tokens > 0);
+  CHECK(with.history_tokens <= with.draft_tokens);
+  CHECK(with.forward_passes < without.forward_passes);
+  CHECK(without.history_tokens == 0);
+}
+
 TEST_CASE("speculative decoding stops where plain decoding does, inside accepted drafts too",
           "[engine][scheduler][spec]") {
   LetterDetokenizer letters;
@@ -450,6 +497,11 @@ TEST_CASE("speculation options out of range are refused", "[engine][scheduler][s
   s = Scheduler::Create(*backend, options, QuietLog());
   REQUIRE_FALSE(s.ok());
   CHECK_THAT(s.status().message(), Catch::Contains("n-grams"));
+  options.speculation.lookup.min_ngram = 2;
+  options.speculation.history.max_ngram = 20;
+  s = Scheduler::Create(*backend, options, QuietLog());
+  REQUIRE_FALSE(s.ok());
+  CHECK_THAT(s.status().message(), Catch::Contains("speculation history: min_ngram 3 and max_ngram 20"));
 }
 
 }  // namespace
