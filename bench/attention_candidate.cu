@@ -23,8 +23,7 @@
 
 #include <cuda_runtime.h>
 
-#include <string>
-
+#include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -311,33 +310,11 @@ void LaunchDims(const KvLayerView& kv, const float* q, const float* k, const flo
 Status LaunchAttentionCandidate(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                                 int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
                                 cudaStream_t stream) {
-  if (rows < 1 || heads.q_heads < 1 || heads.group < 1 || splits < 1 || (splits > 1 && !partials) ||
-      (!kv.k && (!kv.k_norm || !kv.rope.cos || !kv.rope.sin))) {
-    return Status::InvalidArgument("attention candidate: rows " + std::to_string(rows) + ", q_heads " +
-                                   std::to_string(heads.q_heads) + ", group " + std::to_string(heads.group) +
-                                   ", splits " + std::to_string(splits) +
-                                   " (several splits need partials; a V-only layer needs k_norm and RoPE tables)");
-  }
-  switch (kv.head_dim) {
-    case 32:
-      LaunchDims<32>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 64:
-      LaunchDims<64>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 128:
-      LaunchDims<128>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 256:
-      LaunchDims<256>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 512:
-      LaunchDims<512>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    default:
-      return Status::InvalidArgument("attention candidate: head_dim " + std::to_string(kv.head_dim) +
-                                     " is not 32, 64, 128, 256 or 512");
-  }
+  constexpr const char* kWhat = "attention candidate";
+  TEMPER_RETURN_IF_ERROR(engine::cuda::CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
+  TEMPER_RETURN_IF_ERROR(engine::cuda::ForAttentionHeadDim(kWhat, kv.head_dim, [&](auto hd) {
+    LaunchDims<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
   return engine::cuda::LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions,

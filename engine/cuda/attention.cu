@@ -22,6 +22,7 @@
 
 #include <algorithm>
 
+#include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
@@ -374,31 +375,10 @@ Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int 
 
 Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                        const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  if (rows < 1 || heads.q_heads < 1 || heads.group < 1 || splits < 1 || (splits > 1 && !partials) ||
-      (!kv.k && (!kv.k_norm || !kv.rope.cos || !kv.rope.sin))) {
-    return Status::InvalidArgument("attention: rows " + S(rows) + ", q_heads " + S(heads.q_heads) + ", group " +
-                                   S(heads.group) + ", splits " + S(splits) +
-                                   " (several splits need partials; a V-only layer needs k_norm and RoPE tables)");
-  }
-  switch (kv.head_dim) {
-    case 32:
-      LaunchGroup<32>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 64:
-      LaunchGroup<64>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 128:
-      LaunchGroup<128>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 256:
-      LaunchGroup<256>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    case 512:
-      LaunchGroup<512>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-      break;
-    default:
-      return Status::InvalidArgument("attention: head_dim " + S(kv.head_dim) + " is not 32, 64, 128, 256 or 512");
-  }
+  TEMPER_RETURN_IF_ERROR(CheckAttentionArguments("attention", kv, rows, heads, splits, partials));
+  TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention", kv.head_dim, [&](auto hd) {
+    LaunchGroup<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
   return LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions, kv.window,

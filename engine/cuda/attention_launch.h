@@ -1,0 +1,57 @@
+// What every decode-attention launcher checks and how it picks its kernel's head_dim: the engine's
+// (attention.cu) and bench/attention_candidate.cu's, so both refuse the same arguments the same
+// way and serve the same head dims.
+//
+// Host code. Thread safety: pure functions.
+#pragma once
+
+#include <string>
+#include <type_traits>
+
+#include "common/status.h"
+#include "engine/cuda/rank_ops.h"
+
+namespace temper::engine::cuda {
+
+// InvalidArgument, prefixed by `what`, for a shape no attention kernel runs: no rows or heads, no
+// splits, several splits without partials, or a V-only (k_eq_v) layer without k_norm and RoPE
+// tables to rebuild its keys.
+inline Status CheckAttentionArguments(const char* what, const KvLayerView& kv, int rows, const HeadRange& heads,
+                                      int splits, const float* partials) {
+  if (rows < 1 || heads.q_heads < 1 || heads.group < 1 || splits < 1 || (splits > 1 && !partials) ||
+      (!kv.k && (!kv.k_norm || !kv.rope.cos || !kv.rope.sin))) {
+    return Status::InvalidArgument(std::string(what) + ": rows " + std::to_string(rows) + ", q_heads " +
+                                   std::to_string(heads.q_heads) + ", group " + std::to_string(heads.group) +
+                                   ", splits " + std::to_string(splits) +
+                                   " (several splits need partials; a V-only layer needs k_norm and RoPE tables)");
+  }
+  return Status::OK();
+}
+
+// launch(std::integral_constant<int, HD>{}) for head_dim HD in 32, 64, 128, 256 or 512;
+// InvalidArgument, prefixed by `what`, for any other.
+template <typename Launch>
+Status ForAttentionHeadDim(const char* what, int head_dim, Launch&& launch) {
+  switch (head_dim) {
+    case 32:
+      launch(std::integral_constant<int, 32>{});
+      return Status::OK();
+    case 64:
+      launch(std::integral_constant<int, 64>{});
+      return Status::OK();
+    case 128:
+      launch(std::integral_constant<int, 128>{});
+      return Status::OK();
+    case 256:
+      launch(std::integral_constant<int, 256>{});
+      return Status::OK();
+    case 512:
+      launch(std::integral_constant<int, 512>{});
+      return Status::OK();
+    default:
+      return Status::InvalidArgument(std::string(what) + ": head_dim " + std::to_string(head_dim) +
+                                     " is not 32, 64, 128, 256 or 512");
+  }
+}
+
+}  // namespace temper::engine::cuda
