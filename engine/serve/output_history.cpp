@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "engine/serve/ngram_hash.h"
+#include "engine/serve/ngrams.h"
 
 namespace temper::engine {
 
@@ -15,11 +15,7 @@ constexpr int32_t kEnd = -1;  // after each kept reply; no token id is negative
 }  // namespace
 
 Status OutputHistoryOptions::Check() const {
-  if (min_ngram < 1 || max_ngram < min_ngram || max_ngram > 16) {
-    return Status::InvalidArgument(
-        fmt::format("speculation history: min_ngram {} and max_ngram {} must satisfy 1 <= min_ngram <= max_ngram <= 16",
-                    min_ngram, max_ngram));
-  }
+  TEMPER_RETURN_IF_ERROR(CheckNgramRange("speculation history", min_ngram, max_ngram));
   if (max_tokens < 0) {
     return Status::InvalidArgument(fmt::format("speculation history: max_tokens {} is negative", max_tokens));
   }

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/serve/ngram_hash.h"
+#include "engine/serve/ngrams.h"
 
 namespace temper::engine {
 

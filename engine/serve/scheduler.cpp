@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/serve/ngrams.h"
 #include "engine/serve/prefix_cache.h"
 
 namespace temper::engine {
@@ -153,10 +154,9 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(Backend& backend, const Sch
     return Status::InvalidArgument(fmt::format("scheduler: speculation.max_draft_tokens is {}, must be in [0, {}]",
                                                spec.max_draft_tokens, kMaxDraftTokens));
   }
-  if (spec.lookup.min_ngram < 1 || spec.lookup.max_ngram < spec.lookup.min_ngram || spec.lookup.max_ngram > 16) {
-    return Status::InvalidArgument(
-        fmt::format("scheduler: speculation n-grams are {}..{}, must satisfy 1 <= min <= max <= 16",
-                    spec.lookup.min_ngram, spec.lookup.max_ngram));
+  if (Status lookup = CheckNgramRange("speculation n-grams", spec.lookup.min_ngram, spec.lookup.max_ngram);
+      !lookup.ok()) {
+    return lookup.WithContext("scheduler");
   }
   if (Status history = spec.history.Check(); !history.ok()) return history.WithContext("scheduler");
   if (options.max_waiting < 1) {
