@@ -12,8 +12,8 @@
 // GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank
 // (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
-// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by the candidate
-// kernel's line (bench/attention_candidate.h). --l4-all-reduce-us replaces the assumed per-call latency range (default:
+// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention of several splits is followed by
+// its merge kernel's time alone. --l4-all-reduce-us replaces the assumed per-call latency range (default:
 // one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting with "* " or "|" are the
 // results (bench/gpu_bundle.sh collects them).
 //

@@ -13,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/attention_candidate.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
@@ -226,15 +225,16 @@ class StepTimer {
     const std::string name = fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
                                          q_heads, kv_heads, hd, visible, splits);
     TEMPER_RETURN_IF_ERROR(Add(name, per_step, bytes, std::max(copies, 20), launch, minimal));
-    auto candidate = [&](int i) {
-      return LaunchAttentionCandidate(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
-                                      partials, stream_);
-    };
-    auto candidate_minimal = [&](int) {
-      return LaunchAttentionCandidate(kv, q, k, v, out, 1, tables(at_16, slots_d), heads, splits, partials, stream_);
-    };
-    return CompareCandidate(name, bytes, std::max(copies, 20), launch, candidate, candidate_minimal, out,
-                            size_t(q_heads) * hd);
+    if (splits == 1) return Status::OK();
+    // The merge alone, on the partials the last launch left: how much of the attention is the
+    // second kernel's.
+    Result<double> merge = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, [&](int) {
+      return cuda::LaunchAttentionMerge(partials, out, 1, q_heads, hd, splits, at_ctx, kv.window, kv.sliding, stream_);
+    });
+    if (!merge.ok()) return merge.status().WithContext("the merge of " + name);
+    std::printf("* %s: the merge of its splits alone %.1f us of the %.1f us\n", name.c_str(), *merge,
+                kernels_.back().us);
+    return Status::OK();
   }
 
   // What every layer does besides its attention and projections, and the head's small kernels.
@@ -295,36 +295,6 @@ class StepTimer {
     Result<double> fixed = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, minimal);
     if (!fixed.ok()) return fixed.status().WithContext(name + " at its minimal size");
     kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
-    return Status::OK();
-  }
-  // The attention candidate (attention_candidate.h) on the engine kernel's inputs, just timed by
-  // Add: its output (`n` floats at `out`) against the engine's first, then its time and its
-  // minimal size's beside the engine's, printed as a result line. Not part of the step.
-  Status CompareCandidate(const std::string& name, double bytes, int launches, const std::function<Status(int)>& engine,
-                          const std::function<Status(int)>& candidate, const std::function<Status(int)>& minimal,
-                          const float* out, size_t n) {
-    std::vector<float> want(n), got(n);
-    for (auto [run, host] : {std::pair{&engine, &want}, std::pair{&candidate, &got}}) {
-      TEMPER_RETURN_IF_ERROR((*run)(0));
-      TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
-      TEMPER_CUDA_TRY(cudaMemcpy(host->data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    }
-    for (size_t i = 0; i < n; ++i) {
-      if (!(std::abs(got[i] - want[i]) <= 1e-4f + 1e-3f * std::abs(want[i]))) {
-        std::printf("* attention candidate, %s: WRONG, output %zu is %g, the engine's %g\n", name.c_str(), i, got[i],
-                    want[i]);
-        return Status::OK();
-      }
-    }
-    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, candidate);
-    if (!us.ok()) return us.status().WithContext("candidate " + name);
-    Result<double> fixed = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, minimal);
-    if (!fixed.ok()) return fixed.status().WithContext("candidate " + name + " at its minimal size");
-    const StepKernel& engine_kernel = kernels_.back();
-    std::printf(
-        "* attention candidate, %s: %.1f us (%.0f GB/s), %.1f us at 16 keys; the engine's kernel %.1f us, %.1f us "
-        "at 16 keys\n",
-        name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, *fixed, engine_kernel.us, engine_kernel.fixed_us);
     return Status::OK();
   }
   template <typename Launch>

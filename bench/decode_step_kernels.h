@@ -10,9 +10,7 @@
 // L2 cannot serve a repeat, as in a real step where every layer reads its own. A bandwidth-bound
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
-// attention is followed by the candidate kernel of bench/attention_candidate.h on the same inputs,
-// checked against it and timed the same way, printed as a "* attention candidate" line (not part
-// of the step).
+// attention of several splits is followed by a line with its merge kernel's share, timed alone.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once

@@ -10,10 +10,15 @@
 // gemv_bf16.cu; the MMA's k order is permuted so that each lane's A and B pieces are 8 consecutive
 // inputs of one row (MmaChunk), which keeps both loads 16-byte wide.
 //
-// Layout: a block is kWarpsPerBlock warps over the same T tiles of 16 outputs; warp v takes the
+// Layout: a block is kWarpsPerBlock warps over the same T tiles of outputs; warp v takes the
 // chunks of 32 inputs v, v + 8, v + 16, ..., so the block's warps together read 512 contiguous bytes
-// of each weight row per round, and the grid has out / 16T blocks of 8 warps (the SIMT kernel's
-// M = 4 has out / 32). The warps' partial sums meet in shared memory and are added in warp order.
+// of each weight row per round. The warps' partial sums meet in shared memory and are added in warp
+// order. A tile is 16 weight rows when the weights are the MMA's A, or 8 when they are its B (and
+// the activations its A, whose rows 8-15 are zeros: twice the MMAs, still few). Why both: on an
+// H200 (2026-11-27, bench/RESULTS.md) the 16-row tiles read at 86% of the copy bandwidth at 1 row,
+// against 98% for the SIMT kernel's 8 rows a block: a tp 1 gate projection is 1,344 blocks of 172 KB,
+// 3.4 rounds of the 396 that fit at once, and the last round runs 40% full. 8-row blocks halve the
+// step.
 //
 // Numerics: B must be bf16, so the activations are rounded to bf16 (round to nearest even), as the
 // prefill GEMM's operands already are (engine/cuda/rank_forward.cpp); the products are exact and
@@ -35,8 +40,7 @@ namespace {
 namespace math = engine::cuda::math;
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kTile = 16;          // outputs of one MMA: its A rows
-constexpr int kColumns = 8;        // activation rows of one MMA: its B columns
+constexpr int kColumns = 8;        // activation rows of one MMA
 constexpr int kChunk = 32;         // inputs of one chunk: the 4 lanes of a row × 8 weights each
 constexpr int kLoadsInFlight = 8;  // 16-byte weight loads a lane issues before it uses the first
 
@@ -98,45 +102,56 @@ __device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uin
 #endif
 }
 
-// One chunk of 32 inputs for lane 4g + t: its 16-byte pieces of weight rows g and g + 8 of each
-// tile (a[tile][0] and a[tile][1], inputs 8t .. 8t + 7 of the chunk) times the same 8 inputs of
-// activation row g (xs; zeros past `rows`), as two MMAs a tile. The MMAs see the chunk's inputs in
+// The chunk's 8 inputs 8t .. 8t + 7 of activation row g (zeros past `rows`) as four bf16 pairs.
+__device__ __forceinline__ void LoadActivations(const float* __restrict__ xs, bool has_row, uint32_t (&pairs)[4]) {
+  pairs[0] = pairs[1] = pairs[2] = pairs[3] = 0;
+  if (!has_row) return;
+  const float4 lo = __ldg(reinterpret_cast<const float4*>(xs));
+  const float4 hi = __ldg(reinterpret_cast<const float4*>(xs + 4));
+  pairs[0] = PackBf16(lo.x, lo.y);
+  pairs[1] = PackBf16(lo.z, lo.w);
+  pairs[2] = PackBf16(hi.x, hi.y);
+  pairs[3] = PackBf16(hi.z, hi.w);
+}
+
+// One chunk of 32 inputs for lane 4g + t, as two MMAs a tile. The MMAs see the chunk's inputs in
 // another order (k = 2t, 2t + 1, 2t + 8, 2t + 9 of the first are inputs 8t .. 8t + 3, of the
-// second 8t + 4 .. 8t + 7), the same for A and B, so their sums are the chunk's products.
-template <int T>
-__device__ __forceinline__ void MmaChunk(const uint4 (&a)[T][2], const float* __restrict__ xs, bool has_row,
-                                         float (&c)[T][4]) {
-  uint32_t b[4] = {0, 0, 0, 0};
-  if (has_row) {
-    const float4 lo = __ldg(reinterpret_cast<const float4*>(xs));
-    const float4 hi = __ldg(reinterpret_cast<const float4*>(xs + 4));
-    b[0] = PackBf16(lo.x, lo.y);
-    b[1] = PackBf16(lo.z, lo.w);
-    b[2] = PackBf16(hi.x, hi.y);
-    b[3] = PackBf16(hi.z, hi.w);
-  }
+// second 8t + 4 .. 8t + 7), the same for both operands, so their sums are the chunk's products.
+//   Weights as A (kHalves 2): a[tile][0] and a[tile][1] are the lane's 16-byte pieces of weight
+//   rows g and g + 8 of the tile, B's column g is activation row g.
+//   Weights as B (kHalves 1): a[tile][0] is the piece of weight row g of the tile, B's column g;
+//   A's row g is activation row g, its rows g + 8 are zeros.
+template <int T, int kHalves>
+__device__ __forceinline__ void MmaChunk(const uint4 (&a)[T][kHalves], const uint32_t (&x)[4], float (&c)[T][4]) {
 #pragma unroll
   for (int tile = 0; tile < T; ++tile) {
-    Mma(c[tile], a[tile][0].x, a[tile][1].x, a[tile][0].y, a[tile][1].y, b[0], b[1]);
-    Mma(c[tile], a[tile][0].z, a[tile][1].z, a[tile][0].w, a[tile][1].w, b[2], b[3]);
+    if constexpr (kHalves == 2) {
+      Mma(c[tile], a[tile][0].x, a[tile][1].x, a[tile][0].y, a[tile][1].y, x[0], x[1]);
+      Mma(c[tile], a[tile][0].z, a[tile][1].z, a[tile][0].w, a[tile][1].w, x[2], x[3]);
+    } else {
+      Mma(c[tile], x[0], 0, x[1], 0, a[tile][0].x, a[tile][0].y);
+      Mma(c[tile], x[2], 0, x[3], 0, a[tile][0].z, a[tile][0].w);
+    }
   }
 }
 
-// Outputs o0 .. o0 + 16T - 1 (o0 = 16T · block); outputs past `out` repeat the last weight row
+// Outputs o0 .. o0 + T·kTileRows - 1 (o0 = T·kTileRows · block), tiles of 16 weight rows (the
+// MMA's A, kHalves 2) or of 8 (its B, kHalves 1); outputs past `out` repeat the last weight row
 // (read, not written).
-template <int T>
+template <int T, int kHalves>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     GemvMmaKernel(const float* __restrict__ x, const uint16_t* __restrict__ w, float* __restrict__ y, int rows, int in,
                   int out) {
-  __shared__ float partial[kWarpsPerBlock][T * kTile][kColumns];
+  constexpr int kTileRows = 8 * kHalves;
+  __shared__ float partial[kWarpsPerBlock][T * kTileRows][kColumns];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int o0 = blockIdx.x * T * kTile;
-  const uint16_t* rows_of_lane[T][2];
+  const int o0 = blockIdx.x * T * kTileRows;
+  const uint16_t* rows_of_lane[T][kHalves];
 #pragma unroll
   for (int tile = 0; tile < T; ++tile) {
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int o = o0 + tile * kTile + 8 * half + g;
+    for (int half = 0; half < kHalves; ++half) {
+      const int o = o0 + tile * kTileRows + 8 * half + g;
       rows_of_lane[tile][half] = w + static_cast<int64_t>(o < out ? o : out - 1) * in + 8 * t;
     }
   }
@@ -144,48 +159,61 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * t;
 
   float c[T][4] = {};
-  constexpr int kUnroll = kLoadsInFlight / (2 * T);
+  constexpr int kUnroll = kLoadsInFlight / (kHalves * T);
   const int chunks = in / kChunk;
   int chunk = warp;
   for (; chunk + (kUnroll - 1) * kWarpsPerBlock < chunks; chunk += kUnroll * kWarpsPerBlock) {
-    uint4 a[kUnroll][T][2];
+    uint4 a[kUnroll][T][kHalves];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
       for (int tile = 0; tile < T; ++tile) {
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
+        for (int half = 0; half < kHalves; ++half) {
           a[u][tile][half] =
               __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + (chunk + u * kWarpsPerBlock) * kChunk));
         }
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) MmaChunk<T>(a[u], xs + (chunk + u * kWarpsPerBlock) * kChunk, has_row, c);
+    for (int u = 0; u < kUnroll; ++u) {
+      uint32_t pairs[4];
+      LoadActivations(xs + (chunk + u * kWarpsPerBlock) * kChunk, has_row, pairs);
+      MmaChunk<T, kHalves>(a[u], pairs, c);
+    }
   }
   for (; chunk < chunks; chunk += kWarpsPerBlock) {
-    uint4 a[T][2];
+    uint4 a[T][kHalves];
 #pragma unroll
     for (int tile = 0; tile < T; ++tile) {
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
+      for (int half = 0; half < kHalves; ++half) {
         a[tile][half] = __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + chunk * kChunk));
       }
     }
-    MmaChunk<T>(a, xs + chunk * kChunk, has_row, c);
+    uint32_t pairs[4];
+    LoadActivations(xs + chunk * kChunk, has_row, pairs);
+    MmaChunk<T, kHalves>(a, pairs, c);
   }
 
+  // C's element (m, n) of a tile is weight row m and activation row n with the weights as A, the
+  // other way round as B (whose C rows g + 8 are the zero rows').
 #pragma unroll
   for (int tile = 0; tile < T; ++tile) {
-    partial[warp][tile * kTile + g][2 * t] = c[tile][0];
-    partial[warp][tile * kTile + g][2 * t + 1] = c[tile][1];
-    partial[warp][tile * kTile + g + 8][2 * t] = c[tile][2];
-    partial[warp][tile * kTile + g + 8][2 * t + 1] = c[tile][3];
+    if constexpr (kHalves == 2) {
+      partial[warp][tile * kTileRows + g][2 * t] = c[tile][0];
+      partial[warp][tile * kTileRows + g][2 * t + 1] = c[tile][1];
+      partial[warp][tile * kTileRows + g + 8][2 * t] = c[tile][2];
+      partial[warp][tile * kTileRows + g + 8][2 * t + 1] = c[tile][3];
+    } else {
+      partial[warp][tile * kTileRows + 2 * t][g] = c[tile][0];
+      partial[warp][tile * kTileRows + 2 * t + 1][g] = c[tile][1];
+    }
   }
   __syncthreads();
   // One output a thread, consecutive threads on consecutive outputs of a row.
-  for (int e = threadIdx.x; e < T * kTile * kColumns; e += kWarpsPerBlock * 32) {
-    const int r = e / (T * kTile), local = e % (T * kTile), o = o0 + local;
+  for (int e = threadIdx.x; e < T * kTileRows * kColumns; e += kWarpsPerBlock * 32) {
+    const int r = e / (T * kTileRows), local = e % (T * kTileRows), o = o0 + local;
     if (r >= rows || o >= out) continue;
     float sum = 0;
     for (int v = 0; v < kWarpsPerBlock; ++v) sum += partial[v][local][r];
@@ -193,15 +221,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-template <int T>
+template <int T, int kHalves>
 void Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
-  const int blocks = (out + T * kTile - 1) / (T * kTile);
-  GemvMmaKernel<T><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(x, w, y, rows, in, out);
+  constexpr int kBlockRows = T * 8 * kHalves;
+  const int blocks = (out + kBlockRows - 1) / kBlockRows;
+  GemvMmaKernel<T, kHalves><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(x, w, y, rows, in, out);
 }
 
 }  // namespace
 
-Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int tiles,
+Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, MmaLayout layout,
                      cudaStream_t stream) {
   const std::string where = "GEMV on the tensor cores: ";
   if (rows < 1 || rows > kColumns) return Status::InvalidArgument(where + "rows " + std::to_string(rows) + " (1-8)");
@@ -212,18 +241,20 @@ Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int 
   if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
     return Status::InvalidArgument(where + "x and w must be 16-byte aligned");
   }
-  switch (tiles) {
-    case 1:
-      Launch<1>(x, w, y, rows, in, out, stream);
-      break;
-    case 2:
-      Launch<2>(x, w, y, rows, in, out, stream);
-      break;
-    case 4:
-      Launch<4>(x, w, y, rows, in, out, stream);
-      break;
-    default:
-      return Status::InvalidArgument(where + "tiles " + std::to_string(tiles) + " (1, 2 or 4)");
+  const int tiles = layout.tiles;
+  if (layout.weights_as_b && tiles == 1) {
+    Launch<1, 1>(x, w, y, rows, in, out, stream);
+  } else if (layout.weights_as_b && tiles == 2) {
+    Launch<2, 1>(x, w, y, rows, in, out, stream);
+  } else if (!layout.weights_as_b && tiles == 1) {
+    Launch<1, 2>(x, w, y, rows, in, out, stream);
+  } else if (!layout.weights_as_b && tiles == 2) {
+    Launch<2, 2>(x, w, y, rows, in, out, stream);
+  } else if (!layout.weights_as_b && tiles == 4) {
+    Launch<4, 2>(x, w, y, rows, in, out, stream);
+  } else {
+    return Status::InvalidArgument(where + "tiles " + std::to_string(tiles) +
+                                   " (1 or 2 of 8 weight rows, 1, 2 or 4 of 16)");
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();

@@ -1,5 +1,5 @@
-// A candidate decode GEMV on the tensor cores, for 1-8 activation rows: the weights are the MMA's A
-// operand (16 output rows a tile), the activation rows, rounded to bf16, its 8 B columns. It is
+// A candidate decode GEMV on the tensor cores, for 1-8 activation rows: the weights are one MMA
+// operand (16 or 8 output rows a tile), the activation rows, rounded to bf16, the other. It is
 // here, beside the SIMT kernel's variants (gemv_variants.h), until a GPU shows whether it beats
 // engine/cuda/gemv_bf16.cu; gemv_mma.cu says why it might and what it changes in the numerics.
 //
@@ -15,14 +15,20 @@
 
 namespace temper::bench {
 
-// The weight rows one warp computes in one launch of the kernel, by tiles of 16: 1, 2 or 4 tiles.
-constexpr int kMmaTileChoices[] = {1, 2, 4};
+// Where the weights go in the MMA and how many tiles of weight rows a block takes: as B, tiles of
+// 8 rows (1 or 2 a block); as A, tiles of 16 (1, 2 or 4).
+struct MmaLayout {
+  bool weights_as_b;
+  int tiles;
+  int BlockRows() const { return tiles * (weights_as_b ? 8 : 16); }
+};
+constexpr MmaLayout kMmaLayouts[] = {{true, 1}, {true, 2}, {false, 1}, {false, 2}, {false, 4}};
 
 // y[r·out + o] = Σ_i bf16(x[r·in + i]) · w[o·in + i] for r < rows, o < out, summed in fp32 (the
-// products are exact). Each row's sums are the same whatever `rows` is. `tiles` is one of
-// kMmaTileChoices. InvalidArgument, naming the value, for rows outside 1-8, `in` not a multiple of
-// 32, x or w not 16-byte aligned, a non-positive `out`, or another `tiles`.
-Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int tiles,
+// products are exact). Each row's sums are the same whatever `rows` is. `layout` is one of
+// kMmaLayouts. InvalidArgument, naming the value, for rows outside 1-8, `in` not a multiple of
+// 32, x or w not 16-byte aligned, a non-positive `out`, or another layout.
+Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, MmaLayout layout,
                      cudaStream_t stream);
 
 }  // namespace temper::bench

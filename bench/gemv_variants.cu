@@ -42,16 +42,25 @@ void ForVariant(int rows, int per_warp, F&& f) {
   });
 }
 
-// A kernel under test: the SIMT kernel with M weight rows a warp, or the tensor-core candidate
-// (gemv_mma.h) with `per_warp` / 16 tiles of 16.
+// A kernel under test: the SIMT kernel with M = per_warp weight rows a warp, or the tensor-core
+// candidate (gemv_mma.h) in one of its layouts, M = its weight rows a block.
 struct Variant {
   bool mma;
   int per_warp;
+  MmaLayout layout;
 };
-const Variant kVariants[] = {{false, 1}, {false, 2}, {false, 4}, {false, 8}, {true, 16}, {true, 32}, {true, 64}};
+const Variant kVariants[] = {{false, 1, {}},
+                             {false, 2, {}},
+                             {false, 4, {}},
+                             {false, 8, {}},
+                             {true, 8, kMmaLayouts[0]},
+                             {true, 16, kMmaLayouts[1]},
+                             {true, 16, kMmaLayouts[2]},
+                             {true, 32, kMmaLayouts[3]},
+                             {true, 64, kMmaLayouts[4]}};
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
-  if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.per_warp / 16, stream);
+  if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.layout, stream);
   ForVariant(rows, v.per_warp, [&](auto r, auto m) {
     constexpr int R = decltype(r)::value, M = decltype(m)::value;
     gemv::GemvKernel<R, M>
@@ -80,7 +89,8 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   };
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
-      "copy bandwidth; * = the launchers' M; mma = the tensor-core candidate (gemv_mma.h), M = its tiles x 16:\n\n"
+      "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
+      "as the MMA's A or B, M = its weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -122,7 +132,9 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *" : v.mma ? " mma" : "";
+          const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
+                             : v.mma ? (v.layout.weights_as_b ? " mma-b" : " mma-a")
+                                     : "";
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
                         v.per_warp, mark);

@@ -1,19 +1,22 @@
 // Attention over the KV cache and this pass's fresh keys, split-KV ("flash decoding") with the
 // query heads of a group together. One block takes one KV head of one row, over one split of the
-// row's visible keys, for every query head that shares that KV head (up to kMaxGroup; larger groups
-// take several blocks), so each key and value is read once for the whole group. Keys go in tiles
-// of kTile:
-//   1. scores: thread i takes key i of the tile and reads its whole row with 16-byte loads (many
-//      loads in flight per thread, no shuffles), dotting it with the group's queries from shared
-//      memory. k_eq_v layers rebuild the key from V as RoPE(V ⊙ k_norm) there, pairing the two
-//      halves of the row in one thread;
-//   2. online softmax: one warp per query head takes the tile's max, rescales its running sum
-//      and turns the scores into weights;
-//   3. values: each thread owns head_dim / kTile dims (at least one) and adds Σ weight · V for
-//      every query head of the group, reading each value once.
-// Decode rows use several splits, merged by a second kernel; how many runs on the GPU is
-// the row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys), so one
-// captured graph serves short and long contexts. Prefill rows use one split and write directly.
+// row's visible keys, for the query heads that share that KV head (up to kMaxHeads; larger groups
+// take several blocks), so each key and value is read once for the heads of a block.
+//
+// Each of the block's kWarps warps takes kKeysAtOnce consecutive keys at a time, and its lanes split
+// the head dims: lane l holds dims [P·l, P·l + P) of each half of the head, so a k_eq_v layer's RoPE
+// pairs (dim j with j + head_dim/2) stay in one lane. All of a round's K and V pieces (and RoPE
+// angles) are loaded before the first is used: one trip to memory for up to 8 keys. The scores are
+// the lanes' partial dots summed over the warp, the online softmax runs per warp, and the values
+// come from the pieces already in registers; on k_eq_v layers V is the very piece the key was
+// rebuilt from (K = RoPE(V ⊙ k_norm)), so each row is read once. The block's warps then meet in
+// shared memory. A kernel that gave each thread one key's whole row took 16-24 dependent rounds
+// of loads per 32-key split and ran 1.6-2.9x slower on an H200 (bench/RESULTS.md, 2026-11-27).
+//
+// Decode rows use several splits, merged by a second kernel; how many runs on the GPU is the
+// row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys; the blocks of
+// unused splits leave at once), so one captured graph serves short and long contexts. Prefill rows
+// use one split and write directly.
 //
 // Fresh keys (this pass's, not yet in the cache) are rounded to bf16 first, so a key reads the
 // same whether it comes from the cache or not. The addressing and merge math is kernel_math.h's,
@@ -47,82 +50,88 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, Ro
   }
 }
 
-constexpr int kTile = 128;    // keys per tile, one per thread of a block in the score phase
-constexpr int kMaxGroup = 8;  // query heads per block
-constexpr int kWarps = kTile / 32;
+constexpr int kWarps = 4;
+constexpr unsigned kAllLanes = 0xffffffffu;
 
-// 8 bf16 values at p (16-byte aligned) as floats.
-__device__ __forceinline__ void Load8(const uint16_t* p, float* out) {
-  const uint4 u = *reinterpret_cast<const uint4*>(p);
-  const uint32_t w[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    out[2 * i] = __uint_as_float(w[i] << 16);
-    out[2 * i + 1] = __uint_as_float(w[i] & 0xffff0000u);
+// Dims of each half of a head that a lane holds (lanes past HD / 2P hold none: head_dim 32).
+template <int HD>
+constexpr int kDimsPerHalf = HD >= 64 ? HD / 64 : 1;
+// Keys a warp loads before it uses the first.
+template <int HD>
+constexpr int kKeysAtOnce = HD >= 512 ? 4 : 8;
+// Query heads a block takes at most.
+template <int HD>
+constexpr int kMaxHeads = HD >= 512 ? 4 : 8;
+
+// P bf16 values, two to a 32-bit word, the lower index in the low half.
+template <int P>
+struct Bf16Piece {
+  uint32_t word[(P + 1) / 2];
+  __device__ __forceinline__ float operator[](int i) const {
+    return math::Bf16ToFloat(static_cast<uint16_t>(word[i / 2] >> (16 * (i % 2))));
   }
-}
+};
 
-// 8 fresh fp32 values rounded to bf16, as the cache would hold them.
-__device__ __forceinline__ void Load8Fresh(const float* p, float* out) {
-#pragma unroll
-  for (int i = 0; i < 8; ++i) out[i] = math::RoundToBf16(p[i]);
-}
-
-// N contiguous bf16 values at p (aligned to 2N bytes) as floats, in one load.
-template <int N>
-__device__ __forceinline__ void LoadDims(const uint16_t* p, float* out) {
-  if constexpr (N == 4) {
+template <int P>
+__device__ __forceinline__ Bf16Piece<P> LoadCached(const uint16_t* p) {
+  Bf16Piece<P> b;
+  if constexpr (P == 8) {
+    const uint4 u = *reinterpret_cast<const uint4*>(p);
+    b.word[0] = u.x, b.word[1] = u.y, b.word[2] = u.z, b.word[3] = u.w;
+  } else if constexpr (P == 4) {
     const uint2 u = *reinterpret_cast<const uint2*>(p);
-    out[0] = __uint_as_float(u.x << 16);
-    out[1] = __uint_as_float(u.x & 0xffff0000u);
-    out[2] = __uint_as_float(u.y << 16);
-    out[3] = __uint_as_float(u.y & 0xffff0000u);
-  } else if constexpr (N == 2) {
-    const uint32_t u = *reinterpret_cast<const uint32_t*>(p);
-    out[0] = __uint_as_float(u << 16);
-    out[1] = __uint_as_float(u & 0xffff0000u);
+    b.word[0] = u.x, b.word[1] = u.y;
+  } else if constexpr (P == 2) {
+    b.word[0] = *reinterpret_cast<const uint32_t*>(p);
   } else {
-    static_assert(N == 1, "1, 2 or 4 dims per thread");
-    out[0] = math::Bf16ToFloat(p[0]);
+    static_assert(P == 1, "1, 2, 4 or 8 dims a half");
+    b.word[0] = p[0];
   }
+  return b;
 }
 
-// Where a key's K and V rows are: a cache row (>= 0) or fresh row f as -(f + 1).
+// This pass's fp32 values rounded to bf16, as the cache holds them once written.
+template <int P>
+__device__ __forceinline__ Bf16Piece<P> LoadFresh(const float* p) {
+  Bf16Piece<P> b = {};
+#pragma unroll
+  for (int i = 0; i < P; ++i) b.word[i / 2] |= uint32_t{math::FloatToBf16(p[i])} << (16 * (i % 2));
+  return b;
+}
+
+// Dims [at, at + P) of the key or value at `source`: cache row source (>= 0) or fresh row
+// -(source + 1).
+template <int P>
+__device__ __forceinline__ Bf16Piece<P> LoadPiece(const uint16_t* cache, const float* fresh, int64_t source, int width,
+                                                  int64_t at) {
+  return source >= 0 ? LoadCached<P>(cache + source * width + at) : LoadFresh<P>(fresh + (-source - 1) * width + at);
+}
+
+// Where position p's K and V rows are: this pass's fresh row f as -(f + 1) from `chunk_start` on,
+// a cache row (>= 0) before.
 __device__ __forceinline__ int64_t KeySource(int64_t p, const KvLayerView& kv, const RowTables& t, int r, int slot,
                                              const int32_t* table) {
   if (p >= t.chunk_start[r]) return -(t.first_row[r] + (p - t.chunk_start[r]) + 1);
   return math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
 }
 
-// Dims [8c, 8c + 8) of head kvh at `source` from the cache (bf16) or this pass (fp32, rounded).
-__device__ __forceinline__ void LoadKey8(const uint16_t* cache, const float* fresh, int64_t source, int width,
-                                         int64_t offset, float* out) {
-  if (source >= 0) {
-    Load8(cache + source * width + offset, out);
-  } else {
-    Load8Fresh(fresh + (-source - 1) * width + offset, out);
-  }
-}
-
-template <int HD>
-__global__ void __launch_bounds__(kTile)
-    GroupAttentionKernel(KvLayerView kv, const float* q, const float* fresh_k, const float* fresh_v, RowTables t,
-                         HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
-  static_assert(HD % 16 == 0, "rows are read in 16-byte pieces, pairing the halves on k_eq_v layers");
-  constexpr int kDims = HD >= kTile ? HD / kTile : 1;  // value dims per thread in phase 3
-  __shared__ float q_s[kMaxGroup][HD];
-  __shared__ float w_s[kMaxGroup][kTile];  // scores, then softmax weights
+// One block: KV head kvh of row r, query heads h0 .. h0 + G - 1 (G <= GM), keys of one split.
+template <int HD, int GM, bool kEqV>
+__global__ void __launch_bounds__(kWarps * 32)
+    GroupAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
+                         RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  constexpr int P = kDimsPerHalf<HD>, KW = kKeysAtOnce<HD>, kHolders = HD / 2 / P;
+  __shared__ float q_s[GM][HD];
   __shared__ float kn_s[HD];
-  __shared__ int64_t source_s[kTile];
-  __shared__ float max_s[kMaxGroup], sum_s[kMaxGroup], scale_s[kMaxGroup];
+  __shared__ float acc_s[kWarps][GM][HD];
+  __shared__ float max_s[kWarps][GM], sum_s[kWarps][GM];
 
   const int r = blockIdx.y;
   const int split = blockIdx.x % splits;
   const int chunk = (blockIdx.x / splits) % head_chunks;
   const int kvh = blockIdx.x / (splits * head_chunks);
-  // The rank's query heads that read KV head kvh, then this block's chunk of them.
   const math::HeadSpan block_heads =
-      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, kMaxGroup);
+      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, GM);
   const int h0 = block_heads.first, G = block_heads.count;
   if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -132,154 +141,152 @@ __global__ void __launch_bounds__(kTile)
   const int64_t pos = t.positions[r];
   const math::SplitSpan keys = math::SplitPositions(pos, kv.window, kv.sliding, splits, split);
   const int64_t begin = keys.begin, end = keys.end;
+  if (splits > 1 && begin == end) return;  // an unused split: the merge reads only the used ones
   const int slot = pos < 0 ? 0 : t.slots[r];
   const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
 
-  for (int i = tid; i < G * HD; i += kTile) {
+  for (int i = tid; i < G * HD; i += kWarps * 32) {
     q_s[i / HD][i % HD] = q[(int64_t{r} * heads.q_heads + h0 + i / HD) * HD + i % HD];
   }
-  if (!kv.k) {
-    for (int i = tid; i < HD; i += kTile) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
+  if constexpr (kEqV) {
+    for (int i = tid; i < HD; i += kWarps * 32) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
   }
-  if (tid < kMaxGroup) {
-    max_s[tid] = -INFINITY;
-    sum_s[tid] = 0;
-  }
-  float acc[kMaxGroup][kDims];
-#pragma unroll
-  for (int g = 0; g < kMaxGroup; ++g) {
-#pragma unroll
-    for (int j = 0; j < kDims; ++j) acc[g][j] = 0;
-  }
-  const int d0 = tid * kDims;  // phase 3: this thread's dims [d0, d0 + kDims)
   __syncthreads();
 
-  for (int64_t base = begin; base < end; base += kTile) {
-    const int count = static_cast<int>(end - base < kTile ? end - base : kTile);
-    // 1. Scores.
-    if (tid < count) {
-      const int64_t p = base + tid;
-      const int64_t source = KeySource(p, kv, t, r, slot, table);
-      source_s[tid] = source;
-      float dot[kMaxGroup] = {};
-      if (kv.k) {
-#pragma unroll 4
-        for (int c = 0; c < HD / 8; ++c) {
-          float key[8];
-          LoadKey8(kv.k, fresh_k, source, width, offset + 8 * c, key);
+  const bool holds = lane < kHolders;
+  const int d_lo = P * (holds ? lane : 0), d_hi = HD / 2 + d_lo;
+  const uint16_t* key_cache = kEqV ? kv.v : kv.k;
+  const float* key_fresh = kEqV ? fresh_v : fresh_k;
+  float m[GM], l[GM], acc[GM][2 * P];
 #pragma unroll
-          for (int g = 0; g < kMaxGroup; ++g) {
-            if (g < G) {
+  for (int g = 0; g < GM; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0;
 #pragma unroll
-              for (int i = 0; i < 8; ++i) dot[g] += q_s[g][8 * c + i] * key[i];
-            }
-          }
-        }
-      } else {
-        // Point 6: K = RoPE(V ⊙ k_norm) at the key's own position; dim j pairs with j + HD/2.
-        const float* cos_p = kv.rope.cos + p * kv.rope.angles;
-        const float* sin_p = kv.rope.sin + p * kv.rope.angles;
-#pragma unroll 2
-        for (int c = 0; c < HD / 16; ++c) {
-          float lo[8], hi[8];
-          LoadKey8(kv.v, fresh_v, source, width, offset + 8 * c, lo);
-          LoadKey8(kv.v, fresh_v, source, width, offset + HD / 2 + 8 * c, hi);
-#pragma unroll
-          for (int i = 0; i < 8; ++i) {
-            const int j = 8 * c + i;
-            lo[i] *= kn_s[j];
-            hi[i] *= kn_s[j + HD / 2];
-            if (j < kv.rope.angles) math::RopePair(lo[i], hi[i], cos_p[j], sin_p[j]);
-          }
-#pragma unroll
-          for (int g = 0; g < kMaxGroup; ++g) {
-            if (g < G) {
-#pragma unroll
-              for (int i = 0; i < 8; ++i) dot[g] += q_s[g][8 * c + i] * lo[i] + q_s[g][HD / 2 + 8 * c + i] * hi[i];
-            }
-          }
-        }
-      }
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < G) w_s[g][tid] = dot[g];
-      }
-    }
-    __syncthreads();
-    // 2. Online softmax, one warp per query head.
-    for (int g = warp; g < G; g += kWarps) {
-      float m = -INFINITY;
-      for (int i = lane; i < count; i += 32) m = fmaxf(m, w_s[g][i]);
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
-      const float m_new = fmaxf(max_s[g], m);
-      float sum = 0;
-      for (int i = lane; i < count; i += 32) {
-        const float e = expf(w_s[g][i] - m_new);
-        w_s[g][i] = e;
-        sum += e;
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, o);
-      if (lane == 0) {
-        const float scale = sum_s[g] > 0 ? expf(max_s[g] - m_new) : 0.0f;
-        scale_s[g] = scale;
-        sum_s[g] = sum_s[g] * scale + sum;
-        max_s[g] = m_new;
-      }
-    }
-    __syncthreads();
-    // 3. Values.
-    if (d0 < HD) {
-#pragma unroll
-      for (int g = 0; g < kMaxGroup; ++g) {
-        if (g < G) {
-#pragma unroll
-          for (int j = 0; j < kDims; ++j) acc[g][j] *= scale_s[g];
-        }
-      }
-#pragma unroll 4
-      for (int i = 0; i < count; ++i) {
-        const int64_t source = source_s[i];
-        float val[kDims];
-        if (source >= 0) {
-          LoadDims<kDims>(kv.v + source * width + offset + d0, val);
-        } else {
-          const float* vp = fresh_v + (-source - 1) * width + offset + d0;
-#pragma unroll
-          for (int j = 0; j < kDims; ++j) val[j] = math::RoundToBf16(vp[j]);
-        }
-#pragma unroll
-        for (int g = 0; g < kMaxGroup; ++g) {
-          if (g < G) {
-            const float w = w_s[g][i];
-#pragma unroll
-            for (int j = 0; j < kDims; ++j) acc[g][j] += w * val[j];
-          }
-        }
-      }
-    }
-    __syncthreads();  // before the next tile overwrites the weights and sources
+    for (int i = 0; i < 2 * P; ++i) acc[g][i] = 0;
   }
 
-  // Out: the normalised rows (one split), or this split's partial state for MergeKernel.
-  if (d0 < HD) {
+  for (int64_t base = begin + warp * KW; base < end; base += kWarps * KW) {
+    const int n = static_cast<int>(end - base < KW ? end - base : KW);  // keys of this round, >= 1
+    int64_t mine = 0;                                                   // lane i < n: where key base + i is
+    if (lane < n) mine = KeySource(base + lane, kv, t, r, slot, table);
+    // Every load of the round before any use.
+    Bf16Piece<P> k_lo[KW] = {}, k_hi[KW] = {}, v_lo[KW] = {}, v_hi[KW] = {};
+    float cos_k[KW][P] = {}, sin_k[KW][P] = {};
 #pragma unroll
-    for (int g = 0; g < kMaxGroup; ++g) {
-      if (g >= G) continue;
-      const int64_t row_head = int64_t{r} * heads.q_heads + h0 + g;
-      if (splits == 1) {
-        const float inv = sum_s[g] > 0 ? 1.0f / sum_s[g] : 0.0f;
+    for (int kk = 0; kk < KW; ++kk) {
+      const int64_t source = __shfl_sync(kAllLanes, mine, kk);
+      if (kk >= n || !holds) continue;
+      k_lo[kk] = LoadPiece<P>(key_cache, key_fresh, source, width, offset + d_lo);
+      k_hi[kk] = LoadPiece<P>(key_cache, key_fresh, source, width, offset + d_hi);
+      if constexpr (kEqV) {
+        const int64_t at = (base + kk) * kv.rope.angles;
 #pragma unroll
-        for (int j = 0; j < kDims; ++j) out[row_head * HD + d0 + j] = acc[g][j] * inv;
-      } else {
-        float* part = partials + (row_head * splits + split) * (HD + 2);
-#pragma unroll
-        for (int j = 0; j < kDims; ++j) part[d0 + j] = acc[g][j];
-        if (tid == 0) {
-          part[HD] = max_s[g];
-          part[HD + 1] = sum_s[g];
+        for (int i = 0; i < P; ++i) {
+          if (d_lo + i < kv.rope.angles) {
+            cos_k[kk][i] = kv.rope.cos[at + d_lo + i];
+            sin_k[kk][i] = kv.rope.sin[at + d_lo + i];
+          }
         }
+      } else {
+        v_lo[kk] = LoadPiece<P>(kv.v, fresh_v, source, width, offset + d_lo);
+        v_hi[kk] = LoadPiece<P>(kv.v, fresh_v, source, width, offset + d_hi);
+      }
+    }
+    // Scores: each lane's part of the dot, summed over the warp. Point 6 on k_eq_v layers:
+    // K = RoPE(V ⊙ k_norm) at the key's own position.
+    float s[KW][GM];
+#pragma unroll
+    for (int kk = 0; kk < KW; ++kk) {
+      float key[2 * P];
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        key[i] = k_lo[kk][i];
+        key[P + i] = k_hi[kk][i];
+        if constexpr (kEqV) {
+          key[i] *= kn_s[d_lo + i];
+          key[P + i] *= kn_s[d_hi + i];
+          if (d_lo + i < kv.rope.angles) math::RopePair(key[i], key[P + i], cos_k[kk][i], sin_k[kk][i]);
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < GM; ++g) {
+        s[kk][g] = -INFINITY;
+        if (g >= G || kk >= n) continue;  // the same for the whole warp
+        float dot = 0;
+        if (holds) {
+#pragma unroll
+          for (int i = 0; i < P; ++i) dot += q_s[g][d_lo + i] * key[i] + q_s[g][d_hi + i] * key[P + i];
+        }
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(kAllLanes, dot, o);
+        s[kk][g] = dot;
+      }
+    }
+    // Online softmax per query head, and the values from the pieces in registers.
+#pragma unroll
+    for (int g = 0; g < GM; ++g) {
+      if (g >= G) continue;
+      float m_new = m[g];
+#pragma unroll
+      for (int kk = 0; kk < KW; ++kk) m_new = fmaxf(m_new, s[kk][g]);
+      const float scale = l[g] > 0 ? expf(m[g] - m_new) : 0.0f;
+      l[g] *= scale;
+#pragma unroll
+      for (int i = 0; i < 2 * P; ++i) acc[g][i] *= scale;
+#pragma unroll
+      for (int kk = 0; kk < KW; ++kk) {
+        if (kk >= n) continue;
+        const float weight = expf(s[kk][g] - m_new);
+        l[g] += weight;
+        const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
+        const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
+#pragma unroll
+        for (int i = 0; i < P; ++i) {
+          acc[g][i] += weight * lo[i];
+          acc[g][P + i] += weight * hi[i];
+        }
+      }
+      m[g] = m_new;
+    }
+  }
+
+  // The warps' states meet in shared memory: the block's maximum, each warp weighted to it.
+#pragma unroll
+  for (int g = 0; g < GM; ++g) {
+    if (g >= G) continue;
+    if (lane == 0) {
+      max_s[warp][g] = m[g];
+      sum_s[warp][g] = l[g];
+    }
+    if (holds) {
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        acc_s[warp][g][d_lo + i] = acc[g][i];
+        acc_s[warp][g][d_hi + i] = acc[g][P + i];
+      }
+    }
+  }
+  __syncthreads();
+  for (int e = tid; e < G * HD; e += kWarps * 32) {
+    const int g = e / HD, d = e % HD;
+    float block_max = -INFINITY;
+    for (int w = 0; w < kWarps; ++w) block_max = fmaxf(block_max, max_s[w][g]);
+    float num = 0, den = 0;
+    for (int w = 0; w < kWarps; ++w) {
+      const float weight = math::SplitWeight(math::SoftmaxState{max_s[w][g], sum_s[w][g]}, block_max);
+      num += weight * acc_s[w][g][d];
+      den += weight * sum_s[w][g];
+    }
+    const int64_t row_head = int64_t{r} * heads.q_heads + h0 + g;
+    if (splits == 1) {
+      out[row_head * HD + d] = den > 0 ? num / den : 0.0f;
+    } else {
+      float* part = partials + (row_head * splits + split) * (HD + 2);
+      part[d] = num;
+      if (d == 0) {
+        part[HD] = block_max;
+        part[HD + 1] = den;
       }
     }
   }
@@ -346,18 +353,41 @@ __global__ void MergeKernel(const float* partials, float* out, int q_heads, int 
   }
 }
 
-template <int HD>
+template <int HD, int GM>
 void LaunchGroup(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                  const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  const int head_chunks = (heads.group + kMaxGroup - 1) / kMaxGroup;
+  const int head_chunks = (heads.group + GM - 1) / GM;
   const dim3 grid(kv.kv_heads * head_chunks * splits, rows);
-  GroupAttentionKernel<HD><<<grid, kTile, 0, stream>>>(kv, q, k, v, t, heads, splits, head_chunks, partials, out);
+  if (kv.k) {
+    GroupAttentionKernel<HD, GM, false>
+        <<<grid, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, head_chunks, partials, out);
+  } else {
+    GroupAttentionKernel<HD, GM, true>
+        <<<grid, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, head_chunks, partials, out);
+  }
+}
+
+// The fewest query heads a block is compiled for that hold the group (or kMaxHeads of it).
+template <int HD>
+void LaunchHeads(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
+                 const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
+  const int wanted = heads.group < kMaxHeads<HD> ? heads.group : kMaxHeads<HD>;
+  if (wanted <= 2) {
+    LaunchGroup<HD, 2>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  } else if (wanted <= 4 || kMaxHeads<HD> == 4) {
+    LaunchGroup<HD, 4>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  } else {
+    LaunchGroup<HD, kMaxHeads<HD>>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  }
 }
 
 }  // namespace
 
 int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits) {
-  const int blocks = kv_heads * ((group + kMaxGroup - 1) / kMaxGroup) * rows;
+  // Counted with up to kSplitHeads query heads a block; at head_dim 512 a block takes half as
+  // many (kMaxHeads), and the blocks double, which leaves each multiprocessor a few.
+  constexpr int kSplitHeads = 8;
+  const int blocks = kv_heads * ((group + kSplitHeads - 1) / kSplitHeads) * rows;
   const int wanted = (2 * sm_count + blocks - 1) / std::max(blocks, 1);
   return std::clamp(wanted, 1, std::max(max_splits, 1));
 }
@@ -377,7 +407,7 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
                        const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
   TEMPER_RETURN_IF_ERROR(CheckAttentionArguments("attention", kv, rows, heads, splits, partials));
   TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention", kv.head_dim, [&](auto hd) {
-    LaunchGroup<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    LaunchHeads<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
   }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
@@ -399,11 +429,20 @@ Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_h
 
 Status LoadAttentionKernels() {
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<32>, "GroupAttentionKernel<32>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<64>, "GroupAttentionKernel<64>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<128>, "GroupAttentionKernel<128>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<256>, "GroupAttentionKernel<256>"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GroupAttentionKernel<512>, "GroupAttentionKernel<512>"));
+  Status status;
+  auto load = [&](auto hd) {
+    constexpr int HD = decltype(hd)::value;
+    for (Status loaded : {LoadKernelCode(GroupAttentionKernel<HD, 2, false>, "GroupAttentionKernel"),
+                          LoadKernelCode(GroupAttentionKernel<HD, 2, true>, "GroupAttentionKernel"),
+                          LoadKernelCode(GroupAttentionKernel<HD, 4, false>, "GroupAttentionKernel"),
+                          LoadKernelCode(GroupAttentionKernel<HD, 4, true>, "GroupAttentionKernel"),
+                          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, false>, "GroupAttentionKernel"),
+                          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, true>, "GroupAttentionKernel")}) {
+      if (status.ok()) status = loaded;
+    }
+  };
+  for (int hd : {32, 64, 128, 256, 512}) TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention", hd, load));
+  TEMPER_RETURN_IF_ERROR(status);
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(MergeKernel, "MergeKernel"));
   return Status::OK();
 }

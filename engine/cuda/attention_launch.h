@@ -1,6 +1,5 @@
-// What every decode-attention launcher checks and how it picks its kernel's head_dim: the engine's
-// (attention.cu) and bench/attention_candidate.cu's, so both refuse the same arguments the same
-// way and serve the same head dims.
+// What the decode-attention launcher (attention.cu) checks and how it picks its kernel's head_dim
+// and loads every head_dim's kernels: one argument check and one head_dim switch.
 //
 // Host code. Thread safety: pure functions.
 #pragma once

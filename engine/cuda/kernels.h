@@ -73,7 +73,7 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
                        const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream);
 // The second half of a call with splits > 1: out[row][head] from each split's partial state
 // (partials[row][head][split] = Σ weight · V over its keys, then its softmax max and sum).
-// LaunchAttention runs it; bench/attention_candidate.cu shares it.
+// LaunchAttention runs it; bench/decode_step_kernels.cpp times it alone.
 Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_heads, int head_dim, int splits,
                             const int64_t* positions, int window, bool sliding, cudaStream_t stream);
 

@@ -39,13 +39,14 @@ TEST_CASE("the tensor-core GEMV equals the products of bf16-rounded activations,
     const std::vector<float> want = Products(rounded, w, 8, in, out);
     DeviceVec dx(x);
     DeviceVec dw(w);
-    for (int tiles : kMmaTileChoices) {
+    for (const MmaLayout layout : kMmaLayouts) {
       std::vector<float> eight;  // the sums with all 8 rows
       for (int rows = 8; rows >= 1; --rows) {
-        INFO(rows << " rows, " << in << " -> " << out << ", " << tiles << " tiles a warp");
+        INFO(rows << " rows, " << in << " -> " << out << ", weights as " << (layout.weights_as_b ? "B" : "A") << ", "
+                  << layout.tiles << " tiles a block");
         // One row of guard past the outputs, poisoned, as are the outputs.
         DeviceVec dy(std::vector<float>(size_t(rows + 1) * out, kPoison));
-        REQUIRE(LaunchGemvMma(dx.get(), dw.get(), dy.get(), rows, in, out, tiles, nullptr).ok());
+        REQUIRE(LaunchGemvMma(dx.get(), dw.get(), dy.get(), rows, in, out, layout, nullptr).ok());
         std::vector<float> got = dy.Read();
         for (size_t i = size_t(rows) * out; i < got.size(); ++i) REQUIRE(std::isnan(got[i]));
         got.resize(size_t(rows) * out);
@@ -65,17 +66,20 @@ TEST_CASE("the tensor-core GEMV refuses shapes it cannot run, naming the value")
   DeviceVec dx(RandomFloats(8 * 64, 1));
   DeviceVec dw(RandomBf16(16 * 64, 2));
   DeviceVec dy(std::vector<float>(8 * 16));
-  auto error = [&](int rows, int in, int out, int tiles, size_t x_offset = 0) {
-    const Status s = LaunchGemvMma(dx.get() + x_offset, dw.get(), dy.get(), rows, in, out, tiles, nullptr);
+  auto error = [&](int rows, int in, int out, MmaLayout layout, size_t x_offset = 0) {
+    const Status s = LaunchGemvMma(dx.get() + x_offset, dw.get(), dy.get(), rows, in, out, layout, nullptr);
     REQUIRE(s.code() == StatusCode::kInvalidArgument);
     return s.message();
   };
-  CHECK_THAT(error(0, 64, 16, 1), Catch::Contains("rows 0 (1-8)"));
-  CHECK_THAT(error(9, 64, 16, 1), Catch::Contains("rows 9"));
-  CHECK_THAT(error(1, 48, 16, 1), Catch::Contains("in 48 is not a positive multiple of 32"));
-  CHECK_THAT(error(1, 64, 0, 1), Catch::Contains("out 0"));
-  CHECK_THAT(error(1, 64, 16, 3), Catch::Contains("tiles 3 (1, 2 or 4)"));
-  CHECK_THAT(error(1, 32, 16, 1, 1), Catch::Contains("16-byte aligned"));
+  const MmaLayout one_tile{true, 1};
+  CHECK_THAT(error(0, 64, 16, one_tile), Catch::Contains("rows 0 (1-8)"));
+  CHECK_THAT(error(9, 64, 16, one_tile), Catch::Contains("rows 9"));
+  CHECK_THAT(error(1, 48, 16, one_tile), Catch::Contains("in 48 is not a positive multiple of 32"));
+  CHECK_THAT(error(1, 64, 0, one_tile), Catch::Contains("out 0"));
+  CHECK_THAT(error(1, 64, 16, MmaLayout{false, 3}),
+             Catch::Contains("tiles 3 (1 or 2 of 8 weight rows, 1, 2 or 4 of 16)"));
+  CHECK_THAT(error(1, 64, 16, MmaLayout{true, 4}), Catch::Contains("tiles 4"));
+  CHECK_THAT(error(1, 32, 16, one_tile, 1), Catch::Contains("16-byte aligned"));
 }
 
 }  // namespace

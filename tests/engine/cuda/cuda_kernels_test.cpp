@@ -588,9 +588,9 @@ TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV wr
       }
     }
   }
-  // Larger groups: 8 query heads to a KV head (a full layer of the 31B at tp 4), and 16, which the
-  // kernel takes in two blocks of 8.
-  for (int q_heads : {8, 16}) {
+  // Other groups: 3 query heads to a KV head (a block compiled for 4 holding 3), 8 (a full layer of
+  // the 31B at tp 4: two blocks of 4 at head_dim 512), and 16 (two or four blocks).
+  for (int q_heads : {3, 8, 16}) {
     for (int hd : {256, 512}) {
       for (bool write_first : {false, true}) {
         INFO(q_heads << " query heads to one KV head, head_dim " << hd << (write_first ? ", KV written first" : ""));
