@@ -12,10 +12,10 @@
 // GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank
 // (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
-// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention of several splits is followed by
-// its merge kernel's time alone. --l4-all-reduce-us replaces the assumed per-call latency range (default:
-// one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting with "* " or "|" are the
-// results (bench/gpu_bundle.sh collects them).
+// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
+// variants (attention_variants.h) and its merge kernel's time alone. --l4-all-reduce-us replaces the assumed per-call
+// latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting
+// with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
 // never zeros; every figure is per launch inside a CUDA graph of many launches (gpu_timing.h), the

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/attention_variants.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
@@ -225,6 +226,15 @@ class StepTimer {
     const std::string name = fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
                                          q_heads, kv_heads, hd, visible, splits);
     TEMPER_RETURN_IF_ERROR(Add(name, per_step, bytes, std::max(copies, 20), launch, minimal));
+    for (const AttentionVariant variant : AttentionVariantsFor(hd)) {
+      TEMPER_RETURN_IF_ERROR(TimeVariant(
+          name, bytes, std::max(copies, 20), variant, launch,
+          [&](int i) {
+            return LaunchAttentionVariant(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
+                                          partials, variant, stream_);
+          },
+          out, size_t(q_heads) * hd));
+    }
     if (splits == 1) return Status::OK();
     // The merge alone, on the partials the last launch left: how much of the attention is the
     // second kernel's.
@@ -295,6 +305,33 @@ class StepTimer {
     Result<double> fixed = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, minimal);
     if (!fixed.ok()) return fixed.status().WithContext(name + " at its minimal size");
     kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
+    return Status::OK();
+  }
+  // An attention variant (attention_variants.h) on the engine kernel's inputs, just timed by Add:
+  // its output (`n` floats at `out`) against the engine's first, then its time beside the
+  // engine's, printed as a result line. Not part of the step.
+  Status TimeVariant(const std::string& name, double bytes, int launches, AttentionVariant variant,
+                     const std::function<Status(int)>& engine, const std::function<Status(int)>& launch,
+                     const float* out, size_t n) {
+    const std::string label =
+        fmt::format("{}: {} query heads a block, {} keys at once", name, variant.heads_per_block, variant.keys_at_once);
+    std::vector<float> want(n), got(n);
+    for (auto [run, host] : {std::pair{&engine, &want}, std::pair{&launch, &got}}) {
+      TEMPER_RETURN_IF_ERROR((*run)(0));
+      TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
+      TEMPER_CUDA_TRY(cudaMemcpy(host->data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!(std::abs(got[i] - want[i]) <= 1e-4f + 1e-3f * std::abs(want[i]))) {
+        std::printf("* attention variant, %s: WRONG, output %zu is %g, the engine's %g\n", label.c_str(), i, got[i],
+                    want[i]);
+        return Status::OK();
+      }
+    }
+    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
+    if (!us.ok()) return us.status().WithContext("variant " + label);
+    std::printf("* attention variant, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us\n", label.c_str(), *us,
+                bytes / (*us * 1e-6) / 1e9, kernels_.back().us);
     return Status::OK();
   }
   template <typename Launch>

@@ -10,7 +10,8 @@
 // L2 cannot serve a repeat, as in a real step where every layer reads its own. A bandwidth-bound
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
-// attention of several splits is followed by a line with its merge kernel's share, timed alone.
+// attention is followed by lines for the split kernel's variants (attention_variants.h), checked
+// against it and timed the same way, and one with its merge kernel's share, timed alone.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once

@@ -159,41 +159,32 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * t;
 
   float c[T][4] = {};
+  // Rounds of kUnroll chunks, the last one partly empty (its loads predicated off), so that no
+  // chunk waits for another's loads: a warp's 21 chunks of a 5376-wide row are 3 rounds.
   constexpr int kUnroll = kLoadsInFlight / (kHalves * T);
   const int chunks = in / kChunk;
-  int chunk = warp;
-  for (; chunk + (kUnroll - 1) * kWarpsPerBlock < chunks; chunk += kUnroll * kWarpsPerBlock) {
-    uint4 a[kUnroll][T][kHalves];
+  for (int first = warp; first < chunks; first += kUnroll * kWarpsPerBlock) {
+    uint4 a[kUnroll][T][kHalves] = {};
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
+      const int chunk = first + u * kWarpsPerBlock;
+      if (chunk >= chunks) continue;
 #pragma unroll
       for (int tile = 0; tile < T; ++tile) {
 #pragma unroll
         for (int half = 0; half < kHalves; ++half) {
-          a[u][tile][half] =
-              __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + (chunk + u * kWarpsPerBlock) * kChunk));
+          a[u][tile][half] = __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + chunk * kChunk));
         }
       }
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
+      const int chunk = first + u * kWarpsPerBlock;
+      if (chunk >= chunks) continue;
       uint32_t pairs[4];
-      LoadActivations(xs + (chunk + u * kWarpsPerBlock) * kChunk, has_row, pairs);
+      LoadActivations(xs + chunk * kChunk, has_row, pairs);
       MmaChunk<T, kHalves>(a[u], pairs, c);
     }
-  }
-  for (; chunk < chunks; chunk += kWarpsPerBlock) {
-    uint4 a[T][kHalves];
-#pragma unroll
-    for (int tile = 0; tile < T; ++tile) {
-#pragma unroll
-      for (int half = 0; half < kHalves; ++half) {
-        a[tile][half] = __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile][half] + chunk * kChunk));
-      }
-    }
-    uint32_t pairs[4];
-    LoadActivations(xs + chunk * kChunk, has_row, pairs);
-    MmaChunk<T, kHalves>(a, pairs, c);
   }
 
   // C's element (m, n) of a tile is weight row m and activation row n with the weights as A, the

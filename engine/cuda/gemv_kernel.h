@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
 
 // Weight rows per warp for R activation rows (gemv_bf16.cu says why), and the GeGLU outputs per
 // warp (each needs a gate row and an up row).
-constexpr int RowsPerWarp(int rows) { return rows == 1 ? 1 : 4; }
+constexpr int RowsPerWarp(int rows) { return rows == 1 ? 2 : 4; }
 constexpr int GegluOutputsPerWarp(int rows) { return RowsPerWarp(rows) > 1 ? RowsPerWarp(rows) / 2 : 1; }
 
 // f(std::integral_constant<int, rows>) for rows 1-8.
