@@ -190,7 +190,7 @@ __global__ void __launch_bounds__(kWarps * 32)
         s[kk][g] = dot;
       }
     }
-    // Online softmax per query head, and the values from the pieces in registers.
+    // Online softmax per query head: the running state rescaled to the round's new maximum.
 #pragma unroll
     for (int g = 0; g < GM; ++g) {
       if (g >= G) continue;
@@ -201,20 +201,29 @@ __global__ void __launch_bounds__(kWarps * 32)
       l[g] *= scale;
 #pragma unroll
       for (int i = 0; i < 2 * P; ++i) acc[g][i] *= scale;
-#pragma unroll
-      for (int kk = 0; kk < KW; ++kk) {
-        if (kk >= n) continue;
-        const float weight = expf(s[kk][g] - m_new);
-        l[g] += weight;
-        const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
-        const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
-#pragma unroll
-        for (int i = 0; i < P; ++i) {
-          acc[g][i] += weight * lo[i];
-          acc[g][P + i] += weight * hi[i];
-        }
-      }
       m[g] = m_new;
+    }
+    // Each key's weight and value, from the pieces in registers: the value unpacked once for all
+    // the heads (the same sums, in the same order, as a head at a time).
+#pragma unroll
+    for (int kk = 0; kk < KW; ++kk) {
+      if (kk >= n) continue;
+      const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
+      const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
+      float value[2 * P];
+#pragma unroll
+      for (int i = 0; i < P; ++i) {
+        value[i] = lo[i];
+        value[P + i] = hi[i];
+      }
+#pragma unroll
+      for (int g = 0; g < GM; ++g) {
+        if (g >= G) continue;
+        const float weight = expf(s[kk][g] - m[g]);
+        l[g] += weight;
+#pragma unroll
+        for (int i = 0; i < 2 * P; ++i) acc[g][i] += weight * value[i];
+      }
     }
   }
 
