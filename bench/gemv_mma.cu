@@ -25,6 +25,16 @@
 // summed in fp32. Each output row's sums are independent of the other rows (an MMA's column j reads
 // only B's column j) and of `rows`: used at every row count it would keep a verification pass's
 // rows equal to a decode step's, as the SIMT kernel does today.
+//
+// Verdict so far (H200, 2026-11-27, bench/RESULTS.md): at 8 rows it reads at 81-85% of the copy
+// bandwidth where the SIMT kernel reads at 41-57% (1.5-1.7x faster), but at 1 row it reads at
+// 84-88% where the SIMT kernel with M = 2 reads at 103%, and a decode step is mostly 1-row GEMVs.
+// Using it from 3 rows up only would make a row's logits depend on how many rows share its pass
+// (bf16 activations, another summation order), which breaks speculation's exactness (a greedy
+// verification pass must give the tokens that 1-row steps give) and batch invariance. So the
+// engine keeps the SIMT kernel at every row count until a layout reads as fast as it at 1 row.
+// Tried and dropped: each warp its own 8-row tiles over the whole row (no cross-warp sum), 91%
+// at 1 row at best, and 42% on a tp 4 shard (too few blocks).
 #include "bench/gemv_mma.h"
 
 #include <cuda_runtime.h>
@@ -40,10 +50,9 @@ namespace {
 namespace math = engine::cuda::math;
 
 constexpr int kWarpsPerBlock = 8;
-constexpr int kColumns = 8;         // activation rows of one MMA
-constexpr int kChunk = 32;          // inputs of one chunk: the 4 lanes of a row × 8 weights each
-constexpr int kLoadsInFlight = 8;   // 16-byte weight loads a lane issues before it uses the first
-constexpr int kWarpOwnedWarps = 4;  // warps a block of GemvMmaWarpKernel
+constexpr int kColumns = 8;        // activation rows of one MMA
+constexpr int kChunk = 32;         // inputs of one chunk: the 4 lanes of a row × 8 weights each
+constexpr int kLoadsInFlight = 8;  // 16-byte weight loads a lane issues before it uses the first
 
 // Two floats as one bf16 pair of an MMA operand, rounded to nearest even, `lo` in the low half.
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
@@ -213,71 +222,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-// Weights as B, each warp its own T tiles of 8 weight rows over the whole row: no sums across
-// warps, no shared memory, no barrier, and a grid as fine as the SIMT kernel's. Each lane loads
-// Q consecutive 16-byte pieces of each of its rows per chunk of 32Q inputs (inputs [8Qt, 8Qt + 8Q)
-// of the chunk), so at Q = 2 a warp's load pair covers 128 contiguous bytes of a row, a whole
-// cache line, where Q = 1 covers 64. MMA (q, h) of a chunk takes the lane's inputs
-// 8Qt + 8q + 4h .. + 3, the same for both operands.
-template <int T, int Q>
-__global__ void __launch_bounds__(kWarpOwnedWarps * 32)
-    GemvMmaWarpKernel(const float* __restrict__ x, const uint16_t* __restrict__ w, float* __restrict__ y, int rows,
-                      int in, int out) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int o0 = (blockIdx.x * kWarpOwnedWarps + warp) * T * 8;
-  if (o0 >= out) return;
-  const uint16_t* rows_of_lane[T];
-#pragma unroll
-  for (int tile = 0; tile < T; ++tile) {
-    const int o = o0 + tile * 8 + g;
-    rows_of_lane[tile] = w + static_cast<int64_t>(o < out ? o : out - 1) * in + 8 * Q * t;
-  }
-  const bool has_row = g < rows;
-  const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * Q * t;
-
-  float c[T][4] = {};
-  constexpr int kInputs = kChunk * Q, kUnroll = kLoadsInFlight / (T * Q) > 0 ? kLoadsInFlight / (T * Q) : 1;
-  const int chunks = in / kInputs;
-  for (int first = 0; first < chunks; first += kUnroll) {
-    uint4 a[kUnroll][T][Q] = {};
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (first + u >= chunks) continue;
-#pragma unroll
-      for (int tile = 0; tile < T; ++tile) {
-#pragma unroll
-        for (int q = 0; q < Q; ++q) {
-          a[u][tile][q] = __ldcs(reinterpret_cast<const uint4*>(rows_of_lane[tile] + (first + u) * kInputs + 8 * q));
-        }
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (first + u >= chunks) continue;
-#pragma unroll
-      for (int q = 0; q < Q; ++q) {
-        uint32_t pairs[4];
-        LoadActivations(xs + (first + u) * kInputs + 8 * q, has_row, pairs);
-#pragma unroll
-        for (int tile = 0; tile < T; ++tile) {
-          Mma(c[tile], pairs[0], 0, pairs[1], 0, a[u][tile][q].x, a[u][tile][q].y);
-          Mma(c[tile], pairs[2], 0, pairs[3], 0, a[u][tile][q].z, a[u][tile][q].w);
-        }
-      }
-    }
-  }
-  // c[tile][j]: activation row g, weight row o0 + 8 tile + 2t + j.
-  if (!has_row) return;
-#pragma unroll
-  for (int tile = 0; tile < T; ++tile) {
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      const int o = o0 + tile * 8 + 2 * t + j;
-      if (o < out) y[static_cast<int64_t>(g) * out + o] = c[tile][j];
-    }
-  }
-}
-
 template <int T, int kHalves>
 void Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
   constexpr int kBlockRows = T * 8 * kHalves;
@@ -299,25 +243,7 @@ Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int 
     return Status::InvalidArgument(where + "x and w must be 16-byte aligned");
   }
   const int tiles = layout.tiles;
-  if (layout.warp_owned) {
-    const int pieces = layout.pieces, rows_per_block = kWarpOwnedWarps * 8 * tiles;
-    if (in % (kChunk * pieces) != 0) {
-      return Status::InvalidArgument(where + "in " + std::to_string(in) + " is not a multiple of " +
-                                     std::to_string(kChunk * pieces) + " (" + std::to_string(pieces) +
-                                     " pieces a lane)");
-    }
-    const int blocks = (out + rows_per_block - 1) / rows_per_block;
-    if (tiles == 1 && pieces == 1) {
-      GemvMmaWarpKernel<1, 1><<<blocks, kWarpOwnedWarps * 32, 0, stream>>>(x, w, y, rows, in, out);
-    } else if (tiles == 1 && pieces == 2) {
-      GemvMmaWarpKernel<1, 2><<<blocks, kWarpOwnedWarps * 32, 0, stream>>>(x, w, y, rows, in, out);
-    } else if (tiles == 2 && pieces == 2) {
-      GemvMmaWarpKernel<2, 2><<<blocks, kWarpOwnedWarps * 32, 0, stream>>>(x, w, y, rows, in, out);
-    } else {
-      return Status::InvalidArgument(where + "a warp's own " + std::to_string(tiles) + " tiles of " +
-                                     std::to_string(pieces) + " pieces a lane (1 of 1 or 2, 2 of 2)");
-    }
-  } else if (layout.weights_as_b && tiles == 1) {
+  if (layout.weights_as_b && tiles == 1) {
     Launch<1, 1>(x, w, y, rows, in, out, stream);
   } else if (layout.weights_as_b && tiles == 2) {
     Launch<2, 1>(x, w, y, rows, in, out, stream);

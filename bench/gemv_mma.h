@@ -15,24 +15,19 @@
 
 namespace temper::bench {
 
-// Where the weights go in the MMA and how many tiles of weight rows a block's warps share: as B,
-// tiles of 8 rows (1 or 2); as A, tiles of 16 (1, 2 or 4). Or, warp_owned, each warp its own
-// tiles of 8 rows (weights as B) over the whole row, loading `pieces` consecutive 16-byte pieces
-// of each row a lane per chunk (1 tile of 1 or 2 pieces, 2 tiles of 2).
+// Where the weights go in the MMA and how many tiles of weight rows a block takes: as B, tiles of
+// 8 rows (1 or 2 a block); as A, tiles of 16 (1, 2 or 4).
 struct MmaLayout {
   bool weights_as_b;
   int tiles;
-  bool warp_owned = false;
-  int pieces = 1;
+  int BlockRows() const { return tiles * (weights_as_b ? 8 : 16); }
 };
-constexpr MmaLayout kMmaLayouts[] = {{true, 1},  {true, 2},          {false, 1},         {false, 2},
-                                     {false, 4}, {true, 1, true, 1}, {true, 1, true, 2}, {true, 2, true, 2}};
+constexpr MmaLayout kMmaLayouts[] = {{true, 1}, {true, 2}, {false, 1}, {false, 2}, {false, 4}};
 
 // y[r·out + o] = Σ_i bf16(x[r·in + i]) · w[o·in + i] for r < rows, o < out, summed in fp32 (the
 // products are exact). Each row's sums are the same whatever `rows` is. `layout` is one of
 // kMmaLayouts. InvalidArgument, naming the value, for rows outside 1-8, `in` not a multiple of
-// 32 (of 32 · pieces for a warp-owned layout), x or w not 16-byte aligned, a non-positive `out`, or
-// another layout.
+// 32, x or w not 16-byte aligned, a non-positive `out`, or another layout.
 Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int in, int out, MmaLayout layout,
                      cudaStream_t stream);
 

@@ -49,20 +49,15 @@ struct Variant {
   int per_warp;
   MmaLayout layout;
 };
-const Variant kVariants[] = {
-    {false, 1, {}},
-    {false, 2, {}},
-    {false, 4, {}},
-    {false, 8, {}},
-    {true, 8, kMmaLayouts[0]},
-    {true, 16, kMmaLayouts[1]},
-    {true, 16, kMmaLayouts[2]},
-    {true, 32, kMmaLayouts[3]},
-    {true, 64, kMmaLayouts[4]},
-    {true, 8, kMmaLayouts[5]},
-    {true, 8, kMmaLayouts[6]},
-    {true, 16, kMmaLayouts[7]},
-};
+const Variant kVariants[] = {{false, 1, {}},
+                             {false, 2, {}},
+                             {false, 4, {}},
+                             {false, 8, {}},
+                             {true, 8, kMmaLayouts[0]},
+                             {true, 16, kMmaLayouts[1]},
+                             {true, 16, kMmaLayouts[2]},
+                             {true, 32, kMmaLayouts[3]},
+                             {true, 64, kMmaLayouts[4]}};
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
   if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.layout, stream);
@@ -95,8 +90,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
       "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
-      "as the MMA's A or B and a block's warps splitting each row, M = its weight rows a block; mma-w1 and mma-w2 = "
-      "each warp its own M rows over the whole row, 1 or 2 16-byte pieces a lane:\n\n"
+      "as the MMA's A or B, M = its weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -139,10 +133,8 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
             }
           }
           const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
-                             : !v.mma                                        ? ""
-                             : v.layout.warp_owned   ? (v.layout.pieces == 1 ? " mma-w1" : " mma-w2")
-                             : v.layout.weights_as_b ? " mma-b"
-                                                     : " mma-a";
+                             : v.mma ? (v.layout.weights_as_b ? " mma-b" : " mma-a")
+                                     : "";
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
                         v.per_warp, mark);

@@ -36,7 +36,7 @@ double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs, doub
     return std::max(k.fixed_us + k.bytes / (read_gbs * 1e3), k.us * sm_factor);
   }
   const double streaming = std::max(0.0, k.us - k.fixed_us);
-  return k.fixed_us + streaming * copy_gbs_here / read_gbs;
+  return std::max(k.fixed_us + streaming * copy_gbs_here / read_gbs, k.bytes / (read_gbs * 1e3));
 }
 
 L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a) {
@@ -83,8 +83,8 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
   std::printf("| **decode step** | | %.0f MB | | | | **%.2f / %.2f** |\n\n", r.bytes / 1e6, r.fast_ms, r.slow_ms);
 
   std::printf(
-      "* bandwidth-bound kernels on L4: t = fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
-      "read + write) / L4 read bandwidth, at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
+      "* bandwidth-bound kernels on L4: t = max(fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
+      "read + write) / L4 read bandwidth, MB / L4 read bandwidth), at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
       "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3); those reading at under %.0f%% "
       "of the copy bandwidth here (far from the roofline): t = max(fixed + MB / L4 read bandwidth, us here x 1 "
       "(fast) or x %.2f (slow: this GPU's SMs x clock over the L4's %d x %.2f GHz)): %.2f / %.2f ms per step\n",

@@ -4,11 +4,14 @@
 // a measurement of an L4.
 //
 //   bandwidth-bound kernel (GEMV, LM head, attention over the KV), per launch:
-//       t_L4 = fixed + (t_here − fixed) · copy_here / read_L4
+//       t_L4 = max(fixed + (t_here − fixed) · copy_here / read_L4, bytes / read_L4)
 //     fixed: the same kernel at a minimal size on this GPU (launch, ramp-up, tail: does not scale);
 //     copy_here: this GPU's device-to-device copy bandwidth, measured in the same run;
 //     read_L4: what a good kernel reads at on an L4, a range (below). A kernel that reaches a given
-//     share of the copy bandwidth here is taken to reach that share of read_L4 there.
+//     share of the copy bandwidth here is taken to reach that share of read_L4 there, but never to
+//     read faster than read_L4: a fixed part that overlaps the streaming (an H200, 2026-11-27: a
+//     GEMV's 5.6 us at 64 rows beside 12.9 us for 44 MB) would otherwise take bytes out of the
+//     bandwidth's reach.
 //   ... unless it reads at less than kRooflineShare of copy_here: then its time here is not its
 //     bytes' time (decode attention at 1-2 K keys reads at 3-6% of an H100's copy bandwidth: it
 //     waits on dependent loads and barriers), and scaling it by the bandwidth ratio would put an

@@ -190,7 +190,9 @@ __global__ void __launch_bounds__(kWarps * 32)
         s[kk][g] = dot;
       }
     }
-    // Online softmax per query head: the running state rescaled to the round's new maximum.
+    // Online softmax per query head, and the values from the pieces in registers. (Unpacking each
+    // key's value once for all the heads instead saved 1% of decode attention on an H200 and cost
+    // prefill 16%: more registers, fewer blocks a multiprocessor; bench/RESULTS.md, 2026-11-27.)
 #pragma unroll
     for (int g = 0; g < GM; ++g) {
       if (g >= G) continue;
@@ -201,29 +203,20 @@ __global__ void __launch_bounds__(kWarps * 32)
       l[g] *= scale;
 #pragma unroll
       for (int i = 0; i < 2 * P; ++i) acc[g][i] *= scale;
-      m[g] = m_new;
-    }
-    // Each key's weight and value, from the pieces in registers: the value unpacked once for all
-    // the heads (the same sums, in the same order, as a head at a time).
 #pragma unroll
-    for (int kk = 0; kk < KW; ++kk) {
-      if (kk >= n) continue;
-      const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
-      const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
-      float value[2 * P];
-#pragma unroll
-      for (int i = 0; i < P; ++i) {
-        value[i] = lo[i];
-        value[P + i] = hi[i];
-      }
-#pragma unroll
-      for (int g = 0; g < GM; ++g) {
-        if (g >= G) continue;
-        const float weight = expf(s[kk][g] - m[g]);
+      for (int kk = 0; kk < KW; ++kk) {
+        if (kk >= n) continue;
+        const float weight = expf(s[kk][g] - m_new);
         l[g] += weight;
+        const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
+        const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
 #pragma unroll
-        for (int i = 0; i < 2 * P; ++i) acc[g][i] += weight * value[i];
+        for (int i = 0; i < P; ++i) {
+          acc[g][i] += weight * lo[i];
+          acc[g][P + i] += weight * hi[i];
+        }
       }
+      m[g] = m_new;
     }
   }
 

@@ -22,12 +22,19 @@ StepKernel Bandwidth(double bytes, double us, double fixed_us) {
 }
 
 TEST_CASE("a kernel near the roofline scales with the copy bandwidth over the L4's read bandwidth") {
-  // 57.8 MB in 21.5 us: 2,688 GB/s, 90% of the copy bandwidth here.
-  const StepKernel gemv = Bandwidth(57.8e6, 21.5, 3.7);
+  // 57.8 MB in 21.5 us: 2,688 GB/s, 90% of the copy bandwidth here; 1 us at its minimal size.
+  const StepKernel gemv = Bandwidth(57.8e6, 21.5, 1.0);
   CHECK_FALSE(FarFromRoofline(gemv, kCopyHere));
-  CHECK(L4Micros(gemv, kCopyHere, 270, 2.2) == Approx(3.7 + (21.5 - 3.7) * kCopyHere / 270));
+  CHECK(L4Micros(gemv, kCopyHere, 270, 2.2) == Approx(1.0 + (21.5 - 1.0) * kCopyHere / 270));
   // The SM factor plays no part near the roofline.
   CHECK(L4Micros(gemv, kCopyHere, 270, 1.0) == L4Micros(gemv, kCopyHere, 270, 2.2));
+  // A fixed part that overlaps the streaming never takes the L4 past its read bandwidth: 44 MB in
+  // 12.9 us with 5.6 us at the minimal size would give 5.6 + 7.3 x 3000 / 270 = 86.7 us, under the
+  // bytes' 163 us; and the same kernel as above with 3.7 us at its minimal size, 201.5 us under 214.
+  CHECK(L4Micros(Bandwidth(57.8e6, 21.5, 3.7), kCopyHere, 270, 1.0) == Approx(57.8e6 / (270 * 1e3)));
+  const StepKernel overlapped = Bandwidth(44.04e6, 12.9, 5.6);
+  CHECK_FALSE(FarFromRoofline(overlapped, kCopyHere));
+  CHECK(L4Micros(overlapped, kCopyHere, 270, 1.0) == Approx(44.04e6 / (270 * 1e3)));
 }
 
 TEST_CASE("a kernel far from the roofline keeps its time here, scaled by the SM ratio at most") {
