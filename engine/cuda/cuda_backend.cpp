@@ -12,6 +12,7 @@
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/device_drafter.h"
+#include "engine/cuda/kernels.h"
 #include "engine/cuda/memory_plan.h"
 #endif
 
@@ -38,6 +39,10 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
                                                          const CudaBackendOptions& options, CudaBackendInfo* info) {
   const std::vector<int>& devices = options.devices;
   if (devices.empty()) return Status::InvalidArgument("CUDA backend: no GPUs given (one ordinal per rank)");
+  if (config.hidden_size > kNormResidualMaxWidth) {
+    return Status::InvalidArgument(fmt::format("CUDA backend: hidden_size {} is wider than its row kernels take ({})",
+                                               config.hidden_size, kNormResidualMaxWidth));
+  }
   RequestQueueConnections();  // before the first CUDA call creates a context
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);

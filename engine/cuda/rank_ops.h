@@ -100,6 +100,10 @@ struct GemvParts {
   }
 };
 
+// The widest row the CUDA kernels' NormResidual takes (8 elements a thread of 1,024, held in
+// registers); the CUDA backend refuses a wider hidden size when it is created.
+constexpr int kNormResidualMaxWidth = 8192;
+
 class RankOps {
  public:
   virtual ~RankOps() = default;
@@ -145,7 +149,8 @@ class RankOps {
   virtual Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
                          int q_heads, float eps, const RowTables& t, bool write_kv) = 0;
   // Points 10, 11, then 2: x = (x + RmsNorm(branch) · w) · scale, per row of n; then, when
-  // next_out is set, next_out = RmsNorm(x) · next_w (the next sublayer's input norm, fused).
+  // next_out is set, next_out = RmsNorm(x) · next_w (the next sublayer's input norm, fused). n is
+  // at most kNormResidualMaxWidth on the GPU.
   virtual Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
                               const uint16_t* next_w, float* next_out) = 0;
   // Point 10: gate[i] = GeluTanh(gate[i]) · up[i].

@@ -103,7 +103,9 @@ std::vector<float> NormOf(const float* x, int n, const std::vector<uint16_t>& w)
 
 TEST_CASE("RMSNorm, and the sandwich-norm residual update with the next norm") {
   TEMPER_SKIP_WITHOUT_KERNELS();
-  for (int n : {64, 5376}) {  // a head's width (256 threads) and a hidden row's (1,024)
+  // A head's width (256 threads), a hidden row's (1,024), and the widest each thread count holds
+  // (8 elements a thread).
+  for (int n : {64, 5376, 2047, 8192}) {
     INFO("n " << n);
     const int rows = 3;
     const auto x = RandomFloats(size_t(rows) * n, 3, 3.0f);
@@ -135,6 +137,10 @@ TEST_CASE("RMSNorm, and the sandwich-norm residual update with the next norm") {
     Near(dres.Read(), want_x, 1e-5f, 1e-5f);
     Near(dout.Read(), want_next, 1e-5f, 1e-5f);
   }
+  const Status wide = LaunchNormResidual(nullptr, nullptr, reinterpret_cast<const uint16_t*>(16), 1, 8193, 1e-6f, 1.0f,
+                                         nullptr, nullptr, nullptr);
+  CHECK(wide.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(wide.message(), Catch::Contains("n 8193 (weight required; n at most 8192)"));
 }
 
 // One sequence (ring slot 1, block table {3, 0, 2}) at `pos`, every earlier key in the cache.

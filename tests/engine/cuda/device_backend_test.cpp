@@ -13,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include "engine/cuda/counting_ops.h"
+#include "engine/cuda/cuda_backend.h"
 #include "engine/cuda/decode_launches.h"
 #include "engine/cuda/device_backend.h"
 #include "engine/cuda/device_drafter.h"
@@ -22,6 +23,7 @@
 #include "engine/drafter_fixture.h"
 #include "engine/golden_fixture.h"
 #include "engine/serving_fixture.h"
+#include "skip.h"
 
 namespace temper::engine::cuda {
 namespace {
@@ -727,6 +729,25 @@ TEST_CASE("launches per decode token per rank, counted on the reference ops: the
     CHECK(n.Launches() == 9 * L + 8 + (tp > 1 ? 2 * L + 1 : 0));
     CHECK(n[OpKind::kAllReduce] == (tp > 1 ? 2 * L + 1 : 0));
   }
+}
+
+}  // namespace
+}  // namespace temper::engine::cuda
+
+namespace temper::engine::cuda {
+namespace {
+
+TEST_CASE("the CUDA backend refuses a hidden size wider than its row kernels take, before touching a GPU",
+          "[engine][device]") {
+  if (!CudaBackendBuilt()) TEMPER_SKIP("the CUDA backend is not in this build (no nvcc when it was configured)");
+  ModelConfig config;
+  config.hidden_size = kNormResidualMaxWidth + 8;
+  CudaBackendOptions options;
+  options.devices = {0};
+  const auto made = CreateCudaBackend(config, nullptr, options, nullptr);
+  REQUIRE_FALSE(made.ok());
+  CHECK(made.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(made.status().message(), Catch::Contains("hidden_size 8200 is wider than its row kernels take (8192)"));
 }
 
 }  // namespace
