@@ -1,5 +1,6 @@
-// What the decode-attention launcher (attention.cu) checks and how it picks its kernel's head_dim
-// and loads every head_dim's kernels: one argument check and one head_dim switch.
+// What every decode-attention launcher checks (attention.cu's and bench/attention_variants.cu's, so
+// both refuse the same arguments the same way) and how attention.cu picks and loads each head_dim's
+// kernels: one argument check and one head_dim switch.
 //
 // Host code. Thread safety: pure functions.
 #pragma once
