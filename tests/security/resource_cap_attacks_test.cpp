@@ -89,9 +89,10 @@ TEST_CASE("a memory hog in the sandbox hits the memory cap and ends with a named
   // each tail holds all it reads (there is no newline), 1 GiB apiece, 3 GiB together. Each input
   // stays open a minute after its last byte, so every tail holds its 1 GiB at once. Without that,
   // under load a tail could finish and be exiting when the others reached the cap; the kernel then
-  // waits for the exiting one's memory instead of killing anything (an "oom" event, no "oom_kill"),
-  // and the command ends well. That is the likeliest reading of the two CI runs (2026-11-26 and 27)
-  // where this case failed that way; it was not reproduced here.
+  // waits for the exiting one's memory instead of killing anything (Linux's oom_kill_process() takes
+  // a victim that will free its memory without a kill: an "oom" event, no "oom_kill"), and the
+  // command ends well. That is the likeliest reading of the two CI runs (2026-11-26 and 27) where
+  // this case failed that way; it was not reproduced here.
   auto hog =
       tools.RunCommand("for i in 1 2 3; do (head -c 1G /dev/zero; sleep 60) | tail > /dev/null & done; wait", 120s);
   REQUIRE_FALSE(hog.ok());
