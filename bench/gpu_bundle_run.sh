@@ -7,22 +7,24 @@
 #
 # Steps, in order (limit in seconds; LIMIT_<NAME> in the environment overrides one, and the
 # results file records the limits used). A step that outlives its limit gets SIGTERM, and SIGKILL
-# 5 s later; the defaults plus those 5 s each add up to 535 s, under the device tool's 600 s call.
+# 5 s later; the defaults plus those 5 s each add up to 505 s, under the device tool's 600 s call.
 #   nvidia-smi    15  the GPU, driver and topology
-#   cuda-tests   120  temper_cuda_tests: every kernel against its CPU twin, the backend against the
+#   cuda-tests    75  temper_cuda_tests: every kernel against its CPU twin, the backend against the
 #                     golden fixture at tp 1, 2 and 4 on one GPU with greedy tokens compared; then,
 #                     in a second process, the all-reduce cases, and in a third the stall case
 #                     (temper_cuda_stall_tests); passes only if all exit 0, Catch2 says "All tests
 #                     passed" and no case SKIPPED
-#   kernel-bench  90  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate
-#   bench-tp1    180  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
-#                     MTP drafter's shape (0.94 GB) timed too
+#   kernel-bench  45  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate
+#   bench-tp1    240  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
+#                     MTP drafter's shape (0.94 GB) timed too, decoding after 1,024- and 8,192-token
+#                     prompts (issue 25's two contexts; eight 8 K prefills take about 80 s on an H200)
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
 #                     one prefill length and 64 decode steps so it fits its limit
 # With a baseline (baseline/bin: an older commit's two benches, gpu_bundle.sh BASELINE_BUILD), two
-# more steps time it on the same GPU, kernel-bench-baseline and bench-tp1-baseline, and the limits
-# shrink to fit the call (actual times on an H200: tests 7 s, kernel bench 2 s, bench-tp1 86 s,
-# bench-tp4 31 s): cuda-tests 60, kernel-bench 40 and 40, bench-tp1 150 and 150, bench-tp4 50.
+# more steps time it on the same GPU, kernel-bench-baseline and bench-tp1-baseline, bench-tp1
+# decodes after the 1,024-token prompt only, and the limits shrink to fit the call (actual times on
+# an H200, 2026-11-27: tests 19-25 s, kernel bench 4-5 s, bench-tp1 55-60 s with 1 K alone,
+# bench-tp4 25-35 s): cuda-tests 60, kernel-bench 40 and 40, bench-tp1 150 and 150, bench-tp4 50.
 # A step passes when it exits 0 within its limit AND its log holds the line that only a complete,
 # self-checked run prints (a bench that stops early, or a test binary that saw no GPU, fails).
 #
@@ -88,9 +90,9 @@ run_step nvidia-smi 15 "gpu: " "nvidia-smi; nvidia-smi topo -m; nvidia-smi --que
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | sed "s/^/gpu: /"'
 base="$here/baseline/bin"
 if [ -d "$base" ]; then
-  limit_tests=60 limit_kernels=40 limit_tp1=150 limit_tp4=50
+  limit_tests=60 limit_kernels=40 limit_tp1=150 limit_tp4=50 contexts=1024
 else
-  limit_tests=120 limit_kernels=90 limit_tp1=180 limit_tp4=105
+  limit_tests=75 limit_kernels=45 limit_tp1=240 limit_tp4=105 contexts=1024,8192
 fi
 # The all-reduce cases run in a process of their own, after the rest: a rank that never sees its peer
 # traps after 20 s, which ends every CUDA context of the process and so every case after it (an H100,
@@ -108,7 +110,7 @@ if [ -d "$base" ]; then
     --config "$cfg"
 fi
 run_step bench-tp1 $limit_tp1 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 --synthetic "$cfg" \
-  --gpu-drafter "$here/data/gemma4-31b-shape/assistant.json"
+  --gpu-drafter "$here/data/gemma4-31b-shape/assistant.json" --gpu-context "$contexts"
 if [ -d "$base" ]; then
   run_step bench-tp1-baseline $limit_tp1 "temper-bench --gpus: finished" "" "$base/temper-bench" --gpus 0 \
     --synthetic "$cfg"

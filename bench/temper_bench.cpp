@@ -26,7 +26,7 @@
 // it on a lent GPU):
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
-//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024] [--gpu-batch 8]
+//                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024,8192] [--gpu-batch 8]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
 // prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost (with
@@ -441,11 +441,15 @@ int main(int argc, char** argv) {
   app.add_option("--stream-tokens", a.stream_tokens, "tokens each stream generates")->check(CLI::PositiveNumber);
   app.add_option("--kv-config", a.kv_config, "another config.json to report KV capacity for (no weights loaded)");
   std::vector<int> gpus, gpu_prefill = {2048, 8192}, gpu_decode = {256};
-  int gpu_context = 1024, gpu_batch = 8;
+  std::vector<int> gpu_context = {1024};
+  int gpu_batch = 8;
   app.add_option("--gpus", gpus, "CUDA backend: one GPU ordinal per rank, e.g. 0 or 0,0,0,0")->delimiter(',');
   app.add_option("--gpu-prefill", gpu_prefill, "CUDA: prefill lengths")->delimiter(',');
   app.add_option("--gpu-decode", gpu_decode, "CUDA: timed decode steps per run (batch 1 and 8)")->delimiter(',');
-  app.add_option("--gpu-context", gpu_context, "CUDA: prompt before the decode runs")->check(CLI::PositiveNumber);
+  app.add_option("--gpu-context", gpu_context,
+                 "CUDA: prompts before the decode runs (one run each; the first also for the speculation checks)")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
   std::string gpu_drafter;
   app.add_option("--gpu-drafter", gpu_drafter,
                  "CUDA: an MTP drafter's config.json (e.g. bench/configs/gemma4-31b-assistant-shape.json): seeded "

@@ -14,7 +14,7 @@
 //     batch 1 and max_batch, nothing NaN or inf; a mismatch ends the run with a non-OK Status;
 //  5. prefill at each --gpu-prefill length (time to first token, after a warm-up pass that loads
 //     the GEMM plans);
-//  6. decode at batch 1 and max_batch after a --gpu-context prompt, sampling candidates as the
+//  6. decode at batch 1 and max_batch after each --gpu-context prompt, sampling candidates as the
 //     scheduler does, every timed step checked to have run as a graph: ms per step, tok/s, the
 //     bytes a step reads and the GB/s and share of the copy bandwidth that makes;
 //  6b. speculative decoding's check: one sequence's next token with k = 1 ... 8 drafts in one pass
@@ -190,9 +190,12 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   TEMPER_ASSIGN_OR_RETURN(double copy_gbs, ::temper::bench::DeviceCopyBandwidth(a.devices[0]));
 
   // ---- 2. the backend ----
-  const int longest =
-      std::max(*std::max_element(a.prefill_tokens.begin(), a.prefill_tokens.end()),
-               a.context_tokens + *std::max_element(a.decode_tokens.begin(), a.decode_tokens.end()) + 1);
+  if (a.context_tokens.empty() || a.decode_tokens.empty() || a.prefill_tokens.empty()) {
+    return Status::InvalidArgument("--gpus needs at least one prefill length, decode step count and context");
+  }
+  const int longest = std::max(*std::max_element(a.prefill_tokens.begin(), a.prefill_tokens.end()),
+                               *std::max_element(a.context_tokens.begin(), a.context_tokens.end()) +
+                                   *std::max_element(a.decode_tokens.begin(), a.decode_tokens.end()) + 1);
   cuda::CudaBackendOptions options;
   options.devices = a.devices;
   options.kv_memory_fraction = a.kv_fraction;
@@ -252,39 +255,40 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   // ---- 6. decode ----
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(config, tp));
   std::printf(
-      "\n* decode after a %d-token prompt, candidates (greedy = the first), every step a captured graph; "
-      "bytes = weights once per step + each sequence's KV at the mean context, for the ranks on GPU %d; "
+      "\n* decode after a prompt of each context's tokens, candidates (greedy = the first), every step a captured "
+      "graph; bytes = weights once per step + each sequence's KV at the mean context, for the ranks on GPU %d; "
       "%% of the copy bandwidth measured above:\n\n",
-      a.context_tokens, a.devices[0]);
+      a.devices[0]);
   TEMPER_ASSIGN_OR_RETURN(std::vector<cuda::OpCounts> launches, cuda::CountDecodeStepOps(a.config, tp));
   std::printf(
       "kernel launches per decode step per rank at batch 1 (the captured graph's kernels; counted on the reference "
       "ops at this model's layer structure, engine/cuda/decode_launches.h): %lld (%s)\n\n",
       static_cast<long long>(launches.front().Launches()), launches.front().Describe().c_str());
   std::printf(
-      "| batch | steps | ms per step (median) | tok/s (steps) | tok/s (with prefill) | GB per step | GB/s | "
-      "%% of copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (int batch : batches) {
-    for (int steps : a.decode_tokens) {
-      TEMPER_ASSIGN_OR_RETURN(DecodeRun run,
-                              RunDecode(*backend, batch, a.context_tokens, steps, /*candidates=*/true, 100));
-      double bytes = 0;
-      const int64_t mean_context = a.context_tokens + steps / 2;
-      for (int r = 0; r < tp; ++r) {
-        if (a.devices[r] == a.devices[0])
-          bytes += ::temper::bench::RankDecodeReadBytes(config, shards[r], mean_context, batch);
+      "| context | batch | steps | ms per step (median) | tok/s (steps) | tok/s (with prefill) | GB per step | GB/s | "
+      "%% of copy |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (int context : a.context_tokens) {
+    for (int batch : batches) {
+      for (int steps : a.decode_tokens) {
+        TEMPER_ASSIGN_OR_RETURN(DecodeRun run, RunDecode(*backend, batch, context, steps, /*candidates=*/true, 100));
+        double bytes = 0;
+        const int64_t mean_context = context + steps / 2;
+        for (int r = 0; r < tp; ++r) {
+          if (a.devices[r] == a.devices[0])
+            bytes += ::temper::bench::RankDecodeReadBytes(config, shards[r], mean_context, batch);
+        }
+        double sum = 0;
+        for (double s : run.step_s) sum += s;
+        const double step = Median(run.step_s);
+        const double gbs = bytes / step / 1e9;
+        std::printf("| %d | %d | %d | %.2f | %.1f | %.1f | %.2f | %.0f | %.0f%% |\n", context, batch, steps, step * 1e3,
+                    batch * steps / sum, batch * steps / (sum + run.prefill_s), bytes / 1e9, gbs, 100 * gbs / copy_gbs);
       }
-      double sum = 0;
-      for (double s : run.step_s) sum += s;
-      const double step = Median(run.step_s);
-      const double gbs = bytes / step / 1e9;
-      std::printf("| %d | %d | %.2f | %.1f | %.1f | %.2f | %.0f | %.0f%% |\n", batch, steps, step * 1e3,
-                  batch * steps / sum, batch * steps / (sum + run.prefill_s), bytes / 1e9, gbs, 100 * gbs / copy_gbs);
     }
   }
 
-  TEMPER_RETURN_IF_ERROR(VerifyPasses(*backend, a.context_tokens));
-  if (backend->has_drafter()) TEMPER_RETURN_IF_ERROR(DraftSteps(*backend, a.context_tokens));
+  TEMPER_RETURN_IF_ERROR(VerifyPasses(*backend, a.context_tokens.front()));
+  if (backend->has_drafter()) TEMPER_RETURN_IF_ERROR(DraftSteps(*backend, a.context_tokens.front()));
 
   // ---- memory: the real margin, with every graph captured ----
   std::printf("\n");

@@ -15,7 +15,9 @@ struct GpuBenchArgs {
   std::vector<int> devices;  // one GPU per rank (may repeat)
   std::vector<int> prefill_tokens = {2048, 8192};
   std::vector<int> decode_tokens = {256};  // timed decode steps per run, at batch 1 and max_batch
-  int context_tokens = 1024;               // prompt before the decode runs
+  // Prompts before the decode runs, one run each at batch 1 and max_batch; the first is also the
+  // context of the verification passes and the drafter's steps.
+  std::vector<int> context_tokens = {1024};
   int max_batch = 8;
   int max_rows = 2048;  // tokens per prefill pass
   double kv_fraction = 0.9;
