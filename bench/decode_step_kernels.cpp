@@ -473,19 +473,30 @@ Status ForEachLayerKind(const ModelConfig& c, const std::function<Status(LayerKi
   return Status::OK();
 }
 
-}  // namespace
-
-Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const RankShard& shard, int device,
-                                                    const DecodeStepShape& shape) {
+// The kernels `time(timer)` times with a StepTimer on a fresh stream of `device`.
+template <typename Time>
+Result<std::vector<StepKernel>> TimeOnStream(const ModelConfig& c, const RankShard& shard, int device,
+                                             const DecodeStepShape& shape, Time&& time) {
   TEMPER_CUDA_TRY(cudaSetDevice(device));
   cudaStream_t stream = nullptr;
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   StepTimer t(c, shard, shape, stream);
-  const Status s = ForEachLayerKind(c, [&](LayerKind, int first, int count) { return t.Attention(first, count); });
+  const Status s = time(t);
   cudaStreamDestroy(stream);
   TEMPER_RETURN_IF_ERROR(s);
+  return std::move(t.kernels());
+}
+
+}  // namespace
+
+Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const RankShard& shard, int device,
+                                                    const DecodeStepShape& shape) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<StepKernel> timed, TimeOnStream(c, shard, device, shape, [&](StepTimer& t) {
+                            return ForEachLayerKind(
+                                c, [&](LayerKind, int first, int count) { return t.Attention(first, count); });
+                          }));
   std::vector<StepKernel> attention;
-  for (StepKernel& k : t.kernels()) {
+  for (StepKernel& k : timed) {
     if (k.cost == StepCost::kBandwidth) attention.push_back(std::move(k));  // not the norms before each
   }
   return attention;
@@ -493,12 +504,8 @@ Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const 
 
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,
                                                       const DecodeStepShape& shape) {
-  TEMPER_CUDA_TRY(cudaSetDevice(device));
-  cudaStream_t stream = nullptr;
-  TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  StepTimer t(c, shard, shape, stream);
   const int H = c.hidden_size, L = c.num_layers;
-  auto run = [&]() -> Status {
+  auto run = [&](StepTimer& t) -> Status {
     const Status layers = ForEachLayerKind(c, [&](LayerKind kind, int first, int count) -> Status {
       const LayerGeometry& g = c.layers[first];
       const LayerShard& ls = shard.layers[first];
@@ -518,11 +525,8 @@ Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, cons
     TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, {shard.vocab.size()}, H));
     return t.RowKernels(L);
   };
-  const Status s = run();
-  cudaStreamDestroy(stream);
-  TEMPER_RETURN_IF_ERROR(s);
+  TEMPER_ASSIGN_OR_RETURN(std::vector<StepKernel> out, TimeOnStream(c, shard, device, shape, run));
   TEMPER_ASSIGN_OR_RETURN(StepKernel host, TimeStepHost(shard, device, shape));
-  std::vector<StepKernel> out = std::move(t.kernels());
   out.push_back(std::move(host));
   return out;
 }
