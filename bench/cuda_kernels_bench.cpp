@@ -13,9 +13,10 @@
 // (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
-// variants (attention_variants.h) and its merge kernel's time alone. --l4-all-reduce-us replaces the assumed per-call
-// latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message size). Lines starting
-// with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
+// variants (attention_variants.h), the tensor-core candidate (attention_mma.h), and its merge kernel's time alone; the
+// tp 1 totals per step are given with the engine's kernel and with the candidate. --l4-all-reduce-us replaces the
+// assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
+// size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
 // never zeros; every figure is per launch inside a CUDA graph of many launches (gpu_timing.h), the
@@ -231,12 +232,16 @@ Status Tp1Attention(const ModelConfig& c, int device) {
     shape.context = context;
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::StepKernel> kernels,
                             ::temper::bench::TimeDecodeAttention(c, shards[0], device, shape));
-    double us = 0;
+    double us = 0, with_candidate = 0;
     for (const auto& k : kernels) {
       std::printf("* tp 1, %d tokens: %s, %.1f us, %d a step\n", context, k.name.c_str(), k.us, k.per_step);
       us += k.per_step * k.us;
+      with_candidate += k.per_step * (k.candidate_us > 0 ? k.candidate_us : k.us);
     }
-    std::printf("* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms\n", context, us / 1000);
+    std::printf(
+        "* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms; %.2f ms with the tensor-core "
+        "candidate\n",
+        context, us / 1000, with_candidate / 1000);
   }
   return Status::OK();
 }

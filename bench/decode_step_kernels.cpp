@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/attention_mma.h"
 #include "bench/attention_variants.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
@@ -235,6 +236,15 @@ class StepTimer {
           },
           out, size_t(q_heads) * hd));
     }
+    if (AttentionMmaBuiltFor(hd)) {
+      TEMPER_RETURN_IF_ERROR(TimeMmaCandidate(
+          name, bytes, std::max(copies, 20), launch,
+          [&](int i) {
+            return LaunchAttentionMma(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
+                                      partials, stream_);
+          },
+          out, size_t(q_heads) * hd));
+    }
     if (splits == 1) return Status::OK();
     // The merge alone, on the partials the last launch left: how much of the attention is the
     // second kernel's.
@@ -307,6 +317,14 @@ class StepTimer {
     kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
     return Status::OK();
   }
+  // The `n` floats at `out` after one run of `launch`.
+  Result<std::vector<float>> OutputOf(const std::function<Status(int)>& launch, const float* out, size_t n) {
+    std::vector<float> host(n);
+    TEMPER_RETURN_IF_ERROR(launch(0));
+    TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
+    TEMPER_CUDA_TRY(cudaMemcpy(host.data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost));
+    return host;
+  }
   // An attention variant (attention_variants.h) on the engine kernel's inputs, just timed by Add:
   // its output (`n` floats at `out`) against the engine's first, then its time beside the
   // engine's, printed as a result line. Not part of the step.
@@ -315,12 +333,8 @@ class StepTimer {
                      const float* out, size_t n) {
     const std::string label =
         fmt::format("{}: {} query heads a block, {} keys at once", name, variant.heads_per_block, variant.keys_at_once);
-    std::vector<float> want(n), got(n);
-    for (auto [run, host] : {std::pair{&engine, &want}, std::pair{&launch, &got}}) {
-      TEMPER_RETURN_IF_ERROR((*run)(0));
-      TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
-      TEMPER_CUDA_TRY(cudaMemcpy(host->data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    }
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
     for (size_t i = 0; i < n; ++i) {
       if (!(std::abs(got[i] - want[i]) <= 1e-4f + 1e-3f * std::abs(want[i]))) {
         std::printf("* attention variant, %s: WRONG, output %zu is %g, the engine's %g\n", label.c_str(), i, got[i],
@@ -332,6 +346,34 @@ class StepTimer {
     if (!us.ok()) return us.status().WithContext("variant " + label);
     std::printf("* attention variant, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us\n", label.c_str(), *us,
                 bytes / (*us * 1e-6) / 1e9, kernels_.back().us);
+    return Status::OK();
+  }
+  // The tensor-core candidate (attention_mma.h) on the engine kernel's inputs, the same way, kept
+  // as the attention's candidate_us. Its bf16 operands move outputs by a few percent of the
+  // largest (the emulated tests hold it to a model of its own numerics); a fragment mixed up
+  // moves them by their whole size, which is what the check here looks for.
+  Status TimeMmaCandidate(const std::string& name, double bytes, int launches, const std::function<Status(int)>& engine,
+                          const std::function<Status(int)>& launch, const float* out, size_t n) {
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
+    float largest = 0, differs = 0;
+    for (size_t i = 0; i < n; ++i) {
+      largest = std::max(largest, std::abs(want[i]));
+      const float d = std::abs(got[i] - want[i]);
+      if (!(d <= differs)) differs = d;  // NaN stays
+    }
+    if (!(differs <= 0.25f * largest)) {
+      std::printf("* tensor-core attention, %s: WRONG, outputs differ from the engine's by %g (largest output %g)\n",
+                  name.c_str(), differs, largest);
+      return Status::OK();
+    }
+    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
+    if (!us.ok()) return us.status().WithContext("tensor-core attention " + name);
+    std::printf(
+        "* tensor-core attention, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us; outputs differ from the "
+        "engine's by at most %.3g (largest output %.3g)\n",
+        name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, kernels_.back().us, differs, largest);
+    kernels_.back().candidate_us = *us;
     return Status::OK();
   }
   template <typename Launch>

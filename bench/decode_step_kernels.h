@@ -10,8 +10,9 @@
 // L2 cannot serve a repeat, as in a real step where every layer reads its own. A bandwidth-bound
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
-// attention is followed by lines for the split kernel's variants (attention_variants.h), checked
-// against it and timed the same way, and one with its merge kernel's share, timed alone.
+// attention is followed by lines for the split kernel's variants (attention_variants.h) and the
+// tensor-core candidate (attention_mma.h), checked against it and timed the same way, and one with
+// its merge kernel's share, timed alone.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once
@@ -34,9 +35,10 @@ struct StepKernel {
   std::string name;  // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
   int per_step = 0;  // launches in one decode step
   StepCost cost = StepCost::kLatency;
-  double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
-  double us = 0;        // microseconds per launch, measured here
-  double fixed_us = 0;  // bandwidth-bound: per launch at the minimal size (the part that does not scale)
+  double bytes = 0;         // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
+  double us = 0;            // microseconds per launch, measured here
+  double fixed_us = 0;      // bandwidth-bound: per launch at the minimal size (the part that does not scale)
+  double candidate_us = 0;  // attention: the tensor-core candidate's time on the same inputs (0: not timed)
 };
 
 struct DecodeStepShape {

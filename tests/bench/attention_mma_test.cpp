@@ -1,0 +1,162 @@
+// The tensor-core attention candidate (bench/attention_mma.h) against a CPU model of its own
+// numerics (queries and keys rounded to bf16 as its MMA operands are, scores and weights in double)
+// and against the engine's fp32 attention on the same inputs: sliding rings with K, full layers
+// rebuilding K from V and full layers with K, cache keys and this pass's fresh keys, tiles cut
+// short, one split or several, groups of 2 to 16 query heads, and a padding row. On a GPU
+// (temper_cuda_tests; skipped without one) and in the SIMT emulator (temper_cuda_emulated_tests).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "bench/attention_inputs.h"
+#include "bench/attention_mma.h"
+#include "engine/cuda/kernel_harness.h"
+#include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernels.h"
+#include "engine/cuda_test_support.h"
+
+namespace temper::bench {
+namespace {
+
+using engine::Bf16ToFloat;
+using engine::FloatToBf16;
+using engine::cuda::HeadRange;
+using engine::cuda::KvLayerView;
+using engine::cuda::RowTables;
+using engine::cuda::testing::DeviceVec;
+using engine::cuda::testing::Near;
+namespace math = engine::cuda::math;
+
+float Bf16Round(float x) { return Bf16ToFloat(FloatToBf16(x)); }
+
+using testing::AttentionCase;
+using testing::AttentionDevice;
+using testing::AttentionHost;
+
+// The candidate's numerics in double: output = Σ w·v / Σ w with w = exp(s − max) over the row's
+// visible keys, s = bf16(q) · bf16(K), K rebuilt in fp32 (as the kernel does) on k_eq_v layers.
+std::vector<float> Model(const AttentionCase& c, const AttentionHost& in) {
+  std::vector<float> out(size_t(in.rows) * c.q_heads * c.hd, 0.0f);
+  const int32_t* table = in.tables.data() + in.max_blocks;  // slot 1
+  for (int r = 0; r < c.rows; ++r) {
+    const int64_t p = in.positions[r];
+    for (int h = 0; h < c.q_heads; ++h) {
+      const int kvh = h / in.group;
+      std::vector<double> scores;
+      std::vector<std::vector<float>> values;
+      for (int64_t x = math::WindowStart(p, in.window, c.sliding); x <= p; ++x) {
+        std::vector<float> key(c.hd), value(c.hd);
+        for (int d = 0; d < c.hd; ++d) {
+          const size_t at = size_t(kvh) * c.hd + d;
+          if (x >= c.p0) {
+            const size_t row = size_t(x - c.p0) * in.width;
+            value[d] = Bf16Round(in.fresh_v[row + at]);
+            key[d] = Bf16Round(in.fresh_k[row + at]);
+          } else {
+            const size_t row = size_t(math::KvRow(x, c.sliding, in.ring, 1, table, in.block_tokens)) * in.width;
+            value[d] = Bf16ToFloat(in.v[row + at]);
+            key[d] = Bf16ToFloat(in.k[row + at]);
+          }
+        }
+        if (c.k_eq_v) {
+          for (int d = 0; d < c.hd; ++d) key[d] = value[d] * Bf16ToFloat(in.k_norm[d]);
+          for (int d = 0; d < in.angles; ++d) {
+            math::RopePair(key[d], key[d + c.hd / 2], in.cos[x * in.angles + d], in.sin[x * in.angles + d]);
+          }
+          for (float& e : key) e = Bf16Round(e);
+        }
+        double s = 0;
+        for (int d = 0; d < c.hd; ++d) s += double(Bf16Round(in.q[(size_t(r) * c.q_heads + h) * c.hd + d])) * key[d];
+        scores.push_back(s);
+        values.push_back(value);
+      }
+      const double max = *std::max_element(scores.begin(), scores.end());
+      double den = 0;
+      std::vector<double> num(c.hd, 0.0);
+      for (size_t j = 0; j < scores.size(); ++j) {
+        const double w = std::exp(scores[j] - max);
+        den += w;
+        for (int d = 0; d < c.hd; ++d) num[d] += w * values[j][d];
+      }
+      for (int d = 0; d < c.hd; ++d) out[(size_t(r) * c.q_heads + h) * c.hd + d] = float(num[d] / den);
+    }
+  }
+  return out;
+}
+
+// The largest |a − b| over the two vectors.
+float LargestDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  float largest = 0;
+  for (size_t i = 0; i < a.size(); ++i) largest = std::max(largest, std::abs(a[i] - b[i]));
+  return largest;
+}
+
+void Compare(const AttentionCase& c) {
+  INFO((c.sliding  ? "sliding"
+        : c.k_eq_v ? "full, K from V"
+                   : "full with K")
+       << ", head_dim " << c.hd << ", " << c.rows << " rows from " << c.p0 << ", " << c.q_heads << " query heads over "
+       << c.kv_heads << ", " << c.splits << " splits");
+  // Queries small enough that scores of a few units let many keys weigh in each output.
+  const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
+  const AttentionDevice d(c, h);
+  DeviceVec got(std::vector<float>(d.outputs, NAN)), got_part(std::vector<float>(d.partials, NAN));
+  REQUIRE(LaunchAttentionMma(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads,
+                             c.splits, got_part.get(), nullptr)
+              .ok());
+  const std::vector<float> candidate = got.Read();
+  for (size_t i = d.outputs - size_t(c.q_heads) * c.hd; i < d.outputs; ++i) REQUIRE(candidate[i] == 0.0f);  // padding
+
+  // Its own numerics: what is left is the weights' rounding to bf16 (at most 2^-9 of each
+  // weight, so of a mean of values of a few units, a few thousandths).
+  const std::vector<float> model = Model(c, h);
+  INFO("largest difference from the model " << LargestDifference(candidate, model));
+  Near(candidate, model, 8e-3f, 0.0f);
+
+  // The engine's fp32 kernel: the bf16 queries and keys move scores by a few hundredths.
+  DeviceVec want(std::vector<float>(d.outputs, NAN)), want_part(std::vector<float>(d.partials, NAN));
+  REQUIRE(engine::cuda::LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), want.get(), h.rows, d.t,
+                                        d.heads, c.splits, want_part.get(), nullptr)
+              .ok());
+  const std::vector<float> engine = want.Read();
+  INFO("largest difference from the engine's kernel " << LargestDifference(candidate, engine));
+  Near(candidate, engine, 5e-2f, 0.0f);
+}
+
+TEST_CASE("the tensor-core attention candidate computes attention with bf16 queries, keys and weights") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  // Decode rows (one row, many splits: tiles of 16 keys cut short) and prefill chunks (one split)
+  // with fresh keys, a sliding window that wraps its ring, and groups of 2 to 16 (two blocks).
+  for (int splits : {1, 3, 16}) {
+    Compare({true, false, 256, 1, 70, 4, 2, splits});
+    Compare({false, true, 512, 1, 100, 8, 1, splits});
+    Compare({false, false, 512, 1, 100, 8, 2, splits});
+  }
+  Compare({true, false, 256, 5, 60, 4, 2, 1});
+  Compare({true, false, 256, 3, 60, 6, 2, 1});  // groups of 3
+  Compare({false, true, 512, 5, 30, 16, 1, 1});
+  Compare({false, true, 256, 2, 45, 16, 2, 4});
+}
+
+TEST_CASE("the tensor-core attention candidate refuses what the engine's attention refuses, and other head dims") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  const KvLayerView v_only{.head_dim = 512};  // no K, and no k_norm or RoPE tables to rebuild it
+  const Status s = LaunchAttentionMma(v_only, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 8, 0},
+                                      1, nullptr, nullptr);
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains("a V-only layer needs k_norm and RoPE tables"));
+  const KvLayerView with_k{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 128};
+  CHECK_THAT(LaunchAttentionMma(with_k, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 2, 0}, 1,
+                                nullptr, nullptr)
+                 .message(),
+             Catch::Contains("tensor-core attention: head_dim 128 is not built (256 and 512 are)"));
+  CHECK(AttentionMmaBuiltFor(512));
+  CHECK(AttentionMmaBuiltFor(256));
+  CHECK(!AttentionMmaBuiltFor(128));
+}
+
+}  // namespace
+}  // namespace temper::bench
