@@ -47,6 +47,7 @@
 #include "engine/cuda/attention_kernel.h"
 #include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 
@@ -81,6 +82,7 @@ template <int HD, bool kEqV>
 __global__ void __launch_bounds__(kWarps * 32)
     MmaAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
                        RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  engine::cuda::AwaitPriorGrid();
   constexpr int kPieces = HD / (kPieceDims * kWarps), kLower = kPieces / 2;
   __shared__ float kn_s[HD];
   __shared__ float score_s[2][kWarps][32][4];

@@ -422,7 +422,8 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
   auto setup = [&]() -> Status {
     for (int i = 0; i < tp; ++i) {
       Rank& r = ranks[i];
-      TEMPER_ASSIGN_OR_RETURN(r.ops, cuda::CudaOps::Create(device, i, nullptr));
+      // Ordinary edges: this times the host's part, for the L4 (which has no programmatic launch).
+      TEMPER_ASSIGN_OR_RETURN(r.ops, cuda::CudaOps::Create(device, i, nullptr, /*programmatic_edges=*/false));
       auto alloc = [&](size_t bytes) -> Result<void*> {
         TEMPER_ASSIGN_OR_RETURN(void* p, r.ops->Alloc(bytes));
         r.owned.push_back(p);

@@ -27,6 +27,7 @@
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
 //                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024,8192] [--gpu-batch 8]
+//                [--gpu-ordinary-edges]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
 // prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost (with
@@ -454,6 +455,9 @@ int main(int argc, char** argv) {
   app.add_option("--gpu-drafter", gpu_drafter,
                  "CUDA: an MTP drafter's config.json (e.g. bench/configs/gemma4-31b-assistant-shape.json): seeded "
                  "weights, its draft steps timed too");
+  bool gpu_ordinary_edges = false;
+  app.add_flag("--gpu-ordinary-edges", gpu_ordinary_edges,
+               "CUDA: captured steps without programmatic edges (to measure what they save on sm_90)");
   app.add_option("--gpu-batch", gpu_batch,
                  "CUDA: largest decode batch (graph buckets up to it; 1 times a long context without 8 prefills)")
       ->check(CLI::PositiveNumber);
@@ -486,7 +490,8 @@ int main(int argc, char** argv) {
                                               .decode_tokens = gpu_decode,
                                               .context_tokens = gpu_context,
                                               .max_batch = gpu_batch,
-                                              .drafter_config = gpu_drafter});
+                                              .drafter_config = gpu_drafter,
+                                              .programmatic_edges = !gpu_ordinary_edges});
     }
 #else
     s = temper::Status::Unimplemented(

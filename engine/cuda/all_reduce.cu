@@ -300,7 +300,7 @@ int RequestQueueConnections() {
 }
 
 Status PrepareAllReduceStream(cudaStream_t stream) {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(StreamReadyKernel, "StreamReadyKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(StreamReadyKernel, "StreamReadyKernel", nullptr));
   StreamReadyKernel<<<1, 1, 0, stream>>>();
   TEMPER_CUDA_TRY(cudaGetLastError());
   TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
@@ -375,8 +375,8 @@ Result<std::unique_ptr<DeviceAllReduce>> DeviceAllReduce::Create(std::span<const
     }
     // Loaded now, on every rank's device: a lazy load at the first call could wait for a peer's
     // spinning all-reduce (kernel_loading.h).
-    TEMPER_RETURN_IF_ERROR(LoadKernelCode(OneShotKernel, "OneShotKernel"));
-    TEMPER_RETURN_IF_ERROR(LoadKernelCode(HostStagedKernel, "HostStagedKernel"));
+    TEMPER_RETURN_IF_ERROR(LoadKernelCode(OneShotKernel, "OneShotKernel", nullptr));
+    TEMPER_RETURN_IF_ERROR(LoadKernelCode(HostStagedKernel, "HostStagedKernel", nullptr));
     TEMPER_CUDA_TRY(cudaMalloc(&b.calls, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaMemset(b.calls, 0, sizeof(CallState) * 2));
     TEMPER_CUDA_TRY(cudaDeviceSynchronize());

@@ -28,6 +28,7 @@
 #include "engine/cuda/attention_kernel.h"
 #include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -41,6 +42,7 @@ using attention::kKeysAtOnce;
 using attention::kMaxHeads;
 
 __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, RowTables t) {
+  AwaitPriorGrid();
   const int r = blockIdx.x;
   const int64_t pos = t.positions[r];
   if (math::KvWriteSkips(pos, kv.sliding, kv.ring, t.chunk_end[r])) return;
@@ -67,6 +69,7 @@ int MergeThreads(int hd) { return std::max(kMergeChunk, (hd + kMergeDims - 1) / 
 // 42 us at 16 keys on the H200 with 64 splits, bench/RESULTS.md).
 __global__ void MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits,
                             const int64_t* positions, int window, bool sliding) {
+  AwaitPriorGrid();
   __shared__ float weight_s[kMergeChunk], sum_s[kMergeChunk], reduce_s[32];
   const int h = blockIdx.x, r = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int64_t stride = hd + 2;
@@ -188,24 +191,25 @@ Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_h
   return Status::OK();
 }
 
-Status LoadAttentionKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel"));
+Status LoadAttentionKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel", awaiting));
   Status status;
   auto load = [&](auto hd) {
     constexpr int HD = decltype(hd)::value, KW = kKeysAtOnce<HD>;
     // Every kernel LaunchHeads may pick for this head_dim.
-    for (Status loaded : {LoadKernelCode(GroupAttentionKernel<HD, 2, KW, false>, "GroupAttentionKernel"),
-                          LoadKernelCode(GroupAttentionKernel<HD, 2, KW, true>, "GroupAttentionKernel"),
-                          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, false>, "GroupAttentionKernel"),
-                          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, true>, "GroupAttentionKernel"),
-                          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, false>, "GroupAttentionKernel"),
-                          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, true>, "GroupAttentionKernel")}) {
+    for (Status loaded :
+         {LoadKernelCode(GroupAttentionKernel<HD, 2, KW, false>, "GroupAttentionKernel", awaiting),
+          LoadKernelCode(GroupAttentionKernel<HD, 2, KW, true>, "GroupAttentionKernel", awaiting),
+          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, false>, "GroupAttentionKernel", awaiting),
+          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, true>, "GroupAttentionKernel", awaiting),
+          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, false>, "GroupAttentionKernel", awaiting),
+          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, true>, "GroupAttentionKernel", awaiting)}) {
       if (status.ok()) status = loaded;
     }
   };
   for (int hd : {32, 64, 128, 256, 512}) TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention", hd, load));
   TEMPER_RETURN_IF_ERROR(status);
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MergeKernel, "MergeKernel"));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MergeKernel, "MergeKernel", awaiting));
   return Status::OK();
 }
 

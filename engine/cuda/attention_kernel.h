@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/rank_ops.h"
 
@@ -87,6 +88,7 @@ template <int HD, int GM, int KW, bool kEqV>
 __global__ void __launch_bounds__(kWarps * 32)
     GroupAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
                          RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  AwaitPriorGrid();
   constexpr int P = kDimsPerHalf<HD>, kHolders = HD / 2 / P;
   __shared__ float q_s[GM][HD];
   __shared__ float kn_s[HD];

@@ -113,9 +113,11 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     all_reduce = std::move(made);
   }
   std::vector<std::unique_ptr<RankOps>> ops;
+  bool programmatic_edges = true;
   for (int r = 0; r < tp; ++r) {
-    Result<std::unique_ptr<CudaOps>> rank = CudaOps::Create(devices[r], r, all_reduce);
+    Result<std::unique_ptr<CudaOps>> rank = CudaOps::Create(devices[r], r, all_reduce, options.programmatic_edges);
     if (!rank.ok()) return rank.status().WithContext(fmt::format("rank {} on GPU {}", r, devices[r]));
+    programmatic_edges = programmatic_edges && (*rank)->programmatic_edges();
     ops.push_back(std::move(*rank));
   }
   DeviceBackendOptions backend = b;
@@ -152,6 +154,7 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
     } else {
       info->all_reduce = "none (tp 1)";
     }
+    info->programmatic_edges = programmatic_edges;
   }
   return made;
 }

@@ -25,6 +25,9 @@ namespace temper::engine::cuda {
 struct CudaBackendOptions {
   std::vector<int> devices;         // CUDA ordinal of each rank (may repeat); tp = devices.size()
   double kv_memory_fraction = 0.9;  // of what is left after weights, workspace and rings
+  // A captured step's kernels launch while the kernel before them finishes, on GPUs that can
+  // (sm_90 and later; programmatic_edges.h). Off only to measure what it saves.
+  bool programmatic_edges = true;
   // Everything but kv.max_tokens, which the memory plan sets.
   DeviceBackendOptions backend;
 };
@@ -42,8 +45,9 @@ struct CudaBackendInfo {
     uint64_t free_after = 0;     // cudaMemGetInfo once the backend is up: what the reserve really left
   };
   std::vector<Gpu> gpus;
-  std::string all_reduce;          // the algorithm a decode step's all-reduce takes, and why
-  int64_t kv_capacity_tokens = 0;  // paged KV pool, in tokens
+  std::string all_reduce;           // the algorithm a decode step's all-reduce takes, and why
+  int64_t kv_capacity_tokens = 0;   // paged KV pool, in tokens
+  bool programmatic_edges = false;  // captured steps' kernels launch early (asked for, and every GPU runs it)
 };
 
 // Errors: Unimplemented in a build without CUDA; InvalidArgument for an empty or unknown device

@@ -8,14 +8,17 @@
 
 namespace temper::engine::cuda {
 
-Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce) {
+Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce,
+                                                 bool programmatic_edges) {
   std::unique_ptr<CudaOps> ops(new CudaOps(device, rank, std::move(all_reduce)));
   TEMPER_RETURN_IF_ERROR(ops->Bind());
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
   TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&ops->sm_count_, cudaDevAttrMultiProcessorCount, device));
+  TEMPER_ASSIGN_OR_RETURN(const bool supported, ProgrammaticLaunchSupported(device));
+  ops->programmatic_edges_ = programmatic_edges && supported;
   TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
   // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
-  Status loaded = LoadAllKernels();
+  Status loaded = LoadAllKernels(&ops->awaiting_);
   if (!loaded.ok()) return loaded.WithContext("CUDA device " + std::to_string(device));
   if (ops->all_reduce_) {
     Status ready = PrepareAllReduceStream(ops->stream_);
@@ -207,6 +210,15 @@ Status CudaOps::Capture(int key, const std::function<Status()>& step) {
     return recorded.WithContext("capturing graph " + std::to_string(key));
   }
   TEMPER_CUDA_TRY(ended);
+  if (programmatic_edges_) {
+    Result<EdgeCount> edges = MakeEdgesProgrammatic(graph, awaiting_);
+    if (!edges.ok()) {
+      cudaGraphDestroy(graph);
+      return edges.status().WithContext("capturing graph " + std::to_string(key));
+    }
+    captured_edges_.programmatic += edges->programmatic;
+    captured_edges_.edges += edges->edges;
+  }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);

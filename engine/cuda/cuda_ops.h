@@ -2,7 +2,9 @@
 // cudaMalloc'd; kernels are kernels.h's; GEMMs go through the rank's cuBLASLt handle; the
 // all-reduce is the group's DeviceAllReduce; Capture records a CUDA graph per key (thread-local
 // capture mode, so the ranks of one process capture at once, each in its thread) and Replay
-// launches it. Create loads every kernel's code on the device (kernel_loading.h).
+// launches it. Create loads every kernel's code on the device (kernel_loading.h). With
+// `programmatic_edges` on a GPU that runs them (sm_90 and later), a captured graph's edges into
+// kernels that wait for their predecessor become programmatic (programmatic_edges.h).
 //
 // Built only with nvcc (TEMPER_HAVE_CUDA). Thread safety: as RankOps. Each call makes the rank's
 // device current on the calling thread (ranks run in a WorkerGroup whose worker 0 is whichever
@@ -16,6 +18,8 @@
 
 #include "engine/cuda/all_reduce.h"
 #include "engine/cuda/gemm_bf16.h"
+#include "engine/cuda/kernel_loading.h"
+#include "engine/cuda/programmatic_edges.h"
 #include "engine/cuda/rank_ops.h"
 
 namespace temper::engine::cuda {
@@ -24,7 +28,8 @@ class CudaOps final : public RankOps {
  public:
   // Rank `rank` on device `device`; `all_reduce` (shared by the group's ranks) is null for tp 1.
   // Errors name the device and the failing call.
-  static Result<std::unique_ptr<CudaOps>> Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce);
+  static Result<std::unique_ptr<CudaOps>> Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce,
+                                                 bool programmatic_edges);
   ~CudaOps() override;
   CudaOps(const CudaOps&) = delete;
   CudaOps& operator=(const CudaOps&) = delete;
@@ -66,6 +71,10 @@ class CudaOps final : public RankOps {
   Status Replay(int key) override;
 
   int device() const { return device_; }
+  // Whether captured graphs get programmatic edges (asked for, and the GPU runs them).
+  bool programmatic_edges() const { return programmatic_edges_; }
+  // The edges of the graphs captured so far with programmatic edges on, and how many of them are.
+  const EdgeCount& captured_edges() const { return captured_edges_; }
 
  private:
   CudaOps(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce)
@@ -78,7 +87,10 @@ class CudaOps final : public RankOps {
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<GemmBf16> gemm_;
   std::map<int, cudaGraphExec_t> graphs_;
-  int sm_count_ = 0;  // multiprocessors: how many attention splits keep them busy
+  int sm_count_ = 0;          // multiprocessors: how many attention splits keep them busy
+  AwaitingKernels awaiting_;  // every kernel Create loaded: all begin with AwaitPriorGrid
+  bool programmatic_edges_ = false;
+  EdgeCount captured_edges_;
 };
 
 }  // namespace temper::engine::cuda

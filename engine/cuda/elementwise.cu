@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -20,17 +21,20 @@ int GridFor(int64_t n) {
 }
 
 __global__ void ToBf16Kernel(const float* x, uint16_t* y, int64_t n) {
+  AwaitPriorGrid();
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) y[i] = math::FloatToBf16(x[i]);
 }
 
 __global__ void GatherRowsKernel(const float* x, int64_t width, const int32_t* index, float* out) {
+  AwaitPriorGrid();
   const float* src = x + int64_t{index[blockIdx.x]} * width;
   float* dst = out + int64_t{blockIdx.x} * width;
   for (int64_t i = threadIdx.x; i < width; i += blockDim.x) dst[i] = src[i];
 }
 
 __global__ void SoftcapKernel(float* y, int64_t ld, int n, float cap) {
+  AwaitPriorGrid();
   float* row = y + int64_t{blockIdx.y} * ld;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += int64_t{gridDim.x} * blockDim.x) {
     row[i] = math::Softcap(row[i], cap);
@@ -63,10 +67,10 @@ Status LaunchSoftcap(float* y, int64_t ld, int rows, int n, float cap, cudaStrea
   return Status::OK();
 }
 
-Status LoadElementwiseKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ToBf16Kernel, "ToBf16Kernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GatherRowsKernel, "GatherRowsKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SoftcapKernel, "SoftcapKernel"));
+Status LoadElementwiseKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ToBf16Kernel, "ToBf16Kernel", awaiting));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GatherRowsKernel, "GatherRowsKernel", awaiting));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(SoftcapKernel, "SoftcapKernel", awaiting));
   return Status::OK();
 }
 

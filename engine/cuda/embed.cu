@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -14,6 +15,7 @@ using detail::S;
 
 __global__ void EmbedKernel(const int32_t* tokens, const uint16_t* table, int vocab_begin, int vocab_end, int hidden,
                             float scale, float* x) {
+  AwaitPriorGrid();
   const int r = blockIdx.x;
   const int32_t token = tokens[r];
   float* xr = x + int64_t{r} * hidden;
@@ -35,8 +37,8 @@ Status LaunchEmbed(const int32_t* tokens, int rows, const uint16_t* table, int v
   return Status::OK();
 }
 
-Status LoadEmbedKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(EmbedKernel, "EmbedKernel"));
+Status LoadEmbedKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(EmbedKernel, "EmbedKernel", awaiting));
   return Status::OK();
 }
 

@@ -2,6 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -12,6 +13,7 @@ namespace {
 using detail::S;
 
 __global__ void GegluKernel(float* gate, const float* up, int64_t n) {
+  AwaitPriorGrid();
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     gate[i] = math::GeluTanh(gate[i]) * up[i];
@@ -28,8 +30,8 @@ Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream)
   return Status::OK();
 }
 
-Status LoadGegluKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GegluKernel, "GegluKernel"));
+Status LoadGegluKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GegluKernel, "GegluKernel", awaiting));
   return Status::OK();
 }
 

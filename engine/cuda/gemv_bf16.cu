@@ -85,12 +85,12 @@ Status LaunchGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up,
   return Status::OK();
 }
 
-Status LoadGemvKernels() {
+Status LoadGemvKernels(AwaitingKernels* awaiting) {
   for (int rows = 1; rows <= 8; ++rows) {
-    TEMPER_RETURN_IF_ERROR(ForRows(rows, [](auto r) -> Status {
+    TEMPER_RETURN_IF_ERROR(ForRows(rows, [awaiting](auto r) -> Status {
       constexpr int R = decltype(r)::value;
-      const Status gemv = LoadKernelCode(GemvKernel<R, RowsPerWarp(R)>, "GemvKernel");
-      return gemv.ok() ? LoadKernelCode(GemvGegluKernel<R, GegluOutputsPerWarp(R)>, "GemvGegluKernel") : gemv;
+      const Status gemv = LoadKernelCode(GemvKernel<R, RowsPerWarp(R)>, "GemvKernel", awaiting);
+      return gemv.ok() ? LoadKernelCode(GemvGegluKernel<R, GegluOutputsPerWarp(R)>, "GemvGegluKernel", awaiting) : gemv;
     }));
   }
   return Status::OK();

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/rank_ops.h"
 
@@ -124,6 +125,7 @@ __device__ __forceinline__ T Pick(const T (&values)[GemvParts::kMax], int part) 
 template <int R, int M>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
     GemvKernel(const float* __restrict__ x, GemvParts parts, int in, int outputs, bool vec) {
+  AwaitPriorGrid();
   const int o0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * M;
   if (o0 >= outputs) return;
   const uint16_t* w[M];
@@ -151,6 +153,7 @@ template <int R, int P>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
     GemvGegluKernel(const float* __restrict__ x, const uint16_t* __restrict__ gate, const uint16_t* __restrict__ up,
                     float* __restrict__ y, int in, int out, bool vec) {
+  AwaitPriorGrid();
   const int o0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * P;
   if (o0 >= out) return;
   const uint16_t* w[2 * P];

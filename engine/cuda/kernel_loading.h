@@ -8,25 +8,44 @@
 // Create), before the first all-reduce; cuBLASLt's kernels are loaded by running each GEMM shape once
 // (WarmGemms, device_rank.h). cudaFuncGetAttributes references the kernel, which loads its code.
 //
+// The loaders also list the kernels that begin with AwaitPriorGrid (grid_dependency.h), which are
+// all of engine/cuda's but the all-reduce's: a captured graph's edges into those, and only those,
+// may become programmatic (programmatic_edges.h). A kernel that does not wait (the all-reduce's,
+// NCCL's, cuBLASLt's) keeps its ordinary edges.
+//
 // Built only with nvcc. Thread safety: as the CUDA runtime.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <string>
+#include <unordered_set>
 
 #include "engine/cuda/cuda_status.h"
 
 namespace temper::engine::cuda {
 
+// Kernels that begin with AwaitPriorGrid, by their host-side address (what a graph's kernel node
+// holds as its function).
+class AwaitingKernels {
+ public:
+  void Add(const void* kernel) { kernels_.insert(kernel); }
+  bool Contains(const void* kernel) const { return kernels_.count(kernel) > 0; }
+
+ private:
+  std::unordered_set<const void*> kernels_;
+};
+
+// Loads `kernel`, and lists it in `awaiting` unless that is null (a kernel that does not wait).
 template <typename Kernel>
-Status LoadKernelCode(Kernel* kernel, const char* name) {
+Status LoadKernelCode(Kernel* kernel, const char* name, AwaitingKernels* awaiting) {
   cudaFuncAttributes attributes{};
   const cudaError_t e = cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel));
   if (e != cudaSuccess) {
     return CudaStatus(e, "cudaFuncGetAttributes", __FILE__, __LINE__)
         .WithContext(std::string("loading kernel ") + name);
   }
+  if (awaiting) awaiting->Add(reinterpret_cast<const void*>(kernel));
   return Status::OK();
 }
 

@@ -16,20 +16,24 @@
 
 namespace temper::engine::cuda {
 
+class AwaitingKernels;  // kernel_loading.h
+
 // Each file's kernels (every instantiation a launcher can pick), loaded on the current device now
-// (kernel_loading.h says why). CudaOps::Create calls LoadAllKernels.
-Status LoadAttentionKernels();
-Status LoadElementwiseKernels();
-Status LoadEmbedKernels();
-Status LoadGegluKernels();
-Status LoadGemvKernels();
-Status LoadNormKernels();
-Status LoadSyntheticKernels();
-Status LoadTopCandidatesKernels();
-inline Status LoadAllKernels() {
-  for (Status (*load)() : {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels,
-                           LoadGemvKernels, LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
-    TEMPER_RETURN_IF_ERROR(load());
+// (kernel_loading.h says why) and listed in `awaiting`: all of them begin with AwaitPriorGrid.
+// CudaOps::Create calls LoadAllKernels.
+Status LoadAttentionKernels(AwaitingKernels* awaiting);
+Status LoadElementwiseKernels(AwaitingKernels* awaiting);
+Status LoadEmbedKernels(AwaitingKernels* awaiting);
+Status LoadGegluKernels(AwaitingKernels* awaiting);
+Status LoadGemvKernels(AwaitingKernels* awaiting);
+Status LoadNormKernels(AwaitingKernels* awaiting);
+Status LoadSyntheticKernels(AwaitingKernels* awaiting);
+Status LoadTopCandidatesKernels(AwaitingKernels* awaiting);
+inline Status LoadAllKernels(AwaitingKernels* awaiting) {
+  for (Status (*load)(AwaitingKernels*) :
+       {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels, LoadGemvKernels,
+        LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
+    TEMPER_RETURN_IF_ERROR(load(awaiting));
   }
   return Status::OK();
 }

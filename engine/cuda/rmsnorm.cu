@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -75,6 +76,7 @@ __device__ void NormRow(const float* x, float* out, const uint16_t* w, int n, fl
 }
 
 __global__ void RmsNormKernel(const float* x, float* out, const uint16_t* w, int n, float eps) {
+  AwaitPriorGrid();
   __shared__ float shared[kMaxThreads / 32];
   const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
   NormRow(x + at, out + at, w, n, eps, RopeView{}, -1, nullptr, shared);
@@ -84,6 +86,7 @@ __global__ void RmsNormKernel(const float* x, float* out, const uint16_t* w, int
 // V) its v heads.
 __global__ void QkvNormKernel(KvLayerView kv, float* q, float* k, float* v, const uint16_t* q_norm, int q_heads,
                               float eps, RowTables t, bool write_kv) {
+  AwaitPriorGrid();
   __shared__ float shared[kHeadThreads / 32];
   const int hd = kv.head_dim, kv_heads = kv.kv_heads;
   const bool k_eq_v = kv.k == nullptr;
@@ -123,6 +126,7 @@ static_assert(kResidualPerThread * kMaxThreads == kNormResidualMaxWidth);
 __global__ void __launch_bounds__(kMaxThreads)
     NormResidualKernel(float* x, const float* branch, const uint16_t* w, int n, float eps, float scale,
                        const uint16_t* next_w, float* next_out) {
+  AwaitPriorGrid();
   __shared__ float shared[kMaxThreads / 32];
   const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
   const float* br = branch + at;
@@ -195,10 +199,10 @@ Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int 
   return Status::OK();
 }
 
-Status LoadNormKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(RmsNormKernel, "RmsNormKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(QkvNormKernel, "QkvNormKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormResidualKernel, "NormResidualKernel"));
+Status LoadNormKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(RmsNormKernel, "RmsNormKernel", awaiting));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(QkvNormKernel, "QkvNormKernel", awaiting));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(NormResidualKernel, "NormResidualKernel", awaiting));
   return Status::OK();
 }
 

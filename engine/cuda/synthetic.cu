@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -14,6 +15,7 @@ namespace {
 using detail::S;
 
 __global__ void FillSyntheticKernel(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth) {
+  AwaitPriorGrid();
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t i = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < n; i += stride) {
     const float u = math::SyntheticUniform(seed, static_cast<uint64_t>(i));
@@ -30,8 +32,8 @@ Status LaunchFillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, 
   return Status::OK();
 }
 
-Status LoadSyntheticKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(FillSyntheticKernel, "FillSyntheticKernel"));
+Status LoadSyntheticKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(FillSyntheticKernel, "FillSyntheticKernel", awaiting));
   return Status::OK();
 }
 

@@ -11,6 +11,7 @@
 #include <climits>
 
 #include "engine/cuda/cuda_status.h"
+#include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/top_candidates_plan.h"
@@ -33,6 +34,7 @@ __device__ __forceinline__ bool Before(float va, int32_t ia, float vb, int32_t i
 // [row][chunk · k]. ids_in null: an entry's index is its position in the row plus index_offset.
 __global__ void ChunkTopKernel(const float* vals_in, const int32_t* ids_in, int64_t in_ld, int n, int k,
                                int index_offset, float* vals_out, int32_t* ids_out, int64_t out_ld) {
+  AwaitPriorGrid();
   __shared__ float v[kChunk];
   __shared__ int32_t id[kChunk];
   const int row = blockIdx.y;
@@ -91,6 +93,7 @@ __device__ float BlockReduce(float x, bool max, float* shared) {
 // One block per row: its max, then Σ exp((l − max) / T).
 __global__ void MassKernel(const float* logits, int64_t ld, int n, const float* temperatures, float* out_max,
                            float* out_mass) {
+  AwaitPriorGrid();
   __shared__ float shared[kMassThreads / 32];
   const float* row = logits + blockIdx.x * ld;
   float m = -INFINITY;
@@ -147,9 +150,9 @@ Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int
   return Status::OK();
 }
 
-Status LoadTopCandidatesKernels() {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ChunkTopKernel, "ChunkTopKernel"));
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MassKernel, "MassKernel"));
+Status LoadTopCandidatesKernels(AwaitingKernels* awaiting) {
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(ChunkTopKernel, "ChunkTopKernel", awaiting));
+  TEMPER_RETURN_IF_ERROR(LoadKernelCode(MassKernel, "MassKernel", awaiting));
   return Status::OK();
 }
 

@@ -9,7 +9,7 @@ namespace temper::engine::cuda::testing {
 const char* KernelsUnavailable() { return HaveGpu() ? nullptr : "no CUDA device present"; }
 
 std::unique_ptr<RankOps> CreateKernelOps(Communicator& /*comm*/) {
-  auto ops = CudaOps::Create(0, 0, nullptr);
+  auto ops = CudaOps::Create(0, 0, nullptr, /*programmatic_edges=*/true);
   if (!ops.ok()) FAIL(ops.status().ToString());
   return std::move(*ops);
 }
