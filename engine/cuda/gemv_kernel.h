@@ -25,6 +25,30 @@ constexpr int kStep = 32 * 8;  // weights covered by one 16-byte load of every l
 // flight per SM, below the H100's 18 KB.
 constexpr int kMinBlocksPerSm = 2;
 
+// Bytes at the start of each weight row that a warp asks L2 for before it waits for the kernel
+// before it (grid_dependency.h). The only memory read above that wait, and safe there: no kernel of
+// a step writes weights. A GEMV launched early (a programmatic edge, sm_90) so has its first loads
+// in L2 when the previous kernel ends, the DRAM streaming them while a short kernel (a norm, the
+// attention's merge) runs. 4 KB of a block's 16 rows is 64 KB; at 2-3 blocks a multiprocessor
+// waiting, 17-26 MB of an H100's 50 MB L2. Launched the ordinary way it is the block's own first
+// loads, asked for a moment early. Not yet timed (bench/RESULTS.md, 2026-11-27).
+constexpr int kPrefetchBytesPerRow = 4096;
+
+template <int M>
+__device__ __forceinline__ void PrefetchRowStarts(const uint16_t* const (&w)[M], int in) {
+#if defined(__CUDA_ARCH__)
+  const int lane = threadIdx.x % 32, bytes = 2 * in < kPrefetchBytesPerRow ? 2 * in : kPrefetchBytesPerRow;
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    for (int at = lane * 128; at < bytes; at += 32 * 128) {
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(w[m]) + at));
+    }
+  }
+#else
+  (void)w, (void)in;
+#endif
+}
+
 // acc[r][m] += Σ_{j<8} w_m[j] · x[r][i + j] for the 8 bf16 weights of row m packed in packed[m].
 template <int R, int M>
 __device__ __forceinline__ void Accumulate(const uint4 (&packed)[M], const float* __restrict__ x, int in, int i,
@@ -125,15 +149,16 @@ __device__ __forceinline__ T Pick(const T (&values)[GemvParts::kMax], int part) 
 template <int R, int M>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
     GemvKernel(const float* __restrict__ x, GemvParts parts, int in, int outputs, bool vec) {
-  AwaitPriorGrid();
   const int o0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * M;
-  if (o0 >= outputs) return;
   const uint16_t* w[M];
 #pragma unroll
   for (int m = 0; m < M; ++m) {
     const PartOutput at = Locate(parts, o0 + m < outputs ? o0 + m : outputs - 1);
     w[m] = Pick(parts.w, at.part) + static_cast<int64_t>(at.index) * in;
   }
+  if (o0 < outputs) PrefetchRowStarts<M>(w, in);
+  AwaitPriorGrid();
+  if (o0 >= outputs) return;
   float acc[R][M];
   WarpDots<R, M>(x, in, w, vec, acc);
   if (threadIdx.x % 32 != 0) return;
@@ -153,9 +178,7 @@ template <int R, int P>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
     GemvGegluKernel(const float* __restrict__ x, const uint16_t* __restrict__ gate, const uint16_t* __restrict__ up,
                     float* __restrict__ y, int in, int out, bool vec) {
-  AwaitPriorGrid();
   const int o0 = (blockIdx.x * kWarpsPerBlock + threadIdx.x / 32) * P;
-  if (o0 >= out) return;
   const uint16_t* w[2 * P];
 #pragma unroll
   for (int m = 0; m < P; ++m) {
@@ -163,6 +186,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32, kMinBlocksPerSm)
     w[m] = gate + o * in;
     w[P + m] = up + o * in;
   }
+  if (o0 < out) PrefetchRowStarts<2 * P>(w, in);
+  AwaitPriorGrid();
+  if (o0 >= out) return;
   float acc[R][2 * P];
   WarpDots<R, 2 * P>(x, in, w, vec, acc);
   if (threadIdx.x % 32 != 0) return;

@@ -4,7 +4,8 @@
 //
 // A kernel so launched is resident early, its launch and block scheduling overlapping the tail of
 // the kernel before it, and waits here until that kernel has completed and its writes are visible;
-// nothing above this call may touch memory. Once past it, the kernel lets the next one launch in
+// nothing above this call may touch memory that a kernel of the step writes (the GEMVs ask L2 for
+// their first weights above it: gemv_kernel.h). Once past it, the kernel lets the next one launch in
 // turn (only one grid ahead: a grid triggers after it has waited, so waiting grids never pile up
 // and take the multiprocessors a running grid's later blocks need).
 //
