@@ -222,6 +222,12 @@ Status CudaOps::Capture(int key, const std::function<Status()>& step) {
   cudaGraphExec_t exec = nullptr;
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
   cudaGraphDestroy(graph);
+  if (made != cudaSuccess && programmatic_edges_) {
+    return CudaStatus(made, "cudaGraphInstantiate", __FILE__, __LINE__)
+        .WithContext("graph " + std::to_string(key) +
+                     " with programmatic edges (CudaBackendOptions::programmatic_edges off, temper-bench "
+                     "--gpu-ordinary-edges, captures without them)");
+  }
   TEMPER_CUDA_TRY(made);
   // Uploaded now, so the first replay does no set-up work of its own while peers' replays spin.
   const cudaError_t uploaded = cudaGraphUpload(exec, stream_);

@@ -7,19 +7,18 @@
 namespace temper::engine::cuda {
 namespace {
 
-// The runtime function of a kernel node, or null for any other node and for a kernel that has
-// none: a library's (cuBLASLt's, NCCL's) launched through the driver API, which is not ours.
+// The runtime function of a kernel node, or null for any other node and for a kernel whose
+// parameters the runtime cannot give back: a library's (cuBLASLt's, NCCL's) launched through the
+// driver API (cudaErrorInvalidDeviceFunction). Null keeps an edge ordinary, which is always safe.
 Result<const void*> KernelOf(cudaGraphNode_t node) {
   cudaGraphNodeType type{};
   TEMPER_CUDA_TRY(cudaGraphNodeGetType(node, &type));
   if (type != cudaGraphNodeTypeKernel) return static_cast<const void*>(nullptr);
   cudaKernelNodeParams params{};
-  const cudaError_t e = cudaGraphKernelNodeGetParams(node, &params);
-  if (e == cudaErrorInvalidDeviceFunction) {
+  if (cudaGraphKernelNodeGetParams(node, &params) != cudaSuccess) {
     (void)cudaGetLastError();  // not left for a later launch's check to report
     return static_cast<const void*>(nullptr);
   }
-  TEMPER_CUDA_TRY(e);
   return static_cast<const void*>(params.func);
 }
 
