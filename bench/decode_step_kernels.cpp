@@ -349,30 +349,35 @@ class StepTimer {
     return Status::OK();
   }
   // The tensor-core candidate (attention_mma.h) on the engine kernel's inputs, the same way, kept
-  // as the attention's candidate_us. Its bf16 operands move outputs by a few percent of the
-  // largest (the emulated tests hold it to a model of its own numerics); a fragment mixed up
-  // moves them by their whole size, which is what the check here looks for.
+  // as the attention's candidate_us. Its bf16 operands move scores by a little, and where a head's
+  // softmax is as peaked as these random inputs make it (scores over 512 dims of normed rows), that
+  // can hand the weight to another key: that head's outputs then differ by a whole value row. So
+  // the check is on the mean difference, against the mean output: a few such heads move it by a
+  // few percent, a fragment mixed up by its whole size. The tests hold the candidate to a model of
+  // its own numerics (tests/bench/attention_mma_test.cpp).
   Status TimeMmaCandidate(const std::string& name, double bytes, int launches, const std::function<Status(int)>& engine,
                           const std::function<Status(int)>& launch, const float* out, size_t n) {
     TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
     TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
-    float largest = 0, differs = 0;
+    double outputs = 0, differences = 0;
     for (size_t i = 0; i < n; ++i) {
-      largest = std::max(largest, std::abs(want[i]));
-      const float d = std::abs(got[i] - want[i]);
-      if (!(d <= differs)) differs = d;  // NaN stays
+      outputs += std::abs(want[i]);
+      differences += std::abs(got[i] - want[i]);  // NaN stays
     }
-    if (!(differs <= 0.25f * largest)) {
-      std::printf("* tensor-core attention, %s: WRONG, outputs differ from the engine's by %g (largest output %g)\n",
-                  name.c_str(), differs, largest);
+    const double mean_output = outputs / n, mean_difference = differences / n;
+    if (!(mean_difference <= 0.25 * mean_output)) {
+      std::printf(
+          "* tensor-core attention, %s: WRONG, outputs differ from the engine's by %g on average (mean output "
+          "%g)\n",
+          name.c_str(), mean_difference, mean_output);
       return Status::OK();
     }
     Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
     if (!us.ok()) return us.status().WithContext("tensor-core attention " + name);
     std::printf(
         "* tensor-core attention, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us; outputs differ from the "
-        "engine's by at most %.3g (largest output %.3g)\n",
-        name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, kernels_.back().us, differs, largest);
+        "engine's by %.3g on average (mean output %.3g)\n",
+        name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, kernels_.back().us, mean_difference, mean_output);
     kernels_.back().candidate_us = *us;
     return Status::OK();
   }
