@@ -22,19 +22,16 @@ namespace temper::bench {
 namespace {
 
 using engine::Bf16ToFloat;
-using engine::FloatToBf16;
+using engine::RoundToBf16;
 using engine::cuda::HeadRange;
 using engine::cuda::KvLayerView;
 using engine::cuda::RowTables;
 using engine::cuda::testing::DeviceVec;
 using engine::cuda::testing::Near;
-namespace math = engine::cuda::math;
-
-float Bf16Round(float x) { return Bf16ToFloat(FloatToBf16(x)); }
-
 using testing::AttentionCase;
 using testing::AttentionDevice;
 using testing::AttentionHost;
+namespace math = engine::cuda::math;
 
 // The candidate's numerics in double: output = Σ w·v / Σ w with w = exp(s − max) over the row's
 // visible keys, s = bf16(q) · bf16(K), K rebuilt in fp32 (as the kernel does) on k_eq_v layers.
@@ -53,8 +50,8 @@ std::vector<float> Model(const AttentionCase& c, const AttentionHost& in) {
           const size_t at = size_t(kvh) * c.hd + d;
           if (x >= c.p0) {
             const size_t row = size_t(x - c.p0) * in.width;
-            value[d] = Bf16Round(in.fresh_v[row + at]);
-            key[d] = Bf16Round(in.fresh_k[row + at]);
+            value[d] = RoundToBf16(in.fresh_v[row + at]);
+            key[d] = RoundToBf16(in.fresh_k[row + at]);
           } else {
             const size_t row = size_t(math::KvRow(x, c.sliding, in.ring, 1, table, in.block_tokens)) * in.width;
             value[d] = Bf16ToFloat(in.v[row + at]);
@@ -66,10 +63,10 @@ std::vector<float> Model(const AttentionCase& c, const AttentionHost& in) {
           for (int d = 0; d < in.angles; ++d) {
             math::RopePair(key[d], key[d + c.hd / 2], in.cos[x * in.angles + d], in.sin[x * in.angles + d]);
           }
-          for (float& e : key) e = Bf16Round(e);
+          for (float& e : key) e = RoundToBf16(e);
         }
         double s = 0;
-        for (int d = 0; d < c.hd; ++d) s += double(Bf16Round(in.q[(size_t(r) * c.q_heads + h) * c.hd + d])) * key[d];
+        for (int d = 0; d < c.hd; ++d) s += double(RoundToBf16(in.q[(size_t(r) * c.q_heads + h) * c.hd + d])) * key[d];
         scores.push_back(s);
         values.push_back(value);
       }
