@@ -57,6 +57,16 @@ L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_
   return r;
 }
 
+std::vector<StepKernel> WithAttentionCandidate(std::span<const StepKernel> kernels) {
+  std::vector<StepKernel> out(kernels.begin(), kernels.end());
+  for (StepKernel& k : out) {
+    if (k.candidate_us <= 0) continue;
+    k.us = k.candidate_us;
+    k.fixed_us = std::min(k.fixed_us, k.candidate_us);
+  }
+  return out;
+}
+
 void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a,
                      const std::string& what) {
   const double hi = a.read_gbs_high, lo = a.read_gbs_low;
@@ -84,7 +94,8 @@ void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, 
 
   std::printf(
       "* bandwidth-bound kernels on L4: t = max(fixed + (us here - fixed) x %.0f GB/s (copy bandwidth here, "
-      "read + write) / L4 read bandwidth, MB / L4 read bandwidth), at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, calm's GEMVs on "
+      "read + write) / L4 read bandwidth, MB / L4 read bandwidth), at %.0f GB/s (fast: %.0f%% of the L4's %.0f GB/s, "
+      "calm's GEMVs on "
       "Ada) and %.0f GB/s (slow: %.0f%%, vLLM's whole decode on 4xL4; engines.md 1.3); those reading at under %.0f%% "
       "of the copy bandwidth here (far from the roofline): t = max(fixed + MB / L4 read bandwidth, us here x 1 "
       "(fast) or x %.2f (slow: this GPU's SMs x clock over the L4's %d x %.2f GHz)): %.2f / %.2f ms per step\n",
