@@ -56,22 +56,32 @@ __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, Ro
   }
 }
 
-constexpr int kMergeChunk = 64;  // splits whose weights a merge block stages at a time
-constexpr int kMergeDims = 2;    // output dims per merge thread
+constexpr int kMergeChunk = 64;      // splits whose weights a merge block stages at a time
+constexpr int kMergeBlockDims = 64;  // output dims a merge block takes
+constexpr int kMergeGroups = 4;      // threads a dim: each sums every kMergeGroups-th split
+constexpr int kMergeThreads = kMergeBlockDims * kMergeGroups;
 
-int MergeThreads(int hd) { return std::max(kMergeChunk, (hd + kMergeDims - 1) / kMergeDims); }
+int MergeDimBlocks(int hd) { return (hd + kMergeBlockDims - 1) / kMergeBlockDims; }
 
-// One block per (row, query head) merges the row's used splits (UsedSplits of its key count; the
-// rest are empty): the largest of the splits' maxima M first, then each split's weight
-// exp(max_s − M) once, staged in shared memory, then per dim Σ_s weight_s · acc_s[d] over
-// Σ_s weight_s · sum_s. The loads of different splits are independent, so many are in flight; a
-// merge that folds the splits one after another waits for each (it took 33 us of a sliding layer's
-// 42 us at 16 keys on the H200 with 64 splits, bench/RESULTS.md).
-__global__ void MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits,
-                            const int64_t* positions, int window, bool sliding) {
+// One block per (row, query head, kMergeBlockDims of its dims) merges the row's used splits
+// (UsedSplits of its key count; the rest are empty): the largest of the splits' maxima M first,
+// then each split's weight exp(max_s − M) once, staged in shared memory, then per dim
+// Σ_s weight_s · acc_s[d] over Σ_s weight_s · sum_s. Each dim's sum is split over kMergeGroups
+// threads (splits g, g + 4, ...), whose sums are added in group order, so each thread has few
+// dependent loads and the block's are all independent. Why: one block per head with every split in
+// one thread's loop took 10.3 us at 8 K keys on an H200 (32 blocks of 64 splits each, about 8
+// trips to memory one after another), a tenth of the full layer's attention; a merge that folded
+// the splits one after another took 33 us of a sliding layer's 42 (bench/RESULTS.md).
+__global__ void __launch_bounds__(kMergeThreads)
+    MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits, const int64_t* positions,
+                int window, bool sliding) {
   AwaitPriorGrid();
-  __shared__ float weight_s[kMergeChunk], sum_s[kMergeChunk], reduce_s[32];
-  const int h = blockIdx.x, r = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  __shared__ float weight_s[kMergeChunk], sum_s[kMergeChunk], reduce_s[kMergeThreads / 32];
+  __shared__ float group_s[kMergeGroups][kMergeBlockDims];
+  const int dim_blocks = MergeDimBlocks(hd);
+  const int h = blockIdx.x / dim_blocks, r = blockIdx.y, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int group = tid / kMergeBlockDims, column = tid % kMergeBlockDims;
+  const int d = (blockIdx.x % dim_blocks) * kMergeBlockDims + column;
   const int64_t stride = hd + 2;
   const float* part = partials + (int64_t{r} * q_heads + h) * splits * stride;
   int used = 0;  // padding rows: none, and a zero output
@@ -79,15 +89,15 @@ __global__ void MergeKernel(const float* partials, float* out, int q_heads, int 
   if (pos >= 0) used = math::UsedSplits(pos - math::WindowStart(pos, window, sliding) + 1, splits);
 
   float m = -INFINITY;  // an empty split's max is -inf
-  for (int s = tid; s < used; s += blockDim.x) m = fmaxf(m, part[s * stride + hd]);
+  for (int s = tid; s < used; s += kMergeThreads) m = fmaxf(m, part[s * stride + hd]);
 #pragma unroll
   for (int o = 16; o > 0; o /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
   if (lane == 0) reduce_s[warp] = m;
   __syncthreads();
   m = -INFINITY;
-  for (int i = 0; i < static_cast<int>(blockDim.x / 32); ++i) m = fmaxf(m, reduce_s[i]);
+  for (int i = 0; i < kMergeThreads / 32; ++i) m = fmaxf(m, reduce_s[i]);
 
-  float acc[kMergeDims] = {}, denominator = 0;
+  float acc = 0, denominator = 0;
   for (int first = 0; first < used; first += kMergeChunk) {
     const int n = min(kMergeChunk, used - first);
     __syncthreads();  // the previous chunk's weights are read by every thread
@@ -98,24 +108,19 @@ __global__ void MergeKernel(const float* partials, float* out, int q_heads, int 
       sum_s[tid] = state.sum;
     }
     __syncthreads();
+    for (int i = 0; i < n; ++i) denominator += weight_s[i] * sum_s[i];
+    if (d < hd) {
 #pragma unroll 8
-    for (int i = 0; i < n; ++i) {
-      const float* ps = part + (first + i) * stride;
-      const float w = weight_s[i];
-      denominator += w * sum_s[i];
-#pragma unroll
-      for (int j = 0; j < kMergeDims; ++j) {
-        const int d = tid + j * blockDim.x;
-        if (d < hd) acc[j] += w * ps[d];
-      }
+      for (int i = group; i < n; i += kMergeGroups) acc += weight_s[i] * part[(first + i) * stride + d];
     }
   }
-  float* o = out + (int64_t{r} * q_heads + h) * hd;
+  group_s[group][column] = acc;
+  __syncthreads();
+  if (group != 0 || d >= hd) return;
+  float total = group_s[0][column];
 #pragma unroll
-  for (int j = 0; j < kMergeDims; ++j) {
-    const int d = tid + j * blockDim.x;
-    if (d < hd) o[d] = denominator > 0 ? acc[j] / denominator : 0.0f;
-  }
+  for (int g = 1; g < kMergeGroups; ++g) total += group_s[g][column];
+  out[(int64_t{r} * q_heads + h) * hd + d] = denominator > 0 ? total / denominator : 0.0f;
 }
 
 template <int HD, int GM, int KW>
@@ -185,8 +190,8 @@ Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_h
     return Status::InvalidArgument("attention merge: rows " + S(rows) + ", q_heads " + S(q_heads) + ", head_dim " +
                                    S(head_dim) + ", splits " + S(splits) + " (at least 2, with partials)");
   }
-  MergeKernel<<<dim3(q_heads, rows), MergeThreads(head_dim), 0, stream>>>(partials, out, q_heads, head_dim, splits,
-                                                                          positions, window, sliding);
+  MergeKernel<<<dim3(q_heads * MergeDimBlocks(head_dim), rows), kMergeThreads, 0, stream>>>(
+      partials, out, q_heads, head_dim, splits, positions, window, sliding);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
