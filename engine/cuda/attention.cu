@@ -61,7 +61,7 @@ constexpr int kMergeBlockDims = 64;  // output dims a merge block takes
 constexpr int kMergeGroups = 4;      // threads a dim: each sums every kMergeGroups-th split
 constexpr int kMergeThreads = kMergeBlockDims * kMergeGroups;
 
-int MergeDimBlocks(int hd) { return (hd + kMergeBlockDims - 1) / kMergeBlockDims; }
+__host__ __device__ inline int MergeDimBlocks(int hd) { return (hd + kMergeBlockDims - 1) / kMergeBlockDims; }
 
 // One block per (row, query head, kMergeBlockDims of its dims) merges the row's used splits
 // (UsedSplits of its key count; the rest are empty): the largest of the splits' maxima M first,
