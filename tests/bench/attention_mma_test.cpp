@@ -136,6 +136,8 @@ TEST_CASE("the tensor-core attention candidate computes attention with bf16 quer
   Compare({true, false, 256, 3, 60, 6, 2, 1});  // groups of 3
   Compare({false, true, 512, 5, 30, 16, 1, 1});
   Compare({false, true, 256, 2, 45, 16, 2, 4});
+  // A long decode row over 64 splits of many tiles each: the merge's four groups all take splits.
+  Compare({false, true, 512, 1, 1500, 8, 1, 64});
 }
 
 TEST_CASE("the tensor-core attention candidate refuses what the engine's attention refuses, and other head dims") {
