@@ -78,7 +78,9 @@ __device__ __forceinline__ int PieceBase(int w, int i) {
 __device__ __forceinline__ uint32_t LowHalves(uint32_t x, uint32_t y) { return (x & 0xffffu) | (y << 16); }
 __device__ __forceinline__ uint32_t HighHalves(uint32_t x, uint32_t y) { return (x >> 16) | (y & 0xffff0000u); }
 
-template <int HD, bool kEqV>
+// kValuesWithKeys: a tile's value rows are loaded with its keys (one wait for memory a tile, about
+// 60 more registers at head_dim 512), else after the score MMAs, just before the barrier.
+template <int HD, bool kEqV, bool kValuesWithKeys>
 __global__ void __launch_bounds__(kWarps * 32)
     MmaAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
                        RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
@@ -155,6 +157,21 @@ __global__ void __launch_bounds__(kWarps * 32)
                               : attention::Bf16Piece<8>{};
       }
     }
+    // The value rows of keys key_of[e], dims 4g .. 4g + 3 of each piece. They depend only on
+    // where the keys are: loaded with the keys, the tile waits for memory once, not twice.
+    attention::Bf16Piece<4> vp[kPieces][4];
+    auto load_values = [&] {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t source = __shfl_sync(kAllLanes, mine, key_of[e]);
+#pragma unroll
+        for (int i = 0; i < kPieces; ++i) {
+          vp[i][e] = key_of[e] < n ? attention::LoadPiece<4>(kv.v, fresh_v, source, width, offset + base_of[i] + 4 * g)
+                                   : attention::Bf16Piece<4>{};
+        }
+      }
+    };
+    if constexpr (kValuesWithKeys) load_values();
     if constexpr (kEqV) {  // K = RoPE(V ⊙ k_norm) at the key's own position (point 6), then bf16
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
@@ -191,19 +208,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     float* mine_s = score_s[parity][warp][lane];
     mine_s[0] = s[0][0], mine_s[1] = s[0][1], mine_s[2] = s[1][0], mine_s[3] = s[1][1];
-
-    // The value rows of keys key_of[e], dims 4g .. 4g + 3 of each piece, loaded before the
-    // barrier so that the wait covers them.
-    attention::Bf16Piece<4> vp[kPieces][4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int64_t source = __shfl_sync(kAllLanes, mine, key_of[e]);
-#pragma unroll
-      for (int i = 0; i < kPieces; ++i) {
-        vp[i][e] = key_of[e] < n ? attention::LoadPiece<4>(kv.v, fresh_v, source, width, offset + base_of[i] + 4 * g)
-                                 : attention::Bf16Piece<4>{};
-      }
-    }
+    if constexpr (!kValuesWithKeys) load_values();  // the barrier's wait covers them
     __syncthreads();
 
     // 2. The whole scores, the same in every warp; head g's online softmax.
@@ -280,16 +285,26 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
-template <int HD>
+template <int HD, bool kValuesWithKeys>
 void Launch(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
             const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
   const attention::GroupGrid grid = attention::GroupGridOf(kv, heads, splits, rows, kHeads);
   if (kv.k) {
-    MmaAttentionKernel<HD, false>
+    MmaAttentionKernel<HD, false, kValuesWithKeys>
         <<<grid.blocks, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
   } else {
-    MmaAttentionKernel<HD, true>
+    MmaAttentionKernel<HD, true, kValuesWithKeys>
         <<<grid.blocks, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
+  }
+}
+
+template <int HD>
+void LaunchFor(bool values_with_keys, const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+               int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
+  if (values_with_keys) {
+    Launch<HD, true>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+  } else {
+    Launch<HD, false>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
   }
 }
 
@@ -299,13 +314,13 @@ bool AttentionMmaBuiltFor(int head_dim) { return head_dim == 256 || head_dim == 
 
 Status LaunchAttentionMma(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                           const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                          cudaStream_t stream) {
+                          bool values_with_keys, cudaStream_t stream) {
   constexpr const char* kWhat = "tensor-core attention";
   TEMPER_RETURN_IF_ERROR(engine::cuda::CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
   if (kv.head_dim == 256) {
-    Launch<256>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    LaunchFor<256>(values_with_keys, kv, q, k, v, out, rows, t, heads, splits, partials, stream);
   } else if (kv.head_dim == 512) {
-    Launch<512>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    LaunchFor<512>(values_with_keys, kv, q, k, v, out, rows, t, heads, splits, partials, stream);
   } else {
     return Status::InvalidArgument(std::string(kWhat) + ": head_dim " + std::to_string(kv.head_dim) +
                                    " is not built (256 and 512 are)");

@@ -21,9 +21,11 @@ bool AttentionMmaBuiltFor(int head_dim);
 // engine::cuda::LaunchAttention on the tensor cores: the same inputs, outputs and partials layout
 // (the engine's merge kernel combines the splits), with queries, keys and softmax weights rounded
 // to bf16; the same argument checks, and InvalidArgument naming the head_dim for one that
-// AttentionMmaBuiltFor refuses.
+// AttentionMmaBuiltFor refuses. `values_with_keys`: each tile's value rows are loaded with its
+// keys (one wait for memory a tile, about 60 more registers at head_dim 512) rather than after its
+// scores; the outputs are the same either way, and temper-kernel-bench times both.
 Status LaunchAttentionMma(const engine::cuda::KvLayerView& kv, const float* q, const float* k, const float* v,
                           float* out, int rows, const engine::cuda::RowTables& t, const engine::cuda::HeadRange& heads,
-                          int splits, float* partials, cudaStream_t stream);
+                          int splits, float* partials, bool values_with_keys, cudaStream_t stream);
 
 }  // namespace temper::bench

@@ -38,7 +38,7 @@ struct StepKernel {
   double bytes = 0;         // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
   double us = 0;            // microseconds per launch, measured here
   double fixed_us = 0;      // bandwidth-bound: per launch at the minimal size (the part that does not scale)
-  double candidate_us = 0;  // attention: the tensor-core candidate's time on the same inputs (0: not timed)
+  double candidate_us = 0;  // attention: the tensor-core candidate's best time on the same inputs (0: not timed)
 };
 
 struct DecodeStepShape {

@@ -100,11 +100,17 @@ void Compare(const AttentionCase& c) {
   // Queries small enough that scores of a few units let many keys weigh in each output.
   const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
   const AttentionDevice d(c, h);
-  DeviceVec got(std::vector<float>(d.outputs, NAN)), got_part(std::vector<float>(d.partials, NAN));
-  REQUIRE(LaunchAttentionMma(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads,
-                             c.splits, got_part.get(), nullptr)
-              .ok());
-  const std::vector<float> candidate = got.Read();
+  // Both orders of a tile's loads, which compute the same sums.
+  std::vector<float> by_order[2];
+  for (bool values_with_keys : {false, true}) {
+    DeviceVec got(std::vector<float>(d.outputs, NAN)), got_part(std::vector<float>(d.partials, NAN));
+    REQUIRE(LaunchAttentionMma(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads,
+                               c.splits, got_part.get(), values_with_keys, nullptr)
+                .ok());
+    by_order[values_with_keys] = got.Read();
+  }
+  REQUIRE(by_order[0] == by_order[1]);
+  const std::vector<float>& candidate = by_order[0];
   for (size_t i = d.outputs - size_t(c.q_heads) * c.hd; i < d.outputs; ++i) REQUIRE(candidate[i] == 0.0f);  // padding
 
   // Its own numerics: what is left is the weights' rounding to bf16 (at most 2^-9 of each
@@ -144,12 +150,12 @@ TEST_CASE("the tensor-core attention candidate refuses what the engine's attenti
   TEMPER_SKIP_WITHOUT_KERNELS();
   const KvLayerView v_only{.head_dim = 512};  // no K, and no k_norm or RoPE tables to rebuild it
   const Status s = LaunchAttentionMma(v_only, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 8, 0},
-                                      1, nullptr, nullptr);
+                                      1, nullptr, false, nullptr);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(s.message(), Catch::Contains("a V-only layer needs k_norm and RoPE tables"));
   const KvLayerView with_k{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 128};
   CHECK_THAT(LaunchAttentionMma(with_k, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 2, 0}, 1,
-                                nullptr, nullptr)
+                                nullptr, true, nullptr)
                  .message(),
              Catch::Contains("tensor-core attention: head_dim 128 is not built (256 and 512 are)"));
   CHECK(AttentionMmaBuiltFor(512));
