@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "engine/cuda/rank_ops.h"
@@ -25,6 +27,17 @@ struct AttentionCase {
   int kv_heads;
   int splits;
 };
+
+// The case in words, for a failing check's message.
+inline std::string Describe(const AttentionCase& c) {
+  std::ostringstream out;
+  out << (c.sliding  ? "sliding"
+          : c.k_eq_v ? "full, K from V"
+                     : "full with K")
+      << ", head_dim " << c.hd << ", " << c.rows << " rows from " << c.p0 << ", " << c.q_heads << " query heads over "
+      << c.kv_heads << ", " << c.splits << " splits";
+  return out.str();
+}
 
 struct AttentionHost {
   AttentionHost(const AttentionCase& c, int window_tokens, int ring_rows, float q_scale)

@@ -92,11 +92,7 @@ float LargestDifference(const std::vector<float>& a, const std::vector<float>& b
 }
 
 void Compare(const AttentionCase& c) {
-  INFO((c.sliding  ? "sliding"
-        : c.k_eq_v ? "full, K from V"
-                   : "full with K")
-       << ", head_dim " << c.hd << ", " << c.rows << " rows from " << c.p0 << ", " << c.q_heads << " query heads over "
-       << c.kv_heads << ", " << c.splits << " splits");
+  INFO(testing::Describe(c));
   // Queries small enough that scores of a few units let many keys weigh in each output.
   const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
   const AttentionDevice d(c, h);

@@ -33,11 +33,7 @@ using testing::AttentionHost;
 // The engine's kernel and every variant for the head_dim on the same inputs, plus one padding row
 // (position -1) after the sequence's rows.
 void Compare(const AttentionCase& c) {
-  INFO((c.sliding  ? "sliding"
-        : c.k_eq_v ? "full, K from V"
-                   : "full with K")
-       << ", head_dim " << c.hd << ", " << c.rows << " rows from " << c.p0 << ", " << c.q_heads << " query heads over "
-       << c.kv_heads << ", " << c.splits << " splits");
+  INFO(testing::Describe(c));
   const AttentionHost h(c, /*window_tokens=*/16, /*ring_rows=*/20, /*q_scale=*/1.0f);
   const AttentionDevice d(c, h);
   DeviceVec want(std::vector<float>(d.outputs, NAN));
