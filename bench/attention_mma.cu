@@ -89,13 +89,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   __shared__ float kn_s[HD];
   __shared__ float score_s[2][kWarps][32][4];
 
-  const int r = blockIdx.y;
-  const int split = blockIdx.x % splits;
-  const int chunk = (blockIdx.x / splits) % head_chunks;
-  const int kvh = blockIdx.x / (splits * head_chunks);
-  const math::HeadSpan block_heads =
-      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, kHeads);
-  const int h0 = block_heads.first, G = block_heads.count;
+  const attention::GroupBlock block = attention::GroupBlockOf(heads, splits, head_chunks, kHeads);
+  const int r = block.r, split = block.split, kvh = block.kvh, h0 = block.heads.first, G = block.heads.count;
   if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, c = lane % 4;
   const int width = kv.kv_heads * HD;

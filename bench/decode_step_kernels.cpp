@@ -236,16 +236,17 @@ class StepTimer {
           },
           out, size_t(q_heads) * hd));
     }
-    for (bool values_with_keys : {false, true}) {
-      if (!AttentionMmaBuiltFor(hd)) break;
-      TEMPER_RETURN_IF_ERROR(TimeMmaCandidate(
-          name + (values_with_keys ? ", values loaded with the keys" : ", values loaded after the scores"), bytes,
-          std::max(copies, 20), launch,
-          [&](int i) {
-            return LaunchAttentionMma(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
-                                      partials, values_with_keys, stream_);
-          },
-          out, size_t(q_heads) * hd));
+    if (AttentionMmaBuiltFor(hd)) {
+      for (bool values_with_keys : {false, true}) {
+        TEMPER_RETURN_IF_ERROR(TimeMmaCandidate(
+            name + (values_with_keys ? ", values loaded with the keys" : ", values loaded after the scores"), bytes,
+            std::max(copies, 20), launch,
+            [&](int i) {
+              return LaunchAttentionMma(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
+                                        partials, values_with_keys, stream_);
+            },
+            out, size_t(q_heads) * hd));
+      }
     }
     if (splits == 1) return Status::OK();
     // The merge alone, on the partials the last launch left: how much of the attention is the

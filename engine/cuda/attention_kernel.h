@@ -82,6 +82,32 @@ __device__ __forceinline__ int64_t KeySource(int64_t p, const KvLayerView& kv, c
   return math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
 }
 
+// The grid of a call's split half with heads_per_block query heads a block: one block per KV
+// head, chunk of the group and split (x), per row (y).
+struct GroupGrid {
+  int head_chunks;
+  dim3 blocks;
+};
+inline GroupGrid GroupGridOf(const KvLayerView& kv, const HeadRange& heads, int splits, int rows, int heads_per_block) {
+  const int head_chunks = (heads.group + heads_per_block - 1) / heads_per_block;
+  return {head_chunks, dim3(kv.kv_heads * head_chunks * splits, rows)};
+}
+
+// Where a block of that grid works: row r, split `split` of the row's keys, the rank's KV head
+// kvh, and its query heads (at most `per_block` of kvh's group; count <= 0 for none).
+struct GroupBlock {
+  int r, split, kvh;
+  math::HeadSpan heads;
+};
+__device__ __forceinline__ GroupBlock GroupBlockOf(const HeadRange& heads, int splits, int head_chunks, int per_block) {
+  const int split = blockIdx.x % splits;
+  const int chunk = (blockIdx.x / splits) % head_chunks;
+  const int kvh = blockIdx.x / (splits * head_chunks);
+  return {
+      static_cast<int>(blockIdx.y), split, kvh,
+      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, per_block)};
+}
+
 // One block: KV head kvh of row r, query heads h0 .. h0 + G - 1 (G <= GM), keys of one split, KW
 // keys a warp at a time.
 template <int HD, int GM, int KW, bool kEqV>
@@ -95,13 +121,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   __shared__ float acc_s[kWarps][GM][HD];
   __shared__ float max_s[kWarps][GM], sum_s[kWarps][GM];
 
-  const int r = blockIdx.y;
-  const int split = blockIdx.x % splits;
-  const int chunk = (blockIdx.x / splits) % head_chunks;
-  const int kvh = blockIdx.x / (splits * head_chunks);
-  const math::HeadSpan block_heads =
-      math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, GM);
-  const int h0 = block_heads.first, G = block_heads.count;
+  const GroupBlock block = GroupBlockOf(heads, splits, head_chunks, GM);
+  const int r = block.r, split = block.split, kvh = block.kvh, h0 = block.heads.first, G = block.heads.count;
   if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int width = kv.kv_heads * HD;
@@ -261,17 +282,6 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
   }
-}
-
-// The grid of a call's split half with GM query heads a block: one block per KV head, chunk of
-// the group and split (x), per row (y).
-struct GroupGrid {
-  int head_chunks;
-  dim3 blocks;
-};
-inline GroupGrid GroupGridOf(const KvLayerView& kv, const HeadRange& heads, int splits, int rows, int heads_per_block) {
-  const int head_chunks = (heads.group + heads_per_block - 1) / heads_per_block;
-  return {head_chunks, dim3(kv.kv_heads * head_chunks * splits, rows)};
 }
 
 }  // namespace temper::engine::cuda::attention
