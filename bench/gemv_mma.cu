@@ -20,6 +20,16 @@
 // 3.4 rounds of the 396 that fit at once, and the last round runs 40% full. 8-row blocks halve the
 // step.
 //
+// The staged layout (GemvMmaStagedKernel) asks whether the loads' shape is what costs the 1-row
+// case. In every layout above a lane loads its own fragment pieces, so one load instruction reads
+// 64 bytes (4 lanes) of each of 8 weight rows; the SIMT kernel's reads 512 contiguous bytes of
+// one row. The one layout with longer runs, 32 bytes a lane, read fastest at 1 row (91%, below).
+// Staged, a warp loads 256-byte runs of its tile's rows into shared memory and reads its fragments
+// back from there: per 4 KB stage a lane issues 8 global loads, 8 shared stores, 8 shared loads
+// and 8 MMAs, with no bank conflicts (StagedUnit), and it needs no registers for the pieces it
+// does not multiply. Its warps split the row into eighths, not interleaved chunks, so that a
+// warp's stages are contiguous.
+//
 // Numerics: B must be bf16, so the activations are rounded to bf16 (round to nearest even), as the
 // prefill GEMM's operands already are (engine/cuda/rank_forward.cpp); the products are exact and
 // summed in fp32. Each output row's sums are independent of the other rows (an MMA's column j reads
@@ -34,7 +44,8 @@
 // verification pass must give the tokens that 1-row steps give) and batch invariance. So the
 // engine keeps the SIMT kernel at every row count until a layout reads as fast as it at 1 row.
 // Tried and dropped: each warp its own 8-row tiles over the whole row (no cross-warp sum), 91%
-// at 1 row at best, and 42% on a tp 4 shard (too few blocks).
+// at 1 row at best, and 42% on a tp 4 shard (too few blocks). The staged layout is not yet timed
+// (2026-11-27).
 #include "bench/gemv_mma.h"
 
 #include <cuda_runtime.h>
@@ -165,6 +176,89 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// The staged layout: one tile of 16 weight rows (the MMA's A) a block, whose 8 warps each take a
+// contiguous eighth of the inputs, in stages of kStageInputs. A warp reads a stage as the SIMT
+// kernel reads its rows: each load instruction covers 256 contiguous bytes of two weight rows (16
+// lanes a row, 16 bytes a lane), 8 instructions a stage. It stores them in its own part of shared
+// memory and reads back each lane's fragment pieces (8 inputs of rows g and g + 8, as MmaChunk's
+// k order wants them). The next stage's loads are issued before the current stage's MMAs, so a
+// warp keeps a stage (4 KB) in flight, twice the SIMT kernel's 2 KB.
+constexpr int kStageInputs = 4 * kChunk;            // 256 bytes of each weight row
+constexpr int kStageUnits = kStageInputs / 8;       // 16-byte units of a row in a stage
+constexpr int kStageLoads = 16 * kStageUnits / 32;  // 16-byte loads a lane, a stage
+// 3 blocks (24 warps, 96 KB of loads in flight) a multiprocessor where shared memory allows: at
+// most 85 registers a thread (ptxas: 68 on sm_89, 76 on sm_90, no spills; 108-113 unbounded). An L4's 100 KB of shared
+// memory holds 2 blocks, 64 KB in flight where it needs about 3.
+constexpr int kStagedMinBlocksPerSm = 3;
+
+// Where unit `unit` of tile row `row` lies in a warp's stage. Odd rows are rotated by 4 units (64
+// bytes), so that the 8 lanes of a fragment read's phase (rows g and g + 1, units 4p .. 4p + 3)
+// and of a store's (one row, 8 consecutive units) fall on 8 different 16-byte bank groups.
+__device__ __forceinline__ int StagedUnit(int row, int unit) { return row * kStageUnits + (unit ^ 4 * (row & 1)); }
+
+__global__ void __launch_bounds__(kWarpsPerBlock * 32, kStagedMinBlocksPerSm)
+    GemvMmaStagedKernel(const float* __restrict__ x, const uint16_t* __restrict__ w, float* __restrict__ y, int rows,
+                        int in, int out) {
+  __shared__ uint4 stage_s[kWarpsPerBlock][16 * kStageUnits];
+  __shared__ float partial[kWarpsPerBlock][16][kColumns];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int o0 = blockIdx.x * 16;
+  // This warp's chunks of 32 inputs, [begin, end): an eighth of the row, the remainder spread so
+  // that no two warps differ by more than one chunk.
+  const int chunks = in / kChunk, begin = chunks * warp / kWarpsPerBlock, end = chunks * (warp + 1) / kWarpsPerBlock;
+  // The two rows this lane loads in each instruction's pair, and its unit of them.
+  const int load_unit = lane % 16, load_half = lane / 16;
+  const bool has_row = g < rows;
+  const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * t;
+  uint4* stage = stage_s[warp];
+
+  uint4 next[kStageLoads];
+  // Loads the stage of chunks first .. first + 3 (those before `end`) into `next`.
+  auto load = [&](int first) {
+#pragma unroll
+    for (int j = 0; j < kStageLoads; ++j) {
+      const int o = o0 + 2 * j + load_half;
+      const uint16_t* row = w + static_cast<int64_t>(o < out ? o : out - 1) * in;
+      if (first + load_unit / 4 < end)
+        next[j] = __ldcs(reinterpret_cast<const uint4*>(row + first * kChunk) + load_unit);
+    }
+  };
+  float c[1][4] = {};
+  if (begin < end) load(begin);
+  for (int first = begin; first < end; first += kStageInputs / kChunk) {
+    // The last stage's fragments are read before it is overwritten. (mma.sync orders no memory;
+    // the emulator's MMA is made of shuffles, so there this barrier's absence would not show.)
+    __syncwarp();
+#pragma unroll
+    for (int j = 0; j < kStageLoads; ++j) {
+      if (first + load_unit / 4 < end) stage[StagedUnit(2 * j + load_half, load_unit)] = next[j];
+    }
+    __syncwarp();
+    if (first + kStageInputs / kChunk < end) load(first + kStageInputs / kChunk);
+#pragma unroll
+    for (int p = 0; p < kStageInputs / kChunk; ++p) {
+      if (first + p >= end) break;
+      const uint4 a[1][2] = {{stage[StagedUnit(g, 4 * p + t)], stage[StagedUnit(g + 8, 4 * p + t)]}};
+      uint32_t pairs[4];
+      LoadActivations(xs + (first + p) * kChunk, has_row, pairs);
+      MmaChunk<1, 2>(a, pairs, c);
+    }
+  }
+
+  partial[warp][g][2 * t] = c[0][0];
+  partial[warp][g][2 * t + 1] = c[0][1];
+  partial[warp][g + 8][2 * t] = c[0][2];
+  partial[warp][g + 8][2 * t + 1] = c[0][3];
+  __syncthreads();
+  for (int e = threadIdx.x; e < 16 * kColumns; e += kWarpsPerBlock * 32) {
+    const int r = e / 16, local = e % 16, o = o0 + local;
+    if (r >= rows || o >= out) continue;
+    float sum = 0;
+    for (int v = 0; v < kWarpsPerBlock; ++v) sum += partial[v][local][r];
+    y[static_cast<int64_t>(r) * out + o] = sum;
+  }
+}
+
 template <int T, int kHalves>
 void Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
   constexpr int kBlockRows = T * 8 * kHalves;
@@ -186,7 +280,12 @@ Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int 
     return Status::InvalidArgument(where + "x and w must be 16-byte aligned");
   }
   const int tiles = layout.tiles;
-  if (layout.weights_as_b && tiles == 1) {
+  if (layout.staged && (layout.weights_as_b || tiles != 1)) {
+    return Status::InvalidArgument(where + "the staged layout takes 1 tile of 16 weight rows, as the MMA's A");
+  }
+  if (layout.staged) {
+    GemvMmaStagedKernel<<<(out + 15) / 16, kWarpsPerBlock * 32, 0, stream>>>(x, w, y, rows, in, out);
+  } else if (layout.weights_as_b && tiles == 1) {
     Launch<1, 1>(x, w, y, rows, in, out, stream);
   } else if (layout.weights_as_b && tiles == 2) {
     Launch<2, 1>(x, w, y, rows, in, out, stream);

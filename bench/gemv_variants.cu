@@ -57,7 +57,8 @@ const Variant kVariants[] = {{false, 1, {}},
                              {true, 16, kMmaLayouts[1]},
                              {true, 16, kMmaLayouts[2]},
                              {true, 32, kMmaLayouts[3]},
-                             {true, 64, kMmaLayouts[4]}};
+                             {true, 64, kMmaLayouts[4]},
+                             {true, 16, kMmaLayouts[5]}};
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
   if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.layout, stream);
@@ -90,7 +91,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
       "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
-      "as the MMA's A or B, M = its weight rows a block:\n\n"
+      "as the MMA's A or B, mma-s = as A through shared memory, M = its weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -133,8 +134,10 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
             }
           }
           const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
-                             : v.mma ? (v.layout.weights_as_b ? " mma-b" : " mma-a")
-                                     : "";
+                             : v.mma                                         ? (v.layout.staged         ? " mma-s"
+                                                                                : v.layout.weights_as_b ? " mma-b"
+                                                                                                        : " mma-a")
+                                                                             : "";
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
                         v.per_warp, mark);

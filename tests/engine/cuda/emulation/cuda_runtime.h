@@ -124,6 +124,11 @@ inline cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemc
 inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
 
 inline void __syncthreads() { ::temper::emulation::SyncThreads(); }
+// A warp's barrier: every unfinished lane of the warp meets there, as at a shuffle (whose thread
+// orders it shares, so a lane that reads what another wrote without one between them shows up).
+inline void __syncwarp(unsigned /*mask*/ = 0xffffffffu) {
+  ::temper::emulation::WarpExchange(0, static_cast<int>(::temper::emulation::ThreadIdx().x % 32));
+}
 template <typename T>
 T __shfl_sync(unsigned /*mask*/, T value, int source_lane) {
   static_assert(sizeof(T) <= 8, "a shuffle moves at most 8 bytes");

@@ -31,6 +31,17 @@ __global__ void LastReadsFirst(int* out, bool barrier) {
   if (threadIdx.x == blockDim.x - 1) out[blockIdx.x] = first;
 }
 
+// Each lane stores its value (its index plus `salt`) to shared memory and reads its neighbour's,
+// after __syncwarp (or without it, when `barrier` is false: a race within a warp that the emulator
+// must show).
+__global__ void NeighbourInWarp(int* out, int salt, bool barrier) {
+  __shared__ int values[64];
+  values[threadIdx.x] = static_cast<int>(threadIdx.x) + salt;
+  if (barrier) __syncwarp();
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  out[threadIdx.x] = values[warp * 32 + (lane + 1) % 32];
+}
+
 __global__ void Butterfly(int* out, int lane_mask) {
   out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, static_cast<int>(threadIdx.x) * 10, lane_mask);
 }
@@ -69,6 +80,20 @@ TEST_CASE("SIMT emulator: shared memory behind a barrier sums as on a GPU, and w
     REQUIRE(cudaGetLastError() == cudaSuccess);
     INFO((barrier ? "barrier" : "no barrier"));
     CHECK((out[0] == 100 && out[1] == 101) == barrier);
+  }
+}
+
+TEST_CASE("SIMT emulator: __syncwarp orders shared memory within a warp, and without it the race shows") {
+  for (bool barrier : {true, false}) {
+    const int salt = barrier ? 100 : 200;  // shared memory outlives a launch: stale values differ
+    std::vector<int> out(64, -1);
+    Launcher(NeighbourInWarp, 1, 64)(out.data(), salt, barrier);
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    int right = 0;
+    for (int t = 0; t < 64; ++t) right += out[t] == (t / 32) * 32 + (t % 32 + 1) % 32 + salt;
+    INFO((barrier ? "__syncwarp" : "no __syncwarp"));
+    // In thread order every lane but the last of each warp reads its neighbour before it stores.
+    CHECK(right == (barrier ? 64 : 2));
   }
 }
 
