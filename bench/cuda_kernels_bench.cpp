@@ -14,7 +14,9 @@
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
 // variants (attention_variants.h), the tensor-core candidate (attention_mma.h), and its merge kernel's time alone; the
-// tp 1 totals per step are given with the engine's kernel and with the candidate. --l4-all-reduce-us replaces the
+// tp 1 totals per step are given with the engine's kernel and with the candidate. Then every GEMV of a tp 1 step at 1
+// and 8 rows, with the engine's kernel and the staged tensor-core candidate (gemv_mma.h), summed per step (issue 25's
+// batch-8 goal). --l4-all-reduce-us replaces the
 // assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
 // size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
@@ -251,6 +253,32 @@ Status Tp1Attention(const ModelConfig& c, int device) {
   return Status::OK();
 }
 
+// Issue 25's batch-8 goal (6x batch 1) waits on a decode GEMV that reads as fast at 8 rows as at
+// 1 and keeps each row's sums whatever the rows (gemv_mma.cu): every GEMV of a tp 1 decode step
+// at 1 and 8 activation rows with the engine's kernel and with the staged tensor-core candidate,
+// and their sums per step. The difference at 8 rows, taken off temper-bench's batch-8 step, is
+// what the candidate would give batch 8.
+Status Tp1Gemvs(const ModelConfig& c, double copy_gbs, int device) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));
+  for (int rows : {1, 8}) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::GemvComparison> gemvs,
+                            ::temper::bench::CompareDecodeGemvs(c, shards[0], device, rows));
+    double engine = 0, staged = 0;
+    for (const auto& g : gemvs) {
+      auto percent = [&](double us) { return 100 * g.bytes / (us * 1e-6) / 1e9 / copy_gbs; };
+      std::printf("* tp 1, %d rows: %s, %d a step: %.1f us (%.0f%% of copy)", rows, g.name.c_str(), g.per_step,
+                  g.engine_us, percent(g.engine_us));
+      if (g.staged_us > 0) std::printf("; staged tensor-core %.1f us (%.0f%%)", g.staged_us, percent(g.staged_us));
+      std::printf("\n");
+      engine += g.per_step * g.engine_us;
+      staged += g.per_step * (g.staged_us > 0 ? g.staged_us : g.engine_us);
+    }
+    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: %.2f ms; %.2f ms with the staged tensor-core candidate\n",
+                rows, engine / 1000, staged / 1000);
+  }
+  return Status::OK();
+}
+
 Status Run(const Options& o) {
   TEMPER_CUDA_TRY(cudaSetDevice(o.device));
   cudaDeviceProp props{};
@@ -271,7 +299,8 @@ Status Run(const Options& o) {
   cudaStreamDestroy(stream);
   TEMPER_RETURN_IF_ERROR(s);
   TEMPER_RETURN_IF_ERROR(L4Estimate(c, o, props.name, copy_gbs, props.multiProcessorCount * (clock_khz / 1e6)));
-  return Tp1Attention(c, o.device);
+  TEMPER_RETURN_IF_ERROR(Tp1Attention(c, o.device));
+  return Tp1Gemvs(c, copy_gbs, o.device);
 }
 
 }  // namespace

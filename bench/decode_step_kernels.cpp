@@ -15,9 +15,11 @@
 
 #include "bench/attention_mma.h"
 #include "bench/attention_variants.h"
+#include "bench/gemv_mma.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
+#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/kv_cache.h"
 #include "engine/thread_pool.h"
@@ -92,55 +94,68 @@ class StepTimer {
 
   std::vector<StepKernel>& kernels() { return kernels_; }
 
-  // One decode row through one GEMV launch of up to three parts (q, k and v as rank_forward.cpp
-  // runs them), each part's weights [widths[p]][in].
-  Status Gemv(const std::string& what, int per_step, const std::vector<int>& widths, int in) {
-    int out = 0;
-    std::string shape;
-    for (int w : widths) {
-      out += w;
-      shape += fmt::format("{}{}", shape.empty() ? "" : "+", w);
-    }
-    const std::string name = fmt::format("GEMV {} {}x{}", what, shape, in);
+  // One decode row through one GEMV launch of the step (q, k and v as parts of one launch, as
+  // rank_forward.cpp runs them; gate_proj and up_proj with the GeGLU in the epilogue).
+  Status Gemv(const StepGemv& g) {
     Arena a(stream_);
-    const double bytes = 2.0 * out * in;
-    const int copies = Copies(bytes);
-    std::vector<uint16_t*> w(widths.size());
-    std::vector<float*> y(widths.size());
-    for (size_t p = 0; p < widths.size(); ++p) {
-      TEMPER_ASSIGN_OR_RETURN(w[p], a.Bf16(size_t(copies) * widths[p] * in, ++seed_));
-      TEMPER_ASSIGN_OR_RETURN(y[p], a.Alloc<float>(widths[p]));
-    }
-    TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(in, ++seed_));
-    auto launch = [&](int i) {
-      cuda::GemvParts parts;
-      for (size_t p = 0; p < widths.size(); ++p) parts.Add(w[p] + size_t(i % copies) * widths[p] * in, y[p], widths[p]);
-      return cuda::LaunchGemvBf16(x, parts, 1, in, stream_);
-    };
-    const int tiny = std::min(out, 64);
-    auto minimal = [&](int) {
-      return cuda::LaunchGemvBf16(x, cuda::GemvParts().Add(w[0], y[0], std::min(tiny, widths[0])), 1, in, stream_);
-    };
-    return Add(name, per_step, bytes, std::max(copies, 20), launch, minimal);
+    TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, 1));
+    return Add(
+        Label(g), g.per_step, g.Bytes(), std::max(in.copies, 20), [&](int i) { return in.Engine(i, stream_); },
+        [&](int) { return in.EngineMinimal(stream_); });
   }
 
-  // gate_proj and up_proj of one decode row with the GeGLU in the epilogue: one launch per layer.
-  Status GemvGeglu(int per_step, int ffn, int in) {
-    const std::string name = fmt::format("GEMV gate_proj/up_proj + GeGLU 2x{}x{}", ffn, in);
+  // The same launch at `rows` activation rows, with the engine's launchers and with the staged
+  // tensor-core candidate (gemv_mma.h) over the same weight rows, its raw outputs (the GeGLU
+  // applied on the host) checked against the engine's first. Not part of the step.
+  Result<GemvComparison> Compare(const StepGemv& g, int rows) {
     Arena a(stream_);
-    const double bytes = 2.0 * 2 * ffn * in;
-    const int copies = Copies(bytes);
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * gate, a.Bf16(size_t(copies) * ffn * in, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * up, a.Bf16(size_t(copies) * ffn * in, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* x, a.Floats(in, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* y, a.Alloc<float>(ffn));
-    auto launch = [&](int i) {
-      const size_t at = size_t(i % copies) * ffn * in;
-      return cuda::LaunchGemvGeglu(x, gate + at, up + at, y, 1, in, ffn, stream_);
-    };
-    const int tiny = std::min(ffn, 64);
-    auto minimal = [&](int) { return cuda::LaunchGemvGeglu(x, gate, up, y, 1, in, tiny, stream_); };
-    return Add(name, per_step, bytes, std::max(copies, 20), launch, minimal);
+    TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, rows));
+    GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, 0};
+    const int launches = std::max(in.copies, 20);
+    auto engine = [&](int i) { return in.Engine(i, stream_); };
+    auto staged = [&](int i) { return in.Staged(i, stream_); };
+    TEMPER_ASSIGN_OR_RETURN(c.engine_us, MicrosPerLaunchInGraph(stream_, launches, engine));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, in.y, size_t(rows) * in.outputs));
+    Result<std::vector<float>> staged_out = OutputOf(staged, in.raw, size_t(rows) * in.weight_rows);
+    if (!staged_out.ok() && staged_out.status().code() == StatusCode::kInvalidArgument) {
+      std::printf("* %s, staged tensor-core GEMV: n/a (%s)\n", c.name.c_str(), staged_out.status().message().c_str());
+      return c;
+    }
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> raw, std::move(staged_out));
+    // The raw outputs in the engine's layout: part by part, or GeluTanh(gate) · up.
+    std::vector<float> got;
+    for (int r = 0; r < rows; ++r) {
+      const float* row = raw.data() + size_t(r) * in.weight_rows;
+      if (g.geglu) {
+        for (int o = 0; o < in.outputs; ++o) got.push_back(cuda::math::GeluTanh(row[o]) * row[in.outputs + o]);
+      } else {
+        got.insert(got.end(), row, row + in.weight_rows);
+      }
+    }
+    // Engine outputs are part-major ([part][rows][width]); reorder to row-major over the parts.
+    std::vector<float> want_rows;
+    for (int r = 0; r < rows; ++r) {
+      size_t at = 0;
+      for (int width : g.widths) {
+        want_rows.insert(want_rows.end(), want.begin() + at + size_t(r) * width,
+                         want.begin() + at + size_t(r + 1) * width);
+        at += size_t(rows) * width;
+      }
+    }
+    // The candidate multiplies bf16-rounded activations: within a few thousandths of the outputs'
+    // spread of the engine's fp32 products; garbage (a wrong fragment or stage) is far outside.
+    double square = 0;
+    for (float v : want_rows) square += double(v) * v;
+    const double spread = std::sqrt(square / want_rows.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (!(std::abs(got[i] - want_rows[i]) <= 0.02 * spread)) {
+        std::printf("* %s at %d rows, staged tensor-core GEMV: WRONG, output %zu is %g, the engine's %g\n",
+                    c.name.c_str(), rows, i, got[i], want_rows[i]);
+        return c;
+      }
+    }
+    TEMPER_ASSIGN_OR_RETURN(c.staged_us, MicrosPerLaunchInGraph(stream_, launches, staged));
+    return c;
   }
 
   // Split-KV attention of one row at `context` over layer `l`'s cache (rotating over sequence
@@ -320,6 +335,62 @@ class StepTimer {
     kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
     return Status::OK();
   }
+  // A step GEMV's device inputs, over enough copies of its weights that L2 cannot serve a repeat:
+  // each copy one matrix of all its weight rows (the parts one after another; gate then up), as
+  // the staged candidate takes them and the engine's launchers take them part by part.
+  struct GemvInputs {
+    const StepGemv* g = nullptr;
+    int rows = 0, in = 0, copies = 0, outputs = 0, weight_rows = 0;
+    uint16_t* w = nullptr;
+    float* x = nullptr;
+    float* y = nullptr;    // the engine's outputs, part after part, [rows][width] each
+    float* raw = nullptr;  // the candidate's [rows][weight_rows]
+
+    // The engine's launch on copy i.
+    Status Engine(int i, cudaStream_t stream) const {
+      const uint16_t* at = w + size_t(i % copies) * weight_rows * in;
+      if (g->geglu) return cuda::LaunchGemvGeglu(x, at, at + size_t(outputs) * in, y, rows, in, outputs, stream);
+      cuda::GemvParts parts;
+      float* out = y;
+      for (int width : g->widths) {
+        parts.Add(at, out, width);
+        at += size_t(width) * in;
+        out += size_t(rows) * width;
+      }
+      return cuda::LaunchGemvBf16(x, parts, rows, in, stream);
+    }
+    // Its minimal size: the first 64 outputs of the first part (or of gate and up).
+    Status EngineMinimal(cudaStream_t stream) const {
+      const int tiny = std::min(g->widths[0], 64);
+      if (g->geglu) return cuda::LaunchGemvGeglu(x, w, w + size_t(outputs) * in, y, rows, in, tiny, stream);
+      return cuda::LaunchGemvBf16(x, cuda::GemvParts().Add(w, y, tiny), rows, in, stream);
+    }
+    Status Staged(int i, cudaStream_t stream) const {
+      return LaunchGemvMma(x, w + size_t(i % copies) * weight_rows * in, raw, rows, in, weight_rows,
+                           MmaLayout{false, 1, true}, stream);
+    }
+  };
+  Result<GemvInputs> Inputs(Arena& a, const StepGemv& g, int rows) {
+    GemvInputs in;
+    in.g = &g;
+    in.rows = rows;
+    in.in = g.in;
+    in.copies = Copies(g.Bytes());
+    in.weight_rows = g.WeightRows();
+    in.outputs = g.geglu ? g.widths[0] : in.weight_rows;
+    TEMPER_ASSIGN_OR_RETURN(in.w, a.Bf16(size_t(in.copies) * in.weight_rows * g.in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(in.x, a.Floats(size_t(rows) * g.in, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(in.y, a.Alloc<float>(size_t(rows) * in.outputs));
+    TEMPER_ASSIGN_OR_RETURN(in.raw, a.Alloc<float>(size_t(rows) * in.weight_rows));
+    return in;
+  }
+  static std::string Label(const StepGemv& g) {
+    if (g.geglu) return fmt::format("GEMV {} + GeGLU 2x{}x{}", g.name, g.widths[0], g.in);
+    std::string shape;
+    for (int w : g.widths) shape += fmt::format("{}{}", shape.empty() ? "" : "+", w);
+    return fmt::format("GEMV {} {}x{}", g.name, shape, g.in);
+  }
+
   // The `n` floats at `out` after one run of `launch`.
   Result<std::vector<float>> OutputOf(const std::function<Status(int)>& launch, const float* out, size_t n) {
     std::vector<float> host(n);
@@ -554,28 +625,49 @@ Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const 
   return attention;
 }
 
+std::vector<StepGemv> DecodeStepGemvs(const ModelConfig& c, const RankShard& shard) {
+  const int H = c.hidden_size, L = c.num_layers;
+  std::vector<StepGemv> gemvs;
+  const Status listed = ForEachLayerKind(c, [&](LayerKind kind, int first, int count) -> Status {
+    const LayerGeometry& g = c.layers[first];
+    const LayerShard& ls = shard.layers[first];
+    const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
+    const std::string name = kind == LayerKind::kSliding ? "sliding" : "full";
+    if (g.k_eq_v) {
+      gemvs.push_back({"q_proj/k_proj " + name, count, {q, kv}, H});
+    } else {
+      gemvs.push_back({"q_proj/k_proj/v_proj " + name, count, {q, kv, kv}, H});
+    }
+    gemvs.push_back({"o_proj " + name, count, {H}, q});
+    return Status::OK();
+  });
+  (void)listed;  // the callback never fails
+  gemvs.push_back({"gate_proj/up_proj", L, {shard.ffn.size()}, H, /*geglu=*/true});
+  gemvs.push_back({"down_proj", L, {H}, shard.ffn.size()});
+  gemvs.push_back({"LM head (tied embedding)", 1, {shard.vocab.size()}, H});
+  return gemvs;
+}
+
+Result<std::vector<GemvComparison>> CompareDecodeGemvs(const ModelConfig& c, const RankShard& shard, int device,
+                                                       int rows) {
+  std::vector<GemvComparison> compared;
+  TEMPER_RETURN_IF_ERROR(TimeOnStream(c, shard, device, DecodeStepShape{}, [&](StepTimer& t) -> Status {
+                           for (const StepGemv& g : DecodeStepGemvs(c, shard)) {
+                             TEMPER_ASSIGN_OR_RETURN(GemvComparison one, t.Compare(g, rows));
+                             compared.push_back(std::move(one));
+                           }
+                           return Status::OK();
+                         }).status());
+  return compared;
+}
+
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,
                                                       const DecodeStepShape& shape) {
-  const int H = c.hidden_size, L = c.num_layers;
   auto run = [&](StepTimer& t) -> Status {
-    const Status layers = ForEachLayerKind(c, [&](LayerKind kind, int first, int count) -> Status {
-      const LayerGeometry& g = c.layers[first];
-      const LayerShard& ls = shard.layers[first];
-      const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
-      const std::string name = kind == LayerKind::kSliding ? "sliding" : "full";
-      if (g.k_eq_v) {
-        TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj/k_proj " + name, count, {q, kv}, H));
-      } else {
-        TEMPER_RETURN_IF_ERROR(t.Gemv("q_proj/k_proj/v_proj " + name, count, {q, kv, kv}, H));
-      }
-      TEMPER_RETURN_IF_ERROR(t.Attention(first, count));
-      return t.Gemv("o_proj " + name, count, {H}, q);
-    });
-    TEMPER_RETURN_IF_ERROR(layers);
-    TEMPER_RETURN_IF_ERROR(t.GemvGeglu(L, shard.ffn.size(), H));
-    TEMPER_RETURN_IF_ERROR(t.Gemv("down_proj", L, {H}, shard.ffn.size()));
-    TEMPER_RETURN_IF_ERROR(t.Gemv("LM head (tied embedding)", 1, {shard.vocab.size()}, H));
-    return t.RowKernels(L);
+    TEMPER_RETURN_IF_ERROR(
+        ForEachLayerKind(c, [&](LayerKind, int first, int count) { return t.Attention(first, count); }));
+    for (const StepGemv& g : DecodeStepGemvs(c, shard)) TEMPER_RETURN_IF_ERROR(t.Gemv(g));
+    return t.RowKernels(c.num_layers);
   };
   TEMPER_ASSIGN_OR_RETURN(std::vector<StepKernel> out, TimeOnStream(c, shard, device, shape, run));
   TEMPER_ASSIGN_OR_RETURN(StepKernel host, TimeStepHost(shard, device, shape));

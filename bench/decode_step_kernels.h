@@ -49,6 +49,42 @@ struct DecodeStepShape {
   int block_tokens = 16;    // KvCacheOptions::block_tokens
 };
 
+// One GEMV launch of a decode step, as rank_forward.cpp runs it: `widths` outputs from `in`
+// inputs, the parts of one launch (q, k and v); or gate_proj and up_proj with the GeGLU in the
+// epilogue (`geglu`, widths {ffn}: the launch reads 2 · ffn weight rows).
+struct StepGemv {
+  std::string name;  // e.g. "q_proj/k_proj/v_proj sliding"
+  int per_step = 0;  // launches in one decode step
+  std::vector<int> widths;
+  int in = 0;
+  bool geglu = false;
+
+  int WeightRows() const {
+    int rows = 0;
+    for (int w : widths) rows += w;
+    return geglu ? 2 * rows : rows;
+  }
+  double Bytes() const { return 2.0 * WeightRows() * in; }  // the bf16 weights, read once
+};
+
+// The GEMVs of rank `shard.rank`'s decode step, in rank_forward.cpp's order within a layer kind.
+std::vector<StepGemv> DecodeStepGemvs(const engine::ModelConfig& config, const engine::RankShard& shard);
+
+// One step GEMV at `rows` activation rows, timed with the engine's launchers and with the staged
+// tensor-core candidate (gemv_mma.h, MmaLayout{false, 1, true}) on the same weight rows.
+struct GemvComparison {
+  std::string name;
+  int per_step = 0, rows = 0;
+  double bytes = 0;      // weights read once a launch
+  double engine_us = 0;  // per launch
+  double staged_us = 0;  // per launch; 0 when its outputs differed from the engine's (a line says so)
+};
+
+// Every GEMV of the decode step (DecodeStepGemvs) compared at `rows` rows on `device`. Errors: the
+// CUDA call or launch that failed.
+Result<std::vector<GemvComparison>> CompareDecodeGemvs(const engine::ModelConfig& config,
+                                                       const engine::RankShard& shard, int device, int rows);
+
 // The kernels of rank `shard.rank`'s decode step (shard from PlanShards(config, tp)), each timed
 // on `device`, then the host work of a step with shard.tp rank threads on that device. Errors: the
 // CUDA call or launch that failed, naming the kernel.
