@@ -37,6 +37,7 @@
 
 #include "bench/decode_bytes.h"
 #include "bench/decode_step_kernels.h"
+#include "bench/gemv_mma.h"
 #include "bench/gemv_variants.h"
 #include "bench/gpu_timing.h"
 #include "bench/l4_decode_estimate.h"
@@ -263,18 +264,29 @@ Status Tp1Gemvs(const ModelConfig& c, double copy_gbs, int device) {
   for (int rows : {1, 8}) {
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::GemvComparison> gemvs,
                             ::temper::bench::CompareDecodeGemvs(c, shards[0], device, rows));
-    double engine = 0, staged = 0;
+    double engine = 0;
+    std::vector<double> staged(std::size(::temper::bench::kStagedLayouts));
     for (const auto& g : gemvs) {
       auto percent = [&](double us) { return 100 * g.bytes / (us * 1e-6) / 1e9 / copy_gbs; };
       std::printf("* tp 1, %d rows: %s, %d a step: %.1f us (%.0f%% of copy)", rows, g.name.c_str(), g.per_step,
                   g.engine_us, percent(g.engine_us));
-      if (g.staged_us > 0) std::printf("; staged tensor-core %.1f us (%.0f%%)", g.staged_us, percent(g.staged_us));
-      std::printf("\n");
       engine += g.per_step * g.engine_us;
-      staged += g.per_step * (g.staged_us > 0 ? g.staged_us : g.engine_us);
+      for (size_t l = 0; l < staged.size(); ++l) {
+        const double us = g.staged_us[l];
+        if (us > 0) {
+          std::printf("; staged %d-byte runs %.1f us (%.0f%%)", ::temper::bench::kStagedLayouts[l].staged_run_bytes, us,
+                      percent(us));
+        }
+        staged[l] += g.per_step * (us > 0 ? us : g.engine_us);
+      }
+      std::printf("\n");
     }
-    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: %.2f ms; %.2f ms with the staged tensor-core candidate\n",
-                rows, engine / 1000, staged / 1000);
+    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: %.2f ms", rows, engine / 1000);
+    for (size_t l = 0; l < staged.size(); ++l) {
+      std::printf("; %.2f ms with the staged tensor-core candidate in %d-byte runs", staged[l] / 1000,
+                  ::temper::bench::kStagedLayouts[l].staged_run_bytes);
+    }
+    std::printf("\n");
   }
   return Status::OK();
 }

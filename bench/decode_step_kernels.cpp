@@ -104,57 +104,61 @@ class StepTimer {
         [&](int) { return in.EngineMinimal(stream_); });
   }
 
-  // The same launch at `rows` activation rows, with the engine's launchers and with the staged
+  // The same launch at `rows` activation rows, with the engine's launchers and with each staged
   // tensor-core candidate (gemv_mma.h) over the same weight rows, its raw outputs (the GeGLU
   // applied on the host) checked against the engine's first. Not part of the step.
   Result<GemvComparison> Compare(const StepGemv& g, int rows) {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, rows));
-    GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, 0};
+    GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, {}};
     const int launches = std::max(in.copies, 20);
     auto engine = [&](int i) { return in.Engine(i, stream_); };
-    auto staged = [&](int i) { return in.Staged(i, stream_); };
     TEMPER_ASSIGN_OR_RETURN(c.engine_us, MicrosPerLaunchInGraph(stream_, launches, engine));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, in.y, size_t(rows) * in.outputs));
-    Result<std::vector<float>> staged_out = OutputOf(staged, in.raw, size_t(rows) * in.weight_rows);
-    if (!staged_out.ok() && staged_out.status().code() == StatusCode::kInvalidArgument) {
-      std::printf("* %s, staged tensor-core GEMV: n/a (%s)\n", c.name.c_str(), staged_out.status().message().c_str());
-      return c;
-    }
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> raw, std::move(staged_out));
-    // The raw outputs in the engine's layout: part by part, or GeluTanh(gate) · up.
-    std::vector<float> got;
-    for (int r = 0; r < rows; ++r) {
-      const float* row = raw.data() + size_t(r) * in.weight_rows;
-      if (g.geglu) {
-        for (int o = 0; o < in.outputs; ++o) got.push_back(cuda::math::GeluTanh(row[o]) * row[in.outputs + o]);
-      } else {
-        got.insert(got.end(), row, row + in.weight_rows);
-      }
-    }
-    // Engine outputs are part-major ([part][rows][width]); reorder to row-major over the parts.
-    std::vector<float> want_rows;
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> engine_out, OutputOf(engine, in.y, size_t(rows) * in.outputs));
+    // The engine's outputs are part after part ([part][rows][width]); row after row here.
+    std::vector<float> want;
     for (int r = 0; r < rows; ++r) {
       size_t at = 0;
       for (int width : g.widths) {
-        want_rows.insert(want_rows.end(), want.begin() + at + size_t(r) * width,
-                         want.begin() + at + size_t(r + 1) * width);
+        want.insert(want.end(), engine_out.begin() + at + size_t(r) * width,
+                    engine_out.begin() + at + size_t(r + 1) * width);
         at += size_t(rows) * width;
       }
     }
-    // The candidate multiplies bf16-rounded activations: within a few thousandths of the outputs'
+    // The candidates multiply bf16-rounded activations: within a few thousandths of the outputs'
     // spread of the engine's fp32 products; garbage (a wrong fragment or stage) is far outside.
     double square = 0;
-    for (float v : want_rows) square += double(v) * v;
-    const double spread = std::sqrt(square / want_rows.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (!(std::abs(got[i] - want_rows[i]) <= 0.02 * spread)) {
-        std::printf("* %s at %d rows, staged tensor-core GEMV: WRONG, output %zu is %g, the engine's %g\n",
-                    c.name.c_str(), rows, i, got[i], want_rows[i]);
-        return c;
+    for (float v : want) square += double(v) * v;
+    const double spread = std::sqrt(square / want.size());
+    for (const MmaLayout layout : kStagedLayouts) {
+      c.staged_us.push_back(0);
+      auto staged = [&](int i) { return in.Staged(i, layout, stream_); };
+      const std::string what = fmt::format("{} at {} rows, staged tensor-core GEMV in runs of {} bytes", c.name, rows,
+                                           layout.staged_run_bytes);
+      Result<std::vector<float>> raw = OutputOf(staged, in.raw, size_t(rows) * in.weight_rows);
+      if (!raw.ok() && raw.status().code() == StatusCode::kInvalidArgument) {
+        std::printf("* %s: n/a (%s)\n", what.c_str(), raw.status().message().c_str());
+        continue;
       }
+      TEMPER_RETURN_IF_ERROR(raw.status());
+      // In the engine's layout: the parts as they are, or GeluTanh(gate) · up.
+      std::vector<float> got;
+      for (int r = 0; r < rows; ++r) {
+        const float* row = raw->data() + size_t(r) * in.weight_rows;
+        if (!g.geglu) {
+          got.insert(got.end(), row, row + in.weight_rows);
+          continue;
+        }
+        for (int o = 0; o < in.outputs; ++o) got.push_back(cuda::math::GeluTanh(row[o]) * row[in.outputs + o]);
+      }
+      size_t wrong = 0;
+      while (wrong < got.size() && std::abs(got[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
+      if (wrong < got.size()) {
+        std::printf("* %s: WRONG, output %zu is %g, the engine's %g\n", what.c_str(), wrong, got[wrong], want[wrong]);
+        continue;
+      }
+      TEMPER_ASSIGN_OR_RETURN(c.staged_us.back(), MicrosPerLaunchInGraph(stream_, launches, staged));
     }
-    TEMPER_ASSIGN_OR_RETURN(c.staged_us, MicrosPerLaunchInGraph(stream_, launches, staged));
     return c;
   }
 
@@ -344,7 +348,7 @@ class StepTimer {
     uint16_t* w = nullptr;
     float* x = nullptr;
     float* y = nullptr;    // the engine's outputs, part after part, [rows][width] each
-    float* raw = nullptr;  // the candidate's [rows][weight_rows]
+    float* raw = nullptr;  // a candidate's [rows][weight_rows]
 
     // The engine's launch on copy i.
     Status Engine(int i, cudaStream_t stream) const {
@@ -365,9 +369,8 @@ class StepTimer {
       if (g->geglu) return cuda::LaunchGemvGeglu(x, w, w + size_t(outputs) * in, y, rows, in, tiny, stream);
       return cuda::LaunchGemvBf16(x, cuda::GemvParts().Add(w, y, tiny), rows, in, stream);
     }
-    Status Staged(int i, cudaStream_t stream) const {
-      return LaunchGemvMma(x, w + size_t(i % copies) * weight_rows * in, raw, rows, in, weight_rows,
-                           MmaLayout{false, 1, true}, stream);
+    Status Staged(int i, MmaLayout layout, cudaStream_t stream) const {
+      return LaunchGemvMma(x, w + size_t(i % copies) * weight_rows * in, raw, rows, in, weight_rows, layout, stream);
     }
   };
   Result<GemvInputs> Inputs(Arena& a, const StepGemv& g, int rows) {

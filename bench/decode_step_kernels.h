@@ -71,13 +71,15 @@ struct StepGemv {
 std::vector<StepGemv> DecodeStepGemvs(const engine::ModelConfig& config, const engine::RankShard& shard);
 
 // One step GEMV at `rows` activation rows, timed with the engine's launchers and with the staged
-// tensor-core candidate (gemv_mma.h, MmaLayout{false, 1, true}) on the same weight rows.
+// tensor-core candidates (gemv_mma.h, kStagedLayouts) on the same weight rows.
 struct GemvComparison {
   std::string name;
   int per_step = 0, rows = 0;
   double bytes = 0;      // weights read once a launch
   double engine_us = 0;  // per launch
-  double staged_us = 0;  // per launch; 0 when its outputs differed from the engine's (a line says so)
+  // Per launch, one per kStagedLayouts; 0 where its outputs differed from the engine's or it cannot
+  // take the shape (a line says which).
+  std::vector<double> staged_us;
 };
 
 // Every GEMV of the decode step (DecodeStepGemvs) compared at `rows` rows on `device`. Errors: the

@@ -16,15 +16,18 @@
 namespace temper::bench {
 
 // Where the weights go in the MMA and how many tiles of weight rows a block takes: as B, tiles of
-// 8 rows (1 or 2 a block); as A, tiles of 16 (1, 2 or 4). Staged: the weights pass through shared
-// memory, read in runs of 256 bytes a row as the SIMT kernel reads them (1 tile of 16, as A).
+// 8 rows (1 or 2 a block); as A, tiles of 16 (1, 2 or 4). Staged (staged_run_bytes 256 or 512):
+// the weights pass through shared memory, each row read in runs of that many bytes as the SIMT
+// kernel reads it (1 tile of 16, as A).
 struct MmaLayout {
   bool weights_as_b;
   int tiles;
-  bool staged = false;
+  int staged_run_bytes = 0;
   int BlockRows() const { return tiles * (weights_as_b ? 8 : 16); }
 };
-constexpr MmaLayout kMmaLayouts[] = {{true, 1}, {true, 2}, {false, 1}, {false, 2}, {false, 4}, {false, 1, true}};
+constexpr MmaLayout kMmaLayouts[] = {{true, 1},  {true, 2},       {false, 1},     {false, 2},
+                                     {false, 4}, {false, 1, 256}, {false, 1, 512}};
+constexpr MmaLayout kStagedLayouts[] = {{false, 1, 256}, {false, 1, 512}};
 
 // y[r·out + o] = Σ_i bf16(x[r·in + i]) · w[o·in + i] for r < rows, o < out, summed in fp32 (the
 // products are exact). Each row's sums are the same whatever `rows` is. `layout` is one of

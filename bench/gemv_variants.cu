@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -58,7 +59,8 @@ const Variant kVariants[] = {{false, 1, {}},
                              {true, 16, kMmaLayouts[2]},
                              {true, 32, kMmaLayouts[3]},
                              {true, 64, kMmaLayouts[4]},
-                             {true, 16, kMmaLayouts[5]}};
+                             {true, 16, kMmaLayouts[5]},
+                             {true, 16, kMmaLayouts[6]}};
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
   if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.layout, stream);
@@ -91,7 +93,9 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
       "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
-      "as the MMA's A or B, mma-s = as A through shared memory, M = its weight rows a block:\n\n"
+      "as the MMA's A or B, mma-s256 and mma-s512 = as A through shared memory in runs of 256 or 512 bytes a row, M = "
+      "its "
+      "weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -133,22 +137,23 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const char* mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
-                             : v.mma                                         ? (v.layout.staged         ? " mma-s"
-                                                                                : v.layout.weights_as_b ? " mma-b"
-                                                                                                        : " mma-a")
-                                                                             : "";
+          const std::string mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
+                                   : !v.mma                                        ? ""
+                                   : v.layout.staged_run_bytes > 0
+                                       ? " mma-s" + std::to_string(v.layout.staged_run_bytes)
+                                   : v.layout.weights_as_b ? " mma-b"
+                                                           : " mma-a";
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
-                        v.per_warp, mark);
+                        v.per_warp, mark.c_str());
             continue;
           }
           TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, std::max(copies, 20), [&](int i) {
                                     return Launch(x, w + size_t(i % copies) * elems, y, rows, s.in, s.out, v, stream);
                                   }));
           const double gbs = bytes / (us * 1e-6) / 1e9;
-          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, v.per_warp, mark,
-                      us, gbs, 100 * gbs / copy_gbs);
+          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, v.per_warp,
+                      mark.c_str(), us, gbs, 100 * gbs / copy_gbs);
         }
       }
       return Status::OK();

@@ -31,8 +31,9 @@ TEST_CASE("the tensor-core GEMV equals the products of bf16-rounded activations,
   TEMPER_SKIP_WITHOUT_KERNELS();
   // Outputs that no tile count divides; inputs of one chunk, of fewer chunks than warps, and of
   // chunk counts past the unrolled loop's (5376: the 31B width, 21 chunks a warp).
-  // The staged layout's warps take 0-1 chunks (32, 96), whole stages (1024), and stages with a
-  // partial last one (1792: 4 + 3 chunks a warp; 5376: 5 x 4 + 1).
+  // The staged layouts' warps take 0-1 chunks (32, 96), whole stages (1024: 4 chunks a warp of 8,
+  // 8 of 4), and stages with a partial last one (1792: 4 + 3 chunks a warp of 8, 8 + 6 of 4;
+  // 5376: 5 x 4 + 1, 5 x 8 + 2).
   for (auto [in, out] :
        {std::pair{32, 5}, std::pair{96, 40}, std::pair{1024, 70}, std::pair{1792, 17}, std::pair{5376, 24}}) {
     const auto x = RandomFloats(size_t{8} * in, 1);
@@ -46,7 +47,7 @@ TEST_CASE("the tensor-core GEMV equals the products of bf16-rounded activations,
       std::vector<float> eight;  // the sums with all 8 rows
       for (int rows = 8; rows >= 1; --rows) {
         INFO(rows << " rows, " << in << " -> " << out << ", weights as " << (layout.weights_as_b ? "B" : "A") << ", "
-                  << layout.tiles << " tiles a block" << (layout.staged ? ", staged" : ""));
+                  << layout.tiles << " tiles a block, staged runs of " << layout.staged_run_bytes << " bytes");
         // One row of guard past the outputs, poisoned, as are the outputs.
         DeviceVec dy(std::vector<float>(size_t(rows + 1) * out, kPoison));
         REQUIRE(LaunchGemvMma(dx.get(), dw.get(), dy.get(), rows, in, out, layout, nullptr).ok());
@@ -82,8 +83,9 @@ TEST_CASE("the tensor-core GEMV refuses shapes it cannot run, naming the value")
   CHECK_THAT(error(1, 64, 16, MmaLayout{false, 3}),
              Catch::Contains("tiles 3 (1 or 2 of 8 weight rows, 1, 2 or 4 of 16)"));
   CHECK_THAT(error(1, 64, 16, MmaLayout{true, 4}), Catch::Contains("tiles 4"));
-  CHECK_THAT(error(1, 64, 16, MmaLayout{false, 2, true}), Catch::Contains("staged layout takes 1 tile of 16"));
-  CHECK_THAT(error(1, 64, 16, MmaLayout{true, 1, true}), Catch::Contains("staged layout takes 1 tile of 16"));
+  CHECK_THAT(error(1, 64, 16, MmaLayout{false, 2, 256}), Catch::Contains("staged runs of 256 bytes: a staged layout"));
+  CHECK_THAT(error(1, 64, 16, MmaLayout{true, 1, 512}), Catch::Contains("staged runs of 512 bytes"));
+  CHECK_THAT(error(1, 64, 16, MmaLayout{false, 1, 128}), Catch::Contains("runs of 256 or 512 bytes"));
   CHECK_THAT(error(1, 32, 16, one_tile, 1), Catch::Contains("16-byte aligned"));
 }
 
