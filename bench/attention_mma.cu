@@ -43,13 +43,13 @@
 #include <cstdint>
 #include <string>
 
-#include "bench/mma_fragments.h"
 #include "engine/cuda/attention_kernel.h"
 #include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
+#include "engine/cuda/mma_fragments.h"
 
 namespace temper::bench {
 namespace {
@@ -59,6 +59,8 @@ using engine::cuda::KvLayerView;
 using engine::cuda::RowTables;
 namespace attention = engine::cuda::attention;
 namespace math = engine::cuda::math;
+using engine::cuda::mma::Mma;
+using engine::cuda::mma::PackBf16;
 
 constexpr int kWarps = 4;
 constexpr int kHeads = 8;       // query heads a block: the value MMA's columns

@@ -15,8 +15,8 @@
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
 // variants (attention_variants.h), the tensor-core candidate (attention_mma.h), and its merge kernel's time alone; the
 // tp 1 totals per step are given with the engine's kernel and with the candidate. Then every GEMV of a tp 1 step at 1
-// and 8 rows, with the engine's kernel and the staged tensor-core candidate (gemv_mma.h), summed per step (issue 25's
-// batch-8 goal). --l4-all-reduce-us replaces the
+// and 8 rows, with the SIMT kernel and the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8
+// goal). --l4-all-reduce-us replaces the
 // assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
 // size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
@@ -37,7 +37,6 @@
 
 #include "bench/decode_bytes.h"
 #include "bench/decode_step_kernels.h"
-#include "bench/gemv_mma.h"
 #include "bench/gemv_variants.h"
 #include "bench/gpu_timing.h"
 #include "bench/l4_decode_estimate.h"
@@ -255,36 +254,33 @@ Status Tp1Attention(const ModelConfig& c, int device) {
 }
 
 // Issue 25's batch-8 goal (6x batch 1) waits on a decode GEMV that reads as fast at 8 rows as at
-// 1 and keeps each row's sums whatever the rows (gemv_mma.cu): every GEMV of a tp 1 decode step
-// at 1 and 8 activation rows with the engine's kernel and with the staged tensor-core candidate,
+// 1 and keeps each row's sums whatever the rows (engine/cuda/gemv_tensor_cores.cu): every GEMV of a
+// tp 1 decode step at 1 and 8 activation rows with the SIMT kernel and with the tensor-core GEMV,
 // and their sums per step. The difference at 8 rows, taken off temper-bench's batch-8 step, is
-// what the candidate would give batch 8.
+// what the tensor cores would give batch 8 (temper-bench --gpu-tensor-core-gemv measures it).
 Status Tp1Gemvs(const ModelConfig& c, double copy_gbs, int device) {
+  using ::temper::bench::kTensorCoreRuns;
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));
   for (int rows : {1, 8}) {
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::GemvComparison> gemvs,
                             ::temper::bench::CompareDecodeGemvs(c, shards[0], device, rows));
-    double engine = 0;
-    std::vector<double> staged(std::size(::temper::bench::kStagedLayouts));
+    double simt = 0;
+    std::vector<double> tensor_cores(std::size(kTensorCoreRuns));
     for (const auto& g : gemvs) {
       auto percent = [&](double us) { return 100 * g.bytes / (us * 1e-6) / 1e9 / copy_gbs; };
-      std::printf("* tp 1, %d rows: %s, %d a step: %.1f us (%.0f%% of copy)", rows, g.name.c_str(), g.per_step,
-                  g.engine_us, percent(g.engine_us));
-      engine += g.per_step * g.engine_us;
-      for (size_t l = 0; l < staged.size(); ++l) {
-        const double us = g.staged_us[l];
-        if (us > 0) {
-          std::printf("; staged %d-byte runs %.1f us (%.0f%%)", ::temper::bench::kStagedLayouts[l].staged_run_bytes, us,
-                      percent(us));
-        }
-        staged[l] += g.per_step * (us > 0 ? us : g.engine_us);
+      std::printf("* tp 1, %d rows: %s, %d a step: SIMT %.1f us (%.0f%% of copy)", rows, g.name.c_str(), g.per_step,
+                  g.simt_us, percent(g.simt_us));
+      simt += g.per_step * g.simt_us;
+      for (size_t l = 0; l < tensor_cores.size(); ++l) {
+        const double us = g.tensor_core_us[l];
+        if (us > 0) std::printf("; tensor cores, %d-byte runs, %.1f us (%.0f%%)", kTensorCoreRuns[l], us, percent(us));
+        tensor_cores[l] += g.per_step * (us > 0 ? us : g.simt_us);
       }
       std::printf("\n");
     }
-    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: %.2f ms", rows, engine / 1000);
-    for (size_t l = 0; l < staged.size(); ++l) {
-      std::printf("; %.2f ms with the staged tensor-core candidate in %d-byte runs", staged[l] / 1000,
-                  ::temper::bench::kStagedLayouts[l].staged_run_bytes);
+    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: SIMT %.2f ms", rows, simt / 1000);
+    for (size_t l = 0; l < tensor_cores.size(); ++l) {
+      std::printf("; tensor cores in %d-byte runs %.2f ms", kTensorCoreRuns[l], tensor_cores[l] / 1000);
     }
     std::printf("\n");
   }

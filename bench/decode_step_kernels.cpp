@@ -15,11 +15,9 @@
 
 #include "bench/attention_mma.h"
 #include "bench/attention_variants.h"
-#include "bench/gemv_mma.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
-#include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/kv_cache.h"
 #include "engine/thread_pool.h"
@@ -100,64 +98,45 @@ class StepTimer {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, 1));
     return Add(
-        Label(g), g.per_step, g.Bytes(), std::max(in.copies, 20), [&](int i) { return in.Engine(i, stream_); },
+        Label(g), g.per_step, g.Bytes(), std::max(in.copies, 20), [&](int i) { return in.Engine(i, 0, stream_); },
         [&](int) { return in.EngineMinimal(stream_); });
   }
 
-  // The same launch at `rows` activation rows, with the engine's launchers and with each staged
-  // tensor-core candidate (gemv_mma.h) over the same weight rows, its raw outputs (the GeGLU
-  // applied on the host) checked against the engine's first. Not part of the step.
+  // The same launch at `rows` activation rows, with the SIMT kernel and with the tensor-core GEMV
+  // in each of its runs (kTensorCoreRuns), whose outputs are checked against the SIMT kernel's
+  // first. Not part of the step.
   Result<GemvComparison> Compare(const StepGemv& g, int rows) {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, rows));
     GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, {}};
     const int launches = std::max(in.copies, 20);
-    auto engine = [&](int i) { return in.Engine(i, stream_); };
-    TEMPER_ASSIGN_OR_RETURN(c.engine_us, MicrosPerLaunchInGraph(stream_, launches, engine));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> engine_out, OutputOf(engine, in.y, size_t(rows) * in.outputs));
-    // The engine's outputs are part after part ([part][rows][width]); row after row here.
-    std::vector<float> want;
-    for (int r = 0; r < rows; ++r) {
-      size_t at = 0;
-      for (int width : g.widths) {
-        want.insert(want.end(), engine_out.begin() + at + size_t(r) * width,
-                    engine_out.begin() + at + size_t(r + 1) * width);
-        at += size_t(rows) * width;
-      }
-    }
-    // The candidates multiply bf16-rounded activations: within a few thousandths of the outputs'
-    // spread of the engine's fp32 products; garbage (a wrong fragment or stage) is far outside.
+    auto simt = [&](int i) { return in.Engine(i, 0, stream_); };
+    TEMPER_ASSIGN_OR_RETURN(c.simt_us, MicrosPerLaunchInGraph(stream_, launches, simt));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(simt, in.y, in.OutputFloats()));
+    // The tensor cores multiply bf16-rounded activations: within a few thousandths of the
+    // outputs' spread of the SIMT kernel's fp32 products; garbage (a wrong fragment or stage) is
+    // far outside.
     double square = 0;
     for (float v : want) square += double(v) * v;
     const double spread = std::sqrt(square / want.size());
-    for (const MmaLayout layout : kStagedLayouts) {
-      c.staged_us.push_back(0);
-      auto staged = [&](int i) { return in.Staged(i, layout, stream_); };
-      const std::string what = fmt::format("{} at {} rows, staged tensor-core GEMV in runs of {} bytes", c.name, rows,
-                                           layout.staged_run_bytes);
-      Result<std::vector<float>> raw = OutputOf(staged, in.raw, size_t(rows) * in.weight_rows);
-      if (!raw.ok() && raw.status().code() == StatusCode::kInvalidArgument) {
-        std::printf("* %s: n/a (%s)\n", what.c_str(), raw.status().message().c_str());
+    for (const int run : kTensorCoreRuns) {
+      c.tensor_core_us.push_back(0);
+      auto tensor_cores = [&](int i) { return in.Engine(i, run, stream_); };
+      const std::string what = fmt::format("{} at {} rows, tensor-core GEMV in runs of {} bytes", c.name, rows, run);
+      Result<std::vector<float>> got = OutputOf(tensor_cores, in.y, in.OutputFloats());
+      if (!got.ok() && got.status().code() == StatusCode::kInvalidArgument) {
+        std::printf("* %s: n/a (%s)\n", what.c_str(), got.status().message().c_str());
         continue;
       }
-      TEMPER_RETURN_IF_ERROR(raw.status());
-      // In the engine's layout: the parts as they are, or GeluTanh(gate) · up.
-      std::vector<float> got;
-      for (int r = 0; r < rows; ++r) {
-        const float* row = raw->data() + size_t(r) * in.weight_rows;
-        if (!g.geglu) {
-          got.insert(got.end(), row, row + in.weight_rows);
-          continue;
-        }
-        for (int o = 0; o < in.outputs; ++o) got.push_back(cuda::math::GeluTanh(row[o]) * row[in.outputs + o]);
-      }
+      TEMPER_RETURN_IF_ERROR(got.status());
       size_t wrong = 0;
-      while (wrong < got.size() && std::abs(got[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
-      if (wrong < got.size()) {
-        std::printf("* %s: WRONG, output %zu is %g, the engine's %g\n", what.c_str(), wrong, got[wrong], want[wrong]);
+      while (wrong < want.size() && std::abs((*got)[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
+      if (wrong < want.size()) {
+        std::printf("* %s: WRONG, output %zu is %g, the SIMT kernel's %g\n", what.c_str(), wrong, (*got)[wrong],
+                    want[wrong]);
         continue;
       }
-      TEMPER_ASSIGN_OR_RETURN(c.staged_us.back(), MicrosPerLaunchInGraph(stream_, launches, staged));
+      TEMPER_ASSIGN_OR_RETURN(c.tensor_core_us.back(), MicrosPerLaunchInGraph(stream_, launches, tensor_cores));
     }
     return c;
   }
@@ -340,20 +319,24 @@ class StepTimer {
     return Status::OK();
   }
   // A step GEMV's device inputs, over enough copies of its weights that L2 cannot serve a repeat:
-  // each copy one matrix of all its weight rows (the parts one after another; gate then up), as
-  // the staged candidate takes them and the engine's launchers take them part by part.
+  // each copy all its weight rows, the parts one after another (gate, then up).
   struct GemvInputs {
     const StepGemv* g = nullptr;
     int rows = 0, in = 0, copies = 0, outputs = 0, weight_rows = 0;
     uint16_t* w = nullptr;
     float* x = nullptr;
-    float* y = nullptr;    // the engine's outputs, part after part, [rows][width] each
-    float* raw = nullptr;  // a candidate's [rows][weight_rows]
+    float* y = nullptr;  // the outputs, part after part, [rows][width] each
 
-    // The engine's launch on copy i.
-    Status Engine(int i, cudaStream_t stream) const {
+    size_t OutputFloats() const { return size_t(rows) * outputs; }
+    // The launch on copy i: the SIMT kernel (run_bytes 0) or the tensor-core GEMV in runs of
+    // run_bytes.
+    Status Engine(int i, int run_bytes, cudaStream_t stream) const {
       const uint16_t* at = w + size_t(i % copies) * weight_rows * in;
-      if (g->geglu) return cuda::LaunchGemvGeglu(x, at, at + size_t(outputs) * in, y, rows, in, outputs, stream);
+      if (g->geglu) {
+        const uint16_t* up = at + size_t(outputs) * in;
+        return run_bytes ? cuda::LaunchGemvGegluTensorCores(x, at, up, y, rows, in, outputs, run_bytes, stream)
+                         : cuda::LaunchGemvGeglu(x, at, up, y, rows, in, outputs, stream);
+      }
       cuda::GemvParts parts;
       float* out = y;
       for (int width : g->widths) {
@@ -361,16 +344,15 @@ class StepTimer {
         at += size_t(width) * in;
         out += size_t(rows) * width;
       }
-      return cuda::LaunchGemvBf16(x, parts, rows, in, stream);
+      return run_bytes ? cuda::LaunchGemvTensorCores(x, parts, rows, in, run_bytes, stream)
+                       : cuda::LaunchGemvBf16(x, parts, rows, in, stream);
     }
-    // Its minimal size: the first 64 outputs of the first part (or of gate and up).
+    // The SIMT kernel at its minimal size: the first 64 outputs of the first part (or of gate and
+    // up).
     Status EngineMinimal(cudaStream_t stream) const {
       const int tiny = std::min(g->widths[0], 64);
       if (g->geglu) return cuda::LaunchGemvGeglu(x, w, w + size_t(outputs) * in, y, rows, in, tiny, stream);
       return cuda::LaunchGemvBf16(x, cuda::GemvParts().Add(w, y, tiny), rows, in, stream);
-    }
-    Status Staged(int i, MmaLayout layout, cudaStream_t stream) const {
-      return LaunchGemvMma(x, w + size_t(i % copies) * weight_rows * in, raw, rows, in, weight_rows, layout, stream);
     }
   };
   Result<GemvInputs> Inputs(Arena& a, const StepGemv& g, int rows) {
@@ -383,8 +365,7 @@ class StepTimer {
     in.outputs = g.geglu ? g.widths[0] : in.weight_rows;
     TEMPER_ASSIGN_OR_RETURN(in.w, a.Bf16(size_t(in.copies) * in.weight_rows * g.in, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(in.x, a.Floats(size_t(rows) * g.in, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(in.y, a.Alloc<float>(size_t(rows) * in.outputs));
-    TEMPER_ASSIGN_OR_RETURN(in.raw, a.Alloc<float>(size_t(rows) * in.weight_rows));
+    TEMPER_ASSIGN_OR_RETURN(in.y, a.Alloc<float>(in.OutputFloats()));
     return in;
   }
   static std::string Label(const StepGemv& g) {
@@ -506,7 +487,7 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
     for (int i = 0; i < tp; ++i) {
       Rank& r = ranks[i];
       // Ordinary edges: this times the host's part, for the L4 (which has no programmatic launch).
-      TEMPER_ASSIGN_OR_RETURN(r.ops, cuda::CudaOps::Create(device, i, nullptr, /*programmatic_edges=*/false));
+      TEMPER_ASSIGN_OR_RETURN(r.ops, cuda::CudaOps::Create(device, i, nullptr, {.programmatic_edges = false}));
       auto alloc = [&](size_t bytes) -> Result<void*> {
         TEMPER_ASSIGN_OR_RETURN(void* p, r.ops->Alloc(bytes));
         r.owned.push_back(p);

@@ -70,16 +70,20 @@ struct StepGemv {
 // The GEMVs of rank `shard.rank`'s decode step, in rank_forward.cpp's order within a layer kind.
 std::vector<StepGemv> DecodeStepGemvs(const engine::ModelConfig& config, const engine::RankShard& shard);
 
-// One step GEMV at `rows` activation rows, timed with the engine's launchers and with the staged
-// tensor-core candidates (gemv_mma.h, kStagedLayouts) on the same weight rows.
+// The runs (bytes of each weight row a warp reads at once) the tensor-core GEMV is timed in
+// (engine/cuda/gemv_tensor_cores.cu).
+constexpr int kTensorCoreRuns[] = {256, 512};
+
+// One step GEMV at `rows` activation rows, timed with the SIMT kernel (the engine's) and with the
+// tensor-core GEMV on the same weights.
 struct GemvComparison {
   std::string name;
   int per_step = 0, rows = 0;
-  double bytes = 0;      // weights read once a launch
-  double engine_us = 0;  // per launch
-  // Per launch, one per kStagedLayouts; 0 where its outputs differed from the engine's or it cannot
-  // take the shape (a line says which).
-  std::vector<double> staged_us;
+  double bytes = 0;    // weights read once a launch
+  double simt_us = 0;  // per launch
+  // Per launch, one per kTensorCoreRuns; 0 where its outputs differed from the SIMT kernel's or it
+  // cannot take the shape (a line says which).
+  std::vector<double> tensor_core_us;
 };
 
 // Every GEMV of the decode step (DecodeStepGemvs) compared at `rows` rows on `device`. Errors: the

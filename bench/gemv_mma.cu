@@ -20,14 +20,11 @@
 // 3.4 rounds of the 396 that fit at once, and the last round runs 40% full. 8-row blocks halve the
 // step.
 //
-// The staged layouts (GemvMmaStagedKernel) ask whether the loads' shape is what costs the 1-row
-// case. In every layout above a lane loads its own fragment pieces, so one load instruction reads
-// 64 bytes (4 lanes) of each of 8 weight rows; the SIMT kernel's reads 512 contiguous bytes of
-// one row. The one layout with longer runs, 32 bytes a lane, read fastest at 1 row (91%, below).
-// Staged, a warp loads 256- or 512-byte runs of its tile's rows into shared memory and reads its
-// fragments back from there: per 16 weight bytes a lane issues 1 global load, 1 shared store, 1
-// shared load and 1 MMA, with no bank conflicts (Staging::Unit). Its warps split the row into
-// contiguous shares, not interleaved chunks, so that a warp's stages are contiguous.
+// The staged layouts are the engine's tensor-core GEMV (engine/cuda/gemv_tensor_cores.cu, which
+// says why), timed here beside the layouts it grew from: in every layout above a lane loads its
+// own fragment pieces, so one load instruction reads 64 bytes (4 lanes) of each of 8 weight rows,
+// where the SIMT kernel's reads 512 contiguous bytes of one row; the one layout with longer runs,
+// 32 bytes a lane, read fastest at 1 row (91%, below).
 //
 // Numerics: B must be bf16, so the activations are rounded to bf16 (round to nearest even), as the
 // prefill GEMM's operands already are (engine/cuda/rank_forward.cpp); the products are exact and
@@ -51,14 +48,17 @@
 
 #include <string>
 
-#include "bench/mma_fragments.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/kernels.h"
+#include "engine/cuda/mma_fragments.h"
 
 namespace temper::bench {
 namespace {
 
 namespace math = engine::cuda::math;
+using engine::cuda::mma::Mma;
+using engine::cuda::mma::PackBf16;
 
 constexpr int kWarpsPerBlock = 8;
 constexpr int kColumns = 8;        // activation rows of one MMA
@@ -175,108 +175,6 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
-// The staged layouts: one tile of 16 weight rows (the MMA's A) a block, whose warps each take a
-// contiguous share of the inputs, in stages of kRunBytes of each of the tile's rows. A warp reads
-// a stage as the SIMT kernel reads its rows: each load instruction covers 512 contiguous bytes of
-// one row (kRunBytes 512) or 256 of each of two (256), 16 bytes a lane. It stores them in its own
-// part of shared memory and reads back each lane's fragment pieces (8 inputs of rows g and g + 8,
-// as MmaChunk's k order wants them). The next stage's loads are issued before the current stage's
-// MMAs, so a warp keeps a stage in flight: 4 KB (256) or 8 KB (512), against the SIMT kernel's 2
-// KB. Both take 32 KB of shared memory for the stages a block: 8 warps of 256-byte runs, or 4 of
-// 512.
-template <int kRunBytes>
-struct Staging {
-  static_assert(kRunBytes == 256 || kRunBytes == 512, "runs of 256 or 512 bytes");
-  static constexpr int kWarps = 8 * 256 / kRunBytes;
-  static constexpr int kChunks = kRunBytes / (2 * kChunk);  // chunks of 32 inputs a stage
-  static constexpr int kUnits = kRunBytes / 16;             // 16-byte units of a row in a stage
-  static constexpr int kRowsALoad = 32 / kUnits;            // rows one load instruction covers
-  static constexpr int kLoads = 16 / kRowsALoad;            // 16-byte loads a lane, a stage
-  // Blocks a multiprocessor where shared memory allows (an L4's 100 KB holds 2 blocks of either):
-  // 24 warps of 256-byte runs (at most 85 registers; ptxas: 68 on sm_89, 76 on sm_90, 113
-  // unbounded), 16 of 512, whose 64 registers of loads in flight need up to 128 (ptxas: 128, no
-  // spills; 6 blocks would leave 80 and spill 172-252 bytes). 96 or 128 KB in flight a
-  // multiprocessor, where an H200 needs about 36.
-  static constexpr int kMinBlocksPerSm = kRunBytes == 256 ? 3 : 4;
-
-  // Where unit `unit` of tile row `row` lies in a warp's stage. Odd rows are rotated by 4 units
-  // (64 bytes), so that the 8 lanes of a fragment read's phase (rows g and g + 1, units 4p .. 4p +
-  // 3) and of a store's (one row, 8 consecutive units) fall on 8 different 16-byte bank groups.
-  __device__ __forceinline__ static int Unit(int row, int unit) { return row * kUnits + (unit ^ 4 * (row & 1)); }
-};
-
-template <int kRunBytes>
-__global__ void __launch_bounds__(Staging<kRunBytes>::kWarps * 32, Staging<kRunBytes>::kMinBlocksPerSm)
-    GemvMmaStagedKernel(const float* __restrict__ x, const uint16_t* __restrict__ w, float* __restrict__ y, int rows,
-                        int in, int out) {
-  using S = Staging<kRunBytes>;
-  __shared__ uint4 stage_s[S::kWarps][16 * S::kUnits];
-  __shared__ float partial[S::kWarps][16][kColumns];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int o0 = blockIdx.x * 16;
-  // This warp's chunks of 32 inputs, [begin, end): its share of the row, the remainder spread so
-  // that no two warps differ by more than one chunk.
-  const int chunks = in / kChunk, begin = chunks * warp / S::kWarps, end = chunks * (warp + 1) / S::kWarps;
-  // This lane's unit of the rows each load instruction covers, and which of them it loads.
-  const int load_unit = lane % S::kUnits, load_row = lane / S::kUnits;
-  const bool has_row = g < rows;
-  const float* xs = x + static_cast<int64_t>(has_row ? g : 0) * in + 8 * t;
-  uint4* stage = stage_s[warp];
-
-  uint4 next[S::kLoads];
-  // Loads the stage of chunks first .. first + kChunks - 1 (those before `end`) into `next`.
-  auto load = [&](int first) {
-#pragma unroll
-    for (int j = 0; j < S::kLoads; ++j) {
-      const int o = o0 + S::kRowsALoad * j + load_row;
-      const uint16_t* row = w + static_cast<int64_t>(o < out ? o : out - 1) * in;
-      if (first + load_unit / 4 < end) {
-        next[j] = __ldcs(reinterpret_cast<const uint4*>(row + first * kChunk) + load_unit);
-      }
-    }
-  };
-  float c[1][4] = {};
-  if (begin < end) load(begin);
-  for (int first = begin; first < end; first += S::kChunks) {
-    // The last stage's fragments are read before it is overwritten. (mma.sync orders no memory;
-    // the emulator's MMA is made of shuffles, so there this barrier's absence would not show.)
-    __syncwarp();
-#pragma unroll
-    for (int j = 0; j < S::kLoads; ++j) {
-      if (first + load_unit / 4 < end) stage[S::Unit(S::kRowsALoad * j + load_row, load_unit)] = next[j];
-    }
-    __syncwarp();
-    if (first + S::kChunks < end) load(first + S::kChunks);
-#pragma unroll
-    for (int p = 0; p < S::kChunks; ++p) {
-      if (first + p >= end) break;
-      const uint4 a[1][2] = {{stage[S::Unit(g, 4 * p + t)], stage[S::Unit(g + 8, 4 * p + t)]}};
-      uint32_t pairs[4];
-      LoadActivations(xs + (first + p) * kChunk, has_row, pairs);
-      MmaChunk<1, 2>(a, pairs, c);
-    }
-  }
-
-  partial[warp][g][2 * t] = c[0][0];
-  partial[warp][g][2 * t + 1] = c[0][1];
-  partial[warp][g + 8][2 * t] = c[0][2];
-  partial[warp][g + 8][2 * t + 1] = c[0][3];
-  __syncthreads();
-  for (int e = threadIdx.x; e < 16 * kColumns; e += S::kWarps * 32) {
-    const int r = e / 16, local = e % 16, o = o0 + local;
-    if (r >= rows || o >= out) continue;
-    float sum = 0;
-    for (int v = 0; v < S::kWarps; ++v) sum += partial[v][local][r];
-    y[static_cast<int64_t>(r) * out + o] = sum;
-  }
-}
-
-template <int kRunBytes>
-void LaunchStaged(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
-  GemvMmaStagedKernel<kRunBytes>
-      <<<(out + 15) / 16, Staging<kRunBytes>::kWarps * 32, 0, stream>>>(x, w, y, rows, in, out);
-}
-
 template <int T, int kHalves>
 void Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, cudaStream_t stream) {
   constexpr int kBlockRows = T * 8 * kHalves;
@@ -304,11 +202,10 @@ Status LaunchGemvMma(const float* x, const uint16_t* w, float* y, int rows, int 
                                    " bytes: a staged layout reads runs of 256 or 512 bytes into 1 tile of 16 weight "
                                    "rows, as the MMA's A");
   }
-  if (run == 256) {
-    LaunchStaged<256>(x, w, y, rows, in, out, stream);
-  } else if (run == 512) {
-    LaunchStaged<512>(x, w, y, rows, in, out, stream);
-  } else if (layout.weights_as_b && tiles == 1) {
+  if (run != 0) {
+    return engine::cuda::LaunchGemvTensorCores(x, engine::cuda::GemvParts().Add(w, y, out), rows, in, run, stream);
+  }
+  if (layout.weights_as_b && tiles == 1) {
     Launch<1, 1>(x, w, y, rows, in, out, stream);
   } else if (layout.weights_as_b && tiles == 2) {
     Launch<2, 1>(x, w, y, rows, in, out, stream);

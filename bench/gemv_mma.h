@@ -17,8 +17,8 @@ namespace temper::bench {
 
 // Where the weights go in the MMA and how many tiles of weight rows a block takes: as B, tiles of
 // 8 rows (1 or 2 a block); as A, tiles of 16 (1, 2 or 4). Staged (staged_run_bytes 256 or 512):
-// the weights pass through shared memory, each row read in runs of that many bytes as the SIMT
-// kernel reads it (1 tile of 16, as A).
+// the engine's tensor-core GEMV (engine/cuda/gemv_tensor_cores.cu), whose warps read each weight
+// row in runs of that many bytes, as the SIMT kernel reads it, through shared memory.
 struct MmaLayout {
   bool weights_as_b;
   int tiles;
@@ -27,7 +27,6 @@ struct MmaLayout {
 };
 constexpr MmaLayout kMmaLayouts[] = {{true, 1},  {true, 2},       {false, 1},     {false, 2},
                                      {false, 4}, {false, 1, 256}, {false, 1, 512}};
-constexpr MmaLayout kStagedLayouts[] = {{false, 1, 256}, {false, 1, 512}};
 
 // y[r·out + o] = Σ_i bf16(x[r·in + i]) · w[o·in + i] for r < rows, o < out, summed in fp32 (the
 // products are exact). Each row's sums are the same whatever `rows` is. `layout` is one of

@@ -27,7 +27,7 @@
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
 //                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024,8192] [--gpu-batch 8]
-//                [--gpu-ordinary-edges]
+//                [--gpu-ordinary-edges] [--gpu-tensor-core-gemv 256|512]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
 // prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost (with
@@ -458,6 +458,11 @@ int main(int argc, char** argv) {
   bool gpu_ordinary_edges = false;
   app.add_flag("--gpu-ordinary-edges", gpu_ordinary_edges,
                "CUDA: captured steps without programmatic edges (to measure what they save on sm_90)");
+  int gpu_tensor_core_gemv = 0;
+  app.add_option("--gpu-tensor-core-gemv", gpu_tensor_core_gemv,
+                 "CUDA: the decode GEMVs on the tensor cores, weight rows read in runs of 256 or 512 bytes (a "
+                 "candidate: CudaBackendOptions::tensor_core_gemv_run_bytes)")
+      ->check(CLI::IsMember({256, 512}));
   app.add_option("--gpu-batch", gpu_batch,
                  "CUDA: largest decode batch (graph buckets up to it; 1 times a long context without 8 prefills)")
       ->check(CLI::PositiveNumber);
@@ -491,7 +496,8 @@ int main(int argc, char** argv) {
                                               .context_tokens = gpu_context,
                                               .max_batch = gpu_batch,
                                               .drafter_config = gpu_drafter,
-                                              .programmatic_edges = !gpu_ordinary_edges});
+                                              .programmatic_edges = !gpu_ordinary_edges,
+                                              .tensor_core_gemv_run_bytes = gpu_tensor_core_gemv});
     }
 #else
     s = temper::Status::Unimplemented(

@@ -24,6 +24,7 @@ struct GpuBenchArgs {
   int all_reduce_ranks = 4;        // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
   std::string drafter_config;      // an MTP drafter's config.json (seeded weights): also time its draft steps
   bool programmatic_edges = true;  // CudaBackendOptions::programmatic_edges: off to measure what it saves
+  int tensor_core_gemv_run_bytes = 0;  // CudaBackendOptions::tensor_core_gemv_run_bytes: 0, the SIMT GEMV
 };
 
 // Errors: the backend's, a CUDA call's, and Internal when a self-check fails (greedy tokens from

@@ -28,6 +28,11 @@ struct CudaBackendOptions {
   // A captured step's kernels launch while the kernel before them finishes, on GPUs that can
   // (sm_90 and later; programmatic_edges.h). Off only to measure what it saves.
   bool programmatic_edges = true;
+  // The decode GEMVs on the tensor cores (gemv_tensor_cores.cu), each weight row read in runs of
+  // this many bytes (256 or 512); 0: the SIMT kernel (gemv_bf16.cu). A candidate until a GPU run
+  // decides between the two (bench/RESULTS.md); it rounds the activations to bf16, and GEMVs whose
+  // inputs are not a multiple of 32 wide stay on the SIMT kernel.
+  int tensor_core_gemv_run_bytes = 0;
   // Everything but kv.max_tokens, which the memory plan sets.
   DeviceBackendOptions backend;
 };

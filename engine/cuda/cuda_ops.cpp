@@ -9,13 +9,14 @@
 namespace temper::engine::cuda {
 
 Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce,
-                                                 bool programmatic_edges) {
+                                                 const Options& options) {
   std::unique_ptr<CudaOps> ops(new CudaOps(device, rank, std::move(all_reduce)));
   TEMPER_RETURN_IF_ERROR(ops->Bind());
   TEMPER_CUDA_TRY(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
   TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&ops->sm_count_, cudaDevAttrMultiProcessorCount, device));
   TEMPER_ASSIGN_OR_RETURN(const bool supported, ProgrammaticLaunchSupported(device));
-  ops->programmatic_edges_ = programmatic_edges && supported;
+  ops->programmatic_edges_ = options.programmatic_edges && supported;
+  ops->tensor_core_gemv_run_bytes_ = options.tensor_core_gemv_run_bytes;
   TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
   // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
   Status loaded = LoadAllKernels(&ops->awaiting_);
@@ -141,13 +142,13 @@ Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {
 
 Status CudaOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchGemvBf16(x, parts, rows, in, stream_);
+  return LaunchDecodeGemv(x, parts, rows, in, tensor_core_gemv_run_bytes_, stream_);
 }
 
 Status CudaOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
                           int out) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, stream_);
+  return LaunchDecodeGemvGeglu(x, gate, up, y, rows, in, out, tensor_core_gemv_run_bytes_, stream_);
 }
 
 Status CudaOps::ToBf16(const float* x, uint16_t* y, int64_t n) {

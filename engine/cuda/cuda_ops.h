@@ -4,7 +4,8 @@
 // capture mode, so the ranks of one process capture at once, each in its thread) and Replay
 // launches it. Create loads every kernel's code on the device (kernel_loading.h). With
 // `programmatic_edges` on a GPU that runs them (sm_90 and later), a captured graph's edges into
-// kernels that wait for their predecessor become programmatic (programmatic_edges.h).
+// kernels that wait for their predecessor become programmatic (programmatic_edges.h). The decode
+// GEMVs are LaunchDecodeGemv's choice (kernels.h).
 //
 // Built only with nvcc (TEMPER_HAVE_CUDA). Thread safety: as RankOps. Each call makes the rank's
 // device current on the calling thread (ranks run in a WorkerGroup whose worker 0 is whichever
@@ -26,10 +27,14 @@ namespace temper::engine::cuda {
 
 class CudaOps final : public RankOps {
  public:
+  struct Options {
+    bool programmatic_edges = true;      // where the GPU runs them (CudaBackendOptions says what they are)
+    int tensor_core_gemv_run_bytes = 0;  // CudaBackendOptions::tensor_core_gemv_run_bytes
+  };
   // Rank `rank` on device `device`; `all_reduce` (shared by the group's ranks) is null for tp 1.
   // Errors name the device and the failing call.
   static Result<std::unique_ptr<CudaOps>> Create(int device, int rank, std::shared_ptr<DeviceAllReduce> all_reduce,
-                                                 bool programmatic_edges);
+                                                 const Options& options);
   ~CudaOps() override;
   CudaOps(const CudaOps&) = delete;
   CudaOps& operator=(const CudaOps&) = delete;
@@ -90,6 +95,7 @@ class CudaOps final : public RankOps {
   int sm_count_ = 0;          // multiprocessors: how many attention splits keep them busy
   AwaitingKernels awaiting_;  // every kernel Create loaded: all begin with AwaitPriorGrid
   bool programmatic_edges_ = false;
+  int tensor_core_gemv_run_bytes_ = 0;
   EdgeCount captured_edges_;
 };
 

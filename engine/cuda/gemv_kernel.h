@@ -34,19 +34,22 @@ constexpr int kMinBlocksPerSm = 2;
 // loads, asked for a moment early. Not yet timed (bench/RESULTS.md, 2026-11-27).
 constexpr int kPrefetchBytesPerRow = 4096;
 
+// Asks L2 for the 128-byte line that holds `p`: a hint, nothing in the emulator.
+__device__ __forceinline__ void PrefetchL2(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
+
 template <int M>
 __device__ __forceinline__ void PrefetchRowStarts(const uint16_t* const (&w)[M], int in) {
-#if defined(__CUDA_ARCH__)
   const int lane = threadIdx.x % 32, bytes = 2 * in < kPrefetchBytesPerRow ? 2 * in : kPrefetchBytesPerRow;
 #pragma unroll
   for (int m = 0; m < M; ++m) {
-    for (int at = lane * 128; at < bytes; at += 32 * 128) {
-      asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<const char*>(w[m]) + at));
-    }
+    for (int at = lane * 128; at < bytes; at += 32 * 128) PrefetchL2(reinterpret_cast<const char*>(w[m]) + at);
   }
-#else
-  (void)w, (void)in;
-#endif
 }
 
 // acc[r][m] += Σ_{j<8} w_m[j] · x[r][i + j] for the 8 bf16 weights of row m packed in packed[m].

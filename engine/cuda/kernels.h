@@ -26,13 +26,14 @@ Status LoadElementwiseKernels(AwaitingKernels* awaiting);
 Status LoadEmbedKernels(AwaitingKernels* awaiting);
 Status LoadGegluKernels(AwaitingKernels* awaiting);
 Status LoadGemvKernels(AwaitingKernels* awaiting);
+Status LoadGemvTensorCoreKernels(AwaitingKernels* awaiting);
 Status LoadNormKernels(AwaitingKernels* awaiting);
 Status LoadSyntheticKernels(AwaitingKernels* awaiting);
 Status LoadTopCandidatesKernels(AwaitingKernels* awaiting);
 inline Status LoadAllKernels(AwaitingKernels* awaiting) {
   for (Status (*load)(AwaitingKernels*) :
        {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels, LoadGemvKernels,
-        LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
+        LoadGemvTensorCoreKernels, LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
     TEMPER_RETURN_IF_ERROR(load(awaiting));
   }
   return Status::OK();
@@ -59,6 +60,23 @@ Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream)
 Status LaunchGemvBf16(const float* x, const GemvParts& parts, int rows, int in, cudaStream_t stream);
 Status LaunchGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in, int out,
                        cudaStream_t stream);
+
+// gemv_tensor_cores.cu: the same products on the tensor cores, the activations rounded to bf16,
+// each row's sums independent of `rows`; `run_bytes` (256 or 512) of each weight row a warp reads
+// at once. A candidate CudaOps uses only when asked (CudaBackendOptions). InvalidArgument, naming
+// the value, for rows outside 1-8, `in` not a positive multiple of 32, x or weights not 16-byte
+// aligned, or another run.
+Status LaunchGemvTensorCores(const float* x, const GemvParts& parts, int rows, int in, int run_bytes,
+                             cudaStream_t stream);
+Status LaunchGemvGegluTensorCores(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                                  int out, int run_bytes, cudaStream_t stream);
+// The decode GEMV a rank runs: the tensor-core GEMV in runs of `tensor_core_run_bytes` where that
+// is set (not 0) and `in` is a multiple of 32, else the SIMT kernel. The choice depends on the
+// shape alone, never on `rows`, so each row's sums stay independent of the rows beside it.
+Status LaunchDecodeGemv(const float* x, const GemvParts& parts, int rows, int in, int tensor_core_run_bytes,
+                        cudaStream_t stream);
+Status LaunchDecodeGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
+                             int out, int tensor_core_run_bytes, cudaStream_t stream);
 
 // elementwise.cu
 Status LaunchToBf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);

@@ -9,16 +9,17 @@ namespace temper::engine::cuda::testing {
 const char* KernelsUnavailable() { return HaveGpu() ? nullptr : "no CUDA device present"; }
 
 std::unique_ptr<RankOps> CreateKernelOps(Communicator& /*comm*/) {
-  auto ops = CudaOps::Create(0, 0, nullptr, /*programmatic_edges=*/true);
+  auto ops = CudaOps::Create(0, 0, nullptr, {});
   if (!ops.ok()) FAIL(ops.status().ToString());
   return std::move(*ops);
 }
 
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options) {
+                                          const DeviceBackendOptions& options, int tensor_core_gemv_run_bytes) {
   CudaBackendOptions cuda;
   cuda.devices.assign(static_cast<size_t>(tp), 0);
+  cuda.tensor_core_gemv_run_bytes = tensor_core_gemv_run_bytes;
   cuda.backend = options;
   KernelBackend made;
   TEMPER_ASSIGN_OR_RETURN(made.backend, CreateCudaBackend(config, std::move(weights), cuda));

@@ -27,7 +27,7 @@ TEST_CASE("a captured step's edges between waiting kernels become programmatic, 
   REQUIRE(supported.ok());
   for (bool asked : {true, false}) {
     INFO("programmatic edges asked for: " << asked << "; the GPU runs them: " << *supported);
-    auto made = CudaOps::Create(0, 0, nullptr, asked);
+    auto made = CudaOps::Create(0, 0, nullptr, {.programmatic_edges = asked});
     REQUIRE(made.ok());
     CudaOps& ops = **made;
     std::vector<void*> owned;

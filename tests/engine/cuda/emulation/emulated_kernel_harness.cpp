@@ -13,11 +13,13 @@ std::unique_ptr<RankOps> CreateKernelOps(Communicator& comm) {
 
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options) {
+                                          const DeviceBackendOptions& options, int tensor_core_gemv_run_bytes) {
   KernelBackend made;
   made.comm = std::make_unique<Communicator>(tp);
   std::vector<std::unique_ptr<RankOps>> ops;
-  for (int r = 0; r < tp; ++r) ops.push_back(std::make_unique<EmulatedOps>(*made.comm, r, size_t{256} << 20));
+  for (int r = 0; r < tp; ++r) {
+    ops.push_back(std::make_unique<EmulatedOps>(*made.comm, r, size_t{256} << 20, tensor_core_gemv_run_bytes));
+  }
   DeviceBackendOptions sized = options;
   if (sized.kv.max_tokens == KvCacheOptions{}.max_tokens) sized.kv.max_tokens = 1024;  // the GPU's plan sets it there
   TEMPER_ASSIGN_OR_RETURN(made.backend, DeviceBackend::Create(config, std::move(weights), std::move(ops), sized));

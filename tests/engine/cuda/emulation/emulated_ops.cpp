@@ -33,12 +33,12 @@ Status EmulatedOps::NormResidual(float* x, const float* branch, const uint16_t* 
 Status EmulatedOps::Geglu(float* gate, const float* up, int64_t n) { return LaunchGeglu(gate, up, n, kNoStream); }
 
 Status EmulatedOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
-  return LaunchGemvBf16(x, parts, rows, in, kNoStream);
+  return LaunchDecodeGemv(x, parts, rows, in, tensor_core_gemv_run_bytes_, kNoStream);
 }
 
 Status EmulatedOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
                               int out) {
-  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, kNoStream);
+  return LaunchDecodeGemvGeglu(x, gate, up, y, rows, in, out, tensor_core_gemv_run_bytes_, kNoStream);
 }
 
 Status EmulatedOps::ToBf16(const float* x, uint16_t* y, int64_t n) { return LaunchToBf16(x, y, n, kNoStream); }

@@ -21,7 +21,9 @@ constexpr int kEmulatedSmCount = 58;
 
 class EmulatedOps final : public RankOps {
  public:
-  EmulatedOps(Communicator& comm, int rank, size_t memory_limit) : host_(comm, rank, memory_limit) {}
+  // `tensor_core_gemv_run_bytes` as CudaOps::Options has it.
+  EmulatedOps(Communicator& comm, int rank, size_t memory_limit, int tensor_core_gemv_run_bytes = 0)
+      : host_(comm, rank, memory_limit), tensor_core_gemv_run_bytes_(tensor_core_gemv_run_bytes) {}
 
   Result<void*> Alloc(size_t bytes) override { return host_.Alloc(bytes); }
   void Free(void* p) override { host_.Free(p); }
@@ -69,6 +71,7 @@ class EmulatedOps final : public RankOps {
 
  private:
   ReferenceOps host_;
+  const int tensor_core_gemv_run_bytes_;
 };
 
 }  // namespace temper::engine::cuda

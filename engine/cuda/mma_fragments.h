@@ -1,8 +1,8 @@
 // One warp-wide tensor-core product, mma.sync m16n8k16 with bf16 operands and fp32 accumulators,
-// and the packing of its operands: for the tensor-core candidates under bench/ (gemv_mma.cu,
-// attention_mma.cu). On a GPU it is the PTX instruction; in the SIMT emulator
-// (temper_cuda_emulated_tests) the same product is gathered from the fragments with shuffles and
-// summed in k order, so a candidate's fragment layout is checked on the CPU.
+// and the packing of its operands: for the tensor-core GEMV (gemv_staged_kernel.h) and the
+// candidates under bench/ (gemv_mma.cu, attention_mma.cu). On a GPU it is the PTX instruction; in
+// the SIMT emulator (temper_cuda_emulated_tests) the same product is gathered from the fragments
+// with shuffles and summed in k order, so a kernel's fragment layout is checked on the CPU.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once
@@ -13,7 +13,7 @@
 
 #include "engine/cuda/kernel_math.h"
 
-namespace temper::bench {
+namespace temper::engine::cuda::mma {
 
 // Two floats as one bf16 pair of an MMA operand, rounded to nearest even, `lo` in the low half.
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
@@ -22,7 +22,7 @@ __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(word) : "f"(hi), "f"(lo));
   return word;
 #else
-  return uint32_t{engine::cuda::math::FloatToBf16(lo)} | uint32_t{engine::cuda::math::FloatToBf16(hi)} << 16;
+  return uint32_t{math::FloatToBf16(lo)} | uint32_t{math::FloatToBf16(hi)} << 16;
 #endif
 }
 
@@ -45,10 +45,10 @@ __device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uin
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   float a[2][16], b[2][16];  // A's rows g and g + 8; B's columns 2t and 2t + 1
   auto unpack = [](float* to, int k, uint32_t low_pair, uint32_t high_pair) {
-    to[k] = engine::cuda::math::Bf16ToFloat(low_pair & 0xffffu);
-    to[k + 1] = engine::cuda::math::Bf16ToFloat(low_pair >> 16);
-    to[k + 8] = engine::cuda::math::Bf16ToFloat(high_pair & 0xffffu);
-    to[k + 9] = engine::cuda::math::Bf16ToFloat(high_pair >> 16);
+    to[k] = math::Bf16ToFloat(low_pair & 0xffffu);
+    to[k + 1] = math::Bf16ToFloat(low_pair >> 16);
+    to[k + 8] = math::Bf16ToFloat(high_pair & 0xffffu);
+    to[k + 9] = math::Bf16ToFloat(high_pair >> 16);
   };
   for (int s = 0; s < 4; ++s) {
     const uint32_t row_g_low = __shfl_sync(kAllLanes, a0, 4 * g + s);
@@ -73,4 +73,4 @@ __device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uin
 #endif
 }
 
-}  // namespace temper::bench
+}  // namespace temper::engine::cuda::mma
