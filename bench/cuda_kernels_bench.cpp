@@ -221,11 +221,22 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
                 std::filesystem::path(o.config).parent_path().filename().c_str(), o.l4_context, gpu.c_str(), copy_gbs,
                 a.all_reduces);
   ::temper::bench::PrintL4Estimate(kernels, copy_gbs, a, what);
-  const auto with = ::temper::bench::EstimateL4Step(::temper::bench::WithAttentionCandidate(kernels), copy_gbs, a);
-  std::printf(
-      "* 4xL4 estimate with the tensor-core attention candidate in place of the engine's: %.1f-%.1f tok/s "
-      "(step %.2f-%.2f ms)\n",
-      1000 / with.slow_ms, 1000 / with.fast_ms, with.fast_ms, with.slow_ms);
+  using ::temper::bench::Candidate;
+  using ::temper::bench::WithCandidate;
+  const auto with_attention = WithCandidate(kernels, Candidate::kAttention);
+  const struct {
+    const char* what;
+    std::vector<::temper::bench::StepKernel> kernels;
+  } candidates[] = {
+      {"the tensor-core attention candidate", with_attention},
+      {"the tensor-core GEMV", WithCandidate(kernels, Candidate::kGemv)},
+      {"both", WithCandidate(with_attention, Candidate::kGemv)},
+  };
+  for (const auto& c : candidates) {
+    const auto with = ::temper::bench::EstimateL4Step(c.kernels, copy_gbs, a);
+    std::printf("* 4xL4 estimate with %s in place of the engine's: %.1f-%.1f tok/s (step %.2f-%.2f ms)\n", c.what,
+                1000 / with.slow_ms, 1000 / with.fast_ms, with.fast_ms, with.slow_ms);
+  }
   return Status::OK();
 }
 

@@ -93,51 +93,32 @@ class StepTimer {
   std::vector<StepKernel>& kernels() { return kernels_; }
 
   // One decode row through one GEMV launch of the step (q, k and v as parts of one launch, as
-  // rank_forward.cpp runs them; gate_proj and up_proj with the GeGLU in the epilogue).
+  // rank_forward.cpp runs them; gate_proj and up_proj with the GeGLU in the epilogue), with the
+  // tensor-core GEMV's best run as its candidate.
   Status Gemv(const StepGemv& g) {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, 1));
-    return Add(
-        Label(g), g.per_step, g.Bytes(), std::max(in.copies, 20), [&](int i) { return in.Engine(i, 0, stream_); },
-        [&](int) { return in.EngineMinimal(stream_); });
+    TEMPER_RETURN_IF_ERROR(Add(
+        Label(g), g.per_step, g.Bytes(), in.Launches(), [&](int i) { return in.Engine(i, 0, stream_); },
+        [&](int) { return in.EngineMinimal(stream_); }));
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<double> runs, TimeTensorCores(in, Label(g) + " at 1 row"));
+    StepKernel& k = kernels_.back();
+    k.candidate = Candidate::kGemv;
+    for (double us : runs) {
+      if (us > 0) k.candidate_us = k.candidate_us > 0 ? std::min(k.candidate_us, us) : us;
+    }
+    return Status::OK();
   }
 
   // The same launch at `rows` activation rows, with the SIMT kernel and with the tensor-core GEMV
-  // in each of its runs (kTensorCoreRuns), whose outputs are checked against the SIMT kernel's
-  // first. Not part of the step.
+  // in each of its runs. Not part of the step.
   Result<GemvComparison> Compare(const StepGemv& g, int rows) {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, rows));
     GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, {}};
-    const int launches = std::max(in.copies, 20);
-    auto simt = [&](int i) { return in.Engine(i, 0, stream_); };
-    TEMPER_ASSIGN_OR_RETURN(c.simt_us, MicrosPerLaunchInGraph(stream_, launches, simt));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(simt, in.y, in.OutputFloats()));
-    // The tensor cores multiply bf16-rounded activations: within a few thousandths of the
-    // outputs' spread of the SIMT kernel's fp32 products; garbage (a wrong fragment or stage) is
-    // far outside.
-    double square = 0;
-    for (float v : want) square += double(v) * v;
-    const double spread = std::sqrt(square / want.size());
-    for (const int run : kTensorCoreRuns) {
-      c.tensor_core_us.push_back(0);
-      auto tensor_cores = [&](int i) { return in.Engine(i, run, stream_); };
-      const std::string what = fmt::format("{} at {} rows, tensor-core GEMV in runs of {} bytes", c.name, rows, run);
-      Result<std::vector<float>> got = OutputOf(tensor_cores, in.y, in.OutputFloats());
-      if (!got.ok() && got.status().code() == StatusCode::kInvalidArgument) {
-        std::printf("* %s: n/a (%s)\n", what.c_str(), got.status().message().c_str());
-        continue;
-      }
-      TEMPER_RETURN_IF_ERROR(got.status());
-      size_t wrong = 0;
-      while (wrong < want.size() && std::abs((*got)[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
-      if (wrong < want.size()) {
-        std::printf("* %s: WRONG, output %zu is %g, the SIMT kernel's %g\n", what.c_str(), wrong, (*got)[wrong],
-                    want[wrong]);
-        continue;
-      }
-      TEMPER_ASSIGN_OR_RETURN(c.tensor_core_us.back(), MicrosPerLaunchInGraph(stream_, launches, tensor_cores));
-    }
+    TEMPER_ASSIGN_OR_RETURN(
+        c.simt_us, MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) { return in.Engine(i, 0, stream_); }));
+    TEMPER_ASSIGN_OR_RETURN(c.tensor_core_us, TimeTensorCores(in, fmt::format("{} at {} rows", c.name, rows)));
     return c;
   }
 
@@ -328,6 +309,7 @@ class StepTimer {
     float* y = nullptr;  // the outputs, part after part, [rows][width] each
 
     size_t OutputFloats() const { return size_t(rows) * outputs; }
+    int Launches() const { return std::max(copies, 20); }  // in a timed graph: every copy, at least 20
     // The launch on copy i: the SIMT kernel (run_bytes 0) or the tensor-core GEMV in runs of
     // run_bytes.
     Status Engine(int i, int run_bytes, cudaStream_t stream) const {
@@ -373,6 +355,39 @@ class StepTimer {
     std::string shape;
     for (int w : g.widths) shape += fmt::format("{}{}", shape.empty() ? "" : "+", w);
     return fmt::format("GEMV {} {}x{}", g.name, shape, g.in);
+  }
+
+  // The tensor-core GEMV on `in` in each of kTensorCoreRuns: its time per launch, 0 where it
+  // cannot take the shape or its outputs differ from the SIMT kernel's (a line says which). It
+  // multiplies bf16-rounded activations, so it stays within a few thousandths of the outputs'
+  // spread of the SIMT kernel's fp32 products; garbage (a wrong fragment or stage) is far outside.
+  Result<std::vector<double>> TimeTensorCores(const GemvInputs& in, const std::string& what) {
+    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want,
+                            OutputOf([&](int i) { return in.Engine(i, 0, stream_); }, in.y, in.OutputFloats()));
+    double square = 0;
+    for (float v : want) square += double(v) * v;
+    const double spread = std::sqrt(square / want.size());
+    std::vector<double> us;
+    for (const int run : kTensorCoreRuns) {
+      us.push_back(0);
+      auto launch = [&](int i) { return in.Engine(i, run, stream_); };
+      const std::string label = fmt::format("{}, tensor-core GEMV in runs of {} bytes", what, run);
+      Result<std::vector<float>> got = OutputOf(launch, in.y, in.OutputFloats());
+      if (!got.ok() && got.status().code() == StatusCode::kInvalidArgument) {
+        std::printf("* %s: n/a (%s)\n", label.c_str(), got.status().message().c_str());
+        continue;
+      }
+      TEMPER_RETURN_IF_ERROR(got.status());
+      size_t wrong = 0;
+      while (wrong < want.size() && std::abs((*got)[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
+      if (wrong < want.size()) {
+        std::printf("* %s: WRONG, output %zu is %g, the SIMT kernel's %g\n", label.c_str(), wrong, (*got)[wrong],
+                    want[wrong]);
+        continue;
+      }
+      TEMPER_ASSIGN_OR_RETURN(us.back(), MicrosPerLaunchInGraph(stream_, in.Launches(), launch));
+    }
+    return us;
   }
 
   // The `n` floats at `out` after one run of `launch`.
@@ -436,8 +451,9 @@ class StepTimer {
         "* tensor-core attention, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us; outputs differ from the "
         "engine's by %.3g on average (mean output %.3g)\n",
         name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, kernels_.back().us, mean_difference, mean_output);
-    double& best = kernels_.back().candidate_us;
-    best = best > 0 ? std::min(best, *us) : *us;
+    StepKernel& k = kernels_.back();
+    k.candidate = Candidate::kAttention;
+    k.candidate_us = k.candidate_us > 0 ? std::min(k.candidate_us, *us) : *us;
     return Status::OK();
   }
   template <typename Launch>

@@ -12,7 +12,8 @@
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
 // attention is followed by lines for the split kernel's variants (attention_variants.h) and the
 // tensor-core candidate (attention_mma.h), checked against it and timed the same way, and one with
-// its merge kernel's share, timed alone.
+// its merge kernel's share, timed alone. Each GEMV is also timed on the tensor cores
+// (engine/cuda/gemv_tensor_cores.cu), checked against the SIMT kernel first: its candidate.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once
@@ -31,14 +32,22 @@ enum class StepCost {
   kLatency,    // launch- or latency-bound: kept as measured
 };
 
+// A tensor-core kernel a step's kernel is also timed against, on the same inputs.
+enum class Candidate {
+  kNone,
+  kAttention,  // bench/attention_mma.cu, the faster of its two load orders
+  kGemv,       // engine/cuda/gemv_tensor_cores.cu, the faster of its runs (kTensorCoreRuns)
+};
+
 struct StepKernel {
   std::string name;  // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
   int per_step = 0;  // launches in one decode step
   StepCost cost = StepCost::kLatency;
-  double bytes = 0;         // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
-  double us = 0;            // microseconds per launch, measured here
-  double fixed_us = 0;      // bandwidth-bound: per launch at the minimal size (the part that does not scale)
-  double candidate_us = 0;  // attention: the tensor-core candidate's best time on the same inputs (0: not timed)
+  double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
+  double us = 0;        // microseconds per launch, measured here
+  double fixed_us = 0;  // bandwidth-bound: per launch at the minimal size (the part that does not scale)
+  Candidate candidate = Candidate::kNone;
+  double candidate_us = 0;  // the candidate's time per launch, checked first (0: not timed, or it differed)
 };
 
 struct DecodeStepShape {

@@ -93,9 +93,8 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
       "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
-      "as the MMA's A or B, mma-s256 and mma-s512 = as A through shared memory in runs of 256 or 512 bytes a row, M = "
-      "its "
-      "weight rows a block:\n\n"
+      "as the MMA's A or B, mma-s256 and mma-s512 = the engine's tensor-core GEMV in runs of 256 or 512 bytes a row; "
+      "M = their weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {

@@ -57,10 +57,10 @@ L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_
   return r;
 }
 
-std::vector<StepKernel> WithAttentionCandidate(std::span<const StepKernel> kernels) {
+std::vector<StepKernel> WithCandidate(std::span<const StepKernel> kernels, Candidate which) {
   std::vector<StepKernel> out(kernels.begin(), kernels.end());
   for (StepKernel& k : out) {
-    if (k.candidate_us <= 0) continue;
+    if (k.candidate != which || k.candidate_us <= 0) continue;
     k.us = k.candidate_us;
     k.fixed_us = std::min(k.fixed_us, k.candidate_us);
   }
