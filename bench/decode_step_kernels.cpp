@@ -182,7 +182,7 @@ class StepTimer {
     int device = 0, sm_count = 0;
     TEMPER_CUDA_TRY(cudaGetDevice(&device));
     TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-    const int splits = cuda::AttentionSplits(sm_count, kv_heads, heads.group, 1, shape_.decode_splits);
+    const int splits = cuda::AttentionSplits(sm_count, kv_heads, heads.group, shape_.decode_splits);
     TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(width, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(width, ++seed_));

@@ -152,11 +152,11 @@ void LaunchHeads(const KvLayerView& kv, const float* q, const float* k, const fl
 
 }  // namespace
 
-int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits) {
+int AttentionSplits(int sm_count, int kv_heads, int group, int max_splits) {
   // Counted with up to kSplitHeads query heads a block; at head_dim 512 a block takes half as
   // many (kMaxHeads), and the blocks double, which leaves each multiprocessor a few.
   constexpr int kSplitHeads = 8;
-  const int blocks = kv_heads * ((group + kSplitHeads - 1) / kSplitHeads) * rows;
+  const int blocks = kv_heads * ((group + kSplitHeads - 1) / kSplitHeads);
   const int wanted = (2 * sm_count + blocks - 1) / std::max(blocks, 1);
   return std::clamp(wanted, 1, std::max(max_splits, 1));
 }

@@ -180,8 +180,8 @@ Status CudaOps::KvWrite(const KvLayerView& kv, const float* k, const float* v, i
 Status CudaOps::Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
                           const RowTables& t, const HeadRange& heads, int splits, float* partials) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  // `splits` is the pass's most (the partials hold that many); fewer fill this GPU at this batch.
-  const int used = AttentionSplits(sm_count_, kv.kv_heads, heads.group, rows, splits);
+  // `splits` is the pass's most (the partials hold that many); fewer fill this GPU for one row.
+  const int used = AttentionSplits(sm_count_, kv.kv_heads, heads.group, splits);
   return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, stream_);
 }
 

@@ -18,6 +18,7 @@
 // Thread safety: as Backend (one driving thread); the ranks run in threads of their own.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <vector>
@@ -70,8 +71,10 @@ class DeviceBackend final : public Backend {
   Status ReleaseSequence(SequenceId seq) override;
   Result<int64_t> SequenceLength(SequenceId seq) const override;
   Status Truncate(SequenceId seq, int64_t length) override;
-  // The largest graph bucket (max_batch): beyond it a pass runs eagerly, with full logit rows.
-  int64_t max_decode_rows() const override { return options_.max_batch; }
+  // The largest graph bucket (max_batch), beyond which a pass runs eagerly with full logit rows,
+  // and at most kMaxGemvRows: a larger pass's products go through the GEMM (bf16 activations), so
+  // its rows would differ from decode steps' and drafts would change the output.
+  int64_t max_decode_rows() const override { return std::min<int64_t>(options_.max_batch, kMaxGemvRows); }
   int64_t context_limit() const override { return options_.max_context; }
   KvUsage kv_usage() const override;
   Result<SnapshotId> TakeSnapshot(SequenceId seq) override;

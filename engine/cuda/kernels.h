@@ -84,11 +84,13 @@ Status LaunchGatherRows(const float* x, int64_t width, const int32_t* index, int
 Status LaunchSoftcap(float* y, int64_t ld, int rows, int n, float cap, cudaStream_t stream);
 
 // attention.cu
-// Splits of a decode attention call: enough blocks for two per multiprocessor (one block per KV
-// head, per chunk of eight query heads and per row), at most max_splits (so 1 for a pass of one
-// split, as prefill's). The kernel then uses only as many as the row's keys fill
-// (math::UsedSplits).
-int AttentionSplits(int sm_count, int kv_heads, int group, int rows, int max_splits);
+// Splits of a decode attention call: enough blocks for two per multiprocessor for one row (one
+// block per KV head and per chunk of eight query heads), at most max_splits (so 1 for a pass of
+// one split, as prefill's). The kernel then uses only as many as the row's keys fill
+// (math::UsedSplits). Counted for one row whatever the pass's rows, so that a row's keys are cut,
+// and its attention summed, the same way alone, beside other sequences' rows, or among its own
+// drafts: a verification pass's rows then equal decode steps' bit for bit.
+int AttentionSplits(int sm_count, int kv_heads, int group, int max_splits);
 Status LaunchKvWrite(const KvLayerView& kv, const float* k, const float* v, int rows, const RowTables& t,
                      cudaStream_t stream);
 Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,

@@ -293,6 +293,20 @@ TEST_CASE("device backend: rejected draft tokens leave no trace", "[engine][devi
   }
 }
 
+// Past kMaxGemvRows rows a pass's products go through the GEMM, whose bf16 activations give rows
+// other than a decode step's: the scheduler's drafts must never take a pass there.
+TEST_CASE("device backend: drafts may fill a decode pass up to the GEMV's rows, not the largest batch",
+          "[engine][device][spec]") {
+  for (auto [max_batch, rows] : {std::pair{4, 4}, std::pair{8, 8}, std::pair{12, kMaxGemvRows}}) {
+    DeviceBackendOptions options;
+    options.max_batch = max_batch;
+    options.kv.max_sequences = max_batch;
+    auto dev = Device(1, options);
+    INFO("max_batch " << max_batch);
+    CHECK(dev.backend->max_decode_rows() == rows);
+  }
+}
+
 TEST_CASE("device backend: Truncate refuses what it cannot undo", "[engine][device][spec]") {
   DeviceBackendOptions options;
   options.kv.max_snapshots = 1;

@@ -58,7 +58,7 @@ Status EmulatedOps::KvWrite(const KvLayerView& kv, const float* k, const float* 
 Status EmulatedOps::Attention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                               int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials) {
   // As CudaOps::Attention: `splits` is the pass's most; fewer fill this GPU at this batch.
-  const int used = AttentionSplits(kEmulatedSmCount, kv.kv_heads, heads.group, rows, splits);
+  const int used = AttentionSplits(kEmulatedSmCount, kv.kv_heads, heads.group, splits);
   return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, kNoStream);
 }
 
