@@ -260,6 +260,23 @@ Status Tp1Attention(const ModelConfig& c, int device) {
         "* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms; %.2f ms with the tensor-core "
         "candidate\n",
         context, us / 1000, with_candidate / 1000);
+    // Batch 8 (issue 25's third goal), with a row's own splits and with the old rule's fewer.
+    constexpr int kRows = 8;
+    TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::BatchAttention> batch,
+                            ::temper::bench::TimeDecodeAttentionBatch(c, shards[0], device, shape, kRows));
+    double own = 0, for_rows = 0;
+    for (const auto& b : batch) {
+      std::printf(
+          "* tp 1, %d tokens, %d rows: %s, %d a step: %.1f us with a row's own %d splits, %.1f us with the %d that "
+          "filled the GPU for %d rows\n",
+          context, kRows, b.name.c_str(), b.per_step, b.own_us, b.own_splits, b.for_rows_us, b.for_rows_splits, kRows);
+      own += b.per_step * b.own_us;
+      for_rows += b.per_step * b.for_rows_us;
+    }
+    std::printf(
+        "* decode attention per step, tp 1 rank, %d rows, %d tokens of context each: %.2f ms with each row's own "
+        "splits (the engine's); %.2f ms with the splits for %d rows (the rule before 2026-11-27)\n",
+        kRows, context, own / 1000, for_rows / 1000, kRows);
   }
   return Status::OK();
 }

@@ -126,92 +126,33 @@ class StepTimer {
   // slots, so each launch reads another sequence's keys), its minimal size at 16 keys, and before
   // it the q/k/v norms with RoPE and the KV write of the row's fresh key and value (latency-bound).
   Status Attention(int l, int per_step) {
-    const LayerGeometry& g = c_.layers[l];
-    const LayerShard& ls = shard_.layers[l];
-    const bool sliding = g.kind == LayerKind::kSliding;
-    const int hd = g.head_dim, kv_heads = ls.kv_heads.size(), q_heads = ls.q_heads.size(), bt = shape_.block_tokens;
-    const int64_t width = int64_t{kv_heads} * hd, ctx = shape_.context;
-    const int64_t visible = sliding ? std::min<int64_t>(ctx, c_.sliding_window) : ctx;
-    const double bytes = 2.0 * visible * width * (g.k_eq_v ? 1 : 2);  // bf16 V, and K unless k_eq_v
-    const int copies = Copies(bytes);
-    const int blocks = static_cast<int>((ctx + bt - 1) / bt);
-    const int64_t rows_per_copy = sliding ? engine::RingSlots(c_) : int64_t{blocks} * bt;
-    const std::string kind = sliding ? "sliding" : "full";
     Arena a(stream_);
-    std::vector<float> cos(size_t(ctx) * std::max(g.rope_angles, 1)), sin(cos.size());
-    std::mt19937 rng(++seed_);
-    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
-    for (size_t i = 0; i < cos.size(); ++i) cos[i] = unit(rng), sin[i] = unit(rng);
-    TEMPER_ASSIGN_OR_RETURN(float* cos_d, a.Upload(cos));
-    TEMPER_ASSIGN_OR_RETURN(float* sin_d, a.Upload(sin));
-    cuda::KvLayerView kv;
-    TEMPER_ASSIGN_OR_RETURN(kv.v, a.Bf16(size_t(copies) * rows_per_copy * width, ++seed_, 1.0f));
-    if (!g.k_eq_v) {
-      TEMPER_ASSIGN_OR_RETURN(kv.k, a.Bf16(size_t(copies) * rows_per_copy * width, ++seed_, 1.0f));
-    }
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * k_norm, a.Bf16(hd, ++seed_, 1.0f));
-    kv.k_norm = k_norm;
-    kv.sliding = sliding;
-    kv.window = c_.sliding_window;
-    kv.ring = engine::RingSlots(c_);
-    kv.kv_heads = kv_heads;
-    kv.head_dim = hd;
-    kv.block_tokens = bt;
-    kv.rope = cuda::RopeView{cos_d, sin_d, g.rope_angles};
-    // Slot s is sequence s: its ring, or its block-table row of blocks s·blocks ... (s+1)·blocks - 1.
-    std::vector<int32_t> slots(static_cast<size_t>(copies)), table(static_cast<size_t>(copies) * blocks);
-    for (int s = 0; s < copies; ++s) slots[s] = s;
-    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
-    TEMPER_ASSIGN_OR_RETURN(int32_t * slots_d, a.Upload(slots));
-    TEMPER_ASSIGN_OR_RETURN(int32_t * table_d, a.Upload(table));
-    // The row's position ctx - 1 (this step's token), and 15 for the minimal size.
-    TEMPER_ASSIGN_OR_RETURN(int64_t * at_ctx, a.Upload(std::vector<int64_t>{ctx - 1, ctx - 1, ctx}));
-    TEMPER_ASSIGN_OR_RETURN(int64_t * at_16, a.Upload(std::vector<int64_t>{15, 15, 16}));
-    TEMPER_ASSIGN_OR_RETURN(int32_t * first_row, a.Upload(std::vector<int32_t>{0}));
-    auto tables = [&](const int64_t* pos, const int32_t* slot) {
-      return cuda::RowTables{.positions = pos,
-                             .slots = slot,
-                             .chunk_start = pos + 1,
-                             .first_row = first_row,
-                             .chunk_end = pos + 2,
-                             .blocks = table_d,
-                             .max_blocks = blocks};
-    };
-    const cuda::HeadRange heads{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
-    // The split count CudaOps::Attention would use on this GPU for one row.
-    int device = 0, sm_count = 0;
-    TEMPER_CUDA_TRY(cudaGetDevice(&device));
-    TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-    const int splits = cuda::AttentionSplits(sm_count, kv_heads, heads.group, shape_.decode_splits);
-    TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(q_heads) * hd, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(width, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(width, ++seed_));
-    TEMPER_ASSIGN_OR_RETURN(float* out, a.Alloc<float>(size_t(q_heads) * hd));
-    TEMPER_ASSIGN_OR_RETURN(float* partials, a.Alloc<float>(size_t(q_heads) * splits * (hd + 2)));
-    TEMPER_ASSIGN_OR_RETURN(uint16_t * q_norm, a.Bf16(hd, ++seed_, 1.0f));
+    TEMPER_ASSIGN_OR_RETURN(AttentionInputs in, AttentionSetup(a, l, 1));
+    const cuda::KvLayerView& kv = in.kv;
+    const int splits = in.splits, q_heads = in.heads.q_heads, hd = kv.head_dim;
+    float *q = in.q, *k = in.k, *v = in.v, *out = in.out, *partials = in.partials;
     // The norms rewrite q, k and v in place: normed values stay normed, so repeats are alike.
-    TEMPER_RETURN_IF_ERROR(
-        Latency(fmt::format("q/k/v norms + RoPE + KV write {} ({} q, {} KV heads x {})", kind, q_heads, kv_heads, hd),
-                per_step, [&](int) {
-                  return cuda::LaunchQkvNorm(kv, q, k, v, q_norm, 1, q_heads, c_.rms_norm_eps, tables(at_ctx, slots_d),
-                                             true, stream_);
-                }));
+    TEMPER_RETURN_IF_ERROR(Latency(
+        fmt::format("q/k/v norms + RoPE + KV write {} ({} q, {} KV heads x {})", in.kind, q_heads, kv.kv_heads, hd),
+        per_step, [&](int) {
+          return cuda::LaunchQkvNorm(kv, q, k, v, in.q_norm, 1, q_heads, c_.rms_norm_eps, in.Tables(0), true, stream_);
+        }));
     auto launch = [&](int i) {
-      return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits, partials,
-                                   stream_);
+      return cuda::LaunchAttention(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, stream_);
     };
     auto minimal = [&](int) {
-      return cuda::LaunchAttention(kv, q, k, v, out, 1, tables(at_16, slots_d), heads, splits, partials, stream_);
+      return cuda::LaunchAttention(kv, q, k, v, out, 1, in.Minimal(), in.heads, splits, partials, stream_);
     };
-    const std::string name = fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", kind,
-                                         q_heads, kv_heads, hd, visible, splits);
-    TEMPER_RETURN_IF_ERROR(Add(name, per_step, bytes, std::max(copies, 20), launch, minimal));
+    const std::string name = fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys, {} splits)", in.kind,
+                                         q_heads, kv.kv_heads, hd, in.visible, splits);
+    const double bytes = in.row_bytes;
+    TEMPER_RETURN_IF_ERROR(Add(name, per_step, bytes, in.Launches(), launch, minimal));
     for (const AttentionVariant variant : AttentionVariantsFor(hd)) {
       TEMPER_RETURN_IF_ERROR(TimeVariant(
-          name, bytes, std::max(copies, 20), variant, launch,
+          name, bytes, in.Launches(), variant, launch,
           [&](int i) {
-            return LaunchAttentionVariant(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
-                                          partials, variant, stream_);
+            return LaunchAttentionVariant(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, variant,
+                                          stream_);
           },
           out, size_t(q_heads) * hd));
     }
@@ -219,10 +160,10 @@ class StepTimer {
       for (bool values_with_keys : {false, true}) {
         TEMPER_RETURN_IF_ERROR(TimeMmaCandidate(
             name + (values_with_keys ? ", values loaded with the keys" : ", values loaded after the scores"), bytes,
-            std::max(copies, 20), launch,
+            in.Launches(), launch,
             [&](int i) {
-              return LaunchAttentionMma(kv, q, k, v, out, 1, tables(at_ctx, slots_d + i % copies), heads, splits,
-                                        partials, values_with_keys, stream_);
+              return LaunchAttentionMma(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, values_with_keys,
+                                        stream_);
             },
             out, size_t(q_heads) * hd));
       }
@@ -231,12 +172,39 @@ class StepTimer {
     // The merge alone, on the partials the last launch left: how much of the attention is the
     // second kernel's.
     Result<double> merge = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, [&](int) {
-      return cuda::LaunchAttentionMerge(partials, out, 1, q_heads, hd, splits, at_ctx, kv.window, kv.sliding, stream_);
+      return cuda::LaunchAttentionMerge(partials, out, 1, q_heads, hd, splits, in.at_ctx, kv.window, kv.sliding,
+                                        stream_);
     });
     if (!merge.ok()) return merge.status().WithContext("the merge of " + name);
     std::printf("* %s: the merge of its splits alone %.1f us of the %.1f us\n", name.c_str(), *merge,
                 kernels_.back().us);
     return Status::OK();
+  }
+
+  // The same attention for `rows` rows a launch, each another sequence at `context`: with each
+  // row's own split count (the engine's, whatever the rows), and with the fewer splits that
+  // filled the GPU for `rows` rows, which the engine took until 2026-11-27 and which made a row's
+  // sums depend on the rows beside it. What keeping a row's splits costs a batch.
+  Result<BatchAttention> AttentionBatch(int l, int per_step, int rows) {
+    Arena a(stream_);
+    TEMPER_ASSIGN_OR_RETURN(AttentionInputs in, AttentionSetup(a, l, rows));
+    BatchAttention b{fmt::format("attention {} ({} q heads, {} KV heads x {}, {} keys)", in.kind, in.heads.q_heads,
+                                 in.kv.kv_heads, in.kv.head_dim, in.visible),
+                     per_step,
+                     rows,
+                     in.splits,
+                     in.splits_for_rows,
+                     0,
+                     0};
+    for (const bool own : {true, false}) {
+      const int splits = own ? in.splits : in.splits_for_rows;
+      TEMPER_ASSIGN_OR_RETURN((own ? b.own_us : b.for_rows_us),
+                              MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) {
+                                return cuda::LaunchAttention(in.kv, in.q, in.k, in.v, in.out, rows, in.Tables(i),
+                                                             in.heads, splits, in.partials, stream_);
+                              }));
+    }
+    return b;
   }
 
   // What every layer does besides its attention and projections, and the head's small kernels.
@@ -299,6 +267,106 @@ class StepTimer {
     kernels_.push_back({name, per_step, StepCost::kBandwidth, bytes, *us, std::min(*fixed, *us)});
     return Status::OK();
   }
+  // One layer kind's attention inputs for `rows` rows a launch, each row another sequence at
+  // `context`, over enough sequences' caches that L2 cannot serve a repeat.
+  struct AttentionInputs {
+    std::string kind;  // "sliding" or "full"
+    cuda::KvLayerView kv;
+    cuda::HeadRange heads;
+    int rows = 0, sequences = 0, blocks = 0;
+    int splits = 0;           // a row's, as CudaOps::Attention chooses them on this GPU
+    int splits_for_rows = 0;  // what filled the GPU for `rows` rows (the engine's rule before 2026-11-27)
+    int64_t visible = 0;      // keys a row attends to
+    double row_bytes = 0;     // a row's keys and values, bf16
+    int32_t* slots = nullptr;
+    int32_t* table = nullptr;
+    int64_t* at_ctx = nullptr;  // positions, chunk starts, chunk ends: `rows` each, at the context's end
+    int64_t* at_16 = nullptr;   // the same for one row at 16 keys
+    int32_t* first_row = nullptr;
+    float *q = nullptr, *k = nullptr, *v = nullptr, *out = nullptr, *partials = nullptr;
+    uint16_t* q_norm = nullptr;
+
+    // Launch i's rows: sequences rows·i, rows·i + 1, ... (modulo the sequences held).
+    cuda::RowTables Tables(int i) const { return TablesAt(at_ctx, slots + (size_t(i) * rows) % sequences, rows); }
+    cuda::RowTables Minimal() const { return TablesAt(at_16, slots, 1); }
+    int Launches() const { return std::max(sequences / rows, 20); }
+    cuda::RowTables TablesAt(const int64_t* at, const int32_t* slot, int n) const {
+      return cuda::RowTables{.positions = at,
+                             .slots = slot,
+                             .chunk_start = at + n,
+                             .first_row = first_row,
+                             .chunk_end = at + 2 * n,
+                             .blocks = table,
+                             .max_blocks = blocks};
+    }
+  };
+  Result<AttentionInputs> AttentionSetup(Arena& a, int l, int rows) {
+    const LayerGeometry& g = c_.layers[l];
+    const LayerShard& ls = shard_.layers[l];
+    const bool sliding = g.kind == LayerKind::kSliding;
+    const int hd = g.head_dim, kv_heads = ls.kv_heads.size(), q_heads = ls.q_heads.size(), bt = shape_.block_tokens;
+    const int64_t width = int64_t{kv_heads} * hd, ctx = shape_.context;
+    AttentionInputs in;
+    in.kind = sliding ? "sliding" : "full";
+    in.rows = rows;
+    in.visible = sliding ? std::min<int64_t>(ctx, c_.sliding_window) : ctx;
+    in.row_bytes = 2.0 * in.visible * width * (g.k_eq_v ? 1 : 2);  // bf16 V, and K unless k_eq_v
+    in.sequences = Copies(in.row_bytes * rows) * rows;
+    in.blocks = static_cast<int>((ctx + bt - 1) / bt);
+    const int64_t rows_per_sequence = sliding ? engine::RingSlots(c_) : int64_t{in.blocks} * bt;
+    std::vector<float> cos(size_t(ctx) * std::max(g.rope_angles, 1)), sin(cos.size());
+    std::mt19937 rng(++seed_);
+    std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+    for (size_t i = 0; i < cos.size(); ++i) cos[i] = unit(rng), sin[i] = unit(rng);
+    TEMPER_ASSIGN_OR_RETURN(float* cos_d, a.Upload(cos));
+    TEMPER_ASSIGN_OR_RETURN(float* sin_d, a.Upload(sin));
+    cuda::KvLayerView& kv = in.kv;
+    TEMPER_ASSIGN_OR_RETURN(kv.v, a.Bf16(size_t(in.sequences) * rows_per_sequence * width, ++seed_, 1.0f));
+    if (!g.k_eq_v) {
+      TEMPER_ASSIGN_OR_RETURN(kv.k, a.Bf16(size_t(in.sequences) * rows_per_sequence * width, ++seed_, 1.0f));
+    }
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * k_norm, a.Bf16(hd, ++seed_, 1.0f));
+    kv.k_norm = k_norm;
+    kv.sliding = sliding;
+    kv.window = c_.sliding_window;
+    kv.ring = engine::RingSlots(c_);
+    kv.kv_heads = kv_heads;
+    kv.head_dim = hd;
+    kv.block_tokens = bt;
+    kv.rope = cuda::RopeView{cos_d, sin_d, g.rope_angles};
+    // Slot s is sequence s: its ring, or its block-table row of blocks s·blocks ... (s+1)·blocks - 1.
+    std::vector<int32_t> slots(static_cast<size_t>(in.sequences)), table(size_t(in.sequences) * in.blocks);
+    for (int s = 0; s < in.sequences; ++s) slots[s] = s;
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+    TEMPER_ASSIGN_OR_RETURN(in.slots, a.Upload(slots));
+    TEMPER_ASSIGN_OR_RETURN(in.table, a.Upload(table));
+    // Every row at position ctx - 1 (this step's token), its chunk [ctx - 1, ctx), in its own row;
+    // and one row at 15 for the minimal size.
+    std::vector<int64_t> at_ctx(size_t(3) * rows, ctx - 1);
+    for (int r = 0; r < rows; ++r) at_ctx[2 * rows + r] = ctx;
+    std::vector<int32_t> first_row(static_cast<size_t>(rows));
+    for (int r = 0; r < rows; ++r) first_row[r] = r;
+    TEMPER_ASSIGN_OR_RETURN(in.at_ctx, a.Upload(at_ctx));
+    TEMPER_ASSIGN_OR_RETURN(in.at_16, a.Upload(std::vector<int64_t>{15, 15, 16}));
+    TEMPER_ASSIGN_OR_RETURN(in.first_row, a.Upload(first_row));
+    in.heads = cuda::HeadRange{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
+    int device = 0, sm_count = 0;
+    TEMPER_CUDA_TRY(cudaGetDevice(&device));
+    TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+    in.splits = cuda::AttentionSplits(sm_count, kv_heads, in.heads.group, shape_.decode_splits);
+    // The old rule: two blocks a multiprocessor over all the pass's rows (8 query heads a block).
+    const int row_blocks = kv_heads * ((in.heads.group + 7) / 8);
+    in.splits_for_rows =
+        std::clamp((2 * sm_count + row_blocks * rows - 1) / (row_blocks * rows), 1, std::max(shape_.decode_splits, 1));
+    TEMPER_ASSIGN_OR_RETURN(in.q, a.Floats(size_t(rows) * q_heads * hd, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(in.k, a.Floats(size_t(rows) * width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(in.v, a.Floats(size_t(rows) * width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(in.out, a.Alloc<float>(size_t(rows) * q_heads * hd));
+    TEMPER_ASSIGN_OR_RETURN(in.partials, a.Alloc<float>(size_t(rows) * q_heads * in.splits * (hd + 2)));
+    TEMPER_ASSIGN_OR_RETURN(in.q_norm, a.Bf16(hd, ++seed_, 1.0f));
+    return in;
+  }
+
   // A step GEMV's device inputs, over enough copies of its weights that L2 cannot serve a repeat:
   // each copy all its weight rows, the parts one after another (gate, then up).
   struct GemvInputs {
@@ -659,6 +727,19 @@ Result<std::vector<GemvComparison>> CompareDecodeGemvs(const ModelConfig& c, con
                            return Status::OK();
                          }).status());
   return compared;
+}
+
+Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const ModelConfig& c, const RankShard& shard, int device,
+                                                             const DecodeStepShape& shape, int rows) {
+  std::vector<BatchAttention> timed;
+  TEMPER_RETURN_IF_ERROR(TimeOnStream(c, shard, device, shape, [&](StepTimer& t) -> Status {
+                           return ForEachLayerKind(c, [&](LayerKind, int first, int count) -> Status {
+                             TEMPER_ASSIGN_OR_RETURN(BatchAttention one, t.AttentionBatch(first, count, rows));
+                             timed.push_back(std::move(one));
+                             return Status::OK();
+                           });
+                         }).status());
+  return timed;
 }
 
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,

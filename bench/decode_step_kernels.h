@@ -100,6 +100,23 @@ struct GemvComparison {
 Result<std::vector<GemvComparison>> CompareDecodeGemvs(const engine::ModelConfig& config,
                                                        const engine::RankShard& shard, int device, int rows);
 
+// A step's attention of one layer kind for `rows` rows a launch, each row another sequence, timed
+// with each row's own split count (the engine's) and with the fewer splits that filled the GPU for
+// `rows` rows, the engine's rule until 2026-11-27, under which a row's sums depended on the rows
+// beside it.
+struct BatchAttention {
+  std::string name;
+  int per_step = 0, rows = 0;
+  int own_splits = 0, for_rows_splits = 0;
+  double own_us = 0, for_rows_us = 0;  // per launch
+};
+
+// Every layer kind's BatchAttention at `rows` rows on `device`. Errors: the CUDA call or launch
+// that failed.
+Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const engine::ModelConfig& config,
+                                                             const engine::RankShard& shard, int device,
+                                                             const DecodeStepShape& shape, int rows);
+
 // The kernels of rank `shard.rank`'s decode step (shard from PlanShards(config, tp)), each timed
 // on `device`, then the host work of a step with shard.tp rank threads on that device. Errors: the
 // CUDA call or launch that failed, naming the kernel.
