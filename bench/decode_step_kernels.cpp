@@ -649,21 +649,6 @@ Result<StepKernel> TimeStepHost(const RankShard& shard, int device, const Decode
                     0};
 }
 
-// f(kind, first, count) for each layer kind the model has: its first layer (every layer of a kind
-// has the same shapes on a rank) and how many layers are of that kind.
-Status ForEachLayerKind(const ModelConfig& c, const std::function<Status(LayerKind, int, int)>& f) {
-  for (LayerKind kind : {LayerKind::kSliding, LayerKind::kFull}) {
-    int first = -1, count = 0;
-    for (int l = 0; l < c.num_layers; ++l) {
-      if (c.layers[l].kind != kind) continue;
-      if (first < 0) first = l;
-      ++count;
-    }
-    if (count > 0) TEMPER_RETURN_IF_ERROR(f(kind, first, count));
-  }
-  return Status::OK();
-}
-
 // The kernels `time(timer)` times with a StepTimer on a fresh stream of `device`.
 template <typename Time>
 Result<std::vector<StepKernel>> TimeOnStream(const ModelConfig& c, const RankShard& shard, int device,
@@ -682,38 +667,18 @@ Result<std::vector<StepKernel>> TimeOnStream(const ModelConfig& c, const RankSha
 
 Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const RankShard& shard, int device,
                                                     const DecodeStepShape& shape) {
-  TEMPER_ASSIGN_OR_RETURN(std::vector<StepKernel> timed, TimeOnStream(c, shard, device, shape, [&](StepTimer& t) {
-                            return ForEachLayerKind(
-                                c, [&](LayerKind, int first, int count) { return t.Attention(first, count); });
+  TEMPER_ASSIGN_OR_RETURN(std::vector<StepKernel> timed,
+                          TimeOnStream(c, shard, device, shape, [&](StepTimer& t) -> Status {
+                            for (const LayerKindSpan& span : LayerKinds(c)) {
+                              TEMPER_RETURN_IF_ERROR(t.Attention(span.first, span.count));
+                            }
+                            return Status::OK();
                           }));
   std::vector<StepKernel> attention;
   for (StepKernel& k : timed) {
     if (k.cost == StepCost::kBandwidth) attention.push_back(std::move(k));  // not the norms before each
   }
   return attention;
-}
-
-std::vector<StepGemv> DecodeStepGemvs(const ModelConfig& c, const RankShard& shard) {
-  const int H = c.hidden_size, L = c.num_layers;
-  std::vector<StepGemv> gemvs;
-  const Status listed = ForEachLayerKind(c, [&](LayerKind kind, int first, int count) -> Status {
-    const LayerGeometry& g = c.layers[first];
-    const LayerShard& ls = shard.layers[first];
-    const int q = ls.q_heads.size() * g.head_dim, kv = ls.kv_heads.size() * g.head_dim;
-    const std::string name = kind == LayerKind::kSliding ? "sliding" : "full";
-    if (g.k_eq_v) {
-      gemvs.push_back({"q_proj/k_proj " + name, count, {q, kv}, H});
-    } else {
-      gemvs.push_back({"q_proj/k_proj/v_proj " + name, count, {q, kv, kv}, H});
-    }
-    gemvs.push_back({"o_proj " + name, count, {H}, q});
-    return Status::OK();
-  });
-  (void)listed;  // the callback never fails
-  gemvs.push_back({"gate_proj/up_proj", L, {shard.ffn.size()}, H, /*geglu=*/true});
-  gemvs.push_back({"down_proj", L, {H}, shard.ffn.size()});
-  gemvs.push_back({"LM head (tied embedding)", 1, {shard.vocab.size()}, H});
-  return gemvs;
 }
 
 Result<std::vector<GemvComparison>> CompareDecodeGemvs(const ModelConfig& c, const RankShard& shard, int device,
@@ -733,11 +698,12 @@ Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const ModelConfig& 
                                                              const DecodeStepShape& shape, int rows) {
   std::vector<BatchAttention> timed;
   TEMPER_RETURN_IF_ERROR(TimeOnStream(c, shard, device, shape, [&](StepTimer& t) -> Status {
-                           return ForEachLayerKind(c, [&](LayerKind, int first, int count) -> Status {
-                             TEMPER_ASSIGN_OR_RETURN(BatchAttention one, t.AttentionBatch(first, count, rows));
+                           for (const LayerKindSpan& span : LayerKinds(c)) {
+                             TEMPER_ASSIGN_OR_RETURN(BatchAttention one,
+                                                     t.AttentionBatch(span.first, span.count, rows));
                              timed.push_back(std::move(one));
-                             return Status::OK();
-                           });
+                           }
+                           return Status::OK();
                          }).status());
   return timed;
 }
@@ -745,8 +711,7 @@ Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const ModelConfig& 
 Result<std::vector<StepKernel>> TimeDecodeStepKernels(const ModelConfig& c, const RankShard& shard, int device,
                                                       const DecodeStepShape& shape) {
   auto run = [&](StepTimer& t) -> Status {
-    TEMPER_RETURN_IF_ERROR(
-        ForEachLayerKind(c, [&](LayerKind, int first, int count) { return t.Attention(first, count); }));
+    for (const LayerKindSpan& span : LayerKinds(c)) TEMPER_RETURN_IF_ERROR(t.Attention(span.first, span.count));
     for (const StepGemv& g : DecodeStepGemvs(c, shard)) TEMPER_RETURN_IF_ERROR(t.Gemv(g));
     return t.RowKernels(c.num_layers);
   };

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/decode_step_gemvs.h"
 #include "common/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
@@ -57,27 +58,6 @@ struct DecodeStepShape {
   int max_rows = 2048;      // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
   int block_tokens = 16;    // KvCacheOptions::block_tokens
 };
-
-// One GEMV launch of a decode step, as rank_forward.cpp runs it: `widths` outputs from `in`
-// inputs, the parts of one launch (q, k and v); or gate_proj and up_proj with the GeGLU in the
-// epilogue (`geglu`, widths {ffn}: the launch reads 2 · ffn weight rows).
-struct StepGemv {
-  std::string name;  // e.g. "q_proj/k_proj/v_proj sliding"
-  int per_step = 0;  // launches in one decode step
-  std::vector<int> widths;
-  int in = 0;
-  bool geglu = false;
-
-  int WeightRows() const {
-    int rows = 0;
-    for (int w : widths) rows += w;
-    return geglu ? 2 * rows : rows;
-  }
-  double Bytes() const { return 2.0 * WeightRows() * in; }  // the bf16 weights, read once
-};
-
-// The GEMVs of rank `shard.rank`'s decode step, in rank_forward.cpp's order within a layer kind.
-std::vector<StepGemv> DecodeStepGemvs(const engine::ModelConfig& config, const engine::RankShard& shard);
 
 // The runs (bytes of each weight row a warp reads at once) the tensor-core GEMV is timed in
 // (engine/cuda/gemv_tensor_cores.cu).
