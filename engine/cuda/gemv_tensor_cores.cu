@@ -194,8 +194,8 @@ __global__ void __launch_bounds__(Staging<kRunBytes>::kWarps * 32, Staging<kRunB
     const int r = e / kTileRows, m = e % kTileRows;
     if (r >= rows || o0 + m >= products.outputs) continue;
     const gemv::PartOutput at = gemv::Locate(products.parts, o0 + m);
-    gemv::Pick(products.parts.y,
-               at.part)[static_cast<int64_t>(r) * gemv::Pick(products.parts.width, at.part) + at.index] = sum(m, r);
+    float* y = gemv::Pick(products.parts.y, at.part);
+    y[static_cast<int64_t>(r) * gemv::Pick(products.parts.width, at.part) + at.index] = sum(m, r);
   }
 }
 
@@ -244,8 +244,11 @@ Status LaunchGemvTensorCores(const float* x, const GemvParts& parts, int rows, i
 Status LaunchGemvGegluTensorCores(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
                                   int out, int run_bytes, cudaStream_t stream) {
   if (!gate || !up || !y) return Status::InvalidArgument("GEMV GeGLU on the tensor cores: gate, up and y are needed");
+  // Gate and up as two parts without widths, both writing y (Products says how a block reads them).
   GemvParts parts;
-  parts.w[0] = gate, parts.w[1] = up, parts.y[0] = y, parts.y[1] = y;
+  parts.w[0] = gate;
+  parts.w[1] = up;
+  parts.y[0] = parts.y[1] = y;
   return Launch(x, Products{parts, out, true}, rows, in, run_bytes, stream, "GEMV GeGLU");
 }
 
