@@ -14,9 +14,9 @@
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
 // variants (attention_variants.h), the tensor-core candidate (attention_mma.h), and its merge kernel's time alone; the
-// tp 1 totals per step are given with the engine's kernel and with the candidate. Then every GEMV of a tp 1 step at 1
-// and 8 rows, with the SIMT kernel and the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8
-// goal). --l4-all-reduce-us replaces the
+// tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8 rows with each row's own
+// splits and with the old rule's. Then every GEMV of a tp 1 step at 1 and 8 rows, with the SIMT kernel and the
+// tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal). --l4-all-reduce-us replaces the
 // assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
 // size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //

@@ -15,6 +15,7 @@
 
 #include "bench/attention_mma.h"
 #include "bench/attention_variants.h"
+#include "bench/decode_step_gemvs.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
@@ -354,10 +355,8 @@ class StepTimer {
     TEMPER_CUDA_TRY(cudaGetDevice(&device));
     TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
     in.splits = cuda::AttentionSplits(sm_count, kv_heads, in.heads.group, shape_.decode_splits);
-    // The old rule: two blocks a multiprocessor over all the pass's rows (8 query heads a block).
-    const int row_blocks = kv_heads * ((in.heads.group + 7) / 8);
-    in.splits_for_rows =
-        std::clamp((2 * sm_count + row_blocks * rows - 1) / (row_blocks * rows), 1, std::max(shape_.decode_splits, 1));
+    // The old rule counted every row's blocks: what AttentionSplits gives `rows` times the KV heads.
+    in.splits_for_rows = cuda::AttentionSplits(sm_count, kv_heads * rows, in.heads.group, shape_.decode_splits);
     TEMPER_ASSIGN_OR_RETURN(in.q, a.Floats(size_t(rows) * q_heads * hd, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(in.k, a.Floats(size_t(rows) * width, ++seed_));
     TEMPER_ASSIGN_OR_RETURN(in.v, a.Floats(size_t(rows) * width, ++seed_));

@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/decode_step_gemvs.h"
 #include "common/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"

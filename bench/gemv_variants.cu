@@ -74,6 +74,13 @@ Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int
   return Status::OK();
 }
 
+// The table's mark for a variant at `rows` rows: the launchers' M, or which tensor-core layout.
+std::string Mark(const Variant& v, int rows) {
+  if (!v.mma) return v.per_warp == gemv::RowsPerWarp(rows) ? " *" : "";
+  if (v.layout.staged_run_bytes > 0) return " mma-s" + std::to_string(v.layout.staged_run_bytes);
+  return v.layout.weights_as_b ? " mma-b" : " mma-a";
+}
+
 struct Shape {
   const char* name;
   int out, in;
@@ -136,12 +143,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const std::string mark = !v.mma && v.per_warp == gemv::RowsPerWarp(rows) ? " *"
-                                   : !v.mma                                        ? ""
-                                   : v.layout.staged_run_bytes > 0
-                                       ? " mma-s" + std::to_string(v.layout.staged_run_bytes)
-                                   : v.layout.weights_as_b ? " mma-b"
-                                                           : " mma-a";
+          const std::string mark = Mark(v, rows);
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
                         v.per_warp, mark.c_str());

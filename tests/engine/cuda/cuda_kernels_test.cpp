@@ -783,46 +783,44 @@ TEST_CASE("a row's logits do not depend on the rows beside it in its decode pass
   std::vector<int32_t> prompt(600);
   std::mt19937 rng(9);
   for (int32_t& t : prompt) t = static_cast<int32_t>(rng() % V);
-  {
-    DeviceBackendOptions options;
-    options.max_context = 640;
-    options.kv.max_tokens = 4096;
-    options.kv.max_snapshots = 1;
-    options.kv.max_sequences = 5;
-    options.top_candidates = 0;
-    auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options);
-    if (!made.ok()) FAIL(made.status().ToString());
-    DeviceBackend& backend = *made->backend;
-    // One prefill; every sequence below continues it from a snapshot.
-    auto first = backend.AddSequence();
-    REQUIRE(first.ok());
-    ForwardItem item{*first, prompt, false};
-    REQUIRE(backend.Forward({&item, 1}, {}).ok());
-    auto snapshot = backend.TakeSnapshot(*first);
-    REQUIRE(snapshot.ok());
-    std::vector<SequenceId> seqs;
-    for (int i = 0; i < 4; ++i) {
-      auto fork = backend.ForkSnapshot(*snapshot);
-      REQUIRE(fork.ok());
-      seqs.push_back(*fork);
-    }
-    const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
-    ForwardItem alone{seqs[0], next, false};
-    auto one = backend.Forward({&alone, 1}, {});
-    REQUIRE(one.ok());
-    const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
-
-    ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
-    auto two = backend.Forward(pair, {});
-    REQUIRE(two.ok());
-    CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
-
-    ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
-    auto eight = backend.Forward({&verify, 1}, {});
-    REQUIRE(eight.ok());
-    REQUIRE(eight->rows == 8);
-    CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
+  DeviceBackendOptions options;
+  options.max_context = 640;
+  options.kv.max_tokens = 4096;
+  options.kv.max_snapshots = 1;
+  options.kv.max_sequences = 5;
+  options.top_candidates = 0;
+  auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options);
+  if (!made.ok()) FAIL(made.status().ToString());
+  DeviceBackend& backend = *made->backend;
+  // One prefill; every sequence below continues it from a snapshot.
+  auto first = backend.AddSequence();
+  REQUIRE(first.ok());
+  ForwardItem item{*first, prompt, false};
+  REQUIRE(backend.Forward({&item, 1}, {}).ok());
+  auto snapshot = backend.TakeSnapshot(*first);
+  REQUIRE(snapshot.ok());
+  std::vector<SequenceId> seqs;
+  for (int i = 0; i < 4; ++i) {
+    auto fork = backend.ForkSnapshot(*snapshot);
+    REQUIRE(fork.ok());
+    seqs.push_back(*fork);
   }
+  const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
+  ForwardItem alone{seqs[0], next, false};
+  auto one = backend.Forward({&alone, 1}, {});
+  REQUIRE(one.ok());
+  const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
+
+  ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
+  auto two = backend.Forward(pair, {});
+  REQUIRE(two.ok());
+  CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
+
+  ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
+  auto eight = backend.Forward({&verify, 1}, {});
+  REQUIRE(eight.ok());
+  REQUIRE(eight->rows == 8);
+  CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
 }
 
 // The MTP drafter's steps with these kernels (q norms without KV heads, attention over the target's
