@@ -13,11 +13,11 @@
 // (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
-// variants (attention_variants.h), the tensor-core candidate (attention_mma.h), and its merge kernel's time alone; the
-// tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8 rows with each row's own
-// splits and with the old rule's. Then every GEMV of a tp 1 step at 1 and 8 rows, with the SIMT kernel and the
-// tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal). --l4-all-reduce-us replaces the
-// assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
+// variants (attention_variants.h), the tensor-core attention (attention_tensor_cores.cu), and its merge kernel's time
+// alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8 rows with each
+// row's own splits and with the old rule's. Then every GEMV of a tp 1 step at 1 and 8 rows, with the SIMT kernel and
+// the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal). --l4-all-reduce-us replaces
+// the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
 // size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
@@ -232,10 +232,10 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
       {"the tensor-core GEMV", WithCandidate(kernels, Candidate::kGemv)},
       {"both", WithCandidate(with_attention, Candidate::kGemv)},
   };
-  for (const auto& c : candidates) {
-    const auto with = ::temper::bench::EstimateL4Step(c.kernels, copy_gbs, a);
-    std::printf("* 4xL4 estimate with %s in place of the engine's: %.1f-%.1f tok/s (step %.2f-%.2f ms)\n", c.what,
-                1000 / with.slow_ms, 1000 / with.fast_ms, with.fast_ms, with.slow_ms);
+  for (const auto& candidate : candidates) {
+    const auto with = ::temper::bench::EstimateL4Step(candidate.kernels, copy_gbs, a);
+    std::printf("* 4xL4 estimate with %s in place of the engine's: %.1f-%.1f tok/s (step %.2f-%.2f ms)\n",
+                candidate.what, 1000 / with.slow_ms, 1000 / with.fast_ms, with.fast_ms, with.slow_ms);
   }
   return Status::OK();
 }

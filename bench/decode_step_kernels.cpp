@@ -13,7 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/attention_mma.h"
 #include "bench/attention_variants.h"
 #include "bench/decode_step_gemvs.h"
 #include "bench/gpu_timing.h"
@@ -157,14 +156,14 @@ class StepTimer {
           },
           out, size_t(q_heads) * hd));
     }
-    if (AttentionMmaBuiltFor(hd)) {
-      for (bool values_with_keys : {false, true}) {
-        TEMPER_RETURN_IF_ERROR(TimeMmaCandidate(
-            name + (values_with_keys ? ", values loaded with the keys" : ", values loaded after the scores"), bytes,
-            in.Launches(), launch,
+    if (cuda::AttentionTensorCoresTake(hd)) {
+      for (const cuda::TensorCoreAttention order :
+           {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
+        TEMPER_RETURN_IF_ERROR(TimeTensorCoreAttention(
+            name + ", " + cuda::TensorCoreAttentionName(order), bytes, in.Launches(), launch,
             [&](int i) {
-              return LaunchAttentionMma(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, values_with_keys,
-                                        stream_);
+              return cuda::LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials,
+                                                      order, stream_);
             },
             out, size_t(q_heads) * hd));
       }
@@ -488,15 +487,16 @@ class StepTimer {
                 bytes / (*us * 1e-6) / 1e9, kernels_.back().us);
     return Status::OK();
   }
-  // The tensor-core candidate (attention_mma.h) on the engine kernel's inputs, the same way; the
+  // The tensor-core attention (engine/cuda/attention_tensor_cores.cu) on the SIMT kernel's inputs, the same way; the
   // attention's candidate_us keeps the faster of its two orders. Its bf16 operands move scores by
   // a little, and where a head's softmax is as peaked as these random inputs make it (scores over
   // 512 dims of normed rows), that can hand the weight to another key: that head's outputs then
   // differ by a whole value row. So the check is on the mean difference, against the mean output:
   // a few such heads move it by a few percent, a fragment mixed up by its whole size. The tests
-  // hold the candidate to a model of its own numerics (tests/bench/attention_mma_test.cpp).
-  Status TimeMmaCandidate(const std::string& name, double bytes, int launches, const std::function<Status(int)>& engine,
-                          const std::function<Status(int)>& launch, const float* out, size_t n) {
+  // hold it to a model of its own numerics (tests/engine/cuda/attention_tensor_cores_test.cpp).
+  Status TimeTensorCoreAttention(const std::string& name, double bytes, int launches,
+                                 const std::function<Status(int)>& engine, const std::function<Status(int)>& launch,
+                                 const float* out, size_t n) {
     TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
     TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
     double outputs = 0, differences = 0;

@@ -11,7 +11,8 @@
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
 // attention is followed by lines for the split kernel's variants (attention_variants.h) and the
-// tensor-core candidate (attention_mma.h), checked against it and timed the same way, and one with
+// tensor-core attention in both load orders (engine/cuda/attention_tensor_cores.cu), checked
+// against it and timed the same way, and one with
 // its merge kernel's share, timed alone. Each GEMV is also timed on the tensor cores
 // (engine/cuda/gemv_tensor_cores.cu), checked against the SIMT kernel first: its candidate.
 //
@@ -35,7 +36,7 @@ enum class StepCost {
 // A tensor-core kernel a step's kernel is also timed against, on the same inputs.
 enum class Candidate {
   kNone,
-  kAttention,  // bench/attention_mma.cu, the faster of its two load orders
+  kAttention,  // engine/cuda/attention_tensor_cores.cu, the faster of its two load orders
   kGemv,       // engine/cuda/gemv_tensor_cores.cu, the faster of its runs (kTensorCoreRuns)
 };
 

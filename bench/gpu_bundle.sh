@@ -32,12 +32,15 @@ if [ -n "${BASELINE_BUILD:-}" ]; then
   done
 fi
 rm -rf "$dest" && mkdir -p "$dest/bin" "$dest/lib" "$dest/data"
-# Stripped: debug info would take the bundle past what one device call carries (64 MiB).
+# Stripped and gzipped (run.sh unpacks them first): debug info, or the four binaries as they are
+# (46 MiB on 2026-11-27, beside the tree's 15), would take the bundle past what one device call
+# carries (64 MiB); gzip leaves about 40% of them.
 for b in "${bins[@]}"; do strip -o "$dest/bin/$(basename "$b")" "$b"; done
 if [ ${#baseline_bins[@]} -gt 0 ]; then
   mkdir -p "$dest/baseline/bin"
   for b in "${baseline_bins[@]}"; do strip -o "$dest/baseline/bin/$(basename "$b")" "$b"; done
 fi
+gzip -9 "$dest/bin/"* ${baseline_bins[@]:+"$dest/baseline/bin/"*}
 # Libraries from the distribution, minus what every Linux and every CUDA image has.
 for b in "${bins[@]}" "${baseline_bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcudart|libcublas[^/]*|libcuda)\.so' |

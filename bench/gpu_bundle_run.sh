@@ -18,9 +18,11 @@
 #   bench-tp1    200  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
 #                     MTP drafter's shape (0.94 GB) timed too, decoding after 1,024- and 8,192-token
 #                     prompts (issue 25's two contexts; eight 8 K prefills take about 80 s on an H200)
-#   bench-tp1-tensor-cores  55  the same at tp 1 with the decode GEMVs on the tensor cores
-#                     (--gpu-tensor-core-gemv 256), one prefill length and 64 decode steps after
-#                     1,024 tokens: the whole-step A/B of issue 25's batch-8 candidate
+#   bench-tp1-tensor-cores  55  the same at tp 1 with both tensor-core candidates: the decode GEMVs
+#                     (--gpu-tensor-core-gemv 256) and the attention (--gpu-tensor-core-attention
+#                     after-scores), one prefill length and 64 decode steps after 1,024 tokens: the
+#                     whole-step A/B of issue 25's candidates (prefill, whose projections are GEMMs,
+#                     isolates the attention's; temper-kernel-bench times each candidate alone)
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
 #                     one prefill length and 64 decode steps so it fits its limit
 # With a baseline (baseline/bin: an older commit's two benches, gpu_bundle.sh BASELINE_BUILD), two
@@ -50,6 +52,11 @@ if [ -z "${TEMPER_NCCL_LIBRARY:-}" ]; then
   done
 fi
 cfg="$here/data/gemma4-31b-shape/config.json"
+# gpu_bundle.sh gzips the binaries to fit one device call; unpacked once, beside the archives.
+for z in "$here"/bin/*.gz "$here"/baseline/bin/*.gz; do
+  [ -e "$z" ] || continue
+  gzip -dc "$z" > "${z%.gz}" && chmod +x "${z%.gz}" || { echo "run.sh: cannot unpack $z" >&2; exit 1; }
+done
 
 names=() commands=() limits=() statuses=() seconds=()
 failed=0
@@ -120,7 +127,8 @@ if [ -d "$base" ]; then
     --synthetic "$cfg"
 else
   run_step bench-tp1-tensor-cores 55 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 \
-    --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64 --gpu-tensor-core-gemv 256
+    --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64 --gpu-tensor-core-gemv 256 \
+    --gpu-tensor-core-attention after-scores
 fi
 run_step bench-tp4 $limit_tp4 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 \
   --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64

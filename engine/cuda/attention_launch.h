@@ -1,6 +1,6 @@
-// What every decode-attention launcher checks (attention.cu's and bench/attention_variants.cu's, so
-// both refuse the same arguments the same way) and how attention.cu picks and loads each head_dim's
-// kernels: one argument check and one head_dim switch.
+// What every decode-attention launcher checks (attention.cu's, attention_tensor_cores.cu's and
+// bench/attention_variants.cu's, so all refuse the same arguments the same way) and how each picks
+// and loads its kernel for a head_dim: one argument check and one head_dim dispatch.
 //
 // Host code. Thread safety: pure functions.
 #pragma once
@@ -28,30 +28,20 @@ inline Status CheckAttentionArguments(const char* what, const KvLayerView& kv, i
   return Status::OK();
 }
 
-// launch(std::integral_constant<int, HD>{}) for head_dim HD in 32, 64, 128, 256 or 512;
-// InvalidArgument, prefixed by `what`, for any other.
+// launch(std::integral_constant<int, HD>{}) where head_dim is one of kDims, HD being it; false
+// (and no launch) for any other.
+template <int... kDims, typename Launch>
+bool ForHeadDimIn(int head_dim, Launch&& launch) {
+  return ((head_dim == kDims && (launch(std::integral_constant<int, kDims>{}), true)) || ...);
+}
+
+// launch(std::integral_constant<int, HD>{}) for head_dim HD in 32, 64, 128, 256 or 512 (the SIMT
+// kernel's); InvalidArgument, prefixed by `what`, for any other.
 template <typename Launch>
 Status ForAttentionHeadDim(const char* what, int head_dim, Launch&& launch) {
-  switch (head_dim) {
-    case 32:
-      launch(std::integral_constant<int, 32>{});
-      return Status::OK();
-    case 64:
-      launch(std::integral_constant<int, 64>{});
-      return Status::OK();
-    case 128:
-      launch(std::integral_constant<int, 128>{});
-      return Status::OK();
-    case 256:
-      launch(std::integral_constant<int, 256>{});
-      return Status::OK();
-    case 512:
-      launch(std::integral_constant<int, 512>{});
-      return Status::OK();
-    default:
-      return Status::InvalidArgument(std::string(what) + ": head_dim " + std::to_string(head_dim) +
-                                     " is not 32, 64, 128, 256 or 512");
-  }
+  if (ForHeadDimIn<32, 64, 128, 256, 512>(head_dim, launch)) return Status::OK();
+  return Status::InvalidArgument(std::string(what) + ": head_dim " + std::to_string(head_dim) +
+                                 " is not 32, 64, 128, 256 or 512");
 }
 
 }  // namespace temper::engine::cuda

@@ -39,10 +39,8 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
                                                          const CudaBackendOptions& options, CudaBackendInfo* info) {
   const std::vector<int>& devices = options.devices;
   if (devices.empty()) return Status::InvalidArgument("CUDA backend: no GPUs given (one ordinal per rank)");
-  const int run = options.tensor_core_gemv_run_bytes;
-  if (run != 0 && run != 256 && run != 512) {
-    return Status::InvalidArgument(
-        fmt::format("CUDA backend: tensor_core_gemv_run_bytes {} is not 0 (the SIMT GEMV), 256 or 512", run));
+  if (Status candidates = CheckKernelCandidates(options.candidates); !candidates.ok()) {
+    return candidates.WithContext("CUDA backend");
   }
   if (config.hidden_size > kNormResidualMaxWidth) {
     return Status::InvalidArgument(fmt::format("CUDA backend: hidden_size {} is wider than its row kernels take ({})",
@@ -122,8 +120,7 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
   for (int r = 0; r < tp; ++r) {
     Result<std::unique_ptr<CudaOps>> rank =
         CudaOps::Create(devices[r], r, all_reduce,
-                        {.programmatic_edges = options.programmatic_edges,
-                         .tensor_core_gemv_run_bytes = options.tensor_core_gemv_run_bytes});
+                        {.programmatic_edges = options.programmatic_edges, .candidates = options.candidates});
     if (!rank.ok()) return rank.status().WithContext(fmt::format("rank {} on GPU {}", r, devices[r]));
     programmatic_edges = programmatic_edges && (*rank)->programmatic_edges();
     ops.push_back(std::move(*rank));

@@ -17,6 +17,7 @@
 
 #include "common/status.h"
 #include "engine/cuda/device_backend.h"
+#include "engine/cuda/kernel_candidates.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 
@@ -28,11 +29,9 @@ struct CudaBackendOptions {
   // A captured step's kernels launch while the kernel before them finishes, on GPUs that can
   // (sm_90 and later; programmatic_edges.h). Off only to measure what it saves.
   bool programmatic_edges = true;
-  // The decode GEMVs on the tensor cores (gemv_tensor_cores.cu), each weight row read in runs of
-  // this many bytes (256 or 512); 0: the SIMT kernel (gemv_bf16.cu). A candidate until a GPU run
-  // decides between the two (bench/RESULTS.md); it rounds the activations to bf16, and GEMVs whose
-  // inputs are not a multiple of 32 wide stay on the SIMT kernel.
-  int tensor_core_gemv_run_bytes = 0;
+  // Tensor-core kernels in the SIMT kernels' place, candidates until a GPU run decides
+  // (kernel_candidates.h; bench/RESULTS.md): all off by default.
+  KernelCandidates candidates;
   // Everything but kv.max_tokens, which the memory plan sets.
   DeviceBackendOptions backend;
 };

@@ -5,7 +5,8 @@
 // launches it. Create loads every kernel's code on the device (kernel_loading.h). With
 // `programmatic_edges` on a GPU that runs them (sm_90 and later), a captured graph's edges into
 // kernels that wait for their predecessor become programmatic (programmatic_edges.h). The decode
-// GEMVs are LaunchDecodeGemv's choice (kernels.h).
+// GEMVs and the attention are LaunchDecodeGemv's and LaunchDecodeAttention's choices (kernels.h),
+// given the candidates asked for.
 //
 // Built only with nvcc (TEMPER_HAVE_CUDA). Thread safety: as RankOps. Each call makes the rank's
 // device current on the calling thread (ranks run in a WorkerGroup whose worker 0 is whichever
@@ -19,6 +20,7 @@
 
 #include "engine/cuda/all_reduce.h"
 #include "engine/cuda/gemm_bf16.h"
+#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/programmatic_edges.h"
 #include "engine/cuda/rank_ops.h"
@@ -28,8 +30,8 @@ namespace temper::engine::cuda {
 class CudaOps final : public RankOps {
  public:
   struct Options {
-    bool programmatic_edges = true;      // where the GPU runs them (CudaBackendOptions says what they are)
-    int tensor_core_gemv_run_bytes = 0;  // CudaBackendOptions::tensor_core_gemv_run_bytes
+    bool programmatic_edges = true;  // where the GPU runs them (CudaBackendOptions says what they are)
+    KernelCandidates candidates;     // CudaBackendOptions::candidates
   };
   // Rank `rank` on device `device`; `all_reduce` (shared by the group's ranks) is null for tp 1.
   // Errors name the device and the failing call.
@@ -95,7 +97,7 @@ class CudaOps final : public RankOps {
   int sm_count_ = 0;          // multiprocessors: how many attention splits keep them busy
   AwaitingKernels awaiting_;  // every kernel Create loaded: all begin with AwaitPriorGrid
   bool programmatic_edges_ = false;
-  int tensor_core_gemv_run_bytes_ = 0;
+  KernelCandidates candidates_;
   EdgeCount captured_edges_;
 };
 

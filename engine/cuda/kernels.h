@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "common/status.h"
+#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 
 namespace temper::engine::cuda {
@@ -22,6 +23,7 @@ class AwaitingKernels;  // kernel_loading.h
 // (kernel_loading.h says why) and listed in `awaiting`: all of them begin with AwaitPriorGrid.
 // CudaOps::Create calls LoadAllKernels.
 Status LoadAttentionKernels(AwaitingKernels* awaiting);
+Status LoadAttentionTensorCoreKernels(AwaitingKernels* awaiting);
 Status LoadElementwiseKernels(AwaitingKernels* awaiting);
 Status LoadEmbedKernels(AwaitingKernels* awaiting);
 Status LoadGegluKernels(AwaitingKernels* awaiting);
@@ -32,8 +34,9 @@ Status LoadSyntheticKernels(AwaitingKernels* awaiting);
 Status LoadTopCandidatesKernels(AwaitingKernels* awaiting);
 inline Status LoadAllKernels(AwaitingKernels* awaiting) {
   for (Status (*load)(AwaitingKernels*) :
-       {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels, LoadGemvKernels,
-        LoadGemvTensorCoreKernels, LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
+       {LoadAttentionKernels, LoadAttentionTensorCoreKernels, LoadElementwiseKernels, LoadEmbedKernels,
+        LoadGegluKernels, LoadGemvKernels, LoadGemvTensorCoreKernels, LoadNormKernels, LoadSyntheticKernels,
+        LoadTopCandidatesKernels}) {
     TEMPER_RETURN_IF_ERROR(load(awaiting));
   }
   return Status::OK();
@@ -100,6 +103,20 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
 // LaunchAttention runs it; bench/decode_step_kernels.cpp times it alone.
 Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_heads, int head_dim, int splits,
                             const int64_t* positions, int window, bool sliding, cudaStream_t stream);
+
+// attention_tensor_cores.cu: LaunchAttention's outputs (and partials, merged by the same kernel)
+// on the tensor cores, with queries, keys and softmax weights rounded to bf16; `order` says where
+// a tile's value rows are loaded (not kOff). A candidate CudaOps uses only when asked
+// (KernelCandidates). InvalidArgument as LaunchAttention's, and naming a head_dim it does not take.
+bool AttentionTensorCoresTake(int head_dim);  // 64, 128, 256 and 512
+Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+                                  int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
+                                  TensorCoreAttention order, cudaStream_t stream);
+// The attention a rank runs: the tensor cores where `tensor_cores` is not kOff and they take the
+// head_dim, else the SIMT kernel. The choice depends on the layer's shape alone, never on `rows`.
+Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+                             int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
+                             TensorCoreAttention tensor_cores, cudaStream_t stream);
 
 // top_candidates.cu
 Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "bench/attention_inputs.h"
 #include "bench/attention_variants.h"
+#include "engine/cuda/attention_inputs.h"
 #include "engine/cuda/kernel_harness.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda_test_support.h"
@@ -26,14 +26,14 @@ using engine::cuda::RowTables;
 using engine::cuda::testing::DeviceVec;
 using engine::cuda::testing::Near;
 
-using testing::AttentionCase;
-using testing::AttentionDevice;
-using testing::AttentionHost;
+using engine::cuda::testing::AttentionCase;
+using engine::cuda::testing::AttentionDevice;
+using engine::cuda::testing::AttentionHost;
 
 // The engine's kernel and every variant for the head_dim on the same inputs, plus one padding row
 // (position -1) after the sequence's rows.
 void Compare(const AttentionCase& c) {
-  INFO(testing::Describe(c));
+  INFO(engine::cuda::testing::Describe(c));
   const AttentionHost h(c, /*window_tokens=*/16, /*ring_rows=*/20, /*q_scale=*/1.0f);
   const AttentionDevice d(c, h);
   DeviceVec want(std::vector<float>(d.outputs, NAN));

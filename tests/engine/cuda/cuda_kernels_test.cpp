@@ -704,7 +704,7 @@ TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV wr
 // The whole backend with the kernels under test against the golden fixture (the same bounds as on
 // ReferenceOps): prefill each prompt, then decode its greedy tokens one step at a time. Returns the
 // largest |dlogit| seen.
-float MatchFixture(int tp, bool graphs, int tensor_core_gemv_run_bytes) {
+float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
   using temper::engine::testing::Tiny;
   const ModelConfig& c = Tiny().config;
   const int V = c.vocab_size;
@@ -713,13 +713,14 @@ float MatchFixture(int tp, bool graphs, int tensor_core_gemv_run_bytes) {
   options.kv.block_tokens = 4;
   options.graphs = graphs;
   options.top_candidates = 0;
-  auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options, tensor_core_gemv_run_bytes);
+  auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options, candidates);
   if (!made.ok()) FAIL(made.status().ToString());
   std::unique_ptr<DeviceBackend>* backend = &made->backend;
   float worst = 0;
   for (int prompt : {0, 1}) {
     const std::string j = std::to_string(prompt);
-    INFO("tp " << tp << ", graphs " << graphs << ", tensor-core GEMV runs " << tensor_core_gemv_run_bytes << ", prompt "
+    INFO("tp " << tp << ", graphs " << graphs << ", tensor-core GEMV runs " << candidates.tensor_core_gemv_run_bytes
+               << ", tensor-core attention " << TensorCoreAttentionName(candidates.tensor_core_attention) << ", prompt "
                << prompt);
     const std::vector<int32_t> input = temper::engine::testing::Reference<int32_t>("input_ids_" + j);
     const std::vector<int32_t> greedy = temper::engine::testing::Reference<int32_t>("greedy_" + j);
@@ -752,7 +753,7 @@ TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 
   // tp 4 first: this process has launched no kernel yet, so a kernel whose code still loaded lazily
   // at its first launch would meet the peers' spinning all-reduce (kernel_loading.h).
   for (int tp : {4, 2, 1}) {
-    for (bool graphs : {true, false}) MatchFixture(tp, graphs, 0);
+    for (bool graphs : {true, false}) MatchFixture(tp, graphs, {});
   }
 }
 
@@ -764,8 +765,22 @@ TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 
 TEST_CASE("the backend with the tensor-core GEMV matches the golden fixture at tp 1 and 4", "[gpu]") {
   TEMPER_SKIP_WITHOUT_KERNELS();
   for (auto [tp, run] : {std::pair{4, 256}, std::pair{1, 512}}) {
-    WARN("tp " << tp << ", runs of " << run << " bytes: max |dlogit| " << MatchFixture(tp, true, run)
-               << " with the tensor-core GEMV");
+    WARN("tp " << tp << ", runs of " << run << " bytes: max |dlogit| "
+               << MatchFixture(tp, true, {.tensor_core_gemv_run_bytes = run}) << " with the tensor-core GEMV");
+  }
+}
+
+// The candidate attention on the tensor cores rounds queries, keys and softmax weights to bf16.
+// The tiny model's full layers (head_dim 64) take it, its sliding layers (32) stay on the SIMT
+// kernel; prefill and decode rows alike. Each load order once, at tp 1 (both query heads' groups
+// of 4 in one block) and tp 2 (a group of 2 a rank); the largest |dlogit| is printed for
+// bench/RESULTS.md.
+TEST_CASE("the backend with the tensor-core attention matches the golden fixture at tp 1 and 2", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  for (auto [tp, order] :
+       {std::pair{1, TensorCoreAttention::kValuesAfterScores}, std::pair{2, TensorCoreAttention::kValuesWithKeys}}) {
+    WARN("tp " << tp << ", " << TensorCoreAttentionName(order) << ": max |dlogit| "
+               << MatchFixture(tp, true, {.tensor_core_attention = order}) << " with the tensor-core attention");
   }
 }
 
@@ -789,38 +804,45 @@ TEST_CASE("a row's logits do not depend on the rows beside it in its decode pass
   options.kv.max_snapshots = 1;
   options.kv.max_sequences = 5;
   options.top_candidates = 0;
-  auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options);
-  if (!made.ok()) FAIL(made.status().ToString());
-  DeviceBackend& backend = *made->backend;
-  // One prefill; every sequence below continues it from a snapshot.
-  auto first = backend.AddSequence();
-  REQUIRE(first.ok());
-  ForwardItem item{*first, prompt, false};
-  REQUIRE(backend.Forward({&item, 1}, {}).ok());
-  auto snapshot = backend.TakeSnapshot(*first);
-  REQUIRE(snapshot.ok());
-  std::vector<SequenceId> seqs;
-  for (int i = 0; i < 4; ++i) {
-    auto fork = backend.ForkSnapshot(*snapshot);
-    REQUIRE(fork.ok());
-    seqs.push_back(*fork);
+  // The SIMT kernels, and both tensor-core candidates, which must keep it too.
+  for (const KernelCandidates& candidates :
+       {KernelCandidates{}, KernelCandidates{.tensor_core_gemv_run_bytes = 256,
+                            .tensor_core_attention = TensorCoreAttention::kValuesAfterScores}}) {
+    INFO("tensor-core GEMV runs " << candidates.tensor_core_gemv_run_bytes << ", tensor-core attention "
+                                  << TensorCoreAttentionName(candidates.tensor_core_attention));
+    auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options, candidates);
+    if (!made.ok()) FAIL(made.status().ToString());
+    DeviceBackend& backend = *made->backend;
+    // One prefill; every sequence below continues it from a snapshot.
+    auto first = backend.AddSequence();
+    REQUIRE(first.ok());
+    ForwardItem item{*first, prompt, false};
+    REQUIRE(backend.Forward({&item, 1}, {}).ok());
+    auto snapshot = backend.TakeSnapshot(*first);
+    REQUIRE(snapshot.ok());
+    std::vector<SequenceId> seqs;
+    for (int i = 0; i < 4; ++i) {
+      auto fork = backend.ForkSnapshot(*snapshot);
+      REQUIRE(fork.ok());
+      seqs.push_back(*fork);
+    }
+    const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
+    ForwardItem alone{seqs[0], next, false};
+    auto one = backend.Forward({&alone, 1}, {});
+    REQUIRE(one.ok());
+    const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
+
+    ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
+    auto two = backend.Forward(pair, {});
+    REQUIRE(two.ok());
+    CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
+
+    ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
+    auto eight = backend.Forward({&verify, 1}, {});
+    REQUIRE(eight.ok());
+    REQUIRE(eight->rows == 8);
+    CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
   }
-  const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
-  ForwardItem alone{seqs[0], next, false};
-  auto one = backend.Forward({&alone, 1}, {});
-  REQUIRE(one.ok());
-  const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
-
-  ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
-  auto two = backend.Forward(pair, {});
-  REQUIRE(two.ok());
-  CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
-
-  ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
-  auto eight = backend.Forward({&verify, 1}, {});
-  REQUIRE(eight.ok());
-  REQUIRE(eight->rows == 8);
-  CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
 }
 
 // The MTP drafter's steps with these kernels (q norms without KV heads, attention over the target's

@@ -10,6 +10,7 @@
 
 #include "common/status.h"
 #include "engine/cuda/device_backend.h"
+#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 #include "engine/model/tensor_parallel.h"
 #include "skip.h"
@@ -23,15 +24,15 @@ const char* KernelsUnavailable();
 std::unique_ptr<RankOps> CreateKernelOps(Communicator& comm);
 
 // A device backend of `tp` ranks with the kernels under test (on GPU 0 for every rank, or
-// emulated), on `config` and `weights`; its decode GEMVs on the tensor cores in runs of
-// `tensor_core_gemv_run_bytes` where that is not 0 (CudaBackendOptions).
+// emulated), on `config` and `weights`, with the tensor-core `candidates` asked for
+// (CudaBackendOptions).
 struct KernelBackend {
   std::unique_ptr<Communicator> comm;  // the emulated ranks' (null on a GPU)
   std::unique_ptr<DeviceBackend> backend;
 };
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options, int tensor_core_gemv_run_bytes = 0);
+                                          const DeviceBackendOptions& options, const KernelCandidates& candidates = {});
 
 // Kernel cases start with this: where the kernels cannot run they end as skipped (skip.h).
 #define TEMPER_SKIP_WITHOUT_KERNELS()                                                              \

@@ -12,6 +12,7 @@
 
 #include <memory>
 
+#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 #include "engine/cuda/reference_ops.h"
 
@@ -21,9 +22,9 @@ constexpr int kEmulatedSmCount = 58;
 
 class EmulatedOps final : public RankOps {
  public:
-  // `tensor_core_gemv_run_bytes` as CudaOps::Options has it.
-  EmulatedOps(Communicator& comm, int rank, size_t memory_limit, int tensor_core_gemv_run_bytes = 0)
-      : host_(comm, rank, memory_limit), tensor_core_gemv_run_bytes_(tensor_core_gemv_run_bytes) {}
+  // `candidates` as CudaOps::Options has them.
+  EmulatedOps(Communicator& comm, int rank, size_t memory_limit, const KernelCandidates& candidates = {})
+      : host_(comm, rank, memory_limit), candidates_(candidates) {}
 
   Result<void*> Alloc(size_t bytes) override { return host_.Alloc(bytes); }
   void Free(void* p) override { host_.Free(p); }
@@ -71,7 +72,7 @@ class EmulatedOps final : public RankOps {
 
  private:
   ReferenceOps host_;
-  const int tensor_core_gemv_run_bytes_;
+  const KernelCandidates candidates_;
 };
 
 }  // namespace temper::engine::cuda

@@ -1,25 +1,31 @@
-// Decode attention's split kernel on the tensor cores (attention_mma.h).
+// Decode attention's split kernel on the tensor cores: the outputs and partials of LaunchAttention
+// (attention.cu), with queries, keys and softmax weights rounded to bf16, for head dims 64 to 512.
+// CudaOps uses it in the SIMT kernel's place only when asked (KernelCandidates, CudaBackendOptions)
+// until a GPU run shows whether it is faster (bench/RESULTS.md, issue 25's 8 K goal). The run that
+// decides keeps one of the two.
 //
-// Why: on an H200 (2026-11-27, bench/RESULTS.md) the engine's SIMT kernel takes 134-137 us for a
-// tp 1 full layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs
-// about 15 us where its bytes take 2. It is bound by instructions and latency, not bytes: about
-// 1,900 instructions a warp per round (16 score dots of 16 dims with 5-shuffle sums, RoPE of the
-// rebuilt keys, the softmax, 16 value updates), 241-255 registers a thread, and a group of 8 query
-// heads split over two blocks that each read and rebuild every key. Here one block takes all 8
-// query heads of a KV head and the dots run on the tensor cores. The aim is issue 25's goal:
-// decode attention at most 10% of an 8 K step (about 13% with the SIMT kernel).
+// Why: on an H200 (2026-11-27, bench/RESULTS.md) the SIMT kernel takes 134-137 us for a tp 1 full
+// layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs about 15 us
+// where its bytes take 2. It is bound by instructions and latency, not bytes: about 1,900
+// instructions a warp per round (16 score dots of 16 dims with 5-shuffle sums, RoPE of the rebuilt
+// keys, the softmax, 16 value updates), 241-255 registers a thread, and a group of 8 query heads
+// split over two blocks that each read and rebuild every key. Here one block takes all 8 query heads
+// of a KV head and the dots run on the tensor cores: about 3,600 warp-instructions per 16 keys of a
+// KV head against the SIMT kernel's 15,200 (counted by hand). Decode attention is about 13% of an
+// 8 K step with the SIMT kernel; the goal is at most 10%.
 //
-// Layout. A block is 4 warps over one KV head, up to kHeads query heads of its group, one split
-// of one row's keys, in tiles of 16 keys that every warp takes together. The warps split the head
-// dims, in pieces of 32: warp w holds pieces w, w + 4, ... of the head's first half and their RoPE
-// partners head_dim / 2 further on, so a k_eq_v layer's key pairs stay in one lane. Per tile:
+// Layout. A block is kWarps<HD> warps (4 from head_dim 256, HD / 64 below) over one KV head, up to
+// kHeads query heads of its group, one split of one row's keys, in tiles of 16 keys that every
+// warp takes together. The warps split the head dims, in pieces of 32: warp w holds pieces w,
+// w + kWarps, ... of the head's first half and their RoPE partners head_dim / 2 further on, so a
+// k_eq_v layer's key pairs stay in one lane. Per tile:
 //   1. Scores, S = Q · Kᵀ over the warp's dims: m16n8k16 MMAs with the query heads as A's rows
 //      (rows 8-15 zero) and 8 keys as B's columns, two MMAs (n-tiles) for the tile's 16 keys.
 //      The k order inside a piece is permuted so that lane 4g + c's A and B pieces are dims
 //      8c .. 8c + 7 of the piece: one 16-byte load of key row g (and g + 8). On k_eq_v layers the
 //      key is rebuilt there, K = RoPE(V ⊙ k_norm), and rounded to bf16.
 //   2. The warps' partial scores meet in shared memory (double-buffered: one barrier a tile), and
-//      every warp adds the four in warp order, so all hold the same scores. Lane 4g + c then holds
+//      every warp adds them in warp order, so all hold the same scores. Lane 4g + c then holds
 //      head g's scores of keys 2c, 2c + 1, 2c + 8 and 2c + 9: exactly the B operand (Pᵀ, keys as k,
 //      heads as columns) of the value MMA, so the online softmax's weights go to the tensor cores
 //      without a shuffle.
@@ -27,42 +33,41 @@
 //      Lane 4g + c reads 4 dims (8 bytes) of each of its 4 keys' value rows and pairs halves of two
 //      keys into each A register; C's rows g and g + 8 are dims 4g + mt and 4g + 2 + mt of the
 //      piece (m-tile mt), its columns the heads 2c and 2c + 1.
-// The output and the partials are the engine's (num, max, sum per query head and split), so the
-// engine's merge kernel combines the splits.
+// The output and the partials are the SIMT kernel's (num, max, sum per query head and split), so
+// attention.cu's merge kernel combines the splits, and the split count is AttentionSplits' (which
+// counts blocks of 8 query heads, as these are).
 //
-// Numerics (differ from the engine's fp32 kernel and its CPU twin, ReferenceOps::Attention): the
-// queries, the keys (rebuilt in fp32 on k_eq_v layers, then rounded) and the softmax weights are
-// bf16 operands; products are exact and summed in fp32. Each head's sum of weights is the sum of
-// the rounded weights, so an output is a true weighted mean of the values. Outputs stay
-// independent of the other rows of a pass and of its row count, as the engine's are.
-#include "bench/attention_mma.h"
-
+// Numerics (differ from the SIMT kernel and its CPU twin, ReferenceOps::Attention): the queries,
+// the keys (rebuilt in fp32 on k_eq_v layers, then rounded) and the softmax weights are bf16
+// operands; products are exact and summed in fp32. Each head's sum of weights is the sum of the
+// rounded weights, so an output is a true weighted mean of the values. Outputs stay independent of
+// the other rows of a pass and of its row count, as the SIMT kernel's are.
 #include <cuda_runtime.h>
 
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "engine/cuda/attention_kernel.h"
 #include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/grid_dependency.h"
+#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda/mma_fragments.h"
 
-namespace temper::bench {
+namespace temper::engine::cuda {
 namespace {
 
-using engine::cuda::HeadRange;
-using engine::cuda::KvLayerView;
-using engine::cuda::RowTables;
-namespace attention = engine::cuda::attention;
-namespace math = engine::cuda::math;
-using engine::cuda::mma::Mma;
-using engine::cuda::mma::PackBf16;
+using mma::Mma;
+using mma::PackBf16;
 
-constexpr int kWarps = 4;
+// Warps a block: 4, or one per 64 head dims below head_dim 256 (each warp holds at least one
+// piece and its RoPE partner).
+template <int HD>
+constexpr int kWarps = HD >= 256 ? 4 : HD / 64;
 constexpr int kHeads = 8;       // query heads a block: the value MMA's columns
 constexpr int kTileKeys = 16;   // keys every warp takes at once: the value MMA's k
 constexpr int kPieceDims = 32;  // head dims of a piece: 4 lanes × 8
@@ -72,8 +77,8 @@ constexpr unsigned kAllLanes = 0xffffffffu;
 // then their RoPE partners head_dim / 2 further on.
 template <int HD>
 __device__ __forceinline__ int PieceBase(int w, int i) {
-  constexpr int kLower = HD / (kPieceDims * kWarps) / 2;
-  return kPieceDims * (w + kWarps * (i % kLower)) + (i < kLower ? 0 : HD / 2);
+  constexpr int kLower = HD / (kPieceDims * kWarps<HD>) / 2;
+  return kPieceDims * (w + kWarps<HD> * (i % kLower)) + (i < kLower ? 0 : HD / 2);
 }
 
 // The low (high) bf16 halves of two words as one pair, x's in the low half: dims of two keys.
@@ -83,13 +88,14 @@ __device__ __forceinline__ uint32_t HighHalves(uint32_t x, uint32_t y) { return 
 // kValuesWithKeys: a tile's value rows are loaded with its keys (one wait for memory a tile, about
 // 60 more registers at head_dim 512), else after the score MMAs, just before the barrier.
 template <int HD, bool kEqV, bool kValuesWithKeys>
-__global__ void __launch_bounds__(kWarps * 32)
-    MmaAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
-                       RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
-  engine::cuda::AwaitPriorGrid();
-  constexpr int kPieces = HD / (kPieceDims * kWarps), kLower = kPieces / 2;
+__global__ void __launch_bounds__(kWarps<HD> * 32)
+    AttentionTensorCoreKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
+                              RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  AwaitPriorGrid();
+  constexpr int kBlockWarps = kWarps<HD>, kPieces = HD / (kPieceDims * kBlockWarps), kLower = kPieces / 2;
+  static_assert(kLower >= 1, "each warp holds a piece and its RoPE partner");
   __shared__ float kn_s[HD];
-  __shared__ float score_s[2][kWarps][32][4];
+  __shared__ float score_s[2][kBlockWarps][32][4];
 
   const attention::GroupBlock block = attention::GroupBlockOf(heads, splits, head_chunks, kHeads);
   const int r = block.r, split = block.split, kvh = block.kvh, h0 = block.heads.first, G = block.heads.count;
@@ -105,7 +111,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
 
   if constexpr (kEqV) {
-    for (int i = tid; i < HD; i += kWarps * 32) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
+    for (int i = tid; i < HD; i += kBlockWarps * 32) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
   }
   __syncthreads();
 
@@ -214,7 +220,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     for (int e = 0; e < 4; ++e) {
       sc[e] = score_s[parity][0][lane][e];
 #pragma unroll
-      for (int w = 1; w < kWarps; ++w) sc[e] += score_s[parity][w][lane][e];
+      for (int w = 1; w < kBlockWarps; ++w) sc[e] += score_s[parity][w][lane][e];
     }
     float tile_max = -INFINITY;
 #pragma unroll
@@ -283,49 +289,81 @@ __global__ void __launch_bounds__(kWarps * 32)
 }
 
 template <int HD, bool kValuesWithKeys>
-void Launch(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
-            const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
+void LaunchOrder(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
+                 const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
   const attention::GroupGrid grid = attention::GroupGridOf(kv, heads, splits, rows, kHeads);
+  constexpr int kThreads = kWarps<HD> * 32;
   if (kv.k) {
-    MmaAttentionKernel<HD, false, kValuesWithKeys>
-        <<<grid.blocks, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
+    AttentionTensorCoreKernel<HD, false, kValuesWithKeys>
+        <<<grid.blocks, kThreads, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
   } else {
-    MmaAttentionKernel<HD, true, kValuesWithKeys>
-        <<<grid.blocks, kWarps * 32, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
+    AttentionTensorCoreKernel<HD, true, kValuesWithKeys>
+        <<<grid.blocks, kThreads, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
   }
 }
 
-template <int HD>
-void LaunchFor(bool values_with_keys, const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
-               int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  if (values_with_keys) {
-    Launch<HD, true>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-  } else {
-    Launch<HD, false>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-  }
+// launch(std::integral_constant<int, HD>{}) for a head_dim the kernel takes; false for another.
+template <typename Launch>
+bool ForTensorCoreHeadDim(int head_dim, Launch&& launch) {
+  return ForHeadDimIn<64, 128, 256, 512>(head_dim, launch);
 }
 
 }  // namespace
 
-bool AttentionMmaBuiltFor(int head_dim) { return head_dim == 256 || head_dim == 512; }
+bool AttentionTensorCoresTake(int head_dim) {
+  return ForTensorCoreHeadDim(head_dim, [](auto) {});
+}
 
-Status LaunchAttentionMma(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
-                          const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                          bool values_with_keys, cudaStream_t stream) {
-  constexpr const char* kWhat = "tensor-core attention";
-  TEMPER_RETURN_IF_ERROR(engine::cuda::CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
-  if (kv.head_dim == 256) {
-    LaunchFor<256>(values_with_keys, kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-  } else if (kv.head_dim == 512) {
-    LaunchFor<512>(values_with_keys, kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-  } else {
+Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+                                  int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
+                                  TensorCoreAttention order, cudaStream_t stream) {
+  constexpr const char* kWhat = "attention on the tensor cores";
+  TEMPER_RETURN_IF_ERROR(CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
+  if (order == TensorCoreAttention::kOff) {
+    return Status::InvalidArgument(std::string(kWhat) +
+                                   ": no order of a tile's loads given (TensorCoreAttention::kOff)");
+  }
+  const bool taken = ForTensorCoreHeadDim(kv.head_dim, [&](auto hd) {
+    constexpr int HD = decltype(hd)::value;
+    if (order == TensorCoreAttention::kValuesWithKeys) {
+      LaunchOrder<HD, true>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    } else {
+      LaunchOrder<HD, false>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    }
+  });
+  if (!taken) {
     return Status::InvalidArgument(std::string(kWhat) + ": head_dim " + std::to_string(kv.head_dim) +
-                                   " is not built (256 and 512 are)");
+                                   " is not 64, 128, 256 or 512");
   }
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
-  return engine::cuda::LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions,
-                                            kv.window, kv.sliding, stream);
+  return LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions, kv.window,
+                              kv.sliding, stream);
 }
 
-}  // namespace temper::bench
+Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
+                             int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
+                             TensorCoreAttention tensor_cores, cudaStream_t stream) {
+  if (tensor_cores != TensorCoreAttention::kOff && AttentionTensorCoresTake(kv.head_dim)) {
+    return LaunchAttentionTensorCores(kv, q, k, v, out, rows, t, heads, splits, partials, tensor_cores, stream);
+  }
+  return LaunchAttention(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+}
+
+Status LoadAttentionTensorCoreKernels(AwaitingKernels* awaiting) {
+  Status status;
+  auto load = [&](auto hd) {
+    constexpr int HD = decltype(hd)::value;
+    for (Status loaded :
+         {LoadKernelCode(AttentionTensorCoreKernel<HD, false, false>, "AttentionTensorCoreKernel", awaiting),
+          LoadKernelCode(AttentionTensorCoreKernel<HD, true, false>, "AttentionTensorCoreKernel", awaiting),
+          LoadKernelCode(AttentionTensorCoreKernel<HD, false, true>, "AttentionTensorCoreKernel", awaiting),
+          LoadKernelCode(AttentionTensorCoreKernel<HD, true, true>, "AttentionTensorCoreKernel", awaiting)}) {
+      if (status.ok()) status = loaded;
+    }
+  };
+  for (int hd : {64, 128, 256, 512}) ForTensorCoreHeadDim(hd, load);
+  return status;
+}
+
+}  // namespace temper::engine::cuda

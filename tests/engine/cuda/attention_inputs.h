@@ -1,6 +1,6 @@
-// One sequence's decode-attention inputs, for the tests of the attention candidates under bench/
-// (attention_variants_test.cpp, attention_mma_test.cpp): a KV cache (a sliding ring, or full
-// layers' paged blocks with the sequence's block table in reverse order, so the table matters),
+// One sequence's decode-attention inputs, for the tests that hold another attention kernel to the
+// engine's SIMT kernel (attention_tensor_cores_test.cpp, tests/bench/attention_variants_test.cpp): a KV cache (a
+// sliding ring, or full layers' paged blocks with the sequence's block table in reverse order, so the table matters),
 // this pass's fresh keys from position p0 on, RoPE tables, and one padding row after the
 // sequence's rows. Host copies first (a CPU model reads them), then the same on the device with
 // the views a launch takes.
@@ -15,7 +15,7 @@
 #include "engine/cuda/rank_ops.h"
 #include "engine/cuda_test_support.h"
 
-namespace temper::bench::testing {
+namespace temper::engine::cuda::testing {
 
 struct AttentionCase {
   bool sliding;
@@ -47,8 +47,6 @@ struct AttentionHost {
         rows(c.rows + 1),
         width(c.kv_heads * c.hd),
         group(c.q_heads / c.kv_heads) {
-    using engine::cuda::testing::RandomBf16;
-    using engine::cuda::testing::RandomFloats;
     const int64_t last = c.p0 + c.rows - 1;
     max_blocks = static_cast<int>(last / block_tokens + 1);
     const int64_t cache_rows = c.sliding ? 2 * ring : int64_t{2} * max_blocks * block_tokens;
@@ -106,7 +104,7 @@ struct AttentionDevice {
            .kv_heads = c.kv_heads,
            .head_dim = c.hd,
            .block_tokens = h.block_tokens,
-           .rope = engine::cuda::RopeView{cos.get(), sin.get(), h.angles}},
+           .rope = RopeView{cos.get(), sin.get(), h.angles}},
         t{.positions = positions.get(),
           .slots = slots.get(),
           .chunk_start = chunk_start.get(),
@@ -118,15 +116,15 @@ struct AttentionDevice {
         outputs(size_t(h.rows) * c.q_heads * c.hd),
         partials(outputs / c.hd * c.splits * (c.hd + 2)) {}
 
-  engine::cuda::testing::DeviceVec<uint16_t> v, k, k_norm;
-  engine::cuda::testing::DeviceVec<float> q, fresh_k, fresh_v, cos, sin;
-  engine::cuda::testing::DeviceVec<int32_t> tables, slots, first_row;
-  engine::cuda::testing::DeviceVec<int64_t> positions, chunk_start, chunk_end;
-  engine::cuda::KvLayerView kv;
-  engine::cuda::RowTables t;
-  engine::cuda::HeadRange heads;
+  DeviceVec<uint16_t> v, k, k_norm;
+  DeviceVec<float> q, fresh_k, fresh_v, cos, sin;
+  DeviceVec<int32_t> tables, slots, first_row;
+  DeviceVec<int64_t> positions, chunk_start, chunk_end;
+  KvLayerView kv;
+  RowTables t;
+  HeadRange heads;
   size_t outputs;   // floats of the output: rows × q_heads × head_dim
   size_t partials;  // floats of the splits' partials
 };
 
-}  // namespace temper::bench::testing
+}  // namespace temper::engine::cuda::testing

@@ -1,9 +1,10 @@
-// The tensor-core attention candidate (bench/attention_mma.h) against a CPU model of its own
+// The attention on the tensor cores (attention_tensor_cores.cu) against a CPU model of its own
 // numerics (queries and keys rounded to bf16 as its MMA operands are, scores and weights in double)
-// and against the engine's fp32 attention on the same inputs: sliding rings with K, full layers
-// rebuilding K from V and full layers with K, cache keys and this pass's fresh keys, tiles cut
-// short, one split or several, groups of 2 to 16 query heads, and a padding row. On a GPU
-// (temper_cuda_tests; skipped without one) and in the SIMT emulator (temper_cuda_emulated_tests).
+// and against the SIMT kernel on the same inputs: sliding rings with K, full layers rebuilding K
+// from V and full layers with K, cache keys and this pass's fresh keys, tiles cut short, one split
+// or several, groups of 2 to 16 query heads, head dims 64 to 512 (1, 2 and 4 warps a block), both
+// orders of a tile's loads, and a padding row. On a GPU (temper_cuda_tests; skipped without one)
+// and in the SIMT emulator (temper_cuda_emulated_tests).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -11,29 +12,22 @@
 #include <cstdint>
 #include <vector>
 
-#include "bench/attention_inputs.h"
-#include "bench/attention_mma.h"
+#include "engine/cuda/attention_inputs.h"
 #include "engine/cuda/kernel_harness.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda_test_support.h"
 
-namespace temper::bench {
+namespace temper::engine::cuda {
 namespace {
 
-using engine::Bf16ToFloat;
-using engine::RoundToBf16;
-using engine::cuda::HeadRange;
-using engine::cuda::KvLayerView;
-using engine::cuda::RowTables;
-using engine::cuda::testing::DeviceVec;
-using engine::cuda::testing::Near;
 using testing::AttentionCase;
 using testing::AttentionDevice;
 using testing::AttentionHost;
-namespace math = engine::cuda::math;
+using testing::DeviceVec;
+using testing::Near;
 
-// The candidate's numerics in double: output = Σ w·v / Σ w with w = exp(s − max) over the row's
+// The tensor-core kernel's numerics in double: output = Σ w·v / Σ w with w = exp(s − max) over the row's
 // visible keys, s = bf16(q) · bf16(K), K rebuilt in fp32 (as the kernel does) on k_eq_v layers.
 std::vector<float> Model(const AttentionCase& c, const AttentionHost& in) {
   std::vector<float> out(size_t(in.rows) * c.q_heads * c.hd, 0.0f);
@@ -96,16 +90,21 @@ void Compare(const AttentionCase& c) {
   // Queries small enough that scores of a few units let many keys weigh in each output.
   const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
   const AttentionDevice d(c, h);
-  // Both orders of a tile's loads, which compute the same sums.
-  std::vector<float> by_order[2];
-  for (bool values_with_keys : {false, true}) {
+  // Both orders of a tile's loads, which compute the same sums; and the rank's choice with the
+  // tensor cores asked for, which is this kernel at these head dims.
+  std::vector<float> by_order[3];
+  const TensorCoreAttention orders[3] = {TensorCoreAttention::kValuesAfterScores, TensorCoreAttention::kValuesWithKeys,
+                                         TensorCoreAttention::kValuesWithKeys};
+  for (int i = 0; i < 3; ++i) {
     DeviceVec got(std::vector<float>(d.outputs, NAN)), got_part(std::vector<float>(d.partials, NAN));
-    REQUIRE(LaunchAttentionMma(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads,
-                               c.splits, got_part.get(), values_with_keys, nullptr)
+    const auto launch = i < 2 ? LaunchAttentionTensorCores : LaunchDecodeAttention;
+    REQUIRE(launch(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads, c.splits,
+                   got_part.get(), orders[i], nullptr)
                 .ok());
-    by_order[values_with_keys] = got.Read();
+    by_order[i] = got.Read();
   }
   REQUIRE(by_order[0] == by_order[1]);
+  REQUIRE(by_order[0] == by_order[2]);
   const std::vector<float>& candidate = by_order[0];
   for (size_t i = d.outputs - size_t(c.q_heads) * c.hd; i < d.outputs; ++i) REQUIRE(candidate[i] == 0.0f);  // padding
 
@@ -115,17 +114,17 @@ void Compare(const AttentionCase& c) {
   INFO("largest difference from the model " << LargestDifference(candidate, model));
   Near(candidate, model, 8e-3f, 0.0f);
 
-  // The engine's fp32 kernel: the bf16 queries and keys move scores by a few hundredths.
+  // The SIMT kernel: the bf16 queries and keys move scores by a few hundredths.
   DeviceVec want(std::vector<float>(d.outputs, NAN)), want_part(std::vector<float>(d.partials, NAN));
-  REQUIRE(engine::cuda::LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), want.get(), h.rows, d.t,
-                                        d.heads, c.splits, want_part.get(), nullptr)
+  REQUIRE(LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), want.get(), h.rows, d.t, d.heads, c.splits,
+                          want_part.get(), nullptr)
               .ok());
   const std::vector<float> engine = want.Read();
-  INFO("largest difference from the engine's kernel " << LargestDifference(candidate, engine));
+  INFO("largest difference from the SIMT kernel " << LargestDifference(candidate, engine));
   Near(candidate, engine, 5e-2f, 0.0f);
 }
 
-TEST_CASE("the tensor-core attention candidate computes attention with bf16 queries, keys and weights") {
+TEST_CASE("the tensor-core attention computes attention with bf16 queries, keys and weights") {
   TEMPER_SKIP_WITHOUT_KERNELS();
   // Decode rows (one row, many splits: tiles of 16 keys cut short) and prefill chunks (one split)
   // with fresh keys, a sliding window that wraps its ring, and groups of 2 to 16 (two blocks).
@@ -140,24 +139,56 @@ TEST_CASE("the tensor-core attention candidate computes attention with bf16 quer
   Compare({false, true, 256, 2, 45, 16, 2, 4});
   // A long decode row over 64 splits of many tiles each: the merge's four groups all take splits.
   Compare({false, true, 512, 1, 1500, 8, 1, 64});
+  // Head dims under 256: 1 warp a block (64, the golden fixture's full layers) and 2 (128).
+  for (int hd : {64, 128}) {
+    Compare({false, true, hd, 1, 100, 4, 1, 3});
+    Compare({true, false, hd, 3, 60, 8, 2, 1});
+    Compare({false, false, hd, 1, 45, 16, 1, 4});
+  }
 }
 
-TEST_CASE("the tensor-core attention candidate refuses what the engine's attention refuses, and other head dims") {
+TEST_CASE("the tensor-core attention refuses what the SIMT kernel refuses, other head dims, and no load order") {
   TEMPER_SKIP_WITHOUT_KERNELS();
+  constexpr TensorCoreAttention kAfter = TensorCoreAttention::kValuesAfterScores;
   const KvLayerView v_only{.head_dim = 512};  // no K, and no k_norm or RoPE tables to rebuild it
-  const Status s = LaunchAttentionMma(v_only, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 8, 0},
-                                      1, nullptr, false, nullptr);
+  const Status s = LaunchAttentionTensorCores(v_only, nullptr, nullptr, nullptr, nullptr, 1, RowTables{},
+                                              HeadRange{8, 0, 8, 0}, 1, nullptr, kAfter, nullptr);
   CHECK(s.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(s.message(), Catch::Contains("a V-only layer needs k_norm and RoPE tables"));
-  const KvLayerView with_k{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 128};
-  CHECK_THAT(LaunchAttentionMma(with_k, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 2, 0}, 1,
-                                nullptr, true, nullptr)
+  const KvLayerView with_k{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 32};
+  CHECK_THAT(LaunchAttentionTensorCores(with_k, nullptr, nullptr, nullptr, nullptr, 1, RowTables{},
+                                        HeadRange{8, 0, 2, 0}, 1, nullptr, kAfter, nullptr)
                  .message(),
-             Catch::Contains("tensor-core attention: head_dim 128 is not built (256 and 512 are)"));
-  CHECK(AttentionMmaBuiltFor(512));
-  CHECK(AttentionMmaBuiltFor(256));
-  CHECK(!AttentionMmaBuiltFor(128));
+             Catch::Contains("attention on the tensor cores: head_dim 32 is not 64, 128, 256 or 512"));
+  const KvLayerView at_256{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 256};
+  CHECK_THAT(LaunchAttentionTensorCores(at_256, nullptr, nullptr, nullptr, nullptr, 1, RowTables{},
+                                        HeadRange{8, 0, 2, 0}, 1, nullptr, TensorCoreAttention::kOff, nullptr)
+                 .message(),
+             Catch::Contains("no order of a tile's loads given"));
+  for (int hd : {64, 128, 256, 512}) CHECK(AttentionTensorCoresTake(hd));
+  for (int hd : {32, 96, 1024}) CHECK(!AttentionTensorCoresTake(hd));
+}
+
+// Where the tensor cores do not take the head_dim, the rank's attention is the SIMT kernel's even
+// with them asked for: bit for bit.
+TEST_CASE("the rank's attention at head_dim 32 is the SIMT kernel's, tensor cores asked for or not") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  const AttentionCase c{true, false, 32, 3, 60, 4, 2, 1};
+  const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
+  const AttentionDevice d(c, h);
+  std::vector<float> got[2];
+  for (int i = 0; i < 2; ++i) {
+    DeviceVec out(std::vector<float>(d.outputs, NAN));
+    const Status s =
+        i == 0 ? LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), out.get(), h.rows, d.t, d.heads,
+                                 c.splits, nullptr, nullptr)
+               : LaunchDecodeAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), out.get(), h.rows, d.t,
+                                       d.heads, c.splits, nullptr, TensorCoreAttention::kValuesWithKeys, nullptr);
+    REQUIRE(s.ok());
+    got[i] = out.Read();
+  }
+  CHECK(got[0] == got[1]);
 }
 
 }  // namespace
-}  // namespace temper::bench
+}  // namespace temper::engine::cuda
