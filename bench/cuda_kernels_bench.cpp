@@ -15,10 +15,11 @@
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
 // variants (attention_variants.h), the tensor-core attention (attention_tensor_cores.cu), and its merge kernel's time
 // alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8 rows with each
-// row's own splits and with the old rule's. Then every GEMV of a tp 1 step at 1 and 8 rows, with the SIMT kernel and
-// the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal). --l4-all-reduce-us replaces
-// the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch, interpolated at the message
-// size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects them).
+// row's own splits, with the old rule's, and on the tensor cores. Then every GEMV of a tp 1 step at 1 and 8 rows, with
+// the SIMT kernel and the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal).
+// --l4-all-reduce-us replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch,
+// interpolated at the message size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects
+// them).
 //
 // Weights rotate over enough copies (256 MiB) that L2 cannot serve a repeat; inputs are random,
 // never zeros; every figure is per launch inside a CUDA graph of many launches (gpu_timing.h), the
@@ -264,19 +265,22 @@ Status Tp1Attention(const ModelConfig& c, int device) {
     constexpr int kRows = 8;
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::BatchAttention> batch,
                             ::temper::bench::TimeDecodeAttentionBatch(c, shards[0], device, shape, kRows));
-    double own = 0, for_rows = 0;
+    double own = 0, for_rows = 0, tensor_cores = 0;
     for (const auto& b : batch) {
       std::printf(
           "* tp 1, %d tokens, %d rows: %s, %d a step: %.1f us with a row's own %d splits, %.1f us with the %d that "
-          "filled the GPU for %d rows\n",
-          context, kRows, b.name.c_str(), b.per_step, b.own_us, b.own_splits, b.for_rows_us, b.for_rows_splits, kRows);
+          "filled the GPU for %d rows; %.1f us on the tensor cores\n",
+          context, kRows, b.name.c_str(), b.per_step, b.own_us, b.own_splits, b.for_rows_us, b.for_rows_splits, kRows,
+          b.tensor_core_us);
       own += b.per_step * b.own_us;
       for_rows += b.per_step * b.for_rows_us;
+      tensor_cores += b.per_step * b.tensor_core_us;
     }
     std::printf(
         "* decode attention per step, tp 1 rank, %d rows, %d tokens of context each: %.2f ms with each row's own "
-        "splits (the engine's); %.2f ms with the splits for %d rows (the rule before 2026-11-27)\n",
-        kRows, context, own / 1000, for_rows / 1000, kRows);
+        "splits (the engine's); %.2f ms with the splits for %d rows (the rule before 2026-11-27); %.2f ms on the "
+        "tensor cores\n",
+        kRows, context, own / 1000, for_rows / 1000, kRows, tensor_cores / 1000);
   }
   return Status::OK();
 }

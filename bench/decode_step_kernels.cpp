@@ -156,17 +156,15 @@ class StepTimer {
           },
           out, size_t(q_heads) * hd));
     }
-    if (cuda::AttentionTensorCoresTake(hd)) {
-      for (const cuda::TensorCoreAttention order :
-           {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
-        TEMPER_RETURN_IF_ERROR(TimeTensorCoreAttention(
-            name + ", " + cuda::TensorCoreAttentionName(order), bytes, in.Launches(), launch,
-            [&](int i) {
-              return cuda::LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials,
-                                                      order, stream_);
-            },
-            out, size_t(q_heads) * hd));
-      }
+    for (const cuda::TensorCoreAttention order :
+         {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
+      TEMPER_RETURN_IF_ERROR(TimeTensorCoreAttention(
+          name + ", " + cuda::TensorCoreAttentionName(order), bytes, in.Launches(), launch,
+          [&](int i) {
+            return cuda::LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials,
+                                                    order, stream_);
+          },
+          out, size_t(q_heads) * hd));
     }
     if (splits == 1) return Status::OK();
     // The merge alone, on the partials the last launch left: how much of the attention is the
@@ -195,6 +193,7 @@ class StepTimer {
                      in.splits,
                      in.splits_for_rows,
                      0,
+                     0,
                      0};
     for (const bool own : {true, false}) {
       const int splits = own ? in.splits : in.splits_for_rows;
@@ -203,6 +202,16 @@ class StepTimer {
                                 return cuda::LaunchAttention(in.kv, in.q, in.k, in.v, in.out, rows, in.Tables(i),
                                                              in.heads, splits, in.partials, stream_);
                               }));
+    }
+    // Checked against the SIMT kernel at 1 row by TimeDecodeAttention; here only timed.
+    for (const cuda::TensorCoreAttention order :
+         {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
+      TEMPER_ASSIGN_OR_RETURN(const double us, MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) {
+                                return cuda::LaunchAttentionTensorCores(in.kv, in.q, in.k, in.v, in.out, rows,
+                                                                        in.Tables(i), in.heads, in.splits, in.partials,
+                                                                        order, stream_);
+                              }));
+      b.tensor_core_us = b.tensor_core_us > 0 ? std::min(b.tensor_core_us, us) : us;
     }
     return b;
   }

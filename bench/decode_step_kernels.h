@@ -83,12 +83,13 @@ Result<std::vector<GemvComparison>> CompareDecodeGemvs(const engine::ModelConfig
 // A step's attention of one layer kind for `rows` rows a launch, each row another sequence, timed
 // with each row's own split count (the engine's) and with the fewer splits that filled the GPU for
 // `rows` rows, the engine's rule until 2026-11-27, under which a row's sums depended on the rows
-// beside it.
+// beside it; and on the tensor cores with each row's own splits (the faster load order).
 struct BatchAttention {
   std::string name;
   int per_step = 0, rows = 0;
   int own_splits = 0, for_rows_splits = 0;
   double own_us = 0, for_rows_us = 0;  // per launch
+  double tensor_core_us = 0;           // per launch
 };
 
 // Every layer kind's BatchAttention at `rows` rows on `device`. Errors: the CUDA call or launch

@@ -1,5 +1,5 @@
 // Decode attention's split kernel on the tensor cores: the outputs and partials of LaunchAttention
-// (attention.cu), with queries, keys and softmax weights rounded to bf16, for head dims 64 to 512.
+// (attention.cu), with queries, keys and softmax weights rounded to bf16, at every head_dim it takes.
 // CudaOps uses it in the SIMT kernel's place only when asked (KernelCandidates, CudaBackendOptions)
 // until a GPU run shows whether it is faster (bench/RESULTS.md, issue 25's 8 K goal). The run that
 // decides keeps one of the two.
@@ -14,16 +14,17 @@
 // KV head against the SIMT kernel's 15,200 (counted by hand). Decode attention is about 13% of an
 // 8 K step with the SIMT kernel; the goal is at most 10%.
 //
-// Layout. A block is kWarps<HD> warps (4 from head_dim 256, HD / 64 below) over one KV head, up to
-// kHeads query heads of its group, one split of one row's keys, in tiles of 16 keys that every
-// warp takes together. The warps split the head dims, in pieces of 32: warp w holds pieces w,
-// w + kWarps, ... of the head's first half and their RoPE partners head_dim / 2 further on, so a
-// k_eq_v layer's key pairs stay in one lane. Per tile:
+// Layout. A block is kWarps<HD> warps (4 from head_dim 256, HD / 64 below, 1 at 32) over one KV
+// head, up to kHeads query heads of its group, one split of one row's keys, in tiles of 16 keys
+// that every warp takes together. The warps split the head dims, in pieces of 32 (16 at head_dim
+// 32): warp w holds pieces w, w + kWarps, ... of the head's first half and their RoPE partners
+// head_dim / 2 further on, so a k_eq_v layer's key pairs stay in one lane. Per tile (the dims
+// below are a 32-dim piece's; a 16-dim piece has half as many in each place):
 //   1. Scores, S = Q · Kᵀ over the warp's dims: m16n8k16 MMAs with the query heads as A's rows
 //      (rows 8-15 zero) and 8 keys as B's columns, two MMAs (n-tiles) for the tile's 16 keys.
 //      The k order inside a piece is permuted so that lane 4g + c's A and B pieces are dims
-//      8c .. 8c + 7 of the piece: one 16-byte load of key row g (and g + 8). On k_eq_v layers the
-//      key is rebuilt there, K = RoPE(V ⊙ k_norm), and rounded to bf16.
+//      8c .. 8c + 7 of the piece (two k-steps): one 16-byte load of key row g (and g + 8). On
+//      k_eq_v layers the key is rebuilt there, K = RoPE(V ⊙ k_norm), and rounded to bf16.
 //   2. The warps' partial scores meet in shared memory (double-buffered: one barrier a tile), and
 //      every warp adds them in warp order, so all hold the same scores. Lane 4g + c then holds
 //      head g's scores of keys 2c, 2c + 1, 2c + 8 and 2c + 9: exactly the B operand (Pᵀ, keys as k,
@@ -64,26 +65,40 @@ namespace {
 using mma::Mma;
 using mma::PackBf16;
 
-// Warps a block: 4, or one per 64 head dims below head_dim 256 (each warp holds at least one
-// piece and its RoPE partner).
-template <int HD>
-constexpr int kWarps = HD >= 256 ? 4 : HD / 64;
-constexpr int kHeads = 8;       // query heads a block: the value MMA's columns
-constexpr int kTileKeys = 16;   // keys every warp takes at once: the value MMA's k
-constexpr int kPieceDims = 32;  // head dims of a piece: 4 lanes × 8
+constexpr int kHeads = 8;      // query heads a block: the value MMA's columns
+constexpr int kTileKeys = 16;  // keys every warp takes at once: the value MMA's k
 constexpr unsigned kAllLanes = 0xffffffffu;
+
+// Head dims of a piece: 32, or 16 at head_dim 32, where a piece and its RoPE partner are the whole
+// head. In the score MMAs each of a row's 4 lanes holds kLaneDims contiguous dims of a piece (8:
+// two k-steps; 4: one); in the value MMAs a piece is kMTiles m-tiles of 16 dims.
+template <int HD>
+constexpr int kPieceDims = HD >= 64 ? 32 : 16;
+template <int HD>
+constexpr int kLaneDims = kPieceDims<HD> / 4;
+template <int HD>
+constexpr int kMTiles = kPieceDims<HD> / 16;
+// Warps a block: 4, or one per 64 head dims below head_dim 256 (each warp holds at least one
+// piece and its RoPE partner), and one at head_dim 32.
+template <int HD>
+constexpr int kWarps = HD >= 256  ? 4
+                       : HD >= 64 ? HD / 64
+                                  : 1;
 
 // First dim of piece i of warp w: the warp's pieces of the head's first half (w, w + kWarps, ...),
 // then their RoPE partners head_dim / 2 further on.
 template <int HD>
 __device__ __forceinline__ int PieceBase(int w, int i) {
-  constexpr int kLower = HD / (kPieceDims * kWarps<HD>) / 2;
-  return kPieceDims * (w + kWarps<HD> * (i % kLower)) + (i < kLower ? 0 : HD / 2);
+  constexpr int kLower = HD / (kPieceDims<HD> * kWarps<HD>) / 2;
+  return kPieceDims<HD> * (w + kWarps<HD> * (i % kLower)) + (i < kLower ? 0 : HD / 2);
 }
 
-// The low (high) bf16 halves of two words as one pair, x's in the low half: dims of two keys.
-__device__ __forceinline__ uint32_t LowHalves(uint32_t x, uint32_t y) { return (x & 0xffffu) | (y << 16); }
-__device__ __forceinline__ uint32_t HighHalves(uint32_t x, uint32_t y) { return (x >> 16) | (y & 0xffff0000u); }
+// Element e of two keys' value pieces as one pair of bf16 halves, x's in the low half.
+template <int P>
+__device__ __forceinline__ uint32_t PairOf(const attention::Bf16Piece<P>& x, const attention::Bf16Piece<P>& y, int e) {
+  const uint32_t wx = x.word[e / 2], wy = y.word[e / 2];
+  return e % 2 == 0 ? (wx & 0xffffu) | (wy << 16) : (wx >> 16) | (wy & 0xffff0000u);
+}
 
 // kValuesWithKeys: a tile's value rows are loaded with its keys (one wait for memory a tile, about
 // 60 more registers at head_dim 512), else after the score MMAs, just before the barrier.
@@ -92,7 +107,8 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
     AttentionTensorCoreKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
                               RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
   AwaitPriorGrid();
-  constexpr int kBlockWarps = kWarps<HD>, kPieces = HD / (kPieceDims * kBlockWarps), kLower = kPieces / 2;
+  constexpr int kBlockWarps = kWarps<HD>, kPieces = HD / (kPieceDims<HD> * kBlockWarps), kLower = kPieces / 2;
+  constexpr int P = kLaneDims<HD>, M = kMTiles<HD>;
   static_assert(kLower >= 1, "each warp holds a piece and its RoPE partner");
   __shared__ float kn_s[HD];
   __shared__ float score_s[2][kBlockWarps][32][4];
@@ -118,19 +134,19 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
   int base_of[kPieces];
 #pragma unroll
   for (int i = 0; i < kPieces; ++i) base_of[i] = PieceBase<HD>(warp, i);
-  // Query head g's dims 8c .. 8c + 7 of each piece: the score MMA's A row g for the piece's two
-  // k-steps (a0 a2, then a0 a2 again); heads past the block's are zeros.
-  uint32_t qa[kPieces][4] = {};
+  // Query head g's dims P·c .. P·c + P − 1 of each piece: the score MMA's A row g, a0 and a2 of
+  // each of the piece's k-steps; heads past the block's are zeros.
+  uint32_t qa[kPieces][P / 2] = {};
   if (g < G) {
     const float* qh = q + (int64_t{r} * heads.q_heads + h0 + g) * HD;
 #pragma unroll
     for (int i = 0; i < kPieces; ++i) {
-      const float4 lo = *reinterpret_cast<const float4*>(qh + base_of[i] + 8 * c);
-      const float4 hi = *reinterpret_cast<const float4*>(qh + base_of[i] + 8 * c + 4);
-      qa[i][0] = PackBf16(lo.x, lo.y);
-      qa[i][1] = PackBf16(lo.z, lo.w);
-      qa[i][2] = PackBf16(hi.x, hi.y);
-      qa[i][3] = PackBf16(hi.z, hi.w);
+#pragma unroll
+      for (int f = 0; f < P / 4; ++f) {
+        const float4 x = *reinterpret_cast<const float4*>(qh + base_of[i] + P * c + 4 * f);
+        qa[i][2 * f] = PackBf16(x.x, x.y);
+        qa[i][2 * f + 1] = PackBf16(x.z, x.w);
+      }
     }
   }
 
@@ -140,37 +156,38 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
   // heads 2c and 2c + 1.
   const int key_of[4] = {2 * c, 2 * c + 1, 2 * c + 8, 2 * c + 9};
   float m = -INFINITY, l = 0;  // head g's running max, and this lane's part of its sum of weights
-  float acc[kPieces][2][4] = {};
+  float acc[kPieces][M][4] = {};
   int parity = 0;
   for (int64_t base = keys.begin; base < keys.end; base += kTileKeys, parity ^= 1) {
     const int n = static_cast<int>(keys.end - base < kTileKeys ? keys.end - base : kTileKeys);  // >= 1
     int64_t mine = 0;  // lane i < n: where key base + i is
     if (lane < n) mine = attention::KeySource(base + lane, kv, t, r, slot, table);
 
-    // 1. Key rows g and g + 8 (the two n-tiles), dims 8c .. 8c + 7 of each piece.
+    // 1. Key rows g and g + 8 (the two n-tiles), dims P·c .. P·c + P − 1 of each piece.
     const int64_t key_source[2] = {__shfl_sync(kAllLanes, mine, g), __shfl_sync(kAllLanes, mine, g + 8)};
     const bool has_key[2] = {g < n, g + 8 < n};
-    attention::Bf16Piece<8> kp[kPieces][2];
+    attention::Bf16Piece<P> kp[kPieces][2];
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
 #pragma unroll
       for (int i = 0; i < kPieces; ++i) {
-        kp[i][j] = has_key[j] ? attention::LoadPiece<8>(key_cache, key_fresh, key_source[j], width,
-                                                        offset + base_of[i] + 8 * c)
-                              : attention::Bf16Piece<8>{};
+        kp[i][j] = has_key[j] ? attention::LoadPiece<P>(key_cache, key_fresh, key_source[j], width,
+                                                        offset + base_of[i] + P * c)
+                              : attention::Bf16Piece<P>{};
       }
     }
-    // The value rows of keys key_of[e], dims 4g .. 4g + 3 of each piece. They depend only on
-    // where the keys are: loaded with the keys, the tile waits for memory once, not twice.
-    attention::Bf16Piece<4> vp[kPieces][4];
+    // The value rows of keys key_of[e], dims 2M·g .. 2M·g + 2M − 1 of each piece. They depend only
+    // on where the keys are: loaded with the keys, the tile waits for memory once, not twice.
+    attention::Bf16Piece<2 * M> vp[kPieces][4];
     auto load_values = [&] {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int64_t source = __shfl_sync(kAllLanes, mine, key_of[e]);
 #pragma unroll
         for (int i = 0; i < kPieces; ++i) {
-          vp[i][e] = key_of[e] < n ? attention::LoadPiece<4>(kv.v, fresh_v, source, width, offset + base_of[i] + 4 * g)
-                                   : attention::Bf16Piece<4>{};
+          vp[i][e] = key_of[e] < n
+                         ? attention::LoadPiece<2 * M>(kv.v, fresh_v, source, width, offset + base_of[i] + 2 * M * g)
+                         : attention::Bf16Piece<2 * M>{};
         }
       }
     };
@@ -182,10 +199,10 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
         const int64_t at = (base + g + 8 * j) * kv.rope.angles;
 #pragma unroll
         for (int i = 0; i < kLower; ++i) {
-          const int d_lo = base_of[i] + 8 * c, d_hi = d_lo + HD / 2;
-          float lo[8], hi[8];
+          const int d_lo = base_of[i] + P * c, d_hi = d_lo + HD / 2;
+          float lo[P], hi[P];
 #pragma unroll
-          for (int e = 0; e < 8; ++e) {
+          for (int e = 0; e < P; ++e) {
             lo[e] = kp[i][j][e] * kn_s[d_lo + e];
             hi[e] = kp[i + kLower][j][e] * kn_s[d_hi + e];
             if (d_lo + e < kv.rope.angles) {
@@ -193,7 +210,7 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
             }
           }
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
+          for (int e = 0; e < P / 2; ++e) {
             kp[i][j].word[e] = PackBf16(lo[2 * e], lo[2 * e + 1]);
             kp[i + kLower][j].word[e] = PackBf16(hi[2 * e], hi[2 * e + 1]);
           }
@@ -205,8 +222,10 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
     for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        Mma(s[j], qa[i][0], 0, qa[i][1], 0, kp[i][j].word[0], kp[i][j].word[1]);
-        Mma(s[j], qa[i][2], 0, qa[i][3], 0, kp[i][j].word[2], kp[i][j].word[3]);
+#pragma unroll
+        for (int step = 0; step < P / 4; ++step) {
+          Mma(s[j], qa[i][2 * step], 0, qa[i][2 * step + 1], 0, kp[i][j].word[2 * step], kp[i][j].word[2 * step + 1]);
+        }
       }
     }
     float* mine_s = score_s[parity][warp][lane];
@@ -245,18 +264,12 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
 #pragma unroll
     for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
-      for (int mt = 0; mt < 2; ++mt) {
+      for (int mt = 0; mt < M; ++mt) {
         float(&o)[4] = acc[i][mt];
         o[0] *= scale_even, o[1] *= scale_odd, o[2] *= scale_even, o[3] *= scale_odd;
-        const uint32_t a0 =
-            mt == 0 ? LowHalves(vp[i][0].word[0], vp[i][1].word[0]) : HighHalves(vp[i][0].word[0], vp[i][1].word[0]);
-        const uint32_t a1 =
-            mt == 0 ? LowHalves(vp[i][0].word[1], vp[i][1].word[1]) : HighHalves(vp[i][0].word[1], vp[i][1].word[1]);
-        const uint32_t a2 =
-            mt == 0 ? LowHalves(vp[i][2].word[0], vp[i][3].word[0]) : HighHalves(vp[i][2].word[0], vp[i][3].word[0]);
-        const uint32_t a3 =
-            mt == 0 ? LowHalves(vp[i][2].word[1], vp[i][3].word[1]) : HighHalves(vp[i][2].word[1], vp[i][3].word[1]);
-        Mma(o, a0, a1, a2, a3, p_low, p_high);
+        // A's rows g and g + 8 are elements mt and mt + M of the lane's value pieces.
+        Mma(o, PairOf(vp[i][0], vp[i][1], mt), PairOf(vp[i][0], vp[i][1], mt + M), PairOf(vp[i][2], vp[i][3], mt),
+            PairOf(vp[i][2], vp[i][3], mt + M), p_low, p_high);
       }
     }
   }
@@ -267,10 +280,10 @@ __global__ void __launch_bounds__(kWarps<HD> * 32)
 #pragma unroll
   for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
+    for (int mt = 0; mt < M; ++mt) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const int head = 2 * c + e % 2, d = base_of[i] + 4 * g + mt + (e < 2 ? 0 : 2);
+        const int head = 2 * c + e % 2, d = base_of[i] + 2 * M * g + mt + (e < 2 ? 0 : M);
         if (head >= G) continue;
         const int64_t row_head = int64_t{r} * heads.q_heads + h0 + head;
         if (splits == 1) {
@@ -302,17 +315,7 @@ void LaunchOrder(const KvLayerView& kv, const float* q, const float* k, const fl
   }
 }
 
-// launch(std::integral_constant<int, HD>{}) for a head_dim the kernel takes; false for another.
-template <typename Launch>
-bool ForTensorCoreHeadDim(int head_dim, Launch&& launch) {
-  return ForHeadDimIn<64, 128, 256, 512>(head_dim, launch);
-}
-
 }  // namespace
-
-bool AttentionTensorCoresTake(int head_dim) {
-  return ForTensorCoreHeadDim(head_dim, [](auto) {});
-}
 
 Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                                   int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
@@ -323,18 +326,14 @@ Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const f
     return Status::InvalidArgument(std::string(kWhat) +
                                    ": no order of a tile's loads given (TensorCoreAttention::kOff)");
   }
-  const bool taken = ForTensorCoreHeadDim(kv.head_dim, [&](auto hd) {
+  TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim(kWhat, kv.head_dim, [&](auto hd) {
     constexpr int HD = decltype(hd)::value;
     if (order == TensorCoreAttention::kValuesWithKeys) {
       LaunchOrder<HD, true>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
     } else {
       LaunchOrder<HD, false>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
     }
-  });
-  if (!taken) {
-    return Status::InvalidArgument(std::string(kWhat) + ": head_dim " + std::to_string(kv.head_dim) +
-                                   " is not 64, 128, 256 or 512");
-  }
+  }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
   return LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions, kv.window,
@@ -344,7 +343,7 @@ Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const f
 Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                              int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
                              TensorCoreAttention tensor_cores, cudaStream_t stream) {
-  if (tensor_cores != TensorCoreAttention::kOff && AttentionTensorCoresTake(kv.head_dim)) {
+  if (tensor_cores != TensorCoreAttention::kOff) {
     return LaunchAttentionTensorCores(kv, q, k, v, out, rows, t, heads, splits, partials, tensor_cores, stream);
   }
   return LaunchAttention(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
@@ -362,7 +361,9 @@ Status LoadAttentionTensorCoreKernels(AwaitingKernels* awaiting) {
       if (status.ok()) status = loaded;
     }
   };
-  for (int hd : {64, 128, 256, 512}) ForTensorCoreHeadDim(hd, load);
+  for (int hd : {32, 64, 128, 256, 512}) {
+    TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention on the tensor cores", hd, load));
+  }
   return status;
 }
 

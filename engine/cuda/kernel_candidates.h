@@ -39,9 +39,8 @@ struct KernelCandidates {
   // this many bytes (256 or 512); 0: the SIMT kernel (gemv_bf16.cu). It rounds the activations to
   // bf16; GEMVs whose inputs are not a multiple of 32 wide stay on the SIMT kernel.
   int tensor_core_gemv_run_bytes = 0;
-  // The attention of every layer whose head_dim the tensor-core kernel takes (64 to 512), decode
-  // and prefill rows alike; it rounds queries, keys and softmax weights to bf16. Layers of other
-  // head dims stay on the SIMT kernel.
+  // The attention of every layer on the tensor cores (attention_tensor_cores.cu), decode and
+  // prefill rows alike; it rounds queries, keys and softmax weights to bf16.
   TensorCoreAttention tensor_core_attention = TensorCoreAttention::kOff;
 };
 

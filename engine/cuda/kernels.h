@@ -107,13 +107,12 @@ Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_h
 // attention_tensor_cores.cu: LaunchAttention's outputs (and partials, merged by the same kernel)
 // on the tensor cores, with queries, keys and softmax weights rounded to bf16; `order` says where
 // a tile's value rows are loaded (not kOff). A candidate CudaOps uses only when asked
-// (KernelCandidates). InvalidArgument as LaunchAttention's, and naming a head_dim it does not take.
-bool AttentionTensorCoresTake(int head_dim);  // 64, 128, 256 and 512
+// (KernelCandidates). InvalidArgument as LaunchAttention's, and for kOff.
 Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                                   int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
                                   TensorCoreAttention order, cudaStream_t stream);
-// The attention a rank runs: the tensor cores where `tensor_cores` is not kOff and they take the
-// head_dim, else the SIMT kernel. The choice depends on the layer's shape alone, never on `rows`.
+// The attention a rank runs: the tensor cores where `tensor_cores` is not kOff, else the SIMT
+// kernel, for every layer; so a row's outputs never depend on `rows` or on the rows beside it.
 Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                              int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
                              TensorCoreAttention tensor_cores, cudaStream_t stream);

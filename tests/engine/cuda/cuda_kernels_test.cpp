@@ -770,10 +770,9 @@ TEST_CASE("the backend with the tensor-core GEMV matches the golden fixture at t
   }
 }
 
-// The candidate attention on the tensor cores rounds queries, keys and softmax weights to bf16.
-// The tiny model's full layers (head_dim 64) take it, its sliding layers (32) stay on the SIMT
-// kernel; prefill and decode rows alike. Each load order once, at tp 1 (both query heads' groups
-// of 4 in one block) and tp 2 (a group of 2 a rank); the largest |dlogit| is printed for
+// The candidate attention on the tensor cores rounds queries, keys and softmax weights to bf16,
+// on every layer (the tiny model's sliding layers in 16-dim pieces), prefill and decode rows
+// alike. Each load order once, at tp 1 and tp 2; the largest |dlogit| is printed for
 // bench/RESULTS.md.
 TEST_CASE("the backend with the tensor-core attention matches the golden fixture at tp 1 and 2", "[gpu]") {
   TEMPER_SKIP_WITHOUT_KERNELS();
