@@ -24,7 +24,10 @@
 #                     whole-step A/B of issue 25's candidates (prefill, whose projections are GEMMs,
 #                     isolates the attention's; temper-kernel-bench times each candidate alone)
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
-#                     one prefill length and 64 decode steps so it fits its limit
+#                     one prefill length and 64 decode steps so it fits its limit, and ordinary
+#                     edges in its captured steps (--gpu-ordinary-edges): as an L4 (sm_89) runs
+#                     them, and the one bench step that does not rest on programmatic launches,
+#                     which no GPU has run yet (the cuda-tests step checks them)
 # With a baseline (baseline/bin: an older commit's two benches, gpu_bundle.sh BASELINE_BUILD), two
 # more steps time it on the same GPU, kernel-bench-baseline and bench-tp1-baseline, bench-tp1
 # decodes after the 1,024-token prompt only, and the limits shrink to fit the call (actual times on
@@ -131,7 +134,7 @@ else
     --gpu-tensor-core-attention after-scores
 fi
 run_step bench-tp4 $limit_tp4 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 \
-  --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64
+  --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64 --gpu-ordinary-edges
 
 # ---- results.md ----
 # The result lines of a bench log ("* " bullets and "|" table rows), a blank line between a run of
