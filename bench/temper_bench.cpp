@@ -464,13 +464,14 @@ int main(int argc, char** argv) {
   int gpu_tensor_core_gemv = 0;
   app.add_option("--gpu-tensor-core-gemv", gpu_tensor_core_gemv,
                  "CUDA: the decode GEMVs on the tensor cores, weight rows read in runs of 256 or 512 bytes (a "
-                 "candidate: CudaBackendOptions::tensor_core_gemv_run_bytes)")
+                 "candidate: CudaBackendOptions::candidates)")
       ->check(CLI::IsMember({256, 512}));
   using temper::engine::cuda::TensorCoreAttention;
   TensorCoreAttention gpu_tensor_core_attention = TensorCoreAttention::kOff;
-  app.add_option("--gpu-tensor-core-attention", gpu_tensor_core_attention,
-                 "CUDA: the attention on the tensor cores where the head_dim allows, a tile's values loaded after its "
-                 "scores or with its keys (a candidate: CudaBackendOptions::candidates)")
+  app.add_option(
+         "--gpu-tensor-core-attention", gpu_tensor_core_attention,
+         "CUDA: every layer's attention on the tensor cores, a tile's values loaded after its scores or with its "
+         "keys (a candidate: CudaBackendOptions::candidates)")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, TensorCoreAttention>{{"after-scores", TensorCoreAttention::kValuesAfterScores},
                                                      {"with-keys", TensorCoreAttention::kValuesWithKeys}}));

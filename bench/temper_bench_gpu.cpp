@@ -237,7 +237,7 @@ Status RunGpuBench(const GpuBenchArgs& a) {
           : "SIMT",
       a.candidates.tensor_core_attention == cuda::TensorCoreAttention::kOff
           ? "SIMT"
-          : fmt::format("tensor cores where the head_dim allows, {} (--gpu-tensor-core-attention)",
+          : fmt::format("tensor cores, {} (--gpu-tensor-core-attention)",
                         cuda::TensorCoreAttentionName(a.candidates.tensor_core_attention))
                 .c_str());
   std::map<int, double> free_after_load;
