@@ -1,6 +1,6 @@
 // The decode GEMV on the tensor cores: the products of LaunchGemvBf16 and LaunchGemvGeglu
 // (gemv_bf16.cu) for 1-8 activation rows, with the activations rounded to bf16. CudaOps uses it
-// in their place only when asked (CudaBackendOptions::tensor_core_gemv_run_bytes), until a GPU
+// in their place only when asked (KernelCandidates::tensor_core_gemv_run_bytes), until a GPU
 // run shows whether it reads the weights as fast as the SIMT kernel at 1 row and faster at 8
 // (bench/RESULTS.md, issue 25's batch-8 goal). The run that decides keeps one of the two.
 //

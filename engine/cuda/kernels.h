@@ -66,7 +66,7 @@ Status LaunchGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up,
 
 // gemv_tensor_cores.cu: the same products on the tensor cores, the activations rounded to bf16,
 // each row's sums independent of `rows`; `run_bytes` (256 or 512) of each weight row a warp reads
-// at once. A candidate CudaOps uses only when asked (CudaBackendOptions). InvalidArgument, naming
+// at once. A candidate CudaOps uses only when asked (KernelCandidates). InvalidArgument, naming
 // the value, for rows outside 1-8, `in` not a positive multiple of 32, x or weights not 16-byte
 // aligned, or another run.
 Status LaunchGemvTensorCores(const float* x, const GemvParts& parts, int rows, int in, int run_bytes,

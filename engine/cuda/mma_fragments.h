@@ -1,9 +1,9 @@
 // One warp-wide tensor-core product, mma.sync m16n8k16 with bf16 operands and fp32 accumulators,
 // and the packing of its operands: for the tensor-core GEMV (gemv_tensor_cores.cu), the tensor-core
 // attention (attention_tensor_cores.cu) and the GEMV layouts under bench/ (gemv_mma.cu). On a GPU
-// it is the PTX instruction; in
-// the SIMT emulator (temper_cuda_emulated_tests) the same product is gathered from the fragments
-// with shuffles and summed in k order, so a kernel's fragment layout is checked on the CPU.
+// it is the PTX instruction; in the SIMT emulator (temper_cuda_emulated_tests) the same product is
+// gathered from the fragments with shuffles and summed in k order, so a kernel's fragment layout
+// is checked on the CPU.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once

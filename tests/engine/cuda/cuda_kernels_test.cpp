@@ -715,7 +715,7 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
   options.top_candidates = 0;
   auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options, candidates);
   if (!made.ok()) FAIL(made.status().ToString());
-  std::unique_ptr<DeviceBackend>* backend = &made->backend;
+  DeviceBackend& backend = *made->backend;
   float worst = 0;
   for (int prompt : {0, 1}) {
     const std::string j = std::to_string(prompt);
@@ -726,10 +726,10 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
     const std::vector<int32_t> greedy = temper::engine::testing::Reference<int32_t>("greedy_" + j);
     const std::vector<float> margin = temper::engine::testing::Reference<float>("greedy_margin_" + j);
     const std::vector<float> greedy_logits = temper::engine::testing::Reference<float>("greedy_logits_" + j);
-    auto seq = (*backend)->AddSequence();
+    auto seq = backend.AddSequence();
     REQUIRE(seq.ok());
     ForwardItem item{*seq, input, false};
-    auto out = (*backend)->Forward({&item, 1}, {});
+    auto out = backend.Forward({&item, 1}, {});
     REQUIRE(out.ok());
     for (size_t k = 0; k < greedy.size(); ++k) {
       const float d = temper::engine::testing::MaxAbsDiff(out->logits.data(), greedy_logits.data() + k * V, V);
@@ -738,12 +738,12 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
       worst = std::max(worst, d);
       if (margin[k] > 1.0f) CHECK(temper::engine::testing::ArgMax(out->logits.data(), V) == greedy[k]);
       ForwardItem step{*seq, {&greedy[k], 1}, false};
-      out = (*backend)->Forward({&step, 1}, {});
+      out = backend.Forward({&step, 1}, {});
       REQUIRE(out.ok());
     }
-    REQUIRE((*backend)->ReleaseSequence(*seq).ok());
+    REQUIRE(backend.ReleaseSequence(*seq).ok());
   }
-  CHECK(((*backend)->graph_steps() > 0) == graphs);
+  CHECK((backend.graph_steps() > 0) == graphs);
   return worst;
 }
 
