@@ -22,12 +22,14 @@ packages=(
   ssg-base ssg-debian ssg-debderived ssg-nondebian
   mmdebstrap debootstrap bubblewrap uidmap fakeroot
   # evidence: reading ARF/OVAL results, checking exported checklists against their schema
-  libxml2-dev libxml2-utils
+  libxml2-dev libxml2-utils openssl
   # SSH targets
   openssh-client iproute2
   # tests: temperd's metrics read back by Prometheus's own text parser; exported checklists read by
   # STIG Manager's own parsers (node, below); the dashboard in a headless browser
-  python3-prometheus-client nodejs chromium
+  python3-prometheus-client nodejs chromium python3-venv
+  # tests: the tools users check a package, a unit and metrics with
+  lintian systemd prometheus
 )
 
 missing=()
@@ -40,25 +42,56 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# tests: STIG Manager's import parsers, pinned, from the npm registry into the build tree
-# (tests/consumers/stig_manager_import.cjs runs them on temper's CKL, CKLB and XCCDF exports).
+# tests: STIG Manager's import parsers (tests/consumers/stig_manager_import.cjs runs them on temper's
+# CKL, CKLB and XCCDF exports), from the package as npm served it, vendored in shared/ because these
+# machines do not reach npm's registry. Its registry integrity is checked before npm sees it.
+shared_dir=${TEMPER_SHARED_DIR:-$repo/../shared}
 stigman_modules=@nuwcdivnpt/stig-manager-client-modules
 stigman_version=1.6.7
+stigman_tarball=$shared_dir/vendor/npm/nuwcdivnpt-stig-manager-client-modules-$stigman_version.tgz
+stigman_integrity=sha512-g1/wm/sjod+B61NIQz7u0E85TwWMOm+e0aWxDa4PIbmUlU29j8yQvrh9xVCkoMnenz/hCmK9AJUh8pRAs5Jj3g==
 test_tools=$build_dir/test-tools
 if ! grep -qs "\"version\": \"$stigman_version\"" "$test_tools/node_modules/$stigman_modules/package.json"; then
+  if [ ! -f "$stigman_tarball" ]; then
+    echo "setup: $stigman_tarball is missing (set TEMPER_SHARED_DIR to the folder holding vendor/)" >&2
+    exit 1
+  fi
+  integrity="sha512-$(openssl dgst -sha512 -binary "$stigman_tarball" | base64 -w0)"
+  if [ "$integrity" != "$stigman_integrity" ]; then
+    echo "setup: $stigman_tarball has integrity $integrity, not npm's $stigman_integrity" >&2
+    exit 1
+  fi
+  echo "setup: installing $stigman_modules@$stigman_version for the tests (offline, from $stigman_tarball)"
+  # Debian's nodejs leaves npm to a package of its own; NodeSource's nodejs carries it.
   command -v npm >/dev/null || DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends npm
-  echo "setup: installing $stigman_modules@$stigman_version for the tests"
   mkdir -p "$test_tools"
-  npm install --prefix "$test_tools" --no-audit --no-fund --no-save --ignore-scripts \
-    "$stigman_modules@$stigman_version" >/dev/null
+  npm install --prefix "$test_tools" --offline --no-audit --no-fund --no-save --ignore-scripts \
+    "$stigman_tarball" >/dev/null
+fi
+
+# tests: the Python clients and tools temper's users run (the OpenAI SDK, grpcio with reflection,
+# schemathesis), in one venv in the build tree, pinned with hashes (tests/python/requirements.txt).
+# Debian's python3 makes it; Debian's own packages stay the first choice for anything Debian has.
+venv=$build_dir/test-venv
+requirements=$repo/tests/python/requirements.txt
+if ! cmp -s "$requirements" "$venv/requirements.txt"; then
+  echo "setup: making the test venv $venv from $requirements"
+  rm -rf "$venv"
+  /usr/bin/python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
+    -r "$requirements"
+  cp "$requirements" "$venv/requirements.txt"
 fi
 
 # Hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the compiler cache.
 export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
 
+# nvcc from PATH first, else CUDA's default install folder.
 cuda_args=()
-if [ -z "${TEMPER_NO_CUDA:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then
-  cuda_args+=(-DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc)
+nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || { [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc; }
+if [ -z "${TEMPER_NO_CUDA:-}" ] && [ -n "$nvcc" ]; then
+  cuda_args+=(-DCMAKE_CUDA_COMPILER="$nvcc")
 fi
 
 cmake -S "$repo" -B "$build_dir" -G Ninja \
