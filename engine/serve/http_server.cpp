@@ -11,6 +11,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "common/process_metrics.h"
 #include "engine/constrain/json_schema_grammar.h"
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
@@ -583,6 +584,7 @@ void HttpServer::Route() {
   srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     PrometheusText text;
     AppendSchedulerMetrics(text, {{MetricLabels{}, scheduler_.metrics()}});
+    AppendProcessMetrics(text);
     res.set_content(text.Take(), "text/plain; version=0.0.4");
   });
 

@@ -24,7 +24,8 @@
 //                         the text they cannot parse.
 //   GET  /v1/models       the one model this server serves
 //   GET  /health          {"status":"ok"}
-//   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s
+//   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s,
+//                         request latency histograms (scheduler_metrics_text.h), the process's own
 // Bad requests get OpenAI-style JSON errors ({"error": {"message", "type", "param", "code"}}):
 // 400 for malformed JSON or invalid parameters (naming the parameter), 400 with code
 // `context_length_exceeded` for a prompt that cannot fit, 404 `model_not_found` for another model

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/prometheus_text.h"
 #include "common/status.h"
 #include "engine/backend.h"
 #include "engine/constrain/token_mask.h"
@@ -155,6 +156,18 @@ struct SchedulerOptions {
   const Detokenizer* detokenizer = nullptr;  // for text and stop strings
 };
 
+// Each request's latencies, in seconds, recorded as the scheduler emits its tokens and finishes it,
+// with vLLM's meanings (vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
+// vllm:e2e_request_latency_seconds). A request refused at Submit is in none of them.
+struct RequestLatencies {
+  RequestLatencies();  // the buckets, chosen in scheduler.cpp
+  HistogramCounts time_to_first_token;  // submit to the first token: once per request that got one
+  // From each token to the next of the same request: completion tokens - 1 observations per request.
+  // Accepted drafts arrive in the pass that checked them, so with speculation many gaps are ~0.
+  HistogramCounts inter_token;
+  HistogramCounts end_to_end;  // submit to finish: once per finished request, whatever the reason
+};
+
 struct SchedulerMetrics {
   int64_t waiting = 0;  // queue depth
   int64_t running = 0;
@@ -178,6 +191,7 @@ struct SchedulerMetrics {
   int64_t full_row_samples = 0;            // draws that fell beyond a device-sampled row's candidates
   int64_t budget_redraws = 0;              // constrained draws made again so that the text could end within max_tokens
   double generated_tokens_per_second = 0;  // over the last ten seconds
+  RequestLatencies latency;
   double draft_acceptance() const {
     return draft_tokens > 0 ? static_cast<double>(accepted_draft_tokens) / static_cast<double>(draft_tokens) : 0;
   }

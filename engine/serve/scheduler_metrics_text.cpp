@@ -20,7 +20,7 @@ void AppendSchedulerMetrics(PrometheusText& out,
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.finished_requests); });
   metric("requests_cancelled_total", "counter", "Requests cancelled before they ended (a client that hung up, a stop).",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.cancelled_requests); });
-  metric("kv_blocks_total", "gauge", "Paged KV blocks in the pool.",
+  metric("kv_blocks", "gauge", "Paged KV blocks in the pool.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.kv.total_blocks); });
   metric("kv_blocks_used", "gauge", "KV blocks held by sequences or cached prefixes.",
          [&](const SchedulerMetrics& m) { return used(m); });
@@ -70,6 +70,16 @@ void AppendSchedulerMetrics(PrometheusText& out,
   metric("grammar_budget_redraws_total", "counter",
          "Constrained draws made again from the tokens that let the text end within max_tokens.",
          [&](const SchedulerMetrics& m) { return static_cast<double>(m.budget_redraws); });
+  auto histogram = [&](const char* name, const char* help, HistogramCounts RequestLatencies::*member) {
+    out.Family(std::string("temper_engine_") + name, "histogram", help);
+    for (const auto& [labels, m] : engines) out.Histogram(labels, m.latency.*member);
+  };
+  histogram("time_to_first_token_seconds", "Time from a request's arrival to its first token.",
+            &RequestLatencies::time_to_first_token);
+  histogram("inter_token_latency_seconds", "Time between two consecutive tokens of a request.",
+            &RequestLatencies::inter_token);
+  histogram("e2e_request_latency_seconds", "Time from a request's arrival to its end, whatever the reason.",
+            &RequestLatencies::end_to_end);
 }
 
 }  // namespace temper::engine

@@ -1,5 +1,7 @@
 // The scheduler's metrics as Prometheus families (temper_engine_*): `temper-lm serve`'s GET
-// /metrics, and temperd's for its inprocess endpoints (one labelled sample per engine).
+// /metrics, and temperd's for its inprocess endpoints (one labelled sample per engine): gauges and
+// counters, then the request latency histograms (RequestLatencies: time_to_first_token_seconds,
+// inter_token_latency_seconds, e2e_request_latency_seconds, named as vLLM names them).
 #pragma once
 
 #include <utility>

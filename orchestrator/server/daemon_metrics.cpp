@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/process_metrics.h"
 #include "engine/serve/scheduler_metrics_text.h"
 #include "orchestrator/journal_event_types.h"
 
@@ -140,6 +141,7 @@ Result<std::string> DaemonMetrics::Render() {
     }
     if (!engines.empty()) engine::AppendSchedulerMetrics(out, engines);
   }
+  AppendProcessMetrics(out);
   return out.Take();
 }
 

@@ -9,7 +9,9 @@
 //   temper_model_call_seconds{role,endpoint}         histogram: each call's latency
 //   temper_model_{prompt,cached_prompt,completion}_tokens_total{role,endpoint}
 //   temper_journal_events_total                      events in the journal
-//   temper_engine_*{endpoint}                        the in-process engines' own (scheduler_metrics_text.h)
+//   temper_engine_*{endpoint}                        the in-process engines' own (scheduler_metrics_text.h),
+//                                                    their request latency histograms included
+//   process_*, temper_build_info                     the process and the build (common/process_metrics.h)
 //
 // The counters and histograms are folded from the journal, which already records every attempt
 // and role call with its times and usage: each scrape reads the events committed since the last

@@ -51,7 +51,7 @@ TEST_CASE("the HTTP server answers health, models and metrics", "[engine][http]"
   CHECK_THAT(metrics->body, Catch::Contains("# TYPE temper_engine_requests_waiting gauge"));
   CHECK_THAT(metrics->body, Catch::Contains("temper_engine_prefix_cache_hit_rate"));
   CHECK_THAT(metrics->body, Catch::Contains("# TYPE temper_engine_draft_tokens_accepted_total counter"));
-  CHECK_THAT(metrics->body, Catch::Contains("temper_engine_kv_blocks_total 256"));
+  CHECK_THAT(metrics->body, Catch::Contains("temper_engine_kv_blocks 256"));
 }
 
 TEST_CASE("completions over HTTP give the golden greedy tokens, whole and streamed", "[engine][http]") {

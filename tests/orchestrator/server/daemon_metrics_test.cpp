@@ -1,11 +1,17 @@
 #include "orchestrator/server/daemon_metrics.h"
 
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "orchestrator/config/models_config.h"
+#include "orchestrator/daemon_process.h"
 #include "orchestrator/prometheus_parser.h"
 #include "orchestrator/temp_dir.h"
+#include "promtool.h"
 #include "skip.h"
 
 namespace temper {
@@ -131,6 +137,46 @@ TEST_CASE("temperd's metrics count the whole journal: a new reader (a restart) s
   if (!samples) TEMPER_SKIP("python3-prometheus-client is not installed (deploy/setup.sh installs it)");
   CHECK(samples->at(R"(temper_attempts_total{outcome="kept"})") == 2500);
   CHECK(samples->at(R"(temper_journal_events_total{})") == 2501);
+}
+
+TEST_CASE("temperd's GET /metrics passes promtool check metrics, an in-process engine's families included") {
+  TEMPER_REQUIRE_PROMTOOL();
+  TempDir dir;
+  // The tiny fixture as a model directory: its config and weights, and the chat tokenizer whose 512
+  // ids are its vocabulary (tests/data/tokenizer/README.md).
+  const std::string data = TEMPER_TEST_DATA_DIR;
+  const std::string model = dir / "model";
+  std::filesystem::create_directories(model);
+  std::filesystem::create_symlink(data + "/gemma4-tiny/config.json", model + "/config.json");
+  std::filesystem::create_symlink(data + "/gemma4-tiny/model.safetensors", model + "/model.safetensors");
+  std::filesystem::create_symlink(data + "/tokenizer/gemma4-chat-tiny-tokenizer.json", model + "/tokenizer.json");
+  testing::DaemonProcess daemon(
+      dir, {.metrics_listen = "127.0.0.1:0",
+            .models_yaml = fmt::format("endpoints:\n  local: {{type: inprocess, model_dir: {}, max_context: 512}}\n"
+                                       "roles:\n  architect: {{endpoint: local}}\n  worker: {{endpoint: local}}\n"
+                                       "  reflector: {{endpoint: local}}\n",
+                                       model)});
+  const Status started = daemon.Start();
+  INFO(started.ToString());
+  REQUIRE(started.ok());
+  httplib::Client http("127.0.0.1", testing::NotifiedPort(daemon, "metrics http://127.0.0.1:"));
+  auto got = http.Get("/metrics");
+  REQUIRE(got);
+  REQUIRE(got->status == 200);
+  const testing::PromtoolResult lint = testing::PromtoolCheckMetrics(got->body);
+  INFO(lint.output << "\n" << got->body);
+  CHECK(lint.exit_code == 0);
+  CHECK(lint.output.empty());
+  // The engine's gauges and latency histograms, labelled with their endpoint; the process's own.
+  CHECK_THAT(got->body, Catch::Contains("temper_engine_kv_blocks{endpoint=\"local\"} "));
+  for (const char* histogram : {"time_to_first_token", "inter_token_latency", "e2e_request_latency"}) {
+    CHECK_THAT(got->body, Catch::Contains(fmt::format("# TYPE temper_engine_{}_seconds histogram", histogram)));
+    CHECK_THAT(got->body, Catch::Contains(fmt::format("temper_engine_{}_seconds_count{{endpoint=\"local\"}} 0", histogram)));
+  }
+  CHECK_THAT(got->body, Catch::Contains("\nprocess_resident_memory_bytes "));
+  CHECK_THAT(got->body, Catch::Contains("\nprocess_start_time_seconds "));
+  CHECK_THAT(got->body, Catch::Contains("\ntemper_build_info{version=\""));
+  CHECK(daemon.Stop() == 0);
 }
 
 }  // namespace
