@@ -121,6 +121,10 @@ void AddSubmitCommand(CLI::App& app, CommandContext& ctx) {
         std::string options = OptionsLine(batch);
         if (!options.empty()) Print("  " + options + "\n");
       }
+      // On stderr, so it is seen even when a script keeps stdout (the id) for itself.
+      if (!batch.waiting_reason().empty()) {
+        std::fprintf(stderr, "temper: batch %s is waiting: %s\n", batch.id().c_str(), batch.waiting_reason().c_str());
+      }
       return Status::OK();
     };
   });

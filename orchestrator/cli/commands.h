@@ -15,7 +15,14 @@ namespace temper::cli {
 struct CommandContext {
   ConnectionOptions connection;
   std::function<Status()> run;
+  // The exit status when `run` succeeds: 0, or an outcome a command reports through it (watch BATCH).
+  int exit_status = 0;
 };
+
+// `temper watch BATCH`'s exit status once the batch has ended (1 and 2 are the CLI's errors).
+inline constexpr int kExitCompleted = 0;
+inline constexpr int kExitBatchFailed = 3;
+inline constexpr int kExitBatchCancelled = 4;
 
 void AddSubmitCommand(CLI::App& app, CommandContext& ctx);
 void AddListCommand(CLI::App& app, CommandContext& ctx);

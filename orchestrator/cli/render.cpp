@@ -135,6 +135,7 @@ std::string RenderBatchDetail(const temper::v1::Batch& b) {
   std::string out;
   out += fmt::format("batch {}{}\n", b.id(), b.name().empty() ? "" : fmt::format(" ({})", b.name()));
   out += fmt::format("  state       {}\n", StateName(b.state()));
+  if (!b.waiting_reason().empty()) out += fmt::format("  waiting     {}\n", b.waiting_reason());
   if (!b.error().empty()) out += fmt::format("  reason      {}\n", b.error());
   out += fmt::format("  target      {}\n", b.target());
   out += fmt::format("  datastream  {}\n", b.datastream());

@@ -1,7 +1,8 @@
 // temper: the command-line client of temperd.
 //
 // Exit status: 0 on success, 1 when the daemon refused or failed the request (or cannot be reached),
-// 2 for a usage error.
+// 2 for a usage error; `temper watch BATCH` ends with the batch's outcome: 0 completed, 3 failed,
+// 4 cancelled (commands.h).
 #include <cstdio>
 #include <cstdlib>
 
@@ -46,5 +47,5 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "temper: %s\n", status.message().c_str());
     return status.code() == temper::StatusCode::kInvalidArgument && status.message().rfind("--", 0) == 0 ? 2 : 1;
   }
-  return 0;
+  return ctx.exit_status;
 }

@@ -27,10 +27,7 @@ LoopRunner::~LoopRunner() { Stop(); }
 
 void LoopRunner::Start() {
   if (models_ == nullptr) {
-    log_.Warning(
-        "{} names no models file (models:): batches are accepted and queued, and run once temperd "
-        "starts with one",
-        config_.source);
+    log_.Warning("{}", WhyQueued());
     return;
   }
   std::lock_guard lock(mu_);
@@ -49,7 +46,7 @@ void LoopRunner::AddTarget(const TargetConfig& target) {
 
 void LoopRunner::Wake() {
   if (models_ == nullptr) {
-    log_.Warning("the batch stays queued: no models file (models:) is configured in {}", config_.source);
+    log_.Warning("a batch was submitted, but {}", WhyQueued());
     return;
   }
   {
@@ -57,6 +54,16 @@ void LoopRunner::Wake() {
     ++wake_count_;
   }
   wake_.notify_all();
+}
+
+std::string LoopRunner::WhyQueued() const {
+  if (models_ != nullptr) return "";
+  std::string roles;
+  for (const char* role : ModelsConfig::kRoleNames) roles += fmt::format("{}{}", roles.empty() ? "" : ", ", role);
+  return fmt::format(
+      "no model is configured for the roles {} ({} has no `models:` entry naming a models.yaml; see "
+      "config/models.yaml): batches stay queued until temperd starts with one",
+      roles, config_.source);
 }
 
 void LoopRunner::Cancel(int64_t batch_id) {

@@ -60,6 +60,9 @@ class LoopRunner {
   void AddTarget(const TargetConfig& target);
   // A batch was submitted: idle targets look for work now.
   void Wake();
+  // Why no queued batch can start on this daemon, for people and clients: without models, "no model
+  // is configured for the roles ..." naming temperd.yaml; "" when the targets' threads run batches.
+  std::string WhyQueued() const;
   // The batch was cancelled in the store: its loop stops at its next step.
   void Cancel(int64_t batch_id);
   // Idempotent; joins the threads.

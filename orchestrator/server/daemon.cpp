@@ -12,6 +12,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "orchestrator/config/models_config.h"
+#include "orchestrator/server/reflection_v1.h"
 #include "orchestrator/token_auth.h"
 
 namespace temper {
@@ -114,6 +115,7 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
   if (enable_plugins != nullptr) enable_plugins();
   grpc::ServerBuilder builder;
   builder.RegisterService(service_.get());
+  builder.SetOption(ReflectionV1Option());
   if (config_.tcp) {
     const TcpListenConfig& tcp = *config_.tcp;
     grpc::SslServerCredentialsOptions ssl;

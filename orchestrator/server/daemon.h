@@ -31,10 +31,10 @@ namespace temper {
 
 class Daemon {
  public:
-  // gRPC server plugins are process-global. temperd passes grpc::reflection's initializer here rather
-  // than this library linking it, so test binaries that link the library can carry their own
-  // reflection client messages. It runs after the refusal server is built: refused peers never get
-  // reflection.
+  // gRPC server plugins are process-global. temperd passes grpc::reflection's initializer (v1alpha)
+  // here rather than this library linking it, so test binaries that link the library can carry their
+  // own v1alpha client messages. It runs after the refusal server is built: refused peers never get
+  // reflection. Reflection v1 (reflection_v1.h) is this library's own, added to the API server alone.
   using EnablePlugins = void (*)();
 
   // `log` must outlive the daemon.

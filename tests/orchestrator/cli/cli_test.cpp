@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
 
 #include "orchestrator/daemon_process.h"
 
@@ -15,6 +17,17 @@ ProcessResult Cli(const DaemonProcess& daemon, std::vector<std::string> args) {
   return RunProcess(args);
 }
 
+// The same under coreutils' timeout: a CLI still running after `seconds` is stopped and exits 124,
+// so a watch that does not end fails its check instead of hanging the test.
+ProcessResult CliWithin(const DaemonProcess& daemon, int seconds, std::vector<std::string> args) {
+  args.insert(args.begin(), {"/usr/bin/timeout", std::to_string(seconds), TemperBinary(), "--socket",
+                             daemon.socket_path()});
+  return RunProcess(args);
+}
+
+// What a daemon without models answers about a queued batch (LoopRunner::WhyQueued).
+constexpr const char* kNoModels = "no model is configured for the roles architect, worker, reflector (";
+
 TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   TempDir dir;
   DaemonProcess daemon(dir);
@@ -25,6 +38,10 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   INFO(submit.err);
   CHECK(submit.exit_code == 0);
   CHECK(submit.out == "batch 1 queued: 1 rule on target lab (profile stig)\n");
+  // This daemon has no models: the batch is accepted, and the answer says at once that it waits and why.
+  CHECK(submit.err == fmt::format("temper: batch 1 is waiting: {}{} has no `models:` entry naming a models.yaml; "
+                                  "see config/models.yaml): batches stay queued until temperd starts with one\n",
+                                  kNoModels, daemon.config_path()));
 
   std::string batch_file = dir.Write("batch.yaml",
                                      "target: lab\ndatastream: ssg-test-ds.xml\nprofile: stig\n"
@@ -38,14 +55,22 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(list.out.find("\n2   queued  lab     stig     profile  0") != std::string::npos);
 
   ProcessResult status = Cli(daemon, {"status", "1"});
-  CHECK(status.out.find("batch 1 (cli)\n  state       queued\n") == 0);
+  CHECK(status.out.find(fmt::format("batch 1 (cli)\n  state       queued\n  waiting     {}", kNoModels)) == 0);
   CHECK(status.out.find("xccdf_org.ssgproject.content_rule_sshd_disable_root_login  pending") != std::string::npos);
 
   ProcessResult json = Cli(daemon, {"status", "2", "--json"});
   CHECK(json.out.find("\"whole_profile\":true") != std::string::npos);
   CHECK(json.out.find("\"max_attempts\":3") != std::string::npos);
+  CHECK_THAT(nlohmann::json::parse(json.out)["waiting_reason"].get<std::string>(), Catch::StartsWith(kNoModels));
+  // gRPC clients get it in every answer that carries a batch.
+  temper::v1::ListBatchesResponse listed;
+  REQUIRE(daemon.Stub()->ListBatches(CallContext().get(), {}, &listed).ok());
+  REQUIRE(listed.batches_size() == 2);
+  CHECK_THAT(listed.batches(1).waiting_reason(), Catch::StartsWith(kNoModels));
 
   CHECK(Cli(daemon, {"cancel", "1", "--reason", "demo"}).out == "batch 1 cancelled (1 rules cancelled)\n");
+  // An ended batch waits for nothing.
+  CHECK(Cli(daemon, {"status", "1"}).out.find("waiting") == std::string::npos);
 
   ProcessResult watch = Cli(daemon, {"watch", "--no-follow"});
   CHECK(watch.exit_code == 0);
@@ -73,6 +98,64 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(watch_json.out.rfind("{\"batch_id\":\"1\",\"data\":{\"previous_state\":\"queued\"", 0) == 0);
   CHECK(watch_json.out.find("\"seq\":\"3\"") != std::string::npos);
   CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the outcome; --follow-forever does not") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"})
+              .exit_code == 0);
+
+  // Queued on a daemon without models: watch says why it waits, and waits.
+  auto watch = std::async(std::launch::async, [&] { return CliWithin(daemon, 60, {"watch", "1"}); });
+  auto forever = std::async(std::launch::async, [&] { return CliWithin(daemon, 8, {"watch", "1", "--follow-forever"}); });
+  REQUIRE(watch.wait_for(std::chrono::seconds(2)) == std::future_status::timeout);
+  REQUIRE(Cli(daemon, {"cancel", "1", "--reason", "no models here"}).exit_code == 0);
+  ProcessResult ended = watch.get();
+  INFO(ended.err);
+  CHECK(ended.exit_code == 4);  // cancelled
+  CHECK_THAT(ended.out, Catch::EndsWith("batch.cancelled (was queued, 1 rule cancelled): no models here\n"
+                                        "batch 1  [##########] 1/1  fixed 0 · already 0 · failed 0 · escalated 0 · "
+                                        "skipped 0 · cancelled 1 · left 0  ✖ cancelled\n"));
+  CHECK_THAT(ended.err, Catch::StartsWith(fmt::format("temper: batch 1 is waiting: {}", kNoModels)));
+  // --follow-forever was still following when timeout stopped it, the cancellation long seen.
+  ProcessResult followed = forever.get();
+  CHECK(followed.exit_code == 124);
+  CHECK_THAT(followed.out, Catch::Contains("batch.cancelled"));
+
+  // A batch that already ended: its events, and the same exit status at once; --json alike.
+  ProcessResult again = CliWithin(daemon, 30, {"watch", "1", "--json"});
+  CHECK(again.exit_code == 4);  // cancelled
+  REQUIRE(again.out.size() > 1);
+  const std::string last_line = again.out.substr(again.out.rfind('\n', again.out.size() - 2) + 1);
+  CHECK(nlohmann::json::parse(last_line)["type"] == "batch.cancelled");
+  ProcessResult past_end = CliWithin(daemon, 30, {"watch", "1", "--after", "1000"});
+  CHECK(past_end.exit_code == 4);  // cancelled
+  // --no-follow prints what is stored and exits 0, as before; it cannot be combined with --follow-forever.
+  CHECK(CliWithin(daemon, 30, {"watch", "1", "--no-follow"}).exit_code == 0);
+  ProcessResult both = Cli(daemon, {"watch", "1", "--no-follow", "--follow-forever"});
+  CHECK(both.exit_code == 2);
+  CHECK_THAT(both.err, Catch::Contains("--no-follow excludes --follow-forever"));
+  CHECK_THAT(Cli(daemon, {"watch", "--help"}).out, Catch::Contains("0 completed") && Catch::Contains("3 failed") &&
+                                                       Catch::Contains("4 cancelled"));
+  CHECK(daemon.Stop() == 0);
+
+  // With models, a batch that cannot run (here its target's root was never made) fails: exit 3.
+  TempDir with_models;
+  DaemonProcess runner(with_models, {.models_yaml = "endpoints:\n  down: {type: openai, base_url: 'http://127.0.0.1:9/v1', "
+                                                    "model: none}\nroles:\n  architect: {endpoint: down}\n"
+                                                    "  worker: {endpoint: down}\n  reflector: {endpoint: down}\n"});
+  REQUIRE(runner.Start().ok());
+  ProcessResult submitted =
+      Cli(runner, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"});
+  REQUIRE(submitted.exit_code == 0);
+  CHECK(submitted.err.empty());  // it has models: nothing holds the batch up
+  ProcessResult failed = CliWithin(runner, 120, {"watch", "1"});
+  INFO(runner.Log());
+  CHECK(failed.exit_code == 3);  // failed
+  CHECK_THAT(failed.out, Catch::Contains("batch.failed"));
+  CHECK(runner.Stop() == 0);
 }
 
 TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, rebooted wants a completed batch") {
