@@ -2,11 +2,13 @@
 // most 5% of a 31B decode step on the reference box, about 3 ms, and far less where possible).
 //
 // The tokenizer is the tests' Gemma 4 chat tokenizer with the real vocabulary
-// (tests/engine/gemma4_vocabulary.h). Three cases, each text generated token by token as the
-// tokenizer splits it, asking for the mask of each state reached:
+// (tests/engine/gemma4_vocabulary.h). Each text generated token by token as the tokenizer splits
+// it, asking for the mask of each state reached:
 //   * a Worker-like tool call's arguments as JSON (response_format json_schema);
 //   * a Worker call in Gemma 4's own syntax under the tool-call grammar of the Worker's six tools
 //     (tool_choice required, and the Worker's turns on an inprocess endpoint);
+//   * the schema features clients send (issue 45): a pydantic nested model with bounds, a pattern
+//     and a date-time; zod's integer bounds; unanchored patterns; formats; a recursive $ref;
 //   * the budget masks a request's last tokens take (AllowedWithin) inside that call's command
 //     string, with 2 to 16 tokens left.
 // Printed per case: each mask's time, split into first visits of a state (a walk) and repeats (a
@@ -57,6 +59,7 @@ bool TimeMasks(const char* name, const Grammar& grammar, const TokenVocabulary& 
         return false;
       }
       (pass == 0 ? first : repeat).push_back(ms);
+      if (getenv("SLOW") && ms > 1.0) std::printf("    slow %.2f ms before token '%s'\n", ms, vocabulary.bytes(id)->c_str());
       for (char ch : *vocabulary.bytes(id)) state = state.Advance(grammar, static_cast<uint8_t>(ch));
     }
   }
@@ -129,7 +132,53 @@ int main() {
   const std::vector<int32_t> call_ids = tok->Encode(call_text, EncodeOptions{.match_special_tokens = true});
   if (!TimeMasks("Gemma tool call", calls, vocabulary, call_ids)) return 1;
 
-  // 3. Budget masks inside the command string: after its opening <|"|> and one token of it.
+  // 3. The schema features clients send (issue 45), each as JSON with a text that keeps to it.
+  const struct {
+    const char* name;
+    const char* schema;
+    const char* text;
+  } features[] = {
+      {"pydantic nested model", R"({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"},
+         "zip_code": {"pattern": "^\\d{5}(-\\d{4})?$", "title": "Zip Code", "type": "string"}}, "required": ["street",
+         "zip_code"], "title": "Address", "type": "object"}}, "properties": {"name": {"maxLength": 40, "minLength": 1,
+         "title": "Name", "type": "string"}, "age": {"maximum": 150, "minimum": 0, "title": "Age", "type": "integer"},
+         "height_m": {"exclusiveMaximum": 3.5, "exclusiveMinimum": 0, "title": "Height M", "type": "number"}, "address":
+         {"$ref": "#/$defs/Address"}, "born": {"format": "date-time", "title": "Born", "type": "string"}, "email":
+         {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Email"}}, "required": ["name",
+         "age", "height_m", "address", "born"], "title": "Person", "type": "object"})",
+       R"({"name": "Ada Lovelace", "age": 36, "height_m": 1.65, "address": {"street": "12 St James's Square", "zip_code": "02139-4307"}, "born": "1815-12-10T08:30:00Z", "email": "ada@example.com"})"},
+      {"zod int bounds", R"({"type":"object","properties":{"count":{"type":"integer","minimum":-9007199254740991,
+         "maximum":9007199254740991},"ratio":{"type":"number","minimum":-1,"maximum":1}},"required":["count","ratio"],
+         "additionalProperties":false})",
+       R"({"count": -4503599627370496, "ratio": -0.3333333333})"},
+      {"unanchored pattern", R"({"type":"object","properties":{"ticket":{"type":"string","pattern":"[A-Z]{2,5}-\\d+"},
+         "note":{"type":"string","pattern":"^[^<>]*$"}},"required":["ticket","note"]})",
+       R"({"ticket": "see ABC-1234 and the logs", "note": "reboot host after the patch window closes"})"},
+      {"formats", R"({"type":"object","properties":{"id":{"type":"string","format":"uuid"},"mail":{"type":"string",
+         "format":"email"},"ip":{"type":"string","format":"ipv6"},"site":{"type":"string","format":"uri"},"day":
+         {"type":"string","format":"date"}},"required":["id","mail","ip","site","day"]})",
+       R"({"id": "123e4567-e89b-12d3-a456-426614174000", "mail": "first.last+tag@mail.example.org", "ip": "2001:db8::8a2e:370:7334", "site": "https://example.com/a/b?c=d#e", "day": "2024-02-29"})"},
+      // The walk's worst case: most tokens live (no plain shortcut), every one walked to its end.
+      {"pattern without spaces", R"({"type":"object","properties":{"slug":{"type":"string","pattern":"^\\S+$"}},
+         "required":["slug"]})",
+       R"({"slug": "hardening/ssh-root-login_2024-06.cfg"})"},
+      {"recursive tree, map", R"({"$defs": {"Node": {"properties": {"name": {"type": "string"}, "children": {"items":
+         {"$ref": "#/$defs/Node"}, "type": "array", "maxItems": 4}, "attrs": {"additionalProperties": {"type": "string"},
+         "type": "object"}}, "required": ["name"], "type": "object"}}, "$ref": "#/$defs/Node"})",
+       R"({"name": "root", "children": [{"name": "a", "children": [{"name": "a1", "attrs": {"owner": "ops"}}]}, {"name": "b"}]})"},
+  };
+  for (const auto& f : features) {
+    auto t = Clock::now();
+    temper::Result<Grammar> g = JsonSchemaGrammar(json::parse(f.schema));
+    if (!g.ok()) {
+      std::fprintf(stderr, "%s: %s\n", f.name, g.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%s: grammar of %zu rules built in %.2f ms\n", f.name, g->rules.size(), Seconds(t, Clock::now()) * 1e3);
+    if (!TimeMasks(f.name, *g, vocabulary, tok->Encode(f.text))) return 1;
+  }
+
+  // 4. Budget masks inside the command string: after its opening <|"|> and one token of it.
   TokenMasker masker(calls, vocabulary);
   GrammarState state = GrammarState::Start(calls);
   std::string so_far;

@@ -158,6 +158,30 @@ GrammarState GrammarState::Advance(const Grammar& grammar, uint8_t byte) const {
   return next;
 }
 
+int GrammarState::ByteClasses(const Grammar& grammar, std::array<uint16_t, 256>& classes) const {
+  // Refined stack by stack: a class splits into the bytes the stack's top accepts and the rest.
+  classes.fill(0);
+  int count = 1;
+  for (const GrammarStack& stack : stacks_) {
+    const GrammarPos& top = stack.back();
+    const GrammarElement& e = grammar.rules[static_cast<size_t>(top.rule)]
+                                  .alternatives[static_cast<size_t>(top.alt)][static_cast<size_t>(top.index)];
+    std::array<int, 512> ids;  // classes as split (at most 2 x 256), numbered again densely
+    std::array<int, 256> next;
+    ids.fill(-1);
+    ids[0] = 0;
+    count = 1;
+    for (size_t b = 0; b < 256; ++b) {
+      int c = classes[b];
+      if (e.Accepts(static_cast<uint8_t>(b))) c = 256 + c;
+      if (ids[static_cast<size_t>(c)] < 0) ids[static_cast<size_t>(c)] = count++;
+      next[b] = ids[static_cast<size_t>(c)];
+    }
+    for (size_t b = 0; b < 256; ++b) classes[b] = static_cast<uint16_t>(next[b]);
+  }
+  return count;
+}
+
 uint64_t GrammarState::Hash() const {
   uint64_t h = complete_ ? 0x9e3779b97f4a7c15ull : 0;
   for (const GrammarStack& stack : stacks_) {

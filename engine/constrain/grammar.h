@@ -104,6 +104,10 @@ class GrammarState {
   static GrammarState Start(const Grammar& grammar);
   // The state after `byte`; empty (dead) when no stack accepts it.
   GrammarState Advance(const Grammar& grammar, uint8_t byte) const;
+  // Numbers each byte by which stacks accept it: bytes of one class lead to the same state, so a
+  // table of every byte's transition takes one Advance per class. Class 0 is the bytes no stack
+  // accepts (dead). Returns the number of classes.
+  int ByteClasses(const Grammar& grammar, std::array<uint16_t, 256>& classes) const;
   bool Dead() const { return stacks_.empty() && !complete_; }
   // The text so far is a whole sentence of the grammar (generation may end here).
   bool Complete() const { return complete_; }

@@ -922,9 +922,10 @@ int SchemaGrammarBuilder::Fraction(const DecimalBound* low, const DecimalBound* 
 }
 
 Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) {
-  // Positions below prefix.size() take their own schema, the rest `rest` (none: no more items).
+  // Positions below prefix.size() take their own schema, the rest `rest` (unless items are closed).
   std::vector<int> prefix;
-  std::optional<int> rest = value_;
+  int rest = value_;
+  bool closed = false;
   const json* positional = s.contains("prefixItems") ? &s["prefixItems"]
                            : s.contains("items") && s["items"].is_array() ? &s["items"]
                                                                           : nullptr;
@@ -943,7 +944,7 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
   const char* rest_key = s.contains("prefixItems") ? "items" : positional ? "additionalItems" : "items";
   if (s.contains(rest_key)) {
     if (s[rest_key] == false) {
-      rest.reset();
+      closed = true;
     } else {
       TEMPER_ASSIGN_OR_RETURN(rest, Node(s[rest_key], path + "/" + rest_key));
     }
@@ -959,13 +960,13 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
     bounds[i] = v.get<int64_t>();
   }
   const auto fixed = static_cast<int64_t>(prefix.size());
-  if (!rest) bounds[1] = bounds[1] < 0 ? fixed : std::min(bounds[1], fixed);
+  if (closed) bounds[1] = bounds[1] < 0 ? fixed : std::min(bounds[1], fixed);
   if (bounds[1] >= 0 && bounds[0] > bounds[1]) {
     return Status::InvalidArgument(fmt::format("{}: minItems {} exceeds the {} items allowed", path, bounds[0], bounds[1]));
   }
   const int64_t min = bounds[0], max = bounds[1];
   const int64_t cap = max >= 0 ? max : std::max(min, fixed);
-  auto item = [&](int64_t k) { return k < fixed ? prefix[static_cast<size_t>(k)] : *rest; };
+  auto item = [&](int64_t k) { return k < fixed ? prefix[static_cast<size_t>(k)] : rest; };
   // after[k]: k items written; the array may end (k >= minItems) or take item k.
   std::vector<int> after(static_cast<size_t>(cap) + 1);
   for (int64_t k = cap; k >= 1; --k) after[static_cast<size_t>(k)] = Add(fmt::format("{}/after-{}", path, k), {});
@@ -975,7 +976,7 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
     if (k < cap) {
       alternatives.push_back(Concat({Separator(), {Ref(item(k)), Ref(after[static_cast<size_t>(k + 1)])}}));
     } else if (max < 0) {
-      alternatives.push_back(Concat({Separator(), {Ref(*rest), Ref(after[static_cast<size_t>(k)])}}));
+      alternatives.push_back(Concat({Separator(), {Ref(rest), Ref(after[static_cast<size_t>(k)])}}));
     }
     grammar_.rules[static_cast<size_t>(after[static_cast<size_t>(k)])].alternatives = std::move(alternatives);
   }
@@ -984,8 +985,8 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
   if (cap == 0 && max < 0) {
     // No minimum and nothing positional: an unbounded list of `rest`.
     const int more = Add(path + "/more", {});
-    grammar_.rules[static_cast<size_t>(more)].alternatives = {{}, Concat({Separator(), {Ref(*rest), Ref(more)}})};
-    alternatives.push_back(Concat({Literal("["), {Ref(*rest), Ref(more)}, Literal("]")}));
+    grammar_.rules[static_cast<size_t>(more)].alternatives = {{}, Concat({Separator(), {Ref(rest), Ref(more)}})};
+    alternatives.push_back(Concat({Literal("["), {Ref(rest), Ref(more)}, Literal("]")}));
   }
   if (min == 0) alternatives.push_back(Literal("[]"));
   return Add(path, std::move(alternatives));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -51,23 +52,35 @@ std::optional<int> TokenVocabulary::PlainCharacters(std::string_view bytes) cons
   return chars;
 }
 
-void TokenVocabulary::Insert(Trie& trie, std::string_view bytes, int32_t id) {
-  if (trie.empty()) trie.emplace_back();
-  int32_t node = 0;
-  for (char c : bytes) {
-    const uint8_t b = static_cast<uint8_t>(c);
-    auto& children = trie[static_cast<size_t>(node)].children;
-    auto it = std::find_if(children.begin(), children.end(), [b](const auto& e) { return e.first == b; });
-    if (it == children.end()) {
-      trie.emplace_back();
-      const int32_t child = static_cast<int32_t>(trie.size() - 1);
-      trie[static_cast<size_t>(node)].children.emplace_back(b, child);
-      node = child;
-    } else {
-      node = it->second;
+TokenVocabulary::Trie TokenVocabulary::BuildTrie(const std::vector<std::pair<std::string_view, int32_t>>& tokens) {
+  // Sorted by their bytes, the tokens come in the trie's depth-first order: each adds the nodes of
+  // its bytes past the prefix it shares with the one before, and closes the subtrees it leaves.
+  std::vector<std::pair<std::string_view, int32_t>> sorted = tokens;
+  std::sort(sorted.begin(), sorted.end());
+  Trie trie;
+  trie.nodes.push_back({});
+  std::vector<int32_t> path = {0};  // the nodes along the previous token's bytes, root first
+  std::string_view previous;
+  for (const auto& [bytes, id] : sorted) {
+    size_t common = 0;
+    while (common < previous.size() && common < bytes.size() && previous[common] == bytes[common]) ++common;
+    for (; path.size() > common + 1; path.pop_back()) {
+      trie.nodes[static_cast<size_t>(path.back())].end = static_cast<int32_t>(trie.nodes.size());
     }
+    for (size_t d = common; d < bytes.size(); ++d) {
+      trie.nodes.push_back({static_cast<uint8_t>(bytes[d]), static_cast<uint16_t>(d + 1), 0,
+                            static_cast<int32_t>(trie.token_ids.size())});
+      path.push_back(static_cast<int32_t>(trie.nodes.size() - 1));
+    }
+    trie.token_ids.push_back(id);
+    trie.max_depth = std::max(trie.max_depth, bytes.size());
+    previous = bytes;
   }
-  trie[static_cast<size_t>(node)].tokens.push_back(id);
+  for (; !path.empty(); path.pop_back()) {
+    trie.nodes[static_cast<size_t>(path.back())].end = static_cast<int32_t>(trie.nodes.size());
+  }
+  trie.nodes.push_back({0, 0, 0, static_cast<int32_t>(trie.token_ids.size())});  // the sentinel
+  return trie;
 }
 
 TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& bytes, std::vector<int32_t> end_tokens)
@@ -76,19 +89,20 @@ TokenVocabulary::TokenVocabulary(const std::vector<std::optional<std::string>>& 
   plain_bytes_ = AnyByteExcept("\"\\<|>");
   plain_bytes_[0] &= ~uint64_t{0xffffffff};  // no control bytes (0x00-0x1f)
   plain_bytes_[2] = plain_bytes_[3] = 0;     // no bytes 0x80-0xff: those come in whole characters
-  nodes_.emplace_back();
-  special_nodes_.emplace_back();
   std::vector<std::pair<int, int32_t>> plain_chars;  // (characters, id) of each plain token
-  for (size_t id = 0; id < bytes.size(); ++id) {
-    if (!bytes[id] || bytes[id]->empty()) continue;
+  std::vector<std::pair<std::string_view, int32_t>> all, special;
+  for (size_t id = 0; id < bytes_.size(); ++id) {
+    if (!bytes_[id] || bytes_[id]->empty()) continue;
     const auto token = static_cast<int32_t>(id);
-    Insert(nodes_, *bytes[id], token);
-    if (const std::optional<int> chars = PlainCharacters(*bytes[id])) {
+    all.emplace_back(*bytes_[id], token);
+    if (const std::optional<int> chars = PlainCharacters(*bytes_[id])) {
       plain_chars.emplace_back(*chars, token);
     } else {
-      Insert(special_nodes_, *bytes[id], token);
+      special.emplace_back(*bytes_[id], token);
     }
   }
+  nodes_ = BuildTrie(all);
+  special_nodes_ = BuildTrie(special);
   plain_leading_space_.assign((bytes.size() + 63) / 64, 0);
   for (const auto& [chars, id] : plain_chars) {
     if ((*bytes[static_cast<size_t>(id)])[0] == ' ') {
@@ -136,6 +150,7 @@ int32_t TokenMasker::Intern(GrammarState state) {
   for (auto [it, end] = state_ids_.equal_range(hash); it != end; ++it) {
     if (states_[static_cast<size_t>(it->second)] == state) return it->second;
   }
+  continues_.push_back(state.CanContinue());
   states_.push_back(std::move(state));
   next_.emplace_back();
   next_.back().fill(kUnknown);
@@ -146,12 +161,23 @@ int32_t TokenMasker::Intern(GrammarState state) {
 }
 
 int32_t TokenMasker::Next(int32_t id, uint8_t b) {
-  int32_t& known = next_[static_cast<size_t>(id)][b];
+  const int32_t known = next_[static_cast<size_t>(id)][b];
   if (known != kUnknown) return known;
-  GrammarState after = states_[static_cast<size_t>(id)].Advance(grammar_, b);
-  const int32_t result = after.Dead() ? kDead : Intern(std::move(after));
-  next_[static_cast<size_t>(id)][b] = result;  // `known` may dangle: Intern can grow next_
-  return result;
+  // Every byte's transition at once, one Advance per class of bytes that the same stacks accept:
+  // a string's content, say, is one class for all its plain ASCII.
+  std::array<uint16_t, 256> classes;
+  const int count = states_[static_cast<size_t>(id)].ByteClasses(grammar_, classes);
+  std::vector<int32_t> to(static_cast<size_t>(count), kUnknown);
+  to[0] = kDead;
+  for (int c = 0; c < 256; ++c) {
+    int32_t& t = to[classes[static_cast<size_t>(c)]];
+    if (t == kUnknown) {
+      GrammarState after = states_[static_cast<size_t>(id)].Advance(grammar_, static_cast<uint8_t>(c));
+      t = after.Dead() ? kDead : Intern(std::move(after));
+    }
+    next_[static_cast<size_t>(id)][static_cast<size_t>(c)] = t;  // indexed again: Intern can grow next_
+  }
+  return next_[static_cast<size_t>(id)][b];
 }
 
 int32_t TokenMasker::PlainStep(int32_t state, bool except_space) {
@@ -192,14 +218,29 @@ int32_t TokenMasker::PlainStep(int32_t state, bool except_space) {
   return common;
 }
 
-void TokenMasker::Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits) {
-  for (const auto& [byte, child] : trie[static_cast<size_t>(node)].children) {
-    const int32_t next = Next(state, byte);
-    if (next == kDead) continue;
-    for (int32_t id : trie[static_cast<size_t>(child)].tokens) {
+void TokenMasker::Walk(const TokenVocabulary::Trie& trie, int32_t state, TokenBits& bits) {
+  std::vector<int32_t> at(trie.max_depth + 1);  // the state after each byte of the current node's path
+  at[0] = state;
+  const auto last = static_cast<int32_t>(trie.nodes.size() - 1);  // the sentinel
+  for (int32_t i = 1; i < last;) {
+    const TokenVocabulary::Trie::Node& node = trie.nodes[static_cast<size_t>(i)];
+    const int32_t from = at[node.depth - 1u];
+    int32_t next = next_[static_cast<size_t>(from)][node.byte];  // Next's table, read inline: the hot path
+    if (next == kUnknown) next = Next(from, node.byte);
+    if (next == kDead) {
+      i = node.end;
+      continue;
+    }
+    for (int32_t t = node.tokens; t < trie.nodes[static_cast<size_t>(i) + 1].tokens; ++t) {
+      const int32_t id = trie.token_ids[static_cast<size_t>(t)];
       bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
     }
-    if (states_[static_cast<size_t>(next)].CanContinue()) Walk(trie, child, next, bits);
+    if (!continues_[static_cast<size_t>(next)]) {
+      i = node.end;
+      continue;
+    }
+    at[node.depth] = next;
+    ++i;
   }
 }
 
@@ -209,17 +250,30 @@ int64_t TokenMasker::Distance(int32_t state) {
   return d;
 }
 
-void TokenMasker::WalkWithin(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, int64_t max_completion,
+void TokenMasker::WalkWithin(const TokenVocabulary::Trie& trie, int32_t state, int64_t max_completion,
                              TokenBits& bits) {
-  for (const auto& [byte, child] : trie[static_cast<size_t>(node)].children) {
-    const int32_t next = Next(state, byte);
-    if (next == kDead) continue;
+  std::vector<int32_t> at(trie.max_depth + 1);
+  at[0] = state;
+  const auto last = static_cast<int32_t>(trie.nodes.size() - 1);
+  for (int32_t i = 1; i < last;) {
+    const TokenVocabulary::Trie::Node& node = trie.nodes[static_cast<size_t>(i)];
+    const int32_t next = Next(at[node.depth - 1u], node.byte);
+    if (next == kDead) {
+      i = node.end;
+      continue;
+    }
     if (Distance(next) <= max_completion) {
-      for (int32_t id : trie[static_cast<size_t>(child)].tokens) {
+      for (int32_t t = node.tokens; t < trie.nodes[static_cast<size_t>(i) + 1].tokens; ++t) {
+        const int32_t id = trie.token_ids[static_cast<size_t>(t)];
         bits[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63);
       }
     }
-    if (states_[static_cast<size_t>(next)].CanContinue()) WalkWithin(trie, child, next, max_completion, bits);
+    if (!continues_[static_cast<size_t>(next)]) {
+      i = node.end;
+      continue;
+    }
+    at[node.depth] = next;
+    ++i;
   }
 }
 
@@ -229,7 +283,7 @@ void TokenMasker::AllowedWithin(const GrammarState& state, int64_t max_completio
     const int32_t id = Intern(state);
     const PlainChain chain = FollowPlainText(id);
     if (!chain.uniform) {
-      WalkWithin(vocabulary_.nodes_, 0, id, max_completion, bits);
+      WalkWithin(vocabulary_.nodes_, id, max_completion, bits);
     } else {
       // The plain tokens of k characters end in chain.states[k - 1] (the last one for every longer
       // token when the chain loops): allowed where that state can still be completed in time.
@@ -243,7 +297,7 @@ void TokenMasker::AllowedWithin(const GrammarState& state, int64_t max_completio
         below = &up_to;
       }
       if (chain.no_leading_space) ClearLeadingSpace(bits);
-      WalkWithin(vocabulary_.special_nodes_, 0, id, max_completion, bits);
+      WalkWithin(vocabulary_.special_nodes_, id, max_completion, bits);
     }
   }
   if (state.Complete()) {
@@ -286,6 +340,46 @@ TokenMasker::PlainChain TokenMasker::FollowPlainText(int32_t state) {
   return chain;
 }
 
+bool TokenMasker::PlainClosed(int32_t state) {
+  // A search over the states plain characters reach, byte by byte: (state, the UTF-8 form of the
+  // character under way, how many of its continuation bytes are read). Fails at the first plain
+  // byte that dies or leads where no more can follow.
+  constexpr size_t kMaxClosure = 1024;
+  using Node = std::tuple<int32_t, const Utf8Form*, int>;
+  std::set<Node> seen = {{state, nullptr, 0}};
+  std::vector<Node> todo(seen.begin(), seen.end());
+  auto visit = [&](int32_t to, const Utf8Form* form, int k) {
+    if (to == kDead || !states_[static_cast<size_t>(to)].CanContinue()) return false;
+    if (seen.insert({to, form, k}).second) todo.emplace_back(to, form, k);
+    return true;
+  };
+  const GrammarElement plain = Chars(vocabulary_.plain_bytes_);
+  while (!todo.empty()) {
+    if (seen.size() > kMaxClosure) return false;
+    const auto [at, form, k] = todo.back();
+    todo.pop_back();
+    if (form == nullptr) {
+      for (int b = 0; b < 0x80; ++b) {
+        if (plain.Accepts(static_cast<uint8_t>(b)) && !visit(Next(at, static_cast<uint8_t>(b)), nullptr, 0)) {
+          return false;
+        }
+      }
+      for (const Utf8Form& f : kUtf8Forms) {
+        for (int b = f.first_lo; b <= f.first_hi; ++b) {
+          if (!visit(Next(at, static_cast<uint8_t>(b)), &f, 0)) return false;
+        }
+      }
+      continue;
+    }
+    const auto [lo, hi] = form->rest[static_cast<size_t>(k)];
+    const bool last = k + 1 == form->rest_count;
+    for (int b = lo; b <= hi; ++b) {
+      if (!visit(Next(at, static_cast<uint8_t>(b)), last ? nullptr : form, last ? 0 : k + 1)) return false;
+    }
+  }
+  return true;
+}
+
 const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
   ++stats_.lookups;
   const uint64_t hash = state.Hash();
@@ -304,9 +398,12 @@ const TokenBits& TokenMasker::Allowed(const GrammarState& state) {
     if (chain.uniform) {
       bits = vocabulary_.plain_up_to(chain.length);
       if (chain.no_leading_space) ClearLeadingSpace(bits);
-      Walk(vocabulary_.special_nodes_, 0, id, bits);
+      Walk(vocabulary_.special_nodes_, id, bits);
+    } else if (PlainClosed(id)) {
+      bits = vocabulary_.plain_up_to(vocabulary_.max_plain_chars());
+      Walk(vocabulary_.special_nodes_, id, bits);
     } else {
-      Walk(vocabulary_.nodes_, 0, id, bits);
+      Walk(vocabulary_.nodes_, id, bits);
     }
   }
   if (state.Complete()) {

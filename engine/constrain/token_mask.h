@@ -71,13 +71,21 @@ class TokenVocabulary {
 
  private:
   friend class TokenMasker;
-  struct Node {
-    std::vector<std::pair<uint8_t, int32_t>> children;  // by byte
-    std::vector<int32_t> tokens;                        // tokens whose bytes end here
+  // A trie of tokens' bytes, laid out depth first: a node's subtree is the nodes after it up to its
+  // `end`, so a walk reads memory in order and drops a subtree by jumping past it.
+  struct Trie {
+    struct Node {
+      uint8_t byte = 0;
+      uint16_t depth = 0;  // the node's bytes: 1 for a token's first byte
+      int32_t end = 0;     // one past its subtree
+      int32_t tokens = 0;  // its tokens: token_ids[tokens, the next node's tokens)
+    };
+    std::vector<Node> nodes;  // nodes[0] is the root (the empty prefix); the last, a sentinel
+    std::vector<int32_t> token_ids;
+    size_t max_depth = 0;
   };
-  // A trie of tokens' bytes: nodes[0] is the root (the empty prefix).
-  using Trie = std::vector<Node>;
-  static void Insert(Trie& trie, std::string_view bytes, int32_t id);
+  // The trie of (bytes, id) pairs.
+  static Trie BuildTrie(const std::vector<std::pair<std::string_view, int32_t>>& tokens);
   // The number of characters of a plain token: whole UTF-8 characters, none of them a byte a
   // string treats specially (quotes, escapes, '<', '|', '>', controls); nullopt for any other.
   std::optional<int> PlainCharacters(std::string_view bytes) const;
@@ -120,9 +128,8 @@ class TokenMasker {
   int32_t Intern(GrammarState state);
   // The state after byte `b` from interned state `id`; kDead when the grammar refuses the byte.
   int32_t Next(int32_t id, uint8_t b);
-  void Walk(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, TokenBits& bits);
-  void WalkWithin(const TokenVocabulary::Trie& trie, int32_t node, int32_t state, int64_t max_completion,
-                  TokenBits& bits);
+  void Walk(const TokenVocabulary::Trie& trie, int32_t state, TokenBits& bits);
+  void WalkWithin(const TokenVocabulary::Trie& trie, int32_t state, int64_t max_completion, TokenBits& bits);
   // The states plain characters lead `state` through, one per character, while every plain
   // character leads to one same state (`uniform`; else the tokens must be walked). `length`: how
   // many characters stay alive (max_plain_chars() when the chain loops back on itself).
@@ -133,6 +140,11 @@ class TokenMasker {
     std::vector<int32_t> states;
   };
   PlainChain FollowPlainText(int32_t state);
+  // Whether no plain character dies at `state`, nor at any state plain characters lead it to (a
+  // string's content that a pattern only counts, such as the text around an unanchored pattern's
+  // match): then every plain token is allowed there without a walk. False past a bound on the
+  // states searched.
+  bool PlainClosed(int32_t state);
   void ClearLeadingSpace(TokenBits& bits) const;
   int64_t Distance(int32_t state);  // ShortestCompletion of an interned state, kept
   // The one state every plain character (but ' ', when `except_space`) leads `state` to; kDead when
@@ -153,6 +165,7 @@ class TokenMasker {
   std::vector<GrammarState> states_;
   std::unordered_multimap<uint64_t, int32_t> state_ids_;
   std::vector<std::array<int32_t, 256>> next_;
+  std::vector<uint8_t> continues_;  // per interned state: CanContinue()
   std::vector<int64_t> distance_;  // per interned state; -1 until computed
   const std::vector<int64_t> min_lengths_;
   Stats stats_;
