@@ -4,7 +4,6 @@
 // files, its configuration or temperd's state behind. Needs root, mmdebstrap and the mirror.
 #include <unistd.h>
 
-#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -13,13 +12,12 @@
 #include <sstream>
 
 #include "orchestrator/daemon_process.h"
+#include "package/built_deb.h"
 #include "scratch_space.h"
 #include "skip.h"
 
 namespace temper::testing {
 namespace {
-
-const std::string kDeb = fmt::format("temper_{}_amd64.deb", TEMPER_VERSION);
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -45,7 +43,7 @@ TEST_CASE("the Debian package installs into a fresh Debian 12 root, runs, and pu
                                    std::string(TEMPER_BINARY_DIR) + "/CPackConfig.cmake", "-B", work.path() + "/pkg"});
   INFO(pack.out << pack.err);
   REQUIRE(pack.exit_code == 0);
-  const std::string deb = work.path() + "/pkg/" + kDeb;
+  const std::string deb = work.path() + "/pkg/" + DebFileName();
   REQUIRE(std::filesystem::exists(deb));
 
   {  // What dpkg sees before anything is installed
@@ -53,7 +51,10 @@ TEST_CASE("the Debian package installs into a fresh Debian 12 root, runs, and pu
     REQUIRE(contents.exit_code == 0);
     for (const char* path :
          {"./usr/sbin/temperd", "./usr/bin/temper", "./usr/bin/temper-lm", "./usr/libexec/temper/temper-stig-eval",
-          "./etc/temper/temperd.yaml", "./etc/temper/models.yaml", "./lib/systemd/system/temperd.service"}) {
+          "./etc/temper/temperd.yaml", "./etc/temper/models.yaml", "./lib/systemd/system/temperd.service",
+          "./usr/share/doc/temper/copyright", "./usr/share/doc/temper/changelog.Debian.gz",
+          "./usr/share/man/man8/temperd.8.gz", "./usr/share/man/man1/temper.1.gz", "./usr/share/man/man1/temper-lm.1.gz",
+          "./usr/share/lintian/overrides/temper"}) {
       CHECK_THAT(contents.out, Catch::Contains(std::string(" ") + path + "\n"));
     }
     ProcessResult depends = RunProcess({"/usr/bin/dpkg-deb", "--field", deb, "Depends"});
