@@ -59,7 +59,6 @@ bool TimeMasks(const char* name, const Grammar& grammar, const TokenVocabulary& 
         return false;
       }
       (pass == 0 ? first : repeat).push_back(ms);
-      if (getenv("SLOW") && ms > 1.0) std::printf("    slow %.2f ms before token '%s'\n", ms, vocabulary.bytes(id)->c_str());
       for (char ch : *vocabulary.bytes(id)) state = state.Advance(grammar, static_cast<uint8_t>(ch));
     }
   }

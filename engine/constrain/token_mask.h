@@ -1,20 +1,23 @@
 // TokenMasker: which tokens of the vocabulary a Grammar allows next, as a bitmask over token ids.
 //
 // Every token is its bytes (TokenBytes: byte-fallback tokens "<0xE2>" are the byte, "▁" a space);
-// tokens are kept in a trie of their bytes, so the walk for a state advances the recognizer once
-// per trie edge and drops a whole subtree at the first byte the grammar refuses. Inside a JSON key or
-// a number almost every subtree dies at its first byte; inside a free string most survive, which is
-// the slow case: there the walk visits most of the trie's million edges. So the recognizer's states
-// are interned and each (state, byte) transition is computed once and kept in a table: a walk step is
-// then a table lookup (inside a string nearly every byte leads back to the same state). And most of
-// the vocabulary is "plain" — whole UTF-8 characters, no '"', '\', '<', '|', '>' or control byte.
-// Where every plain character leads the recognizer to one same state, step after step (a string's
-// content: the same state again, or the next count of a maxLength), the plain tokens allowed are
-// those with at most as many characters as the steps stay alive — a bitset per length, no walk —
-// and only the other tokens are walked, in a trie of their own. States repeat as text is generated
-// too, so masks are cached per state: a state met before costs a hash lookup. The end tokens are
-// allowed exactly when the text so far is a whole sentence of the grammar; other special tokens
-// never are, but the marker tokens a grammar spells (grammar.h).
+// tokens are kept in a trie of their bytes, laid out depth first, so the walk for a state advances
+// the recognizer once per trie edge, reading memory in order, and drops a whole subtree at the
+// first byte the grammar refuses. Inside a JSON key or a number almost every subtree dies at its
+// first byte; inside a free string most survive, which is the slow case: there the walk visits most
+// of the trie's million edges. So the recognizer's states are interned and each state's transitions
+// are computed once for all 256 bytes, one Advance per class of bytes the same stacks accept, and
+// kept in a table: a walk step is then a table lookup. And most of the vocabulary is "plain" —
+// whole UTF-8 characters, no '"', '\', '<', '|', '>' or control byte. Where every plain character
+// leads the recognizer to one same state, step after step (a string's content: the same state
+// again, or the next count of a maxLength), the plain tokens allowed are those with at most as many
+// characters as the steps stay alive — a bitset per length, no walk — and only the other tokens are
+// walked, in a trie of their own. The same holds where plain characters lead to different states
+// but none of them ever dies (the text around an unanchored pattern's match,
+// json_schema_grammar.h): every plain token is allowed. States repeat as text is generated too, so
+// masks are cached per state: a state met before costs a hash lookup. The end tokens are allowed
+// exactly when the text so far is a whole sentence of the grammar; other special tokens never are,
+// but the marker tokens a grammar spells (grammar.h).
 //
 // Near max_tokens, AllowedWithin gives the tokens after which the text can still be made whole in
 // the tokens left (GrammarState::ShortestCompletion per state), so a constrained reply ends whole.

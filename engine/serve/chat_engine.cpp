@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/constrain/schema_refs.h"
 #include "engine/constrain/tool_call_grammar.h"
 
 namespace temper::engine {
@@ -142,6 +143,13 @@ Result<std::unique_ptr<ChatEngine>> ChatEngine::Create(Backend& backend, const T
 
 Result<RenderedPrompt> ChatEngine::RenderPrompt(Conversation conversation) const {
   conversation.add_generation_prompt = true;
+  // The chat template renders a tool's parameters property by property and knows no $ref: they are
+  // written out (a required call's grammar compiles them as they came, schema_refs.h).
+  for (size_t i = 0; i < conversation.tools.size(); ++i) {
+    ToolDeclaration& tool = conversation.tools[i];
+    TEMPER_ASSIGN_OR_RETURN(tool.parameters,
+                            RenderableToolSchema(tool.parameters, fmt::format("tools[{}].parameters", i)));
+  }
   return format_.Render(conversation);
 }
 

@@ -129,7 +129,8 @@ class ChatEngine {
   // Token count of plain text as it would appear inside a message (encoded with special-token
   // matching off, as ChatFormat encodes content).
   int64_t CountTokens(std::string_view text) const;
-  // The prompt a conversation renders to (with the generation prompt), e.g. to count its tokens.
+  // The prompt a conversation renders to (with the generation prompt; the tools' local $refs
+  // written out, RenderableToolSchema), e.g. to count its tokens.
   Result<RenderedPrompt> RenderPrompt(Conversation conversation) const;
 
   // The scheduler, shared with token-level callers (/v1/completions).
