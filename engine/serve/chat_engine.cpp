@@ -28,8 +28,9 @@ const char* ChatFinishName(ChatFinish finish) {
   return "";
 }
 
-ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens)
-    : stream_(std::move(stream)), parser_(format), prompt_tokens_(prompt_tokens) {}
+ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens,
+                       bool one_tool_call)
+    : stream_(std::move(stream)), parser_(format), prompt_tokens_(prompt_tokens), one_tool_call_(one_tool_call) {}
 
 ChatEvent ChatStream::Convert(StreamEvent event) {
   ChatEvent out;
@@ -44,9 +45,18 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
     }
     out.content += delta->content;
     out.thinking += delta->thinking;
-    for (ToolCall& call : delta->tool_calls) out.tool_calls.push_back(std::move(call));
+    for (ToolCall& call : delta->tool_calls) {
+      out.tool_calls.push_back(std::move(call));
+      if (one_tool_call_) {
+        // The one call allowed: nothing after it is the reply (the scheduler may have decoded a
+        // few more tokens before it sees the cancel).
+        ended_at_call_ = true;
+        stream_->Cancel();
+        return;
+      }
+    }
   };
-  if (!failed_ && !event.text.empty()) {
+  if (!failed_ && !ended_at_call_ && !event.text.empty()) {
     take(parser_.Push(event.text));
     // Generating past a parser failure is wasted work: stop it; its end is reported as the error.
     if (failed_) stream_->Cancel();
@@ -54,6 +64,10 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
   if (event.finish == FinishReason::kNone) return out;
 
   out.usage = event.usage;
+  if (ended_at_call_) {
+    out.finish = ChatFinish::kToolCalls;
+    return out;
+  }
   if (failed_) {
     out.finish = ChatFinish::kError;
     out.error = failure_;
@@ -234,7 +248,7 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(request.grammar_key, std::move(request.grammar)));
   }
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
-  return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens);
+  return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens, !request.parallel_tool_calls);
 }
 
 }  // namespace temper::engine

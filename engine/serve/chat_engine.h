@@ -60,6 +60,10 @@ struct ChatRequest {
   // when it is set. Not together with `grammar`.
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string required_function;
+  // false: at most one tool call (OpenAI's parallel_tool_calls). Generation is cancelled as soon as
+  // the first call is parsed and the reply ends there with kToolCalls; what the scheduler decoded
+  // after it is dropped.
+  bool parallel_tool_calls = true;
 };
 
 enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
@@ -88,7 +92,8 @@ class ChatStream {
  public:
   // Built by ChatEngine::Submit. Borrows the engine's ChatFormat: read a stream only while its
   // engine lives.
-  ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens);
+  ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens,
+             bool one_tool_call = false);
   // Blocks until there is something new; nullopt after the final event was returned.
   std::optional<ChatEvent> Next();
   // As Next, but returns an empty event after `timeout` with nothing new.
@@ -108,6 +113,8 @@ class ChatStream {
   int64_t prompt_tokens_;
   bool failed_ = false;  // the parser failed; the request was cancelled and its end is an error
   Status failure_;
+  const bool one_tool_call_;     // ChatRequest::parallel_tool_calls is false
+  bool ended_at_call_ = false;   // that one call arrived; the request was cancelled there
 };
 
 class ChatEngine {

@@ -16,6 +16,8 @@
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
 #include "engine/serve/openai_conversation.h"
+#include "engine/serve/openai_parameters.h"
+#include "engine/serve/openapi_document.h"
 #include "engine/serve/scheduler_metrics_text.h"
 
 namespace temper::engine {
@@ -115,8 +117,13 @@ std::optional<ApiError> ReadStreamFlags(const json& body, bool& stream, bool& in
     if (!s->is_boolean()) return ApiError{400, "'stream' must be a boolean", "invalid_request_error", "stream"};
     stream = s->get<bool>();
   }
-  if (auto s = body.find("stream_options"); s != body.end() && s->is_object()) {
-    include_usage = s->value("include_usage", false);
+  if (auto s = body.find("stream_options"); s != body.end() && !s->is_null()) {
+    auto usage = s->is_object() ? s->find("include_usage") : s->end();
+    if (!s->is_object() || (usage != s->end() && !usage->is_null() && !usage->is_boolean())) {
+      return ApiError{400, "'stream_options' must be an object whose 'include_usage' is a boolean",
+                      "invalid_request_error", "stream_options"};
+    }
+    include_usage = usage != s->end() && usage->is_boolean() && usage->get<bool>();
   }
   return std::nullopt;
 }
@@ -145,10 +152,19 @@ ApiError BadParam(std::string param, std::string message) {
   return ApiError{400, std::move(message), "invalid_request_error", std::move(param)};
 }
 
+// Every parameter of `body` is one `endpoint` implements, or one it accepts at its neutral value.
+std::optional<ApiError> CheckParameters(OpenAiEndpoint endpoint, const json& body) {
+  if (std::optional<ParamError> e = CheckOpenAiParameters(endpoint, body)) {
+    return BadParam(std::move(e->param), std::move(e->message));
+  }
+  return std::nullopt;
+}
+
 // `tokenizer` (null when the server has none) encodes a prompt given as text.
 std::optional<ApiError> ParseCompletion(const json& body, const std::string& model, const Tokenizer* tokenizer,
                                         ParsedRequest& p) {
   if (auto e = CheckModel(body, model)) return e;
+  if (auto e = CheckParameters(OpenAiEndpoint::kCompletions, body)) return e;
   auto prompt = body.find("prompt");
   if (prompt == body.end()) return ApiError{400, "'prompt' is required", "invalid_request_error", "prompt"};
   const json* ids = &*prompt;
@@ -231,6 +247,7 @@ std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequ
 std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body, const std::string& model,
                                   ParsedChat& p) {
   if (auto e = CheckModel(body, model)) return e;
+  if (auto e = CheckParameters(OpenAiEndpoint::kChatCompletions, body)) return e;
   RequestedToolChoice tool_choice;
   if (std::optional<ParamError> e = ReadConversation(body, p.request.conversation, tool_choice)) {
     return BadParam(std::move(e->param), std::move(e->message));
@@ -238,6 +255,10 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body,
   if (tool_choice.required) {
     p.request.tool_choice = ToolChoice::kRequired;
     p.request.required_function = tool_choice.function;
+  }
+  if (auto parallel = body.find("parallel_tool_calls"); parallel != body.end() && !parallel->is_null()) {
+    if (!parallel->is_boolean()) return BadParam("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    p.request.parallel_tool_calls = parallel->get<bool>();
   }
 
   ChatRequest& r = p.request;
@@ -266,10 +287,9 @@ json UsageJson(const RequestUsage& u) {
           {"completion_tokens", u.completion_tokens},
           {"total_tokens", u.prompt_tokens + u.completion_tokens},
           {"prompt_tokens_details", {{"cached_tokens", u.cached_prompt_tokens}}},
-          // OpenAI's names for speculated tokens the model did and did not take.
-          {"completion_tokens_details",
-           {{"accepted_prediction_tokens", u.accepted_draft_tokens},
-            {"rejected_prediction_tokens", u.draft_tokens - u.accepted_draft_tokens}}}};
+          // Speculative decoding's drafts under a field of temper's own: OpenAI's
+          // accepted/rejected_prediction_tokens count Predicted Outputs, which this server does not take.
+          {"temper", {{"draft_tokens", u.draft_tokens}, {"accepted_draft_tokens", u.accepted_draft_tokens}}}};
 }
 
 json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
@@ -305,6 +325,35 @@ std::optional<ApiError> ParseBody(const std::string& text, int max_depth, json& 
   if (body.is_discarded()) return ApiError{400, "malformed JSON in the request body"};
   return std::nullopt;
 }
+
+json ModelJson(const std::string& id) {
+  return {{"id", id}, {"object", "model"}, {"created", 0}, {"owned_by", "temper"}};
+}
+
+// The OpenAPI document as this server serves it: `model`, in requests and in /v1/models/{model},
+// is the one model it serves, so a client generated from the document (or a fuzzer) names it.
+std::string OpenApiDocumentFor(const std::string& model) {
+  json document = json::parse(kOpenApiDocument);
+  const json served = {{"type", "string"}, {"enum", {model}}};
+  for (const char* request : {"ChatCompletionRequest", "CompletionRequest"}) {
+    document["components"]["schemas"][request]["properties"]["model"] = served;
+  }
+  document["paths"]["/v1/models/{model}"]["get"]["parameters"][0]["schema"] = served;
+  return document.dump();
+}
+
+// The routes, for errors: which method a path takes ("" for none), and all of them.
+std::string_view AllowedMethod(std::string_view path) {
+  if (path == "/v1/completions" || path == "/v1/chat/completions") return "POST";
+  if (path == "/health" || path == "/metrics" || path == "/openapi.json" || path == "/v1/models" ||
+      (path.starts_with("/v1/models/") && path.size() > std::string_view("/v1/models/").size())) {
+    return "GET";
+  }
+  return "";
+}
+constexpr std::string_view kRouteList =
+    "POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{model}, GET /health, "
+    "GET /metrics, GET /openapi.json";
 
 // Equal keys, in a time that depends on the expected key's length only, not on how much of the
 // given one matches (a byte-by-byte early exit would let a client find the key byte by byte).
@@ -574,11 +623,24 @@ void HttpServer::Route() {
   });
 
   srv.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json body = {
-        {"object", "list"},
-        {"data",
-         json::array({{{"id", options_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "temper"}}})}};
+    json body = {{"object", "list"}, {"data", json::array({ModelJson(options_.model_name)})}};
     res.set_content(body.dump(), "application/json");
+  });
+
+  // Model ids may hold '/' ("google/gemma-4-31b-it"), so the id is the rest of the path.
+  srv.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (id != options_.model_name) {
+      SendError(res, {404, fmt::format("The model '{}' does not exist; this server serves '{}'", id, options_.model_name),
+                      "invalid_request_error", "model", "model_not_found"});
+      return;
+    }
+    res.set_content(ModelJson(id).dump(), "application/json");
+  });
+
+  srv.Get("/openapi.json", [document = OpenApiDocumentFor(options_.model_name)](const httplib::Request&,
+                                                                                 httplib::Response& res) {
+    res.set_content(document, "application/json");
   });
 
   srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
@@ -690,6 +752,27 @@ void HttpServer::Route() {
 
   srv.Post("/v1/chat/completions",
            [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
+
+  // Every error has a JSON body: a route's own errors already carry one; httplib's (no route, a
+  // malformed request) and a route path asked with another method get one here.
+  srv.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    ApiError e{res.status, fmt::format("{} {}: the request failed with HTTP status {}", req.method, req.path, res.status)};
+    if (res.status == 404) {
+      const std::string_view allowed = AllowedMethod(req.path);
+      if (allowed.empty()) {
+        e.message = fmt::format("no route {} {}; this server serves {}", req.method, req.path, kRouteList);
+        e.code = "not_found";
+      } else {
+        res.status = e.status = 405;
+        res.set_header("Allow", std::string(allowed));
+        e.message = fmt::format("{} takes {}, not {}", req.path, allowed, req.method);
+        e.code = "method_not_allowed";
+      }
+    }
+    res.set_content(ErrorJson(e).dump(), "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  }));
 
   srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown error";

@@ -22,14 +22,19 @@
 //                         point on, verbatim, and the choice (the last chunk's, streamed) carries
 //                         `parse_error` saying what broke, as other OpenAI-compatible servers return
 //                         the text they cannot parse.
-//   GET  /v1/models       the one model this server serves
+//   GET  /v1/models       the one model this server serves; /v1/models/{id} that model alone
 //   GET  /health          {"status":"ok"}
 //   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s,
 //                         request latency histograms (scheduler_metrics_text.h), the process's own
-// Bad requests get OpenAI-style JSON errors ({"error": {"message", "type", "param", "code"}}):
+//   GET  /openapi.json    the OpenAPI 3.1 document of all of the above (openapi_document.h)
+// Every parameter is implemented or accepted only at its neutral value (openai_parameters.h); any
+// other is refused naming it. Usage carries `prompt_tokens_details.cached_tokens` and speculative
+// decoding's drafts under `temper` (`draft_tokens`, `accepted_draft_tokens`).
+// Every error has an OpenAI-style JSON body ({"error": {"message", "type", "param", "code"}}):
 // 400 for malformed JSON or invalid parameters (naming the parameter), 400 with code
 // `context_length_exceeded` for a prompt that cannot fit, 404 `model_not_found` for another model
-// name, 429 when the queue is full.
+// name, 404 `not_found` for an unknown route and 405 `method_not_allowed` for a route asked with
+// another method, 429 when the queue is full.
 //
 // Limits, because anyone who can reach the port can send anything (engine/serve/http_listener.h does the
 // connection handling): a body over max_body_bytes gets 413 without being read; a body nesting JSON

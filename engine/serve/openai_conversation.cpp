@@ -11,6 +11,15 @@ namespace {
 
 using nlohmann::json;
 
+// The text of `object`'s `key`: "" when absent or null, the string itself, or for any other type its
+// JSON text (which never equals a name the caller looks for, and shows in the error what was sent).
+// nlohmann's value(key, "") would throw on a non-string instead.
+std::string TextOf(const json& object, const char* key) {
+  auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return "";
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
 // A message's `content`: a string, null, or an array of text parts.
 std::optional<ParamError> ReadContent(const json& message, const std::string& field, std::string& out) {
   auto c = message.find("content");
@@ -22,7 +31,7 @@ std::optional<ParamError> ReadContent(const json& message, const std::string& fi
   if (c->is_array()) {
     for (size_t i = 0; i < c->size(); ++i) {
       const json& part = (*c)[i];
-      if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
+      if (!part.is_object() || TextOf(part, "type") != "text" || !part.contains("text") ||
           !part["text"].is_string()) {
         return ParamError{fmt::format("{}.content[{}]", field, i),
                           fmt::format("'{}.content[{}]' must be a text part "
@@ -49,7 +58,7 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv,
     const json& m = (*messages)[i];
     const std::string field = fmt::format("messages[{}]", i);
     if (!m.is_object()) return ParamError{field, fmt::format("'{}' must be an object", field)};
-    const std::string role = m.value("role", "");
+    const std::string role = TextOf(m, "role");
     ChatMessage msg;
     if (auto e = ReadContent(m, field, msg.content)) return e;
     if (role == "system" || role == "developer") {
@@ -101,7 +110,7 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv,
       }
       ChatMessage& caller = conv.messages.back();
       ToolResponse response;
-      const std::string id = m.value("tool_call_id", "");
+      const std::string id = TextOf(m, "tool_call_id");
       if (auto it = call_names.find(id); it != call_names.end()) {
         response.name = it->second;
       } else if (m.contains("name") && m["name"].is_string()) {
@@ -130,7 +139,7 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv,
       tools_allowed = false;
     } else if (*tc == "required") {
       choice.required = true;
-    } else if (tc->is_object() && tc->value("type", "") == "function" && tc->contains("function") &&
+    } else if (tc->is_object() && TextOf(*tc, "type") == "function" && tc->contains("function") &&
                (*tc)["function"].is_object() && (*tc)["function"].contains("name") &&
                (*tc)["function"]["name"].is_string()) {
       choice.required = true;
@@ -147,7 +156,7 @@ std::optional<ParamError> ReadConversation(const json& body, Conversation& conv,
     for (size_t i = 0; i < tools->size(); ++i) {
       const json& t = (*tools)[i];
       const std::string field = fmt::format("tools[{}]", i);
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") ||
+      if (!t.is_object() || TextOf(t, "type") != "function" || !t.contains("function") ||
           !t["function"].is_object() || !t["function"].contains("name") || !t["function"]["name"].is_string()) {
         return ParamError{
             field, fmt::format("'{}' must be {{\"type\": \"function\", \"function\": {{\"name\": ..., ...}}}}", field)};

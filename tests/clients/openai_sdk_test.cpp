@@ -1,0 +1,46 @@
+// The OpenAI Python SDK (tests/python/openai_sdk_client.py, in the test venv) against a real
+// `temper-lm serve` on the tiny Gemma 4 fixture with its chat tokenizer: models, chat whole and
+// streamed, tools (required, named, one at a time, streamed deltas), `chat.completions.parse()` with
+// nested pydantic models, completions, and errors raised as the SDK's own exception classes.
+#include <catch2/catch.hpp>
+
+#include "orchestrator/daemon_process.h"
+#include "python_clients.h"
+#include "security/lm_serve_process.h"
+
+namespace temper::testing {
+namespace {
+
+constexpr const char* kApiKey = "sk-temper-test";
+
+// `temper-lm serve` as the clients meet it: the tiny fixture, its chat tokenizer, an API key.
+std::vector<std::string> ServeFlags() {
+  return {"--tokenizer", std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-tiny-tokenizer.json",
+          "--api-key", kApiKey, "--context", "4096"};
+}
+
+TEST_CASE("the OpenAI Python SDK drives temper-lm serve: chat, tools, parse(), completions, errors", "[clients]") {
+  TEMPER_REQUIRE_PYTHON_CLIENTS();
+  TempDir dir;
+  LmServeProcess serve(dir, ServeFlags());
+  Status started = serve.Start();
+  REQUIRE(started.ok());
+  const std::string base_url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1";
+  ProcessResult r =
+      RunProcess({kTestPython, PythonClientScript("openai_sdk_client.py"), base_url, "gemma4-tiny", kApiKey});
+  INFO(r.out);
+  INFO(r.err);
+  INFO(serve.Log());
+  CHECK(r.exit_code == 0);
+  for (const char* check : {"models.list and models.retrieve", "chat.completions.create",
+                            "chat.completions.create(stream=True) with include_usage", "tool_choice required",
+                            "tool_choice naming a function", "parallel_tool_calls=False", "streamed tool-call deltas",
+                            "chat.completions.parse with nested pydantic models", "completions.create",
+                            "errors raise NotFoundError, BadRequestError and AuthenticationError"}) {
+    CHECK_THAT(r.out, Catch::Contains(std::string("ok: ") + check + "\n"));
+  }
+  CHECK(serve.Stop() == 0);
+}
+
+}  // namespace
+}  // namespace temper::testing
