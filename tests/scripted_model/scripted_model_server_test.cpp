@@ -950,5 +950,5 @@ TEST_CASE("simulated without pacing: answers come at once, each request accounte
   CHECK(busy > 900);
   CHECK(m.simulated->batch.max_batch == 1);
   CHECK_THAT(SummaryLine(m), Contains("simulated model time (not paced: each request alone): busy "));
-  CHECK_THAT(PrometheusText(m), Contains("\ntemper_scripted_paced 0\n"));
+  CHECK_THAT(scripted::PrometheusText(m), Contains("\ntemper_scripted_paced 0\n"));
 }
