@@ -431,6 +431,35 @@ TEST_CASE(
   CHECK(json::parse(refused->body)["error"]["param"] == "response_format");
 }
 
+TEST_CASE("a tool whose parameters hold $defs and $ref: rendered with tool_choice auto, kept to when required",
+          "[engine][http][chat][constrain]") {
+  ChatServed served;
+  httplib::Client c = served.Client();
+  const json tools = json::array({{{"type", "function"},
+                                   {"function",
+                                    {{"name", "pick"},
+                                     {"parameters", json::parse(R"({"$defs": {"C": {"enum": ["a", "b"], "type": "string"}},
+                                       "properties": {"c": {"$ref": "#/$defs/C"}}, "required": ["c"], "type": "object"})")}}}}});
+  for (const char* choice : {"auto", "required"}) {
+    json body = ChatBody(24);
+    body["messages"] = json::array({{{"role", "user"}, {"content", "Go."}}});
+    body["tools"] = tools;
+    body["tool_choice"] = choice;
+    auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    REQUIRE(r);
+    INFO(choice << " " << r->body);
+    REQUIRE(r->status == 200);
+    if (std::string(choice) == "auto") continue;
+    const json reply = json::parse(r->body);
+    const json& message = reply["choices"][0]["message"];
+    REQUIRE(message["tool_calls"].size() >= 1);
+    for (const json& call : message["tool_calls"]) {
+      const json args = json::parse(call["function"]["arguments"].get<std::string>());
+      CHECK((args["c"] == "a" || args["c"] == "b"));
+    }
+  }
+}
+
 TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engine][http][chat]") {
   ChatServed s(/*with_chat=*/false);
   httplib::Client c = s.Client();
