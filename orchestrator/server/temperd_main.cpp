@@ -91,9 +91,15 @@ int Run(int argc, char** argv) {
     if (!config->models_file.empty()) {
       temper::Result<temper::ModelsConfig> models = temper::LoadModelsConfig(config->models_file);
       if (!models.ok()) {
-        std::fprintf(stderr, "temperd: %s\n", models.status().message().c_str());
+        std::fprintf(stderr, "temperd: models: %s\n", models.status().message().c_str());
         return 1;
       }
+    } else {
+      // Valid, but a new user's batches would wait for ever: say so before they find out.
+      std::fprintf(stderr,
+                   "temperd: warning: %s has no `models:` entry naming a models.yaml, so no model serves the roles "
+                   "architect, worker, reflector: batches are accepted and stay queued (see config/models.yaml)\n",
+                   config_path.c_str());
     }
     if (config->dashboard) {
       auto token = temper::ReadTokenFile(config->dashboard->token_file);

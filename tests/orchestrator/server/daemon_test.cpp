@@ -376,6 +376,37 @@ TEST_CASE("a bad config stops temperd before it opens anything, naming file and 
   CHECK(check.exit_code == 1);
 }
 
+TEST_CASE("a models file that is missing or maps a role to nothing stops temperd, naming file, line and field") {
+  TempDir dir;
+  std::string config = dir.Write("c.yaml", fmt::format("state_dir: {}\nmodels: m.yaml\n", dir / "s"));
+  const std::string endpoint = "endpoints:\n  a: {type: openai, base_url: 'http://127.0.0.1:9/v1', model: x}\n";
+  for (const auto& [models, error] : std::vector<std::pair<std::string, std::string>>{
+           {"", fmt::format("models: {}: no such file", dir / "m.yaml")},
+           {endpoint + "roles:\n  architect: {endpoint: a}\n  worker: {endpoint: a}\n",
+            fmt::format("models: {}:4:3: roles: missing required key 'reflector'", dir / "m.yaml")},
+           {endpoint + "roles:\n  architect: {endpoint: a}\n  worker: {endpoint: b}\n  reflector: {endpoint: a}\n",
+            fmt::format("models: {}:5:22: roles.worker.endpoint: no endpoint named 'b' (defined: a)",
+                        dir / "m.yaml")}}) {
+    std::filesystem::remove(dir / "m.yaml");
+    if (!models.empty()) dir.Write("m.yaml", models);
+    for (bool check_only : {true, false}) {
+      std::vector<std::string> argv = {TemperdBinary(), "--config", config};
+      if (check_only) argv.push_back("--check-config");
+      ProcessResult r = RunProcess(argv);
+      INFO(r.err);
+      CHECK(r.exit_code == 1);
+      CHECK_THAT(r.err, Catch::Contains(error));
+    }
+  }
+  CHECK_FALSE(std::filesystem::exists(dir / "s"));
+  // Without models the config is valid, and --check-config says what that means for batches.
+  std::string bare = dir.Write("bare.yaml", fmt::format("state_dir: {}\n", dir / "s"));
+  ProcessResult ok = RunProcess({TemperdBinary(), "--check-config", "--config", bare});
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out == bare + ": OK\n");
+  CHECK_THAT(ok.err, Catch::Contains("has no `models:` entry") && Catch::Contains("stay queued"));
+}
+
 TEST_CASE("a disa_stigs: directory with a file that is not DISA's STIG stops temperd, naming the file") {
   TempDir dir;
   std::string stigs = dir / "disa";
