@@ -10,7 +10,7 @@
 #   /usr/share/doc/temper/copyright         deploy/debian/copyright (DEP-5)
 #   /usr/share/doc/temper/changelog.Debian.gz   deploy/debian/changelog, gzip -9n
 #   /usr/share/man/man{1,8}/*.gz            each program's --help as its manual page (deb_manpage.cmake)
-#   /usr/share/lintian/overrides/temper     deploy/debian/lintian-overrides, each one justified there
+#   /usr/share/lintian/overrides/temper     deploy/debian/lintian-overrides (+ -cuda), each one justified
 #
 # The package's version is the changelog's (cmake/deb_version.cmake): PROJECT_VERSION-REVISION.
 # tests/package/ runs lintian, systemd-analyze and a hardening check on what this makes.
@@ -52,7 +52,16 @@ install(CODE "
 # Debian's documentation files. The changelog is compressed at install time with -n (no name or
 # time stamp), so the package's bytes do not depend on when it was built.
 install(FILES deploy/debian/copyright DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/doc/temper)
-install(FILES deploy/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
+# The overrides of a CUDA build add those for what the CUDA runtime brings (each file says why).
+file(READ ${PROJECT_SOURCE_DIR}/deploy/debian/lintian-overrides overrides)
+if(TEMPER_HAVE_CUDA)
+  file(READ ${PROJECT_SOURCE_DIR}/deploy/debian/lintian-overrides-cuda cuda_overrides)
+  string(APPEND overrides "\n${cuda_overrides}")
+endif()
+set_property(DIRECTORY ${PROJECT_SOURCE_DIR} APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
+             ${PROJECT_SOURCE_DIR}/deploy/debian/lintian-overrides ${PROJECT_SOURCE_DIR}/deploy/debian/lintian-overrides-cuda)
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/debian/lintian-overrides CONTENT "${overrides}" @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/debian/lintian-overrides DESTINATION ${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides
         RENAME temper)
 install(CODE "
   set(doc \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATAROOTDIR}/doc/temper\")
