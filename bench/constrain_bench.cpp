@@ -154,7 +154,8 @@ int main() {
          "note":{"type":"string","pattern":"^[^<>]*$"}},"required":["ticket","note"]})",
        R"({"ticket": "see ABC-1234 and the logs", "note": "reboot host after the patch window closes"})"},
       {"formats", R"({"type":"object","properties":{"id":{"type":"string","format":"uuid"},"mail":{"type":"string",
-         "format":"email"},"ip":{"type":"string","format":"ipv6"},"site":{"type":"string","format":"uri"},"day":
+         "format":"email"},"ip":{"type":"string","format":"ipv6"},"site":{"format":"uri","maxLength":2083,"minLength":1,
+         "type":"string"},"day":
          {"type":"string","format":"date"}},"required":["id","mail","ip","site","day"]})",
        R"({"id": "123e4567-e89b-12d3-a456-426614174000", "mail": "first.last+tag@mail.example.org", "ip": "2001:db8::8a2e:370:7334", "site": "https://example.com/a/b?c=d#e", "day": "2024-02-29"})"},
       // The walk's worst case: most tokens live (no plain shortcut), every one walked to its end.

@@ -450,8 +450,8 @@ std::vector<int> Closure(const Nfa& nfa, std::vector<int> set) {
   return out;
 }
 
-Status TooLarge() {
-  return Status::InvalidArgument(fmt::format("the automaton would exceed {} states", kMaxDfaStates));
+Status TooLarge(size_t limit) {
+  return Status::InvalidArgument(fmt::format("the automaton would exceed {} states", limit));
 }
 
 // Subset construction over the elementary intervals of each state's character sets.
@@ -470,7 +470,7 @@ Result<CharDfa> Determinize(const Nfa& nfa, Fragment f) {
   };
   id_of(Closure(nfa, {f.start}));
   for (int current = 0; !queue.empty(); ++current) {
-    if (ids.size() > kMaxDfaStates) return TooLarge();
+    if (ids.size() > kMaxPatternStates) return TooLarge(kMaxPatternStates);
     const std::vector<int> set = std::move(queue.front());
     queue.pop_front();
     std::vector<char32_t> bounds;
@@ -592,6 +592,25 @@ CharDfa Trim(const CharDfa& dfa) {
     }
   }
   if (!ends[0]) return {};
+  if (n > kMaxMergedStates) {
+    // Kept as they are, numbered again without the states that cannot end.
+    std::vector<int> number(n, -1);
+    CharDfa out;
+    for (size_t s = 0; s < n; ++s) {
+      if (!ends[s]) continue;
+      number[s] = static_cast<int>(out.states.size());
+      out.states.push_back({{}, dfa.states[s].accepting});
+    }
+    for (size_t s = 0; s < n; ++s) {
+      if (!ends[s]) continue;
+      for (const CharDfa::Edge& e : dfa.states[s].edges) {
+        if (ends[static_cast<size_t>(e.to)]) {
+          out.states[static_cast<size_t>(number[s])].edges.push_back({e.chars, number[static_cast<size_t>(e.to)]});
+        }
+      }
+    }
+    return out;
+  }
   // Moore's refinement: states split by acceptance, then by where each character leads, until no
   // class splits further.
   std::vector<int> cls(n, -1);
@@ -668,7 +687,7 @@ Result<CharDfa> Intersect(const CharDfa& a, const CharDfa& b) {
   };
   id_of({0, 0});
   for (int current = 0; !queue.empty(); ++current) {
-    if (ids.size() > kMaxDfaStates) return TooLarge();
+    if (ids.size() > kMaxDfaStates) return TooLarge(kMaxDfaStates);
     const auto [x, y] = queue.front();
     queue.pop_front();
     std::map<int, std::vector<CodeRange>> by_target;

@@ -13,8 +13,10 @@
 // offset (in characters): backreferences, lookaround, word boundaries, Unicode property escapes,
 // inline flags, and anchors anywhere else.
 //
-// Bounded: an automaton of more than kMaxDfaStates states (or a pattern whose repetitions unroll to
-// more than kMaxNfaStates) is refused rather than built; each state becomes a grammar rule.
+// Bounded: a pattern whose automaton has more than kMaxPatternStates states (or whose repetitions
+// unroll to more than kMaxNfaStates), or an intersection of more than kMaxDfaStates (a pattern with
+// a maxLength multiplies them: pydantic's HttpUrl is format uri and maxLength 2083), is refused
+// rather than built; each state becomes a grammar rule.
 //
 // Thread safety: pure functions and values.
 #pragma once
@@ -29,8 +31,12 @@
 namespace temper::engine {
 
 inline constexpr char32_t kMaxCodePoint = 0x10FFFF;
-inline constexpr size_t kMaxDfaStates = 8192;
+inline constexpr size_t kMaxPatternStates = 4096;
+inline constexpr size_t kMaxDfaStates = 65536;
 inline constexpr size_t kMaxNfaStates = 65536;
+// Trim merges equivalent states of automata up to this size; past it (a long length counted into a
+// pattern) the refinement's rounds, up to one per state, would cost more than the merge saves.
+inline constexpr size_t kMaxMergedStates = 256;
 
 // A set of code points: sorted, disjoint, non-adjacent ranges (inclusive). Surrogates
 // (U+D800-U+DFFF) are never members: UTF-8 cannot spell them.
@@ -66,7 +72,8 @@ Result<CharDfa> RegexDfa(std::string_view pattern);
 Result<CharDfa> Intersect(const CharDfa& a, const CharDfa& b);
 
 // Keeps the states reachable from the start from which an accepting state is reachable, and
-// merges equivalent ones; no states when the language is empty. Every state of the result can end.
+// merges equivalent ones (up to kMaxMergedStates); no states when the language is empty. Every state
+// of the result can end.
 CharDfa Trim(const CharDfa& dfa);
 
 // Every string but the ones in `words` (UTF-8).

@@ -420,6 +420,19 @@ TEST_CASE("formats: each a grammar of its own", "[constrain]") {
   }
 }
 
+TEST_CASE("a format or pattern with a long length: pydantic's HttpUrl, a long repetition", "[constrain]") {
+  const Grammar url = Compiled(json::parse(R"({"format": "uri", "maxLength": 2083, "minLength": 1, "type": "string"})"));
+  CHECK(Matches(url, R"("https://example.com/a")"));
+  CHECK(Matches(url, Quoted("https://example.com/" + std::string(2063, 'a'))));
+  CHECK_FALSE(Matches(url, Quoted("https://example.com/" + std::string(2064, 'a'))));
+  CHECK_FALSE(Matches(url, R"("")"));
+  const Grammar long_run = Compiled(json::parse(R"({"type":"string","pattern":"^a{1000}$"})"));
+  CHECK(Matches(long_run, Quoted(std::string(1000, 'a'))));
+  CHECK_FALSE(Matches(long_run, Quoted(std::string(999, 'a'))));
+  CHECK(JsonSchemaGrammar(json::parse(R"({"type":"string","pattern":"^(a|b)*a(a|b){12}$"})")).status().message() ==
+        "schema/pattern: the automaton would exceed 4096 states");
+}
+
 TEST_CASE("arrays: minItems, maxItems and prefixItems", "[constrain]") {
   const Grammar two_to_four = Compiled(json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":4})"));
   for (const char* ok : {"[1,2]", "[1, 2, 3]", "[1,2,3,4]"}) CHECK(Matches(two_to_four, ok));
