@@ -599,5 +599,49 @@ TEST_CASE("masks for a counted string over the 262K vocabulary: random walks wri
   }
 }
 
+TEST_CASE("masks for patterns, formats and bounds over the 262K vocabulary: random walks write valid values",
+          "[constrain]") {
+  const Tokenizer& tok = Gemma3();
+  const int32_t end = *tok.TokenToId("<end_of_turn>");
+  auto vocabulary = std::make_shared<const TokenVocabulary>(TokenVocabulary::FromTokenizer(tok, {end}).value());
+  auto grammar = std::make_shared<const Grammar>(Compiled(json::parse(
+      R"({"type":"object","properties":{"ticket":{"type":"string","pattern":"[A-Z]{2}-\\d+","maxLength":12},
+          "slug":{"type":"string","pattern":"^[a-z0-9-]{1,10}$"},"day":{"type":"string","format":"date"},
+          "n":{"type":"integer","minimum":-5,"maximum":50},"x":{"type":"number","exclusiveMinimum":0,"maximum":1}},
+          "required":["ticket","slug","day","n","x"]})")));
+  auto masks = std::make_shared<GrammarMasks>(grammar, vocabulary);
+  const std::regex ticket("[A-Z]{2}-\\d+"), slug("^[a-z0-9-]{1,10}$"), day("^\\d{4}-\\d{2}-\\d{2}$");
+  std::mt19937_64 rng(5);
+  int ended = 0;
+  for (int run = 0; run < 12; ++run) {
+    GrammarConstraint c(masks);
+    std::string out;
+    for (int step = 0; step < 120; ++step) {
+      const TokenBits& bits = c.Allowed();
+      std::vector<int32_t> allowed;
+      for (int32_t id = 0; id < static_cast<int32_t>(vocabulary->size()); ++id) {
+        if (TokenAllowed(bits, id)) allowed.push_back(id);
+      }
+      REQUIRE_FALSE(allowed.empty());
+      const int32_t pick = TokenAllowed(bits, end) ? end : allowed[rng() % allowed.size()];
+      REQUIRE(c.Accept(pick).ok());
+      if (pick == end) break;
+      out += *vocabulary->bytes(pick);
+    }
+    if (!c.Complete()) continue;
+    ++ended;
+    INFO(out);
+    const json v = json::parse(out);
+    CHECK(std::regex_search(v["ticket"].get<std::string>(), ticket));
+    CHECK(std::regex_search(v["slug"].get<std::string>(), slug));
+    CHECK(std::regex_search(v["day"].get<std::string>(), day));
+    CHECK(v["n"].get<int64_t>() >= -5);
+    CHECK(v["n"].get<int64_t>() <= 50);
+    CHECK(v["x"].get<double>() > 0);
+    CHECK(v["x"].get<double>() <= 1);
+  }
+  CHECK(ended > 0);
+}
+
 }  // namespace
 }  // namespace temper::engine
