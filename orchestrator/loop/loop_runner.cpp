@@ -66,6 +66,16 @@ std::string LoopRunner::WhyQueued() const {
       roles, config_.source);
 }
 
+std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
+  if (batch.state != BatchState::kQueued) return "";
+  std::string stalled = WhyQueued();
+  if (!stalled.empty()) return stalled;
+  Result<std::optional<int64_t>> running = journal_.store().RunningBatch(batch.target);
+  // Only a hint: a store that cannot say leaves it out rather than failing the caller.
+  if (!running.ok() || !running->has_value()) return "";
+  return fmt::format("batch {} is running on target {}; this batch starts after it", **running, batch.target);
+}
+
 void LoopRunner::Cancel(int64_t batch_id) {
   std::lock_guard lock(mu_);
   auto it = running_.find(batch_id);

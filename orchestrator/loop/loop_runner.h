@@ -60,9 +60,10 @@ class LoopRunner {
   void AddTarget(const TargetConfig& target);
   // A batch was submitted: idle targets look for work now.
   void Wake();
-  // Why no queued batch can start on this daemon, for people and clients: without models, "no model
-  // is configured for the roles ..." naming temperd.yaml; "" when the targets' threads run batches.
-  std::string WhyQueued() const;
+  // Why `batch` has not started, for people and clients (Batch.waiting_reason): without models, "no
+  // model is configured for the roles ..." naming temperd.yaml; with them, the batch running on its
+  // target. "" when it is not queued, or nothing holds it up.
+  std::string WhyWaiting(const BatchRecord& batch) const;
   // The batch was cancelled in the store: its loop stops at its next step.
   void Cancel(int64_t batch_id);
   // Idempotent; joins the threads.
@@ -83,6 +84,8 @@ class LoopRunner {
     std::unique_ptr<stig::Evaluator> evaluator;
   };
 
+  // Why no queued batch can start on this daemon: its WhyWaiting without models; "" with them.
+  std::string WhyQueued() const;
   void TargetThread(const TargetConfig& target);
   void RunBatch(const TargetConfig& config, BatchRecord batch);
   // Errors only when the outcome could not be recorded.

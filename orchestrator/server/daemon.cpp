@@ -147,7 +147,7 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
     Result<std::string> token = ReadTokenFile(config_.dashboard->token_file);
     if (!token.ok()) return token.status().WithContext("listen.dashboard.token_file");
     Result<std::unique_ptr<DashboardEndpoint>> endpoint = DashboardEndpoint::Start(
-        config_.dashboard->host, config_.dashboard->port, std::move(*token), *store_, *journal_, log_);
+        config_.dashboard->host, config_.dashboard->port, std::move(*token), *store_, *journal_, *runner_, log_);
     if (!endpoint.ok()) return endpoint.status().WithContext("listen.dashboard");
     dashboard_endpoint_ = std::move(*endpoint);
   }

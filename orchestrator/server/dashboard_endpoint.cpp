@@ -94,7 +94,8 @@ bool AddressedToLoopback(const httplib::Request& req, httplib::Response& res) {
 
 Result<std::unique_ptr<DashboardEndpoint>> DashboardEndpoint::Start(const std::string& host, int port,
                                                                     std::string token, StateStore& store,
-                                                                    Journal& journal, const Logger& log) {
+                                                                    Journal& journal, const LoopRunner& runner,
+                                                                    const Logger& log) {
   if (!IsLoopbackHost(host)) {
     return Status::InvalidArgument(
         fmt::format("dashboard: {} is not a loopback address: the dashboard serves plain HTTP, so it listens on this "
@@ -102,7 +103,7 @@ Result<std::unique_ptr<DashboardEndpoint>> DashboardEndpoint::Start(const std::s
                     host));
   }
   if (token.empty()) return Status::InvalidArgument("dashboard: the token is empty");
-  std::unique_ptr<DashboardEndpoint> e(new DashboardEndpoint(std::move(token), store, journal, log));
+  std::unique_ptr<DashboardEndpoint> e(new DashboardEndpoint(std::move(token), store, journal, runner, log));
   e->host_ = host;
   DashboardEndpoint* self = e.get();
   e->router_.Get("/", [self](const httplib::Request& req, httplib::Response& res) { self->ServePage(req, res); });
@@ -171,7 +172,11 @@ void DashboardEndpoint::ServeBatches(httplib::Response& res) const {
     return Refuse(res, 500, page.status().message());
   }
   temper::v1::ListBatchesResponse out;
-  for (const BatchRecord& b : page->batches) ToProto(b, out.add_batches());
+  for (const BatchRecord& b : page->batches) {
+    temper::v1::Batch* batch = out.add_batches();
+    ToProto(b, batch);
+    batch->set_waiting_reason(runner_.WhyWaiting(b));
+  }
   res.set_content(Json(out), "application/json");
 }
 
@@ -193,6 +198,7 @@ void DashboardEndpoint::ServeBatch(const httplib::Request& req, httplib::Respons
   }
   temper::v1::BatchReport report;
   ToProto(*batch, report.mutable_batch());
+  report.mutable_batch()->set_waiting_reason(runner_.WhyWaiting(*batch));
   report.set_results_dir(batch->results_dir);
   for (const FixpointPass& p : batch->fixpoint) ToProto(p, report.add_fixpoint_passes());
   for (const RoleUsageRecord& u : *usage) ToProto(u, report.add_role_usage());

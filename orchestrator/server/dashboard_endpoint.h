@@ -3,7 +3,8 @@
 // address. Off unless configured.
 //
 //   GET /                         the page
-//   GET /api/batches              the latest batches (temper.v1.Batch as JSON, without rules)
+//   GET /api/batches              the latest batches (temper.v1.Batch as JSON, without rules; a
+//                                 queued one with its waiting_reason, as GetBatch)
 //   GET /api/batches/ID           the batch's report: rules, attempts with their change sets and
 //                                 diffs, lessons, role usage, fixpoint passes (temper.v1.BatchReport)
 //   GET /api/events?batch=ID      the journal as server-sent events (each a temper.v1.JournalEvent),
@@ -28,6 +29,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/serve/http_listener.h"
+#include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
 
@@ -36,10 +38,11 @@ namespace temper {
 class DashboardEndpoint {
  public:
   // Binds `host`:`port` (0: a free port); `host` must be a loopback address (InvalidArgument
-  // otherwise). `store`, `journal` and `log` must outlive the endpoint. Unavailable naming the
-  // address when it cannot bind.
+  // otherwise). `store`, `journal`, `runner` (asked why a queued batch waits) and `log` must outlive
+  // the endpoint. Unavailable naming the address when it cannot bind.
   static Result<std::unique_ptr<DashboardEndpoint>> Start(const std::string& host, int port, std::string token,
-                                                          StateStore& store, Journal& journal, const Logger& log);
+                                                          StateStore& store, Journal& journal,
+                                                          const LoopRunner& runner, const Logger& log);
   ~DashboardEndpoint();
   DashboardEndpoint(const DashboardEndpoint&) = delete;
   DashboardEndpoint& operator=(const DashboardEndpoint&) = delete;
@@ -47,8 +50,9 @@ class DashboardEndpoint {
   int port() const { return listener_->port(); }
 
  private:
-  DashboardEndpoint(std::string token, StateStore& store, Journal& journal, const Logger& log)
-      : token_(std::move(token)), store_(store), journal_(journal), log_(log) {}
+  DashboardEndpoint(std::string token, StateStore& store, Journal& journal, const LoopRunner& runner,
+                    const Logger& log)
+      : token_(std::move(token)), store_(store), journal_(journal), runner_(runner), log_(log) {}
   // True when the request may be served; else fills `res` with the refusal.
   bool Admit(const httplib::Request& req, httplib::Response& res) const;
   void ServePage(const httplib::Request& req, httplib::Response& res) const;
@@ -59,6 +63,7 @@ class DashboardEndpoint {
   const std::string token_;
   StateStore& store_;
   Journal& journal_;
+  const LoopRunner& runner_;
   const Logger& log_;
   std::string host_;  // as bound, for the Host check
   engine::HttpRouter router_;

@@ -101,18 +101,8 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
               batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
   }
   ToProtoPaged(submitted->batch, 0, response);
-  response->set_waiting_reason(WaitingReason(submitted->batch));
+  response->set_waiting_reason(runner_.WhyWaiting(submitted->batch));
   return grpc::Status::OK;
-}
-
-std::string TemperService::WaitingReason(const BatchRecord& batch) const {
-  if (batch.state != BatchState::kQueued) return "";
-  std::string stalled = runner_.WhyQueued();
-  if (!stalled.empty()) return stalled;
-  Result<std::optional<int64_t>> running = store_.RunningBatch(batch.target);
-  // Only a hint: a store that cannot say leaves it out rather than failing the call.
-  if (!running.ok() || !running->has_value()) return "";
-  return fmt::format("batch {} is running on target {}; this batch starts after it", **running, batch.target);
 }
 
 grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::GetBatchRequest* request,
@@ -125,7 +115,7 @@ grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::Get
   Result<size_t> first = PagePosition(request->rules_page_token(), batch->rules.size(), "rules_page_token");
   if (!first.ok()) return ToGrpcStatus(first.status());
   ToProtoPaged(*batch, *first, response);
-  response->set_waiting_reason(WaitingReason(*batch));
+  response->set_waiting_reason(runner_.WhyWaiting(*batch));
   return grpc::Status::OK;
 }
 
@@ -159,7 +149,7 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
   for (size_t i = 0; i < page->batches.size(); ++i) {
     temper::v1::Batch b;
     ToProto(page->batches[i], &b);
-    b.set_waiting_reason(WaitingReason(page->batches[i]));
+    b.set_waiting_reason(runner_.WhyWaiting(page->batches[i]));
     if (!budget.Take(b.ByteSizeLong())) {
       response->set_next_page_token(std::to_string(page->batches[i - 1].id));
       return grpc::Status::OK;

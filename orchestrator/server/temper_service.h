@@ -64,9 +64,6 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::ConfirmRebootResponse* response) override;
 
  private:
-  // Batch.waiting_reason for `batch`: why it has not started, when it is queued.
-  std::string WaitingReason(const BatchRecord& batch) const;
-
   const DaemonConfig& config_;
   StateStore& store_;
   Journal& journal_;

@@ -25,7 +25,7 @@ ProcessResult CliWithin(const DaemonProcess& daemon, int seconds, std::vector<st
   return RunProcess(args);
 }
 
-// What a daemon without models answers about a queued batch (LoopRunner::WhyQueued).
+// What a daemon without models answers about a queued batch (LoopRunner::WhyWaiting).
 constexpr const char* kNoModels = "no model is configured for the roles architect, worker, reflector (";
 
 TEST_CASE("temper submit, list, status, cancel and watch print for people") {

@@ -86,6 +86,9 @@ TEST_CASE("the dashboard's JSON carries the batch and its rules, and the journal
   REQUIRE(batches.size() == 1);
   CHECK(batches[0]["id"] == submitted.id());
   CHECK(batches[0]["name"] == "watched");
+  // This daemon has no models: the page shows why the batch waits, as `temper status` does.
+  CHECK_THAT(batches[0]["waiting_reason"].get<std::string>(),
+             Catch::StartsWith("no model is configured for the roles architect, worker, reflector ("));
 
   auto one = http.Get("/api/batches/" + submitted.id(), WithCookie());
   REQUIRE(one);
@@ -93,6 +96,7 @@ TEST_CASE("the dashboard's JSON carries the batch and its rules, and the journal
   nlohmann::json report = nlohmann::json::parse(one->body);
   CHECK(report["batch"]["id"] == submitted.id());
   CHECK(report["batch"]["rules"].size() == static_cast<size_t>(submitted.rules_size()));
+  CHECK(report["batch"]["waiting_reason"] == batches[0]["waiting_reason"]);
   CHECK(report.contains("attempts"));
   CHECK(http.Get("/api/batches/999999", WithCookie())->status == 404);
   CHECK(http.Get("/api/batches/0", WithCookie())->status == 404);
