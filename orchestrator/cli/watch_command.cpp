@@ -90,8 +90,8 @@ void AddWatchCommand(CLI::App& app, CommandContext& ctx) {
     bool reconnect = false;
   };
   auto opt = std::make_shared<Options>();
-  CLI::App* cmd =
-      app.add_subcommand("watch", "follow the journal live (one batch, or all), with a progress line per batch");
+  CLI::App* cmd = app.add_subcommand(
+      "watch", "follow the journal live, with a progress line per batch: one batch until it ends, or all");
   cmd->add_option("batch", opt->batch, "batch id; all batches when omitted");
   cmd->add_option("--after", opt->after, "start after this seq (resume where you left off)");
   CLI::Option* no_follow = cmd->add_flag("--no-follow", opt->no_follow, "print the stored events and exit (status 0)");

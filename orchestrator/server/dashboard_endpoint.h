@@ -41,8 +41,8 @@ class DashboardEndpoint {
   // otherwise). `store`, `journal`, `runner` (asked why a queued batch waits) and `log` must outlive
   // the endpoint. Unavailable naming the address when it cannot bind.
   static Result<std::unique_ptr<DashboardEndpoint>> Start(const std::string& host, int port, std::string token,
-                                                          StateStore& store, Journal& journal,
-                                                          const LoopRunner& runner, const Logger& log);
+                                                          StateStore& store, Journal& journal, const LoopRunner& runner,
+                                                          const Logger& log);
   ~DashboardEndpoint();
   DashboardEndpoint(const DashboardEndpoint&) = delete;
   DashboardEndpoint& operator=(const DashboardEndpoint&) = delete;
@@ -50,8 +50,7 @@ class DashboardEndpoint {
   int port() const { return listener_->port(); }
 
  private:
-  DashboardEndpoint(std::string token, StateStore& store, Journal& journal, const LoopRunner& runner,
-                    const Logger& log)
+  DashboardEndpoint(std::string token, StateStore& store, Journal& journal, const LoopRunner& runner, const Logger& log)
       : token_(std::move(token)), store_(store), journal_(journal), runner_(runner), log_(log) {}
   // True when the request may be served; else fills `res` with the refusal.
   bool Admit(const httplib::Request& req, httplib::Response& res) const;

@@ -58,8 +58,8 @@ TEST_CASE("the dashboard in headless Chromium follows a running batch live and s
   REQUIRE(page.WaitFor("Number(document.body.dataset.liveEvents || 0) >= 3", std::chrono::minutes(5)));
   CHECK(loop.GetBatch(id).state() == temper::v1::BATCH_STATE_RUNNING);  // it was live, not a replay
   // A batch submitted meanwhile for the same target is told what it waits on.
-  const ProcessResult behind = loop.Cli(
-      {"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", "accounts_tmout", "--json"});
+  const ProcessResult behind =
+      loop.Cli({"submit", "-t", "lab", "-d", "ssg-ubuntu2004-ds.xml", "-p", "stig", "-r", "accounts_tmout", "--json"});
   INFO(behind.err);
   REQUIRE(behind.exit_code == 0);
   const nlohmann::json queued = nlohmann::json::parse(behind.out);
@@ -115,8 +115,8 @@ TEST_CASE("the dashboard in headless Chromium follows a running batch live and s
   // Long lines wrap inside the pane: nothing runs off its right edge.
   CHECK(page.Evaluate("getComputedStyle(document.querySelector('#journal .event')).whiteSpace")->get<std::string>() ==
         "pre-wrap");
-  CHECK(page.Evaluate("getComputedStyle(document.querySelector('#journal .event')).overflowWrap")
-            ->get<std::string>() == "anywhere");
+  CHECK(page.Evaluate("getComputedStyle(document.querySelector('#journal .event')).overflowWrap")->get<std::string>() ==
+        "anywhere");
   CHECK(page.Evaluate("(s => s.scrollWidth <= s.clientWidth)(document.getElementById('journal').parentElement)")
             ->get<bool>());
   // Times in UTC with the zone marked, as the CLI prints them.
@@ -133,9 +133,10 @@ TEST_CASE("the dashboard in headless Chromium follows a running batch live and s
   const std::string out_dir = std::string(TEMPER_BINARY_DIR) + "/test-output";
   std::filesystem::create_directories(out_dir);
   // The screenshot shows the Reflector's event in the journal pane, for a person to read.
-  REQUIRE(page.Evaluate("(e => { const pane = e.closest('section'); pane.scrollTop = e.offsetTop - pane.offsetTop - "
-                        "40; return true; })(document.querySelector('#journal .event[data-type=\"reflector.lesson\"]'))")
-              .ok());
+  REQUIRE(
+      page.Evaluate("(e => { const pane = e.closest('section'); pane.scrollTop = e.offsetTop - pane.offsetTop - "
+                    "40; return true; })(document.querySelector('#journal .event[data-type=\"reflector.lesson\"]'))")
+          .ok());
   const std::string shot = out_dir + "/dashboard.png";
   REQUIRE(page.Screenshot(shot).ok());
   CHECK(std::filesystem::file_size(shot) > 10'000);

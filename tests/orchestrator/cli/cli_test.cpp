@@ -20,8 +20,8 @@ ProcessResult Cli(const DaemonProcess& daemon, std::vector<std::string> args) {
 // The same under coreutils' timeout: a CLI still running after `seconds` is stopped and exits 124,
 // so a watch that does not end fails its check instead of hanging the test.
 ProcessResult CliWithin(const DaemonProcess& daemon, int seconds, std::vector<std::string> args) {
-  args.insert(args.begin(), {"/usr/bin/timeout", std::to_string(seconds), TemperBinary(), "--socket",
-                             daemon.socket_path()});
+  args.insert(args.begin(),
+              {"/usr/bin/timeout", std::to_string(seconds), TemperBinary(), "--socket", daemon.socket_path()});
   return RunProcess(args);
 }
 
@@ -104,12 +104,15 @@ TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the out
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
-  REQUIRE(Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"})
-              .exit_code == 0);
+  REQUIRE(
+      Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"}).exit_code ==
+      0);
 
   // Queued on a daemon without models: watch says why it waits, and waits.
   auto watch = std::async(std::launch::async, [&] { return CliWithin(daemon, 60, {"watch", "1"}); });
-  auto forever = std::async(std::launch::async, [&] { return CliWithin(daemon, 8, {"watch", "1", "--follow-forever"}); });
+  auto forever = std::async(std::launch::async, [&] {
+    return CliWithin(daemon, 8, {"watch", "1", "--follow-forever"});
+  });
   REQUIRE(watch.wait_for(std::chrono::seconds(2)) == std::future_status::timeout);
   REQUIRE(Cli(daemon, {"cancel", "1", "--reason", "no models here"}).exit_code == 0);
   ProcessResult ended = watch.get();
@@ -137,15 +140,16 @@ TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the out
   ProcessResult both = Cli(daemon, {"watch", "1", "--no-follow", "--follow-forever"});
   CHECK(both.exit_code == 2);
   CHECK_THAT(both.err, Catch::Contains("--no-follow excludes --follow-forever"));
-  CHECK_THAT(Cli(daemon, {"watch", "--help"}).out, Catch::Contains("0 completed") && Catch::Contains("3 failed") &&
-                                                       Catch::Contains("4 cancelled"));
+  CHECK_THAT(Cli(daemon, {"watch", "--help"}).out,
+             Catch::Contains("0 completed") && Catch::Contains("3 failed") && Catch::Contains("4 cancelled"));
   CHECK(daemon.Stop() == 0);
 
   // With models, a batch that cannot run (here its target's root was never made) fails: exit 3.
   TempDir with_models;
-  DaemonProcess runner(with_models, {.models_yaml = "endpoints:\n  down: {type: openai, base_url: 'http://127.0.0.1:9/v1', "
-                                                    "model: none}\nroles:\n  architect: {endpoint: down}\n"
-                                                    "  worker: {endpoint: down}\n  reflector: {endpoint: down}\n"});
+  DaemonProcess runner(with_models,
+                       {.models_yaml = "endpoints:\n  down: {type: openai, base_url: 'http://127.0.0.1:9/v1', "
+                                       "model: none}\nroles:\n  architect: {endpoint: down}\n"
+                                       "  worker: {endpoint: down}\n  reflector: {endpoint: down}\n"});
   REQUIRE(runner.Start().ok());
   ProcessResult submitted =
       Cli(runner, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"});
