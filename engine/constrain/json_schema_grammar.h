@@ -28,7 +28,7 @@
 //     refused, as llguidance does: it is a constraint the grammar would silently drop.
 //   * integer and number: minimum, maximum, exclusiveMinimum and exclusiveMaximum (the number form,
 //     and draft 4's boolean form), compared as exact decimals; an integer format int32 or int64
-//     bounds it too. Exact: an integer's digits spell only the numbers in range; a bounded number is
+//     bounds it too (float and double constrain nothing a JSON number can spell). Exact: an integer's digits spell only the numbers in range; a bounded number is
 //     written without an exponent (every decimal value still has a spelling), so its integer and
 //     fraction digits are held to the range exactly.
 // Anything else (multipleOf, uniqueItems true, patternProperties, if/then, ...) is refused by name

@@ -34,9 +34,10 @@ struct ToolSchema {
   nlohmann::ordered_json parameters;  // an object schema; null for a function without arguments
 };
 
-// Errors: InvalidArgument for no tools, a name Gemma's syntax cannot carry, parameters that are not
-// an object schema, or an unsupported schema keyword, naming the tool ("tools[1] 'run'.parameters/
-// properties/cmd: 'pattern' is not supported").
+// Each tool's $refs resolve in its own parameters. Errors: InvalidArgument for no tools, a name
+// Gemma's syntax cannot carry, parameters that are not an object schema, or an unsupported schema
+// keyword, naming the tool ("tools[1] 'run'.parameters/properties/n: 'multipleOf' is not
+// supported").
 Result<Grammar> ToolCallGrammar(std::span<const ToolSchema> tools);
 
 }  // namespace temper::engine
