@@ -137,7 +137,8 @@ int main() {
     const char* schema;
     const char* text;
   } features[] = {
-      {"pydantic nested model", R"({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"},
+      {"pydantic nested model",
+       R"({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"},
          "zip_code": {"pattern": "^\\d{5}(-\\d{4})?$", "title": "Zip Code", "type": "string"}}, "required": ["street",
          "zip_code"], "title": "Address", "type": "object"}}, "properties": {"name": {"maxLength": 40, "minLength": 1,
          "title": "Name", "type": "string"}, "age": {"maximum": 150, "minimum": 0, "title": "Age", "type": "integer"},

@@ -25,9 +25,9 @@ using json = nlohmann::ordered_json;
 using Sequence = std::vector<GrammarElement>;
 
 // Keywords that describe without constraining, accepted and ignored.
-const std::set<std::string> kAnnotations = {"description", "title",    "$schema",    "examples",   "default",
-                                            "$comment",    "readOnly", "writeOnly",  "deprecated", "discriminator",
-                                            "$defs",       "definitions"};
+const std::set<std::string> kAnnotations = {"description", "title",         "$schema",  "examples",
+                                            "default",     "$comment",      "readOnly", "writeOnly",
+                                            "deprecated",  "discriminator", "$defs",    "definitions"};
 
 // The keywords each type's constraints are spelled with: they imply the type where none is given.
 const std::pair<const char*, std::set<std::string>> kTypeKeywords[] = {
@@ -37,11 +37,19 @@ const std::pair<const char*, std::set<std::string>> kTypeKeywords[] = {
     {"number", {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}},
 };
 
+// Whether the compiler reads `key` (or knows it for an annotation).
+bool Known(const std::string& key) {
+  static const std::set<std::string> kAnyType = {"type",  "enum",  "const",    "anyOf",
+                                                 "oneOf", "allOf", "nullable", "$ref"};
+  return kAnyType.count(key) || kAnnotations.count(key) ||
+         std::any_of(std::begin(kTypeKeywords), std::end(kTypeKeywords),
+                     [&](const auto& type) { return type.second.count(key) > 0; });
+}
+
 // The formats, as patterns (regex_automaton.h). Dates keep to each month's length and to leap
 // years, and to years 0001-9999 (Python's datetime, behind pydantic, has no year 0).
 constexpr const char* kYear = "(?:[1-9]\\d{3}|0[1-9]\\d{2}|00[1-9]\\d|000[1-9])";
-constexpr const char* kLeapYear =
-    "(?:\\d\\d(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)";
+constexpr const char* kLeapYear = "(?:\\d\\d(?:0[48]|[2468][048]|[13579][26])|(?:0[48]|[2468][048]|[13579][26])00)";
 std::string DatePattern() {
   return fmt::format(
       "(?:{0}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|"
@@ -49,8 +57,10 @@ std::string DatePattern() {
       kYear, kLeapYear);
 }
 constexpr const char* kTime = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
-constexpr const char* kDurationTime = "T(?:\\d+H(?:\\d+M)?(?:\\d+(?:\\.\\d+)?S)?|\\d+M(?:\\d+(?:\\.\\d+)?S)?|\\d+(?:\\.\\d+)?S)";
-constexpr const char* kIpv4 = "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}";
+constexpr const char* kDurationTime =
+    "T(?:\\d+H(?:\\d+M)?(?:\\d+(?:\\.\\d+)?S)?|\\d+M(?:\\d+(?:\\.\\d+)?S)?|\\d+(?:\\.\\d+)?S)";
+constexpr const char* kIpv4 =
+    "(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}";
 constexpr const char* kLabel = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
 
 // RFC 4291 §2.2's text forms (RFC 3986's IPv6address): eight groups, or fewer around one "::",
@@ -76,8 +86,7 @@ std::string FormatPattern(const std::string& format) {
   if (format == "time") return kTime;
   if (format == "date-time") return DatePattern() + "T" + kTime;
   if (format == "duration") {
-    return fmt::format(
-        "P(?:\\d+W|(?:\\d+Y(?:\\d+M)?(?:\\d+D)?|\\d+M(?:\\d+D)?|\\d+D)(?:{0})?|{0})", kDurationTime);
+    return fmt::format("P(?:\\d+W|(?:\\d+Y(?:\\d+M)?(?:\\d+D)?|\\d+M(?:\\d+D)?|\\d+D)(?:{0})?|{0})", kDurationTime);
   }
   if (format == "uuid") return "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
   if (format == "ipv4") return kIpv4;
@@ -469,14 +478,8 @@ Result<int> SchemaGrammarBuilder::Node(const json& s, const std::string& path) {
     return Status::InvalidArgument(fmt::format("{}: the schema false accepts no value", path));
   }
   if (!s.is_object()) return Status::InvalidArgument(fmt::format("{}: a schema must be an object", path));
-  static const std::set<std::string> kKnown = {
-      "type",     "properties", "required",      "items",    "prefixItems",     "additionalItems",
-      "enum",     "const",      "anyOf",         "oneOf",    "allOf",           "additionalProperties",
-      "minItems", "maxItems",   "uniqueItems",   "minLength", "maxLength",      "pattern",
-      "format",   "minimum",    "maximum",       "exclusiveMinimum", "exclusiveMaximum", "nullable",
-      "$ref"};
   for (const auto& [key, value] : s.items()) {
-    if (!kKnown.count(key) && !kAnnotations.count(key)) {
+    if (!Known(key)) {
       return Status::InvalidArgument(fmt::format("{}: '{}' is not supported", path, key));
     }
   }
@@ -596,8 +599,7 @@ Result<int> SchemaGrammarBuilder::BoundedString(const json& s, const std::string
   if (bounds[1] >= 0 && bounds[0] > bounds[1]) {
     return Status::InvalidArgument(fmt::format("{}: minLength {} exceeds maxLength {}", path, bounds[0], bounds[1]));
   }
-  const bool formatted =
-      s.contains("format") && !(NumericFormat(s["format"]) && HasType(s, {"integer", "number"}));
+  const bool formatted = s.contains("format") && !(NumericFormat(s["format"]) && HasType(s, {"integer", "number"}));
   if (!s.contains("pattern") && !formatted) {
     if (bounds[0] == 0 && bounds[1] < 0) return string_;
     return String(bounds[0], bounds[1]);
@@ -647,8 +649,14 @@ std::vector<SchemaGrammarBuilder::Sequence> SchemaGrammarBuilder::Spellings(cons
   for (const CodeRange& r : chars) {
     for (char32_t c = r.lo; c <= std::min<char32_t>(r.hi, 0x7f); ++c) {
       const auto b = static_cast<uint8_t>(c);
-      const char* shorthand = c == '"' ? "\"" : c == '\\' ? "\\" : c == '\b' ? "b" : c == '\f' ? "f"
-                            : c == '\n' ? "n" : c == '\r' ? "r" : c == '\t' ? "t" : nullptr;
+      const char* shorthand = c == '"'    ? "\""
+                              : c == '\\' ? "\\"
+                              : c == '\b' ? "b"
+                              : c == '\f' ? "f"
+                              : c == '\n' ? "n"
+                              : c == '\r' ? "r"
+                              : c == '\t' ? "t"
+                                          : nullptr;
       if (!escapes_ || (c >= 0x20 && !shorthand)) {
         raw[b >> 6] |= uint64_t{1} << (b & 63);
       } else if (shorthand) {
@@ -731,8 +739,9 @@ Result<int> SchemaGrammarBuilder::Number(const json& s, bool integer, const std:
     if (s.contains(key) && !s[key].is_boolean()) TEMPER_RETURN_IF_ERROR(bound(key, is_low, true));
   }
   if (s.contains("format") && !NumericFormat(s["format"]) && !HasType(s, {"string"})) {
-    return Status::InvalidArgument(fmt::format(
-        "{}/format: {} is not supported for numbers (supported: int32, int64, float, double)", path, s["format"].dump()));
+    return Status::InvalidArgument(
+        fmt::format("{}/format: {} is not supported for numbers (supported: int32, int64, float, double)", path,
+                    s["format"].dump()));
   }
   if (s.contains("format") && s["format"].is_string()) {
     const std::string format = s["format"].get<std::string>();
@@ -770,10 +779,12 @@ Result<int> SchemaGrammarBuilder::Number(const json& s, bool integer, const std:
     return m;
   };
   if (!low || low->negative) {
-    const DecimalBound from = high && high->negative ? magnitude(*high, high->strict) : DecimalBound{false, "0", "", true};
+    const DecimalBound from =
+        high && high->negative ? magnitude(*high, high->strict) : DecimalBound{false, "0", "", true};
     const std::optional<DecimalBound> to = low ? std::optional(magnitude(*low, low->strict)) : std::nullopt;
     if (nonempty(from, to ? &*to : nullptr)) {
-      alternatives.push_back(Concat({Literal("-"), {Ref(Magnitudes(from, to ? &*to : nullptr, integer, path + "/-"))}}));
+      alternatives.push_back(
+          Concat({Literal("-"), {Ref(Magnitudes(from, to ? &*to : nullptr, integer, path + "/-"))}}));
     }
   }
   if (!high || !high->negative) {
@@ -797,37 +808,38 @@ std::vector<SchemaGrammarBuilder::Sequence> SchemaGrammarBuilder::IntegerDigits(
   // 20[0-3]\d 204[0-5].
   std::vector<Sequence> out;
   const auto digit = [](char a, char b) { return Chars(ByteRange(static_cast<uint8_t>(a), static_cast<uint8_t>(b))); };
-  std::function<void(const std::string&, const std::string&, Sequence)> same_length =
-      [&](const std::string& x, const std::string& y, Sequence prefix) {
-        if (x.empty()) {
-          out.push_back(std::move(prefix));
-          return;
-        }
-        const std::string xs = x.substr(1), ys = y.substr(1);
-        if (x[0] == y[0]) {
-          prefix.push_back(digit(x[0], x[0]));
-          same_length(xs, ys, std::move(prefix));
-          return;
-        }
-        const bool low_zeros = xs.find_first_not_of('0') == std::string::npos;
-        const bool high_nines = ys.find_first_not_of('9') == std::string::npos;
-        if (!low_zeros) {
-          Sequence p = prefix;
-          p.push_back(digit(x[0], x[0]));
-          same_length(xs, std::string(xs.size(), '9'), std::move(p));
-        }
-        const char a = low_zeros ? x[0] : static_cast<char>(x[0] + 1), b = high_nines ? y[0] : static_cast<char>(y[0] - 1);
-        if (a <= b) {
-          Sequence p = prefix;
-          p.push_back(digit(a, b));
-          p.insert(p.end(), xs.size(), digit('0', '9'));
-          out.push_back(std::move(p));
-        }
-        if (!high_nines) {
-          prefix.push_back(digit(y[0], y[0]));
-          same_length(std::string(xs.size(), '0'), ys, std::move(prefix));
-        }
-      };
+  std::function<void(const std::string&, const std::string&, Sequence)> same_length = [&](const std::string& x,
+                                                                                          const std::string& y,
+                                                                                          Sequence prefix) {
+    if (x.empty()) {
+      out.push_back(std::move(prefix));
+      return;
+    }
+    const std::string xs = x.substr(1), ys = y.substr(1);
+    if (x[0] == y[0]) {
+      prefix.push_back(digit(x[0], x[0]));
+      same_length(xs, ys, std::move(prefix));
+      return;
+    }
+    const bool low_zeros = xs.find_first_not_of('0') == std::string::npos;
+    const bool high_nines = ys.find_first_not_of('9') == std::string::npos;
+    if (!low_zeros) {
+      Sequence p = prefix;
+      p.push_back(digit(x[0], x[0]));
+      same_length(xs, std::string(xs.size(), '9'), std::move(p));
+    }
+    const char a = low_zeros ? x[0] : static_cast<char>(x[0] + 1), b = high_nines ? y[0] : static_cast<char>(y[0] - 1);
+    if (a <= b) {
+      Sequence p = prefix;
+      p.push_back(digit(a, b));
+      p.insert(p.end(), xs.size(), digit('0', '9'));
+      out.push_back(std::move(p));
+    }
+    if (!high_nines) {
+      prefix.push_back(digit(y[0], y[0]));
+      same_length(std::string(xs.size(), '0'), ys, std::move(prefix));
+    }
+  };
   const size_t last = hi ? hi->size() : lo.size();
   for (size_t length = lo.size(); length <= last; ++length) {
     const std::string x = length == lo.size() ? lo : "1" + std::string(length - 1, '0');
@@ -926,7 +938,7 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
   std::vector<int> prefix;
   int rest = value_;
   bool closed = false;
-  const json* positional = s.contains("prefixItems") ? &s["prefixItems"]
+  const json* positional = s.contains("prefixItems")                      ? &s["prefixItems"]
                            : s.contains("items") && s["items"].is_array() ? &s["items"]
                                                                           : nullptr;
   const char* positional_key = s.contains("prefixItems") ? "prefixItems" : "items";
@@ -955,14 +967,16 @@ Result<int> SchemaGrammarBuilder::Array(const json& s, const std::string& path) 
     if (!s.contains(keys[i])) continue;
     const json& v = s[keys[i]];
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > kMaxArrayItems) {
-      return Status::InvalidArgument(fmt::format("{}/{}: must be an integer from 0 to {}", path, keys[i], kMaxArrayItems));
+      return Status::InvalidArgument(
+          fmt::format("{}/{}: must be an integer from 0 to {}", path, keys[i], kMaxArrayItems));
     }
     bounds[i] = v.get<int64_t>();
   }
   const auto fixed = static_cast<int64_t>(prefix.size());
   if (closed) bounds[1] = bounds[1] < 0 ? fixed : std::min(bounds[1], fixed);
   if (bounds[1] >= 0 && bounds[0] > bounds[1]) {
-    return Status::InvalidArgument(fmt::format("{}: minItems {} exceeds the {} items allowed", path, bounds[0], bounds[1]));
+    return Status::InvalidArgument(
+        fmt::format("{}: minItems {} exceeds the {} items allowed", path, bounds[0], bounds[1]));
   }
   const int64_t min = bounds[0], max = bounds[1];
   const int64_t cap = max >= 0 ? max : std::max(min, fixed);
@@ -1044,7 +1058,8 @@ Result<int> SchemaGrammarBuilder::Object(const json& s, const std::string& path)
     const Sequence colon = dialect_ == SchemaDialect::kJson ? Concat({Literal(":"), {Ref(ws_)}}) : Literal(":");
     const int member = Add(path + "/additional", {Concat({{Ref(key)}, colon, {Ref(*additional)}})});
     after[n] = Add(path + "/more", {});
-    grammar_.rules[static_cast<size_t>(after[n])].alternatives = {{}, Concat({Separator(), {Ref(member), Ref(after[n])}})};
+    grammar_.rules[static_cast<size_t>(after[n])].alternatives = {{},
+                                                                  Concat({Separator(), {Ref(member), Ref(after[n])}})};
     first[n] = Add(path + "/more-first", {{}, {Ref(member), Ref(after[n])}});
   } else {
     after[n] = Add(path + "/end", {{}});

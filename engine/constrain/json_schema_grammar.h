@@ -28,9 +28,10 @@
 //     refused, as llguidance does: it is a constraint the grammar would silently drop.
 //   * integer and number: minimum, maximum, exclusiveMinimum and exclusiveMaximum (the number form,
 //     and draft 4's boolean form), compared as exact decimals; an integer format int32 or int64
-//     bounds it too (float and double constrain nothing a JSON number can spell). Exact: an integer's digits spell only the numbers in range; a bounded number is
-//     written without an exponent (every decimal value still has a spelling), so its integer and
-//     fraction digits are held to the range exactly.
+//     bounds it too (float and double constrain nothing a JSON number can spell). Exact: an
+//     integer's digits spell only the numbers in range; a bounded number is written without an
+//     exponent (every decimal value still has a spelling), so its integer and fraction digits are
+//     held to the range exactly.
 // Anything else (multipleOf, uniqueItems true, patternProperties, if/then, ...) is refused by name
 // and path rather than silently widened: a constraint that does not constrain is worse than an
 // error. Deliberate narrowings: a string with a minLength starts with a non-space character (the
@@ -132,8 +133,8 @@ class SchemaGrammarBuilder {
   // The schema being compiled ($refs resolve in it), its path, and the $refs being expanded.
   const nlohmann::ordered_json* root_ = nullptr;
   std::string root_path_;
-  std::map<std::string, int> expanding_;                // $ref -> how many times on the way down
-  std::map<std::pair<std::string, int>, int> refs_;     // ($ref, that count) -> its rule
+  std::map<std::string, int> expanding_;             // $ref -> how many times on the way down
+  std::map<std::pair<std::string, int>, int> refs_;  // ($ref, that count) -> its rule
 };
 
 // JSON texts the schema accepts (SchemaDialect::kJson). Errors: SchemaGrammarBuilder::Schema's,

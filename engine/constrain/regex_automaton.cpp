@@ -57,8 +57,16 @@ std::optional<std::u32string> Decode(std::string_view text) {
 
 // ECMA-262's \s: white space and line terminators.
 CodeSet Whitespace() {
-  return Normalize({{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}});
+  return Normalize({{'\t', '\r'},
+                    {' ', ' '},
+                    {0xA0, 0xA0},
+                    {0x1680, 0x1680},
+                    {0x2000, 0x200A},
+                    {0x2028, 0x2029},
+                    {0x202F, 0x202F},
+                    {0x205F, 0x205F},
+                    {0x3000, 0x3000},
+                    {0xFEFF, 0xFEFF}});
 }
 CodeSet WordChars() { return Normalize({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}); }
 
@@ -188,7 +196,8 @@ class Parser {
     if (min > kMaxRepeat || max > kMaxRepeat) {
       return Error(fmt::format("a repetition count over {} at offset {} is not supported", kMaxRepeat, at));
     }
-    if (max >= 0 && min > max) return Error(fmt::format("repetition {{{},{}}} out of order at offset {}", min, max, at));
+    if (max >= 0 && min > max)
+      return Error(fmt::format("repetition {{{},{}}} out of order at offset {}", min, max, at));
     Eat('?');  // lazy: the same strings
     return Node{Node::Kind::kRepeat, {}, {std::move(atom)}, static_cast<int>(min), static_cast<int>(max)};
   }
@@ -224,7 +233,8 @@ class Parser {
       TEMPER_ASSIGN_OR_RETURN(Escaped e, Escape(false));
       return Chars(std::move(e.set));
     }
-    if (c == '*' || c == '+' || c == '?') return Error(fmt::format("nothing to repeat before '{}' at offset {}", static_cast<char>(c), at));
+    if (c == '*' || c == '+' || c == '?')
+      return Error(fmt::format("nothing to repeat before '{}' at offset {}", static_cast<char>(c), at));
     if (c == '{' && Braces()) return Error(fmt::format("nothing to repeat before '{{' at offset {}", at));
     ++i_;
     return Chars(CodePoints(std::u32string(1, c)));
@@ -255,21 +265,33 @@ class Parser {
     const char32_t c = p_[i_++];
     auto one = [](char32_t ch) { return Escaped{CodePoints(std::u32string(1, ch)), ch}; };
     switch (c) {
-      case 'd': return Escaped{Normalize({{'0', '9'}}), std::nullopt};
-      case 'D': return Escaped{Difference(AnyCodePoint(), Normalize({{'0', '9'}})), std::nullopt};
-      case 'w': return Escaped{WordChars(), std::nullopt};
-      case 'W': return Escaped{Difference(AnyCodePoint(), WordChars()), std::nullopt};
-      case 's': return Escaped{Whitespace(), std::nullopt};
-      case 'S': return Escaped{Difference(AnyCodePoint(), Whitespace()), std::nullopt};
-      case 'n': return one('\n');
-      case 'r': return one('\r');
-      case 't': return one('\t');
-      case 'f': return one('\f');
-      case 'v': return one('\v');
+      case 'd':
+        return Escaped{Normalize({{'0', '9'}}), std::nullopt};
+      case 'D':
+        return Escaped{Difference(AnyCodePoint(), Normalize({{'0', '9'}})), std::nullopt};
+      case 'w':
+        return Escaped{WordChars(), std::nullopt};
+      case 'W':
+        return Escaped{Difference(AnyCodePoint(), WordChars()), std::nullopt};
+      case 's':
+        return Escaped{Whitespace(), std::nullopt};
+      case 'S':
+        return Escaped{Difference(AnyCodePoint(), Whitespace()), std::nullopt};
+      case 'n':
+        return one('\n');
+      case 'r':
+        return one('\r');
+      case 't':
+        return one('\t');
+      case 'f':
+        return one('\f');
+      case 'v':
+        return one('\v');
       case 'b':
         if (in_class) return one('\b');
         return Unsupported("word boundary '\\b'", at);
-      case 'B': return Unsupported("word boundary '\\B'", at);
+      case 'B':
+        return Unsupported("word boundary '\\B'", at);
       case '0':
         if (i_ < p_.size() && p_[i_] >= '0' && p_[i_] <= '9') return Unsupported("octal escape", at);
         return one(0);
@@ -307,9 +329,12 @@ class Parser {
         }
         return Error(fmt::format("a bad '\\c' escape at offset {}", at));
       case 'p':
-      case 'P': return Unsupported(fmt::format("Unicode property escape '\\{}'", static_cast<char>(c)), at);
-      case 'k': return Unsupported("backreference '\\k'", at);
-      default: break;
+      case 'P':
+        return Unsupported(fmt::format("Unicode property escape '\\{}'", static_cast<char>(c)), at);
+      case 'k':
+        return Unsupported("backreference '\\k'", at);
+      default:
+        break;
     }
     if (c >= '1' && c <= '9') return Unsupported(fmt::format("backreference '\\{}'", static_cast<char>(c)), at);
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
@@ -679,8 +704,8 @@ Result<CharDfa> Intersect(const CharDfa& a, const CharDfa& b) {
   auto id_of = [&](std::pair<int, int> p) {
     auto [it, fresh] = ids.try_emplace(p, static_cast<int>(ids.size()));
     if (fresh) {
-      out.states.push_back({{}, a.states[static_cast<size_t>(p.first)].accepting &&
-                                    b.states[static_cast<size_t>(p.second)].accepting});
+      out.states.push_back(
+          {{}, a.states[static_cast<size_t>(p.first)].accepting && b.states[static_cast<size_t>(p.second)].accepting});
       queue.push_back(p);
     }
     return it->second;

@@ -169,7 +169,7 @@ class TokenMasker {
   std::unordered_multimap<uint64_t, int32_t> state_ids_;
   std::vector<std::array<int32_t, 256>> next_;
   std::vector<uint8_t> continues_;  // per interned state: CanContinue()
-  std::vector<int64_t> distance_;  // per interned state; -1 until computed
+  std::vector<int64_t> distance_;   // per interned state; -1 until computed
   const std::vector<int64_t> min_lengths_;
   Stats stats_;
 };

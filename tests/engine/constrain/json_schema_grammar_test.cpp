@@ -4,8 +4,8 @@
 #include <random>
 #include <regex>
 
-#include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "engine/constrain/grammar_matches.h"
@@ -119,7 +119,8 @@ TEST_CASE("a schema keyword the grammar cannot honour is refused by path", "[con
         "ipv6, uri, uuid)");
   CHECK(error(R"({"type":"integer","format":"uint8"})") ==
         R"(schema/format: "uint8" is not supported for numbers (supported: int32, int64, float, double))");
-  CHECK(error(R"({"type":"integer","minimum":5,"maximum":4.5})") == "schema: no integer lies within the bounds (>= 5, <= 4)");
+  CHECK(error(R"({"type":"integer","minimum":5,"maximum":4.5})") ==
+        "schema: no integer lies within the bounds (>= 5, <= 4)");
   CHECK(error(R"({"type":"number","exclusiveMinimum":1,"maximum":1})") ==
         "schema: no number lies within the bounds (> 1, <= 1)");
   CHECK(error(R"({"type":"array","minItems":3,"maxItems":2})") == "schema: minItems 3 exceeds the 2 items allowed");
@@ -139,13 +140,15 @@ TEST_CASE("a schema keyword the grammar cannot honour is refused by path", "[con
 //       address: Address
 //       born: datetime
 //       email: Optional[str] = None
-const char* kPydanticPerson = R"({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"}, "zip_code": {"pattern": "^\\d{5}(-\\d{4})?$", "title": "Zip Code", "type": "string"}}, "required": ["street", "zip_code"], "title": "Address", "type": "object"}}, "properties": {"name": {"maxLength": 40, "minLength": 1, "title": "Name", "type": "string"}, "age": {"maximum": 150, "minimum": 0, "title": "Age", "type": "integer"}, "height_m": {"exclusiveMaximum": 3.5, "exclusiveMinimum": 0, "title": "Height M", "type": "number"}, "address": {"$ref": "#/$defs/Address"}, "born": {"format": "date-time", "title": "Born", "type": "string"}, "email": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Email"}}, "required": ["name", "age", "height_m", "address", "born"], "title": "Person", "type": "object"})";
+const char* kPydanticPerson =
+    R"({"$defs": {"Address": {"properties": {"street": {"title": "Street", "type": "string"}, "zip_code": {"pattern": "^\\d{5}(-\\d{4})?$", "title": "Zip Code", "type": "string"}}, "required": ["street", "zip_code"], "title": "Address", "type": "object"}}, "properties": {"name": {"maxLength": 40, "minLength": 1, "title": "Name", "type": "string"}, "age": {"maximum": 150, "minimum": 0, "title": "Age", "type": "integer"}, "height_m": {"exclusiveMaximum": 3.5, "exclusiveMinimum": 0, "title": "Height M", "type": "number"}, "address": {"$ref": "#/$defs/Address"}, "born": {"format": "date-time", "title": "Born", "type": "string"}, "email": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null, "title": "Email"}}, "required": ["name", "age", "height_m", "address", "born"], "title": "Person", "type": "object"})";
 
 TEST_CASE("pydantic's nested model with Field bounds, a pattern and a date-time", "[constrain]") {
   const Grammar g = Compiled(json::parse(kPydanticPerson));
   auto person = [&](std::string_view age, std::string_view height, std::string_view zip, std::string_view born) {
-    return fmt::format(R"({{"name": "Ada", "age": {}, "height_m": {}, "address": {{"street": "1 Main St", "zip_code": "{}"}}, "born": "{}"}})",
-                       age, height, zip, born);
+    return fmt::format(
+        R"({{"name": "Ada", "age": {}, "height_m": {}, "address": {{"street": "1 Main St", "zip_code": "{}"}}, "born": "{}"}})",
+        age, height, zip, born);
   };
   const std::vector<std::string> valid = {
       person("36", "1.7", "02139", "1815-12-10T08:30:00Z"),
@@ -175,7 +178,8 @@ TEST_CASE("$ref: local pointers, recursion to a bounded depth, and refusals by p
   const Grammar tree = Compiled(json::parse(
       R"({"$defs": {"Node": {"properties": {"name": {"title": "Name", "type": "string"}, "children": {"default": [], "items": {"$ref": "#/$defs/Node"}, "title": "Children", "type": "array"}}, "required": ["name"], "title": "Node", "type": "object"}}, "$ref": "#/$defs/Node"})"));
   CHECK(Matches(tree, R"({"name":"a"})"));
-  CHECK(Matches(tree, R"({"name":"a","children":[{"name":"b","children":[{"name":"c"}]},{"name":"d","children":[]}]})"));
+  CHECK(
+      Matches(tree, R"({"name":"a","children":[{"name":"b","children":[{"name":"c"}]},{"name":"d","children":[]}]})"));
   CHECK_FALSE(Matches(tree, R"({"name":"a","children":[{"children":[]}]})"));
   // As deep as kMaxRefRecursion levels, not one more.
   auto nested = [](int levels) {
@@ -235,9 +239,10 @@ TEST_CASE("integer bounds: the digits spell exactly the integers in range", "[co
   CHECK(Matches(some, "123456789012345678901234567890"));
 
   // zod's z.number().int(): the safe integers.
-  const Grammar safe = Compiled(json::parse(
-      R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})"));
-  for (const char* ok : {"0", "-1", "42", "9007199254740991", "-9007199254740991", "9007199254740990", "999999999999999"}) {
+  const Grammar safe =
+      Compiled(json::parse(R"({"type":"integer","minimum":-9007199254740991,"maximum":9007199254740991})"));
+  for (const char* ok :
+       {"0", "-1", "42", "9007199254740991", "-9007199254740991", "9007199254740990", "999999999999999"}) {
     INFO(ok);
     CHECK(Matches(safe, ok));
   }
@@ -264,7 +269,8 @@ TEST_CASE("number bounds: integer and fraction digits held to the range, exactly
       {R"({"type":"number","minimum":0})", [](int64_t m) { return m >= 0; }},
       {R"({"type":"number","exclusiveMaximum":-0.125})", [](int64_t m) { return m < -125; }},
       {R"({"type":"number","minimum":1.05,"maximum":1.5})", [](int64_t m) { return m >= 1050 && m <= 1500; }},
-      {R"({"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":-1.25})", [](int64_t m) { return m > -1500 && m < -1250; }},
+      {R"({"type":"number","exclusiveMinimum":-1.5,"exclusiveMaximum":-1.25})",
+       [](int64_t m) { return m > -1500 && m < -1250; }},
   };
   for (const Case& c : cases) {
     const Grammar g = Compiled(json::parse(c.schema));
@@ -309,7 +315,11 @@ TEST_CASE("pattern: the regular expression, unanchored where it says so, as a JS
       {"^[^@\\s]+@[^@\\s]+$", {"a@b", "x.y@z.w"}, {"@b", "a@", "a b@c", "a@b@c"}},
       {"^a{2,3}b{2,}c?$", {"aabb", "aaabbbbc"}, {"abb", "aaaabb", "aab"}},
       {R"(^\w+\.\w+$)", {"file.txt"}, {"file", "file.", ".txt"}},
-      {R"(^[\x41-\x43\u00e9]+$)", {"ABC", "\xc3\xa9" "A"}, {"D", "e"}},
+      {R"(^[\x41-\x43\u00e9]+$)",
+       {"ABC",
+        "\xc3\xa9"
+        "A"},
+       {"D", "e"}},
       {R"(^(?:[01]\d|2[0-3]):[0-5]\d$)", {"00:00", "23:59"}, {"24:00", "12:60"}},
       {"^.{2}$", {"ab", "\xc3\xa9\xe2\x82\xac"}, {"a", "abc", "a\n"}},
       {"^\"[^\"]*\"$", {"\"quoted\""}, {"\"a\"b\""}},
@@ -340,14 +350,16 @@ TEST_CASE("pattern: the regular expression, unanchored where it says so, as a JS
   CHECK_FALSE(Matches(pipes, R"("a<|a")"));
   CHECK_FALSE(Matches(pipes, R"("a|>a")"));
   // With a length: both hold.
-  const Grammar counted = Compiled(json::parse(R"({"type":"string","pattern":"^[a-z]+$","minLength":2,"maxLength":3})"));
+  const Grammar counted =
+      Compiled(json::parse(R"({"type":"string","pattern":"^[a-z]+$","minLength":2,"maxLength":3})"));
   CHECK(Matches(counted, R"("ab")"));
   CHECK(Matches(counted, R"("abc")"));
   CHECK_FALSE(Matches(counted, R"("a")"));
   CHECK_FALSE(Matches(counted, R"("abcd")"));
 
   auto error = [](const char* pattern) {
-    return JsonSchemaGrammar(json{{"type", "object"}, {"properties", {{"id", {{"type", "string"}, {"pattern", pattern}}}}}})
+    return JsonSchemaGrammar(
+               json{{"type", "object"}, {"properties", {{"id", {{"type", "string"}, {"pattern", pattern}}}}}})
         .status()
         .message();
   };
@@ -391,19 +403,26 @@ TEST_CASE("formats: each a grammar of its own", "[constrain]") {
     std::vector<std::string> ok, bad;
   };
   const Case cases[] = {
-      {"date", {"2024-02-29", "2000-02-29", "1999-12-31", "0001-01-01"},
+      {"date",
+       {"2024-02-29", "2000-02-29", "1999-12-31", "0001-01-01"},
        {"2023-02-29", "1900-02-29", "2024-04-31", "2024-13-01", "0000-01-01", "2024-1-01", "20240101"}},
       {"time", {"23:59:59Z", "00:00:00.123+05:30", "12:30:00-08:00"}, {"24:00:00Z", "12:30:00", "12:60:00Z", "12:30Z"}},
-      {"date-time", {"2024-06-01T12:00:00Z", "2024-06-01T12:00:00.5-01:00"}, {"2024-06-01 12:00:00Z", "2024-06-01T12:00:00"}},
+      {"date-time",
+       {"2024-06-01T12:00:00Z", "2024-06-01T12:00:00.5-01:00"},
+       {"2024-06-01 12:00:00Z", "2024-06-01T12:00:00"}},
       {"duration", {"P1D", "PT1H30M", "P1Y2M3DT4H5M6.5S", "P2W"}, {"P", "PT", "P1H", "1D", "P1DT"}},
-      {"uuid", {"123e4567-e89b-12d3-a456-426614174000", "00000000-0000-0000-0000-00000000000A"},
+      {"uuid",
+       {"123e4567-e89b-12d3-a456-426614174000", "00000000-0000-0000-0000-00000000000A"},
        {"123e4567e89b12d3a456426614174000", "123e4567-e89b-12d3-a456-42661417400g"}},
-      {"email", {"ada@example.com", "first.last+tag@sub.example.org"},
+      {"email",
+       {"ada@example.com", "first.last+tag@sub.example.org"},
        {"ada", "@example.com", "ada@example", "ada@@example.com", ".ada@example.com", "a b@example.com"}},
       {"ipv4", {"127.0.0.1", "255.255.255.255", "0.0.0.0"}, {"256.0.0.1", "1.2.3", "01.2.3.4", "1.2.3.4.5"}},
-      {"ipv6", {"::1", "2001:db8::8a2e:370:7334", "fe80::", "::", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1", "1::2:3"},
+      {"ipv6",
+       {"::1", "2001:db8::8a2e:370:7334", "fe80::", "::", "1:2:3:4:5:6:7:8", "::ffff:192.168.0.1", "1::2:3"},
        {"1:2:3:4:5:6:7:8:9", "1::2::3", "12345::", ":1", "g::1"}},
-      {"uri", {"https://example.com/a?b=c#d", "urn:isbn:0451450523", "mailto:ada@example.com"},
+      {"uri",
+       {"https://example.com/a?b=c#d", "urn:isbn:0451450523", "mailto:ada@example.com"},
        {"example.com", "https://exa mple.com", "1http://x", "http://x/%zz"}},
       {"hostname", {"example.com", "a-b.c", "localhost"}, {"-a.com", "a..b", "a_b.com"}},
   };
@@ -421,7 +440,8 @@ TEST_CASE("formats: each a grammar of its own", "[constrain]") {
 }
 
 TEST_CASE("a format or pattern with a long length: pydantic's HttpUrl, a long repetition", "[constrain]") {
-  const Grammar url = Compiled(json::parse(R"({"format": "uri", "maxLength": 2083, "minLength": 1, "type": "string"})"));
+  const Grammar url =
+      Compiled(json::parse(R"({"format": "uri", "maxLength": 2083, "minLength": 1, "type": "string"})"));
   CHECK(Matches(url, R"("https://example.com/a")"));
   CHECK(Matches(url, Quoted("https://example.com/" + std::string(2063, 'a'))));
   CHECK_FALSE(Matches(url, Quoted("https://example.com/" + std::string(2064, 'a'))));
@@ -434,7 +454,8 @@ TEST_CASE("a format or pattern with a long length: pydantic's HttpUrl, a long re
 }
 
 TEST_CASE("arrays: minItems, maxItems and prefixItems", "[constrain]") {
-  const Grammar two_to_four = Compiled(json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":4})"));
+  const Grammar two_to_four =
+      Compiled(json::parse(R"({"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":4})"));
   for (const char* ok : {"[1,2]", "[1, 2, 3]", "[1,2,3,4]"}) CHECK(Matches(two_to_four, ok));
   for (const char* bad : {"[]", "[1]", "[1,2,3,4,5]", "[1,\"a\"]"}) CHECK_FALSE(Matches(two_to_four, bad));
   const Grammar at_least = Compiled(json::parse(R"({"type":"array","minItems":3})"));
@@ -447,7 +468,8 @@ TEST_CASE("arrays: minItems, maxItems and prefixItems", "[constrain]") {
       R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false,"minItems":1})"));
   for (const char* ok : {R"(["a"])", R"(["a",1])"}) CHECK(Matches(pair, ok));
   for (const char* bad : {"[]", "[1]", R"(["a","b"])", R"(["a",1,2])"}) CHECK_FALSE(Matches(pair, bad));
-  const Grammar head = Compiled(json::parse(R"({"type":"array","prefixItems":[{"const":"cmd"}],"items":{"type":"string"}})"));
+  const Grammar head =
+      Compiled(json::parse(R"({"type":"array","prefixItems":[{"const":"cmd"}],"items":{"type":"string"}})"));
   CHECK(Matches(head, R"(["cmd","a","b"])"));
   CHECK_FALSE(Matches(head, R"(["x","a"])"));
   CHECK_FALSE(Matches(head, R"(["cmd",1])"));

@@ -56,9 +56,11 @@ TEST_CASE("a tool's parameters as the chat template renders them: refs written o
   CHECK(p["properties"]["tags"]["nullable"] == true);
   // A recursion is written out once; the ref met again inside it is its target's type and description.
   const nlohmann::json& tree = p["properties"]["tree"];
-  CHECK(tree["properties"]["children"]["items"] == nlohmann::json::parse(R"({"type": "object", "description": "a tree"})"));
+  CHECK(tree["properties"]["children"]["items"] ==
+        nlohmann::json::parse(R"({"type": "object", "description": "a tree"})"));
   CHECK(RenderableToolSchema(nullptr, "p").value().is_null());
-  CHECK(RenderableToolSchema(nlohmann::json::parse(R"({"properties": {"a": {"$ref": "#/$defs/X"}}})"), "tools[2].parameters")
+  CHECK(RenderableToolSchema(nlohmann::json::parse(R"({"properties": {"a": {"$ref": "#/$defs/X"}}})"),
+                             "tools[2].parameters")
             .status()
             .message() == "tools[2].parameters/properties/a/$ref: '#/$defs/X' points to nothing in the schema");
 
