@@ -126,6 +126,19 @@ std::string RenderBatchTable(const temper::v1::ListBatchesResponse& list) {
                     FormatTime(b.created_at()), b.name()});
   }
   std::string out = Table(rows);
+  // Why queued batches have not started, each reason once ("batches 2, 1 wait: no model is ...").
+  std::vector<std::pair<std::string, std::vector<std::string>>> waiting;
+  for (const temper::v1::Batch& b : list.batches()) {
+    if (b.waiting_reason().empty()) continue;
+    auto same =
+        std::find_if(waiting.begin(), waiting.end(), [&](const auto& w) { return w.first == b.waiting_reason(); });
+    if (same == waiting.end()) same = waiting.insert(waiting.end(), {b.waiting_reason(), {}});
+    same->second.push_back(b.id());
+  }
+  for (const auto& [reason, ids] : waiting) {
+    out += fmt::format("batch{} {} wait{}: {}\n", ids.size() == 1 ? "" : "es", fmt::join(ids, ", "),
+                       ids.size() == 1 ? "s" : "", reason);
+  }
   if (!list.next_page_token().empty()) out += fmt::format("(more: --page-token {})\n", list.next_page_token());
   return out;
 }

@@ -53,6 +53,7 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(list.exit_code == 0);
   CHECK(list.out.rfind("ID  STATE   TARGET  PROFILE  RULES    FIXED  ESCALATED  LEFT  CREATED", 0) == 0);
   CHECK(list.out.find("\n2   queued  lab     stig     profile  0") != std::string::npos);
+  CHECK(list.out.find(fmt::format("\nbatches 2, 1 wait: {}", kNoModels)) != std::string::npos);
 
   ProcessResult status = Cli(daemon, {"status", "1"});
   CHECK(status.out.find(fmt::format("batch 1 (cli)\n  state       queued\n  waiting     {}", kNoModels)) == 0);
