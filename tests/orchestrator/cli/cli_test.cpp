@@ -101,7 +101,7 @@ TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   CHECK(daemon.Stop() == 0);
 }
 
-TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the outcome; --follow-forever does not") {
+TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the outcome, and --follow-forever does not") {
   TempDir dir;
   DaemonProcess daemon(dir);
   REQUIRE(daemon.Start().ok());
