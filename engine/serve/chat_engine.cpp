@@ -35,6 +35,7 @@ ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& 
 ChatEvent ChatStream::Convert(StreamEvent event) {
   ChatEvent out;
   out.tokens = std::move(event.tokens);
+  out.logprobs = std::move(event.logprobs);
   auto take = [&](Result<ReplyDelta> delta) {
     if (!delta.ok()) {
       if (!failed_) {
@@ -123,19 +124,24 @@ std::optional<ChatEvent> ChatStream::NextFor(std::chrono::milliseconds timeout) 
   return Convert(std::move(*e));
 }
 
+void ChatEvent::Append(ChatEvent later) {
+  tokens.insert(tokens.end(), later.tokens.begin(), later.tokens.end());
+  logprobs.insert(logprobs.end(), std::make_move_iterator(later.logprobs.begin()),
+                  std::make_move_iterator(later.logprobs.end()));
+  content += later.content;
+  thinking += later.thinking;
+  for (ToolCall& call : later.tool_calls) tool_calls.push_back(std::move(call));
+  if (later.finish != ChatFinish::kNone) {
+    finish = later.finish;
+    error = std::move(later.error);
+    usage = later.usage;
+    parse_error = std::move(later.parse_error);
+  }
+}
+
 ChatEvent ChatStream::Wait() {
   ChatEvent all;
-  while (std::optional<ChatEvent> e = Next()) {
-    all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
-    all.content += e->content;
-    all.thinking += e->thinking;
-    for (ToolCall& call : e->tool_calls) all.tool_calls.push_back(std::move(call));
-    if (e->finish != ChatFinish::kNone) {
-      all.finish = e->finish;
-      all.error = e->error;
-      all.usage = e->usage;
-    }
-  }
+  while (std::optional<ChatEvent> e = Next()) all.Append(std::move(*e));
   return all;
 }
 
@@ -238,6 +244,7 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
       g.sampling.stop_tokens.push_back(id);
     }
   }
+  g.logprobs = request.logprobs;
   g.max_tokens = request.max_tokens;
   if (g.max_tokens == 0) {
     // At least 1, so that a prompt that fills the context is refused by Submit naming its length.

@@ -64,6 +64,7 @@ struct ChatRequest {
   // the first call is parsed and the reply ends there with kToolCalls; what the scheduler decoded
   // after it is dropped.
   bool parallel_tool_calls = true;
+  int logprobs = -1;  // GenerateRequest::logprobs
 };
 
 enum class ChatFinish { kNone, kStop, kLength, kToolCalls, kCancelled, kError };
@@ -73,6 +74,7 @@ const char* ChatFinishName(ChatFinish finish);
 // What a request produced since the previous event. The last event has finish set.
 struct ChatEvent {
   std::vector<int32_t> tokens;       // generated ids, stop token included
+  std::vector<TokenLogprobs> logprobs;  // with ChatRequest::logprobs >= 0: StreamEvent::logprobs
   std::string content;               // visible text
   std::string thinking;              // thought-channel text
   std::vector<ToolCall> tool_calls;  // complete calls, in order
@@ -85,6 +87,9 @@ struct ChatEvent {
   bool empty() const {
     return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone;
   }
+  // Adds what `later` produced after this event (its finish, error, usage and parse_error if it
+  // has a finish).
+  void Append(ChatEvent later);
 };
 
 // The consumer's end of one chat request.

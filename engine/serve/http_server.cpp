@@ -18,6 +18,7 @@
 #include "engine/serve/openai_conversation.h"
 #include "engine/serve/openai_parameters.h"
 #include "engine/serve/openapi_document.h"
+#include "engine/serve/token_logprobs.h"
 #include "engine/serve/scheduler_metrics_text.h"
 
 namespace temper::engine {
@@ -128,6 +129,39 @@ std::optional<ApiError> ReadStreamFlags(const json& body, bool& stream, bool& in
   return std::nullopt;
 }
 
+// Chat's `logprobs` (a boolean) and `top_logprobs` (0..kMaxTopLogprobs, with logprobs true) as
+// GenerateRequest::logprobs.
+std::optional<ApiError> ReadChatLogprobs(const json& body, int& logprobs) {
+  bool wanted = false;
+  if (auto l = body.find("logprobs"); l != body.end() && !l->is_null()) {
+    if (!l->is_boolean()) return ApiError{400, "'logprobs' must be a boolean", "invalid_request_error", "logprobs"};
+    wanted = l->get<bool>();
+  }
+  int64_t top = 0;
+  if (auto e = ReadNumber(body, "top_logprobs", top)) return e;
+  if (top < 0 || top > kMaxTopLogprobs) {
+    return ApiError{400, fmt::format("'top_logprobs' must be in [0, {}], got {}", kMaxTopLogprobs, top),
+                    "invalid_request_error", "top_logprobs"};
+  }
+  if (top > 0 && !wanted) {
+    return ApiError{400, "'top_logprobs' needs 'logprobs': true", "invalid_request_error", "top_logprobs"};
+  }
+  logprobs = wanted ? static_cast<int>(top) : -1;
+  return std::nullopt;
+}
+
+// Completions' `logprobs`: how many of each row's most likely tokens to report, 0..kMaxTopLogprobs.
+std::optional<ApiError> ReadCompletionLogprobs(const json& body, int& logprobs) {
+  int64_t top = -1;
+  if (auto e = ReadNumber(body, "logprobs", top)) return e;
+  if (top != -1 && (top < 0 || top > kMaxTopLogprobs)) {
+    return ApiError{400, fmt::format("'logprobs' must be in [0, {}], got {}", kMaxTopLogprobs, top),
+                    "invalid_request_error", "logprobs"};
+  }
+  logprobs = static_cast<int>(top);
+  return std::nullopt;
+}
+
 struct ParsedRequest {
   GenerateRequest request;
   bool stream = false;
@@ -199,6 +233,7 @@ std::optional<ApiError> ParseCompletion(const json& body, const std::string& mod
   if (auto e = ReadSampling(body, r.sampling)) return e;
   if (auto e = ReadStops(body, r.stop_strings)) return e;
   if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
+  if (auto e = ReadCompletionLogprobs(body, r.logprobs)) return e;
   return std::nullopt;
 }
 
@@ -276,6 +311,7 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body,
   if (auto e = ReadStops(body, r.stop_strings)) return e;
   if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
   if (auto e = ReadResponseFormat(raw_body, r)) return e;
+  if (auto e = ReadChatLogprobs(body, r.logprobs)) return e;
   if (r.grammar && r.tool_choice == ToolChoice::kRequired) {
     return BadParam("response_format", "'response_format' and a required tool call ('tool_choice') cannot be combined");
   }
@@ -290,6 +326,68 @@ json UsageJson(const RequestUsage& u) {
           // Speculative decoding's drafts under a field of temper's own: OpenAI's
           // accepted/rejected_prediction_tokens count Predicted Outputs, which this server does not take.
           {"temper", {{"draft_tokens", u.draft_tokens}, {"accepted_draft_tokens", u.accepted_draft_tokens}}}};
+}
+
+// A token's text for logprobs: what the tokenizer decodes it to alone, or "token_id:N" (as vLLM
+// writes it) on a server without a tokenizer.
+std::string TokenText(const Tokenizer* tokenizer, int32_t id) {
+  if (tokenizer != nullptr) {
+    const int32_t ids[] = {id};
+    if (Result<std::string> text = tokenizer->Decode(ids); text.ok()) return *text;
+  }
+  return fmt::format("token_id:{}", id);
+}
+
+// A token's text as JSON can carry it: a piece of a UTF-8 character (byte fallback) shows as U+FFFD.
+std::string Shown(const std::string& text) {
+  return json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+// OpenAI's form of one token's logprob: the token as text, and its exact bytes.
+json ChatTokenLogprob(const Tokenizer* tokenizer, int32_t id, float logprob) {
+  const std::string text = TokenText(tokenizer, id);
+  json bytes = json::array();
+  for (unsigned char b : text) bytes.push_back(b);
+  return {{"token", Shown(text)}, {"logprob", logprob}, {"bytes", std::move(bytes)}};
+}
+
+// Chat's `logprobs`: {"content": [{token, logprob, bytes, top_logprobs: [...]}, ...], "refusal": null}.
+json ChatLogprobsJson(const Tokenizer* tokenizer, const std::vector<TokenLogprobs>& tokens) {
+  json content = json::array();
+  for (const TokenLogprobs& t : tokens) {
+    json entry = ChatTokenLogprob(tokenizer, t.token, t.logprob);
+    json top = json::array();
+    for (const auto& [id, logprob] : t.top) top.push_back(ChatTokenLogprob(tokenizer, id, logprob));
+    entry["top_logprobs"] = std::move(top);
+    content.push_back(std::move(entry));
+  }
+  return {{"content", std::move(content)}, {"refusal", nullptr}};
+}
+
+// Completions' legacy `logprobs`: parallel lists of tokens, their logprobs, the top alternatives as
+// {token: logprob} maps (a token that reads like one before it keyed "token_id:N"), and each
+// token's byte offset in the text, counted from `offset`.
+json CompletionLogprobsJson(const Tokenizer* tokenizer, const std::vector<TokenLogprobs>& tokens, size_t offset) {
+  json texts = json::array(), logprobs = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprobs& t : tokens) {
+    const std::string text = TokenText(tokenizer, t.token);
+    texts.push_back(Shown(text));
+    logprobs.push_back(t.logprob);
+    json top = json::object();
+    for (const auto& [id, logprob] : t.top) {
+      // Two tokens may read alike (pieces of UTF-8 characters both show as U+FFFD): keep both.
+      std::string key = Shown(TokenText(tokenizer, id));
+      if (top.contains(key)) key = fmt::format("token_id:{}", id);
+      top[key] = logprob;
+    }
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += text.size();
+  }
+  return {{"tokens", std::move(texts)},
+          {"token_logprobs", std::move(logprobs)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
 }
 
 json FinishJson(FinishReason f) { return f == FinishReason::kNone ? json(nullptr) : json(FinishReasonName(f)); }
@@ -453,6 +551,8 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
     SendError(res, *e);
     return;
   }
+  const bool with_logprobs = parsed.request.logprobs >= 0;
+  const Tokenizer* tokenizer = &options_.chat->tokenizer();
   Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
   if (!submitted.ok()) {
     ApiError e = FromStatus(submitted.status());
@@ -478,17 +578,7 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
 
   if (!parsed.stream) {
     ChatEvent all;
-    while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) {
-      all.content += e->content;
-      all.thinking += e->thinking;
-      for (ToolCall& c : e->tool_calls) all.tool_calls.push_back(std::move(c));
-      if (e->finish != ChatFinish::kNone) {
-        all.finish = e->finish;
-        all.error = e->error;
-        all.usage = e->usage;
-        all.parse_error = e->parse_error;
-      }
-    }
+    while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) all.Append(std::move(*e));
     if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
     if (all.finish == ChatFinish::kError || all.finish == ChatFinish::kCancelled) {
       SendError(res, ChatError(all));
@@ -505,7 +595,7 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
     }
     json choice = {{"index", 0},
                    {"message", std::move(message)},
-                   {"logprobs", nullptr},
+                   {"logprobs", with_logprobs ? ChatLogprobsJson(tokenizer, all.logprobs) : json(nullptr)},
                    {"finish_reason", ChatFinishName(all.finish)}};
     if (!all.parse_error.empty()) choice["parse_error"] = all.parse_error;
     json out = {{"id", id},
@@ -522,10 +612,11 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   // text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
   // then `data: [DONE]`.
   const bool include_usage = parsed.include_usage;
-  auto chunk = [id, created, model](json delta, json finish, const std::string& parse_error = "") {
+  auto chunk = [id, created, model](json delta, json finish, const std::string& parse_error = "",
+                                    json logprobs = nullptr) {
     json choice = {{"index", 0},
                    {"delta", std::move(delta)},
-                   {"logprobs", nullptr},
+                   {"logprobs", std::move(logprobs)},
                    {"finish_reason", std::move(finish)}};
     if (!parse_error.empty()) choice["parse_error"] = parse_error;
     json c = {{"id", id},
@@ -540,8 +631,8 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id](
-          size_t, httplib::DataSink& sink) {
+      [this, stream, client, id, created, model, include_usage, chunk, started, calls_sent, call_id, with_logprobs,
+       tokenizer](size_t, httplib::DataSink& sink) {
         std::string out;
         if (!*started) {
           *started = true;
@@ -553,16 +644,24 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
           sink.done();
           return true;
         }
-        if (!e->thinking.empty()) out += chunk({{"reasoning_content", e->thinking}}, nullptr);
-        if (!e->content.empty()) out += chunk({{"content", e->content}}, nullptr);
+        // This event's tokens' logprobs ride on its first chunk.
+        json logprobs = with_logprobs && !e->logprobs.empty() ? ChatLogprobsJson(tokenizer, e->logprobs) : json();
+        auto take_logprobs = [&logprobs] { return std::exchange(logprobs, json()); };
+        if (!e->thinking.empty()) out += chunk({{"reasoning_content", e->thinking}}, nullptr, "", take_logprobs());
+        if (!e->content.empty()) out += chunk({{"content", e->content}}, nullptr, "", take_logprobs());
         for (const ToolCall& call : e->tool_calls) {
           const size_t index = (*calls_sent)++;
-          out += chunk({{"tool_calls", json::array({ToolCallJson(call, call_id(index), index, true)})}}, nullptr);
+          out += chunk({{"tool_calls", json::array({ToolCallJson(call, call_id(index), index, true)})}}, nullptr, "",
+                       take_logprobs());
+        }
+        // Tokens with nothing to show yet (the inside of a tool call) still report theirs.
+        if (!logprobs.is_null() && e->finish == ChatFinish::kNone) {
+          out += chunk(json::object(), nullptr, "", take_logprobs());
         }
         if (e->finish == ChatFinish::kError || e->finish == ChatFinish::kCancelled) {
           out += "data: " + ErrorJson(ChatError(*e)).dump() + "\n\ndata: [DONE]\n\n";
         } else if (e->finish != ChatFinish::kNone) {
-          out += chunk(json::object(), ChatFinishName(e->finish), e->parse_error);
+          out += chunk(json::object(), ChatFinishName(e->finish), e->parse_error, take_logprobs());
           if (include_usage) {
             json usage = {{"id", id},       {"object", "chat.completion.chunk"}, {"created", created},
                           {"model", model}, {"choices", json::array()},          {"usage", UsageJson(e->usage)}};
@@ -662,6 +761,7 @@ void HttpServer::Route() {
       SendError(res, *e);
       return;
     }
+    const bool with_logprobs = parsed.request.logprobs >= 0;
     Result<std::shared_ptr<RequestStream>> submitted = scheduler_.Submit(std::move(parsed.request));
     if (!submitted.ok()) {
       SendError(res, FromStatus(submitted.status()));
@@ -674,13 +774,7 @@ void HttpServer::Route() {
 
     if (!parsed.stream) {
       StreamEvent all;
-      while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) {
-        all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
-        all.text += e->text;
-        all.finish = e->finish;
-        all.error = e->error;
-        all.usage = e->usage;
-      }
+      while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) all.Append(std::move(*e));
       if (all.finish == FinishReason::kNone) all.finish = FinishReason::kCancelled;  // the server stopped
       if (all.finish == FinishReason::kError || all.finish == FinishReason::kCancelled) {
         SendError(res, all.finish == FinishReason::kError
@@ -695,7 +789,9 @@ void HttpServer::Route() {
                   {"choices", json::array({{{"index", 0},
                                             {"text", all.text},
                                             {"token_ids", all.tokens},
-                                            {"logprobs", nullptr},
+                                            {"logprobs", with_logprobs
+                                                             ? CompletionLogprobsJson(tokenizer, all.logprobs, 0)
+                                                             : json(nullptr)},
                                             {"finish_reason", FinishJson(all.finish)}}})},
                   {"usage", UsageJson(all.usage)}};
       res.set_content(out.dump(), "application/json");
@@ -708,7 +804,8 @@ void HttpServer::Route() {
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [this, stream, client, id, created, model, include_usage](size_t, httplib::DataSink& sink) {
+        [this, stream, client, id, created, model, include_usage, with_logprobs, tokenizer,
+         text_sent = std::make_shared<size_t>(0)](size_t, httplib::DataSink& sink) {
           std::optional<StreamEvent> e = NextEvent(*stream, client.get());
           if (!e) {
             sink.done();
@@ -728,8 +825,11 @@ void HttpServer::Route() {
                           {"choices", json::array({{{"index", 0},
                                                     {"text", e->text},
                                                     {"token_ids", e->tokens},
-                                                    {"logprobs", nullptr},
+                                                    {"logprobs", with_logprobs ? CompletionLogprobsJson(
+                                                                                     tokenizer, e->logprobs, *text_sent)
+                                                                               : json(nullptr)},
                                                     {"finish_reason", FinishJson(e->finish)}}})}};
+            *text_sent += e->text.size();
             out = "data: " + chunk.dump() + "\n\n";
             if (e->finish != FinishReason::kNone) {
               if (include_usage) {

@@ -27,8 +27,10 @@
 //   GET  /metrics         Prometheus text: queue depth, KV pool use, prefix-cache hit rate, tok/s,
 //                         request latency histograms (scheduler_metrics_text.h), the process's own
 //   GET  /openapi.json    the OpenAPI 3.1 document of all of the above (openapi_document.h)
-// Every parameter is implemented or accepted only at its neutral value (openai_parameters.h); any
-// other is refused naming it. Usage carries `prompt_tokens_details.cached_tokens` and speculative
+// Both APIs take `logprobs` (chat: a boolean with `top_logprobs`; completions: the count of
+// alternatives), in OpenAI's forms (token_logprobs.h says what they are). Every parameter is
+// implemented or accepted only at its neutral value (openai_parameters.h); any other is refused
+// naming it. Usage carries `prompt_tokens_details.cached_tokens` and speculative
 // decoding's drafts under `temper` (`draft_tokens`, `accepted_draft_tokens`).
 // Every error has an OpenAI-style JSON body ({"error": {"message", "type", "param", "code"}}):
 // 400 for malformed JSON or invalid parameters (naming the parameter), 400 with code

@@ -16,7 +16,6 @@ bool IsZero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
 bool IsOne(const json& v) { return v.is_number_integer() && v.get<int64_t>() == 1; }
 bool IsEmptyObject(const json& v) { return v.is_object() && v.empty(); }
 bool IsEmptyString(const json& v) { return v.is_string() && v.get<std::string>().empty(); }
-bool NeverNeutral(const json&) { return false; }
 // `user` and `metadata` label a request for the caller's own bookkeeping (abuse monitoring, stored
 // completions); they ask nothing of the reply, so any value of their type is neutral.
 bool IsString(const json& v) { return v.is_string(); }
@@ -44,8 +43,8 @@ constexpr OpenAiParameter kChatParameters[] = {
     {"stop_token_ids"},
     {"stream"},
     {"stream_options"},
-    {"logprobs", IsFalse, "only false"},
-    {"top_logprobs", IsZero, "only 0"},
+    {"logprobs"},
+    {"top_logprobs"},
     {"logit_bias", IsEmptyObject, "only {}"},
     {"presence_penalty", IsZero, "only 0"},
     {"frequency_penalty", IsZero, "only 0"},
@@ -69,7 +68,7 @@ constexpr OpenAiParameter kCompletionParameters[] = {
     {"stop_token_ids"},
     {"stream"},
     {"stream_options"},
-    {"logprobs", NeverNeutral, "only null"},
+    {"logprobs"},
     {"echo", IsFalse, "only false"},
     {"best_of", IsOne, "only 1"},
     {"suffix", IsEmptyString, "only \"\""},

@@ -58,17 +58,22 @@ const char* FinishReasonName(FinishReason reason) {
 // ---------------------------------------------------------------------------------------------
 // RequestStream
 
+void StreamEvent::Append(StreamEvent later) {
+  tokens.insert(tokens.end(), later.tokens.begin(), later.tokens.end());
+  logprobs.insert(logprobs.end(), std::make_move_iterator(later.logprobs.begin()),
+                  std::make_move_iterator(later.logprobs.end()));
+  text += later.text;
+  finish = later.finish;
+  error = std::move(later.error);
+  usage = later.usage;
+}
+
 void RequestStream::Push(StreamEvent event) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!pending_) {
     pending_ = std::move(event);
   } else {
-    StreamEvent& p = *pending_;
-    p.tokens.insert(p.tokens.end(), event.tokens.begin(), event.tokens.end());
-    p.text += event.text;
-    p.finish = event.finish;
-    p.error = event.error;
-    p.usage = event.usage;
+    pending_->Append(std::move(event));
   }
   if (pending_->finish != FinishReason::kNone) {
     ended_ = true;
@@ -98,13 +103,7 @@ std::optional<StreamEvent> RequestStream::NextFor(std::chrono::milliseconds time
 
 StreamEvent RequestStream::Wait() {
   StreamEvent all;
-  while (std::optional<StreamEvent> e = Next()) {
-    all.tokens.insert(all.tokens.end(), e->tokens.begin(), e->tokens.end());
-    all.text += e->text;
-    all.finish = e->finish;
-    all.error = e->error;
-    all.usage = e->usage;
-  }
+  while (std::optional<StreamEvent> e = Next()) all.Append(std::move(*e));
   return all;
 }
 
@@ -142,6 +141,7 @@ struct Scheduler::Request {
   // Where the next pass's drafts come from. It holds until the pass that feeds them has been
   // accepted: the next drafts are made after AcceptDrafts.
   DraftSource draft_source = DraftSource::kPromptLookup;
+  std::deque<TokenLogprobs> sampled_logprobs;  // with req.logprobs: sampled, not yet emitted
   std::string text_buf;  // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
@@ -206,6 +206,10 @@ Result<std::shared_ptr<RequestStream>> Scheduler::Submit(GenerateRequest request
   }
   if (request.max_tokens < 1) {
     return Status::InvalidArgument(fmt::format("request: max_tokens is {}, must be at least 1", request.max_tokens));
+  }
+  if (request.logprobs < -1 || request.logprobs > kMaxTopLogprobs) {
+    return Status::InvalidArgument(
+        fmt::format("request: logprobs is {}, must be -1 (none) or 0..{}", request.logprobs, kMaxTopLogprobs));
   }
   Result<Sampler> sampler = Sampler::Create(request.sampling);
   if (!sampler.ok()) return sampler.status().WithContext("request sampling");
@@ -575,20 +579,43 @@ std::vector<int32_t> Scheduler::Draft(Request& r, int64_t room) {
 }
 
 std::optional<int32_t> Scheduler::SampleRow(Request& r, const ForwardResult& out, int64_t row, int64_t ahead) {
-  if (r.constraint) return SampleConstrained(r, out, row, ahead);
-  if (out.candidates.empty()) {
-    const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
-    return r.sampler->Sample(std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab));
+  std::optional<int32_t> token;
+  const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
+  if (r.constraint) {
+    token = SampleConstrained(r, out, row, ahead);
+  } else if (out.candidates.empty()) {
+    token = r.sampler->Sample(std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab));
+  } else {
+    const Sampler::Outcome picked = r.sampler->Sample(out.candidates[static_cast<size_t>(row)]);
+    token = picked.token;
+    if (picked.needs_full_row) {
+      Result<std::vector<float>> full = backend_.LogitsRow(row);
+      if (!full.ok()) {
+        Finish(r, FinishReason::kError, full.status());
+        return std::nullopt;
+      }
+      ++counters_.full_row_samples;
+      token = r.sampler->Sample(*full);
+    }
   }
-  const Sampler::Outcome picked = r.sampler->Sample(out.candidates[static_cast<size_t>(row)]);
-  if (!picked.needs_full_row) return picked.token;
+  if (token && r.req.logprobs >= 0 && !RecordLogprobs(r, out, row, *token)) return std::nullopt;
+  return token;
+}
+
+bool Scheduler::RecordLogprobs(Request& r, const ForwardResult& out, int64_t row, int32_t token) {
+  const size_t vocab = static_cast<size_t>(backend_.config().vocab_size);
+  if (out.candidates.empty()) {
+    const auto logits = std::span<const float>(out.logits).subspan(static_cast<size_t>(row) * vocab, vocab);
+    r.sampled_logprobs.push_back(LogprobsOf(logits, token, r.req.logprobs));
+    return true;
+  }
   Result<std::vector<float>> full = backend_.LogitsRow(row);
   if (!full.ok()) {
-    Finish(r, FinishReason::kError, full.status());
-    return std::nullopt;
+    Finish(r, FinishReason::kError, full.status().WithContext("logprobs"));
+    return false;
   }
-  ++counters_.full_row_samples;
-  return r.sampler->Sample(*full);
+  r.sampled_logprobs.push_back(LogprobsOf(*full, token, r.req.logprobs));
+  return true;
 }
 
 std::optional<int32_t> Scheduler::SampleConstrained(Request& r, const ForwardResult& out, int64_t row, int64_t ahead) {
@@ -727,6 +754,11 @@ void Scheduler::Emit(Request& r, int32_t token) {
   ++counters_.generated_tokens;
   StreamEvent event;
   event.tokens.push_back(token);
+  if (!r.sampled_logprobs.empty()) {
+    // The stop token that ends generation is not part of the output, nor are its logprobs.
+    if (!r.sampler->IsStop(token)) event.logprobs.push_back(std::move(r.sampled_logprobs.front()));
+    r.sampled_logprobs.pop_front();
+  }
 
   FinishReason finish = FinishReason::kNone;
   if (r.sampler->IsStop(token)) {

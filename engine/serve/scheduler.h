@@ -61,6 +61,7 @@
 #include "engine/sampler.h"
 #include "engine/serve/output_history.h"
 #include "engine/serve/prompt_lookup.h"
+#include "engine/serve/token_logprobs.h"
 #include "engine/tokenizer/detokenizer.h"
 
 namespace temper::engine {
@@ -82,6 +83,10 @@ struct GenerateRequest {
   // each row of a verification pass under the state its accepted drafts reach, and ends its text
   // whole within max_tokens.
   std::shared_ptr<GrammarMasks> grammar;
+  // 0..kMaxTopLogprobs: each generated token's log-probability and that many of its row's most
+  // likely alternatives come with it (StreamEvent::logprobs); -1: none. A device backend then
+  // fetches each sampled row whole.
+  int logprobs = -1;
 };
 
 enum class FinishReason { kNone, kStop, kLength, kCancelled, kError };
@@ -103,10 +108,16 @@ struct RequestUsage {
 // What a request produced since the previous event. The last event of a stream has finish set.
 struct StreamEvent {
   std::vector<int32_t> tokens;
+  // With GenerateRequest::logprobs >= 0: one per token in order, but none for a stop token that
+  // ends generation (its text is not output either).
+  std::vector<TokenLogprobs> logprobs;
   std::string text;  // only with a detokenizer; held back while it may be the start of a stop string
   FinishReason finish = FinishReason::kNone;
   Status error;        // with kError
   RequestUsage usage;  // with a finish
+
+  // Adds what `later` produced after this event.
+  void Append(StreamEvent later);
 };
 
 // The consumer's end of one request. Thread-safe.
@@ -235,6 +246,9 @@ class Scheduler {
   // masked by the grammar's state after every token sampled so far.
   std::optional<int32_t> SampleConstrained(Request& r, const ForwardResult& out, int64_t row, int64_t ahead);
   std::optional<int32_t> SampleRow(Request& r, const ForwardResult& out, int64_t row, int64_t ahead = 0);
+  // With GenerateRequest::logprobs: the sampled `token`'s log-probabilities from row `row`, kept for
+  // Emit. False when the row could not be had (the request is finished with the error).
+  bool RecordLogprobs(Request& r, const ForwardResult& out, int64_t row, int32_t token);
   // Keeps `r`'s drafts up to the first one its rows disagree with, then emits them and the row's
   // own token after them. The pass fed `r`'s next token and then `draft`, from row `row` on.
   void AcceptDrafts(Request& r, std::span<const int32_t> draft, const ForwardResult& out, int64_t row);

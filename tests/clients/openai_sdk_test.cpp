@@ -1,6 +1,6 @@
 // The OpenAI Python SDK (tests/python/openai_sdk_client.py, in the test venv) against a real
 // `temper-lm serve` on the tiny Gemma 4 fixture with its chat tokenizer: models, chat whole and
-// streamed, tools (required, named, one at a time, streamed deltas), `chat.completions.parse()` with
+// streamed, logprobs, tools (required, named, one at a time, streamed deltas), `chat.completions.parse()` with
 // nested pydantic models, completions, and errors raised as the SDK's own exception classes.
 #include <catch2/catch.hpp>
 
@@ -33,7 +33,8 @@ TEST_CASE("the OpenAI Python SDK drives temper-lm serve: chat, tools, parse(), c
   INFO(serve.Log());
   CHECK(r.exit_code == 0);
   for (const char* check : {"models.list and models.retrieve", "chat.completions.create",
-                            "chat.completions.create(stream=True) with include_usage", "tool_choice required",
+                            "chat.completions.create(stream=True) with include_usage", "logprobs and top_logprobs",
+                            "tool_choice required",
                             "tool_choice naming a function", "parallel_tool_calls=False", "streamed tool-call deltas",
                             "chat.completions.parse with nested pydantic models", "completions.create",
                             "errors raise NotFoundError, BadRequestError and AuthenticationError"}) {

@@ -82,6 +82,17 @@ expect(text == choice.message.content, f"streamed {text!r} != whole {choice.mess
 expect(usage is not None and usage.completion_tokens == whole.usage.completion_tokens, f"streamed usage {usage}")
 ok("chat.completions.create(stream=True) with include_usage")
 
+# Log-probabilities: each reply token's, with its row's two most likely alternatives.
+scored = client.chat.completions.create(
+    model=model, messages=messages, max_tokens=6, temperature=0, logprobs=True, top_logprobs=2
+)
+content = scored.choices[0].logprobs.content
+expect(content, f"no logprobs in {scored.choices[0]}")
+for t in content:
+    expect(t.logprob <= 0 and len(t.top_logprobs) == 2, f"token logprob {t}")
+    expect(t.top_logprobs[0].logprob == t.logprob, f"greedy took the most likely token: {t}")
+ok("logprobs and top_logprobs")
+
 
 # Tools: a required call keeps to its tool's schema; a named one calls that tool.
 def check_calls(calls, names):
@@ -194,8 +205,8 @@ raises(
 )
 raises(
     openai.BadRequestError,
-    lambda: client.chat.completions.create(model=model, messages=messages, logprobs=True),
-    "logprobs",
+    lambda: client.chat.completions.create(model=model, messages=messages, presence_penalty=0.5),
+    "presence_penalty",
 )
 raises(
     openai.BadRequestError,

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <set>
 
 #include "engine/http_test_support.h"
@@ -172,9 +173,7 @@ TEST_CASE("every parameter is implemented or refused by name; neutral values of 
   };
   // Refused, naming the parameter: unknown ones, and unimplemented ones at a value that asks for something.
   const std::vector<std::pair<json, std::string>> refused_chat = {
-      {{{"logprobs", true}}, "'logprobs' is not implemented by this server: it accepts only false, got true"},
-      {{{"top_logprobs", 3}}, "'top_logprobs' is not implemented"},
-      {{{"logit_bias", {{"5", 10}}}}, "'logit_bias' is not implemented"},
+      {{{"logit_bias", {{"5", 10}}}}, "'logit_bias' is not implemented by this server: it accepts only {}, got"},
       {{{"presence_penalty", 0.5}}, "'presence_penalty' is not implemented"},
       {{{"frequency_penalty", -1}}, "'frequency_penalty' is not implemented"},
       {{{"store", true}}, "nothing is stored"},
@@ -187,7 +186,6 @@ TEST_CASE("every parameter is implemented or refused by name; neutral values of 
     CheckOpenAIError(c, "/v1/chat/completions", chat(extra), 400, "", extra.begin().key(), text);
   }
   const std::vector<std::pair<json, std::string>> refused_completion = {
-      {{{"logprobs", 2}}, "'logprobs' is not implemented by this server: it accepts only null"},
       {{{"echo", true}}, "'echo' is not implemented"},
       {{{"best_of", 3}}, "'best_of' is not implemented"},
       {{{"suffix", "}"}}, "'suffix' is not implemented"},
@@ -198,10 +196,11 @@ TEST_CASE("every parameter is implemented or refused by name; neutral values of 
   }
   // Taken: the neutral values, and null for any of them (clients send unset fields as null).
   for (const json& extra :
-       {json{{"logprobs", false}, {"top_logprobs", 0}, {"logit_bias", json::object()}, {"presence_penalty", 0},
+       {json{{"logit_bias", json::object()}, {"presence_penalty", 0},
              {"frequency_penalty", 0.0}, {"store", false}, {"user", "alice"}, {"metadata", {{"ticket", "T-1"}}},
              {"service_tier", "auto"}, {"n", 1}, {"parallel_tool_calls", true}},
-        json{{"logprobs", nullptr}, {"top_logprobs", nullptr}, {"logit_bias", nullptr}, {"seed", nullptr}}}) {
+        json{{"logprobs", nullptr}, {"top_logprobs", nullptr}, {"logit_bias", nullptr}, {"seed", nullptr}},
+        json{{"logprobs", false}, {"top_logprobs", 0}}}) {
     auto r = c.Post("/v1/chat/completions", chat(extra), "application/json");
     REQUIRE(r);
     INFO(extra.dump() << " -> " << r->body);
@@ -299,6 +298,109 @@ TEST_CASE("GET /openapi.json publishes exactly the parameters the server takes",
   for (const auto& [path, operations] : document["paths"].items()) paths.insert(path);
   CHECK(paths == std::set<std::string>{"/v1/chat/completions", "/v1/completions", "/v1/models", "/v1/models/{model}",
                                        "/health", "/metrics", "/openapi.json"});
+}
+
+// Each row's log-softmax for `ids` fed at once, on a backend of its own (the server's is busy).
+std::vector<std::vector<double>> ReferenceLogprobs(const std::vector<int32_t>& ids) {
+  std::unique_ptr<CpuBackend> backend = ServingBackend();
+  auto seq = backend->AddSequence();
+  REQUIRE(seq.ok());
+  ForwardItem item{*seq, ids, /*all_logits=*/true};
+  auto out = backend->Forward(std::span<const ForwardItem>(&item, 1), {});
+  REQUIRE(out.ok());
+  const size_t vocab = static_cast<size_t>(backend->config().vocab_size);
+  std::vector<std::vector<double>> rows;
+  for (size_t r = 0; r < ids.size(); ++r) {
+    std::span<const float> row(out->logits.data() + r * vocab, vocab);
+    const double max = *std::max_element(row.begin(), row.end());
+    double sum = 0;
+    for (float x : row) sum += std::exp(x - max);
+    std::vector<double> lp;
+    for (float x : row) lp.push_back(x - max - std::log(sum));
+    rows.push_back(std::move(lp));
+  }
+  return rows;
+}
+
+TEST_CASE("logprobs are the model's own log-softmax, with the most likely alternatives, on both APIs",
+          "[engine][http][chat]") {
+  ChatServed s;
+  httplib::Client c = s.Client();
+  const std::vector<int32_t> prompt = RandomPrompt(7, 12);
+  json body = {{"model", "google/gemma4-tiny"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0},
+               {"logprobs", 3}};
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  REQUIRE(res);
+  INFO(res->body);
+  REQUIRE(res->status == 200);
+  const json choice = json::parse(res->body)["choices"][0];
+  const std::vector<int32_t> generated = choice["token_ids"];
+  REQUIRE(generated.size() == 6);
+  const json& lp = choice["logprobs"];
+  REQUIRE(lp["token_logprobs"].size() == 6);
+  std::vector<int32_t> all = prompt;
+  all.insert(all.end(), generated.begin(), generated.end());
+  const std::vector<std::vector<double>> reference = ReferenceLogprobs(all);
+  size_t offset = 0;
+  for (size_t i = 0; i < generated.size(); ++i) {
+    // Token i was sampled from the row of the token before it.
+    const std::vector<double>& row = reference[prompt.size() - 1 + i];
+    CHECK(lp["token_logprobs"][i].get<double>() == Approx(row[static_cast<size_t>(generated[i])]).margin(1e-3));
+    CHECK(lp["text_offset"][i] == offset);
+    offset += lp["tokens"][i].get<std::string>().size();
+    // Greedy took the most likely token, so it leads its top 3, which are sorted.
+    REQUIRE(lp["top_logprobs"][i].size() == 3);
+    double best = -1e9;
+    for (const auto& [token, value] : lp["top_logprobs"][i].items()) best = std::max(best, value.get<double>());
+    CHECK(best == Approx(lp["token_logprobs"][i].get<double>()));
+  }
+  CHECK(offset == choice["text"].get<std::string>().size());
+
+  // Chat: OpenAI's content entries, whole and streamed alike.
+  json chat = {{"model", "google/gemma4-tiny"}, {"messages", UserTurn()}, {"max_tokens", 8}, {"temperature", 0},
+               {"logprobs", true}, {"top_logprobs", 2}};
+  auto whole = c.Post("/v1/chat/completions", chat.dump(), "application/json");
+  REQUIRE(whole);
+  INFO(whole->body);
+  REQUIRE(whole->status == 200);
+  const json reply = json::parse(whole->body);
+  const json content = reply["choices"][0]["logprobs"]["content"];
+  const int64_t completion_tokens = reply["usage"]["completion_tokens"];
+  // Every generated token but a stop token that ended the turn.
+  CHECK(static_cast<int64_t>(content.size()) ==
+        completion_tokens - (reply["choices"][0]["finish_reason"] == "length" ? 0 : 1));
+  for (const json& entry : content) {
+    CHECK(entry["logprob"].get<double>() <= 0);
+    REQUIRE(entry["top_logprobs"].size() == 2);
+    CHECK(entry["top_logprobs"][0]["logprob"].get<double>() >= entry["top_logprobs"][1]["logprob"].get<double>());
+    CHECK(entry["top_logprobs"][0]["logprob"] == entry["logprob"]);  // greedy
+    std::string bytes;
+    for (const json& b : entry["bytes"]) bytes += static_cast<char>(b.get<int>());
+    CHECK_FALSE(bytes.empty());
+  }
+  chat["stream"] = true;
+  auto streamed = c.Post("/v1/chat/completions", chat.dump(), "application/json");
+  REQUIRE(streamed);
+  REQUIRE(streamed->status == 200);
+  json streamed_content = json::array();
+  const std::vector<std::string> data = SseData(streamed->body);
+  for (size_t i = 0; i + 1 < data.size(); ++i) {
+    const json chunk = json::parse(data[i]);
+    const json& l = chunk["choices"][0]["logprobs"];
+    if (!l.is_null()) {
+      for (const json& entry : l["content"]) streamed_content.push_back(entry);
+    }
+  }
+  CHECK(streamed_content == content);
+
+  json too_many = chat;
+  too_many["top_logprobs"] = 21;
+  CheckOpenAIError(c, "/v1/chat/completions", too_many.dump(), 400, "", "top_logprobs", "must be in [0, 20], got 21");
+  json no_logprobs = chat;
+  no_logprobs.erase("logprobs");
+  CheckOpenAIError(c, "/v1/chat/completions", no_logprobs.dump(), 400, "", "top_logprobs", "needs 'logprobs': true");
+  body["logprobs"] = 21;
+  CheckOpenAIError(c, "/v1/completions", body.dump(), 400, "", "logprobs", "must be in [0, 20], got 21");
 }
 
 }  // namespace
