@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/constrain/json_schema_grammar.h"
+#include "engine/chat_served.h"
 #include "engine/http_test_support.h"
 #include "engine/serve/chat_engine.h"
 #include "engine/serve/http_server.h"
@@ -18,24 +19,6 @@ namespace temper::engine::testing {
 namespace {
 
 using nlohmann::json;
-
-struct ChatServed {
-  std::unique_ptr<CpuBackend> backend = ServingBackend();
-  std::unique_ptr<ChatEngine> engine;
-  std::unique_ptr<HttpServer> server;
-  explicit ChatServed(bool with_chat = true) {
-    auto e = ChatEngine::Create(*backend, ChatTokenizer(), {}, QuietLog());
-    if (!e.ok()) FAIL(e.status().ToString());
-    engine = std::move(*e);
-    HttpServerOptions http;
-    http.model_name = "gemma4-tiny";
-    if (with_chat) http.chat = engine.get();
-    auto s = HttpServer::Start(engine->scheduler(), http, QuietLog());
-    if (!s.ok()) FAIL(s.status().ToString());
-    server = std::move(*s);
-  }
-  httplib::Client Client() const { return LocalClient(server->port()); }
-};
 
 json ToolsJson() {
   return json::array({{{"type", "function"},
@@ -461,7 +444,7 @@ TEST_CASE("a tool whose parameters hold $defs and $ref: rendered with tool_choic
 }
 
 TEST_CASE("a server without a tokenizer says so on /v1/chat/completions", "[engine][http][chat]") {
-  ChatServed s(/*with_chat=*/false);
+  ChatServed s("gemma4-tiny", /*with_chat=*/false);
   httplib::Client c = s.Client();
   auto res = c.Post("/v1/chat/completions", ChatBody(4).dump(), "application/json");
   REQUIRE(res);

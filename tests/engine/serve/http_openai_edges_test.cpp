@@ -9,6 +9,7 @@
 #include <cmath>
 #include <set>
 
+#include "engine/chat_served.h"
 #include "engine/http_test_support.h"
 #include "engine/serve/chat_engine.h"
 #include "engine/serve/http_server.h"
@@ -58,6 +59,9 @@ class ReplyAtPositionsBackend final : public ForwardingBackend {
   int64_t prompt_tokens_ = 0;
   std::vector<int32_t> reply_;
 };
+
+// A model id with a '/', as Hugging Face names go.
+constexpr const char* kModel = "google/gemma4-tiny";
 
 json ToolsJson() {
   json tool = {{"type", "function"},
@@ -139,27 +143,9 @@ TEST_CASE("parallel_tool_calls false ends the reply at its first tool call, whol
   CheckOpenAIError(c, "/v1/chat/completions", body.dump(), 400, "", "parallel_tool_calls", "must be a boolean");
 }
 
-struct ChatServed {
-  std::unique_ptr<CpuBackend> backend = ServingBackend();
-  std::unique_ptr<ChatEngine> engine;
-  std::unique_ptr<HttpServer> server;
-  ChatServed() {
-    auto e = ChatEngine::Create(*backend, ChatTokenizer(), {}, QuietLog());
-    if (!e.ok()) FAIL(e.status().ToString());
-    engine = std::move(*e);
-    HttpServerOptions http;
-    http.model_name = "google/gemma4-tiny";  // a '/' in the id, as Hugging Face names go
-    http.chat = engine.get();
-    auto s = HttpServer::Start(engine->scheduler(), http, QuietLog());
-    if (!s.ok()) FAIL(s.status().ToString());
-    server = std::move(*s);
-  }
-  httplib::Client Client() const { return LocalClient(server->port()); }
-};
-
 TEST_CASE("every parameter is implemented or refused by name; neutral values of unimplemented ones are taken",
           "[engine][http][chat]") {
-  ChatServed s;
+  ChatServed s(kModel);
   httplib::Client c = s.Client();
   auto chat = [](json extra) {
     json body = {{"model", "google/gemma4-tiny"}, {"messages", UserTurn()}, {"max_tokens", 2}};
@@ -216,7 +202,7 @@ TEST_CASE("every parameter is implemented or refused by name; neutral values of 
 
 TEST_CASE("fields of the wrong type are refused naming them, never answered with a 500 (found by schemathesis)",
           "[engine][http][chat]") {
-  ChatServed s;
+  ChatServed s(kModel);
   httplib::Client c = s.Client();
   const std::string model = R"("model": "google/gemma4-tiny", )";
   CheckOpenAIError(c, "/v1/chat/completions", "{" + model + R"("messages": [{"role": {}, "content": "hi"}]})", 400,
@@ -237,7 +223,7 @@ TEST_CASE("fields of the wrong type are refused naming them, never answered with
 }
 
 TEST_CASE("models by id, and JSON errors for unknown routes and wrong methods", "[engine][http]") {
-  ChatServed s;
+  ChatServed s(kModel);
   httplib::Client c = s.Client();
   auto model = c.Get("/v1/models/google/gemma4-tiny");
   REQUIRE(model);
@@ -282,7 +268,7 @@ std::set<std::string> ServerParameters(OpenAiEndpoint endpoint) {
 }
 
 TEST_CASE("GET /openapi.json publishes exactly the parameters the server takes", "[engine][http]") {
-  ChatServed s;
+  ChatServed s(kModel);
   httplib::Client c = s.Client();
   auto res = c.Get("/openapi.json");
   REQUIRE(res);
@@ -324,7 +310,7 @@ std::vector<std::vector<double>> ReferenceLogprobs(const std::vector<int32_t>& i
 
 TEST_CASE("logprobs are the model's own log-softmax, with the most likely alternatives, on both APIs",
           "[engine][http][chat]") {
-  ChatServed s;
+  ChatServed s(kModel);
   httplib::Client c = s.Client();
   const std::vector<int32_t> prompt = RandomPrompt(7, 12);
   json body = {{"model", "google/gemma4-tiny"}, {"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0},
