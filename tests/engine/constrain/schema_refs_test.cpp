@@ -11,7 +11,7 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-TEST_CASE("local $refs resolve as JSON pointers; remote, anchored and dangling ones are refused", "[constrain]") {
+TEST_CASE("local $refs resolve as JSON pointers, and remote, anchored and dangling ones are refused", "[constrain]") {
   const ojson root = ojson::parse(
       R"({"$defs": {"A": {"type": "string"}, "a/b~c": {"type": "integer"}, "sp ace": {"type": "null"}},
           "prefixItems": [{"type": "boolean"}]})");
