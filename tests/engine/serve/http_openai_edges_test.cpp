@@ -143,7 +143,7 @@ TEST_CASE("parallel_tool_calls false ends the reply at its first tool call, whol
   CheckOpenAIError(c, "/v1/chat/completions", body.dump(), 400, "", "parallel_tool_calls", "must be a boolean");
 }
 
-TEST_CASE("every parameter is implemented or refused by name; neutral values of unimplemented ones are taken",
+TEST_CASE("every parameter is implemented or refused by name, and neutral values of unimplemented ones are taken",
           "[engine][http][chat]") {
   ChatServed s(kModel);
   httplib::Client c = s.Client();

@@ -18,7 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 // Bump when the script below changes.
-constexpr int kRecipe = 2;
+constexpr int kRecipe = 3;
 
 // $1 base, $2 upper, $3 work, $4 merged, $5 key directory. Runs in a private mount namespace, so
 // every mount it makes goes away with it.
@@ -29,9 +29,12 @@ mount -t overlay overlay -o "lowerdir=$base,upperdir=$upper,workdir=$work" "$m"
 mount -t tmpfs tmpfs "$m/var/lib/apt/lists"
 mount -t tmpfs tmpfs "$m/var/cache/apt"
 mount --bind /etc/resolv.conf "$m/etc/resolv.conf"
+# apt-key writes to /dev/null: the host's devices, since a root built where mknod is not allowed
+# (mmdebstrap then leaves /dev empty) has none.
+mount --bind /dev "$m/dev"
 chroot "$m" apt-get update -q
 DEBIAN_FRONTEND=noninteractive chroot "$m" apt-get install -y -q --no-install-recommends openscap-scanner attr acl
-umount "$m/etc/resolv.conf" "$m/var/cache/apt" "$m/var/lib/apt/lists"
+umount "$m/dev" "$m/etc/resolv.conf" "$m/var/cache/apt" "$m/var/lib/apt/lists"
 # Without PAM, sshd refuses accounts whose password is locked ("!"); "*" has no password and is open.
 chroot "$m" useradd -m -s /bin/bash -p '*' admin
 chroot "$m" useradd -m -s /bin/bash clerk
