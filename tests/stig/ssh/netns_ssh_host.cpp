@@ -156,8 +156,9 @@ Status NetnsSshHost::StartSshd() {
   const std::string log = dir_ + "/files/sshd.log";
   // Not bubblewrap: it always sets no_new_privs, and sudo (setuid) must work for the logins. A
   // mount, pid and uts namespace of its own (hostname temper-test-host, which the layer's /etc/hosts names), /proc
-  // mounted in the tree, and sshd chrooted into it as the namespace's init: killing `unshare` (--kill-child) takes sshd
-  // and every session with it.
+  // mounted in the tree, the host's /dev bound over the tree's (a root built where mknod is not allowed has an empty
+  // /dev, and sshd exits without /dev/null), and sshd chrooted into it as the namespace's init: killing `unshare`
+  // (--kill-child) takes sshd and every session with it.
   std::vector<std::string> argv = {"/usr/sbin/ip",
                                    "netns",
                                    "exec",
@@ -172,7 +173,8 @@ Status NetnsSshHost::StartSshd() {
                                    "--kill-child",
                                    "/bin/sh",
                                    "-c",
-                                   "hostname temper-test-host && mount -t proc proc \"$1/proc\" && exec chroot \"$1\" "
+                                   "hostname temper-test-host && mount -t proc proc \"$1/proc\" && mount --bind /dev \"$1/dev\" && "
+                                   "exec chroot \"$1\" "
                                    "/usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
                                    "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
                                    "sshd-host",
