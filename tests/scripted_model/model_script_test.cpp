@@ -129,7 +129,7 @@ TEST_CASE("a script file is read from disk, a missing one is NotFound naming it"
 }
 
 TEST_CASE("the example script in tests/data parses") {
-  auto s = LoadModelScript(TEMPER_TEST_DATA_DIR "/scripted_model/example.yaml");
+  auto s = LoadModelScript(std::string(TEMPER_TEST_DATA_DIR) + "/scripted_model/example.yaml");
   REQUIRE(s.ok());
   CHECK(s->faults.fail_status == 503);
   CHECK(s->KindOf("sysctl_net_ipv4_tcp_syncookies", 1) == AttemptKind::kWrong);
