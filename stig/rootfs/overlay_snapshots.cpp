@@ -13,12 +13,15 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "stig/host_disk.h"
 #include "stig/process.h"
 #include "stig/rootfs/layer_diff.h"
 #include "stig/rootfs/line_merge.h"
@@ -184,6 +187,36 @@ Result<std::vector<std::string>> UpperPaths(const fs::path& upper) {
   return out;
 }
 
+// The disk images this process holds open, by owner: each one's unwritten part is host space
+// already promised (host_disk.h). Checked and registered under one lock, so two targets opening at
+// once cannot both be promised the same free space.
+struct OpenImages {
+  struct Image {
+    dev_t device = 0;
+    std::string path;  // its final name (a fresh image is made under another one first)
+    std::uint64_t bytes = 0;
+  };
+  std::mutex mu;
+  std::map<const OverlaySnapshots*, Image> images;
+
+  // What the other open images on `device` may still take from it: their sizes less the blocks
+  // they already hold.
+  std::uint64_t PromisedOn(dev_t device, const OverlaySnapshots* except) const {
+    std::uint64_t promised = 0;
+    for (const auto& [owner, image] : images) {
+      if (owner == except || image.device != device) continue;
+      const std::uint64_t used = AllocatedBytes(image.path);
+      if (image.bytes > used) promised += image.bytes - used;
+    }
+    return promised;
+  }
+};
+
+OpenImages& OpenDiskImages() {
+  static OpenImages open;
+  return open;
+}
+
 }  // namespace
 
 OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base)
@@ -192,6 +225,22 @@ OverlaySnapshots::OverlaySnapshots(std::string dir, std::string base)
 OverlaySnapshots::~OverlaySnapshots() {
   (void)Close();
   if (lock_fd_ >= 0) ::close(lock_fd_);
+  std::lock_guard lock(OpenDiskImages().mu);
+  OpenDiskImages().images.erase(this);
+}
+
+Status OverlaySnapshots::PromiseHostSpace(const std::string& image, std::uint64_t bytes) {
+  // The image's directory exists (Open made it), so the file system it will be on is measured.
+  TEMPER_ASSIGN_OR_RETURN(HostDiskSpace space, HostDiskSpaceOf(fs::path(image).parent_path().string()));
+  OpenImages& open = OpenDiskImages();
+  std::lock_guard lock(open.mu);
+  const std::uint64_t used = AllocatedBytes(image);
+  const std::uint64_t unwritten = bytes > used ? bytes - used : 0;
+  TEMPER_RETURN_IF_ERROR(CheckRoomFor(
+      space, fmt::format("the target's disk image {} of {} (sandbox.disk in temperd.yaml)", image, FormatBytes(bytes)),
+      unwritten, open.PromisedOn(space.device, this), "the disk images of other targets open in this process"));
+  open.images[this] = {space.device, image, bytes};
+  return Status::OK();
 }
 
 std::string OverlaySnapshots::LayerDir(std::uint32_t id) const { return fmt::format("{}/layers/{}", disk_, id); }
@@ -288,6 +337,7 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
     const std::uint64_t size = fs::file_size(image, ec);
     if (ec) return Status::IOError("reading the size of " + image.string() + ": " + ec.message());
     if (size < bytes) {
+      TEMPER_RETURN_IF_ERROR(PromiseHostSpace(image.string(), bytes));
       // Offline, before it is mounted: an online resize takes CAP_SYS_RESOURCE, and resize2fs wants
       // a freshly checked file system (e2fsck exits 1 when it fixed something, still fine).
       if (::truncate(image.c_str(), static_cast<off_t>(bytes)) != 0) {
@@ -306,6 +356,12 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
       }
     }
     disk_bytes_ = std::max(size, bytes);
+    // An image kept at its size was promised when it was made: reopening it is not refused, but
+    // what it may still take counts against the promises made to other images from here on.
+    if (struct stat st{}; ::stat(image.c_str(), &st) == 0) {
+      std::lock_guard lock(OpenDiskImages().mu);
+      OpenDiskImages().images[this] = {st.st_dev, image.string(), disk_bytes_};
+    }
     return MountDisk(image.string());
   }
   // A new image, made under a temporary name and renamed once whole: a crash leaves none or all.
@@ -314,6 +370,11 @@ Status OverlaySnapshots::OpenDisk(std::uint64_t bytes) {
   {
     int fd = ::open(fresh.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0) return Status::FromErrno(errno, "creating " + fresh.string());
+    if (Status room = PromiseHostSpace(image.string(), bytes); !room.ok()) {
+      ::close(fd);
+      fs::remove(fresh, ec);
+      return room;
+    }
     bool sized = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0;
     int e = errno;
     ::close(fd);

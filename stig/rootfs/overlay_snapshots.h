@@ -85,7 +85,10 @@ class OverlaySnapshots {
   // `disk_bytes` (an existing smaller image grows to it; a larger one keeps its size). Layers left
   // by an earlier owner are kept. Errors: NotFound when `base` is not a directory; IOError (with
   // mkfs's or mount's message) when the image cannot be made or mounted; ResourceExhausted when
-  // the layers of an older layout do not fit the image; DataLoss when last_layer is unreadable.
+  // the layers of an older layout do not fit the image, or when the image to make or grow does not
+  // fit the host's free space less the state store's reserve, beside the other images this process
+  // holds open (host_disk.h; the message names the sizes and the file system); DataLoss when
+  // last_layer is unreadable.
   static Result<std::unique_ptr<OverlaySnapshots>> Open(const std::string& dir, const std::string& base,
                                                         std::uint64_t disk_bytes = SandboxCaps{}.disk_bytes);
   ~OverlaySnapshots();
@@ -177,6 +180,10 @@ class OverlaySnapshots {
   // Takes down and discards what forks of a dead owner left (at Open).
   void DiscardStaleForks();
   Status Step(std::string_view name) const { return step_hook_ ? step_hook_(name) : Status::OK(); }
+  // Promises `image` host space for `bytes` (host_disk.h): ResourceExhausted naming the sizes and
+  // the file system when its unwritten part, beside what the other images open in this process may
+  // still take, does not fit the host's free space less the state store's reserve.
+  Status PromiseHostSpace(const std::string& image, std::uint64_t bytes);
   // Makes (or grows, or moves an older layout into) the disk image and mounts it at disk/.
   Status OpenDisk(std::uint64_t bytes);
   Status MountDisk(const std::string& image);

@@ -20,6 +20,9 @@
 #include <fmt/format.h>
 
 #include "scratch_space.h"
+#include "skip.h"
+#include "small_tmpfs.h"
+#include "stig/host_disk.h"
 #include "stig/rootfs/overlay_snapshots.h"
 #include "stig/tree_listing.h"
 
@@ -558,6 +561,63 @@ TEST_CASE("A fork's scratch view reads the fork and leaves no trace in it", "[st
   CHECK(*fork->ChangedPaths() == std::vector<std::string>{"/etc", "/etc/login.defs"});
   REQUIRE(*s.CommitFork(*fork) == 1);
   CHECK_FALSE(fs::exists(t.At("/var-cache-rebuilt")));
+}
+
+// The host file system of these cases: a tmpfs of 1.5 GiB, of which the state store's reserve
+// (max(1 GiB, 5%): 1 GiB) leaves 512 MiB to promise to disk images.
+constexpr std::uint64_t kSmallHostBytes = std::uint64_t{3} << 29;
+
+TEST_CASE("A disk image larger than the host's free space less the reserve is refused, naming both",
+          "[stig][overlay][disk]") {
+  Scratch t("host-too-small");
+  ::temper::testing::SmallTmpfs host(t.stack() + "-host", kSmallHostBytes);
+  if (!host.mounted()) TEMPER_SKIP(host.error());
+  const std::string stack = host.path() + "/stack";
+  auto opened = OverlaySnapshots::Open(stack, t.base(), SandboxCaps{}.disk_bytes);
+  REQUIRE_FALSE(opened.ok());
+  CHECK(opened.status().code() == StatusCode::kResourceExhausted);
+  const std::string message = opened.status().message();
+  INFO(message);
+  CHECK_THAT(message, Catch::Contains("layers.img of 8 GiB"));
+  CHECK_THAT(message, Catch::Contains("the file system holding " + stack));
+  CHECK_THAT(message, Catch::Contains("of 1.5 GiB, 1 GiB kept free for temperd's state store"));
+  // Nothing of the refused image is left behind to take the host's space.
+  CHECK_FALSE(fs::exists(stack + "/layers.img"));
+  CHECK_FALSE(fs::exists(stack + "/layers.img.new"));
+
+  // What fits beside the reserve is made, and grows only as far as the host allows.
+  auto fits = OverlaySnapshots::Open(stack, t.base(), 256 << 20);
+  INFO(fits.status().ToString());
+  REQUIRE(fits.ok());
+  (*fits).reset();
+  auto grown = OverlaySnapshots::Open(stack, t.base(), 1 << 30);
+  REQUIRE_FALSE(grown.ok());
+  CHECK(grown.status().code() == StatusCode::kResourceExhausted);
+  CHECK(fs::file_size(stack + "/layers.img") == 256 << 20);
+}
+
+TEST_CASE("Two disk images are never promised the same free space", "[stig][overlay][disk]") {
+  Scratch t("host-shared");
+  ::temper::testing::SmallTmpfs host(t.stack() + "-host", kSmallHostBytes);
+  if (!host.mounted()) TEMPER_SKIP(host.error());
+  // Each fits alone (300 MiB of the 512 MiB the reserve leaves); both together do not.
+  auto first = OverlaySnapshots::Open(host.path() + "/a", t.base(), 300 << 20);
+  INFO(first.status().ToString());
+  REQUIRE(first.ok());
+  auto second = OverlaySnapshots::Open(host.path() + "/b", t.base(), 300 << 20);
+  REQUIRE_FALSE(second.ok());
+  INFO(second.status().message());
+  CHECK_THAT(second.status().message(),
+             Catch::Contains("already promised to the disk images of other targets open in this process"));
+  (*first).reset();  // its promise ends with it
+  auto again = OverlaySnapshots::Open(host.path() + "/b", t.base(), 300 << 20);
+  INFO(again.status().ToString());
+  CHECK(again.ok());
+}
+
+TEST_CASE("The host reserve is a twentieth of the file system, at least 1 GiB", "[stig][overlay][disk]") {
+  CHECK(HostReserveBytes(std::uint64_t{4} << 30) == std::uint64_t{1} << 30);
+  CHECK(HostReserveBytes(std::uint64_t{100} << 30) == std::uint64_t{5} << 30);
 }
 
 }  // namespace
