@@ -12,6 +12,7 @@
 #include "orchestrator/loop/start_order.h"
 #include "orchestrator/loop/target_tools.h"
 #include "roles/structured_answer.h"
+#include "stig/ssh/ssh_target.h"
 #include "stig/verification.h"
 
 namespace temper {
@@ -21,6 +22,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 int64_t Ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
+
+// The target as episodic memory scopes lessons: an SSH host, or a rootfs target (every other kind
+// runs on this machine as a lab would).
+MemoryTarget MemoryTargetOf(const stig::Target& target) {
+  const bool ssh = dynamic_cast<const stig::SshTarget*>(&target) != nullptr;
+  return {target.name(), ssh ? kSshTargetClass : kRootfsTargetClass};
+}
 
 uint64_t Total(const TokenUsage& u) { return u.prompt_tokens + u.completion_tokens; }
 
@@ -115,7 +123,7 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
       budgets_(batch_.budgets),
       allow_disruptive_(batch_.options.allow_disruptive),
       stopping_(std::move(stopping)),
-      memory_(s_.journal.store()),
+      memory_(s_.journal.store(), MemoryTargetOf(target)),
       parallel_(batch_.options.parallel_attempts > 1 && target.CanFork()) {}
 
 NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
@@ -875,11 +883,8 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
     return Status::OK();
   }
   attempt.reflection = ReflectionText(reflection);
-  step.lesson = LessonRecord{.rule_id = rule.id,
-                             .group_id = rule.group_id,
-                             .batch_id = batch_id_,
-                             .text = reflection.lesson,
-                             .utility = EpisodicMemory::kInitialUtility};
+  step.lesson = memory_.NewLesson(rule, batch_id_, reflection.lesson,
+                                  fmt::format("reflector (endpoint {})", s_.models.endpoint_of().at("reflector")));
   step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorLesson,
                               {{"number", attempt.number},
                                {"lesson", reflection.lesson},
@@ -1012,7 +1017,18 @@ Status BatchLoop::Interrupt() {
   return s_.journal.Append(Event("", "daemon", EventType::kBatchPlanReverted, reverted)).status();
 }
 
-void BatchLoop::Fail(const Status& error) {
+void RefusedRecord::NoteRefusal() {
+  // What held the batch up, and what the operator has to fix, is the store: the record says so.
+  constexpr std::string_view kNote = "; the state store refused this record at first: ";
+  if (step.batch_error.find(kNote) != std::string::npos) return;
+  step.batch_error += std::string(kNote) + refused.ToString();
+  for (NewEvent& event : step.events) {
+    if (event.type == EventTypeName(EventType::kBatchFailed))
+      event.data_json = EventDataJson({{"error", step.batch_error}});
+  }
+}
+
+std::optional<RefusedRecord> BatchLoop::Fail(const Status& error) {
   // A plan-only batch leaves nothing behind, even when it fails.
   const bool plan = batch_.options.plan_only && batch_.start_snapshot;
   Status reverted = target_.Revert(plan ? *batch_.start_snapshot : good_snapshot_);
@@ -1024,8 +1040,11 @@ void BatchLoop::Fail(const Status& error) {
     if (r.state == RuleState::kRunning) step.rules.push_back({.rule_id = r.rule_id, .state = RuleState::kPending});
   }
   step.events.push_back(Event("", "daemon", EventType::kBatchFailed, {{"error", error.ToString()}}));
-  Result<StepCommitted> committed = Commit(std::move(step));
-  if (!committed.ok()) s_.log.Error("batch {}: recording its failure: {}", batch_id_, committed.status().ToString());
+  step.batch_id = batch_id_;
+  Result<StepCommitted> committed = Commit(step);
+  if (committed.ok()) return std::nullopt;
+  s_.log.Error("batch {}: recording its failure: {}", batch_id_, committed.status().ToString());
+  return RefusedRecord{std::move(step), committed.status()};
 }
 
 }  // namespace temper

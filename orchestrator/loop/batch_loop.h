@@ -85,6 +85,16 @@ struct LoopServices {
   bool cross_check_verification = false;
 };
 
+// A batch's failure record that the state store refused: the step that makes it, and the store's
+// error, which the record gains when it is made at last (LoopRunner).
+struct RefusedRecord {
+  LoopStep step;
+  Status refused;
+
+  // Adds the store's refusal to the recorded error (naming its disk when it was full), once.
+  void NoteRefusal();
+};
+
 class BatchLoop {
  public:
   // Failed attempts in a row before the Architect is asked to re-engage.
@@ -101,8 +111,11 @@ class BatchLoop {
   BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping);
 
   Status Run();
-  // Marks the batch failed with `error` (after a Run() error), reverting the target first.
-  void Fail(const Status& error);
+  // Marks the batch failed with `error` (after a Run() error), reverting the target first. When
+  // the state store cannot take that record (full, failing), returns it with the store's error,
+  // for the caller to commit again later (LoopRunner backs off between tries); nullopt once
+  // recorded.
+  std::optional<RefusedRecord> Fail(const Status& error);
   void RequestCancel() { cancel_requested_ = true; }
 
  private:

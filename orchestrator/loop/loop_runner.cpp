@@ -1,5 +1,8 @@
 #include "orchestrator/loop/loop_runner.h"
 
+#include <set>
+#include <system_error>
+
 #include <fmt/format.h>
 
 #include "orchestrator/journal_event_types.h"
@@ -10,8 +13,13 @@
 namespace temper {
 
 namespace {
-// Idle threads also look at the store this often, in case a wake-up was missed.
+// The dispatcher also looks at the store this often, in case a wake-up was missed.
 constexpr auto kIdlePoll = std::chrono::seconds(5);
+// After the state store fails, a target's thread pauses this long before trying it again, doubling
+// up to the longest: a full disk then costs a log line a few minutes, not a hot loop of retries.
+constexpr std::chrono::seconds kFirstStorePause{1};
+constexpr std::chrono::seconds kLongestStorePause{300};
+
 }  // namespace
 
 LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
@@ -32,16 +40,88 @@ void LoopRunner::Start() {
   }
   std::lock_guard lock(mu_);
   started_ = true;
-  for (const TargetConfig* target : slots_.Targets()) {
-    threads_.emplace_back([this, target] { TargetThread(*target); });
+  try {
+    dispatcher_ = std::thread([this] { DispatchThread(); });
+  } catch (const std::system_error& e) {
+    dispatcher_failure_ = e.what();
+    log_.Error("the loop could not start its dispatcher thread ({}): batches stay queued until temperd restarts",
+               e.what());
   }
 }
 
-void LoopRunner::AddTarget(const TargetConfig& target) {
-  auto [kept, added] = slots_.Add(target);
+void LoopRunner::AddTarget(const TargetConfig& target) { slots_.Add(target); }
+
+size_t LoopRunner::target_threads() const {
   std::lock_guard lock(mu_);
-  if (!added || !started_ || stopping_) return;  // not started: Start runs every slot's thread
-  threads_.emplace_back([this, kept] { TargetThread(*kept); });
+  return workers_.size();
+}
+
+void LoopRunner::DispatchThread() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const uint64_t seen = wake_count_;
+    std::vector<std::thread> ended;
+    std::set<std::string> busy;
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->second.done) {
+        ended.push_back(std::move(it->second.thread));
+        it = workers_.erase(it);
+      } else {
+        busy.insert(it->first);
+        ++it;
+      }
+    }
+    lock.unlock();
+    for (std::thread& t : ended) t.join();  // each has returned, or is returning, from TargetThread
+    std::vector<const TargetConfig*> with_work;
+    size_t unreadable = 0;
+    Status first_error;
+    for (const TargetConfig* target : slots_.Targets()) {
+      Status error;
+      if (!busy.contains(target->name) && HasWork(*target, error)) with_work.push_back(target);
+      if (!error.ok() && unreadable++ == 0) first_error = error.WithContext("target " + target->name);
+    }
+    // One line a pass, however many targets: a failing store must not flood the log.
+    if (unreadable > 0) {
+      log_.Error("the loop could not read the queues of {} targets ({}); it looks again in {} s", unreadable,
+                 first_error.ToString(), kIdlePoll.count());
+    }
+    lock.lock();
+    for (const TargetConfig* target : with_work) {
+      if (!stopping_ && !workers_.contains(target->name)) StartTargetThreadLocked(target);
+    }
+    wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
+  }
+}
+
+bool LoopRunner::HasWork(const TargetConfig& target, Status& error) {
+  Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(target.name);
+  if (!reboot.ok()) {
+    error = reboot.status();
+    return false;
+  }
+  if (reboot->has_value()) return true;
+  Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(target.name);
+  if (!next.ok()) {
+    error = next.status();
+    return false;
+  }
+  return next->has_value();
+}
+
+void LoopRunner::StartTargetThreadLocked(const TargetConfig* target) {
+  try {
+    workers_[target->name].thread = std::thread([this, target] { TargetThread(*target); });
+  } catch (const std::system_error& e) {
+    workers_.erase(target->name);
+    // Logged when it starts failing, not every pass; the batches say it meanwhile (WhyWaiting).
+    if (start_failures_.emplace(target->name, e.what()).second) {
+      log_.Error("target {}: could not start its thread ({}); its batches stay queued, tried again every {} s",
+                 target->name, e.what(), kIdlePoll.count());
+    }
+    return;
+  }
+  if (start_failures_.erase(target->name) > 0) log_.Info("target {}: its thread started", target->name);
 }
 
 void LoopRunner::Wake() {
@@ -70,6 +150,18 @@ std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
   if (batch.state != BatchState::kQueued) return "";
   std::string stalled = WhyQueued();
   if (!stalled.empty()) return stalled;
+  {
+    std::lock_guard lock(mu_);
+    if (!dispatcher_failure_.empty()) {
+      return fmt::format("temperd could not start its loop ({}); batches stay queued until it restarts",
+                         dispatcher_failure_);
+    }
+    auto failed = start_failures_.find(batch.target);
+    if (failed != start_failures_.end()) {
+      return fmt::format("temperd could not start a thread for target {} ({}); it tries again every {} s",
+                         batch.target, failed->second, kIdlePoll.count());
+    }
+  }
   Result<std::optional<int64_t>> running = journal_.store().RunningBatch(batch.target);
   // Only a hint: a store that cannot say leaves it out rather than failing the caller.
   if (!running.ok() || !running->has_value()) return "";
@@ -83,17 +175,27 @@ void LoopRunner::Cancel(int64_t batch_id) {
 }
 
 void LoopRunner::Stop() {
-  std::vector<std::thread> threads;
+  std::thread dispatcher;
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
-    threads.swap(threads_);
+    dispatcher.swap(dispatcher_);
   }
   wake_.notify_all();
+  // The dispatcher first: once it is gone, no thread is started.
+  if (dispatcher.joinable()) dispatcher.join();
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, worker] : workers_) threads.push_back(std::move(worker.thread));
+    workers_.clear();
+  }
   for (std::thread& t : threads) t.join();
 }
 
 void LoopRunner::TargetThread(const TargetConfig& config) {
+  std::optional<RefusedRecord> unrecorded;  // a batch's failure the store has not taken yet
+  std::chrono::seconds pause = kFirstStorePause;
   while (true) {
     uint64_t seen;
     {
@@ -101,28 +203,68 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       if (stopping_) return;
       seen = wake_count_;
     }
-    Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
-    if (!reboot.ok())
-      log_.Error("target {}: reading reboot confirmations: {}", config.name, reboot.status().ToString());
-    if (reboot.ok() && reboot->has_value()) {
-      Status verified = VerifyReboot(config, **reboot);
-      if (verified.ok()) continue;
-      // Not retried at once: a store that cannot record the outcome waits like an idle thread.
-      log_.Error("batch {}: verifying after the reboot: {}", (*reboot)->id, verified.ToString());
-    } else {
-      Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
-      if (!next.ok()) log_.Error("target {}: reading the queue: {}", config.name, next.status().ToString());
-      if (next.ok() && next->has_value()) {
-        RunBatch(config, std::move(**next));
+    if (unrecorded) {
+      // Nothing else runs on this target until the batch it failed is on record; the store that
+      // just refused is given a pause first.
+      unrecorded->NoteRefusal();
+      PauseAfterStoreError(config, pause,
+                           fmt::format("batch {} failed and the state store cannot record it yet: {}",
+                                       unrecorded->step.batch_id, unrecorded->refused.ToString()));
+      Result<StepCommitted> recorded = journal_.Commit(unrecorded->step);
+      if (!recorded.ok()) {
+        unrecorded->refused = recorded.status();
         continue;
       }
+      log_.Info("batch {}: its failure is recorded", unrecorded->step.batch_id);
+      unrecorded.reset();
+      pause = kFirstStorePause;
+      continue;
     }
-    std::unique_lock lock(mu_);
-    wake_.wait_for(lock, kIdlePoll, [&] { return stopping_ || wake_count_ != seen; });
+    Result<std::optional<BatchRecord>> reboot = journal_.store().NextRebootCheckForTarget(config.name);
+    if (!reboot.ok()) {
+      PauseAfterStoreError(config, pause, "reading reboot confirmations: " + reboot.status().ToString());
+      continue;
+    }
+    if (reboot->has_value()) {
+      Status verified = VerifyReboot(config, **reboot);
+      if (verified.ok()) {
+        pause = kFirstStorePause;
+        continue;
+      }
+      // Its outcome could not be recorded: not retried at once.
+      PauseAfterStoreError(config, pause,
+                           fmt::format("batch {}: verifying after the reboot: {}", (*reboot)->id, verified.ToString()));
+      continue;
+    }
+    Result<std::optional<BatchRecord>> next = journal_.store().NextBatchForTarget(config.name);
+    if (!next.ok()) {
+      PauseAfterStoreError(config, pause, "reading the queue: " + next.status().ToString());
+      continue;
+    }
+    if (next->has_value()) {
+      unrecorded = RunBatch(config, std::move(**next));
+      if (!unrecorded) pause = kFirstStorePause;
+      continue;
+    }
+    // No work left: the thread ends and the dispatcher starts another when work comes, unless a
+    // wake-up came since the queue was read (its batch may have been committed after the read).
+    std::lock_guard lock(mu_);
+    if (stopping_ || wake_count_ == seen) {
+      auto self = workers_.find(config.name);
+      if (self != workers_.end()) self->second.done = true;  // joined on the dispatcher's next pass
+      return;
+    }
   }
 }
 
-void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
+void LoopRunner::PauseAfterStoreError(const TargetConfig& config, std::chrono::seconds& pause, const std::string& why) {
+  log_.Error("target {}: {}; trying again in {} s", config.name, why, pause.count());
+  std::unique_lock lock(mu_);
+  wake_.wait_for(lock, pause, [&] { return stopping_; });
+  pause = std::min(pause * 2, kLongestStorePause);
+}
+
+std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
   Result<const LoadedContent*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
   const bool ssh = config.type == "ssh" && hosts_ != nullptr;
@@ -156,11 +298,13 @@ void LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
     std::lock_guard lock(mu_);
     running_.erase(batch.id);
   }
+  std::optional<RefusedRecord> unrecorded;
   if (!ran.ok()) {
     log_.Error("batch {}: {}", batch.id, ran.ToString());
-    loop.Fail(ran);
+    unrecorded = loop.Fail(ran);
   }
   if (ssh) RecordHost(config, *lease, batch, ran);
+  return unrecorded;
 }
 
 void LoopRunner::RecordHost(const TargetConfig& config, TargetSlots::Lease& lease, const BatchRecord& batch,
@@ -234,7 +378,7 @@ Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
   return out;
 }
 
-void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
+std::optional<RefusedRecord> LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
   log_.Error("batch {}: {}", batch.id, error.ToString());
   LoopStep step;
   step.batch_id = batch.id;
@@ -248,7 +392,9 @@ void LoopRunner::FailBatch(const BatchRecord& batch, const Status& error) {
   event.data_json = EventDataJson({{"error", error.ToString()}});
   step.events.push_back(std::move(event));
   Result<StepCommitted> committed = journal_.Commit(step);
-  if (!committed.ok()) log_.Error("batch {}: recording its failure: {}", batch.id, committed.status().ToString());
+  if (committed.ok()) return std::nullopt;
+  log_.Error("batch {}: recording its failure: {}", batch.id, committed.status().ToString());
+  return RefusedRecord{std::move(step), committed.status()};
 }
 
 }  // namespace temper

@@ -1,7 +1,12 @@
-// LoopRunner: temperd's workers. One thread per target (configured, or an SSH host named on submit,
-// added with AddTarget) runs that target's batches one at a time (an interrupted batch first, then
-// the oldest queued), so batches on different targets run in parallel and their role calls reach
-// the model endpoints concurrently.
+// LoopRunner: temperd's workers. Each target with work (configured, or an SSH host an admin
+// registered, added with AddTarget) gets a thread that runs its batches one at a time (an
+// interrupted batch first, then the oldest queued), so batches on different targets run in parallel
+// and their role calls reach the model endpoints concurrently. A target without work holds no
+// thread (issue 46: a thread per registered target grew temperd with every host until it could
+// not start): one dispatcher thread looks for work at each Wake and every 5 s, starts the thread of
+// a target that has some, and the thread ends once its target has none left. A thread that cannot
+// be started is logged, said in the waiting batches' waiting_reason and tried again on the next
+// pass; it never stops temperd.
 //
 // SSH hosts: a host whose revert failed (stig/ssh/ssh_target.h) is marked needs_human in SshHosts and
 // its batches fail at once, saying so, until a person clears it; its connection is dropped.
@@ -18,13 +23,23 @@
 // Between batches a target may be used for other work, such as `temper revert` (Revert), which
 // takes the target only when no batch holds it (TargetSlots).
 //
+// The state store failing (its disk full, an I/O error) never spins a thread: a batch whose loop
+// fails is marked failed with the error, and when the store cannot take even that record the
+// target's thread keeps the record and tries it again after a pause that doubles from 1 s to
+// 5 min (one log line per try), doing nothing else on that target meanwhile; reading the queue
+// or recording a reboot check that fails waits the same way. Once the store takes the record
+// the batch is failed with the error, which names the store's file system when it was full.
+// (A restart meanwhile resumes the batch instead: the record was never made.)
+//
 // Thread safety: AddTarget, Wake, Cancel, Revert and Stop may be called from any thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -54,10 +69,13 @@ class LoopRunner {
   LoopRunner(const LoopRunner&) = delete;
   LoopRunner& operator=(const LoopRunner&) = delete;
 
-  // Starts one thread per target.
+  // Starts the dispatcher (with models; without, batches stay queued).
   void Start();
-  // A target that was not there at Start (an SSH host named on submit): its thread starts now.
+  // A target that was not there at Start (an SSH host registered on submit): its slot is made now;
+  // its thread starts once it has work.
   void AddTarget(const TargetConfig& target);
+  // Target threads running now (for tests).
+  size_t target_threads() const;
   // A batch was submitted: idle targets look for work now.
   void Wake();
   // Why `batch` has not started, for people and clients (Batch.waiting_reason): without models, "no
@@ -87,12 +105,24 @@ class LoopRunner {
   // Why no queued batch can start on this daemon: its WhyWaiting without models; "" with them.
   std::string WhyQueued() const;
   void TargetThread(const TargetConfig& target);
-  void RunBatch(const TargetConfig& config, BatchRecord batch);
+  // Gives each target with work a thread, and joins the threads of targets whose work ran out.
+  void DispatchThread();
+  // Whether `target` has a queued (or interrupted) batch or a reboot to verify. A store that cannot
+  // say counts as none; `error` gets its error.
+  bool HasWork(const TargetConfig& target, Status& error);
+  // Starts `target`'s thread, or records why it could not (start_failures_). Call with mu_ held.
+  void StartTargetThreadLocked(const TargetConfig* target);
+  // Runs the batch to its end. Returns the step that records it failed when the state store
+  // could not take it (the thread commits it again later), nullopt otherwise.
+  std::optional<RefusedRecord> RunBatch(const TargetConfig& config, BatchRecord batch);
+  // After the state store failed: logs `why` with the pause, then waits it out (only Stop ends the
+  // wait early; submits do not). The pause doubles on each call, from 1 s to 5 min.
+  void PauseAfterStoreError(const TargetConfig& config, std::chrono::seconds& pause, const std::string& why);
   // Errors only when the outcome could not be recorded.
   Status VerifyReboot(const TargetConfig& config, const BatchRecord& batch);
   Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
-  // Marks a batch that never started failed.
-  void FailBatch(const BatchRecord& batch, const Status& error);
+  // Marks a batch that never started failed; the step when the store could not take it, as RunBatch.
+  std::optional<RefusedRecord> FailBatch(const BatchRecord& batch, const Status& error);
   // After a batch on an SSH host: its state for `temper hosts`; closes a target that needs a human.
   void RecordHost(const TargetConfig& config, TargetSlots::Lease& lease, const BatchRecord& batch, const Status& ran);
 
@@ -106,7 +136,7 @@ class LoopRunner {
   const Logger& log_;
   SshHosts* hosts_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable wake_;
   uint64_t wake_count_ = 0;
   bool stopping_ = false;
@@ -117,7 +147,14 @@ class LoopRunner {
 
   bool started_ = false;
   TargetSlots slots_;
-  std::vector<std::thread> threads_;
+  struct TargetWorker {
+    std::thread thread;
+    bool done = false;  // its work ran out; the dispatcher joins it
+  };
+  std::map<std::string, TargetWorker> workers_;          // under mu_, by target name
+  std::map<std::string, std::string> start_failures_;    // under mu_: targets whose thread did not start, why
+  std::string dispatcher_failure_;                       // under mu_: why the dispatcher did not start
+  std::thread dispatcher_;
 };
 
 }  // namespace temper

@@ -1,8 +1,28 @@
 #include "orchestrator/store/sqlite.h"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
+#include "stig/host_disk.h"
+#include "stig/sandbox_caps.h"
+
 namespace temper::sqlite {
+
+namespace {
+
+// " (the file system holding DIR: N free of M)": what a full database's error names, so that the
+// operator reading "database or disk is full" learns which disk, and how full it is.
+std::string DiskOf(const std::string& db_path) {
+  std::string dir = std::filesystem::path(db_path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  Result<stig::HostDiskSpace> space = stig::HostDiskSpaceOf(dir);
+  if (!space.ok()) return fmt::format(" (the file system holding {}: {})", dir, space.status().message());
+  return fmt::format(" (the file system holding {}: {} free of {})", dir, stig::FormatBytes(space->free),
+                     stig::FormatBytes(space->total));
+}
+
+}  // namespace
 
 Result<Database> Database::Open(const std::string& path, const std::string& vfs) {
   sqlite3* db = nullptr;
@@ -40,6 +60,7 @@ Status Database::Error(std::string_view what) const {
     case SQLITE_LOCKED:
       return Status::Unavailable(message);
     case SQLITE_FULL:
+      return Status::ResourceExhausted(message + DiskOf(path_));
     case SQLITE_IOERR:
     case SQLITE_CANTOPEN:
     case SQLITE_READONLY:

@@ -4,7 +4,10 @@
 // the host keeps its disk. Also temperd's own shield against the OOM killer.
 #include <signal.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -14,6 +17,8 @@
 #include "loop/loop_harness.h"
 #include "scripted_model/scripted_answers.h"
 #include "security/security_b_support.h"
+#include "skip.h"
+#include "small_tmpfs.h"
 
 namespace temper::testing {
 namespace {
@@ -105,6 +110,57 @@ TEST_CASE("fallocate -l 100G by the Worker through temperd hits the writable lay
   }
   CHECK(named);
   CHECK(host_free_after + (std::uint64_t{8} << 30) >= host_free_before);
+}
+
+// Writes `path` until its file system has no room left (ENOSPC), as a runaway writer would.
+void FillFileSystem(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "we");
+  REQUIRE(f != nullptr);
+  std::setvbuf(f, nullptr, _IONBF, 0);
+  const std::string chunk(1 << 20, 'x');
+  for (std::size_t size : {std::size_t{1} << 20, std::size_t{4096}}) {
+    while (std::fwrite(chunk.data(), 1, size, f) == size) {
+    }
+    std::clearerr(f);
+  }
+  std::fclose(f);
+}
+
+TEST_CASE("a full state directory pauses the batch, keeps the log bounded, and records the failure naming the disk") {
+  ModelScript script;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon d(**server);
+  // The state directory (state store, journal, results) on a small file system of its own: the
+  // daemon starts again on it with a fresh store.
+  REQUIRE(d.daemon->Stop() == 0);
+  SmallTmpfs state(d.dir.path() + "/state", 64 << 20);
+  if (!state.mounted()) TEMPER_SKIP(state.error());
+  REQUIRE(d.daemon->Start().ok());
+  const std::string id = d.Submit({.rules = {kRuleA}, .max_attempts = 1});
+  FillFileSystem(state.path() + "/fill");
+  REQUIRE(security::FreeBytes(state.path()) < 64 << 10);
+
+  // While the disk stays full, the target's thread waits between tries: a few lines, not a flood
+  // (before, 100,000 lines in 27 s).
+  const std::string log_before = d.daemon->Log();
+  const auto lines_before = std::count(log_before.begin(), log_before.end(), '\n');
+  std::this_thread::sleep_for(40s);
+  const std::string log_full = d.daemon->Log();
+  const auto lines_while_full = std::count(log_full.begin(), log_full.end(), '\n') - lines_before;
+  INFO(log_full.substr(log_before.size(), 20000));
+  CHECK(lines_while_full < 200);
+  CHECK_THAT(log_full, Catch::Contains("the state store cannot record it yet"));
+  CHECK_THAT(log_full, Catch::Contains("trying again in"));
+
+  // Room again: the next try records the batch failed, with the reason naming the full disk.
+  std::filesystem::remove(state.path() + "/fill");
+  temper::v1::Batch batch = d.WaitUntilEnded(id);
+  INFO(d.daemon->Log().substr(log_full.size()));
+  CHECK(batch.state() == temper::v1::BATCH_STATE_FAILED);
+  CHECK_THAT(batch.error(), Catch::Contains("database or disk is full"));
+  CHECK_THAT(batch.error(), Catch::Contains("the file system holding " + state.path()));
+  CHECK(d.daemon->Stop() == 0);  // before the tmpfs goes
 }
 
 TEST_CASE("temperd shields itself from the OOM killer") {
