@@ -11,6 +11,7 @@
 #include "orchestrator/loop/rule_policy.h"
 #include "orchestrator/loop/start_order.h"
 #include "orchestrator/loop/target_tools.h"
+#include "orchestrator/store/private_files.h"
 #include "roles/structured_answer.h"
 #include "stig/ssh/ssh_target.h"
 #include "stig/verification.h"
@@ -168,6 +169,9 @@ Result<stig::Evaluation> BatchLoop::EvaluateWithResults(const std::vector<std::s
   if (ec) return Status::IOError(fmt::format("cannot create {}: {}", results_dir, ec.message()));
   TEMPER_ASSIGN_OR_RETURN(stig::Evaluation eval,
                           target_.Evaluate(s_.evaluator, {.rule_ids = rule_ids, .output_dir = results_dir}));
+  // OpenSCAP's reports say how the target is configured: root's alone, as the rest of the state.
+  std::vector<std::string> opened;
+  TEMPER_RETURN_IF_ERROR(MakeTreePrivate(std::filesystem::path(results_dir).parent_path().string(), opened));
   for (const stig::RuleVerdict& v : eval.verdicts) ++counts[std::string(stig::VerdictName(v.verdict))];
   return eval;
 }

@@ -13,6 +13,7 @@
 
 #include "orchestrator/config/models_config.h"
 #include "orchestrator/server/reflection_v1.h"
+#include "orchestrator/store/private_files.h"
 #include "orchestrator/token_auth.h"
 
 namespace temper {
@@ -47,12 +48,48 @@ Result<std::string> ReadFile(const std::string& path, std::string_view what) {
   return text.str();
 }
 
-Status PrepareStateDir(const DaemonConfig& config) {
+// The state directory and what temperd alone writes in it are root's alone (private_files.h),
+// whoever started temperd: made so here, and the group and other bits that an earlier start left
+// (temperd started by hand, an older temperd) taken off, each such path logged (the first ten,
+// then a count). Only trees that are temperd's own are walked: targets and roots kept under the
+// state directory keep their modes (their own directories are made root-only where they are made).
+Status PrepareStateDir(const DaemonConfig& config, const Logger& log) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  for (const std::string& dir : {config.state_dir, std::filesystem::path(config.database).parent_path().string()}) {
+  std::vector<std::string> changed;
+  auto make_private = [&](const std::string& path) -> Status {
+    TEMPER_ASSIGN_OR_RETURN(bool made, MakePrivate(path));
+    if (made) changed.push_back(path);
+    return Status::OK();
+  };
+  const std::string database_dir = fs::path(config.database).parent_path().string();
+  for (const std::string& dir : {config.state_dir, database_dir}) {
     if (dir.empty()) continue;
-    std::filesystem::create_directories(dir, ec);
+    // A database directory of the operator's choosing that exists keeps its mode; the file is private.
+    const bool ours = dir == config.state_dir || !fs::exists(dir, ec);
+    fs::create_directories(dir, ec);
     if (ec) return Status::IOError(fmt::format("cannot create directory {}: {}", dir, ec.message()));
+    if (ours) TEMPER_RETURN_IF_ERROR(make_private(dir));
+  }
+  const fs::path state = config.state_dir;
+  // Made here, so the journal and results directories never get the umask's mode.
+  for (const char* sub : {"journal", "results"}) {
+    fs::create_directory(state / sub, ec);
+    if (ec) return Status::IOError(fmt::format("cannot create directory {}: {}", (state / sub).string(), ec.message()));
+  }
+  for (const char* tree : {"journal", "results", "ssh"}) {
+    TEMPER_RETURN_IF_ERROR(MakeTreePrivate((state / tree).string(), changed));
+  }
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    TEMPER_RETURN_IF_ERROR(make_private(config.database + suffix));
+  }
+  constexpr std::size_t kNamed = 10;
+  for (std::size_t i = 0; i < changed.size() && i < kNamed; ++i) {
+    log.Warning("state: {} was open to other users; it is root's alone now", changed[i]);
+  }
+  if (changed.size() > kNamed) {
+    log.Warning("state: {} more paths under {} were open to other users; they are root's alone now",
+                changed.size() - kNamed, config.state_dir);
   }
   return Status::OK();
 }
@@ -75,7 +112,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
       log.Info("DISA STIG {} {} ({} requirements) from {}", s.benchmark_id, s.RevisionName(), s.rules.size(), s.source);
     }
   }
-  TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_));
+  TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_, log));
   TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));

@@ -116,7 +116,7 @@ Status JournalFiles::AppendLocked(const EventRecord& event) {
 }
 
 Status JournalFiles::WriteLocked(const std::string& path, const std::string& lines) {
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::WritableFile> file, env_.OpenAppendable(path, 0640));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::WritableFile> file, env_.OpenAppendable(path, 0600));
   TEMPER_RETURN_IF_ERROR(file->Append(lines));
   return file->Sync();
 }

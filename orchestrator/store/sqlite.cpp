@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/store/private_files.h"
 #include "stig/host_disk.h"
 #include "stig/sandbox_caps.h"
 
@@ -34,6 +35,15 @@ Result<Database> Database::Open(const std::string& path, const std::string& vfs)
     return Status::IOError(fmt::format("cannot open database {}: {}", path, message));
   }
   sqlite3_extended_result_codes(db, 1);
+  // Root's alone (private_files.h), whatever the umask: SQLite makes a new database 0644 less the
+  // umask, and its -wal and -shm files later with the database's own mode.
+  for (const char* suffix : {"", "-wal", "-shm", "-journal"}) {
+    Result<bool> made = MakePrivate(path + suffix);
+    if (!made.ok()) {
+      sqlite3_close(db);
+      return made.status().WithContext("opening database " + path);
+    }
+  }
   return Database(db, path);
 }
 

@@ -3,6 +3,7 @@
 // would, and the daemon must stay in control (cancel and shutdown finish; the batch goes on) while
 // the host keeps its disk. Also temperd's own shield against the OOM killer.
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -161,6 +162,66 @@ TEST_CASE("a full state directory pauses the batch, keeps the log bounded, and r
   CHECK_THAT(batch.error(), Catch::Contains("database or disk is full"));
   CHECK_THAT(batch.error(), Catch::Contains("the file system holding " + state.path()));
   CHECK(d.daemon->Stop() == 0);  // before the tmpfs goes
+}
+
+// Paths under `dir` (itself included; links not followed, the package cache left out: its .debs
+// are Debian's public packages) whose mode lets group or others in, with the mode.
+std::vector<std::string> OpenToOthers(const std::string& dir) {
+  std::vector<std::string> open;
+  auto check = [&](const std::filesystem::path& p) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) return;
+    if ((st.st_mode & 077) != 0) open.push_back(fmt::format("{} {:o}", p.string(), st.st_mode & 07777));
+  };
+  check(dir);
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->path().filename() == "packages") {
+      it.disable_recursion_pending();
+      continue;
+    }
+    check(it->path());
+  }
+  return open;
+}
+
+TEST_CASE("temperd started by hand keeps its state root's alone: looser modes are fixed at start, new files are 0600") {
+  ModelScript script;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon d(**server);
+  // As a start by hand with umask 022 (or an older temperd) left it: the state directory 0755,
+  // the store 0644, a journal file and an OpenSCAP report open to everyone.
+  REQUIRE(d.daemon->Stop() == 0);
+  const std::string state = d.dir.path() + "/state";
+  std::filesystem::create_directories(state + "/results/batch-0/before");
+  std::ofstream(state + "/results/batch-0/before/arf.xml") << "<arf/>";
+  std::ofstream(state + "/journal/daemon.jsonl", std::ios::app) << "";
+  for (const std::string& path :
+       {state, state + "/temper.db", state + "/results", state + "/results/batch-0", state + "/results/batch-0/before",
+        state + "/results/batch-0/before/arf.xml", state + "/journal", state + "/journal/daemon.jsonl"}) {
+    REQUIRE(::chmod(path.c_str(), std::filesystem::is_directory(path) ? 0755 : 0644) == 0);
+  }
+  REQUIRE_FALSE(OpenToOthers(state).empty());
+
+  REQUIRE(d.daemon->Start().ok());
+  struct stat st {};
+  REQUIRE(::stat(state.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  REQUIRE(::stat((state + "/temper.db").c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  CHECK(OpenToOthers(state).empty());
+  CHECK_THAT(d.daemon->Log(), Catch::Contains(state + "/temper.db was open to other users; it is root's alone now"));
+
+  // A batch writes the store, the journal and OpenSCAP's reports: none of it is open to others.
+  const std::string id = d.Submit({.rules = {kRuleA}, .max_attempts = 1});
+  temper::v1::Batch batch = d.WaitUntilEnded(id);
+  CHECK(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(std::filesystem::exists(state + "/results/batch-" + id));
+  CHECK(std::filesystem::exists(state + "/journal/batch-" + id + ".jsonl"));
+  CHECK(OpenToOthers(state) == std::vector<std::string>{});
+  CHECK(d.daemon->Stop() == 0);
 }
 
 TEST_CASE("temperd shields itself from the OOM killer") {
