@@ -18,8 +18,8 @@
 #include "engine/serve/openai_conversation.h"
 #include "engine/serve/openai_parameters.h"
 #include "engine/serve/openapi_document.h"
-#include "engine/serve/token_logprobs.h"
 #include "engine/serve/scheduler_metrics_text.h"
+#include "engine/serve/token_logprobs.h"
 
 namespace temper::engine {
 
@@ -488,6 +488,7 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(Scheduler& scheduler, cons
   if (options.model_name.empty()) return Status::InvalidArgument("HTTP server: the model name is empty");
   if (options.max_json_depth < 1) return Status::InvalidArgument("HTTP server: max_json_depth must be at least 1");
   std::unique_ptr<HttpServer> s(new HttpServer(scheduler, options, log));
+  TEMPER_ASSIGN_OR_RETURN(s->hosts_, HostAllowList::For(options.host, options.allowed_hosts));
   s->Route();
   HttpListenerOptions listen;
   listen.host = options.host;
@@ -689,8 +690,19 @@ void HttpServer::Route() {
   httplib::Server& srv = *router_;
   srv.set_payload_max_length(options_.max_body_bytes);
 
-  // Before any route and before the body is read: the API key, then the body's declared size.
+  // Before any route and before the body is read: the Host (a web page's DNS rebinding), the API
+  // key, the POST body's type (a web page's cross-origin POST), then the body's declared size.
   srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const std::string host = req.get_header_value("Host");
+    if (!hosts_.Allows(host)) {
+      SendError(res, {421,
+                      fmt::format("this server does not answer requests for Host '{}' (it answers {}); a web page "
+                                  "reaching it through DNS rebinding sends its own name. If clients reach the server "
+                                  "by this name, start it with --allowed-host NAME",
+                                  host.substr(0, 256), hosts_.Describe()),
+                      "invalid_request_error", "", "host_not_allowed"});
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (!options_.api_key.empty() && req.path != "/health") {
       const std::string header = req.get_header_value("Authorization");
       if (header.empty() || !SameKey(BearerKey(header), options_.api_key)) {
@@ -701,6 +713,14 @@ void HttpServer::Route() {
         res.set_header("WWW-Authenticate", "Bearer");
         return httplib::Server::HandlerResponse::Handled;
       }
+    }
+    if (req.method == "POST" && !IsJsonContentType(req.get_header_value("Content-Type"))) {
+      const std::string type = req.get_header_value("Content-Type");
+      SendError(res, {415,
+                      fmt::format("{} takes a JSON body sent as 'Content-Type: application/json', not {}", req.path,
+                                  type.empty() ? "a body without a Content-Type" : "'" + type.substr(0, 256) + "'"),
+                      "invalid_request_error", "", "unsupported_media_type"});
+      return httplib::Server::HandlerResponse::Handled;
     }
     const std::string length = req.get_header_value("Content-Length");
     if (!length.empty()) {
@@ -730,17 +750,18 @@ void HttpServer::Route() {
   srv.Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     if (id != options_.model_name) {
-      SendError(res, {404, fmt::format("The model '{}' does not exist; this server serves '{}'", id, options_.model_name),
-                      "invalid_request_error", "model", "model_not_found"});
+      SendError(res,
+                {404, fmt::format("The model '{}' does not exist; this server serves '{}'", id, options_.model_name),
+                 "invalid_request_error", "model", "model_not_found"});
       return;
     }
     res.set_content(ModelJson(id).dump(), "application/json");
   });
 
-  srv.Get("/openapi.json", [document = OpenApiDocumentFor(options_.model_name)](const httplib::Request&,
-                                                                                 httplib::Response& res) {
-    res.set_content(document, "application/json");
-  });
+  srv.Get("/openapi.json",
+          [document = OpenApiDocumentFor(options_.model_name)](const httplib::Request&, httplib::Response& res) {
+            res.set_content(document, "application/json");
+          });
 
   srv.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     PrometheusText text;
@@ -782,18 +803,18 @@ void HttpServer::Route() {
                            : ApiError{503, "the server is shutting down", "server_error"});
         return;
       }
-      json out = {{"id", id},
-                  {"object", "text_completion"},
-                  {"created", created},
-                  {"model", options_.model_name},
-                  {"choices", json::array({{{"index", 0},
-                                            {"text", all.text},
-                                            {"token_ids", all.tokens},
-                                            {"logprobs", with_logprobs
-                                                             ? CompletionLogprobsJson(tokenizer, all.logprobs, 0)
-                                                             : json(nullptr)},
-                                            {"finish_reason", FinishJson(all.finish)}}})},
-                  {"usage", UsageJson(all.usage)}};
+      json out = {
+          {"id", id},
+          {"object", "text_completion"},
+          {"created", created},
+          {"model", options_.model_name},
+          {"choices", json::array({{{"index", 0},
+                                    {"text", all.text},
+                                    {"token_ids", all.tokens},
+                                    {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, all.logprobs, 0)
+                                                               : json(nullptr)},
+                                    {"finish_reason", FinishJson(all.finish)}}})},
+          {"usage", UsageJson(all.usage)}};
       res.set_content(out.dump(), "application/json");
       return;
     }
@@ -818,17 +839,18 @@ void HttpServer::Route() {
                                      : ApiError{503, "the request was cancelled", "server_error"};
             out = "data: " + ErrorJson(err).dump() + "\n\ndata: [DONE]\n\n";
           } else {
-            json chunk = {{"id", id},
-                          {"object", "text_completion"},
-                          {"created", created},
-                          {"model", model},
-                          {"choices", json::array({{{"index", 0},
-                                                    {"text", e->text},
-                                                    {"token_ids", e->tokens},
-                                                    {"logprobs", with_logprobs ? CompletionLogprobsJson(
-                                                                                     tokenizer, e->logprobs, *text_sent)
-                                                                               : json(nullptr)},
-                                                    {"finish_reason", FinishJson(e->finish)}}})}};
+            json chunk = {
+                {"id", id},
+                {"object", "text_completion"},
+                {"created", created},
+                {"model", model},
+                {"choices",
+                 json::array({{{"index", 0},
+                               {"text", e->text},
+                               {"token_ids", e->tokens},
+                               {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, e->logprobs, *text_sent)
+                                                          : json(nullptr)},
+                               {"finish_reason", FinishJson(e->finish)}}})}};
             *text_sent += e->text.size();
             out = "data: " + chunk.dump() + "\n\n";
             if (e->finish != FinishReason::kNone) {
@@ -857,7 +879,8 @@ void HttpServer::Route() {
   // malformed request) and a route path asked with another method get one here.
   srv.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    ApiError e{res.status, fmt::format("{} {}: the request failed with HTTP status {}", req.method, req.path, res.status)};
+    ApiError e{res.status,
+               fmt::format("{} {}: the request failed with HTTP status {}", req.method, req.path, res.status)};
     if (res.status == 404) {
       const std::string_view allowed = AllowedMethod(req.path);
       if (allowed.empty()) {

@@ -38,6 +38,12 @@
 // name, 404 `not_found` for an unknown route and 405 `method_not_allowed` for a route asked with
 // another method, 429 when the queue is full.
 //
+// Web pages (cross_site_guard.h): every request's Host must name the server as bound (its IP
+// literal, localhost on loopback, any IP literal on all interfaces) or one of allowed_hosts, else
+// 421 `host_not_allowed` naming the refused Host (DNS rebinding); the POST routes take only
+// `Content-Type: application/json`, else 415 `unsupported_media_type` (a page's cross-origin POST
+// without a preflight); no reply carries an Access-Control-* header, so no preflight is approved.
+//
 // Limits, because anyone who can reach the port can send anything (engine/serve/http_listener.h does the
 // connection handling): a body over max_body_bytes gets 413 without being read; a body nesting JSON
 // deeper than max_json_depth gets 400 `json_too_deep` before it is parsed; a request head or body
@@ -57,10 +63,12 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/serve/chat_engine.h"
+#include "engine/serve/cross_site_guard.h"
 #include "engine/serve/scheduler.h"
 
 namespace httplib {
@@ -88,6 +96,9 @@ struct HttpServerOptions {
   std::chrono::milliseconds write_timeout{30000};   // a client that stops reading the reply
   // Clients must send "Authorization: Bearer <api_key>" (every endpoint but /health); empty: no key.
   std::string api_key;
+  // Host names (or IP literals) answered besides the bind address's own (cross_site_guard.h): the
+  // names a deployment is reached by.
+  std::vector<std::string> allowed_hosts;
   // Serves /v1/chat/completions; null (no tokenizer) answers it with an error saying so. Borrowed:
   // must outlive the server, and its scheduler should be the one passed to Start.
   ChatEngine* chat = nullptr;
@@ -95,8 +106,8 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  // Binds and starts serving. InvalidArgument for an empty model name; Unavailable naming
-  // host:port when the address cannot be bound.
+  // Binds and starts serving. InvalidArgument for an empty model name or an allowed host that is
+  // no host name; Unavailable naming host:port when the address cannot be bound.
   static Result<std::unique_ptr<HttpServer>> Start(Scheduler& scheduler, const HttpServerOptions& options,
                                                    const Logger& log);
   ~HttpServer();  // stops
@@ -118,6 +129,7 @@ class HttpServer {
 
   Scheduler& scheduler_;
   HttpServerOptions options_;
+  HostAllowList hosts_;  // the Host values answered
   const Logger& log_;
   std::unique_ptr<HttpRouter> router_;
   std::unique_ptr<HttpListener> listener_;

@@ -16,7 +16,7 @@
 //
 //   temper-lm serve    --model DIR [--host H] [--port P] [--model-name NAME] [--context N]
 //                      [--kv-tokens N] [--max-sequences N] [--max-snapshots N] [--max-batch-tokens N]
-//                      [--tokenizer FILE] [--api-key KEY | --api-key-file FILE]
+//                      [--tokenizer FILE] [--api-key KEY | --api-key-file FILE] [--allowed-host NAME]...
 //                      [--max-body-bytes N] [--max-json-depth N] [--header-timeout S]
 //                      [--body-timeout S] [--idle-timeout S] [--max-connections N] [--http-threads N]
 //                      (an OpenAI-compatible HTTP server, see engine/serve/http_server.h; runs until
@@ -24,7 +24,11 @@
 //                      or DIR/tokenizer.json when it exists; without one only /v1/completions
 //                      (token ids) is served. With an API key (prefer --api-key-file: argv is visible
 //                      to every user in ps), clients send "Authorization: Bearer KEY"; the key is
-//                      never logged.
+//                      never logged. Without a key the server listens on loopback only: another
+//                      --host is refused at start. Requests must name the server in Host as it is
+//                      bound (its IP; localhost on loopback; any IP on 0.0.0.0 or ::) or as an
+//                      --allowed-host NAME, and POST bodies must be application/json, so a web page
+//                      the operator opens cannot drive it (engine/serve/cross_site_guard.h).
 //
 // `--synthetic CONFIG.json` replaces `--model DIR` with seeded random weights of that config's
 // shape (for benchmarks). `--gpus 0,1,2,3` runs the model on the CUDA backend, one rank per listed
@@ -59,6 +63,7 @@
 #include "engine/model/safetensors.h"
 #include "engine/sampler.h"
 #include "engine/serve/chat_engine.h"
+#include "engine/serve/cross_site_guard.h"
 #include "engine/serve/http_server.h"
 #include "engine/serve/scheduler.h"
 #include "engine/tokenizer/chat_format.h"
@@ -397,6 +402,21 @@ Status RunServe(const ServeArgs& a) {
   signal(SIGPIPE, SIG_IGN);
 
   const Logger log(LogLevel::kInfo);
+  // Checked before the model loads, so a refused start says so at once.
+  const bool keyed = !a.api_key.empty() || !a.api_key_file.empty();
+  if (!keyed && !IsLoopbackBindHost(a.host)) {
+    return Status::InvalidArgument(fmt::format(
+        "--host {}: without an API key the server listens on loopback only (127.0.0.1, ::1 or localhost), since "
+        "anyone who reaches another address could use the model; add --api-key-file FILE (or --api-key KEY) to "
+        "listen on {}",
+        a.host.empty() ? "''" : a.host, a.host.empty() ? "all interfaces" : a.host));
+  }
+  TEMPER_ASSIGN_OR_RETURN(HostAllowList hosts, HostAllowList::For(a.host, a.http.allowed_hosts));
+  if (!keyed) {
+    log.Warning(
+        "no API key: listening on loopback only, where any local user or process may use the model; add "
+        "--api-key-file FILE to require a key");
+  }
   TEMPER_ASSIGN_OR_RETURN(Loaded m, Load(a.model, a.context, &a.kv, a.tokenizer, TokenizerNeed::kIfPresent));
   SchedulerOptions sched;
   sched.max_batch_tokens = a.max_batch_tokens;
@@ -434,7 +454,8 @@ Status RunServe(const ServeArgs& a) {
   const KvUsage kv = m.backend->kv_usage();
   log.Info("serving '{}' on http://{}:{} (KV pool {} tokens, {} sequences, {} cached prefixes; {})", http.model_name,
            a.host, server->port(), kv.total_blocks * kv.block_tokens, kv.max_sequences, kv.max_snapshots,
-           http.api_key.empty() ? "no API key: anyone who reaches the port may use it" : "API key required");
+           http.api_key.empty() ? "no API key" : "API key required");
+  log.Info("answering requests whose Host is {}", hosts.Describe());
   int signal = 0;
   sigwait(&stop_signals, &signal);
   log.Info("signal {}: stopping", signal);
@@ -502,7 +523,9 @@ int main(int argc, char** argv) {
   CLI::App* sc = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");
   AddModelOptions(sc, &serve.model);
-  sc->add_option("--host", serve.host, "address to listen on");
+  sc->add_option("--host", serve.host,
+                 "address to listen on (127.0.0.1; without an API key only a loopback address, 127.0.0.1, ::1 or "
+                 "localhost, is taken)");
   sc->add_option("--port", serve.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
   sc->add_option("--model-name", serve.model_name, "the model name clients send (default: the model directory's name)");
   sc->add_option("--context", serve.context, "longest sequence, prompt plus output")->check(CLI::PositiveNumber);
@@ -526,6 +549,11 @@ int main(int argc, char** argv) {
                              "clients must send 'Authorization: Bearer KEY' (visible in ps: prefer --api-key-file)");
   auto* key_file = sc->add_option("--api-key-file", serve.api_key_file, "file whose first line is the API key");
   key->excludes(key_file);
+  sc->add_option("--allowed-host", serve.http.allowed_hosts,
+                 "a host name (or IP) clients reach the server by, answered besides the bound address's own (its IP; "
+                 "localhost on loopback; any IP on 0.0.0.0 or ::); repeatable. Requests naming another Host get 421, "
+                 "so a web page cannot reach the server through DNS rebinding")
+      ->allow_extra_args(false);
   sc->add_option("--max-body-bytes", serve.http.max_body_bytes, "larger request bodies get 413 without being read")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

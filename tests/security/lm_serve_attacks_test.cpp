@@ -1,9 +1,13 @@
 // Attacks on `temper-lm serve` (issue 20, part D): slow clients, a huge body, deeply nested JSON,
 // requests without the API key, and clients that hang up while the engine generates for them.
+// Issue 46 (finding 8): a web page the operator opens driving the server, through DNS rebinding (a
+// foreign Host) or a cross-origin "simple" POST (text/plain, form types), and a server without a
+// key listening beyond loopback.
 // Every case runs the real binary on the tiny fixture and talks to it over a real TCP socket.
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
@@ -11,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -215,6 +220,223 @@ TEST_CASE("API key: requests without the key or with a wrong one get 401, and no
   INFO(log);
   CHECK(log.find(key) == std::string::npos);
   CHECK(log.find(wrong) == std::string::npos);
+}
+
+// One request on a fresh connection, its head exactly `headers` (Host and Content-Type among
+// them, as a browser or a forged client sends them); the raw reply.
+std::string Exchange(int port, const std::string& method, const std::string& path,
+                     const std::vector<std::string>& headers, const std::string& body = "") {
+  std::string request = fmt::format("{} {} HTTP/1.1\r\n", method, path);
+  for (const std::string& h : headers) request += h + "\r\n";
+  if (!body.empty() || method == "POST") request += fmt::format("Content-Length: {}\r\n", body.size());
+  request += "Connection: close\r\n\r\n" + body;
+  int fd = ConnectLoopback(port);
+  if (fd < 0) return "";
+  SendAll(fd, request);
+  std::string reply = ReadResponse(fd, 30s);
+  close(fd);
+  return reply;
+}
+
+// The reply's OpenAI-style error code, "" when the body is not such an error.
+std::string ErrorCode(const std::string& reply) {
+  json error = json::parse(BodyOf(reply), nullptr, false);
+  if (!error.is_object() || !error.contains("error") || !error["error"]["code"].is_string()) return "";
+  return error["error"]["code"];
+}
+
+std::string ErrorMessage(const std::string& reply) {
+  json error = json::parse(BodyOf(reply), nullptr, false);
+  if (!error.is_object() || !error.contains("error") || !error["error"]["message"].is_string()) return "";
+  return error["error"]["message"];
+}
+
+// Whether the reply's head carries any Access-Control-* header (what would let a page read it).
+bool HasCorsHeader(const std::string& reply) {
+  std::string head = reply.substr(0, reply.find("\r\n\r\n"));
+  std::transform(head.begin(), head.end(), head.begin(), [](unsigned char c) { return std::tolower(c); });
+  return head.find("\r\naccess-control-") != std::string::npos;
+}
+
+TEST_CASE("DNS rebinding: requests naming another Host get 421 naming it and run nothing, keyed or not") {
+  TempDir dir;
+  const std::string key = "sk-temper-rebind-51e0";
+  LmServeProcess open_lm(dir, {});
+  Status started = open_lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  const int port = open_lm.port();
+  const std::string evil = fmt::format("Host: evil.example:{}", port);
+  const std::string body = Completion(4).dump();
+
+  // The page at evil.example, its name now resolving to 127.0.0.1, is same-origin with the server
+  // in the browser's eyes: it may send JSON and read the reply. Only the Host gives it away.
+  for (const std::string& host : {evil, std::string("Host: evil.example"), std::string("Host: 127.0.0.1.evil.example"),
+                                  std::string("Host: localhost.evil.example:") + std::to_string(port),
+                                  std::string("Host: [::1]"), std::string("Host: 127.0.0.2"), std::string("Host:")}) {
+    std::string reply = Exchange(port, "POST", "/v1/completions", {host, "Content-Type: application/json"}, body);
+    INFO(host << "\n" << reply);
+    CHECK(StatusOf(reply) == 421);
+    CHECK(ErrorCode(reply) == "host_not_allowed");
+  }
+  for (const char* path : {"/v1/models", "/metrics", "/openapi.json", "/health"}) {
+    std::string reply = Exchange(port, "GET", path, {evil});
+    INFO(path << "\n" << reply);
+    CHECK(StatusOf(reply) == 421);
+    CHECK_THAT(ErrorMessage(reply),
+               Catch::Contains("evil.example:" + std::to_string(port)) && Catch::Contains("--allowed-host"));
+  }
+  CHECK(Metric(port, "generated_tokens_total") == 0);
+
+  // The server's own names, with or without the port, still work.
+  for (const std::string& host : {fmt::format("Host: 127.0.0.1:{}", port), std::string("Host: 127.0.0.1"),
+                                  fmt::format("Host: localhost:{}", port), std::string("Host: LocalHost")}) {
+    std::string reply = Exchange(port, "POST", "/v1/completions", {host, "Content-Type: application/json"}, body);
+    INFO(host << "\n" << reply.substr(0, 500));
+    CHECK(StatusOf(reply) == 200);
+  }
+  CHECK(open_lm.Stop() == 0);
+
+  // A key does not make a foreign Host acceptable: the key's holder reaches the server by its names.
+  TempDir keyed_dir;  // its own log: the first server's "serving" line must not be read as this one's
+  LmServeProcess keyed_lm(keyed_dir, {"--api-key", key});
+  started = keyed_lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  std::string reply = Exchange(keyed_lm.port(), "POST", "/v1/completions",
+                               {fmt::format("Host: evil.example:{}", keyed_lm.port()), "Content-Type: application/json",
+                                "Authorization: Bearer " + key},
+                               body);
+  INFO(reply);
+  CHECK(StatusOf(reply) == 421);
+  CHECK(Metric(keyed_lm.port(), "generated_tokens_total") == -1);  // /metrics needs the key: nothing read
+  CHECK(keyed_lm.Alive());
+}
+
+TEST_CASE(
+    "all interfaces with a key: a foreign name gets 421 unless --allowed-host lists it, IP literals are answered") {
+  TempDir dir;
+  const std::string key = "sk-temper-wildcard-9c3d";
+  LmServeProcess lm(dir, {"--host", "0.0.0.0", "--api-key", key, "--allowed-host", "llm.internal"});
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  const int port = lm.port();
+  const std::string auth = "Authorization: Bearer " + key;
+  auto post = [&](const std::string& host) {
+    return Exchange(port, "POST", "/v1/completions", {host, "Content-Type: application/json", auth},
+                    Completion(2).dump());
+  };
+  std::string refused = post(fmt::format("Host: evil.example:{}", port));
+  INFO(refused);
+  CHECK(StatusOf(refused) == 421);
+  CHECK_THAT(ErrorMessage(refused), Catch::Contains("evil.example"));
+  CHECK(StatusOf(post("Host: llm.internal.evil.example")) == 421);
+  // Remote clients reach a server on all interfaces through addresses it cannot list, and no
+  // rebinding page can name an IP literal (its origin is a name): those are answered.
+  for (const std::string& host : {fmt::format("Host: llm.internal:{}", port), std::string("Host: LLM.internal"),
+                                  fmt::format("Host: 192.0.2.7:{}", port), fmt::format("Host: [2001:db8::7]:{}", port),
+                                  fmt::format("Host: localhost:{}", port), fmt::format("Host: 127.0.0.1:{}", port)}) {
+    std::string reply = post(host);
+    INFO(host << "\n" << reply.substr(0, 500));
+    CHECK(StatusOf(reply) == 200);
+  }
+  CHECK(lm.Alive());
+}
+
+TEST_CASE("CORS simple requests: text/plain, form and multipart POSTs and one without a type get 415 and run nothing") {
+  TempDir dir;
+  LmServeProcess lm(dir,
+                    {"--tokenizer", std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-tiny-tokenizer.json"});
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  const int port = lm.port();
+  const std::string host = fmt::format("Host: 127.0.0.1:{}", port);
+  const std::string completion = Completion(4).dump();
+  const std::string chat =
+      json{{"model", "gemma4-tiny"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 4}}.dump();
+  // What a page's <form> or fetch(..., {mode: "no-cors"}) sends without asking the server first,
+  // with a JSON body all the same, plus a client that names no type.
+  const std::vector<std::vector<std::string>> refused_heads = {
+      {host, "Content-Type: text/plain"},
+      {host, "Content-Type: text/plain;charset=UTF-8", "Origin: http://evil.example"},
+      {host, "Content-Type: application/x-www-form-urlencoded"},
+      {host, "Content-Type: multipart/form-data; boundary=xyz"},
+      {host, "Content-Type: application/jsonp"},
+      {host}};
+  for (const std::vector<std::string>& head : refused_heads) {
+    for (const auto& [path, body] :
+         {std::pair{"/v1/completions", completion}, std::pair{"/v1/chat/completions", chat}}) {
+      std::string reply = Exchange(port, "POST", path, head, body);
+      INFO(fmt::format("{} {}\n{}", path, fmt::join(head, " | "), reply));
+      CHECK(StatusOf(reply) == 415);
+      CHECK(ErrorCode(reply) == "unsupported_media_type");
+      CHECK_THAT(ErrorMessage(reply), Catch::Contains("application/json"));
+    }
+  }
+  CHECK(Metric(port, "generated_tokens_total") == 0);
+
+  std::string reply =
+      Exchange(port, "POST", "/v1/completions", {host, "Content-Type: Application/JSON; charset=utf-8"}, completion);
+  INFO(reply.substr(0, 500));
+  CHECK(StatusOf(reply) == 200);
+  CHECK(Metric(port, "generated_tokens_total") > 0);
+  CHECK(lm.Alive());
+}
+
+TEST_CASE("CORS: no reply carries an Access-Control header, so no page may read one, and no preflight is approved") {
+  TempDir dir;
+  LmServeProcess lm(dir);
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  const int port = lm.port();
+  const std::string host = fmt::format("Host: 127.0.0.1:{}", port);
+  const std::string origin = "Origin: http://evil.example";
+  std::vector<std::string> replies = {
+      Exchange(port, "GET", "/v1/models", {host, origin}), Exchange(port, "GET", "/health", {host, origin}),
+      Exchange(port, "POST", "/v1/completions", {host, origin, "Content-Type: application/json"}, Completion(2).dump()),
+      Exchange(port, "POST", "/v1/completions", {host, origin, "Content-Type: text/plain"}, Completion(2).dump()),
+      Exchange(port, "GET", "/v1/models", {"Host: evil.example", origin})};
+  for (const std::string& reply : replies) {
+    INFO(reply.substr(0, 500));
+    CHECK(StatusOf(reply) != 0);
+    CHECK_FALSE(HasCorsHeader(reply));
+  }
+  // The preflight a page's JSON POST needs first: refused, and without any Access-Control-Allow-*.
+  std::string preflight = Exchange(port, "OPTIONS", "/v1/completions",
+                                   {host, origin, "Access-Control-Request-Method: POST",
+                                    "Access-Control-Request-Headers: content-type, authorization"});
+  INFO(preflight);
+  CHECK(StatusOf(preflight) >= 400);
+  CHECK_FALSE(HasCorsHeader(preflight));
+  CHECK(Metric(port, "generated_tokens_total") > 0);  // the one JSON POST from our own Host ran
+}
+
+TEST_CASE("no API key: a non-loopback --host is refused at start naming --api-key-file, and loopback says it once") {
+  for (const char* host : {"0.0.0.0", "::", "192.0.2.7", "llm.internal"}) {
+    TempDir dir;
+    LmServeProcess lm(dir, {"--host", host});
+    Status started = lm.Start();
+    INFO(host << ": " << started.message());
+    CHECK_FALSE(started.ok());
+    CHECK_THAT(lm.Log(), Catch::Contains(fmt::format("--host {}", host)) && Catch::Contains("--api-key-file") &&
+                             Catch::Contains("loopback only"));
+    CHECK_FALSE(lm.Alive());
+  }
+  TempDir dir;
+  LmServeProcess lm(dir, {"--host", "127.0.0.1"});
+  Status started = lm.Start();
+  INFO(started.message());
+  REQUIRE(started.ok());
+  const std::string log = lm.Log();
+  INFO(log);
+  const std::string notice = "no API key: listening on loopback only";
+  const size_t first = log.find(notice);
+  CHECK(first != std::string::npos);
+  CHECK(log.find(notice, first + 1) == std::string::npos);
+  CHECK(lm.Alive());
 }
 
 // Starts a long generation on a fresh connection, waits until the engine decodes it, then hangs up.

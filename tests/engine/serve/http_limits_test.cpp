@@ -79,7 +79,7 @@ std::string ReadUntilClosed(int fd, std::chrono::milliseconds timeout, bool* clo
 std::string Request(const std::string& method, const std::string& path, const std::string& body = "",
                     const std::string& headers = "") {
   return fmt::format(
-      "{} {} HTTP/1.1\r\nHost: x\r\n{}{}\r\n{}", method, path, headers,
+      "{} {} HTTP/1.1\r\nHost: 127.0.0.1\r\n{}{}\r\n{}", method, path, headers,
       body.empty() ? "" : fmt::format("Content-Type: application/json\r\nContent-Length: {}\r\n", body.size()), body);
 }
 
@@ -94,7 +94,7 @@ TEST_CASE("a request head that does not arrive in time gets 408, and the connect
   http.header_timeout = 300ms;
   Served s(http);
   int fd = Connect(s.server->port());
-  Send(fd, "GET /health HTTP/1.1\r\nHost: x\r\n");  // never finished
+  Send(fd, "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n");  // never finished
   Clock::time_point start = Clock::now();
   bool closed = false;
   std::string reply = ReadUntilClosed(fd, 3s, &closed);
@@ -111,7 +111,7 @@ TEST_CASE("a body that does not arrive in time gets 408", "[engine][http]") {
   http.body_timeout = 300ms;
   Served s(http);
   int fd = Connect(s.server->port());
-  Send(fd, "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\":");
+  Send(fd, "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{\"model\":");
   std::string reply = ReadUntilClosed(fd, 3s);
   close(fd);
   CHECK(reply.rfind("HTTP/1.1 408", 0) == 0);
@@ -178,7 +178,7 @@ TEST_CASE("Expect: 100-continue is answered once, then the body is read", "[engi
   const std::string body =
       json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
   Send(fd, fmt::format(
-               "POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+               "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
                "Content-Length: {}\r\n\r\n",
                body.size()));
   std::string interim = ReadUntilClosed(fd, 300ms);
@@ -195,7 +195,7 @@ TEST_CASE("a chunked request body is read by the worker", "[engine][http]") {
   int fd = Connect(s.server->port());
   const std::string body =
       json{{"model", "gemma4-tiny"}, {"prompt", {2, 5}}, {"max_tokens", 2}, {"temperature", 0}}.dump();
-  Send(fd, fmt::format("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Type: "
+  Send(fd, fmt::format("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\nContent-Type: "
                        "application/json\r\n\r\n"
                        "{:x}\r\n{}\r\n0\r\n\r\n",
                        body.size(), body));
