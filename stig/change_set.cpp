@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "stig/change_set_redaction.h"
+
 namespace temper::stig {
 namespace {
 
@@ -157,7 +159,7 @@ std::string ChangeSet::ToJson() const {
                  {"change", FileChangeKindName(f.change)},
                  {"before", StateJson(f.before)},
                  {"after", StateJson(f.after)},
-                 {"diff", f.diff},
+                 {"diff", RedactHashesInDiff(f.path, f.diff)},
                  {"binary", f.binary}};
     if (!f.diff_skipped.empty()) item["diff_skipped"] = f.diff_skipped;
     out_files.push_back(std::move(item));
@@ -203,7 +205,8 @@ Result<ChangeSet> ChangeSet::FromJson(std::string_view text) {
       }
       TEMPER_ASSIGN_OR_RETURN(f.before, ParseState(item, "before", at));
       TEMPER_ASSIGN_OR_RETURN(f.after, ParseState(item, "after", at));
-      TEMPER_ASSIGN_OR_RETURN(f.diff, String(item, "diff", at));
+      TEMPER_ASSIGN_OR_RETURN(std::string diff, String(item, "diff", at));
+      f.diff = RedactHashesInDiff(f.path, diff);  // a change set stored before redaction existed
       TEMPER_ASSIGN_OR_RETURN(f.diff_skipped, String(item, "diff_skipped", at));
       if (auto b = item.find("binary"); b != item.end()) {
         if (!b->is_boolean()) return Status::InvalidArgument(at + ".binary: expected true or false");

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 
+#include "stig/change_set_redaction.h"
 #include "stig/packages/dpkg_status.h"
 #include "stig/process.h"
 #include "stig/scratch_dir.h"
@@ -405,6 +406,9 @@ class Collector {
       }
       c.diff = std::move(r.out);
     }
+    // Password hashes never leave the host (change_set_redaction.h): the store, prompts and exports
+    // all take the diff from here.
+    c.diff = RedactHashesInDiff(c.path, c.diff);
     diff_bytes_ += c.diff.size();
     return Status::OK();
   }

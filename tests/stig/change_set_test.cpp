@@ -1,6 +1,8 @@
 #include "stig/change_set.h"
+#include "stig/change_set_redaction.h"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 namespace temper::stig {
 namespace {
@@ -94,6 +96,46 @@ TEST_CASE("Malformed change sets are refused with the field named", "[stig][chan
         "files[0].binary: expected true or false");
   CHECK(error(R"({"packages":{"installed":["a 1", 2]}})") == "packages.installed[1]: expected a string");
   CHECK(error(R"({"services":[]})") == "services: expected an object");
+}
+
+TEST_CASE("Password hashes in shadow-format lines are redacted, the rest of each line kept",
+          "[stig][change_set][redaction]") {
+  CHECK(RedactHashLine("/etc/shadow", "root:$6$salt$abcdef:19000:0:99999:7:::") ==
+        "root:<sha512crypt hash redacted>:19000:0:99999:7:::");
+  CHECK(RedactHashLine("/etc/shadow-", "alice:!$y$j9T$salt$hash:19000::::::") ==
+        "alice:!<yescrypt hash redacted>:19000::::::");
+  CHECK(RedactHashLine("/etc/shadow", "bob:abcdefghijklm:1:::::") == "bob:<descrypt hash redacted>:1:::::");
+  // Not hashes: what the empty-password and locked-account rules judge.
+  for (const char* kept : {"daemon:*:19000:0:99999:7:::", "guest::19000:0:99999:7:::", "svc:!:19000::::::",
+                           "old:!!:19000::::::", "nologin:!*:19000::::::"}) {
+    CHECK(RedactHashLine("/etc/shadow", kept) == kept);
+  }
+  CHECK(RedactHashLine("/etc/gshadow", "sudo:$6$x$y:root:alice") == "sudo:<sha512crypt hash redacted>:root:alice");
+  CHECK(RedactHashLine("/etc/security/opasswd", "alice:1000:2:$6$a$b,$y$c$d") ==
+        "alice:1000:2:<sha512crypt hash redacted>,<yescrypt hash redacted>");
+  // Other files are not touched, nor a line with no hash field.
+  CHECK(RedactHashLine("/etc/passwd", "root:$6$x$y:0:0::/root:/bin/bash") == "root:$6$x$y:0:0::/root:/bin/bash");
+  CHECK(RedactHashLine("/etc/shadow", "# comment") == "# comment");
+
+  const std::string diff =
+      "--- a/etc/shadow\n+++ b/etc/shadow\n@@ -1,2 +1,2 @@\n-root:$6$s$h:19000:0:99999:7:::\n"
+      "+root:$y$j$s$h:19700:0:60:7:::\n daemon:*:19000:0:99999:7:::\n\\ No newline at end of file\n";
+  CHECK(RedactHashesInDiff("/etc/shadow", diff) ==
+        "--- a/etc/shadow\n+++ b/etc/shadow\n@@ -1,2 +1,2 @@\n-root:<sha512crypt hash redacted>:19000:0:99999:7:::\n"
+        "+root:<yescrypt hash redacted>:19700:0:60:7:::\n daemon:*:19000:0:99999:7:::\n\\ No newline at end of "
+        "file\n");
+  CHECK(RedactHashesInDiff("/etc/issue", diff) == diff);
+  // Redacting again changes nothing (a change set is redacted where made, written and read).
+  const std::string once = RedactHashesInDiff("/etc/shadow", diff);
+  CHECK(RedactHashesInDiff("/etc/shadow", once) == once);
+  // The stored form, written or read, carries no hash either.
+  ChangeSet cs;
+  cs.files.push_back({.path = "/etc/shadow", .change = FileChangeKind::kModified, .diff = diff});
+  CHECK(cs.ToJson().find("$6$") == std::string::npos);
+  nlohmann::json stored = {{"files", {{{"path", "/etc/shadow"}, {"change", "modified"}, {"diff", diff}}}}};
+  auto read = ChangeSet::FromJson(stored.dump());
+  REQUIRE(read.ok());
+  CHECK(read->files.at(0).diff.find("$y$") == std::string::npos);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "orchestrator/evidence/checklist_fixtures.h"
 #include "orchestrator/evidence/checklist_xccdf.h"
 #include "orchestrator/evidence/evidence_fixture.h"
+#include "orchestrator/evidence/export_html.h"
 #include "orchestrator/temp_dir.h"
 
 namespace temper::evidence {
@@ -215,6 +216,44 @@ TEST_CASE("XCCDF results carry DISA's benchmark and rule ids with each requireme
                                                       "/usr/share/openscap/schemas/xccdf/1.2/xccdf_1.2.xsd", path});
   INFO(valid.err);
   CHECK(valid.exit_code == 0);
+}
+
+TEST_CASE("No password hash of a shadow change reaches an export: HTML, CKL, CKLB or XCCDF",
+          "[evidence][checklist][redaction]") {
+  testing::EvidenceFixture f;
+  // The kept attempt of accounts_tmout also changed /etc/shadow, as a password rule's fix does, and
+  // its change set was stored with the hashes (as a store from before redaction holds it).
+  const std::string sha512 = "$6$rounds=5000$saltsalt$" + std::string(86, 'A');
+  const std::string yescrypt = "$y$j9T$salt$" + std::string(43, 'B');
+  nlohmann::json stored = {
+      {"files",
+       {{{"path", "/etc/shadow"},
+         {"change", "modified"},
+         {"before", {{"type", "file"}, {"mode", "0640"}, {"uid", 0}, {"gid", 42}, {"size", 120}}},
+         {"after", {{"type", "file"}, {"mode", "0640"}, {"uid", 0}, {"gid", 42}, {"size", 110}}},
+         {"diff", "--- a/etc/shadow\n+++ b/etc/shadow\n@@ -1,2 +1,2 @@\n-root:" + sha512 +
+                      ":19000:0:99999:7:::\n+root:" + yescrypt + ":19700:0:60:7:::\n games:*:19000:0:99999:7:::\n"},
+         {"binary", false}}}}};
+  auto changes = stig::ChangeSet::FromJson(stored.dump());
+  REQUIRE(changes.ok());
+  evidence::AttemptEvidence& kept = f.report.rules.front().attempts.back();
+  kept.changes.files.insert(kept.changes.files.begin(), changes->files.front());
+
+  Checklist c = EvidenceChecklist(f.report);
+  const std::map<std::string, std::string> exports = {
+      {"html", ExportHtml(f.report)},
+      {"ckl", WriteCkl(c)},
+      {"cklb", WriteCklb(c)},
+      {"xccdf", WriteXccdfResults(c, {.test_result_id = "batch-7", .title = "t", .start_time = 1, .end_time = 2})}};
+  for (const auto& [format, text] : exports) {
+    INFO(format);
+    CHECK(text.find("$6$") == std::string::npos);
+    CHECK(text.find("$y$") == std::string::npos);
+    CHECK(text.find(std::string(43, 'B')) == std::string::npos);
+  }
+  // What changed stays readable: the account, the algorithms and the aging fields.
+  CHECK_THAT(exports.at("ckl"), Catch::Contains("root:&lt;yescrypt hash redacted&gt;:19700:0:60:7:::"));
+  CHECK_THAT(exports.at("html"), Catch::Contains("sha512crypt hash redacted"));
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <future>
 #include <map>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "scratch_space.h"
@@ -286,6 +287,26 @@ TEST_CASE("Packages and services in a change set come from dpkg's database and s
     CHECK(cs.packages.installed.empty());
     CHECK(ByPath(cs).at("/usr/share/temper-test/dep").change == FileChangeKind::kDeleted);
   }
+}
+
+TEST_CASE("A password change through usermod and useradd leaves no hash in the change set", "[stig][overlay_changes]") {
+  ScopedTarget t("changes-shadow");
+  REQUIRE(t->Snapshot().ok());
+  const std::string sha512 = "$6$temper$" + std::string(86, 'Q');
+  const std::string yescrypt = "$y$j9T$temper$" + std::string(43, 'Z');
+  Shell(*t, fmt::format("usermod -p '{}' root; useradd -p '{}' alice; groupadd -p '{}' ops", sha512, yescrypt, sha512));
+  ChangeSet cs = Changes(*t);
+  const std::string stored = cs.ToJson();
+  INFO(stored);
+  CHECK(stored.find("$6$") == std::string::npos);
+  CHECK(stored.find("$y$") == std::string::npos);
+  auto files = ByPath(cs);
+  REQUIRE(files.count("/etc/shadow") == 1);
+  const std::string& diff = files.at("/etc/shadow").diff;
+  CHECK_THAT(diff, Catch::Contains("+root:<sha512crypt hash redacted>:"));
+  CHECK_THAT(diff, Catch::Contains("+alice:<yescrypt hash redacted>:"));
+  REQUIRE(files.count("/etc/gshadow") == 1);
+  CHECK_THAT(files.at("/etc/gshadow").diff, Catch::Contains("+ops:<sha512crypt hash redacted>:"));
 }
 
 }  // namespace
