@@ -185,6 +185,10 @@ void ToProto(const LessonRecord& l, temper::v1::Lesson* lesson) {
   lesson->set_utility(l.utility);
   SetTime(l.created_at, lesson->mutable_created_at());
   SetTime(l.updated_at, lesson->mutable_updated_at());
+  lesson->set_target_class(l.target_class);
+  lesson->set_target(l.target);
+  lesson->set_learnt_by(l.learnt_by);
+  lesson->set_provenance(LessonProvenance(l));
 }
 
 void ToProto(const AttemptRecord& a, temper::v1::Attempt* attempt) {

@@ -1,6 +1,10 @@
 #include "orchestrator/records.h"
 
 #include <chrono>
+#include <ctime>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 
 namespace temper {
 
@@ -61,6 +65,18 @@ bool IsFinal(RuleState state) { return state != RuleState::kPending && state != 
 
 std::string EventDataJson(const nlohmann::json& data) {
   return data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string LessonProvenance(const LessonRecord& l) {
+  if (l.target_class == kUnknownTargetClass || l.target.empty()) return "unknown (before provenance was recorded)";
+  std::string out = fmt::format("learnt on {} {}",
+                                l.target_class == kSshTargetClass ? "SSH host" : l.target_class + " target", l.target);
+  if (l.batch_id) out += fmt::format(" in batch {}", *l.batch_id);
+  if (l.created_at > 0) {
+    out += fmt::format(" at {:%Y-%m-%d %H:%M} UTC", fmt::gmtime(static_cast<std::time_t>(l.created_at / 1000)));
+  }
+  if (!l.learnt_by.empty()) out += " by the " + l.learnt_by;
+  return out;
 }
 
 }  // namespace temper

@@ -191,6 +191,11 @@ struct RoleUsageRecord {
   TokenUsage usage;
 };
 
+// The classes of target a lesson can be learnt on, as lessons.target_class stores them.
+inline constexpr const char* kRootfsTargetClass = "rootfs";
+inline constexpr const char* kSshTargetClass = "ssh";
+inline constexpr const char* kUnknownTargetClass = "unknown";  // stored before provenance was recorded
+
 struct LessonRecord {
   int64_t id = 0;  // assigned by the store
   std::string rule_id;
@@ -200,6 +205,24 @@ struct LessonRecord {
   double utility = 0.0;
   TimeMs created_at = 0;
   TimeMs updated_at = 0;
+  // Where it was learnt, which decides the prompts it may reach (episodic_memory.h): the class of
+  // target ("rootfs", "ssh"; "unknown" for lessons stored before schema 7 recorded it), the
+  // target's name (empty when unknown) and the role and model endpoint that wrote it.
+  std::string target_class = "unknown";
+  std::string target;
+  std::string learnt_by;
+};
+
+// Where a lesson was learnt, as prompts and reports show it: "learnt on SSH host web1 in batch 12
+// at 2026-11-29 10:02 UTC by the reflector (endpoint local)", or "unknown (before provenance was
+// recorded)".
+std::string LessonProvenance(const LessonRecord& lesson);
+
+// The lessons a recall may return (EpisodicMemory::ScopeFor decides): those learnt on a target of
+// one of `classes` and, when `target` is set, on that target alone.
+struct LessonScope {
+  std::vector<std::string> classes;
+  std::optional<std::string> target;
 };
 
 // One step of the loop, committed in one transaction: a crash leaves all of it or none of it. Rule

@@ -34,9 +34,12 @@ std::vector<PromptSection> LessonSections(const std::vector<Lesson>& lessons) {
   for (size_t i = 0; i < lessons.size(); ++i) {
     const Lesson& l = lessons[i];
     int priority = (l.same_rule ? 700 : 500) + static_cast<int>(std::clamp(l.utility, 0.0, 1.0) * 100);
+    // The provenance goes before the text, so a lesson that reads like an order is seen for what
+    // it is: a note written after an attempt on some target.
+    const std::string provenance = l.provenance.empty() ? "" : "Provenance: " + l.provenance + "\n";
     out.push_back({fmt::format("lesson {} ({})", i + 1, l.rule_id),
-                   fmt::format("## Lesson ({}, utility {:.2f})\n{}",
-                               l.same_rule ? "this rule" : "similar rule " + l.rule_id, l.utility, l.text),
+                   fmt::format("## Lesson ({}, utility {:.2f})\n{}{}",
+                               l.same_rule ? "this rule" : "similar rule " + l.rule_id, l.utility, provenance, l.text),
                    priority, false, false});
   }
   return out;

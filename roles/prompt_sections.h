@@ -19,7 +19,8 @@ namespace temper {
 // The rule's id, title and severity (required) and its details (truncatable, priority 900).
 std::vector<PromptSection> RuleSections(const RuleInfo& rule);
 PromptSection BatchSection(const BatchProgress& batch, int priority);
-// One section per lesson; priority 500..800 by same_rule and utility.
+// One section per lesson, its provenance (when known) before its text; priority 500..800 by
+// same_rule and utility.
 std::vector<PromptSection> LessonSections(const std::vector<Lesson>& lessons);
 // One truncatable section per attempt; newest highest, from `top_priority` down.
 std::vector<PromptSection> AttemptSections(const std::vector<PastAttempt>& attempts, int top_priority);

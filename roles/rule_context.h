@@ -26,6 +26,10 @@ struct Lesson {
   std::string text;
   double utility = 0.5;    // 0..1, rises and falls with later outcomes
   bool same_rule = false;  // learnt on the rule at hand (else on a similar rule)
+  // Where, when and by whom it was learnt, shown beside it so the model weighs it as a note from
+  // that target and not as an instruction: "learnt on rootfs target lab in batch 3 at ... by the
+  // reflector (endpoint local)"; empty: not known to the caller (nothing is shown).
+  std::string provenance;
 };
 
 struct PastAttempt {

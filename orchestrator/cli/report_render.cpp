@@ -25,7 +25,7 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
            (fixed / failed_before, null when none failed), tokens, attempts, wall_time_seconds},
   rules [{rule_id, name, state, before_verdict, after_verdict, attempts, tokens, detail,
           fix_commands (the kept attempt's commands, [] when not fixed),
-          lessons [{id, text, utility, created_at}],
+          lessons [{id, text, utility, created_at, target_class, target, learnt_by, provenance}],
           history [{number, approach, commands, verdict, outcome, evidence, reflection,
                     usage {prompt_tokens, completion_tokens, cached_prompt_tokens},
                     started_at, finished_at}]}],
@@ -363,7 +363,9 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
     }
     if (!r.lessons.empty()) {
       out += "  lessons:\n";
-      for (const temper::v1::Lesson* l : r.lessons) out += "    - " + OneLine(l->text(), 400) + "\n";
+      for (const temper::v1::Lesson* l : r.lessons) {
+        out += "    - " + OneLine(l->text(), 400) + "\n      (" + l->provenance() + ")\n";
+      }
     }
   }
   return out;
@@ -434,7 +436,9 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
     }
     if (!r.lessons.empty()) {
       out += "\n**Lessons**\n\n";
-      for (const temper::v1::Lesson* l : r.lessons) out += "- " + OneLine(l->text(), 1000) + "\n";
+      for (const temper::v1::Lesson* l : r.lessons) {
+        out += "- " + OneLine(l->text(), 1000) + " *(" + l->provenance() + ")*\n";
+      }
     }
     if (!r.attempts.empty()) {
       out += "\n**Attempts**\n\n| # | Outcome | Verdict | Tokens | Approach |\n|---:|---|---|---:|---|\n";
@@ -518,8 +522,14 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
     const temper::v1::BatchRule& rule = *r.rule;
     ordered_json lessons = ordered_json::array();
     for (const temper::v1::Lesson* l : r.lessons) {
-      lessons.push_back(
-          {{"id", l->id()}, {"text", l->text()}, {"utility", l->utility()}, {"created_at", TimeJson(l->created_at())}});
+      lessons.push_back({{"id", l->id()},
+                         {"text", l->text()},
+                         {"utility", l->utility()},
+                         {"created_at", TimeJson(l->created_at())},
+                         {"target_class", l->target_class()},
+                         {"target", l->target()},
+                         {"learnt_by", l->learnt_by()},
+                         {"provenance", l->provenance()}});
     }
     ordered_json history = ordered_json::array();
     for (const temper::v1::Attempt* a : r.attempts) {

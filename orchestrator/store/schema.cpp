@@ -112,6 +112,15 @@ CREATE INDEX batches_by_target ON batches(target, id);
     R"sql(
 ALTER TABLE batches ADD COLUMN reboot_confirmed_seq INTEGER;
 )sql",
+    // 7: where each lesson was learnt (issue 46): the class and name of its target and the role and
+    // endpoint that wrote it, so a lesson reaches only prompts for targets it may speak to. Lessons
+    // stored before keep their rows with class 'unknown', which no SSH host's prompt recalls.
+    R"sql(
+ALTER TABLE lessons ADD COLUMN target_class TEXT NOT NULL DEFAULT 'unknown';
+ALTER TABLE lessons ADD COLUMN target TEXT NOT NULL DEFAULT '';
+ALTER TABLE lessons ADD COLUMN learnt_by TEXT NOT NULL DEFAULT '';
+CREATE INDEX lessons_by_scope ON lessons(rule_id, target_class, target, id);
+)sql",
 };
 
 }  // namespace

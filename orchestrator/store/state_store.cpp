@@ -151,7 +151,8 @@ EventRecord ReadEventRow(const sqlite::Statement& row) {
   return e;
 }
 
-constexpr const char* kLessonColumns = "id, rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms";
+constexpr const char* kLessonColumns =
+    "id, rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms, target_class, target, learnt_by";
 
 Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
   std::vector<LessonRecord> out;
@@ -167,6 +168,9 @@ Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
     l.utility = q.ColumnDouble(5);
     l.created_at = q.ColumnInt(6);
     l.updated_at = q.ColumnInt(7);
+    l.target_class = q.ColumnText(8);
+    l.target = q.ColumnText(9);
+    l.learnt_by = q.ColumnText(10);
     out.push_back(std::move(l));
   }
   return out;
@@ -531,8 +535,8 @@ Result<int64_t> StateStore::AddLessonLocked(const LessonRecord& l) {
   TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
-      db_.Prepare("INSERT INTO lessons(rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?)"));
+      db_.Prepare("INSERT INTO lessons(rule_id, group_id, batch_id, text, utility, created_at_ms, updated_at_ms, "
+                  "target_class, target, learnt_by) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, l.rule_id).Bind(2, l.group_id);
   if (l.batch_id) {
     q.Bind(3, *l.batch_id);
@@ -540,6 +544,7 @@ Result<int64_t> StateStore::AddLessonLocked(const LessonRecord& l) {
     q.BindNull(3);
   }
   q.Bind(4, l.text).Bind(5, l.utility).Bind(6, now).Bind(7, now);
+  q.Bind(8, l.target_class).Bind(9, l.target).Bind(10, l.learnt_by);
   TEMPER_RETURN_IF_ERROR(q.Run());
   return db_.LastInsertRowId();
 }
@@ -571,12 +576,58 @@ Result<RuleMemoryRecord> StateStore::GetRuleMemory(const std::string& rule_id, u
   return memory;
 }
 
+namespace {
+
+// `scope` as SQL conditions on the lessons table (AND-ed to a WHERE clause) and their values, in order.
+std::pair<std::string, std::vector<std::string>> ScopeCondition(const LessonScope& scope) {
+  std::vector<std::string> values = scope.classes;
+  std::vector<std::string> marks(scope.classes.size(), "?");
+  // No class at all: nothing is in scope.
+  std::string sql = scope.classes.empty() ? " AND 0" : fmt::format(" AND target_class IN ({})", fmt::join(marks, ", "));
+  if (scope.target) {
+    sql += " AND target = ?";
+    values.push_back(*scope.target);
+  }
+  return {sql, values};
+}
+
+}  // namespace
+
+Result<std::vector<LessonRecord>> StateStore::RuleLessons(const std::string& rule_id, const LessonScope& scope,
+                                                          uint32_t limit) {
+  std::lock_guard lock(mu_);
+  auto [condition, values] = ScopeCondition(scope);
+  values.insert(values.begin(), rule_id);
+  return QueryLessonsLocked(fmt::format("WHERE rule_id = ?{} ORDER BY id DESC LIMIT ?", condition), values, limit);
+}
+
 Result<std::vector<LessonRecord>> StateStore::GroupLessons(const std::string& group_id, const std::string& except_rule,
-                                                           uint32_t limit) {
+                                                           const LessonScope& scope, uint32_t limit) {
   std::lock_guard lock(mu_);
   if (group_id.empty()) return std::vector<LessonRecord>{};
-  return QueryLessonsLocked("WHERE group_id = ? AND rule_id != ? ORDER BY utility DESC, id DESC LIMIT ?",
-                            {group_id, except_rule}, limit);
+  auto [condition, values] = ScopeCondition(scope);
+  values.insert(values.begin(), {group_id, except_rule});
+  return QueryLessonsLocked(
+      fmt::format("WHERE group_id = ? AND rule_id != ?{} ORDER BY utility DESC, id DESC LIMIT ?", condition), values,
+      limit);
+}
+
+Result<std::vector<AttemptRecord>> StateStore::RuleAttemptsOnTarget(const std::string& rule_id,
+                                                                    const std::string& target, uint32_t limit) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM attempts WHERE rule_id = ? AND batch_id IN "
+                                                  "(SELECT id FROM batches WHERE target = ?) ORDER BY id DESC LIMIT ?",
+                                                  kAttemptColumns)));
+  q.Bind(1, rule_id).Bind(2, target).Bind(3, limit);
+  std::vector<AttemptRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    TEMPER_ASSIGN_OR_RETURN(AttemptRecord a, ReadAttemptRow(q));
+    out.push_back(std::move(a));
+  }
+  return out;
 }
 
 Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id) {

@@ -91,10 +91,16 @@ class StateStore {
   Result<int64_t> AddLesson(const LessonRecord& lesson);
   // Moves a lesson's utility by `delta`, kept within [0, 1].
   Status AdjustLessonUtility(int64_t lesson_id, double delta);
+  // Every lesson and attempt of the rule, whichever target taught it: what an operator asks for.
   Result<RuleMemoryRecord> GetRuleMemory(const std::string& rule_id, uint32_t max_lessons, uint32_t max_attempts);
-  // Lessons learnt on other rules of XCCDF group `group_id`, most useful first.
+  // What a prompt may recall (episodic_memory.h): the rule's lessons within `scope`, newest first;
+  // lessons learnt on other rules of XCCDF group `group_id` within `scope`, most useful first; the
+  // rule's attempts in batches on `target`, newest first.
+  Result<std::vector<LessonRecord>> RuleLessons(const std::string& rule_id, const LessonScope& scope, uint32_t limit);
   Result<std::vector<LessonRecord>> GroupLessons(const std::string& group_id, const std::string& except_rule,
-                                                 uint32_t limit);
+                                                 const LessonScope& scope, uint32_t limit);
+  Result<std::vector<AttemptRecord>> RuleAttemptsOnTarget(const std::string& rule_id, const std::string& target,
+                                                          uint32_t limit);
   // Every attempt and lesson of a batch, oldest first: what its report shows.
   Result<std::vector<AttemptRecord>> BatchAttempts(int64_t batch_id);
   Result<std::vector<LessonRecord>> BatchLessons(int64_t batch_id);

@@ -79,6 +79,10 @@ temper::v1::BatchReport FinishedReport() {
   l->set_batch_id("7");
   l->set_text("sshd uses the first PermitRootLogin it reads; appending a second one changes nothing.");
   l->set_utility(0.5);
+  l->set_target_class("rootfs");
+  l->set_target("lab");
+  l->set_learnt_by("reflector (endpoint local)");
+  l->set_provenance("learnt on rootfs target lab in batch 7 at 2026-11-29 10:02 UTC by the reflector (endpoint local)");
   r.set_results_dir("/var/lib/temper/results/batch-7/after");
   return r;
 }
@@ -146,6 +150,9 @@ TEST_CASE("the text report gives the summary, a row per rule and each rule's sto
   CHECK(text.find("    #1  reverted  fail  1200 tokens  approach 1 for sshd_disable_root_login\n", sshd) !=
         std::string::npos);
   CHECK(text.find("  lessons:\n    - sshd uses the first PermitRootLogin it reads", sshd) != std::string::npos);
+  CHECK(text.find("changes nothing.\n      (learnt on rootfs target lab in batch 7 at 2026-11-29 10:02 UTC by the "
+                  "reflector (endpoint local))\n",
+                  sshd) != std::string::npos);
   // The escalated rule says why; the already passing rule has no section.
   CHECK(text.find("\naccounts_tmout: escalated, fail → fail, 3 attempts, 3600 tokens\n"
                   "  reason: attempt budget spent: 3 attempts failed\n") != std::string::npos);
@@ -220,6 +227,10 @@ TEST_CASE("the JSON report is one object with stable field names") {
   CHECK(sshd["history"][0]["outcome"] == "reverted");
   CHECK(sshd["history"][1]["usage"]["prompt_tokens"] == 1000);
   CHECK(sshd["lessons"][0]["id"] == 11);
+  CHECK(sshd["lessons"][0]["target_class"] == "rootfs");
+  CHECK(sshd["lessons"][0]["target"] == "lab");
+  CHECK(sshd["lessons"][0]["learnt_by"] == "reflector (endpoint local)");
+  CHECK_THAT(sshd["lessons"][0]["provenance"].get<std::string>(), Catch::StartsWith("learnt on rootfs target lab"));
   const nlohmann::json& tmout = j["rules"][1];
   CHECK(tmout["state"] == "escalated");
   CHECK(tmout["detail"] == "attempt budget spent: 3 attempts failed");

@@ -368,6 +368,9 @@ TEST_CASE("a loop step commits rule, batch, attempt, lesson and events together"
   lesson.batch_id = id;
   lesson.text = "use /etc/sysctl.d";
   lesson.utility = 0.5;
+  lesson.target_class = "rootfs";
+  lesson.target = "lab";
+  lesson.learnt_by = "reflector (endpoint local)";
   step.lesson = lesson;
   step.events.push_back({id, "lab", attempt.rule_id, "evaluator", "attempt.kept", "{}", {}});
   step.events.push_back({id, "lab", attempt.rule_id, "daemon", "rule.fixed", "{}", {}});
@@ -392,10 +395,24 @@ TEST_CASE("a loop step commits rule, batch, attempt, lesson and events together"
   CHECK(store->BatchLessons(id)->size() == 1);
 
   // Neighbouring rules find the lesson through its group; the rule itself through its id.
-  auto group = store->GroupLessons("xccdf_org.ssgproject.content_group_g", "xccdf_org.ssgproject.content_rule_b", 5);
+  const LessonScope rootfs{{"rootfs"}, std::nullopt};
+  auto group =
+      store->GroupLessons("xccdf_org.ssgproject.content_group_g", "xccdf_org.ssgproject.content_rule_b", rootfs, 5);
   REQUIRE(group->size() == 1);
   CHECK((*group)[0].text == "use /etc/sysctl.d");
-  CHECK(store->GroupLessons("xccdf_org.ssgproject.content_group_g", attempt.rule_id, 5)->empty());
+  CHECK((*group)[0].target_class == "rootfs");
+  CHECK((*group)[0].target == "lab");
+  CHECK((*group)[0].learnt_by == "reflector (endpoint local)");
+  CHECK(store->GroupLessons("xccdf_org.ssgproject.content_group_g", attempt.rule_id, rootfs, 5)->empty());
+  // Out of scope: another class, or another target of the class.
+  CHECK(store
+            ->GroupLessons("xccdf_org.ssgproject.content_group_g", "xccdf_org.ssgproject.content_rule_b",
+                           {{"ssh"}, std::nullopt}, 5)
+            ->empty());
+  CHECK(store
+            ->GroupLessons("xccdf_org.ssgproject.content_group_g", "xccdf_org.ssgproject.content_rule_b",
+                           {{"rootfs"}, "lab2"}, 5)
+            ->empty());
 
   // A step that fails part-way stores nothing: the duplicate attempt aborts the whole transaction.
   LoopStep dup = step;
