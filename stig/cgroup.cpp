@@ -229,6 +229,33 @@ void RemoveStaleTrees(const std::vector<std::string>& bases, int version) {
   }
 }
 
+// Writes `caps` into one cgroup: `dirs` as CommandCgroup::dirs_ (v2: one; v1: memory, pids, then
+// cpu when `has_cpu`). IOError naming the file that refused its value.
+Status WriteCaps(int version, const std::vector<std::string>& dirs, bool has_cpu, const SandboxCaps& caps) {
+  const std::string memory = std::to_string(caps.memory_bytes);
+  if (version == 2) {
+    const std::string& d = dirs[0];
+    TEMPER_RETURN_IF_ERROR(WriteText(d + "/memory.max", memory));
+    // No swap beyond the cap.
+    if (Exists(d + "/memory.swap.max")) TEMPER_RETURN_IF_ERROR(WriteText(d + "/memory.swap.max", "0"));
+    TEMPER_RETURN_IF_ERROR(WriteText(d + "/pids.max", std::to_string(caps.pids)));
+    if (has_cpu) TEMPER_RETURN_IF_ERROR(WriteText(d + "/cpu.weight", std::to_string(caps.cpu_weight)));
+    return Status::OK();
+  }
+  TEMPER_RETURN_IF_ERROR(WriteText(dirs[0] + "/memory.limit_in_bytes", memory));
+  // With swap accounting on, memory plus swap gets the same cap (set after the memory limit: the
+  // kernel keeps memsw at or above it).
+  if (Exists(dirs[0] + "/memory.memsw.limit_in_bytes")) {
+    TEMPER_RETURN_IF_ERROR(WriteText(dirs[0] + "/memory.memsw.limit_in_bytes", memory));
+  }
+  TEMPER_RETURN_IF_ERROR(WriteText(dirs[1] + "/pids.max", std::to_string(caps.pids)));
+  if (has_cpu) {
+    std::uint64_t shares = std::max<std::uint64_t>(2, caps.cpu_weight * kV1SharesPerWeight100 / 100);
+    TEMPER_RETURN_IF_ERROR(WriteText(dirs[2] + "/cpu.shares", std::to_string(shares)));
+  }
+  return Status::OK();
+}
+
 struct Base {
   int version = 0;
   std::vector<std::string> dirs;  // v2: one; v1: memory, pids[, cpu]
@@ -304,6 +331,9 @@ std::optional<CapKind> CommandCgroup::CapHit() const {
   const std::string& memory = dirs_[0];
   const std::string& pids = version_ == 2 ? dirs_[0] : dirs_[1];
   if (Counter(pids + "/pids.events", "max") > 0) return CapKind::kPids;
+  if (!tree_pids_events_.empty() && Counter(tree_pids_events_, "max") > tree_pids_refused_before_) {
+    return CapKind::kPids;
+  }
   if (Counter(memory + (version_ == 2 ? "/memory.events" : "/memory.oom_control"), "oom_kill") > 0) {
     return CapKind::kMemory;
   }
@@ -342,7 +372,7 @@ void CgroupTree::RemoveStale() {
   if (base.ok()) RemoveStaleTrees(base->dirs, base->version);
 }
 
-Result<std::unique_ptr<CgroupTree>> CgroupTree::Open() {
+Result<std::unique_ptr<CgroupTree>> CgroupTree::Open(const SandboxCaps& caps) {
   TEMPER_ASSIGN_OR_RETURN(Base base, FindBase());
   RemoveStaleTrees(base.dirs, base.version);
   std::optional<std::uint64_t> start = StartTime(::getpid());
@@ -371,6 +401,8 @@ Result<std::unique_ptr<CgroupTree>> CgroupTree::Open() {
       TEMPER_RETURN_IF_ERROR(
           WriteText(first + "/cgroup.subtree_control", base.has_cpu ? "+memory +pids +cpu" : "+memory +pids"));
     }
+    // The caps hold for all the tree's commands together (sandbox_caps.h).
+    TEMPER_RETURN_IF_ERROR(WriteCaps(base.version, tree->dirs_, base.has_cpu, caps));
     return tree;
   }
 }
@@ -391,27 +423,14 @@ Result<std::unique_ptr<CommandCgroup>> CgroupTree::NewCommand(const SandboxCaps&
     if (::mkdir(d.c_str(), 0755) != 0) return Status::FromErrno(errno, "creating the cgroup " + d);
     cmd->dirs_.push_back(d);  // from here on, removed with the command
   }
-  const std::string memory = std::to_string(caps.memory_bytes);
+  TEMPER_RETURN_IF_ERROR(WriteCaps(version_, dirs, has_cpu_, caps));
   if (version_ == 2) {
-    const std::string& d = dirs[0];
-    TEMPER_RETURN_IF_ERROR(WriteText(d + "/memory.max", memory));
-    // No swap beyond the cap, and an OOM kill takes the whole command, not one of its processes.
-    if (Exists(d + "/memory.swap.max")) TEMPER_RETURN_IF_ERROR(WriteText(d + "/memory.swap.max", "0"));
-    TEMPER_RETURN_IF_ERROR(WriteText(d + "/memory.oom.group", "1"));
-    TEMPER_RETURN_IF_ERROR(WriteText(d + "/pids.max", std::to_string(caps.pids)));
-    if (has_cpu_) TEMPER_RETURN_IF_ERROR(WriteText(d + "/cpu.weight", std::to_string(caps.cpu_weight)));
-  } else {
-    TEMPER_RETURN_IF_ERROR(WriteText(dirs[0] + "/memory.limit_in_bytes", memory));
-    // With swap accounting on, memory plus swap gets the same cap (set after the memory limit: the
-    // kernel keeps memsw at or above it).
-    if (Exists(dirs[0] + "/memory.memsw.limit_in_bytes")) {
-      TEMPER_RETURN_IF_ERROR(WriteText(dirs[0] + "/memory.memsw.limit_in_bytes", memory));
-    }
-    TEMPER_RETURN_IF_ERROR(WriteText(dirs[1] + "/pids.max", std::to_string(caps.pids)));
-    if (has_cpu_) {
-      std::uint64_t shares = std::max<std::uint64_t>(2, caps.cpu_weight * kV1SharesPerWeight100 / 100);
-      TEMPER_RETURN_IF_ERROR(WriteText(dirs[2] + "/cpu.shares", std::to_string(shares)));
-    }
+    // An OOM kill takes the whole command, not one of its processes.
+    TEMPER_RETURN_IF_ERROR(WriteText(dirs[0] + "/memory.oom.group", "1"));
+    // A fork refused by the tree's pids cap is counted in the tree's pids.events only (v2 counts
+    // where the cap is, v1 where the fork was): CapHit compares it with its value from now.
+    cmd->tree_pids_events_ = dirs_[0] + "/pids.events";
+    cmd->tree_pids_refused_before_ = Counter(cmd->tree_pids_events_, "max");
   }
   for (const std::string& d : dirs) {
     UniqueFd fd(::open((d + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));

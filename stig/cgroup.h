@@ -12,9 +12,10 @@
 //     unavailable.
 //   - cgroup v1 memory, pids (and cpu, when mounted) hierarchies otherwise (hybrid hosts and
 //     containers), each under this process's own cgroup in that hierarchy.
-// Under the base: temper-<pid>-<start time>-<n>/ per CgroupTree (one per target), cmd-<seq>/ per
-// command. A tree whose owner process is gone (a daemon killed with -9) is removed, with anything
-// still running in it, by the next CgroupTree::Open under the same base.
+// Under the base: temper-<pid>-<start time>-<n>/ per CgroupTree (one per target, capped for all
+// its commands together), cmd-<seq>/ per command (capped again on its own). A tree whose owner process is gone (a
+// daemon killed with -9) is removed, with anything still running in it, by the next CgroupTree::Open under the same
+// base.
 //
 // Requires root (cgroupfs writes). Thread safety: a CgroupTree may make commands from several
 // threads; a CommandCgroup belongs to the thread running its command.
@@ -44,7 +45,9 @@ class CommandCgroup {
   // (and so everything it starts) in. Valid until Remove.
   const std::vector<int>& join_fds() const { return join_fds_; }
   // The cap the command's processes hit so far: pids (a fork was refused) or memory (the kernel
-  // killed a process for it). nullopt when none.
+  // killed a process for it), its own or its tree's. nullopt when none. On cgroup v2 a fork
+  // refused by the tree's pids cap is counted at the tree only, so there it counts as hit for
+  // every command of the tree that runs when it happens (the kernel does not say whose fork it was).
   std::optional<CapKind> CapHit() const;
   // Kills whatever still runs in the cgroup, waits until it is empty and removes it. Idempotent;
   // the destructor does it too (ignoring errors). IOError naming the directory when it stays.
@@ -58,16 +61,20 @@ class CommandCgroup {
   std::vector<std::string> dirs_;  // v2: one; v1: memory, pids, then cpu when present
   std::vector<UniqueFd> join_files_;
   std::vector<int> join_fds_;
+  // v2: the tree's pids.events and its "max" count when the command was made.
+  std::string tree_pids_events_;
+  std::uint64_t tree_pids_refused_before_ = 0;
   bool removed_ = false;
 };
 
 class CgroupTree {
  public:
   // Finds where this process may make cgroups (v2 first, then v1), removes trees of owners that
-  // are gone, and makes this tree's directory. FailedPrecondition naming what is missing when no
+  // are gone, and makes this tree's directory with `caps` (disk_bytes ignored), which then bound
+  // all its commands together, however many run at once. FailedPrecondition naming what is missing when no
   // interface offers both memory and pids controllers (then no sandbox can be capped, and none
   // may run); IOError naming the path when cgroupfs refuses a write.
-  static Result<std::unique_ptr<CgroupTree>> Open();
+  static Result<std::unique_ptr<CgroupTree>> Open(const SandboxCaps& caps = SandboxCaps{});
   // Removes the trees whose owner process is gone (what Open does first), killing what still runs
   // in them: for whoever reaps a killed daemon. Errors are ignored; the next Open tries again.
   static void RemoveStale();
@@ -81,8 +88,9 @@ class CgroupTree {
   // "cgroup v1 (memory, pids, cpu) under /sys/fs/cgroup/memory/x/temper-12-345-0, ..." for logs.
   std::string Describe() const;
 
-  // A new, empty cgroup with `caps` (disk_bytes is not a cgroup's; it is ignored). IOError naming
-  // the file that refused its value.
+  // A new, empty cgroup with `caps` (disk_bytes is not a cgroup's; it is ignored), under the
+  // tree's: the command gets no more than `caps`, and no more than the tree's caps leave it while
+  // other commands of the tree run. IOError naming the file that refused its value.
   Result<std::unique_ptr<CommandCgroup>> NewCommand(const SandboxCaps& caps);
 
  private:

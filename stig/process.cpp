@@ -73,6 +73,9 @@ std::string OomScoreText(const ProcessSpec& spec) {
   // long-lived child, say one inside another target's overlay, keeps that mount busy and its
   // snapshot or revert fails with EBUSY. Nothing but stdio crosses the exec.
   if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) fail(8);
+  for (int fd : spec.inherit_fds) {
+    if (::fcntl(fd, F_SETFD, 0) != 0) fail(11);
+  }
   if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) fail(2);
   if (spec.memory_limit_bytes > 0) {
     struct rlimit lim {
@@ -113,6 +116,8 @@ const char* StageName(int stage) {
       return "joining the command's cgroups";
     case 10:
       return "setting its OOM score";
+    case 11:
+      return "passing on inherited descriptors";
     default:
       return "executing";
   }

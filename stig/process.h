@@ -49,6 +49,10 @@ struct ProcessSpec {
   // fork, so it and everything it starts run in those cgroups from their first instruction. The
   // caller keeps them open until RunProcess returns.
   std::vector<int> join_cgroup_fds;
+  // Descriptors the child keeps across exec, at the same numbers (everything else but stdio is
+  // closed): e.g. the seccomp filter bwrap reads with --seccomp FD. The caller keeps them open
+  // until RunProcess returns.
+  std::vector<int> inherit_fds;
   // The child's oom_score_adj. Unset: inherited, except that a negative score (a daemon shielding
   // itself from the OOM killer) becomes 0, so no child is shielded by accident.
   std::optional<int> oom_score_adj;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "stig/sandbox_seccomp.h"
+
 namespace temper::stig {
 namespace {
 
@@ -14,7 +16,8 @@ constexpr int kSandboxOomScoreAdj = 1000;
 
 }  // namespace
 
-std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command, const SandboxExtras& extras) {
+std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command, int seccomp_fd,
+                                     const SandboxExtras& extras) {
   std::vector<std::string> argv = {
       "/usr/bin/bwrap",
       "--bind",
@@ -39,6 +42,10 @@ std::vector<std::string> SandboxArgv(const std::string& root, const std::string&
       "--die-with-parent",
       // A new session: the command cannot push input into a terminal it inherited (TIOCSTI).
       "--new-session",
+      // No namespaces of its own, no setns, no mounts, no bpf (sandbox_seccomp.h): uid 0 here is
+      // the host's, so a user namespace of its own would let it mount its cgroup and lift its caps.
+      "--seccomp",
+      std::to_string(seccomp_fd),
       "--clearenv",
       "--setenv",
       "PATH",
@@ -84,8 +91,11 @@ Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& c
   Result<std::unique_ptr<CommandCgroup>> cgroup = cgroups.NewCommand(effective);
   if (!cgroup.ok()) return Status::Unavailable(cgroup.status().message()).WithContext("making the sandbox's cgroup");
   CommandCgroup& cg = **cgroup;
+  Result<UniqueFd> seccomp = SandboxSeccompFd();
+  if (!seccomp.ok()) return seccomp.status().WithContext("preparing the sandbox over " + root);
   ProcessSpec spec;
-  spec.argv = SandboxArgv(root, command, extras);
+  spec.argv = SandboxArgv(root, command, seccomp->get(), extras);
+  spec.inherit_fds = {seccomp->get()};
   spec.timeout = limits.timeout;
   // The cgroup caps the memory of the whole command; a per-process address-space limit would only
   // make a single large process fail before the cap could name what happened.

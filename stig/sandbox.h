@@ -7,7 +7,10 @@
 // uid (sysctl files do), the model is Docker's: /proc/sys is bound read-only, and capabilities
 // are cut to Docker's default set less NET_RAW and MKNOD, so without CAP_SYS_ADMIN nothing can be
 // remounted writable, and the user namespace gives no capability over host resources. The network
-// namespace has only a loopback that is down, so the network is unreachable.
+// namespace has only a loopback that is down, so the network is unreachable. A seccomp filter
+// (sandbox_seccomp.h) refuses namespaces of the command's own, setns, every mount call and bpf:
+// in a user namespace of its own that uid 0 would hold CAP_SYS_ADMIN again, could mount its
+// cgroup's hierarchy and write its own caps away, since cgroupfs checks only the owner's uid.
 //
 // What the command may take of the host is capped by the kernel: it runs in a cgroup of its own
 // (stig/cgroup.h) with the target's pids, memory and CPU caps (sandbox_caps.h), made before it
@@ -63,8 +66,9 @@ struct SandboxExtras {
   std::vector<std::pair<std::string, std::string>> env;  // set after the sandbox's own variables
 };
 
-// The bwrap argv that RunInSandbox executes (for logs and tests).
-std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command,
+// The bwrap argv that RunInSandbox executes (for logs and tests); bwrap reads the seccomp filter
+// (sandbox_seccomp.h) from `seccomp_fd`, which the child must inherit.
+std::vector<std::string> SandboxArgv(const std::string& root, const std::string& command, int seccomp_fd,
                                      const SandboxExtras& extras = {});
 
 // Runs `/bin/sh -c command` in the sandbox over `root`, in a new cgroup under `cgroups` with

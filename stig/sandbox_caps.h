@@ -7,6 +7,12 @@
 // the target's writable layers live on a file system of fixed size (overlay_snapshots.h). Hitting a
 // cap ends the command with an error that names the cap (CapHitMessage). temperd.yaml sets them
 // (section `sandbox:`); these are the defaults.
+//
+// The rule: the caps are the target's, not each command's. The commands' cgroups lie in one cgroup
+// of the target (its CgroupTree, shared with its forks) that has the same caps, so however many
+// commands run at once (N parallel attempts, each on a fork) they share one set and the target
+// never takes more than the caps; a command running alone may use all of them. The command cannot
+// lift them: its sandbox may not make namespaces or mounts (sandbox_seccomp.h).
 // Thread safety: values.
 #pragma once
 
@@ -22,10 +28,11 @@ inline constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
 
 struct SandboxCaps {
-  // Processes and threads of one command together (cgroup pids.max): far above what a package
-  // install forks at once, far below what takes a host down (pid_max is 4 million at most).
+  // Processes and threads of the target's commands together (cgroup pids.max): far above what a
+  // package install forks at once, far below what takes a host down (pid_max is 4 million at most).
   std::uint32_t pids = 512;
-  // Memory of one command together, page cache and tmpfs included (memory.max; no swap beyond it).
+  // Memory of the target's commands together, page cache and tmpfs included (memory.max; no swap
+  // beyond it).
   std::uint64_t memory_bytes = 2 * kGiB;
   // CPU weight against temperd and other work (cgroup v2 cpu.weight, 1..10000; 100 is a peer's):
   // half a peer's share, so a busy sandbox never starves the daemon that must be able to stop it.

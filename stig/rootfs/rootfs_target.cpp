@@ -28,7 +28,8 @@ Result<std::unique_ptr<RootfsTarget>> RootfsTarget::Open(std::string name, const
     TEMPER_ASSIGN_OR_RETURN(PackageCache opened, PackageCache::Open(std::move(packages)));
     cache = std::make_shared<const PackageCache>(std::move(opened));
   }
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CgroupTree> cgroups, CgroupTree::Open());
+  // One tree for the target and its forks: parallel attempts share the caps (sandbox_caps.h).
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CgroupTree> cgroups, CgroupTree::Open(caps));
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<OverlaySnapshots> layers, OverlaySnapshots::Open(dir, base, caps.disk_bytes));
   caps.disk_bytes = layers->disk_bytes();
   return std::unique_ptr<RootfsTarget>(
