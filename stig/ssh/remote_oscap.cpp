@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "stig/process.h"
+#include "stig/sandbox_caps.h"
 #include "stig/scratch_dir.h"
 
 namespace temper::stig {
@@ -17,7 +18,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int kNoOscap = 40;
-constexpr std::size_t kMaxResultsBytes = std::size_t{1} << 30;
 
 // $1 temper dir, $2 datastream, $3 profile, $4 "1" for ARF, $5 "1" for fix.sh, then --rule pairs.
 // Prints the private directory holding the results; oscap's exit 2 (some rule failed) is success.
@@ -183,9 +183,14 @@ Result<Evaluation> RemoteOscap::Evaluate(const Evaluator& evaluator, const Evalu
   if (request.write_fix_script) files.push_back({"fix.sh", &out.fix_script_path});
   std::string results_local;
   for (auto& [name, field] : files) {
-    TEMPER_ASSIGN_OR_RETURN(std::string bytes, RemoteReadFile(*shell_, remote_dir + "/" + name, kMaxResultsBytes));
+    Result<std::string> bytes = RemoteReadFile(*shell_, remote_dir + "/" + name, kMaxResultsFileBytes);
+    if (!bytes.ok()) {
+      return bytes.status().WithContext(
+          fmt::format("OpenSCAP's {} from {} (temper takes at most {} of each results file)", name, shell_->host_name(),
+                      FormatBytes(kMaxResultsFileBytes)));
+    }
     const std::string local = (fs::path(local_dir) / name).string();
-    TEMPER_RETURN_IF_ERROR(WriteLocal(local, bytes));
+    TEMPER_RETURN_IF_ERROR(WriteLocal(local, *bytes));
     if (want_files) *field = local;
     if (name == "results.xml") results_local = local;
   }

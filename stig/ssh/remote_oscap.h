@@ -13,6 +13,7 @@
 // transport errors. Thread safety: single owner (as Target).
 #pragma once
 
+#include <cstddef>
 #include <map>
 #include <string>
 
@@ -22,6 +23,12 @@
 #include "stig/ssh/remote_shell.h"
 
 namespace temper::stig {
+
+// The most temper takes of each results file (results.xml, arf.xml, fix.sh) an SSH host sends back:
+// each is read whole into memory, and a hostile or broken host could answer with any amount (the
+// size the host reports is the host's word). A full STIG profile's ARF on a busy server is a few
+// MiB to a few tens; past this cap the evaluation fails, naming the file, the host and the cap.
+inline constexpr std::size_t kMaxResultsFileBytes = std::size_t{64} << 20;
 
 class RemoteOscap {
  public:
