@@ -17,23 +17,6 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-grpc::Status TokenAuthProcessor::Process(const InputMetadata& auth_metadata, grpc::AuthContext*,
-                                         OutputMetadata* consumed_auth_metadata, OutputMetadata*) {
-  constexpr std::string_view kPrefix = "Bearer ";
-  auto it = auth_metadata.find("authorization");
-  if (it == auth_metadata.end()) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "temperd requires a bearer token on TCP (metadata 'authorization: Bearer <token>')");
-  }
-  std::string_view value(it->second.data(), it->second.size());
-  if (value.substr(0, kPrefix.size()) != kPrefix || !ConstantTimeEquals(value.substr(kPrefix.size()), token_)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token was not accepted");
-  }
-  consumed_auth_metadata->insert(std::make_pair(std::string(it->first.data(), it->first.size()),
-                                                std::string(it->second.data(), it->second.size())));
-  return grpc::Status::OK;
-}
-
 Result<std::string> ReadTokenFile(const std::string& path) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, fmt::format("token file {}", path));

@@ -32,7 +32,7 @@ Status ParseUnix(const YamlNode& node, UnixListenConfig& out) {
 }
 
 Status ParseTcp(const YamlNode& node, TcpListenConfig& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"address", "tls_cert", "tls_key", "token_file"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"address", "tls_cert", "tls_key", "token_file", "client_ca"}));
   TEMPER_ASSIGN_OR_RETURN(YamlNode address, node.Require("address"));
   TEMPER_ASSIGN_OR_RETURN(out.address, address.AsString());
   size_t colon = out.address.rfind(':');
@@ -43,8 +43,12 @@ Status ParseTcp(const YamlNode& node, TcpListenConfig& out) {
   TEMPER_ASSIGN_OR_RETURN(out.tls_cert, cert.AsPath());
   TEMPER_ASSIGN_OR_RETURN(YamlNode key, node.Require("tls_key"));
   TEMPER_ASSIGN_OR_RETURN(out.tls_key, key.AsPath());
-  TEMPER_ASSIGN_OR_RETURN(YamlNode token, node.Require("token_file"));
-  TEMPER_ASSIGN_OR_RETURN(out.token_file, token.AsPath());
+  if (auto n = node.Find("token_file")) {
+    TEMPER_ASSIGN_OR_RETURN(out.token_file, n->AsPath());
+  }
+  if (auto n = node.Find("client_ca")) {
+    TEMPER_ASSIGN_OR_RETURN(out.client_ca, n->AsPath());
+  }
   return Status::OK();
 }
 
@@ -298,13 +302,24 @@ const TargetConfig* DaemonConfig::FindTarget(const std::string& name) const {
 
 namespace {
 
+// A TCP listener must have some way to know its clients: a token, a token grant or a client CA.
+Status CheckTcpClientsNamed(const YamlNode& root, const DaemonConfig& config) {
+  if (!config.tcp || !config.tcp->token_file.empty() || !config.tcp->client_ca.empty()) return Status::OK();
+  for (const AccessGrant& g : config.access) {
+    if (!g.token_file.empty()) return Status::OK();
+  }
+  return root.Find("listen")->Find("tcp")->Error(
+      "TCP clients must prove who they are: set token_file, client_ca, or an access entry with a token_file");
+}
+
 Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   DaemonConfig config;
   config.source = root.file();
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
-  TEMPER_RETURN_IF_ERROR(root.ExpectMapWithKeys(
-      {"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs", "log_level",
-       "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox", "targets", "loop", "waivers"}));
+  TEMPER_RETURN_IF_ERROR(
+      root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs",
+                              "log_level", "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox",
+                              "targets", "loop", "waivers", "access"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics", "dashboard"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -366,6 +381,10 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (auto n = root.Find("waivers")) {
     TEMPER_ASSIGN_OR_RETURN(config.waivers, ParseWaiverList(*n));
   }
+  if (auto n = root.Find("access")) {
+    TEMPER_ASSIGN_OR_RETURN(config.access, ParseAccessGrants(*n));
+  }
+  TEMPER_RETURN_IF_ERROR(CheckTcpClientsNamed(root, config));
   return config;
 }
 

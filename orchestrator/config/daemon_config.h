@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/budgets.h"
+#include "orchestrator/config/access_config.h"
 #include "orchestrator/records.h"
 #include "stig/packages/package_cache.h"
 #include "stig/sandbox_caps.h"
@@ -23,12 +24,16 @@ struct UnixListenConfig {
   std::string group = "temper";
 };
 
-// TCP is served only with TLS and a bearer token: never plaintext on the network.
+// TCP is served only with TLS, and every client proves who it is with a bearer token or a client
+// certificate (access_config.h): never plaintext on the network, never anonymous.
 struct TcpListenConfig {
   std::string address;     // host:port, e.g. 0.0.0.0:7443
   std::string tls_cert;    // PEM certificate chain file
   std::string tls_key;     // PEM private key file
-  std::string token_file;  // file holding the bearer token clients must send
+  std::string token_file;  // optional: the operator token named "tcp" (access_config.h)
+  // Optional: PEM CA certificates; when set, every TCP client must present a certificate they sign,
+  // and `access:` entries with tls_client name the clients by their certificates.
+  std::string client_ca;
 };
 
 // listen.metrics: Prometheus's GET /metrics over plain HTTP (orchestrator/server/metrics_endpoint.h).
@@ -104,6 +109,8 @@ struct DaemonConfig {
   // the known-good snapshot (SSH hosts stay at one). 1 runs the loop serially.
   uint32_t parallel_attempts = 1;
   std::vector<TargetConfig> targets;
+  // access: who may do what (access_config.h); empty: the defaults described there.
+  std::vector<AccessGrant> access;
   // Site-wide accepted risks (orchestrator/config/waivers.h), full rule ids; a batch's own waiver for a
   // rule replaces the configured one.
   std::vector<Waiver> waivers;

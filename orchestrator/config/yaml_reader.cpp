@@ -44,9 +44,13 @@ Result<YamlNode> YamlNode::LoadFile(const std::string& path) {
   return LoadString(text.str(), path);
 }
 
-Status YamlNode::Error(std::string_view message) const {
+std::string YamlNode::Location() const {
   YAML::Mark mark = node_.IsDefined() ? node_.Mark() : YAML::Mark::null_mark();
-  std::string where = mark.is_null() ? file_ : fmt::format("{}:{}:{}", file_, mark.line + 1, mark.column + 1);
+  return mark.is_null() ? file_ : fmt::format("{}:{}:{}", file_, mark.line + 1, mark.column + 1);
+}
+
+Status YamlNode::Error(std::string_view message) const {
+  const std::string where = Location();
   if (path_.empty()) return Status::InvalidArgument(fmt::format("{}: {}", where, message));
   return Status::InvalidArgument(fmt::format("{}: {}: {}", where, path_, message));
 }

@@ -36,6 +36,8 @@ class YamlNode {
 
   // An InvalidArgument "file:line:col: path: message" located at this node.
   Status Error(std::string_view message) const;
+  // "file:line:col" of this node (the file alone when the node has no position).
+  std::string Location() const;
 
   // --- mappings ---
   // Fails unless this node is a mapping whose keys are all in `allowed` and none repeats.

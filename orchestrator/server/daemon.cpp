@@ -13,6 +13,7 @@
 
 #include "orchestrator/config/models_config.h"
 #include "orchestrator/server/reflection_v1.h"
+#include "orchestrator/server/tcp_callers.h"
 #include "orchestrator/store/private_files.h"
 #include "orchestrator/token_auth.h"
 
@@ -131,11 +132,13 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
   // Bind first: if another temperd is live on the socket, fail before touching anything else.
   TEMPER_ASSIGN_OR_RETURN(unix_listener_, UnixSocketListener::Bind(config_.unix_socket.path, log_));
 
-  Result<PeerAccess> access = PeerAccess::Create(config_.unix_socket.group);
-  if (!access.ok()) {
-    log_.Warning("listen.unix.group: {}; only root and temperd's own user may connect", access.status().message());
-    access = PeerAccess::RootOnly();
+  Result<PeerAccess> access = PeerAccess::Create(config_.unix_socket.group, config_.access);
+  if (!access.ok() && access.status().code() == StatusCode::kNotFound) {
+    log_.Warning("listen.unix.group: {}; only root, temperd's own user and the access list may connect",
+                 access.status().message());
+    access = PeerAccess::Create("", config_.access);
   }
+  if (!access.ok()) return access.status();
 
   // The refusal server is built before the plugins (reflection) are switched on, and without the
   // health service, so a refused peer learns nothing about the API.
@@ -159,19 +162,24 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
     TEMPER_ASSIGN_OR_RETURN(std::string cert, ReadFile(tcp.tls_cert, "listen.tcp.tls_cert"));
     TEMPER_ASSIGN_OR_RETURN(std::string key, ReadFile(tcp.tls_key, "listen.tcp.tls_key"));
     ssl.pem_key_cert_pairs.push_back({key, cert});
-    TEMPER_ASSIGN_OR_RETURN(std::string token, ReadTokenFile(tcp.token_file));
+    if (!tcp.client_ca.empty()) {
+      TEMPER_ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadFile(tcp.client_ca, "listen.tcp.client_ca"));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    TEMPER_ASSIGN_OR_RETURN(std::vector<TcpClient> clients, TcpClientsOf(config_));
     std::shared_ptr<grpc::ServerCredentials> creds = grpc::SslServerCredentials(ssl);
-    creds->SetAuthMetadataProcessor(std::make_shared<TokenAuthProcessor>(std::move(token)));
+    creds->SetAuthMetadataProcessor(std::make_shared<TcpCallers>(std::move(clients)));
     Result<std::unique_ptr<TcpListener>> tcp_listener = TcpListener::Bind(tcp.address, log_);
     if (!tcp_listener.ok()) return tcp_listener.status().WithContext("listen.tcp.address");
     tcp_listener_ = std::move(*tcp_listener);
     tcp_acceptor_ = builder.experimental().AddExternalConnectionAcceptor(
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   }
+  local_callers_ = std::make_unique<LocalCallers>(builder);
   server_ = builder.BuildAndStart();
   if (!server_) return Status::Internal("could not start the gRPC server");
   server_->GetHealthCheckService()->SetServingStatus("temper.v1.Temper", true);
-  unix_listener_->Start(*access, server_.get(), refusal_server_.get());
+  unix_listener_->Start(*access, *local_callers_, refusal_server_.get());
   if (tcp_listener_) tcp_listener_->Start(tcp_acceptor_.get());
   if (config_.metrics) {
     metrics_ = std::make_unique<DaemonMetrics>(*store_, models_.get());
@@ -224,6 +232,7 @@ void Daemon::Shutdown() {
   if (refusal_server_) refusal_server_->Shutdown(deadline);
   server_.reset();
   tcp_acceptor_.reset();
+  local_callers_.reset();
   refusal_server_.reset();
   service_.reset();
   runner_.reset();

@@ -68,9 +68,12 @@ class Daemon {
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;
   std::unique_ptr<grpc::Server> refusal_server_;
   std::unique_ptr<grpc::Server> server_;
+  // Where unix_listener_ hands its connections, each as the identity its peer credentials gave it.
+  std::unique_ptr<LocalCallers> local_callers_;
   std::unique_ptr<UnixSocketListener> unix_listener_;
   std::unique_ptr<TcpListener> tcp_listener_;
-  // Where tcp_listener_ hands its connections: TLS and the token check run in gRPC as on its own port.
+  // Where tcp_listener_ hands its connections: TLS and the client check (tcp_callers.h) run in gRPC
+  // as on its own port.
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> tcp_acceptor_;
   std::unique_ptr<DaemonMetrics> metrics_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;      // listen.metrics; stopped before the store closes

@@ -9,6 +9,7 @@
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
+#include "orchestrator/server/authorization.h"
 #include "orchestrator/server/temper_service.h"
 #include "stig/ssh/ssh_known_hosts.h"
 
@@ -48,8 +49,9 @@ void ToProto(const SshHostState& h, const DaemonConfig& config, temper::v1::Host
 
 }  // namespace
 
-grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::ListHostsRequest* request,
+grpc::Status TemperService::ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
                                       temper::v1::ListHostsResponse* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "ListHosts"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   if (request->page_size() > kMaxHostsPage) {
     return ToGrpcStatus(Status::InvalidArgument(
@@ -73,8 +75,9 @@ grpc::Status TemperService::ListHosts(grpc::ServerContext*, const temper::v1::Li
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1::AcceptHostKeyRequest* request,
+grpc::Status TemperService::AcceptHostKey(grpc::ServerContext* context, const temper::v1::AcceptHostKeyRequest* request,
                                           temper::v1::AcceptHostKeyResponse* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "AcceptHostKey"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   if (request->host().empty())
     return ToGrpcStatus(Status::InvalidArgument("host: required (a target or user@name[:port])"));
@@ -115,8 +118,9 @@ grpc::Status TemperService::AcceptHostKey(grpc::ServerContext*, const temper::v1
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::ClearHost(grpc::ServerContext*, const temper::v1::ClearHostRequest* request,
+grpc::Status TemperService::ClearHost(grpc::ServerContext* context, const temper::v1::ClearHostRequest* request,
                                       temper::v1::Host* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "ClearHost"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<SshHostState> cleared = hosts_.Clear(request->target());
   if (!cleared.ok()) return ToGrpcStatus(cleared.status().WithContext("target"));

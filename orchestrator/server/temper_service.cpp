@@ -10,6 +10,7 @@
 #include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
+#include "orchestrator/server/authorization.h"
 #include "stig/ssh/ssh_connection.h"
 
 namespace temper {
@@ -59,8 +60,16 @@ void ToProtoPaged(const BatchRecord& batch, size_t first_rule, temper::v1::Batch
 
 }  // namespace
 
-grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::SubmitBatchRequest* request,
+grpc::Status TemperService::AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method,
+                                             int64_t batch_id) const {
+  Result<BatchRecord> batch = store_.GetBatch(batch_id);
+  if (!batch.ok()) return ToGrpcStatus(batch.status());
+  return AuthorizeOnTarget(CallerOf(context), method, batch->target);
+}
+
+grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                                         temper::v1::Batch* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "SubmitBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   // A host named on submit becomes a target of its own (registered once the request is valid).
   temper::v1::SubmitBatchRequest checked = *request;
@@ -74,6 +83,9 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
     if (!endpoint.ok()) return ToGrpcStatus(endpoint.status().WithContext("host"));
     checked.set_target(hosts_.TargetNameFor(request->host()));
     hosts.push_back(checked.target());
+  }
+  if (grpc::Status denied = AuthorizeOnTarget(CallerOf(*context), "SubmitBatch", checked.target()); !denied.ok()) {
+    return denied;
   }
   Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
@@ -105,8 +117,9 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext*, const temper::v1::
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::GetBatchRequest* request,
+grpc::Status TemperService::GetBatch(grpc::ServerContext* context, const temper::v1::GetBatchRequest* request,
                                      temper::v1::Batch* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "GetBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -119,8 +132,9 @@ grpc::Status TemperService::GetBatch(grpc::ServerContext*, const temper::v1::Get
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::ListBatchesRequest* request,
+grpc::Status TemperService::ListBatches(grpc::ServerContext* context, const temper::v1::ListBatchesRequest* request,
                                         temper::v1::ListBatchesResponse* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "ListBatches"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   uint32_t size = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
   if (size > kMaxPageSize) {
@@ -160,11 +174,13 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext*, const temper::v1::
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::CancelBatchRequest* request,
+grpc::Status TemperService::CancelBatch(grpc::ServerContext* context, const temper::v1::CancelBatchRequest* request,
                                         temper::v1::Batch* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "CancelBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  if (grpc::Status denied = AuthorizeOnBatch(*context, "CancelBatch", *id); !denied.ok()) return denied;
   std::string reason = request->reason().empty() ? "cancelled by request" : request->reason();
   Result<StateStore::Cancelled> cancelled = journal_.CancelBatch(*id, reason);
   if (!cancelled.ok()) return ToGrpcStatus(cancelled.status());
@@ -176,6 +192,7 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext*, const temper::v1::
 
 grpc::Status TemperService::WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
                                          grpc::ServerWriter<temper::v1::JournalEvent>* writer) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "WatchJournal"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   std::optional<int64_t> batch_id;
   if (!request->batch_id().empty()) {
@@ -211,6 +228,7 @@ grpc::Status TemperService::WatchJournal(grpc::ServerContext* context, const tem
 
 grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
                                           grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "GetRuleMemory"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
   if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
@@ -252,6 +270,7 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const te
 grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
                                            const temper::v1::GetBatchReportRequest* request,
                                            grpc::ServerWriter<temper::v1::BatchReportChunk>* writer) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "GetBatchReport"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -306,11 +325,13 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::RevertBatchRequest* request,
+grpc::Status TemperService::RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
                                         temper::v1::RevertBatchResponse* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "RevertBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  if (grpc::Status denied = AuthorizeOnBatch(*context, "RevertBatch", *id); !denied.ok()) return denied;
   RevertRequest revert{.batch_id = *id};
   if (!request->rule_id().empty()) {
     Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
@@ -333,6 +354,7 @@ grpc::Status TemperService::RevertBatch(grpc::ServerContext*, const temper::v1::
 
 grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
                                         grpc::ServerWriter<temper::v1::ExportChunk>* writer) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "ExportBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -373,11 +395,13 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::ConfirmReboot(grpc::ServerContext*, const temper::v1::ConfirmRebootRequest* request,
+grpc::Status TemperService::ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
                                           temper::v1::ConfirmRebootResponse* response) {
+  if (grpc::Status denied = Authorize(CallerOf(*context), "ConfirmReboot"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+  if (grpc::Status denied = AuthorizeOnBatch(*context, "ConfirmReboot", *id); !denied.ok()) return denied;
   Result<StateStore::RebootConfirmed> confirmed = journal_.ConfirmReboot(*id, request->note());
   if (!confirmed.ok()) return ToGrpcStatus(confirmed.status());
   if (confirmed->event) {

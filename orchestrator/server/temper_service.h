@@ -64,6 +64,9 @@ class TemperService final : public temper::v1::Temper::Service {
                              temper::v1::ConfirmRebootResponse* response) override;
 
  private:
+  // AuthorizeOnTarget for a call on batch `batch_id`: its target decides; NOT_FOUND for no such batch.
+  grpc::Status AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method, int64_t batch_id) const;
+
   const DaemonConfig& config_;
   StateStore& store_;
   Journal& journal_;

@@ -85,19 +85,19 @@ Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::
 
 UnixSocketListener::~UnixSocketListener() { Stop(); }
 
-void UnixSocketListener::Start(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server) {
-  loop_->Start([this, access, server, refusal_server](int conn) {
+void UnixSocketListener::Start(PeerAccess access, LocalCallers& callers, grpc::Server* refusal_server) {
+  loop_->Start([this, access, &callers, refusal_server](int conn) {
     Result<PeerCredentials> peer = ReadPeerCredentials(conn);
-    Status allowed = peer.ok() ? access.Check(*peer) : peer.status();
+    Result<ClientIdentity> identity = peer.ok() ? access.Identify(*peer) : Result<ClientIdentity>(peer.status());
     // gRPC drives the connection with its event engine (AcceptLoop made it non-blocking), and owns
     // `conn` from here on.
-    if (allowed.ok()) {
-      log_.Debug("unix socket: accepted uid {} pid {}", peer->uid, peer->pid);
-      grpc::AddInsecureChannelFromFd(server, conn);
-    } else {
-      log_.Warning("unix socket: {}", allowed.message());
-      grpc::AddInsecureChannelFromFd(refusal_server, conn);
+    Status handed = identity.ok() ? callers.Hand(conn, *identity) : identity.status();
+    if (handed.ok()) {
+      log_.Debug("unix socket: accepted {} as {} (pid {})", identity->name, ClientRoleName(identity->role), peer->pid);
+      return;
     }
+    log_.Warning("unix socket: {}", handed.message());
+    grpc::AddInsecureChannelFromFd(refusal_server, conn);
   });
 }
 

@@ -1,7 +1,8 @@
 // UnixSocketListener: temperd's local front door. It owns the listening unix socket, accepts each
-// connection itself, checks the peer's credentials, and only then hands the connection to gRPC:
-// allowed peers to the API server, refused peers to a server that answers every call with
-// PERMISSION_DENIED and a message saying who may connect (so `temper` can tell the user why).
+// connection itself, identifies the peer from its credentials (peer_access.h), and only then hands
+// the connection to gRPC: known peers to the API server as who they are (local_callers.h), refused
+// peers to a server that answers every call with PERMISSION_DENIED and a message saying who may
+// connect (so `temper` can tell the user why).
 // Accepting goes through AcceptLoop: out of descriptors, it pauses instead of spinning or stopping.
 //
 // Thread safety: Start and Stop are called from one thread; the accept loop runs on its own thread.
@@ -15,6 +16,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/server/accept_loop.h"
+#include "orchestrator/server/local_callers.h"
 #include "orchestrator/server/peer_access.h"
 
 namespace temper {
@@ -30,8 +32,9 @@ class UnixSocketListener {
   UnixSocketListener& operator=(const UnixSocketListener&) = delete;
   ~UnixSocketListener();
 
-  // Starts accepting. `server` and `refusal_server` must stay alive until Stop() returns.
-  void Start(PeerAccess access, grpc::Server* server, grpc::Server* refusal_server);
+  // Starts accepting. `callers` (whose server must have started) and `refusal_server` must stay
+  // alive until Stop() returns.
+  void Start(PeerAccess access, LocalCallers& callers, grpc::Server* refusal_server);
   // Stops accepting new connections and removes the socket file. Idempotent.
   void Stop();
 

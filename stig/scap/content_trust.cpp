@@ -144,29 +144,33 @@ Result<std::string> ResolveTrustedDatastream(std::string_view name, const std::v
   for (const std::string& dir : content_dirs) {
     if (std::optional<std::string> r = RealPath(dir)) real_dirs.push_back(*r);
   }
+  // The client's path is judged by its text before temperd (root) touches the file system for it:
+  // what root could resolve (whether a file in a private directory exists, where a symlink or
+  // /proc/PID/fd/N points) must not reach a client through the answer.
+  const std::string lexical = fs::path(candidate).lexically_normal().string();
+  bool inside = false;
+  for (const std::string& dir : content_dirs) inside |= Inside(lexical, fs::path(dir).lexically_normal().string());
+  for (const std::string& dir : real_dirs) inside |= Inside(lexical, dir);
+  if (!inside) {
+    return Status::PermissionDenied(
+        fmt::format("datastream {} is not inside a content directory ({}): temperd loads datastreams only from there",
+                    candidate, DirList(content_dirs)));
+  }
   std::optional<std::string> real = RealPath(candidate);
   if (!real) {
-    const int e = errno;
-    const std::string lexical = fs::path(candidate).lexically_normal().string();
-    bool inside = false;
-    for (std::size_t i = 0; i < content_dirs.size(); ++i) inside |= Inside(lexical, content_dirs[i]);
-    for (const std::string& dir : real_dirs) inside |= Inside(lexical, dir);
-    if (!inside) {
-      return Status::PermissionDenied(
-          fmt::format("datastream {} is not inside a content directory ({}): temperd loads datastreams only from there",
-                      candidate, DirList(content_dirs)));
-    }
-    if (e == ENOENT) {
+    if (errno == ENOENT) {
       return Status::NotFound(fmt::format("datastream {} does not exist{}", candidate,
                                           DidYouMean(fs::path(candidate).filename().string(),
                                                      DatastreamNames({fs::path(candidate).parent_path().string()}))));
     }
-    return Status::FromErrno(e, "resolving datastream " + candidate);
+    return Status::FromErrno(errno, "resolving datastream " + candidate);
   }
+  // A symlink in a content directory that leads out of them: where it leads is not said.
   if (std::none_of(real_dirs.begin(), real_dirs.end(), [&](const std::string& d) { return Inside(*real, d); })) {
-    return Status::PermissionDenied(
-        fmt::format("datastream {}{} is not inside a content directory ({}): temperd loads datastreams only from there",
-                    candidate, *real == candidate ? "" : " (resolved to " + *real + ")", DirList(content_dirs)));
+    return Status::PermissionDenied(fmt::format(
+        "datastream {} leads out of the content directories ({}) through a symlink: temperd loads datastreams only "
+        "from there",
+        candidate, DirList(content_dirs)));
   }
   struct stat st;
   if (::stat(real->c_str(), &st) != 0) return Status::FromErrno(errno, "reading datastream " + *real);

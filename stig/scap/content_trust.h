@@ -5,6 +5,9 @@
 // otherwise load a file any member of the temper group controls. A name resolves like this:
 //   - a bare file name ("ssg-ubuntu2004-ds.xml") is looked up in the content directories in order;
 //   - an absolute path is taken as given; anything else (a relative path) is refused;
+//   - the path, as written, must lie inside a content directory before anything on the file system
+//     is looked at for it (temperd is root: existence or symlink targets elsewhere must not leak
+//     to a client through the error);
 //   - the result, with every symlink resolved (realpath), must be a regular file inside one of the
 //     content directories (also resolved), and no file or directory on its path may be writable by
 //     anyone but root: not owned by another user, not group- or world-writable (whatever the

@@ -71,10 +71,31 @@ TEST_CASE("A datastream outside the content directories is refused naming it and
   fs::create_symlink(d.outside + "/ds.xml", d.a + "/evil-ds.xml");
   auto via_link = ResolveTrustedDatastream("evil-ds.xml", d.dirs());
   REQUIRE(via_link.status().code() == StatusCode::kPermissionDenied);
-  CHECK(via_link.status().message().find("(resolved to " + d.outside + "/ds.xml)") != std::string::npos);
+  // The refusal does not say where the link leads: temperd resolves as root, for any client.
+  CHECK(via_link.status().message() == "datastream " + d.a + "/evil-ds.xml leads out of the content directories (" +
+                                           d.listed() + ") through a symlink: temperd loads datastreams only from there");
+  CHECK(via_link.status().message().find(d.outside) == std::string::npos);
   CHECK(ResolveTrustedDatastream(d.a + "/../home/ds.xml", d.dirs()).status().code() == StatusCode::kPermissionDenied);
   // A path that does not exist outside the directories says no more than that.
   CHECK(ResolveTrustedDatastream("/nonexistent/ds.xml", d.dirs()).status().code() == StatusCode::kPermissionDenied);
+}
+
+TEST_CASE("A path outside the content directories is no oracle: existing or not, a link or not, one answer",
+          "[stig][content_trust]") {
+  Dirs d;
+  fs::create_symlink(d.outside + "/ds.xml", d.outside + "/link-ds.xml");
+  auto refusal = [&](const std::string& path) {
+    return "datastream " + path + " is not inside a content directory (" + d.listed() +
+           "): temperd loads datastreams only from there";
+  };
+  // Root could resolve each of these; the client learns only that its text lies outside.
+  for (const std::string& path : {d.outside + "/ds.xml", d.outside + "/missing-ds.xml", d.outside + "/link-ds.xml",
+                                  std::string("/proc/self/cwd"), std::string("/proc/1/fd/0"),
+                                  std::string("/root/.ssh/id_rsa")}) {
+    auto r = ResolveTrustedDatastream(path, d.dirs());
+    REQUIRE(r.status().code() == StatusCode::kPermissionDenied);
+    CHECK(r.status().message() == refusal(path));
+  }
 }
 
 TEST_CASE("Names that are not plain file names, missing files and non-files are named errors",

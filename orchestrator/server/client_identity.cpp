@@ -1,0 +1,51 @@
+#include "orchestrator/server/client_identity.h"
+
+#include <algorithm>
+
+namespace temper {
+
+namespace {
+
+// Auth-context property names; the "temper." prefix keeps them apart from gRPC's own (x509_*).
+constexpr char kKey[] = "temper.client.key";
+constexpr char kName[] = "temper.client.name";
+constexpr char kRole[] = "temper.client.role";
+constexpr char kTarget[] = "temper.client.target";
+
+std::string Only(const grpc::AuthContext& context, const char* property) {
+  std::vector<grpc::string_ref> values = context.FindPropertyValues(property);
+  // Two values would mean two stamps: trust neither.
+  if (values.size() != 1) return "";
+  return std::string(values[0].data(), values[0].size());
+}
+
+}  // namespace
+
+bool ClientIdentity::MayActOn(std::string_view target) const {
+  if (role == ClientRole::kAdmin) return true;
+  if (role != ClientRole::kOperator) return false;
+  return targets.empty() || std::find(targets.begin(), targets.end(), target) != targets.end();
+}
+
+void StampCaller(const ClientIdentity& identity, grpc::AuthContext& context) {
+  context.AddProperty(kKey, identity.key);
+  context.AddProperty(kName, identity.name);
+  context.AddProperty(kRole, std::string(ClientRoleName(identity.role)));
+  for (const std::string& target : identity.targets) context.AddProperty(kTarget, target);
+}
+
+ClientIdentity CallerOf(const grpc::ServerContextBase& call) {
+  ClientIdentity caller;
+  std::shared_ptr<const grpc::AuthContext> context = call.auth_context();
+  if (!context) return caller;
+  std::optional<ClientRole> role = ParseClientRole(Only(*context, kRole));
+  if (!role) return caller;
+  caller.key = Only(*context, kKey);
+  caller.name = Only(*context, kName);
+  caller.role = *role;
+  for (const grpc::string_ref& t : context->FindPropertyValues(kTarget))
+    caller.targets.emplace_back(t.data(), t.size());
+  return caller;
+}
+
+}  // namespace temper
