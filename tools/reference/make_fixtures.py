@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""Reference fixtures for temper's engine, made by Hugging Face transformers' own Gemma 4 classes.
+
+Run in the venv that tools/reference/README.md describes (never by the build or CI):
+
+    python tools/reference/make_fixtures.py OUT_DIR            # writes OUT_DIR/<config>/...
+    python tools/reference/make_fixtures.py --compare-shared DIR  # transformers vs DIR/reference.safetensors
+
+For each config below it builds Gemma4ForCausalLM from a Gemma4TextConfig, fills it with seeded random
+weights, rounds them to bf16, saves the model with save_pretrained (config.json + model.safetensors,
+bf16), reloads that checkpoint in fp32 and writes reference.safetensors from transformers' fp32 forward.
+"""
+
+import argparse
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+import transformers
+from safetensors.numpy import load_file, save_file
+from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+
+# Every config keeps sqrt(hidden_size) exact in bf16 (64 -> 8, 144 -> 12, 4 -> 2): Gemma's embedding
+# scale is sqrt(hidden) cast to the weights' dtype, so an fp32 run of a bf16 checkpoint would
+# otherwise scale by a different number than the bf16 model (the 0.0043 difference found on
+# ../shared/fixtures/gemma4-tiny, see README.md).
+CONFIGS = {
+    # The 31B's ratios at tiny widths: sliding GQA 2:1 at head_dim d, full layers with K = V, one KV
+    # head for 8 query heads (8:1) at head_dim 2d, proportional RoPE 0.25 on the full layers,
+    # softcap 30, tied embeddings, window 8 with prompts past 2x the window.
+    "gemma4-31b-ratios": dict(
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=7,  # layer 5 full by the 5:1 pattern, layer 6 forced full as the last
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=16,
+        global_head_dim=32,
+        num_global_key_value_heads=1,
+        attention_k_eq_v=True,
+        sliding_window=8,
+        final_logit_softcapping=30.0,
+        prompts=[40, 13, 3],
+        greedy=24,
+    ),
+    # The other branch of each switch: separate V on full layers (so num_key_value_heads applies
+    # there too), no final softcap, partial rotary 0.5, an odd window, a different full-layer pattern.
+    "gemma4-kv-separate": dict(
+        vocab_size=384,
+        hidden_size=144,
+        intermediate_size=96,
+        num_hidden_layers=5,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=32,
+        global_head_dim=64,
+        attention_k_eq_v=False,
+        sliding_window=5,
+        final_logit_softcapping=None,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 1000000.0},
+        },
+        prompts=[30, 7],
+        greedy=20,
+    ),
+    # The real 262,144-entry vocabulary at hidden size 4 (a 2 MB embedding). Logits are stored for a
+    # fixed set of columns only (logit_ids): full rows would be 1 MB each.
+    "gemma4-real-vocab": dict(
+        vocab_size=262144,
+        hidden_size=4,
+        intermediate_size=16,
+        num_hidden_layers=6,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=8,
+        global_head_dim=16,
+        num_global_key_value_heads=1,
+        attention_k_eq_v=True,
+        sliding_window=4,
+        final_logit_softcapping=30.0,
+        prompts=[20, 9],
+        greedy=16,
+        logit_columns=512,
+    ),
+}
+
+MIN_MARGIN = 0.02
+
+COMMON = dict(
+    hidden_size_per_layer_input=0,
+    vocab_size_per_layer_input=262144,
+    enable_moe_block=False,
+    num_kv_shared_layers=0,
+    use_double_wide_mlp=False,
+    hidden_activation="gelu_pytorch_tanh",
+    rms_norm_eps=1e-6,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+    bos_token_id=2,
+    eos_token_id=1,
+    pad_token_id=0,
+)
+
+
+def make_config(spec):
+    kwargs = dict(COMMON)
+    kwargs.update({k: v for k, v in spec.items() if k not in ("prompts", "greedy", "logit_columns")})
+    config = Gemma4TextConfig(**kwargs)
+    config.architectures = ["Gemma4ForCausalLM"]
+    return config
+
+
+def fill_weights(model, config, seed):
+    """Seeded random weights, scaled as ../shared/fixtures/README.md explains: HF's own init (N(0, 0.02),
+    unit norms and layer scalars) makes every token predict itself and tests nothing."""
+    g = torch.Generator().manual_seed(seed)
+    hidden = config.hidden_size
+    for name, p in model.named_parameters():
+        with torch.no_grad():
+            normal = torch.randn(p.shape, generator=g)
+            if name.endswith("embed_tokens.weight"):
+                p.copy_(normal)
+            elif name.endswith(("q_norm.weight", "k_norm.weight")):
+                p.copy_(p.shape[0] ** -0.25 * (1 + 0.25 * normal))
+            elif name.endswith(("post_attention_layernorm.weight", "post_feedforward_layernorm.weight")):
+                p.copy_(2 * math.sqrt(hidden) * (1 + 0.25 * normal))
+            elif name.endswith("norm.weight"):  # input/pre-feedforward layernorms and the final norm
+                p.copy_(1 + 0.25 * normal)
+            elif p.dim() == 2:  # linears, [out, in]
+                p.copy_(normal / math.sqrt(p.shape[1]))
+            else:
+                raise SystemExit(f"no init rule for parameter {name} {tuple(p.shape)}")
+    for name, b in model.named_buffers():
+        if name.endswith("layer_scalar"):
+            with torch.no_grad():
+                b.copy_(0.5 + torch.rand(b.shape, generator=g))
+
+
+def forward(model, ids):
+    with torch.no_grad():
+        return model(torch.tensor(ids, dtype=torch.long)[None], output_hidden_states=True)
+
+
+def greedy_generate(model, prompt, steps):
+    """transformers' own incremental decode (its KV cache, sliding-window cache included)."""
+    with torch.no_grad():
+        out = model.generate(
+            torch.tensor(prompt, dtype=torch.long)[None],
+            max_new_tokens=steps,
+            min_new_tokens=steps,
+            do_sample=False,
+            pad_token_id=0,
+        )
+    return out[0, len(prompt) :].tolist()
+
+
+def write_fixture(name, spec, out_dir, seed):
+    config = make_config(spec)
+    torch.manual_seed(seed)
+    model = Gemma4ForCausalLM(config).eval()
+    fill_weights(model, config, seed)
+    model = model.to(torch.bfloat16)
+    target = os.path.join(out_dir, name)
+    model.save_pretrained(target)
+    check_config_as_released(target)
+
+    # The reference: the saved bf16 checkpoint, widened to fp32, run by transformers in fp32 (eager attention).
+    model = Gemma4ForCausalLM.from_pretrained(target, dtype=torch.float32, attn_implementation="eager").eval()
+    assert float(model.model.embed_tokens.embed_scale) == math.sqrt(config.hidden_size)
+    rng = np.random.default_rng(seed + 1000)
+    V, steps = config.vocab_size, spec["greedy"]
+    tensors = {}
+    columns = None
+    if "logit_columns" in spec:
+        columns = np.sort(rng.choice(V, spec["logit_columns"], replace=False)).astype(np.int64)
+    summary = []
+    chosen_columns = set()
+    prompts = []
+    for j, length in enumerate(spec["prompts"]):
+        # Random ids, no <pad>/<eos>/<bos>, fed as they are at positions 0..T-1. A prompt whose greedy
+        # run passes a near-tie (top-1 minus top-2 below MIN_MARGIN) is drawn again: the fp32 engine
+        # is held to the same tokens, and an fp32 summation order moves logits by ~1e-4.
+        while True:
+            prompt = rng.integers(3, V, size=length).tolist()
+            greedy = greedy_generate(model, prompt, steps)
+            logits = forward(model, prompt + greedy[:-1]).logits[0, length - 1 :].numpy()
+            top2 = np.sort(logits, axis=1)[:, -2:]
+            if (top2[:, 1] - top2[:, 0]).min() >= MIN_MARGIN:
+                break
+        prompts.append((prompt, greedy))
+        chosen_columns.update(greedy)
+    if columns is not None:
+        # The greedy tokens' own columns are always stored, so each step's winner is compared.
+        columns = np.array(sorted(set(columns.tolist()) | chosen_columns), dtype=np.int64)
+        tensors["logit_ids"] = columns.astype(np.int32)
+    for j, (prompt, greedy) in enumerate(prompts):
+        T = len(prompt)
+        out = forward(model, prompt + greedy[:-1])
+        logits = out.logits[0].float().numpy()
+        top2 = np.sort(logits[T - 1 :], axis=1)[:, -2:]
+        argmax = logits[T - 1 :].argmax(axis=1)
+        if argmax.tolist() != greedy:
+            raise SystemExit(f"{name} prompt {j}: generate() and the teacher-forced argmax disagree")
+        hidden = np.stack([h[0, :T].float().numpy() for h in out.hidden_states])
+        rows = logits if columns is None else logits[:, columns]
+        tensors[f"input_ids_{j}"] = np.array(prompt, dtype=np.int32)
+        tensors[f"logits_{j}"] = np.ascontiguousarray(rows[:T])
+        tensors[f"greedy_logits_{j}"] = np.ascontiguousarray(rows[T - 1 :])
+        tensors[f"greedy_{j}"] = np.array(greedy, dtype=np.int32)
+        tensors[f"greedy_margin_{j}"] = (top2[:, 1] - top2[:, 0]).astype(np.float32)
+        tensors[f"hidden_{j}"] = np.ascontiguousarray(hidden)
+        summary.append(
+            f"  prompt {j}: T={T}, last position {T + steps - 2}, greedy {greedy}, "
+            f"smallest margin {tensors[f'greedy_margin_{j}'].min():.3f}, |logit| <= {np.abs(logits).max():.2f}"
+        )
+    save_file(
+        tensors,
+        os.path.join(target, "reference.safetensors"),
+        # One key: safetensors writes a map's keys in no fixed order, and reruns should give the same bytes.
+        metadata={"made_by": f"transformers {transformers.__version__}, torch {torch.__version__}, seed {seed}"},
+    )
+    print(name)
+    print("\n".join(summary))
+
+
+def check_config_as_released(target):
+    """transformers 5.23's save_pretrained writes the full layers' geometry as `per_layer_config`; the
+    released Gemma 4 checkpoints (written by 5.5.0.dev0) carry `global_head_dim` and
+    `num_global_key_value_heads` instead, and temper reads those. The config keeps what 5.23 wrote and
+    gains the two released keys, read back from per_layer_config; reloading must give the same config."""
+    path = os.path.join(target, "config.json")
+    with open(path) as f:
+        saved = json.load(f)
+    per_layer = saved.get("per_layer_config") or {}
+    full = [int(i) for i, t in enumerate(saved["layer_types"]) if t == "full_attention"]
+    geometry = {json.dumps(per_layer[str(i)], sort_keys=True) for i in full}
+    if len(geometry) != 1:
+        raise SystemExit(f"{path}: full layers differ in per_layer_config: {geometry}")
+    full_geometry = per_layer[str(full[0])]
+    saved["global_head_dim"] = full_geometry["head_dim"]
+    if "num_key_value_heads" in full_geometry:
+        saved["num_global_key_value_heads"] = full_geometry["num_key_value_heads"]
+    with open(path, "w") as f:
+        json.dump(saved, f, indent=2, sort_keys=True)
+        f.write("\n")
+    reread = Gemma4TextConfig.from_pretrained(target)
+    for i in full:
+        layer = reread.per_layer_config[i]
+        assert layer.head_dim == full_geometry["head_dim"], (path, i)
+
+
+def compare_shared(directory):
+    """transformers on ../shared/fixtures/gemma4-tiny's weights vs its numpy reference."""
+    ref = load_file(os.path.join(directory, "reference.safetensors"))
+    for scale in ("fp32 sqrt(hidden)", "bf16-rounded sqrt(hidden)"):
+        model = Gemma4ForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
+        if scale.startswith("bf16"):
+            embed = model.model.embed_tokens
+            embed.embed_scale.copy_(embed.embed_scale.to(torch.bfloat16).float())
+        print(f"embedding scale {float(model.model.embed_tokens.embed_scale):.7f} ({scale})")
+        j = 0
+        while f"input_ids_{j}" in ref:
+            prompt = ref[f"input_ids_{j}"].tolist()
+            greedy = ref[f"greedy_{j}"].tolist()
+            T = len(prompt)
+            out = forward(model, prompt + greedy[:-1])
+            logits = out.logits[0].numpy()
+            d_prompt = np.abs(logits[:T] - ref[f"logits_{j}"]).max()
+            d_greedy = np.abs(logits[T - 1 :] - ref[f"greedy_logits_{j}"]).max()
+            hidden = ref[f"hidden_{j}"]
+            rel = [
+                np.abs(h[0, :T].numpy() - hidden[i]).max() / np.abs(hidden[i]).max()
+                for i, h in enumerate(out.hidden_states)
+            ]
+            tokens = greedy_generate(model, prompt, len(greedy))
+            print(
+                f"  prompt {j}: max |dlogit| {d_prompt:.3g} (prompt rows), {d_greedy:.3g} (greedy rows); "
+                f"hidden max |d|/max|ref| per entry [0..{len(rel) - 1}]: {' '.join(f'{r:.2g}' for r in rel)}; "
+                f"greedy tokens {'equal' if tokens == greedy else f'DIFFER: {tokens} vs {greedy}'}"
+            )
+            j += 1
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", nargs="?", help="where to write one directory per config")
+    parser.add_argument("--compare-shared", metavar="DIR", help="compare DIR/reference.safetensors with transformers")
+    parser.add_argument("--only", action="append", help="write only this config (repeatable)")
+    args = parser.parse_args()
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)  # one summation order, so reruns write the same bytes
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    if args.compare_shared:
+        compare_shared(args.compare_shared)
+        return
+    if not args.out_dir:
+        parser.error("give OUT_DIR or --compare-shared DIR")
+    for seed, (name, spec) in enumerate(CONFIGS.items()):
+        if args.only and name not in args.only:
+            continue
+        write_fixture(name, spec, args.out_dir, seed)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
