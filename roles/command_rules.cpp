@@ -498,7 +498,106 @@ std::optional<Refusal> JudgeDd(const SimpleCommand& c, const PolicyContext&) {
   return std::nullopt;
 }
 
+// Why a command may not change its own namespaces or limits: on a rootfs target it runs as the
+// host's uid 0 in a cgroup with the target's caps, and a namespace or a cgroup file system of its
+// own would let it write those caps away (issue 46). The sandbox refuses it itself
+// (stig/sandbox_seccomp.h); the policy says so before the command runs, and on an SSH host no fix
+// needs it either.
+const std::string kSandboxForbids = "the sandbox forbids a command to change its own namespaces or limits";
+const std::string kInsteadNamespaces =
+    "run the command itself, in the namespaces and cgroup it was given; no fix needs others";
+
+// Programs that put the command they run (or a shell) in other namespaces, or that make or move
+// processes into other cgroups. unshare, nsenter, firejail and cgexec are runners
+// (common/command_runners.h): what they run is judged too, and they are judged as its prefixes.
+bool ChangesNamespacesOrCgroups(std::string_view program) {
+  static constexpr std::string_view kPrograms[] = {"unshare", "nsenter",    "firejail", "bwrap", "systemd-nspawn",
+                                                   "cgexec",  "cgclassify", "cgcreate", "cgset", "cgdelete"};
+  return std::find(std::begin(kPrograms), std::end(kPrograms), program) != std::end(kPrograms);
+}
+
+// The command itself, or a runner in front of it (`sudo unshare -U sh`, `nice nsenter -t 1 -m`,
+// `ip netns exec NAME cmd`), enters or makes namespaces or cgroups.
+std::optional<Refusal> JudgeNamespaceChange(const SimpleCommand& c) {
+  auto refuse = [&](const std::string& program) {
+    return Refusal{fmt::format("'{}' runs in namespaces or a cgroup other than its own ({}): {}", c.text, program,
+                               kSandboxForbids),
+                   kInsteadNamespaces};
+  };
+  for (const std::string& runner : c.prefixes) {
+    // `ip` is a runner only as `ip netns exec` and `ip vrf exec`: another network namespace, or a
+    // cgroup with a BPF program attached.
+    if (ChangesNamespacesOrCgroups(runner) || runner == "ip") return refuse(runner);
+  }
+  if (ChangesNamespacesOrCgroups(c.program)) return refuse(c.program);
+  return std::nullopt;
+}
+
+// The file system types `mount` is given (-t TYPE, -tTYPE, a cluster ending in t, --types TYPE,
+// --types=TYPE; a comma-separated list each), with whether the word held an expansion.
+std::vector<std::pair<std::string, bool>> MountTypes(const SimpleCommand& c) {
+  // mount's short options that take a value (util-linux mount(8)).
+  constexpr std::string_view kShortWithValue = "toOLUNT";
+  std::vector<std::pair<std::string, bool>> words;
+  for (size_t k = 0; k < c.args.size(); ++k) {
+    const std::string& a = c.args[k];
+    const bool expanded = c.args_expanded[k];
+    if (a == "--types" && k + 1 < c.args.size()) {
+      words.push_back({c.args[k + 1], c.args_expanded[k + 1]});
+      ++k;
+    } else if (StartsWith(a, "--types=")) {
+      words.push_back({a.substr(8), expanded});
+    } else if (a.size() > 1 && a[0] == '-' && a[1] != '-') {
+      for (size_t i = 1; i < a.size(); ++i) {
+        if (kShortWithValue.find(a[i]) == std::string_view::npos) continue;
+        if (a[i] == 't') {
+          if (i + 1 < a.size()) words.push_back({a.substr(i + 1), expanded});
+          else if (k + 1 < c.args.size()) words.push_back({c.args[k + 1], c.args_expanded[k + 1]});
+        }
+        if (i + 1 >= a.size()) ++k;  // the value is the next word
+        break;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, bool>> types;
+  for (const auto& [word, expanded] : words) {
+    size_t start = 0;
+    while (start <= word.size()) {
+      const size_t comma = word.find(',', start);
+      types.push_back(
+          {Lower(word.substr(start, comma == std::string::npos ? std::string::npos : comma - start)), expanded});
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
+  return types;
+}
+
+// Kernel file systems through which a command could reach its own limits: its cgroup's files
+// (cgroup, cgroup2), other processes and kernel knobs (proc, sysfs), cgroup BPF programs (bpf).
+bool IsKernelControlFs(std::string type) {
+  if (StartsWith(type, "no")) type = type.substr(2);  // -t noproc: every type but proc, for -a
+  return type == "cgroup" || type == "cgroup2" || type == "proc" || type == "sysfs" || type == "bpf";
+}
+
 std::optional<Refusal> JudgeMount(const SimpleCommand& c, const PolicyContext&) {
+  for (const auto& [type, expanded] : MountTypes(c)) {
+    if (expanded) {
+      return Refusal{
+          fmt::format("'{}' mounts a file system whose type is computed when it runs, so it may be a cgroup, "
+                      "proc, sysfs or bpf file system: {}",
+                      c.text, kSandboxForbids),
+          kInsteadNamespaces};
+    }
+    if (IsKernelControlFs(type)) {
+      return Refusal{fmt::format("'{}' mounts a {} file system: {}", c.text, type, kSandboxForbids),
+                     kInsteadNamespaces};
+    }
+  }
+  if (std::find(c.prefixes.begin(), c.prefixes.end(), "xargs") != c.prefixes.end()) {
+    return Refusal{fmt::format("'{}' mounts what xargs's input names, which the policy cannot see", c.text),
+                   "name what to mount"};
+  }
   for (const std::string& w : c.args) {
     const std::string l = Lower(w);
     if (w == "--bind" || w == "-B" || w == "--rbind" || w == "-R" || w == "--move" || w == "-M" ||
@@ -806,6 +905,7 @@ std::optional<Refusal> JudgeRemoval(const std::vector<std::string>& names, const
 
 std::optional<Refusal> JudgeSimpleCommand(const SimpleCommand& c, const PolicyContext& ctx) {
   if (auto r = JudgeRedirects(c, ctx)) return r;
+  if (auto r = JudgeNamespaceChange(c)) return r;
   if (c.program.empty()) return std::nullopt;
   const ProgramJudge judge = JudgeFor(c.program);
   return judge ? judge(c, ctx) : std::nullopt;

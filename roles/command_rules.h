@@ -2,11 +2,13 @@
 // name, options and operands — power and runlevel changes, systemctl switches of the system state,
 // stopping sshd or the network, disks, recursive deletes and re-owning of system trees, package
 // removals, killing sshd or init, firewall flushes, the bootloader, schedulers that run a command
-// later (systemd-run, at, batch, crontab), writes to host-killing kernel knobs (/proc/sysrq-trigger,
-// /sys/power, core_pattern, ...), code in languages other than the shell (python, perl, awk's
-// system(), sed's e command), package files installed with their maintainer scripts, and bind
-// mounts. What needs the rest of the command line or the target's files (scripts it runs, files
-// whose content runs later, variables) is command_policy.cpp's.
+// later (systemd-run, at, batch, crontab), writes to host-killing kernel knobs
+// (/proc/sysrq-trigger, /sys/power, core_pattern, ...), code in languages other than the shell
+// (python, perl, awk's system(), sed's e command), package files installed with their maintainer
+// scripts, bind mounts, and a command changing its own namespaces or limits (unshare, nsenter,
+// cgexec and their kind, in front of it or as it; mounts of cgroup, cgroup2, proc, sysfs and bpf
+// file systems). What needs the rest of the command line or the target's files (scripts it runs,
+// files whose content runs later, variables) is command_policy.cpp's.
 //
 // Thread safety: pure functions.
 #pragma once

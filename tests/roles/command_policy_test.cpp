@@ -427,3 +427,66 @@ TEST_CASE("write_file: content written where it runs later is judged as the comm
                         ctx, SomeFiles);
   CHECK_THAT(b.message(), Catch::Contains("binary program"));
 }
+
+TEST_CASE("a command may not change its own namespaces or limits, however it is spelled and behind any runner") {
+  const PolicyContext ctx;
+  const char* refused[] = {
+      // The attack of issue 46: a user namespace of its own, then its cgroup mounted and its caps written away.
+      "unshare -UrmC sh -c \"mount -t cgroup -o memory none /mnt; echo -1 > /mnt/memory.limit_in_bytes\"",
+      "unshare -U",
+      "unshare --user --map-root-user true",
+      "/usr/bin/unshare -m true",
+      "sudo unshare -U true",
+      "env unshare -U true",
+      "env -S 'unshare -U true'",
+      "nice -n 5 unshare -Ur true",
+      "timeout 10 unshare -C true",
+      "echo x | xargs unshare -U true",
+      "sh -c 'unshare -U true'",
+      "bash -c \"nsenter -t 1 -m sh\"",
+      "nsenter -t 1 -m -u -i -n -p true",
+      "nsenter --target 1 --mount",
+      "setsid nsenter -t 1 -U true",
+      "busybox unshare -U true",
+      "cgexec -g memory:/ sh",
+      "cgclassify -g pids:/ 1",
+      "ip netns exec other true",
+      "firejail sh",
+      "systemd-nspawn -D /srv",
+      "bwrap --bind / / sh",
+      "mount -t cgroup none /mnt",
+      "mount -t cgroup2 none /mnt",
+      "mount -t proc proc /mnt",
+      "mount -t sysfs sys /mnt",
+      "mount -t bpf bpf /sys/fs/bpf",
+      "mount -tcgroup2 none /mnt",
+      "mount --types cgroup none /mnt",
+      "mount --types=proc none /mnt",
+      "mount -nt sysfs sys /mnt",
+      "mount -t ext4,cgroup none /mnt",
+      "/bin/mount -t proc proc /mnt",
+      "sudo mount -t proc proc /mnt",
+      "busybox mount -t proc proc /mnt",
+      "env mount -t proc proc /mnt",
+      "timeout 5 mount -t cgroup2 none /mnt",
+      "echo /mnt | xargs mount -t cgroup2 none",
+      "sh -c 'mount -t cgroup2 none /mnt'",
+      "true && mount -t bpf bpf /mnt",
+      "T=cgroup2; mount -t \"$T\" none /mnt",
+      "M=mount; $M -t proc proc /mnt",
+  };
+  for (const char* c : refused) {
+    INFO(c);
+    Status s = Check(c, ctx);
+    CHECK(s.code() == StatusCode::kPermissionDenied);
+    CHECK_THAT(s.message(), Catch::Contains("the sandbox forbids a command to change its own namespaces or limits"));
+  }
+  const char* allowed[] = {
+      "mount -o remount,hidepid=2 /proc", "mount | grep cgroup",   "findmnt -t cgroup2", "mount -t ext4 /dev/sdb1 /mnt",
+      "grep -r unshare /etc/default",     "cat /proc/self/cgroup", "man nsenter",
+  };
+  for (const char* c : allowed) {
+    INFO(c);
+    CHECK(Check(c, ctx).ok());
+  }
+}

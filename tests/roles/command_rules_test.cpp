@@ -90,6 +90,29 @@ TEST_CASE("each kind of program is judged by its own rule, and look-alikes run")
       {"mount --bind /tmp/x /etc", kPlain,
        "'mount --bind /tmp/x /etc' replaces what a directory holds with files the policy never judged"},
       {"mount /dev/sdb1 /mnt", kPlain, ""},
+      {"mount -t cgroup -o memory none /mnt", kPlain,
+       "'mount -t cgroup -o memory none /mnt' mounts a cgroup file system: the sandbox forbids a command to change "
+       "its own namespaces or limits"},
+      {"mount -tcgroup2 none /mnt", kPlain,
+       "'mount -tcgroup2 none /mnt' mounts a cgroup2 file system: the sandbox forbids a command to change its own "
+       "namespaces or limits"},
+      {"mount -t $T none /mnt", kPlain,
+       "'mount -t $T none /mnt' mounts a file system whose type is computed when it runs, so it may be a cgroup, proc, "
+       "sysfs or bpf file system: the sandbox forbids a command to change its own namespaces or limits"},
+      {"mount -o remount,hidepid=2 /proc", kPlain, ""},
+      {"mount -t ext4 /dev/sdb1 /mnt", kPlain, ""},
+      {"unshare -UrmC sh", kPlain,
+       "'unshare -UrmC sh' runs in namespaces or a cgroup other than its own (unshare): the sandbox forbids a command "
+       "to change its own namespaces or limits"},
+      {"sudo nsenter -t 1 -m true", kPlain,
+       "'sudo nsenter -t 1 -m true' runs in namespaces or a cgroup other than its own (nsenter): the sandbox forbids a "
+       "command to change its own namespaces or limits"},
+      {"cgexec -g memory:/ sh", kPlain,
+       "'cgexec -g memory:/ sh' runs in namespaces or a cgroup other than its own (cgexec): the sandbox forbids a "
+       "command to change its own namespaces or limits"},
+      {"ip netns exec other true", kPlain,
+       "'ip netns exec other true' runs in namespaces or a cgroup other than its own (ip): the sandbox forbids a "
+       "command to change its own namespaces or limits"},
       {"chown -R root /usr", kPlain, "'chown -R root /usr' changes ownership or permissions of a whole system tree"},
       {"chmod 600 /etc/shadow", kPlain, ""},
       {"update-grub", kPlain, "'update-grub' changes the bootloader and this rule is not a bootloader rule"},

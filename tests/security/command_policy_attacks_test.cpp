@@ -56,6 +56,25 @@ TEST_CASE("command runners run systemctl stop ssh or a reboot", "[security][poli
   });
 }
 
+TEST_CASE("a command that would lift its own limits: namespaces of its own, cgroup and proc mounts (issue 46)",
+          "[security][policy]") {
+  CheckAllRefused({
+      "unshare -UrmC sh -c \"mount -t cgroup -o memory none /mnt; echo -1 > /mnt/memory.limit_in_bytes; mount -t "
+      "cgroup -o pids none /mnt; echo max > /mnt/pids.max\"",
+      "unshare -U sh",
+      "sudo unshare --user --map-root-user true",
+      "nice -n 5 nsenter -t 1 -m true",
+      "timeout 5 unshare -C true",
+      "echo x | xargs unshare -U true",
+      "env -S 'unshare -U true'",
+      "cgexec -g memory:/ sh",
+      "mount -t cgroup2 none /mnt",
+      "sh -c 'mount -tproc proc /mnt'",
+      "busybox mount --types=sysfs sys /mnt",
+      "sudo mount -t bpf bpf /sys/fs/bpf",
+  });
+}
+
 TEST_CASE("systemctl start reboot.target and other switches of the system state", "[security][policy]") {
   CheckAllRefused({
       "systemctl start reboot.target",
