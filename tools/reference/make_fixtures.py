@@ -5,6 +5,7 @@ Run in the venv that tools/reference/README.md describes (never by the build or 
 
     python tools/reference/make_fixtures.py OUT_DIR            # writes OUT_DIR/<config>/...
     python tools/reference/make_fixtures.py --compare-shared DIR  # transformers vs DIR/reference.safetensors
+    python tools/reference/make_fixtures.py --compare-drafter TARGET_DIR DRAFTER_DIR  # the MTP assistant
 
 For each config below it builds Gemma4ForCausalLM from a Gemma4TextConfig, fills it with seeded random
 weights, rounds them to bf16, saves the model with save_pretrained (config.json + model.safetensors,
@@ -287,17 +288,89 @@ def compare_shared(directory):
             j += 1
 
 
+def patch_assistant_support():
+    """Two changes transformers 5.23.0 needs before its Gemma 4 assistant runs at all (found here):
+    1. Gemma4AssistantConfig forces num_kv_shared_layers = num_hidden_layers (every layer reads the
+       target's KV), and Gemma4TextConfig.kv_sharing_modes then raises "The set of layer types
+       producing a cache is different than the set of layer types using them", so
+       Gemma4AssistantForCausalLM cannot even be built. Every layer is "reuse" instead.
+    2. A target without KV-shared layers (num_kv_shared_layers = 0, as the 31B and the fixtures
+       here) marks no layer "store", so its forward returns an empty shared_kv_states. The caller
+       marks the last layer of each kind, the layer the assistant is documented to read."""
+    original = Gemma4TextConfig.kv_sharing_modes.fget
+
+    def kv_sharing_modes(config):
+        if config.num_kv_shared_layers == config.num_hidden_layers:
+            return ["reuse"] * config.num_hidden_layers
+        return original(config)
+
+    Gemma4TextConfig.kv_sharing_modes = property(kv_sharing_modes)
+
+
+def compare_drafter(target_dir, drafter_dir, window):
+    """transformers' Gemma4AssistantForCausalLM, driven by its own candidate generator, on the
+    draft cases of DRAFTER_DIR/reference.safetensors (tests/data/gemma4-tiny-assistant's format)."""
+    from transformers import GenerationConfig
+    from transformers.generation.candidate_generator import SinglePositionMultiTokenCandidateGenerator
+
+    patch_assistant_support()
+    from transformers import Gemma4AssistantForCausalLM
+
+    ref = load_file(os.path.join(drafter_dir, "reference.safetensors"))
+    target = Gemma4ForCausalLM.from_pretrained(target_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    embed = target.model.embed_tokens
+    embed.embed_scale.copy_(embed.embed_scale.to(torch.bfloat16).float())  # the bf16 model's scale, as the reference
+    kinds = target.config.layer_types
+    for kind in set(kinds):
+        last = max(i for i, t in enumerate(kinds) if t == kind)
+        target.model.layers[last].self_attn.store_full_length_kv = True
+    assistant = Gemma4AssistantForCausalLM.from_pretrained(
+        drafter_dir, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    if window is not None:
+        assistant.config.text_config.sliding_window = window
+    print(f"assistant sliding-window mask: distance <= {assistant.config.text_config.sliding_window}")
+    assistant.generation_config.num_assistant_tokens = ref["draft_tokens"].shape[1]
+    for case in range(len(ref["case_prompt"])):
+        prompt, length = int(ref["case_prompt"][case]), int(ref["case_length"][case])
+        sequence = torch.tensor(ref[f"sequence_{prompt}"].astype(np.int64))[None]
+        with torch.no_grad():
+            out = target(sequence[:, :length], output_hidden_states=True, return_shared_kv_states=True)
+        generator = SinglePositionMultiTokenCandidateGenerator(
+            assistant, target.get_input_embeddings(), GenerationConfig(max_length=4096)
+        )
+        # The target's cache holds positions 0..L-1 and its next token (position L) is sequence[L].
+        candidates, logits = generator.get_candidates(sequence[:, : length + 1], {"attention_mask": None}, out, False, 0)
+        tokens = candidates[0, length + 1 :].tolist()
+        per_step = np.abs(logits[0].numpy() - ref["draft_logits"][case]).max(axis=1)
+        want = ref["draft_tokens"][case].tolist()
+        print(
+            f"  case {case} (prompt {prompt}, cache length {length}): max |dlogit| per draft step "
+            f"{' '.join(f'{d:.2g}' for d in per_step)}; tokens {'equal' if tokens == want else f'DIFFER: {tokens} vs {want}'}"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", nargs="?", help="where to write one directory per config")
     parser.add_argument("--compare-shared", metavar="DIR", help="compare DIR/reference.safetensors with transformers")
     parser.add_argument("--only", action="append", help="write only this config (repeatable)")
+    parser.add_argument(
+        "--compare-drafter",
+        nargs=2,
+        metavar=("TARGET_DIR", "DRAFTER_DIR"),
+        help="run transformers' Gemma 4 assistant on DRAFTER_DIR/reference.safetensors' draft cases",
+    )
+    parser.add_argument("--drafter-window", type=int, help="with --compare-drafter: the assistant's mask window")
     args = parser.parse_args()
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)  # one summation order, so reruns write the same bytes
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
     if args.compare_shared:
         compare_shared(args.compare_shared)
+        return
+    if args.compare_drafter:
+        compare_drafter(*args.compare_drafter, args.drafter_window)
         return
     if not args.out_dir:
         parser.error("give OUT_DIR or --compare-shared DIR")
