@@ -174,5 +174,26 @@ TEST_CASE("RunProcess can start a child in an identity-mapped user namespace", "
   CHECK(r->out.find(own) == std::string::npos);  // a different namespace from ours
 }
 
+TEST_CASE("RunProcess passes inherit_fds across exec at their numbers, and no other descriptor", "[stig][process]") {
+  int kept[2], other[2];
+  REQUIRE(::pipe2(kept, O_CLOEXEC) == 0);
+  REQUIRE(::pipe2(other, O_CLOEXEC) == 0);
+  REQUIRE(::write(kept[1], "passed", 6) == 6);
+  ::close(kept[1]);
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c",
+               "cat <&" + std::to_string(kept[0]) + "; [ -e /proc/self/fd/" + std::to_string(other[0]) +
+                   " ] && echo leaked || echo closed"};
+  spec.inherit_fds = {kept[0]};
+  auto r = RunProcess(spec);
+  // Only the child cleared the close-on-exec flag; this process's descriptor keeps it.
+  CHECK((::fcntl(kept[0], F_GETFD) & FD_CLOEXEC) != 0);
+  ::close(kept[0]);
+  ::close(other[0]);
+  ::close(other[1]);
+  REQUIRE(r.ok());
+  CHECK(r->out == "passedclosed\n");
+}
+
 }  // namespace
 }  // namespace temper::stig
