@@ -112,7 +112,7 @@ Status ParseBudgets(const YamlNode& node, Budgets& out) {
 }
 
 Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"enabled", "dir", "sources", "max_index_age"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"enabled", "dir", "sources", "max_index_age", "max_size"}));
   if (auto n = node.Find("enabled")) {
     TEMPER_ASSIGN_OR_RETURN(bool enabled, n->AsBool());
     if (!enabled) {
@@ -137,6 +137,12 @@ Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
   }
   if (auto n = node.Find("max_index_age")) {
     TEMPER_ASSIGN_OR_RETURN(out.max_index_age, n->AsDuration(std::chrono::seconds(0), std::chrono::hours(24 * 365)));
+  }
+  if (auto n = node.Find("max_size")) {
+    TEMPER_ASSIGN_OR_RETURN(std::string text, n->AsString());
+    Result<uint64_t> v = stig::ParseBytes(text);
+    if (!v.ok()) return n->Error(v.status().message());
+    out.max_bytes = *v;
   }
   Status valid = out.Validate();
   if (!valid.ok()) return node.Error(valid.message());

@@ -13,9 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "stig/host_disk.h"
 #include "stig/packages/apt_output.h"
-
 #include "stig/process.h"
+#include "stig/sandbox_caps.h"
 
 namespace temper::stig {
 namespace {
@@ -202,6 +203,41 @@ std::vector<PrintedUri> ParsePrintUris(const std::string& out) {
   return uris;
 }
 
+// Bytes of the .debs in the cache's archives/ (apt's partial/ downloads left out).
+std::uint64_t ArchivesBytes(const fs::path& archives) {
+  std::uint64_t total = 0;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(archives, ec)) {
+    if (e.path().extension() == ".deb" && e.is_regular_file(ec)) total += e.file_size(ec);
+  }
+  return total;
+}
+
+// OK when the files of `files` the cache lacks fit under its cap and on its host file system
+// beside the reserve; ResourceExhausted naming the sizes otherwise. apt would otherwise download
+// whatever the archive lists, for any number of targets, until the disk is full.
+Status CheckRoomToFetch(const PackageCacheOptions& o, const std::vector<std::string>& packages,
+                        const std::vector<PackageFile>& files) {
+  const fs::path archives = fs::path(o.dir) / "archives";
+  std::uint64_t needed = 0;
+  for (const PackageFile& f : files) {
+    std::error_code ec;
+    if (!f.host_path.starts_with(archives.string() + "/")) continue;  // a file: mirror's, used in place
+    if (fs::is_regular_file(f.host_path, ec) && fs::file_size(f.host_path, ec) == f.size) continue;
+    needed += f.size;
+  }
+  const std::uint64_t held = ArchivesBytes(archives);
+  if (held + needed > o.max_bytes) {
+    return Status::ResourceExhausted(fmt::format(
+        "fetching {} for {} would take the package cache {} to {}, past its cap of {} (package_cache.max_size in "
+        "temperd.yaml; `apt-get -c {}/apt.conf clean` empties it)",
+        FormatBytes(needed), Join(packages, " "), archives.string(), FormatBytes(held + needed),
+        FormatBytes(o.max_bytes), o.dir));
+  }
+  TEMPER_ASSIGN_OR_RETURN(HostDiskSpace space, HostDiskSpaceOf(o.dir, o.host_reserve_bytes));
+  return CheckRoomFor(space, fmt::format("fetching {} into the package cache", Join(packages, " ")), needed);
+}
+
 }  // namespace
 
 std::vector<std::string> PackageCacheOptions::DefaultSources() {
@@ -220,6 +256,7 @@ Status PackageCacheOptions::Validate() const {
     Status valid = ValidateAptSource(sources[i]);
     if (!valid.ok()) return Status::InvalidArgument(fmt::format("package cache sources[{}]: {}", i, valid.message()));
   }
+  if (max_bytes == 0) return Status::InvalidArgument("package cache max_size must be more than 0 bytes");
   if (max_index_age.count() < 0 || apt_timeout.count() <= 0) {
     return Status::InvalidArgument("package cache max_index_age must be >= 0 and apt_timeout > 0");
   }
@@ -431,6 +468,7 @@ Result<ResolvedPackages> PackageCache::Fetch(std::string_view dpkg_status,
       out.files.push_back(std::move(f));
     }
     if (!missing) return out;
+    TEMPER_RETURN_IF_ERROR(CheckRoomToFetch(options_, packages, out.files));
 
     std::vector<std::string> download = {"install",         "-y", "-q",
                                          "--download-only", "-o", "Dir::State::status=" + status.path()};

@@ -44,10 +44,17 @@ struct PackageCacheOptions {
   std::chrono::seconds max_index_age{std::chrono::hours(24)};
   // For each apt run on the host.
   std::chrono::seconds apt_timeout{std::chrono::minutes(15)};
+  // What archives/ may hold: the .debs fetched for targets (a STIG profile's packages take a few
+  // hundred MiB). A fetch that would take it past this is refused, naming the sizes; `apt-get clean`
+  // with the cache's apt.conf, or a larger cap, makes room. temperd.yaml: package_cache.max_size.
+  std::uint64_t max_bytes = std::uint64_t{4} << 30;
+  // What a fetch leaves free on the host file system holding `dir`, for temperd's state store
+  // (host_disk.h); 0: max(1 GiB, 5% of that file system).
+  std::uint64_t host_reserve_bytes = 0;
 
   static std::vector<std::string> DefaultSources();
   // InvalidArgument naming the field: a source that is not a one-line "deb ..." entry, a
-  // directory with characters apt's configuration cannot quote.
+  // directory with characters apt's configuration cannot quote, a max_bytes of 0.
   Status Validate() const;
 };
 
@@ -82,6 +89,8 @@ class PackageCache {
   //   NotFound         a package the sources do not have ("not in the archive")
   //   FailedPrecondition  dependencies that cannot be satisfied: conflicts, missing versions
   //   Unavailable      the sources cannot be reached (no network) and the cache cannot serve it
+  //   ResourceExhausted  the files to fetch would take archives/ past max_bytes, or the host file
+  //                    system holding the cache below its reserve (naming the sizes)
   //   IOError / Internal  the cache directory or apt itself failed
   Result<ResolvedPackages> Fetch(std::string_view dpkg_status, const std::vector<std::string>& packages) const;
 

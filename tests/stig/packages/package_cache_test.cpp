@@ -3,11 +3,19 @@
 // exercised by package_network_test.cpp (label "network").
 #include "stig/packages/package_cache.h"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "scratch_space.h"
@@ -151,6 +159,124 @@ TEST_CASE("Sources that cannot be reached are Unavailable, naming the source", "
   CHECK(update.message().find("127.0.0.1:9") != std::string::npos);
   auto fetched = cache->Fetch("", {"vlock"});
   CHECK(fetched.status().code() == StatusCode::kUnavailable);
+}
+
+// `dir` served over HTTP on loopback by Python's http.server, as a mirror apt downloads from (a
+// file: source is used in place and never fills the cache). Stopped when it dies.
+class HttpMirror {
+ public:
+  explicit HttpMirror(const std::string& dir) {
+    port_ = FreePort();
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      const int quiet = ::open("/dev/null", O_WRONLY | O_CLOEXEC);  // its request log is noise here
+      if (quiet >= 0) {
+        ::dup2(quiet, 1);
+        ::dup2(quiet, 2);
+      }
+      const std::string port = std::to_string(port_);
+      ::execlp("python3", "python3", "-m", "http.server", port.c_str(), "--bind", "127.0.0.1", "--directory",
+               dir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    for (int i = 0; i < 100 && !Listening(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    REQUIRE(Listening());
+  }
+  ~HttpMirror() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  HttpMirror(const HttpMirror&) = delete;
+  HttpMirror& operator=(const HttpMirror&) = delete;
+
+  std::string Source() const { return fmt::format("deb [trusted=yes] http://127.0.0.1:{}/ ./", port_); }
+
+ private:
+  static sockaddr_in Loopback(int port) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+  }
+  static int FreePort() {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = Loopback(0);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    ::close(fd);
+    return ntohs(a.sin_port);
+  }
+  bool Listening() const {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a = Loopback(port_);
+    const bool up = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    ::close(fd);
+    return up;
+  }
+
+  int port_ = 0;
+  pid_t pid_ = -1;
+};
+
+std::vector<std::string> CachedDebs(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir + "/archives")) {
+    if (e.path().extension() == ".deb") names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST_CASE("Fetches that would take the cache past its cap or the host below its reserve are refused",
+          "[stig][package_cache]") {
+  testing::TestRepository repo;
+  HttpMirror mirror(repo.dir() + "/debs");
+  ::temper::testing::ScratchPath dir("capped");
+  PackageCacheOptions o;
+  o.dir = dir.path();
+  o.sources = {mirror.Source()};
+
+  // Two small .debs (temper-test-dep and what it depends on) do not fit 1000 bytes: nothing is fetched.
+  o.max_bytes = 1000;
+  auto tiny = PackageCache::Open(o);
+  REQUIRE(tiny.ok());
+  auto refused = tiny->Fetch("", {"temper-test-dep"});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+  INFO(refused.status().message());
+  CHECK_THAT(refused.status().message(), Catch::Contains("past its cap of 1000 bytes (package_cache.max_size"));
+  CHECK_THAT(refused.status().message(), Catch::Contains("for temper-test-dep"));
+  CHECK(CachedDebs(dir.path()).empty());
+
+  // Under a cap that fits they are fetched; at a cap the cache has reached, only what it holds is served.
+  o.max_bytes = 1 << 20;
+  auto roomy = PackageCache::Open(o);
+  REQUIRE(roomy.ok());
+  auto fetched = roomy->Fetch("", {"temper-test-dep"});
+  INFO(fetched.status().ToString());
+  REQUIRE(fetched.ok());
+  REQUIRE(CachedDebs(dir.path()) ==
+          std::vector<std::string>{"temper-test-dep_1.0_all.deb", "temper-test-ok_1.0_all.deb"});
+  o.max_bytes = fs::file_size(dir.path() + "/archives/temper-test-dep_1.0_all.deb") +
+                fs::file_size(dir.path() + "/archives/temper-test-ok_1.0_all.deb");
+  auto full = PackageCache::Open(o);
+  REQUIRE(full.ok());
+  CHECK(full->Fetch("", {"temper-test-ok"}).ok());
+  CHECK(full->Fetch("", {"temper-test-service"}).status().code() == StatusCode::kResourceExhausted);
+
+  // A host file system whose free space is all reserve for the state store takes no more.
+  o.max_bytes = 1 << 20;
+  o.host_reserve_bytes = std::uint64_t{1} << 62;
+  auto reserved = PackageCache::Open(o);
+  REQUIRE(reserved.ok());
+  auto no_room = reserved->Fetch("", {"temper-test-service"});
+  REQUIRE_FALSE(no_room.ok());
+  CHECK(no_room.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(no_room.status().message(), Catch::Contains("the file system holding " + dir.path()));
+  CHECK(CachedDebs(dir.path()).size() == 2);
 }
 
 }  // namespace
