@@ -523,9 +523,12 @@ int main(int argc, char** argv) {
   CLI::App* sc = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics)");
   AddModelOptions(sc, &serve.model);
-  sc->add_option("--host", serve.host,
-                 "address to listen on (127.0.0.1; without an API key only a loopback address, 127.0.0.1, ::1 or "
-                 "localhost, is taken)");
+  sc->add_option(
+      "--host", serve.host,
+      "address to listen on (default 127.0.0.1). Without an API key only a loopback address (127.0.0.1, ::1, "
+      "localhost) is taken. On 0.0.0.0 or :: (key required) requests may name any IP address in Host, since "
+      "the server cannot list those clients use and a DNS-rebinding page always sends a name; names still "
+      "need --allowed-host");
   sc->add_option("--port", serve.port, "port to listen on (0: any free port)")->check(CLI::Range(0, 65535));
   sc->add_option("--model-name", serve.model_name, "the model name clients send (default: the model directory's name)");
   sc->add_option("--context", serve.context, "longest sequence, prompt plus output")->check(CLI::PositiveNumber);
