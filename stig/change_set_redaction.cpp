@@ -54,6 +54,7 @@ std::string RedactHash(std::string_view value) {
   std::string_view hash = value.substr(locks);
   if (hash.find_first_not_of('*') == std::string_view::npos) return std::string(value);       // "*", "!*"
   if (hash.starts_with('<') && hash.ends_with(" hash redacted>")) return std::string(value);  // done already
+  if (hash == "x") return std::string(value);  // passwd(5)'s "in the shadow file"
   return fmt::format("{}<{} hash redacted>", value.substr(0, locks), AlgorithmOf(hash));
 }
 

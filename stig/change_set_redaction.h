@@ -23,7 +23,7 @@ namespace temper::stig {
 bool HoldsPasswordHashes(std::string_view path);
 
 // "<sha512crypt hash redacted>" for "$6$...", "!<yescrypt hash redacted>" for "!$y$...", and the
-// value itself for one that is not a hash ("", "*", "!", "!!").
+// value itself for one that is not a hash ("", "*", "!", "!!", and passwd(5)'s "x").
 std::string RedactHash(std::string_view value);
 
 // One line of `path` (HoldsPasswordHashes) with its hash fields redacted; other lines unchanged.

@@ -13,6 +13,7 @@
 #include "orchestrator/evidence/evidence_checklist.h"
 #include "orchestrator/evidence/evidence_report.h"
 #include "orchestrator/evidence/export_html.h"
+#include "orchestrator/evidence/results_redaction.h"
 
 namespace temper::evidence {
 namespace {
@@ -89,7 +90,8 @@ Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id,
       return Status::FailedPrecondition(fmt::format("batch {} is {}: its final ARF is written when it completes",
                                                     batch.id, BatchStateName(batch.state)));
     }
-    TEMPER_ASSIGN_OR_RETURN(out.content, ReadWhole(arf));
+    TEMPER_ASSIGN_OR_RETURN(std::string whole, ReadWhole(arf));
+    out.content = RedactPasswordElements(whole);  // no account's hash leaves (results_redaction.h)
     out.file_name = stem + "-arf.xml";
     out.media_type = "application/xml";
     return out;

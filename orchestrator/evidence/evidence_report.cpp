@@ -7,6 +7,8 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include "orchestrator/evidence/results_redaction.h"
+
 namespace temper::evidence {
 namespace {
 
@@ -18,6 +20,7 @@ Result<std::map<std::string, stig::RuleEvidence>> EvidenceOf(const std::string& 
   std::map<std::string, stig::RuleEvidence> out;
   if (arf.empty()) return out;
   TEMPER_ASSIGN_OR_RETURN(std::vector<stig::RuleEvidence> all, stig::ReadOvalEvidence(arf, ids));
+  RedactPasswordFields(all);  // shadow items' hashes stay on the host (results_redaction.h)
   for (stig::RuleEvidence& e : all) {
     std::string id = e.rule_id;
     out.emplace(std::move(id), std::move(e));

@@ -13,7 +13,10 @@
 #include "orchestrator/evidence/checklist_xccdf.h"
 #include "orchestrator/evidence/evidence_fixture.h"
 #include "orchestrator/evidence/export_html.h"
+#include "orchestrator/evidence/results_redaction.h"
 #include "orchestrator/temp_dir.h"
+#include "skip.h"
+#include "stig/process.h"
 
 namespace temper::evidence {
 namespace {
@@ -254,6 +257,78 @@ TEST_CASE("No password hash of a shadow change reaches an export: HTML, CKL, CKL
   // What changed stays readable: the account, the algorithms and the aging fields.
   CHECK_THAT(exports.at("ckl"), Catch::Contains("root:&lt;yescrypt hash redacted&gt;:19700:0:60:7:::"));
   CHECK_THAT(exports.at("html"), Catch::Contains("sha512crypt hash redacted"));
+}
+
+// An OVAL definition whose shadow_object collects every account of /etc/shadow, as SSG's
+// accounts_password_set_max_life_existing does.
+constexpr const char* kShadowOval = R"(<?xml version="1.0" encoding="UTF-8"?>
+<oval_definitions xmlns="http://oval.mitre.org/XMLSchema/oval-definitions-5"
+    xmlns:oval="http://oval.mitre.org/XMLSchema/oval-common-5"
+    xmlns:unix="http://oval.mitre.org/XMLSchema/oval-definitions-5#unix">
+  <generator><oval:schema_version>5.11.2</oval:schema_version><oval:timestamp>2026-01-01T00:00:00</oval:timestamp></generator>
+  <definitions><definition class="compliance" id="oval:t:def:1" version="1">
+    <metadata><title>aging</title><description>d</description></metadata>
+    <criteria><criterion test_ref="oval:t:tst:1"/></criteria></definition></definitions>
+  <tests><unix:shadow_test check="all" check_existence="any_exist" comment="c" id="oval:t:tst:1" version="1">
+    <unix:object object_ref="oval:t:obj:1"/></unix:shadow_test></tests>
+  <objects><unix:shadow_object comment="c" id="oval:t:obj:1" version="1">
+    <unix:username operation="pattern match">.*</unix:username></unix:shadow_object></objects>
+</oval_definitions>
+)";
+
+TEST_CASE("OpenSCAP's shadow items keep no password hash in an export", "[evidence][redaction]") {
+  // The real oscap, reading a shadow file of test accounts bound over /etc/shadow in a mount
+  // namespace of its own (the host's file is untouched), as it reads a target's.
+  testing::TempDir dir;
+  const std::string shadow = dir.Write("shadow", "root:$6$salt$" + std::string(86, 'R') +
+                                                     ":19000:0:99999:7:::\n"
+                                                     "alice:!$y$j9T$salt$" +
+                                                     std::string(43, 'Y') +
+                                                     ":19000:0:60:7:::\n"
+                                                     "daemon:*:19000:0:99999:7:::\n");
+  const std::string oval = dir.Write("oval.xml", kShadowOval);
+  stig::ProcessSpec p;
+  p.argv = {"unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            "mount --bind \"$1\" /etc/shadow && exec oscap oval eval --results \"$2\" \"$3\"",
+            "sh",
+            shadow,
+            dir / "results.xml",
+            oval};
+  p.timeout = std::chrono::seconds(120);
+  auto ran = stig::RunProcess(p);
+  REQUIRE(ran.ok());
+  if (!ran->Succeeded()) TEMPER_SKIP("oscap in a mount namespace of its own cannot run here: " + ran->err);
+  const std::string results = testing::ReadFileOrEmpty(dir / "results.xml");
+  REQUIRE(results.find(std::string(86, 'R')) != std::string::npos);  // what OpenSCAP collects
+
+  const std::string redacted = RedactPasswordElements(results);
+  CHECK(redacted.find("$6$") == std::string::npos);
+  CHECK(redacted.find("$y$") == std::string::npos);
+  CHECK(redacted.find(std::string(43, 'Y')) == std::string::npos);
+  CHECK_THAT(redacted, Catch::Contains(":password>&lt;sha512crypt hash redacted&gt;</"));
+  CHECK_THAT(redacted, Catch::Contains(":password>!&lt;yescrypt hash redacted&gt;</"));
+  CHECK_THAT(redacted, Catch::Contains(":password>*</"));  // not a hash: what the rules judge
+  CHECK_THAT(redacted, Catch::Contains(">alice</"));
+  CHECK(RedactPasswordElements(redacted) == redacted);
+
+  // The OVAL evidence of the HTML and checklist exports, item fields as ReadOvalEvidence gives them.
+  std::vector<stig::RuleEvidence> evidence(1);
+  evidence[0].definitions.resize(1);
+  evidence[0].definitions[0].tests.resize(1);
+  evidence[0].definitions[0].tests[0].items.push_back(
+      {.id = "1",
+       .type = "shadow_item",
+       .status = "exists",
+       .result = "true",
+       .fields = {{"username", "root"}, {"password", "$6$salt$" + std::string(86, 'R')}, {"chg_lst", "19000"}}});
+  RedactPasswordFields(evidence);
+  CHECK(evidence[0].definitions[0].tests[0].items[0].fields ==
+        stig::OvalFields{{"username", "root"}, {"password", "<sha512crypt hash redacted>"}, {"chg_lst", "19000"}});
 }
 
 }  // namespace
