@@ -147,6 +147,34 @@ std::optional<HostCgroupFiles> FindCommandCgroup() {
   return found;
 }
 
+// The cgroup files of this process's one target (".../temper-<this pid>-..."), found by walking
+// the hierarchies down from their mount points; nullopt when there is none.
+std::optional<HostCgroupFiles> FindTargetCgroup() {
+  const std::string tree_prefix = fmt::format("temper-{}-", ::getpid());
+  const std::map<std::string, std::string> mounts = CgroupMountPoints();
+  auto find_under = [&](const std::string& mount) -> std::string {
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(mount, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it.depth() > 4) it.disable_recursion_pending();
+      if (it->is_directory() && it->path().filename().string().starts_with(tree_prefix)) return it->path().string();
+    }
+    return "";
+  };
+  HostCgroupFiles files;
+  if (mounts.count("memory") && mounts.count("pids")) {
+    files.memory_dir = find_under(mounts.at("memory"));
+    files.pids_dir = find_under(mounts.at("pids"));
+    files.memory_limit = files.memory_dir + "/memory.limit_in_bytes";
+  } else if (mounts.count("")) {
+    files.memory_dir = files.pids_dir = find_under(mounts.at(""));
+    files.memory_limit = files.memory_dir + "/memory.max";
+  }
+  if (files.memory_dir.empty() || files.pids_dir.empty()) return std::nullopt;
+  files.pids_limit = files.pids_dir + "/pids.max";
+  return files;
+}
+
 // What the kernel reads back for a memory limit of `bytes`: v1 and v2 both print the number.
 std::string LimitText(std::uint64_t bytes) { return std::to_string(bytes); }
 
@@ -361,21 +389,17 @@ TEST_CASE("attempts running at once on forks of one target share its caps instea
   // Six sleeping processes each, with the shell and bubblewrap's two: 9 per attempt, 36 together,
   // more than twice the cap of 16 yet well within it for each attempt alone.
   std::string tree_pids_max, tree_memory_max, tree_pids_current;
-  auto results = RunAtOnce(
-      forks,
-      "for i in 1 2 3 4 5 6; do sleep 60 & done; touch /ready; "
-      "while [ -e /hold ]; do sleep 0.1; done; echo done",
-      [&] {
-        std::optional<HostCgroupFiles> files = FindCommandCgroup();
-        if (!files) return;
-        // The target's cgroup is the commands' parent.
-        const std::string memory_tree = fs::path(files->memory_dir).parent_path().string();
-        const std::string pids_tree = fs::path(files->pids_dir).parent_path().string();
-        tree_pids_max = ReadFile(pids_tree + "/pids.max");
-        tree_pids_current = ReadFile(pids_tree + "/pids.current");
-        tree_memory_max = ReadFile(
-            memory_tree + (files->memory_limit.ends_with("memory.max") ? "/memory.max" : "/memory.limit_in_bytes"));
-      });
+  auto results = RunAtOnce(forks,
+                           "for i in 1 2 3 4 5 6; do sleep 60 & done; touch /ready; "
+                           "while [ -e /hold ]; do sleep 0.1; done; echo done",
+                           [&] {
+                             // The target's cgroup, above its commands' (all of them may have been stopped by now).
+                             std::optional<HostCgroupFiles> tree = FindTargetCgroup();
+                             if (!tree) return;
+                             tree_pids_max = ReadFile(tree->pids_limit);
+                             tree_pids_current = ReadFile(tree->pids_dir + "/pids.current");
+                             tree_memory_max = ReadFile(tree->memory_limit);
+                           });
   int capped = 0, ended_well = 0;
   for (auto& r : results) {
     REQUIRE(r.ok());
