@@ -28,6 +28,12 @@ bool ClientIdentity::MayActOn(std::string_view target) const {
 }
 
 void StampCaller(const ClientIdentity& identity, grpc::AuthContext& context) {
+  // gRPC keeps one auth context per connection and runs the processors on every call, so a
+  // connection's second call finds its first call's stamp: the same caller again adds nothing.
+  // Another caller on the same connection (a second token over one TCP connection) is added, and
+  // CallerOf then trusts neither.
+  std::vector<grpc::string_ref> stamped = context.FindPropertyValues(kKey);
+  if (stamped.size() == 1 && std::string_view(stamped[0].data(), stamped[0].size()) == identity.key) return;
   context.AddProperty(kKey, identity.key);
   context.AddProperty(kName, identity.name);
   context.AddProperty(kRole, std::string(ClientRoleName(identity.role)));
