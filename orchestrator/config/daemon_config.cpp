@@ -172,8 +172,8 @@ Status ParseSshTarget(const YamlNode& spec, TargetConfig& target) {
 }
 
 Status ParseSsh(const YamlNode& node, SshConfig& out) {
-  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
-      {"known_hosts", "key_file", "control_dir", "connect_timeout", "host_dir", "reconnect_tries", "reconnect_pause"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"known_hosts", "key_file", "control_dir", "connect_timeout",
+                                                 "host_dir", "reconnect_tries", "reconnect_pause", "max_hosts"}));
   if (auto n = node.Find("known_hosts")) {
     TEMPER_ASSIGN_OR_RETURN(out.known_hosts, n->AsPath());
   }
@@ -192,6 +192,10 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   }
   if (auto n = node.Find("reconnect_pause")) {
     TEMPER_ASSIGN_OR_RETURN(out.reconnect_pause, n->AsDuration(std::chrono::seconds(1), std::chrono::seconds(300)));
+  }
+  if (auto n = node.Find("max_hosts")) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(0, 100000));
+    out.max_hosts = static_cast<uint32_t>(v);
   }
   if (auto n = node.Find("host_dir")) {
     TEMPER_ASSIGN_OR_RETURN(out.host_dir, n->AsString());
@@ -240,6 +244,32 @@ Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
   if (auto n = node.Find("parallel_attempts")) {
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxParallelAttempts));
     out.parallel_attempts = static_cast<uint32_t>(v);
+  }
+  return Status::OK();
+}
+
+Status ParseLimits(const YamlNode& node, ClientLimitsConfig& out) {
+  const std::pair<const char*, uint32_t*> keys[] = {
+      {"active_batches_per_client", &out.active_batches_per_client},
+      {"rules_per_batch", &out.rules_per_batch},
+      {"parallel_attempts_per_batch", &out.parallel_attempts_per_batch},
+      {"watch_streams_per_client", &out.watch_streams_per_client},
+      {"watch_streams_total", &out.watch_streams_total},
+      {"server_threads", &out.server_threads},
+  };
+  TEMPER_RETURN_IF_ERROR(
+      node.ExpectMapWithKeys({"active_batches_per_client", "rules_per_batch", "parallel_attempts_per_batch",
+                              "watch_streams_per_client", "watch_streams_total", "server_threads"}));
+  for (const auto& [name, field] : keys) {
+    if (auto n = node.Find(name)) {
+      // gRPC needs a few threads of its own to serve anything at all (server_threads).
+      TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(std::string_view(name) == "server_threads" ? 4 : 1, 1000000));
+      *field = static_cast<uint32_t>(v);
+    }
+  }
+  if (out.parallel_attempts_per_batch > kMaxParallelAttempts) {
+    return node.Error(fmt::format("parallel_attempts_per_batch: {} is above temperd's own maximum of {}",
+                                  out.parallel_attempts_per_batch, kMaxParallelAttempts));
   }
   return Status::OK();
 }
@@ -325,7 +355,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   TEMPER_RETURN_IF_ERROR(
       root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs",
                               "log_level", "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox",
-                              "targets", "loop", "waivers", "access"}));
+                              "targets", "loop", "waivers", "access", "limits"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics", "dashboard"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -384,6 +414,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (auto n = root.Find("sandbox")) TEMPER_RETURN_IF_ERROR(ParseSandbox(*n, config.sandbox));
   if (auto n = root.Find("targets")) TEMPER_RETURN_IF_ERROR(ParseTargets(*n, config.targets));
   if (auto n = root.Find("loop")) TEMPER_RETURN_IF_ERROR(ParseLoop(*n, config));
+  if (auto n = root.Find("limits")) TEMPER_RETURN_IF_ERROR(ParseLimits(*n, config.limits));
   if (auto n = root.Find("waivers")) {
     TEMPER_ASSIGN_OR_RETURN(config.waivers, ParseWaiverList(*n));
   }

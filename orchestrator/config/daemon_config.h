@@ -73,6 +73,21 @@ struct SshConfig {
   // A revert after a lost connection tries this many fresh connections, this far apart.
   int reconnect_tries = 6;
   std::chrono::seconds reconnect_pause{4};
+  // ssh.max_hosts: SSH hosts registered besides the configured ones (an admin's submit registers
+  // one). Each is a hosts.json entry and a target; past the cap a registration is refused.
+  uint32_t max_hosts = 256;
+};
+
+// limits: what one client (orchestrator/server/client_identity.h) may hold at once, so no client
+// exhausts temperd for the others (orchestrator/server/client_limits.h). Admins are exempt from the
+// per-client limits, so root is always served; watch_streams_total applies to everyone.
+struct ClientLimitsConfig {
+  uint32_t active_batches_per_client = 16;   // queued or running batches a client submitted
+  uint32_t rules_per_batch = 1000;           // rules one submit names (a whole profile is the datastream's)
+  uint32_t parallel_attempts_per_batch = 4;  // a batch's parallel_attempts
+  uint32_t watch_streams_per_client = 32;    // open WatchJournal streams (`temper watch`)
+  uint32_t watch_streams_total = 1024;       // open WatchJournal streams of all clients together
+  uint32_t server_threads = 64;              // gRPC's threads for the calls other than WatchJournal
 };
 
 struct DaemonConfig {
@@ -114,6 +129,7 @@ struct DaemonConfig {
   // Site-wide accepted risks (orchestrator/config/waivers.h), full rule ids; a batch's own waiver for a
   // rule replaces the configured one.
   std::vector<Waiver> waivers;
+  ClientLimitsConfig limits;
 
   const TargetConfig* FindTarget(const std::string& name) const;
 };

@@ -275,6 +275,34 @@ TEST_CASE("configured waivers are read with full rule ids and expiry days") {
   CHECK(config->waivers[1].expires_at == 1801353600000);  // 2027-01-31T00:00:00Z
 }
 
+TEST_CASE("limits: per-client limits and ssh.max_hosts have defaults, take positive counts, and name bad keys") {
+  auto defaults = ParseDaemonConfig("state_dir: /srv/t\n", "t.yaml");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->limits.active_batches_per_client == 16);
+  CHECK(defaults->limits.watch_streams_per_client == 32);
+  CHECK(defaults->limits.watch_streams_total == 1024);
+  CHECK(defaults->ssh.max_hosts == 256);
+  auto set = ParseDaemonConfig(
+      "limits:\n  active_batches_per_client: 2\n  rules_per_batch: 50\n  parallel_attempts_per_batch: 1\n"
+      "  watch_streams_per_client: 3\n  watch_streams_total: 10\n  server_threads: 8\nssh:\n  max_hosts: 0\n",
+      "t.yaml");
+  REQUIRE(set.ok());
+  CHECK(set->limits.active_batches_per_client == 2);
+  CHECK(set->limits.rules_per_batch == 50);
+  CHECK(set->limits.parallel_attempts_per_batch == 1);
+  CHECK(set->limits.watch_streams_per_client == 3);
+  CHECK(set->limits.watch_streams_total == 10);
+  CHECK(set->limits.server_threads == 8);
+  CHECK(set->ssh.max_hosts == 0);
+  for (const char* bad : {"limits:\n  watch_streams_per_client: 0\n", "limits:\n  server_threads: 2\n",
+                          "limits:\n  parallel_attempts_per_batch: 17\n", "limits:\n  streams: 3\n"}) {
+    auto refused = ParseDaemonConfig(bad, "t.yaml");
+    INFO(bad);
+    CHECK_FALSE(refused.ok());
+    CHECK_THAT(refused.status().message(), Catch::Contains("t.yaml:2:"));
+  }
+}
+
 TEST_CASE("a socket path too long for sockaddr_un is refused at load time") {
   std::string text = "listen:\n  unix:\n    path: /" + std::string(120, 'x') + "\n";
   auto config = ParseDaemonConfig(text, "/t.yaml");

@@ -1,0 +1,87 @@
+#include "orchestrator/server/client_limits.h"
+
+#include <optional>
+#include <set>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+namespace temper {
+namespace {
+
+ClientLimitsConfig Small() {
+  ClientLimitsConfig limits;
+  limits.active_batches_per_client = 2;
+  limits.rules_per_batch = 10;
+  limits.parallel_attempts_per_batch = 2;
+  limits.watch_streams_per_client = 2;
+  limits.watch_streams_total = 3;
+  return limits;
+}
+
+TEST_CASE("client limits: watch streams per client and in all, admins exempt from the first, slots given back") {
+  ClientLimits limits(Small());
+  std::vector<ClientLimits::WatchSlot> open;
+  for (int i = 0; i < 2; ++i) {
+    auto slot = limits.OpenWatch("unix:1000", false);
+    REQUIRE(slot.ok());
+    open.push_back(std::move(*slot));
+  }
+  Result<ClientLimits::WatchSlot> third = limits.OpenWatch("unix:1000", false);
+  CHECK(third.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(third.status().message(),
+             Catch::Contains("unix:1000") && Catch::Contains("limits.watch_streams_per_client"));
+  CHECK(limits.watch_streams("unix:1000") == 2);
+
+  // An admin passes the per-client limit, but not the total.
+  auto admin = limits.OpenWatch("unix:0", true);
+  REQUIRE(admin.ok());
+  Result<ClientLimits::WatchSlot> over = limits.OpenWatch("unix:0", true);
+  CHECK(over.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(over.status().message(), Catch::Contains("limits.watch_streams_total"));
+  CHECK(limits.watch_streams_total() == 3);
+
+  open.pop_back();
+  CHECK(limits.watch_streams("unix:1000") == 1);
+  CHECK(limits.OpenWatch("unix:1000", false).ok());  // destroyed at once: the slot is free again
+  CHECK(limits.watch_streams_total() == 2);
+}
+
+TEST_CASE("client limits: active batches, rules and parallel attempts per client, admins exempt") {
+  ClientLimits limits(Small());
+  std::set<int64_t> active;
+  auto still_active = [&](int64_t id) { return active.count(id) > 0; };
+
+  auto rules = limits.ReserveBatch("token:ci", false, 11, 1, still_active);
+  CHECK(rules.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(rules.status().message(), Catch::Contains("limits.rules_per_batch"));
+  auto parallel = limits.ReserveBatch("token:ci", false, 1, 3, still_active);
+  CHECK(parallel.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(parallel.status().message(), Catch::Contains("limits.parallel_attempts_per_batch"));
+
+  for (int64_t id : {1, 2}) {
+    auto ticket = limits.ReserveBatch("token:ci", false, 10, 2, still_active);
+    REQUIRE(ticket.ok());
+    ticket->Submitted(id);
+    active.insert(id);
+  }
+  auto third = limits.ReserveBatch("token:ci", false, 1, 1, still_active);
+  CHECK(third.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(third.status().message(),
+             Catch::Contains("token:ci") && Catch::Contains("limits.active_batches_per_client"));
+  // Another client, and an admin, are not held up by this one.
+  CHECK(limits.ReserveBatch("token:other", false, 1, 1, still_active).ok());
+  CHECK(limits.ReserveBatch("unix:0", true, 5000, 16, still_active).ok());
+
+  // A batch that ended frees its place.
+  active.erase(1);
+  auto after_end = limits.ReserveBatch("token:ci", false, 1, 1, still_active);
+  REQUIRE(after_end.ok());
+  // While a ticket is held (a submit in progress), it counts.
+  CHECK(limits.ReserveBatch("token:ci", false, 1, 1, still_active).status().code() == StatusCode::kResourceExhausted);
+  // An idempotent resubmit names a batch counted already: still one place.
+  after_end->Submitted(2);
+}
+
+}  // namespace
+}  // namespace temper
