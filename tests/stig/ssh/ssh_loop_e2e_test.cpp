@@ -160,6 +160,19 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
       std::filesystem::exists(host->tree() + scripted::WrongNotePath(std::string(kPrefix) + "banner_etc_issue_net")));
   CHECK(std::filesystem::exists(host->tree() + "/etc/profile.d/tmout.sh"));
   CHECK(HasEvent(*d.daemon, id, "attempt.reverted"));
+  // The Reflector's lesson on attempt 1 reached the Worker's attempt 2 on this same host, saying
+  // where it was learnt (lessons are scoped to the host they were learnt on: episodic_memory.h).
+  const std::string banner = std::string(kPrefix) + "banner_etc_issue_net";
+  bool lesson_with_provenance = false;
+  for (const auto& r : (*server)->requests()) {
+    const std::string prompt = r.messages.dump();
+    if (r.role == "worker" && r.attempt == 2 && r.rule_id == banner &&
+        prompt.find(scripted::LessonMarker(banner, 1)) != std::string::npos &&
+        prompt.find(fmt::format("Provenance: learnt on SSH host {} in batch {}", login, id)) != std::string::npos) {
+      lesson_with_provenance = true;
+    }
+  }
+  CHECK(lesson_with_provenance);
   // The host's own results came back to the daemon.
   temper::v1::BatchReport report = ReadReport(*d.daemon->Stub(), id);
   CHECK(std::filesystem::exists(report.results_dir() + "/arf.xml"));
