@@ -177,7 +177,9 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
        "'deb http://deb.debian.org/debian bookworm main'"},
       {"package_cache:\n  mirror: /srv\n",
        "t.yaml:2:3: package_cache.mirror: unknown key (valid keys here: enabled, "
-       "dir, sources, max_index_age)"},
+       "dir, sources, max_index_age, max_size)"},
+      {"package_cache:\n  max_size: 0\n",
+       "t.yaml:2:3: package_cache: package cache max_size must be more than 0 bytes"},
       {"log_level: loud\n",
        "t.yaml:1:12: log_level: unknown log level 'loud' (expected debug, info, warning or error)"},
       {"default_budgets:\n  max_attempts: 0\n", "t.yaml:2:17: default_budgets.max_attempts: 0 is out of range [1, 50]"},
