@@ -24,14 +24,16 @@ import transformers
 from safetensors.numpy import load_file, save_file
 from transformers import Gemma4ForCausalLM, Gemma4TextConfig
 
+# Head dims are 32 and 64: the CUDA attention kernels take 32, 64, 128, 256 and 512, and the same
+# fixtures run through them (in the SIMT emulator, or on a GPU).
 # Every config keeps sqrt(hidden_size) exact in bf16 (64 -> 8, 144 -> 12, 4 -> 2): Gemma's embedding
 # scale is sqrt(hidden) cast to the weights' dtype, so an fp32 run of a bf16 checkpoint would
 # otherwise scale by a different number than the bf16 model (the 0.0043 difference found on
 # ../shared/fixtures/gemma4-tiny, see README.md).
 CONFIGS = {
     # The 31B's ratios at tiny widths: sliding GQA 2:1 at head_dim d, full layers with K = V, one KV
-    # head for 8 query heads (8:1) at head_dim 2d, proportional RoPE 0.25 on the full layers,
-    # softcap 30, tied embeddings, window 8 with prompts past 2x the window.
+    # head for 8 query heads (8:1) at head_dim 2d (the 31B: 256 and 512), proportional RoPE 0.25 on
+    # the full layers, softcap 30, tied embeddings, window 8 with prompts past 2x the window.
     "gemma4-31b-ratios": dict(
         vocab_size=512,
         hidden_size=64,
@@ -39,8 +41,8 @@ CONFIGS = {
         num_hidden_layers=7,  # layer 5 full by the 5:1 pattern, layer 6 forced full as the last
         num_attention_heads=8,
         num_key_value_heads=4,
-        head_dim=16,
-        global_head_dim=32,
+        head_dim=32,
+        global_head_dim=64,
         num_global_key_value_heads=1,
         attention_k_eq_v=True,
         sliding_window=8,
@@ -79,8 +81,8 @@ CONFIGS = {
         num_hidden_layers=6,
         num_attention_heads=2,
         num_key_value_heads=1,
-        head_dim=8,
-        global_head_dim=16,
+        head_dim=32,
+        global_head_dim=64,
         num_global_key_value_heads=1,
         attention_k_eq_v=True,
         sliding_window=4,
