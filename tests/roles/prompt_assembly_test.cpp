@@ -1,6 +1,7 @@
 // Prompt assembly: the budget is never exceeded, priorities decide what stays, truncation is at
 // line boundaries, and every drop is reported.
 #include "roles/prompt_assembly.h"
+#include "roles/prompt_sections.h"
 
 #include <catch2/catch.hpp>
 
@@ -76,4 +77,20 @@ TEST_CASE("required sections beyond the budget are an error naming them") {
   CHECK(p.status().code() == StatusCode::kResourceExhausted);
   CHECK_THAT(p.status().message(), Catch::Contains("rule text (502 tokens)"));
   CHECK_THAT(p.status().message(), Catch::Contains("budget is 100"));
+}
+
+TEST_CASE("a lesson's provenance comes before its text, so the model reads it as a note from that target") {
+  std::vector<Lesson> lessons = {
+      {"xccdf_org.ssgproject.content_rule_a", "check sshd_config.d first", 0.5, true,
+       "learnt on rootfs target lab in batch 3 at 2026-11-29 10:02 UTC by the reflector (endpoint local)"},
+      {"xccdf_org.ssgproject.content_rule_b", "neighbour's note", 0.9, false, ""}};
+  std::vector<PromptSection> sections = LessonSections(lessons);
+  REQUIRE(sections.size() == 2);
+  CHECK(sections[0].text ==
+        "## Lesson (this rule, utility 0.50)\n"
+        "Provenance: learnt on rootfs target lab in batch 3 at 2026-11-29 10:02 UTC by the reflector (endpoint local)\n"
+        "check sshd_config.d first");
+  // A caller that does not know where a lesson came from shows none.
+  CHECK(sections[1].text ==
+        "## Lesson (similar rule xccdf_org.ssgproject.content_rule_b, utility 0.90)\nneighbour's note");
 }
