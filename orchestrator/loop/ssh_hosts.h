@@ -1,10 +1,15 @@
 // SshHosts: the SSH hosts temperd knows and what last happened on each, for `temper hosts` and for
 // the loop runner (which refuses batches on a host that needs a human).
 //
-// Hosts come from temperd.yaml (targets of type ssh) or from a submit naming user@name[:port];
-// those are remembered, with every host's state, in <state_dir>/ssh/hosts.json (written whole and
-// renamed into place), so a restarted daemon still knows them and still refuses a host that needs
-// a human until a person clears it.
+// Hosts come from temperd.yaml (targets of type ssh) or from an admin's submit naming
+// user@name[:port]; a submit by anyone else may name only a host already registered (issue 46: any
+// member could otherwise grow the registry, and with it temperd, without bound). Registered hosts
+// are capped by ssh.max_hosts. They are remembered, with every host's state, in
+// <state_dir>/ssh/hosts.json (written whole and renamed into place), so a restarted daemon still
+// knows them and still refuses a host that needs a human until a person clears it.
+// A start never fails on what that file holds: an entry that is not a valid host is logged (file
+// and entry) and skipped, but kept in the file as it was; a file that is not a JSON array is
+// copied aside (logged) and the registry starts with the configured hosts only.
 // States (HostState): idle, running, needs_human; their names are what hosts.json and `temper hosts`
 // show.
 // Thread safety: all methods are thread-safe (the gRPC service and the loop threads share one).
@@ -18,6 +23,9 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/records.h"
@@ -42,17 +50,26 @@ struct SshHostState {
   TimeMs updated_at = 0;
 };
 
+// Whether a submit may add a host the registry does not know (only an admin's may).
+enum class HostRegistration { kKnownOnly, kMayRegister };
+
 class SshHosts {
  public:
   // Reads hosts.json (a missing file is an empty registry) and adds temperd.yaml's ssh targets.
-  // DataLoss for a file that does not parse or holds an unknown state, naming it.
-  static Result<std::unique_ptr<SshHosts>> Open(const DaemonConfig& config);
+  // What the file holds never fails the start (see above); IOError only when a file that does not
+  // parse cannot be copied aside. `config` and `log` must outlive the registry.
+  static Result<std::unique_ptr<SshHosts>> Open(const DaemonConfig& config, const Logger& log);
 
   // The target for `spec` (user@name[:port]): the known host with that login, name and port
-  // (configured ones included), else a new one registered now; `created` tells which.
-  // InvalidArgument for a malformed spec; AlreadyExists when its name is a configured target that
-  // is not this host.
-  Result<TargetConfig> FromSubmit(const std::string& spec, bool* created = nullptr);
+  // (configured ones included), else, with kMayRegister, a new one registered now; `created` tells
+  // which. InvalidArgument for a malformed spec; PermissionDenied for an unknown host with
+  // kKnownOnly; ResourceExhausted when ssh.max_hosts hosts are registered already; AlreadyExists
+  // when its name is a configured target that is not this host.
+  Result<TargetConfig> FromSubmit(const std::string& spec, HostRegistration registration, bool* created = nullptr);
+  // Whether `spec` names a host the registry knows (configured or registered).
+  bool Knows(const std::string& spec) const;
+  // The refusal for a submit that names the unknown host `spec` without the right to register it.
+  static Status NotRegistered(const std::string& spec);
   // The target name a batch for `spec` goes to: the known host's, else NameFor(spec).
   std::string TargetNameFor(const std::string& spec) const;
   std::vector<SshHostState> List() const;
@@ -68,14 +85,20 @@ class SshHosts {
   static std::string NameFor(const std::string& spec);
 
  private:
-  explicit SshHosts(const DaemonConfig& config) : config_(config) {}
+  SshHosts(const DaemonConfig& config, const Logger& log) : config_(config), log_(log) {}
+  // Reads the stored hosts, skipping (and keeping in `kept_invalid_`) entries that are not hosts.
+  Result<std::vector<SshHostState>> ReadStored();
   Status SaveLocked() const;
   const SshHostState* FindLocked(const std::string& name, const stig::SshEndpoint& endpoint) const;
 
   const DaemonConfig& config_;
+  const Logger& log_;
   std::string path_;
   mutable std::mutex mu_;
   std::vector<SshHostState> hosts_;
+  // hosts.json's entries that are not valid hosts, written back as they were: nothing a start
+  // skipped is lost, and a person can repair it.
+  std::vector<nlohmann::json> kept_invalid_;
 };
 
 }  // namespace temper

@@ -8,6 +8,7 @@
 #include <grpcpp/ext/health_check_service_server_builder_option.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 
@@ -118,7 +119,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
-  TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_));
+  TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_, log));
   daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
                                                  daemon->hosts_.get());
   daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
@@ -154,6 +155,12 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
   grpc::EnableDefaultHealthCheckService(true);
   if (enable_plugins != nullptr) enable_plugins();
   grpc::ServerBuilder builder;
+  // gRPC's sync server starts a thread per call in progress, without bound; capped, a call past
+  // limits.server_threads is refused (RESOURCE_EXHAUSTED) instead. Watches are callbacks and take
+  // none of these threads (journal_watch.h).
+  grpc::ResourceQuota quota("temperd");
+  quota.SetMaxThreads(static_cast<int>(config_.limits.server_threads));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(service_.get());
   builder.SetOption(ReflectionV1Option());
   if (config_.tcp) {

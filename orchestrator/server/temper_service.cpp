@@ -21,13 +21,10 @@ constexpr uint32_t kDefaultPageSize = 50;
 constexpr uint32_t kMaxPageSize = 1000;
 constexpr uint32_t kDefaultMemoryItems = 20;
 constexpr uint32_t kMaxMemoryItems = 500;
-constexpr uint32_t kWatchReadChunk = 256;
 // Attempts read from the store at a time for a report or a rule's memory: each may hold megabytes
 // (a change set), so a stream holds a few of them in memory, never all, even while its client
 // does not read.
 constexpr uint32_t kAttemptsPerRead = 4;
-// How often an idle watch stream re-checks whether its client is still there.
-constexpr std::chrono::milliseconds kWatchPollInterval{500};
 
 // A chunk stream's writer: false once the client cancelled or went away, so the stream stops.
 template <typename Chunk>
@@ -71,6 +68,8 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
                                         temper::v1::Batch* response) {
   if (grpc::Status denied = Authorize(CallerOf(*context), "SubmitBatch"); !denied.ok()) return denied;
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
+  const ClientIdentity caller = CallerOf(*context);
+  const bool admin = caller.role == ClientRole::kAdmin;
   // A host named on submit becomes a target of its own (registered once the request is valid).
   temper::v1::SubmitBatchRequest checked = *request;
   std::vector<std::string> hosts;
@@ -81,6 +80,12 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
     }
     Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(request->host());
     if (!endpoint.ok()) return ToGrpcStatus(endpoint.status().WithContext("host"));
+    // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
+    // adds one (issue 46).
+    if (!admin && !hosts_.Knows(request->host())) {
+      log_.Info("SubmitBatch from {}: refused the unregistered SSH host {}", caller.name, request->host());
+      return ToGrpcStatus(SshHosts::NotRegistered(request->host()));
+    }
     checked.set_target(hosts_.TargetNameFor(request->host()));
     hosts.push_back(checked.target());
   }
@@ -93,9 +98,19 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
   Result<std::shared_ptr<const stig::DatastreamIds>> ids = datastream_ids_.Get(batch->datastream);
   if (!ids.ok()) return ToGrpcStatus(ids.status().WithContext("datastream"));
   if (Status known = CheckIdsInDatastream(checked, *batch, **ids); !known.ok()) return ToGrpcStatus(known);
+  Result<ClientLimits::BatchTicket> ticket = limits_.ReserveBatch(
+      caller.key, admin, batch->rule_ids.size(), batch->options.parallel_attempts, [this](int64_t id) {
+        Result<BatchRecord> counted = store_.GetBatch(id);
+        return !counted.ok() || counted->state == BatchState::kQueued || counted->state == BatchState::kRunning;
+      });
+  if (!ticket.ok()) {
+    log_.Info("SubmitBatch from {}: {}", caller.name, ticket.status().message());
+    return ToGrpcStatus(ticket.status());
+  }
   if (!request->host().empty()) {
     bool created = false;
-    Result<TargetConfig> target = hosts_.FromSubmit(request->host(), &created);
+    Result<TargetConfig> target = hosts_.FromSubmit(
+        request->host(), admin ? HostRegistration::kMayRegister : HostRegistration::kKnownOnly, &created);
     if (!target.ok()) return ToGrpcStatus(target.status());
     if (created) {
       log_.Info("SSH host {} ({}) registered as a target", target->name, target->host);
@@ -107,6 +122,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
     log_.Error("SubmitBatch: {}", submitted.status().ToString());
     return ToGrpcStatus(submitted.status());
   }
+  ticket->Submitted(submitted->batch.id);
   if (submitted->event) {
     runner_.Wake();
     log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
@@ -190,40 +206,27 @@ grpc::Status TemperService::CancelBatch(grpc::ServerContext* context, const temp
   return grpc::Status::OK;
 }
 
-grpc::Status TemperService::WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
-                                         grpc::ServerWriter<temper::v1::JournalEvent>* writer) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "WatchJournal"); !denied.ok()) return denied;
-  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
+grpc::ServerWriteReactor<temper::v1::JournalEvent>* TemperService::WatchJournal(
+    grpc::CallbackServerContext* context, const temper::v1::WatchJournalRequest* request) {
+  const ClientIdentity caller = CallerOf(*context);
+  if (grpc::Status denied = Authorize(caller, "WatchJournal"); !denied.ok()) return JournalWatchers::Refuse(denied);
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) {
+    return JournalWatchers::Refuse(ToGrpcStatus(bounds));
+  }
   std::optional<int64_t> batch_id;
   if (!request->batch_id().empty()) {
     Result<int64_t> id = ParseBatchId(request->batch_id());
-    if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
+    if (!id.ok()) return JournalWatchers::Refuse(ToGrpcStatus(id.status().WithContext("batch_id")));
     Result<BatchRecord> batch = store_.GetBatch(*id);
-    if (!batch.ok()) return ToGrpcStatus(batch.status());
+    if (!batch.ok()) return JournalWatchers::Refuse(ToGrpcStatus(batch.status()));
     batch_id = *id;
   }
-  uint64_t cursor = request->after_seq();
-  while (!context->IsCancelled()) {
-    // Everything up to `horizon` is committed, so the read below sees all of it that matches; waiting
-    // beyond `horizon` (not `cursor`) keeps a filtered watcher from spinning on others' events.
-    uint64_t horizon = journal_.last_seq();
-    Result<std::vector<EventRecord>> events = store_.ReadEvents(cursor, batch_id, kWatchReadChunk);
-    if (!events.ok()) return ToGrpcStatus(events.status());
-    for (const EventRecord& e : *events) {
-      temper::v1::JournalEvent out;
-      ToProto(e, &out);
-      if (!writer->Write(out)) return grpc::Status::OK;  // the client went away
-      cursor = e.seq;
-    }
-    if (events->size() == kWatchReadChunk) continue;
-    if (!request->follow()) return grpc::Status::OK;
-    if (journal_.closed()) {
-      return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                          fmt::format("temperd is shutting down; resume with after_seq={}", cursor));
-    }
-    journal_.WaitBeyond(std::max(horizon, cursor), std::chrono::steady_clock::now() + kWatchPollInterval);
+  Result<ClientLimits::WatchSlot> slot = limits_.OpenWatch(caller.key, caller.role == ClientRole::kAdmin);
+  if (!slot.ok()) {
+    log_.Info("WatchJournal from {}: {}", caller.name, slot.status().message());
+    return JournalWatchers::Refuse(ToGrpcStatus(slot.status()));
   }
-  return grpc::Status(grpc::StatusCode::CANCELLED, "watch cancelled by the client");
+  return watchers_.Start(batch_id, request->after_seq(), request->follow(), std::move(*slot));
 }
 
 grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,

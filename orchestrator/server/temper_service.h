@@ -5,6 +5,9 @@
 // No answer is larger than about one chunk (message_chunks.h, 1 MiB), whatever the batch: reports
 // and rule memories stream as chunks, a batch's rules and the list calls come in pages; a stream
 // reads the store a few attempts at a time, and stops (logged) once its client cancels or goes away.
+// WatchJournal is a callback method (journal_watch.h): an open watch holds no thread. What one
+// client may hold at once (batches, watch streams) is bounded by temperd.yaml's limits:
+// (client_limits.h), and an SSH host is registered by an admin or the config, never by any member.
 //
 // Thread safety: gRPC calls the methods concurrently; the members it uses are thread-safe.
 #pragma once
@@ -13,7 +16,9 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/server/client_limits.h"
 #include "orchestrator/server/datastream_ids_cache.h"
+#include "orchestrator/server/journal_watch.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
 #include "stig/scap/disa_stig.h"
@@ -21,7 +26,7 @@
 
 namespace temper {
 
-class TemperService final : public temper::v1::Temper::Service {
+class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJournal<temper::v1::Temper::Service> {
  public:
   // All references must outlive the service.
   TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner, SshHosts& hosts,
@@ -32,7 +37,9 @@ class TemperService final : public temper::v1::Temper::Service {
         runner_(runner),
         hosts_(hosts),
         disa_stigs_(disa_stigs),
-        log_(log) {}
+        log_(log),
+        limits_(config.limits),
+        watchers_(store, journal, log) {}
 
   grpc::Status SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                            temper::v1::Batch* response) override;
@@ -42,8 +49,8 @@ class TemperService final : public temper::v1::Temper::Service {
                            temper::v1::ListBatchesResponse* response) override;
   grpc::Status CancelBatch(grpc::ServerContext* context, const temper::v1::CancelBatchRequest* request,
                            temper::v1::Batch* response) override;
-  grpc::Status WatchJournal(grpc::ServerContext* context, const temper::v1::WatchJournalRequest* request,
-                            grpc::ServerWriter<temper::v1::JournalEvent>* writer) override;
+  grpc::ServerWriteReactor<temper::v1::JournalEvent>* WatchJournal(
+      grpc::CallbackServerContext* context, const temper::v1::WatchJournalRequest* request) override;
   // Streams: ChunkPacker (message_chunks.h) cuts the answer into chunks bounded by bytes.
   grpc::Status GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
                              grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) override;
@@ -75,6 +82,8 @@ class TemperService final : public temper::v1::Temper::Service {
   const std::vector<stig::DisaStig>& disa_stigs_;  // temperd's disa_stigs: directory
   const Logger& log_;
   DatastreamIdsCache datastream_ids_;
+  ClientLimits limits_;
+  JournalWatchers watchers_;
 };
 
 }  // namespace temper

@@ -2,6 +2,9 @@
 // of any size, journal files that would stop the next start, and a process out of file descriptors.
 // Every case runs the real temperd binary over its real socket (tests/orchestrator/daemon_process.h).
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -33,6 +36,7 @@
 #include "orchestrator/store/journal_files.h"
 #include "orchestrator/store/sqlite.h"
 #include "security/lm_serve_process.h"
+#include "skip.h"
 #include "stig/process.h"
 
 namespace temper::testing {
@@ -460,6 +464,263 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   grpc::Status served = list();
   INFO(served.error_message());
   CHECK(served.ok());
+  CHECK(daemon.Stop() == 0);
+}
+
+
+// ---- Issue 46: a daemon no client can exhaust or brick ----
+
+int Threads(pid_t pid) {
+  std::istringstream status(ReadFileOrEmpty(fmt::format("/proc/{}/status", pid)));
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  FAIL("/proc/" << pid << "/status has no Threads line");
+  return 0;
+}
+
+std::string FloodBinary() { return std::string(TEMPER_BINARY_DIR) + "/tests/security/temper_watch_flood"; }
+
+// A program beside the test (temper_watch_flood), its stdin and stdout piped: the test reads its
+// lines, and closing its stdin ends it. Run as `uid`:`gid` when given (the caller must be root).
+class Background {
+ public:
+  explicit Background(const std::vector<std::string>& argv, int uid = -1, int gid = -1) {
+    int in[2], out[2];
+    REQUIRE(pipe2(in, O_CLOEXEC) == 0);
+    REQUIRE(pipe2(out, O_CLOEXEC) == 0);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    pid_ = fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      dup2(in[0], 0);
+      dup2(out[1], 1);
+      if (uid >= 0 && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    stdin_ = in[1];
+    stdout_ = out[0];
+  }
+  ~Background() {
+    if (pid_ > 0) Finish();
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+
+  // The next line it prints, without its newline; "" when it prints none within `limit`.
+  std::string ReadLine(std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (buffered_.find('\n') == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      pollfd p{stdout_, POLLIN, 0};
+      if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
+      char buf[4096];
+      ssize_t n = read(stdout_, buf, sizeof buf);
+      if (n <= 0) return "";
+      buffered_.append(buf, static_cast<size_t>(n));
+    }
+    const size_t end = buffered_.find('\n');
+    std::string line = buffered_.substr(0, end);
+    buffered_.erase(0, end + 1);
+    return line;
+  }
+  // Reads lines until one starts with `prefix` (that line), or "" when none comes within `limit`.
+  std::string WaitForLine(const std::string& prefix, std::chrono::seconds limit) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      std::string line = ReadLine(std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()) + 1s);
+      if (line.empty()) return "";
+      if (line.rfind(prefix, 0) == 0) return line;
+    }
+    return "";
+  }
+  // Closes its stdin and waits for it: what it printed since the last line read, and its status.
+  std::string Finish() {
+    close(stdin_);
+    std::string rest = buffered_;
+    buffered_.clear();
+    char buf[4096];
+    for (ssize_t n; (n = read(stdout_, buf, sizeof buf)) > 0;) rest.append(buf, static_cast<size_t>(n));
+    close(stdout_);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rest;
+  }
+  int exit_status() const { return exit_status_; }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+  int stdout_ = -1;
+  std::string buffered_;
+  int exit_status_ = -1;
+};
+
+grpc::Status ListWithin(temper::v1::Temper::Stub& stub, int seconds) {
+  temper::v1::ListBatchesResponse list;
+  return stub.ListBatches(CallContext(seconds).get(), {}, &list);
+}
+
+TEST_CASE("watch flood: 220 follow streams at once leave temperd's threads near idle, root is served, all get events") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  REQUIRE(ListWithin(*stub, 10).ok());
+  std::this_thread::sleep_for(500ms);  // gRPC's pollers settle after the first call
+  const int idle = Threads(daemon.pid());
+
+  // Root's own streams: an admin is exempt from the per-client limit, so all 220 are served.
+  Background flood({FloodBinary(), daemon.socket_path(), "220"});
+  const std::string opened = flood.ReadLine(60s);
+  INFO(opened);
+  CHECK(opened.rfind("accepted 220 refused 0 pending 0", 0) == 0);
+  const int busy = Threads(daemon.pid());
+  INFO("temperd's threads: " << idle << " idle, " << busy << " with the streams open");
+  CHECK(busy <= idle + 16);  // before issue 46: one thread a stream, idle + 220
+  grpc::Status listed = ListWithin(*stub, 10);
+  INFO(listed.error_message());
+  CHECK(listed.ok());
+
+  // Every stream, parked without a thread, is woken by a new event and gets it once.
+  SubmitOk(*stub, ValidSubmit("seen by every watcher"));
+  CHECK(flood.WaitForLine("events 220", 60s) == "events 220");
+  flood.Finish();
+  CHECK(flood.exit_status() == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("watch flood: a member past limits.watch_streams_per_client gets RESOURCE_EXHAUSTED naming the key") {
+  if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
+  TempDir dir;
+  const std::string flood = CopyForOtherUsers(dir, FloodBinary());
+  DaemonProcess daemon(dir, {.unix_group = "nogroup", .extra_yaml = "limits:\n  watch_streams_per_client: 4\n"});
+  Status started = daemon.Start();
+  INFO(started.message().substr(0, 2000));
+  REQUIRE(started.ok());
+  chmod((dir / "run").c_str(), 0755);
+
+  // nogroup (65534): a member of the socket's group, an operator.
+  Background member({flood, daemon.socket_path(), "10"}, 65534, 65534);
+  const std::string refused = member.ReadLine(60s);
+  INFO(refused);
+  CHECK(refused.rfind("accepted 4 refused 6 pending 0 first_refusal 8 ", 0) == 0);  // 8: RESOURCE_EXHAUSTED
+  CHECK_THAT(refused, Catch::Contains("limits.watch_streams_per_client"));
+
+  // Root is exempt: served while the member's streams stay open.
+  Background root({FloodBinary(), daemon.socket_path(), "10"});
+  CHECK(root.ReadLine(60s).rfind("accepted 10 refused 0 pending 0", 0) == 0);
+  CHECK(ListWithin(*daemon.Stub(), 10).ok());
+
+  // Streams that end give their slots back.
+  member.Finish();
+  Background again({flood, daemon.socket_path(), "4"}, 65534, 65534);
+  CHECK(again.ReadLine(60s).rfind("accepted 4 refused 0 pending 0", 0) == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE("host flood: a member's submit naming an unregistered host is refused and hosts.json is unchanged") {
+  if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
+  TempDir dir;
+  const std::string client = CopyForOtherUsers(dir, TemperBinary());
+  DaemonProcess daemon(dir, {.unix_group = "nogroup"});
+  REQUIRE(daemon.Start().ok());
+  chmod((dir / "run").c_str(), 0755);
+  const std::string hosts_json = dir / "state/ssh/hosts.json";
+  const std::string before = ReadFileOrEmpty(hosts_json);
+  const int threads_before = Threads(daemon.pid());
+  auto submit = [&](const std::string& binary, const std::string& host) {
+    return std::vector<std::string>{binary, "--socket", daemon.socket_path(), "submit", "--host", host, "-d",
+                                    "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"};
+  };
+
+  for (int i = 0; i < 5; ++i) {
+    const std::string invented = fmt::format("root@192.0.2.{}", 10 + i);
+    ProcessResult member = RunProcess(submit(client, invented), 65534, 65534);
+    INFO(member.err);
+    CHECK(member.exit_code != 0);
+    CHECK_THAT(member.err, Catch::Contains(invented + " is not a registered SSH host") &&
+                               Catch::Contains("an admin must register it"));
+  }
+  CHECK(ReadFileOrEmpty(hosts_json) == before);
+  CHECK(Threads(daemon.pid()) <= threads_before + 2);
+
+  // An admin's submit registers the host; registered, it takes the member's batches too.
+  ProcessResult root = RunProcess(submit(TemperBinary(), "root@192.0.2.10"));
+  INFO(root.err);
+  CHECK(root.exit_code == 0);
+  CHECK_THAT(ReadFileOrEmpty(hosts_json), Catch::Contains("root@192.0.2.10"));
+  ProcessResult member = RunProcess(submit(client, "root@192.0.2.10"), 65534, 65534);
+  INFO(member.err);
+  CHECK(member.exit_code == 0);
+  CHECK(daemon.Stop() == 0);
+}
+
+TEST_CASE(
+    "start-up brick: thousands of hosts and invalid entries in hosts.json, many batches and events: temperd starts, "
+    "serves, holds no thread per host and deletes nothing") {
+  TempDir dir;
+  DaemonProcess daemon(dir, {.models_yaml = "endpoints:\n  down: {type: openai, base_url: 'http://127.0.0.1:9/v1', "
+                                            "model: none}\nroles:\n  architect: {endpoint: down}\n"
+                                            "  worker: {endpoint: down}\n  reflector: {endpoint: down}\n",
+                             .ssh_yaml = "max_hosts: 5000"});
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  // What clients grow: batches (each runs and fails here: the target's root was never made) and
+  // their journal events.
+  for (int i = 0; i < 200; ++i) SubmitOk(*stub, ValidSubmit(fmt::format("batch {}", i)));
+  REQUIRE(daemon.Stop() == 0);
+
+  // hosts.json after a flood of registrations, and entries no temperd writes.
+  nlohmann::json hosts = nlohmann::json::array();
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = fmt::format("root@10.46.{}.{}", i / 250, i % 250 + 1);
+    hosts.push_back({{"name", name}, {"host", name}, {"configured", false}, {"state", "idle"}});
+  }
+  const nlohmann::json invalid = nlohmann::json::array(
+      {42, {{"name", "no-host"}}, {{"name", "root@10.47.0.1"}, {"host", "root@10.47.0.1"}, {"state", "exploded"}},
+       {{"name", "bad"}, {"host", "root@bad host;rm -rf /"}}, hosts[0]});
+  for (const nlohmann::json& entry : invalid) hosts.push_back(entry);
+  dir.Write("state/ssh/hosts.json", hosts.dump());
+
+  stub = Restart(daemon);
+  CHECK(ListWithin(*stub, 10).ok());
+  const int threads = Threads(daemon.pid());
+  INFO("temperd's threads with 3000 hosts registered: " << threads);
+  CHECK(threads < 64);  // before issue 46: a thread per host, over 3000
+  const std::string log = daemon.Log();
+  INFO(log.substr(log.size() > 4000 ? log.size() - 4000 : 0));
+  CHECK_THAT(log, Catch::Contains("hosts.json: skipped entry 42") && Catch::Contains("exploded") &&
+                      Catch::Contains("a second entry named root@10.46.0.1"));
+
+  // Nothing is deleted: the next write of hosts.json (an admin registers a host) keeps every entry.
+  temper::v1::SubmitBatchRequest to_host = ValidSubmit("on a new host");
+  to_host.clear_target();
+  to_host.set_host("root@192.0.2.99");
+  SubmitOk(*stub, to_host);
+  nlohmann::json written = nlohmann::json::parse(ReadFileOrEmpty(dir / "state/ssh/hosts.json"), nullptr, false);
+  REQUIRE(written.is_array());
+  CHECK(written.size() == 3000 + invalid.size() + 1);
+  REQUIRE(daemon.Stop() == 0);
+
+  // A file that is no JSON at all is copied aside, and temperd starts.
+  dir.Write("state/ssh/hosts.json", "{not json");
+  stub = Restart(daemon);
+  CHECK(ListWithin(*stub, 10).ok());
+  bool copied = false;
+  for (const auto& entry : std::filesystem::directory_iterator(dir / "state/ssh")) {
+    if (entry.path().filename().string().rfind("hosts.json.unreadable-", 0) == 0) {
+      copied = ReadFileOrEmpty(entry.path().string()) == "{not json";
+    }
+  }
+  CHECK(copied);
   CHECK(daemon.Stop() == 0);
 }
 
