@@ -13,7 +13,9 @@ ClientLimits::BatchTicket::~BatchTicket() {
 }
 
 void ClientLimits::BatchTicket::Submitted(int64_t id) {
-  if (limits_ != nullptr) limits_->AddBatch(client_, id);
+  if (limits_ == nullptr) return;
+  limits_->AddBatch(client_, id);
+  limits_ = nullptr;  // the reservation became the batch: counted once, not twice
 }
 
 Result<ClientLimits::WatchSlot> ClientLimits::OpenWatch(const std::string& client, bool exempt) {
@@ -78,7 +80,9 @@ Result<ClientLimits::BatchTicket> ClientLimits::ReserveBatch(const std::string& 
 
 void ClientLimits::AddBatch(const std::string& client, int64_t id) {
   std::lock_guard lock(mu_);
-  clients_[client].active_batches.insert(id);
+  Client& c = clients_[client];
+  --c.reserved_batches;
+  c.active_batches.insert(id);
 }
 
 void ClientLimits::ReleaseTicket(const std::string& client) {

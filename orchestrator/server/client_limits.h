@@ -59,7 +59,8 @@ class ClientLimits {
     }
     BatchTicket& operator=(BatchTicket&&) = delete;
     ~BatchTicket();
-    // The store took the batch as `id` (an idempotent resubmit names the batch it already had).
+    // The store took the batch as `id` (an idempotent resubmit names the batch it already had):
+    // the reservation becomes that batch, counted while it is active. Once only.
     void Submitted(int64_t id);
 
    private:

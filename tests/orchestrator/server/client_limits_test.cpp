@@ -79,8 +79,16 @@ TEST_CASE("client limits: active batches, rules and parallel attempts per client
   REQUIRE(after_end.ok());
   // While a ticket is held (a submit in progress), it counts.
   CHECK(limits.ReserveBatch("token:ci", false, 1, 1, still_active).status().code() == StatusCode::kResourceExhausted);
-  // An idempotent resubmit names a batch counted already: still one place.
+  // An idempotent resubmit names a batch counted already: the client holds batch 2 alone.
   after_end->Submitted(2);
+  auto one_more = limits.ReserveBatch("token:ci", false, 1, 1, still_active);
+  REQUIRE(one_more.ok());
+  one_more->Submitted(3);
+  active.insert(3);
+  // While the submit's ticket lives on, its batch counts once, not as a reservation too.
+  auto refused = limits.ReserveBatch("token:ci", false, 1, 1, still_active);
+  CHECK(refused.status().code() == StatusCode::kResourceExhausted);
+  CHECK_THAT(refused.status().message(), Catch::Contains("already has 2 batches"));
 }
 
 }  // namespace
