@@ -1,6 +1,7 @@
 #include "orchestrator/server/client_identity.h"
 
 #include <algorithm>
+#include <mutex>
 
 namespace temper {
 
@@ -27,17 +28,27 @@ bool ClientIdentity::MayActOn(std::string_view target) const {
   return targets.empty() || std::find(targets.begin(), targets.end(), target) != targets.end();
 }
 
-void StampCaller(const ClientIdentity& identity, grpc::AuthContext& context) {
-  // gRPC keeps one auth context per connection and runs the processors on every call, so a
-  // connection's second call finds its first call's stamp: the same caller again adds nothing.
-  // Another caller on the same connection (a second token over one TCP connection) is added, and
-  // CallerOf then trusts neither.
+grpc::Status StampCaller(const ClientIdentity& identity, grpc::AuthContext& context) {
+  // gRPC keeps one auth context per connection and runs the processors on every call, concurrently
+  // for concurrent calls, and an AuthContext is not thread-safe. So the stamp is written once per
+  // connection, under a lock: a connection's later calls find it and write nothing, and then every
+  // write to a connection's context happens before any of its methods reads it.
+  static std::mutex stamping;
+  std::lock_guard lock(stamping);
   std::vector<grpc::string_ref> stamped = context.FindPropertyValues(kKey);
-  if (stamped.size() == 1 && std::string_view(stamped[0].data(), stamped[0].size()) == identity.key) return;
+  if (!stamped.empty()) {
+    if (stamped.size() == 1 && std::string_view(stamped[0].data(), stamped[0].size()) == identity.key) {
+      return grpc::Status::OK;
+    }
+    // A second token over one TCP connection: a connection speaks for one client.
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "this connection already speaks for another client; open a new one for " + identity.name);
+  }
   context.AddProperty(kKey, identity.key);
   context.AddProperty(kName, identity.name);
   context.AddProperty(kRole, std::string(ClientRoleName(identity.role)));
   for (const std::string& target : identity.targets) context.AddProperty(kTarget, target);
+  return grpc::Status::OK;
 }
 
 ClientIdentity CallerOf(const grpc::ServerContextBase& call) {

@@ -31,8 +31,10 @@ struct ClientIdentity {
   bool operator==(const ClientIdentity&) const = default;
 };
 
-// Records `identity` as the caller of the call whose auth context this is.
-void StampCaller(const ClientIdentity& identity, grpc::AuthContext& context);
+// Records `identity` as the caller of the calls on the connection whose auth context this is (gRPC
+// keeps one per connection). UNAUTHENTICATED when the connection already speaks for another client.
+// Safe to call from the processors of concurrent calls.
+grpc::Status StampCaller(const ClientIdentity& identity, grpc::AuthContext& context);
 
 // The caller stamped on a call; an identity with an empty key when there is none (every listener
 // stamps, so that is a bug, and Authorize refuses it).

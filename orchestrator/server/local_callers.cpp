@@ -29,8 +29,7 @@ class CellStamp final : public grpc::AuthMetadataProcessor {
   grpc::Status Process(const InputMetadata&, grpc::AuthContext* context, OutputMetadata*, OutputMetadata*) override {
     std::shared_ptr<const ClientIdentity> identity = cell_->Get();
     if (!identity) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "temperd did not identify this connection");
-    StampCaller(*identity, *context);
-    return grpc::Status::OK;
+    return StampCaller(*identity, *context);
   }
 
  private:

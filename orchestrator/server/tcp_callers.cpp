@@ -42,6 +42,7 @@ Result<std::vector<TcpClient>> TcpClientsOf(const DaemonConfig& config) {
 
 grpc::Status TcpCallers::Process(const InputMetadata& auth_metadata, grpc::AuthContext* context,
                                  OutputMetadata* consumed_auth_metadata, OutputMetadata*) {
+  std::lock_guard lock(mu_);
   constexpr std::string_view kPrefix = "Bearer ";
   auto it = auth_metadata.find("authorization");
   if (it != auth_metadata.end()) {
@@ -57,8 +58,7 @@ grpc::Status TcpCallers::Process(const InputMetadata& auth_metadata, grpc::AuthC
     if (found == nullptr) return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "the bearer token was not accepted");
     consumed_auth_metadata->insert(std::make_pair(std::string(it->first.data(), it->first.size()),
                                                   std::string(it->second.data(), it->second.size())));
-    StampCaller(found->identity, *context);
-    return grpc::Status::OK;
+    return StampCaller(found->identity, *context);
   }
   // gRPC's TLS puts the verified peer certificate's names on the context (only when client_ca made
   // TLS ask for and check one).
@@ -66,8 +66,7 @@ grpc::Status TcpCallers::Process(const InputMetadata& auth_metadata, grpc::AuthC
     for (const grpc::string_ref& name : context->FindPropertyValues(property)) {
       for (const TcpClient& c : clients_) {
         if (!c.tls_name.empty() && c.tls_name == std::string_view(name.data(), name.size())) {
-          StampCaller(c.identity, *context);
-          return grpc::Status::OK;
+          return StampCaller(c.identity, *context);
         }
       }
     }

@@ -5,9 +5,11 @@
 // stamped on the call (client_identity.h); a call that proves no identity is UNAUTHENTICATED. A
 // token that does not match is refused even when the certificate would name a client: a wrong
 // token is an attack or a mistake, not a fallback.
-// Thread safety: Process is called concurrently; the processor is immutable after construction.
+// Thread safety: Process is called concurrently, for calls on one connection too, whose auth context
+// gRPC shares between them: each call is processed under mu_ (client_identity.h says why).
 #pragma once
 
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -39,6 +41,7 @@ class TcpCallers final : public grpc::AuthMetadataProcessor {
 
  private:
   const std::vector<TcpClient> clients_;
+  std::mutex mu_;
 };
 
 }  // namespace temper

@@ -8,10 +8,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <google/protobuf/descriptor.h>
@@ -178,6 +180,28 @@ TEST_CASE("a member of the socket's group cannot rewrite root's SSH trust, nor p
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("a fresh connection's first calls, made at once, all know their caller") {
+  // gRPC shares one auth context among a connection's calls and stamps it from each call's
+  // processor: concurrent first calls must neither lose the caller nor race on the context.
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  for (int round = 0; round < 5; ++round) {
+    auto stub = daemon.Stub();  // a new channel: a new connection
+    std::vector<std::thread> calls;
+    std::atomic<int> ok{0};
+    for (int i = 0; i < 16; ++i) {
+      calls.emplace_back([&] {
+        temper::v1::ListBatchesResponse list;
+        if (stub->ListBatches(CallContext().get(), {}, &list).ok()) ++ok;
+      });
+    }
+    for (std::thread& t : calls) t.join();
+    CHECK(ok == 16);
+  }
+  CHECK(daemon.Stop() == 0);
+}
+
 TEST_CASE("a viewer reads batches and the journal, and can neither submit nor cancel") {
   if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
   TempDir dir;
@@ -331,6 +355,23 @@ TEST_CASE("TCP: each bearer token is a client with its own role") {
         "`access:`)");
   CHECK(SubmitOver(target, with_token("ci.token-secret")).ok());
   CHECK(SubmitOver(target, with_token("guess")).error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  // One connection speaks for one client: a second token over it is refused, not added.
+  {
+    auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(target, grpc::SslCredentials(ssl)));
+    temper::v1::ListBatchesResponse list;
+    auto as = [](const std::string& token) {
+      std::unique_ptr<grpc::ClientContext> context = CallContext();
+      context->set_credentials(grpc::AccessTokenCredentials(token));
+      return context;
+    };
+    CHECK(stub->ListBatches(as("reader.token-secret").get(), {}, &list).ok());
+    temper::v1::Batch batch;
+    grpc::Status switched = stub->SubmitBatch(as("ci.token-secret").get(), ValidSubmit(), &batch);
+    CHECK(switched.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+    CHECK(switched.error_message() ==
+          "this connection already speaks for another client; open a new one for token 'ci'");
+    CHECK(stub->ListBatches(as("reader.token-secret").get(), {}, &list).ok());
+  }
   // Without a token or a client certificate, nobody.
   CHECK(ListOver(target, grpc::SslCredentials(ssl)).error_code() == grpc::StatusCode::UNAUTHENTICATED);
   CHECK(daemon.Stop() == 0);
