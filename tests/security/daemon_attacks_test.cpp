@@ -597,6 +597,39 @@ TEST_CASE("watch flood: 220 follow streams at once leave temperd's threads near 
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("watch streams parked without a thread still end at shutdown with UNAVAILABLE and the seq to resume from") {
+  TempDir dir;
+  DaemonProcess daemon(dir);
+  REQUIRE(daemon.Start().ok());
+  auto stub = daemon.Stub();
+  const std::string batch = SubmitOk(*stub, ValidSubmit()).id();  // seq 1
+  struct Watch {
+    std::unique_ptr<grpc::ClientContext> context = CallContext(60);
+    std::unique_ptr<grpc::ClientReader<temper::v1::JournalEvent>> reader;
+    std::vector<uint64_t> seqs;
+  };
+  std::vector<Watch> watches(3);
+  for (size_t i = 0; i < watches.size(); ++i) {
+    temper::v1::WatchJournalRequest follow;
+    follow.set_follow(true);
+    if (i == 2) follow.set_batch_id(batch);
+    watches[i].reader = stub->WatchJournal(watches[i].context.get(), follow);
+    temper::v1::JournalEvent e;
+    REQUIRE(watches[i].reader->Read(&e));  // caught up after this: parked
+    watches[i].seqs.push_back(e.seq());
+  }
+  std::future<int> stopped = std::async(std::launch::async, [&] { return daemon.Stop(); });
+  for (Watch& w : watches) {
+    temper::v1::JournalEvent e;
+    while (w.reader->Read(&e)) w.seqs.push_back(e.seq());
+    grpc::Status ended = w.reader->Finish();
+    INFO(ended.error_message());
+    CHECK(ended.error_code() == grpc::StatusCode::UNAVAILABLE);
+    CHECK_THAT(ended.error_message(), Catch::Contains(fmt::format("resume with after_seq={}", w.seqs.back())));
+  }
+  CHECK(stopped.get() == 0);
+}
+
 TEST_CASE("watch flood: a member past limits.watch_streams_per_client gets RESOURCE_EXHAUSTED naming the key") {
   if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
   TempDir dir;
