@@ -51,4 +51,12 @@ grpc::Status AuthorizeOnTarget(const ClientIdentity& caller, std::string_view me
   return grpc::Status::OK;
 }
 
+grpc::Status AuthorizeWaivers(const ClientIdentity& caller) {
+  if (caller.role == ClientRole::kAdmin) return grpc::Status::OK;
+  return Denied(fmt::format(
+      "{} is {} and may not waive rules: a waiver accepts a risk on the host, which needs the admin role (temperd.yaml "
+      "`access:`)",
+      caller.name, WithArticle(caller.role)));
+}
+
 }  // namespace temper

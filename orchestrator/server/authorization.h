@@ -27,5 +27,8 @@ std::span<const RpcAccess> RpcAccessTable();
 // through AuthorizeOnTarget once the method knows which target it is.
 grpc::Status Authorize(const ClientIdentity& caller, std::string_view method);
 grpc::Status AuthorizeOnTarget(const ClientIdentity& caller, std::string_view method, std::string_view target);
+// A batch's own waivers accept a risk on the host (the rule is left failing): an admin's decision,
+// like the site-wide waivers of temperd.yaml. PERMISSION_DENIED for anyone else.
+grpc::Status AuthorizeWaivers(const ClientIdentity& caller);
 
 }  // namespace temper

@@ -66,9 +66,9 @@ grpc::Status TemperService::AuthorizeOnBatch(const grpc::ServerContext& context,
 
 grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                                         temper::v1::Batch* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "SubmitBatch"); !denied.ok()) return denied;
-  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   const ClientIdentity caller = CallerOf(*context);
+  if (grpc::Status denied = Authorize(caller, "SubmitBatch"); !denied.ok()) return denied;
+  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   const bool admin = caller.role == ClientRole::kAdmin;
   // A host named on submit becomes a target of its own (registered once the request is valid).
   temper::v1::SubmitBatchRequest checked = *request;
@@ -89,8 +89,9 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
     checked.set_target(hosts_.TargetNameFor(request->host()));
     hosts.push_back(checked.target());
   }
-  if (grpc::Status denied = AuthorizeOnTarget(CallerOf(*context), "SubmitBatch", checked.target()); !denied.ok()) {
-    return denied;
+  if (grpc::Status denied = AuthorizeOnTarget(caller, "SubmitBatch", checked.target()); !denied.ok()) return denied;
+  if (request->waivers_size() > 0) {
+    if (grpc::Status denied = AuthorizeWaivers(caller); !denied.ok()) return denied;
   }
   Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);
   if (!batch.ok()) return ToGrpcStatus(batch.status());

@@ -169,6 +169,14 @@ TEST_CASE("a member of the socket's group cannot rewrite root's SSH trust, nor p
   CHECK(ReadFileOrEmpty(known_hosts) == before);
   CHECK(daemon.Log().find("127.0.0.1:9") == std::string::npos);  // temperd never tried to reach it
 
+  // A waiver accepts a risk on the host: an admin's call, not an operator's.
+  std::vector<std::string> waived = kSubmitLab;
+  waived.insert(waived.end(), {"--waive", "accounts_tmout:accepted by the attacker:mallory"});
+  ProcessResult waiver = member(waived);
+  CHECK(waiver.exit_code != 0);
+  CHECK(waiver.err.find("is an operator and may not waive rules") != std::string::npos);
+  CHECK(AsRoot(daemon, waived).exit_code == 0);
+
   // What an operator may do, it still does.
   ProcessResult submitted = member(kSubmitLab);
   INFO(submitted.err);
