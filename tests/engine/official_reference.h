@@ -14,6 +14,8 @@
 #include <catch2/catch.hpp>
 
 #include "engine/golden_fixture.h"
+#include "engine/model/drafter_config.h"
+#include "engine/model/drafter_weights.h"
 #include "engine/model/model_config.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/weights.h"
@@ -78,6 +80,39 @@ inline const OfficialFixture& Official(const std::string& name) {
   }
   loaded.push_back(std::move(fixture));
   return *loaded.back();
+}
+
+// The MTP assistant transformers made for a target fixture (tests/data/reference/<target>-assistant),
+// with draft cases in tests/data/gemma4-tiny-assistant's format: sequence_J (prompt and greedy
+// tokens), case_prompt, case_length (the target's cache holds positions 0..L-1 and its next token
+// is sequence[L]), draft_tokens [cases][steps], draft_logits [cases][steps][vocab], draft_margin.
+struct OfficialDrafter {
+  std::shared_ptr<const DrafterWeights> weights;
+  std::shared_ptr<const SafetensorsFile> reference;
+
+  template <typename T>
+  std::vector<T> Tensor(const std::string& tensor) const {
+    return TensorValues<T>(*reference, tensor, nullptr);
+  }
+};
+
+inline const OfficialDrafter& OfficialAssistant(const OfficialFixture& target) {
+  static std::vector<std::pair<std::string, std::unique_ptr<OfficialDrafter>>> loaded;
+  for (const auto& [name, d] : loaded) {
+    if (name == target.name) return *d;
+  }
+  const std::filesystem::path dir = TestDataDir() / "reference" / (target.name + "-assistant");
+  auto drafter = std::make_unique<OfficialDrafter>();
+  auto config = LoadDrafterConfig(dir / "config.json", target.config);
+  if (!config.ok()) FAIL(config.status().ToString());
+  auto weights = DrafterWeights::Load(dir, *config);
+  if (!weights.ok()) FAIL(weights.status().ToString());
+  drafter->weights = std::shared_ptr<const DrafterWeights>(std::move(*weights));
+  auto reference = SafetensorsFile::Open(dir / "reference.safetensors");
+  if (!reference.ok()) FAIL(reference.status().ToString());
+  drafter->reference = std::make_shared<SafetensorsFile>(std::move(*reference));
+  loaded.emplace_back(target.name, std::move(drafter));
+  return *loaded.back().second;
 }
 
 // What one backend's teacher-forced pass over prompt + greedy[:-1] gave.

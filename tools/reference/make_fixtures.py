@@ -232,14 +232,15 @@ def write_fixture(name, spec, out_dir, seed):
     print("\n".join(summary))
 
 
-def check_config_as_released(target):
+def check_config_as_released(target, nested=None):
     """transformers 5.23's save_pretrained writes the full layers' geometry as `per_layer_config`; the
     released Gemma 4 checkpoints (written by 5.5.0.dev0) carry `global_head_dim` and
     `num_global_key_value_heads` instead, and temper reads those. The config keeps what 5.23 wrote and
     gains the two released keys, read back from per_layer_config; reloading must give the same config."""
     path = os.path.join(target, "config.json")
     with open(path) as f:
-        saved = json.load(f)
+        top = json.load(f)
+    saved = top[nested] if nested else top
     per_layer = saved.get("per_layer_config") or {}
     full = [int(i) for i, t in enumerate(saved["layer_types"]) if t == "full_attention"]
     geometry = {json.dumps(per_layer[str(i)], sort_keys=True) for i in full}
@@ -250,12 +251,13 @@ def check_config_as_released(target):
     if "num_key_value_heads" in full_geometry:
         saved["num_global_key_value_heads"] = full_geometry["num_key_value_heads"]
     with open(path, "w") as f:
-        json.dump(saved, f, indent=2, sort_keys=True)
+        json.dump(top, f, indent=2, sort_keys=True)
         f.write("\n")
-    reread = Gemma4TextConfig.from_pretrained(target)
-    for i in full:
-        layer = reread.per_layer_config[i]
-        assert layer.head_dim == full_geometry["head_dim"], (path, i)
+    if nested is None:
+        reread = Gemma4TextConfig.from_pretrained(target)
+        for i in full:
+            layer = reread.per_layer_config[i]
+            assert layer.head_dim == full_geometry["head_dim"], (path, i)
 
 
 def compare_shared(directory):
@@ -307,6 +309,103 @@ def patch_assistant_support():
         return original(config)
 
     Gemma4TextConfig.kv_sharing_modes = property(kv_sharing_modes)
+
+
+# The MTP assistant for gemma4-31b-ratios: 4 layers reading the target's last sliding and last full
+# layer (their KV geometry, so the same head dims and KV heads), tied head, no softcap.
+ASSISTANT = dict(
+    target="gemma4-31b-ratios",
+    text=dict(
+        vocab_size=512,
+        hidden_size=32,
+        intermediate_size=96,
+        num_hidden_layers=4,
+        layer_types=["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=8,
+        num_key_value_heads=4,
+        head_dim=32,
+        global_head_dim=64,
+        num_global_key_value_heads=1,
+        attention_k_eq_v=True,
+        sliding_window=8,
+        final_logit_softcapping=None,
+        vocab_size_per_layer_input=0,
+    ),
+    steps=4,
+    # (prompt, target cache length L). transformers' drafter sees the last window + 1 target positions
+    # on its sliding layers, temper's the last window - 1: they agree while L < window (see README.md).
+    cases=[(0, 2), (0, 5), (0, 7), (1, 3), (1, 6), (2, 4), (0, 12), (0, 40), (1, 20), (2, 15)],
+)
+
+
+def write_assistant_fixture(out_dir, seed):
+    """An MTP assistant on a target fixture, and drafts by transformers' own candidate generator, in
+    tests/data/gemma4-tiny-assistant's reference format."""
+    from transformers import Gemma4AssistantConfig, GenerationConfig
+    from transformers.generation.candidate_generator import SinglePositionMultiTokenCandidateGenerator
+
+    patch_assistant_support()
+    from transformers import Gemma4AssistantForCausalLM
+
+    target_dir = os.path.join(out_dir, ASSISTANT["target"])
+    target_ref = load_file(os.path.join(target_dir, "reference.safetensors"))
+    target = Gemma4ForCausalLM.from_pretrained(target_dir, dtype=torch.float32, attn_implementation="eager").eval()
+    kinds = target.config.layer_types
+    for kind in set(kinds):
+        last = max(i for i, t in enumerate(kinds) if t == kind)
+        target.model.layers[last].self_attn.store_full_length_kv = True
+
+    text = dict(COMMON)
+    text.update(ASSISTANT["text"])
+    config = Gemma4AssistantConfig(
+        text_config=Gemma4TextConfig(**text), backbone_hidden_size=target.config.hidden_size
+    )
+    config.architectures = ["Gemma4AssistantForCausalLM"]
+    torch.manual_seed(seed)
+    assistant = Gemma4AssistantForCausalLM(config).eval()
+    fill_weights(assistant, config.text_config, seed)
+    assistant = assistant.to(torch.bfloat16)
+    directory = os.path.join(out_dir, ASSISTANT["target"] + "-assistant")
+    assistant.save_pretrained(directory)
+    check_config_as_released(directory, nested="text_config")
+
+    assistant = Gemma4AssistantForCausalLM.from_pretrained(
+        directory, dtype=torch.float32, attn_implementation="eager"
+    ).eval()
+    steps = ASSISTANT["steps"]
+    assistant.generation_config.num_assistant_tokens = steps
+    tensors = {}
+    prompts = sorted({p for p, _ in ASSISTANT["cases"]})
+    for j in prompts:
+        sequence = target_ref[f"input_ids_{j}"].tolist() + target_ref[f"greedy_{j}"].tolist()
+        tensors[f"sequence_{j}"] = np.array(sequence, dtype=np.int32)
+    case_tokens, case_logits = [], []
+    for j, length in ASSISTANT["cases"]:
+        sequence = torch.tensor(tensors[f"sequence_{j}"].astype(np.int64))[None]
+        assert 0 < length < sequence.shape[1]
+        with torch.no_grad():
+            out = target(sequence[:, :length], output_hidden_states=True, return_shared_kv_states=True)
+        generator = SinglePositionMultiTokenCandidateGenerator(
+            assistant, target.get_input_embeddings(), GenerationConfig(max_length=4096)
+        )
+        candidates, logits = generator.get_candidates(sequence[:, : length + 1], {"attention_mask": None}, out, False, 0)
+        case_tokens.append(candidates[0, length + 1 :].tolist())
+        case_logits.append(logits[0].numpy())
+    logits = np.stack(case_logits).astype(np.float32)
+    top2 = np.sort(logits, axis=-1)[..., -2:]
+    tensors["case_prompt"] = np.array([p for p, _ in ASSISTANT["cases"]], dtype=np.int32)
+    tensors["case_length"] = np.array([n for _, n in ASSISTANT["cases"]], dtype=np.int32)
+    tensors["draft_tokens"] = np.array(case_tokens, dtype=np.int32)
+    tensors["draft_logits"] = logits
+    tensors["draft_margin"] = (top2[..., 1] - top2[..., 0]).astype(np.float32)
+    save_file(
+        tensors,
+        os.path.join(directory, "reference.safetensors"),
+        metadata={"made_by": f"transformers {transformers.__version__}, torch {torch.__version__}, seed {seed}"},
+    )
+    print(os.path.basename(directory))
+    for (j, length), tokens, margin in zip(ASSISTANT["cases"], case_tokens, tensors["draft_margin"]):
+        print(f"  prompt {j}, cache length {length}: drafts {tokens}, smallest margin {margin.min():.3f}")
 
 
 def compare_drafter(target_dir, drafter_dir, window):
@@ -380,6 +479,8 @@ def main():
         if args.only and name not in args.only:
             continue
         write_fixture(name, spec, args.out_dir, seed)
+    if not args.only or ASSISTANT["target"] + "-assistant" in args.only:
+        write_assistant_fixture(args.out_dir, len(CONFIGS))
 
 
 if __name__ == "__main__":

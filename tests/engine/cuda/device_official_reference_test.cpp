@@ -6,6 +6,7 @@
 // greedy tokens must be transformers' generate() tokens wherever the margin exceeds 1.0.
 #include <algorithm>
 #include <cstdio>
+#include <span>
 
 #include <catch2/catch.hpp>
 
@@ -17,6 +18,7 @@ namespace temper::engine::cuda {
 namespace {
 
 using testing::ArgMax;
+using testing::MaxAbsDiff;
 using testing::OfficialFixture;
 
 constexpr testing::Tolerances kBf16{.logits = 1.0f, .hidden_relative = 0.05f, .greedy_margin = 1.0f};
@@ -26,7 +28,7 @@ struct ReferenceDevice {
   std::unique_ptr<DeviceBackend> backend;
 };
 
-ReferenceDevice Device(const OfficialFixture& f, int tp) {
+ReferenceDevice Device(const OfficialFixture& f, int tp, std::shared_ptr<const DrafterWeights> drafter = nullptr) {
   ReferenceDevice d;
   d.comm = std::make_unique<Communicator>(tp);
   std::vector<std::unique_ptr<RankOps>> ops;
@@ -37,6 +39,7 @@ ReferenceDevice Device(const OfficialFixture& f, int tp) {
   options.max_rows = 64;
   options.kv.max_tokens = 512;
   options.kv.block_tokens = 4;  // small blocks, so a prompt spans several
+  options.drafter = std::move(drafter);
   auto backend = DeviceBackend::Create(f.config, f.weights, std::move(ops), options);
   if (!backend.ok()) FAIL(f.name << " at tp " << tp << ": " << backend.status().ToString());
   d.backend = std::move(*backend);
@@ -95,6 +98,60 @@ TEST_CASE("device backend on reference ops decodes transformers' greedy tokens o
       REQUIRE(dev.backend->ReleaseSequence(*seq).ok());
     }
   }
+}
+
+// transformers' Gemma 4 assistant against the device drafter, at the bf16 bounds of
+// device_backend_test.cpp's drafter case (max |Δlogit| <= 1.0, each draft equal until the first
+// step whose margin is 1.0 or less), on the cases whose target cache is shorter than the window:
+// past it transformers' drafter reads 2 more target positions than temper's (see
+// cpu_official_reference_test.cpp for the measured difference).
+TEST_CASE(
+    "device backend on reference ops drafts as transformers' Gemma 4 assistant while the cache is shorter "
+    "than the window",
+    "[engine][device][official][drafter]") {
+  const OfficialFixture& f = testing::Official("gemma4-31b-ratios");
+  const testing::OfficialDrafter& d = testing::OfficialAssistant(f);
+  const std::vector<int32_t> prompts = d.Tensor<int32_t>("case_prompt");
+  const std::vector<int32_t> lengths = d.Tensor<int32_t>("case_length");
+  const std::vector<int32_t> tokens = d.Tensor<int32_t>("draft_tokens");
+  const std::vector<float> logits = d.Tensor<float>("draft_logits");
+  const std::vector<float> margin = d.Tensor<float>("draft_margin");
+  const int64_t V = f.config.vocab_size;
+  const int steps = static_cast<int>(tokens.size() / prompts.size());
+  int compared = 0;
+  for (int tp : {1, 2}) {
+    auto dev = Device(f, tp, d.weights);
+    REQUIRE(dev.backend->has_drafter());
+    float worst = 0;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const int64_t length = lengths[i];
+      if (length >= f.config.sliding_window) continue;
+      const std::vector<int32_t> sequence = d.Tensor<int32_t>("sequence_" + std::to_string(prompts[i]));
+      INFO("tp " << tp << ", prompt " << prompts[i] << ", cache length " << length);
+      auto seq = dev.backend->AddSequence();
+      REQUIRE(seq.ok());
+      ForwardItem item{*seq, std::span<const int32_t>(sequence).first(length), false};
+      REQUIRE(dev.backend->Forward({&item, 1}, {}).ok());
+      const DraftRequest request{*seq, sequence[length], 0, steps};
+      auto drafted = dev.backend->Draft({&request, 1}, DraftOptions{.keep_logits = true});
+      if (!drafted.ok()) FAIL(drafted.status().ToString());
+      REQUIRE(drafted->tokens[0].size() == static_cast<size_t>(steps));
+      for (int step = 0; step < steps; ++step) {
+        const size_t at = i * steps + step;
+        const float diff = MaxAbsDiff(drafted->logits.data() + step * V, logits.data() + at * V, V);
+        worst = std::max(worst, diff);
+        INFO("step " << step << ": max |dlogit| " << diff << ", margin " << margin[at]);
+        CHECK(diff <= 1.0f);
+        if (margin[at] <= 1.0f) break;
+        CHECK(drafted->tokens[0][step] == tokens[at]);
+        ++compared;
+      }
+      REQUIRE(dev.backend->ReleaseSequence(*seq).ok());
+    }
+    std::printf("gemma4-31b-ratios-assistant, device twins tp %d: max |dlogit| %.3g\n", tp, worst);
+  }
+  std::printf("gemma4-31b-ratios-assistant, device twins: %d draft tokens compared\n", compared);
+  CHECK(compared >= 4);
 }
 
 }  // namespace
