@@ -164,7 +164,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
       {"stat_dir: /x\n",
        "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
        "listen, state_dir, database, content_dirs, content_dir, models, disa_stigs, log_level, shutdown_grace, "
-       "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers)"},
+       "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers, access, limits)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n",
        "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes, "
