@@ -92,6 +92,35 @@ std::string OomScoreText(const ProcessSpec& spec) {
     if (::write(sync_write, &one, 1) != 1) fail(5);  // the parent now writes our id maps
     if (::read(go_read, &one, 1) != 1 || one != 1) fail(6);
   }
+  if (spec.reap_orphans) {
+    const pid_t reaper = ::getpid();
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) fail(12);
+    const pid_t program = ::fork();
+    if (program < 0) fail(12);
+    if (program == 0) {
+      // PR_SET_PDEATHSIG is not inherited across fork: this one dies with the reaper.
+      if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != reaper) ::_exit(127);
+      ::execvpe(argv[0], argv, envp);
+      fail(7);
+    }
+    // The reaper keeps no end of the pipes: the parent sees EOF when the program's side closes,
+    // and the program reports its own exec failure.
+    ::close(0);
+    ::close(1);
+    ::close(2);
+    ::close(report_fd);
+    int status = 0, program_status = 0;
+    while (true) {
+      const pid_t done = ::waitpid(-1, &status, 0);
+      if (done == program) program_status = status;
+      if (done < 0 && errno != EINTR) break;  // ECHILD: nothing left below
+    }
+    if (WIFSIGNALED(program_status)) {
+      ::signal(WTERMSIG(program_status), SIG_DFL);
+      ::kill(reaper, WTERMSIG(program_status));
+    }
+    ::_exit(WIFEXITED(program_status) ? WEXITSTATUS(program_status) : 127);
+  }
   ::execvpe(argv[0], argv, envp);
   fail(7);
   ::_exit(127);
@@ -118,6 +147,8 @@ const char* StageName(int stage) {
       return "setting its OOM score";
     case 11:
       return "passing on inherited descriptors";
+    case 12:
+      return "starting it under a reaper";
     default:
       return "executing";
   }
@@ -368,6 +399,11 @@ Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
 }
 
 Result<StartedProcess> StartProcess(const ProcessSpec& spec, int stdio_fd) {
+  if (spec.reap_orphans) {
+    return Status::InvalidArgument(
+        "StartProcess: reap_orphans is for RunProcess (the reaper would hold the report "
+        "pipe that says the helper has started)");
+  }
   UniqueFd err_r, err_w, rep_r;
   TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
   TEMPER_ASSIGN_OR_RETURN(pid_t pid, ForkChild(spec, stdio_fd, stdio_fd, err_w.get(), rep_r));

@@ -49,6 +49,13 @@ struct ProcessSpec {
   // fork, so it and everything it starts run in those cgroups from their first instruction. The
   // caller keeps them open until RunProcess returns.
   std::vector<int> join_cgroup_fds;
+  // Run argv under a reaper: the child becomes a subreaper (PR_SET_CHILD_SUBREAPER), starts argv in
+  // a process of its own, reaps every process orphaned below it and ends as argv's process ended
+  // (its exit status, or the signal that killed it). bubblewrap's pid 1 exits after bubblewrap
+  // itself, so without this its zombie waits for the host's init to reap it (a second or two, or
+  // for ever under an init that never reaps), its pid still charged to the command's cgroups.
+  // RunProcess only: StartProcess answers InvalidArgument.
+  bool reap_orphans = false;
   // Descriptors the child keeps across exec, at the same numbers (everything else but stdio is
   // closed): e.g. the seccomp filter bwrap reads with --seccomp FD. The caller keeps them open
   // until RunProcess returns.

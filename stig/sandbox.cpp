@@ -102,6 +102,8 @@ Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& c
   spec.memory_limit_bytes = 0;
   spec.max_output_bytes = limits.max_output_bytes;
   spec.new_user_namespace = true;
+  // bubblewrap's pid 1 outlives bubblewrap: reaped here, its pid leaves the target's cgroup at once.
+  spec.reap_orphans = true;
   spec.join_cgroup_fds = cg.join_fds();
   spec.oom_score_adj = kSandboxOomScoreAdj;
   spec.stop_when = [&] { return (limits.stop_requested && limits.stop_requested()) || cg.CapHit().has_value(); };

@@ -16,7 +16,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -269,9 +272,7 @@ bool RootHas(const std::string& program) {
 }
 
 TEST_CASE("the sandbox refuses nested namespaces, setns and mounts of kernel file systems, whatever the tool") {
-  // The default caps: a pid lingers in the target's cgroup a second or two after each command
-  // ends, and this case runs many short commands in a row.
-  CappedTarget target("escape-steps", stig::SandboxCaps{});
+  CappedTarget target("escape-steps");
   REQUIRE(RootHas("unshare"));
   REQUIRE(RootHas("nsenter"));
   REQUIRE(RootHas("mount"));
@@ -311,7 +312,7 @@ TEST_CASE("the system calls themselves, from perl: unshare, clone, clone3, setns
   TEMPER_SKIP("the system call numbers in this case are x86_64's");
 #else
   if (!RootHas("perl")) TEMPER_SKIP("the shared root has no perl to call system calls with");
-  CappedTarget target("escape-syscalls", stig::SandboxCaps{});
+  CappedTarget target("escape-syscalls");
   // `perl -e` printing "errno=N" for a call that returns -1, "ok" otherwise (a clone child exits).
   auto call = [&](const std::string& perl) { return Attempt(*target, "perl -e '" + perl + "'"); };
   auto errno_of = [&](const std::string& syscall_expr, const std::string& before = "") {

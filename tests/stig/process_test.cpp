@@ -195,5 +195,41 @@ TEST_CASE("RunProcess passes inherit_fds across exec at their numbers, and no ot
   CHECK(r->out == "passedclosed\n");
 }
 
+TEST_CASE("RunProcess with reap_orphans: orphans are reaped before it returns, and the program's end is kept",
+          "[stig][process]") {
+  ProcessSpec spec;
+  spec.reap_orphans = true;
+  // The shell leaves a child behind; it is the reaper's to reap, not the host init's.
+  spec.argv = {"/bin/sh", "-c", "sleep 0.3 >/dev/null 2>&1 & echo $!"};
+  auto orphaned = RunProcess(spec);
+  REQUIRE(orphaned.ok());
+  REQUIRE(orphaned->Succeeded());
+  const pid_t orphan = static_cast<pid_t>(std::stol(orphaned->out));
+  errno = 0;
+  CHECK(::kill(orphan, 0) == -1);  // gone, not a zombie waiting for its reaper
+  CHECK(errno == ESRCH);
+
+  spec.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"};
+  auto exited = RunProcess(spec);
+  REQUIRE(exited.ok());
+  CHECK(exited->exit_code == 3);
+  CHECK(exited->out == "out\n");
+  CHECK(exited->err == "err\n");
+
+  spec.argv = {"/bin/sh", "-c", "kill -TERM $$"};
+  auto killed = RunProcess(spec);
+  REQUIRE(killed.ok());
+  CHECK(killed->term_signal == SIGTERM);
+
+  spec.argv = {"/nonexistent/program"};
+  auto missing = RunProcess(spec);
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("/nonexistent/program"));
+
+  spec.argv = {"/bin/true"};
+  auto started = StartProcess(spec, 0);
+  CHECK(started.status().code() == StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace temper::stig
