@@ -256,10 +256,11 @@ Status ParseLimits(const YamlNode& node, ClientLimitsConfig& out) {
       {"watch_streams_per_client", &out.watch_streams_per_client},
       {"watch_streams_total", &out.watch_streams_total},
       {"server_threads", &out.server_threads},
+      {"calls_per_client", &out.calls_per_client},
   };
-  TEMPER_RETURN_IF_ERROR(
-      node.ExpectMapWithKeys({"active_batches_per_client", "rules_per_batch", "parallel_attempts_per_batch",
-                              "watch_streams_per_client", "watch_streams_total", "server_threads"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"active_batches_per_client", "rules_per_batch",
+                                                 "parallel_attempts_per_batch", "watch_streams_per_client",
+                                                 "watch_streams_total", "server_threads", "calls_per_client"}));
   for (const auto& [name, field] : keys) {
     if (auto n = node.Find(name)) {
       // gRPC needs a few threads of its own to serve anything at all (server_threads).

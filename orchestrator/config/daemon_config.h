@@ -88,6 +88,7 @@ struct ClientLimitsConfig {
   uint32_t watch_streams_per_client = 32;    // open WatchJournal streams (`temper watch`)
   uint32_t watch_streams_total = 1024;       // open WatchJournal streams of all clients together
   uint32_t server_threads = 64;              // gRPC's threads for the calls other than WatchJournal
+  uint32_t calls_per_client = 8;             // calls other than WatchJournal in progress at once
 };
 
 struct DaemonConfig {

@@ -1,5 +1,7 @@
 #include "orchestrator/server/client_limits.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace temper {
@@ -44,8 +46,49 @@ void ClientLimits::CloseWatch(const std::string& client) {
   if (it == clients_.end()) return;
   --it->second.watch_streams;
   --watch_streams_total_;
+  ForgetIfIdle(it);
+}
+
+void ClientLimits::ForgetIfIdle(std::map<std::string, Client>::iterator it) {
   const Client& c = it->second;
-  if (c.watch_streams == 0 && c.reserved_batches == 0 && c.active_batches.empty()) clients_.erase(it);
+  if (c.calls == 0 && c.watch_streams == 0 && c.reserved_batches == 0 && c.active_batches.empty()) clients_.erase(it);
+}
+
+ClientLimits::CallSlot::~CallSlot() {
+  if (limits_ != nullptr) limits_->LeaveCall(client_);
+}
+
+uint32_t ClientLimits::ThreadsKeptForAdmins() const { return std::max<uint32_t>(1, limits_.server_threads / 4); }
+
+Result<ClientLimits::CallSlot> ClientLimits::EnterCall(const std::string& client, bool exempt) {
+  if (exempt) return CallSlot(nullptr, client);
+  std::lock_guard lock(mu_);
+  auto held = clients_.find(client);
+  if (held != clients_.end() && held->second.calls >= limits_.calls_per_client) {
+    return Status::ResourceExhausted(
+        fmt::format("{} already has {} calls in progress, the limit per client (limits.calls_per_client in "
+                    "temperd.yaml); finish reading one and retry",
+                    client, limits_.calls_per_client));
+  }
+  const uint32_t shared = limits_.server_threads - ThreadsKeptForAdmins();
+  if (calls_counted_ >= shared) {
+    return Status::ResourceExhausted(
+        fmt::format("temperd's clients hold all {} of its call threads that are not kept for admins "
+                    "(limits.server_threads in temperd.yaml, less a quarter); retry in a moment",
+                    shared));
+  }
+  ++clients_[client].calls;
+  ++calls_counted_;
+  return CallSlot(this, client);
+}
+
+void ClientLimits::LeaveCall(const std::string& client) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(client);
+  if (it == clients_.end()) return;
+  --it->second.calls;
+  --calls_counted_;
+  ForgetIfIdle(it);
 }
 
 Result<ClientLimits::BatchTicket> ClientLimits::ReserveBatch(const std::string& client, bool exempt, size_t rules,
@@ -90,8 +133,7 @@ void ClientLimits::ReleaseTicket(const std::string& client) {
   auto it = clients_.find(client);
   if (it == clients_.end()) return;
   --it->second.reserved_batches;
-  const Client& c = it->second;
-  if (c.watch_streams == 0 && c.reserved_batches == 0 && c.active_batches.empty()) clients_.erase(it);
+  ForgetIfIdle(it);
 }
 
 uint32_t ClientLimits::watch_streams(const std::string& client) const {

@@ -77,17 +77,48 @@ class ClientLimits {
   Result<BatchTicket> ReserveBatch(const std::string& client, bool exempt, size_t rules, uint32_t parallel_attempts,
                                    const std::function<bool(int64_t)>& still_active);
 
+  // One call in progress on one of the sync server's threads (every call but WatchJournal), counted
+  // until destroyed. A stream whose client stops reading (a report, an export) holds its thread as
+  // long as the client likes, so a client is held to limits.calls_per_client at once, and all
+  // clients but admins together to the sync threads less a quarter kept for admins: whatever the
+  // others hold, root's calls find a thread.
+  class CallSlot {
+   public:
+    CallSlot(CallSlot&& other) noexcept : limits_(other.limits_), client_(std::move(other.client_)) {
+      other.limits_ = nullptr;
+    }
+    CallSlot& operator=(CallSlot&&) = delete;
+    ~CallSlot();
+
+   private:
+    friend class ClientLimits;
+    CallSlot(ClientLimits* limits, std::string client) : limits_(limits), client_(std::move(client)) {}
+    ClientLimits* limits_;
+    std::string client_;
+  };
+
+  // A slot for one more call of `client`; exempt clients are not counted. ResourceExhausted past
+  // limits.calls_per_client, or when the clients who are not exempt hold every thread not kept for
+  // admins (ThreadsKeptForAdmins).
+  Result<CallSlot> EnterCall(const std::string& client, bool exempt);
+  // The sync threads no client but an admin may take: a quarter of limits.server_threads, one at least.
+  uint32_t ThreadsKeptForAdmins() const;
+
   // Streams open now, of `client` and of everyone (for tests and the bench).
   uint32_t watch_streams(const std::string& client) const;
   uint32_t watch_streams_total() const;
 
  private:
   struct Client {
+    uint32_t calls = 0;
     uint32_t watch_streams = 0;
     uint32_t reserved_batches = 0;  // tickets not yet destroyed
     std::set<int64_t> active_batches;
   };
   void CloseWatch(const std::string& client);
+  void LeaveCall(const std::string& client);
+  // Drops `client`'s entry once it holds nothing. Called under mu_.
+  void ForgetIfIdle(std::map<std::string, Client>::iterator it);
   void ReleaseTicket(const std::string& client);
   void AddBatch(const std::string& client, int64_t id);
 
@@ -95,6 +126,7 @@ class ClientLimits {
   mutable std::mutex mu_;
   std::map<std::string, Client> clients_;  // a client is dropped once it holds nothing
   uint32_t watch_streams_total_ = 0;
+  uint32_t calls_counted_ = 0;  // calls of clients that are not exempt
 };
 
 }  // namespace temper

@@ -51,7 +51,8 @@ void ToProto(const SshHostState& h, const DaemonConfig& config, temper::v1::Host
 
 grpc::Status TemperService::ListHosts(grpc::ServerContext* context, const temper::v1::ListHostsRequest* request,
                                       temper::v1::ListHostsResponse* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "ListHosts"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "ListHosts");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   if (request->page_size() > kMaxHostsPage) {
     return ToGrpcStatus(Status::InvalidArgument(
@@ -77,7 +78,8 @@ grpc::Status TemperService::ListHosts(grpc::ServerContext* context, const temper
 
 grpc::Status TemperService::AcceptHostKey(grpc::ServerContext* context, const temper::v1::AcceptHostKeyRequest* request,
                                           temper::v1::AcceptHostKeyResponse* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "AcceptHostKey"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "AcceptHostKey");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   if (request->host().empty())
     return ToGrpcStatus(Status::InvalidArgument("host: required (a target or user@name[:port])"));
@@ -120,7 +122,8 @@ grpc::Status TemperService::AcceptHostKey(grpc::ServerContext* context, const te
 
 grpc::Status TemperService::ClearHost(grpc::ServerContext* context, const temper::v1::ClearHostRequest* request,
                                       temper::v1::Host* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "ClearHost"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "ClearHost");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<SshHostState> cleared = hosts_.Clear(request->target());
   if (!cleared.ok()) return ToGrpcStatus(cleared.status().WithContext("target"));

@@ -57,6 +57,14 @@ void ToProtoPaged(const BatchRecord& batch, size_t first_rule, temper::v1::Batch
 
 }  // namespace
 
+Result<ClientLimits::CallSlot> TemperService::Admit(const grpc::ServerContext& context, std::string_view method) {
+  const ClientIdentity caller = CallerOf(context);
+  if (grpc::Status denied = Authorize(caller, method); !denied.ok()) {
+    return Status::PermissionDenied(denied.error_message());
+  }
+  return limits_.EnterCall(caller.key, caller.role == ClientRole::kAdmin);
+}
+
 grpc::Status TemperService::AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method,
                                              int64_t batch_id) const {
   Result<BatchRecord> batch = store_.GetBatch(batch_id);
@@ -67,7 +75,8 @@ grpc::Status TemperService::AuthorizeOnBatch(const grpc::ServerContext& context,
 grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temper::v1::SubmitBatchRequest* request,
                                         temper::v1::Batch* response) {
   const ClientIdentity caller = CallerOf(*context);
-  if (grpc::Status denied = Authorize(caller, "SubmitBatch"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "SubmitBatch");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   const bool admin = caller.role == ClientRole::kAdmin;
   // A host named on submit becomes a target of its own (registered once the request is valid).
@@ -136,7 +145,8 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
 
 grpc::Status TemperService::GetBatch(grpc::ServerContext* context, const temper::v1::GetBatchRequest* request,
                                      temper::v1::Batch* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "GetBatch"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "GetBatch");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -151,7 +161,8 @@ grpc::Status TemperService::GetBatch(grpc::ServerContext* context, const temper:
 
 grpc::Status TemperService::ListBatches(grpc::ServerContext* context, const temper::v1::ListBatchesRequest* request,
                                         temper::v1::ListBatchesResponse* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "ListBatches"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "ListBatches");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   uint32_t size = request->page_size() == 0 ? kDefaultPageSize : request->page_size();
   if (size > kMaxPageSize) {
@@ -193,7 +204,8 @@ grpc::Status TemperService::ListBatches(grpc::ServerContext* context, const temp
 
 grpc::Status TemperService::CancelBatch(grpc::ServerContext* context, const temper::v1::CancelBatchRequest* request,
                                         temper::v1::Batch* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "CancelBatch"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "CancelBatch");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -232,7 +244,8 @@ grpc::ServerWriteReactor<temper::v1::JournalEvent>* TemperService::WatchJournal(
 
 grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const temper::v1::GetRuleMemoryRequest* request,
                                           grpc::ServerWriter<temper::v1::RuleMemoryChunk>* writer) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "GetRuleMemory"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "GetRuleMemory");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<std::string> rule_id = NormalizeRuleId(request->rule_id());
   if (!rule_id.ok()) return ToGrpcStatus(rule_id.status().WithContext("rule_id"));
@@ -274,7 +287,8 @@ grpc::Status TemperService::GetRuleMemory(grpc::ServerContext* context, const te
 grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
                                            const temper::v1::GetBatchReportRequest* request,
                                            grpc::ServerWriter<temper::v1::BatchReportChunk>* writer) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "GetBatchReport"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "GetBatchReport");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -331,7 +345,8 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
 
 grpc::Status TemperService::RevertBatch(grpc::ServerContext* context, const temper::v1::RevertBatchRequest* request,
                                         temper::v1::RevertBatchResponse* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "RevertBatch"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "RevertBatch");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -358,7 +373,8 @@ grpc::Status TemperService::RevertBatch(grpc::ServerContext* context, const temp
 
 grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temper::v1::ExportBatchRequest* request,
                                         grpc::ServerWriter<temper::v1::ExportChunk>* writer) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "ExportBatch"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "ExportBatch");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
@@ -401,7 +417,8 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
 
 grpc::Status TemperService::ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
                                           temper::v1::ConfirmRebootResponse* response) {
-  if (grpc::Status denied = Authorize(CallerOf(*context), "ConfirmReboot"); !denied.ok()) return denied;
+  Result<ClientLimits::CallSlot> call = Admit(*context, "ConfirmReboot");
+  if (!call.ok()) return ToGrpcStatus(call.status());
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<int64_t> id = ParseBatchId(request->batch_id());
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));

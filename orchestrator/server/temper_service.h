@@ -71,6 +71,10 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
                              temper::v1::ConfirmRebootResponse* response) override;
 
  private:
+  // The start of every sync call: its caller's role must allow `method` (Authorize), and it takes one
+  // of the caller's call slots for as long as the returned slot lives (ClientLimits::EnterCall).
+  // PermissionDenied or ResourceExhausted naming why not.
+  Result<ClientLimits::CallSlot> Admit(const grpc::ServerContext& context, std::string_view method);
   // AuthorizeOnTarget for a call on batch `batch_id`: its target decides; NOT_FOUND for no such batch.
   grpc::Status AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method, int64_t batch_id) const;
 

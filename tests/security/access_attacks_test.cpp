@@ -422,5 +422,113 @@ TEST_CASE("TCP with client_ca: a verified client certificate names the client, a
   CHECK(daemon.Stop() == 0);
 }
 
+TEST_CASE("clients that stop reading their reports cannot take the call threads root's calls need") {
+  // Each report stream a client leaves unread holds one of the sync server's threads while temperd
+  // waits to write; held by several clients at once they once left root's own calls none.
+  TempDir dir;
+  Pki pki{dir};
+  pki.Ca("ca");
+  pki.Signed("localhost", "ca", "DNS:localhost");
+  // A datastream with many rules, so one batch's report is far larger than a stream's flow-control
+  // window: the server's write waits for a client that never reads.
+  constexpr int kRules = 5000;
+  std::filesystem::create_directories(dir / "big");
+  std::string ds = R"(<?xml version="1.0" encoding="UTF-8"?>
+<ds:data-stream-collection xmlns:ds="http://scap.nist.gov/schema/scap/source/1.2" id="scap_big_collection">
+  <ds:component id="scap_big_comp_xccdf">
+    <xccdf:Benchmark xmlns:xccdf="http://checklists.nist.gov/xccdf/1.2" id="xccdf_org.ssgproject.content_benchmark_BIG">
+      <xccdf:Profile id="xccdf_org.ssgproject.content_profile_stig"/>
+)";
+  temper::v1::SubmitBatchRequest big;
+  big.set_target("lab");
+  big.set_datastream("ssg-big-ds.xml");
+  big.set_profile("stig");
+  for (int i = 0; i < kRules; ++i) {
+    const std::string rule = fmt::format("rule_number_{:05}_with_a_long_enough_name", i);
+    ds += fmt::format("      <xccdf:Rule id=\"xccdf_org.ssgproject.content_rule_{}\"/>\n", rule);
+    big.add_rule_ids(rule);
+  }
+  ds += "    </xccdf:Benchmark>\n  </ds:component>\n</ds:data-stream-collection>\n";
+  dir.Write("big/ssg-big-ds.xml", ds);
+  std::string access = "access:\n";
+  for (int i = 0; i < 4; ++i) {
+    chmod(dir.Write(fmt::format("m{}.token", i), fmt::format("member-{}-secret\n", i)).c_str(), 0600);
+    access += fmt::format("  - {{name: m{0}, token_file: m{0}.token, role: operator}}\n", i);
+  }
+  const int port = FreePort();
+  DaemonProcess daemon(
+      dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: localhost.pem\ntls_key: localhost.key", port),
+            .content_dirs = {dir / "big"},
+            .extra_yaml = access + "limits:\n  server_threads: 8\n  calls_per_client: 2\n"});
+  REQUIRE(daemon.Start().ok());
+  temper::v1::Batch batch;
+  grpc::Status submitted = daemon.Stub()->SubmitBatch(CallContext(60).get(), big, &batch);
+  INFO(submitted.error_message());
+  REQUIRE(submitted.ok());
+
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = ReadFileOrEmpty(dir / "ca.pem");
+  const std::string target = fmt::format("localhost:{}", port);
+  // An attacker keeps its receive window small, so temperd's writes wait for it soon.
+  grpc::ChannelArguments small_window;
+  small_window.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  small_window.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 1024);
+  auto stub_of = [&](int member) {
+    return temper::v1::Temper::NewStub(grpc::CreateCustomChannel(
+        target,
+        grpc::CompositeChannelCredentials(grpc::SslCredentials(ssl),
+                                          grpc::AccessTokenCredentials(fmt::format("member-{}-secret", member))),
+        small_window));
+  };
+  // Members 0, 1 and 2 each start two report streams and never read them: six threads held.
+  grpc::CompletionQueue queue;
+  struct Unread {
+    std::unique_ptr<temper::v1::Temper::Stub> stub;
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientAsyncReader<temper::v1::BatchReportChunk>> reader;
+  };
+  std::vector<std::unique_ptr<Unread>> unread;
+  temper::v1::GetBatchReportRequest report;
+  report.set_batch_id(batch.id());
+  for (int member = 0; member < 3; ++member) {
+    for (int i = 0; i < 2; ++i) {
+      auto u = std::make_unique<Unread>();
+      u->stub = stub_of(member);
+      u->reader = u->stub->AsyncGetBatchReport(&u->context, report, &queue, u.get());
+      unread.push_back(std::move(u));
+    }
+  }
+  // Each stream is started (its tag comes back) and then left unread.
+  for (size_t i = 0; i < unread.size(); ++i) {
+    void* tag = nullptr;
+    bool ok = false;
+    REQUIRE(queue.AsyncNext(&tag, &ok, std::chrono::system_clock::now() + std::chrono::seconds(30)) ==
+            grpc::CompletionQueue::GOT_EVENT);
+  }
+  // Give temperd time to reach the writes that wait for the readers.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+
+  temper::v1::ListBatchesResponse list;
+  grpc::Status third = stub_of(0)->ListBatches(CallContext().get(), {}, &list);
+  CHECK(third.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(third.error_message() ==
+        "token:m0 already has 2 calls in progress, the limit per client (limits.calls_per_client in temperd.yaml); "
+        "finish reading one and retry");
+  grpc::Status fourth_member = stub_of(3)->ListBatches(CallContext().get(), {}, &list);
+  CHECK(fourth_member.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+  CHECK(fourth_member.error_message().find("hold all 6 of its call threads that are not kept for admins") !=
+        std::string::npos);
+  // Root's calls find the threads kept for admins.
+  for (int i = 0; i < 3; ++i) CHECK(daemon.Stub()->ListBatches(CallContext().get(), {}, &list).ok());
+
+  for (auto& u : unread) u->context.TryCancel();
+  CHECK(daemon.Stop() == 0);
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
+}
+
 }  // namespace
 }  // namespace temper::testing

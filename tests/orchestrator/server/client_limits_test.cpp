@@ -91,5 +91,39 @@ TEST_CASE("client limits: active batches, rules and parallel attempts per client
   CHECK_THAT(refused.status().message(), Catch::Contains("already has 2 batches"));
 }
 
+TEST_CASE("client limits: calls in progress per client and for all non-admins together, a quarter kept for admins") {
+  ClientLimitsConfig config = Small();
+  config.server_threads = 8;  // 2 kept for admins, 6 shared
+  config.calls_per_client = 4;
+  ClientLimits limits(config);
+  CHECK(limits.ThreadsKeptForAdmins() == 2);
+  std::vector<ClientLimits::CallSlot> held;
+  for (int i = 0; i < 4; ++i) {
+    auto slot = limits.EnterCall("unix:1000", false);
+    REQUIRE(slot.ok());
+    held.push_back(std::move(*slot));
+  }
+  Result<ClientLimits::CallSlot> fifth = limits.EnterCall("unix:1000", false);
+  REQUIRE(fifth.status().code() == StatusCode::kResourceExhausted);
+  CHECK(fifth.status().message() ==
+        "unix:1000 already has 4 calls in progress, the limit per client (limits.calls_per_client in temperd.yaml); "
+        "finish reading one and retry");
+  // Another member takes the remaining two shared threads, then no more.
+  for (int i = 0; i < 2; ++i) {
+    auto slot = limits.EnterCall("unix:1001", false);
+    REQUIRE(slot.ok());
+    held.push_back(std::move(*slot));
+  }
+  Result<ClientLimits::CallSlot> full = limits.EnterCall("unix:1002", false);
+  REQUIRE(full.status().code() == StatusCode::kResourceExhausted);
+  CHECK(full.status().message().find("hold all 6 of its call threads that are not kept for admins") !=
+        std::string::npos);
+  // Root is never counted, so it always finds the threads kept for it.
+  for (int i = 0; i < 20; ++i) CHECK(limits.EnterCall("unix:0", true).ok());
+  // A finished call gives its slot back.
+  held.pop_back();
+  CHECK(limits.EnterCall("unix:1002", false).ok());
+}
+
 }  // namespace
 }  // namespace temper
