@@ -212,6 +212,18 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   return a;
 }
 
+// Every row `q` (a SELECT of kAttemptColumns, its parameters bound) yields.
+Result<std::vector<AttemptRecord>> ReadAttemptRows(sqlite::Statement& q) {
+  std::vector<AttemptRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    TEMPER_ASSIGN_OR_RETURN(AttemptRecord a, ReadAttemptRow(q));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
 // An event the daemon itself records about a batch (submitted, cancelled).
 NewEvent DaemonEvent(int64_t batch_id, const std::string& target, EventType type, const nlohmann::json& data) {
   NewEvent event;
@@ -620,14 +632,7 @@ Result<std::vector<AttemptRecord>> StateStore::RuleAttemptsOnTarget(const std::s
                                                   "(SELECT id FROM batches WHERE target = ?) ORDER BY id DESC LIMIT ?",
                                                   kAttemptColumns)));
   q.Bind(1, rule_id).Bind(2, target).Bind(3, limit);
-  std::vector<AttemptRecord> out;
-  while (true) {
-    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    TEMPER_ASSIGN_OR_RETURN(AttemptRecord a, ReadAttemptRow(q));
-    out.push_back(std::move(a));
-  }
-  return out;
+  return ReadAttemptRows(q);
 }
 
 Result<std::vector<AttemptRecord>> StateStore::BatchAttempts(int64_t batch_id) {
@@ -712,14 +717,7 @@ Result<std::vector<AttemptRecord>> StateStore::QueryAttemptsLocked(const std::st
   TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
                           db_.Prepare(fmt::format("SELECT {} FROM attempts {}", kAttemptColumns, where)));
   q.Bind(1, key).Bind(2, limit);
-  std::vector<AttemptRecord> out;
-  while (true) {
-    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    TEMPER_ASSIGN_OR_RETURN(AttemptRecord a, ReadAttemptRow(q));
-    out.push_back(std::move(a));
-  }
-  return out;
+  return ReadAttemptRows(q);
 }
 
 Result<StateStore::RebootConfirmed> StateStore::ConfirmReboot(int64_t id, const std::string& note) {

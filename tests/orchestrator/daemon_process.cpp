@@ -1,7 +1,9 @@
 #include "orchestrator/daemon_process.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -325,6 +327,19 @@ std::shared_ptr<grpc::Channel> DaemonProcess::Channel() const {
 }
 
 std::unique_ptr<temper::v1::Temper::Stub> DaemonProcess::Stub() const { return temper::v1::Temper::NewStub(Channel()); }
+
+int FreeLoopbackPort() {
+  int probe = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(probe >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(probe);
+  return ntohs(addr.sin_port);
+}
 
 temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name) {
   temper::v1::SubmitBatchRequest r;

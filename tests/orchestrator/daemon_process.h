@@ -120,4 +120,8 @@ int NotifiedPort(DaemonProcess& daemon, const std::string& marker);
 
 temper::v1::SubmitBatchRequest ValidSubmit(const std::string& name = "test batch");
 
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to 0, noted, released), for a listener
+// a test configures. A bind that fails fails the test case.
+int FreeLoopbackPort();
+
 }  // namespace temper::testing

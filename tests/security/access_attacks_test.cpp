@@ -311,18 +311,6 @@ struct Pki {
   }
 };
 
-int FreePort() {
-  int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(probe);
-  return ntohs(addr.sin_port);
-}
-
 grpc::Status ListOver(const std::string& target, std::shared_ptr<grpc::ChannelCredentials> creds) {
   auto stub = temper::v1::Temper::NewStub(grpc::CreateChannel(target, creds));
   temper::v1::ListBatchesResponse list;
@@ -343,7 +331,7 @@ TEST_CASE("TCP: each bearer token is a client with its own role") {
   for (const char* name : {"reader.token", "ci.token"}) {
     chmod(dir.Write(name, std::string(name) + "-secret\n").c_str(), 0600);
   }
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   DaemonProcess daemon(
       dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: localhost.pem\ntls_key: localhost.key", port),
             .extra_yaml = "access:\n  - {name: reader, token_file: reader.token, role: viewer}\n"
@@ -394,7 +382,7 @@ TEST_CASE("TCP with client_ca: a verified client certificate names the client, a
   pki.Signed("robot", "ca");
   pki.Signed("stranger", "ca");
   pki.Signed("forger", "rogue-ca", "DNS:robot");  // claims robot's name, signed by the wrong CA
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: localhost.pem\ntls_key: "
                                                      "localhost.key\nclient_ca: ca.pem",
                                                      port),
@@ -455,7 +443,7 @@ TEST_CASE("clients that stop reading their reports cannot take the call threads 
     chmod(dir.Write(fmt::format("m{}.token", i), fmt::format("member-{}-secret\n", i)).c_str(), 0600);
     access += fmt::format("  - {{name: m{0}, token_file: m{0}.token, role: operator}}\n", i);
   }
-  const int port = FreePort();
+  const int port = FreeLoopbackPort();
   DaemonProcess daemon(
       dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: localhost.pem\ntls_key: localhost.key", port),
             .content_dirs = {dir / "big"},

@@ -4,8 +4,8 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <poll.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -147,18 +147,6 @@ int ConnectUnix(const std::string& path) {
   if (fd >= 0 && connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) return fd;
   if (fd >= 0) close(fd);
   return -1;
-}
-
-int FreePort() {
-  int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(probe);
-  return ntohs(addr.sin_port);
 }
 
 // Connections that hold temperd's descriptors until the object dies.
@@ -434,7 +422,7 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   INFO(gen.err);
   REQUIRE(gen.exit_code == 0);
   chmod(dir.Write("token", "s3cret-token\n").c_str(), 0600);
-  int port = FreePort();
+  int port = FreeLoopbackPort();
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
                                                      "tls_key: key.pem\ntoken_file: token",
                                                      port)});
@@ -466,7 +454,6 @@ TEST_CASE("EMFILE: temperd out of descriptors on its TCP port keeps listening an
   CHECK(served.ok());
   CHECK(daemon.Stop() == 0);
 }
-
 
 // ---- Issue 46: a daemon no client can exhaust or brick ----
 
@@ -516,7 +503,8 @@ class Background {
   std::string ReadLine(std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (buffered_.find('\n') == std::string::npos) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{stdout_, POLLIN, 0};
       if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0) return "";
       char buf[4096];
@@ -533,7 +521,8 @@ class Background {
   std::string WaitForLine(const std::string& prefix, std::chrono::seconds limit) {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline) {
-      std::string line = ReadLine(std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()) + 1s);
+      std::string line =
+          ReadLine(std::chrono::duration_cast<std::chrono::seconds>(deadline - std::chrono::steady_clock::now()) + 1s);
       if (line.empty()) return "";
       if (line.rfind(prefix, 0) == 0) return line;
     }
@@ -670,8 +659,9 @@ TEST_CASE("host flood: a member's submit naming an unregistered host is refused 
   const std::string before = ReadFileOrEmpty(hosts_json);
   const int threads_before = Threads(daemon.pid());
   auto submit = [&](const std::string& binary, const std::string& host) {
-    return std::vector<std::string>{binary, "--socket", daemon.socket_path(), "submit", "--host", host, "-d",
-                                    "ssg-test-ds.xml", "-p", "stig", "-r", "accounts_tmout"};
+    return std::vector<std::string>{
+        binary, "--socket", daemon.socket_path(), "submit", "--host", host, "-d", "ssg-test-ds.xml", "-p",
+        "stig", "-r",       "accounts_tmout"};
   };
 
   for (int i = 0; i < 5; ++i) {
@@ -717,9 +707,12 @@ TEST_CASE(
     const std::string name = fmt::format("root@10.46.{}.{}", i / 250, i % 250 + 1);
     hosts.push_back({{"name", name}, {"host", name}, {"configured", false}, {"state", "idle"}});
   }
-  const nlohmann::json invalid = nlohmann::json::array(
-      {42, {{"name", "no-host"}}, {{"name", "root@10.47.0.1"}, {"host", "root@10.47.0.1"}, {"state", "exploded"}},
-       {{"name", "bad"}, {"host", "root@bad host;rm -rf /"}}, hosts[0]});
+  const nlohmann::json invalid =
+      nlohmann::json::array({42,
+                             {{"name", "no-host"}},
+                             {{"name", "root@10.47.0.1"}, {"host", "root@10.47.0.1"}, {"state", "exploded"}},
+                             {{"name", "bad"}, {"host", "root@bad host;rm -rf /"}},
+                             hosts[0]});
   for (const nlohmann::json& entry : invalid) hosts.push_back(entry);
   dir.Write("state/ssh/hosts.json", hosts.dump());
 

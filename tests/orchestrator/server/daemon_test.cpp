@@ -440,16 +440,7 @@ TEST_CASE("TCP serves only with TLS and the right bearer token") {
   REQUIRE(gen.exit_code == 0);
   std::string token_file = dir.Write("token", "s3cret-token\n");
   chmod(token_file.c_str(), 0600);
-  // A free port: bind to 0, note the port, release it.
-  int probe = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(bind(probe, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  getsockname(probe, reinterpret_cast<sockaddr*>(&addr), &len);
-  int port = ntohs(addr.sin_port);
-  close(probe);
+  const int port = FreeLoopbackPort();
 
   DaemonProcess daemon(dir, {.tcp_yaml = fmt::format("address: 127.0.0.1:{}\ntls_cert: cert.pem\n"
                                                      "tls_key: key.pem\ntoken_file: token",
