@@ -1,8 +1,11 @@
 #include "engine/model/model_config.h"
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -42,6 +45,62 @@ Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters,
     return rr.Refuse("rope_type", fmt::format("'{}' is not supported (only 'default' and 'proportional')", type));
   }
   return g;
+}
+
+// transformers 5.23 writes the full layers' geometry as `per_layer_config`, a map from layer index
+// to overrides of head_dim and num_key_value_heads, instead of global_head_dim and
+// num_global_key_value_heads (which released checkpoints use). The engine has one geometry per
+// layer kind, so every entry must name a full layer, every full layer must have one, and all must
+// agree; a global key that is also given must say the same.
+Status ApplyPerLayerConfig(const KeyReader& r, const std::vector<LayerKind>& kinds, ModelConfig& c) {
+  const json* per_layer = r.Find("per_layer_config");
+  if (per_layer == nullptr) return Status::OK();
+  if (!per_layer->is_object()) return r.Error("per_layer_config", "must be an object of layer index to overrides");
+  std::optional<std::pair<int, int>> geometry;  // head_dim, num_key_value_heads
+  size_t full_layers = 0;
+  for (LayerKind k : kinds) full_layers += k == LayerKind::kFull;
+  for (const auto& [index_text, overrides] : per_layer->items()) {
+    const std::string key = "per_layer_config." + index_text;
+    int index = -1;
+    auto [end, ec] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+    if (ec != std::errc() || end != index_text.data() + index_text.size() || index < 0 || index >= c.num_layers) {
+      return r.Error(key, fmt::format("is not a layer index below num_hidden_layers ({})", c.num_layers));
+    }
+    if (!overrides.is_object()) return r.Error(key, "must be an object");
+    if (kinds[index] != LayerKind::kFull) {
+      return r.Refuse(key, "overrides a sliding layer: per-layer geometry is supported on full layers only");
+    }
+    KeyReader lr(overrides, r.source(), r.prefix() + key + ".");
+    for (const auto& [name, value] : overrides.items()) {
+      if (name != "head_dim" && name != "num_key_value_heads") {
+        return lr.Refuse(name, "is not supported (per-layer overrides of head_dim and num_key_value_heads only)");
+      }
+    }
+    TEMPER_ASSIGN_OR_RETURN(int head_dim, lr.Size("head_dim", c.head_dim));
+    TEMPER_ASSIGN_OR_RETURN(int kv_heads, lr.Size("num_key_value_heads", c.num_kv_heads));
+    if (geometry && *geometry != std::pair{head_dim, kv_heads}) {
+      return r.Refuse(key, "differs from another full layer's: full layers of different geometry are not supported");
+    }
+    geometry = std::pair{head_dim, kv_heads};
+  }
+  if (!geometry) return Status::OK();
+  if (static_cast<size_t>(per_layer->size()) != full_layers) {
+    return r.Refuse("per_layer_config",
+                    fmt::format("covers {} of the {} full layers: full layers of different geometry are not supported",
+                                per_layer->size(), full_layers));
+  }
+  if (r.Has("global_head_dim") && c.global_head_dim != geometry->first) {
+    return r.Error("global_head_dim", fmt::format("is {} but per_layer_config gives the full layers head_dim {}",
+                                                  c.global_head_dim, geometry->first));
+  }
+  if (r.Has("num_global_key_value_heads") && c.attention_k_eq_v && c.num_global_kv_heads != geometry->second) {
+    return r.Error("num_global_key_value_heads",
+                   fmt::format("is {} but per_layer_config gives the full layers num_key_value_heads {}",
+                               c.num_global_kv_heads, geometry->second));
+  }
+  c.global_head_dim = geometry->first;
+  c.num_global_kv_heads = geometry->second;
+  return Status::OK();
 }
 
 }  // namespace
@@ -103,18 +162,6 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj, TextDec
   c.final_logit_softcapping = static_cast<float>(softcap);
   TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
 
-  for (int d : {c.head_dim, c.global_head_dim}) {
-    if (d % 2 != 0) return r.Error(d == c.head_dim ? "head_dim" : "global_head_dim", "must be even (RoPE pairs dims)");
-  }
-  if (c.num_heads % c.num_kv_heads != 0) {
-    return r.Error("num_key_value_heads",
-                   fmt::format("({}) must divide num_attention_heads ({})", c.num_kv_heads, c.num_heads));
-  }
-  if (c.num_heads % c.num_global_kv_heads != 0) {
-    return r.Error("num_global_key_value_heads",
-                   fmt::format("({}) must divide num_attention_heads ({})", c.num_global_kv_heads, c.num_heads));
-  }
-
   TEMPER_ASSIGN_OR_RETURN(int64_t bos, r.Int("bos_token_id", 2));
   TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
   c.bos_token_id = static_cast<int>(bos);
@@ -159,6 +206,19 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj, TextDec
     for (int i = 0; i < c.num_layers; ++i) kinds[i] = (i + 1) % 6 == 0 ? LayerKind::kFull : LayerKind::kSliding;
   }
   kinds.back() = LayerKind::kFull;
+  TEMPER_RETURN_IF_ERROR(ApplyPerLayerConfig(r, kinds, c));
+  // After per_layer_config, which may set the full layers' geometry.
+  for (int d : {c.head_dim, c.global_head_dim}) {
+    if (d % 2 != 0) return r.Error(d == c.head_dim ? "head_dim" : "global_head_dim", "must be even (RoPE pairs dims)");
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return r.Error("num_key_value_heads",
+                   fmt::format("({}) must divide num_attention_heads ({})", c.num_kv_heads, c.num_heads));
+  }
+  if (c.num_heads % c.num_global_kv_heads != 0) {
+    return r.Error("num_global_key_value_heads",
+                   fmt::format("({}) must divide num_attention_heads ({})", c.num_global_kv_heads, c.num_heads));
+  }
 
   // rope_parameters is nested per layer type; a null/absent one takes HF's defaults.
   json rope = {

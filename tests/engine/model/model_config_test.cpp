@@ -210,5 +210,40 @@ TEST_CASE("eos_token_id may be a list", "[engine][config]") {
   CHECK(c->eos_token_ids == std::vector<int>{1, 106});
 }
 
+TEST_CASE("per_layer_config, as transformers 5.23 writes the full layers' geometry, is read", "[engine][config]") {
+  // The official fixture's config as transformers wrote it, without the older global keys.
+  json j = ReadJson("reference/gemma4-31b-ratios/config.json");
+  const int global_head_dim = j["global_head_dim"];
+  const int global_kv_heads = j["num_global_key_value_heads"];
+  j.erase("global_head_dim");
+  j.erase("num_global_key_value_heads");
+  auto c = Parse(j);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->global_head_dim == global_head_dim);
+  CHECK(c->num_global_kv_heads == global_kv_heads);
+  for (const LayerGeometry& layer : c->layers) {
+    if (layer.kind == LayerKind::kFull) CHECK(layer.head_dim == global_head_dim);
+  }
+  // A global key that says otherwise is an error, not a silent choice.
+  json disagreeing = j;
+  disagreeing["global_head_dim"] = global_head_dim * 2;
+  ExpectRefused(disagreeing, StatusCode::kInvalidArgument, "global_head_dim");
+  // Overrides the engine cannot honour are refused naming the entry.
+  json on_sliding = j;
+  on_sliding["per_layer_config"]["0"] = {{"head_dim", global_head_dim}};
+  ExpectRefused(on_sliding, StatusCode::kUnimplemented, "per_layer_config.0");
+  json uneven = j;
+  const std::string first_full = uneven["per_layer_config"].begin().key();
+  uneven["per_layer_config"][first_full]["head_dim"] = global_head_dim * 2;
+  CHECK_FALSE(Parse(uneven).ok());
+  json other_key = j;
+  other_key["per_layer_config"][first_full]["sliding_window"] = 4;
+  ExpectRefused(other_key, StatusCode::kUnimplemented, "per_layer_config." + first_full + ".sliding_window");
+  json not_an_index = j;
+  not_an_index["per_layer_config"]["first"] = json::object();
+  ExpectRefused(not_an_index, StatusCode::kInvalidArgument, "per_layer_config.first");
+}
+
 }  // namespace
 }  // namespace temper::engine
