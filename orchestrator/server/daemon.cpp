@@ -183,7 +183,18 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
         grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD, creds);
   }
   local_callers_ = std::make_unique<LocalCallers>(builder);
+  // A server with a callback method (WatchJournal) is a "hybrid" one to gRPC: its sync methods'
+  // queues then poll no sockets and wait for a queue that does, so without a thread polling one,
+  // a sync call waited up to ~90 ms for the next timer-driven poll (root's ListBatches on an idle
+  // daemon: 0.6 ms median, 91 ms worst; with this thread, 4.7 ms worst).
+  io_poll_queue_ = builder.AddCompletionQueue(/*is_frequently_polled=*/true);
   server_ = builder.BuildAndStart();
+  io_poller_ = std::thread([queue = io_poll_queue_.get()] {
+    void* tag = nullptr;
+    bool ok = false;
+    while (queue->Next(&tag, &ok)) {
+    }
+  });
   if (!server_) return Status::Internal("could not start the gRPC server");
   server_->GetHealthCheckService()->SetServingStatus("temper.v1.Temper", true);
   unix_listener_->Start(*access, *local_callers_, refusal_server_.get());
@@ -237,6 +248,18 @@ void Daemon::Shutdown() {
   auto deadline = std::chrono::system_clock::now() + config_.shutdown_grace;
   if (server_) server_->Shutdown(deadline);
   if (refusal_server_) refusal_server_->Shutdown(deadline);
+  // A queue is shut down after its server, and drained before it goes.
+  if (io_poll_queue_) {
+    io_poll_queue_->Shutdown();
+    if (io_poller_.joinable()) {
+      io_poller_.join();
+    } else {
+      void* tag = nullptr;
+      bool ok = false;
+      while (io_poll_queue_->Next(&tag, &ok)) {
+      }
+    }
+  }
   server_.reset();
   tcp_acceptor_.reset();
   local_callers_.reset();

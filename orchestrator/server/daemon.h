@@ -9,7 +9,9 @@
 #pragma once
 
 #include <memory>
+#include <thread>
 
+#include <grpcpp/completion_queue.h>
 #include <grpcpp/server.h>
 
 #include "common/log.h"
@@ -68,6 +70,9 @@ class Daemon {
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;
   std::unique_ptr<grpc::Server> refusal_server_;
   std::unique_ptr<grpc::Server> server_;
+  // The queue io_poller_ waits on, so that gRPC's I/O is polled for the sync methods (daemon.cpp).
+  std::unique_ptr<grpc::ServerCompletionQueue> io_poll_queue_;
+  std::thread io_poller_;
   // Where unix_listener_ hands its connections, each as the identity its peer credentials gave it.
   std::unique_ptr<LocalCallers> local_callers_;
   std::unique_ptr<UnixSocketListener> unix_listener_;
