@@ -248,17 +248,10 @@ void Daemon::Shutdown() {
   auto deadline = std::chrono::system_clock::now() + config_.shutdown_grace;
   if (server_) server_->Shutdown(deadline);
   if (refusal_server_) refusal_server_->Shutdown(deadline);
-  // A queue is shut down after its server, and drained before it goes.
+  // A queue is shut down after its server; io_poller_ drains it, then ends.
   if (io_poll_queue_) {
     io_poll_queue_->Shutdown();
-    if (io_poller_.joinable()) {
-      io_poller_.join();
-    } else {
-      void* tag = nullptr;
-      bool ok = false;
-      while (io_poll_queue_->Next(&tag, &ok)) {
-      }
-    }
+    io_poller_.join();
   }
   server_.reset();
   tcp_acceptor_.reset();
