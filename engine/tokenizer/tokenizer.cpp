@@ -211,6 +211,8 @@ Result<Tokenizer> Tokenizer::FromJson(std::string_view json) {
   return Build(std::move(spec));
 }
 
+Result<Tokenizer> Tokenizer::FromSpec(TokenizerSpec spec) { return Build(std::move(spec)); }
+
 Result<Tokenizer> Tokenizer::Build(TokenizerSpec spec) {
   TEMPER_ASSIGN_OR_RETURN(Bpe bpe, Bpe::Build(std::move(spec.model)));
   Tokenizer tok(std::move(bpe));

@@ -54,6 +54,10 @@ class Tokenizer {
   // "missing \"model\"", "model.merges[N]: ...", an added token that disagrees with the
   // vocabulary), Unimplemented for component types not supported (e.g. a WordPiece model).
   static Result<Tokenizer> FromJson(std::string_view json);
+  // Builds the tables of a spec made elsewhere (a GGUF's vocabulary, engine/model/gguf_model.h).
+  // Errors: Bpe::Build's (DataLoss naming a bad vocabulary entry or merge) and DataLoss for an
+  // added token that disagrees with the vocabulary or a template id that is not a token.
+  static Result<Tokenizer> FromSpec(TokenizerSpec spec);
 
   Tokenizer(Tokenizer&&) noexcept = default;
   Tokenizer& operator=(Tokenizer&&) noexcept = default;

@@ -110,6 +110,115 @@ def write_types(out: pathlib.Path) -> None:
     save_file(expected, str(out / "types-expected.safetensors"))
 
 
+def gemma3_text_config(**values) -> str:
+    """config.json as transformers 5.23 writes it for these values (plus what save_pretrained adds)."""
+    from transformers import Gemma3TextConfig
+    config = Gemma3TextConfig(dtype="bfloat16", **values)
+    config.architectures = ["Gemma3ForCausalLM"]
+    return config.to_json_string()
+
+
+# A 2-layer Gemma 3 in llama.cpp's layout: hidden 32, 2 query heads and 1 KV head of 16, MLP 64, and a
+# 300-token SentencePiece vocabulary (control, user-defined, 256 byte pieces, normal pieces).
+TINY = dict(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+            num_key_value_heads=1, head_dim=16, max_position_embeddings=128, rms_norm_eps=1e-6, sliding_window=8,
+            query_pre_attn_scalar=16, bos_token_id=2, eos_token_id=1, pad_token_id=0)
+TINY_SPECIAL = [("<pad>", 3), ("<eos>", 3), ("<bos>", 3), ("<unk>", 3), ("<mask>", 3), ("[multimodal]", 4),
+                ("<start_of_turn>", 3), ("<end_of_turn>", 3), ("\n", 4), ("  ", 4)]
+TINY_WORDS = ["\u2581", "h", "e", "l", "o", "w", "r", "d", "a", "t", "he", "ll", "llo", "hello", "\u2581hello",
+              "\u2581w", "or", "\u2581wor", "ld", "\u2581world", "\u2581t", "\u2581the", "th"]
+
+
+def tiny_tensors(rng: np.random.Generator) -> dict:
+    """GGUF name -> (values in HF order, quantize?) for the tiny Gemma 3."""
+    h, q, kv, ffn, v = 32, 32, 16, 64, 300
+    tensors = {"token_embd.weight": (rng.normal(0, 1, (v, h)), True)}
+    for i in range(2):
+        b = f"blk.{i}."
+        tensors[b + "attn_q.weight"] = (rng.normal(0, 0.2, (q, h)), True)
+        tensors[b + "attn_k.weight"] = (rng.normal(0, 0.2, (kv, h)), False)
+        tensors[b + "attn_v.weight"] = (rng.normal(0, 0.2, (kv, h)), False)
+        tensors[b + "attn_output.weight"] = (rng.normal(0, 0.2, (h, q)), True)
+        tensors[b + "attn_q_norm.weight"] = (1 + rng.normal(0, 0.2, (16,)), False)
+        tensors[b + "attn_k_norm.weight"] = (1 + rng.normal(0, 0.2, (16,)), False)
+        tensors[b + "ffn_gate.weight"] = (rng.normal(0, 0.2, (ffn, h)), True)
+        tensors[b + "ffn_up.weight"] = (rng.normal(0, 0.2, (ffn, h)), True)
+        tensors[b + "ffn_down.weight"] = (rng.normal(0, 0.2, (h, ffn)), True)
+        for norm in ("attn_norm", "post_attention_norm", "ffn_norm", "post_ffw_norm"):
+            tensors[b + norm + ".weight"] = (1 + rng.normal(0, 0.2, (h,)), False)
+    tensors["output_norm.weight"] = (1 + rng.normal(0, 0.2, (h,)), False)
+    return tensors
+
+
+def write_tiny(path: pathlib.Path, arch: str = "gemma3", drop: str = "", extra: str = "", reshape: str = "") -> None:
+    """The tiny Gemma 3; `drop`, `extra` and `reshape` name a tensor to leave out, add or give the wrong shape."""
+    rng = np.random.default_rng(3)
+    writer = gguf.GGUFWriter(str(path), arch=arch)
+    writer.add_context_length(TINY["max_position_embeddings"])
+    writer.add_embedding_length(TINY["hidden_size"])
+    writer.add_block_count(TINY["num_hidden_layers"])
+    writer.add_feed_forward_length(TINY["intermediate_size"])
+    writer.add_head_count(TINY["num_attention_heads"])
+    writer.add_head_count_kv(TINY["num_key_value_heads"])
+    writer.add_key_length(TINY["head_dim"])
+    writer.add_value_length(TINY["head_dim"])
+    writer.add_layer_norm_rms_eps(TINY["rms_norm_eps"])
+    writer.add_rope_freq_base(1e6)
+    writer.add_sliding_window(TINY["sliding_window"])
+    tokens = [t for t, _ in TINY_SPECIAL] + [f"<0x{b:02X}>" for b in range(256)] + TINY_WORDS
+    tokens += [f"<unused{i}>" for i in range(TINY["vocab_size"] - len(tokens))]
+    types = [k for _, k in TINY_SPECIAL] + [6] * 256 + [1] * len(TINY_WORDS)
+    types += [3] * (len(tokens) - len(types))
+    scores = [-1000.0] * len(TINY_SPECIAL) + [0.0] * 256 + [-float(i) for i in range(len(TINY_WORDS))]
+    scores += [-1000.0] * (len(tokens) - len(scores))
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(2)
+    writer.add_eos_token_id(1)
+    writer.add_unk_token_id(3)
+    writer.add_pad_token_id(0)
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    writer.add_add_space_prefix(False)
+    writer.add_chat_template("{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    tensors = tiny_tensors(rng)
+    if extra:
+        tensors[extra] = (np.ones((32,)), False)
+    for name, (values, quantize) in tensors.items():
+        if name == drop:
+            continue
+        if name == reshape:
+            values = values[:-1]
+        values = values.astype(np.float32)
+        if quantize and values.shape[-1] % 32 == 0:
+            writer.add_tensor(name, gguf.quants.quantize(values, T.Q8_0), raw_dtype=T.Q8_0)
+        else:
+            writer.add_tensor(name, values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def write_tiny_set(out: pathlib.Path) -> None:
+    write_tiny(out / "gemma3-tiny.gguf")
+    (out / "gemma3-tiny-config.json").write_text(gemma3_text_config(**TINY))
+    write_tiny(out / "gemma3-tiny-llama.gguf", arch="llama")
+    write_tiny(out / "gemma3-tiny-missing.gguf", drop="blk.1.ffn_up.weight")
+    write_tiny(out / "gemma3-tiny-extra.gguf", extra="blk.1.attn_sinks.weight")
+    write_tiny(out / "gemma3-tiny-shape.gguf", reshape="blk.0.attn_k.weight")
+    # gguf-py's values of the tiny model, in HF names and order, for the dequantization of a whole model.
+    reader = gguf.GGUFReader(str(out / "gemma3-tiny.gguf"))
+    values = {}
+    for tensor in reader.tensors:
+        x = dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        values[tensor.name] = np.ascontiguousarray(x.reshape([int(d) for d in reversed(tensor.shape)]))
+    save_file(values, str(out / "gemma3-tiny-values.safetensors"))
+
+
 def write_fingerprint(out: pathlib.Path, real: pathlib.Path) -> None:
     reader = gguf.GGUFReader(str(real))
     # One tensor or two of each type the file uses: Q8_0, F32, Q5_0, Q4_K, Q6_K.
@@ -132,6 +241,28 @@ def write_fingerprint(out: pathlib.Path, real: pathlib.Path) -> None:
         })
     doc = {"file": real.name, "types": sorted(seen_types), "tensors": entries}
     (out / "gemma3-270m-fingerprint.json").write_text(json.dumps(doc, indent=1) + "\n")
+    # The 270M's config.json as transformers writes it, from the values the GGUF holds or llama.cpp
+    # infers (query_pre_attn_scalar = key_length; sliding RoPE 10000 and one full layer in 6 are
+    # Gemma3TextConfig's defaults too).
+    field = lambda key: reader.fields[key].parts[reader.fields[key].data[0]][0]
+    (out / "gemma3-270m-config.json").write_text(gemma3_text_config(
+        vocab_size=len(reader.fields["tokenizer.ggml.tokens"].data),
+        hidden_size=int(field("gemma3.embedding_length")),
+        intermediate_size=int(field("gemma3.feed_forward_length")),
+        num_hidden_layers=int(field("gemma3.block_count")),
+        num_attention_heads=int(field("gemma3.attention.head_count")),
+        num_key_value_heads=int(field("gemma3.attention.head_count_kv")),
+        head_dim=int(field("gemma3.attention.key_length")),
+        max_position_embeddings=int(field("gemma3.context_length")),
+        # The FLOAT32 1e-6 written as the shortest decimal that round-trips it, as temper writes it.
+        rms_norm_eps=float(str(np.float32(field("gemma3.attention.layer_norm_rms_epsilon")))),
+        sliding_window=int(field("gemma3.attention.sliding_window")),
+        query_pre_attn_scalar=int(field("gemma3.attention.key_length")),
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": float(field("gemma3.rope.freq_base"))},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+        bos_token_id=int(field("tokenizer.ggml.bos_token_id")),
+        eos_token_id=int(field("tokenizer.ggml.eos_token_id")),
+        pad_token_id=int(field("tokenizer.ggml.padding_token_id"))))
 
 
 def main() -> None:
@@ -141,6 +272,7 @@ def main() -> None:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     write_types(args.out)
+    write_tiny_set(args.out)
     if args.real:
         write_fingerprint(args.out, args.real)
 
