@@ -126,6 +126,8 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
   out.sampling.seed = s.seed.value_or(seed_if_unset);
   out.max_tokens = request.max_tokens;
   out.stop_strings = request.stop;
+  // Gemma 3's calls are JSON: under the grammar by default even when the reply may be text.
+  out.constrain_auto_tool_calls = constrain;
   if (!constrain) return out;
   if (!request.answer_schema.is_null()) {
     Result<engine::Grammar> grammar = engine::JsonSchemaGrammar(request.answer_schema);

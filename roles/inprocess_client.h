@@ -1,5 +1,5 @@
-// InprocessClient: a ModelClient served by temper's own Gemma 4 engine in this process — the
-// `inprocess` endpoint of models.yaml. It loads the model directory once (engine/loaded_model.h),
+// InprocessClient: a ModelClient served by temper's own engine (Gemma 4 or Gemma 3) in this process —
+// the `inprocess` endpoint of models.yaml. It loads the model directory once (engine/loaded_model.h),
 // runs it on the CPU backend, and answers every Chat() through one engine::ChatEngine, whose
 // scheduler batches concurrent requests and whose prefix cache serves the part of a prompt an
 // earlier request of the same conversation already computed (reported as cached prompt tokens).
@@ -16,12 +16,14 @@
 // that name `messages[N]` count such an assistant message and its tool results as one message.
 // Thinking is off (the roles' protocol has no place for it). A request without a sampling seed
 // gets a fresh random one per call. Answer schemas and required tool calls are enforced by
-// grammar-constrained decoding unless the endpoint turns it off (constrained_decoding: false).
+// grammar-constrained decoding unless the endpoint turns it off (constrained_decoding: false), and
+// so are Gemma 3's JSON tool calls when the reply may be text or a call.
 //
 // Reply conversion: visible text and thinking stream to StreamCallbacks as the engine produces
-// them; tool calls arrive already parsed from Gemma's native format and get ids "call_0",
-// "call_1", ... within the response (ToolCallsFromEngine); finish reasons stop / length /
-// tool_calls map one to one; usage carries the prompt, cached prompt and completion tokens.
+// them; tool calls arrive already parsed from the model's format (Gemma 4's native calls, Gemma 3's
+// JSON, engine/tokenizer/chat_format.h) and get ids "call_0", "call_1", ... within the response
+// (ToolCallsFromEngine); finish reasons stop / length / tool_calls map one to one; usage carries
+// the prompt, cached prompt and completion tokens.
 //
 // Errors name the endpoint and the role: "endpoint 'local' (inprocess, worker role): ...". A reply
 // the chat format cannot parse (a malformed native tool call) is InvalidArgument "malformed model
@@ -72,7 +74,7 @@ class InprocessClient final : public ModelClient {
   // 0; LoadModel's errors naming the file (missing directory, config.json, tokenizer.json,
   // weights; a tokenizer of another model); CpuBackend::Create's (a tp that cannot split the
   // heads); CreateCudaBackend's, naming the GPUs (Unimplemented in a build without CUDA, no such
-  // GPU, out of memory); ChatEngine::Create's (a tokenizer without Gemma 4's control tokens).
+  // GPU, out of memory); ChatEngine::Create's (a tokenizer without Gemma 4's or Gemma 3's control tokens).
   static Result<std::unique_ptr<InprocessClient>> Create(std::string endpoint_name, const InprocessEndpoint& endpoint,
                                                          const Logger& logger, InprocessClientOptions options = {});
   InprocessClient(const InprocessClient&) = delete;

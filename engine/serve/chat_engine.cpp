@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "engine/constrain/json_tool_call_grammar.h"
 #include "engine/constrain/schema_refs.h"
 #include "engine/constrain/tool_call_grammar.h"
 
@@ -28,9 +29,12 @@ const char* ChatFinishName(ChatFinish finish) {
   return "";
 }
 
-ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens,
-                       bool one_tool_call)
-    : stream_(std::move(stream)), parser_(format), prompt_tokens_(prompt_tokens), one_tool_call_(one_tool_call) {}
+ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, std::unique_ptr<ReplyStream> parser,
+                       int64_t prompt_tokens, bool one_tool_call)
+    : stream_(std::move(stream)),
+      parser_(std::move(parser)),
+      prompt_tokens_(prompt_tokens),
+      one_tool_call_(one_tool_call) {}
 
 ChatEvent ChatStream::Convert(StreamEvent event) {
   ChatEvent out;
@@ -58,7 +62,7 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
     }
   };
   if (!failed_ && !ended_at_call_ && !event.text.empty()) {
-    take(parser_.Push(event.text));
+    take(parser_->Push(event.text));
     // Generating past a parser failure is wasted work: stop it; its end is reported as the error.
     if (failed_) stream_->Cancel();
   }
@@ -76,17 +80,17 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
   }
   switch (event.finish) {
     case FinishReason::kStop:
-      take(parser_.Finish());
+      take(parser_->Finish());
       if (failed_) {
         out.finish = ChatFinish::kError;
         out.error = failure_;
       } else {
-        out.finish = parser_.tool_call_count() > 0 ? ChatFinish::kToolCalls : ChatFinish::kStop;
+        out.finish = parser_->tool_call_count() > 0 ? ChatFinish::kToolCalls : ChatFinish::kStop;
       }
       break;
     case FinishReason::kLength:
       // A tool call or thought cut off by max_tokens comes back as its text, noted as unclosed.
-      take(parser_.Finish());
+      take(parser_->Finish());
       if (failed_) {
         out.finish = ChatFinish::kError;
         out.error = failure_;
@@ -103,7 +107,7 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
       out.error = event.error;
       break;
   }
-  if (!parser_.parse_error().ok()) out.parse_error = parser_.parse_error().message();
+  if (!parser_->parse_error().ok()) out.parse_error = parser_->parse_error().message();
   return out;
 }
 
@@ -180,9 +184,13 @@ int64_t ChatEngine::CountTokens(std::string_view text) const {
 Result<std::shared_ptr<const TokenVocabulary>> ChatEngine::vocabulary() {
   std::lock_guard<std::mutex> lock(vocabulary_mu_);
   if (!vocabulary_) {
-    TEMPER_ASSIGN_OR_RETURN(TokenVocabulary words,
-                            TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_, kGemmaMarkerTokens,
-                                                           scheduler_->backend().config().vocab_size));
+    // Gemma 3's calls are plain JSON text: no special token is ever a grammar's to write.
+    const std::span<const MarkerToken> markers = format_.tool_call_syntax() == ToolCallSyntax::kGemma4Tokens
+                                                     ? std::span<const MarkerToken>(kGemmaMarkerTokens)
+                                                     : std::span<const MarkerToken>();
+    TEMPER_ASSIGN_OR_RETURN(
+        TokenVocabulary words,
+        TokenVocabulary::FromTokenizer(tokenizer_, stop_ids_, markers, scheduler_->backend().config().vocab_size));
     vocabulary_ = std::make_shared<const TokenVocabulary>(std::move(words));
   }
   return vocabulary_;
@@ -205,30 +213,53 @@ Result<std::shared_ptr<GrammarMasks>> ChatEngine::MasksFor(const std::string& ke
 
 namespace {
 
-// The grammar of a reply that is only tool calls, of every tool in `tools` or of `function` alone;
-// keyed by what it is made of.
-Result<std::pair<std::shared_ptr<const Grammar>, std::string>> RequiredToolCalls(
-    const std::vector<ToolDeclaration>& tools, const std::string& function) {
+// The grammar of a reply of tool calls in `syntax`, of every tool in `tools` or of `function` alone
+// (with `allow_text`, Gemma 3's text-or-call reply; `allow_several`, its array of calls); keyed by
+// what it is made of.
+Result<std::pair<std::shared_ptr<const Grammar>, std::string>> ToolCallConstraint(
+    ToolCallSyntax syntax, const std::vector<ToolDeclaration>& tools, const std::string& function, bool allow_text,
+    bool allow_several) {
   std::vector<ToolSchema> schemas;
   for (const ToolDeclaration& t : tools) {
     if (function.empty() || t.name == function) schemas.push_back({t.name, nlohmann::ordered_json(t.parameters)});
   }
   if (tools.empty()) return Status::InvalidArgument("tool_choice: a required tool call needs tools to call");
   if (schemas.empty()) return Status::InvalidArgument(fmt::format("tool_choice: no tool is named '{}'", function));
-  TEMPER_ASSIGN_OR_RETURN(Grammar grammar, ToolCallGrammar(schemas));
   nlohmann::json key = nlohmann::json::array();
   for (const ToolSchema& t : schemas) key.push_back({t.name, nlohmann::json(t.parameters)});
-  return std::make_pair(std::make_shared<const Grammar>(std::move(grammar)), "tool calls " + key.dump());
+  if (syntax == ToolCallSyntax::kGemma4Tokens) {
+    TEMPER_ASSIGN_OR_RETURN(Grammar grammar, ToolCallGrammar(schemas));
+    return std::make_pair(std::make_shared<const Grammar>(std::move(grammar)), "tool calls " + key.dump());
+  }
+  TEMPER_ASSIGN_OR_RETURN(Grammar grammar,
+                          JsonToolCallGrammar(schemas, {.allow_text = allow_text, .allow_several = allow_several}));
+  return std::make_pair(
+      std::make_shared<const Grammar>(std::move(grammar)),
+      fmt::format("json tool calls{}{} {}", allow_text ? " or text" : "", allow_several ? "" : " (one)", key.dump()));
 }
 
 }  // namespace
 
 Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
+  const ToolCallSyntax syntax = format_.tool_call_syntax();
+  const std::vector<ToolDeclaration>& tools = request.conversation.tools;
+  // A reply under the caller's own grammar (response_format) is its content, whatever it spells.
+  std::vector<std::string> callable;
+  if (!request.grammar) {
+    for (const ToolDeclaration& t : tools) callable.push_back(t.name);
+  }
   if (request.tool_choice == ToolChoice::kRequired) {
     if (request.grammar) {
       return Status::InvalidArgument("a required tool call and a grammar for the reply cannot be combined");
     }
-    TEMPER_ASSIGN_OR_RETURN(auto calls, RequiredToolCalls(request.conversation.tools, request.required_function));
+    TEMPER_ASSIGN_OR_RETURN(auto calls, ToolCallConstraint(syntax, tools, request.required_function,
+                                                           /*allow_text=*/false, request.parallel_tool_calls));
+    request.grammar = std::move(calls.first);
+    request.grammar_key = std::move(calls.second);
+  } else if (syntax == ToolCallSyntax::kJsonObject && !tools.empty() && !request.grammar &&
+             request.constrain_auto_tool_calls) {
+    TEMPER_ASSIGN_OR_RETURN(auto calls,
+                            ToolCallConstraint(syntax, tools, "", /*allow_text=*/true, request.parallel_tool_calls));
     request.grammar = std::move(calls.first);
     request.grammar_key = std::move(calls.second);
   }
@@ -255,7 +286,8 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(request.grammar_key, std::move(request.grammar)));
   }
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
-  return std::make_shared<ChatStream>(std::move(stream), format_, prompt_tokens, !request.parallel_tool_calls);
+  return std::make_shared<ChatStream>(std::move(stream), NewReplyStream(format_, std::move(callable)), prompt_tokens,
+                                      !request.parallel_tool_calls);
 }
 
 }  // namespace temper::engine

@@ -3,10 +3,15 @@
 // roles' `inprocess` endpoint and `/v1/chat/completions` both call it; one engine serves every
 // caller that maps to the model.
 //
-// A request is rendered with Gemma 4's chat format (ChatFormat), submitted to the scheduler with
-// the format's stop tokens and a prefix-cache checkpoint at every message boundary (so the next
-// turn of a conversation, which resends all of this one, prefills only what is new), and the
-// generated text is split by a ReplyStreamParser as it streams.
+// A request is rendered with the tokenizer's chat format (ChatFormat: Gemma 4's, or Gemma 3's),
+// submitted to the scheduler with the format's stop tokens and a prefix-cache checkpoint at every
+// message boundary (so the next turn of a conversation, which resends all of this one, prefills
+// only what is new), and the generated text is split by the format's ReplyStream as it streams.
+//
+// Tool calls under the grammar, in the format's syntax: Gemma 4's native calls (ToolCallGrammar);
+// for Gemma 3, whose calls are JSON, JsonToolCallGrammar — with tool_choice auto too (the reply is
+// text or a call, so a reply that starts a call completes one), unless the request turns that off
+// or constrains the reply with its own grammar.
 //
 // Finish reasons: kStop (the turn ended, or a stop string matched), kLength (max_tokens; a tool
 // call cut off there is dropped), kToolCalls (the model called tools and now waits for their
@@ -34,7 +39,7 @@
 #include "common/status.h"
 #include "engine/backend.h"
 #include "engine/constrain/token_mask.h"
-#include "engine/serve/reply_stream_parser.h"
+#include "engine/serve/reply_stream.h"
 #include "engine/serve/scheduler.h"
 #include "engine/tokenizer/chat_format.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -56,14 +61,17 @@ struct ChatRequest {
   std::shared_ptr<const Grammar> grammar;
   std::string grammar_key;
   // kRequired: the reply is one or more tool calls and nothing else, their arguments keeping to
-  // the tools' schemas (ToolCallGrammar) — of any tool offered, or of `required_function` alone
-  // when it is set. Not together with `grammar`.
+  // the tools' schemas (ToolCallGrammar; JsonToolCallGrammar for Gemma 3) — of any tool offered, or
+  // of `required_function` alone when it is set. Not together with `grammar`.
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string required_function;
   // false: at most one tool call (OpenAI's parallel_tool_calls). Generation is cancelled as soon as
   // the first call is parsed and the reply ends there with kToolCalls; what the scheduler decoded
-  // after it is dropped.
+  // after it is dropped. Gemma 3's grammar then allows one JSON call, not an array.
   bool parallel_tool_calls = true;
+  // Gemma 3 (JSON calls), tools offered, kAuto and no `grammar`: the reply is text or a call under
+  // JsonToolCallGrammar (allow_text). false leaves such a reply unconstrained.
+  bool constrain_auto_tool_calls = true;
   int logprobs = -1;  // GenerateRequest::logprobs
 };
 
@@ -73,16 +81,16 @@ const char* ChatFinishName(ChatFinish finish);
 
 // What a request produced since the previous event. The last event has finish set.
 struct ChatEvent {
-  std::vector<int32_t> tokens;       // generated ids, stop token included
+  std::vector<int32_t> tokens;          // generated ids, stop token included
   std::vector<TokenLogprobs> logprobs;  // with ChatRequest::logprobs >= 0: StreamEvent::logprobs
-  std::string content;               // visible text
-  std::string thinking;              // thought-channel text
-  std::vector<ToolCall> tool_calls;  // complete calls, in order
+  std::string content;                  // visible text
+  std::string thinking;                 // thought-channel text
+  std::vector<ToolCall> tool_calls;     // complete calls, in order
   ChatFinish finish = ChatFinish::kNone;
   Status error;        // with kError
   RequestUsage usage;  // with a finish: prompt, cached prompt and completion tokens, timings
-  // With a finish: why the reply is plain content from some point on (it broke Gemma's chat format
-  // there: a malformed tool call, a stray control token; ReplyStreamParser::parse_error), or "".
+  // With a finish: why the reply is plain content from some point on (it broke the chat format
+  // there: a malformed tool call, a stray control token; ReplyStream::parse_error), or "".
   std::string parse_error;
   bool empty() const {
     return tokens.empty() && content.empty() && thinking.empty() && tool_calls.empty() && finish == ChatFinish::kNone;
@@ -95,9 +103,9 @@ struct ChatEvent {
 // The consumer's end of one chat request.
 class ChatStream {
  public:
-  // Built by ChatEngine::Submit. Borrows the engine's ChatFormat: read a stream only while its
-  // engine lives.
-  ChatStream(std::shared_ptr<RequestStream> stream, const ChatFormat& format, int64_t prompt_tokens,
+  // Built by ChatEngine::Submit. `parser` borrows the engine's ChatFormat: read a stream only while
+  // its engine lives.
+  ChatStream(std::shared_ptr<RequestStream> stream, std::unique_ptr<ReplyStream> parser, int64_t prompt_tokens,
              bool one_tool_call = false);
   // Blocks until there is something new; nullopt after the final event was returned.
   std::optional<ChatEvent> Next();
@@ -114,18 +122,18 @@ class ChatStream {
 
   std::mutex mu_;  // one reader at a time
   std::shared_ptr<RequestStream> stream_;
-  ReplyStreamParser parser_;
+  std::unique_ptr<ReplyStream> parser_;
   int64_t prompt_tokens_;
   bool failed_ = false;  // the parser failed; the request was cancelled and its end is an error
   Status failure_;
-  const bool one_tool_call_;     // ChatRequest::parallel_tool_calls is false
-  bool ended_at_call_ = false;   // that one call arrived; the request was cancelled there
+  const bool one_tool_call_;    // ChatRequest::parallel_tool_calls is false
+  bool ended_at_call_ = false;  // that one call arrived; the request was cancelled there
 };
 
 class ChatEngine {
  public:
-  // Looks up the chat format's tokens (NotFound naming a missing one) and starts a scheduler with
-  // `options` (its detokenizer is replaced by the tokenizer's). Errors: Scheduler::Create's.
+  // Picks the chat format from the tokenizer and looks up its tokens (NotFound naming a missing one) and starts a
+  // scheduler with `options` (its detokenizer is replaced by the tokenizer's). Errors: Scheduler::Create's.
   static Result<std::unique_ptr<ChatEngine>> Create(Backend& backend, const Tokenizer& tokenizer,
                                                     SchedulerOptions options, const Logger& log);
   ChatEngine(const ChatEngine&) = delete;
@@ -148,9 +156,10 @@ class ChatEngine {
   // The scheduler, shared with token-level callers (/v1/completions).
   Scheduler& scheduler() { return *scheduler_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  const ChatFormat& format() const { return format_; }
   // The tokenizer's vocabulary as constrained decoding sees it: the ids inside the model's
-  // vocabulary, the format's stop tokens ending a grammar, the tool-call tokens as marker bytes
-  // (kGemmaMarkerTokens). Built at the first request that needs it (about 0.2 s) and kept.
+  // vocabulary, the format's stop tokens ending a grammar, Gemma 4's tool-call tokens as marker
+  // bytes (kGemmaMarkerTokens; Gemma 3 has none). Built at the first request that needs it (about 0.2 s) and kept.
   // NotFound when a marker token lies past the model's vocabulary.
   Result<std::shared_ptr<const TokenVocabulary>> vocabulary();
   // The shared masks of the grammar named `key` (made from `grammar` the first time; the 64 most

@@ -1,5 +1,5 @@
-// ReplyStreamParser: splits a model reply into visible text, thinking and tool calls while it is
-// being generated, so callers see text as it streams and each tool call once it is complete.
+// ReplyStreamParser: the ReplyStream (reply_stream.h) of Gemma 4's replies — visible text, thought
+// channels and native tool calls, split while the reply is generated.
 //
 // It reads the text the scheduler streams (decoded with special tokens kept) and follows exactly
 // the grammar of ChatFormat::ParseReplyText: concatenating every delta gives the `content` and
@@ -22,38 +22,31 @@
 #include <vector>
 
 #include "common/status.h"
+#include "engine/serve/reply_stream.h"
 #include "engine/tokenizer/chat_format.h"
 
 namespace temper::engine {
 
-// What a chunk of reply text completed.
-struct ReplyDelta {
-  std::string content;
-  std::string thinking;
-  std::vector<ToolCall> tool_calls;
-  bool empty() const { return content.empty() && thinking.empty() && tool_calls.empty(); }
-};
-
-class ReplyStreamParser {
+class ReplyStreamParser final : public ReplyStream {
  public:
   explicit ReplyStreamParser(const ChatFormat& format) : format_(format) {}
 
   // Adds the next chunk of reply text. Errors are the parser's own (Internal); a reply that breaks
   // the format is content from there on (see the top).
-  Result<ReplyDelta> Push(std::string_view text);
+  Result<ReplyDelta> Push(std::string_view text) override;
   // The end of the reply: releases what was held back. A tool call or thought channel left open
   // ("tool call 0 at byte 7: not closed with <tool_call|>") makes its text content, as above.
-  Result<ReplyDelta> Finish();
+  Result<ReplyDelta> Finish() override;
   // OK while the reply keeps to the format; else why it did not (InvalidArgument, e.g. "tool call 0
   // at byte 12: argument 'path': unterminated string", "reply at byte 5: unexpected <tool_call|>").
-  const Status& parse_error() const { return parse_error_; }
+  const Status& parse_error() const override { return parse_error_; }
 
   // True while inside an unfinished tool call or thought channel (so a reply cut by max_tokens
   // there is incomplete rather than malformed).
   bool inside_construct() const {
     return state_ == State::kToolCall || state_ == State::kThinking || state_ == State::kThoughtHeader;
   }
-  int tool_call_count() const { return calls_; }
+  int tool_call_count() const override { return calls_; }
 
  private:
   enum class State { kContent, kThoughtHeader, kThinking, kToolCall, kEnded, kRaw };

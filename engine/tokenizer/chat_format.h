@@ -1,49 +1,32 @@
-// ChatFormat: Gemma 4's conversation format — rendering a conversation to the prompt the model was
-// trained on, and parsing what the model generates back into text, thinking and tool calls.
+// ChatFormat: a model family's conversation format — rendering a conversation to the prompt the
+// model was trained on, and parsing what the model generates back into text, thinking and tool
+// calls. Every consumer (ChatEngine, the HTTP server, the reply stream parsers, the roles'
+// in-process client) holds a ChatFormat and never asks which family it speaks, but for the one
+// thing the grammar layer needs: how tool calls are spelt (tool_call_syntax()).
 //
-// Sources (read 2026-11; Gemma 4 replaced Gemma 3's <start_of_turn>/<end_of_turn>):
-//   * Google, "Gemma 4 Prompt Formatting", https://ai.google.dev/gemma/docs/core/prompt-formatting-gemma4
-//     (turn tokens, the six tool tokens, the <|"|> string delimiter);
-//   * Google, "Thinking mode in Gemma", https://ai.google.dev/gemma/docs/capabilities/thinking
-//     (<|think|> at the top of the system turn; the model answers <|channel>thought\n...<channel|>);
-//   * the chat template shipped with the Gemma 4 checkpoints, as copied into llama.cpp
-//     (models/templates/gemma4.jinja) — the byte-exact reference for everything rendered here.
-//     Rendering that template with jinja2 (transformers' settings) gave output identical to
-//     Render() for the conversations of tests/engine/tokenizer/chat_format_test.cpp, apart from the
-//     deliberate differences listed below;
-//   * llama.cpp's models/templates/google-gemma-4-31B-it-interleaved.jinja (replaying a tool-calling
-//     turn's thinking) and vLLM's vllm/tool_parsers/gemma4_tool_parser.py (the argument grammar).
-//
-// The wire format, for a conversation with a system prompt, one tool, thinking on, and one round of
-// tool use ("Q" stands for the single token <|"|>):
-//
-//   <bos><|turn>system\n<|think|>You are ...<|tool>declaration:run{description:Q...Q,parameters:{...}}<tool|><turn|>\n
-//   <|turn>user\nHarden sshd.<turn|>\n
-//   <|turn>model\n<|channel>thought\n...<channel|><|tool_call>call:run{cmd:Qsshd -tQ}<tool_call|>
-//   <|tool_response>response:run{exit:0,stdout:QQ}<tool_response|>Done.<turn|>\n
-//
-// Differences from the template, each deliberate:
-//   * A model turn left open by tool responses (no content after them) is continued by the next
-//     model message without a new <|turn>model header — which is how the model saw it while
-//     generating — and closed with <turn|> if a non-model message follows. The template would open
-//     a second model turn inside the first.
-//   * `parameters` without a "type" still gets its closing brace (the template drops it).
-//   * A JSON null renders as `null` (Jinja would print Python's `None`).
+// Two dialects implement it, one file each:
+//   * Gemma 4 (gemma4_chat_format.h): <|turn>role ... <turn|>, a system role, thinking, and native
+//     tool-call tokens (<|tool_call>call:NAME{...}<tool_call|>).
+//   * Gemma 3 (gemma3_chat_format.h): <start_of_turn>user|model ... <end_of_turn>, no system role,
+//     no thinking, no tool tokens: tools are declared as JSON in the first user turn and a call is
+//     a reply that is exactly a JSON object {"name": ..., "arguments": {...}}.
+// The family is read from the tokenizer's control tokens (Gemma 4's <|turn>, else Gemma 3's
+// <start_of_turn>), or forced by the caller (ChatFamily).
 //
 // Untrusted text (user content, tool output, file contents) is encoded with special-token matching
-// off, so a literal "<turn|>" in it cannot close a turn; `ids` then differ from Encode(text) exactly
-// where such strings occur.
+// off in both dialects, so a literal control token's text in it cannot close a turn. Special-token
+// ids come from the tokenizer file, never from constants.
 //
-// Special-token ids come from the tokenizer file, never from constants here.
-//
-// Thread safety: immutable after Create(); all methods are const. Ownership: holds a pointer to the
-// Tokenizer it was created from, which must outlive it.
+// Thread safety: immutable after Create(); all methods are const; copies share one dialect.
+// Ownership: holds a pointer to the Tokenizer it was created from, which must outlive it.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -68,7 +51,7 @@ struct ToolCall {
   nlohmann::json arguments = nlohmann::json::object();  // always an object
 };
 
-// A tool's result. An object renders key by key; anything else renders as {value:...}.
+// A tool's result: any JSON value (each dialect says how it renders).
 struct ToolResponse {
   std::string name;
   nlohmann::json response;
@@ -97,11 +80,11 @@ struct Conversation {
 struct RenderedPrompt {
   std::string text;          // the template's output, "<bos>" included
   std::vector<int32_t> ids;  // what the model is fed (<bos> first)
-  // Offsets into `ids` where a turn ends (after its <turn|>\n: the system turn, each message) or
-  // where tool responses leave a model turn open, ascending, each in (0, ids.size()]. A later prompt
-  // of the same conversation repeats everything before each of them, so the serving layer pins the
-  // prefix cache there. Cutting the ids there never changes how text is tokenized: each offset sits
-  // between a control token or newline and the next control token.
+  // Offsets into `ids` where a turn ends (after its end-of-turn token and "\n": the system turn, each
+  // message) or where Gemma 4's tool responses leave a model turn open, ascending, each in (0, ids.size()]. A later
+  // prompt of the same conversation repeats everything before each of them, so the serving layer pins the prefix cache
+  // there. Cutting the ids there never changes how text is tokenized: each offset sits between a control token or
+  // newline and the next control token.
   std::vector<int64_t> message_ends;
 };
 
@@ -112,63 +95,66 @@ struct ModelReply {
   std::vector<ToolCall> tool_calls;
 };
 
-// Function names are written bare after "call:" and "declaration:", so they must be parseable
-// back: letters, digits, '_', '-' and '.'. InvalidArgument naming `field` otherwise ("tools[0]:
-// name 'a b' may hold only letters, digits, '_', '-' and '.'", "tools[0]: empty name").
+// Function names are written bare (Gemma 4 after "call:"; Gemma 3 inside its JSON, where the
+// grammar spells them as literals), so they must be parseable back: letters, digits, '_', '-' and
+// '.'. InvalidArgument naming `field` otherwise ("tools[0]: name 'a b' may hold only letters, digits,
+// '_', '-' and '.'", "tools[0]: empty name").
 Status CheckToolName(std::string_view name, std::string_view field);
+
+// How a format spells tool calls, for the grammar and reply-stream layers (engine/constrain,
+// engine/serve), which cannot depend on a dialect's class.
+enum class ToolCallSyntax {
+  kGemma4Tokens,  // <|tool_call>call:NAME{ARGS}<tool_call|>, one or more per reply
+  kJsonObject,    // the whole reply is {"name": NAME, "arguments": {...}}, or a JSON array of them
+};
+
+// Which conversation format to speak. kFromTokenizer: Gemma 4 when the tokenizer has <|turn>,
+// else Gemma 3 when it has <start_of_turn>.
+enum class ChatFamily { kFromTokenizer, kGemma4, kGemma3 };
+
+// The interface each conversation format implements (one class per file). Errors are each
+// dialect's, documented in its header.
+class ChatDialect {
+ public:
+  virtual ~ChatDialect() = default;
+  virtual Result<RenderedPrompt> Render(const Conversation& conversation) const = 0;
+  virtual Result<ModelReply> ParseReplyText(std::string_view text) const = 0;
+  virtual std::vector<int32_t> stop_ids() const = 0;
+  virtual ToolCallSyntax tool_call_syntax() const = 0;
+  virtual const char* family_name() const = 0;  // "Gemma 4", "Gemma 3"
+};
 
 class ChatFormat {
  public:
-  // Looks up every Gemma 4 control token by its text. Errors: NotFound naming the first missing
-  // token, e.g. "tokenizer has no token '<|think|>' (needed by Gemma 4's chat format)".
-  static Result<ChatFormat> Create(const Tokenizer& tokenizer);
+  // Picks the dialect (see the top) and looks up its control tokens by text. Errors: NotFound
+  // naming the first missing token, e.g. "tokenizer has no token '<|think|>' (needed by Gemma 4's
+  // chat format)", or for kFromTokenizer a tokenizer with neither family's turn token.
+  static Result<ChatFormat> Create(const Tokenizer& tokenizer, ChatFamily family = ChatFamily::kFromTokenizer);
 
   // Errors: InvalidArgument naming the message or tool, e.g. "messages[2] (user): tool calls belong
   // to model messages", "tools[0]: name 'a b' may hold only letters, digits, '_', '-' and '.'",
   // "messages[3].tool_calls[0]: arguments must be a JSON object".
-  Result<RenderedPrompt> Render(const Conversation& conversation) const;
+  Result<RenderedPrompt> Render(const Conversation& conversation) const { return dialect_->Render(conversation); }
 
   // Parses generated ids (decoded with special tokens kept), which may end with a stop token.
   // Errors: OutOfRange for an id that is not a token; otherwise ParseReplyText's.
   Result<ModelReply> ParseReply(std::span<const int32_t> ids) const;
-  // Errors: InvalidArgument naming the problem and its byte offset, e.g. "tool call 1 at byte 40:
-  // not closed with <tool_call|>", "tool call 0 at byte 12: argument 'path': unterminated string".
-  Result<ModelReply> ParseReplyText(std::string_view text) const;
+  // Errors: InvalidArgument naming the problem and its byte offset (Gemma 4: "tool call 1 at byte
+  // 40: not closed with <tool_call|>"); Gemma 3's replies always parse (text, or a call).
+  Result<ModelReply> ParseReplyText(std::string_view text) const { return dialect_->ParseReplyText(text); }
 
-  // Tokens that end a generation: <turn|> (turn done), <|tool_response> (the model waits for tool
-  // results), <eos>.
-  std::vector<int32_t> stop_ids() const;
+  // Tokens that end a generation (Gemma 4: <turn|>, <|tool_response>, <eos>; Gemma 3: <end_of_turn>,
+  // <eos>).
+  std::vector<int32_t> stop_ids() const { return dialect_->stop_ids(); }
+  ToolCallSyntax tool_call_syntax() const { return dialect_->tool_call_syntax(); }
+  const char* family_name() const { return dialect_->family_name(); }
 
  private:
-  // The control tokens, looked up by text. Index with the enum.
-  enum Token {
-    kBos,
-    kEos,
-    kTurnOpen,
-    kTurnClose,
-    kThink,
-    kChannelOpen,
-    kChannelClose,
-    kToolOpen,
-    kToolClose,
-    kCallOpen,
-    kCallClose,
-    kResponseOpen,
-    kResponseClose,
-    kQuote,
-    kTokenCount
-  };
-  static constexpr const char* kTokenText[kTokenCount] = {
-      "<bos>",   "<eos>",   "<|turn>",      "<turn|>",      "<|think|>",        "<|channel>",       "<channel|>",
-      "<|tool>", "<tool|>", "<|tool_call>", "<tool_call|>", "<|tool_response>", "<tool_response|>", "<|\"|>"};
-
-  class Builder;
-  class ReplyParser;
-
-  explicit ChatFormat(const Tokenizer& tokenizer) : tokenizer_(&tokenizer) {}
+  ChatFormat(const Tokenizer& tokenizer, std::shared_ptr<const ChatDialect> dialect)
+      : tokenizer_(&tokenizer), dialect_(std::move(dialect)) {}
 
   const Tokenizer* tokenizer_;
-  int32_t ids_[kTokenCount] = {};
+  std::shared_ptr<const ChatDialect> dialect_;
 };
 
 }  // namespace temper::engine
