@@ -228,11 +228,11 @@ class StepTimer {
     TEMPER_ASSIGN_OR_RETURN(uint16_t * next_w, a.Bf16(H, ++seed_, 1.0f));
     // The first layer's input norm, and the final norm.
     TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm of the hidden row ({})", H), 2,
-                                   [&](int) { return cuda::LaunchRmsNorm(x, xn, w, 1, H, eps, stream_); }));
+                                   [&](int) { return cuda::LaunchRmsNorm(x, xn, w, 1, H, eps, 0.0f, stream_); }));
     // Twice per layer: the sandwich norm and residual, then the next input norm (the last layer's
     // second has none; timed with it).
     TEMPER_RETURN_IF_ERROR(Latency(fmt::format("RMSNorm + residual + next RMSNorm ({})", H), 2 * layers, [&](int) {
-      return cuda::LaunchNormResidual(x, branch, w, 1, H, eps, 1.0f, next_w, xn, stream_);
+      return cuda::LaunchNormResidual(x, branch, w, 1, H, eps, 1.0f, next_w, xn, 0.0f, stream_);
     }));
 
     // The head: embedding row (vocab-parallel), gather of the logit row, final softcap, candidates.

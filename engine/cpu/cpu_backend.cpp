@@ -83,6 +83,11 @@ Result<std::unique_ptr<CpuBackend>> CpuBackend::Create(const ModelConfig& config
     if (sliding) b->rope_.push_back(std::move(sliding));
     if (full) b->rope_.push_back(std::move(full));
     if (opts.drafter) {
+      if (!config.model_type.starts_with("gemma4")) {
+        return Status::Unimplemented(
+            fmt::format("CPU backend: the MTP drafter drafts for Gemma 4 targets only; the target model is '{}'",
+                        config.model_type));
+      }
       TEMPER_RETURN_IF_ERROR(b->AttachDrafter(shards));
     }
     b->comm_ = std::make_unique<Communicator>(options.tp);
@@ -123,7 +128,8 @@ Status CpuBackend::AttachDrafter(const std::vector<RankShard>& shards) {
       // The drafter rotates its queries by its own config's RoPE; the target's table serves when
       // they agree (they do in every released pair), else it gets its own.
       const cpu::RopeTable* target_rope = ranks_[shard.rank]->layers[t].rope;
-      if (g.rope_angles == config_.layers[t].rope_angles && g.rope_theta == config_.layers[t].rope_theta) {
+      if (g.rope_angles == config_.layers[t].rope_angles && g.rope_theta == config_.layers[t].rope_theta &&
+          g.rope_linear_factor == config_.layers[t].rope_linear_factor) {
         dl.rope = target_rope;
       } else {
         rope_.push_back(cpu::MakeRopeTable(g, options_.max_context));

@@ -109,12 +109,13 @@ void DraftRank(RankContext& rank, const DraftPlan& plan, Communicator& comm) {
       resize(d.att, q_width);
       float* q = d.q.data();
 
-      for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * hd, x + r * hd, lw.input_norm, hd, eps);
+      for (int64_t r = 0; r < rows; ++r)
+        RmsNorm(xn + r * hd, x + r * hd, lw.input_norm, hd, eps, dc.norm_weight_offset);
       MatMulBf16(*rank.pool, xn, rows, hd, dl.q_proj, q, q_width);
       for (int64_t r = 0; r < rows; ++r) {
         for (int h = 0; h < dl.q_heads; ++h) {
           float* qh = q + r * q_width + h * head_dim;
-          RmsNorm(qh, qh, lw.q_norm, head_dim, eps);
+          RmsNorm(qh, qh, lw.q_norm, head_dim, eps, dc.norm_weight_offset);
           Rope(qh, *dl.rope, plan.rows[r].pos);
         }
       }
@@ -123,11 +124,12 @@ void DraftRank(RankContext& rank, const DraftPlan& plan, Communicator& comm) {
       comm.AllReduceSum(rank.shard.rank, proj, rows * hd);
       for (int64_t r = 0; r < rows; ++r) {
         float* pr = proj + r * hd;
-        RmsNorm(pr, pr, lw.post_attention_norm, hd, eps);
+        RmsNorm(pr, pr, lw.post_attention_norm, hd, eps, dc.norm_weight_offset);
         for (int i = 0; i < hd; ++i) x[r * hd + i] += pr[i];
       }
 
-      for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * hd, x + r * hd, lw.pre_feedforward_norm, hd, eps);
+      for (int64_t r = 0; r < rows; ++r)
+        RmsNorm(xn + r * hd, x + r * hd, lw.pre_feedforward_norm, hd, eps, dc.norm_weight_offset);
       MatMulBf16(*rank.pool, xn, rows, hd, dl.gate_proj, d.gate.data(), ffn);
       MatMulBf16(*rank.pool, xn, rows, hd, dl.up_proj, d.up.data(), ffn);
       for (int64_t i = 0; i < rows * ffn; ++i) d.gate[i] = GeluTanh(d.gate[i]) * d.up[i];
@@ -135,13 +137,13 @@ void DraftRank(RankContext& rank, const DraftPlan& plan, Communicator& comm) {
       comm.AllReduceSum(rank.shard.rank, proj, rows * hd);
       for (int64_t r = 0; r < rows; ++r) {
         float* pr = proj + r * hd;
-        RmsNorm(pr, pr, lw.post_feedforward_norm, hd, eps);
+        RmsNorm(pr, pr, lw.post_feedforward_norm, hd, eps, dc.norm_weight_offset);
         for (int i = 0; i < hd; ++i) x[r * hd + i] = (x[r * hd + i] + pr[i]) * lw.layer_scalar;
       }
     }
 
     // Head: tied to the drafter's own embedding, no softcap; each rank fills its vocabulary range.
-    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * hd, x + r * hd, w.final_norm(), hd, eps);
+    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * hd, x + r * hd, w.final_norm(), hd, eps, dc.norm_weight_offset);
     MatMulBf16(*rank.pool, xn, rows, hd, d.lm_head, plan.logits + rank.shard.vocab.begin, vocab);
     comm.Barrier();  // every rank's columns are in
     // Every rank takes the same argmax (the lowest id among equal maxima), so all feed one token.

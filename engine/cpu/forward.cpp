@@ -1,9 +1,11 @@
-// The Gemma 4 text decoder on the CPU, for one tensor-parallel rank: fp32 activations, bf16
-// weights widened on the fly. Read top to bottom, like llama2.c's forward(). The numbered points
-// refer to "Subtle points of the Gemma 4 text decoder" in the golden fixtures' README; the golden
+// The Gemma 4 and Gemma 3 text decoders on the CPU, for one tensor-parallel rank: fp32
+// activations, bf16 weights widened on the fly. Read top to bottom, like llama2.c's forward(). The
+// numbered points refer to "Subtle points of the Gemma 4 text decoder" in the golden fixtures' README; the golden
 // test (tests/engine/cpu/cpu_forward_test.cpp) fails if any of them is wrong.
 //
-// Per layer (HF Gemma4TextDecoderLayer):
+// Per layer (HF Gemma4TextDecoderLayer; Gemma3DecoderLayer is the same without layer_scalar, its
+// differences in numerics being ModelConfig fields: norm_weight_offset, attention_scale,
+// value_norm, the RoPE's linear factor):
 //   h   = x + post_attention_norm(attention(input_norm(x)))
 //   out = (h + post_feedforward_norm(mlp(pre_feedforward_norm(h)))) * layer_scalar
 // with the attention's o_proj and the MLP's down_proj summed over ranks by an all-reduce.
@@ -27,8 +29,12 @@ std::unique_ptr<RopeTable> MakeRopeTable(const LayerGeometry& layer, int64_t max
   // Point 8: the exponent's denominator is the full head_dim even when only `angles` frequencies
   // rotate ("proportional" RoPE); angles and cos/sin are fp32, as in transformers.
   const float theta = static_cast<float>(layer.rope_theta);
+  // Linear scaling (Gemma 3's full layers on the larger models) divides each inv_freq by the
+  // factor in fp32, as transformers' _compute_linear_scaling_rope_parameters does.
+  const float linear_factor = static_cast<float>(layer.rope_linear_factor);
   for (int j = 0; j < t->angles; ++j) {
-    const float inv_freq = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(layer.head_dim));
+    float inv_freq = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(layer.head_dim));
+    if (linear_factor != 1.0f) inv_freq /= linear_factor;
     for (int64_t pos = 0; pos < max_context; ++pos) {
       const float angle = static_cast<float>(pos) * inv_freq;
       t->cos[pos * t->angles + j] = std::cos(angle);
@@ -78,8 +84,9 @@ void Attention(RankContext& rank, const BatchPlan& plan, int layer, const float*
         const float* key = pos >= row.chunk_start
                                ? fresh(k, pos)
                                : CachedKey(rank, row.seq, layer, pos, plan.blocks[row.seq], kvh, rebuilt.data());
-        // Point 4: the scaling is 1.0 (the q/k norms replace 1/sqrt(head_dim)); no logit softcap.
-        scores[pos - lo] = Dot(qh, key, hd);
+        // Point 4: Gemma 4's scaling is 1.0 (the q/k norms replace 1/sqrt(head_dim)), Gemma 3's
+        // query_pre_attn_scalar^-0.5; no logit softcap.
+        scores[pos - lo] = Dot(qh, key, hd) * c.attention_scale;
       }
       SoftmaxCombine(scores, lo, value, hd, out + r * q_width + h * hd);
     }
@@ -112,6 +119,7 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
   const int H = c.hidden_size;
   const int64_t rows = static_cast<int64_t>(plan.rows.size());
   const float eps = c.rms_norm_eps;
+  const float wo = c.norm_weight_offset;  // Gemma 3's norms multiply by 1 + w
   const bool capture = plan.hidden != nullptr && rank.shard.rank == 0;
   auto capture_hidden = [&](int index, const float* src) {
     if (capture) std::memcpy(plan.hidden + index * rows * H, src, rows * H * sizeof(float));
@@ -156,16 +164,17 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
     float* v = rank.v.data();
 
     // ---- attention ----
-    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, w.input_norm, H, eps);
+    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, w.input_norm, H, eps, wo);
     MatMulBf16(*rank.pool, xn, rows, H, rl.q_proj, q, q_width);
     MatMulBf16(*rank.pool, xn, rows, H, rl.k_proj, k, kv_width);
     if (!g.k_eq_v) MatMulBf16(*rank.pool, xn, rows, H, rl.v_proj, v, kv_width);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t pos = plan.rows[r].pos;
-      // Point 3: per-head q_norm and k_norm before RoPE; v_norm has no weight and V is not rotated.
+      // Point 3: per-head q_norm and k_norm before RoPE; v_norm (Gemma 4 only) has no weight and V
+      // is not rotated.
       for (int h = 0; h < rl.q_heads; ++h) {
         float* qh = q + r * q_width + h * hd;
-        RmsNorm(qh, qh, w.q_norm, hd, eps);
+        RmsNorm(qh, qh, w.q_norm, hd, eps, wo);
         Rope(qh, *rl.rope, pos);
       }
       for (int h = 0; h < rl.kv_heads; ++h) {
@@ -174,11 +183,11 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
         if (g.k_eq_v) {
           // Point 6: V = v_norm(raw k_proj output) and K = k_norm(raw) = V ⊙ k_norm.weight, computed
           // exactly as the cache rebuilds it, so cached and fresh keys agree bit for bit.
-          RmsNorm(vh, kh, {}, hd, eps);
+          RmsNorm(vh, kh, {}, hd, eps, wo);
           for (int d = 0; d < hd; ++d) kh[d] = vh[d] * Bf16ToFloat(w.k_norm[d]);
         } else {
-          RmsNorm(kh, kh, w.k_norm, hd, eps);
-          RmsNorm(vh, vh, {}, hd, eps);
+          RmsNorm(kh, kh, w.k_norm, hd, eps, wo);
+          if (c.value_norm) RmsNorm(vh, vh, {}, hd, eps, wo);
         }
         Rope(kh, *rl.rope, pos);
       }
@@ -191,13 +200,13 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
     // Point 10: the sandwich norm, post_attention_norm on the branch before the residual add.
     for (int64_t r = 0; r < rows; ++r) {
       float* pr = proj + r * H;
-      RmsNorm(pr, pr, w.post_attention_norm, H, eps);
+      RmsNorm(pr, pr, w.post_attention_norm, H, eps, wo);
       for (int i = 0; i < H; ++i) x[r * H + i] += pr[i];
     }
 
     // ---- MLP: down(gelu_tanh(gate(x)) · up(x)) ----
     const int ffn = rank.shard.ffn.size();
-    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, w.pre_feedforward_norm, H, eps);
+    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, w.pre_feedforward_norm, H, eps, wo);
     MatMulBf16(*rank.pool, xn, rows, H, rl.gate_proj, rank.gate.data(), ffn);
     MatMulBf16(*rank.pool, xn, rows, H, rl.up_proj, rank.up.data(), ffn);
     // tanh costs as much as a few thousand weights' worth of bandwidth per channel: split it too.
@@ -206,10 +215,11 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
     });
     MatMulBf16(*rank.pool, rank.gate.data(), rows, ffn, rl.down_proj, proj, H);
     comm.AllReduceSum(rank.shard.rank, proj, rows * H);
-    // Point 11: layer_scalar scales the residual stream itself, after both residual adds.
+    // Point 11: layer_scalar scales the residual stream itself, after both residual adds (1 on
+    // Gemma 3, which has none).
     for (int64_t r = 0; r < rows; ++r) {
       float* pr = proj + r * H;
-      RmsNorm(pr, pr, w.post_feedforward_norm, H, eps);
+      RmsNorm(pr, pr, w.post_feedforward_norm, H, eps, wo);
       for (int i = 0; i < H; ++i) x[r * H + i] = (x[r * H + i] + pr[i]) * w.layer_scalar;
     }
     if (l + 1 < c.num_layers) capture_hidden(l + 1, x);
@@ -218,13 +228,13 @@ void ForwardRank(RankContext& rank, const BatchPlan& plan, Communicator& comm) {
   // ---- head: final norm, tied embedding, softcap (point 12) ----
   // Point 13: the last hidden state is the final-norm output.
   if (capture) {
-    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, weights.final_norm(), H, eps);
+    for (int64_t r = 0; r < rows; ++r) RmsNorm(xn + r * H, x + r * H, weights.final_norm(), H, eps, wo);
     capture_hidden(c.num_layers, xn);
   }
   const int64_t n_logits = static_cast<int64_t>(plan.logit_rows.size());
   rank.head_in.resize(static_cast<size_t>(n_logits * H));
   for (int64_t i = 0; i < n_logits; ++i) {
-    RmsNorm(rank.head_in.data() + i * H, x + plan.logit_rows[i] * H, weights.final_norm(), H, eps);
+    RmsNorm(rank.head_in.data() + i * H, x + plan.logit_rows[i] * H, weights.final_norm(), H, eps, wo);
   }
   // Vocab-parallel head: each rank fills its own columns of the shared logits.
   const int64_t vocab = c.vocab_size;

@@ -1,6 +1,6 @@
-// The per-vector arithmetic of the Gemma 4 decoder on the CPU, shared by the target's forward pass
-// (forward.cpp) and the MTP drafter's (draft_forward.cpp). The numbered points refer to "Subtle
-// points of the Gemma 4 text decoder" in the golden fixtures' README.
+// The per-vector arithmetic of the Gemma 4 and Gemma 3 decoders on the CPU, shared by the target's
+// forward pass (forward.cpp) and the MTP drafter's (draft_forward.cpp). The numbered points refer
+// to "Subtle points of the Gemma 4 text decoder" in the golden fixtures' README.
 #pragma once
 
 #include <algorithm>
@@ -13,16 +13,17 @@
 
 namespace temper::engine::cpu {
 
-// Point 2: out = x · (mean(x²) + eps)^-½ · w, with w used as is (no Gemma 1-3 "1 + w"). An empty
-// w is the weightless v_norm (point 3).
-inline void RmsNorm(float* out, const float* x, std::span<const uint16_t> w, int n, float eps) {
+// Point 2: out = x · (mean(x²) + eps)^-½ · (weight_offset + w): Gemma 4 uses w as is (offset 0),
+// Gemma 3 multiplies by 1 + w in fp32 (offset 1, ModelConfig::norm_weight_offset). An empty w is
+// the weightless v_norm (point 3).
+inline void RmsNorm(float* out, const float* x, std::span<const uint16_t> w, int n, float eps, float weight_offset) {
   double sum_sq = 0;
   for (int i = 0; i < n; ++i) sum_sq += static_cast<double>(x[i]) * x[i];
   const float inv = 1.0f / std::sqrt(static_cast<float>(sum_sq / n) + eps);
   if (w.empty()) {
     for (int i = 0; i < n; ++i) out[i] = x[i] * inv;
   } else {
-    for (int i = 0; i < n; ++i) out[i] = (x[i] * inv) * Bf16ToFloat(w[i]);
+    for (int i = 0; i < n; ++i) out[i] = (x[i] * inv) * (weight_offset + Bf16ToFloat(w[i]));
   }
 }
 

@@ -80,9 +80,10 @@ class CountingOps final : public RankOps {
     Count(OpKind::kEmbed);
     return inner_->Embed(tokens, rows, table, vocab_begin, vocab_end, hidden, scale, x);
   }
-  Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) override {
+  Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                 float weight_offset) override {
     Count(OpKind::kRmsNorm);
-    return inner_->RmsNorm(x, out, w, rows, n, eps);
+    return inner_->RmsNorm(x, out, w, rows, n, eps, weight_offset);
   }
   Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
                  float eps, const RowTables& t, bool write_kv) override {
@@ -90,9 +91,9 @@ class CountingOps final : public RankOps {
     return inner_->QkvNorm(kv, q, k, v, q_norm, rows, q_heads, eps, t, write_kv);
   }
   Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                      const uint16_t* next_w, float* next_out) override {
+                      const uint16_t* next_w, float* next_out, float weight_offset) override {
     Count(OpKind::kNormResidual);
-    return inner_->NormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out);
+    return inner_->NormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, weight_offset);
   }
   Status Geglu(float* gate, const float* up, int64_t n) override {
     Count(OpKind::kGeglu);

@@ -118,9 +118,10 @@ Status CudaOps::Embed(const int32_t* tokens, int rows, const uint16_t* table, in
   return LaunchEmbed(tokens, rows, table, vocab_begin, vocab_end, hidden, scale, x, stream_);
 }
 
-Status CudaOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) {
+Status CudaOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                        float weight_offset) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchRmsNorm(x, out, w, rows, n, eps, stream_);
+  return LaunchRmsNorm(x, out, w, rows, n, eps, weight_offset, stream_);
 }
 
 Status CudaOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
@@ -130,9 +131,9 @@ Status CudaOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, con
 }
 
 Status CudaOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                             const uint16_t* next_w, float* next_out) {
+                             const uint16_t* next_w, float* next_out, float weight_offset) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, stream_);
+  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, weight_offset, stream_);
 }
 
 Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {

@@ -93,6 +93,11 @@ Result<std::unique_ptr<DeviceBackend>> DeviceBackend::Create(const ModelConfig& 
   const ModelWeights* host = b->weights_.get();
   TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) { return BuildDeviceRank(d, host, opts.synthetic_seed); }));
   if (const DrafterWeights* drafter = opts.drafter.get()) {
+    if (!config.model_type.starts_with("gemma4")) {
+      return Status::Unimplemented(
+          fmt::format("device backend: the MTP drafter drafts for Gemma 4 targets only; the target model is '{}'",
+                      config.model_type));
+    }
     Result<std::vector<Range>> heads = PlanDrafterHeads(drafter->config(), config, shards);
     if (!heads.ok()) return heads.status().WithContext("device backend");
     TEMPER_RETURN_IF_ERROR(b->OnRanks([&](DeviceRank& d) -> Status {

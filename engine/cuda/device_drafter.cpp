@@ -200,6 +200,7 @@ Status RunDraftStep(DeviceRank& d, int rows, bool first) {
   RankOps& ops = *d.ops;
   const int hb = target.hidden_size, hd = m.hidden, vocab = d.vocab_rows();
   const float eps = target.rms_norm_eps;
+  const float wo = target.norm_weight_offset;          // 0: drafters draft for Gemma 4 targets only
   float* hidden = m.eh + int64_t{kMaxDraftRows} * hb;  // the h half of eh
 
   // The first step's h: the target's final-norm hidden states, where the head left them.
@@ -211,7 +212,7 @@ Status RunDraftStep(DeviceRank& d, int rows, bool first) {
   if (d.shard.tp > 1) TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(m.eh, static_cast<size_t>(rows) * hb));
   TEMPER_RETURN_IF_ERROR(ops.GatherRows(m.eh, hb, m.interleave, 2 * rows, m.cat));
   TEMPER_RETURN_IF_ERROR(ops.Gemv(m.cat, GemvParts().Add(m.pre_projection, m.x, hd), rows, 2 * hb));
-  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(m.x, m.xn, m.layers[0].input_norm, rows, hd, eps));
+  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(m.x, m.xn, m.layers[0].input_norm, rows, hd, eps, wo));
 
   for (size_t l = 0; l < m.layers.size(); ++l) {
     const DeviceDrafterLayer& dl = m.layers[l];
@@ -224,14 +225,14 @@ Status RunDraftStep(DeviceRank& d, int rows, bool first) {
     TEMPER_RETURN_IF_ERROR(ops.Gemv(m.att, GemvParts().Add(dl.o, m.proj, hd), rows, dl.q_width));
     TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(m.proj, static_cast<size_t>(rows) * hd));
     TEMPER_RETURN_IF_ERROR(
-        ops.NormResidual(m.x, m.proj, dl.post_attention_norm, rows, hd, eps, 1.0f, dl.pre_feedforward_norm, m.xn));
+        ops.NormResidual(m.x, m.proj, dl.post_attention_norm, rows, hd, eps, 1.0f, dl.pre_feedforward_norm, m.xn, wo));
     TEMPER_RETURN_IF_ERROR(ops.GemvGeglu(m.xn, dl.gate, dl.up, m.gate, rows, hd, m.ffn));
     TEMPER_RETURN_IF_ERROR(ops.Gemv(m.gate, GemvParts().Add(dl.down, m.proj, hd), rows, m.ffn));
     TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(m.proj, static_cast<size_t>(rows) * hd));
     // The last layer's fused next norm is the final norm: xn is then the head's input.
     const uint16_t* next_norm = l + 1 < m.layers.size() ? m.layers[l + 1].input_norm : m.final_norm;
     TEMPER_RETURN_IF_ERROR(
-        ops.NormResidual(m.x, m.proj, dl.post_feedforward_norm, rows, hd, eps, dl.layer_scalar, next_norm, m.xn));
+        ops.NormResidual(m.x, m.proj, dl.post_feedforward_norm, rows, hd, eps, dl.layer_scalar, next_norm, m.xn, wo));
   }
 
   // Head (tied to the drafter's own embedding, no softcap) and this rank's best candidate; then h.

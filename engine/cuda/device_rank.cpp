@@ -161,8 +161,10 @@ Result<RopeView> UploadRope(DeviceRank& d, const LayerGeometry& g) {
   const int64_t n = d.limits.max_context * g.rope_angles;
   std::vector<float> cos(static_cast<size_t>(std::max<int64_t>(n, 1))), sin(cos.size());
   const float theta = static_cast<float>(g.rope_theta);
+  const float linear_factor = static_cast<float>(g.rope_linear_factor);  // Gemma 3's linear scaling
   for (int j = 0; j < g.rope_angles; ++j) {
-    const float inv_freq = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(g.head_dim));
+    float inv_freq = 1.0f / std::pow(theta, static_cast<float>(2 * j) / static_cast<float>(g.head_dim));
+    if (linear_factor != 1.0f) inv_freq /= linear_factor;
     for (int64_t pos = 0; pos < d.limits.max_context; ++pos) {
       const float angle = static_cast<float>(pos) * inv_freq;
       cos[pos * g.rope_angles + j] = std::cos(angle);
@@ -307,6 +309,9 @@ Status AllocKv(DeviceRank& d) {
     dl.kv = KvLayerView{.k = nullptr,
                         .v = nullptr,
                         .k_norm = dl.k_norm,
+                        .norm_offset = c.norm_weight_offset,
+                        .score_scale = c.attention_scale,
+                        .value_norm = c.value_norm,
                         .sliding = sliding,
                         .window = c.sliding_window,
                         .ring = RingSlots(c),

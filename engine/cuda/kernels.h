@@ -50,11 +50,12 @@ Status LaunchEmbed(const int32_t* tokens, int rows, const uint16_t* table, int v
                    float scale, float* x, cudaStream_t stream);
 
 // rmsnorm.cu
-Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, cudaStream_t stream);
+Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, float weight_offset,
+                     cudaStream_t stream);
 Status LaunchQkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
                      float eps, const RowTables& t, bool write_kv, cudaStream_t stream);
 Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                          const uint16_t* next_w, float* next_out, cudaStream_t stream);
+                          const uint16_t* next_w, float* next_out, float weight_offset, cudaStream_t stream);
 
 // geglu.cu
 Status LaunchGeglu(float* gate, const float* up, int64_t n, cudaStream_t stream);

@@ -1,6 +1,6 @@
-// The Gemma 4 text decoder on one tensor-parallel rank of the device backend, read top to bottom
-// like llama2.c's forward(): the same steps as the CPU reference (engine/cpu/forward.cpp), as ops
-// on the rank's device buffers. The numbered points are those of the golden fixture README.
+// The Gemma 4 or Gemma 3 text decoder on one tensor-parallel rank of the device backend, read top
+// to bottom like llama2.c's forward(): the same steps as the CPU reference (engine/cpu/forward.cpp),
+// as ops on the rank's device buffers. The numbered points are those of the golden fixture README.
 //
 // Per layer (HF Gemma4TextDecoderLayer):
 //   h   = x + post_attention_norm(attention(input_norm(x)))
@@ -42,6 +42,7 @@ Status Layer(DeviceRank& d, const DeviceLayer& l, const DeviceLayer* next, const
   const ModelConfig& c = *d.config;
   const int H = c.hidden_size, rows = s.rows, hd = l.head_dim;
   const float eps = c.rms_norm_eps;
+  const float wo = c.norm_weight_offset;  // Gemma 3's norms multiply by 1 + w
   RankOps& ops = *d.ops;
   const bool decode = rows <= kMaxGemvRows;
 
@@ -56,13 +57,14 @@ Status Layer(DeviceRank& d, const DeviceLayer& l, const DeviceLayer* next, const
     TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.k, l.kv_width, d.k));
     if (!l.k_eq_v) TEMPER_RETURN_IF_ERROR(Linear(d, d.xn, rows, H, l.v, l.kv_width, d.v));
   }
-  // Points 3, 6: per-head q_norm and k_norm with RoPE, v_norm without weight or rotation; on
-  // k_eq_v layers V = v_norm(raw k_proj output), the cache keeps V only and the attention rebuilds
-  // K = RoPE(V ⊙ k_norm) for cached and fresh keys alike.
+  // Points 3, 6: per-head q_norm and k_norm with RoPE (Gemma 3: the query also scaled by
+  // query_pre_attn_scalar^-0.5, l.kv.score_scale), v_norm without weight or rotation (none on
+  // Gemma 3); on k_eq_v layers V = v_norm(raw k_proj output), the cache keeps V only and the
+  // attention rebuilds K = RoPE(V ⊙ k_norm) for cached and fresh keys alike.
   TEMPER_RETURN_IF_ERROR(
       ops.QkvNorm(l.kv, d.q, d.k, d.v, l.q_norm, rows, l.q_width / hd, eps, d.tables, /*write_kv=*/decode));
-  // Points 4, 7, 9: scale 1, the strict window, grouped heads. Keys of this pass come from d.k /
-  // d.v, older ones from the cache.
+  // Points 4, 7, 9: scale 1 (Gemma 3's is folded into q above), the strict window, grouped
+  // heads. Keys of this pass come from d.k / d.v, older ones from the cache.
   TEMPER_RETURN_IF_ERROR(ops.Attention(l.kv, d.q, d.k, d.v, d.att, rows, d.tables, l.heads, s.splits, d.partials));
   if (!decode) TEMPER_RETURN_IF_ERROR(ops.KvWrite(l.kv, d.k, d.v, rows, d.tables));
   // Row-parallel o_proj: partial sums over this rank's heads, completed by the all-reduce.
@@ -70,7 +72,7 @@ Status Layer(DeviceRank& d, const DeviceLayer& l, const DeviceLayer* next, const
   TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.proj, static_cast<size_t>(rows) * H));
   // Point 10: the sandwich norm on the branch, the residual add, and the MLP's input norm.
   TEMPER_RETURN_IF_ERROR(
-      ops.NormResidual(d.x, d.proj, l.post_attention_norm, rows, H, eps, 1.0f, l.pre_feedforward_norm, d.xn));
+      ops.NormResidual(d.x, d.proj, l.post_attention_norm, rows, H, eps, 1.0f, l.pre_feedforward_norm, d.xn, wo));
 
   // ---- MLP: down(gelu_tanh(gate(x)) · up(x)) ----
   const int ffn = d.shard.ffn.size();
@@ -86,7 +88,7 @@ Status Layer(DeviceRank& d, const DeviceLayer& l, const DeviceLayer* next, const
   // Point 11: layer_scalar scales the residual stream itself, after both residual adds; then the
   // next layer's input norm.
   return ops.NormResidual(d.x, d.proj, l.post_feedforward_norm, rows, H, eps, l.layer_scalar,
-                          next ? next->input_norm : nullptr, next ? d.xn : nullptr);
+                          next ? next->input_norm : nullptr, next ? d.xn : nullptr, wo);
 }
 
 // The head over logit rows [first, first + n) of the pass, which are output rows
@@ -101,7 +103,7 @@ Status Head(DeviceRank& d, const PassShape& s, int first, int n, float* host_log
   // The final-norm rows stay at their slots: the MTP drafter starts from them (device_drafter.h).
   float* head_in = d.head_in + int64_t{slot} * H;
   TEMPER_RETURN_IF_ERROR(ops.GatherRows(d.x, H, d.logit_index + first, n, head_in));
-  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(head_in, head_in, d.final_norm, n, H, c.rms_norm_eps));
+  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(head_in, head_in, d.final_norm, n, H, c.rms_norm_eps, c.norm_weight_offset));
   TEMPER_RETURN_IF_ERROR(Linear(d, head_in, n, H, d.lm_head, vocab, logits));
   if (c.final_logit_softcapping > 0) {
     TEMPER_RETURN_IF_ERROR(ops.Softcap(logits, vocab, n, vocab, c.final_logit_softcapping));
@@ -195,7 +197,8 @@ Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
   if (d.shard.tp > 1) TEMPER_RETURN_IF_ERROR(ops.AllReduceSum(d.x, static_cast<size_t>(s.rows) * H));
   TEMPER_RETURN_IF_ERROR(capture_hidden(0, d.x));
 
-  TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.x, d.xn, d.layers[0].input_norm, s.rows, H, c.rms_norm_eps));
+  TEMPER_RETURN_IF_ERROR(
+      ops.RmsNorm(d.x, d.xn, d.layers[0].input_norm, s.rows, H, c.rms_norm_eps, c.norm_weight_offset));
   for (int l = 0; l < c.num_layers; ++l) {
     const DeviceLayer* next = l + 1 < c.num_layers ? &d.layers[l + 1] : nullptr;
     TEMPER_RETURN_IF_ERROR(Layer(d, d.layers[l], next, s));
@@ -203,7 +206,7 @@ Status RunPass(DeviceRank& d, const PassShape& s, const PassOutput& out) {
   }
   // Point 13: the last hidden state is the final-norm output.
   if (capture) {
-    TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.x, d.xn, d.final_norm, s.rows, H, c.rms_norm_eps));
+    TEMPER_RETURN_IF_ERROR(ops.RmsNorm(d.x, d.xn, d.final_norm, s.rows, H, c.rms_norm_eps, c.norm_weight_offset));
     TEMPER_RETURN_IF_ERROR(capture_hidden(c.num_layers, d.xn));
   }
 

@@ -47,6 +47,13 @@ struct KvLayerView {
   uint16_t* k = nullptr;
   uint16_t* v = nullptr;
   const uint16_t* k_norm = nullptr;
+  // What Gemma 3 computes differently (model_config.h): q_norm and k_norm multiply by
+  // norm_offset + w (Gemma 3: 1 + w); QkvNorm multiplies each rotated query by score_scale, so the
+  // attention's q·k is the scaled score (Gemma 3: query_pre_attn_scalar^-0.5); without value_norm
+  // V is stored as projected (Gemma 4 normalizes it).
+  float norm_offset = 0;
+  float score_scale = 1;
+  bool value_norm = true;
   bool sliding = false;
   int window = 0;
   int ring = 0;
@@ -133,14 +140,17 @@ class RankOps {
   // [vocab_begin, vocab_end), zeros otherwise (the all-reduce assembles the rows).
   virtual Status Embed(const int32_t* tokens, int rows, const uint16_t* table, int vocab_begin, int vocab_end,
                        int hidden, float scale, float* x) = 0;
-  // Points 2, 8: out = x · RmsScale · w per row of n (w null: no weight). In place is fine.
-  virtual Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) = 0;
+  // Points 2, 8: out = x · RmsScale · (weight_offset + w) per row of n (w null: no weight; the
+  // offset is ModelConfig::norm_weight_offset, 1 on Gemma 3). In place is fine.
+  virtual Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                         float weight_offset) = 0;
   // Points 3, 6 for `rows` rows of a layer's fresh heads, in one launch (q: [rows][q_heads ·
   // head_dim], k and v: [rows][kv.kv_heads · head_dim], head_dim = kv.head_dim):
-  //   q = RoPE(RmsNorm(q) · q_norm) per head, in place;
+  //   q = RoPE(RmsNorm(q) · (kv.norm_offset + q_norm)) · kv.score_scale per head, in place;
   //   k_eq_v layers (kv.k null): v = RmsNorm(k) per head (k holds the raw k_proj output; the
   //   attention rebuilds K from V);
-  //   other layers: k = RoPE(RmsNorm(k) · kv.k_norm) and v = RmsNorm(v) per head, in place.
+  //   other layers: k = RoPE(RmsNorm(k) · (kv.norm_offset + kv.k_norm)) and v = RmsNorm(v) per
+  //   head (v as it is without kv.value_norm), in place.
   // kv.kv_heads 0: queries only (the MTP drafter's, which reads the target's cache; k and v unused).
   // RoPE uses kv.rope at positions[r]; padding rows (position < 0) are normed, not rotated. With
   // `write_kv`, each head's result is also stored in the cache as KvWrite stores it, which is only
@@ -148,11 +158,11 @@ class RankOps {
   // reads from the cache: true when every item has at most kMaxDraftTokens + 1 rows in the pass.
   virtual Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
                          int q_heads, float eps, const RowTables& t, bool write_kv) = 0;
-  // Points 10, 11, then 2: x = (x + RmsNorm(branch) · w) · scale, per row of n; then, when
-  // next_out is set, next_out = RmsNorm(x) · next_w (the next sublayer's input norm, fused). n is
-  // at most kNormResidualMaxWidth on the GPU.
+  // Points 10, 11, then 2: x = (x + RmsNorm(branch) · (weight_offset + w)) · scale, per row of n;
+  // then, when next_out is set, next_out = RmsNorm(x) · (weight_offset + next_w) (the next
+  // sublayer's input norm, fused). n is at most kNormResidualMaxWidth on the GPU.
   virtual Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                              const uint16_t* next_w, float* next_out) = 0;
+                              const uint16_t* next_w, float* next_out, float weight_offset) = 0;
   // Point 10: gate[i] = GeluTanh(gate[i]) · up[i].
   virtual Status Geglu(float* gate, const float* up, int64_t n) = 0;
   // Decode products, rows 1-8, fp32 x and accumulation, for every part p of `parts`:

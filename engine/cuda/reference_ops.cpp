@@ -105,18 +105,23 @@ float RmsScaleOf(const float* x, int n, float eps) {
   return math::RmsScale(sum_sq, n, eps);
 }
 
-// out = RmsNorm(x) · w over one row of n (w null: no weight), then RoPE at `pos` when `rope` has
-// tables and pos >= 0.
-void NormRow(const float* x, float* out, const uint16_t* w, int n, float eps, const RopeView* rope, int64_t pos) {
+// out = RmsNorm(x) · (w_offset + w) over one row of n (w null: no weight), then RoPE at `pos` when
+// `rope` has tables and pos >= 0, then · out_scale (the query's score scale; 1 elsewhere).
+void NormRow(const float* x, float* out, const uint16_t* w, float w_offset, int n, float eps, const RopeView* rope,
+             int64_t pos, float out_scale = 1.0f) {
   const float scale = RmsScaleOf(x, n, eps);
   for (int i = 0; i < n; ++i) {
     const float v = x[i] * scale;
-    out[i] = w ? v * Bf16ToFloat(w[i]) : v;
+    out[i] = w ? v * (w_offset + Bf16ToFloat(w[i])) : v;
   }
-  if (!rope || !rope->cos || pos < 0) return;
-  const float* c = rope->cos + pos * rope->angles;
-  const float* s = rope->sin + pos * rope->angles;
-  for (int j = 0; j < rope->angles; ++j) math::RopePair(out[j], out[j + n / 2], c[j], s[j]);
+  if (rope && rope->cos && pos >= 0) {
+    const float* c = rope->cos + pos * rope->angles;
+    const float* s = rope->sin + pos * rope->angles;
+    for (int j = 0; j < rope->angles; ++j) math::RopePair(out[j], out[j + n / 2], c[j], s[j]);
+  }
+  if (out_scale != 1.0f) {
+    for (int i = 0; i < n; ++i) out[i] *= out_scale;
+  }
 }
 
 float Dot(const float* x, const uint16_t* w, int in) {
@@ -127,8 +132,11 @@ float Dot(const float* x, const uint16_t* w, int in) {
 
 }  // namespace
 
-Status ReferenceOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) {
-  for (int r = 0; r < rows; ++r) NormRow(x + int64_t{r} * n, out + int64_t{r} * n, w, n, eps, nullptr, -1);
+Status ReferenceOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                             float weight_offset) {
+  for (int r = 0; r < rows; ++r) {
+    NormRow(x + int64_t{r} * n, out + int64_t{r} * n, w, weight_offset, n, eps, nullptr, -1);
+  }
   return Status::OK();
 }
 
@@ -139,15 +147,15 @@ Status ReferenceOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v
     const int64_t pos = t.positions[r];
     for (int h = 0; h < q_heads; ++h) {
       float* head = q + (int64_t{r} * q_heads + h) * hd;
-      NormRow(head, head, q_norm, hd, eps, &kv.rope, pos);
+      NormRow(head, head, q_norm, kv.norm_offset, hd, eps, &kv.rope, pos, kv.score_scale);
     }
     for (int h = 0; h < kv.kv_heads; ++h) {
       const int64_t at = (int64_t{r} * kv.kv_heads + h) * hd;
       if (kv.k) {
-        NormRow(k + at, k + at, kv.k_norm, hd, eps, &kv.rope, pos);
-        NormRow(v + at, v + at, nullptr, hd, eps, nullptr, -1);
+        NormRow(k + at, k + at, kv.k_norm, kv.norm_offset, hd, eps, &kv.rope, pos);
+        if (kv.value_norm) NormRow(v + at, v + at, nullptr, 0.0f, hd, eps, nullptr, -1);
       } else {
-        NormRow(k + at, v + at, nullptr, hd, eps, nullptr, -1);
+        NormRow(k + at, v + at, nullptr, 0.0f, hd, eps, nullptr, -1);
       }
     }
   }
@@ -155,13 +163,13 @@ Status ReferenceOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v
 }
 
 Status ReferenceOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                                  float scale, const uint16_t* next_w, float* next_out) {
+                                  float scale, const uint16_t* next_w, float* next_out, float weight_offset) {
   for (int r = 0; r < rows; ++r) {
     float* xr = x + int64_t{r} * n;
     const float* br = branch + int64_t{r} * n;
     const float inv = RmsScaleOf(br, n, eps);
-    for (int i = 0; i < n; ++i) xr[i] = (xr[i] + (br[i] * inv) * Bf16ToFloat(w[i])) * scale;
-    if (next_out) NormRow(xr, next_out + int64_t{r} * n, next_w, n, eps, nullptr, -1);
+    for (int i = 0; i < n; ++i) xr[i] = (xr[i] + (br[i] * inv) * (weight_offset + Bf16ToFloat(w[i]))) * scale;
+    if (next_out) NormRow(xr, next_out + int64_t{r} * n, next_w, weight_offset, n, eps, nullptr, -1);
   }
   return Status::OK();
 }

@@ -40,19 +40,20 @@ __device__ float BlockSum(float v, float* shared) {
   return s;
 }
 
-// out = RmsNorm(x) · w over one row of n (w null: no weight), then RoPE on the pairs (j, j + n/2),
-// j < rope.angles, at `pos` when rope.cos is set and pos >= 0; with `store`, each output is also
-// written there in bf16. Each thread owns whole elements (whole pairs with RoPE), so in place is
-// fine.
-__device__ void NormRow(const float* x, float* out, const uint16_t* w, int n, float eps, const RopeView& rope,
-                        int64_t pos, uint16_t* store, float* shared) {
+// out = RmsNorm(x) · (w_offset + w) over one row of n (w null: no weight), then RoPE on the pairs
+// (j, j + n/2), j < rope.angles, at `pos` when rope.cos is set and pos >= 0, then · out_scale (a
+// query's score scale; 1 elsewhere); with `store`, each output is also written there in bf16. Each
+// thread owns whole elements (whole pairs with RoPE), so in place is fine.
+__device__ void NormRow(const float* x, float* out, const uint16_t* w, float w_offset, int n, float eps,
+                        const RopeView& rope, int64_t pos, float out_scale, uint16_t* store, float* shared) {
   float sum_sq = 0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) sum_sq += x[i] * x[i];
   const float scale = math::RmsScale(BlockSum(sum_sq, shared), n, eps);
   if (!rope.cos || pos < 0) {
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       float v = x[i] * scale;
-      if (w) v *= math::Bf16ToFloat(w[i]);
+      if (w) v *= w_offset + math::Bf16ToFloat(w[i]);
+      if (out_scale != 1.0f) v *= out_scale;
       out[i] = v;
       if (store) store[i] = math::FloatToBf16(v);
     }
@@ -62,10 +63,14 @@ __device__ void NormRow(const float* x, float* out, const uint16_t* w, int n, fl
   for (int j = threadIdx.x; j < half; j += blockDim.x) {
     float a = x[j] * scale, b = x[j + half] * scale;
     if (w) {
-      a *= math::Bf16ToFloat(w[j]);
-      b *= math::Bf16ToFloat(w[j + half]);
+      a *= w_offset + math::Bf16ToFloat(w[j]);
+      b *= w_offset + math::Bf16ToFloat(w[j + half]);
     }
     if (j < rope.angles) math::RopePair(a, b, rope.cos[pos * rope.angles + j], rope.sin[pos * rope.angles + j]);
+    if (out_scale != 1.0f) {
+      a *= out_scale;
+      b *= out_scale;
+    }
     out[j] = a;
     out[j + half] = b;
     if (store) {
@@ -75,11 +80,11 @@ __device__ void NormRow(const float* x, float* out, const uint16_t* w, int n, fl
   }
 }
 
-__global__ void RmsNormKernel(const float* x, float* out, const uint16_t* w, int n, float eps) {
+__global__ void RmsNormKernel(const float* x, float* out, const uint16_t* w, float w_offset, int n, float eps) {
   AwaitPriorGrid();
   __shared__ float shared[kMaxThreads / 32];
   const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
-  NormRow(x + at, out + at, w, n, eps, RopeView{}, -1, nullptr, shared);
+  NormRow(x + at, out + at, w, w_offset, n, eps, RopeView{}, -1, 1.0f, nullptr, shared);
 }
 
 // One block per (row, head) over the row's q heads, then its k heads, then (layers with their own
@@ -95,7 +100,7 @@ __global__ void QkvNormKernel(KvLayerView kv, float* q, float* k, float* v, cons
   const int64_t pos = t.positions[r];
   if (h < q_heads) {
     float* head = q + (static_cast<int64_t>(r) * q_heads + h) * hd;
-    NormRow(head, head, q_norm, hd, eps, kv.rope, pos, nullptr, shared);
+    NormRow(head, head, q_norm, kv.norm_offset, hd, eps, kv.rope, pos, kv.score_scale, nullptr, shared);
     return;
   }
   const bool is_k = !k_eq_v && h < q_heads + kv_heads;
@@ -109,9 +114,13 @@ __global__ void QkvNormKernel(KvLayerView kv, float* q, float* k, float* v, cons
     store = (is_k ? kv.k : kv.v) + row * kv_heads * hd + static_cast<int64_t>(kvh) * hd;
   }
   if (is_k) {
-    NormRow(k + at, k + at, kv.k_norm, hd, eps, kv.rope, pos, store, shared);
+    NormRow(k + at, k + at, kv.k_norm, kv.norm_offset, hd, eps, kv.rope, pos, 1.0f, store, shared);
+  } else if (!kv.value_norm) {  // Gemma 3: V as projected, stored as it is
+    if (store) {
+      for (int i = threadIdx.x; i < hd; i += blockDim.x) store[i] = math::FloatToBf16(v[at + i]);
+    }
   } else {  // V: v_norm of its own projection, or of the raw k_proj output on k_eq_v layers
-    NormRow((k_eq_v ? k : v) + at, v + at, nullptr, hd, eps, RopeView{}, -1, store, shared);
+    NormRow((k_eq_v ? k : v) + at, v + at, nullptr, 0.0f, hd, eps, RopeView{}, -1, 1.0f, store, shared);
   }
 }
 
@@ -125,7 +134,7 @@ static_assert(kResidualPerThread * kMaxThreads == kNormResidualMaxWidth);
 // run over each thread's elements in the same order as a strided loop's.
 __global__ void __launch_bounds__(kMaxThreads)
     NormResidualKernel(float* x, const float* branch, const uint16_t* w, int n, float eps, float scale,
-                       const uint16_t* next_w, float* next_out) {
+                       const uint16_t* next_w, float* next_out, float w_offset) {
   AwaitPriorGrid();
   __shared__ float shared[kMaxThreads / 32];
   const int64_t at = static_cast<int64_t>(blockIdx.x) * n;
@@ -138,8 +147,8 @@ __global__ void __launch_bounds__(kMaxThreads)
     const bool in_row = i < n;
     b[e] = in_row ? br[i] : 0.0f;
     xv[e] = in_row ? xr[i] : 0.0f;
-    wv[e] = in_row ? math::Bf16ToFloat(w[i]) : 0.0f;
-    nw[e] = in_row && next_w ? math::Bf16ToFloat(next_w[i]) : 1.0f;
+    wv[e] = in_row ? w_offset + math::Bf16ToFloat(w[i]) : 0.0f;
+    nw[e] = in_row && next_w ? w_offset + math::Bf16ToFloat(next_w[i]) : 1.0f;
   }
   float sum_sq = 0;
 #pragma unroll
@@ -166,9 +175,10 @@ __global__ void __launch_bounds__(kMaxThreads)
 
 }  // namespace
 
-Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, cudaStream_t stream) {
+Status LaunchRmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps, float weight_offset,
+                     cudaStream_t stream) {
   if (rows < 1 || n < 1) return Status::InvalidArgument("RMSNorm: rows " + S(rows) + ", n " + S(n));
-  RmsNormKernel<<<rows, RowThreads(n), 0, stream>>>(x, out, w, n, eps);
+  RmsNormKernel<<<rows, RowThreads(n), 0, stream>>>(x, out, w, weight_offset, n, eps);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }
@@ -189,12 +199,12 @@ Status LaunchQkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const 
 }
 
 Status LaunchNormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                          const uint16_t* next_w, float* next_out, cudaStream_t stream) {
+                          const uint16_t* next_w, float* next_out, float weight_offset, cudaStream_t stream) {
   if (rows < 1 || n < 1 || !w || n > kResidualPerThread * RowThreads(n)) {
     return Status::InvalidArgument("norm-residual: rows " + S(rows) + ", n " + S(n) + " (weight required; n at most " +
                                    S(kNormResidualMaxWidth) + ")");
   }
-  NormResidualKernel<<<rows, RowThreads(n), 0, stream>>>(x, branch, w, n, eps, scale, next_w, next_out);
+  NormResidualKernel<<<rows, RowThreads(n), 0, stream>>>(x, branch, w, n, eps, scale, next_w, next_out, weight_offset);
   TEMPER_CUDA_TRY(cudaGetLastError());
   return Status::OK();
 }

@@ -33,6 +33,14 @@ Result<DrafterConfig> ParseDrafterConfig(std::string_view json_text, std::string
   if (model_type != "gemma4_assistant") {
     return top.Refuse("model_type", fmt::format("is '{}': an MTP drafter is 'gemma4_assistant'", model_type));
   }
+  // The assistant reads the target's cache as Gemma 4 layers fill it (normed values, norms by w);
+  // a Gemma 3 target fills it otherwise, and no Gemma 3 assistant exists.
+  if (!target.model_type.starts_with("gemma4")) {
+    return Status::Unimplemented(
+        fmt::format("{}: an MTP drafter drafts for Gemma 4 targets only; the target model "
+                    "is '{}'",
+                    source, target.model_type));
+  }
   TEMPER_ASSIGN_OR_RETURN(bool ordered, top.Bool("use_ordered_embeddings", false));
   if (ordered) {
     return top.Refuse("use_ordered_embeddings",

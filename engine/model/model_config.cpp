@@ -1,5 +1,6 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
@@ -101,6 +102,178 @@ Status ApplyPerLayerConfig(const KeyReader& r, const std::vector<LayerKind>& kin
   c.global_head_dim = geometry->first;
   c.num_global_kv_heads = geometry->second;
   return Status::OK();
+}
+
+// One layer kind's RoPE of a Gemma3TextConfig: `rope_type` (or the older `type`) 'default' or
+// 'linear' (with `factor`), and its `rope_theta`.
+Result<LayerGeometry> ParseGemma3Rope(const KeyReader& r, const json& params, std::string_view key, int head_dim) {
+  if (!params.is_object()) return r.Error(key, "must be an object");
+  KeyReader rr(params, r.source(), r.prefix() + std::string(key) + ".");
+  TEMPER_ASSIGN_OR_RETURN(std::string legacy_type, rr.String("type", "default"));
+  TEMPER_ASSIGN_OR_RETURN(std::string type, rr.String("rope_type", legacy_type));
+  TEMPER_ASSIGN_OR_RETURN(double theta, rr.Number("rope_theta", 0.0));
+  if (!(theta > 1.0) || !std::isfinite(theta)) return rr.Error("rope_theta", fmt::format("must be > 1, got {}", theta));
+  TEMPER_ASSIGN_OR_RETURN(double partial, rr.Number("partial_rotary_factor", 1.0));
+  if (partial != 1.0) return rr.Refuse("partial_rotary_factor", fmt::format("is {}: only 1 is supported", partial));
+  LayerGeometry g;
+  g.rope_theta = theta;
+  g.rope_angles = head_dim / 2;
+  if (type == "linear") {
+    if (!rr.Has("factor")) return rr.Error("factor", "is missing (rope_type 'linear' needs it)");
+    TEMPER_ASSIGN_OR_RETURN(g.rope_linear_factor, rr.Number("factor", 1.0));
+    if (!(g.rope_linear_factor >= 1.0) || !std::isfinite(g.rope_linear_factor)) {
+      return rr.Error("factor", fmt::format("must be >= 1, got {}", g.rope_linear_factor));
+    }
+  } else if (type != "default") {
+    return rr.Refuse("rope_type", fmt::format("'{}' is not supported (only 'default' and 'linear')", type));
+  }
+  return g;
+}
+
+// Gemma3TextConfig (transformers 5.23). What Gemma 3 computes differently from Gemma 4 is set here
+// (norm_weight_offset, attention_scale, value_norm, layer_scalars); the geometry is the same for
+// both layer kinds, which differ only in window and RoPE.
+Result<ModelConfig> ParseGemma3TextConfig(const KeyReader& r, const json& obj) {
+  ModelConfig c;
+  // Refuse what we do not implement before anything else, so the error names the real reason.
+  if (r.Has("attn_logit_softcapping")) {
+    return r.Refuse("attn_logit_softcapping", "is set: the attention-logit softcap is not supported");
+  }
+  TEMPER_ASSIGN_OR_RETURN(bool bidirectional, r.Bool("use_bidirectional_attention", false));
+  if (bidirectional)
+    return r.Refuse("use_bidirectional_attention", "is true: bidirectional attention is not supported");
+  TEMPER_ASSIGN_OR_RETURN(bool bias, r.Bool("attention_bias", false));
+  if (bias) return r.Refuse("attention_bias", "is true: attention projections with biases are not supported");
+  TEMPER_ASSIGN_OR_RETURN(std::string act, r.String("hidden_activation", "gelu_pytorch_tanh"));
+  if (act != "gelu_pytorch_tanh") {
+    return r.Refuse("hidden_activation", fmt::format("'{}' is not supported (only 'gelu_pytorch_tanh')", act));
+  }
+
+  TEMPER_ASSIGN_OR_RETURN(c.vocab_size, r.Size("vocab_size", 262208));
+  TEMPER_ASSIGN_OR_RETURN(c.hidden_size, r.Size("hidden_size", 2304));
+  TEMPER_ASSIGN_OR_RETURN(c.intermediate_size, r.Size("intermediate_size", 9216));
+  TEMPER_ASSIGN_OR_RETURN(c.num_layers, r.Size("num_hidden_layers", 26));
+  TEMPER_ASSIGN_OR_RETURN(c.num_heads, r.Size("num_attention_heads", 8));
+  TEMPER_ASSIGN_OR_RETURN(c.num_kv_heads, r.Size("num_key_value_heads", 4));
+  TEMPER_ASSIGN_OR_RETURN(c.head_dim, r.Size("head_dim", 256));
+  if (c.head_dim % 2 != 0) return r.Error("head_dim", "must be even (RoPE pairs dims)");
+  if (c.num_heads % c.num_kv_heads != 0) {
+    return r.Error("num_key_value_heads",
+                   fmt::format("({}) must divide num_attention_heads ({})", c.num_kv_heads, c.num_heads));
+  }
+  c.global_head_dim = c.head_dim;
+  c.num_global_kv_heads = c.num_kv_heads;
+  TEMPER_ASSIGN_OR_RETURN(c.max_position_embeddings, r.Size("max_position_embeddings", 131072));
+  TEMPER_ASSIGN_OR_RETURN(double eps, r.Number("rms_norm_eps", 1e-6));
+  if (!(eps > 0 && eps < 1)) return r.Error("rms_norm_eps", fmt::format("must be in (0, 1), got {}", eps));
+  c.rms_norm_eps = static_cast<float>(eps);
+  TEMPER_ASSIGN_OR_RETURN(double softcap, r.Number("final_logit_softcapping", 0.0));
+  if (!(softcap >= 0) || !std::isfinite(softcap)) {
+    return r.Error("final_logit_softcapping", fmt::format("must be >= 0 or null, got {}", softcap));
+  }
+  c.final_logit_softcapping = static_cast<float>(softcap);
+  TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
+  // Gemma3Attention: scaling = query_pre_attn_scalar ** -0.5, in double, applied to q·k.
+  TEMPER_ASSIGN_OR_RETURN(double query_scalar, r.Number("query_pre_attn_scalar", 256.0));
+  if (!(query_scalar > 0) || !std::isfinite(query_scalar)) {
+    return r.Error("query_pre_attn_scalar", fmt::format("must be > 0, got {}", query_scalar));
+  }
+  c.attention_scale = static_cast<float>(std::pow(query_scalar, -0.5));
+  c.norm_weight_offset = 1;
+  c.value_norm = false;
+  c.layer_scalars = false;
+
+  TEMPER_ASSIGN_OR_RETURN(int64_t bos, r.Int("bos_token_id", 2));
+  TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
+  c.bos_token_id = static_cast<int>(bos);
+  c.pad_token_id = static_cast<int>(pad);
+  if (const json* eos = r.Find("eos_token_id")) {
+    for (const json& v : eos->is_array() ? *eos : json::array({*eos})) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.vocab_size) {
+        return r.Error("eos_token_id", fmt::format("has {}, not a token id below vocab_size", v.dump()));
+      }
+      c.eos_token_ids.push_back(v.get<int>());
+    }
+  } else if (!obj.contains("eos_token_id")) {
+    c.eos_token_ids.push_back(1);
+  }
+
+  // Layer kinds: `layer_types` (what 5.23 writes), else every `sliding_window_pattern`-th layer is
+  // full (older Hub configs; transformers' default 6). Unlike Gemma 4, the last layer is not forced
+  // to full.
+  std::vector<LayerKind> kinds(c.num_layers);
+  if (const json* types = r.Find("layer_types")) {
+    if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
+    if (static_cast<int>(types->size()) != c.num_layers) {
+      return r.Error("layer_types",
+                     fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
+    }
+    for (int i = 0; i < c.num_layers; ++i) {
+      const json& t = (*types)[i];
+      if (t == "sliding_attention") {
+        kinds[i] = LayerKind::kSliding;
+      } else if (t == "full_attention") {
+        kinds[i] = LayerKind::kFull;
+      } else {
+        return r.Error(fmt::format("layer_types[{}]", i),
+                       fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
+      }
+    }
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(int pattern, r.Size("sliding_window_pattern", 6));
+    for (int i = 0; i < c.num_layers; ++i) kinds[i] = (i + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding;
+  }
+  const bool any_sliding = std::find(kinds.begin(), kinds.end(), LayerKind::kSliding) != kinds.end();
+  if (any_sliding && obj.contains("sliding_window") && obj["sliding_window"].is_null()) {
+    return r.Error("sliding_window", "is null but layer_types has sliding layers");
+  }
+  TEMPER_ASSIGN_OR_RETURN(c.sliding_window, r.Size("sliding_window", 4096));
+
+  // RoPE per layer kind. 5.23 writes `rope_parameters` nested by layer type; older Hub configs give
+  // `rope_theta` (full layers), `rope_local_base_freq` (sliding layers) and `rope_scaling` (full
+  // layers only), which 5.23 folds into the same form
+  // (Gemma3TextConfig.convert_rope_params_to_dict).
+  TEMPER_ASSIGN_OR_RETURN(double global_theta, r.Number("rope_theta", 1000000.0));
+  TEMPER_ASSIGN_OR_RETURN(double local_theta, r.Number("rope_local_base_freq", 10000.0));
+  json rope = {{"full_attention", json::object()}, {"sliding_attention", json::object()}};
+  if (const json* given = r.Find("rope_parameters")) {
+    if (!given->is_object()) return r.Error("rope_parameters", "must be an object");
+    for (const auto& [kind, params] : given->items()) {
+      if (kind != "full_attention" && kind != "sliding_attention") {
+        return r.Error("rope_parameters." + kind,
+                       "is not a layer type: Gemma 3's rope_parameters are nested by 'sliding_attention' and "
+                       "'full_attention'");
+      }
+      if (!params.is_null()) rope[kind] = params;
+    }
+  }
+  if (const json* scaling = r.Find("rope_scaling")) {
+    if (!scaling->is_object()) return r.Error("rope_scaling", "must be an object or null");
+    // Named here, where the checkpoint wrote it, rather than in the merged full_attention entry.
+    KeyReader sr(*scaling, r.source(), r.prefix() + "rope_scaling.");
+    TEMPER_ASSIGN_OR_RETURN(std::string legacy_type, sr.String("type", "default"));
+    TEMPER_ASSIGN_OR_RETURN(std::string type, sr.String("rope_type", legacy_type));
+    if (type != "default" && type != "linear") {
+      return sr.Refuse("rope_type", fmt::format("'{}' is not supported (only 'default' and 'linear')", type));
+    }
+    if (!rope["full_attention"].is_object()) return r.Error("rope_parameters.full_attention", "must be an object");
+    rope["full_attention"].update(*scaling);
+  }
+  for (auto& [kind, theta] : {std::pair{"full_attention", global_theta}, std::pair{"sliding_attention", local_theta}}) {
+    if (rope[kind].is_object() && !rope[kind].contains("rope_theta")) rope[kind]["rope_theta"] = theta;
+  }
+  TEMPER_ASSIGN_OR_RETURN(LayerGeometry full,
+                          ParseGemma3Rope(r, rope["full_attention"], "rope_parameters.full_attention", c.head_dim));
+  TEMPER_ASSIGN_OR_RETURN(LayerGeometry sliding, ParseGemma3Rope(r, rope["sliding_attention"],
+                                                                 "rope_parameters.sliding_attention", c.head_dim));
+  for (LayerGeometry* g : {&full, &sliding}) {
+    g->head_dim = c.head_dim;
+    g->num_kv_heads = c.num_kv_heads;
+  }
+  full.kind = LayerKind::kFull;
+  sliding.kind = LayerKind::kSliding;
+  for (LayerKind k : kinds) c.layers.push_back(k == LayerKind::kFull ? full : sliding);
+  return c;
 }
 
 }  // namespace
@@ -283,9 +456,9 @@ int64_t ModelConfig::ParameterCount() const {
   for (int i = 0; i < num_layers; ++i) {
     const LayerGeometry& g = layers[i];
     const int64_t q = int64_t{num_heads} * g.head_dim, kv = int64_t{g.num_kv_heads} * g.head_dim;
-    n += q * h + kv * h + (g.k_eq_v ? 0 : kv * h) + h * q;  // q, k, v, o
-    n += 3 * h * intermediate_size;                         // gate, up, down
-    n += 2 * int64_t{g.head_dim} + 4 * h + 1;               // q/k norms, 4 layer norms, layer_scalar
+    n += q * h + kv * h + (g.k_eq_v ? 0 : kv * h) + h * q;           // q, k, v, o
+    n += 3 * h * intermediate_size;                                  // gate, up, down
+    n += 2 * int64_t{g.head_dim} + 4 * h + (layer_scalars ? 1 : 0);  // q/k norms, 4 layer norms, layer_scalar
   }
   return n;
 }
@@ -309,16 +482,34 @@ Result<ModelConfig> ParseModelConfig(std::string_view json_text, std::string_vie
     c.weight_prefix = "model.language_model.";
     // Gemma4ForConditionalGeneration ties the head by the top-level flag.
     TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, top.Bool("tie_word_embeddings", c.tie_word_embeddings));
+  } else if (model_type == "gemma3_text") {
+    TEMPER_ASSIGN_OR_RETURN(c, ParseGemma3TextConfig(top, root));
+    c.weight_prefix = "model.";
+  } else if (model_type == "gemma3") {
+    const json* text = top.Find("text_config");
+    if (!text || !text->is_object()) return top.Error("text_config", "must be an object for model_type 'gemma3'");
+    KeyReader tr(*text, std::string(source), "text_config.");
+    TEMPER_ASSIGN_OR_RETURN(c, ParseGemma3TextConfig(tr, *text));
+    // Gemma3ForConditionalGeneration.save_pretrained (5.23) writes the decoder as
+    // `language_model.model.*` and ties the head by the top-level flag; an untied head would be
+    // `language_model.lm_head.weight`, which no Gemma 3 checkpoint has.
+    c.weight_prefix = "language_model.model.";
+    TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, top.Bool("tie_word_embeddings", true));
+    if (!c.tie_word_embeddings) {
+      return top.Refuse("tie_word_embeddings", "is false: an untied head of a multimodal Gemma 3 is not supported");
+    }
   } else if (model_type.empty()) {
     return top.Error("model_type", "is missing");
   } else {
-    return top.Refuse("model_type", fmt::format("is '{}': only 'gemma4_text' and 'gemma4' are supported", model_type));
+    return top.Refuse("model_type", fmt::format("is '{}': only 'gemma4_text', 'gemma4', 'gemma3_text' and 'gemma3' "
+                                                "are supported",
+                                                model_type));
   }
   c.model_type = model_type;
 
   // transformers 5 writes `dtype`; 4.x wrote `torch_dtype`. Multimodal checkpoints may carry it at
   // the top level, in text_config, or both.
-  const json* text_config = model_type == "gemma4" ? top.Find("text_config") : nullptr;
+  const json* text_config = model_type == "gemma4" || model_type == "gemma3" ? top.Find("text_config") : nullptr;
   TEMPER_ASSIGN_OR_RETURN(DTypeKey found, FindDType(text_config, "text_config.", root, source));
   c.dtype = found.dtype.empty() ? "bfloat16" : found.dtype;
   const std::string dtype_key = found.key.empty() ? "dtype" : found.key;

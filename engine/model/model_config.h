@@ -1,10 +1,15 @@
-// ModelConfig: the Gemma 4 text decoder's geometry, read from a Hugging Face `config.json`.
+// ModelConfig: the geometry of a Gemma 4 or Gemma 3 text decoder, read from a Hugging Face
+// `config.json`.
 //
-// Two layouts are accepted: text-only `gemma4_text` (weights under `model.`) and multimodal `gemma4`,
-// whose decoder config sits under `text_config` and whose decoder weights sit under
-// `model.language_model.` (the vision and audio towers are not loaded). Keys a checkpoint leaves out
-// take transformers' defaults (`Gemma4TextConfig`, transformers 5.5), because `save_pretrained`
-// writes only the keys that differ from them. Features this engine does not implement (per-layer
+// Four layouts are accepted: text-only `gemma4_text` and `gemma3_text` (weights under `model.`),
+// multimodal `gemma4`, whose decoder config sits under `text_config` and whose decoder weights sit
+// under `model.language_model.`, and multimodal `gemma3`, whose decoder weights transformers 5.23
+// saves under `language_model.model.` (the vision and audio towers are not loaded). Keys a
+// checkpoint leaves out take transformers' defaults (`Gemma4TextConfig`, transformers 5.5;
+// `Gemma3TextConfig`, 5.23), because `save_pretrained` writes only the keys that differ from them.
+// Gemma 3 differs from Gemma 4 in a few numerics, each a field below (norm_weight_offset,
+// attention_scale, value_norm, layer_scalars, rope_linear_factor), so that one forward pass serves
+// both. Features this engine does not implement (per-layer
 // input embeddings, MoE, KV-shared layers, double-wide MLP, bidirectional attention) are refused
 // with an error naming the key, so a checkpoint never runs with silently wrong numerics.
 //
@@ -37,11 +42,14 @@ struct LayerGeometry {
   // head_dim/2; "proportional" has int(partial_rotary_factor * head_dim // 2).
   double rope_theta = 0;
   int rope_angles = 0;
+  // Linear RoPE scaling (`rope_type: linear`, Gemma 3's full layers on the 4B and larger): every
+  // inv_freq is divided by this factor, which stretches positions by it. 1: no scaling.
+  double rope_linear_factor = 1;
 };
 
 struct ModelConfig {
-  std::string model_type;     // "gemma4_text" or "gemma4"
-  std::string weight_prefix;  // "model." or "model.language_model."
+  std::string model_type;     // "gemma4_text", "gemma4", "gemma3_text" or "gemma3"
+  std::string weight_prefix;  // "model.", "model.language_model." or "language_model.model."
   std::string dtype;          // `dtype` or `torch_dtype`, e.g. "bfloat16"
 
   int vocab_size = 0;
@@ -61,6 +69,20 @@ struct ModelConfig {
   bool tie_word_embeddings = true;
   // bf16(sqrt(hidden_size)) for bf16 checkpoints: HF computes `embed_scale.to(weight.dtype)`.
   float embed_scale = 0;
+
+  // What Gemma 3 computes differently from Gemma 4:
+  // Gemma 3's RMSNorm (Gemma3RMSNorm) multiplies by 1 + w, its checkpoints storing the offset from
+  // one; Gemma 4's multiplies by w. Every weighted norm (layer, q/k, final) is
+  // x · rms · (norm_weight_offset + w).
+  float norm_weight_offset = 0;
+  // The factor on q·k before the softmax: Gemma 4's q/k norms stand in for 1/sqrt(head_dim), so
+  // 1.0; Gemma 3 scales by query_pre_attn_scalar^-0.5 (1/16 on the 270M).
+  float attention_scale = 1;
+  // Gemma 4 RMS-normalizes each value head without a weight (v_norm); Gemma 3 uses V as projected.
+  bool value_norm = true;
+  // Gemma 4 layers end by multiplying the residual stream by a learned `layer_scalar`; Gemma 3
+  // layers have no such tensor.
+  bool layer_scalars = true;
 
   int bos_token_id = -1;
   int pad_token_id = -1;

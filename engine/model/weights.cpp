@@ -16,7 +16,8 @@ namespace temper::engine {
 namespace {
 
 // Every tensor of the decoder, in the order Gemma4ForCausalLM.save_pretrained names them, without
-// the decoder prefix (e.g. "layers.3.mlp.up_proj.weight").
+// the decoder prefix (e.g. "layers.3.mlp.up_proj.weight"). Gemma 3's set is the same less the
+// layer scalars (and it has v_proj on every layer, having no k_eq_v layers).
 std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
   std::vector<ExpectedTensor> out;
   const int64_t h = c.hidden_size, ffn = c.intermediate_size;
@@ -38,7 +39,7 @@ std::vector<ExpectedTensor> ExpectedTensors(const ModelConfig& c) {
     out.push_back({p + "post_attention_layernorm.weight", {h}, SyntheticInit::kPostNorm});
     out.push_back({p + "pre_feedforward_layernorm.weight", {h}, SyntheticInit::kNorm});
     out.push_back({p + "post_feedforward_layernorm.weight", {h}, SyntheticInit::kPostNorm});
-    out.push_back({p + "layer_scalar", {1}, SyntheticInit::kLayerScalar});
+    if (c.layer_scalars) out.push_back({p + "layer_scalar", {1}, SyntheticInit::kLayerScalar});
   }
   out.push_back({"norm.weight", {h}, SyntheticInit::kNorm});
   return out;
@@ -74,7 +75,8 @@ class WeightBinder {
       l.post_attention_norm = vec(p + "post_attention_layernorm.weight", h);
       l.pre_feedforward_norm = vec(p + "pre_feedforward_layernorm.weight", h);
       l.post_feedforward_norm = vec(p + "post_feedforward_layernorm.weight", h);
-      l.layer_scalar = Bf16ToFloat(*data.at(p + "layer_scalar"));
+      // Gemma 3 layers have no scalar: the residual stream passes unscaled.
+      if (c.layer_scalars) l.layer_scalar = Bf16ToFloat(*data.at(p + "layer_scalar"));
       w.layers_.push_back(l);
     }
   }

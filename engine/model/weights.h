@@ -1,10 +1,11 @@
-// ModelWeights: the Gemma 4 text decoder's bf16 weights, as views into a memory-mapped checkpoint
-// (or into a buffer of seeded random values of the same shapes, for benchmarks).
+// ModelWeights: a Gemma 4 or Gemma 3 text decoder's bf16 weights, as views into a memory-mapped
+// checkpoint (or into a buffer of seeded random values of the same shapes, for benchmarks).
 //
 // Loading checks the checkpoint against the config: every tensor the config implies must be there
 // with that exact shape and dtype BF16, and no other tensor may sit under the decoder's prefix
-// (`model.` or `model.language_model.`); tensors outside it (vision and audio towers of a
-// multimodal checkpoint) are ignored and never touched. Linear weights are [out, in] (y = x W^T).
+// (`model.`, `model.language_model.` or `language_model.model.`); tensors outside it (vision and
+// audio towers of a multimodal checkpoint) are ignored and never touched. Linear weights are
+// [out, in] (y = x W^T).
 //
 // Ownership: ModelWeights owns the map (or buffer); every view is valid while it lives.
 // Thread safety: immutable after construction; any number of threads may read it.
@@ -47,7 +48,7 @@ struct LayerWeights {
   Bf16Matrix down_proj;                      // [hidden, intermediate]
   std::span<const uint16_t> q_norm, k_norm;  // [head_dim]
   std::span<const uint16_t> input_norm, post_attention_norm, pre_feedforward_norm, post_feedforward_norm;  // [hidden]
-  float layer_scalar = 1;
+  float layer_scalar = 1;  // 1 on Gemma 3, which has none
 };
 
 // Writes the weights ModelWeights::Synthetic(config, seed) makes as a safetensors checkpoint (the

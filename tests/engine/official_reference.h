@@ -1,4 +1,4 @@
-// Test helpers for the fixtures made by transformers' own Gemma 4 classes (tests/data/reference/,
+// Test helpers for the fixtures made by transformers' own Gemma 4 and Gemma 3 classes (tests/data/reference/,
 // written by tools/reference/make_fixtures.py; its README says what each config covers). Each
 // fixture is a checkpoint as save_pretrained writes it plus reference.safetensors with the same
 // tensor names as the golden fixture's (golden_fixture.h), and, where the vocabulary is too large
@@ -24,9 +24,12 @@ namespace temper::engine::testing {
 
 // Every config the generator writes. gemma4-31b-ratios: the 31B's GQA ratios and K = V full layers
 // at tiny widths; gemma4-kv-separate: V projections on full layers, no softcap, partial rotary 0.5,
-// an odd window; gemma4-real-vocab: the 262,144-entry vocabulary.
+// an odd window; gemma4-real-vocab: the 262,144-entry vocabulary. Gemma 3 (Gemma3ForCausalLM):
+// gemma3-scaled-rope: query_pre_attn_scalar 48 at head_dim 32, linear RoPE scaling 8 on full
+// layers; gemma3-270m-shape: the 270M's 4:1 GQA at head_dim 256, no RoPE scaling.
 inline const std::vector<std::string>& OfficialFixtureNames() {
-  static const std::vector<std::string> names = {"gemma4-31b-ratios", "gemma4-kv-separate", "gemma4-real-vocab"};
+  static const std::vector<std::string> names = {"gemma4-31b-ratios", "gemma4-kv-separate", "gemma4-real-vocab",
+                                                 "gemma3-scaled-rope", "gemma3-270m-shape"};
   return names;
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Reference fixtures for temper's engine, made by Hugging Face transformers' own Gemma 4 classes.
+"""Reference fixtures for temper's engine, made by Hugging Face transformers' own Gemma 4 and Gemma 3 classes.
 
 Run in the venv that tools/reference/README.md describes (never by the build or CI):
 
@@ -7,7 +7,8 @@ Run in the venv that tools/reference/README.md describes (never by the build or 
     python tools/reference/make_fixtures.py --compare-shared DIR  # transformers vs DIR/reference.safetensors
     python tools/reference/make_fixtures.py --compare-drafter TARGET_DIR DRAFTER_DIR  # the MTP assistant
 
-For each config below it builds Gemma4ForCausalLM from a Gemma4TextConfig, fills it with seeded random
+For each config below it builds Gemma4ForCausalLM from a Gemma4TextConfig (Gemma3ForCausalLM from a
+Gemma3TextConfig for GEMMA3_CONFIGS), fills it with seeded random
 weights, rounds them to bf16, saves the model with save_pretrained (config.json + model.safetensors,
 bf16), reloads that checkpoint in fp32 and writes reference.safetensors from transformers' fp32 forward.
 """
@@ -22,7 +23,7 @@ import numpy as np
 import torch
 import transformers
 from safetensors.numpy import load_file, save_file
-from transformers import Gemma4ForCausalLM, Gemma4TextConfig
+from transformers import Gemma3ForCausalLM, Gemma3TextConfig, Gemma4ForCausalLM, Gemma4TextConfig
 
 # Head dims are 32 and 64: the CUDA attention kernels take 32, 64, 128, 256 and 512, and the same
 # fixtures run through them (in the SIMT emulator, or on a GPU).
@@ -93,6 +94,66 @@ CONFIGS = {
     ),
 }
 
+# Gemma 3 (Gemma3ForCausalLM from a Gemma3TextConfig), seeded apart from the Gemma 4 configs so that
+# adding these leaves every Gemma 4 fixture's bytes as they were. What differs from Gemma 4: norms by
+# 1 + w, scores scaled by query_pre_attn_scalar^-0.5, no v_norm, no layer scalar, RoPE bases per
+# layer kind (local 1e4, global 1e6) with linear scaling on the full layers of the 4B and larger.
+GEMMA3_SEED_BASE = 100
+GEMMA3_CONFIGS = {
+    # Sliding and full layers by layer_types, GQA 2:1, query_pre_attn_scalar 48 at head_dim 32 (an
+    # inexact scale), linear RoPE scaling 8 on the full layers, window 8 with prompts past 2x it.
+    "gemma3-scaled-rope": dict(
+        vocab_size=512,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=5,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=32,
+        query_pre_attn_scalar=48,
+        sliding_window=8,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+        },
+        prompts=[40, 13],
+        greedy=24,
+    ),
+    # The 270M's shape at tiny width: one KV head for 4 query heads at head_dim 256, scale 1/16
+    # (query_pre_attn_scalar 256), layer kinds from the default pattern (layer 5 of 6 full), no RoPE
+    # scaling, window 6.
+    "gemma3-270m-shape": dict(
+        vocab_size=384,
+        hidden_size=16,
+        intermediate_size=64,
+        num_hidden_layers=6,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=256,
+        query_pre_attn_scalar=256,
+        sliding_window=6,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+        },
+        prompts=[30, 5],
+        greedy=20,
+    ),
+}
+
+GEMMA3_COMMON = dict(
+    hidden_activation="gelu_pytorch_tanh",
+    rms_norm_eps=1e-6,
+    max_position_embeddings=4096,
+    tie_word_embeddings=True,
+    final_logit_softcapping=None,
+    attn_logit_softcapping=None,
+    bos_token_id=2,
+    eos_token_id=1,
+    pad_token_id=0,
+)
+
 MIN_MARGIN = 0.02
 
 COMMON = dict(
@@ -111,17 +172,24 @@ COMMON = dict(
 )
 
 
-def make_config(spec):
-    kwargs = dict(COMMON)
+def make_config(spec, family="gemma4"):
+    kwargs = dict(COMMON if family == "gemma4" else GEMMA3_COMMON)
     kwargs.update({k: v for k, v in spec.items() if k not in ("prompts", "greedy", "logit_columns")})
-    config = Gemma4TextConfig(**kwargs)
-    config.architectures = ["Gemma4ForCausalLM"]
+    if family == "gemma4":
+        config = Gemma4TextConfig(**kwargs)
+        config.architectures = ["Gemma4ForCausalLM"]
+    else:
+        config = Gemma3TextConfig(**kwargs)
+        config.architectures = ["Gemma3ForCausalLM"]
     return config
 
 
-def fill_weights(model, config, seed):
+def fill_weights(model, config, seed, norm_offset=0.0):
     """Seeded random weights, scaled as ../shared/fixtures/README.md explains: HF's own init (N(0, 0.02),
-    unit norms and layer scalars) makes every token predict itself and tests nothing."""
+    unit norms and layer scalars) makes every token predict itself and tests nothing. norm_offset is
+    what the model's RMSNorm adds to its weight (Gemma 3: 1): the stored weight is the multiplier
+    less it. Gemma 3's q/k norms multiply by about 1: its score scale stands where Gemma 4's
+    head_dim^-0.25 norms do."""
     g = torch.Generator().manual_seed(seed)
     hidden = config.hidden_size
     for name, p in model.named_parameters():
@@ -130,11 +198,12 @@ def fill_weights(model, config, seed):
             if name.endswith("embed_tokens.weight"):
                 p.copy_(normal)
             elif name.endswith(("q_norm.weight", "k_norm.weight")):
-                p.copy_(p.shape[0] ** -0.25 * (1 + 0.25 * normal))
+                scale = 1.0 if norm_offset else p.shape[0] ** -0.25
+                p.copy_(scale * (1 + 0.25 * normal) - norm_offset)
             elif name.endswith(("post_attention_layernorm.weight", "post_feedforward_layernorm.weight")):
-                p.copy_(2 * math.sqrt(hidden) * (1 + 0.25 * normal))
+                p.copy_(2 * math.sqrt(hidden) * (1 + 0.25 * normal) - norm_offset)
             elif name.endswith("norm.weight"):  # input/pre-feedforward layernorms and the final norm
-                p.copy_(1 + 0.25 * normal)
+                p.copy_(1 + 0.25 * normal - norm_offset)
             elif p.dim() == 2:  # linears, [out, in]
                 p.copy_(normal / math.sqrt(p.shape[1]))
             else:
@@ -163,18 +232,20 @@ def greedy_generate(model, prompt, steps):
     return out[0, len(prompt) :].tolist()
 
 
-def write_fixture(name, spec, out_dir, seed):
-    config = make_config(spec)
+def write_fixture(name, spec, out_dir, seed, family="gemma4"):
+    config = make_config(spec, family)
+    model_class = Gemma4ForCausalLM if family == "gemma4" else Gemma3ForCausalLM
     torch.manual_seed(seed)
-    model = Gemma4ForCausalLM(config).eval()
-    fill_weights(model, config, seed)
+    model = model_class(config).eval()
+    fill_weights(model, config, seed, norm_offset=0.0 if family == "gemma4" else 1.0)
     model = model.to(torch.bfloat16)
     target = os.path.join(out_dir, name)
     model.save_pretrained(target)
-    check_config_as_released(target)
+    if family == "gemma4":
+        check_config_as_released(target)
 
     # The reference: the saved bf16 checkpoint, widened to fp32, run by transformers in fp32 (eager attention).
-    model = Gemma4ForCausalLM.from_pretrained(target, dtype=torch.float32, attn_implementation="eager").eval()
+    model = model_class.from_pretrained(target, dtype=torch.float32, attn_implementation="eager").eval()
     assert float(model.model.embed_tokens.embed_scale) == math.sqrt(config.hidden_size)
     rng = np.random.default_rng(seed + 1000)
     V, steps = config.vocab_size, spec["greedy"]
@@ -481,6 +552,10 @@ def main():
         write_fixture(name, spec, args.out_dir, seed)
     if not args.only or ASSISTANT["target"] + "-assistant" in args.only:
         write_assistant_fixture(args.out_dir, len(CONFIGS))
+    for index, (name, spec) in enumerate(GEMMA3_CONFIGS.items()):
+        if args.only and name not in args.only:
+            continue
+        write_fixture(name, spec, args.out_dir, GEMMA3_SEED_BASE + index, family="gemma3")
 
 
 if __name__ == "__main__":

@@ -210,7 +210,7 @@ TEST_CASE("RMSNorm, and the sandwich-norm residual update with the next norm") {
     DeviceVec dx(x);
     DeviceVec dw(w);
     DeviceVec dout(std::vector<float>(x.size()));
-    REQUIRE(LaunchRmsNorm(dx.get(), dout.get(), dw.get(), rows, n, 1e-6f, nullptr).ok());
+    REQUIRE(LaunchRmsNorm(dx.get(), dout.get(), dw.get(), rows, n, 1e-6f, 0.0f, nullptr).ok());
     Near(dout.Read(), want, 1e-5f, 1e-5f);
 
     const auto branch = RandomFloats(x.size(), 6, 10.0f);
@@ -225,12 +225,13 @@ TEST_CASE("RMSNorm, and the sandwich-norm residual update with the next norm") {
     DeviceVec db(branch);
     DeviceVec dnw(next_w);
     REQUIRE(
-        LaunchNormResidual(dres.get(), db.get(), dw.get(), rows, n, 1e-6f, 0.5f, dnw.get(), dout.get(), nullptr).ok());
+        LaunchNormResidual(dres.get(), db.get(), dw.get(), rows, n, 1e-6f, 0.5f, dnw.get(), dout.get(), 0.0f, nullptr)
+            .ok());
     Near(dres.Read(), want_x, 1e-5f, 1e-5f);
     Near(dout.Read(), want_next, 1e-5f, 1e-5f);
   }
   const Status wide = LaunchNormResidual(nullptr, nullptr, reinterpret_cast<const uint16_t*>(16), 1, 8193, 1e-6f, 1.0f,
-                                         nullptr, nullptr, nullptr);
+                                         nullptr, nullptr, 0.0f, nullptr);
   CHECK(wide.code() == StatusCode::kInvalidArgument);
   CHECK_THAT(wide.message(), Catch::Contains("n 8193 (weight required; n at most 8192)"));
 }
@@ -501,16 +502,18 @@ TEST_CASE("twin: embedding, norms, residual, GeGLU, gather, softcap", "[gpu]") {
   auto next_w = t.Upload(RandomBf16(hidden, 16));
   auto res = t.Upload(RandomFloats(size_t(rows) * hidden, 7));
   auto next = t.Empty<float>(res.n);
-  REQUIRE(t.gpu().NormResidual(res.gpu, branch.gpu, w.gpu, rows, hidden, 1e-6f, 0.75f, next_w.gpu, next.gpu).ok());
-  REQUIRE(t.ref().NormResidual(res.ref, branch.ref, w.ref, rows, hidden, 1e-6f, 0.75f, next_w.ref, next.ref).ok());
+  REQUIRE(
+      t.gpu().NormResidual(res.gpu, branch.gpu, w.gpu, rows, hidden, 1e-6f, 0.75f, next_w.gpu, next.gpu, 0.0f).ok());
+  REQUIRE(
+      t.ref().NormResidual(res.ref, branch.ref, w.ref, rows, hidden, 1e-6f, 0.75f, next_w.ref, next.ref, 0.0f).ok());
   Near(t.Gpu(res), t.Ref(res), 1e-5f, 1e-5f);
   Near(t.Gpu(next), t.Ref(next), 1e-5f, 1e-5f);
-  // Without a next norm, and the plain norm without a weight.
-  REQUIRE(t.gpu().NormResidual(res.gpu, branch.gpu, w.gpu, rows, hidden, 1e-6f, 1.0f, nullptr, nullptr).ok());
-  REQUIRE(t.ref().NormResidual(res.ref, branch.ref, w.ref, rows, hidden, 1e-6f, 1.0f, nullptr, nullptr).ok());
+  // Without a next norm, with Gemma 3's 1 + w, and the plain norm without a weight.
+  REQUIRE(t.gpu().NormResidual(res.gpu, branch.gpu, w.gpu, rows, hidden, 1e-6f, 1.0f, nullptr, nullptr, 1.0f).ok());
+  REQUIRE(t.ref().NormResidual(res.ref, branch.ref, w.ref, rows, hidden, 1e-6f, 1.0f, nullptr, nullptr, 1.0f).ok());
   Near(t.Gpu(res), t.Ref(res), 1e-5f, 1e-5f);
-  REQUIRE(t.gpu().RmsNorm(res.gpu, next.gpu, nullptr, rows, hidden, 1e-6f).ok());
-  REQUIRE(t.ref().RmsNorm(res.ref, next.ref, nullptr, rows, hidden, 1e-6f).ok());
+  REQUIRE(t.gpu().RmsNorm(res.gpu, next.gpu, nullptr, rows, hidden, 1e-6f, 0.0f).ok());
+  REQUIRE(t.ref().RmsNorm(res.ref, next.ref, nullptr, rows, hidden, 1e-6f, 0.0f).ok());
   Near(t.Gpu(next), t.Ref(next), 1e-5f, 1e-5f);
 
   for (const int64_t n : {int64_t{21504} * 3, int64_t{10007}}) {  // a length no vector width divides

@@ -45,7 +45,7 @@ TEST_CASE("a captured step's edges between waiting kernels become programmatic, 
     REQUIRE(ops.CopyToDevice(dw, w.data(), sizeof(uint16_t) * n).ok());
     // Kernel, kernel, copy, kernel: one kernel-to-kernel edge of three.
     auto step = [&]() -> Status {
-      TEMPER_RETURN_IF_ERROR(ops.RmsNorm(dx, dy, dw, rows, n, 1e-6f));
+      TEMPER_RETURN_IF_ERROR(ops.RmsNorm(dx, dy, dw, rows, n, 1e-6f, 0.0f));
       TEMPER_RETURN_IF_ERROR(ops.Softcap(dy, n, rows, n, 2.0f));
       TEMPER_RETURN_IF_ERROR(ops.CopyOnDevice(dz, dy, bytes));
       return ops.Softcap(dz, n, rows, n, 1.5f);

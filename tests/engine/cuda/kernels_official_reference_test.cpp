@@ -1,6 +1,6 @@
 // The device backend with the kernels under test (on a GPU in temper_cuda_tests, in the SIMT
-// emulator in temper_cuda_emulated_tests: kernel_harness.h) against transformers' own Gemma 4
-// (tests/data/reference/, tools/reference/make_fixtures.py), at the golden fixture's bf16 bounds as
+// emulator in temper_cuda_emulated_tests: kernel_harness.h) against transformers' own Gemma 4 and
+// Gemma 3 (tests/data/reference/, tools/reference/make_fixtures.py), at the golden fixture's bf16 bounds as
 // cuda_kernels_test.cpp holds them: prefill each prompt, then decode transformers' greedy tokens one
 // step at a time (graph steps); every step's logits within 1.0 of the row each greedy token was
 // chosen from, and top-1 equal wherever the reference's margin exceeds 1.0.
@@ -80,6 +80,18 @@ TEST_CASE("the backend with these kernels matches transformers' Gemma 4 on gemma
 TEST_CASE("the backend with these kernels matches transformers' Gemma 4 on gemma4-real-vocab", "[gpu]") {
   TEMPER_SKIP_WITHOUT_KERNELS();
   DecodeFixture(engine::testing::Official("gemma4-real-vocab"), 1, /*max_steps=*/6);
+}
+
+// Gemma 3 (Gemma3ForCausalLM): norms by 1 + w, the query scaled by query_pre_attn_scalar^-0.5, no
+// v_norm, no layer scalars, linear RoPE scaling on the full layers of gemma3-scaled-rope.
+TEST_CASE("the backend with these kernels matches transformers' Gemma 3 on gemma3-scaled-rope at tp 1 and 2", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  for (int tp : {1, 2}) DecodeFixture(engine::testing::Official("gemma3-scaled-rope"), tp);
+}
+
+TEST_CASE("the backend with these kernels matches transformers' Gemma 3 on gemma3-270m-shape", "[gpu]") {
+  TEMPER_SKIP_WITHOUT_KERNELS();
+  DecodeFixture(engine::testing::Official("gemma3-270m-shape"), 1);
 }
 
 }  // namespace

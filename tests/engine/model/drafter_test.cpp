@@ -107,6 +107,15 @@ TEST_CASE("A drafter config that does not fit the target names the key", "[engin
   auto parsed = ParseDrafterConfig(TinyDrafterJson().dump(), "a.json", sliding_only);
   REQUIRE_FALSE(parsed.ok());
   CHECK_THAT(parsed.status().message(), Catch::Contains("key 'text_config.layer_types[3]' is full attention, a kind"));
+
+  // A Gemma 3 target fills its cache otherwise (no v_norm, norms by 1 + w): no drafter reads it.
+  auto gemma3 = LoadModelConfig(TestDataDir() / "reference" / "gemma3-scaled-rope" / "config.json");
+  REQUIRE(gemma3.ok());
+  auto for_gemma3 = ParseDrafterConfig(TinyDrafterJson().dump(), "a.json", *gemma3);
+  REQUIRE_FALSE(for_gemma3.ok());
+  CHECK(for_gemma3.status().code() == StatusCode::kUnimplemented);
+  CHECK_THAT(for_gemma3.status().message(),
+             Catch::Contains("drafts for Gemma 4 targets only; the target model is 'gemma3_text'"));
 }
 
 Status LoadError(const std::vector<TensorToWrite>& tensors) {

@@ -1,5 +1,6 @@
 // config.json parsing: the tiny fixture and the real 31B config give the right geometry; absent
 // keys take transformers' defaults; unimplemented features are refused naming the key.
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -243,6 +244,176 @@ TEST_CASE("per_layer_config, as transformers 5.23 writes the full layers' geomet
   json not_an_index = j;
   not_an_index["per_layer_config"]["first"] = json::object();
   ExpectRefused(not_an_index, StatusCode::kInvalidArgument, "per_layer_config.first");
+}
+
+// The Gemma 3 270M's config.json as the Hub has it (written by transformers 4.55): RoPE bases as
+// `rope_theta` / `rope_local_base_freq`, `rope_scaling` null, `torch_dtype`.
+json Gemma3HubConfig() {
+  json types = json::array();
+  for (int i = 0; i < 18; ++i) types.push_back((i + 1) % 6 == 0 ? "full_attention" : "sliding_attention");
+  return {{"_sliding_window_pattern", 6},
+          {"architectures", {"Gemma3ForCausalLM"}},
+          {"attention_bias", false},
+          {"attn_logit_softcapping", nullptr},
+          {"bos_token_id", 2},
+          {"eos_token_id", 1},
+          {"final_logit_softcapping", nullptr},
+          {"head_dim", 256},
+          {"hidden_activation", "gelu_pytorch_tanh"},
+          {"hidden_size", 640},
+          {"intermediate_size", 2048},
+          {"layer_types", types},
+          {"max_position_embeddings", 32768},
+          {"model_type", "gemma3_text"},
+          {"num_attention_heads", 4},
+          {"num_hidden_layers", 18},
+          {"num_key_value_heads", 1},
+          {"pad_token_id", 0},
+          {"query_pre_attn_scalar", 256},
+          {"rms_norm_eps", 1e-06},
+          {"rope_local_base_freq", 10000.0},
+          {"rope_scaling", nullptr},
+          {"rope_theta", 1000000.0},
+          {"sliding_window", 512},
+          {"torch_dtype", "bfloat16"},
+          {"use_bidirectional_attention", false},
+          {"vocab_size", 262144}};
+}
+
+void CheckGemma3_270m(const ModelConfig& c) {
+  CHECK(c.model_type == "gemma3_text");
+  CHECK(c.weight_prefix == "model.");
+  CHECK(c.vocab_size == 262144);
+  CHECK(c.hidden_size == 640);
+  CHECK(c.num_layers == 18);
+  CHECK(c.sliding_window == 512);
+  CHECK(c.embed_scale == 25.25f);  // bf16(sqrt(640) = 25.298)
+  CHECK(c.norm_weight_offset == 1.0f);
+  CHECK(c.attention_scale == 0.0625f);  // 256^-0.5
+  CHECK_FALSE(c.value_norm);
+  CHECK_FALSE(c.layer_scalars);
+  CHECK(c.final_logit_softcapping == 0.0f);
+  for (int l = 0; l < 18; ++l) {
+    const LayerGeometry& g = c.layers[l];
+    INFO("layer " << l);
+    CHECK(g.kind == (l == 5 || l == 11 || l == 17 ? LayerKind::kFull : LayerKind::kSliding));
+    CHECK(g.head_dim == 256);
+    CHECK(g.num_kv_heads == 1);
+    CHECK_FALSE(g.k_eq_v);
+    CHECK(g.rope_angles == 128);
+    CHECK(g.rope_theta == (g.kind == LayerKind::kFull ? 1e6 : 1e4));
+    CHECK(g.rope_linear_factor == 1.0);
+  }
+}
+
+TEST_CASE("a Gemma 3 config as transformers 5.23 writes it parses to its geometry", "[engine][config]") {
+  auto c = LoadModelConfig(std::string(TEMPER_TEST_DATA_DIR) + "/reference/gemma3-scaled-rope/config.json");
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->model_type == "gemma3_text");
+  CHECK(c->weight_prefix == "model.");
+  CHECK(c->norm_weight_offset == 1.0f);
+  CHECK(c->attention_scale == static_cast<float>(std::pow(48.0, -0.5)));
+  CHECK_FALSE(c->value_norm);
+  CHECK_FALSE(c->layer_scalars);
+  CHECK(c->sliding_window == 8);
+  const std::vector<LayerKind> kinds = {LayerKind::kSliding, LayerKind::kFull, LayerKind::kSliding, LayerKind::kSliding,
+                                        LayerKind::kFull};
+  REQUIRE(c->num_layers == 5);
+  for (int l = 0; l < 5; ++l) {
+    const LayerGeometry& g = c->layers[l];
+    INFO("layer " << l);
+    CHECK(g.kind == kinds[l]);
+    CHECK(g.head_dim == 32);
+    CHECK(g.num_kv_heads == 2);
+    CHECK(g.rope_angles == 16);
+    CHECK(g.rope_theta == (g.kind == LayerKind::kFull ? 1e6 : 1e4));
+    CHECK(g.rope_linear_factor == (g.kind == LayerKind::kFull ? 8.0 : 1.0));
+  }
+}
+
+TEST_CASE("the Gemma 3 270M's Hub config and the form transformers 5.23 writes give one geometry", "[engine][config]") {
+  auto hub = Parse(Gemma3HubConfig());
+  INFO(hub.status().ToString());
+  REQUIRE(hub.ok());
+  CheckGemma3_270m(*hub);
+  // Gemma3TextConfig(...).to_json_string() in 5.23 (what the GGUF loader writes): rope_parameters
+  // per layer type, no rope_theta / rope_local_base_freq / rope_scaling, no dtype.
+  json written = Gemma3HubConfig();
+  for (const char* key : {"rope_local_base_freq", "rope_scaling", "rope_theta", "torch_dtype"}) written.erase(key);
+  written["rope_parameters"] = {{"full_attention", {{"rope_theta", 1000000.0}, {"rope_type", "default"}}},
+                                {"sliding_attention", {{"rope_theta", 10000.0}, {"rope_type", "default"}}}};
+  auto c = Parse(written);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CheckGemma3_270m(*c);
+  // Older Hub configs: no layer_types, every sliding_window_pattern-th layer full.
+  json pattern = Gemma3HubConfig();
+  pattern.erase("layer_types");
+  pattern["sliding_window_pattern"] = 6;
+  auto p = Parse(pattern);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CheckGemma3_270m(*p);
+}
+
+TEST_CASE("Gemma 3's linear RoPE scaling applies to the full layers only", "[engine][config]") {
+  for (const char* type_key : {"rope_type", "type"}) {
+    INFO(type_key);
+    json j = Gemma3HubConfig();
+    j["rope_scaling"] = {{"factor", 8.0}, {type_key, "linear"}};
+    auto c = Parse(j);
+    INFO(c.status().ToString());
+    REQUIRE(c.ok());
+    CHECK(c->layers[5].rope_linear_factor == 8.0);
+    CHECK(c->layers[5].rope_theta == 1e6);
+    CHECK(c->layers[0].rope_linear_factor == 1.0);
+    CHECK(c->layers[0].rope_theta == 1e4);
+  }
+}
+
+TEST_CASE("the multimodal gemma3 layout reads text_config and the decoder under language_model.model.",
+          "[engine][config]") {
+  json text = Gemma3HubConfig();
+  text.erase("torch_dtype");
+  json j = {{"model_type", "gemma3"}, {"text_config", text}, {"dtype", "bfloat16"}, {"vision_config", json::object()}};
+  auto c = Parse(j);
+  INFO(c.status().ToString());
+  REQUIRE(c.ok());
+  CHECK(c->weight_prefix == "language_model.model.");
+  CHECK(c->tie_word_embeddings);
+  CHECK(c->norm_weight_offset == 1.0f);
+  j["tie_word_embeddings"] = false;
+  ExpectRefused(j, StatusCode::kUnimplemented, "tie_word_embeddings");
+  j["tie_word_embeddings"] = true;
+  j["text_config"]["attn_logit_softcapping"] = 50.0;
+  ExpectRefused(j, StatusCode::kUnimplemented, "text_config.attn_logit_softcapping");
+}
+
+TEST_CASE("Gemma 3 features the engine does not implement are refused naming the key", "[engine][config]") {
+  auto with = [](const std::string& key, const json& value) {
+    json j = Gemma3HubConfig();
+    j[key] = value;
+    return j;
+  };
+  ExpectRefused(with("attn_logit_softcapping", 50.0), StatusCode::kUnimplemented, "attn_logit_softcapping");
+  ExpectRefused(with("use_bidirectional_attention", true), StatusCode::kUnimplemented, "use_bidirectional_attention");
+  ExpectRefused(with("attention_bias", true), StatusCode::kUnimplemented, "attention_bias");
+  ExpectRefused(with("hidden_activation", "gelu"), StatusCode::kUnimplemented, "hidden_activation");
+  ExpectRefused(with("rope_scaling", {{"rope_type", "yarn"}, {"factor", 8.0}}), StatusCode::kUnimplemented,
+                "rope_scaling.rope_type");
+  ExpectRefused(with("rope_scaling", {{"rope_type", "linear"}}), StatusCode::kInvalidArgument,
+                "rope_parameters.full_attention.factor");
+  ExpectRefused(with("rope_parameters", {{"sliding_attention", {{"rope_type", "dynamic"}, {"factor", 2.0}}}}),
+                StatusCode::kUnimplemented, "rope_parameters.sliding_attention.rope_type");
+  ExpectRefused(
+      with("rope_parameters", {{"full_attention", {{"rope_type", "default"}, {"partial_rotary_factor", 0.5}}}}),
+      StatusCode::kUnimplemented, "rope_parameters.full_attention.partial_rotary_factor");
+  ExpectRefused(with("rope_parameters", {{"rope_type", "default"}, {"rope_theta", 10000.0}}),
+                StatusCode::kInvalidArgument, "rope_parameters.rope_theta");
+  ExpectRefused(with("sliding_window", nullptr), StatusCode::kInvalidArgument, "sliding_window");
+  ExpectRefused(with("query_pre_attn_scalar", 0), StatusCode::kInvalidArgument, "query_pre_attn_scalar");
+  ExpectRefused(with("torch_dtype", "float32"), StatusCode::kUnimplemented, "torch_dtype");
 }
 
 }  // namespace

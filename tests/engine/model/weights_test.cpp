@@ -190,6 +190,57 @@ TEST_CASE("a multimodal gemma4 checkpoint loads its decoder and ignores the towe
   CHECK(LastLogits(dir.path()) == LastLogits(TinyDir()));
 }
 
+std::filesystem::path Gemma3Dir() { return TestDataDir() / "reference" / "gemma3-scaled-rope"; }
+
+TEST_CASE("a Gemma 3 checkpoint loads: v_proj on every layer, no layer scalars", "[engine][weights]") {
+  auto config = LoadModelConfig(Gemma3Dir() / "config.json");
+  REQUIRE(config.ok());
+  auto w = ModelWeights::Load(Gemma3Dir(), *config);
+  INFO(w.status().ToString());
+  REQUIRE(w.ok());
+  for (int l = 0; l < config->num_layers; ++l) {
+    INFO("layer " << l);
+    CHECK_FALSE((*w)->layer(l).v_proj.empty());
+    CHECK((*w)->layer(l).layer_scalar == 1.0f);
+  }
+  CHECK(config->ParameterCount() ==
+        5 * (2 * 32 + 4 * 64) + 64 + 512 * 64 + 5 * (64 * 128 + 2 * 64 * 64 + 128 * 64 + 3 * 64 * 128));
+}
+
+TEST_CASE("a Gemma 3 checkpoint that disagrees with the config names the tensor", "[engine][weights]") {
+  TempDir dir;
+  CheckpointTensors t = CheckpointTensors::Load(Gemma3Dir() / "model.safetensors");
+  const std::string config = ReadText(Gemma3Dir() / "config.json");
+  SECTION("missing v_proj on a full layer") {
+    t.Remove("model.layers.1.self_attn.v_proj.weight");
+    WriteModel(dir, t.tensors, config);
+    ExpectLoadError(dir, "missing tensor 'model.layers.1.self_attn.v_proj.weight'");
+  }
+  SECTION("a Gemma 4 layer scalar") {
+    const uint16_t one = 0x3f80;
+    t.tensors.push_back(
+        {"model.layers.0.layer_scalar", DType::kBF16, {1}, {reinterpret_cast<const uint8_t*>(&one), sizeof one}});
+    WriteModel(dir, t.tensors, config);
+    ExpectLoadError(dir, "unexpected tensor 'model.layers.0.layer_scalar'");
+  }
+  SECTION("the multimodal layout keeps the decoder under language_model.model.") {
+    nlohmann::json text = nlohmann::json::parse(config);
+    nlohmann::json mm = {{"model_type", "gemma3"}, {"text_config", text}, {"vision_config", nlohmann::json::object()}};
+    std::vector<TensorToWrite> renamed;
+    for (const TensorToWrite& x : t.tensors) {
+      TensorToWrite y = x;
+      y.name = "language_model.model." + x.name.substr(std::string("model.").size());
+      renamed.push_back(y);
+    }
+    WriteModel(dir, renamed, mm.dump());
+    auto c = LoadModelConfig(dir.path() / "config.json");
+    REQUIRE(c.ok());
+    auto w = ModelWeights::Load(dir.path(), *c);
+    INFO(w.status().ToString());
+    CHECK(w.ok());
+  }
+}
+
 TEST_CASE("synthetic weights are seeded and follow the config's shapes", "[engine][weights]") {
   auto a = ModelWeights::Synthetic(Tiny().config, 7);
   auto b = ModelWeights::Synthetic(Tiny().config, 7);

@@ -16,8 +16,9 @@ Status EmulatedOps::Embed(const int32_t* tokens, int rows, const uint16_t* table
   return LaunchEmbed(tokens, rows, table, vocab_begin, vocab_end, hidden, scale, x, kNoStream);
 }
 
-Status EmulatedOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) {
-  return LaunchRmsNorm(x, out, w, rows, n, eps, kNoStream);
+Status EmulatedOps::RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                            float weight_offset) {
+  return LaunchRmsNorm(x, out, w, rows, n, eps, weight_offset, kNoStream);
 }
 
 Status EmulatedOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows,
@@ -26,8 +27,8 @@ Status EmulatedOps::QkvNorm(const KvLayerView& kv, float* q, float* k, float* v,
 }
 
 Status EmulatedOps::NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps,
-                                 float scale, const uint16_t* next_w, float* next_out) {
-  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, kNoStream);
+                                 float scale, const uint16_t* next_w, float* next_out, float weight_offset) {
+  return LaunchNormResidual(x, branch, w, rows, n, eps, scale, next_w, next_out, weight_offset, kNoStream);
 }
 
 Status EmulatedOps::Geglu(float* gate, const float* up, int64_t n) { return LaunchGeglu(gate, up, n, kNoStream); }

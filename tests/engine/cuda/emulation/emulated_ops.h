@@ -44,11 +44,12 @@ class EmulatedOps final : public RankOps {
   Status FillSynthetic(uint16_t* dst, int64_t n, uint64_t seed, float mean, float halfwidth) override;
   Status Embed(const int32_t* tokens, int rows, const uint16_t* table, int vocab_begin, int vocab_end, int hidden,
                float scale, float* x) override;
-  Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps) override;
+  Status RmsNorm(const float* x, float* out, const uint16_t* w, int rows, int n, float eps,
+                 float weight_offset) override;
   Status QkvNorm(const KvLayerView& kv, float* q, float* k, float* v, const uint16_t* q_norm, int rows, int q_heads,
                  float eps, const RowTables& t, bool write_kv) override;
   Status NormResidual(float* x, const float* branch, const uint16_t* w, int rows, int n, float eps, float scale,
-                      const uint16_t* next_w, float* next_out) override;
+                      const uint16_t* next_w, float* next_out, float weight_offset) override;
   Status Geglu(float* gate, const float* up, int64_t n) override;
   Status Gemv(const float* x, const GemvParts& parts, int rows, int in) override;
   Status GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
