@@ -491,6 +491,9 @@ TEST_CASE("the request's sampling, limits and stop strings reach the engine", "[
   CHECK(converted->max_tokens == 77);
   CHECK(converted->stop_strings == std::vector<std::string>{"\n\n"});
   CHECK_FALSE(converted->conversation.enable_thinking);
+  // constrained_decoding: false leaves Gemma 3's text-or-call replies unconstrained too.
+  CHECK(converted->constrain_auto_tool_calls);
+  CHECK_FALSE(ToEngineRequest(request, 99, /*constrain=*/false)->constrain_auto_tool_calls);
   request.sampling.seed.reset();
   CHECK(ToEngineRequest(request, 99)->sampling.seed == 99);
 }
