@@ -1,7 +1,7 @@
-// The CPU forward pass against transformers' own Gemma 4 implementation (tests/data/reference/,
-// tools/reference/make_fixtures.py): every config there, at the golden fixture's fp32 tolerances
-// (logits within 1e-3, hidden states within 1e-4 of max |ref|, every greedy token equal, teacher-
-// forced and free-running). The fixtures' prompts were drawn so that no greedy step is a near-tie
+// The CPU forward pass against transformers' own Gemma 4 and Gemma 3 implementations
+// (tests/data/reference/, tools/reference/make_fixtures.py): every config there, at the golden
+// fixture's fp32 tolerances (logits within 1e-3, hidden states within 1e-4 of max |ref|, every
+// greedy token equal, teacher-forced and free-running). The fixtures' prompts were drawn so that no greedy step is a near-tie
 // (every margin >= 0.02, ~100x the fp32 error).
 #include <cstdio>
 #include <span>
@@ -27,7 +27,7 @@ std::unique_ptr<CpuBackend> Backend(const OfficialFixture& f, std::shared_ptr<co
   return std::move(*backend);
 }
 
-TEST_CASE("CPU forward matches transformers' Gemma 4 on every official fixture", "[engine][official]") {
+TEST_CASE("CPU forward matches transformers' Gemma 4 and Gemma 3 on every official fixture", "[engine][official]") {
   const Tolerances fp32{.logits = 1e-3f, .hidden_relative = 1e-4f, .greedy_margin = 0.0f};
   for (const std::string& name : OfficialFixtureNames()) {
     const OfficialFixture& f = Official(name);

@@ -1,7 +1,8 @@
 // The device backend, on ReferenceOps (the CPU twin of every CUDA kernel), against transformers'
-// own Gemma 4 implementation (tests/data/reference/, tools/reference/make_fixtures.py), at the
-// golden fixture's bf16 tolerances (device_backend_test.cpp): max |Δlogit| <= 1.0, top-1 equal
-// wherever the reference's margin exceeds 1.0, hidden states within 0.05 of max |ref|. Teacher-
+// own Gemma 4 and Gemma 3 implementations (tests/data/reference/,
+// tools/reference/make_fixtures.py), at the golden fixture's bf16 tolerances
+// (device_backend_test.cpp): max |Δlogit| <= 1.0, top-1 equal wherever the reference's margin
+// exceeds 1.0, hidden states within 0.05 of max |ref|. Teacher-
 // forced in one pass, and again as a prefill followed by decode steps (graph buckets), whose
 // greedy tokens must be transformers' generate() tokens wherever the margin exceeds 1.0.
 #include <algorithm>
@@ -46,7 +47,7 @@ ReferenceDevice Device(const OfficialFixture& f, int tp, std::shared_ptr<const D
   return d;
 }
 
-TEST_CASE("device backend on reference ops matches transformers' Gemma 4 on every official fixture",
+TEST_CASE("device backend on reference ops matches transformers' Gemma 4 and Gemma 3 on every official fixture",
           "[engine][device][official]") {
   for (const std::string& name : testing::OfficialFixtureNames()) {
     const OfficialFixture& f = testing::Official(name);
