@@ -11,8 +11,9 @@
 //                      tokenizer.json, loadable wherever a model directory is)
 //
 // `generate --prompt` encodes TEXT with the tokenizer (DIR/tokenizer.json unless --tokenizer), <bos>
-// first; with --chat it renders TEXT as one user turn of Gemma 4's chat format and also stops at the
-// format's stop tokens. With a tokenizer, generate prints the new ids' text on a second line.
+// first; with --chat it renders TEXT as one user turn of the tokenizer's chat format (Gemma 4's, or
+// Gemma 3's: engine/tokenizer/chat_format.h) and also stops at the format's stop tokens. With a
+// tokenizer, generate prints the new ids' text on a second line.
 //
 //   temper-lm serve    --model DIR [--host H] [--port P] [--model-name NAME] [--context N]
 //                      [--kv-tokens N] [--max-sequences N] [--max-snapshots N] [--max-batch-tokens N]
@@ -486,7 +487,7 @@ int main(int argc, char** argv) {
   auto* gen_ids = gc->add_option("--ids", gen.ids, "prompt token ids, comma-separated");
   auto* gen_prompt = gc->add_option("--prompt", gen.prompt, "prompt text, encoded with the tokenizer (<bos> first)");
   gen_ids->excludes(gen_prompt);
-  gc->add_flag("--chat", gen.chat, "render --prompt as a user turn of Gemma 4's chat format");
+  gc->add_flag("--chat", gen.chat, "render --prompt as a user turn of the tokenizer's chat format (Gemma 4 or 3)");
   gc->add_option("--tokenizer", gen.tokenizer, "tokenizer.json (default: DIR/tokenizer.json when a prompt is given)");
   gc->add_option("--max-new", gen.max_new, "tokens to generate")->required()->check(CLI::PositiveNumber);
   auto* greedy = gc->add_flag("--greedy", gen.greedy, "take the most likely token (the default)");

@@ -67,7 +67,8 @@ TEST_CASE("Gemma 3's streamed reply deltas add up to ParseReplyText's reply, how
   }
 }
 
-TEST_CASE("Gemma 3's text streams at once; a reply that may be a call is held to its end", "[engine][chat][gemma3]") {
+TEST_CASE("Gemma 3's text streams at once, and a reply that may be a call is held to its end",
+          "[engine][chat][gemma3]") {
   JsonReplyStreamParser text(Gemma3Format(), {"run_command"});
   CHECK(text.Push("Sure, ")->content == "Sure,");  // the trailing space waits for what follows
   CHECK(text.Push("running it<end_of")->content == " running it");
