@@ -571,9 +571,10 @@ TEST_CASE("twin: GEMV and GEMV-GeGLU (1-8 rows) and GEMM at the 31B shapes' widt
 // One layer's cache, filled with random keys and values, and a pass of fresh rows of one sequence
 // that runs as the forward runs it: the q/k/v norms (storing the rows' keys and values first when
 // `write_first`, as decode passes do), the attention over cache and fresh keys, and otherwise the
-// KV write after it. Both twins must agree on every output and on the cache bytes.
+// KV write after it. Both twins must agree on every output and on the cache bytes. `gemma3`: the
+// norms multiply by 1 + w, the query is scaled by 48^-1/2 and V is not normed (Gemma 3's numerics).
 void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_first, int64_t p0, int kv_heads = 2,
-                    int q_heads = 4) {
+                    int q_heads = 4, bool gemma3 = false) {
   Twins t;
   // The ring has kMaxDraftTokens rows of slack, so the pass's 6 rows may be stored before the
   // attention (QkvNorm's condition).
@@ -600,6 +601,9 @@ void CheckAttention(bool sliding, bool k_eq_v, int hd, int splits, bool write_fi
     return KvLayerView{.k = k_eq_v ? nullptr : (gpu ? kc.gpu : kc.ref),
                        .v = gpu ? vc.gpu : vc.ref,
                        .k_norm = gpu ? k_norm.gpu : k_norm.ref,
+                       .norm_offset = gemma3 ? 1.0f : 0.0f,
+                       .score_scale = gemma3 ? 1.0f / std::sqrt(48.0f) : 1.0f,
+                       .value_norm = !gemma3,
                        .sliding = sliding,
                        .window = window,
                        .ring = ring,
@@ -697,6 +701,17 @@ TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV wr
         INFO(q_heads << " query heads to one KV head, head_dim " << hd << (write_first ? ", KV written first" : ""));
         CheckAttention(/*sliding=*/true, /*k_eq_v=*/false, hd, 16, write_first, 250, 1, q_heads);
         CheckAttention(/*sliding=*/false, /*k_eq_v=*/true, hd, 16, write_first, 250, 1, q_heads);
+      }
+    }
+  }
+  // Gemma 3's numerics on its head dims (32 in the fixtures, 256 on the 270M), 4 query heads to 1
+  // KV head as on the 270M.
+  for (int hd : {32, 256}) {
+    for (bool write_first : {false, true}) {
+      for (bool sliding : {true, false}) {
+        INFO("Gemma 3, head_dim " << hd << (sliding ? ", sliding" : ", full")
+                                  << (write_first ? ", KV written first" : ""));
+        CheckAttention(sliding, /*k_eq_v=*/false, hd, 3, write_first, 250, 1, 4, /*gemma3=*/true);
       }
     }
   }
