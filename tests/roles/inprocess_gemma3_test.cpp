@@ -1,15 +1,14 @@
 // The inprocess endpoint on a Gemma 3 model directory: Gemma 3's real tokenizer beside seeded random
-// weights of the tiny geometry with Gemma 3's 262,144-token vocabulary. The roles get the Worker's
+// weights of a small Gemma 3 with its 262,144-token vocabulary. The roles get the Worker's
 // tool calls from Gemma 3's JSON syntax, under the grammar: a required call is one of the Worker's
 // tools with schema-valid arguments, and a reply that may be text or a call is one or the other.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/gemma3_synthetic_config.h"
 #include "engine/gzip_file.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
@@ -28,13 +27,9 @@ const std::string kData = TEMPER_TEST_DATA_DIR;
 class Gemma3ModelDir {
  public:
   Gemma3ModelDir() {
-    std::ifstream in(kData + "/gemma4-tiny/config.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    json config = json::parse(text.str());
-    config["vocab_size"] = 262144;  // Gemma 3's checkpoints' vocabulary
-    dir_.Write("config.json", config.dump(2));
-    Result<engine::ModelConfig> parsed = engine::ParseModelConfig(config.dump(), "config.json");
+    const std::string config = engine::testing::Gemma3VocabularyConfigJson();
+    dir_.Write("config.json", config);
+    Result<engine::ModelConfig> parsed = engine::ParseModelConfig(config, "config.json");
     if (!parsed.ok()) FAIL(parsed.status().ToString());
     Status written = engine::WriteSyntheticCheckpoint(dir_.path() / "model.safetensors", *parsed, 5);
     if (!written.ok()) FAIL(written.ToString());

@@ -1,16 +1,14 @@
 // /v1/chat/completions with Gemma 3's tokenizer (and so its chat format) over loopback, as
 // `temper-lm serve --tokenizer gemma3 ...` runs it: a request carrying tools gets OpenAI-format tool
 // calls, whole and streamed, whose arguments keep to the tool's schema; with tool_choice auto every
-// reply is text or a whole call. The model is synthetic (seeded random weights of the tiny Gemma 4
-// geometry with Gemma 3's 262,144-token vocabulary), so it is the grammar that writes the calls.
-#include <fstream>
-#include <sstream>
-
+// reply is text or a whole call. The model is synthetic (seeded random weights of a small Gemma 3
+// with its 262,144-token vocabulary), so it is the grammar that writes the calls.
 #include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "engine/cpu/cpu_backend.h"
+#include "engine/gemma3_synthetic_config.h"
 #include "engine/gemma3_tokenizer.h"
 #include "engine/http_test_support.h"
 #include "engine/model/model_config.h"
@@ -34,14 +32,7 @@ struct Gemma3Served {
   std::unique_ptr<HttpServer> server;
 
   Gemma3Served() {
-    std::ifstream in(std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-tiny/config.json");
-    std::stringstream text;
-    text << in.rdbuf();
-    json config_json = json::parse(text.str());
-    // Gemma 3's vocabulary, as its checkpoints have it (the tokenizer's <image_soft_token>, id 262144,
-    // lies past it and is never generated).
-    config_json["vocab_size"] = 262144;
-    Result<ModelConfig> config = ParseModelConfig(config_json.dump(), "gemma4-tiny with Gemma 3's vocabulary");
+    Result<ModelConfig> config = ParseModelConfig(Gemma3VocabularyConfigJson(), "gemma3-scaled-rope, 262K vocabulary");
     if (!config.ok()) FAIL(config.status().ToString());
     Result<std::unique_ptr<ModelWeights>> weights = ModelWeights::Synthetic(*config, 3);
     if (!weights.ok()) FAIL(weights.status().ToString());

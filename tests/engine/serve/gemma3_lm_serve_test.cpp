@@ -1,13 +1,11 @@
 // The real `temper-lm serve` binary with Gemma 3's tokenizer (--tokenizer) beside synthetic weights
-// of the tiny geometry with Gemma 3's vocabulary (--synthetic): a tool-carrying request gets an
+// of a small Gemma 3 with its vocabulary (--synthetic): a tool-carrying request gets an
 // OpenAI-format tool call, the grammar writing it in Gemma 3's JSON syntax.
-#include <fstream>
-#include <sstream>
-
 #include <httplib.h>
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "engine/gemma3_synthetic_config.h"
 #include "engine/gzip_file.h"
 #include "engine/http_test_support.h"
 #include "orchestrator/temp_dir.h"
@@ -21,12 +19,7 @@ using nlohmann::json;
 TEST_CASE("temper-lm serve with Gemma 3's tokenizer answers a tool-carrying request with an OpenAI tool call",
           "[engine][http][chat][gemma3][temper-lm]") {
   TempDir dir;
-  std::ifstream in(std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-tiny/config.json");
-  std::stringstream text;
-  text << in.rdbuf();
-  json config = json::parse(text.str());
-  config["vocab_size"] = 262144;  // Gemma 3's checkpoints' vocabulary
-  const std::string config_path = dir.Write("gemma3-vocab.json", config.dump(2));
+  const std::string config_path = dir.Write("config.json", engine::testing::Gemma3VocabularyConfigJson());
   Result<std::string> tokenizer =
       engine::testing::ReadGzipFile(std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma3-tokenizer.json.gz");
   REQUIRE(tokenizer.ok());
