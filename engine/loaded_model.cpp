@@ -6,13 +6,56 @@
 
 #include <fmt/format.h>
 
+#include "engine/model/gguf_model.h"
+
 namespace temper::engine {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+Result<std::unique_ptr<const Tokenizer>> GgufTokenizer(const GgufFile& file) {
+  TEMPER_ASSIGN_OR_RETURN(TokenizerSpec spec, GgufTokenizerSpec(file));
+  Result<Tokenizer> tokenizer = Tokenizer::FromSpec(std::move(spec));
+  if (!tokenizer.ok()) return tokenizer.status().WithContext(fmt::format("the tokenizer of {}", file.name()));
+  return std::make_unique<const Tokenizer>(std::move(tokenizer).value());
+}
+
+// Adds the drafter `source` names, if any, to `out`.
+Status LoadDrafter(const ModelSource& source, LoadedModel& out);
+
+// A .gguf source: the config, tokenizer and weights all come from the one file.
+Result<LoadedModel> LoadGgufModel(const ModelSource& source) {
+  LoadedModel out;
+  TEMPER_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(source.dir));
+  TEMPER_ASSIGN_OR_RETURN(std::string config_json, GgufConfigJson(file));
+  TEMPER_ASSIGN_OR_RETURN(
+      out.config, ParseModelConfig(config_json, fmt::format("{} (its gemma3 metadata as config.json)", source.dir)));
+  if (source.tokenizer.empty() && source.tokenizer_need != TokenizerNeed::kNone) {
+    TEMPER_ASSIGN_OR_RETURN(out.tokenizer, GgufTokenizer(file));
+  } else {
+    TEMPER_ASSIGN_OR_RETURN(out.tokenizer, LoadModelTokenizer(source));
+  }
+  if (out.tokenizer != nullptr) {
+    TEMPER_RETURN_IF_ERROR(CheckTokenizerFitsModel(*out.tokenizer, out.config, ModelTokenizerPath(source)));
+  }
+  TEMPER_ASSIGN_OR_RETURN(GgufBf16Tensors tensors, GgufGemma3Tensors(file));
+  TEMPER_ASSIGN_OR_RETURN(SafetensorsFile memory,
+                          SafetensorsFile::FromMemory(fmt::format("{} (dequantized to bf16)", source.dir),
+                                                      std::move(tensors.storage), std::move(tensors.tensors)));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::FromFile(std::move(memory)));
+  Result<std::unique_ptr<ModelWeights>> weights = ModelWeights::Load(std::move(checkpoint), out.config);
+  if (!weights.ok()) return weights.status().WithContext(fmt::format("weights in {}", source.dir));
+  out.weights = std::move(*weights);
+  return out;
+}
+
+}  // namespace
+
 std::string ModelTokenizerPath(const ModelSource& source) {
   if (!source.tokenizer.empty()) return source.tokenizer;
   if (source.dir.empty()) return "";
+  if (IsGgufPath(source.dir)) return source.dir;
   return (fs::path(source.dir) / "tokenizer.json").string();
 }
 
@@ -29,6 +72,10 @@ Result<std::unique_ptr<const Tokenizer>> LoadModelTokenizer(const ModelSource& s
   if (!fs::exists(path, ec)) {
     if (optional) return std::unique_ptr<const Tokenizer>();
     return Status::NotFound(fmt::format("tokenizer {} does not exist", path));
+  }
+  if (IsGgufPath(path)) {
+    TEMPER_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
+    return GgufTokenizer(file);
   }
   TEMPER_ASSIGN_OR_RETURN(Tokenizer tokenizer, Tokenizer::FromFile(path));
   return std::make_unique<const Tokenizer>(std::move(tokenizer));
@@ -58,6 +105,11 @@ Result<LoadedModel> LoadModel(const ModelSource& source) {
   }
   LoadedModel out;
   const bool from_dir = !source.dir.empty();
+  if (from_dir && IsGgufPath(source.dir)) {
+    TEMPER_ASSIGN_OR_RETURN(out, LoadGgufModel(source));
+    TEMPER_RETURN_IF_ERROR(LoadDrafter(source, out));
+    return out;
+  }
   if (from_dir) {
     std::error_code ec;
     if (!fs::is_directory(source.dir, ec)) {
@@ -79,6 +131,13 @@ Result<LoadedModel> LoadModel(const ModelSource& source) {
   } else {
     TEMPER_ASSIGN_OR_RETURN(out.weights, ModelWeights::Synthetic(out.config, source.synthetic_seed));
   }
+  TEMPER_RETURN_IF_ERROR(LoadDrafter(source, out));
+  return out;
+}
+
+namespace {
+
+Status LoadDrafter(const ModelSource& source, LoadedModel& out) {
   if (!source.drafter_dir.empty()) {
     std::error_code ec;
     if (!fs::is_directory(source.drafter_dir, ec)) {
@@ -92,7 +151,9 @@ Result<LoadedModel> LoadModel(const ModelSource& source) {
     if (!weights.ok()) return weights.status().WithContext(fmt::format("drafter weights in {}", source.drafter_dir));
     out.drafter = std::move(*weights);
   }
-  return out;
+  return Status::OK();
 }
+
+}  // namespace
 
 }  // namespace temper::engine

@@ -5,7 +5,10 @@
 // memory, is the caller's choice (CpuBackend::Create(model.config, model.weights, options)).
 //
 // A model directory holds config.json, model.safetensors (or shards listed in
-// model.safetensors.index.json) and tokenizer.json. A synthetic source replaces the directory with
+// model.safetensors.index.json) and tokenizer.json. A Gemma 3 GGUF file (llama.cpp's format, named
+// *.gguf) may stand where the directory does: its config, tokenizer and weights (dequantized to
+// bf16 in memory) are what `temper-lm convert` would write as a directory, see
+// engine/model/gguf_model.h, and go through the same checks. A synthetic source replaces the directory with
 // a config.json whose shapes get seeded random weights (benchmarks); it has no tokenizer of its own.
 //
 // The tokenizer must fit the model: every id it can produce must be inside the model's vocabulary
@@ -38,7 +41,7 @@ enum class TokenizerNeed {
 };
 
 struct ModelSource {
-  std::string dir;               // config.json, safetensors, tokenizer.json; or
+  std::string dir;               // config.json, safetensors, tokenizer.json (or a Gemma 3 .gguf); or
   std::string synthetic_config;  // a config.json whose shapes get random weights (seeded)
   uint64_t synthetic_seed = 0;
   // A tokenizer.json elsewhere, instead of DIR/tokenizer.json. Named explicitly, it must exist
@@ -57,13 +60,14 @@ struct LoadedModel {
   std::shared_ptr<const DrafterWeights> drafter;  // null without a drafter_dir
 };
 
-// The tokenizer file `source` names: `tokenizer`, else DIR/tokenizer.json; "" for a synthetic source
-// that names none.
+// The tokenizer file `source` names: `tokenizer`, else DIR/tokenizer.json (the GGUF itself for a
+// .gguf source); "" for a synthetic source that names none.
 std::string ModelTokenizerPath(const ModelSource& source);
 
 // The tokenizer `source` names (see ModelSource and TokenizerNeed); null when none is needed or
 // present. Errors: InvalidArgument when a synthetic source needs one but names none; NotFound
-// naming the path when a required or named file is missing; Tokenizer::FromFile's errors.
+// naming the path when a required or named file is missing; Tokenizer::FromFile's errors; for a
+// GGUF, GgufFile::Open's and GgufTokenizerSpec's.
 Result<std::unique_ptr<const Tokenizer>> LoadModelTokenizer(const ModelSource& source);
 
 // InvalidArgument when `tokenizer` can produce an id outside the model's vocabulary, naming the

@@ -86,6 +86,14 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::filesystem::path
   return ckpt;
 }
 
+Result<std::unique_ptr<Checkpoint>> Checkpoint::FromFile(SafetensorsFile file) {
+  std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
+  ckpt->dir_ = file.path();
+  ckpt->files_.push_back(std::make_unique<SafetensorsFile>(std::move(file)));
+  TEMPER_RETURN_IF_ERROR(ckpt->Add(*ckpt->files_.back()));
+  return ckpt;
+}
+
 const Checkpoint::Entry* Checkpoint::Find(std::string_view name) const {
   auto it = tensors_.find(name);
   return it == tensors_.end() ? nullptr : &it->second;

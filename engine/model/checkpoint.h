@@ -34,6 +34,9 @@ class Checkpoint {
   // Opens DIR/model.safetensors.index.json if present, else DIR/model.safetensors.
   // Errors: NotFound when neither exists; DataLoss for a malformed index or shard; IOError.
   static Result<std::unique_ptr<Checkpoint>> Open(const std::filesystem::path& dir);
+  // A checkpoint of one file already open (SafetensorsFile::FromMemory: a GGUF's weights in bf16).
+  // DataLoss when the file holds two tensors of one name.
+  static Result<std::unique_ptr<Checkpoint>> FromFile(SafetensorsFile file);
 
   Checkpoint(const Checkpoint&) = delete;
   Checkpoint& operator=(const Checkpoint&) = delete;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <new>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -265,7 +264,7 @@ Result<GgufBf16Tensors> GgufGemma3Tensors(const GgufFile& file) {
     }
   }
 
-  GgufBf16Tensors out;
+  std::vector<TensorInfo> infos;
   uint64_t total = 0;
   std::vector<const GgufTensorInfo*> sources;
   for (const TensorMapping& m : expected) {
@@ -290,19 +289,16 @@ Result<GgufBf16Tensors> GgufGemma3Tensors(const GgufFile& file) {
     info.begin = total;
     info.end = total + static_cast<uint64_t>(t->elements) * 2;
     total = info.end;
-    out.tensors.push_back(std::move(info));
+    infos.push_back(std::move(info));
     sources.push_back(t);
   }
-  try {
-    out.storage.resize(total);
-  } catch (const std::bad_alloc&) {
-    return Status::ResourceExhausted(
-        fmt::format("{}: cannot allocate {} bytes for the bf16 weights", file.name(), total));
-  }
+  Result<MappedFile> storage = MappedFile::Anonymous(total);
+  if (!storage.ok()) return storage.status().WithContext(fmt::format("{}: the bf16 weights", file.name()));
+  GgufBf16Tensors out{std::move(storage).value(), std::move(infos)};
+  const std::span<uint8_t> bytes = out.storage.mutable_bytes();
   for (size_t i = 0; i < expected.size(); ++i) {
     const TensorInfo& info = out.tensors[i];
-    std::span<uint16_t> values(reinterpret_cast<uint16_t*>(out.storage.data() + info.begin),
-                               (info.end - info.begin) / 2);
+    std::span<uint16_t> values(reinterpret_cast<uint16_t*>(bytes.data() + info.begin), (info.end - info.begin) / 2);
     Status s = DequantizeToBf16(sources[i]->type, file.TensorData(*sources[i]), values, expected[i].norm ? 1.0f : 0.0f);
     if (!s.ok()) return s.WithContext(fmt::format("{}: tensor '{}'", file.name(), expected[i].gguf));
   }

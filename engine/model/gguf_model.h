@@ -47,13 +47,13 @@ Result<std::string> GgufConfigJson(const GgufFile& file);
 
 // The tensors of a Hugging Face gemma3_text checkpoint, dequantized to bf16 in one owned buffer.
 struct GgufBf16Tensors {
-  std::vector<uint8_t> storage;     // every tensor's bf16 values, back to back
+  MappedFile storage;               // anonymous memory: every tensor's bf16 values, back to back
   std::vector<TensorInfo> tensors;  // HF names and shapes; begin/end index `storage`, dtype BF16
 };
 
 // Errors: DataLoss naming the tensor when one the geometry implies is missing, one is not expected
 // (not part of a Gemma 3 decoder), or its shape disagrees; Unimplemented naming the tensor for a
-// ggml type that cannot be dequantized; ResourceExhausted when the buffer cannot be allocated;
+// ggml type that cannot be dequantized; ResourceExhausted when the memory cannot be mapped;
 // GgufConfigJson's errors for the geometry.
 Result<GgufBf16Tensors> GgufGemma3Tensors(const GgufFile& file);
 

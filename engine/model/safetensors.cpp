@@ -195,7 +195,17 @@ Result<MappedFile> MappedFile::Open(const std::filesystem::path& path) {
   return MappedFile(static_cast<const uint8_t*>(data), size);
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept : data_(other.data_), size_(other.size_) {
+Result<MappedFile> MappedFile::Anonymous(size_t size) {
+  if (size == 0) return MappedFile(nullptr, 0, true);
+  void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (data == MAP_FAILED) {
+    return Status::ResourceExhausted(fmt::format("cannot map {} bytes of memory: {}", size, std::strerror(errno)));
+  }
+  return MappedFile(static_cast<const uint8_t*>(data), size, true);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_), writable_(other.writable_) {
   other.data_ = nullptr;
   other.size_ = 0;
 }
@@ -205,6 +215,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
     if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
     data_ = other.data_;
     size_ = other.size_;
+    writable_ = other.writable_;
     other.data_ = nullptr;
     other.size_ = 0;
   }
@@ -224,6 +235,20 @@ Result<SafetensorsFile> SafetensorsFile::Open(const std::filesystem::path& path)
   TEMPER_ASSIGN_OR_RETURN(MappedFile map, MappedFile::Open(path));
   TEMPER_ASSIGN_OR_RETURN(SafetensorsHeader header, ParseSafetensorsHeader(map.bytes(), path.string()));
   return SafetensorsFile(path, std::move(map), std::move(header));
+}
+
+Result<SafetensorsFile> SafetensorsFile::FromMemory(std::filesystem::path label, MappedFile map,
+                                                    std::vector<TensorInfo> tensors) {
+  SafetensorsHeader header;
+  for (const TensorInfo& t : tensors) {
+    const uint64_t bytes = static_cast<uint64_t>(t.NumElements()) * DTypeSize(t.dtype);
+    if (t.begin > t.end || t.end > map.bytes().size() || t.end - t.begin != bytes) {
+      return Status::DataLoss(fmt::format("{}: tensor '{}' at [{}, {}) does not fit {} bytes of memory as {} bytes",
+                                          label.string(), t.name, t.begin, t.end, map.bytes().size(), bytes));
+    }
+  }
+  header.tensors = std::move(tensors);
+  return SafetensorsFile(std::move(label), std::move(map), std::move(header));
 }
 
 const TensorInfo* SafetensorsFile::Find(std::string_view name) const {

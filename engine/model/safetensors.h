@@ -53,6 +53,10 @@ Result<SafetensorsHeader> ParseSafetensorsHeader(std::span<const uint8_t> file, 
 class MappedFile {
  public:
   static Result<MappedFile> Open(const std::filesystem::path& path);
+  // `size` zeroed bytes of private anonymous memory that the caller fills through mutable_bytes()
+  // (a model dequantized from a GGUF), then hands to a SafetensorsFile like a file's map; pages are
+  // only backed once written. ResourceExhausted when the memory cannot be mapped.
+  static Result<MappedFile> Anonymous(size_t size);
   MappedFile(MappedFile&& other) noexcept;
   MappedFile& operator=(MappedFile&& other) noexcept;
   MappedFile(const MappedFile&) = delete;
@@ -60,17 +64,27 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // The bytes of an Anonymous map, writable; empty for a file's (read-only) map.
+  std::span<uint8_t> mutable_bytes() {
+    return writable_ ? std::span<uint8_t>(const_cast<uint8_t*>(data_), size_) : std::span<uint8_t>();
+  }
 
  private:
-  MappedFile(const uint8_t* data, size_t size) : data_(data), size_(size) {}
+  MappedFile(const uint8_t* data, size_t size, bool writable = false) : data_(data), size_(size), writable_(writable) {}
   const uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  bool writable_ = false;
 };
 
 // One memory-mapped safetensors file with its validated header.
 class SafetensorsFile {
  public:
   static Result<SafetensorsFile> Open(const std::filesystem::path& path);
+  // Tensors already in memory: `tensors`' begin/end index `map` directly (there is no header).
+  // `label` stands for the path in errors. DataLoss naming the tensor when one lies outside the
+  // map or its byte size disagrees with its shape and dtype.
+  static Result<SafetensorsFile> FromMemory(std::filesystem::path label, MappedFile map,
+                                            std::vector<TensorInfo> tensors);
 
   const std::filesystem::path& path() const { return path_; }
   const SafetensorsHeader& header() const { return header_; }

@@ -83,8 +83,14 @@ class WeightBinder {
 };
 
 Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(const std::filesystem::path& dir, const ModelConfig& config) {
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+  return Load(std::move(checkpoint), config);
+}
+
+Result<std::unique_ptr<ModelWeights>> ModelWeights::Load(std::unique_ptr<Checkpoint> checkpoint,
+                                                         const ModelConfig& config) {
   std::unique_ptr<ModelWeights> w(new ModelWeights());
-  TEMPER_ASSIGN_OR_RETURN(w->checkpoint_, Checkpoint::Open(dir));
+  w->checkpoint_ = std::move(checkpoint);
   const Checkpoint& ckpt = *w->checkpoint_;
 
   std::vector<ExpectedTensor> expected = ExpectedTensors(config);

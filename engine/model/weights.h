@@ -62,6 +62,8 @@ class ModelWeights {
   // Errors: those of Checkpoint::Open; DataLoss naming the tensor when one is missing, unexpected,
   // of the wrong dtype or shape, or misaligned.
   static Result<std::unique_ptr<ModelWeights>> Load(const std::filesystem::path& dir, const ModelConfig& config);
+  // The same checks and views over a checkpoint already open (a GGUF's weights in memory).
+  static Result<std::unique_ptr<ModelWeights>> Load(std::unique_ptr<Checkpoint> checkpoint, const ModelConfig& config);
 
   // Seeded random weights of `config`'s shapes (same seed, same weights), scaled like the golden
   // fixture's so activations stay in a sane range. ResourceExhausted if they cannot be allocated.

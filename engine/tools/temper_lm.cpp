@@ -9,6 +9,13 @@
 //   temper-lm synthesize --config CONFIG.json [--seed S] [--tokenizer FILE] --out DIR
 //                      (a model directory of seeded random weights: config.json, model.safetensors,
 //                      tokenizer.json, loadable wherever a model directory is)
+//   temper-lm convert  IN.gguf OUT_DIR
+//                      (a Gemma 3 GGUF as a model directory: config.json, model.safetensors in bf16,
+//                      tokenizer.json, chat_template.jinja when it has one; see
+//                      engine/model/gguf_convert.h)
+//
+// Wherever a model directory is taken (--model DIR), a Gemma 3 .gguf file may be given instead: its
+// weights are dequantized to bf16 in memory, and its tokenizer is the default one.
 //
 // `generate --prompt` encodes TEXT with the tokenizer (DIR/tokenizer.json unless --tokenizer), <bos>
 // first; with --chat it renders TEXT as one user turn of the tokenizer's chat format (Gemma 4's, or
@@ -60,6 +67,7 @@
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
 #include "engine/loaded_model.h"
+#include "engine/model/gguf_convert.h"
 #include "engine/model/model_config.h"
 #include "engine/model/safetensors.h"
 #include "engine/sampler.h"
@@ -85,7 +93,8 @@ struct ModelArgs {
 };
 
 void AddModelOptions(CLI::App* cmd, ModelArgs* a) {
-  auto* model = cmd->add_option("--model", a->model_dir, "model directory (config.json + safetensors)");
+  auto* model =
+      cmd->add_option("--model", a->model_dir, "model directory (config.json + safetensors) or a Gemma 3 .gguf file");
   auto* synthetic =
       cmd->add_option("--synthetic", a->synthetic_config, "config.json to fill with seeded random weights");
   model->excludes(synthetic);
@@ -278,6 +287,18 @@ Status RunSynthesize(const SynthesizeArgs& a) {
   if (ec) return Status::IOError(fmt::format("{}: cannot copy into it: {}", a.out, ec.message()));
   std::printf("%s: %s with seeded random weights (seed %llu)\n", a.out.c_str(), a.config.c_str(),
               static_cast<unsigned long long>(a.seed));
+  return Status::OK();
+}
+
+// ---- convert: a Gemma 3 GGUF as a model directory ----
+struct ConvertArgs {
+  std::string gguf;
+  std::string out;
+};
+
+Status RunConvert(const ConvertArgs& a) {
+  TEMPER_RETURN_IF_ERROR(ConvertGgufToDirectory(a.gguf, a.out));
+  std::printf("%s: a model directory converted from %s\n", a.out.c_str(), a.gguf.c_str());
   return Status::OK();
 }
 
@@ -519,6 +540,12 @@ int main(int argc, char** argv) {
   yc->add_option("--tokenizer", synth.tokenizer, "tokenizer.json to copy in (checked to fit the vocabulary)");
   yc->add_option("--out", synth.out, "the model directory to write")->required();
   yc->callback([&] { run = [&] { return RunSynthesize(synth); }; });
+
+  ConvertArgs conv;
+  CLI::App* cv = app.add_subcommand("convert", "write a Gemma 3 GGUF file as a model directory (bf16 safetensors)");
+  cv->add_option("gguf", conv.gguf, "the .gguf file")->required();
+  cv->add_option("out", conv.out, "the model directory to write (must not exist, or be empty)")->required();
+  cv->callback([&] { run = [&] { return RunConvert(conv); }; });
 
   ServeArgs serve;
   CLI::App* sc = app.add_subcommand(

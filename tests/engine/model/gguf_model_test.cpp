@@ -106,7 +106,7 @@ TEST_CASE("a Gemma 3 GGUF's tensors come out under HF names in bf16, norms as w"
     CHECK(want->shape == t.shape);
     const std::vector<float> raw = F32Values(*values, it->second);
     const bool norm = t.name.ends_with("norm.weight");
-    const auto* got = reinterpret_cast<const uint16_t*>(tensors->storage.data() + t.begin);
+    const auto* got = reinterpret_cast<const uint16_t*>(tensors->storage.bytes().data() + t.begin);
     REQUIRE(static_cast<size_t>((t.end - t.begin) / 2) == raw.size());
     int differing = 0;
     for (size_t i = 0; i < raw.size(); ++i) differing += got[i] != FloatToBf16(norm ? raw[i] - 1.0f : raw[i]);
@@ -247,7 +247,7 @@ TEST_CASE("the real Gemma 3 270M GGUF dequantizes as gguf-py does", "[gguf]") {
   Result<GgufBf16Tensors> tensors = GgufGemma3Tensors(real);
   REQUIRE(tensors.ok());
   CHECK(tensors->tensors.size() == 2 + 18 * 13);
-  CHECK(tensors->storage.size() == 2 * uint64_t{268098176});
+  CHECK(tensors->storage.bytes().size() == 2 * uint64_t{268098176});
   CHECK(tensors->tensors.front().name == "model.embed_tokens.weight");
   CHECK(tensors->tensors.front().shape == std::vector<int64_t>{262144, 640});
 }
