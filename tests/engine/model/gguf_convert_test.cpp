@@ -8,10 +8,13 @@
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
+#include "engine/loaded_model.h"
 #include "engine/model/gguf_file.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/safetensors.h"
+#include "engine/real_model.h"
 #include "engine/temp_dir.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/tokenizer_json_writer.h"
@@ -122,6 +125,81 @@ TEST_CASE("convert refuses a non-empty directory and leaves nothing behind when 
     CHECK_THAT(s.message(), Contains("missing tensor 'blk.1.ffn_up.weight'"));
     CHECK(Entries(tmp.path()).empty());
   }
+}
+
+bool SameMatrix(const Bf16Matrix& a, const Bf16Matrix& b) {
+  if (a.rows != b.rows || a.cols != b.cols) return false;
+  for (int r = 0; r < a.rows; ++r) {
+    if (std::memcmp(a.Row(r), b.Row(r), static_cast<size_t>(a.cols) * 2) != 0) return false;
+  }
+  return true;
+}
+
+bool SameVector(std::span<const uint16_t> a, std::span<const uint16_t> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Loads `gguf` and the directory convert makes of it, and checks they are the same model: config,
+// every weight bit for bit, and the tokenizer's ids for `texts`.
+void CheckRoundTrip(const std::string& gguf, const std::vector<std::string>& texts) {
+  testing::TempDir tmp;
+  const fs::path dir = tmp.path() / "converted";
+  REQUIRE(ConvertGgufToDirectory(gguf, dir).ok());
+  Result<LoadedModel> from_gguf = LoadModel({.dir = gguf, .tokenizer_need = TokenizerNeed::kRequired});
+  if (!from_gguf.ok()) FAIL(from_gguf.status().ToString());
+  Result<LoadedModel> from_dir = LoadModel({.dir = dir.string(), .tokenizer_need = TokenizerNeed::kRequired});
+  if (!from_dir.ok()) FAIL(from_dir.status().ToString());
+
+  const ModelConfig& c = from_gguf->config;
+  CHECK(c.model_type == "gemma3_text");
+  CHECK(from_dir->config.num_layers == c.num_layers);
+  CHECK(from_dir->config.hidden_size == c.hidden_size);
+  const ModelWeights& a = *from_gguf->weights;
+  const ModelWeights& b = *from_dir->weights;
+  CHECK(SameMatrix(a.embed(), b.embed()));
+  CHECK(SameVector(a.final_norm(), b.final_norm()));
+  REQUIRE(a.num_layers() == b.num_layers());
+  for (int i = 0; i < a.num_layers(); ++i) {
+    INFO("layer " << i);
+    const LayerWeights& x = a.layer(i);
+    const LayerWeights& y = b.layer(i);
+    CHECK(SameMatrix(x.q_proj, y.q_proj));
+    CHECK(SameMatrix(x.k_proj, y.k_proj));
+    CHECK(SameMatrix(x.v_proj, y.v_proj));
+    CHECK(SameMatrix(x.o_proj, y.o_proj));
+    CHECK(SameMatrix(x.gate_proj, y.gate_proj));
+    CHECK(SameMatrix(x.up_proj, y.up_proj));
+    CHECK(SameMatrix(x.down_proj, y.down_proj));
+    CHECK(SameVector(x.q_norm, y.q_norm));
+    CHECK(SameVector(x.k_norm, y.k_norm));
+    CHECK(SameVector(x.input_norm, y.input_norm));
+    CHECK(SameVector(x.post_attention_norm, y.post_attention_norm));
+    CHECK(SameVector(x.pre_feedforward_norm, y.pre_feedforward_norm));
+    CHECK(SameVector(x.post_feedforward_norm, y.post_feedforward_norm));
+  }
+  REQUIRE(from_gguf->tokenizer != nullptr);
+  REQUIRE(from_dir->tokenizer != nullptr);
+  for (const std::string& text : texts) {
+    INFO(text);
+    CHECK(from_gguf->tokenizer->Encode(text, {.add_special_tokens = true}) ==
+          from_dir->tokenizer->Encode(text, {.add_special_tokens = true}));
+  }
+}
+
+TEST_CASE("a GGUF and the directory convert makes of it load to the same model", "[gguf]") {
+  CheckRoundTrip(kDir + "/gemma3-tiny.gguf", {"hello world", "<start_of_turn>hello\n", "xyz"});
+}
+
+TEST_CASE("the real Gemma 3 270M GGUF and its converted directory load to the same model", "[gguf]") {
+  TEMPER_REQUIRE_REAL_GEMMA3();
+  std::vector<std::string> texts;
+  std::ifstream in(std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/cases.jsonl");
+  for (std::string line; std::getline(in, line);) {
+    const nlohmann::json c = nlohmann::json::parse(line);
+    if (c.contains("text")) texts.push_back(c["text"].get<std::string>());
+  }
+  REQUIRE(texts.size() > 200);
+  CheckRoundTrip(::temper::testing::RealGemma3GgufPath().string(), texts);
 }
 
 }  // namespace
