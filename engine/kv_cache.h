@@ -2,9 +2,11 @@
 // backend shares) and CpuKvStore (the CPU backend's storage for one tensor-parallel rank).
 //
 // Layout, chosen for Gemma 4's two layer kinds:
-//  * sliding layers keep a ring of RingSlots = sliding_window + kMaxDraftTokens token slots per
-//    sequence (slot = position % RingSlots): a query never sees further back than the window, and
-//    the slack keeps what a speculative pass overwrote until Truncate has dropped it;
+//  * sliding layers keep a ring of RingSlots = sliding_window + kMaxDraftTokens + 2 token slots
+//    per sequence (slot = position % RingSlots). A target query at L reads positions > L - window
+//    and the MTP drafter's (at L, not stored) the last window + 1 below L; a pass may append
+//    kMaxDraftTokens + 1 positions and be truncated back to where it began, and the slack keeps
+//    every position either reader needs until Truncate has dropped what that pass overwrote;
 //  * full layers use paged blocks of `block_tokens` tokens from a shared pool; a sequence's block
 //    table maps position p to block blocks[p / block_tokens], row p % block_tokens;
 //  * k_eq_v layers store one copy, V (= v_norm(raw k_proj output)); K is rebuilt from it as
@@ -37,7 +39,7 @@
 namespace temper::engine {
 
 // Token slots of one sequence's ring on a sliding layer.
-inline int RingSlots(const ModelConfig& c) { return c.sliding_window + kMaxDraftTokens; }
+inline int RingSlots(const ModelConfig& c) { return c.sliding_window + kMaxDraftTokens + 2; }
 
 struct KvCacheOptions {
   int max_sequences = 8;       // live sequences at once

@@ -2,8 +2,10 @@
 // bottom. Each step, for every row (one sequence at position L = its length):
 //   x = pre_projection · [target_embed(token) · embed_scale, h]
 //   4 layers: attention of a query at L over the target's stored K/V of the target's last layer of
-//   the same kind, positions below L (sliding: the last window - 1 of them, as the target's own
-//   query at L would see), then the target decoder's sandwich norms, MLP and layer_scalar
+//   the same kind, positions below L (sliding: the last window + 1 of them, as transformers'
+//   Gemma4AssistantForCausalLM reads them: the target's full-length states under a bidirectional
+//   window, distance <= window, flipped to face the past), then the target decoder's sandwich
+//   norms, MLP and layer_scalar
 //   n = final_norm(x);  token = argmax(lm_head · n);  h = post_projection · n
 // and the next step feeds that token and h at the same position L over the same keys (all three
 // public implementations keep the position fixed; advancing it loses acceptance silently).
@@ -39,8 +41,8 @@ void DraftAttention(RankContext& rank, const DraftPlan& plan, const RankDrafterL
       const std::span<const int32_t> blocks = plan.blocks[row.seq];
       const int kvh = (dl.q_head_begin + h) / group - target.kv_head_begin;
       const float* qh = q + r * q_width + h * hd;
-      // The query is not in the cache: it sees the positions the target's query at L would, but L.
-      const int64_t lo = g.kind == LayerKind::kSliding ? std::max<int64_t>(0, row.pos - c.sliding_window + 1) : 0;
+      // The query is not in the cache: on sliding layers it sees the last window + 1 positions below L.
+      const int64_t lo = g.kind == LayerKind::kSliding ? std::max<int64_t>(0, row.pos - c.sliding_window - 1) : 0;
       scores.resize(static_cast<size_t>(row.pos - lo));
       for (int64_t pos = lo; pos < row.pos; ++pos) {
         scores[pos - lo] = Dot(qh, CachedKey(rank, row.seq, t, pos, blocks, kvh, rebuilt.data()), hd);

@@ -503,7 +503,7 @@ Status DeviceBackend::DraftGroup(std::span<const DraftRequest> requests, std::sp
     const int64_t L = positions[r];
     at(layout.tokens, r, q.token);
     at(layout.rope_positions, r, L);        // the drafter's query sits at the sequence's length ...
-    at(layout.attend_positions, r, L - 1);  // ... and sees what a query at L - 1 sees, window - 1 back
+    at(layout.attend_positions, r, L - 1);  // ... and sees what a query at L - 1 sees (window + 1 wide)
     at(layout.slots, r, static_cast<int32_t>(q.seq));
     at(layout.chunk_start, r, L);  // no key of this "pass": every visible one is in the cache
     at(layout.first_row, r, static_cast<int32_t>(r));

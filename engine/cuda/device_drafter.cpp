@@ -147,7 +147,7 @@ Status BuildDeviceDrafter(DeviceRank& d, const DrafterWeights& w) {
     dl.query = target.kv;
     dl.query.kv_heads = 0;  // queries only: the drafter computes no keys or values
     dl.attend = target.kv;
-    if (dl.attend.sliding) dl.attend.window -= 1;
+    if (dl.attend.sliding) dl.attend.window += 1;
     m->layers.push_back(dl);
   }
 

@@ -6,8 +6,8 @@
 //   [e, h] = [target_embed(token) · embed_scale, h]     (Embed, the all-reduce, GatherRows)
 //   x = pre_projection · [e, h]                          (GEMV; replicated on every rank)
 //   4 layers: q only (QkvNorm with no KV heads), attention over the target's cache of its last
-//   layer of the same kind (the target layer's view; a query at L - 1 on a window one shorter sees
-//   exactly the positions below L that the target's query at L would), o_proj, the MLP, both
+//   layer of the same kind (the target layer's view; a query at L - 1 on a window one longer sees
+//   the last window + 1 positions below L, as transformers' assistant does), o_proj, the MLP, both
 //   row-parallel with their all-reduce, as the target's layers
 //   logits = lm_head · final_norm(x) on this rank's vocabulary rows; its top candidate
 //   h = post_projection · final_norm(x)                  (for the next step)
@@ -38,7 +38,7 @@ struct DeviceDrafterLayer {
   int q_width = 0;     // local query heads · head_dim
   HeadRange heads;     // local query heads over the target layer's KV heads on this rank
   KvLayerView query;   // q's norm and RoPE: the target layer's geometry, no KV heads
-  KvLayerView attend;  // the target layer's cache; sliding: a window one shorter (see above)
+  KvLayerView attend;  // the target layer's cache; sliding: a window one longer (see above)
 };
 
 // The per-step inputs, laid out identically on the host and the device so one copy uploads them.

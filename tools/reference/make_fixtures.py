@@ -403,8 +403,8 @@ ASSISTANT = dict(
         vocab_size_per_layer_input=0,
     ),
     steps=4,
-    # (prompt, target cache length L). transformers' drafter sees the last window + 1 target positions
-    # on its sliding layers, temper's the last window - 1: they agree while L < window (see README.md).
+    # (prompt, target cache length L). The drafter's sliding layers see the last window + 1 target
+    # positions (see README.md): six caches shorter than the window, four past it.
     cases=[(0, 2), (0, 5), (0, 7), (1, 3), (1, 6), (2, 4), (0, 12), (0, 40), (1, 20), (2, 15)],
 )
 

@@ -20,7 +20,9 @@ position L-1 is h, and whose next token (at position L, not yet fed) is t:
   x = pre_projection(concat(target_embed[t] * bf16(sqrt(H_target)), h))
   4 decoder layers at position L; layer l of kind k attends, with scaling 1.0, over the target's
   stored K (k-normed, roped) and V (v-normed) of the target's LAST layer of kind k, positions
-  0..L-1 (sliding: only positions > L - window, as the target's own query at L would see);
+  0..L-1 (sliding: only the last window + 1 of them, positions >= L - window - 1, as transformers'
+  Gemma4AssistantForCausalLM reads the target's full-length states: a bidirectional window,
+  distance <= window, flipped to face the past);
   n = final norm; logits = drafter_embed . n (tied, no softcap); draft = argmax;
   h_next = post_projection(n).
 Later steps feed the draft and h_next at the SAME position L over the same keys.
@@ -201,7 +203,7 @@ def draft(dcfg, dw, tcfg, tw, kv, L, h, token, steps):
             hd = text["global_head_dim"] if full else text["head_dim"]
             nq = text["num_attention_heads"]
             k, v = kv[last_of[kind]]
-            lo = 0 if full else max(0, L - text["sliding_window"] + 1)
+            lo = 0 if full else max(0, L - text["sliding_window"] - 1)
             k, v = k[lo:L], v[lo:L]
             rope = text["rope_parameters"]["full_attention" if full else "sliding_attention"]
             cos, sin = rope_tables(rope, hd, [L])

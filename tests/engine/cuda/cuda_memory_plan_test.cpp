@@ -42,8 +42,8 @@ TEST_CASE("31B at tp 4: 10,240 KV bytes per token per rank, over 10x vLLM's toke
   CHECK(plan->rank.kv_per_token == 10 * 512 * 2);
   CHECK(plan->rank.block == 16 * 10240);
   // 50 sliding layers, 4 of 16 KV heads per rank, K and V, a ring of the 1024-token window and
-  // the slack for draft tokens.
-  CHECK(plan->rank.ring_per_seq == 50ull * 2 * 4 * 256 * 2 * (1024 + engine::kMaxDraftTokens));
+  // the slack for draft tokens (engine/kv_cache.h's RingSlots).
+  CHECK(plan->rank.ring_per_seq == 50ull * 2 * 4 * 256 * 2 * (1024 + engine::kMaxDraftTokens + 2));
   const double tokens_per_gib = (1ull << 30) / static_cast<double>(plan->rank.kv_per_token);
   CHECK(tokens_per_gib >= 10 * 4361);
   CHECK(plan->kv_capacity_tokens == plan->num_blocks * 16);
