@@ -134,6 +134,9 @@ def main():
         "torch": torch.__version__,
         "prompts": json.dumps(prompts),
     }
+    # safetensors' numpy writer copies an array's memory as it lies: a column selection is
+    # Fortran-ordered, and would be written transposed in place. Every tensor goes out C-ordered.
+    tensors = {k: np.ascontiguousarray(v) for k, v in tensors.items()}
     save_file(tensors, os.path.join(args.out_dir, "reference.safetensors"), metadata=metadata)
     margins = np.concatenate([tensors[f"greedy_margin_{j}"] for j in range(len(prompts))])
     print(f"{args.out_dir}: {len(prompts)} prompts, {len(logit_ids)} logit columns, "
