@@ -30,11 +30,12 @@ const char* ChatFinishName(ChatFinish finish) {
 }
 
 ChatStream::ChatStream(std::shared_ptr<RequestStream> stream, std::unique_ptr<ReplyStream> parser,
-                       int64_t prompt_tokens, bool one_tool_call)
+                       int64_t prompt_tokens, bool one_tool_call, int64_t text_cut_at)
     : stream_(std::move(stream)),
       parser_(std::move(parser)),
       prompt_tokens_(prompt_tokens),
-      one_tool_call_(one_tool_call) {}
+      one_tool_call_(one_tool_call),
+      text_cut_at_(text_cut_at) {}
 
 ChatEvent ChatStream::Convert(StreamEvent event) {
   ChatEvent out;
@@ -85,7 +86,13 @@ ChatEvent ChatStream::Convert(StreamEvent event) {
         out.finish = ChatFinish::kError;
         out.error = failure_;
       } else {
-        out.finish = parser_->tool_call_count() > 0 ? ChatFinish::kToolCalls : ChatFinish::kStop;
+        if (parser_->tool_call_count() > 0) {
+          out.finish = ChatFinish::kToolCalls;
+        } else if (text_cut_at_ > 0 && event.usage.completion_tokens >= text_cut_at_) {
+          out.finish = ChatFinish::kLength;
+        } else {
+          out.finish = ChatFinish::kStop;
+        }
       }
       break;
     case FinishReason::kLength:
@@ -248,6 +255,7 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
   if (!request.grammar) {
     for (const ToolDeclaration& t : tools) callable.push_back(t.name);
   }
+  bool text_or_call = false;
   if (request.tool_choice == ToolChoice::kRequired) {
     if (request.grammar) {
       return Status::InvalidArgument("a required tool call and a grammar for the reply cannot be combined");
@@ -262,6 +270,7 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
                             ToolCallConstraint(syntax, tools, "", /*allow_text=*/true, request.parallel_tool_calls));
     request.grammar = std::move(calls.first);
     request.grammar_key = std::move(calls.second);
+    text_or_call = true;
   }
   if (request.grammar) request.conversation.enable_thinking = false;
   TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
@@ -285,9 +294,10 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
   if (request.grammar) {
     TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(request.grammar_key, std::move(request.grammar)));
   }
+  const int64_t text_cut_at = text_or_call ? g.max_tokens : 0;
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));
   return std::make_shared<ChatStream>(std::move(stream), NewReplyStream(format_, std::move(callable)), prompt_tokens,
-                                      !request.parallel_tool_calls);
+                                      !request.parallel_tool_calls, text_cut_at);
 }
 
 }  // namespace temper::engine

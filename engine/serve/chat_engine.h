@@ -105,8 +105,10 @@ class ChatStream {
  public:
   // Built by ChatEngine::Submit. `parser` borrows the engine's ChatFormat: read a stream only while
   // its engine lives.
+  // `text_cut_at`: under Gemma 3's text-or-call grammar, the request's max_tokens (0 otherwise);
+  // see text_cut_at_.
   ChatStream(std::shared_ptr<RequestStream> stream, std::unique_ptr<ReplyStream> parser, int64_t prompt_tokens,
-             bool one_tool_call = false);
+             bool one_tool_call = false, int64_t text_cut_at = 0);
   // Blocks until there is something new; nullopt after the final event was returned.
   std::optional<ChatEvent> Next();
   // As Next, but returns an empty event after `timeout` with nothing new.
@@ -128,6 +130,10 @@ class ChatStream {
   Status failure_;
   const bool one_tool_call_;    // ChatRequest::parallel_tool_calls is false
   bool ended_at_call_ = false;  // that one call arrived; the request was cancelled there
+  // A grammar ends a reply in time with a stop token in its last slot (a constrained reply ends
+  // whole). Under the text-or-call grammar a text reply that fills every slot was cut by
+  // max_tokens, so it finishes kLength, as it would without the grammar.
+  const int64_t text_cut_at_;
 };
 
 class ChatEngine {

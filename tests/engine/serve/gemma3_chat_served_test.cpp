@@ -157,6 +157,20 @@ TEST_CASE("chat completions with Gemma 3's tokenizer answer a tool-carrying requ
   CHECK(json::parse(streamed_args) ==
         json::parse(whole["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"].get<std::string>()));
 
+  // A text reply cut by max_tokens says so, as it would without the grammar (which spends the last
+  // slot on the stop token that ends a constrained reply whole). No call fits in 6 tokens.
+  int cut = 0;
+  for (int seed = 0; seed < 4; ++seed) {
+    json short_body = Body("auto", seed);
+    short_body["max_tokens"] = 6;
+    const json reply = json::parse(post(short_body));
+    INFO(reply.dump());
+    const bool filled = reply["usage"]["completion_tokens"] == 6;
+    CHECK(reply["choices"][0]["finish_reason"] == (filled ? "length" : "stop"));
+    cut += filled ? 1 : 0;
+  }
+  CHECK(cut >= 1);
+
   // tool_choice auto: text or whole calls, never a call that breaks off into text.
   for (int seed = 0; seed < 4; ++seed) {
     const json choice = json::parse(post(Body("auto", seed)))["choices"][0];
