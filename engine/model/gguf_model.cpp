@@ -1,9 +1,11 @@
 #include "engine/model/gguf_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
@@ -296,11 +298,31 @@ Result<GgufBf16Tensors> GgufGemma3Tensors(const GgufFile& file) {
   if (!storage.ok()) return storage.status().WithContext(fmt::format("{}: the bf16 weights", file.name()));
   GgufBf16Tensors out{std::move(storage).value(), std::move(infos)};
   const std::span<uint8_t> bytes = out.storage.mutable_bytes();
+  // One tensor at a time per thread, biggest first so that the embedding (62% of the 270M) does
+  // not start last: dequantizing is most of a GGUF's load time (0.75 s of the 270M on one core).
+  std::vector<size_t> order(expected.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return sources[a]->elements > sources[b]->elements; });
+  std::atomic<size_t> next{0};
+  std::vector<Status> errors(expected.size());
+  auto work = [&] {
+    for (size_t k; (k = next.fetch_add(1)) < order.size();) {
+      const size_t i = order[k];
+      const TensorInfo& info = out.tensors[i];
+      std::span<uint16_t> values(reinterpret_cast<uint16_t*>(bytes.data() + info.begin), (info.end - info.begin) / 2);
+      errors[i] =
+          DequantizeToBf16(sources[i]->type, file.TensorData(*sources[i]), values, expected[i].norm ? 1.0f : 0.0f);
+    }
+  };
+  const size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 16);
+  {
+    std::vector<std::jthread> pool;
+    for (size_t t = 1; t < threads; ++t) pool.emplace_back(work);
+    work();
+  }
   for (size_t i = 0; i < expected.size(); ++i) {
-    const TensorInfo& info = out.tensors[i];
-    std::span<uint16_t> values(reinterpret_cast<uint16_t*>(bytes.data() + info.begin), (info.end - info.begin) / 2);
-    Status s = DequantizeToBf16(sources[i]->type, file.TensorData(*sources[i]), values, expected[i].norm ? 1.0f : 0.0f);
-    if (!s.ok()) return s.WithContext(fmt::format("{}: tensor '{}'", file.name(), expected[i].gguf));
+    if (!errors[i].ok()) return errors[i].WithContext(fmt::format("{}: tensor '{}'", file.name(), expected[i].gguf));
   }
   return out;
 }
