@@ -1,7 +1,8 @@
-// The messages and tools of an OpenAI chat completions request body, read into a Gemma 4
-// conversation (engine/tokenizer/chat_format.h): system/developer, user and assistant messages,
-// assistant tool calls with their arguments, tool results attached to the model turn that called
-// them, the function tools unless tool_choice is "none", and whether a tool call is required.
+// The messages and tools of an OpenAI chat completions request body, read into the engine's
+// conversation (engine/tokenizer/chat_format.h, whichever format then renders it): system/developer,
+// user and assistant messages, assistant tool calls with their arguments, tool results attached to
+// the model message that called them, the function tools unless tool_choice is "none", and whether
+// a tool call is required.
 //
 // Used by the HTTP server for /v1/chat/completions and by the benchmarks that replay recorded
 // requests, so both see a request exactly as the model would.

@@ -11,8 +11,9 @@
 //   <start_of_turn>model\n                                      (the generation prompt)
 //
 // A system message (first only) is prepended to the first user turn, untrimmed, with "\n\n"; roles
-// alternate starting with the user; "assistant" is "model". Rendering that template with jinja2 gave
-// output identical to Render() for the conversations of tests/engine/tokenizer/gemma3_chat_format_test.cpp.
+// alternate starting with the user; "assistant" is "model". Rendering that template with jinja2 gives
+// exactly Render()'s text and, with Hugging Face's tokenizer, its ids for the six conversations of
+// tests/data/tokenizer/gemma3-chat-template-renders.json (tools/reference/gemma3_chat_template.py).
 //
 // Tools (Gemma 3 has no tool syntax of its own; issue 47 asks for JSON under the grammar):
 //   * Declared in the first user turn's preamble, after the system text as if it were part of it:
