@@ -105,6 +105,11 @@ Result<Gemma3Geometry> ReadGeometry(const GgufFile& f) {
   TEMPER_ASSIGN_OR_RETURN(g.hidden, Count(f, Key("embedding_length")));
   TEMPER_ASSIGN_OR_RETURN(g.ffn, Count(f, Key("feed_forward_length")));
   TEMPER_ASSIGN_OR_RETURN(g.layers, Count(f, Key("block_count")));
+  // Each layer has 13 tensors; a count the file cannot back is refused before anything is sized by it.
+  if (static_cast<uint64_t>(g.layers) * 13 > f.tensors().size()) {
+    return Status::InvalidArgument(fmt::format("{}: key '{}' is {}, but the file holds only {} tensors", f.name(),
+                                               Key("block_count"), g.layers, f.tensors().size()));
+  }
   TEMPER_ASSIGN_OR_RETURN(g.heads, Count(f, Key("attention.head_count")));
   TEMPER_ASSIGN_OR_RETURN(g.kv_heads, Count(f, Key("attention.head_count_kv")));
   TEMPER_ASSIGN_OR_RETURN(g.head_dim, Count(f, Key("attention.key_length")));

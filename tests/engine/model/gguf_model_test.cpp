@@ -137,6 +137,26 @@ TEST_CASE("a GGUF that is not the Gemma 3 its metadata describes is refused by n
   refused("gemma3-tiny-shape.gguf", "tensor 'blk.0.attn_k.weight' has GGUF dims [32, 15]");
 }
 
+TEST_CASE("a block count the file's tensors cannot back is refused before anything is sized by it", "[gguf]") {
+  Result<MappedFile> map = MappedFile::Open(kDir + "/gemma3-tiny.gguf");
+  REQUIRE(map.ok());
+  std::vector<uint8_t> bytes(map->bytes().begin(), map->bytes().end());
+  // The key, its type (UINT32) and its value: set the value to 2^31 - 1 layers.
+  const std::string key = "gemma3.block_count";
+  auto at = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  REQUIRE(at != bytes.end());
+  const size_t value = static_cast<size_t>(at - bytes.begin()) + key.size() + 4;
+  const uint32_t layers = 0x7fffffff;
+  std::memcpy(bytes.data() + value, &layers, 4);
+  Result<GgufFile> file = GgufFile::Parse(bytes, "huge.gguf");
+  REQUIRE(file.ok());
+  Result<std::string> config = GgufConfigJson(*file);
+  REQUIRE_FALSE(config.ok());
+  CHECK_THAT(config.status().message(),
+             Contains("'gemma3.block_count' is 2147483647, but the file holds only 28 tensors"));
+  CHECK_FALSE(GgufGemma3Tensors(*file).ok());
+}
+
 TEST_CASE("the tiny Gemma 3's tokenizer: SentencePiece pieces, merges from scores, byte fallback", "[gguf]") {
   const GgufFile tiny = OpenGguf(kDir + "/gemma3-tiny.gguf");
   Result<TokenizerSpec> spec = GgufTokenizerSpec(tiny);
