@@ -198,6 +198,50 @@ void CodePointBoundaries(std::string_view s, std::vector<uint32_t>& out) {
   }
 }
 
+// The vocabulary's pieces by a polynomial hash of their bytes, so that every split of a piece is
+// looked up in O(1) after O(length) work (the prefix hashes, and each suffix's from them). Hashing
+// each split's halves anew would cost O(length^2) a piece, which a hostile vocabulary of long pieces
+// would turn into hours. A hit is confirmed byte for byte.
+class PieceIndex {
+ public:
+  static constexpr uint64_t kBase = 0x100000001b3ULL;
+
+  PieceIndex(const BpeSpec& bpe, std::span<const BpeSpec::Span> spans) : bpe_(bpe), spans_(spans) {
+    by_hash_.reserve(spans.size());
+    for (size_t i = 0; i < spans.size(); ++i) {
+      const std::string_view piece = bpe.View(spans[i]);
+      const uint64_t hash = Hash(piece);
+      // A repeated piece keeps its first id; the caller refuses the repeat.
+      if (Find(piece, hash) < 0) by_hash_.emplace(Key(hash, piece.size()), static_cast<int32_t>(i));
+    }
+  }
+
+  static uint64_t Hash(std::string_view s) {
+    uint64_t h = 0;
+    for (char c : s) h = h * kBase + static_cast<uint8_t>(c);
+    return h;
+  }
+
+  // The id of the piece equal to `s`, whose Hash is `hash`; -1 when there is none.
+  int32_t Find(std::string_view s, uint64_t hash) const {
+    auto [begin, end] = by_hash_.equal_range(Key(hash, s.size()));
+    for (auto it = begin; it != end; ++it) {
+      if (bpe_.View(spans_[it->second]) == s) return it->second;
+    }
+    return -1;
+  }
+  int32_t Find(std::string_view s) const { return Find(s, Hash(s)); }
+
+ private:
+  static uint64_t Key(uint64_t hash, size_t size) {
+    return hash ^ (static_cast<uint64_t>(size) * 0x9E3779B97F4A7C15ULL);
+  }
+
+  const BpeSpec& bpe_;
+  std::span<const BpeSpec::Span> spans_;
+  std::unordered_multimap<uint64_t, int32_t> by_hash_;
+};
+
 enum TokenType : int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 }  // namespace
@@ -378,9 +422,17 @@ Result<TokenizerSpec> GgufTokenizerSpec(const GgufFile& f) {
     spans[i] = {offset, static_cast<uint32_t>(bpe.arena.size() - offset)};
     bpe.vocab.push_back({spans[i], static_cast<int32_t>(i)});
   }
-  std::unordered_map<std::string_view, int32_t> ids;
-  ids.reserve(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) ids.emplace(bpe.View(spans[i]), static_cast<int32_t>(i));
+  const PieceIndex ids(bpe, spans);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int32_t first = ids.Find(bpe.View(spans[i]));
+    if (first != static_cast<int32_t>(i)) {
+      return Status::InvalidArgument(
+          fmt::format("{}: key 'tokenizer.ggml.tokens'[{}] repeats [{}]", f.name(), i, first));
+    }
+    if (std::isnan(scores[i])) {
+      return Status::InvalidArgument(fmt::format("{}: key 'tokenizer.ggml.scores'[{}] is NaN", f.name(), i));
+    }
+  }
 
   if (f.Find("tokenizer.ggml.merges") != nullptr) {
     TEMPER_ASSIGN_OR_RETURN(std::span<const std::string_view> merges, f.GetStringArray("tokenizer.ggml.merges"));
@@ -390,13 +442,13 @@ Result<TokenizerSpec> GgufTokenizerSpec(const GgufFile& f) {
         return Status::InvalidArgument(
             fmt::format("{}: key 'tokenizer.ggml.merges'[{}] is not two tokens split by one space", f.name(), i));
       }
-      auto left = ids.find(merges[i].substr(0, space));
-      auto right = ids.find(merges[i].substr(space + 1));
-      if (left == ids.end() || right == ids.end()) {
+      const int32_t left = ids.Find(merges[i].substr(0, space));
+      const int32_t right = ids.Find(merges[i].substr(space + 1));
+      if (left < 0 || right < 0) {
         return Status::InvalidArgument(
             fmt::format("{}: key 'tokenizer.ggml.merges'[{}] names a token outside the vocabulary", f.name(), i));
       }
-      bpe.merges.push_back({spans[left->second], spans[right->second]});
+      bpe.merges.push_back({spans[left], spans[right]});
     }
   } else {
     // transformers' generate_merges: every split into two vocabulary pieces, ranked by the piece's
@@ -410,19 +462,30 @@ Result<TokenizerSpec> GgufTokenizerSpec(const GgufFile& f) {
     };
     std::vector<Candidate> candidates;
     std::vector<uint32_t> cuts;
+    std::vector<uint64_t> prefix, power;  // prefix[k]: Hash(piece[0, k)); power[k]: kBase^k
     for (size_t i = 0; i < tokens.size(); ++i) {
       const std::string_view piece = bpe.View(spans[i]);
       CodePointBoundaries(piece, cuts);
+      if (cuts.empty()) continue;
+      prefix.assign(piece.size() + 1, 0);
+      power.assign(piece.size() + 1, 1);
+      for (size_t b = 0; b < piece.size(); ++b) {
+        prefix[b + 1] = prefix[b] * PieceIndex::kBase + static_cast<uint8_t>(piece[b]);
+        power[b + 1] = power[b] * PieceIndex::kBase;
+      }
       const float score = types[i] == kUserDefined ? 0.0f : scores[i];
       const auto chars = static_cast<uint32_t>(cuts.size() + 1);
+      const size_t n = piece.size();
       for (size_t k = 0; k < cuts.size(); ++k) {
-        auto left = ids.find(piece.substr(0, cuts[k]));
-        if (left == ids.end()) continue;
-        auto right = ids.find(piece.substr(cuts[k]));
-        if (right == ids.end()) continue;
+        const size_t cut = cuts[k];
+        const int32_t left = ids.Find(piece.substr(0, cut), prefix[cut]);
+        if (left < 0) continue;
+        // Hash(piece[cut, n)) = Hash(piece) - Hash(piece[0, cut)) * kBase^(n - cut), mod 2^64.
+        const int32_t right = ids.Find(piece.substr(cut), prefix[n] - prefix[cut] * power[n - cut]);
+        if (right < 0) continue;
         const auto left_chars = static_cast<uint32_t>(k + 1);
-        candidates.push_back({score, left_chars, chars - left_chars, static_cast<int32_t>(i), spans[left->second],
-                              spans[right->second]});
+        candidates.push_back(
+            {score, left_chars, chars - left_chars, static_cast<int32_t>(i), spans[left], spans[right]});
       }
     }
     std::stable_sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "engine/model/gguf_bytes.h"
+
 namespace temper::engine {
 namespace {
 
@@ -14,38 +16,7 @@ using Catch::Matchers::Contains;
 
 const std::string kFixture = std::string(TEMPER_TEST_DATA_DIR) + "/gguf/types.gguf";
 
-// Writes GGUF bytes field by field, so each case can break exactly one field.
-struct GgufBytes {
-  std::vector<uint8_t> bytes;
-
-  template <typename T>
-  GgufBytes& Put(T v) {
-    const size_t at = bytes.size();
-    bytes.resize(at + sizeof(T));
-    std::memcpy(bytes.data() + at, &v, sizeof(T));
-    return *this;
-  }
-  GgufBytes& Str(std::string_view s) {
-    Put<uint64_t>(s.size());
-    bytes.insert(bytes.end(), s.begin(), s.end());
-    return *this;
-  }
-  GgufBytes& Header(uint64_t tensors, uint64_t kvs, uint32_t version = 3) {
-    bytes.insert(bytes.end(), {'G', 'G', 'U', 'F'});
-    return Put<uint32_t>(version).Put<uint64_t>(tensors).Put<uint64_t>(kvs);
-  }
-  GgufBytes& KvU32(std::string_view key, uint32_t v) { return Str(key).Put<uint32_t>(4).Put<uint32_t>(v); }
-  GgufBytes& Tensor(std::string_view name, std::vector<uint64_t> dims, uint32_t type, uint64_t offset) {
-    Str(name).Put<uint32_t>(static_cast<uint32_t>(dims.size()));
-    for (uint64_t d : dims) Put<uint64_t>(d);
-    return Put<uint32_t>(type).Put<uint64_t>(offset);
-  }
-  // Pads to `alignment` and appends `n` data bytes.
-  GgufBytes& Data(size_t n, size_t alignment = 32) {
-    bytes.resize((bytes.size() + alignment - 1) / alignment * alignment + n, 0x11);
-    return *this;
-  }
-};
+using testing::GgufBytes;
 
 Result<GgufFile> ParseBytes(const GgufBytes& b) { return GgufFile::Parse(b.bytes, "hostile.gguf"); }
 

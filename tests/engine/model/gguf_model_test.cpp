@@ -14,6 +14,7 @@
 
 #include "engine/gzip_file.h"
 #include "engine/model/bf16.h"
+#include "engine/model/gguf_bytes.h"
 #include "engine/model/gguf_dequant.h"
 #include "engine/real_model.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -155,6 +156,95 @@ TEST_CASE("a block count the file's tensors cannot back is refused before anythi
   CHECK_THAT(config.status().message(),
              Contains("'gemma3.block_count' is 2147483647, but the file holds only 28 tensors"));
   CHECK_FALSE(GgufGemma3Tensors(*file).ok());
+}
+
+// A gemma3 GGUF holding only a vocabulary: what GgufTokenizerSpec reads.
+struct Vocabulary {
+  std::string model = "llama";
+  std::vector<std::string_view> tokens = {"<unk>", "a", "b", "ab"};
+  std::vector<float> scores = {0, -1, -2, -3};
+  std::vector<int32_t> types = {3, 1, 1, 1};
+
+  Result<TokenizerSpec> Spec() const {
+    testing::GgufBytes b;
+    b.Header(0, 5)
+        .KvString("general.architecture", "gemma3")
+        .KvString("tokenizer.ggml.model", model)
+        .KvStrings("tokenizer.ggml.tokens", tokens)
+        .KvF32s("tokenizer.ggml.scores", scores)
+        .KvI32s("tokenizer.ggml.token_type", types);
+    bytes_ = b.bytes;
+    Result<GgufFile> file = GgufFile::Parse(bytes_, "vocab.gguf");
+    if (!file.ok()) return file.status();
+    // add_bos_token defaults to true and there is no bos_token_id: leave the template out.
+    return GgufTokenizerSpec(*file);
+  }
+  mutable std::vector<uint8_t> bytes_;
+};
+
+TEST_CASE("a hostile GGUF vocabulary is refused by key and index, and long pieces cost linear time", "[gguf]") {
+  auto refused = [](const Vocabulary& v, const std::string& part) {
+    Result<TokenizerSpec> spec = v.Spec();
+    REQUIRE_FALSE(spec.ok());
+    INFO(spec.status().ToString());
+    CHECK_THAT(spec.status().message(), Contains("vocab.gguf") && Contains(part));
+  };
+  {
+    Vocabulary v;
+    v.model = "gpt2";
+    refused(v, "'tokenizer.ggml.model' is 'gpt2'");
+  }
+  {
+    Vocabulary v;
+    v.tokens = {"<unk>", "a", "b", "a"};
+    refused(v, "'tokenizer.ggml.tokens'[3] repeats [1]");
+  }
+  {
+    Vocabulary v;
+    v.scores[2] = std::nanf("");
+    refused(v, "'tokenizer.ggml.scores'[2] is NaN");
+  }
+  {
+    Vocabulary v;
+    v.scores.pop_back();
+    refused(v, "hold 4, 3 and 4 entries");
+  }
+  {
+    Vocabulary v;
+    v.types[1] = 9;
+    refused(v, "'tokenizer.ggml.token_type'[1] is 9");
+  }
+  {
+    Vocabulary v;
+    v.tokens[2] = "\xC3(";
+    refused(v, "'tokenizer.ggml.tokens'[2] is not UTF-8");
+  }
+  {
+    // Without a bos token id, add_bos_token (true by default) cannot be honoured.
+    Vocabulary v;
+    refused(v, "'tokenizer.ggml.bos_token_id' is missing");
+  }
+  // A 1 MB piece has a million splits: each is looked up in O(1), not by hashing its halves anew
+  // (which would be 5e11 bytes of hashing). "a" + the long piece merge nowhere.
+  const std::string long_piece(1 << 20, 'a');
+  testing::GgufBytes b;
+  b.Header(0, 7)
+      .KvString("general.architecture", "gemma3")
+      .KvString("tokenizer.ggml.model", "llama")
+      .KvStrings("tokenizer.ggml.tokens", {"<bos>", "a", "aa", long_piece})
+      .KvF32s("tokenizer.ggml.scores", {0, -1, -2, -3})
+      .KvI32s("tokenizer.ggml.token_type", {3, 1, 1, 1})
+      .KvU32("tokenizer.ggml.bos_token_id", 0)
+      .KvU32("tokenizer.ggml.unknown_token_id", 0);
+  Result<GgufFile> file = GgufFile::Parse(b.bytes, "long.gguf");
+  REQUIRE(file.ok());
+  Result<TokenizerSpec> spec = GgufTokenizerSpec(*file);
+  REQUIRE(spec.ok());
+  REQUIRE(spec->model.merges.size() == 1);  // "a" + "a" = "aa"
+  CHECK(spec->model.View(spec->model.merges[0].left) == "a");
+  Result<Tokenizer> tok = Tokenizer::FromSpec(std::move(spec).value());
+  REQUIRE(tok.ok());
+  CHECK(tok->Encode("aaaaa", {.add_special_tokens = true}) == std::vector<int32_t>{0, 2, 2, 1});
 }
 
 TEST_CASE("the tiny Gemma 3's tokenizer: SentencePiece pieces, merges from scores, byte fallback", "[gguf]") {
