@@ -161,12 +161,16 @@ ChatEngine::ChatEngine(const Tokenizer& tokenizer, ChatFormat format, std::vecto
 
 Result<std::unique_ptr<ChatEngine>> ChatEngine::Create(Backend& backend, const Tokenizer& tokenizer,
                                                        SchedulerOptions options, const Logger& log) {
-  TEMPER_ASSIGN_OR_RETURN(ChatFormat format, ChatFormat::Create(tokenizer));
-  std::vector<int32_t> stops = format.stop_ids();
+  // The model's family decides the format, so a tokenizer of the other family is refused here
+  // rather than spoken to the model.
+  const std::string& model_type = backend.config().model_type;
+  Result<ChatFormat> format = ChatFormat::Create(tokenizer, ChatFamilyOfModelType(model_type));
+  if (!format.ok()) return format.status().WithContext(fmt::format("the chat format of a '{}' model", model_type));
+  std::vector<int32_t> stops = format->stop_ids();
   for (int64_t id : backend.config().eos_token_ids) {
     if (std::find(stops.begin(), stops.end(), id) == stops.end()) stops.push_back(static_cast<int32_t>(id));
   }
-  std::unique_ptr<ChatEngine> engine(new ChatEngine(tokenizer, std::move(format), std::move(stops)));
+  std::unique_ptr<ChatEngine> engine(new ChatEngine(tokenizer, std::move(*format), std::move(stops)));
   options.detokenizer = &engine->detokenizer_;
   TEMPER_ASSIGN_OR_RETURN(engine->scheduler_, Scheduler::Create(backend, options, log));
   return engine;

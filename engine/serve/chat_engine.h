@@ -138,7 +138,8 @@ class ChatStream {
 
 class ChatEngine {
  public:
-  // Picks the chat format from the tokenizer and looks up its tokens (NotFound naming a missing one) and starts a
+  // Picks the chat format by the model's model_type (else from the tokenizer) and looks up its
+  // tokens (NotFound naming a missing one: a tokenizer of another family) and starts a
   // scheduler with `options` (its detokenizer is replaced by the tokenizer's). Errors: Scheduler::Create's.
   static Result<std::unique_ptr<ChatEngine>> Create(Backend& backend, const Tokenizer& tokenizer,
                                                     SchedulerOptions options, const Logger& log);

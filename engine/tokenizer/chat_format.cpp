@@ -22,6 +22,12 @@ Status CheckToolName(std::string_view name, std::string_view field) {
   return Status::OK();
 }
 
+ChatFamily ChatFamilyOfModelType(std::string_view model_type) {
+  if (model_type == "gemma3" || model_type == "gemma3_text") return ChatFamily::kGemma3;
+  if (model_type == "gemma4" || model_type == "gemma4_text") return ChatFamily::kGemma4;
+  return ChatFamily::kFromTokenizer;
+}
+
 Result<ChatFormat> ChatFormat::Create(const Tokenizer& tokenizer, ChatFamily family) {
   if (family == ChatFamily::kFromTokenizer) {
     if (tokenizer.TokenToId("<|turn>")) {

@@ -112,6 +112,10 @@ enum class ToolCallSyntax {
 // else Gemma 3 when it has <start_of_turn>.
 enum class ChatFamily { kFromTokenizer, kGemma4, kGemma3 };
 
+// The format a model was trained on, by its config's model_type: "gemma3" and "gemma3_text" speak
+// Gemma 3's, "gemma4" and "gemma4_text" Gemma 4's; anything else is left to the tokenizer.
+ChatFamily ChatFamilyOfModelType(std::string_view model_type);
+
 // The interface each conversation format implements (one class per file). Errors are each
 // dialect's, documented in its header.
 class ChatDialect {

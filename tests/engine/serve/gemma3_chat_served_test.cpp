@@ -93,6 +93,19 @@ void CheckCall(const json& call) {
   }
 }
 
+TEST_CASE("a Gemma 3 model is not served with a Gemma 4 tokenizer's chat format", "[engine][chat][gemma3]") {
+  Gemma3Served served;
+  Result<Tokenizer> gemma4 =
+      Tokenizer::FromFile(std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer/gemma4-chat-tiny-tokenizer.json");
+  REQUIRE(gemma4.ok());
+  Result<std::unique_ptr<ChatEngine>> mismatched = ChatEngine::Create(*served.backend, *gemma4, {}, Quiet());
+  REQUIRE_FALSE(mismatched.ok());
+  CHECK(mismatched.status().code() == StatusCode::kNotFound);
+  CHECK_THAT(mismatched.status().message(),
+             Catch::Contains("the chat format of a 'gemma3_text' model") &&
+                 Catch::Contains("tokenizer has no token '<start_of_turn>' (needed by Gemma 3's chat format)"));
+}
+
 TEST_CASE("chat completions with Gemma 3's tokenizer answer a tool-carrying request with OpenAI tool calls",
           "[engine][http][chat][gemma3]") {
   Gemma3Served served;

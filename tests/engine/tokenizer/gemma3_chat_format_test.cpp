@@ -74,6 +74,10 @@ TEST_CASE("Gemma 3's chat format with the real Gemma 3 tokenizer", "[chat_format
     CHECK(gemma4.status().code() == StatusCode::kNotFound);
     CHECK(gemma4.status().message() == "tokenizer has no token '<|turn>' (needed by Gemma 4's chat format)");
     CHECK(ChatFormat::Create(tok, ChatFamily::kGemma3).ok());
+    CHECK(ChatFamilyOfModelType("gemma3_text") == ChatFamily::kGemma3);
+    CHECK(ChatFamilyOfModelType("gemma3") == ChatFamily::kGemma3);
+    CHECK(ChatFamilyOfModelType("gemma4_text") == ChatFamily::kGemma4);
+    CHECK(ChatFamilyOfModelType("llama") == ChatFamily::kFromTokenizer);
   }
 
   SECTION("every conversation renders byte for byte, and id for id, as the official template with HF's tokenizer") {
