@@ -3,6 +3,8 @@
 // of a tool the request offers.
 #include "engine/serve/json_reply_stream_parser.h"
 
+#include <random>
+
 #include <catch2/catch.hpp>
 
 #include "engine/gemma3_tokenizer.h"
@@ -63,6 +65,55 @@ TEST_CASE("Gemma 3's streamed reply deltas add up to ParseReplyText's reply, how
         CHECK(streamed.reply.tool_calls[i].name == whole->tool_calls[i].name);
         CHECK(streamed.reply.tool_calls[i].arguments == whole->tool_calls[i].arguments);
       }
+    }
+  }
+}
+
+TEST_CASE("Gemma 3's streamed replies agree with ParseReplyText on random replies in random chunks",
+          "[engine][chat][gemma3]") {
+  // Fragments that meet at the parser's edges: whitespace, stop tokens' texts and their prefixes,
+  // calls and their pieces, brackets.
+  const std::vector<std::string> pieces = {" ",
+                                           "\n",
+                                           "  \n",
+                                           "a",
+                                           "Hello",
+                                           "<",
+                                           "<e",
+                                           "<eo",
+                                           "<eos",
+                                           "<eos>",
+                                           "<end_of",
+                                           "<end_of_turn>",
+                                           "{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           ",",
+                                           "\"",
+                                           R"({"name": "run_command", "arguments": {"command": "ls"}})",
+                                           R"({"name":"finish","arguments":{}})",
+                                           R"({"name": "other", "arguments": {}})",
+                                           "x}"};
+  std::mt19937_64 rng(47);
+  for (int n = 0; n < 400; ++n) {
+    std::string text;
+    const int count = static_cast<int>(rng() % 6);
+    for (int i = 0; i < count; ++i) text += pieces[rng() % pieces.size()];
+    Result<ModelReply> whole = Gemma3Format().ParseReplyText(text);
+    REQUIRE(whole.ok());
+    const size_t chunk = 1 + rng() % 7;
+    INFO("'" << text << "' in chunks of " << chunk);
+    const Streamed streamed = Stream(text, chunk);
+    // A call of a tool not offered ("other") is the reply's text here.
+    bool offered = true;
+    for (const ToolCall& call : whole->tool_calls) offered = offered && call.name != "other";
+    if (offered) {
+      CHECK(streamed.reply.content == whole->content);
+      CHECK(streamed.reply.tool_calls.size() == whole->tool_calls.size());
+    } else {
+      CHECK(streamed.reply.tool_calls.empty());
+      CHECK_FALSE(streamed.parse_error.empty());
     }
   }
 }
