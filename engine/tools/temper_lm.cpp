@@ -4,7 +4,8 @@
 //   temper-lm generate --model DIR (--ids 5,17,... | --prompt TEXT [--chat]) --max-new N
 //                      [--greedy | --temperature T --top-k K --top-p P --min-p M --seed S] [--tp N]
 //                      [--tokenizer FILE]
-//   temper-lm encode   --tokenizer FILE [--add-special-tokens]   (text on stdin, ids as JSON on stdout)
+//   temper-lm encode   --tokenizer FILE [--add-special-tokens]   (text on stdin, ids as JSON on stdout;
+//                      FILE is a tokenizer.json or a Gemma 3 .gguf, for decode too)
 //   temper-lm decode   --tokenizer FILE [--skip-special-tokens]  (ids as JSON on stdin, text on stdout)
 //   temper-lm synthesize --config CONFIG.json [--seed S] [--tokenizer FILE] --out DIR
 //                      (a model directory of seeded random weights: config.json, model.safetensors,
@@ -224,8 +225,14 @@ struct EncodeArgs {
   bool add_special_tokens = false;
 };
 
+// A tokenizer.json, or the tokenizer of a Gemma 3 .gguf.
+Result<std::unique_ptr<const Tokenizer>> LoadTokenizerFile(const std::string& path) {
+  return LoadModelTokenizer(ModelSource{.tokenizer = path, .tokenizer_need = TokenizerNeed::kRequired});
+}
+
 Status RunEncode(const EncodeArgs& a) {
-  TEMPER_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(a.tokenizer));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<const Tokenizer> tokenizer, LoadTokenizerFile(a.tokenizer));
+  const Tokenizer& tok = *tokenizer;
   TEMPER_ASSIGN_OR_RETURN(std::string text, ReadStdin());
   const std::vector<int32_t> ids = tok.Encode(text, EncodeOptions{.add_special_tokens = a.add_special_tokens});
   std::printf("[%s]\n", fmt::format("{}", fmt::join(ids, ",")).c_str());
@@ -238,7 +245,8 @@ struct DecodeArgs {
 };
 
 Status RunDecode(const DecodeArgs& a) {
-  TEMPER_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromFile(a.tokenizer));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<const Tokenizer> tokenizer, LoadTokenizerFile(a.tokenizer));
+  const Tokenizer& tok = *tokenizer;
   TEMPER_ASSIGN_OR_RETURN(std::string input, ReadStdin());
   const nlohmann::json j = nlohmann::json::parse(input, nullptr, /*allow_exceptions=*/false);
   if (!j.is_array()) return Status::InvalidArgument("stdin: expected a JSON array of token ids, like [2,9259]");
@@ -524,13 +532,13 @@ int main(int argc, char** argv) {
 
   EncodeArgs enc;
   CLI::App* ec = app.add_subcommand("encode", "token ids of the text on stdin, as a JSON array");
-  ec->add_option("--tokenizer", enc.tokenizer, "tokenizer.json")->required();
+  ec->add_option("--tokenizer", enc.tokenizer, "tokenizer.json, or a Gemma 3 .gguf")->required();
   ec->add_flag("--add-special-tokens", enc.add_special_tokens, "wrap as the post-processor does (Gemma: <bos> first)");
   ec->callback([&] { run = [&] { return RunEncode(enc); }; });
 
   DecodeArgs dec;
   CLI::App* dc = app.add_subcommand("decode", "text of the JSON array of token ids on stdin");
-  dc->add_option("--tokenizer", dec.tokenizer, "tokenizer.json")->required();
+  dc->add_option("--tokenizer", dec.tokenizer, "tokenizer.json, or a Gemma 3 .gguf")->required();
   dc->add_flag("--skip-special-tokens", dec.skip_special_tokens, "drop special tokens (<bos>, <turn|>, ...)");
   dc->callback([&] { run = [&] { return RunDecode(dec); }; });
   SynthesizeArgs synth;

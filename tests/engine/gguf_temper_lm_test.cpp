@@ -75,6 +75,14 @@ TEST_CASE("temper-lm takes a Gemma 3 GGUF wherever it takes a model directory, a
   CHECK(ids_and_text(from_gguf.output).size() > 10);
   CHECK(ids_and_text(from_gguf.output) == ids_and_text(from_dir.output));
 
+  // encode and decode take the .gguf as the tokenizer file.
+  const std::string text = tmp.Write("text", "hello world\n").string();
+  const std::string ids = tmp.Write("ids", "[2,279,285]").string();
+  Run encoded = TemperLm(fmt::format("encode --tokenizer {} --add-special-tokens < {}", gguf, text));
+  CHECK(encoded.output == "[2,279,285,8]\n");  // "\n" is a user-defined piece of the tiny vocabulary
+  Run decoded = TemperLm(fmt::format("decode --tokenizer {} < {}", gguf, ids));
+  CHECK(decoded.output == "<bos>hello world");
+
   Run again = TemperLm(fmt::format("convert {} {}", gguf, dir));
   CHECK(again.exit_code == 1);
   CHECK_THAT(again.output, Catch::Matchers::Contains("is not empty"));
