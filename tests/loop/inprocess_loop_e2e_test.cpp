@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/gemma4_vocabulary.h"
+#include "engine/real_model.h"
 #include "loop/loop_harness.h"
 
 namespace temper::testing {
@@ -190,6 +191,48 @@ TEST_CASE(
   uint64_t unusable = 0;
   for (const auto& [role, r] : run.tally) unusable += r.unusable;
   CHECK(unusable > 0);
+}
+
+// The real model: Gemma 3 270M (the GGUF deploy/setup.sh fetches), every role on it, one rule to the
+// end. The pretrained base model writes well-formed but senseless tool calls; what this proves is
+// that a real checkpoint in a real format runs the whole loop on the CPU: the GGUF loads straight
+// from models.yaml, Gemma 3's chat format carries the roles' prompts, its JSON tool calls under the
+// grammar are all usable, the budget ends the attempt, and the batch completes.
+TEST_CASE("the loop on the real Gemma 3 270M (GGUF, CPU): a small batch runs to its end with only usable answers") {
+  TEMPER_REQUIRE_REAL_GEMMA3();
+  const std::string models = fmt::format(R"(endpoints:
+  local: {{type: inprocess, model_dir: {}, tp: 1, max_context: 16384}}
+roles:
+  architect: {{endpoint: local, temperature: 0.7, seed: 11, max_output_tokens: 256, context_tokens: 16384}}
+  worker: {{endpoint: local, temperature: 0.7, seed: 12, max_output_tokens: 256, context_tokens: 16384}}
+  reflector: {{endpoint: local, temperature: 0.7, seed: 13, max_output_tokens: 256, context_tokens: 16384}}
+)",
+                                         RealGemma3GgufPath().string());
+  LoopDaemon loop(models);
+  const std::string id =
+      loop.Submit({.rules = {"accounts_tmout"}, .max_attempts = 1, .max_tokens = 20000, .name = "real-model"});
+  const temper::v1::Batch batch = loop.WaitUntilEnded(id);
+  INFO(loop.daemon->Log());
+  REQUIRE(batch.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(loop.daemon->Alive());
+  for (const auto& [name, rule] : RulesByShortName(batch)) {
+    INFO(name << ": " << rule.detail());
+    CHECK(rule.state() != temper::v1::RULE_STATE_PENDING);
+    CHECK(rule.state() != temper::v1::RULE_STATE_RUNNING);
+  }
+  const std::vector<temper::v1::JournalEvent> events = loop.JournalEvents(id);
+  const std::map<std::string, RoleTally> tally = TallyRoles(events);
+  PrintTally("real Gemma 3 270M", tally, Count(events, "attempt.kept") + Count(events, "attempt.reverted"));
+  for (const char* role : {"architect", "worker"}) {
+    INFO(role);
+    REQUIRE(tally.count(role));
+    CHECK(tally.at(role).calls > 0);
+  }
+  for (const auto& [role, r] : tally) {
+    INFO(role);
+    CHECK(r.unusable == 0);
+  }
+  CHECK(Count(events, "worker.tool_call") + Count(events, "worker.refused") > 0);
 }
 
 }  // namespace
