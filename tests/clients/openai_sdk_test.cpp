@@ -3,10 +3,13 @@
 // streamed, logprobs, tools (required, named, one at a time, streamed deltas), `chat.completions.parse()` with
 // nested pydantic models, completions, and errors raised as the SDK's own exception classes; and the
 // same against a small Gemma 3 with the real Gemma 3 tokenizer, whose tool calls are JSON.
+#include <cstdio>
+
 #include <catch2/catch.hpp>
 
 #include "engine/gemma3_synthetic_config.h"
 #include "engine/gzip_file.h"
+#include "engine/real_model.h"
 #include "orchestrator/daemon_process.h"
 #include "python_clients.h"
 #include "security/lm_serve_process.h"
@@ -68,6 +71,31 @@ TEST_CASE(
   INFO(serve.Log());
   REQUIRE(started.ok());
   RunSdkScript(serve, "gemma3-synthetic");
+  CHECK(serve.Stop() == 0);
+}
+
+// The real model: the Gemma 3 270M GGUF that deploy/setup.sh fetches, served from the file itself.
+TEST_CASE("the OpenAI Python SDK gets readable text from temper-lm serve on the real Gemma 3 270M",
+          "[clients][gemma3]") {
+  TEMPER_REQUIRE_PYTHON_CLIENTS();
+  TEMPER_REQUIRE_REAL_GEMMA3();
+  TempDir dir;
+  LmServeProcess serve(dir, {"--model", RealGemma3GgufPath().string(), "--api-key", kApiKey, "--context", "4096"});
+  Status started = serve.Start();
+  INFO(serve.Log());
+  REQUIRE(started.ok());
+  const std::string base_url = "http://127.0.0.1:" + std::to_string(serve.port()) + "/v1";
+  ProcessResult r = RunProcess(
+      {kTestPython, PythonClientScript("openai_sdk_real_model.py"), base_url, "gemma-3-270m-q4_k_m.gguf", kApiKey});
+  INFO(r.out);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  for (const char* check :
+       {"chat.completions.create gives readable text", "streamed text is the same text",
+        "completions.create continues the text readably", "a required tool call is a call of the offered function"}) {
+    CHECK_THAT(r.out, Catch::Contains(std::string("ok: ") + check + "\n"));
+  }
+  std::printf("%s", r.out.c_str());
   CHECK(serve.Stop() == 0);
 }
 

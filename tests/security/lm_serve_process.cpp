@@ -30,7 +30,8 @@ LmServeProcess::~LmServeProcess() {
 
 Status LmServeProcess::Start() {
   std::vector<std::string> argv = {std::string(TEMPER_BINARY_DIR) + "/engine/tools/temper-lm", "serve", "--port", "0"};
-  if (std::find(flags_.begin(), flags_.end(), "--synthetic") == flags_.end()) {
+  if (std::find(flags_.begin(), flags_.end(), "--synthetic") == flags_.end() &&
+      std::find(flags_.begin(), flags_.end(), "--model") == flags_.end()) {
     argv.insert(argv.end(), {"--model", std::string(TEMPER_TEST_DATA_DIR) + "/gemma4-tiny"});
   }
   argv.insert(argv.end(), flags_.begin(), flags_.end());

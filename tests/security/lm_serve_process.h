@@ -19,8 +19,8 @@ using engine::testing::ConnectLoopback;
 
 class LmServeProcess {
  public:
-  // `flags` are added to `temper-lm serve --port 0 --model <tiny fixture>` (without --model when
-  // they hold --synthetic); the log goes to a file in `dir`.
+  // `flags` are added to `temper-lm serve --port 0 --model <tiny fixture>` (without that --model
+  // when they hold --synthetic or a --model of their own); the log goes to a file in `dir`.
   LmServeProcess(const TempDir& dir, std::vector<std::string> flags = {});
   ~LmServeProcess();
   LmServeProcess(const LmServeProcess&) = delete;
