@@ -8,7 +8,10 @@
 #
 # Usage (as root, after a build that ran the stig tests, so BUILD/stig-rootfs holds the root):
 #   bench/real_model_loop.sh [BUILD_DIR] [OUT_DIR]
-# RULES overrides the rule list (space-separated short ids); MAX_ATTEMPTS (default 2) the attempts a rule.
+# RULES overrides the rule list (space-separated short ids); MAX_ATTEMPTS (default 2) the attempts a
+# rule; MAX_KTOKENS (default 400) the thousands of tokens a rule may spend, all roles (prompts count
+# whole, cached or not: a Worker call of a 270M model on 2 cores costs ~10 s, and an attempt runs
+# until its budget ends it).
 set -euo pipefail
 
 build=$(realpath "${1:-build}")
@@ -56,7 +59,7 @@ temperd_pid=$!
 for _ in $(seq 600); do [ -S "$out/temper.sock" ] && break; sleep 0.1; done
 # shellcheck disable=SC2086  # the rule list, split on spaces on purpose
 batch=$("${temper[@]}" submit -t real -d ssg-ubuntu2004-ds.xml -p stig $(printf -- '-r %s ' $rules) \
-          --max-attempts "${MAX_ATTEMPTS:-2}" --allow-disruptive --name real-model --json |
+          --max-attempts "${MAX_ATTEMPTS:-2}" --max-ktokens "${MAX_KTOKENS:-400}" --allow-disruptive --name real-model --json |
         python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
 while :; do
   state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])') || state=unknown
