@@ -19,6 +19,49 @@ namespace {
 
 using nlohmann::json;
 
+// `eos_token_id`: one id or a list, each a token below vocab_size; transformers' default (1) when
+// the key is absent, none when it is null.
+Result<std::vector<int>> ParseEosTokenIds(const KeyReader& r, const json& obj, int vocab_size) {
+  std::vector<int> ids;
+  if (const json* eos = r.Find("eos_token_id")) {
+    for (const json& v : eos->is_array() ? *eos : json::array({*eos})) {
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab_size) {
+        return r.Error("eos_token_id", fmt::format("has {}, not a token id below vocab_size", v.dump()));
+      }
+      ids.push_back(v.get<int>());
+    }
+  } else if (!obj.contains("eos_token_id")) {
+    ids.push_back(1);
+  }
+  return ids;
+}
+
+// Each layer's kind from `layer_types`, or, without it, every `pattern`-th layer full.
+Result<std::vector<LayerKind>> ParseLayerKinds(const KeyReader& r, int num_layers, int pattern) {
+  std::vector<LayerKind> kinds(num_layers);
+  const json* types = r.Find("layer_types");
+  if (types == nullptr) {
+    for (int i = 0; i < num_layers; ++i) kinds[i] = (i + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding;
+    return kinds;
+  }
+  if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
+  if (static_cast<int>(types->size()) != num_layers) {
+    return r.Error("layer_types", fmt::format("has {} entries but num_hidden_layers is {}", types->size(), num_layers));
+  }
+  for (int i = 0; i < num_layers; ++i) {
+    const json& t = (*types)[i];
+    if (t == "sliding_attention") {
+      kinds[i] = LayerKind::kSliding;
+    } else if (t == "full_attention") {
+      kinds[i] = LayerKind::kFull;
+    } else {
+      return r.Error(fmt::format("layer_types[{}]", i),
+                     fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
+    }
+  }
+  return kinds;
+}
+
 Result<LayerGeometry> ParseRope(const KeyReader& r, const json& rope_parameters, std::string_view kind, int head_dim) {
   const std::string key = fmt::format("rope_parameters.{}", kind);
   auto it = rope_parameters.find(kind);
@@ -187,42 +230,13 @@ Result<ModelConfig> ParseGemma3TextConfig(const KeyReader& r, const json& obj) {
   TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
   c.bos_token_id = static_cast<int>(bos);
   c.pad_token_id = static_cast<int>(pad);
-  if (const json* eos = r.Find("eos_token_id")) {
-    for (const json& v : eos->is_array() ? *eos : json::array({*eos})) {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.vocab_size) {
-        return r.Error("eos_token_id", fmt::format("has {}, not a token id below vocab_size", v.dump()));
-      }
-      c.eos_token_ids.push_back(v.get<int>());
-    }
-  } else if (!obj.contains("eos_token_id")) {
-    c.eos_token_ids.push_back(1);
-  }
+  TEMPER_ASSIGN_OR_RETURN(c.eos_token_ids, ParseEosTokenIds(r, obj, c.vocab_size));
 
   // Layer kinds: `layer_types` (what 5.23 writes), else every `sliding_window_pattern`-th layer is
   // full (older Hub configs; transformers' default 6). Unlike Gemma 4, the last layer is not forced
   // to full.
-  std::vector<LayerKind> kinds(c.num_layers);
-  if (const json* types = r.Find("layer_types")) {
-    if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
-    if (static_cast<int>(types->size()) != c.num_layers) {
-      return r.Error("layer_types",
-                     fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
-    }
-    for (int i = 0; i < c.num_layers; ++i) {
-      const json& t = (*types)[i];
-      if (t == "sliding_attention") {
-        kinds[i] = LayerKind::kSliding;
-      } else if (t == "full_attention") {
-        kinds[i] = LayerKind::kFull;
-      } else {
-        return r.Error(fmt::format("layer_types[{}]", i),
-                       fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
-      }
-    }
-  } else {
-    TEMPER_ASSIGN_OR_RETURN(int pattern, r.Size("sliding_window_pattern", 6));
-    for (int i = 0; i < c.num_layers; ++i) kinds[i] = (i + 1) % pattern == 0 ? LayerKind::kFull : LayerKind::kSliding;
-  }
+  TEMPER_ASSIGN_OR_RETURN(int pattern, r.Size("sliding_window_pattern", 6));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<LayerKind> kinds, ParseLayerKinds(r, c.num_layers, pattern));
   const bool any_sliding = std::find(kinds.begin(), kinds.end(), LayerKind::kSliding) != kinds.end();
   if (any_sliding && obj.contains("sliding_window") && obj["sliding_window"].is_null()) {
     return r.Error("sliding_window", "is null but layer_types has sliding layers");
@@ -339,45 +353,10 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj, TextDec
   TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
   c.bos_token_id = static_cast<int>(bos);
   c.pad_token_id = static_cast<int>(pad);
-  if (const json* eos = r.Find("eos_token_id")) {
-    auto add = [&](const json& v) -> Status {
-      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= c.vocab_size) {
-        return r.Error("eos_token_id", fmt::format("has {}, not a token id below vocab_size", v.dump()));
-      }
-      c.eos_token_ids.push_back(v.get<int>());
-      return Status::OK();
-    };
-    if (eos->is_array()) {
-      for (const json& v : *eos) TEMPER_RETURN_IF_ERROR(add(v));
-    } else {
-      TEMPER_RETURN_IF_ERROR(add(*eos));
-    }
-  } else if (!obj.contains("eos_token_id")) {
-    c.eos_token_ids.push_back(1);
-  }
+  TEMPER_ASSIGN_OR_RETURN(c.eos_token_ids, ParseEosTokenIds(r, obj, c.vocab_size));
 
   // Layer types: by default every 6th layer is full; the last layer is always forced to full.
-  std::vector<LayerKind> kinds(c.num_layers);
-  if (const json* types = r.Find("layer_types")) {
-    if (!types->is_array()) return r.Error("layer_types", "must be an array of strings");
-    if (static_cast<int>(types->size()) != c.num_layers) {
-      return r.Error("layer_types",
-                     fmt::format("has {} entries but num_hidden_layers is {}", types->size(), c.num_layers));
-    }
-    for (int i = 0; i < c.num_layers; ++i) {
-      const json& t = (*types)[i];
-      if (t == "sliding_attention") {
-        kinds[i] = LayerKind::kSliding;
-      } else if (t == "full_attention") {
-        kinds[i] = LayerKind::kFull;
-      } else {
-        return r.Error(fmt::format("layer_types[{}]", i),
-                       fmt::format("is {}, not 'sliding_attention' or 'full_attention'", t.dump()));
-      }
-    }
-  } else {
-    for (int i = 0; i < c.num_layers; ++i) kinds[i] = (i + 1) % 6 == 0 ? LayerKind::kFull : LayerKind::kSliding;
-  }
+  TEMPER_ASSIGN_OR_RETURN(std::vector<LayerKind> kinds, ParseLayerKinds(r, c.num_layers, 6));
   kinds.back() = LayerKind::kFull;
   TEMPER_RETURN_IF_ERROR(ApplyPerLayerConfig(r, kinds, c));
   // After per_layer_config, which may set the full layers' geometry.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,18 @@
 #include "engine/tokenizer/gemma4_chat_format.h"
 
 namespace temper::engine {
+
+Status LookUpControlTokens(const Tokenizer& tokenizer, std::span<const char* const> texts, std::string_view family,
+                           std::span<int32_t> ids) {
+  for (size_t t = 0; t < texts.size(); ++t) {
+    std::optional<int32_t> id = tokenizer.TokenToId(texts[t]);
+    if (!id)
+      return Status::NotFound(
+          fmt::format("tokenizer has no token '{}' (needed by {}'s chat format)", texts[t], family));
+    ids[t] = *id;
+  }
+  return Status::OK();
+}
 
 Status CheckToolName(std::string_view name, std::string_view field) {
   if (name.empty()) return Status::InvalidArgument(fmt::format("{}: empty name", field));

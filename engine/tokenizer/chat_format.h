@@ -101,6 +101,12 @@ struct ModelReply {
 // '_', '-' and '.'", "tools[0]: empty name").
 Status CheckToolName(std::string_view name, std::string_view field);
 
+// Looks up each of a format's control tokens by its text into ids[i] (the same length as texts).
+// NotFound naming the first missing one: "tokenizer has no token '<|think|>' (needed by Gemma 4's
+// chat format)", `family` being "Gemma 4".
+Status LookUpControlTokens(const Tokenizer& tokenizer, std::span<const char* const> texts, std::string_view family,
+                           std::span<int32_t> ids);
+
 // How a format spells tool calls, for the grammar and reply-stream layers (engine/constrain,
 // engine/serve), which cannot depend on a dialect's class.
 enum class ToolCallSyntax {

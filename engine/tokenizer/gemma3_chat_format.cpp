@@ -133,14 +133,7 @@ struct Turn {
 
 Result<std::unique_ptr<Gemma3ChatFormat>> Gemma3ChatFormat::Create(const Tokenizer& tokenizer) {
   std::unique_ptr<Gemma3ChatFormat> format(new Gemma3ChatFormat(tokenizer));
-  for (int t = 0; t < kTokenCount; ++t) {
-    auto id = tokenizer.TokenToId(kTokenText[t]);
-    if (!id) {
-      return Status::NotFound(
-          fmt::format("tokenizer has no token '{}' (needed by Gemma 3's chat format)", kTokenText[t]));
-    }
-    format->ids_[t] = *id;
-  }
+  TEMPER_RETURN_IF_ERROR(LookUpControlTokens(tokenizer, format->kTokenText, "Gemma 3", format->ids_));
   return format;
 }
 

@@ -301,14 +301,7 @@ class Gemma4ChatFormat::Builder {
 
 Result<std::unique_ptr<Gemma4ChatFormat>> Gemma4ChatFormat::Create(const Tokenizer& tokenizer) {
   std::unique_ptr<Gemma4ChatFormat> format(new Gemma4ChatFormat(tokenizer));
-  for (int t = 0; t < kTokenCount; ++t) {
-    auto id = tokenizer.TokenToId(kTokenText[t]);
-    if (!id) {
-      return Status::NotFound(
-          fmt::format("tokenizer has no token '{}' (needed by Gemma 4's chat format)", kTokenText[t]));
-    }
-    format->ids_[t] = *id;
-  }
+  TEMPER_RETURN_IF_ERROR(LookUpControlTokens(tokenizer, format->kTokenText, "Gemma 4", format->ids_));
   return format;
 }
 
