@@ -21,18 +21,7 @@ Result<Grammar> JsonToolCallGrammar(std::span<const ToolSchema> tools, JsonToolC
   std::vector<std::vector<GrammarElement>> calls;
   for (size_t i = 0; i < tools.size(); ++i) {
     const ToolSchema& tool = tools[i];
-    const std::string path = fmt::format("tools[{}] '{}'.parameters", i, tool.name);
-    TEMPER_RETURN_IF_ERROR(CheckToolName(tool.name, fmt::format("tools[{}]", i)));
-    int arguments = 0;
-    if (tool.parameters.is_null()) {
-      arguments = builder.Add(path, {Literal("{}")});
-    } else {
-      const auto type = tool.parameters.find("type");
-      if (!tool.parameters.is_object() || (type != tool.parameters.end() && *type != "object")) {
-        return Status::InvalidArgument(fmt::format("{}: must be an object schema (\"type\": \"object\")", path));
-      }
-      TEMPER_ASSIGN_OR_RETURN(arguments, builder.Schema(tool.parameters, path));
-    }
+    TEMPER_ASSIGN_OR_RETURN(const int arguments, ToolArgumentsRule(builder, tool, i));
     // {"name": "NAME", "arguments": ARGS}; names need no JSON escapes (CheckToolName).
     std::vector<GrammarElement> call = Literal("{\"name\":");
     call.push_back(Ref(space));

@@ -40,4 +40,9 @@ struct ToolSchema {
 // supported").
 Result<Grammar> ToolCallGrammar(std::span<const ToolSchema> tools);
 
+// The rule of tools[index]'s arguments in `builder` (in its dialect): `{}` for a tool without
+// parameters, else its parameters schema, which must be an object schema. Shared by every tool-call
+// syntax (json_tool_call_grammar.h too). Errors: ToolCallGrammar's, for this tool.
+Result<int> ToolArgumentsRule(SchemaGrammarBuilder& builder, const ToolSchema& tool, size_t index);
+
 }  // namespace temper::engine
