@@ -12,6 +12,7 @@
 
 #include "engine/loaded_model.h"
 #include "engine/model/gguf_file.h"
+#include "engine/model/gguf_fixtures.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/safetensors.h"
 #include "engine/real_model.h"
@@ -25,21 +26,9 @@ namespace {
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
-const std::string kDir = std::string(TEMPER_TEST_DATA_DIR) + "/gguf";
-
-std::string ReadText(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-GgufFile OpenGguf(const std::string& path) {
-  Result<GgufFile> f = GgufFile::Open(path);
-  if (!f.ok()) FAIL(f.status().ToString());
-  return std::move(f).value();
-}
+using testing::OpenGguf;
+using testing::ReadText;
+const std::string& kDir = testing::GgufFixtureDir();
 
 std::vector<std::string> Entries(const fs::path& dir) {
   std::vector<std::string> out;

@@ -16,6 +16,7 @@
 #include "engine/model/bf16.h"
 #include "engine/model/gguf_bytes.h"
 #include "engine/model/gguf_dequant.h"
+#include "engine/model/gguf_fixtures.h"
 #include "engine/real_model.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -25,22 +26,10 @@ namespace {
 using Catch::Matchers::Contains;
 using nlohmann::json;
 
-const std::string kDir = std::string(TEMPER_TEST_DATA_DIR) + "/gguf";
+using testing::OpenGguf;
+using testing::ReadText;
+const std::string& kDir = testing::GgufFixtureDir();
 const std::string kTokenizerDir = std::string(TEMPER_TEST_DATA_DIR) + "/tokenizer";
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-GgufFile OpenGguf(const std::string& path) {
-  Result<GgufFile> f = GgufFile::Open(path);
-  if (!f.ok()) FAIL(f.status().ToString());
-  return std::move(f).value();
-}
 
 std::vector<float> F32Values(const SafetensorsFile& file, const std::string& name) {
   const TensorInfo* info = file.Find(name);
