@@ -8,10 +8,11 @@
 #
 # Usage (as root, after a build that ran the stig tests, so BUILD/stig-rootfs holds the root):
 #   bench/real_model_loop.sh [BUILD_DIR] [OUT_DIR]
-# RULES overrides the rule list (space-separated short ids); MAX_ATTEMPTS (default 2) the attempts a
-# rule; MAX_KTOKENS (default 400) the thousands of tokens a rule may spend, all roles (prompts count
-# whole, cached or not: a Worker call of a 270M model on 2 cores costs ~10 s, and an attempt runs
-# until its budget ends it).
+# RULES overrides the rule list (space-separated short ids); PER_RULE=1 submits a batch a rule;
+# MAX_ATTEMPTS (default 2) sets the attempts a rule; MAX_KTOKENS (default 400) the thousands of
+# tokens a rule may spend, all roles (prompts count whole, cached or not; an attempt runs until its
+# budget ends it). On 2 cores the CPU prefills a ~15 K-token prompt (the Architect's over ten
+# candidates) at tens of tokens a second: PER_RULE=1 keeps each pick to one candidate.
 set -euo pipefail
 
 build=$(realpath "${1:-build}")
@@ -57,20 +58,36 @@ start=$(date +%s.%N)
 "$out/bin/temperd" --config "$out/temperd.yaml" 2>"$out/temperd.log" &
 temperd_pid=$!
 for _ in $(seq 600); do [ -S "$out/temper.sock" ] && break; sleep 0.1; done
-# shellcheck disable=SC2086  # the rule list, split on spaces on purpose
-batch=$("${temper[@]}" submit -t real -d ssg-ubuntu2004-ds.xml -p stig $(printf -- '-r %s ' $rules) \
-          --max-attempts "${MAX_ATTEMPTS:-2}" --max-ktokens "${MAX_KTOKENS:-400}" --allow-disruptive --name real-model --json |
-        python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-while :; do
-  state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])') || state=unknown
-  case $state in *COMPLETED*|*FAILED*|*CANCELLED*|completed|failed|cancelled) break ;; esac
-  sleep 5
+# One batch of every rule, or with PER_RULE=1 one batch a rule (queued, run one after another): the
+# Architect then picks among one candidate, not ten, and its prompt is ~1.2 K tokens, not ~15 K.
+submit() {
+  # shellcheck disable=SC2046  # the rule list, split on spaces on purpose
+  "${temper[@]}" submit -t real -d ssg-ubuntu2004-ds.xml -p stig $(printf -- '-r %s ' "$@") \
+    --max-attempts "${MAX_ATTEMPTS:-2}" --max-ktokens "${MAX_KTOKENS:-400}" --allow-disruptive --name real-model --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])'
+}
+batches=()
+if [ "${PER_RULE:-0}" = 1 ]; then
+  for rule in $rules; do batches+=("$(submit "$rule")"); done
+else
+  # shellcheck disable=SC2086
+  batches+=("$(submit $rules)")
+fi
+for batch in "${batches[@]}"; do
+  while :; do
+    state=$("${temper[@]}" status "$batch" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])') || state=unknown
+    case $state in *COMPLETED*|*FAILED*|*CANCELLED*|completed|failed|cancelled) break ;; esac
+    sleep 5
+  done
 done
 wall=$(python3 -c "import time; print(round(time.time() - $start, 1))")
 metrics_url=$(grep -o 'metrics http://[^ ,]*' "$out/temperd.log" | head -n1 | cut -d' ' -f2 || true)
 [ -n "$metrics_url" ] && python3 -c "import sys, urllib.request; sys.stdout.write(urllib.request.urlopen('$metrics_url').read().decode())" >"$out/metrics.txt"
-"${temper[@]}" report "$batch" --format json >"$out/report.json"
-"${temper[@]}" watch "$batch" --no-follow --json >"$out/journal.jsonl"
+: >"$out/journal.jsonl"
+for batch in "${batches[@]}"; do
+  "${temper[@]}" report "$batch" --format json >"$out/report-$batch.json"
+  "${temper[@]}" watch "$batch" --no-follow --json >>"$out/journal.jsonl"
+done
 kill "$temperd_pid"; wait "$temperd_pid" || true; temperd_pid=
 
 python3 - "$out" "$wall" <<'EOF'
@@ -117,8 +134,11 @@ if metrics:
           f"({100 * taken / max(1, drafts):.0f}%), {(taken + passes) / max(1, passes):.2f} tokens per verification pass; "
           f"prefix cache {metrics.get('temper_engine_prompt_tokens_cached_total', 0):.0f}/"
           f"{metrics.get('temper_engine_prompt_tokens_total', 0):.0f} prompt tokens")
-report = json.load(open(f"{out}/report.json"))
-rules = report["rules"] if "rules" in report else report["batch"]["rules"]
+import glob
+rules = []
+for path in sorted(glob.glob(f"{out}/report-*.json")):
+    report = json.load(open(path))
+    rules += report["rules"] if "rules" in report else report["batch"]["rules"]
 states = collections.Counter(r.get("state", "?") for r in rules)
 print("  rules: " + ", ".join(f"{n} {s}" for s, n in sorted(states.items())))
 for r in rules:
