@@ -19,8 +19,17 @@ Result<std::string> RequiredString(const json& answer, const char* key) {
   if (it == answer.end()) return Status::InvalidArgument(fmt::format("the answer lacks the field \"{}\"", key));
   if (!it->is_string()) return Status::InvalidArgument(fmt::format("the field \"{}\" must be a string", key));
   std::string v = it->get<std::string>();
-  if (v.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Status::InvalidArgument(fmt::format("the field \"{}\" is empty", key));
+  const size_t first = v.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return Status::InvalidArgument(fmt::format("the field \"{}\" is empty", key));
+  // A small model copies the prompt's example answer, placeholders and all ("<plan for the
+  // Worker>", "<one sentence, at most 200 characters, for memory>"): found on the real Gemma 3
+  // 270M, whose Reflector stored such lessons in the episodic memory. One bracketed placeholder
+  // says nothing, so it is refused like an empty field.
+  const size_t last = v.find_last_not_of(" \t\r\n");
+  if (v[first] == '<' && v[last] == '>' && v.find('>', first) == last) {
+    return Status::InvalidArgument(
+        fmt::format("the field \"{}\" is {}, a placeholder copied from the prompt: write what it stands for", key,
+                    v.substr(first, last - first + 1)));
   }
   return v;
 }

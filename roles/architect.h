@@ -67,6 +67,8 @@ class Architect {
 // Shared by the roles: the JSON object in a response's text, or InvalidArgument for the model.
 Result<nlohmann::json> AnswerObject(const ChatResponse& response);
 // A required non-empty string field of an answer object.
+// InvalidArgument when it is missing, not a string, blank, or one angle-bracketed placeholder
+// copied from the prompt's example answer ("<plan for the Worker>").
 Result<std::string> RequiredString(const nlohmann::json& answer, const char* key);
 // Builds the two-message request (system + user) for a role within its budget.
 // The JSON schemas of the Architect's answers, as its prompts describe them: a pick (attempt with an

@@ -232,3 +232,33 @@ TEST_CASE("the Reflector keeps the failed attempt's evidence and checks its less
   REQUIRE_FALSE(long_lesson.ok());
   CHECK_THAT(long_lesson.status().message(), Catch::Contains("at most 200"));
 }
+
+// What the real Gemma 3 270M answered (bench/RESULTS.md, issue 47): the prompts' example answers
+// with their placeholders. Such a lesson would reach the episodic memory; it is an unusable answer.
+TEST_CASE("answers that copy the prompt's placeholders are refused, naming the field") {
+  PromptLibrary lib = PromptLibrary::Embedded();
+  BytesTokenEstimator est;
+  RoleConfig c = Config(4096, 1024);
+  c.role = "reflector";
+  Reflector r(lib, c, est);
+  ChatResponse copied;
+  copied.text = R"({"tried": "sed on sshd_config", "why_failed": "a drop-in wins", "next": "<what to try next>",
+    "lesson": " <one sentence, at most 200 characters, for memory> "})";
+  auto reflection = r.Parse(copied);
+  REQUIRE_FALSE(reflection.ok());
+  CHECK(reflection.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(reflection.status().message(), Catch::Contains("\"next\" is <what to try next>, a placeholder"));
+  // Angle brackets inside real text are not placeholders.
+  ChatResponse real;
+  real.text = R"({"tried": "edit <sshd_config>", "why_failed": "<a> and <b> differ", "next": "use 00-stig.conf",
+    "lesson": "<Match> blocks override the global value"})";
+  CHECK(r.Parse(real).ok());
+
+  Architect a(lib, Config(16384, 2048), est);
+  ChatResponse pick;
+  pick.text = R"({"decision": "attempt", "rule_id": "xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+    "approach": "<plan for the Worker>"})";
+  auto parsed = a.ParsePick(pick, Input());
+  REQUIRE_FALSE(parsed.ok());
+  CHECK_THAT(parsed.status().message(), Catch::Contains("\"approach\" is <plan for the Worker>, a placeholder"));
+}
