@@ -12,7 +12,7 @@
 //   - files temper writes itself (the journal's JSON Lines): created, appended, fsynced, read,
 //     truncated;
 //   - files SQLite writes for the state store: SQLite opens, reads, locks and maps them itself, and
-//     the store's VFS shim (orchestrator/sqlite_env_vfs.h) hands each write, fsync and truncate to
+//     the store's VFS shim (orchestrator/store/sqlite_env_vfs.h) hands each write, fsync and truncate to
 //     the Env as an operation on a PositionalFile, and each delete to Remove (and SyncDir);
 //   - child processes (stig/process.h's RunProcess): the OpenSSH client an SSH host is reached with;
 //   - the wall clock (timestamps the store records) and the monotonic clock (idle and elapsed times).
