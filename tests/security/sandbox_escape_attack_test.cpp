@@ -403,7 +403,7 @@ TEST_CASE("attempts running at once on forks of one target share its caps instea
                            });
   int capped = 0, ended_well = 0;
   for (auto& r : results) {
-    REQUIRE(r.ok());
+    if (!r.ok()) FAIL(r.status().ToString());
     INFO(r->Describe() << "\n" << r->out << r->err);
     if (!r->cap_hit.empty()) {
       ++capped;
