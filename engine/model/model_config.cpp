@@ -19,6 +19,22 @@ namespace {
 
 using nlohmann::json;
 
+// The keys both Gemma generations read alike: max_position_embeddings, rms_norm_eps,
+// final_logit_softcapping and tie_word_embeddings, with transformers' defaults.
+Status ParseSharedDecoderKeys(const KeyReader& r, ModelConfig& c) {
+  TEMPER_ASSIGN_OR_RETURN(c.max_position_embeddings, r.Size("max_position_embeddings", 131072));
+  TEMPER_ASSIGN_OR_RETURN(double eps, r.Number("rms_norm_eps", 1e-6));
+  if (!(eps > 0 && eps < 1)) return r.Error("rms_norm_eps", fmt::format("must be in (0, 1), got {}", eps));
+  c.rms_norm_eps = static_cast<float>(eps);
+  TEMPER_ASSIGN_OR_RETURN(double softcap, r.Number("final_logit_softcapping", 0.0));
+  if (!(softcap >= 0) || !std::isfinite(softcap)) {
+    return r.Error("final_logit_softcapping", fmt::format("must be >= 0 or null, got {}", softcap));
+  }
+  c.final_logit_softcapping = static_cast<float>(softcap);
+  TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
+  return Status::OK();
+}
+
 // `eos_token_id`: one id or a list, each a token below vocab_size; transformers' default (1) when
 // the key is absent, none when it is null.
 Result<std::vector<int>> ParseEosTokenIds(const KeyReader& r, const json& obj, int vocab_size) {
@@ -206,16 +222,7 @@ Result<ModelConfig> ParseGemma3TextConfig(const KeyReader& r, const json& obj) {
   }
   c.global_head_dim = c.head_dim;
   c.num_global_kv_heads = c.num_kv_heads;
-  TEMPER_ASSIGN_OR_RETURN(c.max_position_embeddings, r.Size("max_position_embeddings", 131072));
-  TEMPER_ASSIGN_OR_RETURN(double eps, r.Number("rms_norm_eps", 1e-6));
-  if (!(eps > 0 && eps < 1)) return r.Error("rms_norm_eps", fmt::format("must be in (0, 1), got {}", eps));
-  c.rms_norm_eps = static_cast<float>(eps);
-  TEMPER_ASSIGN_OR_RETURN(double softcap, r.Number("final_logit_softcapping", 0.0));
-  if (!(softcap >= 0) || !std::isfinite(softcap)) {
-    return r.Error("final_logit_softcapping", fmt::format("must be >= 0 or null, got {}", softcap));
-  }
-  c.final_logit_softcapping = static_cast<float>(softcap);
-  TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
+  TEMPER_RETURN_IF_ERROR(ParseSharedDecoderKeys(r, c));
   // Gemma3Attention: scaling = query_pre_attn_scalar ** -0.5, in double, applied to q·k.
   TEMPER_ASSIGN_OR_RETURN(double query_scalar, r.Number("query_pre_attn_scalar", 256.0));
   if (!(query_scalar > 0) || !std::isfinite(query_scalar)) {
@@ -338,16 +345,7 @@ Result<ModelConfig> ParseTextConfig(const KeyReader& r, const json& obj, TextDec
   TEMPER_ASSIGN_OR_RETURN(c.num_global_kv_heads, r.Size("num_global_key_value_heads", c.num_kv_heads));
   if (!c.attention_k_eq_v) c.num_global_kv_heads = c.num_kv_heads;
   TEMPER_ASSIGN_OR_RETURN(c.sliding_window, r.Size("sliding_window", 512));
-  TEMPER_ASSIGN_OR_RETURN(c.max_position_embeddings, r.Size("max_position_embeddings", 131072));
-  TEMPER_ASSIGN_OR_RETURN(double eps, r.Number("rms_norm_eps", 1e-6));
-  if (!(eps > 0 && eps < 1)) return r.Error("rms_norm_eps", fmt::format("must be in (0, 1), got {}", eps));
-  c.rms_norm_eps = static_cast<float>(eps);
-  TEMPER_ASSIGN_OR_RETURN(double softcap, r.Number("final_logit_softcapping", 0.0));
-  if (!(softcap >= 0) || !std::isfinite(softcap)) {
-    return r.Error("final_logit_softcapping", fmt::format("must be >= 0 or null, got {}", softcap));
-  }
-  c.final_logit_softcapping = static_cast<float>(softcap);
-  TEMPER_ASSIGN_OR_RETURN(c.tie_word_embeddings, r.Bool("tie_word_embeddings", true));
+  TEMPER_RETURN_IF_ERROR(ParseSharedDecoderKeys(r, c));
 
   TEMPER_ASSIGN_OR_RETURN(int64_t bos, r.Int("bos_token_id", 2));
   TEMPER_ASSIGN_OR_RETURN(int64_t pad, r.Int("pad_token_id", 0));
