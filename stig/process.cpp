@@ -103,12 +103,12 @@ std::string OomScoreText(const ProcessSpec& spec) {
       ::execvpe(argv[0], argv, envp);
       fail(7);
     }
-    // The reaper keeps no end of the pipes: the parent sees EOF when the program's side closes,
-    // and the program reports its own exec failure.
-    ::close(0);
-    ::close(1);
-    ::close(2);
-    ::close(report_fd);
+    // The reaper never execs, so close-on-exec closes nothing here: it closes every descriptor
+    // itself. It keeps no end of its own pipes (the parent sees EOF when the program's side
+    // closes, and the program reports its own exec failure), nor of the pipes other threads had
+    // open when it forked: holding another command's output pipe, it kept that command's
+    // RunProcess waiting until this one ended.
+    ::close_range(0, ~0U, 0);  // cannot fail where the CLOSE_RANGE_CLOEXEC call above worked
     int status = 0, program_status = 0;
     while (true) {
       const pid_t done = ::waitpid(-1, &status, 0);

@@ -110,6 +110,15 @@ Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& c
   Result<ProcessResult> r = RunProcess(spec);
   if (r.ok()) {
     if (std::optional<CapKind> hit = cg.CapHit()) r->cap_hit = CapHitMessage(*hit, effective);
+  } else if (std::optional<CapKind> hit = cg.CapHit()) {
+    // The start itself (the reaper's fork) was refused by a cap the target's other commands hold
+    // at the moment: the command hit the cap before its first instruction, like one whose own
+    // fork is refused, and says so the same way.
+    ProcessResult refused;
+    refused.exit_code = 127;
+    refused.err = r.status().message() + "\n";
+    refused.cap_hit = CapHitMessage(*hit, effective);
+    r = std::move(refused);
   }
   Status removed = cg.Remove();
   if (!r.ok()) return r.status().WithContext("starting the sandbox over " + root);

@@ -402,8 +402,10 @@ TEST_CASE("attempts running at once on forks of one target share its caps instea
                              tree_memory_max = ReadFile(tree->memory_limit);
                            });
   int capped = 0, ended_well = 0;
+  std::string outcomes;
   for (auto& r : results) {
     if (!r.ok()) FAIL(r.status().ToString());
+    outcomes += r->Describe() + "\n" + r->out + r->err + "\n";
     INFO(r->Describe() << "\n" << r->out << r->err);
     if (!r->cap_hit.empty()) {
       ++capped;
@@ -412,6 +414,7 @@ TEST_CASE("attempts running at once on forks of one target share its caps instea
       ++ended_well;
     }
   }
+  INFO("each attempt:\n" << outcomes);
   INFO("the target's cgroup: pids.max " << tree_pids_max << ", pids.current " << tree_pids_current << ", memory limit "
                                         << tree_memory_max);
   CHECK(tree_pids_max == "16");

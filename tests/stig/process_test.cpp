@@ -1,19 +1,29 @@
 #include "stig/process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <set>
 #include <sstream>
 #include <string>
 
 #include <catch2/catch.hpp>
 
+#include "scratch_space.h"
 #include "skip.h"
+#include "stig/unique_fd.h"
 
 namespace temper::stig {
 namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 
 TEST_CASE("RunProcess captures output, stdin and exit codes", "[stig][process]") {
   ProcessSpec spec;
@@ -229,6 +239,37 @@ TEST_CASE("RunProcess with reap_orphans: orphans are reaped before it returns, a
   spec.argv = {"/bin/true"};
   auto started = StartProcess(spec, 0);
   CHECK(started.status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("RunProcess with reap_orphans: the reaper holds no descriptor of this process's other threads",
+          "[stig][process]") {
+  // Another command's output pipe, open (close-on-exec, as all of ours are) while this command's
+  // reaper forks. The reaper never execs: holding the write end, it kept the other command's
+  // RunProcess from seeing EOF until this command ended (parallel attempts waited on each other).
+  int ends[2];
+  REQUIRE(::pipe2(ends, O_CLOEXEC) == 0);
+  UniqueFd read_end(ends[0]), write_end(ends[1]);
+  testing::ScratchPath scratch("reaper-fds");
+  const fs::path dir = scratch.path();
+  fs::create_directories(dir);
+  std::ofstream(dir / "hold") << "\n";
+  ProcessSpec spec;
+  spec.reap_orphans = true;
+  spec.cwd = dir.string();
+  spec.argv = {"/bin/sh", "-c", "touch started; while [ -e hold ]; do sleep 0.05; done"};
+  auto running = std::async(std::launch::async, [&spec] { return RunProcess(spec); });
+  while (!fs::exists(dir / "started") && running.wait_for(20ms) != std::future_status::ready) {
+  }
+  write_end.Reset();
+  pollfd p{read_end.get(), POLLIN, 0};
+  // EOF at once; with a leaked copy, nothing until the command ends (it waits for `hold`).
+  const int ready = ::poll(&p, 1, 10000);
+  fs::remove(dir / "hold");
+  auto ended = running.get();
+  REQUIRE(ended.ok());
+  CHECK(ended->Succeeded());
+  CHECK(ready == 1);
+  CHECK((p.revents & POLLHUP) != 0);
 }
 
 }  // namespace
