@@ -125,7 +125,7 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
       allow_disruptive_(batch_.options.allow_disruptive),
       stopping_(std::move(stopping)),
       memory_(s_.journal.store(), MemoryTargetOf(target)),
-      parallel_(batch_.options.parallel_attempts > 1 && target.CanFork()) {}
+      forks_(batch_.options.parallel_attempts > 1 && target.CanFork()) {}
 
 NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
                           const nlohmann::json& data, TokenUsage usage) const {
@@ -219,18 +219,7 @@ Status BatchLoop::Run() {
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
   health_ = std::move(health);
-  if (parallel_) return RunParallel(batch_.options.parallel_attempts);
-  while (true) {
-    TEMPER_RETURN_IF_ERROR(RefreshBatch());
-    if (Interrupted()) return Interrupt();
-    if (batch_.Count(RuleState::kPending) == 0) {
-      TEMPER_ASSIGN_OR_RETURN(bool settled, Rescan());
-      if (settled) break;
-      continue;
-    }
-    TEMPER_RETURN_IF_ERROR(PickAndRun());
-  }
-  return Complete();
+  return RunSlots(forks_ ? batch_.options.parallel_attempts : 1);
 }
 
 Status BatchLoop::Start() {
@@ -352,16 +341,6 @@ void BatchLoop::ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& upd
   for (const PolicyEvent& e : decision.events) events.push_back(Event(before.rule_id, "daemon", e.type, e.data));
 }
 
-Status BatchLoop::PickAndRun() {
-  std::vector<std::string> pending;
-  for (const BatchRuleRecord& r : batch_.rules) {
-    if (r.state == RuleState::kPending) pending.push_back(r.rule_id);
-  }
-  TEMPER_ASSIGN_OR_RETURN(std::optional<Picked> picked, Pick(pending));
-  if (!picked) return Status::OK();
-  return RunRule(*picked->rule, std::move(picked->approach), picked->usage);
-}
-
 Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::string>& startable) {
   ArchitectInput input;
   input.batch = Progress();
@@ -411,7 +390,7 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::
   return std::optional<Picked>(Picked{rule, pick.approach, asked.usage});
 }
 
-Status BatchLoop::RunParallel(uint32_t slots) {
+Status BatchLoop::RunSlots(uint32_t slots) {
   // One thread per slot for the whole batch, not one per rule: an evaluation server dies with the
   // thread that started it (stig/process.cpp), so threads that last keep their servers warm.
   std::deque<Picked> queue;  // picked, not yet started; under mu_
@@ -437,12 +416,18 @@ Status BatchLoop::RunParallel(uint32_t slots) {
       rule_finished_.notify_all();
     }
   };
-  // Read off the main line before any thread runs: which checks name files it lacks.
-  std::vector<std::string> rule_ids;
-  for (const BatchRuleRecord& r : batch_.rules) rule_ids.push_back(r.rule_id);
-  const StartOrder order(s_.content, rule_ids, [&](const std::string& path) {
-    return target_.ReadFile(path, 0).status().code() != StatusCode::kNotFound;
-  });
+  // Which rules may start beside those in flight, for attempts on forks (start_order.h). On the
+  // target itself every attempt starts from every fix kept, so any pending rule may start (the
+  // Architect chooses among them) and no file of the target is read for it. Read off the main line
+  // before any thread runs: which checks name files it lacks.
+  std::optional<StartOrder> order;
+  if (forks_) {
+    std::vector<std::string> rule_ids;
+    for (const BatchRuleRecord& r : batch_.rules) rule_ids.push_back(r.rule_id);
+    order.emplace(s_.content, rule_ids, [&](const std::string& path) {
+      return target_.ReadFile(path, 0).status().code() != StatusCode::kNotFound;
+    });
+  }
   std::vector<std::thread> threads;
   for (uint32_t i = 0; i < slots; ++i) threads.emplace_back(worker);
 
@@ -458,7 +443,7 @@ Status BatchLoop::RunParallel(uint32_t slots) {
       for (const BatchRuleRecord& r : batch_.rules) {
         if (r.state == RuleState::kPending && !in_flight_.count(r.rule_id)) pending.push_back(r.rule_id);
       }
-      startable = order.Startable(pending, in_flight_);
+      startable = order ? order->Startable(pending, in_flight_) : pending;
     }
     if (in_flight == 0 && pending.empty()) {
       // Nothing in flight, so no fork is open: the rescan reads the main line.
@@ -589,45 +574,110 @@ Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory&
   return decision;
 }
 
-Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
-  const stig::RuleInfo& rule = run.rule;
-  AttemptRecord attempt;
-  attempt.batch_id = batch_id_;
-  attempt.rule_id = rule.id;
-  attempt.number = run.attempts_made + 1;
-  attempt.approach = run.approach;
-  attempt.started_at = NowMs();
-  // Parallel: the attempt works on a fork of the known-good snapshot, the main line untouched.
-  // A fork is made and destroyed under target_mu_ (its deleter takes it), whichever way the attempt
-  // ends.
-  std::unique_ptr<stig::Target, ForkDeleter> fork(nullptr, ForkDeleter{&target_mu_});
-  stig::SnapshotId forked_from = 0;
+// Where one attempt works, opened at the known-good state (see the top of batch_loop.h): a fork of
+// its snapshot, the main line untouched, when the batch's attempts run on forks; else the target
+// itself (a serial batch's one slot, the only way on targets that cannot fork). The attempt's
+// stages ask the slot to discard or keep, never which kind it is.
+class BatchLoop::Slot {
+ public:
+  explicit Slot(BatchLoop& loop) : loop_(loop), fork_(nullptr, ForkDeleter{&loop.target_mu_}) {}
+
+  // Makes the fork (forks are made under target_mu_) and reads what the attempt is judged against.
+  Status Open() {
+    std::lock_guard main_line(loop_.target_mu_);
+    if (loop_.forks_) {
+      TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::Target> made, loop_.target_.Fork());
+      fork_.reset(made.release());
+      fork_name_ = fork_->name();
+    }
+    passing_before = loop_.PassingRules();
+    std::lock_guard lock(loop_.mu_);
+    opened_at = loop_.good_snapshot_;
+    health_before = *loop_.health_;
+    return Status::OK();
+  }
+
+  stig::Target& work() { return fork_ ? *fork_ : loop_.target_; }
+  // An event about the attempt names its fork; one on the target itself names none.
+  void NameIn(nlohmann::json& data) const {
+    if (!fork_name_.empty()) data["fork"] = fork_name_;
+  }
+  const std::string& fork_name() const { return fork_name_; }
+
+  // Back to the known-good state: the target reverted, or the fork dropped.
+  Status Discard() {
+    if (fork_name_.empty()) return loop_.target_.Revert(loop_.good_snapshot_);
+    fork_.reset();
+    return Status::OK();
+  }
+
+  // The slot's change as the new known-good snapshot, with target_mu_ held by the caller: the
+  // target snapshotted, or the fork committed onto the main line (CommitToMainLine: nullopt with
+  // `conflict` when it did not fit; `report` becomes the main line's verification).
+  Result<std::optional<stig::SnapshotId>> Keep(const stig::VerificationRequest& request,
+                                               stig::VerificationReport& report, std::string& conflict) {
+    if (!fork_) {
+      TEMPER_ASSIGN_OR_RETURN(stig::SnapshotId snapshot, loop_.target_.Snapshot());
+      return std::optional<stig::SnapshotId>(snapshot);
+    }
+    return loop_.CommitToMainLine(*fork_, opened_at, request, report, conflict);
+  }
+
+  // The known-good snapshot now, when fixes were kept since the slot was opened (a fork lacks
+  // them); nullopt otherwise, always so on the target itself, where no other slot keeps a fix.
+  std::optional<stig::SnapshotId> KeptSinceOpened() const {
+    std::lock_guard lock(loop_.mu_);
+    if (loop_.good_snapshot_ == opened_at) return std::nullopt;
+    return loop_.good_snapshot_;
+  }
+
   // What the attempt is judged against: the rules passing and the health of the tree it starts
   // from. A fork's tree lacks the fixes kept after it was made, so those rules are not its
   // regressions; the main line checks them when the fork lands (CommitToMainLine).
   std::vector<std::string> passing_before;
   stig::HealthReport health_before;
-  {
-    std::unique_lock<std::mutex> main_line;
-    if (parallel_) main_line = std::unique_lock(target_mu_);
-    if (parallel_) {
-      TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::Target> made, target_.Fork());
-      fork.reset(made.release());
-    }
-    passing_before = PassingRules();
-    std::lock_guard lock(mu_);
-    forked_from = good_snapshot_;
-    health_before = *health_;
-  }
-  stig::Target& work = fork ? *fork : target_;
-  // Back to the known-good state: the main line reverted, or the fork dropped.
-  auto discard = [&]() -> Status {
-    if (!fork) return target_.Revert(good_snapshot_);
-    fork.reset();
-    return Status::OK();
-  };
+  stig::SnapshotId opened_at = 0;  // the known-good snapshot the slot started from
+
+ private:
+  BatchLoop& loop_;
+  // A fork is made and destroyed under target_mu_ (its deleter takes it), whichever way the
+  // attempt ends.
+  std::unique_ptr<stig::Target, ForkDeleter> fork_;
+  std::string fork_name_;  // empty on the target itself
+};
+
+// What one attempt did, before the batch is told (TryAttempt's outcome, ApplyAttempt's input).
+struct BatchLoop::TriedAttempt {
+  // Its number, approach, usage, commands, verdict, outcome, evidence and changes.
+  AttemptRecord attempt;
+  bool interrupted = false;                        // the Worker was cancelled: nothing below is set
+  stig::VerificationRequest request;               // what the evaluator was asked
+  std::optional<stig::VerificationReport> report;  // its answer; nullopt when it failed
+  std::string summary;                             // the report's summary, or the evaluator's error
+  nlohmann::json evaluated;                        // the data of attempt.kept / attempt.reverted
+  Clock::time_point verified_at;
+  bool accepted() const { return report && report->accepted(); }
+};
+
+Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
+  Slot slot(*this);
+  TEMPER_RETURN_IF_ERROR(slot.Open());
+  TEMPER_ASSIGN_OR_RETURN(TriedAttempt tried, TryAttempt(run, memory, slot));
+  return ApplyAttempt(run, memory, slot, std::move(tried));
+}
+
+Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const RecalledMemory& memory, Slot& slot) {
+  const stig::RuleInfo& rule = run.rule;
+  TriedAttempt tried;
+  AttemptRecord& attempt = tried.attempt;
+  attempt.batch_id = batch_id_;
+  attempt.rule_id = rule.id;
+  attempt.number = run.attempts_made + 1;
+  attempt.approach = run.approach;
+  attempt.started_at = NowMs();
+  stig::Target& work = slot.work();
   nlohmann::json started = {{"number", attempt.number}, {"approach", run.approach}};
-  if (fork) started["fork"] = fork->name();
+  slot.NameIn(started);
   TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "worker", EventType::kAttemptStarted, started)).status());
 
   // The Worker changes the target, starting from the known-good state.
@@ -656,10 +706,13 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   Clock::time_point worker_start = Clock::now();
   Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
   Clock::time_point worker_end = Clock::now();
+  if (journal_error.ok() && !worked.ok() && worked.status().code() == StatusCode::kCancelled) {
+    tried.interrupted = true;
+    return tried;
+  }
   if (!worked.ok() || !journal_error.ok()) {
-    TEMPER_RETURN_IF_ERROR(discard());
+    TEMPER_RETURN_IF_ERROR(slot.Discard());
     if (!journal_error.ok()) return journal_error;
-    if (worked.status().code() == StatusCode::kCancelled) return AttemptEnd::kInterrupted;
     return worked.status().WithContext(fmt::format("worker on {}", rule.id));
   }
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
@@ -674,10 +727,10 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
 
   // The evaluator's judgement: the rule, every rule that passed before (those the change could
   // have affected, when the target says its changes are files only), and the health checks.
-  stig::VerificationRequest request;
+  stig::VerificationRequest& request = tried.request;
   request.rule_ids = {rule.id};
-  request.previously_passing = std::move(passing_before);
-  request.health_before = &health_before;
+  request.previously_passing = slot.passing_before;
+  request.health_before = &slot.health_before;
   if (changes.ok() && work.ChangesAreFilesOnly()) {
     std::vector<std::string> paths;
     for (const stig::FileChange& f : changes->files) paths.push_back(f.path);
@@ -685,32 +738,33 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
     request.cross_check = s_.cross_check_verification;
   }
   Result<stig::VerificationReport> report = stig::Verify(work, s_.evaluator, request);
-  Clock::time_point verify_end = Clock::now();
-  bool accepted = report.ok() && report->accepted();
+  tried.verified_at = Clock::now();
   if (report.ok()) {
     Result<stig::Verdict> verdict = report->evaluation.VerdictOf(rule.id);
     attempt.verdict = verdict.ok() ? std::string(stig::VerdictName(*verdict)) : "error";
-    attempt.outcome = accepted                         ? AttemptOutcome::kKept
+    attempt.outcome = report->accepted()               ? AttemptOutcome::kKept
                       : !report->broken_health.empty() ? AttemptOutcome::kUnhealthy
                       : !report->regressions.empty()   ? AttemptOutcome::kRegression
                                                        : AttemptOutcome::kReverted;
     attempt.evidence = Evidence(*report, rule);
+    tried.summary = report->Summary();
   } else {
     attempt.verdict = "error";
     attempt.outcome = AttemptOutcome::kReverted;
     attempt.evidence = "The evaluator failed: " + report.status().ToString();
+    tried.summary = report.status().message();
   }
-  run.last_verdict = attempt.verdict;
-  nlohmann::json evaluated = {{"number", attempt.number},
-                              {"worker_outcome", WorkerOutcomeName(worked->outcome)},
-                              {"worker_summary", worked->summary},
-                              {"verdict", attempt.verdict},
-                              {"outcome", AttemptOutcomeName(attempt.outcome)},
-                              {"summary", report.ok() ? report->Summary() : report.status().message()},
-                              {"worker_ms", Ms(worker_end - worker_start)},
-                              {"verify_ms", Ms(verify_end - listed_end)}};
+  nlohmann::json& evaluated = tried.evaluated;
+  evaluated = {{"number", attempt.number},
+               {"worker_outcome", WorkerOutcomeName(worked->outcome)},
+               {"worker_summary", worked->summary},
+               {"verdict", attempt.verdict},
+               {"outcome", AttemptOutcomeName(attempt.outcome)},
+               {"summary", tried.summary},
+               {"worker_ms", Ms(worker_end - worker_start)},
+               {"verify_ms", Ms(tried.verified_at - listed_end)}};
   evaluated["changes_ms"] = Ms(listed_end - worker_end);
-  if (fork) evaluated["fork"] = fork->name();
+  slot.NameIn(evaluated);
   evaluated["regression_checked"] = report.ok() ? report->regression_checked : 0;
   evaluated["regression_skipped"] = report.ok() ? report->regression_skipped : 0;
   if (report.ok() && s_.cross_check_verification) {
@@ -724,87 +778,94 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMem
   } else {
     evaluated["changes_error"] = changes.status().message();
   }
+  if (report.ok()) tried.report = std::move(*report);
+  return tried;
+}
 
-  LoopStep step;
-  if (accepted) {
-    // Kept: the fixed state is the new known-good snapshot, recorded with the attempt. In parallel,
-    // the main line is held from the fork's commit to the record, so snapshots and records keep
-    // one order.
-    std::unique_lock<std::mutex> main_line;
-    uint32_t snapshot = 0;
-    if (fork) {
-      main_line = std::unique_lock(target_mu_);
-      std::string conflict;
-      TEMPER_ASSIGN_OR_RETURN(std::optional<stig::SnapshotId> committed,
-                              CommitToMainLine(*fork, forked_from, request, *report, conflict));
-      if (!committed) {
-        main_line.unlock();
-        return MadeAgain(run, attempt, fork->name(), conflict);
-      }
-      snapshot = *committed;
-    } else {
-      TEMPER_ASSIGN_OR_RETURN(snapshot, target_.Snapshot());
-    }
-    evaluated["snapshot_ms"] = Ms(Clock::now() - verify_end);
-    attempt.finished_at = NowMs();
-    step.good_snapshot = snapshot;
-    attempt.snapshot = snapshot;
-    step.attempt = attempt;
-    // A fix that takes effect only after a reboot stays staged until `temper rebooted` verifies it.
-    const RuleState kept = KeptFixState(rule);
-    std::string detail = fmt::format("fixed on attempt {}", attempt.number);
-    if (kept == RuleState::kRebootPending) {
-      detail += fmt::format(
-          ", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
-          "verifies it",
-          batch_id_);
-    }
-    step.rules.push_back({.rule_id = rule.id,
-                          .state = kept,
-                          .detail = detail,
-                          .after_verdict = attempt.verdict,
-                          .add_attempts = 1,
-                          .add_tokens = Total(attempt.usage)});
-    for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
-    step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptKept, evaluated));
-    const EventType announced =
-        kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
-    step.events.push_back(Event(rule.id, "daemon", announced,
-                                {{"attempts", attempt.number},
-                                 {"tokens", run.tokens_used + Total(attempt.usage)},
-                                 {"commands", attempt.commands}}));
-    TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
-    std::lock_guard lock(mu_);
-    good_snapshot_ = snapshot;
-    health_ = std::move(report->health);
-    recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
-    return AttemptEnd::kKept;
+Result<BatchLoop::AttemptEnd> BatchLoop::ApplyAttempt(RuleRun& run, const RecalledMemory& memory, Slot& slot,
+                                                      TriedAttempt tried) {
+  if (tried.interrupted) {
+    TEMPER_RETURN_IF_ERROR(slot.Discard());
+    return AttemptEnd::kInterrupted;
   }
-
+  run.last_verdict = tried.attempt.verdict;
+  if (tried.accepted()) return Keep(run, memory, slot, tried);
   // Rejected on a fork while fixes landed on the main line: what it lacked may be one of them (a
   // package another rule installs), so it is made again on a fresh fork, a bounded number of times,
   // before failures count.
-  if (fork && run.remakes < kMaxRemakes) {
-    stig::SnapshotId good;
-    {
-      std::lock_guard lock(mu_);
-      good = good_snapshot_;
-    }
-    if (good != forked_from) {
+  if (run.remakes < kMaxRemakes) {
+    if (std::optional<stig::SnapshotId> good = slot.KeptSinceOpened()) {
       ++run.remakes;
-      const std::string fork_name = fork->name();
-      TEMPER_RETURN_IF_ERROR(discard());
-      return MadeAgain(run, attempt, fork_name,
+      TEMPER_RETURN_IF_ERROR(slot.Discard());
+      return MadeAgain(run, tried.attempt, slot.fork_name(),
                        fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main "
                                    "line as it is now",
-                                   good, report.ok() ? report->Summary() : report.status().message()));
+                                   *good, tried.summary));
     }
   }
+  return Reject(run, memory, slot, tried);
+}
 
+Result<BatchLoop::AttemptEnd> BatchLoop::Keep(RuleRun& run, const RecalledMemory& memory, Slot& slot,
+                                              TriedAttempt& tried) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord& attempt = tried.attempt;
+  // Kept: the fixed state is the new known-good snapshot, recorded with the attempt. The main line
+  // is held from the keep to the record, so snapshots and records keep one order.
+  std::unique_lock main_line(target_mu_);
+  std::string conflict;
+  TEMPER_ASSIGN_OR_RETURN(std::optional<stig::SnapshotId> kept_snapshot,
+                          slot.Keep(tried.request, *tried.report, conflict));
+  if (!kept_snapshot) {
+    main_line.unlock();
+    return MadeAgain(run, attempt, slot.fork_name(), conflict);
+  }
+  const stig::SnapshotId snapshot = *kept_snapshot;
+  tried.evaluated["snapshot_ms"] = Ms(Clock::now() - tried.verified_at);
+  attempt.finished_at = NowMs();
+  attempt.snapshot = snapshot;
+  LoopStep step;
+  step.good_snapshot = snapshot;
+  step.attempt = attempt;
+  // A fix that takes effect only after a reboot stays staged until `temper rebooted` verifies it.
+  const RuleState kept = KeptFixState(rule);
+  std::string detail = fmt::format("fixed on attempt {}", attempt.number);
+  if (kept == RuleState::kRebootPending) {
+    detail += fmt::format(
+        ", staged: it takes effect after a reboot; once the host rebooted, `temper rebooted {}` "
+        "verifies it",
+        batch_id_);
+  }
+  step.rules.push_back({.rule_id = rule.id,
+                        .state = kept,
+                        .detail = detail,
+                        .after_verdict = attempt.verdict,
+                        .add_attempts = 1,
+                        .add_tokens = Total(attempt.usage)});
+  for (int64_t id : memory.lesson_ids) step.utility_changes.push_back({id, EpisodicMemory::kUtilityOnPass});
+  step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptKept, tried.evaluated));
+  const EventType announced = kept == RuleState::kRebootPending ? EventType::kRuleRebootPending : EventType::kRuleFixed;
+  step.events.push_back(Event(rule.id, "daemon", announced,
+                              {{"attempts", attempt.number},
+                               {"tokens", run.tokens_used + Total(attempt.usage)},
+                               {"commands", attempt.commands}}));
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  std::lock_guard lock(mu_);
+  good_snapshot_ = snapshot;
+  health_ = std::move(tried.report->health);
+  recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
+  return AttemptEnd::kKept;
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::Reject(RuleRun& run, const RecalledMemory& memory, Slot& slot,
+                                                TriedAttempt& tried) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord& attempt = tried.attempt;
   // Rejected: back to the known-good state, and the Reflector turns the failure into a lesson.
-  TEMPER_RETURN_IF_ERROR(discard());
-  evaluated["revert_ms"] = Ms(Clock::now() - verify_end);
-  step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, evaluated));
+  TEMPER_RETURN_IF_ERROR(slot.Discard());
+  tried.evaluated["revert_ms"] = Ms(Clock::now() - tried.verified_at);
+  LoopStep step;
+  step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, tried.evaluated));
   TEMPER_RETURN_IF_ERROR(Reflect(run, memory, attempt, step));
   attempt.finished_at = NowMs();
   step.attempt = attempt;

@@ -15,9 +15,12 @@
 //     rescan is the "after" evaluation, with OpenSCAP's results files
 //   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
-// Parallel attempts (the batch's parallel_attempts > 1, on a target that can fork): up to that
-// many rules run at once, each on a thread of its own, each attempt on a fork of the known-good
-// snapshot (the Architect picks the next rule whenever a slot is free). A fork whose change the
+// Slots: rules run on threads of their own, one per slot, the Architect picking the next rule
+// whenever a slot is free. A serial batch has one slot, and its attempts work on the target itself
+// (the only way on targets that cannot fork, such as SSH hosts): kept, the target's state becomes
+// the new snapshot; rejected, the target is reverted to the known-good one.
+// Parallel attempts (the batch's parallel_attempts > 1, on a target that can fork): that many
+// slots, each attempt on a fork of the known-good snapshot. A fork whose change the
 // evaluator accepts goes through one serialized commit step: its change becomes the newest snapshot
 // of the target, and when fixes were kept since the fork was made, the rule and its regression set
 // are verified again there. A fork that changed what such a fix changed, or that fails that second
@@ -41,7 +44,7 @@
 // Run() returns OK when the batch ended (completed or cancelled) or when `stopping` turned true
 // (the batch stays running and resumes at the next start); an error when the target or a model
 // endpoint failed, after which the caller marks the batch failed (Fail()).
-// Thread safety: one thread runs a BatchLoop (and, with parallel attempts, the threads it starts);
+// Thread safety: one thread runs a BatchLoop (and the slots' threads it starts);
 // RequestCancel may be called from any thread.
 #pragma once
 
@@ -62,7 +65,7 @@
 #include "orchestrator/loop/fixpoint.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/records.h"
-#include "orchestrator/store/episodic_memory.h"
+#include "orchestrator/loop/episodic_memory.h"
 #include "orchestrator/store/journal.h"
 #include "stig/health.h"
 #include "stig/scap/content.h"
@@ -119,7 +122,9 @@ class BatchLoop {
   void RequestCancel() { cancel_requested_ = true; }
 
  private:
-  struct RuleRun;  // one rule's attempts in this batch
+  struct RuleRun;       // one rule's attempts in this batch
+  class Slot;           // where one attempt works: a fork, or the target itself
+  struct TriedAttempt;  // what one attempt did, before the batch is told
   // kConflict: a parallel attempt's accepted change did not fit the main line; it is made again.
   enum class AttemptEnd { kKept, kReverted, kInterrupted, kConflict };
   // The Architect's choice of the next rule to work on.
@@ -142,12 +147,11 @@ class BatchLoop {
   Status EvaluateBefore();
   // Lets the rule policy (rule_policy.h) override the verdict's state; its events go to `events`.
   void ApplyRulePolicy(const stig::RuleVerdict& before, RuleUpdate& update, std::vector<NewEvent>& events) const;
-  Status PickAndRun();
   // Asks the Architect for the next rule among `startable` (pending rules, in batch order; the
   // first kCandidates); nullopt when it skipped one (committed here) or none is given.
   Result<std::optional<Picked>> Pick(const std::vector<std::string>& startable);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
-  Status RunParallel(uint32_t slots);
+  Status RunSlots(uint32_t slots);
   // A parallel attempt that did not fit the main line: journalled (attempt.conflict, `why`) with
   // its tokens, not counted as an attempt; kConflict, so it is made again on a fresh fork.
   Result<AttemptEnd> MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
@@ -160,7 +164,18 @@ class BatchLoop {
                                                            stig::VerificationReport& report, std::string& conflict);
   Status RunRule(const stig::RuleInfo& rule, std::string approach, TokenUsage pick_usage);
   Result<ReengageDecision> Reengage(RuleRun& run, const RecalledMemory& memory);
+  // One attempt: a slot opened at the known-good state, the attempt run there (TryAttempt), its
+  // outcome applied to the batch (ApplyAttempt).
   Result<AttemptEnd> Attempt(RuleRun& run, const RecalledMemory& memory);
+  // Run: the Worker on the slot's tree, then the evaluator's judgement, as a plain outcome; only
+  // the journal's attempt.started and worker events are written. On an error the slot is discarded.
+  Result<TriedAttempt> TryAttempt(const RuleRun& run, const RecalledMemory& memory, Slot& slot);
+  // Outcome to step: kept (the slot's change becomes the known-good snapshot), made again (a
+  // fork that did not fit the main line, or rejected while fixes landed), or rejected (discarded,
+  // the Reflector's lesson); committed with the rule's state, the lessons' utilities and events.
+  Result<AttemptEnd> ApplyAttempt(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt tried);
+  Result<AttemptEnd> Keep(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt& tried);
+  Result<AttemptEnd> Reject(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt& tried);
   // Adds the Reflector's lesson (or why there is none) to the failed attempt and its step.
   Status Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step);
   template <typename Answer, typename Parse>
@@ -201,9 +216,9 @@ class BatchLoop {
   std::atomic<bool> cancel_requested_{false};
   std::atomic<bool> cancelled_{false};
   EpisodicMemory memory_;
-  bool parallel_ = false;  // attempts on forks, rules on threads of their own
+  bool forks_ = false;  // attempts on forks of the known-good snapshot (else on the target itself)
 
-  // With parallel attempts, what the rule threads share: mu_ guards the batch as last read, the
+  // What the rule threads share: mu_ guards the batch as last read, the
   // known-good snapshot and health, the recent events and the rules in flight; target_mu_ orders
   // what the main target does (forks made, committed or dropped; verifications on it).
   mutable std::mutex mu_;
