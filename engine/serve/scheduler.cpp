@@ -8,6 +8,7 @@
 
 #include "engine/serve/ngrams.h"
 #include "engine/serve/prefix_cache.h"
+#include "engine/serve/schedule_plan.h"
 
 namespace temper::engine {
 
@@ -18,8 +19,6 @@ using Clock = std::chrono::steady_clock;
 double Seconds(Clock::time_point from, Clock::time_point to) {
   return std::chrono::duration<double>(to - from).count();
 }
-
-int64_t BlocksFor(int64_t tokens, int block_tokens) { return (tokens + block_tokens - 1) / block_tokens; }
 
 // Where a verification pass's drafts come from; each source keeps its own draft length.
 enum class DraftSource { kPromptLookup, kHistory, kDrafter };
@@ -32,12 +31,12 @@ constexpr size_t Index(DraftSource source) { return static_cast<size_t>(source);
 // inter-token ones start lower, at 1 ms: a decode step of a small model on a GPU takes a few, and
 // accepted drafts arrive together.
 RequestLatencies::RequestLatencies()
-    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                           20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
-      inter_token({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0,
-                   7.5, 10.0, 20.0, 40.0, 80.0}),
-      end_to_end({0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0,
-                  960.0, 1920.0, 7680.0}) {}
+    : time_to_first_token({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25,  0.5,   0.75,
+                           1.0,   2.5,   5.0,  7.5,  10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0}),
+      inter_token({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1,  0.15, 0.2,  0.3,
+                   0.4,   0.5,    0.75,  1.0,  2.5,   5.0,  7.5,   10.0, 20.0, 40.0, 80.0}),
+      end_to_end({0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,   10.0,   15.0,  20.0,
+                  30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0}) {}
 
 const char* FinishReasonName(FinishReason reason) {
   switch (reason) {
@@ -142,7 +141,7 @@ struct Scheduler::Request {
   // accepted: the next drafts are made after AcceptDrafts.
   DraftSource draft_source = DraftSource::kPromptLookup;
   std::deque<TokenLogprobs> sampled_logprobs;  // with req.logprobs: sampled, not yet emitted
-  std::string text_buf;  // all text so far (cut at a stop string)
+  std::string text_buf;                        // all text so far (cut at a stop string)
   size_t text_sent = 0;
   Clock::time_point submitted;
   Clock::time_point last_token;  // when the latest token was emitted
@@ -348,23 +347,27 @@ void Scheduler::Admit() {
 
 // Returns false when the request must keep waiting; true when it was admitted or failed.
 bool Scheduler::AdmitOne(Request& r) {
-  KvUsage kv = backend_.kv_usage();
+  const KvUsage kv = backend_.kv_usage();
   if (kv.live_sequences >= kv.max_sequences) return false;
-  // Blocks promised to admitted requests that are still prefilling.
-  int64_t promised = 0;
-  for (const auto& q : running_) promised += BlocksFor(q->remaining(), kv.block_tokens);
+  AdmissionInput room{.block_tokens = kv.block_tokens,
+                      .free_blocks = kv.free_blocks,
+                      .request_tokens = static_cast<int64_t>(r.tokens.size()),
+                      .can_free_cache = cache_ != nullptr};
+  for (const auto& q : running_) room.running_remaining.push_back(q->remaining());
   const int64_t usable = static_cast<int64_t>(r.tokens.size()) - 1;  // at least one token is fed
   PrefixCache::Match match;
   while (true) {
-    if (cache_) match = cache_->Lookup(r.tokens, usable);
-    const int64_t need = BlocksFor(static_cast<int64_t>(r.tokens.size()) - match.length, kv.block_tokens) + 1;
-    if (kv.free_blocks - promised >= need) break;
+    if (room.can_free_cache) match = cache_->Lookup(r.tokens, usable);
+    room.cached_tokens = match.length;
+    const AdmissionVerdict verdict = DecideAdmission(room);
+    if (verdict == AdmissionVerdict::kWait) return false;
+    if (verdict == AdmissionVerdict::kAdmit) break;
     // Lookup made the match the most recently used entry, so it is evicted last.
-    if (!cache_ || !cache_->EvictOne()) {
-      if (!running_.empty()) return false;  // wait for running requests to free memory
-      break;                                // alone: go ahead, the forward pass preempts or fails it
+    if (cache_->EvictOne()) {
+      room.free_blocks = backend_.kv_usage().free_blocks;
+    } else {
+      room.can_free_cache = false;
     }
-    kv = backend_.kv_usage();
   }
   Result<SequenceId> seq = match.snapshot >= 0 ? backend_.ForkSnapshot(match.snapshot) : backend_.AddSequence();
   if (!seq.ok() && match.snapshot >= 0) {
@@ -389,130 +392,133 @@ bool Scheduler::AdmitOne(Request& r) {
   return true;
 }
 
-Status Scheduler::RunBatch() {
-  struct Item {
-    Request* r;
-    int64_t n;
-    std::vector<int32_t> fed;  // with drafts: the next token, then the drafts
-  };
-  std::vector<Item> items;
-  int64_t budget = options_.max_batch_tokens;
-  // Rows left for drafts once every decoding request has its one: within the budget, and within
-  // the rows a decode pass may have at a decode step's cost.
-  int64_t decoding = 0;
-  for (auto& r : running_) decoding += r->remaining() == 1 ? 1 : 0;
-  int64_t draft_rows = budget - std::min(budget, decoding);
-  if (const int64_t most = backend_.max_decode_rows(); most > 0) {
-    draft_rows = std::min(draft_rows, std::max<int64_t>(0, most - decoding));
-  }
-  // Decode first: every request with one token left to feed, and its drafts where rows allow.
-  for (auto& r : running_) {
-    if (budget == 0) break;
-    if (r->remaining() == 1) {
-      Item it{r.get(), 1, {}};
-      std::vector<int32_t> draft = Draft(*r, draft_rows);
-      draft_rows -= static_cast<int64_t>(draft.size());
-      if (!draft.empty()) {
-        it.fed.push_back(r->tokens.back());
-        it.fed.insert(it.fed.end(), draft.begin(), draft.end());
-        it.n = static_cast<int64_t>(it.fed.size());
-      }
-      items.push_back(std::move(it));
-      budget -= items.back().n;
-    }
-  }
-  // Then prefill chunks in admission order, each ending at the next checkpoint at the latest.
-  for (auto& r : running_) {
-    if (budget == 0) break;
-    if (r->remaining() <= 1) continue;
-    int64_t end = static_cast<int64_t>(r->tokens.size());
-    for (int64_t c : r->checkpoints) {
-      if (c > r->fed) {
-        end = std::min(end, c);
-        break;
-      }
-    }
-    const int64_t n = std::min(end - r->fed, budget);
-    items.push_back({r.get(), n, {}});
-    budget -= n;
-  }
-  if (items.empty()) return Status::OK();
+// One forward pass's work: the plan (schedule_plan.h), the requests it indexes and the drafts they
+// proposed.
+struct Scheduler::Batch {
+  StepPlan plan;
+  std::vector<Request*> requests;               // running_ when planned, in its order
+  std::vector<std::vector<int32_t>> proposals;  // each request's proposed drafts (decoding ones only)
 
-  Result<ForwardResult> out = Status::Internal("no forward pass ran");
+  Request& request(const PlannedItem& it) const { return *requests[it.sequence]; }
+  std::span<const int32_t> drafts(const PlannedItem& it) const {
+    return std::span<const int32_t>(proposals[it.sequence]).first(static_cast<size_t>(it.drafts));
+  }
+};
+
+Status Scheduler::RunBatch() {
+  Batch batch = PlanBatch();
+  if (batch.plan.items.empty()) return Status::OK();
+  Result<ForwardResult> out = ExecuteBatch(batch);
+  if (!out.ok()) return out.status();
+  if (batch.plan.items.empty()) return Status::OK();  // every planned request was preempted
+  ApplyBatch(batch, *out);
+  return Status::OK();
+}
+
+Scheduler::Batch Scheduler::PlanBatch() {
+  Batch batch;
+  ScheduleInput input{.max_batch_tokens = options_.max_batch_tokens, .max_decode_rows = backend_.max_decode_rows()};
+  for (auto& r : running_) {
+    batch.requests.push_back(r.get());
+    input.running.push_back(
+        {.tokens = static_cast<int64_t>(r->tokens.size()), .fed = r->fed, .checkpoints = r->checkpoints});
+  }
+  // Each decoding request proposes up to all the rows drafts may have; the plan keeps what fits,
+  // in admission order. (Every source's drafts for fewer rows are the first of these.)
+  batch.proposals.resize(running_.size());
+  if (const int64_t rows = DraftRowCapacity(input); rows > 0) {
+    for (size_t i = 0; i < running_.size(); ++i) {
+      if (input.running[i].remaining() != 1) continue;
+      batch.proposals[i] = Draft(*running_[i], rows);
+      input.running[i].proposed_drafts = static_cast<int64_t>(batch.proposals[i].size());
+    }
+  }
+  batch.plan = PlanStep(input);
+  return batch;
+}
+
+Result<ForwardResult> Scheduler::ExecuteBatch(Batch& batch) {
   while (true) {
-    std::vector<ForwardItem> batch;
-    batch.reserve(items.size());
-    for (const Item& it : items) {
-      const bool drafted = !it.fed.empty();
-      batch.push_back({it.r->seq,
-                       drafted ? std::span<const int32_t>(it.fed)
-                               : std::span<const int32_t>(it.r->tokens)
-                                     .subspan(static_cast<size_t>(it.r->fed), static_cast<size_t>(it.n)),
-                       drafted, it.r->sampler->params().temperature});
+    std::vector<std::vector<int32_t>> verified(batch.plan.items.size());  // the next token, then drafts
+    std::vector<ForwardItem> forward;
+    forward.reserve(batch.plan.items.size());
+    for (size_t i = 0; i < batch.plan.items.size(); ++i) {
+      const PlannedItem& it = batch.plan.items[i];
+      const Request& r = batch.request(it);
+      const float temperature = r.sampler->params().temperature;
+      if (it.drafts > 0) {
+        verified[i].push_back(r.tokens.back());
+        const std::span<const int32_t> drafts = batch.drafts(it);
+        verified[i].insert(verified[i].end(), drafts.begin(), drafts.end());
+        forward.push_back({r.seq, verified[i], true, temperature});
+      } else {
+        const auto fed =
+            std::span<const int32_t>(r.tokens).subspan(static_cast<size_t>(r.fed), static_cast<size_t>(it.tokens));
+        forward.push_back({r.seq, fed, false, temperature});
+      }
     }
     // A backend that samples on its devices sends each row's candidates, not the whole row.
-    out = backend_.Forward(batch, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
-    if (out.ok()) break;
-    if (out.status().code() != StatusCode::kResourceExhausted) {
-      for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
-      return out.status();
+    Result<ForwardResult> out =
+        backend_.Forward(forward, ForwardOptions{.candidates = backend_.sample_candidates() > 0});
+    if (out.ok()) {
+      ++counters_.forward_passes;
+      return out;
     }
+    auto fail_all = [&] {
+      for (const PlannedItem& it : batch.plan.items) Finish(batch.request(it), FinishReason::kError, out.status());
+      return out.status();
+    };
+    if (out.status().code() != StatusCode::kResourceExhausted) return fail_all();
     // Out of KV pages: drop the drafts first, then give back cached prefixes, then the newest
     // request's pages.
-    bool dropped_drafts = false;
-    for (Item& it : items) {
-      if (it.fed.empty()) continue;
-      it.fed.clear();
-      it.n = 1;
-      dropped_drafts = true;
-    }
-    if (dropped_drafts) continue;
+    if (DropDrafts(batch.plan)) continue;
     if (cache_ && cache_->EvictOne()) continue;
-    Request* victim = nullptr;
+    std::vector<Request*> live;
+    std::vector<uint64_t> orders;
     for (auto& r : running_) {
-      if (!r->done && (victim == nullptr || r->order > victim->order)) victim = r.get();
+      if (r->done) continue;
+      live.push_back(r.get());
+      orders.push_back(r->order);
     }
-    if (victim == nullptr ||
-        std::count_if(running_.begin(), running_.end(), [](const auto& r) { return !r->done; }) == 1) {
-      for (const Item& it : items) Finish(*it.r, FinishReason::kError, out.status());
-      return out.status();
-    }
-    Preempt(*victim);
-    std::erase_if(items, [&](const Item& it) { return it.r == victim; });
-    if (items.empty()) return Status::OK();
+    const std::optional<size_t> victim = ChoosePreemptionVictim(orders);
+    if (!victim) return fail_all();
+    Request* preempted = live[*victim];
+    Preempt(*preempted);
+    std::erase_if(batch.plan.items, [&](const PlannedItem& it) { return &batch.request(it) == preempted; });
+    if (batch.plan.items.empty()) return ForwardResult{};
   }
-  ++counters_.forward_passes;
+}
 
+void Scheduler::ApplyBatch(const Batch& batch, const ForwardResult& out) {
   int64_t row = 0;  // an item's first logit row: one per item, or one per token fed with drafts
-  for (const Item& it : items) {
-    Request& r = *it.r;
+  for (const PlannedItem& it : batch.plan.items) {
+    Request& r = batch.request(it);
     r.sampled_row = -1;
     const int64_t first_row = row;
-    if (!it.fed.empty()) {
-      row += it.n;
-      AcceptDrafts(r, std::span<const int32_t>(it.fed).subspan(1), *out, first_row);
+    if (it.drafts > 0) {
+      row += it.tokens;
+      AcceptDrafts(r, batch.drafts(it), out, first_row);
       continue;
     }
     ++row;
-    r.fed += it.n;
+    r.fed += it.tokens;
     if (r.remaining() > 0) {
-      counters_.prefilled_tokens += it.n;
+      counters_.prefilled_tokens += it.tokens;
       if (std::binary_search(r.checkpoints.begin(), r.checkpoints.end(), r.fed)) PinPrefix(r, r.fed);
       continue;  // a prefill chunk short of the end: its logits are not needed
     }
     if (r.fed == r.prompt_len) PinPrefix(r, r.fed);
-    if (it.n > 1) counters_.prefilled_tokens += it.n;
-    if (std::optional<int32_t> token = SampleRow(r, *out, first_row)) {
+    if (it.tokens > 1) counters_.prefilled_tokens += it.tokens;
+    if (std::optional<int32_t> token = SampleRow(r, out, first_row)) {
       r.sampled_row = first_row;
       Emit(r, *token);
     }
   }
   if (DrafterDrafts()) {
     std::vector<Request*> passed;
-    for (const Item& it : items) passed.push_back(it.r);
+    for (const PlannedItem& it : batch.plan.items) passed.push_back(&batch.request(it));
     PrepareDrafts(passed);
   }
-  return Status::OK();
 }
 
 bool Scheduler::DrafterDrafts() const {
@@ -529,7 +535,7 @@ void Scheduler::PrepareDrafts(std::span<Request* const> requests) {
     const int64_t left = r->req.max_tokens - r->generated() - 1;
     if (left < 1) continue;
     // Where the text so far predicts the next tokens, its drafts: on the roles' replies they run
-    // long and are mostly right (4.7 tokens a pass, bench/RESULTS.md), and cost nothing.
+    // long and are mostly right (4.7 tokens a pass, bench/RESULTS.md "Speculative decoding"), and cost nothing.
     r->prepared_drafts = TextDrafts(*r, left);
     if (!r->prepared_drafts.empty()) continue;
     r->draft_source = DraftSource::kDrafter;

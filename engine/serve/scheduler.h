@@ -7,6 +7,8 @@
 // chunks in arrival order, up to `max_batch_tokens`. Chunks end at checkpoints (message
 // boundaries) so the state there can be pinned in the prefix cache. Requests join and leave the
 // batch between any two iterations, and each one streams its tokens as they are sampled.
+// The policy (what each pass runs, who is admitted, who is preempted) is schedule_plan.h's, pure
+// functions tested without a backend; this class carries it out.
 //
 // Speculation: a decoding request whose text so far predicts what comes next (PromptLookup) feeds
 // its next token together with up to `max_draft_tokens` draft tokens and asks for every row's
@@ -171,7 +173,7 @@ struct SchedulerOptions {
 // with vLLM's meanings (vllm:time_to_first_token_seconds, vllm:inter_token_latency_seconds,
 // vllm:e2e_request_latency_seconds). A request refused at Submit is in none of them.
 struct RequestLatencies {
-  RequestLatencies();  // the buckets, chosen in scheduler.cpp
+  RequestLatencies();                   // the buckets, chosen in scheduler.cpp
   HistogramCounts time_to_first_token;  // submit to the first token: once per request that got one
   // From each token to the next of the same request: completion tokens - 1 observations per request.
   // Accepted drafts arrive in the pass that checked them, so with speculation many gaps are ~0.
@@ -237,7 +239,16 @@ class Scheduler {
   void DropCancelled();
   void Admit();
   bool AdmitOne(Request& r);
+  // One forward pass in three stages (vLLM's schedule, execute, update): PlanBatch decides what
+  // runs (schedule_plan.h), ExecuteBatch runs it on the backend, preempting while the KV pool is
+  // short, and ApplyBatch samples, verifies drafts, emits and finishes.
+  struct Batch;
   Status RunBatch();
+  Batch PlanBatch();
+  // The pass's result; an empty one with an empty plan when every planned request was preempted.
+  // An error finishes the planned requests with it.
+  Result<ForwardResult> ExecuteBatch(Batch& batch);
+  void ApplyBatch(const Batch& batch, const ForwardResult& out);
   // Drafts for `r`'s next step, at most `room`: none when speculation is off or nothing matches.
   std::vector<int32_t> Draft(Request& r, int64_t room);
   // The token row `row` of `out` gives `r`; nullopt when the request failed (it is finished).
