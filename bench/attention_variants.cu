@@ -1,10 +1,9 @@
 // The split kernel's variants (attention_variants.h). Why these: on an H200 (2026-11-27,
-// bench/RESULTS.md) a full layer's split kernel at head_dim 512 took 15 us more for each further
-// round of keys (137 us at 8,192 keys), where its bytes would take 2 us. Its 4 query heads a block
-// and 4 keys at once need 241-255 registers a thread (ptxas), so 2 blocks (8 warps) fit a
-// multiprocessor and each warp's round of loads, RoPE and dots runs with little to overlap it.
-// Fewer heads a block (more blocks, each key re-read from L2) and fewer keys at once (more rounds,
-// fewer registers) trade against that.
+// bench/history/issue-25-cuda-decode-kernels.md) a full layer's split kernel at head_dim 512 took 15 us more for each
+// further round of keys (137 us at 8,192 keys), where its bytes would take 2 us. Its 4 query heads a block and 4 keys
+// at once need 241-255 registers a thread (ptxas), so 2 blocks (8 warps) fit a multiprocessor and each warp's round of
+// loads, RoPE and dots runs with little to overlap it. Fewer heads a block (more blocks, each key re-read from L2) and
+// fewer keys at once (more rounds, fewer registers) trade against that.
 #include "bench/attention_variants.h"
 
 #include <cuda_runtime.h>

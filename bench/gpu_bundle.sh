@@ -12,7 +12,8 @@
 #     and run.sh times them too, on the same GPU in the same call: an A/B that needs no second call
 #   then, on the GPU machine, in one call (about 9 minutes at most):
 #     device run, carry [".gpu-bundle"], timeout 600:  bash .gpu-bundle/run.sh
-#   and paste $OUT/results.md into bench/RESULTS.md as it is.
+#   and paste $OUT/results.md into a dated entry of bench/history/ as it is (the figures that
+#   change go to bench/RESULTS.md).
 #
 # bench/gpu_bundle_check.sh proves run.sh's limits and failure accounting with stand-in binaries.
 set -euo pipefail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The run.sh of a GPU bundle (bench/gpu_bundle.sh copies this file there): checks and measures the
 # CUDA backend on whatever NVIDIA GPU the machine has, unattended, each step under its own time
-# limit, and writes ONE results file ready to paste into bench/RESULTS.md.
+# limit, and writes ONE results file ready to paste into a dated entry of bench/history/.
 #
 #   bash .gpu-bundle/run.sh        (logs and results.md go to $OUT, else /tmp/gpu-out)
 #

@@ -11,8 +11,9 @@
 # The scripted model answers instantly unless SIMULATE names a latency preset: SIMULATE=reference-box
 # makes each answer take the time the reference box would (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4:
 # 14.9 tok/s for one stream, batched decoding, prefill, prefix cache and KV capacity; sources in
-# tests/scripted_model/latency_model.cpp and bench/RESULTS.md), and the report prints the simulated
-# model time beside the wall time. SIMULATE_FLAGS adds temper-scripted-model latency flags, or
+# tests/scripted_model/latency_model.cpp and bench/history/issue-22-parallel-attempts.md), and the
+# report prints the simulated model time beside the wall time. SIMULATE_FLAGS adds
+# temper-scripted-model latency flags, or
 # overrides the preset's (SIMULATE_FLAGS="--kv-tokens 0": a KV cache that holds every stream).
 # SIMULATE_FLAGS=--no-pacing answers at once and only accounts each request as if alone: for a
 # serial loop the run on the simulated box then takes the wall time plus the simulated busy time,

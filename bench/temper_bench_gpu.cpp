@@ -1,5 +1,5 @@
 // temper-bench --gpus: the CUDA backend's speed and memory on the production decode path
-// (bench/RESULTS.md records the runs).
+// (bench/RESULTS.md holds the current figures, bench/history/ every run).
 //
 // In one run, in this order:
 //  1. the device copy bandwidth (gpu_timing.h), the yardstick of every GB/s figure;

@@ -11,7 +11,8 @@
 // come from the pieces already in registers; on k_eq_v layers V is the very piece the key was
 // rebuilt from (K = RoPE(V ⊙ k_norm)), so each row is read once. The block's warps then meet in
 // shared memory. A kernel that gave each thread one key's whole row took 16-24 dependent rounds
-// of loads per 32-key split and ran 1.6-2.9x slower on an H200 (bench/RESULTS.md, 2026-11-27).
+// of loads per 32-key split and ran 1.6-2.9x slower on an H200 (bench/history/issue-25-cuda-decode-kernels.md,
+// 2026-11-27).
 //
 // Decode rows use several splits, merged by a second kernel; how many runs on the GPU is the
 // row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys; the blocks of
@@ -71,7 +72,7 @@ __host__ __device__ inline int MergeDimBlocks(int hd) { return (hd + kMergeBlock
 // dependent loads and the block's are all independent. Why: one block per head with every split in
 // one thread's loop took 10.3 us at 8 K keys on an H200 (32 blocks of 64 splits each, about 8
 // trips to memory one after another), a tenth of the full layer's attention; a merge that folded
-// the splits one after another took 33 us of a sliding layer's 42 (bench/RESULTS.md).
+// the splits one after another took 33 us of a sliding layer's 42 (bench/history/issue-25-cuda-decode-kernels.md).
 __global__ void __launch_bounds__(kMergeThreads)
     MergeKernel(const float* partials, float* out, int q_heads, int hd, int splits, const int64_t* positions,
                 int window, bool sliding) {

@@ -215,7 +215,8 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     // Online softmax per query head, and the values from the pieces in registers. (Unpacking each
     // key's value once for all the heads instead saved 1% of decode attention on an H200 and cost
-    // prefill 16%: more registers, fewer blocks a multiprocessor; bench/RESULTS.md, 2026-11-27.)
+    // prefill 16%: more registers, fewer blocks a multiprocessor; bench/history/issue-25-cuda-decode-kernels.md,
+    // 2026-11-27.)
 #pragma unroll
     for (int g = 0; g < GM; ++g) {
       if (g >= G) continue;

@@ -10,13 +10,13 @@
 //
 // Activations: every warp re-reads the fp32 activation rows (from L1), 2 · R 16-byte loads per
 // step. With one weight row per warp that is 16 activation loads per 16 weight bytes at batch 8,
-// which bound the batch-8 GEMV at 14-23% of the copy bandwidth on the H200 (bench/RESULTS.md).
-// So a warp takes M = 4 weight rows from 2 activation rows up and reuses each activation load for
-// all of them: 4 activation loads per 16 weight bytes at batch 8; M = 2 at batch 1. An H100
-// (2026-11-26, bench/RESULTS.md) timed every M: 4 is fastest from 2 rows up (M = 8 spills and falls
-// to 38-49%), and at 1 row M = 1 and 2 were within 1%; on an H200 (2026-11-27) M = 2 read 5% faster
-// than M = 1 at 1 row (103% and 98% of the copy bandwidth on the 31B's gate projection). Each
-// output's sum is formed in the same order whatever M is.
+// which bound the batch-8 GEMV at 14-23% of the copy bandwidth on the H200
+// (bench/history/issue-21-gpu-bundle-and-h200-first-run.md). So a warp takes M = 4 weight rows from 2 activation rows
+// up and reuses each activation load for all of them: 4 activation loads per 16 weight bytes at batch 8; M = 2 at
+// batch 1. An H100 (2026-11-26, bench/history/issue-25-cuda-decode-kernels.md) timed every M: 4 is fastest from 2 rows
+// up (M = 8 spills and falls to 38-49%), and at 1 row M = 1 and 2 were within 1%; on an H200 (2026-11-27) M = 2 read 5%
+// faster than M = 1 at 1 row (103% and 98% of the copy bandwidth on the 31B's gate projection). Each output's sum is
+// formed in the same order whatever M is.
 //
 // Weights are loaded with the streaming hint (evict first), so the activations stay in L1; the
 // R · M accumulators live in registers.

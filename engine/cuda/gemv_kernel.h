@@ -31,7 +31,7 @@ constexpr int kMinBlocksPerSm = 2;
 // in L2 when the previous kernel ends, the DRAM streaming them while a short kernel (a norm, the
 // attention's merge) runs. 4 KB of a block's 16 rows is 64 KB; at 2-3 blocks a multiprocessor
 // waiting, 17-26 MB of an H100's 50 MB L2. Launched the ordinary way it is the block's own first
-// loads, asked for a moment early. Not yet timed (bench/RESULTS.md, 2026-11-27).
+// loads, asked for a moment early. Not yet timed (bench/RESULTS.md, "Built since, not yet run on a GPU").
 constexpr int kPrefetchBytesPerRow = 4096;
 
 // Asks L2 for the 128-byte line that holds `p`: a hint, nothing in the emulator.

@@ -4,7 +4,7 @@
 // the device instead of in the launch path.
 //
 // Why: a decode step is about 550 dependent kernels at tp 1 (9 a layer), and on an H200 about
-// 1.4 ms of its 17.4 ms is neither weight bytes nor attention (bench/RESULTS.md, 2026-11-27):
+// 1.4 ms of its 17.4 ms is neither weight bytes nor attention (bench/RESULTS.md, "GPU: the H200"):
 // mostly each kernel's launch, block scheduling and ramp-up after the one before has drained.
 // With programmatic edges those overlap the previous kernel's tail.
 //

@@ -3,7 +3,7 @@
 // The roles write the same shapes again and again across requests: the Architect's pick is the
 // same JSON around another rule's id, the Reflector's lessons open alike, the Worker frames its tool
 // calls the same way each attempt. Prompt lookup (prompt_lookup.h) sees only the request's own
-// text, and the Architect's picks echo little of it (1.5 tokens a pass, bench/RESULTS.md). This
+// text, and the Architect's picks echo little of it (1.5 tokens a pass, bench/RESULTS.md, "Speculative decoding"). This
 // keeps the replies of finished requests, each after the last few tokens of the prompt it answered
 // (its lead-in, so that a reply's first tokens can be drafted too), and drafts what followed the
 // latest earlier occurrence of the longest n-gram (max_ngram down to min_ngram tokens) that a

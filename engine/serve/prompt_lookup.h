@@ -31,7 +31,7 @@ struct PromptLookupOptions {
 // drafts were all refused, else as many again. Checking a draft costs little next to reading the
 // weights, so a partly right guess is no reason to guess less: on the roles' recorded replies
 // this gives 4.7 tokens per pass where cutting k to the accepted count + 1 gave 3.9, and always 8
-// gave 5.1 with more drafts wasted (bench/RESULTS.md).
+// gave 5.1 with more drafts wasted (bench/history/issue-24-speculative-decoding.md).
 class DraftLength {
  public:
   explicit DraftLength(int most) : most_(most), next_((most + 1) / 2) {}

@@ -233,8 +233,8 @@ TEST_CASE("the Reflector keeps the failed attempt's evidence and checks its less
   CHECK_THAT(long_lesson.status().message(), Catch::Contains("at most 200"));
 }
 
-// What the real Gemma 3 270M answered (bench/RESULTS.md, issue 47): the prompts' example answers
-// with their placeholders. Such a lesson would reach the episodic memory; it is an unusable answer.
+// What the real Gemma 3 270M answered (bench/history/issue-47-reference-models-and-real-model.md): the prompts' example
+// answers with their placeholders. Such a lesson would reach the episodic memory; it is an unusable answer.
 TEST_CASE("answers that copy the prompt's placeholders are refused, naming the field") {
   PromptLibrary lib = PromptLibrary::Embedded();
   BytesTokenEstimator est;

@@ -26,9 +26,9 @@ constexpr int kMaxCurveStreams = 4096;
 // what one more sequence adds per GPU (engines.md §1.2–§1.4, TP 4):
 //   - its KV reads: the 50 sliding layers read 204,800 B/token over the 1,024-token window
 //     (210 MB), the 10 global layers 20,480 B/token over the whole context: 105 MB at 5 K tokens,
-//     about a loop request's (3.81 M tokens over 143 attempts of ~5 requests: bench/RESULTS.md,
-//     issue 9), 315 MB in all; at the 229 GB/s the box reaches at batch 1 (15.35 GB of weights per
-//     GPU in 67.1 ms, 76 % of the L4's 300 GB/s) that is 1.38 ms;
+//     about a loop request's (3.81 M tokens over 143 attempts of ~5 requests:
+//     bench/history/issue-09-loop-whole-profile.md), 315 MB in all; at the 229 GB/s the box reaches at batch 1 (15.35
+//     GB of weights per GPU in 67.1 ms, 76 % of the L4's 300 GB/s) that is 1.38 ms;
 //   - its share of the 120 all-reduces per step: NCCL over PCIe takes ~20 µs at batch 1's 10.75 KB
 //     and ~40 µs at batch 8's 86 KB (§1.4's table), +2.4 ms at batch 8, 0.34 ms per sequence;
 //   - no compute: a bf16 GEMM at M ≤ 8 does M FLOPs per weight byte read, far below the L4's

@@ -39,7 +39,7 @@ TEST_CASE("The tiny drafter's config reads the target's last layer of each kind"
 
 TEST_CASE("The 31B drafter's shapes read 469.5 M parameters a step", "[engine][drafter]") {
   // bench/configs/gemma4-31b-assistant-shape.json holds the shapes shared/notes/mtp.md pins; the
-  // count is bench/RESULTS.md's byte table.
+  // count is the byte table of bench/history/issue-24-speculative-decoding.md.
   auto target = LoadModelConfig(TestDataDir() / "gemma4-31b-shape" / "config.json");
   REQUIRE(target.ok());
   auto config = LoadDrafterConfig(
