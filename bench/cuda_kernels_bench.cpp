@@ -8,15 +8,18 @@
 //                       [--l4-context 2048] [--l4-read-gbs 228,270] [--l4-all-reduce-us LOW,HIGH]
 //
 // Prints, in order: the copy bandwidth; each decode GEMV at each --tp's rank-0 shard (1 and 8 rows);
-// the GEMV at 1-8 rows with every number of weight rows per warp and on the tensor cores (gemv_variants.h); the prefill
-// GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4 rank
-// (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
+// the GEMV at 1-8 rows with every number of weight rows per warp and the tensor-core candidate (gemv_variants.h); the
+// prefill GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4
+// rank (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
-// variants (attention_variants.h), the tensor-core attention (attention_tensor_cores.cu), and its merge kernel's time
-// alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8 rows with each
-// row's own splits, with the old rule's, and on the tensor cores. Then every GEMV of a tp 1 step at 1 and 8 rows, with
-// the SIMT kernel and the tensor-core GEMV (gemv_tensor_cores.cu), summed per step (issue 25's batch-8 goal).
+// variants (attention_variants.h), the tensor-core attention candidate (attention_tensor_cores.h), and its merge
+// kernel's time alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8
+// rows with each row's own splits, with the old rule's, and on the tensor cores. Then every GEMV of a tp 1 step at 1
+// and 8 rows, with the SIMT kernel and the tensor-core GEMV candidate (gemv_tensor_cores.h), summed per step (issue
+// 25's batch-8 goal). The kernel candidates live in bench/, not in the engine: this bench, which checks each against
+// the engine's kernel's output first (a WRONG line instead of a time), is where a GPU run decides them
+// (bench/RESULTS.md states the rules).
 // --l4-all-reduce-us replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch,
 // interpolated at the message size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects
 // them).
@@ -286,10 +289,11 @@ Status Tp1Attention(const ModelConfig& c, int device) {
 }
 
 // Issue 25's batch-8 goal (6x batch 1) waits on a decode GEMV that reads as fast at 8 rows as at
-// 1 and keeps each row's sums whatever the rows (engine/cuda/gemv_tensor_cores.cu): every GEMV of a
-// tp 1 decode step at 1 and 8 activation rows with the SIMT kernel and with the tensor-core GEMV,
-// and their sums per step. The difference at 8 rows, taken off temper-bench's batch-8 step, is
-// what the tensor cores would give batch 8 (temper-bench --gpu-tensor-core-gemv measures it).
+// 1 and keeps each row's sums whatever the rows (the candidate in gemv_tensor_cores.h): every GEMV
+// of a tp 1 decode step at 1 and 8 activation rows with the SIMT kernel and with the tensor-core
+// GEMV, and their sums per step. The difference at 8 rows, taken off temper-bench's batch-8 step,
+// is what the tensor cores would give batch 8; the whole step is measured once a win here puts
+// the kernel in the engine.
 Status Tp1Gemvs(const ModelConfig& c, double copy_gbs, int device) {
   using ::temper::bench::kTensorCoreRuns;
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));

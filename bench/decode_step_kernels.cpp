@@ -13,8 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "bench/attention_tensor_cores.h"
 #include "bench/attention_variants.h"
 #include "bench/decode_step_gemvs.h"
+#include "bench/gemv_tensor_cores.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
@@ -156,13 +158,12 @@ class StepTimer {
           },
           out, size_t(q_heads) * hd));
     }
-    for (const cuda::TensorCoreAttention order :
-         {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
+    for (const TensorCoreAttentionOrder order : kTensorCoreAttentionOrders) {
       TEMPER_RETURN_IF_ERROR(TimeTensorCoreAttention(
-          name + ", " + cuda::TensorCoreAttentionName(order), bytes, in.Launches(), launch,
+          name + ", " + TensorCoreAttentionOrderName(order), bytes, in.Launches(), launch,
           [&](int i) {
-            return cuda::LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials,
-                                                    order, stream_);
+            return LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, order,
+                                              stream_);
           },
           out, size_t(q_heads) * hd));
     }
@@ -204,12 +205,10 @@ class StepTimer {
                               }));
     }
     // Checked against the SIMT kernel at 1 row by TimeDecodeAttention; here only timed.
-    for (const cuda::TensorCoreAttention order :
-         {cuda::TensorCoreAttention::kValuesAfterScores, cuda::TensorCoreAttention::kValuesWithKeys}) {
+    for (const TensorCoreAttentionOrder order : kTensorCoreAttentionOrders) {
       TEMPER_ASSIGN_OR_RETURN(const double us, MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) {
-                                return cuda::LaunchAttentionTensorCores(in.kv, in.q, in.k, in.v, in.out, rows,
-                                                                        in.Tables(i), in.heads, in.splits, in.partials,
-                                                                        order, stream_);
+                                return LaunchAttentionTensorCores(in.kv, in.q, in.k, in.v, in.out, rows, in.Tables(i),
+                                                                  in.heads, in.splits, in.partials, order, stream_);
                               }));
       b.tensor_core_us = b.tensor_core_us > 0 ? std::min(b.tensor_core_us, us) : us;
     }
@@ -391,7 +390,7 @@ class StepTimer {
       const uint16_t* at = w + size_t(i % copies) * weight_rows * in;
       if (g->geglu) {
         const uint16_t* up = at + size_t(outputs) * in;
-        return run_bytes ? cuda::LaunchGemvGegluTensorCores(x, at, up, y, rows, in, outputs, run_bytes, stream)
+        return run_bytes ? LaunchGemvGegluTensorCores(x, at, up, y, rows, in, outputs, run_bytes, stream)
                          : cuda::LaunchGemvGeglu(x, at, up, y, rows, in, outputs, stream);
       }
       cuda::GemvParts parts;
@@ -401,7 +400,7 @@ class StepTimer {
         at += size_t(width) * in;
         out += size_t(rows) * width;
       }
-      return run_bytes ? cuda::LaunchGemvTensorCores(x, parts, rows, in, run_bytes, stream)
+      return run_bytes ? LaunchGemvTensorCores(x, parts, rows, in, run_bytes, stream)
                        : cuda::LaunchGemvBf16(x, parts, rows, in, stream);
     }
     // The SIMT kernel at its minimal size: the first 64 outputs of the first part (or of gate and
@@ -496,13 +495,13 @@ class StepTimer {
                 bytes / (*us * 1e-6) / 1e9, kernels_.back().us);
     return Status::OK();
   }
-  // The tensor-core attention (engine/cuda/attention_tensor_cores.cu) on the SIMT kernel's inputs, the same way; the
+  // The tensor-core attention candidate (attention_tensor_cores.h) on the SIMT kernel's inputs, the same way; the
   // attention's candidate_us keeps the faster of its two orders. Its bf16 operands move scores by
   // a little, and where a head's softmax is as peaked as these random inputs make it (scores over
   // 512 dims of normed rows), that can hand the weight to another key: that head's outputs then
   // differ by a whole value row. So the check is on the mean difference, against the mean output:
   // a few such heads move it by a few percent, a fragment mixed up by its whole size. The tests
-  // hold it to a model of its own numerics (tests/engine/cuda/attention_tensor_cores_test.cpp).
+  // hold it to a model of its own numerics (tests/bench/attention_tensor_cores_test.cpp).
   Status TimeTensorCoreAttention(const std::string& name, double bytes, int launches,
                                  const std::function<Status(int)>& engine, const std::function<Status(int)>& launch,
                                  const float* out, size_t n) {

@@ -11,10 +11,11 @@
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
 // attention is followed by lines for the split kernel's variants (attention_variants.h) and the
-// tensor-core attention in both load orders (engine/cuda/attention_tensor_cores.cu), checked
-// against it and timed the same way, and one with
-// its merge kernel's share, timed alone. Each GEMV is also timed on the tensor cores
-// (engine/cuda/gemv_tensor_cores.cu), checked against the SIMT kernel first: its candidate.
+// tensor-core attention candidate in both load orders (attention_tensor_cores.h), checked against
+// it and timed the same way, and one with its merge kernel's share, timed alone. Each GEMV is
+// also timed with the tensor-core GEMV candidate (gemv_tensor_cores.h), checked against the SIMT
+// kernel first. The candidates are timed here, in isolation, and nowhere in the engine: a GPU
+// run decides them by the rules in bench/RESULTS.md.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once
@@ -22,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gemv_tensor_cores.h"
 #include "common/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
@@ -36,8 +38,8 @@ enum class StepCost {
 // A tensor-core kernel a step's kernel is also timed against, on the same inputs.
 enum class Candidate {
   kNone,
-  kAttention,  // engine/cuda/attention_tensor_cores.cu, the faster of its two load orders
-  kGemv,       // engine/cuda/gemv_tensor_cores.cu, the faster of its runs (kTensorCoreRuns)
+  kAttention,  // attention_tensor_cores.h, the faster of its two load orders
+  kGemv,       // gemv_tensor_cores.h, the faster of its runs (kTensorCoreRuns)
 };
 
 struct StepKernel {
@@ -58,10 +60,6 @@ struct DecodeStepShape {
   int max_rows = 2048;      // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
   int block_tokens = 16;    // KvCacheOptions::block_tokens
 };
-
-// The runs (bytes of each weight row a warp reads at once) the tensor-core GEMV is timed in
-// (engine/cuda/gemv_tensor_cores.cu).
-constexpr int kTensorCoreRuns[] = {256, 512};
 
 // One step GEMV at `rows` activation rows, timed with the SIMT kernel (the engine's) and with the
 // tensor-core GEMV on the same weights.

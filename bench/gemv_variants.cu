@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "bench/gemv_mma.h"
+#include "bench/gemv_tensor_cores.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemv_kernel.h"
@@ -44,26 +44,17 @@ void ForVariant(int rows, int per_warp, F&& f) {
 }
 
 // A kernel under test: the SIMT kernel with M = per_warp weight rows a warp, or the tensor-core
-// candidate (gemv_mma.h) in one of its layouts, M = its weight rows a block.
+// candidate (gemv_tensor_cores.h) reading each weight row in runs of `run_bytes`, M = its 16
+// weight rows a block.
 struct Variant {
-  bool mma;
   int per_warp;
-  MmaLayout layout;
+  int run_bytes = 0;  // 0: the SIMT kernel
+  bool TensorCores() const { return run_bytes != 0; }
 };
-const Variant kVariants[] = {{false, 1, {}},
-                             {false, 2, {}},
-                             {false, 4, {}},
-                             {false, 8, {}},
-                             {true, 8, kMmaLayouts[0]},
-                             {true, 16, kMmaLayouts[1]},
-                             {true, 16, kMmaLayouts[2]},
-                             {true, 32, kMmaLayouts[3]},
-                             {true, 64, kMmaLayouts[4]},
-                             {true, 16, kMmaLayouts[5]},
-                             {true, 16, kMmaLayouts[6]}};
+const Variant kVariants[] = {{1}, {2}, {4}, {8}, {16, kTensorCoreRuns[0]}, {16, kTensorCoreRuns[1]}};
 
 Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
-  if (v.mma) return LaunchGemvMma(x, w, y, rows, in, out, v.layout, stream);
+  if (v.TensorCores()) return LaunchGemvTensorCores(x, GemvParts().Add(w, y, out), rows, in, v.run_bytes, stream);
   ForVariant(rows, v.per_warp, [&](auto r, auto m) {
     constexpr int R = decltype(r)::value, M = decltype(m)::value;
     gemv::GemvKernel<R, M>
@@ -74,11 +65,10 @@ Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int
   return Status::OK();
 }
 
-// The table's mark for a variant at `rows` rows: the launchers' M, or which tensor-core layout.
+// The table's mark for a variant at `rows` rows: the launchers' M, or the tensor-core candidate's run.
 std::string Mark(const Variant& v, int rows) {
-  if (!v.mma) return v.per_warp == gemv::RowsPerWarp(rows) ? " *" : "";
-  if (v.layout.staged_run_bytes > 0) return " mma-s" + std::to_string(v.layout.staged_run_bytes);
-  return v.layout.weights_as_b ? " mma-b" : " mma-a";
+  if (v.TensorCores()) return " mma-s" + std::to_string(v.run_bytes);
+  return v.per_warp == gemv::RowsPerWarp(rows) ? " *" : "";
 }
 
 struct Shape {
@@ -99,9 +89,8 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   };
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
-      "copy bandwidth; * = the launchers' M; mma-a and mma-b = the tensor-core candidate (gemv_mma.h) with the weights "
-      "as the MMA's A or B, mma-s256 and mma-s512 = the engine's tensor-core GEMV in runs of 256 or 512 bytes a row; "
-      "M = their weight rows a block:\n\n"
+      "copy bandwidth; * = the launchers' M; mma-s256 and mma-s512 = the tensor-core candidate (gemv_tensor_cores.h) "
+      "in runs of 256 or 512 bytes a row, M = its weight rows a block:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -137,7 +126,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
               double want = 0;
               for (int i = 0; i < s.in; ++i) {
                 const float xi = hx[size_t(r) * s.in + i];
-                want += double(v.mma ? engine::cuda::math::RoundToBf16(xi) : xi) *
+                want += double(v.TensorCores() ? engine::cuda::math::RoundToBf16(xi) : xi) *
                         engine::cuda::math::Bf16ToFloat(hw[size_t(o) * s.in + i]);
               }
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);

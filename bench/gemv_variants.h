@@ -1,9 +1,8 @@
 // The decode GEMV with every number of weight rows per warp (M = 1, 2, 4, 8) at 1, 2, 4 and 8
 // activation rows, at the model's widest decode shapes, and beside it the tensor-core candidate
-// (gemv_mma.h) in each of its layouts (8-32 weight rows a block), each checked against the CPU before it is
-// timed: the data that decides engine/cuda/gemv_bf16.cu's RowsPerWarp (today 1, then 4) on each
-// GPU, and whether the tensor cores should take the decode GEMV over. Printed by
-// temper-kernel-bench.
+// (gemv_tensor_cores.h) in each of its runs, each checked against the CPU before it is timed: the
+// data that decides engine/cuda/gemv_bf16.cu's RowsPerWarp on each GPU, and whether the tensor
+// cores should take the decode GEMV over. Printed by temper-kernel-bench.
 //
 // Built only with nvcc. Thread safety: uses the current device; one call at a time.
 #pragma once

@@ -68,8 +68,7 @@ scenario() {
   local start end
   start=$(date +%s)
   env PATH="$work/path:$PATH" OUT="$out" LIMIT_NVIDIA_SMI=3 LIMIT_CUDA_TESTS=3 LIMIT_KERNEL_BENCH=3 \
-    LIMIT_KERNEL_BENCH_BASELINE=3 LIMIT_BENCH_TP1=3 LIMIT_BENCH_TP1_BASELINE=3 LIMIT_BENCH_TP1_TENSOR_CORES=3 \
-    LIMIT_BENCH_TP4=3 "$@" \
+    LIMIT_KERNEL_BENCH_BASELINE=3 LIMIT_BENCH_TP1=3 LIMIT_BENCH_TP1_BASELINE=3 LIMIT_BENCH_TP4=3 "$@" \
     bash "$bundle/run.sh" > "$work/$name.stdout" 2>&1
   rc=$?
   end=$(date +%s)
@@ -81,14 +80,17 @@ row() { grep -F "| $1 |" "$res" | grep -qF -- "$2"; }
 
 scenario all-pass
 check "all pass: exit 0" test "$rc" -eq 0
-check "all pass: 6 of 6 steps passed" has "$res" "6 of 6 steps passed"
-check "all pass: the whole-step A/B with the tensor-core candidates ran" row bench-tp1-tensor-cores "| ok |"
+check "all pass: 5 of 5 steps passed" has "$res" "5 of 5 steps passed"
+check "all pass: the kernel bench's results, where the kernel candidates are timed" \
+  has "$res" "* => 4xL4, tp 4, batch-1 decode: 1-2 tok/s"
+check "all pass: no whole-step run with engine options for kernel candidates" \
+  bash -c "! grep -qF -- '--gpu-tensor-core' '$res'"
 check "all pass: GPU name and driver from nvidia-smi" has "$res" "Stand-in GPU 80GB, 580.00, 81559 MiB"
 check "all pass: the bench's results, a blank line between bullets and table" \
   grep -qzF -- $'* self-check passed\n\n| batch | tok/s |' "$res"
 check "all pass: log lines stay out of the results" bash -c "! grep -qF 'log line' '$res'"
 check "all pass: test durations and summary in the results" has "$res" "    All tests passed (4 assertions in 14 test cases)"
-check "all pass: 7 files in \$OUT" test "$(ls "$out" | wc -l)" -eq 7
+check "all pass: 6 files in \$OUT" test "$(ls "$out" | wc -l)" -eq 6
 
 scenario broken STUB_CUDA_TESTS=skipped STUB_KERNEL_BENCH=hang STUB_BENCH_TP1=fail STUB_BENCH_TP4=early
 check "broken: exit 1" test "$rc" -eq 1
@@ -98,7 +100,7 @@ check "broken: an exit 1 fails" row bench-tp1 "FAILED (exit 1)"
 check "broken: exit 0 without the completion line fails" row bench-tp4 'FAILED (exit 0, but the log lacks "temper-bench --gpus: finished")'
 check "broken: nvidia-smi still ok" row nvidia-smi "| ok |"
 check "broken: a failed step's last log lines are in the results" has "$res" "    stand-in bench_tp1: Internal: it broke"
-check "broken: 1 of 6 steps passed" has "$res" "1 of 6 steps passed"
+check "broken: 1 of 5 steps passed" has "$res" "1 of 5 steps passed"
 check "broken: the whole run stayed within the limits (${secs} s)" test "$secs" -le 10
 
 scenario stubborn STUB_BENCH_TP4=stubborn

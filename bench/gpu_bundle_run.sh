@@ -7,22 +7,21 @@
 #
 # Steps, in order (limit in seconds; LIMIT_<NAME> in the environment overrides one, and the
 # results file records the limits used). A step that outlives its limit gets SIGTERM, and SIGKILL
-# 5 s later; the defaults plus those 5 s each add up to 520 s, under the device tool's 600 s call.
+# 5 s later; the defaults plus those 5 s each add up to 500 s, under the device tool's 600 s call.
 #   nvidia-smi    15  the GPU, driver and topology
 #   cuda-tests    75  temper_cuda_tests: every kernel against its CPU twin, the backend against the
 #                     golden fixture at tp 1, 2 and 4 on one GPU with greedy tokens compared; then,
 #                     in a second process, the all-reduce cases, and in a third the stall case
 #                     (temper_cuda_stall_tests); passes only if all exit 0, Catch2 says "All tests
 #                     passed" and no case SKIPPED
-#   kernel-bench  45  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate
+#   kernel-bench  80  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate, and the
+#                     kernel candidates (bench/attention_tensor_cores.cu, attention_variants.cu,
+#                     gemv_tensor_cores.cu), each checked against the engine's kernel and timed
+#                     beside it: the only place a GPU run decides them; a whole-step A/B follows
+#                     only once a candidate has won here and moved into engine/cuda
 #   bench-tp1    200  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
 #                     MTP drafter's shape (0.94 GB) timed too, decoding after 1,024- and 8,192-token
 #                     prompts (issue 25's two contexts; eight 8 K prefills take about 80 s on an H200)
-#   bench-tp1-tensor-cores  55  the same at tp 1 with both tensor-core candidates: the decode GEMVs
-#                     (--gpu-tensor-core-gemv 256) and the attention (--gpu-tensor-core-attention
-#                     after-scores), one prefill length and 64 decode steps after 1,024 tokens: the
-#                     whole-step A/B of issue 25's candidates (prefill, whose projections are GEMMs,
-#                     isolates the attention's; temper-kernel-bench times each candidate alone)
 #   bench-tp4    105  temper-bench --gpus 0,0,0,0: the same at tp 4, ranks sharing the GPU, with
 #                     one prefill length and 64 decode steps so it fits its limit, and ordinary
 #                     edges in its captured steps (--gpu-ordinary-edges): as an L4 (sm_89) runs
@@ -32,13 +31,12 @@
 # more steps time it on the same GPU, kernel-bench-baseline and bench-tp1-baseline, bench-tp1
 # decodes after the 1,024-token prompt only, and the limits shrink to fit the call (actual times on
 # an H200, 2026-11-27: tests 19-25 s, kernel bench 4-5 s, bench-tp1 55-60 s with 1 K alone,
-# bench-tp4 25-35 s): cuda-tests 60, kernel-bench 40 and 40, bench-tp1 150 and 150, bench-tp4 50,
-# and no bench-tp1-tensor-cores.
+# bench-tp4 25-35 s): cuda-tests 60, kernel-bench 40 and 40, bench-tp1 150 and 150, bench-tp4 50.
 # A step passes when it exits 0 within its limit AND its log holds the line that only a complete,
 # self-checked run prints (a bench that stops early, or a test binary that saw no GPU, fails).
 #
 # Exit status: 0 when every step passed, 1 otherwise; results.md is written either way. $OUT holds
-# one log per step and results.md, 7 files (8 with a baseline): the device tool brings back at most 8.
+# one log per step and results.md, 6 files (8 with a baseline): the device tool brings back at most 8.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${OUT:-/tmp/gpu-out}
@@ -106,7 +104,7 @@ base="$here/baseline/bin"
 if [ -d "$base" ]; then
   limit_tests=60 limit_kernels=40 limit_tp1=150 limit_tp4=50 contexts=1024
 else
-  limit_tests=75 limit_kernels=45 limit_tp1=200 limit_tp4=105 contexts=1024,8192
+  limit_tests=75 limit_kernels=80 limit_tp1=200 limit_tp4=105 contexts=1024,8192
 fi
 # The all-reduce cases run in a process of their own, after the rest: a rank that never sees its peer
 # traps after 20 s, which ends every CUDA context of the process and so every case after it (an H100,
@@ -128,10 +126,6 @@ run_step bench-tp1 $limit_tp1 "temper-bench --gpus: finished" "" "$here/bin/temp
 if [ -d "$base" ]; then
   run_step bench-tp1-baseline $limit_tp1 "temper-bench --gpus: finished" "" "$base/temper-bench" --gpus 0 \
     --synthetic "$cfg"
-else
-  run_step bench-tp1-tensor-cores 55 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0 \
-    --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64 --gpu-tensor-core-gemv 256 \
-    --gpu-tensor-core-attention after-scores
 fi
 run_step bench-tp4 $limit_tp4 "temper-bench --gpus: finished" "" "$here/bin/temper-bench" --gpus 0,0,0,0 \
   --synthetic "$cfg" --gpu-prefill 2048 --gpu-decode 64 --gpu-ordinary-edges

@@ -27,8 +27,7 @@
 //
 //   temper-bench --gpus 0 --synthetic tests/data/gemma4-31b-shape/config.json
 //                [--gpu-prefill 2048,8192] [--gpu-decode 256] [--gpu-context 1024,8192] [--gpu-batch 8]
-//                [--gpu-ordinary-edges] [--gpu-tensor-core-gemv 256|512]
-//                [--gpu-tensor-core-attention after-scores|with-keys]
+//                [--gpu-ordinary-edges]
 //
 // `--lookup-transcript` and `--verify-cost` measure speculative decoding (bench/speculation_bench.h):
 // prompt-lookup acceptance on the roles' recorded requests, and a verification pass's cost (with
@@ -38,7 +37,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,7 +49,6 @@
 #include "bench/speculation_bench.h"
 #include "common/log.h"
 #include "engine/cpu/cpu_backend.h"
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/kv_cache.h"
 #include "engine/loaded_model.h"
@@ -461,20 +458,6 @@ int main(int argc, char** argv) {
   bool gpu_ordinary_edges = false;
   app.add_flag("--gpu-ordinary-edges", gpu_ordinary_edges,
                "CUDA: captured steps without programmatic edges (to measure what they save on sm_90)");
-  int gpu_tensor_core_gemv = 0;
-  app.add_option("--gpu-tensor-core-gemv", gpu_tensor_core_gemv,
-                 "CUDA: the decode GEMVs on the tensor cores, weight rows read in runs of 256 or 512 bytes (a "
-                 "candidate: CudaBackendOptions::candidates)")
-      ->check(CLI::IsMember({256, 512}));
-  using temper::engine::cuda::TensorCoreAttention;
-  TensorCoreAttention gpu_tensor_core_attention = TensorCoreAttention::kOff;
-  app.add_option(
-         "--gpu-tensor-core-attention", gpu_tensor_core_attention,
-         "CUDA: every layer's attention on the tensor cores, a tile's values loaded after its scores or with its "
-         "keys (a candidate: CudaBackendOptions::candidates)")
-      ->transform(CLI::CheckedTransformer(
-          std::map<std::string, TensorCoreAttention>{{"after-scores", TensorCoreAttention::kValuesAfterScores},
-                                                     {"with-keys", TensorCoreAttention::kValuesWithKeys}}));
   app.add_option("--gpu-batch", gpu_batch,
                  "CUDA: largest decode batch (graph buckets up to it; 1 times a long context without 8 prefills)")
       ->check(CLI::PositiveNumber);
@@ -508,9 +491,7 @@ int main(int argc, char** argv) {
                                               .context_tokens = gpu_context,
                                               .max_batch = gpu_batch,
                                               .drafter_config = gpu_drafter,
-                                              .programmatic_edges = !gpu_ordinary_edges,
-                                              .candidates = {.tensor_core_gemv_run_bytes = gpu_tensor_core_gemv,
-                                                             .tensor_core_attention = gpu_tensor_core_attention}});
+                                              .programmatic_edges = !gpu_ordinary_edges});
     }
 #else
     s = temper::Status::Unimplemented(

@@ -200,7 +200,6 @@ Status RunGpuBench(const GpuBenchArgs& a) {
   options.devices = a.devices;
   options.kv_memory_fraction = a.kv_fraction;
   options.programmatic_edges = a.programmatic_edges;
-  options.candidates = a.candidates;
   options.backend.max_context = std::min<int64_t>(config.max_position_embeddings, longest + 16);
   options.backend.kv.max_sequences = std::max(8, a.max_batch);
   options.backend.max_batch = a.max_batch;
@@ -226,20 +225,11 @@ Status RunGpuBench(const GpuBenchArgs& a) {
       std::filesystem::path(a.config).parent_path().filename().c_str(), tp, gpu_name.c_str(), copy_gbs, a.devices[0]);
   std::printf(
       "* load: %.2f s (weights filled on the device, KV pool and buffers allocated); all-reduce: %s; programmatic "
-      "edges in captured steps: %s; decode GEMV: %s; attention: %s\n",
+      "edges in captured steps: %s\n",
       load_s, info.all_reduce.c_str(),
       info.programmatic_edges ? "on"
       : !a.programmatic_edges ? "off (--gpu-ordinary-edges)"
-                              : "off (the GPU has no programmatic launch: before sm_90)",
-      a.candidates.tensor_core_gemv_run_bytes
-          ? fmt::format("tensor cores, {}-byte runs (--gpu-tensor-core-gemv)", a.candidates.tensor_core_gemv_run_bytes)
-                .c_str()
-          : "SIMT",
-      a.candidates.tensor_core_attention == cuda::TensorCoreAttention::kOff
-          ? "SIMT"
-          : fmt::format("tensor cores, {} (--gpu-tensor-core-attention)",
-                        cuda::TensorCoreAttentionName(a.candidates.tensor_core_attention))
-                .c_str());
+                              : "off (the GPU has no programmatic launch: before sm_90)");
   std::map<int, double> free_after_load;
   for (const auto& g : info.gpus) {
     TEMPER_ASSIGN_OR_RETURN(free_after_load[g.device], FreeGiB(g.device));

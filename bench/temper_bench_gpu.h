@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engine/cuda/kernel_candidates.h"
 
 namespace temper::engine::bench {
 
@@ -22,10 +21,9 @@ struct GpuBenchArgs {
   int max_batch = 8;
   int max_rows = 2048;  // tokens per prefill pass
   double kv_fraction = 0.9;
-  int all_reduce_ranks = 4;           // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
-  std::string drafter_config;         // an MTP drafter's config.json (seeded weights): also time its draft steps
-  bool programmatic_edges = true;     // CudaBackendOptions::programmatic_edges: off to measure what it saves
-  cuda::KernelCandidates candidates;  // CudaBackendOptions::candidates: the tensor-core kernels asked for
+  int all_reduce_ranks = 4;        // ranks in the all-reduce microbenchmark at tp 1 (GPU repeated)
+  std::string drafter_config;      // an MTP drafter's config.json (seeded weights): also time its draft steps
+  bool programmatic_edges = true;  // CudaBackendOptions::programmatic_edges: off to measure what it saves
 };
 
 // Errors: the backend's, a CUDA call's, and Internal when a self-check fails (greedy tokens from

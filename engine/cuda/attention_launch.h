@@ -1,6 +1,7 @@
-// What every decode-attention launcher checks (attention.cu's, attention_tensor_cores.cu's and
-// bench/attention_variants.cu's, so all refuse the same arguments the same way) and how each picks
-// and loads its kernel for a head_dim: one argument check and one head_dim dispatch.
+// What every decode-attention launcher checks (attention.cu's, and the candidates' in bench/:
+// attention_variants.cu's and attention_tensor_cores.cu's, so all refuse the same arguments the
+// same way) and how each picks and loads its kernel for a head_dim: one argument check and one
+// head_dim dispatch.
 //
 // Host code. Thread safety: pure functions.
 #pragma once

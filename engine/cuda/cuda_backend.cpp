@@ -39,9 +39,6 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
                                                          const CudaBackendOptions& options, CudaBackendInfo* info) {
   const std::vector<int>& devices = options.devices;
   if (devices.empty()) return Status::InvalidArgument("CUDA backend: no GPUs given (one ordinal per rank)");
-  if (Status candidates = CheckKernelCandidates(options.candidates); !candidates.ok()) {
-    return candidates.WithContext("CUDA backend");
-  }
   if (config.hidden_size > kNormResidualMaxWidth) {
     return Status::InvalidArgument(fmt::format("CUDA backend: hidden_size {} is wider than its row kernels take ({})",
                                                config.hidden_size, kNormResidualMaxWidth));
@@ -119,8 +116,7 @@ Result<std::unique_ptr<DeviceBackend>> CreateCudaBackend(const ModelConfig& conf
   bool programmatic_edges = true;
   for (int r = 0; r < tp; ++r) {
     Result<std::unique_ptr<CudaOps>> rank =
-        CudaOps::Create(devices[r], r, all_reduce,
-                        {.programmatic_edges = options.programmatic_edges, .candidates = options.candidates});
+        CudaOps::Create(devices[r], r, all_reduce, {.programmatic_edges = options.programmatic_edges});
     if (!rank.ok()) return rank.status().WithContext(fmt::format("rank {} on GPU {}", r, devices[r]));
     programmatic_edges = programmatic_edges && (*rank)->programmatic_edges();
     ops.push_back(std::move(*rank));

@@ -17,7 +17,6 @@
 
 #include "common/status.h"
 #include "engine/cuda/device_backend.h"
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weights.h"
 
@@ -29,9 +28,6 @@ struct CudaBackendOptions {
   // A captured step's kernels launch while the kernel before them finishes, on GPUs that can
   // (sm_90 and later; programmatic_edges.h). Off only to measure what it saves.
   bool programmatic_edges = true;
-  // Tensor-core kernels in the SIMT kernels' place, candidates until a GPU run decides
-  // (kernel_candidates.h; bench/RESULTS.md): all off by default.
-  KernelCandidates candidates;
   // Everything but kv.max_tokens, which the memory plan sets.
   DeviceBackendOptions backend;
 };

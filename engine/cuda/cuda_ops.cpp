@@ -16,7 +16,6 @@ Result<std::unique_ptr<CudaOps>> CudaOps::Create(int device, int rank, std::shar
   TEMPER_CUDA_TRY(cudaDeviceGetAttribute(&ops->sm_count_, cudaDevAttrMultiProcessorCount, device));
   TEMPER_ASSIGN_OR_RETURN(const bool supported, ProgrammaticLaunchSupported(device));
   ops->programmatic_edges_ = options.programmatic_edges && supported;
-  ops->candidates_ = options.candidates;
   TEMPER_ASSIGN_OR_RETURN(ops->gemm_, GemmBf16::Create(kGemmWorkspaceBytes));
   // Every kernel's code on this device before any all-reduce can spin here (kernel_loading.h).
   Status loaded = LoadAllKernels(&ops->awaiting_);
@@ -143,13 +142,13 @@ Status CudaOps::Geglu(float* gate, const float* up, int64_t n) {
 
 Status CudaOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchDecodeGemv(x, parts, rows, in, candidates_.tensor_core_gemv_run_bytes, stream_);
+  return LaunchGemvBf16(x, parts, rows, in, stream_);
 }
 
 Status CudaOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
                           int out) {
   TEMPER_RETURN_IF_ERROR(Bind());
-  return LaunchDecodeGemvGeglu(x, gate, up, y, rows, in, out, candidates_.tensor_core_gemv_run_bytes, stream_);
+  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, stream_);
 }
 
 Status CudaOps::ToBf16(const float* x, uint16_t* y, int64_t n) {
@@ -183,8 +182,7 @@ Status CudaOps::Attention(const KvLayerView& kv, const float* q, const float* k,
   TEMPER_RETURN_IF_ERROR(Bind());
   // `splits` is the pass's most (the partials hold that many); fewer fill this GPU for one row.
   const int used = AttentionSplits(sm_count_, kv.kv_heads, heads.group, splits);
-  return LaunchDecodeAttention(kv, q, k, v, out, rows, t, heads, used, partials, candidates_.tensor_core_attention,
-                               stream_);
+  return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, stream_);
 }
 
 Status CudaOps::TopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

@@ -20,7 +20,6 @@
 
 #include "engine/cuda/all_reduce.h"
 #include "engine/cuda/gemm_bf16.h"
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/programmatic_edges.h"
 #include "engine/cuda/rank_ops.h"
@@ -31,7 +30,6 @@ class CudaOps final : public RankOps {
  public:
   struct Options {
     bool programmatic_edges = true;  // where the GPU runs them (CudaBackendOptions says what they are)
-    KernelCandidates candidates;     // CudaBackendOptions::candidates
   };
   // Rank `rank` on device `device`; `all_reduce` (shared by the group's ranks) is null for tp 1.
   // Errors name the device and the failing call.
@@ -98,7 +96,6 @@ class CudaOps final : public RankOps {
   int sm_count_ = 0;          // multiprocessors: how many attention splits keep them busy
   AwaitingKernels awaiting_;  // every kernel Create loaded: all begin with AwaitPriorGrid
   bool programmatic_edges_ = false;
-  KernelCandidates candidates_;
   EdgeCount captured_edges_;
 };
 

@@ -12,7 +12,6 @@
 #include <cstdint>
 
 #include "common/status.h"
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 
 namespace temper::engine::cuda {
@@ -23,20 +22,17 @@ class AwaitingKernels;  // kernel_loading.h
 // (kernel_loading.h says why) and listed in `awaiting`: all of them begin with AwaitPriorGrid.
 // CudaOps::Create calls LoadAllKernels.
 Status LoadAttentionKernels(AwaitingKernels* awaiting);
-Status LoadAttentionTensorCoreKernels(AwaitingKernels* awaiting);
 Status LoadElementwiseKernels(AwaitingKernels* awaiting);
 Status LoadEmbedKernels(AwaitingKernels* awaiting);
 Status LoadGegluKernels(AwaitingKernels* awaiting);
 Status LoadGemvKernels(AwaitingKernels* awaiting);
-Status LoadGemvTensorCoreKernels(AwaitingKernels* awaiting);
 Status LoadNormKernels(AwaitingKernels* awaiting);
 Status LoadSyntheticKernels(AwaitingKernels* awaiting);
 Status LoadTopCandidatesKernels(AwaitingKernels* awaiting);
 inline Status LoadAllKernels(AwaitingKernels* awaiting) {
   for (Status (*load)(AwaitingKernels*) :
-       {LoadAttentionKernels, LoadAttentionTensorCoreKernels, LoadElementwiseKernels, LoadEmbedKernels,
-        LoadGegluKernels, LoadGemvKernels, LoadGemvTensorCoreKernels, LoadNormKernels, LoadSyntheticKernels,
-        LoadTopCandidatesKernels}) {
+       {LoadAttentionKernels, LoadElementwiseKernels, LoadEmbedKernels, LoadGegluKernels, LoadGemvKernels,
+        LoadNormKernels, LoadSyntheticKernels, LoadTopCandidatesKernels}) {
     TEMPER_RETURN_IF_ERROR(load(awaiting));
   }
   return Status::OK();
@@ -65,23 +61,6 @@ Status LaunchGemvBf16(const float* x, const GemvParts& parts, int rows, int in, 
 Status LaunchGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in, int out,
                        cudaStream_t stream);
 
-// gemv_tensor_cores.cu: the same products on the tensor cores, the activations rounded to bf16,
-// each row's sums independent of `rows`; `run_bytes` (256 or 512) of each weight row a warp reads
-// at once. A candidate CudaOps uses only when asked (KernelCandidates). InvalidArgument, naming
-// the value, for rows outside 1-8, `in` not a positive multiple of 32, x or weights not 16-byte
-// aligned, or another run.
-Status LaunchGemvTensorCores(const float* x, const GemvParts& parts, int rows, int in, int run_bytes,
-                             cudaStream_t stream);
-Status LaunchGemvGegluTensorCores(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
-                                  int out, int run_bytes, cudaStream_t stream);
-// The decode GEMV a rank runs: the tensor-core GEMV in runs of `tensor_core_run_bytes` where that
-// is set (not 0) and `in` is a multiple of 32, else the SIMT kernel. The choice depends on the
-// shape alone, never on `rows`, so each row's sums stay independent of the rows beside it.
-Status LaunchDecodeGemv(const float* x, const GemvParts& parts, int rows, int in, int tensor_core_run_bytes,
-                        cudaStream_t stream);
-Status LaunchDecodeGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
-                             int out, int tensor_core_run_bytes, cudaStream_t stream);
-
 // elementwise.cu
 Status LaunchToBf16(const float* x, uint16_t* y, int64_t n, cudaStream_t stream);
 Status LaunchGatherRows(const float* x, int64_t width, const int32_t* index, int n, float* out, cudaStream_t stream);
@@ -104,19 +83,6 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
 // LaunchAttention runs it; bench/decode_step_kernels.cpp times it alone.
 Status LaunchAttentionMerge(const float* partials, float* out, int rows, int q_heads, int head_dim, int splits,
                             const int64_t* positions, int window, bool sliding, cudaStream_t stream);
-
-// attention_tensor_cores.cu: LaunchAttention's outputs (and partials, merged by the same kernel)
-// on the tensor cores, with queries, keys and softmax weights rounded to bf16; `order` says where
-// a tile's value rows are loaded (not kOff). A candidate CudaOps uses only when asked
-// (KernelCandidates). InvalidArgument as LaunchAttention's, and for kOff.
-Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
-                                  int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                                  TensorCoreAttention order, cudaStream_t stream);
-// The attention a rank runs: the tensor cores where `tensor_cores` is not kOff, else the SIMT
-// kernel, for every layer; so a row's outputs never depend on `rows` or on the rows beside it.
-Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
-                             int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                             TensorCoreAttention tensor_cores, cudaStream_t stream);
 
 // top_candidates.cu
 Status LaunchTopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

@@ -16,10 +16,9 @@ std::unique_ptr<RankOps> CreateKernelOps(Communicator& /*comm*/) {
 
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options, const KernelCandidates& candidates) {
+                                          const DeviceBackendOptions& options) {
   CudaBackendOptions cuda;
   cuda.devices.assign(static_cast<size_t>(tp), 0);
-  cuda.candidates = candidates;
   cuda.backend = options;
   KernelBackend made;
   TEMPER_ASSIGN_OR_RETURN(made.backend, CreateCudaBackend(config, std::move(weights), cuda));

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/backend.h"
+#include "engine/cuda/gemv_three_parts.h"
 #include "engine/cuda/kernel_harness.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
@@ -38,29 +39,9 @@ using testing::Near;
 using testing::Products;
 using testing::RandomBf16;
 using testing::RandomFloats;
+using testing::ThroughThreeParts;
 
 // ---- 1. Launchers against the math written out ----
-
-// The outputs of `launch(parts)` for the weights `w` ([out][in] on the device) split into three
-// parts of widths out/2 + 1, out/4 and the rest, each with its own outputs, joined back row by row.
-template <typename Launch>
-std::vector<float> ThroughThreeParts(const uint16_t* w, int rows, int in, int out, Launch launch) {
-  const int a = out / 2 + 1, b = out / 4, c = out - a - b;
-  DeviceVec ya(std::vector<float>(size_t(rows) * a)), yb(std::vector<float>(size_t(rows) * b)),
-      yc(std::vector<float>(size_t(rows) * c));
-  GemvParts parts;
-  parts.Add(w, ya.get(), a).Add(w + size_t(a) * in, yb.get(), b);
-  parts.Add(w + size_t(a + b) * in, yc.get(), c);
-  REQUIRE(launch(parts).ok());
-  const std::vector<float> got_a = ya.Read(), got_b = yb.Read(), got_c = yc.Read();
-  std::vector<float> joined;
-  for (int r = 0; r < rows; ++r) {
-    joined.insert(joined.end(), got_a.begin() + size_t(r) * a, got_a.begin() + size_t(r + 1) * a);
-    joined.insert(joined.end(), got_b.begin() + size_t(r) * b, got_b.begin() + size_t(r + 1) * b);
-    joined.insert(joined.end(), got_c.begin() + size_t(r) * c, got_c.begin() + size_t(r + 1) * c);
-  }
-  return joined;
-}
 
 TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unaligned, one to three parts)") {
   TEMPER_SKIP_WITHOUT_KERNELS();
@@ -99,88 +80,6 @@ TEST_CASE("GEMV bf16 equals the fp32 dot products (1-8 rows, aligned and unalign
   CHECK(LaunchGemvBf16(x.get(), GemvParts().Add(nullptr, x.get(), 4), 1, 64, nullptr).code() ==
         StatusCode::kInvalidArgument);
   CHECK(LaunchGemvGeglu(x.get(), nullptr, nullptr, x.get(), 9, 64, 4, nullptr).code() == StatusCode::kInvalidArgument);
-}
-
-bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-TEST_CASE(
-    "GEMV on the tensor cores equals the products of bf16-rounded activations, each row's sums whatever the "
-    "rows (1-8 rows, one to three parts, GeGLU)") {
-  TEMPER_SKIP_WITHOUT_KERNELS();
-  const float nan = std::numeric_limits<float>::quiet_NaN();
-  // Outputs no tile divides (and 16-row tiles straddling the parts); warps of 0-1 chunks (32),
-  // whole stages (1024 in runs of 256: 4 chunks a warp of 8) and partial last stages (1792: 4 + 3
-  // chunks a warp of 8, 8 + 6 a warp of 4; 5376, the 31B width: 5 x 4 + 1 and 5 x 8 + 2).
-  for (auto [in, out] : {std::pair{32, 5}, std::pair{1024, 70}, std::pair{1792, 17}, std::pair{5376, 40}}) {
-    const auto x = RandomFloats(size_t{8} * in, 1);
-    std::vector<float> rounded(x.size());
-    for (size_t i = 0; i < x.size(); ++i) rounded[i] = RoundToBf16(x[i]);
-    const auto w = RandomBf16(static_cast<size_t>(out) * in, 2, 0.05f), up = RandomBf16(w.size(), 3, 0.05f);
-    const std::vector<float> want = Products(rounded, w, 8, in, out), ups = Products(rounded, up, 8, in, out);
-    DeviceVec dx(x);
-    DeviceVec dw(w);
-    DeviceVec dup(up);
-    for (int run : {256, 512}) {
-      std::vector<float> eight, eight_geglu;  // the sums with all 8 rows
-      for (int rows = 8; rows >= 1; --rows) {
-        INFO(rows << " rows, " << in << " -> " << out << ", runs of " << run << " bytes");
-        const size_t n = size_t(rows) * out;
-        // One part, with a poisoned row of guard past the outputs.
-        DeviceVec dy(std::vector<float>(n + out, nan));
-        REQUIRE(LaunchGemvTensorCores(dx.get(), GemvParts().Add(dw.get(), dy.get(), out), rows, in, run, nullptr).ok());
-        std::vector<float> got = dy.Read();
-        for (size_t i = n; i < got.size(); ++i) REQUIRE(std::isnan(got[i]));
-        got.resize(n);
-        Near(got, std::vector<float>(want.begin(), want.begin() + n), 1e-4f, 1e-4f);
-        if (rows == 8) eight = got;
-        for (size_t i = 0; i < n; ++i) REQUIRE(SameBits(got[i], eight[i]));
-
-        // The same outputs as three parts with their own outputs.
-        const std::vector<float> joined = ThroughThreeParts(dw.get(), rows, in, out, [&](const GemvParts& parts) {
-          return LaunchGemvTensorCores(dx.get(), parts, rows, in, run, nullptr);
-        });
-        for (size_t i = 0; i < n; ++i) REQUIRE(SameBits(joined[i], got[i]));
-
-        // Gate and up with the GeGLU in the epilogue.
-        DeviceVec dg(std::vector<float>(n + out, nan));
-        REQUIRE(LaunchGemvGegluTensorCores(dx.get(), dw.get(), dup.get(), dg.get(), rows, in, out, run, nullptr).ok());
-        std::vector<float> geglu = dg.Read();
-        for (size_t i = n; i < geglu.size(); ++i) REQUIRE(std::isnan(geglu[i]));
-        geglu.resize(n);
-        std::vector<float> want_geglu(n);
-        for (size_t i = 0; i < n; ++i) want_geglu[i] = math::GeluTanh(want[i]) * ups[i];
-        Near(geglu, want_geglu, 1e-4f, 1e-4f);
-        if (rows == 8) eight_geglu = geglu;
-        for (size_t i = 0; i < n; ++i) REQUIRE(SameBits(geglu[i], eight_geglu[i]));
-      }
-    }
-  }
-}
-
-TEST_CASE("GEMV on the tensor cores refuses what it cannot run, naming the value") {
-  TEMPER_SKIP_WITHOUT_KERNELS();
-  DeviceVec x(std::vector<float>(8 * 64 + 4));
-  DeviceVec w(std::vector<uint16_t>(16 * 64 + 8));
-  DeviceVec y(std::vector<float>(8 * 16));
-  auto error = [](const Status& s) {
-    REQUIRE(s.code() == StatusCode::kInvalidArgument);
-    return s.message();
-  };
-  const GemvParts one = GemvParts().Add(w.get(), y.get(), 16);
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), one, 9, 64, 256, nullptr)), Catch::Contains("rows 9 (1-8)"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), one, 1, 48, 256, nullptr)),
-             Catch::Contains("in 48 is not a positive multiple of 32"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), one, 1, 64, 128, nullptr)),
-             Catch::Contains("runs of 128 bytes (256 or 512)"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get() + 1, one, 1, 64, 256, nullptr)),
-             Catch::Contains("x not 16-byte aligned"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), GemvParts().Add(w.get() + 4, y.get(), 16), 1, 64, 256, nullptr)),
-             Catch::Contains("weights of part 0 not 16-byte aligned"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), GemvParts().Add(nullptr, y.get(), 16), 1, 64, 256, nullptr)),
-             Catch::Contains("part 0 of width 16 without weights"));
-  CHECK_THAT(error(LaunchGemvTensorCores(x.get(), GemvParts(), 1, 64, 256, nullptr)), Catch::Contains("0 outputs"));
-  CHECK_THAT(error(LaunchGemvGegluTensorCores(x.get(), w.get(), nullptr, y.get(), 1, 64, 8, 512, nullptr)),
-             Catch::Contains("gate, up and y are needed"));
 }
 
 // RmsNorm of a row in double: x · (mean(x²) + eps)^-½ · w (w empty: none).
@@ -720,9 +619,8 @@ TEST_CASE("twin: q/k/v norms, attention over cache and fresh keys, and the KV wr
 // ---- 3. The backend against the golden fixture ----
 
 // The whole backend with the kernels under test against the golden fixture (the same bounds as on
-// ReferenceOps): prefill each prompt, then decode its greedy tokens one step at a time. Returns the
-// largest |dlogit| seen.
-float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
+// ReferenceOps): prefill each prompt, then decode its greedy tokens one step at a time.
+void MatchFixture(int tp, bool graphs) {
   using temper::engine::testing::Tiny;
   const ModelConfig& c = Tiny().config;
   const int V = c.vocab_size;
@@ -731,15 +629,12 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
   options.kv.block_tokens = 4;
   options.graphs = graphs;
   options.top_candidates = 0;
-  auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options, candidates);
+  auto made = testing::CreateKernelBackend(tp, c, Tiny().weights, options);
   if (!made.ok()) FAIL(made.status().ToString());
   DeviceBackend& backend = *made->backend;
-  float worst = 0;
   for (int prompt : {0, 1}) {
     const std::string j = std::to_string(prompt);
-    INFO("tp " << tp << ", graphs " << graphs << ", tensor-core GEMV runs " << candidates.tensor_core_gemv_run_bytes
-               << ", tensor-core attention " << TensorCoreAttentionName(candidates.tensor_core_attention) << ", prompt "
-               << prompt);
+    INFO("tp " << tp << ", graphs " << graphs << ", prompt " << prompt);
     const std::vector<int32_t> input = temper::engine::testing::Reference<int32_t>("input_ids_" + j);
     const std::vector<int32_t> greedy = temper::engine::testing::Reference<int32_t>("greedy_" + j);
     const std::vector<float> margin = temper::engine::testing::Reference<float>("greedy_margin_" + j);
@@ -753,7 +648,6 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
       const float d = temper::engine::testing::MaxAbsDiff(out->logits.data(), greedy_logits.data() + k * V, V);
       INFO("greedy step " << k << " max |dlogit| " << d);
       CHECK(d <= 1.0f);
-      worst = std::max(worst, d);
       if (margin[k] > 1.0f) CHECK(temper::engine::testing::ArgMax(out->logits.data(), V) == greedy[k]);
       ForwardItem step{*seq, {&greedy[k], 1}, false};
       out = backend.Forward({&step, 1}, {});
@@ -762,7 +656,6 @@ float MatchFixture(int tp, bool graphs, const KernelCandidates& candidates) {
     REQUIRE(backend.ReleaseSequence(*seq).ok());
   }
   CHECK((backend.graph_steps() > 0) == graphs);
-  return worst;
 }
 
 TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 and 4, graph decode and eager alike",
@@ -771,33 +664,7 @@ TEST_CASE("the backend with these kernels matches the golden fixture at tp 1, 2 
   // tp 4 first: this process has launched no kernel yet, so a kernel whose code still loaded lazily
   // at its first launch would meet the peers' spinning all-reduce (kernel_loading.h).
   for (int tp : {4, 2, 1}) {
-    for (bool graphs : {true, false}) MatchFixture(tp, graphs, {});
-  }
-}
-
-// The candidate GEMV on the tensor cores rounds the decode GEMVs' activations to bf16, as the
-// prefill GEMMs' already are: the fixture's bounds still hold. At tp 4 the tiny model's 80-wide
-// down_proj shard stays on the SIMT kernel. Each run size once (the kernel cases cover both at
-// every row count), to keep the emulated suite short; the largest |dlogit| is printed for
-// bench/RESULTS.md (the SIMT kernel's: 0.34-0.36 in the emulator).
-TEST_CASE("the backend with the tensor-core GEMV matches the golden fixture at tp 1 and 4", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_KERNELS();
-  for (auto [tp, run] : {std::pair{4, 256}, std::pair{1, 512}}) {
-    WARN("tp " << tp << ", runs of " << run << " bytes: max |dlogit| "
-               << MatchFixture(tp, true, {.tensor_core_gemv_run_bytes = run}) << " with the tensor-core GEMV");
-  }
-}
-
-// The candidate attention on the tensor cores rounds queries, keys and softmax weights to bf16,
-// on every layer (the tiny model's sliding layers in 16-dim pieces), prefill and decode rows
-// alike. Each load order once, at tp 1 and tp 2; the largest |dlogit| is printed for
-// bench/RESULTS.md.
-TEST_CASE("the backend with the tensor-core attention matches the golden fixture at tp 1 and 2", "[gpu]") {
-  TEMPER_SKIP_WITHOUT_KERNELS();
-  for (auto [tp, order] :
-       {std::pair{1, TensorCoreAttention::kValuesAfterScores}, std::pair{2, TensorCoreAttention::kValuesWithKeys}}) {
-    WARN("tp " << tp << ", " << TensorCoreAttentionName(order) << ": max |dlogit| "
-               << MatchFixture(tp, true, {.tensor_core_attention = order}) << " with the tensor-core attention");
+    for (bool graphs : {true, false}) MatchFixture(tp, graphs);
   }
 }
 
@@ -821,45 +688,38 @@ TEST_CASE("a row's logits do not depend on the rows beside it in its decode pass
   options.kv.max_snapshots = 1;
   options.kv.max_sequences = 5;
   options.top_candidates = 0;
-  // The SIMT kernels, and both tensor-core candidates, which must keep it too.
-  for (const KernelCandidates& candidates :
-       {KernelCandidates{}, KernelCandidates{.tensor_core_gemv_run_bytes = 256,
-                            .tensor_core_attention = TensorCoreAttention::kValuesAfterScores}}) {
-    INFO("tensor-core GEMV runs " << candidates.tensor_core_gemv_run_bytes << ", tensor-core attention "
-                                  << TensorCoreAttentionName(candidates.tensor_core_attention));
-    auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options, candidates);
-    if (!made.ok()) FAIL(made.status().ToString());
-    DeviceBackend& backend = *made->backend;
-    // One prefill; every sequence below continues it from a snapshot.
-    auto first = backend.AddSequence();
-    REQUIRE(first.ok());
-    ForwardItem item{*first, prompt, false};
-    REQUIRE(backend.Forward({&item, 1}, {}).ok());
-    auto snapshot = backend.TakeSnapshot(*first);
-    REQUIRE(snapshot.ok());
-    std::vector<SequenceId> seqs;
-    for (int i = 0; i < 4; ++i) {
-      auto fork = backend.ForkSnapshot(*snapshot);
-      REQUIRE(fork.ok());
-      seqs.push_back(*fork);
-    }
-    const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
-    ForwardItem alone{seqs[0], next, false};
-    auto one = backend.Forward({&alone, 1}, {});
-    REQUIRE(one.ok());
-    const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
-
-    ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
-    auto two = backend.Forward(pair, {});
-    REQUIRE(two.ok());
-    CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
-
-    ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
-    auto eight = backend.Forward({&verify, 1}, {});
-    REQUIRE(eight.ok());
-    REQUIRE(eight->rows == 8);
-    CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
+  auto made = testing::CreateKernelBackend(1, c, Tiny().weights, options);
+  if (!made.ok()) FAIL(made.status().ToString());
+  DeviceBackend& backend = *made->backend;
+  // One prefill; every sequence below continues it from a snapshot.
+  auto first = backend.AddSequence();
+  REQUIRE(first.ok());
+  ForwardItem item{*first, prompt, false};
+  REQUIRE(backend.Forward({&item, 1}, {}).ok());
+  auto snapshot = backend.TakeSnapshot(*first);
+  REQUIRE(snapshot.ok());
+  std::vector<SequenceId> seqs;
+  for (int i = 0; i < 4; ++i) {
+    auto fork = backend.ForkSnapshot(*snapshot);
+    REQUIRE(fork.ok());
+    seqs.push_back(*fork);
   }
+  const std::vector<int32_t> next = {5}, other = {7}, drafts = {5, 11, 12, 13, 14, 15, 16, 17};
+  ForwardItem alone{seqs[0], next, false};
+  auto one = backend.Forward({&alone, 1}, {});
+  REQUIRE(one.ok());
+  const std::vector<float> want(one->logits.begin(), one->logits.begin() + V);
+
+  ForwardItem pair[] = {{seqs[1], next, false}, {seqs[2], other, false}};
+  auto two = backend.Forward(pair, {});
+  REQUIRE(two.ok());
+  CHECK(std::memcmp(two->logits.data(), want.data(), V * sizeof(float)) == 0);
+
+  ForwardItem verify{seqs[3], drafts, /*all_logits=*/true};
+  auto eight = backend.Forward({&verify, 1}, {});
+  REQUIRE(eight.ok());
+  REQUIRE(eight->rows == 8);
+  CHECK(std::memcmp(eight->logits.data(), want.data(), V * sizeof(float)) == 0);
 }
 
 // The MTP drafter's steps with these kernels (q norms without KV heads, attention over the target's

@@ -764,23 +764,5 @@ TEST_CASE("the CUDA backend refuses a hidden size wider than its row kernels tak
   CHECK_THAT(made.status().message(), Catch::Contains("hidden_size 8200 is wider than its row kernels take (8192)"));
 }
 
-TEST_CASE("the CUDA backend refuses a tensor-core candidate it has no kernel for, before touching a GPU",
-          "[engine][device]") {
-  if (!CudaBackendBuilt()) TEMPER_SKIP("the CUDA backend is not in this build (no nvcc when it was configured)");
-  auto refusal = [](const KernelCandidates& candidates) {
-    CudaBackendOptions options;
-    options.devices = {0};
-    options.candidates = candidates;
-    const auto made = CreateCudaBackend(ModelConfig{}, nullptr, options, nullptr);
-    REQUIRE_FALSE(made.ok());
-    CHECK(made.status().code() == StatusCode::kInvalidArgument);
-    return made.status().message();
-  };
-  CHECK_THAT(refusal({.tensor_core_gemv_run_bytes = 128}),
-             Catch::Contains("CUDA backend: tensor_core_gemv_run_bytes 128 is not 0 (the SIMT GEMV), 256 or 512"));
-  CHECK_THAT(refusal({.tensor_core_attention = static_cast<TensorCoreAttention>(7)}),
-             Catch::Contains("CUDA backend: tensor_core_attention 7 is not one of TensorCoreAttention's values"));
-}
-
 }  // namespace
 }  // namespace temper::engine::cuda

@@ -10,7 +10,6 @@
 
 #include "common/status.h"
 #include "engine/cuda/device_backend.h"
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 #include "engine/model/tensor_parallel.h"
 #include "skip.h"
@@ -24,15 +23,14 @@ const char* KernelsUnavailable();
 std::unique_ptr<RankOps> CreateKernelOps(Communicator& comm);
 
 // A device backend of `tp` ranks with the kernels under test (on GPU 0 for every rank, or
-// emulated), on `config` and `weights`, with the tensor-core `candidates` asked for
-// (CudaBackendOptions).
+// emulated), on `config` and `weights`.
 struct KernelBackend {
   std::unique_ptr<Communicator> comm;  // the emulated ranks' (null on a GPU)
   std::unique_ptr<DeviceBackend> backend;
 };
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options, const KernelCandidates& candidates = {});
+                                          const DeviceBackendOptions& options);
 
 // Kernel cases start with this: where the kernels cannot run they end as skipped (skip.h).
 #define TEMPER_SKIP_WITHOUT_KERNELS()                                                              \

@@ -13,12 +13,12 @@ std::unique_ptr<RankOps> CreateKernelOps(Communicator& comm) {
 
 Result<KernelBackend> CreateKernelBackend(int tp, const ModelConfig& config,
                                           std::shared_ptr<const ModelWeights> weights,
-                                          const DeviceBackendOptions& options, const KernelCandidates& candidates) {
+                                          const DeviceBackendOptions& options) {
   KernelBackend made;
   made.comm = std::make_unique<Communicator>(tp);
   std::vector<std::unique_ptr<RankOps>> ops;
   for (int r = 0; r < tp; ++r) {
-    ops.push_back(std::make_unique<EmulatedOps>(*made.comm, r, size_t{256} << 20, candidates));
+    ops.push_back(std::make_unique<EmulatedOps>(*made.comm, r, size_t{256} << 20));
   }
   DeviceBackendOptions sized = options;
   if (sized.kv.max_tokens == KvCacheOptions{}.max_tokens) sized.kv.max_tokens = 1024;  // the GPU's plan sets it there

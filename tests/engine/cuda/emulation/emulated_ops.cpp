@@ -34,12 +34,12 @@ Status EmulatedOps::NormResidual(float* x, const float* branch, const uint16_t* 
 Status EmulatedOps::Geglu(float* gate, const float* up, int64_t n) { return LaunchGeglu(gate, up, n, kNoStream); }
 
 Status EmulatedOps::Gemv(const float* x, const GemvParts& parts, int rows, int in) {
-  return LaunchDecodeGemv(x, parts, rows, in, candidates_.tensor_core_gemv_run_bytes, kNoStream);
+  return LaunchGemvBf16(x, parts, rows, in, kNoStream);
 }
 
 Status EmulatedOps::GemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
                               int out) {
-  return LaunchDecodeGemvGeglu(x, gate, up, y, rows, in, out, candidates_.tensor_core_gemv_run_bytes, kNoStream);
+  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, kNoStream);
 }
 
 Status EmulatedOps::ToBf16(const float* x, uint16_t* y, int64_t n) { return LaunchToBf16(x, y, n, kNoStream); }
@@ -60,8 +60,7 @@ Status EmulatedOps::Attention(const KvLayerView& kv, const float* q, const float
                               int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials) {
   // As CudaOps::Attention: `splits` is the pass's most; fewer fill this GPU at this batch.
   const int used = AttentionSplits(kEmulatedSmCount, kv.kv_heads, heads.group, splits);
-  return LaunchDecodeAttention(kv, q, k, v, out, rows, t, heads, used, partials, candidates_.tensor_core_attention,
-                               kNoStream);
+  return LaunchAttention(kv, q, k, v, out, rows, t, heads, used, partials, kNoStream);
 }
 
 Status EmulatedOps::TopCandidates(const float* logits, int64_t ld, int rows, int n, int k, int index_offset,

@@ -12,7 +12,6 @@
 
 #include <memory>
 
-#include "engine/cuda/kernel_candidates.h"
 #include "engine/cuda/rank_ops.h"
 #include "engine/cuda/reference_ops.h"
 
@@ -22,9 +21,7 @@ constexpr int kEmulatedSmCount = 58;
 
 class EmulatedOps final : public RankOps {
  public:
-  // `candidates` as CudaOps::Options has them.
-  EmulatedOps(Communicator& comm, int rank, size_t memory_limit, const KernelCandidates& candidates = {})
-      : host_(comm, rank, memory_limit), candidates_(candidates) {}
+  EmulatedOps(Communicator& comm, int rank, size_t memory_limit) : host_(comm, rank, memory_limit) {}
 
   Result<void*> Alloc(size_t bytes) override { return host_.Alloc(bytes); }
   void Free(void* p) override { host_.Free(p); }
@@ -73,7 +70,6 @@ class EmulatedOps final : public RankOps {
 
  private:
   ReferenceOps host_;
-  const KernelCandidates candidates_;
 };
 
 }  // namespace temper::engine::cuda

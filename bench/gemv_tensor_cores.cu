@@ -1,17 +1,15 @@
-// The decode GEMV on the tensor cores: the products of LaunchGemvBf16 and LaunchGemvGeglu
-// (gemv_bf16.cu) for 1-8 activation rows, with the activations rounded to bf16. CudaOps uses it
-// in their place only when asked (KernelCandidates::tensor_core_gemv_run_bytes), until a GPU
-// run shows whether it reads the weights as fast as the SIMT kernel at 1 row and faster at 8
-// (bench/RESULTS.md, issue 25's batch-8 goal). The run that decides keeps one of the two.
+// The decode GEMV on the tensor cores (gemv_tensor_cores.h), a kernel candidate for
+// engine/cuda/gemv_bf16.cu: the run that decides it follows the rule in bench/RESULTS.md ("The
+// rule for the decision", the tensor-core GEMV).
 //
 // Why: at 8 activation rows the SIMT kernel spends 64 FMAs and 4-16 activation loads on each 16
 // bytes of weights and reads at 41-57% of the copy bandwidth on an H200; one mma.sync m16n8k16
 // takes a 16 x 16 weight tile against 8 activation rows at once, the same instructions at 1 row
-// as at 8. Earlier tensor-core layouts (bench/gemv_mma.cu) read at 81-85% at 8 rows but 84-91% at
-// 1 row, where the SIMT kernel reads at 98-103%. In all of them a lane loaded its own fragment
-// pieces, so one load instruction read 64 bytes of each of 8 rows, where the SIMT kernel's reads
-// 512 contiguous bytes of one row. This kernel reads as the SIMT kernel does and reorders through
-// shared memory.
+// as at 8. Earlier tensor-core layouts (gemv_mma.cu, deleted once an H200 had timed them:
+// bench/RESULTS.md) read at 81-85% at 8 rows but 84-91% at 1 row, where the SIMT kernel reads at
+// 98-103%. In all of them a lane loaded its own fragment pieces, so one load instruction read 64
+// bytes of each of 8 rows, where the SIMT kernel's reads 512 contiguous bytes of one row. This
+// kernel reads as the SIMT kernel does and reorders through shared memory.
 //
 // Layout: a block is one tile of 16 weight rows, the MMA's A: 16 outputs of the parts'
 // concatenation, or 8 GeGLU outputs (their gate rows, then their up rows). Its warps each take a
@@ -25,27 +23,31 @@
 // load and 1 MMA. The warps' partial sums meet in shared memory and are added in warp order.
 //
 // Numerics: B must be bf16, so the activations are rounded to nearest even, as the prefill GEMM's
-// operands already are (rank_forward.cpp); the products are exact and summed in fp32. An output's
-// sums depend on neither the other rows (an MMA's column j reads only B's column j) nor `rows`:
-// a verification pass's rows equal a decode step's, as with the SIMT kernel.
+// operands already are (engine/cuda/rank_forward.cpp); the products are exact and summed in fp32.
+// An output's sums depend on neither the other rows (an MMA's column j reads only B's column j)
+// nor `rows`: a verification pass's rows equal a decode step's, as with the SIMT kernel.
+#include "bench/gemv_tensor_cores.h"
+
 #include <cuda_runtime.h>
 
 #include <string>
 
+#include "bench/mma_fragments.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemv_kernel.h"
 #include "engine/cuda/grid_dependency.h"
-#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
-#include "engine/cuda/kernels.h"
-#include "engine/cuda/mma_fragments.h"
 
-namespace temper::engine::cuda {
+namespace temper::bench {
 namespace {
 
-using detail::S;
+using engine::cuda::AwaitPriorGrid;
+using engine::cuda::GemvParts;
+using engine::cuda::detail::S;
 using mma::Mma;
 using mma::PackBf16;
+namespace gemv = engine::cuda::gemv;
+namespace math = engine::cuda::math;
 
 constexpr int kTileRows = 16;  // weight rows of a block: the MMA's M
 constexpr int kColumns = 8;    // activation rows of one MMA: its N
@@ -201,8 +203,6 @@ __global__ void __launch_bounds__(Staging<kRunBytes>::kWarps * 32, Staging<kRunB
 
 bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-bool TensorCoresTake(int in, int run_bytes) { return run_bytes != 0 && in % kChunk == 0; }
-
 Status Launch(const float* x, const Products& products, int rows, int in, int run_bytes, cudaStream_t stream,
               const std::string& what) {
   std::string wrong;
@@ -252,25 +252,4 @@ Status LaunchGemvGegluTensorCores(const float* x, const uint16_t* gate, const ui
   return Launch(x, Products{parts, out, true}, rows, in, run_bytes, stream, "GEMV GeGLU");
 }
 
-Status LaunchDecodeGemv(const float* x, const GemvParts& parts, int rows, int in, int tensor_core_run_bytes,
-                        cudaStream_t stream) {
-  if (TensorCoresTake(in, tensor_core_run_bytes)) {
-    return LaunchGemvTensorCores(x, parts, rows, in, tensor_core_run_bytes, stream);
-  }
-  return LaunchGemvBf16(x, parts, rows, in, stream);
-}
-
-Status LaunchDecodeGemvGeglu(const float* x, const uint16_t* gate, const uint16_t* up, float* y, int rows, int in,
-                             int out, int tensor_core_run_bytes, cudaStream_t stream) {
-  if (TensorCoresTake(in, tensor_core_run_bytes)) {
-    return LaunchGemvGegluTensorCores(x, gate, up, y, rows, in, out, tensor_core_run_bytes, stream);
-  }
-  return LaunchGemvGeglu(x, gate, up, y, rows, in, out, stream);
-}
-
-Status LoadGemvTensorCoreKernels(AwaitingKernels* awaiting) {
-  TEMPER_RETURN_IF_ERROR(LoadKernelCode(GemvTensorCoreKernel<256>, "GemvTensorCoreKernel<256>", awaiting));
-  return LoadKernelCode(GemvTensorCoreKernel<512>, "GemvTensorCoreKernel<512>", awaiting);
-}
-
-}  // namespace temper::engine::cuda
+}  // namespace temper::bench

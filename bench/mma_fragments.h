@@ -1,9 +1,8 @@
 // One warp-wide tensor-core product, mma.sync m16n8k16 with bf16 operands and fp32 accumulators,
-// and the packing of its operands: for the tensor-core GEMV (gemv_tensor_cores.cu), the tensor-core
-// attention (attention_tensor_cores.cu) and the GEMV layouts under bench/ (gemv_mma.cu). On a GPU
-// it is the PTX instruction; in the SIMT emulator (temper_cuda_emulated_tests) the same product is
-// gathered from the fragments with shuffles and summed in k order, so a kernel's fragment layout
-// is checked on the CPU.
+// and the packing of its operands, for the kernel candidates on the tensor cores
+// (gemv_tensor_cores.cu, attention_tensor_cores.cu). On a GPU it is the PTX instruction; in the
+// SIMT emulator (temper_cuda_emulated_tests) the same product is gathered from the fragments with
+// shuffles and summed in k order, so a kernel's fragment layout is checked on the CPU.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once
@@ -14,7 +13,9 @@
 
 #include "engine/cuda/kernel_math.h"
 
-namespace temper::engine::cuda::mma {
+namespace temper::bench::mma {
+
+namespace math = engine::cuda::math;
 
 // Two floats as one bf16 pair of an MMA operand, rounded to nearest even, `lo` in the low half.
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
@@ -74,4 +75,4 @@ __device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uin
 #endif
 }
 
-}  // namespace temper::engine::cuda::mma
+}  // namespace temper::bench::mma

@@ -1,8 +1,7 @@
-// Decode attention's split kernel on the tensor cores: the outputs and partials of LaunchAttention
-// (attention.cu), with queries, keys and softmax weights rounded to bf16, at every head_dim it takes.
-// CudaOps uses it in the SIMT kernel's place only when asked (KernelCandidates, CudaBackendOptions)
-// until a GPU run shows whether it is faster (bench/RESULTS.md, issue 25's 8 K goal). The run that
-// decides keeps one of the two.
+// Decode attention's split kernel on the tensor cores (attention_tensor_cores.h), a kernel
+// candidate for engine/cuda/attention.cu's SIMT split kernel: the run that decides it follows the
+// rule in bench/RESULTS.md ("The rule for the decision", the tensor-core attention; issue 25's 8 K
+// goal).
 //
 // Why: on an H200 (2026-11-27, bench/RESULTS.md) the SIMT kernel takes 134-137 us for a tp 1 full
 // layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs about 15 us
@@ -43,6 +42,8 @@
 // operands; products are exact and summed in fp32. Each head's sum of weights is the sum of the
 // rounded weights, so an output is a true weighted mean of the values. Outputs stay independent of
 // the other rows of a pass and of its row count, as the SIMT kernel's are.
+#include "bench/attention_tensor_cores.h"
+
 #include <cuda_runtime.h>
 
 #include <cmath>
@@ -50,20 +51,25 @@
 #include <string>
 #include <type_traits>
 
+#include "bench/mma_fragments.h"
 #include "engine/cuda/attention_kernel.h"
 #include "engine/cuda/attention_launch.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/grid_dependency.h"
-#include "engine/cuda/kernel_loading.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
-#include "engine/cuda/mma_fragments.h"
 
-namespace temper::engine::cuda {
+namespace temper::bench {
 namespace {
 
+using engine::cuda::AwaitPriorGrid;
+using engine::cuda::HeadRange;
+using engine::cuda::KvLayerView;
+using engine::cuda::RowTables;
 using mma::Mma;
 using mma::PackBf16;
+namespace attention = engine::cuda::attention;
+namespace math = engine::cuda::math;
 
 constexpr int kHeads = 8;      // query heads a block: the value MMA's columns
 constexpr int kTileKeys = 16;  // keys every warp takes at once: the value MMA's k
@@ -317,18 +323,28 @@ void LaunchOrder(const KvLayerView& kv, const float* q, const float* k, const fl
 
 }  // namespace
 
+const char* TensorCoreAttentionOrderName(TensorCoreAttentionOrder order) {
+  switch (order) {
+    case TensorCoreAttentionOrder::kValuesAfterScores:
+      return "values loaded after the scores";
+    case TensorCoreAttentionOrder::kValuesWithKeys:
+      return "values loaded with the keys";
+  }
+  return "unknown order";
+}
+
 Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
                                   int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                                  TensorCoreAttention order, cudaStream_t stream) {
+                                  TensorCoreAttentionOrder order, cudaStream_t stream) {
   constexpr const char* kWhat = "attention on the tensor cores";
-  TEMPER_RETURN_IF_ERROR(CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
-  if (order == TensorCoreAttention::kOff) {
-    return Status::InvalidArgument(std::string(kWhat) +
-                                   ": no order of a tile's loads given (TensorCoreAttention::kOff)");
+  TEMPER_RETURN_IF_ERROR(engine::cuda::CheckAttentionArguments(kWhat, kv, rows, heads, splits, partials));
+  if (order != TensorCoreAttentionOrder::kValuesAfterScores && order != TensorCoreAttentionOrder::kValuesWithKeys) {
+    return Status::InvalidArgument(std::string(kWhat) + ": order " + std::to_string(static_cast<int>(order)) +
+                                   " is not one of TensorCoreAttentionOrder's values");
   }
-  TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim(kWhat, kv.head_dim, [&](auto hd) {
+  TEMPER_RETURN_IF_ERROR(engine::cuda::ForAttentionHeadDim(kWhat, kv.head_dim, [&](auto hd) {
     constexpr int HD = decltype(hd)::value;
-    if (order == TensorCoreAttention::kValuesWithKeys) {
+    if (order == TensorCoreAttentionOrder::kValuesWithKeys) {
       LaunchOrder<HD, true>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
     } else {
       LaunchOrder<HD, false>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
@@ -336,35 +352,8 @@ Status LaunchAttentionTensorCores(const KvLayerView& kv, const float* q, const f
   }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
-  return LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions, kv.window,
-                              kv.sliding, stream);
+  return engine::cuda::LaunchAttentionMerge(partials, out, rows, heads.q_heads, kv.head_dim, splits, t.positions,
+                                            kv.window, kv.sliding, stream);
 }
 
-Status LaunchDecodeAttention(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out,
-                             int rows, const RowTables& t, const HeadRange& heads, int splits, float* partials,
-                             TensorCoreAttention tensor_cores, cudaStream_t stream) {
-  if (tensor_cores != TensorCoreAttention::kOff) {
-    return LaunchAttentionTensorCores(kv, q, k, v, out, rows, t, heads, splits, partials, tensor_cores, stream);
-  }
-  return LaunchAttention(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-}
-
-Status LoadAttentionTensorCoreKernels(AwaitingKernels* awaiting) {
-  Status status;
-  auto load = [&](auto hd) {
-    constexpr int HD = decltype(hd)::value;
-    for (Status loaded :
-         {LoadKernelCode(AttentionTensorCoreKernel<HD, false, false>, "AttentionTensorCoreKernel", awaiting),
-          LoadKernelCode(AttentionTensorCoreKernel<HD, true, false>, "AttentionTensorCoreKernel", awaiting),
-          LoadKernelCode(AttentionTensorCoreKernel<HD, false, true>, "AttentionTensorCoreKernel", awaiting),
-          LoadKernelCode(AttentionTensorCoreKernel<HD, true, true>, "AttentionTensorCoreKernel", awaiting)}) {
-      if (status.ok()) status = loaded;
-    }
-  };
-  for (int hd : {32, 64, 128, 256, 512}) {
-    TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention on the tensor cores", hd, load));
-  }
-  return status;
-}
-
-}  // namespace temper::engine::cuda
+}  // namespace temper::bench

@@ -1,4 +1,4 @@
-// The attention on the tensor cores (attention_tensor_cores.cu) against a CPU model of its own
+// The attention candidate on the tensor cores (bench/attention_tensor_cores.h) against a CPU model of its own
 // numerics (queries and keys rounded to bf16 as its MMA operands are, scores and weights in double)
 // and against the SIMT kernel on the same inputs: sliding rings with K, full layers rebuilding K
 // from V and full layers with K, cache keys and this pass's fresh keys, tiles cut short, one split
@@ -12,20 +12,28 @@
 #include <cstdint>
 #include <vector>
 
+#include "bench/attention_tensor_cores.h"
 #include "engine/cuda/attention_inputs.h"
 #include "engine/cuda/kernel_harness.h"
 #include "engine/cuda/kernel_math.h"
 #include "engine/cuda/kernels.h"
 #include "engine/cuda_test_support.h"
+#include "engine/model/bf16.h"
 
-namespace temper::engine::cuda {
+namespace temper::bench {
 namespace {
 
-using testing::AttentionCase;
-using testing::AttentionDevice;
-using testing::AttentionHost;
-using testing::DeviceVec;
-using testing::Near;
+using engine::Bf16ToFloat;
+using engine::RoundToBf16;
+using engine::cuda::HeadRange;
+using engine::cuda::KvLayerView;
+using engine::cuda::RowTables;
+using engine::cuda::testing::AttentionCase;
+using engine::cuda::testing::AttentionDevice;
+using engine::cuda::testing::AttentionHost;
+using engine::cuda::testing::DeviceVec;
+using engine::cuda::testing::Near;
+namespace math = engine::cuda::math;
 
 // The tensor-core kernel's numerics in double: output = Σ w·v / Σ w with w = exp(s − max) over the row's
 // visible keys, s = bf16(q) · bf16(K), K rebuilt in fp32 (as the kernel does) on k_eq_v layers.
@@ -86,25 +94,20 @@ float LargestDifference(const std::vector<float>& a, const std::vector<float>& b
 }
 
 void Compare(const AttentionCase& c) {
-  INFO(testing::Describe(c));
+  INFO(engine::cuda::testing::Describe(c));
   // Queries small enough that scores of a few units let many keys weigh in each output.
   const AttentionHost h(c, /*window_tokens=*/40, /*ring_rows=*/44, /*q_scale=*/0.15f);
   const AttentionDevice d(c, h);
-  // Both orders of a tile's loads, which compute the same sums; and the rank's choice with the
-  // tensor cores asked for, which is this kernel.
-  std::vector<float> by_order[3];
-  const TensorCoreAttention orders[3] = {TensorCoreAttention::kValuesAfterScores, TensorCoreAttention::kValuesWithKeys,
-                                         TensorCoreAttention::kValuesWithKeys};
-  for (int i = 0; i < 3; ++i) {
+  // Both orders of a tile's loads, which compute the same sums.
+  std::vector<float> by_order[2];
+  for (int i = 0; i < 2; ++i) {
     DeviceVec got(std::vector<float>(d.outputs, NAN)), got_part(std::vector<float>(d.partials, NAN));
-    const auto launch = i < 2 ? LaunchAttentionTensorCores : LaunchDecodeAttention;
-    REQUIRE(launch(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t, d.heads, c.splits,
-                   got_part.get(), orders[i], nullptr)
+    REQUIRE(LaunchAttentionTensorCores(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), got.get(), h.rows, d.t,
+                                       d.heads, c.splits, got_part.get(), kTensorCoreAttentionOrders[i], nullptr)
                 .ok());
     by_order[i] = got.Read();
   }
   REQUIRE(by_order[0] == by_order[1]);
-  REQUIRE(by_order[0] == by_order[2]);
   const std::vector<float>& candidate = by_order[0];
   for (size_t i = d.outputs - size_t(c.q_heads) * c.hd; i < d.outputs; ++i) REQUIRE(candidate[i] == 0.0f);  // padding
 
@@ -116,15 +119,15 @@ void Compare(const AttentionCase& c) {
 
   // The SIMT kernel: the bf16 queries and keys move scores by a few hundredths.
   DeviceVec want(std::vector<float>(d.outputs, NAN)), want_part(std::vector<float>(d.partials, NAN));
-  REQUIRE(LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), want.get(), h.rows, d.t, d.heads, c.splits,
-                          want_part.get(), nullptr)
+  REQUIRE(engine::cuda::LaunchAttention(d.kv, d.q.get(), d.fresh_k.get(), d.fresh_v.get(), want.get(), h.rows, d.t,
+                                        d.heads, c.splits, want_part.get(), nullptr)
               .ok());
   const std::vector<float> engine = want.Read();
   INFO("largest difference from the SIMT kernel " << LargestDifference(candidate, engine));
   Near(candidate, engine, 5e-2f, 0.0f);
 }
 
-TEST_CASE("the tensor-core attention computes attention with bf16 queries, keys and weights") {
+TEST_CASE("the tensor-core attention candidate computes attention with bf16 queries, keys and weights") {
   TEMPER_SKIP_WITHOUT_KERNELS();
   // Decode rows (one row, many splits: tiles of 16 keys cut short) and prefill chunks (one split)
   // with fresh keys, a sliding window that wraps its ring, and groups of 2 to 16 (two blocks).
@@ -148,9 +151,9 @@ TEST_CASE("the tensor-core attention computes attention with bf16 queries, keys 
   }
 }
 
-TEST_CASE("the tensor-core attention refuses what the SIMT kernel refuses, and no load order") {
+TEST_CASE("the tensor-core attention candidate refuses what the SIMT kernel refuses, and an unknown load order") {
   TEMPER_SKIP_WITHOUT_KERNELS();
-  constexpr TensorCoreAttention kAfter = TensorCoreAttention::kValuesAfterScores;
+  constexpr TensorCoreAttentionOrder kAfter = TensorCoreAttentionOrder::kValuesAfterScores;
   const KvLayerView v_only{.head_dim = 512};  // no K, and no k_norm or RoPE tables to rebuild it
   const Status s = LaunchAttentionTensorCores(v_only, nullptr, nullptr, nullptr, nullptr, 1, RowTables{},
                                               HeadRange{8, 0, 8, 0}, 1, nullptr, kAfter, nullptr);
@@ -162,11 +165,12 @@ TEST_CASE("the tensor-core attention refuses what the SIMT kernel refuses, and n
                  .message(),
              Catch::Contains("attention on the tensor cores: head_dim 96 is not 32, 64, 128, 256 or 512"));
   const KvLayerView at_256{.k = reinterpret_cast<uint16_t*>(16), .head_dim = 256};
-  CHECK_THAT(LaunchAttentionTensorCores(at_256, nullptr, nullptr, nullptr, nullptr, 1, RowTables{},
-                                        HeadRange{8, 0, 2, 0}, 1, nullptr, TensorCoreAttention::kOff, nullptr)
-                 .message(),
-             Catch::Contains("no order of a tile's loads given"));
+  CHECK_THAT(
+      LaunchAttentionTensorCores(at_256, nullptr, nullptr, nullptr, nullptr, 1, RowTables{}, HeadRange{8, 0, 2, 0}, 1,
+                                 nullptr, static_cast<TensorCoreAttentionOrder>(7), nullptr)
+          .message(),
+      Catch::Contains("attention on the tensor cores: order 7 is not one of TensorCoreAttentionOrder's values"));
 }
 
 }  // namespace
-}  // namespace temper::engine::cuda
+}  // namespace temper::bench
