@@ -13,7 +13,6 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/constrain/json_schema_grammar.h"
 #include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/cuda_backend.h"
 
@@ -129,12 +128,7 @@ Result<engine::ChatRequest> ToEngineRequest(const ChatRequest& request, uint64_t
   // Gemma 3's calls are JSON: under the grammar by default even when the reply may be text.
   out.constrain_auto_tool_calls = constrain;
   if (!constrain) return out;
-  if (!request.answer_schema.is_null()) {
-    Result<engine::Grammar> grammar = engine::JsonSchemaGrammar(request.answer_schema);
-    if (!grammar.ok()) return grammar.status().WithContext("answer_schema");
-    out.grammar = std::make_shared<const engine::Grammar>(std::move(*grammar));
-    out.grammar_key = request.answer_schema.dump();
-  }
+  out.answer_schema = request.answer_schema;  // the engine compiles it, naming what it cannot honour
   if (request.require_tool_call) out.tool_choice = engine::ToolChoice::kRequired;
   return out;
 }

@@ -1,10 +1,12 @@
 #include "engine/serve/chat_engine.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "engine/constrain/json_schema_grammar.h"
 #include "engine/constrain/json_tool_call_grammar.h"
 #include "engine/constrain/schema_refs.h"
 #include "engine/constrain/tool_call_grammar.h"
@@ -249,34 +251,46 @@ Result<std::pair<std::shared_ptr<const Grammar>, std::string>> ToolCallConstrain
       fmt::format("json tool calls{}{} {}", allow_text ? " or text" : "", allow_several ? "" : " (one)", key.dump()));
 }
 
+// The grammar of a reply that keeps to `schema`, and its key (the schema's text), or
+// InvalidArgument "answer_schema: ..." naming what the grammar cannot honour and where.
+Result<std::pair<std::shared_ptr<const Grammar>, std::string>> AnswerSchemaConstraint(
+    const nlohmann::ordered_json& schema) {
+  Result<Grammar> grammar = JsonSchemaGrammar(schema);
+  if (!grammar.ok()) return grammar.status().WithContext("answer_schema");
+  return std::make_pair(std::make_shared<const Grammar>(std::move(*grammar)), schema.dump());
+}
+
 }  // namespace
 
 Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
   const ToolCallSyntax syntax = format_.tool_call_syntax();
   const std::vector<ToolDeclaration>& tools = request.conversation.tools;
-  // A reply under the caller's own grammar (response_format) is its content, whatever it spells.
+  // The reply's grammar, and the key its masks are shared under; none: unconstrained.
+  std::shared_ptr<const Grammar> grammar;
+  std::string grammar_key;
+  const bool answer_schema = !request.answer_schema.is_null();
+  // A reply under the caller's own schema is its content, whatever it spells.
   std::vector<std::string> callable;
-  if (!request.grammar) {
+  if (!answer_schema) {
     for (const ToolDeclaration& t : tools) callable.push_back(t.name);
   }
   bool text_or_call = false;
-  if (request.tool_choice == ToolChoice::kRequired) {
-    if (request.grammar) {
-      return Status::InvalidArgument("a required tool call and a grammar for the reply cannot be combined");
+  if (answer_schema) {
+    if (request.tool_choice == ToolChoice::kRequired) {
+      return Status::InvalidArgument(
+          "answer_schema: a required tool call and a schema for the reply cannot be combined");
     }
-    TEMPER_ASSIGN_OR_RETURN(auto calls, ToolCallConstraint(syntax, tools, request.required_function,
-                                                           /*allow_text=*/false, request.parallel_tool_calls));
-    request.grammar = std::move(calls.first);
-    request.grammar_key = std::move(calls.second);
-  } else if (syntax == ToolCallSyntax::kJsonObject && !tools.empty() && !request.grammar &&
-             request.constrain_auto_tool_calls) {
-    TEMPER_ASSIGN_OR_RETURN(auto calls,
+    TEMPER_ASSIGN_OR_RETURN(std::tie(grammar, grammar_key), AnswerSchemaConstraint(request.answer_schema));
+  } else if (request.tool_choice == ToolChoice::kRequired) {
+    TEMPER_ASSIGN_OR_RETURN(std::tie(grammar, grammar_key),
+                            ToolCallConstraint(syntax, tools, request.required_function,
+                                               /*allow_text=*/false, request.parallel_tool_calls));
+  } else if (syntax == ToolCallSyntax::kJsonObject && !tools.empty() && request.constrain_auto_tool_calls) {
+    TEMPER_ASSIGN_OR_RETURN(std::tie(grammar, grammar_key),
                             ToolCallConstraint(syntax, tools, "", /*allow_text=*/true, request.parallel_tool_calls));
-    request.grammar = std::move(calls.first);
-    request.grammar_key = std::move(calls.second);
     text_or_call = true;
   }
-  if (request.grammar) request.conversation.enable_thinking = false;
+  if (grammar) request.conversation.enable_thinking = false;
   TEMPER_ASSIGN_OR_RETURN(RenderedPrompt prompt, RenderPrompt(std::move(request.conversation)));
   GenerateRequest g;
   const auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
@@ -295,8 +309,8 @@ Result<std::shared_ptr<ChatStream>> ChatEngine::Submit(ChatRequest request) {
     g.max_tokens = std::max<int64_t>(1, scheduler_->backend().context_limit() - prompt_tokens);
   }
   g.stop_strings = std::move(request.stop_strings);
-  if (request.grammar) {
-    TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(request.grammar_key, std::move(request.grammar)));
+  if (grammar) {
+    TEMPER_ASSIGN_OR_RETURN(g.grammar, MasksFor(grammar_key, std::move(grammar)));
   }
   const int64_t text_cut_at = text_or_call ? g.max_tokens : 0;
   TEMPER_ASSIGN_OR_RETURN(std::shared_ptr<RequestStream> stream, scheduler_->Submit(std::move(g)));

@@ -35,6 +35,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/log.h"
 #include "common/status.h"
 #include "engine/backend.h"
@@ -55,21 +57,21 @@ struct ChatRequest {
   SamplingParams sampling;    // stop_tokens are added to the format's
   int64_t max_tokens = 1024;  // generated tokens; 0: as many as the context leaves after the prompt
   std::vector<std::string> stop_strings;
-  // When set, the reply is a sentence of this grammar (response_format's JSON schema), written as
-  // plain content: thinking is turned off for the request. `grammar_key` names it (the schema's
-  // text): requests with the same key share its masks.
-  std::shared_ptr<const Grammar> grammar;
-  std::string grammar_key;
+  // When not null, the reply is JSON that keeps to this schema (response_format's json_schema, a
+  // role's answer schema), written as plain content under the grammar Submit compiles from it
+  // (JsonSchemaGrammar): thinking is turned off for the request. Ordered, so properties are
+  // generated in the order the schema lists them. Requests with the same schema share its masks.
+  nlohmann::ordered_json answer_schema;
   // kRequired: the reply is one or more tool calls and nothing else, their arguments keeping to
   // the tools' schemas (ToolCallGrammar; JsonToolCallGrammar for Gemma 3) — of any tool offered, or
-  // of `required_function` alone when it is set. Not together with `grammar`.
+  // of `required_function` alone when it is set. Not together with `answer_schema`.
   ToolChoice tool_choice = ToolChoice::kAuto;
   std::string required_function;
   // false: at most one tool call (OpenAI's parallel_tool_calls). Generation is cancelled as soon as
   // the first call is parsed and the reply ends there with kToolCalls; what the scheduler decoded
   // after it is dropped. Gemma 3's grammar then allows one JSON call, not an array.
   bool parallel_tool_calls = true;
-  // Gemma 3 (JSON calls), tools offered, kAuto and no `grammar`: the reply is text or a call under
+  // Gemma 3 (JSON calls), tools offered, kAuto and no `answer_schema`: the reply is text or a call under
   // JsonToolCallGrammar (allow_text). false leaves such a reply unconstrained.
   bool constrain_auto_tool_calls = true;
   int logprobs = -1;  // GenerateRequest::logprobs
@@ -148,7 +150,9 @@ class ChatEngine {
 
   // Renders and queues a request. Errors: InvalidArgument naming the message, tool or parameter
   // (ChatFormat::Render's and Scheduler::Submit's; a required tool call with no tools, or naming a
-  // tool not offered; a tool schema the grammar cannot honour, by path), OutOfRange when the prompt plus max_tokens do
+  // tool not offered; a tool schema the grammar cannot honour, by path; an answer_schema the
+  // grammar cannot honour, or one with a required tool call, as "answer_schema: <what and where>",
+  // checked before anything else of the request), OutOfRange when the prompt plus max_tokens do
   // not fit the context ("the prompt's N tokens plus max_tokens M exceed the context limit ..."),
   // ResourceExhausted when the queue is full.
   Result<std::shared_ptr<ChatStream>> Submit(ChatRequest request);

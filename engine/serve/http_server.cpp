@@ -12,7 +12,6 @@
 #include <nlohmann/json.hpp>
 
 #include "common/process_metrics.h"
-#include "engine/constrain/json_schema_grammar.h"
 #include "engine/serve/http_listener.h"
 #include "engine/serve/json_depth.h"
 #include "engine/serve/openai_conversation.h"
@@ -244,8 +243,9 @@ struct ParsedChat {
 };
 
 // response_format: "text" (or absent), "json_object" (any object), or "json_schema" with the schema the
-// reply must keep to, compiled to a grammar the sampler enforces. The schema is read from the raw
-// body as ordered JSON: its properties are generated in the order the client wrote them.
+// reply must keep to, which the chat engine compiles to a grammar the sampler enforces (a schema it
+// cannot honour comes back from Submit, see ServeChat). The schema is read from the raw body as
+// ordered JSON: its properties are generated in the order the client wrote them.
 std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequest& r) {
   const nlohmann::ordered_json body = nlohmann::ordered_json::parse(raw_body, nullptr, false);
   auto format = body.find("response_format");
@@ -254,7 +254,7 @@ std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequ
     return BadParam("response_format", "'response_format' must be an object with a 'type'");
   }
   const std::string type = (*format)["type"].get<std::string>();
-  nlohmann::ordered_json schema;
+  nlohmann::ordered_json& schema = r.answer_schema;
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     schema = {{"type", "object"}};
@@ -265,17 +265,15 @@ std::optional<ApiError> ReadResponseFormat(const std::string& raw_body, ChatRequ
                       "'response_format.json_schema' must be an object with the 'schema' the reply keeps to");
     }
     schema = (*spec)["schema"];
+    // A null answer_schema would mean no schema at all, so it is refused here as the grammar would.
+    if (schema.is_null()) {
+      return BadParam("response_format.json_schema.schema",
+                      "'response_format.json_schema': schema: a schema must be an object");
+    }
   } else {
     return BadParam("response_format.type",
                     fmt::format("'response_format.type' must be text, json_object or json_schema, got '{}'", type));
   }
-  Result<Grammar> grammar = JsonSchemaGrammar(schema);
-  if (!grammar.ok()) {
-    return BadParam("response_format.json_schema.schema",
-                    fmt::format("'response_format.json_schema': {}", grammar.status().message()));
-  }
-  r.grammar = std::make_shared<const Grammar>(std::move(*grammar));
-  r.grammar_key = schema.dump();
   return std::nullopt;
 }
 
@@ -312,7 +310,7 @@ std::optional<ApiError> ParseChat(const json& body, const std::string& raw_body,
   if (auto e = ReadStreamFlags(body, p.stream, p.include_usage)) return e;
   if (auto e = ReadResponseFormat(raw_body, r)) return e;
   if (auto e = ReadChatLogprobs(body, r.logprobs)) return e;
-  if (r.grammar && r.tool_choice == ToolChoice::kRequired) {
+  if (!r.answer_schema.is_null() && r.tool_choice == ToolChoice::kRequired) {
     return BadParam("response_format", "'response_format' and a required tool call ('tool_choice') cannot be combined");
   }
   return std::nullopt;
@@ -557,8 +555,15 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
   if (!submitted.ok()) {
     ApiError e = FromStatus(submitted.status());
+    constexpr std::string_view kSchemaError = "answer_schema: ";
     if (submitted.status().code() == StatusCode::kInvalidArgument &&
-        submitted.status().message().starts_with("messages")) {
+        submitted.status().message().starts_with(kSchemaError)) {
+      // The chat engine names the schema as its own field; the client wrote it as response_format's.
+      e.param = "response_format.json_schema.schema";
+      e.message = fmt::format("'response_format.json_schema': {}",
+                              std::string_view(submitted.status().message()).substr(kSchemaError.size()));
+    } else if (submitted.status().code() == StatusCode::kInvalidArgument &&
+               submitted.status().message().starts_with("messages")) {
       e.param = "messages";
     } else if (submitted.status().code() == StatusCode::kInvalidArgument &&
                submitted.status().message().starts_with("tools")) {

@@ -196,5 +196,36 @@ TEST_CASE("chat requests are checked, cancellable, and tokens can be counted", "
   CHECK(engine->CountTokens("<turn|>") > 1);
 }
 
+TEST_CASE("the engine compiles a request's answer schema: the reply keeps to it, and a bad one is named",
+          "[engine][chat][constrain]") {
+  auto backend = ServingBackend();
+  auto engine = MakeChatEngine(*backend);
+
+  // The random model's reply, under the schema's grammar, is one of the schema's values.
+  ChatRequest verdict = Ask("Pass or fail?", 16);
+  verdict.answer_schema = nlohmann::ordered_json::parse(R"({"enum": ["pass", "fail"]})");
+  const ChatEvent reply = RunChat(*engine, verdict);
+  INFO(reply.content);
+  REQUIRE(reply.finish == ChatFinish::kStop);
+  CHECK((reply.content == R"("pass")" || reply.content == R"("fail")"));
+
+  // A schema the grammar cannot honour is refused before anything runs, naming what and where.
+  ChatRequest lookahead = Ask("hi");
+  lookahead.answer_schema = {{"type", "string"}, {"pattern", "(?=a)"}};
+  auto refused = engine->Submit(lookahead);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.status().code() == StatusCode::kInvalidArgument);
+  CHECK(refused.status().message() == "answer_schema: schema/pattern: lookahead '(?=' at offset 0 is not supported");
+
+  ChatRequest with_call = Ask("hi");
+  with_call.conversation.tools.push_back({"run", "runs a command", {{"type", "object"}}});
+  with_call.tool_choice = ToolChoice::kRequired;
+  with_call.answer_schema = {{"type", "object"}};
+  auto both = engine->Submit(with_call);
+  REQUIRE_FALSE(both.ok());
+  CHECK(both.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(both.status().message(), Catch::StartsWith("answer_schema: a required tool call"));
+}
+
 }  // namespace
 }  // namespace temper::engine::testing
