@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/bench_timing.h"
-#include "engine/cpu/cpu_backend.h"
+#include "engine/open_backend.h"
 #include "engine/serve/openai_conversation.h"
 #include "engine/serve/output_history.h"
 #include "engine/serve/prompt_lookup.h"
@@ -223,15 +223,14 @@ Status RunLookupAcceptance(const std::string& transcript, const std::string& tok
   return Status::OK();
 }
 
-Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
-                     const VerifyCostOptions& o) {
-  CpuBackendOptions options;
-  options.threads = o.threads;
-  options.max_context = o.context + kMaxDraftTokens + 1;
-  options.kv.max_sequences = 1;
-  options.kv.max_tokens = options.max_context;
-  options.drafter = o.drafter;
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
+Status RunVerifyCost(const LoadedModel& model, const VerifyCostOptions& o) {
+  const ModelConfig& config = model.config;
+  BackendSpec spec;  // the CPU backend
+  spec.threads = o.threads;
+  spec.max_context = o.context + kMaxDraftTokens + 1;
+  spec.kv.max_sequences = 1;
+  spec.kv.max_tokens = spec.max_context;
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(spec, model));
   std::vector<int32_t> tokens(static_cast<size_t>(o.context + kMaxDraftTokens + 1));
   uint64_t s = 12345;
   for (int32_t& t : tokens)
@@ -261,14 +260,14 @@ Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeigh
     TEMPER_ASSIGN_OR_RETURN(const double ms, pass_ms(1 + k));
     std::printf("%4d %12.1f %18.2f\n", k, ms, ms / step);
   }
-  if (!o.drafter) return Status::OK();
+  if (!model.drafter) return Status::OK();
 
   // The drafter starts from the hidden state of the sequence's last row: feed one token more,
   // then draft (which changes nothing, so every timing sees the same state).
   ForwardItem next{seq, std::span<const int32_t>(tokens).subspan(static_cast<size_t>(o.context), 1), false};
   TEMPER_RETURN_IF_ERROR(backend->Forward({&next, 1}, {}).status());
-  std::printf("MTP draft steps, one Draft call (drafter hidden %d, %d layers):\n", o.drafter->config().text.hidden_size,
-              o.drafter->num_layers());
+  std::printf("MTP draft steps, one Draft call (drafter hidden %d, %d layers):\n",
+              model.drafter->config().text.hidden_size, model.drafter->num_layers());
   std::printf("%4s %12s %18s\n", "k", "draft ms", "x decode step");
   for (int k : {1, 2, 4, 8}) {
     const DraftRequest request{seq, tokens[static_cast<size_t>(o.context) + 1], 0, k};

@@ -27,9 +27,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "engine/model/drafter_weights.h"
-#include "engine/model/model_config.h"
-#include "engine/model/weights.h"
+#include "engine/loaded_model.h"
 
 namespace temper::engine::bench {
 
@@ -37,11 +35,10 @@ Status RunLookupAcceptance(const std::string& transcript, const std::string& tok
 
 struct VerifyCostOptions {
   int threads = 0;
-  int context = 512;                              // tokens before the timed passes
-  int reps = 9;                                   // timed passes per k (median)
-  std::shared_ptr<const DrafterWeights> drafter;  // also time its draft steps; null: none
+  int context = 512;  // tokens before the timed passes
+  int reps = 9;       // timed passes per k (median)
 };
-Status RunVerifyCost(const ModelConfig& config, std::shared_ptr<const ModelWeights> weights,
-                     const VerifyCostOptions& options);
+// With model.drafter set, also times its draft steps.
+Status RunVerifyCost(const LoadedModel& model, const VerifyCostOptions& options);
 
 }  // namespace temper::engine::bench

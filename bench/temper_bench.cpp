@@ -48,13 +48,13 @@
 #include "bench/bench_timing.h"
 #include "bench/speculation_bench.h"
 #include "common/log.h"
-#include "engine/cpu/cpu_backend.h"
 #include "engine/cuda/memory_plan.h"
 #include "engine/kv_cache.h"
 #include "engine/loaded_model.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 #include "engine/model/weights.h"
+#include "engine/open_backend.h"
 #include "engine/sampler.h"
 #include "engine/serve/scheduler.h"
 #include "engine/thread_pool.h"
@@ -202,15 +202,14 @@ Status Run(const Args& a) {
   const auto t0 = Clock::now();
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
   const ModelConfig& config = model.config;
-  std::shared_ptr<const ModelWeights> weights = model.weights;
-  CpuBackendOptions options;
-  options.tp = a.tp;
-  options.threads = threads;
+  BackendSpec spec;  // the CPU backend
+  spec.tp = a.tp;
+  spec.threads = threads;
   const int decoded = a.rounds * a.decode_tokens + 1;
-  options.max_context = std::min<int64_t>(config.max_position_embeddings, a.prompt_tokens + decoded);
-  options.kv.max_sequences = 1;
-  options.kv.max_tokens = options.max_context;
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
+  spec.max_context = std::min<int64_t>(config.max_position_embeddings, a.prompt_tokens + decoded);
+  spec.kv.max_sequences = 1;
+  spec.kv.max_tokens = spec.max_context;
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(spec, model));
   const double load_s = Seconds(t0, Clock::now());
   std::printf("model: %.3f B parameters, load %.2f s (%s)\n", config.ParameterCount() / 1e9, load_s,
               a.model_dir.empty() ? "synthetic weights generated" : "memory-mapped, pages fault in on first use");
@@ -272,14 +271,11 @@ Status Run(const Args& a) {
 Status RunVerifyCost(const Args& a) {
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  std::shared_ptr<const DrafterWeights> drafter;
   if (!a.drafter_synthetic.empty()) {
     TEMPER_ASSIGN_OR_RETURN(DrafterConfig config, LoadDrafterConfig(a.drafter_synthetic, model.config));
-    TEMPER_ASSIGN_OR_RETURN(drafter, DrafterWeights::Synthetic(config, 2));
+    TEMPER_ASSIGN_OR_RETURN(model.drafter, DrafterWeights::Synthetic(config, 2));
   }
-  return bench::RunVerifyCost(
-      model.config, model.weights,
-      bench::VerifyCostOptions{.threads = threads, .context = a.verify_context, .drafter = std::move(drafter)});
+  return bench::RunVerifyCost(model, bench::VerifyCostOptions{.threads = threads, .context = a.verify_context});
 }
 
 // ---- serving ----
@@ -347,17 +343,16 @@ Status RunServing(const Args& a) {
   const int threads = a.threads > 0 ? a.threads : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   TEMPER_ASSIGN_OR_RETURN(LoadedModel model, LoadBenchModel(a));
   const ModelConfig& config = model.config;
-  std::shared_ptr<const ModelWeights> weights = model.weights;
   std::printf("model: %.3f B parameters, window %d, threads %d\n", config.ParameterCount() / 1e9, config.sliding_window,
               threads);
-  CpuBackendOptions options;
-  options.threads = threads;
-  options.max_context =
+  BackendSpec spec;  // the CPU backend
+  spec.threads = threads;
+  spec.max_context =
       std::min<int64_t>(config.max_position_embeddings, 2 * a.serving_prompt + 2 * a.serving_suffix + 64);
-  options.kv.max_sequences = std::max(a.streams, 2);
-  options.kv.max_tokens = 2 * options.max_context + int64_t{a.streams} * (a.stream_tokens + 64);
-  options.kv.max_snapshots = 8;
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<CpuBackend> backend, CpuBackend::Create(config, weights, options));
+  spec.kv.max_sequences = std::max(a.streams, 2);
+  spec.kv.max_tokens = 2 * spec.max_context + int64_t{a.streams} * (a.stream_tokens + 64);
+  spec.kv.max_snapshots = 8;
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(spec, model));
   const Logger log(LogLevel::kWarning);
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*backend, SchedulerOptions{}, log));
 

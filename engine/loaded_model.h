@@ -2,7 +2,7 @@
 // tokenizer that belongs to it. The one way a model directory is loaded: `temper-lm` and the
 // roles' `inprocess` endpoint both come through here, so they agree on what a model directory
 // holds and what a bad one is told. Which backend runs the weights, with how much context and KV
-// memory, is the caller's choice (CpuBackend::Create(model.config, model.weights, options)).
+// memory, is the caller's choice (engine/open_backend.h: OpenBackend(spec, model)).
 //
 // A model directory holds config.json, model.safetensors (or shards listed in
 // model.safetensors.index.json) and tokenizer.json. A Gemma 3 GGUF file (llama.cpp's format, named

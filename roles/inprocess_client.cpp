@@ -10,11 +10,9 @@
 #include <utility>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "engine/cpu/cpu_backend.h"
-#include "engine/cuda/cuda_backend.h"
+#include "engine/open_backend.h"
 
 namespace temper {
 
@@ -171,49 +169,28 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
         who, endpoint.max_context, config.max_position_embeddings, config.max_position_embeddings);
     max_context = config.max_position_embeddings;
   }
-  engine::KvCacheOptions kv;
-  kv.max_sequences = options.max_sequences;
-  kv.max_snapshots = options.max_snapshots;
-  kv.max_tokens = options.kv_tokens > 0 ? options.kv_tokens : 4 * max_context;
+  engine::BackendSpec spec;
+  spec.devices.assign(endpoint.gpus.begin(), endpoint.gpus.end());
+  spec.tp = static_cast<int>(endpoint.tp);
+  spec.threads = options.cpu_threads;
+  spec.max_context = max_context;
+  spec.kv.max_sequences = options.max_sequences;
+  spec.kv.max_snapshots = options.max_snapshots;
+  spec.kv.max_tokens = options.kv_tokens > 0 ? options.kv_tokens : 4 * max_context;
+  // A pinned prefix copies every sliding layer's window: 210 MB per snapshot per GPU for the
+  // 31B model at tp 4, so an L4 holds a handful next to the weights, not the CPU's 32.
+  spec.device_max_snapshots = kGpuMaxSnapshots;
+  spec.max_rows = static_cast<int>(options.max_batch_tokens);
+  spec.kv_memory_fraction = endpoint.kv_memory_fraction;
+  spec.model_name = endpoint.model_dir;
 
   const std::string model_name = std::filesystem::path(endpoint.model_dir).lexically_normal().filename().string();
   std::unique_ptr<InprocessClient> client(new InprocessClient(
       std::move(endpoint_name), model_name.empty() ? endpoint.model_dir : model_name, std::move(*loaded), logger));
   client->constrain_ = endpoint.constrained_decoding;
-  std::string where;
-  if (endpoint.gpus.empty()) {
-    engine::CpuBackendOptions backend;
-    backend.tp = static_cast<int>(endpoint.tp);
-    backend.threads = options.cpu_threads;
-    backend.max_context = max_context;
-    backend.kv = kv;
-    backend.drafter = client->model_.drafter;
-    Result<std::unique_ptr<engine::CpuBackend>> cpu =
-        engine::CpuBackend::Create(client->model_.config, client->model_.weights, backend);
-    if (!cpu.ok()) return cpu.status().WithContext(fmt::format("{}: model {}", who, endpoint.model_dir));
-    client->backend_ = std::move(*cpu);
-    where = fmt::format("the CPU backend (tp {})", endpoint.tp);
-  } else {
-    engine::cuda::CudaBackendOptions backend;
-    backend.devices.assign(endpoint.gpus.begin(), endpoint.gpus.end());
-    backend.kv_memory_fraction = endpoint.kv_memory_fraction;
-    backend.backend.max_context = max_context;
-    backend.backend.kv = kv;  // max_tokens: the memory plan decides
-    // A pinned prefix copies every sliding layer's window: 210 MB per snapshot per GPU for the
-    // 31B model at tp 4, so an L4 holds a handful next to the weights, not the CPU's 32.
-    backend.backend.kv.max_snapshots = std::min(kv.max_snapshots, kGpuMaxSnapshots);
-    backend.backend.max_rows = static_cast<int>(options.max_batch_tokens);
-    backend.backend.max_batch = std::min(options.max_sequences, backend.backend.max_rows);
-    backend.backend.drafter = client->model_.drafter;
-    Result<std::unique_ptr<engine::cuda::DeviceBackend>> gpu =
-        engine::cuda::CreateCudaBackend(client->model_.config, client->model_.weights, backend);
-    if (!gpu.ok()) {
-      return gpu.status().WithContext(
-          fmt::format("{}: model {} on gpus [{}]", who, endpoint.model_dir, fmt::join(endpoint.gpus, ", ")));
-    }
-    client->backend_ = std::move(*gpu);
-    where = fmt::format("the CUDA backend (gpus [{}])", fmt::join(endpoint.gpus, ", "));
-  }
+  Result<std::unique_ptr<engine::Backend>> backend = engine::OpenBackend(spec, client->model_);
+  if (!backend.ok()) return backend.status().WithContext(who);
+  client->backend_ = std::move(*backend);
   engine::SchedulerOptions scheduler;
   scheduler.max_batch_tokens = options.max_batch_tokens;
   Result<std::unique_ptr<engine::ChatEngine>> chat =
@@ -226,7 +203,8 @@ Result<std::unique_ptr<InprocessClient>> InprocessClient::Create(std::string end
   logger.Info(
       "{}: loaded {} on {} in {:.1f} s (context {} tokens, KV pool {} tokens for {} sequences, {} cached "
       "prefixes; drafts from {})",
-      who, endpoint.model_dir, where, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+      who, endpoint.model_dir, engine::BackendDescription(spec),
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
       client->backend_->context_limit(), usage.total_blocks * usage.block_tokens, usage.max_sequences,
       usage.max_snapshots,
       client->backend_->has_drafter() ? fmt::format("the MTP drafter in {}", endpoint.drafter_dir) : "prompt lookup");

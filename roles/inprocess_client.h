@@ -72,9 +72,9 @@ class InprocessClient final : public ModelClient {
   // none listed on `endpoint.tp` CPU tensor-parallel ranks.
   // Errors, each naming the endpoint: InvalidArgument for an empty model_dir or a max_context of
   // 0; LoadModel's errors naming the file (missing directory, config.json, tokenizer.json,
-  // weights; a tokenizer of another model); CpuBackend::Create's (a tp that cannot split the
-  // heads); CreateCudaBackend's, naming the GPUs (Unimplemented in a build without CUDA, no such
-  // GPU, out of memory); ChatEngine::Create's (a tokenizer without Gemma 4's or Gemma 3's control tokens).
+  // weights; a tokenizer of another model); engine::OpenBackend's, naming the model and the tp or
+  // GPUs (a tp that cannot split the heads; Unimplemented in a build without CUDA, no such GPU,
+  // out of memory); ChatEngine::Create's (a tokenizer without Gemma 4's or Gemma 3's control tokens).
   static Result<std::unique_ptr<InprocessClient>> Create(std::string endpoint_name, const InprocessEndpoint& endpoint,
                                                          const Logger& logger, InprocessClientOptions options = {});
   InprocessClient(const InprocessClient&) = delete;

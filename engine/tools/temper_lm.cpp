@@ -65,12 +65,11 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "engine/cpu/cpu_backend.h"
-#include "engine/cuda/cuda_backend.h"
 #include "engine/loaded_model.h"
 #include "engine/model/gguf_convert.h"
 #include "engine/model/model_config.h"
 #include "engine/model/safetensors.h"
+#include "engine/open_backend.h"
 #include "engine/sampler.h"
 #include "engine/serve/chat_engine.h"
 #include "engine/serve/cross_site_guard.h"
@@ -132,33 +131,19 @@ Result<Loaded> Load(const ModelArgs& a, int64_t context, const KvCacheOptions* k
   }
   Loaded out;
   TEMPER_ASSIGN_OR_RETURN(out.model, LoadModel(Source(a, tokenizer, need)));
-  const int64_t max_context =
-      std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
-  KvCacheOptions kv_options;
-  kv_options.max_sequences = 1;
-  kv_options.max_tokens = max_context;
-  if (kv != nullptr) kv_options = *kv;
+  BackendSpec spec;
   if (!a.gpus.empty()) {
     TEMPER_ASSIGN_OR_RETURN(std::vector<int32_t> gpus, ParseIds(a.gpus, "--gpus"));
-    cuda::CudaBackendOptions options;
-    options.devices.assign(gpus.begin(), gpus.end());
-    options.backend.max_context = max_context;
-    options.backend.kv = kv_options;
-    options.backend.max_batch = std::min(kv_options.max_sequences, options.backend.max_rows);
-    options.backend.drafter = out.model.drafter;
-    Result<std::unique_ptr<cuda::DeviceBackend>> backend =
-        cuda::CreateCudaBackend(out.model.config, out.model.weights, options);
-    if (!backend.ok()) return backend.status().WithContext(fmt::format("--gpus {}", a.gpus));
-    out.backend = std::move(*backend);
-    return out;
+    spec.devices.assign(gpus.begin(), gpus.end());
   }
-  CpuBackendOptions options;
-  options.tp = a.tp;
-  options.threads = a.threads;
-  options.max_context = max_context;
-  options.kv = kv_options;
-  options.drafter = out.model.drafter;
-  TEMPER_ASSIGN_OR_RETURN(out.backend, CpuBackend::Create(out.model.config, out.model.weights, options));
+  spec.tp = a.tp;
+  spec.threads = a.threads;
+  spec.max_context = std::min<int64_t>(out.model.config.max_position_embeddings, std::max<int64_t>(context, 1));
+  spec.kv.max_sequences = 1;
+  spec.kv.max_tokens = spec.max_context;
+  if (kv != nullptr) spec.kv = *kv;
+  spec.model_name = a.model_dir.empty() ? a.synthetic_config : a.model_dir;
+  TEMPER_ASSIGN_OR_RETURN(out.backend, OpenBackend(spec, out.model));
   return out;
 }
 
