@@ -110,6 +110,36 @@ TEST_CASE("bench/history may name files of its day and its index lists every ent
   if (!stale_in_diary.empty()) WARN("paths the diary names that have since moved or gone:\n" << stale_in_diary);
 }
 
+// Source comments cite the diary as evidence ("bench/history/issue-25-cuda-decode-kernels.md"): each
+// cited entry must exist, or the comment sends its reader nowhere.
+TEST_CASE("Every bench/history file a source comment cites exists", "[docs]") {
+  const fs::path checkout = TEMPER_SOURCE_DIR;
+  const std::string prefix = "bench/history/";
+  std::string missing;
+  size_t cited = 0;
+  for (const char* folder : {"bench", "common", "engine", "orchestrator", "roles", "stig", "tests", "tools"}) {
+    if (!fs::exists(checkout / folder)) continue;
+    for (const auto& entry : fs::recursive_directory_iterator(checkout / folder)) {
+      const std::string extension = entry.path().extension().string();
+      if (!entry.is_regular_file() || entry.path().string().find("/data/") != std::string::npos) continue;
+      if (extension != ".cpp" && extension != ".h" && extension != ".cu" && extension != ".sh" && extension != ".py") {
+        continue;
+      }
+      const std::string text = ReadText(entry.path());
+      for (size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at + 1)) {
+        const size_t end = text.find(".md", at);
+        if (end == std::string::npos || text.find_first_of(" \n)", at) < end) continue;
+        ++cited;
+        const std::string path = text.substr(at, end + 3 - at);
+        if (!fs::exists(checkout / path)) missing += fs::relative(entry.path(), checkout).string() + ": " + path + "\n";
+      }
+    }
+  }
+  INFO("cited diary files that do not exist:\n" << missing);
+  CHECK(missing.empty());
+  CHECK(cited > 0);
+}
+
 TEST_CASE("README stays under 300 lines and RESULTS under 400 and README keeps the two CI commands", "[docs]") {
   const fs::path checkout = TEMPER_SOURCE_DIR;
   const auto line_count = [&](const char* name) {
