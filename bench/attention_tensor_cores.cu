@@ -3,15 +3,14 @@
 // rule in bench/RESULTS.md ("The rule for the decision", the tensor-core attention; issue 25's 8 K
 // goal).
 //
-// Why: on an H200 (2026-11-27, bench/RESULTS.md) the SIMT kernel takes 134-137 us for a tp 1 full
-// layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs about 15 us
-// where its bytes take 2. It is bound by instructions and latency, not bytes: about 1,900
-// instructions a warp per round (16 score dots of 16 dims with 5-shuffle sums, RoPE of the rebuilt
-// keys, the softmax, 16 value updates), 241-255 registers a thread, and a group of 8 query heads
-// split over two blocks that each read and rebuild every key. Here one block takes all 8 query heads
-// of a KV head and the dots run on the tensor cores: about 3,600 warp-instructions per 16 keys of a
-// KV head against the SIMT kernel's 15,200 (counted by hand). Decode attention is about 13% of an
-// 8 K step with the SIMT kernel; the goal is at most 10%.
+// Why: on an H200 (2026-11-27, bench/history/issue-25-cuda-decode-kernels.md) the SIMT kernel takes 134-137 us for a tp
+// 1 full layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs about 15 us where its bytes
+// take 2. It is bound by instructions and latency, not bytes: about 1,900 instructions a warp per round (16 score dots
+// of 16 dims with 5-shuffle sums, RoPE of the rebuilt keys, the softmax, 16 value updates), 241-255 registers a thread,
+// and a group of 8 query heads split over two blocks that each read and rebuild every key. Here one block takes all 8
+// query heads of a KV head and the dots run on the tensor cores: about 3,600 warp-instructions per 16 keys of a KV head
+// against the SIMT kernel's 15,200 (counted by hand). Decode attention is about 13% of an 8 K step with the SIMT
+// kernel; the goal is at most 10%.
 //
 // Layout. A block is kWarps<HD> warps (4 from head_dim 256, HD / 64 below, 1 at 32) over one KV
 // head, up to kHeads query heads of its group, one split of one row's keys, in tiles of 16 keys
