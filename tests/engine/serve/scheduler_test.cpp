@@ -2,6 +2,8 @@
 // generates (the CPU forward computes each row independently, so tokens match exactly), chunked
 // prefill and preemption must be invisible in the output, and every way a request ends (stop
 // token, stop string across token boundaries, max tokens, cancellation) must free its pages.
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -105,6 +107,77 @@ TEST_CASE("a full KV pool queues and preempts instead of failing", "[engine][sch
   REQUIRE_FALSE(too_big.ok());
   CHECK(too_big.status().code() == StatusCode::kOutOfRange);
   CHECK_THAT(too_big.status().message(), Catch::Contains("KV pool of 64 tokens"));
+}
+
+// Holds the first forward pass until Open, so that a test can queue requests behind a running
+// one, and records the order in which sequences started feeding their prompts.
+class GatedBackend final : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  Result<ForwardResult> Forward(std::span<const ForwardItem> batch, const ForwardOptions& options) override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      reached_ = true;
+      cv_.notify_all();
+      cv_.wait(lock, [&] { return open_; });
+      // A sequence's first pass starts at length 0 (sequence ids are reused, lengths are not).
+      for (const ForwardItem& it : batch) {
+        if (Result<int64_t> length = inner_.SequenceLength(it.seq); length.ok() && *length == 0) {
+          first_tokens_.push_back(it.tokens.front());
+        }
+      }
+    }
+    return inner_.Forward(batch, options);
+  }
+  void AwaitFirstPass() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return reached_; });
+  }
+  void Open() {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  // Each sequence's first token fed, in the order the sequences started.
+  std::vector<int32_t> first_tokens() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return first_tokens_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool reached_ = false;
+  bool open_ = false;
+  std::vector<int32_t> first_tokens_;
+};
+
+TEST_CASE("waiting requests are admitted in arrival order: a small one does not overtake a large one",
+          "[engine][scheduler]") {
+  // 16 blocks of 4 tokens. A (40 + 8 tokens) runs; B (30 tokens, 9 blocks with the spare) cannot
+  // start beside it; C (4 tokens) could, but waits behind B, so B is not starved by later arrivals.
+  auto cpu = ServingBackend(/*max_tokens=*/64, /*max_sequences=*/4, /*max_snapshots=*/2);
+  GatedBackend gated(*cpu);
+  SchedulerOptions options;
+  options.prefix_cache = false;
+  options.max_batch_tokens = 16;
+  auto scheduler = MakeScheduler(gated, options);
+  const GenerateRequest a = Greedy(RandomPrompt(1, 40), 8);
+  const GenerateRequest b = Greedy(RandomPrompt(2, 30), 4);
+  const GenerateRequest c = Greedy(RandomPrompt(3, 4), 4);
+  REQUIRE(a.prompt[0] != b.prompt[0]);
+  REQUIRE(b.prompt[0] != c.prompt[0]);
+  REQUIRE(a.prompt[0] != c.prompt[0]);
+  auto stream_a = scheduler->Submit(a);
+  REQUIRE(stream_a.ok());
+  gated.AwaitFirstPass();  // A is running, alone
+  auto stream_b = scheduler->Submit(b);
+  auto stream_c = scheduler->Submit(c);
+  REQUIRE(stream_b.ok());
+  REQUIRE(stream_c.ok());
+  gated.Open();
+  for (auto* stream : {&*stream_a, &*stream_b, &*stream_c}) CHECK((*stream)->Wait().finish == FinishReason::kLength);
+  CHECK(gated.first_tokens() == std::vector<int32_t>{a.prompt[0], b.prompt[0], c.prompt[0]});
 }
 
 TEST_CASE("cancellation ends the stream and frees the pages", "[engine][scheduler]") {
