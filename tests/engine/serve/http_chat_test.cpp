@@ -317,6 +317,14 @@ TEST_CASE("response_format json_schema: the random model's reply keeps to the sc
   CHECK(error["param"] == "response_format.json_schema.schema");
   CHECK(error["message"] ==
         "'response_format.json_schema': schema/pattern: lookahead '(?=' at offset 0 is not supported");
+  // A null schema is refused too: it must not reach the engine, where a null schema means none.
+  bad["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "x"}, {"schema", nullptr}}}};
+  refused = c.Post("/v1/chat/completions", bad.dump(), "application/json");
+  REQUIRE(refused);
+  CHECK(refused->status == 400);
+  error = json::parse(refused->body)["error"];
+  CHECK(error["param"] == "response_format.json_schema.schema");
+  CHECK(error["message"] == "'response_format.json_schema': schema: a schema must be an object");
   bad["response_format"] = {{"type", "xml"}};
   refused = c.Post("/v1/chat/completions", bad.dump(), "application/json");
   REQUIRE(refused);
