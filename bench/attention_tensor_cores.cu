@@ -1,7 +1,7 @@
 // Decode attention's split kernel on the tensor cores (attention_tensor_cores.h), a kernel
 // candidate for engine/cuda/attention.cu's SIMT split kernel: the run that decides it follows the
-// rule in bench/RESULTS.md ("The rule for the decision", the tensor-core attention; issue 25's 8 K
-// goal).
+// rule in bench/RESULTS.md ("The tensor-core attention: the rule for the decision"; issue 25's
+// 8 K goal).
 //
 // Why: on an H200 (2026-11-27, bench/history/issue-25-cuda-decode-kernels.md) the SIMT kernel takes 134-137 us for a tp
 // 1 full layer at 8,192 keys, 33.5 MB read at 250 GB/s: each further round of 4 keys costs about 15 us where its bytes

@@ -1,15 +1,16 @@
 // The decode GEMV on the tensor cores (gemv_tensor_cores.h), a kernel candidate for
 // engine/cuda/gemv_bf16.cu: the run that decides it follows the rule in bench/RESULTS.md ("The
-// rule for the decision", the tensor-core GEMV).
+// tensor-core decode GEMV: the rule for the decision").
 //
 // Why: at 8 activation rows the SIMT kernel spends 64 FMAs and 4-16 activation loads on each 16
 // bytes of weights and reads at 41-57% of the copy bandwidth on an H200; one mma.sync m16n8k16
 // takes a 16 x 16 weight tile against 8 activation rows at once, the same instructions at 1 row
 // as at 8. Earlier tensor-core layouts (gemv_mma.cu, deleted once an H200 had timed them:
-// bench/RESULTS.md) read at 81-85% at 8 rows but 84-91% at 1 row, where the SIMT kernel reads at
-// 98-103%. In all of them a lane loaded its own fragment pieces, so one load instruction read 64
-// bytes of each of 8 rows, where the SIMT kernel's reads 512 contiguous bytes of one row. This
-// kernel reads as the SIMT kernel does and reorders through shared memory.
+// bench/history/issue-25-cuda-decode-kernels.md) read at 81-85% at 8 rows but 84-91% at 1 row,
+// where the SIMT kernel reads at 98-103%. In all of them a lane loaded its own fragment pieces, so
+// one load instruction read 64 bytes of each of 8 rows, where the SIMT kernel's reads 512
+// contiguous bytes of one row. This kernel reads as the SIMT kernel does and reorders through
+// shared memory.
 //
 // Layout: a block is one tile of 16 weight rows, the MMA's A: 16 outputs of the parts'
 // concatenation, or 8 GeGLU outputs (their gate rows, then their up rows). Its warps each take a
