@@ -1,4 +1,4 @@
-#include "orchestrator/store/episodic_memory.h"
+#include "orchestrator/loop/episodic_memory.h"
 
 #include <catch2/catch.hpp>
 
