@@ -24,34 +24,12 @@
 #include <vector>
 
 #include "bench/gemv_tensor_cores.h"
+#include "bench/step_kernel.h"
 #include "common/status.h"
 #include "engine/model/model_config.h"
 #include "engine/model/tensor_parallel.h"
 
 namespace temper::bench {
-
-enum class StepCost {
-  kBandwidth,  // time ∝ bytes read from device memory: scaled to another GPU's bandwidth
-  kLatency,    // launch- or latency-bound: kept as measured
-};
-
-// A tensor-core kernel a step's kernel is also timed against, on the same inputs.
-enum class Candidate {
-  kNone,
-  kAttention,  // attention_tensor_cores.h, the faster of its two load orders
-  kGemv,       // gemv_tensor_cores.h, the faster of its runs (kTensorCoreRuns)
-};
-
-struct StepKernel {
-  std::string name;  // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
-  int per_step = 0;  // launches in one decode step
-  StepCost cost = StepCost::kLatency;
-  double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
-  double us = 0;        // microseconds per launch, measured here
-  double fixed_us = 0;  // bandwidth-bound: per launch at the minimal size (the part that does not scale)
-  Candidate candidate = Candidate::kNone;
-  double candidate_us = 0;  // the candidate's time per launch, checked first (0: not timed, or it differed)
-};
 
 struct DecodeStepShape {
   int context = 2048;       // tokens already in the sequence when the step runs

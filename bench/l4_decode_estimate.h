@@ -1,5 +1,5 @@
 // The 4×L4 batch-1 decode estimate: one rank's decode-step kernels, timed on whatever GPU runs
-// temper-kernel-bench (decode_step_kernels.h), carried over to an L4 by stated assumptions, and
+// temper-kernel-bench (decode_step_kernels.h, step_kernel.h), carried over to an L4 by stated assumptions, and
 // printed as a range with every term, so a reader can redo the arithmetic. It is an estimate, not
 // a measurement of an L4.
 //
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/decode_step_kernels.h"
+#include "bench/step_kernel.h"
 
 namespace temper::bench {
 
