@@ -11,6 +11,7 @@
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/config/waivers.h"
 #include "stig/scap/content_trust.h"
+#include "stig/ssh/ssh_connection.h"
 
 namespace temper {
 
@@ -38,57 +39,86 @@ bool IsXccdfId(std::string_view id, std::string_view kind) {
 
 // An expired waiver is accepted (the report flags it and the rule is remediated as usual), so a
 // batch file reused after its waivers lapsed still runs.
-Result<std::vector<Waiver>> CheckWaivers(const google::protobuf::RepeatedPtrField<temper::v1::Waiver>& waivers) {
+Result<std::vector<Waiver>> CheckWaivers(const std::vector<RequestedWaiver>& waivers) {
   std::vector<Waiver> out;
   std::set<std::string> seen;
-  for (int i = 0; i < waivers.size(); ++i) {
-    const temper::v1::Waiver& w = waivers[i];
+  for (size_t i = 0; i < waivers.size(); ++i) {
+    const RequestedWaiver& w = waivers[i];
     std::string where = fmt::format("waivers[{}]", i);
-    Result<std::string> id = NormalizeRuleId(w.rule_id());
+    Result<std::string> id = NormalizeRuleId(w.rule_id);
     if (!id.ok()) return id.status().WithContext(where + ".rule_id");
     if (!seen.insert(*id).second) {
-      return Status::InvalidArgument(fmt::format("{}.rule_id: '{}' is waived twice", where, w.rule_id()));
+      return Status::InvalidArgument(fmt::format("{}.rule_id: '{}' is waived twice", where, w.rule_id));
     }
-    if (w.reason().empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
-    if (w.owner().empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
-    Waiver waiver{*id, w.reason(), w.owner(), std::nullopt};
-    if (w.has_expires_at()) {
-      if (w.expires_at().seconds() <= 0 || w.expires_at().nanos() < 0 || w.expires_at().nanos() > 999999999) {
+    if (w.reason.empty()) return Status::InvalidArgument(where + ".reason: required (why the risk is accepted)");
+    if (w.owner.empty()) return Status::InvalidArgument(where + ".owner: required (who accepted the risk)");
+    Waiver waiver{*id, w.reason, w.owner, std::nullopt};
+    if (w.has_expires_at) {
+      if (w.expires_seconds <= 0 || w.expires_nanos < 0 || w.expires_nanos > 999999999) {
         return Status::InvalidArgument(where + ".expires_at: not a valid time after 1970");
       }
-      waiver.expires_at = w.expires_at().seconds() * 1000 + w.expires_at().nanos() / 1000000;
+      waiver.expires_at = w.expires_seconds * 1000 + w.expires_nanos / 1000000;
     }
     out.push_back(std::move(waiver));
   }
   return out;
 }
 
-Status CheckBudgets(const temper::v1::Budgets& requested, Budgets& out) {
+Status CheckBudgets(const SubmitRequest& requested, Budgets& out) {
   using R = BudgetRanges;
-  if (requested.max_attempts() != 0) {
-    if (requested.max_attempts() < R::kMinAttempts || requested.max_attempts() > R::kMaxAttempts) {
+  if (requested.max_attempts != 0) {
+    if (requested.max_attempts < R::kMinAttempts || requested.max_attempts > R::kMaxAttempts) {
       return Status::InvalidArgument(fmt::format("budgets.max_attempts: {} is out of range [{}, {}]",
-                                                 requested.max_attempts(), R::kMinAttempts, R::kMaxAttempts));
+                                                 requested.max_attempts, R::kMinAttempts, R::kMaxAttempts));
     }
-    out.max_attempts = requested.max_attempts();
+    out.max_attempts = requested.max_attempts;
   }
-  if (requested.wall_time_seconds() != 0) {
-    std::chrono::seconds wall(requested.wall_time_seconds());
+  if (requested.wall_time_seconds != 0) {
+    std::chrono::seconds wall(requested.wall_time_seconds);
     if (wall < R::kMinWallTime || wall > R::kMaxWallTime) {
       return Status::InvalidArgument(fmt::format("budgets.wall_time_seconds: {} is out of range [{}, {}]", wall.count(),
                                                  R::kMinWallTime.count(), R::kMaxWallTime.count()));
     }
     out.wall_time = wall;
   }
-  if (requested.max_tokens() != 0) {
-    if (requested.max_tokens() < R::kMinTokens || requested.max_tokens() > R::kMaxTokens) {
+  if (requested.max_tokens != 0) {
+    if (requested.max_tokens < R::kMinTokens || requested.max_tokens > R::kMaxTokens) {
       return Status::InvalidArgument(fmt::format("budgets.max_tokens: {} is out of range [{}, {}]",
-                                                 requested.max_tokens(), R::kMinTokens, R::kMaxTokens));
+                                                 requested.max_tokens, R::kMinTokens, R::kMaxTokens));
     }
-    out.max_tokens = requested.max_tokens();
+    out.max_tokens = requested.max_tokens;
   }
   return Status::OK();
 }
+
+// Every string of the request within its field's bound (request_bounds.h), in the proto's field
+// order, as CheckRequestBounds walks other requests.
+Status CheckBounds(const SubmitRequest& r) {
+  const google::protobuf::Descriptor& request = *temper::v1::SubmitBatchRequest::descriptor();
+  const google::protobuf::Descriptor& waiver = *temper::v1::Waiver::descriptor();
+  auto within = [](const google::protobuf::Descriptor& message, const char* field, std::string_view path,
+                   const std::string& value) { return CheckStringBound(path, *message.FindFieldByName(field), value); };
+  TEMPER_RETURN_IF_ERROR(within(request, "target", "target", r.target));
+  TEMPER_RETURN_IF_ERROR(within(request, "datastream", "datastream", r.datastream));
+  TEMPER_RETURN_IF_ERROR(within(request, "profile", "profile", r.profile));
+  for (size_t i = 0; i < r.rule_ids.size(); ++i) {
+    TEMPER_RETURN_IF_ERROR(within(request, "rule_ids", fmt::format("rule_ids[{}]", i), r.rule_ids[i]));
+  }
+  TEMPER_RETURN_IF_ERROR(within(request, "name", "name", r.name));
+  TEMPER_RETURN_IF_ERROR(within(request, "request_id", "request_id", r.request_id));
+  for (size_t i = 0; i < r.waivers.size(); ++i) {
+    const std::string where = fmt::format("waivers[{}].", i);
+    TEMPER_RETURN_IF_ERROR(within(waiver, "rule_id", where + "rule_id", r.waivers[i].rule_id));
+    TEMPER_RETURN_IF_ERROR(within(waiver, "reason", where + "reason", r.waivers[i].reason));
+    TEMPER_RETURN_IF_ERROR(within(waiver, "owner", where + "owner", r.waivers[i].owner));
+  }
+  return within(request, "host", "host", r.host);
+}
+
+// The batch's profile and every rule it names are in the datastream `ids` were read from, so a typo
+// is refused at submit: NotFound naming the field, what was asked for as the client wrote it, the
+// datastream's file name and the closest ids.
+Status CheckIdsInDatastream(const SubmitRequest& request, const NewBatch& batch, const stig::DatastreamIds& ids);
 
 }  // namespace
 
@@ -106,8 +136,9 @@ Result<std::string> NormalizeRuleId(std::string_view id) {
       fmt::format("'{}' is not a rule id: use letters, digits, '_', '.' and '-' (e.g. sshd_disable_root_login)", id));
 }
 
-Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const NewBatch& batch,
-                            const stig::DatastreamIds& ids) {
+namespace {
+
+Status CheckIdsInDatastream(const SubmitRequest& request, const NewBatch& batch, const stig::DatastreamIds& ids) {
   const std::string file = std::filesystem::path(batch.datastream).filename().string();
   // Suggestions in the form the client wrote: short names for SSG's rules, else full ids.
   auto short_names = [](const std::set<std::string>& full, std::string_view marker) {
@@ -134,7 +165,7 @@ Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const
   std::vector<std::string> short_rules;  // built once, for the first unknown rule
   for (size_t i = 0; i < batch.rule_ids.size(); ++i) {
     if (ids.rules.count(batch.rule_ids[i])) continue;
-    const std::string& asked = request.rule_ids(static_cast<int>(i));
+    const std::string& asked = request.rule_ids[i];
     const bool full = asked.rfind("xccdf_", 0) == 0;
     if (!full && short_rules.empty()) short_rules = short_names(ids.rules, "_rule_");
     return Status::NotFound(fmt::format(
@@ -143,6 +174,8 @@ Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const
   }
   return Status::OK();
 }
+
+}  // namespace
 
 Result<int64_t> ParseBatchId(std::string_view text) {
   int64_t id = 0;
@@ -153,65 +186,106 @@ Result<int64_t> ParseBatchId(std::string_view text) {
   return id;
 }
 
-Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request, const DaemonConfig& config,
-                                       const std::vector<std::string>& more_targets) {
-  TEMPER_RETURN_IF_ERROR(CheckRequestBounds(request));
+SubmitRequest DecodeSubmitRequest(const temper::v1::SubmitBatchRequest& request) {
+  SubmitRequest out;
+  out.target = request.target();
+  out.host = request.host();
+  out.datastream = request.datastream();
+  out.profile = request.profile();
+  out.rule_ids.assign(request.rule_ids().begin(), request.rule_ids().end());
+  out.whole_profile = request.whole_profile();
+  out.max_attempts = request.budgets().max_attempts();
+  out.wall_time_seconds = request.budgets().wall_time_seconds();
+  out.max_tokens = request.budgets().max_tokens();
+  out.name = request.name();
+  out.request_id = request.request_id();
+  for (const temper::v1::Waiver& w : request.waivers()) {
+    out.waivers.push_back({.rule_id = w.rule_id(),
+                           .reason = w.reason(),
+                           .owner = w.owner(),
+                           .has_expires_at = w.has_expires_at(),
+                           .expires_seconds = w.expires_at().seconds(),
+                           .expires_nanos = w.expires_at().nanos()});
+  }
+  out.allow_disruptive = request.allow_disruptive();
+  out.plan_only = request.plan_only();
+  out.parallel_attempts = request.parallel_attempts();
+  return out;
+}
+
+Result<NewBatch> ValidateSubmit(const SubmitRequest& request, const SubmitContext& context) {
+  const DaemonConfig& config = context.config;
+  TEMPER_RETURN_IF_ERROR(CheckBounds(request));
+  // A host named on submit becomes a target of its own (registered by the server once the request
+  // is valid).
+  std::string target = request.target;
+  std::vector<std::string> more_targets = context.host_targets;
+  if (!request.host.empty()) {
+    if (!request.target.empty()) return Status::InvalidArgument("host: give either target or host, not both");
+    Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(request.host);
+    if (!endpoint.ok()) return endpoint.status().WithContext("host");
+    TEMPER_RETURN_IF_ERROR(context.admit_host(request.host));
+    target = context.target_for_host(request.host);
+    more_targets.push_back(target);
+  }
+  TEMPER_RETURN_IF_ERROR(context.authorize_target(target));
+  if (!request.waivers.empty()) TEMPER_RETURN_IF_ERROR(context.authorize_waivers());
+
   NewBatch batch;
-  if (request.target().empty()) return Status::InvalidArgument("target: required");
-  bool more = std::find(more_targets.begin(), more_targets.end(), request.target()) != more_targets.end();
-  if (config.FindTarget(request.target()) == nullptr && !more) {
+  if (target.empty()) return Status::InvalidArgument("target: required");
+  bool more = std::find(more_targets.begin(), more_targets.end(), target) != more_targets.end();
+  if (config.FindTarget(target) == nullptr && !more) {
     std::vector<std::string> names;
     for (const TargetConfig& t : config.targets) names.push_back(t.name);
     names.insert(names.end(), more_targets.begin(), more_targets.end());
     std::string known;
     for (const std::string& n : names) known += fmt::format("{}{}", known.empty() ? "" : ", ", n);
-    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})", request.target(),
-                                        config.source, DidYouMean(request.target(), names),
-                                        known.empty() ? "none" : known));
+    return Status::NotFound(fmt::format("target: '{}' is not configured in {}{} (configured: {})", target,
+                                        config.source, DidYouMean(target, names), known.empty() ? "none" : known));
   }
-  batch.target = request.target();
+  batch.target = target;
 
-  if (request.datastream().empty()) return Status::InvalidArgument("datastream: required");
+  if (request.datastream.empty()) return Status::InvalidArgument("datastream: required");
   // Only from the content directories; the loop checks again when it loads the file.
-  TEMPER_ASSIGN_OR_RETURN(batch.datastream, stig::ResolveTrustedDatastream(request.datastream(), config.content_dirs));
+  TEMPER_ASSIGN_OR_RETURN(batch.datastream, stig::ResolveTrustedDatastream(request.datastream, config.content_dirs));
 
-  if (request.profile().empty()) return Status::InvalidArgument("profile: required");
-  if (!IsXccdfId(request.profile(), "profile") && !AllIdChars(request.profile())) {
-    return Status::InvalidArgument(fmt::format(
-        "profile: '{}' is neither an XCCDF profile id nor a profile name such as 'stig'", request.profile()));
+  if (request.profile.empty()) return Status::InvalidArgument("profile: required");
+  if (!IsXccdfId(request.profile, "profile") && !AllIdChars(request.profile)) {
+    return Status::InvalidArgument(
+        fmt::format("profile: '{}' is neither an XCCDF profile id nor a profile name such as 'stig'", request.profile));
   }
-  batch.profile = request.profile();
+  batch.profile = request.profile;
 
-  if (request.whole_profile() == (request.rule_ids_size() > 0)) {
+  if (request.whole_profile == !request.rule_ids.empty()) {
     return Status::InvalidArgument("rule_ids: give either explicit rule ids or whole_profile, exactly one of the two");
   }
-  batch.whole_profile = request.whole_profile();
-  if (static_cast<size_t>(request.rule_ids_size()) > kMaxRules) {
+  batch.whole_profile = request.whole_profile;
+  if (request.rule_ids.size() > kMaxRules) {
     return Status::InvalidArgument(
-        fmt::format("rule_ids: {} rules; a batch holds at most {}", request.rule_ids_size(), kMaxRules));
+        fmt::format("rule_ids: {} rules; a batch holds at most {}", request.rule_ids.size(), kMaxRules));
   }
   std::set<std::string> seen;
-  for (int i = 0; i < request.rule_ids_size(); ++i) {
-    Result<std::string> id = NormalizeRuleId(request.rule_ids(i));
+  for (size_t i = 0; i < request.rule_ids.size(); ++i) {
+    Result<std::string> id = NormalizeRuleId(request.rule_ids[i]);
     if (!id.ok()) return id.status().WithContext(fmt::format("rule_ids[{}]", i));
     if (!seen.insert(*id).second) {
-      return Status::InvalidArgument(fmt::format("rule_ids[{}]: '{}' is listed twice", i, request.rule_ids(i)));
+      return Status::InvalidArgument(fmt::format("rule_ids[{}]: '{}' is listed twice", i, request.rule_ids[i]));
     }
     batch.rule_ids.push_back(*id);
   }
 
   batch.budgets = config.default_budgets;
-  TEMPER_RETURN_IF_ERROR(CheckBudgets(request.budgets(), batch.budgets));
+  TEMPER_RETURN_IF_ERROR(CheckBudgets(request, batch.budgets));
 
-  batch.name = request.name();
-  for (char c : request.request_id()) {
+  batch.name = request.name;
+  for (char c : request.request_id) {
     if (c < 0x21 || c > 0x7e) {
       return Status::InvalidArgument("request_id: only printable ASCII characters without spaces");
     }
   }
-  batch.request_id = request.request_id();
+  batch.request_id = request.request_id;
 
-  TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers()));
+  TEMPER_ASSIGN_OR_RETURN(std::vector<Waiver> waivers, CheckWaivers(request.waivers));
   batch.options.waivers = MergeWaivers(config.waivers, waivers, batch.rule_ids, batch.whole_profile);
   size_t waiver_bytes = 0;
   for (const Waiver& w : batch.options.waivers) waiver_bytes += w.rule_id.size() + w.reason.size() + w.owner.size();
@@ -220,18 +294,18 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
         fmt::format("waivers: {} waivers of {} bytes in all (the batch's and temperd.yaml's together); at most {}",
                     batch.options.waivers.size(), waiver_bytes, kMaxBatchWaiverBytes));
   }
-  batch.options.allow_disruptive = request.allow_disruptive();
-  batch.options.plan_only = request.plan_only();
+  batch.options.allow_disruptive = request.allow_disruptive;
+  batch.options.plan_only = request.plan_only;
 
   batch.options.parallel_attempts = config.parallel_attempts;
-  if (uint32_t n = request.parallel_attempts(); n != 0) {
+  if (uint32_t n = request.parallel_attempts; n != 0) {
     if (n > kMaxParallelAttempts) {
       return Status::InvalidArgument(
           fmt::format("parallel_attempts: {}; 1 to {} (0: temperd's loop.parallel_attempts, {})", n,
                       kMaxParallelAttempts, config.parallel_attempts));
     }
-    const TargetConfig* target = config.FindTarget(batch.target);
-    if (n > 1 && (target == nullptr || target->type != "rootfs")) {
+    const TargetConfig* configured = config.FindTarget(batch.target);
+    if (n > 1 && (configured == nullptr || configured->type != "rootfs")) {
       return Status::InvalidArgument(fmt::format(
           "parallel_attempts: {} for target '{}', an SSH host: a host runs one attempt at a time (its running "
           "state cannot be forked)",
@@ -239,6 +313,11 @@ Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& req
     }
     batch.options.parallel_attempts = n;
   }
+
+  // A rule or profile the datastream lacks is refused now, not found missing when the batch runs.
+  Result<std::shared_ptr<const stig::DatastreamIds>> ids = context.datastream_ids(batch.datastream);
+  if (!ids.ok()) return ids.status().WithContext("datastream");
+  TEMPER_RETURN_IF_ERROR(CheckIdsInDatastream(request, batch, **ids));
   return batch;
 }
 

@@ -1,7 +1,10 @@
-// Validation of SubmitBatch requests: every field is checked before anything is stored, and each
-// error names the field (and the list index for rule ids) so a script can tell what to fix.
+// SubmitBatch requests, in two stages: the proto decoded into a SubmitRequest (no checks), then one
+// validator that checks everything before anything is stored; each error names the field (and the
+// list index for rule ids) so a script can tell what to fix. The server then makes one domain call.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,19 +23,61 @@ inline constexpr std::string_view kSsgRulePrefix = "xccdf_org.ssgproject.content
 // XCCDF 1.2 rule ids (xccdf_<namespace>_rule_<name>) pass unchanged. InvalidArgument otherwise.
 Result<std::string> NormalizeRuleId(std::string_view id);
 
-// Checks `request` against the daemon's configuration and fills in default budgets. `more_targets`
-// are valid target names besides the configured ones (SSH hosts named on submit). Errors:
-// InvalidArgument for malformed fields and strings over their bounds (request_bounds.h), NotFound for
-// an unknown target or datastream.
-Result<NewBatch> ValidateSubmitRequest(const temper::v1::SubmitBatchRequest& request, const DaemonConfig& config,
-                                       const std::vector<std::string>& more_targets = {});
+// A SubmitBatch request as the client sent it: the proto decoded, nothing checked (ValidateSubmit
+// checks). Zero budgets and parallel_attempts mean temperd's defaults, as in the proto.
+struct RequestedWaiver {
+  std::string rule_id;  // as written: a short name or a full XCCDF id
+  std::string reason;
+  std::string owner;
+  bool has_expires_at = false;
+  int64_t expires_seconds = 0;
+  int32_t expires_nanos = 0;
+};
+struct SubmitRequest {
+  std::string target;
+  std::string host;  // an SSH host named on submit (user@name:port), instead of target
+  std::string datastream;
+  std::string profile;
+  std::vector<std::string> rule_ids;  // as written
+  bool whole_profile = false;
+  uint32_t max_attempts = 0;
+  uint32_t wall_time_seconds = 0;
+  uint64_t max_tokens = 0;
+  std::string name;
+  std::string request_id;
+  std::vector<RequestedWaiver> waivers;
+  bool allow_disruptive = false;
+  bool plan_only = false;
+  uint32_t parallel_attempts = 0;
+};
+SubmitRequest DecodeSubmitRequest(const temper::v1::SubmitBatchRequest& request);
 
-// Checks that the datastream `ids` were read from (stig/scap/datastream_ids.h) defines the batch's
-// profile and every rule it names, so a typo is refused at submit. NotFound naming the field, what
-// was asked for as the client wrote it, the datastream's file name and the closest ids:
-// "rule_ids[0]: 'acounts_tmout' is not a rule of ssg-ubuntu2004-ds.xml (did you mean 'accounts_tmout'?)".
-Status CheckIdsInDatastream(const temper::v1::SubmitBatchRequest& request, const NewBatch& batch,
-                            const stig::DatastreamIds& ids);
+// What a request is checked against: the daemon's configuration and what temperd knows now. The
+// functions are the server's (the tests give their own).
+struct SubmitContext {
+  const DaemonConfig& config;
+  // Target names besides the configured ones: the SSH hosts known so far.
+  std::vector<std::string> host_targets;
+  // A host named on submit: OK when the caller may use it (registered, or the caller may
+  // register it), else the refusal; and the target name its batches go to.
+  std::function<Status(const std::string& host)> admit_host;
+  std::function<std::string(const std::string& host)> target_for_host;
+  // The caller's right to submit on `target`, and to waive rules; PermissionDenied when not.
+  std::function<Status(const std::string& target)> authorize_target;
+  std::function<Status()> authorize_waivers;
+  // The ids the datastream at `path` (absolute, trusted) defines.
+  std::function<Result<std::shared_ptr<const stig::DatastreamIds>>(const std::string& path)> datastream_ids;
+};
+
+// The one check of a SubmitBatch request, before anything is stored: every string within its
+// bound (request_bounds.h), then the host, the caller's rights, every field, and the datastream's
+// ids, in that order, returning the first refusal; on success the batch to store, with default
+// budgets filled in and a host's target name as its target. Each error names the field (and the
+// list index): InvalidArgument for malformed fields and strings over their bounds, NotFound for
+// an unknown target, datastream, profile or rule ("rule_ids[0]: 'acounts_tmout' is not a rule of
+// ssg-ubuntu2004-ds.xml (did you mean 'accounts_tmout'?)"), PermissionDenied or the host's refusal
+// from the context.
+Result<NewBatch> ValidateSubmit(const SubmitRequest& request, const SubmitContext& context);
 
 // Parses a batch id as the API carries it (decimal). InvalidArgument names the bad text.
 Result<int64_t> ParseBatchId(std::string_view text);

@@ -51,10 +51,7 @@ Status Check(const Message& m, const std::string& prefix) {
       std::string scratch;
       const std::string& value =
           f->is_repeated() ? r->GetRepeatedStringReference(m, f, i, &scratch) : r->GetStringReference(m, f, &scratch);
-      const size_t bound = StringFieldBound(*f);
-      if (value.size() > bound) {
-        return Status::InvalidArgument(fmt::format("{}: {} bytes; at most {}", path, value.size(), bound));
-      }
+      TEMPER_RETURN_IF_ERROR(CheckStringBound(path, *f, value));
     }
   }
   return Status::OK();
@@ -65,6 +62,14 @@ Status Check(const Message& m, const std::string& prefix) {
 size_t StringFieldBound(const FieldDescriptor& field) {
   auto it = Table().find(field.full_name());
   return it == Table().end() ? kMaxIdentifierBytes : it->second;
+}
+
+Status CheckStringBound(std::string_view path, const FieldDescriptor& field, std::string_view value) {
+  const size_t bound = StringFieldBound(field);
+  if (value.size() > bound) {
+    return Status::InvalidArgument(fmt::format("{}: {} bytes; at most {}", path, value.size(), bound));
+  }
+  return Status::OK();
 }
 
 Status CheckRequestBounds(const Message& request) { return Check(request, ""); }

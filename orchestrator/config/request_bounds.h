@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 
 #include <google/protobuf/message.h>
 
@@ -27,6 +28,10 @@ inline constexpr size_t kMaxDisaStigUploadBytes = 4'000'000;
 
 // The bound of one string (or bytes) field.
 size_t StringFieldBound(const google::protobuf::FieldDescriptor& field);
+
+// OK when `value`, the string field `field` at `path` ("waivers[2].reason"), is within its bound;
+// else InvalidArgument naming the path and both sizes, without echoing the value.
+Status CheckStringBound(std::string_view path, const google::protobuf::FieldDescriptor& field, std::string_view value);
 
 // OK when every string field of `request` (recursively) is within its bound. Otherwise
 // InvalidArgument naming the first field over it by its path and both sizes, without echoing the

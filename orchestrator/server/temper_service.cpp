@@ -26,6 +26,11 @@ constexpr uint32_t kMaxMemoryItems = 500;
 // does not read.
 constexpr uint32_t kAttemptsPerRead = 4;
 
+// An authorization's refusal (always PERMISSION_DENIED) as a Status, for the checks that return one.
+Status FromGrpcDenial(const grpc::Status& denied) {
+  return denied.ok() ? Status::OK() : Status::PermissionDenied(denied.error_message());
+}
+
 // A chunk stream's writer: false once the client cancelled or went away, so the stream stops.
 template <typename Chunk>
 typename ChunkPacker<Chunk>::Send SendTo(grpc::ServerContext* context, grpc::ServerWriter<Chunk>* writer) {
@@ -77,70 +82,67 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
   const ClientIdentity caller = CallerOf(*context);
   Result<ClientLimits::CallSlot> call = Admit(*context, "SubmitBatch");
   if (!call.ok()) return ToGrpcStatus(call.status());
-  if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   const bool admin = caller.role == ClientRole::kAdmin;
-  // A host named on submit becomes a target of its own (registered once the request is valid).
-  temper::v1::SubmitBatchRequest checked = *request;
-  std::vector<std::string> hosts;
-  for (const SshHostState& h : hosts_.List()) hosts.push_back(h.target.name);
-  if (!request->host().empty()) {
-    if (!request->target().empty()) {
-      return ToGrpcStatus(Status::InvalidArgument("host: give either target or host, not both"));
-    }
-    Result<stig::SshEndpoint> endpoint = stig::SshEndpoint::Parse(request->host());
-    if (!endpoint.ok()) return ToGrpcStatus(endpoint.status().WithContext("host"));
+  // Decode, one validator (batch_request.h), then the one domain call: reserve, register, store.
+  const SubmitRequest submit = DecodeSubmitRequest(*request);
+  SubmitContext checks{.config = config_};
+  for (const SshHostState& h : hosts_.List()) checks.host_targets.push_back(h.target.name);
+  checks.admit_host = [&](const std::string& host) {
     // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
     // adds one (issue 46).
-    if (!admin && !hosts_.Knows(request->host())) {
-      log_.Info("SubmitBatch from {}: refused the unregistered SSH host {}", caller.name, request->host());
-      return ToGrpcStatus(SshHosts::NotRegistered(request->host()));
-    }
-    checked.set_target(hosts_.TargetNameFor(request->host()));
-    hosts.push_back(checked.target());
-  }
-  if (grpc::Status denied = AuthorizeOnTarget(caller, "SubmitBatch", checked.target()); !denied.ok()) return denied;
-  if (request->waivers_size() > 0) {
-    if (grpc::Status denied = AuthorizeWaivers(caller); !denied.ok()) return denied;
-  }
-  Result<NewBatch> batch = ValidateSubmitRequest(checked, config_, hosts);
+    if (admin || hosts_.Knows(host)) return Status::OK();
+    log_.Info("SubmitBatch from {}: refused the unregistered SSH host {}", caller.name, host);
+    return SshHosts::NotRegistered(host);
+  };
+  checks.target_for_host = [&](const std::string& host) { return hosts_.TargetNameFor(host); };
+  checks.authorize_target = [&](const std::string& target) {
+    return FromGrpcDenial(AuthorizeOnTarget(caller, "SubmitBatch", target));
+  };
+  checks.authorize_waivers = [&] { return FromGrpcDenial(AuthorizeWaivers(caller)); };
+  checks.datastream_ids = [&](const std::string& path) { return datastream_ids_.Get(path); };
+  Result<NewBatch> batch = ValidateSubmit(submit, checks);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
-  // A rule or profile the datastream lacks is refused now, not found missing when the batch runs.
-  Result<std::shared_ptr<const stig::DatastreamIds>> ids = datastream_ids_.Get(batch->datastream);
-  if (!ids.ok()) return ToGrpcStatus(ids.status().WithContext("datastream"));
-  if (Status known = CheckIdsInDatastream(checked, *batch, **ids); !known.ok()) return ToGrpcStatus(known);
+  Result<StateStore::Submitted> submitted = Submit(caller, *batch, submit.host);
+  if (!submitted.ok()) return ToGrpcStatus(submitted.status());
+  ToProtoPaged(submitted->batch, 0, response);
+  response->set_waiting_reason(runner_.WhyWaiting(submitted->batch));
+  return grpc::Status::OK;
+}
+
+Result<StateStore::Submitted> TemperService::Submit(const ClientIdentity& caller, const NewBatch& batch,
+                                                    const std::string& host) {
+  const bool admin = caller.role == ClientRole::kAdmin;
   Result<ClientLimits::BatchTicket> ticket = limits_.ReserveBatch(
-      caller.key, admin, batch->rule_ids.size(), batch->options.parallel_attempts, [this](int64_t id) {
+      caller.key, admin, batch.rule_ids.size(), batch.options.parallel_attempts, [this](int64_t id) {
         Result<BatchRecord> counted = store_.GetBatch(id);
         return !counted.ok() || counted->state == BatchState::kQueued || counted->state == BatchState::kRunning;
       });
   if (!ticket.ok()) {
     log_.Info("SubmitBatch from {}: {}", caller.name, ticket.status().message());
-    return ToGrpcStatus(ticket.status());
+    return ticket.status();
   }
-  if (!request->host().empty()) {
+  if (!host.empty()) {
     bool created = false;
-    Result<TargetConfig> target = hosts_.FromSubmit(
-        request->host(), admin ? HostRegistration::kMayRegister : HostRegistration::kKnownOnly, &created);
-    if (!target.ok()) return ToGrpcStatus(target.status());
+    Result<TargetConfig> target =
+        hosts_.FromSubmit(host, admin ? HostRegistration::kMayRegister : HostRegistration::kKnownOnly, &created);
+    if (!target.ok()) return target.status();
     if (created) {
       log_.Info("SSH host {} ({}) registered as a target", target->name, target->host);
       runner_.AddTarget(*target);
     }
   }
-  Result<StateStore::Submitted> submitted = journal_.SubmitBatch(*batch);
+  Result<StateStore::Submitted> submitted = journal_.SubmitBatch(batch);
   if (!submitted.ok()) {
     log_.Error("SubmitBatch: {}", submitted.status().ToString());
-    return ToGrpcStatus(submitted.status());
+    return submitted.status();
   }
   ticket->Submitted(submitted->batch.id);
   if (submitted->event) {
     runner_.Wake();
-    log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch->target,
-              batch->profile, batch->rule_ids.size(), batch->whole_profile ? " (whole profile)" : "");
+    log_.Info("batch {} submitted: target {}, profile {}, {} rules{}", submitted->batch.id, batch.target, batch.profile,
+              batch.rule_ids.size(), batch.whole_profile ? " (whole profile)" : "");
   }
-  ToProtoPaged(submitted->batch, 0, response);
-  response->set_waiting_reason(runner_.WhyWaiting(submitted->batch));
-  return grpc::Status::OK;
+  return submitted;
 }
 
 grpc::Status TemperService::GetBatch(grpc::ServerContext* context, const temper::v1::GetBatchRequest* request,

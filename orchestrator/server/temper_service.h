@@ -16,6 +16,7 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/server/client_identity.h"
 #include "orchestrator/server/client_limits.h"
 #include "orchestrator/server/datastream_ids_cache.h"
 #include "orchestrator/server/journal_watch.h"
@@ -75,6 +76,10 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   // of the caller's call slots for as long as the returned slot lives (ClientLimits::EnterCall).
   // PermissionDenied or ResourceExhausted naming why not.
   Result<ClientLimits::CallSlot> Admit(const grpc::ServerContext& context, std::string_view method);
+  // SubmitBatch's one domain call, for a request ValidateSubmit accepted (batch_request.h): the
+  // caller's batch quota reserved (ResourceExhausted when spent), an SSH host named on submit
+  // (`host`, else empty) registered as a target, the batch stored and the runner woken.
+  Result<StateStore::Submitted> Submit(const ClientIdentity& caller, const NewBatch& batch, const std::string& host);
   // AuthorizeOnTarget for a call on batch `batch_id`: its target decides; NOT_FOUND for no such batch.
   grpc::Status AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method, int64_t batch_id) const;
 

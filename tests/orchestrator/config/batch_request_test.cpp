@@ -1,5 +1,6 @@
 #include "orchestrator/config/batch_request.h"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "orchestrator/temp_dir.h"
@@ -12,11 +13,31 @@ using testing::TempDir;
 struct Fixture {
   TempDir dir;
   DaemonConfig config;
+  // What the datastream defines; the validator reads it through the context.
+  std::shared_ptr<stig::DatastreamIds> ids = std::make_shared<stig::DatastreamIds>();
   Fixture() {
     config.source = "/etc/temper/temperd.yaml";
     config.content_dirs = {dir.path()};
     dir.Write("ssg-test-ds.xml", "<xml/>");
     config.targets.push_back(TargetConfig{.name = "lab", .type = "rootfs", .path = "/r"});
+    ids->profiles = {"xccdf_org.ssgproject.content_profile_stig", "xccdf_org.ssgproject.content_profile_cis_level1"};
+    ids->rules = {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
+                  "xccdf_org.ssgproject.content_rule_accounts_tmout"};
+  }
+  // A caller who may do everything; `host_targets`: the SSH hosts known so far.
+  SubmitContext Context(std::vector<std::string> host_targets = {}) const {
+    SubmitContext context{.config = config, .host_targets = std::move(host_targets)};
+    context.admit_host = [](const std::string&) { return Status::OK(); };
+    context.target_for_host = [](const std::string& host) { return "ssh:" + host; };
+    context.authorize_target = [](const std::string&) { return Status::OK(); };
+    context.authorize_waivers = [] { return Status::OK(); };
+    context.datastream_ids = [this](const std::string&) -> Result<std::shared_ptr<const stig::DatastreamIds>> {
+      return std::shared_ptr<const stig::DatastreamIds>(ids);
+    };
+    return context;
+  }
+  Result<NewBatch> Validate(const temper::v1::SubmitBatchRequest& r, std::vector<std::string> host_targets = {}) const {
+    return ValidateSubmit(DecodeSubmitRequest(r), Context(std::move(host_targets)));
   }
   temper::v1::SubmitBatchRequest Valid() const {
     temper::v1::SubmitBatchRequest r;
@@ -28,14 +49,14 @@ struct Fixture {
     return r;
   }
   std::string Error(const temper::v1::SubmitBatchRequest& r) const {
-    auto b = ValidateSubmitRequest(r, config);
+    auto b = Validate(r);
     return b.ok() ? "OK" : b.status().message();
   }
 };
 
 TEST_CASE("a valid request expands short rule ids and fills default budgets") {
   Fixture f;
-  auto batch = ValidateSubmitRequest(f.Valid(), f.config);
+  auto batch = f.Validate(f.Valid());
   REQUIRE(batch.ok());
   CHECK(batch->datastream == f.dir / "ssg-test-ds.xml");
   CHECK(batch->rule_ids == std::vector<std::string>{"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
@@ -48,7 +69,7 @@ TEST_CASE("requested budgets override defaults within range") {
   auto r = f.Valid();
   r.mutable_budgets()->set_max_attempts(7);
   r.mutable_budgets()->set_wall_time_seconds(60);
-  auto batch = ValidateSubmitRequest(r, f.config);
+  auto batch = f.Validate(r);
   REQUIRE(batch.ok());
   CHECK(batch->budgets.max_attempts == 7);
   CHECK(batch->budgets.wall_time.count() == 60);
@@ -119,11 +140,11 @@ TEST_CASE("parallel_attempts: temperd's unless the request sets it, 1 to 16, and
   f.config.parallel_attempts = 4;
   f.config.targets.push_back(TargetConfig{.name = "web1", .type = "ssh", .host = "admin@web1"});
   auto r = f.Valid();
-  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 4);
+  CHECK(f.Validate(r)->options.parallel_attempts == 4);
   r.set_parallel_attempts(8);
-  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 8);
+  CHECK(f.Validate(r)->options.parallel_attempts == 8);
   r.set_parallel_attempts(1);
-  CHECK(ValidateSubmitRequest(r, f.config)->options.parallel_attempts == 1);
+  CHECK(f.Validate(r)->options.parallel_attempts == 1);
   r.set_parallel_attempts(17);
   CHECK(f.Error(r) == "parallel_attempts: 17; 1 to 16 (0: temperd's loop.parallel_attempts, 4)");
 
@@ -137,23 +158,14 @@ TEST_CASE("parallel_attempts: temperd's unless the request sets it, 1 to 16, and
   // A host named on submit is not in temperd.yaml's targets: an SSH host too.
   r.set_target("admin@web2");
   r.set_parallel_attempts(3);
-  auto host = ValidateSubmitRequest(r, f.config, {"admin@web2"});
+  auto host = f.Validate(r, {"admin@web2"});
   REQUIRE_FALSE(host.ok());
   CHECK(host.status().message().find("parallel_attempts: 3 for target 'admin@web2', an SSH host") == 0);
 }
 
 TEST_CASE("a rule or profile the datastream lacks is refused, with the closest ids in the client's form") {
   Fixture f;
-  stig::DatastreamIds ids;
-  ids.profiles = {"xccdf_org.ssgproject.content_profile_stig", "xccdf_org.ssgproject.content_profile_cis_level1"};
-  ids.rules = {"xccdf_org.ssgproject.content_rule_sshd_disable_root_login",
-               "xccdf_org.ssgproject.content_rule_accounts_tmout"};
-  auto check = [&](const temper::v1::SubmitBatchRequest& r) {
-    auto batch = ValidateSubmitRequest(r, f.config);
-    REQUIRE(batch.ok());
-    Status s = CheckIdsInDatastream(r, *batch, ids);
-    return s.ok() ? std::string("OK") : s.message();
-  };
+  auto check = [&](const temper::v1::SubmitBatchRequest& r) { return f.Error(r); };
   CHECK(check(f.Valid()) == "OK");
   auto r = f.Valid();
   r.set_rule_ids(1, "acounts_tmout");
@@ -189,7 +201,7 @@ TEST_CASE("waivers are normalized, checked field by field, and carried with the 
   w->mutable_expires_at()->set_seconds(1900000000);
   r.set_allow_disruptive(true);
   r.set_plan_only(true);
-  auto batch = ValidateSubmitRequest(r, f.config);
+  auto batch = f.Validate(r);
   REQUIRE(batch.ok());
   REQUIRE(batch->options.waivers.size() == 1);
   CHECK(batch->options.waivers[0].rule_id == "xccdf_org.ssgproject.content_rule_accounts_tmout");
@@ -226,7 +238,7 @@ TEST_CASE("configured waivers join the batch's, which win for the same rule, oth
   w->set_rule_id("accounts_tmout");
   w->set_reason("batch: this kiosk");
   w->set_owner("alice");
-  auto batch = ValidateSubmitRequest(r, f.config);
+  auto batch = f.Validate(r);
   REQUIRE(batch.ok());
   REQUIRE(batch->options.waivers.size() == 2);
   CHECK(batch->options.waivers[0].rule_id == p + "accounts_tmout");
@@ -238,9 +250,115 @@ TEST_CASE("configured waivers join the batch's, which win for the same rule, oth
   auto whole = f.Valid();
   whole.clear_rule_ids();
   whole.set_whole_profile(true);
-  auto profile_batch = ValidateSubmitRequest(whole, f.config);
+  auto profile_batch = f.Validate(whole);
   REQUIRE(profile_batch.ok());
   CHECK(profile_batch->options.waivers.size() == 3);
+}
+
+// The validator alone, one bad request of each kind: refused with the field (or rule) named first.
+TEST_CASE("the SubmitBatch validator refuses each kind of bad request, naming the field") {
+  Fixture f;
+  using Change = std::function<void(temper::v1::SubmitBatchRequest&)>;
+  auto waiver = [](temper::v1::SubmitBatchRequest& r) {
+    temper::v1::Waiver* w = r.add_waivers();
+    w->set_rule_id("accounts_tmout");
+    w->set_reason("kiosk");
+    w->set_owner("secops");
+    return w;
+  };
+  const std::vector<std::pair<Change, std::string>> cases = {
+      {[](auto& r) { r.set_name(std::string(201, 'n')); }, "name: 201 bytes; at most 200"},
+      {[](auto& r) { r.set_host("admin@web2"); }, "host: give either target or host, not both"},
+      {[](auto& r) {
+         r.clear_target();
+         r.set_host("admin@web2:notaport");
+       },
+       "host: "},
+      {[](auto& r) { r.clear_target(); }, "target: required"},
+      {[](auto& r) { r.set_target("prod"); }, "target: 'prod' is not configured in /etc/temper/temperd.yaml"},
+      {[](auto& r) { r.clear_datastream(); }, "datastream: required"},
+      {[](auto& r) { r.set_datastream("../../etc/passwd"); }, "datastream"},
+      {[](auto& r) { r.set_datastream("ssg-other-ds.xml"); },
+       "datastream 'ssg-other-ds.xml' is in no content directory"},
+      {[](auto& r) { r.clear_profile(); }, "profile: required"},
+      {[](auto& r) { r.set_profile("st ig"); }, "profile: 'st ig' is neither an XCCDF profile id nor a profile name"},
+      {[](auto& r) { r.set_profile("stgi"); }, "profile: 'stgi' is not a profile of ssg-test-ds.xml"},
+      {[](auto& r) { r.clear_rule_ids(); }, "rule_ids: give either explicit rule ids or whole_profile"},
+      {[](auto& r) { r.set_whole_profile(true); }, "rule_ids: give either explicit rule ids or whole_profile"},
+      {[](auto& r) {
+         for (int i = 0; i < 5000; ++i) r.add_rule_ids(fmt::format("rule_{}", i));
+       },
+       "rule_ids: 5002 rules; a batch holds at most 5000"},
+      {[](auto& r) { r.set_rule_ids(1, "no such rule!"); }, "rule_ids[1]: 'no such rule!' is not a rule id"},
+      {[](auto& r) { r.set_rule_ids(1, "xccdf_bad"); }, "rule_ids[1]: 'xccdf_bad' is not an XCCDF rule id"},
+      {[](auto& r) { r.set_rule_ids(1, "sshd_disable_root_login"); },
+       "rule_ids[1]: 'sshd_disable_root_login' is listed twice"},
+      {[](auto& r) { r.set_rule_ids(1, "acounts_tmout"); },
+       "rule_ids[1]: 'acounts_tmout' is not a rule of ssg-test-ds.xml"},
+      {[](auto& r) { r.mutable_budgets()->set_max_attempts(51); }, "budgets.max_attempts: 51 is out of range"},
+      {[](auto& r) { r.mutable_budgets()->set_wall_time_seconds(5); }, "budgets.wall_time_seconds: 5 is out of range"},
+      {[](auto& r) { r.mutable_budgets()->set_max_tokens(10); }, "budgets.max_tokens: 10 is out of range"},
+      {[](auto& r) { r.set_request_id("a b"); }, "request_id: only printable ASCII characters without spaces"},
+      {[&](auto& r) { waiver(r)->set_rule_id("bad id!"); }, "waivers[0].rule_id: 'bad id!' is not a rule id"},
+      {[&](auto& r) { waiver(r)->clear_reason(); }, "waivers[0].reason: required"},
+      {[&](auto& r) { waiver(r)->clear_owner(); }, "waivers[0].owner: required"},
+      {[&](auto& r) { waiver(r)->mutable_expires_at()->set_nanos(-1); }, "waivers[0].expires_at: not a valid time"},
+      {[&](auto& r) {
+         waiver(r);
+         waiver(r);
+       },
+       "waivers[1].rule_id: 'accounts_tmout' is waived twice"},
+      {[&](auto& r) {
+         for (int i = 0; i < 200; ++i) {
+           temper::v1::Waiver* w = waiver(r);
+           w->set_rule_id(fmt::format("rule_{}", i));
+           w->set_reason(std::string(2000, 'x'));
+         }
+       },
+       "waivers: 200 waivers of "},
+      {[](auto& r) { r.set_parallel_attempts(17); }, "parallel_attempts: 17; 1 to 16"},
+  };
+  for (const auto& [change, expected] : cases) {
+    temper::v1::SubmitBatchRequest r = f.Valid();
+    change(r);
+    INFO(r.ShortDebugString().substr(0, 300));
+    CHECK_THAT(f.Error(r), Catch::StartsWith(expected));
+  }
+
+  // The caller's rights and the host registry, from the context, in the order the server asked.
+  temper::v1::SubmitBatchRequest r = f.Valid();
+  SubmitContext refusing = f.Context();
+  refusing.authorize_target = [](const std::string& target) {
+    return Status::PermissionDenied("alice may not call SubmitBatch on target " + target);
+  };
+  Result<NewBatch> denied = ValidateSubmit(DecodeSubmitRequest(r), refusing);
+  CHECK(denied.status().code() == StatusCode::kPermissionDenied);
+  CHECK(denied.status().message() == "alice may not call SubmitBatch on target lab");
+  SubmitContext no_waivers = f.Context();
+  no_waivers.authorize_waivers = [] { return Status::PermissionDenied("alice may not waive rules"); };
+  CHECK(ValidateSubmit(DecodeSubmitRequest(r), no_waivers).ok());  // no waiver asked for
+  waiver(r);
+  CHECK(ValidateSubmit(DecodeSubmitRequest(r), no_waivers).status().message() == "alice may not waive rules");
+  r = f.Valid();
+  r.clear_target();
+  r.set_host("admin@web2");
+  SubmitContext unknown_host = f.Context();
+  unknown_host.admit_host = [](const std::string& host) {
+    return Status::PermissionDenied("host: " + host + " unknown");
+  };
+  CHECK(ValidateSubmit(DecodeSubmitRequest(r), unknown_host).status().message() == "host: admin@web2 unknown");
+  // Admitted, the host's target name is the batch's target (an SSH host: one attempt at a time).
+  Result<NewBatch> on_host = f.Validate(r);
+  REQUIRE(on_host.ok());
+  CHECK(on_host->target == "ssh:admin@web2");
+  r.set_parallel_attempts(2);
+  CHECK_THAT(f.Error(r), Catch::StartsWith("parallel_attempts: 2 for target 'ssh:admin@web2', an SSH host"));
+  // A datastream whose ids cannot be read is refused naming it.
+  SubmitContext unreadable = f.Context();
+  unreadable.datastream_ids = [](const std::string&) -> Result<std::shared_ptr<const stig::DatastreamIds>> {
+    return Status::DataLoss("not XML");
+  };
+  CHECK(ValidateSubmit(DecodeSubmitRequest(f.Valid()), unreadable).status().message() == "datastream: not XML");
 }
 
 TEST_CASE("batch ids are positive decimal numbers") {

@@ -1,5 +1,6 @@
 #include "orchestrator/config/request_bounds.h"
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "orchestrator/config/batch_request.h"
@@ -51,13 +52,51 @@ TEST_CASE("request bounds: the first field over its bound is named by its path, 
   CHECK(CheckRequestBounds(r).message() == "datastream: 4097 bytes; at most 4096");
 }
 
-TEST_CASE("request bounds: ValidateSubmitRequest refuses an oversized field before anything else") {
+TEST_CASE("request bounds: the SubmitBatch validator refuses an oversized field before anything else") {
   temper::v1::SubmitBatchRequest r;
   r.set_name(std::string(201, 'n'));  // every other field missing: the bound comes first
   DaemonConfig config;
-  Result<NewBatch> b = ValidateSubmitRequest(r, config);
+  Result<NewBatch> b = ValidateSubmit(DecodeSubmitRequest(r), SubmitContext{.config = config});
   REQUIRE_FALSE(b.ok());
   CHECK(b.status().message() == "name: 201 bytes; at most 200");
+}
+
+// SubmitBatch checks the decoded request, not the proto: a string field added to the proto (or to
+// its waivers) but not decoded and bounded fails here, so every field stays bounded.
+TEST_CASE("request bounds: every string field of SubmitBatchRequest is decoded and bounded by the validator") {
+  DaemonConfig config;
+  auto refused = [&](const temper::v1::SubmitBatchRequest& r) {
+    Result<NewBatch> b = ValidateSubmit(DecodeSubmitRequest(r), SubmitContext{.config = config});
+    return b.ok() ? std::string("OK") : b.status().message();
+  };
+  int checked = 0;
+  for (const google::protobuf::Descriptor* message :
+       {temper::v1::SubmitBatchRequest::descriptor(), temper::v1::Waiver::descriptor()}) {
+    for (int i = 0; i < message->field_count(); ++i) {
+      const google::protobuf::FieldDescriptor& field = *message->field(i);
+      if (field.type() != google::protobuf::FieldDescriptor::TYPE_STRING) continue;
+      const std::string over(StringFieldBound(field) + 1, 'x');
+      temper::v1::SubmitBatchRequest r;
+      google::protobuf::Message* holder = &r;
+      std::string path;
+      if (message == temper::v1::Waiver::descriptor()) {
+        holder = r.add_waivers();
+        path = "waivers[0].";
+      }
+      const google::protobuf::Reflection* reflection = holder->GetReflection();
+      if (field.is_repeated()) {
+        reflection->AddString(holder, &field, over);
+        path += field.name() + "[0]";
+      } else {
+        reflection->SetString(holder, &field, over);
+        path += field.name();
+      }
+      INFO(field.full_name());
+      CHECK(refused(r) == fmt::format("{}: {} bytes; at most {}", path, over.size(), StringFieldBound(field)));
+      ++checked;
+    }
+  }
+  CHECK(checked == 10);  // target, datastream, profile, rule_ids, name, request_id, host; the waiver's three
 }
 
 }  // namespace
