@@ -6,8 +6,8 @@
 #include <fmt/ranges.h>
 
 #include "common/display_text.h"
+#include "policy/command_policy.h"
 #include "roles/architect.h"
-#include "roles/command_policy.h"
 #include "roles/tool_calls.h"
 #include "roles/worker_tool_names.h"
 

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 
 #include "common/lexical_path.h"
-#include "common/shell_split.h"
-#include "common/shell_variables.h"
+#include "policy/shell_split.h"
+#include "policy/shell_variables.h"
 #include "stig/ssh/login_guard.h"
 
 namespace temper::stig {

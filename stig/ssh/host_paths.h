@@ -7,7 +7,7 @@
 // It also keeps every change out of temper's own directory on the host (the undo journal in
 // /var/lib/temper): a journal the Worker can rewrite is a revert the Worker controls.
 //
-// Paths are read from the command with common/shell_split: arguments that are absolute paths (or
+// Paths are read from the command with policy/shell_split: arguments that are absolute paths (or
 // --option=/path), relative ones joined to a literal `cd` before them, words that are a variable
 // the script gives one literal value, and redirection targets. What a command computes at run time
 // cannot be named here; the Worker's command policy has refused most of it before, and the undo

@@ -6,7 +6,7 @@
 // the revert would have no way in. These are refused before they run, with the reason, so the
 // model can choose another way (rules that really require them are left to a human).
 //
-// Commands are read with common/shell_split (runners such as sudo, env -S and flock peeled, the
+// Commands are read with policy/shell_split (runners such as sudo, env -S and flock peeled, the
 // scripts of bash -c and eval parsed), in addition to the Worker's general command policy. Paths
 // are judged as written; SshTarget resolves them on the host (symlinks followed) and asks again
 // with what they resolve to. It cannot see every way to lock a host; the real verification is the
@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "common/shell_split.h"
+#include "policy/shell_split.h"
 
 namespace temper::stig {
 

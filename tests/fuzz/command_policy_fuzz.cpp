@@ -1,6 +1,6 @@
 // libFuzzer target: the command policy's readers of untrusted text — the shell parser
-// (common/shell_split, with the command runners and variables), the policy's judgement of a
-// command line and of a file written where it runs later (roles/command_policy, its rules, sed
+// (policy/shell_split, with the command runners and variables), the policy's judgement of a
+// command line and of a file written where it runs later (policy/command_policy, its rules, sed
 // scripts and execution paths), and the SSH guards' readings of the same line.
 //
 // The input is a command line, optionally followed by a NUL and the content of every file the
@@ -13,10 +13,10 @@
 #include <string>
 #include <string_view>
 
-#include "common/shell_split.h"
-#include "roles/command_policy.h"
-#include "roles/execution_paths.h"
-#include "roles/sed_script.h"
+#include "policy/command_policy.h"
+#include "policy/execution_paths.h"
+#include "policy/sed_script.h"
+#include "policy/shell_split.h"
 #include "stig/ssh/host_paths.h"
 #include "stig/ssh/login_guard.h"
 

@@ -1,4 +1,4 @@
-#include "roles/command_policy.h"
+#include "policy/command_policy.h"
 
 #include <algorithm>
 #include <cctype>
@@ -10,11 +10,11 @@
 
 #include <fmt/format.h>
 
-#include "common/shell_split.h"
-#include "common/shell_variables.h"
-#include "roles/command_rules.h"
-#include "roles/execution_paths.h"
-#include "roles/sed_script.h"
+#include "policy/command_rules.h"
+#include "policy/execution_paths.h"
+#include "policy/sed_script.h"
+#include "policy/shell_split.h"
+#include "policy/shell_variables.h"
 
 namespace temper {
 

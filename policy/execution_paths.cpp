@@ -1,11 +1,11 @@
-#include "roles/execution_paths.h"
+#include "policy/execution_paths.h"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "roles/command_rules.h"
+#include "policy/command_rules.h"
 
 namespace temper {
 

@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/shell_split.h"
+#include "policy/shell_split.h"
 
 namespace temper {
 

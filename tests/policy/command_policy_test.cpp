@@ -1,6 +1,6 @@
 // The dangerous-command policy: each refusal, in the disguises a model might produce, and the safe
 // look-alikes that must pass.
-#include "roles/command_policy.h"
+#include "policy/command_policy.h"
 
 #include <map>
 

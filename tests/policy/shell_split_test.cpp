@@ -1,6 +1,6 @@
 // Splitting command lines into the programs they run: separators, substitutions, shells' -c
 // scripts, wrappers peeled off, redirections and here-documents.
-#include "common/shell_split.h"
+#include "policy/shell_split.h"
 
 #include <catch2/catch.hpp>
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "common/lexical_path.h"
-#include "common/shell_split.h"
-#include "roles/command_policy.h"
+#include "policy/command_policy.h"
+#include "policy/shell_split.h"
 
 namespace temper {
 

@@ -1,4 +1,4 @@
-#include "common/command_runners.h"
+#include "policy/command_runners.h"
 
 #include <algorithm>
 #include <cctype>

@@ -1,4 +1,4 @@
-#include "common/shell_split.h"
+#include "policy/shell_split.h"
 
 #include <algorithm>
 #include <cctype>

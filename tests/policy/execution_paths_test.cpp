@@ -1,5 +1,5 @@
 // Execution paths: which files run later, and the commands each kind of file runs.
-#include "roles/execution_paths.h"
+#include "policy/execution_paths.h"
 
 #include <catch2/catch.hpp>
 

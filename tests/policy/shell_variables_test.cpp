@@ -1,5 +1,5 @@
 // Literal values of shell variables, as the command policy resolves programs and content with them.
-#include "common/shell_variables.h"
+#include "policy/shell_variables.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "common/shell_variables.h"
+#include "policy/shell_variables.h"
 
 #include <cctype>
 

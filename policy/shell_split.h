@@ -9,7 +9,7 @@
 //   - the commands inside $(…), `…`, process substitutions <(…) and >(…), $((…)) arithmetic and
 //     ${…} expansions, in words, double quotes and unquoted here-document bodies;
 //   - the scripts of `bash -c '…'` / `sh -c` / `eval`, and the commands of `find … -exec … ;`;
-//   - command runners (common/command_runners.h: sudo, env and env -S, nohup, nice, timeout,
+//   - command runners (policy/command_runners.h: sudo, env and env -S, nohup, nice, timeout,
 //     stdbuf, setsid, flock, watch, unshare, nsenter, chroot, busybox, su, xargs, ssh, …) peeled
 //     off, so `program` is what actually runs, and the command lines they hand to a shell parsed.
 // Here-document bodies and here-strings are data: only their $(…)/`…` (when the delimiter is
@@ -40,8 +40,8 @@
 #include <string_view>
 #include <vector>
 
-#include "common/command_runners.h"
 #include "common/status.h"
+#include "policy/command_runners.h"
 
 namespace temper {
 

@@ -1,5 +1,5 @@
 // Command runners: each runner's options and operands, and what it runs.
-#include "common/command_runners.h"
+#include "policy/command_runners.h"
 
 #include <catch2/catch.hpp>
 

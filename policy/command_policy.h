@@ -12,18 +12,18 @@
 // disruptive change (software someone depends on goes away), allowed only when the batch opts in.
 //
 // It judges what will actually run:
-//   - commands are split with common/shell_split, so `true && sudo reboot`, `$(shutdown -h now)`,
+//   - commands are split with policy/shell_split, so `true && sudo reboot`, `$(shutdown -h now)`,
 //     `bash -c 'systemctl stop sshd'`, `env -S 'systemctl stop ssh'`, `flock /run/x reboot` and
 //     `busybox reboot` are all seen; look-alikes that only mention a word (`grep reboot /etc/x`,
 //     `systemctl status sshd`, `man shutdown`) are allowed;
 //   - a program named by a variable is judged by the literal values the script gives that
-//     variable (common/shell_variables.h); one computed at run time (`$(cat x)`, `eval "$v"`,
+//     variable (policy/shell_variables.h); one computed at run time (`$(cat x)`, `eval "$v"`,
 //     `bash <<< "$x"`, `xargs sudo`) is refused;
 //   - scripts are judged when they run, by their content read from the target (`bash /tmp/x`,
 //     `sh x`, `./x`, `. x`, `source x`, a program outside the system's program directories); a
 //     script that cannot be read, or that the same command line writes first, is refused by name;
 //     code in other languages (python, perl, awk's system(), sed's e) is refused;
-//   - files written where their content runs later (roles/execution_paths.h: cron, systemd units,
+//   - files written where their content runs later (policy/execution_paths.h: cron, systemd units,
 //     profile.d, bashrc, rc.local, sudoers, PAM, udev, modprobe, ...) are judged as the commands
 //     they will become, whether written with write_file or by a command whose output, copied
 //     file or sed edit the policy can see; a command that writes there what the policy cannot see

@@ -1,5 +1,5 @@
 // Reading sed scripts for what they run, write and insert.
-#include "roles/sed_script.h"
+#include "policy/sed_script.h"
 
 #include <catch2/catch.hpp>
 

@@ -5,17 +5,17 @@
 // (Before shell_split read bash's process substitutions, 69 of the 170 were refused: 68 could
 // not be parsed. Before the policy judged files copied where they run later, 1.)
 //
-// This test joins roles/ (the policy) and stig/ (the content). The two libraries never depend on
-// each other, so it has an executable of its own (temper_roles_ssg_tests): temper_roles_tests stays
-// free of libopenscap, and this suite does not need the stig suite's rootfs fixture. It reads
-// the content Debian 12's ssg-debderived installs (deploy/setup.sh), as the stig suite does.
+// This test joins policy/ and stig/ (the content). The two libraries never depend on each other,
+// so it has an executable of its own (temper_policy_ssg_tests): temper_policy_tests stays free of
+// libopenscap, and this suite does not need the stig suite's rootfs fixture. It reads the content
+// Debian 12's ssg-debderived installs (deploy/setup.sh), as the stig suite does.
 #include <map>
 #include <set>
 #include <string>
 
 #include <catch2/catch.hpp>
 
-#include "roles/command_policy.h"
+#include "policy/command_policy.h"
 #include "stig/scap/content.h"
 
 namespace temper {

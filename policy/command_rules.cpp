@@ -1,4 +1,4 @@
-#include "roles/command_rules.h"
+#include "policy/command_rules.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,8 +7,8 @@
 #include <fmt/ranges.h>
 
 #include "common/lexical_path.h"
-#include "roles/execution_paths.h"
-#include "roles/sed_script.h"
+#include "policy/execution_paths.h"
+#include "policy/sed_script.h"
 
 namespace temper {
 
@@ -509,7 +509,7 @@ const std::string kInsteadNamespaces =
 
 // Programs that put the command they run (or a shell) in other namespaces, or that make or move
 // processes into other cgroups. unshare, nsenter, firejail and cgexec are runners
-// (common/command_runners.h): what they run is judged too, and they are judged as its prefixes.
+// (policy/command_runners.h): what they run is judged too, and they are judged as its prefixes.
 bool ChangesNamespacesOrCgroups(std::string_view program) {
   static constexpr std::string_view kPrograms[] = {"unshare", "nsenter",    "firejail", "bwrap", "systemd-nspawn",
                                                    "cgexec",  "cgclassify", "cgcreate", "cgset", "cgdelete"};

@@ -1,4 +1,4 @@
-#include "roles/sed_script.h"
+#include "policy/sed_script.h"
 
 #include <cctype>
 

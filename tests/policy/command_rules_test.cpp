@@ -1,13 +1,13 @@
 // The command policy's rules for one simple command, one case per kind of program the rules judge
 // (and the look-alikes they let through), as a table: the command line, the rule's context, and the
 // refusal expected ("" when it runs). The expected texts were taken from the rules as they were
-// before they became a table of judges (roles/command_rules.cpp), so this also shows the table
+// before they became a table of judges (policy/command_rules.cpp), so this also shows the table
 // decides as the if-chain did.
-#include "roles/command_rules.h"
+#include "policy/command_rules.h"
 
 #include <catch2/catch.hpp>
 
-#include "common/shell_split.h"
+#include "policy/shell_split.h"
 
 namespace temper {
 namespace {
