@@ -6,8 +6,8 @@
 #include <fmt/ranges.h>
 
 #include "common/display_text.h"
-#include "policy/command_policy.h"
 #include "roles/architect.h"
+#include "roles/policy_checked_tools.h"
 #include "roles/tool_calls.h"
 #include "roles/worker_tool_names.h"
 
@@ -52,13 +52,11 @@ struct ToolOutcome {
 
 ToolOutcome Refused(const Status& refusal) { return {refusal.message(), true}; }
 
-// What a call may use: the target, the budget, the policy and its reader, and the attempt's record
-// of the commands run and files written.
+// What a call may use: the target behind the policy, the budget, and the attempt's record of the
+// commands run and files written.
 struct ToolCallContext {
-  WorkerTools& tools;
+  PolicyCheckedTools& tools;
   const WorkerBudget& budget;
-  const PolicyContext& policy;
-  const TargetFileReader& read_target;
   std::string& actions;
 };
 
@@ -68,8 +66,8 @@ using ToolRunner = Result<ToolOutcome> (*)(const json& arguments, ToolCallContex
 
 Result<ToolOutcome> RunCommand(const json& arguments, ToolCallContext& ctx) {
   const std::string command = arguments["command"];
-  if (Status refusal = CheckCommand(command, ctx.policy, ctx.read_target); !refusal.ok()) return Refused(refusal);
   auto r = ctx.tools.RunCommand(command, ctx.budget.command_timeout);
+  if (ctx.tools.last_call_refused()) return Refused(r.status());
   if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
   if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
   ctx.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
@@ -95,8 +93,8 @@ Result<ToolOutcome> ReadFile(const json& arguments, ToolCallContext& ctx) {
 
 Result<ToolOutcome> WriteFile(const json& arguments, ToolCallContext& ctx) {
   const std::string path = arguments["path"], content = arguments["content"];
-  if (Status refusal = CheckWrite(path, content, ctx.policy, ctx.read_target); !refusal.ok()) return Refused(refusal);
   Status s = ctx.tools.WriteFile(path, content);
+  if (ctx.tools.last_call_refused()) return Refused(s);
   if (!s.ok() && !ToolErrorIsForTheModel(s.code())) return s.WithContext("writing a file for the Worker");
   if (!s.ok()) return ToolOutcome{"error: " + s.message()};
   ctx.actions += fmt::format("write {} ({} bytes)\n", path, content.size());
@@ -108,12 +106,10 @@ Result<ToolOutcome> ChangePackages(const json& arguments, ToolCallContext& ctx, 
   const std::string tool(WorkerToolName(install ? WorkerTool::kInstallPackage : WorkerTool::kRemovePackage));
   Result<std::vector<std::string>> packages = PackageNames(arguments, tool);
   if (!packages.ok()) return ToolOutcome{"error: " + packages.status().message()};
-  if (!install) {
-    if (Status refusal = CheckPackageRemoval(*packages, ctx.policy); !refusal.ok()) return Refused(refusal);
-  }
   const bool purge = arguments.contains("purge") && arguments["purge"].get<bool>();
   auto r = install ? ctx.tools.InstallPackages(*packages, ctx.budget.command_timeout)
                    : ctx.tools.RemovePackages(*packages, purge, ctx.budget.command_timeout);
+  if (ctx.tools.last_call_refused()) return Refused(r.status());
   if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
     return r.status().WithContext(install ? "installing packages for the Worker" : "removing packages for the Worker");
   }
@@ -246,13 +242,10 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
   ChatRequest request = std::move(prompt.request);
   WorkerResult result;
   result.trimmed = std::move(prompt.trimmed);
-  const PolicyContext policy{.bootloader_rule = IsBootloaderRule(task.rule.id, task.rule.title),
-                             .allow_package_removal = task.allow_package_removal};
-  // The policy reads the scripts a command runs, and the files it copies where they run later,
-  // from the target itself.
-  const TargetFileReader read_target = [&tools](const std::string& path, size_t max_bytes) {
-    return tools.ReadFile(path, max_bytes);
-  };
+  // Every call reaches the target through the command policy.
+  PolicyCheckedTools checked_tools(tools,
+                                   PolicyContext{.bootloader_rule = IsBootloaderRule(task.rule.id, task.rule.title),
+                                                 .allow_package_removal = task.allow_package_removal});
   const size_t window = config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens);
   auto emit = [&](WorkerEvent e) {
     if (on_event) on_event(e);
@@ -351,7 +344,7 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
         ++result.steps;
         const ToolSpec* spec = FindTool(call.name);
         if (spec == nullptr) return Status::Internal(fmt::format("the Worker has no tool '{}'", call.name));
-        ToolCallContext context{tools, budget_, policy, read_target, result.actions};
+        ToolCallContext context{checked_tools, budget_, result.actions};
         TEMPER_ASSIGN_OR_RETURN(ToolOutcome done, spec->call(call.arguments, context));
         output = std::move(done.output);
         // Decided by the policy's Status, never by the text: a tool's own output may say anything.

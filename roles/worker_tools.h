@@ -1,6 +1,7 @@
 // WorkerTools: what the Worker can do on a target, as an interface the orchestrator implements over
 // a stig/ target (rootfs sandbox, SSH host) — roles/ never depends on stig/. The policy
-// (policy/command_policy) has already approved every command and path that reaches these methods.
+// (policy/command_policy, applied by roles/policy_checked_tools.h) has already approved every command
+// and path that reaches these methods.
 //
 // Errors: a Status whose code says whether the attempt can go on. InvalidArgument, NotFound,
 // PermissionDenied, FailedPrecondition and IOError describe the request (a missing file, a
