@@ -24,7 +24,13 @@ constexpr std::chrono::seconds kLongestStorePause{300};
 
 LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleModels* models, const Logger& log,
                        SshHosts* hosts)
-    : config_(config), journal_(journal), models_(models), log_(log), hosts_(hosts), slots_(config, journal, log) {
+    : config_(config),
+      journal_(journal),
+      models_(models),
+      log_(log),
+      hosts_(hosts),
+      datastreams_(log),
+      slots_(config, journal, log) {
   // Hosts named on submit by an earlier daemon: their batches (and reverts) find their slots.
   if (hosts_) {
     for (const TargetConfig& target : hosts_->Submitted()) slots_.Add(target);
@@ -158,8 +164,8 @@ std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
     }
     auto failed = start_failures_.find(batch.target);
     if (failed != start_failures_.end()) {
-      return fmt::format("temperd could not start a thread for target {} ({}); it tries again every {} s",
-                         batch.target, failed->second, kIdlePoll.count());
+      return fmt::format("temperd could not start a thread for target {} ({}); it tries again every {} s", batch.target,
+                         failed->second, kIdlePoll.count());
     }
   }
   Result<std::optional<int64_t>> running = journal_.store().RunningBatch(batch.target);
@@ -265,7 +271,7 @@ void LoopRunner::PauseAfterStoreError(const TargetConfig& config, std::chrono::s
 }
 
 std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, BatchRecord batch) {
-  Result<const LoadedContent*> content = ContentFor(batch);
+  Result<const Datastreams::Loaded*> content = ContentFor(batch);
   if (!content.ok()) return FailBatch(batch, content.status());
   const bool ssh = config.type == "ssh" && hosts_ != nullptr;
   if (ssh) {
@@ -329,7 +335,7 @@ void LoopRunner::RecordHost(const TargetConfig& config, TargetSlots::Lease& leas
 }
 
 Status LoopRunner::VerifyReboot(const TargetConfig& config, const BatchRecord& batch) {
-  Result<const LoadedContent*> content = ContentFor(batch);
+  Result<const Datastreams::Loaded*> content = ContentFor(batch);
   if (!content.ok()) return AbandonRebootVerification(journal_, batch, content.status());
   Result<TargetSlots::Lease> lease = slots_.Acquire(config.name, fmt::format("the reboot check of batch {}", batch.id));
   if (!lease.ok()) return AbandonRebootVerification(journal_, batch, lease.status());
@@ -337,23 +343,16 @@ Status LoopRunner::VerifyReboot(const TargetConfig& config, const BatchRecord& b
   return VerifyAfterReboot(journal_, lease->target(), *(*content)->evaluator, results_root(), batch);
 }
 
-Result<const LoopRunner::LoadedContent*> LoopRunner::ContentFor(const BatchRecord& batch) {
-  // The file was trusted at submit; check again, since its directory or mode may have changed since.
+Result<const Datastreams::Loaded*> LoopRunner::ContentFor(const BatchRecord& batch) {
   Result<std::string> path = stig::ResolveTrustedDatastream(batch.datastream, config_.content_dirs);
   if (!path.ok()) return path.status().WithContext(fmt::format("batch {}", batch.id));
-  std::lock_guard lock(content_mu_);
-  auto key = std::make_pair(*path, batch.profile);
-  auto it = contents_.find(key);
-  if (it != contents_.end()) return it->second.get();
-  Result<stig::Content> loaded = stig::Content::Load(*path, batch.profile);
+  Result<const Datastreams::Loaded*> loaded = datastreams_.Content(*path, batch.profile);
   if (!loaded.ok()) return loaded.status().WithContext(fmt::format("batch {}", batch.id));
-  auto entry = std::make_unique<LoadedContent>(LoadedContent{std::move(*loaded), nullptr});
-  entry->evaluator = std::make_unique<stig::Evaluator>(entry->content, stig::EvaluatorOptions{}, log_);
-  return (contents_[key] = std::move(entry)).get();
+  return loaded;
 }
 
 Result<const stig::Content*> LoopRunner::ContentOf(const BatchRecord& batch) {
-  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* loaded, ContentFor(batch));
+  TEMPER_ASSIGN_OR_RETURN(const Datastreams::Loaded* loaded, ContentFor(batch));
   return &loaded->content;
 }
 
@@ -367,7 +366,7 @@ Result<RevertOutcome> LoopRunner::Revert(const RevertRequest& request) {
         *running, batch.target, *running));
   }
   TEMPER_RETURN_IF_ERROR(CheckRevertRequest(batch, request));
-  TEMPER_ASSIGN_OR_RETURN(const LoadedContent* content, ContentFor(batch));
+  TEMPER_ASSIGN_OR_RETURN(const Datastreams::Loaded* content, ContentFor(batch));
   TEMPER_ASSIGN_OR_RETURN(TargetSlots::Lease lease,
                           slots_.TryAcquire(batch.target, fmt::format("a revert of batch {}", batch.id)));
   RevertServices services{journal_, content->content, *content->evaluator, results_root()};

@@ -50,6 +50,7 @@
 #include "orchestrator/config/daemon_config.h"
 #include "orchestrator/loop/batch_loop.h"
 #include "orchestrator/loop/batch_revert.h"
+#include "orchestrator/loop/datastreams.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/loop/target_slots.h"
@@ -90,18 +91,16 @@ class LoopRunner {
   // running on that target or the target is in use; otherwise as RevertBatch.
   Result<RevertOutcome> Revert(const RevertRequest& request);
 
-  // The content `batch`'s datastream and profile load to, shared with its loop (loaded once;
-  // Content::Load is serialised here, as libopenscap requires). Errors as Content::Load.
+  // The content `batch`'s datastream and profile load to, shared with its loop (datastreams.h).
+  // Errors as Content::Load, or the datastream no longer trusted (stig/scap/content_trust.h).
   Result<const stig::Content*> ContentOf(const BatchRecord& batch);
+  // The daemon's one reader of datastreams: the ids a submit is checked against, the content a
+  // batch runs on.
+  Datastreams& datastreams() { return datastreams_; }
   // Where loops keep OpenSCAP's results (LoopServices::results_root).
   std::string results_root() const { return config_.state_dir + "/results"; }
 
  private:
-  struct LoadedContent {
-    stig::Content content;
-    std::unique_ptr<stig::Evaluator> evaluator;
-  };
-
   // Why no queued batch can start on this daemon: its WhyWaiting without models; "" with them.
   std::string WhyQueued() const;
   void TargetThread(const TargetConfig& target);
@@ -120,7 +119,9 @@ class LoopRunner {
   void PauseAfterStoreError(const TargetConfig& config, std::chrono::seconds& pause, const std::string& why);
   // Errors only when the outcome could not be recorded.
   Status VerifyReboot(const TargetConfig& config, const BatchRecord& batch);
-  Result<const LoadedContent*> ContentFor(const BatchRecord& batch);
+  // `batch`'s datastream trusted again (its directory or mode may have changed since the submit),
+  // then its profile's content.
+  Result<const Datastreams::Loaded*> ContentFor(const BatchRecord& batch);
   // Marks a batch that never started failed; the step when the store could not take it, as RunBatch.
   std::optional<RefusedRecord> FailBatch(const BatchRecord& batch, const Status& error);
   // After a batch on an SSH host: its state for `temper hosts`; closes a target that needs a human.
@@ -142,8 +143,7 @@ class LoopRunner {
   bool stopping_ = false;
   std::map<int64_t, BatchLoop*> running_;  // by batch id, while their loops run
 
-  std::mutex content_mu_;  // also serialises Content::Load, which libopenscap requires
-  std::map<std::pair<std::string, std::string>, std::unique_ptr<LoadedContent>> contents_;
+  Datastreams datastreams_;
 
   bool started_ = false;
   TargetSlots slots_;
@@ -151,9 +151,9 @@ class LoopRunner {
     std::thread thread;
     bool done = false;  // its work ran out; the dispatcher joins it
   };
-  std::map<std::string, TargetWorker> workers_;          // under mu_, by target name
-  std::map<std::string, std::string> start_failures_;    // under mu_: targets whose thread did not start, why
-  std::string dispatcher_failure_;                       // under mu_: why the dispatcher did not start
+  std::map<std::string, TargetWorker> workers_;        // under mu_, by target name
+  std::map<std::string, std::string> start_failures_;  // under mu_: targets whose thread did not start, why
+  std::string dispatcher_failure_;                     // under mu_: why the dispatcher did not start
   std::thread dispatcher_;
 };
 

@@ -99,7 +99,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
     return FromGrpcDenial(AuthorizeOnTarget(caller, "SubmitBatch", target));
   };
   checks.authorize_waivers = [&] { return FromGrpcDenial(AuthorizeWaivers(caller)); };
-  checks.datastream_ids = [&](const std::string& path) { return datastream_ids_.Get(path); };
+  checks.datastream_ids = [&](const std::string& path) { return runner_.datastreams().Ids(path); };
   Result<NewBatch> batch = ValidateSubmit(submit, checks);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
   Result<StateStore::Submitted> submitted = Submit(caller, *batch, submit.host);

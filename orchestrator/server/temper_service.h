@@ -18,7 +18,6 @@
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/server/client_identity.h"
 #include "orchestrator/server/client_limits.h"
-#include "orchestrator/server/datastream_ids_cache.h"
 #include "orchestrator/server/journal_watch.h"
 #include "orchestrator/store/journal.h"
 #include "orchestrator/store/state_store.h"
@@ -90,7 +89,6 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   SshHosts& hosts_;
   const std::vector<stig::DisaStig>& disa_stigs_;  // temperd's disa_stigs: directory
   const Logger& log_;
-  DatastreamIdsCache datastream_ids_;
   ClientLimits limits_;
   JournalWatchers watchers_;
 };
