@@ -7,7 +7,7 @@
 // taking the network down, no removing the packages that keep it reachable or bootable, no
 // scheduling commands to run later unjudged (systemd-run, at, batch, crontab), no changing the
 // command's own namespaces or limits (unshare, nsenter, cgexec, mounts of cgroup, proc, sysfs or
-// bpf file systems: the rootfs sandbox forbids them itself, stig/sandbox_seccomp.h), and no
+// bpf file systems: the rootfs sandbox forbids them itself, platform/sandbox_seccomp.h), and no
 // bootloader edits unless the rule being fixed is about the bootloader. Removing any package is a
 // disruptive change (software someone depends on goes away), allowed only when the batch opts in.
 //

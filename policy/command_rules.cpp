@@ -501,7 +501,7 @@ std::optional<Refusal> JudgeDd(const SimpleCommand& c, const PolicyContext&) {
 // Why a command may not change its own namespaces or limits: on a rootfs target it runs as the
 // host's uid 0 in a cgroup with the target's caps, and a namespace or a cgroup file system of its
 // own would let it write those caps away (issue 46). The sandbox refuses it itself
-// (stig/sandbox_seccomp.h); the policy says so before the command runs, and on an SSH host no fix
+// (platform/sandbox_seccomp.h); the policy says so before the command runs, and on an SSH host no fix
 // needs it either.
 const std::string kSandboxForbids = "the sandbox forbids a command to change its own namespaces or limits";
 const std::string kInsteadNamespaces =

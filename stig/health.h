@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/sandbox.h"
+#include "platform/sandbox.h"
 #include "stig/target.h"
 
 namespace temper::stig {

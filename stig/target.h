@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "common/status.h"
+#include "platform/process.h"
+#include "platform/sandbox.h"
 #include "stig/change_set.h"
 #include "stig/packages/package_cache.h"
-#include "stig/process.h"
-#include "stig/sandbox.h"
 #include "stig/scap/evaluator.h"
 
 namespace temper::stig {

@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "stig/unique_fd.h"
+#include "platform/unique_fd.h"
 
 namespace temper::stig {
 

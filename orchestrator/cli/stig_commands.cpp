@@ -62,7 +62,7 @@ void AddTargetCommand(CLI::App& app, CommandContext& ctx) {
       Logger log(LogLevel::kInfo);
       TEMPER_ASSIGN_OR_RETURN(auto t, stig::RootfsTarget::CreateInDir(opt->name, dir, spec, log));
       auto shell = t->Run("/usr/sbin/sshd -t && /usr/sbin/visudo -cq && cat /etc/lsb-release | grep -c focal",
-                          stig::SandboxLimits{});
+                          temper::SandboxLimits{});
       if (!shell.ok()) return shell.status().WithContext("checking the new target");
       if (!shell->Succeeded()) {
         return Status::Internal(

@@ -140,7 +140,7 @@ Status ParsePackageCache(const YamlNode& node, stig::PackageCacheOptions& out) {
   }
   if (auto n = node.Find("max_size")) {
     TEMPER_ASSIGN_OR_RETURN(std::string text, n->AsString());
-    Result<uint64_t> v = stig::ParseBytes(text);
+    Result<uint64_t> v = temper::ParseBytes(text);
     if (!v.ok()) return n->Error(v.status().message());
     out.max_bytes = *v;
   }
@@ -206,11 +206,11 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   return Status::OK();
 }
 
-Status ParseSandbox(const YamlNode& node, stig::SandboxCaps& out) {
+Status ParseSandbox(const YamlNode& node, temper::SandboxCaps& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"pids", "memory", "cpu_weight", "disk"}));
   auto bytes = [](const YamlNode& n) -> Result<uint64_t> {
     TEMPER_ASSIGN_OR_RETURN(std::string text, n.AsString());
-    Result<uint64_t> v = stig::ParseBytes(text);
+    Result<uint64_t> v = temper::ParseBytes(text);
     if (!v.ok()) return n.Error(v.status().message());
     return v;
   };

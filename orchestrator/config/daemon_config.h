@@ -13,8 +13,8 @@
 #include "orchestrator/budgets.h"
 #include "orchestrator/config/access_config.h"
 #include "orchestrator/records.h"
+#include "platform/sandbox_caps.h"
 #include "stig/packages/package_cache.h"
-#include "stig/sandbox_caps.h"
 
 namespace temper {
 
@@ -114,8 +114,8 @@ struct DaemonConfig {
   stig::PackageCacheOptions package_cache;
   SshConfig ssh;
   // sandbox: what each rootfs target's sandboxed commands may take of the host (pids, memory,
-  // cpu_weight per command; disk for all the target's layers). Defaults in stig/sandbox_caps.h.
-  stig::SandboxCaps sandbox;
+  // cpu_weight per command; disk for all the target's layers). Defaults in platform/sandbox_caps.h.
+  temper::SandboxCaps sandbox;
   // loop.fixpoint_passes: how many times a batch may go round again for rules that flipped.
   uint32_t fixpoint_passes = kDefaultFixpointPasses;
   // loop.cross_check_verification: also evaluate the regression rules a change cannot affect, and

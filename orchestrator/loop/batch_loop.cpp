@@ -217,7 +217,7 @@ Status BatchLoop::Run() {
   if (!batch_.fixpoint.empty() && batch_.fixpoint.back().final) return Complete();
   TEMPER_RETURN_IF_ERROR(EvaluateBefore());
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
-                          stig::CheckHealth(target_, stig::DefaultHealthChecks(), stig::SandboxLimits{}));
+                          stig::CheckHealth(target_, stig::DefaultHealthChecks(), temper::SandboxLimits{}));
   health_ = std::move(health);
   return RunSlots(forks_ ? batch_.options.parallel_attempts : 1);
 }
@@ -392,7 +392,7 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::
 
 Status BatchLoop::RunSlots(uint32_t slots) {
   // One thread per slot for the whole batch, not one per rule: an evaluation server dies with the
-  // thread that started it (stig/process.cpp), so threads that last keep their servers warm.
+  // thread that started it (platform/process.cpp), so threads that last keep their servers warm.
   std::deque<Picked> queue;  // picked, not yet started; under mu_
   bool closing = false;      // under mu_
   std::condition_variable work_ready;

@@ -26,8 +26,8 @@ Status TargetTools::CheckCancelled() const {
   return Status::OK();
 }
 
-stig::SandboxLimits TargetTools::Limits(std::chrono::seconds timeout) const {
-  stig::SandboxLimits limits;
+temper::SandboxLimits TargetTools::Limits(std::chrono::seconds timeout) const {
+  temper::SandboxLimits limits;
   limits.timeout = timeout;
   limits.memory_limit_bytes = 0;  // the target's own cap (temperd.yaml sandbox.memory)
   limits.stop_requested = cancelled_;
@@ -36,7 +36,7 @@ stig::SandboxLimits TargetTools::Limits(std::chrono::seconds timeout) const {
 
 Result<CommandResult> TargetTools::RunCommand(const std::string& command, std::chrono::seconds timeout) {
   TEMPER_RETURN_IF_ERROR(CheckCancelled());
-  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult run, target_.Run(command, Limits(timeout)));
+  TEMPER_ASSIGN_OR_RETURN(temper::ProcessResult run, target_.Run(command, Limits(timeout)));
   std::string output = std::move(run.out);
   if (run.out_truncated) output += "\n[stdout cut by the sandbox's output limit]\n";
   output += run.err;

@@ -35,7 +35,7 @@ class TargetTools final : public WorkerTools {
  private:
   Status CheckCancelled() const;
   // Limits of a Worker's command: `timeout`, the target's memory cap, stopped by `cancelled_`.
-  stig::SandboxLimits Limits(std::chrono::seconds timeout) const;
+  temper::SandboxLimits Limits(std::chrono::seconds timeout) const;
 
   stig::Target& target_;
   std::function<bool()> cancelled_;

@@ -23,7 +23,7 @@
 namespace {
 
 // temperd's oom_score_adj: when the host runs out of memory, the daemon that can stop and revert
-// what runs in its sandboxes (whose processes are the first choice, at 1000: stig/sandbox.h) is
+// what runs in its sandboxes (whose processes are the first choice, at 1000: platform/sandbox.h) is
 // among the last to go. Not -1000, which would make it unkillable even when it is the leak.
 constexpr int kOomScoreAdj = -900;
 

@@ -18,7 +18,7 @@ namespace {
 // kept in status(): the caller checks it before trusting what the scan says about the file's end.
 class EnvReadBuf final : public std::streambuf {
  public:
-  explicit EnvReadBuf(stig::SequentialFile& file) : file_(file), buf_(64 << 10) {}
+  explicit EnvReadBuf(temper::SequentialFile& file) : file_(file), buf_(64 << 10) {}
   const Status& status() const { return status_; }
 
  protected:
@@ -35,14 +35,14 @@ class EnvReadBuf final : public std::streambuf {
   }
 
  private:
-  stig::SequentialFile& file_;
+  temper::SequentialFile& file_;
   std::vector<char> buf_;
   Status status_;
 };
 
 }  // namespace
 
-Result<std::unique_ptr<JournalFiles>> JournalFiles::Open(const std::string& dir, stig::Env& env) {
+Result<std::unique_ptr<JournalFiles>> JournalFiles::Open(const std::string& dir, temper::Env& env) {
   Status created = env.CreateDirs(dir);
   if (!created.ok()) return created.WithContext("opening the journal files");
   return std::unique_ptr<JournalFiles>(new JournalFiles(dir, env));
@@ -116,14 +116,14 @@ Status JournalFiles::AppendLocked(const EventRecord& event) {
 }
 
 Status JournalFiles::WriteLocked(const std::string& path, const std::string& lines) {
-  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<stig::WritableFile> file, env_.OpenAppendable(path, 0600));
+  TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<temper::WritableFile> file, env_.OpenAppendable(path, 0600));
   TEMPER_RETURN_IF_ERROR(file->Append(lines));
   return file->Sync();
 }
 
 Result<JournalFileScan> JournalFiles::ScanLocked(const std::string& path, FileRepair& repair) {
   repair.path = path;
-  Result<std::unique_ptr<stig::SequentialFile>> file = env_.OpenSequential(path);
+  Result<std::unique_ptr<temper::SequentialFile>> file = env_.OpenSequential(path);
   if (!file.ok()) {
     if (file.status().code() == StatusCode::kNotFound) return JournalFileScan{};
     return file.status();

@@ -16,7 +16,7 @@
 // that is not an event, anywhere, is left in place and reported with its file, line and offset.
 // New lines are bounded (journal_event_bounds.h: at most kMaxJournalLineBytes).
 //
-// Files are reached through a stig::Env (stig/env.h), the real one unless a test passes its own.
+// Files are reached through a temper::Env (platform/env.h), the real one unless a test passes its own.
 // Thread safety: all methods may be called from any thread; appends are serialized.
 #pragma once
 
@@ -31,14 +31,14 @@
 #include "orchestrator/records.h"
 #include "orchestrator/store/journal_file_scan.h"
 #include "orchestrator/store/state_store.h"
-#include "stig/env.h"
+#include "platform/env.h"
 
 namespace temper {
 
 class JournalFiles {
  public:
   // Files live in `dir`, which is created if missing. `env` must outlive the JournalFiles.
-  static Result<std::unique_ptr<JournalFiles>> Open(const std::string& dir, stig::Env& env = stig::Env::Default());
+  static Result<std::unique_ptr<JournalFiles>> Open(const std::string& dir, temper::Env& env = temper::Env::Default());
 
   // Events whose appends failed that a file keeps in memory for its next append (each at most
   // kMaxJournalLineBytes, so at most 64 MiB).
@@ -73,7 +73,7 @@ class JournalFiles {
   static std::string ToJsonLine(const EventRecord& event);
 
  private:
-  JournalFiles(std::string dir, stig::Env& env) : dir_(std::move(dir)), env_(env) {}
+  JournalFiles(std::string dir, temper::Env& env) : dir_(std::move(dir)), env_(env) {}
   Status AppendLocked(const EventRecord& event);
   // Writes `lines` at the end of `path` and fsyncs it.
   Status WriteLocked(const std::string& path, const std::string& lines);
@@ -82,7 +82,7 @@ class JournalFiles {
   Result<JournalFileScan> ScanLocked(const std::string& path, FileRepair& repair);
 
   const std::string dir_;
-  stig::Env& env_;
+  temper::Env& env_;
   std::mutex mu_;
   // Per file: the committed events whose appends failed, oldest first, written before its next
   // line. A file in `withheld_` overflowed kMaxPendingEvents and waits for Reconcile.

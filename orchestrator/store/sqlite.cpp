@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include "orchestrator/store/private_files.h"
-#include "stig/host_disk.h"
-#include "stig/sandbox_caps.h"
+#include "platform/host_disk.h"
+#include "platform/sandbox_caps.h"
 
 namespace temper::sqlite {
 
@@ -17,10 +17,10 @@ namespace {
 std::string DiskOf(const std::string& db_path) {
   std::string dir = std::filesystem::path(db_path).parent_path().string();
   if (dir.empty()) dir = ".";
-  Result<stig::HostDiskSpace> space = stig::HostDiskSpaceOf(dir);
+  Result<temper::HostDiskSpace> space = temper::HostDiskSpaceOf(dir);
   if (!space.ok()) return fmt::format(" (the file system holding {}: {})", dir, space.status().message());
-  return fmt::format(" (the file system holding {}: {} free of {})", dir, stig::FormatBytes(space->free),
-                     stig::FormatBytes(space->total));
+  return fmt::format(" (the file system holding {}: {} free of {})", dir, temper::FormatBytes(space->free),
+                     temper::FormatBytes(space->total));
 }
 
 }  // namespace

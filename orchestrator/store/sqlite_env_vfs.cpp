@@ -19,7 +19,7 @@ struct ShimFile {
   // The shim's methods for this file: those the unix file has (a file opened without locking has
   // no shared memory), so SQLite sees the same capabilities through the shim.
   sqlite3_io_methods methods;
-  stig::Env* env;
+  temper::Env* env;
   std::string path;  // for the Env's messages
 
   sqlite3_file* real();
@@ -37,7 +37,7 @@ sqlite3_file* Real(sqlite3_file* file) { return Shim(file)->real(); }
 
 // The unix file as the Env sees it: each operation calls the unix VFS and keeps SQLite's result
 // code, so an error the disk gave is returned to SQLite as it was.
-class SqliteFile final : public stig::PositionalFile {
+class SqliteFile final : public temper::PositionalFile {
  public:
   SqliteFile(ShimFile& shim, int sync_flags = 0) : shim_(shim), sync_flags_(sync_flags) {}
 
@@ -192,7 +192,7 @@ struct EnvVfsCalls {
     return rc;
   }
   static int Delete(sqlite3_vfs* vfs, const char* name, int sync_dir) {
-    stig::Env& env = Self(vfs).env_;
+    temper::Env& env = Self(vfs).env_;
     Status removed = env.Remove(name);
     if (!removed.ok()) {
       return removed.code() == StatusCode::kNotFound ? SQLITE_IOERR_DELETE_NOENT : SQLITE_IOERR_DELETE;
@@ -236,7 +236,7 @@ struct EnvVfsCalls {
   }
 };
 
-Result<std::unique_ptr<EnvVfs>> EnvVfs::Register(stig::Env& env) {
+Result<std::unique_ptr<EnvVfs>> EnvVfs::Register(temper::Env& env) {
   sqlite3_vfs* base = sqlite3_vfs_find(nullptr);
   if (base == nullptr) return Status::Internal("SQLite has no default VFS to write the state store through");
   if (base->iVersion < 3) {

@@ -1,4 +1,4 @@
-// EnvVfs: the state store's SQLite files written through a stig::Env, so that a test Env fails
+// EnvVfs: the state store's SQLite files written through a temper::Env, so that a test Env fails
 // SQLite's writes and fsyncs like any other (the Nth write may be a WAL frame or a checkpointed
 // page), and the store's recovery from them is tested with the rest.
 //
@@ -23,14 +23,14 @@
 #include <string>
 
 #include "common/status.h"
-#include "stig/env.h"
+#include "platform/env.h"
 
 namespace temper::sqlite {
 
 class EnvVfs {
  public:
   // Internal when SQLite has no default VFS or refuses the registration.
-  static Result<std::unique_ptr<EnvVfs>> Register(stig::Env& env);
+  static Result<std::unique_ptr<EnvVfs>> Register(temper::Env& env);
   ~EnvVfs();
   EnvVfs(const EnvVfs&) = delete;
   EnvVfs& operator=(const EnvVfs&) = delete;
@@ -39,10 +39,10 @@ class EnvVfs {
   const std::string& name() const { return name_; }
 
  private:
-  EnvVfs(stig::Env& env, sqlite3_vfs* base) : env_(env), base_(base) {}
+  EnvVfs(temper::Env& env, sqlite3_vfs* base) : env_(env), base_(base) {}
 
   friend struct EnvVfsCalls;  // the C callbacks, in the .cpp
-  stig::Env& env_;
+  temper::Env& env_;
   sqlite3_vfs* const base_;  // the unix VFS, which does the I/O
   std::string name_;
   sqlite3_vfs vfs_{};

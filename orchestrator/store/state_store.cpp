@@ -237,7 +237,7 @@ NewEvent DaemonEvent(int64_t batch_id, const std::string& target, EventType type
 
 }  // namespace
 
-Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, stig::Env& env) {
+Result<std::unique_ptr<StateStore>> StateStore::Open(const std::string& path, temper::Env& env) {
   TEMPER_ASSIGN_OR_RETURN(std::unique_ptr<sqlite::EnvVfs> vfs, sqlite::EnvVfs::Register(env));
   TEMPER_ASSIGN_OR_RETURN(sqlite::Database db, sqlite::Database::Open(path, vfs->name()));
   // A wrong file (not SQLite) shows up on the first read; name it plainly.

@@ -7,7 +7,7 @@
 // are strictly increasing, never reused, and committed in seq order: a reader that has seen seq N
 // has seen every event before it.
 //
-// The file goes through a stig::Env (stig/env.h): SQLite's writes, fsyncs, truncates and deletes
+// The file goes through a temper::Env (platform/env.h): SQLite's writes, fsyncs, truncates and deletes
 // pass through it (sqlite_env_vfs.h), and so does the clock the store's timestamps come from; the
 // real Env unless a test passes its own. A write or fsync that fails is an IOError for that call
 // alone: its transaction is rolled back (though a commit whose WAL fsync failed may be found after
@@ -28,7 +28,7 @@
 #include "orchestrator/records.h"
 #include "orchestrator/store/sqlite.h"
 #include "orchestrator/store/sqlite_env_vfs.h"
-#include "stig/env.h"
+#include "platform/env.h"
 
 namespace temper {
 
@@ -36,7 +36,7 @@ class StateStore {
  public:
   // Opens or creates the database, migrating it to the current schema. Creates no directories.
   // `env` must outlive the store.
-  static Result<std::unique_ptr<StateStore>> Open(const std::string& path, stig::Env& env = stig::Env::Default());
+  static Result<std::unique_ptr<StateStore>> Open(const std::string& path, temper::Env& env = temper::Env::Default());
 
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
@@ -162,7 +162,7 @@ class StateStore {
   const std::string& path() const { return db_.path(); }
 
  private:
-  StateStore(stig::Env& env, std::unique_ptr<sqlite::EnvVfs> vfs, sqlite::Database db, int schema_version)
+  StateStore(temper::Env& env, std::unique_ptr<sqlite::EnvVfs> vfs, sqlite::Database db, int schema_version)
       : env_(env), vfs_(std::move(vfs)), db_(std::move(db)), schema_version_(schema_version) {}
 
   // The Env's wall clock, as stored.
@@ -186,7 +186,7 @@ class StateStore {
   Result<std::vector<AttemptRecord>> QueryAttemptsLocked(const std::string& where, const Key& key, uint32_t limit);
 
   std::mutex mu_;
-  stig::Env& env_;
+  temper::Env& env_;
   std::unique_ptr<sqlite::EnvVfs> vfs_;  // outlives db_, which is opened through it
   sqlite::Database db_;
   const int schema_version_;

@@ -13,10 +13,10 @@
 
 #include <fmt/format.h>
 
-#include "stig/host_disk.h"
+#include "platform/host_disk.h"
+#include "platform/process.h"
+#include "platform/sandbox_caps.h"
 #include "stig/packages/apt_output.h"
-#include "stig/process.h"
-#include "stig/sandbox_caps.h"
 
 namespace temper::stig {
 namespace {

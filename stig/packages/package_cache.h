@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/sandbox.h"
+#include "platform/sandbox.h"
 
 namespace temper::stig {
 

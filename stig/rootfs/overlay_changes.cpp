@@ -16,10 +16,10 @@
 
 #include <fmt/format.h>
 
+#include "platform/process.h"
+#include "platform/scratch_dir.h"
 #include "stig/change_set_redaction.h"
 #include "stig/packages/dpkg_status.h"
-#include "stig/process.h"
-#include "stig/scratch_dir.h"
 #include "stig/target_file.h"
 
 namespace temper::stig {

@@ -15,7 +15,7 @@
 // *.requires/ or *.upholds/ directory is enabled; a unit linked to /dev/null is masked).
 //
 // Assumes the stack is mounted without redirect_dir (overlay_snapshots.h does so), so a renamed
-// directory was copied up whole. Diffs run /usr/bin/diff as a child process (stig/process.h).
+// directory was copied up whole. Diffs run /usr/bin/diff as a child process (platform/process.h).
 // Thread safety: reads only; the caller must not change the tree while it runs.
 #pragma once
 

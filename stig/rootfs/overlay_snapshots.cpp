@@ -21,8 +21,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "stig/host_disk.h"
-#include "stig/process.h"
+#include "platform/host_disk.h"
+#include "platform/process.h"
 #include "stig/rootfs/layer_diff.h"
 #include "stig/rootfs/line_merge.h"
 #include "stig/target_file.h"

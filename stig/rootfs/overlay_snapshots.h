@@ -57,7 +57,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/sandbox_caps.h"
+#include "platform/sandbox_caps.h"
 
 namespace temper::stig {
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/fnv1a.h"
-#include "stig/process.h"
+#include "platform/process.h"
 
 namespace temper::stig {
 namespace {

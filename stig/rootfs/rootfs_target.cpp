@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/sandbox.h"
 #include "stig/rootfs/overlay_changes.h"
-#include "stig/sandbox.h"
 #include "stig/target_file.h"
 
 namespace temper::stig {

@@ -20,11 +20,11 @@
 #include <string>
 
 #include "common/log.h"
-#include "stig/cgroup.h"
+#include "platform/cgroup.h"
+#include "platform/sandbox_caps.h"
 #include "stig/packages/package_cache.h"
 #include "stig/rootfs/overlay_snapshots.h"
 #include "stig/rootfs/rootfs_builder.h"
-#include "stig/sandbox_caps.h"
 #include "stig/target.h"
 
 namespace temper::stig {

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/process.h"
-#include "stig/unique_fd.h"
+#include "platform/process.h"
+#include "platform/unique_fd.h"
 
 namespace temper::stig {
 

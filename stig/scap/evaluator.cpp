@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "stig/process.h"
+#include "platform/process.h"
+#include "platform/unique_fd.h"
 #include "stig/scap/eval_sandbox.h"
-#include "stig/unique_fd.h"
 
 namespace temper::stig {
 

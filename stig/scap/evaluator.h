@@ -30,7 +30,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "stig/process.h"
+#include "platform/process.h"
 #include "stig/scap/content.h"
 #include "stig/scap/eval_sandbox.h"
 #include "stig/scap/eval_server.h"

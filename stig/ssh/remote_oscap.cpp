@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "stig/process.h"
-#include "stig/sandbox_caps.h"
-#include "stig/scratch_dir.h"
+#include "platform/process.h"
+#include "platform/sandbox_caps.h"
+#include "platform/scratch_dir.h"
 
 namespace temper::stig {
 namespace {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/process.h"
-#include "stig/sandbox.h"
+#include "platform/process.h"
+#include "platform/sandbox.h"
 
 namespace temper::stig {
 

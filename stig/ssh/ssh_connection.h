@@ -24,7 +24,7 @@
 //   Unavailable         "host unreachable"             no route, name not resolved, network down
 //   Aborted             "connection lost"              the master died (mid-command or between)
 //   Unavailable         "ssh failed"                   anything else ssh reported (its message)
-// The ssh processes and the clock (idle time) go through a stig::Env (env.h), the real one unless
+// The ssh processes and the clock (idle time) go through a temper::Env (env.h), the real one unless
 // a test passes its own: a process that cannot start is an IOError from the call that needed it.
 // Thread safety: not thread-safe; one owner drives a connection (as a Target).
 #pragma once
@@ -38,7 +38,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "stig/env.h"
+#include "platform/env.h"
 #include "stig/ssh/remote_shell.h"
 
 namespace temper::stig {

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "stig/process.h"
+#include "platform/process.h"
 
 namespace temper::stig {
 namespace {

@@ -43,7 +43,7 @@
 
 #include "common/log.h"
 #include "common/status.h"
-#include "stig/env.h"
+#include "platform/env.h"
 #include "stig/ssh/remote_shell.h"
 
 namespace temper::stig {

@@ -22,7 +22,7 @@
 #include <catch2/catch.hpp>
 
 #include "orchestrator/message_chunks.h"
-#include "stig/cgroup.h"
+#include "platform/cgroup.h"
 
 namespace temper::testing {
 
@@ -223,7 +223,7 @@ DaemonProcess::~DaemonProcess() {
   if (pid_ > 0) Stop(SIGKILL);
   // A daemon killed with -9 (here or by the test) leaves its sandboxes' cgroup tree; the next
   // daemon would remove it, but no cgroup may outlive the test.
-  stig::CgroupTree::RemoveStale();
+  temper::CgroupTree::RemoveStale();
   if (notify_fd_ >= 0) close(notify_fd_);
 }
 

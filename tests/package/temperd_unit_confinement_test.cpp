@@ -5,7 +5,7 @@
 // but /dev, /proc, /sys and a directory standing for /var/lib/temper), PrivateTmp=,
 // ProtectProc=invisible, and, should they appear, ProtectKernelLogs= (/proc/kmsg covered),
 // ProtectKernelTunables= (/proc/sys bound read-only) and ProcSubset=pid. There it runs a command
-// with RunInSandbox (stig/sandbox.h), as temperd runs every command on a rootfs target: its cgroup,
+// with RunInSandbox (platform/sandbox.h), as temperd runs every command on a rootfs target: its cgroup,
 // its user namespace, bubblewrap. So a unit change that breaks the sandbox fails here, not on a
 // user's host; the control case adds ProtectKernelLogs=yes to the unit and sees the sandbox fail.
 // Not rebuilt: the seccomp settings (SystemCallFilter=, RestrictAddressFamilies=, ...), which
@@ -31,10 +31,10 @@
 #include <set>
 #include <sstream>
 
+#include "platform/cgroup.h"
+#include "platform/sandbox.h"
 #include "scratch_space.h"
 #include "skip.h"
-#include "stig/cgroup.h"
-#include "stig/sandbox.h"
 
 namespace temper::testing {
 namespace {
@@ -66,22 +66,49 @@ std::map<std::string, std::string> ServiceSettings(const std::string& unit) {
 
 // CAP_* names as the unit writes them, to their numbers.
 const std::map<std::string, int>& CapabilityNumbers() {
-#define TEMPER_CAP(name) {#name, name}
-  static const std::map<std::string, int> numbers = {
-      TEMPER_CAP(CAP_CHOWN),           TEMPER_CAP(CAP_DAC_OVERRIDE),   TEMPER_CAP(CAP_DAC_READ_SEARCH),
-      TEMPER_CAP(CAP_FOWNER),          TEMPER_CAP(CAP_FSETID),         TEMPER_CAP(CAP_KILL),
-      TEMPER_CAP(CAP_SETGID),          TEMPER_CAP(CAP_SETUID),         TEMPER_CAP(CAP_SETPCAP),
-      TEMPER_CAP(CAP_LINUX_IMMUTABLE), TEMPER_CAP(CAP_NET_BIND_SERVICE), TEMPER_CAP(CAP_NET_BROADCAST),
-      TEMPER_CAP(CAP_NET_ADMIN),       TEMPER_CAP(CAP_NET_RAW),        TEMPER_CAP(CAP_IPC_LOCK),
-      TEMPER_CAP(CAP_IPC_OWNER),       TEMPER_CAP(CAP_SYS_MODULE),     TEMPER_CAP(CAP_SYS_RAWIO),
-      TEMPER_CAP(CAP_SYS_CHROOT),      TEMPER_CAP(CAP_SYS_PTRACE),     TEMPER_CAP(CAP_SYS_PACCT),
-      TEMPER_CAP(CAP_SYS_ADMIN),       TEMPER_CAP(CAP_SYS_BOOT),       TEMPER_CAP(CAP_SYS_NICE),
-      TEMPER_CAP(CAP_SYS_RESOURCE),    TEMPER_CAP(CAP_SYS_TIME),       TEMPER_CAP(CAP_SYS_TTY_CONFIG),
-      TEMPER_CAP(CAP_MKNOD),           TEMPER_CAP(CAP_LEASE),          TEMPER_CAP(CAP_AUDIT_WRITE),
-      TEMPER_CAP(CAP_AUDIT_CONTROL),   TEMPER_CAP(CAP_SETFCAP),        TEMPER_CAP(CAP_MAC_OVERRIDE),
-      TEMPER_CAP(CAP_MAC_ADMIN),       TEMPER_CAP(CAP_SYSLOG),         TEMPER_CAP(CAP_WAKE_ALARM),
-      TEMPER_CAP(CAP_BLOCK_SUSPEND),   TEMPER_CAP(CAP_AUDIT_READ),     TEMPER_CAP(CAP_PERFMON),
-      TEMPER_CAP(CAP_BPF),             TEMPER_CAP(CAP_CHECKPOINT_RESTORE)};
+#define TEMPER_CAP(name) \
+  { #name, name }
+  static const std::map<std::string, int> numbers = {TEMPER_CAP(CAP_CHOWN),
+                                                     TEMPER_CAP(CAP_DAC_OVERRIDE),
+                                                     TEMPER_CAP(CAP_DAC_READ_SEARCH),
+                                                     TEMPER_CAP(CAP_FOWNER),
+                                                     TEMPER_CAP(CAP_FSETID),
+                                                     TEMPER_CAP(CAP_KILL),
+                                                     TEMPER_CAP(CAP_SETGID),
+                                                     TEMPER_CAP(CAP_SETUID),
+                                                     TEMPER_CAP(CAP_SETPCAP),
+                                                     TEMPER_CAP(CAP_LINUX_IMMUTABLE),
+                                                     TEMPER_CAP(CAP_NET_BIND_SERVICE),
+                                                     TEMPER_CAP(CAP_NET_BROADCAST),
+                                                     TEMPER_CAP(CAP_NET_ADMIN),
+                                                     TEMPER_CAP(CAP_NET_RAW),
+                                                     TEMPER_CAP(CAP_IPC_LOCK),
+                                                     TEMPER_CAP(CAP_IPC_OWNER),
+                                                     TEMPER_CAP(CAP_SYS_MODULE),
+                                                     TEMPER_CAP(CAP_SYS_RAWIO),
+                                                     TEMPER_CAP(CAP_SYS_CHROOT),
+                                                     TEMPER_CAP(CAP_SYS_PTRACE),
+                                                     TEMPER_CAP(CAP_SYS_PACCT),
+                                                     TEMPER_CAP(CAP_SYS_ADMIN),
+                                                     TEMPER_CAP(CAP_SYS_BOOT),
+                                                     TEMPER_CAP(CAP_SYS_NICE),
+                                                     TEMPER_CAP(CAP_SYS_RESOURCE),
+                                                     TEMPER_CAP(CAP_SYS_TIME),
+                                                     TEMPER_CAP(CAP_SYS_TTY_CONFIG),
+                                                     TEMPER_CAP(CAP_MKNOD),
+                                                     TEMPER_CAP(CAP_LEASE),
+                                                     TEMPER_CAP(CAP_AUDIT_WRITE),
+                                                     TEMPER_CAP(CAP_AUDIT_CONTROL),
+                                                     TEMPER_CAP(CAP_SETFCAP),
+                                                     TEMPER_CAP(CAP_MAC_OVERRIDE),
+                                                     TEMPER_CAP(CAP_MAC_ADMIN),
+                                                     TEMPER_CAP(CAP_SYSLOG),
+                                                     TEMPER_CAP(CAP_WAKE_ALARM),
+                                                     TEMPER_CAP(CAP_BLOCK_SUSPEND),
+                                                     TEMPER_CAP(CAP_AUDIT_READ),
+                                                     TEMPER_CAP(CAP_PERFMON),
+                                                     TEMPER_CAP(CAP_BPF),
+                                                     TEMPER_CAP(CAP_CHECKPOINT_RESTORE)};
 #undef TEMPER_CAP
   return numbers;
 }
@@ -128,8 +155,8 @@ Outcome RunConfined(const std::map<std::string, std::string>& unit, const std::s
           continue;
         }
         unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
-        for (const auto& [name, bit] : {std::pair<const char*, unsigned long>{"nosuid", MS_NOSUID},
-                                        {"nodev", MS_NODEV}, {"noexec", MS_NOEXEC}}) {
+        for (const auto& [name, bit] :
+             {std::pair<const char*, unsigned long>{"nosuid", MS_NOSUID}, {"nodev", MS_NODEV}, {"noexec", MS_NOEXEC}}) {
           if (("," + options + ",").find(std::string(",") + name + ",") != std::string::npos) flags |= bit;
         }
         mounts.emplace_back(point, flags);
@@ -157,8 +184,7 @@ Outcome RunConfined(const std::map<std::string, std::string>& unit, const std::s
         ::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, proc_options.c_str()) != 0) {
       fail("mounting /proc with " + proc_options);
     }
-    if (setting("ProtectKernelLogs") == "yes" &&
-        ::mount("/dev/null", "/proc/kmsg", nullptr, MS_BIND, nullptr) != 0) {
+    if (setting("ProtectKernelLogs") == "yes" && ::mount("/dev/null", "/proc/kmsg", nullptr, MS_BIND, nullptr) != 0) {
       fail("ProtectKernelLogs: covering /proc/kmsg");
     }
     if (setting("ProtectKernelTunables") == "yes" &&
@@ -204,15 +230,15 @@ Outcome RunConfined(const std::map<std::string, std::string>& unit, const std::s
       fail("prctl(PR_SET_NO_NEW_PRIVS)");
     }
 
-    auto cgroups = stig::CgroupTree::Open();
+    auto cgroups = temper::CgroupTree::Open();
     if (!cgroups.ok()) {
       std::fprintf(report, "opening the cgroup tree: %s", cgroups.status().ToString().c_str());
       std::fflush(report);
       ::_exit(1);
     }
-    stig::SandboxLimits limits;
+    temper::SandboxLimits limits;
     limits.timeout = std::chrono::seconds(30);
-    auto r = stig::RunInSandbox("/", command, limits, **cgroups, stig::SandboxCaps{});
+    auto r = temper::RunInSandbox("/", command, limits, **cgroups, temper::SandboxCaps{});
     if (!r.ok()) {
       std::fprintf(report, "RunInSandbox: %s", r.status().ToString().c_str());
     } else {
@@ -247,7 +273,8 @@ TEST_CASE("temperd's sandbox runs a command under the confinement of its unit", 
   REQUIRE(unit.at("NoNewPrivileges") == "yes");
   ScratchPath state("confined-state");
   std::filesystem::create_directories(state.path());
-  Outcome o = RunConfined(unit, state.path(), "echo confined; id -u; touch /proc/sys/kernel/hostname 2>/dev/null || echo ro");
+  Outcome o =
+      RunConfined(unit, state.path(), "echo confined; id -u; touch /proc/sys/kernel/hostname 2>/dev/null || echo ro");
   INFO(o.report);
   CHECK(o.ran);
   CHECK_THAT(o.report, Catch::Contains("out: confined\n0\nro\n"));

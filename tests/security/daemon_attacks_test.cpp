@@ -35,9 +35,9 @@
 #include "orchestrator/daemon_process.h"
 #include "orchestrator/store/journal_files.h"
 #include "orchestrator/store/sqlite.h"
+#include "platform/process.h"
 #include "security/lm_serve_process.h"
 #include "skip.h"
-#include "stig/process.h"
 
 namespace temper::testing {
 namespace {
@@ -195,11 +195,11 @@ TEST_CASE("SIGPIPE: a child that exits before reading its stdin is a result of t
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
-    stig::ProcessSpec spec;
+    temper::ProcessSpec spec;
     spec.argv = {"/bin/true"};
     spec.stdin_data = std::string(4 << 20, 'x');  // far more than a pipe holds
     spec.timeout = 10s;
-    Result<stig::ProcessResult> r = stig::RunProcess(spec);
+    Result<temper::ProcessResult> r = temper::RunProcess(spec);
     _exit(r.ok() && r->Succeeded() ? 0 : 1);
   }
   int status = 0;

@@ -14,9 +14,9 @@
 #include <catch2/catch.hpp>
 
 #include "orchestrator/loop/target_tools.h"
+#include "platform/process.h"
 #include "security/security_b_support.h"
 #include "skip.h"
-#include "stig/process.h"
 #include "stig/rootfs_fixture.h"
 
 namespace temper {
@@ -46,10 +46,10 @@ TEST_CASE("a fork bomb in the sandbox hits the pids cap: the host can still fork
   std::thread host([&] {
     std::this_thread::sleep_for(1s);
     while (bombing) {
-      stig::ProcessSpec spec;
+      temper::ProcessSpec spec;
       spec.argv = {"/bin/true"};
       spec.timeout = 5s;
-      auto r = stig::RunProcess(spec);
+      auto r = temper::RunProcess(spec);
       (r.ok() && r->Succeeded() ? host_forks : host_fork_failures)++;
       std::this_thread::sleep_for(100ms);
     }
@@ -171,7 +171,7 @@ TEST_CASE("sandboxed commands are the OOM killer's first choice, and never inher
   const int before = OwnOomScoreAdj();
   SetOwnOomScoreAdj(-900);
   ScopedTarget target("oom-child");
-  auto sandboxed = target->Run("cat /proc/self/oom_score_adj", stig::SandboxLimits{});
+  auto sandboxed = target->Run("cat /proc/self/oom_score_adj", temper::SandboxLimits{});
   SetOwnOomScoreAdj(before);
   REQUIRE(sandboxed.ok());
   CHECK(sandboxed->out == "1000\n");
@@ -184,10 +184,10 @@ TEST_CASE("a shielded daemon's children on the host start at the default OOM sco
         "this process cannot lower its oom_score_adj (no CAP_SYS_RESOURCE): the reset of a shielded "
         "parent's score in its children cannot be exercised here");
   }
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = {"/bin/cat", "/proc/self/oom_score_adj"};
   spec.timeout = 10s;
-  auto child = stig::RunProcess(spec);
+  auto child = temper::RunProcess(spec);
   SetOwnOomScoreAdj(before);
   REQUIRE(child.ok());
   CHECK(child->out == "0\n");

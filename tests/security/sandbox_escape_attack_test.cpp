@@ -38,18 +38,18 @@ using stig::RootfsTarget;
 using stig::testing::SharedRoot;
 
 // The reproduction's caps: the smallest SandboxCaps::Validate accepts.
-stig::SandboxCaps SmallCaps() {
-  stig::SandboxCaps caps;
+temper::SandboxCaps SmallCaps() {
+  temper::SandboxCaps caps;
   caps.pids = 16;
-  caps.memory_bytes = 64 * stig::kMiB;
-  caps.disk_bytes = 1 * stig::kGiB;
+  caps.memory_bytes = 64 * temper::kMiB;
+  caps.disk_bytes = 1 * temper::kGiB;
   return caps;
 }
 
 // A target over the shared root with `caps`, in a scratch directory removed at the end.
 class CappedTarget {
  public:
-  explicit CappedTarget(const std::string& name, const stig::SandboxCaps& caps = SmallCaps()) {
+  explicit CappedTarget(const std::string& name, const temper::SandboxCaps& caps = SmallCaps()) {
     REQUIRE(fs::is_directory(SharedRoot()));
     dir_ = testing::TestScratchDir() + "/target-" + name;
     fs::remove_all(dir_);
@@ -185,7 +185,7 @@ std::string LimitText(std::uint64_t bytes) { return std::to_string(bytes); }
 // wait while that file exists. Meanwhile the host-side cgroup files are read; then the command is
 // let go on. Returns the result and the host's view of the caps while it waited.
 struct HeldRun {
-  Result<stig::ProcessResult> result = Status::Internal("not run");
+  Result<temper::ProcessResult> result = Status::Internal("not run");
   std::string memory_limit, pids_limit, where;
 };
 
@@ -193,7 +193,7 @@ HeldRun RunHeld(RootfsTarget& target, const std::string& command) {
   const std::string marker = target.root() + "/escape-tried";
   std::error_code ec;
   fs::remove(marker, ec);
-  stig::SandboxLimits limits;
+  temper::SandboxLimits limits;
   limits.timeout = 120s;
   auto running = std::async(std::launch::async, [&] { return target.Run(command, limits); });
   HeldRun held;
@@ -258,7 +258,7 @@ TEST_CASE("unshare -UrmC then mount cgroup and write the limits: the pids cap st
 
 // Runs each attempt in the sandbox as `ATTEMPT; echo "rc=$?"` and returns what it printed.
 std::string Attempt(RootfsTarget& target, const std::string& attempt) {
-  stig::SandboxLimits limits;
+  temper::SandboxLimits limits;
   limits.timeout = 60s;
   auto r = target.Run(fmt::format("{} 2>&1; echo \"rc=$?\"", attempt), limits);
   REQUIRE(r.ok());
@@ -347,9 +347,9 @@ TEST_CASE("the system calls themselves, from perl: unshare, clone, clone3, setns
 
 // Runs `command` on each of `forks` at once; each touches /ready in its own tree once its
 // processes run, then waits while /hold exists there. Returns the results once all are let go.
-std::vector<Result<stig::ProcessResult>> RunAtOnce(std::vector<std::unique_ptr<stig::Target>>& forks,
-                                                   const std::string& command,
-                                                   const std::function<void()>& while_all_held) {
+std::vector<Result<temper::ProcessResult>> RunAtOnce(std::vector<std::unique_ptr<stig::Target>>& forks,
+                                                     const std::string& command,
+                                                     const std::function<void()>& while_all_held) {
   std::vector<std::string> roots;
   for (auto& f : forks) {
     auto* rootfs = dynamic_cast<RootfsTarget*>(f.get());
@@ -357,10 +357,10 @@ std::vector<Result<stig::ProcessResult>> RunAtOnce(std::vector<std::unique_ptr<s
     roots.push_back(rootfs->root());
     std::ofstream(roots.back() + "/hold") << "\n";
   }
-  std::vector<std::future<Result<stig::ProcessResult>>> running;
+  std::vector<std::future<Result<temper::ProcessResult>>> running;
   for (auto& f : forks) {
     running.push_back(std::async(std::launch::async, [&f, &command] {
-      stig::SandboxLimits limits;
+      temper::SandboxLimits limits;
       limits.timeout = 120s;
       return f->Run(command, limits);
     }));
@@ -373,7 +373,7 @@ std::vector<Result<stig::ProcessResult>> RunAtOnce(std::vector<std::unique_ptr<s
   while_all_held();
   std::error_code ec;
   for (const std::string& root : roots) fs::remove(root + "/hold", ec);
-  std::vector<Result<stig::ProcessResult>> out;
+  std::vector<Result<temper::ProcessResult>> out;
   for (auto& r : running) out.push_back(r.get());
   return out;
 }

@@ -10,7 +10,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/process.h"
+#include "platform/process.h"
 #include "stig/rootfs_fixture.h"
 
 namespace temper {
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using stig::testing::ScopedTarget;
 
 void Sandboxed(stig::RootfsTarget& t, const std::string& command) {
-  auto r = t.Run(command, stig::SandboxLimits{});
+  auto r = t.Run(command, temper::SandboxLimits{});
   REQUIRE(r.ok());
   INFO(command << ": " << r->err);
   REQUIRE(r->Succeeded());
@@ -43,10 +43,10 @@ std::vector<std::string> SetuidCopies(const std::string& dir, const std::string&
 
 // What `path` (a copy of id(1)) prints when nobody (65534) runs it on the host.
 std::string RunAsNobody(const std::string& path) {
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", path};
   spec.timeout = std::chrono::seconds(10);
-  auto r = stig::RunProcess(spec);
+  auto r = temper::RunProcess(spec);
   REQUIRE(r.ok());
   return r->out + r->err;
 }

@@ -25,7 +25,7 @@ using stig::testing::ScopedTarget;
 using namespace std::chrono_literals;
 
 void Sandboxed(stig::RootfsTarget& t, const std::string& command) {
-  auto r = t.Run(command, stig::SandboxLimits{});
+  auto r = t.Run(command, temper::SandboxLimits{});
   REQUIRE(r.ok());
   INFO(command << ": " << r->err);
   REQUIRE(r->Succeeded());
@@ -64,7 +64,7 @@ TEST_CASE("install_package with a FIFO as the target's dpkg status returns an er
   cache.sources = {"deb [trusted=yes] file:" + cache.dir + "/no-repository ./"};
   ScopedTarget target("fifo-install", cache);
   Sandboxed(*target, "mv /var/lib/dpkg/status /var/lib/dpkg/status.real && mkfifo /var/lib/dpkg/status");
-  stig::SandboxLimits limits;
+  temper::SandboxLimits limits;
   limits.timeout = 30s;
   auto install = CallWithin(
       1000ms, [&] { return stig::InstallPackages(*target, {"vlock"}, limits); },

@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "platform/process.h"
 #include "scratch_space.h"
-#include "stig/process.h"
 
 namespace temper::stig::testing {
 

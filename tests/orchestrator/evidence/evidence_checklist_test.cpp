@@ -15,8 +15,8 @@
 #include "orchestrator/evidence/export_html.h"
 #include "orchestrator/evidence/results_redaction.h"
 #include "orchestrator/temp_dir.h"
+#include "platform/process.h"
 #include "skip.h"
-#include "stig/process.h"
 
 namespace temper::evidence {
 namespace {
@@ -287,7 +287,7 @@ TEST_CASE("OpenSCAP's shadow items keep no password hash in an export", "[eviden
                                                      ":19000:0:60:7:::\n"
                                                      "daemon:*:19000:0:99999:7:::\n");
   const std::string oval = dir.Write("oval.xml", kShadowOval);
-  stig::ProcessSpec p;
+  temper::ProcessSpec p;
   p.argv = {"unshare",
             "-m",
             "--propagation",
@@ -300,7 +300,7 @@ TEST_CASE("OpenSCAP's shadow items keep no password hash in an export", "[eviden
             dir / "results.xml",
             oval};
   p.timeout = std::chrono::seconds(120);
-  auto ran = stig::RunProcess(p);
+  auto ran = temper::RunProcess(p);
   REQUIRE(ran.ok());
   if (!ran->Succeeded()) TEMPER_SKIP("oscap in a mount namespace of its own cannot run here: " + ran->err);
   const std::string results = testing::ReadFileOrEmpty(dir / "results.xml");

@@ -32,11 +32,11 @@ class VerdictTarget final : public stig::Target {
   Result<std::vector<std::string>> SnapshotChanges(stig::SnapshotId) override { return Unused(); }
   Status DropSnapshot(stig::SnapshotId) override { return Unused(); }
   Result<std::vector<stig::SnapshotOverlap>> OverlapsAbove(stig::SnapshotId) override { return Unused(); }
-  Result<stig::ProcessResult> Run(const std::string&, const stig::SandboxLimits&) override { return Unused(); }
+  Result<temper::ProcessResult> Run(const std::string&, const temper::SandboxLimits&) override { return Unused(); }
   bool CanInstallPackages() const override { return false; }
   Result<stig::ResolvedPackages> PreparePackages(const std::vector<std::string>&) override { return Unused(); }
-  Result<stig::ProcessResult> RunWithPackages(const std::string&, const stig::SandboxLimits&,
-                                              const stig::ResolvedPackages&) override {
+  Result<temper::ProcessResult> RunWithPackages(const std::string&, const temper::SandboxLimits&,
+                                                const stig::ResolvedPackages&) override {
     return Unused();
   }
   Result<std::string> ReadFile(const std::string&, std::size_t) override { return Unused(); }

@@ -1,4 +1,4 @@
-// The daemon's durable state under faults (stig/fault_env.h): a small batch of work (submits, events,
+// The daemon's durable state under faults (platform/fault_env.h): a small batch of work (submits, events,
 // loop steps, a cancel, a restart) runs with the Nth write, or the Nth fsync, failed, for N = 1, 2, ...
 // until the work runs through without reaching N. The writes are SQLite's (through the store's VFS
 // shim: WAL frames, checkpointed pages) and the journal files' appends, in the order the work makes
@@ -24,12 +24,12 @@
 #include "orchestrator/store/journal_files.h"
 #include "orchestrator/store/state_store.h"
 #include "orchestrator/temp_dir.h"
-#include "stig/fault_env.h"
+#include "platform/fault_env.h"
 
 namespace temper {
 namespace {
 
-using stig::FaultEnv;
+using temper::FaultEnv;
 using testing::TempDir;
 
 // The journal logs each failed file append as an error: expected here, so kept out of the output.
@@ -45,7 +45,7 @@ struct Stack {
   std::unique_ptr<JournalFiles> files;
   std::unique_ptr<Journal> journal;
 
-  Status Open(const TempDir& dir, stig::Env& env) {
+  Status Open(const TempDir& dir, temper::Env& env) {
     Close();
     TEMPER_ASSIGN_OR_RETURN(store, StateStore::Open(dir / "state/temper.db", env));
     TEMPER_ASSIGN_OR_RETURN(files, JournalFiles::Open(dir / "state/journal", env));
@@ -99,7 +99,7 @@ constexpr size_t kWorkCalls = 9;  // the calls of a run that nothing fails, open
 // The work: submit a, an event for a, a loop step fixing a's first rule, submit b, a restart, cancel
 // b, a daemon-wide event, a's last step completing it. As temperd does it: the store commits, then
 // the journal publishes (file line, watchers).
-void RunWork(const TempDir& dir, stig::Env& env, Acknowledged& ack) {
+void RunWork(const TempDir& dir, temper::Env& env, Acknowledged& ack) {
   Stack s;
   auto open = [&] {
     ++ack.calls;
@@ -206,7 +206,7 @@ std::vector<uint64_t> FileSeqs(const std::string& path) {
 // Opens the state as temperd does, with the real Env, and checks it against what was acknowledged.
 void CheckRecovered(const TempDir& dir, const Acknowledged& ack) {
   Stack s;
-  Status opened = s.Open(dir, stig::Env::Default());
+  Status opened = s.Open(dir, temper::Env::Default());
   INFO(opened.ToString());
   REQUIRE(opened.ok());
   std::vector<EventRecord> events = *s.store->ReadEvents(0, std::nullopt, 100000);

@@ -4,12 +4,12 @@
 
 #include "orchestrator/store/state_store.h"
 #include "orchestrator/temp_dir.h"
-#include "stig/fault_env.h"
+#include "platform/fault_env.h"
 
 namespace temper {
 namespace {
 
-using stig::FaultEnv;
+using temper::FaultEnv;
 using testing::TempDir;
 
 NewBatch Batch(const std::string& name) {

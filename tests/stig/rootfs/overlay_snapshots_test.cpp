@@ -19,10 +19,10 @@
 
 #include <fmt/format.h>
 
+#include "platform/host_disk.h"
 #include "scratch_space.h"
 #include "skip.h"
 #include "small_tmpfs.h"
-#include "stig/host_disk.h"
 #include "stig/rootfs/overlay_snapshots.h"
 #include "stig/tree_listing.h"
 

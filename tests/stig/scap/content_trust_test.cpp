@@ -13,8 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "platform/scratch_dir.h"
 #include "skip.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 namespace {
@@ -73,7 +73,8 @@ TEST_CASE("A datastream outside the content directories is refused naming it and
   REQUIRE(via_link.status().code() == StatusCode::kPermissionDenied);
   // The refusal does not say where the link leads: temperd resolves as root, for any client.
   CHECK(via_link.status().message() == "datastream " + d.a + "/evil-ds.xml leads out of the content directories (" +
-                                           d.listed() + ") through a symlink: temperd loads datastreams only from there");
+                                           d.listed() +
+                                           ") through a symlink: temperd loads datastreams only from there");
   CHECK(via_link.status().message().find(d.outside) == std::string::npos);
   CHECK(ResolveTrustedDatastream(d.a + "/../home/ds.xml", d.dirs()).status().code() == StatusCode::kPermissionDenied);
   // A path that does not exist outside the directories says no more than that.
@@ -89,9 +90,9 @@ TEST_CASE("A path outside the content directories is no oracle: existing or not,
            "): temperd loads datastreams only from there";
   };
   // Root could resolve each of these; the client learns only that its text lies outside.
-  for (const std::string& path : {d.outside + "/ds.xml", d.outside + "/missing-ds.xml", d.outside + "/link-ds.xml",
-                                  std::string("/proc/self/cwd"), std::string("/proc/1/fd/0"),
-                                  std::string("/root/.ssh/id_rsa")}) {
+  for (const std::string& path :
+       {d.outside + "/ds.xml", d.outside + "/missing-ds.xml", d.outside + "/link-ds.xml", std::string("/proc/self/cwd"),
+        std::string("/proc/1/fd/0"), std::string("/root/.ssh/id_rsa")}) {
     auto r = ResolveTrustedDatastream(path, d.dirs());
     REQUIRE(r.status().code() == StatusCode::kPermissionDenied);
     CHECK(r.status().message() == refusal(path));

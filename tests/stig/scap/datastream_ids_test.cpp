@@ -4,8 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "platform/scratch_dir.h"
 #include "stig/scap/content.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 namespace {

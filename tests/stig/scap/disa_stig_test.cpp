@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "platform/scratch_dir.h"
 #include "stig/scap/content.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 namespace {

@@ -16,9 +16,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/process.h"
+#include "platform/process.h"
+#include "platform/scratch_dir.h"
 #include "stig/scap/eval_sandbox.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 namespace {

@@ -8,9 +8,9 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-#include "stig/process.h"
+#include "platform/process.h"
+#include "platform/scratch_dir.h"
 #include "stig/rootfs_fixture.h"
-#include "stig/scratch_dir.h"
 
 namespace temper::stig {
 namespace {

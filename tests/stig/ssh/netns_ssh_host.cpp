@@ -20,8 +20,8 @@
 
 #include <fmt/format.h>
 
+#include "platform/process.h"
 #include "scratch_space.h"
-#include "stig/process.h"
 
 namespace temper::testing {
 namespace {
@@ -32,10 +32,10 @@ namespace fs = std::filesystem;
 std::atomic<unsigned> g_hosts{0};
 
 Status Run(std::vector<std::string> argv) {
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = std::move(argv);
   spec.timeout = std::chrono::seconds(30);
-  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult r, stig::RunProcess(spec));
+  TEMPER_ASSIGN_OR_RETURN(temper::ProcessResult r, temper::RunProcess(spec));
   if (!r.Succeeded()) {
     std::string line;
     for (const std::string& a : spec.argv) line += (line.empty() ? "" : " ") + a;
@@ -61,10 +61,10 @@ Status PrivateMounts() {
 }
 
 std::string Fingerprint(const std::string& pub) {
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = {"/usr/bin/ssh-keygen", "-l", "-E", "sha256", "-f", pub};
   spec.timeout = std::chrono::seconds(10);
-  Result<stig::ProcessResult> r = stig::RunProcess(spec);
+  Result<temper::ProcessResult> r = temper::RunProcess(spec);
   if (!r.ok() || !r->Succeeded()) return "";
   std::size_t start = r->out.find("SHA256:");
   return start == std::string::npos ? "" : r->out.substr(start, r->out.find(' ', start) - start);
@@ -159,27 +159,28 @@ Status NetnsSshHost::StartSshd() {
   // mounted in the tree, the host's /dev bound over the tree's (a root built where mknod is not allowed has an empty
   // /dev, and sshd exits without /dev/null), and sshd chrooted into it as the namespace's init: killing `unshare`
   // (--kill-child) takes sshd and every session with it.
-  std::vector<std::string> argv = {"/usr/sbin/ip",
-                                   "netns",
-                                   "exec",
-                                   netns_,
-                                   "/usr/bin/unshare",
-                                   "--mount",
-                                   "--propagation",
-                                   "private",
-                                   "--pid",
-                                   "--uts",
-                                   "--fork",
-                                   "--kill-child",
-                                   "/bin/sh",
-                                   "-c",
-                                   "hostname temper-test-host && mount -t proc proc \"$1/proc\" && mount --bind /dev \"$1/dev\" && "
-                                   "exec chroot \"$1\" "
-                                   "/usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
-                                   "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
-                                   "sshd-host",
-                                   merged_,
-                                   address_};
+  std::vector<std::string> argv = {
+      "/usr/sbin/ip",
+      "netns",
+      "exec",
+      netns_,
+      "/usr/bin/unshare",
+      "--mount",
+      "--propagation",
+      "private",
+      "--pid",
+      "--uts",
+      "--fork",
+      "--kill-child",
+      "/bin/sh",
+      "-c",
+      "hostname temper-test-host && mount -t proc proc \"$1/proc\" && mount --bind /dev \"$1/dev\" && "
+      "exec chroot \"$1\" "
+      "/usr/sbin/sshd -D -e -o UsePAM=no -o \"ListenAddress=$2\" "
+      "-o HostKey=/etc/ssh/ssh_host_ed25519_key -o PidFile=/run/sshd.pid",
+      "sshd-host",
+      merged_,
+      address_};
   std::vector<char*> args;
   for (std::string& a : argv) args.push_back(a.data());
   args.push_back(nullptr);

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "platform/process.h"
 #include "scratch_space.h"
-#include "stig/process.h"
 #include "stig/ssh/remote_oscap.h"
 #include "stig/ssh/remote_shell.h"
 

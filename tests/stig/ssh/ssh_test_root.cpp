@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "stig/process.h"
+#include "platform/process.h"
 
 namespace temper::testing {
 namespace {
@@ -69,10 +69,10 @@ Status Keygen(const std::string& path) {
   std::error_code ec;
   fs::remove(path, ec);
   fs::remove(path + ".pub", ec);
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = {"/usr/bin/ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "temper-test", "-f", path};
   spec.timeout = std::chrono::seconds(30);
-  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult r, stig::RunProcess(spec));
+  TEMPER_ASSIGN_OR_RETURN(temper::ProcessResult r, temper::RunProcess(spec));
   if (!r.Succeeded()) return Status::Internal(fmt::format("ssh-keygen {} failed ({}): {}", path, r.Describe(), r.err));
   return Status::OK();
 }
@@ -120,7 +120,7 @@ Result<SshTestRoot> EnsureSshTestRoot(const Logger& log) {
   }
   TEMPER_RETURN_IF_ERROR(Keygen(out.client_key));
   TEMPER_RETURN_IF_ERROR(Keygen(out.wrong_key));
-  stig::ProcessSpec spec;
+  temper::ProcessSpec spec;
   spec.argv = {"/usr/bin/unshare",
                "-m",
                "--propagation",
@@ -136,7 +136,7 @@ Result<SshTestRoot> EnsureSshTestRoot(const Logger& log) {
                (dir / "keys").string()};
   spec.timeout = std::chrono::minutes(15);
   spec.max_output_bytes = 4 << 20;
-  TEMPER_ASSIGN_OR_RETURN(stig::ProcessResult r, stig::RunProcess(spec));
+  TEMPER_ASSIGN_OR_RETURN(temper::ProcessResult r, temper::RunProcess(spec));
   if (!r.Succeeded()) {
     std::string tail = r.out + r.err;
     if (tail.size() > 3000) tail = tail.substr(tail.size() - 3000);

@@ -50,8 +50,8 @@ inline std::string AcceptedKnownHosts(const NetnsSshHost& host) {
   return file;
 }
 
-inline stig::SandboxLimits Limits(int seconds = 60) {
-  stig::SandboxLimits l;
+inline temper::SandboxLimits Limits(int seconds = 60) {
+  temper::SandboxLimits l;
   l.timeout = std::chrono::seconds(seconds);
   return l;
 }

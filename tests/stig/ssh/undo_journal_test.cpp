@@ -8,7 +8,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/fault_env.h"
+#include "platform/fault_env.h"
 #include "stig/ssh/ssh_test_support.h"
 #include "stig/tree_listing.h"
 
@@ -252,8 +252,8 @@ TEST_CASE(
   std::uint64_t n = 1;
   for (;; ++n) {
     INFO("N = " << n);
-    stig::FaultEnv env;
-    env.FailNth(stig::FaultEnv::Op::kProcessStart, n);
+    temper::FaultEnv env;
+    env.FailNth(temper::FaultEnv::Op::kProcessStart, n);
     ScopedControlDir control;
     const stig::SshOptions options =
         TestSshOptions(h.host->Endpoint("root"), TestRoot().client_key, AcceptedKnownHosts(*h.host), control.path());
@@ -296,7 +296,7 @@ rm /etc/issue.net
     REQUIRE(reverted.ok());
     CHECK(h.Listing() == before);
     const bool fired = env.fired();
-    env.FailNth(stig::FaultEnv::Op::kProcessStart, 0);  // what follows checks; it is not the work
+    env.FailNth(temper::FaultEnv::Op::kProcessStart, 0);  // what follows checks; it is not the work
     // A restarted daemon finds the snapshot it was given, and nothing changed since it.
     auto reopened = UndoJournal::Open(**connection, journal_options, QuietSshLog());
     INFO(reopened.status().ToString());

@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/sandbox_caps.h"
-#include "stig/unique_fd.h"
+#include "platform/sandbox_caps.h"
+#include "platform/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 
 // One command's cgroup (one directory per v1 hierarchy, or one v2 directory).
 class CommandCgroup {
@@ -103,4 +103,4 @@ class CgroupTree {
   std::atomic<std::uint64_t> next_{0};
 };
 
-}  // namespace temper::stig
+}  // namespace temper

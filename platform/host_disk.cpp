@@ -1,4 +1,4 @@
-#include "stig/host_disk.h"
+#include "platform/host_disk.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -8,9 +8,9 @@
 
 #include <fmt/format.h>
 
-#include "stig/sandbox_caps.h"
+#include "platform/sandbox_caps.h"
 
-namespace temper::stig {
+namespace temper {
 
 std::uint64_t HostReserveBytes(std::uint64_t total) {
   return std::max(kHostReserveFloorBytes, total / 100 * kHostReservePercent);
@@ -51,4 +51,4 @@ std::uint64_t AllocatedBytes(const std::string& path) {
   return static_cast<std::uint64_t>(st.st_blocks) * 512;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

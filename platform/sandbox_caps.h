@@ -3,7 +3,7 @@
 //
 // Whatever runs in a target's sandbox (a model's command, a package's maintainer script) must not
 // take the host with it: a fork bomb, a memory hog or a disk fill there has to end in the sandbox.
-// Each command runs in a cgroup of its own with the pids, memory and CPU caps (stig/cgroup.h), and
+// Each command runs in a cgroup of its own with the pids, memory and CPU caps (platform/cgroup.h), and
 // the target's writable layers live on a file system of fixed size (overlay_snapshots.h). Hitting a
 // cap ends the command with an error that names the cap (CapHitMessage). temperd.yaml sets them
 // (section `sandbox:`); these are the defaults.
@@ -22,7 +22,7 @@
 
 #include "common/status.h"
 
-namespace temper::stig {
+namespace temper {
 
 inline constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 inline constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
@@ -60,4 +60,4 @@ std::string FormatBytes(std::uint64_t bytes);
 // would be ambiguous) and for sizes past 2^63.
 Result<std::uint64_t> ParseBytes(std::string_view text);
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -31,9 +31,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/unique_fd.h"
+#include "platform/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 
 // The classic BPF program (what bwrap's --seccomp reads: struct sock_filter, host byte order).
 std::vector<sock_filter> SandboxSeccompProgram();
@@ -43,4 +43,4 @@ std::vector<sock_filter> SandboxSeccompProgram();
 // (ProcessSpec::inherit_fds). IOError when the memory file cannot be made or written.
 Result<UniqueFd> SandboxSeccompFd();
 
-}  // namespace temper::stig
+}  // namespace temper

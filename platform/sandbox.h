@@ -13,7 +13,7 @@
 // cgroup's hierarchy and write its own caps away, since cgroupfs checks only the owner's uid.
 //
 // What the command may take of the host is capped by the kernel: it runs in a cgroup of its own
-// (stig/cgroup.h) with the target's pids, memory and CPU caps (sandbox_caps.h), made before it
+// (platform/cgroup.h) with the target's pids, memory and CPU caps (sandbox_caps.h), made before it
 // starts and removed, with anything left in it, after it ends; hitting a cap ends the command at
 // once and the result names the cap (ProcessResult::cap_hit). Its processes are the OOM killer's
 // first choice on the host (oom_score_adj 1000). Time and output are bounded by the process
@@ -31,11 +31,11 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/cgroup.h"
-#include "stig/process.h"
-#include "stig/sandbox_caps.h"
+#include "platform/cgroup.h"
+#include "platform/process.h"
+#include "platform/sandbox_caps.h"
 
-namespace temper::stig {
+namespace temper {
 
 struct SandboxLimits {
   std::chrono::milliseconds timeout{std::chrono::minutes(2)};
@@ -79,4 +79,4 @@ std::vector<std::string> SandboxArgv(const std::string& root, const std::string&
 Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& command, const SandboxLimits& limits,
                                    CgroupTree& cgroups, const SandboxCaps& caps, const SandboxExtras& extras = {});
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,4 +1,4 @@
-#include "stig/sandbox_seccomp.h"
+#include "platform/sandbox_seccomp.h"
 
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -15,7 +15,7 @@
 
 #include "common/dcheck.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 // Where the filter reads a call's facts (struct seccomp_data, linux/seccomp.h).
@@ -167,4 +167,4 @@ Result<UniqueFd> SandboxSeccompFd() {
   return fd;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -25,7 +25,7 @@
 
 #include "common/status.h"
 
-namespace temper::stig {
+namespace temper {
 
 // The reserve floor and share (see the header comment).
 inline constexpr std::uint64_t kHostReserveFloorBytes = std::uint64_t{1} << 30;
@@ -59,4 +59,4 @@ Status CheckRoomFor(const HostDiskSpace& space, std::string_view what, std::uint
 // Bytes of host disk a file actually takes (st_blocks), 0 when it does not exist.
 std::uint64_t AllocatedBytes(const std::string& path);
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,8 +1,8 @@
-// The rootfs sandbox's seccomp filter on its own (stig/sandbox_seccomp.h): loaded into a forked
+// The rootfs sandbox's seccomp filter on its own (platform/sandbox_seccomp.h): loaded into a forked
 // child of this test, each call it refuses answers EPERM (clone3 ENOSYS), what a package install
 // needs still works, and a call in the x32 convention kills the caller. The same calls inside a
 // real sandbox are tests/security/sandbox_escape_attack_test.cpp's.
-#include "stig/sandbox_seccomp.h"
+#include "platform/sandbox_seccomp.h"
 
 #include <fcntl.h>
 #include <linux/seccomp.h>
@@ -22,7 +22,7 @@
 
 #include "skip.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 // Runs `call` in a forked child under the filter and returns how the child ended: its exit status
@@ -108,4 +108,4 @@ TEST_CASE("SandboxSeccompFd holds the program, sealed and read from its start", 
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

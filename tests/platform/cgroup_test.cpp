@@ -1,7 +1,7 @@
-// Command cgroups on this host's real cgroup file systems (stig/cgroup.h): a child joins before it
+// Command cgroups on this host's real cgroup file systems (platform/cgroup.h): a child joins before it
 // runs, the caps hold and are reported, removal kills what is left, and a tree whose owner died is
 // removed by the next owner.
-#include "stig/cgroup.h"
+#include "platform/cgroup.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,9 +15,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "stig/process.h"
+#include "platform/process.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 using namespace std::chrono_literals;
@@ -142,4 +142,4 @@ TEST_CASE("a tree whose owner died is removed, with what still runs in it, by th
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

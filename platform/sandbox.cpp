@@ -1,13 +1,13 @@
-#include "stig/sandbox.h"
+#include "platform/sandbox.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 
-#include "stig/sandbox_seccomp.h"
+#include "platform/sandbox_seccomp.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 // The OOM killer's score adjustment of every sandboxed process: the most it can be. When the host
@@ -126,4 +126,4 @@ Result<ProcessResult> RunInSandbox(const std::string& root, const std::string& c
   return r;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

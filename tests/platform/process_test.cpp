@@ -1,4 +1,4 @@
-#include "stig/process.h"
+#include "platform/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,11 +15,11 @@
 
 #include <catch2/catch.hpp>
 
+#include "platform/unique_fd.h"
 #include "scratch_space.h"
 #include "skip.h"
-#include "stig/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 namespace fs = std::filesystem;
@@ -273,4 +273,4 @@ TEST_CASE("RunProcess with reap_orphans: the reaper holds no descriptor of this 
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

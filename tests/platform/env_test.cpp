@@ -1,4 +1,4 @@
-#include "stig/env.h"
+#include "platform/env.h"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 
 #include "scratch_space.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 // A fresh directory for one case, removed with everything under it (ScratchPath).
@@ -98,4 +98,4 @@ TEST_CASE("the real Env runs processes as RunProcess and reads the system clocks
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,10 +1,10 @@
-#include "stig/sandbox_caps.h"
+#include "platform/sandbox_caps.h"
 
 #include <cctype>
 
 #include <fmt/format.h>
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 struct Unit {
@@ -89,4 +89,4 @@ Result<std::uint64_t> ParseBytes(std::string_view text) {
   return value << shift;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

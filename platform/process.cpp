@@ -1,4 +1,4 @@
-#include "stig/process.h"
+#include "platform/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,9 +16,9 @@
 
 #include <fmt/format.h>
 
-#include "stig/unique_fd.h"
+#include "platform/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 constexpr int kUserNamespaceIdCount = 65536;  // covers nobody/nogroup (65534)
@@ -423,4 +423,4 @@ Result<StartedProcess> StartProcess(const ProcessSpec& spec, int stdio_fd) {
   return StartedProcess{pid, std::move(err_r)};
 }
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,4 +1,4 @@
-#include "stig/cgroup.h"
+#include "platform/cgroup.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 constexpr const char* kSelfLeaf = "temper-self";
@@ -441,4 +441,4 @@ Result<std::unique_ptr<CommandCgroup>> CgroupTree::NewCommand(const SandboxCaps&
   return cmd;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -7,7 +7,7 @@
 
 #include <unistd.h>
 
-namespace temper::stig {
+namespace temper {
 
 class UniqueFd {
  public:
@@ -43,4 +43,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -26,9 +26,9 @@
 #include <optional>
 #include <string>
 
-#include "stig/env.h"
+#include "platform/env.h"
 
-namespace temper::stig {
+namespace temper {
 
 class FaultEnv final : public Env {
  public:
@@ -87,4 +87,4 @@ class FaultEnv final : public Env {
   std::chrono::steady_clock::time_point steady_{};
 };
 
-}  // namespace temper::stig
+}  // namespace temper

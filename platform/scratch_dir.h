@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 
-namespace temper::stig {
+namespace temper {
 
 class ScratchDir {
  public:
@@ -37,4 +37,4 @@ class ScratchDir {
   std::string path_;
 };
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,4 +1,4 @@
-#include "stig/fault_env.h"
+#include "platform/fault_env.h"
 
 #include <filesystem>
 
@@ -6,7 +6,7 @@
 
 #include "scratch_space.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 using Op = FaultEnv::Op;
@@ -104,4 +104,4 @@ TEST_CASE("FaultEnv's clock is the base's until set, then moves only when advanc
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

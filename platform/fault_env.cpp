@@ -1,8 +1,8 @@
-#include "stig/fault_env.h"
+#include "platform/fault_env.h"
 
 #include <fmt/format.h>
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 std::string_view OpName(FaultEnv::Op op) {
@@ -142,4 +142,4 @@ Result<ProcessResult> FaultEnv::RunProcess(const ProcessSpec& spec) {
   return base_.RunProcess(spec);
 }
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -1,11 +1,11 @@
-// The sandbox caps' sizes and messages (stig/sandbox_caps.h): what temperd.yaml accepts and what a
+// The sandbox caps' sizes and messages (platform/sandbox_caps.h): what temperd.yaml accepts and what a
 // command that hits a cap is told.
-#include "stig/sandbox_caps.h"
+#include "platform/sandbox_caps.h"
 
 #include <fmt/format.h>
 #include <catch2/catch.hpp>
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 TEST_CASE("sizes are written and read in binary units", "[stig][sandbox_caps]") {
@@ -53,4 +53,4 @@ TEST_CASE("each cap is named with its size when a command hits it", "[stig][sand
 }
 
 }  // namespace
-}  // namespace temper::stig
+}  // namespace temper

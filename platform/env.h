@@ -14,7 +14,7 @@
 //   - files SQLite writes for the state store: SQLite opens, reads, locks and maps them itself, and
 //     the store's VFS shim (orchestrator/store/sqlite_env_vfs.h) hands each write, fsync and truncate to
 //     the Env as an operation on a PositionalFile, and each delete to Remove (and SyncDir);
-//   - child processes (stig/process.h's RunProcess): the OpenSSH client an SSH host is reached with;
+//   - child processes (platform/process.h's RunProcess): the OpenSSH client an SSH host is reached with;
 //   - the wall clock (timestamps the store records) and the monotonic clock (idle and elapsed times).
 // Other code keeps calling the system directly until it needs the seam.
 //
@@ -35,9 +35,9 @@
 #include <string_view>
 
 #include "common/status.h"
-#include "stig/process.h"
+#include "platform/process.h"
 
-namespace temper::stig {
+namespace temper {
 
 // A file opened for appending.
 class WritableFile {
@@ -101,7 +101,7 @@ class Env {
   virtual Status Sync(PositionalFile& file) = 0;
   virtual Status Truncate(PositionalFile& file, std::uint64_t size) = 0;
 
-  // Processes: starts `spec` and waits for it, as stig::RunProcess (errors as there).
+  // Processes: starts `spec` and waits for it, as temper::RunProcess (errors as there).
   virtual Result<ProcessResult> RunProcess(const ProcessSpec& spec) = 0;
 
   // Clocks.
@@ -109,4 +109,4 @@ class Env {
   virtual std::chrono::steady_clock::time_point SteadyNow() = 0;
 };
 
-}  // namespace temper::stig
+}  // namespace temper

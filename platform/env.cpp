@@ -1,4 +1,4 @@
-#include "stig/env.h"
+#include "platform/env.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "stig/unique_fd.h"
+#include "platform/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 namespace {
 
 class PosixWritableFile final : public WritableFile {
@@ -110,7 +110,7 @@ class PosixEnv final : public Env {
   Status Sync(PositionalFile& file) override { return file.Sync(); }
   Status Truncate(PositionalFile& file, std::uint64_t size) override { return file.Truncate(size); }
 
-  Result<ProcessResult> RunProcess(const ProcessSpec& spec) override { return stig::RunProcess(spec); }
+  Result<ProcessResult> RunProcess(const ProcessSpec& spec) override { return temper::RunProcess(spec); }
 
   std::chrono::system_clock::time_point Now() override { return std::chrono::system_clock::now(); }
   std::chrono::steady_clock::time_point SteadyNow() override { return std::chrono::steady_clock::now(); }
@@ -124,4 +124,4 @@ Env& Env::Default() {
   return env;
 }
 
-}  // namespace temper::stig
+}  // namespace temper

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "common/status.h"
-#include "stig/unique_fd.h"
+#include "platform/unique_fd.h"
 
-namespace temper::stig {
+namespace temper {
 
 struct ProcessSpec {
   // argv[0] is the program: an absolute path, or a name searched in PATH of the parent.
@@ -45,7 +45,7 @@ struct ProcessSpec {
   // file ownership stays exact, while host-wide privileged operations (sysctl, mounts of host
   // file systems, module loading, device nodes) are refused by the kernel.
   bool new_user_namespace = false;
-  // Descriptors of cgroup.procs files (stig/cgroup.h) the child writes "0" to first thing after
+  // Descriptors of cgroup.procs files (platform/cgroup.h) the child writes "0" to first thing after
   // fork, so it and everything it starts run in those cgroups from their first instruction. The
   // caller keeps them open until RunProcess returns.
   std::vector<int> join_cgroup_fds;
@@ -111,4 +111,4 @@ struct StartedProcess {
 // Errors: as RunProcess's.
 Result<StartedProcess> StartProcess(const ProcessSpec& spec, int stdio_fd);
 
-}  // namespace temper::stig
+}  // namespace temper
