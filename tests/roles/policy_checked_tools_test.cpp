@@ -72,7 +72,7 @@ TEST_CASE("PolicyCheckedTools: a script is judged by what it holds on the target
   CHECK(target.reads == std::vector<std::string>{"/root/fix.sh"});
 }
 
-TEST_CASE("PolicyCheckedTools: a write where content runs later is judged; a target's error is not a refusal",
+TEST_CASE("PolicyCheckedTools: a write where content runs later is judged, and a target's error is not a refusal",
           "[roles][policy]") {
   RecordingTarget target;
   PolicyCheckedTools tools(target, PolicyContext{});
@@ -89,7 +89,7 @@ TEST_CASE("PolicyCheckedTools: a write where content runs later is judged; a tar
   CHECK(target.calls == std::vector<std::string>{"write /missing/file.conf", "write /etc/login.defs"});
 }
 
-TEST_CASE("PolicyCheckedTools: package removals follow the batch's permission; installs pass", "[roles][policy]") {
+TEST_CASE("PolicyCheckedTools: package removals follow the batch's permission and installs pass", "[roles][policy]") {
   RecordingTarget target;
   PolicyCheckedTools strict(target, PolicyContext{});
   auto refused = strict.RemovePackages({"telnet"}, false, 10s);
