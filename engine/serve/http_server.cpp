@@ -531,6 +531,42 @@ std::optional<ChatEvent> HttpServer::NextChatEvent(ChatStream& stream, const Htt
   }
 }
 
+namespace {
+
+// The chat engine's refusal of a request, as the API names the field: the engine calls the schema
+// its own field, the client wrote it as response_format's.
+ApiError ChatSubmitError(const Status& refused) {
+  ApiError e = FromStatus(refused);
+  constexpr std::string_view kSchemaError = "answer_schema: ";
+  if (refused.code() == StatusCode::kInvalidArgument && refused.message().starts_with(kSchemaError)) {
+    e.param = "response_format.json_schema.schema";
+    e.message = fmt::format("'response_format.json_schema': {}",
+                            std::string_view(refused.message()).substr(kSchemaError.size()));
+  } else if (refused.code() == StatusCode::kInvalidArgument && refused.message().starts_with("messages")) {
+    e.param = "messages";
+  } else if (refused.code() == StatusCode::kInvalidArgument && refused.message().starts_with("tools")) {
+    e.param = "tools";
+  } else if (refused.code() == StatusCode::kOutOfRange) {
+    e.param = "messages";
+  }
+  return e;
+}
+
+}  // namespace
+
+// A submitted chat request and what its reply is made with.
+struct HttpServer::ChatReply {
+  std::shared_ptr<ChatStream> stream;
+  std::shared_ptr<const HttpConnection> client;
+  uint64_t number;  // names the reply (chatcmpl-N) and its tool calls (call_N_i)
+  std::string id;
+  int64_t created;
+  std::string model;
+  bool with_logprobs;
+  const Tokenizer* tokenizer;
+  bool include_usage;
+};
+
 void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) {
   if (options_.chat == nullptr) {
     SendError(res,
@@ -554,70 +590,79 @@ void HttpServer::ServeChat(const httplib::Request& req, httplib::Response& res) 
   const Tokenizer* tokenizer = &options_.chat->tokenizer();
   Result<std::shared_ptr<ChatStream>> submitted = options_.chat->Submit(std::move(parsed.request));
   if (!submitted.ok()) {
-    ApiError e = FromStatus(submitted.status());
-    constexpr std::string_view kSchemaError = "answer_schema: ";
-    if (submitted.status().code() == StatusCode::kInvalidArgument &&
-        submitted.status().message().starts_with(kSchemaError)) {
-      // The chat engine names the schema as its own field; the client wrote it as response_format's.
-      e.param = "response_format.json_schema.schema";
-      e.message = fmt::format("'response_format.json_schema': {}",
-                              std::string_view(submitted.status().message()).substr(kSchemaError.size()));
-    } else if (submitted.status().code() == StatusCode::kInvalidArgument &&
-               submitted.status().message().starts_with("messages")) {
-      e.param = "messages";
-    } else if (submitted.status().code() == StatusCode::kInvalidArgument &&
-               submitted.status().message().starts_with("tools")) {
-      e.param = "tools";
-    } else if (submitted.status().code() == StatusCode::kOutOfRange) {
-      e.param = "messages";
-    }
-    SendError(res, e);
+    SendError(res, ChatSubmitError(submitted.status()));
     return;
   }
-  std::shared_ptr<ChatStream> stream = *submitted;
-  std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
   const uint64_t number = next_id_.fetch_add(1);
-  const std::string id = fmt::format("chatcmpl-{}", number);
-  const int64_t created = UnixNow();
-  const std::string model = options_.model_name;
-  auto call_id = [number](size_t i) { return fmt::format("call_{}_{}", number, i); };
+  const ChatReply reply{.stream = *submitted,
+                        .client = listener_->ConnectionOf(req),
+                        .number = number,
+                        .id = fmt::format("chatcmpl-{}", number),
+                        .created = UnixNow(),
+                        .model = options_.model_name,
+                        .with_logprobs = with_logprobs,
+                        .tokenizer = tokenizer,
+                        .include_usage = parsed.include_usage};
+  if (parsed.stream) {
+    ReplyChatStream(reply, res);
+  } else {
+    ReplyChatWhole(reply, res);
+  }
+}
 
-  if (!parsed.stream) {
-    ChatEvent all;
-    while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) all.Append(std::move(*e));
-    if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
-    if (all.finish == ChatFinish::kError || all.finish == ChatFinish::kCancelled) {
-      SendError(res, ChatError(all));
-      return;
-    }
-    json message = {{"role", "assistant"},
-                    {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
-    if (!all.thinking.empty()) message["reasoning_content"] = all.thinking;
-    if (!all.tool_calls.empty()) {
-      json calls = json::array();
-      for (size_t i = 0; i < all.tool_calls.size(); ++i)
-        calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
-      message["tool_calls"] = std::move(calls);
-    }
-    json choice = {{"index", 0},
-                   {"message", std::move(message)},
-                   {"logprobs", with_logprobs ? ChatLogprobsJson(tokenizer, all.logprobs) : json(nullptr)},
-                   {"finish_reason", ChatFinishName(all.finish)}};
-    if (!all.parse_error.empty()) choice["parse_error"] = all.parse_error;
-    json out = {{"id", id},
-                {"object", "chat.completion"},
-                {"created", created},
-                {"model", model},
-                {"choices", json::array({std::move(choice)})},
-                {"usage", UsageJson(all.usage)}};
-    res.set_content(out.dump(), "application/json");
+// The whole reply at once, once the request has ended.
+void HttpServer::ReplyChatWhole(const ChatReply& reply, httplib::Response& res) {
+  const std::shared_ptr<ChatStream>& stream = reply.stream;
+  const std::shared_ptr<const HttpConnection>& client = reply.client;
+  const std::string& id = reply.id;
+  const int64_t created = reply.created;
+  const std::string& model = reply.model;
+  const bool with_logprobs = reply.with_logprobs;
+  const Tokenizer* tokenizer = reply.tokenizer;
+  auto call_id = [number = reply.number](size_t i) { return fmt::format("call_{}_{}", number, i); };
+  ChatEvent all;
+  while (std::optional<ChatEvent> e = NextChatEvent(*stream, client.get())) all.Append(std::move(*e));
+  if (all.finish == ChatFinish::kNone) all.finish = ChatFinish::kCancelled;  // the server stopped
+  if (all.finish == ChatFinish::kError || all.finish == ChatFinish::kCancelled) {
+    SendError(res, ChatError(all));
     return;
   }
+  json message = {{"role", "assistant"},
+                  {"content", all.content.empty() && !all.tool_calls.empty() ? json(nullptr) : json(all.content)}};
+  if (!all.thinking.empty()) message["reasoning_content"] = all.thinking;
+  if (!all.tool_calls.empty()) {
+    json calls = json::array();
+    for (size_t i = 0; i < all.tool_calls.size(); ++i)
+      calls.push_back(ToolCallJson(all.tool_calls[i], call_id(i), i, false));
+    message["tool_calls"] = std::move(calls);
+  }
+  json choice = {{"index", 0},
+                 {"message", std::move(message)},
+                 {"logprobs", with_logprobs ? ChatLogprobsJson(tokenizer, all.logprobs) : json(nullptr)},
+                 {"finish_reason", ChatFinishName(all.finish)}};
+  if (!all.parse_error.empty()) choice["parse_error"] = all.parse_error;
+  json out = {{"id", id},
+              {"object", "chat.completion"},
+              {"created", created},
+              {"model", model},
+              {"choices", json::array({std::move(choice)})},
+              {"usage", UsageJson(all.usage)}};
+  res.set_content(out.dump(), "application/json");
+}
 
-  // Server-sent events in OpenAI's chunk format: a first chunk with the role, one per batch of new
-  // text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
-  // then `data: [DONE]`.
-  const bool include_usage = parsed.include_usage;
+// Server-sent events in OpenAI's chunk format: a first chunk with the role, one per batch of new
+// text or per completed tool call, a last one with the finish reason, the usage chunk if asked,
+// then `data: [DONE]`.
+void HttpServer::ReplyChatStream(const ChatReply& reply, httplib::Response& res) {
+  const std::shared_ptr<ChatStream>& stream = reply.stream;
+  const std::shared_ptr<const HttpConnection>& client = reply.client;
+  const std::string& id = reply.id;
+  const int64_t created = reply.created;
+  const std::string& model = reply.model;
+  const bool with_logprobs = reply.with_logprobs;
+  const Tokenizer* tokenizer = reply.tokenizer;
+  auto call_id = [number = reply.number](size_t i) { return fmt::format("call_{}_{}", number, i); };
+  const bool include_usage = reply.include_usage;
   auto chunk = [id, created, model](json delta, json finish, const std::string& parse_error = "",
                                     json logprobs = nullptr) {
     json choice = {{"index", 0},
@@ -691,55 +736,208 @@ void HttpServer::Stop() {
   if (listener_) listener_->Stop();
 }
 
+// Before any route and before the body is read: the Host (a web page's DNS rebinding), the API
+// key, the POST body's type (a web page's cross-origin POST), then the body's declared size. True
+// when it answered the request (refused it).
+bool HttpServer::RefuseBeforeRouting(const httplib::Request& req, httplib::Response& res) {
+  const std::string host = req.get_header_value("Host");
+  if (!hosts_.Allows(host)) {
+    SendError(res, {421,
+                    fmt::format("this server does not answer requests for Host '{}' (it answers {}); a web page "
+                                "reaching it through DNS rebinding sends its own name. If clients reach the server "
+                                "by this name, start it with --allowed-host NAME",
+                                host.substr(0, 256), hosts_.Describe()),
+                    "invalid_request_error", "", "host_not_allowed"});
+    return true;
+  }
+  if (!options_.api_key.empty() && req.path != "/health") {
+    const std::string header = req.get_header_value("Authorization");
+    if (header.empty() || !SameKey(BearerKey(header), options_.api_key)) {
+      SendError(res, {401,
+                      header.empty() ? "no API key: send it as 'Authorization: Bearer <key>'"
+                                     : "the API key in the Authorization header is not valid",
+                      "invalid_request_error", "", "invalid_api_key"});
+      res.set_header("WWW-Authenticate", "Bearer");
+      return true;
+    }
+  }
+  if (req.method == "POST" && !IsJsonContentType(req.get_header_value("Content-Type"))) {
+    const std::string type = req.get_header_value("Content-Type");
+    SendError(res, {415,
+                    fmt::format("{} takes a JSON body sent as 'Content-Type: application/json', not {}", req.path,
+                                type.empty() ? "a body without a Content-Type" : "'" + type.substr(0, 256) + "'"),
+                    "invalid_request_error", "", "unsupported_media_type"});
+    return true;
+  }
+  const std::string length = req.get_header_value("Content-Length");
+  if (!length.empty()) {
+    size_t bytes = 0;
+    auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), bytes);
+    if (ec == std::errc() && end == length.data() + length.size() && bytes > options_.max_body_bytes) {
+      SendError(res, {413,
+                      fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
+                                  options_.max_body_bytes),
+                      "invalid_request_error", "", "request_too_large"});
+      return true;
+    }
+  }
+  return false;
+}
+
+// A submitted completion request and what its reply is made with.
+struct HttpServer::CompletionReply {
+  std::shared_ptr<RequestStream> stream;
+  std::shared_ptr<const HttpConnection> client;
+  std::string id;  // cmpl-N
+  int64_t created;
+  bool with_logprobs;
+  const Tokenizer* tokenizer;  // null when the server has none: logprobs then name tokens token_id:N
+  bool include_usage;
+};
+
+void HttpServer::ServeCompletion(const httplib::Request& req, httplib::Response& res) {
+  json body;
+  if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
+    SendError(res, *e);
+    return;
+  }
+  ParsedRequest parsed;
+  const Tokenizer* tokenizer = options_.chat != nullptr ? &options_.chat->tokenizer() : nullptr;
+  if (std::optional<ApiError> e = ParseCompletion(body, options_.model_name, tokenizer, parsed)) {
+    SendError(res, *e);
+    return;
+  }
+  const bool with_logprobs = parsed.request.logprobs >= 0;
+  Result<std::shared_ptr<RequestStream>> submitted = scheduler_.Submit(std::move(parsed.request));
+  if (!submitted.ok()) {
+    SendError(res, FromStatus(submitted.status()));
+    return;
+  }
+  const CompletionReply reply{.stream = *submitted,
+                              .client = listener_->ConnectionOf(req),
+                              .id = fmt::format("cmpl-{}", next_id_.fetch_add(1)),
+                              .created = UnixNow(),
+                              .with_logprobs = with_logprobs,
+                              .tokenizer = tokenizer,
+                              .include_usage = parsed.include_usage};
+  if (parsed.stream) {
+    ReplyCompletionStream(reply, res);
+  } else {
+    ReplyCompletionWhole(reply, res);
+  }
+}
+
+// The whole reply at once, once the request has ended.
+void HttpServer::ReplyCompletionWhole(const CompletionReply& reply, httplib::Response& res) {
+  const std::shared_ptr<RequestStream>& stream = reply.stream;
+  const std::shared_ptr<const HttpConnection>& client = reply.client;
+  const std::string& id = reply.id;
+  const int64_t created = reply.created;
+  const bool with_logprobs = reply.with_logprobs;
+  const Tokenizer* tokenizer = reply.tokenizer;
+  StreamEvent all;
+  while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) all.Append(std::move(*e));
+  if (all.finish == FinishReason::kNone) all.finish = FinishReason::kCancelled;  // the server stopped
+  if (all.finish == FinishReason::kError || all.finish == FinishReason::kCancelled) {
+    SendError(res, all.finish == FinishReason::kError ? FromStatus(all.error)
+                                                      : ApiError{503, "the server is shutting down", "server_error"});
+    return;
+  }
+  json out = {
+      {"id", id},
+      {"object", "text_completion"},
+      {"created", created},
+      {"model", options_.model_name},
+      {"choices",
+       json::array({{{"index", 0},
+                     {"text", all.text},
+                     {"token_ids", all.tokens},
+                     {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, all.logprobs, 0) : json(nullptr)},
+                     {"finish_reason", FinishJson(all.finish)}}})},
+      {"usage", UsageJson(all.usage)}};
+  res.set_content(out.dump(), "application/json");
+}
+
+// Server-sent events: one `data:` line per batch of new tokens, then `data: [DONE]`.
+void HttpServer::ReplyCompletionStream(const CompletionReply& reply, httplib::Response& res) {
+  const std::shared_ptr<RequestStream>& stream = reply.stream;
+  const std::shared_ptr<const HttpConnection>& client = reply.client;
+  const std::string& id = reply.id;
+  const int64_t created = reply.created;
+  const bool with_logprobs = reply.with_logprobs;
+  const Tokenizer* tokenizer = reply.tokenizer;
+  const bool include_usage = reply.include_usage;
+  const std::string model = options_.model_name;
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, stream, client, id, created, model, include_usage, with_logprobs, tokenizer,
+       text_sent = std::make_shared<size_t>(0)](size_t, httplib::DataSink& sink) {
+        std::optional<StreamEvent> e = NextEvent(*stream, client.get());
+        if (!e) {
+          sink.done();
+          return true;
+        }
+        std::string out;
+        if (e->finish == FinishReason::kError || e->finish == FinishReason::kCancelled) {
+          const ApiError err = e->finish == FinishReason::kError
+                                   ? FromStatus(e->error)
+                                   : ApiError{503, "the request was cancelled", "server_error"};
+          out = "data: " + ErrorJson(err).dump() + "\n\ndata: [DONE]\n\n";
+        } else {
+          json chunk = {
+              {"id", id},
+              {"object", "text_completion"},
+              {"created", created},
+              {"model", model},
+              {"choices",
+               json::array({{{"index", 0},
+                             {"text", e->text},
+                             {"token_ids", e->tokens},
+                             {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, e->logprobs, *text_sent)
+                                                        : json(nullptr)},
+                             {"finish_reason", FinishJson(e->finish)}}})}};
+          *text_sent += e->text.size();
+          out = "data: " + chunk.dump() + "\n\n";
+          if (e->finish != FinishReason::kNone) {
+            if (include_usage) {
+              json usage = {{"id", id},       {"object", "text_completion"}, {"created", created},
+                            {"model", model}, {"choices", json::array()},    {"usage", UsageJson(e->usage)}};
+              out += "data: " + usage.dump() + "\n\n";
+            }
+            out += "data: [DONE]\n\n";
+          }
+        }
+        // A failed write means the client went away: stop generating for it.
+        if (!sink.write(out.data(), out.size())) {
+          stream->Cancel();
+          return false;
+        }
+        return true;
+      },
+      [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
+}
+
+// A handler threw: logged, and answered as a 500 naming what was thrown.
+void HttpServer::ReportException(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+  std::string what = "unknown error";
+  try {
+    std::rethrow_exception(ep);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  log_.Error("HTTP {} {}: {}", req.method, req.path, what);
+  SendError(res, {500, "internal error: " + what, "server_error"});
+}
+
 void HttpServer::Route() {
   httplib::Server& srv = *router_;
   srv.set_payload_max_length(options_.max_body_bytes);
 
-  // Before any route and before the body is read: the Host (a web page's DNS rebinding), the API
-  // key, the POST body's type (a web page's cross-origin POST), then the body's declared size.
   srv.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const std::string host = req.get_header_value("Host");
-    if (!hosts_.Allows(host)) {
-      SendError(res, {421,
-                      fmt::format("this server does not answer requests for Host '{}' (it answers {}); a web page "
-                                  "reaching it through DNS rebinding sends its own name. If clients reach the server "
-                                  "by this name, start it with --allowed-host NAME",
-                                  host.substr(0, 256), hosts_.Describe()),
-                      "invalid_request_error", "", "host_not_allowed"});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (!options_.api_key.empty() && req.path != "/health") {
-      const std::string header = req.get_header_value("Authorization");
-      if (header.empty() || !SameKey(BearerKey(header), options_.api_key)) {
-        SendError(res, {401,
-                        header.empty() ? "no API key: send it as 'Authorization: Bearer <key>'"
-                                       : "the API key in the Authorization header is not valid",
-                        "invalid_request_error", "", "invalid_api_key"});
-        res.set_header("WWW-Authenticate", "Bearer");
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    if (req.method == "POST" && !IsJsonContentType(req.get_header_value("Content-Type"))) {
-      const std::string type = req.get_header_value("Content-Type");
-      SendError(res, {415,
-                      fmt::format("{} takes a JSON body sent as 'Content-Type: application/json', not {}", req.path,
-                                  type.empty() ? "a body without a Content-Type" : "'" + type.substr(0, 256) + "'"),
-                      "invalid_request_error", "", "unsupported_media_type"});
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    const std::string length = req.get_header_value("Content-Length");
-    if (!length.empty()) {
-      size_t bytes = 0;
-      auto [end, ec] = std::from_chars(length.data(), length.data() + length.size(), bytes);
-      if (ec == std::errc() && end == length.data() + length.size() && bytes > options_.max_body_bytes) {
-        SendError(res, {413,
-                        fmt::format("the request body is {} bytes; this server takes at most {}", bytes,
-                                    options_.max_body_bytes),
-                        "invalid_request_error", "", "request_too_large"});
-        return httplib::Server::HandlerResponse::Handled;
-      }
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return RefuseBeforeRouting(req, res) ? httplib::Server::HandlerResponse::Handled
+                                         : httplib::Server::HandlerResponse::Unhandled;
   });
 
   srv.Get("/health", [](const httplib::Request&, httplib::Response& res) {
@@ -775,107 +973,8 @@ void HttpServer::Route() {
     res.set_content(text.Take(), "text/plain; version=0.0.4");
   });
 
-  srv.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
-    json body;
-    if (std::optional<ApiError> e = ParseBody(req.body, options_.max_json_depth, body)) {
-      SendError(res, *e);
-      return;
-    }
-    ParsedRequest parsed;
-    const Tokenizer* tokenizer = options_.chat != nullptr ? &options_.chat->tokenizer() : nullptr;
-    if (std::optional<ApiError> e = ParseCompletion(body, options_.model_name, tokenizer, parsed)) {
-      SendError(res, *e);
-      return;
-    }
-    const bool with_logprobs = parsed.request.logprobs >= 0;
-    Result<std::shared_ptr<RequestStream>> submitted = scheduler_.Submit(std::move(parsed.request));
-    if (!submitted.ok()) {
-      SendError(res, FromStatus(submitted.status()));
-      return;
-    }
-    std::shared_ptr<RequestStream> stream = *submitted;
-    std::shared_ptr<const HttpConnection> client = listener_->ConnectionOf(req);
-    const std::string id = fmt::format("cmpl-{}", next_id_.fetch_add(1));
-    const int64_t created = UnixNow();
-
-    if (!parsed.stream) {
-      StreamEvent all;
-      while (std::optional<StreamEvent> e = NextEvent(*stream, client.get())) all.Append(std::move(*e));
-      if (all.finish == FinishReason::kNone) all.finish = FinishReason::kCancelled;  // the server stopped
-      if (all.finish == FinishReason::kError || all.finish == FinishReason::kCancelled) {
-        SendError(res, all.finish == FinishReason::kError
-                           ? FromStatus(all.error)
-                           : ApiError{503, "the server is shutting down", "server_error"});
-        return;
-      }
-      json out = {
-          {"id", id},
-          {"object", "text_completion"},
-          {"created", created},
-          {"model", options_.model_name},
-          {"choices", json::array({{{"index", 0},
-                                    {"text", all.text},
-                                    {"token_ids", all.tokens},
-                                    {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, all.logprobs, 0)
-                                                               : json(nullptr)},
-                                    {"finish_reason", FinishJson(all.finish)}}})},
-          {"usage", UsageJson(all.usage)}};
-      res.set_content(out.dump(), "application/json");
-      return;
-    }
-
-    // Server-sent events: one `data:` line per batch of new tokens, then `data: [DONE]`.
-    const bool include_usage = parsed.include_usage;
-    const std::string model = options_.model_name;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [this, stream, client, id, created, model, include_usage, with_logprobs, tokenizer,
-         text_sent = std::make_shared<size_t>(0)](size_t, httplib::DataSink& sink) {
-          std::optional<StreamEvent> e = NextEvent(*stream, client.get());
-          if (!e) {
-            sink.done();
-            return true;
-          }
-          std::string out;
-          if (e->finish == FinishReason::kError || e->finish == FinishReason::kCancelled) {
-            const ApiError err = e->finish == FinishReason::kError
-                                     ? FromStatus(e->error)
-                                     : ApiError{503, "the request was cancelled", "server_error"};
-            out = "data: " + ErrorJson(err).dump() + "\n\ndata: [DONE]\n\n";
-          } else {
-            json chunk = {
-                {"id", id},
-                {"object", "text_completion"},
-                {"created", created},
-                {"model", model},
-                {"choices",
-                 json::array({{{"index", 0},
-                               {"text", e->text},
-                               {"token_ids", e->tokens},
-                               {"logprobs", with_logprobs ? CompletionLogprobsJson(tokenizer, e->logprobs, *text_sent)
-                                                          : json(nullptr)},
-                               {"finish_reason", FinishJson(e->finish)}}})}};
-            *text_sent += e->text.size();
-            out = "data: " + chunk.dump() + "\n\n";
-            if (e->finish != FinishReason::kNone) {
-              if (include_usage) {
-                json usage = {{"id", id},       {"object", "text_completion"}, {"created", created},
-                              {"model", model}, {"choices", json::array()},    {"usage", UsageJson(e->usage)}};
-                out += "data: " + usage.dump() + "\n\n";
-              }
-              out += "data: [DONE]\n\n";
-            }
-          }
-          // A failed write means the client went away: stop generating for it.
-          if (!sink.write(out.data(), out.size())) {
-            stream->Cancel();
-            return false;
-          }
-          return true;
-        },
-        [stream](bool) { stream->Cancel(); });  // no-op once the stream has ended
-  });
+  srv.Post("/v1/completions",
+           [this](const httplib::Request& req, httplib::Response& res) { ServeCompletion(req, res); });
 
   srv.Post("/v1/chat/completions",
            [this](const httplib::Request& req, httplib::Response& res) { ServeChat(req, res); });
@@ -903,15 +1002,7 @@ void HttpServer::Route() {
   }));
 
   srv.set_exception_handler([this](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown error";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    log_.Error("HTTP {} {}: {}", req.method, req.path, what);
-    SendError(res, {500, "internal error: " + what, "server_error"});
+    ReportException(req, res, ep);
   });
 }
 

@@ -60,6 +60,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -120,12 +121,24 @@ class HttpServer {
 
  private:
   HttpServer(Scheduler& scheduler, const HttpServerOptions& options, const Logger& log);
+  // Registers the routes below; each is a member of its own.
   void Route();
+  bool RefuseBeforeRouting(const httplib::Request& req, httplib::Response& res);
+  // /v1/completions: parse, submit to the scheduler, then reply whole or as events.
+  struct CompletionReply;
+  void ServeCompletion(const httplib::Request& req, httplib::Response& res);
+  void ReplyCompletionWhole(const CompletionReply& reply, httplib::Response& res);
+  void ReplyCompletionStream(const CompletionReply& reply, httplib::Response& res);
+  void ReportException(const httplib::Request& req, httplib::Response& res, std::exception_ptr ep);
   // The stream's next event; nullopt once it ended, or (after cancelling it) when the server stops
   // or `client` has hung up.
   std::optional<StreamEvent> NextEvent(RequestStream& stream, const HttpConnection* client);
   std::optional<ChatEvent> NextChatEvent(ChatStream& stream, const HttpConnection* client);
+  // /v1/chat/completions: parse, submit to the chat engine, then reply whole or as events.
+  struct ChatReply;
   void ServeChat(const httplib::Request& req, httplib::Response& res);
+  void ReplyChatWhole(const ChatReply& reply, httplib::Response& res);
+  void ReplyChatStream(const ChatReply& reply, httplib::Response& res);
 
   Scheduler& scheduler_;
   HttpServerOptions options_;
