@@ -46,7 +46,10 @@ gzip -9 "$dest/bin/"* ${baseline_bins[@]:+"$dest/baseline/bin/"*}
 for b in "${bins[@]}" "${baseline_bins[@]}"; do ldd "$b"; done | awk '/=> \// {print $3}' | sort -u |
   grep -v -E '/(libc|libm|libdl|libpthread|librt|ld-linux[^/]*|libstdc\+\+|libgcc_s|libcudart|libcublas[^/]*|libcuda)\.so' |
   while read -r lib; do cp -L "$lib" "$dest/lib/"; done
-cp -r "$repo/tests/data/gemma4-tiny" "$repo/tests/data/gemma4-tiny-assistant" "$repo/tests/data/gemma4-31b-shape" "$dest/data/"
+# reference/: transformers' own Gemma 4 and Gemma 3 fixtures (8 MiB), which temper_cuda_tests' official
+# cases decode on the GPU.
+cp -r "$repo/tests/data/gemma4-tiny" "$repo/tests/data/gemma4-tiny-assistant" "$repo/tests/data/gemma4-31b-shape" \
+  "$repo/tests/data/reference" "$dest/data/"
 cp "$repo/bench/configs/gemma4-31b-assistant-shape.json" "$dest/data/gemma4-31b-shape/assistant.json"
 # Which tree and compiler the binaries come from, for the results file.
 commit=$(git -C "$repo" describe --always --dirty 2>/dev/null || echo "not a git checkout")
