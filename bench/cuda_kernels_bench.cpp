@@ -8,16 +8,15 @@
 //                       [--l4-context 2048] [--l4-read-gbs 228,270] [--l4-all-reduce-us LOW,HIGH]
 //
 // Prints, in order: the copy bandwidth; each decode GEMV at each --tp's rank-0 shard (1 and 8 rows);
-// the GEMV at 1-8 rows with every number of weight rows per warp and the tensor-core candidate (gemv_variants.h); the
+// the GEMV at 1-8 rows with every number of weight rows per warp (gemv_variants.h); the
 // prefill GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4
 // rank (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
 // a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
 // variants (attention_variants.h), the tensor-core attention candidate (attention_tensor_cores.h), and its merge
 // kernel's time alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8
-// rows with each row's own splits, with the old rule's, and on the tensor cores. Then every GEMV of a tp 1 step at 1
-// and 8 rows, with the SIMT kernel and the tensor-core GEMV candidate (gemv_tensor_cores.h), summed per step (issue
-// 25's batch-8 goal). The kernel candidates live in bench/, not in the engine: this bench, which checks each against
+// rows with each row's own splits, with the old rule's, and on the tensor cores. The kernel candidates live in
+// bench/, not in the engine: this bench, which checks each against
 // the engine's kernel's output first (a WRONG line instead of a time), is where a GPU run decides them
 // (bench/RESULTS.md states the rules).
 // --l4-all-reduce-us replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch,
@@ -233,8 +232,6 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
     std::vector<::temper::bench::StepKernel> kernels;
   } candidates[] = {
       {"the tensor-core attention candidate", with_attention},
-      {"the tensor-core GEMV", WithCandidate(kernels, Candidate::kGemv)},
-      {"both", WithCandidate(with_attention, Candidate::kGemv)},
   };
   for (const auto& candidate : candidates) {
     const auto with = ::temper::bench::EstimateL4Step(candidate.kernels, copy_gbs, a);
@@ -288,41 +285,6 @@ Status Tp1Attention(const ModelConfig& c, int device) {
   return Status::OK();
 }
 
-// Issue 25's batch-8 goal (6x batch 1) waits on a decode GEMV that reads as fast at 8 rows as at
-// 1 and keeps each row's sums whatever the rows (the candidate in gemv_tensor_cores.h): every GEMV
-// of a tp 1 decode step at 1 and 8 activation rows with the SIMT kernel and with the tensor-core
-// GEMV, and their sums per step. The difference at 8 rows, taken off temper-bench's batch-8 step,
-// is what the tensor cores would give batch 8; the whole step is measured once a win here puts
-// the kernel in the engine.
-Status Tp1Gemvs(const ModelConfig& c, double copy_gbs, int device) {
-  using ::temper::bench::kTensorCoreRuns;
-  TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));
-  for (int rows : {1, 8}) {
-    TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::GemvComparison> gemvs,
-                            ::temper::bench::CompareDecodeGemvs(c, shards[0], device, rows));
-    double simt = 0;
-    std::vector<double> tensor_cores(std::size(kTensorCoreRuns));
-    for (const auto& g : gemvs) {
-      auto percent = [&](double us) { return 100 * g.bytes / (us * 1e-6) / 1e9 / copy_gbs; };
-      std::printf("* tp 1, %d rows: %s, %d a step: SIMT %.1f us (%.0f%% of copy)", rows, g.name.c_str(), g.per_step,
-                  g.simt_us, percent(g.simt_us));
-      simt += g.per_step * g.simt_us;
-      for (size_t l = 0; l < tensor_cores.size(); ++l) {
-        const double us = g.tensor_core_us[l];
-        if (us > 0) std::printf("; tensor cores, %d-byte runs, %.1f us (%.0f%%)", kTensorCoreRuns[l], us, percent(us));
-        tensor_cores[l] += g.per_step * (us > 0 ? us : g.simt_us);
-      }
-      std::printf("\n");
-    }
-    std::printf("* decode GEMVs per step, tp 1 rank, %d rows: SIMT %.2f ms", rows, simt / 1000);
-    for (size_t l = 0; l < tensor_cores.size(); ++l) {
-      std::printf("; tensor cores in %d-byte runs %.2f ms", kTensorCoreRuns[l], tensor_cores[l] / 1000);
-    }
-    std::printf("\n");
-  }
-  return Status::OK();
-}
-
 Status Run(const Options& o) {
   TEMPER_CUDA_TRY(cudaSetDevice(o.device));
   cudaDeviceProp props{};
@@ -343,8 +305,7 @@ Status Run(const Options& o) {
   cudaStreamDestroy(stream);
   TEMPER_RETURN_IF_ERROR(s);
   TEMPER_RETURN_IF_ERROR(L4Estimate(c, o, props.name, copy_gbs, props.multiProcessorCount * (clock_khz / 1e6)));
-  TEMPER_RETURN_IF_ERROR(Tp1Attention(c, o.device));
-  return Tp1Gemvs(c, copy_gbs, o.device);
+  return Tp1Attention(c, o.device);
 }
 
 }  // namespace

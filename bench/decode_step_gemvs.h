@@ -1,6 +1,6 @@
 // The GEMV launches of one decode step of one tensor-parallel rank, as engine/cuda/rank_forward.cpp
 // runs them, with how many times a step launches each: what temper-kernel-bench times (the step's
-// kernels for the 4xL4 estimate, and the SIMT and tensor-core GEMVs side by side). Pure host code,
+// kernels for the 4xL4 estimate). Pure host code,
 // tested on its own (tests/bench/decode_step_gemvs_test.cpp). Thread safety: values only.
 #pragma once
 

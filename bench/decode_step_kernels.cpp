@@ -16,7 +16,6 @@
 #include "bench/attention_tensor_cores.h"
 #include "bench/attention_variants.h"
 #include "bench/decode_step_gemvs.h"
-#include "bench/gemv_tensor_cores.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
 #include "engine/cuda/device_rank.h"
@@ -95,33 +94,13 @@ class StepTimer {
   std::vector<StepKernel>& kernels() { return kernels_; }
 
   // One decode row through one GEMV launch of the step (q, k and v as parts of one launch, as
-  // rank_forward.cpp runs them; gate_proj and up_proj with the GeGLU in the epilogue), with the
-  // tensor-core GEMV's best run as its candidate.
+  // rank_forward.cpp runs them; gate_proj and up_proj with the GeGLU in the epilogue).
   Status Gemv(const StepGemv& g) {
     Arena a(stream_);
     TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, 1));
-    TEMPER_RETURN_IF_ERROR(Add(
-        Label(g), g.per_step, g.Bytes(), in.Launches(), [&](int i) { return in.Engine(i, 0, stream_); },
-        [&](int) { return in.EngineMinimal(stream_); }));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<double> runs, TimeTensorCores(in, Label(g) + " at 1 row"));
-    StepKernel& k = kernels_.back();
-    k.candidate = Candidate::kGemv;
-    for (double us : runs) {
-      if (us > 0) k.candidate_us = k.candidate_us > 0 ? std::min(k.candidate_us, us) : us;
-    }
-    return Status::OK();
-  }
-
-  // The same launch at `rows` activation rows, with the SIMT kernel and with the tensor-core GEMV
-  // in each of its runs. Not part of the step.
-  Result<GemvComparison> Compare(const StepGemv& g, int rows) {
-    Arena a(stream_);
-    TEMPER_ASSIGN_OR_RETURN(GemvInputs in, Inputs(a, g, rows));
-    GemvComparison c{Label(g), g.per_step, rows, g.Bytes(), 0, {}};
-    TEMPER_ASSIGN_OR_RETURN(
-        c.simt_us, MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) { return in.Engine(i, 0, stream_); }));
-    TEMPER_ASSIGN_OR_RETURN(c.tensor_core_us, TimeTensorCores(in, fmt::format("{} at {} rows", c.name, rows)));
-    return c;
+    return Add(
+        Label(g), g.per_step, g.Bytes(), in.Launches(), [&](int i) { return in.Engine(i, stream_); },
+        [&](int) { return in.EngineMinimal(stream_); });
   }
 
   // Split-KV attention of one row at `context` over layer `l`'s cache (rotating over sequence
@@ -384,15 +363,10 @@ class StepTimer {
 
     size_t OutputFloats() const { return size_t(rows) * outputs; }
     int Launches() const { return std::max(copies, 20); }  // in a timed graph: every copy, at least 20
-    // The launch on copy i: the SIMT kernel (run_bytes 0) or the tensor-core GEMV in runs of
-    // run_bytes.
-    Status Engine(int i, int run_bytes, cudaStream_t stream) const {
+    // The engine's launch on copy i.
+    Status Engine(int i, cudaStream_t stream) const {
       const uint16_t* at = w + size_t(i % copies) * weight_rows * in;
-      if (g->geglu) {
-        const uint16_t* up = at + size_t(outputs) * in;
-        return run_bytes ? LaunchGemvGegluTensorCores(x, at, up, y, rows, in, outputs, run_bytes, stream)
-                         : cuda::LaunchGemvGeglu(x, at, up, y, rows, in, outputs, stream);
-      }
+      if (g->geglu) return cuda::LaunchGemvGeglu(x, at, at + size_t(outputs) * in, y, rows, in, outputs, stream);
       cuda::GemvParts parts;
       float* out = y;
       for (int width : g->widths) {
@@ -400,8 +374,7 @@ class StepTimer {
         at += size_t(width) * in;
         out += size_t(rows) * width;
       }
-      return run_bytes ? LaunchGemvTensorCores(x, parts, rows, in, run_bytes, stream)
-                       : cuda::LaunchGemvBf16(x, parts, rows, in, stream);
+      return cuda::LaunchGemvBf16(x, parts, rows, in, stream);
     }
     // The SIMT kernel at its minimal size: the first 64 outputs of the first part (or of gate and
     // up).
@@ -429,39 +402,6 @@ class StepTimer {
     std::string shape;
     for (int w : g.widths) shape += fmt::format("{}{}", shape.empty() ? "" : "+", w);
     return fmt::format("GEMV {} {}x{}", g.name, shape, g.in);
-  }
-
-  // The tensor-core GEMV on `in` in each of kTensorCoreRuns: its time per launch, 0 where it
-  // cannot take the shape or its outputs differ from the SIMT kernel's (a line says which). It
-  // multiplies bf16-rounded activations, so it stays within a few thousandths of the outputs'
-  // spread of the SIMT kernel's fp32 products; garbage (a wrong fragment or stage) is far outside.
-  Result<std::vector<double>> TimeTensorCores(const GemvInputs& in, const std::string& what) {
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want,
-                            OutputOf([&](int i) { return in.Engine(i, 0, stream_); }, in.y, in.OutputFloats()));
-    double square = 0;
-    for (float v : want) square += double(v) * v;
-    const double spread = std::sqrt(square / want.size());
-    std::vector<double> us;
-    for (const int run : kTensorCoreRuns) {
-      us.push_back(0);
-      auto launch = [&](int i) { return in.Engine(i, run, stream_); };
-      const std::string label = fmt::format("{}, tensor-core GEMV in runs of {} bytes", what, run);
-      Result<std::vector<float>> got = OutputOf(launch, in.y, in.OutputFloats());
-      if (!got.ok() && got.status().code() == StatusCode::kInvalidArgument) {
-        std::printf("* %s: n/a (%s)\n", label.c_str(), got.status().message().c_str());
-        continue;
-      }
-      TEMPER_RETURN_IF_ERROR(got.status());
-      size_t wrong = 0;
-      while (wrong < want.size() && std::abs((*got)[wrong] - want[wrong]) <= 0.02 * spread) ++wrong;
-      if (wrong < want.size()) {
-        std::printf("* %s: WRONG, output %zu is %g, the SIMT kernel's %g\n", label.c_str(), wrong, (*got)[wrong],
-                    want[wrong]);
-        continue;
-      }
-      TEMPER_ASSIGN_OR_RETURN(us.back(), MicrosPerLaunchInGraph(stream_, in.Launches(), launch));
-    }
-    return us;
   }
 
   // The `n` floats at `out` after one run of `launch`.
@@ -686,19 +626,6 @@ Result<std::vector<StepKernel>> TimeDecodeAttention(const ModelConfig& c, const 
     if (k.cost == StepCost::kBandwidth) attention.push_back(std::move(k));  // not the norms before each
   }
   return attention;
-}
-
-Result<std::vector<GemvComparison>> CompareDecodeGemvs(const ModelConfig& c, const RankShard& shard, int device,
-                                                       int rows) {
-  std::vector<GemvComparison> compared;
-  TEMPER_RETURN_IF_ERROR(TimeOnStream(c, shard, device, DecodeStepShape{}, [&](StepTimer& t) -> Status {
-                           for (const StepGemv& g : DecodeStepGemvs(c, shard)) {
-                             TEMPER_ASSIGN_OR_RETURN(GemvComparison one, t.Compare(g, rows));
-                             compared.push_back(std::move(one));
-                           }
-                           return Status::OK();
-                         }).status());
-  return compared;
 }
 
 Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const ModelConfig& c, const RankShard& shard, int device,

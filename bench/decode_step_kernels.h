@@ -12,10 +12,9 @@
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
 // attention is followed by lines for the split kernel's variants (attention_variants.h) and the
 // tensor-core attention candidate in both load orders (attention_tensor_cores.h), checked against
-// it and timed the same way, and one with its merge kernel's share, timed alone. Each GEMV is
-// also timed with the tensor-core GEMV candidate (gemv_tensor_cores.h), checked against the SIMT
-// kernel first. The candidates are timed here, in isolation, and nowhere in the engine: a GPU
-// run decides them by the rules in bench/RESULTS.md.
+// it and timed the same way, and one with its merge kernel's share, timed alone. The candidates
+// are timed here, in isolation, and nowhere in the engine: a GPU run decides them by the rules in
+// bench/RESULTS.md.
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once
@@ -23,7 +22,6 @@
 #include <string>
 #include <vector>
 
-#include "bench/gemv_tensor_cores.h"
 #include "bench/step_kernel.h"
 #include "common/status.h"
 #include "engine/model/model_config.h"
@@ -38,23 +36,6 @@ struct DecodeStepShape {
   int max_rows = 2048;      // DeviceBackendOptions::max_rows: sizes the pass inputs uploaded per step
   int block_tokens = 16;    // KvCacheOptions::block_tokens
 };
-
-// One step GEMV at `rows` activation rows, timed with the SIMT kernel (the engine's) and with the
-// tensor-core GEMV on the same weights.
-struct GemvComparison {
-  std::string name;
-  int per_step = 0, rows = 0;
-  double bytes = 0;    // weights read once a launch
-  double simt_us = 0;  // per launch
-  // Per launch, one per kTensorCoreRuns; 0 where its outputs differed from the SIMT kernel's or it
-  // cannot take the shape (a line says which).
-  std::vector<double> tensor_core_us;
-};
-
-// Every GEMV of the decode step (DecodeStepGemvs) compared at `rows` rows on `device`. Errors: the
-// CUDA call or launch that failed.
-Result<std::vector<GemvComparison>> CompareDecodeGemvs(const engine::ModelConfig& config,
-                                                       const engine::RankShard& shard, int device, int rows);
 
 // A step's attention of one layer kind for `rows` rows a launch, each row another sequence, timed
 // with each row's own split count (the engine's) and with the fewer splits that filled the GPU for

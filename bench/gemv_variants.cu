@@ -5,11 +5,9 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
-#include <string>
 #include <type_traits>
 #include <vector>
 
-#include "bench/gemv_tensor_cores.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_status.h"
 #include "engine/cuda/gemv_kernel.h"
@@ -43,19 +41,12 @@ void ForVariant(int rows, int per_warp, F&& f) {
   });
 }
 
-// A kernel under test: the SIMT kernel with M = per_warp weight rows a warp, or the tensor-core
-// candidate (gemv_tensor_cores.h) reading each weight row in runs of `run_bytes`, M = its 16
-// weight rows a block.
-struct Variant {
-  int per_warp;
-  int run_bytes = 0;  // 0: the SIMT kernel
-  bool TensorCores() const { return run_bytes != 0; }
-};
-const Variant kVariants[] = {{1}, {2}, {4}, {8}, {16, kTensorCoreRuns[0]}, {16, kTensorCoreRuns[1]}};
+// The weight rows a warp takes (M) in the SIMT kernels under test.
+constexpr int kRowsPerWarp[] = {1, 2, 4, 8};
 
-Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, Variant v, cudaStream_t stream) {
-  if (v.TensorCores()) return LaunchGemvTensorCores(x, GemvParts().Add(w, y, out), rows, in, v.run_bytes, stream);
-  ForVariant(rows, v.per_warp, [&](auto r, auto m) {
+Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int out, int per_warp,
+              cudaStream_t stream) {
+  ForVariant(rows, per_warp, [&](auto r, auto m) {
     constexpr int R = decltype(r)::value, M = decltype(m)::value;
     gemv::GemvKernel<R, M>
         <<<gemv::Blocks(out, M), gemv::kWarpsPerBlock * 32, 0, stream>>>(x, GemvParts().Add(w, y, out), in, out,
@@ -65,11 +56,8 @@ Status Launch(const float* x, const uint16_t* w, float* y, int rows, int in, int
   return Status::OK();
 }
 
-// The table's mark for a variant at `rows` rows: the launchers' M, or the tensor-core candidate's run.
-std::string Mark(const Variant& v, int rows) {
-  if (v.TensorCores()) return " mma-s" + std::to_string(v.run_bytes);
-  return v.per_warp == gemv::RowsPerWarp(rows) ? " *" : "";
-}
+// The table's mark for M at `rows` rows: the launchers' choice.
+const char* Mark(int per_warp, int rows) { return per_warp == gemv::RowsPerWarp(rows) ? " *" : ""; }
 
 struct Shape {
   const char* name;
@@ -89,8 +77,7 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
   };
   std::printf(
       "\n* decode GEMV by weight rows per warp (M), rows = activation rows; bytes = the weights once; %% of the "
-      "copy bandwidth; * = the launchers' M; mma-s256 and mma-s512 = the tensor-core candidate (gemv_tensor_cores.h) "
-      "in runs of 256 or 512 bytes a row, M = its weight rows a block:\n\n"
+      "copy bandwidth; * = the launchers' M:\n\n"
       "| GEMV (out x in) | rows | M | us | GB/s | %% of copy |\n"
       "|---|---:|---:|---:|---:|---:|\n");
   for (const Shape& s : shapes) {
@@ -113,10 +100,9 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
       TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
       TEMPER_CUDA_TRY(cudaMemcpy(hw.data(), w, bytes, cudaMemcpyDeviceToHost));
       for (int rows : {1, 2, 4, 8}) {
-        for (const Variant v : kVariants) {
-          // Checked first: the outputs at both ends against fp64 sums on the CPU, of the activations
-          // the kernel multiplies (bf16 on the tensor cores).
-          TEMPER_RETURN_IF_ERROR(Launch(x, w, y, rows, s.in, s.out, v, stream));
+        for (const int per_warp : kRowsPerWarp) {
+          // Checked first: the outputs at both ends against fp64 sums on the CPU.
+          TEMPER_RETURN_IF_ERROR(Launch(x, w, y, rows, s.in, s.out, per_warp, stream));
           std::vector<float> hy(size_t{8} * s.out);
           TEMPER_CUDA_TRY(cudaStreamSynchronize(stream));
           TEMPER_CUDA_TRY(cudaMemcpy(hy.data(), y, sizeof(float) * rows * s.out, cudaMemcpyDeviceToHost));
@@ -125,25 +111,24 @@ Status PrintGemvVariants(const engine::ModelConfig& c, double copy_gbs, cudaStre
             for (int o = 0; o < s.out && right; o = o + 1 == kChecked ? std::max(o + 1, s.out - kChecked) : o + 1) {
               double want = 0;
               for (int i = 0; i < s.in; ++i) {
-                const float xi = hx[size_t(r) * s.in + i];
-                want += double(v.TensorCores() ? engine::cuda::math::RoundToBf16(xi) : xi) *
-                        engine::cuda::math::Bf16ToFloat(hw[size_t(o) * s.in + i]);
+                want += double(hx[size_t(r) * s.in + i]) * engine::cuda::math::Bf16ToFloat(hw[size_t(o) * s.in + i]);
               }
               right = std::abs(hy[size_t(r) * s.out + o] - want) <= 1e-3 + 1e-3 * std::abs(want);
             }
           }
-          const std::string mark = Mark(v, rows);
+          const char* mark = Mark(per_warp, rows);
           if (!right) {
             std::printf("| %s %dx%d | %d | %d%s | WRONG: differs from the CPU | | |\n", s.name, s.out, s.in, rows,
-                        v.per_warp, mark.c_str());
+                        per_warp, mark);
             continue;
           }
           TEMPER_ASSIGN_OR_RETURN(double us, MicrosPerLaunchInGraph(stream, std::max(copies, 20), [&](int i) {
-                                    return Launch(x, w + size_t(i % copies) * elems, y, rows, s.in, s.out, v, stream);
+                                    return Launch(x, w + size_t(i % copies) * elems, y, rows, s.in, s.out, per_warp,
+                                                  stream);
                                   }));
           const double gbs = bytes / (us * 1e-6) / 1e9;
-          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, v.per_warp,
-                      mark.c_str(), us, gbs, 100 * gbs / copy_gbs);
+          std::printf("| %s %dx%d | %d | %d%s | %.1f | %.0f | %.0f%% |\n", s.name, s.out, s.in, rows, per_warp, mark,
+                      us, gbs, 100 * gbs / copy_gbs);
         }
       }
       return Status::OK();

@@ -15,8 +15,8 @@
 #                     (temper_cuda_stall_tests); passes only if all exit 0, Catch2 says "All tests
 #                     passed" and no case SKIPPED
 #   kernel-bench  80  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate, and the
-#                     kernel candidates (bench/attention_tensor_cores.cu, attention_variants.cu,
-#                     gemv_tensor_cores.cu), each checked against the engine's kernel and timed
+#                     kernel candidates (bench/attention_tensor_cores.cu, attention_variants.cu),
+#                     each checked against the engine's kernel and timed
 #                     beside it: the only place a GPU run decides them; a whole-step A/B follows
 #                     only once a candidate has won here and moved into engine/cuda
 #   bench-tp1    200  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its

@@ -1,6 +1,6 @@
 // One warp-wide tensor-core product, mma.sync m16n8k16 with bf16 operands and fp32 accumulators,
-// and the packing of its operands, for the kernel candidates on the tensor cores
-// (gemv_tensor_cores.cu, attention_tensor_cores.cu). On a GPU it is the PTX instruction; in the
+// and the packing of its operands, for the attention on the tensor cores
+// (attention_tensor_cores.cu). On a GPU it is the PTX instruction; in the
 // SIMT emulator (temper_cuda_emulated_tests) the same product is gathered from the fragments with
 // shuffles and summed in k order, so a kernel's fragment layout is checked on the CPU.
 //

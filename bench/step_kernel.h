@@ -17,7 +17,6 @@ enum class StepCost {
 enum class Candidate {
   kNone,
   kAttention,  // attention_tensor_cores.h, the faster of its two load orders
-  kGemv,       // gemv_tensor_cores.h, the faster of its runs (kTensorCoreRuns)
 };
 
 struct StepKernel {

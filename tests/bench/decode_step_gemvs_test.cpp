@@ -1,6 +1,5 @@
 // The GEMVs the kernel bench times for a decode step (bench/decode_step_gemvs.h) against the
-// model's weights: each weight matrix of a rank read once a step, no more, and the input widths
-// the tensor-core GEMV needs.
+// model's weights: each weight matrix of a rank read once a step, no more.
 #include "bench/decode_step_gemvs.h"
 
 #include <catch2/catch.hpp>
@@ -50,26 +49,6 @@ TEST_CASE("a decode step's GEMVs read each of a rank's weight matrices once") {
       CHECK(planned - read <= norms + 256.0 * (12 * c.num_layers + 2));
     }
   }
-}
-
-TEST_CASE("every GEMV input of the 31B shape is a multiple of 32 wide, as the tensor-core GEMV takes") {
-  const engine::ModelConfig c = Load("gemma4-31b-shape");
-  for (int tp : {1, 2, 4}) {
-    auto shards = engine::PlanShards(c, tp);
-    REQUIRE(shards.ok());
-    for (const StepGemv& g : DecodeStepGemvs(c, (*shards)[0])) {
-      INFO("tp " << tp << ": " << g.name << ", in " << g.in);
-      CHECK(g.in % 32 == 0);
-    }
-  }
-  // The tiny fixture's tp 4 down_proj shard is not: the engine keeps it on the SIMT kernel.
-  const engine::ModelConfig tiny = Load("gemma4-tiny");
-  auto shards = engine::PlanShards(tiny, 4);
-  REQUIRE(shards.ok());
-  const std::vector<StepGemv> gemvs = DecodeStepGemvs(tiny, (*shards)[0]);
-  REQUIRE(gemvs.size() >= 2);
-  CHECK(gemvs[gemvs.size() - 2].name == "down_proj");
-  CHECK(gemvs[gemvs.size() - 2].in == 80);
 }
 
 }  // namespace
