@@ -86,25 +86,32 @@ nlohmann::ordered_json ReengageSchema() {
      "required": ["verdict", "reasoning"]}]})");
 }
 
+namespace {
+
+// One line a candidate, so the pick prompt stays small whatever the batch: the Architect orders the
+// work and names an approach; the Worker's prompt carries the rule's full details. Everything that
+// changes between picks (the batch's progress) comes last, after what a server can keep cached.
+std::string CandidateLine(const RuleInfo& r, const std::map<std::string, int>& attempts_so_far) {
+  std::string line = fmt::format("- {} ({}): {}", r.id, r.severity.empty() ? "unknown" : r.severity, r.title);
+  if (!r.risk.empty()) line += " | risk: " + r.risk;
+  if (r.fix_text.empty()) line += " | no reference fix";
+  if (auto it = attempts_so_far.find(r.id); it != attempts_so_far.end() && it->second > 0)
+    line += fmt::format(" | {} earlier attempt{}", it->second, it->second == 1 ? "" : "s");
+  return line + "\n";
+}
+
+}  // namespace
+
 Result<RolePrompt> Architect::BuildPick(const ArchitectInput& input) const {
   if (input.candidates.empty()) return Status::InvalidArgument("the Architect needs at least one candidate rule");
   TEMPER_ASSIGN_OR_RETURN(std::string system, prompts_.Render("architect"));
   std::vector<PromptSection> sections;
-  sections.push_back(BatchSection(input.batch, 950));
   std::string ids = "## Candidate rules\n";
-  for (const RuleInfo& r : input.candidates) ids += fmt::format("- {} ({}): {}\n", r.id, r.severity, r.title);
+  for (const RuleInfo& r : input.candidates) ids += CandidateLine(r, input.attempts_so_far);
   sections.push_back({"candidate list", ids, 0, true});
-  for (size_t i = 0; i < input.candidates.size(); ++i) {
-    for (PromptSection s : RuleSections(input.candidates[i])) {
-      // Later candidates' details matter less than the first's.
-      if (!s.required) s.priority -= static_cast<int>(i) * 10;
-      s.required = false;
-      s.truncatable = true;
-      sections.push_back(std::move(s));
-    }
-  }
   for (PromptSection& s : LessonSections(input.lessons)) sections.push_back(std::move(s));
   for (PromptSection& s : AttemptSections(input.prior_attempts, 400)) sections.push_back(std::move(s));
+  sections.push_back(BatchSection(input.batch, 950));
   TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, Assemble(system, std::move(sections)));
   prompt.request.answer_schema = PickSchema(input.candidates);
   return prompt;

@@ -10,6 +10,7 @@
 // Thread safety: const methods; the referenced library and estimator must outlive the Architect.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,10 @@ namespace temper {
 
 struct ArchitectInput {
   BatchProgress batch;
-  std::vector<RuleInfo> candidates;         // the rules it may pick from, in default order
-  std::vector<Lesson> lessons;              // for the candidates and similar rules
-  std::vector<PastAttempt> prior_attempts;  // on the candidates, from earlier runs
+  std::vector<RuleInfo> candidates;            // the rules it may pick from, in default order
+  std::vector<Lesson> lessons;                 // for the candidates and similar rules
+  std::vector<PastAttempt> prior_attempts;     // on the candidates, from earlier runs
+  std::map<std::string, int> attempts_so_far;  // by candidate id, from earlier runs; absent: none
 };
 
 struct ArchitectPick {

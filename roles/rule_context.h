@@ -19,6 +19,9 @@ struct RuleInfo {
   std::string check_text;
   std::string fix_text;
   std::vector<std::string> references;  // STIG ids, CCIs, NIST controls
+  // What the content says about the fix's risk, as one phrase ("disruption high, needs a reboot");
+  // empty when the content declares nothing.
+  std::string risk;
 };
 
 struct Lesson {

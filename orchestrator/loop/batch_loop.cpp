@@ -351,6 +351,8 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::
     input.candidates.push_back(ToRoleRule(*rule));
     TEMPER_ASSIGN_OR_RETURN(RecalledMemory memory, memory_.Recall(*rule, batch_id_));
     for (Lesson& l : memory.lessons) input.lessons.push_back(std::move(l));
+    if (!memory.earlier_attempts.empty())
+      input.attempts_so_far[rule->id] = static_cast<int>(memory.earlier_attempts.size());
     for (PastAttempt& a : memory.earlier_attempts) input.prior_attempts.push_back(std::move(a));
     if (candidates.size() == kCandidates) break;
   }

@@ -59,6 +59,10 @@ RuleInfo ToRoleRule(const stig::RuleInfo& rule) {
   out.check_text = rule.check_summary;
   if (!rule.check_criteria.empty()) out.check_text += "\nOpenSCAP passes the rule when:\n" + rule.check_criteria;
   out.fix_text = rule.fix_bash;
+  std::vector<std::string> risk;
+  if (!rule.fix_metadata.disruption.empty()) risk.push_back("disruption " + rule.fix_metadata.disruption);
+  if (rule.fix_metadata.reboot) risk.push_back("needs a reboot");
+  out.risk = fmt::format("{}", fmt::join(risk, ", "));
   for (const auto* refs : {&rule.stig_ids, &rule.ccis, &rule.srgs}) {
     out.references.insert(out.references.end(), refs->begin(), refs->end());
   }

@@ -130,9 +130,14 @@ TEST_CASE("the pick prompt fits the budget and keeps this rule's lessons before 
   CHECK(p->request.answer_schema == PickSchema(Input().candidates));
   CHECK(p->request.max_tokens == 2048);
   const std::string& user = p->request.messages[1].content;
-  CHECK_THAT(user, Catch::Contains("sshd -T | grep -i permitrootlogin"));
   CHECK_THAT(user, Catch::Contains("Drop-ins win over sshd_config."));
-  CHECK_THAT(user, Catch::Contains("SV-257947r925915_rule"));
+  // One line a candidate: the rule's details are the Worker's, not the Architect's.
+  CHECK_THAT(user, Catch::Contains("- xccdf_org.ssgproject.content_rule_sshd_disable_root_login (medium): Disable SSH "
+                                   "Root Login\n"));
+  CHECK_THAT(user, Catch::Contains("- xccdf_org.ssgproject.content_rule_partition_for_var_log (low): Ensure /var/log "
+                                   "Located On Separate Partition | no reference fix\n"));
+  CHECK_THAT(user, !Catch::Contains("sshd -T | grep -i permitrootlogin"));
+  CHECK_THAT(user, !Catch::Contains("SV-257947r925915_rule"));
 
   // A small window: the long low-utility lesson from a similar rule goes first, and is reported.
   Architect small(lib, Config(1900, 512), est);
@@ -149,6 +154,34 @@ TEST_CASE("the pick prompt fits the budget and keeps this rule's lessons before 
   auto r = tiny.BuildPick(Input());
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == StatusCode::kResourceExhausted);
+}
+
+TEST_CASE("the pick prompt starts with what does not change and ends with the batch's progress") {
+  PromptLibrary lib = PromptLibrary::Embedded();
+  BytesTokenEstimator est;
+  Architect architect(lib, Config(16384, 2048), est);
+  ArchitectInput in = Input();
+  in.candidates[0].risk = "disruption medium, needs a reboot";
+  in.attempts_so_far[in.candidates[0].id] = 2;
+  auto p = architect.BuildPick(in);
+  REQUIRE(p.ok());
+  const std::string& user = p->request.messages[1].content;
+  CHECK(user.rfind("## Candidate rules\n", 0) == 0);
+  CHECK_THAT(user, Catch::Contains("Disable SSH Root Login | risk: disruption medium, needs a reboot | 2 earlier "
+                                   "attempts\n"));
+  const size_t batch = user.find("## Batch\n");
+  REQUIRE(batch != std::string::npos);
+  CHECK(user.find("## Lesson", batch) == std::string::npos);
+  CHECK(user.find("accounts_tmout passed on attempt 1") > batch);
+
+  // Two picks of one batch whose progress moved on share everything up to the progress.
+  ArchitectInput later = in;
+  later.batch.passed = 2;
+  later.batch.recent_events.push_back("sshd_disable_root_login passed on attempt 1");
+  auto q = architect.BuildPick(later);
+  REQUIRE(q.ok());
+  const std::string& next = q->request.messages[1].content;
+  CHECK(next.substr(0, batch) == user.substr(0, batch));
 }
 
 TEST_CASE("pick answers: attempt through thinking and fences, skip, and explained mistakes") {

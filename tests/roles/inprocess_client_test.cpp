@@ -328,13 +328,12 @@ TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context, wh
   config.context_tokens = 2048;
   config.max_output_tokens = 64;
   const PromptLibrary prompts = PromptLibrary::Embedded();
-  ArchitectInput input;
-  input.batch = {.total = 1};
-  input.candidates = {rule};
+  // The re-engagement prompt carries the rule's details (a pick prompt has one line a rule).
+  const std::string plan = "Apply the reference fix.";
 
   // The tiny tokenizer spends about a token per byte, three times what the byte estimate assumes.
   const BytesTokenEstimator bytes;
-  auto by_bytes = Architect(prompts, config, bytes).BuildPick(input);
+  auto by_bytes = Architect(prompts, config, bytes).BuildReengage(rule, plan, {}, {});
   REQUIRE(by_bytes.ok());
   by_bytes->request.max_tokens = 8;
   const size_t over = RenderedPromptTokens(client, by_bytes->request);
@@ -342,12 +341,12 @@ TEST_CASE("prompts counted with the endpoint's own tokenizer fit its context, wh
   auto refused = client.Chat(by_bytes->request, nullptr);
   CHECK(refused.status().code() == StatusCode::kOutOfRange);
 
-  auto counted = Architect(prompts, config, *client.token_counter()).BuildPick(input);
+  auto counted = Architect(prompts, config, *client.token_counter()).BuildReengage(rule, plan, {}, {});
   REQUIRE(counted.ok());
   CHECK_FALSE(counted->trimmed.empty());  // what was cut to fit is reported
   const size_t fits = RenderedPromptTokens(client, counted->request);
   std::printf(
-      "architect prompt of a 10 KB rule in a 2,048-token context: %zu tokens counted with the tokenizer, "
+      "re-engagement prompt of a 10 KB rule in a 2,048-token context: %zu tokens counted with the tokenizer, "
       "%zu with a byte estimate\n",
       fits, over);
   CHECK(fits + config.max_output_tokens <= config.context_tokens);

@@ -89,9 +89,10 @@ Result<PromptRule> FindRule(std::string_view text, std::string_view id) {
   return rule;
 }
 
-// "- <id> (<severity>): <title>" lines of the architect's candidate list.
+// "- <id> (<severity>): <title>[ | <note>]..." lines of the architect's candidate list.
 Result<std::vector<PromptRule>> ReadCandidates(std::string_view text) {
   constexpr std::string_view kHeading = "## Candidate rules\n";
+  constexpr std::string_view kNoteSeparator = " | ";
   size_t at = text.find(kHeading);
   std::vector<PromptRule> out;
   size_t pos = at + kHeading.size();
@@ -104,12 +105,14 @@ Result<std::vector<PromptRule>> ReadCandidates(std::string_view text) {
     }
     PromptRule candidate;
     candidate.id = std::string(line.substr(2, paren - 2));
-    if (size_t colon = line.find("): ", paren); colon != std::string_view::npos)
-      candidate.title = line.substr(colon + 3);
-    // The candidate's details may have been trimmed from the prompt; its id and title always stay.
-    if (auto full = FindRule(text, candidate.id); full.ok()) {
-      candidate.fix_text = full->fix_text;
-      candidate.fix_truncated = full->fix_truncated;
+    if (size_t colon = line.find("): ", paren); colon != std::string_view::npos) {
+      std::string_view rest = line.substr(colon + 3);
+      candidate.title = rest.substr(0, rest.find(kNoteSeparator));
+      for (size_t note = rest.find(kNoteSeparator); note != std::string_view::npos;
+           note = rest.find(kNoteSeparator, note + 1)) {
+        std::string_view n = rest.substr(note + kNoteSeparator.size());
+        if (n.substr(0, n.find(kNoteSeparator)) == "no reference fix") candidate.no_reference_fix = true;
+      }
     }
     out.push_back(std::move(candidate));
     pos += line.size() + 1;

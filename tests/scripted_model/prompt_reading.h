@@ -32,6 +32,9 @@ struct PromptRule {
   std::string title;
   std::string fix_text;        // the fix section's text; empty when the prompt has none
   bool fix_truncated = false;  // the prompt budget cut the fix short: it cannot be run as is
+  // An Architect candidate line's "| no reference fix": SSG ships no fix for the rule. (A candidate
+  // line carries no fix text: only the Worker's prompt holds the rule's details.)
+  bool no_reference_fix = false;
 };
 
 // A tool call the Worker already made in this attempt, with the result it was shown.

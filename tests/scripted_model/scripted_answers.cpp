@@ -53,23 +53,15 @@ ScriptedAnswer ArchitectPick(const ReadRequest& r, const ModelScript& script) {
                                                 "make on its own (the model script marks it skip).",
                                                 short_name)}});
   }
-  std::string approach;
-  if (FixIsUsable(c)) {
-    approach = fmt::format(
-        "Apply the SCAP Security Guide fix for {} ({}) exactly as given: write the fix script to {}, run it with "
-        "bash, check its exit status, then finish.",
-        short_name, c.title, FixScriptPath(c.id));
-    if (std::string first = FirstMeaningfulLine(c.fix_text, true); !first.empty()) {
-      approach += fmt::format(" The fix starts with: {}", Cut(first, 160));
-    }
-  } else {
-    // With many candidates the prompt budget may have dropped this rule's details: say nothing
-    // about its fix that the prompt does not show.
-    approach = fmt::format(
-        "Apply the SCAP Security Guide fix for {} ({}) if the rule has a usable one: write it to {}, run it with bash, "
-        "then finish. If it has none, change nothing and finish saying what a human must decide.",
-        short_name, c.title, FixScriptPath(c.id));
-  }
+  // The candidate line says only whether SSG ships a fix; the Worker, whose prompt holds it,
+  // decides whether it can be run as is.
+  const std::string approach =
+      c.no_reference_fix
+          ? fmt::format("{} ({}) has no reference fix: change nothing and finish saying what a human must decide.",
+                        short_name, c.title)
+          : fmt::format("Apply the SCAP Security Guide reference fix for {} ({}) as written, check its exit status, "
+                        "then finish.",
+                        short_name, c.title);
   return ObjectAnswer({{"decision", "attempt"}, {"rule_id", c.id}, {"approach", approach}});
 }
 

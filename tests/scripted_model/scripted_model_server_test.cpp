@@ -496,7 +496,7 @@ TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoti
              StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
 }
 
-TEST_CASE("the Architect picks the first candidate with an approach naming its fix, and skips scripted skips") {
+TEST_CASE("the Architect picks the first candidate with an approach naming its reference fix, and skips scripted skips") {
   ArchitectInput input;
   input.batch.total = input.batch.pending = 2;
   input.candidates = {AideRule(), SyncookiesRule()};
@@ -506,9 +506,9 @@ TEST_CASE("the Architect picks the first candidate with an approach naming its f
     REQUIRE(pick.ok());
     CHECK(pick->kind == ArchitectPick::Kind::kAttempt);
     CHECK(pick->rule_id == AideRule().id);
-    CHECK_THAT(pick->approach,
-               Contains(FixScriptPath(AideRule().id)) &&
-                   Contains("The fix starts with: if [ ! -f /.dockerenv ] && [ ! -f /run/.containerenv ]; then"));
+    CHECK(pick->approach ==
+          "Apply the SCAP Security Guide reference fix for package_aide_installed (Install AIDE) as written, check its "
+          "exit status, then finish.");
     const auto requests = h.Requests("architect");
     REQUIRE(requests.size() == 1);
     CHECK(requests[0].rule_id == AideRule().id);
@@ -527,6 +527,13 @@ TEST_CASE("the Architect picks the first candidate with an approach naming its f
   REQUIRE(next.ok());
   CHECK(next->kind == ArchitectPick::Kind::kAttempt);
   CHECK(next->rule_id == SyncookiesRule().id);
+  // A candidate whose line says SSG ships no fix gets a plan that changes nothing.
+  RuleInfo unfixable = SyncookiesRule();
+  unfixable.fix_text.clear();
+  input.candidates = {unfixable};
+  const auto none = h.architect.ParsePick(h.Ask(h.architect.BuildPick(input)), input);
+  REQUIRE(none.ok());
+  CHECK_THAT(none->approach, Contains("has no reference fix: change nothing"));
 }
 
 TEST_CASE("tool_calls: text writes each call as JSON in the content, and the Worker resolves it the same") {
@@ -825,7 +832,7 @@ TEST_CASE("simulated: a streamed reply sends its chunks as their tokens are deco
   CHECK(r.usage.completion_tokens == tokens);
   CHECK(requests[0].simulated->decode_s == Approx(tokens / kDecode).epsilon(1e-6));
   REQUIRE(arrivals.size() > 4);
-  CHECK(tokens > 100);  // ~0.3 s or more of decoding
+  CHECK(tokens > 60);  // ~0.15 s or more of decoding
   // The first piece (64 bytes, 16 tokens) is sent once decoded, the last once all are.
   CHECK(arrivals.back() - arrivals.front() >= 0.95 * (tokens - 16) / kDecode);
   CHECK(arrivals.front() >= 0.95 * 16 / kDecode);
