@@ -37,6 +37,9 @@ struct OpenAIEndpoint {
   std::string api_key_file;  // a file holding it (never both; neither for servers without auth)
   std::chrono::seconds timeout{300};
   uint32_t max_retries = 4;  // on 429 and 5xx, with exponential backoff
+  // Requests the server decodes at once (vLLM's --max-num-seqs), when the operator states it; the
+  // loop sizes loop.parallel_attempts: auto from it (orchestrator/config/parallel_attempts.h).
+  std::optional<uint32_t> max_seqs;
 };
 
 struct ReplayEndpoint {

@@ -297,15 +297,23 @@ Result<NewBatch> ValidateSubmit(const SubmitRequest& request, const SubmitContex
   batch.options.allow_disruptive = request.allow_disruptive;
   batch.options.plan_only = request.plan_only;
 
-  batch.options.parallel_attempts = config.parallel_attempts;
+  const TargetConfig* configured = config.FindTarget(batch.target);
+  const bool forks = configured != nullptr && configured->type == "rootfs";
+  if (config.parallel_attempts) {
+    batch.options.parallel_attempts = *config.parallel_attempts;
+  } else {
+    const MachineCpus machine = context.machine ? *context.machine : CpusAvailable();
+    batch.options.parallel_attempts =
+        AutoParallelAttempts(forks, context.worker_endpoint, machine, config.limits.parallel_attempts_per_batch)
+            .attempts;
+  }
   if (uint32_t n = request.parallel_attempts; n != 0) {
     if (n > kMaxParallelAttempts) {
-      return Status::InvalidArgument(
-          fmt::format("parallel_attempts: {}; 1 to {} (0: temperd's loop.parallel_attempts, {})", n,
-                      kMaxParallelAttempts, config.parallel_attempts));
+      return Status::InvalidArgument(fmt::format(
+          "parallel_attempts: {}; 1 to {} (0: temperd's loop.parallel_attempts, {})", n, kMaxParallelAttempts,
+          config.parallel_attempts ? std::to_string(*config.parallel_attempts) : std::string("auto")));
     }
-    const TargetConfig* configured = config.FindTarget(batch.target);
-    if (n > 1 && (configured == nullptr || configured->type != "rootfs")) {
+    if (n > 1 && !forks) {
       return Status::InvalidArgument(fmt::format(
           "parallel_attempts: {} for target '{}', an SSH host: a host runs one attempt at a time (its running "
           "state cannot be forked)",

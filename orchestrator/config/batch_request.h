@@ -5,11 +5,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
+#include "orchestrator/config/parallel_attempts.h"
 #include "orchestrator/records.h"
 #include "stig/scap/datastream_ids.h"
 #include "temper/v1/temper.pb.h"
@@ -67,12 +69,17 @@ struct SubmitContext {
   std::function<Status()> authorize_waivers;
   // The ids the datastream at `path` (absolute, trusted) defines.
   std::function<Result<std::shared_ptr<const stig::DatastreamIds>>(const std::string& path)> datastream_ids;
+  // What loop.parallel_attempts: auto sizes a batch from (parallel_attempts.h): the Worker role's
+  // endpoint, and the machine's CPUs (nullopt: CpusAvailable() at the submit).
+  EndpointCapacity worker_endpoint;
+  std::optional<MachineCpus> machine;
 };
 
 // The one check of a SubmitBatch request, before anything is stored: every string within its
 // bound (request_bounds.h), then the host, the caller's rights, every field, and the datastream's
 // ids, in that order, returning the first refusal; on success the batch to store, with default
-// budgets filled in and a host's target name as its target. Each error names the field (and the
+// budgets filled in, a host's target name as its target, and the attempts at once chosen (the
+// request's, else loop.parallel_attempts, auto sized here). Each error names the field (and the
 // list index): InvalidArgument for malformed fields and strings over their bounds, NotFound for
 // an unknown target, datastream, profile or rule ("rule_ids[0]: 'acounts_tmout' is not a rule of
 // ssg-ubuntu2004-ds.xml (did you mean 'accounts_tmout'?)"), PermissionDenied or the host's refusal

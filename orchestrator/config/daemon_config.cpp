@@ -242,8 +242,18 @@ Status ParseLoop(const YamlNode& node, DaemonConfig& out) {
     TEMPER_ASSIGN_OR_RETURN(out.cross_check_verification, n->AsBool());
   }
   if (auto n = node.Find("parallel_attempts")) {
-    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, kMaxParallelAttempts));
-    out.parallel_attempts = static_cast<uint32_t>(v);
+    // `auto` (the default) or a number; anything else names both.
+    TEMPER_ASSIGN_OR_RETURN(std::string text, n->AsString());
+    if (text == "auto") {
+      out.parallel_attempts = std::nullopt;
+    } else {
+      Result<int64_t> v = n->AsInt(1, kMaxParallelAttempts);
+      if (!v.ok()) {
+        return n->Error(
+            fmt::format("'{}' is neither auto nor a number of attempts from 1 to {}", text, kMaxParallelAttempts));
+      }
+      out.parallel_attempts = static_cast<uint32_t>(*v);
+    }
   }
   return Status::OK();
 }

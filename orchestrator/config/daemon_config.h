@@ -122,8 +122,10 @@ struct DaemonConfig {
   // journal any the cut would have missed (a check of stig/scap/check_footprint.h; slower).
   bool cross_check_verification = false;
   // loop.parallel_attempts: attempts in flight at once on a rootfs target, each on its own fork of
-  // the known-good snapshot (SSH hosts stay at one). 1 runs the loop serially.
-  uint32_t parallel_attempts = 1;
+  // the known-good snapshot (SSH hosts stay at one). 1 runs the loop serially; nullopt is `auto`
+  // (the default), sized for each batch from the Worker's endpoint and the machine
+  // (parallel_attempts.h).
+  std::optional<uint32_t> parallel_attempts;
   std::vector<TargetConfig> targets;
   // access: who may do what (access_config.h); empty: the defaults described there.
   std::vector<AccessGrant> access;

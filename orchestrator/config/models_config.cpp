@@ -49,8 +49,8 @@ Result<InprocessEndpoint> ParseInprocess(const YamlNode& node) {
 }
 
 Result<OpenAIEndpoint> ParseOpenAI(const YamlNode& node) {
-  TEMPER_RETURN_IF_ERROR(
-      node.ExpectMapWithKeys({"type", "base_url", "model", "api_key_env", "api_key_file", "timeout", "max_retries"}));
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys(
+      {"type", "base_url", "model", "api_key_env", "api_key_file", "timeout", "max_retries", "max_seqs"}));
   OpenAIEndpoint e;
   TEMPER_ASSIGN_OR_RETURN(YamlNode url, node.Require("base_url"));
   TEMPER_ASSIGN_OR_RETURN(e.base_url, url.AsString());
@@ -73,6 +73,12 @@ Result<OpenAIEndpoint> ParseOpenAI(const YamlNode& node) {
   if (auto n = node.Find("max_retries")) {
     TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(0, 20));
     e.max_retries = static_cast<uint32_t>(v);
+  }
+  if (auto n = node.Find("max_seqs")) {
+    // The server's --max-num-seqs (vLLM): how many requests it decodes at once. 1024 is vLLM's
+    // own largest default; beyond it the number is more likely a typo than a server.
+    TEMPER_ASSIGN_OR_RETURN(int64_t v, n->AsInt(1, 1024));
+    e.max_seqs = static_cast<uint32_t>(v);
   }
   return e;
 }

@@ -4,7 +4,8 @@
 //
 //   endpoints:
 //     local:  {type: inprocess, model_dir: /var/lib/temper/models/gemma-4-31b-it, tp: 4, gpus: [0,1,2,3]}
-//     remote: {type: openai, base_url: http://gpu:8000/v1, model: google/gemma-4-31b-it, api_key_env: KEY}
+//     remote: {type: openai, base_url: http://gpu:8000/v1, model: google/gemma-4-31b-it, api_key_env: KEY,
+//              max_seqs: 8}
 //     tape:   {type: replay, transcript: transcripts/run1.jsonl}
 //   roles:
 //     architect: {endpoint: local, temperature: 0.3, max_output_tokens: 2048, context_tokens: 16384}

@@ -225,6 +225,9 @@ Status BatchLoop::Run() {
 Status BatchLoop::Start() {
   LoopStep step;
   nlohmann::json data = {{"target", target_.name()}};
+  // Attempts at once: the batch's number on a target that forks, one on the target itself.
+  data["parallel_attempts"] = forks_ ? batch_.options.parallel_attempts : 1;
+  if (!s_.parallel_why.empty()) data["parallel_attempts_why"] = s_.parallel_why;
   if (batch_.state == BatchState::kQueued) {
     step.batch_state = BatchState::kRunning;
     step.events.push_back(Event("", "daemon", EventType::kBatchStarted, data));

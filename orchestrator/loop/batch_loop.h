@@ -62,10 +62,10 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/journal_event_types.h"
+#include "orchestrator/loop/episodic_memory.h"
 #include "orchestrator/loop/fixpoint.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/records.h"
-#include "orchestrator/loop/episodic_memory.h"
 #include "orchestrator/store/journal.h"
 #include "stig/health.h"
 #include "stig/scap/content.h"
@@ -86,6 +86,8 @@ struct LoopServices {
   // loop.cross_check_verification: verify every attempt against the whole regression set as well
   // as the cut one (stig/verification.h), journalling the rules the cut would have missed.
   bool cross_check_verification = false;
+  // Why the batch runs its parallel_attempts at once (ParallelAttemptsWhy), for batch.started.
+  std::string parallel_why;
 };
 
 // A batch's failure record that the state store refused: the step that makes it, and the store's

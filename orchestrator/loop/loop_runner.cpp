@@ -290,6 +290,11 @@ std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, Ba
   if (ssh) (void)hosts_->SetState(config.name, HostState::kRunning, "", batch.id);
   LoopServices services{journal_, *models_,       (*content)->content,     *(*content)->evaluator,
                         log_,     results_root(), config_.fixpoint_passes, config_.cross_check_verification};
+  const bool forks = lease->target().CanFork();
+  services.parallel_why = ParallelAttemptsWhy(batch.options.parallel_attempts, forks, config_.parallel_attempts,
+                                              AutoParallelAttempts(forks, models_->worker_capacity(), CpusAvailable(),
+                                                                   config_.limits.parallel_attempts_per_batch));
+  const std::string parallel_why = services.parallel_why;
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);
     return stopping_;
@@ -298,7 +303,7 @@ std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, Ba
     std::lock_guard lock(mu_);
     running_[batch.id] = &loop;
   }
-  log_.Info("batch {}: running on target {}", batch.id, config.name);
+  log_.Info("batch {}: running on target {}; attempts at once: {}", batch.id, config.name, parallel_why);
   Status ran = loop.Run();
   {
     std::lock_guard lock(mu_);

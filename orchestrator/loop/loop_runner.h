@@ -97,6 +97,9 @@ class LoopRunner {
   // The daemon's one reader of datastreams: the ids a submit is checked against, the content a
   // batch runs on.
   Datastreams& datastreams() { return datastreams_; }
+  // The Worker role's endpoint and what it decodes at once, for sizing loop.parallel_attempts: auto
+  // at a submit (parallel_attempts.h); an empty endpoint without models.
+  EndpointCapacity WorkerEndpoint() const { return models_ ? models_->worker_capacity() : EndpointCapacity{}; }
   // Where loops keep OpenSCAP's results (LoopServices::results_root).
   std::string results_root() const { return config_.state_dir + "/results"; }
 

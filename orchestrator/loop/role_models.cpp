@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "roles/client_factory.h"
+#include "roles/inprocess_client.h"
 
 namespace temper {
 
@@ -41,6 +42,19 @@ Worker RoleModels::MakeWorker(const WorkerBudget& budget) const {
 const TokenEstimator& RoleModels::CounterFor(const std::string& role) const {
   const TokenEstimator* own = Client(role).token_counter();
   return own != nullptr ? *own : estimator_;
+}
+
+EndpointCapacity RoleModels::worker_capacity() const {
+  const std::string& name = endpoint_of_.at("worker");
+  EndpointCapacity out{name, std::nullopt};
+  const EndpointConfig& endpoint = config_.endpoints.at(name);
+  if (const auto* openai = std::get_if<OpenAIEndpoint>(&endpoint.spec)) {
+    out.max_seqs = openai->max_seqs;
+  } else if (std::holds_alternative<InprocessEndpoint>(endpoint.spec)) {
+    // MakeModelClient starts every inprocess endpoint with the default options.
+    out.max_seqs = static_cast<uint32_t>(InprocessClientOptions{}.max_sequences);
+  }
+  return out;
 }
 
 }  // namespace temper

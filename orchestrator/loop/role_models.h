@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/config/models_config.h"
+#include "orchestrator/config/parallel_attempts.h"
 #include "roles/architect.h"
 #include "roles/model_client.h"
 #include "roles/prompt_library.h"
@@ -39,6 +40,10 @@ class RoleModels {
   // Each role's endpoint name ("architect" → "local"), and the clients by endpoint name.
   const std::map<std::string, std::string>& endpoint_of() const { return endpoint_of_; }
   const std::map<std::string, std::unique_ptr<ModelClient>>& clients() const { return clients_; }
+  // The Worker role's endpoint and the requests it decodes at once: an inprocess endpoint's
+  // scheduler's (InprocessClientOptions::max_sequences), an openai endpoint's max_seqs when
+  // models.yaml states it; nullopt otherwise. What loop.parallel_attempts: auto sizes from.
+  EndpointCapacity worker_capacity() const;
 
  private:
   RoleModels() = default;

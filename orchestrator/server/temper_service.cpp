@@ -100,6 +100,7 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
   };
   checks.authorize_waivers = [&] { return FromGrpcDenial(AuthorizeWaivers(caller)); };
   checks.datastream_ids = [&](const std::string& path) { return runner_.datastreams().Ids(path); };
+  checks.worker_endpoint = runner_.WorkerEndpoint();
   Result<NewBatch> batch = ValidateSubmit(submit, checks);
   if (!batch.ok()) return ToGrpcStatus(batch.status());
   Result<StateStore::Submitted> submitted = Submit(caller, *batch, submit.host);

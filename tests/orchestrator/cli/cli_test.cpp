@@ -28,9 +28,13 @@ ProcessResult CliWithin(const DaemonProcess& daemon, int seconds, std::vector<st
 // What a daemon without models answers about a queued batch (LoopRunner::WhyWaiting).
 constexpr const char* kNoModels = "no model is configured for the roles architect, worker, reflector (";
 
+// loop.parallel_attempts: auto would print this machine's count of attempts at once: serial, the
+// lines below are the same everywhere.
+const DaemonOptions kSerial{.extra_yaml = "loop:\n  parallel_attempts: 1\n"};
+
 TEST_CASE("temper submit, list, status, cancel and watch print for people") {
   TempDir dir;
-  DaemonProcess daemon(dir);
+  DaemonProcess daemon(dir, kSerial);
   REQUIRE(daemon.Start().ok());
 
   ProcessResult submit = Cli(daemon, {"submit", "-t", "lab", "-d", "ssg-test-ds.xml", "-p", "stig", "-r",
@@ -165,7 +169,7 @@ TEST_CASE("temper watch BATCH exits when the batch ends, its exit status the out
 
 TEST_CASE("temper submit takes waivers and the opt-ins, status shows them, rebooted wants a completed batch") {
   TempDir dir;
-  DaemonProcess daemon(dir);
+  DaemonProcess daemon(dir, kSerial);
   REQUIRE(daemon.Start().ok());
   std::string batch_file = dir.Write(
       "batch.yaml",

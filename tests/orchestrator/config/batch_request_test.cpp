@@ -163,6 +163,58 @@ TEST_CASE("parallel_attempts: temperd's unless the request sets it, 1 to 16, and
   CHECK(host.status().message().find("parallel_attempts: 3 for target 'admin@web2', an SSH host") == 0);
 }
 
+TEST_CASE("parallel_attempts at auto: the fewest of the endpoint's max_seqs, the CPUs and the per-batch limit") {
+  Fixture f;  // loop.parallel_attempts unset: auto
+  f.config.targets.push_back(TargetConfig{.name = "web1", .type = "ssh", .host = "admin@web1"});
+  auto r = f.Valid();
+  auto sized = [&](std::optional<uint32_t> max_seqs, uint32_t cpus) {
+    SubmitContext context = f.Context();
+    context.worker_endpoint = {"remote", max_seqs};
+    context.machine = MachineCpus{cpus, fmt::format("{} CPUs", cpus)};
+    Result<NewBatch> batch = ValidateSubmit(DecodeSubmitRequest(r), context);
+    REQUIRE(batch.ok());
+    return batch->options.parallel_attempts;
+  };
+  CHECK(sized(8, 2) == 2);                                      // the machine
+  CHECK(sized(2, 16) == 2);                                     // the endpoint
+  CHECK(sized(std::nullopt, 16) == kDefaultEndpointSequences);  // an endpoint that does not say
+  CHECK(sized(64, 64) == 4);                                    // limits.parallel_attempts_per_batch
+  CHECK(sized(8, 1) == 1);
+  f.config.limits.parallel_attempts_per_batch = 8;
+  CHECK(sized(64, 64) == 8);
+  // The request's own number overrides auto, within the limits checked elsewhere.
+  r.set_parallel_attempts(3);
+  CHECK(sized(8, 1) == 3);
+  // An SSH host: auto is 1, silently; an explicit 2 is still refused.
+  r.set_target("web1");
+  r.set_parallel_attempts(0);
+  CHECK(sized(8, 16) == 1);
+  r.set_parallel_attempts(2);
+  CHECK(f.Error(r).find("parallel_attempts: 2 for target 'web1', an SSH host") == 0);
+  // Above 16, the message names auto as temperd's setting.
+  r.set_target("lab");
+  r.set_parallel_attempts(17);
+  CHECK(f.Error(r) == "parallel_attempts: 17; 1 to 16 (0: temperd's loop.parallel_attempts, auto)");
+}
+
+TEST_CASE("why a batch runs N attempts at once reads auto's reasons, the configured number or the request") {
+  const ParallelChoice sized = AutoParallelAttempts(true, {"remote", 8}, MachineCpus{2, "2 CPUs"}, 4);
+  CHECK(sized.attempts == 2);
+  CHECK(sized.why == "auto: 2 (machine: 2 CPUs; endpoint 'remote': max_seqs 8; limits.parallel_attempts_per_batch: 4)");
+  CHECK(AutoParallelAttempts(true, {"local", std::nullopt}, MachineCpus{16, "16 CPUs"}, 16).why ==
+        "auto: 4 (machine: 16 CPUs; endpoint 'local': max_seqs not stated, counted as 4; "
+        "limits.parallel_attempts_per_batch: 16)");
+  CHECK(ParallelAttemptsWhy(2, true, std::nullopt, sized) == sized.why);
+  CHECK(ParallelAttemptsWhy(4, true, std::nullopt, sized) == "requested: 4 (" + sized.why + ")");
+  CHECK(ParallelAttemptsWhy(3, true, 3u, sized) == "loop.parallel_attempts: 3");
+  CHECK(ParallelAttemptsWhy(1, true, 3u, sized) == "requested: 1 (loop.parallel_attempts: 3)");
+  CHECK(ParallelAttemptsWhy(4, false, 4u, sized) ==
+        "1: the target cannot fork (an SSH host runs one attempt at a time)");
+  const MachineCpus machine = CpusAvailable();
+  CHECK(machine.count >= 1);
+  CHECK(machine.source.find(fmt::format("{} CPUs", machine.count)) == 0);
+}
+
 TEST_CASE("a rule or profile the datastream lacks is refused, with the closest ids in the client's form") {
   Fixture f;
   auto check = [&](const temper::v1::SubmitBatchRequest& r) { return f.Error(r); };

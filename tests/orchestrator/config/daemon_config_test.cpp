@@ -22,7 +22,7 @@ TEST_CASE("the example temperd.yaml parses with every field") {
   CHECK(config->default_budgets.wall_time.count() == 1200);
   CHECK(config->shutdown_grace.count() == 10);
   CHECK(config->fixpoint_passes == 3);
-  CHECK(config->parallel_attempts == 1);
+  CHECK_FALSE(config->parallel_attempts.has_value());  // auto
   CHECK(config->sandbox.pids == 512);
   CHECK(config->sandbox.memory_bytes == std::uint64_t{2} << 30);
   CHECK(config->sandbox.cpu_weight == 50);
@@ -108,15 +108,26 @@ TEST_CASE("listen.metrics: off unless set, HOST:PORT or a port alone on localhos
   }
 }
 
-TEST_CASE("loop.parallel_attempts is 1 unless set, and within 1-16") {
-  CHECK(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->parallel_attempts == 1);
-  CHECK(ParseDaemonConfig("loop:\n  parallel_attempts: 8\n", "/t.yaml")->parallel_attempts == 8);
-  for (const char* wrong : {"0", "17", "many"}) {
+TEST_CASE("loop.parallel_attempts is auto unless set, auto or a number within 1-16") {
+  CHECK_FALSE(ParseDaemonConfig("state_dir: /x\n", "/t.yaml")->parallel_attempts.has_value());
+  auto set_auto = ParseDaemonConfig("loop:\n  parallel_attempts: auto\n", "/t.yaml");
+  REQUIRE(set_auto.ok());
+  CHECK_FALSE(set_auto->parallel_attempts.has_value());
+  CHECK(ParseDaemonConfig("loop:\n  parallel_attempts: 8\n", "/t.yaml")->parallel_attempts == 8u);
+  CHECK(ParseDaemonConfig("loop:\n  parallel_attempts: 1\n", "/t.yaml")->parallel_attempts == 1u);
+  CHECK(ParseDaemonConfig("loop:\n  parallel_attempts: 16\n", "/t.yaml")->parallel_attempts == 16u);
+  for (const char* wrong : {"0", "17", "many", "autom", "Auto"}) {
     INFO(wrong);
     auto bad = ParseDaemonConfig(std::string("loop:\n  parallel_attempts: ") + wrong + "\n", "/t.yaml");
     REQUIRE_FALSE(bad.ok());
-    CHECK(bad.status().message().find("/t.yaml:2:22: loop.parallel_attempts") == 0);
+    CHECK(bad.status().message() ==
+          fmt::format("/t.yaml:2:22: loop.parallel_attempts: '{}' is neither auto nor a number of attempts from 1 "
+                      "to 16",
+                      wrong));
   }
+  auto mapping = ParseDaemonConfig("loop:\n  parallel_attempts: {n: 2}\n", "/t.yaml");
+  REQUIRE_FALSE(mapping.ok());
+  CHECK(mapping.status().message().find("/t.yaml:2:22: loop.parallel_attempts: expected a string") == 0);
 }
 
 TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and refuse what cannot work") {

@@ -27,6 +27,23 @@ constexpr const char* kRoles = R"(roles:
   reflector: {endpoint: e}
 )";
 
+TEST_CASE("an openai endpoint may state max_seqs, 1 to 1024, for sizing parallel attempts") {
+  const std::string endpoint = "endpoints:\n  e: {type: openai, base_url: http://h:8000/v1, model: m";
+  auto unset = ParseModelsConfig(endpoint + "}\n" + kRoles, "m.yaml");
+  REQUIRE(unset.ok());
+  CHECK_FALSE(std::get<OpenAIEndpoint>(unset->endpoints.at("e").spec).max_seqs.has_value());
+  auto set = ParseModelsConfig(endpoint + ", max_seqs: 8}\n" + kRoles, "m.yaml");
+  REQUIRE(set.ok());
+  CHECK(std::get<OpenAIEndpoint>(set->endpoints.at("e").spec).max_seqs == 8u);
+  for (const char* wrong : {"0", "1025", "many"}) {
+    INFO(wrong);
+    auto bad = ParseModelsConfig(endpoint + ", max_seqs: " + wrong + "}\n" + kRoles, "m.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message().find("m.yaml:2:") == 0);
+    CHECK(bad.status().message().find("endpoints.e.max_seqs") != std::string::npos);
+  }
+}
+
 TEST_CASE("an inprocess endpoint constrains decoding unless told not to") {
   auto on = ParseModelsConfig(std::string("endpoints:\n  e: {type: inprocess, model_dir: /m}\n") + kRoles, "m.yaml");
   REQUIRE(on.ok());
