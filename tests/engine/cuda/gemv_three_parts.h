@@ -1,6 +1,6 @@
 // A GEMV launcher's outputs through three GemvParts instead of one, for the kernel tests that hold
-// a GEMV (the engine's, tests/engine/cuda/cuda_kernels_test.cpp; a candidate's, tests/bench/) to
-// the same sums whichever part an output falls in.
+// the engine's GEMV (tests/engine/cuda/cuda_kernels_test.cpp) to the same sums whichever part an
+// output falls in.
 #pragma once
 
 #include <catch2/catch.hpp>
