@@ -20,17 +20,21 @@ BatchSimulation::BatchSimulation(LatencyModel model) : model_(std::move(model)) 
 
 BatchSimulation::Rates BatchSimulation::CurrentRates() const {
   Rates r;
+  double drafted = 0;
   for (const auto& [id, job] : jobs_) {
     if (job.phase == Phase::kPrefill) ++r.prefilling;
-    if (job.phase == Phase::kDecode) ++r.decoding;
+    if (job.phase == Phase::kDecode) {
+      ++r.decoding;
+      drafted += job.drafted_per_step;
+    }
   }
   if (r.prefilling > 0) r.prefill = model_.prefill_tok_s / r.prefilling;
-  if (r.decoding > 0) r.decode = model_.PerStreamTokS(r.decoding);
+  if (r.decoding > 0) r.step_s = model_.StepSeconds(r.decoding, drafted / r.decoding);
   return r;
 }
 
 BatchSimulation::JobId BatchSimulation::Add(double now, uint64_t prefill_tokens, uint64_t completion_tokens,
-                                            uint64_t kv_tokens) {
+                                            uint64_t kv_tokens, ScriptedRole role) {
   AdvanceTo(now);
   const JobId id = next_id_++;
   Job& job = jobs_[id];
@@ -39,6 +43,8 @@ BatchSimulation::JobId BatchSimulation::Add(double now, uint64_t prefill_tokens,
   job.decode_left = model_.batch_curve.empty() ? 0.0 : static_cast<double>(completion_tokens);
   job.completion = completion_tokens;
   job.kv = kv_tokens;
+  job.tokens_per_step = model_.TokensPerStep(role);
+  job.drafted_per_step = model_.DraftedPerStep(role);
   job.t.arrived = job.t.admitted = job.t.decode_started = job.t.finished = now_;
   waiting_.push_back(id);
   ++totals_.jobs;
@@ -68,7 +74,7 @@ void BatchSimulation::AdvanceTo(double now) {
 
 double BatchSimulation::PhaseEnd(const Job& job, const Rates& r) const {
   if (job.phase == Phase::kPrefill) return now_ + job.prefill_left / r.prefill;
-  if (job.phase == Phase::kDecode) return now_ + job.decode_left / r.decode;
+  if (job.phase == Phase::kDecode) return now_ + job.decode_left / r.Decode(job);
   return kNever;
 }
 
@@ -79,7 +85,7 @@ void BatchSimulation::Progress(double to) {
   for (auto& [id, job] : jobs_) {
     if (job.phase == Phase::kPrefill) job.prefill_left = std::max(0.0, job.prefill_left - r.prefill * dt);
     if (job.phase == Phase::kDecode) {
-      job.decode_left = std::max(0.0, job.decode_left - r.decode * dt);
+      job.decode_left = std::max(0.0, job.decode_left - r.Decode(job) * dt);
       job.t.stream_seconds += r.decoding * dt;
     }
   }
@@ -196,7 +202,7 @@ double BatchSimulation::WhenDecoded(JobId id, uint64_t tokens) const {
   const double target = std::min(static_cast<double>(tokens), static_cast<double>(job.completion));
   const double missing = target - (static_cast<double>(job.completion) - job.decode_left);
   if (missing <= kTokenEpsilon) return now_;
-  return now_ + missing / CurrentRates().decode;
+  return now_ + missing / CurrentRates().Decode(job);
 }
 
 }  // namespace temper::scripted

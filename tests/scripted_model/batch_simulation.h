@@ -4,13 +4,13 @@
 //
 // Each job waits, is admitted (in arrival order, while the model's max_seqs and kv_tokens allow; a
 // job alone is always admitted), prefills, decodes, and is done. Between two events the rates are
-// constant: each of the n_p prefilling jobs gets prefill_tok_s / n_p, each of the n_d decoding jobs
-// gets PerStreamTokS(n_d). An event is a job ending a phase, or a job arriving or being abandoned;
-// AdvanceTo splits time at every event, so a stream's rate changes at the exact moment another joins
-// or leaves, however late the caller looks. Prefill and decode are separate pools (a prefill does not
-// slow the decoding streams): the prompts the loop sends mostly hit the prefix cache, and the short
-// suffixes that remain are what chunked prefill folds into decode steps.
-// Times are seconds on the caller's clock; `now` must never decrease across calls.
+// constant: each of the n_p prefilling jobs gets prefill_tok_s / n_p, and the n_d decoding jobs share
+// decode steps of StepSeconds(n_d, their mean drafts), each job yielding its role's TokensPerStep a
+// step (without speculation: PerStreamTokS(n_d) each). An event is a job ending a phase, or a job arriving or being
+// abandoned; AdvanceTo splits time at every event, so a stream's rate changes at the exact moment another joins or
+// leaves, however late the caller looks. Prefill and decode are separate pools (a prefill does not slow the decoding
+// streams): the prompts the loop sends mostly hit the prefix cache, and the short suffixes that remain are what chunked
+// prefill folds into decode steps. Times are seconds on the caller's clock; `now` must never decrease across calls.
 // Thread safety: none; SimulatedEngine serializes.
 #pragma once
 
@@ -62,8 +62,9 @@ class BatchSimulation {
   explicit BatchSimulation(LatencyModel model);
 
   // A job arriving at `now` with `prefill_tokens` to compute and `completion_tokens` to decode,
-  // holding `kv_tokens` of KV cache from admission to the end.
-  JobId Add(double now, uint64_t prefill_tokens, uint64_t completion_tokens, uint64_t kv_tokens);
+  // holding `kv_tokens` of KV cache from admission to the end; `role` sets its speculation.
+  JobId Add(double now, uint64_t prefill_tokens, uint64_t completion_tokens, uint64_t kv_tokens,
+            ScriptedRole role = ScriptedRole::kWorker);
   void AdvanceTo(double now);
   // Ends the job at `now` where it is (the client went away); its share goes to the others.
   void Abandon(double now, JobId id);
@@ -92,13 +93,16 @@ class BatchSimulation {
     double decode_left = 0;   // tokens
     uint64_t completion = 0;
     uint64_t kv = 0;
+    double tokens_per_step = 1;  // the role's speculation
+    double drafted_per_step = 0;
     JobTimes t;
   };
   struct Rates {
     int prefilling = 0;
     int decoding = 0;
     double prefill = 0;  // tokens/s per prefilling job
-    double decode = 0;   // tokens/s per decoding stream
+    double step_s = 0;   // one decode step of the decoding streams
+    double Decode(const Job& job) const { return job.tokens_per_step / step_s; }  // tokens/s of a decoding job
   };
 
   Rates CurrentRates() const;

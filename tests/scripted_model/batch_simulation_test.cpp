@@ -1,7 +1,8 @@
 // The batch simulation on made-up times, where every answer can be worked out by hand: prefill then
 // decode for one stream, rates that change the moment a stream joins or leaves (whenever the caller
 // looks), prefills sharing the prefill rate, admission by sequence count and KV capacity in arrival
-// order, abandoned requests, and an instant model.
+// order, abandoned requests, an instant model, and speculative decoding's steps shared by roles that
+// draft and accept differently.
 #include "scripted_model/batch_simulation.h"
 
 #include <catch2/catch.hpp>
@@ -144,4 +145,39 @@ TEST_CASE("without rates every job is done the moment it arrives") {
   CHECK(sim.Times(id).finished == 2.5);
   CHECK(sim.WhenDecoded(id, 1000) == 2.5);
   CHECK(sim.totals().busy_seconds == 0);
+}
+
+TEST_CASE("speculation: a step costs the pass of the streams' mean drafts, each stream yields its role's tokens") {
+  LatencyModel m = Model({{1, 10}, {2, 16}});
+  Speculation s;
+  s.costs = {{0, 1.0}, {2, 1.2}, {4, 1.6}};
+  s.roles[static_cast<int>(ScriptedRole::kWorker)] = {4, 3.0};
+  s.roles[static_cast<int>(ScriptedRole::kReflector)] = {2, 2.0};
+  m.speculation = s;
+
+  // Alone, a Worker's step takes 0.1 s × 1.6 and yields 3 tokens: 18.75 tok/s.
+  BatchSimulation alone(m);
+  const auto solo = alone.Add(0, 0, 30, 30, ScriptedRole::kWorker);
+  CHECK(alone.phase(solo) == Phase::kDecode);
+  CHECK(alone.NextEvent() == Approx(1.6));
+  // An Architect pick drafts nothing here: plain steps, one token each.
+  BatchSimulation plain(m);
+  plain.Add(0, 0, 10, 10, ScriptedRole::kArchitectPick);
+  CHECK(plain.NextEvent() == Approx(1.0));
+
+  // Together: 2 / 16 s × PassCost(3) = 0.175 s a step; the Worker gets 3 / 0.175, the Reflector 2 / 0.175.
+  BatchSimulation sim(m);
+  const auto worker = sim.Add(0, 0, 60, 60, ScriptedRole::kWorker);
+  const auto reflector = sim.Add(0, 0, 20, 20, ScriptedRole::kReflector);
+  CHECK(sim.WhenDecoded(reflector, 20) == Approx(1.75));
+  CHECK(sim.WhenDecoded(worker, 30) == Approx(1.75));
+  sim.AdvanceTo(1.75);
+  CHECK(sim.phase(reflector) == Phase::kDone);
+  CHECK(sim.Decoded(worker) == 30);
+  // Alone again: the remaining 30 tokens at 18.75 tok/s.
+  CHECK(sim.NextEvent() == Approx(1.75 + 1.6));
+  sim.AdvanceTo(10);
+  CHECK(sim.phase(worker) == Phase::kDone);
+  CHECK(sim.Times(worker).finished == Approx(3.35));
+  CHECK(sim.Times(worker).mean_batch() == Approx((2 * 1.75 + 1.6) / 3.35));
 }

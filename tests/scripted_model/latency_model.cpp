@@ -12,6 +12,8 @@ namespace temper::scripted {
 namespace {
 
 constexpr std::string_view kReferenceBox = "reference-box";
+constexpr std::string_view kReferenceBoxMtp = "reference-box-mtp";
+constexpr std::string_view kTemper4xL4 = "temper-4xl4";
 constexpr int kMaxCurveStreams = 4096;
 
 // The reference box, every figure from /work/shared/notes (engines.md, gemma-forge.md), as cited:
@@ -56,6 +58,79 @@ constexpr double kReferencePrefillTokS = 2300;
 constexpr uint64_t kReferenceKvTokens = 17968;
 constexpr int kReferenceMaxSeqs = 8;
 
+// reference-box-mtp: the competing system's deployment as of 2026-11-29 (gemma-forge.md, "Update
+// 2026-11-29": infra/vllm/scripts/serve-gemma-bf16-tp4.sh @ a90695a, docs/adr/0018-vllm-mtp-cutover.md
+// @ 0fb51ec), on the same box: vLLM with the MTP drafter gemma-4-31B-it-assistant,
+// num_speculative_tokens = 2, --max-num-seqs 8, --max-model-len 16384, KV cache 45,336 tokens.
+// The target's own decode, batching and prefill are reference-box's (the same weights, TP 4, eager).
+//
+// Acceptance is vLLM's metric, accepted drafts over proposed, so a pass yields 1 + 2 × acceptance:
+//   - Worker: ~60% (the ADR: "Worker prompts (scripts) drop to ~60% acceptance at p10"; the only
+//     Worker figure published, a 10th percentile, so this is the slow side): 2.2 tokens a pass;
+//   - Architect (pick and re-engagement) and Reflector: 95% ("above 95% at the median"): 2.9.
+// Pass cost (verification of 1 + 2 rows plus two draft steps, × a decode step): 1.076, from the
+// deployment's own micro-benchmark, 41 tok/s at ~98% acceptance (2.96 tokens a pass) over the 14.9
+// tok/s of one stream: 14.9 × 2.96 / 41. temper's H200 measurement of a 3-row check, 1.23× a step,
+// plus two draft steps at 0.042 each (bench/history/issue-49-whole-profile-in-minutes.md) would give
+// 1.31 and predict 33.6 tok/s for that micro-benchmark, not the 41 measured on the box: the box's
+// own figure wins. A lone Worker stream: 14.9 × 2.2 / 1.076 = 30.5 tok/s; the other roles 40.2.
+// The same cost is assumed at every batch size (a pass of n streams = the n-stream step × 1.076).
+constexpr double kMtpDrafts = 2;
+constexpr double kMtpMicroBenchAcceptance = 0.98;
+constexpr double kMtpMicroBenchTokS = 41;
+constexpr double kMtpWorkerAcceptance = 0.60;
+constexpr double kMtpOtherAcceptance = 0.95;
+constexpr uint64_t kMtpKvTokens = 45336;
+constexpr uint64_t kMtpMaxModelLen = 16384;
+
+// temper-4xl4: temper's engine on the same box (4×L4, TP 4, Gemma 4 31B bf16), every figure from
+// bench/history/issue-49-whole-profile-in-minutes.md (the H200 run of 2026-11-29) unless named:
+//   - decode, one stream: the slow end of the engine's 4×L4 estimate (bench/l4_decode_estimate.cpp
+//     over temper-kernel-bench's H200 kernel times: 63.09–76.23 ms a step, 13.1–15.9 tok/s): 76.23 ms,
+//     13.1 tok/s. The slow end reads at 76% of the L4's 300 GB/s, what vLLM reaches on the box; the
+//     fast end assumes 90%, not shown on an L4 yet.
+//   - batching: temper-bench at tp 1 on the H200, 1,024-token context: batch 8 takes 33.88 ms a step
+//     against 17.60 ms at batch 1 (1.925×); the GEMVs read the weights once for every row, so a step
+//     grows linearly in rows between: step(n) = step(1) × (1 + (n − 1) × 0.925 / 7), held past 8.
+//   - speculation: prompt lookup, adaptive k ≤ 8, as measured on the roles' recorded requests
+//     (bench/RESULTS.md "Speculative decoding", bench/history/issue-24-speculative-decoding.md: the
+//     scripted model's replies, so the high end), tokens a pass (drafts checked a pass): Worker 5.49
+//     (6.3), Reflector 2.60 (2.8), Architect pick 1.52 (1.3), re-engagement 1.33 (1.0). The output
+//     history's higher figures are left out: they come from the scripted model's templated replies.
+//   - pass cost: the H200's check of the next token and k drafts, × a decode step: k = 1 1.13, 2
+//     1.23, 3 1.29, 5 1.83, 7 1.90, 8 2.01 (no graph); linear between. Lone streams: Worker 13.1 ×
+//     5.49 / 1.876 = 38.4 tok/s, Reflector 26.7, Architect pick 17.2, re-engagement 15.4. As for vLLM
+//     the same ratio is assumed at every batch size (not measured above one stream).
+//   - prefill: 1,344 tok/s on the H200 for a 2,048-token prompt at tp 1, scaled by the ratio the
+//     estimate uses for kernels not bound by bandwidth (the H200's 132 SMs × 1.98 GHz over an L4's
+//     58 × 2.04 GHz: 2.21) over four L4s: 2,433 tok/s; plus the tensor-parallel all-reduce that
+//     reference-box charges, 1.94 MB a token per GPU at ~20 GB/s over PCIe (0.097 ms a token):
+//     1,968 tok/s, below the 2,300 tok/s reference-box derives for vLLM's tensor-core GEMMs.
+//   - KV: the engine holds every admitted stream's KV in a paged pool (16-token blocks, 40 KiB a
+//     token for the full-attention layers over all ranks) plus one 808 MiB sliding-window ring per
+//     sequence slot (bench-tp1's output). Four L4s show 23,034 MiB each (engines.md §1.7); less the
+//     weights (58.05 GiB), each rank's workspace and runtime (0.91 + 0.47 GiB on the H200), the
+//     5.3% the H200 run left free (7.41 of 139.28 GiB) and 8 rings leaves 15,675 MiB: 401,264
+//     tokens. Admission: 8 sequence slots, as bench-tp1 allocates. Prefix cache: yes.
+constexpr double kTemperStepMs = 76.23;
+constexpr double kTemperBatch8StepMs = 33.88;
+constexpr double kTemperBatch1StepMs = 17.60;
+constexpr int kTemperBatchRows = 8;
+constexpr PassCostPoint kTemperPassCosts[] = {{0, 1.0},  {1, 1.13}, {2, 1.23}, {3, 1.29},
+                                              {5, 1.83}, {7, 1.90}, {8, 2.01}};
+constexpr double kH200PrefillTokS = 1344;
+constexpr double kH200OverL4Compute = 2.21;
+constexpr int kL4Ranks = 4;
+constexpr double kAllReduceMsPerPrefillToken = 0.097;
+constexpr double kL4VisibleMiB = 23034;
+constexpr double kWeightsGiB = 58.05;
+constexpr double kRankRuntimeGiB = 0.91 + 0.47;
+constexpr double kFreeMarginShare = 7.41 / 139.28;
+constexpr double kSlidingRingMiB = 808;
+constexpr int kTemperSequenceSlots = 8;
+constexpr double kKvKiBPerToken = 40;
+constexpr uint64_t kKvBlockTokens = 16;
+
 Status BadFlag(std::string_view flag, std::string_view value, std::string_view problem) {
   return Status::InvalidArgument(fmt::format("{} '{}': {}", flag, value, problem));
 }
@@ -97,11 +172,20 @@ double LatencyModel::AggregateTokS(int streams) const {
 double LatencyModel::PerStreamTokS(int streams) const { return streams < 1 ? 0.0 : AggregateTokS(streams) / streams; }
 
 std::string LatencyModel::Describe() const {
-  return fmt::format("decode {}, prefill {}, KV {}, max {} sequences, prefix cache {}{}",
-                     batch_curve.empty() ? "instant" : CurveText(batch_curve) + " tok/s (streams:aggregate)",
+  std::string spec = "no speculation";
+  if (speculation) {
+    spec = fmt::format("speculation {}: lone stream tok/s", speculation->method);
+    for (int r = 0; r < kScriptedRoles; ++r) {
+      const auto role = static_cast<ScriptedRole>(r);
+      spec += fmt::format("{} {} {:.1f}", r == 0 ? "" : ",", RoleLabel(role), LoneStreamTokS(role));
+    }
+  }
+  return fmt::format("decode {}, {}, prefill {}, KV {}, max {} sequences, max model len {}, prefix cache {}{}",
+                     batch_curve.empty() ? "instant" : CurveText(batch_curve) + " tok/s (streams:aggregate)", spec,
                      prefill_tok_s > 0 ? fmt::format("{:g} tok/s", prefill_tok_s) : "instant",
                      kv_tokens > 0 ? fmt::format("{} tokens", kv_tokens) : "unbounded",
                      max_seqs > 0 ? fmt::format("{}", max_seqs) : "unbounded",
+                     max_model_len > 0 ? fmt::format("{}", max_model_len) : "unbounded",
                      prefix_cache_prompts > 0 ? fmt::format("{} prompts", prefix_cache_prompts) : "off",
                      speedup != 1.0 ? fmt::format(" (rates {:g} times the modelled box's)", speedup) : "");
 }
@@ -116,7 +200,109 @@ LatencyModel ReferenceBox() {
   return m;
 }
 
-std::vector<std::string> LatencyPresets() { return {std::string(kReferenceBox)}; }
+LatencyModel ReferenceBoxMtp() {
+  LatencyModel m = ReferenceBox();
+  m.kv_tokens = kMtpKvTokens;
+  m.max_model_len = kMtpMaxModelLen;
+  Speculation s;
+  s.method = "MTP, k = 2";
+  const double micro_bench_tokens = 1 + kMtpDrafts * kMtpMicroBenchAcceptance;
+  s.costs = {{0, 1.0}, {kMtpDrafts, kReferenceDecodeTokS * micro_bench_tokens / kMtpMicroBenchTokS}};
+  for (RoleSpeculation& r : s.roles) r = {kMtpDrafts, 1 + kMtpDrafts * kMtpOtherAcceptance};
+  s.roles[static_cast<int>(ScriptedRole::kWorker)] = {kMtpDrafts, 1 + kMtpDrafts * kMtpWorkerAcceptance};
+  m.speculation = std::move(s);
+  return m;
+}
+
+LatencyModel Temper4xL4() {
+  LatencyModel m;
+  const double step_s = kTemperStepMs / 1e3;
+  const double per_row = (kTemperBatch8StepMs / kTemperBatch1StepMs - 1) / (kTemperBatchRows - 1);
+  for (int n = 1; n <= kTemperBatchRows; ++n) m.batch_curve.push_back({n, n / (step_s * (1 + (n - 1) * per_row))});
+  m.prefill_tok_s = 1 / (1 / (kH200PrefillTokS * kL4Ranks / kH200OverL4Compute) + kAllReduceMsPerPrefillToken / 1e3);
+  const double visible_mib = kL4Ranks * kL4VisibleMiB;
+  const double pool_mib = visible_mib - kWeightsGiB * 1024 - kL4Ranks * kRankRuntimeGiB * 1024 -
+                          kFreeMarginShare * visible_mib - kTemperSequenceSlots * kSlidingRingMiB;
+  const auto pool_tokens = static_cast<uint64_t>(pool_mib * 1024 / kKvKiBPerToken);
+  m.kv_tokens = pool_tokens / kKvBlockTokens * kKvBlockTokens;
+  m.max_seqs = kTemperSequenceSlots;
+  Speculation s;
+  s.method = "prompt lookup, adaptive k <= 8";
+  s.costs.assign(std::begin(kTemperPassCosts), std::end(kTemperPassCosts));
+  s.roles[static_cast<int>(ScriptedRole::kWorker)] = {6.3, 5.49};
+  s.roles[static_cast<int>(ScriptedRole::kReflector)] = {2.8, 2.60};
+  s.roles[static_cast<int>(ScriptedRole::kArchitectPick)] = {1.3, 1.52};
+  s.roles[static_cast<int>(ScriptedRole::kArchitectReengage)] = {1.0, 1.33};
+  m.speculation = std::move(s);
+  return m;
+}
+
+std::vector<std::string> LatencyPresets() {
+  return {std::string(kReferenceBox), std::string(kReferenceBoxMtp), std::string(kTemper4xL4)};
+}
+
+std::string_view RoleLabel(ScriptedRole role) {
+  switch (role) {
+    case ScriptedRole::kArchitectPick:
+      return "architect_pick";
+    case ScriptedRole::kArchitectReengage:
+      return "architect_reengage";
+    case ScriptedRole::kWorker:
+      return "worker";
+    case ScriptedRole::kReflector:
+      return "reflector";
+  }
+  return "unknown";
+}
+
+double Speculation::PassCost(double drafted) const {
+  if (costs.empty() || drafted <= costs.front().drafted) return costs.empty() ? 1.0 : costs.front().step_cost;
+  for (size_t i = 1; i < costs.size(); ++i) {
+    const PassCostPoint& a = costs[i - 1];
+    const PassCostPoint& b = costs[i];
+    if (drafted <= b.drafted)
+      return a.step_cost + (drafted - a.drafted) / (b.drafted - a.drafted) * (b.step_cost - a.step_cost);
+  }
+  return costs.back().step_cost;  // held beyond the last point
+}
+
+double LatencyModel::StepSeconds(int streams, double mean_drafted) const {
+  const double aggregate = AggregateTokS(streams);
+  if (aggregate <= 0) return 0.0;
+  return streams / aggregate * (speculation ? speculation->PassCost(mean_drafted) : 1.0);
+}
+
+double LatencyModel::TokensPerStep(ScriptedRole role) const {
+  return speculation ? speculation->For(role).tokens_per_pass : 1.0;
+}
+
+double LatencyModel::DraftedPerStep(ScriptedRole role) const {
+  return speculation ? speculation->For(role).drafted : 0.0;
+}
+
+double LatencyModel::LoneStreamTokS(ScriptedRole role) const {
+  const double step = StepSeconds(1, DraftedPerStep(role));
+  return step > 0 ? TokensPerStep(role) / step : 0.0;
+}
+
+Status ContextLengthError(const LatencyModel& model, uint64_t prompt_tokens, std::optional<uint64_t> max_tokens) {
+  const uint64_t limit = model.max_model_len;
+  if (limit == 0) return Status::OK();
+  // vLLM's two refusals (vllm/entrypoints/openai serving, as its 400 BadRequestError bodies read).
+  if (prompt_tokens >= limit) {
+    return Status::InvalidArgument(fmt::format(
+        "This model's maximum context length is {} tokens. However, your request has {} input tokens. Please "
+        "reduce the length of the input messages.",
+        limit, prompt_tokens));
+  }
+  if (max_tokens && *max_tokens > limit - prompt_tokens) {
+    return Status::InvalidArgument(fmt::format(
+        "'max_tokens' or 'max_completion_tokens' is too large: {}. This model's maximum context length is {} tokens "
+        "and your request has {} input tokens ({} > {} - {}).",
+        *max_tokens, limit, prompt_tokens, *max_tokens, limit, prompt_tokens));
+  }
+  return Status::OK();
+}
 
 Result<std::vector<CurvePoint>> ParseBatchCurve(std::string_view text) {
   constexpr std::string_view kFlag = "--batch-curve";
@@ -159,12 +345,17 @@ Result<std::optional<LatencyModel>> LatencyFromFlags(const LatencyFlags& flags) 
   }
   LatencyModel m;
   if (!flags.simulate.empty()) {
-    if (flags.simulate != kReferenceBox) {
-      return BadFlag(
-          "--simulate", flags.simulate,
-          fmt::format("is not a preset; known: {}{}", kReferenceBox, DidYouMean(flags.simulate, LatencyPresets())));
+    if (flags.simulate == kReferenceBox) {
+      m = ReferenceBox();
+    } else if (flags.simulate == kReferenceBoxMtp) {
+      m = ReferenceBoxMtp();
+    } else if (flags.simulate == kTemper4xL4) {
+      m = Temper4xL4();
+    } else {
+      return BadFlag("--simulate", flags.simulate,
+                     fmt::format("is not a preset; known: {}, {}, {}{}", kReferenceBox, kReferenceBoxMtp, kTemper4xL4,
+                                 DidYouMean(flags.simulate, LatencyPresets())));
     }
-    m = ReferenceBox();
   }
   TEMPER_RETURN_IF_ERROR(CheckRate("--decode-tok-s", flags.decode_tok_s));
   TEMPER_RETURN_IF_ERROR(CheckRate("--prefill-tok-s", flags.prefill_tok_s));

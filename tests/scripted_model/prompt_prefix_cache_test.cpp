@@ -46,3 +46,23 @@ TEST_CASE("the least recently used prompt is dropped first, a hit counts as a us
   CHECK(off.Match("same") == 0);
   CHECK(off.size() == 0);
 }
+
+TEST_CASE("a byte bound (the KV pool) drops the least recently used prompts, charging a shared prefix once") {
+  PromptPrefixCache cache(64, 40);
+  CHECK(cache.Match("SYSTEM|rule A|turn 1") == 0);  // 20 bytes charged
+  CHECK(cache.held_bytes() == 20);
+  CHECK(cache.Match("SYSTEM|rule B|turn 1") == 12);  // shares "SYSTEM|rule ": 8 bytes more
+  CHECK(cache.held_bytes() == 28);
+  CHECK(cache.size() == 2);
+  // 20 bytes unshared: 48 > 40, so the oldest (rule A) goes.
+  CHECK(cache.Match("OTHER|rule C|turn 1|xx") == 0);
+  CHECK(cache.size() == 2);
+  CHECK(cache.held_bytes() <= 40);
+  CHECK(cache.Match("SYSTEM|rule A|turn 1") == 12);  // only what rule B still holds
+  // The newest stays even when it alone is over the bound.
+  PromptPrefixCache tiny(64, 4);
+  CHECK(tiny.Match("a long prompt") == 0);
+  CHECK(tiny.size() == 1);
+  CHECK(tiny.Match("a long prompt, again") == 13);
+  CHECK(tiny.size() == 1);
+}

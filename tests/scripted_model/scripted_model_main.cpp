@@ -6,7 +6,9 @@
 //
 // Answers are instant unless a latency model is given (latency_model.h), to time the loop as it
 // would run on real hardware:
-//   temper-scripted-model --simulate reference-box               # vLLM, Gemma 4 31B bf16, 4×L4
+//   temper-scripted-model --simulate reference-box               # vLLM 0.19, Gemma 4 31B bf16, 4×L4
+//   temper-scripted-model --simulate reference-box-mtp           # the same with MTP k = 2, max model len 16384
+//   temper-scripted-model --simulate temper-4xl4                 # temper's engine on that box, prompt lookup
 //   temper-scripted-model --decode-tok-s 15 --batch-curve 2:29,4:55,8:100 --prefill-tok-s 2300
 // Flags given with --simulate override the preset's values. --no-pacing answers at once and only
 // accounts the simulated time (simulated_engine.h), for a serial loop's time on the box in minutes.
@@ -54,7 +56,10 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warning or error")->capture_default_str();
   temper::scripted::LatencyFlags latency;
   app.add_option("--simulate", latency.simulate,
-                 "answer with the model time of a preset: reference-box (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4)");
+                 "answer with the model time of a preset: reference-box (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4), "
+                 "reference-box-mtp (the same with the MTP drafter, k = 2, KV 45,336 tokens, --max-model-len 16384) "
+                 "or temper-4xl4 (temper's engine on that box, prompt-lookup speculation); sources in "
+                 "tests/scripted_model/latency_model.cpp");
   app.add_option("--decode-tok-s", latency.decode_tok_s, "one stream's decode rate, tokens/s");
   app.add_option("--batch-curve", latency.batch_curve,
                  "aggregate decode tokens/s at N streams decoding at once, N:RATE,... (e.g. 1:14.9,2:29.1,8:101.1); "

@@ -59,7 +59,8 @@ TEST_CASE("temper-scripted-model: a bad latency flag is an error naming the flag
 TEST_CASE("temper-scripted-model: --simulate reference-box logs the model it simulates, and a summary when stopped") {
   const Run run = RunServer("--simulate reference-box --kv-tokens 0");
   CHECK_THAT(run.output,
-             Contains("simulating model time: decode 1:14.9,2:29.1,4:55.4,8:101.1 tok/s (streams:aggregate), prefill "
+             Contains("simulating model time: decode 1:14.9,2:29.1,4:55.4,8:101.1 tok/s (streams:aggregate), no "
+                      "speculation, prefill "
                       "2300 tok/s, KV unbounded, max 8 sequences") &&
                  Contains("http://127.0.0.1:") &&
                  Contains("0 requests, 0 prompt tokens, 0 completion tokens; simulated model time: busy 0.0 s"));

@@ -133,6 +133,11 @@ void ScriptedModelServer::Record(RecordedRequest r) {
     ++served_.requests;
     served_.prompt_tokens += r.prompt_tokens;
     served_.completion_tokens += r.completion_tokens;
+    for (int role = 0; role < kScriptedRoles; ++role) {
+      if (r.role != RoleName(static_cast<ScriptedRole>(role))) continue;
+      served_.roles[role].Count(r.prompt_tokens, r.simulated ? r.simulated->cached_prompt_tokens : 0,
+                                r.completion_tokens);
+    }
   }
   requests_.push_back(std::move(r));
 }
@@ -179,13 +184,25 @@ void ScriptedModelServer::HandleChat(const httplib::Request& req, httplib::Respo
   Result<ScriptedAnswer> answer = Answer(*read, script_);
   if (!answer.ok()) return reject(400, answer.status().message(), "invalid_request_error");
 
-  rec.answer = AssistantMessage(*answer);
   const std::string prompt_text = PromptText(body);
   const Usage usage = EstimateUsage(prompt_text.size(), *answer);
+  if (options_.latency) {
+    // The engine refuses what does not fit its context before it answers anything (vLLM's 400).
+    std::optional<uint64_t> max_tokens;  // max_completion_tokens first, as vLLM reads them
+    for (const char* key : {"max_tokens", "max_completion_tokens"}) {
+      if (auto it = body.find(key); it != body.end() && it->is_number_unsigned()) max_tokens = it->get<uint64_t>();
+    }
+    if (Status fits = ContextLengthError(*options_.latency, usage.prompt_tokens, max_tokens); !fits.ok()) {
+      return reject(400, fits.message(), "BadRequestError");
+    }
+  }
+  rec.answer = AssistantMessage(*answer);
   rec.prompt_tokens = usage.prompt_tokens;
   rec.completion_tokens = usage.completion_tokens;
   std::shared_ptr<SimulatedEngine::Request> sim;
-  if (engine_) sim = engine_->Submit(prompt_text, AnswerText(*answer), usage.prompt_tokens, usage.completion_tokens);
+  if (engine_) {
+    sim = engine_->Submit(prompt_text, AnswerText(*answer), usage.prompt_tokens, usage.completion_tokens, read->role);
+  }
   const std::string id = fmt::format("chatcmpl-scripted-{}", rec.seq);
   const std::string model = read->model.empty() ? options_.model : read->model;
   if (!read->stream) {

@@ -16,8 +16,9 @@
 // by every request, a prefix cache, batched decoding): a whole reply comes when its last token would,
 // a streamed one sends each chunk when its tokens would be decoded. Without it, answers are instant.
 // With Pacing::kNone answers are instant and the simulated time is only accounted (see
-// simulated_engine.h). GET /metrics serves ServingMetrics (serving_metrics.h): requests, tokens and simulated model
-// time.
+// simulated_engine.h). A latency model with a max_model_len refuses, with vLLM's 400 and wording, a request whose
+// prompt plus max_tokens does not fit. GET /metrics serves ServingMetrics (serving_metrics.h): requests, tokens and
+// simulated model time, in all and per role.
 //
 // Every chat request is recorded (role, rule, attempt, the messages as sent, the answer, its usage and
 // simulated timing), for tests to assert on what each role was shown.

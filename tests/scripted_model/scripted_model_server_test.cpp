@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
 #include "engine/temp_dir.h"
@@ -496,7 +497,8 @@ TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoti
              StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
 }
 
-TEST_CASE("the Architect picks the first candidate with an approach naming its reference fix, and skips scripted skips") {
+TEST_CASE(
+    "the Architect picks the first candidate with an approach naming its reference fix, and skips scripted skips") {
   ArchitectInput input;
   input.batch.total = input.batch.pending = 2;
   input.candidates = {AideRule(), SyncookiesRule()};
@@ -812,6 +814,121 @@ TEST_CASE(
                  Contains("\ntemper_scripted_paced 1\n") && Contains("\ntemper_scripted_speedup 1\n") &&
                  Contains("\ntemper_scripted_cached_prompt_tokens_total " + std::to_string(cached) + "\n") &&
                  Contains("\ntemper_scripted_max_batch 1\n"));
+}
+
+TEST_CASE("per role: requests, prompt, cached and completion tokens and the median prompt, in memory and on /metrics") {
+  Harness h({}, Simulated({{1, 1e6}}, 1e7));  // fast: the counts matter here, not the times
+  RecordingTools tools;
+  h.Attempt(tools, Task(SyncookiesRule()));  // a Worker turn per tool call, then its finish
+  ArchitectInput input;
+  input.candidates = {AideRule()};
+  const auto pick = h.architect.BuildPick(input);
+  h.Ask(pick);
+  h.Ask(pick);  // the same prompt again: all but its last token cached
+
+  struct Sums {
+    uint64_t requests = 0, prompt = 0, cached = 0, completion = 0;
+    std::vector<uint64_t> prompts;
+  };
+  std::map<std::string, Sums> by_role;
+  for (const RecordedRequest& r : h.server->requests()) {
+    REQUIRE(r.simulated);
+    Sums& s = by_role[r.role];
+    ++s.requests;
+    s.prompt += r.prompt_tokens;
+    s.cached += r.simulated->cached_prompt_tokens;
+    s.completion += r.completion_tokens;
+    s.prompts.push_back(r.prompt_tokens);
+  }
+  ServingMetrics m = h.server->Metrics();
+  const RoleServed& worker = m.For(ScriptedRole::kWorker);
+  const RoleServed& picks = m.For(ScriptedRole::kArchitectPick);
+  REQUIRE(worker.requests >= 2);
+  CHECK(worker.requests == by_role["worker"].requests);
+  CHECK(picks.requests == 2);
+  CHECK(m.For(ScriptedRole::kReflector).requests == 0);
+  CHECK(m.For(ScriptedRole::kArchitectReengage).requests == 0);
+  for (const auto& [role, served] : {std::pair{"worker", worker}, std::pair{"architect", picks}}) {
+    const Sums& s = by_role[role];
+    CHECK(served.requests == s.requests);
+    CHECK(served.prompt_tokens == s.prompt);
+    CHECK(served.cached_prompt_tokens == s.cached);
+    CHECK(served.completion_tokens == s.completion);
+    CHECK(served.prompt_tokens_each == s.prompts);
+  }
+  CHECK(worker.cached_prompt_tokens > 0);                                    // turns 2 and 3 re-send turn 1
+  CHECK(picks.cached_prompt_tokens >= by_role["architect"].prompts[1] - 1);  // the repeat: all but its last token
+  std::vector<uint64_t> sorted = by_role["worker"].prompts;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t mid = sorted.size() / 2;
+  const double median =
+      sorted.size() % 2 == 1 ? static_cast<double>(sorted[mid]) : (sorted[mid - 1] + sorted[mid]) / 2.0;
+  CHECK(worker.MedianPromptTokens() == Approx(median));
+  CHECK(picks.MedianPromptTokens() ==
+        Approx((by_role["architect"].prompts[0] + by_role["architect"].prompts[1]) / 2.0));
+  CHECK(m.For(ScriptedRole::kReflector).MedianPromptTokens() == 0);
+
+  httplib::Client http("127.0.0.1", h.server->port());
+  auto metrics = http.Get("/metrics");
+  REQUIRE(metrics);
+  CHECK_THAT(metrics->body,
+             Contains(fmt::format("\ntemper_scripted_role_requests_total{{role=\"worker\"}} {}\n", worker.requests)) &&
+                 Contains("\ntemper_scripted_role_requests_total{role=\"architect_pick\"} 2\n") &&
+                 Contains("\ntemper_scripted_role_requests_total{role=\"reflector\"} 0\n") &&
+                 Contains("\ntemper_scripted_role_requests_total{role=\"architect_reengage\"} 0\n") &&
+                 Contains(fmt::format("\ntemper_scripted_role_prompt_tokens_total{{role=\"worker\"}} {}\n",
+                                      worker.prompt_tokens)) &&
+                 Contains(fmt::format("\ntemper_scripted_role_cached_prompt_tokens_total{{role=\"worker\"}} {}\n",
+                                      worker.cached_prompt_tokens)) &&
+                 Contains(fmt::format("\ntemper_scripted_role_completion_tokens_total{{role=\"architect_pick\"}} {}\n",
+                                      picks.completion_tokens)) &&
+                 Contains(fmt::format("\ntemper_scripted_role_prompt_tokens_median{{role=\"worker\"}} {}\n", median)));
+}
+
+TEST_CASE("simulated max model len: a request that does not fit is refused 400 with vLLM's words and not counted") {
+  ScriptedModelOptions options = Simulated({{1, 1e6}}, 1e7);
+  options.latency->max_model_len = 64;  // far below any role's prompt
+  Harness h({}, options);
+  ArchitectInput input;
+  input.candidates = {AideRule()};
+  const auto pick = h.architect.BuildPick(input);
+  REQUIRE(pick.ok());
+  auto refused = h.client->Chat(pick->request, nullptr);
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Contains("This model's maximum context length is 64 tokens. However, your "
+                                                  "request has "));
+  const auto requests = h.server->requests();
+  REQUIRE(requests.size() == 1);  // a 400 is not retried
+  CHECK(requests[0].http_status == 400);
+  CHECK_THAT(requests[0].error, StartsWith("This model's maximum context length is 64 tokens.") &&
+                                    Contains("input tokens. Please reduce the length of the input messages."));
+  CHECK(requests[0].answer.is_null());
+  CHECK(requests[0].prompt_tokens == 0);
+  const ServingMetrics m = h.server->Metrics();
+  CHECK(m.requests == 0);
+  CHECK(m.For(ScriptedRole::kArchitectPick).requests == 0);
+  REQUIRE(m.simulated);
+  CHECK(m.simulated->batch.jobs == 0);
+
+  // The prompt alone fits, but not with the max_tokens asked for: vLLM's other refusal.
+  const uint64_t prompt_tokens = (PromptText(json{{"messages", requests[0].messages}}).size() + 3) / 4;
+  ScriptedModelOptions roomier = Simulated({{1, 1e6}}, 1e7);
+  roomier.latency->max_model_len = prompt_tokens + 10;
+  Harness h2({}, roomier);
+  json body = {{"model", "m"}, {"messages", requests[0].messages}, {"max_tokens", 11}};
+  httplib::Client http("127.0.0.1", h2.server->port());
+  auto over = http.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(over);
+  CHECK(over->status == 400);
+  CHECK(json::parse(over->body)["error"]["message"] ==
+        fmt::format("'max_tokens' or 'max_completion_tokens' is too large: 11. This model's maximum context length is "
+                    "{0} tokens and your request has {1} input tokens (11 > {0} - {1}).",
+                    prompt_tokens + 10, prompt_tokens));
+  body["max_tokens"] = 10;  // exactly the context
+  auto fits = http.Post("/v1/chat/completions", body.dump(), "application/json");
+  REQUIRE(fits);
+  CHECK(fits->status == 200);
+  CHECK(h2.server->Metrics().For(ScriptedRole::kArchitectPick).requests == 1);
 }
 
 TEST_CASE("simulated: a streamed reply sends its chunks as their tokens are decoded") {

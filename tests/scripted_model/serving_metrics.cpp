@@ -1,5 +1,7 @@
 #include "scripted_model/serving_metrics.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace temper::scripted {
@@ -11,7 +13,47 @@ void Metric(std::string& out, std::string_view name, std::string_view type, std:
                      help, type, value);
 }
 
+void RoleMetric(std::string& out, const ServingMetrics& m, std::string_view name, std::string_view type,
+                std::string_view help, double (*value)(const RoleServed&)) {
+  out += fmt::format("# HELP temper_scripted_role_{0} {1}\n# TYPE temper_scripted_role_{0} {2}\n", name, help, type);
+  for (int r = 0; r < kScriptedRoles; ++r) {
+    out += fmt::format("temper_scripted_role_{}{{role=\"{}\"}} {}\n", name, RoleLabel(static_cast<ScriptedRole>(r)),
+                       value(m.roles[r]));
+  }
+}
+
+void RoleMetrics(std::string& out, const ServingMetrics& m) {
+  RoleMetric(out, m, "requests_total", "counter", "Chat requests answered 200, per role.",
+             [](const RoleServed& r) { return static_cast<double>(r.requests); });
+  RoleMetric(out, m, "prompt_tokens_total", "counter", "Prompt tokens as usage reports them, per role.",
+             [](const RoleServed& r) { return static_cast<double>(r.prompt_tokens); });
+  RoleMetric(out, m, "cached_prompt_tokens_total", "counter",
+             "Prompt tokens the simulated prefix cache held, per role (0 without a latency model).",
+             [](const RoleServed& r) { return static_cast<double>(r.cached_prompt_tokens); });
+  RoleMetric(out, m, "completion_tokens_total", "counter", "Completion tokens as usage reports them, per role.",
+             [](const RoleServed& r) { return static_cast<double>(r.completion_tokens); });
+  RoleMetric(out, m, "prompt_tokens_median", "gauge", "The median prompt tokens of a request, per role.",
+             [](const RoleServed& r) { return r.MedianPromptTokens(); });
+}
+
 }  // namespace
+
+void RoleServed::Count(uint64_t prompt, uint64_t cached, uint64_t completion) {
+  ++requests;
+  prompt_tokens += prompt;
+  cached_prompt_tokens += cached;
+  completion_tokens += completion;
+  prompt_tokens_each.push_back(prompt);
+}
+
+double RoleServed::MedianPromptTokens() const {
+  if (prompt_tokens_each.empty()) return 0;
+  std::vector<uint64_t> sorted = prompt_tokens_each;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t mid = sorted.size() / 2;
+  if (sorted.size() % 2 == 1) return static_cast<double>(sorted[mid]);
+  return (static_cast<double>(sorted[mid - 1]) + static_cast<double>(sorted[mid])) / 2;
+}
 
 std::string PrometheusText(const ServingMetrics& m) {
   std::string out;
@@ -20,6 +62,7 @@ std::string PrometheusText(const ServingMetrics& m) {
          static_cast<double>(m.prompt_tokens));
   Metric(out, "completion_tokens_total", "counter", "Completion tokens as usage reports them.",
          static_cast<double>(m.completion_tokens));
+  RoleMetrics(out, m);
   Metric(out, "simulated", "gauge", "1 when answers take simulated model time.", m.simulated ? 1 : 0);
   if (!m.simulated) return out;
   const SimulatedTotals& s = *m.simulated;

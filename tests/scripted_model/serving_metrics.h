@@ -18,23 +18,49 @@
 //   temper_scripted_decode_stream_seconds_total     ∫ streams decoding dt (÷ decode busy = mean batch)
 //   temper_scripted_max_batch                       the most streams that decoded together
 //   temper_scripted_abandoned_total                 requests whose client left before the end
+// and per role (label role="architect_pick", "architect_reengage", "worker" or "reflector"), always:
+//   temper_scripted_role_requests_total{role=...}             chat requests answered 200
+//   temper_scripted_role_prompt_tokens_total{role=...}
+//   temper_scripted_role_cached_prompt_tokens_total{role=...} the simulated prefix cache's (0 without)
+//   temper_scripted_role_completion_tokens_total{role=...}
+//   temper_scripted_role_prompt_tokens_median{role=...}       per request (0 before the first)
 // Thread safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "scripted_model/simulated_engine.h"
 
 namespace temper::scripted {
+
+// One role's share of what was served.
+struct RoleServed {
+  uint64_t requests = 0;
+  uint64_t prompt_tokens = 0;
+  uint64_t cached_prompt_tokens = 0;  // found in the simulated prefix cache; 0 without a latency model
+  uint64_t completion_tokens = 0;
+  std::vector<uint64_t> prompt_tokens_each;  // per request, in the order answered (for the median)
+
+  void Count(uint64_t prompt, uint64_t cached, uint64_t completion);
+  // The median of prompt_tokens_each (the mean of the middle two for an even count); 0 when empty.
+  double MedianPromptTokens() const;
+};
 
 struct ServingMetrics {
   uint64_t requests = 0;
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
   std::optional<SimulatedTotals> simulated;
-  double speedup = 1.0;  // the latency model's, with `simulated`
+  double speedup = 1.0;                          // the latency model's, with `simulated`
+  std::array<RoleServed, kScriptedRoles> roles;  // indexed by ScriptedRole
+
+  RoleServed& For(ScriptedRole role) { return roles[static_cast<int>(role)]; }
+  const RoleServed& For(ScriptedRole role) const { return roles[static_cast<int>(role)]; }
 };
 
 std::string PrometheusText(const ServingMetrics& m);

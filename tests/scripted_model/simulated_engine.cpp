@@ -8,7 +8,7 @@
 namespace temper::scripted {
 
 SimulatedEngine::SimulatedEngine(const LatencyModel& model, Pacing pacing)
-    : pacing_(pacing), sim_(model), prefix_cache_(model.prefix_cache_prompts) {}
+    : pacing_(pacing), sim_(model), prefix_cache_(model.prefix_cache_prompts, model.kv_tokens * kBytesPerToken) {}
 
 SimulatedEngine::~SimulatedEngine() { Shutdown(); }
 
@@ -18,7 +18,7 @@ double SimulatedEngine::Now() const {
 
 std::unique_ptr<SimulatedEngine::Request> SimulatedEngine::Submit(std::string_view prompt_text,
                                                                   std::string_view answer_text, uint64_t prompt_tokens,
-                                                                  uint64_t completion_tokens) {
+                                                                  uint64_t completion_tokens, ScriptedRole role) {
   SimulatedTiming tokens;
   tokens.prompt_tokens = prompt_tokens;
   tokens.completion_tokens = completion_tokens;
@@ -33,10 +33,10 @@ std::unique_ptr<SimulatedEngine::Request> SimulatedEngine::Submit(std::string_vi
   BatchSimulation::JobId id = 0;
   if (pacing_ == Pacing::kNone) {
     // Alone: the clock starts where the last request ended and moves only with this one's phases.
-    id = sim_.Add(sim_.now(), prefill_tokens, completion_tokens, kv_tokens);
+    id = sim_.Add(sim_.now(), prefill_tokens, completion_tokens, kv_tokens, role);
     while (sim_.phase(id) != BatchSimulation::Phase::kDone) sim_.AdvanceTo(sim_.NextEvent());
   } else {
-    id = sim_.Add(Now(), prefill_tokens, completion_tokens, kv_tokens);
+    id = sim_.Add(Now(), prefill_tokens, completion_tokens, kv_tokens, role);
     changed_.notify_all();
   }
   return std::unique_ptr<Request>(new Request(this, id, tokens));

@@ -3,7 +3,9 @@
 // submitted now joins the simulation now, and the handler serving it blocks until its tokens are
 // "decoded", so a streamed reply paces its chunks and a whole reply comes when its last token would.
 // Each request's prompt is first matched against a PromptPrefixCache; only the tokens it does not
-// hold are prefilled, and the prompt with its answer is held for the turns that re-send them.
+// hold are prefilled, and the prompt with its answer is held for the turns that re-send them. The
+// cache holds no more tokens than the model's KV capacity (kv_tokens; unbounded when 0): what an
+// engine keeps of finished requests lives in the same pool.
 //
 // Without pacing (Pacing::kNone) nothing waits: each request is simulated alone, at once, on a clock
 // that only the simulation moves, so the totals are what a serial loop (one request at a time) would
@@ -69,9 +71,9 @@ class SimulatedEngine {
 
   // Queues a request now: `prompt_text` is what the prefix cache matches (the text whose bytes the
   // usage counted), `answer_text` what it then holds after it (AnswerText), `prompt_tokens` and
-  // `completion_tokens` as usage reports them.
+  // `completion_tokens` as usage reports them; `role` sets its speculation (latency_model.h).
   std::unique_ptr<Request> Submit(std::string_view prompt_text, std::string_view answer_text, uint64_t prompt_tokens,
-                                  uint64_t completion_tokens);
+                                  uint64_t completion_tokens, ScriptedRole role);
 
   // Every wait returns false from now on.
   void Shutdown();
