@@ -86,7 +86,8 @@ std::vector<std::string_view> CompletedOrder() {
   return order;
 }
 
-// The tool call's main argument: the command line, the path, or finish's summary.
+// The tool call's main argument: the command line, the path, or finish's summary (a reference
+// fix's identity is in its own field, ReferenceFix).
 std::string ToolArgument(const std::string& tool, const json& args) {
   if (!args.is_object()) return args.is_null() ? "" : args.dump();
   std::optional<WorkerTool> known = ParseWorkerTool(tool);
@@ -100,6 +101,8 @@ std::string ToolArgument(const std::string& tool, const json& args) {
       return fmt::format("{} ({} bytes)", Str(args, "path"), Str(args, "content").size());
     case WorkerTool::kFinish:
       return Str(args, "summary");
+    case WorkerTool::kApplyReferenceFix:
+      return Str(args, "reason");
     case WorkerTool::kInstallPackage:
     case WorkerTool::kRemovePackage:
       break;
@@ -290,11 +293,22 @@ std::string WorkerModelCall(const EventView& e) {
                      ms ? fmt::format(" ({:.1f} s)", static_cast<double>(*ms) / 1000.0) : "");
 }
 
-// worker.tool_call and worker.refused: the tool, its main argument, and what it returned (or why
-// the policy refused it).
+// An apply_reference_fix call's fix: "reference fix <rule> from <content> (sha256 <first 16 hex
+// digits>…)" (the whole digest is in --json and in the attempt's commands); "" for other calls.
+std::string ReferenceFix(const json& fix) {
+  if (!fix.is_object()) return "";
+  return fmt::format("reference fix {} from {} (sha256 {}…)", ShortRuleName(Str(fix, "rule")), Str(fix, "source"),
+                     Str(fix, "sha256").substr(0, 16));
+}
+
+// worker.tool_call and worker.refused: the tool, its main argument (or the reference fix it ran),
+// and what it returned (or why the policy refused it).
 std::string WorkerToolCall(const EventView& e) {
   std::string tool = Str(e.data, "tool");
   std::string arg = ToolArgument(tool, Field(e.data, "arguments"));
+  if (std::string fix = ReferenceFix(Field(e.data, "reference_fix")); !fix.empty()) {
+    arg = arg.empty() ? fix : fix + ": " + arg;
+  }
   std::string detail = Str(e.data, "detail");
   std::string out =
       fmt::format("{} {}{} {}", e.type, Rule(e), AttemptTag(e.data, "attempt"), tool.empty() ? "?" : tool);
@@ -415,9 +429,9 @@ constexpr EventSpec kSpecs[] = {
      "a parallel attempt clashed with a fix kept since it began: made again on a fresh fork", AttemptConflict},
     {T::kWorkerModelCall, "worker.model_call", "attempt detail latency_ms", kNoRule,
      "the Worker's model answered (detail: why it stopped)", WorkerModelCall},
-    {T::kWorkerToolCall, "worker.tool_call", "attempt tool arguments detail", kNoRule,
+    {T::kWorkerToolCall, "worker.tool_call", "attempt tool arguments reference_fix detail", kNoRule,
      "the Worker called a tool (detail: what it returned)", WorkerToolCall},
-    {T::kWorkerRefused, "worker.refused", "attempt tool arguments detail", kNoRule,
+    {T::kWorkerRefused, "worker.refused", "attempt tool arguments reference_fix detail", kNoRule,
      "the command policy refused a tool call (detail: why)", WorkerToolCall},
     {T::kWorkerUnusableAnswer, "worker.unusable_answer", "attempt detail", kNoRule,
      "the Worker's model gave an answer that could not be used", WorkerNote},

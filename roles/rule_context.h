@@ -22,6 +22,9 @@ struct RuleInfo {
   // What the content says about the fix's risk, as one phrase ("disruption high, needs a reboot");
   // empty when the content declares nothing.
   std::string risk;
+  // Where fix_text comes from, for the record of a reference fix that ran: the datastream's file
+  // name and benchmark ("ssg-ubuntu2004-ds.xml, benchmark xccdf_..._UBUNTU2004"); empty when unknown.
+  std::string reference_fix_source;
 };
 
 struct Lesson {

@@ -1,11 +1,13 @@
 #include "roles/worker.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "common/display_text.h"
+#include "common/sha256.h"
 #include "roles/architect.h"
 #include "roles/policy_checked_tools.h"
 #include "roles/tool_calls.h"
@@ -48,17 +50,26 @@ Result<std::vector<std::string>> PackageNames(const json& arguments, const std::
 struct ToolOutcome {
   std::string output;
   bool refused = false;
+  json reference_fix;  // apply_reference_fix: which fix ran or was refused (WorkerEvent::reference_fix)
 };
 
-ToolOutcome Refused(const Status& refusal) { return {refusal.message(), true}; }
+ToolOutcome Refused(const Status& refusal) { return {refusal.message(), true, json()}; }
 
-// What a call may use: the target behind the policy, the budget, and the attempt's record of the
-// commands run and files written.
+// What a call may use: the target behind the policy, the budget, the rule at hand and the
+// attempt's record of the commands run and files written.
 struct ToolCallContext {
   PolicyCheckedTools& tools;
   const WorkerBudget& budget;
+  const RuleInfo& rule;
   std::string& actions;
 };
+
+// What the model is shown of a command that ran: its exit status, then its output cut to the budget.
+std::string CommandResultText(const CommandResult& r, const WorkerBudget& budget) {
+  return fmt::format("exit status {}{}\n{}", r.exit_status,
+                     r.timed_out ? fmt::format(" (killed after the {} s timeout)", budget.command_timeout.count()) : "",
+                     TruncateOutput(r.output, budget.max_output_bytes));
+}
 
 // Runs one call whose arguments match the tool's schema. Errors: the target failed (the attempt
 // ends); what the model should hear about is in the outcome.
@@ -71,10 +82,7 @@ Result<ToolOutcome> RunCommand(const json& arguments, ToolCallContext& ctx) {
   if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) return r.status().WithContext("running a Worker command");
   if (!r.ok()) return ToolOutcome{"error: " + r.status().message()};
   ctx.actions += fmt::format("$ {} → exit {}\n", OneLine(command, 300), r->exit_status);
-  return ToolOutcome{fmt::format(
-      "exit status {}{}\n{}", r->exit_status,
-      r->timed_out ? fmt::format(" (killed after the {} s timeout)", ctx.budget.command_timeout.count()) : "",
-      TruncateOutput(r->output, ctx.budget.max_output_bytes))};
+  return ToolOutcome{CommandResultText(*r, ctx.budget)};
 }
 
 Result<ToolOutcome> ReadFile(const json& arguments, ToolCallContext& ctx) {
@@ -127,6 +135,63 @@ Result<ToolOutcome> RemovePackage(const json& arguments, ToolCallContext& ctx) {
   return ChangePackages(arguments, ctx, false);
 }
 
+// Where apply_reference_fix puts the script: /root/temper-reference-fix-<SSG short name>.sh, the
+// name kept to characters that mean nothing to the shell that runs it.
+std::string ReferenceFixPath(const std::string& rule_id) {
+  const size_t at = rule_id.rfind("_rule_");
+  std::string name = at == std::string::npos ? rule_id : rule_id.substr(at + std::string_view("_rule_").size());
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  }
+  return fmt::format("/root/temper-reference-fix-{}.sh", name);
+}
+
+bool HasReferenceFix(const RuleInfo& rule) { return rule.fix_text.find_first_not_of(" \t\r\n") != std::string::npos; }
+
+// apply_reference_fix: the rule's own SSG bash fix, whole (the prompt may show it cut), written to
+// a file under /root (root's alone) and run there with bash. Both go through the policy like the
+// model's own write_file and run_command, so the script is judged by its content when it runs; a
+// refused script never runs and its file is removed again. The script removes its file itself
+// when it has run, so the attempt's change set holds only what the fix changed.
+Result<ToolOutcome> ApplyReferenceFix(const json&, ToolCallContext& ctx) {
+  const RuleInfo& rule = ctx.rule;
+  if (!HasReferenceFix(rule)) {
+    return ToolOutcome{fmt::format(
+        "error: the rule {} has no reference fix in its content (SCAP Security Guide ships no bash fix for it): "
+        "write and run your own script, or finish saying what a human must decide",
+        rule.id)};
+  }
+  const std::string script = rule.fix_text + "\n";
+  const std::string source = rule.reference_fix_source.empty() ? "its content" : rule.reference_fix_source;
+  const std::string digest = Sha256Hex(script);
+  const json which = {{"rule", rule.id}, {"source", source}, {"sha256", digest}};
+  const std::string path = ReferenceFixPath(rule.id);
+
+  Status written = ctx.tools.WriteFile(path, script);
+  if (ctx.tools.last_call_refused()) return ToolOutcome{written.message(), true, which};
+  if (!written.ok() && !ToolErrorIsForTheModel(written.code())) {
+    return written.WithContext("writing the reference fix of " + rule.id);
+  }
+  if (!written.ok()) return ToolOutcome{"error: " + written.message(), false, which};
+  const std::string command = fmt::format("bash {0}; status=$?; rm -f {0}; exit $status", path);
+  auto r = ctx.tools.RunCommand(command, ctx.budget.command_timeout);
+  if (ctx.tools.last_call_refused()) {
+    // Nothing ran; take the file back out (a refusal of this plain removal would leave it, harmlessly).
+    auto removed = ctx.tools.RunCommand("rm -f " + path, ctx.budget.command_timeout);
+    if (!removed.ok() && !ToolErrorIsForTheModel(removed.status().code()) && !ctx.tools.last_call_refused()) {
+      return removed.status().WithContext("removing the refused reference fix of " + rule.id);
+    }
+    return ToolOutcome{r.status().message(), true, which};
+  }
+  if (!r.ok() && !ToolErrorIsForTheModel(r.status().code())) {
+    return r.status().WithContext("running the reference fix of " + rule.id);
+  }
+  if (!r.ok()) return ToolOutcome{"error: " + r.status().message(), false, which};
+  ctx.actions +=
+      fmt::format("reference fix {} from {} (sha256 {}) → exit {}\n", rule.id, source, digest, r->exit_status);
+  return ToolOutcome{CommandResultText(*r, ctx.budget), false, which};
+}
+
 struct ToolSpec {
   WorkerTool tool;
   std::string_view description;  // for the model
@@ -169,6 +234,16 @@ constexpr ToolSpec kToolSpecs[] = {
                        "description": "what you changed and how you verified it"}},
                        "required": ["summary"], "additionalProperties": false})",
      nullptr},
+    // Last: it is offered only for rules with a reference fix, and the declarations every rule
+    // shares stay one prefix for a server's cache.
+    {WorkerTool::kApplyReferenceFix,
+     "Run this rule's reference fix: the SCAP Security Guide bash script under \"Fix (SCAP Security Guide)\", "
+     "whole even where the prompt cut it short, as root with bash, judged by the command policy like any script. "
+     "Returns the exit status and output, as run_command does.",
+     R"({"type": "object", "properties": {"reason": {"type": "string",
+                       "description": "optional: why the reference fix fits this target"}},
+                       "additionalProperties": false})",
+     ApplyReferenceFix},
 };
 static_assert(std::size(kToolSpecs) == kWorkerToolCount);
 
@@ -217,6 +292,15 @@ std::vector<ToolDeclaration> Worker::Tools() {
   return out;
 }
 
+std::vector<ToolDeclaration> Worker::ToolsFor(const RuleInfo& rule) {
+  std::vector<ToolDeclaration> out = Tools();
+  if (!HasReferenceFix(rule)) {
+    std::erase_if(out,
+                  [](const ToolDeclaration& d) { return d.name == WorkerToolName(WorkerTool::kApplyReferenceFix); });
+  }
+  return out;
+}
+
 Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
   TEMPER_ASSIGN_OR_RETURN(std::string system,
                           prompts_.Render("worker", {{"max_steps", std::to_string(budget_.max_steps)},
@@ -231,7 +315,7 @@ Result<RolePrompt> Worker::BuildPrompt(const WorkerTask& task) const {
                         (config_.context_tokens - std::min(config_.context_tokens, config_.max_output_tokens)) / 2;
   TEMPER_ASSIGN_OR_RETURN(RolePrompt p, AssembleRolePrompt(half, estimator_, system, std::move(sections)));
   p.request.max_tokens = config_.max_output_tokens;
-  p.request.tools = Tools();
+  p.request.tools = ToolsFor(task.rule);
   p.request.require_tool_call = true;
   return p;
 }
@@ -306,7 +390,9 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
     emit({WorkerEvent::Kind::kModelCall, "", json(), std::string(FinishReasonName(response.finish_reason)),
           response.usage, response.latency});
 
-    auto calls = ResolveToolCalls(response, request.tools);
+    // Against every tool, so a call of apply_reference_fix where the rule has none (and it is not
+    // offered) hears why from the tool, naming the rule, rather than that no such tool exists.
+    auto calls = ResolveToolCalls(response, Tools());
     std::string problem;
     if (!response.malformed_reply.empty()) problem = "your reply could not be parsed: " + response.malformed_reply;
     else if (!calls.ok()) problem = calls.status().message();
@@ -326,8 +412,16 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
       continue;
     }
     unusable = 0;
+    // The calls are echoed as the model wrote them: a server's prefix cache matches the next request
+    // only where the re-sent assistant turn is the bytes it generated. ResolveToolCalls read the
+    // server's calls one for one when there were any; calls written in the text ride in `text`.
     ChatMessage assistant{ChatRole::kAssistant, response.text};
-    for (const ResolvedCall& c : *calls) assistant.tool_calls.push_back({c.id, c.name, c.arguments.dump()});
+    for (size_t i = 0; i < calls->size(); ++i) {
+      const ResolvedCall& c = (*calls)[i];
+      const bool as_generated = i < response.tool_calls.size() && !response.tool_calls[i].arguments.empty();
+      assistant.tool_calls.push_back(
+          {c.id, c.name, as_generated ? response.tool_calls[i].arguments : c.arguments.dump()});
+    }
     request.messages.push_back(std::move(assistant));
 
     for (const ResolvedCall& call : *calls) {
@@ -344,15 +438,14 @@ Result<WorkerResult> Worker::Run(ModelClient& client, WorkerTools& tools, const 
         ++result.steps;
         const ToolSpec* spec = FindTool(call.name);
         if (spec == nullptr) return Status::Internal(fmt::format("the Worker has no tool '{}'", call.name));
-        ToolCallContext context{checked_tools, budget_, result.actions};
+        ToolCallContext context{checked_tools, budget_, task.rule, result.actions};
         TEMPER_ASSIGN_OR_RETURN(ToolOutcome done, spec->call(call.arguments, context));
         output = std::move(done.output);
         // Decided by the policy's Status, never by the text: a tool's own output may say anything.
-        if (done.refused) {
-          emit({WorkerEvent::Kind::kRefused, call.name, call.arguments, output});
-        } else {
-          emit({WorkerEvent::Kind::kToolCall, call.name, call.arguments, OneLine(output, 500)});
-        }
+        WorkerEvent event{done.refused ? WorkerEvent::Kind::kRefused : WorkerEvent::Kind::kToolCall, call.name,
+                          call.arguments, done.refused ? output : OneLine(output, 500)};
+        event.reference_fix = std::move(done.reference_fix);
+        emit(std::move(event));
       }
       output += fmt::format("\n[budget left: {} tool calls, {} tokens]",
                             budget_.max_steps - std::min(budget_.max_steps, result.steps),

@@ -3,7 +3,9 @@
 // Each turn the model answers with tool calls (OpenAI tool_calls, or calls written in its text —
 // see tool_calls.h); each call is checked against its JSON schema and, for run_command,
 // write_file and remove_package, against the dangerous-command policy before it reaches the target.
-// The tools are one table (worker.cpp; their names in worker_tool_names.h). A call the policy refuses
+// apply_reference_fix runs the rule's own SSG bash fix (RuleInfo::fix_text, whole) as a script
+// written and run through those same checks; it is offered only for rules that have one. The tools
+// are one table (worker.cpp; their names in worker_tool_names.h). A call the policy refuses
 // is reported as kRefused, decided by the policy's Status: a tool's own output that quotes a refusal
 // is an ordinary result. The policy reads
 // the scripts a command runs (and the files it copies where their content runs later) from the
@@ -63,6 +65,9 @@ struct WorkerEvent {
   std::string detail;                    // result excerpt, refusal or error message
   TokenUsage usage;                      // kModelCall
   std::chrono::milliseconds latency{0};  // kModelCall
+  // kToolCall / kRefused of apply_reference_fix: the fix that ran (or was refused), as
+  // {"rule": id, "source": RuleInfo::reference_fix_source, "sha256": of the script}; null otherwise.
+  nlohmann::json reference_fix;
 };
 
 struct WorkerResult {
@@ -81,7 +86,10 @@ class Worker {
   Worker(const PromptLibrary& prompts, RoleConfig config, const TokenEstimator& estimator, WorkerBudget budget)
       : prompts_(prompts), config_(std::move(config)), estimator_(estimator), budget_(budget) {}
 
+  // Every tool the Worker has.
   static std::vector<ToolDeclaration> Tools();
+  // The tools offered for `rule`: every tool but apply_reference_fix when the rule has no fix text.
+  static std::vector<ToolDeclaration> ToolsFor(const RuleInfo& rule);
   Result<RolePrompt> BuildPrompt(const WorkerTask& task) const;
   Result<WorkerResult> Run(ModelClient& client, WorkerTools& tools, const WorkerTask& task,
                            const std::function<void(const WorkerEvent&)>& on_event = {}) const;

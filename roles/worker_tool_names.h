@@ -12,10 +12,18 @@
 
 namespace temper {
 
-enum class WorkerTool { kRunCommand, kReadFile, kWriteFile, kInstallPackage, kRemovePackage, kFinish };
+enum class WorkerTool {
+  kRunCommand,
+  kReadFile,
+  kWriteFile,
+  kInstallPackage,
+  kRemovePackage,
+  kApplyReferenceFix,
+  kFinish
+};
 
-inline constexpr std::string_view kWorkerToolNames[] = {"run_command",     "read_file",      "write_file",
-                                                        "install_package", "remove_package", "finish"};
+inline constexpr std::string_view kWorkerToolNames[] = {
+    "run_command", "read_file", "write_file", "install_package", "remove_package", "apply_reference_fix", "finish"};
 inline constexpr size_t kWorkerToolCount = std::size(kWorkerToolNames);
 
 constexpr std::string_view WorkerToolName(WorkerTool tool) { return kWorkerToolNames[static_cast<size_t>(tool)]; }

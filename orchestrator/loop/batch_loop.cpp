@@ -689,7 +689,7 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
   WorkerBudget worker_budget;
   worker_budget.max_tokens = std::min(worker_budget.max_tokens, budgets_.max_tokens - run.tokens_used);
   Worker worker = s_.models.MakeWorker(worker_budget);
-  WorkerTask task{ToRoleRule(rule), run.approach, memory.lessons, memory.earlier_attempts};
+  WorkerTask task{ToRoleRule(rule, s_.content), run.approach, memory.lessons, memory.earlier_attempts};
   task.allow_package_removal = allow_disruptive_;
   task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
   TargetTools tools(work, [this] { return Interrupted(); });
@@ -702,6 +702,7 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
     nlohmann::json data = {{"attempt", attempt.number}};
     if (!e.tool.empty()) data["tool"] = e.tool;
     if (!e.arguments.is_null()) data["arguments"] = e.arguments;
+    if (!e.reference_fix.is_null()) data["reference_fix"] = e.reference_fix;
     if (!e.detail.empty()) data["detail"] = e.detail;
     if (e.kind == WorkerEvent::Kind::kModelCall) data["latency_ms"] = e.latency.count();
     Result<EventRecord> appended =

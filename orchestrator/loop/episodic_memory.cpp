@@ -69,6 +69,14 @@ RuleInfo ToRoleRule(const stig::RuleInfo& rule) {
   return out;
 }
 
+RuleInfo ToRoleRule(const stig::RuleInfo& rule, const stig::Content& content) {
+  RuleInfo out = ToRoleRule(rule);
+  const std::string& path = content.datastream_path();
+  out.reference_fix_source = fmt::format("{}, benchmark {}", path.substr(path.find_last_of('/') + 1),
+                                         content.benchmark_id().empty() ? "unnamed" : content.benchmark_id());
+  return out;
+}
+
 PastAttempt ToPastAttempt(const AttemptRecord& a) {
   PastAttempt out;
   out.number = static_cast<int>(a.number);

@@ -70,6 +70,9 @@ class EpisodicMemory {
 
 // The rule as the roles see it: SCAP metadata with the resolved SSG bash fix and its references.
 RuleInfo ToRoleRule(const stig::RuleInfo& rule);
+// The same, naming where the fix comes from (RuleInfo::reference_fix_source): `content`'s
+// datastream file name and benchmark id, for the Worker, whose reference fixes the journal records.
+RuleInfo ToRoleRule(const stig::RuleInfo& rule, const stig::Content& content);
 // A stored attempt as the roles see it.
 PastAttempt ToPastAttempt(const AttemptRecord& attempt);
 

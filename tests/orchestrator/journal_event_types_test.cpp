@@ -137,5 +137,31 @@ TEST_CASE("an event reads as its type's sentence, and generically outside the vo
   CHECK(EventSentence("rule.fixed", rule, "lab", "[1]") == "rule.fixed " + rule + "  [1]");
 }
 
+// The journal says exactly which reference fix ran: the rule, the content it came from and the
+// script's digest (its first 16 hex digits in the sentence; all of it in the data).
+TEST_CASE("an apply_reference_fix call reads as the reference fix it ran or the policy refused") {
+  const std::string rule = "xccdf_org.ssgproject.content_rule_accounts_tmout";
+  const nlohmann::json fix = {
+      {"rule", rule},
+      {"source", "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004"},
+      {"sha256", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}};
+  nlohmann::json data = {{"attempt", 1},
+                         {"tool", "apply_reference_fix"},
+                         {"arguments", nlohmann::json::object()},
+                         {"reference_fix", fix},
+                         {"detail", "exit status 0"}};
+  CHECK(EventSentence("worker.tool_call", rule, "lab", data.dump()) ==
+        "worker.tool_call accounts_tmout #1 apply_reference_fix: reference fix accounts_tmout from "
+        "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004 (sha256 "
+        "0123456789abcdef…) → exit status 0");
+  data["detail"] = "refused by policy: 'reboot' would take the host down";
+  data["arguments"] = {{"reason", "SSG's fix fits"}};
+  CHECK_THAT(EventSentence("worker.refused", rule, "lab", data.dump()),
+             Catch::StartsWith("worker.refused accounts_tmout #1 apply_reference_fix: reference fix accounts_tmout "
+                               "from ssg-ubuntu2004-ds.xml") &&
+                 Catch::Contains("(sha256 0123456789abcdef…): SSG") &&
+                 Catch::EndsWith(" — refused by policy: 'reboot' would take the host down"));
+}
+
 }  // namespace
 }  // namespace temper

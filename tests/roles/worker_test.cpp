@@ -16,8 +16,10 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <catch2/catch.hpp>
 
+#include "common/sha256.h"
 #include "roles/local_server.h"
 #include "roles/openai_client.h"
 #include "scratch_space.h"
@@ -238,11 +240,13 @@ TEST_CASE("a full attempt: a malformed call, a refusal, truncation, files, then 
   CHECK_THAT(r->actions, Catch::Contains("write /etc/issue (20 bytes)"));
   CHECK(std::count_if(r->events.begin(), r->events.end(),
                       [](const WorkerEvent& e) { return e.kind == WorkerEvent::Kind::kRefused; }) == 1);
-  // The first request declared the six tools with their schemas.
-  REQUIRE(first_tools.size() == 6);
+  // The first request declared the seven tools with their schemas (the rule has a reference fix).
+  REQUIRE(first_tools.size() == 7);
   CHECK(first_tools[0]["function"]["name"] == "run_command");
   CHECK(first_tools[3]["function"]["name"] == "install_package");
   CHECK(first_tools[5]["function"]["parameters"]["required"] == json::array({"summary"}));
+  CHECK(first_tools[6]["function"]["name"] == "apply_reference_fix");
+  CHECK_FALSE(first_tools[6]["function"]["parameters"].contains("required"));
 }
 
 // Whether a call was refused is the policy's decision, not something its output can claim: a log
@@ -522,4 +526,206 @@ TEST_CASE("a reply the engine could not parse is explained back to the model, no
   REQUIRE(client.requests.size() == 2);
   CHECK_THAT(client.requests[1].messages.back().content,
              Catch::Contains("could not be parsed: reply at byte 14: unexpected '}'"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// apply_reference_fix, and the calls echoed back as the model wrote them.
+
+namespace {
+
+// DirectoryTools whose commands see the files the Worker wrote under /root/ where they were
+// written (the directory's root/), so the script apply_reference_fix writes there runs. Keeps each
+// command as it reached the target, before that mapping.
+class RootMappedTools final : public WorkerTools {
+ public:
+  Result<CommandResult> RunCommand(const std::string& command, std::chrono::seconds timeout) override {
+    commands.push_back(command);
+    std::string mapped;
+    for (size_t pos = 0;;) {
+      size_t at = command.find(" /root/", pos);
+      mapped += command.substr(pos, at == std::string::npos ? std::string::npos : at - pos);
+      if (at == std::string::npos) break;
+      mapped += " " + dir.root() + "/root/";
+      pos = at + std::string_view(" /root/").size();
+    }
+    return dir.RunCommand(mapped, timeout);
+  }
+  Result<std::string> ReadFile(const std::string& path, size_t max_bytes) override {
+    return dir.ReadFile(path, max_bytes);
+  }
+  Status WriteFile(const std::string& path, const std::string& content) override {
+    return dir.WriteFile(path, content);
+  }
+  Result<std::string> InstallPackages(const std::vector<std::string>& names, std::chrono::seconds t) override {
+    return dir.InstallPackages(names, t);
+  }
+  Result<std::string> RemovePackages(const std::vector<std::string>& names, bool purge,
+                                     std::chrono::seconds t) override {
+    return dir.RemovePackages(names, purge, t);
+  }
+
+  DirectoryTools dir;
+  std::vector<std::string> commands;
+};
+
+// A Worker run against a model that calls apply_reference_fix once (with `arguments`), then
+// finishes; each request body is kept.
+struct ReferenceFixRun {
+  std::vector<json> requests;
+  Result<WorkerResult> result = Status::Internal("not run");
+};
+
+ReferenceFixRun RunReferenceFix(RootMappedTools& tools, const WorkerTask& task, json arguments = json::object()) {
+  ReferenceFixRun run;
+  std::mutex mu;
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    run.requests.push_back(json::parse(req.body));
+    json reply = run.requests.size() == 1 ? ToolCallsReply({{"apply_reference_fix", arguments}})
+                                          : ToolCallsReply({{"finish", {{"summary", "ran the reference fix"}}}});
+    res.set_content(reply.dump(), "application/json");
+  });
+  Logger logger{LogLevel::kError};
+  PromptLibrary prompts = PromptLibrary::Embedded();
+  BytesTokenEstimator estimator;
+  auto client = OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, logger);
+  REQUIRE(client.ok());
+  run.result = Worker(prompts, Config(), estimator, WorkerBudget{}).Run(**client, tools, task);
+  return run;
+}
+
+std::vector<std::string> OfferedTools(const json& request) {
+  std::vector<std::string> names;
+  for (const json& t : request["tools"]) names.push_back(t["function"]["name"]);
+  return names;
+}
+
+const WorkerEvent* EventOf(const WorkerResult& r, const std::string& tool) {
+  for (const WorkerEvent& e : r.events) {
+    if (e.tool == tool && (e.kind == WorkerEvent::Kind::kToolCall || e.kind == WorkerEvent::Kind::kRefused)) return &e;
+  }
+  return nullptr;
+}
+
+constexpr const char* kScriptPath = "/root/temper-reference-fix-banner_etc_issue.sh";
+
+}  // namespace
+
+TEST_CASE("apply_reference_fix runs the whole fix even where the prompt cut it short, and records which fix ran") {
+  RootMappedTools tools;
+  WorkerTask task = Task();
+  // Longer than half the 32 K window: the prompt shows its head, the tool runs all of it.
+  std::string fix = "echo started > reference-fix-started\n";
+  for (int i = 0; i < 4000; ++i) fix += fmt::format("# line {} of the long SSG remediation comment block\n", i);
+  fix += "echo whole > reference-fix-whole\necho the fix ran";
+  task.rule.fix_text = fix;
+  task.rule.reference_fix_source = "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004";
+
+  ReferenceFixRun run = RunReferenceFix(tools, task, {{"reason", "the banner file is where SSG expects it"}});
+  REQUIRE(run.result.ok());
+  REQUIRE(run.requests.size() == 2);
+  const std::string first_prompt = run.requests[0].dump();
+  CHECK_THAT(first_prompt, Catch::Contains("truncated to fit the prompt budget"));
+  CHECK(first_prompt.find("reference-fix-whole") == std::string::npos);
+  CHECK(OfferedTools(run.requests[0]).back() == "apply_reference_fix");
+
+  // The whole script ran, from its first line to its last, and its file is gone again.
+  std::ifstream whole(tools.dir.root() + "/reference-fix-whole");
+  std::string line;
+  CHECK((std::getline(whole, line) && line == "whole"));
+  CHECK(fs::exists(tools.dir.root() + "/reference-fix-started"));
+  CHECK_FALSE(fs::exists(tools.dir.root() + kScriptPath));
+  REQUIRE(tools.commands.size() == 1);
+  CHECK_THAT(tools.commands[0], Catch::StartsWith(std::string("bash ") + kScriptPath));
+
+  // The model saw the exit status and output as run_command shows them.
+  const std::string shown = run.requests[1]["messages"].back()["content"];
+  CHECK_THAT(shown, Catch::StartsWith("exit status 0\nthe fix ran"));
+
+  // The journal's event and the attempt's commands name the rule, the content and the script's hash.
+  const std::string digest = Sha256Hex(fix + "\n");
+  const WorkerEvent* event = EventOf(*run.result, "apply_reference_fix");
+  REQUIRE(event != nullptr);
+  CHECK(event->kind == WorkerEvent::Kind::kToolCall);
+  CHECK(event->reference_fix ==
+        json{{"rule", task.rule.id}, {"source", task.rule.reference_fix_source}, {"sha256", digest}});
+  CHECK(event->arguments == json{{"reason", "the banner file is where SSG expects it"}});
+  CHECK_THAT(run.result->actions, Catch::Contains(fmt::format("reference fix {} from {} (sha256 {}) → exit 0",
+                                                              task.rule.id, task.rule.reference_fix_source, digest)));
+}
+
+// The script is judged by its content when it runs, as the model's own would be: a fix with a
+// refused command is refused, nothing of it runs, and the file written for it is removed.
+TEST_CASE("a reference fix the policy refuses never reaches the target") {
+  for (const std::string fix :
+       {"touch reference-fix-ran\nreboot", "touch reference-fix-ran\neval \"$(cat commands.txt)\""}) {
+    INFO(fix);
+    RootMappedTools tools;
+    WorkerTask task = Task();
+    task.rule.fix_text = fix;
+    ReferenceFixRun run = RunReferenceFix(tools, task);
+    REQUIRE(run.result.ok());
+    REQUIRE(run.requests.size() == 2);
+    CHECK_THAT(run.requests[1]["messages"].back()["content"].get<std::string>(), Catch::Contains("refused by policy"));
+    const WorkerEvent* event = EventOf(*run.result, "apply_reference_fix");
+    REQUIRE(event != nullptr);
+    CHECK(event->kind == WorkerEvent::Kind::kRefused);
+    CHECK(event->reference_fix["sha256"] == Sha256Hex(fix + "\n"));
+    CHECK(event->reference_fix["source"] == "its content");  // the task did not say
+    CHECK_FALSE(fs::exists(tools.dir.root() + "/reference-fix-ran"));
+    CHECK_FALSE(fs::exists(tools.dir.root() + kScriptPath));
+    // Only the clean-up reached the target.
+    CHECK(tools.commands == std::vector<std::string>{std::string("rm -f ") + kScriptPath});
+    CHECK(run.result->actions.find("reference fix") == std::string::npos);
+  }
+}
+
+TEST_CASE("a rule without a reference fix is not offered the tool, and a call of it names the rule") {
+  RootMappedTools tools;
+  WorkerTask task = Task();
+  task.rule.fix_text = " \n";
+  ReferenceFixRun run = RunReferenceFix(tools, task);
+  REQUIRE(run.result.ok());
+  REQUIRE(run.requests.size() == 2);
+  const std::vector<std::string> offered = OfferedTools(run.requests[0]);
+  CHECK(offered.size() == 6);
+  CHECK(std::find(offered.begin(), offered.end(), "apply_reference_fix") == offered.end());
+  CHECK_THAT(run.requests[1]["messages"].back()["content"].get<std::string>(),
+             Catch::StartsWith("error: the rule xccdf_org.ssgproject.content_rule_banner_etc_issue has no reference "
+                               "fix in its content"));
+  CHECK(tools.commands.empty());
+  CHECK(run.result->steps == 1);
+}
+
+// A server's prefix cache matches the next request only where the assistant turn it is sent back
+// is the bytes the model generated: spacing and key order as the model wrote them.
+TEST_CASE("tool calls are echoed with the arguments text the model generated") {
+  const std::string write_args = R"({ "content": "Authorized use only\n",  "path": "/etc/issue" })";
+  const std::string run_args = R"({"command" : "true"})";
+  std::vector<json> requests;
+  std::mutex mu;
+  LocalServer server([&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mu);
+    requests.push_back(json::parse(req.body));
+    json reply = ToolCallsReply({{"finish", {{"summary", "done"}}}});
+    if (requests.size() == 1) {
+      reply["choices"][0]["message"]["tool_calls"] = {
+          {{"id", "a"}, {"type", "function"}, {"function", {{"name", "write_file"}, {"arguments", write_args}}}},
+          {{"id", "b"}, {"type", "function"}, {"function", {{"name", "run_command"}, {"arguments", run_args}}}}};
+    }
+    res.set_content(reply.dump(), "application/json");
+  });
+  Harness h;
+  auto client =
+      OpenAIClient::Create("remote", {.base_url = server.base_url(), .model = "m", .max_retries = 0}, h.logger);
+  REQUIRE(client.ok());
+  auto r = Worker(h.prompts, Config(), h.estimator, {}).Run(**client, h.tools, Task());
+  REQUIRE(r.ok());
+  REQUIRE(requests.size() == 2);
+  const json& messages = requests[1]["messages"];
+  const json& assistant = messages[messages.size() - 3];
+  REQUIRE(assistant["role"] == "assistant");
+  REQUIRE(assistant["tool_calls"].size() == 2);
+  CHECK(assistant["tool_calls"][0]["function"]["arguments"] == write_args);
+  CHECK(assistant["tool_calls"][1]["function"]["arguments"] == run_args);
 }
