@@ -8,11 +8,20 @@
 # fix rate of the rules failing before (all, and rootfs-decidable), wall time, and the harness time
 # per attempt (verify + snapshot or revert, from the attempt events).
 #
-# The scripted model answers instantly unless SIMULATE names a latency preset: SIMULATE=reference-box
-# makes each answer take the time the reference box would (vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4:
-# 14.9 tok/s for one stream, batched decoding, prefill, prefix cache and KV capacity; sources in
-# tests/scripted_model/latency_model.cpp and bench/history/issue-22-parallel-attempts.md), and the
-# report prints the simulated model time beside the wall time. SIMULATE_FLAGS adds
+# The scripted model answers instantly unless SIMULATE names a latency preset (sources of every figure in
+# tests/scripted_model/latency_model.cpp; docs/testing.md has the table):
+#   reference-box      vLLM 0.19, Gemma 4 31B bf16, TP 4 on 4×L4, as first deployed: 14.9 tok/s for one
+#                      stream, 101.1 at 8, prefill 2,300 tok/s, KV 17,968 tokens, 8 sequences
+#   reference-box-mtp  the competing system's deployment of 2026-11-29 on that box: the same with the MTP
+#                      drafter, k = 2 (Worker 60% accepted, 30.5 tok/s alone; other roles 95%, 40.2),
+#                      KV 45,336 tokens, --max-model-len 16384 (longer requests refused as vLLM does)
+#   temper-4xl4        temper's engine on that box, from its H200 kernel times and 4×L4 estimate: 13.1
+#                      tok/s for one stream, 54.5 at 8, prefill 1,968 tok/s, KV 401,264 tokens, prompt-
+#                      lookup speculation as measured on the roles' replies (Worker 38.4 tok/s alone)
+# Each answer then takes the time that engine would (batched decoding, prefill, prefix cache bounded
+# by the KV pool, KV capacity), and the report prints the simulated model time beside the wall time,
+# and per role: requests, prompt tokens per call (median and mean), completion tokens per call,
+# the prefix cache's hit rate and generated tokens per fixed rule. SIMULATE_FLAGS adds
 # temper-scripted-model latency flags, or
 # overrides the preset's (SIMULATE_FLAGS="--kv-tokens 0": a KV cache that holds every stream).
 # SIMULATE_FLAGS=--no-pacing answers at once and only accounts each request as if alone: for a
@@ -21,14 +30,15 @@
 # simulated model S times faster, paced: the report prints the model's busy time on the box itself
 # and S times the wall time, the run as it would be with a harness S times slower (an upper bound
 # for a parallel loop, where the model is what waits). MODEL_CONTEXT sets the roles'
-# context_tokens (default 32768); the reference box serves at most 16384 (vLLM --max-model-len), and
-# the Architect's pick prompts reach ~23 K tokens at 32768.
+# context_tokens (default 32768; 16384 with SIMULATE=reference-box-mtp, whose vLLM serves at most
+# that: --max-model-len); the Architect's pick prompts reached ~23 K tokens at 32768.
 #
 # Usage (as root, after a build that ran the stig tests, so build/stig-rootfs holds the root):
-#   [SIMULATE=reference-box] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
+#   [SIMULATE=preset] [SIMULATE_FLAGS="..."] bench/loop_bench.sh [BUILD_DIR] [OUT_DIR] [SCRIPT.yaml]
 # CROSS_CHECK=1 also evaluates every attempt against the whole regression set
 # (loop.cross_check_verification) and counts the rules the cut regression set would have missed.
-# PARALLEL=N runs up to N attempts at once, each on a fork of the target (loop.parallel_attempts).
+# PARALLEL=N (or auto) sets loop.parallel_attempts: up to N attempts at once, each on a fork of the
+# target; PARALLEL=1 is serial. Unset, temperd.yaml leaves it out and temperd's default applies.
 set -euo pipefail
 
 build=$(realpath "${1:-build}")
@@ -71,20 +81,22 @@ trap cleanup EXIT
 for _ in $(seq 50); do [ -s "$out/model.url" ] && break; sleep 0.1; done
 url=$(head -n1 "$out/model.url")
 
+context=${MODEL_CONTEXT:-32768}
+[ -z "${MODEL_CONTEXT:-}" ] && [ "$simulate" = reference-box-mtp ] && context=16384
 cat >"$out/models.yaml" <<EOF
 endpoints:
   scripted: {type: openai, base_url: "$url", model: temper-scripted, timeout: $model_timeout}
 roles:
-  architect: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
-  worker: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 2048}
-  reflector: {endpoint: scripted, context_tokens: ${MODEL_CONTEXT:-32768}, max_output_tokens: 1024}
+  architect: {endpoint: scripted, context_tokens: $context, max_output_tokens: 2048}
+  worker: {endpoint: scripted, context_tokens: $context, max_output_tokens: 2048}
+  reflector: {endpoint: scripted, context_tokens: $context, max_output_tokens: 1024}
 EOF
 cat >"$out/temperd.yaml" <<EOF
 listen: {unix: {path: $out/temper.sock}}
 state_dir: $out/state
 models: $out/models.yaml
 log_level: info
-loop: {cross_check_verification: $([ "${CROSS_CHECK:-0}" = 1 ] && echo true || echo false), parallel_attempts: ${PARALLEL:-1}}
+loop: {cross_check_verification: $([ "${CROSS_CHECK:-0}" = 1 ] && echo true || echo false)${PARALLEL:+, parallel_attempts: $PARALLEL}}
 targets:
   loop: {type: rootfs, path: $out/loop}
 EOF
@@ -144,9 +156,13 @@ if harness:
           f"p90 {sorted(harness)[int(0.9 * (len(harness) - 1))]/1000:.2f} s; verify median {statistics.median(verify)/1000:.2f} s")
     print(f"          regression rules evaluated {checked}, cut by the footprints {skipped}; "
           f"cut rules that no longer passed (cross-check): {len(misses)} {sorted(set(misses))}")
-model = {}
+model, roles = {}, {}
 for line in open(f"{out}/model-metrics.txt"):
-    if line.startswith("temper_scripted_"):
+    if line.startswith("temper_scripted_role_"):  # temper_scripted_role_NAME{role="ROLE"} VALUE
+        name, value = line.split()
+        metric, role = name[len("temper_scripted_role_"):].rstrip('"}').split('{role="')
+        roles.setdefault(role, {})[metric] = float(value)
+    elif line.startswith("temper_scripted_"):
         name, value = line.split()
         model[name[len("temper_scripted_"):]] = float(value)
 tokens = (f"{model['requests_total']:.0f} requests, {model['prompt_tokens_total'] / 1e6:.2f} M prompt tokens, "
@@ -171,6 +187,22 @@ if model.get("simulated"):
           f"decode {model['decode_seconds_total']:.0f} s; {tokens}, {100 * cached:.0f}% of prompt tokens cached")
 else:
     print(f"model:    instant (no SIMULATE); {tokens}")
+# Per role (serving_metrics.h): the prompt sizes and cache hits each role's requests had.
+fixed_n = len(fixed)
+print(f"roles:    {'role':<19} {'requests':>8} {'prompt median':>13} {'prompt mean':>11} {'completion mean':>15} "
+      f"{'cached':>6} {'generated/fixed':>15}")
+for role in ("architect_pick", "architect_reengage", "worker", "reflector"):
+    r = roles.get(role, {})
+    n = r.get("requests_total", 0)
+    prompt, cached, completion = (r.get(k, 0) for k in ("prompt_tokens_total", "cached_prompt_tokens_total",
+                                                       "completion_tokens_total"))
+    print(f"          {role:<19} {n:>8.0f} {r.get('prompt_tokens_median', 0):>13.0f} {prompt / n if n else 0:>11.0f} "
+          f"{completion / n if n else 0:>15.0f} "
+          f"{(f'{100 * cached / prompt:.0f}%' if prompt and model.get('simulated') else '-'):>6} "
+          f"{completion / fixed_n if fixed_n else 0:>15.0f}")
+if fixed_n:
+    print(f"          generated tokens per fixed rule, all roles: {model['completion_tokens_total'] / fixed_n:.0f}")
+json.dump({"roles": roles, "fixed": fixed_n}, open(f"{out}/roles.json", "w"), indent=1)
 print(f"baseline: fixed {pct(base['fixed'], base['failing_before'])}; rootfs-decidable "
       f"{pct(base['fixed_rootfs'], base['failing_before_rootfs'])}; wall {base_s:.0f} s")
 EOF
