@@ -128,6 +128,9 @@ ScriptedAnswer Reflect(const ReadRequest& r) {
                        {"lesson", lesson}});
 }
 
+// The Worker's tool that runs the rule's own SSG fix (roles/worker_tool_names.h).
+constexpr const char* kApplyReferenceFix = "apply_reference_fix";
+
 // One Worker turn: a tool call, and the sentence a model would say before it.
 struct Step {
   std::string name;
@@ -172,14 +175,23 @@ std::vector<Step> WorkerPlan(const ReadRequest& r, const ModelScript& script) {
                                   r.attempt, short_name, note)}},
          "Done."}};
   }
-  const std::string path = FixScriptPath(id);
-  std::vector<Step> plan = {{"write_file",
-                             {{"path", path}, {"content", r.rule.fix_text + "\n"}},
-                             fmt::format("I will write the SCAP Security Guide fix script to {}.", path)},
-                            {"run_command", {{"command", RunScriptCommand(path)}}, "Now I run the fix script."}};
-  std::string summary =
-      fmt::format("Applied the SCAP Security Guide fix for {}: wrote it to {} and ran it with bash ({}).", short_name,
-                  path, ResultLine(r, 1));
+  // The fix text is what this model would type: where the Worker offers the rule's reference fix
+  // by name, it calls that instead of retyping it.
+  std::vector<Step> plan;
+  std::string summary;
+  if (std::find(r.tools.begin(), r.tools.end(), kApplyReferenceFix) != r.tools.end()) {
+    plan = {{kApplyReferenceFix, json::object(), "The SCAP Security Guide fix fits this target; I run it as it is."}};
+    summary = fmt::format("Applied the SCAP Security Guide fix for {} with {} ({}).", short_name, kApplyReferenceFix,
+                          ResultLine(r, 0));
+  } else {
+    const std::string path = FixScriptPath(id);
+    plan = {{"write_file",
+             {{"path", path}, {"content", r.rule.fix_text + "\n"}},
+             fmt::format("I will write the SCAP Security Guide fix script to {}.", path)},
+            {"run_command", {{"command", RunScriptCommand(path)}}, "Now I run the fix script."}};
+    summary = fmt::format("Applied the SCAP Security Guide fix for {}: wrote it to {} and ran it with bash ({}).",
+                          short_name, path, ResultLine(r, 1));
+  }
   if (kind == AttemptKind::kFixAndRegress) {
     const std::string regress = script.RegressCommand(id);
     plan.push_back({"run_command", {{"command", regress}}, "I also adjust the login environment."});

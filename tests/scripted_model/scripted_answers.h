@@ -5,8 +5,9 @@
 //                    approach naming the fix, or {"decision": "skip", ...} for scripted skips.
 //   Re-engagement    {"verdict": ..., "reasoning": ..., "plan": ...} (see model_script.h).
 //   Worker           one tool call per turn, from how far the conversation has got:
-//                      fix:        write_file the fix text to FixScriptPath(rule), run_command
-//                                  `bash <it>` (the script is removed afterwards), finish;
+//                      fix:        apply_reference_fix where the request offers it; else write_file
+//                                  the fix text to FixScriptPath(rule), run_command `bash <it>` (the
+//                                  script is removed afterwards); then finish;
 //                      regressing: the same, plus run_command of the regress command before finish;
 //                      wrong:      run_command appending a note to WrongNotePath(rule), finish;
 //                      no usable fix text (none, or cut by the prompt budget): finish at once,

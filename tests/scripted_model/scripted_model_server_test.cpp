@@ -246,26 +246,41 @@ std::string RunFixCommand(const std::string& path) {
   return "bash " + path + "; status=$?; rm -f " + path + "; exit $status";
 }
 
+// Where the Worker's apply_reference_fix writes the rule's fix (roles/worker.cpp), which it runs
+// with RunFixCommand.
+std::string ReferenceFixPath(const RuleInfo& rule) {
+  return "/root/temper-reference-fix-" + ShortRuleName(rule.id) + ".sh";
+}
+
+// `prompt` as a Worker offers it for a rule without a reference fix by name: the scripted model
+// then writes the fix text itself (the long write_file turn) and runs it.
+RolePrompt WithoutReferenceFix(Result<RolePrompt> prompt) {
+  REQUIRE(prompt.ok());
+  std::erase_if(prompt->request.tools, [](const ToolDeclaration& t) { return t.name == "apply_reference_fix"; });
+  return *std::move(prompt);
+}
+
 }  // namespace
 
-TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every turn is recorded") {
+TEST_CASE("the Worker runs the rule's reference fix by name and finishes, every turn is recorded") {
   Harness h;
   RecordingTools tools;
   const RuleInfo rule = SyncookiesRule();
   const WorkerResult r = h.Attempt(tools, Task(rule));
   CHECK(r.outcome == WorkerOutcome::kFinished);
-  const std::string path = "/root/temper-fix-sysctl_net_ipv4_tcp_syncookies.sh";
-  CHECK(FixScriptPath(rule.id) == path);
+  const std::string path = "/root/temper-reference-fix-sysctl_net_ipv4_tcp_syncookies.sh";
+  CHECK(ReferenceFixPath(rule) == path);
   REQUIRE(tools.files.count(path) == 1);
   CHECK(tools.files[path] == kSyncookiesFix + "\n");
   CHECK(tools.commands == std::vector<std::string>{RunFixCommand(path)});
-  CHECK_THAT(r.summary, StartsWith("Applied the SCAP Security Guide fix for sysctl_net_ipv4_tcp_syncookies") &&
+  CHECK_THAT(r.summary, StartsWith("Applied the SCAP Security Guide fix for sysctl_net_ipv4_tcp_syncookies with "
+                                   "apply_reference_fix") &&
                             Contains("(exit status 0)"));
-  CHECK(r.steps == 2);
-  CHECK(r.model_calls == 3);
+  CHECK(r.steps == 1);
+  CHECK(r.model_calls == 2);
 
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 3);
+  REQUIRE(requests.size() == 2);
   uint64_t prompt_tokens = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     CHECK(requests[i].seq == i + 1);
@@ -278,15 +293,28 @@ TEST_CASE("the Worker writes the rule's fix script, runs it and finishes, every 
     prompt_tokens += (PromptText(json{{"messages", requests[i].messages}}).size() + 3) / 4;
   }
   CHECK_THAT(UserText(requests[0]), Contains("### Fix (SCAP Security Guide)\n" + kSyncookiesFix.substr(0, 60)));
-  CHECK(requests[0].answer["tool_calls"][0]["function"]["name"] == "write_file");
-  CHECK(requests[1].answer["tool_calls"][0]["function"]["name"] == "run_command");
-  CHECK(requests[2].answer["tool_calls"][0]["function"]["name"] == "finish");
+  CHECK(requests[0].answer["tool_calls"][0]["function"]["name"] == "apply_reference_fix");
+  CHECK(requests[1].answer["tool_calls"][0]["function"]["name"] == "finish");
   // The last turn was shown the fix script's result.
-  CHECK(requests[2].messages.back()["role"] == "tool");
-  CHECK_THAT(requests[2].messages.back()["content"].get<std::string>(), StartsWith("exit status 0"));
-  // Usage is the server's estimate (4 bytes a token), which the Worker sums.
+  CHECK(requests[1].messages.back()["role"] == "tool");
+  CHECK_THAT(requests[1].messages.back()["content"].get<std::string>(), StartsWith("exit status 0"));
+  // Usage is the server's estimate (4 bytes a token), which the Worker sums: the fix is not retyped.
   CHECK(r.usage.prompt_tokens == prompt_tokens);
-  CHECK(r.usage.completion_tokens > kSyncookiesFix.size() / 4);
+  CHECK(r.usage.completion_tokens < kSyncookiesFix.size() / 4);
+}
+
+// Where the Worker does not offer the reference fix by name, the scripted model types the fix text
+// into write_file and runs it, as a model must then.
+TEST_CASE("without apply_reference_fix on offer the Worker's model writes the fix script and runs it") {
+  Harness h;
+  const RuleInfo rule = SyncookiesRule();
+  CHECK(FixScriptPath(rule.id) == "/root/temper-fix-sysctl_net_ipv4_tcp_syncookies.sh");
+  const ChatResponse call = h.Ask(WithoutReferenceFix(h.worker.BuildPrompt(Task(rule))));
+  REQUIRE(call.tool_calls.size() == 1);
+  CHECK(call.tool_calls[0].name == "write_file");
+  CHECK(json::parse(call.tool_calls[0].arguments) ==
+        json{{"path", FixScriptPath(rule.id)}, {"content", kSyncookiesFix + "\n"}});
+  CHECK(call.usage.completion_tokens > kSyncookiesFix.size() / 4);
 }
 
 TEST_CASE("a transcript keeps each answered request and its answer as one JSON line") {
@@ -361,11 +389,11 @@ TEST_CASE("wrong_first: attempt 1 is a harmless wrong write, its lesson reaches 
   RecordingTools second;
   const WorkerResult a2 = h.Attempt(second, Task(rule, {failed}, {Lesson{rule.id, reflection->lesson, 0.5, true}}));
   CHECK(a2.outcome == WorkerOutcome::kFinished);
-  CHECK(second.files.count(FixScriptPath(rule.id)) == 1);
-  CHECK(second.commands == std::vector<std::string>{RunFixCommand(FixScriptPath(rule.id))});
+  CHECK(second.files.count(ReferenceFixPath(rule)) == 1);
+  CHECK(second.commands == std::vector<std::string>{RunFixCommand(ReferenceFixPath(rule))});
 
   const auto worker_requests = h.Requests("worker");
-  REQUIRE(worker_requests.size() == 5);  // 2 turns, then 3
+  REQUIRE(worker_requests.size() == 4);  // 2 turns, then 2
   CHECK(worker_requests[1].attempt == 1);
   CHECK(worker_requests[2].attempt == 2);
   CHECK(worker_requests[2].turn == 1);
@@ -379,7 +407,7 @@ TEST_CASE("regress: attempt 1 fixes and breaks the login-shell health check, att
   script.rules["package_aide_installed"].regress_first = 1;
   Harness h(script);
   const RuleInfo rule = AideRule();
-  const std::string path = FixScriptPath(rule.id);
+  const std::string path = ReferenceFixPath(rule);
 
   RecordingTools first;
   const WorkerResult a1 = h.Attempt(first, Task(rule));
@@ -490,11 +518,12 @@ TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoti
   rule.fix_text = kWirelessFix;
   const WorkerResult r = h.Attempt(tools, Task(rule));
   CHECK(r.outcome == WorkerOutcome::kFinished);
-  // Writing the script is allowed; running it is judged by its content, and refused.
+  // Writing the script is allowed; running it is judged by its content, and refused: only the
+  // removal of the script's file reached the target.
   CHECK(tools.files.size() == 1);
-  CHECK(tools.commands.empty());
-  CHECK_THAT(r.summary,
-             StartsWith("Stopped: the policy refused my run_command call: refused by policy: 'nmcli radio all off'"));
+  CHECK(tools.commands == std::vector<std::string>{"rm -f " + ReferenceFixPath(rule)});
+  CHECK_THAT(r.summary, StartsWith("Stopped: the policy refused my apply_reference_fix call: refused by policy: "
+                                   "'nmcli radio all off'"));
 }
 
 TEST_CASE(
@@ -546,15 +575,15 @@ TEST_CASE("tool_calls: text writes each call as JSON in the content, and the Wor
   const RuleInfo rule = SyncookiesRule();
   const WorkerResult r = h.Attempt(tools, Task(rule));
   CHECK(r.outcome == WorkerOutcome::kFinished);
-  CHECK(tools.files[FixScriptPath(rule.id)] == kSyncookiesFix + "\n");
-  CHECK(tools.commands == std::vector<std::string>{RunFixCommand(FixScriptPath(rule.id))});
+  CHECK(tools.files[ReferenceFixPath(rule)] == kSyncookiesFix + "\n");
+  CHECK(tools.commands == std::vector<std::string>{RunFixCommand(ReferenceFixPath(rule))});
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 3);
+  REQUIRE(requests.size() == 2);
   for (const RecordedRequest& req : requests) {
     CHECK_FALSE(req.answer.contains("tool_calls"));
     CHECK_THAT(req.answer["content"].get<std::string>(), Contains("```json\n{\"name\":"));
   }
-  CHECK(requests[2].turn == 3);  // the turn is read from the Worker's echo of the calls it resolved
+  CHECK(requests[1].turn == 2);  // the turn is read from the Worker's echo of the calls it resolved
 }
 
 TEST_CASE("streamed replies (SSE) carry the same answers in pieces, with usage") {
@@ -575,7 +604,7 @@ TEST_CASE("streamed replies (SSE) carry the same answers in pieces, with usage")
   CHECK(streamed.usage.prompt_tokens > 0);
 
   // A Worker turn streams its tool call's arguments in pieces.
-  const auto worker_prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));
+  const auto worker_prompt = WithoutReferenceFix(h.worker.BuildPrompt(Task(SyncookiesRule())));
   const ChatResponse call = h.Ask(worker_prompt, &callbacks);
   CHECK(call.finish_reason == FinishReason::kToolCalls);
   REQUIRE(call.tool_calls.size() == 1);
@@ -665,10 +694,10 @@ TEST_CASE("Worker loops on several threads at once are all answered and recorded
     REQUIRE(results[i].ok());
     CHECK(results[i]->outcome == WorkerOutcome::kFinished);
     const RuleInfo rule = i % 2 ? AideRule() : SyncookiesRule();
-    CHECK(tools[i].files[FixScriptPath(rule.id)] == rule.fix_text + "\n");
+    CHECK(tools[i].files[ReferenceFixPath(rule)] == rule.fix_text + "\n");
   }
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 3 * kThreads);
+  REQUIRE(requests.size() == 2 * kThreads);
   for (size_t i = 0; i < requests.size(); ++i) CHECK(requests[i].seq == i + 1);
 }
 
@@ -740,11 +769,11 @@ TEST_CASE(
   Harness h({}, Simulated({{1, kDecode}}, kPrefill));
   RecordingTools tools;
   const auto start = std::chrono::steady_clock::now();
-  h.Attempt(tools, Task(SyncookiesRule()));  // 3 Worker turns, one after the other
+  h.Attempt(tools, Task(SyncookiesRule()));  // 2 Worker turns, one after the other
   const double wall = SecondsSince(start);
 
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 3);
+  REQUIRE(requests.size() == 2);
   double simulated = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
     const RecordedRequest& r = requests[i];
@@ -760,19 +789,19 @@ TEST_CASE(
     if (i == 0) {
       CHECK(t.cached_prompt_tokens == 0);
     } else {
-      // Each turn re-sends the one before it, then its answer (as the Worker re-serializes the call),
+      // Each turn re-sends the one before it, then its answer (the call's arguments as generated),
       // then the tool's result: the cache holds the previous prompt and the answer as generated.
       const std::string previous = PromptText(json{{"messages", requests[i - 1].messages}});
       const std::string now = PromptText(json{{"messages", r.messages}});
       const json& call = requests[i - 1].answer["tool_calls"][0]["function"];
       const std::string held = previous + call["name"].get<std::string>() + call["arguments"].get<std::string>();
-      CHECK_THAT(now, StartsWith(previous));
+      CHECK_THAT(now, StartsWith(held));
       const size_t common = std::mismatch(held.begin(), held.end(), now.begin(), now.end()).first - held.begin();
       CHECK(common > previous.size());
       CHECK(t.cached_prompt_tokens == common / 4);
     }
   }
-  CHECK(requests[0].completion_tokens > kSyncookiesFix.size() / 4);  // the write_file call: ~0.4 s to decode
+  CHECK(requests[0].completion_tokens < kSyncookiesFix.size() / 4);  // apply_reference_fix, not the script
   CHECK(wall >= 0.95 * simulated);
 
   // The same prompt again (a retry): all but its last token is cached.
@@ -791,7 +820,7 @@ TEST_CASE(
   CHECK(picks[0].simulated->cached_prompt_tokens < picks[0].prompt_tokens / 2);
 
   const ServingMetrics m = h.server->Metrics();
-  CHECK(m.requests == 5);
+  CHECK(m.requests == 4);
   REQUIRE(m.simulated);
   uint64_t cached = 0, completion = 0;
   double decode = 0;
@@ -810,7 +839,7 @@ TEST_CASE(
   REQUIRE(metrics);
   CHECK(metrics->status == 200);
   CHECK_THAT(metrics->body,
-             Contains("\ntemper_scripted_requests_total 5\n") && Contains("\ntemper_scripted_simulated 1\n") &&
+             Contains("\ntemper_scripted_requests_total 4\n") && Contains("\ntemper_scripted_simulated 1\n") &&
                  Contains("\ntemper_scripted_paced 1\n") && Contains("\ntemper_scripted_speedup 1\n") &&
                  Contains("\ntemper_scripted_cached_prompt_tokens_total " + std::to_string(cached) + "\n") &&
                  Contains("\ntemper_scripted_max_batch 1\n"));
@@ -963,13 +992,13 @@ TEST_CASE("simulated: streams decoding at once share the batch curve's aggregate
   std::latch go(kStreams);
   std::vector<Result<ChatResponse>> replies(kStreams, Status::Internal("not run"));
   std::vector<std::thread> threads;
-  const auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));  // the write_file turn, ~620 tokens
-  REQUIRE(prompt.ok());
+  // The write_file turn, ~620 tokens.
+  const RolePrompt prompt = WithoutReferenceFix(h.worker.BuildPrompt(Task(SyncookiesRule())));
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kStreams; ++i) {
     threads.emplace_back([&, i] {
       go.arrive_and_wait();
-      replies[i] = h.client->Chat(prompt->request, nullptr);
+      replies[i] = h.client->Chat(prompt.request, nullptr);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -1002,13 +1031,13 @@ TEST_CASE("simulated time is off by default: no simulated timing, /metrics says 
   RecordingTools tools;
   h.Attempt(tools, Task(AideRule()));
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 3);
+  REQUIRE(requests.size() == 2);
   for (const RecordedRequest& r : requests) {
     CHECK_FALSE(r.simulated);
     CHECK(r.prompt_tokens > 0);
   }
   const ServingMetrics m = h.server->Metrics();
-  CHECK(m.requests == 3);
+  CHECK(m.requests == 2);
   CHECK_FALSE(m.simulated);
   CHECK_THAT(SummaryLine(m), Contains("no simulated model time (answers are instant)"));
   httplib::Client http("127.0.0.1", h.server->port());
@@ -1021,8 +1050,8 @@ TEST_CASE("simulated: stopping the server ends the requests waiting for their to
   Harness h({}, Simulated({{1, 1}}));  // one token a second: the write_file turn would take ~12 minutes
   std::optional<Result<ChatResponse>> reply;
   std::thread client([&] {
-    auto prompt = h.worker.BuildPrompt(Task(SyncookiesRule()));
-    reply = h.client->Chat(prompt->request, nullptr);
+    const RolePrompt prompt = WithoutReferenceFix(h.worker.BuildPrompt(Task(SyncookiesRule())));
+    reply = h.client->Chat(prompt.request, nullptr);
   });
   for (int i = 0; i < 500; ++i) {
     if (h.server->Metrics().simulated->batch.jobs > 0) break;
@@ -1038,7 +1067,7 @@ TEST_CASE("simulated: stopping the server ends the requests waiting for their to
 }
 
 TEST_CASE("simulated without pacing: answers come at once, each request accounted as if it ran alone") {
-  ScriptedModelOptions options = Simulated({{1, 1}, {2, 2}}, 100);  // paced, this attempt would take ~15 minutes
+  ScriptedModelOptions options = Simulated({{1, 1}, {2, 2}}, 100);  // paced, these attempts would take ~2 minutes
   options.pacing = Pacing::kNone;
   Harness h({}, options);
   const auto start = std::chrono::steady_clock::now();
@@ -1058,7 +1087,7 @@ TEST_CASE("simulated without pacing: answers come at once, each request accounte
   CHECK(SecondsSince(start) < 60);
 
   const auto requests = h.server->requests();
-  REQUIRE(requests.size() == 9);
+  REQUIRE(requests.size() == 6);
   double busy = 0;
   for (const RecordedRequest& r : requests) {
     REQUIRE(r.simulated);
@@ -1071,7 +1100,7 @@ TEST_CASE("simulated without pacing: answers come at once, each request accounte
   const ServingMetrics m = h.server->Metrics();
   REQUIRE(m.simulated);
   CHECK(m.simulated->batch.busy_seconds == Approx(busy));
-  CHECK(busy > 900);
+  CHECK(busy > 100);
   CHECK(m.simulated->batch.max_batch == 1);
   CHECK_THAT(SummaryLine(m), Contains("simulated model time (not paced: each request alone): busy "));
   CHECK_THAT(scripted::PrometheusText(m), Contains("\ntemper_scripted_paced 0\n"));
