@@ -12,13 +12,9 @@
 // prefill GEMMs (cuBLASLt, tp 1) with their GB/s or TFLOP/s; then every kernel of one batch-1 decode step of a tp 4
 // rank (decode_step_kernels.h) and the 4×L4 estimate from them (l4_decode_estimate.h: the formula, the sources of the
 // assumed L4 read bandwidth and all-reduce latency, and the range in tok/s beside vLLM's 14.9); last, the attention of
-// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal). Each attention is followed by its split kernel's
-// variants (attention_variants.h), the tensor-core attention candidate (attention_tensor_cores.h), and its merge
-// kernel's time alone; the tp 1 totals per step are given with the engine's kernel and with the candidate, and at 8
-// rows with each row's own splits, with the old rule's, and on the tensor cores. The kernel candidates live in
-// bench/, not in the engine: this bench, which checks each against
-// the engine's kernel's output first (a WRONG line instead of a time), is where a GPU run decides them
-// (bench/RESULTS.md states the rules).
+// a tp 1 rank's step at 1,024 and 8,192 tokens (issue 25's 8 K goal), each attention followed by its merge kernel's
+// time alone, the tp 1 totals per step, and at 8 rows with each row's own splits and with the old rule's; and the
+// attention of a tp 1 prefill chunk of 2,048 tokens over its own keys, per layer kind and per pass.
 // --l4-all-reduce-us replaces the assumed per-call latency range (default: one-shot push to NCCL over one PLX switch,
 // interpolated at the message size). Lines starting with "* " or "|" are the results (bench/gpu_bundle.sh collects
 // them).
@@ -224,26 +220,13 @@ Status L4Estimate(const ModelConfig& c, const Options& o, const std::string& gpu
                 std::filesystem::path(o.config).parent_path().filename().c_str(), o.l4_context, gpu.c_str(), copy_gbs,
                 a.all_reduces);
   ::temper::bench::PrintL4Estimate(kernels, copy_gbs, a, what);
-  using ::temper::bench::Candidate;
-  using ::temper::bench::WithCandidate;
-  const auto with_attention = WithCandidate(kernels, Candidate::kAttention);
-  const struct {
-    const char* what;
-    std::vector<::temper::bench::StepKernel> kernels;
-  } candidates[] = {
-      {"the tensor-core attention candidate", with_attention},
-  };
-  for (const auto& candidate : candidates) {
-    const auto with = ::temper::bench::EstimateL4Step(candidate.kernels, copy_gbs, a);
-    std::printf("* 4xL4 estimate with %s in place of the engine's: %.1f-%.1f tok/s (step %.2f-%.2f ms)\n",
-                candidate.what, 1000 / with.slow_ms, 1000 / with.fast_ms, with.fast_ms, with.slow_ms);
-  }
   return Status::OK();
 }
 
 // Issue 25's attention goal, at most 10% of a tp 1 step at 8 K tokens: the attention kernels of a
 // tp 1 rank's decode step at 1,024 and 8,192 tokens of context, summed per step (temper-bench
-// --gpus times the whole step at those contexts).
+// --gpus times the whole step at those contexts); then a prefill chunk's, summed per pass
+// (temper-bench --gpus times whole prefills).
 Status Tp1Attention(const ModelConfig& c, int device) {
   TEMPER_ASSIGN_OR_RETURN(std::vector<RankShard> shards, PlanShards(c, 1));
   for (int context : {1024, 8192}) {
@@ -251,37 +234,41 @@ Status Tp1Attention(const ModelConfig& c, int device) {
     shape.context = context;
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::StepKernel> kernels,
                             ::temper::bench::TimeDecodeAttention(c, shards[0], device, shape));
-    double us = 0, with_candidate = 0;
+    double us = 0;
     for (const auto& k : kernels) {
       std::printf("* tp 1, %d tokens: %s, %.1f us, %d a step\n", context, k.name.c_str(), k.us, k.per_step);
       us += k.per_step * k.us;
-      with_candidate += k.per_step * (k.candidate_us > 0 ? k.candidate_us : k.us);
     }
-    std::printf(
-        "* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms; %.2f ms with the tensor-core "
-        "candidate\n",
-        context, us / 1000, with_candidate / 1000);
+    std::printf("* decode attention per step, tp 1 rank, %d tokens of context: %.2f ms\n", context, us / 1000);
     // Batch 8 (issue 25's third goal), with a row's own splits and with the old rule's fewer.
     constexpr int kRows = 8;
     TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::BatchAttention> batch,
                             ::temper::bench::TimeDecodeAttentionBatch(c, shards[0], device, shape, kRows));
-    double own = 0, for_rows = 0, tensor_cores = 0;
+    double own = 0, for_rows = 0;
     for (const auto& b : batch) {
       std::printf(
           "* tp 1, %d tokens, %d rows: %s, %d a step: %.1f us with a row's own %d splits, %.1f us with the %d that "
-          "filled the GPU for %d rows; %.1f us on the tensor cores\n",
-          context, kRows, b.name.c_str(), b.per_step, b.own_us, b.own_splits, b.for_rows_us, b.for_rows_splits, kRows,
-          b.tensor_core_us);
+          "filled the GPU for %d rows\n",
+          context, kRows, b.name.c_str(), b.per_step, b.own_us, b.own_splits, b.for_rows_us, b.for_rows_splits, kRows);
       own += b.per_step * b.own_us;
       for_rows += b.per_step * b.for_rows_us;
-      tensor_cores += b.per_step * b.tensor_core_us;
     }
     std::printf(
         "* decode attention per step, tp 1 rank, %d rows, %d tokens of context each: %.2f ms with each row's own "
-        "splits (the engine's); %.2f ms with the splits for %d rows (the rule before 2026-11-27); %.2f ms on the "
-        "tensor cores\n",
-        kRows, context, own / 1000, for_rows / 1000, kRows, tensor_cores / 1000);
+        "splits (the engine's); %.2f ms with the splits for %d rows (the rule before 2026-11-27)\n",
+        kRows, context, own / 1000, for_rows / 1000, kRows);
   }
+  // A prefill chunk as the engine runs one (DeviceBackendOptions::max_rows, 2,048), over its own keys.
+  constexpr int kPrefillRows = 2048;
+  TEMPER_ASSIGN_OR_RETURN(std::vector<::temper::bench::PrefillAttention> prefill,
+                          ::temper::bench::TimePrefillAttention(c, shards[0], device, kPrefillRows));
+  double prefill_us = 0;
+  for (const auto& p : prefill) {
+    std::printf("* tp 1, prefill of %d tokens: %s, %.1f us, %d a pass\n", p.rows, p.name.c_str(), p.us, p.per_pass);
+    prefill_us += p.per_pass * p.us;
+  }
+  std::printf("* prefill attention per pass, tp 1 rank, %d tokens over their own keys: %.2f ms\n", kPrefillRows,
+              prefill_us / 1000);
   return Status::OK();
 }
 

@@ -13,8 +13,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/attention_tensor_cores.h"
-#include "bench/attention_variants.h"
 #include "bench/decode_step_gemvs.h"
 #include "bench/gpu_timing.h"
 #include "engine/cuda/cuda_ops.h"
@@ -128,24 +126,6 @@ class StepTimer {
                                          q_heads, kv.kv_heads, hd, in.visible, splits);
     const double bytes = in.row_bytes;
     TEMPER_RETURN_IF_ERROR(Add(name, per_step, bytes, in.Launches(), launch, minimal));
-    for (const AttentionVariant variant : AttentionVariantsFor(hd)) {
-      TEMPER_RETURN_IF_ERROR(TimeVariant(
-          name, bytes, in.Launches(), variant, launch,
-          [&](int i) {
-            return LaunchAttentionVariant(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, variant,
-                                          stream_);
-          },
-          out, size_t(q_heads) * hd));
-    }
-    for (const TensorCoreAttentionOrder order : kTensorCoreAttentionOrders) {
-      TEMPER_RETURN_IF_ERROR(TimeTensorCoreAttention(
-          name + ", " + TensorCoreAttentionOrderName(order), bytes, in.Launches(), launch,
-          [&](int i) {
-            return LaunchAttentionTensorCores(kv, q, k, v, out, 1, in.Tables(i), in.heads, splits, partials, order,
-                                              stream_);
-          },
-          out, size_t(q_heads) * hd));
-    }
     if (splits == 1) return Status::OK();
     // The merge alone, on the partials the last launch left: how much of the attention is the
     // second kernel's.
@@ -173,7 +153,6 @@ class StepTimer {
                      in.splits,
                      in.splits_for_rows,
                      0,
-                     0,
                      0};
     for (const bool own : {true, false}) {
       const int splits = own ? in.splits : in.splits_for_rows;
@@ -183,15 +162,61 @@ class StepTimer {
                                                              in.heads, splits, in.partials, stream_);
                               }));
     }
-    // Checked against the SIMT kernel at 1 row by TimeDecodeAttention; here only timed.
-    for (const TensorCoreAttentionOrder order : kTensorCoreAttentionOrders) {
-      TEMPER_ASSIGN_OR_RETURN(const double us, MicrosPerLaunchInGraph(stream_, in.Launches(), [&](int i) {
-                                return LaunchAttentionTensorCores(in.kv, in.q, in.k, in.v, in.out, rows, in.Tables(i),
-                                                                  in.heads, in.splits, in.partials, order, stream_);
-                              }));
-      b.tensor_core_us = b.tensor_core_us > 0 ? std::min(b.tensor_core_us, us) : us;
-    }
     return b;
+  }
+
+  // Layer `l`'s attention for a prefill chunk of `rows` rows of one sequence, at positions 0 ..
+  // rows - 1 over the chunk's own fresh keys, in one split as prefill passes run it. Its keys stay
+  // in L2 as a real prefill's do: no copies to rotate over.
+  Result<PrefillAttention> AttentionPrefill(int l, int per_pass, int rows) {
+    const LayerGeometry& g = c_.layers[l];
+    const LayerShard& ls = shard_.layers[l];
+    const bool sliding = g.kind == LayerKind::kSliding;
+    const int hd = g.head_dim, kv_heads = ls.kv_heads.size(), q_heads = ls.q_heads.size();
+    const int64_t width = int64_t{kv_heads} * hd;
+    Arena a(stream_);
+    cuda::KvLayerView kv;
+    // The cache is never read (every key is fresh) but a layer has one.
+    TEMPER_ASSIGN_OR_RETURN(kv.v, a.Bf16(width, ++seed_, 1.0f));
+    if (!g.k_eq_v) {
+      TEMPER_ASSIGN_OR_RETURN(kv.k, a.Bf16(width, ++seed_, 1.0f));
+    }
+    TEMPER_ASSIGN_OR_RETURN(uint16_t * k_norm, a.Bf16(hd, ++seed_, 1.0f));
+    kv.k_norm = k_norm;
+    kv.sliding = sliding;
+    kv.window = c_.sliding_window;
+    kv.ring = engine::RingSlots(c_);
+    kv.kv_heads = kv_heads;
+    kv.head_dim = hd;
+    kv.block_tokens = shape_.block_tokens;
+    const size_t angles = std::max(g.rope_angles, 1);
+    TEMPER_ASSIGN_OR_RETURN(float* cos, a.Floats(size_t(rows) * angles, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* sin, a.Floats(size_t(rows) * angles, ++seed_));
+    kv.rope = cuda::RopeView{cos, sin, g.rope_angles};
+    std::vector<int64_t> positions(size_t(3) * rows, 0);  // positions, chunk starts (0), chunk ends
+    for (int r = 0; r < rows; ++r) positions[r] = r, positions[2 * rows + r] = rows;
+    TEMPER_ASSIGN_OR_RETURN(int64_t * at, a.Upload(positions));
+    TEMPER_ASSIGN_OR_RETURN(int32_t * zeros, a.Upload(std::vector<int32_t>(size_t(rows), 0)));  // slots, first rows
+    const cuda::RowTables t{.positions = at,
+                            .slots = zeros,
+                            .chunk_start = at + rows,
+                            .first_row = zeros,
+                            .chunk_end = at + 2 * rows,
+                            .blocks = zeros,
+                            .max_blocks = 1};
+    const cuda::HeadRange heads{q_heads, ls.q_heads.begin, c_.num_heads / g.num_kv_heads, ls.kv_heads.begin};
+    TEMPER_ASSIGN_OR_RETURN(float* q, a.Floats(size_t(rows) * q_heads * hd, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* k, a.Floats(size_t(rows) * width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* v, a.Floats(size_t(rows) * width, ++seed_));
+    TEMPER_ASSIGN_OR_RETURN(float* out, a.Alloc<float>(size_t(rows) * q_heads * hd));
+    PrefillAttention p{
+        fmt::format("attention {} ({} q heads, {} KV heads x {})", sliding ? "sliding" : "full", q_heads, kv_heads, hd),
+        per_pass, rows, 0};
+    Result<double> us = MicrosPerLaunchInGraph(
+        stream_, 5, [&](int) { return cuda::LaunchAttention(kv, q, k, v, out, rows, t, heads, 1, nullptr, stream_); });
+    if (!us.ok()) return us.status().WithContext("prefill " + p.name);
+    p.us = *us;
+    return p;
   }
 
   // What every layer does besides its attention and projections, and the head's small kernels.
@@ -404,73 +429,6 @@ class StepTimer {
     return fmt::format("GEMV {} {}x{}", g.name, shape, g.in);
   }
 
-  // The `n` floats at `out` after one run of `launch`.
-  Result<std::vector<float>> OutputOf(const std::function<Status(int)>& launch, const float* out, size_t n) {
-    std::vector<float> host(n);
-    TEMPER_RETURN_IF_ERROR(launch(0));
-    TEMPER_CUDA_TRY(cudaStreamSynchronize(stream_));
-    TEMPER_CUDA_TRY(cudaMemcpy(host.data(), out, sizeof(float) * n, cudaMemcpyDeviceToHost));
-    return host;
-  }
-  // An attention variant (attention_variants.h) on the engine kernel's inputs, just timed by Add:
-  // its output (`n` floats at `out`) against the engine's first, then its time beside the
-  // engine's, printed as a result line. Not part of the step.
-  Status TimeVariant(const std::string& name, double bytes, int launches, AttentionVariant variant,
-                     const std::function<Status(int)>& engine, const std::function<Status(int)>& launch,
-                     const float* out, size_t n) {
-    const std::string label =
-        fmt::format("{}: {} query heads a block, {} keys at once", name, variant.heads_per_block, variant.keys_at_once);
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
-    for (size_t i = 0; i < n; ++i) {
-      if (!(std::abs(got[i] - want[i]) <= 1e-4f + 1e-3f * std::abs(want[i]))) {
-        std::printf("* attention variant, %s: WRONG, output %zu is %g, the engine's %g\n", label.c_str(), i, got[i],
-                    want[i]);
-        return Status::OK();
-      }
-    }
-    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
-    if (!us.ok()) return us.status().WithContext("variant " + label);
-    std::printf("* attention variant, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us\n", label.c_str(), *us,
-                bytes / (*us * 1e-6) / 1e9, kernels_.back().us);
-    return Status::OK();
-  }
-  // The tensor-core attention candidate (attention_tensor_cores.h) on the SIMT kernel's inputs, the same way; the
-  // attention's candidate_us keeps the faster of its two orders. Its bf16 operands move scores by
-  // a little, and where a head's softmax is as peaked as these random inputs make it (scores over
-  // 512 dims of normed rows), that can hand the weight to another key: that head's outputs then
-  // differ by a whole value row. So the check is on the mean difference, against the mean output:
-  // a few such heads move it by a few percent, a fragment mixed up by its whole size. The tests
-  // hold it to a model of its own numerics (tests/bench/attention_tensor_cores_test.cpp).
-  Status TimeTensorCoreAttention(const std::string& name, double bytes, int launches,
-                                 const std::function<Status(int)>& engine, const std::function<Status(int)>& launch,
-                                 const float* out, size_t n) {
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> want, OutputOf(engine, out, n));
-    TEMPER_ASSIGN_OR_RETURN(const std::vector<float> got, OutputOf(launch, out, n));
-    double outputs = 0, differences = 0;
-    for (size_t i = 0; i < n; ++i) {
-      outputs += std::abs(want[i]);
-      differences += std::abs(got[i] - want[i]);  // NaN stays
-    }
-    const double mean_output = outputs / n, mean_difference = differences / n;
-    if (!(mean_difference <= 0.25 * mean_output)) {
-      std::printf(
-          "* tensor-core attention, %s: WRONG, outputs differ from the engine's by %g on average (mean output "
-          "%g)\n",
-          name.c_str(), mean_difference, mean_output);
-      return Status::OK();
-    }
-    Result<double> us = MicrosPerLaunchInGraph(stream_, launches, launch);
-    if (!us.ok()) return us.status().WithContext("tensor-core attention " + name);
-    std::printf(
-        "* tensor-core attention, %s: %.1f us (%.0f GB/s); the engine's kernel %.1f us; outputs differ from the "
-        "engine's by %.3g on average (mean output %.3g)\n",
-        name.c_str(), *us, bytes / (*us * 1e-6) / 1e9, kernels_.back().us, mean_difference, mean_output);
-    StepKernel& k = kernels_.back();
-    k.candidate = Candidate::kAttention;
-    k.candidate_us = k.candidate_us > 0 ? std::min(k.candidate_us, *us) : *us;
-    return Status::OK();
-  }
   template <typename Launch>
   Status Latency(const std::string& name, int per_step, Launch launch) {
     Result<double> us = MicrosPerLaunchInGraph(stream_, kLatencyLaunches, launch);
@@ -635,6 +593,20 @@ Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const ModelConfig& 
                            for (const LayerKindSpan& span : LayerKinds(c)) {
                              TEMPER_ASSIGN_OR_RETURN(BatchAttention one,
                                                      t.AttentionBatch(span.first, span.count, rows));
+                             timed.push_back(std::move(one));
+                           }
+                           return Status::OK();
+                         }).status());
+  return timed;
+}
+
+Result<std::vector<PrefillAttention>> TimePrefillAttention(const ModelConfig& c, const RankShard& shard, int device,
+                                                           int rows) {
+  std::vector<PrefillAttention> timed;
+  TEMPER_RETURN_IF_ERROR(TimeOnStream(c, shard, device, DecodeStepShape{}, [&](StepTimer& t) -> Status {
+                           for (const LayerKindSpan& span : LayerKinds(c)) {
+                             TEMPER_ASSIGN_OR_RETURN(PrefillAttention one,
+                                                     t.AttentionPrefill(span.first, span.count, rows));
                              timed.push_back(std::move(one));
                            }
                            return Status::OK();

@@ -10,11 +10,8 @@
 // L2 cannot serve a repeat, as in a real step where every layer reads its own. A bandwidth-bound
 // kernel (GEMV, attention over the KV) is also timed at a minimal size (64 output rows; 16 keys):
 // that time is its fixed part (launch, ramp-up, tail), which does not scale with bandwidth. Each
-// attention is followed by lines for the split kernel's variants (attention_variants.h) and the
-// tensor-core attention candidate in both load orders (attention_tensor_cores.h), checked against
-// it and timed the same way, and one with its merge kernel's share, timed alone. The candidates
-// are timed here, in isolation, and nowhere in the engine: a GPU run decides them by the rules in
-// bench/RESULTS.md.
+// attention is followed by a line with its merge kernel's share, timed alone. The attention of a
+// prefill chunk is timed apart (TimePrefillAttention).
 //
 // Built only with nvcc. Thread safety: uses `device`; one call at a time.
 #pragma once
@@ -40,13 +37,12 @@ struct DecodeStepShape {
 // A step's attention of one layer kind for `rows` rows a launch, each row another sequence, timed
 // with each row's own split count (the engine's) and with the fewer splits that filled the GPU for
 // `rows` rows, the engine's rule until 2026-11-27, under which a row's sums depended on the rows
-// beside it; and on the tensor cores with each row's own splits (the faster load order).
+// beside it.
 struct BatchAttention {
   std::string name;
   int per_step = 0, rows = 0;
   int own_splits = 0, for_rows_splits = 0;
   double own_us = 0, for_rows_us = 0;  // per launch
-  double tensor_core_us = 0;           // per launch
 };
 
 // Every layer kind's BatchAttention at `rows` rows on `device`. Errors: the CUDA call or launch
@@ -55,6 +51,19 @@ Result<std::vector<BatchAttention>> TimeDecodeAttentionBatch(const engine::Model
                                                              const engine::RankShard& shard, int device,
                                                              const DecodeStepShape& shape, int rows);
 
+// A prefill pass's attention of one layer kind: `rows` rows of one sequence over their own keys
+// (positions 0 .. rows - 1), one split, as the engine runs a prefill chunk.
+struct PrefillAttention {
+  std::string name;
+  int per_pass = 0, rows = 0;  // launches in a pass (the layers of the kind), and rows a launch
+  double us = 0;               // per launch
+};
+
+// Every layer kind's PrefillAttention at `rows` rows on `device`. Errors: the CUDA call or launch
+// that failed.
+Result<std::vector<PrefillAttention>> TimePrefillAttention(const engine::ModelConfig& config,
+                                                           const engine::RankShard& shard, int device, int rows);
+
 // The kernels of rank `shard.rank`'s decode step (shard from PlanShards(config, tp)), each timed
 // on `device`, then the host work of a step with shard.tp rank threads on that device. Errors: the
 // CUDA call or launch that failed, naming the kernel.
@@ -62,7 +71,7 @@ Result<std::vector<StepKernel>> TimeDecodeStepKernels(const engine::ModelConfig&
                                                       int device, const DecodeStepShape& shape);
 
 // Only the step's attention kernels (one per layer kind, with its launches per step), timed as
-// TimeDecodeStepKernels times them, each followed by the candidate's line.
+// TimeDecodeStepKernels times them.
 Result<std::vector<StepKernel>> TimeDecodeAttention(const engine::ModelConfig& config, const engine::RankShard& shard,
                                                     int device, const DecodeStepShape& shape);
 

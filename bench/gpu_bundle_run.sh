@@ -14,11 +14,10 @@
 #                     in a second process, the all-reduce cases, and in a third the stall case
 #                     (temper_cuda_stall_tests); passes only if all exit 0, Catch2 says "All tests
 #                     passed" and no case SKIPPED
-#   kernel-bench  80  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate, and the
-#                     kernel candidates (bench/attention_tensor_cores.cu, attention_variants.cu),
-#                     each checked against the engine's kernel and timed
-#                     beside it: the only place a GPU run decides them; a whole-step A/B follows
-#                     only once a candidate has won here and moved into engine/cuda
+#   kernel-bench  80  temper-kernel-bench: kernels against copy bandwidth, the 4xL4 estimate, and
+#                     the tensor-core attention of a tp 1 step's decode rows (1 K and 8 K context,
+#                     1 and 8 rows) and of a 2,048-token prefill chunk (no kernel candidates wait
+#                     in bench/ now: the last two were decided by the H200 run of 2026-11-29)
 #   bench-tp1    200  temper-bench --gpus 0: the 31B shape at tp 1 (57 GiB of synthetic weights), with its
 #                     MTP drafter's shape (0.94 GB) timed too, decoding after 1,024- and 8,192-token
 #                     prompts (issue 25's two contexts; eight 8 K prefills take about 80 s on an H200)

@@ -57,16 +57,6 @@ L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_
   return r;
 }
 
-std::vector<StepKernel> WithCandidate(std::span<const StepKernel> kernels, Candidate which) {
-  std::vector<StepKernel> out(kernels.begin(), kernels.end());
-  for (StepKernel& k : out) {
-    if (k.candidate != which || k.candidate_us <= 0) continue;
-    k.us = k.candidate_us;
-    k.fixed_us = std::min(k.fixed_us, k.candidate_us);
-  }
-  return out;
-}
-
 void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a,
                      const std::string& what) {
   const double hi = a.read_gbs_high, lo = a.read_gbs_low;

@@ -94,11 +94,6 @@ double L4Micros(const StepKernel& k, double copy_gbs_here, double read_gbs, doub
 
 L4StepRange EstimateL4Step(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a);
 
-// The kernels with each `which` candidate (StepKernel::candidate_us, where one was timed) in place
-// of the engine's kernel: its time, and a fixed part no larger than it (a candidate is not timed
-// at a minimal size). What the estimate would be if that candidate were adopted.
-std::vector<StepKernel> WithCandidate(std::span<const StepKernel> kernels, Candidate which);
-
 // Prints the table (markdown, one row per kernel, then the all-reduce and the step) and the
 // assumptions and result as bullets, so both can go into RESULTS.md as they are.
 void PrintL4Estimate(std::span<const StepKernel> kernels, double copy_gbs_here, const L4Assumptions& a,

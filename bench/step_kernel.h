@@ -13,12 +13,6 @@ enum class StepCost {
   kLatency,    // launch- or latency-bound: kept as measured
 };
 
-// A tensor-core kernel a step's kernel is also timed against, on the same inputs.
-enum class Candidate {
-  kNone,
-  kAttention,  // attention_tensor_cores.h, the faster of its two load orders
-};
-
 struct StepKernel {
   std::string name;  // what it is and its shape, e.g. "GEMV q_proj sliding 2048x5376"
   int per_step = 0;  // launches in one decode step
@@ -26,8 +20,6 @@ struct StepKernel {
   double bytes = 0;     // bandwidth-bound: bytes one launch must read (weights, or KV over the context)
   double us = 0;        // microseconds per launch, measured here
   double fixed_us = 0;  // bandwidth-bound: per launch at the minimal size (the part that does not scale)
-  Candidate candidate = Candidate::kNone;
-  double candidate_us = 0;  // the candidate's time per launch, checked first (0: not timed, or it differed)
 };
 
 }  // namespace temper::bench

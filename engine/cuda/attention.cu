@@ -1,18 +1,47 @@
-// Attention over the KV cache and this pass's fresh keys, split-KV ("flash decoding") with the
-// query heads of a group together. One block takes one KV head of one row, over one split of the
-// row's visible keys, for the query heads that share that KV head (up to kMaxHeads; larger groups
-// take several blocks), so each key and value is read once for the heads of a block.
+// Attention over the KV cache and this pass's fresh keys on the tensor cores, split-KV ("flash
+// decoding") with the query heads of a group together, for decode and prefill rows alike. One
+// block takes one KV head of one row, over one split of the row's visible keys, for up to 8 query
+// heads that share that KV head (larger groups take several blocks), so each key and value is read
+// once for the heads of a block; the kernel is attention_kernel.h's.
 //
-// Each of the block's kWarps warps takes kKeysAtOnce consecutive keys at a time, and its lanes split
-// the head dims: lane l holds dims [P·l, P·l + P) of each half of the head, so a k_eq_v layer's RoPE
-// pairs (dim j with j + head_dim/2) stay in one lane. All of a round's K and V pieces (and RoPE
-// angles) are loaded before the first is used: one trip to memory for up to 8 keys. The scores are
-// the lanes' partial dots summed over the warp, the online softmax runs per warp, and the values
-// come from the pieces already in registers; on k_eq_v layers V is the very piece the key was
-// rebuilt from (K = RoPE(V ⊙ k_norm)), so each row is read once. The block's warps then meet in
-// shared memory. A kernel that gave each thread one key's whole row took 16-24 dependent rounds
-// of loads per 32-key split and ran 1.6-2.9x slower on an H200 (bench/history/issue-25-cuda-decode-kernels.md,
-// 2026-11-27).
+// Why the tensor cores: a SIMT kernel (a warp's lanes splitting the head dims, 4-8 whole keys a
+// warp at once) was bound by instructions and latency, not bytes: 134-137 us for a tp 1 full
+// layer at 8,192 keys on an H200, 33.5 MB at 250 GB/s, about 1,900 instructions a warp per round
+// of keys and 241-255 registers a thread (bench/history/issue-25-cuda-decode-kernels.md). Here the
+// score dots and the value sums are MMAs: about 3,600 warp-instructions per 16 keys of a KV head
+// against its 15,200 (counted by hand). On an H200 (2026-11-29,
+// bench/history/issue-49-whole-profile-in-minutes.md) decode attention of a tp 1 step took 1.36 ms
+// at 8 K context (7.4% of the step) against the SIMT kernel's 2.26 ms, 1.08 against 1.28 ms at 1 K,
+// and for 8 rows 4.07 against 6.38 ms at 1 K and 6.34 against 13.97 ms at 8 K.
+//
+// Layout. A block is kWarps<HD> warps (4 from head_dim 256, HD / 64 below, 1 at 32) over one KV
+// head, up to kHeads query heads of its group, one split of one row's keys, in tiles of 16 keys
+// that every warp takes together. The warps split the head dims, in pieces of 32 (16 at head_dim
+// 32): warp w holds pieces w, w + kWarps, ... of the head's first half and their RoPE partners
+// head_dim / 2 further on, so a k_eq_v layer's key pairs stay in one lane. Per tile (the dims
+// below are a 32-dim piece's; a 16-dim piece has half as many in each place):
+//   1. Scores, S = Q · Kᵀ over the warp's dims: m16n8k16 MMAs with the query heads as A's rows
+//      (rows 8-15 zero) and 8 keys as B's columns, two MMAs (n-tiles) for the tile's 16 keys.
+//      The k order inside a piece is permuted so that lane 4g + c's A and B pieces are dims
+//      8c .. 8c + 7 of the piece (two k-steps): one 16-byte load of key row g (and g + 8). On
+//      k_eq_v layers the key is rebuilt there, K = RoPE(V ⊙ k_norm), and rounded to bf16.
+//   2. The warps' partial scores meet in shared memory (double-buffered: one barrier a tile), and
+//      every warp adds them in warp order, so all hold the same scores. Lane 4g + c then holds
+//      head g's scores of keys 2c, 2c + 1, 2c + 8 and 2c + 9: exactly the B operand (Pᵀ, keys as k,
+//      heads as columns) of the value MMA, so the online softmax's weights go to the tensor cores
+//      without a shuffle.
+//   3. Values, Oᵀ += Vᵀ · Pᵀ over the warp's dims: Vᵀ is A (dims as rows, the tile's keys as k).
+//      Lane 4g + c reads 4 dims (8 bytes) of each of its 4 keys' value rows and pairs halves of two
+//      keys into each A register; C's rows g and g + 8 are dims 4g + mt and 4g + 2 + mt of the
+//      piece (m-tile mt), its columns the heads 2c and 2c + 1.
+// The partials are num, max and sum per query head and split, which the merge kernel below
+// combines; the split count is AttentionSplits' (which counts blocks of 8 query heads, as these are).
+//
+// Numerics (ReferenceOps::Attention, the CPU twin, rounds the same way): the queries, the keys
+// (rebuilt in fp32 on k_eq_v layers, then rounded) and the softmax weights are bf16 operands;
+// products are exact and summed in fp32. Each head's sum of weights is the sum of the rounded
+// weights, so an output is a true weighted mean of the values. Outputs stay independent of the
+// other rows of a pass and of its row count.
 //
 // Decode rows use several splits, merged by a second kernel; how many runs on the GPU is the
 // row's key count's business (UsedSplits: a split needs kMinKeysPerSplit keys; the blocks of
@@ -38,9 +67,7 @@ namespace temper::engine::cuda {
 namespace {
 
 using detail::S;
-using attention::GroupAttentionKernel;
-using attention::kKeysAtOnce;
-using attention::kMaxHeads;
+using attention::AttentionKernel;
 
 __global__ void KvWriteKernel(KvLayerView kv, const float* k, const float* v, RowTables t) {
   AwaitPriorGrid();
@@ -124,39 +151,25 @@ __global__ void __launch_bounds__(kMergeThreads)
   out[(int64_t{r} * q_heads + h) * hd + d] = denominator > 0 ? total / denominator : 0.0f;
 }
 
-template <int HD, int GM, int KW>
-void LaunchGroup(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
-                 const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  const attention::GroupGrid grid = attention::GroupGridOf(kv, heads, splits, rows, GM);
-  if (kv.k) {
-    GroupAttentionKernel<HD, GM, KW, false><<<grid.blocks, attention::kWarps * 32, 0, stream>>>(
-        kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
-  } else {
-    GroupAttentionKernel<HD, GM, KW, true><<<grid.blocks, attention::kWarps * 32, 0, stream>>>(
-        kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
-  }
-}
-
-// The fewest query heads a block is compiled for that hold the group (or kMaxHeads of it).
 template <int HD>
-void LaunchHeads(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
-                 const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
-  const int wanted = heads.group < kMaxHeads<HD> ? heads.group : kMaxHeads<HD>;
-  if (wanted <= 2) {
-    LaunchGroup<HD, 2, kKeysAtOnce<HD>>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
-  } else if (wanted <= 4 || kMaxHeads<HD> == 4) {
-    LaunchGroup<HD, 4, kKeysAtOnce<HD>>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+void LaunchHeadDim(const KvLayerView& kv, const float* q, const float* k, const float* v, float* out, int rows,
+                   const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
+  const attention::GroupGrid grid = attention::GroupGridOf(kv, heads, splits, rows, attention::kHeads);
+  constexpr int kThreads = attention::kWarps<HD> * 32;
+  if (kv.k) {
+    AttentionKernel<HD, false>
+        <<<grid.blocks, kThreads, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
   } else {
-    LaunchGroup<HD, kMaxHeads<HD>, kKeysAtOnce<HD>>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    AttentionKernel<HD, true>
+        <<<grid.blocks, kThreads, 0, stream>>>(kv, q, k, v, t, heads, splits, grid.head_chunks, partials, out);
   }
 }
 
 }  // namespace
 
 int AttentionSplits(int sm_count, int kv_heads, int group, int max_splits) {
-  // Counted with up to kSplitHeads query heads a block; at head_dim 512 a block takes half as
-  // many (kMaxHeads), and the blocks double, which leaves each multiprocessor a few.
-  constexpr int kSplitHeads = 8;
+  // Counted with the kernel's query heads a block.
+  constexpr int kSplitHeads = attention::kHeads;
   const int blocks = kv_heads * ((group + kSplitHeads - 1) / kSplitHeads);
   const int wanted = (2 * sm_count + blocks - 1) / std::max(blocks, 1);
   return std::clamp(wanted, 1, std::max(max_splits, 1));
@@ -177,7 +190,7 @@ Status LaunchAttention(const KvLayerView& kv, const float* q, const float* k, co
                        const RowTables& t, const HeadRange& heads, int splits, float* partials, cudaStream_t stream) {
   TEMPER_RETURN_IF_ERROR(CheckAttentionArguments("attention", kv, rows, heads, splits, partials));
   TEMPER_RETURN_IF_ERROR(ForAttentionHeadDim("attention", kv.head_dim, [&](auto hd) {
-    LaunchHeads<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
+    LaunchHeadDim<decltype(hd)::value>(kv, q, k, v, out, rows, t, heads, splits, partials, stream);
   }));
   TEMPER_CUDA_TRY(cudaGetLastError());
   if (splits == 1) return Status::OK();
@@ -201,15 +214,10 @@ Status LoadAttentionKernels(AwaitingKernels* awaiting) {
   TEMPER_RETURN_IF_ERROR(LoadKernelCode(KvWriteKernel, "KvWriteKernel", awaiting));
   Status status;
   auto load = [&](auto hd) {
-    constexpr int HD = decltype(hd)::value, KW = kKeysAtOnce<HD>;
-    // Every kernel LaunchHeads may pick for this head_dim.
-    for (Status loaded :
-         {LoadKernelCode(GroupAttentionKernel<HD, 2, KW, false>, "GroupAttentionKernel", awaiting),
-          LoadKernelCode(GroupAttentionKernel<HD, 2, KW, true>, "GroupAttentionKernel", awaiting),
-          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, false>, "GroupAttentionKernel", awaiting),
-          LoadKernelCode(GroupAttentionKernel<HD, 4, KW, true>, "GroupAttentionKernel", awaiting),
-          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, false>, "GroupAttentionKernel", awaiting),
-          LoadKernelCode(GroupAttentionKernel<HD, kMaxHeads<HD>, KW, true>, "GroupAttentionKernel", awaiting)}) {
+    constexpr int HD = decltype(hd)::value;
+    // Both kernels LaunchHeadDim may pick for this head_dim.
+    for (Status loaded : {LoadKernelCode(AttentionKernel<HD, false>, "AttentionKernel", awaiting),
+                          LoadKernelCode(AttentionKernel<HD, true>, "AttentionKernel", awaiting)}) {
       if (status.ok()) status = loaded;
     }
   };

@@ -1,7 +1,7 @@
-// Decode attention's split kernel (attention.cu says how it works and why), as a template over the
-// head_dim, the query heads a block takes and the keys a warp loads at once, with the launcher of
-// its grid: attention.cu launches its choice for each head_dim (kMaxHeads, kKeysAtOnce);
-// bench/attention_variants.cu times others beside it.
+// Attention's kernel on the tensor cores (attention.cu says how it works and why), as a template
+// over the head_dim and whether the layer rebuilds its keys from V, with the pieces it is made of:
+// the loads of a key's or value's dims from the cache or from this pass's fresh rows, where a
+// position's row is, and the grid of blocks. attention.cu launches and loads it.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once
@@ -13,22 +13,12 @@
 
 #include "engine/cuda/grid_dependency.h"
 #include "engine/cuda/kernel_math.h"
+#include "engine/cuda/mma_fragments.h"
 #include "engine/cuda/rank_ops.h"
 
 namespace temper::engine::cuda::attention {
 
-constexpr int kWarps = 4;
 constexpr unsigned kAllLanes = 0xffffffffu;
-
-// Dims of each half of a head that a lane holds (lanes past HD / 2P hold none: head_dim 32).
-template <int HD>
-constexpr int kDimsPerHalf = HD >= 64 ? HD / 64 : 1;
-// Keys a warp loads before it uses the first, and query heads a block takes at most: attention.cu's
-// choice for each head_dim (bench/attention_variants.cu times others).
-template <int HD>
-constexpr int kKeysAtOnce = HD >= 512 ? 4 : 8;
-template <int HD>
-constexpr int kMaxHeads = HD >= 512 ? 4 : 8;
 
 // P bf16 values, two to a 32-bit word, the lower index in the low half.
 template <int P>
@@ -108,180 +98,237 @@ __device__ __forceinline__ GroupBlock GroupBlockOf(const HeadRange& heads, int s
       math::BlockHeads(heads.q_heads, heads.q_head_begin, heads.group, heads.kv_head_begin + kvh, chunk, per_block)};
 }
 
-// One block: KV head kvh of row r, query heads h0 .. h0 + G - 1 (G <= GM), keys of one split, KW
-// keys a warp at a time.
-template <int HD, int GM, int KW, bool kEqV>
-__global__ void __launch_bounds__(kWarps * 32)
-    GroupAttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
-                         RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
-  AwaitPriorGrid();
-  constexpr int P = kDimsPerHalf<HD>, kHolders = HD / 2 / P;
-  __shared__ float q_s[GM][HD];
-  __shared__ float kn_s[HD];
-  __shared__ float acc_s[kWarps][GM][HD];
-  __shared__ float max_s[kWarps][GM], sum_s[kWarps][GM];
+using mma::Mma;
+using mma::PackBf16;
 
-  const GroupBlock block = GroupBlockOf(heads, splits, head_chunks, GM);
+constexpr int kHeads = 8;      // query heads a block: the value MMA's columns
+constexpr int kTileKeys = 16;  // keys every warp takes at once: the value MMA's k
+
+// Head dims of a piece: 32, or 16 at head_dim 32, where a piece and its RoPE partner are the whole
+// head. In the score MMAs each of a row's 4 lanes holds kLaneDims contiguous dims of a piece (8:
+// two k-steps; 4: one); in the value MMAs a piece is kMTiles m-tiles of 16 dims.
+template <int HD>
+constexpr int kPieceDims = HD >= 64 ? 32 : 16;
+template <int HD>
+constexpr int kLaneDims = kPieceDims<HD> / 4;
+template <int HD>
+constexpr int kMTiles = kPieceDims<HD> / 16;
+// Warps a block: 4, or one per 64 head dims below head_dim 256 (each warp holds at least one
+// piece and its RoPE partner), and one at head_dim 32.
+template <int HD>
+constexpr int kWarps = HD >= 256  ? 4
+                       : HD >= 64 ? HD / 64
+                                  : 1;
+
+// First dim of piece i of warp w: the warp's pieces of the head's first half (w, w + kWarps, ...),
+// then their RoPE partners head_dim / 2 further on.
+template <int HD>
+__device__ __forceinline__ int PieceBase(int w, int i) {
+  constexpr int kLower = HD / (kPieceDims<HD> * kWarps<HD>) / 2;
+  return kPieceDims<HD> * (w + kWarps<HD> * (i % kLower)) + (i < kLower ? 0 : HD / 2);
+}
+
+// Element e of two keys' value pieces as one pair of bf16 halves, x's in the low half.
+template <int P>
+__device__ __forceinline__ uint32_t PairOf(const Bf16Piece<P>& x, const Bf16Piece<P>& y, int e) {
+  const uint32_t wx = x.word[e / 2], wy = y.word[e / 2];
+  return e % 2 == 0 ? (wx & 0xffffu) | (wy << 16) : (wx >> 16) | (wy & 0xffff0000u);
+}
+
+// One block: KV head kvh of row r, up to kHeads query heads of its group, the keys of one split
+// (attention.cu says how and why).
+template <int HD, bool kEqV>
+__global__ void __launch_bounds__(kWarps<HD> * 32)
+    AttentionKernel(KvLayerView kv, const float* __restrict__ q, const float* fresh_k, const float* fresh_v,
+                    RowTables t, HeadRange heads, int splits, int head_chunks, float* partials, float* out) {
+  AwaitPriorGrid();
+  constexpr int kBlockWarps = kWarps<HD>, kPieces = HD / (kPieceDims<HD> * kBlockWarps), kLower = kPieces / 2;
+  constexpr int P = kLaneDims<HD>, M = kMTiles<HD>;
+  static_assert(kLower >= 1, "each warp holds a piece and its RoPE partner");
+  __shared__ float kn_s[HD];
+  __shared__ float score_s[2][kBlockWarps][32][4];
+
+  const GroupBlock block = GroupBlockOf(heads, splits, head_chunks, kHeads);
   const int r = block.r, split = block.split, kvh = block.kvh, h0 = block.heads.first, G = block.heads.count;
   if (G <= 0) return;  // the whole block: no barrier is skipped by part of it
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32, g = lane / 4, c = lane % 4;
   const int width = kv.kv_heads * HD;
   const int64_t offset = int64_t{kvh} * HD;
 
   const int64_t pos = t.positions[r];
   const math::SplitSpan keys = math::SplitPositions(pos, kv.window, kv.sliding, splits, split);
-  const int64_t begin = keys.begin, end = keys.end;
-  if (splits > 1 && begin == end) return;  // an unused split: the merge reads only the used ones
+  if (splits > 1 && keys.begin == keys.end) return;  // an unused split: the merge reads only the used ones
   const int slot = pos < 0 ? 0 : t.slots[r];
   const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
 
-  for (int i = tid; i < G * HD; i += kWarps * 32) {
-    q_s[i / HD][i % HD] = q[(int64_t{r} * heads.q_heads + h0 + i / HD) * HD + i % HD];
-  }
   if constexpr (kEqV) {
-    for (int i = tid; i < HD; i += kWarps * 32) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
+    for (int i = tid; i < HD; i += kBlockWarps * 32) kn_s[i] = math::Bf16ToFloat(kv.k_norm[i]);
   }
   __syncthreads();
 
-  const bool holds = lane < kHolders;
-  const int d_lo = P * (holds ? lane : 0), d_hi = HD / 2 + d_lo;
+  int base_of[kPieces];
+#pragma unroll
+  for (int i = 0; i < kPieces; ++i) base_of[i] = PieceBase<HD>(warp, i);
+  // Query head g's dims P·c .. P·c + P − 1 of each piece: the score MMA's A row g, a0 and a2 of
+  // each of the piece's k-steps; heads past the block's are zeros.
+  uint32_t qa[kPieces][P / 2] = {};
+  if (g < G) {
+    const float* qh = q + (int64_t{r} * heads.q_heads + h0 + g) * HD;
+#pragma unroll
+    for (int i = 0; i < kPieces; ++i) {
+#pragma unroll
+      for (int f = 0; f < P / 4; ++f) {
+        const float4 x = *reinterpret_cast<const float4*>(qh + base_of[i] + P * c + 4 * f);
+        qa[i][2 * f] = PackBf16(x.x, x.y);
+        qa[i][2 * f + 1] = PackBf16(x.z, x.w);
+      }
+    }
+  }
+
   const uint16_t* key_cache = kEqV ? kv.v : kv.k;
   const float* key_fresh = kEqV ? fresh_v : fresh_k;
-  float m[GM], l[GM], acc[GM][2 * P];
-#pragma unroll
-  for (int g = 0; g < GM; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0;
-#pragma unroll
-    for (int i = 0; i < 2 * P; ++i) acc[g][i] = 0;
-  }
-
-  for (int64_t base = begin + warp * KW; base < end; base += kWarps * KW) {
-    const int n = static_cast<int>(end - base < KW ? end - base : KW);  // keys of this round, >= 1
-    int64_t mine = 0;                                                   // lane i < n: where key base + i is
+  // This lane's scores of a tile are head g's of keys key_of[e]; its accumulators' columns are
+  // heads 2c and 2c + 1.
+  const int key_of[4] = {2 * c, 2 * c + 1, 2 * c + 8, 2 * c + 9};
+  float m = -INFINITY, l = 0;  // head g's running max, and this lane's part of its sum of weights
+  float acc[kPieces][M][4] = {};
+  int parity = 0;
+  for (int64_t base = keys.begin; base < keys.end; base += kTileKeys, parity ^= 1) {
+    const int n = static_cast<int>(keys.end - base < kTileKeys ? keys.end - base : kTileKeys);  // >= 1
+    int64_t mine = 0;  // lane i < n: where key base + i is
     if (lane < n) mine = KeySource(base + lane, kv, t, r, slot, table);
-    // Every load of the round before any use.
-    Bf16Piece<P> k_lo[KW] = {}, k_hi[KW] = {}, v_lo[KW] = {}, v_hi[KW] = {};
-    float cos_k[KW][P] = {}, sin_k[KW][P] = {};
+
+    // 1. Key rows g and g + 8 (the two n-tiles), dims P·c .. P·c + P − 1 of each piece.
+    const int64_t key_source[2] = {__shfl_sync(kAllLanes, mine, g), __shfl_sync(kAllLanes, mine, g + 8)};
+    const bool has_key[2] = {g < n, g + 8 < n};
+    Bf16Piece<P> kp[kPieces][2];
 #pragma unroll
-    for (int kk = 0; kk < KW; ++kk) {
-      const int64_t source = __shfl_sync(kAllLanes, mine, kk);
-      if (kk >= n || !holds) continue;
-      k_lo[kk] = LoadPiece<P>(key_cache, key_fresh, source, width, offset + d_lo);
-      k_hi[kk] = LoadPiece<P>(key_cache, key_fresh, source, width, offset + d_hi);
-      if constexpr (kEqV) {
-        const int64_t at = (base + kk) * kv.rope.angles;
+    for (int j = 0; j < 2; ++j) {
 #pragma unroll
-        for (int i = 0; i < P; ++i) {
-          if (d_lo + i < kv.rope.angles) {
-            cos_k[kk][i] = kv.rope.cos[at + d_lo + i];
-            sin_k[kk][i] = kv.rope.sin[at + d_lo + i];
+      for (int i = 0; i < kPieces; ++i) {
+        kp[i][j] = has_key[j] ? LoadPiece<P>(key_cache, key_fresh, key_source[j], width, offset + base_of[i] + P * c)
+                              : Bf16Piece<P>{};
+      }
+    }
+    // The value rows of keys key_of[e], dims 2M·g .. 2M·g + 2M − 1 of each piece. They depend only
+    // on where the keys are: loaded with the keys, the tile waits for memory once, not twice (on an
+    // H200 that was faster than loading them after the score MMAs on 5 of 6 shapes, though it
+    // costs about 60 registers at head_dim 512; bench/history/issue-49-whole-profile-in-minutes.md).
+    Bf16Piece<2 * M> vp[kPieces][4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int64_t source = __shfl_sync(kAllLanes, mine, key_of[e]);
+#pragma unroll
+      for (int i = 0; i < kPieces; ++i) {
+        vp[i][e] = key_of[e] < n ? LoadPiece<2 * M>(kv.v, fresh_v, source, width, offset + base_of[i] + 2 * M * g)
+                                 : Bf16Piece<2 * M>{};
+      }
+    }
+    if constexpr (kEqV) {  // K = RoPE(V ⊙ k_norm) at the key's own position (point 6), then bf16
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        if (!has_key[j]) continue;
+        const int64_t at = (base + g + 8 * j) * kv.rope.angles;
+#pragma unroll
+        for (int i = 0; i < kLower; ++i) {
+          const int d_lo = base_of[i] + P * c, d_hi = d_lo + HD / 2;
+          float lo[P], hi[P];
+#pragma unroll
+          for (int e = 0; e < P; ++e) {
+            lo[e] = kp[i][j][e] * kn_s[d_lo + e];
+            hi[e] = kp[i + kLower][j][e] * kn_s[d_hi + e];
+            if (d_lo + e < kv.rope.angles) {
+              math::RopePair(lo[e], hi[e], kv.rope.cos[at + d_lo + e], kv.rope.sin[at + d_lo + e]);
+            }
+          }
+#pragma unroll
+          for (int e = 0; e < P / 2; ++e) {
+            kp[i][j].word[e] = PackBf16(lo[2 * e], lo[2 * e + 1]);
+            kp[i + kLower][j].word[e] = PackBf16(hi[2 * e], hi[2 * e + 1]);
           }
         }
-      } else {
-        v_lo[kk] = LoadPiece<P>(kv.v, fresh_v, source, width, offset + d_lo);
-        v_hi[kk] = LoadPiece<P>(kv.v, fresh_v, source, width, offset + d_hi);
       }
     }
-    // Scores: each lane's part of the dot, summed over the warp. Point 6 on k_eq_v layers:
-    // K = RoPE(V ⊙ k_norm) at the key's own position.
-    float s[KW][GM];
+    float s[2][4] = {};
 #pragma unroll
-    for (int kk = 0; kk < KW; ++kk) {
-      float key[2 * P];
+    for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
-      for (int i = 0; i < P; ++i) {
-        key[i] = k_lo[kk][i];
-        key[P + i] = k_hi[kk][i];
-        if constexpr (kEqV) {
-          key[i] *= kn_s[d_lo + i];
-          key[P + i] *= kn_s[d_hi + i];
-          if (d_lo + i < kv.rope.angles) math::RopePair(key[i], key[P + i], cos_k[kk][i], sin_k[kk][i]);
+      for (int j = 0; j < 2; ++j) {
+#pragma unroll
+        for (int step = 0; step < P / 4; ++step) {
+          Mma(s[j], qa[i][2 * step], 0, qa[i][2 * step + 1], 0, kp[i][j].word[2 * step], kp[i][j].word[2 * step + 1]);
         }
-      }
-#pragma unroll
-      for (int g = 0; g < GM; ++g) {
-        s[kk][g] = -INFINITY;
-        if (g >= G || kk >= n) continue;  // the same for the whole warp
-        float dot = 0;
-        if (holds) {
-#pragma unroll
-          for (int i = 0; i < P; ++i) dot += q_s[g][d_lo + i] * key[i] + q_s[g][d_hi + i] * key[P + i];
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) dot += __shfl_xor_sync(kAllLanes, dot, o);
-        s[kk][g] = dot;
       }
     }
-    // Online softmax per query head, and the values from the pieces in registers. (Unpacking each
-    // key's value once for all the heads instead saved 1% of decode attention on an H200 and cost
-    // prefill 16%: more registers, fewer blocks a multiprocessor; bench/history/issue-25-cuda-decode-kernels.md,
-    // 2026-11-27.)
+    float* mine_s = score_s[parity][warp][lane];
+    mine_s[0] = s[0][0], mine_s[1] = s[0][1], mine_s[2] = s[1][0], mine_s[3] = s[1][1];
+    __syncthreads();
+
+    // 2. The whole scores, the same in every warp; head g's online softmax.
+    float sc[4];
 #pragma unroll
-    for (int g = 0; g < GM; ++g) {
-      if (g >= G) continue;
-      float m_new = m[g];
+    for (int e = 0; e < 4; ++e) {
+      sc[e] = score_s[parity][0][lane][e];
 #pragma unroll
-      for (int kk = 0; kk < KW; ++kk) m_new = fmaxf(m_new, s[kk][g]);
-      const float scale = l[g] > 0 ? expf(m[g] - m_new) : 0.0f;
-      l[g] *= scale;
+      for (int w = 1; w < kBlockWarps; ++w) sc[e] += score_s[parity][w][lane][e];
+    }
+    float tile_max = -INFINITY;
 #pragma unroll
-      for (int i = 0; i < 2 * P; ++i) acc[g][i] *= scale;
+    for (int e = 0; e < 4; ++e) {
+      if (key_of[e] < n) tile_max = fmaxf(tile_max, sc[e]);
+    }
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kAllLanes, tile_max, 1));
+    tile_max = fmaxf(tile_max, __shfl_xor_sync(kAllLanes, tile_max, 2));  // the quad holds all 16 keys
+    const float m_new = fmaxf(m, tile_max);
+    const float scale = m > -INFINITY ? expf(m - m_new) : 0.0f;
+    float p[4];
 #pragma unroll
-      for (int kk = 0; kk < KW; ++kk) {
-        if (kk >= n) continue;
-        const float weight = expf(s[kk][g] - m_new);
-        l[g] += weight;
-        const Bf16Piece<P>& lo = kEqV ? k_lo[kk] : v_lo[kk];
-        const Bf16Piece<P>& hi = kEqV ? k_hi[kk] : v_hi[kk];
+    for (int e = 0; e < 4; ++e) p[e] = key_of[e] < n ? expf(sc[e] - m_new) : 0.0f;
+    const uint32_t p_low = PackBf16(p[0], p[1]), p_high = PackBf16(p[2], p[3]);  // Pᵀ's b0 and b1
+    l = l * scale + ((math::Bf16ToFloat(p_low & 0xffffu) + math::Bf16ToFloat(p_low >> 16)) +
+                     (math::Bf16ToFloat(p_high & 0xffffu) + math::Bf16ToFloat(p_high >> 16)));
+    m = m_new;
+    // Heads 2c and 2c + 1's scales are held by lanes 8c and 8c + 4.
+    const float scale_even = __shfl_sync(kAllLanes, scale, 8 * c), scale_odd = __shfl_sync(kAllLanes, scale, 8 * c + 4);
+
+    // 3. The values.
 #pragma unroll
-        for (int i = 0; i < P; ++i) {
-          acc[g][i] += weight * lo[i];
-          acc[g][P + i] += weight * hi[i];
-        }
+    for (int i = 0; i < kPieces; ++i) {
+#pragma unroll
+      for (int mt = 0; mt < M; ++mt) {
+        float(&o)[4] = acc[i][mt];
+        o[0] *= scale_even, o[1] *= scale_odd, o[2] *= scale_even, o[3] *= scale_odd;
+        // A's rows g and g + 8 are elements mt and mt + M of the lane's value pieces.
+        Mma(o, PairOf(vp[i][0], vp[i][1], mt), PairOf(vp[i][0], vp[i][1], mt + M), PairOf(vp[i][2], vp[i][3], mt),
+            PairOf(vp[i][2], vp[i][3], mt + M), p_low, p_high);
       }
-      m[g] = m_new;
     }
   }
 
-  // The warps' states meet in shared memory: the block's maximum, each warp weighted to it.
+  l += __shfl_xor_sync(kAllLanes, l, 1);
+  l += __shfl_xor_sync(kAllLanes, l, 2);  // head g's whole sum, in every lane of the quad
+  const float sum_of[2] = {__shfl_sync(kAllLanes, l, 8 * c), __shfl_sync(kAllLanes, l, 8 * c + 4)};
 #pragma unroll
-  for (int g = 0; g < GM; ++g) {
-    if (g >= G) continue;
-    if (lane == 0) {
-      max_s[warp][g] = m[g];
-      sum_s[warp][g] = l[g];
-    }
-    if (holds) {
+  for (int i = 0; i < kPieces; ++i) {
 #pragma unroll
-      for (int i = 0; i < P; ++i) {
-        acc_s[warp][g][d_lo + i] = acc[g][i];
-        acc_s[warp][g][d_hi + i] = acc[g][P + i];
+    for (int mt = 0; mt < M; ++mt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int head = 2 * c + e % 2, d = base_of[i] + 2 * M * g + mt + (e < 2 ? 0 : M);
+        if (head >= G) continue;
+        const int64_t row_head = int64_t{r} * heads.q_heads + h0 + head;
+        if (splits == 1) {
+          out[row_head * HD + d] = sum_of[e % 2] > 0 ? acc[i][mt][e] / sum_of[e % 2] : 0.0f;
+        } else {
+          partials[(row_head * splits + split) * (HD + 2) + d] = acc[i][mt][e];
+        }
       }
     }
   }
-  __syncthreads();
-  for (int e = tid; e < G * HD; e += kWarps * 32) {
-    const int g = e / HD, d = e % HD;
-    float block_max = -INFINITY;
-    for (int w = 0; w < kWarps; ++w) block_max = fmaxf(block_max, max_s[w][g]);
-    float num = 0, den = 0;
-    for (int w = 0; w < kWarps; ++w) {
-      const float weight = math::SplitWeight(math::SoftmaxState{max_s[w][g], sum_s[w][g]}, block_max);
-      num += weight * acc_s[w][g][d];
-      den += weight * sum_s[w][g];
-    }
-    const int64_t row_head = int64_t{r} * heads.q_heads + h0 + g;
-    if (splits == 1) {
-      out[row_head * HD + d] = den > 0 ? num / den : 0.0f;
-    } else {
-      float* part = partials + (row_head * splits + split) * (HD + 2);
-      part[d] = num;
-      if (d == 0) {
-        part[HD] = block_max;
-        part[HD + 1] = den;
-      }
-    }
+  if (splits > 1 && warp == 0 && c == 0 && g < G) {
+    float* part = partials + ((int64_t{r} * heads.q_heads + h0 + g) * splits + split) * (HD + 2);
+    part[HD] = m;
+    part[HD + 1] = l;
   }
 }
 

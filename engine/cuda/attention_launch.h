@@ -1,7 +1,5 @@
-// What every decode-attention launcher checks (attention.cu's, and the candidates' in bench/:
-// attention_variants.cu's and attention_tensor_cores.cu's, so all refuse the same arguments the
-// same way) and how each picks and loads its kernel for a head_dim: one argument check and one
-// head_dim dispatch.
+// What the attention launcher checks (attention.cu's) and how it picks and loads its kernel for a
+// head_dim: one argument check and one head_dim dispatch.
 //
 // Host code. Thread safety: pure functions.
 #pragma once
@@ -36,7 +34,7 @@ bool ForHeadDimIn(int head_dim, Launch&& launch) {
   return ((head_dim == kDims && (launch(std::integral_constant<int, kDims>{}), true)) || ...);
 }
 
-// launch(std::integral_constant<int, HD>{}) for head_dim HD in 32, 64, 128, 256 or 512 (the SIMT
+// launch(std::integral_constant<int, HD>{}) for head_dim HD in 32, 64, 128, 256 or 512 (the
 // kernel's); InvalidArgument, prefixed by `what`, for any other.
 template <typename Launch>
 Status ForAttentionHeadDim(const char* what, int head_dim, Launch&& launch) {

@@ -257,7 +257,10 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
                                int rows, const RowTables& t, const HeadRange& heads, int splits, float* /*partials*/) {
   const int hd = kv.head_dim;
   const int width = kv.kv_heads * hd;
-  std::vector<float> key(hd), val(hd), acc(hd);
+  // Keys the kernel takes at once (attention_kernel.h's kTileKeys): its online softmax rescales
+  // once a tile.
+  constexpr int kTileKeys = 16;
+  std::vector<float> query(hd), key(hd), acc(hd), tile_values(static_cast<size_t>(kTileKeys) * hd), scores(kTileKeys);
   for (int r = 0; r < rows; ++r) {
     const int64_t pos = t.positions[r];
     for (int h = 0; h < heads.q_heads; ++h) {
@@ -272,8 +275,10 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
       const int32_t* table = t.blocks + int64_t{slot} * t.max_blocks;
       const int64_t lo = math::WindowStart(pos, kv.window, kv.sliding);
       // The keys are cut into splits as the kernel cuts them and the splits merged as its merge
-      // does (weights from the largest split maximum); within a split the kernel goes tile by
-      // tile, so the two agree to rounding.
+      // does (weights from the largest split maximum); within a split the kernel goes in tiles of
+      // kTileKeys keys with bf16 queries, keys and softmax weights (its MMA operands), and so does
+      // this, so the two agree to fp32 rounding.
+      for (int d = 0; d < hd; ++d) query[d] = math::RoundToBf16(qh[d]);
       const int used = math::UsedSplits(pos - lo + 1, splits);
       std::vector<math::SoftmaxState> states(used);
       std::vector<float> split_acc(static_cast<size_t>(used) * hd);
@@ -281,32 +286,49 @@ Status ReferenceOps::Attention(const KvLayerView& kv, const float* q, const floa
         const math::SplitSpan span = math::SplitPositions(pos, kv.window, kv.sliding, splits, split);
         math::SoftmaxState state{-INFINITY, 0.0f};
         std::fill(acc.begin(), acc.end(), 0.0f);
-        for (int64_t p = span.begin; p < span.end; ++p) {
-          const int64_t offset = int64_t{kvh} * hd;
-          if (p >= t.chunk_start[r]) {
-            const int64_t fr = t.first_row[r] + (p - t.chunk_start[r]);
-            for (int d = 0; d < hd; ++d) {
-              val[d] = math::RoundToBf16(v[fr * width + offset + d]);
-              if (kv.k) key[d] = math::RoundToBf16(k[fr * width + offset + d]);
+        for (int64_t base = span.begin; base < span.end; base += kTileKeys) {
+          const int n = static_cast<int>(std::min<int64_t>(kTileKeys, span.end - base));
+          float tile_max = -INFINITY;
+          for (int j = 0; j < n; ++j) {
+            const int64_t p = base + j;
+            const int64_t offset = int64_t{kvh} * hd;
+            float* value = tile_values.data() + int64_t{j} * hd;
+            if (p >= t.chunk_start[r]) {
+              const int64_t fr = t.first_row[r] + (p - t.chunk_start[r]);
+              for (int d = 0; d < hd; ++d) {
+                value[d] = math::RoundToBf16(v[fr * width + offset + d]);
+                if (kv.k) key[d] = math::RoundToBf16(k[fr * width + offset + d]);
+              }
+            } else {
+              const int64_t row = math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
+              for (int d = 0; d < hd; ++d) {
+                value[d] = Bf16ToFloat(kv.v[row * width + offset + d]);
+                if (kv.k) key[d] = Bf16ToFloat(kv.k[row * width + offset + d]);
+              }
             }
-          } else {
-            const int64_t row = math::KvRow(p, kv.sliding, kv.ring, slot, table, kv.block_tokens);
-            for (int d = 0; d < hd; ++d) {
-              val[d] = Bf16ToFloat(kv.v[row * width + offset + d]);
-              if (kv.k) key[d] = Bf16ToFloat(kv.k[row * width + offset + d]);
+            if (!kv.k) {  // K = RoPE(V ⊙ k_norm) in fp32, then rounded as the kernel's operand
+              for (int d = 0; d < hd; ++d) key[d] = value[d] * Bf16ToFloat(kv.k_norm[d]);
+              const float* c = kv.rope.cos + p * kv.rope.angles;
+              const float* s = kv.rope.sin + p * kv.rope.angles;
+              for (int i = 0; i < kv.rope.angles; ++i) math::RopePair(key[i], key[i + hd / 2], c[i], s[i]);
+              for (int d = 0; d < hd; ++d) key[d] = math::RoundToBf16(key[d]);
             }
+            float dot = 0;
+            for (int d = 0; d < hd; ++d) dot += query[d] * key[d];
+            scores[j] = dot;
+            tile_max = std::max(tile_max, dot);
           }
-          if (!kv.k) {
-            for (int d = 0; d < hd; ++d) key[d] = val[d] * Bf16ToFloat(kv.k_norm[d]);
-            const float* c = kv.rope.cos + p * kv.rope.angles;
-            const float* s = kv.rope.sin + p * kv.rope.angles;
-            for (int j = 0; j < kv.rope.angles; ++j) math::RopePair(key[j], key[j + hd / 2], c[j], s[j]);
+          const float m_new = std::max(state.max, tile_max);
+          const float scale = state.max > -INFINITY ? std::exp(state.max - m_new) : 0.0f;
+          state.sum *= scale;
+          for (int d = 0; d < hd; ++d) acc[d] *= scale;
+          for (int j = 0; j < n; ++j) {
+            const float weight = math::RoundToBf16(std::exp(scores[j] - m_new));
+            state.sum += weight;
+            const float* value = tile_values.data() + int64_t{j} * hd;
+            for (int d = 0; d < hd; ++d) acc[d] += weight * value[d];
           }
-          float dot = 0;
-          for (int d = 0; d < hd; ++d) dot += qh[d] * key[d];
-          float sa, sb;
-          math::MergeSoftmax(state, math::SoftmaxState{dot, 1.0f}, sa, sb);
-          for (int d = 0; d < hd; ++d) acc[d] = acc[d] * sa + val[d] * sb;
+          state.max = m_new;
         }
         states[split] = state;
         std::copy(acc.begin(), acc.end(), split_acc.begin() + int64_t{split} * hd);

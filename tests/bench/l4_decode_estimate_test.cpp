@@ -75,24 +75,5 @@ TEST_CASE("the step sums each kernel's launches, keeps latency-bound kernels as 
   CHECK(r.bytes == Approx(57.8e6 + 4.19e6));
 }
 
-TEST_CASE("the estimate with a candidate takes its time where one of that kind was timed, and nothing else") {
-  StepKernel attention = Bandwidth(4.2e6, 50.0, 12.0);
-  attention.candidate = Candidate::kAttention;
-  attention.candidate_us = 9.0;
-  StepKernel untimed = Bandwidth(4.2e6, 40.0, 10.0);
-  untimed.candidate = Candidate::kAttention;             // its candidate differed from it: no time
-  const StepKernel gemv = Bandwidth(57.8e6, 21.5, 1.0);  // no candidate
-  const std::vector<StepKernel> kernels = {attention, untimed, gemv};
-  const std::vector<StepKernel> with = WithCandidate(kernels, Candidate::kAttention);
-  REQUIRE(with.size() == 3);
-  CHECK(with[0].us == 9.0);
-  CHECK(with[0].fixed_us == 9.0);  // no larger than its time
-  CHECK(with[1].us == 40.0);
-  CHECK(with[1].fixed_us == 10.0);
-  CHECK(with[2].us == 21.5);
-  attention.candidate_us = 20.0;
-  CHECK(WithCandidate(std::vector<StepKernel>{attention}, Candidate::kAttention)[0].fixed_us == 12.0);
-}
-
 }  // namespace
 }  // namespace temper::bench

@@ -1,9 +1,8 @@
-// One sequence's decode-attention inputs, for the tests that hold another attention kernel to the
-// engine's SIMT kernel (attention_tensor_cores_test.cpp, tests/bench/attention_variants_test.cpp): a KV cache (a
-// sliding ring, or full layers' paged blocks with the sequence's block table in reverse order, so the table matters),
-// this pass's fresh keys from position p0 on, RoPE tables, and one padding row after the
-// sequence's rows. Host copies first (a CPU model reads them), then the same on the device with
-// the views a launch takes.
+// One sequence's attention inputs, for the test that holds the attention kernel to a model of its
+// numerics (attention_kernel_test.cpp): a KV cache (a sliding ring, or full layers' paged blocks
+// with the sequence's block table in reverse order, so the table matters), this pass's fresh keys
+// from position p0 on, RoPE tables, and one padding row after the sequence's rows. Host copies first (a CPU model reads
+// them), then the same on the device with the views a launch takes.
 #pragma once
 
 #include <cmath>

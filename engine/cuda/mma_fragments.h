@@ -1,8 +1,8 @@
 // One warp-wide tensor-core product, mma.sync m16n8k16 with bf16 operands and fp32 accumulators,
-// and the packing of its operands, for the attention on the tensor cores
-// (attention_tensor_cores.cu). On a GPU it is the PTX instruction; in the
-// SIMT emulator (temper_cuda_emulated_tests) the same product is gathered from the fragments with
-// shuffles and summed in k order, so a kernel's fragment layout is checked on the CPU.
+// and the packing of its operands, for the attention kernel (attention_kernel.h). On a GPU it is
+// the PTX instruction; in the SIMT emulator (temper_cuda_emulated_tests) the same product is
+// gathered from the fragments with shuffles and summed in k order, so a kernel's fragment layout is
+// checked on the CPU.
 //
 // Device code: included by .cu files only (and by the SIMT emulator's C++ build of them).
 #pragma once
@@ -13,9 +13,7 @@
 
 #include "engine/cuda/kernel_math.h"
 
-namespace temper::bench::mma {
-
-namespace math = engine::cuda::math;
+namespace temper::engine::cuda::mma {
 
 // Two floats as one bf16 pair of an MMA operand, rounded to nearest even, `lo` in the low half.
 __device__ __forceinline__ uint32_t PackBf16(float lo, float hi) {
@@ -75,4 +73,4 @@ __device__ __forceinline__ void Mma(float (&c)[4], uint32_t a0, uint32_t a1, uin
 #endif
 }
 
-}  // namespace temper::bench::mma
+}  // namespace temper::engine::cuda::mma
