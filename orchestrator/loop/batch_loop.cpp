@@ -460,7 +460,12 @@ Status BatchLoop::RunSlots(uint32_t slots) {
       if (*settled) break;
       continue;
     }
-    if (in_flight < slots && !startable.empty()) {
+    // Picks ahead: with slots to spare for forks, up to `slots` rules more are picked while the
+    // others run (in_flight_ holds the picked-not-started ones too), so the Architect's call
+    // overlaps the attempts and a slot that frees starts its next rule at once. A serial batch
+    // picks only when its one slot is free: each pick sees the last rule's outcome.
+    const size_t picked_at_most = slots > 1 ? 2 * size_t{slots} : 1;
+    if (in_flight < picked_at_most && !startable.empty()) {
       Result<std::optional<Picked>> picked = Pick(startable);
       if (!picked.ok()) {
         out = picked.status();

@@ -16,7 +16,9 @@
 //   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
 // Slots: rules run on threads of their own, one per slot, the Architect picking the next rule
-// whenever a slot is free. A serial batch has one slot, and its attempts work on the target itself
+// whenever a slot is free; with more than one slot it picks ahead, up to one rule more per slot,
+// while the slots' attempts run (each pick journalled when made, rule.started when its slot takes
+// it). A serial batch has one slot, picks only when it is free, and its attempts work on the target itself
 // (the only way on targets that cannot fork, such as SSH hosts): kept, the target's state becomes
 // the new snapshot; rejected, the target is reverted to the known-good one.
 // Parallel attempts (the batch's parallel_attempts > 1, on a target that can fork): that many
