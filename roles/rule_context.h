@@ -23,7 +23,7 @@ struct RuleInfo {
   // empty when the content declares nothing.
   std::string risk;
   // Where fix_text comes from, for the record of a reference fix that ran: the datastream's file
-  // name and benchmark ("ssg-ubuntu2004-ds.xml, benchmark xccdf_..._UBUNTU2004"); empty when unknown.
+  // name and benchmark ("ssg-ubuntu2004-ds.xml, benchmark xccdf_..._UBUNTU_20-04"); empty when unknown.
   std::string reference_fix_source;
 };
 

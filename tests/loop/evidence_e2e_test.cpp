@@ -116,6 +116,11 @@ TEST_CASE(
     CHECK(vulns["no_duplicate_uids"].status == evidence::ChecklistStatus::kNotAFinding);
     CHECK_THAT(vulns["accounts_tmout"].finding_details, Catch::Contains("TMOUT") && Catch::Contains("OVAL definition"));
     CHECK_THAT(vulns["banner_etc_issue_net"].comments, Catch::Contains("Attempt 1: reverted"));
+    // Which reference fix a kept attempt ran: the rule, the datastream and the script's sha256.
+    CHECK_THAT(vulns["accounts_tmout"].comments,
+               Catch::Contains("Commands:\n  reference fix " + std::string(kSsgRulePrefix) +
+                               "accounts_tmout from ssg-ubuntu2004-ds.xml, benchmark "
+                               "xccdf_org.ssgproject.content_benchmark_UBUNTU_20-04 (sha256 "));
     CHECK_THAT(vulns["is_fips_mode_enabled"].comments, Catch::Contains("temper: escalated"));
     CHECK_FALSE(evidence::AttributeOf(vulns["accounts_tmout"].data, "Rule_Ver").empty());  // the DISA STIG id
     CHECK_FALSE(evidence::AttributesOf(vulns["accounts_tmout"].data, "CCI_REF").empty());

@@ -144,6 +144,32 @@ TEST_CASE(
   }
   CHECK(types.count("rule.fixed") == 3);
 
+  // The fixes ran as the rules' reference fixes by name: the journal names each (rule, content,
+  // the script's sha256), and the report's commands of each kept attempt say which one ran.
+  std::set<std::string> fixed_by_reference;
+  for (const auto& e : events) {
+    if (e.type() != "worker.tool_call") continue;
+    const nlohmann::json data = nlohmann::json::parse(e.data_json());
+    if (data.value("tool", "") != "apply_reference_fix") continue;
+    INFO(e.data_json());
+    CHECK(data["reference_fix"]["rule"] == e.rule_id());
+    CHECK_THAT(data["reference_fix"]["source"].get<std::string>(),
+               Catch::StartsWith("ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_"));
+    CHECK(data["reference_fix"]["sha256"].get<std::string>().size() == 64);
+    fixed_by_reference.insert(ShortRuleName(e.rule_id()));
+  }
+  CHECK(fixed_by_reference ==
+        std::set<std::string>{"accounts_tmout", "banner_etc_issue_net", "accounts_umask_etc_login_defs"});
+  for (const auto& a : report.attempts()) {
+    if (a.outcome() != "kept") continue;
+    INFO(a.rule_id());
+    bool named = false;
+    for (const std::string& c : a.commands()) {
+      named = named || c.starts_with("reference fix " + a.rule_id() + " from ssg-ubuntu2004-ds.xml");
+    }
+    CHECK(named);
+  }
+
   // The report's usage per role is the journal's model calls, summed.
   std::map<std::string, std::pair<uint64_t, uint64_t>> journalled;  // role -> calls, prompt tokens
   for (const auto& e : events) {

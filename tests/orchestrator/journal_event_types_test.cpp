@@ -143,7 +143,7 @@ TEST_CASE("an apply_reference_fix call reads as the reference fix it ran or the 
   const std::string rule = "xccdf_org.ssgproject.content_rule_accounts_tmout";
   const nlohmann::json fix = {
       {"rule", rule},
-      {"source", "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004"},
+      {"source", "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU_20-04"},
       {"sha256", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}};
   nlohmann::json data = {{"attempt", 1},
                          {"tool", "apply_reference_fix"},
@@ -152,7 +152,7 @@ TEST_CASE("an apply_reference_fix call reads as the reference fix it ran or the 
                          {"detail", "exit status 0"}};
   CHECK(EventSentence("worker.tool_call", rule, "lab", data.dump()) ==
         "worker.tool_call accounts_tmout #1 apply_reference_fix: reference fix accounts_tmout from "
-        "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004 (sha256 "
+        "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU_20-04 (sha256 "
         "0123456789abcdef…) → exit status 0");
   data["detail"] = "refused by policy: 'reboot' would take the host down";
   data["arguments"] = {{"reason", "SSG's fix fits"}};

@@ -619,7 +619,8 @@ TEST_CASE("apply_reference_fix runs the whole fix even where the prompt cut it s
   for (int i = 0; i < 4000; ++i) fix += fmt::format("# line {} of the long SSG remediation comment block\n", i);
   fix += "echo whole > reference-fix-whole\necho the fix ran";
   task.rule.fix_text = fix;
-  task.rule.reference_fix_source = "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU2004";
+  task.rule.reference_fix_source =
+      "ssg-ubuntu2004-ds.xml, benchmark xccdf_org.ssgproject.content_benchmark_UBUNTU_20-04";
 
   ReferenceFixRun run = RunReferenceFix(tools, task, {{"reason", "the banner file is where SSG expects it"}});
   REQUIRE(run.result.ok());
