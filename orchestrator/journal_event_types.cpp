@@ -148,7 +148,15 @@ std::string BatchSubmitted(const EventView& e) {
   return fmt::format("{}: {} on target {} (profile {})", e.type, what, e.target, ProfileName(Str(e.data, "profile")));
 }
 
-std::string BatchStarted(const EventView& e) { return fmt::format("{} on target {}", e.type, e.target); }
+// With the attempts at once and why, when the loop recorded them (parallel_attempts.h).
+std::string BatchStarted(const EventView& e) {
+  std::string out = fmt::format("{} on target {}", e.type, e.target);
+  if (std::optional<uint64_t> n = Num(e.data, "parallel_attempts")) {
+    out += *n == 1 ? ", one attempt at a time" : fmt::format(", {} attempts at once", *n);
+    if (std::string why = Str(e.data, "parallel_attempts_why"); !why.empty()) out += " (" + why + ")";
+  }
+  return out;
+}
 
 std::string BatchResumed(const EventView& e) {
   std::string out = fmt::format("{} on target {}", e.type, e.target);
@@ -168,7 +176,12 @@ std::string BatchExpanded(const EventView& e) {
 }
 
 std::string BatchCompleted(const EventView& e) {
-  return fmt::format("{}: {}", e.type, Counts(Field(e.data, "rules"), CompletedOrder()));
+  std::string out = fmt::format("{}: {}", e.type, Counts(Field(e.data, "rules"), CompletedOrder()));
+  // Parallel attempts made again (attempt.conflict), when there were any.
+  if (std::optional<uint64_t> n = Num(Field(e.data, "remakes"), "total"); n && *n > 0) {
+    out += fmt::format("; {} made again", Plural(*n, "attempt"));
+  }
+  return out;
 }
 
 std::string BatchCancelled(const EventView& e) {
@@ -366,13 +379,15 @@ constexpr EventSpec kSpecs[] = {
     {T::kBatchSubmitted, "batch.submitted",
      "name datastream profile whole_profile rules waivers allow_disruptive plan_only budgets", kNoRule,
      "a batch was stored, queued", BatchSubmitted},
-    {T::kBatchStarted, "batch.started", "target", kNoRule, "the loop started the batch", BatchStarted},
-    {T::kBatchResumed, "batch.resumed", "target interrupted_rules good_snapshot", kNoRule,
+    {T::kBatchStarted, "batch.started", "target parallel_attempts parallel_attempts_why", kNoRule,
+     "the loop started the batch", BatchStarted},
+    {T::kBatchResumed, "batch.resumed",
+     "target interrupted_rules good_snapshot parallel_attempts parallel_attempts_why", kNoRule,
      "the loop took the batch up again after a restart, reverting interrupted work", BatchResumed},
     {T::kBatchExpanded, "batch.expanded", "profile rules", kNoRule, "a whole-profile batch got the profile's rules",
      BatchExpanded},
-    {T::kBatchCompleted, "batch.completed", "rules verdicts_after fixpoint_passes plan_only results_dir", kNoRule,
-     "every rule is final: rule counts by state", BatchCompleted},
+    {T::kBatchCompleted, "batch.completed", "rules verdicts_after fixpoint_passes plan_only results_dir remakes",
+     kNoRule, "every rule is final: rule counts by state", BatchCompleted},
     {T::kBatchFailed, "batch.failed", "error", kNoRule, "the batch could not go on", Error},
     {T::kBatchCancelled, "batch.cancelled", "reason previous_state rules_cancelled", kNoRule,
      "a client cancelled the batch", BatchCancelled},
@@ -425,7 +440,7 @@ constexpr EventSpec kSpecs[] = {
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
      "changes_ms revert_ms fork",
      kNoRule, "the evaluator rejected the change (outcome reverted, regression or unhealthy)", AttemptEnded},
-    {T::kAttemptConflict, "attempt.conflict", "number fork detail", kNoRule,
+    {T::kAttemptConflict, "attempt.conflict", "number fork cause detail", kNoRule,
      "a parallel attempt clashed with a fix kept since it began: made again on a fresh fork", AttemptConflict},
     {T::kWorkerModelCall, "worker.model_call", "attempt detail latency_ms", kNoRule,
      "the Worker's model answered (detail: why it stopped)", WorkerModelCall},

@@ -808,7 +808,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::ApplyAttempt(RuleRun& run, const Recall
     if (std::optional<stig::SnapshotId> good = slot.KeptSinceOpened()) {
       ++run.remakes;
       TEMPER_RETURN_IF_ERROR(slot.Discard());
-      return MadeAgain(run, tried.attempt, slot.fork_name(),
+      return MadeAgain(run, tried.attempt, slot.fork_name(), RemakeCause::kRejectedBehind,
                        fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main "
                                    "line as it is now",
                                    *good, tried.summary));
@@ -829,7 +829,7 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Keep(RuleRun& run, const RecalledMemory
                           slot.Keep(tried.request, *tried.report, conflict));
   if (!kept_snapshot) {
     main_line.unlock();
-    return MadeAgain(run, attempt, slot.fork_name(), conflict);
+    return MadeAgain(run, attempt, slot.fork_name(), RemakeCause::kCommit, conflict);
   }
   const stig::SnapshotId snapshot = *kept_snapshot;
   tried.evaluated["snapshot_ms"] = Ms(Clock::now() - tried.verified_at);
@@ -894,11 +894,15 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Reject(RuleRun& run, const RecalledMemo
 }
 
 Result<BatchLoop::AttemptEnd> BatchLoop::MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
-                                                   const std::string& why) {
+                                                   RemakeCause cause, const std::string& why) {
   LoopStep again;
   again.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(attempt.usage)});
   again.events.push_back(Event(run.rule.id, "evaluator", EventType::kAttemptConflict,
-                               {{"number", attempt.number}, {"fork", fork}, {"detail", why}}, attempt.usage));
+                               {{"number", attempt.number},
+                                {"fork", fork},
+                                {"cause", RemakeCauseName(cause)},
+                                {"detail", why}},
+                               attempt.usage));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
   run.tokens_used += Total(attempt.usage);
   return AttemptEnd::kConflict;
@@ -1064,13 +1068,43 @@ Status BatchLoop::Complete() {
     rules[std::string(RuleStateName(static_cast<RuleState>(s)))] = batch_.rule_counts[s];
   }
   const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
+  TEMPER_ASSIGN_OR_RETURN(nlohmann::json remakes, Remakes());
   step.events.push_back(Event("", "daemon", EventType::kBatchCompleted,
                               {{"rules", rules},
+                               {"remakes", remakes},
                                {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
                                {"fixpoint_passes", batch_.fixpoint.size()},
                                {"plan_only", batch_.options.plan_only},
                                {"results_dir", batch_.results_dir}}));
   return Commit(std::move(step)).status();
+}
+
+Result<nlohmann::json> BatchLoop::Remakes() {
+  // From the journal, so that a batch resumed after a restart counts the remakes before it too.
+  constexpr uint32_t kPage = 1000;
+  const std::string conflict(EventTypeName(EventType::kAttemptConflict));
+  std::map<std::string, uint32_t> by_cause = {{RemakeCauseName(RemakeCause::kCommit), 0},
+                                              {RemakeCauseName(RemakeCause::kRejectedBehind), 0}};
+  uint32_t total = 0;
+  for (uint64_t after = 0;;) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<EventRecord> page, s_.journal.store().ReadEvents(after, batch_id_, kPage));
+    for (const EventRecord& e : page) {
+      after = e.seq;
+      if (e.type != conflict) continue;
+      ++total;
+      const nlohmann::json data = nlohmann::json::parse(e.data_json, nullptr, false);
+      // Events journalled before the cause was recorded were all commits that did not fit or
+      // rejections behind the main line alike: counted in the total only.
+      if (data.is_object() && data.contains("cause") && data["cause"].is_string()) {
+        auto it = by_cause.find(data["cause"].get<std::string>());
+        if (it != by_cause.end()) ++it->second;
+      }
+    }
+    if (page.size() < kPage) break;
+  }
+  nlohmann::json out = by_cause;
+  out["total"] = total;
+  return out;
 }
 
 Result<nlohmann::json> BatchLoop::RevertPlan() {

@@ -156,10 +156,18 @@ class BatchLoop {
   Result<std::optional<Picked>> Pick(const std::vector<std::string>& startable);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
   Status RunSlots(uint32_t slots);
-  // A parallel attempt that did not fit the main line: journalled (attempt.conflict, `why`) with
-  // its tokens, not counted as an attempt; kConflict, so it is made again on a fresh fork.
-  Result<AttemptEnd> MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
+  // Why a parallel attempt is made again: its accepted change did not fit the main line (a commit
+  // that could not merge, or failed its verification there), or it was rejected on a fork made
+  // before fixes landed. Journalled as attempt.conflict's "cause".
+  enum class RemakeCause { kCommit, kRejectedBehind };
+  static const char* RemakeCauseName(RemakeCause c) { return c == RemakeCause::kCommit ? "commit" : "rejected_behind"; }
+  // A parallel attempt that did not fit the main line: journalled (attempt.conflict, `cause` and
+  // `why`) with its tokens, not counted as an attempt; kConflict, so it is made again on a fresh fork.
+  Result<AttemptEnd> MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork, RemakeCause cause,
                                const std::string& why);
+  // The batch's remakes so far, from the journal (resumes included), for batch.completed:
+  // {"total": N, "commit": N, "rejected_behind": N}.
+  Result<nlohmann::json> Remakes();
   // A parallel attempt's accepted fork onto the main line, under target_mu_ (see the top of this
   // file): the new snapshot, or nullopt with `conflict` saying why the attempt must be made again.
   // `report` becomes the main line's verification when it was verified again there.

@@ -2,8 +2,31 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <sstream>
+#include <string_view>
 
 namespace temper {
+
+std::set<std::string> AuditSyscallGrouping(const std::string& fix_bash) {
+  // `read -a syscall_grouping <<< $SYSCALL_GROUPING` reads it back: only the assignment has `="`.
+  std::set<std::string> out;
+  for (std::string_view assignment : {"SYSCALL_GROUPING=\"", "syscall_grouping=\""}) {
+    for (size_t at = fix_bash.find(assignment); at != std::string::npos; at = fix_bash.find(assignment, at)) {
+      at += assignment.size();
+      const size_t end = fix_bash.find('"', at);
+      if (end == std::string::npos) break;
+      std::istringstream words(fix_bash.substr(at, end - at));
+      for (std::string word; words >> word;) out.insert(word);
+    }
+  }
+  return out;
+}
+
+bool StartOrder::ShareAuditLine(const std::string& a, const std::string& b) const {
+  auto ga = audit_grouping_.find(a), gb = audit_grouping_.find(b);
+  if (ga == audit_grouping_.end() || gb == audit_grouping_.end()) return false;
+  return std::any_of(ga->second.begin(), ga->second.end(), [&](const std::string& s) { return gb->second.count(s); });
+}
 
 StartOrder::StartOrder(const stig::Content& content, const std::vector<std::string>& rule_ids,
                        const std::function<bool(const std::string&)>& exists) {
@@ -11,6 +34,9 @@ StartOrder::StartOrder(const stig::Content& content, const std::vector<std::stri
     position_.emplace(id, position_.size());
     Result<const stig::RuleInfo*> rule = content.Rule(id);
     if (!rule.ok()) continue;
+    if (std::set<std::string> grouping = AuditSyscallGrouping((*rule)->fix_bash); !grouping.empty()) {
+      audit_grouping_.emplace(id, std::move(grouping));
+    }
     const stig::CheckFootprint& footprint = (*rule)->footprint;
     if (footprint.ReadsOnlyPackages()) {
       package_rules_.insert(id);
@@ -43,6 +69,8 @@ std::vector<std::string> StartOrder::Startable(const std::vector<std::string>& p
     if (position(id) > first_package) continue;
     if (first_package != SIZE_MAX && WaitsForPackages(id)) continue;
     if (package_in_flight && IsPackageRule(id)) continue;
+    if (std::any_of(in_flight.begin(), in_flight.end(), [&](const std::string& f) { return ShareAuditLine(id, f); }))
+      continue;
     out.push_back(id);
   }
   std::stable_partition(out.begin(), out.end(), [&](const std::string& id) { return IsPackageRule(id); });

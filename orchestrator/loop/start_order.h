@@ -12,7 +12,16 @@
 //     from the batch's order;
 //   - a rule whose check names a file the known-good root lacks waits for every package rule
 //     pending or in flight, wherever it is in the batch: the file may come with one of their
-//     packages (the smartcard rules read /etc/pam_pkcs11/pam_pkcs11.conf).
+//     packages (the smartcard rules read /etc/pam_pkcs11/pam_pkcs11.conf);
+//   - two audit syscall rules whose SSG fixes group syscalls on one line never run at once. SSG's
+//     bash fix for such a rule (fix_audit_syscall_rule) sets SYSCALL_GROUPING="chown fchown
+//     fchownat lchown" and rewrites the existing rules.d line that holds any syscall of that group
+//     (with the same arch, filters and auid) to add its own: two such fixes on forks rewrite that
+//     one line two ways, the commit cannot merge them (attempt.conflict), and one is made again.
+//     On the Ubuntu 20.04 STIG most remakes were these (bench/RESULTS.md). The signal is the
+//     groupings' overlap (AuditSyscallGrouping): the chown, chmod, xattr, deletion, module and
+//     unsuccessful-access families each share one group; rules with no group (a path watch,
+//     execve with -C) append lines of their own, which merge.
 // With no rule in flight the first pending rule of the batch, or the first pending package rule,
 // can start: the loop cannot stall.
 //
@@ -43,11 +52,18 @@ class StartOrder {
 
   bool IsPackageRule(const std::string& rule_id) const { return package_rules_.count(rule_id) > 0; }
   bool WaitsForPackages(const std::string& rule_id) const { return waits_for_packages_.count(rule_id) > 0; }
+  // Whether the two rules' fixes rewrite one combined audit syscall line (groupings that overlap).
+  bool ShareAuditLine(const std::string& a, const std::string& b) const;
 
  private:
   std::map<std::string, size_t> position_;  // in the batch
   std::set<std::string> package_rules_;
   std::set<std::string> waits_for_packages_;
+  std::map<std::string, std::set<std::string>> audit_grouping_;  // rules whose fix groups syscalls
 };
+
+// The syscalls an SSG bash fix groups on one audit line: the words of every SYSCALL_GROUPING="..."
+// assignment in `fix_bash` (fix_audit_syscall_rule's argument); empty for any other fix.
+std::set<std::string> AuditSyscallGrouping(const std::string& fix_bash);
 
 }  // namespace temper

@@ -130,6 +130,11 @@ TEST_CASE("an event reads as its type's sentence, and generically outside the vo
   CHECK(EventSentence("rule.fixed", rule, "lab", R"({"attempts":2,"tokens":1234})") ==
         "rule.fixed accounts_tmout after 2 attempts (1234 tokens)");
   CHECK(EventSentence("batch.started", "", "lab", "") == "batch.started on target lab");
+  CHECK(
+      EventSentence("batch.started", "", "lab", R"j({"parallel_attempts":2,"parallel_attempts_why":"auto: 2 (x)"})j") ==
+      "batch.started on target lab, 2 attempts at once (auto: 2 (x))");
+  CHECK(EventSentence("batch.completed", "", "lab", R"({"rules":{"fixed":2},"remakes":{"total":3}})") ==
+        "batch.completed: 2 fixed; 3 attempts made again");
   // Known types without a sentence of their own, unknown types and data that is not an object.
   CHECK(EventSentence("rule.revert_started", rule, "lab", R"({"snapshots":[5]})") ==
         "rule.revert_started " + rule + "  {\"snapshots\":[5]}");

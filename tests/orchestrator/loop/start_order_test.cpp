@@ -75,6 +75,43 @@ TEST_CASE("start order: a rule whose check names a missing file waits for every 
   CHECK_FALSE(installed.WaitsForPackages(FullRuleId("smartcard_configure_ca")));
 }
 
+TEST_CASE("start order: two audit rules whose SSG fixes group syscalls on one line never start together") {
+  const stig::Content& c = stig::testing::Ubuntu2004Stig();
+  // SSG's fix of each: SYSCALL_GROUPING="chown fchown fchownat lchown" (chmod's: chmod fchmod
+  // fchmodat); the privileged-command rules watch a path and group nothing.
+  CHECK(AuditSyscallGrouping((*c.Rule(FullRuleId("audit_rules_dac_modification_chown")))->fix_bash) ==
+        std::set<std::string>{"chown", "fchown", "fchownat", "lchown"});
+  CHECK(AuditSyscallGrouping((*c.Rule(FullRuleId("audit_rules_unsuccessful_file_modification_creat")))->fix_bash) ==
+        std::set<std::string>{"creat", "ftruncate", "truncate", "open", "openat", "open_by_handle_at"});
+  CHECK(AuditSyscallGrouping((*c.Rule(FullRuleId("audit_rules_privileged_commands_sudo")))->fix_bash).empty());
+  CHECK(AuditSyscallGrouping((*c.Rule(FullRuleId("sshd_disable_root_login")))->fix_bash).empty());
+
+  const auto rules = Ids({"audit_rules_dac_modification_chown", "audit_rules_dac_modification_fchown",
+                          "audit_rules_dac_modification_chmod", "audit_rules_privileged_commands_sudo",
+                          "audit_rules_dac_modification_lchown", "sshd_disable_root_login"});
+  StartOrder order(c, rules, [](const std::string&) { return true; });
+  CHECK(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
+                             FullRuleId("audit_rules_dac_modification_fchown")));
+  CHECK_FALSE(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
+                                   FullRuleId("audit_rules_dac_modification_chmod")));
+  CHECK_FALSE(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
+                                   FullRuleId("audit_rules_privileged_commands_sudo")));
+  // Nothing in flight: any of them may be picked.
+  CHECK(order.Startable(rules, {}) == rules);
+  // chown in flight: neither fchown nor lchown (one grouped line, rewritten two ways); chmod's line,
+  // sudo's path watch and the sshd rule may start beside it.
+  const auto pending = std::vector<std::string>(rules.begin() + 1, rules.end());
+  CHECK(order.Startable(pending, {FullRuleId("audit_rules_dac_modification_chown")}) ==
+        Ids({"audit_rules_dac_modification_chmod", "audit_rules_privileged_commands_sudo", "sshd_disable_root_login"}));
+  // chown ended: fchown's turn (and lchown's, until one of them is in flight).
+  CHECK(order.Startable(Ids({"audit_rules_dac_modification_fchown", "audit_rules_dac_modification_lchown"}),
+                        {FullRuleId("audit_rules_dac_modification_chmod")}) ==
+        Ids({"audit_rules_dac_modification_fchown", "audit_rules_dac_modification_lchown"}));
+  CHECK(
+      order.Startable(Ids({"audit_rules_dac_modification_lchown"}), {FullRuleId("audit_rules_dac_modification_fchown")})
+          .empty());
+}
+
 TEST_CASE("start order: with nothing in flight some rule of the whole profile can always start") {
   const stig::Content& c = stig::testing::Ubuntu2004Stig();
   std::vector<std::string> pending = c.profile_rule_ids();
