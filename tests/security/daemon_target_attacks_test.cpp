@@ -44,23 +44,27 @@ std::vector<nlohmann::json> ToolCalls(const LoopDaemon& d, const std::string& ba
   return out;
 }
 
-TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at once, cancel and shutdown finish") {
+// Where the Worker's apply_reference_fix writes a rule's fix script (roles/worker.cpp).
+std::string ReferenceFixPath(const char* rule) { return fmt::format("/root/temper-reference-fix-{}.sh", rule); }
+
+TEST_CASE("a FIFO the Worker made does not hang temperd: writing a script fails at once, cancel and shutdown finish") {
   ModelScript script;
   // Whichever rule the Architect takes first, its last command turns both rules' fix script paths
-  // into FIFOs; the other rule's Worker then writes its fix script there and runs it.
+  // into FIFOs; the other rule's Worker then writes its fix script there (apply_reference_fix) and,
+  // as its own last command finds the FIFOs already made, reads one.
   for (const char* rule : {kRuleA, kRuleB}) script.rules[rule].regress_first = 1;
-  script.regress_command =
-      fmt::format("mkfifo {} {}", scripted::FixScriptPath(kRuleA), scripted::FixScriptPath(kRuleB));
+  script.regress_command = fmt::format("mkfifo {0} {1} || cat {1}", ReferenceFixPath(kRuleA), ReferenceFixPath(kRuleB));
   auto server = ScriptedModelServer::Start(script);
   REQUIRE(server.ok());
   LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
-  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
+  // One rule after the other: the second must start from the first one's kept FIFOs.
+  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2, .parallel_attempts = 1});
 
-  // The second rule's write_file meets the FIFO: it must come back with an error naming it.
+  // The second rule's script write meets the FIFO: it must come back with an error naming it.
   nlohmann::json refused;
   for (auto deadline = security::Clock::now() + 4min; refused.is_null() && security::Clock::now() < deadline;) {
     for (const nlohmann::json& call : ToolCalls(d, id)) {
-      if (call.value("tool", "") == "write_file" && call.value("detail", "").find("FIFO") != std::string::npos)
+      if (call.value("tool", "") == "apply_reference_fix" && call.value("detail", "").find("FIFO") != std::string::npos)
         refused = call;
     }
     if (refused.is_null()) std::this_thread::sleep_for(200ms);
@@ -69,7 +73,7 @@ TEST_CASE("a FIFO the Worker made does not hang temperd: write_file fails at onc
   REQUIRE_FALSE(refused.is_null());
   CHECK_THAT(refused["detail"].get<std::string>(), Catch::Contains("is a FIFO in the target, not a regular file"));
 
-  // The Worker goes on to run its script, which reads the FIFO inside the sandbox: cancel ends it.
+  // The Worker goes on to read the FIFO inside the sandbox: cancel ends it.
   ProcessResult cancel = d.Cli({"cancel", id});
   CHECK(cancel.exit_code == 0);
   temper::v1::Batch batch;
