@@ -22,10 +22,8 @@ std::set<std::string> AuditSyscallGrouping(const std::string& fix_bash) {
   return out;
 }
 
-bool StartOrder::ShareAuditLine(const std::string& a, const std::string& b) const {
-  auto ga = audit_grouping_.find(a), gb = audit_grouping_.find(b);
-  if (ga == audit_grouping_.end() || gb == audit_grouping_.end()) return false;
-  return std::any_of(ga->second.begin(), ga->second.end(), [&](const std::string& s) { return gb->second.count(s); });
+bool StartOrder::BothRewriteAuditLines(const std::string& a, const std::string& b) const {
+  return rewrite_audit_lines_.count(a) > 0 && rewrite_audit_lines_.count(b) > 0;
 }
 
 StartOrder::StartOrder(const stig::Content& content, const std::vector<std::string>& rule_ids,
@@ -34,9 +32,7 @@ StartOrder::StartOrder(const stig::Content& content, const std::vector<std::stri
     position_.emplace(id, position_.size());
     Result<const stig::RuleInfo*> rule = content.Rule(id);
     if (!rule.ok()) continue;
-    if (std::set<std::string> grouping = AuditSyscallGrouping((*rule)->fix_bash); !grouping.empty()) {
-      audit_grouping_.emplace(id, std::move(grouping));
-    }
+    if (!AuditSyscallGrouping((*rule)->fix_bash).empty()) rewrite_audit_lines_.insert(id);
     const stig::CheckFootprint& footprint = (*rule)->footprint;
     if (footprint.ReadsOnlyPackages()) {
       package_rules_.insert(id);
@@ -69,7 +65,8 @@ std::vector<std::string> StartOrder::Startable(const std::vector<std::string>& p
     if (position(id) > first_package) continue;
     if (first_package != SIZE_MAX && WaitsForPackages(id)) continue;
     if (package_in_flight && IsPackageRule(id)) continue;
-    if (std::any_of(in_flight.begin(), in_flight.end(), [&](const std::string& f) { return ShareAuditLine(id, f); }))
+    if (std::any_of(in_flight.begin(), in_flight.end(),
+                    [&](const std::string& f) { return BothRewriteAuditLines(id, f); }))
       continue;
     out.push_back(id);
   }

@@ -75,7 +75,7 @@ TEST_CASE("start order: a rule whose check names a missing file waits for every 
   CHECK_FALSE(installed.WaitsForPackages(FullRuleId("smartcard_configure_ca")));
 }
 
-TEST_CASE("start order: two audit rules whose SSG fixes group syscalls on one line never start together") {
+TEST_CASE("start order: two audit rules whose SSG fixes group syscalls never start together") {
   const stig::Content& c = stig::testing::Ubuntu2004Stig();
   // SSG's fix of each: SYSCALL_GROUPING="chown fchown fchownat lchown" (chmod's: chmod fchmod
   // fchmodat); the privileged-command rules watch a path and group nothing.
@@ -90,26 +90,28 @@ TEST_CASE("start order: two audit rules whose SSG fixes group syscalls on one li
                           "audit_rules_dac_modification_chmod", "audit_rules_privileged_commands_sudo",
                           "audit_rules_dac_modification_lchown", "sshd_disable_root_login"});
   StartOrder order(c, rules, [](const std::string&) { return true; });
-  CHECK(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
-                             FullRuleId("audit_rules_dac_modification_fchown")));
-  CHECK_FALSE(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
-                                   FullRuleId("audit_rules_dac_modification_chmod")));
-  CHECK_FALSE(order.ShareAuditLine(FullRuleId("audit_rules_dac_modification_chown"),
-                                   FullRuleId("audit_rules_privileged_commands_sudo")));
+  // One grouping (one line, rewritten two ways), and two groupings (adjacent lines).
+  CHECK(order.BothRewriteAuditLines(FullRuleId("audit_rules_dac_modification_chown"),
+                                    FullRuleId("audit_rules_dac_modification_fchown")));
+  CHECK(order.BothRewriteAuditLines(FullRuleId("audit_rules_dac_modification_chown"),
+                                    FullRuleId("audit_rules_dac_modification_chmod")));
+  CHECK_FALSE(order.BothRewriteAuditLines(FullRuleId("audit_rules_dac_modification_chown"),
+                                          FullRuleId("audit_rules_privileged_commands_sudo")));
   // Nothing in flight: any of them may be picked.
   CHECK(order.Startable(rules, {}) == rules);
-  // chown in flight: neither fchown nor lchown (one grouped line, rewritten two ways); chmod's line,
-  // sudo's path watch and the sshd rule may start beside it.
+  // chown in flight: neither fchown, lchown nor chmod; sudo's path watch and the sshd rule may
+  // start beside it.
   const auto pending = std::vector<std::string>(rules.begin() + 1, rules.end());
   CHECK(order.Startable(pending, {FullRuleId("audit_rules_dac_modification_chown")}) ==
-        Ids({"audit_rules_dac_modification_chmod", "audit_rules_privileged_commands_sudo", "sshd_disable_root_login"}));
-  // chown ended: fchown's turn (and lchown's, until one of them is in flight).
+        Ids({"audit_rules_privileged_commands_sudo", "sshd_disable_root_login"}));
+  // chown ended: the others' turn, one at a time.
   CHECK(order.Startable(Ids({"audit_rules_dac_modification_fchown", "audit_rules_dac_modification_lchown"}),
-                        {FullRuleId("audit_rules_dac_modification_chmod")}) ==
+                        {FullRuleId("audit_rules_privileged_commands_sudo")}) ==
         Ids({"audit_rules_dac_modification_fchown", "audit_rules_dac_modification_lchown"}));
-  CHECK(
-      order.Startable(Ids({"audit_rules_dac_modification_lchown"}), {FullRuleId("audit_rules_dac_modification_fchown")})
-          .empty());
+  CHECK(order
+            .Startable(Ids({"audit_rules_dac_modification_lchown", "audit_rules_dac_modification_chmod"}),
+                       {FullRuleId("audit_rules_dac_modification_fchown")})
+            .empty());
 }
 
 TEST_CASE("start order: with nothing in flight some rule of the whole profile can always start") {
