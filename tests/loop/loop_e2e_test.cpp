@@ -9,6 +9,7 @@
 #include <set>
 
 #include "loop/loop_harness.h"
+#include "orchestrator/config/parallel_attempts.h"
 #include "scripted_model/scripted_answers.h"
 
 namespace temper::testing {
@@ -42,7 +43,9 @@ void KillAndResumeAt(LoopDaemon& loop, const std::string& id, const std::vector<
   for (const std::string& kill_at : kill_points) {
     after = loop.WaitForEvent(id, kill_at, after);
     CHECK(loop.daemon->Stop(SIGKILL) == 128 + SIGKILL);
-    REQUIRE(loop.daemon->Start().ok());
+    Status restarted = loop.daemon->Start();
+    INFO(restarted.ToString());
+    REQUIRE(restarted.ok());
     // The next kill point counts from the resumed run, not from events the killed run got to.
     after = loop.WaitForEvent(id, "batch.resumed", after);
   }
@@ -310,8 +313,8 @@ TEST_CASE("parallel attempts: a commit that cannot be merged is made again on a 
   CheckAttemptsRecordedOnce(loop, id, events);
 }
 
-// The batch asks for its attempts at once (temper submit --parallel-attempts) where temperd's
-// default is serial.
+// The batch asks for its attempts at once (temper submit --parallel-attempts), whatever temperd's
+// loop.parallel_attempts would choose.
 TEST_CASE("parallel attempts: kill -9 with forks in flight loses no kept fix, and the batch completes") {
   ModelScript script;
   script.rules["banner_etc_issue_net"].wrong_first = 1;
@@ -385,6 +388,125 @@ TEST_CASE("batches on two targets run at the same time, each on its own target")
     CHECK(loop.TargetHas("/etc/profile.d/tmout.sh", t));
     CHECK_FALSE(loop.TargetHas(scripted::WrongNotePath(std::string(kSsgRulePrefix) + "banner_etc_issue_net"), t));
   }
+}
+
+// Serial and auto give every rule the same outcome: a package rule, audit syscall rules of which
+// four share SSG's one combined chown line (three chmod's, two the deletion line), an audit path
+// watch and file rules, run once serially on "lab" and once at auto on "lab2", a fresh target over
+// the same root.
+// auto on a machine that would give 1 (one CPU) is replaced by an explicit 4, so that the second
+// batch always runs attempts at once.
+const std::vector<std::string> kSerialVsAutoRules = {
+    "package_aide_installed",
+    "audit_rules_dac_modification_chown",
+    "audit_rules_dac_modification_fchown",
+    "audit_rules_dac_modification_fchownat",
+    "audit_rules_dac_modification_lchown",
+    "audit_rules_dac_modification_chmod",
+    "audit_rules_dac_modification_fchmod",
+    "audit_rules_dac_modification_fchmodat",
+    "audit_rules_file_deletion_events_unlink",
+    "audit_rules_file_deletion_events_rename",
+    "audit_rules_privileged_commands_sudo",
+    "banner_etc_issue_net",
+    "accounts_tmout",
+    "accounts_umask_etc_login_defs",
+    "accounts_maximum_age_login_defs",
+    "file_permissions_etc_shadow",
+};
+
+// The batch.started event's data.
+nlohmann::json StartedData(const std::vector<temper::v1::JournalEvent>& events) {
+  for (const auto& e : events) {
+    if (e.type() == "batch.started") return nlohmann::json::parse(e.data_json());
+  }
+  FAIL("no batch.started event");
+  return {};
+}
+
+TEST_CASE("serial and auto parallel attempts give every rule of a batch the same outcome") {
+  ModelScript script;
+  script.rules["banner_etc_issue_net"].wrong_first = 1;
+  script.rules["accounts_tmout"].regress_first = 1;
+  auto server = ScriptedModelServer::Start(script);
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.more_targets = {"lab2"}});
+  const uint32_t at_once = CpusAvailable().count >= 2 ? 0 : 4;  // 0: temperd's auto
+  // The two batches run at the same time, each on its own target.
+  const std::string serial =
+      loop.Submit({.rules = kSerialVsAutoRules,
+                   .max_attempts = 3,
+                   .target = "lab",
+                   .allow_disruptive = true,  // the audit rules take effect after a reboot: held otherwise
+                   .parallel_attempts = 1});
+  const std::string parallel = loop.Submit({.rules = kSerialVsAutoRules,
+                                            .max_attempts = 3,
+                                            .target = "lab2",
+                                            .allow_disruptive = true,
+                                            .parallel_attempts = at_once});
+  const temper::v1::Batch one = loop.WaitUntilEnded(serial);
+  const temper::v1::Batch many = loop.WaitUntilEnded(parallel);
+  INFO(loop.daemon->Log());
+  REQUIRE(one.state() == temper::v1::BATCH_STATE_COMPLETED);
+  REQUIRE(many.state() == temper::v1::BATCH_STATE_COMPLETED);
+
+  const auto serial_events = loop.JournalEvents(serial);
+  const auto parallel_events = loop.JournalEvents(parallel);
+  CHECK(StartedData(serial_events)["parallel_attempts"] == 1);
+  const nlohmann::json started = StartedData(parallel_events);
+  INFO(started.dump());
+  CHECK(started["parallel_attempts"].get<uint32_t>() >= 2);
+  if (at_once == 0) CHECK_THAT(started["parallel_attempts_why"].get<std::string>(), Catch::StartsWith("auto: "));
+
+  // Rule by rule: the same state and the same verdict after.
+  const auto serial_rules = RulesByShortName(one);
+  const auto parallel_rules = RulesByShortName(many);
+  REQUIRE(serial_rules.size() == kSerialVsAutoRules.size());
+  REQUIRE(parallel_rules.size() == kSerialVsAutoRules.size());
+  size_t fixed = 0;
+  for (const auto& [name, rule] : serial_rules) {
+    INFO(name << ": serial " << rule.state() << " " << rule.after_verdict() << " (" << rule.detail() << "), auto "
+              << parallel_rules.at(name).state() << " " << parallel_rules.at(name).after_verdict() << " ("
+              << parallel_rules.at(name).detail() << ")");
+    CHECK(parallel_rules.at(name).state() == rule.state());
+    CHECK(parallel_rules.at(name).after_verdict() == rule.after_verdict());
+    fixed += rule.state() == temper::v1::RULE_STATE_FIXED || rule.state() == temper::v1::RULE_STATE_REBOOT_PENDING;
+  }
+  CHECK(fixed >= kSerialVsAutoRules.size() / 2);  // a comparison of outcomes, most of them fixes
+
+  // The rules whose fixes rewrite combined audit syscall lines never ran at once (StartOrder), and
+  // the batch.completed event counts the remakes.
+  const auto spans = AttemptSpans(parallel_events);
+  std::vector<std::string> grouping;
+  for (const std::string& name : kSerialVsAutoRules) {
+    if (name.starts_with("audit_rules_dac_modification_") || name.starts_with("audit_rules_file_deletion_events_"))
+      grouping.push_back(name);
+  }
+  REQUIRE(grouping.size() == 9);
+  for (size_t i = 0; i < grouping.size(); ++i) {
+    for (size_t j = i + 1; j < grouping.size(); ++j) {
+      INFO(grouping[i] << " and " << grouping[j]);
+      REQUIRE((spans.count(grouping[i]) && spans.count(grouping[j])));  // each made an attempt
+      CHECK_FALSE(Overlap(spans.at(grouping[i]), spans.at(grouping[j])));
+    }
+  }
+  nlohmann::json completed;
+  for (const auto& e : parallel_events) {
+    if (e.type() == "batch.completed") completed = nlohmann::json::parse(e.data_json());
+  }
+  INFO(completed.dump());
+  REQUIRE(completed.contains("remakes"));
+  size_t conflicts = 0;
+  std::string remade;
+  for (const auto& e : parallel_events) {
+    if (e.type() != "attempt.conflict") continue;
+    ++conflicts;
+    remade += " " + ShortRuleName(e.rule_id()) + " (" + nlohmann::json::parse(e.data_json()).value("detail", "") + ")";
+  }
+  CHECK(completed["remakes"]["total"] == conflicts);
+  WARN("auto ran " << started["parallel_attempts"] << " attempts at once ("
+                   << started.value("parallel_attempts_why", "") << "); remakes " << completed["remakes"].dump()
+                   << (remade.empty() ? "" : ":" + remade));
 }
 
 }  // namespace
