@@ -204,6 +204,12 @@ std::string PromptText(const json& body) {
   for (const json& m : *messages) {
     if (!m.is_object()) continue;
     if (auto content = ContentText(m, ""); content.ok()) text += *content;
+    // A server renders the tools' declarations into the system turn (Gemma's template, vLLM's):
+    // prompt tokens on every call, and part of the prefix every call of the role shares.
+    if (&m == &messages->front()) {
+      if (auto tools = body.find("tools"); tools != body.end() && tools->is_array() && !tools->empty())
+        text += tools->dump();
+    }
     if (auto calls = m.find("tool_calls"); calls != m.end() && calls->is_array()) {
       for (const json& c : *calls) {
         if (c.is_object() && c.contains("function") && c["function"].is_object()) {

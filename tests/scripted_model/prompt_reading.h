@@ -70,7 +70,8 @@ struct ReadRequest {
 Result<ReadRequest> ReadChatRequest(const nlohmann::json& body);
 
 // Every message's text joined, in order, for token estimates (its size) and the simulated prefix
-// cache (its bytes): `content` strings (or text parts), tool call names and arguments.
+// cache (its bytes): `content` strings (or text parts), tool call names and arguments, and the
+// tools' declarations after the first message, where a server's chat template renders them.
 std::string PromptText(const nlohmann::json& body);
 
 }  // namespace temper::scripted

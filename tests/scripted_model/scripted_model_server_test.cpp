@@ -290,7 +290,8 @@ TEST_CASE("the Worker runs the rule's reference fix by name and finishes, every 
     CHECK(requests[i].turn == static_cast<int>(i) + 1);
     CHECK(requests[i].http_status == 200);
     CHECK_FALSE(requests[i].stream);
-    prompt_tokens += (PromptText(json{{"messages", requests[i].messages}}).size() + 3) / 4;
+    prompt_tokens +=
+        (PromptText(json{{"messages", requests[i].messages}, {"tools", requests[i].tools}}).size() + 3) / 4;
   }
   CHECK_THAT(UserText(requests[0]), Contains("### Fix (SCAP Security Guide)\n" + kSyncookiesFix.substr(0, 60)));
   CHECK(requests[0].answer["tool_calls"][0]["function"]["name"] == "apply_reference_fix");
@@ -791,8 +792,9 @@ TEST_CASE(
     } else {
       // Each turn re-sends the one before it, then its answer (the call's arguments as generated),
       // then the tool's result: the cache holds the previous prompt and the answer as generated.
-      const std::string previous = PromptText(json{{"messages", requests[i - 1].messages}});
-      const std::string now = PromptText(json{{"messages", r.messages}});
+      const std::string previous =
+          PromptText(json{{"messages", requests[i - 1].messages}, {"tools", requests[i - 1].tools}});
+      const std::string now = PromptText(json{{"messages", r.messages}, {"tools", r.tools}});
       const json& call = requests[i - 1].answer["tool_calls"][0]["function"];
       const std::string held = previous + call["name"].get<std::string>() + call["arguments"].get<std::string>();
       CHECK_THAT(now, StartsWith(held));
