@@ -59,9 +59,10 @@ ScriptedAnswer ArchitectPick(const ReadRequest& r, const ModelScript& script) {
       c.no_reference_fix
           ? fmt::format("{} ({}) has no reference fix: change nothing and finish saying what a human must decide.",
                         short_name, c.title)
-          : fmt::format("Apply the SCAP Security Guide reference fix for {} ({}) as written, check its exit status, "
-                        "then finish.",
-                        short_name, c.title);
+          : fmt::format(
+                "Apply the SCAP Security Guide reference fix for {} ({}) as written, check its exit status, "
+                "then finish.",
+                short_name, c.title);
   return ObjectAnswer({{"decision", "attempt"}, {"rule_id", c.id}, {"approach", approach}});
 }
 
@@ -151,7 +152,10 @@ std::string ResultLine(const ReadRequest& r, size_t call_index) {
 std::vector<Step> WorkerPlan(const ReadRequest& r, const ModelScript& script) {
   const std::string& id = r.rule.id;
   const std::string short_name = ShortRuleName(id);
-  if (!FixIsUsable(r.rule)) {
+  // The tool runs the rule's whole fix from the content, so a fix the prompt budget cut short can
+  // still be run by name; only a model that must retype it needs the whole text in its prompt.
+  const bool by_name = std::find(r.tools.begin(), r.tools.end(), kApplyReferenceFix) != r.tools.end();
+  if (!by_name && !FixIsUsable(r.rule)) {
     const std::string why = r.rule.fix_text.empty()
                                 ? "the prompt has no SCAP Security Guide fix text"
                                 : "the SCAP Security Guide fix text was cut short by the prompt budget";
@@ -179,7 +183,7 @@ std::vector<Step> WorkerPlan(const ReadRequest& r, const ModelScript& script) {
   // by name, it calls that instead of retyping it.
   std::vector<Step> plan;
   std::string summary;
-  if (std::find(r.tools.begin(), r.tools.end(), kApplyReferenceFix) != r.tools.end()) {
+  if (by_name) {
     plan = {{kApplyReferenceFix, json::object(), "The SCAP Security Guide fix fits this target; I run it as it is."}};
     summary = fmt::format("Applied the SCAP Security Guide fix for {} with {} ({}).", short_name, kApplyReferenceFix,
                           ResultLine(r, 0));

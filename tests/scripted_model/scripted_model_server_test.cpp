@@ -482,7 +482,7 @@ TEST_CASE("a rule without fix text: the Worker changes nothing and says so at on
              Contains("the prompt has no SCAP Security Guide fix text") && Contains("A human has to decide"));
 }
 
-TEST_CASE("a fix cut short by the prompt budget is not run: the Worker says so and changes nothing") {
+TEST_CASE("a fix cut short by the prompt budget is run whole by name, and never retyped cut short") {
   Harness h;
   const RuleInfo rule = SyncookiesRule();
   // The smallest Worker context that keeps part of the rule's details: its fix is then truncated.
@@ -502,12 +502,19 @@ TEST_CASE("a fix cut short by the prompt budget is not run: the Worker says so a
     }
   }
   REQUIRE(tight);
+  // By name, the tool takes the whole fix from the rule, not from the prompt.
   RecordingTools tools;
   auto r = tight->Run(*h.client, tools, Task(rule));
   REQUIRE(r.ok());
-  CHECK(tools.files.empty());
-  CHECK(tools.commands.empty());
-  CHECK_THAT(r->summary, Contains("the SCAP Security Guide fix text was cut short by the prompt budget"));
+  REQUIRE(tools.files.size() == 1);
+  CHECK_THAT(tools.files.begin()->second, StartsWith(kSyncookiesFix));  // and a final newline
+  CHECK_THAT(r->summary, Contains("apply_reference_fix"));
+  // A model that would have to retype it changes nothing and says why.
+  const ChatResponse call = h.Ask(WithoutReferenceFix(tight->BuildPrompt(Task(rule))));
+  REQUIRE(call.tool_calls.size() == 1);
+  CHECK(call.tool_calls[0].name == "finish");
+  CHECK_THAT(call.tool_calls[0].arguments,
+             Contains("the SCAP Security Guide fix text was cut short by the prompt budget"));
 }
 
 TEST_CASE("a fix the command policy refuses ends the attempt with a finish quoting the refusal") {
