@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 #include <grpcpp/server_posix.h>
@@ -27,11 +29,12 @@ Result<sockaddr_un> SocketAddress(const std::string& path) {
   return addr;
 }
 
-// True when some process accepts connections at `path`.
+// True when some process listens at `path`. Non-blocking: a listener that does not accept (a killed temperd's child
+// still holding the socket) fills its backlog, and a blocking connect would then wait for ever; EAGAIN says it listens.
 bool SomeoneListens(const sockaddr_un& addr) {
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return false;
-  bool live = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
+  bool live = connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 || errno == EAGAIN;
   close(fd);
   return live;
 }
@@ -52,9 +55,15 @@ Result<std::unique_ptr<UnixSocketListener>> UnixSocketListener::Bind(const std::
       return Status::FailedPrecondition(
           fmt::format("{} exists and is not a socket; move it away or set listen.unix.path", path));
     }
-    if (SomeoneListens(addr)) {
-      return Status::AlreadyExists(fmt::format("another temperd is already serving on {}", path));
+    // A temperd that was just killed can still be accepting for a moment (a child it forked holds
+    // the listening socket until it execs or exits; the kill -9 tests met this), so the socket
+    // must stay live for a while before it counts as another temperd's.
+    bool live = SomeoneListens(addr);
+    for (int i = 0; live && i < 20; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      live = SomeoneListens(addr);
     }
+    if (live) return Status::AlreadyExists(fmt::format("another temperd is already serving on {}", path));
     log.Info("removing stale socket {} left by a previous temperd", path);
     if (unlink(path.c_str()) != 0) return Status::FromErrno(errno, fmt::format("removing stale socket {}", path));
   }
