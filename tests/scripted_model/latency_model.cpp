@@ -241,20 +241,6 @@ std::vector<std::string> LatencyPresets() {
   return {std::string(kReferenceBox), std::string(kReferenceBoxMtp), std::string(kTemper4xL4)};
 }
 
-std::string_view RoleLabel(ScriptedRole role) {
-  switch (role) {
-    case ScriptedRole::kArchitectPick:
-      return "architect_pick";
-    case ScriptedRole::kArchitectReengage:
-      return "architect_reengage";
-    case ScriptedRole::kWorker:
-      return "worker";
-    case ScriptedRole::kReflector:
-      return "reflector";
-  }
-  return "unknown";
-}
-
 double Speculation::PassCost(double drafted) const {
   if (costs.empty() || drafted <= costs.front().drafted) return costs.empty() ? 1.0 : costs.front().step_cost;
   for (size_t i = 1; i < costs.size(); ++i) {

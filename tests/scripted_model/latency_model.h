@@ -48,10 +48,6 @@ struct CurvePoint {
 inline constexpr int kScriptedRoles = 4;
 static_assert(static_cast<int>(ScriptedRole::kReflector) == kScriptedRoles - 1, "ScriptedRole indexes the tables");
 
-// "architect_pick", "architect_reengage", "worker", "reflector": each role's name in the server's log
-// and its label on /metrics.
-std::string_view RoleLabel(ScriptedRole role);
-
 // How one role's replies speculate: drafts per pass and the tokens a pass yields on average.
 struct RoleSpeculation {
   double drafted = 0;          // draft tokens checked per pass (k; a mean when k adapts)

@@ -183,10 +183,10 @@ Status ReadWorkerCalls(const json& messages, ReadRequest* out) {
 
 }  // namespace
 
-std::string_view RoleName(ScriptedRole role) {
+std::string_view RoleLabel(ScriptedRole role) {
   switch (role) {
     case ScriptedRole::kArchitectPick:
-      return "architect";
+      return "architect_pick";
     case ScriptedRole::kArchitectReengage:
       return "architect_reengage";
     case ScriptedRole::kWorker:
@@ -194,7 +194,11 @@ std::string_view RoleName(ScriptedRole role) {
     case ScriptedRole::kReflector:
       return "reflector";
   }
-  return "worker";
+  return "unknown";
+}
+
+std::string_view RoleName(ScriptedRole role) {
+  return role == ScriptedRole::kArchitectPick ? "architect" : RoleLabel(role);
 }
 
 std::string PromptText(const json& body) {

@@ -23,7 +23,10 @@
 namespace temper::scripted {
 
 enum class ScriptedRole { kArchitectPick, kArchitectReengage, kWorker, kReflector };
-// "architect", "architect_reengage", "worker", "reflector": the roles/prompts names.
+// "architect_pick", "architect_reengage", "worker", "reflector": each kind of request's name in the
+// server's log and its label on /metrics.
+std::string_view RoleLabel(ScriptedRole role);
+// The same, but "architect" for a pick: the roles/prompts names the server's request records use.
 std::string_view RoleName(ScriptedRole role);
 
 // A rule as a prompt shows it.
