@@ -17,7 +17,7 @@
 #                      KV 45,336 tokens, --max-model-len 16384 (longer requests refused as vLLM does)
 #   temper-4xl4        temper's engine on that box, from its H200 kernel times and 4×L4 estimate: 13.1
 #                      tok/s for one stream, 54.5 at 8, prefill 1,968 tok/s, KV 401,264 tokens, prompt-
-#                      lookup speculation as measured on the roles' replies (Worker 38.4 tok/s alone)
+#                      lookup speculation as measured on the roles' replies (Worker 17.7 tok/s alone)
 # Each answer then takes the time that engine would (batched decoding, prefill, prefix cache bounded
 # by the KV pool, KV capacity), and the report prints the simulated model time beside the wall time,
 # and per role: requests, prompt tokens per call (median and mean), completion tokens per call,

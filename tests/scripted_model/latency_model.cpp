@@ -92,14 +92,15 @@ constexpr uint64_t kMtpMaxModelLen = 16384;
 //   - batching: temper-bench at tp 1 on the H200, 1,024-token context: batch 8 takes 33.88 ms a step
 //     against 17.60 ms at batch 1 (1.925×); the GEMVs read the weights once for every row, so a step
 //     grows linearly in rows between: step(n) = step(1) × (1 + (n − 1) × 0.925 / 7), held past 8.
-//   - speculation: prompt lookup, adaptive k ≤ 8, as measured on the roles' recorded requests
-//     (bench/RESULTS.md "Speculative decoding", bench/history/issue-24-speculative-decoding.md: the
-//     scripted model's replies, so the high end), tokens a pass (drafts checked a pass): Worker 5.49
-//     (6.3), Reflector 2.60 (2.8), Architect pick 1.52 (1.3), re-engagement 1.33 (1.0). The output
-//     history's higher figures are left out: they come from the scripted model's templated replies.
+//   - speculation: prompt lookup, adaptive k ≤ 8, the engine's default, as measured on the roles'
+//     recorded requests of the loop whose Worker calls apply_reference_fix (bench/RESULTS.md
+//     "Speculative decoding", 2026-11-29: temper-bench --lookup-transcript over the whole profile's
+//     459 requests), tokens a pass (drafts checked a pass): Worker 1.59 (1.5), Reflector 3.00 (3.0),
+//     Architect pick 1.62 (1.8), re-engagement 1.31 (1.0). The output history's higher figures are
+//     left out: they come from the scripted model's templated replies.
 //   - pass cost: the H200's check of the next token and k drafts, × a decode step: k = 1 1.13, 2
 //     1.23, 3 1.29, 5 1.83, 7 1.90, 8 2.01 (no graph); linear between. Lone streams: Worker 13.1 ×
-//     5.49 / 1.876 = 38.4 tok/s, Reflector 26.7, Architect pick 17.2, re-engagement 15.4. As for vLLM
+//     1.59 / 1.18 = 17.7 tok/s, Reflector 30.5, Architect pick 17.6, re-engagement 15.2. As for vLLM
 //     the same ratio is assumed at every batch size (not measured above one stream).
 //   - prefill: 1,344 tok/s on the H200 for a 2,048-token prompt at tp 1, scaled by the ratio the
 //     estimate uses for kernels not bound by bandwidth (the H200's 132 SMs × 1.98 GHz over an L4's
@@ -229,10 +230,10 @@ LatencyModel Temper4xL4() {
   Speculation s;
   s.method = "prompt lookup, adaptive k <= 8";
   s.costs.assign(std::begin(kTemperPassCosts), std::end(kTemperPassCosts));
-  s.roles[static_cast<int>(ScriptedRole::kWorker)] = {6.3, 5.49};
-  s.roles[static_cast<int>(ScriptedRole::kReflector)] = {2.8, 2.60};
-  s.roles[static_cast<int>(ScriptedRole::kArchitectPick)] = {1.3, 1.52};
-  s.roles[static_cast<int>(ScriptedRole::kArchitectReengage)] = {1.0, 1.33};
+  s.roles[static_cast<int>(ScriptedRole::kWorker)] = {1.5, 1.59};
+  s.roles[static_cast<int>(ScriptedRole::kReflector)] = {3.0, 3.00};
+  s.roles[static_cast<int>(ScriptedRole::kArchitectPick)] = {1.8, 1.62};
+  s.roles[static_cast<int>(ScriptedRole::kArchitectReengage)] = {1.0, 1.31};
   m.speculation = std::move(s);
   return m;
 }

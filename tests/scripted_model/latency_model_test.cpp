@@ -122,16 +122,16 @@ TEST_CASE("temper-4xl4: the 4xL4 estimate's slow end, the H200's batching and ch
   CHECK(s.PassCost(8) == Approx(2.01));
   CHECK(s.PassCost(12) == Approx(2.01));
   // Per role: tokens a pass (drafts a pass) as measured on the recorded replies, and a lone stream's rate.
-  CHECK(m.TokensPerStep(ScriptedRole::kWorker) == Approx(5.49));
-  CHECK(m.DraftedPerStep(ScriptedRole::kWorker) == Approx(6.3));
-  CHECK(s.PassCost(6.3) == Approx(1.8755));
-  CHECK(m.LoneStreamTokS(ScriptedRole::kWorker) == Approx(1000 / 76.23 * 5.49 / 1.8755));
-  CHECK(m.LoneStreamTokS(ScriptedRole::kWorker) == Approx(38.40).margin(0.01));
-  CHECK(m.LoneStreamTokS(ScriptedRole::kReflector) == Approx(1000 / 76.23 * 2.60 / 1.278));
-  CHECK(m.LoneStreamTokS(ScriptedRole::kArchitectPick) == Approx(1000 / 76.23 * 1.52 / 1.16));
-  CHECK(m.LoneStreamTokS(ScriptedRole::kArchitectReengage) == Approx(1000 / 76.23 * 1.33 / 1.13));
-  // A batch of a Worker and a Reflector checks their mean drafts: (6.3 + 2.8) / 2 = 4.55.
-  CHECK(m.StepSeconds(2, 4.55) == Approx(0.07623 * (1 + per_row) * s.PassCost(4.55)));
+  CHECK(m.TokensPerStep(ScriptedRole::kWorker) == Approx(1.59));
+  CHECK(m.DraftedPerStep(ScriptedRole::kWorker) == Approx(1.5));
+  CHECK(s.PassCost(1.5) == Approx(1.18));
+  CHECK(m.LoneStreamTokS(ScriptedRole::kWorker) == Approx(1000 / 76.23 * 1.59 / 1.18));
+  CHECK(m.LoneStreamTokS(ScriptedRole::kWorker) == Approx(17.68).margin(0.01));
+  CHECK(m.LoneStreamTokS(ScriptedRole::kReflector) == Approx(1000 / 76.23 * 3.00 / 1.29));
+  CHECK(m.LoneStreamTokS(ScriptedRole::kArchitectPick) == Approx(1000 / 76.23 * 1.62 / 1.21));
+  CHECK(m.LoneStreamTokS(ScriptedRole::kArchitectReengage) == Approx(1000 / 76.23 * 1.31 / 1.13));
+  // A batch of a Worker and a Reflector checks their mean drafts: (1.5 + 3.0) / 2 = 2.25.
+  CHECK(m.StepSeconds(2, 2.25) == Approx(0.07623 * (1 + per_row) * s.PassCost(2.25)));
 }
 
 TEST_CASE(
