@@ -97,7 +97,10 @@ TEST_CASE("fallocate -l 100G by the Worker through temperd hits the writable lay
   REQUIRE(server.ok());
   LoopDaemon d(**server);  // its TempDir detaches what a killed temperd left mounted
   const std::uint64_t host_free_before = security::FreeBytes(d.dir.path());
-  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2});
+  // Serial: rule B runs once A's attempt, and the space it took, are reverted. With attempts at once
+  // (temperd's default) B's fork shares the 8 GiB layer with A's while A holds it, and B's attempts
+  // in that time fail for want of space.
+  const std::string id = d.Submit({.rules = {kRuleA, kRuleB}, .max_attempts = 2, .parallel_attempts = 1});
   temper::v1::Batch batch = d.WaitUntilEnded(id);
   const std::uint64_t host_free_after = security::FreeBytes(d.dir.path());
   INFO(d.daemon->Log());
