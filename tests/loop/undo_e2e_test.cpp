@@ -26,9 +26,11 @@ using Listing = std::map<std::string, std::string>;
 constexpr uint32_t kMaxAttempts = 2;
 
 // Submits through `temper submit`, waits, and REQUIREs the batch completed.
+// Serial: the revert cases rely on fixes landing in batch order, which attempts at once (temperd's
+// default) do not keep.
 temper::v1::Batch Run(const LoopDaemon& lab, const std::vector<std::string>& rules, bool plan_only = false) {
-  temper::v1::Batch b =
-      lab.WaitUntilEnded(lab.SubmitWithCli({.rules = rules, .max_attempts = kMaxAttempts, .plan_only = plan_only}));
+  temper::v1::Batch b = lab.WaitUntilEnded(lab.SubmitWithCli(
+      {.rules = rules, .max_attempts = kMaxAttempts, .plan_only = plan_only, .parallel_attempts = 1}));
   INFO(lab.daemon->Log());
   REQUIRE(b.state() == temper::v1::BATCH_STATE_COMPLETED);
   return b;
