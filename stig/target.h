@@ -17,6 +17,7 @@
 #include "platform/process.h"
 #include "platform/sandbox.h"
 #include "stig/change_set.h"
+#include "stig/fix_bundle.h"
 #include "stig/packages/package_cache.h"
 #include "stig/scap/evaluator.h"
 
@@ -73,6 +74,12 @@ class Target {
   // of target that cannot tell (this default); other errors are the target's.
   virtual Result<ChangeSet> ChangesSinceSnapshot() {
     return Status::Unimplemented("target " + name() + " cannot list what changed since its last snapshot");
+  }
+  // The same changes whole (fix_bundle.h): every changed file's bytes, owner and mode before and
+  // after, for replaying the fix elsewhere. Unimplemented for a kind of target that cannot tell
+  // (this default); FailedPrecondition when the change breaks a bundle's limits (named).
+  virtual Result<FixBundle> FixSinceSnapshot() {
+    return Status::Unimplemented("target " + name() + " cannot capture what changed since its last snapshot whole");
   }
 
   // Forks, for attempts that run beside each other. A fork is a Target of its own over the
