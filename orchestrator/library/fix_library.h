@@ -28,6 +28,7 @@
 #include "orchestrator/store/state_store.h"
 #include "stig/fix_bundle.h"
 #include "stig/platform_id.h"
+#include "stig/scap/content.h"
 
 namespace temper {
 
