@@ -131,6 +131,9 @@ void ToProto(const BatchRecord& b, temper::v1::Batch* out) {
   if (b.reboot_confirmed_seq) out->set_reboot_confirmed_seq(*b.reboot_confirmed_seq);
   if (b.start_snapshot) out->set_start_snapshot(*b.start_snapshot);
   if (b.reverted_at) SetTime(*b.reverted_at, out->mutable_reverted_at());
+  if (b.apply_from != 0) out->set_apply_from(std::to_string(b.apply_from));
+  if (b.fleet != 0) out->set_fleet(std::to_string(b.fleet));
+  out->set_at_once(b.at_once);
 }
 
 void ToProto(const FixpointPass& p, temper::v1::FixpointPass* out) {

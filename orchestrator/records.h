@@ -88,6 +88,11 @@ struct NewBatch {
   Budgets budgets;
   BatchOptions options;
   std::string request_id;  // empty: no idempotency key
+  // Fleets (`temper apply`): the batch whose kept fixes this one replays (0: an ordinary batch), the
+  // first batch id of the apply call it belongs to (0: none) and how many of that fleet run at once.
+  int64_t apply_from = 0;
+  int64_t fleet = 0;
+  uint32_t at_once = 0;
 };
 
 // One pass of the fixpoint: the loop ran until no rule was pending, then rescanned every rule of
@@ -125,6 +130,9 @@ struct BatchRecord {
   std::string results_dir;                 // OpenSCAP results of the batch's last evaluation
   // The seq of a "reboot.confirmed" event whose re-verification has not run yet (temper rebooted).
   std::optional<uint64_t> reboot_confirmed_seq;
+  int64_t apply_from = 0;  // as NewBatch
+  int64_t fleet = 0;
+  uint32_t at_once = 0;
   uint32_t rule_counts[kRuleStateCount] = {};  // indexed by RuleState; always filled
   std::vector<BatchRuleRecord> rules;          // in submission order; empty when listed without rules
 
@@ -177,6 +185,7 @@ struct AttemptRecord {
   std::string evidence;
   std::string reflection;
   std::string changes_json;           // what the attempt changed on the target (stig::ChangeSet as JSON)
+  std::string fix_json;               // a kept attempt's replayable change (stig::FixBundle as JSON); empty: none
   std::optional<uint32_t> snapshot;   // a kept attempt: the target snapshot holding its change
   std::optional<TimeMs> reverted_at;  // when `temper revert` took that change back out
   TokenUsage usage;
@@ -271,6 +280,28 @@ struct RevertStep {
   bool batch_reverted = false;             // the whole batch: sets its reverted_at
   std::optional<std::string> results_dir;
   std::vector<NewEvent> events;
+};
+
+// An entry of the library of proven fixes (orchestrator/library/fix_library.h): one rule's kept fix
+// under one content version on one platform, and how it fared when reused.
+struct FixRecord {
+  int64_t id = 0;  // assigned by the store
+  std::string rule_id;
+  std::string content_id;     // "<benchmark id> <benchmark version>"
+  std::string platform_json;  // stig::TargetPlatform as JSON: what matching compares
+  std::string bundle_json;    // stig::FixBundle as JSON: what a reuse replays
+  std::string evidence;       // the kept attempt's verdict and evidence
+  int64_t source_batch = 0;
+  int64_t source_attempt = 0;
+  std::string source_target;
+  uint64_t model_tokens = 0;  // what the model spent finding it, saved at each reuse
+  uint32_t uses = 0;          // reuses kept
+  uint32_t failures = 0;      // reuses that did not pass
+  uint64_t tokens_saved = 0;
+  std::string last_failure;  // why the last failed reuse failed
+  TimeMs created_at = 0;
+  std::optional<TimeMs> retired_at;  // set: never matched again
+  std::string retired_reason;
 };
 
 struct RuleMemoryRecord {

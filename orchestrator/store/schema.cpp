@@ -121,6 +121,37 @@ ALTER TABLE lessons ADD COLUMN target TEXT NOT NULL DEFAULT '';
 ALTER TABLE lessons ADD COLUMN learnt_by TEXT NOT NULL DEFAULT '';
 CREATE INDEX lessons_by_scope ON lessons(rule_id, target_class, target, id);
 )sql",
+    // 8: fleets and the library of proven fixes (issue 50). Each kept attempt's replayable change
+    // (stig::FixBundle as JSON, '' when none was captured); a batch that replays another batch's
+    // kept fixes (apply_from), the `temper apply` call it belongs to (fleet: that call's first
+    // batch id) and how many of that fleet run at once; and the library's entries, each the fix of
+    // one rule under one content version on one platform, with how often it was reused since.
+    R"sql(
+ALTER TABLE attempts ADD COLUMN fix TEXT NOT NULL DEFAULT '';
+ALTER TABLE batches ADD COLUMN apply_from INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN fleet INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE batches ADD COLUMN at_once INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX batches_by_fleet ON batches(fleet, id) WHERE fleet != 0;
+CREATE TABLE fixes(
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  rule_id TEXT NOT NULL,
+  content_id TEXT NOT NULL,
+  platform TEXT NOT NULL,
+  bundle TEXT NOT NULL,
+  evidence TEXT NOT NULL DEFAULT '',
+  source_batch INTEGER NOT NULL DEFAULT 0,
+  source_attempt INTEGER NOT NULL DEFAULT 0,
+  source_target TEXT NOT NULL DEFAULT '',
+  model_tokens INTEGER NOT NULL DEFAULT 0,
+  uses INTEGER NOT NULL DEFAULT 0,
+  failures INTEGER NOT NULL DEFAULT 0,
+  tokens_saved INTEGER NOT NULL DEFAULT 0,
+  last_failure TEXT NOT NULL DEFAULT '',
+  created_at_ms INTEGER NOT NULL,
+  retired_at_ms INTEGER,
+  retired_reason TEXT NOT NULL DEFAULT '');
+CREATE INDEX fixes_by_rule ON fixes(rule_id, content_id, id);
+)sql",
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -17,7 +18,7 @@ namespace {
 constexpr const char* kBatchColumns =
     "id, name, target, datastream, profile, whole_profile, max_attempts, wall_time_s, max_tokens, "
     "state, error, created_at_ms, updated_at_ms, request_id, good_snapshot, results_dir, options, "
-    "start_snapshot, fixpoint, reverted_at_ms, reboot_confirmed_seq";
+    "start_snapshot, fixpoint, reverted_at_ms, reboot_confirmed_seq, apply_from, fleet, at_once";
 
 std::string OptionsToJson(const BatchOptions& options) {
   nlohmann::json waivers = nlohmann::json::array();
@@ -128,6 +129,9 @@ Result<BatchRecord> ReadBatchRow(const sqlite::Statement& row) {
   TEMPER_ASSIGN_OR_RETURN(b.fixpoint, FixpointFromJson(b.id, row.ColumnText(18)));
   if (!row.ColumnIsNull(19)) b.reverted_at = row.ColumnInt(19);
   if (!row.ColumnIsNull(20)) b.reboot_confirmed_seq = static_cast<uint64_t>(row.ColumnInt(20));
+  b.apply_from = row.ColumnInt(21);
+  b.fleet = row.ColumnInt(22);
+  b.at_once = static_cast<uint32_t>(row.ColumnInt(23));
   return b;
 }
 
@@ -179,7 +183,7 @@ Result<std::vector<LessonRecord>> ReadLessons(sqlite::Statement& q) {
 constexpr const char* kAttemptColumns =
     "id, batch_id, rule_id, number, approach, commands, verdict, outcome, evidence, reflection, "
     "prompt_tokens, completion_tokens, cached_prompt_tokens, started_at_ms, finished_at_ms, changes, snapshot, "
-    "reverted_at_ms";
+    "reverted_at_ms, fix";
 
 Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   AttemptRecord a;
@@ -209,6 +213,7 @@ Result<AttemptRecord> ReadAttemptRow(const sqlite::Statement& q) {
   a.changes_json = q.ColumnText(15);
   if (!q.ColumnIsNull(16)) a.snapshot = static_cast<uint32_t>(q.ColumnInt(16));
   if (!q.ColumnIsNull(17)) a.reverted_at = q.ColumnInt(17);
+  a.fix_json = q.ColumnText(18);
   return a;
 }
 
@@ -280,8 +285,8 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement insert,
       db_.Prepare("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
-                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id, options) "
-                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?)"));
+                  "wall_time_s, max_tokens, state, created_at_ms, updated_at_ms, request_id, options, apply_from, "
+                  "fleet, at_once) VALUES(?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?)"));
   insert.Bind(1, nb.name).Bind(2, nb.target).Bind(3, nb.datastream).Bind(4, nb.profile);
   insert.Bind(5, nb.whole_profile ? 1 : 0).Bind(6, nb.budgets.max_attempts);
   insert.Bind(7, nb.budgets.wall_time.count()).Bind(8, nb.budgets.max_tokens);
@@ -292,6 +297,7 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
     insert.Bind(11, nb.request_id);
   }
   insert.Bind(12, OptionsToJson(nb.options));
+  insert.Bind(13, nb.apply_from).Bind(14, nb.fleet).Bind(15, nb.at_once);
   TEMPER_RETURN_IF_ERROR(insert.Run());
   int64_t id = db_.LastInsertRowId();
 
@@ -513,10 +519,10 @@ Result<int64_t> StateStore::RecordAttempt(const AttemptRecord& a) {
 Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement q,
-      db_.Prepare(
-          "INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
-          "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
-          "started_at_ms, finished_at_ms, changes, snapshot) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+      db_.Prepare("INSERT INTO attempts(batch_id, rule_id, number, approach, commands, verdict, outcome, "
+                  "evidence, reflection, prompt_tokens, completion_tokens, cached_prompt_tokens, "
+                  "started_at_ms, finished_at_ms, changes, snapshot, fix) "
+                  "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   q.Bind(1, a.batch_id).Bind(2, a.rule_id).Bind(3, a.number).Bind(4, a.approach);
   q.Bind(5, EventDataJson(nlohmann::json(a.commands)))
       .Bind(6, a.verdict)
@@ -529,6 +535,7 @@ Result<int64_t> StateStore::RecordAttemptLocked(const AttemptRecord& a) {
   } else {
     q.BindNull(16);
   }
+  q.Bind(17, a.fix_json);
   Status s = q.Run();
   if (s.code() == StatusCode::kAlreadyExists) {
     return Status::AlreadyExists(
@@ -1012,6 +1019,162 @@ Result<StepCommitted> StateStore::CommitRevert(const RevertStep& step) {
   }
   TEMPER_RETURN_IF_ERROR(txn.Commit());
   return out;
+}
+
+Result<std::vector<BatchRecord>> StateStore::FleetBatches(int64_t fleet) {
+  std::lock_guard lock(mu_);
+  std::vector<BatchRecord> out;
+  if (fleet == 0) return out;  // 0 marks a batch outside any fleet, not a fleet
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare(fmt::format("SELECT {} FROM batches WHERE fleet = ? ORDER BY id", kBatchColumns)));
+  q.Bind(1, fleet);
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    TEMPER_ASSIGN_OR_RETURN(BatchRecord b, ReadBatchRow(q));
+    out.push_back(std::move(b));
+  }
+  for (BatchRecord& b : out) TEMPER_RETURN_IF_ERROR(FillRuleCountsLocked(b));
+  return out;
+}
+
+namespace {
+
+constexpr const char* kFixColumns =
+    "id, rule_id, content_id, platform, bundle, evidence, source_batch, source_attempt, source_target, model_tokens, "
+    "uses, failures, tokens_saved, last_failure, created_at_ms, retired_at_ms, retired_reason";
+
+FixRecord ReadFixRow(const sqlite::Statement& q) {
+  FixRecord f;
+  f.id = q.ColumnInt(0);
+  f.rule_id = q.ColumnText(1);
+  f.content_id = q.ColumnText(2);
+  f.platform_json = q.ColumnText(3);
+  f.bundle_json = q.ColumnText(4);
+  f.evidence = q.ColumnText(5);
+  f.source_batch = q.ColumnInt(6);
+  f.source_attempt = q.ColumnInt(7);
+  f.source_target = q.ColumnText(8);
+  f.model_tokens = static_cast<uint64_t>(q.ColumnInt(9));
+  f.uses = static_cast<uint32_t>(q.ColumnInt(10));
+  f.failures = static_cast<uint32_t>(q.ColumnInt(11));
+  f.tokens_saved = static_cast<uint64_t>(q.ColumnInt(12));
+  f.last_failure = q.ColumnText(13);
+  f.created_at = q.ColumnInt(14);
+  if (!q.ColumnIsNull(15)) f.retired_at = q.ColumnInt(15);
+  f.retired_reason = q.ColumnText(16);
+  return f;
+}
+
+Result<std::vector<FixRecord>> ReadFixRows(sqlite::Statement& q) {
+  std::vector<FixRecord> out;
+  while (true) {
+    TEMPER_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out.push_back(ReadFixRow(q));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<int64_t> StateStore::AddFix(const FixRecord& fix) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  // The same fix proven again (another batch on the same image) is one entry, not a second.
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement find,
+                          db_.Prepare("SELECT id FROM fixes WHERE rule_id = ? AND content_id = ? AND platform = ? "
+                                      "AND bundle = ? AND retired_at_ms IS NULL ORDER BY id DESC LIMIT 1"));
+  find.Bind(1, fix.rule_id).Bind(2, fix.content_id).Bind(3, fix.platform_json).Bind(4, fix.bundle_json);
+  TEMPER_ASSIGN_OR_RETURN(bool found, find.Step());
+  if (found) return find.ColumnInt(0);
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement insert,
+      db_.Prepare("INSERT INTO fixes(rule_id, content_id, platform, bundle, evidence, source_batch, source_attempt, "
+                  "source_target, model_tokens, created_at_ms) VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  insert.Bind(1, fix.rule_id).Bind(2, fix.content_id).Bind(3, fix.platform_json).Bind(4, fix.bundle_json);
+  insert.Bind(5, fix.evidence).Bind(6, fix.source_batch).Bind(7, fix.source_attempt).Bind(8, fix.source_target);
+  insert.Bind(9, fix.model_tokens).Bind(10, EnvNowMs());
+  TEMPER_RETURN_IF_ERROR(insert.Run());
+  int64_t id = db_.LastInsertRowId();
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  return id;
+}
+
+Result<std::vector<FixRecord>> StateStore::LiveFixes(const std::string& rule_id, const std::string& content_id) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM fixes WHERE rule_id = ? AND content_id = ? AND "
+                                                  "retired_at_ms IS NULL ORDER BY id DESC",
+                                                  kFixColumns)));
+  q.Bind(1, rule_id).Bind(2, content_id);
+  return ReadFixRows(q);
+}
+
+Result<FixRecord> StateStore::LoadFixLocked(int64_t id) {
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement q,
+                          db_.Prepare(fmt::format("SELECT {} FROM fixes WHERE id = ?", kFixColumns)));
+  q.Bind(1, id);
+  TEMPER_ASSIGN_OR_RETURN(bool found, q.Step());
+  if (!found) return Status::NotFound(fmt::format("library entry {} does not exist", id));
+  return ReadFixRow(q);
+}
+
+Result<FixRecord> StateStore::GetFix(int64_t id) {
+  std::lock_guard lock(mu_);
+  return LoadFixLocked(id);
+}
+
+Result<std::vector<FixRecord>> StateStore::ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit) {
+  std::lock_guard lock(mu_);
+  std::string where = "WHERE 1";
+  if (!rule_id.empty()) where += " AND rule_id = ?";
+  if (!include_retired) where += " AND retired_at_ms IS NULL";
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement q,
+      db_.Prepare(fmt::format("SELECT {} FROM fixes {} ORDER BY id DESC LIMIT ?", kFixColumns, where)));
+  int param = 1;
+  if (!rule_id.empty()) q.Bind(param++, rule_id);
+  q.Bind(param, limit);
+  return ReadFixRows(q);
+}
+
+Result<FixRecord> StateStore::RetireFix(int64_t id, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  TEMPER_ASSIGN_OR_RETURN(FixRecord fix, LoadFixLocked(id));
+  if (fix.retired_at) {
+    return Status::FailedPrecondition(
+        fmt::format("library entry {} was already retired at {:%Y-%m-%d %H:%M:%S} UTC: {}", id,
+                    fmt::gmtime(static_cast<std::time_t>(*fix.retired_at / 1000)), fix.retired_reason));
+  }
+  TimeMs now = EnvNowMs();
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement u,
+                          db_.Prepare("UPDATE fixes SET retired_at_ms = ?, retired_reason = ? WHERE id = ?"));
+  u.Bind(1, now).Bind(2, reason).Bind(3, id);
+  TEMPER_RETURN_IF_ERROR(u.Run());
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  fix.retired_at = now;
+  fix.retired_reason = reason;
+  return fix;
+}
+
+Status StateStore::NoteFixOutcome(int64_t id, bool kept, const std::string& why) {
+  std::lock_guard lock(mu_);
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  TEMPER_ASSIGN_OR_RETURN(
+      sqlite::Statement u,
+      db_.Prepare(kept ? "UPDATE fixes SET uses = uses + 1, tokens_saved = tokens_saved + model_tokens WHERE id = ?"
+                       : "UPDATE fixes SET failures = failures + 1, last_failure = ? WHERE id = ?"));
+  if (kept) {
+    u.Bind(1, id);
+  } else {
+    u.Bind(1, why).Bind(2, id);
+  }
+  TEMPER_RETURN_IF_ERROR(u.Run());
+  if (db_.Changes() == 0) return Status::NotFound(fmt::format("library entry {} does not exist", id));
+  return txn.Commit();
 }
 
 }  // namespace temper

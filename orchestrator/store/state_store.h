@@ -1,5 +1,5 @@
 // StateStore: everything temperd must not lose, in one SQLite file: batches and their rules, the
-// journal, attempts and lessons.
+// journal, attempts, lessons and the library of proven fixes.
 //
 // Durability: WAL with synchronous=FULL, so a call that returned has reached the disk and survives
 // kill -9 and power loss. Each call is one transaction: a batch and its "batch.submitted" event are
@@ -158,6 +158,29 @@ class StateStore {
   // Applies a revert to a batch that has ended, atomically. NotFound for an unknown batch or rule.
   Result<StepCommitted> CommitRevert(const RevertStep& step);
 
+  // Fleets: the batches of one `temper apply` call (those whose `fleet` is `fleet`), in id order,
+  // without rules; empty when there are none.
+  Result<std::vector<BatchRecord>> FleetBatches(int64_t fleet);
+
+  // The library of proven fixes (orchestrator/library/fix_library.h), one transaction each.
+
+  // Stores `fix` (its id, counters and times ignored; created now) unless a live entry has the same
+  // rule, content id, platform and bundle, whose id is then returned instead.
+  Result<int64_t> AddFix(const FixRecord& fix);
+  // The live entries of `rule_id` under `content_id`, newest first.
+  Result<std::vector<FixRecord>> LiveFixes(const std::string& rule_id, const std::string& content_id);
+  // NotFound for an unknown id.
+  Result<FixRecord> GetFix(int64_t id);
+  // Entries newest first, at most `limit`; only `rule_id`'s unless it is empty; retired ones only
+  // when `include_retired`.
+  Result<std::vector<FixRecord>> ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit);
+  // Marks a live entry retired now, with `reason`, and returns it. NotFound for an unknown id;
+  // FailedPrecondition naming when and why for one already retired.
+  Result<FixRecord> RetireFix(int64_t id, const std::string& reason);
+  // A reuse's outcome: kept adds a use and the entry's model_tokens to tokens_saved; not kept adds
+  // a failure and records `why` as the last failure. NotFound for an unknown id.
+  Status NoteFixOutcome(int64_t id, bool kept, const std::string& why);
+
   int schema_version() const { return schema_version_; }
   const std::string& path() const { return db_.path(); }
 
@@ -171,6 +194,7 @@ class StateStore {
   bool IsNewestSeqLocked(uint64_t seq);
 
   Result<BatchRecord> LoadBatchLocked(int64_t id, bool with_rules);
+  Result<FixRecord> LoadFixLocked(int64_t id);
   Result<EventRecord> AppendEventLocked(const NewEvent& event);
   Status FillRuleCountsLocked(BatchRecord& batch);
   Result<int64_t> RecordAttemptLocked(const AttemptRecord& attempt);
