@@ -35,6 +35,10 @@ void AddReportCommand(CLI::App& app, CommandContext& ctx);
 void AddHostsCommand(CLI::App& app, CommandContext& ctx);
 void AddExportCommand(CLI::App& app, CommandContext& ctx);
 void AddRevertCommand(CLI::App& app, CommandContext& ctx);
+// temper library list|show|export|retire: the library of proven fixes (library_commands.cpp).
+void AddLibraryCommand(CLI::App& app, CommandContext& ctx);
+// temper apply BATCH --host H ...: a batch's kept fixes onto a fleet (apply_command.cpp).
+void AddApplyCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);
 void AddBaselineCommand(CLI::App& app, CommandContext& ctx);

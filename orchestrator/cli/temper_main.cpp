@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   temper::cli::AddHostsCommand(app, ctx);
   temper::cli::AddExportCommand(app, ctx);
   temper::cli::AddRevertCommand(app, ctx);
+  temper::cli::AddLibraryCommand(app, ctx);
+  temper::cli::AddApplyCommand(app, ctx);
   temper::cli::AddTargetCommand(app, ctx);
   temper::cli::AddBaselineCommand(app, ctx);
 

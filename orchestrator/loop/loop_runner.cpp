@@ -112,7 +112,15 @@ bool LoopRunner::HasWork(const TargetConfig& target, Status& error) {
     error = next.status();
     return false;
   }
-  return next->has_value();
+  if (!next->has_value()) return false;
+  std::lock_guard lock(mu_);
+  return FleetHasRoomLocked(**next);
+}
+
+bool LoopRunner::FleetHasRoomLocked(const BatchRecord& batch) const {
+  if (batch.fleet == 0 || batch.state == BatchState::kRunning) return true;  // an interrupted one resumes
+  auto running = fleet_running_.find(batch.fleet);
+  return running == fleet_running_.end() || running->second < std::max<uint32_t>(batch.at_once, 1);
 }
 
 void LoopRunner::StartTargetThreadLocked(const TargetConfig* target) {
@@ -166,6 +174,13 @@ std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
     if (failed != start_failures_.end()) {
       return fmt::format("temperd could not start a thread for target {} ({}); it tries again every {} s", batch.target,
                          failed->second, kIdlePoll.count());
+    }
+  }
+  if (batch.fleet != 0) {
+    std::lock_guard lock(mu_);
+    if (!FleetHasRoomLocked(batch)) {
+      return fmt::format("{} batches of its fleet (batch {}'s `temper apply`) run at once; this one starts when one ends",
+                         batch.at_once, batch.fleet);
     }
   }
   Result<std::optional<int64_t>> running = journal_.store().RunningBatch(batch.target);
@@ -247,8 +262,10 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       PauseAfterStoreError(config, pause, "reading the queue: " + next.status().ToString());
       continue;
     }
-    if (next->has_value()) {
+    if (next->has_value() && TakeFleetPlace(**next)) {
+      const int64_t fleet = (*next)->fleet;
       unrecorded = RunBatch(config, std::move(**next));
+      if (fleet != 0) LeaveFleetPlace(fleet);
       if (!unrecorded) pause = kFirstStorePause;
       continue;
     }
@@ -261,6 +278,22 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       return;
     }
   }
+}
+
+bool LoopRunner::TakeFleetPlace(const BatchRecord& batch) {
+  if (batch.fleet == 0) return true;
+  std::lock_guard lock(mu_);
+  if (!FleetHasRoomLocked(batch)) return false;  // its turn comes when one of the fleet ends (Wake)
+  ++fleet_running_[batch.fleet];
+  return true;
+}
+
+void LoopRunner::LeaveFleetPlace(int64_t fleet) {
+  {
+    std::lock_guard lock(mu_);
+    if (--fleet_running_[fleet] == 0) fleet_running_.erase(fleet);
+  }
+  Wake();  // the fleet's next batch, on another target, may start now
 }
 
 void LoopRunner::PauseAfterStoreError(const TargetConfig& config, std::chrono::seconds& pause, const std::string& why) {
@@ -288,11 +321,12 @@ std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, Ba
     return FailBatch(batch, lease.status());
   }
   if (ssh) (void)hosts_->SetState(config.name, HostState::kRunning, "", batch.id);
-  LoopServices services{journal_, *models_,       (*content)->content,     *(*content)->evaluator,
+  LoopServices services{journal_, models_,        (*content)->content,     *(*content)->evaluator,
                         log_,     results_root(), config_.fixpoint_passes, config_.cross_check_verification};
+  services.library = library_;
   const bool forks = lease->target().CanFork();
   services.parallel_why = ParallelAttemptsWhy(batch.options.parallel_attempts, forks, config_.parallel_attempts,
-                                              AutoParallelAttempts(forks, models_->worker_capacity(), CpusAvailable(),
+                                              AutoParallelAttempts(forks, WorkerEndpoint(), CpusAvailable(),
                                                                    config_.limits.parallel_attempts_per_batch));
   const std::string parallel_why = services.parallel_why;
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {

@@ -8,6 +8,11 @@
 // be started is logged, said in the waiting batches' waiting_reason and tried again on the next
 // pass; it never stops temperd.
 //
+// Fleets: the batches of one `temper apply` (StateStore::SubmitFleet) share a fleet id and an at_once;
+// a target whose next batch belongs to a fleet that has at_once batches running waits (no thread)
+// until one of them ends, which wakes the dispatcher. Each host's batch is still its own: one failing
+// leaves the others running.
+//
 // SSH hosts: a host whose revert failed (stig/ssh/ssh_target.h) is marked needs_human in SshHosts and
 // its batches fail at once, saying so, until a person clears it; its connection is dropped.
 //
@@ -70,6 +75,10 @@ class LoopRunner {
   LoopRunner(const LoopRunner&) = delete;
   LoopRunner& operator=(const LoopRunner&) = delete;
 
+  // The library of proven fixes the batches record kept fixes in and try first (fix_library.h);
+  // without one (this default) nothing is recorded or tried. Call before Start; `library` must
+  // outlive the runner.
+  void UseLibrary(FixLibrary* library) { library_ = library; }
   // Starts the dispatcher (with models; without, batches stay queued).
   void Start();
   // A target that was not there at Start (an SSH host registered on submit): its slot is made now;
@@ -112,6 +121,13 @@ class LoopRunner {
   // Whether `target` has a queued (or interrupted) batch or a reboot to verify. A store that cannot
   // say counts as none; `error` gets its error.
   bool HasWork(const TargetConfig& target, Status& error);
+  // Fleets (`temper apply`): at most a batch's at_once batches of its fleet run at a time. A batch
+  // outside a fleet always has room. Call with mu_ held.
+  bool FleetHasRoomLocked(const BatchRecord& batch) const;
+  // Takes one of the fleet's places for `batch` (true), or says it must wait (false).
+  bool TakeFleetPlace(const BatchRecord& batch);
+  // A fleet's batch ended: its place goes to the next, and the targets look for work.
+  void LeaveFleetPlace(int64_t fleet);
   // Starts `target`'s thread, or records why it could not (start_failures_). Call with mu_ held.
   void StartTargetThreadLocked(const TargetConfig* target);
   // Runs the batch to its end. Returns the step that records it failed when the state store
@@ -139,12 +155,14 @@ class LoopRunner {
   const RoleModels* models_;
   const Logger& log_;
   SshHosts* hosts_;
+  FixLibrary* library_ = nullptr;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   uint64_t wake_count_ = 0;
   bool stopping_ = false;
   std::map<int64_t, BatchLoop*> running_;  // by batch id, while their loops run
+  std::map<int64_t, uint32_t> fleet_running_;  // by fleet: its batches running now
 
   Datastreams datastreams_;
 

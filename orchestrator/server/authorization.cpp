@@ -16,7 +16,9 @@ constexpr RpcAccess kTable[] = {
     {"ListHosts", ClientRole::kViewer, false},      {"SubmitBatch", ClientRole::kOperator, true},
     {"CancelBatch", ClientRole::kOperator, true},   {"RevertBatch", ClientRole::kOperator, true},
     {"ConfirmReboot", ClientRole::kOperator, true}, {"AcceptHostKey", ClientRole::kAdmin, false},
-    {"ClearHost", ClientRole::kAdmin, false},
+    {"ClearHost", ClientRole::kAdmin, false},       {"ApplyBatch", ClientRole::kOperator, true},
+    {"ListFixes", ClientRole::kViewer, false},      {"GetFix", ClientRole::kViewer, false},
+    {"ExportFixes", ClientRole::kViewer, false},    {"RetireFix", ClientRole::kOperator, true},
 };
 
 // "a viewer", "an operator", "an admin".

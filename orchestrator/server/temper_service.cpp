@@ -8,6 +8,7 @@
 #include "orchestrator/config/batch_request.h"
 #include "orchestrator/config/request_bounds.h"
 #include "orchestrator/evidence/batch_export.h"
+#include "orchestrator/loop/proven_fix.h"
 #include "orchestrator/message_chunks.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/server/authorization.h"
@@ -82,32 +83,36 @@ grpc::Status TemperService::SubmitBatch(grpc::ServerContext* context, const temp
   const ClientIdentity caller = CallerOf(*context);
   Result<ClientLimits::CallSlot> call = Admit(*context, "SubmitBatch");
   if (!call.ok()) return ToGrpcStatus(call.status());
-  const bool admin = caller.role == ClientRole::kAdmin;
   // Decode, one validator (batch_request.h), then the one domain call: reserve, register, store.
   const SubmitRequest submit = DecodeSubmitRequest(*request);
-  SubmitContext checks{.config = config_};
-  for (const SshHostState& h : hosts_.List()) checks.host_targets.push_back(h.target.name);
-  checks.admit_host = [&](const std::string& host) {
-    // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
-    // adds one (issue 46).
-    if (admin || hosts_.Knows(host)) return Status::OK();
-    log_.Info("SubmitBatch from {}: refused the unregistered SSH host {}", caller.name, host);
-    return SshHosts::NotRegistered(host);
-  };
-  checks.target_for_host = [&](const std::string& host) { return hosts_.TargetNameFor(host); };
-  checks.authorize_target = [&](const std::string& target) {
-    return FromGrpcDenial(AuthorizeOnTarget(caller, "SubmitBatch", target));
-  };
-  checks.authorize_waivers = [&] { return FromGrpcDenial(AuthorizeWaivers(caller)); };
-  checks.datastream_ids = [&](const std::string& path) { return runner_.datastreams().Ids(path); };
-  checks.worker_endpoint = runner_.WorkerEndpoint();
-  Result<NewBatch> batch = ValidateSubmit(submit, checks);
+  Result<NewBatch> batch = ValidateSubmit(submit, SubmitChecks(caller, "SubmitBatch"));
   if (!batch.ok()) return ToGrpcStatus(batch.status());
   Result<StateStore::Submitted> submitted = Submit(caller, *batch, submit.host);
   if (!submitted.ok()) return ToGrpcStatus(submitted.status());
   ToProtoPaged(submitted->batch, 0, response);
   response->set_waiting_reason(runner_.WhyWaiting(submitted->batch));
   return grpc::Status::OK;
+}
+
+SubmitContext TemperService::SubmitChecks(const ClientIdentity& caller, std::string_view method) {
+  const bool admin = caller.role == ClientRole::kAdmin;
+  SubmitContext checks{.config = config_};
+  for (const SshHostState& h : hosts_.List()) checks.host_targets.push_back(h.target.name);
+  checks.admit_host = [this, admin, caller, method](const std::string& host) {
+    // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
+    // adds one (issue 46).
+    if (admin || hosts_.Knows(host)) return Status::OK();
+    log_.Info("{} from {}: refused the unregistered SSH host {}", method, caller.name, host);
+    return SshHosts::NotRegistered(host);
+  };
+  checks.target_for_host = [this](const std::string& host) { return hosts_.TargetNameFor(host); };
+  checks.authorize_target = [this, caller, method](const std::string& target) {
+    return FromGrpcDenial(AuthorizeOnTarget(caller, method, target));
+  };
+  checks.authorize_waivers = [this, caller] { return FromGrpcDenial(AuthorizeWaivers(caller)); };
+  checks.datastream_ids = [this](const std::string& path) { return runner_.datastreams().Ids(path); };
+  checks.worker_endpoint = runner_.WorkerEndpoint();
+  return checks;
 }
 
 Result<StateStore::Submitted> TemperService::Submit(const ClientIdentity& caller, const NewBatch& batch,
@@ -301,6 +306,8 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   if (!lessons.ok()) return ToGrpcStatus(lessons.status());
   Result<std::vector<RoleUsageRecord>> role_usage = store_.BatchRoleUsage(*id);
   if (!role_usage.ok()) return ToGrpcStatus(role_usage.status());
+  Result<LibraryUse> library = BatchLibraryUse(store_, *id);
+  if (!library.ok()) return ToGrpcStatus(library.status());
   // Items in the order BatchReportChunk promises: the batch's own fields, then one item per
   // waiver, fixpoint pass, role's usage, rule, attempt and lesson, so that none has to fit with
   // the others.
@@ -317,6 +324,9 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   bool sent = add([&](temper::v1::BatchReport& r) {
     ToProto(*batch, r.mutable_batch());
     r.set_results_dir(batch->results_dir);
+    r.mutable_library()->set_tried(library->tried);
+    r.mutable_library()->set_kept(library->kept);
+    r.mutable_library()->set_tokens_saved(library->tokens_saved);
   });
   for (size_t i = 0; sent && i < waivers.size(); ++i) {
     sent = add([&](temper::v1::BatchReport& r) { ToProto(waivers[i], r.mutable_batch()->add_waivers()); });

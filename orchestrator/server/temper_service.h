@@ -13,7 +13,9 @@
 #pragma once
 
 #include "common/log.h"
+#include "orchestrator/config/batch_request.h"
 #include "orchestrator/config/daemon_config.h"
+#include "orchestrator/library/fix_library.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
 #include "orchestrator/server/client_identity.h"
@@ -30,12 +32,13 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
  public:
   // All references must outlive the service.
   TemperService(const DaemonConfig& config, StateStore& store, Journal& journal, LoopRunner& runner, SshHosts& hosts,
-                const std::vector<stig::DisaStig>& disa_stigs, const Logger& log)
+                FixLibrary& library, const std::vector<stig::DisaStig>& disa_stigs, const Logger& log)
       : config_(config),
         store_(store),
         journal_(journal),
         runner_(runner),
         hosts_(hosts),
+        library_(library),
         disa_stigs_(disa_stigs),
         log_(log),
         limits_(config.limits),
@@ -69,6 +72,18 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
                            temper::v1::RevertBatchResponse* response) override;
   grpc::Status ConfirmReboot(grpc::ServerContext* context, const temper::v1::ConfirmRebootRequest* request,
                              temper::v1::ConfirmRebootResponse* response) override;
+  // The library of proven fixes (library_service.cpp).
+  grpc::Status ListFixes(grpc::ServerContext* context, const temper::v1::ListFixesRequest* request,
+                         temper::v1::ListFixesResponse* response) override;
+  grpc::Status GetFix(grpc::ServerContext* context, const temper::v1::GetFixRequest* request,
+                      temper::v1::Fix* response) override;
+  grpc::Status RetireFix(grpc::ServerContext* context, const temper::v1::RetireFixRequest* request,
+                         temper::v1::Fix* response) override;
+  grpc::Status ExportFixes(grpc::ServerContext* context, const temper::v1::ExportFixesRequest* request,
+                           grpc::ServerWriter<temper::v1::ExportChunk>* writer) override;
+  // Fleets (apply_service.cpp).
+  grpc::Status ApplyBatch(grpc::ServerContext* context, const temper::v1::ApplyBatchRequest* request,
+                          temper::v1::ApplyBatchResponse* response) override;
 
  private:
   // The start of every sync call: its caller's role must allow `method` (Authorize), and it takes one
@@ -79,6 +94,13 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   // caller's batch quota reserved (ResourceExhausted when spent), an SSH host named on submit
   // (`host`, else empty) registered as a target, the batch stored and the runner woken.
   Result<StateStore::Submitted> Submit(const ClientIdentity& caller, const NewBatch& batch, const std::string& host);
+  // What ValidateSubmit checks a batch for `caller` against, `method` naming the call in refusals and
+  // in the authorization of its targets (SubmitBatch, ApplyBatch).
+  SubmitContext SubmitChecks(const ClientIdentity& caller, std::string_view method);
+  // ApplyBatch's domain call: Submit's for every batch of a fleet (`hosts[i]`: the SSH host
+  // batches[i] names, to register, or empty), stored together (StateStore::SubmitFleet) or not at all.
+  Result<std::vector<StateStore::Submitted>> SubmitFleet(const ClientIdentity& caller, const std::vector<NewBatch>& batches,
+                                                         const std::vector<std::string>& hosts);
   // AuthorizeOnTarget for a call on batch `batch_id`: its target decides; NOT_FOUND for no such batch.
   grpc::Status AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method, int64_t batch_id) const;
 
@@ -87,6 +109,7 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   Journal& journal_;
   LoopRunner& runner_;
   SshHosts& hosts_;
+  FixLibrary& library_;
   const std::vector<stig::DisaStig>& disa_stigs_;  // temperd's disa_stigs: directory
   const Logger& log_;
   ClientLimits limits_;

@@ -65,6 +65,15 @@ Result<StateStore::Submitted> Journal::SubmitBatch(const NewBatch& batch) {
   return submitted;
 }
 
+Result<std::vector<StateStore::Submitted>> Journal::SubmitFleet(const std::vector<NewBatch>& batches) {
+  std::lock_guard order(order_mu_);
+  TEMPER_ASSIGN_OR_RETURN(std::vector<StateStore::Submitted> submitted, store_.SubmitFleet(batches));
+  for (const StateStore::Submitted& s : submitted) {
+    if (s.event) Published(*s.event);
+  }
+  return submitted;
+}
+
 Result<StateStore::Cancelled> Journal::CancelBatch(int64_t id, const std::string& reason) {
   std::lock_guard order(order_mu_);
   TEMPER_ASSIGN_OR_RETURN(StateStore::Cancelled cancelled, store_.CancelBatch(id, reason));

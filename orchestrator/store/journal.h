@@ -38,6 +38,7 @@ class Journal {
   Result<StepCommitted> CommitRevert(const RevertStep& step);
   // The state store's methods of the same names, then publishes the event each committed (if any).
   Result<StateStore::Submitted> SubmitBatch(const NewBatch& batch);
+  Result<std::vector<StateStore::Submitted>> SubmitFleet(const std::vector<NewBatch>& batches);
   Result<StateStore::Cancelled> CancelBatch(int64_t id, const std::string& reason);
   Result<StateStore::RebootConfirmed> ConfirmReboot(int64_t id, const std::string& note);
 

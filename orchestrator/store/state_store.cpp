@@ -280,8 +280,39 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
       return Submitted{std::move(existing), std::nullopt};
     }
   }
-  TimeMs now = EnvNowMs();
   TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  TEMPER_ASSIGN_OR_RETURN(InsertedBatch inserted, InsertBatchLocked(nb, EnvNowMs()));
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(inserted.id, true));
+  return Submitted{std::move(batch), std::move(inserted.event)};
+}
+
+Result<std::vector<StateStore::Submitted>> StateStore::SubmitFleet(const std::vector<NewBatch>& batches) {
+  std::lock_guard lock(mu_);
+  if (batches.empty()) return Status::InvalidArgument("a fleet of no batches");
+  const TimeMs now = EnvNowMs();
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Transaction txn, sqlite::Transaction::Begin(db_));
+  std::vector<InsertedBatch> inserted;
+  for (NewBatch nb : batches) {
+    nb.request_id.clear();  // one call is one fleet: idempotency is not per batch
+    nb.fleet = inserted.empty() ? 0 : inserted.front().id;
+    TEMPER_ASSIGN_OR_RETURN(InsertedBatch one, InsertBatchLocked(nb, now));
+    inserted.push_back(std::move(one));
+  }
+  // The fleet is named by its first batch, whose id only the insert tells.
+  TEMPER_ASSIGN_OR_RETURN(sqlite::Statement name_fleet, db_.Prepare("UPDATE batches SET fleet = ? WHERE id = ?"));
+  name_fleet.Bind(1, inserted.front().id).Bind(2, inserted.front().id);
+  TEMPER_RETURN_IF_ERROR(name_fleet.Run());
+  TEMPER_RETURN_IF_ERROR(txn.Commit());
+  std::vector<Submitted> submitted;
+  for (InsertedBatch& one : inserted) {
+    TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(one.id, true));
+    submitted.push_back(Submitted{std::move(batch), std::move(one.event)});
+  }
+  return submitted;
+}
+
+Result<StateStore::InsertedBatch> StateStore::InsertBatchLocked(const NewBatch& nb, TimeMs now) {
   TEMPER_ASSIGN_OR_RETURN(
       sqlite::Statement insert,
       db_.Prepare("INSERT INTO batches(name, target, datastream, profile, whole_profile, max_attempts, "
@@ -323,11 +354,13 @@ Result<StateStore::Submitted> StateStore::SubmitBatch(const NewBatch& nb) {
                           {{"max_attempts", nb.budgets.max_attempts},
                            {"wall_time_seconds", nb.budgets.wall_time.count()},
                            {"max_tokens", nb.budgets.max_tokens}}}};
+  if (nb.apply_from != 0) {
+    data["apply_from"] = nb.apply_from;
+    data["at_once"] = nb.at_once;
+  }
   TEMPER_ASSIGN_OR_RETURN(EventRecord stored,
                           AppendEventLocked(DaemonEvent(id, nb.target, EventType::kBatchSubmitted, data)));
-  TEMPER_RETURN_IF_ERROR(txn.Commit());
-  TEMPER_ASSIGN_OR_RETURN(BatchRecord batch, LoadBatchLocked(id, true));
-  return Submitted{std::move(batch), std::move(stored)};
+  return InsertedBatch{id, std::move(stored)};
 }
 
 Result<BatchRecord> StateStore::GetBatch(int64_t id) {
@@ -860,7 +893,10 @@ Result<StepCommitted> StateStore::CommitStep(const LoopStep& step) {
     }
     TEMPER_RETURN_IF_ERROR(CommitUndoFieldsLocked(step));
   }
-  if (step.attempt) TEMPER_RETURN_IF_ERROR(RecordAttemptLocked(*step.attempt).status());
+  if (step.attempt) {
+    TEMPER_ASSIGN_OR_RETURN(int64_t attempt_id, RecordAttemptLocked(*step.attempt));
+    out.attempt_id = attempt_id;
+  }
   if (step.lesson) {
     TEMPER_ASSIGN_OR_RETURN(int64_t lesson_id, AddLessonLocked(*step.lesson));
     out.lesson_id = lesson_id;
@@ -1126,9 +1162,10 @@ Result<FixRecord> StateStore::GetFix(int64_t id) {
   return LoadFixLocked(id);
 }
 
-Result<std::vector<FixRecord>> StateStore::ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit) {
+Result<std::vector<FixRecord>> StateStore::ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit,
+                                                     std::optional<int64_t> before_id) {
   std::lock_guard lock(mu_);
-  std::string where = "WHERE 1";
+  std::string where = fmt::format("WHERE id < {}", before_id.value_or(INT64_MAX));
   if (!rule_id.empty()) where += " AND rule_id = ?";
   if (!include_retired) where += " AND retired_at_ms IS NULL";
   TEMPER_ASSIGN_OR_RETURN(

@@ -48,6 +48,9 @@ class StateStore {
   // Stores a validated batch as queued with its rules pending, plus its "batch.submitted" event.
   // A request_id that is already stored returns that batch unchanged (and no event).
   Result<Submitted> SubmitBatch(const NewBatch& batch);
+  // `temper apply`'s batches, all stored in one transaction or none, each with its
+  // "batch.submitted" event; their fleet is the first one's id. request_id is not used.
+  Result<std::vector<Submitted>> SubmitFleet(const std::vector<NewBatch>& batches);
 
   // NotFound when there is no such batch.
   Result<BatchRecord> GetBatch(int64_t id);
@@ -171,9 +174,10 @@ class StateStore {
   Result<std::vector<FixRecord>> LiveFixes(const std::string& rule_id, const std::string& content_id);
   // NotFound for an unknown id.
   Result<FixRecord> GetFix(int64_t id);
-  // Entries newest first, at most `limit`; only `rule_id`'s unless it is empty; retired ones only
-  // when `include_retired`.
-  Result<std::vector<FixRecord>> ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit);
+  // Entries newest first, at most `limit`, with an id below `before_id` when given (a page after
+  // another); only `rule_id`'s unless it is empty; retired ones only when `include_retired`.
+  Result<std::vector<FixRecord>> ListFixes(const std::string& rule_id, bool include_retired, uint32_t limit,
+                                           std::optional<int64_t> before_id = std::nullopt);
   // Marks a live entry retired now, with `reason`, and returns it. NotFound for an unknown id;
   // FailedPrecondition naming when and why for one already retired.
   Result<FixRecord> RetireFix(int64_t id, const std::string& reason);
@@ -193,6 +197,12 @@ class StateStore {
   // True when `seq` is above every other seq stored (the debug check of the seq invariant).
   bool IsNewestSeqLocked(uint64_t seq);
 
+  struct InsertedBatch {
+    int64_t id = 0;
+    EventRecord event;  // its "batch.submitted"
+  };
+  // A batch, its rules and its event, inside the caller's transaction.
+  Result<InsertedBatch> InsertBatchLocked(const NewBatch& nb, TimeMs now);
   Result<BatchRecord> LoadBatchLocked(int64_t id, bool with_rules);
   Result<FixRecord> LoadFixLocked(int64_t id);
   Result<EventRecord> AppendEventLocked(const NewEvent& event);
