@@ -424,6 +424,7 @@ Result<Content> Content::Load(std::string_view datastream, std::string_view prof
   Content c;
   c.path_ = path;
   c.benchmark_id_ = xccdf_benchmark_get_id(s.benchmark) ? xccdf_benchmark_get_id(s.benchmark) : "";
+  c.benchmark_version_ = xccdf_benchmark_get_version(s.benchmark) ? xccdf_benchmark_get_version(s.benchmark) : "";
   struct xccdf_profile_iterator* pit = xccdf_benchmark_get_profiles(s.benchmark);
   while (pit && xccdf_profile_iterator_has_more(pit)) {
     struct xccdf_profile* p = xccdf_profile_iterator_next(pit);

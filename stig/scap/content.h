@@ -95,6 +95,9 @@ class Content {
 
   const std::string& datastream_path() const { return path_; }
   const std::string& benchmark_id() const { return benchmark_id_; }
+  // The benchmark's <version> element text ("0.1.66"); empty when it has none. A fix proven under
+  // one version of the content is reused only under the same one (orchestrator/library/).
+  const std::string& benchmark_version() const { return benchmark_version_; }
   const std::vector<ProfileInfo>& profiles() const { return profiles_; }
   const ProfileInfo& profile() const { return profile_; }
   // The rules the chosen profile selects, in benchmark order.
@@ -111,6 +114,7 @@ class Content {
  private:
   std::string path_;
   std::string benchmark_id_;
+  std::string benchmark_version_;
   std::vector<ProfileInfo> profiles_;
   ProfileInfo profile_;
   std::vector<std::string> profile_rule_ids_;

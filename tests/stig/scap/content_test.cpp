@@ -18,6 +18,9 @@ TEST_CASE("Content loads the Ubuntu 20.04 STIG profile with its rules", "[stig][
   CHECK(c.profile_rule_ids().size() == 191);
   CHECK(c.rules().size() == 592);
   CHECK(c.profiles().size() >= 2);
+  // The benchmark's id and <version>: what a library entry's content id is made of.
+  CHECK(c.benchmark_id() == "xccdf_org.ssgproject.content_benchmark_UBUNTU_20-04");
+  CHECK(c.benchmark_version() == "0.1.65");
 
   auto rule = c.Rule("sshd_disable_root_login");
   REQUIRE(rule.ok());
