@@ -265,13 +265,19 @@ Result<pid_t> ForkChild(const ProcessSpec& spec, int in_fd, int out_fd, int err_
 }  // namespace
 
 Result<ProcessResult> RunProcess(const ProcessSpec& spec) {
+  if (spec.stdin_fd >= 0 && !spec.stdin_data.empty()) {
+    return Status::InvalidArgument("RunProcess: both stdin_fd and stdin_data given for " +
+                                   (spec.argv.empty() ? std::string("(no program)") : spec.argv[0]));
+  }
   UniqueFd in_r, in_w, out_r, out_w, err_r, err_w, rep_r;
-  TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
-  TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
+  if (spec.stdin_fd < 0) TEMPER_RETURN_IF_ERROR(MakePipe(in_r, in_w));
+  if (spec.stdout_fd < 0) TEMPER_RETURN_IF_ERROR(MakePipe(out_r, out_w));
   TEMPER_RETURN_IF_ERROR(MakePipe(err_r, err_w));
 
   auto start = std::chrono::steady_clock::now();
-  TEMPER_ASSIGN_OR_RETURN(pid_t pid, ForkChild(spec, in_r.get(), out_w.get(), err_w.get(), rep_r));
+  TEMPER_ASSIGN_OR_RETURN(pid_t pid, ForkChild(spec, spec.stdin_fd >= 0 ? spec.stdin_fd : in_r.get(),
+                                               spec.stdout_fd >= 0 ? spec.stdout_fd : out_w.get(), err_w.get(),
+                                               rep_r));
   in_r.Reset();
   out_w.Reset();
   err_w.Reset();

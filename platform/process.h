@@ -34,6 +34,13 @@ struct ProcessSpec {
   std::string cwd;
   // Written to the child's stdin, which is then closed.
   std::string stdin_data;
+  // A descriptor the child gets as its stdin instead of a pipe fed with stdin_data (which must then
+  // be empty), or as its stdout instead of the pipe read into ProcessResult::out (which then stays
+  // empty): for a stream another thread feeds or reads while the child runs (a host's archive on
+  // its way through a filter). -1: the pipe. The caller keeps them open until RunProcess returns.
+  // RunProcess only.
+  int stdin_fd = -1;
+  int stdout_fd = -1;
   // Zero means no limit.
   std::chrono::milliseconds timeout{0};
   // Bytes kept per stream; the rest is read and dropped (so the child never blocks on a full pipe).

@@ -380,6 +380,17 @@ Status SshConnection::CheckFreshLogin() const {
 
 Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, std::string_view stdin_data,
                                           const SandboxLimits& limits) {
+  return Run(argv, stdin_data, limits, -1);
+}
+
+Result<ProcessResult> SshConnection::ExecToFd(const std::vector<std::string>& argv, const SandboxLimits& limits,
+                                              int stdout_fd) {
+  if (stdout_fd < 0) return Status::InvalidArgument("ssh " + name_ + ": ExecToFd needs a descriptor for stdout");
+  return Run(argv, {}, limits, stdout_fd);
+}
+
+Result<ProcessResult> SshConnection::Run(const std::vector<std::string>& argv, std::string_view stdin_data,
+                                         const SandboxLimits& limits, int stdout_fd) {
   if (argv.empty()) return Status::InvalidArgument("ssh " + name_ + ": empty command");
   if (!MasterAlive()) {
     // An idle master ends by itself after control_persist; only a master that died while in use
@@ -396,6 +407,10 @@ Result<ProcessResult> SshConnection::Exec(const std::vector<std::string>& argv, 
   spec.argv.insert(spec.argv.end(), {"--", options_.endpoint.host, RemoteCommandLine(argv, limits)});
   spec.env = Environment();
   spec.stdin_data = std::string(stdin_data);
+  spec.stdout_fd = stdout_fd;
+  // Only a stream is cut short locally: Exec's commands (the undo journal's among them) always run
+  // to their end, as they always have.
+  if (stdout_fd >= 0 && limits.stop_requested) spec.stop_when = limits.stop_requested;
   spec.max_output_bytes = limits.max_output_bytes;
   if (limits.timeout.count() > 0) {
     spec.timeout = limits.timeout + std::chrono::seconds(5) + kLocalGrace;

@@ -99,6 +99,12 @@ class SshConnection final : public RemoteShell {
   Result<ProcessResult> Exec(const std::vector<std::string>& argv, std::string_view stdin_data,
                              const SandboxLimits& limits) override;
 
+  // As Exec with no stdin, but the program's stdout goes to `stdout_fd` as it comes (for output
+  // too large to hold: a host's whole file system as an archive) and ProcessResult::out stays
+  // empty. limits.stop_requested ends the local client at once (the host's `timeout` ends the
+  // program there). The caller keeps `stdout_fd` open until this returns. Errors as Exec.
+  Result<ProcessResult> ExecToFd(const std::vector<std::string>& argv, const SandboxLimits& limits, int stdout_fd);
+
   // True while the master answers (a local socket query; no network round trip).
   bool MasterAlive() const;
   // True when the master is gone because it sat idle for control_persist (not a lost connection).
@@ -116,6 +122,9 @@ class SshConnection final : public RemoteShell {
   // `argv` as one command line for the login shell: sudo (when not root), limits, the program.
   std::string RemoteCommandLine(const std::vector<std::string>& argv, const SandboxLimits& limits) const;
   std::vector<std::string> Environment() const;
+  // Exec and ExecToFd: `stdout_fd` -1 keeps stdout in the result.
+  Result<ProcessResult> Run(const std::vector<std::string>& argv, std::string_view stdin_data,
+                            const SandboxLimits& limits, int stdout_fd);
   Status StartMaster();
   void StopMaster();
   // The named failure for a connection attempt that ended with `r`.
