@@ -1,7 +1,7 @@
 // StartOrder: which pending rules may start beside the rules in flight, with parallel attempts
 // (batch_loop.h). What two rules at once would cost at the serialized commit decides it. Rules
 // that edit one file (the audit rules' rules.d, /etc/login.defs) may run at once: their commits
-// merge line by line (stig/rootfs/line_merge.h) and are verified again. But:
+// merge line by line (stig/line_merge.h) and are verified again. But:
 //   - package rules (checks that read nothing but the package database: a package installed or
 //     removed) all write dpkg's database, so the second to land always clashes: one at a time,
 //     first among the startable rules so that they end early;

@@ -1,5 +1,5 @@
-// DpkgStatus: the packages installed on a Debian target, read from its /var/lib/dpkg/status, and
-// what changed between two such files.
+// DpkgStatus: the packages installed on a Debian target, read from its /var/lib/dpkg/status, what
+// changed between two such files, and the checksums dpkg recorded for a package's files.
 //
 // A change set names the packages an attempt installed or removed; comparing dpkg's own database
 // before and after is exact where parsing apt's output is not (maintainer scripts, dependencies
@@ -20,6 +20,15 @@ namespace temper::stig {
 // "name:arch" for each of them. Stanzas without Package or Version are skipped (dpkg never writes
 // them for installed packages), so this never fails.
 std::map<std::string, std::string> InstalledPackages(std::string_view dpkg_status);
+
+// The conffiles dpkg recorded for the installed `package` ("name" or "name:arch", as
+// InstalledPackages keys it) in `dpkg_status`: absolute path -> md5 of the file as the package
+// shipped it. Empty when the package is not installed or has none.
+std::map<std::string, std::string> PackageConffiles(std::string_view dpkg_status, std::string_view package);
+
+// A package's /var/lib/dpkg/info/<pkg>.md5sums ("md5  path/relative/to/root" per line): absolute
+// path -> md5. Lines of another form are skipped.
+std::map<std::string, std::string> PackageMd5sums(std::string_view md5sums);
 
 // What turned `before` into `after` (both name -> version), each list sorted by name.
 PackageChanges ComparePackages(const std::map<std::string, std::string>& before,

@@ -23,8 +23,8 @@
 
 #include "platform/host_disk.h"
 #include "platform/process.h"
+#include "stig/line_merge.h"
 #include "stig/rootfs/layer_diff.h"
-#include "stig/rootfs/line_merge.h"
 #include "stig/target_file.h"
 
 namespace temper::stig {

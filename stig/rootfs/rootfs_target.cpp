@@ -9,6 +9,7 @@
 
 #include "platform/sandbox.h"
 #include "stig/rootfs/overlay_changes.h"
+#include "stig/rootfs/overlay_fix_capture.h"
 #include "stig/target_file.h"
 
 namespace temper::stig {
@@ -110,6 +111,12 @@ Result<ChangeSet> RootfsTarget::ChangesSinceSnapshot() {
   Result<ChangeSet> changes = OverlayChanges(fork_ ? fork_->layers() : layers_->layers());
   if (!changes.ok()) return changes.status().WithContext("target " + name_ + ": listing its changes");
   return changes;
+}
+
+Result<FixBundle> RootfsTarget::FixSinceSnapshot() {
+  Result<FixBundle> bundle = OverlayFixBundle(fork_ ? fork_->layers() : layers_->layers());
+  if (!bundle.ok()) return bundle.status().WithContext("target " + name_ + ": capturing its fix");
+  return bundle;
 }
 
 Result<ProcessResult> RootfsTarget::Sandboxed(const std::string& command, const SandboxLimits& limits,

@@ -61,8 +61,10 @@ class RootfsTarget : public Target {
   Result<std::unique_ptr<Target>> Fork() override;
   Result<SnapshotId> CommitFork(Target& fork) override;
   bool is_fork() const { return fork_ != nullptr; }
-  // Read from the overlay layers (overlay_changes.h).
+  // Read from the overlay layers (overlay_changes.h); a fork: what it changed since it was made.
   Result<ChangeSet> ChangesSinceSnapshot() override;
+  // Read from the overlay layers (overlay_fix_capture.h), as ChangesSinceSnapshot.
+  Result<FixBundle> FixSinceSnapshot() override;
   // Its commands run in a sandbox over the tree: nothing of theirs outlives them but files.
   bool ChangesAreFilesOnly() const override { return true; }
   Result<ProcessResult> Run(const std::string& command, const SandboxLimits& limits) override;

@@ -50,15 +50,6 @@ std::string Tail(const std::string& s) { return s.size() > 600 ? "…" + s.subst
 
 }  // namespace
 
-std::string ShellQuote(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
-  }
-  return out + "'";
-}
-
 Result<std::string> RemoteReadFile(RemoteShell& shell, const std::string& path, std::size_t max_bytes) {
   SandboxLimits limits;
   limits.timeout = std::chrono::minutes(5);

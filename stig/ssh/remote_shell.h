@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "platform/process.h"
 #include "platform/sandbox.h"
+#include "stig/shell_quote.h"  // ShellQuote: the commands sent to a host quote their words
 
 namespace temper::stig {
 
@@ -32,9 +33,6 @@ class RemoteShell {
   virtual Result<ProcessResult> Exec(const std::vector<std::string>& argv, std::string_view stdin_data,
                                      const SandboxLimits& limits) = 0;
 };
-
-// `text` quoted for a POSIX shell: 'text', with each ' written as '\''.
-std::string ShellQuote(std::string_view text);
 
 // Reads at most `max_bytes` of the regular file `path` on the host (symlinks followed).
 // Errors: NotFound when missing, InvalidArgument when not a regular file, OutOfRange when larger

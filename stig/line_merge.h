@@ -1,5 +1,7 @@
 // MergeLines: a three-way merge of text files, line by line (diff3's sync points), for a fork of a
-// rootfs target whose change meets a change committed since it was made (overlay_snapshots.h).
+// rootfs target whose change meets a change committed since it was made (overlay_snapshots.h), and
+// for a fix replayed onto a target whose file drifted from what the fix found (fix_replay.h: base
+// the fix's before, `theirs` the target's content, `ours` the fix's after).
 //
 // Both versions are compared with the base by a longest common subsequence of lines; lines that
 // neither changed are sync points, and each stretch between two sync points is taken from the side

@@ -1,4 +1,4 @@
-#include "stig/rootfs/line_merge.h"
+#include "stig/line_merge.h"
 
 #include <catch2/catch.hpp>
 
