@@ -60,10 +60,13 @@ class FixLibrary {
   // model_tokens); not kept adds a failure and why. NotFound for an unknown id.
   Status NoteOutcome(int64_t id, int64_t batch, bool kept, const std::string& why);
   // Entries, newest first; retired ones too when `include_retired`. `rule_id` empty: every rule.
-  Result<std::vector<FixRecord>> List(const std::string& rule_id, bool include_retired, uint32_t limit);
+  // `before_id`: only entries with a lower id (the next page of a listing).
+  Result<std::vector<FixRecord>> List(const std::string& rule_id, bool include_retired, uint32_t limit,
+                                      std::optional<int64_t> before_id = std::nullopt);
   Result<FixRecord> Get(int64_t id);
   // Keeps the entry (for the record and exports of its batches) but never matches it again.
-  // NotFound for an unknown id; FailedPrecondition when already retired (saying when and why).
+  // NotFound for an unknown id; FailedPrecondition when already retired (saying when and why);
+  // InvalidArgument for an empty reason (it is shown with the entry for good).
   Result<FixRecord> Retire(int64_t id, const std::string& reason);
 
  private:
