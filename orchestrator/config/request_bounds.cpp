@@ -26,6 +26,7 @@ const std::map<std::string, size_t>& Table() {
       {"temper.v1.Waiver.reason", kMaxWaiverReason},
       {"temper.v1.Waiver.owner", kMaxWaiverOwner},
       {"temper.v1.CancelBatchRequest.reason", 1000},
+      {"temper.v1.RetireFixRequest.reason", 1000},
       {"temper.v1.ConfirmRebootRequest.note", 2000},
       // A DISA STIG file, within gRPC's 4 MiB message; bigger ones go in temperd's disa_stigs: directory.
       {"temper.v1.ExportBatchRequest.disa_stig", kMaxDisaStigUploadBytes},

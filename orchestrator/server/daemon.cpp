@@ -117,13 +117,15 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   TEMPER_RETURN_IF_ERROR(PrepareStateDir(daemon->config_, log));
   TEMPER_ASSIGN_OR_RETURN(daemon->store_, StateStore::Open(daemon->config_.database));
   log.Info("state store {} (schema version {})", daemon->store_->path(), daemon->store_->schema_version());
+  daemon->library_ = std::make_unique<FixLibrary>(*daemon->store_);
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_files_, JournalFiles::Open(daemon->config_.state_dir + "/journal"));
   TEMPER_ASSIGN_OR_RETURN(daemon->journal_, Journal::Open(*daemon->store_, *daemon->journal_files_, log));
   TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_, log));
   daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
                                                  daemon->hosts_.get());
-  daemon->service_ = std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_,
-                                                     *daemon->runner_, *daemon->hosts_, daemon->disa_stigs_, log);
+  daemon->service_ =
+      std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, *daemon->runner_,
+                                      *daemon->hosts_, *daemon->library_, daemon->disa_stigs_, log);
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   daemon->runner_->Start();
   return daemon;

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/config/daemon_config.h"
+#include "orchestrator/library/fix_library.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
@@ -53,6 +54,9 @@ class Daemon {
   // http://127.0.0.1:9464/metrics" for READY messages (the port bound, when 0 was asked for).
   std::string DescribeListeners() const;
 
+  // The library of proven fixes over the daemon's state store, which the service and the loop share.
+  FixLibrary& library() const { return *library_; }
+
  private:
   Daemon(DaemonConfig config, const Logger& log) : config_(std::move(config)), log_(log) {}
   Status StartServing(EnablePlugins enable_plugins);
@@ -60,6 +64,7 @@ class Daemon {
   DaemonConfig config_;
   const Logger& log_;
   std::unique_ptr<StateStore> store_;
+  std::unique_ptr<FixLibrary> library_;  // over store_
   std::unique_ptr<JournalFiles> journal_files_;
   std::unique_ptr<Journal> journal_;
   std::unique_ptr<RoleModels> models_;
