@@ -1,12 +1,14 @@
 #include "stig/package_install.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
 
 #include "stig/packages/apt_output.h"
+#include "stig/shell_quote.h"
 
 namespace temper::stig {
 namespace {
@@ -105,6 +107,34 @@ Status AptFailure(std::string_view what, const std::vector<std::string>& package
   return Status::FailedPrecondition(fmt::format("{} {} failed ({}):\n{}", what, names, r.Describe(), output));
 }
 
+// Debian policy §5.6.12: [epoch:]upstream[-revision], of alphanumerics and . + ~ - :.
+bool IsDebianVersion(std::string_view v) {
+  return !v.empty() && v[0] >= '0' && v[0] <= '9' && std::all_of(v.begin(), v.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '~' || c == '-' || c == ':';
+  });
+}
+
+// Prepares `names` in the package cache and runs apt-get install of `apt_words` (the names, or
+// name=version) with them: InstallPackages's and InstallPackageVersions's common part.
+Result<PackageChange> Install(Target& target, const std::vector<std::string>& names,
+                              const std::vector<std::string>& apt_words, const SandboxLimits& limits) {
+  Result<ResolvedPackages> prepared = target.PreparePackages(names);
+  if (!prepared.ok()) {
+    // The target is fine; the install just cannot happen now.
+    if (prepared.status().code() == StatusCode::kUnavailable) {
+      return Status::FailedPrecondition(prepared.status().message());
+    }
+    return prepared.status();
+  }
+  const std::string command = fmt::format("apt-get install --no-download {} {}", kAptOptions, Join(apt_words, " "));
+  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, target.RunWithPackages(command, limits, *prepared));
+  std::string output = CleanOutput(r);
+  if (!r.Succeeded()) return AptFailure("installing", names, r, output);
+  PackageChange change{ChangedLines(output), Tail(output), r.seconds};
+  if (!prepared->notes.empty()) change.output = prepared->notes + "\n" + change.output;
+  return change;
+}
+
 std::string ShortName(std::string name) {
   std::size_t colon = name.find(':');  // multi-arch qualifier, e.g. libfoo:amd64
   return colon == std::string::npos ? name : name.substr(0, colon);
@@ -115,21 +145,21 @@ std::string ShortName(std::string name) {
 Result<PackageChange> InstallPackages(Target& target, const std::vector<std::string>& packages,
                                       const SandboxLimits& limits) {
   TEMPER_RETURN_IF_ERROR(CheckNames(packages));
-  Result<ResolvedPackages> prepared = target.PreparePackages(packages);
-  if (!prepared.ok()) {
-    // The target is fine; the install just cannot happen now.
-    if (prepared.status().code() == StatusCode::kUnavailable) {
-      return Status::FailedPrecondition(prepared.status().message());
+  return Install(target, packages, packages, limits);
+}
+
+Result<PackageChange> InstallPackageVersions(Target& target, const std::vector<PackageVersion>& packages,
+                                             const SandboxLimits& limits) {
+  std::vector<std::string> names, wanted;
+  for (const PackageVersion& p : packages) {
+    names.push_back(p.name);
+    if (!IsDebianVersion(p.version)) {
+      return Status::InvalidArgument(fmt::format("\"{}\" is not a Debian version (of {})", p.version, p.name));
     }
-    return prepared.status();
+    wanted.push_back(ShellQuote(p.name + "=" + p.version));
   }
-  const std::string command = fmt::format("apt-get install --no-download {} {}", kAptOptions, Join(packages, " "));
-  TEMPER_ASSIGN_OR_RETURN(ProcessResult r, target.RunWithPackages(command, limits, *prepared));
-  std::string output = CleanOutput(r);
-  if (!r.Succeeded()) return AptFailure("installing", packages, r, output);
-  PackageChange change{ChangedLines(output), Tail(output), r.seconds};
-  if (!prepared->notes.empty()) change.output = prepared->notes + "\n" + change.output;
-  return change;
+  TEMPER_RETURN_IF_ERROR(CheckNames(names));
+  return Install(target, names, wanted, limits);
 }
 
 Result<PackageChange> RemovePackages(Target& target, const std::vector<std::string>& packages, bool purge,

@@ -36,6 +36,19 @@ struct PackageChange {
 Result<PackageChange> InstallPackages(Target& target, const std::vector<std::string>& packages,
                                       const SandboxLimits& limits);
 
+// One package at one version, as dpkg's status names them.
+struct PackageVersion {
+  std::string name;
+  std::string version;
+};
+
+// Installs exactly these versions (apt-get install NAME=VERSION ...) and what they depend on, as a
+// replayed fix does (fix_replay.h): the install that was proven, not whatever is newest. Errors as
+// InstallPackages; InvalidArgument for a version that is not a Debian version; FailedPrecondition
+// when the target's sources do not offer a version asked for (apt's lines say which).
+Result<PackageChange> InstallPackageVersions(Target& target, const std::vector<PackageVersion>& packages,
+                                             const SandboxLimits& limits);
+
 // Removes (or purges, with their configuration) `packages`. Installed packages the target's apt
 // does not know are still removed; a name that is neither installed nor known is NotFound. A
 // package that is not installed is not an error (`changed` stays empty). FailedPrecondition when
