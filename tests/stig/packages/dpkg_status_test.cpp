@@ -53,5 +53,19 @@ TEST_CASE("Package changes are installs, removals and version changes", "[stig][
   CHECK(ComparePackages(before, before) == PackageChanges{});
 }
 
+TEST_CASE("A package's recorded checksums: its conffiles from the status file, the rest from md5sums",
+          "[stig][dpkg_status]") {
+  CHECK(PackageConffiles(kStatus, "adduser") ==
+        std::map<std::string, std::string>{{"/etc/adduser.conf", "cc3493ecd2d09837ffdcc3e25fdfff18"}});
+  CHECK(PackageConffiles(kStatus, "libc6:amd64").empty());
+  CHECK(PackageConffiles(kStatus, "telnet").empty());  // not installed
+  CHECK(PackageConffiles(kStatus, "absent").empty());
+  CHECK(PackageMd5sums("0cc175b9c0f1b6a831c399e269772661  usr/share/doc/a b\n"
+                       "not a line\n"
+                       "d41d8cd98f00b204e9800998ecf8427e  usr/bin/x") ==
+        std::map<std::string, std::string>{{"/usr/share/doc/a b", "0cc175b9c0f1b6a831c399e269772661"},
+                                           {"/usr/bin/x", "d41d8cd98f00b204e9800998ecf8427e"}});
+}
+
 }  // namespace
 }  // namespace temper::stig
