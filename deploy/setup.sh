@@ -30,6 +30,8 @@ packages=(
   python3-prometheus-client nodejs chromium python3-venv
   # tests: the tools users check a package, a unit and metrics with
   lintian systemd prometheus
+  # tests: Debian's ansible-playbook runs `temper export --format ansible` against SSH test hosts
+  ansible
 )
 
 missing=()
