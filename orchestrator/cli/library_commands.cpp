@@ -85,7 +85,7 @@ std::string RenderFixDetail(const temper::v1::Fix& f) {
     std::sort(names.begin(), names.end());
     out += fmt::format("  depends on:   {}\n", fmt::join(names, ", "));
   }
-  out += fmt::format("files ({}):\n", f.files_size());
+  out += fmt::format("files ({}):\n", f.files_size() + f.files_left_out());
   for (const auto& file : f.files()) {
     out += fmt::format("  {}\n", file.path());
     out += fmt::format("    before: {}\n", file.package().empty()
@@ -94,6 +94,9 @@ std::string RenderFixDetail(const temper::v1::Fix& f) {
     out += fmt::format("    after:  {}\n", file.after_type().empty()
                                                ? "deleted"
                                                : FileSide(file.after_type(), file.after_mode(), file.after_sha256()));
+  }
+  if (f.files_left_out() > 0) {
+    out += fmt::format("  ... and {} more (temper library export has them all)\n", f.files_left_out());
   }
   auto list = [&out](std::string_view what, const google::protobuf::RepeatedPtrField<std::string>& items) {
     if (!items.empty()) out += fmt::format("{}: {}\n", what, fmt::join(items, ", "));

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "orchestrator/message_chunks.h"
 #include "stig/fix_bundle.h"
 #include "stig/platform_id.h"
 
@@ -51,8 +52,18 @@ Status FixToProto(const FixRecord& fix, bool details, temper::v1::Fix* out) {
   Result<stig::FixBundle> bundle = stig::FixBundle::FromJson(fix.bundle_json);
   if (!bundle.ok()) return Corrupt(fix, "bundle", bundle.status());
   out->set_evidence(fix.evidence);
+  for (const std::string& p : bundle->packages.installed) out->add_packages_installed(p);
+  for (const std::string& p : bundle->packages.removed) out->add_packages_removed(p);
+  for (const std::string& p : bundle->packages.upgraded) out->add_packages_upgraded(p);
+  for (const std::string& s : bundle->services.enabled) out->add_services_enabled(s);
+  for (const std::string& s : bundle->services.disabled) out->add_services_disabled(s);
+  for (const std::string& s : bundle->services.masked) out->add_services_masked(s);
+  for (const std::string& s : bundle->services.unmasked) out->add_services_unmasked(s);
+  // A bundle may list thousands of files: the message lists as many as keep it within a chunk.
+  PageBudget budget(out->ByteSizeLong());
   for (const stig::BundleFile& f : bundle->files) {
-    temper::v1::FixFile* file = out->add_files();
+    temper::v1::FixFile listed;
+    temper::v1::FixFile* file = &listed;
     file->set_path(f.path);
     if (f.before) {
       file->set_before_type(std::string(stig::FileTypeName(f.before->state.type)));
@@ -65,14 +76,12 @@ Status FixToProto(const FixRecord& fix, bool details, temper::v1::Fix* out) {
       file->set_after_sha256(f.after->sha256);
     }
     file->set_package(f.package);
+    if (out->files_left_out() == 0 && budget.Take(listed.ByteSizeLong())) {
+      *out->add_files() = std::move(listed);
+    } else {
+      out->set_files_left_out(out->files_left_out() + 1);
+    }
   }
-  for (const std::string& p : bundle->packages.installed) out->add_packages_installed(p);
-  for (const std::string& p : bundle->packages.removed) out->add_packages_removed(p);
-  for (const std::string& p : bundle->packages.upgraded) out->add_packages_upgraded(p);
-  for (const std::string& s : bundle->services.enabled) out->add_services_enabled(s);
-  for (const std::string& s : bundle->services.disabled) out->add_services_disabled(s);
-  for (const std::string& s : bundle->services.masked) out->add_services_masked(s);
-  for (const std::string& s : bundle->services.unmasked) out->add_services_unmasked(s);
   return Status::OK();
 }
 

@@ -15,7 +15,8 @@
 namespace temper {
 
 // The entry's fields; with `details`, its evidence and its bundle's files (paths, types, modes and
-// checksums, no bytes), packages and services too. DataLoss naming the entry when its stored
+// checksums, no bytes; as many as keep the message within a chunk, files_left_out counting the rest),
+// packages and services too. DataLoss naming the entry when its stored
 // platform or bundle does not parse.
 Status FixToProto(const FixRecord& fix, bool details, temper::v1::Fix* out);
 
