@@ -181,6 +181,12 @@ std::string BatchCompleted(const EventView& e) {
   if (std::optional<uint64_t> n = Num(Field(e.data, "remakes"), "total"); n && *n > 0) {
     out += fmt::format("; {} made again", Plural(*n, "attempt"));
   }
+  // Rules the library of proven fixes fixed with no model call, when it was asked.
+  const json library = Field(e.data, "library");
+  if (std::optional<uint64_t> tried = Num(library, "tried"); tried && *tried > 0) {
+    out += fmt::format("; {} of {} fixed from proven fixes ({} model tokens saved)", Num(library, "kept").value_or(0),
+                       Plural(*tried, "rule"), Num(library, "tokens_saved").value_or(0));
+  }
   return out;
 }
 
@@ -384,10 +390,11 @@ constexpr EventSpec kSpecs[] = {
     {T::kBatchResumed, "batch.resumed",
      "target interrupted_rules good_snapshot parallel_attempts parallel_attempts_why", kNoRule,
      "the loop took the batch up again after a restart, reverting interrupted work", BatchResumed},
-    {T::kBatchExpanded, "batch.expanded", "profile rules", kNoRule, "a whole-profile batch got the profile's rules",
-     BatchExpanded},
-    {T::kBatchCompleted, "batch.completed", "rules verdicts_after fixpoint_passes plan_only results_dir remakes",
-     kNoRule, "every rule is final: rule counts by state", BatchCompleted},
+    {T::kBatchExpanded, "batch.expanded", "profile rules apply_from", kNoRule,
+     "a whole-profile batch got the profile's rules (an apply batch, those of the batch it replays)", BatchExpanded},
+    {T::kBatchCompleted, "batch.completed",
+     "rules verdicts_after fixpoint_passes plan_only results_dir remakes library", kNoRule,
+     "every rule is final: rule counts by state", BatchCompleted},
     {T::kBatchFailed, "batch.failed", "error", kNoRule, "the batch could not go on", Error},
     {T::kBatchCancelled, "batch.cancelled", "reason previous_state rules_cancelled", kNoRule,
      "a client cancelled the batch", BatchCancelled},
@@ -430,15 +437,15 @@ constexpr EventSpec kSpecs[] = {
      "the rule's fix was taken back out", RuleReverted},
     {T::kWaiverExpired, "waiver.expired", "reason owner expires detail", kNoRule,
      "the rule's waiver has expired: it is remediated as usual", RuleDetail},
-    {T::kAttemptStarted, "attempt.started", "number approach fork", kNoRule, "the Worker began an attempt",
-     AttemptStarted},
+    {T::kAttemptStarted, "attempt.started", "number approach fork library_fix replay_of", kNoRule,
+     "the Worker began an attempt (or a proven fix's replay: library_fix, replay_of)", AttemptStarted},
     {T::kAttemptKept, "attempt.kept",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
-     "changes_ms snapshot_ms fork",
+     "changes_ms snapshot_ms fork fix_bundle replay replay_ms library_fix replay_of",
      kNoRule, "the evaluator accepted the attempt's change", AttemptEnded},
     {T::kAttemptReverted, "attempt.reverted",
      "number worker_outcome worker_summary verdict outcome summary worker_ms verify_ms changes changes_error "
-     "changes_ms revert_ms fork",
+     "changes_ms revert_ms fork replay replay_ms library_fix replay_of conflicts lesson",
      kNoRule, "the evaluator rejected the change (outcome reverted, regression or unhealthy)", AttemptEnded},
     {T::kAttemptConflict, "attempt.conflict", "number fork cause detail", kNoRule,
      "a parallel attempt clashed with a fix kept since it began: made again on a fresh fork", AttemptConflict},

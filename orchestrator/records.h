@@ -269,6 +269,7 @@ struct LoopStep {
 struct StepCommitted {
   std::vector<EventRecord> events;
   std::optional<int64_t> lesson_id;
+  std::optional<int64_t> attempt_id;  // the step's attempt, as stored
   bool batch_ended = false;  // the batch was already final: its states were left alone
 };
 

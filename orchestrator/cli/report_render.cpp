@@ -31,7 +31,9 @@ const char* const kReportJsonFields = R"(JSON output (--format json): one object
                     started_at, finished_at}]}],
   plan_only (every change was reverted at the end), reverted_at (RFC 3339 or null),
   fixpoint [{pass, final, attempts, fixed, rescanned, passing, failing, flipped, requeued, escalated}],
-  role_usage [{role, calls, prompt_tokens, cached_prompt_tokens, completion_tokens}] (the batch's model calls per role)
+  role_usage [{role, calls, prompt_tokens, cached_prompt_tokens, completion_tokens}] (the batch's model calls per role),
+  library {tried, kept, tokens_saved} (rules whose first attempt replayed the library's proven fix, those it
+  fixed, and the model tokens those fixes had cost to find)
 Verdicts are OpenSCAP's (pass, fail, error, notapplicable, ...; "" when not evaluated); states
 are pending, running, fixed, already_passing, escalated, skipped, cancelled, error, reverted (a
 fix `temper revert` took back out), and
@@ -47,6 +49,24 @@ using ordered_json = nlohmann::ordered_json;
 constexpr size_t kLineChars = 100;
 
 uint64_t Tokens(const temper::v1::TokenUsage& u) { return u.prompt_tokens() + u.completion_tokens(); }
+
+// "41,200": a count people read at a glance.
+std::string Grouped(uint64_t n) {
+  std::string digits = std::to_string(n), out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+// "3 of 4 rules fixed from proven fixes, 41,200 model tokens saved"; "" when the library was not
+// tried in the batch.
+std::string LibraryLine(const temper::v1::LibraryUse& library) {
+  if (library.tried() == 0) return "";
+  return fmt::format("{} of {} rule{} fixed from proven fixes, {} model tokens saved", library.kept(), library.tried(),
+                     library.tried() == 1 ? "" : "s", Grouped(library.tokens_saved()));
+}
 
 std::string Verdict(const std::string& v) { return v.empty() ? "-" : v; }
 
@@ -318,6 +338,9 @@ std::string RenderReportText(const temper::v1::BatchReport& report) {
   for (const temper::v1::RoleUsage& r : report.role_usage()) {
     out += fmt::format("  {:<11} {}\n", r.role(), RoleUsageText(r));
   }
+  if (std::string library = LibraryLine(report.library()); !library.empty()) {
+    out += fmt::format("  {:<11} {}\n", "library", library);
+  }
   if (b.waivers_size() > 0) {
     out += "\nwaivers:\n";
     std::vector<std::vector<std::string>> waivers;
@@ -389,6 +412,9 @@ std::string RenderReportMarkdown(const temper::v1::BatchReport& report) {
   out += fmt::format("| Tokens | {} in {} attempt{} |\n", s.tokens, s.attempts, s.attempts == 1 ? "" : "s");
   for (const temper::v1::RoleUsage& r : report.role_usage()) {
     out += fmt::format("| Model calls, {} | {} |\n", Cell(r.role()), Cell(RoleUsageText(r)));
+  }
+  if (std::string library = LibraryLine(report.library()); !library.empty()) {
+    out += fmt::format("| Library | {} |\n", Cell(library));
   }
   out += fmt::format("| Wall time | {} ({} → {}) |\n", FormatDuration(s.wall_seconds), FormatTime(b.created_at()),
                      FormatTime(b.updated_at()));
@@ -585,6 +611,9 @@ std::string RenderReportJson(const temper::v1::BatchReport& report) {
                      {"completion_tokens", r.usage().completion_tokens()}});
   }
   j["role_usage"] = std::move(roles);
+  j["library"] = {{"tried", report.library().tried()},
+                  {"kept", report.library().kept()},
+                  {"tokens_saved", report.library().tokens_saved()}};
   // Replace, not throw, should a byte sequence not be UTF-8 (protobuf strings should be, but this
   // output must never fail half-way).
   return j.dump(-1, ' ', false, ordered_json::error_handler_t::replace) + "\n";

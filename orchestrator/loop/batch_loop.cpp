@@ -8,11 +8,13 @@
 
 #include <fmt/format.h>
 
+#include "orchestrator/loop/proven_fix.h"
 #include "orchestrator/loop/rule_policy.h"
 #include "orchestrator/loop/start_order.h"
 #include "orchestrator/loop/target_tools.h"
 #include "orchestrator/store/private_files.h"
 #include "roles/structured_answer.h"
+#include "stig/fix_replay.h"
 #include "stig/ssh/ssh_target.h"
 #include "stig/verification.h"
 
@@ -21,6 +23,10 @@ namespace temper {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The approach of a rule no Architect planned: the rule's own fix text.
+constexpr std::string_view kFixTextApproach =
+    "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.";
 
 int64_t Ms(Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); }
 
@@ -92,6 +98,16 @@ std::string ReflectionText(const Reflection& r) {
   return out;
 }
 
+// "3 files (1,204 bytes), 1 package, 0 services": what a captured fix holds, for the journal.
+std::string BundleSummary(const stig::FixBundle& bundle) {
+  const stig::PackageChanges& p = bundle.packages;
+  const stig::ServiceChanges& v = bundle.services;
+  const size_t packages = p.installed.size() + p.removed.size() + p.upgraded.size();
+  const size_t services = v.enabled.size() + v.disabled.size() + v.masked.size() + v.unmasked.size();
+  return fmt::format("{} files ({} bytes), {} packages, {} services", bundle.files.size(), bundle.content_bytes(),
+                     packages, services);
+}
+
 // Deletes a fork with the main target's lock held: forks are made, committed and destroyed one at
 // a time (OverlaySnapshots is driven by one thread at once).
 struct ForkDeleter {
@@ -114,6 +130,9 @@ struct BatchLoop::RuleRun {
   uint32_t failures_in_a_row = 0;
   std::string last_verdict;
   uint32_t remakes = 0;  // parallel: rejected forks made again because fixes landed since
+  // Attempts that replayed a proven fix and were rejected: not counted against the attempt budget.
+  uint32_t replays_rejected = 0;
+  bool library_tried = false;  // the library's fix was tried in this batch (stored, so also after a resume)
 };
 
 BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord batch, std::function<bool()> stopping)
@@ -125,7 +144,8 @@ BatchLoop::BatchLoop(LoopServices services, stig::Target& target, BatchRecord ba
       allow_disruptive_(batch_.options.allow_disruptive),
       stopping_(std::move(stopping)),
       memory_(s_.journal.store(), MemoryTargetOf(target)),
-      forks_(batch_.options.parallel_attempts > 1 && target.CanFork()) {}
+      // An apply batch replays its source's fixes in the order they were kept, on the target itself.
+      forks_(batch_.options.parallel_attempts > 1 && target.CanFork() && batch_.apply_from == 0) {}
 
 NewEvent BatchLoop::Event(const std::string& rule_id, const std::string& role, EventType type,
                           const nlohmann::json& data, TokenUsage usage) const {
@@ -219,6 +239,13 @@ Status BatchLoop::Run() {
   TEMPER_ASSIGN_OR_RETURN(stig::HealthReport health,
                           stig::CheckHealth(target_, stig::DefaultHealthChecks(), temper::SandboxLimits{}));
   health_ = std::move(health);
+  if (batch_.apply_from != 0) return RunApply();
+  // Read now, before any rule thread: forks are made and committed on the target meanwhile.
+  if (s_.library != nullptr) (void)Platform();
+  if (s_.models == nullptr) {
+    return Status::FailedPrecondition(
+        fmt::format("batch {} needs the roles' models, and temperd has none configured", batch_id_));
+  }
   return RunSlots(forks_ ? batch_.options.parallel_attempts : 1);
 }
 
@@ -244,7 +271,13 @@ Status BatchLoop::Start() {
     data["good_snapshot"] = batch_.good_snapshot ? nlohmann::json(*batch_.good_snapshot) : nlohmann::json();
     step.events.push_back(Event("", "daemon", EventType::kBatchResumed, data));
   }
-  if (batch_.whole_profile && batch_.rules.empty()) {
+  if (batch_.apply_from != 0 && batch_.rules.empty()) {
+    // An apply batch works on the rules of the batch it replays.
+    TEMPER_ASSIGN_OR_RETURN(BatchRecord source, s_.journal.store().GetBatch(batch_.apply_from));
+    for (const BatchRuleRecord& r : source.rules) step.add_rules.push_back(r.rule_id);
+    step.events.push_back(Event("", "daemon", EventType::kBatchExpanded,
+                                {{"apply_from", batch_.apply_from}, {"rules", step.add_rules.size()}}));
+  } else if (batch_.whole_profile && batch_.rules.empty()) {
     step.add_rules = s_.content.profile_rule_ids();
     step.events.push_back(Event("", "daemon", EventType::kBatchExpanded,
                                 {{"profile", s_.content.profile().id}, {"rules", step.add_rules.size()}}));
@@ -360,18 +393,17 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::
     if (candidates.size() == kCandidates) break;
   }
   if (candidates.empty()) return std::optional<Picked>();
-  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildPick(input));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models->architect().BuildPick(input));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed("", "architect", prompt.trimmed));
   ArchitectPick pick;
   Asked asked = Ask(
-      s_.models.architect_client(), prompt,
-      [&](const ChatResponse& r) { return s_.models.architect().ParsePick(r, input); }, pick);
+      s_.models->architect_client(), prompt,
+      [&](const ChatResponse& r) { return s_.models->architect().ParsePick(r, input); }, pick);
   if (asked.transport_failed()) return asked.status.WithContext("architect");
   if (!asked.status.ok()) {
     // The Architect only orders the work; without a usable answer the batch goes on in order, with
     // SSG's fix text as the plan, and the journal says so.
-    pick = {ArchitectPick::Kind::kAttempt, candidates.front()->id,
-            "Apply the SCAP Security Guide fix text for this rule, then verify the setting as the check reads it.", ""};
+    pick = {ArchitectPick::Kind::kAttempt, candidates.front()->id, std::string(kFixTextApproach), ""};
   }
   const stig::RuleInfo* rule = *s_.content.Rule(pick.rule_id);
   nlohmann::json data = {{"corrections", asked.corrections}, {"latency_ms", asked.latency.count()}};
@@ -393,6 +425,23 @@ Result<std::optional<BatchLoop::Picked>> BatchLoop::Pick(const std::vector<std::
   const EventType type = asked.status.ok() ? EventType::kArchitectPick : EventType::kArchitectFallback;
   TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule->id, "architect", type, data, asked.usage)).status());
   return std::optional<Picked>(Picked{rule, pick.approach, asked.usage});
+}
+
+Result<std::optional<BatchLoop::Picked>> BatchLoop::PickFromLibrary(const std::vector<std::string>& startable) {
+  if (s_.library == nullptr) return std::optional<Picked>();
+  Result<stig::TargetPlatform> platform = Platform();
+  if (!platform.ok()) return std::optional<Picked>();
+  const std::string content_id = FixContentId(s_.content);
+  for (const std::string& id : startable) {
+    if (!library_looked_up_.insert(id).second) continue;
+    TEMPER_ASSIGN_OR_RETURN(std::optional<FixRecord> entry, s_.library->Match(id, content_id, *platform));
+    if (!entry) continue;
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* rule, s_.content.Rule(id));
+    // Should the proven fix fail here, the model's attempts follow the rule's own fix text, as
+    // after an Architect without a usable answer.
+    return std::optional<Picked>(Picked{rule, std::string(kFixTextApproach), {}});
+  }
+  return std::optional<Picked>();
 }
 
 Status BatchLoop::RunSlots(uint32_t slots) {
@@ -466,7 +515,8 @@ Status BatchLoop::RunSlots(uint32_t slots) {
     // picks only when its one slot is free: each pick sees the last rule's outcome.
     const size_t picked_at_most = slots > 1 ? 2 * size_t{slots} : 1;
     if (in_flight < picked_at_most && !startable.empty()) {
-      Result<std::optional<Picked>> picked = Pick(startable);
+      Result<std::optional<Picked>> picked = PickFromLibrary(startable);
+      if (picked.ok() && !*picked) picked = Pick(startable);
       if (!picked.ok()) {
         out = picked.status();
         break;
@@ -518,6 +568,11 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
   for (const AttemptRecord& a : stored) {
     if (a.rule_id != rule.id) continue;
     run.attempts.push_back(ToPastAttempt(a));
+    if (std::optional<ProvenFixSource> proven = ParseProvenFixApproach(a.approach)) {
+      run.library_tried = run.library_tried || proven->library_fix != 0;
+      if (a.outcome != AttemptOutcome::kKept) ++run.replays_rejected;
+      continue;
+    }
     run.failures_in_a_row = a.outcome == AttemptOutcome::kKept ? 0 : run.failures_in_a_row + 1;
     // The wall-time budget counts the recorded attempts' time too, so a restart does not renew it.
     run.started -= std::chrono::milliseconds(std::max<TimeMs>(0, a.finished_at - a.started_at));
@@ -527,11 +582,14 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
   started.events.push_back(Event(rule.id, "daemon", EventType::kRuleStarted,
                                  {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
+  TEMPER_ASSIGN_OR_RETURN(bool fixed_from_library, TryLibraryFirst(run));
+  if (fixed_from_library) return Status::OK();
 
   const Budgets& budget = budgets_;
   while (!Interrupted()) {
-    if (run.attempts_made >= budget.max_attempts) {
-      return Escalate(run, fmt::format("attempt budget spent: {} attempts failed", run.attempts_made));
+    if (run.attempts_made - run.replays_rejected >= budget.max_attempts) {
+      return Escalate(
+          run, fmt::format("attempt budget spent: {} attempts failed", run.attempts_made - run.replays_rejected));
     }
     if (run.tokens_used >= budget.max_tokens) {
       return Escalate(run, fmt::format("token budget spent: {} of {} tokens", run.tokens_used, budget.max_tokens));
@@ -557,13 +615,13 @@ Status BatchLoop::RunRule(const stig::RuleInfo& rule, std::string approach, Toke
 }
 
 Result<ReengageDecision> BatchLoop::Reengage(RuleRun& run, const RecalledMemory& memory) {
-  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.architect().BuildReengage(ToRoleRule(run.rule), run.approach,
-                                                                                 run.attempts, memory.lessons));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models->architect().BuildReengage(ToRoleRule(run.rule), run.approach,
+                                                                                  run.attempts, memory.lessons));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(run.rule.id, "architect", prompt.trimmed));
   ReengageDecision decision;
   Asked asked = Ask(
-      s_.models.architect_client(), prompt,
-      [&](const ChatResponse& r) { return s_.models.architect().ParseReengage(r); }, decision);
+      s_.models->architect_client(), prompt,
+      [&](const ChatResponse& r) { return s_.models->architect().ParseReengage(r); }, decision);
   if (asked.transport_failed()) return asked.status.WithContext("architect");
   if (!asked.status.ok()) {
     // Never read as CONTINUE: a human looks at a rule the Architect could not rule on.
@@ -666,7 +724,19 @@ struct BatchLoop::TriedAttempt {
   std::string summary;                             // the report's summary, or the evaluator's error
   nlohmann::json evaluated;                        // the data of attempt.kept / attempt.reverted
   Clock::time_point verified_at;
+  // The change whole (Target::FixSinceSnapshot), read with the change set; nullopt until then.
+  std::optional<Result<stig::FixBundle>> fix;
+  const ProvenFix* proven = nullptr;  // set when the attempt replayed a proven fix, not the Worker's
   bool accepted() const { return report && report->accepted(); }
+};
+
+// A proven fix replayed as an attempt (ReplayAttempt): the library's entry, or a fix the source of
+// an apply batch kept.
+struct BatchLoop::ProvenFix {
+  stig::FixBundle bundle;
+  std::string approach;        // LibraryFixApproach or ApplyFixApproach (proven_fix.h)
+  int64_t library_fix = 0;     // the library entry's id; 0 for an apply batch's
+  int64_t source_attempt = 0;  // the source batch's kept attempt; 0 for the library's
 };
 
 Result<BatchLoop::AttemptEnd> BatchLoop::Attempt(RuleRun& run, const RecalledMemory& memory) {
@@ -693,7 +763,7 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
   // The Worker changes the target, starting from the known-good state.
   WorkerBudget worker_budget;
   worker_budget.max_tokens = std::min(worker_budget.max_tokens, budgets_.max_tokens - run.tokens_used);
-  Worker worker = s_.models.MakeWorker(worker_budget);
+  Worker worker = s_.models->MakeWorker(worker_budget);
   WorkerTask task{ToRoleRule(rule, s_.content), run.approach, memory.lessons, memory.earlier_attempts};
   task.allow_package_removal = allow_disruptive_;
   task.prior_attempts.insert(task.prior_attempts.end(), run.attempts.begin(), run.attempts.end());
@@ -715,7 +785,7 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
     if (!appended.ok() && journal_error.ok()) journal_error = appended.status();
   };
   Clock::time_point worker_start = Clock::now();
-  Result<WorkerResult> worked = worker.Run(s_.models.worker_client(), tools, task, on_event);
+  Result<WorkerResult> worked = worker.Run(s_.models->worker_client(), tools, task, on_event);
   Clock::time_point worker_end = Clock::now();
   if (journal_error.ok() && !worked.ok() && worked.status().code() == StatusCode::kCancelled) {
     tried.interrupted = true;
@@ -729,11 +799,23 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "worker", worked->trimmed));
   attempt.usage = worked->usage;
   attempt.commands = Lines(worked->actions);
+  TEMPER_RETURN_IF_ERROR(Judge(run, slot, tried, worker_end));
+  tried.evaluated["worker_outcome"] = WorkerOutcomeName(worked->outcome);
+  tried.evaluated["worker_summary"] = worked->summary;
+  tried.evaluated["worker_ms"] = Ms(worker_end - worker_start);
+  return tried;
+}
 
+Status BatchLoop::Judge(const RuleRun& run, Slot& slot, TriedAttempt& tried, Clock::time_point acted_at) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord& attempt = tried.attempt;
+  stig::Target& work = slot.work();
   // What the attempt changed, kept or not: the evidence of what a fix applied or tried, and the
   // paths that decide which earlier passes it could have broken.
   Result<stig::ChangeSet> changes = work.ChangesSinceSnapshot();
   if (!changes.ok() && changes.status().code() != StatusCode::kUnimplemented) return changes.status();
+  // The same change whole, read at the same moment, for replaying it elsewhere once it is kept.
+  tried.fix = work.FixSinceSnapshot();
   Clock::time_point listed_end = Clock::now();
 
   // The evaluator's judgement: the rule, every rule that passed before (those the change could
@@ -767,14 +849,11 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
   }
   nlohmann::json& evaluated = tried.evaluated;
   evaluated = {{"number", attempt.number},
-               {"worker_outcome", WorkerOutcomeName(worked->outcome)},
-               {"worker_summary", worked->summary},
                {"verdict", attempt.verdict},
                {"outcome", AttemptOutcomeName(attempt.outcome)},
                {"summary", tried.summary},
-               {"worker_ms", Ms(worker_end - worker_start)},
                {"verify_ms", Ms(tried.verified_at - listed_end)}};
-  evaluated["changes_ms"] = Ms(listed_end - worker_end);
+  evaluated["changes_ms"] = Ms(listed_end - acted_at);
   slot.NameIn(evaluated);
   evaluated["regression_checked"] = report.ok() ? report->regression_checked : 0;
   evaluated["regression_skipped"] = report.ok() ? report->regression_skipped : 0;
@@ -790,7 +869,7 @@ Result<BatchLoop::TriedAttempt> BatchLoop::TryAttempt(const RuleRun& run, const 
     evaluated["changes_error"] = changes.status().message();
   }
   if (report.ok()) tried.report = std::move(*report);
-  return tried;
+  return Status::OK();
 }
 
 Result<BatchLoop::AttemptEnd> BatchLoop::ApplyAttempt(RuleRun& run, const RecalledMemory& memory, Slot& slot,
@@ -835,6 +914,18 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Keep(RuleRun& run, const RecalledMemory
   tried.evaluated["snapshot_ms"] = Ms(Clock::now() - tried.verified_at);
   attempt.finished_at = NowMs();
   attempt.snapshot = snapshot;
+  // The fix whole, stored with the attempt for `temper apply`, the library and the exports. A
+  // target that cannot capture it (an SSH host), or a fix past a bundle's limits, keeps the fix
+  // without it, and the journal says why.
+  if (!tried.fix) tried.fix = Result<stig::FixBundle>(Status::Unimplemented("the attempt's change was not read"));
+  if (tried.fix->ok() && !(*tried.fix)->empty()) {
+    const stig::FixBundle& bundle = **tried.fix;
+    attempt.fix_json = bundle.ToJson();
+    tried.evaluated["fix_bundle"] = BundleSummary(bundle);
+  } else {
+    tried.evaluated["fix_bundle"] =
+        "none: " + (tried.fix->ok() ? std::string("the attempt changed nothing") : tried.fix->status().message());
+  }
   LoopStep step;
   step.good_snapshot = snapshot;
   step.attempt = attempt;
@@ -860,12 +951,65 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Keep(RuleRun& run, const RecalledMemory
                               {{"attempts", attempt.number},
                                {"tokens", run.tokens_used + Total(attempt.usage)},
                                {"commands", attempt.commands}}));
-  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
-  std::lock_guard lock(mu_);
-  good_snapshot_ = snapshot;
-  health_ = std::move(tried.report->health);
-  recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
+  TEMPER_ASSIGN_OR_RETURN(StepCommitted committed, Commit(std::move(step)));
+  {
+    std::lock_guard lock(mu_);
+    good_snapshot_ = snapshot;
+    health_ = std::move(tried.report->health);
+    recent_.push_back(fmt::format("{} {} on attempt {}", ShortRuleName(rule.id), RuleStateName(kept), attempt.number));
+  }
+  main_line.unlock();
+  if (tried.proven == nullptr) {
+    RecordInLibrary(run, tried, committed.attempt_id.value_or(0));
+  } else if (tried.proven->library_fix != 0) {
+    Status noted = s_.library->NoteOutcome(tried.proven->library_fix, batch_id_, true, "");
+    if (!noted.ok()) {
+      s_.log.Warning("batch {}: noting library fix #{} kept on {}: {}", batch_id_, tried.proven->library_fix, rule.id,
+                     noted.ToString());
+    }
+  }
   return AttemptEnd::kKept;
+}
+
+void BatchLoop::RecordInLibrary(const RuleRun& run, const TriedAttempt& tried, int64_t attempt_id) {
+  const AttemptRecord& attempt = tried.attempt;
+  if (s_.library == nullptr || attempt.fix_json.empty()) return;
+  // The library is what later batches save with; a fix it could not take is still kept here, so a
+  // failure is logged, not the batch's.
+  Result<stig::TargetPlatform> platform = Platform();
+  if (!platform.ok()) return;  // said once, when it was read
+  NewFix fix{.rule_id = run.rule.id,
+             .content_id = FixContentId(s_.content),
+             .platform = std::move(*platform),
+             .bundle = **tried.fix,
+             .evidence = fmt::format("OpenSCAP {} on attempt {}: {}\n{}", attempt.verdict, attempt.number,
+                                     tried.summary, attempt.evidence),
+             .source_batch = batch_id_,
+             .source_attempt = attempt_id,
+             .source_target = target_.name(),
+             .model_tokens = run.tokens_used + Total(attempt.usage)};
+  Result<int64_t> recorded = s_.library->Record(fix);
+  if (!recorded.ok()) {
+    s_.log.Warning("batch {}: recording the fix of {} in the library: {}", batch_id_, run.rule.id,
+                   recorded.status().ToString());
+    return;
+  }
+  s_.log.Info("batch {}: the fix of {} (attempt {}) is proven fix #{} in the library", batch_id_, run.rule.id,
+              attempt.number, *recorded);
+}
+
+Result<stig::TargetPlatform> BatchLoop::Platform() {
+  std::lock_guard lock(platform_mu_);
+  if (!platform_) {
+    platform_ = stig::ReadTargetPlatform(target_);
+    if (!platform_->ok()) {
+      s_.log.Warning(
+          "batch {}: the platform of target {} cannot be told ({}): the library of proven fixes is "
+          "neither asked nor added to",
+          batch_id_, target_.name(), platform_->status().ToString());
+    }
+  }
+  return *platform_;
 }
 
 Result<BatchLoop::AttemptEnd> BatchLoop::Reject(RuleRun& run, const RecalledMemory& memory, Slot& slot,
@@ -893,16 +1037,259 @@ Result<BatchLoop::AttemptEnd> BatchLoop::Reject(RuleRun& run, const RecalledMemo
   return AttemptEnd::kReverted;
 }
 
+Result<bool> BatchLoop::TryLibraryFirst(RuleRun& run) {
+  // Once per rule and batch, and only before the model's first attempt at it.
+  if (s_.library == nullptr || run.library_tried || run.attempts_made > run.replays_rejected) return false;
+  Result<stig::TargetPlatform> platform = Platform();
+  if (!platform.ok()) return false;
+  TEMPER_ASSIGN_OR_RETURN(std::optional<FixRecord> entry,
+                          s_.library->Match(run.rule.id, FixContentId(s_.content), *platform));
+  if (!entry) return false;
+  run.library_tried = true;
+  Result<stig::FixBundle> bundle = stig::FixBundle::FromJson(entry->bundle_json);
+  if (!bundle.ok()) {
+    // The store's entry is not a bundle (written by hand?): a failure of the entry, not the batch's.
+    const std::string why = "its stored bundle does not read: " + bundle.status().message();
+    s_.log.Warning("batch {}: library fix #{} for {}: {}", batch_id_, entry->id, run.rule.id, why);
+    TEMPER_RETURN_IF_ERROR(s_.library->NoteOutcome(entry->id, batch_id_, false, why));
+    return false;
+  }
+  ProvenFix fix{.bundle = std::move(*bundle),
+                .approach = LibraryFixApproach(entry->id, entry->source_batch),
+                .library_fix = entry->id};
+  for (uint32_t made = 0;; ++made) {
+    std::string refused;
+    TEMPER_ASSIGN_OR_RETURN(AttemptEnd end, ReplayAttempt(run, fix, refused));
+    if (end == AttemptEnd::kKept) return true;
+    // A parallel attempt that did not fit the main line is made again, as the Worker's are; past
+    // that bound the model takes over.
+    if (end != AttemptEnd::kConflict || made >= kMaxRemakes) return false;
+  }
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::ReplayAttempt(RuleRun& run, const ProvenFix& fix, std::string& refused) {
+  Slot slot(*this);
+  TEMPER_RETURN_IF_ERROR(slot.Open());
+  TEMPER_ASSIGN_OR_RETURN(TriedAttempt tried, TryReplay(run, fix, slot));
+  if (tried.interrupted) {
+    TEMPER_RETURN_IF_ERROR(slot.Discard());
+    return AttemptEnd::kInterrupted;
+  }
+  if (tried.report) run.last_verdict = tried.attempt.verdict;
+  if (tried.accepted()) {
+    const RecalledMemory no_lessons;  // a replay is shown none, so none gains or loses utility
+    return Keep(run, no_lessons, slot, tried);
+  }
+  // Rejected on a fork made before fixes landed: made again on the main line as it is, as the
+  // Worker's attempts are (ApplyAttempt).
+  if (tried.report && run.remakes < kMaxRemakes) {
+    if (std::optional<stig::SnapshotId> good = slot.KeptSinceOpened()) {
+      ++run.remakes;
+      TEMPER_RETURN_IF_ERROR(slot.Discard());
+      return MadeAgain(run, tried.attempt, slot.fork_name(), RemakeCause::kRejectedBehind,
+                       fmt::format("rejected on a fork made before snapshot {} landed ({}); made again on the main "
+                                   "line as it is now",
+                                   *good, tried.summary));
+    }
+  }
+  refused = tried.summary;
+  return RejectReplay(run, fix, slot, tried);
+}
+
+Result<BatchLoop::TriedAttempt> BatchLoop::TryReplay(const RuleRun& run, const ProvenFix& fix, Slot& slot) {
+  const stig::RuleInfo& rule = run.rule;
+  TriedAttempt tried;
+  tried.proven = &fix;
+  AttemptRecord& attempt = tried.attempt;
+  attempt.batch_id = batch_id_;
+  attempt.rule_id = rule.id;
+  attempt.number = run.attempts_made + 1;
+  attempt.approach = fix.approach;
+  attempt.started_at = NowMs();
+  // Where the fix comes from, on each of the attempt's events.
+  const nlohmann::json source = fix.library_fix != 0 ? nlohmann::json{{"library_fix", fix.library_fix}}
+                                                     : nlohmann::json{{"replay_of", fix.source_attempt}};
+  nlohmann::json started = {{"number", attempt.number}, {"approach", fix.approach}};
+  started.update(source);
+  slot.NameIn(started);
+  TEMPER_RETURN_IF_ERROR(s_.journal.Append(Event(rule.id, "daemon", EventType::kAttemptStarted, started)).status());
+  if (Interrupted()) {
+    tried.interrupted = true;
+    return tried;
+  }
+
+  // The fix's files, packages and services written through the slot's target, after checking that
+  // each file is as the fix found it (or merges); no model is asked.
+  const Clock::time_point replay_start = Clock::now();
+  Result<stig::ReplayResult> replayed = stig::ReplayFix(slot.work(), fix.bundle);
+  const Clock::time_point replay_end = Clock::now();
+  if (replayed.ok()) {
+    for (const stig::ReplayStep& step : replayed->steps) attempt.commands.push_back(step.command);
+  }
+  if (replayed.ok() && replayed->ok()) {
+    TEMPER_RETURN_IF_ERROR(Judge(run, slot, tried, replay_end));
+    tried.evaluated["replay"] = replayed->Summary();
+    tried.evaluated["replay_ms"] = Ms(replay_end - replay_start);
+    tried.evaluated.update(source);
+    return tried;
+  }
+  // Refused before any judgement: the fix conflicts with what the target holds (nothing was
+  // written), or the target refused part of it (what was written goes with the slot).
+  attempt.outcome = AttemptOutcome::kReverted;
+  nlohmann::json conflicts = nlohmann::json::array();
+  if (replayed.ok()) {
+    attempt.verdict = "conflict";
+    attempt.evidence = "The proven fix does not fit this target; nothing of it was written:\n";
+    for (const stig::ReplayConflict& c : replayed->conflicts) {
+      attempt.evidence += fmt::format("{}: {}\n", c.path, c.why);
+      conflicts.push_back({{"path", c.path}, {"why", c.why}});
+    }
+    tried.summary = replayed->Summary();
+  } else {
+    attempt.verdict = "error";
+    attempt.evidence = "The replay failed: " + replayed.status().ToString();
+    tried.summary = "the replay failed: " + replayed.status().message();
+  }
+  tried.verified_at = Clock::now();
+  tried.evaluated = {
+      {"number", attempt.number}, {"verdict", attempt.verdict}, {"outcome", AttemptOutcomeName(attempt.outcome)},
+      {"summary", tried.summary}, {"replay", tried.summary},    {"replay_ms", Ms(replay_end - replay_start)}};
+  if (!conflicts.empty()) tried.evaluated["conflicts"] = std::move(conflicts);
+  tried.evaluated.update(source);
+  slot.NameIn(tried.evaluated);
+  return tried;
+}
+
+Result<BatchLoop::AttemptEnd> BatchLoop::RejectReplay(RuleRun& run, const ProvenFix& fix, Slot& slot,
+                                                      TriedAttempt& tried) {
+  const stig::RuleInfo& rule = run.rule;
+  AttemptRecord& attempt = tried.attempt;
+  TEMPER_RETURN_IF_ERROR(slot.Discard());
+  tried.evaluated["revert_ms"] = Ms(Clock::now() - tried.verified_at);
+  LoopStep step;
+  if (fix.library_fix != 0) {
+    // The model is told, as a lesson of the rule, and its attempts follow.
+    const std::string lesson =
+        fmt::format("the library's proven fix #{} failed here: {}", fix.library_fix, tried.summary);
+    attempt.reflection = lesson;
+    step.lesson = memory_.NewLesson(rule, batch_id_, lesson, "the library of proven fixes");
+    tried.evaluated["lesson"] = lesson;
+  }
+  step.events.push_back(Event(rule.id, "evaluator", EventType::kAttemptReverted, tried.evaluated));
+  attempt.finished_at = NowMs();
+  step.attempt = attempt;
+  step.rules.push_back({.rule_id = rule.id, .add_attempts = 1});
+  TEMPER_RETURN_IF_ERROR(Commit(std::move(step)).status());
+  ++run.attempts_made;
+  ++run.replays_rejected;
+  run.attempts.push_back(ToPastAttempt(attempt));
+  {
+    std::lock_guard lock(mu_);
+    recent_.push_back(
+        fmt::format("{} attempt {} (a proven fix) refused: {}", ShortRuleName(rule.id), attempt.number, tried.summary));
+  }
+  if (fix.library_fix != 0) {
+    Status noted = s_.library->NoteOutcome(fix.library_fix, batch_id_, false, tried.summary);
+    if (!noted.ok()) {
+      s_.log.Warning("batch {}: noting library fix #{} refused on {}: {}", batch_id_, fix.library_fix, rule.id,
+                     noted.ToString());
+    }
+  }
+  return AttemptEnd::kReverted;
+}
+
+Status BatchLoop::RunApply() {
+  // The fixes the source kept and still holds, whole, in the order it kept them.
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> source, s_.journal.store().BatchAttempts(batch_.apply_from));
+  std::vector<AttemptRecord> kept;
+  for (AttemptRecord& a : source) {
+    if (a.outcome == AttemptOutcome::kKept && !a.reverted_at && !a.fix_json.empty()) kept.push_back(std::move(a));
+  }
+  std::stable_sort(kept.begin(), kept.end(), [](const AttemptRecord& a, const AttemptRecord& b) {
+    return a.finished_at != b.finished_at ? a.finished_at < b.finished_at : a.id < b.id;
+  });
+  // Those this batch replayed already, before a restart.
+  std::set<int64_t> replayed;
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> mine, s_.journal.store().BatchAttempts(batch_id_));
+  for (const AttemptRecord& a : mine) {
+    std::optional<ProvenFixSource> from = ParseProvenFixApproach(a.approach);
+    if (from && from->source_attempt != 0) replayed.insert(from->source_attempt);
+  }
+  Status out;
+  while (true) {
+    out = RefreshBatch();
+    if (!out.ok() || Interrupted()) break;
+    out = ApplyPass(kept, replayed);
+    if (!out.ok() || Interrupted()) break;
+    Result<bool> settled = Rescan();
+    if (!settled.ok()) return settled.status();
+    if (*settled) break;
+  }
+  if (!out.ok()) return out;
+  if (Interrupted()) return Interrupt();
+  return Complete();
+}
+
+Status BatchLoop::ApplyPass(const std::vector<AttemptRecord>& kept, std::set<int64_t>& replayed) {
+  const int64_t from = batch_.apply_from;
+  // The rule's state now (one thread runs an apply batch: batch_ is read without the slots).
+  auto pending = [&](const std::string& rule_id) {
+    for (const BatchRuleRecord& r : batch_.rules) {
+      if (r.rule_id == rule_id)
+        return r.state == RuleState::kPending ? std::optional<BatchRuleRecord>(r) : std::nullopt;
+    }
+    return std::optional<BatchRuleRecord>();
+  };
+  for (const AttemptRecord& source : kept) {
+    if (Interrupted()) return Status::OK();
+    // A rule the source fixed twice (a later fix flipped it) takes its fixes one pass at a time.
+    if (replayed.contains(source.id)) continue;
+    std::optional<BatchRuleRecord> rule = pending(source.rule_id);
+    if (!rule) continue;
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* info, s_.content.Rule(source.rule_id));
+    RuleRun run{.rule = *info, .approach = ApplyFixApproach(from, source.id)};
+    run.attempts_made = rule->attempts;
+    run.tokens_used = rule->tokens_used;
+    replayed.insert(source.id);
+    LoopStep started;
+    started.rules.push_back({.rule_id = info->id, .state = RuleState::kRunning});
+    started.events.push_back(Event(info->id, "daemon", EventType::kRuleStarted,
+                                   {{"approach", run.approach}, {"attempts_made", run.attempts_made}}));
+    TEMPER_RETURN_IF_ERROR(Commit(std::move(started)).status());
+    Result<stig::FixBundle> bundle = stig::FixBundle::FromJson(source.fix_json);
+    if (!bundle.ok()) {
+      TEMPER_RETURN_IF_ERROR(Escalate(run, fmt::format("the fix batch {} kept (attempt {}) does not read: {}", from,
+                                                       source.id, bundle.status().message())));
+      TEMPER_RETURN_IF_ERROR(RefreshBatch());
+      continue;
+    }
+    const ProvenFix fix{.bundle = std::move(*bundle), .approach = run.approach, .source_attempt = source.id};
+    std::string refused;
+    TEMPER_ASSIGN_OR_RETURN(AttemptEnd end, ReplayAttempt(run, fix, refused));
+    if (end == AttemptEnd::kInterrupted) return Status::OK();
+    if (end != AttemptEnd::kKept) {
+      TEMPER_RETURN_IF_ERROR(Escalate(run, "refused on this host: " + refused));
+    }
+    TEMPER_RETURN_IF_ERROR(RefreshBatch());
+  }
+  // Failing still, and the source kept no fix (left) for them: a person decides.
+  for (const BatchRuleRecord& r : std::vector<BatchRuleRecord>(batch_.rules)) {
+    if (Interrupted()) return Status::OK();
+    if (r.state != RuleState::kPending) continue;
+    TEMPER_ASSIGN_OR_RETURN(const stig::RuleInfo* info, s_.content.Rule(r.rule_id));
+    RuleRun run{.rule = *info};
+    TEMPER_RETURN_IF_ERROR(Escalate(run, fmt::format("no proven fix in batch {}", from)));
+  }
+  return RefreshBatch();
+}
+
 Result<BatchLoop::AttemptEnd> BatchLoop::MadeAgain(RuleRun& run, const AttemptRecord& attempt, const std::string& fork,
                                                    RemakeCause cause, const std::string& why) {
   LoopStep again;
   again.rules.push_back({.rule_id = run.rule.id, .add_tokens = Total(attempt.usage)});
-  again.events.push_back(Event(run.rule.id, "evaluator", EventType::kAttemptConflict,
-                               {{"number", attempt.number},
-                                {"fork", fork},
-                                {"cause", RemakeCauseName(cause)},
-                                {"detail", why}},
-                               attempt.usage));
+  again.events.push_back(Event(
+      run.rule.id, "evaluator", EventType::kAttemptConflict,
+      {{"number", attempt.number}, {"fork", fork}, {"cause", RemakeCauseName(cause)}, {"detail", why}}, attempt.usage));
   TEMPER_RETURN_IF_ERROR(Commit(std::move(again)).status());
   run.tokens_used += Total(attempt.usage);
   return AttemptEnd::kConflict;
@@ -945,12 +1332,12 @@ Result<std::optional<stig::SnapshotId>> BatchLoop::CommitToMainLine(stig::Target
 
 Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step) {
   const stig::RuleInfo& rule = run.rule;
-  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models.reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
-                                                                         run.attempts, memory.lessons));
+  TEMPER_ASSIGN_OR_RETURN(RolePrompt prompt, s_.models->reflector().Build(ToRoleRule(rule), ToPastAttempt(attempt),
+                                                                          run.attempts, memory.lessons));
   TEMPER_RETURN_IF_ERROR(JournalTrimmed(rule.id, "reflector", prompt.trimmed));
   Reflection reflection;
   Asked asked = Ask(
-      s_.models.reflector_client(), prompt, [&](const ChatResponse& r) { return s_.models.reflector().Parse(r); },
+      s_.models->reflector_client(), prompt, [&](const ChatResponse& r) { return s_.models->reflector().Parse(r); },
       reflection);
   if (asked.transport_failed()) return asked.status.WithContext("reflector");
   Add(attempt.usage, asked.usage);
@@ -964,7 +1351,7 @@ Status BatchLoop::Reflect(const RuleRun& run, const RecalledMemory& memory, Atte
   }
   attempt.reflection = ReflectionText(reflection);
   step.lesson = memory_.NewLesson(rule, batch_id_, reflection.lesson,
-                                  fmt::format("reflector (endpoint {})", s_.models.endpoint_of().at("reflector")));
+                                  fmt::format("reflector (endpoint {})", s_.models->endpoint_of().at("reflector")));
   step.events.push_back(Event(rule.id, "reflector", EventType::kReflectorLesson,
                               {{"number", attempt.number},
                                {"lesson", reflection.lesson},
@@ -1069,9 +1456,11 @@ Status BatchLoop::Complete() {
   }
   const FixpointPass* last = batch_.fixpoint.empty() ? nullptr : &batch_.fixpoint.back();
   TEMPER_ASSIGN_OR_RETURN(nlohmann::json remakes, Remakes());
+  TEMPER_ASSIGN_OR_RETURN(LibraryUse library, BatchLibraryUse(s_.journal.store(), batch_id_));
   step.events.push_back(Event("", "daemon", EventType::kBatchCompleted,
                               {{"rules", rules},
                                {"remakes", remakes},
+                               {"library", library.ToJson()},
                                {"verdicts_after", last ? nlohmann::json(last->verdicts) : nlohmann::json::object()},
                                {"fixpoint_passes", batch_.fixpoint.size()},
                                {"plan_only", batch_.options.plan_only},

@@ -15,6 +15,21 @@
 //     rescan is the "after" evaluation, with OpenSCAP's results files
 //   plan-only batches: revert to the snapshot the batch started from (plan_only.h) ─▶ completed
 //
+// Proven fixes (issue 50). Every kept attempt's change is captured whole (Target::FixSinceSnapshot,
+// a stig::FixBundle) with the attempt and, when the Worker found it, recorded in the library of
+// proven fixes (fix_library.h) with the platform the target runs (read once per batch, at its
+// start). Before the Architect is asked for the next rule, the startable rules (in batch order) are
+// looked up in the library; the first with a fix proven on a matching platform is started without
+// a pick, and its first attempt replays the fix (stig::ReplayFix) instead of calling the Worker:
+// the same slot, the same verification and keep or revert, no model call at all. A replay that
+// conflicts or is rejected does not count against the rule's attempt budget: its failure is stored
+// as a lesson and the model's attempts follow (on the rule's fix text) as always. Its outcome is
+// noted on the library entry. A rule the Architect picked is also tried from the library first.
+// Apply batches (BatchRecord.apply_from = S): no model is called. The batch has S's rules; after
+// the evaluation before, the fixes S kept are replayed one attempt each, on the target itself, in
+// the order S kept them; a rule whose replay is refused (a conflict, a rejected verification) or
+// that S never fixed is escalated, naming why. Then the fixpoint and the evaluation after, as usual.
+//
 // Slots: rules run on threads of their own, one per slot, the Architect picking the next rule
 // whenever a slot is free; with more than one slot it picks ahead, up to one rule more per slot,
 // while the slots' attempts run (each pick journalled when made, rule.started when its slot takes
@@ -64,12 +79,15 @@
 #include "common/log.h"
 #include "common/status.h"
 #include "orchestrator/journal_event_types.h"
+#include "orchestrator/library/fix_library.h"
 #include "orchestrator/loop/episodic_memory.h"
 #include "orchestrator/loop/fixpoint.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/records.h"
 #include "orchestrator/store/journal.h"
+#include "stig/fix_bundle.h"
 #include "stig/health.h"
+#include "stig/platform_id.h"
 #include "stig/scap/content.h"
 #include "stig/scap/evaluator.h"
 #include "stig/target.h"
@@ -79,7 +97,9 @@ namespace temper {
 
 struct LoopServices {
   Journal& journal;
-  const RoleModels& models;
+  // The roles' models; null only where temperd has none (no models.yaml), which runs apply batches
+  // alone: they call no model.
+  const RoleModels* models;
   const stig::Content& content;
   const stig::Evaluator& evaluator;
   const Logger& log;
@@ -90,6 +110,9 @@ struct LoopServices {
   bool cross_check_verification = false;
   // Why the batch runs its parallel_attempts at once (ParallelAttemptsWhy), for batch.started.
   std::string parallel_why;
+  // The library of proven fixes: kept fixes are recorded in it and tried before the model.
+  // nullptr: no library (nothing recorded, nothing tried).
+  FixLibrary* library = nullptr;
 };
 
 // A batch's failure record that the state store refused: the step that makes it, and the store's
@@ -129,6 +152,7 @@ class BatchLoop {
   struct RuleRun;       // one rule's attempts in this batch
   class Slot;           // where one attempt works: a fork, or the target itself
   struct TriedAttempt;  // what one attempt did, before the batch is told
+  struct ProvenFix;     // a fix replayed as an attempt: the library's, or an apply batch's source's
   // kConflict: a parallel attempt's accepted change did not fit the main line; it is made again.
   enum class AttemptEnd { kKept, kReverted, kInterrupted, kConflict };
   // The Architect's choice of the next rule to work on.
@@ -154,6 +178,10 @@ class BatchLoop {
   // Asks the Architect for the next rule among `startable` (pending rules, in batch order; the
   // first kCandidates); nullopt when it skipped one (committed here) or none is given.
   Result<std::optional<Picked>> Pick(const std::vector<std::string>& startable);
+  // Before the Architect is asked: the first of `startable` (in batch order) that the library of
+  // proven fixes has a fix for, not looked up before in this run; started with no model call, its
+  // first attempt the fix's replay (TryLibraryFirst). nullopt when none has one.
+  Result<std::optional<Picked>> PickFromLibrary(const std::vector<std::string>& startable);
   // The loop with up to `slots` rules at once (see the top of this file); returns as Run does.
   Status RunSlots(uint32_t slots);
   // Why a parallel attempt is made again: its accepted change did not fit the main line (a commit
@@ -188,6 +216,27 @@ class BatchLoop {
   Result<AttemptEnd> ApplyAttempt(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt tried);
   Result<AttemptEnd> Keep(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt& tried);
   Result<AttemptEnd> Reject(RuleRun& run, const RecalledMemory& memory, Slot& slot, TriedAttempt& tried);
+  // What the slot changed since it opened, and the evaluator's judgement of it (the rule, the rules
+  // passing before, the health checks), into `tried`: the second half of any attempt.
+  Status Judge(const RuleRun& run, Slot& slot, TriedAttempt& tried, std::chrono::steady_clock::time_point acted_at);
+  // A proven fix as one attempt (see the top of this file): replayed on a slot, judged, kept or
+  // rejected. A rejection commits the attempt (and, for the library's fix, a lesson) and fills
+  // `refused` with why; kConflict when a parallel attempt must be made again.
+  Result<AttemptEnd> ReplayAttempt(RuleRun& run, const ProvenFix& fix, std::string& refused);
+  Result<TriedAttempt> TryReplay(const RuleRun& run, const ProvenFix& fix, Slot& slot);
+  Result<AttemptEnd> RejectReplay(RuleRun& run, const ProvenFix& fix, Slot& slot, TriedAttempt& tried);
+  // Before a rule's first model attempt: the library's proven fix for it, when one matches; true
+  // when it was kept.
+  Result<bool> TryLibraryFirst(RuleRun& run);
+  // A kept attempt's fix into the library (a Worker's fix, captured whole).
+  void RecordInLibrary(const RuleRun& run, const TriedAttempt& tried, int64_t attempt_id);
+  // The target's platform, read once per batch (first at the start, before any rule thread runs); an
+  // error when it cannot be told, which leaves the library out of this batch.
+  Result<stig::TargetPlatform> Platform();
+  // An apply batch's loop in place of RunSlots (see the top of this file).
+  Status RunApply();
+  // One pass of it: the source's kept fixes for the rules pending now, in the order they were kept.
+  Status ApplyPass(const std::vector<AttemptRecord>& kept, std::set<int64_t>& replayed);
   // Adds the Reflector's lesson (or why there is none) to the failed attempt and its step.
   Status Reflect(const RuleRun& run, const RecalledMemory& memory, AttemptRecord& attempt, LoopStep& step);
   template <typename Answer, typename Parse>
@@ -242,6 +291,9 @@ class BatchLoop {
   uint32_t good_snapshot_ = 0;
   std::optional<stig::HealthReport> health_;  // at the known-good state
   std::vector<std::string> recent_;           // for the Architect's batch view
+  std::set<std::string> library_looked_up_;   // PickFromLibrary's rules so far (the main thread's)
+  std::mutex platform_mu_;
+  std::optional<Result<stig::TargetPlatform>> platform_;  // under platform_mu_, once read
 };
 
 }  // namespace temper

@@ -40,10 +40,8 @@ LoopRunner::LoopRunner(const DaemonConfig& config, Journal& journal, const RoleM
 LoopRunner::~LoopRunner() { Stop(); }
 
 void LoopRunner::Start() {
-  if (models_ == nullptr) {
-    log_.Warning("{}", WhyQueued());
-    return;
-  }
+  // Without models only the batches that call none run: apply batches, and reboot checks.
+  if (models_ == nullptr) log_.Warning("{}", WhyQueued());
   std::lock_guard lock(mu_);
   started_ = true;
   try {
@@ -112,7 +110,7 @@ bool LoopRunner::HasWork(const TargetConfig& target, Status& error) {
     error = next.status();
     return false;
   }
-  if (!next->has_value()) return false;
+  if (!next->has_value() || !CanRun(**next)) return false;
   std::lock_guard lock(mu_);
   return FleetHasRoomLocked(**next);
 }
@@ -139,10 +137,6 @@ void LoopRunner::StartTargetThreadLocked(const TargetConfig* target) {
 }
 
 void LoopRunner::Wake() {
-  if (models_ == nullptr) {
-    log_.Warning("a batch was submitted, but {}", WhyQueued());
-    return;
-  }
   {
     std::lock_guard lock(mu_);
     ++wake_count_;
@@ -156,13 +150,14 @@ std::string LoopRunner::WhyQueued() const {
   for (const char* role : ModelsConfig::kRoleNames) roles += fmt::format("{}{}", roles.empty() ? "" : ", ", role);
   return fmt::format(
       "no model is configured for the roles {} ({} has no `models:` entry naming a models.yaml; see "
-      "config/models.yaml): batches stay queued until temperd starts with one",
+      "config/models.yaml): batches stay queued until temperd starts with one (those of `temper apply` call no "
+      "model, and run)",
       roles, config_.source);
 }
 
 std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
   if (batch.state != BatchState::kQueued) return "";
-  std::string stalled = WhyQueued();
+  std::string stalled = CanRun(batch) ? "" : WhyQueued();
   if (!stalled.empty()) return stalled;
   {
     std::lock_guard lock(mu_);
@@ -179,8 +174,9 @@ std::string LoopRunner::WhyWaiting(const BatchRecord& batch) const {
   if (batch.fleet != 0) {
     std::lock_guard lock(mu_);
     if (!FleetHasRoomLocked(batch)) {
-      return fmt::format("{} batches of its fleet (batch {}'s `temper apply`) run at once; this one starts when one ends",
-                         batch.at_once, batch.fleet);
+      return fmt::format(
+          "{} batches of its fleet (batch {}'s `temper apply`) run at once; this one starts when one ends",
+          batch.at_once, batch.fleet);
     }
   }
   Result<std::optional<int64_t>> running = journal_.store().RunningBatch(batch.target);
@@ -262,7 +258,7 @@ void LoopRunner::TargetThread(const TargetConfig& config) {
       PauseAfterStoreError(config, pause, "reading the queue: " + next.status().ToString());
       continue;
     }
-    if (next->has_value() && TakeFleetPlace(**next)) {
+    if (next->has_value() && CanRun(**next) && TakeFleetPlace(**next)) {
       const int64_t fleet = (*next)->fleet;
       unrecorded = RunBatch(config, std::move(**next));
       if (fleet != 0) LeaveFleetPlace(fleet);
@@ -325,9 +321,9 @@ std::optional<RefusedRecord> LoopRunner::RunBatch(const TargetConfig& config, Ba
                         log_,     results_root(), config_.fixpoint_passes, config_.cross_check_verification};
   services.library = library_;
   const bool forks = lease->target().CanFork();
-  services.parallel_why = ParallelAttemptsWhy(batch.options.parallel_attempts, forks, config_.parallel_attempts,
-                                              AutoParallelAttempts(forks, WorkerEndpoint(), CpusAvailable(),
-                                                                   config_.limits.parallel_attempts_per_batch));
+  services.parallel_why = ParallelAttemptsWhy(
+      batch.options.parallel_attempts, forks, config_.parallel_attempts,
+      AutoParallelAttempts(forks, WorkerEndpoint(), CpusAvailable(), config_.limits.parallel_attempts_per_batch));
   const std::string parallel_why = services.parallel_why;
   BatchLoop loop(std::move(services), lease->target(), batch, [this] {
     std::lock_guard lock(mu_);

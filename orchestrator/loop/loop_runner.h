@@ -19,11 +19,13 @@
 // Between batches a target's thread also verifies the batches whose host the operator said rebooted
 // (reboot_verification.h), before queued batches change the target.
 //
-// Without models (no models.yaml) no thread starts: batches are accepted and stay queued until a
-// start with models. A batch that cannot start (a datastream that does not load, a target that does
-// not open) or whose loop fails (a model endpoint down after its retries, a target that cannot run
-// commands) is marked failed with the error; the thread goes on with the next batch. Stop() lets
-// each loop finish its current step and leaves its batch running, to be resumed by the next start.
+// Without models (no models.yaml) only apply batches (`temper apply`, which call no model) and
+// reboot checks run: other batches are accepted and stay queued until a start with models, and
+// hold their target's queue meanwhile (its batches run in order). A batch that cannot start (a
+// datastream that does not load, a target that does not open) or whose loop fails (a model
+// endpoint down after its retries, a target that cannot run commands) is marked failed with the
+// error; the thread goes on with the next batch. Stop() lets each loop finish its current step and
+// leaves its batch running, to be resumed by the next start.
 //
 // Between batches a target may be used for other work, such as `temper revert` (Revert), which
 // takes the target only when no batch holds it (TargetSlots).
@@ -79,11 +81,14 @@ class LoopRunner {
   // without one (this default) nothing is recorded or tried. Call before Start; `library` must
   // outlive the runner.
   void UseLibrary(FixLibrary* library) { library_ = library; }
-  // Starts the dispatcher (with models; without, batches stay queued).
+  // Starts the dispatcher (without models only apply batches and reboot checks run; see above).
   void Start();
   // A target that was not there at Start (an SSH host registered on submit): its slot is made now;
   // its thread starts once it has work.
   void AddTarget(const TargetConfig& target);
+  // Closes `target` (unmounting a rootfs target) so its files may be deleted: a twin removed.
+  // FailedPrecondition naming the holder while a batch or request uses it.
+  Status CloseTarget(const std::string& target) { return slots_.Close(target); }
   // Target threads running now (for tests).
   size_t target_threads() const;
   // A batch was submitted: idle targets look for work now.
@@ -115,6 +120,8 @@ class LoopRunner {
  private:
   // Why no queued batch can start on this daemon: its WhyWaiting without models; "" with them.
   std::string WhyQueued() const;
+  // Whether this daemon can run `batch`: with models any; without, an apply batch only.
+  bool CanRun(const BatchRecord& batch) const { return models_ != nullptr || batch.apply_from != 0; }
   void TargetThread(const TargetConfig& target);
   // Gives each target with work a thread, and joins the threads of targets whose work ran out.
   void DispatchThread();
@@ -161,7 +168,7 @@ class LoopRunner {
   std::condition_variable wake_;
   uint64_t wake_count_ = 0;
   bool stopping_ = false;
-  std::map<int64_t, BatchLoop*> running_;  // by batch id, while their loops run
+  std::map<int64_t, BatchLoop*> running_;      // by batch id, while their loops run
   std::map<int64_t, uint32_t> fleet_running_;  // by fleet: its batches running now
 
   Datastreams datastreams_;

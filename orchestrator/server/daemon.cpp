@@ -123,6 +123,7 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   TEMPER_ASSIGN_OR_RETURN(daemon->hosts_, SshHosts::Open(daemon->config_, log));
   daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
                                                  daemon->hosts_.get());
+  daemon->runner_->UseLibrary(daemon->library_.get());
   daemon->service_ =
       std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, *daemon->runner_,
                                       *daemon->hosts_, *daemon->library_, daemon->disa_stigs_, log);
