@@ -1,11 +1,13 @@
-// temper export BATCH --format arf|ckl|cklb|xccdf|html [--disa-stig FILE] [-o FILE]: a batch's
-// evidence as a file for an assessor's tool. temperd makes the file (it holds the results and the
-// content), so this works against a daemon on another machine too; the CLI sends DISA's STIG when
-// given one, then receives and writes the file.
+// temper export BATCH --format arf|ckl|cklb|xccdf|html|ansible|sh [--disa-stig FILE] [-o FILE]: a
+// batch's evidence as a file for an assessor's tool, or its kept fixes as a playbook or a script a
+// fleet tool runs. temperd makes the file (it holds the results, the content and the fixes), so this
+// works against a daemon on another machine too; the CLI sends DISA's STIG when given one, then
+// receives and writes the file, and names on stderr the kept fixes a playbook or script leaves out.
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -68,11 +70,14 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
       "export",
       "a batch's evidence as a file: ARF (OpenSCAP's results), CKL (STIG Viewer 2), CKLB (STIG Viewer 3), "
       "XCCDF results with DISA's rule ids (STIG Manager's import) or a self-contained HTML report with the "
-      "before/after score, every attempt and the diffs applied");
+      "before/after score, every attempt and the diffs applied; or the batch's kept fixes as an Ansible playbook "
+      "(ansible) or a POSIX sh script (sh) that sets exactly the files, packages and services they changed, "
+      "refusing a host whose file drifted, idempotent, with a dry run (ansible-playbook --check, sh FILE --check)");
   cmd->add_option("batch", opt->batch, "batch id")->required();
-  cmd->add_option("--format", opt->format, "arf, ckl, cklb, xccdf or html")
+  cmd->add_option("--format", opt->format,
+                  "arf, ckl, cklb, xccdf, html, ansible (batch-<id>.yml) or sh (batch-<id>.sh)")
       ->required()
-      ->check(CLI::IsMember({"arf", "ckl", "cklb", "xccdf", "html"}));
+      ->check(CLI::IsMember({"arf", "ckl", "cklb", "xccdf", "html", "ansible", "sh"}));
   cmd->add_option("--disa-stig", opt->disa_stig,
                   "DISA's STIG XCCDF file (e.g. U_CAN_Ubuntu_20-04_LTS_STIG_V1R12_Manual-xccdf.xml): checklists and "
                   "XCCDF results carry its V- and SV- ids and list every requirement of the STIG; default: the one "
@@ -95,6 +100,7 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
       auto context = conn.NewContext(/*with_deadline=*/false);
       auto reader = conn.stub().ExportBatch(context.get(), request);
       std::string content, file_name;
+      std::vector<std::string> not_carried;
       uint64_t total = 0;
       temper::v1::ExportChunk chunk;
       bool first = true;
@@ -103,6 +109,7 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
           file_name = chunk.file_name();
           total = chunk.total_bytes();
           content.reserve(total);
+          not_carried.assign(chunk.not_carried().begin(), chunk.not_carried().end());
           first = false;
         }
         if (chunk.offset() != content.size()) {
@@ -115,6 +122,13 @@ void AddExportCommand(CLI::App& app, CommandContext& ctx) {
       if (!status.ok()) return conn.Explain(status);
       if (first || content.size() != total) {
         return Status::DataLoss(fmt::format("the export ended after {} of {} bytes", content.size(), total));
+      }
+      if (!not_carried.empty()) {
+        std::fprintf(stderr,
+                     "temper: %zu kept fix(es) have no recorded change set and are not in the file (apply them "
+                     "another way):\n",
+                     not_carried.size());
+        for (const std::string& rule : not_carried) std::fprintf(stderr, "  %s\n", rule.c_str());
       }
       if (opt->output == "-") {
         std::fwrite(content.data(), 1, content.size(), stdout);

@@ -1,5 +1,6 @@
 #include "orchestrator/evidence/batch_export.h"
 
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 #include <set>
@@ -13,13 +14,15 @@
 #include "orchestrator/evidence/evidence_checklist.h"
 #include "orchestrator/evidence/evidence_report.h"
 #include "orchestrator/evidence/export_html.h"
+#include "orchestrator/evidence/fix_playbook.h"
 #include "orchestrator/evidence/results_redaction.h"
 
 namespace temper::evidence {
 namespace {
 
-constexpr ExportFormat kFormats[] = {ExportFormat::kArf, ExportFormat::kCkl, ExportFormat::kCklb, ExportFormat::kXccdf,
-                                     ExportFormat::kHtml};
+constexpr ExportFormat kFormats[] = {ExportFormat::kArf,   ExportFormat::kCkl,  ExportFormat::kCklb,
+                                     ExportFormat::kXccdf, ExportFormat::kHtml, ExportFormat::kAnsible,
+                                     ExportFormat::kSh};
 
 // A target name made safe for a file name.
 std::string FileSafe(const std::string& s) {
@@ -54,13 +57,48 @@ Result<const stig::DisaStig*> ChosenDisaStig(const ExportSources& sources, const
       stig_ids.empty() ? std::string() : " (such as " + *stig_ids.begin() + ")"));
 }
 
+// The batch's kept fixes, in the order the batch committed them: a kept attempt's snapshot is the
+// one its change landed in, and snapshots are numbered as they are taken (attempts at once commit in
+// another order than they started); the attempt's id breaks ties and orders attempts without one.
+Result<FixExport> KeptFixes(const ExportSources& sources, const BatchRecord& batch) {
+  TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, sources.store.BatchAttempts(batch.id));
+  std::erase_if(attempts, [](const AttemptRecord& a) { return a.outcome != AttemptOutcome::kKept || a.reverted_at; });
+  std::stable_sort(attempts.begin(), attempts.end(), [](const AttemptRecord& a, const AttemptRecord& b) {
+    uint64_t sa = a.snapshot.value_or(UINT32_MAX), sb = b.snapshot.value_or(UINT32_MAX);
+    return sa != sb ? sa < sb : a.id < b.id;
+  });
+  // Titles are for people reading the file: a batch whose content no longer loads still exports.
+  Result<const stig::Content*> content = sources.content(batch);
+  FixExport out;
+  out.batch_id = batch.id;
+  out.target = batch.target;
+  for (const AttemptRecord& a : attempts) {
+    if (a.fix_json.empty()) {
+      out.without_bundle.push_back(a.rule_id);
+      continue;
+    }
+    Result<stig::FixBundle> bundle = stig::FixBundle::FromJson(a.fix_json);
+    if (!bundle.ok()) {
+      return Status::DataLoss(fmt::format("batch {}: the stored fix of attempt {} ({}) does not read: {}", batch.id,
+                                          a.id, a.rule_id, bundle.status().message()));
+    }
+    std::string title;
+    if (content.ok()) {
+      if (Result<const stig::RuleInfo*> info = (*content)->Rule(a.rule_id); info.ok()) title = (*info)->title;
+    }
+    out.fixes.push_back(KeptFix{a.rule_id, std::move(title), std::move(*bundle)});
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ExportFormat> ParseExportFormat(std::string_view name) {
   for (ExportFormat f : kFormats) {
     if (ExportFormatName(f) == name) return f;
   }
-  return Status::InvalidArgument(fmt::format("format: \"{}\" is not one of arf, ckl, cklb, xccdf, html", name));
+  return Status::InvalidArgument(
+      fmt::format("format: \"{}\" is not one of arf, ckl, cklb, xccdf, html, ansible, sh", name));
 }
 
 std::string_view ExportFormatName(ExportFormat format) {
@@ -75,6 +113,10 @@ std::string_view ExportFormatName(ExportFormat format) {
       return "xccdf";
     case ExportFormat::kHtml:
       return "html";
+    case ExportFormat::kAnsible:
+      return "ansible";
+    case ExportFormat::kSh:
+      return "sh";
   }
   return "html";
 }
@@ -94,6 +136,20 @@ Result<ExportedFile> ExportBatch(const ExportSources& sources, int64_t batch_id,
     out.content = RedactPasswordElements(whole);  // no account's hash leaves (results_redaction.h)
     out.file_name = stem + "-arf.xml";
     out.media_type = "application/xml";
+    return out;
+  }
+  if (format == ExportFormat::kAnsible || format == ExportFormat::kSh) {
+    TEMPER_ASSIGN_OR_RETURN(FixExport fixes, KeptFixes(sources, batch));
+    if (format == ExportFormat::kAnsible) {
+      TEMPER_ASSIGN_OR_RETURN(out.content, WriteFixPlaybook(fixes));
+      out.file_name = fmt::format("batch-{}.yml", batch.id);
+      out.media_type = "application/yaml";
+    } else {
+      TEMPER_ASSIGN_OR_RETURN(out.content, WriteFixScript(fixes));
+      out.file_name = fmt::format("batch-{}.sh", batch.id);
+      out.media_type = "text/x-shellscript";
+    }
+    out.not_carried = std::move(fixes.without_bundle);
     return out;
   }
   TEMPER_ASSIGN_OR_RETURN(const stig::Content* content, sources.content(batch));

@@ -19,8 +19,6 @@ constexpr RpcAccess kTable[] = {
     {"ClearHost", ClientRole::kAdmin, false},       {"ApplyBatch", ClientRole::kOperator, true},
     {"ListFixes", ClientRole::kViewer, false},      {"GetFix", ClientRole::kViewer, false},
     {"ExportFixes", ClientRole::kViewer, false},    {"RetireFix", ClientRole::kOperator, true},
-    {"CreateTwin", ClientRole::kAdmin, false},      {"ListTwins", ClientRole::kViewer, false},
-    {"RemoveTwin", ClientRole::kAdmin, false},
 };
 
 // "a viewer", "an operator", "an admin".

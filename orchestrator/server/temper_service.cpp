@@ -98,9 +98,6 @@ SubmitContext TemperService::SubmitChecks(const ClientIdentity& caller, std::str
   const bool admin = caller.role == ClientRole::kAdmin;
   SubmitContext checks{.config = config_};
   for (const SshHostState& h : hosts_.List()) checks.host_targets.push_back(h.target.name);
-  if (twins_ != nullptr) {
-    for (const TwinRecord& twin : twins_->List()) checks.host_targets.push_back(twin.name);
-  }
   checks.admit_host = [this, admin, caller, method](const std::string& host) {
     // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
     // adds one (issue 46).
@@ -419,6 +416,7 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
       chunk.set_file_name(file->file_name);
       chunk.set_media_type(file->media_type);
       chunk.set_total_bytes(file->content.size());
+      for (const std::string& rule : file->not_carried) chunk.add_not_carried(rule);
     }
     chunk.set_offset(offset);
     size_t n = std::min(kChunkBytes, file->content.size() - offset);
