@@ -215,5 +215,32 @@ TEST_CASE("A copy over max_bytes is refused and leaves nothing behind", "[ssh][h
   }
 }
 
+TEST_CASE("A login other than root copies the host as root through sudo -n", "[ssh][host_copy]") {
+  TEMPER_SKIP_WITHOUT_SSH_HOSTS();
+  auto host = StartHost("twin-sudo");
+  ScopedControlDir control;
+  auto ssh = stig::SshConnection::Open(
+      TestSshOptions(host->Endpoint("admin"), TestRoot().client_key, AcceptedKnownHosts(*host), control.path()),
+      QuietSshLog());
+  INFO(ssh.status().ToString());
+  REQUIRE(ssh.ok());
+  ScratchPath dest("twin-sudo-root");
+  stig::HostCopyOptions options;
+  options.destination = dest.path();
+  options.exclude = {"/usr"};  // the rest is enough to see root's files come across
+  auto record = stig::CopyHostRoot(**ssh, options, QuietSshLog());
+  INFO(record.status().ToString());
+  REQUIRE(record.ok());
+  CHECK(record->login == "admin");
+  // /etc/shadow is root's alone: only a root tar reads it.
+  struct stat copied, original;
+  REQUIRE(::lstat((dest.path() + "/etc/shadow").c_str(), &copied) == 0);
+  REQUIRE(::lstat((host->tree() + "/etc/shadow").c_str(), &original) == 0);
+  CHECK(copied.st_uid == 0);
+  CHECK((copied.st_mode & 07777) == (original.st_mode & 07777));
+  CHECK(copied.st_size == original.st_size);
+  CHECK_FALSE(fs::exists(dest.path() + "/usr"));
+}
+
 }  // namespace
 }  // namespace temper::testing
