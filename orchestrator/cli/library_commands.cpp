@@ -49,13 +49,18 @@ std::string RenderFixTable(const temper::v1::ListFixesResponse& list, bool inclu
   }
   std::vector<std::vector<std::string>> rows = {
       {"ID", "RULE", "PLATFORM", "CONTENT", "USES", "FAILURES", "TOKENS SAVED", "FROM", "CREATED", "STATE"}};
+  uint64_t uses = 0, tokens_saved = 0;
   for (const auto& f : list.fixes()) {
+    uses += f.uses();
+    tokens_saved += f.tokens_saved();
     rows.push_back({f.id(), ShortRuleName(f.rule_id()), f.platform_label(), f.content_id(), std::to_string(f.uses()),
                     std::to_string(f.failures()), std::to_string(f.tokens_saved()),
                     fmt::format("batch {} on {}", f.source_batch_id(), f.source_target()), FormatTime(f.created_at()),
                     EntryState(f)});
   }
-  return Table(rows);
+  const int entries = list.fixes_size();
+  return Table(rows) + fmt::format("{} entr{}, {} reuse{} kept, {} model tokens saved\n", entries,
+                                   entries == 1 ? "y" : "ies", uses, uses == 1 ? "" : "s", tokens_saved);
 }
 
 std::string Mode(uint32_t mode) { return fmt::format("{:04o}", mode); }

@@ -113,6 +113,7 @@ TEST_CASE("temper library lists, shows, exports and retires the library's entrie
   CHECK(list.out.find("\n1   banner_etc_issue_net    ubuntu 20.04 amd64  " + std::string(kContent) +
                       "  1     1         4200          batch 1 on lab") != std::string::npos);
   CHECK(list.out.find("live") != std::string::npos);
+  CHECK(list.out.find("\n2 entries, 1 reuse kept, 4200 model tokens saved\n") != std::string::npos);
 
   ProcessResult by_rule = Cli(daemon, {"library", "list", "--rule", kAide, "--json"});
   REQUIRE(by_rule.exit_code == 0);
@@ -166,10 +167,11 @@ TEST_CASE("temper library lists, shows, exports and retires the library's entrie
   REQUIRE(retire.exit_code == 0);
   CHECK(retire.out == "library entry 1 (banner_etc_issue_net) retired: it is never reused again\n");
   ProcessResult live = Cli(daemon, {"library"});
-  CHECK(live.out.find("\n1 ") == std::string::npos);
-  CHECK(live.out.find("\n2 ") != std::string::npos);
+  CHECK(live.out.find("banner_etc_issue_net") == std::string::npos);
+  CHECK(live.out.find("\n2   package_aide_installed") != std::string::npos);
+  CHECK(live.out.find("\n1 entry, 0 reuses kept, 0 model tokens saved\n") != std::string::npos);
   ProcessResult all = Cli(daemon, {"library", "list", "--all"});
-  CHECK(all.out.find("\n1 ") != std::string::npos);
+  CHECK(all.out.find("\n1   banner_etc_issue_net") != std::string::npos);
   CHECK(all.out.find("retired ") != std::string::npos);
   ProcessResult retired_show = Cli(daemon, {"library", "show", "1"});
   CHECK(retired_show.out.find(": SSG 0.1.66 words the banner anew\n") != std::string::npos);
