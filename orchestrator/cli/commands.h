@@ -39,6 +39,8 @@ void AddRevertCommand(CLI::App& app, CommandContext& ctx);
 void AddLibraryCommand(CLI::App& app, CommandContext& ctx);
 // temper apply BATCH --host H ...: a batch's kept fixes onto a fleet (apply_command.cpp).
 void AddApplyCommand(CLI::App& app, CommandContext& ctx);
+// temper twin create|list|remove: copies of SSH hosts as rootfs targets (twin_commands.cpp).
+void AddTwinCommand(CLI::App& app, CommandContext& ctx);
 // Local commands on rootfs targets (stig_commands.cpp); they run in the CLI process, as root.
 void AddTargetCommand(CLI::App& app, CommandContext& ctx);
 void AddBaselineCommand(CLI::App& app, CommandContext& ctx);

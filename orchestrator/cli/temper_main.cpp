@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   temper::cli::AddWatchCommand(app, ctx);
   temper::cli::AddReportCommand(app, ctx);
   temper::cli::AddHostsCommand(app, ctx);
+  temper::cli::AddTwinCommand(app, ctx);
   temper::cli::AddExportCommand(app, ctx);
   temper::cli::AddRevertCommand(app, ctx);
   temper::cli::AddLibraryCommand(app, ctx);

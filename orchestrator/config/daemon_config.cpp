@@ -206,6 +206,30 @@ Status ParseSsh(const YamlNode& node, SshConfig& out) {
   return Status::OK();
 }
 
+Status ParseTwins(const YamlNode& node, TwinsConfig& out) {
+  TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"max_bytes", "exclude"}));
+  if (auto n = node.Find("max_bytes")) {
+    TEMPER_ASSIGN_OR_RETURN(std::string text, n->AsString());
+    Result<uint64_t> v = temper::ParseBytes(text);
+    if (!v.ok()) return n->Error(v.status().message());
+    if (*v == 0) return n->Error("max_bytes must be above 0 (e.g. 8GiB)");
+    out.max_bytes = *v;
+  }
+  if (auto n = node.Find("exclude")) {
+    TEMPER_ASSIGN_OR_RETURN(std::vector<YamlNode> items, n->Items());
+    out.exclude.clear();
+    for (const YamlNode& item : items) {
+      TEMPER_ASSIGN_OR_RETURN(std::string path, item.AsString());
+      if (path.front() != '/' || path.find_first_not_of('/') == std::string::npos) {
+        return item.Error(fmt::format("'{}' must be an absolute path on the hosts, and not /", path));
+      }
+      if (path.find('\n') != std::string::npos) return item.Error("an excluded path cannot hold a newline");
+      out.exclude.push_back(std::move(path));
+    }
+  }
+  return Status::OK();
+}
+
 Status ParseSandbox(const YamlNode& node, temper::SandboxCaps& out) {
   TEMPER_RETURN_IF_ERROR(node.ExpectMapWithKeys({"pids", "memory", "cpu_weight", "disk"}));
   auto bytes = [](const YamlNode& n) -> Result<uint64_t> {
@@ -365,8 +389,8 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   if (root.IsNull()) return root.Error("the file is empty; see config/temperd.yaml for an example");
   TEMPER_RETURN_IF_ERROR(
       root.ExpectMapWithKeys({"listen", "state_dir", "database", "content_dirs", "content_dir", "models", "disa_stigs",
-                              "log_level", "shutdown_grace", "default_budgets", "package_cache", "ssh", "sandbox",
-                              "targets", "loop", "waivers", "access", "limits"}));
+                              "log_level", "shutdown_grace", "default_budgets", "package_cache", "ssh", "twins",
+                              "sandbox", "targets", "loop", "waivers", "access", "limits"}));
   if (auto listen = root.Find("listen")) {
     TEMPER_RETURN_IF_ERROR(listen->ExpectMapWithKeys({"unix", "tcp", "metrics", "dashboard"}));
     if (auto n = listen->Find("unix")) TEMPER_RETURN_IF_ERROR(ParseUnix(*n, config.unix_socket));
@@ -414,6 +438,7 @@ Result<DaemonConfig> ParseDaemonConfigNode(const YamlNode& root) {
   config.ssh.known_hosts = (ssh_dir / "known_hosts").string();
   config.ssh.control_dir = (ssh_dir / "control").string();
   if (auto n = root.Find("ssh")) TEMPER_RETURN_IF_ERROR(ParseSsh(*n, config.ssh));
+  if (auto n = root.Find("twins")) TEMPER_RETURN_IF_ERROR(ParseTwins(*n, config.twins));
   // The masters' sockets are <control_dir>/m-<16 hex> plus ssh's own 17-byte suffix, in 108 bytes.
   if (config.ssh.control_dir.size() > kMaxSshControlDir) {
     YamlNode at = root.Find("ssh") ? *root.Find("ssh") : root;

@@ -78,6 +78,16 @@ struct SshConfig {
   uint32_t max_hosts = 256;
 };
 
+// twins: copies of SSH hosts' root file systems, each a rootfs target in <state_dir>/twins/<name>
+// (`temper twin create`; stig/ssh/host_copy.h, orchestrator/loop/twins.h).
+struct TwinsConfig {
+  // twins.max_bytes: the most a host's archive may stream; a bigger copy is refused and removed.
+  uint64_t max_bytes = uint64_t{8} << 30;
+  // twins.exclude: absolute paths on the hosts left out of every copy (data, backups), besides the
+  // mount points, /proc, /sys, /dev, /run and ssh.host_dir, which are always left out.
+  std::vector<std::string> exclude;
+};
+
 // limits: what one client (orchestrator/server/client_identity.h) may hold at once, so no client
 // exhausts temperd for the others (orchestrator/server/client_limits.h). Admins are exempt from the
 // per-client limits, so root is always served; watch_streams_total applies to everyone.
@@ -113,6 +123,7 @@ struct DaemonConfig {
   // over Debian's archive; `package_cache: {enabled: false}` leaves dir empty (no installs).
   stig::PackageCacheOptions package_cache;
   SshConfig ssh;
+  TwinsConfig twins;
   // sandbox: what each rootfs target's sandboxed commands may take of the host (pids, memory,
   // cpu_weight per command; disk for all the target's layers). Defaults in platform/sandbox_caps.h.
   temper::SandboxCaps sandbox;

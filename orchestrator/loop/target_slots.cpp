@@ -60,6 +60,19 @@ Result<TargetSlots::Lease> TargetSlots::TryAcquire(const std::string& target, co
   return Ready(slot, std::move(lock), holder);
 }
 
+Status TargetSlots::Close(const std::string& target) {
+  Result<Slot*> slot = Find(target);
+  if (!slot.ok()) return Status::OK();
+  std::unique_lock lock((*slot)->mu, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    std::lock_guard guard((*slot)->holder_mu);
+    return Status::FailedPrecondition(fmt::format("target {} is in use by {}; try again when it is done", target,
+                                                  (*slot)->holder.empty() ? "another request" : (*slot)->holder));
+  }
+  (*slot)->target.reset();
+  return Status::OK();
+}
+
 Result<TargetSlots::Lease> TargetSlots::Ready(Slot* slot, std::unique_lock<std::mutex> lock,
                                               const std::string& holder) {
   {

@@ -62,6 +62,10 @@ class TargetSlots {
   Result<Lease> Acquire(const std::string& target, const std::string& holder);
   // As Acquire, but FailedPrecondition at once, naming the holder, when the target is in use.
   Result<Lease> TryAcquire(const std::string& target, const std::string& holder);
+  // Closes the target's open stig::Target (a rootfs target unmounts), without opening one that is
+  // not open, so that its files may be deleted (a twin removed). FailedPrecondition naming the
+  // holder when it is in use; OK for a target without a slot.
+  Status Close(const std::string& target);
 
  private:
   struct Slot {

@@ -19,6 +19,8 @@ constexpr RpcAccess kTable[] = {
     {"ClearHost", ClientRole::kAdmin, false},       {"ApplyBatch", ClientRole::kOperator, true},
     {"ListFixes", ClientRole::kViewer, false},      {"GetFix", ClientRole::kViewer, false},
     {"ExportFixes", ClientRole::kViewer, false},    {"RetireFix", ClientRole::kOperator, true},
+    {"CreateTwin", ClientRole::kAdmin, false},      {"ListTwins", ClientRole::kViewer, false},
+    {"RemoveTwin", ClientRole::kAdmin, false},
 };
 
 // "a viewer", "an operator", "an admin".

@@ -124,9 +124,12 @@ Result<std::unique_ptr<Daemon>> Daemon::Start(DaemonConfig config, const Logger&
   daemon->runner_ = std::make_unique<LoopRunner>(daemon->config_, *daemon->journal_, daemon->models_.get(), log,
                                                  daemon->hosts_.get());
   daemon->runner_->UseLibrary(daemon->library_.get());
+  TEMPER_ASSIGN_OR_RETURN(daemon->twins_, Twins::Open(daemon->config_, daemon->hosts_.get(), log));
+  for (const TargetConfig& twin : daemon->twins_->Targets()) daemon->runner_->AddTarget(twin);
   daemon->service_ =
       std::make_unique<TemperService>(daemon->config_, *daemon->store_, *daemon->journal_, *daemon->runner_,
                                       *daemon->hosts_, *daemon->library_, daemon->disa_stigs_, log);
+  daemon->service_->UseTwins(daemon->twins_.get());
   TEMPER_RETURN_IF_ERROR(daemon->StartServing(enable_plugins));
   daemon->runner_->Start();
   return daemon;

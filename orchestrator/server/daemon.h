@@ -21,6 +21,7 @@
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/role_models.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/loop/twins.h"
 #include "orchestrator/server/daemon_metrics.h"
 #include "orchestrator/server/dashboard_endpoint.h"
 #include "orchestrator/server/metrics_endpoint.h"
@@ -70,6 +71,7 @@ class Daemon {
   std::unique_ptr<RoleModels> models_;
   std::vector<stig::DisaStig> disa_stigs_;  // config_.disa_stigs_dir, read at start
   std::unique_ptr<SshHosts> hosts_;
+  std::unique_ptr<Twins> twins_;  // before runner_ and service_, which hold it
   std::unique_ptr<LoopRunner> runner_;
   std::unique_ptr<TemperService> service_;
   std::unique_ptr<grpc::CallbackGenericService> refusal_service_;

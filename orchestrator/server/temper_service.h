@@ -18,6 +18,7 @@
 #include "orchestrator/library/fix_library.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
+#include "orchestrator/loop/twins.h"
 #include "orchestrator/server/client_identity.h"
 #include "orchestrator/server/client_limits.h"
 #include "orchestrator/server/journal_watch.h"
@@ -84,6 +85,15 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   // Fleets (apply_service.cpp).
   grpc::Status ApplyBatch(grpc::ServerContext* context, const temper::v1::ApplyBatchRequest* request,
                           temper::v1::ApplyBatchResponse* response) override;
+  // Twins (twin_service.cpp). Without UseTwins, UNAVAILABLE.
+  grpc::Status CreateTwin(grpc::ServerContext* context, const temper::v1::CreateTwinRequest* request,
+                          temper::v1::Twin* response) override;
+  grpc::Status ListTwins(grpc::ServerContext* context, const temper::v1::ListTwinsRequest* request,
+                         temper::v1::ListTwinsResponse* response) override;
+  grpc::Status RemoveTwin(grpc::ServerContext* context, const temper::v1::RemoveTwinRequest* request,
+                          temper::v1::Twin* response) override;
+  // The twins registry (twins.h); call before serving. `twins` must outlive the service.
+  void UseTwins(Twins* twins) { twins_ = twins; }
 
  private:
   // The start of every sync call: its caller's role must allow `method` (Authorize), and it takes one
@@ -114,6 +124,7 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   const Logger& log_;
   ClientLimits limits_;
   JournalWatchers watchers_;
+  Twins* twins_ = nullptr;
 };
 
 }  // namespace temper

@@ -166,6 +166,39 @@ TEST_CASE("the sandbox caps come from sandbox: with sizes in binary units, and r
   }
 }
 
+TEST_CASE("twins: max_bytes and exclude have defaults, and bad values are named") {
+  auto defaults = ParseDaemonConfig("state_dir: /x\n", "/t.yaml");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->twins.max_bytes == std::uint64_t{8} << 30);
+  CHECK(defaults->twins.exclude.empty());
+  auto config = ParseDaemonConfig("twins:\n  max_bytes: 20GiB\n  exclude: [/srv/data, /backup]\n", "/t.yaml");
+  REQUIRE(config.ok());
+  CHECK(config->twins.max_bytes == std::uint64_t{20} << 30);
+  CHECK(config->twins.exclude == std::vector<std::string>{"/srv/data", "/backup"});
+  struct Case {
+    const char* text;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"twins:\n  max_bytes: 2GB\n",
+       "t.yaml:2:14: twins.max_bytes: '2GB' is not a size (write it as 8GiB, 512MiB, 64KiB or a number of bytes)"},
+      {"twins:\n  max_bytes: 0\n", "t.yaml:2:14: twins.max_bytes: max_bytes must be above 0 (e.g. 8GiB)"},
+      {"twins:\n  exclude: [srv/data]\n",
+       "t.yaml:2:13: twins.exclude[0]: 'srv/data' must be an absolute path on the hosts, and not /"},
+      {"twins:\n  exclude: [/srv, /]\n",
+       "t.yaml:2:19: twins.exclude[1]: '/' must be an absolute path on the hosts, and not /"},
+      {"twins:\n  max_byte: 1\n",
+       "t.yaml:2:3: twins.max_byte: unknown key (did you mean 'max_bytes'?) (valid keys here: max_bytes, exclude)"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    auto bad = ParseDaemonConfig(c.text, "t.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+    CHECK(bad.status().message() == c.message);
+  }
+}
+
 TEST_CASE("temperd.yaml errors name file, line, column and field") {
   struct Case {
     const char* text;
@@ -175,7 +208,7 @@ TEST_CASE("temperd.yaml errors name file, line, column and field") {
       {"stat_dir: /x\n",
        "t.yaml:1:1: stat_dir: unknown key (did you mean 'state_dir'?) (valid keys here: "
        "listen, state_dir, database, content_dirs, content_dir, models, disa_stigs, log_level, shutdown_grace, "
-       "default_budgets, package_cache, ssh, sandbox, targets, loop, waivers, access, limits)"},
+       "default_budgets, package_cache, ssh, twins, sandbox, targets, loop, waivers, access, limits)"},
       {"loop:\n  fixpoint_passes: 0\n", "t.yaml:2:20: loop.fixpoint_passes: 0 is out of range [1, 10]"},
       {"loop:\n  passes: 2\n",
        "t.yaml:2:3: loop.passes: unknown key (did you mean 'fixpoint_passes'?) (valid keys here: fixpoint_passes, "
