@@ -150,8 +150,7 @@ std::string LoopRunner::WhyQueued() const {
   for (const char* role : ModelsConfig::kRoleNames) roles += fmt::format("{}{}", roles.empty() ? "" : ", ", role);
   return fmt::format(
       "no model is configured for the roles {} ({} has no `models:` entry naming a models.yaml; see "
-      "config/models.yaml): batches stay queued until temperd starts with one (those of `temper apply` call no "
-      "model, and run)",
+      "config/models.yaml): batches stay queued until temperd starts with one",
       roles, config_.source);
 }
 

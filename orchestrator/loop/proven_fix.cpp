@@ -63,6 +63,12 @@ std::optional<ProvenFixSource> ParseProvenFixApproach(std::string_view approach)
 
 nlohmann::json LibraryUse::ToJson() const { return {{"tried", tried}, {"kept", kept}, {"tokens_saved", tokens_saved}}; }
 
+void ToProto(const LibraryUse& use, temper::v1::LibraryUse* out) {
+  out->set_tried(use.tried);
+  out->set_kept(use.kept);
+  out->set_tokens_saved(use.tokens_saved);
+}
+
 Result<LibraryUse> BatchLibraryUse(StateStore& store, int64_t batch_id) {
   TEMPER_ASSIGN_OR_RETURN(std::vector<AttemptRecord> attempts, store.BatchAttempts(batch_id));
   LibraryUse out;

@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "orchestrator/store/state_store.h"
+#include "temper/v1/temper.pb.h"
 
 namespace temper {
 
@@ -40,6 +41,8 @@ struct LibraryUse {
 
   nlohmann::json ToJson() const;
 };
+// Its wire form (temper.proto's LibraryUse, in BatchReport).
+void ToProto(const LibraryUse& use, temper::v1::LibraryUse* out);
 // From the batch's stored attempts and the library's entries (an entry no longer stored counts no
 // tokens). Errors: the store's.
 Result<LibraryUse> BatchLibraryUse(StateStore& store, int64_t batch_id);

@@ -8,6 +8,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "common/loopback.h"
+#include "orchestrator/loop/proven_fix.h"
 #include "orchestrator/proto_convert.h"
 #include "orchestrator/server/dashboard_page.h"
 #include "orchestrator/token_auth.h"
@@ -190,7 +191,8 @@ void DashboardEndpoint::ServeBatch(const httplib::Request& req, httplib::Respons
   Result<std::vector<AttemptRecord>> attempts = store_.BatchAttempts(batch_id);
   Result<std::vector<LessonRecord>> lessons = store_.BatchLessons(batch_id);
   Result<std::vector<RoleUsageRecord>> usage = store_.BatchRoleUsage(batch_id);
-  for (const Status& s : {attempts.status(), lessons.status(), usage.status()}) {
+  Result<LibraryUse> library = BatchLibraryUse(store_, batch_id);
+  for (const Status& s : {attempts.status(), lessons.status(), usage.status(), library.status()}) {
     if (!s.ok()) {
       log_.Error("dashboard: batch {}: {}", batch_id, s.ToString());
       return Refuse(res, 500, s.message());
@@ -202,6 +204,7 @@ void DashboardEndpoint::ServeBatch(const httplib::Request& req, httplib::Respons
   report.set_results_dir(batch->results_dir);
   for (const FixpointPass& p : batch->fixpoint) ToProto(p, report.add_fixpoint_passes());
   for (const RoleUsageRecord& u : *usage) ToProto(u, report.add_role_usage());
+  if (library->tried > 0) ToProto(*library, report.mutable_library());
   for (const AttemptRecord& a : *attempts) ToProto(a, report.add_attempts());
   for (const LessonRecord& l : *lessons) ToProto(l, report.add_lessons());
   res.set_content(Json(report), "application/json");

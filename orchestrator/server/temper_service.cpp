@@ -324,9 +324,7 @@ grpc::Status TemperService::GetBatchReport(grpc::ServerContext* context,
   bool sent = add([&](temper::v1::BatchReport& r) {
     ToProto(*batch, r.mutable_batch());
     r.set_results_dir(batch->results_dir);
-    r.mutable_library()->set_tried(library->tried);
-    r.mutable_library()->set_kept(library->kept);
-    r.mutable_library()->set_tokens_saved(library->tokens_saved);
+    if (library->tried > 0) ToProto(*library, r.mutable_library());
   });
   for (size_t i = 0; sent && i < waivers.size(); ++i) {
     sent = add([&](temper::v1::BatchReport& r) { ToProto(waivers[i], r.mutable_batch()->add_waivers()); });
