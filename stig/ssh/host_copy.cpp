@@ -296,14 +296,20 @@ Status HostCopier::Stream(const std::vector<std::string>& tar_argv, const std::v
 
   TarStreamFilter filter;
   Status pump;
-  bool over_limit = false, stopped = false;
+  bool over_limit = false, stopped = false, extraction_cut = false;
+  // tar --extract may end once it has read the end-of-archive blocks, before the host's tar has
+  // sent the rest of its last record: what follows is then read and dropped.
+  bool extractor_gone = false;
   std::string in(kChunk, '\0'), out;
   while (true) {
     if (options_.stop_requested && options_.stop_requested()) {
       stopped = true;
       break;
     }
-    if (extract_done) break;  // it ended early: its result says why
+    if (extract_done && !filter.ended()) {
+      extraction_cut = true;  // it ended early: its result says why
+      break;
+    }
     pollfd p{from_host.get(), POLLIN, 0};
     int ready = ::poll(&p, 1, 100);
     if (ready < 0 && errno != EINTR) {
@@ -331,15 +337,21 @@ Status HostCopier::Stream(const std::vector<std::string>& tar_argv, const std::v
     pump = filter.Feed(std::string_view(in.data(), static_cast<std::size_t>(n)), out);
     if (!pump.ok()) break;
     std::size_t sent = 0;
-    while (sent < out.size()) {
+    while (!extractor_gone && sent < out.size()) {
       ssize_t w = ::send(to_extract.get(), out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0) break;  // the extraction ended: its result says why
+      if (w < 0) {
+        extractor_gone = true;
+        break;
+      }
       sent += static_cast<std::size_t>(w);
     }
-    if (sent < out.size()) break;
+    if (extractor_gone && !filter.ended()) {
+      extraction_cut = true;  // the extraction ended mid-archive: its result says why
+      break;
+    }
   }
-  const bool complete = pump.ok() && !over_limit && !stopped && !extract_done;
+  const bool complete = pump.ok() && !over_limit && !stopped && !extraction_cut;
   if (!complete) abort = true;
   to_extract.Reset();  // EOF for tar --extract
   host_thread.join();

@@ -37,6 +37,8 @@ class TarStreamFilter {
   // Members passed on (files, directories, links) and device nodes or FIFOs dropped.
   std::uint64_t members() const { return members_; }
   std::uint64_t skipped_special() const { return skipped_special_; }
+  // Whether the end-of-archive blocks have been seen (what follows is padding).
+  bool ended() const { return state_ == State::kEnd; }
   // Bytes taken so far.
   std::uint64_t offset() const { return offset_; }
 
