@@ -414,6 +414,7 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
       chunk.set_file_name(file->file_name);
       chunk.set_media_type(file->media_type);
       chunk.set_total_bytes(file->content.size());
+      for (const std::string& rule : file->not_carried) chunk.add_not_carried(rule);
     }
     chunk.set_offset(offset);
     size_t n = std::min(kChunkBytes, file->content.size() - offset);
