@@ -319,8 +319,11 @@ class Replay {
   Status Delete(const Plan& plan) {
     const std::string path = ShellQuote(plan.file->path);
     // A directory's contents were deleted before it (deepest first); one that still holds something
-    // the fix never saw is not emptied here: rmdir fails and names it.
-    std::string command = plan.current.state.type == FileType::kDir ? "rmdir -- " + path : "rm -f -- " + path;
+    // the fix never saw is not emptied here: rmdir fails and names it. One already gone (a package
+    // removal or upgrade the replay ran took it) is not an error.
+    std::string command = plan.current.state.type == FileType::kDir
+                              ? fmt::format("if [ -d {0} ] && [ ! -L {0} ]; then rmdir -- {0}; fi", path)
+                              : "rm -f -- " + path;
     TEMPER_RETURN_IF_ERROR(RunChecked(target_, command).status());
     result_.steps.push_back({ReplayAction::kDeleted, plan.file->path, command});
     return Status::OK();
