@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "orchestrator/daemon_process.h"
@@ -185,6 +186,18 @@ TEST_CASE("the loop fixes rules on an SSH host and reverts a wrong fix with the 
   CHECK(hosts["hosts"][0]["recorded_keys"][0]["fingerprint"] == host->fingerprint());
   ProcessResult table = d.Cli({"hosts"});
   CHECK_THAT(table.out, Catch::Contains(login + " *"));
+
+  // An SSH host cannot capture a kept fix whole (no bundle): a fleet export leaves both fixes out
+  // and names them, in the file and on stderr.
+  const std::string exported = host->dir() + "/files/batch.sh";
+  ProcessResult sh = d.Cli({"export", id, "--format", "sh", "-o", exported});
+  INFO(sh.err);
+  CHECK(sh.exit_code == 0);
+  CHECK_THAT(sh.err, Catch::Contains("2 kept fix(es) have no recorded change set") &&
+                         Catch::Contains("  " + std::string(kPrefix) + "accounts_tmout\n"));
+  std::ifstream in(exported);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("#   " + banner + "\n"));
 }
 
 TEST_CASE("sshd lost mid-attempt: reverted through a fresh connection, or the host is left to a human",
