@@ -31,6 +31,10 @@ enum class ExportFormat { kArf, kCkl, kCklb, kXccdf, kHtml, kAnsible, kSh };
 // "arf", "ckl", "cklb", "xccdf", "html", "ansible", "sh"; InvalidArgument listing them otherwise.
 Result<ExportFormat> ParseExportFormat(std::string_view name);
 std::string_view ExportFormatName(ExportFormat format);
+// Ansible and sh: the kept fixes whole, the target's file bytes with them (not only evidence).
+inline bool CarriesFileContents(ExportFormat format) {
+  return format == ExportFormat::kAnsible || format == ExportFormat::kSh;
+}
 
 struct ExportedFile {
   std::string content;

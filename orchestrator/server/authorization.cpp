@@ -63,4 +63,13 @@ grpc::Status AuthorizeWaivers(const ClientIdentity& caller) {
       caller.name, WithArticle(caller.role)));
 }
 
+grpc::Status AuthorizeFileContents(const ClientIdentity& caller, std::string_view what, std::string_view target) {
+  if (caller.role == ClientRole::kAdmin) return grpc::Status::OK;
+  if (caller.role == ClientRole::kOperator && caller.MayActOn(target)) return grpc::Status::OK;
+  return Denied(fmt::format(
+      "{} is {} and may not read {} from target {}: it holds the target's files whole, secrets included, which "
+      "needs the operator role on that target (temperd.yaml `access:`)",
+      caller.name, WithArticle(caller.role), what, target));
+}
+
 }  // namespace temper

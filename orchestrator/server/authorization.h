@@ -30,5 +30,10 @@ grpc::Status AuthorizeOnTarget(const ClientIdentity& caller, std::string_view me
 // A batch's own waivers accept a risk on the host (the rule is left failing): an admin's decision,
 // like the site-wide waivers of temperd.yaml. PERMISSION_DENIED for anyone else.
 grpc::Status AuthorizeWaivers(const ClientIdentity& caller);
+// What a fix carries whole (a batch exported as Ansible or sh, the library's entries exported) holds
+// the target's file bytes as the fix left them, /etc/shadow's hashes included: an operator's on that
+// target, or an admin's, never a viewer's, who sees verdicts and diffs with secrets redacted.
+// PERMISSION_DENIED naming the caller and the target otherwise.
+grpc::Status AuthorizeFileContents(const ClientIdentity& caller, std::string_view what, std::string_view target);
 
 }  // namespace temper

@@ -109,6 +109,12 @@ grpc::Status TemperService::ExportFixes(grpc::ServerContext* context, const temp
   if (Status bounds = CheckRequestBounds(*request); !bounds.ok()) return ToGrpcStatus(bounds);
   Result<std::vector<FixRecord>> fixes = library_.List(request->rule_id(), request->include_retired(), UINT32_MAX);
   if (!fixes.ok()) return ToGrpcStatus(fixes.status());
+  // The entries hold their targets' files whole: only those the caller may read them from.
+  const ClientIdentity caller = CallerOf(*context);
+  for (const FixRecord& fix : *fixes) {
+    grpc::Status denied = AuthorizeFileContents(caller, "the library's fixes", fix.source_target);
+    if (!denied.ok()) return denied;
+  }
   Result<std::string> json = FixesExportJson(*fixes);
   if (!json.ok()) {
     log_.Error("ExportFixes: {}", json.status().ToString());

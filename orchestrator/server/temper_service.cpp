@@ -391,6 +391,13 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
   if (!id.ok()) return ToGrpcStatus(id.status().WithContext("batch_id"));
   Result<evidence::ExportFormat> format = evidence::ParseExportFormat(request->format());
   if (!format.ok()) return ToGrpcStatus(format.status());
+  if (evidence::CarriesFileContents(*format)) {
+    Result<BatchRecord> batch = store_.GetBatch(*id);
+    if (!batch.ok()) return ToGrpcStatus(batch.status());
+    grpc::Status denied =
+        AuthorizeFileContents(CallerOf(*context), fmt::format("batch {} as {}", *id, request->format()), batch->target);
+    if (!denied.ok()) return denied;
+  }
   evidence::ExportSources sources{store_, [this](const BatchRecord& b) { return runner_.ContentOf(b); },
                                   runner_.results_root(), &disa_stigs_};
   std::optional<stig::DisaStig> given;

@@ -86,5 +86,52 @@ TEST_CASE("an operator retires library entries proven on its targets only") {
   CHECK(daemon.Stop() == 0);
 }
 
+// Fixes carried whole hold the target's files as the fix left them (a fix to /etc/shadow carries its
+// hashes): a viewer, or an operator of another target, reads none of them, whether through the
+// library's export or a batch's Ansible or sh export. Verdicts and redacted diffs stay a viewer's.
+TEST_CASE("the files a fix carries whole are read only by an operator of the fix's target") {
+  if (geteuid() != 0) TEMPER_SKIP("needs root to run clients as other users");
+  TempDir dir;
+  const std::string client = CopyForOtherUsers(dir, TemperBinary());
+  std::filesystem::create_directories(dir / "roots/other");
+  DaemonProcess daemon(dir, {.unix_group = "nogroup",
+                             .more_targets = {{"other", dir / "roots/other"}},
+                             .extra_yaml = "access:\n  - {unix_group: nogroup, role: operator, targets: [other]}\n"});
+  REQUIRE(daemon.Start().ok());
+  chmod((dir / "run").c_str(), 0755);
+  int64_t lab_batch = 0;
+  {
+    auto store = StateStore::Open(dir / "state/temper.db");
+    REQUIRE(store.ok());
+    FixLibrary library(**store);
+    REQUIRE(library.Record(ProvenOn("lab")).ok());
+    NewBatch batch;
+    batch.target = "lab";
+    batch.datastream = "/nonexistent/ds.xml";
+    batch.profile = "stig";
+    batch.rule_ids = {kRule};
+    auto submitted = (*store)->SubmitBatch(batch);
+    REQUIRE(submitted.ok());
+    lab_batch = submitted->batch.id;
+  }
+  auto op = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {client, "--socket", daemon.socket_path()});
+    return RunProcess(args, kNobody, kNogroup);
+  };
+
+  ProcessResult library = op({"library", "export", "-o", "-"});
+  CHECK(library.exit_code != 0);
+  CHECK(library.err.find("may not read the library's fixes from target lab") != std::string::npos);
+  CHECK(library.out.find("Authorized uses only.") == std::string::npos);
+  for (const char* format : {"ansible", "sh"}) {
+    INFO(format);
+    ProcessResult exported = op({"export", std::to_string(lab_batch), "--format", format, "-o", "-"});
+    CHECK(exported.exit_code != 0);
+    CHECK(exported.err.find("may not read batch " + std::to_string(lab_batch) + " as " + format +
+                            " from target lab") != std::string::npos);
+  }
+  CHECK(daemon.Stop() == 0);
+}
+
 }  // namespace
 }  // namespace temper::testing
