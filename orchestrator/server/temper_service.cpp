@@ -98,6 +98,9 @@ SubmitContext TemperService::SubmitChecks(const ClientIdentity& caller, std::str
   const bool admin = caller.role == ClientRole::kAdmin;
   SubmitContext checks{.config = config_};
   for (const SshHostState& h : hosts_.List()) checks.host_targets.push_back(h.target.name);
+  if (twins_ != nullptr) {
+    for (const TwinRecord& twin : twins_->List()) checks.host_targets.push_back(twin.name);
+  }
   checks.admit_host = [this, admin, caller, method](const std::string& host) {
     // Each host is a target, a thread while it has work and an entry in hosts.json: only an admin
     // adds one (issue 46).
