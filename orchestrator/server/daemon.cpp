@@ -164,8 +164,16 @@ Status Daemon::StartServing(EnablePlugins enable_plugins) {
   // gRPC's sync server starts a thread per call in progress, without bound; capped, a call past
   // limits.server_threads is refused (RESOURCE_EXHAUSTED) instead. Watches are callbacks and take
   // none of these threads (journal_watch.h).
+  // gRPC counts its polling threads against the same quota (at most kMaxPollers for the one queue
+  // set below), so they come on top: ClientLimits, which keeps a quarter of the calls' threads for
+  // admins, then never meets gRPC's own "Server Threadpool Exhausted" first (root's call was refused
+  // so under load while members held every thread they may).
+  constexpr int kMaxPollers = 2;
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, kMaxPollers);
   grpc::ResourceQuota quota("temperd");
-  quota.SetMaxThreads(static_cast<int>(config_.limits.server_threads));
+  quota.SetMaxThreads(static_cast<int>(config_.limits.server_threads) + kMaxPollers);
   builder.SetResourceQuota(quota);
   builder.RegisterService(service_.get());
   builder.SetOption(ReflectionV1Option());
