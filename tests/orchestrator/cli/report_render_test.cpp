@@ -269,6 +269,22 @@ TEST_CASE("every format totals the batch's model calls per role") {
   CHECK(nlohmann::json::parse(RenderReportJson(FinishedReport()))["role_usage"].empty());
 }
 
+TEST_CASE("every format says how many rules the library of proven fixes fixed and the tokens it saved") {
+  temper::v1::BatchReport report = FinishedReport();
+  report.mutable_library()->set_tried(4);
+  report.mutable_library()->set_kept(3);
+  report.mutable_library()->set_tokens_saved(41200);
+  CHECK_THAT(RenderReportText(report),
+             Catch::Contains("  library     3 of 4 rules fixed from proven fixes, 41,200 model tokens saved\n"));
+  CHECK_THAT(RenderReportMarkdown(report),
+             Catch::Contains("| Library | 3 of 4 rules fixed from proven fixes, 41,200 model tokens saved |"));
+  CHECK(nlohmann::json::parse(RenderReportJson(report))["library"] ==
+        nlohmann::json{{"tried", 4}, {"kept", 3}, {"tokens_saved", 41200}});
+  // Not tried: no line; the JSON's counts are zero.
+  CHECK_THAT(RenderReportText(FinishedReport()), !Catch::Contains("proven fixes"));
+  CHECK(nlohmann::json::parse(RenderReportJson(FinishedReport()))["library"]["tried"] == 0);
+}
+
 TEST_CASE("a queued batch's report says it has not run yet, in every format") {
   temper::v1::BatchReport report = QueuedReport();
   ReportSummary s = SummarizeReport(report);
