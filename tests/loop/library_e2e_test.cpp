@@ -257,5 +257,48 @@ TEST_CASE("an apply batch replays another batch's kept fixes on a fresh target w
   CHECK(std::string(std::istreambuf_iterator<char>(lab), {}) == std::string(std::istreambuf_iterator<char>(c), {}));
 }
 
+TEST_CASE("without a models.yaml temperd runs apply batches, and other batches wait saying why") {
+  auto server = ScriptedModelServer::Start(ModelScript{});
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.more_targets = {"c"}});
+  const std::string first = FixOnLab(loop);
+
+  // temperd again, its `models:` line gone.
+  REQUIRE(loop.daemon->Stop() == 0);
+  const std::string config_path = loop.dir / "temperd.yaml";
+  std::string config;
+  {
+    std::ifstream in(config_path);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.starts_with("models:")) config += line + "\n";
+    }
+  }
+  std::ofstream(config_path, std::ios::trunc) << config;
+  Status restarted = loop.daemon->Start();
+  INFO(restarted.ToString());
+  REQUIRE(restarted.ok());
+  const size_t requests_before = (*server)->requests().size();
+
+  temper::v1::ApplyBatchRequest request;
+  request.set_batch_id(first);
+  request.add_targets("c");
+  temper::v1::ApplyBatchResponse response;
+  grpc::Status s = loop.daemon->Stub()->ApplyBatch(CallContext().get(), request, &response);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(response.batches_size() == 1);
+  temper::v1::Batch applied = loop.WaitUntilEnded(response.batches(0).id());
+  INFO(loop.daemon->Log());
+  REQUIRE(applied.state() == temper::v1::BATCH_STATE_COMPLETED);
+  CHECK(Verdicts(applied) == Verdicts(loop.GetBatch(first)));
+  CHECK((*server)->requests().size() == requests_before);
+
+  // A batch that needs the model stays queued, and says why.
+  const std::string waiting = loop.Submit({.rules = {"accounts_tmout"}, .target = "c"});
+  temper::v1::Batch queued = loop.GetBatch(waiting);
+  CHECK(queued.state() == temper::v1::BATCH_STATE_QUEUED);
+  CHECK_THAT(queued.waiting_reason(), Catch::StartsWith("no model is configured for the roles"));
+}
+
 }  // namespace
 }  // namespace temper::testing
