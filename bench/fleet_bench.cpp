@@ -181,7 +181,8 @@ int main(int argc, char** argv) {
 
   // The serial per-host loop on the simulated reference box: every request alone, one after another.
   double model_s = 0;
-  if (after_first.simulated) model_s = after_first.simulated->batch.prefill_seconds + after_first.simulated->batch.decode_seconds;
+  if (after_first.simulated)
+    model_s = after_first.simulated->batch.prefill_seconds + after_first.simulated->batch.decode_seconds;
   const double serial_fleet_s = hosts * (twin_batch_s + model_s);
 
   std::printf("## fleet_bench: %d hosts, %d at once, %s\n\n", hosts, at_once,
@@ -195,8 +196,9 @@ int main(int argc, char** argv) {
               static_cast<unsigned long>(after_first.completion_tokens));
   std::string per_host;
   for (const auto& b : applied["batches"]) {
-    per_host += fmt::format("{}{}: {} fixed{}", per_host.empty() ? "" : "; ", b["target"].get<std::string>(),
-                            Count(b, "fixed"), b["state"] == "BATCH_STATE_COMPLETED" ? "" : " (" + b["state"].get<std::string>() + ")");
+    per_host +=
+        fmt::format("{}{}: {} fixed{}", per_host.empty() ? "" : "; ", b["target"].get<std::string>(), Count(b, "fixed"),
+                    b["state"] == "BATCH_STATE_COMPLETED" ? "" : " (" + b["state"].get<std::string>() + ")");
   }
   std::printf("| `temper apply` to %d hosts | **%.1f** | %lu model calls; %s |\n", hosts, apply_s,
               static_cast<unsigned long>(after_apply.requests - after_first.requests), per_host.c_str());
@@ -207,8 +209,9 @@ int main(int argc, char** argv) {
                                          after_apply.prompt_tokens - after_apply.completion_tokens));
   std::printf("\n- time to harden %d hosts from the twin: %.1f s (twin copy + twin batch + apply: %.1f s)\n", hosts,
               apply_s, twin_s + twin_batch_s + apply_s);
-  std::printf("- the serial per-host loop on the simulated reference box: %d x (%.1f s harness + %.1f s model) = %.0f s\n",
-              hosts, twin_batch_s, model_s, serial_fleet_s);
+  std::printf(
+      "- the serial per-host loop on the simulated reference box: %d x (%.1f s harness + %.1f s model) = %.0f s\n",
+      hosts, twin_batch_s, model_s, serial_fleet_s);
   std::printf("- model tokens, first host: %lu; each further host: %lu\n",
               static_cast<unsigned long>(after_first.prompt_tokens + after_first.completion_tokens),
               static_cast<unsigned long>((after_apply.prompt_tokens + after_apply.completion_tokens -

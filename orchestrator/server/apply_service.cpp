@@ -23,9 +23,9 @@ constexpr uint32_t kMaxAtOnce = 64;
 // The kept fixes of `source` a replay can use, and a refusal naming why there are none.
 Status CheckReplayable(StateStore& store, const BatchRecord& source) {
   if (source.state == BatchState::kQueued || source.state == BatchState::kRunning) {
-    return Status::FailedPrecondition(fmt::format(
-        "batch {} is {}: its fixes are applied once it has ended (temper watch {})", source.id,
-        source.state == BatchState::kQueued ? "queued" : "running", source.id));
+    return Status::FailedPrecondition(
+        fmt::format("batch {} is {}: its fixes are applied once it has ended (temper watch {})", source.id,
+                    source.state == BatchState::kQueued ? "queued" : "running", source.id));
   }
   if (source.reverted_at) {
     return Status::FailedPrecondition(
@@ -49,8 +49,8 @@ Status CheckReplayable(StateStore& store, const BatchRecord& source) {
 }  // namespace
 
 Result<std::vector<StateStore::Submitted>> TemperService::SubmitFleet(const ClientIdentity& caller,
-                                                                    const std::vector<NewBatch>& batches,
-                                                                    const std::vector<std::string>& hosts) {
+                                                                      const std::vector<NewBatch>& batches,
+                                                                      const std::vector<std::string>& hosts) {
   const bool admin = caller.role == ClientRole::kAdmin;
   std::vector<ClientLimits::BatchTicket> tickets;  // released, should any step fail, as they go
   for (const NewBatch& batch : batches) {
@@ -68,9 +68,9 @@ Result<std::vector<StateStore::Submitted>> TemperService::SubmitFleet(const Clie
   for (const std::string& host : hosts) {
     if (host.empty()) continue;
     bool created = false;
-    TEMPER_ASSIGN_OR_RETURN(TargetConfig target,
-                            hosts_.FromSubmit(host, admin ? HostRegistration::kMayRegister : HostRegistration::kKnownOnly,
-                                              &created));
+    TEMPER_ASSIGN_OR_RETURN(
+        TargetConfig target,
+        hosts_.FromSubmit(host, admin ? HostRegistration::kMayRegister : HostRegistration::kKnownOnly, &created));
     if (created) {
       log_.Info("SSH host {} ({}) registered as a target", target.name, target.host);
       runner_.AddTarget(target);

@@ -302,3 +302,73 @@ TEST_CASE("without a models.yaml temperd runs apply batches, and other batches w
 
 }  // namespace
 }  // namespace temper::testing
+
+namespace temper::testing {
+namespace {
+
+// The first and last seq of batch `id`'s run: its batch.started and its batch.completed.
+std::pair<uint64_t, uint64_t> RunSpan(const LoopDaemon& loop, const std::string& id) {
+  uint64_t started = 0, completed = 0;
+  for (const temper::v1::JournalEvent& e : loop.JournalEvents(id)) {
+    if (e.type() == "batch.started" && started == 0) started = e.seq();
+    if (e.type() == "batch.completed") completed = e.seq();
+  }
+  return {started, completed};
+}
+
+TEST_CASE("temper apply runs at most at_once of its batches at a time and refuses what it cannot apply") {
+  auto server = ScriptedModelServer::Start(ModelScript{});
+  REQUIRE(server.ok());
+  LoopDaemon loop(**server, {.more_targets = {"c", "d", "e"}});
+  const std::string first = FixOnLab(loop);
+  auto apply = [&](const std::vector<std::string>& targets, uint32_t at_once, temper::v1::ApplyBatchResponse& out) {
+    temper::v1::ApplyBatchRequest request;
+    request.set_batch_id(first);
+    for (const std::string& t : targets) request.add_targets(t);
+    request.set_at_once(at_once);
+    return loop.daemon->Stub()->ApplyBatch(CallContext().get(), request, &out);
+  };
+
+  // What cannot be applied is refused whole, naming why; nothing is stored.
+  temper::v1::ApplyBatchResponse refused;
+  grpc::Status own = apply({"c", "lab"}, 1, refused);
+  CHECK(own.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(own.error_message(), Catch::Contains("targets[1]: lab is the source batch's own target"));
+  grpc::Status twice = apply({"c", "c"}, 1, refused);
+  CHECK(twice.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK_THAT(twice.error_message(), Catch::Contains("targets[1]: c is named twice"));
+  grpc::Status none = apply({}, 1, refused);
+  CHECK(none.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  temper::v1::ApplyBatchRequest unknown;
+  unknown.set_batch_id("999");
+  unknown.add_targets("c");
+  CHECK(loop.daemon->Stub()->ApplyBatch(CallContext().get(), unknown, &refused).error_code() ==
+        grpc::StatusCode::NOT_FOUND);
+
+  // Three targets, one at a time: each batch starts only after the one before it completed.
+  temper::v1::ApplyBatchResponse fleet;
+  grpc::Status s = apply({"c", "d", "e"}, 1, fleet);
+  INFO(s.error_message());
+  REQUIRE(s.ok());
+  REQUIRE(fleet.batches_size() == 3);
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  for (const temper::v1::Batch& b : fleet.batches()) {
+    CHECK(b.apply_from() == first);
+    CHECK(b.fleet() == fleet.batches(0).id());
+    CHECK(b.at_once() == 1);
+    temper::v1::Batch ended = loop.WaitUntilEnded(b.id());
+    INFO(loop.daemon->Log());
+    CHECK(ended.state() == temper::v1::BATCH_STATE_COMPLETED);
+    CHECK(Verdicts(ended) == Verdicts(loop.GetBatch(first)));
+    spans.push_back(RunSpan(loop, b.id()));
+  }
+  std::sort(spans.begin(), spans.end());
+  for (size_t i = 1; i < spans.size(); ++i) {
+    INFO("batch run " << i << " started at seq " << spans[i].first << ", the one before ended at seq "
+                      << spans[i - 1].second);
+    CHECK(spans[i].first > spans[i - 1].second);
+  }
+}
+
+}  // namespace
+}  // namespace temper::testing

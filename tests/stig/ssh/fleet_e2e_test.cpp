@@ -128,8 +128,8 @@ void AppendTo(const std::string& path, const std::string& text) {
 // A fresh login to the host works, with sudo: nobody was locked out.
 bool LoginWorks(const NetnsSshHost& host, const std::string& user) {
   ScopedControlDir control;
-  stig::SshOptions options = TestSshOptions(host.Endpoint(user), TestRoot().client_key, AcceptedKnownHosts(host),
-                                            control.path());
+  stig::SshOptions options =
+      TestSshOptions(host.Endpoint(user), TestRoot().client_key, AcceptedKnownHosts(host), control.path());
   auto conn = stig::SshConnection::Open(options, QuietSshLog());
   if (!conn.ok()) return false;
   Status fresh = (*conn)->CheckFreshLogin();  // a new login bypassing the master, then sudo -n true
@@ -137,8 +137,9 @@ bool LoginWorks(const NetnsSshHost& host, const std::string& user) {
   return fresh.ok();
 }
 
-TEST_CASE("a twin's kept fixes reach ten hosts at once: drift merged or refused, a lost host reverted, nobody locked out",
-          "[ssh][fleet]") {
+TEST_CASE(
+    "a twin's kept fixes reach ten hosts at once: drift merged or refused, a lost host reverted, nobody locked out",
+    "[ssh][fleet]") {
   TEMPER_SKIP_WITHOUT_SSH_HOSTS();
   // Every host before any thread: the test process unshares its mounts with the first.
   auto source = StartHost("fleet-src");

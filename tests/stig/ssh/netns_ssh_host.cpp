@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -272,8 +273,15 @@ ScopedControlDir::ScopedControlDir() {
 }
 
 ScopedControlDir::~ScopedControlDir() {
-  std::error_code ec;
-  if (!path_.empty()) fs::remove_all(path_, ec);
+  if (path_.empty()) return;
+  // An ssh master told to exit may still be taking its socket down (seconds on a loaded machine),
+  // so the directory can be non-empty again for a moment after the first try.
+  for (int tries = 0; tries < 50; ++tries) {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+    if (!fs::exists(path_, ec)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace temper::testing
