@@ -120,24 +120,11 @@ grpc::Status TemperService::ExportFixes(grpc::ServerContext* context, const temp
     log_.Error("ExportFixes: {}", json.status().ToString());
     return ToGrpcStatus(json.status());
   }
-  size_t offset = 0;
-  do {
-    temper::v1::ExportChunk chunk;
-    if (offset == 0) {
-      chunk.set_file_name("temper-library.json");
-      chunk.set_media_type("application/json");
-      chunk.set_total_bytes(json->size());
-    }
-    chunk.set_offset(offset);
-    size_t n = std::min(kChunkBytes, json->size() - offset);
-    chunk.set_data(json->substr(offset, n));
-    if (context->IsCancelled() || !writer->Write(chunk)) {
-      log_.Info("ExportFixes: the client went away before the end; the stream stopped");
-      return grpc::Status(grpc::StatusCode::CANCELLED, "the client stopped reading the library export");
-    }
-    offset += n;
-  } while (offset < json->size());
-  return grpc::Status::OK;
+  return SendExport(context, writer,
+                    evidence::ExportedFile{.content = std::move(*json),
+                                           .file_name = "temper-library.json",
+                                           .media_type = "application/json"},
+                    "ExportFixes");
 }
 
 }  // namespace temper

@@ -417,23 +417,27 @@ grpc::Status TemperService::ExportBatch(grpc::ServerContext* context, const temp
     }
     return ToGrpcStatus(file.status());
   }
+  return SendExport(context, writer, *file, fmt::format("ExportBatch {} {}", *id, request->format()));
+}
+
+grpc::Status TemperService::SendExport(grpc::ServerContext* context,
+                                       grpc::ServerWriter<temper::v1::ExportChunk>* writer,
+                                       const evidence::ExportedFile& file, std::string_view what) const {
   size_t offset = 0;
   do {
     temper::v1::ExportChunk chunk;
     if (offset == 0) {
-      chunk.set_file_name(file->file_name);
-      chunk.set_media_type(file->media_type);
-      chunk.set_total_bytes(file->content.size());
-      for (const std::string& rule : file->not_carried) chunk.add_not_carried(rule);
+      chunk.set_file_name(file.file_name);
+      chunk.set_media_type(file.media_type);
+      chunk.set_total_bytes(file.content.size());
+      for (const std::string& rule : file.not_carried) chunk.add_not_carried(rule);
     }
     chunk.set_offset(offset);
-    size_t n = std::min(kChunkBytes, file->content.size() - offset);
-    chunk.set_data(file->content.substr(offset, n));
-    if (context->IsCancelled() || !writer->Write(chunk)) {
-      return ClientGone(log_, fmt::format("ExportBatch {} {}", *id, request->format()));
-    }
+    size_t n = std::min(kChunkBytes, file.content.size() - offset);
+    chunk.set_data(file.content.substr(offset, n));
+    if (context->IsCancelled() || !writer->Write(chunk)) return ClientGone(log_, what);
     offset += n;
-  } while (offset < file->content.size());
+  } while (offset < file.content.size());
   return grpc::Status::OK;
 }
 

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "orchestrator/config/batch_request.h"
 #include "orchestrator/config/daemon_config.h"
+#include "orchestrator/evidence/batch_export.h"
 #include "orchestrator/library/fix_library.h"
 #include "orchestrator/loop/loop_runner.h"
 #include "orchestrator/loop/ssh_hosts.h"
@@ -109,8 +110,13 @@ class TemperService final : public temper::v1::Temper::WithCallbackMethod_WatchJ
   SubmitContext SubmitChecks(const ClientIdentity& caller, std::string_view method);
   // ApplyBatch's domain call: Submit's for every batch of a fleet (`hosts[i]`: the SSH host
   // batches[i] names, to register, or empty), stored together (StateStore::SubmitFleet) or not at all.
-  Result<std::vector<StateStore::Submitted>> SubmitFleet(const ClientIdentity& caller, const std::vector<NewBatch>& batches,
+  Result<std::vector<StateStore::Submitted>> SubmitFleet(const ClientIdentity& caller,
+                                                         const std::vector<NewBatch>& batches,
                                                          const std::vector<std::string>& hosts);
+  // Streams `file` to an export's client in chunks (message_chunks.h), the first naming the file; a
+  // client that cancels or goes away ends it, logged with `what` (ExportBatch, ExportFixes).
+  grpc::Status SendExport(grpc::ServerContext* context, grpc::ServerWriter<temper::v1::ExportChunk>* writer,
+                          const evidence::ExportedFile& file, std::string_view what) const;
   // AuthorizeOnTarget for a call on batch `batch_id`: its target decides; NOT_FOUND for no such batch.
   grpc::Status AuthorizeOnBatch(const grpc::ServerContext& context, std::string_view method, int64_t batch_id) const;
 
