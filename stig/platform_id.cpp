@@ -70,48 +70,6 @@ std::string Lower(std::string s) {
   return s;
 }
 
-// dpkg's architecture from its status file where /var/lib/dpkg/arch is absent (a debootstrap or
-// mmdebstrap root never wrote one): the architecture most of the installed Essential packages are
-// built for ("all" packages say nothing of the machine). Empty when none says.
-std::string EssentialArchitecture(std::string_view status) {
-  std::map<std::string, int> votes;
-  std::size_t start = 0;
-  while (start < status.size()) {
-    std::size_t end = status.find("\n\n", start);
-    if (end == std::string_view::npos) end = status.size();
-    std::string_view stanza = status.substr(start, end - start);
-    start = end + 2;
-    bool essential = false, installed = false;
-    std::string arch;
-    std::size_t line_start = 0;
-    while (line_start < stanza.size()) {
-      std::size_t line_end = stanza.find('\n', line_start);
-      if (line_end == std::string_view::npos) line_end = stanza.size();
-      std::string_view line = stanza.substr(line_start, line_end - line_start);
-      line_start = line_end + 1;
-      auto value = [&](std::string_view key) -> std::optional<std::string_view> {
-        if (line.size() > key.size() && line.substr(0, key.size()) == key && line[key.size()] == ':') {
-          return Trim(line.substr(key.size() + 1));
-        }
-        return std::nullopt;
-      };
-      if (auto v = value("Essential")) essential = *v == "yes";
-      if (auto v = value("Status")) installed = v->ends_with(" installed");
-      if (auto v = value("Architecture")) arch = std::string(*v);
-    }
-    if (essential && installed && !arch.empty() && arch != "all") ++votes[arch];
-  }
-  std::string best;
-  int most = 0;
-  for (const auto& [arch, n] : votes) {
-    if (n > most) {
-      best = arch;
-      most = n;
-    }
-  }
-  return best;
-}
-
 }  // namespace
 
 std::string TargetPlatform::Label() const {

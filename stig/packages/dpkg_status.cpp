@@ -9,7 +9,7 @@ namespace temper::stig {
 namespace {
 
 struct Stanza {
-  std::string package, version, arch, status;
+  std::string package, version, arch, status, essential;
   std::map<std::string, std::string> conffiles;  // path -> md5, from the Conffiles field's lines
 };
 
@@ -72,7 +72,8 @@ std::vector<Stanza> Stanzas(std::string_view text) {
     const std::pair<std::string_view, std::string*> fields[] = {{"Package", &s.package},
                                                                 {"Version", &s.version},
                                                                 {"Architecture", &s.arch},
-                                                                {"Status", &s.status}};
+                                                                {"Status", &s.status},
+                                                                {"Essential", &s.essential}};
     for (const auto& [name, into] : fields) {
       if (Field(line, name, *into)) break;
     }
@@ -95,6 +96,22 @@ std::map<std::string, std::string> InstalledPackages(std::string_view text) {
     out[key] = s.version;
   }
   return out;
+}
+
+std::string EssentialArchitecture(std::string_view text) {
+  std::map<std::string, int> votes;
+  for (const Stanza& s : Stanzas(text)) {
+    if (s.essential == "yes" && Installed(s.status) && !s.arch.empty() && s.arch != "all") ++votes[s.arch];
+  }
+  std::string best;
+  int most = 0;
+  for (const auto& [arch, n] : votes) {
+    if (n > most) {
+      best = arch;
+      most = n;
+    }
+  }
+  return best;
 }
 
 std::map<std::string, std::string> PackageConffiles(std::string_view text, std::string_view package) {

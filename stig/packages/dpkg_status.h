@@ -30,6 +30,11 @@ std::map<std::string, std::string> PackageConffiles(std::string_view dpkg_status
 // path -> md5. Lines of another form are skipped.
 std::map<std::string, std::string> PackageMd5sums(std::string_view md5sums);
 
+// dpkg's architecture from a status file where /var/lib/dpkg/arch is absent (a debootstrap or
+// mmdebstrap root never wrote one): the architecture most of the installed Essential packages are
+// built for ("all" packages say nothing of the machine). Empty when none says.
+std::string EssentialArchitecture(std::string_view dpkg_status);
+
 // What turned `before` into `after` (both name -> version), each list sorted by name.
 PackageChanges ComparePackages(const std::map<std::string, std::string>& before,
                                const std::map<std::string, std::string>& after);
